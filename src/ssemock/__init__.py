@@ -1,0 +1,1 @@
+"""ssemock: record and replay streaming HTTP responses with their chunk boundaries and timing."""
