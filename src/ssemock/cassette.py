@@ -1,0 +1,354 @@
+"""Cassettes: lossless, readable, deterministic JSON files of recorded streaming interactions.
+
+A response body is kept as text split into one string per SSE event (or JSON line) so a person
+can read and edit it; chunk boundaries are a separate ``[t_ms, end_offset]`` map over the body's
+bytes, so a boundary may fall inside a UTF-8 character. Bodies that are not UTF-8 are base64.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .chunking import event_ends
+
+__all__ = ["Cassette", "CassetteError", "Interaction", "Request", "Response", "VERSION"]
+
+VERSION = 1
+
+
+
+class CassetteError(ValueError):
+    """A cassette file is malformed, of an unknown version, or disagrees with itself."""
+
+    def __init__(self, reason: str, *, path: str | os.PathLike[str] | None = None,
+                 interaction: int | None = None) -> None:
+        self.path = None if path is None else str(path)
+        self.interaction = interaction
+        self.reason = reason
+        where = [p for p in (self.path, None if interaction is None else f"interaction {interaction}") if p]
+        super().__init__(": ".join([*where, reason]))
+
+
+Headers = list[tuple[str, str]]
+
+
+def _headers(value: Mapping[str, str] | Iterable[tuple[str, str]] | None) -> Headers:
+    items = value.items() if isinstance(value, Mapping) else (value or [])
+    return [(str(k).lower(), str(v)) for k, v in items]
+
+
+@dataclass
+class Request:
+    """The request of an interaction, as stored (already redacted)."""
+
+    method: str
+    url: str
+    headers: Headers = field(default_factory=list)
+    body: bytes | None = None  # None: matches any body
+
+    def json(self) -> Any:
+        """The body parsed as JSON, or None when it is absent or not JSON."""
+        return _try_json(self.body)
+
+
+@dataclass
+class Response:
+    """A recorded response: the exact bytes, the chunk ends as received, and their times."""
+
+    status: int = 200
+    headers: Headers = field(default_factory=list)
+    body: bytes = b""
+    ends: list[int] = field(default_factory=list)  # end offset of each chunk in body
+    times: list[float] = field(default_factory=list)  # arrival of each chunk, seconds
+    complete: bool = True  # the stream ended normally
+    error: dict[str, Any] | None = None  # the failure seen mid-stream while recording
+
+    @property
+    def chunks(self) -> list[bytes]:
+        """The body cut at its recorded boundaries."""
+        body, starts = self.body, [0, *self.ends]
+        return [body[a:b] for a, b in zip(starts, self.ends)]
+
+    def header(self, name: str, default: str | None = None) -> str | None:
+        name = name.lower()
+        return next((v for k, v in self.headers if k == name), default)
+
+
+@dataclass
+class Interaction:
+    request: Request
+    response: Response
+
+
+def _try_json(body: bytes | None) -> Any:
+    if not body:
+        return None
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def split_body(body: bytes, content_type: str | None) -> list[bytes]:
+    """Cut a body into readable pieces: one SSE event each, or one line for other types."""
+    starts = [0, *event_ends(body, sse=bool(content_type and "event-stream" in content_type))]
+    if starts[-1] < len(body):
+        starts.append(len(body))
+    return [body[a:b] for a, b in zip(starts, starts[1:])]
+
+
+class Cassette:
+    """An ordered list of interactions, loadable from and savable to one JSON file."""
+
+    def __init__(self, interactions: Iterable[Interaction] = (), *,
+                 path: str | os.PathLike[str] | None = None) -> None:
+        self.interactions: list[Interaction] = list(interactions)
+        self.path = None if path is None else Path(path)
+
+    def __len__(self) -> int:
+        return len(self.interactions)
+
+    def __repr__(self) -> str:
+        return f"<Cassette {self.path or '(memory)'}: {len(self.interactions)} interactions>"
+
+    def add(self, method: str, url: str, chunks: Sequence[bytes], *,
+            times: Sequence[float] | None = None, status: int = 200,
+            headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+            request_headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+            request_body: bytes | str | None = None, request_json: Any = None,
+            complete: bool = True, error: dict[str, Any] | None = None) -> Interaction:
+        """Append an interaction built in code; ``times`` are arrival times in seconds."""
+        chunks = [c.encode() if isinstance(c, str) else bytes(c) for c in chunks]
+        if times is not None and len(times) != len(chunks):
+            raise ValueError(f"times has {len(times)} entries for {len(chunks)} chunks")
+        body = request_body.encode() if isinstance(request_body, str) else request_body
+        if request_json is not None:
+            body = orjson.dumps(request_json)
+        resp_headers = _headers(headers)
+        if not any(k == "content-type" for k, _ in resp_headers):
+            resp_headers.append(("content-type", "text/event-stream"))
+        ends, total = [], 0
+        for chunk in chunks:
+            total += len(chunk)
+            ends.append(total)
+        interaction = Interaction(
+            Request(method.upper(), url, _headers(request_headers), body),
+            Response(status, resp_headers, b"".join(chunks), ends,
+                     [float(t) for t in times] if times is not None else [0.0] * len(chunks),
+                     complete, error),
+        )
+        self.interactions.append(interaction)
+        return interaction
+
+    # -- files -----------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Cassette:
+        """Read a cassette file; any problem raises CassetteError naming the file."""
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise CassetteError(f"cannot read: {exc.strerror or exc}", path=path) from exc
+        return cls.loads(raw, path=path)
+
+    @classmethod
+    def loads(cls, raw: bytes | str, *, path: str | os.PathLike[str] | None = None) -> Cassette:
+        """Parse cassette JSON text; ``path`` is only used in error messages."""
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise CassetteError(f"not valid JSON ({exc})", path=path) from exc
+        if not isinstance(data, dict):
+            raise CassetteError("top level must be an object", path=path)
+        version = data.get("version")
+        if version != VERSION:
+            raise CassetteError(f"unknown cassette version {version!r} (this ssemock reads {VERSION})", path=path)
+        items = data.get("interactions")
+        if not isinstance(items, list):
+            raise CassetteError("'interactions' must be a list", path=path)
+        interactions = []
+        for i, item in enumerate(items):
+            try:
+                interactions.append(_interaction_from_json(item))
+            except _Invalid as exc:
+                raise CassetteError(str(exc), path=path, interaction=i) from None
+        return cls(interactions, path=path)
+
+    def dumps(self) -> bytes:
+        """Deterministic JSON: fixed key order, 2-space indent, trailing newline."""
+        doc = {"version": VERSION, "interactions": [_interaction_to_json(x) for x in self.interactions]}
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+
+    def save(self, path: str | os.PathLike[str] | None = None) -> Path:
+        """Write atomically (temp file in the same folder + os.replace)."""
+        target = Path(path) if path is not None else self.path
+        if target is None:
+            raise ValueError("Cassette.save() needs a path for an in-memory cassette")
+        data = self.dumps()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        self.path = target
+        return target
+
+
+# -- JSON mapping ------------------------------------------------------------------------------
+
+class _Invalid(Exception):
+    """A problem inside one interaction; turned into CassetteError with file and index."""
+
+
+def _headers_to_json(headers: Headers) -> dict[str, str | list[str]]:
+    out: dict[str, str | list[str]] = {}
+    for k, v in sorted(headers, key=lambda kv: kv[0]):
+        prev = out.get(k)
+        out[k] = v if prev is None else [*([prev] if isinstance(prev, str) else prev), v]
+    return out
+
+
+def _headers_from_json(value: Any, where: str) -> Headers:
+    if value is None:
+        return []
+    if not isinstance(value, dict):
+        raise _Invalid(f"{where} must be an object of name -> value")
+    out: Headers = []
+    for k, v in value.items():
+        for one in (v if isinstance(v, list) else [v]):
+            if not isinstance(one, str):
+                raise _Invalid(f"{where}[{k!r}] must be a string or a list of strings")
+            out.append((k.lower(), one))
+    return out
+
+
+def _body_to_json(body: bytes, content_type: str | None) -> dict[str, Any]:
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"body_base64": base64.b64encode(body).decode("ascii")}
+    return {"body": [p.decode("utf-8") for p in split_body(body, content_type)]}
+
+
+def _body_from_json(obj: dict[str, Any], where: str) -> bytes:
+    if "body_base64" in obj:
+        text = obj["body_base64"]
+        if not isinstance(text, str):
+            raise _Invalid(f"{where}.body_base64 must be a string")
+        try:
+            return base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise _Invalid(f"{where}.body_base64 is not valid base64 ({exc})") from None
+    pieces = obj.get("body", [])
+    if isinstance(pieces, str):
+        pieces = [pieces]
+    if not isinstance(pieces, list) or not all(isinstance(p, str) for p in pieces):
+        raise _Invalid(f"{where}.body must be a list of strings")
+    return "".join(pieces).encode("utf-8")
+
+
+def _interaction_to_json(x: Interaction) -> dict[str, Any]:
+    req, resp = x.request, x.response
+    request: dict[str, Any] = {"method": req.method, "url": req.url,
+                               "headers": _headers_to_json(req.headers)}
+    parsed = req.json()
+    if parsed is not None:
+        request["json"] = parsed
+    elif req.body is not None:
+        try:
+            request["body"] = req.body.decode("utf-8")
+        except UnicodeDecodeError:
+            request["body_base64"] = base64.b64encode(req.body).decode("ascii")
+    response: dict[str, Any] = {"status": resp.status, "headers": _headers_to_json(resp.headers)}
+    response.update(_body_to_json(resp.body, resp.header("content-type")))
+    response["chunks"] = [[round(t * 1000, 1), end] for t, end in zip(resp.times, resp.ends)]
+    response["complete"] = resp.complete
+    if resp.error is not None:
+        response["error"] = resp.error
+    return {"request": request, "response": response}
+
+
+def _interaction_from_json(item: Any) -> Interaction:
+    if not isinstance(item, dict):
+        raise _Invalid("must be an object with 'request' and 'response'")
+    req, resp = item.get("request"), item.get("response")
+    if not isinstance(req, dict):
+        raise _Invalid("missing or malformed 'request'")
+    if not isinstance(resp, dict):
+        raise _Invalid("missing or malformed 'response'")
+    method, url = req.get("method"), req.get("url")
+    if not isinstance(method, str) or not method:
+        raise _Invalid("request.method is missing or not a string")
+    if not isinstance(url, str) or not url:
+        raise _Invalid("request.url is missing or not a string")
+    body: bytes | None = None
+    if "json" in req:
+        body = orjson.dumps(req["json"])
+    elif "body" in req or "body_base64" in req:
+        body = _body_from_json(req, "request")
+    request = Request(method.upper(), url, _headers_from_json(req.get("headers"), "request.headers"), body)
+
+    status = resp.get("status")
+    if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+        raise _Invalid(f"response.status must be an HTTP status code, got {status!r}")
+    if "body" not in resp and "body_base64" not in resp:
+        raise _Invalid("response has no 'body' (or 'body_base64')")
+    rbody = _body_from_json(resp, "response")
+    ends, times = _chunk_map_from_json(resp.get("chunks"), len(rbody))
+    complete = resp.get("complete", True)
+    if not isinstance(complete, bool):
+        raise _Invalid("response.complete must be true or false")
+    error = resp.get("error")
+    if error is not None and not (isinstance(error, dict) and isinstance(error.get("type"), str)):
+        raise _Invalid("response.error must be an object with a 'type' string")
+    headers = _headers_from_json(resp.get("headers"), "response.headers")
+    return Interaction(request, Response(status, headers, rbody, ends, times, complete, error))
+
+
+def _chunk_map_from_json(value: Any, size: int) -> tuple[list[int], list[float]]:
+    if value is None:
+        return ([size], [0.0]) if size else ([], [])
+    if not isinstance(value, list):
+        raise _Invalid("response.chunks must be a list of [t_ms, end_offset] pairs")
+    ends: list[int] = []
+    times: list[float] = []
+    prev_end, prev_t = 0, 0.0
+    for k, pair in enumerate(value):
+        if (not isinstance(pair, list) or len(pair) != 2
+                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair)
+                or not isinstance(pair[1], int)):
+            raise _Invalid(f"response.chunks[{k}] must be [t_ms, end_offset] with an integer offset, got {pair!r}")
+        t_ms, end = pair
+        if end <= prev_end:
+            raise _Invalid(f"response.chunks[{k}]: end offset {end} does not increase (previous {prev_end})"
+                           " — run `ssemock fix` to rebuild the boundary map")
+        if end > size:
+            raise _Invalid(f"response.chunks[{k}]: end offset {end} is past the body's {size} bytes"
+                           " — the body was edited; run `ssemock fix` to rebuild the boundary map")
+        if t_ms < prev_t:
+            raise _Invalid(f"response.chunks[{k}]: time {t_ms} ms goes back (previous {prev_t} ms)")
+        ends.append(end)
+        times.append(t_ms / 1000)
+        prev_end, prev_t = end, t_ms
+    if prev_end != size:
+        raise _Invalid(f"response.chunks: the last end offset is {prev_end} but the body has {size} bytes"
+                       " — the body was edited; run `ssemock fix` to rebuild the boundary map")
+    return ends, times

@@ -1,0 +1,117 @@
+"""Request matching with vcrpy's matcher names, and the "closest recorded request" diagnosis."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import orjson
+
+from .cassette import Request
+
+__all__ = ["DEFAULT", "MATCHERS", "differences", "resolve"]
+
+DEFAULT = ("method", "scheme", "host", "port", "path", "query", "body")
+_PORTS = {"http": 80, "https": 443}
+
+
+def _port(url: str) -> int | None:
+    parts = urlsplit(url)
+    return parts.port or _PORTS.get(parts.scheme)
+
+
+def _query(url: str) -> list[tuple[str, str]]:
+    return sorted(parse_qsl(urlsplit(url).query, keep_blank_values=True))
+
+
+def _json(body: bytes | None) -> Any:
+    try:
+        return orjson.loads(body) if body else None
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _first_json_difference(a: Any, b: Any, path: str = "$") -> str | None:
+    if type(a) is not type(b):
+        return f"{path}: {b!r} recorded, {a!r} sent"
+    if isinstance(a, dict):
+        for key in sorted(set(a) | set(b), key=str):
+            if key not in a or key not in b:
+                side = "only recorded" if key in b else "only sent"
+                return f"{path}.{key}: {side}"
+            diff = _first_json_difference(a[key], b[key], f"{path}.{key}")
+            if diff:
+                return diff
+        return None
+    if isinstance(a, list):
+        for i, (x, y) in enumerate(zip(a, b)):
+            diff = _first_json_difference(x, y, f"{path}[{i}]")
+            if diff:
+                return diff
+        return None if len(a) == len(b) else f"{path}: {len(b)} items recorded, {len(a)} sent"
+    return None if a == b else f"{path}: {_short(b)} recorded, {_short(a)} sent"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _body(sent: Request, rec: Request) -> str | None:
+    if rec.body is None:  # recorded without a body: matches any
+        return None
+    a, b = _json(sent.body), _json(rec.body)
+    if a is not None and b is not None:
+        return _first_json_difference(a, b)
+    if (sent.body or b"") == rec.body:
+        return None
+    return f"{len(rec.body)} bytes recorded, {len(sent.body or b'')} sent"
+
+
+def _headers(sent: Request, rec: Request) -> str | None:
+    have = dict(sent.headers)
+    for k, v in rec.headers:
+        if have.get(k) != v:
+            return f"{k}: {v!r} recorded, {have.get(k)!r} sent"
+    return None
+
+
+def _part(get: Callable[[str], Any]) -> Callable[[Request, Request], str | None]:
+    def compare(sent: Request, rec: Request) -> str | None:
+        a, b = get(sent.url), get(rec.url)
+        return None if a == b else f"{b!r} recorded, {a!r} sent"
+    return compare
+
+
+Matcher = Callable[[Request, Request], "str | None"]
+MATCHERS: dict[str, Matcher] = {
+    "method": lambda s, r: None if s.method == r.method else f"{r.method} recorded, {s.method} sent",
+    "scheme": _part(lambda u: urlsplit(u).scheme),
+    "host": _part(lambda u: urlsplit(u).hostname),
+    "port": _part(_port),
+    "path": _part(lambda u: urlsplit(u).path or "/"),
+    "query": _part(_query),
+    "url": _part(lambda u: u),
+    "body": _body,
+    "headers": _headers,
+}
+
+
+def resolve(match_on: Sequence[str] | None) -> tuple[str, ...]:
+    """Validated matcher names (default: method, URL parts and body)."""
+    names = tuple(match_on) if match_on is not None else DEFAULT
+    unknown = [n for n in names if n not in MATCHERS]
+    if unknown:
+        raise ValueError(f"unknown matcher(s) {unknown}; known: {', '.join(MATCHERS)}")
+    return names
+
+
+def differences(sent: Request, recorded: Request, match_on: Sequence[str]) -> list[str]:
+    """What differs between a sent and a recorded request, one line per failing matcher."""
+    out = []
+    for name in match_on:
+        diff = MATCHERS[name](sent, recorded)
+        if diff is not None:
+            out.append(f"{name}: {diff}")
+    return out

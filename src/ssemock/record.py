@@ -1,0 +1,157 @@
+"""Recording: tee a live response stream into an interaction, chunk by chunk, as it arrives.
+
+The client gets every chunk the moment the network delivers it; the cassette gets the same chunk
+with its arrival time. Content-Encoding is removed for storage so boundaries and re-chunking
+apply to what an SSE decoder sees.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import zlib
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import httpx
+
+from .cassette import Headers, Interaction, Request, Response
+from .redact import redact_request, redact_response
+
+__all__ = ["Recorder", "request_from_httpx"]
+
+RequestHook = Callable[[Request], "Request | None"]
+ResponseHook = Callable[[Response], "Response | None"]
+_DROP = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive"})
+
+
+def request_from_httpx(request: httpx.Request) -> Request:
+    """The redacted cassette form of a sent request (the form used for matching, too)."""
+    headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in request.headers.raw]
+    body = request.content if request.method not in ("GET", "HEAD") or request.content else None
+    return redact_request(Request(request.method, str(request.url), headers, body))
+
+
+def _decoder(encoding: str) -> Callable[[bytes], bytes] | None:
+    """A streaming decompressor for gzip/deflate; None for encodings stored as they are."""
+    if encoding in ("gzip", "x-gzip"):
+        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress
+    if encoding == "deflate":
+        return zlib.decompressobj().decompress
+    return None
+
+
+class Recorder:
+    """One live exchange being recorded; ``tee`` wraps the real response's stream."""
+
+    def __init__(self, request: httpx.Request, *, on_response: Callable[[Recorder], None],
+                 before_record_request: RequestHook | None = None,
+                 before_record_response: ResponseHook | None = None) -> None:
+        self.t0 = time.perf_counter()
+        self.request = request_from_httpx(request)
+        self._on_response = on_response
+        self._before_response = before_record_response
+        self.skip = False
+        if before_record_request is not None:
+            hooked = before_record_request(self.request)
+            self.skip = hooked is None
+            self.request = hooked or self.request
+        self.status = 0
+        self.headers: Headers = []
+        self._parts: list[bytes] = []
+        self._ends: list[int] = []
+        self._times: list[float] = []
+        self._size = 0
+        self.complete = False
+        self.ended = False
+        self.error: dict[str, Any] | None = None
+        self._lock = threading.Lock()
+        self._decode: Callable[[bytes], bytes] | None = None
+
+    def tee(self, response: Any, is_async: bool) -> Any:
+        """Take the real (httpcore/httpcore2) response and give it back with a teeing stream."""
+        self.status = response.status
+        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in response.headers]
+        encoding = next((v.strip().lower() for k, v in headers if k == "content-encoding"), "identity")
+        self._decode = _decoder(encoding)
+        drop = _DROP | ({"content-encoding"} if self._decode else set())
+        self.headers = [(k, v) for k, v in headers if k not in drop]
+        response.stream = (_AsyncTee if is_async else _SyncTee)(response.stream, self)
+        self._on_response(self)
+        return response
+
+    def chunk(self, data: bytes) -> None:
+        t = time.perf_counter() - self.t0
+        if self._decode is not None:
+            data = self._decode(data)
+        if data:
+            with self._lock:
+                self._parts.append(data)
+                self._size += len(data)
+                self._ends.append(self._size)
+                self._times.append(t)
+
+    def finish(self, exc: BaseException | None = None) -> None:
+        """The stream ended: normally, with an error, or abandoned (GeneratorExit / close)."""
+        if self.ended:
+            return
+        self.ended = True
+        self.complete = exc is None
+        if isinstance(exc, Exception):
+            self.error = {"type": type(exc).__name__, "message": str(exc), "at_byte": self._size}
+
+    def interaction(self) -> Interaction | None:
+        """The interaction as recorded so far (None when a hook dropped it)."""
+        if self.skip:
+            return None
+        with self._lock:
+            body, ends, times = b"".join(self._parts), list(self._ends), list(self._times)
+        response = redact_response(Response(self.status, list(self.headers), body, ends,
+                                             [round(t, 4) for t in times],
+                                             self.complete, self.error))
+        if self._before_response is not None:
+            hooked = self._before_response(response)
+            if hooked is None:
+                return None
+            response = hooked
+        return Interaction(self.request, response)
+
+
+class _SyncTee:
+    def __init__(self, stream: Any, recorder: Recorder) -> None:
+        self._stream, self._rec = stream, recorder
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            for chunk in self._stream:
+                self._rec.chunk(chunk)
+                yield chunk
+        except BaseException as exc:
+            self._rec.finish(exc)
+            raise
+        self._rec.finish()
+
+    def close(self) -> None:
+        self._rec.finish(GeneratorExit())
+        if hasattr(self._stream, "close"):
+            self._stream.close()
+
+
+class _AsyncTee:
+    def __init__(self, stream: Any, recorder: Recorder) -> None:
+        self._stream, self._rec = stream, recorder
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._stream:
+                self._rec.chunk(chunk)
+                yield chunk
+        except BaseException as exc:
+            self._rec.finish(exc)
+            raise
+        self._rec.finish()
+
+    async def aclose(self) -> None:
+        self._rec.finish(GeneratorExit())
+        if hasattr(self._stream, "aclose"):
+            await self._stream.aclose()

@@ -1,0 +1,370 @@
+"""Replay: serve cassette interactions through respx, re-chunked, timed and faulted.
+
+Data flows one way: the recorded body and boundaries -> transforms -> chunking -> timing ->
+a single-pass stream handed to the client's own transport, which maps our ``httpcore`` /
+``httpcore2`` exceptions to the ones its stack raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType, TracebackType
+from typing import Any, Literal
+
+import httpx
+import respx
+from respx.models import AllMockedAssertionError
+
+from . import chunking as _chunking
+from . import matching
+from . import timing as _timing
+from . import transforms as _transforms
+from .cassette import Cassette, CassetteError, Interaction
+from .intercept import Record, core_module, mockers
+from .record import Recorder, RequestHook, ResponseHook, request_from_httpx
+from .redact import find_secrets
+
+__all__ = ["Play", "Player", "ReplayStream", "UnmatchedRequestError", "replay", "use_cassette"]
+
+RecordMode = Literal["none", "once", "new_episodes", "all", "rewrite"]
+RECORD_MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all", "rewrite")
+ChunkingSpec = str | _chunking.Chunking
+TransformSpec = str | _transforms.Transform | Sequence[str | _transforms.Transform] | None
+TimingSpec = str | float | _timing.Timing
+
+
+class UnmatchedRequestError(BaseException):
+    """A request matched no recorded interaction and recording is off.
+
+    A BaseException on purpose: SDKs catch ``Exception`` around sending (Anthropic wraps it in
+    APIConnectionError and retries with back-off), which would hide the real cause.
+    """
+
+
+@dataclass
+class Plan:
+    """What a replayed stream does: chunks, when each is due, and how it ends."""
+
+    chunks: list[bytes]
+    due: list[float | None]  # seconds after the request; None = at once
+    error: BaseException | None = None  # raised after the last chunk
+    read_timeout: float | None = None  # the client's; a longer wait raises ``timeout_error``
+    timeout_error: BaseException | None = None
+
+
+class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A single-pass response body, like a socket: lazily yields the planned chunks once."""
+
+    def __init__(self, plan: Plan, t0: float) -> None:
+        self._plan = plan
+        self._steps = self._core(plan, t0) if _needs_core(plan) else iter(plan.chunks)
+        self.opened = False
+        self.consumed = False
+        self.closed = False
+
+    @staticmethod
+    def _core(plan: Plan, t0: float) -> Iterator[bytes | float]:
+        """Chunks, with a float (seconds to wait) before any that is not due yet."""
+        last = t0
+        for chunk, due in zip(plan.chunks, plan.due):
+            if due is not None:
+                wait = t0 + due - time.monotonic()
+                if plan.read_timeout is not None and t0 + due - last > plan.read_timeout:
+                    raise plan.timeout_error or TimeoutError("read timeout")
+                if wait > 0:
+                    yield wait
+            yield chunk
+            last = time.monotonic()
+        if plan.error is not None:
+            raise plan.error
+
+    def __iter__(self) -> Iterator[bytes]:
+        self.opened = True
+        for step in self._steps:
+            if step.__class__ is bytes:
+                yield step  # type: ignore[misc]
+            else:
+                time.sleep(step)  # type: ignore[arg-type]
+        self.consumed = True
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        self.opened = True
+        for step in self._steps:
+            if step.__class__ is bytes:
+                yield step  # type: ignore[misc]
+            else:
+                await _async_sleep(step)  # type: ignore[arg-type]
+        self.consumed = True
+
+    def close(self) -> None:
+        self.closed = True
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def _needs_core(plan: Plan) -> bool:
+    return plan.error is not None or any(d is not None for d in plan.due)
+
+
+async def _async_sleep(seconds: float) -> None:
+    try:
+        await asyncio.sleep(seconds)
+    except RuntimeError:  # not asyncio: trio through anyio
+        import anyio
+        await anyio.sleep(seconds)
+
+
+@dataclass
+class Play:
+    """One response served from the cassette."""
+
+    index: int
+    request: httpx.Request
+    interaction: Interaction
+    chunking: _chunking.Chunking
+    transforms: list[_transforms.Transform]
+    stream: ReplayStream
+    body: bytes = b""
+    ends: list[int] = field(default_factory=list)
+
+
+class _Router(respx.MockRouter):
+    """A respx router whose unmatched requests fall through to the cassette player."""
+
+    def __init__(self, fallback: Callable[[httpx.Request], httpx.Response]) -> None:
+        super().__init__(assert_all_called=False, assert_all_mocked=True, using=None)
+        self._fallback = fallback
+
+    def handler(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return super().handler(request)
+        except AllMockedAssertionError:
+            return self._fallback(request)
+
+    async def async_handler(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return await super().async_handler(request)
+        except AllMockedAssertionError:
+            return self._fallback(request)
+
+
+class Player:
+    """Replays (and, by record mode, records) a cassette for all httpx and httpx2 clients."""
+
+    def __init__(self, cassette: Cassette, *, path: str | os.PathLike[str] | None = None,
+                 record_mode: RecordMode | str = "none", chunking: ChunkingSpec = "as_recorded",
+                 transform: TransformSpec = None, timing: TimingSpec = "instant",
+                 faults: Sequence[Any] = (), match_on: Sequence[str] | None = None,
+                 allow_playback_repeats: bool = False,
+                 before_record_request: RequestHook | None = None,
+                 before_record_response: ResponseHook | None = None,
+                 existed: bool = True) -> None:
+        if record_mode not in RECORD_MODES:
+            raise ValueError(f"unknown record_mode {record_mode!r}; known: {', '.join(RECORD_MODES)}")
+        self.cassette = cassette
+        self.path = Path(path) if path is not None else cassette.path
+        self.record_mode = record_mode
+        self.chunking = _chunking.get(chunking)
+        self.transforms = _transforms.resolve(transform)
+        self.timing = _timing.get(timing)
+        self.faults = list(faults)
+        self.match_on = matching.resolve(match_on)
+        self.allow_playback_repeats = allow_playback_repeats
+        self._hooks = {"before_record_request": before_record_request,
+                       "before_record_response": before_record_response}
+        self._replays = record_mode in ("none", "new_episodes") or (record_mode == "once" and existed)
+        self._records = record_mode in ("new_episodes", "all", "rewrite") or (record_mode == "once" and not existed)
+        self._existed = existed
+        self.play_counts = [0] * len(cassette.interactions)
+        self.plays: list[Play] = []
+        self.recorders: list[Recorder] = []
+        self._lock = threading.Lock()
+        self.router = _Router(self._handle)
+        self._active = False
+
+    def __repr__(self) -> str:
+        return (f"<ssemock.Player {self.path or '(memory)'} mode={self.record_mode} "
+                f"chunking={self.chunking} transform={'+'.join(map(str, self.transforms)) or None}>")
+
+    # -- context management ----------------------------------------------------------------
+
+    def start(self) -> None:
+        self.router.__enter__()
+        for mocker in mockers():
+            mocker.register(self.router)
+            mocker.start()
+        self._active = True
+
+    def stop(self, save: bool = True) -> None:
+        if not self._active:
+            return
+        self._active = False
+        for mocker in mockers():
+            mocker.unregister(self.router)
+            mocker.stop()
+        self.router.__exit__(None, None, None)
+        if save:
+            self.save()
+
+    def __enter__(self) -> Player:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Player:
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    # -- serving ---------------------------------------------------------------------------
+
+    def _handle(self, request: httpx.Request) -> httpx.Response:
+        sent = request_from_httpx(request)
+        if self._replays:
+            with self._lock:
+                index = self._take(sent)
+            if index is not None:
+                return self._serve(index, request)
+        if self._records:
+            recorder = Recorder(request, on_response=self._recorded, **self._hooks)  # type: ignore[arg-type]
+            raise Record(request, recorder.tee)
+        raise UnmatchedRequestError(self._explain(sent))
+
+    def _recorded(self, recorder: Recorder) -> None:
+        with self._lock:
+            self.recorders.append(recorder)
+
+    def _take(self, sent: Any) -> int | None:
+        candidates = [i for i, x in enumerate(self.cassette.interactions)
+                      if not matching.differences(sent, x.request, self.match_on)]
+        for i in candidates:
+            if self.play_counts[i] == 0:
+                self.play_counts[i] += 1
+                return i
+        if candidates and self.allow_playback_repeats:
+            self.play_counts[candidates[0]] += 1
+            return candidates[0]
+        return None
+
+    def _serve(self, index: int, request: httpx.Request) -> httpx.Response:
+        t0 = time.monotonic()
+        interaction = self.cassette.interactions[index]
+        resp = interaction.response
+        body, ends, times = resp.body, resp.ends, resp.times
+        if self.transforms and "event-stream" in (resp.header("content-type") or ""):
+            body, ends = _transforms.apply(self.transforms, body, ends)
+        new_ends = self.chunking.ends(body, ends)
+        starts = [0, *new_ends]
+        chunks = [body[a:b] for a, b in zip(starts, new_ends)]
+        due: list[float | None] = [None] * len(chunks)
+        if self.timing.factor is not None and times:
+            due = [self.timing.at(times[min(bisect.bisect_left(ends, e), len(times) - 1)]) for e in new_ends]
+        timeout = (request.extensions.get("timeout") or {}).get("read")
+        core = core_module(request)
+        plan = Plan(chunks, due, _recorded_error(core, resp.error), timeout,
+                    core.ReadTimeout(f"ssemock: no data for longer than the read timeout ({timeout} s)"))
+        stream = ReplayStream(plan, t0)
+        headers = [(k, v) for k, v in resp.headers if k not in ("content-length", "content-encoding")]
+        self.plays.append(Play(index, request, interaction, self.chunking, self.transforms, stream,
+                               body, new_ends))
+        return httpx.Response(resp.status, headers=headers, stream=stream,
+                              extensions={"http_version": b"HTTP/1.1"})
+
+    def _explain(self, sent: Any) -> str:
+        where = str(self.path) if self.path else "the in-memory cassette"
+        lines = [f"ssemock: no recorded interaction matches {sent.method} {sent.url}",
+                 f"cassette: {where} ({len(self.cassette.interactions)} interactions, "
+                 f"record_mode={self.record_mode!r}, matching on {', '.join(self.match_on)})"]
+        if self.path and not self._existed:
+            lines.append(f"the cassette file does not exist: {self.path}")
+        ranked = sorted(((matching.differences(sent, x.request, self.match_on), i)
+                         for i, x in enumerate(self.cassette.interactions)), key=lambda d: len(d[0]))
+        if ranked:
+            lines.append("closest recorded requests:")
+            for diffs, i in ranked[:3]:
+                x = self.cassette.interactions[i]
+                why = "; ".join(diffs) if diffs else (
+                    f"already played {self.play_counts[i]} time(s) (allow_playback_repeats=True to reuse)")
+                lines.append(f"  #{i} {x.request.method} {x.request.url}\n      differs: {why}")
+        lines.append("to record it: pytest --ssemock-record-mode=new_episodes (once: only for a new "
+                     "cassette), or use_cassette(..., record_mode=\"new_episodes\")")
+        return "\n".join(lines)
+
+    # -- saving ----------------------------------------------------------------------------
+
+    @property
+    def recorded(self) -> list[Interaction]:
+        """Interactions recorded in this session (redacted, as they would be saved)."""
+        with self._lock:
+            recorders = list(self.recorders)
+        return [x for x in (r.interaction() for r in recorders) if x is not None]
+
+    def save(self) -> None:
+        """Write what was recorded (atomically); refuse if a secret is left in it."""
+        new = self.recorded
+        if not new:
+            return
+        kept = self.cassette.interactions
+        if self.record_mode == "all":
+            kept = [x for x in kept
+                    if all(matching.differences(n.request, x.request, self.match_on) for n in new)]
+        out = Cassette([*kept, *new], path=self.path)
+        leaks = find_secrets(out)
+        if leaks:
+            raise CassetteError("refusing to save: a secret is left in the cassette: " + "; ".join(leaks)
+                                + " (redact it with before_record_request/before_record_response)",
+                                path=self.path)
+        if self.path is not None:
+            out.save(self.path)
+        self.cassette.interactions = out.interactions
+        self.play_counts = [0] * len(out.interactions)
+
+    def unplayed(self) -> list[int]:
+        """Indexes of interactions never served."""
+        return [i for i, n in enumerate(self.play_counts) if n == 0]
+
+    def unconsumed(self) -> list[Play]:
+        """Plays whose stream was not read to the end."""
+        return [p for p in self.plays if not p.stream.consumed]
+
+
+def _recorded_error(core: ModuleType, error: dict[str, Any] | None) -> BaseException | None:
+    """The exception a recorded mid-stream failure replays as, in the client's own stack."""
+    if error is None:
+        return None
+    cls = getattr(core, str(error.get("type")), None)
+    if not (isinstance(cls, type) and issubclass(cls, Exception)):
+        cls = core.RemoteProtocolError
+    return cls(str(error.get("message") or "connection failed (recorded)"))
+
+
+def replay(cassette: Cassette, **options: Any) -> Player:
+    """A player over an in-memory cassette: ``with ssemock.replay(c) as player: ...``."""
+    return Player(cassette, **options)
+
+
+def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode | str = "none",
+                 **options: Any) -> Player:
+    """Replay (and record, by ``record_mode``) the cassette file at ``path``.
+
+    Modes as vcrpy's: ``none`` replays only; ``once`` records if the file is missing, else
+    replays; ``new_episodes`` replays what matches and records the rest; ``all`` records
+    everything (replacing the interactions it re-records); ``rewrite`` starts from empty.
+    """
+    p = Path(path)
+    existed = p.exists() and record_mode != "rewrite"
+    cassette = Cassette.load(p) if existed else Cassette(path=p)
+    return Player(cassette, path=p, record_mode=record_mode, existed=existed, **options)
