@@ -163,7 +163,7 @@ class Player:
                  record_mode: RecordMode | str = "none", chunking: ChunkingSpec = "as_recorded",
                  transform: TransformSpec = None, timing: TimingSpec = "instant",
                  faults: Sequence[Any] = (), match_on: Sequence[str] | None = None,
-                 allow_playback_repeats: bool = False,
+                 allow_playback_repeats: bool = False, protocol: str | None = None,
                  before_record_request: RequestHook | None = None,
                  before_record_response: ResponseHook | None = None,
                  existed: bool = True) -> None:
@@ -178,6 +178,7 @@ class Player:
         self.faults = list(faults)
         self.match_on = matching.resolve(match_on)
         self.allow_playback_repeats = allow_playback_repeats
+        self.protocol = protocol
         self._hooks = {"before_record_request": before_record_request,
                        "before_record_response": before_record_response}
         self._replays = record_mode in ("none", "new_episodes") or (record_mode == "once" and existed)

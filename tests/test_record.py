@@ -1,0 +1,195 @@
+"""Recording from a real loopback server through httpx, httpx2 and the real SDKs, sync and async."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import httpx2
+import openai
+import orjson
+import pytest
+
+import ssemock
+from streams import TEXT, TOOL_ARGS
+
+CLIENTS = ["httpx", "httpx2"]
+
+
+def _stream_raw(lib: Any, url: str, is_async: bool) -> list[bytes]:
+    if is_async:
+        async def run() -> list[bytes]:
+            async with lib.AsyncClient() as client:
+                async with client.stream("GET", url) as r:
+                    return [c async for c in r.aiter_raw()]
+        return asyncio.run(run())
+    with lib.Client() as client:
+        with client.stream("GET", url) as r:
+            return list(r.iter_raw())
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("lib", [httpx, httpx2], ids=CLIENTS)
+def test_records_server_boundaries_and_gaps(tmp_path: Path, server: str, scripts: Any, lib: Any,
+                                            is_async: bool) -> None:
+    path = tmp_path / "c.json"
+    with ssemock.use_cassette(path, record_mode="once"):
+        live = _stream_raw(lib, f"{server}/events", is_async)
+    script = scripts["/events"]
+    assert live == script.writes  # the client got the server's writes unchanged while recording
+    cassette = ssemock.Cassette.load(path)
+    (x,) = cassette.interactions
+    assert x.response.chunks == script.writes
+    gaps = [b - a for a, b in zip(x.response.times, x.response.times[1:])]
+    assert all(abs(g - script.gap) < 0.015 for g in gaps), gaps
+    assert x.response.complete and x.response.error is None
+    assert x.request.method == "GET" and x.request.url == f"{server}/events"
+    # replay, server or not, under every chunking: same bytes
+    for chunking in ssemock.chunking.ALL:
+        with ssemock.use_cassette(path, chunking=chunking) as player:
+            got = _stream_raw(lib, f"{server}/events", is_async)
+        assert b"".join(got) == b"".join(script.writes)
+        assert got == chunking(x.response.body, x.response.ends)
+        assert player.plays[0].stream.consumed
+
+
+def test_client_gets_each_chunk_as_it_arrives_while_recording(tmp_path: Path, server: str, scripts: Any) -> None:
+    """vcrpy makes the client wait for the whole stream; the tee hands each chunk on at once."""
+    arrivals = []
+    with ssemock.use_cassette(tmp_path / "ttfc.json", record_mode="once"):
+        with httpx.Client() as client:
+            start = time.perf_counter()
+            with client.stream("POST", f"{server}/v1/chat/completions") as r:
+                for _ in r.iter_raw():
+                    arrivals.append(time.perf_counter() - start)
+    script = scripts["/v1/chat/completions"]
+    spread = arrivals[-1] - arrivals[0]
+    assert len(arrivals) == len(script.writes)
+    assert spread >= 0.8 * script.gap * (len(script.writes) - 1), arrivals
+
+
+def test_gzip_is_stored_decoded(tmp_path: Path, server: str) -> None:
+    path = tmp_path / "gz.json"
+    with ssemock.use_cassette(path, record_mode="once"):
+        with httpx.Client() as client:
+            live = client.get(f"{server}/gzip").text
+    doc = orjson.loads(path.read_bytes())
+    resp = doc["interactions"][0]["response"]
+    assert "content-encoding" not in resp["headers"]
+    assert resp["body"] == ["data: one\n\n", "data: two\n\n"]
+    with ssemock.use_cassette(path):
+        with httpx.Client() as client:
+            assert client.get(f"{server}/gzip").text == live
+
+
+@pytest.mark.parametrize("lib", [httpx, httpx2], ids=CLIENTS)
+def test_failure_mid_stream_is_recorded_and_replayed(tmp_path: Path, server: str, lib: Any) -> None:
+    path = tmp_path / "fail.json"
+    received: list[bytes] = []
+    with ssemock.use_cassette(path, record_mode="once"):
+        with lib.Client() as client, pytest.raises(lib.RemoteProtocolError):
+            with client.stream("GET", f"{server}/fail") as r:
+                for c in r.iter_raw():
+                    received.append(c)
+    x = ssemock.Cassette.load(path).interactions[0]
+    assert not x.response.complete
+    assert x.response.error is not None and x.response.error["type"] == "RemoteProtocolError"
+    assert x.response.body == b"".join(received) == b"data: one\n\ndata: tw"
+    for other in (httpx, httpx2):  # replays as the replaying client's own exception, same byte
+        replayed: list[bytes] = []
+        with ssemock.use_cassette(path, chunking="bytewise"):
+            with other.Client() as client, pytest.raises(other.RemoteProtocolError):
+                with client.stream("GET", f"{server}/fail") as r:
+                    for c in r.iter_raw():
+                        replayed.append(c)
+        assert b"".join(replayed) == x.response.body
+
+
+def test_abandoned_stream_is_recorded_as_incomplete(tmp_path: Path, server: str) -> None:
+    path = tmp_path / "abandon.json"
+    with ssemock.use_cassette(path, record_mode="once"):
+        with httpx.Client() as client:
+            with client.stream("POST", f"{server}/v1/chat/completions") as r:
+                first = next(r.iter_raw())
+    x = ssemock.Cassette.load(path).interactions[0]
+    assert x.response.complete is False and x.response.error is None
+    assert x.response.body.startswith(first)
+
+
+def _openai_run(client: Any) -> tuple[str, str]:
+    stream = client.chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "hi"}],
+                                            stream=True)
+    text, args = "", ""
+    for chunk in stream:
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        text += delta.content or ""
+        for call in delta.tool_calls or []:
+            args += call.function.arguments or ""
+    return text, args
+
+
+async def _openai_arun(client: Any) -> tuple[str, str]:
+    stream = await client.chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "hi"}],
+                                                  stream=True)
+    text, args = "", ""
+    async for chunk in stream:
+        delta = chunk.choices[0].delta
+        text += delta.content or ""
+        for call in delta.tool_calls or []:
+            args += call.function.arguments or ""
+    return text, args
+
+
+def _anthropic_run(client: Any) -> tuple[str, str]:
+    with client.messages.stream(model="claude-test", max_tokens=64,
+                                messages=[{"role": "user", "content": "hi"}]) as stream:
+        message = stream.get_final_message()
+    text = "".join(b.text for b in message.content if b.type == "text")
+    tool = next(b for b in message.content if b.type == "tool_use")
+    return text, json.dumps(tool.input, ensure_ascii=False)
+
+
+async def _anthropic_arun(client: Any) -> tuple[str, str]:
+    async with client.messages.stream(model="claude-test", max_tokens=64,
+                                      messages=[{"role": "user", "content": "hi"}]) as stream:
+        message = await stream.get_final_message()
+    text = "".join(b.text for b in message.content if b.type == "text")
+    tool = next(b for b in message.content if b.type == "tool_use")
+    return text, json.dumps(tool.input, ensure_ascii=False)
+
+
+SDKS = {
+    "openai-sync": lambda url: _openai_run(openai.OpenAI(base_url=f"{url}/v1", api_key="sk-test-openai-key-123456")),
+    "openai-async": lambda url: asyncio.run(_openai_arun(
+        openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="sk-test-openai-key-123456"))),
+    "anthropic-sync": lambda url: _anthropic_run(anthropic.Anthropic(base_url=url, api_key="sk-ant-test-key-123456")),
+    "anthropic-async": lambda url: asyncio.run(_anthropic_arun(
+        anthropic.AsyncAnthropic(base_url=url, api_key="sk-ant-test-key-123456"))),
+}
+
+
+@pytest.mark.parametrize("sdk", list(SDKS))
+def test_sdk_record_then_replay_every_chunking(tmp_path: Path, server: str, scripts: Any, sdk: str) -> None:
+    path = tmp_path / f"{sdk}.json"
+    with ssemock.use_cassette(path, record_mode="once"):
+        live = SDKS[sdk](server)
+    expected_args = TOOL_ARGS if sdk.startswith("openai") else json.dumps(json.loads(TOOL_ARGS), ensure_ascii=False)
+    assert live == (TEXT, expected_args)
+    raw = path.read_text()
+    assert "sk-test-openai-key" not in raw and "sk-ant-test-key" not in raw  # redacted
+    x = ssemock.Cassette.load(path).interactions[0]
+    route = "/v1/messages" if sdk.startswith("anthropic") else "/v1/chat/completions"
+    assert x.response.chunks == scripts[route].writes
+    assert x.request.json()["stream"] is True
+    dead = "http://127.0.0.1:9"  # nothing listens: replay must never touch the network
+    for chunking in ssemock.chunking.ALL:
+        with ssemock.use_cassette(path, chunking=chunking, match_on=["method", "path", "body"]) as player:
+            assert SDKS[sdk](dead) == live, chunking
+        assert len(player.plays) == 1
