@@ -79,3 +79,6 @@ def server() -> Iterator[str]:
 @pytest.fixture
 def scripts() -> dict[str, Script]:
     return SCRIPTS
+
+
+pytest_plugins = ["pytester"]

@@ -1,0 +1,215 @@
+"""The pytest plugin, driven as users drive it: test files run by pytest in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import ssemock
+from conftest import APP
+from ssemock.server import running
+
+TEST_FILE = '''
+import asyncio, os
+import httpx, httpx2, openai, pytest
+
+URL = os.environ["SSEMOCK_TEST_SERVER"]
+
+@pytest.mark.ssemock
+def test_httpx_sse():
+    with httpx.Client() as client:
+        with client.stream("GET", URL + "/events") as r:
+            body = b"".join(r.iter_raw())
+    assert body.count(b"\\n\\n") == 3
+
+@pytest.mark.ssemock(chunking="all")
+def test_openai(ssemock):
+    client = openai.OpenAI(base_url=URL + "/v1", api_key="sk-test-plugin-key-000")
+    stream = client.chat.completions.create(model="m", messages=[], stream=True)
+    text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert text.startswith("こんにちは"), text
+    assert ssemock.chunking.name in {c.name for c in __import__("ssemock").chunking.ALL}
+
+@pytest.mark.asyncio
+@pytest.mark.ssemock(cassette="shared_name")
+async def test_async_httpx2():
+    async with httpx2.AsyncClient() as client:
+        r = await client.get(URL + "/events")
+    assert r.text.startswith("data: one")
+'''
+
+
+@pytest.fixture
+def live(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A loopback server only for this test (stopped to prove replay is offline)."""
+    ctx = running(APP)
+    url = ctx.__enter__()
+    monkeypatch.setenv("SSEMOCK_TEST_SERVER", url)
+
+    class Live:
+        def stop(self) -> None:
+            ctx.__exit__(None, None, None)
+
+    yield Live()
+    try:
+        ctx.__exit__(None, None, None)
+    except Exception:
+        pass
+
+
+def test_record_once_then_replay_offline_with_chunking_matrix(pytester: pytest.Pytester, live: Any) -> None:
+    pytester.makepyfile(test_stream=TEST_FILE)
+    first = pytester.runpytest_subprocess("--ssemock-record-mode=once", "-p", "no:cassetter", "-v")
+    first.assert_outcomes(passed=9)
+    cassettes = pytester.path / "cassettes" / "test_stream"
+    assert sorted(p.name for p in cassettes.iterdir()) == ["shared_name.json", "test_httpx_sse.json",
+                                                            "test_openai.json"]
+    saved = (cassettes / "test_openai.json").read_text()
+    assert "sk-test-plugin-key" not in saved
+    live.stop()
+    second = pytester.runpytest_subprocess("-p", "no:cassetter", "-v")
+    second.assert_outcomes(passed=9)
+    out = second.stdout.str()
+    for c in ssemock.chunking.ALL:
+        assert f"test_openai[ssemock-{c.name}] PASSED" in out
+    # the whole matrix again from the command line, through the plain-marker test too
+    third = pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-chunking=mid_utf8,bytewise", "-q")
+    third.assert_outcomes(passed=len(ssemock.chunking.ALL) + 2 * 2)
+
+
+def test_replay_mode_blocks_network_with_helpful_error(pytester: pytest.Pytester, live: Any) -> None:
+    pytester.makepyfile(test_blocked='''
+import os, httpx, pytest
+import ssemock
+
+@pytest.mark.ssemock
+def test_unrecorded():
+    with httpx.Client() as client:
+        client.get(os.environ["SSEMOCK_TEST_SERVER"] + "/events")
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cassetter")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "UnmatchedRequestError" in out
+    assert "no recorded interaction matches GET" in out
+    assert "the cassette file does not exist" in out
+    assert "--ssemock-record-mode=new_episodes" in out
+
+
+def test_unmatched_request_never_opens_a_socket(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cassette = ssemock.Cassette()
+    cassette.add("POST", "https://api.example.test/v1/chat/completions", [b"data: x\n\n"],
+                 request_json={"model": "a", "stream": True})
+    connects: list[Any] = []
+    real_connect = socket.socket.connect
+    monkeypatch.setattr(socket.socket, "connect", lambda self, addr: connects.append(addr) or real_connect(self, addr))
+    with ssemock.replay(cassette):
+        with httpx.Client() as client, pytest.raises(ssemock.UnmatchedRequestError) as info:
+            client.post("https://api.example.test/v1/chat/completions", json={"model": "b", "stream": True})
+    assert connects == []
+    message = str(info.value)
+    assert "closest recorded requests" in message and "#0 POST" in message
+    assert "body: $.model: 'a' recorded, 'b' sent" in message
+
+
+def test_record_modes(pytester: pytest.Pytester, live: Any) -> None:
+    pytester.makepyfile(test_modes='''
+import os, httpx, pytest
+URL = os.environ["SSEMOCK_TEST_SERVER"]
+
+@pytest.mark.ssemock
+def test_two_requests():
+    with httpx.Client() as client:
+        assert client.get(URL + "/events").status_code == 200
+        if os.environ.get("SECOND"):
+            assert client.get(URL + "/gzip").text == "data: one\\n\\ndata: two\\n\\n"
+''')
+    path = pytester.path / "cassettes" / "test_modes" / "test_two_requests.json"
+    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=once").assert_outcomes(passed=1)
+    assert len(json.loads(path.read_text())["interactions"]) == 1
+    # once with an existing cassette: replay only, a new request is an error
+    live_env = {"SECOND": "1"}
+    for k, v in live_env.items():
+        pytester._monkeypatch.setenv(k, v)
+    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=once").assert_outcomes(failed=1)
+    # new_episodes: replays the first, records the second
+    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=new_episodes").assert_outcomes(passed=1)
+    urls = [x["request"]["url"] for x in json.loads(path.read_text())["interactions"]]
+    assert [u.rsplit("/", 1)[1] for u in urls] == ["events", "gzip"]
+    # all: records both again, replacing (not duplicating) what it re-records
+    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=all").assert_outcomes(passed=1)
+    assert len(json.loads(path.read_text())["interactions"]) == 2
+    # rewrite: starts from empty
+    pytester._monkeypatch.delenv("SECOND")
+    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=rewrite").assert_outcomes(passed=1)
+    assert len(json.loads(path.read_text())["interactions"]) == 1
+
+
+def test_xdist_two_workers(pytester: pytest.Pytester, live: Any) -> None:
+    pytester.makepyfile(test_stream=TEST_FILE)
+    pytester.runpytest_subprocess("-p", "no:cassetter", "-n", "2", "--ssemock-record-mode=once").assert_outcomes(passed=9)
+    live.stop()
+    pytester.runpytest_subprocess("-p", "no:cassetter", "-n", "2").assert_outcomes(passed=9)
+    leftovers = [p for p in (pytester.path / "cassettes").rglob("*") if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+@pytest.mark.parametrize("other, block", [("recording", "cassetter"), ("cassetter", "recording")])
+def test_coexists_with_other_recorders(pytester: pytest.Pytester, other: str, block: str) -> None:
+    """pytest-recording and cassetter both own --record-mode; ssemock's options are namespaced."""
+    pytester.makepyfile(test_co='''
+import pytest
+def test_options(request):
+    assert request.config.getoption("ssemock_record_mode") == "none"
+    assert request.config.getoption("record_mode") in ("none", "once", "new_episodes", "all", "rewrite", "ci")
+''')
+    result = pytester.runpytest_subprocess("-p", f"no:{block}", "--ssemock-record-mode=none", "--record-mode=none")
+    result.assert_outcomes(passed=1)
+    help_text = pytester.runpytest_subprocess("-p", f"no:{block}", "--help").stdout.str()
+    assert "--ssemock-record-mode" in help_text and "--record-mode" in help_text
+
+
+def test_config_fixtures_and_teardown_checks(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest('''
+import pytest
+@pytest.fixture
+def ssemock_config():
+    return {"check_unconsumed": "error"}
+
+@pytest.fixture
+def ssemock_cassette_dir(tmp_path_factory):
+    import pathlib
+    return pathlib.Path(__file__).parent / "my_cassettes"
+''')
+    cassette = ssemock.Cassette()
+    cassette.add("GET", "https://example.test/stream", [b"data: 1\n\n", b"data: 2\n\n"])
+    cassette.save(pytester.path / "my_cassettes" / "test_partial.json")
+    pytester.makepyfile(test_checks='''
+import httpx, pytest
+
+@pytest.mark.ssemock
+def test_partial(ssemock):
+    with httpx.Client() as client:
+        with client.stream("GET", "https://example.test/stream") as r:
+            next(r.iter_raw())
+    assert ssemock.path.parent.name == "my_cassettes"
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cassetter")
+    result.assert_outcomes(passed=1, errors=1)
+    assert "was not read to the end under as_recorded" in result.stdout.str()
+
+
+def test_user_routes_on_the_router(tmp_path: Path) -> None:
+    cassette = ssemock.Cassette()
+    cassette.add("GET", "https://example.test/stream", [b"data: 1\n\n"])
+    with ssemock.replay(cassette) as player:
+        player.router.get("https://example.test/health").respond(200, json={"ok": True})
+        with httpx.Client() as client:
+            assert client.get("https://example.test/health").json() == {"ok": True}
+            assert client.get("https://example.test/stream").text == "data: 1\n\n"
+    assert [p.index for p in player.plays] == [0]
