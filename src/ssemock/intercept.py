@@ -42,7 +42,7 @@ class _TeeingMocker(HTTPCoreMocker, ABC):
 
     @classmethod
     def to_httpx_request(cls, **kwargs: Any) -> httpx.Request:
-        request = super().to_httpx_request(**kwargs)
+        request: httpx.Request = super().to_httpx_request(**kwargs)  # type: ignore[no-untyped-call]
         request.extensions[STACK_KEY] = cls.stack
         return request
 
@@ -52,7 +52,7 @@ class _TeeingMocker(HTTPCoreMocker, ABC):
         if _passing.get():  # the real pool calls its connections: let them through untouched
             return target_spec(instance, **kwargs)
         try:
-            httpx_response = cls.handler(httpx_request)
+            httpx_response = cls.handler(httpx_request)  # type: ignore[no-untyped-call]
         except PassThrough as passing:
             token = _passing.set(True)
             try:
@@ -68,7 +68,7 @@ class _TeeingMocker(HTTPCoreMocker, ABC):
         if _passing.get():
             return await target_spec(instance, **kwargs)
         try:
-            httpx_response = await cls.async_handler(httpx_request)
+            httpx_response = await cls.async_handler(httpx_request)  # type: ignore[no-untyped-call]
         except PassThrough as passing:
             token = _passing.set(True)
             try:

@@ -89,7 +89,7 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
         self.opened = True
         for step in self._steps:
             if step.__class__ is bytes:
-                yield step  # type: ignore[misc]
+                yield step
             else:
                 time.sleep(step)  # type: ignore[arg-type]
         self.consumed = True
@@ -98,7 +98,7 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
         self.opened = True
         for step in self._steps:
             if step.__class__ is bytes:
-                yield step  # type: ignore[misc]
+                yield step
             else:
                 await _async_sleep(step)  # type: ignore[arg-type]
         self.consumed = True
