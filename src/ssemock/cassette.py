@@ -71,12 +71,16 @@ class Response:
     times: list[float] = field(default_factory=list)  # arrival of each chunk, seconds
     complete: bool = True  # the stream ended normally
     error: dict[str, Any] | None = None  # the failure seen mid-stream while recording
+    _cut: tuple[tuple[int, int, int], list[bytes]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def chunks(self) -> list[bytes]:
-        """The body cut at its recorded boundaries."""
-        body, starts = self.body, [0, *self.ends]
-        return [body[a:b] for a, b in zip(starts, self.ends)]
+        """The body cut at its recorded boundaries (cut once, then cached)."""
+        key = (id(self.body), id(self.ends), len(self.ends))
+        if self._cut is None or self._cut[0] != key:
+            body, starts = self.body, [0, *self.ends]
+            self._cut = (key, [body[a:b] for a, b in zip(starts, self.ends)])
+        return self._cut[1]
 
     def header(self, name: str, default: str | None = None) -> str | None:
         name = name.lower()

@@ -23,10 +23,12 @@ import respx
 from respx.models import AllMockedAssertionError
 
 from . import chunking as _chunking
+from . import faults as _faults
 from . import matching
 from . import timing as _timing
 from . import transforms as _transforms
 from .cassette import Cassette, CassetteError, Interaction
+from .faults import Served
 from .intercept import Record, core_module, mockers
 from .record import Recorder, RequestHook, ResponseHook, request_from_httpx
 from .redact import find_secrets
@@ -38,6 +40,7 @@ RECORD_MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all", "rewrite
 ChunkingSpec = str | _chunking.Chunking
 TransformSpec = str | _transforms.Transform | Sequence[str | _transforms.Transform] | None
 TimingSpec = str | float | _timing.Timing
+FaultSpec = str | _faults.Fault | Sequence[str | _faults.Fault] | None
 
 
 class UnmatchedRequestError(BaseException):
@@ -53,10 +56,12 @@ class Plan:
     """What a replayed stream does: chunks, when each is due, and how it ends."""
 
     chunks: list[bytes]
-    due: list[float | None]  # seconds after the request; None = at once
+    due: list[float | None] | None  # seconds after the request; None = all at once
     error: BaseException | None = None  # raised after the last chunk
     read_timeout: float | None = None  # the client's; a longer wait raises ``timeout_error``
     timeout_error: BaseException | None = None
+    stalls: dict[int, float] = field(default_factory=dict)  # chunk index -> seconds of silence before it
+    stall_factor: float | None = None  # None: stalls shorter than the timeout are skipped
 
 
 class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
@@ -64,22 +69,35 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
 
     def __init__(self, plan: Plan, t0: float) -> None:
         self._plan = plan
-        self._steps = self._core(plan, t0) if _needs_core(plan) else iter(plan.chunks)
+        self._fast = not _needs_core(plan)
+        self._steps = iter(plan.chunks) if self._fast else self._core(plan, t0)
         self.opened = False
         self.consumed = False
         self.closed = False
 
     @staticmethod
     def _core(plan: Plan, t0: float) -> Iterator[bytes | float]:
-        """Chunks, with a float (seconds to wait) before any that is not due yet."""
+        """Chunks, with a float (seconds to wait) before any that is not due yet.
+
+        A wait longer than the client's read timeout raises its ReadTimeout at once.
+        """
         last = t0
-        for chunk, due in zip(plan.chunks, plan.due):
-            if due is not None:
-                wait = t0 + due - time.monotonic()
-                if plan.read_timeout is not None and t0 + due - last > plan.read_timeout:
-                    raise plan.timeout_error or TimeoutError("read timeout")
+        due = plan.due or [None] * len(plan.chunks)
+        for i, chunk in enumerate([*plan.chunks, None]):
+            silence = plan.stalls.get(i, 0.0)
+            at = due[i] if i < len(due) else None
+            gap = silence + (t0 + at - last if at is not None else 0.0)
+            if plan.read_timeout is not None and gap > plan.read_timeout:
+                raise plan.timeout_error or TimeoutError("read timeout")
+            if silence and plan.stall_factor is not None:
+                yield silence * plan.stall_factor
+                t0 += silence * plan.stall_factor
+            if at is not None:
+                wait = t0 + at - time.monotonic()
                 if wait > 0:
                     yield wait
+            if chunk is None:
+                break
             yield chunk
             last = time.monotonic()
         if plan.error is not None:
@@ -87,6 +105,10 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
 
     def __iter__(self) -> Iterator[bytes]:
         self.opened = True
+        if self._fast:
+            yield from self._steps  # type: ignore[misc]
+            self.consumed = True
+            return
         for step in self._steps:
             if step.__class__ is bytes:
                 yield step
@@ -111,7 +133,7 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
 
 
 def _needs_core(plan: Plan) -> bool:
-    return plan.error is not None or any(d is not None for d in plan.due)
+    return plan.error is not None or plan.due is not None or bool(plan.stalls)
 
 
 async def _async_sleep(seconds: float) -> None:
@@ -134,6 +156,7 @@ class Play:
     stream: ReplayStream
     body: bytes = b""
     ends: list[int] = field(default_factory=list)
+    faults: list[str] = field(default_factory=list)
 
 
 class _Router(respx.MockRouter):
@@ -162,7 +185,7 @@ class Player:
     def __init__(self, cassette: Cassette, *, path: str | os.PathLike[str] | None = None,
                  record_mode: RecordMode | str = "none", chunking: ChunkingSpec = "as_recorded",
                  transform: TransformSpec = None, timing: TimingSpec = "instant",
-                 faults: Sequence[Any] = (), match_on: Sequence[str] | None = None,
+                 faults: FaultSpec = (), match_on: Sequence[str] | None = None,
                  allow_playback_repeats: bool = False, protocol: str | None = None,
                  before_record_request: RequestHook | None = None,
                  before_record_response: ResponseHook | None = None,
@@ -175,7 +198,8 @@ class Player:
         self.chunking = _chunking.get(chunking)
         self.transforms = _transforms.resolve(transform)
         self.timing = _timing.get(timing)
-        self.faults = list(faults)
+        self.faults = _faults.resolve(faults)
+        self.attempts = 0
         self.match_on = matching.resolve(match_on)
         self.allow_playback_repeats = allow_playback_repeats
         self.protocol = protocol
@@ -264,24 +288,41 @@ class Player:
         t0 = time.monotonic()
         interaction = self.cassette.interactions[index]
         resp = interaction.response
-        body, ends, times = resp.body, resp.ends, resp.times
-        if self.transforms and "event-stream" in (resp.header("content-type") or ""):
-            body, ends = _transforms.apply(self.transforms, body, ends)
-        new_ends = self.chunking.ends(body, ends)
-        starts = [0, *new_ends]
-        chunks = [body[a:b] for a, b in zip(starts, new_ends)]
-        due: list[float | None] = [None] * len(chunks)
-        if self.timing.factor is not None and times:
-            due = [self.timing.at(times[min(bisect.bisect_left(ends, e), len(times) - 1)]) for e in new_ends]
-        timeout = (request.extensions.get("timeout") or {}).get("read")
         core = core_module(request)
-        plan = Plan(chunks, due, _recorded_error(core, resp.error), timeout,
-                    core.ReadTimeout(f"ssemock: no data for longer than the read timeout ({timeout} s)"))
+        served = Served(resp.status, list(resp.headers), resp.body, resp.ends, resp.times, str(request.url),
+                        core, _recorded_error(core, resp.error))
+        if self.transforms and served.is_sse:
+            served.body, served.ends = _transforms.apply(self.transforms, served.body, served.ends)
+        with self._lock:
+            attempt, self.attempts = self.attempts, self.attempts + 1
+        for fault in self.faults:
+            fault.apply(served, attempt)
+        if not served.consumes:
+            with self._lock:
+                self.play_counts[index] -= 1
+        body, size = served.body, len(served.body)
+        new_ends = self.chunking.ends(body, served.ends)
+        if served.stalls:  # a stall needs a boundary where it falls
+            new_ends = sorted(set(new_ends) | {o for o in served.stalls if 0 < o < size})
+        if body is resp.body and new_ends == resp.ends:
+            chunks = resp.chunks
+        else:
+            chunks = [body[a:b] for a, b in zip([0, *new_ends], new_ends)]
+        due: list[float | None] | None = None
+        times = served.times
+        if self.timing.factor is not None and times:
+            due = [self.timing.at(times[min(bisect.bisect_left(served.ends, e), len(times) - 1)])
+                   for e in new_ends]
+        stalls = {(bisect.bisect_left(new_ends, o) + 1 if o else 0): s for o, s in served.stalls.items()}
+        timeout = (request.extensions.get("timeout") or {}).get("read")
+        plan = Plan(chunks, due, served.error, timeout,
+                    core.ReadTimeout(f"ssemock: no data for longer than the read timeout ({timeout} s)"),
+                    stalls, self.timing.factor)
         stream = ReplayStream(plan, t0)
-        headers = [(k, v) for k, v in resp.headers if k not in ("content-length", "content-encoding")]
+        headers = [(k, v) for k, v in served.headers if k not in ("content-length", "content-encoding")]
         self.plays.append(Play(index, request, interaction, self.chunking, self.transforms, stream,
-                               body, new_ends))
-        return httpx.Response(resp.status, headers=headers, stream=stream,
+                               body, new_ends, [str(f) for f in self.faults]))
+        return httpx.Response(served.status, headers=headers, stream=stream,
                               extensions={"http_version": b"HTTP/1.1"})
 
     def _explain(self, sent: Any) -> str:

@@ -1,0 +1,278 @@
+"""Faults: what real networks, proxies and providers do to a stream, made deterministic.
+
+A fault rewrites what one response will be (:class:`Served`) before it is chunked: it may cut
+the body and end it with the client stack's own exception, add a stall, replace the response
+with an HTTP error, or insert a provider-format error event. Every fault has a short name
+(``"disconnect:after_event=3"``) so parametrized test ids say what happened.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import orjson
+
+from .chunking import event_ends
+
+__all__ = ["Fault", "Served", "disconnect", "error_event", "get", "http_error", "resolve", "sequence",
+           "stall", "truncate"]
+
+
+@dataclass
+class Served:
+    """One response on its way to the client, before chunking and timing."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    ends: list[int]  # chunk ends (as recorded, carried through transforms)
+    times: list[float]
+    url: str
+    core: ModuleType  # httpcore or httpcore2: whose exceptions the client's transport maps
+    error: BaseException | None = None
+    stalls: dict[int, float] = field(default_factory=dict)  # byte offset -> seconds
+    consumes: bool = True  # whether serving this counts as a play of the interaction
+
+    @property
+    def is_sse(self) -> bool:
+        return any(k == "content-type" and "event-stream" in v for k, v in self.headers)
+
+    def event_ends(self) -> list[int]:
+        return event_ends(self.body, sse=self.is_sse)
+
+    def offset_after(self, events: int) -> int:
+        """Byte offset after the first ``events`` events (the whole body if there are fewer)."""
+        ends = self.event_ends()
+        if events <= 0:
+            return 0
+        return ends[events - 1] if events <= len(ends) else len(self.body)
+
+    def cut(self, offset: int) -> None:
+        """Keep only the first ``offset`` bytes; the last kept chunk ends there."""
+        keep = bisect.bisect_left(self.ends, offset)
+        at = self.times[keep] if keep < len(self.times) else (self.times[-1] if self.times else 0.0)
+        self.ends = self.ends[:keep] + ([offset] if offset else [])
+        self.times = self.times[:keep] + ([at] if offset else [])
+        self.body = self.body[:offset]
+
+
+class Fault:
+    """Base class: a named, deterministic change to one served response."""
+
+    name: str = "fault"
+
+    def apply(self, served: Served, attempt: int) -> None:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"<fault {self.name}>"
+
+
+def _args(**kwargs: Any) -> str:
+    shown = [f"{k}={v}" for k, v in kwargs.items() if v is not None]
+    return (":" + ",".join(shown)) if shown else ""
+
+
+class _Disconnect(Fault):
+    def __init__(self, after_event: int | None, after_byte: int | None) -> None:
+        if (after_event is None) == (after_byte is None):
+            raise ValueError("disconnect() needs exactly one of after_event= or after_byte=")
+        self.after_event, self.after_byte = after_event, after_byte
+        self.name = "disconnect" + _args(after_event=after_event, after_byte=after_byte)
+
+    def apply(self, served: Served, attempt: int) -> None:
+        offset = (served.offset_after(self.after_event) if self.after_event is not None
+                  else min(self.after_byte or 0, len(served.body)))
+        served.cut(offset)
+        served.error = served.core.RemoteProtocolError(
+            f"peer closed connection without sending complete message body (ssemock {self.name}, "
+            f"after byte {offset})")
+
+
+def disconnect(after_event: int | None = None, after_byte: int | None = None) -> Fault:
+    """Drop the connection after N whole events (or N bytes): the client's RemoteProtocolError."""
+    return _Disconnect(after_event, after_byte)
+
+
+class _Stall(Fault):
+    def __init__(self, before_event: int, seconds: float) -> None:
+        self.before_event, self.seconds = before_event, float(seconds)
+        self.name = f"stall:before_event={before_event},seconds={seconds:g}"
+
+    def apply(self, served: Served, attempt: int) -> None:
+        served.stalls[served.offset_after(self.before_event)] = self.seconds
+
+
+def stall(before_event: int, seconds: float) -> Fault:
+    """Send nothing for ``seconds`` before event N (0-based: after N events).
+
+    Longer than the client's read timeout: its ReadTimeout at once, without sleeping.
+    """
+    return _Stall(before_event, seconds)
+
+
+class _Truncate(Fault):
+    def __init__(self, at: str) -> None:
+        if at not in ("terminator", "mid_event"):
+            raise ValueError(f"truncate(at=...) takes 'terminator' or 'mid_event', got {at!r}")
+        self.at = at
+        self.name = "truncate" if at == "terminator" else f"truncate:at={at}"
+
+    def apply(self, served: Served, attempt: int) -> None:
+        ends = served.event_ends()
+        if not ends:
+            return
+        last_start = ends[-2] if len(ends) > 1 else 0
+        served.cut(last_start if self.at == "terminator" else (last_start + ends[-1]) // 2)
+
+
+def truncate(at: str = "terminator") -> Fault:
+    """End the stream normally but early: without its last (terminator) event, or mid-event."""
+    return _Truncate(at)
+
+
+def _is_anthropic(url: str) -> bool:
+    return "/v1/messages" in url or "anthropic" in url
+
+
+_ANTHROPIC_KINDS = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                    404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+                    500: "api_error", 529: "overloaded_error"}
+_OPENAI_CODES = {429: "rate_limit_exceeded", 500: "server_error", 503: "server_error", 401: "invalid_api_key"}
+
+
+def error_body(url: str, status: int, message: str | None = None) -> bytes:
+    """The JSON error body the provider of ``url`` sends with ``status``."""
+    if _is_anthropic(url):
+        kind = _ANTHROPIC_KINDS.get(status, "api_error")
+        return orjson.dumps({"type": "error", "error": {"type": kind, "message": message or kind.replace("_", " ")}})
+    code = _OPENAI_CODES.get(status)
+    return orjson.dumps({"error": {"message": message or f"ssemock http_error {status}",
+                                   "type": "requests" if status == 429 else "server_error" if status >= 500
+                                   else "invalid_request_error", "param": None, "code": code}})
+
+
+class _HttpError(Fault):
+    def __init__(self, status: int, retry_after: float | None, body: bytes | str | None,
+                 headers: dict[str, str] | None) -> None:
+        if not 400 <= status <= 599:
+            raise ValueError(f"http_error() needs a 4xx/5xx status, got {status}")
+        self.status, self.retry_after, self.headers = status, retry_after, dict(headers or {})
+        self.body = body.encode() if isinstance(body, str) else body
+        self.name = f"http_error:status={status}" + (f",retry_after={retry_after:g}" if retry_after is not None else "")
+
+    def apply(self, served: Served, attempt: int) -> None:
+        body = self.body if self.body is not None else error_body(served.url, self.status)
+        headers = [("content-type", "application/json")]
+        if self.retry_after is not None:
+            headers.append(("retry-after", f"{self.retry_after:g}"))
+        headers += [(k.lower(), v) for k, v in self.headers.items()]
+        served.status, served.headers, served.body = self.status, headers, body
+        served.ends, served.times, served.error, served.stalls = [len(body)], [0.0], None, {}
+        served.consumes = False
+
+
+def http_error(status: int, retry_after: float | None = None, body: bytes | str | None = None,
+               headers: dict[str, str] | None = None) -> Fault:
+    """Answer with an HTTP error before any stream, in the provider's error body shape."""
+    return _HttpError(status, retry_after, body, headers)
+
+
+_EVENT_MESSAGES = {"overloaded_error": "Overloaded", "api_error": "Internal server error",
+                   "rate_limit_error": "Rate limited", "server_error": "The server had an error while processing"
+                   " your request. Sorry about that!"}
+
+
+class _ErrorEvent(Fault):
+    def __init__(self, kind: str, after_event: int | None) -> None:
+        self.kind, self.after_event = kind, after_event
+        self.name = f"error_event:kind={kind}" + (f",after_event={after_event}" if after_event is not None else "")
+
+    def apply(self, served: Served, attempt: int) -> None:
+        n = self.after_event if self.after_event is not None else len(served.event_ends()) // 2
+        offset = served.offset_after(n)
+        message = _EVENT_MESSAGES.get(self.kind, self.kind.replace("_", " "))
+        if _is_anthropic(served.url):
+            payload = {"type": "error", "error": {"type": self.kind, "message": message}}
+            event = b"event: error\ndata: " + orjson.dumps(payload) + b"\n\n"
+        else:
+            payload = {"error": {"message": message, "type": self.kind, "param": None, "code": None}}
+            event = b"data: " + orjson.dumps(payload) + b"\n\n"
+        served.cut(offset)
+        served.body += event
+        served.ends.append(len(served.body))
+        served.times.append(served.times[-1] if served.times else 0.0)
+
+
+def error_event(kind: str = "overloaded_error", after_event: int | None = None) -> Fault:
+    """A provider-format ``error`` event after event N (default: mid-stream); the stream ends there."""
+    return _ErrorEvent(kind, after_event)
+
+
+class _Sequence(Fault):
+    def __init__(self, per_attempt: Sequence[Fault | None]) -> None:
+        self.per_attempt = list(per_attempt)
+        self.name = "sequence:" + "|".join(str(f) if f is not None else "as_recorded" for f in self.per_attempt)
+
+    def apply(self, served: Served, attempt: int) -> None:
+        fault = self.per_attempt[attempt] if attempt < len(self.per_attempt) else None
+        if fault is not None:
+            fault.apply(served, attempt)
+            served.consumes = False  # a retry must find the same interaction again
+
+
+def sequence(*per_attempt: Fault | str | None) -> Fault:
+    """One fault per attempt (request), then normal service: e.g. 429, then success."""
+    return _Sequence([None if f in (None, "as_recorded") else get(f) for f in per_attempt])
+
+
+def _parse_kwargs(text: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for part in filter(None, text.split(",")):
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"expected key=value, got {part!r}")
+        try:
+            out[key.strip()] = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            out[key.strip()] = value.strip()
+    return out
+
+
+_FACTORIES: dict[str, Any] = {"disconnect": disconnect, "stall": stall, "truncate": truncate,
+                              "http_error": http_error, "error_event": error_event}
+
+
+def get(spec: str | Fault) -> Fault:
+    """A fault from its name: ``disconnect:after_event=3``, ``stall:before_event=2,seconds=5``,
+    ``truncate``, ``http_error:status=429,retry_after=0``, ``error_event:kind=overloaded_error``,
+    ``sequence:http_error:status=429|as_recorded``."""
+    if isinstance(spec, Fault):
+        return spec
+    head, _, rest = spec.strip().partition(":")
+    if head == "sequence":
+        return sequence(*[None if p.strip() in ("", "as_recorded", "none") else p for p in rest.split("|")])
+    if head not in _FACTORIES:
+        raise ValueError(f"unknown fault {spec!r}; known: {', '.join([*_FACTORIES, 'sequence'])}")
+    try:
+        return _FACTORIES[head](**_parse_kwargs(rest))  # type: ignore[no-any-return]
+    except TypeError as exc:
+        raise ValueError(f"bad fault {spec!r}: {exc}") from None
+
+
+def resolve(spec: str | Fault | Sequence[str | Fault] | None) -> list[Fault]:
+    """Faults from a name, a ``;``-separated list of names, or a list."""
+    if spec is None:
+        return []
+    if isinstance(spec, Fault):
+        return [spec]
+    if isinstance(spec, str):
+        return [get(p) for p in spec.split(";") if p.strip()]
+    return [f for item in spec for f in resolve(item)]
