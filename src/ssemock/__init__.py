@@ -4,7 +4,7 @@ Record once against the real service; replay offline through respx for httpx and
 re-chunked (mid-line, mid-UTF-8, byte by byte, ...), transformed, timed and faulted.
 """
 
-from . import chunking, matching, timing, transforms
+from . import chunking, faults, matching, timing, transforms
 from .cassette import Cassette, CassetteError, Interaction, Request, Response
 from .replay import Play, Player, UnmatchedRequestError, replay, use_cassette
 
@@ -12,5 +12,5 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Cassette", "CassetteError", "Interaction", "Play", "Player", "Request", "Response",
-    "UnmatchedRequestError", "chunking", "matching", "replay", "timing", "transforms", "use_cassette",
+    "UnmatchedRequestError", "chunking", "faults", "matching", "replay", "timing", "transforms", "use_cassette",
 ]

@@ -126,15 +126,19 @@ class _Truncate(Fault):
         self.name = "truncate" if at == "terminator" else f"truncate:at={at}"
 
     def apply(self, served: Served, attempt: int) -> None:
-        ends = served.event_ends()
-        if not ends:
+        starts = [0, *served.event_ends()]
+        if len(starts) < 2:
             return
-        last_start = ends[-2] if len(ends) > 1 else 0
-        served.cut(last_start if self.at == "terminator" else (last_start + ends[-1]) // 2)
+        if self.at == "terminator":  # drop the last event
+            served.cut(starts[-2])
+        else:  # drop the last event and end halfway through the one before it
+            k = max(len(starts) - 3, 0)
+            served.cut((starts[k] + starts[k + 1]) // 2)
 
 
 def truncate(at: str = "terminator") -> Fault:
-    """End the stream normally but early: without its last (terminator) event, or mid-event."""
+    """End the stream normally but early: without its last (terminator) event, or also cut
+    halfway through the event before it (``at="mid_event"``)."""
     return _Truncate(at)
 
 
