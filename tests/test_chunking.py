@@ -312,9 +312,6 @@ def test_get_bad_arguments_raise_value_error_naming_the_spec(name: str) -> None:
         chunking.get(name)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (message): chunking.get('fixed:0') says \"bad chunking 'fixed:0': fixed(n) needs n >= 1, got 0\" "
-    "without listing the known chunking names, unlike an unknown name"))
 def test_get_fixed_zero_lists_the_known_names() -> None:
     with pytest.raises(ValueError, match="mid_utf8"):
         chunking.get("fixed:0")

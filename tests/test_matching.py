@@ -174,17 +174,10 @@ def test_cassette_interaction_without_request_body_matches_any_body() -> None:
     assert matching.differences(jreq(BODY), loaded.interactions[1].request, matching.DEFAULT) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: matching._first_json_difference compares type() first, so JSON numbers 1 and 1.0 differ "
-    "('body: $.t: 1.0 recorded, 1 sent'); vcrpy compares json.loads() results with == (1 == 1.0)"))
 def test_json_numbers_compare_by_value() -> None:
     assert matching.differences(jreq({"t": 1}), jreq({"t": 1.0}), ["body"]) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: the 'headers' matcher builds dict(sent.headers), keeping only the last value of a repeated "
-    "header, so a request with [('accept','a'), ('accept','b')] does not match itself: "
-    "\"headers: accept: 'a' recorded, 'b' sent\""))
 def test_repeated_headers_match_themselves() -> None:
     r = req(headers=[("accept", "a"), ("accept", "b")])
     assert matching.differences(r, r, ["headers"]) == []

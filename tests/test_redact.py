@@ -136,10 +136,6 @@ def test_redacted_bearer_is_not_a_secret(header: str) -> None:
     assert find_secrets(c) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: redact._SECRETS' OpenAI pattern r'sk-(?!ant-)[A-Za-z0-9_\\-]{8,}' has no word boundary, so "
-    "ordinary words such as 'risk-assessment' or 'disk-usage-monitor' in a response are reported as "
-    "an OpenAI key ('sk-asse...')"))
 def test_words_ending_in_sk_are_not_keys() -> None:
     c = Cassette()
     c.add("GET", "https://h/", [b'data: {"text": "a risk-assessment of the disk-usage-monitor"}\n\n'])

@@ -77,9 +77,6 @@ def test_negative_factor_is_rejected(factor: float) -> None:
         timing.get(factor)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: timing.scaled(float('nan')) (and get('scaled:nan')) is accepted because 'nan < 0' is False; "
-    "the policy then returns nan from .at(), and time.sleep(nan) raises ValueError at replay time"))
 @pytest.mark.parametrize("spec", [float("nan"), "scaled:nan"])
 def test_nan_factor_is_rejected(spec: object) -> None:
     with pytest.raises(ValueError):

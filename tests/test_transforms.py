@@ -139,19 +139,11 @@ def test_no_space_removes_the_optional_space_only() -> None:
     assert decode([body]) == [ssemock.sse.ServerSentEvent("x", "a b\n two\n", "1", None)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: transforms.no_space uses (?m)^ which only matches after LF, so in a CR-only body "
-    "(e.g. the chain 'cr+no_space') only the first line of each event loses its space: "
-    "b'event: a\\rdata: x\\r\\r' -> b'event:a\\rdata: x\\r\\r'"))
 def test_no_space_after_cr_line_endings() -> None:
     body, _ = transforms.apply(transforms.resolve("cr+no_space"), b"event: a\ndata: x\n\n", [18])
     assert body == b"event:a\rdata:x\r\r"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: transforms.keepalive puts its comment before a leading UTF-8 BOM, so the BOM is no longer "
-    "at the start of the stream and the decoder reads the first field name as '\\ufeffdata': "
-    "b'\\xef\\xbb\\xbfdata: x\\n\\n' decodes to [data='x'] but after keepalive to []"))
 def test_keepalive_keeps_a_leading_bom_first() -> None:
     body = "\ufeffdata: x\n\n".encode()
     _check("keepalive", body, [len(body)])

@@ -134,6 +134,11 @@ class Cassette:
         chunks = [c.encode() if isinstance(c, str) else bytes(c) for c in chunks]
         if times is not None and len(times) != len(chunks):
             raise ValueError(f"times has {len(times)} entries for {len(chunks)} chunks")
+        empty = [k for k, c in enumerate(chunks) if not c]
+        if empty:
+            raise ValueError(f"chunk {empty[0]} is empty: a chunk boundary needs at least one byte")
+        if times is not None and any(not (0 <= a <= b) for a, b in zip([0.0, *times], times)):
+            raise ValueError(f"times must be >= 0 and non-decreasing (seconds since the request), got {list(times)}")
         body = request_body.encode() if isinstance(request_body, str) else request_body
         if request_json is not None:
             body = orjson.dumps(request_json)

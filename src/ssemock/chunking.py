@@ -151,6 +151,7 @@ def random(seed: int = 0, average_size: int = 16, size_variation: int = 12) -> C
 ALL: tuple[Chunking, ...] = (as_recorded, bytewise, mid_line, mid_utf8, coalesced, per_event, random(7))
 
 _NAMED = {c.name: c for c in (as_recorded, bytewise, mid_line, mid_utf8, coalesced, per_event)}
+_KNOWN = ", ".join([*_NAMED, "fixed:N", "random:SEED[:AVG:VAR]", "all"])
 
 
 def get(name: str | Chunking) -> Chunking:
@@ -167,9 +168,8 @@ def get(name: str | Chunking) -> Chunking:
         if head == "random" and len(args) in (0, 1, 3):
             return random(*args)
     except ValueError as exc:
-        raise ValueError(f"bad chunking {name!r}: {exc}") from None
-    known = ", ".join([*_NAMED, "fixed:N", "random:SEED[:AVG:VAR]"])
-    raise ValueError(f"unknown chunking {name!r}; known: {known}")
+        raise ValueError(f"bad chunking {name!r}: {exc}; known: {_KNOWN}") from None
+    raise ValueError(f"unknown chunking {name!r}; known: {_KNOWN}")
 
 
 def resolve(spec: str | Chunking | Sequence[str | Chunking] | None) -> list[Chunking]:

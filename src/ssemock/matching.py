@@ -32,8 +32,13 @@ def _json(body: bytes | None) -> Any:
         return None
 
 
+def _kind(value: Any) -> type:
+    """JSON kinds: 1 and 1.0 are both numbers (as ``==`` has it); booleans are not numbers."""
+    return float if type(value) is int else type(value)
+
+
 def _first_json_difference(a: Any, b: Any, path: str = "$") -> str | None:
-    if type(a) is not type(b):
+    if _kind(a) is not _kind(b):
         return f"{path}: {b!r} recorded, {a!r} sent"
     if isinstance(a, dict):
         for key in sorted(set(a) | set(b), key=str):
@@ -70,11 +75,17 @@ def _body(sent: Request, rec: Request) -> str | None:
 
 
 def _headers(sent: Request, rec: Request) -> str | None:
-    have = dict(sent.headers)
-    for k, v in rec.headers:
-        if have.get(k) != v:
-            return f"{k}: {v!r} recorded, {have.get(k)!r} sent"
+    """Every header the recorded request has, with the same value(s), in the sent one."""
+    for name in dict.fromkeys(k for k, _ in rec.headers):
+        want = [v for k, v in rec.headers if k == name]
+        have = [v for k, v in sent.headers if k == name]
+        if want != have:
+            return f"{name}: {_values(want)!r} recorded, {_values(have)!r} sent"
     return None
+
+
+def _values(values: list[str]) -> str | list[str] | None:
+    return values[0] if len(values) == 1 else (values or None)
 
 
 def _part(get: Callable[[str], Any]) -> Callable[[Request, Request], str | None]:

@@ -22,9 +22,9 @@ RESPONSE_HEADERS = frozenset({"set-cookie"})
 QUERY_PARAMS = re.compile(r"^(key|api[-_]?key|access[-_]?token|token|secret|password)$", re.I)
 
 _SECRETS = [
-    ("an Anthropic key (sk-ant-...)", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")),
-    ("an OpenAI-style key (sk-...)", re.compile(r"sk-(?!ant-)[A-Za-z0-9_\-]{8,}")),
-    ("a Google API key (AIza...)", re.compile(r"AIza[0-9A-Za-z_\-]{20,}")),
+    ("an Anthropic key (sk-ant-...)", re.compile(r"(?<![A-Za-z0-9_\-])sk-ant-[A-Za-z0-9_\-]{8,}")),
+    ("an OpenAI-style key (sk-...)", re.compile(r"(?<![A-Za-z0-9_\-])sk-(?!ant-)[A-Za-z0-9_\-]{8,}")),
+    ("a Google API key (AIza...)", re.compile(r"(?<![A-Za-z0-9_\-])AIza[0-9A-Za-z_\-]{20,}")),
     ("a Bearer token", re.compile(r"Bearer\s+(?!REDACTED)[A-Za-z0-9._~+/\-]{8,}=*")),
 ]
 

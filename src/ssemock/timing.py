@@ -28,8 +28,8 @@ recorded = Timing("recorded", 1.0)
 
 def scaled(factor: float) -> Timing:
     """Recorded gaps multiplied by ``factor`` (0.1 = ten times faster)."""
-    if factor < 0:
-        raise ValueError(f"scaled() needs a factor >= 0, got {factor}")
+    if not factor >= 0 or factor == float("inf"):  # also NaN
+        raise ValueError(f"scaled() needs a finite factor >= 0, got {factor}")
     return Timing(f"scaled:{factor:g}", float(factor))
 
 

@@ -17,7 +17,8 @@ from .chunking import event_ends
 __all__ = ["Transform", "apply", "cr", "crlf", "get", "keepalive", "no_space", "resolve"]
 
 _NEWLINE = re.compile(rb"\r\n|\r|\n")
-_FIELD_SPACE = re.compile(rb"(?m)^([^:\r\n]+): (?! )")
+_FIELD_SPACE = re.compile(rb"(?:^|(?<=[\r\n]))([^:\r\n]+): (?! )")
+_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,8 @@ def keepalive(comment: str = ": ping") -> Transform:
     def insert(event: bytes) -> bytes:
         m = _NEWLINE.search(event)
         nl = m.group() if m else b"\n"
-        return line + nl + nl + event
+        bom = _BOM if event.startswith(_BOM) else b""  # a leading BOM must stay first
+        return bom + line + nl + nl + event[len(bom):]
 
     name = "keepalive" if comment == ": ping" else f"keepalive:{comment}"
     return Transform(name, insert)
