@@ -96,9 +96,23 @@ class Recorder:
         if self.ended:
             return
         self.ended = True
-        self.complete = exc is None
+        self.complete = exc is None or (isinstance(exc, GeneratorExit) and self._saw_terminator())
         if isinstance(exc, Exception):
             self.error = {"type": type(exc).__name__, "message": str(exc), "at_byte": self._size}
+
+    def _saw_terminator(self) -> bool:
+        """Closed by the client before EOF: complete if the protocol's terminator had arrived
+        (the openai SDK closes right after ``[DONE]``)."""
+        from .accumulate import accumulate
+        from .expect import decode_body
+        with self._lock:
+            body = b"".join(self._parts)
+        content_type = next((v for k, v in self.headers if k == "content-type"), "")
+        try:
+            return accumulate(decode_body(body, content_type), url=self.request.url,
+                              content_type=content_type).complete
+        except ValueError:
+            return False
 
     def interaction(self) -> Interaction | None:
         """The interaction as recorded so far (None when a hook dropped it)."""

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import operator
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType, TracebackType
@@ -27,7 +28,9 @@ from . import faults as _faults
 from . import matching
 from . import timing as _timing
 from . import transforms as _transforms
+from .accumulate import Accumulated
 from .cassette import Cassette, CassetteError, Interaction
+from .expect import Expected, StreamAssertionError
 from .faults import Served
 from .intercept import Record, core_module, mockers
 from .record import Recorder, RequestHook, ResponseHook, request_from_httpx
@@ -71,9 +74,22 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
         self._plan = plan
         self._fast = not _needs_core(plan)
         self._steps = iter(plan.chunks) if self._fast else self._core(plan, t0)
+        self._delivered = 0  # counted on the slow path only
         self.opened = False
-        self.consumed = False
+        self.failed = False  # the planned fault or timeout was raised
         self.closed = False
+
+    @property
+    def consumed(self) -> bool:
+        """Every chunk reached the client (it may then close without waiting for EOF)."""
+        if self._fast:
+            return operator.length_hint(self._steps) == 0
+        return self._delivered == len(self._plan.chunks)
+
+    @property
+    def finished(self) -> bool:
+        """Nothing more for the client to read: all delivered, or the fault ended it."""
+        return self.consumed or self.failed
 
     @staticmethod
     def _core(plan: Plan, t0: float) -> Iterator[bytes | float]:
@@ -107,23 +123,30 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
         self.opened = True
         if self._fast:
             yield from self._steps  # type: ignore[misc]
-            self.consumed = True
             return
-        for step in self._steps:
-            if step.__class__ is bytes:
-                yield step
-            else:
-                time.sleep(step)  # type: ignore[arg-type]
-        self.consumed = True
+        try:
+            for step in self._steps:
+                if step.__class__ is bytes:
+                    self._delivered += 1
+                    yield step
+                else:
+                    time.sleep(step)  # type: ignore[arg-type]
+        except Exception:
+            self.failed = True
+            raise
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         self.opened = True
-        for step in self._steps:
-            if step.__class__ is bytes:
-                yield step
-            else:
-                await _async_sleep(step)  # type: ignore[arg-type]
-        self.consumed = True
+        try:
+            for step in self._steps:
+                if step.__class__ is bytes:
+                    self._delivered += 1
+                    yield step
+                else:
+                    await _async_sleep(step)  # type: ignore[arg-type]
+        except Exception:
+            self.failed = True
+            raise
 
     def close(self) -> None:
         self.closed = True
@@ -157,6 +180,7 @@ class Play:
     body: bytes = b""
     ends: list[int] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
+    expected: Expected | None = field(default=None, repr=False)
 
 
 class _Router(respx.MockRouter):
@@ -374,13 +398,41 @@ class Player:
         self.cassette.interactions = out.interactions
         self.play_counts = [0] * len(out.interactions)
 
+    # -- expectations (what a conforming client gets from what was served) ---------------------
+
+    @property
+    def expected(self) -> Expected:
+        """Reference events and result of the last response served."""
+        if not self.plays:
+            raise StreamAssertionError(f"ssemock: nothing was served yet by {self!r}, so nothing is expected")
+        play = self.plays[-1]
+        if play.expected is None:
+            play.expected = Expected(play, self.protocol)
+        return play.expected
+
+    def assert_text(self, got: str, choice: int = 0) -> None:
+        """The text the client accumulated equals the reference text of the last stream."""
+        self.expected.assert_text(got, choice)
+
+    def assert_tool_calls(self, got: Sequence[Mapping[str, Any]]) -> None:
+        """``[{"name": ..., "arguments": {...} or "..."}]`` equals the reference tool calls."""
+        self.expected.assert_tool_calls(got)
+
+    def assert_events(self, got: Sequence[Any]) -> None:
+        """``[(event, data), ...]`` or ServerSentEvent-like objects equal the reference events."""
+        self.expected.assert_events(got)
+
+    def assert_accumulates(self, result: Mapping[str, Any] | Accumulated) -> None:
+        """Every field given equals the reference accumulated result."""
+        self.expected.assert_accumulates(result)
+
     def unplayed(self) -> list[int]:
         """Indexes of interactions never served."""
         return [i for i, n in enumerate(self.play_counts) if n == 0]
 
     def unconsumed(self) -> list[Play]:
-        """Plays whose stream was not read to the end."""
-        return [p for p in self.plays if not p.stream.consumed]
+        """Plays whose stream the client stopped reading before the end (and before any fault)."""
+        return [p for p in self.plays if not p.stream.finished]
 
 
 def _recorded_error(core: ModuleType, error: dict[str, Any] | None) -> BaseException | None:

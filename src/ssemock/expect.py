@@ -1,0 +1,210 @@
+"""Expectations: what a conforming client must get from a served stream, and loud, useful failures.
+
+The reference decoder and accumulator turn the bytes actually served (after transforms and
+faults) into the expected events and result. A mismatch names the chunking and transforms in
+use, the first event or character that differs, and where the chunk boundaries fell around it.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from . import ndjson, sse
+from .accumulate import Accumulated, ToolCall, accumulate
+from .chunking import event_ends
+
+if TYPE_CHECKING:
+    from .replay import Play
+
+__all__ = ["Expected", "StreamAssertionError"]
+
+
+def decode_body(body: bytes, content_type: str) -> list[Any]:
+    """Reference decoding: SSE events, or JSON lines for an NDJSON body."""
+    if "event-stream" in content_type or not body.lstrip().startswith(b"{"):
+        return sse.decode([body])
+    return ndjson.decode([body])
+
+
+class StreamAssertionError(AssertionError):
+    """The client's result differs from the reference result of the served stream."""
+
+
+@dataclass
+class Expected:
+    """The reference decoding and accumulation of one served response."""
+
+    play: Play
+    protocol: str | None = None
+
+    @property
+    def content_type(self) -> str:
+        return self.play.interaction.response.header("content-type") or ""
+
+    @cached_property
+    def events(self) -> list[Any]:
+        """SSE events (``ServerSentEvent``), or parsed JSON lines for NDJSON streams."""
+        return decode_body(self.play.body, self.content_type)
+
+    @cached_property
+    def result(self) -> Accumulated:
+        """The accumulated final message (protocol from the marker, or detected)."""
+        return accumulate(self.events, self.protocol, url=str(self.play.request.url),
+                          content_type=self.content_type)
+
+    @property
+    def text(self) -> str:
+        return self.result.text
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        return self.result.tool_calls
+
+    # -- where things are in the body -------------------------------------------------------
+
+    def _under(self) -> str:
+        play = self.play
+        parts = [f"chunking {play.chunking}"]
+        if play.transforms:
+            parts.append("transform " + "+".join(map(str, play.transforms)))
+        if play.faults:
+            parts.append("faults " + "; ".join(play.faults))
+        return ", ".join(parts)
+
+    def _event_span(self, index: int) -> tuple[int, int]:
+        """Byte span of the ``index``-th SSE event (blank-line framing, comments included)."""
+        ends = event_ends(self.play.body, sse="event-stream" in self.content_type)
+        starts = [0, *ends]
+        index = min(index, len(ends) - 1) if ends else 0
+        return (starts[index], ends[index]) if ends else (0, len(self.play.body))
+
+    def _boundaries(self, start: int, end: int) -> list[int]:
+        ends = self.play.ends
+        return ends[bisect.bisect_right(ends, start):bisect.bisect_left(ends, end)]
+
+    def where_char(self, char_index: int, choice: int = 0) -> str:
+        """Which event delivered expected character ``char_index`` and how the chunks cut it."""
+        events, text = self.events, self._choice_text(self.result, choice)
+        if char_index >= len(text):
+            return "the expected text ends there"
+        lo, hi = 0, len(events)  # smallest k with len(text of events[:k]) > char_index
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if len(self._choice_text(self._partial(mid), choice)) > char_index:
+                hi = mid
+            else:
+                lo = mid + 1
+        k = max(lo - 1, 0)
+        start, end = self._event_span(self._raw_index(k))
+        char = text[char_index]
+        encoded = char.encode()
+        raw = self.play.body[start:end]
+        pos = raw.find(encoded)
+        where = f"the expected character {char!r} (character {char_index}) comes from event {k} (bytes {start}-{end})"
+        cuts = self._boundaries(start, end)
+        if pos >= 0 and len(encoded) > 1:
+            inside = [c for c in cuts if start + pos < c < start + pos + len(encoded)]
+            if inside:
+                return (f"{where}; under {self._under()} a boundary splits {char!r} at byte {inside[0]} "
+                        f"(byte {inside[0] - start} of event {k})")
+        return f"{where}; chunk boundaries inside that event at bytes: {_list(cuts)}"
+
+    def _partial(self, n: int) -> Accumulated:
+        try:
+            return accumulate(self.events[:n], self.result.protocol)
+        except ValueError:
+            return Accumulated(self.result.protocol)
+
+    def _raw_index(self, k: int) -> int:
+        """The framing index of dispatched event ``k`` (comment-only blocks don't dispatch)."""
+        body = self.play.body
+        if "event-stream" not in self.content_type:
+            return k
+        seen = -1
+        starts = [0, *event_ends(body, sse=True)]
+        for i, (a, b) in enumerate(zip(starts, starts[1:])):
+            if sse.decode([body[a:b]]):
+                seen += 1
+                if seen == k:
+                    return i
+        return k
+
+    @staticmethod
+    def _choice_text(result: Accumulated, choice: int) -> str:
+        return next((c.text for c in result.choices if c.index == choice), "")
+
+    # -- assertions -------------------------------------------------------------------------
+
+    def assert_text(self, got: str, choice: int = 0) -> None:
+        want = self._choice_text(self.result, choice)
+        if got == want:
+            return
+        i = next((n for n, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        raise StreamAssertionError(
+            f"ssemock: text of choice {choice} differs under {self._under()} at character {i}\n"
+            f"  expected: {_around(want, i)}\n"
+            f"  got:      {_around(got, i)}\n"
+            f"  {self.where_char(i, choice)}\n"
+            f"  (expected {len(want)} characters, got {len(got)}; reproduce with chunking=\"{self.play.chunking}\")")
+
+    def assert_tool_calls(self, got: Sequence[Mapping[str, Any]]) -> None:
+        want = self.result.tool_calls
+        for n, (g, w) in enumerate(zip(got, want)):
+            args = g.get("arguments")
+            want_args = w.arguments if isinstance(args, str) else w.parsed_arguments
+            if g.get("name") != w.name or args != want_args:
+                raise StreamAssertionError(
+                    f"ssemock: tool call {n} differs under {self._under()}\n"
+                    f"  expected: name={w.name!r} arguments={want_args!r}\n"
+                    f"  got:      name={g.get('name')!r} arguments={args!r}")
+        if len(got) != len(want):
+            raise StreamAssertionError(
+                f"ssemock: expected {len(want)} tool call(s) under {self._under()}, got {len(got)}: "
+                f"expected names {[w.name for w in want]}, got {[g.get('name') for g in got]}")
+
+    def assert_events(self, got: Sequence[Any]) -> None:
+        want = [(e.event, e.data) for e in self.events]
+        pairs = [_pair(e) for e in got]
+        for n, (g, w) in enumerate(zip(pairs, want)):
+            if g != w:
+                start, end = self._event_span(self._raw_index(n))
+                raise StreamAssertionError(
+                    f"ssemock: event {n} differs under {self._under()}\n"
+                    f"  expected: {w!r}\n  got:      {g!r}\n"
+                    f"  event {n} is bytes {start}-{end} of the body; chunk boundaries inside it at: "
+                    f"{_list(self._boundaries(start, end))}")
+        if len(pairs) != len(want):
+            raise StreamAssertionError(
+                f"ssemock: expected {len(want)} events under {self._under()}, got {len(pairs)}"
+                + (f"; the first missing is {want[len(pairs)]!r}" if len(pairs) < len(want) else ""))
+
+    def assert_accumulates(self, result: Mapping[str, Any] | Accumulated) -> None:
+        got = result.to_dict() if isinstance(result, Accumulated) else dict(result)
+        want = self.result.to_dict()
+        for key, value in got.items():
+            if key not in want:
+                raise StreamAssertionError(f"ssemock: {key!r} is not a field of the accumulated result "
+                                           f"(fields: {sorted(want)})")
+            if value != want[key]:
+                raise StreamAssertionError(
+                    f"ssemock: accumulated {key!r} differs under {self._under()}\n"
+                    f"  expected: {want[key]!r}\n  got:      {value!r}")
+
+
+def _list(offsets: Sequence[int], most: int = 12) -> str:
+    return ", ".join(map(str, offsets[:most])) + (" ..." if len(offsets) > most else "") if offsets else "none"
+
+
+def _around(text: str, i: int, width: int = 24) -> str:
+    start = max(i - width, 0)
+    return ("..." if start else "") + repr(text[start:i + width])[1:-1] + ("..." if i + width < len(text) else "")
+
+
+def _pair(event: Any) -> tuple[str, str]:
+    if isinstance(event, tuple):
+        return (str(event[0]), str(event[1]))
+    return (getattr(event, "event", None) or "message", getattr(event, "data", ""))
