@@ -29,14 +29,15 @@ from . import matching
 from . import timing as _timing
 from . import transforms as _transforms
 from .accumulate import Accumulated
-from .cassette import Cassette, CassetteError, Interaction
+from .cassette import Cassette, CassetteError, Interaction, Response
 from .expect import Expected, StreamAssertionError
 from .faults import Served
 from .intercept import Record, core_module, mockers
 from .record import Recorder, RequestHook, ResponseHook, request_from_httpx
 from .redact import find_secrets
 
-__all__ = ["Play", "Player", "ReplayStream", "UnmatchedRequestError", "replay", "use_cassette"]
+__all__ = ["Play", "Plan", "Player", "ReplayStream", "UnmatchedRequestError", "plan_response", "replay",
+           "use_cassette"]
 
 RecordMode = Literal["none", "once", "new_episodes", "all", "rewrite"]
 RECORD_MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all", "rewrite")
@@ -56,8 +57,12 @@ class UnmatchedRequestError(BaseException):
 
 @dataclass
 class Plan:
-    """What a replayed stream does: chunks, when each is due, and how it ends."""
+    """What a replayed response does: status, headers, chunks, when each is due, how it ends."""
 
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes  # served body (after transforms and faults)
+    ends: list[int]  # chunk ends in ``body``
     chunks: list[bytes]
     due: list[float | None] | None  # seconds after the request; None = all at once
     error: BaseException | None = None  # raised after the last chunk
@@ -65,6 +70,42 @@ class Plan:
     timeout_error: BaseException | None = None
     stalls: dict[int, float] = field(default_factory=dict)  # chunk index -> seconds of silence before it
     stall_factor: float | None = None  # None: stalls shorter than the timeout are skipped
+    consumes: bool = True  # counts as a play of the interaction (an injected HTTP error doesn't)
+
+
+def plan_response(response: Response, *, url: str, core: ModuleType,
+                  chunking: _chunking.Chunking = _chunking.as_recorded,
+                  transforms: Sequence[_transforms.Transform] = (), timing: _timing.Timing = _timing.instant,
+                  faults: Sequence[_faults.Fault] = (), attempt: int = 0,
+                  read_timeout: float | None = None) -> Plan:
+    """Turn a recorded response into what to serve: transforms, then faults, chunking, timing.
+
+    ``core`` (httpcore or httpcore2) provides the exceptions, so the client's transport maps
+    them to its own. Used by the in-process player and by ``ssemock serve``.
+    """
+    served = Served(response.status, list(response.headers), response.body, response.ends, response.times,
+                    url, core, _recorded_error(core, response.error))
+    if transforms and served.is_sse:
+        served.body, served.ends = _transforms.apply(transforms, served.body, served.ends)
+    for fault in faults:
+        fault.apply(served, attempt)
+    body, size = served.body, len(served.body)
+    ends = chunking.ends(body, served.ends)
+    if served.stalls:  # a stall needs a boundary where it falls
+        ends = sorted(set(ends) | {o for o in served.stalls if 0 < o < size})
+    if body is response.body and ends == response.ends:
+        chunks = response.chunks
+    else:
+        chunks = [body[a:b] for a, b in zip([0, *ends], ends)]
+    due: list[float | None] | None = None
+    times = served.times
+    if timing.factor is not None and times:
+        due = [timing.at(times[min(bisect.bisect_left(served.ends, e), len(times) - 1)]) for e in ends]
+    stalls = {(bisect.bisect_left(ends, o) + 1 if o else 0): s for o, s in served.stalls.items()}
+    headers = [(k, v) for k, v in served.headers if k not in ("content-length", "content-encoding")]
+    return Plan(served.status, headers, body, ends, chunks, due, served.error, read_timeout,
+                core.ReadTimeout(f"ssemock: no data for longer than the read timeout ({read_timeout} s)"),
+                stalls, timing.factor, served.consumes)
 
 
 class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
@@ -311,42 +352,19 @@ class Player:
     def _serve(self, index: int, request: httpx.Request) -> httpx.Response:
         t0 = time.monotonic()
         interaction = self.cassette.interactions[index]
-        resp = interaction.response
-        core = core_module(request)
-        served = Served(resp.status, list(resp.headers), resp.body, resp.ends, resp.times, str(request.url),
-                        core, _recorded_error(core, resp.error))
-        if self.transforms and served.is_sse:
-            served.body, served.ends = _transforms.apply(self.transforms, served.body, served.ends)
         with self._lock:
             attempt, self.attempts = self.attempts, self.attempts + 1
-        for fault in self.faults:
-            fault.apply(served, attempt)
-        if not served.consumes:
+        plan = plan_response(interaction.response, url=str(request.url), core=core_module(request),
+                             chunking=self.chunking, transforms=self.transforms, timing=self.timing,
+                             faults=self.faults, attempt=attempt,
+                             read_timeout=(request.extensions.get("timeout") or {}).get("read"))
+        if not plan.consumes:
             with self._lock:
                 self.play_counts[index] -= 1
-        body, size = served.body, len(served.body)
-        new_ends = self.chunking.ends(body, served.ends)
-        if served.stalls:  # a stall needs a boundary where it falls
-            new_ends = sorted(set(new_ends) | {o for o in served.stalls if 0 < o < size})
-        if body is resp.body and new_ends == resp.ends:
-            chunks = resp.chunks
-        else:
-            chunks = [body[a:b] for a, b in zip([0, *new_ends], new_ends)]
-        due: list[float | None] | None = None
-        times = served.times
-        if self.timing.factor is not None and times:
-            due = [self.timing.at(times[min(bisect.bisect_left(served.ends, e), len(times) - 1)])
-                   for e in new_ends]
-        stalls = {(bisect.bisect_left(new_ends, o) + 1 if o else 0): s for o, s in served.stalls.items()}
-        timeout = (request.extensions.get("timeout") or {}).get("read")
-        plan = Plan(chunks, due, served.error, timeout,
-                    core.ReadTimeout(f"ssemock: no data for longer than the read timeout ({timeout} s)"),
-                    stalls, self.timing.factor)
         stream = ReplayStream(plan, t0)
-        headers = [(k, v) for k, v in served.headers if k not in ("content-length", "content-encoding")]
         self.plays.append(Play(index, request, interaction, self.chunking, self.transforms, stream,
-                               body, new_ends, [str(f) for f in self.faults]))
-        return httpx.Response(served.status, headers=headers, stream=stream,
+                               plan.body, plan.ends, [str(f) for f in self.faults]))
+        return httpx.Response(plan.status, headers=plan.headers, stream=stream,
                               extensions={"http_version": b"HTTP/1.1"})
 
     def _explain(self, sent: Any) -> str:
