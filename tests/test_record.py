@@ -193,3 +193,76 @@ def test_sdk_record_then_replay_every_chunking(tmp_path: Path, server: str, scri
         with ssemock.use_cassette(path, chunking=chunking, match_on=["method", "path", "body"]) as player:
             assert SDKS[sdk](dead) == live, chunking
         assert len(player.plays) == 1
+
+
+def test_secrets_in_headers_and_query_never_reach_the_file(tmp_path: Path, server: str) -> None:
+    path = tmp_path / "secret.json"
+    key = "sk-test-0123456789abcdefSECRET"
+    headers = {"authorization": f"Bearer {key}", "x-api-key": key, "api-key": key, "cookie": f"s={key}",
+               "x-goog-api-key": "AIzaTESTTESTTESTTESTTESTTESTTEST", "openai-organization": "org-secret",
+               "openai-project": "proj-secret", "proxy-authorization": f"Basic {key}"}
+    url = f"{server}/cookie?api_key={key}&key={key}&access_token={key}&keep=1"
+    with ssemock.use_cassette(path, record_mode="once"):
+        with httpx.Client() as client:
+            live = client.get(url, headers=headers)
+    assert live.headers["set-cookie"] == "session=s3cr3t"
+    raw = path.read_text()
+    for secret in (key, "AIzaTEST", "org-secret", "proj-secret", "s3cr3t"):
+        assert secret not in raw
+    doc = orjson.loads(raw)["interactions"][0]
+    assert all(doc["request"]["headers"][h] == "REDACTED" for h in headers)
+    assert doc["response"]["headers"]["set-cookie"] == "REDACTED"
+    assert "keep=1" in doc["request"]["url"] and "api_key=REDACTED" in doc["request"]["url"]
+    # matching uses the redacted form: the same request (with the real key) replays
+    with ssemock.use_cassette(path) as player:
+        with httpx.Client() as client:
+            assert client.get(url, headers=headers).text == live.text
+    assert len(player.plays) == 1
+
+
+def test_secret_left_in_a_body_refuses_to_save(tmp_path: Path, server: str) -> None:
+    path = tmp_path / "leak.json"
+    with pytest.raises(ssemock.CassetteError) as info:
+        with ssemock.use_cassette(path, record_mode="once"):
+            with httpx.Client() as client:
+                client.post(f"{server}/events", json={"note": "my key is sk-test-LEAKED0123456789"})
+    message = str(info.value)
+    assert str(path) in message and "interaction 0 request.body" in message and "OpenAI-style key" in message
+    assert not path.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_record_hooks_change_or_drop_what_is_recorded(tmp_path: Path, server: str) -> None:
+    path = tmp_path / "hooks.json"
+
+    def scrub(request: ssemock.Request) -> ssemock.Request | None:
+        if request.url.endswith("/gzip"):
+            return None  # not recorded
+        request.headers = [(k, v) for k, v in request.headers if k != "user-agent"]
+        return request
+
+    def tag(response: ssemock.Response) -> ssemock.Response:
+        response.headers.append(("x-recorded-by", "test"))
+        return response
+
+    with ssemock.use_cassette(path, record_mode="once", before_record_request=scrub, before_record_response=tag):
+        with httpx.Client() as client:
+            client.get(f"{server}/events")
+            client.get(f"{server}/gzip")
+    (x,) = ssemock.Cassette.load(path).interactions
+    assert x.request.url.endswith("/events")
+    assert "user-agent" not in dict(x.request.headers)
+    assert x.response.header("x-recorded-by") == "test"
+
+
+def test_new_episodes_records_only_what_is_missing(tmp_path: Path, server: str) -> None:
+    path = tmp_path / "episodes.json"
+    with ssemock.use_cassette(path, record_mode="once"), httpx.Client() as client:
+        client.get(f"{server}/events")
+    before = path.read_bytes()
+    with ssemock.use_cassette(path, record_mode="new_episodes") as player, httpx.Client() as client:
+        client.get(f"{server}/events")  # replayed
+        client.get(f"{server}/gzip")  # recorded
+    assert [p.index for p in player.plays] == [0]
+    after = ssemock.Cassette.load(path)
+    assert [x.request.url.rsplit("/", 1)[1] for x in after.interactions] == ["events", "gzip"]
+    assert path.read_bytes().startswith(before[: before.index(b'"interactions"')])
