@@ -1,0 +1,148 @@
+"""Replay behaviour: single-pass lazy streams, ordering, repeats, matching, timing, both stacks."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import anthropic
+import anyio
+import httpx
+import httpx2
+import openai
+import pytest
+
+import ssemock
+
+URL = "https://api.example.test/v1/chat/completions"
+
+
+def three(times: list[float] | None = None) -> ssemock.Cassette:
+    c = ssemock.Cassette()
+    c.add("POST", URL, [b"data: 1\n\n", b"data: 2\n\n", b"data: 3\n\n"], times=times,
+          request_json={"n": 1})
+    c.add("POST", URL, [b"data: second\n\n"], request_json={"n": 1})
+    return c
+
+
+@pytest.mark.parametrize("lib", [httpx, httpx2], ids=["httpx", "httpx2"])
+def test_stream_is_single_pass_and_lazy(lib: object) -> None:
+    with ssemock.replay(three()) as player:
+        with lib.Client() as client:  # type: ignore[attr-defined]
+            with client.stream("POST", URL, json={"n": 1}) as r:
+                stream = player.plays[0].stream
+                assert not stream.opened  # nothing read before the client reads
+                it = r.iter_raw()
+                assert next(it) == b"data: 1\n\n"
+                assert not stream.consumed
+                assert list(it) == [b"data: 2\n\n", b"data: 3\n\n"]
+    assert list(stream) == []  # a second pass yields nothing, like a socket
+    assert stream.consumed
+
+
+def test_async_iteration_both_stacks() -> None:
+    async def run(lib: object) -> list[bytes]:
+        async with lib.AsyncClient() as client:  # type: ignore[attr-defined]
+            async with client.stream("POST", URL, json={"n": 1}) as r:
+                return [c async for c in r.aiter_raw()]
+
+    for lib in (httpx, httpx2):
+        with ssemock.replay(three(), chunking="bytewise"):
+            got = asyncio.run(run(lib))
+        assert b"".join(got) == b"data: 1\n\ndata: 2\n\ndata: 3\n\n" and len(got) == 27
+
+
+def test_identical_requests_get_interactions_in_order_then_fail() -> None:
+    with ssemock.replay(three()) as player, httpx.Client() as client:
+        assert client.post(URL, json={"n": 1}).text.startswith("data: 1")
+        assert client.post(URL, json={"n": 1}).text == "data: second\n\n"
+        with pytest.raises(ssemock.UnmatchedRequestError, match="already played 1 time"):
+            client.post(URL, json={"n": 1})
+    assert [p.index for p in player.plays] == [0, 1]
+
+
+def test_allow_playback_repeats() -> None:
+    with ssemock.replay(three(), allow_playback_repeats=True) as player, httpx.Client() as client:
+        for _ in range(4):
+            client.post(URL, json={"n": 1})
+    assert [p.index for p in player.plays] == [0, 1, 0, 0]
+
+
+def test_match_on() -> None:
+    with ssemock.replay(three(), match_on=["method", "path"]) as player, httpx.Client() as client:
+        client.post("https://other.test/v1/chat/completions?x=1", json={"n": 99})
+    assert len(player.plays) == 1
+    with pytest.raises(ValueError, match="unknown matcher"):
+        ssemock.replay(three(), match_on=["nope"])
+
+
+def test_interaction_without_recorded_body_matches_any_body() -> None:
+    c = ssemock.Cassette()
+    c.add("POST", URL, [b"data: x\n\n"])
+    with ssemock.replay(c), httpx.Client() as client:
+        assert client.post(URL, json={"anything": True}).text == "data: x\n\n"
+
+
+def test_recorded_timing_is_reproduced_and_scaled() -> None:
+    c = three(times=[0.0, 0.15, 0.3])
+    for timing, low in (("recorded", 0.3), ("scaled:0.5", 0.15), ("instant", 0.0)):
+        arrivals = []
+        with ssemock.replay(c, timing=timing), httpx.Client() as client:
+            start = time.perf_counter()
+            with client.stream("POST", URL, json={"n": 1}) as r:
+                for _ in r.iter_raw():
+                    arrivals.append(time.perf_counter() - start)
+        assert arrivals[-1] >= low
+        if timing != "instant":
+            assert arrivals[0] < arrivals[-1] / 2  # the first chunk came before the later ones were due
+
+
+def test_recorded_gap_longer_than_read_timeout_times_out() -> None:
+    c = three(times=[0.0, 5.0, 5.1])
+    with ssemock.replay(c, timing="recorded"), httpx.Client(timeout=0.5) as client:
+        start = time.perf_counter()
+        with pytest.raises(httpx.ReadTimeout), client.stream("POST", URL, json={"n": 1}) as r:
+            r.read()
+        assert time.perf_counter() - start < 0.5  # raised at once, no sleeping
+
+
+@pytest.mark.parametrize("backend", ["asyncio"])
+def test_anyio_backend(backend: str) -> None:
+    async def main() -> str:
+        async with httpx.AsyncClient() as client:
+            return (await client.post(URL, json={"n": 1})).text
+
+    with ssemock.replay(three(times=[0.0, 0.01, 0.02]), timing="recorded"):
+        assert anyio.run(main, backend=backend).startswith("data: 1")
+
+
+def test_unmatched_is_not_swallowed_by_sdk_retry_loops() -> None:
+    """A BaseException: neither SDK wraps it into a connection error and retries with back-off."""
+    with ssemock.replay(ssemock.Cassette()):
+        start = time.perf_counter()
+        with pytest.raises(ssemock.UnmatchedRequestError):
+            anthropic.Anthropic(api_key="sk-ant-test-x", max_retries=3).messages.create(
+                model="m", max_tokens=1, messages=[{"role": "user", "content": "hi"}])
+        with pytest.raises(ssemock.UnmatchedRequestError):
+            openai.OpenAI(api_key="sk-test-x", max_retries=3).chat.completions.create(model="m", messages=[])
+        assert time.perf_counter() - start < 0.5  # no retry back-off happened
+
+
+def test_players_are_independent_and_restore_the_network() -> None:
+    c = three()
+    with ssemock.replay(c) as outer:
+        with httpx.Client() as client:
+            client.post(URL, json={"n": 1})
+    assert len(outer.plays) == 1
+    # after exit nothing is intercepted: the request goes to the real transport (and fails to resolve)
+    with httpx.Client() as client, pytest.raises(httpx.ConnectError):
+        client.post("http://127.0.0.1:9/", json={"n": 1})
+
+
+def test_async_context_manager() -> None:
+    async def main() -> str:
+        async with ssemock.replay(three()):
+            async with httpx2.AsyncClient() as client:
+                return (await client.post(URL, json={"n": 1})).text
+
+    assert asyncio.run(main()).startswith("data: 1")
