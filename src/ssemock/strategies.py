@@ -1,0 +1,315 @@
+"""Finding the chunk boundaries a decoder breaks on: a hypothesis strategy and a split minimiser.
+
+* :func:`chunkings` draws arbitrary sets of chunk boundaries for one body (hypothesis is
+  imported lazily, so ``ssemock`` imports without it); it shrinks toward FEWER boundaries, and
+  each drawn :class:`At` chunking is named by its boundaries (``"at:17,1043"``) so a failing
+  example tells exactly how to reproduce it (:func:`get` parses that name back).
+* :func:`minimal_failing_split` takes a split under which a check fails and removes boundaries
+  (delta debugging) until every remaining one is needed, then says in words where each falls:
+  inside which multi-byte character, CRLF, field name or ``data:`` prefix, in which event.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from . import chunking as _chunking
+from .chunking import Chunking
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
+
+__all__ = ["At", "MinimalSplit", "at", "chunkings", "describe_boundary", "get", "minimal_failing_split"]
+
+_BOM = b"\xef\xbb\xbf"
+_NEWLINE = re.compile(rb"\r\n|\r|\n")
+
+
+def _split_at(boundaries: tuple[int, ...]) -> Callable[[bytes, Sequence[int]], list[int]]:
+    def split(body: bytes, _recorded: Sequence[int]) -> list[int]:
+        return [*boundaries, len(body)]
+
+    return split
+
+
+@dataclass(frozen=True, eq=False)
+class At(Chunking):
+    """A chunking with explicit boundaries (byte offsets where one chunk ends and the next starts).
+
+    A :class:`~ssemock.chunking.Chunking`, so it goes wherever one does; boundaries outside
+    ``(0, len(body))`` are ignored. Two are equal when their boundaries are.
+    """
+
+    boundaries: tuple[int, ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, At):
+            return self.boundaries == other.boundaries
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(("at", self.boundaries))
+
+
+def at(*boundaries: int) -> At:
+    """The chunking that cuts exactly at ``boundaries``: ``at(17, 1043)`` is named ``"at:17,1043"``."""
+    cuts = tuple(sorted(set(boundaries)))
+    return At(f"at:{','.join(map(str, cuts))}", _split_at(cuts), boundaries=cuts)
+
+
+def get(name: str | Chunking) -> Chunking:
+    """Like :func:`ssemock.chunking.get`, and also parses ``"at:17,1043"`` (``"at:"``: no boundary)."""
+    if isinstance(name, str) and name.strip().startswith("at:"):
+        rest = name.strip()[3:]
+        try:
+            return at(*(int(p) for p in rest.split(",") if p.strip()))
+        except ValueError:
+            raise ValueError(f"bad chunking {name!r}: 'at:' takes comma-separated byte offsets") from None
+    return _chunking.get(name)
+
+
+def _interesting(body: bytes) -> list[int]:
+    """Offsets where decoders tend to break: inside multi-byte characters, CRLFs, field prefixes, BOM."""
+    size = len(body)
+    out: set[int] = set()
+    for i, byte in enumerate(body):
+        # before a continuation byte (inside a character), or between a CR and an LF
+        if i > 0 and (0x80 <= byte < 0xC0 or (byte == 10 and body[i - 1] == 13)):
+            out.add(i)
+    for m in re.finditer(rb"(?:\A(?:\xef\xbb\xbf)?|(?<=[\r\n]))(?:data|event|id|retry):", body):
+        out.update(range(m.start() + 1, min(m.end() + 2, size)))
+    if body.startswith(_BOM):
+        out.update((1, 2, 3))
+    return sorted(b for b in out if 0 < b < size)
+
+
+def chunkings(body: bytes, max_boundaries: int | None = None) -> SearchStrategy[At]:
+    """A hypothesis strategy of :class:`At` chunkings of ``body``, shrinking toward fewer boundaries.
+
+    Boundaries are drawn from ``(0, len(body))``, half of them from the offsets where decoders
+    tend to break (inside multi-byte characters, between CR and LF, in ``data:``/``event:``/
+    ``id:``/``retry:`` prefixes, in a BOM) when the body has any. A failing example shrinks to
+    as few boundaries as still fail, each as early in the body as it can be.
+    """
+    from hypothesis import strategies as st
+
+    size = len(body)
+    if size < 2 or max_boundaries == 0:
+        return st.just(at())
+    limit = size - 1 if max_boundaries is None else min(max_boundaries, size - 1)
+    offsets: SearchStrategy[int] = st.integers(1, size - 1)
+    special = _interesting(body)
+    if special:
+        offsets = st.one_of(st.sampled_from(special), offsets)
+    return st.lists(offsets, unique=True, max_size=limit).map(lambda cuts: at(*cuts))
+
+
+@dataclass(frozen=True)
+class MinimalSplit:
+    """A 1-minimal failing split: removing any single one of ``boundaries`` makes the check pass.
+
+    ``ends`` are the chunk ends (``boundaries`` plus ``len(body)``), ``explanation`` says in words
+    where each boundary falls, ``calls`` how many times ``fails`` ran.
+    """
+
+    ends: list[int]
+    boundaries: list[int]
+    explanation: str
+    calls: int = 0
+    chunking: At = field(default_factory=at, compare=False, repr=False)
+
+    def chunks(self, body: bytes) -> list[bytes]:
+        """``body`` cut at the boundaries."""
+        return self.chunking(body)
+
+
+def _chunks(body: bytes, cuts: Sequence[int]) -> list[bytes]:
+    starts = [0, *cuts]
+    stops = [*cuts, len(body)]
+    return [body[a:b] for a, b in zip(starts, stops)]
+
+
+def minimal_failing_split(
+    body: bytes,
+    fails: Callable[[list[bytes]], bool],
+    ends: Sequence[int] | None = None,
+) -> MinimalSplit:
+    """Shrink a failing split of ``body`` to a 1-minimal set of boundaries, and explain it.
+
+    ``ends`` are the chunk ends of a split under which ``fails(chunks)`` is true (default: byte
+    by byte); ``ValueError`` if it is not. Boundaries are removed by delta debugging: first whole
+    halves, then smaller and smaller parts, down to single boundaries, until no single removal
+    keeps it failing. Later parts are tried first, so of several boundaries that each break the
+    decoder, the earliest is kept. When one boundary is to blame, that takes about ``2 log2(n)`` calls for
+    ``n`` boundaries; ``k`` remaining boundaries cost ``O(k log n)``.
+    """
+    size = len(body)
+    given = list(range(1, size + 1)) if ends is None else list(ends)
+    cuts = sorted({e for e in given if 0 < e < size})
+    cache: dict[tuple[int, ...], bool] = {}
+    calls = 0
+
+    def test(candidate: list[int]) -> bool:
+        nonlocal calls
+        key = tuple(candidate)
+        if key not in cache:
+            calls += 1
+            cache[key] = bool(fails(_chunks(body, candidate)))
+        return cache[key]
+
+    if not test(cuts):
+        raise ValueError(
+            f"the given split ({len(cuts)} boundaries, {_names(cuts)}) does not fail: nothing to minimise")
+    n = 2
+    while cuts:
+        if len(cuts) == 1:
+            if test([]):
+                cuts = []
+            break
+        n = min(n, len(cuts))
+        parts = _partition(cuts, n)
+        for part in reversed(parts):  # try removing each part, the last first (keep early boundaries)
+            drop = set(part)
+            rest = [c for c in cuts if c not in drop]
+            if test(rest):
+                cuts = rest
+                n = max(n - 1, 2)
+                break
+        else:
+            if n >= len(cuts):
+                break  # no single boundary can be removed: 1-minimal
+            n = min(2 * n, len(cuts))
+    split = at(*cuts)
+    return MinimalSplit([*cuts, size] if size else [], list(cuts), _explain(body, cuts), calls, split)
+
+
+def _names(cuts: Sequence[int]) -> str:
+    shown = ",".join(map(str, cuts[:8])) + (",..." if len(cuts) > 8 else "")
+    return f"at:{shown}"
+
+
+def _partition(items: list[int], n: int) -> list[list[int]]:
+    """``items`` in ``n`` contiguous parts of near-equal size."""
+    size, extra = divmod(len(items), n)
+    out, pos = [], 0
+    for i in range(n):
+        step = size + (1 if i < extra else 0)
+        out.append(items[pos:pos + step])
+        pos += step
+    return [p for p in out if p]
+
+
+def _explain(body: bytes, cuts: Sequence[int]) -> str:
+    if not cuts:
+        return ("fails with no boundary at all (the whole body in one chunk): the failure does not "
+                "depend on chunking")
+    if len(cuts) == 1:
+        return (f"fails when a boundary falls at byte {cuts[0]} ({describe_boundary(body, cuts[0])}); "
+                "passes with that boundary alone removed")
+    listed = [f"{c} ({describe_boundary(body, c)})" for c in cuts]
+    joined = ", ".join(listed[:-1]) + " and " + listed[-1]
+    return f"fails when boundaries fall at bytes {joined}; passes with any one of them alone removed"
+
+
+@dataclass(frozen=True)
+class _Line:
+    start: int  # first byte of the line
+    stop: int  # end of its content (its line ending starts here)
+    end: int  # after its line ending
+    event: int  # 0-based index of the blank-line-framed block it is in
+
+
+def _lines(body: bytes) -> list[_Line]:
+    out: list[_Line] = []
+    pos, event = 0, 0
+    if body.startswith(_BOM):
+        pos = 3
+    for m in _NEWLINE.finditer(body, pos):
+        out.append(_Line(pos, m.start(), m.end(), event))
+        if m.start() == pos:
+            event += 1
+        pos = m.end()
+    if pos < len(body):
+        out.append(_Line(pos, len(body), len(body), event))
+    return out
+
+
+def _char_at(body: bytes, b: int) -> tuple[int, bytes] | None:
+    """The multi-byte UTF-8 character that a cut at ``b`` splits: (its start, its bytes)."""
+    if not 0 < b < len(body) or not 0x80 <= body[b] < 0xC0:
+        return None
+    start = b - 1
+    while start > max(0, b - 4) and 0x80 <= body[start] < 0xC0:
+        start -= 1
+    lead = body[start]
+    width = 2 if 0xC0 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 else 4 if 0xF0 <= lead < 0xF8 else 0
+    if not width or start + width <= b:
+        return None
+    raw = body[start:start + width]
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return start, raw
+
+
+def _excerpt(text: bytes, limit: int = 24) -> str:
+    s = text.decode("utf-8", "replace")
+    return repr(s if len(s) <= limit else s[:limit - 4] + "...")
+
+
+def describe_boundary(body: bytes, b: int) -> str:
+    """Where a chunk boundary at byte ``b`` of ``body`` falls, in words.
+
+    Names a multi-byte UTF-8 character it splits, a CRLF it splits, a field name or the
+    ``data: `` prefix it cuts, or the line it is in, and the 0-based event (counted by
+    blank-line framing, comment-only blocks included) it is in.
+    """
+    if not 0 < b < len(body):
+        return f"outside the body (0..{len(body)})"
+    if body.startswith(_BOM) and b < 3:
+        return f"inside the leading BOM (after its byte {b} of 3), event 0"
+    lines = _lines(body)
+    line = next((ln for ln in lines if ln.start <= b < ln.end), lines[-1] if lines else None)
+    if line is None:  # pragma: no cover - b is inside the body, so some line holds it
+        return f"at byte {b}"
+    content = body[line.start:line.stop]
+    where = f"event {line.event}, line {_excerpt(content)}"
+    if line.stop < b < line.end:
+        if not content:
+            return f"between the CR and LF of a blank line's CRLF (the end of event {line.event})"
+        return f"between the CR and LF of a CRLF line ending, {where}"
+    if b == line.start:
+        if line.stop == line.start:
+            return f"at the start of a blank line (the end of event {line.event})"
+        return f"at the start of a line, {where}"
+    if b == line.stop:
+        return f"just before a line ending, {where}"
+    k = b - line.start
+    char = _char_at(body, b)
+    if char is not None:
+        start, raw = char
+        ch = raw.decode("utf-8")
+        what = f"inside {ch!r} (U+{ord(ch):04X}, a {len(raw)}-byte character, after its byte {b - start})"
+        return f"{what}, {where}"
+    colon = content.find(b":")
+    if content.startswith(b":"):
+        return f"inside a comment line, {where}"
+    if content.startswith(b"data: ") and k < 6:
+        return f"inside the 'data: ' prefix (after {content[:k].decode()!r}), {where}"
+    if k == colon:
+        return f"between the field name {_excerpt(content[:k])} and its colon, {where}"
+    if colon < 0 or k < colon:
+        name = content if colon < 0 else content[:colon]
+        return f"inside the field name {_excerpt(name)} (after {_excerpt(content[:k])}), {where}"
+    if k == colon + 1 and content[colon + 1:colon + 2] == b" ":
+        return f"between {_excerpt(content[:colon + 1])} and its space, {where}"
+    name = content[:colon]
+    value_start = colon + 2 if content[colon + 1:colon + 2] == b" " else colon + 1
+    if k == value_start:
+        return f"just after the {_excerpt(content[:k])} prefix, before the value, {where}"
+    return (f"inside the value of the {_excerpt(name)} field (after byte {k - value_start} of "
+            f"{len(content) - value_start}), {where}")
