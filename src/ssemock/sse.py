@@ -3,22 +3,27 @@
 The decoder follows https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation
 to the letter:
 
-* bytes are UTF-8 decoded incrementally (a character may be split across chunks; invalid bytes
-  become U+FFFD, one per maximal invalid subpart, as the Encoding standard says) and one leading
-  BOM is stripped, even when it arrives split across chunks;
-* lines end at CRLF, LF or CR -- and only there (U+0085, U+2028, U+2029 are ordinary characters);
-  a CRLF split between two chunks is one line ending;
+* the stream is UTF-8 decoded (a character may be split across chunks; invalid bytes become
+  U+FFFD, one per maximal invalid subpart, as the Encoding standard says) and one leading BOM is
+  stripped, even when it arrives split across chunks;
+* lines end at CRLF, LF or CR -- and only there (U+0085, U+2028, U+2029 are ordinary
+  characters); a CRLF split between two chunks is one line ending: a CR that ends a chunk ends
+  its line at once (so its event is not held back) and an LF that starts the next chunk is
+  then skipped;
 * a blank line dispatches the event, unless the data buffer is empty; the event type and the
-  per-block ``retry`` are reset either way; the last event ID persists across events;
+  block's ``retry`` are reset either way; the last event ID persists across events;
 * an event that is not terminated by a blank line when the stream ends is discarded.
 
-It is incremental and linear: each chunk is decoded and scanned once with ``str`` methods, a
-partial line is kept as a list of pieces and joined once, when its line ending arrives.
+How: the bytes LF (0x0A) and CR (0x0D) never occur inside a UTF-8 sequence and always decode
+to themselves (a truncated sequence before them becomes U+FFFD on its own), so lines are found
+in the *bytes* and only the values that are kept are decoded -- which gives exactly the
+characters that decoding the whole stream first would. Each chunk is scanned once with
+``bytes`` methods; a partial line is kept as a list of pieces and joined once, when its line
+ending arrives, so the work is linear in the stream size however it is chunked.
 """
 
 from __future__ import annotations
 
-from codecs import utf_8_decode
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -41,171 +46,216 @@ class ServerSentEvent:
     retry: int | None = None
 
 
-_new = object.__new__
-_set_event = ServerSentEvent.event.__set__  # type: ignore[attr-defined]
-_set_data = ServerSentEvent.data.__set__  # type: ignore[attr-defined]
-_set_id = ServerSentEvent.id.__set__  # type: ignore[attr-defined]
-_set_retry = ServerSentEvent.retry.__set__  # type: ignore[attr-defined]
+class _Builder:
+    """Same slots as :class:`ServerSentEvent`, but mutable: filled, then re-classed.
+
+    A frozen dataclass ``__init__`` costs four ``object.__setattr__`` calls; plain slot stores
+    and one ``__class__`` assignment (allowed between classes with identical layouts) are
+    several times cheaper, and the decoder builds one event per dispatch.
+    """
+
+    __slots__ = ("event", "data", "id", "retry")
+    event: str
+    data: str
+    id: str
+    retry: int | None
 
 
 def _event(event: str, data: str, id: str, retry: int | None) -> ServerSentEvent:
-    """Build a frozen event without the dataclass ``__init__``'s four ``object.__setattr__`` calls."""
-    ev: ServerSentEvent = _new(ServerSentEvent)
-    _set_event(ev, event)
-    _set_data(ev, data)
-    _set_id(ev, id)
-    _set_retry(ev, retry)
-    return ev
+    """A :class:`ServerSentEvent`, built without the frozen dataclass ``__init__``."""
+    ev = _Builder()
+    ev.event = event
+    ev.data = data
+    ev.id = id
+    ev.retry = retry
+    ev.__class__ = ServerSentEvent  # type: ignore[assignment]
+    return ev  # type: ignore[return-value]
+
+
+if _event("e", "d", "i", 1) != ServerSentEvent("e", "d", "i", 1):  # pragma: no cover
+    raise ImportError("ssemock.sse: ServerSentEvent and _Builder layouts differ")
+
+_BOM = b"\xef\xbb\xbf"
+_NORMAL, _SKIP_LF, _AT_START = 0, 1, 2
 
 
 class Decoder:
     """Incremental ``text/event-stream`` decoder: :meth:`feed` bytes, then :meth:`close`.
 
     ``last_event_id`` is the last event ID buffer and ``retry`` the latest reconnection time
-    (``None`` until a valid ``retry`` field arrives); both survive :meth:`close`, so a decoder
-    can be fed the stream of a reconnection afterwards.
+    (``None`` until a valid ``retry`` field arrives); both survive :meth:`close`, after which
+    the decoder can be fed a new stream (such as the one of a reconnection).
     """
 
     __slots__ = (
-        "_raw", "_started", "_skip_lf", "_parts", "_data", "_type", "_block_retry",
-        "last_event_id", "retry",
+        "_mode", "_head", "_parts", "_data", "_type", "_block_retry", "_clean", "last_event_id", "retry",
     )
 
     def __init__(self) -> None:
-        self._raw = b""  # undecoded bytes: an incomplete UTF-8 sequence at the end of a chunk
-        self._started = False  # True once the first character (maybe a BOM) was seen
-        self._skip_lf = False  # the text so far ended in CR: a leading LF ends no new line
-        self._parts: list[str] = []  # pieces of the current, unterminated line
-        self._data: list[str] = []  # the data buffer, one item per data field
+        self._mode = _AT_START  # _AT_START: a BOM may come; _SKIP_LF: the last byte was a CR,
+        # already taken as a line ending (so events dispatch at once), and an LF next is its CRLF
+        self._head = b""  # the first bytes, while they could still be a split BOM
+        self._parts: list[bytes] = []  # pieces of the current, unterminated line
+        self._data: list[bytes] = []  # the data buffer, one item per data field (undecoded)
         self._type = ""  # the event type buffer
         self._block_retry: int | None = None  # retry set in the current block
+        self._clean = False  # no partial line, no field of the current block, _mode is _NORMAL
         self.last_event_id = ""
         self.retry: int | None = None
 
-    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
-        """Decode ``chunk`` and return the events it completes (often none)."""
-        raw = self._raw
-        if raw:
-            chunk = raw + chunk
-        text, used = utf_8_decode(chunk, "replace", False)
-        if used != len(chunk):
-            self._raw = bytes(chunk[used:])
-        elif raw:
-            self._raw = b""
-        if not text:
-            return []
-        if self._skip_lf:
-            self._skip_lf = False
-            if text[0] == "\n":
-                text = text[1:]
-                if not text:
+    def feed(self, chunk: bytes | bytearray | memoryview) -> list[ServerSentEvent]:
+        """Take the next bytes of the stream; return the events they complete (often none)."""
+        if type(chunk) is not bytes:
+            chunk = bytes(chunk)
+        if (
+            self._clean
+            and chunk.startswith(b"data: ")
+            and chunk.find(10) == len(chunk) - 2
+            and chunk[-1] == 10
+            and 13 not in chunk
+        ):
+            # Fast path: the chunk is exactly one "data: ...\n\n" event and no line or block is
+            # pending -- how most LLM APIs write (and most clients receive) their streams.
+            ev = _Builder()  # _event(), inlined
+            ev.event = "message"
+            ev.data = chunk[6:-2].decode("utf-8", "replace")
+            ev.id = self.last_event_id
+            ev.retry = None
+            ev.__class__ = ServerSentEvent  # type: ignore[assignment]
+            return [ev]  # type: ignore[list-item]
+        if self._mode:
+            if self._mode == _SKIP_LF:
+                if not chunk:
                     return []
-        elif not self._started:
-            self._started = True
-            if text[0] == "\ufeff":
-                text = text[1:]
-                if not text:
+                self._mode = _NORMAL
+                if chunk[0] == 10:
+                    chunk = chunk[1:]
+            else:  # strip one leading BOM, which may come split over several chunks
+                head = self._head + chunk
+                if len(head) < 3 and _BOM.startswith(head):
+                    self._head = head
                     return []
-        if "\n" not in text and "\r" not in text:
-            self._parts.append(text)
+                self._head = b""
+                self._mode = _NORMAL
+                chunk = head[3:] if head.startswith(_BOM) else head
+        if 13 in chunk:
+            if chunk[-1] == 13:
+                self._mode = _SKIP_LF
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        elif 10 not in chunk:
+            if chunk:
+                self._parts.append(chunk)
+                self._clean = False
             return []
-        return self._lines(text)
 
-    def close(self) -> list[ServerSentEvent]:
-        """End the stream: flush the UTF-8 decoder and discard any unterminated line and event.
-
-        A flush can only add U+FFFD characters, never a line ending, so in practice this
-        returns no events; it returns whatever the flushed text completes, per the spec.
-        """
-        events: list[ServerSentEvent] = []
-        if self._raw:
-            text, _ = utf_8_decode(self._raw, "replace", True)
-            self._raw = b""
-            if "\n" in text or "\r" in text:  # pragma: no cover - a UTF-8 flush yields U+FFFD only
-                events = self._lines(text)
-        self._started = False
-        self._skip_lf = False
-        self._parts = []
-        self._data = []
-        self._type = ""
-        self._block_retry = None
-        return events
-
-    def _lines(self, text: str) -> list[ServerSentEvent]:
-        """Run every complete line of ``text`` (which holds a line ending) through the spec."""
-        if "\r" in text:
-            if text[-1] == "\r":
-                self._skip_lf = True
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        find = text.find
-        startswith = text.startswith
+        find = chunk.find
+        startswith = chunk.startswith
         events: list[ServerSentEvent] = []
         data = self._data
         type_ = self._type
         last_id = self.last_event_id
         block_retry = self._block_retry
         pos = 0
+        size = len(chunk)
         parts = self._parts
         if parts:  # the first line began in an earlier chunk
-            end = find("\n")
+            end = find(b"\n")
             first = parts[0]
-            parts.append(text[:end])
+            parts.append(chunk[:end])
             pos = end + 1
-            if first.startswith("data: "):  # spare one copy of a (possibly huge) data line
+            if first.startswith(b"data: "):  # spare one copy of a (possibly huge) data line
                 parts[0] = first[6:]
-                data.append("".join(parts))
-                line = ""
+                data.append(b"".join(parts))
+                line = b""
             else:
-                line = "".join(parts)
+                line = b"".join(parts)
             self._parts = []
+            clean = False
         else:
-            line = ""
+            line = b""
+            clean = not data and not type_ and block_retry is None
         while True:
             if not line:
-                end = find("\n", pos)
+                if clean:
+                    # At a block start with empty buffers: take whole one-line "data: ..."
+                    # blocks in one go (the shape of nearly every LLM stream).
+                    clean = False
+                    while startswith(b"data: ", pos):
+                        end = find(b"\n", pos)
+                        if end < 0 or end + 1 == size or chunk[end + 1] != 10:
+                            break
+                        ev = _Builder()  # _event(), inlined
+                        ev.event = "message"
+                        ev.data = chunk[pos + 6:end].decode("utf-8", "replace")
+                        ev.id = last_id
+                        ev.retry = None
+                        ev.__class__ = ServerSentEvent  # type: ignore[assignment]
+                        events.append(ev)  # type: ignore[arg-type]
+                        pos = end + 2
+                end = find(b"\n", pos)
                 if end < 0:
                     break
-                if end == pos:  # blank line: dispatch
+                if end == pos:  # a blank line: dispatch
                     if data:
-                        events.append(_event(type_ or "message", "\n".join(data), last_id, block_retry))
+                        text = b"\n".join(data).decode("utf-8", "replace")
+                        events.append(_event(type_ or "message", text, last_id, block_retry))
                         data = []
                     type_ = ""
                     block_retry = None
+                    clean = True
                     pos += 1
                     continue
-                if startswith("data: ", pos):  # the common case, sliced straight out of the text
-                    data.append(text[pos + 6:end])
+                if startswith(b"data: ", pos):
+                    data.append(chunk[pos + 6:end])
                     pos = end + 1
                     continue
-                line = text[pos:end]
+                line = chunk[pos:end]
                 pos = end + 1
-            name, _, value = line.partition(":")
-            line = ""
-            if value and value[0] == " ":
+            name, _, value = line.partition(b":")
+            line = b""
+            if value and value[0] == 32:  # one leading space is not part of the value
                 value = value[1:]
-            if name == "data":
+            if name == b"data":
                 data.append(value)
-            elif name == "event":
-                type_ = value
-            elif name == "id":
-                if "\0" not in value:
-                    last_id = value
-            elif name == "retry":
-                if value.isdigit() and value.isascii():
+            elif name == b"event":
+                type_ = value.decode("utf-8", "replace")
+            elif name == b"id":
+                if b"\0" not in value:
+                    last_id = value.decode("utf-8", "replace")
+            elif name == b"retry":
+                if value.isdigit():  # bytes.isdigit(): ASCII digits only, and not empty
                     try:
                         block_retry = self.retry = int(value)
-                    except ValueError:  # more digits than int() accepts (sys.int_info)
-                        stripped = value.lstrip("0")
-                        if len(stripped) <= 4000:
-                            block_retry = self.retry = int(stripped or "0")
+                    except ValueError:  # more digits than int() converts (sys.int_info)
+                        digits = value.lstrip(b"0")
+                        if len(digits) <= 4000:
+                            block_retry = self.retry = int(digits or b"0")
             # else: a comment (empty name) or an unknown field: ignored
-        if pos < len(text):
-            self._parts.append(text[pos:])
+        if pos < size:
+            self._parts.append(chunk[pos:])
+            self._clean = False
+        else:
+            self._clean = not data and not type_ and block_retry is None and not self._mode
         self._data = data
         self._type = type_
         self.last_event_id = last_id
         self._block_retry = block_retry
         return events
+
+    def close(self) -> list[ServerSentEvent]:
+        """End the stream: discard the unterminated line and event, if any.
+
+        Flushing the UTF-8 decoder can only turn a truncated sequence into U+FFFD, never into a
+        line ending, so no line completes and no event is dispatched: the list is always empty.
+        """
+        self._mode = _AT_START
+        self._head = b""
+        self._parts = []
+        self._data = []
+        self._type = ""
+        self._block_retry = None
+        self._clean = False
+        return []
 
 
 def iter_decode(chunks: Iterable[bytes]) -> Iterator[ServerSentEvent]:

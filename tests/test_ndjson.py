@@ -1,0 +1,211 @@
+"""ssemock.ndjson: incremental JSON lines (Ollama-style streams)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterable
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ssemock.ndjson import Decoder, NDJSONError, adecode, decode, iter_decode
+
+
+def split_at(stream: bytes, cuts: Iterable[int]) -> list[bytes]:
+    bounds = sorted({min(max(c, 0), len(stream)) for c in cuts} | {0, len(stream)})
+    return [stream[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def bytewise(stream: bytes) -> list[bytes]:
+    return [stream[i:i + 1] for i in range(len(stream))]
+
+
+def naive(stream: bytes) -> list[object]:
+    """The whole stream at once: split on LF bytes, skip blank lines, parse each."""
+    return [orjson.loads(line) for line in stream.split(b"\n") if line.strip(b" \t\r")]
+
+
+OLLAMA = (
+    b'{"model":"llama3.2","created_at":"2024-10-01T12:00:00Z",'
+    b'"message":{"role":"assistant","content":"Hel"},"done":false}\n'
+    b'{"model":"llama3.2","created_at":"2024-10-01T12:00:01Z",'
+    b'"message":{"role":"assistant","content":"lo \xe2\x80\xa8 w\xc3\xb6rld \xf0\x9f\x99\x82"},"done":false}\n'
+    b'{"model":"llama3.2","created_at":"2024-10-01T12:00:02Z",'
+    b'"message":{"role":"assistant","content":""},"done":true,"eval_count":2}\n'
+)
+
+
+def test_ollama_stream() -> None:
+    values = decode([OLLAMA])
+    assert [v["message"]["content"] for v in values] == ["Hel", "lo \u2028 wörld 🙂", ""]  # type: ignore[index]
+    assert values[-1] == orjson.loads(OLLAMA.split(b"\n")[2])
+    assert decode(bytewise(OLLAMA)) == values
+    for cut in range(1, len(OLLAMA)):
+        assert decode(split_at(OLLAMA, [cut])) == values, cut
+
+
+def test_unicode_line_separators_inside_strings_are_not_line_breaks() -> None:
+    value = "a\u2028b\u2029c\x85d\x0be\x0cf\x1cg"
+    stream = orjson.dumps({"s": value}) + b"\n" + orjson.dumps([value]) + b"\n"
+    assert b"\xe2\x80\xa8" in stream  # raw, not escaped
+    assert decode([stream]) == [{"s": value}, [value]]
+    assert decode(bytewise(stream)) == [{"s": value}, [value]]
+
+
+def test_crlf_and_crlf_split_across_feeds() -> None:
+    assert decode([b'{"a":1}\r\n{"b":2}\r\n']) == [{"a": 1}, {"b": 2}]
+    assert decode([b'{"a":1}\r', b'\n{"b":2}\r', b"\n"]) == [{"a": 1}, {"b": 2}]
+    decoder = Decoder()
+    assert decoder.feed(b"1\r") == []
+    assert decoder.feed(b"\n") == [1]
+
+
+def test_a_lone_cr_is_not_a_line_break() -> None:
+    with pytest.raises(NDJSONError):
+        decode([b"1\r2\n"])
+
+
+def test_blank_lines_are_skipped() -> None:
+    assert decode([b"\n\n1\n \n\t\r\n\r\n2\n\n"]) == [1, 2]
+    assert decode([b"\n", b"\n", b"  ", b"\n", b"3"]) == [3]
+    assert decode([b""]) == []
+    assert decode([]) == []
+
+
+def test_every_json_value_kind() -> None:
+    stream = b'null\ntrue\nfalse\n0\n-1.5e3\n"s"\n[]\n{}\n[1,{"a":[null]}]\n'
+    assert decode([stream]) == [None, True, False, 0, -1500.0, "s", [], {}, [1, {"a": [None]}]]
+
+
+def test_close_parses_a_final_unterminated_line() -> None:
+    decoder = Decoder()
+    assert decoder.feed(b'1\n{"last":') == [1]
+    assert decoder.feed(b"true}") == []
+    assert decoder.close() == [{"last": True}]
+    assert decoder.close() == []
+    assert decode([b"1\n2"]) == [1, 2]
+    assert decode([b"1\n  \r"]) == [1]  # a blank final line is not parsed
+
+
+def test_invalid_line_raises_with_line_number_and_excerpt() -> None:
+    decoder = Decoder()
+    assert decoder.feed(b'{"a":1}\n\n') == [{"a": 1}]
+    with pytest.raises(NDJSONError) as info:
+        decoder.feed(b'{"b":2}\n{"c": oops}\n{"d":4}\n')
+    error = info.value
+    assert isinstance(error, ValueError)
+    assert error.lineno == 4  # blank lines count
+    assert error.line == b'{"c": oops}'
+    assert "line 4" in str(error) and '{"c": oops}' in str(error)
+    assert isinstance(error.__cause__, orjson.JSONDecodeError)
+
+
+def test_error_excerpt_is_short() -> None:
+    line = b'{"text": "' + b"x" * 500 + b'"'
+    with pytest.raises(NDJSONError) as info:
+        decode([b"1\n", line[:100], line[100:], b"\n"])
+    assert info.value.lineno == 2
+    assert len(str(info.value)) < 200
+    assert "..." in str(info.value)
+
+
+def test_error_in_the_final_unterminated_line() -> None:
+    with pytest.raises(NDJSONError, match="line 3"):
+        decode([b"1\n2\n[3,"])
+
+
+@pytest.mark.parametrize("bad", [b"1 2", b"{'a': 1}", b"[1,]", b"\x0c1", b'"\xff"', b"NaN", b"data: {}"])
+def test_not_json(bad: bytes) -> None:
+    with pytest.raises(NDJSONError, match="line 2"):
+        decode([b"0\n" + bad + b"\n"])
+
+
+def test_feed_accepts_bytearray_and_memoryview() -> None:
+    decoder = Decoder()
+    assert decoder.feed(bytearray(b"[1")) == []
+    assert decoder.feed(memoryview(b"]\n2\n")) == [[1], 2]
+
+
+def test_iter_decode_and_adecode() -> None:
+    chunks = [b'{"a"', b":1}\n", b"2"]
+    assert list(iter_decode(chunks)) == [{"a": 1}, 2]
+
+    async def source() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield chunk
+
+    async def collect() -> list[object]:
+        return [value async for value in adecode(source())]
+
+    assert asyncio.run(collect()) == [{"a": 1}, 2]
+
+
+def test_a_huge_line_decodes_in_linear_time() -> None:
+    def seconds(size: int) -> float:
+        body = b'{"s":"' + b"x" * size + b'"}\n'
+        chunks = [body[i:i + 1024] for i in range(0, len(body), 1024)]
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            (value,) = decode(chunks)
+            best = min(best, time.perf_counter() - start)
+            assert len(value["s"]) == size  # type: ignore[index]
+        return best
+
+    small, big = seconds(1 << 18), seconds(1 << 24)  # 256 KiB and 16 MiB, 1 KiB chunks
+    # Linear: 64x the bytes, about 64x the time; re-scanning a growing buffer would be ~4096x.
+    assert big < 64 * small * 8 + 0.5, (small, big)
+
+
+# --- properties -------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    values=st.lists(json_values, max_size=8),
+    seps=st.lists(st.sampled_from([b"\n", b"\r\n", b"\n\n", b"\n \n", b"\r\n\r\n"]), min_size=8, max_size=8),
+    final=st.sampled_from([b"", b"\n", b"\r\n", b" "]),
+    cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=30),
+)
+def test_any_chunking_of_json_lines(values: list[object], seps: list[bytes], final: bytes, cuts: list[int]) -> None:
+    parts = [orjson.dumps(value) for value in values]
+    stream = b"".join(part + sep for part, sep in zip(parts, seps))
+    if parts:
+        stream = stream[: -len(seps[len(parts) - 1])] + final  # the last line may lack its LF
+    expected = [orjson.loads(part) for part in parts]  # floats round-trip exactly through orjson
+    assert decode([stream]) == expected
+    assert decode(split_at(stream, cuts)) == expected
+
+
+def outcome(chunks: list[bytes]) -> tuple[str, object]:
+    try:
+        return ("ok", decode(chunks))
+    except NDJSONError as error:
+        return ("error", error.lineno)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    stream=st.lists(st.sampled_from([b"1", b"[", b"]", b'"', b"\xe2\x80\xa8", b"\xc2\x85", b"\n", b"\r", b" ", b",",
+                                     b"{}", b"\xff", b"null", b"\x0c"]), max_size=40).map(b"".join)
+    | st.binary(max_size=100),
+    cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=20),
+)
+def test_any_chunking_of_any_bytes_gives_the_outcome_of_the_whole(stream: bytes, cuts: list[int]) -> None:
+    whole = outcome([stream])
+    assert outcome(split_at(stream, cuts)) == whole
+    assert outcome(bytewise(stream)) == whole
+    try:
+        assert whole == ("ok", naive(stream))
+    except orjson.JSONDecodeError:
+        assert whole[0] == "error"

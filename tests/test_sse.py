@@ -1,0 +1,627 @@
+"""ssemock.sse against the WHATWG HTML "event stream interpretation" algorithm.
+
+https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation
+
+Where httpx-sse deviates from the spec (each one checked by running it, in
+``test_httpx_sse_deviates`` below; httpx-sse as fed by ``EventSource.iter_sse``: httpx's
+incremental UTF-8 ``TextDecoder``, ``SSELineDecoder``, ``SSEDecoder.decode`` per line):
+
+1. BOM: a leading U+FEFF is not stripped; it becomes part of the first field name, so a first
+   ``data`` field is ignored and the first event is lost (also when the BOM is split).
+2. ``retry``: parsed with ``int()``, so values the spec ignores are accepted: `` 1000`` (two
+   spaces after the colon), ``10 `` (trailing space), ``+5``, ``-1``, ``1_000`` and non-ASCII
+   digits such as ``١٢``.
+3. Empty data buffer: a block with no ``data`` field still dispatches an event when an
+   ``event``, ``id`` or ``retry`` field was seen (``event: ping\\n\\n`` gives an event with
+   type "ping" and data ""); the spec dispatches nothing.
+4. Consequence of 3: once an ``id`` was seen, the last event ID persists, so *every* further
+   blank line -- e.g. a doubled blank line -- dispatches an extra empty event.
+
+Where it follows the spec (also checked below): CR / LF / CRLF line endings, a CRLF split
+across chunks, U+2028 / U+0085 / VT / FF kept as data, invalid UTF-8 as U+FFFD, ``id`` with
+NUL ignored, ``retry`` values ``10a`` and empty ignored, unterminated final event dropped, the
+spec's examples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import pickle
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator
+
+import pytest
+from httpx._decoders import TextDecoder
+from httpx_sse._decoders import SSEDecoder as HttpxSSEDecoder
+from httpx_sse._decoders import SSELineDecoder
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ssemock.sse import Decoder, ServerSentEvent, adecode, decode, iter_decode
+
+E = ServerSentEvent
+Event = tuple[str, str, str, "int | None"]
+
+
+# --- a literal, character-by-character transcription of the spec, as an oracle --------------
+
+
+def spec_decode(stream: bytes) -> list[ServerSentEvent]:
+    """The spec's algorithm, one character at a time, on the whole stream at once."""
+    text = stream.decode("utf-8", "replace")  # UTF-8 decode: U+FFFD per maximal subpart
+    if text.startswith("\ufeff"):  # ...which strips one leading BOM
+        text = text[1:]
+    lines: list[str] = []
+    line: list[str] = []
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\r":
+            lines.append("".join(line))
+            line = []
+            if i + 1 < len(text) and text[i + 1] == "\n":
+                i += 1
+        elif c == "\n":
+            lines.append("".join(line))
+            line = []
+        else:
+            line.append(c)
+        i += 1
+    # the unterminated last line (if any) is discarded along with any pending event
+    data, event_type, last_id, retry = "", "", "", None
+    events: list[ServerSentEvent] = []
+    for line_ in lines:
+        if line_ == "":
+            if data == "":
+                event_type, retry = "", None
+                continue
+            if data.endswith("\n"):
+                data = data[:-1]
+            events.append(E(event_type or "message", data, last_id, retry))
+            data, event_type, retry = "", "", None
+            continue
+        if line_.startswith(":"):
+            continue
+        if ":" in line_:
+            field, value = line_.split(":", 1)
+            if value.startswith(" "):
+                value = value[1:]
+        else:
+            field, value = line_, ""
+        if field == "event":
+            event_type = value
+        elif field == "data":
+            data += value + "\n"
+        elif field == "id":
+            if "\0" not in value:
+                last_id = value
+        elif field == "retry":
+            if value and all(c in "0123456789" for c in value):
+                retry = int(value)
+    return events
+
+
+def split_at(stream: bytes, cuts: Iterable[int]) -> list[bytes]:
+    bounds = sorted({min(max(c, 0), len(stream)) for c in cuts} | {0, len(stream)})
+    return [stream[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def bytewise(stream: bytes) -> list[bytes]:
+    return [stream[i:i + 1] for i in range(len(stream))]
+
+
+def httpx_sse_events(chunks: Iterable[bytes]) -> list[Event]:
+    """httpx-sse, fed as ``EventSource.iter_sse`` feeds it (``Response.iter_text`` lines)."""
+    text_decoder = TextDecoder("utf-8")
+    lines = SSELineDecoder()
+    decoder = HttpxSSEDecoder()
+
+    def texts() -> Iterator[str]:
+        for chunk in chunks:
+            text = text_decoder.decode(chunk)
+            if text:
+                yield text
+        text = text_decoder.flush()
+        if text:
+            yield text
+
+    out: list[Event] = []
+    for text in texts():
+        for line in lines.decode(text):
+            sse = decoder.decode(line.rstrip("\n"))
+            if sse is not None:
+                out.append((sse.event, sse.data, sse.id, sse.retry))
+    for line in lines.flush():
+        sse = decoder.decode(line.rstrip("\n"))
+        if sse is not None:
+            out.append((sse.event, sse.data, sse.id, sse.retry))
+    return out
+
+
+def tuples(events: Iterable[ServerSentEvent]) -> list[Event]:
+    return [(e.event, e.data, e.id, e.retry) for e in events]
+
+
+def check(stream: bytes, expected: list[ServerSentEvent]) -> None:
+    """``stream`` gives ``expected`` whole, byte by byte, and per the oracle."""
+    assert decode([stream]) == expected
+    assert decode(bytewise(stream)) == expected
+    assert spec_decode(stream) == expected
+
+
+# --- the spec's examples ----------------------------------------------------------------------
+
+
+def test_spec_example_stock_ticker() -> None:
+    check(b"data: YHOO\ndata: +2\ndata: 10\n\n", [E(data="YHOO\n+2\n10")])
+
+
+def test_spec_example_four_blocks() -> None:
+    stream = b": test stream\n\ndata: first event\nid: 1\n\ndata:second event\nid\n\ndata:  third event\n\n"
+    check(stream, [E(data="first event", id="1"), E(data="second event", id=""), E(data=" third event", id="")])
+
+
+def test_spec_example_four_blocks_last_needs_a_blank_line() -> None:
+    stream = b": test stream\n\ndata: first event\nid: 1\n\ndata:second event\nid\n\ndata:  third event\n"
+    check(stream, [E(data="first event", id="1"), E(data="second event", id="")])
+
+
+def test_spec_example_two_events_empty_and_newline() -> None:
+    # "The first block fires events with the data set to the empty string [...] The middle
+    # block fires an event with the data set to a single newline character. The last block is
+    # discarded because it is not followed by a blank line."
+    check(b"data\n\ndata\ndata\n\ndata:", [E(data=""), E(data="\n")])
+
+
+def test_spec_example_two_identical_events() -> None:
+    check(b"data:test\n\ndata: test\n\n", [E(data="test"), E(data="test")])
+
+
+def test_only_one_space_is_stripped() -> None:
+    check(b"data:  two\n\ndata:\ttab\n\n", [E(data=" two"), E(data="\ttab")])
+
+
+# --- line endings -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r", b"\r\n"], ids=["LF", "CR", "CRLF"])
+def test_every_line_ending(eol: bytes) -> None:
+    stream = b"event: e" + eol + b"data: a" + eol + b"data: b" + eol + eol + b"data: c" + eol + eol
+    check(stream, [E("e", "a\nb"), E(data="c")])
+
+
+def test_mixed_line_endings() -> None:
+    check(b"data: a\rdata: b\r\ndata: c\n\r\ndata: d\r\r", [E(data="a\nb\nc"), E(data="d")])
+
+
+def test_lf_then_crlf_is_a_blank_line() -> None:
+    check(b"data: x\n\r\ndata: y\n\n", [E(data="x"), E(data="y")])
+
+
+def test_lf_cr_is_a_blank_line_but_cr_lf_is_one_ending() -> None:
+    check(b"data: x\n\rdata: y\r\n\r\n", [E(data="x"), E(data="y")])
+    check(b"data: x\r\ndata: y\r\n", [])  # no blank line: no event
+
+
+def test_crlf_split_across_feeds_is_one_line_ending() -> None:
+    decoder = Decoder()
+    assert decoder.feed(b"data: x\r") == []
+    assert decoder.feed(b"\n") == []  # the LF completes the CRLF: not a blank line
+    assert decoder.feed(b"\r") == [E(data="x")]  # this CR is the blank line
+    assert decoder.feed(b"\ndata: y\r") == []  # ...and this LF belongs to it
+    assert decoder.feed(b"\r\n") == [E(data="y")]
+    assert decoder.close() == []
+
+
+def test_cr_at_a_chunk_end_dispatches_at_once() -> None:
+    decoder = Decoder()
+    assert decoder.feed(b"data: x\r") == []
+    assert decoder.feed(b"\r") == [E(data="x")]  # no need to wait for the next byte
+
+
+def test_crlf_split_into_empty_and_lone_feeds() -> None:
+    assert decode([b"data: x\r", b"", b"\n", b"", b"\r", b"", b"\n"]) == [E(data="x")]
+    assert decode([b"data: x\r", b"\n\r", b"\n"]) == [E(data="x")]
+
+
+def test_unicode_line_separators_are_ordinary_characters() -> None:
+    value = "a\u2028b\u2029c\x85d\x0be\x0cf\x1cg"
+    check(f"data: {value}\n\nevent: \u2028\ndata: x\n\n".encode(), [E(data=value), E("\u2028", "x")])
+
+
+# --- fields -----------------------------------------------------------------------------------
+
+
+def test_comments_are_ignored() -> None:
+    check(b": hi\n:\ndata: a\n: mid\ndata: b\n\n:only a comment\n\n", [E(data="a\nb")])
+
+
+def test_unknown_fields_and_case_are_ignored() -> None:
+    check(b"Data: no\nDATA: no\nfoo: bar\ndata : no\n data: no\ndata: yes\n\n", [E(data="yes")])
+
+
+def test_field_without_colon() -> None:
+    check(b"data\nevent\n\n", [E(data="")])
+
+
+def test_event_type_and_its_reset() -> None:
+    check(b"event: add\ndata: 1\n\ndata: 2\n\nevent:\ndata: 3\n\n", [E("add", "1"), E(data="2"), E(data="3")])
+
+
+def test_empty_data_buffer_dispatches_nothing_but_resets_the_type() -> None:
+    check(b"event: ping\n\ndata: x\n\n", [E(data="x")])
+    check(b"event: a\nid: 7\nretry: 5\n\n\n\n", [])
+
+
+def test_last_event_id_persists_and_can_be_reset() -> None:
+    stream = b"id: 1\ndata: a\n\ndata: b\n\nid: 2\n\ndata: c\n\nid\ndata: d\n\n"
+    check(stream, [E(data="a", id="1"), E(data="b", id="1"), E(data="c", id="2"), E(data="d", id="")])
+    decoder = Decoder()
+    decoder.feed(stream)
+    assert decoder.last_event_id == ""
+
+
+def test_id_with_nul_is_ignored() -> None:
+    check(b"id: 1\ndata: a\n\nid: 2\x003\ndata: b\n\nid: \x00\ndata: c\n\n",
+          [E(data="a", id="1"), E(data="b", id="1"), E(data="c", id="1")])
+    check(b"id: a\x01b\xc2\x85\ndata: x\n\n", [E(data="x", id="a\x01b\x85")])
+
+
+@pytest.mark.parametrize(
+    ("line", "retry"),
+    [
+        (b"retry: 1000", 1000),
+        (b"retry:1000", 1000),
+        (b"retry: 0", 0),
+        (b"retry: 007", 7),
+        (b"retry: 99999999999999999999999", 99999999999999999999999),
+        (b"retry:  1000", None),  # " 1000": a space is not a digit
+        (b"retry: 1000 ", None),
+        (b"retry: 10a", None),
+        (b"retry: ", None),
+        (b"retry:", None),
+        (b"retry", None),
+        (b"retry: +5", None),
+        (b"retry: -1", None),
+        (b"retry: 1_000", None),
+        (b"retry: 1.5", None),
+        ("retry: ١٢".encode(), None),  # Arabic-Indic digits are not ASCII digits
+        ("retry: ²".encode(), None),
+    ],
+)
+def test_retry(line: bytes, retry: int | None) -> None:
+    check(line + b"\ndata: x\n\n", [E(data="x", retry=retry)])
+    decoder = Decoder()
+    decoder.feed(line + b"\ndata: x\n\ndata: y\n\n")
+    assert decoder.retry == retry
+
+
+def test_retry_belongs_to_its_block_and_the_decoder_keeps_the_latest() -> None:
+    decoder = Decoder()
+    events = decoder.feed(b"retry: 10\ndata: a\n\ndata: b\n\nretry: 20\n\nretry: x\ndata: c\n\n")
+    assert events == [E(data="a", retry=10), E(data="b"), E(data="c")]
+    assert decoder.retry == 20
+
+
+def test_retry_with_more_digits_than_int_converts() -> None:
+    many = b"0" * 5000 + b"42"
+    assert decode([b"retry: " + many + b"\ndata: x\n\n"]) == [E(data="x", retry=42)]
+    assert decode([b"retry: " + b"9" * 5000 + b"\ndata: x\n\n"]) == [E(data="x")]
+
+
+# --- UTF-8 and BOM ----------------------------------------------------------------------------
+
+
+def test_bom_is_stripped_once() -> None:
+    bom = b"\xef\xbb\xbf"
+    check(bom + b"data: x\n\n", [E(data="x")])
+    check(bom + bom + b"data: x\n\n", [])  # the second BOM is part of the field name
+    check(b"data: " + bom + b"x\n\n", [E(data="\ufeffx")])
+
+
+def test_bom_split_across_feeds() -> None:
+    stream = b"\xef\xbb\xbfdata: x\n\n"
+    for cuts in ([1], [2], [3], [1, 2], [1, 2, 3]):
+        assert decode(split_at(stream, cuts)) == [E(data="x")], cuts
+    assert decode([b"", b"\xef", b"", b"\xbb", b"\xbf", b"data: x\n\n"]) == [E(data="x")]
+
+
+def test_bom_prefix_that_is_not_a_bom() -> None:
+    check(b"\xef\xbbdata: x\n\ndata: y\n\n", [E(data="y")])  # U+FFFD + "data": unknown field
+    check(b"\xef\xbb\n\ndata: y\n\n", [E(data="y")])
+    assert decode([b"\xef", b"\xbb", b"\n"]) == []
+
+
+def test_bom_after_close_starts_a_new_stream() -> None:
+    decoder = Decoder()
+    assert decoder.feed(b"\xef\xbb\xbfid: 1\ndata: a\n\ndata: half") == [E(data="a", id="1")]
+    assert decoder.close() == []
+    assert decoder.feed(b"\xef\xbb\xbfdata: b\n\n") == [E(data="b", id="1")]
+
+
+@pytest.mark.parametrize(
+    ("raw", "text"),
+    [  # the Encoding standard's UTF-8 decoder: one U+FFFD per maximal subpart
+        (b"\xff", "\ufffd"),
+        (b"\xc0\xaf", "\ufffd\ufffd"),
+        (b"\xe0\x80\xaf", "\ufffd\ufffd\ufffd"),
+        (b"\xed\xa0\x80", "\ufffd\ufffd\ufffd"),  # a surrogate
+        (b"\xf4\x90\x80\x80", "\ufffd\ufffd\ufffd\ufffd"),  # above U+10FFFF
+        (b"\xf0\x9f\x98", "\ufffd"),  # truncated, then the line ends
+        (b"\xf0\x9f\x98!", "\ufffd!"),
+        (b"\xe2\x82\xe2\x82\xac", "\ufffd\u20ac"),
+        (b"\x80\x80", "\ufffd\ufffd"),
+    ],
+)
+def test_invalid_utf8_becomes_replacement_characters(raw: bytes, text: str) -> None:
+    stream = b"data: " + raw + b"\n\n"
+    check(stream, [E(data=text)])
+    for cut in range(1, len(stream)):
+        assert decode(split_at(stream, [cut])) == [E(data=text)]
+
+
+def test_truncated_utf8_at_the_end_of_the_stream() -> None:
+    check(b"data: x\n\ndata: \xe2\x82", [E(data="x")])
+    decoder = Decoder()
+    assert decoder.feed(b"data: \xf0\x9f") == []
+    assert decoder.close() == []
+
+
+def test_multibyte_characters_split_at_every_offset() -> None:
+    text = "event: é\nid: ∑€\ndata: naïve 東京 🙂\ndata: Ω\u2028\x85\n\ndata: 𝄞x\n\n"
+    stream = text.encode()
+    expected = [E("é", "naïve 東京 🙂\nΩ\u2028\x85", "∑€"), E(data="𝄞x", id="∑€")]
+    assert decode([stream]) == expected
+    for cut in range(1, len(stream)):
+        assert decode(split_at(stream, [cut])) == expected, cut
+        assert decode(split_at(stream, [cut, cut + 1, cut + 2])) == expected, cut
+    assert decode(bytewise(stream)) == expected
+
+
+# --- the API ----------------------------------------------------------------------------------
+
+
+def test_unterminated_final_event_is_dropped() -> None:
+    decoder = Decoder()
+    assert decoder.feed(b"data: a\n\ndata: b\n") == [E(data="a")]
+    assert decoder.close() == []
+    assert decode([b"data: a\n\ndata: b"]) == [E(data="a")]
+    assert decode([b"data: a\n\ndata: b\r"]) == [E(data="a")]
+    assert decode([]) == []
+
+
+def test_events_are_returned_as_soon_as_complete() -> None:
+    decoder = Decoder()
+    assert decoder.feed(b"data: a\n") == []
+    assert decoder.feed(b"\ndata: b\n\ndata: c\n\nda") == [E(data="a"), E(data="b"), E(data="c")]
+    assert decoder.feed(b"ta: d\n\n") == [E(data="d")]
+
+
+def test_events_are_frozen_values() -> None:
+    (event,) = decode([b"event: e\nid: i\nretry: 5\ndata: d\n\n"])
+    assert event == E("e", "d", "i", 5) and hash(event) == hash(E("e", "d", "i", 5))
+    assert type(event) is ServerSentEvent
+    with pytest.raises(AttributeError):
+        event.data = "x"  # type: ignore[misc]
+    assert repr(event) == "ServerSentEvent(event='e', data='d', id='i', retry=5)"
+    (fast,) = decode([b"data: d\n\n"])  # built by the one-event fast path
+    assert pickle.loads(pickle.dumps(fast)) == fast == E(data="d")
+    assert dataclasses.replace(fast, id="x") == E(data="d", id="x")
+    assert copy.copy(event) == event
+
+
+def test_feed_accepts_bytearray_and_memoryview() -> None:
+    decoder = Decoder()
+    assert decoder.feed(bytearray(b"data: a")) == []
+    assert decoder.feed(memoryview(b"\n\ndata: b\n\n")) == [E(data="a"), E(data="b")]
+
+
+def test_iter_decode_and_adecode() -> None:
+    chunks = [b"data: a\n", b"\ndata: b\n\n", b"data: c"]
+    assert list(iter_decode(chunks)) == [E(data="a"), E(data="b")]
+
+    async def source() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield chunk
+
+    async def collect() -> list[ServerSentEvent]:
+        return [event async for event in adecode(source())]
+
+    assert asyncio.run(collect()) == [E(data="a"), E(data="b")]
+
+
+def test_a_huge_single_event_decodes_in_linear_time() -> None:
+    def seconds(size: int) -> float:
+        body = b"data: " + b"x" * size + b"\n\n"
+        chunks = [body[i:i + 65536] for i in range(0, len(body), 65536)]
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            (event,) = decode(chunks)
+            best = min(best, time.perf_counter() - start)
+            assert len(event.data) == size
+        return best
+
+    small, big = seconds(1 << 20), seconds(64 << 20)  # 1 MiB and 64 MiB
+    # Linear: 64x the bytes, about 64x the time. Re-scanning a growing buffer would be ~4096x.
+    assert big < 64 * small * 8 + 0.5, (small, big)
+
+
+def test_many_short_chunks_of_a_long_line_are_linear() -> None:
+    def seconds(size: int) -> float:
+        body = b"data: " + b"y" * size + b"\n\n"
+        chunks = [body[i:i + 16] for i in range(0, len(body), 16)]
+        start = time.perf_counter()
+        (event,) = decode(chunks)
+        assert len(event.data) == size
+        return time.perf_counter() - start
+
+    small, big = min(seconds(1 << 16) for _ in range(3)), min(seconds(1 << 20) for _ in range(2))
+    assert big < 16 * small * 8 + 0.2, (small, big)
+
+
+# --- properties -------------------------------------------------------------------------------
+
+TOKENS = [
+    b"data", b"data:", b"data: ", b"event", b"event: ", b"id", b"id: ", b"retry", b"retry: ", b":", b" ",
+    b"\n", b"\r", b"\r\n", b"\n\n", b"\r\r", b"x", b"message", b"42", b"0", b"a1", b"\x00", b"\t",
+    b"\xef\xbb\xbf", b"\xef\xbb", b"\xe2\x82\xac", b"\xe2\x82", b"\xc2\x85", b"\xe2\x80\xa8", b"\xf0\x9f\x99\x82",
+    b"\xff", b"\x80",
+]
+
+sse_like = st.lists(st.sampled_from(TOKENS), max_size=60).map(b"".join)
+any_bytes = st.binary(max_size=300)
+cut_points = st.lists(st.integers(min_value=0, max_value=400), max_size=30)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(stream=st.one_of(sse_like, any_bytes), cuts=cut_points)
+def test_any_chunking_gives_the_events_of_the_whole(stream: bytes, cuts: list[int]) -> None:
+    whole = decode([stream])
+    assert decode(split_at(stream, cuts)) == whole
+    assert whole == spec_decode(stream)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(stream=st.one_of(sse_like, any_bytes))
+def test_byte_by_byte_gives_the_events_of_the_whole(stream: bytes) -> None:
+    assert decode(bytewise(stream)) == spec_decode(stream)
+
+
+def per_event(stream: bytes) -> list[bytes]:
+    """Cut after every LF LF, the way most servers write (and the decoder's fast path)."""
+    return split_at(stream, [i + 2 for i in range(len(stream)) if stream.startswith(b"\n\n", i)])
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(stream=sse_like)
+def test_per_event_chunks_give_the_events_of_the_whole(stream: bytes) -> None:
+    assert decode(per_event(stream)) == spec_decode(stream)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(stream=sse_like, data=st.data())
+def test_chunks_cut_at_line_boundaries_give_the_events_of_the_whole(stream: bytes, data: st.DataObject) -> None:
+    boundaries = [i for i in range(len(stream) + 1) if stream.startswith((b"\n", b"\r", b"d"), i)]
+    boundaries += [i + 1 for i in boundaries]
+    cuts = data.draw(st.lists(st.sampled_from(boundaries), max_size=20)) if boundaries else []
+    assert decode(split_at(stream, cuts)) == spec_decode(stream)
+
+
+def test_pending_fields_and_lines_defeat_the_one_event_fast_path() -> None:
+    assert decode([b"event: x\n", b"data: y\n\n"]) == [E("x", "y")]
+    assert decode([b"retry: 5\n", b"data: y\n\n"]) == [E(data="y", retry=5)]
+    assert decode([b"data: a\n", b"data: y\n\n"]) == [E(data="a\ny")]
+    assert decode([b"data: a\n\n", b"id", b"data: y\n\n"]) == [E(data="a")]
+    assert decode([b"data: a\n\n", b"data: b\r", b"\n", b"data: c\n\n"]) == [E(data="a"), E(data="b\nc")]
+
+
+def test_one_event_chunks_with_a_cr_inside() -> None:
+    chunks = [b"data: a\n\n", b"data: b\r\n\n", b"data: c\rd\n\n", b"data: e\n\n", b"data: f\r\n", b"\n"]
+    assert decode(chunks) == [E(data="a"), E(data="b"), E(data="c"), E(data="e"), E(data="f")]
+
+
+@settings(max_examples=100)
+@given(streams=st.lists(sse_like, min_size=1, max_size=4), cuts=cut_points)
+def test_a_decoder_reused_after_close_treats_each_stream_alone(streams: list[bytes], cuts: list[int]) -> None:
+    decoder = Decoder()
+    last_id = ""
+    for stream in streams:
+        got: list[ServerSentEvent] = []
+        for chunk in split_at(stream, cuts):
+            got += decoder.feed(chunk)
+        got += decoder.close()
+        # per stream, like the oracle, except that the last event ID carries over (as browsers
+        # do when they reconnect with Last-Event-ID)
+        expected = spec_decode(b"id: " + last_id.encode() + b"\n" + stream) if last_id else spec_decode(stream)
+        if last_id and stream.startswith(b"\xef\xbb\xbf"):
+            expected = spec_decode(b"\xef\xbb\xbfid: " + last_id.encode() + b"\n" + stream[3:])
+        assert got == expected
+        last_id = decoder.last_event_id
+
+
+# --- httpx-sse --------------------------------------------------------------------------------
+
+field_text = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n\x00"), max_size=12)
+ordinary_block = st.tuples(
+    st.one_of(st.none(), field_text.filter(lambda s: ":" not in s and s.strip() == s)),
+    st.one_of(st.none(), field_text.map(lambda s: s.lstrip(" "))),
+    st.lists(field_text, min_size=1, max_size=3),
+)
+
+
+def ordinary_stream(blocks: list[tuple[str | None, str | None, list[str]]], eol: str) -> bytes:
+    out = []
+    for event_type, event_id, data in blocks:
+        lines = []
+        if event_type is not None:
+            lines.append(f"event: {event_type}")
+        if event_id is not None:
+            lines.append(f"id: {event_id}")
+        lines += [f"data: {d}" for d in data]
+        out.append(eol.join(lines) + eol + eol)
+    return "".join(out).encode()
+
+
+@settings(max_examples=200)
+@given(blocks=st.lists(ordinary_block, max_size=6), eol=st.sampled_from(["\n", "\r\n", "\r"]), cuts=cut_points)
+def test_agrees_with_httpx_sse_on_ordinary_streams(
+    blocks: list[tuple[str | None, str | None, list[str]]], eol: str, cuts: list[int]
+) -> None:
+    stream = ordinary_stream(blocks, eol)
+    chunks = split_at(stream, cuts)
+    assert tuples(decode(chunks)) == httpx_sse_events(chunks)
+
+
+def test_agrees_with_httpx_sse_on_the_spec_examples_and_edge_cases() -> None:
+    streams = [
+        b"data: YHOO\ndata: +2\ndata: 10\n\n",
+        b": test stream\n\ndata: first event\nid: 1\n\ndata:second event\nid\n\ndata:  third event\n\n",
+        b"data\n\ndata\ndata\n\ndata:",
+        b"data:test\n\ndata: test\n\n",
+        b"data: x\r\ndata: y\rdata: z\n\r\n",
+        b"id: a\x00b\ndata: x\n\n",
+        b"retry: 10a\ndata: x\n\nretry:\ndata: y\n\n",
+        "data: a\u2028b\x85c\x0bd\n\n".encode(),
+        b"data: \xff\xe2\x82\n\n",
+        b"data: unterminated\n",
+    ]
+    for stream in streams:
+        assert tuples(decode([stream])) == httpx_sse_events([stream]), stream
+        assert tuples(decode(bytewise(stream))) == httpx_sse_events(bytewise(stream)), stream
+    crlf_split = [b"data: x\r", b"\n\r", b"\n"]
+    assert tuples(decode(crlf_split)) == httpx_sse_events(crlf_split) == [("message", "x", "", None)]
+
+
+@pytest.mark.parametrize(
+    ("stream", "httpx_sse_gives"),
+    [
+        # 1. a leading BOM is not stripped: "\ufeffdata" is an unknown field, the event is lost
+        (b"\xef\xbb\xbfdata: x\n\n", []),
+        # 2. retry through int(): values that are not all ASCII digits are accepted
+        (b"retry:  1000\ndata: x\n\n", [("message", "x", "", 1000)]),
+        (b"retry: 1000 \ndata: x\n\n", [("message", "x", "", 1000)]),
+        (b"retry: +5\ndata: x\n\n", [("message", "x", "", 5)]),
+        (b"retry: -1\ndata: x\n\n", [("message", "x", "", -1)]),
+        (b"retry: 1_000\ndata: x\n\n", [("message", "x", "", 1000)]),
+        ("retry: ١٢\ndata: x\n\n".encode(), [("message", "x", "", 12)]),
+        # 3. a block without data is dispatched anyway
+        (b"event: ping\n\n", [("ping", "", "", None)]),
+        (b"id: 1\n\n", [("message", "", "1", None)]),
+        (b"retry: 5\n\n", [("message", "", "", 5)]),
+        # 4. ...so after an id, every extra blank line is an extra, empty event
+        (b"id: 1\ndata: a\n\n\n", [("message", "a", "1", None), ("message", "", "1", None)]),
+    ],
+)
+def test_httpx_sse_deviates(stream: bytes, httpx_sse_gives: list[Event]) -> None:
+    assert httpx_sse_events([stream]) == httpx_sse_gives
+    assert tuples(decode([stream])) != httpx_sse_gives
+    assert decode([stream]) == spec_decode(stream)
+
+
+def test_httpx_sse_deviates_on_a_split_bom_too() -> None:
+    chunks = [b"\xef", b"\xbb\xbfdata: x\n\n"]
+    assert httpx_sse_events(chunks) == []
+    assert decode(chunks) == [E(data="x")]
