@@ -334,3 +334,11 @@ def test_resolve() -> None:
 def test_chunking_is_reachable_from_the_package() -> None:
     assert ssemock.chunking is chunking
     assert ssemock.chunking.get("mid_utf8") is ssemock.chunking.mid_utf8
+
+
+def test_per_event_framing_matches_the_decoder_on_mixed_blank_lines() -> None:
+    """A blank line may be LF, CR or CRLF after any line ending (found by the conformance work)."""
+    from ssemock import sse
+    body = b"data: d\n\rdata: e\r\n\rdata: f\n\ndata: g\r\n\r\ndata: h\r\r"
+    chunks = chunking.per_event(body)
+    assert [len(sse.decode([c])) for c in chunks] == [1, 1, 1, 1, 1]

@@ -213,3 +213,31 @@ def test_user_routes_on_the_router(tmp_path: Path) -> None:
             assert client.get("https://example.test/health").json() == {"ok": True}
             assert client.get("https://example.test/stream").text == "data: 1\n\n"
     assert [p.index for p in player.plays] == [0]
+
+
+def test_transform_matrix_and_ini_defaults(pytester: pytest.Pytester) -> None:
+    c = ssemock.Cassette()
+    c.add("GET", "https://example.test/s", [b"data: \xe4\xb8\x96\n\n", b"data: 2\n\n"])
+    c.save(pytester.path / "cassettes" / "test_tm" / "test_matrix.json")
+    c.save(pytester.path / "cassettes" / "test_tm" / "test_ini.json")
+    pytester.makeini("[pytest]\nssemock_chunking = bytewise,mid_utf8\n")
+    pytester.makepyfile(test_tm='''
+import httpx, httpx_sse, pytest
+
+@pytest.mark.ssemock(chunking="as_recorded", transform="all")
+def test_matrix(ssemock):
+    with httpx.Client() as client, httpx_sse.connect_sse(client, "GET", "https://example.test/s") as source:
+        ssemock.assert_events(list(source.iter_sse()))
+
+def test_ini(ssemock):
+    assert ssemock.chunking.name in ("bytewise", "mid_utf8")
+    with httpx.Client() as client:
+        assert client.get("https://example.test/s").text == "data: 世\\n\\ndata: 2\\n\\n"
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cassetter", "-v")
+    result.assert_outcomes(passed=7)
+    out = result.stdout.str()
+    for run in ("ssemock-as_recorded]", "ssemock-as_recorded+crlf]", "ssemock-as_recorded+cr]",
+                "ssemock-as_recorded+keepalive]", "ssemock-as_recorded+no_space]",
+                "test_ini[ssemock-bytewise]", "test_ini[ssemock-mid_utf8]"):
+        assert run in out

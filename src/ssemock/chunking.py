@@ -20,7 +20,7 @@ __all__ = [
 
 Ends = list[int]
 _LINE = re.compile(rb"[^\r\n]+")
-_EVENT_END = re.compile(rb"\r\n\r\n|\n\r\n|\r\r|\n\n")
+_EVENT_END = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)")  # a line ending, then a blank line
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,7 @@ def get(name: str | Chunking) -> Chunking:
 
 def resolve(spec: str | Chunking | Sequence[str | Chunking] | None) -> list[Chunking]:
     """A list of strategies from ``"all"``, a name, a comma list, or a list of names/strategies."""
-    if spec is None:
+    if not spec:
         return [as_recorded]
     if isinstance(spec, Chunking):
         return [spec]

@@ -8,12 +8,14 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from . import chunking as _chunking
+from . import transforms as _transforms
 from .replay import RECORD_MODES, Player, use_cassette
 
 _PARAM = "_ssemock_chunking"
@@ -35,10 +37,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="none (default: replay only, network blocked), once, new_episodes, all, rewrite")
     group.addoption("--ssemock-chunking", default=None, metavar="NAME[,NAME...]|all",
                     help="re-chunk replayed streams; several names or 'all' run each test once per strategy")
-    group.addoption("--ssemock-transform", default=None, metavar="NAME[+NAME...]",
-                    help="crlf, cr, keepalive, no_space")
+    group.addoption("--ssemock-transform", default=None, metavar="NAME[+NAME...][,...]|all",
+                    help="crlf, cr, keepalive, no_space; '+' chains, ',' or 'all' runs each test once per choice")
     group.addoption("--ssemock-timing", default=None, metavar="instant|recorded|scaled:F",
                     help="when replayed chunks are delivered (default instant)")
+    parser.addini("ssemock_chunking", "default chunking(s) for ssemock tests (as --ssemock-chunking)", default="")
+    parser.addini("ssemock_transform", "default transform(s) for ssemock tests (as --ssemock-transform)", default="")
     group.addoption("--ssemock-faults", default=None, metavar="FAULT[;FAULT...]",
                     help="faults to inject, e.g. 'disconnect:after_event=3'")
 
@@ -57,26 +61,42 @@ def _marker_kwargs(node: Any) -> dict[str, Any]:
     return dict(marker.kwargs) if marker is not None else {}
 
 
-def _chunking_ids(chunkings: list[_chunking.Chunking]) -> list[str]:
-    return [f"ssemock-{c.name}" for c in chunkings]
+@dataclass(frozen=True)
+class Variant:
+    """One run of a test: a chunking and a chain of transforms."""
+
+    chunking: _chunking.Chunking
+    transforms: tuple[_transforms.Transform, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return "+".join(["ssemock-" + self.chunking.name, *(t.name for t in self.transforms)])
+
+
+def _variants(options: dict[str, Any], config: pytest.Config) -> list[Variant]:
+    """Marker first, then the command line, then the ini file."""
+    chunking = (options.get("chunking") or config.getoption("ssemock_chunking")
+                or config.getini("ssemock_chunking") or None)
+    transform = (options.get("transform") or config.getoption("ssemock_transform")
+                 or config.getini("ssemock_transform") or None)
+    return [Variant(c, tuple(t)) for c in _chunking.resolve(chunking) for t in _transforms.alternatives(transform)]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """One run per chunking when the marker or ``--ssemock-chunking`` names several."""
+    """One run per chunking (and transform) when the marker or the options name several."""
     if _PARAM not in metafunc.fixturenames:
         return
     uses = "ssemock" in metafunc.fixturenames or metafunc.definition.get_closest_marker("ssemock")
     if not uses:
         return
-    spec = _marker_kwargs(metafunc.definition).get("chunking") or metafunc.config.getoption("ssemock_chunking")
-    chunkings = _chunking.resolve(spec)
-    if len(chunkings) > 1:
-        metafunc.parametrize(_PARAM, chunkings, ids=_chunking_ids(chunkings))
+    variants = _variants(_marker_kwargs(metafunc.definition), metafunc.config)
+    if len(variants) > 1:
+        metafunc.parametrize(_PARAM, variants, ids=[v.id for v in variants])
 
 
 @pytest.fixture
-def _ssemock_chunking(request: pytest.FixtureRequest) -> _chunking.Chunking | None:
-    """The chunking of this run when the test is parametrized over several; else None."""
+def _ssemock_chunking(request: pytest.FixtureRequest) -> Variant | None:
+    """The variant of this run when the test is parametrized over several; else None."""
     return getattr(request, "param", None)
 
 
@@ -97,8 +117,8 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def cassette_name(node: Any) -> str:
-    """The test's name without the ssemock chunking id, safe as a file name."""
-    name = re.sub(r"-?ssemock-[^-\]]+", "", node.name).replace("[]", "")
+    """The test's name without the ssemock variant id, safe as a file name."""
+    name = re.sub(r"(?<=\[)ssemock-[^-\]]+(-|(?=\]))|-ssemock-[^-\]]+", "", node.name).replace("[]", "")
     name = _UNSAFE.sub("_", name).strip("._") or "cassette"
     return f"{name[:200]}.json"
 
@@ -114,26 +134,31 @@ def _cassette_path(spec: Any, directory: Path, node: Any) -> Path:
 
 @pytest.fixture
 def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
-            ssemock_cassette_dir: Path, _ssemock_chunking: _chunking.Chunking | None) -> Iterator[Player]:
+            ssemock_cassette_dir: Path, _ssemock_chunking: Variant | None) -> Iterator[Player]:
     """The active cassette player for this test (replay by default, network blocked)."""
     options = {**ssemock_config, **_marker_kwargs(request.node)}
     unknown = set(options) - _CONFIG_KEYS
     if unknown:
         raise pytest.UsageError(f"ssemock: unknown option(s) {sorted(unknown)}; known: {sorted(_CONFIG_KEYS)}")
+    if _ssemock_chunking is None and len(_variants(options, request.config)) > 1:
+        raise pytest.UsageError("ssemock: a matrix of chunkings/transforms from ssemock_config cannot parametrize "
+                                "the test (fixtures run after collection); put it in the marker, on the command "
+                                "line (--ssemock-chunking) or in the ini file (ssemock_chunking = all)")
     config = request.config
-    for key in ("record_mode", "transform", "timing", "faults"):
+    for key in ("record_mode", "timing", "faults"):
         value = config.getoption(f"ssemock_{key}")
-        if value is not None and (key == "record_mode" or key not in options or options[key] is None):
+        if value is not None and (key == "record_mode" or options.get(key) is None):
             options[key] = value
-    chunkings = _chunking.resolve(options.pop("chunking", None) or config.getoption("ssemock_chunking"))
-    chunking = _ssemock_chunking or chunkings[0]
+    variant = _ssemock_chunking or _variants(options, config)[0]
+    options.pop("chunking", None)
+    options["transform"] = list(variant.transforms)
     checks = {k: options.pop(k, "warn") for k in ("check_unplayed", "check_unconsumed")}
     for key, value in checks.items():
         if value not in _CHECKS:
             raise pytest.UsageError(f"ssemock: {key} must be one of {_CHECKS}, got {value!r}")
     path = _cassette_path(options.pop("cassette", None), ssemock_cassette_dir, request.node)
     record_mode = options.pop("record_mode", None) or "none"
-    player = use_cassette(path, record_mode=record_mode, chunking=chunking,
+    player = use_cassette(path, record_mode=record_mode, chunking=variant.chunking,
                           **{k: v for k, v in options.items() if v is not None})
     with player:
         yield player

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .chunking import event_ends
 
-__all__ = ["Transform", "apply", "cr", "crlf", "get", "keepalive", "no_space", "resolve"]
+__all__ = ["Transform", "alternatives", "apply", "cr", "crlf", "get", "keepalive", "no_space", "resolve"]
 
 _NEWLINE = re.compile(rb"\r\n|\r|\n")
 _FIELD_SPACE = re.compile(rb"(?:^|(?<=[\r\n]))([^:\r\n]+): (?! )")
@@ -98,6 +98,20 @@ def get(name: str | Transform) -> Transform:
     if head == "keepalive":
         return keepalive(rest if sep and rest.startswith(":") else f": {rest}" if sep else ": ping")
     raise ValueError(f"unknown transform {name!r}; known: crlf, cr, no_space, keepalive[:COMMENT]")
+
+
+def alternatives(spec: str | Transform | Sequence[str | Transform] | None) -> list[list[Transform]]:
+    """Transform chains to run a test under, one run each: ``"all"`` (none, then each transform
+    alone), ``"none,crlf,cr+keepalive"`` (comma: alternatives; plus: a chain), or a list of those."""
+    if spec is None:
+        return [[]]
+    if isinstance(spec, Transform):
+        return [[spec]]
+    if isinstance(spec, str):
+        if spec.strip() == "all":
+            return [[], [crlf], [cr], [keepalive()], [no_space]]
+        return [[] if part.strip() == "none" else resolve(part.strip()) for part in spec.split(",")]
+    return [chain for item in spec for chain in alternatives(item)]
 
 
 def resolve(spec: str | Transform | Sequence[str | Transform] | None) -> list[Transform]:
