@@ -241,3 +241,21 @@ def test_chat(ssemock):
     result.assert_outcomes(failed=len(ssemock.chunking.ALL))
     out = result.stdout.str()
     assert "differs under chunking mid_utf8, transform crlf" in out
+
+
+def test_check_reports_the_minimal_failing_split() -> None:
+    cassette = chat_cassette(openai_chat_events())
+    with ssemock.replay(cassette, chunking="mid_utf8") as player:
+        with pytest.raises(StreamAssertionError) as info:
+            player.check(lambda: player.assert_text(naive_split_client()))
+    message = str(info.value)
+    assert "under mid_utf8 it fails when a boundary falls at byte" in message
+    assert "passes with that boundary alone removed" in message
+    name = message.rsplit('reproduce with chunking="', 1)[1].split('"')[0]
+    assert name.startswith("at:") and name.count(",") == 0  # one boundary is enough
+    # the name reproduces the failure on its own
+    with ssemock.replay(cassette, chunking=name) as again:
+        with pytest.raises(StreamAssertionError):
+            again.assert_text(naive_split_client())
+    with ssemock.replay(cassette, chunking="per_event") as fine:
+        fine.check(lambda: fine.assert_text(naive_split_client()))  # passes: returns quietly

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 __all__ = [
-    "ALL", "Chunking", "as_recorded", "bytewise", "coalesced", "fixed", "get", "mid_line",
+    "ALL", "At", "Chunking", "at", "as_recorded", "bytewise", "coalesced", "fixed", "get", "mid_line",
     "mid_utf8", "per_event", "random",
 ]
 
@@ -148,10 +148,42 @@ def random(seed: int = 0, average_size: int = 16, size_variation: int = 12) -> C
     return Chunking(name, split)
 
 
+def _split_at(boundaries: tuple[int, ...]) -> Callable[[bytes, Sequence[int]], list[int]]:
+    def split(body: bytes, _recorded: Sequence[int]) -> list[int]:
+        return [*boundaries, len(body)]
+
+    return split
+
+
+@dataclass(frozen=True, eq=False)
+class At(Chunking):
+    """A chunking with explicit boundaries (byte offsets where one chunk ends and the next starts).
+
+    A :class:`~ssemock.chunking.Chunking`, so it goes wherever one does; boundaries outside
+    ``(0, len(body))`` are ignored. Two are equal when their boundaries are.
+    """
+
+    boundaries: tuple[int, ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, At):
+            return self.boundaries == other.boundaries
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(("at", self.boundaries))
+
+
+def at(*boundaries: int) -> At:
+    """The chunking that cuts exactly at ``boundaries``: ``at(17, 1043)`` is named ``"at:17,1043"``."""
+    cuts = tuple(sorted(set(boundaries)))
+    return At(f"at:{','.join(map(str, cuts))}", _split_at(cuts), boundaries=cuts)
+
+
 ALL: tuple[Chunking, ...] = (as_recorded, bytewise, mid_line, mid_utf8, coalesced, per_event, random(7))
 
 _NAMED = {c.name: c for c in (as_recorded, bytewise, mid_line, mid_utf8, coalesced, per_event)}
-_KNOWN = ", ".join([*_NAMED, "fixed:N", "random:SEED[:AVG:VAR]", "all"])
+_KNOWN = ", ".join([*_NAMED, "fixed:N", "random:SEED[:AVG:VAR]", "at:OFFSET,...", "all"])
 
 
 def get(name: str | Chunking) -> Chunking:
@@ -159,6 +191,11 @@ def get(name: str | Chunking) -> Chunking:
     if isinstance(name, Chunking):
         return name
     head, _, rest = name.strip().partition(":")
+    if head == "at":
+        try:
+            return at(*(int(p) for p in rest.split(",") if p.strip()))
+        except ValueError:
+            raise ValueError(f"bad chunking {name!r}: 'at:' takes comma-separated byte offsets") from None
     try:
         if head in _NAMED and not rest:
             return _NAMED[head]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import itertools
 import operator
 import os
 import threading
@@ -35,6 +36,7 @@ from .faults import Served
 from .intercept import Record, core_module, mockers
 from .record import Recorder, RequestHook, ResponseHook, request_from_httpx
 from .redact import find_secrets
+from .strategies import minimal_failing_split
 
 __all__ = ["Play", "Plan", "Player", "ReplayStream", "UnmatchedRequestError", "plan_response", "replay",
            "use_cassette"]
@@ -443,6 +445,42 @@ class Player:
     def assert_accumulates(self, result: Mapping[str, Any] | Accumulated) -> None:
         """Every field given equals the reference accumulated result."""
         self.expected.assert_accumulates(result)
+
+    def check(self, run: Callable[[], object]) -> None:
+        """Run ``run`` (your client code and its assertions). If it fails, search the smallest set
+        of chunk boundaries in the stream served last that still makes it fail, and raise a
+        StreamAssertionError saying where they fall and how to reproduce it."""
+        state = (list(self.play_counts), len(self.plays), self.attempts)
+        try:
+            run()
+            return
+        except Exception as exc:
+            original: Exception = exc
+        if len(self.plays) == state[1]:
+            raise original  # it failed before any stream was served: nothing to shrink
+        failing, chunking = self.plays[-1], self.chunking
+
+        def fails(chunks: list[bytes]) -> bool:
+            cuts = list(itertools.accumulate(len(c) for c in chunks))[:-1]
+            self.chunking = _chunking.Chunking(
+                f"at:{','.join(map(str, cuts))}",
+                lambda body, rec: [*cuts, len(body)] if body == failing.body else chunking.ends(body, rec))
+            self.play_counts[:], self.attempts = state[0], state[2]
+            try:
+                run()
+            except Exception:
+                return True
+            finally:
+                self.chunking = chunking
+            return False
+
+        try:
+            split = minimal_failing_split(failing.body, fails, failing.ends)
+        except ValueError:  # the failure does not depend on the chunk boundaries
+            raise original from None
+        raise StreamAssertionError(
+            f"{original}\nssemock: under {chunking} it {split.explanation}; reproduce with "
+            f"chunking=\"{split.chunking.name}\" ({split.calls} runs searched)") from original
 
     def unplayed(self) -> list[int]:
         """Indexes of interactions never served."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import chunking as _chunking
-from .chunking import Chunking
+from .chunking import At, Chunking, at
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -28,46 +28,8 @@ _BOM = b"\xef\xbb\xbf"
 _NEWLINE = re.compile(rb"\r\n|\r|\n")
 
 
-def _split_at(boundaries: tuple[int, ...]) -> Callable[[bytes, Sequence[int]], list[int]]:
-    def split(body: bytes, _recorded: Sequence[int]) -> list[int]:
-        return [*boundaries, len(body)]
-
-    return split
-
-
-@dataclass(frozen=True, eq=False)
-class At(Chunking):
-    """A chunking with explicit boundaries (byte offsets where one chunk ends and the next starts).
-
-    A :class:`~ssemock.chunking.Chunking`, so it goes wherever one does; boundaries outside
-    ``(0, len(body))`` are ignored. Two are equal when their boundaries are.
-    """
-
-    boundaries: tuple[int, ...] = ()
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, At):
-            return self.boundaries == other.boundaries
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(("at", self.boundaries))
-
-
-def at(*boundaries: int) -> At:
-    """The chunking that cuts exactly at ``boundaries``: ``at(17, 1043)`` is named ``"at:17,1043"``."""
-    cuts = tuple(sorted(set(boundaries)))
-    return At(f"at:{','.join(map(str, cuts))}", _split_at(cuts), boundaries=cuts)
-
-
 def get(name: str | Chunking) -> Chunking:
-    """Like :func:`ssemock.chunking.get`, and also parses ``"at:17,1043"`` (``"at:"``: no boundary)."""
-    if isinstance(name, str) and name.strip().startswith("at:"):
-        rest = name.strip()[3:]
-        try:
-            return at(*(int(p) for p in rest.split(",") if p.strip()))
-        except ValueError:
-            raise ValueError(f"bad chunking {name!r}: 'at:' takes comma-separated byte offsets") from None
+    """The same as :func:`ssemock.chunking.get` (which parses ``"at:17,1043"`` too)."""
     return _chunking.get(name)
 
 
