@@ -1,16 +1,22 @@
 """ssemock: record and replay streaming HTTP responses with their chunk boundaries and timing.
 
 Record once against the real service; replay offline through respx for httpx and httpx2 clients,
-re-chunked (mid-line, mid-UTF-8, byte by byte, ...), transformed, timed and faulted.
+re-chunked (mid-line, mid-UTF-8, byte by byte, ...), transformed, timed and faulted; compare what
+the client got with the reference decoder and accumulators.
 """
 
-from . import chunking, faults, matching, timing, transforms
+from . import chunking, conformance, faults, matching, ndjson, sse, strategies, timing, transforms
+from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
 from .cassette import Cassette, CassetteError, Interaction, Request, Response
-from .replay import Play, Player, UnmatchedRequestError, replay, use_cassette
+from .expect import Expected, StreamAssertionError
+from .replay import Play, Player, UnmatchedRequestError, plan_response, replay, use_cassette
+from .sse import ServerSentEvent
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Cassette", "CassetteError", "Interaction", "Play", "Player", "Request", "Response",
-    "UnmatchedRequestError", "chunking", "faults", "matching", "replay", "timing", "transforms", "use_cassette",
+    "Accumulated", "Cassette", "CassetteError", "Expected", "Interaction", "Play", "Player", "ProtocolError",
+    "Request", "Response", "ServerSentEvent", "StreamAssertionError", "UnmatchedRequestError", "accumulate",
+    "chunking", "conformance", "detect_protocol", "faults", "matching", "ndjson", "plan_response", "replay",
+    "sse", "strategies", "timing", "transforms", "use_cassette",
 ]
