@@ -1,4 +1,4 @@
-"""The ``ssemock`` command line: parsing, exit codes, ``demo --json``."""
+"""The ``ssemock`` command line: parsing, exit codes, ``demo --json``, show, validate, rechunk, redact, fix."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from streams import TEXT, openai_chat_events, writes
 
 import ssemock
+from ssemock import Cassette, sse
 from ssemock.cli import build_parser, main
 
 
@@ -87,3 +89,245 @@ def test_demo_json_output_parses(tmp_path: Path) -> None:
     assert Path(data["cassette"]).is_file()
     assert Path(data["cassette"]).parent.parent == tmp_path
     assert data["conclusion"].startswith("Conclusion:")
+
+
+# -- show, validate, rechunk, redact, fix --------------------------------------------------------
+
+CHAT = "https://api.openai.com/v1/chat/completions"
+KEY = "sk-test-0123456789abcdef"
+
+
+def chat_file(path: Path) -> Path:
+    """An OpenAI chat stream: chunks 30 ms apart, the first at 12 ms, some cut mid-line."""
+    cassette = Cassette()
+    chunks = writes(openai_chat_events())
+    cassette.add("POST", CHAT, chunks, times=[0.012 + k * 0.03 for k in range(len(chunks))],
+                 request_json={"model": "gpt-test", "stream": True})
+    cassette.save(path)
+    return path
+
+
+def sse_file(path: Path, body: bytes, **kw: object) -> Path:
+    cassette = Cassette()
+    cassette.add("GET", "https://example.test/stream", [body], **kw)  # type: ignore[arg-type]
+    cassette.save(path)
+    return path
+
+
+def test_show_prints_the_numbers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = chat_file(tmp_path / "chat.json")
+    resp = Cassette.load(path).interactions[0].response
+    n = len(resp.chunks)
+    assert main(["show", str(path)]) == 0
+    out = capsys.readouterr().out
+    for needle in (f"{path}: 1 interaction", f"#0  POST {CHAT}", "status 200  text/event-stream  complete",
+                   f"body {len(resp.body)} bytes in {n} chunks",
+                   f"time to first chunk 12 ms, last chunk at {12 + 30 * (n - 1)} ms",
+                   "gaps between chunks: min 30 ms, median 30 ms, max 30 ms", "chunk sizes (min",
+                   "timeline", f"events: {len(openai_chat_events())} SSE events; protocol openai.chat",
+                   repr(TEXT), "tool call: get_weather("):
+        assert needle in out, needle
+    assert "█" in out  # the histogram bars and the timeline marks
+    assert "[DONE]" not in out  # events are listed only with --events
+    assert main(["show", str(path), "--events", "-i", "0"]) == 0
+    assert "[15] message  [DONE]" in capsys.readouterr().out
+
+
+def test_show_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = chat_file(tmp_path / "chat.json")
+    assert main(["show", str(path), "--json", "--events"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    [s] = data["shown"]
+    assert data["interactions"] == 1 and s["first_chunk_ms"] == 12.0 and s["gaps_ms"]["median"] == 30.0
+    assert s["protocol"] == "openai.chat" and s["text"] == TEXT and s["events"] == len(s["event_list"])
+    assert sum(b["count"] for b in s["histogram"]) == s["chunks"]
+
+
+def test_show_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = chat_file(tmp_path / "chat.json")
+    assert main(["show", str(path), "--interaction", "3"]) == 2
+    assert f"ssemock: error: {path}: no interaction 3 (the cassette has 1: 0..0)" in capsys.readouterr().err
+    missing = tmp_path / "missing.json"
+    assert main(["show", str(missing)]) == 1
+    assert f"ssemock: error: {missing}: cannot read" in capsys.readouterr().err
+    assert main(["show"]) == 2
+
+
+def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = chat_file(tmp_path / "good.json")
+    assert main(["validate", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert out == f"ok    {good} (1 interaction, {len(openai_chat_events())} events)\n"
+
+    secret = sse_file(tmp_path / "secret.json", f'data: {{"key": "{KEY}"}}\n\n'.encode())
+    unterminated = sse_file(tmp_path / "cut.json", b"data: one\n\ndata: two\n")
+    malformed = tmp_path / "malformed.json"
+    malformed.write_text('{"version": 1, "interactions": [{"request": {"method": "GET"}, "response": {}}]}')
+    assert main(["validate", str(good), str(secret), str(unterminated), str(malformed)]) == 1
+    out = capsys.readouterr().out
+    assert f"ok    {good}" in out
+    assert f"FAIL  {secret}" in out and f"{secret}: interaction 0: problem: secret left: response.body" in out
+    assert f"warn  {unterminated}" in out and f"{unterminated}: interaction 0: warning: unterminated last event" in out
+    assert f"FAIL  {malformed}" in out
+    assert f"{malformed}: interaction 0: problem: request.url is missing or not a string" in out
+    assert "4 files: 1 ok, 1 with warnings, 2 with problems" in out
+
+    assert main(["validate", str(unterminated)]) == 0  # warnings alone do not fail
+    capsys.readouterr()
+    assert main(["validate", "--json", str(good), str(malformed)]) == 1
+    reports = json.loads(capsys.readouterr().out)
+    assert [r["ok"] for r in reports] == [True, False]
+    assert reports[1]["problems"][0] == {"level": "problem", "interaction": 0,
+                                         "message": "request.url is missing or not a string"}
+
+
+def test_rechunk(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = chat_file(tmp_path / "chat.json")
+    before = Cassette.load(path).interactions[0].response
+    out_path = tmp_path / "fixed.json"
+    assert main(["rechunk", str(path), "--chunking", "fixed:64", "--output", str(out_path)]) == 0
+    expected = -(-len(before.body) // 64)
+    assert f"interaction 0: {len(before.ends)} -> {expected} chunks (fixed:64)" in capsys.readouterr().out
+    after = Cassette.load(out_path).interactions[0].response
+    assert after.body == before.body and len(after.ends) == expected
+    assert all(len(c) == 64 for c in after.chunks[:-1])
+    assert after.times[0] == before.times[0] and after.times[-1] == before.times[-1]
+
+    assert main(["rechunk", str(path), "--chunking", "per_event", "--transform", "crlf", "--in-place"]) == 0
+    capsys.readouterr()
+    crlf = Cassette.load(path).interactions[0].response
+    assert b"\r\n\r\n" in crlf.body and len(crlf.ends) == len(openai_chat_events())
+    assert sse.decode(crlf.chunks) == sse.decode([before.body])
+
+    saved = path.read_bytes()
+    assert main(["rechunk", str(path), "--chunking", "bytewise", "--preview"]) == 0
+    out = capsys.readouterr().out
+    assert f"-> {len(crlf.body)} chunks (bytewise)" in out and "[0]" in out and "[4]" in out and "more" in out
+    assert path.read_bytes() == saved  # --preview writes nothing
+
+
+def test_rechunk_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = chat_file(tmp_path / "chat.json")
+    assert main(["rechunk", str(path), "--chunking", "nope", "--in-place"]) == 2
+    assert "unknown chunking 'nope'" in capsys.readouterr().err
+    assert main(["rechunk", str(path), "--chunking", "bytewise"]) == 2
+    assert "--output" in capsys.readouterr().err
+    assert main(["rechunk", str(path), "--chunking", "bytewise", "--transform", "zzz", "--preview"]) == 2
+    assert main(["rechunk", str(path), "--chunking", "bytewise", "--in-place", "--preview"]) == 2
+    assert main(["rechunk", str(tmp_path / "missing.json"), "--chunking", "bytewise", "--preview"]) == 1
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_redact(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    body = f'data: {{"a": "hi"}}\n\ndata: {{"key": "{KEY}"}}\n\ndata: [DONE]\n\n'.encode()
+    cuts = [5, 30, 40, len(body)]  # 40 falls inside the key
+    cassette = Cassette()
+    cassette.add("POST", CHAT, [body[a:b] for a, b in zip([0, *cuts], cuts)], times=[0.01, 0.02, 0.03, 0.04],
+                 request_headers={"authorization": f"Bearer {KEY}", "x-api-key": KEY},
+                 request_json={"model": "m"})
+    path = tmp_path / "leak.json"
+    cassette.save(path)
+    clean = chat_file(tmp_path / "clean.json")
+    events = sse.decode([body])
+
+    assert main(["redact", "--check", str(path), str(clean)]) == 1
+    out = capsys.readouterr().out
+    assert f"would redact {path}: 3 changes" in out and f"ok    {clean}: nothing to redact" in out
+    assert KEY in path.read_text()  # --check writes nothing
+
+    assert main(["redact", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"redacted {path}: 3 changes" in out
+    assert "interaction 0 request.headers['authorization']" in out
+    assert "interaction 0 response.body: an OpenAI-style key (sk-...) at byte" in out
+    assert KEY not in path.read_text()
+    redacted = Cassette.load(path)  # the boundary map is still valid
+    resp = redacted.interactions[0].response
+    assert dict(redacted.interactions[0].request.headers)["authorization"] == "REDACTED"
+    assert len(resp.ends) == 4 and resp.times == [0.01, 0.02, 0.03, 0.04]
+    assert [e.data for e in sse.decode(resp.chunks)] == [e.data.replace(KEY, "REDACTED") for e in events]
+    assert main(["redact", "--check", str(path)]) == 0
+    assert main(["validate", str(path)]) == 0
+
+    broken = tmp_path / "broken.json"
+    broken.write_text("nope")
+    capsys.readouterr()
+    assert main(["redact", str(broken), str(clean)]) == 1
+    captured = capsys.readouterr()
+    assert f"ssemock: error: {broken}: not valid JSON" in captured.err and str(clean) in captured.out
+
+
+def hand_edit(path: Path, old: str, new: str) -> None:
+    """Edit an event's text in the cassette JSON the way a person would."""
+    doc = json.loads(path.read_text())
+    pieces = doc["interactions"][0]["response"]["body"]
+    k = next(i for i, p in enumerate(pieces) if old in p)
+    pieces[k] = pieces[k].replace(old, new)
+    path.write_text(json.dumps(doc, indent=2, ensure_ascii=False))
+
+
+def test_fix_repairs_a_hand_edit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = chat_file(tmp_path / "chat.json")
+    hand_edit(path, "こんにち", "Good day, ")
+    with pytest.raises(ssemock.CassetteError, match="the body was edited") as info:
+        Cassette.load(path)
+    assert info.value.path == str(path) and info.value.interaction == 0
+    assert main(["validate", str(path)]) == 1
+    capsys.readouterr()
+
+    assert main(["fix", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"{path}: interaction 0: repaired:" in out and "one chunk per event" in out and f"wrote {path}" in out
+    resp = Cassette.load(path).interactions[0].response
+    events = sse.decode(resp.chunks)
+    assert len(resp.chunks) == len(events) == len(openai_chat_events())
+    assert '"Good day, "' in events[1].data
+    assert main(["show", str(path)]) == 0
+    assert "'Good day, は、世界" in capsys.readouterr().out
+
+    assert main(["fix", str(path)]) == 0
+    assert f"{path}: nothing to fix" in capsys.readouterr().out
+
+
+def test_fix_to_another_file_and_unrepairable_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = chat_file(tmp_path / "chat.json")
+    doc = json.loads(path.read_text())
+    doc["interactions"][0]["response"]["chunks"][1][1] = 1
+    path.write_text(json.dumps(doc))
+    out_path = tmp_path / "out.json"
+    assert main(["fix", str(path), "-o", str(out_path)]) == 0
+    assert "kept" in capsys.readouterr().out
+    fixed = Cassette.load(out_path).interactions[0].response
+    assert fixed.ends == [e for k, (_, e) in enumerate(doc["interactions"][0]["response"]["chunks"]) if k != 1]
+    assert json.loads(path.read_text()) == doc  # the input is untouched
+
+    not_json = tmp_path / "not.json"
+    not_json.write_text("{ nope")
+    assert main(["fix", str(not_json)]) == 1
+    assert f"ssemock: error: {not_json}: not valid JSON" in capsys.readouterr().err
+    doc["interactions"][0]["request"] = "GET /"
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(doc))
+    assert main(["fix", str(other)]) == 1
+    err = capsys.readouterr().err
+    assert f"ssemock: error: {other}: interaction 0: missing or malformed 'request'" in err
+    assert "not repairable" in err
+    assert main(["fix"]) == 2
+
+
+def test_commands_in_a_subprocess(tmp_path: Path) -> None:
+    good = chat_file(tmp_path / "good.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"version": 99, "interactions": []}')
+    proc = run("validate", str(good), str(bad))
+    assert proc.returncode == 1, proc.stderr
+    assert f"ok    {good}" in proc.stdout
+    assert f"{bad}: problem: unknown cassette version 99" in proc.stdout
+    proc = run("show", str(bad))
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == f"ssemock: error: {bad}: unknown cassette version 99 (this ssemock reads 1)"
+    proc = run("show", str(good), "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["shown"][0]["protocol"] == "openai.chat"
+    proc = run("rechunk", str(good), "--chunking", "mid_utf8", "--in-place")
+    assert proc.returncode == 0, proc.stderr
+    assert Cassette.load(good).interactions[0].response.body == b"".join(openai_chat_events())

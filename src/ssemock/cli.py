@@ -56,10 +56,287 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0 if result.live_ok and result.real_clients_ok else 1
 
 
+# -- ssemock show ------------------------------------------------------------------------------
+
+def _add_show(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "show", help="interactions, chunk timing and sizes, decoded events of a cassette",
+        description="Show each interaction of a cassette: request, status, content type, whether it "
+                    "ended normally, body size and chunk count, time to first chunk, gaps between "
+                    "chunks, a chunk-size histogram, a timeline of chunk arrivals, the decoded events, "
+                    "the detected protocol and the text and tool calls they accumulate to.")
+    parser.add_argument("cassette", metavar="CASSETTE", help="ssemock cassette file")
+    parser.add_argument("--interaction", "-i", type=int, metavar="N", default=None,
+                        help="show only interaction N (0-based; negative counts from the end)")
+    parser.add_argument("--events", action="store_true", help="list the decoded events")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.set_defaults(handler=_cmd_show)
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from . import inspect
+    from .cassette import Cassette
+
+    cassette = Cassette.load(args.cassette)
+    count = len(cassette.interactions)
+    indexes = list(range(count))
+    if args.interaction is not None:
+        if not -count <= args.interaction < count:
+            print(f"ssemock: error: {args.cassette}: no interaction {args.interaction} (the cassette has "
+                  f"{count}{f': 0..{count - 1}' if count else ''})", file=sys.stderr)
+            return 2
+        indexes = [args.interaction % count]
+    summaries = [inspect.summarize(cassette.interactions[i], i, events=args.events) for i in indexes]
+    if args.json:
+        json.dump({"path": str(args.cassette), "interactions": count, "shown": summaries}, sys.stdout,
+                  indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    print(f"{args.cassette}: {count} interaction{'s' if count != 1 else ''}")
+    for summary in summaries:
+        print()
+        print(inspect.format_summary(summary))
+    return 0
+
+
+# -- ssemock validate --------------------------------------------------------------------------
+
+def _add_validate(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "validate", help="check cassettes: they load, decode, have no secrets (for pre-commit)",
+        description="Check cassette files: each loads (format, version, boundary map), its bodies "
+                    "decode (SSE; JSON lines parse), no secret is left in it. Spec corner cases the "
+                    "recording exercises (BOM, CR-only line endings, an unterminated last event, events "
+                    "after [DONE], an unknown protocol) are warnings; incomplete recordings are notes. "
+                    "One line per good file; exit 1 when any file has a problem (warnings don't count).")
+    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE", help="ssemock cassette file(s)")
+    parser.add_argument("--json", action="store_true", help="print one JSON report per file, as a list")
+    parser.set_defaults(handler=_cmd_validate)
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from . import inspect
+
+    reports = [inspect.validate_file(path) for path in args.cassettes]
+    if args.json:
+        json.dump([r.to_dict() for r in reports], sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        for report in reports:
+            for line in inspect.format_validation(report):
+                print(line)
+        if len(reports) > 1:
+            bad = sum(not r.ok for r in reports)
+            warned = sum(r.ok and bool(r.of("warning")) for r in reports)
+            print(f"{len(reports)} files: {len(reports) - bad - warned} ok, {warned} with warnings, "
+                  f"{bad} with problems")
+    return 0 if all(r.ok for r in reports) else 1
+
+
+# -- ssemock rechunk ---------------------------------------------------------------------------
+
+def _add_rechunk(subparsers: Subparsers) -> None:
+    from . import chunking, transforms
+
+    def strategy(name: str) -> chunking.Chunking:
+        try:
+            return chunking.get(name)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    def transform_chain(name: str) -> list[transforms.Transform]:
+        try:
+            return transforms.resolve(name)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parser = subparsers.add_parser(
+        "rechunk", help="rewrite a cassette's chunk boundaries (and body, with a transform)",
+        description="Rewrite the boundary map of every interaction with a chunking strategy (the "
+                    "bytes stay the same), after an optional transform of SSE bodies (which changes "
+                    "the bytes but not the events). A new chunk gets the recorded time of the chunk "
+                    "that held its last byte. A boundary map that disagrees with a hand-edited body is "
+                    "repaired first (see `ssemock fix`).")
+    parser.add_argument("cassette", metavar="CASSETTE", help="ssemock cassette file")
+    parser.add_argument("--chunking", required=True, type=strategy, metavar="NAME",
+                        help="as_recorded, bytewise, mid_line, mid_utf8, coalesced, per_event, fixed:N, "
+                             "random:SEED[:AVG:VAR]")
+    parser.add_argument("--transform", type=transform_chain, default=[], metavar="NAME",
+                        help="crlf, cr, keepalive[:COMMENT], no_space; chain with '+'")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--output", "-o", metavar="FILE", help="write the result to FILE")
+    where.add_argument("--in-place", action="store_true", help="rewrite CASSETTE (atomically)")
+    where.add_argument("--preview", action="store_true",
+                       help="print the new chunk counts and the first chunks; write nothing")
+    parser.set_defaults(handler=_cmd_rechunk)
+
+
+def _cmd_rechunk(args: argparse.Namespace) -> int:
+    from . import inspect
+
+    cassette, repairs = inspect.repair_file(args.cassette)
+    for fixed in repairs:
+        if fixed.changed:
+            print(f"ssemock: {args.cassette}: interaction {fixed.interaction}: boundary map repaired first: "
+                  f"{fixed.message}", file=sys.stderr)
+    shown = 5 if args.preview else 0
+    how = args.chunking.name + "".join(f"+{t}" for t in args.transform)
+    for r in inspect.rechunk(cassette, args.chunking, args.transform, keep_chunks=shown):
+        size = f"{r.body_before} bytes" + (f" -> {r.body_after} bytes" if r.body_after != r.body_before else "")
+        print(f"interaction {r.index}: "
+              f"{r.before} -> {r.after} chunks ({how}), {size}")
+        if r.note:
+            print(f"  note: {r.note}")
+        for k, (t, chunk) in enumerate(r.chunks):
+            text = repr(chunk)
+            print(f"  [{k}] {t * 1000:8.1f} ms {len(chunk):6} B  {text if len(text) <= 72 else text[:71] + '…'}")
+        if shown and r.after > len(r.chunks):
+            print(f"  ... {r.after - len(r.chunks)} more")
+    if args.preview:
+        return 0
+    target = args.output if args.output is not None else args.cassette
+    cassette.save(target)
+    print(f"wrote {target}")
+    return 0
+
+
+# -- ssemock redact ----------------------------------------------------------------------------
+
+def _add_redact(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "redact", help="redact secrets in cassettes, in place (--check: only report)",
+        description="Apply the default redaction rules to every interaction (authorization, API-key "
+                    "and cookie headers, key-like query parameters, set-cookie) and replace secrets "
+                    "found anywhere else (bodies, other headers, URLs) with REDACTED, shifting the "
+                    "boundary map of a body that changes length. Files are rewritten atomically. "
+                    "With --check nothing is written and the exit code is 1 if anything would change.")
+    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE", help="ssemock cassette file(s)")
+    parser.add_argument("--check", action="store_true", help="only report what would change (exit 1 if anything)")
+    parser.set_defaults(handler=_cmd_redact)
+
+
+def _cmd_redact(args: argparse.Namespace) -> int:
+    from . import inspect
+    from .cassette import Cassette
+    from .redact import find_secrets
+
+    status = 0
+    for path in args.cassettes:
+        try:
+            cassette = Cassette.load(path)
+        except CassetteError as exc:
+            print(f"ssemock: error: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        changes = inspect.redact(cassette)
+        if not changes:
+            print(f"ok    {path}: nothing to redact")
+        elif args.check:
+            print(f"would redact {path}: {len(changes)} change{'s' if len(changes) != 1 else ''}")
+            status = 1
+        else:
+            cassette.save(path)
+            print(f"redacted {path}: {len(changes)} change{'s' if len(changes) != 1 else ''}")
+        for change in changes:
+            print(f"  {change}")
+        for leak in find_secrets(cassette):
+            print(f"ssemock: error: {path}: a secret is left after redaction: {leak}", file=sys.stderr)
+            status = 1
+    return status
+
+
+# -- ssemock fix -------------------------------------------------------------------------------
+
+def _add_fix(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "fix", help="repair boundary maps that disagree with a hand-edited body",
+        description="Load a cassette without trusting its boundary maps and rebuild the ones that "
+                    "disagree with their body: the old boundaries that still fall inside the body are "
+                    "kept; when the body was edited (its length changed) the map becomes one chunk "
+                    "per event with the old times taken by event order. Exit 1 when the file cannot "
+                    "be repaired (not JSON, another kind of damage).")
+    parser.add_argument("cassette", metavar="CASSETTE", help="ssemock cassette file")
+    parser.add_argument("--output", "-o", metavar="FILE", help="write the result to FILE (default: in place)")
+    parser.set_defaults(handler=_cmd_fix)
+
+
+def _cmd_fix(args: argparse.Namespace) -> int:
+    from . import inspect
+
+    try:
+        cassette, repairs = inspect.repair_file(args.cassette)
+    except CassetteError as exc:
+        print(f"ssemock: error: {exc} (not repairable)", file=sys.stderr)
+        return 1
+    for r in repairs:
+        print(f"{args.cassette}: interaction {r.interaction}: {'repaired: ' if r.changed else ''}{r.message}")
+    if not any(r.changed for r in repairs) and args.output is None:
+        print(f"{args.cassette}: nothing to fix")
+        return 0
+    target = args.output if args.output is not None else args.cassette
+    cassette.save(target)
+    print(f"wrote {target}")
+    return 0
+
+
+# -- ssemock import-vcr ------------------------------------------------------------------------
+
+def _add_import_vcr(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "import-vcr", help="convert a vcrpy / pytest-recording cassette to an ssemock cassette",
+        description="Convert a vcrpy or pytest-recording cassette (YAML, or vcrpy's JSON serializer) "
+                    "into an ssemock cassette. vcrpy keeps neither chunk boundaries nor timing, so "
+                    "each response gets one chunk per event, all at t=0. Compressed bodies are "
+                    "decoded. The default redaction rules are applied; if a secret is left the file "
+                    "is not written (exit 1) unless --scrub-bodies replaces it.")
+    parser.add_argument("vcr_cassette", metavar="VCR_CASSETTE", help="vcrpy cassette (.yaml, .yml or .json)")
+    parser.add_argument("-o", "--output", metavar="OUTPUT", default=None,
+                        help="ssemock cassette to write (default: VCR_CASSETTE with a .json suffix, or "
+                             "NAME.ssemock.json for a .json input)")
+    parser.add_argument("--scrub-bodies", action="store_true",
+                        help="also replace secrets found in bodies and other headers with REDACTED "
+                             "(as `ssemock redact` does)")
+    parser.set_defaults(handler=_cmd_import_vcr)
+
+
+def _cmd_import_vcr(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from . import inspect
+    from .redact import find_secrets
+    from .vcr import NO_BOUNDARIES, import_vcr
+
+    source = Path(args.vcr_cassette)
+    cassette = import_vcr(source)
+    if args.output is not None:
+        target = Path(args.output)
+    else:
+        target = source.with_suffix(".json")
+        if target == source:
+            target = source.with_name(f"{source.stem}.ssemock.json")
+    print(f"ssemock: note: {NO_BOUNDARIES}", file=sys.stderr)
+    if args.scrub_bodies:
+        for change in inspect.redact(cassette):
+            print(f"scrubbed {change}")
+    leaks = find_secrets(cassette)
+    if leaks:
+        for leak in leaks:
+            print(f"ssemock: error: {source}: a secret is left after redaction: {leak}", file=sys.stderr)
+        print(f"ssemock: error: {source}: refusing to write {target}: remove the secrets from the vcrpy "
+              "cassette (or filter them when recording), or import with --scrub-bodies", file=sys.stderr)
+        return 1
+    cassette.save(target)
+    count = len(cassette.interactions)
+    print(f"wrote {target}: {count} interaction{'s' if count != 1 else ''}")
+    return 0
+
+
 # -- parser and dispatch -----------------------------------------------------------------------
 
 #: One function per subcommand, in the order ``--help`` lists them.
-_COMMANDS: list[Callable[[Subparsers], None]] = [_add_demo]
+_COMMANDS: list[Callable[[Subparsers], None]] = [
+    _add_demo, _add_show, _add_validate, _add_rechunk, _add_redact, _add_fix, _add_import_vcr,
+]
 
 
 class _UsageError(Exception):
