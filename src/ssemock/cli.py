@@ -56,6 +56,77 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0 if result.live_ok and result.real_clients_ok else 1
 
 
+# -- ssemock serve -----------------------------------------------------------------------------
+
+def _add_serve(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "serve", help="replay cassettes over a real HTTP server (for requests, aiohttp, curl, browsers)",
+        description="Serve the cassettes' interactions on a real HTTP server: a request is matched by "
+                    "method, path, query (and JSON body, when recorded) and answered with the recorded "
+                    "status, headers and chunks, each chunk its own write, re-chunked, transformed, timed "
+                    "and faulted as asked. A disconnect fault really drops the connection; an "
+                    "EventSource GET matches a recorded SSE stream by path, and a reconnection with "
+                    "Last-Event-ID resumes after that event. Unmatched requests get a 404 listing the "
+                    "recorded requests. Needs the 'serve' extra.")
+    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE", help="cassette file(s) to serve")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (default: 0, any free port)")
+    parser.add_argument("--chunking", default="as_recorded", metavar="NAME",
+                        help="as_recorded (default), bytewise, mid_line, mid_utf8, coalesced, per_event, "
+                             "fixed:N, random:SEED")
+    parser.add_argument("--transform", default=None, metavar="NAME",
+                        help="crlf, cr, keepalive[:COMMENT], no_space; chain with '+'")
+    parser.add_argument("--timing", default="instant", metavar="instant|recorded|scaled:F",
+                        help="when chunks are sent (default: instant)")
+    parser.add_argument("--faults", default=None, metavar="SPEC",
+                        help="e.g. disconnect:after_event=3, stall:before_event=2,seconds=5, "
+                             "http_error:status=429; several separated by ';'")
+    parser.set_defaults(handler=_cmd_serve)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    try:
+        import uvicorn  # noqa: F401  (run by ssemock.server.running)
+
+        from .serve import app
+        from .server import running
+    except ImportError as exc:
+        raise _UsageError(f"serve needs the 'serve' extra ({exc.name or exc}): pip install 'ssemock[serve]'") from exc
+    try:
+        asgi = app(args.cassettes, chunking=args.chunking, transform=args.transform, timing=args.timing,
+                   faults=args.faults)
+    except CassetteError:
+        raise
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from exc
+    replayer = asgi.state.ssemock
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)  # a plain `kill` stops it cleanly, as Ctrl-C does
+    try:
+        with running(asgi, host=args.host, port=args.port) as url:
+            print(f"ssemock: serving on {url}")
+            print(f"{len(replayer.interactions)} interaction(s) from {len(replayer.cassettes)} cassette(s):")
+            for line in replayer.routes():
+                print(f"  {line}")
+            print(f"chunking={replayer.chunking} transform={'+'.join(map(str, replayer.transforms)) or None} "
+                  f"timing={replayer.timing} faults={';'.join(map(str, replayer.faults)) or None}; "
+                  "Ctrl-C to stop", flush=True)
+            threading.Event().wait()
+    except OSError as exc:
+        raise _UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from exc
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
 # -- ssemock show ------------------------------------------------------------------------------
 
 def _add_show(subparsers: Subparsers) -> None:
@@ -335,7 +406,7 @@ def _cmd_import_vcr(args: argparse.Namespace) -> int:
 
 #: One function per subcommand, in the order ``--help`` lists them.
 _COMMANDS: list[Callable[[Subparsers], None]] = [
-    _add_demo, _add_show, _add_validate, _add_rechunk, _add_redact, _add_fix, _add_import_vcr,
+    _add_demo, _add_serve, _add_show, _add_validate, _add_rechunk, _add_redact, _add_fix, _add_import_vcr,
 ]
 
 

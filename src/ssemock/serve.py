@@ -1,0 +1,345 @@
+"""``ssemock serve``: replay cassettes over a real HTTP server, for clients that are not httpx.
+
+requests, aiohttp, curl and browsers cannot be intercepted through respx, so this module turns
+cassettes into a Starlette (ASGI) app: an incoming request is matched to a recorded interaction
+(method, path, query and, when recorded, the JSON body, with :mod:`ssemock.matching`), and the
+response is replayed through the same pipeline as :class:`ssemock.Player` -- transforms,
+faults, re-chunking, timing -- with every chunk sent as its own HTTP write:
+
+* a ``disconnect`` fault (or a failure recorded mid-stream) really drops the TCP connection in
+  the middle of the body, so the client's own stack raises (``requests``'
+  ChunkedEncodingError, aiohttp's ClientPayloadError, curl's exit code 18);
+* a ``stall`` fault really sends nothing for its seconds (scaled by ``scaled:F`` timing);
+* ``http_error`` answers with the error status and the provider's error body.
+
+Browsers: ``EventSource`` can only send GET, so a GET with ``Accept: text/event-stream`` that
+matches no interaction exactly is matched on path and query alone against the recorded SSE
+streams (an OpenAI-style POST stream can be opened from a page). A reconnection carrying
+``Last-Event-ID`` resumes the stream after the first event block that set that ID (blocks are
+framed at blank lines and read with the reference decoder); the faults then apply to what
+remains, so a dropped connection followed by the browser's automatic reconnection delivers
+every event exactly once. A resumption with nothing left answers ``204 No Content``, which tells
+an ``EventSource`` to stop reconnecting. Every response allows any origin (CORS), and a
+preflight ``OPTIONS`` is answered unless one was recorded.
+
+Several interactions matching the same request are served in turn (the least-played first),
+so recorded retries replay in order and the server keeps answering after the last one; an
+``http_error`` (or a ``sequence`` step) does not use up its interaction, as in the Player.
+
+:func:`app` needs the ``serve`` extra (``pip install 'ssemock[serve]'``): Starlette, and uvicorn
+to run it (:func:`ssemock.server.running`, or ``ssemock serve``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpcore
+
+from . import chunking as _chunking
+from . import faults as _faults
+from . import matching
+from . import timing as _timing
+from . import transforms as _transforms
+from .cassette import Cassette, Interaction, Request
+from .cassette import Response as CassetteResponse
+from .chunking import event_ends
+from .redact import redact_request
+from .replay import ChunkingSpec, FaultSpec, Plan, ReplayStream, TimingSpec, TransformSpec, plan_response
+from .sse import Decoder
+
+try:
+    from starlette.applications import Starlette
+    from starlette.requests import Request as HTTPRequest
+    from starlette.responses import JSONResponse, Response, StreamingResponse
+    from starlette.routing import Route
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError(f"ssemock serve needs the 'serve' extra ({exc.name} is missing): "
+                      "pip install 'ssemock[serve]'") from exc
+
+__all__ = ["DEFAULT_MATCH_ON", "Exchange", "Prepared", "Replayer", "app", "prepare", "resume_offset", "routes"]
+
+#: The server cannot see the recorded scheme, host and port: it matches on the rest.
+DEFAULT_MATCH_ON: tuple[str, ...] = ("method", "path", "query", "body")
+_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+_DROP_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"})
+CassetteSource = Cassette | str | os.PathLike[str]
+
+
+class ConnectionDropped(Exception):
+    """Raised inside a response body to make the server close the connection mid-body."""
+
+
+class _QuietDrops(logging.Filter):
+    """Keep uvicorn from logging our deliberate drops as application errors (only those)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, ConnectionDropped)
+
+
+def _quiet_drops() -> None:
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _QuietDrops) for f in logger.filters):
+        logger.addFilter(_QuietDrops())
+
+
+@dataclass
+class Prepared:
+    """One replayed response, ready to send: the plan (status, headers, timed chunks, how it ends)."""
+
+    plan: Plan
+    resumed_at: int | None = None  # byte offset of the recorded body the stream resumed at
+
+
+@dataclass
+class Exchange:
+    """What the server did with one request (``Replayer.exchanges``)."""
+
+    method: str
+    path: str
+    status: int
+    index: int | None  # the interaction served, None when unmatched
+    last_event_id: str | None = None
+    resumed_at: int | None = None
+    faults: list[str] = field(default_factory=list)
+    chunks: int = 0
+    dropped: bool = False  # the connection was closed mid-body on purpose
+
+
+def resume_offset(body: bytes, last_event_id: str) -> int | None:
+    """Byte offset just after the first event block that sets the last event ID to ``last_event_id``.
+
+    Blocks end at a blank line; the reference decoder reads them, so ``id`` fields follow the
+    WHATWG rules (an ``id`` with NUL is ignored, the ID persists across blocks). None: no such block.
+    """
+    if not last_event_id:
+        return None
+    decoder = Decoder()
+    start = 0
+    for end in event_ends(body, sse=True):
+        decoder.feed(body[start:end])
+        start = end
+        if decoder.last_event_id == last_event_id:
+            return end
+    return None
+
+
+def _resumed(response: CassetteResponse, offset: int) -> CassetteResponse:
+    """The response from byte ``offset`` on; chunk times restart from when that byte arrived."""
+    k = bisect.bisect_left(response.ends, offset)
+    since = response.times[k] if k < len(response.times) else (response.times[-1] if response.times else 0.0)
+    kept = [(e - offset, t) for e, t in zip(response.ends, response.times) if e > offset]
+    return CassetteResponse(response.status, list(response.headers), response.body[offset:],
+                            [e for e, _ in kept], [max(t - since, 0.0) for _, t in kept],
+                            response.complete, response.error)
+
+
+def prepare(interaction: Interaction, *, url: str = "", chunking: _chunking.Chunking = _chunking.as_recorded,
+            transforms: Sequence[_transforms.Transform] = (), timing: _timing.Timing = _timing.instant,
+            faults: Sequence[_faults.Fault] = (), attempt: int = 0,
+            last_event_id: str | None = None) -> Prepared:
+    """What to send for a recorded interaction: :func:`ssemock.replay.plan_response` (transforms,
+    faults, chunking, timing, as the Player serves respx), after resuming past ``last_event_id``.
+
+    For a real server: stalls really wait (scaled by the timing's factor, if any), and a fault
+    that ends the stream, or a failure recorded mid-stream, makes the plan end with
+    :class:`ConnectionDropped`. A resumption with nothing left is a ``204 No Content``.
+    """
+    response = interaction.response
+    resumed_at = None
+    if last_event_id and _is_sse(response):
+        resumed_at = resume_offset(response.body, last_event_id)
+        if resumed_at is not None:
+            if resumed_at >= len(response.body):  # nothing left: tell an EventSource to stop
+                return Prepared(Plan(204, _response_headers(response.headers), b"", [], [], None), resumed_at)
+            response = _resumed(response, resumed_at)
+    plan = plan_response(response, url=url, core=httpcore, chunking=chunking, transforms=transforms,
+                         timing=timing, faults=faults, attempt=attempt)
+    error = plan.error
+    if error is not None and not isinstance(error, ConnectionDropped):
+        error = ConnectionDropped(str(error))
+    plan = replace(plan, headers=_response_headers(plan.headers), error=error,
+                   stall_factor=1.0 if timing.factor is None else timing.factor)
+    return Prepared(plan, resumed_at)
+
+
+def _response_headers(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    out = [(k, v) for k, v in headers if k not in _DROP_HEADERS]
+    if not any(k == "access-control-allow-origin" for k, _ in out):
+        out.append(("access-control-allow-origin", "*"))
+    return out
+
+
+def _load(source: CassetteSource) -> Cassette:
+    return source if isinstance(source, Cassette) else Cassette.load(source)
+
+
+def _is_sse(response: CassetteResponse) -> bool:
+    return "event-stream" in (response.header("content-type") or "")
+
+
+class Replayer:
+    """The state behind :func:`app`: interactions, options, and what was served so far."""
+
+    def __init__(self, cassettes: CassetteSource | Sequence[CassetteSource], *,
+                 chunking: ChunkingSpec = "as_recorded", transform: TransformSpec = None,
+                 timing: TimingSpec = "instant", faults: FaultSpec = (),
+                 match_on: Sequence[str] | None = None) -> None:
+        sources = [cassettes] if isinstance(cassettes, (Cassette, str, os.PathLike)) else list(cassettes)
+        self.cassettes = [_load(s) for s in sources]
+        self.interactions: list[Interaction] = []
+        self.sources: list[tuple[Cassette, int]] = []  # per interaction: its cassette and index there
+        for cassette in self.cassettes:
+            for i, interaction in enumerate(cassette.interactions):
+                self.interactions.append(interaction)
+                self.sources.append((cassette, i))
+        self.chunking = _chunking.get(chunking)
+        self.transforms = _transforms.resolve(transform)
+        self.timing = _timing.get(timing)
+        self.faults = _faults.resolve(faults)
+        self.match_on = matching.resolve(match_on if match_on is not None else DEFAULT_MATCH_ON)
+        self.play_counts = [0] * len(self.interactions)
+        self.attempts = 0
+        self.exchanges: list[Exchange] = []
+        self._last_served: list[int] = []  # interaction indexes, most recent last
+
+    # -- matching ---------------------------------------------------------------------------
+
+    def candidates(self, sent: Request) -> list[int]:
+        """Interactions the request matches; for an EventSource GET, also SSE streams by path and query."""
+        found = [i for i, x in enumerate(self.interactions)
+                 if not matching.differences(sent, x.request, self.match_on)]
+        accept = next((v for k, v in sent.headers if k == "accept"), "")
+        if not found and sent.method == "GET" and "text/event-stream" in accept:
+            loose = [m for m in self.match_on if m not in ("method", "body")]
+            found = [i for i, x in enumerate(self.interactions)
+                     if _is_sse(x.response) and not matching.differences(sent, x.request, loose)]
+        return found
+
+    def take(self, sent: Request, last_event_id: str | None) -> int | None:
+        found = self.candidates(sent)
+        if not found:
+            return None
+        if last_event_id:  # a reconnection: the stream it was reading, if we can tell
+            for i in reversed(self._last_served):
+                if i in found and resume_offset(self.interactions[i].response.body, last_event_id) is not None:
+                    return i
+        index = min(found, key=lambda i: (self.play_counts[i], i))
+        return index
+
+    # -- serving ----------------------------------------------------------------------------
+
+    async def handle(self, request: HTTPRequest) -> Response:
+        """The Starlette endpoint: match, prepare, stream."""
+        t0 = time.monotonic()
+        body = await request.body()
+        sent = redact_request(Request(
+            request.method, str(request.url),
+            [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in request.headers.raw],
+            body if body or request.method not in ("GET", "HEAD") else None))
+        last_event_id = request.headers.get("last-event-id")
+        index = self.take(sent, last_event_id)
+        if index is None:
+            if request.method == "OPTIONS" and "access-control-request-method" in request.headers:
+                return self._preflight(request)
+            self.exchanges.append(Exchange(request.method, request.url.path, 404, None, last_event_id))
+            return JSONResponse(self.unmatched(sent), status_code=404,
+                                headers={"access-control-allow-origin": "*"})
+        attempt, self.attempts = self.attempts, self.attempts + 1
+        prepared = prepare(self.interactions[index], url=sent.url, chunking=self.chunking,
+                           transforms=self.transforms, timing=self.timing, faults=self.faults,
+                           attempt=attempt, last_event_id=last_event_id)
+        plan = prepared.plan
+        if plan.consumes:
+            self.play_counts[index] += 1
+        self._last_served = [i for i in self._last_served if i != index] + [index]
+        cassette, at = self.sources[index]
+        exchange = Exchange(request.method, request.url.path, plan.status, index, last_event_id,
+                            prepared.resumed_at, [str(f) for f in self.faults], len(plan.chunks))
+        self.exchanges.append(exchange)
+        headers = [*plan.headers, ("x-ssemock-interaction", f"{cassette.path or '(memory)'}#{at}")]
+        if prepared.resumed_at is not None:
+            headers.append(("x-ssemock-resumed-after", last_event_id or ""))
+        response = StreamingResponse(self._body(plan, t0, exchange), status_code=plan.status)
+        response.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+        return response
+
+    @staticmethod
+    async def _body(plan: Plan, t0: float, exchange: Exchange) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in ReplayStream(plan, t0):
+                if chunk:
+                    yield chunk
+        except ConnectionDropped:
+            exchange.dropped = True
+            raise
+
+    @staticmethod
+    def _preflight(request: HTTPRequest) -> Response:
+        headers = {"access-control-allow-origin": "*",
+                   "access-control-allow-methods": request.headers.get("access-control-request-method", "GET"),
+                   "access-control-max-age": "600"}
+        wanted = request.headers.get("access-control-request-headers")
+        if wanted:
+            headers["access-control-allow-headers"] = wanted
+        return Response(status_code=204, headers=headers)
+
+    def unmatched(self, sent: Request) -> dict[str, Any]:
+        """The 404 body: what was asked, and every recorded request with what differs."""
+        parts = urlsplit(sent.url)
+        recorded = []
+        for i, x in enumerate(self.interactions):
+            cassette, at = self.sources[i]
+            rec = urlsplit(x.request.url)
+            recorded.append({"index": i, "method": x.request.method,
+                             "path": rec.path + (f"?{rec.query}" if rec.query else ""),
+                             "url": x.request.url, "cassette": str(cassette.path or "(memory)"), "interaction": at,
+                             "differs": matching.differences(sent, x.request, self.match_on)})
+        return {"error": f"ssemock: no recorded interaction matches {sent.method} {parts.path}"
+                         + (f"?{parts.query}" if parts.query else ""),
+                "matching_on": list(self.match_on), "recorded": recorded}
+
+    def routes(self) -> list[str]:
+        """One line per interaction: ``#0 POST /v1/chat/completions -> 200 text/event-stream, 12 events``."""
+        return routes(self)
+
+
+def routes(replayer: Replayer) -> list[str]:
+    """Human-readable lines describing the interactions a :class:`Replayer` serves."""
+    lines = []
+    for i, x in enumerate(replayer.interactions):
+        cassette, at = replayer.sources[i]
+        rec = urlsplit(x.request.url)
+        target = rec.path + (f"?{rec.query}" if rec.query else "")
+        resp = x.response
+        kind = (resp.header("content-type") or "no content-type").split(";")[0]
+        what = (f"{len(event_ends(resp.body, sse=True))} events" if _is_sse(resp) else f"{len(resp.body)} bytes")
+        span = f", {resp.times[-1]:.2f} s" if resp.times and resp.times[-1] else ""
+        where = Path(cassette.path).name if cassette.path else "(memory)"
+        lines.append(f"#{i} {x.request.method} {target} -> {resp.status} {kind}, {what}{span} ({where} #{at})")
+    return lines
+
+
+def app(cassettes: CassetteSource | Sequence[CassetteSource], *, chunking: ChunkingSpec = "as_recorded",
+        transform: TransformSpec = None, timing: TimingSpec = "instant", faults: FaultSpec = (),
+        match_on: Sequence[str] | None = None) -> Starlette:
+    """An ASGI app replaying ``cassettes`` (Cassette objects or paths) to any HTTP client.
+
+    Run it with ``ssemock.server.running(app)`` (loopback, in a thread) or any ASGI server.
+    ``app.state.ssemock`` is the :class:`Replayer` (``.exchanges`` lists what was served).
+    """
+    replayer = Replayer(cassettes, chunking=chunking, transform=transform, timing=timing, faults=faults,
+                        match_on=match_on)
+    _quiet_drops()
+    starlette = Starlette(routes=[Route("/{path:path}", replayer.handle, methods=_METHODS)])
+    starlette.state.ssemock = replayer
+    return starlette
