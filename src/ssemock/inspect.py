@@ -32,7 +32,7 @@ from . import ndjson, sse
 from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
 from .cassette import VERSION, Cassette, CassetteError, Interaction, Response, split_body
 from .chunking import Chunking, event_ends
-from .redact import _SECRETS, REDACTED, find_secrets, redact_request, redact_response
+from .redact import SECRET_PATTERNS, REDACTED, find_secrets, redact_request, redact_response
 from .transforms import Transform
 from .transforms import apply as apply_transforms
 
@@ -481,7 +481,7 @@ def rechunk(cassette: Cassette, chunking: Chunking, transforms: Sequence[Transfo
 
 # -- redact ----------------------------------------------------------------------------------------
 
-_BYTE_SECRETS = [(what, re.compile(p.pattern.encode("ascii"))) for what, p in _SECRETS]
+_BYTE_SECRETS = [(what, re.compile(p.pattern.encode("ascii"))) for what, p in SECRET_PATTERNS]
 _BEARER = re.compile(rb"Bearer\s+")
 Edit = tuple[int, int, int]  # old start, old end, new length
 

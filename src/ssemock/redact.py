@@ -10,7 +10,7 @@ import orjson
 
 from .cassette import Cassette, Headers, Interaction, Request, Response
 
-__all__ = ["REDACTED", "REQUEST_HEADERS", "RESPONSE_HEADERS", "QUERY_PARAMS", "find_secrets",
+__all__ = ["QUERY_PARAMS", "REDACTED", "REQUEST_HEADERS", "RESPONSE_HEADERS", "SECRET_PATTERNS", "find_secrets",
            "redact_request", "redact_response", "redact_url"]
 
 REDACTED = "REDACTED"
@@ -21,7 +21,7 @@ REQUEST_HEADERS = frozenset({
 RESPONSE_HEADERS = frozenset({"set-cookie"})
 QUERY_PARAMS = re.compile(r"^(key|api[-_]?key|access[-_]?token|token|secret|password)$", re.I)
 
-_SECRETS = [
+SECRET_PATTERNS = [
     ("an Anthropic key (sk-ant-...)", re.compile(r"(?<![A-Za-z0-9_\-])sk-ant-[A-Za-z0-9_\-]{8,}")),
     ("an OpenAI-style key (sk-...)", re.compile(r"(?<![A-Za-z0-9_\-])sk-(?!ant-)[A-Za-z0-9_\-]{8,}")),
     ("a Google API key (AIza...)", re.compile(r"(?<![A-Za-z0-9_\-])AIza[0-9A-Za-z_\-]{20,}")),
@@ -73,7 +73,7 @@ def find_secrets(cassette: Cassette) -> list[str]:
     found = []
     for i, x in enumerate(cassette.interactions):
         for where, text in _fields(x):
-            for what, pattern in _SECRETS:
+            for what, pattern in SECRET_PATTERNS:
                 m = pattern.search(text)
                 if m:
                     shown = m.group()[:7] + "..."
