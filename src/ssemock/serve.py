@@ -20,7 +20,9 @@ framed at blank lines and read with the reference decoder); the faults then appl
 remains, so a dropped connection followed by the browser's automatic reconnection delivers
 every event exactly once. A resumption with nothing left answers ``204 No Content``, which tells
 an ``EventSource`` to stop reconnecting. Every response allows any origin (CORS), and a
-preflight ``OPTIONS`` is answered unless one was recorded.
+preflight ``OPTIONS`` is answered unless one was recorded. Responses also carry
+``x-ssemock-interaction: N`` (the ``#N`` that :func:`routes` prints) and, when resumed,
+``x-ssemock-resumed-after: ID``.
 
 Several interactions matching the same request are served in turn (the least-played first),
 so recorded retries replay in order and the server keeps answering after the last one; an
@@ -179,6 +181,14 @@ def _response_headers(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str
     return out
 
 
+def _header_bytes(text: str) -> bytes:
+    """Header text as recorded (latin-1, as HTTP/1.1 carries it); UTF-8 for text edited beyond it."""
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:
+        return text.encode("utf-8")
+
+
 def _load(source: CassetteSource) -> Cassette:
     return source if isinstance(source, Cassette) else Cassette.load(source)
 
@@ -262,15 +272,14 @@ class Replayer:
         if plan.consumes:
             self.play_counts[index] += 1
         self._last_served = [i for i in self._last_served if i != index] + [index]
-        cassette, at = self.sources[index]
         exchange = Exchange(request.method, request.url.path, plan.status, index, last_event_id,
                             prepared.resumed_at, [str(f) for f in self.faults], len(plan.chunks))
         self.exchanges.append(exchange)
-        headers = [*plan.headers, ("x-ssemock-interaction", f"{cassette.path or '(memory)'}#{at}")]
+        headers = [*plan.headers, ("x-ssemock-interaction", str(index))]  # the "#N" of routes()
         if prepared.resumed_at is not None:
             headers.append(("x-ssemock-resumed-after", last_event_id or ""))
         response = StreamingResponse(self._body(plan, t0, exchange), status_code=plan.status)
-        response.raw_headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+        response.raw_headers = [(_header_bytes(k), _header_bytes(v)) for k, v in headers]
         return response
 
     @staticmethod

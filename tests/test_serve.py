@@ -1,0 +1,451 @@
+"""``ssemock serve``: cassettes replayed over a real loopback HTTP server to clients that are not
+httpx -- aiohttp, requests, curl and a headless Chromium's EventSource.
+
+Every network call has a timeout; the servers listen on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+import requests
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Mount, Route
+
+import ssemock
+from ssemock import chunking, sse, transforms
+from ssemock.cli import main
+from ssemock.serve import Replayer, app, resume_offset
+from ssemock.server import running
+
+URL = "https://api.example.com/v1/chat/completions"
+PATH = "/v1/chat/completions"
+REQUEST: dict[str, Any] = {"model": "m", "stream": True}
+TEXTS = [f"ünïcödé 世界 🎉 {i}" for i in range(1, 6)]
+# The first event sets a short reconnection time, so a browser reconnects quickly after a drop.
+EVENTS = ([f"retry: 100\nid: 1\ndata: {TEXTS[0]}\n\n".encode()]
+          + [f"id: {i}\ndata: {text}\n\n".encode() for i, text in enumerate(TEXTS[1:], start=2)]
+          + [b"id: 6\ndata: [DONE]\n\n"])
+BODY = b"".join(EVENTS)
+TIMES = [0.1 * i for i in range(len(EVENTS))]  # recorded: one event every 100 ms
+TIMEOUT = 10.0
+CURL = shutil.which("curl") or "/usr/bin/curl"
+CHROMIUM = "/usr/bin/chromium"
+PAGE = Path(__file__).parent / "browser" / "eventsource.html"
+
+
+def make_cassette() -> ssemock.Cassette:
+    cassette = ssemock.Cassette()
+    cassette.add("POST", URL, EVENTS, times=TIMES, request_json=REQUEST, headers={"cache-control": "no-cache"})
+    cassette.add("GET", "https://api.example.com/v1/models?limit=2", [b'{"data": []}'],
+                 headers={"content-type": "application/json"})
+    return cassette
+
+
+class Server:
+    """``serve(**options)`` starts the replay app on loopback and returns its base URL."""
+
+    def __init__(self, stack: ExitStack) -> None:
+        self._stack = stack
+        self.replayer: Replayer | None = None
+
+    def __call__(self, **options: Any) -> str:
+        asgi = app(make_cassette(), **options)
+        self.replayer = asgi.state.ssemock
+        return self._stack.enter_context(running(asgi))
+
+
+@pytest.fixture
+def serve() -> Iterator[Server]:
+    with ExitStack() as stack:
+        yield Server(stack)
+
+
+def fixed7() -> list[bytes]:
+    return chunking.fixed(7)(BODY)
+
+
+def events_of(body: bytes) -> list[tuple[str, str]]:
+    return [(e.id, e.data) for e in sse.decode([body])]
+
+
+# -- aiohttp -------------------------------------------------------------------------------------
+
+async def _aiohttp_read(url: str, **kwargs: Any) -> tuple[int, list[bytes], list[bytes]]:
+    """Status, the reads the client saw, and the HTTP chunks they add up to."""
+    timeout = aiohttp.ClientTimeout(total=TIMEOUT)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        async with session.post(url + PATH, json=REQUEST, **kwargs) as resp:
+            reads: list[bytes] = []
+            http_chunks: list[bytes] = []
+            current = b""
+            async for data, end_of_http_chunk in resp.content.iter_chunks():
+                reads.append(data)
+                current += data
+                if end_of_http_chunk:
+                    http_chunks.append(current)
+                    current = b""
+            return resp.status, reads, http_chunks
+
+
+def test_aiohttp_gets_the_exact_bytes_one_http_chunk_per_planned_chunk(serve: Server) -> None:
+    url = serve(chunking="fixed:7")
+    status, reads, http_chunks = asyncio.run(_aiohttp_read(url))
+    assert status == 200
+    assert b"".join(reads) == BODY
+    assert len(reads) > 1
+    assert http_chunks == fixed7()
+
+
+def test_aiohttp_sees_a_disconnect_as_a_payload_error(serve: Server) -> None:
+    url = serve(faults="disconnect:after_event=2")
+    with pytest.raises(aiohttp.ClientPayloadError):
+        asyncio.run(_aiohttp_read(url))
+
+
+# -- requests ------------------------------------------------------------------------------------
+
+def _requests_stream(url: str, **kwargs: Any) -> tuple[requests.Response, list[tuple[float, bytes]]]:
+    got: list[tuple[float, bytes]] = []
+    kwargs.setdefault("json", REQUEST)
+    resp = requests.post(url + PATH, stream=True, timeout=(TIMEOUT, TIMEOUT), **kwargs)
+    try:
+        for chunk in resp.iter_content(chunk_size=None):
+            got.append((time.monotonic(), chunk))
+    finally:
+        resp.close()
+    return resp, got
+
+
+def test_requests_iter_content_gets_the_exact_bytes_in_the_planned_chunks(serve: Server) -> None:
+    url = serve(chunking="fixed:7")
+    resp, got = _requests_stream(url)
+    assert resp.status_code == 200
+    assert resp.headers["content-type"] == "text/event-stream"
+    assert resp.headers["cache-control"] == "no-cache"
+    assert "content-length" not in resp.headers
+    assert [c for _, c in got] == fixed7()
+    assert events_of(b"".join(c for _, c in got)) == [(str(i), t) for i, t in enumerate([*TEXTS, "[DONE]"], 1)]
+
+
+def test_recorded_timing_makes_real_gaps(serve: Server) -> None:
+    url = serve(chunking="per_event", timing="recorded")
+    t0 = time.monotonic()
+    _, got = _requests_stream(url)
+    assert [c for _, c in got] == EVENTS
+    spread = got[-1][0] - got[0][0]  # recorded: 0.5 s from the first event to the last
+    assert 0.4 <= spread <= 2.0, spread
+    gaps = [b[0] - a[0] for a, b in zip(got, got[1:])]
+    assert all(g >= 0.05 for g in gaps), gaps
+    assert got[-1][0] - t0 >= 0.45
+
+
+def test_instant_timing_sends_everything_at_once(serve: Server) -> None:
+    url = serve(chunking="per_event")
+    _, got = _requests_stream(url)
+    assert [c for _, c in got] == EVENTS
+    assert got[-1][0] - got[0][0] < 0.3
+
+
+def test_scaled_timing(serve: Server) -> None:
+    url = serve(chunking="per_event", timing="scaled:2")
+    _, got = _requests_stream(url)
+    spread = got[-1][0] - got[0][0]  # 0.5 s recorded, twice as slow
+    assert 0.9 <= spread <= 3.0, spread
+
+
+def test_a_stall_really_stalls(serve: Server) -> None:
+    url = serve(chunking="per_event", faults="stall:before_event=2,seconds=0.6")
+    _, got = _requests_stream(url)
+    assert b"".join(c for _, c in got) == BODY
+    gaps = [b[0] - a[0] for a, b in zip(got, got[1:])]
+    assert gaps[1] >= 0.5, gaps  # between event 2 and event 3
+    assert max(gaps[:1] + gaps[2:]) < 0.3, gaps
+
+
+def test_requests_sees_a_disconnect_as_chunked_encoding_error(serve: Server) -> None:
+    url = serve(faults="disconnect:after_event=2")
+    got: list[bytes] = []
+    with pytest.raises(requests.exceptions.ChunkedEncodingError):
+        with requests.post(url + PATH, json=REQUEST, stream=True, timeout=(TIMEOUT, TIMEOUT)) as resp:
+            for chunk in resp.iter_content(chunk_size=None):
+                got.append(chunk)
+    assert b"".join(got) == b"".join(EVENTS[:2])
+    assert serve.replayer is not None and serve.replayer.exchanges[-1].dropped
+
+
+def test_a_failure_recorded_mid_stream_drops_the_connection_at_the_same_byte(serve: Server) -> None:
+    cassette = ssemock.Cassette()
+    cassette.add("GET", "https://api.example.com/broken", EVENTS[:2], complete=False,
+                 error={"type": "RemoteProtocolError", "message": "peer closed connection"})
+    with running(app(cassette)) as url:
+        got: list[bytes] = []
+        with pytest.raises(requests.exceptions.ChunkedEncodingError):
+            with requests.get(url + "/broken", stream=True, timeout=(TIMEOUT, TIMEOUT)) as resp:
+                assert resp.headers["x-ssemock-interaction"] == "0"
+                got.extend(resp.iter_content(chunk_size=None))
+    assert got == EVENTS[:2]
+
+
+def test_cors_preflight_and_headers(serve: Server) -> None:
+    url = serve()
+    pre = requests.options(url + PATH, timeout=TIMEOUT, headers={
+        "origin": "http://localhost:3000", "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type"})
+    assert pre.status_code == 204
+    assert pre.headers["access-control-allow-origin"] == "*"
+    assert pre.headers["access-control-allow-methods"] == "POST"
+    assert pre.headers["access-control-allow-headers"] == "content-type"
+    resp = requests.post(url + PATH, json=REQUEST, timeout=TIMEOUT)
+    assert resp.headers["access-control-allow-origin"] == "*"
+
+
+def test_http_error_fault_then_success_in_sequence(serve: Server) -> None:
+    url = serve(faults="sequence:http_error:status=429,retry_after=1|as_recorded")
+    first = requests.post(url + PATH, json=REQUEST, timeout=TIMEOUT)
+    assert first.status_code == 429
+    assert first.headers["retry-after"] == "1"
+    assert first.json()["error"]["code"] == "rate_limit_exceeded"
+    second = requests.post(url + PATH, json=REQUEST, timeout=TIMEOUT)
+    assert second.status_code == 200
+    assert second.content == BODY
+
+
+def test_transform_applies(serve: Server) -> None:
+    url = serve(transform="crlf")
+    resp = requests.post(url + PATH, json=REQUEST, timeout=TIMEOUT)
+    assert resp.content == transforms.apply([transforms.crlf], BODY, [len(BODY)])[0]
+    assert b"\r\n" in resp.content and events_of(resp.content) == events_of(BODY)
+
+
+# -- matching ------------------------------------------------------------------------------------
+
+def test_unmatched_request_gets_404_listing_the_recorded_requests(serve: Server) -> None:
+    url = serve()
+    resp = requests.post(url + "/v1/nope", json=REQUEST, timeout=TIMEOUT)
+    assert resp.status_code == 404
+    doc = resp.json()
+    assert "POST /v1/nope" in doc["error"]
+    assert [(r["method"], r["path"]) for r in doc["recorded"]] == [("POST", PATH), ("GET", "/v1/models?limit=2")]
+    assert any(d.startswith("path:") for d in doc["recorded"][0]["differs"])
+
+
+def test_the_json_body_must_match_when_recorded(serve: Server) -> None:
+    url = serve()
+    resp = requests.post(url + PATH, json={**REQUEST, "model": "other"}, timeout=TIMEOUT)
+    assert resp.status_code == 404
+    assert any("$.model" in d for d in resp.json()["recorded"][0]["differs"])
+    same = requests.post(url + PATH, data=b'{"stream": true,  "model": "m"}', timeout=TIMEOUT)
+    assert same.status_code == 200 and same.content == BODY  # compared as JSON
+
+
+def test_query_is_matched(serve: Server) -> None:
+    url = serve()
+    assert requests.get(url + "/v1/models?limit=2", timeout=TIMEOUT).json() == {"data": []}
+    assert requests.get(url + "/v1/models?limit=3", timeout=TIMEOUT).status_code == 404
+
+
+def test_an_eventsource_get_matches_a_recorded_sse_stream_by_path(serve: Server) -> None:
+    url = serve()
+    plain = requests.get(url + PATH, timeout=TIMEOUT)
+    assert plain.status_code == 404  # recorded as POST
+    es = requests.get(url + PATH, headers={"accept": "text/event-stream"}, timeout=TIMEOUT)
+    assert es.status_code == 200 and es.content == BODY
+    assert es.headers["access-control-allow-origin"] == "*"
+
+
+def test_last_event_id_resumes_after_that_event(serve: Server) -> None:
+    url = serve()
+    sse_get = {"accept": "text/event-stream"}
+    resumed = requests.get(url + PATH, headers={**sse_get, "last-event-id": "2"}, timeout=TIMEOUT)
+    assert resumed.status_code == 200
+    assert resumed.content == b"".join(EVENTS[2:])
+    assert resumed.headers["x-ssemock-resumed-after"] == "2"
+    done = requests.get(url + PATH, headers={**sse_get, "last-event-id": "6"}, timeout=TIMEOUT)
+    assert done.status_code == 204 and done.content == b""  # nothing left: an EventSource stops
+    unknown = requests.get(url + PATH, headers={**sse_get, "last-event-id": "nope"}, timeout=TIMEOUT)
+    assert unknown.status_code == 200 and unknown.content == BODY
+
+
+def test_resume_offset_follows_the_decoder() -> None:
+    body = b": hi\n\nid: a\ndata: 1\n\ndata: 2\n\nid: b\n\ndata: 3\n\nid: x\x00y\ndata: 4\n\n"
+    assert resume_offset(body, "a") == body.index(b"data: 2")
+    assert resume_offset(body, "b") == body.index(b"data: 3")  # an id-only block sets it too
+    assert resume_offset(body, "x\x00y") is None  # an id with NUL is ignored
+    assert resume_offset(body, "") is None
+    crlf = b"id: 1\r\ndata: x\r\n\r\nid: 2\r\ndata: y\r\n\r\n"
+    assert resume_offset(crlf, "1") == crlf.index(b"id: 2")
+
+
+def test_bad_options_raise_value_error() -> None:
+    options: dict[str, Any]
+    for options in ({"chunking": "nope"}, {"timing": "later"}, {"faults": "explode"}, {"transform": "rot13"}):
+        with pytest.raises(ValueError):
+            app(make_cassette(), **options)
+
+
+# -- curl ------------------------------------------------------------------------------------
+
+def _curl(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([CURL, "-sS", "-N", "--max-time", str(TIMEOUT), *args], capture_output=True,
+                          timeout=TIMEOUT + 5)
+
+
+def _dechunk(raw: bytes) -> list[bytes]:
+    """The chunks of a chunked transfer-encoded body (curl --raw), in order."""
+    out: list[bytes] = []
+    pos = 0
+    while True:
+        eol = raw.index(b"\r\n", pos)
+        size = int(raw[pos:eol], 16)
+        if size == 0:
+            return out
+        out.append(raw[eol + 2:eol + 2 + size])
+        pos = eol + 2 + size + 2
+
+
+def test_curl_gets_the_exact_bytes_and_the_raw_chunks(serve: Server) -> None:
+    url = serve(chunking="fixed:7")
+    data = ["-H", "content-type: application/json", "--data", '{"model": "m", "stream": true}']
+    proc = _curl(*data, url + PATH)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == BODY
+    raw = _curl("--raw", *data, url + PATH)
+    assert raw.returncode == 0, raw.stderr
+    assert _dechunk(raw.stdout) == fixed7()
+
+
+def test_curl_sees_the_dropped_connection(serve: Server) -> None:
+    url = serve(faults="disconnect:after_event=2")
+    proc = _curl("-H", "accept: text/event-stream", url + PATH)
+    assert proc.returncode == 18, proc.stderr  # CURLE_PARTIAL_FILE: transfer closed mid-body
+    assert proc.stdout == b"".join(EVENTS[:2])
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+def test_cli_serve_prints_the_url_and_routes_and_serves(tmp_path: Path) -> None:
+    path = tmp_path / "stream.json"
+    make_cassette().save(path)
+    script = Path(sys.executable).parent / "ssemock"
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "ssemock"]
+    proc = subprocess.Popen([*cmd, "serve", str(path), "--chunking", "fixed:7", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if "Ctrl-C" in line:
+                ready.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert ready.wait(TIMEOUT), f"no banner; stdout={lines!r}"
+        match = re.search(r"serving on (http://127\.0\.0\.1:\d+)", lines[0])
+        assert match, lines
+        out = "".join(lines)
+        assert f"POST {PATH} -> 200 text/event-stream, 6 events" in out
+        assert "GET /v1/models?limit=2 -> 200 application/json" in out
+        assert "chunking=fixed:7" in out
+        resp = requests.post(match.group(1) + PATH, json=REQUEST, stream=True, timeout=TIMEOUT)
+        assert list(resp.iter_content(chunk_size=None)) == fixed7()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            code = proc.wait(TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert code == 0
+
+
+def test_cli_serve_bad_options_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "stream.json"
+    make_cassette().save(path)
+    assert main(["serve", str(path), "--chunking", "nope"]) == 1
+    assert "unknown chunking 'nope'" in capsys.readouterr().err
+    assert main(["serve", str(tmp_path / "missing.json")]) == 1
+    assert "missing.json" in capsys.readouterr().err
+
+
+# -- a browser's EventSource -----------------------------------------------------------------------
+
+def _browser_page(chunking_name: str = "as_recorded", faults: str | None = None) -> tuple[Starlette, Replayer]:
+    """The replay app, plus (test only) the page at /page.html, on the same origin."""
+    replay_app = app(make_cassette(), chunking=chunking_name, faults=faults)
+    page = PAGE.read_text(encoding="utf-8")
+
+    async def serve_page(request: Request) -> HTMLResponse:
+        return HTMLResponse(page)
+
+    outer = Starlette(routes=[Route("/page.html", serve_page), Mount("/", app=replay_app)])
+    return outer, replay_app.state.ssemock
+
+
+def _dump_dom(url: str, profile: Path) -> str:
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} is missing: the EventSource test needs Debian's chromium "
+                    "(apt-get install -y chromium)")
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           "--disable-extensions", f"--user-data-dir={profile}", "--virtual-time-budget=10000",
+           "--dump-dom", url]
+    proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", timeout=45)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def _page_state(dom: str) -> tuple[str, int, list[tuple[str, str]]]:
+    status = re.search(r'<p id="status">([^<]*)</p>', dom)
+    opens = re.search(r'<p id="opens">(\d+)</p>', dom)
+    assert status and opens, dom
+    events = [(html.unescape(i), html.unescape(t)) for i, t in re.findall(r'<li data-id="([^"]*)">([^<]*)</li>', dom)]
+    return status.group(1), int(opens.group(1)), events
+
+
+WANT = [(str(i), t) for i, t in enumerate(TEXTS, 1)]
+
+
+def test_browser_eventsource_receives_every_event(tmp_path: Path) -> None:
+    outer, replayer = _browser_page("mid_utf8")
+    with running(outer) as url:
+        dom = _dump_dom(f"{url}/page.html?src={PATH}", tmp_path / "profile")
+    status, opens, events = _page_state(dom)
+    assert (status, opens) == ("done", 1), dom
+    assert events == WANT
+    served = [x for x in replayer.exchanges if x.path == PATH]
+    assert len(served) == 1 and served[0].method == "GET" and served[0].status == 200
+
+
+def test_browser_reconnects_with_last_event_id_and_gets_every_event_once(tmp_path: Path) -> None:
+    outer, replayer = _browser_page("mid_utf8", faults="disconnect:after_event=2")
+    with running(outer) as url:
+        dom = _dump_dom(f"{url}/page.html?src={PATH}", tmp_path / "profile")
+    status, opens, events = _page_state(dom)
+    assert status == "done", dom
+    assert events == WANT  # all of them, exactly once, in order
+    served = [x for x in replayer.exchanges if x.path == PATH]
+    assert [x.last_event_id for x in served] == [None, "2", "4"]
+    assert all(x.dropped for x in served)
+    assert opens == len(served) == 3
