@@ -405,8 +405,11 @@ def _browser_page(chunking_name: str = "as_recorded", faults: str | None = None)
 
 def _dump_dom(url: str, profile: Path) -> str:
     if not os.path.exists(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} is missing: the EventSource test needs Debian's chromium "
-                    "(apt-get install -y chromium)")
+        # CI (.ci/run installs it) must run this test; a developer machine without a browser may not
+        missing = f"{CHROMIUM} is missing: the EventSource test needs Debian's chromium (apt-get install -y chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(missing)
+        pytest.skip(missing)
     cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
            "--disable-background-networking", "--disable-component-update", "--disable-sync",
            "--disable-extensions", f"--user-data-dir={profile}", "--virtual-time-budget=10000",
