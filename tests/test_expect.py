@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anthropic
 import httpx
 import httpx_sse
 import openai
@@ -17,7 +18,7 @@ import pytest
 
 import ssemock
 from ssemock.expect import StreamAssertionError
-from streams import TEXT, TOOL_ARGS, openai_chat_events, writes
+from streams import TEXT, TOOL_ARGS, anthropic_events, openai_chat_events, writes
 
 URL = "https://api.openai.com/v1/chat/completions"
 MATRIX = [(c.name, t) for c in ssemock.chunking.ALL for t in (None, "crlf", "cr", "keepalive", "no_space")]
@@ -259,3 +260,19 @@ def test_check_reports_the_minimal_failing_split() -> None:
             again.assert_text(naive_split_client())
     with ssemock.replay(cassette, chunking="per_event") as fine:
         fine.check(lambda: fine.assert_text(naive_split_client()))  # passes: returns quietly
+
+
+ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
+
+
+@pytest.mark.parametrize("chunking, transform", MATRIX)
+def test_anthropic_sdk_passes_every_chunking_and_transform(chunking: str, transform: str | None) -> None:
+    cassette = ssemock.Cassette()
+    cassette.add("POST", ANTHROPIC_URL, writes(anthropic_events()))
+    with ssemock.replay(cassette, chunking=chunking, transform=transform) as player:
+        client = anthropic.Anthropic(api_key="sk-ant-test-matrix")
+        with client.messages.stream(model="m", max_tokens=8, messages=[]) as stream:
+            message = stream.get_final_message()
+    player.assert_text("".join(b.text for b in message.content if b.type == "text"))
+    player.assert_tool_calls([{"name": b.name, "arguments": b.input} for b in message.content if b.type == "tool_use"])
+    assert player.expected.result.usage == {"input_tokens": 10, "output_tokens": 42}
