@@ -7,6 +7,8 @@ import zlib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 
+import httpcore  # noqa: F401  imported here, not lazily inside a pytester test: pytester
+import httpcore2  # noqa: F401  drops modules first imported during a test, and httpx2 caches them
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request

@@ -250,3 +250,10 @@ def test_cli(ssemock):
         client.get("https://example.test/s")
 ''')
     pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-faults=disconnect:after_event=2").assert_outcomes(passed=2)
+
+
+def test_an_unread_error_response_is_not_an_unconsumed_stream() -> None:
+    fault = faults.sequence(faults.http_error(429, retry_after=0.01), None)
+    with ssemock.replay(OPENAI, faults=[fault]) as player:
+        assert openai_text(False, max_retries=1) == (TEXT, None)
+    assert len(player.plays) == 2 and player.unconsumed() == []

@@ -5,7 +5,7 @@ re-chunked (mid-line, mid-UTF-8, byte by byte, ...), transformed, timed and faul
 the client got with the reference decoder and accumulators.
 """
 
-from . import chunking, conformance, faults, matching, ndjson, sse, strategies, timing, transforms
+from . import cassettes, chunking, conformance, faults, matching, ndjson, sse, strategies, synth, timing, transforms
 from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
 from .cassette import Cassette, CassetteError, Interaction, Request, Response
 from .expect import Expected, StreamAssertionError
@@ -17,6 +17,6 @@ __version__ = "0.1.0"
 __all__ = [
     "Accumulated", "Cassette", "CassetteError", "Expected", "Interaction", "Play", "Player", "ProtocolError",
     "Request", "Response", "ServerSentEvent", "StreamAssertionError", "UnmatchedRequestError", "accumulate",
-    "chunking", "conformance", "detect_protocol", "faults", "matching", "ndjson", "plan_response", "replay",
-    "sse", "strategies", "timing", "transforms", "use_cassette",
+    "cassettes", "chunking", "conformance", "detect_protocol", "faults", "matching", "ndjson", "plan_response", "replay",
+    "sse", "strategies", "synth", "timing", "transforms", "use_cassette",
 ]

@@ -487,8 +487,9 @@ class Player:
         return [i for i, n in enumerate(self.play_counts) if n == 0]
 
     def unconsumed(self) -> list[Play]:
-        """Plays whose stream the client stopped reading before the end (and before any fault)."""
-        return [p for p in self.plays if not p.stream.finished]
+        """Plays whose stream the client opened but stopped reading before the end (and before
+        any fault); a response closed without reading its body (an error status) is not one."""
+        return [p for p in self.plays if p.stream.opened and not p.stream.finished]
 
 
 def _recorded_error(core: ModuleType, error: dict[str, Any] | None) -> BaseException | None:
