@@ -163,34 +163,13 @@ class Cassette:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Cassette:
         """Read a cassette file; any problem raises CassetteError naming the file."""
-        try:
-            raw = Path(path).read_bytes()
-        except OSError as exc:
-            raise CassetteError(f"cannot read: {exc.strerror or exc}", path=path) from exc
-        return cls.loads(raw, path=path)
+        return cls.loads(read_file(path), path=path)
 
     @classmethod
     def loads(cls, raw: bytes | str, *, path: str | os.PathLike[str] | None = None) -> Cassette:
         """Parse cassette JSON text; ``path`` is only used in error messages."""
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise CassetteError(f"not valid JSON ({exc})", path=path) from exc
-        if not isinstance(data, dict):
-            raise CassetteError("top level must be an object", path=path)
-        version = data.get("version")
-        if version != VERSION:
-            raise CassetteError(f"unknown cassette version {version!r} (this ssemock reads {VERSION})", path=path)
-        items = data.get("interactions")
-        if not isinstance(items, list):
-            raise CassetteError("'interactions' must be a list", path=path)
-        interactions = []
-        for i, item in enumerate(items):
-            try:
-                interactions.append(_interaction_from_json(item))
-            except _Invalid as exc:
-                raise CassetteError(str(exc), path=path, interaction=i) from None
-        return cls(interactions, path=path)
+        items = read_document(raw, path=path)
+        return cls([parse_interaction(item, path=path, index=i) for i, item in enumerate(items)], path=path)
 
     def dumps(self) -> bytes:
         """Deterministic JSON: fixed key order, 2-space indent, trailing newline."""
@@ -222,6 +201,40 @@ class Cassette:
 
 
 # -- JSON mapping ------------------------------------------------------------------------------
+
+def read_file(path: str | os.PathLike[str]) -> bytes:
+    """A cassette file's bytes (CassetteError naming the file when it cannot be read)."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise CassetteError(f"cannot read: {exc.strerror or exc}", path=path) from exc
+
+
+def read_document(raw: bytes | str, *, path: str | os.PathLike[str] | None = None) -> list[Any]:
+    """The raw interaction list of cassette JSON, after checking the JSON and its version."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise CassetteError(f"not valid JSON ({exc})", path=path) from exc
+    if not isinstance(data, dict):
+        raise CassetteError("top level must be an object", path=path)
+    version = data.get("version")
+    if version != VERSION:
+        raise CassetteError(f"unknown cassette version {version!r} (this ssemock reads {VERSION})", path=path)
+    items = data.get("interactions")
+    if not isinstance(items, list):
+        raise CassetteError("'interactions' must be a list", path=path)
+    return items
+
+
+def parse_interaction(item: Any, *, path: str | os.PathLike[str] | None = None,
+                      index: int | None = None) -> Interaction:
+    """One interaction from its JSON form; CassetteError naming the file and interaction."""
+    try:
+        return _interaction_from_json(item)
+    except _Invalid as exc:
+        raise CassetteError(str(exc), path=path, interaction=index) from None
+
 
 class _Invalid(Exception):
     """A problem inside one interaction; turned into CassetteError with file and index."""

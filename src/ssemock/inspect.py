@@ -23,14 +23,14 @@ import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import orjson
 
 from . import ndjson, sse
 from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
-from .cassette import VERSION, Cassette, CassetteError, Interaction, Response, split_body
+from .cassette import (Cassette, CassetteError, Interaction, Response, parse_interaction, read_document, read_file,
+                       split_body)
 from .chunking import Chunking, event_ends
 from .redact import SECRET_PATTERNS, REDACTED, find_secrets, redact_request, redact_response
 from .transforms import Transform
@@ -703,24 +703,11 @@ def repair(raw: bytes | str, path: str | os.PathLike[str] | None = None) -> tupl
     Raises :class:`CassetteError` when the file cannot be repaired (not JSON, unknown version, an
     interaction broken in a way other than its boundary map).
     """
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise CassetteError(f"not valid JSON ({exc})", path=path) from exc
-    if not isinstance(data, dict):
-        raise CassetteError("top level must be an object", path=path)
-    if data.get("version") != VERSION:
-        raise CassetteError(f"unknown cassette version {data.get('version')!r} (this ssemock reads {VERSION})",
-                            path=path)
-    items = data.get("interactions")
-    if not isinstance(items, list):
-        raise CassetteError("'interactions' must be a list", path=path)
+    items = read_document(raw, path=path)
     interactions: list[Interaction] = []
     repairs: list[Repair] = []
 
-    def one(item: Any) -> Interaction:
-        return Cassette.loads(orjson.dumps({"version": VERSION, "interactions": [item]})).interactions[0]
-
+    one = parse_interaction
     for i, item in enumerate(items):
         try:
             interactions.append(one(item))
@@ -750,9 +737,5 @@ def repair(raw: bytes | str, path: str | os.PathLike[str] | None = None) -> tupl
 
 def repair_file(path: str | os.PathLike[str]) -> tuple[Cassette, list[Repair]]:
     """:func:`repair` on a file (CassetteError when it cannot be read)."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise CassetteError(f"cannot read: {exc.strerror or exc}", path=path) from exc
-    return repair(raw, path)
+    return repair(read_file(path), path)
 
