@@ -234,8 +234,6 @@ def test_loader_on_extreme_numbers() -> None:
         _load_or_cassette_error(doc("null", status))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: cassette.py Cassette.loads (`if version != VERSION`) accepts "
-                   "\"version\": true (and 1.0) as version 1, since True == 1 in Python")
 def test_version_true_is_not_version_1() -> None:
     with pytest.raises(CassetteError):
         Cassette.loads(b'{"version": true, "interactions": []}')
