@@ -233,9 +233,9 @@ def test_two_xdist_workers_record_different_cassettes_at_the_same_time(pytester:
     assert GATE.peak == 2, "the two workers did not record at the same time"
     folder = pytester.path / "cassettes" / "test_pair"
     files = sorted(p.name for p in folder.iterdir())
-    assert files == ["test_record_left.json", "test_record_right.json"], files
+    assert files == ["test_record[left].json", "test_record[right].json"], files
     for who in ("left", "right"):
-        x, = ssemock.Cassette.load(folder / f"test_record_{who}.json").interactions
+        x, = ssemock.Cassette.load(folder / f"test_record[{who}].json").interactions
         _check_own(who, x.response.body)
     # the server is gone: both replay offline (in process: a third xdist start-up would cost ~6 s)
     pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:xdist").assert_outcomes(passed=2)
@@ -391,16 +391,10 @@ def test_memory_streaming_while_recording_holds_the_body_once(memory: dict[str, 
     assert memory["record"] < _bound(memory, 1.5), f"{memory['record'] / memory['size']:.2f}x the body"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: record + save of a 30 MB stream peaks at ~5x the body (target < 3x): "
-                   "Recorder keeps its parts while interaction() joins them (2x), find_secrets decodes the body (3x), "
-                   "split_body copies it into pieces and _body_to_json decodes those (4x, 5x), then orjson's output")
 def test_memory_record_and_save_peak_under_3x(memory: dict[str, float]) -> None:
     assert memory["record_save"] < _bound(memory, 3.0), f"{memory['record_save'] / memory['size']:.2f}x the body"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Cassette.load + replay of a 30 MB body peaks at ~4x the body "
-                   "(target < 3x): "
-                   "the file bytes, orjson's parsed pieces, ''.join(pieces) and its .encode() are alive at once")
 def test_memory_load_and_replay_peak_under_3x(memory: dict[str, float]) -> None:
     assert memory["load_replay"] < _bound(memory, 3.0), f"{memory['load_replay'] / memory['size']:.2f}x the body"
 

@@ -32,7 +32,7 @@ from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
 from .cassette import (Cassette, CassetteError, Interaction, Response, parse_interaction, read_document, read_file,
                        split_body)
 from .chunking import Chunking, event_ends
-from .redact import SECRET_PATTERNS, REDACTED, find_secrets, redact_request, redact_response
+from .redact import REDACTED, find_secrets, iter_secrets, redact_request, redact_response
 from .transforms import Transform
 from .transforms import apply as apply_transforms
 
@@ -481,7 +481,6 @@ def rechunk(cassette: Cassette, chunking: Chunking, transforms: Sequence[Transfo
 
 # -- redact ----------------------------------------------------------------------------------------
 
-_BYTE_SECRETS = [(what, re.compile(p.pattern.encode("ascii"))) for what, p in SECRET_PATTERNS]
 _BEARER = re.compile(rb"Bearer\s+")
 Edit = tuple[int, int, int]  # old start, old end, new length
 
@@ -493,10 +492,9 @@ def _scrub(data: bytes) -> tuple[bytes, list[Edit], list[str]]:
     matches two patterns) become one edit. Of a ``Bearer`` token only the token is replaced.
     """
     spans: list[tuple[int, int, str]] = []
-    for what, pattern in _BYTE_SECRETS:
-        for m in pattern.finditer(data):
-            prefix = _BEARER.match(m.group())
-            spans.append((m.start() + (prefix.end() if prefix else 0), m.end(), what))
+    for what, m in iter_secrets(data):
+        prefix = _BEARER.match(m.group())
+        spans.append((m.start() + (prefix.end() if prefix else 0), m.end(), what))
     if not spans:
         return data, [], []
     spans.sort()

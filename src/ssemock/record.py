@@ -120,6 +120,7 @@ class Recorder:
             return None
         with self._lock:
             body, ends, times = b"".join(self._parts), list(self._ends), list(self._times)
+            self._parts = [body]  # keep the joined body only: the chunks need not live twice
         response = redact_response(Response(self.status, list(self.headers), body, ends,
                                              [round(t, 4) for t in times],
                                              self.complete, self.error))

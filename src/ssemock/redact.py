@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 from collections.abc import Iterator
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -10,7 +11,7 @@ import orjson
 
 from .cassette import Cassette, Headers, Interaction, Request, Response
 
-__all__ = ["QUERY_PARAMS", "REDACTED", "REQUEST_HEADERS", "RESPONSE_HEADERS", "SECRET_PATTERNS", "find_secrets",
+__all__ = ["QUERY_PARAMS", "REDACTED", "REQUEST_HEADERS", "RESPONSE_HEADERS", "SECRET_PATTERNS", "find_secrets", "iter_secrets",
            "redact_request", "redact_response", "redact_url"]
 
 REDACTED = "REDACTED"
@@ -21,12 +22,29 @@ REQUEST_HEADERS = frozenset({
 RESPONSE_HEADERS = frozenset({"set-cookie"})
 QUERY_PARAMS = re.compile(r"^(key|api[-_]?key|access[-_]?token|token|secret|password)$", re.I)
 
+# Each starts with a literal, so the regex engine scans for it fast; that a key does not start in
+# the middle of a word ("risk-assessment") is checked by iter_secrets, not by a slow lookbehind.
 SECRET_PATTERNS = [
-    ("an Anthropic key (sk-ant-...)", re.compile(r"(?<![A-Za-z0-9_\-])sk-ant-[A-Za-z0-9_\-]{8,}")),
-    ("an OpenAI-style key (sk-...)", re.compile(r"(?<![A-Za-z0-9_\-])sk-(?!ant-)[A-Za-z0-9_\-]{8,}")),
-    ("a Google API key (AIza...)", re.compile(r"(?<![A-Za-z0-9_\-])AIza[0-9A-Za-z_\-]{20,}")),
+    ("an Anthropic key (sk-ant-...)", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")),
+    ("an OpenAI-style key (sk-...)", re.compile(r"sk-(?!ant-)[A-Za-z0-9_\-]{8,}")),
+    ("a Google API key (AIza...)", re.compile(r"AIza[0-9A-Za-z_\-]{20,}")),
     ("a Bearer token", re.compile(r"Bearer\s+(?!REDACTED)[A-Za-z0-9._~+/\-]{8,}=*")),
 ]
+_BYTE_PATTERNS = [(what, re.compile(p.pattern.encode("ascii"))) for what, p in SECRET_PATTERNS]
+_WORDISH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def iter_secrets(text: str | bytes) -> Iterator[tuple[str, re.Match[Any]]]:
+    """Every match of a secret pattern in ``text`` (str or bytes) that does not start mid-word."""
+    patterns: list[tuple[str, re.Pattern[Any]]] = _BYTE_PATTERNS if isinstance(text, bytes) else SECRET_PATTERNS
+    for what, pattern in patterns:
+        for m in pattern.finditer(text):
+            start = m.start()
+            before = text[start - 1] if start else None
+            if isinstance(before, str):
+                before = ord(before)
+            if before is None or before not in _WORDISH or what == "a Bearer token":
+                yield what, m
 
 
 def _headers(headers: Headers, names: frozenset[str]) -> Headers:
@@ -55,15 +73,15 @@ def redact_response(response: Response) -> Response:
     return response
 
 
-def _fields(x: Interaction) -> Iterator[tuple[str, str]]:
+def _fields(x: Interaction) -> Iterator[tuple[str, str | bytes]]:
     yield "request.url", x.request.url
     for k, v in x.request.headers:
         yield f"request.headers[{k!r}]", v
     if x.request.body:
-        yield "request.body", x.request.body.decode("utf-8", "replace")
+        yield "request.body", x.request.body
     for k, v in x.response.headers:
         yield f"response.headers[{k!r}]", v
-    yield "response.body", x.response.body.decode("utf-8", "replace")
+    yield "response.body", x.response.body  # scanned as bytes: no decoded copy of a large body
     if x.response.error:
         yield "response.error", orjson.dumps(x.response.error).decode()
 
@@ -73,9 +91,11 @@ def find_secrets(cassette: Cassette) -> list[str]:
     found = []
     for i, x in enumerate(cassette.interactions):
         for where, text in _fields(x):
-            for what, pattern in SECRET_PATTERNS:
-                m = pattern.search(text)
-                if m:
-                    shown = m.group()[:7] + "..."
-                    found.append(f"interaction {i} {where}: {what} ({shown!r} at offset {m.start()})")
+            first: dict[str, re.Match[Any]] = {}
+            for what, m in iter_secrets(text):
+                first.setdefault(what, m)
+            for what, m in first.items():
+                shown = m.group()[:7]
+                shown = (shown.decode("ascii", "replace") if isinstance(shown, bytes) else shown) + "..."
+                found.append(f"interaction {i} {where}: {what} ({shown!r} at offset {m.start()})")
     return found
