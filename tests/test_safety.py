@@ -2,7 +2,7 @@
 fails (permissions, a full disk), and cassette paths built from hostile test names.
 
 Tests run as root here, so a read-only directory would not stop a write: the failures are
-injected by monkeypatching ``os.replace`` / ``os.fsync`` / ``tempfile.mkstemp``.
+injected by monkeypatching ``os.replace`` / ``os.fsync`` / ``os.open`` (the temp file).
 """
 
 from __future__ import annotations
@@ -171,9 +171,6 @@ def test_keyboard_interrupt_while_recording_never_leaves_a_broken_file(tmp_path:
     assert _others(tmp_path, path) == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: replay.py Player.__exit__ -> stop() -> save() saves on every exit: a "
-                   "KeyboardInterrupt mid-stream under record_mode='all' replaces the good complete recording with "
-                   "the half-recorded one (complete=False); SPEC 2: 'an interrupted run never leaves a half cassette'")
 def test_keyboard_interrupt_while_rerecording_keeps_the_previous_recording(tmp_path: Path, slow: str) -> None:
     path = tmp_path / "c.json"
     url = f"{slow}/slow?n=6"
@@ -182,9 +179,6 @@ def test_keyboard_interrupt_while_rerecording_keeps_the_previous_recording(tmp_p
     assert path.read_bytes() == good
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: replay.py Player.__exit__ saves on KeyboardInterrupt: under "
-                   "record_mode='once' the first, interrupted recording is saved half-done (complete=False), and "
-                   "every later run replays the truncated stream instead of recording again")
 def test_keyboard_interrupt_while_recording_a_new_cassette_saves_nothing(tmp_path: Path, slow: str) -> None:
     path = tmp_path / "new.json"
     _interrupted(path, f"{slow}/slow?n=6", "once")
@@ -216,14 +210,14 @@ FAILURES = {
     "replace-EACCES": ("replace", PermissionError(errno.EACCES, "Permission denied")),
     "replace-EROFS": ("replace", OSError(errno.EROFS, "Read-only file system")),
     "fsync-ENOSPC": ("fsync", OSError(errno.ENOSPC, "No space left on device")),
-    "mkstemp-EACCES": ("mkstemp", PermissionError(errno.EACCES, "Permission denied")),
+    "open-EACCES": ("open", PermissionError(errno.EACCES, "Permission denied")),
 }
 
 
 def _inject(monkeypatch: pytest.MonkeyPatch, where: str, error: OSError) -> None:
     def fail(*args: Any, **kwargs: Any) -> Any:
         raise error
-    target = {"replace": (os, "replace"), "fsync": (os, "fsync"), "mkstemp": (tempfile, "mkstemp")}[where]
+    target = {"replace": (os, "replace"), "fsync": (os, "fsync"), "open": (os, "open")}[where]
     monkeypatch.setattr(*target, fail)
 
 
@@ -241,9 +235,6 @@ def test_a_failing_save_raises_the_os_error_and_leaves_no_temp_file(tmp_path: Pa
     assert _others(tmp_path, path) == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (clarity): cassette.py Cassette.save re-raises a bare OSError: a full disk "
-                   "during the save at the end of a recording says '[Errno 28] No space left on device' without "
-                   "naming the cassette (fix: exc.add_note(f'while saving cassette {target}') keeps the type)")
 def test_a_failing_save_names_the_cassette(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path, _ = _old(tmp_path)
     _inject(monkeypatch, "fsync", OSError(errno.ENOSPC, "No space left on device"))
@@ -276,10 +267,6 @@ def _umask() -> int:
     return umask
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: cassette.py Cassette.save: mkstemp creates the temp file with mode "
-                   "0600 and os.replace keeps it, so every saved cassette is 0600 (not 0666 & ~umask, e.g. 0644), "
-                   "and re-saving an existing 0644 cassette turns it 0600: other users, CI steps or containers "
-                   "that share the checkout cannot read it")
 @pytest.mark.parametrize("existing", [False, True], ids=["new", "existing-0644"])
 def test_saved_cassette_gets_the_usual_file_mode(tmp_path: Path, existing: bool) -> None:
     want = 0o666 & ~_umask()
@@ -329,10 +316,6 @@ def test_any_test_name_gives_a_confined_cassette_name(name: str) -> None:
     _assert_confined(name)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: plugin.py cassette_name() maps distinct test ids to the same file: "
-                   "every run of [^A-Za-z0-9._-] becomes '_' and names are cut at 200 chars, so e.g. "
-                   "test_x[a b] and test_x[a_b], test[日本] and test[中国], or two long ids sharing 200 "
-                   "chars share one cassette (one replays the other's recording; xdist workers overwrite it)")
 @pytest.mark.parametrize("a,b", [
     ("test_x[a b]", "test_x[a_b]"),
     ("test[日本]", "test[中国]"),

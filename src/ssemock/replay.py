@@ -312,7 +312,9 @@ class Player:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self.stop()
+        # Saved after an ordinary error (as vcrpy does: what was recorded is real), never after an
+        # interrupt (KeyboardInterrupt, SystemExit): a half recording must not replace a good one.
+        self.stop(save=exc is None or isinstance(exc, (Exception, UnmatchedRequestError)))
 
     async def __aenter__(self) -> Player:
         return self.__enter__()
