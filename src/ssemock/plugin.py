@@ -5,6 +5,7 @@ Options are all ``--ssemock-*`` so the plugin coexists with pytest-recording and
 
 from __future__ import annotations
 
+import hashlib
 import re
 import warnings
 from collections.abc import Iterator
@@ -113,14 +114,17 @@ def ssemock_cassette_dir(request: pytest.FixtureRequest) -> Path:
     return path.parent / "cassettes" / path.stem
 
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._\[\]-]+")  # brackets kept: test_x[param].json, as vcrpy names them
 
 
 def cassette_name(node: Any) -> str:
     """The test's name without the ssemock variant id, safe as a file name."""
     name = re.sub(r"(?<=\[)ssemock-[^-\]]+(-|(?=\]))|-ssemock-[^-\]]+", "", node.name).replace("[]", "")
-    name = _UNSAFE.sub("_", name).strip("._") or "cassette"
-    return f"{name[:200]}.json"
+    safe = _UNSAFE.sub("_", name).strip("._") or "cassette"
+    if safe != name or len(safe) > 120:  # distinct ids must not share a file once made safe
+        digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:10]
+        safe = f"{safe[:120]}-{digest}"
+    return f"{safe}.json"
 
 
 def _cassette_path(spec: Any, directory: Path, node: Any) -> Path:
