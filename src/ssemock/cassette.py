@@ -302,14 +302,16 @@ def _body_from_json(obj: dict[str, Any], where: str, consume: bool = False) -> b
     pieces = obj.get("body", [])
     if isinstance(pieces, str):
         pieces = [pieces]
-    if not isinstance(pieces, list) or not all(isinstance(p, str) for p in pieces):
+    if not isinstance(pieces, list) or not set(map(type, pieces)) <= {str}:
         raise _Invalid(f"{where}.body must be a list of strings")
     if not consume:
         return "".join(pieces).encode("utf-8")
     buf = bytearray()
-    for i, piece in enumerate(pieces):  # drop each parsed piece once encoded: peak ~2x the body, not 3x
-        buf += piece.encode("utf-8")
-        pieces[i] = ""
+    for i in range(0, len(pieces), 256):  # drop parsed pieces once encoded: peak ~2x the body, not 3x
+        batch = pieces[i:i + 256]
+        buf += "".join(batch).encode("utf-8")
+        pieces[i:i + 256] = [""] * len(batch)
+        del batch
     return bytes(buf)
 
 
@@ -376,9 +378,9 @@ def _chunk_map_from_json(value: Any, size: int) -> tuple[list[int], list[float]]
         return ([size], [0.0]) if size else ([], [])
     if not isinstance(value, list):
         raise _Invalid("response.chunks must be a list of [t_ms, end_offset] pairs")
-    if value and all(type(p) is list and len(p) == 2 for p in value):  # the common case, checked in bulk
-        t_ms, offsets = [p[0] for p in value], [p[1] for p in value]
-        if (all(type(e) is int for e in offsets) and all(type(t) in (int, float) for t in t_ms)
+    if value and set(map(type, value)) == {list} and set(map(len, value)) == {2}:  # the common case, in bulk
+        t_ms, offsets = map(list, zip(*value))
+        if (set(map(type, offsets)) == {int} and set(map(type, t_ms)) <= {int, float}
                 and all(map(operator.lt, [0, *offsets], offsets)) and all(map(operator.le, [0, *t_ms], t_ms))
                 and offsets[-1] == size):
             return offsets, [t / 1000 for t in t_ms]
