@@ -14,14 +14,12 @@ Target: load within 2x of orjson.loads. Prints best-of-N seconds and ratios, the
 from __future__ import annotations
 
 import functools
-import gc
 import os
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from timer import best
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src"), str(Path(__file__).resolve().parent)]
 
@@ -54,19 +52,6 @@ def make_cassette(size: int) -> ssemock.Cassette:
     return cassette
 
 
-def best(fn: Callable[[], Any], repeat: int) -> float:
-    """Best wall time of ``repeat`` calls, with the garbage collector off while timing."""
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        finally:
-            gc.enable()
-    return min(times)
 
 
 def _write_fsync(path: Path, data: bytes) -> None:

@@ -12,12 +12,10 @@ byte at 0.1/1/10 MB (the 1x/10x/100x curve; equal ns/byte = linear).
 from __future__ import annotations
 
 import functools
-import gc
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from timer import best
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src"), str(Path(__file__).resolve().parent)]
 
@@ -40,18 +38,6 @@ def make_body(size: int) -> tuple[bytes, list[int]]:
     return body, chunking.random(1, average_size=400, size_variation=300).ends(body)
 
 
-def best(fn: Callable[[], Any], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        finally:
-            gc.enable()
-    return min(times)
 
 
 def _cut(body: bytes, ends: list[int]) -> list[bytes]:

@@ -5,7 +5,7 @@ re-chunked (mid-line, mid-UTF-8, byte by byte, ...), transformed, timed and faul
 the client got with the reference decoder and accumulators.
 """
 
-from . import cassettes, chunking, conformance, faults, matching, ndjson, sse, strategies, synth, timing, transforms
+from . import cassettes, chunking, conformance, faults, matching, ndjson, sse, strategies, timing, transforms
 from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
 from .cassette import Cassette, CassetteError, Interaction, Request, Response
 from .expect import Expected, StreamAssertionError
@@ -13,6 +13,14 @@ from .replay import Play, Player, UnmatchedRequestError, plan_response, replay, 
 from .sse import ServerSentEvent
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    """``ssemock.synth`` is imported on first use (it is also run as ``python -m ssemock.synth``)."""
+    if name == "synth":
+        from . import synth
+        return synth
+    raise AttributeError(f"module 'ssemock' has no attribute {name!r}")
 
 __all__ = [
     "Accumulated", "Cassette", "CassetteError", "Expected", "Interaction", "Play", "Player", "ProtocolError",

@@ -12,7 +12,7 @@ import binascii
 import operator
 import os
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -177,15 +177,41 @@ class Cassette:
 
     def dumps(self) -> bytes:
         """Deterministic JSON: fixed key order, 2-space indent, trailing newline."""
-        doc = {"version": VERSION, "interactions": [_interaction_to_json(x) for x in self.interactions]}
-        return orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        out: list[bytes] = []
+        self._write(out.append)
+        return b"".join(out)
+
+    def _write(self, write: Callable[[bytes], object]) -> None:
+        """The JSON of :meth:`dumps`, handed out in parts: orjson lays out everything but the
+        response bodies, which are written one piece at a time (saving a large recording needs
+        no second copy of its body)."""
+        bodies, items = [], []
+        for x in self.interactions:
+            item = _interaction_to_json(x, lazy=True)
+            if item["response"].get("body") == _BODY:
+                bodies.append(x.response)
+            items.append(item)
+        text = orjson.dumps({"version": VERSION, "interactions": items},
+                            option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        parts = text.split(_BODY_JSON)
+        if len(parts) != len(bodies) + 1:
+            raise CassetteError("a header, URL or body holds ssemock's internal body placeholder", path=self.path)
+        write(parts[0])
+        for before, resp, after in zip(parts, bodies, parts[1:]):
+            line = before[before.rfind(b"\n") + 1:]
+            indent = b" " * (len(line) - len(line.lstrip(b" ")))
+            first = True
+            for piece in _pieces(resp.body, resp.header("content-type")):  # orjson's indented list layout
+                write((b"[\n" if first else b",\n") + indent + b"  " + orjson.dumps(piece))
+                first = False
+            write(b"[]" if first else b"\n" + indent + b"]")
+            write(after)
 
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Write atomically (temp file in the same folder + os.replace)."""
         target = Path(path) if path is not None else self.path
         if target is None:
             raise ValueError("Cassette.save() needs a path for an in-memory cassette")
-        data = self.dumps()
         tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -194,7 +220,7 @@ class Cassette:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             try:
                 with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
+                    self._write(fh.write)
                     fh.flush()
                     os.fsync(fh.fileno())
                 if target.exists():
@@ -278,14 +304,28 @@ def _headers_from_json(value: Any, where: str) -> Headers:
     return out
 
 
-def _body_to_json(body: bytes, content_type: str | None) -> dict[str, Any]:
-    """One string per event, decoded piece by piece from a view (no whole-body copies)."""
+_BODY = "\x00ssemock:body\x00"  # stands for a text body while the rest is laid out
+_BODY_JSON = orjson.dumps(_BODY)
+
+
+def _pieces(body: bytes, content_type: str | None) -> Iterator[str]:
+    """The body as text, one SSE event (or line) a piece, decoded from a view (no whole copy)."""
     view = memoryview(body)
     starts = [0, *event_ends(body, sse=bool(content_type and "event-stream" in content_type))]
     if starts[-1] < len(body):
         starts.append(len(body))
+    for a, b in zip(starts, starts[1:]):
+        yield str(view[a:b], "utf-8")
+
+
+def _body_to_json(body: bytes, content_type: str | None, lazy: bool = False) -> dict[str, Any]:
+    """``{"body": [pieces]}`` (``_BODY`` when ``lazy``), or ``{"body_base64": ...}`` for non-UTF-8."""
     try:
-        return {"body": [str(view[a:b], "utf-8") for a, b in zip(starts, starts[1:])]}
+        if not lazy:
+            return {"body": list(_pieces(body, content_type))}
+        for _ in _pieces(body, content_type):  # only checks that it decodes
+            pass
+        return {"body": _BODY}
     except UnicodeDecodeError:  # pieces end at line breaks, so only a body that is not UTF-8
         return {"body_base64": base64.b64encode(body).decode("ascii")}
 
@@ -306,16 +346,16 @@ def _body_from_json(obj: dict[str, Any], where: str, consume: bool = False) -> b
         raise _Invalid(f"{where}.body must be a list of strings")
     if not consume:
         return "".join(pieces).encode("utf-8")
-    buf = bytearray()
+    parts = []
     for i in range(0, len(pieces), 256):  # drop parsed pieces once encoded: peak ~2x the body, not 3x
         batch = pieces[i:i + 256]
-        buf += "".join(batch).encode("utf-8")
+        parts.append("".join(batch).encode("utf-8"))
         pieces[i:i + 256] = [""] * len(batch)
         del batch
-    return bytes(buf)
+    return b"".join(parts)
 
 
-def _interaction_to_json(x: Interaction) -> dict[str, Any]:
+def _interaction_to_json(x: Interaction, lazy: bool = False) -> dict[str, Any]:
     req, resp = x.request, x.response
     request: dict[str, Any] = {"method": req.method, "url": req.url,
                                "headers": _headers_to_json(req.headers)}
@@ -328,7 +368,7 @@ def _interaction_to_json(x: Interaction) -> dict[str, Any]:
         except UnicodeDecodeError:
             request["body_base64"] = base64.b64encode(req.body).decode("ascii")
     response: dict[str, Any] = {"status": resp.status, "headers": _headers_to_json(resp.headers)}
-    response.update(_body_to_json(resp.body, resp.header("content-type")))
+    response.update(_body_to_json(resp.body, resp.header("content-type"), lazy))
     response["chunks"] = [[round(t * 1000, 1), end] for t, end in zip(resp.times, resp.ends)]
     response["complete"] = resp.complete
     if resp.error is not None:
