@@ -5,6 +5,8 @@ re-chunked (mid-line, mid-UTF-8, byte by byte, ...), transformed, timed and faul
 the client got with the reference decoder and accumulators.
 """
 
+import importlib
+
 from . import cassettes, chunking, conformance, faults, matching, ndjson, sse, strategies, timing, transforms
 from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
 from .cassette import Cassette, CassetteError, Interaction, Request, Response
@@ -18,8 +20,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> object:
     """``ssemock.synth`` is imported on first use (it is also run as ``python -m ssemock.synth``)."""
     if name == "synth":
-        from . import synth
-        return synth
+        return importlib.import_module(f"{__name__}.synth")
     raise AttributeError(f"module 'ssemock' has no attribute {name!r}")
 
 __all__ = [
