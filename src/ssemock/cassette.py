@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import operator
 import os
 import secrets
@@ -200,9 +201,9 @@ class Cassette:
         for before, resp, after in zip(parts, bodies, parts[1:]):
             line = before[before.rfind(b"\n") + 1:]
             indent = b" " * (len(line) - len(line.lstrip(b" ")))
-            first = True
-            for piece in _pieces(resp.body, resp.header("content-type")):  # orjson's indented list layout
-                write((b"[\n" if first else b",\n") + indent + b"  " + orjson.dumps(piece))
+            sep, pieces, first = b",\n" + indent + b"  ", _pieces(resp.body, resp.header("content-type")), True
+            while batch := list(itertools.islice(pieces, 512)):  # orjson's indented list layout
+                write((b"[\n" + indent + b"  " if first else sep) + sep.join(map(orjson.dumps, batch)))
                 first = False
             write(b"[]" if first else b"\n" + indent + b"]")
             write(after)
