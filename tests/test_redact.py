@@ -17,9 +17,9 @@ from ssemock.redact import (
     redact_url,
 )
 
-OPENAI_KEY = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8t"
-ANTHROPIC_KEY = "sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0"
-GOOGLE_KEY = "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"
+OPENAI_KEY = "sk-test-Ab3dEf6hIj9kLm2nOp5qRs8t"
+ANTHROPIC_KEY = "sk-ant-test-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0"
+GOOGLE_KEY = "AIzaTESTFAKE1b2C3d4E5f6G7h8I9j0K1l2M3"
 BEARER = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig_abc"
 
 
