@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 
+import brotli
 import httpcore  # noqa: F401  imported here, not lazily inside a pytester test: pytester
 import httpcore2  # noqa: F401  drops modules first imported during a test, and httpx2 caches them
 import pytest
+import zstandard
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
@@ -29,23 +31,41 @@ class Script:
     gap: float = GAP
     fail_after: int | None = None  # drop the connection after this many writes
     headers: dict[str, str] = field(default_factory=dict)
-    gzip: bool = False
+    encoding: str | None = None  # Content-Encoding: gzip, br or zstd, flushed write by write
 
 
 SCRIPTS: dict[str, Script] = {
     "/v1/chat/completions": Script(writes(openai_chat_events())),
     "/v1/messages": Script(writes(anthropic_events())),
     "/events": Script([b"data: one\n\n", b"data: t", b"wo\n\nevent: x\ndata: \xe4\xb8", b"\x96\n\n"], 0.02),
-    "/gzip": Script([b"data: one\n\n", b"data: two\n\n"], 0.02, gzip=True),
+    "/gzip": Script([b"data: one\n\n", b"data: two\n\n"], 0.02, encoding="gzip"),
+    "/br": Script([b"data: one\n\n", "data: 世界\n\n".encode()], 0.02, encoding="br"),
+    "/zstd": Script([b"data: one\n\n", "data: 世界\n\n".encode()], 0.02, encoding="zstd"),
     "/fail": Script([b"data: one\n\n", b"data: tw"], 0.02, fail_after=2),
     "/cookie": Script([b"data: hi\n\n"], 0.0, headers={"set-cookie": "session=s3cr3t"}),
 }
 
 
+def _compressor(encoding: str | None) -> Callable[[bytes, bool], bytes]:
+    """Compress one write and flush it, so each write reaches the client on its own; the last
+    write also ends the compressed stream."""
+    if encoding == "gzip":
+        z = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        return lambda data, last: z.compress(data) + z.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
+    if encoding == "br":
+        b = brotli.Compressor()
+        return lambda data, last: b.process(data) + (b.finish() if last else b.flush())
+    if encoding == "zstd":
+        zs = zstandard.ZstdCompressor().compressobj()
+        return lambda data, last: zs.compress(data) + zs.flush(
+            zstandard.COMPRESSOBJ_FLUSH_FINISH if last else zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+    return lambda data, last: data
+
+
 async def _stream(request: Request) -> StreamingResponse:
     script = SCRIPTS[request.url.path]
     await request.body()
-    compressor = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    compress = _compressor(script.encoding)
 
     async def body() -> AsyncIterator[bytes]:
         for i, data in enumerate(script.writes):
@@ -53,13 +73,13 @@ async def _stream(request: Request) -> StreamingResponse:
                 raise ConnectionResetError("scripted failure")
             if i:
                 await asyncio.sleep(script.gap)
-            yield compressor.compress(data) + compressor.flush(2) if script.gzip else data
+            yield compress(data, i == len(script.writes) - 1)
         if script.fail_after is not None:
             raise ConnectionResetError("scripted failure")
 
     headers = {"cache-control": "no-cache", **script.headers}
-    if script.gzip:
-        headers["content-encoding"] = "gzip"
+    if script.encoding:
+        headers["content-encoding"] = script.encoding
     return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
 
 

@@ -266,3 +266,17 @@ def test_new_episodes_records_only_what_is_missing(tmp_path: Path, server: str) 
     after = ssemock.Cassette.load(path)
     assert [x.request.url.rsplit("/", 1)[1] for x in after.interactions] == ["events", "gzip"]
     assert path.read_bytes().startswith(before[: before.index(b'"interactions"')])
+
+
+@pytest.mark.parametrize("encoding", ["br", "zstd"])
+def test_brotli_and_zstd_are_stored_decoded(tmp_path: Path, server: str, encoding: str) -> None:
+    path = tmp_path / f"{encoding}.json"
+    with ssemock.use_cassette(path, record_mode="once"), httpx.Client() as client:
+        with client.stream("GET", f"{server}/{encoding}") as r:
+            assert r.headers["content-encoding"] == encoding  # httpx asked for it and decoded it
+            live = r.read()
+    resp = orjson.loads(path.read_bytes())["interactions"][0]["response"]
+    assert "content-encoding" not in resp["headers"]
+    assert "".join(resp["body"]).encode() == live == "data: one\n\ndata: 世界\n\n".encode()
+    with ssemock.use_cassette(path, chunking="mid_utf8"), httpx.Client() as client:
+        assert client.get(f"{server}/{encoding}").content == live

@@ -33,11 +33,21 @@ def request_from_httpx(request: httpx.Request) -> Request:
 
 
 def _decoder(encoding: str) -> Callable[[bytes], bytes] | None:
-    """A streaming decompressor for gzip/deflate; None for encodings stored as they are."""
+    """A streaming decompressor for the encoding (br and zstd with the packages httpx itself uses
+    for them); None for an encoding stored as it is, with its header kept."""
     if encoding in ("gzip", "x-gzip"):
         return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress
     if encoding == "deflate":
         return zlib.decompressobj().decompress
+    try:
+        if encoding == "br":
+            import brotli
+            return brotli.Decompressor().process  # type: ignore[no-any-return]
+        if encoding == "zstd":
+            import zstandard
+            return zstandard.ZstdDecompressor().decompressobj().decompress
+    except ImportError:  # then httpx could not have asked for it either
+        pass
     return None
 
 
