@@ -6,7 +6,7 @@ Plain script: ``python bench/decode.py``. Each peer is fed the way its library f
   ``SSELineDecoder.decode``, ``line.rstrip("\\n")`` and ``SSEDecoder.decode(line)`` per line;
 * openai: ``SSEDecoder().iter_bytes(chunks)`` (its byte-level ``_SSELineDecoder``, then one
   ``bytes.decode("utf-8")`` and ``decode(line)`` per line), as ``Stream._iter_events`` does;
-* ssemock: ``Decoder.feed(chunk)`` per chunk, then ``close()``.
+* ssemock: the public ``ssemock.sse.decode`` (``Decoder.feed(chunk)`` per chunk, then ``close()``).
 
 Three chunkings: one chunk per event, 1-byte chunks over the first 1 MB, one single chunk.
 Prints microseconds per event (best of a few interleaved rounds) and the ratio
@@ -31,7 +31,7 @@ from httpx_sse._decoders import SSEDecoder as HttpxSSEDecoder  # noqa: E402
 from httpx_sse._decoders import SSELineDecoder  # noqa: E402
 from openai._streaming import SSEDecoder as OpenAISSEDecoder  # noqa: E402
 
-from ssemock.sse import Decoder  # noqa: E402
+from ssemock.sse import decode  # noqa: E402
 
 N_EVENTS = 100_000
 BYTEWISE_LIMIT = 1_000_000
@@ -61,15 +61,8 @@ def build_events(n: int) -> list[bytes]:
 
 
 def run_ssemock(chunks: Iterable[bytes]) -> list[Any]:
-    decoder = Decoder()
-    feed = decoder.feed
-    out: list[Any] = []
-    for chunk in chunks:
-        got = feed(chunk)
-        if got:
-            out += got
-    out += decoder.close()
-    return out
+    """The public ``ssemock.sse.decode`` (``Decoder.feed`` per chunk, then ``close``)."""
+    return decode(chunks)
 
 
 def _httpx_sse_iter(chunks: Iterable[bytes]) -> Iterator[Any]:
