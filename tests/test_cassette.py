@@ -642,3 +642,114 @@ def test_streamed_save_has_orjsons_exact_layout(spec: list[tuple[list[bytes], bo
               request_json={"a": [1, {"b": "é"}]})
     whole = {"version": VERSION, "interactions": [_interaction_to_json(x) for x in c.interactions]}
     assert c.dumps() == orjson.dumps(whole, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+
+
+# -- large files: bodies read apart from the rest --------------------------------------------
+
+@pytest.fixture
+def lean(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file takes the large-file path, in batches of a few lines."""
+    import ssemock.cassette as cassette_module
+
+    monkeypatch.setattr(cassette_module, "LEAN_MIN_SIZE", 0)
+    monkeypatch.setattr(cassette_module, "_BATCH", 64)
+
+
+def _read_bodies_apart(path: Path) -> Any:
+    from ssemock.cassette import _read_bodies_apart as read
+
+    return read(path)
+
+
+def _same(a: Cassette, b: Cassette) -> None:
+    assert [(x.request, x.response) for x in a.interactions] == [(x.request, x.response) for x in b.interactions]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.lists(st.binary(min_size=1, max_size=40)
+                                   | st.sampled_from([b"data: x\n\n", "data: 世\n\n".encode(), b"\r\n\r\n",
+                                                      b'data: {"a": ",\\n"}\n\n', b"\xff\xfe"]),
+                                   max_size=60), st.booleans(), st.sampled_from([None, b"raw", b'{"j": 1}'])),
+                max_size=3))
+def test_large_file_loads_exactly_as_the_whole_document(lean: None, tmp_path: Path,
+                                                        spec: list[tuple[list[bytes], bool, bytes | None]]) -> None:
+    c = Cassette()
+    for chunks, sse, request_body in spec:
+        c.add("POST", "http://h/x", chunks, headers={"content-type": "text/event-stream" if sse else "text/plain"},
+              request_body=request_body)
+    path = c.save(tmp_path / "big.json")
+    assert _read_bodies_apart(path) is not None  # what save writes is always read apart
+    _same(Cassette.load(path), Cassette.loads(path.read_bytes()))
+
+
+def test_a_real_large_cassette_takes_the_large_file_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ssemock.cassette as cassette_module
+
+    c = Cassette()
+    events = [f"data: {i} {'é' * (i % 50)}\n\n".encode() for i in range(40_000)]
+    c.add("GET", "http://h/stream", events)
+    path = c.save(tmp_path / "big.json")
+    assert path.stat().st_size >= cassette_module.LEAN_MIN_SIZE
+    taken: list[Any] = []
+    real = cassette_module._read_bodies_apart
+    monkeypatch.setattr(cassette_module, "_read_bodies_apart", lambda p: taken.append(real(p)) or taken[-1])
+    loaded = Cassette.load(path)
+    assert taken and taken[0] is not None  # read apart, not by the fallback
+    assert loaded.interactions[0].response.body == b"".join(events)
+    assert loaded.interactions[0].response.ends == c.interactions[0].response.ends
+
+
+_BODY_IN_JSON = b'''{"version": 1, "interactions": [{"request": {"method": "POST", "url": "http://h/", "json": {
+        "body": [
+          "the request's own JSON, not a response body"
+        ]}}, "response": {"status": 200, "body": ["data: x\\n\\n"]}}]}
+'''
+
+
+@pytest.mark.parametrize("raw", [
+    _BODY_IN_JSON,
+    orjson.dumps(orjson.loads(_BODY_IN_JSON)),  # compact
+    orjson.dumps(orjson.loads(_BODY_IN_JSON), option=orjson.OPT_INDENT_2).replace(b"  ", b"    "),
+], ids=["body-key-inside-request-json", "compact", "4-space-indent"])
+def test_other_layouts_load_the_same_on_the_large_file_path(lean: None, tmp_path: Path, raw: bytes) -> None:
+    path = tmp_path / "hand.json"
+    path.write_bytes(raw)
+    loaded = Cassette.load(path)
+    _same(loaded, Cassette.loads(raw))
+    assert loaded.interactions[0].request.json() == {"body": ["the request's own JSON, not a response body"]}
+
+
+def _laid_out(pieces: str) -> bytes:
+    """A cassette in _write's layout whose response body list holds ``pieces`` (raw JSON lines)."""
+    head = b'{\n  "version": 1,\n  "interactions": [\n    {\n      "request": {\n        "method": "GET",\n' \
+           b'        "url": "http://h/"\n      },\n      "response": {\n        "status": 200,\n        "body": [\n'
+    return head + pieces.encode() + b'\n        ]\n      }\n    }\n  ]\n}\n'
+
+
+def test_the_layout_helper_matches_what_save_writes() -> None:
+    c = Cassette()
+    c.add("GET", "http://h/", [b"data: a\n\n", b"data: b\n\n"], headers={"content-type": "text/event-stream"})
+    written = orjson.loads(c.dumps())
+    helper = orjson.loads(_laid_out('          "data: a\\n\\n",\n          "data: b\\n\\n"'))
+    assert helper["interactions"][0]["response"]["body"] == written["interactions"][0]["response"]["body"]
+
+
+@pytest.mark.parametrize("pieces,words", [
+    ('          "a",\n          1', "list of strings"),
+    ('          "a",\n          "b",', "not valid JSON"),  # trailing comma
+    ('          "a"\n          "b"', "not valid JSON"),  # missing comma
+    ('          "a,\n          b"', "not valid JSON"),  # a raw newline inside a string
+    ('          ["a",\n          "b"]', "list of strings"),
+    # with 64-byte batches, the first batch ends on the first comma; the next starts on a stray one
+    ('"' + "x" * 60 + '",\n,\n"' + "y" * 100 + '"', "not valid JSON"),
+], ids=["number", "trailing-comma", "missing-comma", "raw-newline", "nested-list", "stray-comma-at-a-batch-start"])
+def test_broken_body_lines_give_the_same_error_on_the_large_file_path(lean: None, tmp_path: Path, pieces: str,
+                                                                     words: str) -> None:
+    path = tmp_path / "broken.json"
+    path.write_bytes(_laid_out(pieces))
+    with pytest.raises(CassetteError, match=words) as lean_error:
+        Cassette.load(path)
+    with pytest.raises(CassetteError) as whole_error:
+        Cassette.loads(path.read_bytes(), path=path)
+    assert str(lean_error.value) == str(whole_error.value)
+    assert str(path) in str(lean_error.value)

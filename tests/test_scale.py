@@ -399,7 +399,7 @@ def test_memory_load_and_replay_peak_under_3x(memory: dict[str, float]) -> None:
     assert memory["load_replay"] < _bound(memory, 3.0), f"{memory['load_replay'] / memory['size']:.2f}x the body"
 
 
-def test_memory_load_and_replay_peak_under_5x(memory: dict[str, float]) -> None:
-    """The bound that holds today, so a regression beyond it fails loudly."""
-    assert memory["load_replay"] < _bound(memory, 5.0), f"{memory['load_replay'] / memory['size']:.2f}x the body"
-    assert memory["record_save"] < _bound(memory, 6.0), f"{memory['record_save'] / memory['size']:.2f}x the body"
+def test_memory_loading_a_large_cassette_holds_its_body_about_twice(memory: dict[str, float]) -> None:
+    """Bodies are read apart from the rest of the file (plain orjson.loads of the file alone peaks
+    at ~3x), so load + replay stays near 2x; a regression to whole-file parsing fails here."""
+    assert memory["load_replay"] < _bound(memory, 2.5), f"{memory['load_replay'] / memory['size']:.2f}x the body"
