@@ -38,7 +38,8 @@ class Chunking:
         if not recorded:
             recorded = [len(body)]
         if self.normalized and recorded[-1] == len(body):
-            return list(self.split(body, recorded))
+            ends = self.split(body, recorded)
+            return ends if type(ends) is list else list(ends)  # the built-in splits give new lists
         return _normalize(self.split(body, recorded), len(body))
 
     def __call__(self, body: bytes, recorded: Sequence[int] | None = None) -> list[bytes]:
@@ -126,7 +127,7 @@ def fixed(n: int) -> Chunking:
     """Chunks of ``n`` bytes (the last may be shorter)."""
     if n < 1:
         raise ValueError(f"fixed(n) needs n >= 1, got {n}")
-    return Chunking(f"fixed:{n}", lambda body, _rec: list(range(n, len(body) + n, n)))
+    return Chunking(f"fixed:{n}", lambda body, _rec: [*range(n, len(body), n), len(body)], normalized=True)
 
 
 def random(seed: int = 0, average_size: int = 16, size_variation: int = 12) -> Chunking:
