@@ -26,6 +26,7 @@ import os
 import platform
 import pstats
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -294,6 +295,10 @@ def bench_record() -> None:
                       f"{keep_mb / live_mb:.2f}x of one that drops them: the kernel hands out fresh pages for the "
                       f"kept {big / 1e6:.0f} MB while dropped chunks reuse warm ones. That is the bound here; "
                       f"ssemock records at {ratio:.2f}x, {rec_mb / keep_mb:.2f} of it")
+        pages = subprocess.run([sys.executable, str(Path(__file__).with_name("pages.py")), str(big / 1e6)],
+                               capture_output=True, text=True, check=True, timeout=120).stdout
+        for line in pages.splitlines():  # the same cost without a network or ssemock (bench/pages.py)
+            REPORT.figure("record", "pages.py: " + line.strip())
         _, save = _recorded(Path(tmp) / "big.json", stream(big))
         REPORT.figure("record", f"throughput on a {big / 1e6:.0f} MB loopback stream (16 KB events, server in "
                       f"another process, best of {rounds} interleaved): no recorder {live_mb:.0f} MB/s, recording "

@@ -167,6 +167,17 @@ def test_per_event_with_other_line_endings(sep: bytes) -> None:
     assert chunking.per_event(b"".join(events)) == events
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"\n", b"\r", b"\r\n", b"data: x"]), max_size=40))
+def test_event_ends_are_the_blank_line_matches_of_the_sse_grammar(parts: list[bytes]) -> None:
+    """The fast path for ``\n``-only bodies finds the same ends as the line-ending regex."""
+    body = b"".join(parts)
+    reference = [m.end() for m in re.finditer(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)", body)]
+    assert chunking.event_ends(body, sse=True) == reference
+    assert chunking.event_ends(body.replace(b"\r", b""), sse=True) == [
+        m.end() for m in re.finditer(rb"\n\n", body.replace(b"\r", b""))]
+
+
 def test_per_event_keeps_an_unterminated_tail() -> None:
     assert chunking.per_event(b"data: a\n\ndata: b\n\ndata: par") == [b"data: a\n\n", b"data: b\n\n", b"data: par"]
 

@@ -75,9 +75,22 @@ def event_ends(body: bytes, sse: bool | None = None) -> Ends:
 
     ``sse=None`` guesses: SSE when the body has a blank line.
     """
-    ends = [m.end() for m in _EVENT_END.finditer(body)] if sse is not False else []
+    ends = _blank_line_ends(body) if sse is not False else []
     if not ends and sse is not True:
         ends = [m.end() for m in re.finditer(rb"\n", body)]
+    return ends
+
+
+def _blank_line_ends(body: bytes) -> Ends:
+    """Ends of ``_EVENT_END`` matches; with only ``\n`` line endings, found by ``bytes.find``
+    (several times faster than the regex on a large body)."""
+    if b"\r" in body:
+        return [m.end() for m in _EVENT_END.finditer(body)]
+    ends, find, pos = [], body.find, body.find(b"\n\n")
+    while pos >= 0:
+        pos += 2
+        ends.append(pos)
+        pos = find(b"\n\n", pos)
     return ends
 
 
