@@ -260,7 +260,7 @@ def bench_record() -> None:
 
         def keeping(size: int) -> float:
             """No recorder, but the client keeps every chunk, as a recorder must."""
-            gc.collect()  # each run starts without the last run's garbage (a Player is freed by gc)
+            gc.collect()  # each run starts from a collected heap
             start, kept = time.perf_counter(), []
             with client.stream("GET", f"{url}/stream?size={size}&chunk=16384") as r:
                 for chunk in r.iter_raw():
@@ -274,7 +274,7 @@ def bench_record() -> None:
             rounds = 9
             live, rec = [], []
             for i in range(rounds):  # interleaved; the save at exit is measured apart, below
-                gc.collect()  # each run starts without the last run's garbage (a Player is freed by gc)
+                gc.collect()  # each run starts from a collected heap
                 live.append(stream(size)())
                 gc.collect()
                 rec.append(_recorded(Path(tmp) / "big.json", stream(size), save=False)[0])

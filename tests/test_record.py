@@ -121,6 +121,39 @@ def test_abandoned_stream_is_recorded_as_incomplete(tmp_path: Path, server: str)
     assert x.response.body.startswith(first)
 
 
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("lib", [httpx, httpx2], ids=CLIENTS)
+def test_a_finished_recording_is_freed_without_waiting_for_the_garbage_collector(
+        tmp_path: Path, server: str, lib: Any, is_async: bool) -> None:
+    """Dropping the Player frees what it recorded at once, even while the client keeps its
+    Response (whose httpx objects form a cycle of their own): nothing of ours is in a cycle."""
+    import gc
+    import weakref
+
+    async def run() -> Any:
+        async with lib.AsyncClient() as client, client.stream("POST", f"{server}/v1/chat/completions") as r:
+            assert [c async for c in r.aiter_raw()]
+            return r
+
+    gc.collect()
+    gc.disable()
+    try:
+        player = ssemock.use_cassette(tmp_path / "freed.json", record_mode="all")
+        with player:
+            if is_async:
+                response = asyncio.run(run())
+            else:
+                with lib.Client() as client, client.stream("POST", f"{server}/v1/chat/completions") as response:
+                    assert list(response.iter_raw())
+        assert ssemock.Cassette.load(tmp_path / "freed.json").interactions[0].response.complete
+        recorder, gone = weakref.ref(player.recorders[0]), weakref.ref(player)
+        del player
+        assert gone() is None and recorder() is None
+        assert response.status_code == 200  # the client still holds its response
+    finally:
+        gc.enable()
+
+
 def _openai_run(client: Any) -> tuple[str, str]:
     stream = client.chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "hi"}],
                                             stream=True)

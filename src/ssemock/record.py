@@ -142,41 +142,53 @@ class Recorder:
         return Interaction(self.request, response)
 
 
-class _SyncTee:
-    def __init__(self, stream: Any, recorder: Recorder) -> None:
-        self._stream, self._rec = stream, recorder
+class _Tee:
+    """The teeing stream around a real response stream; it lets go of the recorder once the
+    stream has ended, so an httpx Response kept by the client does not keep the recording."""
 
+    def __init__(self, stream: Any, recorder: Recorder) -> None:
+        self._stream = stream
+        self._rec: Recorder | None = recorder
+
+    def _end(self, exc: BaseException | None) -> None:
+        if self._rec is not None:
+            self._rec.finish(exc)
+            self._rec = None
+
+
+class _SyncTee(_Tee):
     def __iter__(self) -> Iterator[bytes]:
+        rec = self._rec
+        assert rec is not None, "httpx iterates a response stream once"
         try:
             for chunk in self._stream:
-                self._rec.chunk(chunk)
+                rec.chunk(chunk)
                 yield chunk
         except BaseException as exc:
-            self._rec.finish(exc)
+            self._end(exc)
             raise
-        self._rec.finish()
+        self._end(None)
 
     def close(self) -> None:
-        self._rec.finish(GeneratorExit())
+        self._end(GeneratorExit())
         if hasattr(self._stream, "close"):
             self._stream.close()
 
 
-class _AsyncTee:
-    def __init__(self, stream: Any, recorder: Recorder) -> None:
-        self._stream, self._rec = stream, recorder
-
+class _AsyncTee(_Tee):
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        rec = self._rec
+        assert rec is not None, "httpx iterates a response stream once"
         try:
             async for chunk in self._stream:
-                self._rec.chunk(chunk)
+                rec.chunk(chunk)
                 yield chunk
         except BaseException as exc:
-            self._rec.finish(exc)
+            self._end(exc)
             raise
-        self._rec.finish()
+        self._end(None)
 
     async def aclose(self) -> None:
-        self._rec.finish(GeneratorExit())
+        self._end(GeneratorExit())
         if hasattr(self._stream, "aclose"):
             await self._stream.aclose()

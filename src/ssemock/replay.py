@@ -14,6 +14,7 @@ import operator
 import os
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -246,6 +247,21 @@ class _Router(respx.MockRouter):
             return self._fallback(request)
 
 
+def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A bound method that does not keep its object alive: the router and the recorders call
+    back into their Player without a reference cycle, so a finished Player and the recordings it
+    holds are freed as soon as it is dropped, not at the next garbage collection."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: Any) -> Any:
+        bound = ref()
+        if bound is None:
+            raise RuntimeError("ssemock: the Player this router or recording belonged to is gone")
+        return bound(*args)
+
+    return call
+
+
 class Player:
     """Replays (and, by record mode, records) a cassette for all httpx and httpx2 clients."""
 
@@ -279,7 +295,7 @@ class Player:
         self.plays: list[Play] = []
         self.recorders: list[Recorder] = []
         self._lock = threading.Lock()
-        self.router = _Router(self._handle)
+        self.router = _Router(_weakly(self._handle))
         self._active = False
 
     def __repr__(self) -> str:
@@ -333,7 +349,7 @@ class Player:
             if index is not None:
                 return self._serve(index, request)
         if self._records:
-            recorder = Recorder(request, on_response=self._recorded, **self._hooks)  # type: ignore[arg-type]
+            recorder = Recorder(request, on_response=_weakly(self._recorded), **self._hooks)  # type: ignore[arg-type]
             raise Record(request, recorder.tee)
         raise UnmatchedRequestError(self._explain(sent))
 
