@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import itertools
 import mmap
 import operator
@@ -105,12 +106,19 @@ def _try_json(body: bytes | None) -> Any:
         return None
 
 
+def body_ends(body: bytes, content_type: str | None) -> list[int]:
+    """End offsets of a body's readable pieces (one SSE event each, or one line for other
+    types); the last is always ``len(body)``, and an empty body has none."""
+    ends = event_ends(body, sse=bool(content_type and "event-stream" in content_type))
+    if (ends[-1] if ends else 0) < len(body):
+        ends.append(len(body))
+    return ends
+
+
 def split_body(body: bytes, content_type: str | None) -> list[bytes]:
     """Cut a body into readable pieces: one SSE event each, or one line for other types."""
-    starts = [0, *event_ends(body, sse=bool(content_type and "event-stream" in content_type))]
-    if starts[-1] < len(body):
-        starts.append(len(body))
-    return [body[a:b] for a, b in zip(starts, starts[1:])]
+    ends = body_ends(body, content_type)
+    return [body[a:b] for a, b in zip([0, *ends], ends)]
 
 
 class Cassette:
@@ -148,10 +156,7 @@ class Cassette:
         resp_headers = _headers(headers)
         if not any(k == "content-type" for k, _ in resp_headers):
             resp_headers.append(("content-type", "text/event-stream"))
-        ends, total = [], 0
-        for chunk in chunks:
-            total += len(chunk)
-            ends.append(total)
+        ends = list(itertools.accumulate(map(len, chunks)))
         interaction = Interaction(
             Request(method.upper(), url, _headers(request_headers), body),
             Response(status, resp_headers, b"".join(chunks), ends,
@@ -169,13 +174,15 @@ class Cassette:
         items = _read_bodies_apart(path)
         if items is None:
             items = read_document(read_file(path), path=path)  # the file's bytes are freed here
-        return cls([parse_interaction(item, path=path, index=i, consume=True) for i, item in enumerate(items)],
-                   path=path)
+        return cls._parsed(items, path)
 
     @classmethod
     def loads(cls, raw: bytes | str, *, path: str | os.PathLike[str] | None = None) -> Cassette:
         """Parse cassette JSON text; ``path`` is only used in error messages."""
-        items = read_document(raw, path=path)
+        return cls._parsed(read_document(raw, path=path), path)
+
+    @classmethod
+    def _parsed(cls, items: list[Any], path: str | os.PathLike[str] | None) -> Cassette:
         return cls([parse_interaction(item, path=path, index=i, consume=True) for i, item in enumerate(items)],
                    path=path)
 
@@ -403,23 +410,36 @@ _BODY_JSON = orjson.dumps(_BODY)
 def _pieces(body: bytes, content_type: str | None) -> Iterator[str]:
     """The body as text, one SSE event (or line) a piece, decoded from a view (no whole copy)."""
     view = memoryview(body)
-    starts = [0, *event_ends(body, sse=bool(content_type and "event-stream" in content_type))]
-    if starts[-1] < len(body):
-        starts.append(len(body))
-    for a, b in zip(starts, starts[1:]):
+    ends = body_ends(body, content_type)
+    for a, b in zip([0, *ends], ends):
         yield str(view[a:b], "utf-8")
 
 
-def _body_to_json(body: bytes, content_type: str | None, lazy: bool = False) -> dict[str, Any]:
-    """``{"body": [pieces]}`` (``_BODY`` when ``lazy``), or ``{"body_base64": ...}`` for non-UTF-8."""
+def _is_utf8(body: bytes) -> bool:
+    """Whether ``body`` decodes as UTF-8, checked 1 MB at a time (no whole copy of the text)."""
+    decode = codecs.getincrementaldecoder("utf-8")().decode
+    view = memoryview(body)
     try:
+        for i in range(0, len(body), _BATCH):
+            decode(view[i:i + _BATCH])
+        decode(b"", True)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _body_to_json(body: bytes, content_type: str | None, lazy: bool = False) -> dict[str, Any]:
+    """``{"body": [pieces]}`` (``_BODY`` when ``lazy``), or ``{"body_base64": ...}`` for non-UTF-8.
+
+    Pieces end at line breaks, so the body decodes exactly when every piece does."""
+    try:
+        if lazy and _is_utf8(body):
+            return {"body": _BODY}
         if not lazy:
             return {"body": list(_pieces(body, content_type))}
-        for _ in _pieces(body, content_type):  # only checks that it decodes
-            pass
-        return {"body": _BODY}
-    except UnicodeDecodeError:  # pieces end at line breaks, so only a body that is not UTF-8
-        return {"body_base64": base64.b64encode(body).decode("ascii")}
+    except UnicodeDecodeError:
+        pass
+    return {"body_base64": base64.b64encode(body).decode("ascii")}
 
 
 def _body_from_json(obj: dict[str, Any], where: str, consume: bool = False) -> bytes:

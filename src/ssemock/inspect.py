@@ -30,7 +30,7 @@ import orjson
 from . import ndjson, sse
 from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
 from .cassette import (Cassette, CassetteError, Interaction, Response, parse_interaction, read_document, read_file,
-                       split_body)
+                       body_ends)
 from .chunking import Chunking, event_ends
 from .redact import REDACTED, find_secrets, iter_secrets, redact_request, redact_response
 from .transforms import Transform
@@ -668,11 +668,7 @@ def _repair_map(old: list[tuple[float, int]], body: bytes,
     if not size:
         return [], [], "the body is empty: the map is now empty"
     if old_size is not None and old_size != size:
-        pieces = split_body(body, content_type)
-        ends, total = [], 0
-        for p in pieces:
-            total += len(p)
-            ends.append(total)
+        ends = body_ends(body, content_type)
         n, count = len(times_ms), len(ends)
         times = [times_ms[math.ceil((k + 1) * n / count) - 1] / 1000 for k in range(count)]
         return ends, times, (f"the body is {size} bytes but the map ends at {old_size} (the body was edited): "

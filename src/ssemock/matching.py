@@ -6,8 +6,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-import orjson
-
 from .cassette import Request
 
 __all__ = ["DEFAULT", "MATCHERS", "differences", "resolve"]
@@ -23,13 +21,6 @@ def _port(url: str) -> int | None:
 
 def _query(url: str) -> list[tuple[str, str]]:
     return sorted(parse_qsl(urlsplit(url).query, keep_blank_values=True))
-
-
-def _json(body: bytes | None) -> Any:
-    try:
-        return orjson.loads(body) if body else None
-    except orjson.JSONDecodeError:
-        return None
 
 
 def _kind(value: Any) -> type:
@@ -66,7 +57,7 @@ def _short(value: Any) -> str:
 def _body(sent: Request, rec: Request) -> str | None:
     if rec.body is None:  # recorded without a body: matches any
         return None
-    a, b = _json(sent.body), _json(rec.body)
+    a, b = sent.json(), rec.json()
     if a is not None and b is not None:
         return _first_json_difference(a, b)
     if (sent.body or b"") == rec.body:

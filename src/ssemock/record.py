@@ -22,7 +22,8 @@ __all__ = ["Recorder", "request_from_httpx"]
 
 RequestHook = Callable[[Request], "Request | None"]
 ResponseHook = Callable[[Response], "Response | None"]
-_DROP = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive"})
+# headers of one HTTP connection, not of the stored response (vcr drops them on import too)
+HOP_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive"})
 
 
 def request_from_httpx(request: httpx.Request) -> Request:
@@ -84,7 +85,7 @@ class Recorder:
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in response.headers]
         encoding = next((v.strip().lower() for k, v in headers if k == "content-encoding"), "identity")
         self._decode = _decoder(encoding)
-        drop = _DROP | ({"content-encoding"} if self._decode else set())
+        drop = HOP_HEADERS | ({"content-encoding"} if self._decode else set())
         self.headers = [(k, v) for k, v in headers if k not in drop]
         response.stream = (_AsyncTee if is_async else _SyncTee)(response.stream, self)
         self._on_response(self)
@@ -110,13 +111,20 @@ class Recorder:
         if isinstance(exc, Exception):
             self.error = {"type": type(exc).__name__, "message": str(exc), "at_byte": self._size}
 
+    def _body(self) -> bytes:
+        """The body so far, joined once and kept joined (the chunks need not live twice);
+        called with ``_lock`` held."""
+        body = b"".join(self._parts)
+        self._parts = [body]
+        return body
+
     def _saw_terminator(self) -> bool:
         """Closed by the client before EOF: complete if the protocol's terminator had arrived
         (the openai SDK closes right after ``[DONE]``)."""
         from .accumulate import accumulate
         from .expect import decode_body
         with self._lock:
-            body = b"".join(self._parts)
+            body = self._body()
         content_type = next((v for k, v in self.headers if k == "content-type"), "")
         try:
             return accumulate(decode_body(body, content_type), url=self.request.url,
@@ -129,8 +137,7 @@ class Recorder:
         if self.skip:
             return None
         with self._lock:
-            body, ends, times = b"".join(self._parts), list(self._ends), list(self._times)
-            self._parts = [body]  # keep the joined body only: the chunks need not live twice
+            body, ends, times = self._body(), list(self._ends), list(self._times)
         response = redact_response(Response(self.status, list(self.headers), body, ends,
                                              [round(t, 4) for t in times],
                                              self.complete, self.error))

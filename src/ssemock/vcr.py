@@ -14,7 +14,6 @@ import binascii
 import os
 import zlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -26,15 +25,16 @@ from .cassette import (
     Interaction,
     Request,
     Response,
-    split_body,
+    body_ends,
+    read_file,
 )
+from .record import HOP_HEADERS
 from .redact import redact_request, redact_response
 
 __all__ = ["NO_BOUNDARIES", "from_vcr", "import_vcr", "load_vcr"]
 
 NO_BOUNDARIES = "vcrpy kept no chunk boundaries or timing: using one chunk per event, all at t=0"
 
-_DROP = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive"})
 
 
 class _Invalid(Exception):
@@ -57,10 +57,7 @@ def _yaml_loader() -> Any:
 
 def load_vcr(path: str | os.PathLike[str]) -> Any:
     """The parsed vcrpy cassette (JSON when it looks like JSON, else YAML)."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise CassetteError(f"cannot read: {exc.strerror or exc}", path=path) from exc
+    raw = read_file(path)
     if raw.lstrip().startswith(b"{"):
         try:
             return orjson.loads(raw)
@@ -194,12 +191,9 @@ def _interaction(item: Any) -> Interaction:
         raise _Invalid(f"response.status has no HTTP status code: {status!r}")
     headers = _headers(resp.get("headers"), "response.headers")
     rbody, headers = _decode_body(_bytes(content, "response.body") or b"", headers)
-    headers = [(k, v) for k, v in headers if k not in _DROP]
+    headers = [(k, v) for k, v in headers if k not in HOP_HEADERS]
     content_type = next((v for k, v in headers if k == "content-type"), None)
-    ends, total = [], 0
-    for piece in split_body(rbody, content_type):
-        total += len(piece)
-        ends.append(total)
+    ends = body_ends(rbody, content_type)
     response = Response(status, headers, rbody, ends, [0.0] * len(ends), True, None)
     return Interaction(redact_request(request), redact_response(response))
 
