@@ -353,3 +353,9 @@ def test_per_event_framing_matches_the_decoder_on_mixed_blank_lines() -> None:
     body = b"data: d\n\rdata: e\r\n\rdata: f\n\ndata: g\r\n\r\ndata: h\r\r"
     chunks = chunking.per_event(body)
     assert [len(sse.decode([c])) for c in chunks] == [1, 1, 1, 1, 1]
+
+
+def test_resolve_keeps_the_offsets_of_an_at_name_together() -> None:
+    """A comma splits names, not the offsets of ``at:`` (as --ssemock-chunking passes them)."""
+    assert chunking.resolve("coalesced,at:17,40") == [chunking.coalesced, chunking.at(17, 40)]
+    assert [c.name for c in chunking.resolve("at:3, 9,random:1,")] == ["at:3,9", "random:1"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 import random as _random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -197,6 +197,7 @@ def at(*boundaries: int) -> At:
 ALL: tuple[Chunking, ...] = (as_recorded, bytewise, mid_line, mid_utf8, coalesced, per_event, random(7))
 
 _NAMED = {c.name: c for c in (as_recorded, bytewise, mid_line, mid_utf8, coalesced, per_event)}
+_NAME_START = re.compile(r",(?=\s*(?:[A-Za-z]|$))")  # a comma before a name (or the end), not between offsets
 _KNOWN = ", ".join([*_NAMED, "fixed:N", "random:SEED[:AVG:VAR]", "at:OFFSET,...", "all"])
 
 
@@ -223,8 +224,10 @@ def get(name: str | Chunking) -> Chunking:
     raise ValueError(f"unknown chunking {name!r}; known: {_KNOWN}")
 
 
-def resolve(spec: str | Chunking | Sequence[str | Chunking] | None) -> list[Chunking]:
-    """A list of strategies from ``"all"``, a name, a comma list, or a list of names/strategies."""
+def resolve(spec: str | Chunking | Iterable[str | Chunking] | None) -> list[Chunking]:
+    """A list of strategies from ``"all"``, a name, a comma list, or a list of names/strategies.
+
+    A comma splits names only where a name follows, so ``"coalesced,at:17,40"`` is two."""
     if not spec:
         return [as_recorded]
     if isinstance(spec, Chunking):
@@ -232,5 +235,5 @@ def resolve(spec: str | Chunking | Sequence[str | Chunking] | None) -> list[Chun
     if isinstance(spec, str):
         if spec.strip() == "all":
             return list(ALL)
-        return [get(part) for part in spec.split(",") if part.strip()]
+        return [get(part) for part in _NAME_START.split(spec) if part.strip()]
     return [c for item in spec for c in resolve(item)]

@@ -22,6 +22,7 @@ the chunk boundaries fell around it::
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -150,11 +151,13 @@ class Case:
         them; default :data:`DEFAULT_CHUNKINGS`. The error is for the first chunking that fails (simplest first); its message also lists
         the other chunkings that fail.
         """
-        strategies = list(DEFAULT_CHUNKINGS) if chunkings is None else _resolve(chunkings)
+        strategies = (list(DEFAULT_CHUNKINGS) if chunkings is None
+                      else _chunking.resolve(chunkings) if chunkings else [])
         first: ConformanceError | None = None
         also: list[str] = []
+        want = normalize(self.expected)
         for strategy in strategies:
-            error = self._check_one(decode_fn, strategy)
+            error = self._check_one(decode_fn, strategy, want)
             if error is None:
                 continue
             if first is None:
@@ -166,9 +169,10 @@ class Case:
                 first.args = (f"{first.args[0]}\n  also fails under: {', '.join(also)}",)
             raise first
 
-    def _check_one(self, decode_fn: DecodeFn, strategy: Chunking) -> ConformanceError | None:
+    def _check_one(self, decode_fn: DecodeFn, strategy: Chunking,
+                   want: list[dict[str, Any]]) -> ConformanceError | None:
         chunks = self.chunks(strategy)
-        ends = _ends(chunks)
+        ends = list(itertools.accumulate(map(len, chunks)))
         head = f"conformance case {self.name!r} under chunking {strategy.name!r}"
         try:
             raw = list(decode_fn(list(chunks)))
@@ -185,7 +189,6 @@ class Case:
             error.__cause__ = exc
             return error
         got = normalize(raw)
-        want = normalize(self.expected)
         for i in range(max(len(got), len(want))):
             g = got[i] if i < len(got) else None
             w = want[i] if i < len(want) else None
@@ -207,29 +210,6 @@ class Case:
                 case=self.name, chunking=strategy.name, index=i,
             )
         return None
-
-
-def _resolve(spec: Iterable[ChunkingSpec] | ChunkingSpec) -> list[Chunking]:
-    from .strategies import get  # "at:17,40" names too
-
-    if isinstance(spec, Chunking):
-        return [spec]
-    if isinstance(spec, str):
-        spec = spec.strip()
-        if spec == "all":
-            return list(_chunking.ALL)
-        if spec.startswith("at:"):
-            return [get(spec)]
-        return [get(part) for part in spec.split(",") if part.strip()]
-    return [c for item in spec for c in _resolve(item)]
-
-
-def _ends(chunks: Sequence[bytes]) -> list[int]:
-    ends, pos = [], 0
-    for c in chunks:
-        pos += len(c)
-        ends.append(pos)
-    return ends
 
 
 def _first_raising_prefix(decode_fn: DecodeFn, chunks: list[bytes]) -> int:

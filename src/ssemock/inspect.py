@@ -640,9 +640,6 @@ class Repair:
     changed: bool
     message: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"interaction": self.interaction, "changed": self.changed, "message": self.message}
-
 
 def _old_map(value: Any) -> list[tuple[float, int]]:
     """The well-formed ``[t_ms, end]`` pairs of a (possibly broken) boundary map."""

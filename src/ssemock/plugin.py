@@ -144,7 +144,8 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
     unknown = set(options) - _CONFIG_KEYS
     if unknown:
         raise pytest.UsageError(f"ssemock: unknown option(s) {sorted(unknown)}; known: {sorted(_CONFIG_KEYS)}")
-    if _ssemock_chunking is None and len(_variants(options, request.config)) > 1:
+    variants = _variants(options, request.config)
+    if _ssemock_chunking is None and len(variants) > 1:
         raise pytest.UsageError("ssemock: a matrix of chunkings/transforms from ssemock_config cannot parametrize "
                                 "the test (fixtures run after collection); put it in the marker, on the command "
                                 "line (--ssemock-chunking) or in the ini file (ssemock_chunking = all)")
@@ -153,7 +154,7 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
         value = config.getoption(f"ssemock_{key}")
         if value is not None and (key == "record_mode" or options.get(key) is None):
             options[key] = value
-    variant = _ssemock_chunking or _variants(options, config)[0]
+    variant = _ssemock_chunking or variants[0]
     options.pop("chunking", None)
     options["transform"] = list(variant.transforms)
     checks = {k: options.pop(k, "warn") for k in ("check_unplayed", "check_unconsumed")}

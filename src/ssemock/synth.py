@@ -808,7 +808,8 @@ def _record_one(base: str, name: str, holder: dict[str, Interaction], target: Pa
                                        headers={"content-type": "application/json"}) as r:
                         for _chunk in r.iter_raw():
                             pass
-            (got,) = Cassette.load(path).interactions
+            recorded = Cassette.load(path)
+            (got,) = recorded.interactions
             late = max(abs(a - b) for a, b in zip(got.response.times, synth.response.times)) \
                 if len(got.response.times) == len(synth.response.times) else 0.0
             if got.response.chunks != synth.response.chunks:
@@ -818,7 +819,7 @@ def _record_one(base: str, name: str, holder: dict[str, Interaction], target: Pa
                 problem = f"a chunk of {name} arrived {late * 1000:.0f} ms off its schedule (the machine is too busy?)"
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                Cassette.load(path).save(target)
+                recorded.save(target)
                 return
     raise RuntimeError(problem)
 
