@@ -10,6 +10,7 @@ import importlib
 from . import cassettes, chunking, conformance, faults, matching, ndjson, sse, strategies, timing, transforms
 from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
 from .cassette import Cassette, CassetteError, Interaction, Request, Response
+from .errors import NetworkBlockedError, SsemockWarning
 from .expect import Expected, StreamAssertionError
 from .replay import Play, Player, UnmatchedRequestError, plan_response, replay, use_cassette
 from .sse import ServerSentEvent
@@ -24,8 +25,8 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'ssemock' has no attribute {name!r}")
 
 __all__ = [
-    "Accumulated", "Cassette", "CassetteError", "Expected", "Interaction", "Play", "Player", "ProtocolError",
-    "Request", "Response", "ServerSentEvent", "StreamAssertionError", "UnmatchedRequestError", "accumulate",
+    "Accumulated", "Cassette", "CassetteError", "Expected", "Interaction", "NetworkBlockedError", "Play", "Player", "ProtocolError",
+    "Request", "Response", "ServerSentEvent", "SsemockWarning", "StreamAssertionError", "UnmatchedRequestError", "accumulate",
     "cassettes", "chunking", "conformance", "detect_protocol", "faults", "matching", "ndjson", "plan_response", "replay",
     "sse", "strategies", "synth", "timing", "transforms", "use_cassette",
 ]

@@ -17,6 +17,7 @@ import pytest
 
 from . import chunking as _chunking
 from . import transforms as _transforms
+from .errors import SsemockWarning
 from .replay import RECORD_MODES, Player, use_cassette
 
 _PARAM = "_ssemock_chunking"
@@ -26,10 +27,6 @@ _CONFIG_KEYS = frozenset({
     "check_unplayed", "check_unconsumed",
 })
 _CHECKS = ("ignore", "warn", "error")
-
-
-class SsemockWarning(UserWarning):
-    """A teardown check found something worth a look (unplayed interaction, unread stream)."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -162,7 +159,7 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
         if value not in _CHECKS:
             raise pytest.UsageError(f"ssemock: {key} must be one of {_CHECKS}, got {value!r}")
     path = _cassette_path(options.pop("cassette", None), ssemock_cassette_dir, request.node)
-    record_mode = options.pop("record_mode", None) or "none"
+    record_mode: Any = options.pop("record_mode", None) or "none"
     player = use_cassette(path, record_mode=record_mode, chunking=variant.chunking,
                           **{k: v for k, v in options.items() if v is not None})
     with player:

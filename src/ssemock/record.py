@@ -1,7 +1,9 @@
-"""Recording: tee a live response stream into an interaction, chunk by chunk, as it arrives.
+"""Recording: a live response stream becomes an interaction, chunk by chunk, as it arrives.
 
-The client gets every chunk the moment the network delivers it; the cassette gets the same chunk
-with its arrival time. Content-Encoding is removed for storage so boundaries and re-chunking
+Each client stack (:mod:`ssemock.stacks`) tees its live response into a :class:`Recorder`:
+``begin`` with the status and headers, ``chunk`` per arrival, ``finish`` at the end. The client
+gets every chunk the moment the network delivers it; the cassette gets the same chunk with its
+arrival time. Content-Encoding is removed for storage so boundaries and re-chunking
 apply to what an SSE decoder sees.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 import zlib
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
@@ -79,17 +81,15 @@ class Recorder:
         self._lock = threading.Lock()
         self._decode: Callable[[bytes], bytes] | None = None
 
-    def tee(self, response: Any, is_async: bool) -> Any:
-        """Take the real (httpcore/httpcore2) response and give it back with a teeing stream."""
-        self.status = response.status
-        headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in response.headers]
+    def begin(self, status: int, headers: Sequence[tuple[str, str]]) -> None:
+        """The live response's status and headers arrived (the stack tees its body next)."""
+        self.status = status
+        headers = [(k.lower(), v) for k, v in headers]
         encoding = next((v.strip().lower() for k, v in headers if k == "content-encoding"), "identity")
         self._decode = _decoder(encoding)
         drop = HOP_HEADERS | ({"content-encoding"} if self._decode else set())
         self.headers = [(k, v) for k, v in headers if k not in drop]
-        response.stream = (_AsyncTee if is_async else _SyncTee)(response.stream, self)
         self._on_response(self)
-        return response
 
     def chunk(self, data: bytes) -> None:
         t = time.perf_counter() - self.t0
@@ -147,55 +147,3 @@ class Recorder:
                 return None
             response = hooked
         return Interaction(self.request, response)
-
-
-class _Tee:
-    """The teeing stream around a real response stream; it lets go of the recorder once the
-    stream has ended, so an httpx Response kept by the client does not keep the recording."""
-
-    def __init__(self, stream: Any, recorder: Recorder) -> None:
-        self._stream = stream
-        self._rec: Recorder | None = recorder
-
-    def _end(self, exc: BaseException | None) -> None:
-        if self._rec is not None:
-            self._rec.finish(exc)
-            self._rec = None
-
-
-class _SyncTee(_Tee):
-    def __iter__(self) -> Iterator[bytes]:
-        rec = self._rec
-        assert rec is not None, "httpx iterates a response stream once"
-        try:
-            for chunk in self._stream:
-                rec.chunk(chunk)
-                yield chunk
-        except BaseException as exc:
-            self._end(exc)
-            raise
-        self._end(None)
-
-    def close(self) -> None:
-        self._end(GeneratorExit())
-        if hasattr(self._stream, "close"):
-            self._stream.close()
-
-
-class _AsyncTee(_Tee):
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        rec = self._rec
-        assert rec is not None, "httpx iterates a response stream once"
-        try:
-            async for chunk in self._stream:
-                rec.chunk(chunk)
-                yield chunk
-        except BaseException as exc:
-            self._end(exc)
-            raise
-        self._end(None)
-
-    async def aclose(self) -> None:
-        self._end(GeneratorExit())
-        if hasattr(self._stream, "aclose"):
-            await self._stream.aclose()

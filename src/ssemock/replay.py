@@ -16,6 +16,7 @@ import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType, TracebackType
@@ -23,7 +24,6 @@ from typing import Any, Literal
 
 import httpx
 import respx
-from respx.models import AllMockedAssertionError
 
 from . import chunking as _chunking
 from . import faults as _faults
@@ -34,7 +34,10 @@ from .accumulate import Accumulated
 from .cassette import Cassette, CassetteError, Interaction, Response
 from .expect import Expected, StreamAssertionError
 from .faults import Served
-from .intercept import Record, core_module, mockers
+from . import lock as _lock
+from . import stacks as _stacks
+from .errors import UnmatchedRequestError
+from .stacks import Record
 from .record import Recorder, RequestHook, ResponseHook, request_from_httpx
 from .redact import find_secrets
 from .strategies import minimal_failing_split
@@ -48,14 +51,6 @@ ChunkingSpec = str | _chunking.Chunking
 TransformSpec = str | _transforms.Transform | Sequence[str | _transforms.Transform] | None
 TimingSpec = str | float | _timing.Timing
 FaultSpec = str | _faults.Fault | Sequence[str | _faults.Fault] | None
-
-
-class UnmatchedRequestError(BaseException):
-    """A request matched no recorded interaction and recording is off.
-
-    A BaseException on purpose: SDKs catch ``Exception`` around sending (Anthropic wraps it in
-    APIConnectionError and retries with back-off), which would hide the real cause.
-    """
 
 
 @dataclass
@@ -228,23 +223,25 @@ class Play:
 
 
 class _Router(respx.MockRouter):
-    """A respx router whose unmatched requests fall through to the cassette player."""
+    """A respx router whose unmatched requests fall through to the cassette player.
+
+    The user's own routes answer first; every request the cassette serves is recorded in
+    ``calls`` as well (on the ``cassette`` route), so respx idioms (``router.calls``,
+    ``call_count``, ``route.called``) see everything the player served.
+    """
 
     def __init__(self, fallback: Callable[[httpx.Request], httpx.Response]) -> None:
-        super().__init__(assert_all_called=False, assert_all_mocked=True, using=None)
+        super().__init__(assert_all_called=False, assert_all_mocked=False, using=None)
         self._fallback = fallback
+        self.cassette = respx.Route()
 
-    def handler(self, request: httpx.Request) -> httpx.Response:
-        try:
-            return super().handler(request)
-        except AllMockedAssertionError:
-            return self._fallback(request)
-
-    async def async_handler(self, request: httpx.Request) -> httpx.Response:
-        try:
-            return await super().async_handler(request)
-        except AllMockedAssertionError:
-            return self._fallback(request)
+    @contextmanager
+    def resolver(self, request: httpx.Request) -> Iterator[Any]:
+        with super().resolver(request) as resolved:
+            yield resolved
+            if resolved.route is None:
+                resolved.response = self._fallback(request)
+                resolved.route = self.cassette
 
 
 def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -266,13 +263,13 @@ class Player:
     """Replays (and, by record mode, records) a cassette for all httpx and httpx2 clients."""
 
     def __init__(self, cassette: Cassette, *, path: str | os.PathLike[str] | None = None,
-                 record_mode: RecordMode | str = "none", chunking: ChunkingSpec = "as_recorded",
+                 record_mode: RecordMode = "none", chunking: ChunkingSpec = "as_recorded",
                  transform: TransformSpec = None, timing: TimingSpec = "instant",
                  faults: FaultSpec = (), match_on: Sequence[str] | None = None,
                  allow_playback_repeats: bool = False, protocol: str | None = None,
                  before_record_request: RequestHook | None = None,
                  before_record_response: ResponseHook | None = None,
-                 existed: bool = True) -> None:
+                 allowed_hosts: Sequence[str] | None = None, existed: bool = True) -> None:
         if record_mode not in RECORD_MODES:
             raise ValueError(f"unknown record_mode {record_mode!r}; known: {', '.join(RECORD_MODES)}")
         self.cassette = cassette
@@ -291,6 +288,8 @@ class Player:
         self._replays = record_mode in ("none", "new_episodes") or (record_mode == "once" and existed)
         self._records = record_mode in ("new_episodes", "all", "rewrite") or (record_mode == "once" and not existed)
         self._existed = existed
+        self.guard = _lock.Guard(allowed_hosts=allowed_hosts, blocks=not self._records,
+                                 where=str(self.path) if self.path else "an in-memory cassette")
         self.play_counts = [0] * len(cassette.interactions)
         self.plays: list[Play] = []
         self.recorders: list[Recorder] = []
@@ -305,20 +304,24 @@ class Player:
     # -- context management ----------------------------------------------------------------
 
     def start(self) -> None:
-        self.router.__enter__()
-        for mocker in mockers():
-            mocker.register(self.router)
-            mocker.start()
+        """Intercept every supported client stack and engage the network lock, until :meth:`stop`.
+
+        Players nest: the innermost answers first, and a request it cannot answer (replay only, no
+        match) goes to the next one out.
+        """
+        if self._active:
+            raise RuntimeError(f"ssemock: {self!r} is already active (a player is entered once at a time)")
+        _stacks.activate(self.router)
+        _lock.engage(self.guard)
         self._active = True
 
     def stop(self, save: bool = True) -> None:
+        """Stop intercepting (and save what was recorded, unless ``save=False``)."""
         if not self._active:
             return
         self._active = False
-        for mocker in mockers():
-            mocker.unregister(self.router)
-            mocker.stop()
-        self.router.__exit__(None, None, None)
+        _lock.release(self.guard)
+        _stacks.deactivate(self.router)
         if save:
             self.save()
 
@@ -350,7 +353,7 @@ class Player:
                 return self._serve(index, request)
         if self._records:
             recorder = Recorder(request, on_response=_weakly(self._recorded), **self._hooks)  # type: ignore[arg-type]
-            raise Record(request, recorder.tee)
+            raise Record(request, recorder)
         raise UnmatchedRequestError(self._explain(sent))
 
     def _recorded(self, recorder: Recorder) -> None:
@@ -374,7 +377,7 @@ class Player:
         interaction = self.cassette.interactions[index]
         with self._lock:
             attempt, self.attempts = self.attempts, self.attempts + 1
-        plan = plan_response(interaction.response, url=str(request.url), core=core_module(request),
+        plan = plan_response(interaction.response, url=str(request.url), core=_stacks.errors_of(request),
                              chunking=self.chunking, transforms=self.transforms, timing=self.timing,
                              faults=self.faults, attempt=attempt,
                              read_timeout=(request.extensions.get("timeout") or {}).get("read"))
@@ -520,20 +523,41 @@ def _recorded_error(core: ModuleType, error: dict[str, Any] | None) -> BaseExcep
     return cls(str(error.get("message") or "connection failed (recorded)"))
 
 
-def replay(cassette: Cassette, **options: Any) -> Player:
-    """A player over an in-memory cassette: ``with ssemock.replay(c) as player: ...``."""
-    return Player(cassette, **options)
+def replay(cassette: Cassette, *, chunking: ChunkingSpec = "as_recorded", transform: TransformSpec = None,
+           timing: TimingSpec = "instant", faults: FaultSpec = (), match_on: Sequence[str] | None = None,
+           allow_playback_repeats: bool = False, protocol: str | None = None,
+           allowed_hosts: Sequence[str] | None = None) -> Player:
+    """A player over an in-memory cassette: ``with ssemock.replay(c) as player: ...``.
+
+    Replay only: a request no interaction matches raises UnmatchedRequestError, and a connection
+    no intercepted stack makes, to a host ``allowed_hosts`` does not allow (loopback by default),
+    raises NetworkBlockedError.
+    """
+    return Player(cassette, chunking=chunking, transform=transform, timing=timing, faults=faults,
+                  match_on=match_on, allow_playback_repeats=allow_playback_repeats, protocol=protocol,
+                  allowed_hosts=allowed_hosts)
 
 
-def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode | str = "none",
-                 **options: Any) -> Player:
+def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "none",
+                 chunking: ChunkingSpec = "as_recorded", transform: TransformSpec = None,
+                 timing: TimingSpec = "instant", faults: FaultSpec = (), match_on: Sequence[str] | None = None,
+                 allow_playback_repeats: bool = False, protocol: str | None = None,
+                 before_record_request: RequestHook | None = None,
+                 before_record_response: ResponseHook | None = None,
+                 allowed_hosts: Sequence[str] | None = None) -> Player:
     """Replay (and record, by ``record_mode``) the cassette file at ``path``.
 
     Modes as vcrpy's: ``none`` replays only; ``once`` records if the file is missing, else
     replays; ``new_episodes`` replays what matches and records the rest; ``all`` records
     everything (replacing the interactions it re-records); ``rewrite`` starts from empty.
+    ``allowed_hosts`` (default: loopback only) says which connections that no intercepted stack
+    makes may still reach the network: a replay refuses the others, a recording warns of them.
     """
     p = Path(path)
     existed = p.exists() and record_mode != "rewrite"
     cassette = Cassette.load(p) if existed else Cassette(path=p)
-    return Player(cassette, path=p, record_mode=record_mode, existed=existed, **options)
+    return Player(cassette, path=p, record_mode=record_mode, existed=existed, chunking=chunking,
+                  transform=transform, timing=timing, faults=faults, match_on=match_on,
+                  allow_playback_repeats=allow_playback_repeats, protocol=protocol,
+                  before_record_request=before_record_request, before_record_response=before_record_response,
+                  allowed_hosts=allowed_hosts)

@@ -1,0 +1,24 @@
+"""The errors a replay raises instead of touching the network.
+
+Both are BaseExceptions on purpose: SDKs catch ``Exception`` around sending (Anthropic wraps it in
+APIConnectionError and retries with back-off; botocore retries connection errors), which would
+hide the real cause behind retries and a generic message.
+"""
+
+from __future__ import annotations
+
+__all__ = ["NetworkBlockedError", "SsemockWarning", "UnmatchedRequestError"]
+
+
+class UnmatchedRequestError(BaseException):
+    """A request matched no recorded interaction and recording is off."""
+
+
+class NetworkBlockedError(BaseException):
+    """During a replay, code opened a connection that no intercepted client stack made, to a host
+    that ``allowed_hosts`` does not allow."""
+
+
+class SsemockWarning(UserWarning):
+    """Something worth a look that does not fail the test: an interaction never played, a stream
+    not read to the end, a connection a recording cannot tee."""

@@ -1,0 +1,234 @@
+"""Client stacks: where a request is intercepted, and how a plan is served in each library's types.
+
+One module per stack: :mod:`.httpcore` (httpx), :mod:`.httpcore2` (httpx2, the OpenAI and
+Anthropic SDKs), :mod:`.aiohttp`, :mod:`.urllib3` (requests, botocore). Each turns its request
+into an ``httpx.Request`` tagged with its stack name and calls :func:`dispatch`, which asks the
+active players' respx routers, innermost first. The answer is either a response to serve (a
+:class:`ssemock.replay.ReplayStream` holds the plan, served lazily in the stack's own types), or
+:class:`respx.models.PassThrough` (a route of the user's, or :class:`Record`: send it for real
+and tee the live response into the recorder).
+
+Patches are installed when the first player starts, only for libraries already imported (a
+library imported while a player is active is patched as its import completes), and removed when
+the last player stops. A patch another library put over ours meanwhile (``respx.mock``) is left
+alone: ours then stays beneath it, inactive, and is removed at a later stop, so interleaved exits
+never leave a library patched with a live player behind it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
+
+import httpx
+from respx.models import PassThrough
+
+from ..errors import UnmatchedRequestError
+
+if TYPE_CHECKING:
+    from ..record import Recorder
+
+__all__ = ["STACKS", "STACK_KEY", "Patch", "Record", "activate", "adispatch", "deactivate", "dispatch",
+           "errors_of", "passing", "stack_of"]
+
+STACK_KEY = "ssemock.stack"
+#: stack name (as tagged on requests) -> the library it patches, which is also the name of the
+#: ssemock.stacks module that knows it. Adding a stack = a module here + its line.
+STACKS: dict[str, str] = {"httpx": "httpcore", "httpx2": "httpcore2"}
+_LIBRARIES = {library: stack for stack, library in STACKS.items()}
+
+_passing = contextvars.ContextVar("ssemock_passing", default=False)
+
+
+class Router(Protocol):
+    def handler(self, request: httpx.Request) -> httpx.Response: ...
+    async def async_handler(self, request: httpx.Request) -> httpx.Response: ...
+
+
+class Record(PassThrough):
+    """Raised by a player's router: send the request to the real network and tee the response
+    into ``recorder`` (``begin``, then ``chunk`` per arrival, then ``finish``)."""
+
+    def __init__(self, request: httpx.Request, recorder: Recorder) -> None:
+        super().__init__("recording", request=request, origin=None)  # type: ignore[arg-type]
+        self.recorder = recorder
+
+
+@dataclass
+class Patch:
+    """One attribute of a library class replaced by ``make(original)`` while players are active."""
+
+    owner: Any
+    name: str
+    make: Callable[[Any], Any]
+    _saved: Any = field(default=None, repr=False)
+    _new: Any = field(default=None, repr=False)
+
+    def install(self) -> None:
+        if self._new is not None:
+            return
+        self._saved = self.owner.__dict__.get(self.name, _MISSING)
+        self._new = self.make(getattr(self.owner, self.name))
+        setattr(self.owner, self.name, self._new)
+
+    def uninstall(self) -> bool:
+        """Restore the original; False (and nothing done) when something else patched over ours."""
+        if self._new is None:
+            return True
+        if self.owner.__dict__.get(self.name) is not self._new:
+            return False
+        if self._saved is _MISSING:
+            delattr(self.owner, self.name)
+        else:
+            setattr(self.owner, self.name, self._saved)
+        self._new = self._saved = None
+        return True
+
+
+_MISSING = object()
+
+_routers: list[Router] = []  # the active players' routers, outermost first
+_state = threading.RLock()
+_patches: dict[str, list[Patch]] = {}  # library -> its installed patches
+
+
+def _stack_module(stack: str) -> ModuleType:
+    return importlib.import_module(f"{__name__}.{STACKS[stack]}")
+
+
+def _install(library: str) -> None:
+    with _state:
+        if library in _patches or not _routers:
+            return
+        _patches[library] = patches = _stack_module(_LIBRARIES[library]).patches()
+        for patch in patches:
+            patch.install()
+
+
+def _uninstall_all() -> None:
+    for library, patches in list(_patches.items()):
+        if all([patch.uninstall() for patch in reversed(patches)]):
+            del _patches[library]
+
+
+class _ImportWatcher(importlib.abc.MetaPathFinder):
+    """Patches a stack's library as its import completes, while a player is active."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in _LIBRARIES or fullname in _patches:
+            return None
+        spec = None
+        for finder in sys.meta_path:
+            if finder is not self and hasattr(finder, "find_spec"):
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        spec.loader = _PatchingLoader(spec.loader, fullname)
+        return spec
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    def __init__(self, loader: Any, library: str) -> None:
+        self._loader, self._library = loader, library
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self._loader.create_module(spec)  # type: ignore[no-any-return]
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        _install(self._library)
+
+
+_watcher = _ImportWatcher()
+
+
+def activate(router: Router) -> None:
+    """A player starts: its router answers first from now on."""
+    with _state:
+        _routers.append(router)
+        if len(_routers) == 1:
+            sys.meta_path.insert(0, _watcher)
+        for library in _LIBRARIES:
+            if library in sys.modules:
+                _install(library)
+
+
+def deactivate(router: Router) -> None:
+    """A player stops; the last one out removes the patches."""
+    with _state:
+        if router in _routers:
+            _routers.remove(router)
+        if not _routers:
+            if _watcher in sys.meta_path:
+                sys.meta_path.remove(_watcher)
+            _uninstall_all()
+
+
+def intercepting() -> bool:
+    """Whether a stack should ask the players (some player is active and this is no pass-through)."""
+    return bool(_routers) and not _passing.get()
+
+
+def dispatch(request: httpx.Request) -> httpx.Response:
+    """Ask the active players, innermost first; the first that matches (or records) answers.
+
+    Raises PassThrough (or :class:`Record`) to send the request for real, and the innermost
+    player's UnmatchedRequestError when none answers.
+    """
+    first: UnmatchedRequestError | None = None
+    for router in reversed(_routers):
+        try:
+            return router.handler(request)
+        except UnmatchedRequestError as exc:
+            first = first or exc
+    raise first or UnmatchedRequestError("ssemock: no player is active")
+
+
+async def adispatch(request: httpx.Request) -> httpx.Response:
+    """:func:`dispatch` for async stacks (a user's async side effects run on the loop)."""
+    first: UnmatchedRequestError | None = None
+    for router in reversed(_routers):
+        try:
+            return await router.async_handler(request)
+        except UnmatchedRequestError as exc:
+            first = first or exc
+    raise first or UnmatchedRequestError("ssemock: no player is active")
+
+
+@contextmanager
+def passing() -> Iterator[None]:
+    """Around a request sent for real: stacks beneath do not intercept it again, and the network
+    lock lets its connections through."""
+    token = _passing.set(True)
+    try:
+        yield
+    finally:
+        _passing.reset(token)
+
+
+def is_passing() -> bool:
+    return _passing.get()
+
+
+def stack_of(request: httpx.Request) -> str:
+    """Which client stack sent the request (``httpx``, ``httpx2``, ``aiohttp``, ``urllib3``)."""
+    return str(request.extensions.get(STACK_KEY, "httpx"))
+
+
+def errors_of(request: httpx.Request) -> Any:
+    """The namespace whose ``RemoteProtocolError`` / ``ReadTimeout`` (and recorded error names)
+    become the exceptions the request's own stack raises (its ``ERRORS``)."""
+    return _stack_module(stack_of(request)).ERRORS

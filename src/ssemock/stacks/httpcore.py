@@ -1,0 +1,145 @@
+"""The httpx stack: ``httpcore`` connection pools, sync and async.
+
+Every httpx transport sends through a ``ConnectionPool`` (proxies are pools too), so patching the
+pools' ``handle_request`` / ``handle_async_request`` intercepts every httpx client once. A
+replayed response is an ``httpcore.Response`` over the lazy replay stream; faults raise
+``httpcore`` exceptions, which the httpx transport maps to its own (``httpx.RemoteProtocolError``,
+``httpx.ReadTimeout``), as it does for a real socket. :mod:`.httpcore2` reuses this module for
+httpx2.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator, Iterator
+from types import ModuleType
+from typing import Any
+
+import httpx
+from respx.models import PassThrough
+from respx.patterns import parse_url
+
+from . import STACK_KEY, Patch, Record, adispatch, dispatch, intercepting, passing
+from ..record import Recorder
+
+__all__ = ["ERRORS", "patches", "pool_patches"]
+
+ERRORS: ModuleType = importlib.import_module("httpcore")
+
+
+def _to_httpx(request: Any, stack: str) -> httpx.Request:
+    url = request.url
+    return httpx.Request(request.method.decode("ascii"), parse_url((url.scheme, url.host, url.port, url.target)),
+                         headers=request.headers, stream=request.stream,
+                         extensions={**request.extensions, STACK_KEY: stack})
+
+
+def _to_core(core: ModuleType, response: httpx.Response) -> Any:
+    return core.Response(status=response.status_code, headers=response.headers.raw,
+                         content=response.stream, extensions=response.extensions)
+
+
+def _begin(recorder: Recorder, response: Any) -> None:
+    recorder.begin(response.status, [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers])
+
+
+def pool_patches(core_name: str, stack: str) -> list[Patch]:
+    """The two pool patches of an httpcore-like library (``httpcore`` or ``httpcore2``)."""
+    core = importlib.import_module(core_name)
+
+    def sync(original: Any) -> Any:
+        def handle_request(self: Any, request: Any) -> Any:
+            if not intercepting():
+                return original(self, request)
+            sent = _to_httpx(request, stack)
+            sent.read()
+            request.stream = sent.stream
+            try:
+                response = dispatch(sent)
+            except PassThrough as passed:
+                with passing():
+                    real = original(self, request)
+                if isinstance(passed, Record):
+                    _begin(passed.recorder, real)
+                    real.stream = _SyncTee(real.stream, passed.recorder)
+                return real
+            return _to_core(core, response)
+        return handle_request
+
+    def asynchronous(original: Any) -> Any:
+        async def handle_async_request(self: Any, request: Any) -> Any:
+            if not intercepting():
+                return await original(self, request)
+            sent = _to_httpx(request, stack)
+            await sent.aread()
+            request.stream = sent.stream
+            try:
+                response = await adispatch(sent)
+            except PassThrough as passed:
+                with passing():
+                    real = await original(self, request)
+                if isinstance(passed, Record):
+                    _begin(passed.recorder, real)
+                    real.stream = _AsyncTee(real.stream, passed.recorder)
+                return real
+            return _to_core(core, response)
+        return handle_async_request
+
+    return [Patch(core.ConnectionPool, "handle_request", sync),
+            Patch(core.AsyncConnectionPool, "handle_async_request", asynchronous)]
+
+
+def patches() -> list[Patch]:
+    return pool_patches("httpcore", "httpx")
+
+
+class _Tee:
+    """The teeing stream around a real response stream; it lets go of the recorder once the
+    stream has ended, so an httpx Response kept by the client does not keep the recording."""
+
+    def __init__(self, stream: Any, recorder: Recorder) -> None:
+        self._stream = stream
+        self._rec: Recorder | None = recorder
+
+    def _end(self, exc: BaseException | None) -> None:
+        if self._rec is not None:
+            self._rec.finish(exc)
+            self._rec = None
+
+
+class _SyncTee(_Tee):
+    def __iter__(self) -> Iterator[bytes]:
+        rec = self._rec
+        assert rec is not None, "httpx iterates a response stream once"
+        try:
+            for chunk in self._stream:
+                rec.chunk(chunk)
+                yield chunk
+        except BaseException as exc:
+            self._end(exc)
+            raise
+        self._end(None)
+
+    def close(self) -> None:
+        self._end(GeneratorExit())
+        if hasattr(self._stream, "close"):
+            self._stream.close()
+
+
+class _AsyncTee(_Tee):
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        rec = self._rec
+        assert rec is not None, "httpx iterates a response stream once"
+        try:
+            async for chunk in self._stream:
+                rec.chunk(chunk)
+                yield chunk
+        except BaseException as exc:
+            self._end(exc)
+            raise
+        self._end(None)
+
+    async def aclose(self) -> None:
+        self._end(GeneratorExit())
+        if hasattr(self._stream, "aclose"):
+            await self._stream.aclose()
