@@ -10,9 +10,10 @@ and tee the live response into the recorder).
 
 Patches are installed when the first player starts, only for libraries already imported (a
 library imported while a player is active is patched as its import completes), and removed when
-the last player stops. A patch another library put over ours meanwhile (``respx.mock``) is left
-alone: ours then stays beneath it, inactive, and is removed at a later stop, so interleaved exits
-never leave a library patched with a live player behind it.
+the last player stops. A patch another library put over ours meanwhile (``respx.mock`` started
+inside a player and stopped after it) is left alone: ours stays beneath it, inert (it calls
+straight through), and removes itself the first time it runs with no player active, or at the
+next player's start or stop.
 """
 
 from __future__ import annotations
@@ -116,9 +117,14 @@ def _install(library: str) -> None:
 
 
 def _uninstall_all() -> None:
+    global _leftover
     for library, patches in list(_patches.items()):
         if all([patch.uninstall() for patch in reversed(patches)]):
             del _patches[library]
+    _leftover = bool(_patches)
+
+
+_leftover = False  # patches the last player could not remove (another patch was over them)
 
 
 class _ImportWatcher(importlib.abc.MetaPathFinder):
@@ -158,6 +164,8 @@ _watcher = _ImportWatcher()
 def activate(router: Router) -> None:
     """A player starts: its router answers first from now on."""
     with _state:
+        if _leftover and not _routers:
+            _uninstall_all()
         _routers.append(router)
         if len(_routers) == 1:
             sys.meta_path.insert(0, _watcher)
@@ -178,8 +186,17 @@ def deactivate(router: Router) -> None:
 
 
 def intercepting() -> bool:
-    """Whether a stack should ask the players (some player is active and this is no pass-through)."""
-    return bool(_routers) and not _passing.get()
+    """Whether a stack should ask the players (some player is active and this is no pass-through).
+
+    With no player active, an inert patch left beneath another library's removes itself here.
+    """
+    if _routers:
+        return not _passing.get()
+    if _leftover:
+        with _state:
+            if not _routers:
+                _uninstall_all()
+    return False
 
 
 def dispatch(request: httpx.Request) -> httpx.Response:
