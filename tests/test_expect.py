@@ -210,7 +210,7 @@ def test_assert_events_message_names_event_and_boundaries() -> None:
 
 def test_expected_before_anything_served_is_a_clear_error() -> None:
     with ssemock.replay(ssemock.Cassette()) as player:
-        with pytest.raises(StreamAssertionError, match="nothing was served yet"):
+        with pytest.raises(StreamAssertionError, match="nothing was served or recorded yet"):
             player.expected
 
 

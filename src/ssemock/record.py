@@ -13,7 +13,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import httpx
 
@@ -57,18 +57,13 @@ def _decoder(encoding: str) -> Callable[[bytes], bytes] | None:
 class Recorder:
     """One live exchange being recorded; ``tee`` wraps the real response's stream."""
 
-    def __init__(self, request: httpx.Request, *, on_response: Callable[[Recorder], None],
-                 before_record_request: RequestHook | None = None,
+    def __init__(self, sent: httpx.Request, request: Request, *, on_response: Callable[[Recorder], None],
                  before_record_response: ResponseHook | None = None) -> None:
         self.t0 = time.perf_counter()
-        self.request = request_from_httpx(request)
+        self.sent = sent  # as the client sent it
+        self.request = request  # as it will be stored: redacted, and after before_record_request
         self._on_response = on_response
         self._before_response = before_record_response
-        self.skip = False
-        if before_record_request is not None:
-            hooked = before_record_request(self.request)
-            self.skip = hooked is None
-            self.request = hooked or self.request
         self.status = 0
         self.headers: Headers = []
         self._parts: list[bytes] = []
@@ -132,18 +127,22 @@ class Recorder:
         except ValueError:
             return False
 
-    def interaction(self) -> Interaction | None:
-        """The interaction as recorded so far (None when a hook dropped it)."""
-        if self.skip:
-            return None
+    @overload
+    def interaction(self, *, hooked: Literal[True] = ...) -> Interaction | None: ...
+    @overload
+    def interaction(self, *, hooked: Literal[False]) -> Interaction: ...
+
+    def interaction(self, *, hooked: bool = True) -> Interaction | None:
+        """The interaction as recorded so far, redacted; after ``before_record_response`` unless
+        ``hooked`` is False (None when that hook drops it)."""
         with self._lock:
             body, ends, times = self._body(), list(self._ends), list(self._times)
         response = redact_response(Response(self.status, list(self.headers), body, ends,
                                              [round(t, 4) for t in times],
                                              self.complete, self.error))
-        if self._before_response is not None:
-            hooked = self._before_response(response)
-            if hooked is None:
+        if hooked and self._before_response is not None:
+            changed = self._before_response(response)
+            if changed is None:
                 return None
-            response = hooked
+            response = changed
         return Interaction(self.request, response)

@@ -31,7 +31,7 @@ from . import matching
 from . import timing as _timing
 from . import transforms as _transforms
 from .accumulate import Accumulated
-from .cassette import Cassette, CassetteError, Interaction, Response
+from .cassette import Cassette, CassetteError, Interaction, Request, Response
 from .expect import Expected, StreamAssertionError
 from .faults import Served
 from . import lock as _lock
@@ -208,14 +208,15 @@ async def _async_sleep(seconds: float) -> None:
 
 @dataclass
 class Play:
-    """One response served from the cassette."""
+    """One response served from the cassette (or, with ``stream`` None and ``index`` -1, one
+    live response as it was recorded: what ``expected`` compares with on a recording run)."""
 
     index: int
     request: httpx.Request
     interaction: Interaction
     chunking: _chunking.Chunking
     transforms: list[_transforms.Transform]
-    stream: ReplayStream
+    stream: ReplayStream | None
     body: bytes = b""
     ends: list[int] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
@@ -260,7 +261,8 @@ def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class Player:
-    """Replays (and, by record mode, records) a cassette for all httpx and httpx2 clients."""
+    """Replays (and, by record mode, records) a cassette for every intercepted client stack
+    (httpx, httpx2, aiohttp, urllib3: see :mod:`ssemock.stacks`)."""
 
     def __init__(self, cassette: Cassette, *, path: str | os.PathLike[str] | None = None,
                  record_mode: RecordMode = "none", chunking: ChunkingSpec = "as_recorded",
@@ -283,8 +285,8 @@ class Player:
         self.match_on = matching.resolve(match_on)
         self.allow_playback_repeats = allow_playback_repeats
         self.protocol = protocol
-        self._hooks = {"before_record_request": before_record_request,
-                       "before_record_response": before_record_response}
+        self._before_request = before_record_request
+        self._before_response = before_record_response
         self._replays = record_mode in ("none", "new_episodes") or (record_mode == "once" and existed)
         self._records = record_mode in ("new_episodes", "all", "rewrite") or (record_mode == "once" and not existed)
         self._existed = existed
@@ -296,6 +298,7 @@ class Player:
         self._lock = threading.Lock()
         self.router = _Router(_weakly(self._handle))
         self._active = False
+        self._latest: Play | Recorder | None = None  # the last response served or recorded
 
     def __repr__(self) -> str:
         return (f"<ssemock.Player {self.path or '(memory)'} mode={self.record_mode} "
@@ -346,19 +349,27 @@ class Player:
 
     def _handle(self, request: httpx.Request) -> httpx.Response:
         sent = request_from_httpx(request)
+        if self._before_request is not None:  # as vcrpy: matched in the form it is recorded in
+            hooked = self._before_request(sent)
+            if hooked is None:  # dropped: neither matched nor recorded, sent as it is
+                raise respx.models.PassThrough("dropped by before_record_request", request=request,
+                                               origin=None)  # type: ignore[arg-type]
+            sent = hooked
         if self._replays:
             with self._lock:
                 index = self._take(sent)
             if index is not None:
                 return self._serve(index, request)
         if self._records:
-            recorder = Recorder(request, on_response=_weakly(self._recorded), **self._hooks)  # type: ignore[arg-type]
+            recorder = Recorder(request, sent, on_response=_weakly(self._recorded),
+                                before_record_response=self._before_response)
             raise Record(request, recorder)
         raise UnmatchedRequestError(self._explain(sent))
 
     def _recorded(self, recorder: Recorder) -> None:
         with self._lock:
             self.recorders.append(recorder)
+            self._latest = recorder
 
     def _take(self, sent: Any) -> int | None:
         candidates = [i for i, x in enumerate(self.cassette.interactions)
@@ -385,8 +396,11 @@ class Player:
             with self._lock:
                 self.play_counts[index] -= 1
         stream = ReplayStream(plan, t0)
-        self.plays.append(Play(index, request, interaction, self.chunking, self.transforms, stream,
-                               plan.body, plan.ends, [str(f) for f in self.faults]))
+        play = Play(index, request, interaction, self.chunking, self.transforms, stream,
+                    plan.body, plan.ends, [str(f) for f in self.faults])
+        with self._lock:
+            self.plays.append(play)
+            self._latest = play
         return httpx.Response(plan.status, headers=plan.headers, stream=stream,
                               extensions={"http_version": b"HTTP/1.1"})
 
@@ -443,10 +457,20 @@ class Player:
 
     @property
     def expected(self) -> Expected:
-        """Reference events and result of the last response served."""
-        if not self.plays:
-            raise StreamAssertionError(f"ssemock: nothing was served yet by {self!r}, so nothing is expected")
-        play = self.plays[-1]
+        """Reference events and result of the last response served, or, on a recording run, of
+        the last live response as recorded so far (so one test passes when it records and when
+        it replays)."""
+        with self._lock:
+            latest = self._latest
+        if latest is None:
+            raise StreamAssertionError(f"ssemock: nothing was served or recorded yet by {self!r}, "
+                                       "so nothing is expected")
+        if isinstance(latest, Recorder):
+            interaction = latest.interaction(hooked=False)
+            response = interaction.response
+            return Expected(Play(-1, latest.sent, interaction, _chunking.as_recorded, [], None,
+                                 response.body, response.ends), self.protocol)
+        play = latest
         if play.expected is None:
             play.expected = Expected(play, self.protocol)
         return play.expected
@@ -510,7 +534,7 @@ class Player:
     def unconsumed(self) -> list[Play]:
         """Plays whose stream the client opened but stopped reading before the end (and before
         any fault); a response closed without reading its body (an error status) is not one."""
-        return [p for p in self.plays if p.stream.opened and not p.stream.finished]
+        return [p for p in self.plays if p.stream is not None and p.stream.opened and not p.stream.finished]
 
 
 def _recorded_error(core: ModuleType, error: dict[str, Any] | None) -> BaseException | None:
