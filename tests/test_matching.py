@@ -26,7 +26,8 @@ def jreq(obj: object, **kw: object) -> Request:
 
 
 def test_matcher_names_and_default() -> None:
-    assert set(matching.MATCHERS) == {"method", "scheme", "host", "port", "path", "query", "url", "body", "headers"}
+    assert set(matching.MATCHERS) == {"method", "scheme", "host", "port", "path", "query", "url", "uri", "body",
+                                      "raw_body", "headers"}
     assert matching.DEFAULT == ("method", "scheme", "host", "port", "path", "query", "body")
     assert matching.resolve(None) == matching.DEFAULT
     assert matching.resolve(["method", "url"]) == ("method", "url")
@@ -199,3 +200,39 @@ def test_a_request_matches_itself(method: str, scheme: str, host: str, path: str
     qs = "&".join(f"{k}={v}" for k, v in query)
     r = Request(method, f"{scheme}://{host}/{path}" + (f"?{qs}" if qs else ""), list(headers.items()), body)
     assert matching.differences(r, r, ALL) == []
+
+
+def test_vcrpy_uri_raw_body_and_callables() -> None:
+    recorded = Request("POST", "https://api.x.test/v1?a=1", [("x-tenant", "t1")], b'{"a": 1, "b": 2}')
+    same_json = Request("POST", "https://api.x.test/v1?a=1", [("x-tenant", "t2")], b'{"b": 2, "a": 1}')
+    assert matching.differences(same_json, recorded, matching.resolve(["uri", "body"])) == []
+    assert matching.differences(same_json, recorded, matching.resolve(["raw_body"])) == [
+        "raw_body: 16 bytes recorded, 16 sent, not the same bytes"]
+    other = Request("POST", "https://api.x.test/v1?a=2", [], b"")
+    assert matching.differences(other, recorded, ["uri"])[0].startswith("uri: 'https://api.x.test/v1?a=1' recorded")
+
+    def same_tenant(sent: Request, rec: Request) -> None:
+        assert dict(sent.headers).get("x-tenant") == dict(rec.headers).get("x-tenant"), "another tenant"
+
+    def never(sent: Request, rec: Request) -> bool:
+        return False
+
+    assert matching.differences(same_json, recorded, matching.resolve([same_tenant])) == ["same_tenant: another tenant"]
+    assert matching.differences(recorded, recorded, matching.resolve([same_tenant, "uri"])) == []
+    assert matching.differences(recorded, recorded, [never]) == ["never: does not match"]
+    with pytest.raises(ValueError, match=r"\['uri'\]"):
+        matching.resolve("uri")  # type: ignore[arg-type]
+
+
+def test_a_callable_matcher_through_replay() -> None:
+    import httpx
+
+    cassette = ssemock.Cassette()
+    cassette.add("GET", "https://api.x.test/a", [b"data: a\n\n"])
+    cassette.add("GET", "https://api.x.test/b", [b"data: b\n\n"])
+
+    def last_letter(sent: Request, rec: Request) -> bool:
+        return sent.url[-1] == rec.url[-1]
+
+    with ssemock.replay(cassette, match_on=["method", last_letter]):
+        assert httpx.get("https://other.x.test/b").text == "data: b\n\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -241,3 +242,245 @@ def test_ini(ssemock):
                 "ssemock-as_recorded+keepalive]", "ssemock-as_recorded+no_space]",
                 "test_ini[ssemock-bytewise]", "test_ini[ssemock-mid_utf8]"):
         assert run in out
+
+
+# -- the first hour: recording runs that assert, naming, options, errors ---------------------
+
+COUNTED: dict[str, int] = {}
+
+
+async def _counted(request: Any) -> Any:
+    from starlette.responses import StreamingResponse
+    COUNTED[request.url.path] = COUNTED.get(request.url.path, 0) + 1
+    body = await request.body()
+
+    async def events() -> Any:
+        yield b'data: {"choices": [{"index": 0, "delta": {"content": "Hel"}}]}\n\n'
+        yield b'data: {"choices": [{"index": 0, "delta": {"content": "lo"}}]}\n\n'
+        yield b"data: [DONE]\n\n"
+
+    assert body is not None
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
+class Counting:
+    """A loopback server counting the requests it gets, per path; ``stop()`` it to replay."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+        COUNTED.clear()
+        self._server = running(Starlette(routes=[Route("/v1/chat/completions", _counted, methods=["POST"])]))
+        monkeypatch.setenv("SSEMOCK_TEST_SERVER", self._server.__enter__())
+        self._running = True
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return dict(COUNTED)
+
+    def stop(self) -> None:
+        if self._running:
+            self._running = False
+            self._server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counting]:
+    found = Counting(monkeypatch)
+    yield found
+    found.stop()
+
+
+MATRIX_TEST = '''
+import os, openai, pytest
+URL = os.environ.get("SSEMOCK_TEST_SERVER", "http://127.0.0.1:9")
+
+@pytest.mark.ssemock(chunking="all")
+def test_chat(ssemock):
+    client = openai.OpenAI(base_url=URL + "/v1", api_key="sk-test-first-hour-000", max_retries=0)
+    stream = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}],
+                                            stream=True)
+    text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    ssemock.assert_text(text)
+    assert ssemock.expected.text == "Hello"
+'''
+
+
+@pytest.mark.parametrize("mode", ["once", "all", "rewrite"])
+def test_a_matrix_records_once_and_asserts_on_the_recording_run(pytester: pytest.Pytester, counting: Any,
+                                                                mode: str) -> None:
+    pytester.makepyfile(test_m=MATRIX_TEST)
+    runs = len(ssemock.chunking.ALL)
+    pytester.runpytest_subprocess("-p", "no:cassetter", f"--ssemock-record-mode={mode}").assert_outcomes(passed=runs)
+    assert counting.counts == {"/v1/chat/completions": 1}  # one request recorded, the variants replayed it
+    counting.stop()
+    pytester.runpytest_subprocess("-p", "no:cassetter").assert_outcomes(passed=runs)
+
+
+def test_a_matrix_records_once_under_xdist(pytester: pytest.Pytester, counting: Any) -> None:
+    pytester.makepyfile(test_m=MATRIX_TEST)
+    runs = len(ssemock.chunking.ALL)
+    result = pytester.runpytest_subprocess("-p", "no:cassetter", "-n", "2", "--ssemock-record-mode=all")
+    result.assert_outcomes(passed=runs)
+    assert counting.counts == {"/v1/chat/completions": 1}
+
+
+def test_a_scrubbed_body_field_still_replays(pytester: pytest.Pytester, counting: Any) -> None:
+    pytester.makeconftest('''
+import pytest
+
+def scrub(request):
+    body = request.json()
+    if isinstance(body, dict) and "user" in body:
+        body["user"] = "SCRUBBED"
+        request.body = __import__("json").dumps(body).encode()
+    return request
+
+@pytest.fixture
+def ssemock_config():
+    return {"before_record_request": scrub}
+''')
+    pytester.makepyfile(test_scrub='''
+import os, openai, pytest
+URL = os.environ.get("SSEMOCK_TEST_SERVER", "http://127.0.0.1:9")
+
+@pytest.mark.ssemock
+def test_chat(ssemock):
+    client = openai.OpenAI(base_url=URL + "/v1", api_key="sk-test-scrub-000", max_retries=0)
+    stream = client.chat.completions.create(model="m", messages=[], user="alice@example.com", stream=True)
+    ssemock.assert_text("".join(c.choices[0].delta.content or "" for c in stream if c.choices))
+''')
+    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=once").assert_outcomes(passed=1)
+    saved = (pytester.path / "cassettes" / "test_scrub" / "test_chat.json").read_text()
+    assert "alice@example.com" not in saved and "SCRUBBED" in saved
+    counting.stop()
+    pytester.runpytest_subprocess("-p", "no:cassetter").assert_outcomes(passed=1)
+
+
+def test_class_positional_and_relative_names(pytester: pytest.Pytester) -> None:
+    def save(rel: str) -> None:
+        c = ssemock.Cassette()
+        c.add("GET", f"https://example.test/{rel}", [b"data: x\n\n"])
+        c.save(pytester.path / "cassettes" / "test_names" / rel)
+
+    for rel in ("TestA.test_same.json", "TestB.test_same.json", "shared.json", "sub/deep.json"):
+        save(rel)
+    (pytester.path / "elsewhere").mkdir()
+    pytester.makepyfile(test_names='''
+import httpx, pytest
+
+class TestA:
+    @pytest.mark.ssemock
+    def test_same(self):
+        assert httpx.get("https://example.test/TestA.test_same.json").status_code == 200
+
+class TestB:
+    @pytest.mark.ssemock
+    def test_same(self):
+        assert httpx.get("https://example.test/TestB.test_same.json").status_code == 200
+
+@pytest.mark.ssemock("shared")
+def test_positional():
+    assert httpx.get("https://example.test/shared.json").status_code == 200
+
+@pytest.mark.ssemock(cassette="sub/deep")
+def test_relative(ssemock):
+    assert ssemock.path.name == "deep.json" and ssemock.path.parent.name == "sub"
+    assert httpx.get("https://example.test/sub/deep.json").status_code == 200
+''')
+    pytester._monkeypatch.chdir(pytester.path / "elsewhere")  # a name never resolves in the working directory
+    result = pytester.runpytest_inprocess(str(pytester.path / "test_names.py"), "-p", "no:cassetter")
+    result.assert_outcomes(passed=4)
+
+
+@pytest.mark.parametrize("marker, expected", [
+    ('chunking="mid_lin"', "did you mean 'mid_line'?"),
+    ('transform="crfl"', "did you mean 'crlf'?"),
+    ('faults="disconect:after_event=1"', "disconect"),
+    ('match_on=["methd"]', "methd"),
+    ('record_mode="onse"', "did you mean 'once'?"),
+    ('chunkng="mid_line"', "did you mean 'chunking'?"),
+    ('timing="scaled:x"', "scaled"),
+])
+def test_a_bad_option_is_one_usage_error_naming_the_test(pytester: pytest.Pytester, marker: str,
+                                                         expected: str) -> None:
+    pytester.makepyfile(test_bad=f'''
+import pytest
+
+@pytest.mark.ssemock({marker})
+def test_broken():
+    pass
+
+def test_fine():
+    pass
+''')
+    result = pytester.runpytest_inprocess("-p", "no:cassetter")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "test_bad.py::test_broken" in err and expected in err
+    assert "Traceback" not in err and "plugin.py" not in err
+
+
+@pytest.mark.parametrize("args, ini, expected", [
+    (["--ssemock-chunking=bytewize"], "", "--ssemock-chunking: "),
+    (["--ssemock-faults=stall:before_event=x,seconds=1"], "", "--ssemock-faults: "),
+    ([], "ssemock_timing = slow", "ini option ssemock_timing: "),
+    ([], "ssemock_check_unplayed = eror", "did you mean 'error'?"),
+])
+def test_a_bad_command_line_or_ini_option_is_one_usage_error(pytester: pytest.Pytester, args: list[str],
+                                                             ini: str, expected: str) -> None:
+    pytester.makepyfile(test_any="def test_x():\n    pass\n")
+    if ini:
+        pytester.makeini(f"[pytest]\n{ini}\n")
+    result = pytester.runpytest_inprocess("-p", "no:cassetter", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert expected in result.stderr.str() and "Traceback" not in result.stderr.str()
+
+
+def test_markers_list_every_keyword(pytester: pytest.Pytester) -> None:
+    out = pytester.runpytest_inprocess("-p", "no:cassetter", "--markers").stdout.str()
+    line = next(x for x in out.splitlines() if x.startswith("@pytest.mark.ssemock"))
+    for keyword in ssemock.plugin.KEYWORDS:
+        assert f"{keyword}=" in line
+
+
+def test_every_option_from_ini_and_the_allowed_hosts_everywhere(pytester: pytest.Pytester) -> None:
+    c = ssemock.Cassette()
+    c.add("GET", "https://example.test/s", [b"data: 1\n\n", b"data: 2\n\n"])
+    c.save(pytester.path / "cassettes" / "test_ini_all" / "test_options.json")
+    pytester.makeini("[pytest]\nssemock_timing = scaled:0.5\nssemock_faults = disconnect:after_event=1\n"
+                     "ssemock_match_on = method, uri\nssemock_allowed_hosts = 127.0.0.1\n"
+                     "ssemock_check_unplayed = error\nssemock_allow_playback_repeats = true\n")
+    pytester.makepyfile(test_ini_all='''
+import httpx, pytest
+
+@pytest.mark.ssemock
+def test_options(ssemock):
+    assert ssemock.timing.factor == 0.5
+    assert [str(f) for f in ssemock.faults] == ["disconnect:after_event=1"]
+    assert ssemock.match_on == ("method", "uri") and ssemock.allow_playback_repeats
+    assert ssemock.guard.allowed_hosts == ["127.0.0.1"]
+    with pytest.raises(httpx.RemoteProtocolError):
+        httpx.get("https://example.test/s")
+
+@pytest.mark.ssemock(cassette="test_options", allowed_hosts=[], faults=[])
+def test_marker_wins(ssemock):
+    assert ssemock.guard.allowed_hosts == []
+    assert httpx.get("https://example.test/s").text == "data: 1\\n\\ndata: 2\\n\\n"
+''')
+    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=2)
+    result = pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-allowed-hosts=none", "-k", "options")
+    result.assert_outcomes(failed=1)
+    assert "allowed_hosts == ['127.0.0.1']" in result.stdout.str() or "[] ==" in result.stdout.str()
+
+
+def test_disable_turns_the_plugin_off(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_off='''
+import httpcore, pytest
+
+@pytest.mark.ssemock(chunking="all")
+def test_unpatched(ssemock):
+    assert "handle_request" not in vars(httpcore.ConnectionPool) or \\
+        vars(httpcore.ConnectionPool)["handle_request"].__module__.startswith("httpcore")
+''')
+    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-disable").assert_outcomes(passed=1)

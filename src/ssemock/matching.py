@@ -1,4 +1,10 @@
-"""Request matching with vcrpy's matcher names, and the "closest recorded request" diagnosis."""
+"""Request matching with vcrpy's matcher names, and the "closest recorded request" diagnosis.
+
+``match_on`` takes vcrpy's names (``method``, ``uri``/``url``, ``scheme``, ``host``, ``port``,
+``path``, ``query``, ``body``, ``raw_body``, ``headers``) and callables in vcrpy's convention:
+``matcher(sent, recorded)`` (two :class:`ssemock.Request`) returns None or True when they match,
+False or raises AssertionError (its message says why) when they do not.
+"""
 
 from __future__ import annotations
 
@@ -65,6 +71,13 @@ def _body(sent: Request, rec: Request) -> str | None:
     return f"{len(rec.body)} bytes recorded, {len(sent.body or b'')} sent"
 
 
+def _raw_body(sent: Request, rec: Request) -> str | None:
+    """The exact bytes (``body`` compares JSON bodies as JSON)."""
+    if rec.body is None or (sent.body or b"") == rec.body:
+        return None
+    return f"{len(rec.body)} bytes recorded, {len(sent.body or b'')} sent, not the same bytes"
+
+
 def _headers(sent: Request, rec: Request) -> str | None:
     """Every header the recorded request has, with the same value(s), in the sent one."""
     for name in dict.fromkeys(k for k, _ in rec.headers):
@@ -95,25 +108,45 @@ MATCHERS: dict[str, Matcher] = {
     "path": _part(lambda u: urlsplit(u).path or "/"),
     "query": _part(_query),
     "url": _part(lambda u: u),
+    "uri": _part(lambda u: u),
     "body": _body,
+    "raw_body": _raw_body,
     "headers": _headers,
 }
 
 
-def resolve(match_on: Sequence[str] | None) -> tuple[str, ...]:
-    """Validated matcher names (default: method, URL parts and body)."""
+CustomMatcher = Callable[[Request, Request], "bool | None"]
+MatchOn = Sequence["str | CustomMatcher"]
+
+
+def resolve(match_on: MatchOn | None) -> tuple[str | CustomMatcher, ...]:
+    """Validated matchers (default: method, URL parts and body)."""
+    if isinstance(match_on, str):
+        raise ValueError(f"match_on takes a list of matchers, got the string {match_on!r} (write [{match_on!r}])")
     names = tuple(match_on) if match_on is not None else DEFAULT
-    unknown = [n for n in names if n not in MATCHERS]
+    unknown = [n for n in names if not callable(n) and n not in MATCHERS]
     if unknown:
-        raise ValueError(f"unknown matcher(s) {unknown}; known: {', '.join(MATCHERS)}")
+        raise ValueError(f"unknown matcher(s) {unknown}; known: {', '.join(MATCHERS)} or a callable")
     return names
 
 
-def differences(sent: Request, recorded: Request, match_on: Sequence[str]) -> list[str]:
+def name_of(matcher: str | CustomMatcher) -> str:
+    return matcher if isinstance(matcher, str) else getattr(matcher, "__name__", repr(matcher))
+
+
+def _custom(matcher: CustomMatcher, sent: Request, recorded: Request) -> str | None:
+    try:
+        verdict = matcher(sent, recorded)
+    except AssertionError as exc:
+        return (str(exc).splitlines() or ["does not match"])[0]
+    return None if verdict is None or verdict else "does not match"
+
+
+def differences(sent: Request, recorded: Request, match_on: Sequence[str | CustomMatcher]) -> list[str]:
     """What differs between a sent and a recorded request, one line per failing matcher."""
     out = []
-    for name in match_on:
-        diff = MATCHERS[name](sent, recorded)
+    for matcher in match_on:
+        diff = MATCHERS[matcher](sent, recorded) if isinstance(matcher, str) else _custom(matcher, sent, recorded)
         if diff is not None:
-            out.append(f"{name}: {diff}")
+            out.append(f"{name_of(matcher)}: {diff}")
     return out

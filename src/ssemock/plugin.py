@@ -1,12 +1,18 @@
-"""pytest plugin: the ``ssemock`` fixture and marker, namespaced options, chunking parametrization.
+"""pytest plugin: the ``ssemock`` fixture and marker, namespaced options, the variant matrix.
 
-Options are all ``--ssemock-*`` so the plugin coexists with pytest-recording and cassetter.
+Options are all ``--ssemock-*`` (and ``ssemock_*`` ini keys) so the plugin coexists with
+pytest-recording and cassetter. Where an option is given in several places, the marker wins,
+then the command line, then the ``ssemock_config`` fixture, then the ini file; except the record
+mode, where the command line wins (as ``--record-mode`` does for pytest-recording). A test
+without the marker or the fixture costs nothing: no autouse fixture, nothing imported for it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import tempfile
+import uuid
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,17 +22,38 @@ from typing import Any
 import pytest
 
 from . import chunking as _chunking
+from . import faults as _faults
+from . import matching as _matching
+from . import timing as _timing
 from . import transforms as _transforms
+from .cassette import Cassette
+from .cassette_lock import lock_for
 from .errors import SsemockWarning
+from .lock import Guard
 from .replay import RECORD_MODES, Player, use_cassette
 
 _PARAM = "_ssemock_chunking"
-_CONFIG_KEYS = frozenset({
-    "cassette", "chunking", "transform", "timing", "faults", "match_on", "allow_playback_repeats",
-    "protocol", "record_mode", "before_record_request", "before_record_response",
-    "check_unplayed", "check_unconsumed",
-})
 _CHECKS = ("ignore", "warn", "error")
+#: every marker / ssemock_config keyword, with what it takes (shown by ``pytest --markers``)
+KEYWORDS: dict[str, str] = {
+    "cassette": "name in the test's cassette folder, or a path (also the first positional argument)",
+    "record_mode": "|".join(RECORD_MODES),
+    "chunking": "NAME, a list of names, or 'all' (one run per chunking)",
+    "transform": "NAME[+NAME], a list, or 'all' (one run per choice)",
+    "timing": "instant|recorded|scaled:F",
+    "faults": "a fault name or a list of them",
+    "match_on": "vcrpy matcher names and callables",
+    "allow_playback_repeats": "True to serve an interaction more than once",
+    "protocol": "the reference accumulator's protocol, e.g. 'openai.chat'",
+    "allowed_hosts": "hosts a connection no intercepted stack makes may reach (default: loopback)",
+    "before_record_request": "hook(Request) -> Request | None",
+    "before_record_response": "hook(Response) -> Response | None",
+    "check_unplayed": "|".join(_CHECKS),
+    "check_unconsumed": "|".join(_CHECKS),
+}
+#: the options with a command-line flag and an ini key (the rest: ini key only, or marker only)
+_CLI = ("record_mode", "chunking", "transform", "timing", "faults", "allowed_hosts", "match_on")
+_INI = (*_CLI, "check_unplayed", "check_unconsumed", "allow_playback_repeats")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -38,25 +65,117 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ssemock-transform", default=None, metavar="NAME[+NAME...][,...]|all",
                     help="crlf, cr, keepalive, no_space; '+' chains, ',' or 'all' runs each test once per choice")
     group.addoption("--ssemock-timing", default=None, metavar="instant|recorded|scaled:F",
-                    help="when replayed chunks are delivered (default instant)")
-    parser.addini("ssemock_chunking", "default chunking(s) for ssemock tests (as --ssemock-chunking)", default="")
-    parser.addini("ssemock_transform", "default transform(s) for ssemock tests (as --ssemock-transform)", default="")
+                    help="when replayed chunks are delivered (default instant; scaled:F multiplies the "
+                         "recorded times by F)")
     group.addoption("--ssemock-faults", default=None, metavar="FAULT[;FAULT...]",
                     help="faults to inject, e.g. 'disconnect:after_event=3'")
+    group.addoption("--ssemock-allowed-hosts", default=None, metavar="HOST[,HOST...]|none",
+                    help="hosts that connections no intercepted stack makes may reach during a replay "
+                         "(names, *.wildcards, addresses, networks; default loopback; 'none' for nothing)")
+    group.addoption("--ssemock-match-on", default=None, metavar="MATCHER[,MATCHER...]",
+                    help="vcrpy matcher names: method, uri, scheme, host, port, path, query, body, raw_body, headers")
+    group.addoption("--ssemock-disable", action="store_true", default=False,
+                    help="turn ssemock off for this run: no interception, no matrix, marked tests run once")
+    for key in _INI:
+        parser.addini(f"ssemock_{key}", f"default {key} for ssemock tests ({KEYWORDS[key]})", default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    keywords = ", ".join(f"{k}=..." for k in KEYWORDS)
     config.addinivalue_line(
         "markers",
-        "ssemock(cassette=None, chunking=None, transform=None, timing=None, faults=None, "
-        "match_on=None, allow_playback_repeats=False, protocol=None): replay (or record) the "
-        "test's streaming HTTP through an ssemock cassette",
-    )
+        f"ssemock(cassette=None, *, {keywords}): replay (or record) the test's streaming HTTP through "
+        "an ssemock cassette; the first positional argument is the cassette name. Keywords: "
+        + "; ".join(f"{k}: {v}" for k, v in KEYWORDS.items()))
+    if _disabled(config):
+        return
+    for key in _CLI:
+        value = config.getoption(f"ssemock_{key}")
+        if value is not None:
+            problem = _problem(key, _from_text(key, value))
+            if problem:
+                raise pytest.UsageError(f"ssemock: --ssemock-{key.replace('_', '-')}: {problem}")
+    for key in _INI:
+        text = config.getini(f"ssemock_{key}")
+        if text:
+            problem = _problem(key, _from_text(key, text))
+            if problem:
+                raise pytest.UsageError(f"ssemock: ini option ssemock_{key}: {problem}")
+    workerinput = getattr(config, "workerinput", None)
+    config.stash[_RUN] = workerinput["testrunuid"] if workerinput else uuid.uuid4().hex
 
 
-def _marker_kwargs(node: Any) -> dict[str, Any]:
+_RUN = pytest.StashKey[str]()
+_PROBLEMS = pytest.StashKey[list[str]]()
+
+
+def _disabled(config: pytest.Config) -> bool:
+    return bool(config.getoption("ssemock_disable"))
+
+
+def _from_text(key: str, text: str) -> Any:
+    """An option's value as written on the command line or in the ini file."""
+    if key == "allowed_hosts":
+        return [] if text.strip().lower() == "none" else [h.strip() for h in text.split(",") if h.strip()]
+    if key == "match_on":
+        return [m.strip() for m in re.split(r"[,\s]+", text) if m.strip()]
+    if key == "allow_playback_repeats":
+        return text.strip().lower() in ("1", "true", "yes", "on")
+    return text
+
+
+def _problem(key: str, value: Any) -> str | None:
+    """What is wrong with one option's value (None when it is usable)."""
+    try:
+        if key == "record_mode" and value not in RECORD_MODES:
+            return _unknown("record mode", value, RECORD_MODES)
+        if key == "chunking":
+            _chunking.resolve(value)
+        elif key == "transform":
+            _transforms.alternatives(value)
+        elif key == "timing":
+            _timing.get(value)
+        elif key == "faults":
+            _faults.resolve(value)
+        elif key == "match_on":
+            _matching.resolve(value)
+        elif key == "allowed_hosts":
+            Guard(allowed_hosts=value, blocks=True, where="")
+        elif key in ("check_unplayed", "check_unconsumed") and value not in _CHECKS:
+            return _unknown(key, value, _CHECKS)
+    except (ValueError, TypeError) as exc:
+        return str(exc)
+    return None
+
+
+def _unknown(what: str, value: Any, known: tuple[str, ...]) -> str:
+    import difflib
+    close = difflib.get_close_matches(str(value), known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown {what} {value!r}{hint} (known: {', '.join(known)})"
+
+
+def _marker_options(node: Any) -> dict[str, Any]:
+    """The marker's keywords, with its positional argument as ``cassette``."""
     marker = node.get_closest_marker("ssemock")
-    return dict(marker.kwargs) if marker is not None else {}
+    if marker is None:
+        return {}
+    options = dict(marker.kwargs)
+    if marker.args:
+        if len(marker.args) > 1 or "cassette" in options:
+            raise ValueError("the ssemock marker takes one positional argument, the cassette name "
+                             "(or cassette=), not both")
+        options["cassette"] = marker.args[0]
+    return options
+
+
+def _check_keys(options: dict[str, Any], where: str) -> None:
+    import difflib
+    for key in options:
+        if key not in KEYWORDS:
+            close = difflib.get_close_matches(key, KEYWORDS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"unknown {where} keyword {key!r}{hint} (known: {', '.join(KEYWORDS)})")
 
 
 @dataclass(frozen=True)
@@ -71,25 +190,65 @@ class Variant:
         return "+".join(["ssemock-" + self.chunking.name, *(t.name for t in self.transforms)])
 
 
+def _setting(key: str, options: dict[str, Any], config: pytest.Config) -> Any:
+    """Marker (or ssemock_config, already merged below it), else the command line, else the ini."""
+    cli = config.getoption(f"ssemock_{key}") if key in _CLI else None
+    if key == "record_mode" and cli is not None:
+        return cli
+    if options.get(key) is not None:
+        return options[key]
+    if cli is not None:
+        return _from_text(key, cli)
+    text = config.getini(f"ssemock_{key}") if key in _INI else ""
+    return _from_text(key, text) if text else None
+
+
 def _variants(options: dict[str, Any], config: pytest.Config) -> list[Variant]:
-    """Marker first, then the command line, then the ini file."""
-    chunking = (options.get("chunking") or config.getoption("ssemock_chunking")
-                or config.getini("ssemock_chunking") or None)
-    transform = (options.get("transform") or config.getoption("ssemock_transform")
-                 or config.getini("ssemock_transform") or None)
+    chunking = _setting("chunking", options, config)
+    transform = _setting("transform", options, config)
     return [Variant(c, tuple(t)) for c in _chunking.resolve(chunking) for t in _transforms.alternatives(transform)]
 
 
+def _uses(metafunc: pytest.Metafunc) -> bool:
+    return "ssemock" in metafunc.fixturenames or metafunc.definition.get_closest_marker("ssemock") is not None
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """One run per chunking (and transform) when the marker or the options name several."""
+    """A marked test gets the fixture (no autouse fixture needed), and one run per chunking and
+    transform when several are named; a bad option is collected as a problem of this test."""
+    if _disabled(metafunc.config) or not _uses(metafunc):
+        return
+    try:
+        options = _marker_options(metafunc.definition)
+        _check_keys(options, "ssemock marker")
+        for key, value in options.items():
+            problem = _problem(key, value)
+            if problem:
+                raise ValueError(f"{key}: {problem}")
+        variants = _variants(options, metafunc.config)
+    except ValueError as exc:
+        metafunc.config.stash.setdefault(_PROBLEMS, []).append(f"{metafunc.definition.nodeid}: {exc}")
+        return
     if _PARAM not in metafunc.fixturenames:
-        return
-    uses = "ssemock" in metafunc.fixturenames or metafunc.definition.get_closest_marker("ssemock")
-    if not uses:
-        return
-    variants = _variants(_marker_kwargs(metafunc.definition), metafunc.config)
+        metafunc.fixturenames.append(_PARAM)
     if len(variants) > 1:
         metafunc.parametrize(_PARAM, variants, ids=[v.id for v in variants])
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A marked test gets the player without naming the fixture (no autouse fixture: a test
+    without the marker pays nothing)."""
+    fixturenames = getattr(item, "fixturenames", None)
+    if (fixturenames is not None and "ssemock" not in fixturenames
+            and item.get_closest_marker("ssemock") is not None and not _disabled(item.config)):
+        fixturenames.append("ssemock")
+
+
+def pytest_collection_modifyitems(config: pytest.Config) -> None:
+    """Every bad option of every marked test, as one usage error (before any test runs)."""
+    problems = config.stash.get(_PROBLEMS, [])
+    if problems:
+        raise pytest.UsageError("ssemock: bad options\n  " + "\n  ".join(problems))
 
 
 @pytest.fixture
@@ -115,8 +274,11 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._\[\]-]+")  # brackets kept: test_x[param].js
 
 
 def cassette_name(node: Any) -> str:
-    """The test's name without the ssemock variant id, safe as a file name."""
+    """The test's name without the ssemock variant id, safe as a file name; a test in a class is
+    ``Class.test`` (nested: ``Outer.Inner.test``), so same-named tests never share a cassette."""
     name = re.sub(r"(?<=\[)ssemock-[^-\]]+(-|(?=\]))|-ssemock-[^-\]]+", "", node.name).replace("[]", "")
+    classes = [c.name for c in getattr(node, "listchain", lambda: [])() if isinstance(c, pytest.Class)]
+    name = ".".join([*classes, name])
     safe = _UNSAFE.sub("_", name).strip("._") or "cassette"
     if safe != name or len(safe) > 120:  # distinct ids must not share a file once made safe
         digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:10]
@@ -125,46 +287,70 @@ def cassette_name(node: Any) -> str:
 
 
 def _cassette_path(spec: Any, directory: Path, node: Any) -> Path:
+    """A name or relative path resolves in the test's cassette folder, never the working
+    directory; an absolute path is taken as it is."""
     if spec is None:
         return directory / cassette_name(node)
     path = Path(spec)
-    if path.is_absolute() or path.parent != Path("."):
-        return path
-    return directory / (path.name if path.suffix else f"{path.name}.json")
+    if not path.is_absolute():
+        path = directory / path
+    return path if path.suffix else path.with_name(path.name + ".json")
 
 
 @pytest.fixture
 def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
             ssemock_cassette_dir: Path, _ssemock_chunking: Variant | None) -> Iterator[Player]:
     """The active cassette player for this test (replay by default, network blocked)."""
-    options = {**ssemock_config, **_marker_kwargs(request.node)}
-    unknown = set(options) - _CONFIG_KEYS
-    if unknown:
-        raise pytest.UsageError(f"ssemock: unknown option(s) {sorted(unknown)}; known: {sorted(_CONFIG_KEYS)}")
-    variants = _variants(options, request.config)
-    if _ssemock_chunking is None and len(variants) > 1:
-        raise pytest.UsageError("ssemock: a matrix of chunkings/transforms from ssemock_config cannot parametrize "
-                                "the test (fixtures run after collection); put it in the marker, on the command "
-                                "line (--ssemock-chunking) or in the ini file (ssemock_chunking = all)")
     config = request.config
-    for key in ("record_mode", "timing", "faults"):
-        value = config.getoption(f"ssemock_{key}")
-        if value is not None and (key == "record_mode" or options.get(key) is None):
-            options[key] = value
+    name = request.node.nodeid
+    try:
+        _check_keys(ssemock_config, "ssemock_config")
+        for key, value in ssemock_config.items():
+            problem = _problem(key, value)
+            if problem:
+                raise ValueError(f"ssemock_config {key}: {problem}")
+        options = {**ssemock_config, **_marker_options(request.node)}
+        variants = _variants(options, config)
+    except ValueError as exc:
+        pytest.fail(f"ssemock: {name}: {exc}", pytrace=False)
+    if _ssemock_chunking is None and len(variants) > 1 and not _disabled(config):
+        pytest.fail(f"ssemock: {name}: a matrix of chunkings/transforms from ssemock_config cannot parametrize "
+                    "the test (fixtures run after collection); put it in the marker, on the command line "
+                    "(--ssemock-chunking) or in the ini file (ssemock_chunking = all)", pytrace=False)
+    settings = {key: _setting(key, options, config) for key in KEYWORDS if key not in ("chunking", "transform")}
     variant = _ssemock_chunking or variants[0]
-    options.pop("chunking", None)
-    options["transform"] = list(variant.transforms)
-    checks = {k: options.pop(k, "warn") for k in ("check_unplayed", "check_unconsumed")}
-    for key, value in checks.items():
-        if value not in _CHECKS:
-            raise pytest.UsageError(f"ssemock: {key} must be one of {_CHECKS}, got {value!r}")
-    path = _cassette_path(options.pop("cassette", None), ssemock_cassette_dir, request.node)
-    record_mode: Any = options.pop("record_mode", None) or "none"
-    player = use_cassette(path, record_mode=record_mode, chunking=variant.chunking,
-                          **{k: v for k, v in options.items() if v is not None})
-    with player:
-        yield player
+    checks = {k: settings.pop(k) or "warn" for k in ("check_unplayed", "check_unconsumed")}
+    path = _cassette_path(settings.pop("cassette"), ssemock_cassette_dir, request.node)
+    record_mode: Any = settings.pop("record_mode") or "none"
+    kwargs = {k: v for k, v in settings.items() if v is not None}
+    if _disabled(config):  # a player that is never started: nothing intercepted, nothing expected
+        yield Player(Cassette(path=path), path=path, chunking=variant.chunking)
+        return
+    if record_mode == "none":
+        player = use_cassette(path, record_mode="none", chunking=variant.chunking,
+                              transform=list(variant.transforms), **kwargs)
+        with player:
+            yield player
+    else:
+        with lock_for(path):  # one recorder of this cassette at a time, across xdist workers
+            done = _recorded_marker(config, path, request.node)
+            if done.exists():  # another variant of this test recorded it in this run: replay that
+                record_mode = "new_episodes"
+            player = use_cassette(path, record_mode=record_mode, chunking=variant.chunking,
+                                  transform=list(variant.transforms), **kwargs)
+            with player:
+                yield player
+            if player.recorded:
+                done.touch()
     _teardown_checks(player, checks)
+
+
+def _recorded_marker(config: pytest.Config, path: Path, node: Any) -> Path:
+    """A file that says: this run has recorded this test's cassette (shared by xdist workers)."""
+    folder = Path(tempfile.gettempdir()) / f"ssemock-run-{config.stash[_RUN]}"
+    folder.mkdir(exist_ok=True)
+    key = f"{path.resolve()}\0{cassette_name(node)}"
+    return folder / hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _teardown_checks(player: Player, checks: dict[str, str]) -> None:
@@ -182,10 +368,3 @@ def _teardown_checks(player: Player, checks: dict[str, str]) -> None:
         if checks[key] == "error":
             pytest.fail(f"ssemock: {message}", pytrace=False)
         warnings.warn(f"ssemock: {message}", SsemockWarning, stacklevel=1)
-
-
-@pytest.fixture(autouse=True)
-def _ssemock_marker(request: pytest.FixtureRequest, _ssemock_chunking: Any) -> None:
-    """A test marked ``@pytest.mark.ssemock`` gets the player even without the fixture."""
-    if request.node.get_closest_marker("ssemock") is not None and "ssemock" not in request.fixturenames:
-        request.getfixturevalue("ssemock")

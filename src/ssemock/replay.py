@@ -267,7 +267,7 @@ class Player:
     def __init__(self, cassette: Cassette, *, path: str | os.PathLike[str] | None = None,
                  record_mode: RecordMode = "none", chunking: ChunkingSpec = "as_recorded",
                  transform: TransformSpec = None, timing: TimingSpec = "instant",
-                 faults: FaultSpec = (), match_on: Sequence[str] | None = None,
+                 faults: FaultSpec = (), match_on: matching.MatchOn | None = None,
                  allow_playback_repeats: bool = False, protocol: str | None = None,
                  before_record_request: RequestHook | None = None,
                  before_record_response: ResponseHook | None = None,
@@ -408,7 +408,7 @@ class Player:
         where = str(self.path) if self.path else "the in-memory cassette"
         lines = [f"ssemock: no recorded interaction matches {sent.method} {sent.url}",
                  f"cassette: {where} ({len(self.cassette.interactions)} interactions, "
-                 f"record_mode={self.record_mode!r}, matching on {', '.join(self.match_on)})"]
+                 f"record_mode={self.record_mode!r}, matching on {', '.join(map(matching.name_of, self.match_on))})"]
         if self.path and not self._existed:
             lines.append(f"the cassette file does not exist: {self.path}")
         ranked = sorted(((matching.differences(sent, x.request, self.match_on), i)
@@ -548,7 +548,7 @@ def _recorded_error(core: ModuleType, error: dict[str, Any] | None) -> BaseExcep
 
 
 def replay(cassette: Cassette, *, chunking: ChunkingSpec = "as_recorded", transform: TransformSpec = None,
-           timing: TimingSpec = "instant", faults: FaultSpec = (), match_on: Sequence[str] | None = None,
+           timing: TimingSpec = "instant", faults: FaultSpec = (), match_on: matching.MatchOn | None = None,
            allow_playback_repeats: bool = False, protocol: str | None = None,
            allowed_hosts: Sequence[str] | None = None) -> Player:
     """A player over an in-memory cassette: ``with ssemock.replay(c) as player: ...``.
@@ -564,7 +564,7 @@ def replay(cassette: Cassette, *, chunking: ChunkingSpec = "as_recorded", transf
 
 def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "none",
                  chunking: ChunkingSpec = "as_recorded", transform: TransformSpec = None,
-                 timing: TimingSpec = "instant", faults: FaultSpec = (), match_on: Sequence[str] | None = None,
+                 timing: TimingSpec = "instant", faults: FaultSpec = (), match_on: matching.MatchOn | None = None,
                  allow_playback_repeats: bool = False, protocol: str | None = None,
                  before_record_request: RequestHook | None = None,
                  before_record_response: ResponseHook | None = None,
