@@ -305,6 +305,7 @@ class Player:
     # -- context management ----------------------------------------------------------------
 
     def start(self) -> None:
+        """Start intercepting httpx and httpx2 (what ``with player:`` does on entry)."""
         self.router.__enter__()
         for mocker in mockers():
             mocker.register(self.router)
@@ -312,6 +313,7 @@ class Player:
         self._active = True
 
     def stop(self, save: bool = True) -> None:
+        """Stop intercepting and, with ``save``, write what was recorded (``with`` does on exit)."""
         if not self._active:
             return
         self._active = False
