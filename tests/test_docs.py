@@ -134,7 +134,7 @@ class Shell:
             code = code.replace(*self.port)
         return f"set -euo pipefail\n. {shlex.quote(str(self.state))}\n{code}\n"
 
-    def run(self, block: Block) -> str:
+    def run(self, block: Block) -> None:
         state = shlex.quote(str(self.state))
         script = self._script(block) + f'{{ export -p; printf "cd %q\\n" "$PWD"; }} > {state}.new && mv {state}.new {state}\n'
         proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, encoding="utf-8",
@@ -142,7 +142,6 @@ class Shell:
         assert proc.returncode == 0, (
             f"{block.where()}: the shell block failed (exit {proc.returncode}):\n{block.code}\n"
             f"--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}")
-        return proc.stdout
 
     def start(self, block: Block) -> None:
         proc = subprocess.Popen(["bash", "-c", "exec 2>&1\n" + self._script(block)], stdout=subprocess.PIPE,
@@ -162,6 +161,9 @@ class Shell:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
                 raise AssertionError(f"{block.where()}: did not stop on Ctrl-C") from None
+            finally:
+                if proc.stdout is not None:
+                    proc.stdout.close()
 
 
 def run_page(page_blocks: list[Block], pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> int:
