@@ -104,7 +104,8 @@ def test_the_recording_kept_the_timing_and_streamed_while_recording(result: Demo
 
 def test_the_printed_table(printed_and_result: tuple[str, DemoResult]) -> None:
     printed, result = printed_and_result
-    assert str(result.cassette_path) in printed.replace("\n", "")
+    assert result.cassette_kept and result.cassette_path.exists()
+    assert f"ssemock show {result.cassette_path}" in printed.splitlines()[-1]
     for row in result.rows:
         assert row.chunking in printed
     assert "UnicodeDecodeError" in printed
@@ -122,14 +123,67 @@ def test_as_dict_is_plain_json(result: DemoResult) -> None:
     assert [r["chunking"] for r in data["rows"]] == [c.name for c in ssemock.chunking.ALL]
 
 
-def test_ssemock_demo_command(tmp_path: Path) -> None:
-    env = {**os.environ, "COLUMNS": "120", "PYTHONIOENCODING": "utf-8"}
-    proc = subprocess.run([*ssemock_command(), "demo", "--dir", str(tmp_path)], capture_output=True,
-                          text=True, encoding="utf-8", timeout=60, env=env)
+def _run_command(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``ssemock demo ARGS`` as a user runs it with its output piped (no terminal, no COLUMNS)."""
+    env = {k: v for k, v in (env or os.environ).items() if k not in ("COLUMNS", "LINES")}
+    env["PYTHONIOENCODING"] = "utf-8"
+    proc = subprocess.run([*ssemock_command(), "demo", *args], capture_output=True, text=True, encoding="utf-8",
+                          timeout=60, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def test_ssemock_demo_command_with_dir_keeps_the_cassette_and_says_how_to_show_it(tmp_path: Path) -> None:
+    proc = _run_command("--dir", str(tmp_path))
     for name in ("as_recorded", "bytewise", "mid_line", "mid_utf8", "coalesced", "per_event", "random:7"):
         assert name in proc.stdout
     assert "Conclusion:" in proc.stdout
     saved = list(tmp_path.glob("ssemock-demo-*/chat_completions.json"))
     assert len(saved) == 1
     assert ssemock.Cassette.load(saved[0]).interactions[0].response.chunks == demo.WRITES
+    lines = proc.stdout.splitlines()
+    assert f"The cassette is kept in {saved[0]}. Look inside it (chunks, timing, events):" in lines
+    assert lines[-1] == f"  ssemock show {saved[0]}"
+    # the command it suggests works on what it kept
+    shown = subprocess.run([*ssemock_command(), "show", str(saved[0])], capture_output=True, text=True,
+                           encoding="utf-8", timeout=60)
+    assert shown.returncode == 0 and "protocol openai.chat" in shown.stdout, shown.stdout + shown.stderr
+
+
+def test_ssemock_demo_command_without_dir_removes_its_temp_folder(tmp_path: Path) -> None:
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    proc = _run_command(env={**os.environ, "TMPDIR": str(temp)})
+    recorded_into = next(line for line in proc.stdout.splitlines() if line.startswith("   recorded into "))
+    path = Path(recorded_into.removeprefix("   recorded into ").split(": ", 1)[0])
+    assert path.parent.parent == temp and path.name == "chat_completions.json"  # it was written there ...
+    assert not path.parent.exists() and list(temp.iterdir()) == []  # ... and nothing is left
+    assert "removed now" in proc.stdout
+    assert proc.stdout.splitlines()[-1] == "  ssemock demo --dir .   then   ssemock show ./ssemock-demo-*/chat_completions.json"
+
+
+def test_piped_output_keeps_each_sentence_on_one_line(tmp_path: Path) -> None:
+    proc = _run_command("--dir", str(tmp_path))
+    lines = proc.stdout.splitlines()
+    conclusion = [line for line in lines if line.startswith("Conclusion:")]
+    assert len(conclusion) == 1 and conclusion[0].endswith("."), lines
+    assert len(conclusion[0]) > 120  # no console width applied to it
+    # every sentence line starts where a sentence starts: a numbered step, an indented detail,
+    # the table, the conclusion or the closing hint; none is the tail of a wrapped line
+    starts = ("1. Recording", "   recorded into ", "   live result: ", "2. Replaying", "Replayed under",
+              "Conclusion:", "The cassette", "  ssemock show")
+    table = [line for line in lines if not line.startswith(starts)]
+    assert len(table) == 3 + len(ssemock.chunking.ALL), table  # 2 header lines, the rule, one row each
+    assert next(line for line in lines if line.startswith("1. Recording")).endswith('record_mode="once"')
+    assert next(line for line in lines if line.startswith("   live result: ")).endswith(
+        f"tool call {demo.TOOL_NAME}({demo.TOOL_ARGS})")
+    assert next(line for line in lines if line.startswith("2. Replaying")).endswith("through three clients")
+
+
+def test_run_demo_without_directory_removes_its_folder() -> None:
+    out = io.StringIO()
+    result = run_demo(Console(file=out, width=100, color_system=None))
+    assert result.cassette_kept is False and result.as_dict()["cassette_kept"] is False
+    assert not result.cassette_path.exists() and not result.cassette_path.parent.exists()
+    assert result.live_ok and result.real_clients_ok  # the rows were computed before the removal
+    assert "removed now" in out.getvalue()

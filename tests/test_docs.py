@@ -9,14 +9,31 @@ Per page, in a fresh temporary folder (the current directory while the page runs
   ``pytester.runpytest_subprocess(NAME.py, "-p", "no:cassetter", *ARGS)``: it must pass;
 * any other block is executed, in one namespace shared by the page's blocks.
 
+A page that holds the comment ``<!-- docs-test: bash -->`` also runs its ```bash blocks, in the
+same order, as a user following the page would type them: one shell session per page (exported
+variables and ``cd`` carry over from block to block), ``set -euo pipefail``, the installed
+``ssemock`` and ``pytest`` first on PATH, no provider key in the environment. There:
+
+* ``# not run: REASON`` on the first line: only shown (installing, a real key);
+* ``# terminal 2`` on the first line: a long-running command (``ssemock serve``) started in the
+  background, as in a second terminal; the page goes on once it has printed its first line;
+* ``# after stopping the server`` on the first line: the background commands get SIGINT (Ctrl-C)
+  first and are waited for, so what follows runs with the server gone.
+``<!-- docs-test: bash port=8765 -->`` replaces that port number in the bash blocks by a free one.
+
 README.md's python blocks are shown, not run (they need a key), unless the first line is
 ``# runnable``.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import signal
+import socket
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +50,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.rglob("*.md"))
+# pages written by hand, as opposed to the references generated when the site is built (the CLI
+# reference from the argparse parser, the API reference from the docstrings by mkdocstrings)
+WRITTEN = [p for p in PAGES if p.parent.name != "reference"]
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
+_BASH = re.compile(r"<!-- docs-test: bash(?: port=(\d+))? -->")
 
 
 @dataclass
@@ -51,6 +72,10 @@ class Block:
     def kind(self) -> str:
         if self.first.startswith("# not run"):
             return "shown"
+        if self.lang == "bash":
+            if self.first.startswith("# terminal 2"):
+                return "background"
+            return "stop and shell" if self.first.startswith("# after stopping the server") else "shell"
         if self.first.startswith("# test file:"):
             return "test file"
         if self.first.startswith("# file:"):
@@ -67,12 +92,78 @@ class Block:
 
 
 def blocks(page: Path, lang: str = "python") -> list[Block]:
+    """The page's blocks in ``lang``; with ``lang="run"``: what the docs test runs, in order
+    (python, and bash when the page opts in)."""
     text = page.read_text(encoding="utf-8")
+    langs = {lang}
+    if lang == "run":
+        langs = {"python", "bash"} if _BASH.search(text) else {"python"}
     out = []
     for m in _FENCE.finditer(text):
-        if m.group(1) == lang:
+        if m.group(1) in langs:
             out.append(Block(page, text.count("\n", 0, m.start(2)) + 1, m.group(1), m.group(2)))
     return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Shell:
+    """One user's shell session over several bash blocks, with background 'terminals'."""
+
+    def __init__(self, home: Path, port: tuple[str, str] | None) -> None:
+        self.home = home
+        self.state = home / ".docs-shell-state"
+        self.port = port
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("OPENAI_", "ANTHROPIC_", "PYTEST_", "COV_"))}
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        # This suite's environment (the dev extra) has both cassetter and pytest-recording, which
+        # cannot load together; a user's project has neither.
+        env["PYTEST_ADDOPTS"] = "-p no:cassetter -o asyncio_default_fixture_loop_scope=function"
+        self.env = env
+        self.background: list[tuple[Block, subprocess.Popen[str]]] = []
+        self.state.write_text(f"cd {shlex.quote(str(home))}\n", encoding="utf-8")
+
+    def _script(self, block: Block) -> str:
+        code = block.code
+        if self.port is not None:
+            code = code.replace(*self.port)
+        return f"set -euo pipefail\n. {shlex.quote(str(self.state))}\n{code}\n"
+
+    def run(self, block: Block) -> None:
+        state = shlex.quote(str(self.state))
+        script = self._script(block) + f'{{ export -p; printf "cd %q\\n" "$PWD"; }} > {state}.new && mv {state}.new {state}\n'
+        proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, encoding="utf-8",
+                              env=self.env, cwd=self.home, timeout=300)
+        assert proc.returncode == 0, (
+            f"{block.where()}: the shell block failed (exit {proc.returncode}):\n{block.code}\n"
+            f"--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}")
+
+    def start(self, block: Block) -> None:
+        proc = subprocess.Popen(["bash", "-c", "exec 2>&1\n" + self._script(block)], stdout=subprocess.PIPE,
+                                text=True, encoding="utf-8", env=self.env, cwd=self.home, start_new_session=True)
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # waits until the command says it is up (or ends)
+        assert first and proc.poll() is None, f"{block.where()}: the background command ended: {first}"
+        self.background.append((block, proc))
+
+    def stop(self) -> None:
+        while self.background:
+            block, proc = self.background.pop()
+            os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise AssertionError(f"{block.where()}: did not stop on Ctrl-C") from None
+            finally:
+                if proc.stdout is not None:
+                    proc.stdout.close()
 
 
 def run_page(page_blocks: list[Block], pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> int:
@@ -80,9 +171,33 @@ def run_page(page_blocks: list[Block], pytester: pytest.Pytester, monkeypatch: p
     monkeypatch.chdir(pytester.path)
     monkeypatch.syspath_prepend(str(pytester.path))
     namespace: dict[str, object] = {"__name__": "__docs__"}
+    shell: Shell | None = None
+    if any(b.lang == "bash" for b in page_blocks):
+        m = _BASH.search(page_blocks[0].page.read_text(encoding="utf-8"))
+        port = (m.group(1), str(_free_port())) if m and m.group(1) else None
+        shell = Shell(pytester.path, port)
+    try:
+        return _run_blocks(page_blocks, pytester, namespace, shell)
+    finally:
+        if shell is not None:
+            shell.stop()
+
+
+def _run_blocks(page_blocks: list[Block], pytester: pytest.Pytester, namespace: dict[str, object],
+                shell: Shell | None) -> int:
     ran = 0
     for block in page_blocks:
         if block.kind == "shown":
+            continue
+        if block.lang == "bash":
+            assert shell is not None
+            if block.kind == "background":
+                shell.start(block)
+            else:
+                if block.kind == "stop and shell":
+                    shell.stop()
+                shell.run(block)
+            ran += 1
             continue
         if block.kind == "exec":
             # padded to the block's line so that tracebacks point into the markdown file
@@ -105,9 +220,9 @@ def run_page(page_blocks: list[Block], pytester: pytest.Pytester, monkeypatch: p
     return ran
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(DOCS)) for p in PAGES])
+@pytest.mark.parametrize("page", WRITTEN, ids=[str(p.relative_to(DOCS)) for p in WRITTEN])
 def test_page_runs(page: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    page_blocks = blocks(page)
+    page_blocks = blocks(page, "run")
     assert run_page(page_blocks, pytester, monkeypatch) > 0, f"{page}: no python block runs"
 
 

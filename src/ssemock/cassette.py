@@ -87,12 +87,15 @@ class Response:
         return self._cut[1]
 
     def header(self, name: str, default: str | None = None) -> str | None:
+        """The first value of header ``name`` (any case), or ``default``."""
         name = name.lower()
         return next((v for k, v in self.headers if k == name), default)
 
 
 @dataclass
 class Interaction:
+    """One recorded exchange: the request sent and the response streamed back."""
+
     request: Request
     response: Response
 

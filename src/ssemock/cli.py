@@ -36,7 +36,8 @@ def _add_demo(subparsers: Subparsers) -> None:
                     "naive hand-written decoder, and print which of them got the live result.")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
     parser.add_argument("--dir", metavar="DIR", default=None,
-                        help="make the demo's cassette folder under DIR (default: the system temp dir)")
+                        help="keep the demo's cassette, in a new folder under DIR (default: a temporary folder, "
+                             "removed at the end)")
     parser.set_defaults(handler=_cmd_demo)
 
 

@@ -9,6 +9,11 @@ SDK, httpx-sse, and the classic hand-written ``split("data: ")`` decoder. The re
 the same result under every chunking; the hand-written one loses events silently under mid-line
 splits and raises UnicodeDecodeError where a chunk ends inside a character.
 
+The cassette is written to a temporary folder that is removed at the end, unless a ``directory``
+(``ssemock demo --dir DIR``) is given: then it is kept, and the demo ends with the command to look
+inside it (``ssemock show PATH``). Output to a pipe or a file is not wrapped at the console width
+(a sentence stays on one line for the reader's pager to wrap), only the table is laid out.
+
 Needs the ``demo`` extra (starlette, uvicorn, openai, httpx-sse, rich).
 """
 
@@ -16,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
+import shutil
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -282,7 +289,7 @@ class ChunkingResult:
 class DemoResult:
     """Everything the demo measured; ``as_dict()`` is what ``ssemock demo --json`` prints."""
 
-    cassette_path: Path
+    cassette_path: Path  # where the demo wrote its cassette (removed afterwards unless cassette_kept)
     server_url: str
     live: Outcome
     recorded_chunks: list[bytes]
@@ -291,6 +298,7 @@ class DemoResult:
     stream_s: float  # the whole live stream, as the SDK consumed it
     rows: list[ChunkingResult]
     conclusion: str
+    cassette_kept: bool = False  # a ``directory`` was given: the cassette is still there
 
     @property
     def recorded_first_chunk_s(self) -> float:
@@ -316,6 +324,7 @@ class DemoResult:
     def as_dict(self) -> dict[str, Any]:
         return {
             "cassette": str(self.cassette_path),
+            "cassette_kept": self.cassette_kept,
             "server_url": self.server_url,
             "live": asdict(self.live),
             "live_ok": self.live_ok,
@@ -337,10 +346,15 @@ class DemoResult:
 
 # -- the demo ----------------------------------------------------------------------------------
 
+def _say(console: Console, text: str, **options: Any) -> None:
+    """Print a sentence: wrapped to the width of a terminal, never broken into lines in a pipe."""
+    console.print(text, soft_wrap=not console.is_terminal, **options)
+
+
 def _record(directory: Path, console: Console) -> tuple[Path, str, Outcome, Interaction, float, float]:
     path = directory / CASSETTE_NAME
     with running(APP) as base_url:
-        console.print(f"[bold]1. Recording[/] a live stream from the loopback server {base_url} "
+        _say(console, f"[bold]1. Recording[/] a live stream from the loopback server {base_url} "
                       "through the real [cyan]openai[/] SDK (httpx2), record_mode=\"once\"")
         first: list[float] = []
         with _openai_client(base_url) as client:
@@ -397,20 +411,41 @@ def _conclusion(rows: Sequence[ChunkingResult]) -> str:
 def run_demo(console: Console | None = None, *, directory: str | Path | None = None) -> DemoResult:
     """Record the demo stream, replay it under every chunking through three clients, print the table.
 
-    The cassette is written to a new folder under ``directory`` (default: the system temp dir)
-    and kept, so it can be inspected afterwards.
+    With ``directory``, the cassette is written to a new ``ssemock-demo-*`` folder under it and
+    kept, and the demo ends by printing the ``ssemock show`` command to inspect it. Without, it
+    goes to a folder in the system temp dir that is removed before returning (also on error).
     """
     console = console if console is not None else Console()
+    keep = directory is not None
     folder = Path(tempfile.mkdtemp(prefix="ssemock-demo-", dir=directory))
+    try:
+        result = _run(console, folder)
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    result.cassette_kept = keep
+    if keep:
+        _say(console, f"The cassette is kept in {result.cassette_path}. Look inside it (chunks, timing, events):",
+             markup=False, highlight=False)
+        _say(console, f"  ssemock show {shlex.quote(str(result.cassette_path))}", markup=False, highlight=False)
+    else:
+        _say(console, "The cassette was recorded into a temporary folder, removed now. To keep it and look "
+             "inside it (chunks, timing, events):", markup=False, highlight=False)
+        _say(console, f"  ssemock demo --dir .   then   ssemock show ./ssemock-demo-*/{CASSETTE_NAME}",
+             markup=False, highlight=False)
+    return result
+
+
+def _run(console: Console, folder: Path) -> DemoResult:
     path, base_url, live, recorded, first_s, stream_s = _record(folder, console)
     resp = recorded.response
-    console.print(f"   saved [bold]{escape(str(path))}[/]: {len(resp.ends)} chunks, {len(resp.body)} bytes; "
+    _say(console, f"   recorded into [bold]{escape(str(path))}[/]: {len(resp.ends)} chunks, {len(resp.body)} bytes; "
                   f"first chunk at {resp.times[0] * 1000:.1f} ms, last at {resp.times[-1] * 1000:.1f} ms "
                   f"(the SDK handed its first chunk to the caller after {first_s * 1000:.1f} ms)")
     calls = ", ".join(f"{c.name}({c.arguments})" for c in live.tool_calls)
-    console.print(f"   live result: {live.chunks} chunks, text {live.text!r}, tool call {calls}",
+    _say(console, f"   live result: {live.chunks} chunks, text {live.text!r}, tool call {calls}",
                   markup=False, highlight=False)
-    console.print("[bold]2. Replaying[/] the cassette with the server stopped and the network blocked, "
+    _say(console, "[bold]2. Replaying[/] the cassette with the server stopped and the network blocked, "
                   f"under every chunking ({len(_chunking.ALL)}), through three clients")
 
     cassette = Cassette.load(path)
@@ -432,5 +467,5 @@ def run_demo(console: Console | None = None, *, directory: str | Path | None = N
                       _mark(r.openai_tool_args_ok), _mark(r.httpx_sse_ok), _mark(r.naive_ok, r.naive_got))
     console.print(table)
     conclusion = _conclusion(rows)
-    console.print(conclusion, markup=False, highlight=False)
+    _say(console, conclusion, markup=False, highlight=False)
     return DemoResult(path, base_url, live, resp.chunks, list(resp.times), first_s, stream_s, rows, conclusion)

@@ -43,6 +43,7 @@ class Expected:
 
     @property
     def content_type(self) -> str:
+        """The served response's content type ('' when it has none)."""
         return self.play.interaction.response.header("content-type") or ""
 
     @cached_property
@@ -58,10 +59,12 @@ class Expected:
 
     @property
     def text(self) -> str:
+        """The reference text (choice 0) a conforming client accumulates from the stream."""
         return self.result.text
 
     @property
     def tool_calls(self) -> list[ToolCall]:
+        """The reference tool calls a conforming client accumulates from the stream."""
         return self.result.tool_calls
 
     # -- where things are in the body -------------------------------------------------------
@@ -140,6 +143,8 @@ class Expected:
     # -- assertions -------------------------------------------------------------------------
 
     def assert_text(self, got: str, choice: int = 0) -> None:
+        """Raise StreamAssertionError unless ``got`` is the reference text of ``choice``, naming the
+        first differing character, its event and the chunk boundaries around it."""
         want = self._choice_text(self.result, choice)
         if got == want:
             return
@@ -152,6 +157,8 @@ class Expected:
             f"  (expected {len(want)} characters, got {len(got)}; reproduce with chunking=\"{self.play.chunking}\")")
 
     def assert_tool_calls(self, got: Sequence[Mapping[str, Any]]) -> None:
+        """Raise StreamAssertionError unless ``got`` (``[{"name": ..., "arguments": {...} or "..."}]``,
+        ids are not compared) are the reference tool calls, in order."""
         want = self.result.tool_calls
         for n, (g, w) in enumerate(zip(got, want)):
             args = g.get("arguments")
@@ -167,6 +174,8 @@ class Expected:
                 f"expected names {[w.name for w in want]}, got {[g.get('name') for g in got]}")
 
     def assert_events(self, got: Sequence[Any]) -> None:
+        """Raise StreamAssertionError unless ``got`` (``(event, data)`` pairs or objects with
+        ``.event`` and ``.data``) are the reference events, in order."""
         want = [(e.event, e.data) for e in self.events]
         pairs = [_pair(e) for e in got]
         for n, (g, w) in enumerate(zip(pairs, want)):
@@ -183,6 +192,8 @@ class Expected:
                 + (f"; the first missing is {want[len(pairs)]!r}" if len(pairs) < len(want) else ""))
 
     def assert_accumulates(self, result: Mapping[str, Any] | Accumulated) -> None:
+        """Raise StreamAssertionError unless every field given in ``result`` equals the reference
+        accumulated result's (fields not given are not compared)."""
         got = result.to_dict() if isinstance(result, Accumulated) else dict(result)
         want = self.result.to_dict()
         for key, value in got.items():

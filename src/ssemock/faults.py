@@ -39,9 +39,11 @@ class Served:
 
     @property
     def is_sse(self) -> bool:
+        """The response is an SSE stream (content type text/event-stream)."""
         return any(k == "content-type" and "event-stream" in v for k, v in self.headers)
 
     def event_ends(self) -> list[int]:
+        """Byte offsets where each event (SSE event or JSON line) of the body ends."""
         return event_ends(self.body, sse=self.is_sse)
 
     def offset_after(self, events: int) -> int:
@@ -66,6 +68,7 @@ class Fault:
     name: str = "fault"
 
     def apply(self, served: Served, attempt: int) -> None:
+        """Change ``served`` in place; ``attempt`` counts the requests served before (from 0)."""
         raise NotImplementedError
 
     def __str__(self) -> str:

@@ -1,0 +1,231 @@
+"""The docs site: it builds strictly, its references cover the CLI and the public API, and the
+extras and CI commands it documents are the ones the project declares.
+
+Building needs the ``docs`` extra (mkdocs-material, mkdocstrings), part of ``dev``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import inspect
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import ssemock
+from ssemock.cli import build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+SUBMODULES = ["chunking", "transforms", "timing", "faults", "sse", "ndjson", "accumulate", "matching",
+              "cassettes", "synth", "conformance", "strategies"]
+
+
+def _hook() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("cli_reference", DOCS / "hooks" / "cli_reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError("the ssemock parser has no subcommands")
+
+
+def _sections(markdown: str) -> dict[str, str]:
+    """``## ssemock NAME`` heading -> the text up to the next heading."""
+    parts = re.split(r"^## ssemock (\S+)$", markdown, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def test_cli_reference_lists_every_command_and_option() -> None:
+    parser = build_parser()
+    markdown = _hook().render(parser)
+    sections = _sections(markdown)
+    commands = _commands(parser)
+    assert list(sections) == list(commands)  # every subcommand, in the order --help lists them
+    for name, sub in commands.items():
+        text = sections[name]
+        assert sub.format_usage().split()[1:3] == ["ssemock", name]
+        assert f"ssemock {name}" in text.split("```")[1], f"{name}: no usage line"
+        assert (sub.description or "")[:60] in text, f"{name}: description missing"
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            for option in action.option_strings:
+                assert f"`{option}`" in text, f"ssemock {name}: option {option} is not in the reference"
+            if not action.option_strings:
+                assert f"`{action.metavar or action.dest}`" in text, f"ssemock {name}: argument {action.dest}"
+            if action.help:
+                assert action.help.split(";")[0][:40].replace("|", "\\|").replace("<", "&lt;") in text, (
+                    f"ssemock {name} {action.option_strings or action.dest}: help text missing")
+        for group in sub._mutually_exclusive_groups:
+            assert "one of" in text and all(f"`{a.option_strings[0]}`" in text for a in group._group_actions)
+    assert "`--version`" in markdown
+
+
+def test_the_cli_reference_page_is_only_the_marker_and_an_introduction() -> None:
+    page = (DOCS / "reference" / "cli.md").read_text(encoding="utf-8")
+    assert _hook().MARKER in page
+    assert "## ssemock" not in page  # nothing hand-written that could drift
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert proc.returncode == 0, (
+        "mkdocs build --strict failed (it needs the docs extra: pip install -e '.[dev]'):\n"
+        + proc.stdout[-3000:] + proc.stderr[-6000:])
+    return out
+
+
+def _ids(page: Path) -> set[str]:
+    return set(re.findall(r'id="([^"]+)"', page.read_text(encoding="utf-8")))
+
+
+def test_mkdocs_builds_strictly_with_every_page(site: Path) -> None:
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    for page in sorted(DOCS.rglob("*.md")):
+        relative = page.relative_to(DOCS).as_posix()
+        assert f": {relative}" in nav, f"mkdocs.yml's nav does not list {relative}"
+        built = site / (relative[:-3] + "/index.html" if page.name != "index.md" else relative[:-3] + ".html")
+        assert built.exists(), built
+
+
+def test_the_built_cli_reference_has_every_command_and_option(site: Path) -> None:
+    page = site / "reference" / "cli" / "index.html"
+    html = page.read_text(encoding="utf-8")
+    ids = _ids(page)
+    for name, sub in _commands(build_parser()).items():
+        assert f"ssemock-{name}" in ids, name
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            for option in action.option_strings:
+                assert f"<code>{option}</code>" in html, (name, option)
+
+
+def test_the_api_reference_documents_every_public_name(site: Path) -> None:
+    api = _ids(site / "reference" / "api" / "index.html")
+    submodules = set(SUBMODULES)
+    for name in ssemock.__all__:
+        if name in submodules:
+            continue
+        qualified = {"replay": "ssemock.replay.replay", "accumulate": "ssemock.accumulate.accumulate"}
+        assert qualified.get(name, f"ssemock.{name}") in api, f"ssemock.{name} is not in reference/api.md"
+    assert submodules <= set(ssemock.__all__)
+    for sub in SUBMODULES:
+        module = importlib.import_module(f"ssemock.{sub}")
+        ids = _ids(site / "reference" / sub / "index.html")
+        for name in module.__all__:
+            assert f"ssemock.{sub}.{name}" in ids, f"ssemock.{sub}.{name} is not in reference/{sub}.md"
+
+
+def _public_callables() -> list[tuple[str, object]]:
+    """Every public function, class, method and property of ssemock and its public submodules."""
+    out: list[tuple[str, object]] = []
+    seen: set[int] = set()
+    modules = [ssemock, *(importlib.import_module(f"ssemock.{s}") for s in SUBMODULES)]
+    for module in modules:
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.ismodule(obj) or id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            if inspect.isfunction(obj):
+                out.append((f"{module.__name__}.{name}", obj))
+            elif inspect.isclass(obj) and obj.__module__.startswith("ssemock"):
+                out.append((f"{module.__name__}.{name}", obj))
+                for attr, value in vars(obj).items():
+                    if attr.startswith("_"):
+                        continue
+                    function = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+                    if inspect.isfunction(function):
+                        out.append((f"{module.__name__}.{name}.{attr}", function))
+    return out
+
+
+def test_every_public_function_class_and_method_has_a_docstring() -> None:
+    found = _public_callables()
+    assert len(found) > 100
+    missing = []
+    for name, obj in found:
+        doc = obj.__dict__.get("__doc__") if inspect.isclass(obj) else obj.__doc__
+        generated = inspect.isclass(obj) and doc is not None and doc.startswith(f"{obj.__name__}(")  # dataclass
+        if not doc or generated:
+            missing.append(name)
+    assert not missing, f"public names without a docstring: {missing}"
+
+
+# -- extras and CI ---------------------------------------------------------------------------
+
+def _extras() -> dict[str, list[str]]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras: dict[str, list[str]] = project["optional-dependencies"]
+    return extras
+
+
+def _resolved(extra: str, extras: dict[str, list[str]]) -> set[str]:
+    """The distribution names an extra installs, through ``ssemock[...]`` self-references."""
+    names: set[str] = set()
+    for requirement in extras[extra]:
+        name = re.split(r"[\s\[<>=!~;@]", requirement, maxsplit=1)[0].lower()
+        if name == "ssemock":
+            inner = re.search(r"\[([^\]]+)\]", requirement)
+            assert inner is not None, requirement
+            for other in inner.group(1).split(","):
+                names |= _resolved(other.strip(), extras)
+        else:
+            names.add(name)
+    return names
+
+
+DEV_TOOLS = {"mypy", "pytest-xdist", "hypothesis", "pytest-recording", "cassetter", "vcrpy", "pytest-timeout",
+             "pytest-asyncio", "anthropic", "aiohttp", "requests", "brotli", "zstandard"}
+
+
+def test_user_extras_hold_no_dev_tools_and_dev_holds_them_all() -> None:
+    extras = _extras()
+    assert {"httpx2", "serve", "demo", "docs", "dev"} <= set(extras)
+    for extra in extras:
+        if extra != "dev":
+            installed = _resolved(extra, extras)
+            assert not installed & DEV_TOOLS, (extra, installed & DEV_TOOLS)
+            # together they stop pytest from starting: never in an extra a user installs
+            assert not {"cassetter", "pytest-recording"} <= installed, extra
+    dev = _resolved("dev", extras)
+    assert DEV_TOOLS <= dev
+    assert {"mkdocs-material", "mkdocstrings", "openai", "httpx-sse", "uvicorn", "rich"} <= dev
+    assert _resolved("docs", extras) == {"mkdocs-material", "mkdocstrings"}
+    assert _resolved("serve", extras) == {"uvicorn", "starlette"}
+
+
+def test_ci_and_the_readme_use_the_dev_extra_and_build_the_docs() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert 'pip install -q -e ".[dev]"' in ci
+    assert re.search(r"^(\S+=\S+ )?mkdocs build --strict", ci, re.M)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first = re.search(r"```bash\n(.*?)```", readme, re.S)
+    assert first is not None
+    commands = [line.split("#")[0].strip() for line in first.group(1).splitlines()]
+    assert commands[:2] == ['pip install -e ".[demo]" && ssemock demo', 'pip install -e ".[dev]" && pytest -n 2 -q']
+    assert "pytest -n 2 -q" in ci
+    for page in [ROOT / "README.md", *DOCS.rglob("*.md")]:
+        text = page.read_text(encoding="utf-8")
+        assert not re.search(r"^\s*pip install ssemock\b", text, re.M), f"{page}: ssemock is not on PyPI"
+        assert '".[test]"' not in text and "ssemock[test]" not in text, f"{page}: there is no 'test' extra"
