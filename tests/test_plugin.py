@@ -484,3 +484,29 @@ def test_unpatched(ssemock):
         vars(httpcore.ConnectionPool)["handle_request"].__module__.startswith("httpcore")
 ''')
     pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-disable").assert_outcomes(passed=1)
+
+
+def test_an_unmatched_request_is_a_short_error_with_each_fix(pytester: pytest.Pytester) -> None:
+    c = ssemock.Cassette()
+    c.add("POST", "https://api.example.test/v1/chat/completions", [b"data: x\n\n"],
+          request_json={"model": "big", "stream": True})
+    c.save(pytester.path / "cassettes" / "test_miss" / "test_other_model.json")
+    pytester.makepyfile(test_miss='''
+import httpx, pytest
+
+@pytest.mark.ssemock
+def test_other_model():
+    httpx.post("https://api.example.test/v1/chat/completions", json={"model": "small", "stream": True})
+
+@pytest.mark.ssemock
+def test_no_cassette():
+    httpx.get("https://api.example.test/v1/models")
+''')
+    result = pytester.runpytest_inprocess("-p", "no:cassetter", "--tb=short")
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert "AllMockedAssertionError" not in out and "During handling" not in out
+    assert "- body $.model: 'big'  (recorded)" in out and "+ body $.model: 'small'  (sent)" in out
+    assert "match_on=['method', 'scheme', 'host', 'port', 'path', 'query']" in out
+    assert "record_mode=\"new_episodes\"" in out and "does not exist yet" in out
+    assert len(out.splitlines()) < 80  # two failures, each a short message (was 135 lines for one)

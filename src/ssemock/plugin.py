@@ -106,6 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _RUN = pytest.StashKey[str]()
+_CALL_FAILED = pytest.StashKey[bool]()
 _PROBLEMS = pytest.StashKey[list[str]]()
 
 
@@ -251,6 +252,16 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
         raise pytest.UsageError("ssemock: bad options\n  " + "\n  ".join(problems))
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Remember whether a test using ssemock failed: its teardown checks then stay quiet (an
+    interaction left unplayed by a failing test is no news)."""
+    report = yield
+    if report.when == "call" and report.failed:
+        item.stash[_CALL_FAILED] = True
+    return report
+
+
 @pytest.fixture
 def _ssemock_chunking(request: pytest.FixtureRequest) -> Variant | None:
     """The variant of this run when the test is parametrized over several; else None."""
@@ -342,7 +353,8 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
                 yield player
             if player.recorded:
                 done.touch()
-    _teardown_checks(player, checks)
+    if not request.node.stash.get(_CALL_FAILED, False):
+        _teardown_checks(player, checks)
 
 
 def _recorded_marker(config: pytest.Config, path: Path, node: Any) -> Path:

@@ -12,6 +12,7 @@ import bisect
 import itertools
 import operator
 import os
+import re
 import threading
 import time
 import weakref
@@ -404,24 +405,36 @@ class Player:
         return httpx.Response(plan.status, headers=plan.headers, stream=stream,
                               extensions={"http_version": b"HTTP/1.1"})
 
-    def _explain(self, sent: Any) -> str:
+    def _explain(self, sent: Request) -> str:
+        """The UnmatchedRequestError message: what was sent, the closest recorded requests with
+        what differs as a diff, and each way to fix it."""
         where = str(self.path) if self.path else "the in-memory cassette"
+        names = [matching.name_of(m) for m in self.match_on]
         lines = [f"ssemock: no recorded interaction matches {sent.method} {sent.url}",
-                 f"cassette: {where} ({len(self.cassette.interactions)} interactions, "
-                 f"record_mode={self.record_mode!r}, matching on {', '.join(map(matching.name_of, self.match_on))})"]
+                 f"  cassette: {where} ({len(self.cassette.interactions)} interactions, "
+                 f"record_mode={self.record_mode!r}, matching on {', '.join(names)})"]
         if self.path and not self._existed:
-            lines.append(f"the cassette file does not exist: {self.path}")
+            lines.append("  the cassette file does not exist yet: record it first")
         ranked = sorted(((matching.differences(sent, x.request, self.match_on), i)
                          for i, x in enumerate(self.cassette.interactions)), key=lambda d: len(d[0]))
+        fixes = ["record it: pytest --ssemock-record-mode=new_episodes (or once for a new cassette), "
+                 "or use_cassette(..., record_mode=\"new_episodes\")"]
         if ranked:
-            lines.append("closest recorded requests:")
-            for diffs, i in ranked[:3]:
-                x = self.cassette.interactions[i]
-                why = "; ".join(diffs) if diffs else (
-                    f"already played {self.play_counts[i]} time(s) (allow_playback_repeats=True to reuse)")
-                lines.append(f"  #{i} {x.request.method} {x.request.url}\n      differs: {why}")
-        lines.append("to record it: pytest --ssemock-record-mode=new_episodes (once: only for a new "
-                     "cassette), or use_cassette(..., record_mode=\"new_episodes\")")
+            lines.append("  closest recorded requests:")
+        for diffs, i in ranked[:3]:
+            x = self.cassette.interactions[i]
+            lines.append(f"    #{i} {x.request.method} {x.request.url}")
+            if not diffs:
+                lines.append(f"       matches, but was already played {self.play_counts[i]} time(s)")
+                fixes.append(f"serve #{i} again: allow_playback_repeats=True")
+                continue
+            lines.extend(f"       {line}" for diff in diffs for line in _as_diff(diff))
+            failing = {d.split(":", 1)[0] for d in diffs}
+            kept = [n for n in names if n not in failing]
+            if len(self.match_on) == len(names) and kept and i == ranked[0][1]:
+                fixes.append(f"match #{i} by matching less: match_on={kept!r}")
+        lines.append("  to fix it:")
+        lines.extend(f"    - {fix}" for fix in fixes)
         return "\n".join(lines)
 
     # -- saving ----------------------------------------------------------------------------
@@ -504,6 +517,7 @@ class Player:
         if len(self.plays) == state[1]:
             raise original  # it failed before any stream was served: nothing to shrink
         failing, chunking = self.plays[-1], self.chunking
+        after = (list(self.play_counts), len(self.plays), self.attempts, self._latest)
 
         def fails(chunks: list[bytes]) -> bool:
             cuts = list(itertools.accumulate(len(c) for c in chunks))[:-1]
@@ -523,9 +537,17 @@ class Player:
             split = minimal_failing_split(failing.body, fails, failing.ends)
         except ValueError:  # the failure does not depend on the chunk boundaries
             raise original from None
+        finally:  # the search's own runs are not plays of the test (nor teardown warnings)
+            self.play_counts[:], self.attempts, self._latest = after[0], after[2], after[3]
+            del self.plays[after[1]:]
+        options = [f'chunking="{split.chunking.name}"']
+        if self.transforms:
+            options.append(f'transform="{"+".join(map(str, self.transforms))}"')
+        if self.faults:
+            options.append(f"faults={[str(f) for f in self.faults]!r}")
         raise StreamAssertionError(
             f"{original}\nssemock: under {chunking} it {split.explanation}; reproduce with "
-            f"chunking=\"{split.chunking.name}\" ({split.calls} runs searched)") from original
+            f"{', '.join(options)} ({split.calls} runs searched)") from original
 
     def unplayed(self) -> list[int]:
         """Indexes of interactions never served."""
@@ -535,6 +557,18 @@ class Player:
         """Plays whose stream the client opened but stopped reading before the end (and before
         any fault); a response closed without reading its body (an error status) is not one."""
         return [p for p in self.plays if p.stream is not None and p.stream.opened and not p.stream.finished]
+
+
+_DIFF = re.compile(r"^(?P<what>\w+)(?:: (?P<where>\$[^:]*))?: (?P<rec>.*) recorded, (?P<sent>.*) sent$")
+
+
+def _as_diff(difference: str) -> list[str]:
+    """One matcher's difference as diff lines: ``- recorded`` / ``+ sent``."""
+    found = _DIFF.match(difference)
+    if found is None:
+        return [difference]
+    what = found["what"] + (f" {found['where']}" if found["where"] else "")
+    return [f"- {what}: {found['rec']}  (recorded)", f"+ {what}: {found['sent']}  (sent)"]
 
 
 def _recorded_error(core: ModuleType, error: dict[str, Any] | None) -> BaseException | None:
