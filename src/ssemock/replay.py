@@ -239,6 +239,7 @@ class _Router(respx.MockRouter):
 
     @contextmanager
     def resolver(self, request: httpx.Request) -> Iterator[Any]:
+        __tracebackhide__ = True
         with super().resolver(request) as resolved:
             yield resolved
             if resolved.route is None:
@@ -253,6 +254,7 @@ def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
     ref = weakref.WeakMethod(method)
 
     def call(*args: Any) -> Any:
+        __tracebackhide__ = True
         bound = ref()
         if bound is None:
             raise RuntimeError("ssemock: the Player this router or recording belonged to is gone")
@@ -349,6 +351,7 @@ class Player:
     # -- serving ---------------------------------------------------------------------------
 
     def _handle(self, request: httpx.Request) -> httpx.Response:
+        __tracebackhide__ = True
         sent = request_from_httpx(request)
         if self._before_request is not None:  # as vcrpy: matched in the form it is recorded in
             hooked = self._before_request(sent)

@@ -205,6 +205,7 @@ def dispatch(request: httpx.Request) -> httpx.Response:
     Raises PassThrough (or :class:`Record`) to send the request for real, and the innermost
     player's UnmatchedRequestError when none answers.
     """
+    __tracebackhide__ = True
     first: UnmatchedRequestError | None = None
     for router in reversed(_routers):
         try:
@@ -216,6 +217,7 @@ def dispatch(request: httpx.Request) -> httpx.Response:
 
 async def adispatch(request: httpx.Request) -> httpx.Response:
     """:func:`dispatch` for async stacks (a user's async side effects run on the loop)."""
+    __tracebackhide__ = True
     first: UnmatchedRequestError | None = None
     for router in reversed(_routers):
         try:

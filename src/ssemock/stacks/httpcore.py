@@ -49,6 +49,7 @@ def pool_patches(core_name: str, stack: str) -> list[Patch]:
 
     def sync(original: Any) -> Any:
         def handle_request(self: Any, request: Any) -> Any:
+            __tracebackhide__ = True
             if not intercepting():
                 return original(self, request)
             sent = _to_httpx(request, stack)
@@ -68,6 +69,7 @@ def pool_patches(core_name: str, stack: str) -> list[Patch]:
 
     def asynchronous(original: Any) -> Any:
         async def handle_async_request(self: Any, request: Any) -> Any:
+            __tracebackhide__ = True
             if not intercepting():
                 return await original(self, request)
             sent = _to_httpx(request, stack)
