@@ -168,7 +168,9 @@ def test_keyboard_interrupt_while_recording_never_leaves_a_broken_file(tmp_path:
     _good_cassette(path, url)
     _interrupted(path, url, "all")
     assert len(ssemock.Cassette.load(path).interactions) == 1
-    assert _others(tmp_path, path) == []
+    assert _others(tmp_path, path) == ["c.partial.json"]  # the partial recording, beside it and named so
+    partial, = ssemock.Cassette.load(tmp_path / "c.partial.json").interactions
+    assert not partial.response.complete
 
 
 def test_keyboard_interrupt_while_rerecording_keeps_the_previous_recording(tmp_path: Path, slow: str) -> None:
@@ -351,3 +353,82 @@ def test_hostile_parametrize_ids_record_inside_the_cassette_directory(pytester: 
     assert len(written) == 5 and all(p.parent == folder for p in written), written
     assert set(pytester.path.parent.iterdir()) == before  # nothing written beside the test folder
     assert not Path("/abs.json").exists() and not Path("/escape.json").exists()
+
+
+# -- interrupts under pytest, concurrent recorders, bounded recordings ----------------------------
+
+INTERRUPTED_RUN = """
+import os, httpx, pytest
+
+@pytest.mark.ssemock
+def test_long():
+    with httpx.Client() as client, client.stream("GET", os.environ["SLOW"]) as r:
+        for i, chunk in enumerate(r.iter_raw()):
+            print("chunk", i, flush=True)
+"""
+
+
+def test_ctrl_c_during_a_pytest_rerecording_keeps_the_good_cassette(tmp_path: Path, slow: str) -> None:
+    (tmp_path / "test_int.py").write_text(INTERRUPTED_RUN)
+    path = tmp_path / "cassettes" / "test_int" / "test_long.json"
+    good = _good_cassette(path, f"{slow}/slow?n=3")
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cassetter", "-p", "no:cacheprovider", "-s",
+                             "--ssemock-record-mode=all", "test_int.py"], cwd=tmp_path,
+                            env={**os.environ, "SLOW": f"{slow}/slow"},  # never ends: interrupted mid-stream
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if line.startswith("chunk 5"):
+                break
+        proc.send_signal(signal.SIGINT)
+        out = "".join(seen) + proc.communicate(timeout=30)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert path.read_bytes() == good, out
+    partial = path.with_name("test_long.partial.json")
+    assert f"{path} is unchanged" in out and str(partial) in out
+    assert not ssemock.Cassette.load(partial).interactions[0].response.complete
+
+
+TWO_RECORDERS = """
+import sys, time, httpx, ssemock
+path, url, wait = sys.argv[1:4]
+with ssemock.use_cassette(path, record_mode="new_episodes"):
+    httpx.get(url)
+    time.sleep(float(wait))
+"""
+
+
+def test_two_processes_recording_one_cassette_lose_nothing(tmp_path: Path, slow: str) -> None:
+    path = tmp_path / "shared.json"
+    first = subprocess.Popen([sys.executable, "-c", TWO_RECORDERS, str(path), f"{slow}/slow?n=1", "1.0"])
+    second = subprocess.Popen([sys.executable, "-c", TWO_RECORDERS, str(path), f"{slow}/slow?n=2", "0"])
+    assert second.wait(timeout=60) == 0 and first.wait(timeout=60) == 0
+    urls = sorted(x.request.url.rsplit("=", 1)[1] for x in ssemock.Cassette.load(path).interactions)
+    assert urls == ["1", "2"]  # the slower saver merged the other's recording in
+
+
+def test_a_recording_is_bounded_and_marked_truncated(tmp_path: Path, slow: str) -> None:
+    path = tmp_path / "endless.json"
+    got = 0
+    with pytest.warns(ssemock.SsemockWarning, match="cut at max_body_bytes=40"):
+        with ssemock.use_cassette(path, record_mode="once", max_body_bytes=40):
+            with httpx.Client() as client, client.stream("GET", f"{slow}/slow") as r:  # never ends
+                for chunk in r.iter_raw():
+                    got += len(chunk)  # the client still gets everything
+                    if got > 200:
+                        break
+    x, = ssemock.Cassette.load(path).interactions
+    assert len(x.response.body) == 40 and not x.response.complete
+    assert x.response.error is not None and x.response.error["type"] == "RecordingTruncated"
+    with ssemock.use_cassette(path), httpx.Client() as client:
+        with client.stream("GET", f"{slow}/slow") as r, pytest.raises(httpx.RemoteProtocolError):
+            for _ in r.iter_raw():
+                pass
+    with pytest.raises(ValueError, match="max_body_bytes"):
+        ssemock.use_cassette(path, max_body_bytes=0)

@@ -101,6 +101,7 @@ def pytest_configure(config: pytest.Config) -> None:
             problem = _problem(key, _from_text(key, text))
             if problem:
                 raise pytest.UsageError(f"ssemock: ini option ssemock_{key}: {problem}")
+    _configs.append(config)
     workerinput = getattr(config, "workerinput", None)
     config.stash[_RUN] = workerinput["testrunuid"] if workerinput else uuid.uuid4().hex
 
@@ -340,8 +341,7 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
     if record_mode == "none":
         player = use_cassette(path, record_mode="none", chunking=variant.chunking,
                               transform=list(variant.transforms), **kwargs)
-        with player:
-            yield player
+        yield from _run(player, config)
     else:
         with lock_for(path):  # one recorder of this cassette at a time, across xdist workers
             done = _recorded_marker(config, path, request.node)
@@ -349,12 +349,50 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
                 record_mode = "new_episodes"
             player = use_cassette(path, record_mode=record_mode, chunking=variant.chunking,
                                   transform=list(variant.transforms), **kwargs)
-            with player:
-                yield player
-            if player.recorded:
+            yield from _run(player, config)
+            if player.recorded and not config.stash.get(_INTERRUPTED, False):
                 done.touch()
-    if not request.node.stash.get(_CALL_FAILED, False):
+    if not request.node.stash.get(_CALL_FAILED, False) and not config.stash.get(_INTERRUPTED, False):
         _teardown_checks(player, checks)
+
+
+def _run(player: Player, config: pytest.Config) -> Iterator[Player]:
+    """The player around the test. pytest tears fixtures down after Ctrl-C without telling
+    them, so the interrupt is remembered (pytest_keyboard_interrupt) and a partial recording is
+    kept beside the cassette instead of over it."""
+    player.start()
+    try:
+        yield player
+    finally:
+        if config.stash.get(_INTERRUPTED, False):
+            partial = player.interrupted()
+            if partial is not None:
+                _say(config, f"ssemock: interrupted while recording: {player.path} is unchanged; the partial "
+                             f"recording is kept in {partial}")
+        else:
+            player.stop()
+
+
+def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    for config in _configs:
+        config.stash[_INTERRUPTED] = True
+
+
+_configs: list[pytest.Config] = []  # the sessions running here (pytester can nest one)
+_INTERRUPTED = pytest.StashKey[bool]()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config in _configs:
+        _configs.remove(config)
+
+
+def _say(config: pytest.Config, line: str) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line, yellow=True)
+    else:
+        print(line)
 
 
 def _recorded_marker(config: pytest.Config, path: Path, node: Any) -> Path:

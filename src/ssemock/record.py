@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 import zlib
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, overload
@@ -18,10 +19,14 @@ from typing import Any, Literal, overload
 import httpx
 
 from .cassette import Headers, Interaction, Request, Response
+from .errors import SsemockWarning
 from .redact import redact_request, redact_response
 
-__all__ = ["Recorder", "request_from_httpx"]
+__all__ = ["MAX_BODY_BYTES", "Recorder", "RequestHook", "ResponseHook", "request_from_httpx"]
 
+#: The default bound on one recorded body (the client still gets everything): a stream that never
+#: ends must not fill the memory; past it the interaction is cut and marked truncated.
+MAX_BODY_BYTES = 64 * 1024 * 1024
 RequestHook = Callable[[Request], "Request | None"]
 ResponseHook = Callable[[Response], "Response | None"]
 # headers of one HTTP connection, not of the stored response (vcr drops them on import too)
@@ -58,8 +63,10 @@ class Recorder:
     """One live exchange being recorded; ``tee`` wraps the real response's stream."""
 
     def __init__(self, sent: httpx.Request, request: Request, *, on_response: Callable[[Recorder], None],
-                 before_record_response: ResponseHook | None = None) -> None:
+                 before_record_response: ResponseHook | None = None,
+                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
         self.t0 = time.perf_counter()
+        self.max_body_bytes = max_body_bytes
         self.sent = sent  # as the client sent it
         self.request = request  # as it will be stored: redacted, and after before_record_request
         self._on_response = on_response
@@ -87,15 +94,33 @@ class Recorder:
         self._on_response(self)
 
     def chunk(self, data: bytes) -> None:
+        """A piece of the body arrived (the client gets it as it is; the recording keeps at
+        most ``max_body_bytes`` of the body and then stops, marked truncated)."""
         t = time.perf_counter() - self.t0
+        if self.ended:
+            return
         if self._decode is not None:
             data = self._decode(data)
         if data:
             with self._lock:
-                self._parts.append(data)
-                self._size += len(data)
-                self._ends.append(self._size)
-                self._times.append(t)
+                room = self.max_body_bytes - self._size
+                if len(data) > room:
+                    data = data[:room]
+                    self._truncate()
+                if data:
+                    self._parts.append(data)
+                    self._size += len(data)
+                    self._ends.append(self._size)
+                    self._times.append(t)
+
+    def _truncate(self) -> None:
+        self.ended = True
+        self.error = {"type": "RecordingTruncated", "at_byte": self.max_body_bytes,
+                      "message": f"the recording stopped at max_body_bytes={self.max_body_bytes} "
+                                 f"(ssemock); replay ends the stream there"}
+        warnings.warn(f"ssemock: recording of {self.request.method} {self.request.url} cut at "
+                      f"max_body_bytes={self.max_body_bytes}: the stream went on longer (raise max_body_bytes to keep "
+                      f"more); the cassette marks it truncated", SsemockWarning, stacklevel=2)
 
     def finish(self, exc: BaseException | None = None) -> None:
         """The stream ended: normally, with an error, or abandoned (GeneratorExit / close)."""

@@ -39,7 +39,8 @@ from . import lock as _lock
 from . import stacks as _stacks
 from .errors import UnmatchedRequestError
 from .stacks import Record
-from .record import Recorder, RequestHook, ResponseHook, request_from_httpx
+from .cassette_lock import lock_for
+from .record import MAX_BODY_BYTES, Recorder, RequestHook, ResponseHook, request_from_httpx
 from .redact import find_secrets
 from .strategies import minimal_failing_split
 
@@ -274,7 +275,8 @@ class Player:
                  allow_playback_repeats: bool = False, protocol: str | None = None,
                  before_record_request: RequestHook | None = None,
                  before_record_response: ResponseHook | None = None,
-                 allowed_hosts: Sequence[str] | None = None, existed: bool = True) -> None:
+                 allowed_hosts: Sequence[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES,
+                 existed: bool = True) -> None:
         if record_mode not in RECORD_MODES:
             raise ValueError(f"unknown record_mode {record_mode!r}; known: {', '.join(RECORD_MODES)}")
         self.cassette = cassette
@@ -293,6 +295,10 @@ class Player:
         self._replays = record_mode in ("none", "new_episodes") or (record_mode == "once" and existed)
         self._records = record_mode in ("new_episodes", "all", "rewrite") or (record_mode == "once" and not existed)
         self._existed = existed
+        if not (isinstance(max_body_bytes, int) and max_body_bytes > 0):
+            raise ValueError(f"max_body_bytes must be a positive number of bytes, got {max_body_bytes!r}")
+        self.max_body_bytes = max_body_bytes
+        self._disk = _stat(self.path) if existed else None  # the file as loaded: a change means another recorder
         self.guard = _lock.Guard(allowed_hosts=allowed_hosts, blocks=not self._records,
                                  where=str(self.path) if self.path else "an in-memory cassette")
         self.play_counts = [0] * len(cassette.interactions)
@@ -338,8 +344,22 @@ class Player:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         # Saved after an ordinary error (as vcrpy does: what was recorded is real), never after an
-        # interrupt (KeyboardInterrupt, SystemExit): a half recording must not replace a good one.
-        self.stop(save=exc is None or isinstance(exc, (Exception, UnmatchedRequestError)))
+        # interrupt (KeyboardInterrupt, SystemExit): a half recording must not replace a good one;
+        # it is kept beside it instead.
+        if exc is None or isinstance(exc, (Exception, UnmatchedRequestError)):
+            self.stop()
+        else:
+            self.interrupted()
+
+    def interrupted(self) -> Path | None:
+        """Stop after an interrupt: the cassette is left as it was, and what was recorded is kept
+        beside it as ``<name>.partial.json`` (returned; None when nothing was recorded)."""
+        self.stop(save=False)
+        if self.path is None or not self.recorded:
+            return None
+        partial = self.path.with_name(self.path.stem + ".partial.json")
+        Cassette(self.recorded, path=partial).save(partial)
+        return partial
 
     async def __aenter__(self) -> Player:
         return self.__enter__()
@@ -366,7 +386,8 @@ class Player:
                 return self._serve(index, request)
         if self._records:
             recorder = Recorder(request, sent, on_response=_weakly(self._recorded),
-                                before_record_response=self._before_response)
+                                before_record_response=self._before_response,
+                                max_body_bytes=self.max_body_bytes)
             raise Record(request, recorder)
         raise UnmatchedRequestError(self._explain(sent))
 
@@ -450,12 +471,26 @@ class Player:
         return [x for x in (r.interaction() for r in recorders) if x is not None]
 
     def save(self) -> None:
-        """Write what was recorded (atomically); refuse if a secret is left in it."""
+        """Write what was recorded (atomically); refuse if a secret is left in it.
+
+        Under the cassette's lock: when another recorder (an xdist worker, another process)
+        saved the file since it was loaded, its interactions are merged in, never lost.
+        """
         new = self.recorded
         if not new:
             return
-        kept = self.cassette.interactions
-        if self.record_mode == "all":
+        if self.path is None:
+            self._write(self.cassette.interactions, new)
+            return
+        with lock_for(self.path):
+            kept = self.cassette.interactions
+            if _stat(self.path) != self._disk:  # someone else saved it meanwhile: start from theirs
+                kept = Cassette.load(self.path).interactions
+            self._write(kept, new)
+            self._disk = _stat(self.path)
+
+    def _write(self, kept: list[Interaction], new: list[Interaction]) -> None:
+        if self.record_mode in ("all", "rewrite"):
             kept = [x for x in kept
                     if all(matching.differences(n.request, x.request, self.match_on) for n in new)]
         out = Cassette([*kept, *new], path=self.path)
@@ -574,6 +609,14 @@ def _as_diff(difference: str) -> list[str]:
     return [f"- {what}: {found['rec']}  (recorded)", f"+ {what}: {found['sent']}  (sent)"]
 
 
+def _stat(path: Path | None) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path) if path is not None else None
+    except OSError:
+        return None
+    return (found.st_mtime_ns, found.st_size) if found is not None else None
+
+
 def _recorded_error(core: ModuleType, error: dict[str, Any] | None) -> BaseException | None:
     """The exception a recorded mid-stream failure replays as, in the client's own stack."""
     if error is None:
@@ -605,7 +648,7 @@ def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "non
                  allow_playback_repeats: bool = False, protocol: str | None = None,
                  before_record_request: RequestHook | None = None,
                  before_record_response: ResponseHook | None = None,
-                 allowed_hosts: Sequence[str] | None = None) -> Player:
+                 allowed_hosts: Sequence[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES) -> Player:
     """Replay (and record, by ``record_mode``) the cassette file at ``path``.
 
     Modes as vcrpy's: ``none`` replays only; ``once`` records if the file is missing, else
@@ -613,6 +656,8 @@ def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "non
     everything (replacing the interactions it re-records); ``rewrite`` starts from empty.
     ``allowed_hosts`` (default: loopback only) says which connections that no intercepted stack
     makes may still reach the network: a replay refuses the others, a recording warns of them.
+    ``max_body_bytes`` bounds one recorded body (64 MiB): past it the interaction is cut and
+    marked truncated, with a warning.
     """
     p = Path(path)
     existed = p.exists() and record_mode != "rewrite"
@@ -621,4 +666,4 @@ def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "non
                   transform=transform, timing=timing, faults=faults, match_on=match_on,
                   allow_playback_repeats=allow_playback_repeats, protocol=protocol,
                   before_record_request=before_record_request, before_record_response=before_record_response,
-                  allowed_hosts=allowed_hosts)
+                  allowed_hosts=allowed_hosts, max_body_bytes=max_body_bytes)
