@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from ._names import unknown
 from .cassette import Request
 
 __all__ = ["DEFAULT", "MATCHERS", "differences", "resolve"]
@@ -102,10 +103,12 @@ MATCHERS: dict[str, Matcher] = {
 
 def resolve(match_on: Sequence[str] | None) -> tuple[str, ...]:
     """Validated matcher names (default: method, URL parts and body)."""
+    if isinstance(match_on, str):
+        raise ValueError(f"match_on takes a list of matcher names, e.g. [{match_on!r}]; got the string {match_on!r}")
     names = tuple(match_on) if match_on is not None else DEFAULT
-    unknown = [n for n in names if n not in MATCHERS]
-    if unknown:
-        raise ValueError(f"unknown matcher(s) {unknown}; known: {', '.join(MATCHERS)}")
+    for name in names:
+        if name not in MATCHERS:
+            raise unknown("matcher", name, MATCHERS)
     return names
 
 
