@@ -127,4 +127,6 @@ def resolve(spec: str | Transform | Sequence[str | Transform] | None) -> list[Tr
         return [spec]
     if isinstance(spec, str):
         return [get(part) for part in spec.split("+") if part]
+    if not isinstance(spec, Sequence):
+        return [get(spec)]  # the ValueError for a value that is no name
     return [t for item in spec for t in resolve(item)]
