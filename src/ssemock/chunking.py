@@ -146,11 +146,17 @@ class Slices(_LazySequence, Sequence[bytes]):
         return self.body[self.ends[index - 1] if index else 0:self.ends[index]]
 
     def __iter__(self) -> Iterator[bytes]:
+        return self.iterate()[0]
+
+    def iterate(self) -> tuple[Iterator[bytes], Iterator[int]]:
+        """The chunks, one at a time, all in C (no Python frame per chunk), and the iterator that
+        drives them: its ``length_hint`` is the number of chunks not yet handed out."""
         ends = self.ends
-        if isinstance(ends, Regular):  # all in C: no Python frame per chunk
-            step = ends.step
-            return map(self.body.__getitem__, map(slice, range(0, ends.size, step), itertools.count(step, step)))
-        return map(self.body.__getitem__, map(slice, itertools.chain((0,), ends), ends))
+        if isinstance(ends, Regular):
+            starts = iter(range(0, ends.size, ends.step))
+            return map(self.body.__getitem__, map(slice, starts, itertools.count(ends.step, ends.step))), starts
+        left = iter(ends)
+        return map(self.body.__getitem__, map(slice, itertools.chain((0,), ends), left)), left
 
     def __repr__(self) -> str:
         return f"<Slices: {len(self)} chunks of a {len(self.body)}-byte body>"
