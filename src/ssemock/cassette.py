@@ -292,9 +292,8 @@ def _temp_name(target: Path) -> Path:
     except (OSError, ValueError, AttributeError):
         limit = 255
     tail = f".{_name_key(target.name)}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    room = max(limit - len(tail) - 1, 0)
-    name = os.fsdecode(os.fsencode(target.name)[:room])  # a cut inside a character is decoded as surrogates
-    while len(os.fsencode("." + name + tail)) > limit and name:
+    name = target.name[:max(limit - len(tail) - 1, 0)]
+    while name and len(os.fsencode(f".{name}{tail}")) > limit:  # multi-byte characters: cut by whole ones
         name = name[:-1]
     return target.with_name(f".{name}{tail}")
 
