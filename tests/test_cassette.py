@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -326,7 +328,7 @@ def _chunked(draw: st.DrawFn) -> tuple[list[bytes], list[float]]:
     ends = [*[c for c in cuts if c < len(body)], len(body)] if body else []
     starts = [0, *ends]
     chunks = [body[a:b] for a, b in zip(starts, ends)]
-    times = sorted(draw(st.lists(st.floats(0, 1e5, allow_nan=False, allow_infinity=False),
+    times = sorted(draw(st.lists(st.floats(0, 86_400, allow_nan=False, allow_infinity=False),
                                  min_size=len(chunks), max_size=len(chunks))))
     return chunks, times
 
@@ -448,7 +450,7 @@ def _valid_doc() -> dict[str, Any]:
 
 def _load_doc(tmp_path: Path, doc: Any) -> Cassette:
     path = tmp_path / "bad.json"
-    path.write_bytes(orjson.dumps(doc))
+    path.write_text(json.dumps(doc))  # json, not orjson: it writes JSON nested deeper than 254 levels
     return Cassette.load(path)
 
 
@@ -509,7 +511,12 @@ _INTERACTION_CASES = [
     ("response.chunks", [[0, 9], [1, 17]], "last end offset"),
     ("response.chunks", [[0, 9]], "last end offset"),
     ("response.chunks", [[5.0, 9], [4.9, 18]], "goes back"),
-    ("response.chunks", [[-1.0, 9], [1.0, 18]], "goes back"),
+    ("response.chunks", [[-1.0, 9], [1.0, 18]], "time -1.0 ms is out of range"),
+    ("response.chunks", [[0, 9], [1e308, 18]], "time 1e+308 ms is out of range"),
+    ("response.chunks", [[0, 9], [86_400_001, 18]], "0 to 86,400,000 ms (a day)"),
+    ("request.json", functools.reduce(lambda v, _: [v], range(250), []), "request.json is nested deeper"),
+    ("response.error", {"type": "x", "deep": functools.reduce(lambda v, _: [v], range(250), [])},
+     "response.error is nested deeper"),
     ("response.complete", "yes", "complete"),
     ("response.error", "boom", "error"),
     ("response.error", {"message": "no type"}, "error"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import re
 
 import pytest
@@ -359,3 +360,38 @@ def test_resolve_keeps_the_offsets_of_an_at_name_together() -> None:
     """A comma splits names, not the offsets of ``at:`` (as --ssemock-chunking passes them)."""
     assert chunking.resolve("coalesced,at:17,40") == [chunking.coalesced, chunking.at(17, 40)]
     assert [c.name for c in chunking.resolve("at:3, 9,random:1,")] == ["at:3,9", "random:1"]
+
+
+# -- lazy ends for fixed-size chunkings -------------------------------------------------------
+
+@pytest.mark.parametrize("size, step", [(0, 1), (1, 1), (7, 1), (7, 3), (9, 3), (5, 8)])
+def test_regular_ends_behave_as_the_list_they_stand_for(size: int, step: int) -> None:
+    body = bytes(range(size))
+    want = chunking.fixed(step).ends(body)
+    got = chunking.fixed(step).lazy_ends(body)
+    assert got == want and want == got and list(got) == want and len(got) == len(want)
+    assert [got[i] for i in range(-len(want), len(want))] == want + want
+    assert got[1:-1] == want[1:-1] and got[::2] == want[::2]
+    assert all(e in got for e in want) and 0 not in got and size + 1 not in got
+    with pytest.raises(IndexError):
+        got[len(want)]
+    slices = chunking.Slices(body, got)
+    assert slices == chunking.fixed(step)(body) and list(slices) == chunking.fixed(step)(body)
+    assert [slices[i] for i in range(len(slices))] == chunking.fixed(step)(body)
+
+
+def test_lazy_ends_of_other_chunkings_are_their_lists() -> None:
+    for strategy in (chunking.as_recorded, chunking.mid_line, chunking.per_event, chunking.random(3)):
+        assert strategy.lazy_ends(SSE_BODY) == strategy.ends(SSE_BODY)
+    assert chunking.bytewise.lazy_ends(SSE_BODY) == chunking.bytewise.ends(SSE_BODY) == list(range(1, len(SSE_BODY) + 1))
+    assert chunking.bytewise.lazy_ends(SSE_BODY) != [1, 2]
+    assert chunking.bytewise.lazy_ends(b"") == []
+
+
+def test_slices_hand_out_each_chunk_once_and_count_what_is_left() -> None:
+    for ends in (chunking.Regular(4, 10), [3, 4, 10]):
+        chunks, left = chunking.Slices(b"0123456789", ends).iterate()
+        assert operator.length_hint(left) == len(ends)
+        first = next(chunks)
+        assert first == b"0123456789"[:ends[0]] and operator.length_hint(left) == len(ends) - 1
+        assert b"".join([first, *chunks]) == b"0123456789" and operator.length_hint(left) == 0

@@ -257,3 +257,55 @@ def test_an_unread_error_response_is_not_an_unconsumed_stream() -> None:
     with ssemock.replay(OPENAI, faults=[fault]) as player:
         assert openai_text(False, max_retries=1) == (TEXT, None)
     assert len(player.plays) == 2 and player.unconsumed() == []
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("disconnect:after_event=x", "after_event must be a whole number >= 0, got 'x'"),
+    ("disconnect:after_event=1.5", "after_event must be a whole number >= 0, got 1.5"),
+    ("disconnect:after_event=true", "after_event must be a whole number >= 0, got True"),
+    ("disconnect:after_byte=-1", "after_byte must be a whole number >= 0, got -1"),
+    ("stall:before_event=1,seconds=-2", "seconds must be a number of seconds from 0 to 86400, got -2"),
+    ("stall:before_event=1,seconds=1e308", "seconds must be a number of seconds from 0 to 86400"),
+    ("stall:before_event=1,seconds=1e400", "seconds must be a number of seconds"),
+    ("stall:before_event=-1,seconds=1", "before_event must be a whole number >= 0"),
+    ("stall:seconds=1", "stall needs before_event="),
+    ("http_error:status=200", "status must be a 4xx/5xx status code, got 200"),
+    ("http_error:status=429.0", "status must be a 4xx/5xx status code, got 429.0"),
+    ("http_error:status=429,retry_after=soon", "retry_after must be a number of seconds"),
+    ("http_error:429", "write its parameters as key=value"),
+    ("truncate:at=mid-event", "did you mean 'mid_event'?"),
+    ("error_event:kind=", "kind must be an error type name"),
+    ("error_event:after_event=x", "after_event must be a whole number >= 0, got 'x'"),
+    ("disconnect:after_evnt=1", "unknown parameter of disconnect 'after_evnt': did you mean 'after_event'?"),
+    ("disconnect:after_event=1,after_event=2", "after_event is given twice"),
+    ("disconect:after_event=1", "unknown fault 'disconect:after_event=1': did you mean 'disconnect:after_event=1'?"),
+    ("sequence:http_error:status=429|disconect:after_byte=1", "did you mean 'disconnect:after_byte=1'?"),
+])
+def test_bad_fault_values_are_one_value_error_when_parsed(spec: str, says: str) -> None:
+    """Every bad fault spec fails in faults.get (at collection, when the plugin parses it), not on
+    each request served; the message names the spec and what is wrong."""
+    with pytest.raises(ValueError) as info:
+        faults.resolve(spec)
+    assert says in str(info.value)
+    assert spec.split("|")[-1].split(":")[0] in str(info.value)
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda: faults.disconnect(after_event="3"), "whole number"),  # type: ignore[arg-type]
+    (lambda: faults.disconnect(after_byte=-5), "whole number >= 0"),
+    (lambda: faults.stall(2, float("nan")), "number of seconds"),
+    (lambda: faults.stall(2, float("inf")), "number of seconds"),
+    (lambda: faults.http_error(429, retry_after=-1), "retry_after"),
+    (lambda: faults.http_error(429, headers={"x": "a\r\nb"}), "one-line"),
+    (lambda: faults.http_error(True), "4xx/5xx"),  # type: ignore[arg-type]
+    (lambda: faults.sequence(5), "a fault is a name"),  # type: ignore[arg-type]
+    (lambda: faults.resolve(5), "a fault is a name"),  # type: ignore[arg-type]
+])
+def test_bad_fault_values_from_python_too(make: Any, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        make()
+
+
+def test_a_bad_fault_fails_the_player_before_any_request() -> None:
+    with pytest.raises(ValueError, match="after_event must be a whole number"):
+        ssemock.replay(OPENAI, faults="disconnect:after_event=x")

@@ -8,6 +8,7 @@ import time
 import anthropic
 import anyio
 import httpx
+import httpcore
 import httpx2
 import openai
 import pytest
@@ -146,3 +147,90 @@ def test_async_context_manager() -> None:
                 return (await client.post(URL, json={"n": 1})).text
 
     assert asyncio.run(main()).startswith("data: 1")
+
+
+# -- per-byte chunkings replay lazily ---------------------------------------------------------
+
+BIG = b'data: {"choices": [{"delta": {"content": "h\xc3\xa9llo"}}]}\n\n' * 5_000  # ~300 KB
+
+
+def _big() -> ssemock.Cassette:
+    c = ssemock.Cassette()
+    c.add("GET", URL, [BIG[i:i + 16384] for i in range(0, len(BIG), 16384)], times=[0.0] * -(-len(BIG) // 16384))
+    return c
+
+
+@pytest.mark.parametrize("chunking", ["bytewise", "fixed:1", "fixed:3"])
+@pytest.mark.parametrize("timing", ["instant", "scaled:0"])
+def test_per_byte_chunkings_replay_in_memory_bounded_by_the_body(chunking: str, timing: str) -> None:
+    """A plan for a body cut byte by byte holds no list per byte (it held ~50x the body: a list
+    of ends and a list of chunks), on the fast path and on the timed one."""
+    import tracemalloc
+
+    from ssemock.replay import ReplayStream, plan_response
+
+    response = _big().interactions[0].response
+    strategy, pace = ssemock.chunking.get(chunking), ssemock.timing.get(timing)
+    tracemalloc.start()
+    try:
+        plan = plan_response(response, url=URL, core=httpcore, chunking=strategy, timing=pace)
+        stream = ReplayStream(plan, time.monotonic())
+        count = size = 0
+        for chunk in stream:
+            count += 1
+            size += len(chunk)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert size == len(BIG) and count == len(plan.chunks) == -(-len(BIG) // strategy.step)  # type: ignore[operator]
+    assert stream.consumed and stream.finished
+    assert peak < 0.25 * len(BIG), f"{peak / len(BIG):.2f}x the body"
+
+
+def test_lazy_plans_equal_the_lists_they_stand_for() -> None:
+    from ssemock.replay import plan_response
+
+    body = b"data: 1\n\ndata: 2\n\n"
+    c = ssemock.Cassette()
+    c.add("GET", URL, [body[:5], body[5:]], times=[0.0, 0.5])
+    for name in ("bytewise", "fixed:4"):
+        strategy = ssemock.chunking.get(name)
+        plan = plan_response(c.interactions[0].response, url=URL, core=httpcore, chunking=strategy,
+                             timing=ssemock.timing.get("recorded"))
+        assert plan.ends == strategy.ends(body) and strategy.ends(body) == plan.ends
+        assert plan.chunks == strategy(body) and list(plan.chunks) == strategy(body)
+        assert plan.chunks[-1] == strategy(body)[-1] and plan.chunks[1:3] == strategy(body)[1:3]
+        assert plan.due is not None
+        assert list(plan.due) == [0.0 if e <= 5 else 0.5 for e in strategy.ends(body)]
+
+
+@pytest.mark.parametrize("lib", [httpx, httpx2], ids=["httpx", "httpx2"])
+def test_bytewise_with_a_stall_and_a_fault_through_the_client(lib: object) -> None:
+    with ssemock.replay(three(), chunking="fixed:2",
+                        faults="stall:before_event=1,seconds=0.01;disconnect:after_event=2") as player:
+        got: list[bytes] = []
+        with lib.Client() as client, pytest.raises(lib.RemoteProtocolError):  # type: ignore[attr-defined]
+            with client.stream("POST", URL, json={"n": 1}) as r:
+                got.extend(r.iter_raw())
+    assert b"".join(got) == b"data: 1\n\ndata: 2\n\n"
+    assert all(len(c) <= 2 for c in got) and len(got) == 10  # fixed:2, and a boundary at byte 9 for the stall
+    assert b"".join(got[:5]) == b"data: 1\n\n"
+    assert player.plays[0].stream.failed
+
+
+@pytest.mark.parametrize("timing", ["instant", "scaled:0"])
+def test_bytewise_async_replay_is_lazy_and_complete(timing: str) -> None:
+    async def main(stop: int | None) -> list[bytes]:
+        got = []
+        async with httpx.AsyncClient() as client:
+            async with client.stream("GET", URL) as r:
+                async for chunk in r.aiter_raw():
+                    got.append(chunk)
+                    if len(got) == stop:
+                        break
+        return got
+
+    with ssemock.replay(_big(), chunking="bytewise", timing=timing, allow_playback_repeats=True) as player:
+        part = anyio.run(main, 1000)
+        assert len(part) == 1000 and set(map(len, part)) == {1} and not player.plays[0].stream.consumed
+        assert b"".join(anyio.run(main, None)) == BIG and player.plays[1].stream.consumed

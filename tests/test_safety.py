@@ -143,10 +143,57 @@ def test_sigkill_inside_the_save_leaves_the_previous_cassette_intact(tmp_path: P
     # it is hidden and named *.tmp, so it is never taken for a cassette
     leftovers = _others(tmp_path, path)
     assert len(leftovers) == 1 and leftovers[0].startswith(".c.json.") and leftovers[0].endswith(".tmp")
-    # and the next recording saves normally over it
+    # the next recording saves normally, and removes it: its writer is gone
     _record(path, f"{slow}/slow?n=2")
     old, new = ssemock.Cassette.load(path).interactions
     assert old.response.body.count(b"\n\n") == 7 and new.response.body.count(b"\n\n") == 3
+    assert _others(tmp_path, path) == []
+
+
+def _saving(path: Path, url: str) -> subprocess.Popen[str]:
+    """A process stopped inside a save of ``path``, its temp file written, before os.replace."""
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(path), url, "all", "save"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("replacing"):
+            return proc
+    proc.kill()
+    pytest.fail(f"the saving subprocess ended early: {proc.stderr.read() if proc.stderr else ''}")
+
+
+def test_a_save_leaves_the_temp_file_of_a_live_save_alone_until_it_is_stale(tmp_path: Path, slow: str) -> None:
+    """Another process saving the same cassette (an xdist worker) keeps its temp file; once that
+    file is older than STALE_AFTER it is taken for the leftover of a hung save and removed."""
+    path = tmp_path / "c.json"
+    _good_cassette(path, f"{slow}/slow?n=2")
+    other = tmp_path / "other.json"
+    ssemock.Cassette().save(other)
+    proc = _saving(path, f"{slow}/slow?n=6")
+    try:
+        live, = _others(tmp_path, path, other)
+        ssemock.Cassette.load(path).save()
+        ssemock.Cassette.load(other).save()  # another cassette's save never looks at it
+        assert _others(tmp_path, path, other) == [live]
+        stale = time.time() - ssemock.cassette.STALE_AFTER - 60
+        os.utime(tmp_path / live, (stale, stale))
+        ssemock.Cassette.load(path).save()
+        assert _others(tmp_path, path, other) == []
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("name", ["c" * 250 + ".json", "世" * 83 + ".json", "é" * 125 + ".json"])
+def test_a_cassette_named_up_to_name_max_saves(tmp_path: Path, name: str) -> None:
+    """The temp name is cut to fit NAME_MAX (255 bytes); it used to be the name plus ~25 bytes,
+    so names of 235+ bytes failed with ENAMETOOLONG."""
+    assert len(os.fsencode(name)) <= 255
+    c = ssemock.Cassette()
+    c.add("GET", "http://h.test/", [b"data: x\n\n"])
+    path = c.save(tmp_path / name)
+    assert ssemock.Cassette.load(path).interactions[0].response.body == b"data: x\n\n"
+    assert _others(tmp_path, path) == []
 
 
 # -- KeyboardInterrupt ---------------------------------------------------------------------------

@@ -10,15 +10,20 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import hashlib
 import itertools
+import math
 import mmap
 import operator
 import os
+import re
 import secrets
+import stat
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -27,7 +32,10 @@ from .chunking import event_ends
 __all__ = ["Cassette", "CassetteError", "Interaction", "Request", "Response", "VERSION"]
 
 VERSION = 1
-
+MAX_T_MS = 86_400_000  # a chunk time is at most a day after the request (ms), so timing can sleep it
+MAX_DEPTH = 250  # request.json and response.error nest at most this deep (orjson writes 254 levels)
+FREE_VALUES = 1_000_000  # a cassette may hold this many JSON values at any size ...
+BYTES_PER_VALUE = 16  # ... and one more per 16 bytes (ssemock's indented layout takes more)
 
 
 class CassetteError(ValueError):
@@ -151,8 +159,11 @@ class Cassette:
         empty = [k for k, c in enumerate(chunks) if not c]
         if empty:
             raise ValueError(f"chunk {empty[0]} is empty: a chunk boundary needs at least one byte")
-        if times is not None and any(not (0 <= a <= b) for a, b in zip([0.0, *times], times)):
-            raise ValueError(f"times must be >= 0 and non-decreasing (seconds since the request), got {list(times)}")
+        if times is not None and any(not (0 <= a <= b <= MAX_T_MS / 1000) for a, b in zip([0.0, *times], times)):
+            raise ValueError("times must be finite, >= 0, non-decreasing and at most a day (seconds since the "
+                             f"request), got {list(times)[:10]}{' ...' if len(times) > 10 else ''}")
+        if type(status) is not int or not 100 <= status <= 599:
+            raise ValueError(f"status must be an HTTP status code (100-599), got {status!r}")
         body = request_body.encode() if isinstance(request_body, str) else request_body
         if request_json is not None:
             body = orjson.dumps(request_json)
@@ -200,8 +211,11 @@ class Cassette:
         response bodies, which are written one piece at a time (saving a large recording needs
         no second copy of its body)."""
         bodies, items = [], []
-        for x in self.interactions:
-            item = _interaction_to_json(x, lazy=True)
+        for i, x in enumerate(self.interactions):
+            try:
+                item = _interaction_to_json(x, lazy=True)
+            except _Invalid as exc:  # never write a file that would not load
+                raise CassetteError(f"refusing to save: {exc}", path=self.path, interaction=i) from None
             if item["response"].get("body") == _BODY:
                 bodies.append(x.response)
             items.append(item)
@@ -222,13 +236,21 @@ class Cassette:
             write(after)
 
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
-        """Write atomically (temp file in the same folder + os.replace)."""
+        """Write atomically (temp file in the same folder + os.replace).
+
+        Temp files an earlier save of the same cassette left behind (its process was killed) are
+        removed first; see :func:`_stale_temp_files`."""
         target = Path(path) if path is not None else self.path
         if target is None:
             raise ValueError("Cassette.save() needs a path for an in-memory cassette")
-        tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
+            for stale in _stale_temp_files(target):
+                try:
+                    stale.unlink()
+                except OSError:
+                    pass  # gone already, or not ours to remove
+            tmp = _temp_name(target)
             # created with 0666 & ~umask like any new file (mkstemp would make it 0600); an
             # existing cassette keeps its mode
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
@@ -253,18 +275,137 @@ class Cassette:
         return target
 
 
+# -- temp files of a save ----------------------------------------------------------------------
+
+STALE_AFTER = 3600.0  # seconds: a temp file this old is stale whoever wrote it
+_TEMP = re.compile(r"\.(?P<name>.*)\.(?P<key>[0-9a-f]{12})\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp")
+_OLD_TEMP = re.compile(r"\.(?P<name>.*)\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp")  # before the key was added
+
+
+def _name_key(name: str) -> str:
+    return hashlib.sha1(os.fsencode(name)).hexdigest()[:12]
+
+
+def _temp_name(target: Path) -> Path:
+    """``.NAME.KEY.PID.TOKEN.tmp`` beside ``target``: hidden, named ``*.tmp`` so it is never taken
+    for a cassette, carrying the writer's pid and a hash of the cassette's name (so a later save
+    finds it), with NAME shortened as needed to stay within the file system's NAME_MAX."""
+    try:
+        limit = os.pathconf(target.parent, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        limit = 255
+    tail = f".{_name_key(target.name)}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    name = target.name[:max(limit - len(tail) - 1, 0)]
+    while name and len(os.fsencode(f".{name}{tail}")) > limit:  # multi-byte characters: cut by whole ones
+        name = name[:-1]
+    return target.with_name(f".{name}{tail}")
+
+
+def _stale_temp_files(target: Path, now: float | None = None) -> list[Path]:
+    """Temp files of earlier saves of ``target`` that nobody will finish: their writer's process
+    is gone (another pid on this machine), or they are older than :data:`STALE_AFTER`. A temp
+    file of a live process -- another test worker saving the same cassette -- is left alone."""
+    key, found = _name_key(target.name), []
+    now = time.time() if now is None else now
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return []
+    for entry in entries:
+        if not (entry.name.startswith(".") and entry.name.endswith(".tmp")):
+            continue
+        m = _TEMP.fullmatch(entry.name)
+        if m is None or m["key"] != key:
+            m = _OLD_TEMP.fullmatch(entry.name)
+            if m is None or m["name"] != target.name:
+                continue
+        try:
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        pid = int(m["pid"])
+        if age > STALE_AFTER or (pid != os.getpid() and not _alive(pid)):
+            found.append(Path(entry.path))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this machine (one we may not signal counts too)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError, OverflowError):
+        return True
+    return True
+
+
 # -- JSON mapping ------------------------------------------------------------------------------
 
-def read_file(path: str | os.PathLike[str]) -> bytes:
-    """A cassette file's bytes (CassetteError naming the file when it cannot be read)."""
+def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
+    """``path`` opened for reading, if it is a regular file: a FIFO, a device (``/dev/zero``), a
+    socket or a directory is refused at once (CassetteError), without blocking or reading it."""
     try:
-        return Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise CassetteError(f"cannot read: {exc.strerror or exc}", path=path) from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
+                    if stat.S_ISSOCK(mode) else "not a regular file")
+            raise CassetteError(f"cannot read: it is {kind}, not a regular file", path=path)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_file(path: str | os.PathLike[str]) -> bytes:
+    """A cassette file's bytes (CassetteError naming the file when it cannot be read, or is not
+    a regular file)."""
+    with open_regular(path) as fh:
+        try:
+            return fh.read()
+        except OSError as exc:
+            raise CassetteError(f"cannot read: {exc.strerror or exc}", path=path) from exc
+
+
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def _values(data: bytes) -> int:
+    """About how many JSON values ``data`` holds: every one after the first in a list or object
+    follows a comma, every list or object opens with a bracket."""
+    return data.count(b",") + data.count(b"[") + data.count(b"{")
+
+
+def check_size(raw: bytes | str, *, path: str | os.PathLike[str] | None = None, size: int | None = None) -> None:
+    """Refuse JSON text with more values than a cassette of its size can hold (CassetteError),
+    before a parser builds them: 100 MB of ``{},{},...`` would take GBs as Python objects. Parsed
+    memory then stays within a small multiple of the file (one value per 16 bytes at most, past
+    the first million; every value of ssemock's own indented layout takes a line of its own).
+
+    ``size``: the whole file's, when ``raw`` is the file without its bodies."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    size = len(data) if size is None else size
+    limit = FREE_VALUES + size // BYTES_PER_VALUE
+    if _values(data) <= limit:
+        return
+    count = _values(_STRING.sub(b'""', data))  # the quick count took in strings' commas and brackets
+    if count > limit:
+        raise CassetteError(f"holds about {count:,} JSON values in {size:,} bytes, more than a cassette "
+                            f"of this size may ({limit:,}: {FREE_VALUES:,} and one per {BYTES_PER_VALUE} bytes); "
+                            "is it a cassette? (a hand-made compact one: indent it, e.g. python -m json.tool)",
+                            path=path)
 
 
 def read_document(raw: bytes | str, *, path: str | os.PathLike[str] | None = None) -> list[Any]:
     """The raw interaction list of cassette JSON, after checking the JSON and its version."""
+    check_size(raw, path=path)
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -300,8 +441,9 @@ def _read_bodies_apart(path: str | os.PathLike[str]) -> list[Any] | None:
     ends a line, which no JSON string can hold). None for a small file or any other layout or
     problem: the caller then parses the whole file, which also gives the authoritative error."""
     try:
-        with open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size < LEAN_MIN_SIZE:
+        with open_regular(path) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < LEAN_MIN_SIZE:
                 return None
             with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
                 token = f"\x00ssemock:{secrets.token_hex(8)}:"
@@ -319,8 +461,14 @@ def _read_bodies_apart(path: str | os.PathLike[str]) -> list[Any] | None:
                     bodies.append(body)
                     pos = end
                 rest.append(mm[pos:])
-        items = _interactions(orjson.loads(b"".join(rest)), path)
-    except (OSError, ValueError, CassetteError):  # orjson.JSONDecodeError is a ValueError
+        document = b"".join(rest)
+        del rest
+    except (OSError, ValueError, CassetteError):
+        return None
+    check_size(document, path=path, size=size)  # the file's own error: raised, not retried whole
+    try:
+        items = _interactions(orjson.loads(document), path)
+    except (ValueError, CassetteError):  # orjson.JSONDecodeError is a ValueError
         return None
     found = 0
     for item in items:
@@ -477,9 +625,9 @@ def _interaction_to_json(x: Interaction, lazy: bool = False) -> dict[str, Any]:
     request: dict[str, Any] = {"method": req.method, "url": req.url,
                                "headers": _headers_to_json(req.headers)}
     parsed = req.json()
-    if parsed is not None:
+    if parsed is not None and _json_in_layout(parsed) is not None:
         request["json"] = parsed
-    elif req.body is not None:
+    elif req.body is not None:  # not JSON, or JSON too deep to lay out: kept as text, never lost
         try:
             request["body"] = req.body.decode("utf-8")
         except UnicodeDecodeError:
@@ -487,10 +635,23 @@ def _interaction_to_json(x: Interaction, lazy: bool = False) -> dict[str, Any]:
     response: dict[str, Any] = {"status": resp.status, "headers": _headers_to_json(resp.headers)}
     response.update(_body_to_json(resp.body, resp.header("content-type"), lazy))
     response["chunks"] = [[round(t * 1000, 1), end] for t, end in zip(resp.times, resp.ends)]
+    if len(resp.times) != len(resp.ends):
+        raise _Invalid(f"response has {len(resp.ends)} chunk ends but {len(resp.times)} times")
+    _chunk_map_from_json(response["chunks"], len(resp.body))  # what loads: checked as loading does
     response["complete"] = resp.complete
     if resp.error is not None:
         response["error"] = resp.error
     return {"request": request, "response": response}
+
+
+def _json_in_layout(value: Any) -> bytes | None:
+    """``value`` as compact JSON, or None when it cannot sit where a cassette keeps JSON: four
+    levels down (document, interactions, item, request/response), and orjson writes 254 levels
+    at most, which leaves :data:`MAX_DEPTH`."""
+    try:
+        return orjson.dumps([[[[value]]]])[4:-4]
+    except TypeError:  # orjson: "Recursion limit reached"
+        return None
 
 
 def _interaction_from_json(item: Any, consume: bool = False) -> Interaction:
@@ -508,7 +669,10 @@ def _interaction_from_json(item: Any, consume: bool = False) -> Interaction:
         raise _Invalid("request.url is missing or not a string")
     body: bytes | None = None
     if "json" in req:
-        body = orjson.dumps(req["json"])
+        body = _json_in_layout(req["json"])
+        if body is None:
+            raise _Invalid(f"request.json is nested deeper than a cassette keeps JSON ({MAX_DEPTH} levels): "
+                           "store the body as text in request.body instead")
     elif "body" in req or "body_base64" in req:
         body = _body_from_json(req, "request")
     request = Request(method.upper(), url, _headers_from_json(req.get("headers"), "request.headers"), body)
@@ -526,6 +690,8 @@ def _interaction_from_json(item: Any, consume: bool = False) -> Interaction:
     error = resp.get("error")
     if error is not None and not (isinstance(error, dict) and isinstance(error.get("type"), str)):
         raise _Invalid("response.error must be an object with a 'type' string")
+    if error is not None and _json_in_layout(error) is None:
+        raise _Invalid(f"response.error is nested deeper than a cassette keeps JSON ({MAX_DEPTH} levels)")
     headers = _headers_from_json(resp.get("headers"), "response.headers")
     return Interaction(request, Response(status, headers, rbody, ends, times, complete, error))
 
@@ -539,7 +705,7 @@ def _chunk_map_from_json(value: Any, size: int) -> tuple[list[int], list[float]]
         t_ms, offsets = map(list, zip(*value))
         if (set(map(type, offsets)) == {int} and set(map(type, t_ms)) <= {int, float}
                 and all(map(operator.lt, [0, *offsets], offsets)) and all(map(operator.le, [0, *t_ms], t_ms))
-                and offsets[-1] == size):
+                and t_ms[-1] <= MAX_T_MS and offsets[-1] == size):
             return offsets, [t / 1000 for t in t_ms]
     ends: list[int] = []
     times: list[float] = []
@@ -556,6 +722,9 @@ def _chunk_map_from_json(value: Any, size: int) -> tuple[list[int], list[float]]
         if end > size:
             raise _Invalid(f"response.chunks[{k}]: end offset {end} is past the body's {size} bytes"
                            " — the body was edited; run `ssemock fix` to rebuild the boundary map")
+        if not (math.isfinite(t_ms) and 0 <= t_ms <= MAX_T_MS):
+            raise _Invalid(f"response.chunks[{k}]: time {t_ms!r} ms is out of range: a chunk arrives 0 to "
+                           f"{MAX_T_MS:,} ms (a day) after the request")
         if t_ms < prev_t:
             raise _Invalid(f"response.chunks[{k}]: time {t_ms} ms goes back (previous {prev_t} ms)")
         ends.append(end)

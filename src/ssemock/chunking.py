@@ -8,14 +8,18 @@ offsets, the last one ``len(body)``). Every strategy is deterministic and has a 
 from __future__ import annotations
 
 import bisect
+import itertools
 import random as _random
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
+
+from ._names import unknown
 
 __all__ = [
-    "ALL", "At", "Chunking", "at", "as_recorded", "bytewise", "coalesced", "fixed", "get", "mid_line",
-    "mid_utf8", "per_event", "random",
+    "ALL", "At", "Chunking", "Regular", "Slices", "at", "as_recorded", "bytewise", "coalesced", "fixed", "get",
+    "mid_line", "mid_utf8", "per_event", "random",
 ]
 
 Ends = list[int]
@@ -30,6 +34,7 @@ class Chunking:
     name: str
     split: Callable[[bytes, Sequence[int]], Ends]
     normalized: bool = False  # split already returns valid ends (skip the sort)
+    step: int | None = None  # chunks of ``step`` bytes: ends known without listing them (lazy_ends)
 
     def ends(self, body: bytes, recorded: Sequence[int] | None = None) -> Ends:
         """New chunk end offsets for ``body`` (``recorded``: the ends as recorded)."""
@@ -42,6 +47,14 @@ class Chunking:
             return ends if type(ends) is list else list(ends)  # the built-in splits give new lists
         return _normalize(self.split(body, recorded), len(body))
 
+    def lazy_ends(self, body: bytes, recorded: Sequence[int] | None = None) -> Sequence[int]:
+        """:meth:`ends` without a list where none is needed: a :class:`Regular` sequence for
+        fixed-size chunkings (``bytewise``, ``fixed:N``), so replaying a 50 MB body byte by byte
+        does not hold 50 million offsets. Equal (``==``) to what :meth:`ends` returns."""
+        if self.step is not None and body:
+            return Regular(self.step, len(body))
+        return self.ends(body, recorded)
+
     def __call__(self, body: bytes, recorded: Sequence[int] | None = None) -> list[bytes]:
         """The body cut into chunks by this strategy."""
         starts = [0, *self.ends(body, recorded)]
@@ -49,6 +62,104 @@ class Chunking:
 
     def __str__(self) -> str:
         return self.name
+
+
+class _LazySequence:
+    """Equality with any sequence of the same items (a list, a tuple, another lazy one)."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        if len(self) != len(other):  # type: ignore[arg-type]
+            return False
+        return all(a == b for a, b in zip(self, other))  # type: ignore[call-overload]
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Regular(_LazySequence, Sequence[int]):
+    """The chunk ends ``step, 2*step, ..., size`` (the last chunk may be shorter), computed on
+    demand: as fast as a ``range`` and of constant size, unlike a list of them."""
+
+    __slots__ = ("step", "size")
+
+    def __init__(self, step: int, size: int) -> None:
+        if step < 1 or size < 0:
+            raise ValueError(f"Regular needs step >= 1 and size >= 0, got {step}, {size}")
+        self.step, self.size = step, size
+
+    def __len__(self) -> int:
+        return -(-self.size // self.step)
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[int]: ...
+
+    def __getitem__(self, index: int | slice) -> int | list[int]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        n = len(self)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("Regular index out of range")
+        return min((index + 1) * self.step, self.size)
+
+    def __iter__(self) -> Iterator[int]:
+        if not self.size:
+            return iter(())
+        return itertools.chain(range(self.step, self.size, self.step), (self.size,))
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, int) and 0 < value <= self.size and (value % self.step == 0 or value == self.size)
+
+    def __repr__(self) -> str:
+        return f"Regular(step={self.step}, size={self.size})"
+
+
+class Slices(_LazySequence, Sequence[bytes]):
+    """A body cut at ``ends``, each chunk sliced when it is reached (nothing held but the body and
+    the ends; with :class:`Regular` ends, nothing that grows with the number of chunks)."""
+
+    __slots__ = ("body", "ends")
+
+    def __init__(self, body: bytes, ends: Sequence[int]) -> None:
+        self.body, self.ends = body, ends
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[bytes]: ...
+
+    def __getitem__(self, index: int | slice) -> bytes | list[bytes]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        n = len(self.ends)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("Slices index out of range")
+        return self.body[self.ends[index - 1] if index else 0:self.ends[index]]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self.iterate()[0]
+
+    def iterate(self) -> tuple[Iterator[bytes], Iterator[int]]:
+        """The chunks, one at a time, all in C (no Python frame per chunk), and the iterator that
+        drives them: its ``length_hint`` is the number of chunks not yet handed out."""
+        ends = self.ends
+        if isinstance(ends, Regular):
+            starts = iter(range(0, ends.size, ends.step))
+            return map(self.body.__getitem__, map(slice, starts, itertools.count(ends.step, ends.step))), starts
+        left = iter(ends)
+        return map(self.body.__getitem__, map(slice, itertools.chain((0,), ends), left)), left
+
+    def __repr__(self) -> str:
+        return f"<Slices: {len(self)} chunks of a {len(self.body)}-byte body>"
 
 
 def _normalize(ends: Sequence[int], size: int) -> Ends:
@@ -63,7 +174,7 @@ def _as_recorded(body: bytes, recorded: Sequence[int]) -> Ends:
 
 
 def _bytewise(body: bytes, recorded: Sequence[int]) -> Ends:
-    return list(range(1, len(body) + 1))
+    return list(range(1, len(body) + 1))  # what Chunking.ends gives (its step takes over there)
 
 
 def _coalesced(body: bytes, recorded: Sequence[int]) -> Ends:
@@ -129,7 +240,7 @@ def _mid_utf8(body: bytes, recorded: Sequence[int]) -> Ends:
 
 
 as_recorded = Chunking("as_recorded", _as_recorded, normalized=True)
-bytewise = Chunking("bytewise", _bytewise, normalized=True)
+bytewise = Chunking("bytewise", _bytewise, normalized=True, step=1)
 coalesced = Chunking("coalesced", _coalesced, normalized=True)
 per_event = Chunking("per_event", _per_event)
 mid_line = Chunking("mid_line", _mid_line)
@@ -138,15 +249,17 @@ mid_utf8 = Chunking("mid_utf8", _mid_utf8)
 
 def fixed(n: int) -> Chunking:
     """Chunks of ``n`` bytes (the last may be shorter)."""
-    if n < 1:
-        raise ValueError(f"fixed(n) needs n >= 1, got {n}")
-    return Chunking(f"fixed:{n}", lambda body, _rec: [*range(n, len(body), n), len(body)], normalized=True)
+    if type(n) is not int or n < 1:
+        raise ValueError(f"fixed(n) needs a whole number n >= 1, got {n!r}")
+    return Chunking(f"fixed:{n}", lambda body, _rec: list(Regular(n, len(body))), normalized=True, step=n)
 
 
 def random(seed: int = 0, average_size: int = 16, size_variation: int = 12) -> Chunking:
     """Seeded random sizes around ``average_size`` +- ``size_variation`` (Toxiproxy's slicer)."""
-    if average_size < 1 or size_variation < 0:
-        raise ValueError("random() needs average_size >= 1 and size_variation >= 0")
+    if not all(type(v) is int for v in (seed, average_size, size_variation)) or average_size < 1 \
+            or size_variation < 0:
+        raise ValueError("random() needs whole numbers: a seed, average_size >= 1 and size_variation >= 0, "
+                         f"got {seed!r}, {average_size!r}, {size_variation!r}")
     lo, hi = max(1, average_size - size_variation), average_size + size_variation
 
     def split(body: bytes, _rec: Sequence[int]) -> Ends:
@@ -198,30 +311,45 @@ ALL: tuple[Chunking, ...] = (as_recorded, bytewise, mid_line, mid_utf8, coalesce
 
 _NAMED = {c.name: c for c in (as_recorded, bytewise, mid_line, mid_utf8, coalesced, per_event)}
 _NAME_START = re.compile(r",(?=\s*(?:[A-Za-z]|$))")  # a comma before a name (or the end), not between offsets
-_KNOWN = ", ".join([*_NAMED, "fixed:N", "random:SEED[:AVG:VAR]", "at:OFFSET,...", "all"])
+_SHOWN = [*_NAMED, "fixed:N", "random:SEED[:AVG:VAR]", "at:OFFSET,...", "all"]
+_HEADS = [*_NAMED, "fixed", "random", "at", "all"]
 
 
 def get(name: str | Chunking) -> Chunking:
-    """A strategy from its short name: ``"mid_utf8"``, ``"fixed:3"``, ``"random:7"``, ``"random:7:32:8"``."""
+    """A strategy from its short name: ``"mid_utf8"``, ``"fixed:3"``, ``"random:7"``, ``"random:7:32:8"``.
+
+    A misspelt name raises one ValueError listing the valid names and the closest one."""
     if isinstance(name, Chunking):
         return name
-    head, _, rest = name.strip().partition(":")
+    if not isinstance(name, str):
+        raise ValueError(f"a chunking is a name or a Chunking, got {type(name).__name__} {name!r}; "
+                         f"valid names: {', '.join(_SHOWN)}")
+    head, sep, rest = name.strip().partition(":")
+    if head in _NAMED and not sep:
+        return _NAMED[head]
     if head == "at":
         try:
             return at(*(int(p) for p in rest.split(",") if p.strip()))
         except ValueError:
-            raise ValueError(f"bad chunking {name!r}: 'at:' takes comma-separated byte offsets") from None
-    try:
-        if head in _NAMED and not rest:
-            return _NAMED[head]
-        args = [int(a) for a in rest.split(":")] if rest else []
-        if head == "fixed" and len(args) == 1:
-            return fixed(args[0])
-        if head == "random" and len(args) in (0, 1, 3):
-            return random(*args)
-    except ValueError as exc:
-        raise ValueError(f"bad chunking {name!r}: {exc}; known: {_KNOWN}") from None
-    raise ValueError(f"unknown chunking {name!r}; known: {_KNOWN}")
+            raise ValueError(f"bad chunking {name!r}: 'at:' takes comma-separated byte offsets, "
+                             "e.g. 'at:17,1043'") from None
+    if head == "fixed" or head == "random":
+        form = "fixed:N (N >= 1)" if head == "fixed" else "random, random:SEED or random:SEED:AVG:VAR"
+        try:
+            args = [int(a) for a in rest.split(":")] if rest else []
+        except ValueError:
+            raise ValueError(f"bad chunking {name!r}: {head} takes whole numbers: {form}; "
+                             f"valid: {', '.join(_SHOWN)}") from None
+        if head == "fixed" and len(args) != 1 or head == "random" and len(args) not in (0, 1, 3):
+            raise ValueError(f"bad chunking {name!r}: {head} is written {form}; valid: {', '.join(_SHOWN)}")
+        try:
+            return fixed(*args) if head == "fixed" else random(*args)
+        except ValueError as exc:
+            raise ValueError(f"bad chunking {name!r}: {exc}; valid: {', '.join(_SHOWN)}") from None
+    error = unknown("chunking", name, _HEADS, shown=_SHOWN, head=head)
+    if head in _NAMED:  # "bytewise:3": a name that takes no argument
+        error = ValueError(f"bad chunking {name!r}: {head} takes no argument; valid: {', '.join(_SHOWN)}")
+    raise error
 
 
 def resolve(spec: str | Chunking | Iterable[str | Chunking] | None) -> list[Chunking]:
@@ -236,4 +364,6 @@ def resolve(spec: str | Chunking | Iterable[str | Chunking] | None) -> list[Chun
         if spec.strip() == "all":
             return list(ALL)
         return [get(part) for part in _NAME_START.split(spec) if part.strip()]
+    if not isinstance(spec, Iterable):
+        return [get(spec)]  # the ValueError for a value that is no name
     return [c for item in spec for c in resolve(item)]

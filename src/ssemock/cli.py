@@ -443,6 +443,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_UsageError, CassetteError) as exc:
         print(f"ssemock: error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # writing a result: a folder that cannot be made, a full disk
+        where = " ".join(getattr(exc, "__notes__", [])).removeprefix("ssemock: ") or exc.filename or ""
+        print(f"ssemock: error: {exc.strerror or exc}{f' ({where})' if where else ''}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `ssemock show ... | head`: the reader left; stop quietly

@@ -87,7 +87,7 @@ class Expected:
 
     def _boundaries(self, start: int, end: int) -> list[int]:
         ends = self.play.ends
-        return ends[bisect.bisect_right(ends, start):bisect.bisect_left(ends, end)]
+        return list(ends[bisect.bisect_right(ends, start):bisect.bisect_left(ends, end)])
 
     def where_char(self, char_index: int, choice: int = 0) -> str:
         """Which event delivered expected character ``char_index`` and how the chunks cut it."""

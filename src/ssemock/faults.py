@@ -9,13 +9,16 @@ with an HTTP error, or insert a provider-format error event. Every fault has a s
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+import inspect
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 import orjson
 
+from ._names import suggest, unknown
 from .chunking import event_ends
 
 __all__ = ["Fault", "Served", "disconnect", "error_event", "get", "http_error", "resolve", "sequence",
@@ -78,6 +81,28 @@ class Fault:
         return f"<fault {self.name}>"
 
 
+MAX_SECONDS = 86_400.0  # a stall or retry-after longer than a day is a typo, not a test
+
+
+def _count(fault: str, key: str, value: Any, *, optional: bool = False) -> Any:
+    """``value`` checked to be a whole number >= 0 (or None when ``optional``)."""
+    if value is None and optional:
+        return None
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{fault}: {key} must be a whole number >= 0, got {value!r}")
+    return value
+
+
+def _seconds(fault: str, key: str, value: Any, *, optional: bool = False) -> Any:
+    """``value`` checked to be a finite number of seconds in [0, MAX_SECONDS] (or None)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0 <= value <= MAX_SECONDS:
+        raise ValueError(f"{fault}: {key} must be a number of seconds from 0 to {MAX_SECONDS:g}, got {value!r}")
+    return float(value)
+
+
 def _args(**kwargs: Any) -> str:
     shown = [f"{k}={v}" for k, v in kwargs.items() if v is not None]
     return (":" + ",".join(shown)) if shown else ""
@@ -87,6 +112,8 @@ class _Disconnect(Fault):
     def __init__(self, after_event: int | None, after_byte: int | None) -> None:
         if (after_event is None) == (after_byte is None):
             raise ValueError("disconnect() needs exactly one of after_event= or after_byte=")
+        after_event = _count("disconnect", "after_event", after_event, optional=True)
+        after_byte = _count("disconnect", "after_byte", after_byte, optional=True)
         self.after_event, self.after_byte = after_event, after_byte
         self.name = "disconnect" + _args(after_event=after_event, after_byte=after_byte)
 
@@ -106,7 +133,8 @@ def disconnect(after_event: int | None = None, after_byte: int | None = None) ->
 
 class _Stall(Fault):
     def __init__(self, before_event: int, seconds: float) -> None:
-        self.before_event, self.seconds = before_event, float(seconds)
+        self.before_event = _count("stall", "before_event", before_event)
+        self.seconds = _seconds("stall", "seconds", seconds)
         self.name = f"stall:before_event={before_event},seconds={seconds:g}"
 
     def apply(self, served: Served, attempt: int) -> None:
@@ -124,7 +152,9 @@ def stall(before_event: int, seconds: float) -> Fault:
 class _Truncate(Fault):
     def __init__(self, at: str) -> None:
         if at not in ("terminator", "mid_event"):
-            raise ValueError(f"truncate(at=...) takes 'terminator' or 'mid_event', got {at!r}")
+            close = suggest(at, ("terminator", "mid_event"))
+            hint = f" (did you mean {close!r}?)" if close else ""
+            raise ValueError(f"truncate: at takes 'terminator' or 'mid_event', got {at!r}{hint}")
         self.at = at
         self.name = "truncate" if at == "terminator" else f"truncate:at={at}"
 
@@ -169,8 +199,15 @@ def error_body(url: str, status: int, message: str | None = None) -> bytes:
 class _HttpError(Fault):
     def __init__(self, status: int, retry_after: float | None, body: bytes | str | None,
                  headers: dict[str, str] | None) -> None:
-        if not 400 <= status <= 599:
-            raise ValueError(f"http_error() needs a 4xx/5xx status, got {status}")
+        if type(status) is not int or not 400 <= status <= 599:
+            raise ValueError(f"http_error: status must be a 4xx/5xx status code, got {status!r}")
+        retry_after = _seconds("http_error", "retry_after", retry_after, optional=True)
+        if body is not None and not isinstance(body, (bytes, str)):
+            raise ValueError(f"http_error: body must be text or bytes, got {type(body).__name__} {body!r}")
+        if headers is not None and not (isinstance(headers, Mapping) and all(
+                isinstance(k, str) and isinstance(v, str) and not {"\r", "\n"} & set(k + v)
+                for k, v in headers.items())):
+            raise ValueError(f"http_error: headers must map names to one-line string values, got {headers!r}")
         self.status, self.retry_after, self.headers = status, retry_after, dict(headers or {})
         self.body = body.encode() if isinstance(body, str) else body
         self.name = f"http_error:status={status}" + (f",retry_after={retry_after:g}" if retry_after is not None else "")
@@ -199,7 +236,10 @@ _EVENT_MESSAGES = {"overloaded_error": "Overloaded", "api_error": "Internal serv
 
 class _ErrorEvent(Fault):
     def __init__(self, kind: str, after_event: int | None) -> None:
-        self.kind, self.after_event = kind, after_event
+        if not isinstance(kind, str) or not kind.strip() or any(c in kind for c in ",;|:\r\n"):
+            raise ValueError(f"error_event: kind must be an error type name such as 'overloaded_error', got {kind!r}")
+        self.kind = kind
+        self.after_event = _count("error_event", "after_event", after_event, optional=True)
         self.name = f"error_event:kind={kind}" + (f",after_event={after_event}" if after_event is not None else "")
 
     def apply(self, served: Served, attempt: int) -> None:
@@ -237,40 +277,66 @@ class _Sequence(Fault):
 
 def sequence(*per_attempt: Fault | str | None) -> Fault:
     """One fault per attempt (request), then normal service: e.g. 429, then success."""
-    return _Sequence([None if f in (None, "as_recorded") else get(f) for f in per_attempt])
+    return _Sequence([None if f is None or f == "as_recorded" else get(f) for f in per_attempt])
 
 
-def _parse_kwargs(text: str) -> dict[str, Any]:
+_FACTORIES: dict[str, Callable[..., Fault]] = {"disconnect": disconnect, "stall": stall, "truncate": truncate,
+                                               "http_error": http_error, "error_event": error_event}
+_KNOWN = [*_FACTORIES, "sequence"]
+_EXAMPLES = {"disconnect": "disconnect:after_event=3", "stall": "stall:before_event=2,seconds=5",
+             "truncate": "truncate", "http_error": "http_error:status=429,retry_after=1",
+             "error_event": "error_event:kind=overloaded_error"}
+
+
+def _parse_kwargs(spec: str, head: str, text: str) -> dict[str, Any]:
+    """``key=value,...`` of a fault name: values as JSON (``3``, ``1.5``, ``"x"``) or plain text,
+    keys checked against the fault's parameters."""
+    params = list(inspect.signature(_FACTORIES[head]).parameters)
     out: dict[str, Any] = {}
-    for part in filter(None, text.split(",")):
+    for part in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = part.partition("=")
+        key = key.strip()
         if not sep:
-            raise ValueError(f"expected key=value, got {part!r}")
+            raise ValueError(f"bad fault {spec!r}: write its parameters as key=value "
+                             f"(e.g. {head}:{params[0]}=...), got {part!r}; {head} takes {', '.join(params)}")
+        if key not in params:
+            error = unknown(f"parameter of {head}", key, params)
+            raise ValueError(f"bad fault {spec!r}: {error}") from None
+        if key in out:
+            raise ValueError(f"bad fault {spec!r}: {key} is given twice")
         try:
-            out[key.strip()] = orjson.loads(value)
+            out[key] = orjson.loads(value)
         except orjson.JSONDecodeError:
-            out[key.strip()] = value.strip()
+            out[key] = value.strip()
     return out
-
-
-_FACTORIES: dict[str, Any] = {"disconnect": disconnect, "stall": stall, "truncate": truncate,
-                              "http_error": http_error, "error_event": error_event}
 
 
 def get(spec: str | Fault) -> Fault:
     """A fault from its name: ``disconnect:after_event=3``, ``stall:before_event=2,seconds=5``,
     ``truncate``, ``http_error:status=429,retry_after=0``, ``error_event:kind=overloaded_error``,
-    ``sequence:http_error:status=429|as_recorded``."""
+    ``sequence:http_error:status=429|as_recorded``.
+
+    Every problem -- an unknown fault or parameter, a value of the wrong type or out of range --
+    is one ValueError naming the spec, raised here rather than when a request is served."""
     if isinstance(spec, Fault):
         return spec
+    if not isinstance(spec, str):
+        raise ValueError(f"a fault is a name such as 'disconnect:after_event=3' or a Fault, "
+                         f"got {type(spec).__name__} {spec!r}")
     head, _, rest = spec.strip().partition(":")
     if head == "sequence":
         return sequence(*[None if p.strip() in ("", "as_recorded", "none") else p for p in rest.split("|")])
     if head not in _FACTORIES:
-        raise ValueError(f"unknown fault {spec!r}; known: {', '.join([*_FACTORIES, 'sequence'])}")
+        raise unknown("fault", spec, _KNOWN, head=head)
+    kwargs = _parse_kwargs(spec, head, rest)
+    params = inspect.signature(_FACTORIES[head]).parameters
+    missing = [k for k, p in params.items() if p.default is p.empty and k not in kwargs]
+    if missing:
+        raise ValueError(f"bad fault {spec!r}: {head} needs {', '.join(f'{k}=' for k in missing)} "
+                         f"(e.g. {_EXAMPLES[head]})")
     try:
-        return _FACTORIES[head](**_parse_kwargs(rest))  # type: ignore[no-any-return]
-    except TypeError as exc:
+        return _FACTORIES[head](**kwargs)
+    except ValueError as exc:
         raise ValueError(f"bad fault {spec!r}: {exc}") from None
 
 
@@ -282,4 +348,6 @@ def resolve(spec: str | Fault | Sequence[str | Fault] | None) -> list[Fault]:
         return [spec]
     if isinstance(spec, str):
         return [get(p) for p in spec.split(";") if p.strip()]
+    if not isinstance(spec, Sequence):
+        return [get(spec)]  # the ValueError for a value that is no fault
     return [f for item in spec for f in resolve(item)]

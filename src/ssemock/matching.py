@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from ._names import unknown
 from .cassette import Request
 
 __all__ = ["DEFAULT", "MATCHERS", "differences", "resolve"]
@@ -120,13 +121,13 @@ MatchOn = Sequence["str | CustomMatcher"]
 
 
 def resolve(match_on: MatchOn | None) -> tuple[str | CustomMatcher, ...]:
-    """Validated matchers (default: method, URL parts and body)."""
+    """Validated matchers (default: method, URL parts and body): names or callables."""
     if isinstance(match_on, str):
-        raise ValueError(f"match_on takes a list of matchers, got the string {match_on!r} (write [{match_on!r}])")
+        raise ValueError(f"match_on takes a list of matchers, e.g. [{match_on!r}]; got the string {match_on!r}")
     names = tuple(match_on) if match_on is not None else DEFAULT
-    unknown = [n for n in names if not callable(n) and n not in MATCHERS]
-    if unknown:
-        raise ValueError(f"unknown matcher(s) {unknown}; known: {', '.join(MATCHERS)} or a callable")
+    for name in names:
+        if not callable(name) and name not in MATCHERS:
+            raise unknown("matcher", name, MATCHERS)
     return names
 
 

@@ -26,6 +26,7 @@ from . import faults as _faults
 from . import matching as _matching
 from . import timing as _timing
 from . import transforms as _transforms
+from ._names import unknown
 from .cassette import Cassette
 from .cassette_lock import lock_for
 from .errors import SsemockWarning
@@ -130,7 +131,7 @@ def _problem(key: str, value: Any) -> str | None:
     """What is wrong with one option's value (None when it is usable)."""
     try:
         if key == "record_mode" and value not in RECORD_MODES:
-            return _unknown("record mode", value, RECORD_MODES)
+            return str(unknown("record mode", value, RECORD_MODES))
         if key == "chunking":
             _chunking.resolve(value)
         elif key == "transform":
@@ -144,17 +145,10 @@ def _problem(key: str, value: Any) -> str | None:
         elif key == "allowed_hosts":
             Guard(allowed_hosts=value, blocks=True, where="")
         elif key in ("check_unplayed", "check_unconsumed") and value not in _CHECKS:
-            return _unknown(key, value, _CHECKS)
+            return str(unknown(key, value, _CHECKS))
     except (ValueError, TypeError) as exc:
         return str(exc)
     return None
-
-
-def _unknown(what: str, value: Any, known: tuple[str, ...]) -> str:
-    import difflib
-    close = difflib.get_close_matches(str(value), known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"unknown {what} {value!r}{hint} (known: {', '.join(known)})"
 
 
 def _marker_options(node: Any) -> dict[str, Any]:
@@ -172,12 +166,9 @@ def _marker_options(node: Any) -> dict[str, Any]:
 
 
 def _check_keys(options: dict[str, Any], where: str) -> None:
-    import difflib
     for key in options:
         if key not in KEYWORDS:
-            close = difflib.get_close_matches(key, KEYWORDS, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ValueError(f"unknown {where} keyword {key!r}{hint} (known: {', '.join(KEYWORDS)})")
+            raise unknown(f"{where} keyword", key, KEYWORDS)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from .cassette import Cassette, CassetteError, Interaction, Request, Response
 from .expect import Expected, StreamAssertionError
 from .faults import Served
 from . import lock as _lock
+from ._names import unknown
 from . import stacks as _stacks
 from .errors import UnmatchedRequestError
 from .stacks import Record
@@ -57,20 +58,54 @@ FaultSpec = str | _faults.Fault | Sequence[str | _faults.Fault] | None
 
 @dataclass
 class Plan:
-    """What a replayed response does: status, headers, chunks, when each is due, how it ends."""
+    """What a replayed response does: status, headers, chunks, when each is due, how it ends.
+
+    ``ends``, ``chunks`` and ``due`` are sequences computed on demand for fixed-size chunkings
+    (``bytewise``, ``fixed:N``): a 50 MB body served byte by byte holds no list per byte."""
 
     status: int
     headers: list[tuple[str, str]]
     body: bytes  # served body (after transforms and faults)
-    ends: list[int]  # chunk ends in ``body``
-    chunks: list[bytes]
-    due: list[float | None] | None  # seconds after the request; None = all at once
+    ends: Sequence[int]  # chunk ends in ``body``
+    chunks: Sequence[bytes]
+    due: Sequence[float | None] | None  # seconds after the request; None = all at once
     error: BaseException | None = None  # raised after the last chunk
     read_timeout: float | None = None  # the client's; a longer wait raises ``timeout_error``
     timeout_error: BaseException | None = None
     stalls: dict[int, float] = field(default_factory=dict)  # chunk index -> seconds of silence before it
     stall_factor: float | None = None  # None: stalls shorter than the timeout are skipped
     consumes: bool = True  # counts as a play of the interaction (an injected HTTP error doesn't)
+
+
+class _Due(Sequence[float | None]):
+    """When each planned chunk is due: the recorded time of the chunk that held its last byte,
+    through the timing, computed when it is reached."""
+
+    def __init__(self, timing: _timing.Timing, times: Sequence[float], recorded: Sequence[int],
+                 ends: Sequence[int]) -> None:
+        self._timing, self._times, self._recorded, self._ends = timing, times, recorded, ends
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __getitem__(self, index: int) -> float | None:  # type: ignore[override]
+        times = self._times
+        return self._timing.at(times[min(bisect.bisect_left(self._recorded, self._ends[index]), len(times) - 1)])
+
+    def __iter__(self) -> Iterator[float | None]:
+        """In order, walking the recorded ends along (no search per chunk)."""
+        times, recorded, at = self._times, self._recorded, self._timing.at
+        k, last = 0, min(len(times), len(recorded)) - 1
+        for end in self._ends:
+            while k < last and recorded[k] < end:
+                k += 1
+            yield at(times[k])
+
+
+def _has(ends: Sequence[int], offset: int) -> bool:
+    """Whether the sorted ``ends`` hold ``offset``."""
+    i = bisect.bisect_left(ends, offset)
+    return i < len(ends) and ends[i] == offset
 
 
 def plan_response(response: Response, *, url: str, core: ModuleType,
@@ -90,17 +125,20 @@ def plan_response(response: Response, *, url: str, core: ModuleType,
     for fault in faults:
         fault.apply(served, attempt)
     body, size = served.body, len(served.body)
-    ends = chunking.ends(body, served.ends)
-    if served.stalls:  # a stall needs a boundary where it falls
-        ends = sorted(set(ends) | {o for o in served.stalls if 0 < o < size})
-    if body is response.body and ends == response.ends:
+    ends = chunking.lazy_ends(body, served.ends)
+    extra = {o for o in served.stalls if 0 < o < size and not _has(ends, o)}
+    if extra:  # a stall needs a boundary where it falls
+        ends = sorted({*ends, *extra})
+    chunks: Sequence[bytes]
+    if type(ends) is not list:
+        chunks = _chunking.Slices(body, ends)
+    elif body is response.body and ends == response.ends:
         chunks = response.chunks
     else:
         chunks = [body[a:b] for a, b in zip([0, *ends], ends)]
-    due: list[float | None] | None = None
-    times = served.times
-    if timing.factor is not None and times:
-        due = [timing.at(times[min(bisect.bisect_left(served.ends, e), len(times) - 1)]) for e in ends]
+    due: Sequence[float | None] | None = None
+    if timing.factor is not None and served.times:
+        due = _Due(timing, served.times, served.ends, ends)
     stalls = {(bisect.bisect_left(ends, o) + 1 if o else 0): s for o, s in served.stalls.items()}
     headers = [(k, v) for k, v in served.headers if k not in ("content-length", "content-encoding")]
     return Plan(served.status, headers, body, ends, chunks, due, served.error, read_timeout,
@@ -114,7 +152,13 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
     def __init__(self, plan: Plan, t0: float) -> None:
         self._plan = plan
         self._fast = not _needs_core(plan)
-        self._steps = iter(plan.chunks) if self._fast else self._core(plan, t0)
+        self._left: Iterator[Any]  # exhausted once the last chunk is handed out (fast path)
+        if not self._fast:
+            self._steps = self._core(plan, t0)
+        elif isinstance(plan.chunks, _chunking.Slices):
+            self._steps, self._left = plan.chunks.iterate()
+        else:
+            self._steps = self._left = iter(plan.chunks)
         self._delivered = 0  # counted on the slow path only
         self.opened = False
         self.failed = False  # the planned fault or timeout was raised
@@ -124,7 +168,7 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
     def consumed(self) -> bool:
         """Every chunk reached the client (it may then close without waiting for EOF)."""
         if self._fast:
-            return operator.length_hint(self._steps) == 0
+            return operator.length_hint(self._left) == 0
         return self._delivered == len(self._plan.chunks)
 
     @property
@@ -139,10 +183,9 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
         A wait longer than the client's read timeout raises its ReadTimeout at once.
         """
         last = t0
-        due = plan.due or [None] * len(plan.chunks)
-        for i, chunk in enumerate([*plan.chunks, None]):
+        dues = itertools.chain(plan.due if plan.due is not None else (), itertools.repeat(None))
+        for i, (chunk, at) in enumerate(zip(itertools.chain(plan.chunks, (None,)), dues)):
             silence = plan.stalls.get(i, 0.0)
-            at = due[i] if i < len(due) else None
             gap = silence + (t0 + at - last if at is not None else 0.0)
             if plan.read_timeout is not None and gap > plan.read_timeout:
                 raise plan.timeout_error or TimeoutError("read timeout")
@@ -220,7 +263,7 @@ class Play:
     transforms: list[_transforms.Transform]
     stream: ReplayStream | None
     body: bytes = b""
-    ends: list[int] = field(default_factory=list)
+    ends: Sequence[int] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
     expected: Expected | None = field(default=None, repr=False)
 
@@ -278,7 +321,7 @@ class Player:
                  allowed_hosts: Sequence[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES,
                  existed: bool = True) -> None:
         if record_mode not in RECORD_MODES:
-            raise ValueError(f"unknown record_mode {record_mode!r}; known: {', '.join(RECORD_MODES)}")
+            raise unknown("record_mode", record_mode, RECORD_MODES)
         self.cassette = cassette
         self.path = Path(path) if path is not None else cassette.path
         self.record_mode = record_mode

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ._names import unknown
 from .chunking import event_ends
 
 __all__ = ["Transform", "alternatives", "apply", "cr", "crlf", "get", "keepalive", "no_space", "resolve"]
@@ -86,18 +87,22 @@ def _apply_one(t: Transform, body: bytes, ends: Sequence[int]) -> tuple[bytes, l
 
 
 _NAMED = {t.name: t for t in (crlf, cr, no_space)}
+_SHOWN = [*_NAMED, "keepalive[:COMMENT]"]
 
 
 def get(name: str | Transform) -> Transform:
     """A transform from its short name: ``crlf``, ``cr``, ``no_space``, ``keepalive[:COMMENT]``."""
     if isinstance(name, Transform):
         return name
-    if name in _NAMED:
-        return _NAMED[name]
-    head, sep, rest = name.partition(":")
+    if not isinstance(name, str):
+        raise ValueError(f"a transform is a name or a Transform, got {type(name).__name__} {name!r}; "
+                         f"valid names: {', '.join(_SHOWN)}")
+    if name.strip() in _NAMED:
+        return _NAMED[name.strip()]
+    head, sep, rest = name.strip().partition(":")
     if head == "keepalive":
         return keepalive(rest if sep and rest.startswith(":") else f": {rest}" if sep else ": ping")
-    raise ValueError(f"unknown transform {name!r}; known: crlf, cr, no_space, keepalive[:COMMENT]")
+    raise unknown("transform", name, [*_NAMED, "keepalive"], shown=_SHOWN, head=head)
 
 
 def alternatives(spec: str | Transform | Sequence[str | Transform] | None) -> list[list[Transform]]:
@@ -122,4 +127,6 @@ def resolve(spec: str | Transform | Sequence[str | Transform] | None) -> list[Tr
         return [spec]
     if isinstance(spec, str):
         return [get(part) for part in spec.split("+") if part]
+    if not isinstance(spec, Sequence):
+        return [get(spec)]  # the ValueError for a value that is no name
     return [t for item in spec for t in resolve(item)]
