@@ -12,6 +12,7 @@ from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
 from .cassette import Cassette, CassetteError, Interaction, Request, Response
 from .errors import NetworkBlockedError, SsemockWarning
 from .expect import Expected, StreamAssertionError
+from .record import RequestHook, ResponseHook
 from .replay import Play, Player, UnmatchedRequestError, plan_response, replay, use_cassette
 from .sse import ServerSentEvent
 
@@ -26,7 +27,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "Accumulated", "Cassette", "CassetteError", "Expected", "Interaction", "NetworkBlockedError", "Play", "Player", "ProtocolError",
-    "Request", "Response", "ServerSentEvent", "SsemockWarning", "StreamAssertionError", "UnmatchedRequestError", "accumulate",
+    "Request", "RequestHook", "Response", "ResponseHook", "ServerSentEvent", "SsemockWarning", "StreamAssertionError", "UnmatchedRequestError", "accumulate",
     "cassettes", "chunking", "conformance", "detect_protocol", "faults", "matching", "ndjson", "plan_response", "replay",
     "sse", "strategies", "synth", "timing", "transforms", "use_cassette",
 ]
