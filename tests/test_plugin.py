@@ -115,7 +115,7 @@ def test_unmatched_request_never_opens_a_socket(tmp_path: Path, monkeypatch: pyt
     assert connects == []
     message = str(info.value)
     assert "closest recorded requests" in message and "#0 POST" in message
-    assert "body: $.model: 'a' recorded, 'b' sent" in message
+    assert "- body $.model: 'a'  (recorded)" in message and "+ body $.model: 'b'  (sent)" in message
 
 
 def test_record_modes(pytester: pytest.Pytester, live: Any) -> None:

@@ -341,7 +341,7 @@ class Player:
         if not (isinstance(max_body_bytes, int) and max_body_bytes > 0):
             raise ValueError(f"max_body_bytes must be a positive number of bytes, got {max_body_bytes!r}")
         self.max_body_bytes = max_body_bytes
-        self._disk = _stat(self.path) if existed else None  # the file as loaded: a change means another recorder
+        self._disk = _stat(self.path)  # the file as it was at the start: a change means another recorder
         self.guard = _lock.Guard(allowed_hosts=allowed_hosts, blocks=not self._records,
                                  where=str(self.path) if self.path else "an in-memory cassette")
         self.play_counts = [0] * len(cassette.interactions)
