@@ -280,8 +280,10 @@ class _TeeReader(io.RawIOBase):
 
 
 class _Tee:
-    """Parses the received bytes with h11: ``begin`` at the head, the body bytes of each ``recv``
-    as one chunk, ``finish`` at the end of the message, at a failure, or when abandoned."""
+    """Parses the received bytes with h11: ``begin`` at the head, then a chunk per piece of body
+    h11 finds in each ``recv`` (one per HTTP chunk: a server's writes stay apart even when TCP
+    delivers several in one segment), ``finish`` at the end of the message, at a failure, or when
+    abandoned."""
 
     def __init__(self, recorder: Recorder, method: str) -> None:
         self._rec: Recorder | None = recorder
@@ -294,7 +296,6 @@ class _Tee:
         if rec is None:
             return
         self._parser.receive_data(data)  # b"": the peer closed the connection
-        body: list[bytes] = []
         ended, error = False, None
         try:
             while not ended:
@@ -302,7 +303,7 @@ class _Tee:
                 if event is h11.NEED_DATA or event is h11.PAUSED:
                     break
                 if isinstance(event, h11.Data):
-                    body.append(event.data)
+                    rec.chunk(event.data)
                 elif isinstance(event, h11.Response):
                     rec.begin(event.status_code, [(k.decode("latin-1"), v.decode("latin-1"))
                                                   for k, v in event.headers.raw_items()])
@@ -310,8 +311,6 @@ class _Tee:
                     ended = True
         except h11.RemoteProtocolError as exc:  # e.g. closed before the body's end
             error = exc
-        if body:
-            rec.chunk(b"".join(body))
         if ended or error is not None:
             self.end(error)
 
