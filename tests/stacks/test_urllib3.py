@@ -481,3 +481,19 @@ def test_a_pass_through_route_reaches_the_server_untouched(server: str, tmp_path
         with requests.get(f"{server}/events", stream=True, timeout=5) as r:
             assert list(r.iter_content(None)) == WRITES
     assert not path.exists()  # sent for real, not recorded
+
+
+def test_an_https_proxy_tunnel_is_opened_only_for_a_request_sent_for_real(listener: Listener,
+                                                                          tmp_path: Path) -> None:
+    proxies = {"https": listener.url}
+    cassette = ssemock.Cassette()
+    cassette.add("POST", "https://api.example.test/v1/chat", CHAT)
+    with ssemock.replay(cassette):
+        with requests.post("https://api.example.test/v1/chat", proxies=proxies, stream=True, timeout=5) as r:
+            assert list(r.iter_content(None)) == CHAT
+    assert listener.accepted() == 0
+    # recording: the CONNECT goes to the proxy (which never answers here)
+    with ssemock.use_cassette(tmp_path / "proxied.json", record_mode="once"):
+        with pytest.raises(requests.exceptions.RequestException):
+            requests.get("https://api.example.test/v1/x", proxies=proxies, timeout=0.3)
+    assert listener.accepted() == 1

@@ -12,6 +12,9 @@ themselves: a disconnect is EOF mid-body (urllib3 ``ProtocolError``, requests
 ``ChunkedEncodingError``), a stall past the read timeout is ``socket.timeout`` at once (urllib3
 ``ReadTimeoutError``, requests ``ConnectionError``, as requests raises it while streaming).
 
+An HTTPS request through a proxy has its CONNECT tunnel opened by ``urlopen`` before
+``_make_request``; it is deferred until the request is sent for real (a replay opens none).
+
 Recording tees at the socket: while ``getresponse`` runs, the connection's ``makefile`` reader
 times every ``recv`` and feeds it to an ``h11`` client parser, so each recorded chunk is the body
 bytes one ``recv`` delivered. Needs urllib3 >= 2.3.
@@ -24,7 +27,8 @@ import http.client
 import inspect
 import io
 import socket
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -32,7 +36,7 @@ import h11
 import httpx
 from respx.models import PassThrough
 from urllib3.connection import HTTPConnection
-from urllib3.connectionpool import HTTPConnectionPool
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3 import HTTPHeaderDict
 from urllib3.response import BaseHTTPResponse, HTTPResponse
 from urllib3.util import SKIP_HEADER, Timeout
@@ -64,11 +68,23 @@ ERRORS = SimpleNamespace(RemoteProtocolError=_Disconnect, ReadTimeout=_Stalled, 
 _teeing: contextvars.ContextVar[tuple[Recorder, str] | None] = contextvars.ContextVar(
     "ssemock_urllib3_teeing", default=None)
 _MAX_HEAD = 1 << 20  # h11's limit for a response head (http.client allows 100 lines of 64 KB)
+# connection -> its CONNECT tunnel through a proxy, opened only if the request is sent for real
+_tunnels: weakref.WeakKeyDictionary[Any, Callable[[], None]] = weakref.WeakKeyDictionary()
 
 
 def patches() -> list[Patch]:
     return [Patch(HTTPConnectionPool, "_make_request", _intercepting),
+            Patch(HTTPSConnectionPool, "_prepare_proxy", _deferring),
             Patch(HTTPConnection, "getresponse", _teeing_getresponse)]
+
+
+def _deferring(original: Any) -> Any:
+    """``urlopen`` opens an HTTPS proxy tunnel before ``_make_request``: a replay must not."""
+    def _prepare_proxy(self: HTTPSConnectionPool, conn: Any) -> None:
+        if not intercepting():
+            return original(self, conn)  # type: ignore[no-any-return]
+        _tunnels[conn] = lambda: original(self, conn)
+    return _prepare_proxy
 
 
 def _intercepting(original: Any) -> Any:
@@ -82,12 +98,15 @@ def _intercepting(original: Any) -> Any:
         call = bound.arguments
         body, call["body"] = _body(call["body"], call["method"])
         request = _request(self, call, body)
+        tunnel = _tunnels.pop(call["conn"], None)
         try:
             response = dispatch(request)
         except PassThrough as passed:
             token = _teeing.set((passed.recorder, call["method"]) if isinstance(passed, Record) else None)
             try:
                 with passing():
+                    if tunnel is not None:
+                        tunnel()
                     return original(*bound.args, **bound.kwargs)  # type: ignore[no-any-return]
             finally:
                 _teeing.reset(token)
