@@ -9,8 +9,8 @@ import json
 import socket
 import struct
 import time
-import urllib.error
 import urllib.request
+import warnings
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -231,11 +231,12 @@ def test_replay_decodes_like_live(chat: tuple[Path, list[tuple[str, str]]], chun
     spec = None if transform == "none" else transform
     with ssemock.use_cassette(path, chunking=chunking, transform=spec, allow_playback_repeats=True) as player:
         with requests.post(f"{server}/chat", json={"stream": True}, stream=True, timeout=5) as r:
-            pieces = list(r.iter_content(None))
-            events = _sse(iter(pieces))
-        played = player.plays[-1]
+            events = _sse(r)  # sseclient-py as documented: over the response (iter_content(128))
         player.assert_events(events)
         assert events == live
+        with requests.post(f"{server}/chat", json={"stream": True}, stream=True, timeout=5) as r:
+            pieces = list(r.iter_content(None))
+        played = player.plays[-1]
         assert pieces == [played.body[a:b] for a, b in zip([0, *played.ends], played.ends)]
         direct = urllib3.request("POST", f"{server}/chat", json={"stream": True}, preload_content=False)
         assert list(direct.stream()) == pieces
@@ -359,6 +360,15 @@ def test_stall_past_the_read_timeout_raises_at_once(chat: tuple[Path, Any], serv
             assert b"".join(r.iter_content(None)) == b"".join(CHAT)
 
 
+def test_urllib3_retries_reach_the_player_once_per_attempt(listener: Listener) -> None:
+    cassette = ssemock.Cassette()
+    cassette.add("GET", f"{listener.url}/retry", CHAT)
+    with ssemock.replay(cassette, faults=[ssemock.faults.sequence("disconnect:after_event=1", None)]) as player:
+        response = urllib3.request("GET", f"{listener.url}/retry")  # read in full: a read error is retried
+    assert response.data == b"".join(CHAT)
+    assert len(player.plays) == 2 and listener.accepted() == 0
+
+
 def test_http_error_gives_the_status(chat: tuple[Path, Any], server: str) -> None:
     with ssemock.use_cassette(chat[0], faults="http_error:status=429"):
         r = requests.post(f"{server}/chat", json={"stream": True}, timeout=5)
@@ -420,6 +430,15 @@ def test_bedrock_disconnect_raises_what_live_raises(server: str, tmp_path: Path,
             _converse(_bedrock_client(server))
 
 
+def test_botocore_retries_a_503_and_then_streams(bedrock: tuple[Path, list[dict[str, Any]]], server: str) -> None:
+    client = boto3.client("bedrock-runtime", endpoint_url=server, region_name="us-east-1",
+                          aws_access_key_id="AKIATESTFAKE00000000", aws_secret_access_key="testSECRETfake",
+                          config=botocore.config.Config(retries={"max_attempts": 3, "mode": "standard"}))
+    with ssemock.use_cassette(bedrock[0], faults=[ssemock.faults.sequence("http_error:status=503", None)]) as player:
+        assert _converse(client) == bedrock[1]
+    assert [play.stream.consumed for play in player.plays] == [True, True] and len(player.plays) == 2
+
+
 def test_replay_makes_no_connection(listener: Listener) -> None:
     cassette = ssemock.Cassette()
     cassette.add("POST", f"{listener.url}/chat", CHAT)
@@ -456,7 +475,9 @@ def test_recording_warns_of_a_connection_it_cannot_tee(server: str, tmp_path: Pa
         with pytest.warns(ssemock.SsemockWarning, match=rf"127\.0\.0\.1:{port}.*not recorded"):
             with urllib.request.urlopen(f"{server}/events", timeout=5) as r:
                 assert r.read() == b"".join(WRITES)
-        requests.get(f"{server}/events", timeout=5)  # teed: recorded, no warning
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            requests.get(f"{server}/events", timeout=5)  # teed: recorded, no warning
     (x,) = ssemock.Cassette.load(path).interactions
     assert x.response.chunks == WRITES
 
