@@ -371,6 +371,27 @@ def test_read_timeout_is_what_requests_raises_live(server: str) -> None:
     assert isinstance(live.value.args[0], urllib3.exceptions.ReadTimeoutError)
 
 
+def test_recorded_read_timeout_replays_as_one_at_the_same_byte(server: str, tmp_path: Path) -> None:
+    path = tmp_path / "timeout.json"
+    live: list[bytes] = []
+    with ssemock.use_cassette(path, record_mode="once"):
+        with pytest.raises(requests.exceptions.ConnectionError):
+            with requests.get(f"{server}/stall", stream=True, timeout=(5, 0.3)) as r:
+                for piece in r.iter_content(None):
+                    live.append(piece)
+    (x,) = ssemock.Cassette.load(path).interactions
+    assert x.response.error is not None and x.response.error["type"] == "ReadTimeoutError"
+    assert x.response.body == b"".join(live) == b"data: one\n\n"
+    with ssemock.use_cassette(path, timing="recorded"):
+        start = time.monotonic()
+        direct = urllib3.request("GET", f"{server}/stall", preload_content=False, timeout=60.0)
+        replayed = []
+        with pytest.raises(urllib3.exceptions.ReadTimeoutError):
+            for piece in direct.stream():
+                replayed.append(piece)
+        assert replayed == live and time.monotonic() - start < 0.5
+
+
 def test_stall_past_the_read_timeout_raises_at_once(chat: tuple[Path, Any], server: str) -> None:
     with ssemock.use_cassette(chat[0], faults="stall:before_event=2,seconds=30", allow_playback_repeats=True):
         start = time.monotonic()

@@ -37,6 +37,7 @@ import httpx
 from respx.models import PassThrough
 from urllib3.connection import HTTPConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import ReadTimeoutError
 from urllib3 import HTTPHeaderDict
 from urllib3.response import BaseHTTPResponse, HTTPResponse
 from urllib3.util import SKIP_HEADER, Timeout
@@ -65,7 +66,7 @@ ERRORS = SimpleNamespace(RemoteProtocolError=_Disconnect, ReadTimeout=_Stalled, 
                          TimeoutError=_Stalled, timeout=_Stalled, ServerTimeoutError=_Stalled,
                          SocketTimeoutError=_Stalled)
 
-_teeing: contextvars.ContextVar[tuple[Recorder, str] | None] = contextvars.ContextVar(
+_teeing: contextvars.ContextVar[tuple[Recorder, str, HTTPConnectionPool] | None] = contextvars.ContextVar(
     "ssemock_urllib3_teeing", default=None)
 _MAX_HEAD = 1 << 20  # h11's limit for a response head (http.client allows 100 lines of 64 KB)
 # connection -> its CONNECT tunnel through a proxy, opened only if the request is sent for real
@@ -102,7 +103,7 @@ def _intercepting(original: Any) -> Any:
         try:
             response = dispatch(request)
         except PassThrough as passed:
-            token = _teeing.set((passed.recorder, call["method"]) if isinstance(passed, Record) else None)
+            token = _teeing.set((passed.recorder, call["method"], self) if isinstance(passed, Record) else None)
             try:
                 with passing():
                     if tunnel is not None:
@@ -285,7 +286,7 @@ class _TeeReader(io.RawIOBase):
         try:
             n: int | None = self._raw.readinto(buffer)
         except Exception as exc:
-            self._tee.end(exc)
+            self._tee.fail(exc)
             raise
         if n is not None:
             self._tee.feed(bytes(buffer[:n]))
@@ -304,8 +305,9 @@ class _Tee:
     delivers several in one segment), ``finish`` at the end of the message, at a failure, or when
     abandoned."""
 
-    def __init__(self, recorder: Recorder, method: str) -> None:
+    def __init__(self, recorder: Recorder, method: str, pool: HTTPConnectionPool) -> None:
         self._rec: Recorder | None = recorder
+        self._pool = pool
         self._parser = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEAD)
         self._parser.send(h11.Request(method=method, target="/", headers=[("host", "ssemock")]))
         self._parser.send(h11.EndOfMessage())
@@ -332,6 +334,11 @@ class _Tee:
             error = exc
         if ended or error is not None:
             self.end(error)
+
+    def fail(self, exc: Exception) -> None:
+        """A ``recv`` failed. A timeout is stored as the error urllib3 raises for it, whose name
+        every stack replays as its read timeout."""
+        self.end(ReadTimeoutError(self._pool, None, "Read timed out.") if isinstance(exc, TimeoutError) else exc)
 
     def end(self, exc: BaseException | None) -> None:
         if self._rec is not None:
