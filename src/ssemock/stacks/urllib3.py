@@ -16,8 +16,9 @@ An HTTPS request through a proxy has its CONNECT tunnel opened by ``urlopen`` be
 ``_make_request``; it is deferred until the request is sent for real (a replay opens none).
 
 Recording tees at the socket: while ``getresponse`` runs, the connection's ``makefile`` reader
-times every ``recv`` and feeds it to an ``h11`` client parser, so each recorded chunk is the body
-bytes one ``recv`` delivered. Needs urllib3 >= 2.3.
+feeds every ``recv`` to an ``h11`` client parser as it arrives, so each recorded chunk is body
+bytes one ``recv`` delivered (one per HTTP chunk in it), timed on arrival, not when the client
+reads them. Needs urllib3 >= 2.3.
 """
 
 from __future__ import annotations
@@ -336,8 +337,8 @@ class _Tee:
             self.end(error)
 
     def fail(self, exc: Exception) -> None:
-        """A ``recv`` failed. A timeout is stored as the error urllib3 raises for it, whose name
-        every stack replays as its read timeout."""
+        """A ``recv`` failed. A timeout is stored as the error urllib3 raises for it (the urllib3
+        and aiohttp stacks replay that name as their read timeout)."""
         self.end(ReadTimeoutError(self._pool, None, "Read timed out.") if isinstance(exc, TimeoutError) else exc)
 
     def end(self, exc: BaseException | None) -> None:
