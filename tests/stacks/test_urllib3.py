@@ -9,6 +9,8 @@ import io
 import json
 import socket
 import struct
+import subprocess
+import sys
 import time
 import urllib.request
 import warnings
@@ -481,6 +483,17 @@ def test_bedrock_disconnect_raises_what_live_raises(server: str, tmp_path: Path,
             _converse(_bedrock_client(server))
 
 
+def test_bedrock_stall_past_botocores_read_timeout_raises_at_once(bedrock: tuple[Path, Any], server: str) -> None:
+    client = boto3.client("bedrock-runtime", endpoint_url=server, region_name="us-east-1",
+                          aws_access_key_id="AKIATESTFAKE00000000", aws_secret_access_key="testSECRETfake",
+                          config=botocore.config.Config(read_timeout=1, retries={"max_attempts": 1}))
+    with ssemock.use_cassette(bedrock[0], faults="stall:before_event=0,seconds=30"):
+        start = time.monotonic()
+        with pytest.raises(urllib3.exceptions.ReadTimeoutError):  # botocore lets urllib3's through
+            _converse(client)
+        assert time.monotonic() - start < 5
+
+
 def test_botocore_retries_a_503_and_then_streams(bedrock: tuple[Path, list[dict[str, Any]]], server: str) -> None:
     client = boto3.client("bedrock-runtime", endpoint_url=server, region_name="us-east-1",
                           aws_access_key_id="AKIATESTFAKE00000000", aws_secret_access_key="testSECRETfake",
@@ -569,3 +582,19 @@ def test_an_https_proxy_tunnel_is_opened_only_for_a_request_sent_for_real(listen
         with pytest.raises(requests.exceptions.RequestException):
             requests.get("https://api.example.test/v1/x", proxies=proxies, timeout=0.3)
     assert listener.accepted() == 1
+
+
+def test_requests_imported_while_a_player_is_active_is_intercepted_and_unpatched_after() -> None:
+    script = """
+import sys, ssemock
+assert "urllib3" not in sys.modules
+cassette = ssemock.Cassette()
+cassette.add("GET", "http://api.example.test/x", [b"data: a\\n\\n", b"data: b\\n\\n"])
+with ssemock.replay(cassette):
+    import requests
+    print(list(requests.get("http://api.example.test/x", stream=True).iter_content(None)))
+from urllib3.connectionpool import HTTPConnectionPool
+print("_make_request" in vars(HTTPConnectionPool) and HTTPConnectionPool._make_request.__module__)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.splitlines() == ["[b'data: a\\n\\n', b'data: b\\n\\n']", "urllib3.connectionpool"]
