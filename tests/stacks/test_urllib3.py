@@ -598,3 +598,36 @@ print("_make_request" in vars(HTTPConnectionPool) and HTTPConnectionPool._make_r
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.splitlines() == ["[b'data: a\\n\\n', b'data: b\\n\\n']", "urllib3.connectionpool"]
+
+
+USER_TESTS = """
+import os, boto3, pytest, requests, sseclient
+
+URL = os.environ["SSEMOCK_TEST_SERVER"]
+
+@pytest.mark.ssemock(chunking="all")
+def test_requests_sse():
+    with requests.post(URL + "/chat", json={"stream": True}, stream=True, timeout=5) as r:
+        events = [e.data for e in sseclient.SSEClient(r).events()]
+    assert events[-1] == "[DONE]" and len(events) == %d
+
+@pytest.mark.ssemock
+def test_bedrock():
+    client = boto3.client("bedrock-runtime", endpoint_url=URL, region_name="us-east-1",
+                          aws_access_key_id="AKIATESTFAKE00000000", aws_secret_access_key="testSECRETfake")
+    stream = client.converse_stream(modelId="m", messages=[{"role": "user", "content": [{"text": "hi"}]}])
+    text = "".join(e["contentBlockDelta"]["delta"]["text"] for e in stream["stream"] if "contentBlockDelta" in e)
+    assert text == %r
+""" % (len(CHAT), "".join(BEDROCK_TEXT))
+
+
+def test_a_marked_test_records_once_then_replays_offline(pytester: pytest.Pytester,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_user=USER_TESTS)
+    with running(APP) as url:
+        monkeypatch.setenv("SSEMOCK_TEST_SERVER", url)
+        pytester.runpytest_subprocess("--ssemock-record-mode=once", "-p", "no:cassetter").assert_outcomes(passed=8)
+    replayed = pytester.runpytest_subprocess("-p", "no:cassetter", "-v")  # the server is gone
+    replayed.assert_outcomes(passed=8)
+    for chunking in ssemock.chunking.ALL:
+        assert f"test_requests_sse[ssemock-{chunking.name}] PASSED" in replayed.stdout.str()
