@@ -460,12 +460,11 @@ def test_bedrock_records_the_server_frames(bedrock: tuple[Path, list[dict[str, A
 
 @pytest.mark.parametrize("chunking", ssemock.chunking.ALL, ids=str)
 def test_bedrock_replay_decodes_like_live(bedrock: tuple[Path, list[dict[str, Any]]], chunking: Any,
-                                          listener: Listener) -> None:
+                                          server: str) -> None:
     path, live = bedrock
-    url = ssemock.Cassette.load(path).interactions[0].request.url.split("/model/")[0]
     # other credentials, so another signature: matching is on method, URL and body
     with ssemock.use_cassette(path, chunking=chunking):
-        assert _converse(_bedrock_client(url, secret="testOTHERfake")) == live
+        assert _converse(_bedrock_client(server, secret="testOTHERfake")) == live
 
 
 def test_bedrock_disconnect_raises_what_live_raises(server: str, tmp_path: Path,
