@@ -1,4 +1,8 @@
-"""Request matching with vcrpy's matcher names, and the "closest recorded request" diagnosis."""
+"""Request matching with vcrpy's matcher names, and the "closest recorded request" diagnosis.
+
+Both sides are compared in their redacted form (:mod:`ssemock.redact`): a sent request is redacted
+before matching, and so is the recorded one here, so a cassette recorded under older, narrower
+rules still matches a request whose credentials the current rules replace."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from .cassette import Request
+from .redact import redact_request, redact_url
 
 __all__ = ["DEFAULT", "MATCHERS", "differences", "resolve"]
 
@@ -20,7 +25,7 @@ def _port(url: str) -> int | None:
 
 
 def _query(url: str) -> list[tuple[str, str]]:
-    return sorted(parse_qsl(urlsplit(url).query, keep_blank_values=True))
+    return sorted(parse_qsl(urlsplit(redact_url(url)).query, keep_blank_values=True))
 
 
 def _kind(value: Any) -> type:
@@ -67,6 +72,7 @@ def _body(sent: Request, rec: Request) -> str | None:
 
 def _headers(sent: Request, rec: Request) -> str | None:
     """Every header the recorded request has, with the same value(s), in the sent one."""
+    sent, rec = redact_request(sent), redact_request(rec)
     for name in dict.fromkeys(k for k, _ in rec.headers):
         want = [v for k, v in rec.headers if k == name]
         have = [v for k, v in sent.headers if k == name]
@@ -94,7 +100,7 @@ MATCHERS: dict[str, Matcher] = {
     "port": _part(_port),
     "path": _part(lambda u: urlsplit(u).path or "/"),
     "query": _part(_query),
-    "url": _part(lambda u: u),
+    "url": _part(redact_url),
     "body": _body,
     "headers": _headers,
 }
