@@ -13,14 +13,15 @@ masking of every message (:mod:`ssemock.redact`'s ``mask_text``). It finds:
   secret, key, auth, password, signature, session or cookie; any ``user:password@`` in a URL.
 
 A shape is matched where it starts, whatever comes before it, so a key right after a JSON escape
-(``\\n``) or a percent-encoded byte (``%3D``) is found. Text is scanned as it is and, when it holds
-escapes, once more with JSON ``\\uXXXX`` / ``\\/`` escapes and percent-encoding undone (any depth),
-so a key whose own characters were escaped is found too; offsets always point into the original.
+(``\\n``) or a percent-encoded byte (``%3D``) is found. Where a field holds an escape that hides a
+character keys are made of (JSON ``\\u00XX`` or ``\\/``, ``%XX`` at any depth), the text around it
+is scanned once more decoded, so a key whose own characters were escaped is found too; offsets
+always point into the original.
 
 Speed: every shape starts with a literal, so one pass of a multi-literal search finds every
-place worth a look (Aho-Corasick with a SIMD prefilter when the ``ahocorasick-rs`` package is
-installed, else one ``re`` alternation: the same results, slower), and each place is checked with
-its shape's regex. ``bench/secrets.py`` measures it against the save.
+place worth a look, and a second one every escape worth decoding (Aho-Corasick automata with a
+SIMD prefilter when the ``ahocorasick-rs`` package is installed, else ``re`` literal searches:
+the same results, slower); each place is checked with its shape's regex. ``bench/secret_scan.py`` measures it against the save.
 """
 
 from __future__ import annotations
@@ -128,7 +129,6 @@ _SHAPES: tuple[_Shape, ...] = (
     _shape("Basic credentials", (b"Basic", b"basic", b"BASIC"), rb"[Bb](?:asic|ASIC)\s+([A-Za-z0-9+/]{4,}={0,2})", 5,
            _basic),
 )
-_ESCAPES = (b"\\u00", b"\\/")  # where a key's own characters may be escaped (and % below)
 _ANCHORS: list[bytes] = []
 _ANCHOR_SHAPES: list[list[_Shape]] = []
 for _s in _SHAPES:
@@ -142,24 +142,57 @@ for _s in _SHAPES:
 _ORDER = sorted(range(len(_ANCHORS)), key=lambda i: -len(_ANCHORS[i]))
 _ANCHORS = [_ANCHORS[i] for i in _ORDER]
 _ANCHOR_SHAPES = [_ANCHOR_SHAPES[i] for i in _ORDER]
-_N_SHAPE_ANCHORS = len(_ANCHORS)
-_ALL_ANCHORS = [*_ANCHORS, *_ESCAPES]
-_MAX_ANCHOR = max(map(len, _ALL_ANCHORS))
+_MAX_ANCHOR = max(map(len, _ANCHORS))
+# Escapes that hide a character a credential is made of: JSON \u00XX and \/, percent %XX (and
+# %25XX, encoded twice). A body full of other escapes (\n, \u003c, "50%") needs no second look.
+_CREDENTIAL_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.+/="
+_ESCAPES = sorted({b"\\/", b"%25"} | {form % code for c in _CREDENTIAL_CHARS
+                                      for code in {b"%02x" % c, b"%02X" % c} for form in (b"\\u00%s", b"%%%s")})
+_HEX_CREDENTIAL = rb"(?:2[BDEFbdef]|3[0-9Dd]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff])"  # +-./0-9=A-Z_a-z
+_ANY_ESCAPE = re.compile(rb"[%\\](?:(?:25)*" + _HEX_CREDENTIAL + rb"|\\*(?:u00" + _HEX_CREDENTIAL + rb"|/))")
+Finder = Callable[[bytes], list[tuple[int, int]]]
 
 
-def _finder() -> Callable[[bytes | memoryview], list[tuple[int, int]]]:
-    """(anchor index, start) of every anchor, leftmost first and not overlapping."""
+def _finders(accelerated: bool = True) -> tuple[Finder, Callable[[bytes], list[int]]]:
+    """Two searches over a whole field: (anchor index, start) of every shape anchor, leftmost
+    first and not overlapping; and the offsets of escapes worth decoding.
+
+    With ahocorasick-rs each is one pass of an Aho-Corasick automaton with a SIMD prefilter;
+    without it (or ``accelerated=False``, for the benchmark) one ``re`` literal search per anchor
+    (each finds its literal fast, together they are slower) and one ``re`` search for any escape."""
     try:
+        if not accelerated:
+            raise ImportError
         import ahocorasick_rs
     except ImportError:
-        pattern = re.compile(b"|".join(re.escape(a) for a in _ALL_ANCHORS))
-        index = {a: i for i, a in enumerate(_ALL_ANCHORS)}
-        return lambda data: [(index[m.group()], m.start()) for m in pattern.finditer(data)]
-    automaton = ahocorasick_rs.BytesAhoCorasick(_ALL_ANCHORS, matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
-    return lambda data: [(i, s) for i, s, _ in automaton.find_matches_as_indexes(data)]
+        index = {a: i for i, a in enumerate(_ANCHORS)}
+        firsts = sorted({a[:1] for a in _ANCHORS})  # one search per first byte: re skips to it fast
+        literals = [re.compile(re.escape(f) + b"(?:" + b"|".join(re.escape(a[1:]) for a in _ANCHORS if a[:1] == f)
+                               + b")") for f in firsts]
+
+        def anchors(data: bytes) -> list[tuple[int, int]]:
+            hits = sorted((m.start(), index[m.group()]) for r in literals for m in r.finditer(data))
+            out, end = [], -1
+            for start, i in hits:  # i orders longer anchors first at one start
+                if start >= end:
+                    out.append((i, start))
+                    end = start + len(_ANCHORS[i])
+            return out
+
+        def escapes(data: bytes) -> list[int]:
+            if b"%" not in data and b"\\" not in data:
+                return []
+            return [m.start() for m in _ANY_ESCAPE.finditer(data)]
+
+        return anchors, escapes
+    kind, dfa = ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST, ahocorasick_rs.Implementation.DFA
+    shapes = ahocorasick_rs.BytesAhoCorasick(_ANCHORS, matchkind=kind, implementation=dfa)
+    escaped = ahocorasick_rs.BytesAhoCorasick(_ESCAPES, matchkind=kind, implementation=dfa)
+    return ((lambda data: [(i, s) for i, s, _ in shapes.find_matches_as_indexes(data)]),
+            (lambda data: [s for _, s, _ in escaped.find_matches_as_indexes(data)]))
 
 
-_find_anchors = _finder()
+_find_anchors, _find_escapes = _finders()
 
 
 def _preview(data: bytes, start: int, prefix: int) -> str:
@@ -188,33 +221,29 @@ def _aws_secret_near(data: bytes, key: Secret) -> Secret | None:
     return None
 
 
-def _scan_raw(data: bytes) -> tuple[list[Secret], bool]:
-    """Shapes in ``data`` as it is; and whether it holds escapes worth decoding."""
+def _scan_raw(data: bytes) -> list[Secret]:
+    """Shapes in ``data`` as it is."""
     found: list[Secret] = []
-    escaped = False
     hits = _find_anchors(data)
     k = 0
     while k < len(hits):
         anchor, start = hits[k]
         k += 1
-        if anchor >= _N_SHAPE_ANCHORS:
-            escaped = True
-            continue
         if found and start < found[-1].end:
             continue
         secret = _verify(data, anchor, start)
         if secret is None:
             # an anchor that is no secret may hide an overlapping one ("sk-sk-ant-..."): look again
-            window = data[start + 1:start + len(_ANCHORS[anchor]) + _MAX_ANCHOR]
-            hits[k:k] = [(a, start + 1 + s) for a, s in _find_anchors(window)
-                         if start + 1 + s < start + len(_ANCHORS[anchor]) and a < _N_SHAPE_ANCHORS]
+            size = len(_ANCHORS[anchor])
+            window = data[start + 1:start + size + _MAX_ANCHOR]
+            hits[k:k] = [(a, start + 1 + s) for a, s in _find_anchors(window) if s + 1 < size]
             continue
         found.append(secret)
         if secret.what.startswith("an AWS access key"):
             extra = _aws_secret_near(data, secret)
             if extra is not None:
                 found.append(extra)
-    return found, escaped or b"%" in data
+    return found
 
 
 _UNESCAPE = re.compile(rb"\\+u00([2-7][0-9A-Fa-f])|\\+(/)|%(?:25)*([0-9A-Fa-f]{2})")
@@ -243,22 +272,40 @@ def _original(offset: int, marks: list[tuple[int, int]]) -> int:
     return offset if k < 0 else offset + marks[k][1] - marks[k][0]
 
 
+_WINDOW = 1024  # decoded around each escape, on each side: longer than any key but a PEM block
+_WHOLE = 1 << 16  # fields up to this size are decoded whole
+
+
+def _windows(escapes: list[int], size: int) -> list[tuple[int, int]]:
+    if size <= _WHOLE:
+        return [(0, size)]
+    out: list[tuple[int, int]] = []
+    for e in escapes:
+        a, b = max(0, e - _WINDOW), min(size, e + _WINDOW)
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
 def scan(data: str | bytes) -> list[Secret]:
     """Every credential shape in ``data``, found as it is and with escapes undone.
 
     Offsets are into ``data`` (characters for a str). Sorted by start; none overlap."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    found, escaped = _scan_raw(raw)
-    if escaped:
-        decoded, marks = _decode(raw)
-        if marks:
-            seen = [(s.start, s.end) for s in found]
-            for s in _scan_raw(decoded)[0]:
-                a, b = _original(s.start, marks), _original(s.end, marks)
+    found = _scan_raw(raw)
+    escapes = _find_escapes(raw)
+    if escapes:
+        seen = [(s.start, s.end) for s in found]
+        for lo, hi in _windows(escapes, len(raw)):
+            decoded, marks = _decode(raw[lo:hi])
+            for s in _scan_raw(decoded) if marks else ():
+                a, b = lo + _original(s.start, marks), lo + _original(s.end, marks)
                 if not any(a < e and st < b for st, e in seen):
                     found.append(Secret(s.what, a, b, s.preview))
                     seen.append((a, b))
-            found.sort(key=lambda s: s.start)
+        found.sort(key=lambda s: s.start)
     if isinstance(data, str) and found and not data.isascii():
         found = [Secret(s.what, _chars(raw, s.start), _chars(raw, s.end), s.preview) for s in found]
     return found
