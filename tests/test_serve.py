@@ -204,8 +204,18 @@ def test_a_failure_recorded_mid_stream_drops_the_connection_at_the_same_byte(ser
     assert got == EVENTS[:2]
 
 
-def test_cors_preflight_and_headers(serve: Server) -> None:
+def test_no_cors_header_unless_asked(serve: Server) -> None:
     url = serve()
+    resp = requests.post(url + PATH, json=REQUEST, timeout=TIMEOUT)
+    assert resp.status_code == 200 and "access-control-allow-origin" not in resp.headers
+    assert "access-control-allow-origin" not in requests.get(url + "/nope", timeout=TIMEOUT).headers
+    pre = requests.options(url + PATH, timeout=TIMEOUT, headers={
+        "origin": "http://evil.example", "access-control-request-method": "POST"})
+    assert pre.status_code == 404 and "access-control-allow-origin" not in pre.headers
+
+
+def test_cors_preflight_and_headers(serve: Server) -> None:
+    url = serve(cors="*")
     pre = requests.options(url + PATH, timeout=TIMEOUT, headers={
         "origin": "http://localhost:3000", "access-control-request-method": "POST",
         "access-control-request-headers": "content-type"})
@@ -268,7 +278,6 @@ def test_an_eventsource_get_matches_a_recorded_sse_stream_by_path(serve: Server)
     assert plain.status_code == 404  # recorded as POST
     es = requests.get(url + PATH, headers={"accept": "text/event-stream"}, timeout=TIMEOUT)
     assert es.status_code == 200 and es.content == BODY
-    assert es.headers["access-control-allow-origin"] == "*"
 
 
 def test_last_event_id_resumes_after_that_event(serve: Server) -> None:
