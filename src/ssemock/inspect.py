@@ -32,7 +32,7 @@ from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
 from .cassette import (Cassette, CassetteError, Interaction, Response, parse_interaction, read_document, read_file,
                        body_ends)
 from .chunking import Chunking, event_ends
-from .redact import REDACTED, find_secrets, redact_request, redact_response, replace_spans
+from .redact import REDACTED, find_secrets, mask_url, redact_request, redact_response, replace_spans
 from .secrets import Secret, scan, scan_body, scan_header, scan_url
 from .transforms import Transform
 from .transforms import apply as apply_transforms
@@ -194,7 +194,7 @@ def summarize(x: Interaction, index: int = 0, *, events: bool = False) -> dict[s
     out: dict[str, Any] = {
         "index": index,
         "method": x.request.method,
-        "url": x.request.url,
+        "url": mask_url(x.request.url),
         "status": resp.status,
         "content_type": resp.header("content-type"),
         "complete": resp.complete,

@@ -337,7 +337,7 @@ class Replayer:
                     continue
                 yield chunk
                 sent += 1
-                if sent % 4 == 0:
+                if sent % 4 == 0 and sent < len(plan.chunks):
                     await asyncio.sleep(0)
             ended = True
         except ConnectionDropped:
