@@ -209,7 +209,7 @@ def _verify(data: bytes, anchor: int, start: int) -> Secret | None:
     return None
 
 
-_AWS_SECRET = re.compile(rb"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_SECRET = re.compile(rb"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 
 
 def _aws_secret_near(data: bytes, key: Secret) -> Secret | None:
