@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
@@ -130,9 +129,22 @@ def find_secrets(cassette: Cassette) -> list[str]:
 
 # -- messages ----------------------------------------------------------------------------------
 
-_NAMED_IN_TEXT = re.compile(
-    r"""([\w.-]*(?:token|secret|key|auth|passw|signature|session|cookie|credential)[\w.-]*)"""
-    r"""(['"]?\s*(?:[:=]|',)\s*['"]?)([^\s'"&,;)}\]]+)""", re.I)
+_NAME_WORD = re.compile(r"token|secret|key|auth|passw|signature|session|cookie|credential", re.I)
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_NAMED_VALUE = re.compile(r"""['"]?\s*(?:[:=]|',)\s*['"]?([^\s'"&,;)}\]]+)""")
+
+
+def _named_values(text: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, value) of values that follow a credential-like name: ``client_secret=...``,
+    ``"x-auth-token": "..."``, ``('token', '...')``. The names are found first (fast), then the
+    value after each."""
+    for m in _NAME_WORD.finditer(text):
+        end = m.end()
+        while end < len(text) and text[end] in _NAME_CHARS:
+            end += 1
+        value = _NAMED_VALUE.match(text, end)
+        if value is not None:
+            yield value.start(1), value.end(1), value.group(1)
 
 
 def mask_text(text: str) -> str:
@@ -141,9 +153,8 @@ def mask_text(text: str) -> str:
     found = scan(text)
     spans = [(s.start, s.end) for s in found]
     previews = [s.preview for s in found]
-    for m in _NAMED_IN_TEXT.finditer(text):
-        a, b = m.span(3)
-        if looks_random(m.group(3)) and not any(a < e and s < b for s, e in spans):
+    for a, b, value in _named_values(text):
+        if looks_random(value) and not any(a < e and s < b for s, e in spans):
             spans.append((a, b))
             previews.append("***")
     if not spans:
@@ -157,13 +168,10 @@ def mask_url(url: str) -> str:
     return mask_text(redact_url(url))
 
 
-_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def escape_control(text: str) -> str:
     """Control characters (ANSI/OSC escapes, C1 controls, bidi overrides) as visible ``\\u001b``
     escapes, so text from a cassette can never drive the terminal; newline and tab are kept."""
-    if text.isprintable():
-        return text
-    return "".join(f"\\u{ord(c):04x}" if c not in "\n\t" and (c in _BIDI or unicodedata.category(c) == "Cc") else c
-                   for c in text)
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
