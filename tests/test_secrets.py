@@ -313,3 +313,23 @@ def test_leak(ssemock, name):
     assert "refusing to save" in output, output
     for key in keys.values():
         assert key not in output
+
+
+def test_stream_assertion_messages_are_masked() -> None:
+    """Assertion failures quote stream and client data; Player.check's shrunk failure too."""
+    key = "sk-proj-test" + "Q1w2E3r4T5y6U7i8O9p0" * 3
+    cassette = Cassette()
+    cassette.add("GET", "https://api.example.com/v1/s", [b"data: one\n\n", b"data: two\n\n"])
+    with ssemock.replay(cassette, chunking="bytewise") as player:
+        def run() -> None:  # a decoder that needs whole events per chunk, and says so with a key
+            with httpx.Client() as client:
+                with client.stream("GET", "https://api.example.com/v1/s") as resp:
+                    chunks = list(resp.iter_raw())
+            assert all(c.endswith(b"\n\n") for c in chunks), f"split event while using {key}"
+
+        with pytest.raises(AssertionError) as info:
+            player.check(run)
+        with pytest.raises(AssertionError) as events_info:
+            player.assert_events([("message", key)])
+    for message in (str(info.value), str(events_info.value)):
+        assert key not in message and "sk-***" in message
