@@ -85,7 +85,9 @@ def _secret_part(credential: str) -> str:
 
 
 OPENERS = ["\\n", "\\t", "\\u0020", '\\"', "\\\\n", "%3D", "%20", "%0A", "%22", "%253D", " ", "=", ":", ""]
-CLOSERS = ["\\n", "\\t", "\\u0020", '\\"', "%3D", "%20", "%0A", "%26", " ", ",", ""]
+# A key ends where a character that cannot be part of it follows (fixed-length shapes such as
+# AIza + 35 and AKIA + 16 need that, or base64 blobs would be full of them); it may start anywhere.
+CLOSERS = ["\\n", "\\t", "\\u0020", '\\"', "%3D", "%20", "%0A", "%26", " ", ","]
 
 
 @st.composite
@@ -199,7 +201,7 @@ def _requests(base: str, text: str, credential: str) -> list[Callable[[httpx.Cli
         lambda c: c.get(f"{base}/v1/{path_safe}/x"),
         lambda c: c.get(f"{base}/v1/search?q={path_safe}&n=1"),
         lambda c: c.get(f"http://user:{quote(_secret_part(credential), safe='')}@{host}/v1/userinfo"),
-        lambda c: c.get(f"{base}/v1/header", headers={"x-debug-note": text}),
+        lambda c: c.get(f"{base}/v1/header", headers={"x-debug-note": text.strip()}),  # (no edge spaces in HTTP)
         lambda c: c.post(f"{base}/v1/chat/completions",
                          json={"messages": [{"role": "user", "content": f"my .env:\n{text}"}]}),
         lambda c: c.post(f"{base}/v1/form", content=f"note={quote(text)}&n=1".encode(),

@@ -125,8 +125,8 @@ _SHAPES: tuple[_Shape, ...] = (
     _shape("a PEM private key", (b"-----BEGIN",),
            rb"-----BEGIN[A-Z ]{0,20}PRIVATE KEY-----(?:[\s\S]{0,20000}?-----END[A-Z ]{0,20}PRIVATE KEY-----)?", 10),
     _shape("a Bearer token", (b"Bearer", b"bearer", b"BEARER"),
-           rb"[Bb](?:earer|EARER)\s+([A-Za-z0-9._~+/\-]{8,}=*)", 6, _bearer),
-    _shape("Basic credentials", (b"Basic", b"basic", b"BASIC"), rb"[Bb](?:asic|ASIC)\s+([A-Za-z0-9+/]{4,}={0,2})", 5,
+           rb"[Bb](?:earer|EARER)(?:\s|\+)+([A-Za-z0-9._~+/\-]{8,}=*)", 6, _bearer),
+    _shape("Basic credentials", (b"Basic", b"basic", b"BASIC"), rb"[Bb](?:asic|ASIC)(?:\s|\+)+([A-Za-z0-9+/]{4,}={0,2})", 5,
            _basic),
 )
 _ANCHORS: list[bytes] = []
@@ -145,10 +145,10 @@ _ANCHOR_SHAPES = [_ANCHOR_SHAPES[i] for i in _ORDER]
 _MAX_ANCHOR = max(map(len, _ANCHORS))
 # Escapes that hide a character a credential is made of: JSON \u00XX and \/, percent %XX (and
 # %25XX, encoded twice). A body full of other escapes (\n, \u003c, "50%") needs no second look.
-_CREDENTIAL_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.+/="
+_CREDENTIAL_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.+/= "  # (Bearer x)
 _ESCAPES = sorted({b"\\/", b"%25"} | {form % code for c in _CREDENTIAL_CHARS
                                       for code in {b"%02x" % c, b"%02X" % c} for form in (b"\\u00%s", b"%%%s")})
-_HEX_CREDENTIAL = rb"(?:2[BDEFbdef]|3[0-9Dd]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff])"  # +-./0-9=A-Z_a-z
+_HEX_CREDENTIAL = rb"(?:2[0BDEFbdef]|3[0-9Dd]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff])"  # space+-./0-9=A-Z_a-z
 _ANY_ESCAPE = re.compile(rb"[%\\](?:(?:25)*" + _HEX_CREDENTIAL + rb"|\\*(?:u00" + _HEX_CREDENTIAL + rb"|/))")
 Finder = Callable[[bytes], list[tuple[int, int]]]
 
