@@ -331,3 +331,35 @@ def test_commands_in_a_subprocess(tmp_path: Path) -> None:
     proc = run("rechunk", str(good), "--chunking", "mid_utf8", "--in-place")
     assert proc.returncode == 0, proc.stderr
     assert Cassette.load(good).interactions[0].response.body == b"".join(openai_chat_events())
+
+
+def test_show_escapes_terminal_control_sequences_and_masks_secrets(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A cassette cannot set the window title, write the clipboard or recolour the terminal."""
+    key = "sk-ant-test03-" + "Q1w2E3r4T5y6U7i8O9p0" * 3
+    hostile = "\x1b]0;pwned\x07\x1b]52;c;ZXZpbA==\x07\x1b[2J\x9b31m\u202e"
+    path = tmp_path / "hostile.json"
+    c = Cassette()
+    c.add("POST", f"https://h/v1/{hostile}?key={key}",
+          [f"data: {json.dumps({'choices': [{'delta': {'content': hostile + key}}]})}\n\n".encode(),
+           b"data: [DONE]\n\n"], request_headers={"x-note": hostile})
+    c.save(path)
+    for argv in (["show", str(path)], ["show", "--events", str(path)], ["show", "--json", "--events", str(path)],
+                 ["validate", str(path)], ["rechunk", "--chunking", "bytewise", "--preview", str(path)]):
+        main(argv)
+        captured = capsys.readouterr()
+        out = captured.out + captured.err
+        for raw in ("\x1b", "\x07", "\x9b", "\u202e"):
+            assert raw not in out, (argv, raw)
+        assert key not in out and key[20:40] not in out
+    main(["show", "--events", str(path)])
+    assert "\\u001b]0;pwned\\u0007" in capsys.readouterr().out  # shown, escaped
+    main(["show", "--json", "--events", str(path)])
+    json.loads(capsys.readouterr().out)  # still valid JSON
+
+
+def test_usage_errors_mask_what_they_quote(capsys: pytest.CaptureFixture[str]) -> None:
+    key = "ghp_" + "TESTfake1234567890abcdefghijklmnopqr"[:36]
+    assert main(["rechunk", "x.json", "--chunking", key, "--preview"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown chunking" in err and key not in err and "ghp_***" in err

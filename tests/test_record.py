@@ -313,3 +313,53 @@ def test_brotli_and_zstd_are_stored_decoded(tmp_path: Path, server: str, encodin
     assert "".join(resp["body"]).encode() == live == "data: one\n\ndata: 世界\n\n".encode()
     with ssemock.use_cassette(path, chunking="mid_utf8"), httpx.Client() as client:
         assert client.get(f"{server}/{encoding}").content == live
+
+
+def test_the_new_default_rules_redact_and_the_recording_still_replays(tmp_path: Path, server: str) -> None:
+    """Credential-named request headers, the issue's query parameters and response headers are
+    replaced; matching uses the redacted form, so the same request (real values) replays."""
+    path = tmp_path / "rules.json"
+    key = "sk-test-0123456789abcdefRULES"
+    headers = {"x-amz-security-token": "FwoGZXIvYXdzEJr//////////wEaDTESTFAKE", "ocp-apim-subscription-key": "abc123",
+               "x-auth-token": "short", "private-token": "glpat-TESTFAKE", "anthropic-api-key": key,
+               "x-session-affinity": "node-7", "x-keep": "visible"}
+    query = ("sig=0a1b2c&signature=3d4e&X-Amz-Signature=5f6a&X-Amz-Credential=AKIATESTFAKE%2F20240101"
+             "&X-Amz-Security-Token=tok&auth=a1&client_secret=cs1&code=oauthcode&refresh_token=rt1&token=t1"
+             "&password=p1&keep=1")
+    url = f"{server}/events?{query}"  # (/echo would echo the key into the body: refused)
+    with ssemock.use_cassette(path, record_mode="once"):
+        with httpx.Client() as client:
+            live = client.get(url, headers=headers)
+    doc = orjson.loads(path.read_text())["interactions"][0]
+    stored = doc["request"]["headers"]
+    assert all(stored[h] == "REDACTED" for h in headers if h != "x-keep") and stored["x-keep"] == "visible"
+    names = [part.split("=")[0] for part in query.split("&")]
+    stored_query = dict(p.split("=", 1) for p in doc["request"]["url"].split("?", 1)[1].split("&"))
+    assert all(stored_query[n] == "REDACTED" for n in names if n != "keep") and stored_query["keep"] == "1"
+    with ssemock.use_cassette(path) as player:
+        with httpx.Client() as client:
+            assert client.get(url, headers=headers).text == live.text
+    assert len(player.plays) == 1
+
+
+def test_a_cassette_recorded_under_older_rules_still_replays(tmp_path: Path) -> None:
+    """A query value the old rules kept (code=...) is redacted now on the sent side only:
+    matching redacts the recorded side too."""
+    path = tmp_path / "old.json"
+    cassette = ssemock.Cassette()
+    cassette.add("GET", "https://api.example.com/oauth?code=abc123&state=1", [b"data: ok\n\n"])
+    cassette.save(path)
+    with ssemock.use_cassette(path, match_on=["method", "host", "path", "query"]) as player:
+        with httpx.Client() as client:
+            assert client.get("https://api.example.com/oauth?code=abc123&state=1").text == "data: ok\n\n"
+    assert len(player.plays) == 1
+
+
+def test_response_credential_headers_are_redacted() -> None:
+    response = ssemock.Response(200, [("openai-organization", "org-x"), ("anthropic-organization-id", "o1"),
+                                      ("set-cookie", "a=1"), ("x-amz-security-token", "t"),
+                                      ("x-ratelimit-remaining-tokens", "149984")], b"", [], [])
+    headers = dict(ssemock.redact.redact_response(response).headers)
+    assert headers == {"openai-organization": "REDACTED", "anthropic-organization-id": "REDACTED",
+                       "set-cookie": "REDACTED", "x-amz-security-token": "REDACTED",
+                       "x-ratelimit-remaining-tokens": "149984"}

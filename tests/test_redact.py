@@ -19,7 +19,7 @@ from ssemock.redact import (
 
 OPENAI_KEY = "sk-test-Ab3dEf6hIj9kLm2nOp5qRs8t"
 ANTHROPIC_KEY = "sk-ant-test-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0"
-GOOGLE_KEY = "AIzaTESTFAKE1b2C3d4E5f6G7h8I9j0K1l2M3"
+GOOGLE_KEY = "AIzaTESTFAKE1b2C3d4E5f6G7h8I9j0K1l2M3n4"
 BEARER = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig_abc"
 
 
@@ -129,11 +129,19 @@ def test_clean_cassette_has_no_secrets() -> None:
     assert find_secrets(Cassette()) == []
 
 
-@pytest.mark.parametrize("header", ["Bearer REDACTED", "Bearer  REDACTED", "REDACTED", "Bearer short"])
+@pytest.mark.parametrize("header", ["Bearer REDACTED", "Bearer  REDACTED", "REDACTED"])
 def test_redacted_bearer_is_not_a_secret(header: str) -> None:
     c = Cassette()
     c.add("GET", "https://h/", [b"x"], request_headers={"authorization": header})
     assert find_secrets(c) == []
+
+
+@pytest.mark.parametrize("header", ["Bearer short", "Basic dXNlcjpwYXNz", "token abc"])
+def test_any_bearer_or_basic_header_value_is_a_secret(header: str) -> None:
+    c = Cassette()
+    c.add("GET", "https://h/", [b"x"], request_headers={"x-forwarded-for-upstream": header})
+    (found,) = find_secrets(c)
+    assert "request.headers['x-forwarded-for-upstream']" in found and header.split()[1] not in found
 
 
 def test_words_ending_in_sk_are_not_keys() -> None:

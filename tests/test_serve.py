@@ -99,7 +99,7 @@ async def _aiohttp_read(url: str, **kwargs: Any) -> tuple[int, list[bytes], list
             async for data, end_of_http_chunk in resp.content.iter_chunks():
                 reads.append(data)
                 current += data
-                if end_of_http_chunk:
+                if end_of_http_chunk and current:  # (the empty terminating chunk may come on its own)
                     http_chunks.append(current)
                     current = b""
             return resp.status, reads, http_chunks
@@ -204,8 +204,18 @@ def test_a_failure_recorded_mid_stream_drops_the_connection_at_the_same_byte(ser
     assert got == EVENTS[:2]
 
 
-def test_cors_preflight_and_headers(serve: Server) -> None:
+def test_no_cors_header_unless_asked(serve: Server) -> None:
     url = serve()
+    resp = requests.post(url + PATH, json=REQUEST, timeout=TIMEOUT)
+    assert resp.status_code == 200 and "access-control-allow-origin" not in resp.headers
+    assert "access-control-allow-origin" not in requests.get(url + "/nope", timeout=TIMEOUT).headers
+    pre = requests.options(url + PATH, timeout=TIMEOUT, headers={
+        "origin": "http://evil.example", "access-control-request-method": "POST"})
+    assert pre.status_code == 404 and "access-control-allow-origin" not in pre.headers
+
+
+def test_cors_preflight_and_headers(serve: Server) -> None:
+    url = serve(cors="*")
     pre = requests.options(url + PATH, timeout=TIMEOUT, headers={
         "origin": "http://localhost:3000", "access-control-request-method": "POST",
         "access-control-request-headers": "content-type"})
@@ -268,7 +278,6 @@ def test_an_eventsource_get_matches_a_recorded_sse_stream_by_path(serve: Server)
     assert plain.status_code == 404  # recorded as POST
     es = requests.get(url + PATH, headers={"accept": "text/event-stream"}, timeout=TIMEOUT)
     assert es.status_code == 200 and es.content == BODY
-    assert es.headers["access-control-allow-origin"] == "*"
 
 
 def test_last_event_id_resumes_after_that_event(serve: Server) -> None:
@@ -452,3 +461,99 @@ def test_browser_reconnects_with_last_event_id_and_gets_every_event_once(tmp_pat
     assert [x.last_event_id for x in served] == [None, "2", "4"]
     assert all(x.dropped for x in served)
     assert opens == len(served) == 3
+
+
+# -- safety: body limit, masked 404, access log, clients that leave -------------------------------
+
+def test_a_request_body_past_max_body_gets_413(serve: Server) -> None:
+    url = serve(max_body=1000)
+    resp = requests.post(url + PATH, data=b"x" * 5000, timeout=TIMEOUT)
+    assert resp.status_code == 413 and "max-body" in resp.json()["error"]
+    assert requests.post(url + PATH, json=REQUEST, timeout=TIMEOUT).status_code == 200
+    chunked = requests.post(url + PATH, data=iter([b"y" * 800, b"y" * 800]), timeout=TIMEOUT)  # no length
+    assert chunked.status_code == 413
+    with pytest.raises(ValueError, match="max_body"):
+        app(make_cassette(), max_body=-1)
+
+
+def test_the_404_masks_secrets_and_lists_no_file_paths(tmp_path: Path) -> None:
+    key = "sk-proj-test" + "Q1w2E3r4T5y6U7i8O9p0" * 3
+    path = tmp_path / "private-folder" / "c.json"
+    cassette = make_cassette()
+    cassette.add("GET", f"https://api.example.com/v1/files/{key}?token=abc", [b"{}"])
+    cassette.save(path)
+    lines: list[str] = []
+    with running(app([path], log=lines.append)) as url:
+        resp = requests.get(url + f"/v1/files/{key}x?client_secret=Zx9Yw8Vu7Ts6Rq5Po4", timeout=TIMEOUT)
+    assert resp.status_code == 404
+    text = resp.text + "\n".join(lines)
+    assert key not in text and "Zx9Yw8Vu7Ts6Rq5Po4" not in text
+    assert "private-folder" not in resp.text and "c.json" not in resp.text
+    assert "sk-***" in resp.text
+    assert any(line.startswith("GET /v1/files/sk-***") and "404" in line for line in lines), lines
+
+
+def test_an_access_log_line_per_request(serve: Server) -> None:
+    lines: list[str] = []
+    url = serve(log=lines.append)
+    requests.post(url + PATH, json=REQUEST, timeout=TIMEOUT)
+    requests.get(url + "/v1/models?limit=2", timeout=TIMEOUT)
+    requests.get(url + "/nope", timeout=TIMEOUT)
+    assert lines == [f"POST {PATH} -> 200 #0, 6 chunk(s)", "GET /v1/models?limit=2 -> 200 #1, 1 chunk(s)",
+                     "GET /nope -> 404 no recorded interaction matches"]
+
+
+def test_a_client_that_leaves_mid_stream_stops_the_stream_quietly(capfd: pytest.CaptureFixture[str]) -> None:
+    """Under bytewise a client that leaves used to cause ~1,100 'socket.send() raised exception.' lines."""
+    cassette = ssemock.Cassette()
+    cassette.add("GET", "https://h/long", [b"".join(b"data: %d %s\n\n" % (i, b"x" * 200) for i in range(3000))])
+    lines: list[str] = []
+    asgi = app(cassette, chunking="bytewise", log=lines.append)
+    with running(asgi) as url:
+        with requests.get(url + "/long", stream=True, timeout=TIMEOUT) as resp:
+            next(resp.iter_content(chunk_size=100))
+        deadline = time.monotonic() + TIMEOUT
+        while not asgi.state.ssemock.exchanges[-1].left and time.monotonic() < deadline:
+            time.sleep(0.02)
+    exchange = asgi.state.ssemock.exchanges[-1]
+    assert exchange.left and not exchange.dropped
+    assert len(lines) == 2 and "the client left after" in lines[1], lines
+    captured = capfd.readouterr()
+    assert "socket.send() raised exception" not in captured.out + captured.err
+
+
+def test_cli_serve_match_on_cors_and_quiet(tmp_path: Path) -> None:
+    path = tmp_path / "stream.json"
+    make_cassette().save(path)
+    script = Path(sys.executable).parent / "ssemock"
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "ssemock"]
+    for extra, quiet in ((["--match-on", "method,path", "--cors", "http://localhost:3000"], False), (["--quiet"], True)):
+        proc = subprocess.Popen([*cmd, "serve", str(path), "--port", "0", *extra],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+        lines: list[str] = []
+        ready = threading.Event()
+
+        def read() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.append(line)
+                if "Ctrl-C" in line:
+                    ready.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        try:
+            assert ready.wait(TIMEOUT), lines
+            match = re.search(r"serving on (http://127\.0\.0\.1:\d+)", lines[0])
+            assert match, lines
+            resp = requests.post(match.group(1) + PATH, json={"other": "body"}, timeout=TIMEOUT)
+            if quiet:
+                assert resp.status_code == 404 and "access-control-allow-origin" not in resp.headers
+            else:  # the body is not matched on, and the origin asked for is allowed
+                assert resp.status_code == 200 and resp.content == BODY
+                assert resp.headers["access-control-allow-origin"] == "http://localhost:3000"
+            time.sleep(0.2)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(TIMEOUT)
+        logged = [line for line in lines if line.startswith("POST ")]
+        assert logged == ([] if quiet else [f"POST {PATH} -> 200 #0, 6 chunk(s)\n"]), lines

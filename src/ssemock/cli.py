@@ -13,14 +13,23 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .cassette import CassetteError
+from .redact import escape_control, mask_text
 
 __all__ = ["build_parser", "main"]
 
 Handler = Callable[[argparse.Namespace], int]
+
+
+def _out(text: str = "", *, err: bool = False) -> None:
+    """Print a line of output: secrets masked, control characters escaped (a cassette's text never
+    reaches the terminal raw). Every command prints through here."""
+    stream = sys.stderr if err else sys.stdout
+    stream.write(escape_control(mask_text(text)) + "\n")
+    stream.flush()
 if TYPE_CHECKING:  # the object add_subparsers() returns
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
@@ -51,8 +60,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                           "pip install 'ssemock[demo]'") from exc
     if args.json:
         result = run_demo(Console(quiet=True), directory=args.dir)
-        json.dump(result.as_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _out(json.dumps(result.as_dict(), indent=2))
     else:
         result = run_demo(Console(), directory=args.dir)
     return 0 if result.live_ok and result.real_clients_ok else 1
@@ -69,7 +77,8 @@ def _add_serve(subparsers: Subparsers) -> None:
                     "and faulted as asked. A disconnect fault really drops the connection; an "
                     "EventSource GET matches a recorded SSE stream by path, and a reconnection with "
                     "Last-Event-ID resumes after that event. Unmatched requests get a 404 listing the "
-                    "recorded requests. Needs the 'serve' extra.")
+                    "recorded requests (secrets masked). One log line per request (--quiet: none). "
+                    "No CORS header unless --cors. Needs the 'serve' extra.")
     parser.add_argument("cassettes", nargs="+", metavar="CASSETTE", help="cassette file(s) to serve")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: 0, any free port)")
@@ -83,6 +92,13 @@ def _add_serve(subparsers: Subparsers) -> None:
     parser.add_argument("--faults", default=None, metavar="SPEC",
                         help="e.g. disconnect:after_event=3, stall:before_event=2,seconds=5, "
                              "http_error:status=429; several separated by ';'")
+    parser.add_argument("--match-on", default=None, metavar="NAMES",
+                        help="comma-separated matchers (default: method,path,query,body; also headers, url)")
+    parser.add_argument("--cors", default=None, metavar="ORIGIN",
+                        help="allow this origin ('*' for any) and answer preflights; default: no CORS header")
+    parser.add_argument("--max-body", type=int, default=None, metavar="BYTES",
+                        help="the largest request body accepted, larger ones get 413 (default: 8 MiB)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no access log line per request")
     parser.set_defaults(handler=_cmd_serve)
 
 
@@ -93,13 +109,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn  # noqa: F401  (run by ssemock.server.running)
 
-        from .serve import app
+        from .serve import DEFAULT_MAX_BODY, app
         from .server import running
     except ImportError as exc:
         raise _UsageError(f"serve needs the 'serve' extra ({exc.name or exc}): pip install 'ssemock[serve]'") from exc
     try:
+        match_on = [m.strip() for m in args.match_on.split(",") if m.strip()] if args.match_on else None
         asgi = app(args.cassettes, chunking=args.chunking, transform=args.transform, timing=args.timing,
-                   faults=args.faults)
+                   faults=args.faults, match_on=match_on, cors=args.cors,
+                   max_body=DEFAULT_MAX_BODY if args.max_body is None else args.max_body,
+                   log=None if args.quiet else _out)
     except CassetteError:
         raise
     except ValueError as exc:
@@ -112,13 +131,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, stop)  # a plain `kill` stops it cleanly, as Ctrl-C does
     try:
         with running(asgi, host=args.host, port=args.port) as url:
-            print(f"ssemock: serving on {url}")
-            print(f"{len(replayer.interactions)} interaction(s) from {len(replayer.cassettes)} cassette(s):")
+            _out(f"ssemock: serving on {url}")
+            _out(f"{len(replayer.interactions)} interaction(s) from {len(replayer.cassettes)} cassette(s):")
             for line in replayer.routes():
-                print(f"  {line}")
-            print(f"chunking={replayer.chunking} transform={'+'.join(map(str, replayer.transforms)) or None} "
+                _out(f"  {line}")
+            _out(f"chunking={replayer.chunking} transform={'+'.join(map(str, replayer.transforms)) or None} "
                   f"timing={replayer.timing} faults={';'.join(map(str, replayer.faults)) or None}; "
-                  "Ctrl-C to stop", flush=True)
+                  "Ctrl-C to stop")
             threading.Event().wait()
     except OSError as exc:
         raise _UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from exc
@@ -155,20 +174,19 @@ def _cmd_show(args: argparse.Namespace) -> int:
     indexes = list(range(count))
     if args.interaction is not None:
         if not -count <= args.interaction < count:
-            print(f"ssemock: error: {args.cassette}: no interaction {args.interaction} (the cassette has "
-                  f"{count}{f': 0..{count - 1}' if count else ''})", file=sys.stderr)
+            _out(f"ssemock: error: {args.cassette}: no interaction {args.interaction} (the cassette has "
+                  f"{count}{f': 0..{count - 1}' if count else ''})", err=True)
             return 2
         indexes = [args.interaction % count]
     summaries = [inspect.summarize(cassette.interactions[i], i, events=args.events) for i in indexes]
     if args.json:
-        json.dump({"path": str(args.cassette), "interactions": count, "shown": summaries}, sys.stdout,
-                  indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        _out(json.dumps({"path": str(args.cassette), "interactions": count, "shown": summaries}, indent=2,
+                        ensure_ascii=False))
         return 0
-    print(f"{args.cassette}: {count} interaction{'s' if count != 1 else ''}")
+    _out(f"{args.cassette}: {count} interaction{'s' if count != 1 else ''}")
     for summary in summaries:
-        print()
-        print(inspect.format_summary(summary))
+        _out()
+        _out(inspect.format_summary(summary))
     return 0
 
 
@@ -192,16 +210,15 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
     reports = [inspect.validate_file(path) for path in args.cassettes]
     if args.json:
-        json.dump([r.to_dict() for r in reports], sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        _out(json.dumps([r.to_dict() for r in reports], indent=2, ensure_ascii=False))
     else:
         for report in reports:
             for line in inspect.format_validation(report):
-                print(line)
+                _out(line)
         if len(reports) > 1:
             bad = sum(not r.ok for r in reports)
             warned = sum(r.ok and bool(r.of("warning")) for r in reports)
-            print(f"{len(reports)} files: {len(reports) - bad - warned} ok, {warned} with warnings, "
+            _out(f"{len(reports)} files: {len(reports) - bad - warned} ok, {warned} with warnings, "
                   f"{bad} with problems")
     return 0 if all(r.ok for r in reports) else 1
 
@@ -250,26 +267,26 @@ def _cmd_rechunk(args: argparse.Namespace) -> int:
     cassette, repairs = inspect.repair_file(args.cassette)
     for fixed in repairs:
         if fixed.changed:
-            print(f"ssemock: {args.cassette}: interaction {fixed.interaction}: boundary map repaired first: "
-                  f"{fixed.message}", file=sys.stderr)
+            _out(f"ssemock: {args.cassette}: interaction {fixed.interaction}: boundary map repaired first: "
+                  f"{fixed.message}", err=True)
     shown = 5 if args.preview else 0
     how = args.chunking.name + "".join(f"+{t}" for t in args.transform)
     for r in inspect.rechunk(cassette, args.chunking, args.transform, keep_chunks=shown):
         size = f"{r.body_before} bytes" + (f" -> {r.body_after} bytes" if r.body_after != r.body_before else "")
-        print(f"interaction {r.index}: "
+        _out(f"interaction {r.index}: "
               f"{r.before} -> {r.after} chunks ({how}), {size}")
         if r.note:
-            print(f"  note: {r.note}")
+            _out(f"  note: {r.note}")
         for k, (t, chunk) in enumerate(r.chunks):
             text = repr(chunk)
-            print(f"  [{k}] {t * 1000:8.1f} ms {len(chunk):6} B  {text if len(text) <= 72 else text[:71] + '…'}")
+            _out(f"  [{k}] {t * 1000:8.1f} ms {len(chunk):6} B  {text if len(text) <= 72 else text[:71] + '…'}")
         if shown and r.after > len(r.chunks):
-            print(f"  ... {r.after - len(r.chunks)} more")
+            _out(f"  ... {r.after - len(r.chunks)} more")
     if args.preview:
         return 0
     target = args.output if args.output is not None else args.cassette
     cassette.save(target)
-    print(f"wrote {target}")
+    _out(f"wrote {target}")
     return 0
 
 
@@ -298,22 +315,22 @@ def _cmd_redact(args: argparse.Namespace) -> int:
         try:
             cassette = Cassette.load(path)
         except CassetteError as exc:
-            print(f"ssemock: error: {exc}", file=sys.stderr)
+            _out(f"ssemock: error: {exc}", err=True)
             status = 1
             continue
         changes = inspect.redact(cassette)
         if not changes:
-            print(f"ok    {path}: nothing to redact")
+            _out(f"ok    {path}: nothing to redact")
         elif args.check:
-            print(f"would redact {path}: {len(changes)} change{'s' if len(changes) != 1 else ''}")
+            _out(f"would redact {path}: {len(changes)} change{'s' if len(changes) != 1 else ''}")
             status = 1
         else:
             cassette.save(path)
-            print(f"redacted {path}: {len(changes)} change{'s' if len(changes) != 1 else ''}")
+            _out(f"redacted {path}: {len(changes)} change{'s' if len(changes) != 1 else ''}")
         for change in changes:
-            print(f"  {change}")
+            _out(f"  {change}")
         for leak in find_secrets(cassette):
-            print(f"ssemock: error: {path}: a secret is left after redaction: {leak}", file=sys.stderr)
+            _out(f"ssemock: error: {path}: a secret is left after redaction: {leak}", err=True)
             status = 1
     return status
 
@@ -339,16 +356,16 @@ def _cmd_fix(args: argparse.Namespace) -> int:
     try:
         cassette, repairs = inspect.repair_file(args.cassette)
     except CassetteError as exc:
-        print(f"ssemock: error: {exc} (not repairable)", file=sys.stderr)
+        _out(f"ssemock: error: {exc} (not repairable)", err=True)
         return 1
     for r in repairs:
-        print(f"{args.cassette}: interaction {r.interaction}: {'repaired: ' if r.changed else ''}{r.message}")
+        _out(f"{args.cassette}: interaction {r.interaction}: {'repaired: ' if r.changed else ''}{r.message}")
     if not any(r.changed for r in repairs) and args.output is None:
-        print(f"{args.cassette}: nothing to fix")
+        _out(f"{args.cassette}: nothing to fix")
         return 0
     target = args.output if args.output is not None else args.cassette
     cassette.save(target)
-    print(f"wrote {target}")
+    _out(f"wrote {target}")
     return 0
 
 
@@ -387,20 +404,20 @@ def _cmd_import_vcr(args: argparse.Namespace) -> int:
         target = source.with_suffix(".json")
         if target == source:
             target = source.with_name(f"{source.stem}.ssemock.json")
-    print(f"ssemock: note: {NO_BOUNDARIES}", file=sys.stderr)
+    _out(f"ssemock: note: {NO_BOUNDARIES}", err=True)
     if args.scrub_bodies:
         for change in inspect.redact(cassette):
-            print(f"scrubbed {change}")
+            _out(f"scrubbed {change}")
     leaks = find_secrets(cassette)
     if leaks:
         for leak in leaks:
-            print(f"ssemock: error: {source}: a secret is left after redaction: {leak}", file=sys.stderr)
-        print(f"ssemock: error: {source}: refusing to write {target}: remove the secrets from the vcrpy "
-              "cassette (or filter them when recording), or import with --scrub-bodies", file=sys.stderr)
+            _out(f"ssemock: error: {source}: a secret is left after redaction: {leak}", err=True)
+        _out(f"ssemock: error: {source}: refusing to write {target}: remove the secrets from the vcrpy "
+              "cassette (or filter them when recording), or import with --scrub-bodies", err=True)
         return 1
     cassette.save(target)
     count = len(cassette.interactions)
-    print(f"wrote {target}: {count} interaction{'s' if count != 1 else ''}")
+    _out(f"wrote {target}: {count} interaction{'s' if count != 1 else ''}")
     return 0
 
 
@@ -412,16 +429,24 @@ _COMMANDS: list[Callable[[Subparsers], None]] = [
 ]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's own messages (usage errors quote the arguments) masked and escaped too."""
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        super()._print_message(escape_control(mask_text(message)) if message else message, file)
+
+
 class _UsageError(Exception):
     """An expected failure: printed as ``ssemock: error: ...`` with exit code 1, no traceback."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ssemock",
         description="Record and replay streaming HTTP (SSE, JSON lines) with chunk boundaries and timing kept.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    subparsers: Subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
+                                                   parser_class=_Parser)
     for add in _COMMANDS:
         add(subparsers)
     return parser
@@ -441,7 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except (_UsageError, CassetteError) as exc:
-        print(f"ssemock: error: {exc}", file=sys.stderr)
+        _out(f"ssemock: error: {exc}", err=True)
         return 1
     except OSError as exc:  # writing a result: a folder that cannot be made, a full disk
         where = " ".join(getattr(exc, "__notes__", [])).removeprefix("ssemock: ") or exc.filename or ""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from . import ndjson, sse
 from .accumulate import Accumulated, ToolCall, accumulate
 from .chunking import event_ends
+from .redact import mask_text
 
 if TYPE_CHECKING:
     from .replay import Play
@@ -31,7 +32,13 @@ def decode_body(body: bytes, content_type: str) -> list[Any]:
 
 
 class StreamAssertionError(AssertionError):
-    """The client's result differs from the reference result of the served stream."""
+    """The client's result differs from the reference result of the served stream.
+
+    Its message is masked (:func:`ssemock.redact.mask_text`): it quotes stream and client data,
+    and lands in CI logs; ``Player.check``'s shrunk failure is one of these too."""
+
+    def __init__(self, message: object = "", *args: object) -> None:
+        super().__init__(mask_text(str(message)), *args)
 
 
 @dataclass

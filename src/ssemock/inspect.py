@@ -32,7 +32,8 @@ from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
 from .cassette import (Cassette, CassetteError, Interaction, Response, parse_interaction, read_document, read_file,
                        body_ends)
 from .chunking import Chunking, event_ends
-from .redact import REDACTED, find_secrets, iter_secrets, redact_request, redact_response
+from .redact import REDACTED, find_secrets, mask_url, redact_request, redact_response, replace_spans
+from .secrets import Secret, scan, scan_body, scan_header, scan_url
 from .transforms import Transform
 from .transforms import apply as apply_transforms
 
@@ -193,7 +194,7 @@ def summarize(x: Interaction, index: int = 0, *, events: bool = False) -> dict[s
     out: dict[str, Any] = {
         "index": index,
         "method": x.request.method,
-        "url": x.request.url,
+        "url": mask_url(x.request.url),
         "status": resp.status,
         "content_type": resp.header("content-type"),
         "complete": resp.complete,
@@ -481,37 +482,28 @@ def rechunk(cassette: Cassette, chunking: Chunking, transforms: Sequence[Transfo
 
 # -- redact ----------------------------------------------------------------------------------------
 
-_BEARER = re.compile(rb"Bearer\s+")
 Edit = tuple[int, int, int]  # old start, old end, new length
 
 
-def _scrub(data: bytes) -> tuple[bytes, list[Edit], list[str]]:
-    """Replace every secret in ``data`` with REDACTED: the new bytes, the edits, what was found.
-
-    All patterns are matched on the original bytes; overlapping matches (``Bearer sk-...``
-    matches two patterns) become one edit. Of a ``Bearer`` token only the token is replaced.
-    """
-    spans: list[tuple[int, int, str]] = []
-    for what, m in iter_secrets(data):
-        prefix = _BEARER.match(m.group())
-        spans.append((m.start() + (prefix.end() if prefix else 0), m.end(), what))
-    if not spans:
+def _scrub(data: bytes, found: list[Secret]) -> tuple[bytes, list[Edit], list[str]]:
+    """Replace every secret ``found`` in ``data`` with REDACTED: the new bytes, the edits, what
+    was found (overlapping finds become one edit)."""
+    if not found:
         return data, [], []
-    spans.sort()
     merged: list[tuple[int, int, str]] = []
-    for a, b, what in spans:
-        if merged and a < merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(b, merged[-1][1]), merged[-1][2])
+    for s in sorted(found, key=lambda s: s.start):
+        if merged and s.start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(s.end, merged[-1][1]), merged[-1][2])
         else:
-            merged.append((a, b, what))
-    pieces, edits, found, pos = [], [], [], 0
-    for a, b, what in merged:
+            merged.append((s.start, s.end, s.what))
+    pieces, edits, what, pos = [], [], [], 0
+    for a, b, kind in merged:
         pieces += [data[pos:a], REDACTED.encode()]
         edits.append((a, b, len(REDACTED)))
-        found.append(f"{what} at byte {a}")
+        what.append(f"{kind} at byte {a}")
         pos = b
     pieces.append(data[pos:])
-    return b"".join(pieces), edits, found
+    return b"".join(pieces), edits, what
 
 
 def _remap_offset(offset: int, edits: Sequence[Edit]) -> int:
@@ -551,14 +543,14 @@ def remap_ends(ends: Sequence[int], times: Sequence[float], edits: Sequence[Edit
     return new_ends, new_times
 
 
-def _scrub_text(text: str) -> tuple[str, list[str]]:
-    new, _, found = _scrub(text.encode("utf-8"))
-    return new.decode("utf-8"), found
+def _scrub_text(text: str, found: list[Secret]) -> tuple[str, list[str]]:
+    spans = sorted((f.start, f.end) for f in found)
+    return replace_spans(text, spans, REDACTED), [f"{f.what} at character {f.start}" for f in found]
 
 
 def _scrub_json(value: Any) -> tuple[Any, list[str]]:
     if isinstance(value, str):
-        return _scrub_text(value)
+        return _scrub_text(value, scan(value))
     if isinstance(value, dict):
         found: list[str] = []
         out = {}
@@ -587,16 +579,16 @@ def redact(cassette: Cassette) -> list[str]:
         for (k, v), (_, rv) in zip(req.headers, red.headers):
             if v != rv:
                 changes.append(f"interaction {i} request.headers[{k!r}]")
-        url, found = _scrub_text(red.url)
+        url, found = _scrub_text(red.url, scan_url(red.url))
         changes += [f"interaction {i} request.url: {f}" for f in found]
         headers = []
         for k, v in red.headers:
-            v, found = _scrub_text(v)
+            v, found = _scrub_text(v, scan_header(k, v))
             changes += [f"interaction {i} request.headers[{k!r}]: {f}" for f in found]
             headers.append((k, v))
         body = red.body
         if body:
-            body, _, found = _scrub(body)
+            body, _, found = _scrub(body, scan_body(body))
             changes += [f"interaction {i} request.body: {f}" for f in found]
         red.url, red.headers, red.body = url, headers, body
         x.request = red
@@ -609,10 +601,10 @@ def redact(cassette: Cassette) -> list[str]:
                 changes.append(f"interaction {i} response.headers[{k!r}]")
         rheaders = []
         for k, v in resp.headers:
-            v, found = _scrub_text(v)
+            v, found = _scrub_text(v, scan_header(k, v))
             changes += [f"interaction {i} response.headers[{k!r}]: {f}" for f in found]
             rheaders.append((k, v))
-        new_body, edits, found = _scrub(resp.body)
+        new_body, edits, found = _scrub(resp.body, scan(resp.body))
         if found:
             changes += [f"interaction {i} response.body: {f}" for f in found]
             ends, times = remap_ends(resp.ends, resp.times, edits, len(new_body))

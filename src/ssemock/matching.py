@@ -4,6 +4,10 @@
 ``path``, ``query``, ``body``, ``raw_body``, ``headers``) and callables in vcrpy's convention:
 ``matcher(sent, recorded)`` (two :class:`ssemock.Request`) returns None or True when they match,
 False or raises AssertionError (its message says why) when they do not.
+
+Both sides are compared in their redacted form (:mod:`ssemock.redact`): a sent request is redacted
+before matching, and so is the recorded one here, so a cassette recorded under older, narrower
+rules still matches a request whose credentials the current rules replace.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ._names import unknown
 from .cassette import Request
+from .redact import redact_request, redact_url
 
 __all__ = ["DEFAULT", "MATCHERS", "differences", "resolve"]
 
@@ -27,7 +32,7 @@ def _port(url: str) -> int | None:
 
 
 def _query(url: str) -> list[tuple[str, str]]:
-    return sorted(parse_qsl(urlsplit(url).query, keep_blank_values=True))
+    return sorted(parse_qsl(urlsplit(redact_url(url)).query, keep_blank_values=True))
 
 
 def _kind(value: Any) -> type:
@@ -81,6 +86,7 @@ def _raw_body(sent: Request, rec: Request) -> str | None:
 
 def _headers(sent: Request, rec: Request) -> str | None:
     """Every header the recorded request has, with the same value(s), in the sent one."""
+    sent, rec = redact_request(sent), redact_request(rec)
     for name in dict.fromkeys(k for k, _ in rec.headers):
         want = [v for k, v in rec.headers if k == name]
         have = [v for k, v in sent.headers if k == name]
@@ -108,8 +114,8 @@ MATCHERS: dict[str, Matcher] = {
     "port": _part(_port),
     "path": _part(lambda u: urlsplit(u).path or "/"),
     "query": _part(_query),
-    "url": _part(lambda u: u),
-    "uri": _part(lambda u: u),
+    "url": _part(redact_url),
+    "uri": _part(redact_url),
     "body": _body,
     "raw_body": _raw_body,
     "headers": _headers,

@@ -31,6 +31,7 @@ from .cassette import Cassette
 from .cassette_lock import lock_for
 from .errors import SsemockWarning
 from .lock import Guard
+from .redact import mask_url
 from .replay import RECORD_MODES, Player, use_cassette
 
 _PARAM = "_ssemock_chunking"
@@ -403,7 +404,8 @@ def _teardown_checks(player: Player, checks: dict[str, str]) -> None:
     if checks["check_unconsumed"] != "ignore":
         for play in player.unconsumed():
             found.append(("check_unconsumed",
-                          f"the stream of interaction {play.index} ({play.request.method} {play.request.url}) "
+                          f"the stream of interaction {play.index} ({play.request.method} "
+                          f"{mask_url(str(play.request.url))}) "
                           f"was not read to the end under {play.chunking}"))
     for key, message in found:
         if checks[key] == "error":

@@ -20,7 +20,7 @@ import httpx
 
 from .cassette import Headers, Interaction, Request, Response
 from .errors import SsemockWarning
-from .redact import redact_request, redact_response
+from .redact import mask_url, redact_request, redact_response
 
 __all__ = ["MAX_BODY_BYTES", "Recorder", "RequestHook", "ResponseHook", "request_from_httpx"]
 
@@ -118,7 +118,7 @@ class Recorder:
         self.error = {"type": "RecordingTruncated", "at_byte": self.max_body_bytes,
                       "message": f"the recording stopped at max_body_bytes={self.max_body_bytes} "
                                  f"(ssemock); replay ends the stream there"}
-        warnings.warn(f"ssemock: recording of {self.request.method} {self.request.url} cut at "
+        warnings.warn(f"ssemock: recording of {self.request.method} {mask_url(self.request.url)} cut at "
                       f"max_body_bytes={self.max_body_bytes}: the stream went on longer (raise max_body_bytes to keep "
                       f"more); the cassette marks it truncated", SsemockWarning, stacklevel=2)
 

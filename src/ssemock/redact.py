@@ -1,101 +1,177 @@
-"""Redaction: secrets never reach a cassette. Applied when recording and when matching."""
+"""Redaction: secrets never reach a cassette, a log or a terminal.
+
+* The default rules (:func:`redact_request`, :func:`redact_response`) replace credential headers
+  and query parameters with ``REDACTED`` when recording; matching compares the redacted forms,
+  so a redacted request still replays.
+* :func:`find_secrets` runs the scanner (:mod:`ssemock.secrets`) over every field of every
+  interaction before a save, and by ``ssemock validate`` and ``ssemock redact``.
+* :func:`mask_text` / :func:`mask_url` hide what the scanner finds in any message, and
+  :func:`escape_control` keeps a cassette's text from driving the terminal.
+"""
 
 from __future__ import annotations
 
 import re
-from typing import Any
 from collections.abc import Iterator
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import orjson
 
 from .cassette import Cassette, Headers, Interaction, Request, Response
+from .secrets import SECRET_NAME, Secret, _query_spans, looks_random, scan, scan_body, scan_header, scan_url
 
-__all__ = ["QUERY_PARAMS", "REDACTED", "REQUEST_HEADERS", "RESPONSE_HEADERS", "SECRET_PATTERNS", "find_secrets", "iter_secrets",
-           "redact_request", "redact_response", "redact_url"]
+__all__ = ["QUERY_PARAMS", "REDACTED", "REQUEST_HEADERS", "RESPONSE_HEADERS", "escape_control", "find_secrets",
+           "interaction_secrets", "mask_text", "mask_url", "redact_request", "redact_response", "redact_url",
+           "replace_spans"]
 
 REDACTED = "REDACTED"
+#: Request headers always redacted; so is any request header whose name says token, secret, key,
+#: auth, password, signature, session, cookie or credential (``ssemock.secrets.SECRET_NAME``).
 REQUEST_HEADERS = frozenset({
     "authorization", "x-api-key", "api-key", "cookie", "proxy-authorization", "x-goog-api-key",
-    "openai-organization", "openai-project",
+    "openai-organization", "openai-project", "anthropic-api-key", "x-amz-security-token",
+    "ocp-apim-subscription-key", "x-auth-token", "private-token",
 })
-RESPONSE_HEADERS = frozenset({"set-cookie"})
-QUERY_PARAMS = re.compile(r"^(key|api[-_]?key|access[-_]?token|token|secret|password)$", re.I)
-
-# Each starts with a literal, so the regex engine scans for it fast; that a key does not start in
-# the middle of a word ("risk-assessment") is checked by iter_secrets, not by a slow lookbehind.
-SECRET_PATTERNS = [
-    ("an Anthropic key (sk-ant-...)", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")),
-    ("an OpenAI-style key (sk-...)", re.compile(r"sk-(?!ant-)[A-Za-z0-9_\-]{8,}")),
-    ("a Google API key (AIza...)", re.compile(r"AIza[0-9A-Za-z_\-]{20,}")),
-    ("a Bearer token", re.compile(r"Bearer\s+(?!REDACTED)[A-Za-z0-9._~+/\-]{8,}=*")),
-]
-_BYTE_PATTERNS = [(what, re.compile(p.pattern.encode("ascii"))) for what, p in SECRET_PATTERNS]
-_WORDISH = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+#: Response headers always redacted, and any ``x-amz-...token...``.
+RESPONSE_HEADERS = frozenset({"set-cookie", "openai-organization", "openai-project", "anthropic-organization-id"})
+_AMZ_TOKEN = re.compile(r"^x-amz-.*token", re.I)
+QUERY_PARAMS = re.compile(
+    r"^(key|api[-_]?key|access[-_]?token|refresh[-_]?token|id[-_]?token|token|secret|client[-_]?secret|password"
+    r"|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|auth|code)$", re.I)
 
 
-def iter_secrets(text: str | bytes) -> Iterator[tuple[str, re.Match[Any]]]:
-    """Every match of a secret pattern in ``text`` (str or bytes) that does not start mid-word."""
-    patterns: list[tuple[str, re.Pattern[Any]]] = _BYTE_PATTERNS if isinstance(text, bytes) else SECRET_PATTERNS
-    for what, pattern in patterns:
-        for m in pattern.finditer(text):
-            start = m.start()
-            before = text[start - 1] if start else None
-            if isinstance(before, str):
-                before = ord(before)
-            if before is None or before not in _WORDISH or what == "a Bearer token":
-                yield what, m
+def _request_header_secret(name: str) -> bool:
+    return name in REQUEST_HEADERS or SECRET_NAME.search(name) is not None
 
 
-def _headers(headers: Headers, names: frozenset[str]) -> Headers:
-    return [(k, REDACTED if k in names else v) for k, v in headers]
+def _response_header_secret(name: str) -> bool:
+    return name in RESPONSE_HEADERS or _AMZ_TOKEN.search(name) is not None
+
+
+def replace_spans(text: str, spans: list[tuple[int, int]], by: str | list[str]) -> str:
+    """``text`` with each (start, end) span, sorted and apart, replaced by ``by`` (one each)."""
+    out, pos = [], 0
+    for k, (a, b) in enumerate(spans):
+        out += [text[pos:a], by if isinstance(by, str) else by[k]]
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def redact_url(url: str) -> str:
-    """Replace the values of query parameters named like keys and tokens."""
+    """Replace a userinfo password and the values of query parameters named like credentials;
+    everything else stays byte for byte."""
     parts = urlsplit(url)
-    if not parts.query:
+    if parts.password and parts.password != REDACTED:
+        at = url.find("@")
+        colon = url.rfind(":", 0, at)
+        url = url[:colon + 1] + REDACTED + url[at:]
+    q = url.find("?")
+    if q < 0:
         return url
-    pairs = parse_qsl(parts.query, keep_blank_values=True)
-    if not any(QUERY_PARAMS.match(k) for k, _ in pairs):
+    end = url.find("#", q)
+    end = len(url) if end < 0 else end
+    query = url[q + 1:end]
+    spans = [(a, b) for name, a, b in _query_spans(query) if QUERY_PARAMS.match(name) and query[a:b] != REDACTED]
+    if not spans:
         return url
-    query = urlencode([(k, REDACTED if QUERY_PARAMS.match(k) else v) for k, v in pairs])
-    return urlunsplit(parts._replace(query=query))
+    return url[:q + 1] + replace_spans(query, spans, REDACTED) + url[end:]
 
 
 def redact_request(request: Request) -> Request:
-    return Request(request.method, redact_url(request.url), _headers(request.headers, REQUEST_HEADERS),
-                   request.body)
+    """The request as stored: credential headers and query values replaced (a new Request)."""
+    headers = [(k, REDACTED if _request_header_secret(k) else v) for k, v in request.headers]
+    return Request(request.method, redact_url(request.url), headers, request.body)
 
 
 def redact_response(response: Response) -> Response:
-    response.headers = _headers(response.headers, RESPONSE_HEADERS)
+    """Replace credential response headers in place (``set-cookie``, organization ids, AWS tokens)."""
+    response.headers = [(k, REDACTED if _response_header_secret(k) else v) for k, v in response.headers]
     return response
 
 
-def _fields(x: Interaction) -> Iterator[tuple[str, str | bytes]]:
-    yield "request.url", x.request.url
-    for k, v in x.request.headers:
-        yield f"request.headers[{k!r}]", v
-    if x.request.body:
-        yield "request.body", x.request.body
-    for k, v in x.response.headers:
-        yield f"response.headers[{k!r}]", v
-    yield "response.body", x.response.body  # scanned as bytes: no decoded copy of a large body
-    if x.response.error:
-        yield "response.error", orjson.dumps(x.response.error).decode()
+# -- scanning ----------------------------------------------------------------------------------
+
+def interaction_secrets(x: Interaction) -> Iterator[tuple[str, Secret]]:
+    """(field, secret) for every secret in every field of an interaction; offsets into the field."""
+    req, resp = x.request, x.response
+    for where, found in (("request.method", scan(req.method)), ("request.url", scan_url(req.url))):
+        for s in found:
+            yield where, s
+    for k, v in req.headers:
+        for s in scan_header(k, v):
+            yield f"request.headers[{k!r}]", s
+    if req.body:
+        for s in scan_body(req.body):
+            yield "request.body", s
+    for k, v in resp.headers:
+        for s in scan_header(k, v):
+            yield f"response.headers[{k!r}]", s
+    for s in scan(resp.body):  # scanned as bytes: no decoded copy of a large body
+        yield "response.body", s
+    if resp.error:
+        for s in scan(orjson.dumps(resp.error)):
+            yield "response.error", s
 
 
 def find_secrets(cassette: Cassette) -> list[str]:
-    """Where something shaped like a provider secret is left, e.g. ``interaction 0 request.body: ...``."""
+    """Where a secret is left, one line each, never the secret itself:
+    ``interaction 0 request.body: an Anthropic key (sk-ant-...) ('sk-ant-***' at offset 12)``."""
     found = []
     for i, x in enumerate(cassette.interactions):
-        for where, text in _fields(x):
-            first: dict[str, re.Match[Any]] = {}
-            for what, m in iter_secrets(text):
-                first.setdefault(what, m)
-            for what, m in first.items():
-                shown = m.group()[:7]
-                shown = (shown.decode("ascii", "replace") if isinstance(shown, bytes) else shown) + "..."
-                found.append(f"interaction {i} {where}: {what} ({shown!r} at offset {m.start()})")
+        first: dict[tuple[str, str], Secret] = {}
+        for where, s in interaction_secrets(x):
+            first.setdefault((where, s.what), s)
+        for (where, what), s in first.items():
+            found.append(f"interaction {i} {where}: {what} ({s.preview!r} at offset {s.start})")
     return found
+
+
+# -- messages ----------------------------------------------------------------------------------
+
+_NAME_WORD = re.compile(r"token|secret|key|auth|passw|signature|session|cookie|credential", re.I)
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_NAMED_VALUE = re.compile(r"""['"]?\s*(?:[:=]|',)\s*['"]?([^\s'"&,;)}\]]+)""")
+
+
+def _named_values(text: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, value) of values that follow a credential-like name: ``client_secret=...``,
+    ``"x-auth-token": "..."``, ``('token', '...')``. The names are found first (fast), then the
+    value after each."""
+    for m in _NAME_WORD.finditer(text):
+        end = m.end()
+        while end < len(text) and text[end] in _NAME_CHARS:
+            end += 1
+        value = _NAMED_VALUE.match(text, end)
+        if value is not None:
+            yield value.start(1), value.end(1), value.group(1)
+
+
+def mask_text(text: str) -> str:
+    """``text`` with every secret the scanner finds, and every credential-like value named as a
+    credential (``client_secret=...``), replaced by a masked preview such as ``sk-ant-***``."""
+    found = scan(text)
+    spans = [(s.start, s.end) for s in found]
+    previews = [s.preview for s in found]
+    for a, b, value in _named_values(text):
+        if looks_random(value) and not any(a < e and s < b for s, e in spans):
+            spans.append((a, b))
+            previews.append("***")
+    if not spans:
+        return text
+    order = sorted(range(len(spans)), key=lambda k: spans[k])
+    return replace_spans(text, [spans[k] for k in order], [previews[k] for k in order])
+
+
+def mask_url(url: str) -> str:
+    """A URL fit for a message: the default redaction rules, then :func:`mask_text`."""
+    return mask_text(redact_url(url))
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_control(text: str) -> str:
+    """Control characters (ANSI/OSC escapes, C1 controls, bidi overrides) as visible ``\\u001b``
+    escapes, so text from a cassette can never drive the terminal; newline and tab are kept."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

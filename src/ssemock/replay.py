@@ -42,7 +42,7 @@ from .errors import UnmatchedRequestError
 from .stacks import Record
 from .cassette_lock import lock_for
 from .record import MAX_BODY_BYTES, Recorder, RequestHook, ResponseHook, request_from_httpx
-from .redact import find_secrets
+from .redact import find_secrets, mask_text
 from .strategies import minimal_failing_split
 
 __all__ = ["Play", "Plan", "Player", "ReplayStream", "UnmatchedRequestError", "plan_response", "replay",
@@ -502,7 +502,7 @@ class Player:
                 fixes.append(f"match #{i} by matching less: match_on={kept!r}")
         lines.append("  to fix it:")
         lines.extend(f"    - {fix}" for fix in fixes)
-        return "\n".join(lines)
+        return mask_text("\n".join(lines))  # what was sent may hold a key: never print it
 
     # -- saving ----------------------------------------------------------------------------
 

@@ -19,10 +19,17 @@ streams (an OpenAI-style POST stream can be opened from a page). A reconnection 
 framed at blank lines and read with the reference decoder); the faults then apply to what
 remains, so a dropped connection followed by the browser's automatic reconnection delivers
 every event exactly once. A resumption with nothing left answers ``204 No Content``, which tells
-an ``EventSource`` to stop reconnecting. Every response allows any origin (CORS), and a
-preflight ``OPTIONS`` is answered unless one was recorded. Responses also carry
+an ``EventSource`` to stop reconnecting. No response carries a CORS header unless ``cors=ORIGIN``
+(``--cors``) asks for it; then every response allows that origin and a preflight ``OPTIONS`` is
+answered unless one was recorded. Responses also carry
 ``x-ssemock-interaction: N`` (the ``#N`` that :func:`routes` prints) and, when resumed,
 ``x-ssemock-resumed-after: ID``.
+
+A request body larger than ``max_body`` bytes (``--max-body``, default 8 MiB) is answered
+``413`` without being read further. An unmatched request gets a 404 that lists the recorded
+requests (method, path and query, what differs) with every secret masked and no file paths.
+``log`` (``ssemock serve`` prints it; ``--quiet`` silences it) gets one line per request, and one
+when a client leaves mid-stream; a client that leaves stops the stream at once, quietly.
 
 Several interactions matching the same request are served in turn (the least-played first),
 so recorded retries replay in order and the server keeps answering after the last one; an
@@ -34,11 +41,12 @@ to run it (:func:`ssemock.server.running`, or ``ssemock serve``).
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -54,7 +62,7 @@ from . import transforms as _transforms
 from .cassette import Cassette, Interaction, Request
 from .cassette import Response as CassetteResponse
 from .chunking import event_ends
-from .redact import redact_request
+from .redact import mask_text, mask_url, redact_request
 from .replay import ChunkingSpec, FaultSpec, Plan, ReplayStream, TimingSpec, TransformSpec, plan_response
 from .sse import Decoder
 
@@ -67,10 +75,11 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(f"ssemock serve needs the 'serve' extra ({exc.name} is missing): "
                       "pip install 'ssemock[serve]'") from exc
 
-__all__ = ["DEFAULT_MATCH_ON", "Exchange", "Prepared", "Replayer", "app", "prepare", "resume_offset", "routes"]
+__all__ = ["DEFAULT_MATCH_ON", "DEFAULT_MAX_BODY", "Exchange", "Prepared", "Replayer", "app", "prepare", "resume_offset", "routes"]
 
 #: The server cannot see the recorded scheme, host and port: it matches on the rest.
 DEFAULT_MATCH_ON: tuple[str, ...] = ("method", "path", "query", "body")
+DEFAULT_MAX_BODY = 8 << 20
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _DROP_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"})
 CassetteSource = Cassette | str | os.PathLike[str]
@@ -115,6 +124,7 @@ class Exchange:
     faults: list[str] = field(default_factory=list)
     chunks: int = 0
     dropped: bool = False  # the connection was closed mid-body on purpose
+    left: bool = False  # the client closed the connection before the end
 
 
 def resume_offset(body: bytes, last_event_id: str) -> int | None:
@@ -148,7 +158,7 @@ def _resumed(response: CassetteResponse, offset: int) -> CassetteResponse:
 def prepare(interaction: Interaction, *, url: str = "", chunking: _chunking.Chunking = _chunking.as_recorded,
             transforms: Sequence[_transforms.Transform] = (), timing: _timing.Timing = _timing.instant,
             faults: Sequence[_faults.Fault] = (), attempt: int = 0,
-            last_event_id: str | None = None) -> Prepared:
+            last_event_id: str | None = None, cors: str | None = None) -> Prepared:
     """What to send for a recorded interaction: :func:`ssemock.replay.plan_response` (transforms,
     faults, chunking, timing, as the Player serves respx), after resuming past ``last_event_id``.
 
@@ -162,22 +172,22 @@ def prepare(interaction: Interaction, *, url: str = "", chunking: _chunking.Chun
         resumed_at = resume_offset(response.body, last_event_id)
         if resumed_at is not None:
             if resumed_at >= len(response.body):  # nothing left: tell an EventSource to stop
-                return Prepared(Plan(204, _response_headers(response.headers), b"", [], [], None), resumed_at)
+                return Prepared(Plan(204, _response_headers(response.headers, cors), b"", [], [], None), resumed_at)
             response = _resumed(response, resumed_at)
     plan = plan_response(response, url=url, core=httpcore, chunking=chunking, transforms=transforms,
                          timing=timing, faults=faults, attempt=attempt)
     error = plan.error
     if error is not None and not isinstance(error, ConnectionDropped):
         error = ConnectionDropped(str(error))
-    plan = replace(plan, headers=_response_headers(plan.headers), error=error,
+    plan = replace(plan, headers=_response_headers(plan.headers, cors), error=error,
                    stall_factor=1.0 if timing.factor is None else timing.factor)
     return Prepared(plan, resumed_at)
 
 
-def _response_headers(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+def _response_headers(headers: Sequence[tuple[str, str]], cors: str | None) -> list[tuple[str, str]]:
     out = [(k, v) for k, v in headers if k not in _DROP_HEADERS]
-    if not any(k == "access-control-allow-origin" for k, _ in out):
-        out.append(("access-control-allow-origin", "*"))
+    if cors is not None and not any(k == "access-control-allow-origin" for k, _ in out):
+        out.append(("access-control-allow-origin", cors))
     return out
 
 
@@ -203,7 +213,8 @@ class Replayer:
     def __init__(self, cassettes: CassetteSource | Sequence[CassetteSource], *,
                  chunking: ChunkingSpec = "as_recorded", transform: TransformSpec = None,
                  timing: TimingSpec = "instant", faults: FaultSpec = (),
-                 match_on: Sequence[str] | None = None) -> None:
+                 match_on: Sequence[str] | None = None, cors: str | None = None,
+                 max_body: int = DEFAULT_MAX_BODY, log: Callable[[str], None] | None = None) -> None:
         sources = [cassettes] if isinstance(cassettes, (Cassette, str, os.PathLike)) else list(cassettes)
         self.cassettes = [_load(s) for s in sources]
         self.interactions: list[Interaction] = []
@@ -217,6 +228,9 @@ class Replayer:
         self.timing = _timing.get(timing)
         self.faults = _faults.resolve(faults)
         self.match_on = matching.resolve(match_on if match_on is not None else DEFAULT_MATCH_ON)
+        if max_body < 0:
+            raise ValueError(f"max_body must be >= 0 bytes, got {max_body}")
+        self.cors, self.max_body, self._log = cors, max_body, log
         self.play_counts = [0] * len(self.interactions)
         self.attempts = 0
         self.exchanges: list[Exchange] = []
@@ -248,10 +262,34 @@ class Replayer:
 
     # -- serving ----------------------------------------------------------------------------
 
+    def log(self, line: str) -> None:
+        """One line of the access log (masked), if a ``log`` was given."""
+        if self._log is not None:
+            self._log(mask_text(line))
+
+    async def _read_body(self, request: HTTPRequest) -> bytes | None:
+        """The request body, or None when it is larger than ``max_body`` (read no further)."""
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body:
+            return None
+        parts, size = [], 0
+        async for part in request.stream():
+            size += len(part)
+            if size > self.max_body:
+                return None
+            parts.append(part)
+        return b"".join(parts)
+
     async def handle(self, request: HTTPRequest) -> Response:
         """The Starlette endpoint: match, prepare, stream."""
         t0 = time.monotonic()
-        body = await request.body()
+        target = mask_url(request.url.path + (f"?{request.url.query}" if request.url.query else ""))
+        body = await self._read_body(request)
+        if body is None:
+            self.exchanges.append(Exchange(request.method, request.url.path, 413, None))
+            self.log(f"{request.method} {target} -> 413 body larger than {self.max_body} bytes")
+            return JSONResponse({"error": f"ssemock: the request body is larger than --max-body ({self.max_body} "
+                                          "bytes)"}, status_code=413, headers=self._cors_headers())
         sent = redact_request(Request(
             request.method, str(request.url),
             [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in request.headers.raw],
@@ -259,15 +297,17 @@ class Replayer:
         last_event_id = request.headers.get("last-event-id")
         index = self.take(sent, last_event_id)
         if index is None:
-            if request.method == "OPTIONS" and "access-control-request-method" in request.headers:
+            if (self.cors is not None and request.method == "OPTIONS"
+                    and "access-control-request-method" in request.headers):
+                self.log(f"OPTIONS {target} -> 204 preflight")
                 return self._preflight(request)
             self.exchanges.append(Exchange(request.method, request.url.path, 404, None, last_event_id))
-            return JSONResponse(self.unmatched(sent), status_code=404,
-                                headers={"access-control-allow-origin": "*"})
+            self.log(f"{request.method} {target} -> 404 no recorded interaction matches")
+            return JSONResponse(self.unmatched(sent), status_code=404, headers=self._cors_headers())
         attempt, self.attempts = self.attempts, self.attempts + 1
         prepared = prepare(self.interactions[index], url=sent.url, chunking=self.chunking,
                            transforms=self.transforms, timing=self.timing, faults=self.faults,
-                           attempt=attempt, last_event_id=last_event_id)
+                           attempt=attempt, last_event_id=last_event_id, cors=self.cors)
         plan = prepared.plan
         if plan.consumes:
             self.play_counts[index] += 1
@@ -278,23 +318,41 @@ class Replayer:
         headers = [*plan.headers, ("x-ssemock-interaction", str(index))]  # the "#N" of routes()
         if prepared.resumed_at is not None:
             headers.append(("x-ssemock-resumed-after", last_event_id or ""))
-        response = StreamingResponse(self._body(plan, t0, exchange), status_code=plan.status)
+        self.log(f"{request.method} {target} -> {plan.status} #{index}, {len(plan.chunks)} chunk(s)"
+                 + (f" resumed after id {last_event_id!r}" if prepared.resumed_at is not None else "")
+                 + (f", faults {';'.join(exchange.faults)}" if exchange.faults else ""))
+        response = StreamingResponse(self._body(plan, t0, exchange, request, target), status_code=plan.status)
         response.raw_headers = [(_header_bytes(k), _header_bytes(v)) for k, v in headers]
         return response
 
-    @staticmethod
-    async def _body(plan: Plan, t0: float, exchange: Exchange) -> AsyncIterator[bytes]:
+    async def _body(self, plan: Plan, t0: float, exchange: Exchange, request: HTTPRequest,
+                    target: str) -> AsyncIterator[bytes]:
+        """The planned chunks. Every few chunks it lets the event loop run, so a client that left is
+        seen at once (Starlette then cancels the stream) instead of after thousands of writes to a
+        closed socket, each logged as ``socket.send() raised exception.``; one log line says so."""
+        sent, ended = 0, False
         try:
             async for chunk in ReplayStream(plan, t0):
-                if chunk:
-                    yield chunk
+                if not chunk:
+                    continue
+                yield chunk
+                sent += 1
+                if sent % 4 == 0 and sent < len(plan.chunks):
+                    await asyncio.sleep(0)
+            ended = True
         except ConnectionDropped:
-            exchange.dropped = True
+            exchange.dropped = ended = True
             raise
+        finally:
+            if not ended:
+                exchange.left = True
+                self.log(f"{request.method} {target}: the client left after {sent} of {len(plan.chunks)} chunk(s)")
 
-    @staticmethod
-    def _preflight(request: HTTPRequest) -> Response:
-        headers = {"access-control-allow-origin": "*",
+    def _cors_headers(self) -> dict[str, str]:
+        return {} if self.cors is None else {"access-control-allow-origin": self.cors}
+
+    def _preflight(self, request: HTTPRequest) -> Response:
+        headers = {**self._cors_headers(),
                    "access-control-allow-methods": request.headers.get("access-control-request-method", "GET"),
                    "access-control-max-age": "600"}
         wanted = request.headers.get("access-control-request-headers")
@@ -303,18 +361,17 @@ class Replayer:
         return Response(status_code=204, headers=headers)
 
     def unmatched(self, sent: Request) -> dict[str, Any]:
-        """The 404 body: what was asked, and every recorded request with what differs."""
+        """The 404 body: what was asked, and every recorded request (``#N`` of :func:`routes`) with
+        what differs; secrets masked, no file paths (anyone who can reach the port reads it)."""
         parts = urlsplit(sent.url)
         recorded = []
         for i, x in enumerate(self.interactions):
-            cassette, at = self.sources[i]
             rec = urlsplit(x.request.url)
             recorded.append({"index": i, "method": x.request.method,
-                             "path": rec.path + (f"?{rec.query}" if rec.query else ""),
-                             "url": x.request.url, "cassette": str(cassette.path or "(memory)"), "interaction": at,
-                             "differs": matching.differences(sent, x.request, self.match_on)})
-        return {"error": f"ssemock: no recorded interaction matches {sent.method} {parts.path}"
-                         + (f"?{parts.query}" if parts.query else ""),
+                             "path": mask_url(rec.path + (f"?{rec.query}" if rec.query else "")),
+                             "differs": [mask_text(d) for d in matching.differences(sent, x.request, self.match_on)]})
+        asked = mask_url(parts.path + (f"?{parts.query}" if parts.query else ""))
+        return {"error": f"ssemock: no recorded interaction matches {sent.method} {asked}",
                 "matching_on": list(self.match_on), "recorded": recorded}
 
     def routes(self) -> list[str]:
@@ -334,20 +391,24 @@ def routes(replayer: Replayer) -> list[str]:
         what = (f"{len(event_ends(resp.body, sse=True))} events" if _is_sse(resp) else f"{len(resp.body)} bytes")
         span = f", {resp.times[-1]:.2f} s" if resp.times and resp.times[-1] else ""
         where = Path(cassette.path).name if cassette.path else "(memory)"
-        lines.append(f"#{i} {x.request.method} {target} -> {resp.status} {kind}, {what}{span} ({where} #{at})")
+        lines.append(f"#{i} {x.request.method} {mask_url(target)} -> {resp.status} {kind}, {what}{span} ({where} #{at})")
     return lines
 
 
 def app(cassettes: CassetteSource | Sequence[CassetteSource], *, chunking: ChunkingSpec = "as_recorded",
         transform: TransformSpec = None, timing: TimingSpec = "instant", faults: FaultSpec = (),
-        match_on: Sequence[str] | None = None) -> Starlette:
+        match_on: Sequence[str] | None = None, cors: str | None = None, max_body: int = DEFAULT_MAX_BODY,
+        log: Callable[[str], None] | None = None) -> Starlette:
     """An ASGI app replaying ``cassettes`` (Cassette objects or paths) to any HTTP client.
+
+    ``cors``: the origin to allow (``"*"`` for any; default none); ``max_body``: the largest
+    request body accepted (413 past it); ``log``: called with one masked line per request.
 
     Run it with ``ssemock.server.running(app)`` (loopback, in a thread) or any ASGI server.
     ``app.state.ssemock`` is the :class:`Replayer` (``.exchanges`` lists what was served).
     """
     replayer = Replayer(cassettes, chunking=chunking, transform=transform, timing=timing, faults=faults,
-                        match_on=match_on)
+                        match_on=match_on, cors=cors, max_body=max_body, log=log)
     _quiet_drops()
     starlette = Starlette(routes=[Route("/{path:path}", replayer.handle, methods=_METHODS)])
     starlette.state.ssemock = replayer
