@@ -196,7 +196,7 @@ def _resolved(extra: str, extras: dict[str, list[str]]) -> set[str]:
 
 
 DEV_TOOLS = {"mypy", "pytest-xdist", "hypothesis", "pytest-recording", "cassetter", "vcrpy", "pytest-timeout",
-             "pytest-asyncio", "anthropic", "aiohttp", "requests", "brotli", "zstandard"}
+             "pytest-asyncio", "anthropic", "brotli", "zstandard", "sseclient-py", "boto3", "responses"}
 
 
 def test_user_extras_hold_no_dev_tools_and_dev_holds_them_all() -> None:

@@ -48,7 +48,7 @@ def test_a_misspelt_name_suggests_the_closest_and_lists_the_valid_ones(resolve: 
     (matching.resolve, "method"),
 ])
 def test_a_value_that_is_no_name_is_a_value_error_too(resolve: object, value: object) -> None:
-    with pytest.raises(ValueError, match="valid names|list of matcher names"):
+    with pytest.raises(ValueError, match="valid names|list of matchers"):
         resolve(value)  # type: ignore[operator]
 
 

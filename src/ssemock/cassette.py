@@ -43,9 +43,10 @@ class CassetteError(ValueError):
 
     def __init__(self, reason: str, *, path: str | os.PathLike[str] | None = None,
                  interaction: int | None = None) -> None:
+        from .redact import mask_text  # here: redact imports this module
         self.path = None if path is None else str(path)
         self.interaction = interaction
-        self.reason = reason
+        self.reason = reason = mask_text(reason)  # a message may quote a value: never a key
         where = [p for p in (self.path, None if interaction is None else f"interaction {interaction}") if p]
         super().__init__(": ".join([*where, reason]))
 
