@@ -343,3 +343,37 @@ def test_an_ordinary_vcr_file_still_imports_as_yaml_load_reads_it(vcr_like: Path
 
     assert load_vcr(vcr_like) == yaml.load(vcr_like.read_bytes(), Loader=_yaml_loader())
     assert import_vcr(vcr_like).interactions[0].response.ends == [9, 18]
+
+
+def test_a_flood_in_a_json_vcr_file_is_refused_before_it_is_built(tmp_path: Path) -> None:
+    path = tmp_path / "flood.json"
+    path.write_bytes(b'{"interactions": [' + b"{}," * 2_000_000 + b"{}]}")
+    with pytest.raises(CassetteError, match="JSON values in .* bytes"):
+        import_vcr(path)
+
+
+@pytest.mark.parametrize("text", [
+    _doc({"request.json": "[" * 300 + "]" * 300}),
+    _doc({"response.chunks": "[[1e308, 9]]"}),
+    _doc({"request.headers": '{"a": [1]}'}),
+    '{"version": 1, "interactions": ' + "[" * 5000 + "]" * 5000 + "}",
+])
+def test_serve_refuses_a_hostile_cassette_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      text: str) -> None:
+    pytest.importorskip("uvicorn")
+    path = tmp_path / "hostile.json"
+    path.write_text(text)
+    code, out, err = _run(["serve", str(path)], capsys)  # fails while loading: no server is started
+    assert code == 1 and err.startswith(f"ssemock: error: {path}") and len(err.strip().splitlines()) == 1
+
+
+def test_serve_refuses_a_bad_fault_value_before_serving(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It answered 500 to every request instead."""
+    pytest.importorskip("uvicorn")
+    path = tmp_path / "ok.json"
+    c = Cassette()
+    c.add("GET", "http://h.test/", [b"data: x\n\n"])
+    c.save(path)
+    code, out, err = _run(["serve", str(path), "--faults", "disconnect:after_event=x"], capsys)
+    assert code == 1 and err.strip() == ("ssemock: error: bad fault 'disconnect:after_event=x': disconnect: "
+                                         "after_event must be a whole number >= 0, got 'x'")

@@ -397,8 +397,8 @@ def check_size(raw: bytes | str, *, path: str | os.PathLike[str] | None = None, 
     data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
     size = len(data) if size is None else size
     limit = FREE_VALUES + size // BYTES_PER_VALUE
-    if _values(data) <= limit:
-        return
+    if len(data) // 2 + 1024 <= limit or _values(data) <= limit:  # a value takes 2 bytes, or 1 in a
+        return  # chain of brackets (at most 1024 deep): a small document needs no count
     count = _values(data) - sum(_values(m.group()) for m in _STRING.finditer(data))  # strings' own don't count
     if count > limit:
         raise CassetteError(f"holds about {count:,} JSON values in {size:,} bytes, more than a cassette "
