@@ -13,7 +13,7 @@ Prints (as Markdown, ready for bench/RESULTS.md):
 5. a cProfile of where the time goes, for every missed timing target.
 
 The parts live in bench/replay.py, bench/record.py, bench/decode.py (imported, not changed),
-bench/cassette_io.py, bench/chunking.py, bench/matrix.py and bench/memory.py.
+bench/cassette_io.py, bench/chunking.py, bench/matrix.py, bench/memory.py and bench/lazy_chunking.py.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from ssemock.redact import find_secrets  # noqa: E402
 import cassette_io  # noqa: E402
 import chunking as chunking_bench  # noqa: E402
 import decode as decode_bench  # noqa: E402
+import lazy_chunking as lazy_bench  # noqa: E402
 import matrix as matrix_bench  # noqa: E402
 import memory as memory_bench  # noqa: E402
 import record as record_bench  # noqa: E402
@@ -478,6 +479,22 @@ def bench_memory() -> None:
                  "constant = linear memory; sizes 1x/3.3x/10x here (100x would need 10 GB)")
 
 
+def bench_lazy_chunking() -> None:
+    sizes = [1, 10 // SCALE or 2, 50 // SCALE]
+    for chunking in ("bytewise", "fixed:1"):
+        runs = [lazy_bench.measure(mb, chunking) for mb in sizes]
+        for mb, r in zip(sizes, runs):
+            REPORT.figure("per-byte replay", f"{chunking} {mb} MB: {r['seconds']:.2f} s, "
+                          f"{r['seconds'] / r['chunks'] * 1e9:.0f} ns/chunk, RSS growth {r['growth'] / 1e6:.1f} MB")
+        big = runs[-1]
+        ratio = big["growth"] / big["size"]
+        REPORT.target(f"RSS growth, {chunking} replay of {sizes[-1]} MB", f"{big['growth'] / 1e6:.1f} MB",
+                      f"{big['size'] / 1e6:.0f} MB (body)", ratio, "<= 2x the body", ratio <= 2.0)
+        REPORT.curve(f"{chunking} replay through httpx", "ns/byte", [f"{mb} MB" for mb in sizes],
+                     [r["seconds"] / r["size"] * 1e9 for r in runs],
+                     f"sizes 1x/{sizes[1]}x/{sizes[2]}x here; linear: about equal")
+
+
 # -- main -------------------------------------------------------------------------------------
 
 SECTIONS: list[tuple[str, Callable[[], None]]] = [
@@ -489,6 +506,7 @@ SECTIONS: list[tuple[str, Callable[[], None]]] = [
     ("secret scan", bench_secret_scan),
     ("chunking matrix", bench_matrix),
     ("memory", bench_memory),
+    ("per-byte chunking replay", bench_lazy_chunking),
 ]
 
 

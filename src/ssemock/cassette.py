@@ -351,18 +351,25 @@ def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
+        try:
+            _check_regular(os.stat(path).st_mode, path)  # a socket cannot be opened at all
+        except OSError:
+            pass
         raise CassetteError(f"cannot read: {exc.strerror or exc}", path=path) from exc
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
-                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
-                    if stat.S_ISSOCK(mode) else "not a regular file")
-            raise CassetteError(f"cannot read: it is {kind}, not a regular file", path=path)
+        _check_regular(os.fstat(fd).st_mode, path)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+
+
+def _check_regular(mode: int, path: str | os.PathLike[str]) -> None:
+    if not stat.S_ISREG(mode):
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
+                if stat.S_ISSOCK(mode) else "something else")
+        raise CassetteError(f"cannot read: it is {kind}, not a regular file", path=path)
 
 
 def read_file(path: str | os.PathLike[str]) -> bytes:
@@ -394,9 +401,9 @@ def check_size(raw: bytes | str, *, path: str | os.PathLike[str] | None = None, 
     data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
     size = len(data) if size is None else size
     limit = FREE_VALUES + size // BYTES_PER_VALUE
-    if _values(data) <= limit:
-        return
-    count = _values(_STRING.sub(b'""', data))  # the quick count took in strings' commas and brackets
+    if len(data) // 2 + 1024 <= limit or _values(data) <= limit:  # a value takes 2 bytes, or 1 in a
+        return  # chain of brackets (at most 1024 deep): a small document needs no count
+    count = _values(data) - sum(_values(m.group()) for m in _STRING.finditer(data))  # strings' own don't count
     if count > limit:
         raise CassetteError(f"holds about {count:,} JSON values in {size:,} bytes, more than a cassette "
                             f"of this size may ({limit:,}: {FREE_VALUES:,} and one per {BYTES_PER_VALUE} bytes); "

@@ -274,13 +274,20 @@ def _decompressor(encoding: str, limit: int) -> Callable[[bytes], bytes] | None:
 
 
 def _inflate(data: bytes, wbits: int, limit: int) -> bytes:
-    d = zlib.decompressobj(wbits)
-    out = d.decompress(data, limit + 1)
-    if len(out) > limit or d.unconsumed_tail:
-        raise OverflowError
-    return out + d.flush()
+    """zlib output 1 MB at a time, so a bomb stops at ``limit`` without a larger buffer."""
+    d, pieces, size = zlib.decompressobj(wbits), [], 0
+    while data and not d.eof:
+        piece = d.decompress(data, _PIECE)
+        data = d.unconsumed_tail
+        size += len(piece)
+        if size > limit:
+            raise OverflowError
+        pieces.append(piece)
+    pieces.append(d.flush())
+    return b"".join(pieces)
 
 
+_PIECE = 1 << 20
 _UNLIMITED = 1 << 62
 
 
