@@ -660,11 +660,19 @@ def _stat(path: Path | None) -> tuple[int, int] | None:
     return (found.st_mtime_ns, found.st_size) if found is not None else None
 
 
+#: what each stack calls a read timeout when recording: replayed as the replaying stack's ReadTimeout
+_TIMEOUTS = frozenset({"ReadTimeout", "ReadTimeoutError", "SocketTimeoutError", "ServerTimeoutError", "TimeoutError",
+                       "timeout"})
+
+
 def _recorded_error(core: ModuleType, error: dict[str, Any] | None) -> BaseException | None:
-    """The exception a recorded mid-stream failure replays as, in the client's own stack."""
+    """The exception a recorded mid-stream failure replays as, in the client's own stack: a
+    timeout recorded through any stack as its ReadTimeout, the same name where it has one, else
+    its RemoteProtocolError (a dropped connection)."""
     if error is None:
         return None
-    cls = getattr(core, str(error.get("type")), None)
+    name = str(error.get("type"))
+    cls = core.ReadTimeout if name in _TIMEOUTS else getattr(core, name, None)
     if not (isinstance(cls, type) and issubclass(cls, Exception)):
         cls = core.RemoteProtocolError
     return cls(str(error.get("message") or "connection failed (recorded)"))

@@ -112,3 +112,15 @@ def test_no_patch_is_left_after_an_error_inside_the_player() -> None:
     with pytest.raises(ssemock.UnmatchedRequestError), ssemock.replay(cassette(A)):
         httpx.get(B)
     assert not _patched() and "connect" not in __import__("socket").socket.__dict__
+
+
+@pytest.mark.parametrize("recorded", ["ReadTimeoutError", "SocketTimeoutError", "TimeoutError", "ReadTimeout"])
+@pytest.mark.parametrize("lib", [httpx, httpx2], ids=["httpx", "httpx2"])
+def test_a_timeout_recorded_through_any_stack_replays_as_this_stacks_timeout(recorded: str, lib: object) -> None:
+    c = ssemock.Cassette()
+    c.add("GET", A, [b"data: 1\n\n"])
+    c.interactions[0].response.complete = False
+    c.interactions[0].response.error = {"type": recorded, "message": "timed out", "at_byte": 9}
+    with ssemock.replay(c), lib.Client() as client:  # type: ignore[attr-defined]
+        with client.stream("GET", A) as r, pytest.raises(lib.ReadTimeout):  # type: ignore[attr-defined]
+            list(r.iter_raw())
