@@ -12,7 +12,7 @@ rules still matches a request whose credentials the current rules replace.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -33,6 +33,20 @@ def _port(url: str) -> int | None:
 
 def _query(url: str) -> list[tuple[str, str]]:
     return sorted(parse_qsl(urlsplit(redact_url(url)).query, keep_blank_values=True))
+
+
+#: Matchers that compare one value of each request: a request's values for these are a key, so
+#: :mod:`ssemock.selection` finds candidates in a dict instead of comparing every interaction.
+KEYS: dict[str, Callable[[Request], Hashable]] = {
+    "method": lambda r: r.method,
+    "scheme": lambda r: urlsplit(r.url).scheme,
+    "host": lambda r: urlsplit(r.url).hostname,
+    "port": lambda r: _port(r.url),
+    "path": lambda r: urlsplit(r.url).path or "/",
+    "query": lambda r: tuple(_query(r.url)),
+    "url": lambda r: redact_url(r.url),
+    "uri": lambda r: redact_url(r.url),
+}
 
 
 def _kind(value: Any) -> type:
@@ -99,23 +113,20 @@ def _values(values: list[str]) -> str | list[str] | None:
     return values[0] if len(values) == 1 else (values or None)
 
 
-def _part(get: Callable[[str], Any]) -> Callable[[Request, Request], str | None]:
+def _keyed(get: Callable[[Request], Hashable]) -> Callable[[Request, Request], str | None]:
     def compare(sent: Request, rec: Request) -> str | None:
-        a, b = get(sent.url), get(rec.url)
-        return None if a == b else f"{b!r} recorded, {a!r} sent"
+        a, b = get(sent), get(rec)
+        if a == b:
+            return None
+        shown = [list(v) if isinstance(v, tuple) else v for v in (b, a)]  # a query as the list it is
+        return f"{shown[0]!r} recorded, {shown[1]!r} sent"
     return compare
 
 
 Matcher = Callable[[Request, Request], "str | None"]
 MATCHERS: dict[str, Matcher] = {
+    **{name: _keyed(get) for name, get in KEYS.items()},
     "method": lambda s, r: None if s.method == r.method else f"{r.method} recorded, {s.method} sent",
-    "scheme": _part(lambda u: urlsplit(u).scheme),
-    "host": _part(lambda u: urlsplit(u).hostname),
-    "port": _part(_port),
-    "path": _part(lambda u: urlsplit(u).path or "/"),
-    "query": _part(_query),
-    "url": _part(redact_url),
-    "uri": _part(redact_url),
     "body": _body,
     "raw_body": _raw_body,
     "headers": _headers,

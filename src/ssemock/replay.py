@@ -43,6 +43,7 @@ from .stacks import Record
 from .cassette_lock import lock_for
 from .record import MAX_BODY_BYTES, Recorder, RequestHook, ResponseHook, request_from_httpx
 from .redact import find_secrets, mask_text
+from .selection import Selection
 from .strategies import minimal_failing_split
 
 __all__ = ["Play", "Plan", "Player", "ReplayStream", "UnmatchedRequestError", "plan_response", "replay",
@@ -344,7 +345,7 @@ class Player:
         self._disk = _stat(self.path)  # the file as it was at the start: a change means another recorder
         self.guard = _lock.Guard(allowed_hosts=allowed_hosts, blocks=not self._records,
                                  where=str(self.path) if self.path else "an in-memory cassette")
-        self.play_counts = [0] * len(cassette.interactions)
+        self._selection = Selection(cassette.interactions, self.match_on)
         self.plays: list[Play] = []
         self.recorders: list[Recorder] = []
         self._lock = threading.Lock()
@@ -439,17 +440,24 @@ class Player:
             self.recorders.append(recorder)
             self._latest = recorder
 
-    def _take(self, sent: Any) -> int | None:
-        candidates = [i for i, x in enumerate(self.cassette.interactions)
-                      if not matching.differences(sent, x.request, self.match_on)]
-        for i in candidates:
-            if self.play_counts[i] == 0:
-                self.play_counts[i] += 1
-                return i
-        if candidates and self.allow_playback_repeats:
-            self.play_counts[candidates[0]] += 1
-            return candidates[0]
-        return None
+    @property
+    def selection(self) -> Selection:
+        """The matching core over the cassette's interactions (rebuilt, play counts kept, when
+        interactions were added to the cassette since)."""
+        interactions = self.cassette.interactions
+        if self._selection.stale(interactions):
+            counts = self._selection.play_counts
+            self._selection = Selection(interactions, self.match_on)
+            self._selection.play_counts[:len(counts)] = counts[:len(interactions)]
+        return self._selection
+
+    @property
+    def play_counts(self) -> list[int]:
+        """How many times each interaction was served."""
+        return self.selection.play_counts
+
+    def _take(self, sent: Request) -> int | None:
+        return self.selection.take(sent, repeats="first" if self.allow_playback_repeats else "never")
 
     def _serve(self, index: int, request: httpx.Request) -> httpx.Response:
         t0 = time.monotonic()
@@ -462,7 +470,7 @@ class Player:
                              read_timeout=(request.extensions.get("timeout") or {}).get("read"))
         if not plan.consumes:
             with self._lock:
-                self.play_counts[index] -= 1
+                self.selection.release(index)
         stream = ReplayStream(plan, t0)
         play = Play(index, request, interaction, self.chunking, self.transforms, stream,
                     plan.body, plan.ends, [str(f) for f in self.faults])
@@ -482,13 +490,12 @@ class Player:
                  f"record_mode={self.record_mode!r}, matching on {', '.join(names)})"]
         if self.path and not self._existed:
             lines.append("  the cassette file does not exist yet: record it first")
-        ranked = sorted(((matching.differences(sent, x.request, self.match_on), i)
-                         for i, x in enumerate(self.cassette.interactions)), key=lambda d: len(d[0]))
+        ranked = self.selection.closest(sent)
         fixes = ["record it: pytest --ssemock-record-mode=new_episodes (or once for a new cassette), "
                  "or use_cassette(..., record_mode=\"new_episodes\")"]
         if ranked:
             lines.append("  closest recorded requests:")
-        for diffs, i in ranked[:3]:
+        for diffs, i in ranked:
             x = self.cassette.interactions[i]
             lines.append(f"    #{i} {x.request.method} {x.request.url}")
             if not diffs:
@@ -545,7 +552,7 @@ class Player:
         if self.path is not None:
             out.save(self.path)
         self.cassette.interactions = out.interactions
-        self.play_counts = [0] * len(out.interactions)
+        self._selection = Selection(out.interactions, self.match_on)
 
     # -- expectations (what a conforming client gets from what was served) ---------------------
 

@@ -64,6 +64,7 @@ from .cassette import Response as CassetteResponse
 from .chunking import event_ends
 from .redact import mask_text, mask_url, redact_request
 from .replay import ChunkingSpec, FaultSpec, Plan, ReplayStream, TimingSpec, TransformSpec, plan_response
+from .selection import Selection
 from .sse import Decoder
 
 try:
@@ -213,7 +214,7 @@ class Replayer:
     def __init__(self, cassettes: CassetteSource | Sequence[CassetteSource], *,
                  chunking: ChunkingSpec = "as_recorded", transform: TransformSpec = None,
                  timing: TimingSpec = "instant", faults: FaultSpec = (),
-                 match_on: Sequence[str] | None = None, cors: str | None = None,
+                 match_on: matching.MatchOn | None = None, cors: str | None = None,
                  max_body: int = DEFAULT_MAX_BODY, log: Callable[[str], None] | None = None) -> None:
         sources = [cassettes] if isinstance(cassettes, (Cassette, str, os.PathLike)) else list(cassettes)
         self.cassettes = [_load(s) for s in sources]
@@ -231,17 +232,21 @@ class Replayer:
         if max_body < 0:
             raise ValueError(f"max_body must be >= 0 bytes, got {max_body}")
         self.cors, self.max_body, self._log = cors, max_body, log
-        self.play_counts = [0] * len(self.interactions)
+        self.selection = Selection(self.interactions, self.match_on)  # the Player's matching core
         self.attempts = 0
         self.exchanges: list[Exchange] = []
         self._last_served: list[int] = []  # interaction indexes, most recent last
 
     # -- matching ---------------------------------------------------------------------------
 
+    @property
+    def play_counts(self) -> list[int]:
+        """How many times each interaction was served."""
+        return self.selection.play_counts
+
     def candidates(self, sent: Request) -> list[int]:
         """Interactions the request matches; for an EventSource GET, also SSE streams by path and query."""
-        found = [i for i, x in enumerate(self.interactions)
-                 if not matching.differences(sent, x.request, self.match_on)]
+        found = self.selection.candidates(sent)
         accept = next((v for k, v in sent.headers if k == "accept"), "")
         if not found and sent.method == "GET" and "text/event-stream" in accept:
             loose = [m for m in self.match_on if m not in ("method", "body")]
@@ -250,15 +255,14 @@ class Replayer:
         return found
 
     def take(self, sent: Request, last_event_id: str | None) -> int | None:
+        """The interaction to serve (least played first: the server answers forever), counted as
+        played; a reconnection gets the stream it was reading when that can be told."""
         found = self.candidates(sent)
-        if not found:
-            return None
         if last_event_id:  # a reconnection: the stream it was reading, if we can tell
             for i in reversed(self._last_served):
                 if i in found and resume_offset(self.interactions[i].response.body, last_event_id) is not None:
-                    return i
-        index = min(found, key=lambda i: (self.play_counts[i], i))
-        return index
+                    return self.selection.take(sent, repeats="least_played", among=[i])
+        return self.selection.take(sent, repeats="least_played", among=found)
 
     # -- serving ----------------------------------------------------------------------------
 
@@ -309,8 +313,8 @@ class Replayer:
                            transforms=self.transforms, timing=self.timing, faults=self.faults,
                            attempt=attempt, last_event_id=last_event_id, cors=self.cors)
         plan = prepared.plan
-        if plan.consumes:
-            self.play_counts[index] += 1
+        if not plan.consumes:
+            self.selection.release(index)
         self._last_served = [i for i in self._last_served if i != index] + [index]
         exchange = Exchange(request.method, request.url.path, plan.status, index, last_event_id,
                             prepared.resumed_at, [str(f) for f in self.faults], len(plan.chunks))
@@ -397,7 +401,7 @@ def routes(replayer: Replayer) -> list[str]:
 
 def app(cassettes: CassetteSource | Sequence[CassetteSource], *, chunking: ChunkingSpec = "as_recorded",
         transform: TransformSpec = None, timing: TimingSpec = "instant", faults: FaultSpec = (),
-        match_on: Sequence[str] | None = None, cors: str | None = None, max_body: int = DEFAULT_MAX_BODY,
+        match_on: matching.MatchOn | None = None, cors: str | None = None, max_body: int = DEFAULT_MAX_BODY,
         log: Callable[[str], None] | None = None) -> Starlette:
     """An ASGI app replaying ``cassettes`` (Cassette objects or paths) to any HTTP client.
 
