@@ -12,6 +12,22 @@ import httpcore  # noqa: F401  imported here, not lazily inside a pytester test:
 import httpcore2  # noqa: F401  drops modules first imported during a test, and httpx2 caches them
 import pytest
 import zstandard
+
+import ssemock
+
+
+def _import_all() -> None:
+    """Import every ssemock module now: ``import ssemock`` is lazy, and pytester's in-process runs
+    drop the modules first imported during a test, which would leave two copies of a module (two
+    patch registries, two exception classes) in one session."""
+    import importlib
+    import pkgutil
+    for found in pkgutil.walk_packages(ssemock.__path__, "ssemock."):
+        if found.name not in ("ssemock.__main__",):
+            importlib.import_module(found.name)
+
+
+_import_all()
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse

@@ -510,3 +510,15 @@ def test_no_cassette():
     assert "match_on=['method', 'scheme', 'host', 'port', 'path', 'query']" in out
     assert "record_mode=\"new_episodes\"" in out and "does not exist yet" in out
     assert len(out.splitlines()) < 130  # two failures with their tracebacks (was 135 lines for one)
+
+
+def test_the_plugin_loads_no_http_library_until_a_test_uses_it() -> None:
+    import subprocess
+    import sys
+    code = ("import sys, pytest, ssemock.plugin\n"
+            "heavy = [m for m in ('httpx', 'respx', 'orjson', 'httpcore', 'ssemock.replay', 'ssemock.cassette') "
+            "if m in sys.modules]\n"
+            "print(heavy)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -6,7 +6,6 @@ same: ``unknown chunking 'mid_lin': did you mean 'mid_line'? valid: as_recorded,
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 __all__ = ["suggest", "unknown"]
@@ -14,6 +13,7 @@ __all__ = ["suggest", "unknown"]
 
 def suggest(name: object, known: Iterable[str]) -> str | None:
     """The known name closest to ``name`` (difflib's ratio >= 0.6), or None when none is close."""
+    import difflib  # only when a name is wrong
     if not isinstance(name, str):
         return None
     choices = list(known)

@@ -17,22 +17,18 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import chunking as _chunking
-from . import faults as _faults
-from . import matching as _matching
-from . import timing as _timing
-from . import transforms as _transforms
 from ._names import unknown
-from .cassette import Cassette
-from .cassette_lock import lock_for
 from .errors import SsemockWarning
-from .lock import Guard
-from .redact import mask_url
-from .replay import RECORD_MODES, Player, use_cassette
+from .modes import RECORD_MODES
+
+if TYPE_CHECKING:  # the rest is imported when a test uses ssemock: an unused plugin costs nothing
+    from . import chunking as _chunking
+    from . import transforms as _transforms
+    from .replay import Player
 
 _PARAM = "_ssemock_chunking"
 _CHECKS = ("ignore", "warn", "error")
@@ -130,6 +126,12 @@ def _from_text(key: str, text: str) -> Any:
 
 def _problem(key: str, value: Any) -> str | None:
     """What is wrong with one option's value (None when it is usable)."""
+    from . import chunking as _chunking
+    from . import faults as _faults
+    from . import matching as _matching
+    from . import timing as _timing
+    from . import transforms as _transforms
+    from .lock import Guard
     try:
         if key == "record_mode" and value not in RECORD_MODES:
             return str(unknown("record mode", value, RECORD_MODES))
@@ -198,6 +200,8 @@ def _setting(key: str, options: dict[str, Any], config: pytest.Config) -> Any:
 
 
 def _variants(options: dict[str, Any], config: pytest.Config) -> list[Variant]:
+    from . import chunking as _chunking
+    from . import transforms as _transforms
     chunking = _setting("chunking", options, config)
     transform = _setting("transform", options, config)
     return [Variant(c, tuple(t)) for c in _chunking.resolve(chunking) for t in _transforms.alternatives(transform)]
@@ -305,6 +309,9 @@ def _cassette_path(spec: Any, directory: Path, node: Any) -> Path:
 def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
             ssemock_cassette_dir: Path, _ssemock_chunking: Variant | None) -> Iterator[Player]:
     """The active cassette player for this test (replay by default, network blocked)."""
+    from .cassette import Cassette
+    from .cassette_lock import lock_for
+    from .replay import Player, use_cassette
     config = request.config
     name = request.node.nodeid
     try:
@@ -396,6 +403,7 @@ def _recorded_marker(config: pytest.Config, path: Path, node: Any) -> Path:
 
 
 def _teardown_checks(player: Player, checks: dict[str, str]) -> None:
+    from .redact import mask_url
     found = []
     if checks["check_unplayed"] != "ignore" and player.record_mode == "none":
         unplayed = player.unplayed()

@@ -39,6 +39,7 @@ from . import lock as _lock
 from ._names import unknown
 from . import stacks as _stacks
 from .errors import UnmatchedRequestError
+from .modes import RECORD_MODES, RecordMode
 from .stacks import Record
 from .cassette_lock import lock_for
 from .record import MAX_BODY_BYTES, Recorder, RequestHook, ResponseHook, request_from_httpx
@@ -49,8 +50,6 @@ from .strategies import minimal_failing_split
 __all__ = ["Play", "Plan", "Player", "ReplayStream", "UnmatchedRequestError", "plan_response", "replay",
            "use_cassette"]
 
-RecordMode = Literal["none", "once", "new_episodes", "all", "rewrite"]
-RECORD_MODES: tuple[str, ...] = ("none", "once", "new_episodes", "all", "rewrite")
 ChunkingSpec = str | _chunking.Chunking
 TransformSpec = str | _transforms.Transform | Sequence[str | _transforms.Transform] | None
 TimingSpec = str | float | _timing.Timing
