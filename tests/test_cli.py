@@ -363,3 +363,16 @@ def test_usage_errors_mask_what_they_quote(capsys: pytest.CaptureFixture[str]) -
     assert main(["rechunk", "x.json", "--chunking", key, "--preview"]) == 2
     err = capsys.readouterr().err
     assert "unknown chunking" in err and key not in err and "ghp_***" in err
+
+
+def test_fix_repairs_an_out_of_range_time(tmp_path: Path) -> None:
+    import json
+    path = tmp_path / "c.json"
+    c = ssemock.Cassette()
+    c.add("GET", "https://x.test/", [b"data: 1\n\n", b"data: 2\n\n"], times=[0.1, 0.2])
+    c.save(path)
+    document = json.loads(path.read_text())
+    document["interactions"][0]["response"]["chunks"][1][0] = 1e308
+    path.write_text(json.dumps(document))
+    assert main(["fix", str(path)]) == 0
+    assert ssemock.Cassette.load(path).interactions[0].response.times == [0.1, 0.1]

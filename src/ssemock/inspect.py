@@ -29,7 +29,7 @@ import orjson
 
 from . import ndjson, sse
 from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
-from .cassette import (Cassette, CassetteError, Interaction, Response, parse_interaction, read_document, read_file,
+from .cassette import (MAX_T_MS, Cassette, CassetteError, Interaction, Response, parse_interaction, read_document, read_file,
                        body_ends)
 from .chunking import Chunking, event_ends
 from .redact import REDACTED, find_secrets, mask_url, redact_request, redact_response, replace_spans
@@ -634,14 +634,15 @@ class Repair:
 
 
 def _old_map(value: Any) -> list[tuple[float, int]]:
-    """The well-formed ``[t_ms, end]`` pairs of a (possibly broken) boundary map."""
+    """The well-formed ``[t_ms, end]`` pairs of a (possibly broken) boundary map (a time past
+    ``MAX_T_MS`` is not one: the save would refuse it)."""
     if not isinstance(value, list):
         return []
     out = []
     for pair in value:
         if (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], int)
                 and not isinstance(pair[1], bool) and isinstance(pair[0], (int, float))
-                and not isinstance(pair[0], bool) and math.isfinite(pair[0])):
+                and not isinstance(pair[0], bool) and math.isfinite(pair[0]) and pair[0] <= MAX_T_MS):
             out.append((float(pair[0]), pair[1]))
     return out
 
