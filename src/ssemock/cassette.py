@@ -229,11 +229,14 @@ class Cassette:
         for before, resp, after in zip(parts, bodies, parts[1:]):
             line = before[before.rfind(b"\n") + 1:]
             indent = b" " * (len(line) - len(line.lstrip(b" ")))
-            sep, pieces, first = b",\n" + indent + b"  ", _pieces(resp.body, resp.header("content-type")), True
+            pieces, first, nested = _pieces(resp.body, resp.header("content-type")), True, b"\n" + indent
             while batch := list(itertools.islice(pieces, 512)):  # orjson's indented list layout
-                write((b"[\n" + indent + b"  " if first else sep) + sep.join(map(orjson.dumps, batch)))
+                # one orjson call a batch: its own 2-space list, moved to this depth (a JSON string
+                # holds no raw newline, so every b"\n" is layout), without the brackets
+                laid = orjson.dumps(batch, option=orjson.OPT_INDENT_2)[1:-2].replace(b"\n", nested)
+                write((b"[" if first else b",") + laid)
                 first = False
-            write(b"[]" if first else b"\n" + indent + b"]")
+            write(b"[]" if first else nested + b"]")
             write(after)
 
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
