@@ -4,8 +4,15 @@ async client, recorded from real loopback servers and replayed offline."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import hashlib
 import json
+import os
+import shutil
 import socket
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -486,3 +493,45 @@ def test_google_genai_async_records_and_replays_through_aiohttp(tmp_path: Path, 
     with ssemock.use_cassette(path, faults="disconnect:after_event=2"):
         with pytest.raises(aiohttp.ClientPayloadError):
             run(gemini_text(live))
+
+
+# -- litellm's async path (its own venv: litellm needs openai < 3, the suite openai >= 3) ---------
+
+LITELLM = "litellm"
+
+
+@pytest.fixture(scope="session")
+def litellm_python() -> Path:
+    """A venv with litellm and this checkout (editable), built once and kept under the temp dir,
+    keyed by the Python, the checkout and its pyproject; a file lock serializes xdist workers."""
+    root = Path(__file__).resolve().parents[2]
+    key = hashlib.sha256(f"{sys.version}|{root}|{LITELLM}|".encode() + (root / "pyproject.toml").read_bytes())
+    home = Path(tempfile.gettempdir()) / f"ssemock-litellm-{key.hexdigest()[:12]}"
+    python = home / "bin" / "python"
+    with open(f"{home}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (home / "ready").exists():
+            shutil.rmtree(home, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "venv", str(home)], check=True)
+            subprocess.run([str(python), "-m", "pip", "install", "-q", LITELLM, "-e", str(root)],
+                           check=True, timeout=900)
+            (home / "ready").write_text("")
+    return python
+
+
+@pytest.mark.timeout(900)
+def test_litellm_acompletion_stream_records_and_replays_through_aiohttp(tmp_path: Path, live: str,
+                                                                        litellm_python: Path) -> None:
+    script = Path(__file__).with_name("litellm_aiohttp.py")
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # no model-price fetch at import
+    done = subprocess.run([str(litellm_python), str(script), live, str(tmp_path / "litellm.json")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["live"] == TEXT and out["recorded"] == 1
+    assert len(out["replays"]) == 35
+    for name, (text, expected, plays, stack) in out["replays"].items():
+        assert text == expected == TEXT and plays == 1 and stack == "aiohttp", name
+    # a drop replays as what litellm raises for a live drop, worded as aiohttp words it
+    assert out["disconnect"][:2] == out["live_drop"][:2]
+    assert "Response payload is not completed" in out["disconnect"][2]
