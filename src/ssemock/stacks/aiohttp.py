@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
@@ -172,38 +172,31 @@ async def _to_httpx(session: aiohttp.ClientSession, method: str, str_or_url: Any
 # -- replay -----------------------------------------------------------------------------------
 
 class _ReplayReader(StreamReader):
-    """aiohttp's StreamReader over a replay stream: each wait for data pulls one planned chunk,
-    fed as one HTTP chunk (so ``iter_chunks`` sees it too); the stream's end is EOF, its
-    exception the socket error aiohttp would raise."""
+    """aiohttp's StreamReader over a replay stream: each wait for data pulls one planned chunk
+    (so a read returns at most the rest of one chunk); the stream's end is EOF, its exception the
+    socket error aiohttp would raise. ``iter_chunks`` yields each planned chunk, flagged False as
+    for a body that is not chunk-encoded (marking HTTP chunk ends costs a third more per chunk)."""
 
-    __slots__ = ("_replay", "_steps", "_pulling")
+    __slots__ = ("_replay", "_next")
 
     def __init__(self, replay: ReplayStream, *, limit: int, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(BaseProtocol(loop), limit, loop=loop)
         self._replay = replay
-        self._steps: AsyncIterator[bytes] = replay.__aiter__()
-        self._pulling = False
-        self.begin_http_chunk_receiving()
+        self._next: Callable[[], Awaitable[bytes]] = replay.__aiter__().__anext__
 
     async def _wait(self, func_name: str) -> None:
-        if self._pulling:
-            raise RuntimeError(f"{func_name}() called while another coroutine is already waiting for incoming data")
-        self._pulling = True
-        failure: Exception | None = None
+        # Two reads waiting at once fail as with a socket: the stream's generator refuses a
+        # second pull while the first is running.
         try:
-            chunk = await self._steps.__anext__()
+            chunk = await self._next()
         except StopAsyncIteration:
             self.feed_eof()
             return
         except Exception as exc:
             failure = _as_raised(exc)
-        finally:
-            self._pulling = False
-        if failure is not None:
             StreamReader.set_exception(self, failure)
             raise failure
         self.feed_data(chunk)
-        self.end_http_chunk_receiving()
 
     def set_exception(self, exc: BaseException, *args: Any, **kwargs: Any) -> None:
         if _released(exc):
