@@ -206,6 +206,23 @@ def test_a_chunk_is_pulled_only_when_a_read_needs_it(tmp_path: Path, live: str) 
         assert run(steps(player)) == [(False, False), (True, False), (True, True)]
 
 
+def test_a_read_cancelled_mid_wait_fails_the_next_read_instead_of_ending_cleanly(tmp_path: Path, live: str) -> None:
+    path, _ = record(tmp_path, "cancel", lambda: chunks(f"{live}/events"))
+
+    async def read() -> list[bytes]:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"{live}/events") as resp:
+                got = [await resp.content.readany()]
+                with pytest.raises(asyncio.TimeoutError):  # the next chunk is due 20 ms later
+                    await asyncio.wait_for(resp.content.readany(), 0.001)
+                got.append(await resp.content.readany())
+                return got
+
+    with ssemock.use_cassette(path, timing="recorded"):
+        with pytest.raises(aiohttp.ClientPayloadError, match="cancelled"):
+            run(read())
+
+
 def test_disconnect_raises_aiohttps_payload_error_at_the_planned_byte(tmp_path: Path, live: str) -> None:
     path, _ = record(tmp_path, "d", lambda: chunks(f"{live}/v1/chat/completions"))
     got: list[bytes] = []

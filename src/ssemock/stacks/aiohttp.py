@@ -192,6 +192,9 @@ class _ReplayReader(StreamReader):
         except StopAsyncIteration:
             self.feed_eof()
             return
+        except asyncio.CancelledError:  # it ended the stream's generator while it slept: the
+            StreamReader.set_exception(self, _cut())  # next read must fail, not see a clean EOF
+            raise
         except Exception as exc:
             failure = _as_raised(exc)
             StreamReader.set_exception(self, failure)
@@ -202,6 +205,13 @@ class _ReplayReader(StreamReader):
         if _released(exc):
             self._replay.close()
         super().set_exception(exc, *args, **kwargs)
+
+
+def _cut() -> ClientPayloadError:
+    return ClientPayloadError(
+        "ssemock: a read was cancelled while the replay waited for a chunk's recorded time, and a "
+        "replayed stream cannot resume after that (a socket could): close the response after a "
+        "cancelled read, or replay with timing='instant'")
 
 
 def _ready_reader(body: bytes, *, limit: int, loop: asyncio.AbstractEventLoop) -> StreamReader:
