@@ -552,3 +552,31 @@ def test_litellm_acompletion_stream_records_and_replays_through_aiohttp(tmp_path
     # a drop replays as what litellm raises for a live drop, worded as aiohttp words it
     assert out["disconnect"][:2] == out["live_drop"][:2]
     assert "Response payload is not completed" in out["disconnect"][2]
+
+
+def test_nothing_aiohttp_sends_in_replay_reaches_a_listener(tmp_path: Path) -> None:
+    """An unmatched request fails as unmatched; a WebSocket handshake (not intercepted) meets the
+    network lock; the loopback listener accepts nothing either way."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    base = f"127.0.0.1:{listener.getsockname()[1]}"
+
+    async def get() -> None:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://{base}/v1/chat/completions"):
+                pass
+
+    async def ws() -> None:
+        async with aiohttp.ClientSession() as session:
+            await session.ws_connect(f"ws://{base}/socket")
+
+    try:
+        with ssemock.replay(ssemock.Cassette(), allowed_hosts=[]):
+            with pytest.raises(ssemock.UnmatchedRequestError):
+                run(get())
+            with pytest.raises(ssemock.NetworkBlockedError, match=base):
+                run(ws())
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    finally:
+        listener.close()
