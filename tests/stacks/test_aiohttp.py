@@ -356,6 +356,24 @@ def test_early_release_is_recorded_as_abandoned_and_replays_release_cleanly(tmp_
         assert player.plays[0].stream.closed
 
 
+@pytest.mark.parametrize("auto_decompress", [True, False])
+def test_a_compressed_body_is_stored_decoded_once(tmp_path: Path, server: str, auto_decompress: bool) -> None:
+    """aiohttp decodes gzip itself (auto_decompress, the default) or hands the raw bytes on (the
+    SDKs' aiohttp transports): either way the cassette holds the decoded body."""
+    async def read() -> bytes:
+        async with aiohttp.ClientSession(auto_decompress=auto_decompress) as session:
+            async with session.get(f"{server}/gzip") as resp:
+                return await resp.read()
+
+    path, got = record(tmp_path, "gzip", read)
+    x = ssemock.Cassette.load(path).interactions[0]
+    assert x.response.body == b"data: one\n\ndata: two\n\n" and x.response.complete
+    assert "content-encoding" not in dict(x.response.headers)
+    assert (got == x.response.body) is auto_decompress
+    with ssemock.use_cassette(path):
+        assert run(read()) == x.response.body
+
+
 def test_the_request_is_built_as_aiohttp_sends_it(tmp_path: Path, live: str) -> None:
     async def post(payload: dict[str, Any], **kwargs: Any) -> str:
         async with aiohttp.ClientSession(base_url=live, headers={"x-app": "demo"}) as session:

@@ -14,6 +14,8 @@ its ``SocketTimeoutError`` (at once, without sleeping).
 
 Recording calls the original and tees the response's ``StreamReader`` where aiohttp's HTTP
 parser feeds it, so the recorded chunks are the body pieces as they arrived from the network.
+A redirect aiohttp follows is recorded as the request sent and the final response (replay serves
+that, with no ``history``). WebSocket handshakes are left to aiohttp (and to the network lock).
 """
 
 from __future__ import annotations
