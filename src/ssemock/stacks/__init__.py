@@ -45,7 +45,7 @@ __all__ = ["STACKS", "STACK_KEY", "Patch", "Record", "activate", "adispatch", "d
 STACK_KEY = "ssemock.stack"
 #: stack name (as tagged on requests) -> the library it patches, which is also the name of the
 #: ssemock.stacks module that knows it. Adding a stack = a module here + its line.
-STACKS: dict[str, str] = {"httpx": "httpcore", "httpx2": "httpcore2", "urllib3": "urllib3"}
+STACKS: dict[str, str] = {"httpx": "httpcore", "httpx2": "httpcore2", "aiohttp": "aiohttp", "urllib3": "urllib3"}
 _LIBRARIES = {library: stack for stack, library in STACKS.items()}
 
 _passing = contextvars.ContextVar("ssemock_passing", default=False)
