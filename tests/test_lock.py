@@ -170,3 +170,22 @@ def test_the_socket_is_unpatched_after_the_last_player() -> None:
             assert "connect" in socket.socket.__dict__
         assert "connect" in socket.socket.__dict__
     assert "connect" not in socket.socket.__dict__ and socket.getaddrinfo.__module__ == "socket"
+
+
+def test_a_pass_through_route_reaches_its_host_by_name_from_async_clients(server: str) -> None:
+    """asyncio looks names up in a thread that does not see the pass-through's context."""
+    import asyncio
+
+    import aiohttp
+
+    url = server.replace("127.0.0.1", "localhost") + "/echo"
+
+    async def both() -> tuple[int, int]:
+        async with httpx.AsyncClient() as client:
+            first = (await client.get(url)).status_code
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            return first, response.status
+
+    with ssemock.replay(ssemock.Cassette(), allowed_hosts=[]) as player:
+        player.router.route(host="localhost").pass_through()
+        assert asyncio.run(both()) == (200, 200)

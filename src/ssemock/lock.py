@@ -118,10 +118,10 @@ def _connect_ex(original: Any) -> Any:
 
 def _getaddrinfo(original: Any) -> Any:
     def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
-        if _guards and host is not None and not is_passing():
+        if _guards and host is not None:
             guard = _guards[-1]
             name = host.decode("idna") if isinstance(host, bytes) else str(host)
-            if guard.blocks and guard.decides_names() and not guard.allows(name):
+            if not is_passing(name) and guard.blocks and guard.decides_names() and not guard.allows(name):
                 guard.refuse(name, port)
         return original(host, port, *args, **kwargs)
     return getaddrinfo

@@ -228,18 +228,32 @@ async def adispatch(request: httpx.Request) -> httpx.Response:
 
 
 @contextmanager
-def passing() -> Iterator[None]:
+def passing(host: str | None = None) -> Iterator[None]:
     """Around a request sent for real: stacks beneath do not intercept it again, and the network
-    lock lets its connections through."""
+    lock lets its connections through; its ``host``'s name lookups too, which asyncio runs in a
+    thread that does not see this context."""
     token = _passing.set(True)
+    if host is not None:
+        with _state:
+            _passing_hosts[host] = _passing_hosts.get(host, 0) + 1
     try:
         yield
     finally:
         _passing.reset(token)
+        if host is not None:
+            with _state:
+                _passing_hosts[host] -= 1
+                if not _passing_hosts[host]:
+                    del _passing_hosts[host]
 
 
-def is_passing() -> bool:
-    return _passing.get()
+_passing_hosts: dict[str, int] = {}  # hosts of requests being sent for real, and how many
+
+
+def is_passing(host: str | None = None) -> bool:
+    """Whether this context is sending a request for real (or, given ``host``, whether any thread
+    is sending one to it)."""
+    return _passing.get() or (host is not None and host in _passing_hosts)
 
 
 def stack_of(request: httpx.Request) -> str:

@@ -327,10 +327,10 @@ async def _send(original: Any, session: aiohttp.ClientSession, method: str, str_
         kwargs = {**kwargs, "data": body, "headers": {**dict(kwargs.get("headers") or {}),
                                                        hdrs.CONTENT_TYPE: headers[hdrs.CONTENT_TYPE]}}
     if not isinstance(passed, Record):
-        with passing():
+        with passing(passed.request.url.host):
             return await original(session, method, str_or_url, **kwargs)  # type: ignore[no-any-return]
     setting = kwargs.get("raise_for_status")
-    with passing():  # the error status is recorded too: raise_for_status is applied after the tee
+    with passing(passed.request.url.host):  # the error status is recorded too: raise_for_status is applied after the tee
         resp: aiohttp.ClientResponse = await original(session, method, str_or_url,
                                                       **{**kwargs, "raise_for_status": False})
     auto = kwargs.get("auto_decompress")

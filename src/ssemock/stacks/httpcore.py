@@ -58,7 +58,7 @@ def pool_patches(core_name: str, stack: str) -> list[Patch]:
             try:
                 response = dispatch(sent)
             except PassThrough as passed:
-                with passing():
+                with passing(passed.request.url.host):
                     real = original(self, request)
                 if isinstance(passed, Record):
                     _begin(passed.recorder, real)
@@ -78,7 +78,7 @@ def pool_patches(core_name: str, stack: str) -> list[Patch]:
             try:
                 response = await adispatch(sent)
             except PassThrough as passed:
-                with passing():
+                with passing(passed.request.url.host):
                     real = await original(self, request)
                 if isinstance(passed, Record):
                     _begin(passed.recorder, real)

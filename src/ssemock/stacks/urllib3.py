@@ -106,7 +106,7 @@ def _intercepting(original: Any) -> Any:
         except PassThrough as passed:
             token = _teeing.set((passed.recorder, call["method"], self) if isinstance(passed, Record) else None)
             try:
-                with passing():
+                with passing(passed.request.url.host):
                     if tunnel is not None:
                         tunnel()
                     return original(*bound.args, **bound.kwargs)  # type: ignore[no-any-return]
