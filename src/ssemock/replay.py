@@ -219,7 +219,10 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
             self.failed = True
             raise
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return _AsyncChunks(self, self._steps) if self._fast else self._timed()
+
+    async def _timed(self) -> AsyncIterator[bytes]:
         self.opened = True
         try:
             for step in self._steps:
@@ -237,6 +240,28 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         self.closed = True
+
+
+class _AsyncChunks:
+    """The fast path of ``async for`` over a plan with nothing to wait for or raise: a plain
+    iterator behind ``__anext__`` (an async generator costs ~8% more per chunk)."""
+
+    __slots__ = ("_next", "_unopened")
+
+    def __init__(self, stream: ReplayStream, steps: Iterator[Any]) -> None:
+        self._next = steps.__next__
+        self._unopened: ReplayStream | None = stream  # opened by the first read, as a socket
+
+    def __aiter__(self) -> _AsyncChunks:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self._unopened is not None:
+            self._unopened.opened, self._unopened = True, None
+        try:
+            return self._next()  # type: ignore[no-any-return]
+        except StopIteration:
+            raise StopAsyncIteration from None
 
 
 def _needs_core(plan: Plan) -> bool:
