@@ -18,7 +18,7 @@ from ..sse import ServerSentEvent
 
 __all__ = [
     "JSON", "Accumulated", "Choice", "Event", "Fold", "HTTPErrorBody", "ProtocolError", "StreamError",
-    "ToolCall", "error_of", "excerpt", "obj", "seq", "string",
+    "ToolCall", "TypedFold", "error_of", "excerpt", "obj", "seq", "string",
 ]
 
 JSON: TypeAlias = dict[str, Any]
@@ -186,7 +186,7 @@ class Fold(ABC):
         self.result = Accumulated(self.protocol)
         self._choices: dict[int, Choice] = {}
         self._parts: dict[tuple[int, str], dict[tuple[int, int], list[str]]] = {}
-        self._tools: dict[tuple[int, int], ToolCall] = {}
+        self._tools: dict[tuple[int, Any], ToolCall] = {}  # (choice, sortable key)
         self._opened: dict[int, str] = {}
 
     @abstractmethod
@@ -217,7 +217,7 @@ class Fold(ABC):
         if text:
             self._parts.setdefault((choice, name), {}).setdefault(key, []).append(text)
 
-    def tool(self, key: int, *, choice: int = 0, index: int | None = None,
+    def tool(self, key: Any, *, choice: int = 0, index: int | None = None,
              type: str = "function") -> ToolCall:
         """The tool call under ``key``, created on first use (``index``: default its position)."""
         self.choice(choice)
@@ -266,6 +266,19 @@ class Fold(ABC):
         if not isinstance(value, dict):
             raise self.fail(f"data is not a JSON object: {excerpt(data)}")
         return value
+
+
+class TypedFold(Fold):
+    """SSE protocols whose data is a JSON object carrying its event ``type``."""
+
+    def feed(self, event: Event) -> None:
+        sse = self.sse(event)
+        payload = self.json_object(sse.data)
+        self.on(string(payload.get("type")) or sse.event, payload)
+
+    @abstractmethod
+    def on(self, kind: str, payload: JSON) -> None:
+        """Fold one event of type ``kind``."""
 
 
 @dataclass(frozen=True)
