@@ -685,6 +685,30 @@ def ollama_chat(text: str = "", *, tool_calls: Sequence[ToolCallSpec] = (), thin
 WEATHER_TOKYO = {"name": "get_weather", "arguments": {"city": "東京", "unit": "celsius"}}
 _JA = "こんにちは！ストリーミングは日本語でも動きます。🎌 Emoji too: 🌏🚀👩\u200d💻 — and ümlauts, ½, 𝄞."
 
+def _more_library() -> dict[str, Callable[[], Cassette]]:
+    """The shipped cassettes of protocols whose synthesizer lives in their protocol module."""
+    from .protocols import cohere, gemini
+
+    return {
+        "gemini/stream_text": lambda: gemini.synthesize(
+            _JA, thinking="The user wants a greeting in Japanese; add emoji.", prompt="Greet me in Japanese, with emoji.",
+            seed=17),
+        "gemini/stream_function_call": lambda: gemini.synthesize(
+            "Let me check.", tool_calls=[WEATHER_TOKYO, {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}}],
+            prompt="Weather and time in Tokyo?", seed=18),
+        "gemini/stream_safety": lambda: gemini.synthesize(
+            "Here is how the knight", finish_reason="SAFETY", prompt="Tell me a violent story.", seed=19),
+        "gemini/array_text": lambda: gemini.synthesize(
+            "Without alt=sse, Gemini streams one JSON array — élément par élément. 🧩", alt_sse=False,
+            prompt="How does Gemini stream without SSE?", seed=20),
+        "cohere/chat_text": lambda: cohere.synthesize(
+            "Cohere v2 streams content-delta events — 日本語も 🌊.", prompt="Say hello.", seed=21),
+        "cohere/chat_tool_calls": lambda: cohere.synthesize(
+            tool_calls=[WEATHER_TOKYO, {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}}],
+            tool_plan="I will look up the weather and the time in Tokyo.", prompt="Weather and time in Tokyo?", seed=22),
+    }
+
+
 #: name -> how that shipped cassette is synthesized (see ``docs/cassettes.md``).
 LIBRARY: dict[str, Callable[[], Cassette]] = {
     "openai/chat_text": lambda: openai_chat(_JA, chunk_size=3, prompt="Greet me in Japanese, with emoji.", seed=1),
@@ -740,6 +764,7 @@ LIBRARY: dict[str, Callable[[], Cassette]] = {
                     {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}, "id": "call_repeat_1"}],
         repeat_tool_ids=True, model="compat-model", url="https://llm.example.com/v1/chat/completions",
         prompt="Weather and time in Tokyo?", seed=16),
+    **_more_library(),
 }
 
 
@@ -780,6 +805,14 @@ def _serve(holder: dict[str, Interaction]) -> Any:
     return Starlette(routes=[Route("/{path:path}", endpoint, methods=["POST"])])
 
 
+def _through_sdk(base: str, synth: Interaction) -> bool:
+    """Make the request with the provider's real SDK, if its protocol module knows how."""
+    from . import protocols
+
+    found = protocols.detect(url=synth.request.url)
+    return bool(found is not None and found.sdk_request is not None and found.sdk_request(base, synth))
+
+
 def _record_one(base: str, name: str, holder: dict[str, Interaction], target: Path, attempts: int) -> None:
     import httpx
 
@@ -803,11 +836,12 @@ def _record_one(base: str, name: str, holder: dict[str, Interaction], target: Pa
             path = Path(tmp) / "recorded.json"
             with use_cassette(path, record_mode="all", before_record_request=as_provider,
                               before_record_response=without_date):
-                with httpx.Client(timeout=30.0) as client:
-                    with client.stream("POST", local, content=synth.request.body,
-                                       headers={"content-type": "application/json"}) as r:
-                        for _chunk in r.iter_raw():
-                            pass
+                if not _through_sdk(base, synth):
+                    with httpx.Client(timeout=30.0) as client:
+                        with client.stream("POST", local, content=synth.request.body,
+                                           headers={"content-type": "application/json"}) as r:
+                            for _chunk in r.iter_raw():
+                                pass
             recorded = Cassette.load(path)
             (got,) = recorded.interactions
             late = max(abs(a - b) for a, b in zip(got.response.times, synth.response.times)) \

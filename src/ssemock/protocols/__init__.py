@@ -43,6 +43,12 @@ shapes and defines one module-level object, ``PROTOCOL``, a :class:`Protocol`:
     stream from the result it must accumulate to, with keyword parameters in the style of
     :mod:`ssemock.synth` (``text``, ``tool_calls``, ``usage``, ``finish_reason``, ``model``,
     ``chunk_size``, ``gap``, ``first_token``, ``seed``, ``prompt``, ``url``).
+``sdk_request(base_url, interaction) -> bool``
+    optional: make ``interaction``'s request with the provider's own SDK against the loopback
+    server at ``base_url`` and read the whole stream (how ``python -m ssemock.synth
+    --write-library`` records the shipped cassettes through the real client; import the SDK
+    inside, it is no dependency of ssemock; use fake keys). False: not for this request (a plain
+    httpx client records it instead).
 
 Adding a provider = one module defining ``PROTOCOL`` + its tests (``tests/protocols/test_<name>.py``)
 + a shipped cassette under ``ssemock/cassettes/<provider>/``, and one line in :data:`_MODULES` below.
@@ -81,11 +87,12 @@ class Protocol:
     content_type: Callable[[str], bool] = _never
     event: Callable[[Any], bool] = _never
     synthesize: Callable[..., Any] | None = field(default=None, compare=False)
+    sdk_request: Callable[[str, Any], bool] | None = field(default=None, compare=False)
 
 
 #: The registry: module names under ssemock.protocols, in detection order (more specific first).
 _MODULES = (
-    "openai_chat", "openai_responses", "anthropic_messages", "ollama_chat",
+    "openai_chat", "openai_responses", "anthropic_messages", "ollama_chat", "gemini", "cohere",
 )
 
 _loaded: dict[str, Protocol] = {}

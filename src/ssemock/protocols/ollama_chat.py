@@ -62,7 +62,7 @@ def http_error(status: int, message: str | None) -> HTTPErrorBody:
 
 
 def _is_line(event: Any) -> bool:
-    return isinstance(event, Mapping)
+    return isinstance(event, Mapping) and any(k in event for k in ("done", "created_at", "message", "response"))
 
 
 PROTOCOL = Protocol(
