@@ -103,9 +103,9 @@ def error_event(error: StreamError) -> bytes:
     code = _KINDS.get(error.kind) or (int(error.kind) if error.kind.isdigit() else 500)
     payload = _error(code, error.message)
     nl = error.newline.encode()
-    if error.framing == "json_array":
-        head = b"," + nl if error.after_first else b"["
-        return head + orjson.dumps(payload, option=orjson.OPT_INDENT_2).replace(b"\n", nl) + b"\n]"
+    if error.framing == "json_array":  # Gemini's own separator, whatever the lines inside use
+        head = b"\n,\r\n" if error.after_first else b"["
+        return head + orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n]"
     return b"data: " + orjson.dumps(payload) + nl + nl
 
 
@@ -237,8 +237,9 @@ def sdk_request(base_url: str, interaction: Any) -> bool:
     config: JSON = {"tools": body["tools"]} if body.get("tools") else {}
     if "thinkingConfig" in obj(body.get("generationConfig")):
         config["thinking_config"] = genai.types.ThinkingConfig(include_thoughts=True)
+    validated = genai.types.GenerateContentConfig.model_validate(config) if config else None
     for _ in client.models.generate_content_stream(model=rest.split(":")[0], contents=body["contents"],
-                                                   config=config or None):
+                                                   config=validated):
         pass
     return True
 
