@@ -15,7 +15,7 @@ import orjson
 
 from . import Framing
 
-__all__ = ["FRAMING", "Decoder", "NDJSONError", "adecode", "decode", "event_ends", "iter_decode"]
+__all__ = ["Decoder", "NDJSONError", "adecode", "decode", "iter_decode"]  # FRAMING, event_ends: the registry's
 
 _BLANK = b" \t\r"  # JSON whitespace other than LF
 _EXCERPT = 60
