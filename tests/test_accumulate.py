@@ -223,11 +223,27 @@ def test_openai_chat_repeated_id_and_name_are_not_concatenated() -> None:
     events = [
         chunk(delta(tool_calls=[tc(0, '{"a":', id="call_1", name="f")])),
         chunk(delta(tool_calls=[tc(0, " 1", id="call_1", name="f")])),
-        chunk(delta(tool_calls=[tc(0, "}", id="call_OTHER", name="f")])),  # first id wins
+        chunk(delta(tool_calls=[tc(0, "}")])),
         DONE,
     ]
     (call,) = accumulate(events, "openai.chat").tool_calls
     assert (call.id, call.name, call.arguments) == ("call_1", "f", '{"a": 1}')
+
+
+def test_openai_chat_new_id_at_a_used_index_starts_a_new_call() -> None:
+    """Servers that stream every call at index 0 (issue 13 item 6): a new id is a new call."""
+    events = [
+        chunk(delta(tool_calls=[tc(0, "", id="call_1", name="f")])),
+        chunk(delta(tool_calls=[tc(0, '{"a": 1}')])),
+        chunk(delta(tool_calls=[tc(1, '{}', id="call_x", name="h")])),
+        chunk(delta(tool_calls=[tc(0, "", id="call_2", name="g")])),
+        chunk(delta(tool_calls=[tc(0, '{"b": 2}')])),
+        chunk(delta(tool_calls=[tc(0, "", id="call_2")])),  # a repeated id continues its call
+        DONE,
+    ]
+    calls = accumulate(events, "openai.chat").tool_calls
+    assert [(c.index, c.id, c.name, c.arguments) for c in calls] == [
+        (0, "call_1", "f", '{"a": 1}'), (1, "call_x", "h", "{}"), (0, "call_2", "g", '{"b": 2}')]
 
 
 def test_openai_chat_two_choices_out_of_order() -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from . import ndjson, sse
+from . import framing, sse
 from .accumulate import Accumulated, ToolCall, accumulate
 from .chunking import event_ends
 from .redact import mask_text
@@ -25,10 +25,8 @@ __all__ = ["Expected", "StreamAssertionError"]
 
 
 def decode_body(body: bytes, content_type: str) -> list[Any]:
-    """Reference decoding: SSE events, or JSON lines for an NDJSON body."""
-    if "event-stream" in content_type or not body.lstrip().startswith(b"{"):
-        return sse.decode([body])
-    return ndjson.decode([body])
+    """Reference decoding in the body's framing: SSE events, JSON lines, JSON array elements."""
+    return framing.decode(body, content_type)
 
 
 class StreamAssertionError(AssertionError):

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from . import framing, protocols
 from ._names import suggest, unknown
 from .chunking import event_ends
 
@@ -175,25 +176,15 @@ def truncate(at: str = "terminator") -> Fault:
     return _Truncate(at)
 
 
-def _is_anthropic(url: str) -> bool:
-    return "/v1/messages" in url or "anthropic" in url
-
-
-_ANTHROPIC_KINDS = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                    404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
-                    500: "api_error", 529: "overloaded_error"}
-_OPENAI_CODES = {429: "rate_limit_exceeded", 500: "server_error", 503: "server_error", 401: "invalid_api_key"}
+def _protocol(url: str, headers: Sequence[tuple[str, str]], body: bytes) -> protocols.Protocol:
+    """The served response's protocol (URL, content type, events); OpenAI Chat when none says."""
+    return protocols.for_response(url, headers, body) or protocols.get("openai.chat")
 
 
 def error_body(url: str, status: int, message: str | None = None) -> bytes:
     """The JSON error body the provider of ``url`` sends with ``status``."""
-    if _is_anthropic(url):
-        kind = _ANTHROPIC_KINDS.get(status, "api_error")
-        return orjson.dumps({"type": "error", "error": {"type": kind, "message": message or kind.replace("_", " ")}})
-    code = _OPENAI_CODES.get(status)
-    return orjson.dumps({"error": {"message": message or f"ssemock http_error {status}",
-                                   "type": "requests" if status == 429 else "server_error" if status >= 500
-                                   else "invalid_request_error", "param": None, "code": code}})
+    found = protocols.detect(url=url) or protocols.get("openai.chat")
+    return found.http_error(status, message).body
 
 
 class _HttpError(Fault):
@@ -213,8 +204,12 @@ class _HttpError(Fault):
         self.name = f"http_error:status={status}" + (f",retry_after={retry_after:g}" if retry_after is not None else "")
 
     def apply(self, served: Served, attempt: int) -> None:
-        body = self.body if self.body is not None else error_body(served.url, self.status)
-        headers = [("content-type", "application/json")]
+        content_type = "application/json"
+        body = self.body
+        if body is None:
+            shape = _protocol(served.url, served.headers, served.body).http_error(self.status, None)
+            body, content_type = shape.body, shape.content_type
+        headers = [("content-type", content_type)]
         if self.retry_after is not None:
             headers.append(("retry-after", f"{self.retry_after:g}"))
         headers += [(k.lower(), v) for k, v in self.headers.items()]
@@ -225,7 +220,8 @@ class _HttpError(Fault):
 
 def http_error(status: int, retry_after: float | None = None, body: bytes | str | None = None,
                headers: dict[str, str] | None = None) -> Fault:
-    """Answer with an HTTP error before any stream, in the provider's error body shape."""
+    """Answer with an HTTP error before any stream, in the provider's error body shape (and
+    content type), from the response's protocol module; ``body`` replaces it."""
     return _HttpError(status, retry_after, body, headers)
 
 
@@ -243,23 +239,36 @@ class _ErrorEvent(Fault):
         self.name = f"error_event:kind={kind}" + (f",after_event={after_event}" if after_event is not None else "")
 
     def apply(self, served: Served, attempt: int) -> None:
-        n = self.after_event if self.after_event is not None else len(served.event_ends()) // 2
-        offset = served.offset_after(n)
+        content_type = next((v for k, v in served.headers if k.lower() == "content-type"), "")
+        kind = framing.detect(content_type, served.body)
+        ends = kind.event_ends(served.body)
+        n = self.after_event if self.after_event is not None else len(ends) // 2
+        offset = 0 if n <= 0 else ends[n - 1] if n <= len(ends) else len(served.body)
         message = _EVENT_MESSAGES.get(self.kind, self.kind.replace("_", " "))
-        if _is_anthropic(served.url):
-            payload = {"type": "error", "error": {"type": self.kind, "message": message}}
-            event = b"event: error\ndata: " + orjson.dumps(payload) + b"\n\n"
-        else:
-            payload = {"error": {"message": message, "type": self.kind, "param": None, "code": None}}
-            event = b"data: " + orjson.dumps(payload) + b"\n\n"
+        error = protocols.StreamError(self.kind, message, framing=kind.name, newline=_newline(served.body),
+                                      after_first=offset > 0)
+        event = _protocol(served.url, served.headers, served.body).error_event(error)
         served.cut(offset)
         served.body += event
         served.ends.append(len(served.body))
         served.times.append(served.times[-1] if served.times else 0.0)
 
 
+def _newline(body: bytes) -> str:
+    """The body's line ending (its first one; LF when it has none)."""
+    at = next((i for i, byte in enumerate(body) if byte in b"\r\n"), -1)
+    if at < 0 or body[at] == 0x0A:
+        return "\n"
+    return "\r\n" if body[at + 1:at + 2] == b"\n" else "\r"
+
+
 def error_event(kind: str = "overloaded_error", after_event: int | None = None) -> Fault:
-    """A provider-format ``error`` event after event N (default: mid-stream); the stream ends there."""
+    """The stream's own error event after event N (default: mid-stream); the stream ends there.
+
+    Written by the response's protocol module in the body's framing and line endings: an SSE
+    ``error`` event (OpenAI, Anthropic), ``error`` + ``response.failed`` (Responses), an NDJSON
+    ``{"error": ...}`` line (Ollama), a Gemini error object, Cohere's ``message-end`` with
+    ``finish_reason: ERROR``."""
     return _ErrorEvent(kind, after_event)
 
 

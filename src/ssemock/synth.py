@@ -233,7 +233,7 @@ _CATEGORIES = ("hate", "self_harm", "sexual", "violence")
 def _chat_events(texts: list[str], *, calls: list[_Call], refusal: str | None, usage: JSON | None,
                  include_usage: bool, finish_reason: str | None, model: str, chunk_size: int,
                  repeat_tool_ids: bool, choices_out_of_order: bool, interleave_tool_calls: bool,
-                 style: str, rng: _Rng, prompt: str) -> list[bytes]:
+                 style: str, rng: _Rng, prompt: str, reuse_tool_index: bool = False) -> list[bytes]:
     """Chat completion chunks; ``style`` is "openai", "azure" or "openrouter"."""
     if style == "openrouter":
         base: JSON = {"id": f"gen-{_CREATED}-{rng.token(20)}", "provider": "OpenAI", "model": model,
@@ -283,14 +283,15 @@ def _chat_events(texts: list[str], *, calls: list[_Call], refusal: str | None, u
         for k, call in enumerate(mine):
             queue: list[JSON] = []
             pieces = _pieces(call.text, 5, rng.pieces)
+            at = 0 if reuse_tool_index else k
             if repeat_tool_ids:
                 for piece in pieces or [""]:
-                    queue.append({"index": k, "id": call.id, "type": "function",
+                    queue.append({"index": at, "id": call.id, "type": "function",
                                   "function": {"name": call.name, "arguments": piece}})
             else:
-                queue.append({"index": k, "id": call.id, "type": "function",
+                queue.append({"index": at, "id": call.id, "type": "function",
                               "function": {"name": call.name, "arguments": ""}})
-                queue += [{"index": k, "function": {"arguments": piece}} for piece in pieces]
+                queue += [{"index": at, "function": {"arguments": piece}} for piece in pieces]
             queues.append(queue)
         for delta in _interleave(queues, rng.writes) if interleave_tool_calls else itertools.chain(*queues):
             steps.append(choice(index, {"content": None, "tool_calls": [delta]} if style == "openrouter"
@@ -375,14 +376,16 @@ def openai_chat(text: str | Sequence[str] = "", *, tool_calls: Sequence[ToolCall
                 gap: float = 0.03, first_token: float = 0.25, include_usage: bool = False,
                 repeat_tool_ids: bool = False, choices_out_of_order: bool = False,
                 content_filter: bool = False, interleave_tool_calls: bool = False, seed: int = 0,
-                prompt: str = DEFAULT_PROMPT, url: str | None = None) -> Cassette:
+                prompt: str = DEFAULT_PROMPT, url: str | None = None, reuse_tool_index: bool = False) -> Cassette:
     """A streamed Chat Completion (``chat.completion.chunk`` events, then ``data: [DONE]``).
 
     ``text``: choice 0's content, or one text per choice (``n`` choices; a single text is given
     to every choice). ``tool_calls``: ``[{"name": ..., "arguments": {...}, "id": optional}]``,
     in choice 0, each started by a delta with id/type/name and continued by argument fragments
     (``repeat_tool_ids``: id, type and name repeated in every delta, as some OpenAI-compatible
-    servers do; ``interleave_tool_calls``: the calls' deltas interleaved by index).
+    servers do; ``interleave_tool_calls``: the calls' deltas interleaved by index;
+    ``reuse_tool_index``: every call at index 0, told apart by its new id, as some compatible
+    servers stream them -- a client that merges by index alone fuses them).
     ``usage`` (or ``include_usage``): ``stream_options.include_usage`` -- ``"usage": null`` on
     every chunk and a final chunk with ``"choices": []`` and the usage.
     ``choices_out_of_order``: with n > 1, the choices' chunks interleave, the last choice first.
@@ -391,6 +394,9 @@ def openai_chat(text: str | Sequence[str] = "", *, tool_calls: Sequence[ToolCall
     Azure deployment URL); with ``finish_reason="content_filter"`` the last one is filtered.
     """
     _check_timing(chunk_size, gap, first_token)
+    if reuse_tool_index and interleave_tool_calls:
+        raise ValueError("reuse_tool_index and interleave_tool_calls cannot be combined: calls at one index "
+                         "are told apart only by order")
     texts = _texts(text, n)
     rng = _Rng(seed)
     calls = _calls(tool_calls, rng, "call_")
@@ -400,7 +406,8 @@ def openai_chat(text: str | Sequence[str] = "", *, tool_calls: Sequence[ToolCall
                           include_usage=include, finish_reason=finish_reason, model=model,
                           chunk_size=chunk_size, repeat_tool_ids=repeat_tool_ids,
                           choices_out_of_order=choices_out_of_order,
-                          interleave_tool_calls=interleave_tool_calls, style=style, rng=rng, prompt=prompt)
+                          interleave_tool_calls=interleave_tool_calls, style=style, rng=rng, prompt=prompt,
+                          reuse_tool_index=reuse_tool_index)
     chunks, times = _schedule(events, rng.writes, first_token=first_token, gap=gap)
     target = url or (AZURE_URL.format(model=model) if content_filter else OPENAI_CHAT_URL)
     headers = ({"apim-request-id": rng.token(32).lower(), "x-ms-region": "East US"} if content_filter else
@@ -685,6 +692,30 @@ def ollama_chat(text: str = "", *, tool_calls: Sequence[ToolCallSpec] = (), thin
 WEATHER_TOKYO = {"name": "get_weather", "arguments": {"city": "東京", "unit": "celsius"}}
 _JA = "こんにちは！ストリーミングは日本語でも動きます。🎌 Emoji too: 🌏🚀👩\u200d💻 — and ümlauts, ½, 𝄞."
 
+def _more_library() -> dict[str, Callable[[], Cassette]]:
+    """The shipped cassettes of protocols whose synthesizer lives in their protocol module."""
+    from .protocols import cohere, gemini
+
+    return {
+        "gemini/stream_text": lambda: gemini.synthesize(
+            _JA, thinking="The user wants a greeting in Japanese; add emoji.", prompt="Greet me in Japanese, with emoji.",
+            seed=17),
+        "gemini/stream_function_call": lambda: gemini.synthesize(
+            "Let me check.", tool_calls=[WEATHER_TOKYO, {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}}],
+            prompt="Weather and time in Tokyo?", seed=18),
+        "gemini/stream_safety": lambda: gemini.synthesize(
+            "Here is how the knight", finish_reason="SAFETY", prompt="Tell me a violent story.", seed=19),
+        "gemini/array_text": lambda: gemini.synthesize(
+            "Without alt=sse, Gemini streams one JSON array — élément par élément. 🧩", alt_sse=False,
+            prompt="How does Gemini stream without SSE?", seed=20),
+        "cohere/chat_text": lambda: cohere.synthesize(
+            "Cohere v2 streams content-delta events — 日本語も 🌊.", prompt="Say hello.", seed=21),
+        "cohere/chat_tool_calls": lambda: cohere.synthesize(
+            tool_calls=[WEATHER_TOKYO, {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}}],
+            tool_plan="I will look up the weather and the time in Tokyo.", prompt="Weather and time in Tokyo?", seed=22),
+    }
+
+
 #: name -> how that shipped cassette is synthesized (see ``docs/cassettes.md``).
 LIBRARY: dict[str, Callable[[], Cassette]] = {
     "openai/chat_text": lambda: openai_chat(_JA, chunk_size=3, prompt="Greet me in Japanese, with emoji.", seed=1),
@@ -740,6 +771,7 @@ LIBRARY: dict[str, Callable[[], Cassette]] = {
                     {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}, "id": "call_repeat_1"}],
         repeat_tool_ids=True, model="compat-model", url="https://llm.example.com/v1/chat/completions",
         prompt="Weather and time in Tokyo?", seed=16),
+    **_more_library(),
 }
 
 
@@ -780,6 +812,14 @@ def _serve(holder: dict[str, Interaction]) -> Any:
     return Starlette(routes=[Route("/{path:path}", endpoint, methods=["POST"])])
 
 
+def _through_sdk(base: str, synth: Interaction) -> bool:
+    """Make the request with the provider's real SDK, if its protocol module knows how."""
+    from . import protocols
+
+    found = protocols.detect(url=synth.request.url)
+    return bool(found is not None and found.sdk_request is not None and found.sdk_request(base, synth))
+
+
 def _record_one(base: str, name: str, holder: dict[str, Interaction], target: Path, attempts: int) -> None:
     import httpx
 
@@ -803,11 +843,12 @@ def _record_one(base: str, name: str, holder: dict[str, Interaction], target: Pa
             path = Path(tmp) / "recorded.json"
             with use_cassette(path, record_mode="all", before_record_request=as_provider,
                               before_record_response=without_date):
-                with httpx.Client(timeout=30.0) as client:
-                    with client.stream("POST", local, content=synth.request.body,
-                                       headers={"content-type": "application/json"}) as r:
-                        for _chunk in r.iter_raw():
-                            pass
+                if not _through_sdk(base, synth):
+                    with httpx.Client(timeout=30.0) as client:
+                        with client.stream("POST", local, content=synth.request.body,
+                                           headers={"content-type": "application/json"}) as r:
+                            for _chunk in r.iter_raw():
+                                pass
             recorded = Cassette.load(path)
             (got,) = recorded.interactions
             late = max(abs(a - b) for a, b in zip(got.response.times, synth.response.times)) \

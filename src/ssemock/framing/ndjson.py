@@ -1,0 +1,151 @@
+"""Incremental JSON-lines (NDJSON) decoder, for streams such as Ollama's.
+
+Lines end at the byte LF only -- never at U+0085, U+2028 or U+2029, which may appear raw inside
+JSON strings -- so splitting happens on ``bytes``, never with ``str.splitlines``. A CR before
+the LF (a CRLF, even split across chunks) is JSON whitespace and is ignored; blank lines are
+skipped. Each chunk is scanned once, a partial line is kept as pieces and joined once, so the
+work is linear however the stream is chunked. Values are parsed with :func:`orjson.loads`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+
+import orjson
+
+from . import Framing
+
+__all__ = ["Decoder", "NDJSONError", "adecode", "decode", "iter_decode"]  # FRAMING, event_ends: the registry's
+
+_BLANK = b" \t\r"  # JSON whitespace other than LF
+_EXCERPT = 60
+
+
+class NDJSONError(ValueError):
+    """A line of the stream is not one valid JSON value.
+
+    ``lineno`` is the 1-based line number in the stream (blank lines count), ``line`` the
+    raw line.
+    """
+
+    def __init__(self, lineno: int, line: bytes, reason: str) -> None:
+        text = line.decode("utf-8", "replace").strip(" \t\r")
+        excerpt = text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
+        super().__init__(f"line {lineno}: not valid JSON ({reason}): {excerpt!r}")
+        self.lineno = lineno
+        self.line = line
+
+
+def _parse(lines: list[bytes], first_lineno: int) -> list[object]:
+    """Parse ``lines`` (numbered from ``first_lineno``), skipping blank ones."""
+    loads = orjson.loads
+    try:
+        return [loads(line) for line in lines]  # the common case: no blank line, no error
+    except orjson.JSONDecodeError:
+        pass
+    values: list[object] = []
+    for i, line in enumerate(lines):
+        try:
+            values.append(loads(line))
+        except orjson.JSONDecodeError as exc:
+            if line.strip(_BLANK):
+                raise NDJSONError(first_lineno + i, line, str(exc)) from exc
+    return values
+
+
+class Decoder:
+    """Incremental JSON-lines decoder: :meth:`feed` bytes, then :meth:`close`."""
+
+    __slots__ = ("_parts", "_lineno")
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []  # pieces of the current, unterminated line
+        self._lineno = 0  # lines completed so far
+
+    def feed(self, chunk: bytes | bytearray | memoryview) -> list[object]:
+        """Take the next bytes of the stream; return the values of the lines it completes.
+
+        Raises :class:`NDJSONError` for a completed line that is not blank and not valid JSON.
+        """
+        if type(chunk) is not bytes:
+            chunk = bytes(chunk)
+        if 10 not in chunk:
+            if chunk:
+                self._parts.append(chunk)
+            return []
+        lines = chunk.split(b"\n")
+        tail = lines.pop()
+        parts = self._parts
+        if parts:
+            parts.append(lines[0])
+            lines[0] = b"".join(parts)
+            self._parts = parts = []
+        if tail:
+            parts.append(tail)
+        first = self._lineno + 1
+        self._lineno += len(lines)
+        return _parse(lines, first)
+
+    def close(self) -> list[object]:
+        """End the stream: parse a final line that has no LF, unless it is blank."""
+        parts = self._parts
+        self._parts = []
+        if not parts:
+            return []
+        self._lineno += 1
+        return _parse([b"".join(parts)], self._lineno)
+
+
+def iter_decode(chunks: Iterable[bytes]) -> Iterator[object]:
+    """Yield the values of a whole JSON-lines stream given as byte chunks, line by line."""
+    decoder = Decoder()
+    for chunk in chunks:
+        yield from decoder.feed(chunk)
+    yield from decoder.close()
+
+
+def decode(chunks: Iterable[bytes]) -> list[object]:
+    """The values of a whole JSON-lines stream given as byte chunks."""
+    decoder = Decoder()
+    values: list[object] = []
+    for chunk in chunks:
+        values += decoder.feed(chunk)
+    values += decoder.close()
+    return values
+
+
+async def adecode(chunks: AsyncIterable[bytes]) -> AsyncIterator[object]:
+    """Yield the values of an asynchronous JSON-lines byte stream, line by line."""
+    decoder = Decoder()
+    async for chunk in chunks:
+        for value in decoder.feed(chunk):
+            yield value
+    for value in decoder.close():
+        yield value
+
+
+def event_ends(body: bytes) -> list[int]:
+    """The byte offset after each line's LF (a final line without one is a partial event)."""
+    ends, find, pos = [], body.find, body.find(b"\n")
+    while pos >= 0:
+        ends.append(pos + 1)
+        pos = find(b"\n", pos + 1)
+    return ends
+
+
+_MEDIA_TYPES = frozenset({
+    "application/x-ndjson", "application/ndjson", "application/jsonl", "application/json-lines",
+    "application/x-jsonlines", "application/jsonlines",
+})
+
+
+def _decode_body(body: bytes) -> list[object]:
+    return decode([body])
+
+
+def _sniff(body: bytes) -> bool:
+    return body.lstrip().startswith(b"{")
+
+
+FRAMING = Framing(name="ndjson", decode=_decode_body, event_ends=event_ends,
+                  content_type=_MEDIA_TYPES.__contains__, sniff=_sniff)

@@ -1,0 +1,165 @@
+"""Protocols: what a stream's events mean, one module per provider API, composed by a registry.
+
+A protocol module (``ssemock/protocols/<name>.py``) holds everything that knows one provider's
+shapes and defines one module-level object, ``PROTOCOL``, a :class:`Protocol`:
+
+``name``
+    the public protocol name, ``"<provider>.<api>"`` (``"openai.chat"``, ``"gemini.generate_content"``,
+    ``"bedrock.converse"``, ``"mcp"``); what ``accumulate(protocol=...)`` and the ``protocol``
+    marker take.
+``framing``
+    the name of the :mod:`ssemock.framing` member that cuts its bodies into events (``"sse"``,
+    ``"ndjson"``, ``"json_array"``, ``"eventstream"``); some protocols speak several (Gemini: SSE
+    and a JSON array): the framing actually used is chosen from the response (content type and
+    body) by :func:`ssemock.framing.detect`; ``framing`` is the usual one, the one synth writes.
+``fold``
+    the reference accumulator: a subclass of :class:`ssemock.protocols.base.Fold`. ``accumulate``
+    makes one per stream, sets ``fold.at`` to the event's position and calls ``fold.feed(event)``
+    for each decoded event until ``fold.result.complete``, then ``fold.finish()``. Events are what
+    the framing decodes (``ServerSentEvent``, a parsed JSON value, an eventstream message, ...).
+    Raise ``self.fail("what is wrong")`` (a :class:`ProtocolError` naming the protocol and event)
+    for input no server of the protocol could send; skip unknown event types.
+``url(url) -> bool``
+    the request URL (scheme, host, path and query, as recorded) is this protocol's endpoint.
+``content_type(media_type) -> bool``
+    the response's media type (lower case, parameters stripped) is telling on its own (Ollama's
+    ``application/x-ndjson``, Bedrock's ``application/vnd.amazon.eventstream``); most say False.
+``event(event) -> bool``
+    one decoded event is telling (Anthropic's ``message_start``, a Gemini ``candidates`` object).
+    Detection asks every registered protocol, in registry order: URL first, then content type,
+    then the events one by one; the first protocol that says True wins, so keep tests specific.
+``error_event(error: StreamError) -> bytes``
+    the bytes of ONE complete mid-stream error event in this provider's own shape and in
+    ``error.framing`` (an SSE ``event: error`` block, an NDJSON ``{"error": ...}`` line, an
+    eventstream exception frame, a JSON-RPC error ...), ending with ``error.newline`` (``"\\r\\n"``
+    when the served body uses CRLF). :func:`ssemock.faults.error_event` cuts the body after
+    event N and appends these bytes; for a ``json_array`` body ``error.after_first`` says whether
+    an element precedes it (then the bytes start with the separator) and the bytes close the array.
+``http_error(status, message) -> HTTPErrorBody``
+    the body and content type the provider answers ``status`` with before any stream
+    (:func:`ssemock.faults.http_error`); ``message=None``: the provider's usual text.
+``synthesize``
+    optional: a function returning a one-interaction :class:`~ssemock.Cassette` of a realistic
+    stream from the result it must accumulate to, with keyword parameters in the style of
+    :mod:`ssemock.synth` (``text``, ``tool_calls``, ``usage``, ``finish_reason``, ``model``,
+    ``chunk_size``, ``gap``, ``first_token``, ``seed``, ``prompt``, ``url``).
+``sdk_request(base_url, interaction) -> bool``
+    optional: make ``interaction``'s request with the provider's own SDK against the loopback
+    server at ``base_url`` and read the whole stream (how ``python -m ssemock.synth
+    --write-library`` records the shipped cassettes through the real client; import the SDK
+    inside, it is no dependency of ssemock; use fake keys). False: not for this request (a plain
+    httpx client records it instead).
+
+Adding a provider = one module defining ``PROTOCOL`` + its tests (``tests/protocols/test_<name>.py``)
++ a shipped cassette under ``ssemock/cassettes/<provider>/``, and one line in :data:`_MODULES` below.
+Nothing else changes: detection, ``accumulate``, ``error_event`` and ``http_error`` go through
+:func:`get` / :func:`detect` / :func:`for_response`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+from .base import Event, Fold, HTTPErrorBody, ProtocolError, StreamError
+
+__all__ = ["Protocol", "StreamError", "HTTPErrorBody", "all_protocols", "detect", "for_response", "get",
+           "names"]
+
+
+def _never(_: Any) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One provider API: its framing, reference accumulator, detection and error shapes."""
+
+    name: str
+    framing: str
+    fold: type[Fold]
+    error_event: Callable[[StreamError], bytes]
+    http_error: Callable[[int, str | None], HTTPErrorBody]
+    url: Callable[[str], bool] = _never
+    content_type: Callable[[str], bool] = _never
+    event: Callable[[Any], bool] = _never
+    synthesize: Callable[..., Any] | None = field(default=None, compare=False)
+    sdk_request: Callable[[str, Any], bool] | None = field(default=None, compare=False)
+
+
+#: The registry: module names under ssemock.protocols, in detection order (more specific first).
+_MODULES = (
+    "openai_chat", "openai_responses", "anthropic_messages", "ollama_chat", "gemini", "cohere",
+)
+
+_loaded: dict[str, Protocol] = {}
+
+
+def all_protocols() -> list[Protocol]:
+    """Every registered protocol, in detection order (modules are imported on first use)."""
+    if len(_loaded) < len(_MODULES):
+        for module in _MODULES:
+            if module not in _loaded:
+                _loaded[module] = importlib.import_module(f"{__name__}.{module}").PROTOCOL
+    return [_loaded[module] for module in _MODULES]
+
+
+def names() -> tuple[str, ...]:
+    """The registered protocol names."""
+    return tuple(p.name for p in all_protocols())
+
+
+def get(name: str) -> Protocol:
+    """The protocol called ``name``; ProtocolError naming the known ones otherwise."""
+    for protocol in all_protocols():
+        if protocol.name == name:
+            return protocol
+    raise ProtocolError(f"unknown protocol {name!r}; known: {', '.join(names())}")
+
+
+def _media(content_type: str | None) -> str:
+    return (content_type or "").split(";")[0].strip().lower()
+
+
+def detect(events: Iterable[Event] = (), *, url: str | None = None,
+           content_type: str | None = None) -> Protocol | None:
+    """The protocol of a stream from its URL, else content type, else its first telling event."""
+    protocols = all_protocols()
+    if url:
+        for protocol in protocols:
+            if protocol.url(url):
+                return protocol
+    media = _media(content_type)
+    if media:
+        for protocol in protocols:
+            if protocol.content_type(media):
+                return protocol
+    for event in events:
+        for protocol in protocols:
+            if protocol.event(event):
+                return protocol
+    return None
+
+
+def for_response(url: str, headers: Iterable[tuple[str, str]] | Mapping[str, str],
+                 body: bytes = b"") -> Protocol | None:
+    """The protocol of a served response, from its URL, content type and decoded body (for faults)."""
+    from .. import framing
+
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    content_type = next((v for k, v in pairs if k.lower() == "content-type"), "")
+    found = detect(url=url, content_type=content_type)
+    if found is None and body:
+        try:
+            found = detect(framing.decode(body, content_type), content_type=content_type)
+        except ValueError:
+            found = None
+    return found
+
+
+def _path(url: str) -> str:
+    """The URL's path without a trailing slash (helpers for ``url`` detectors)."""
+    return urlsplit(url).path.rstrip("/")

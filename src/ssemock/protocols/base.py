@@ -1,0 +1,306 @@
+"""The shared shapes of every protocol: the accumulated result, the fold base, error shapes.
+
+A protocol module's reference accumulator subclasses :class:`Fold`; its result is an
+:class:`Accumulated`. :class:`StreamError` and :class:`HTTPErrorBody` are what a protocol's
+``error_event`` and ``http_error`` take and give (see :mod:`ssemock.protocols`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeAlias
+
+import orjson
+
+from ..sse import ServerSentEvent
+
+__all__ = [
+    "JSON", "Accumulated", "Choice", "Event", "Fold", "HTTPErrorBody", "ProtocolError", "StreamError",
+    "ToolCall", "TypedFold", "error_of", "excerpt", "obj", "seq", "string",
+]
+
+JSON: TypeAlias = dict[str, Any]
+Event: TypeAlias = ServerSentEvent | Mapping[str, Any] | Any
+
+
+class ProtocolError(ValueError):
+    """The stream cannot be folded: unknown protocol, or input no server of it could send."""
+
+    def __init__(self, message: str, *, protocol: str | None = None, index: int | None = None):
+        super().__init__(message)
+        self.protocol = protocol
+        self.index = index
+
+
+@dataclass
+class ToolCall:
+    """One tool call; ``arguments`` is the JSON text as streamed, concatenated.
+
+    ``index`` is the wire index for openai.chat, elsewhere the call's position in the message.
+    """
+
+    index: int
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+    type: str = "function"
+
+    @property
+    def parsed_arguments(self) -> Any:
+        """The arguments decoded: ``{}`` when none were streamed, None when not valid JSON."""
+        if not self.arguments:
+            return {}
+        try:
+            return orjson.loads(self.arguments)
+        except orjson.JSONDecodeError:
+            return None
+
+    def to_dict(self) -> JSON:
+        """Plain JSON-able form, with the arguments both as streamed and parsed."""
+        return {
+            "index": self.index, "id": self.id, "type": self.type, "name": self.name,
+            "arguments": self.arguments, "parsed_arguments": self.parsed_arguments,
+        }
+
+
+@dataclass
+class Choice:
+    """One completion choice (a single one for every protocol but openai.chat with ``n > 1``)."""
+
+    index: int
+    text: str = ""
+    refusal: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    thinking: str = ""
+    signature: str = ""
+
+    def to_dict(self) -> JSON:
+        """Plain JSON-able form."""
+        return {
+            "index": self.index, "text": self.text, "refusal": self.refusal,
+            "thinking": self.thinking, "signature": self.signature,
+            "tool_calls": [call.to_dict() for call in self.tool_calls],
+            "finish_reason": self.finish_reason,
+        }
+
+
+@dataclass
+class Accumulated:
+    """The final message a stream spells; the per-message shortcuts read choice 0.
+
+    ``complete`` says the protocol's terminator was seen; ``error`` holds a mid-stream error.
+    """
+
+    protocol: str
+    choices: list[Choice] = field(default_factory=list)
+    usage: JSON | None = None
+    error: JSON | None = None
+    complete: bool = False
+    citations: list[Any] = field(default_factory=list)
+    id: str = ""
+    model: str = ""
+
+    @property
+    def _main(self) -> Choice:
+        return next((c for c in self.choices if c.index == 0), Choice(0))
+
+    @property
+    def text(self) -> str:
+        """Choice 0's text ("" when there is none)."""
+        return self._main.text
+
+    @property
+    def refusal(self) -> str:
+        """Choice 0's refusal text."""
+        return self._main.refusal
+
+    @property
+    def thinking(self) -> str:
+        """Choice 0's reasoning text (Anthropic thinking, reasoning summaries, Ollama thinking)."""
+        return self._main.thinking
+
+    @property
+    def signature(self) -> str:
+        """Choice 0's thinking signature (Anthropic)."""
+        return self._main.signature
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """Choice 0's tool calls, in order."""
+        return self._main.tool_calls
+
+    @property
+    def finish_reason(self) -> str | None:
+        """Choice 0's finish reason (Anthropic's stop_reason, Ollama's done_reason)."""
+        return self._main.finish_reason
+
+    def to_dict(self) -> JSON:
+        """Plain JSON-able form of everything above."""
+        return {
+            "protocol": self.protocol, "id": self.id, "model": self.model,
+            "text": self.text, "refusal": self.refusal, "thinking": self.thinking,
+            "signature": self.signature, "tool_calls": [call.to_dict() for call in self.tool_calls],
+            "finish_reason": self.finish_reason, "usage": self.usage, "error": self.error,
+            "complete": self.complete, "citations": list(self.citations),
+            "choices": [choice.to_dict() for choice in self.choices],
+        }
+
+
+def obj(value: Any) -> JSON:
+    """``value`` if it is a JSON object, else an empty one (absent and null fields read alike)."""
+    return value if isinstance(value, dict) else {}
+
+
+def seq(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def string(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def error_of(value: Any) -> JSON:
+    """An error payload as a dict (Ollama sends a bare message string)."""
+    return dict(value) if isinstance(value, dict) else {"message": str(value)}
+
+
+def excerpt(text: str, size: int = 40) -> str:
+    return repr(text[:size]) + ("..." if len(text) > size else "")
+
+
+class Fold(ABC):
+    """State shared by every protocol: choices built from keyed text parts and tool calls.
+
+    Text arrives as parts keyed by (block, part) index and is joined in key order at the end,
+    so a message's blocks read in their order even when their deltas interleave.
+    """
+
+    protocol: ClassVar[str]
+    container: ClassVar[str] = "block"  # what an opened index is called in errors
+
+    def __init__(self) -> None:
+        self.at = 0  # position of the event being fed, for errors
+        self.result = Accumulated(self.protocol)
+        self._choices: dict[int, Choice] = {}
+        self._parts: dict[tuple[int, str], dict[tuple[int, int], list[str]]] = {}
+        self._tools: dict[tuple[int, Any], ToolCall] = {}  # (choice, sortable key)
+        self._opened: dict[int, str] = {}
+
+    @abstractmethod
+    def feed(self, event: Event) -> None:
+        """Fold one event."""
+
+    def finish(self) -> Accumulated:
+        """The result, with text joined and tool calls attached in order."""
+        for (index, name), parts in self._parts.items():
+            text = "".join(piece for _, pieces in sorted(parts.items()) for piece in pieces)
+            setattr(self._choices[index], name, text)
+        for (index, _), call in sorted(self._tools.items()):
+            self._choices[index].tool_calls.append(call)
+        self.result.choices = [self._choices[index] for index in sorted(self._choices)]
+        return self.result
+
+    def fail(self, problem: str) -> ProtocolError:
+        return ProtocolError(
+            f"{self.protocol}: event {self.at}: {problem}", protocol=self.protocol, index=self.at
+        )
+
+    def choice(self, index: int) -> Choice:
+        return self._choices.setdefault(index, Choice(index))
+
+    def add(self, name: str, text: str, *, choice: int = 0, key: tuple[int, int] = (0, 0)) -> None:
+        """Append ``text`` to the choice's field ``name`` (text, refusal, thinking, signature)."""
+        self.choice(choice)
+        if text:
+            self._parts.setdefault((choice, name), {}).setdefault(key, []).append(text)
+
+    def tool(self, key: Any, *, choice: int = 0, index: int | None = None,
+             type: str = "function") -> ToolCall:
+        """The tool call under ``key``, created on first use (``index``: default its position)."""
+        self.choice(choice)
+        if (choice, key) not in self._tools:
+            position = sum(1 for c, _ in self._tools if c == choice)
+            self._tools[choice, key] = ToolCall(position if index is None else index, type=type)
+        return self._tools[choice, key]
+
+    def identify(self, message: Mapping[str, Any]) -> None:
+        """Take the message id and model; the first non-empty value wins."""
+        self.result.id = self.result.id or string(message.get("id"))
+        self.result.model = self.result.model or string(message.get("model"))
+
+    def need_int(self, obj: JSON, key: str, what: str) -> int:
+        value = obj.get(key)
+        if not isinstance(value, int) or isinstance(value, bool):
+            found = excerpt(orjson.dumps(obj).decode(), 80)
+            raise self.fail(f"{what} has no integer {key!r}: {found}")
+        return value
+
+    def open(self, index: int, kind: str) -> None:
+        """Start the content block / output item ``index``."""
+        if index in self._opened:
+            raise self.fail(f"{self.container} {index} started twice")
+        self._opened[index] = kind
+
+    def expect(self, index: int, what: str, kinds: tuple[str, ...] | None = None) -> str:
+        """The kind of the started block ``index``, which must be one of ``kinds``."""
+        kind = self._opened.get(index)
+        if kind is None:
+            raise self.fail(f"{what} for {self.container} {index}, which never started")
+        if kinds is not None and kind not in kinds:
+            raise self.fail(f"{what} for {self.container} {index}, a {kind!r} {self.container}")
+        return kind
+
+    def sse(self, event: Event) -> ServerSentEvent:
+        if not isinstance(event, ServerSentEvent):
+            raise self.fail(f"expected a ServerSentEvent, got {type(event).__name__}")
+        return event
+
+    def json_object(self, data: str) -> JSON:
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise self.fail(f"data is not JSON: {excerpt(data)}") from None
+        if not isinstance(value, dict):
+            raise self.fail(f"data is not a JSON object: {excerpt(data)}")
+        return value
+
+
+class TypedFold(Fold):
+    """SSE protocols whose data is a JSON object carrying its event ``type``."""
+
+    def feed(self, event: Event) -> None:
+        sse = self.sse(event)
+        payload = self.json_object(sse.data)
+        self.on(string(payload.get("type")) or sse.event, payload)
+
+    @abstractmethod
+    def on(self, kind: str, payload: JSON) -> None:
+        """Fold one event of type ``kind``."""
+
+
+@dataclass(frozen=True)
+class StreamError:
+    """A mid-stream error to write in a protocol's own shape (``faults.error_event``).
+
+    ``kind``: the provider's error type (``"overloaded_error"``, ``"server_error"``, ...);
+    ``message``: its text; ``framing``: the framing of the body it goes into; ``newline``:
+    the body's line ending (``"\r\n"`` for CRLF streams); ``after_first``: for a JSON array
+    body, whether an element precedes the error (then it starts with the separator).
+    """
+
+    kind: str
+    message: str
+    framing: str = "sse"
+    newline: str = "\n"
+    after_first: bool = True
+
+
+@dataclass(frozen=True)
+class HTTPErrorBody:
+    """The body a provider answers an HTTP error with, and its content type."""
+
+    body: bytes
+    content_type: str = "application/json"
