@@ -565,7 +565,9 @@ def _headers_from_json(value: Any, where: str) -> Headers:
     return out
 
 
-_BODY = "\x00ssemock:body\x00"  # stands for a text body while the rest is laid out
+# stands for a text body while the rest is laid out: random per process, so no header, URL or
+# body a cassette holds can be taken for it
+_BODY = f"\x00ssemock:body:{secrets.token_hex(16)}\x00"
 _BODY_JSON = orjson.dumps(_BODY)
 
 
