@@ -234,3 +234,29 @@ def test_bytewise_async_replay_is_lazy_and_complete(timing: str) -> None:
         part = anyio.run(main, 1000)
         assert len(part) == 1000 and set(map(len, part)) == {1} and not player.plays[0].stream.consumed
         assert b"".join(anyio.run(main, None)) == BIG and player.plays[1].stream.consumed
+
+
+def test_check_keeps_only_the_runs_of_the_test_and_names_transform_and_faults() -> None:
+    """The search's own runs are no plays of the test: one unconsumed stream to warn of, not one per attempt."""
+    cassette = ssemock.Cassette()
+    cassette.add("GET", URL, [b"data: \xe4\xb8\x96\n\n", b"data: 2\n\n", b"data: 3\n\n"])
+
+    def half_read_then_fail() -> None:
+        with httpx.Client() as client, client.stream("GET", URL) as r:
+            first = next(r.iter_raw())
+            first.decode("utf-8")  # a client that decodes each chunk on its own
+
+    with ssemock.replay(cassette, chunking="mid_utf8", transform="crlf",
+                        faults=["stall:before_event=2,seconds=0.001"]) as player:
+        with pytest.raises(ssemock.StreamAssertionError) as info:
+            player.check(half_read_then_fail)
+    assert len(player.plays) == 1 and len(player.unconsumed()) == 1
+    message = str(info.value)
+    assert 'transform="crlf"' in message and "faults=['stall:before_event=2,seconds=0.001']" in message
+
+
+def test_a_misspelt_option_is_a_type_error() -> None:
+    with pytest.raises(TypeError, match="chunkng"):
+        ssemock.replay(ssemock.Cassette(), chunkng="mid_line")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="recod_mode"):
+        ssemock.use_cassette("x.json", recod_mode="once")  # type: ignore[call-arg]
