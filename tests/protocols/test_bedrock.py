@@ -24,6 +24,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 import ssemock
+from ssemock import synth
 from ssemock.cassette import Interaction, Request, Response
 from ssemock.framing import eventstream as es
 from ssemock.protocols import bedrock
@@ -36,6 +37,8 @@ PROMPT = "What's the weather in Tokyo? Answer in Japanese."
 TEXT = "東京の天気を調べますね。🌤 Let me check — one moment."
 CALL = {"name": "get_weather", "arguments": {"city": "東京", "unit": "celsius"}, "id": "tooluse_WeatherTokyo01"}
 TRANSFORMS = ["none", "crlf", "cr", "keepalive", "no_space"]
+SOURCE = ("synthesized by ssemock.protocols.bedrock from Bedrock's documented ConverseStream format; "
+          "recorded with boto3 through a loopback server; not captured from the real service")
 
 
 def _synthesized() -> Interaction:
@@ -57,7 +60,8 @@ def _app(holder: dict[str, Interaction]) -> Starlette:
                 last = at
                 yield chunk
 
-        headers = {k: v for k, v in response.headers if k != "content-type"}
+        headers = {k: v for k, v in response.headers if k not in ("content-type", synth.SOURCE_HEADER)}
+        headers[synth.SOURCE_HEADER] = SOURCE
         return StreamingResponse(body(), status_code=response.status, headers=headers,
                                  media_type=response.header("content-type"))
 
@@ -150,10 +154,10 @@ def _reference(result: Accumulated) -> dict[str, Any]:
 def test_boto3_records_the_frames_the_server_wrote(recorded: tuple[Path, list[dict[str, Any]]]) -> None:
     path, live = recorded
     (x,) = ssemock.Cassette.load(path).interactions
-    synth = _synthesized()
-    assert x.response.chunks == synth.response.chunks and x.response.complete
+    made = _synthesized()
+    assert x.response.chunks == made.response.chunks and x.response.complete
     assert x.request.url == bedrock.URL.format(model=MODEL.replace(":", "%3A"))
-    assert x.response.header("content-type") == es.CONTENT_TYPE
+    assert x.response.header("content-type") == es.CONTENT_TYPE and x.response.header(synth.SOURCE_HEADER) == SOURCE
     assert dict(x.request.headers)["authorization"] == "REDACTED"
     assert [next(iter(e)) for e in live][:2] == ["messageStart", "contentBlockDelta"]
     assert _client_side(live) == {"text": TEXT, "calls": [{"id": CALL["id"], "name": CALL["name"],

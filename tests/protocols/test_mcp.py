@@ -28,11 +28,14 @@ from ssemock.cassette import Request, Response
 from ssemock.protocols import mcp
 from ssemock.protocols.base import StreamError
 from ssemock.sse import decode
+from ssemock.synth import SOURCE_HEADER
 
 SHIPPED = Path(mcp.__file__).parents[1] / "cassettes" / "mcp"
 URL = "http://127.0.0.1:8000/mcp"  # where the recorded requests are said to go (the port varies)
 TRANSFORMS = ["none", "crlf", "cr", "keepalive", "no_space"]
 MODES = ["legacy", "2026-07-28"]
+SOURCE = ("recorded from an MCPServer of the mcp SDK through the SDK's Streamable HTTP client on a loopback "
+          "server; not captured from a production server")
 
 
 def _server() -> MCPServer:
@@ -101,8 +104,10 @@ async def _failing_call(url: str, mode: str) -> MCPError:
 
 
 def _redact(response: Response) -> Response:
+    """The session id redacted (the scan refuses it otherwise), per-run headers dropped, and how
+    it was made said."""
     response.headers = [(k, "REDACTED" if k == "mcp-session-id" else v) for k, v in response.headers
-                        if k not in ("date", "server")]
+                        if k not in ("date", "server")] + [(SOURCE_HEADER, SOURCE)]
     return response
 
 
@@ -183,6 +188,7 @@ def test_the_sdk_session_is_recorded_with_its_streams(recorded: dict[str, tuple[
     assert call.response.header("content-type") == "text/event-stream"
     assert len(decode([call.response.body])) == 4  # three progress notifications, then the result
     assert len(call.response.chunks) == 4  # the server wrote them apart
+    assert all(x.response.header(SOURCE_HEADER) == SOURCE for x in interactions)
     if mode == "legacy":  # the session: the initialize response names it, every later request echoes it
         assert methods[0] == "initialize"
         assert mcp.session_id(interactions[0].response.headers) == "REDACTED"
