@@ -318,7 +318,7 @@ def test_ollama_lines() -> None:
 # -- writes and times --------------------------------------------------------------------------
 
 def test_writes_group_events_and_sometimes_cut_mid_line() -> None:
-    for name in cassettes.names():
+    for name in sorted(synth.LIBRARY):
         x = synth.library_cassette(name).interactions[0]
         assert b"".join(x.response.chunks) == x.response.body
     x = synth.openai_chat("A longer text, so that there are plenty of events to group. " * 3).interactions[0]

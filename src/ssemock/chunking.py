@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import overload
 
 from ._names import unknown
+from .framing.eventstream import frame_ends, is_eventstream
 
 __all__ = [
     "ALL", "At", "Chunking", "Regular", "Slices", "at", "as_recorded", "bytewise", "coalesced", "fixed", "get",
@@ -182,10 +183,13 @@ def _coalesced(body: bytes, recorded: Sequence[int]) -> Ends:
 
 
 def event_ends(body: bytes, sse: bool | None = None) -> Ends:
-    """End offset of every SSE event (after its blank line), or of every line for JSON lines.
+    """End offset of every SSE event (after its blank line), or of every line for JSON lines,
+    or of every frame of a binary AWS eventstream body (Bedrock), known by its first prelude.
 
     ``sse=None`` guesses: SSE when the body has a blank line.
     """
+    if sse is not True and is_eventstream(body):
+        return frame_ends(body)
     ends = _blank_line_ends(body) if sse is not False else []
     if not ends and sse is not True:
         ends = [m.end() for m in re.finditer(rb"\n", body)]

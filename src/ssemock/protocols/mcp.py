@@ -1,0 +1,275 @@
+"""``mcp``: Model Context Protocol JSON-RPC 2.0 messages over HTTP.
+
+Streamable HTTP: each client message is a ``POST`` to one endpoint (by convention ``/mcp``); a
+request is answered by a JSON body (``application/json``, one message) or an SSE stream
+(``event: message`` blocks whose data is one JSON-RPC message: notifications such as
+``notifications/progress``, requests to the client, then the response). A ``GET`` opens a
+stream for server-initiated messages. The session is the ``Mcp-Session-Id`` response header of
+``initialize``, echoed on every later request. The legacy HTTP+SSE transport opens a ``GET``
+stream first, whose ``event: endpoint`` names the URL to POST to; every response then arrives on
+that stream, correlated by id alone (see :func:`deliverable`).
+
+The reference fold reads SSE events (or parsed JSON bodies) and gives an :class:`McpResult`: the
+results and errors by request id, notifications and server requests in order, the text content of
+the results; ``complete`` when at least one response arrived. A message that is no JSON-RPC 2.0
+(no ``jsonrpc: "2.0"``, a response with both ``result`` and ``error``, one id answered twice) is a
+:class:`~ssemock.protocols.base.ProtocolError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import orjson
+
+from ..cassette import Cassette
+from ..chunking import event_ends
+from ..sse import ServerSentEvent, decode
+from . import Protocol, _path
+from .base import JSON, Accumulated, Event, Fold, HTTPErrorBody, StreamError, excerpt, obj, seq, string
+
+__all__ = ["PROTOCOL", "McpResult", "RequestId", "deliverable", "message", "request_ids", "session_id", "synthesize"]
+
+RequestId: TypeAlias = str | int
+SESSION_HEADER = "mcp-session-id"
+
+# JSON-RPC error codes (https://www.jsonrpc.org/specification#error_object)
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
+_KINDS = {"parse_error": PARSE_ERROR, "invalid_request": INVALID_REQUEST, "invalid_request_error": INVALID_REQUEST,
+          "method_not_found": METHOD_NOT_FOUND, "invalid_params": INVALID_PARAMS, "internal_error": INTERNAL_ERROR,
+          "server_error": INTERNAL_ERROR, "api_error": INTERNAL_ERROR, "overloaded_error": INTERNAL_ERROR}
+_MESSAGES = {PARSE_ERROR: "Parse error", INVALID_REQUEST: "Invalid request", METHOD_NOT_FOUND: "Method not found",
+             INVALID_PARAMS: "Invalid params", INTERNAL_ERROR: "Internal error"}
+# HTTP status -> (JSON-RPC code, message) as the mcp SDK's Streamable HTTP server answers
+_HTTP = {400: (INVALID_REQUEST, "Bad Request: Missing session ID"),
+         404: (INVALID_REQUEST, "Not Found: Invalid or expired session ID"),
+         405: (INVALID_REQUEST, "Method Not Allowed"),
+         406: (INVALID_REQUEST, "Not Acceptable: Client must accept both application/json and text/event-stream"),
+         409: (INVALID_REQUEST, "Conflict: Only one SSE stream is allowed per session"),
+         415: (INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"),
+         500: (INTERNAL_ERROR, "Error handling POST request")}
+
+
+@dataclass
+class McpResult(Accumulated):
+    """What an MCP stream spells: responses by request id, and the messages in between.
+
+    ``text`` is the text content of the results (a ``tools/call`` result's ``content`` items of
+    type ``text``), ``error`` the first JSON-RPC error, ``endpoint`` the legacy transport's
+    POST URL."""
+
+    results: dict[RequestId, Any] = field(default_factory=dict)
+    errors: dict[RequestId | None, JSON] = field(default_factory=dict)
+    notifications: list[JSON] = field(default_factory=list)
+    requests: list[JSON] = field(default_factory=list)
+    endpoint: str = ""
+
+    def to_dict(self) -> JSON:
+        """Plain JSON-able form (ids as they were sent: numbers stay numbers)."""
+        return {**super().to_dict(), "results": [[k, v] for k, v in self.results.items()],
+                "errors": [[k, v] for k, v in self.errors.items()], "notifications": list(self.notifications),
+                "requests": list(self.requests), "endpoint": self.endpoint}
+
+
+class _McpFold(Fold):
+    """JSON-RPC messages, one per SSE ``message`` event (a batch array too), or parsed JSON bodies."""
+
+    protocol = "mcp"
+    result: McpResult
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.result = McpResult(self.protocol)
+
+    def feed(self, event: Event) -> None:
+        if isinstance(event, ServerSentEvent):
+            if event.event == "endpoint":
+                self.result.endpoint = event.data
+                return
+            if event.event != "message" or not event.data:
+                return  # priming events (an id, no data) and unknown event types
+            try:
+                value = orjson.loads(event.data)
+            except orjson.JSONDecodeError:
+                raise self.fail(f"data is not JSON: {excerpt(event.data)}") from None
+        else:
+            value = event
+        for item in value if isinstance(value, list) else [value]:
+            self.message(item)
+
+    def message(self, item: Any) -> None:
+        if not isinstance(item, Mapping) or item.get("jsonrpc") != "2.0":
+            raise self.fail(f"not a JSON-RPC 2.0 message: {excerpt(orjson.dumps(item).decode(), 80)}")
+        has_id, ident = "id" in item, item.get("id")
+        if "method" in item:
+            entry = {"method": string(item["method"]), "params": item.get("params")}
+            if has_id:
+                self.result.requests.append({"id": ident, **entry})
+            else:
+                self.result.notifications.append(entry)
+            return
+        if "result" in item and "error" in item or not has_id:
+            raise self.fail(f"a response needs an id and one of result / error: {excerpt(orjson.dumps(item).decode())}")
+        if ident in self.result.results or ident in self.result.errors:
+            raise self.fail(f"request id {ident!r} is answered twice")
+        if "error" in item:
+            error = obj(item["error"])
+            self.result.errors[ident] = error
+            self.result.error = self.result.error or error
+        elif "result" in item:
+            if not isinstance(ident, (str, int)):
+                raise self.fail(f"a result for id {ident!r}: a result answers a request by its id")
+            self.result.results[ident] = item["result"]
+            self.choice(0)
+            for k, content in enumerate(seq(obj(item["result"]).get("content"))):
+                if obj(content).get("type") == "text":
+                    self.add("text", string(content.get("text")), key=(len(self.result.results), k))
+        else:
+            raise self.fail(f"a message with neither method, result nor error: {excerpt(orjson.dumps(item).decode())}")
+
+    def finish(self) -> Accumulated:
+        self.result.complete = bool(self.result.results or self.result.errors)
+        return super().finish()
+
+
+def message(payload: Mapping[str, Any], *, newline: str = "\n", event_id: str | None = None) -> bytes:
+    """One JSON-RPC message as the SDK's server writes it on an SSE stream (``event: message``)."""
+    head = f"id: {event_id}{newline}" if event_id is not None else ""
+    data = orjson.dumps({"jsonrpc": "2.0", **payload}).decode()
+    return f"event: message{newline}{head}data: {data}{newline}{newline}".encode()
+
+
+def _error(kind: str, text: str, ident: RequestId | None, newline: str = "\n") -> bytes:
+    code = _KINDS.get(kind, INTERNAL_ERROR)
+    return message({"id": ident, "error": {"code": code, "message": text or _MESSAGES[code]}}, newline=newline)
+
+
+def error_event(error: StreamError) -> bytes:
+    """A JSON-RPC error response as an SSE ``message`` event. Its id is ``error.request_id`` when
+    the StreamError carries one, else null (the mcp SDK's client gives a POST stream's response the
+    id of the POST's request either way)."""
+    return _error(error.kind, error.message, getattr(error, "request_id", None), error.newline)
+
+
+def http_error(status: int, message: str | None) -> HTTPErrorBody:
+    """A JSON-RPC error body with a null id, as the mcp SDK's Streamable HTTP server answers."""
+    code, text = _HTTP.get(status, (INTERNAL_ERROR if status >= 500 else INVALID_REQUEST, f"HTTP {status}"))
+    return HTTPErrorBody(orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message or text}}))
+
+
+def request_ids(body: bytes | None) -> list[RequestId]:
+    """The JSON-RPC ids of the requests in a POST body (one message or a batch; notifications
+    and responses have none): what a server-push stream may answer once this POST is made."""
+    try:
+        value = orjson.loads(body or b"null")
+    except orjson.JSONDecodeError:
+        return []
+    return [item["id"] for item in (value if isinstance(value, list) else [value])
+            if isinstance(item, Mapping) and "method" in item and isinstance(item.get("id"), (str, int))]
+
+
+def session_id(headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> str | None:
+    """The ``Mcp-Session-Id`` of a response's (or request's) headers."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    return next((v for k, v in pairs if k.lower() == SESSION_HEADER), None)
+
+
+def _answers(data: str) -> tuple[list[RequestId], list[RequestId]]:
+    """(ids answered, progress tokens) of one SSE event's data."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return [], []
+    answered, tokens = [], []
+    for item in value if isinstance(value, list) else [value]:
+        item = obj(item)
+        if "method" not in item and isinstance(item.get("id"), (str, int)):
+            answered.append(item["id"])
+        elif item.get("method") == "notifications/progress":
+            token = obj(item.get("params")).get("progressToken")
+            if isinstance(token, (str, int)):
+                tokens.append(token)
+    return answered, tokens
+
+
+def deliverable(body: bytes, requested: Iterable[RequestId]) -> int:
+    """How many bytes of a recorded server-push stream (the legacy transport's GET stream, or any
+    GET stream) may be delivered once the requests with ids ``requested`` have been made.
+
+    Events are delivered in recorded order; the first that answers a request not yet made (a
+    response with its id, or a progress notification whose token is the id of such a request)
+    holds it and everything after it. The offset is an event boundary (the whole body when
+    nothing is held)."""
+    made = set(requested)
+    starts = [0, *event_ends(body, sse=True)]
+    events = [(a, b) for a, b in zip(starts, starts[1:])]
+    pending: set[RequestId] = set()
+    parsed = []
+    for a, b in events:
+        answered, tokens = [], []
+        for sse_event in decode([body[a:b]]):
+            got = _answers(sse_event.data)
+            answered += got[0]
+            tokens += got[1]
+        parsed.append((a, answered, tokens))
+        pending.update(i for i in answered if i not in made)
+    for start, answered, tokens in parsed:
+        if any(i not in made for i in answered) or any(t in pending for t in tokens):
+            return start
+    return len(body)
+
+
+def _is_mcp(url: str) -> bool:
+    return _path(url).rsplit("/", 1)[-1] == "mcp"
+
+
+def _telling(event: Any) -> bool:
+    if isinstance(event, ServerSentEvent):
+        if event.event == "endpoint":
+            return True
+        try:
+            event = orjson.loads(event.data)
+        except orjson.JSONDecodeError:
+            return False
+    first = event[0] if isinstance(event, list) and event else event
+    return isinstance(first, Mapping) and first.get("jsonrpc") == "2.0"
+
+
+def synthesize(text: str = "", *, progress: int = 0, error: str | None = None, request_id: RequestId = 1,
+               tool: str = "tool", arguments: Mapping[str, Any] | None = None, session: str | None = None,
+               gap: float = 0.03, first_token: float = 0.05, seed: int = 0, url: str | None = None) -> Cassette:
+    """A Streamable HTTP ``tools/call`` POST answered by an SSE stream: ``progress``
+    ``notifications/progress`` messages (token = the request id, as the mcp SDK sends), then the
+    result (``text`` as one text content item) or, with ``error`` (a kind such as
+    ``"invalid_params"``), a JSON-RPC error. ``session``: the ``Mcp-Session-Id`` to send and echo."""
+    from ..synth import SOURCE_HEADER, SYNTH_SOURCE, _check_timing, _Rng, _schedule
+
+    _check_timing(1, gap, first_token)
+    rng = _Rng(seed)
+    events = [message({"method": "notifications/progress", "params": {
+        "progressToken": request_id, "progress": k + 1, "total": progress, "message": f"step {k + 1}"}})
+        for k in range(progress)]
+    if error is not None:
+        events.append(_error(error, "", request_id))
+    else:
+        events.append(message({"id": request_id, "result": {"content": [{"type": "text", "text": text}],
+                                                            "isError": False}}))
+    chunks, times = _schedule(events, rng.writes, first_token=first_token, gap=gap)
+    headers = {"content-type": "text/event-stream", "cache-control": "no-cache, no-transform",
+               SOURCE_HEADER: SYNTH_SOURCE}
+    request_headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    if session is not None:
+        headers[SESSION_HEADER] = request_headers[SESSION_HEADER] = session
+    cassette = Cassette()
+    cassette.add("POST", url or "http://127.0.0.1:8000/mcp", chunks, times=times, headers=headers,
+                 request_headers=request_headers,
+                 request_json={"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                               "params": {"name": tool, "arguments": dict(arguments or {}),
+                                          **({"_meta": {"progressToken": request_id}} if progress else {})}})
+    return cassette
+
+
+PROTOCOL = Protocol(name="mcp", framing="sse", fold=_McpFold, error_event=error_event, http_error=http_error,
+                    url=_is_mcp, event=_telling, synthesize=synthesize)

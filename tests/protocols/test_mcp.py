@@ -1,0 +1,338 @@
+"""mcp through the mcp SDK's Streamable HTTP client against an MCPServer (the SDK's FastMCP) on
+loopback: recorded (with a session, and in the stateless 2026 protocol), replayed under every
+chunking x transform, the reference fold equal to what the SDK built, errors in JSON-RPC's shape,
+and the legacy transport's GET stream held back until the POSTs it answers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import mcp_types
+import orjson
+import pytest
+import uvicorn
+from mcp import Client
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
+
+import ssemock
+from ssemock.cassette import Request, Response
+from ssemock.protocols import mcp
+from ssemock.protocols.base import StreamError
+from ssemock.sse import decode
+from ssemock.synth import SOURCE_HEADER
+
+SHIPPED = Path(mcp.__file__).parents[1] / "cassettes" / "mcp"
+URL = "http://127.0.0.1:8000/mcp"  # where the recorded requests are said to go (the port varies)
+TRANSFORMS = ["none", "crlf", "cr", "keepalive", "no_space"]
+MODES = ["legacy", "2026-07-28"]
+SOURCE = ("recorded from an MCPServer of the mcp SDK through the SDK's Streamable HTTP client on a loopback "
+          "server; not captured from a production server")
+
+
+def _server() -> MCPServer:
+    server = MCPServer("weather")
+
+    @server.tool()
+    async def forecast(city: str, days: int, ctx: Context) -> str:
+        """A forecast, reporting progress day by day."""
+        for day in range(days):
+            await ctx.report_progress(day + 1, days, f"{city}: day {day + 1} 🌤")
+            await asyncio.sleep(0.01)
+        return f"{city}: sunny for {days} days — 晴れ"
+
+    @server.tool()
+    def broken(x: int) -> str:
+        """Always fails (a tool error: a result with isError)."""
+        raise ValueError("the weather station is down")
+
+    return server
+
+
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    """The MCP server on loopback (uvicorn with its lifespan on: the session manager runs there)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(_server().streamable_http_app(), log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server.should_exit = True
+    thread.join(timeout=5)
+    sock.close()
+
+
+async def _session(url: str, mode: str) -> dict[str, Any]:
+    """What a client does and gets: the tools, a streamed call with progress, a tool error, a
+    JSON-RPC error."""
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    async with Client(url, mode=mode) as client:
+        tools = await client.list_tools()
+        called = await client.call_tool("forecast", {"city": "Tokyo", "days": 3}, progress_callback=on_progress)
+        broken = await client.call_tool("broken", {"x": 1})
+        with pytest.raises(MCPError) as error:
+            await client.read_resource("weather://nowhere")
+    return {"tools": tools, "called": called, "broken": broken, "progress": progress, "error": error.value}
+
+
+async def _failing_call(url: str, mode: str) -> MCPError:
+    """The MCPError the streamed tool call raises (caught inside the client's task group)."""
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        pass
+
+    async with Client(url, mode=mode) as client:
+        await client.list_tools()
+        with pytest.raises(MCPError) as info:
+            await client.call_tool("forecast", {"city": "Tokyo", "days": 3}, progress_callback=on_progress)
+    return info.value
+
+
+def _redact(response: Response) -> Response:
+    """The session id redacted (the scan refuses it otherwise), per-run headers dropped, and how
+    it was made said."""
+    response.headers = [(k, "REDACTED" if k == "mcp-session-id" else v) for k, v in response.headers
+                        if k not in ("date", "server")] + [(SOURCE_HEADER, SOURCE)]
+    return response
+
+
+def _fixed_url(request: Request) -> Request:
+    headers = [(k, v) for k, v in request.headers if k not in ("host", "user-agent")]
+    return Request(request.method, URL, headers, request.body)
+
+
+@pytest.fixture(scope="module")
+def recorded(base: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict[str, Any]]]:
+    out = {}
+    for mode in MODES:
+        path = tmp_path_factory.mktemp("mcp") / f"{mode}.json"
+        with ssemock.use_cassette(path, record_mode="all", before_record_request=_fixed_url,
+                                  before_record_response=_redact):
+            live = asyncio.run(_session(f"{base}/mcp", mode))
+        out[mode] = (path, live)
+    return out
+
+
+def _fold(events: list[Any]) -> mcp.McpResult:
+    """The reference fold, as ssemock.accumulate(events, "mcp") runs it."""
+    fold = mcp.PROTOCOL.fold()
+    for position, event in enumerate(events):
+        fold.at = position
+        fold.feed(event)
+    result = fold.finish()
+    assert isinstance(result, mcp.McpResult)
+    return result
+
+
+def _events(body: bytes, content_type: str) -> list[Any]:
+    return [orjson.loads(body)] if content_type.startswith("application/json") and body else decode([body])
+
+
+def _reference(bodies: list[tuple[bytes, str]]) -> mcp.McpResult:
+    """One fold over every response served (results and errors by id across the session)."""
+    return _fold([event for body, content_type in bodies for event in _events(body, content_type)])
+
+
+def _served(player: Any) -> list[tuple[bytes, str]]:
+    return [(play.body, play.interaction.response.header("content-type") or "") for play in player.plays]
+
+
+def _recorded_bodies(path: Path) -> list[tuple[bytes, str]]:
+    return [(x.response.body, x.response.header("content-type") or "")
+            for x in ssemock.Cassette.load(path).interactions]
+
+
+def _check_against_sdk(result: mcp.McpResult, live: dict[str, Any]) -> None:
+    """The reference fold equals what the SDK built, read with the SDK's own types."""
+    ids = {name: int(i) for i, name in ((i, _method(r)) for i, r in result.results.items()) if name}
+    assert mcp_types.ListToolsResult.model_validate(result.results[ids["tools"]]) == live["tools"]
+    assert mcp_types.CallToolResult.model_validate(result.results[ids["called"]]) == live["called"]
+    assert mcp_types.CallToolResult.model_validate(result.results[ids["broken"]]) == live["broken"]
+    ((_, error),) = result.errors.items()
+    assert (error["code"], error["message"]) == (live["error"].error.code, live["error"].error.message)
+    progress = [n["params"] for n in result.notifications if n["method"] == "notifications/progress"]
+    assert [(p["progress"], p["total"], p["message"]) for p in progress] == live["progress"]
+    assert "Tokyo: sunny for 3 days — 晴れ" in result.text and result.complete
+
+
+def _method(result: Any) -> str:
+    if "tools" in result:
+        return "tools"
+    text = json.dumps(result, ensure_ascii=False)
+    return "called" if "sunny" in text else "broken" if "Error executing tool broken" in text else ""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_sdk_session_is_recorded_with_its_streams(recorded: dict[str, tuple[Path, dict[str, Any]]],
+                                                      mode: str) -> None:
+    path, live = recorded[mode]
+    interactions = ssemock.Cassette.load(path).interactions
+    methods = [json.loads(x.request.body)["method"] for x in interactions if x.request.body]
+    assert "tools/call" in methods and "resources/read" in methods
+    call = next(x for x in interactions if x.request.body and b'"forecast"' in x.request.body)
+    assert call.response.header("content-type") == "text/event-stream"
+    assert len(decode([call.response.body])) == 4  # three progress notifications, then the result
+    assert len(call.response.chunks) == 4  # the server wrote them apart
+    assert all(x.response.header(SOURCE_HEADER) == SOURCE for x in interactions)
+    if mode == "legacy":  # the session: the initialize response names it, every later request echoes it
+        assert methods[0] == "initialize"
+        assert mcp.session_id(interactions[0].response.headers) == "REDACTED"
+        assert all(mcp.session_id(x.request.headers) == "REDACTED" for x in interactions[1:])
+        assert any(x.request.method == "GET" for x in interactions)  # the server-push stream
+    _check_against_sdk(_reference(_recorded_bodies(path)), live)
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS)
+@pytest.mark.parametrize("chunking", ssemock.chunking.ALL, ids=str)
+@pytest.mark.parametrize("mode", MODES)
+def test_replay_under_every_chunking_and_transform(recorded: dict[str, tuple[Path, dict[str, Any]]], mode: str,
+                                                   chunking: Any, transform: str) -> None:
+    path, live = recorded[mode]
+    with ssemock.use_cassette(path, chunking=chunking, transform=None if transform == "none" else transform) as player:
+        got = asyncio.run(_session(URL, mode))
+    assert {k: v for k, v in got.items() if k != "error"} == {k: v for k, v in live.items() if k != "error"}
+    assert (got["error"].error.code, got["error"].error.message) == (live["error"].error.code,
+                                                                     live["error"].error.message)
+    _check_against_sdk(_reference(_served(player)), got)
+
+
+def test_a_json_rpc_error_event_mid_stream_is_the_sdks_mcp_error(recorded: dict[str, tuple[Path, Any]]) -> None:
+    path, live = recorded["legacy"]
+    cassette = ssemock.Cassette.load(path)
+    call = next(x for x in cassette.interactions if x.request.body and b'"forecast"' in x.request.body)
+    body = call.response.body
+    cut = ssemock.chunking.event_ends(body, sse=True)[0]
+    error = mcp.PROTOCOL.error_event(StreamError(kind="invalid_params", message="days must be <= 2",
+                                                 newline="\r\n"))
+    call.response.body = body[:cut] + error
+    call.response.ends = [cut, len(call.response.body)]
+    call.response.times = call.response.times[:2]
+    with ssemock.replay(cassette, chunking="bytewise", allow_playback_repeats=True):
+        error = asyncio.run(_failing_call(URL, "legacy"))
+    assert (error.error.code, error.error.message) == (mcp.INVALID_PARAMS, "days must be <= 2")
+    result = _fold(decode([call.response.body]))
+    assert result.errors == {None: {"code": -32602, "message": "days must be <= 2"}}
+    assert len(result.notifications) == 1 and result.error == result.errors[None]
+
+
+@pytest.mark.parametrize("status", [404, 500])
+def test_the_http_error_body_is_a_json_rpc_error_the_sdk_reports(recorded: dict[str, tuple[Path, Any]],
+                                                                  status: int) -> None:
+    path, _ = recorded["2026-07-28"]
+    body = mcp.PROTOCOL.http_error(status, None)
+    cassette = ssemock.Cassette.load(path)
+    for x in cassette.interactions:
+        if x.request.body and b'"forecast"' in x.request.body:
+            x.response.status, x.response.headers = status, [("content-type", body.content_type)]
+            x.response.body, x.response.ends, x.response.times = body.body, [len(body.body)], [0.0]
+    with ssemock.replay(cassette, allow_playback_repeats=True):
+        error = asyncio.run(_failing_call(URL, "2026-07-28"))
+    expected = json.loads(body.body)["error"]
+    assert (error.error.code, error.error.message) == (expected["code"], expected["message"])
+
+
+def test_the_fold_correlates_by_id_and_refuses_what_is_not_json_rpc() -> None:
+    events = [{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info"}},
+              {"jsonrpc": "2.0", "id": "s-1", "method": "sampling/createMessage", "params": {}},
+              [{"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "a"}]}},
+               {"jsonrpc": "2.0", "id": "x", "error": {"code": -32601, "message": "Method not found"}}]]
+    result = _fold(events)
+    assert result.results == {7: {"content": [{"type": "text", "text": "a"}]}} and result.text == "a"
+    assert result.errors == {"x": {"code": -32601, "message": "Method not found"}}
+    assert result.requests == [{"id": "s-1", "method": "sampling/createMessage", "params": {}}]
+    assert result.notifications == [{"method": "notifications/message", "params": {"level": "info"}}]
+    with pytest.raises(ValueError, match=r"mcp: event 1: request id 7 is answered twice"):
+        _fold([events[2][0], {"jsonrpc": "2.0", "id": 7, "result": {}}])
+    with pytest.raises(ValueError, match=r"mcp: event 0: not a JSON-RPC 2.0 message"):
+        _fold([{"id": 1, "result": {}}])
+    with pytest.raises(ValueError, match=r"one of result / error"):
+        _fold([{"jsonrpc": "2.0", "id": 1, "result": {}, "error": {}}])
+    assert not _fold([events[0]]).complete
+
+
+def test_detection() -> None:
+    protocol = mcp.PROTOCOL
+    assert protocol.url("http://127.0.0.1:8000/mcp") and protocol.url("https://example.com/api/mcp/")
+    assert not protocol.url("https://api.openai.com/v1/chat/completions")
+    assert not protocol.content_type("text/event-stream")
+    (endpoint, data) = decode([b"event: endpoint\ndata: /messages/?session_id=abc\n\n"
+                               b'event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n'])
+    assert protocol.event(endpoint) and protocol.event(data) and protocol.event({"jsonrpc": "2.0", "id": 1})
+    assert not protocol.event(decode([b'data: {"choices":[]}\n\n'])[0])
+    assert _fold([endpoint]).endpoint == "/messages/?session_id=abc"
+
+
+# -- the legacy transport: a GET stream that answers the POSTs ------------------------------------
+
+LEGACY_GET = (b"event: endpoint\r\ndata: /messages/?session_id=REDACTED\r\n\r\n"
+              + mcp.message({"id": 1, "result": {"protocolVersion": "2025-06-18"}}, newline="\r\n")
+              + mcp.message({"method": "notifications/tools/list_changed"}, newline="\r\n")
+              + mcp.message({"method": "notifications/progress", "params": {"progressToken": 2, "progress": 1}},
+                            newline="\r\n")
+              + mcp.message({"id": 2, "result": {"content": []}}, newline="\r\n")
+              + mcp.message({"id": 3, "error": {"code": -32602, "message": "no"}}, newline="\r\n"))
+
+
+def test_deliverable_holds_each_answer_until_its_request_is_made() -> None:
+    ends = ssemock.chunking.event_ends(LEGACY_GET, sse=True)
+    assert mcp.deliverable(LEGACY_GET, []) == ends[0]  # the endpoint event only
+    assert mcp.deliverable(LEGACY_GET, [1]) == ends[2]  # + the response to 1 and a free notification
+    assert mcp.deliverable(LEGACY_GET, [1, 2]) == ends[4]  # + the progress of 2 and its response
+    assert mcp.deliverable(LEGACY_GET, [1, 2, 3]) == len(LEGACY_GET)
+    assert mcp.deliverable(LEGACY_GET, [3]) == ends[0]  # recorded order is kept: 3 waits behind 1
+    assert mcp.request_ids(b'[{"jsonrpc":"2.0","id":2,"method":"tools/call"},'
+                           b'{"jsonrpc":"2.0","method":"notifications/initialized"}]') == [2]
+    assert mcp.request_ids(b'{"jsonrpc":"2.0","id":"a","method":"ping"}') == ["a"] and mcp.request_ids(b"") == []
+
+
+def test_synthesize_folds_back() -> None:
+    (x,) = mcp.synthesize("done", progress=2, request_id=5, session="sess-test").interactions
+    result = _fold(decode([x.response.body]))
+    assert result.results == {5: {"content": [{"type": "text", "text": "done"}], "isError": False}}
+    assert [n["params"]["progress"] for n in result.notifications] == [1, 2]
+    assert mcp.session_id(x.response.headers) == "sess-test" == mcp.session_id(x.request.headers)
+    (y,) = mcp.synthesize(error="invalid_params", request_id="r").interactions
+    assert _fold(decode([y.response.body])).errors == {"r": {"code": -32602, "message": "Invalid params"}}
+
+
+def _without_times(path: Path) -> Any:
+    """A cassette's document without what varies run to run: arrival times, and whether the empty
+    GET stream (closed by the client at exit) or a POST stream (left once its response is read)
+    was seen to its end."""
+    doc = json.loads(path.read_bytes())
+    for x in doc["interactions"]:
+        x["response"]["chunks"] = [[0, end] for _, end in x["response"]["chunks"]]
+        x["response"].pop("complete", None)
+        x["response"].pop("error", None)
+    return doc
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_shipped_cassettes_are_what_the_sdk_records(recorded: dict[str, tuple[Path, dict[str, Any]]],
+                                                        mode: str) -> None:
+    """Set SSEMOCK_WRITE_CASSETTES=1 to rewrite them from this run's recordings."""
+    path, live = recorded[mode]
+    shipped = SHIPPED / f"streamable_http_{'session' if mode == 'legacy' else 'stateless'}.json"
+    if os.environ.get("SSEMOCK_WRITE_CASSETTES"):
+        shipped.parent.mkdir(parents=True, exist_ok=True)
+        shipped.write_bytes(path.read_bytes())
+    assert _without_times(shipped) == _without_times(path)
+    with ssemock.use_cassette(shipped, chunking="mid_utf8") as player:
+        got = asyncio.run(_session(URL, mode))
+    assert got["called"] == live["called"] and got["progress"] == live["progress"]
+    _check_against_sdk(_reference(_served(player)), got)
