@@ -33,7 +33,8 @@ REQUEST_HEADERS = frozenset({
     "ocp-apim-subscription-key", "x-auth-token", "private-token",
 })
 #: Response headers always redacted, and any ``x-amz-...token...``.
-RESPONSE_HEADERS = frozenset({"set-cookie", "openai-organization", "openai-project", "anthropic-organization-id"})
+RESPONSE_HEADERS = frozenset({"set-cookie", "openai-organization", "openai-project", "anthropic-organization-id",
+                              "mcp-session-id"})
 _AMZ_TOKEN = re.compile(r"^x-amz-.*token", re.I)
 QUERY_PARAMS = re.compile(
     r"^(key|api[-_]?key|access[-_]?token|refresh[-_]?token|id[-_]?token|token|secret|client[-_]?secret|password"

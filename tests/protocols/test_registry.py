@@ -19,7 +19,7 @@ from ssemock.protocols.base import Fold, HTTPErrorBody, StreamError
 
 def test_registry_lists_every_protocol_with_the_whole_interface() -> None:
     assert protocols.names() == ("openai.chat", "openai.responses", "anthropic.messages", "ollama.chat",
-                                 "gemini.generate_content", "cohere.chat")
+                                 "gemini.generate_content", "cohere.chat", "bedrock.converse", "mcp")
     assert importlib.import_module("ssemock.accumulate").PROTOCOLS == protocols.names()
     for protocol in protocols.all_protocols():
         assert issubclass(protocol.fold, Fold) and protocol.fold.protocol == protocol.name

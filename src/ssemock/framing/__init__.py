@@ -46,7 +46,7 @@ class Framing:
 
 
 #: The registry: module names under ssemock.framing, in detection order.
-_MODULES = ("sse", "ndjson", "json_array")
+_MODULES = ("eventstream", "sse", "ndjson", "json_array")  # eventstream first: its sniff is an exact CRC check
 
 _loaded: dict[str, Framing] = {}
 

@@ -92,7 +92,7 @@ class Protocol:
 
 #: The registry: module names under ssemock.protocols, in detection order (more specific first).
 _MODULES = (
-    "openai_chat", "openai_responses", "anthropic_messages", "ollama_chat", "gemini", "cohere",
+    "openai_chat", "openai_responses", "anthropic_messages", "ollama_chat", "gemini", "cohere", "bedrock", "mcp",
 )
 
 _loaded: dict[str, Protocol] = {}
