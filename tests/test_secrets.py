@@ -335,3 +335,12 @@ def test_stream_assertion_messages_are_masked() -> None:
             player.assert_events([("message", key)])
     for message in (str(info.value), str(events_info.value)):
         assert key not in message and "sk-***" in message
+
+
+def test_what_redaction_leaves_is_no_secret(tmp_path: Path) -> None:
+    """Found by the property test: a Bearer value followed by %3D, redacted, was still flagged."""
+    path = tmp_path / "hand.json"
+    _secret_cassette("\nBearer 0000000000000000000000000000000a%3D").save(path)
+    assert find_secrets(Cassette.load(path)) != []
+    assert main(["redact", str(path)]) == 0
+    assert find_secrets(Cassette.load(path)) == []

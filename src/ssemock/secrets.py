@@ -87,8 +87,9 @@ def _generic_sk(data: bytes, m: re.Match[bytes]) -> bool:
 
 def _bearer(data: bytes, m: re.Match[bytes]) -> bool:
     token = m.group(1)
-    return token != b"REDACTED" and (_has_digit_and_letter(token) or len(token) >= 16
-                                     or any(65 <= c <= 90 for c in token[1:]))
+    if token.startswith(b"REDACTED") and not token[8:9].isalnum():  # what redaction left (``REDACTED%3D`` too)
+        return False
+    return _has_digit_and_letter(token) or len(token) >= 16 or any(65 <= c <= 90 for c in token[1:])
 
 
 def _basic(data: bytes, m: re.Match[bytes]) -> bool:
