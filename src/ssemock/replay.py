@@ -121,8 +121,9 @@ def plan_response(response: Response, *, url: str, core: ModuleType,
     """
     served = Served(response.status, list(response.headers), response.body, response.ends, response.times,
                     url, core, _recorded_error(core, response.error))
-    if transforms and served.is_sse:
-        served.body, served.ends = _transforms.apply(transforms, served.body, served.ends)
+    if transforms:
+        kind = _transforms.kind_of(response.header("content-type") or "", served.body)
+        served.body, served.ends = _transforms.apply(transforms, served.body, served.ends, kind=kind)
     for fault in faults:
         fault.apply(served, attempt)
     body, size = served.body, len(served.body)
