@@ -248,10 +248,19 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Remember whether a test using ssemock failed: its teardown checks then stay quiet (an
-    interaction left unplayed by a failing test is no news)."""
+    interaction left unplayed by a failing test is no news). A failed test's report gets an
+    ``ssemock`` section: what was served before the failure (:meth:`Player.served_summary`)."""
     report = yield
     if report.when == "call" and report.failed:
         item.stash[_CALL_FAILED] = True
+        player = getattr(item, "funcargs", {}).get("ssemock")
+        if isinstance(player, Player):
+            try:
+                summary = player.served_summary()
+            except Exception as exc:  # a report must never fail
+                summary = f"ssemock: could not describe what was served: {exc!r}"
+            if summary:
+                report.sections.append(("ssemock: what was served before the failure", summary))
     return report
 
 
