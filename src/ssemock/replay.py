@@ -271,6 +271,14 @@ class _CutAfter(_faults.Fault):
             served.cut(ends[self.events - 1] if self.events > 0 else 0)
 
 
+def _named(exc: BaseException) -> str:
+    """An exception as its message, with its type when it is not one of ours (an assertion of
+    the test reads as it is; a client's ``JSONDecodeError`` says what it is)."""
+    if isinstance(exc, AssertionError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
 def _short(value: object, most: int = 200) -> str:
     text = repr(value)
     return mask_text(text if len(text) <= most else text[:most] + "...")
@@ -713,7 +721,7 @@ class Player:
             original.add_note(f"ssemock: the failure depends neither on chunk boundaries nor on which events are "
                               f"served (it fails even when the stream is cut before its first event)")
             raise original
-        raise StreamAssertionError(f"{original}\nssemock: {found}; reproduce with {', '.join(options)}") from original
+        raise StreamAssertionError(f"{_named(original)}\nssemock: {found}; reproduce with {', '.join(options)}") from original
 
     @staticmethod
     def _first_failing_event(failing: Play, fails_with: Callable[[int], bool]) -> str | None:
