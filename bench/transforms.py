@@ -60,14 +60,14 @@ def measure(make: object, sizes: tuple[int, ...]) -> dict[str, list[float]]:
     bodies = [make(s) for s in sizes]  # type: ignore[operator]
     for name in NAMES:
         chain = transforms.resolve(name)
-        out[name] = [best(lambda b=b, e=e: transforms.apply(chain, b, e), 3 if len(b) < 1e6 else 1) * 1e9 / len(b)
+        out[name] = [best(lambda b=b, e=e: transforms.apply(chain, b, e), 3) * 1e9 / len(b)
                      for b, e in bodies]
     chain = transforms.resolve("crlf+mixed")
     for strategy in chunking.ALL:
         per = []
         for body, ends in bodies:
             new_body, new_ends = transforms.apply(chain, body, ends)
-            per.append(best(lambda: strategy.ends(new_body, new_ends), 3 if len(body) < 1e6 else 1) * 1e9
+            per.append(best(lambda: strategy.ends(new_body, new_ends), 3) * 1e9
                        / len(new_body))
         out[f"chunking {strategy.name}"] = per
     return out
