@@ -65,7 +65,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ssemock-chunking", default=None, metavar="NAME[,NAME...]|all",
                     help="re-chunk replayed streams; several names or 'all' run each test once per strategy")
     group.addoption("--ssemock-transform", default=None, metavar="NAME[+NAME...][,...]|all",
-                    help="crlf, cr, keepalive, no_space; '+' chains, ',' or 'all' runs each test once per choice")
+                    help="crlf, cr, mixed, no_space, keepalive, comments, ids, meta, retry, pad, raw_unicode, blank_lines; '+' chains, ',' or 'all' runs each test once per choice")
     group.addoption("--ssemock-timing", default=None, metavar="instant|recorded|scaled:F",
                     help="when replayed chunks are delivered (default instant; scaled:F multiplies the "
                          "recorded times by F)")
