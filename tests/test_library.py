@@ -22,8 +22,9 @@ from ssemock.accumulate import accumulate
 EXPECTED_NAMES = [
     "anthropic/messages_overloaded", "anthropic/messages_ping", "anthropic/messages_text",
     "anthropic/messages_thinking", "anthropic/messages_tool_use", "cohere/chat_text", "cohere/chat_tool_calls",
-    "compat/repeated_tool_ids", "gemini/array_text", "gemini/stream_function_call", "gemini/stream_safety",
-    "gemini/stream_text", "ollama/chat", "openai/chat_content_filter", "openai/chat_n2", "openai/chat_refusal",
+    "compat/event_ids", "compat/repeated_tool_ids", "gemini/array_text", "gemini/stream_function_call",
+    "gemini/stream_safety", "gemini/stream_text", "ollama/chat", "openai/chat_content_filter", "openai/chat_n2",
+    "openai/chat_refusal",
     "openai/chat_text", "openai/chat_tool_calls", "openai/chat_usage", "openai/responses_function_call",
     "openai/responses_text", "openrouter/chat_keepalive",
 ]
@@ -229,10 +230,10 @@ def _check_ollama(name: str, player: ssemock.Player, body: dict[str, Any]) -> No
     text, thinking, calls, last = "", "", [], {}
     with httpx.Client() as client:
         with client.stream("POST", player.cassette.interactions[0].request.url, json=body) as response:
-            for line in response.iter_lines():
-                if not line:
-                    continue
-                last = json.loads(line)
+            # lines end at LF only: httpx's iter_lines also splits at U+2028/U+2029/U+0085 (str.splitlines),
+            # which the shipped ollama cassette has inside its content (synth.HAZARDS)
+            for last in ndjson.iter_decode(response.iter_bytes()):
+                assert isinstance(last, dict)
                 message = last.get("message") or {}
                 text += message.get("content") or ""
                 thinking += message.get("thinking") or ""

@@ -384,3 +384,28 @@ def test_write_library_records_through_loopback(tmp_path: Path) -> None:
     assert new != old  # the times are measured again
     times = ssemock.Cassette.load(tmp_path / "ollama" / "chat.json").interactions[0].response.times
     assert 0.25 <= times[0] < 0.35 and all(0.01 < b - a < 0.1 for a, b in zip(times, times[1:]))
+
+
+def test_event_ids_and_a_charset_less_content_type() -> None:
+    plain = synth.openai_chat("Numbered \u2028 events.", seed=4)
+    numbered = synth.openai_chat("Numbered \u2028 events.", seed=4, event_ids=True, charset=False)
+    response = numbered.interactions[0].response
+    assert response.header("content-type") == "text/event-stream"
+    assert plain.interactions[0].response.header("content-type") == "text/event-stream; charset=utf-8"
+    events = ssemock.sse.decode([response.body])
+    assert [e.id for e in events] == [str(n) for n in range(1, len(events) + 1)]
+    assert [e.data for e in events] == [e.data for e in ssemock.sse.decode([plain.interactions[0].response.body])]
+    assert len(response.chunks) == len(plain.interactions[0].response.chunks)  # the same writes, longer
+    assert ssemock.accumulate(events, "openai.chat").text == "Numbered \u2028 events."
+
+
+@pytest.mark.parametrize("name", ["openai/chat_text", "anthropic/messages_text", "ollama/chat",
+                                  "openrouter/chat_keepalive", "compat/event_ids"])
+def test_the_library_carries_the_line_separator_hazards(name: str) -> None:
+    interaction = ssemock.cassettes.load(name).interactions[0]
+    response = interaction.response
+    assert all(c in response.body.decode() for c in "\u2028\u2029\u0085")  # raw, as JSON encoders write them
+    content_type = response.header("content-type") or ""
+    events = ndjson.decode([response.body]) if "ndjson" in content_type else sse.decode([response.body])
+    result = accumulate(events, url=interaction.request.url, content_type=content_type)
+    assert result.text.endswith(synth.HAZARDS)

@@ -220,3 +220,162 @@ def test_keepalive_rejects_a_non_comment(comment: str) -> None:
 
 def test_transforms_are_reachable_from_the_package() -> None:
     assert ssemock.transforms is transforms
+
+
+# -- the wider set: metadata blocks, comments, mixed endings, raw unicode, padding --------------
+
+EVERY = ["mixed", "comments", "ids", "meta", "retry", "pad", "pad:7", "keepalive::", "raw_unicode",
+         "mixed+meta+comments", "raw_unicode+mixed+pad", "ids+crlf", "meta+cr"]
+_json_text = st.text(st.sampled_from(list("ab \u2028\u2029\u0085\\\"é世")), max_size=8)
+_json_line = _json_text.map(lambda t: "data: " + __import__("json").dumps({"t": t}))
+_escaped_line = st.sampled_from(['data: {"t": "a\\u2028b"}', 'data: {"t": "\\\\u2029"}', 'data: {"t": "\\u0085"}',
+                                 'data: "\\u2029"', 'data: {"t": "\\\\\\u2028"}', 'data: not json \\u2028'])
+
+
+@st.composite
+def rich_bodies(draw: st.DrawFn) -> tuple[bytes, list[int]]:
+    """SSE bodies with JSON data (escaped and raw line-separator characters), ids, comments,
+    blank-line-only blocks, a BOM at the start or inside, and chunk ends anywhere."""
+    events = draw(st.lists(st.lists(st.one_of(_line, _json_line, _escaped_line), min_size=1, max_size=3),
+                           max_size=5))
+    nl = st.sampled_from(["\n", "\r\n", "\r"])
+    out = ["\ufeff"] if draw(st.booleans()) else []
+    for lines in events:
+        if draw(st.integers(0, 6)) == 0:
+            out.append("\ufeffdata: x" + draw(nl))  # a BOM mid-stream is part of a field name
+        out.extend(line + draw(nl) for line in [*lines, ""])
+        if draw(st.integers(0, 6)) == 0:
+            out.append(draw(nl))  # an extra blank line
+    if draw(st.booleans()):
+        out.append(draw(st.one_of(_line, _json_line)))
+    body = "".join(out).encode()
+    cuts = draw(st.sets(st.integers(1, max(len(body), 1)), max_size=12)) if body else set()
+    return body, sorted({*cuts, len(body)} - {0})
+
+
+def _same(spec: str, before: list[ssemock.ServerSentEvent], after: list[ssemock.ServerSentEvent]) -> None:
+    """What each transform keeps: every event as it was; ``ids`` the types and data (ids are
+    new), ``raw_unicode`` the JSON value of each data."""
+    import json
+    assert len(after) == len(before)
+    for a, b in zip(after, before):
+        assert (a.event, a.retry) == (b.event, b.retry)
+        if "ids" not in spec:
+            assert a.id == b.id
+        if "raw_unicode" in spec and a.data != b.data:
+            assert json.loads(a.data) == json.loads(b.data)
+        else:
+            assert a.data == b.data
+
+
+@pytest.mark.parametrize("spec", EVERY + CHAINS[:5])
+@settings(max_examples=80, deadline=None)
+@given(case=rich_bodies())
+def test_every_transform_keeps_the_events_property(spec: str, case: tuple[bytes, list[int]]) -> None:
+    body, ends = case
+    new_body, new_ends = transforms.apply(transforms.resolve(spec), body, ends)
+    _same(spec, decode([body]), decode([new_body]))
+    assert len(new_ends) == len(ends)
+    assert all(a <= b for a, b in itertools.pairwise(new_ends))
+    if ends:
+        assert new_ends[-1] == len(new_body)
+        assert _events_per_chunk(_cut(new_body, new_ends)) == _events_per_chunk(_cut(body, ends))
+
+
+@pytest.mark.parametrize("spec", ["crlf", "blank_lines", "raw_unicode", "crlf+blank_lines+raw_unicode"])
+@settings(max_examples=80, deadline=None)
+@given(objects=st.lists(st.dictionaries(st.sampled_from(["a", "t"]), _json_text), min_size=1, max_size=6),
+       data=st.data())
+def test_json_lines_transforms_keep_the_objects_property(spec: str, objects: list[dict[str, str]],
+                                                         data: st.DataObject) -> None:
+    import json
+    body = "".join(json.dumps(o) + "\n" for o in objects).encode()
+    ends = sorted({*data.draw(st.sets(st.integers(1, len(body)), max_size=8)), len(body)})
+    new_body, new_ends = transforms.apply(transforms.resolve(spec), body, ends, kind="ndjson")
+    assert ssemock.ndjson.decode(_cut(new_body, new_ends)) == objects
+    assert new_ends[-1] == len(new_body) and len(new_ends) == len(ends)
+
+
+def test_mixed_varies_line_endings_per_event() -> None:
+    body = b"".join(b"data: %d\ndata: x\n\n" % i for i in range(4))
+    new = transforms.mixed(body)
+    assert new == (b"data: 0\ndata: x\n\r\n" b"data: 1\r\ndata: x\r\n\n" b"data: 2\ndata: x\n\r"
+                   b"data: 3\r\ndata: x\r\n\r")
+    assert decode([new]) == decode([body])
+
+
+def test_comments_rotate_the_heartbeats_real_servers_send() -> None:
+    new = transforms.comments(b"data: a\n\ndata: b\n\ndata: c\n\n")
+    assert new.startswith(b":\n\ndata: a\n\n: ping - 2024-02-23 06:52:12.345678+00:00\n\ndata: b\n\n"
+                          b": OPENROUTER PROCESSING\n\ndata: c")
+
+
+def test_ids_number_events_only_where_the_body_has_none() -> None:
+    assert transforms.ids(b"data: a\n\ndata: b\n\n") == b"id: 1\ndata: a\n\nid: 2\ndata: b\n\n"
+    assert [e.id for e in decode([transforms.ids(b"data: a\n\ndata: b\n\n")])] == ["1", "2"]
+    assert not transforms.applies(transforms.ids, b"id: 7\ndata: a\n\n", "sse")
+
+
+def test_meta_adds_event_only_and_id_only_blocks_that_change_nothing() -> None:
+    body = b"id: 7\ndata: a\n\ndata: b\n\n"
+    new = transforms.meta(body)
+    assert new == (b"event: keepalive\n\nid: \n\nid: 7\ndata: a\n\n"
+                   b"event: keepalive\n\nid: 7\n\ndata: b\n\n")
+    assert decode([new]) == decode([body])
+
+
+def test_retry_blocks() -> None:
+    assert transforms.retry(b"data: a\n\n") == b"retry: 3000\n\ndata: a\n\n"
+
+
+def test_raw_unicode_writes_escapes_as_characters_in_json_only() -> None:
+    body = b'data: {"t": "a\\u2028b\\\\u2029"}\n\ndata: plain \\u2028\n\n'
+    new = transforms.raw_unicode(body)
+    assert new == 'data: {"t": "a\u2028b\\\\u2029"}\n\ndata: plain \\u2028\n\n'.encode()
+    assert not transforms.applies(transforms.raw_unicode, b'data: {"t": "x"}\n\n', "sse")
+    nd = b'{"t": "\\u0085"}\n'
+    assert transforms.raw_unicode(nd, "ndjson") == '{"t": "\u0085"}\n'.encode()
+
+
+def test_pad_moves_line_endings_to_every_offset() -> None:
+    body = b"".join(b"data: x\n\n" for _ in range(64))
+    new = transforms.pad()(body)
+    starts = [m.start() for m in __import__("re").finditer(rb"data", new)]
+    assert len({s % 16 for s in starts}) == 16  # a 16-byte reader sees events at every offset
+    shifted = transforms.get("pad:7")(b"data: x\n\n")
+    assert len(shifted) == len(b"data: x\n\n") + 7 and decode([shifted]) == decode([b"data: x\n\n"])
+
+
+def test_keepalive_never_moves_a_bom() -> None:
+    body = b"data: a\n\n\xef\xbb\xbfdata: b\n\n"  # the second BOM is part of a field name: ignored
+    assert [e.data for e in decode([body])] == ["a"]
+    for name in ("keepalive", "comments", "meta", "ids", "pad", "retry"):
+        new = transforms.get(name)(body)
+        assert [e.data for e in decode([new])] == ["a"], name
+    lead = b"\xef\xbb\xbfdata: a\n\n"
+    assert transforms.keepalive()(lead) == b"\xef\xbb\xbf: ping\n\ndata: a\n\n"
+
+
+def test_transforms_that_do_not_apply_change_nothing() -> None:
+    nd = b'{"a": 1}\n{"a": 2}\n'
+    for t in (transforms.cr, transforms.mixed, transforms.keepalive(), transforms.meta, transforms.ids):
+        assert not transforms.applies(t, nd, "ndjson")
+        assert transforms.apply([t], nd, [len(nd)], kind="ndjson") == (nd, [len(nd)])
+    assert not transforms.applies(transforms.blank_lines, b"data: a\n\n", "sse")
+    assert transforms.kind_of("application/x-ndjson", nd) == "ndjson"
+    assert transforms.kind_of("text/event-stream", b"data: a\n\n") == "sse"
+    assert transforms.kind_of("application/json", b'{"a": 1}') is None
+
+
+def test_all_runs_every_named_transform_once() -> None:
+    chains = transforms.alternatives("all")
+    assert chains[0] == [] and [c[0].name for c in chains[1:]] == [t.name for t in transforms.ALL]
+    assert {"mixed", "comments", "ids", "meta", "retry", "pad", "raw_unicode", "blank_lines"} <= {
+        t.name for t in transforms.ALL}
+
+
+def test_many_chunk_ends_inside_one_large_event_are_carried_in_one_pass() -> None:
+    big = b"data: " + b"x" * 200_000 + b"\n\n"
+    ends = list(range(1000, len(big), 1000)) + [len(big)]
+    new_body, new_ends = transforms.apply(transforms.resolve("crlf+keepalive+mixed+pad"), big, ends)
+    assert decode([new_body]) == decode([big]) and len(new_ends) == len(ends)

@@ -86,7 +86,7 @@ def _add_serve(subparsers: Subparsers) -> None:
                         help="as_recorded (default), bytewise, mid_line, mid_utf8, coalesced, per_event, "
                              "fixed:N, random:SEED")
     parser.add_argument("--transform", default=None, metavar="NAME",
-                        help="crlf, cr, keepalive[:COMMENT], no_space; chain with '+'")
+                        help="crlf, cr, mixed, no_space, keepalive[:COMMENT], comments, ids, meta, retry, pad[:N], raw_unicode, blank_lines; chain with '+'")
     parser.add_argument("--timing", default="instant", metavar="instant|recorded|scaled:F",
                         help="when chunks are sent (default: instant)")
     parser.add_argument("--faults", default=None, metavar="SPEC",
@@ -252,7 +252,7 @@ def _add_rechunk(subparsers: Subparsers) -> None:
                         help="as_recorded, bytewise, mid_line, mid_utf8, coalesced, per_event, fixed:N, "
                              "random:SEED[:AVG:VAR]")
     parser.add_argument("--transform", type=transform_chain, default=[], metavar="NAME",
-                        help="crlf, cr, keepalive[:COMMENT], no_space; chain with '+'")
+                        help="crlf, cr, mixed, no_space, keepalive[:COMMENT], comments, ids, meta, retry, pad[:N], raw_unicode, blank_lines; chain with '+'")
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--output", "-o", metavar="FILE", help="write the result to FILE")
     where.add_argument("--in-place", action="store_true", help="rewrite CASSETTE (atomically)")

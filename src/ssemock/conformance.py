@@ -314,6 +314,17 @@ def _build() -> list[Case]:
     add(_case("bom_only_once", b"\xef\xbb\xbf\xef\xbb\xbfdata: x\n\ndata: y\n\n",
               "only ONE leading BOM is stripped: the second makes the field name '\\ufeffdata', which is "
               "ignored, so only 'y' is dispatched"))
+    body = b"data: a\n\n\xef\xbb\xbfdata: b\n\n: ping\n\n\xef\xbb\xbfdata: c\n\ndata: d\n\n"
+    add(_case("bom_mid_stream", body,
+              "a BOM is stripped only at the very start of the stream: at the start of a later block it is "
+              "part of the field name ('\\ufeffdata', ignored), so only 'a' and 'd' are dispatched; catches "
+              "decoders that strip a BOM per line or per chunk, and proxies that move it"))
+    body = b"data: a\n\rdata: b\r\n\rdata: c\n\r\ndata: d\r\n\n"
+    add(_case("blank_line_endings_per_event", body,
+              "each event ends its lines its own way: '\\n\\r', '\\r\\n\\r', '\\n\\r\\n', '\\r\\n\\n' "
+              "(ssemock's 'mixed' transform); a CR that ends a chunk ends the event at once: catches "
+              "chunkers that hold a trailing CR back until the next chunk",
+              ends=[_at(body, b"\n\r", 2), _at(body, b"\r\n\r", 3)]))
 
     # -- comments and keep-alives ----------------------------------------------------------------
     body = (b": ping\n\n:\n\n: OPENROUTER PROCESSING\n\nid: 7\ndata: a\n\n"

@@ -46,6 +46,10 @@ class Expected:
     play: Play
     protocol: str | None = None
 
+    def __post_init__(self) -> None:
+        #: the bytes the reference decodes: what was served, up to where a fault cut it
+        self.body: bytes = self.play.reference_body
+
     @property
     def content_type(self) -> str:
         """The served response's content type ('' when it has none)."""
@@ -54,7 +58,7 @@ class Expected:
     @cached_property
     def events(self) -> list[Any]:
         """SSE events (``ServerSentEvent``), or parsed JSON lines for NDJSON streams."""
-        return decode_body(self.play.body, self.content_type)
+        return decode_body(self.body, self.content_type)
 
     @cached_property
     def result(self) -> Accumulated:
@@ -85,10 +89,10 @@ class Expected:
 
     def _event_span(self, index: int) -> tuple[int, int]:
         """Byte span of the ``index``-th SSE event (blank-line framing, comments included)."""
-        ends = event_ends(self.play.body, sse="event-stream" in self.content_type)
+        ends = event_ends(self.body, sse="event-stream" in self.content_type)
         starts = [0, *ends]
         index = min(index, len(ends) - 1) if ends else 0
-        return (starts[index], ends[index]) if ends else (0, len(self.play.body))
+        return (starts[index], ends[index]) if ends else (0, len(self.body))
 
     def _boundaries(self, start: int, end: int) -> list[int]:
         ends = self.play.ends
@@ -110,7 +114,7 @@ class Expected:
         start, end = self._event_span(self._raw_index(k))
         char = text[char_index]
         encoded = char.encode()
-        raw = self.play.body[start:end]
+        raw = self.body[start:end]
         pos = raw.find(encoded)
         where = f"the expected character {char!r} (character {char_index}) comes from event {k} (bytes {start}-{end})"
         cuts = self._boundaries(start, end)
@@ -129,7 +133,7 @@ class Expected:
 
     def _raw_index(self, k: int) -> int:
         """The framing index of dispatched event ``k`` (comment-only blocks don't dispatch)."""
-        body = self.play.body
+        body = self.body
         if "event-stream" not in self.content_type:
             return k
         seen = -1

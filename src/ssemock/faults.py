@@ -23,7 +23,7 @@ from ._names import suggest, unknown
 from .chunking import event_ends
 
 __all__ = ["Fault", "Served", "disconnect", "error_event", "get", "http_error", "resolve", "sequence",
-           "stall", "truncate"]
+           "stall", "trailing_data", "truncate"]
 
 
 @dataclass
@@ -181,6 +181,53 @@ def _protocol(url: str, headers: Sequence[tuple[str, str]], body: bytes) -> prot
     return protocols.for_response(url, headers, body) or protocols.get("openai.chat")
 
 
+_TRAILING = ("event", "same_event", "garbage")
+
+
+class _TrailingData(Fault):
+    def __init__(self, at: str) -> None:
+        if at not in _TRAILING:
+            close = suggest(at, _TRAILING)
+            hint = f" (did you mean {close!r}?)" if close else ""
+            raise ValueError(f"trailing_data: at takes {', '.join(map(repr, _TRAILING))}, got {at!r}{hint}")
+        self.at = at
+        self.name = "trailing_data" if at == "event" else f"trailing_data:at={at}"
+
+    def apply(self, served: Served, attempt: int) -> None:
+        starts = [0, *served.event_ends()]
+        body = served.body
+        if len(starts) < 2 or starts[-1] != len(body):
+            return  # no whole last event to follow
+        a, b = starts[-2], starts[-1]
+        last = body[a:b]
+        stripped = last.rstrip(b"\r\n")
+        tail = last[len(stripped):]
+        nl = b"\r\n" if tail.startswith(b"\r\n") else tail[:1] or b"\n"
+        extra = b'{"ssemock": "data after the terminator"}'
+        if self.at == "event":  # a whole event (or JSON line) after the last one
+            added = (b"data: " + extra + nl + nl) if served.is_sse else extra + nl
+            new = body + added
+        elif self.at == "same_event":  # one more data line in the terminator's own event
+            if not served.is_sse:
+                return
+            new = body[:a] + stripped + nl + b"data: " + extra + nl + nl
+        else:  # the terminator's value followed by garbage: ``data: [DONE]garbage``
+            new = body[:a] + stripped + b"garbage" + last[len(stripped):]
+        keep = b if self.at == "event" else a
+        served.ends = [e for e in served.ends if e < keep] + ([b] if keep == b else []) + [len(new)]
+        served.times = served.times[:len(served.ends) - 1] + [served.times[-1] if served.times else 0.0]
+        served.body = new
+
+
+def trailing_data(at: str = "event") -> Fault:
+    """Data a terminated stream must not have: an event after the last (terminator) event
+    (``at="event"``: a conforming client ignores it), a data line in the terminator's own event
+    (``"same_event"``: ``data: [DONE]`` then ``data: {...}``) or garbage glued to its value
+    (``"garbage"``: ``data: [DONE]garbage``); the last two a conforming client must reject
+    (:meth:`ssemock.Player.assert_rejected`)."""
+    return _TrailingData(at)
+
+
 def error_body(url: str, status: int, message: str | None = None) -> bytes:
     """The JSON error body the provider of ``url`` sends with ``status``."""
     found = protocols.detect(url=url) or protocols.get("openai.chat")
@@ -290,11 +337,12 @@ def sequence(*per_attempt: Fault | str | None) -> Fault:
 
 
 _FACTORIES: dict[str, Callable[..., Fault]] = {"disconnect": disconnect, "stall": stall, "truncate": truncate,
-                                               "http_error": http_error, "error_event": error_event}
+                                               "http_error": http_error, "error_event": error_event,
+                                               "trailing_data": trailing_data}
 _KNOWN = [*_FACTORIES, "sequence"]
 _EXAMPLES = {"disconnect": "disconnect:after_event=3", "stall": "stall:before_event=2,seconds=5",
              "truncate": "truncate", "http_error": "http_error:status=429,retry_after=1",
-             "error_event": "error_event:kind=overloaded_error"}
+             "error_event": "error_event:kind=overloaded_error", "trailing_data": "trailing_data:at=garbage"}
 
 
 def _parse_kwargs(spec: str, head: str, text: str) -> dict[str, Any]:

@@ -61,7 +61,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ssemock-chunking", default=None, metavar="NAME[,NAME...]|all",
                     help="re-chunk replayed streams; several names or 'all' run each test once per strategy")
     group.addoption("--ssemock-transform", default=None, metavar="NAME[+NAME...][,...]|all",
-                    help="crlf, cr, keepalive, no_space; '+' chains, ',' or 'all' runs each test once per choice")
+                    help="crlf, cr, mixed, no_space, keepalive, comments, ids, meta, retry, pad, raw_unicode, blank_lines; '+' chains, ',' or 'all' runs each test once per choice")
     group.addoption("--ssemock-timing", default=None, metavar="instant|recorded|scaled:F",
                     help="when replayed chunks are delivered (default instant; scaled:F multiplies the "
                          "recorded times by F)")
@@ -252,10 +252,19 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Remember whether a test using ssemock failed: its teardown checks then stay quiet (an
-    interaction left unplayed by a failing test is no news)."""
+    interaction left unplayed by a failing test is no news). A failed test's report gets an
+    ``ssemock`` section: what was served before the failure (:meth:`Player.served_summary`)."""
     report = yield
     if report.when == "call" and report.failed:
         item.stash[_CALL_FAILED] = True
+        player = getattr(item, "funcargs", {}).get("ssemock")
+        if isinstance(player, Player):
+            try:
+                summary = player.served_summary()
+            except Exception as exc:  # a report must never fail
+                summary = f"ssemock: could not describe what was served: {exc!r}"
+            if summary:
+                report.sections.append(("ssemock: what was served before the failure", summary))
     return report
 
 
@@ -340,6 +349,10 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
     if record_mode == "none":
         player = use_cassette(path, record_mode="none", chunking=variant.chunking,
                               transform=list(variant.transforms), **kwargs)
+        idle = _idle_transforms(player, variant)
+        if idle:
+            pytest.skip(f"ssemock: transform {idle} changes no stream of {path.name} (the same bytes as "
+                        f"without it: a duplicate run)")
         yield from _run(player, config)
     else:
         with lock_for(path):  # one recorder of this cassette at a time, across xdist workers
@@ -353,6 +366,18 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
                 done.touch()
     if not request.node.stash.get(_CALL_FAILED, False) and not config.stash.get(_INTERRUPTED, False):
         _teardown_checks(player, checks)
+
+
+def _idle_transforms(player: Player, variant: Variant) -> str | None:
+    """The variant's transform chain when it applies to no response of the cassette (a matrix
+    run that would serve the same bytes as the run without it), else None."""
+    if not variant.transforms or not player.cassette.interactions:
+        return None
+    for x in player.cassette.interactions:
+        kind = _transforms.kind_of(x.response.header("content-type") or "", x.response.body)
+        if any(_transforms.applies(t, x.response.body, kind) for t in variant.transforms):
+            return None
+    return "+".join(t.name for t in variant.transforms)
 
 
 def _run(player: Player, config: pytest.Config) -> Iterator[Player]:

@@ -21,17 +21,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType, TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import httpx
 import respx
 
 from . import chunking as _chunking
+from . import diagnose as _diagnose
 from . import faults as _faults
 from . import matching
 from . import timing as _timing
 from . import transforms as _transforms
 from .accumulate import Accumulated
+from .chunking import event_ends
 from .cassette import Cassette, CassetteError, Interaction, Request, Response
 from .expect import Expected, StreamAssertionError
 from .faults import Served
@@ -54,6 +56,7 @@ ChunkingSpec = str | _chunking.Chunking
 TransformSpec = str | _transforms.Transform | Sequence[str | _transforms.Transform] | None
 TimingSpec = str | float | _timing.Timing
 FaultSpec = str | _faults.Fault | Sequence[str | _faults.Fault] | None
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -120,8 +123,9 @@ def plan_response(response: Response, *, url: str, core: ModuleType,
     """
     served = Served(response.status, list(response.headers), response.body, response.ends, response.times,
                     url, core, _recorded_error(core, response.error))
-    if transforms and served.is_sse:
-        served.body, served.ends = _transforms.apply(transforms, served.body, served.ends)
+    if transforms:
+        kind = _transforms.kind_of(response.header("content-type") or "", served.body)
+        served.body, served.ends = _transforms.apply(transforms, served.body, served.ends, kind=kind)
     for fault in faults:
         fault.apply(served, attempt)
     body, size = served.body, len(served.body)
@@ -170,6 +174,19 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
         if self._fast:
             return operator.length_hint(self._left) == 0
         return self._delivered == len(self._plan.chunks)
+
+    @property
+    def handed(self) -> int:
+        """How many chunks the client has asked for and been given so far."""
+        if self._fast:
+            return len(self._plan.chunks) - operator.length_hint(self._left)
+        return self._delivered
+
+    @property
+    def delivered(self) -> int:
+        """How many bytes of the body the client has been given so far."""
+        n = self.handed
+        return self._plan.ends[n - 1] if n else 0
 
     @property
     def finished(self) -> bool:
@@ -264,6 +281,41 @@ class _AsyncChunks:
             raise StopAsyncIteration from None
 
 
+class _CutAfter(_faults.Fault):
+    """Check's own fault: the stream whose body is ``body`` ends cleanly after ``events`` blocks."""
+
+    def __init__(self, events: int, body: bytes) -> None:
+        self.events, self.body = events, body
+        self.name = f"cut_after:{events}"
+
+    def apply(self, served: Served, attempt: int) -> None:
+        if served.body == self.body:
+            ends = event_ends(served.body, sse=served.is_sse or not served.body.lstrip().startswith(b"{"))
+            ends.append(len(served.body))
+            served.cut(ends[self.events - 1] if self.events > 0 else 0)
+
+
+def _named(exc: BaseException) -> str:
+    """An exception as its message, with its type when it is not one of ours (an assertion of
+    the test reads as it is; a client's ``JSONDecodeError`` says what it is)."""
+    if isinstance(exc, AssertionError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _short(value: object, most: int = 200) -> str:
+    text = repr(value)
+    return mask_text(text if len(text) <= most else text[:most] + "...")
+
+
+def _timeout_cut(plan: Plan) -> int | None:
+    """The byte offset where a stall longer than the client's read timeout ends the stream."""
+    if plan.read_timeout is None:
+        return None
+    late = [i for i, seconds in plan.stalls.items() if seconds > plan.read_timeout]
+    return (plan.ends[min(late) - 1] if min(late) else 0) if late else None
+
+
 def _needs_core(plan: Plan) -> bool:
     return plan.error is not None or plan.due is not None or bool(plan.stalls)
 
@@ -291,6 +343,16 @@ class Play:
     ends: Sequence[int] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
     expected: Expected | None = field(default=None, repr=False)
+    cut: int | None = None  # where a fault ends what the client gets (a stall past its timeout)
+
+    @property
+    def reference_body(self) -> bytes:
+        """What a conforming client can decode: the body up to where a fault cut it (a stall
+        past the read timeout, a dropped connection), else the whole served body."""
+        end = self.cut
+        if self.stream is not None and self.stream.failed:
+            end = self.stream.delivered if end is None else min(end, self.stream.delivered)
+        return self.body if end is None else self.body[:end]
 
 
 class _Router(respx.MockRouter):
@@ -376,6 +438,7 @@ class Player:
         self.router = _Router(_weakly(self._handle))
         self._active = False
         self._latest: Play | Recorder | None = None  # the last response served or recorded
+        self._notes: list[tuple[Play, int]] = []  # (play, chunks handed out) per handed() event
 
     def __repr__(self) -> str:
         return (f"<ssemock.Player {self.path or '(memory)'} mode={self.record_mode} "
@@ -497,7 +560,7 @@ class Player:
                 self.selection.release(index)
         stream = ReplayStream(plan, t0)
         play = Play(index, request, interaction, self.chunking, self.transforms, stream,
-                    plan.body, plan.ends, [str(f) for f in self.faults])
+                    plan.body, plan.ends, [str(f) for f in self.faults], cut=_timeout_cut(plan))
         with self._lock:
             self.plays.append(play)
             self._latest = play
@@ -596,7 +659,7 @@ class Player:
             return Expected(Play(-1, latest.sent, interaction, _chunking.as_recorded, [], None,
                                  response.body, response.ends), self.protocol)
         play = latest
-        if play.expected is None:
+        if play.expected is None or len(play.expected.body) != len(play.reference_body):
             play.expected = Expected(play, self.protocol)
         return play.expected
 
@@ -645,21 +708,151 @@ class Player:
                 self.chunking = chunking
             return False
 
+        faults = self.faults
+
+        def fails_with(events: int) -> bool:
+            """Whether ``run`` fails when the failing stream ends cleanly after ``events`` blocks."""
+            self.faults = [*faults, _CutAfter(events, failing.body)]
+            self.play_counts[:], self.attempts = state[0], state[2]
+            try:
+                run()
+            except Exception:
+                return True
+            finally:
+                self.faults = faults
+            return False
+
+        culprit: str | None = None
         try:
-            split = minimal_failing_split(failing.body, fails, failing.ends)
-        except ValueError:  # the failure does not depend on the chunk boundaries
+            split: Any = minimal_failing_split(failing.body, fails, failing.ends)
+            if not split.boundaries:  # the failure does not depend on the chunk boundaries: on which event?
+                split, culprit = None, self._first_failing_event(failing, fails_with)
+        except ValueError:  # it no longer fails: nothing to search
             raise original from None
         finally:  # the search's own runs are not plays of the test (nor teardown warnings)
             self.play_counts[:], self.attempts, self._latest = after[0], after[2], after[3]
             del self.plays[after[1]:]
-        options = [f'chunking="{split.chunking.name}"']
+        options = [f'chunking="{split.chunking.name if split is not None else chunking}"']
         if self.transforms:
             options.append(f'transform="{"+".join(map(str, self.transforms))}"')
         if self.faults:
             options.append(f"faults={[str(f) for f in self.faults]!r}")
-        raise StreamAssertionError(
-            f"{original}\nssemock: under {chunking} it {split.explanation}; reproduce with "
-            f"{', '.join(options)} ({split.calls} runs searched)") from original
+        if split is not None:
+            found = f"under {chunking} it {split.explanation}"
+        elif culprit is not None:
+            found = f"under {chunking} the failure does not depend on chunk boundaries; {culprit}"
+        else:
+            original.add_note(f"ssemock: the failure depends neither on chunk boundaries nor on which events are "
+                              f"served (it fails even when the stream is cut before its first event)")
+            raise original
+        raise StreamAssertionError(f"{_named(original)}\nssemock: {found}; reproduce with {', '.join(options)}") from original
+
+    @staticmethod
+    def _first_failing_event(failing: Play, fails_with: Callable[[int], bool]) -> str | None:
+        """Search the fewest leading blocks of the failing stream whose clean end still makes
+        ``run`` fail, and name the block that tips it (None when even no block fails)."""
+        content_type = failing.interaction.response.header("content-type") or ""
+        found = _diagnose.blocks(failing.body, content_type)
+        if not found or fails_with(0):
+            return None
+        lo, hi = 1, len(found)  # fails_with(len(found)) is the failing stream itself
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if fails_with(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        block = found[lo - 1]
+        return (f"it fails once {_diagnose.block_line(block)} is served (the stream ended cleanly before it "
+                f"passes, after it fails)")
+
+    # -- diagnostics ---------------------------------------------------------------------------
+
+    def served_summary(self, last: int = 3) -> str:
+        """What was served to the client, for a failure report: per response (the last two) the
+        chunking, transforms and faults, how many bytes and chunks the client read, and the last
+        ``last`` events it was given (index, type, an excerpt, byte offsets). Masked; "" when
+        nothing was served."""
+        with self._lock:
+            plays = self.plays[-2:]
+        return "\n".join(line for play in plays for line in _diagnose.play_summary(play, last))
+
+    def handed(self, item: _T) -> _T:
+        """Note that the client hands ``item`` (one decoded event) to its caller now, and return it
+        unchanged: ``for event in client.stream(): player.handed(event)``. :meth:`assert_prompt`
+        then checks that no event was held back until a later chunk was read."""
+        with self._lock:
+            latest = self._latest
+        if isinstance(latest, Play) and latest.stream is not None:
+            self._notes.append((latest, latest.stream.handed))
+        return item
+
+    def assert_prompt(self) -> None:
+        """Raise StreamAssertionError unless every event noted with :meth:`handed` reached the
+        caller before the client asked for the chunk after the one that completed it (a WHATWG
+        decoder dispatches an event at its blank line, the CR of a CRLF included: a client that
+        waits for more bytes first delays every event by one chunk, forever on a quiet stream)."""
+        if not self._notes:
+            raise StreamAssertionError("ssemock: assert_prompt: no event was noted; wrap each event the client "
+                                       "yields with player.handed(event)")
+        by_play: dict[int, list[int]] = {}
+        plays: dict[int, Play] = {}
+        for play, handed in self._notes:
+            by_play.setdefault(id(play), []).append(handed)
+            plays[id(play)] = play
+        for key, counts in by_play.items():
+            play = plays[key]
+            content_type = play.interaction.response.header("content-type") or ""
+            events = [b for b in _diagnose.blocks(play.body, content_type) if b.event is not None]
+            ends = list(play.ends)
+            for n, handed in enumerate(counts):
+                if n >= len(events):
+                    raise StreamAssertionError(f"ssemock: the client handed on {len(counts)} events, but only "
+                                               f"{len(events)} were served (under {play.chunking})")
+                block = events[n]
+                need = _diagnose.chunk_of(ends, block.done_at(play.body))
+                if handed > need:
+                    raise StreamAssertionError(
+                        f"ssemock: {_diagnose.block_line(block)} was complete after chunk {need} of "
+                        f"{len(ends)} (byte {block.done_at(play.body)}), but the client handed it on only after "
+                        f"asking for chunk {handed}: it holds events back until more bytes arrive "
+                        f"(under {Expected(play, self.protocol)._under()})")
+
+    def assert_rejected(self, run: Callable[[], _T], *,
+                        flagged: Callable[[_T], bool] | None = None) -> BaseException | _T:
+        """Run ``run`` (the client reading a stream a conforming client must reject: the reference
+        raises on it or finds it incomplete, e.g. under ``faults="trailing_data:at=garbage"`` or
+        ``"truncate"``) and return the exception it raised, or its result when ``flagged(result)``
+        says the client marked the stream incomplete. Raise StreamAssertionError when the client
+        accepted it, or when the reference accepts the stream (then nothing must be rejected)."""
+        try:
+            result = run()
+        except Exception as exc:
+            if self._reference_rejects() is None:
+                raise StreamAssertionError(
+                    f"ssemock: the client raised on a stream the reference accepts (complete, "
+                    f"{len(self.expected.events)} events) under {self.expected._under()}: {exc!r}") from exc
+            return exc
+        reason = self._reference_rejects()
+        if reason is None:
+            raise StreamAssertionError(f"ssemock: assert_rejected: the reference accepts the stream served under "
+                                       f"{self.expected._under()}, so there is nothing to reject; compare the "
+                                       f"result instead (assert_text, assert_accumulates)")
+        if flagged is not None and flagged(result):
+            return result
+        raise StreamAssertionError(f"ssemock: the client accepted a stream a conforming client must reject or flag "
+                                   f"under {self.expected._under()}: {reason}; it returned {_short(result)}")
+
+    def _reference_rejects(self) -> str | None:
+        """Why the reference decoder and accumulator reject the last stream, or None."""
+        expected = self.expected
+        try:
+            result = expected.result
+        except ValueError as exc:  # ProtocolError, NDJSONError
+            return f"the reference rejects it: {exc}"
+        if not result.complete:
+            return "it ends without its protocol's terminator (the reference marks it incomplete)"
+        return None
 
     def unplayed(self) -> list[int]:
         """Indexes of interactions never served."""

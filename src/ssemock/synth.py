@@ -50,7 +50,7 @@ from urllib.parse import urlsplit
 from .cassette import Cassette, Interaction, Request, Response
 
 __all__ = [
-    "ANTHROPIC_URL", "AZURE_URL", "LIBRARY", "LIBRARY_SOURCE", "OLLAMA_URL", "OPENAI_CHAT_URL",
+    "ANTHROPIC_URL", "AZURE_URL", "HAZARDS", "LIBRARY", "LIBRARY_SOURCE", "OLLAMA_URL", "OPENAI_CHAT_URL",
     "OPENAI_RESPONSES_URL", "OPENROUTER_KEEPALIVE", "OPENROUTER_URL", "SOURCE_HEADER", "SYNTH_SOURCE",
     "anthropic_messages", "check_library", "library_cassette", "main", "ollama_chat", "openai_chat",
     "openai_responses", "openrouter_chat", "write_library",
@@ -376,7 +376,8 @@ def openai_chat(text: str | Sequence[str] = "", *, tool_calls: Sequence[ToolCall
                 gap: float = 0.03, first_token: float = 0.25, include_usage: bool = False,
                 repeat_tool_ids: bool = False, choices_out_of_order: bool = False,
                 content_filter: bool = False, interleave_tool_calls: bool = False, seed: int = 0,
-                prompt: str = DEFAULT_PROMPT, url: str | None = None, reuse_tool_index: bool = False) -> Cassette:
+                prompt: str = DEFAULT_PROMPT, url: str | None = None, reuse_tool_index: bool = False,
+                event_ids: bool = False, charset: bool = True) -> Cassette:
     """A streamed Chat Completion (``chat.completion.chunk`` events, then ``data: [DONE]``).
 
     ``text``: choice 0's content, or one text per choice (``n`` choices; a single text is given
@@ -392,6 +393,9 @@ def openai_chat(text: str | Sequence[str] = "", *, tool_calls: Sequence[ToolCall
     ``content_filter``: Azure OpenAI's shape -- a first chunk with ``"choices": []`` and
     ``prompt_filter_results``, ``content_filter_results`` on every choice, keys sorted (and the
     Azure deployment URL); with ``finish_reason="content_filter"`` the last one is filtered.
+    ``event_ids``: an ``id:`` line in every event, as some OpenAI-compatible gateways send;
+    ``charset=False``: ``content-type: text/event-stream`` without ``; charset=utf-8`` (a client
+    that guesses the encoding then garbles non-ASCII text).
     """
     _check_timing(chunk_size, gap, first_token)
     if reuse_tool_index and interleave_tool_calls:
@@ -409,12 +413,23 @@ def openai_chat(text: str | Sequence[str] = "", *, tool_calls: Sequence[ToolCall
                           interleave_tool_calls=interleave_tool_calls, style=style, rng=rng, prompt=prompt,
                           reuse_tool_index=reuse_tool_index)
     chunks, times = _schedule(events, rng.writes, first_token=first_token, gap=gap)
+    if event_ids:
+        chunks = _with_ids(chunks)
     target = url or (AZURE_URL.format(model=model) if content_filter else OPENAI_CHAT_URL)
     headers = ({"apim-request-id": rng.token(32).lower(), "x-ms-region": "East US"} if content_filter else
                {"openai-processing-ms": str(int(first_token * 1000)), "openai-version": "2020-10-01",
                 "x-request-id": f"req_{rng.token(32).lower()}"})
     return _cassette(target, _chat_request(model, prompt, len(texts), include, calls), chunks, times,
-                     content_type="text/event-stream; charset=utf-8", headers=headers)
+                     content_type="text/event-stream; charset=utf-8" if charset else "text/event-stream",
+                     headers=headers)
+
+
+def _with_ids(chunks: list[bytes]) -> list[bytes]:
+    """The same writes with an ``id: N`` line opening every event (N counts from 1)."""
+    from .transforms import apply, ids
+    ends = list(itertools.accumulate(map(len, chunks)))
+    body, new_ends = apply([ids], b"".join(chunks), ends)
+    return [body[a:b] for a, b in zip([0, *new_ends], new_ends)]
 
 
 def openrouter_chat(text: str = "", *, tool_calls: Sequence[ToolCallSpec] = (),
@@ -630,7 +645,8 @@ def anthropic_messages(text: str = "", *, tool_calls: Sequence[ToolCallSpec] = (
         body["tools"] = [{"name": t["name"], "description": t["description"], "input_schema": t["parameters"]}
                          for t in _tools(calls).values()]
     return _cassette(url or ANTHROPIC_URL, body, chunks, times, content_type="text/event-stream; charset=utf-8",
-                     headers={"anthropic-organization-id": "00000000-0000-0000-0000-000000000000",
+                     # an organization id is a credential header: recordings hold it redacted
+                     headers={"anthropic-organization-id": "REDACTED",
                               "request-id": f"req_011{rng.token(21)}"},
                      request_headers={"anthropic-version": "2023-06-01"})
 
@@ -690,7 +706,11 @@ def ollama_chat(text: str = "", *, tool_calls: Sequence[ToolCallSpec] = (), thin
 # -- the shipped library -----------------------------------------------------------------------
 
 WEATHER_TOKYO = {"name": "get_weather", "arguments": {"city": "東京", "unit": "celsius"}}
-_JA = "こんにちは！ストリーミングは日本語でも動きます。🎌 Emoji too: 🌏🚀👩\u200d💻 — and ümlauts, ½, 𝄞."
+#: characters ``str.splitlines`` (and so httpx's ``iter_lines``) takes for line breaks but SSE and
+#: JSON lines do not: a client that splits on them cuts an event's JSON in two
+HAZARDS = "line\u2028separator, paragraph\u2029separator, next\u0085line"
+_JA = ("こんにちは！ストリーミングは日本語でも動きます。🎌 Emoji too: 🌏🚀👩\u200d💻 — and ümlauts, ½, 𝄞. "
+       + HAZARDS)
 
 def _more_library() -> dict[str, Callable[[], Cassette]]:
     """The shipped cassettes of protocols whose synthesizer lives in their protocol module."""
@@ -746,7 +766,7 @@ LIBRARY: dict[str, Callable[[], Cassette]] = {
     "openai/responses_function_call": lambda: openai_responses(
         tool_calls=[{**WEATHER_TOKYO, "id": "call_resp_weather"}], prompt="What's the weather in Tokyo?", seed=8),
     "anthropic/messages_text": lambda: anthropic_messages(
-        "Hello! Claude streams text_delta events — 日本語も大丈夫です 🌸.", prompt="Say hello.", seed=9),
+        "Hello! Claude streams text_delta events — 日本語も大丈夫です 🌸. " + HAZARDS, prompt="Say hello.", seed=9),
     "anthropic/messages_tool_use": lambda: anthropic_messages(
         "I'll look up the weather in Tokyo for you.", tool_calls=[{**WEATHER_TOKYO, "id": "toolu_01WeatherTokyo"}],
         prompt="What's the weather in Tokyo?", seed=10),
@@ -761,11 +781,14 @@ LIBRARY: dict[str, Callable[[], Cassette]] = {
         "This answer starts streaming, and then the API is", error="overloaded_error",
         prompt="Write a long essay.", seed=13),
     "ollama/chat": lambda: ollama_chat(
-        "Ollama streams JSON lines — one object per line, ending with done: true. 🦙", model="llama3.2",
+        "Ollama streams JSON lines — one object per line, ending with done: true. 🦙 " + HAZARDS, model="llama3.2",
         prompt="How does Ollama stream?", seed=14),
     "openrouter/chat_keepalive": lambda: openrouter_chat(
-        "OpenRouter sends comment lines while the model warms up.", keepalives=3,
+        "OpenRouter sends comment lines while the model warms up. " + HAZARDS, keepalives=3,
         prompt="What are SSE comments for?", seed=15),
+    "compat/event_ids": lambda: openai_chat(
+        "A gateway numbers its events and sends no charset. " + HAZARDS, event_ids=True, charset=False,
+        prompt="Say something with line separators.", seed=17),
     "compat/repeated_tool_ids": lambda: openai_chat(
         tool_calls=[{**WEATHER_TOKYO, "id": "call_repeat_0"},
                     {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}, "id": "call_repeat_1"}],

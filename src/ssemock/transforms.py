@@ -1,97 +1,321 @@
-"""Transforms: rewrite an SSE body's bytes without changing the events a conforming decoder yields.
+"""Transforms: rewrite a stream's bytes without changing what a conforming decoder yields.
 
-Each transform works on one event at a time, so recorded chunk ends can be carried over to the
-new body (an end inside an event maps to the end of that event's transformed prefix). They
-apply to ``text/event-stream`` bodies only.
+A transform is a list of edits (replace bytes ``[start, end)`` with new bytes) computed in one
+pass over the body, so recorded chunk ends are carried over to the new body in one merge walk:
+the work is linear in the body size however many chunk ends fall inside one event.
+
+SSE transforms keep the events a WHATWG decoder yields (``ids`` gives events ids where the body
+had none; ``raw_unicode`` writes JSON escapes as the characters they stand for, the same JSON
+value). JSON-lines transforms (``crlf``, ``blank_lines``, ``raw_unicode``) keep the decoded
+objects. A transform that does not apply to a body (``cr`` on JSON lines, ``raw_unicode`` on a
+body without such escapes, ``ids`` on a body that has ids) leaves it as it is, and
+:func:`applies` says so, so a matrix does not run the same bytes twice.
 """
 
 from __future__ import annotations
 
-import bisect
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import orjson
 
 from ._names import unknown
 from .chunking import event_ends
 
-__all__ = ["Transform", "alternatives", "apply", "cr", "crlf", "get", "keepalive", "no_space", "resolve"]
+__all__ = ["ALL", "Transform", "alternatives", "applies", "apply", "blank_lines", "comments", "cr", "crlf", "get",
+           "ids", "keepalive", "kind_of", "meta", "mixed", "no_space", "pad", "raw_unicode", "resolve", "retry"]
+
+Edit = tuple[int, int, bytes]  # replace body[start:end] with the bytes
+Edits = Callable[[bytes, str], Iterable[Edit]]
 
 _NEWLINE = re.compile(rb"\r\n|\r|\n")
+_LINE_START = rb"(?:^|(?<=[\r\n])|(?<=\A\xef\xbb\xbf))"  # a line starts here (a leading BOM is no part of it)
 _FIELD_SPACE = re.compile(rb"(?:^|(?<=[\r\n]))([^:\r\n]+): (?! )")
 _BOM = b"\xef\xbb\xbf"
+_SSE, _NDJSON = "sse", "ndjson"
 
 
 @dataclass(frozen=True)
 class Transform:
-    """A named per-event rewrite: ``event(bytes_of_one_event_or_its_prefix) -> bytes``."""
+    """A named rewrite: ``edits(body, kind)`` yields ``(start, end, new_bytes)`` in order, without
+    overlaps, for a body of ``kind`` (``"sse"`` or ``"ndjson"``) among ``kinds``."""
 
     name: str
-    event: Callable[[bytes], bytes]
+    edits: Edits
+    kinds: frozenset[str] = field(default=frozenset({_SSE}))
+    relevant: Callable[[bytes, str], bool] | None = None  # None: applies to every body of its kinds
 
     def __str__(self) -> str:
         return self.name
 
+    def __call__(self, body: bytes, kind: str = _SSE) -> bytes:
+        """The transformed body (no chunk ends)."""
+        return apply([self], body, [], kind=kind)[0]
 
-def _line_endings(sep: bytes) -> Callable[[bytes], bytes]:
-    return lambda event: _NEWLINE.sub(sep, event)
+
+def kind_of(content_type: str, body: bytes) -> str | None:
+    """``"sse"`` for an event stream, ``"ndjson"`` for JSON lines (a JSON content type and a
+    body of one-line objects), else None: no transform touches it."""
+    if "event-stream" in content_type:
+        return _SSE
+    if "json" in content_type and body.lstrip().startswith(b"{") and b"\n" in body.rstrip():
+        return _NDJSON
+    return None
 
 
-crlf = Transform("crlf", _line_endings(b"\r\n"))
+def applies(transform: Transform, body: bytes, kind: str | None) -> bool:
+    """Whether ``transform`` changes a body of ``kind``: a variant where it does not is the same
+    bytes as without it."""
+    if kind is None or kind not in transform.kinds or not body:
+        return False
+    return transform.relevant is None or transform.relevant(body, kind)
+
+
+def apply(transforms: Sequence[Transform], body: bytes, ends: Sequence[int], *,
+          kind: str | None = _SSE) -> tuple[bytes, list[int]]:
+    """Apply ``transforms`` in turn to ``body`` (of ``kind``) and carry the chunk ``ends`` over.
+
+    The result has one end per given end (so recorded times still line up), non-decreasing; an
+    end inside a rewritten span maps inside (or to the end of) its replacement, an end at an
+    insertion point maps before the inserted bytes. Transforms that do not apply are skipped."""
+    new_ends = list(ends)
+    for t in transforms:
+        if applies(t, body, kind):
+            body, new_ends = _rewrite(body, t.edits(body, kind or _SSE), new_ends)
+    return body, new_ends
+
+
+def _rewrite(body: bytes, edits: Iterable[Edit], ends: list[int]) -> tuple[bytes, list[int]]:
+    """One merge walk over the edits and the (sorted) ends."""
+    out: list[bytes] = []
+    new_ends: list[int] = []
+    pos = shift = j = 0
+    n = len(ends)
+    for s, t, r in edits:
+        while j < n and ends[j] <= s:
+            new_ends.append(ends[j] + shift)
+            j += 1
+        while j < n and ends[j] < t:
+            new_ends.append(s + shift + min(ends[j] - s, len(r)))
+            j += 1
+        out.append(body[pos:s])
+        out.append(r)
+        pos = t
+        shift += len(r) - (t - s)
+    new_ends.extend(e + shift for e in ends[j:])
+    out.append(body[pos:])
+    new = b"".join(out)
+    if new_ends and ends[-1] == len(body):  # the end of the stream stays its end
+        new_ends[-1] = len(new)
+    return new, new_ends
+
+
+def _spans(body: bytes, kind: str) -> list[tuple[int, int]]:
+    """(start, end) of every event (SSE) or line (JSON lines), the unterminated tail included."""
+    bounds = event_ends(body, sse=kind == _SSE)
+    if not bounds or bounds[-1] != len(body):
+        bounds.append(len(body))
+    return list(zip([0, *bounds[:-1]], bounds))
+
+
+def _head(body: bytes, start: int) -> int:
+    """Where to insert before the event at ``start``: after a BOM only at the stream's start (a
+    BOM anywhere else is a character of a field name and must stay where it is)."""
+    return 3 if start == 0 and body.startswith(_BOM) else start
+
+
+def _newline_of(body: bytes, start: int, end: int) -> bytes:
+    m = _NEWLINE.search(body, start, end)
+    return m.group() if m else b"\n"
+
+
+# -- line endings ---------------------------------------------------------------------------------
+
+
+def _line_endings(sep: bytes) -> Edits:
+    def edits(body: bytes, kind: str) -> Iterator[Edit]:
+        if kind == _NDJSON:  # only LF ends a JSON line; a CR before it is whitespace
+            for m in re.finditer(rb"(?<!\r)\n", body):
+                yield m.start(), m.end(), b"\r\n"
+            return
+        for m in _NEWLINE.finditer(body):
+            if m.group() != sep:
+                yield m.start(), m.end(), sep
+    return edits
+
+
+def _has_bare_lf(body: bytes, kind: str) -> bool:
+    return re.search(rb"(?<!\r)\n", body) is not None if kind == _NDJSON else True
+
+
+crlf = Transform("crlf", _line_endings(b"\r\n"), frozenset({_SSE, _NDJSON}), _has_bare_lf)
 cr = Transform("cr", _line_endings(b"\r"))
-no_space = Transform("no_space", lambda event: _FIELD_SPACE.sub(rb"\1:", event))
+
+_MIXED = ((b"\n", b"\r\n"), (b"\r\n", b"\n"), (b"\n", b"\r"), (b"\r\n", b"\r"))
+
+
+def _mixed(body: bytes, kind: str) -> Iterator[Edit]:
+    """Event ``i`` gets the ``i % 4``-th pair of (line ending, blank line ending): ``\\n\\r\\n``,
+    ``\\r\\n\\n``, ``\\n\\r``, ``\\r\\n\\r``, so endings change from one event to the next."""
+    spans = _spans(body, kind)
+    for i, (a, b) in enumerate(spans):
+        line, blank = _MIXED[i % len(_MIXED)]
+        found = list(_NEWLINE.finditer(body, a, b))
+        terminated = len(found) >= 2 and found[-1].end() == b and found[-2].end() == found[-1].start()
+        if terminated and blank == b"\r" and body[b:b + 1] == b"\n":
+            blank = b"\r\n"  # a CR followed by the next block's LF would be one line ending
+        for k, m in enumerate(found):
+            sep = blank if terminated and k == len(found) - 1 else line
+            if m.group() != sep:
+                yield m.start(), m.end(), sep
+
+
+mixed = Transform("mixed", _mixed)
+no_space = Transform("no_space", lambda body, kind: ((m.end(1) + 1, m.end(1) + 2, b"")
+                                                     for m in _FIELD_SPACE.finditer(body)))
+
+# -- blocks and lines that dispatch nothing -------------------------------------------------------
+
+
+def _before_each(make: Callable[[int, bytes], bytes]) -> Edits:
+    """Insert ``make(i, newline)`` before event ``i`` (after a leading BOM)."""
+    def edits(body: bytes, kind: str) -> Iterator[Edit]:
+        for i, (a, b) in enumerate(_spans(body, kind)):
+            at = _head(body, a)
+            yield at, at, make(i, _newline_of(body, a, b))
+    return edits
+
+
+def _comment_line(comment: str) -> bytes:
+    if not comment.startswith(":") or "\n" in comment or "\r" in comment:
+        raise ValueError(f"a keep-alive must be one SSE comment line starting with ':', got {comment!r}")
+    return comment.encode()
 
 
 def keepalive(comment: str = ": ping") -> Transform:
     """A comment line (``: ping``) and a blank line before every event, as proxies send."""
-    if not comment.startswith(":") or "\n" in comment or "\r" in comment:
-        raise ValueError(f"a keep-alive must be one SSE comment line starting with ':', got {comment!r}")
-    line = comment.encode()
-
-    def insert(event: bytes) -> bytes:
-        m = _NEWLINE.search(event)
-        nl = m.group() if m else b"\n"
-        bom = _BOM if event.startswith(_BOM) else b""  # a leading BOM must stay first
-        return bom + line + nl + nl + event[len(bom):]
-
+    line = _comment_line(comment)
     name = "keepalive" if comment == ": ping" else f"keepalive:{comment}"
-    return Transform(name, insert)
+    return Transform(name, _before_each(lambda i, nl: line + nl + nl))
 
 
-def apply(transforms: Sequence[Transform], body: bytes, ends: Sequence[int]) -> tuple[bytes, list[int]]:
-    """Transform ``body`` event by event and carry the chunk ``ends`` over to the new body.
+#: the heartbeat comments real servers send: a bare colon (sse-starlette's default is a ping with
+#: a timestamp; many proxies send ``:``), and OpenRouter's while a model is queued
+COMMENTS = (":", ": ping - 2024-02-23 06:52:12.345678+00:00", ": OPENROUTER PROCESSING")
+comments = Transform("comments", _before_each(lambda i, nl: COMMENTS[i % len(COMMENTS)].encode() + nl + nl))
+retry = Transform("retry", _before_each(lambda i, nl: b"retry: 3000" + nl + nl))
 
-    The result has one end per given end (so recorded times still line up), non-decreasing.
-    """
-    for t in transforms:
-        body, ends = _apply_one(t, body, ends)
-    return body, list(ends)
-
-
-def _apply_one(t: Transform, body: bytes, ends: Sequence[int]) -> tuple[bytes, list[int]]:
-    bounds = event_ends(body, sse=True)
-    if not bounds or bounds[-1] != len(body):
-        bounds.append(len(body))
-    starts = [0, *bounds[:-1]]
-    pieces = [t.event(body[a:b]) for a, b in zip(starts, bounds)]
-    new_starts = [0]
-    for p in pieces:
-        new_starts.append(new_starts[-1] + len(p))
-    new_ends = []
-    for e in ends:
-        k = bisect.bisect_left(bounds, e)  # the event whose span (start, end] holds e
-        a = starts[k]
-        length = len(pieces[k]) if e == bounds[k] else min(len(t.event(body[a:e])), len(pieces[k]))
-        new_ends.append(new_starts[k] + length)
-    return b"".join(pieces), new_ends
+_ID_LINE = re.compile(_LINE_START + rb"id(?::(?: )?([^\r\n]*))?(?=[\r\n]|$)")
 
 
-_NAMED = {t.name: t for t in (crlf, cr, no_space)}
-_SHOWN = [*_NAMED, "keepalive[:COMMENT]"]
+def _no_ids(body: bytes, kind: str) -> bool:
+    return _ID_LINE.search(body) is None
+
+
+ids = Transform("ids", _before_each(lambda i, nl: b"id: %d" % (i + 1) + nl), relevant=_no_ids)
+
+
+def _meta(body: bytes, kind: str) -> Iterator[Edit]:
+    """Before each event: an event-only block (``event: keepalive``, no data: nothing dispatched)
+    and an id-only block repeating the last event ID in effect there (so no event's id changes)."""
+    last = b""
+    spans = _spans(body, kind)
+    for i, (a, b) in enumerate(spans):
+        nl = _newline_of(body, a, b)
+        at = _head(body, a)
+        yield at, at, b"event: keepalive" + nl + nl + b"id: " + last + nl + nl
+        if i < len(spans) - 1 or event_ends(body[at:b], sse=True):  # a dispatched block sets the id
+            for m in _ID_LINE.finditer(body, at, b):
+                value = m.group(1) or b""
+                if b"\0" not in value:
+                    last = value
+
+
+meta = Transform("meta", _meta)
+
+
+def pad(shift: int | None = None) -> Transform:
+    """Comment lines that move every later byte: ``pad`` puts one of a different length (0 to 60
+    bytes of padding) in every event, so line endings fall at every offset of a client's
+    fixed-size reads; ``pad:N`` shifts the whole stream by one comment of N bytes."""
+    if shift is None:
+        return Transform("pad", _before_each_line(lambda i: (i * 37) % 61))
+    if type(shift) is not int or not 0 < shift <= 1 << 20:
+        raise ValueError(f"pad: the shift is a number of bytes from 1 to {1 << 20}, got {shift!r}")
+    return Transform(f"pad:{shift}", _before_each_line(lambda i: shift - 1 if i == 0 else -1))
+
+
+def _before_each_line(width: Callable[[int], int]) -> Edits:
+    """A comment line of ``width(i)`` dots inside event ``i`` (none when negative)."""
+    def edits(body: bytes, kind: str) -> Iterator[Edit]:
+        for i, (a, b) in enumerate(_spans(body, kind)):
+            w = width(i)
+            if w >= 0:
+                at = _head(body, a)
+                nl = _newline_of(body, a, b)
+                yield at, at, b":" + b"." * max(w - len(nl), 0) + nl
+    return edits
+
+
+# -- JSON lines -----------------------------------------------------------------------------------
+
+
+def _blank_lines(body: bytes, kind: str) -> Iterator[Edit]:
+    for a, b in _spans(body, kind)[:-1] if not body.endswith(b"\n") else _spans(body, kind):
+        yield b, b, b"\n"
+
+
+blank_lines = Transform("blank_lines", _blank_lines, frozenset({_NDJSON}))
+
+# -- JSON escapes written raw ---------------------------------------------------------------------
+
+_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u(2028|2029|0085)")
+_DATA = re.compile(_LINE_START + rb"data(?::(?: )?([^\r\n]*))?(?=[\r\n]|$)")
+
+
+def _json_lines(body: bytes, kind: str) -> Iterator[tuple[int, int]]:
+    """Spans of values that are one whole JSON document: the data line of a one-data-line event,
+    or a JSON line."""
+    for a, b in _spans(body, kind):
+        if kind == _NDJSON:
+            span = (a, b)
+        else:
+            found = list(_DATA.finditer(body, _head(body, a), b))
+            if len(found) != 1 or found[0].group(1) is None:
+                continue
+            span = found[0].span(1)
+        if _ESCAPE.search(body, *span) is None:
+            continue
+        try:
+            orjson.loads(body[span[0]:span[1]])
+        except orjson.JSONDecodeError:
+            continue
+        yield span
+
+
+def _raw_unicode(body: bytes, kind: str) -> Iterator[Edit]:
+    for a, b in _json_lines(body, kind):
+        for m in _ESCAPE.finditer(body, a, b):
+            yield m.end(1), m.end(), chr(int(m.group(2), 16)).encode()
+
+
+raw_unicode = Transform("raw_unicode", _raw_unicode, frozenset({_SSE, _NDJSON}),
+                        lambda body, kind: next(_json_lines(body, kind), None) is not None)
+
+# -- names ----------------------------------------------------------------------------------------
+
+_NAMED = {t.name: t for t in (crlf, cr, mixed, no_space, comments, ids, meta, retry, raw_unicode, blank_lines)}
+_SHOWN = [*_NAMED, "keepalive[:COMMENT]", "pad[:N]"]
+#: what ``transform="all"`` runs, after the untransformed stream: every named transform alone
+ALL: tuple[Transform, ...] = (crlf, cr, mixed, no_space, keepalive(), comments, ids, meta, retry, pad(),
+                              raw_unicode, blank_lines)
 
 
 def get(name: str | Transform) -> Transform:
-    """A transform from its short name: ``crlf``, ``cr``, ``no_space``, ``keepalive[:COMMENT]``."""
+    """A transform from its short name: ``crlf``, ``cr``, ``mixed``, ``no_space``, ``comments``,
+    ``ids``, ``meta``, ``retry``, ``raw_unicode``, ``blank_lines``, ``keepalive[:COMMENT]``,
+    ``pad[:N]``."""
     if isinstance(name, Transform):
         return name
     if not isinstance(name, str):
@@ -102,19 +326,26 @@ def get(name: str | Transform) -> Transform:
     head, sep, rest = name.strip().partition(":")
     if head == "keepalive":
         return keepalive(rest if sep and rest.startswith(":") else f": {rest}" if sep else ": ping")
-    raise unknown("transform", name, [*_NAMED, "keepalive"], shown=_SHOWN, head=head)
+    if head == "pad":
+        if not sep:
+            return pad()
+        if not rest.strip().isdigit():
+            raise ValueError(f"pad: the shift is a number of bytes, e.g. 'pad:7', got {name!r}")
+        return pad(int(rest))
+    raise unknown("transform", name, [*_NAMED, "keepalive", "pad"], shown=_SHOWN, head=head)
 
 
 def alternatives(spec: str | Transform | Sequence[str | Transform] | None) -> list[list[Transform]]:
-    """Transform chains to run a test under, one run each: ``"all"`` (none, then each transform
-    alone), ``"none,crlf,cr+keepalive"`` (comma: alternatives; plus: a chain), or a list of those."""
+    """Transform chains to run a test under, one run each: ``"all"`` (none, then each of
+    :data:`ALL` alone), ``"none,crlf,cr+keepalive"`` (comma: alternatives; plus: a chain), or a
+    list of those."""
     if spec is None:
         return [[]]
     if isinstance(spec, Transform):
         return [[spec]]
     if isinstance(spec, str):
         if spec.strip() == "all":
-            return [[], [crlf], [cr], [keepalive()], [no_space]]
+            return [[], *([t] for t in ALL)]
         return [[] if part.strip() == "none" else resolve(part.strip()) for part in spec.split(",")]
     return [chain for item in spec for chain in alternatives(item)]
 
