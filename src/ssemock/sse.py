@@ -12,7 +12,17 @@ to the letter:
   then skipped;
 * a blank line dispatches the event, unless the data buffer is empty; the event type and the
   block's ``retry`` are reset either way; the last event ID persists across events;
-* an event that is not terminated by a blank line when the stream ends is discarded.
+* the spec's *last event ID string* (what a reconnection sends as ``Last-Event-ID``) is kept
+  apart from its *last event ID buffer*: an ``id`` field sets the buffer, and only a blank line
+  (the dispatch step, even of a block without data) copies the buffer to the string, so a block
+  cut off by the end of the stream never changes the string; a new connection (after
+  :meth:`Decoder.close`, or ``Decoder(last_event_id=...)``) starts from the string;
+* an event that is not terminated by a blank line when the stream ends is discarded;
+* ``retry`` takes any number of ASCII digits. The value is kept exactly up to
+  :data:`RETRY_DIGITS` significant digits (leading zeros do not count), which int() converts
+  without meeting Python's int-from-string limit; a longer value -- over 10**4300 ms, past any
+  clock -- saturates at :data:`MAX_RETRY` (``10**4300 - 1``), so no retry line is ignored and
+  converting one costs time linear in its length.
 
 How: the bytes LF (0x0A) and CR (0x0D) never occur inside a UTF-8 sequence and always decode
 to themselves (a truncated sequence before them becomes U+FFFD on its own), so lines are found
@@ -27,7 +37,28 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["Decoder", "ServerSentEvent", "adecode", "decode", "iter_decode"]
+__all__ = ["MAX_RETRY", "RETRY_DIGITS", "Decoder", "ServerSentEvent", "adecode", "decode", "iter_decode"]
+
+RETRY_DIGITS = 4300
+"""Significant digits of a ``retry`` value kept exactly (Python's default int-from-str limit)."""
+MAX_RETRY: int = 10**RETRY_DIGITS - 1
+"""What a ``retry`` value with more than :data:`RETRY_DIGITS` significant digits is stored as."""
+
+
+def _retry_value(digits: bytes) -> int:
+    """The integer of a string of ASCII digits, saturating at :data:`MAX_RETRY`.
+
+    Converted 600 digits at a time, so it never meets ``sys.set_int_max_str_digits`` (640 at
+    the least), whatever the process set it to.
+    """
+    digits = digits.lstrip(b"0")
+    if len(digits) > RETRY_DIGITS:
+        return MAX_RETRY
+    value = 0
+    for i in range(0, len(digits), 600):
+        piece = digits[i:i + 600]
+        value = value * 10 ** len(piece) + int(piece)
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,16 +113,22 @@ _NORMAL, _SKIP_LF, _AT_START = 0, 1, 2
 class Decoder:
     """Incremental ``text/event-stream`` decoder: :meth:`feed` bytes, then :meth:`close`.
 
-    ``last_event_id`` is the last event ID buffer and ``retry`` the latest reconnection time
-    (``None`` until a valid ``retry`` field arrives); both survive :meth:`close`, after which
-    the decoder can be fed a new stream (such as the one of a reconnection).
+    ``last_event_id`` is the spec's last event ID string: the ID of the last dispatch (what a
+    client sends as ``Last-Event-ID`` when it reconnects); ``last_event_id_buffer`` is the
+    buffer that ``id`` fields set, which reaches the string only at the next blank line.
+    ``retry`` is the latest reconnection time (``None`` until a valid ``retry`` field arrives).
+    The string and ``retry`` survive :meth:`close`, after which the decoder reads a new stream
+    (a reconnection) starting from them. ``Decoder(last_event_id=ID)`` starts from ``ID``, as a
+    connection made with ``Last-Event-ID: ID`` does; assigning ``last_event_id`` between
+    streams does the same.
     """
 
     __slots__ = (
-        "_mode", "_head", "_parts", "_data", "_type", "_block_retry", "_clean", "last_event_id", "retry",
+        "_mode", "_head", "_parts", "_data", "_type", "_block_retry", "_clean", "_id_buffer", "_id_string",
+        "retry",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, *, last_event_id: str = "") -> None:
         self._mode = _AT_START  # _AT_START: a BOM may come; _SKIP_LF: the last byte was a CR,
         # already taken as a line ending (so events dispatch at once), and an LF next is its CRLF
         self._head = b""  # the first bytes, while they could still be a split BOM
@@ -100,8 +137,22 @@ class Decoder:
         self._type = ""  # the event type buffer
         self._block_retry: int | None = None  # retry set in the current block
         self._clean = False  # no partial line, no field of the current block, _mode is _NORMAL
-        self.last_event_id = ""
+        self._id_buffer = self._id_string = last_event_id
         self.retry: int | None = None
+
+    @property
+    def last_event_id(self) -> str:
+        """The last event ID string: set at each dispatch (blank line), never by a cut-off block."""
+        return self._id_string
+
+    @last_event_id.setter
+    def last_event_id(self, value: str) -> None:
+        self._id_buffer = self._id_string = value
+
+    @property
+    def last_event_id_buffer(self) -> str:
+        """The last event ID buffer: the latest valid ``id`` field, dispatched or not."""
+        return self._id_buffer
 
     def feed(self, chunk: bytes | bytearray | memoryview) -> list[ServerSentEvent]:
         """Take the next bytes of the stream; return the events they complete (often none)."""
@@ -119,7 +170,7 @@ class Decoder:
             ev = _Builder()  # _event(), inlined
             ev.event = "message"
             ev.data = chunk[6:-2].decode("utf-8", "replace")
-            ev.id = self.last_event_id
+            ev.id = self._id_string = self._id_buffer
             ev.retry = None
             ev.__class__ = ServerSentEvent  # type: ignore[assignment]
             return [ev]  # type: ignore[list-item]
@@ -153,7 +204,8 @@ class Decoder:
         events: list[ServerSentEvent] = []
         data = self._data
         type_ = self._type
-        last_id = self.last_event_id
+        last_id = self._id_buffer
+        id_string = self._id_string
         block_retry = self._block_retry
         pos = 0
         size = len(chunk)
@@ -191,11 +243,13 @@ class Decoder:
                         ev.retry = None
                         ev.__class__ = ServerSentEvent  # type: ignore[assignment]
                         events.append(ev)  # type: ignore[arg-type]
+                        id_string = last_id
                         pos = end + 2
                 end = find(b"\n", pos)
                 if end < 0:
                     break
                 if end == pos:  # a blank line: dispatch
+                    id_string = last_id
                     if data:
                         text = b"\n".join(data).decode("utf-8", "replace")
                         events.append(_event(type_ or "message", text, last_id, block_retry))
@@ -224,12 +278,7 @@ class Decoder:
                     last_id = value.decode("utf-8", "replace")
             elif name == b"retry":
                 if value.isdigit():  # bytes.isdigit(): ASCII digits only, and not empty
-                    try:
-                        block_retry = self.retry = int(value)
-                    except ValueError:  # more digits than int() converts (sys.int_info)
-                        digits = value.lstrip(b"0")
-                        if len(digits) <= 4000:
-                            block_retry = self.retry = int(digits or b"0")
+                    block_retry = self.retry = int(value) if len(value) < 600 else _retry_value(value)
             # else: a comment (empty name) or an unknown field: ignored
         if pos < size:
             self._parts.append(chunk[pos:])
@@ -238,14 +287,16 @@ class Decoder:
             self._clean = not data and not type_ and block_retry is None and not self._mode
         self._data = data
         self._type = type_
-        self.last_event_id = last_id
+        self._id_buffer = last_id
+        self._id_string = id_string
         self._block_retry = block_retry
         return events
 
     def close(self) -> list[ServerSentEvent]:
         """End the stream: discard the unterminated line and event, if any.
 
-        Flushing the UTF-8 decoder can only turn a truncated sequence into U+FFFD, never into a
+        The last event ID buffer goes back to the last event ID string (an ``id`` of a block cut
+        off by the end never reaches the next connection). Flushing the UTF-8 decoder can only turn a truncated sequence into U+FFFD, never into a
         line ending, so no line completes and no event is dispatched: the list is always empty.
         """
         self._mode = _AT_START
@@ -255,6 +306,7 @@ class Decoder:
         self._type = ""
         self._block_retry = None
         self._clean = False
+        self._id_buffer = self._id_string
         return []
 
 
