@@ -133,7 +133,7 @@ class Decoder:
         # already taken as a line ending (so events dispatch at once), and an LF next is its CRLF
         self._head = b""  # the first bytes, while they could still be a split BOM
         self._parts: list[bytes] = []  # pieces of the current, unterminated line
-        self._data: list[bytes] = []  # the data buffer, one item per data field (undecoded)
+        self._data: list[bytes | memoryview] = []  # the data buffer, one item per data field (undecoded)
         self._type = ""  # the event type buffer
         self._block_retry: int | None = None  # retry set in the current block
         self._clean = False  # no partial line, no field of the current block, _mode is _NORMAL
@@ -263,31 +263,35 @@ class Decoder:
                             append(ev)  # type: ignore[arg-type]
                             pos = end + 2
                         else:
-                            start = pos
                             ident = None
-                            if startswith(b"id: ", start):
-                                end = find(b"\n", start)
-                                if end < 0:
-                                    break
-                                ident = chunk[start + 4:end]
-                                if 0 in ident:
-                                    break
-                                start = end + 1
-                            if head and startswith(head, start):  # the same type as last time
+                            if head and startswith(head, pos):  # the same type as last time
                                 kind = head_kind
-                                start += len(head)
-                            elif startswith(b"event: ", start):
-                                end = find(b"\n", start)
-                                if end < 0 or not startswith(b"data: ", end + 1):
-                                    break
-                                head = chunk[start:end + 7]  # b"event: NAME\ndata: "
-                                head_kind = kind = chunk[start + 7:end].decode("utf-8", "replace") or "message"
-                                start = end + 7
-                            elif ident is not None and startswith(b"data: ", start):
-                                kind = "message"
-                                start += 6
+                                start = pos + len(head)
                             else:
-                                break
+                                start = pos
+                                if startswith(b"id: ", start):
+                                    end = find(b"\n", start)
+                                    if end < 0:
+                                        break
+                                    ident = chunk[start + 4:end]
+                                    if 0 in ident:
+                                        break
+                                    start = end + 1
+                                if head and startswith(head, start):
+                                    kind = head_kind
+                                    start += len(head)
+                                elif startswith(b"event: ", start):
+                                    end = find(b"\n", start)
+                                    if end < 0 or not startswith(b"data: ", end + 1):
+                                        break
+                                    head = chunk[start:end + 7]  # b"event: NAME\ndata: "
+                                    head_kind = kind = chunk[start + 7:end].decode("utf-8", "replace") or "message"
+                                    start = end + 7
+                                elif ident is not None and startswith(b"data: ", start):
+                                    kind = "message"
+                                    start += 6
+                                else:
+                                    break
                             end = find(b"\n", start)
                             if end < 0 or end + 1 == size or chunk[end + 1] != 10:
                                 break
@@ -311,7 +315,7 @@ class Decoder:
                 if end == pos:  # a blank line: dispatch
                     id_string = last_id
                     if data:
-                        text = b"\n".join(data).decode("utf-8", "replace")
+                        text = str(data[0] if len(data) == 1 else b"\n".join(data), "utf-8", "replace")
                         events.append(_event(type_ or "message", text, last_id, block_retry))
                         data = []
                     type_ = ""
@@ -320,7 +324,8 @@ class Decoder:
                     pos += 1
                     continue
                 if startswith(b"data: ", pos):
-                    data.append(chunk[pos + 6:end])
+                    # a long value is viewed, not copied (it is decoded straight from the view)
+                    data.append(chunk[pos + 6:end] if end - pos < 65536 else memoryview(chunk)[pos + 6:end])
                     pos = end + 1
                     continue
                 line = chunk[pos:end]
