@@ -1,6 +1,6 @@
 """Benchmark: ssemock.sse against every Python SSE parser on the package index, shape by shape.
 
-Plain script: ``python bench/decode.py [--quick]``. Peers (``pip install launchdarkly-eventsource
+Plain script: ``python bench/decode.py [--quick] [--cpu]``. Peers (``pip install launchdarkly-eventsource
 httpx-sse httpx2 openai sseclient-py assel``; a missing one is left out and said so), each fed
 the way its own library feeds it:
 
@@ -263,9 +263,13 @@ def agreeing(fns: dict[str, Callable[[list[bytes]], list[Any]]], shape: Shape) -
 
 # -- timing ------------------------------------------------------------------------------------------
 
+CLOCK = time.process_time if "--cpu" in sys.argv else time.perf_counter
+
+
 def median_interleaved(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
     """Median seconds per function over ``rounds`` rounds; each round runs every function once
-    (in an order rotated by one each round), so drift and cache effects hit all alike."""
+    (in an order rotated by one each round), so drift and cache effects hit all alike. Wall
+    time, or with ``--cpu`` the process's CPU time (steadier on a machine shared with other work)."""
     names = list(fns)
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
@@ -273,9 +277,9 @@ def median_interleaved(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[s
             gc.collect()
             gc.disable()
             try:
-                start = time.perf_counter()
+                start = CLOCK()
                 fns[name]()
-                times[name].append(time.perf_counter() - start)
+                times[name].append(CLOCK() - start)
             finally:
                 gc.enable()
     return {name: statistics.median(t) for name, t in times.items()}
@@ -341,7 +345,7 @@ def main() -> None:
     quick = "--quick" in sys.argv
     t0 = time.perf_counter()
     fns, missing = contestants()
-    print(f"python {sys.version.split()[0]}; contestants: {', '.join(fns)}"
+    print(f"python {sys.version.split()[0]}; {'CPU' if CLOCK is time.process_time else 'wall'} time; contestants: {', '.join(fns)}"
           + (f"; not installed: {', '.join(missing)}" if missing else ""))
     results = []
     for shape in shapes(N_EVENTS // 4 if quick else N_EVENTS, BIG // 10 if quick else BIG):

@@ -558,6 +558,21 @@ def test_pending_fields_and_lines_defeat_the_one_event_fast_path() -> None:
     assert decode([b"data: a\n\n", b"data: b\r", b"\n", b"data: c\n\n"]) == [E(data="a"), E(data="b\nc")]
 
 
+@pytest.mark.parametrize("chunk", [
+    b"event: a\ndata: x\n\n", b"event: \ndata: x\n\n", b"event: a\ndata: x\ndata: y\n\n",
+    b"event: a\n\ndata: x\n\n", b"event: a\ndata:x\n\n", b"event: a\ndata: x\n\n\n", b"event: a\r\ndata: x\n\n",
+    b"event: \xff\ndata: \xe2\x82\n\n", b"event: a\nid: 1\ndata: x\n\n",
+])
+def test_one_typed_event_chunks_after_a_first_event(chunk: bytes) -> None:
+    """Chunks shaped like one "event: ...\\ndata: ...\\n\\n" event, fed once the decoder is between
+    blocks (where its one-event fast path applies), give the spec's events."""
+    first = b"id: 7\ndata: 0\n\n"
+    decoder = Decoder()
+    events = decoder.feed(first) + decoder.feed(chunk) + decoder.close()
+    assert events == spec_decode(first + chunk)
+    assert decoder.last_event_id == spec_run(first + chunk)[1]
+
+
 def test_one_event_chunks_with_a_cr_inside() -> None:
     chunks = [b"data: a\n\n", b"data: b\r\n\n", b"data: c\rd\n\n", b"data: e\n\n", b"data: f\r\n", b"\n"]
     assert decode(chunks) == [E(data="a"), E(data="b"), E(data="c"), E(data="e"), E(data="f")]

@@ -174,6 +174,17 @@ class Decoder:
             ev.retry = None
             ev.__class__ = ServerSentEvent  # type: ignore[assignment]
             return [ev]  # type: ignore[list-item]
+        if self._clean and chunk.startswith(b"event: ") and chunk.endswith(b"\n\n") and 13 not in chunk:
+            # The same for one "event: ...\ndata: ...\n\n" event (Anthropic's shape)
+            end = chunk.find(10)
+            if chunk.startswith(b"data: ", end + 1) and chunk.find(10, end + 1) == len(chunk) - 2:
+                ev = _Builder()
+                ev.event = chunk[7:end].decode("utf-8", "replace") or "message"
+                ev.data = chunk[end + 7:-2].decode("utf-8", "replace")
+                ev.id = self._id_string = self._id_buffer
+                ev.retry = None
+                ev.__class__ = ServerSentEvent  # type: ignore[assignment]
+                return [ev]  # type: ignore[list-item]
         if self._mode:
             if self._mode == _SKIP_LF:
                 if not chunk:
