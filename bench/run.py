@@ -12,7 +12,7 @@ Prints (as Markdown, ready for bench/RESULTS.md):
 4. the 1x/10x/100x curve of every operation (time per chunk / byte / event at three sizes);
 5. a cProfile of where the time goes, for every missed timing target.
 
-The parts live in bench/replay.py, bench/record.py, bench/decode.py (imported, not changed),
+The parts live in bench/replay.py, bench/record.py, bench/decode.py (imported),
 bench/cassette_io.py, bench/chunking.py, bench/matrix.py, bench/memory.py and bench/lazy_chunking.py.
 """
 
@@ -338,32 +338,25 @@ def bench_record() -> None:
 # -- 3. decoder -------------------------------------------------------------------------------
 
 def bench_decode() -> None:
-    n = 100_000 // SCALE
-    events = decode_bench.build_events(n)
-    decode_bench.check_agreement(events)
-    body = b"".join(events)
-    head = body[:200_000 // SCALE]
-    layouts = {
-        "per-event chunks": (events, 3),
-        f"1-byte chunks (first {len(head) // 1000} KB)": ([head[i:i + 1] for i in range(len(head))], 2),
-        "one single chunk": ([body], 3),
-    }
-    worst = float("inf")
-    for label, (chunks, rounds) in layouts.items():
-        best = best_interleaved({name: (lambda fn=fn: fn(chunks)) for name, fn in decode_bench.DECODERS.items()},
-                                rounds)
-        count = len(decode_bench.run_ssemock(chunks))
-        peers = {k: v for k, v in best.items() if k != "ssemock"}
-        fastest = min(peers, key=peers.__getitem__)
-        ratio = peers[fastest] / best["ssemock"]
-        worst = min(worst, ratio)
-        REPORT.figure("decode", f"{label}: " + ", ".join(f"{k} {v / count * 1e6:.3f} us/event" for k, v in best.items())
-                      + f" ({count:,} events)")
-        REPORT.target(f"SSE decoder, {label}", f"{best['ssemock'] / count * 1e6:.3f} us/event",
-                      f"{peers[fastest] / count * 1e6:.3f} us/event ({fastest})", ratio,
-                      ">= 2x faster than the fastest peer", ratio >= 2.0,
-                      profile=lambda chunks=chunks: decode_bench.run_ssemock(chunks))
-    sizes = [n // 100, n // 10, n]
+    """Issue 16 item 1: every shape, every installed peer, same-run medians (bench/decode.py)."""
+    fns, missing = decode_bench.contestants()
+    if missing:
+        REPORT.figure("decode", "peers not installed (left out): " + ", ".join(missing))
+    for shape in decode_bench.shapes(decode_bench.N_EVENTS // SCALE, decode_bench.BIG // SCALE,
+                                     decode_bench.BYTEWISE // SCALE):
+        ok, notes = decode_bench.agreeing(fns, shape)
+        result = decode_bench.measure(shape, ok, rounds=3 if shape.unit == "byte" or "MB" in shape.name else 5)
+        REPORT.figure("decode", f"{shape.name}: " + ", ".join(f"{k} {result.per_unit(k)}" for k in result.seconds)
+                      + f" ({result.count:,} {shape.unit}s)" + "".join(f"; left out: {n}" for n in notes))
+        peer = result.fastest_peer
+        REPORT.target(f"SSE decoder, {shape.name}", f"{result.per_unit('ssemock')} (decode)",
+                      f"{result.per_unit(peer)} ({peer})", result.ratio,
+                      ">= 2x faster than the fastest peer", result.ratio >= 2.0,
+                      profile=lambda chunks=shape.chunks: decode_bench.run_ssemock(chunks))
+        REPORT.figure("decode", f"{shape.name}: Decoder.feed per chunk {result.per_unit('ssemock.feed')}, "
+                      f"{result.feed_ratio:.2f}x the fastest peer ({peer})")
+    events = decode_bench.build_events(decode_bench.N_EVENTS // SCALE)
+    sizes = [len(events) // 100, len(events) // 10, len(events)]
     per = [best_interleaved({"x": lambda s=s: decode_bench.run_ssemock(events[:s])}, 3)["x"] / s * 1e6 for s in sizes]
     REPORT.curve("SSE decode (per-event chunks)", "us/event", [f"{s:,} events" for s in sizes], per)
     per_byte, floor = [], []
@@ -372,11 +365,12 @@ def bench_decode() -> None:
         size = 256 * 1024 * factor
         big = b"data: " + (payload * (size // len(payload.encode()))).encode() + b"\n\n"
         chunks = [big[i:i + 4096] for i in range(0, len(big), 4096)]
-        best = best_interleaved({"ssemock": lambda: decode_bench.run_ssemock(chunks),
+        best = best_interleaved({"ssemock": lambda: decode_bench.run_ssemock_feed(chunks),
                                  "floor": lambda: b"".join(chunks).decode()}, 3)
         per_byte.append(best["ssemock"] / len(big) * 1e9)
         floor.append(best["floor"] / len(big) * 1e9)
-    REPORT.curve("SSE decode (one huge event, 4 KiB chunks)", "ns/byte", ["0.26 MB", "2.6 MB", "26 MB"], per_byte,
+    REPORT.curve("SSE decode (one huge event, 4 KiB chunks, Decoder.feed per chunk)", "ns/byte",
+                 ["0.26 MB", "2.6 MB", "26 MB"], per_byte,
                  "floor (join + decode once): " + " / ".join(f"{v:.2f}" for v in floor) + " ns/byte")
 
 

@@ -303,6 +303,78 @@ def test_resume_offset_follows_the_decoder() -> None:
     assert resume_offset(crlf, "1") == crlf.index(b"id: 2")
 
 
+async def _event_source(url: str, *, max_connections: int = 6) -> tuple[list[tuple[str, str]], list[str | None], str]:
+    """An EventSource's reconnection loop (the spec's, and aiohttp-sse-client's) over aiohttp: read
+    the stream with the reference decoder; when it ends or drops, reconnect with ``Last-Event-ID``
+    set to the last event ID string (if not empty); stop at a 204. At most ``max_connections``, so
+    a server that keeps a client reconnecting fails the test instead of hanging it.
+
+    Returns the (id, data) of the events received, the Last-Event-ID of each connection, and
+    "stopped" (a 204 came) or "still reconnecting"."""
+    decoder = sse.Decoder()
+    events: list[sse.ServerSentEvent] = []
+    sent: list[str | None] = []
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT)) as session:
+        for _ in range(max_connections):
+            headers = {"accept": "text/event-stream"}
+            if decoder.last_event_id:
+                headers["last-event-id"] = decoder.last_event_id
+            sent.append(headers.get("last-event-id"))
+            async with session.get(url + PATH, headers=headers) as resp:
+                if resp.status == 204:
+                    return [(e.id, e.data) for e in events], sent, "stopped"
+                assert resp.status == 200
+                try:
+                    async for data in resp.content.iter_any():
+                        events += decoder.feed(data)
+                except aiohttp.ClientPayloadError:  # a dropped connection: reconnect
+                    pass
+            events += decoder.close()
+    return [(e.id, e.data) for e in events], sent, "still reconnecting"
+
+
+def _sse_cassette(chunks: list[bytes]) -> ssemock.Cassette:
+    cassette = ssemock.Cassette()
+    cassette.add("POST", URL, chunks, request_json=REQUEST)
+    return cassette
+
+
+def test_a_reconnecting_client_stops_when_nothing_with_an_id_follows() -> None:
+    """Events without an id after the last one (an OpenAI-style ``[DONE]``): the client ends with
+    Last-Event-ID "2" whether it read them or not, so resuming after "2" answers 204; serving the
+    rest again kept every EventSource (aiohttp-sse-client, a browser) reconnecting forever."""
+    chunks = [b"id: 1\ndata: a\n\n", b"id: 2\ndata: b\n\n", b"data: [DONE]\n\n"]
+    with running(app(_sse_cassette(chunks))) as url:
+        events, sent, end = asyncio.run(_event_source(url))
+    assert (events, sent, end) == ([("1", "a"), ("2", "b"), ("2", "[DONE]")], [None, "2"], "stopped")
+
+
+def test_a_block_cut_off_by_the_end_never_reaches_the_next_connection() -> None:
+    """A recorded stream that ends inside a block with ``id: 3``: the client's last event ID string
+    stays "2" (the spec sets it at dispatch only); the server resumes from "2", finds no
+    dispatched id after it, and answers 204."""
+    chunks = [b"id: 1\ndata: a\n\n", b"id: 2\ndata: b\n\n", b"id: 3\ndata: c\n"]
+    asgi = app(_sse_cassette(chunks))
+    with running(asgi) as url:
+        events, sent, end = asyncio.run(_event_source(url))
+    assert (events, sent, end) == ([("1", "a"), ("2", "b")], [None, "2"], "stopped")
+    assert [(x.status, x.resumed_at) for x in asgi.state.ssemock.exchanges] == [(200, None), (204, len(chunks[0]) + len(chunks[1]))]
+
+
+def test_a_dropped_stream_resumes_from_the_last_dispatched_id_and_gets_every_id_once() -> None:
+    chunks = [f"id: {i}\ndata: {i}\n\n".encode() for i in range(1, 6)] + [b"data: [DONE]\n\n"]
+    with running(app(_sse_cassette(chunks), faults="disconnect:after_event=2")) as url:
+        events, sent, end = asyncio.run(_event_source(url))
+    assert end == "stopped" and sent == [None, "2", "4", "5"]
+    assert [e for e in events if e[1] != "[DONE]"] == [(str(i), str(i)) for i in range(1, 6)]
+
+
+def test_resume_offset_uses_the_last_event_id_string() -> None:
+    body = b"id: 1\ndata: a\n\ndata: b\n\nid: 2\ndata: c"  # the block with id 2 is cut off
+    assert resume_offset(body, "1") == body.index(b"data: b")
+    assert resume_offset(body, "2") is None  # never dispatched: no client can hold it
+
+
 def test_bad_options_raise_value_error() -> None:
     options: dict[str, Any]
     for options in ({"chunking": "nope"}, {"timing": "later"}, {"faults": "explode"}, {"transform": "rot13"}):

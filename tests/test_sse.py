@@ -39,10 +39,20 @@ from httpx_sse._decoders import SSELineDecoder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ssemock.sse import Decoder, ServerSentEvent, adecode, decode, iter_decode
+from ssemock import sse
+from ssemock.sse import Decoder, ServerSentEvent, adecode, iter_decode
 
 E = ServerSentEvent
 Event = tuple[str, str, str, "int | None"]
+
+
+def decode(chunks: Iterable[bytes]) -> list[ServerSentEvent]:
+    """The events through the incremental path (one ``Decoder.feed`` per chunk, as ``iter_decode``
+    does), checked equal to the public ``ssemock.sse.decode`` (which parses the joined chunks)."""
+    chunks = list(chunks)
+    fed = list(iter_decode(chunks))
+    assert sse.decode(chunks) == fed
+    return fed
 
 
 # --- a literal, character-by-character transcription of the spec, as an oracle --------------
@@ -50,6 +60,12 @@ Event = tuple[str, str, str, "int | None"]
 
 def spec_decode(stream: bytes) -> list[ServerSentEvent]:
     """The spec's algorithm, one character at a time, on the whole stream at once."""
+    return spec_run(stream)[0]
+
+
+def spec_run(stream: bytes, last_event_id: str = "") -> tuple[list[ServerSentEvent], str]:
+    """The spec's events, and its last event ID string when the stream ends (a new connection
+    starts its buffer from ``last_event_id``, as browsers and ``Last-Event-ID`` resumption do)."""
     text = stream.decode("utf-8", "replace")  # UTF-8 decode: U+FFFD per maximal subpart
     if text.startswith("\ufeff"):  # ...which strips one leading BOM
         text = text[1:]
@@ -70,10 +86,12 @@ def spec_decode(stream: bytes) -> list[ServerSentEvent]:
             line.append(c)
         i += 1
     # the unterminated last line (if any) is discarded along with any pending event
-    data, event_type, last_id, retry = "", "", "", None
+    data, event_type, last_id, retry = "", "", last_event_id, None
+    id_string = last_event_id
     events: list[ServerSentEvent] = []
     for line_ in lines:
         if line_ == "":
+            id_string = last_id  # dispatch, step 1: even a block without data sets the string
             if data == "":
                 event_type, retry = "", None
                 continue
@@ -100,7 +118,7 @@ def spec_decode(stream: bytes) -> list[ServerSentEvent]:
         elif field == "retry":
             if value and all(c in "0123456789" for c in value):
                 retry = int(value)
-    return events
+    return events, id_string
 
 
 def split_at(stream: bytes, cuts: Iterable[int]) -> list[bytes]:
@@ -308,7 +326,29 @@ def test_retry_belongs_to_its_block_and_the_decoder_keeps_the_latest() -> None:
 def test_retry_with_more_digits_than_int_converts() -> None:
     many = b"0" * 5000 + b"42"
     assert decode([b"retry: " + many + b"\ndata: x\n\n"]) == [E(data="x", retry=42)]
-    assert decode([b"retry: " + b"9" * 5000 + b"\ndata: x\n\n"]) == [E(data="x")]
+    exact = b"7" + b"0" * (sse.RETRY_DIGITS - 1)  # the longest value kept exactly
+    assert decode([b"retry: 000" + exact + b"\ndata: x\n\n"]) == [E(data="x", retry=7 * 10 ** (sse.RETRY_DIGITS - 1))]
+    for digits in (b"9" * 5000, b"1" + b"0" * sse.RETRY_DIGITS, b"12345" * 2_000_000):  # up to 10 MB
+        decoder = Decoder()
+        for chunk in (b"retry: ", digits, b"\ndata: x\n\n"):
+            events = decoder.feed(chunk)
+        assert events == [E(data="x", retry=sse.MAX_RETRY)]  # saturates: never ignored
+        assert decoder.retry == sse.MAX_RETRY
+    assert sse.MAX_RETRY == int("9" * sse.RETRY_DIGITS)
+
+
+def test_retry_digits_ignore_a_lowered_int_conversion_limit() -> None:
+    """A process that lowered ``sys.set_int_max_str_digits`` still gets every value exactly."""
+    import sys
+
+    value = "31" * 1000
+    want = int(value)
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)
+    try:
+        assert decode([f"retry: {value}\ndata: x\n\n".encode()])[0].retry == want
+    finally:
+        sys.set_int_max_str_digits(before)
 
 
 # --- UTF-8 and BOM ----------------------------------------------------------------------------
@@ -439,7 +479,7 @@ def test_a_huge_single_event_decodes_in_linear_time() -> None:
         best = float("inf")
         for _ in range(3):
             start = time.perf_counter()
-            (event,) = decode(chunks)
+            (event,) = iter_decode(chunks)  # the incremental path: one feed() per chunk
             best = min(best, time.perf_counter() - start)
             assert len(event.data) == size
         return best
@@ -454,7 +494,7 @@ def test_many_short_chunks_of_a_long_line_are_linear() -> None:
         body = b"data: " + b"y" * size + b"\n\n"
         chunks = [body[i:i + 16] for i in range(0, len(body), 16)]
         start = time.perf_counter()
-        (event,) = decode(chunks)
+        (event,) = iter_decode(chunks)  # the incremental path: one feed() per chunk
         assert len(event.data) == size
         return time.perf_counter() - start
 
@@ -518,6 +558,21 @@ def test_pending_fields_and_lines_defeat_the_one_event_fast_path() -> None:
     assert decode([b"data: a\n\n", b"data: b\r", b"\n", b"data: c\n\n"]) == [E(data="a"), E(data="b\nc")]
 
 
+@pytest.mark.parametrize("chunk", [
+    b"event: a\ndata: x\n\n", b"event: \ndata: x\n\n", b"event: a\ndata: x\ndata: y\n\n",
+    b"event: a\n\ndata: x\n\n", b"event: a\ndata:x\n\n", b"event: a\ndata: x\n\n\n", b"event: a\r\ndata: x\n\n",
+    b"event: \xff\ndata: \xe2\x82\n\n", b"event: a\nid: 1\ndata: x\n\n",
+])
+def test_one_typed_event_chunks_after_a_first_event(chunk: bytes) -> None:
+    """Chunks shaped like one "event: ...\\ndata: ...\\n\\n" event, fed once the decoder is between
+    blocks (where its one-event fast path applies), give the spec's events."""
+    first = b"id: 7\ndata: 0\n\n"
+    decoder = Decoder()
+    events = decoder.feed(first) + decoder.feed(chunk) + decoder.close()
+    assert events == spec_decode(first + chunk)
+    assert decoder.last_event_id == spec_run(first + chunk)[1]
+
+
 def test_one_event_chunks_with_a_cr_inside() -> None:
     chunks = [b"data: a\n\n", b"data: b\r\n\n", b"data: c\rd\n\n", b"data: e\n\n", b"data: f\r\n", b"\n"]
     assert decode(chunks) == [E(data="a"), E(data="b"), E(data="c"), E(data="e"), E(data="f")]
@@ -533,13 +588,79 @@ def test_a_decoder_reused_after_close_treats_each_stream_alone(streams: list[byt
         for chunk in split_at(stream, cuts):
             got += decoder.feed(chunk)
         got += decoder.close()
-        # per stream, like the oracle, except that the last event ID carries over (as browsers
-        # do when they reconnect with Last-Event-ID)
-        expected = spec_decode(b"id: " + last_id.encode() + b"\n" + stream) if last_id else spec_decode(stream)
-        if last_id and stream.startswith(b"\xef\xbb\xbf"):
-            expected = spec_decode(b"\xef\xbb\xbfid: " + last_id.encode() + b"\n" + stream[3:])
+        # per stream, like the oracle, except that the last event ID string carries over (as
+        # browsers do when they reconnect with Last-Event-ID)
+        expected, id_string = spec_run(stream, last_id)
         assert got == expected
+        assert decoder.last_event_id == decoder.last_event_id_buffer == id_string
         last_id = decoder.last_event_id
+
+
+# --- reconnection: the last event ID string apart from the buffer ---------------------------------
+
+
+def test_a_cut_off_block_never_changes_the_last_event_id_string() -> None:
+    decoder = Decoder()
+    assert decoder.feed(b"id: 1\ndata: a\n\nid: 2\ndata: b") == [E(data="a", id="1")]
+    assert (decoder.last_event_id, decoder.last_event_id_buffer) == ("1", "2")
+    assert decoder.close() == []
+    assert (decoder.last_event_id, decoder.last_event_id_buffer) == ("1", "1")  # "2" never dispatched
+    assert decoder.feed(b"data: c\n\n") == [E(data="c", id="1")]  # the reconnection starts from "1"
+
+
+def test_an_id_only_block_sets_the_string_at_its_blank_line() -> None:
+    decoder = Decoder()
+    assert decoder.feed(b"id: 5\n") == []
+    assert (decoder.last_event_id, decoder.last_event_id_buffer) == ("", "5")
+    assert decoder.feed(b"\n") == []  # dispatch without data: the string is set all the same
+    assert decoder.last_event_id == "5"
+
+
+@pytest.mark.parametrize("chunks", [
+    [b"id: 3\n", b"data: x\n\n"],  # the one-event fast path
+    [b"id: 3\n", b"data: x\n\ndata: y\n\n"],  # the run of one-line events
+    [b"id: 3\ndata: x\n\n"],
+    [b"id: 3\r\n", b"data: x\r\n\r\n"],
+])
+def test_every_path_sets_the_string_at_dispatch(chunks: list[bytes]) -> None:
+    decoder = Decoder()
+    for chunk in chunks[:-1]:
+        decoder.feed(chunk)
+    assert decoder.last_event_id == ""
+    events = decoder.feed(chunks[-1])
+    assert events and all(e.id == "3" for e in events)
+    assert decoder.last_event_id == decoder.last_event_id_buffer == "3"
+
+
+def test_a_new_connection_starts_from_a_given_last_event_id() -> None:
+    decoder = Decoder(last_event_id="7")
+    assert decoder.last_event_id == decoder.last_event_id_buffer == "7"
+    assert decoder.feed(b"data: x\n\nid\ndata: y\n\n") == [E(data="x", id="7"), E(data="y", id="")]
+    decoder.close()
+    decoder.last_event_id = "9"  # between streams, as a client that stored the ID elsewhere would
+    assert decoder.feed(b"data: z\n\n") == [E(data="z", id="9")]
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(stream=st.one_of(sse_like, any_bytes), cuts=cut_points, start=st.sampled_from(["", "0", "é"]))
+def test_events_and_last_event_id_string_are_the_same_under_any_chunking(
+    stream: bytes, cuts: list[int], start: str
+) -> None:
+    """Under any chunking the events, and the string after every chunk and after close(), are the
+    spec's for the bytes seen so far; the buffer falls back to the string at close()."""
+    decoder = Decoder(last_event_id=start)
+    got: list[ServerSentEvent] = []
+    seen = b""
+    for chunk in split_at(stream, cuts):
+        got += decoder.feed(chunk)
+        seen += chunk
+        # a trailing CR has ended its line already; the spec sees it once the next byte comes
+        want_events, want_string = spec_run(seen, start)
+        assert got == want_events
+        assert decoder.last_event_id == want_string
+    assert decoder.close() == []
+    assert (got, decoder.last_event_id) == spec_run(stream, start)
+    assert decoder.last_event_id_buffer == decoder.last_event_id
 
 
 # --- httpx-sse --------------------------------------------------------------------------------

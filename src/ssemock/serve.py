@@ -15,11 +15,14 @@ faults, re-chunking, timing -- with every chunk sent as its own HTTP write:
 Browsers: ``EventSource`` can only send GET, so a GET with ``Accept: text/event-stream`` that
 matches no interaction exactly is matched on path and query alone against the recorded SSE
 streams (an OpenAI-style POST stream can be opened from a page). A reconnection carrying
-``Last-Event-ID`` resumes the stream after the first event block that set that ID (blocks are
-framed at blank lines and read with the reference decoder); the faults then apply to what
-remains, so a dropped connection followed by the browser's automatic reconnection delivers
-every event exactly once. A resumption with nothing left answers ``204 No Content``, which tells
-an ``EventSource`` to stop reconnecting. No response carries a CORS header unless ``cors=ORIGIN``
+``Last-Event-ID`` resumes the stream after the first event block whose dispatch set the last
+event ID string to that ID (blocks are framed at blank lines and read with the reference
+decoder, so a block cut off by the end of the recording never counts); the faults then apply to
+what remains, so a dropped connection followed by the browser's automatic reconnection delivers
+every event exactly once. When no event with another ID follows, the client cannot tell the
+server whether it read the rest (it would reconnect with the same ID forever), so the
+resumption answers ``204 No Content``, which tells an ``EventSource`` to stop reconnecting;
+events without an ``id`` after the last one (such as ``data: [DONE]``) are then not served again. No response carries a CORS header unless ``cors=ORIGIN``
 (``--cors``) asks for it; then every response allows that origin and a preflight ``OPTIONS`` is
 answered unless one was recorded. Responses also carry
 ``x-ssemock-interaction: N`` (the ``#N`` that :func:`routes` prints) and, when resumed,
@@ -129,10 +132,12 @@ class Exchange:
 
 
 def resume_offset(body: bytes, last_event_id: str) -> int | None:
-    """Byte offset just after the first event block that sets the last event ID to ``last_event_id``.
+    """Byte offset just after the first event block whose dispatch sets the last event ID string to
+    ``last_event_id``.
 
     Blocks end at a blank line; the reference decoder reads them, so ``id`` fields follow the
-    WHATWG rules (an ``id`` with NUL is ignored, the ID persists across blocks). None: no such block.
+    WHATWG rules (an ``id`` with NUL is ignored, the ID persists across blocks, a block cut off by
+    the end of the body never sets it). None: no such block.
     """
     if not last_event_id:
         return None
@@ -144,6 +149,13 @@ def resume_offset(body: bytes, last_event_id: str) -> int | None:
         if decoder.last_event_id == last_event_id:
             return end
     return None
+
+
+def _moves_on(body: bytes, last_event_id: str) -> bool:
+    """Whether ``body`` (the rest of a stream resumed from ``last_event_id``) changes the last
+    event ID string, so the client's next reconnection asks for something new."""
+    decoder = Decoder(last_event_id=last_event_id)
+    return any(e.id != last_event_id for e in decoder.feed(body)) or decoder.last_event_id != last_event_id
 
 
 def _resumed(response: CassetteResponse, offset: int) -> CassetteResponse:
@@ -165,14 +177,15 @@ def prepare(interaction: Interaction, *, url: str = "", chunking: _chunking.Chun
 
     For a real server: stalls really wait (scaled by the timing's factor, if any), and a fault
     that ends the stream, or a failure recorded mid-stream, makes the plan end with
-    :class:`ConnectionDropped`. A resumption with nothing left is a ``204 No Content``.
+    :class:`ConnectionDropped`. A resumption after which no event carries another ID is a
+    ``204 No Content``.
     """
     response = interaction.response
     resumed_at = None
     if last_event_id and _is_sse(response):
         resumed_at = resume_offset(response.body, last_event_id)
         if resumed_at is not None:
-            if resumed_at >= len(response.body):  # nothing left: tell an EventSource to stop
+            if not _moves_on(response.body[resumed_at:], last_event_id):  # tell an EventSource to stop
                 return Prepared(Plan(204, _response_headers(response.headers, cors), b"", [], [], None), resumed_at)
             response = _resumed(response, resumed_at)
     plan = plan_response(response, url=url, core=httpcore, chunking=chunking, transforms=transforms,
