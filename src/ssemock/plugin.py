@@ -257,7 +257,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if report.when == "call" and report.failed:
         item.stash[_CALL_FAILED] = True
-        player = getattr(item, "funcargs", {}).get("ssemock")
+        player: Any = getattr(item, "funcargs", {}).get("ssemock")
         if hasattr(player, "served_summary"):  # the test used the fixture (a Player)
             try:
                 summary = player.served_summary()
