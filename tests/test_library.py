@@ -16,7 +16,7 @@ import pytest
 from google import genai
 
 import ssemock
-from ssemock import cassettes, chunking, framing, sse, synth
+from ssemock import cassettes, chunking, framing, ndjson, sse, synth
 from ssemock.accumulate import accumulate
 
 EXPECTED_NAMES = [

@@ -373,6 +373,7 @@ def _idle_transforms(player: Player, variant: Variant) -> str | None:
     run that would serve the same bytes as the run without it), else None."""
     if not variant.transforms or not player.cassette.interactions:
         return None
+    from . import transforms as _transforms
     for x in player.cassette.interactions:
         kind = _transforms.kind_of(x.response.header("content-type") or "", x.response.body)
         if any(_transforms.applies(t, x.response.body, kind) for t in variant.transforms):
