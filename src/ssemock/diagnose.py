@@ -98,15 +98,6 @@ def _excerpt(text: str, most: int) -> str:
     return repr(text if len(text) <= most else text[:most] + "...")
 
 
-def _variant(play: Play) -> str:
-    parts = [f"chunking {play.chunking}"]
-    if play.transforms:
-        parts.append("transform " + "+".join(map(str, play.transforms)))
-    if play.faults:
-        parts.append("faults " + "; ".join(play.faults))
-    return ", ".join(parts)
-
-
 def block_line(block: Block, delivered: int | None = None) -> str:
     """One block as a report line: its index, type, bytes and an excerpt."""
     partial = delivered is not None and block.end > delivered
@@ -126,7 +117,7 @@ def play_summary(play: Play, last: int = 3) -> list[str]:
     delivered = stream.delivered if stream is not None else len(play.body)
     content_type = play.interaction.response.header("content-type") or ""
     lines = [f"response {play.index} for {play.request.method} {mask_url(str(play.request.url))} "
-             f"under {_variant(play)}"]
+             f"under {play.described()}"]
     state = ""
     if stream is not None:
         state = (" (the stream ended with the planned fault)" if stream.failed

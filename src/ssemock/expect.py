@@ -79,13 +79,7 @@ class Expected:
     # -- where things are in the body -------------------------------------------------------
 
     def _under(self) -> str:
-        play = self.play
-        parts = [f"chunking {play.chunking}"]
-        if play.transforms:
-            parts.append("transform " + "+".join(map(str, play.transforms)))
-        if play.faults:
-            parts.append("faults " + "; ".join(play.faults))
-        return ", ".join(parts)
+        return self.play.described()
 
     def _event_span(self, index: int) -> tuple[int, int]:
         """Byte span of the ``index``-th SSE event (blank-line framing, comments included)."""

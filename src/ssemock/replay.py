@@ -343,6 +343,15 @@ class Play:
     ends: Sequence[int] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
     expected: Expected | None = field(default=None, repr=False)
+
+    def described(self) -> str:
+        """What this response went through: ``chunking X, transform Y, faults Z``."""
+        parts = [f"chunking {self.chunking}"]
+        if self.transforms:
+            parts.append("transform " + "+".join(map(str, self.transforms)))
+        if self.faults:
+            parts.append("faults " + "; ".join(self.faults))
+        return ", ".join(parts)
     cut: int | None = None  # where a fault ends what the client gets (a stall past its timeout)
 
     @property
@@ -694,33 +703,29 @@ class Player:
         failing, chunking = self.plays[-1], self.chunking
         after = (list(self.play_counts), len(self.plays), self.attempts, self._latest)
 
-        def fails(chunks: list[bytes]) -> bool:
-            cuts = list(itertools.accumulate(len(c) for c in chunks))[:-1]
-            self.chunking = _chunking.Chunking(
-                f"at:{','.join(map(str, cuts))}",
-                lambda body, rec: [*cuts, len(body)] if body == failing.body else chunking.ends(body, rec))
+        faults = self.faults
+
+        def fails_when(chunking_now: _chunking.Chunking, faults_now: list[_faults.Fault]) -> bool:
+            """Whether ``run`` fails, replayed from the test's start under this chunking and faults."""
+            self.chunking, self.faults = chunking_now, faults_now
             self.play_counts[:], self.attempts = state[0], state[2]
             try:
                 run()
             except Exception:
                 return True
             finally:
-                self.chunking = chunking
+                self.chunking, self.faults = chunking, faults
             return False
 
-        faults = self.faults
+        def fails(chunks: list[bytes]) -> bool:
+            cuts = list(itertools.accumulate(len(c) for c in chunks))[:-1]
+            return fails_when(_chunking.Chunking(
+                f"at:{','.join(map(str, cuts))}",
+                lambda body, rec: [*cuts, len(body)] if body == failing.body else chunking.ends(body, rec)), faults)
 
         def fails_with(events: int) -> bool:
             """Whether ``run`` fails when the failing stream ends cleanly after ``events`` blocks."""
-            self.faults = [*faults, _CutAfter(events, failing.body)]
-            self.play_counts[:], self.attempts = state[0], state[2]
-            try:
-                run()
-            except Exception:
-                return True
-            finally:
-                self.faults = faults
-            return False
+            return fails_when(chunking, [*faults, _CutAfter(events, failing.body)])
 
         culprit: str | None = None
         try:
