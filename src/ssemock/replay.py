@@ -189,6 +189,12 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
         return self._plan.ends[n - 1] if n else 0
 
     @property
+    def instant(self) -> bool:
+        """Nothing to wait for or raise: iterating it synchronously never blocks (a stack on an
+        event loop may then pull chunks without awaiting)."""
+        return self._fast
+
+    @property
     def finished(self) -> bool:
         """Nothing more for the client to read: all delivered, or the fault ended it."""
         return self.consumed or self.failed

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from types import SimpleNamespace
 from typing import Any
 
@@ -179,14 +179,23 @@ class _ReplayReader(StreamReader):
     socket error aiohttp would raise. ``iter_chunks`` yields each planned chunk, flagged False as
     for a body that is not chunk-encoded (marking HTTP chunk ends costs a third more per chunk)."""
 
-    __slots__ = ("_replay", "_next")
+    __slots__ = ("_replay", "_next", "_now")
 
     def __init__(self, replay: ReplayStream, *, limit: int, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(BaseProtocol(loop), limit, loop=loop)
         self._replay = replay
         self._next: Callable[[], Awaitable[bytes]] = replay.__aiter__().__anext__
+        # nothing to wait for or raise: pulled without a coroutine per chunk
+        self._now: Iterator[bytes] | None = iter(replay) if replay.instant else None
 
     async def _wait(self, func_name: str) -> None:
+        if self._now is not None:
+            chunk = next(self._now, None)
+            if chunk is None:
+                self.feed_eof()
+            else:
+                self.feed_data(chunk)
+            return
         # Two reads waiting at once fail as with a socket: the stream's generator refuses a
         # second pull while the first is running.
         try:
