@@ -152,7 +152,7 @@ def test_comment_and_id_lines_break_a_naive_field_parser() -> None:
 def test_data_less_blocks_dispatched_as_events() -> None:
     """httpx-sse 0.4.3 dispatches a block without a data line (an event-only, id-only or
     retry-only block): the WHATWG algorithm dispatches nothing."""
-    httpx_sse = pytest.importorskip("httpx_sse")
+    import httpx_sse
     cassette = synth.openai_chat("No data, no event.", seed=5)
 
     def with_httpx_sse(player: ssemock.Player) -> None:

@@ -360,7 +360,6 @@ def test_a_flood_in_a_json_vcr_file_is_refused_before_it_is_built(tmp_path: Path
 ])
 def test_serve_refuses_a_hostile_cassette_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                       text: str) -> None:
-    pytest.importorskip("uvicorn")
     path = tmp_path / "hostile.json"
     path.write_text(text)
     code, out, err = _run(["serve", str(path)], capsys)  # fails while loading: no server is started
@@ -369,7 +368,6 @@ def test_serve_refuses_a_hostile_cassette_in_one_line(tmp_path: Path, capsys: py
 
 def test_serve_refuses_a_bad_fault_value_before_serving(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """It answered 500 to every request instead."""
-    pytest.importorskip("uvicorn")
     path = tmp_path / "ok.json"
     c = Cassette()
     c.add("GET", "http://h.test/", [b"data: x\n\n"])
