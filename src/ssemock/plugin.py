@@ -168,10 +168,15 @@ def _marker_options(node: Any) -> dict[str, Any]:
     return options
 
 
-def _check_keys(options: dict[str, Any], where: str) -> None:
+def _check_options(options: dict[str, Any], where: str, *, prefix: str = "") -> None:
+    """Every keyword known and every value usable, else one ValueError naming the first bad one."""
     for key in options:
         if key not in KEYWORDS:
             raise unknown(f"{where} keyword", key, KEYWORDS)
+    for key, value in options.items():
+        problem = _problem(key, value)
+        if problem:
+            raise ValueError(f"{prefix}{key}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -218,11 +223,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     try:
         options = _marker_options(metafunc.definition)
-        _check_keys(options, "ssemock marker")
-        for key, value in options.items():
-            problem = _problem(key, value)
-            if problem:
-                raise ValueError(f"{key}: {problem}")
+        _check_options(options, "ssemock marker")
         variants = _variants(options, metafunc.config)
     except ValueError as exc:
         metafunc.config.stash.setdefault(_PROBLEMS, []).append(f"{metafunc.definition.nodeid}: {exc}")
@@ -324,11 +325,7 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
     config = request.config
     name = request.node.nodeid
     try:
-        _check_keys(ssemock_config, "ssemock_config")
-        for key, value in ssemock_config.items():
-            problem = _problem(key, value)
-            if problem:
-                raise ValueError(f"ssemock_config {key}: {problem}")
+        _check_options(ssemock_config, "ssemock_config", prefix="ssemock_config ")
         options = {**ssemock_config, **_marker_options(request.node)}
         variants = _variants(options, config)
     except ValueError as exc:
