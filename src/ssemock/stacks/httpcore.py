@@ -39,8 +39,12 @@ def _to_core(core: ModuleType, response: httpx.Response) -> Any:
                          content=response.stream, extensions=response.extensions)
 
 
-def _begin(recorder: Recorder, response: Any) -> None:
-    recorder.begin(response.status, [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers])
+def _teed(passed: PassThrough, real: Any, tee: type[_Tee]) -> Any:
+    """The real response, its stream teed into the recorder when the request is being recorded."""
+    if isinstance(passed, Record):
+        passed.recorder.begin(real.status, [(k.decode("latin-1"), v.decode("latin-1")) for k, v in real.headers])
+        real.stream = tee(real.stream, passed.recorder)
+    return real
 
 
 def pool_patches(core_name: str, stack: str) -> list[Patch]:
@@ -60,10 +64,7 @@ def pool_patches(core_name: str, stack: str) -> list[Patch]:
             except PassThrough as passed:
                 with passing(passed.request.url.host):
                     real = original(self, request)
-                if isinstance(passed, Record):
-                    _begin(passed.recorder, real)
-                    real.stream = _SyncTee(real.stream, passed.recorder)
-                return real
+                return _teed(passed, real, _SyncTee)
             return _to_core(core, response)
         return handle_request
 
@@ -80,10 +81,7 @@ def pool_patches(core_name: str, stack: str) -> list[Patch]:
             except PassThrough as passed:
                 with passing(passed.request.url.host):
                     real = await original(self, request)
-                if isinstance(passed, Record):
-                    _begin(passed.recorder, real)
-                    real.stream = _AsyncTee(real.stream, passed.recorder)
-                return real
+                return _teed(passed, real, _AsyncTee)
             return _to_core(core, response)
         return handle_async_request
 
