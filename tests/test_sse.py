@@ -39,7 +39,7 @@ from httpx_sse._decoders import SSELineDecoder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ssemock import sse
+from ssemock import _speedups, sse
 from ssemock.sse import Decoder, ServerSentEvent, adecode, iter_decode
 
 E = ServerSentEvent
@@ -746,3 +746,49 @@ def test_httpx_sse_deviates_on_a_split_bom_too() -> None:
     chunks = [b"\xef", b"\xbb\xbfdata: x\n\n"]
     assert httpx_sse_events(chunks) == []
     assert decode(chunks) == [E(data="x")]
+
+
+# --- the C accelerator (ssemock._speedups, built by the install) against the pure code ----------
+
+BLOCK_LINES = [
+    b"id: 7", b"id: ", b"id: a\x00b", b"id:  x", b"event: delta", b"event: ", b"event: d\xe2\x82",
+    b"data: {\"a\": 1}", b"data: ", b"data: \xff\xf0\x9f\x99\x82", b"data:x", b": keep-alive", b"retry: 5", b"",
+]
+EOLS = [b"\n", b"\r\n", b"\r", b"\n\n", b"\r\n\r\n"]
+block_streams = st.lists(st.tuples(st.sampled_from(BLOCK_LINES), st.sampled_from(EOLS)), max_size=40).map(
+    lambda lines: b"".join(line + eol for line, eol in lines))
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(stream=st.one_of(block_streams, sse_like, any_bytes), data=st.data())
+def test_the_accelerator_takes_the_same_blocks_as_the_pure_code(stream: bytes, data: st.DataObject) -> None:
+    start = data.draw(st.integers(min_value=0, max_value=len(stream)))
+    compiled: list[sse.ServerSentEvent] = []
+    pure: list[sse.ServerSentEvent] = []
+    assert _speedups.blocks(stream, start, "last", compiled) == sse._py_blocks(stream, start, "last", pure)
+    assert compiled == pure
+    assert all(type(event) is sse.ServerSentEvent for event in compiled)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(stream=st.one_of(block_streams, sse_like), cuts=cut_points)
+def test_the_decoder_without_the_accelerator_gives_the_same_events(stream: bytes, cuts: list[int]) -> None:
+    with_it = decode(split_at(stream, cuts)), list(iter_decode(split_at(stream, cuts)))
+    saved, sse._blocks = sse._blocks, sse._py_blocks
+    try:
+        without = decode(split_at(stream, cuts)), list(iter_decode(split_at(stream, cuts)))
+    finally:
+        sse._blocks = saved
+    assert with_it == without == (spec_decode(stream),) * 2
+
+
+def test_the_accelerator_is_in_use() -> None:
+    """The install builds it (setup.py); a build without it would silently measure the pure code."""
+    assert sse._blocks is _speedups.blocks
+
+
+def test_the_accelerator_refuses_bad_arguments() -> None:
+    with pytest.raises(TypeError, match="blocks"):
+        _speedups.blocks("text", 0, "", [])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="pos"):
+        _speedups.blocks(b"data: x\n\n", 99, "", [])

@@ -29,7 +29,10 @@ to themselves (a truncated sequence before them becomes U+FFFD on its own), so l
 in the *bytes* and only the values that are kept are decoded -- which gives exactly the
 characters that decoding the whole stream first would. Each chunk is scanned once with
 ``bytes`` methods; a partial line is kept as a list of pieces and joined once, when its line
-ending arrives, so the work is linear in the stream size however it is chunked.
+ending arrives, so the work is linear in the stream size however it is chunked. Whole blocks of
+the shape nearly every LLM stream uses (``[id:] [event:] data:`` and a blank line) are taken in
+one step by ``_blocks``; ``ssemock._speedups`` is the same step in C, built by the install where
+a C compiler exists (the pure code, with identical results, is used where it does not).
 """
 
 from __future__ import annotations
@@ -106,6 +109,84 @@ def _event(event: str, data: str, id: str, retry: int | None) -> ServerSentEvent
 if _event("e", "d", "i", 1) != ServerSentEvent("e", "d", "i", 1):  # pragma: no cover
     raise ImportError("ssemock.sse: ServerSentEvent and _Builder layouts differ")
 
+
+def _line_end(chunk: bytes, pos: int) -> tuple[int, int]:
+    """Where the line at ``pos`` ends (its LF, or the CR of its CRLF) and where the next begins;
+    ``(-1, -1)`` when it is not complete in ``chunk`` or holds a CR that is no CRLF's."""
+    lf = chunk.find(10, pos)
+    if lf < 0:
+        return -1, -1
+    cr = chunk.find(13, pos, lf)
+    if cr < 0:
+        return lf, lf + 1
+    return (cr, lf + 1) if cr + 1 == lf else (-1, -1)
+
+
+def _py_blocks(chunk: bytes, pos: int, last_id: str, events: list[ServerSentEvent]) -> tuple[int, str]:
+    """Append the events of the whole *simple* blocks at ``chunk[pos:]``; return the offset after
+    the last one taken and the last event ID in effect there.
+
+    Called at a block start with empty buffers. A simple block is ``["id: " ID EOL]
+    ["event: " TYPE EOL] "data: " DATA EOL EOL`` (EOL: LF or CRLF; no NUL in ID, no other CR or
+    LF in a line): the shape of nearly every LLM stream, taken without the line-by-line state
+    machine. The first block of another shape, or not complete in ``chunk``, stops it.
+    ``ssemock._speedups.blocks`` is the same function in C (used when it was built).
+    """
+    startswith = chunk.startswith
+    append = events.append
+    new = object.__new__
+    size = len(chunk)
+    kind_field, kind = b"", "message"  # the latest b"event: TYPE" line and its decoded TYPE
+    while pos < size:
+        start = pos
+        if startswith(b"id: ", start):
+            end, start = _line_end(chunk, start + 4)
+            if end < 0 or 0 in chunk[pos + 4:end]:
+                break
+            ident: str | None = chunk[pos + 4:end].decode("utf-8", "replace")
+        else:
+            ident = None
+        if startswith(b"event: ", start):
+            end, after = _line_end(chunk, start + 7)
+            if end < 0:
+                break
+            field = chunk[start:end]
+            if field != kind_field:
+                kind_field, kind = field, field[7:].decode("utf-8", "replace") or "message"
+            event = kind
+            start = after
+        else:
+            event = "message"
+        if not startswith(b"data: ", start):
+            break
+        end, after = _line_end(chunk, start + 6)
+        if end < 0:
+            break
+        if startswith(b"\n", after):
+            pos = after + 1
+        elif startswith(b"\r\n", after):
+            pos = after + 2
+        else:
+            break
+        if ident is not None:
+            last_id = ident
+        ev = new(_Builder)  # _event(), inlined
+        ev.event = event
+        ev.data = chunk[start + 6:end].decode("utf-8", "replace")
+        ev.id = last_id
+        ev.retry = None
+        ev.__class__ = ServerSentEvent  # type: ignore[assignment]
+        append(ev)  # type: ignore[arg-type]
+    return pos, last_id
+
+
+try:  # the optional C accelerator: the same function, several times faster
+    from ._speedups import blocks as _blocks, init as _init_speedups
+except ImportError:  # not built (no compiler where it was installed): the pure code
+    _blocks = _py_blocks
+else:
+    _init_speedups(ServerSentEvent)
+
 _BOM = b"\xef\xbb\xbf"
 _NORMAL, _SKIP_LF, _AT_START = 0, 1, 2
 
@@ -158,60 +239,34 @@ class Decoder:
         """Take the next bytes of the stream; return the events they complete (often none)."""
         if type(chunk) is not bytes:
             chunk = bytes(chunk)
-        if (
-            self._clean
-            and chunk.startswith(b"data: ")
-            and chunk.find(10) == len(chunk) - 2
-            and chunk[-1] == 10
-            and 13 not in chunk
-        ):
-            # Fast path: the chunk is exactly one "data: ...\n\n" event and no line or block is
-            # pending -- how most LLM APIs write (and most clients receive) their streams.
-            ev = _Builder()  # _event(), inlined
-            ev.event = "message"
-            ev.data = chunk[6:-2].decode("utf-8", "replace")
-            ev.id = self._id_string = self._id_buffer
-            ev.retry = None
-            ev.__class__ = ServerSentEvent  # type: ignore[assignment]
-            return [ev]  # type: ignore[list-item]
-        if self._clean and chunk.startswith(b"event: ") and chunk.endswith(b"\n\n") and 13 not in chunk:
-            # The same for one "event: ...\ndata: ...\n\n" event (Anthropic's shape)
-            end = chunk.find(10)
-            if chunk.startswith(b"data: ", end + 1) and chunk.find(10, end + 1) == len(chunk) - 2:
-                ev = _Builder()
-                ev.event = chunk[7:end].decode("utf-8", "replace") or "message"
-                ev.data = chunk[end + 7:-2].decode("utf-8", "replace")
-                ev.id = self._id_string = self._id_buffer
-                ev.retry = None
-                ev.__class__ = ServerSentEvent  # type: ignore[assignment]
-                return [ev]  # type: ignore[list-item]
+        events: list[ServerSentEvent] = []
+        clean = self._clean  # at a block start with empty buffers (and _mode is _NORMAL)
         if self._mode:
             if self._mode == _SKIP_LF:
                 if not chunk:
-                    return []
+                    return events
                 self._mode = _NORMAL
                 if chunk[0] == 10:
                     chunk = chunk[1:]
+                clean = not (self._parts or self._data or self._type or self._block_retry is not None)
             else:  # strip one leading BOM, which may come split over several chunks
                 head = self._head + chunk
                 if len(head) < 3 and _BOM.startswith(head):
                     self._head = head
-                    return []
+                    return events
                 self._head = b""
                 self._mode = _NORMAL
                 chunk = head[3:] if head.startswith(_BOM) else head
-        events: list[ServerSentEvent] = []
+                clean = True  # a new stream: every buffer is empty
+        if clean:  # whole simple blocks in one go
+            pos, last_id = _blocks(chunk, 0, self._id_buffer, events)
+            if pos:
+                self._id_buffer = self._id_string = last_id
+                if pos == len(chunk):
+                    self._clean = True
+                    return events
+                chunk = chunk[pos:]
         if 13 in chunk:
-            if chunk.startswith(b"data: ") and not (
-                self._parts or self._data or self._type or self._block_retry is not None
-            ):
-                # CRLF streams: their leading one-line data blocks straight from the bytes;
-                # replacing every CRLF first costs more than decoding them (a byte-wise scan)
-                events, taken = self._crlf_data_blocks(chunk)
-                if taken:
-                    chunk = chunk[taken:]
-                    if not chunk:
-                        return events
             if chunk[-1] == 13:
                 self._mode = _SKIP_LF
             chunk = chunk.replace(b"\r\n", b"\n")
@@ -221,12 +276,10 @@ class Decoder:
             if chunk:
                 self._parts.append(chunk)
                 self._clean = False
-            return []
+            return events
 
         find = chunk.find
         startswith = chunk.startswith
-        append = events.append
-        new = object.__new__
         data = self._data
         type_ = self._type
         last_id = self._id_buffer
@@ -235,7 +288,6 @@ class Decoder:
         pos = 0
         size = len(chunk)
         parts = self._parts
-        head, head_kind = b"", "message"  # the latest b"event: NAME\ndata: " and its NAME
         if parts:  # the first line began in an earlier chunk
             end = find(b"\n")
             first = parts[0]
@@ -254,71 +306,11 @@ class Decoder:
             clean = not data and not type_ and block_retry is None
         while True:
             if not line:
-                if clean:
-                    # At a block start with empty buffers: take whole blocks of one-line fields
-                    # -- an optional "id: ", an optional "event: ", one "data: " line, a blank
-                    # line: the shape of nearly every LLM stream -- in one go. Anything else
-                    # (or a block not complete in this chunk) is left to the line loop below.
+                if clean:  # a block start with empty buffers: its whole simple blocks at once
                     clean = False
-                    while True:
-                        while startswith(b"data: ", pos):  # the commonest: no id, no type
-                            end = find(b"\n", pos)
-                            if end < 0 or end + 1 == size or chunk[end + 1] != 10:
-                                break
-                            ev = new(_Builder)  # _event(), inlined
-                            ev.event = "message"
-                            ev.data = chunk[pos + 6:end].decode("utf-8", "replace")
-                            ev.id = last_id
-                            ev.retry = None
-                            ev.__class__ = ServerSentEvent  # type: ignore[assignment]
-                            append(ev)  # type: ignore[arg-type]
-                            pos = end + 2
-                        else:
-                            ident = None
-                            if head and startswith(head, pos):  # the same type as last time
-                                kind = head_kind
-                                start = pos + len(head)
-                            else:
-                                start = pos
-                                if startswith(b"id: ", start):
-                                    end = find(b"\n", start)
-                                    if end < 0:
-                                        break
-                                    ident = chunk[start + 4:end]
-                                    if 0 in ident:
-                                        break
-                                    start = end + 1
-                                if head and startswith(head, start):
-                                    kind = head_kind
-                                    start += len(head)
-                                elif startswith(b"event: ", start):
-                                    end = find(b"\n", start)
-                                    if end < 0 or not startswith(b"data: ", end + 1):
-                                        break
-                                    head = chunk[start:end + 7]  # b"event: NAME\ndata: "
-                                    head_kind = kind = chunk[start + 7:end].decode("utf-8", "replace") or "message"
-                                    start = end + 7
-                                elif ident is not None and startswith(b"data: ", start):
-                                    kind = "message"
-                                    start += 6
-                                else:
-                                    break
-                            end = find(b"\n", start)
-                            if end < 0 or end + 1 == size or chunk[end + 1] != 10:
-                                break
-                            if ident is not None:
-                                last_id = ident.decode("utf-8", "replace")
-                            ev = new(_Builder)
-                            ev.event = kind
-                            ev.data = chunk[start:end].decode("utf-8", "replace")
-                            ev.id = last_id
-                            ev.retry = None
-                            ev.__class__ = ServerSentEvent  # type: ignore[assignment]
-                            append(ev)  # type: ignore[arg-type]
-                            pos = end + 2
-                            continue
-                        break
-                    if events:
+                    taken = len(events)
+                    pos, last_id = _blocks(chunk, pos, last_id, events)
+                    if len(events) > taken:
                         id_string = last_id
                 end = find(b"\n", pos)
                 if end < 0:
@@ -367,32 +359,6 @@ class Decoder:
         self._id_string = id_string
         self._block_retry = block_retry
         return events
-
-    def _crlf_data_blocks(self, chunk: bytes) -> tuple[list[ServerSentEvent], int]:
-        """The leading ``data: ...\\r\\n\\r\\n`` blocks of ``chunk`` (at a block start, with
-        empty buffers), and how many bytes they take; the rest goes through :meth:`feed`'s loop."""
-        find = chunk.find
-        startswith = chunk.startswith
-        events: list[ServerSentEvent] = []
-        append = events.append
-        new = object.__new__
-        last_id = self._id_buffer
-        pos = 0
-        while startswith(b"data: ", pos):
-            end = find(13, pos)
-            if end < 0 or not startswith(b"\n\r\n", end + 1) or find(10, pos, end) >= 0:
-                break
-            ev = new(_Builder)  # _event(), inlined
-            ev.event = "message"
-            ev.data = chunk[pos + 6:end].decode("utf-8", "replace")
-            ev.id = last_id
-            ev.retry = None
-            ev.__class__ = ServerSentEvent  # type: ignore[assignment]
-            append(ev)  # type: ignore[arg-type]
-            pos = end + 4
-        if events:
-            self._id_string = last_id
-        return events, pos
 
     def close(self) -> list[ServerSentEvent]:
         """End the stream: discard the unterminated line and event, if any.
