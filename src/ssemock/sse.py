@@ -110,74 +110,82 @@ if _event("e", "d", "i", 1) != ServerSentEvent("e", "d", "i", 1):  # pragma: no 
     raise ImportError("ssemock.sse: ServerSentEvent and _Builder layouts differ")
 
 
-def _line_end(chunk: bytes, pos: int) -> tuple[int, int]:
-    """Where the line at ``pos`` ends (its LF, or the CR of its CRLF) and where the next begins;
-    ``(-1, -1)`` when it is not complete in ``chunk`` or holds a CR that is no CRLF's."""
-    lf = chunk.find(10, pos)
-    if lf < 0:
-        return -1, -1
-    cr = chunk.find(13, pos, lf)
-    if cr < 0:
-        return lf, lf + 1
-    return (cr, lf + 1) if cr + 1 == lf else (-1, -1)
-
-
 def _py_blocks(chunk: bytes, pos: int, last_id: str, events: list[ServerSentEvent]) -> tuple[int, str]:
     """Append the events of the whole *simple* blocks at ``chunk[pos:]``; return the offset after
     the last one taken and the last event ID in effect there.
 
-    Called at a block start with empty buffers. A simple block is ``["id: " ID EOL]
-    ["event: " TYPE EOL] "data: " DATA EOL EOL`` (EOL: LF or CRLF; no NUL in ID, no other CR or
-    LF in a line): the shape of nearly every LLM stream, taken without the line-by-line state
-    machine. The first block of another shape, or not complete in ``chunk``, stops it.
-    ``ssemock._speedups.blocks`` is the same function in C (used when it was built).
+    Called at a block start with empty buffers. A simple block is ``["id: " ID LF]
+    ["event: " TYPE LF] "data: " DATA LF LF`` (no NUL in ID): the shape of nearly every LLM
+    stream, taken without the line-by-line state machine. The first block of another shape, or
+    not complete in ``chunk``, stops it; so does any CR in ``chunk[pos:]`` (nothing is taken:
+    :meth:`Decoder.feed` turns line endings into LFs first). ``ssemock._speedups.blocks`` is
+    the same function in C, used when it was built; it also takes CRLF-ended blocks.
     """
+    if chunk.find(13, pos) >= 0:
+        return pos, last_id
+    find = chunk.find
     startswith = chunk.startswith
     append = events.append
     new = object.__new__
     size = len(chunk)
-    kind_field, kind = b"", "message"  # the latest b"event: TYPE" line and its decoded TYPE
-    while pos < size:
-        start = pos
-        if startswith(b"id: ", start):
-            end, start = _line_end(chunk, start + 4)
-            if end < 0 or 0 in chunk[pos + 4:end]:
-                break
-            ident: str | None = chunk[pos + 4:end].decode("utf-8", "replace")
+    head, head_kind = b"", "message"  # the latest b"event: TYPE\ndata: " and its TYPE
+    while True:
+        while startswith(b"data: ", pos):  # the commonest: no id, no type
+            end = find(10, pos)
+            if end < 0 or end + 1 == size or chunk[end + 1] != 10:
+                return pos, last_id
+            ev = new(_Builder)  # _event(), inlined
+            ev.event = "message"
+            ev.data = chunk[pos + 6:end].decode("utf-8", "replace")
+            ev.id = last_id
+            ev.retry = None
+            ev.__class__ = ServerSentEvent  # type: ignore[assignment]
+            append(ev)  # type: ignore[arg-type]
+            pos = end + 2
+        if pos == size:
+            return pos, last_id
+        ident = None
+        if head and startswith(head, pos):  # the same type as the block before
+            kind = head_kind
+            start = pos + len(head)
         else:
-            ident = None
-        if startswith(b"event: ", start):
-            end, after = _line_end(chunk, start + 7)
-            if end < 0:
-                break
-            field = chunk[start:end]
-            if field != kind_field:
-                kind_field, kind = field, field[7:].decode("utf-8", "replace") or "message"
-            event = kind
-            start = after
-        else:
-            event = "message"
-        if not startswith(b"data: ", start):
-            break
-        end, after = _line_end(chunk, start + 6)
-        if end < 0:
-            break
-        if startswith(b"\n", after):
-            pos = after + 1
-        elif startswith(b"\r\n", after):
-            pos = after + 2
-        else:
-            break
+            start = pos
+            if startswith(b"id: ", start):
+                end = find(10, start)
+                if end < 0:
+                    return pos, last_id
+                ident = chunk[start + 4:end]
+                if 0 in ident:
+                    return pos, last_id
+                start = end + 1
+            if head and startswith(head, start):
+                kind = head_kind
+                start += len(head)
+            elif startswith(b"event: ", start):
+                end = find(10, start)
+                if end < 0 or not startswith(b"data: ", end + 1):
+                    return pos, last_id
+                head = chunk[start:end + 7]  # b"event: TYPE\ndata: "
+                head_kind = kind = chunk[start + 7:end].decode("utf-8", "replace") or "message"
+                start = end + 7
+            elif ident is not None and startswith(b"data: ", start):
+                kind = "message"
+                start += 6
+            else:
+                return pos, last_id
+        end = find(10, start)
+        if end < 0 or end + 1 == size or chunk[end + 1] != 10:
+            return pos, last_id
         if ident is not None:
-            last_id = ident
-        ev = new(_Builder)  # _event(), inlined
-        ev.event = event
-        ev.data = chunk[start + 6:end].decode("utf-8", "replace")
+            last_id = ident.decode("utf-8", "replace")
+        ev = new(_Builder)
+        ev.event = kind
+        ev.data = chunk[start:end].decode("utf-8", "replace")
         ev.id = last_id
         ev.retry = None
         ev.__class__ = ServerSentEvent  # type: ignore[assignment]
         append(ev)  # type: ignore[arg-type]
-    return pos, last_id
+        pos = end + 2
 
 
 try:  # the optional C accelerator: the same function, several times faster
