@@ -29,6 +29,8 @@ import asyncio
 import copy
 import dataclasses
 import pickle
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 
@@ -801,3 +803,15 @@ def test_the_accelerator_refuses_bad_arguments() -> None:
         _speedups.blocks("text", 0, "", [])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="pos"):
         _speedups.blocks(b"data: x\n\n", 99, "", [])
+
+
+def test_without_the_accelerator_the_pure_code_runs() -> None:
+    """Where the install could not build it (no C compiler), ``ssemock.sse`` imports and decodes."""
+    script = (
+        "import sys; sys.modules['ssemock._speedups'] = None\n"
+        "from ssemock import sse\n"
+        "assert sse._blocks is sse._py_blocks\n"
+        "print(sse.decode([b'id: 1\\r\\nevent: e\\r\\ndata: x\\r\\n\\r\\ndata: y\\n\\n']))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == str([E("e", "x", "1"), E("message", "y", "1")])
