@@ -573,3 +573,16 @@ def test_sdk_streams_closed_after_the_first_event_record_the_whole_stream(tmp_pa
         assert x.response.complete
         result = ssemock.accumulate(ssemock.sse.decode([x.response.body]), protocol=protocol)
         assert result.complete and result.text == TEXT
+
+
+@pytest.mark.parametrize("value", ["soon", -1, float("nan"), None])
+def test_a_bad_drain_on_close_is_one_error_naming_it(tmp_path: Path, value: Any) -> None:
+    with pytest.raises(ValueError, match=r"drain_on_close must be True, False or a number of seconds >= 0, got"):
+        ssemock.use_cassette(tmp_path / "c.json", record_mode="once", drain_on_close=value)
+
+
+def test_drain_on_close_zero_is_off(tmp_path: Path, server: str) -> None:
+    path = tmp_path / "zero.json"
+    with ssemock.use_cassette(path, record_mode="once", drain_on_close=0):
+        assert READ_TWO["httpx-sync"](f"{server}/ten") == ["data: 0", "data: 1"]
+    assert not ssemock.Cassette.load(path).interactions[0].response.complete

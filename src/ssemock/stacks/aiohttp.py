@@ -13,7 +13,9 @@ fault becomes the exception aiohttp itself raises for that socket event: a drop 
 its ``SocketTimeoutError`` (at once, without sleeping).
 
 Recording calls the original and tees the response's ``StreamReader`` where aiohttp's HTTP
-parser feeds it, so the recorded chunks are the body pieces as they arrived from the network.
+parser feeds it, so the recorded chunks are the body pieces as they arrived from the network;
+a response the client releases or closes before its end keeps its connection until a task has
+drained the rest into the recording (``drain_on_close``), which ``wait_for_close`` awaits.
 A redirect aiohttp follows is recorded as the request sent and the final response (replay serves
 that, with no ``history``). WebSocket handshakes are left to aiohttp (and to the network lock).
 """

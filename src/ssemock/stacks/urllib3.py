@@ -18,7 +18,8 @@ An HTTPS request through a proxy has its CONNECT tunnel opened by ``urlopen`` be
 Recording tees at the socket: while ``getresponse`` runs, the connection's ``makefile`` reader
 feeds every ``recv`` to an ``h11`` client parser as it arrives, so each recorded chunk is body
 bytes one ``recv`` delivered (one per HTTP chunk in it), timed on arrival, not when the client
-reads them. Needs urllib3 >= 2.3.
+reads them. A response closed before the message's end has the rest read from the socket
+into the recording first, in the close call (``drain_on_close``). Needs urllib3 >= 2.3.
 """
 
 from __future__ import annotations
