@@ -358,6 +358,10 @@ def _closing(resp: aiohttp.ClientResponse, live: _Live) -> None:
 
     def drains(self: aiohttp.ClientResponse, then: Callable[[aiohttp.ClientResponse], Any]) -> bool:
         rec = live.recorder
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # closed outside its loop: nothing can read the rest
+            return False
         if live.draining or rec is None or not rec.closed_early():
             return False
         live.draining = True
@@ -373,7 +377,7 @@ def _closing(resp: aiohttp.ClientResponse, live: _Live) -> None:
             finally:
                 then(self)
 
-        live.drained = asyncio.get_running_loop().create_task(drain())
+        live.drained = loop.create_task(drain())
         return True
 
     class _Closing(base):  # type: ignore[valid-type,misc]
