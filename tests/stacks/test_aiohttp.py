@@ -357,6 +357,29 @@ def test_early_release_is_recorded_as_abandoned_without_drain_on_close_and_repla
         assert player.plays[0].stream.closed
 
 
+@pytest.mark.parametrize("how", ["release", "close"])
+def test_a_response_released_early_is_drained_in_a_task(tmp_path: Path, server: str, how: str) -> None:
+    """release() and close() are not coroutines: the rest is drained by a task while the loop runs."""
+    async def first_then(stop: str) -> bytes:
+        async with aiohttp.ClientSession() as session:
+            resp = await session.get(f"{server}/ten")
+            line = await resp.content.readline()
+            getattr(resp, stop)()
+            assert resp.closed  # the client sees its release at once
+            with pytest.raises(aiohttp.ClientConnectionError):
+                await resp.content.read()
+            for _ in range(200):  # the loop runs on; the task reads the rest meanwhile
+                await asyncio.sleep(0.01)
+                if player.recorders[0].ended:
+                    break
+            return line
+
+    with ssemock.use_cassette(tmp_path / "released.json", record_mode="once") as player:
+        assert run(first_then(how)) == b"data: 0\n"
+    (x,) = player.recorded
+    assert x.response.complete and x.response.body == b"".join(b"data: %d\n\n" % i for i in range(10))
+
+
 @pytest.mark.parametrize("auto_decompress", [True, False])
 def test_a_compressed_body_is_stored_decoded_once(tmp_path: Path, server: str, auto_decompress: bool) -> None:
     """aiohttp decodes gzip itself (auto_decompress, the default) or hands the raw bytes on (the
