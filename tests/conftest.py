@@ -59,6 +59,7 @@ SCRIPTS: dict[str, Script] = {
     "/zstd": Script([b"data: one\n\n", "data: 世界\n\n".encode()], 0.02, encoding="zstd"),
     "/fail": Script([b"data: one\n\n", b"data: tw"], 0.02, fail_after=2),
     "/cookie": Script([b"data: hi\n\n"], 0.0, headers={"set-cookie": "session=s3cr3t"}),
+    "/ten": Script([b"data: %d\n\n" % i for i in range(10)], 0.02),
 }
 
 
@@ -99,12 +100,24 @@ async def _stream(request: Request) -> StreamingResponse:
     return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
 
 
+async def _forever(request: Request) -> StreamingResponse:
+    """An endless stream, one event every 10 ms, until the client goes away."""
+    async def body() -> AsyncIterator[bytes]:
+        i = 0
+        while True:
+            yield b"data: %d\n\n" % i
+            i += 1
+            await asyncio.sleep(0.01)
+
+    return StreamingResponse(body(), media_type="text/event-stream")
+
+
 async def _echo(request: Request) -> JSONResponse:
     return JSONResponse({"headers": dict(request.headers), "query": str(request.url.query)})
 
 
 APP = Starlette(routes=[Route(path, _stream, methods=["GET", "POST"]) for path in SCRIPTS]
-                + [Route("/echo", _echo, methods=["GET", "POST"])])
+                + [Route("/echo", _echo, methods=["GET", "POST"]), Route("/forever", _forever)])
 
 
 @pytest.fixture(scope="session")

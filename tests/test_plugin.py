@@ -407,6 +407,7 @@ def test_relative(ssemock):
     ('record_mode="onse"', "did you mean 'once'?"),
     ('chunkng="mid_line"', "did you mean 'chunking'?"),
     ('timing="scaled:x"', "scaled"),
+    ('drain_on_close="soon"', "drain_on_close must be True, False or a number of seconds"),
 ])
 def test_a_bad_option_is_one_usage_error_naming_the_test(pytester: pytest.Pytester, marker: str,
                                                          expected: str) -> None:
@@ -432,6 +433,8 @@ def test_fine():
     (["--ssemock-faults=stall:before_event=x,seconds=1"], "", "--ssemock-faults: "),
     ([], "ssemock_timing = slow", "ini option ssemock_timing: "),
     ([], "ssemock_check_unplayed = eror", "did you mean 'error'?"),
+    (["--ssemock-drain-on-close=soon"], "", "--ssemock-drain-on-close: drain_on_close must be"),
+    ([], "ssemock_drain_on_close = -1", "ini option ssemock_drain_on_close: "),
 ])
 def test_a_bad_command_line_or_ini_option_is_one_usage_error(pytester: pytest.Pytester, args: list[str],
                                                              ini: str, expected: str) -> None:
@@ -478,6 +481,39 @@ def test_marker_wins(ssemock):
     result = pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-allowed-hosts=none", "-k", "options")
     result.assert_outcomes(failed=1)
     assert "allowed_hosts == ['127.0.0.1']" in result.stdout.str() or "[] ==" in result.stdout.str()
+
+
+def test_drain_on_close_from_the_ini_the_command_line_ssemock_config_and_the_marker(
+        pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nssemock_drain_on_close = false\n")
+    pytester.makeconftest("""
+import pytest
+
+@pytest.fixture
+def ssemock_config(request):
+    return {"drain_on_close": 5} if "configured" in request.node.name else {}
+""")
+    pytester.makepyfile(test_drain='''
+import os, pytest
+
+@pytest.mark.ssemock
+def test_default(ssemock):
+    assert ssemock.drain_on_close == float(os.environ["EXPECTED"]) if os.environ["EXPECTED"] else \
+        ssemock.drain_on_close is False
+
+@pytest.mark.ssemock(drain_on_close=True)
+def test_marker(ssemock):
+    assert ssemock.drain_on_close is True
+
+@pytest.mark.ssemock
+def test_configured(ssemock):
+    assert ssemock.drain_on_close == 5
+''')
+    pytester._monkeypatch.setenv("EXPECTED", "")
+    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=3)  # the ini's false
+    pytester._monkeypatch.setenv("EXPECTED", "2.5")
+    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-drain-on-close=2.5",
+                                 "-k", "default or marker").assert_outcomes(passed=2)
 
 
 def test_disable_turns_the_plugin_off(pytester: pytest.Pytester) -> None:

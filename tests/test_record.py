@@ -8,12 +8,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anthropic
 import httpx
 import httpx2
 import openai
 import orjson
 import pytest
+import requests
 
 import ssemock
 from streams import TEXT, TOOL_ARGS
@@ -110,9 +112,9 @@ def test_failure_mid_stream_is_recorded_and_replayed(tmp_path: Path, server: str
         assert b"".join(replayed) == x.response.body
 
 
-def test_abandoned_stream_is_recorded_as_incomplete(tmp_path: Path, server: str) -> None:
+def test_abandoned_stream_is_recorded_as_incomplete_without_drain_on_close(tmp_path: Path, server: str) -> None:
     path = tmp_path / "abandon.json"
-    with ssemock.use_cassette(path, record_mode="once"):
+    with ssemock.use_cassette(path, record_mode="once", drain_on_close=False):
         with httpx.Client() as client:
             with client.stream("POST", f"{server}/v1/chat/completions") as r:
                 first = next(r.iter_raw())
@@ -363,3 +365,224 @@ def test_response_credential_headers_are_redacted() -> None:
     assert headers == {"openai-organization": "REDACTED", "anthropic-organization-id": "REDACTED",
                        "set-cookie": "REDACTED", "x-amz-security-token": "REDACTED",
                        "x-ratelimit-remaining-tokens": "149984"}
+
+
+# -- a client that closes the stream before its end (drain_on_close) ---------------------------
+
+def _two_sync(lib: Any) -> Any:
+    def read(url: str) -> list[str]:
+        with lib.Client() as client, client.stream("GET", url) as r:
+            return _first_two(r.iter_lines())
+    return read
+
+
+def _two_async(lib: Any) -> Any:
+    def read(url: str) -> list[str]:
+        async def run() -> list[str]:
+            async with lib.AsyncClient() as client, client.stream("GET", url) as r:
+                got = []
+                async for line in r.aiter_lines():
+                    got += [line] if line.startswith("data:") else []
+                    if len(got) == 2:
+                        return got
+            return got
+        return asyncio.run(run())
+    return read
+
+
+def _two_aiohttp(url: str) -> list[str]:
+    async def run() -> list[str]:
+        async with aiohttp.ClientSession() as session, session.get(url) as resp:
+            got: list[str] = []
+            while len(got) < 2:
+                line = (await resp.content.readline()).decode().strip()
+                got += [line] if line.startswith("data:") else []
+            return got  # leaving `async with` releases the response before its end
+    return asyncio.run(run())
+
+
+def _two_requests(url: str) -> list[str]:
+    with requests.get(url, stream=True, timeout=5) as r:
+        return _first_two(r.iter_lines(decode_unicode=True))
+
+
+def _first_two(lines: Any) -> list[str]:
+    got = []
+    for line in lines:
+        got += [line] if line.startswith("data:") else []
+        if len(got) == 2:
+            break
+    return got
+
+
+#: each stack's client reading two events and closing the response
+READ_TWO = {"httpx-sync": _two_sync(httpx), "httpx-async": _two_async(httpx),
+            "httpx2-sync": _two_sync(httpx2), "httpx2-async": _two_async(httpx2),
+            "aiohttp": _two_aiohttp, "requests": _two_requests}
+
+
+def _data(body: bytes) -> list[str]:
+    return [e.data for e in ssemock.sse.decode([body])]
+
+
+@pytest.mark.parametrize("stack", list(READ_TWO))
+def test_a_stream_closed_early_is_drained_to_its_end(tmp_path: Path, server: str, scripts: Any, stack: str) -> None:
+    path = tmp_path / "drained.json"
+    with ssemock.use_cassette(path, record_mode="once"):  # drain_on_close is on by default
+        got = READ_TWO[stack](f"{server}/ten")
+    assert got == ["data: 0", "data: 1"]  # the client stopped after two events
+    (x,) = ssemock.Cassette.load(path).interactions
+    assert x.response.complete and x.response.error is None
+    assert _data(x.response.body) == [str(i) for i in range(10)]
+    assert x.response.body == b"".join(scripts["/ten"].writes)
+    times = x.response.times  # the drained chunks keep their arrival times
+    assert times == sorted(times) and times[-1] - times[0] >= 0.8 * 9 * scripts["/ten"].gap, times
+    with ssemock.use_cassette(path):  # the replay has it all, for a client that reads it all
+        with httpx.Client() as client:
+            assert _data(client.get(f"{server}/ten").content) == [str(i) for i in range(10)]
+
+
+@pytest.mark.parametrize("stack", list(READ_TWO))
+def test_a_stream_closed_early_is_incomplete_without_drain_on_close(tmp_path: Path, server: str,
+                                                                     stack: str) -> None:
+    path = tmp_path / "cut.json"
+    with ssemock.use_cassette(path, record_mode="once", drain_on_close=False):
+        got = READ_TWO[stack](f"{server}/ten")
+    assert got == ["data: 0", "data: 1"]
+    (x,) = ssemock.Cassette.load(path).interactions
+    assert not x.response.complete and x.response.error is None
+    assert _data(x.response.body)[:2] == ["0", "1"] and len(_data(x.response.body)) < 10
+
+
+@pytest.mark.parametrize("stack", list(READ_TWO))
+def test_draining_an_endless_stream_stops_at_the_time_bound(tmp_path: Path, server: str, stack: str) -> None:
+    path = tmp_path / "endless.json"
+    start = time.monotonic()
+    with pytest.warns(ssemock.SsemockWarning, match="did not arrive within drain_on_close=0.3 s"):
+        with ssemock.use_cassette(path, record_mode="once", drain_on_close=0.3):
+            got = READ_TWO[stack](f"{server}/forever")
+    assert time.monotonic() - start < 10  # not endless: bounded by drain_on_close
+    assert got == ["data: 0", "data: 1"]
+    (x,) = ssemock.Cassette.load(path).interactions
+    events = _data(x.response.body)
+    assert not x.response.complete and x.response.error is None
+    assert len(events) > 5 and events == [str(i) for i in range(len(events))]  # drained for a while, in order
+
+
+@pytest.mark.parametrize("stack", ["httpx-sync", "httpx2-async", "aiohttp", "requests"])
+def test_draining_stops_at_max_body_bytes(tmp_path: Path, server: str, stack: str) -> None:
+    path = tmp_path / "capped.json"
+    start = time.monotonic()
+    with pytest.warns(ssemock.SsemockWarning, match="cut at max_body_bytes=200"):
+        with ssemock.use_cassette(path, record_mode="once", max_body_bytes=200):  # drain up to 30 s
+            READ_TWO[stack](f"{server}/forever")
+    assert time.monotonic() - start < 10  # the cap ended the drain, not the 30 s bound
+    (x,) = ssemock.Cassette.load(path).interactions
+    assert len(x.response.body) == 200 and x.response.error["type"] == "RecordingTruncated"
+
+
+def _cancelled_while_reading(url: str, stack: str) -> None:
+    async def read() -> None:
+        if stack == "aiohttp":
+            async with aiohttp.ClientSession() as session, session.get(url) as resp:
+                async for _ in resp.content.iter_any():
+                    pass
+        else:
+            async with httpx.AsyncClient() as client, client.stream("GET", url) as r:
+                async for _ in r.aiter_raw():
+                    pass
+
+    async def run() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(read(), 0.2)
+    asyncio.run(run())
+
+
+def _interrupted_while_reading(url: str) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        with httpx.Client() as client, client.stream("GET", url) as r:
+            for i, _ in enumerate(r.iter_raw()):
+                if i == 3:
+                    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("stack", ["httpx-sync", "httpx-async", "aiohttp"])
+def test_an_interrupt_or_a_cancelled_task_never_drains(tmp_path: Path, server: str, stack: str) -> None:
+    path = tmp_path / "stopped.json"
+    start = time.monotonic()
+    player = ssemock.use_cassette(path, record_mode="once")  # drain_on_close: up to 30 s
+    with player:
+        if stack == "httpx-sync":
+            _interrupted_while_reading(f"{server}/forever")
+        else:
+            _cancelled_while_reading(f"{server}/forever", stack)
+    assert time.monotonic() - start < 10  # stopped at once, not after draining an endless stream
+    (recorder,) = player.recorders
+    assert recorder.ended and not recorder.complete
+
+
+def test_a_generator_closed_while_it_holds_the_stream_drains_it(tmp_path: Path, server: str) -> None:
+    """What a streaming wrapper does when its caller stops iterating (GeneratorExit is no interrupt)."""
+    def lines() -> Any:
+        with httpx.Client() as client, client.stream("GET", f"{server}/ten") as r:
+            yield from r.iter_lines()
+
+    path = tmp_path / "wrapped.json"
+    with ssemock.use_cassette(path, record_mode="once"):
+        wrapper = lines()
+        assert next(wrapper) == "data: 0"
+        wrapper.close()
+    (x,) = ssemock.Cassette.load(path).interactions
+    assert x.response.complete and len(_data(x.response.body)) == 10
+
+
+def test_a_stream_closed_after_its_terminator_is_complete_without_waiting(tmp_path: Path, server: str) -> None:
+    """The openai SDK closes right after [DONE]: complete as it is, nothing to drain."""
+    path = tmp_path / "done.json"
+    with ssemock.use_cassette(path, record_mode="once", drain_on_close=0.001) as player:
+        with httpx.Client() as client, client.stream("POST", f"{server}/v1/chat/completions") as r:
+            for line in r.iter_lines():
+                if line == "data: [DONE]":
+                    break
+    (x,) = ssemock.Cassette.load(path).interactions
+    assert x.response.complete and _data(x.response.body)[-1] == "[DONE]"
+    assert player.drain_on_close == 0.001
+
+
+def test_sdk_streams_closed_after_the_first_event_record_the_whole_stream(tmp_path: Path, server: str) -> None:
+    path = tmp_path / "sdks.json"
+    with ssemock.use_cassette(path, record_mode="once"):
+        client = anthropic.Anthropic(base_url=server, api_key="sk-ant-test-key-123456")
+        with client.messages.stream(model="claude-test", max_tokens=64,
+                                    messages=[{"role": "user", "content": "Hi"}]) as stream:
+            for first in stream:
+                break
+        assert first.type == "message_start"
+
+        async def openai_first() -> str:
+            oa = openai.AsyncOpenAI(base_url=f"{server}/v1", api_key="sk-test-openai-key-123456")
+            chunks = await oa.chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "Hi"}],
+                                                      stream=True)
+            async for chunk in chunks:
+                await chunks.close()
+                return chunk.choices[0].delta.role or ""
+            return ""
+        assert asyncio.run(openai_first()) == "assistant"
+    messages, chat = ssemock.Cassette.load(path).interactions
+    for x, protocol in ((messages, "anthropic.messages"), (chat, "openai.chat")):
+        assert x.response.complete
+        result = ssemock.accumulate(ssemock.sse.decode([x.response.body]), protocol=protocol)
+        assert result.complete and result.text == TEXT
+
+
+@pytest.mark.parametrize("value", ["soon", -1, float("nan"), None])
+def test_a_bad_drain_on_close_is_one_error_naming_it(tmp_path: Path, value: Any) -> None:
+    with pytest.raises(ValueError, match=r"drain_on_close must be True, False or a number of seconds >= 0, got"):
+        ssemock.use_cassette(tmp_path / "c.json", record_mode="once", drain_on_close=value)
+
+
+def test_drain_on_close_zero_is_off(tmp_path: Path, server: str) -> None:
+    path = tmp_path / "zero.json"
+    with ssemock.use_cassette(path, record_mode="once", drain_on_close=0):
+        assert READ_TWO["httpx-sync"](f"{server}/ten") == ["data: 0", "data: 1"]
+    assert not ssemock.Cassette.load(path).interactions[0].response.complete

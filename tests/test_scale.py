@@ -251,7 +251,7 @@ def _settle(seconds: float = 0.15) -> None:
 @pytest.mark.parametrize("lib", [httpx, httpx2], ids=["httpx", "httpx2"])
 def test_abandoned_stream_stops_growing_when_the_client_closes(tmp_path: Path, echo: str, lib: Any) -> None:
     path = tmp_path / "abandon.json"
-    with ssemock.use_cassette(path, record_mode="all") as player:
+    with ssemock.use_cassette(path, record_mode="all", drain_on_close=False) as player:
         with lib.Client() as client:
             with client.stream("GET", f"{echo}/forever") as r:
                 got = []
@@ -282,7 +282,7 @@ def test_abandoned_stream_stops_growing_when_the_client_closes(tmp_path: Path, e
 async def test_abandoned_async_stream_stops_growing_when_the_client_closes(tmp_path: Path, echo: str,
                                                                            lib: Any) -> None:
     path = tmp_path / "abandon.json"
-    with ssemock.use_cassette(path, record_mode="all") as player:
+    with ssemock.use_cassette(path, record_mode="all", drain_on_close=False) as player:
         async with lib.AsyncClient() as client:
             async with client.stream("GET", f"{echo}/forever") as r:
                 got = []

@@ -46,11 +46,13 @@ KEYWORDS: dict[str, str] = {
     "allowed_hosts": "hosts a connection no intercepted stack makes may reach (default: loopback)",
     "before_record_request": "hook(Request) -> Request | None",
     "before_record_response": "hook(Response) -> Response | None",
+    "drain_on_close": "while recording, keep reading a stream the client closed before its end: "
+                      "True (default, up to 30 s), False, or seconds",
     "check_unplayed": "|".join(_CHECKS),
     "check_unconsumed": "|".join(_CHECKS),
 }
 #: the options with a command-line flag and an ini key (the rest: ini key only, or marker only)
-_CLI = ("record_mode", "chunking", "transform", "timing", "faults", "allowed_hosts", "match_on")
+_CLI = ("record_mode", "chunking", "transform", "timing", "faults", "allowed_hosts", "match_on", "drain_on_close")
 _INI = (*_CLI, "check_unplayed", "check_unconsumed", "allow_playback_repeats")
 
 
@@ -72,6 +74,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "(names, *.wildcards, addresses, networks; default loopback; 'none' for nothing)")
     group.addoption("--ssemock-match-on", default=None, metavar="MATCHER[,MATCHER...]",
                     help="vcrpy matcher names: method, uri, scheme, host, port, path, query, body, raw_body, headers")
+    group.addoption("--ssemock-drain-on-close", default=None, metavar="true|false|SECONDS",
+                    help="while recording, keep reading a stream the client closed before its end, so the "
+                         "cassette holds all of it (default true: up to 30 s; a number of seconds; false: stop there)")
     group.addoption("--ssemock-disable", action="store_true", default=False,
                     help="turn ssemock off for this run: no interception, no matrix, marked tests run once")
     for key in _INI:
@@ -121,6 +126,16 @@ def _from_text(key: str, text: str) -> Any:
         return [m.strip() for m in re.split(r"[,\s]+", text) if m.strip()]
     if key == "allow_playback_repeats":
         return text.strip().lower() in ("1", "true", "yes", "on")
+    if key == "drain_on_close":
+        word = text.strip().lower()
+        if word in ("true", "yes", "on"):
+            return True
+        if word in ("false", "no", "off", "none"):
+            return False
+        try:
+            return float(word)
+        except ValueError:
+            return text  # said unusable by _problem
     return text
 
 
@@ -132,6 +147,7 @@ def _problem(key: str, value: Any) -> str | None:
     from . import timing as _timing
     from . import transforms as _transforms
     from .lock import Guard
+    from .record import drain_seconds
     try:
         if key == "record_mode" and value not in RECORD_MODES:
             return str(unknown("record mode", value, RECORD_MODES))
@@ -147,6 +163,8 @@ def _problem(key: str, value: Any) -> str | None:
             _matching.resolve(value)
         elif key == "allowed_hosts":
             Guard(allowed_hosts=value, blocks=True, where="")
+        elif key == "drain_on_close":
+            drain_seconds(value)
         elif key in ("check_unplayed", "check_unconsumed") and value not in _CHECKS:
             return str(unknown(key, value, _CHECKS))
     except (ValueError, TypeError) as exc:

@@ -5,15 +5,23 @@ Each client stack (:mod:`ssemock.stacks`) tees its live response into a :class:`
 gets every chunk the moment the network delivers it; the cassette gets the same chunk with its
 arrival time. Content-Encoding is removed for storage so boundaries and re-chunking
 apply to what an SSE decoder sees.
+
+A client that closes the stream before its end (an SDK that stops at the answer it wanted, a
+``break``) would leave the recording cut there. With ``drain`` seconds (``drain_on_close``, on by
+default) the stack keeps reading the real stream into the recording after the client's close, to
+its end, bounded by that time and by ``max_body_bytes``: the cassette holds the whole stream,
+which replays under other chunkings and in other tests read further than this client did.
 """
 
 from __future__ import annotations
 
+import math
+import sys
 import threading
 import time
 import warnings
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, overload
 
 import httpx
@@ -22,11 +30,16 @@ from .cassette import Headers, Interaction, Request, Response
 from .errors import SsemockWarning
 from .redact import mask_url, redact_request, redact_response
 
-__all__ = ["MAX_BODY_BYTES", "Recorder", "RequestHook", "ResponseHook", "request_from_httpx"]
+__all__ = ["DRAIN_SECONDS", "MAX_BODY_BYTES", "Recorder", "RequestHook", "ResponseHook", "drain_seconds",
+           "request_from_httpx"]
 
 #: The default bound on one recorded body (the client still gets everything): a stream that never
 #: ends must not fill the memory; past it the interaction is cut and marked truncated.
 MAX_BODY_BYTES = 64 * 1024 * 1024
+#: How long a recording keeps reading, by default (``drain_on_close=True``), a stream the client
+#: closed before its end: long enough for the rest of an LLM answer, short enough that an endless
+#: stream (a server-push GET) costs a bounded wait.
+DRAIN_SECONDS = 30.0
 RequestHook = Callable[[Request], "Request | None"]
 ResponseHook = Callable[[Response], "Response | None"]
 # headers of one HTTP connection, not of the stored response (vcr drops them on import too)
@@ -38,6 +51,18 @@ def request_from_httpx(request: httpx.Request) -> Request:
     headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in request.headers.raw]
     body = request.content if request.method not in ("GET", "HEAD") or request.content else None
     return redact_request(Request(request.method, str(request.url), headers, body))
+
+
+def drain_seconds(drain_on_close: bool | float) -> float | None:
+    """``drain_on_close`` as the seconds to keep reading after an early close (None: not at all):
+    True is :data:`DRAIN_SECONDS`, False or 0 is off, a number is that many seconds."""
+    if drain_on_close is True:
+        return DRAIN_SECONDS
+    if drain_on_close is False:
+        return None
+    if isinstance(drain_on_close, (int, float)) and math.isfinite(drain_on_close) and drain_on_close >= 0:
+        return float(drain_on_close) or None
+    raise ValueError(f"drain_on_close must be True, False or a number of seconds >= 0, got {drain_on_close!r}")
 
 
 def _decoder(encoding: str) -> Callable[[bytes], bytes] | None:
@@ -64,9 +89,10 @@ class Recorder:
 
     def __init__(self, sent: httpx.Request, request: Request, *, on_response: Callable[[Recorder], None],
                  before_record_response: ResponseHook | None = None,
-                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
+                 max_body_bytes: int = MAX_BODY_BYTES, drain: float | None = DRAIN_SECONDS) -> None:
         self.t0 = time.perf_counter()
         self.max_body_bytes = max_body_bytes
+        self.drain_limit = drain  # seconds to keep reading after the client closes early (None: not at all)
         self.sent = sent  # as the client sent it
         self.request = request  # as it will be stored: redacted, and after before_record_request
         self._on_response = on_response
@@ -130,6 +156,93 @@ class Recorder:
         self.complete = exc is None or (isinstance(exc, GeneratorExit) and self._saw_terminator())
         if isinstance(exc, Exception):
             self.error = {"type": type(exc).__name__, "message": str(exc), "at_byte": self._size}
+
+    # -- a client that closes before the end -------------------------------------------------
+
+    def closed_early(self) -> bool:
+        """The client closed the stream before it ended: True when the stack is to drain the rest
+        into the recording (:meth:`drain` / :meth:`adrain`); else the recording ends here, as
+        abandoned (complete if the protocol's terminator had arrived: nothing is missing then).
+        A close on the way out of an interrupt (Ctrl-C, SystemExit, a cancelled task) never
+        drains: whoever interrupts wants to stop now. An ordinary exception drains (the cassette
+        is saved after one), and so does a generator closed while it held the stream open."""
+        if self.ended:
+            return False
+        unwinding = sys.exc_info()[1]
+        interrupted = unwinding is not None and not isinstance(unwinding, (Exception, GeneratorExit))
+        saw = self._saw_terminator()
+        if self.drain_limit is None or interrupted or saw:
+            self.ended, self.complete = True, saw
+            return False
+        return True
+
+    def drain(self, rest: Callable[[], None], then: Callable[[], None]) -> None:
+        """Read the rest of the stream after an early close: ``rest()`` reads it into the recorder
+        until the stream or the recording ends; ``then()`` closes the real stream after it. Both
+        run on a thread, so the caller waits at most ``drain_limit`` seconds even while a read blocks;
+        past that the recording ends where it got to (a warning says so) and the thread closes
+        the stream once its read returns."""
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                self._read_rest(rest)
+            finally:
+                try:
+                    then()
+                except BaseException as exc:  # raised to the caller if it still waits
+                    failed.append(exc)
+
+        thread = threading.Thread(target=run, name="ssemock-drain", daemon=True)
+        thread.start()
+        deadline = time.monotonic() + (self.drain_limit or 0.0)
+        try:
+            while thread.is_alive() and time.monotonic() < deadline:
+                thread.join(0.05)  # in slices: a Ctrl-C is handled at once, not at the deadline
+        except BaseException:  # interrupted while draining: stop now
+            self.finish(GeneratorExit())
+            raise
+        if thread.is_alive():
+            self._give_up()
+        elif failed:
+            raise failed[0]
+
+    async def adrain(self, rest: Callable[[], Awaitable[object]]) -> None:
+        """:meth:`drain` for async stacks: awaits ``rest()`` for at most ``drain_limit`` seconds (the
+        caller closes the real stream after it); cancelled, the recording ends where it got to."""
+        import anyio  # httpx's own dependency; works under asyncio and trio
+        try:
+            with anyio.move_on_after(self.drain_limit) as scope:
+                try:
+                    await rest()
+                except Exception as exc:
+                    self.finish(exc)
+                else:
+                    self.finish(None)
+            if scope.cancelled_caught:
+                self._give_up()
+        finally:
+            if not self.ended:
+                self.finish(GeneratorExit())
+
+    def _read_rest(self, rest: Callable[[], None]) -> None:
+        try:
+            rest()
+        except Exception as exc:
+            self.finish(exc)
+        else:
+            self.finish(None)  # the stream ended (nothing when the recording had ended first)
+
+    def _give_up(self) -> None:
+        """The rest did not arrive within ``drain_limit`` seconds: the recording ends where it got to."""
+        if self.ended:
+            return
+        self.finish(GeneratorExit())
+        if not self.complete:
+            warnings.warn(f"ssemock: recording of {self.request.method} {mask_url(self.request.url)}: the client "
+                          f"closed the stream before its end, and the rest did not arrive within drain_on_close="
+                          f"{self.drain_limit:g} s; the cassette marks it incomplete (a larger drain_on_close waits longer, "
+                          f"False does not wait: for a stream that never ends)", SsemockWarning, stacklevel=3)
 
     def _body(self) -> bytes:
         """The body so far, joined once and kept joined (the chunks need not live twice);

@@ -44,7 +44,7 @@ from .errors import UnmatchedRequestError
 from .modes import RECORD_MODES, RecordMode
 from .stacks import Record
 from .cassette_lock import lock_for
-from .record import MAX_BODY_BYTES, Recorder, RequestHook, ResponseHook, request_from_httpx
+from .record import MAX_BODY_BYTES, Recorder, RequestHook, ResponseHook, drain_seconds, request_from_httpx
 from .redact import find_secrets, mask_text
 from .selection import Selection
 from .strategies import minimal_failing_split
@@ -421,7 +421,7 @@ class Player:
                  before_record_request: RequestHook | None = None,
                  before_record_response: ResponseHook | None = None,
                  allowed_hosts: Sequence[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES,
-                 existed: bool = True) -> None:
+                 drain_on_close: bool | float = True, existed: bool = True) -> None:
         if record_mode not in RECORD_MODES:
             raise unknown("record_mode", record_mode, RECORD_MODES)
         self.cassette = cassette
@@ -443,6 +443,8 @@ class Player:
         if not (isinstance(max_body_bytes, int) and max_body_bytes > 0):
             raise ValueError(f"max_body_bytes must be a positive number of bytes, got {max_body_bytes!r}")
         self.max_body_bytes = max_body_bytes
+        self.drain_on_close = drain_on_close
+        self._drain = drain_seconds(drain_on_close)
         self._disk = _stat(self.path)  # the file as it was at the start: a change means another recorder
         self.guard = _lock.Guard(allowed_hosts=allowed_hosts, blocks=not self._records,
                                  where=str(self.path) if self.path else "an in-memory cassette")
@@ -533,7 +535,7 @@ class Player:
         if self._records:
             recorder = Recorder(request, sent, on_response=_weakly(self._recorded),
                                 before_record_response=self._before_response,
-                                max_body_bytes=self.max_body_bytes)
+                                max_body_bytes=self.max_body_bytes, drain=self._drain)
             raise Record(request, recorder)
         raise UnmatchedRequestError(self._explain(sent))
 
@@ -934,7 +936,8 @@ def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "non
                  allow_playback_repeats: bool = False, protocol: str | None = None,
                  before_record_request: RequestHook | None = None,
                  before_record_response: ResponseHook | None = None,
-                 allowed_hosts: Sequence[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES) -> Player:
+                 allowed_hosts: Sequence[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES,
+                 drain_on_close: bool | float = True) -> Player:
     """Replay (and record, by ``record_mode``) the cassette file at ``path``.
 
     Modes as vcrpy's: ``none`` replays only; ``once`` records if the file is missing, else
@@ -943,7 +946,9 @@ def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "non
     ``allowed_hosts`` (default: loopback only) says which connections that no intercepted stack
     makes may still reach the network: a replay refuses the others, a recording warns of them.
     ``max_body_bytes`` bounds one recorded body (64 MiB): past it the interaction is cut and
-    marked truncated, with a warning.
+    marked truncated, with a warning. ``drain_on_close`` (on by default, up to 30 s; a number of
+    seconds, or False) keeps reading a recorded stream the client closed before its end, so the
+    cassette holds all of it.
     """
     p = Path(path)
     existed = p.exists() and record_mode != "rewrite"
@@ -952,4 +957,4 @@ def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "non
                   transform=transform, timing=timing, faults=faults, match_on=match_on,
                   allow_playback_repeats=allow_playback_repeats, protocol=protocol,
                   before_record_request=before_record_request, before_record_response=before_record_response,
-                  allowed_hosts=allowed_hosts, max_body_bytes=max_body_bytes)
+                  allowed_hosts=allowed_hosts, max_body_bytes=max_body_bytes, drain_on_close=drain_on_close)

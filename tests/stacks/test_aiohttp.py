@@ -110,9 +110,9 @@ def connects(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return seen
 
 
-def record(tmp_path: Path, name: str, fn: Callable[[], Awaitable[Any]]) -> tuple[Path, Any]:
+def record(tmp_path: Path, name: str, fn: Callable[[], Awaitable[Any]], **options: Any) -> tuple[Path, Any]:
     path = tmp_path / f"{name}.json"
-    with ssemock.use_cassette(path, record_mode="once"):
+    with ssemock.use_cassette(path, record_mode="once", **options):
         got = run(fn())
     return path, got
 
@@ -333,7 +333,8 @@ def test_http_error_status_and_raise_for_status(tmp_path: Path, live: str) -> No
     assert info.value.status == 429
 
 
-def test_early_release_is_recorded_as_abandoned_and_replays_release_cleanly(tmp_path: Path, live: str) -> None:
+def test_early_release_is_recorded_as_abandoned_without_drain_on_close_and_replays_release_cleanly(
+        tmp_path: Path, live: str) -> None:
     async def first(release: bool) -> bytes:
         async with aiohttp.ClientSession() as session:
             resp = await session.get(f"{live}/v1/chat/completions")
@@ -345,7 +346,7 @@ def test_early_release_is_recorded_as_abandoned_and_replays_release_cleanly(tmp_
             assert resp.closed
             return data
 
-    path, got = record(tmp_path, "abandoned", lambda: first(True))
+    path, got = record(tmp_path, "abandoned", lambda: first(True), drain_on_close=False)
     x = ssemock.Cassette.load(path).interactions[0]
     assert not x.response.complete and x.response.error is None and x.response.body == got
     path, _ = record(tmp_path, "whole", lambda: chunks(f"{live}/v1/chat/completions"))
@@ -354,6 +355,29 @@ def test_early_release_is_recorded_as_abandoned_and_replays_release_cleanly(tmp_
             assert run(first(release)) == OPENAI[0]
         assert player.unconsumed() == [player.plays[0]]
         assert player.plays[0].stream.closed
+
+
+@pytest.mark.parametrize("how", ["release", "close"])
+def test_a_response_released_early_is_drained_in_a_task(tmp_path: Path, server: str, how: str) -> None:
+    """release() and close() are not coroutines: the rest is drained by a task while the loop runs."""
+    async def first_then(stop: str) -> bytes:
+        async with aiohttp.ClientSession() as session:
+            resp = await session.get(f"{server}/ten")
+            line = await resp.content.readline()
+            getattr(resp, stop)()
+            assert resp.closed  # the client sees its release at once
+            with pytest.raises(aiohttp.ClientConnectionError):
+                await resp.content.read()
+            for _ in range(200):  # the loop runs on; the task reads the rest meanwhile
+                await asyncio.sleep(0.01)
+                if player.recorders[0].ended:
+                    break
+            return line
+
+    with ssemock.use_cassette(tmp_path / "released.json", record_mode="once") as player:
+        assert run(first_then(how)) == b"data: 0\n"
+    (x,) = player.recorded
+    assert x.response.complete and x.response.body == b"".join(b"data: %d\n\n" % i for i in range(10))
 
 
 @pytest.mark.parametrize("auto_decompress", [True, False])

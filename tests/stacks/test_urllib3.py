@@ -231,9 +231,9 @@ def test_gzip_is_stored_decoded_and_replayed(server: str, tmp_path: Path) -> Non
     assert replayed.content == live.content and "content-encoding" not in replayed.headers
 
 
-def test_abandoned_stream_is_recorded_as_incomplete(server: str, tmp_path: Path) -> None:
+def test_abandoned_stream_is_recorded_as_incomplete_without_drain_on_close(server: str, tmp_path: Path) -> None:
     path = tmp_path / "abandoned.json"
-    with ssemock.use_cassette(path, record_mode="once"):
+    with ssemock.use_cassette(path, record_mode="once", drain_on_close=False):
         with requests.get(f"{server}/events", stream=True, timeout=5) as r:
             first = next(r.iter_content(None))
     (x,) = ssemock.Cassette.load(path).interactions

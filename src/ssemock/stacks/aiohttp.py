@@ -13,7 +13,9 @@ fault becomes the exception aiohttp itself raises for that socket event: a drop 
 its ``SocketTimeoutError`` (at once, without sleeping).
 
 Recording calls the original and tees the response's ``StreamReader`` where aiohttp's HTTP
-parser feeds it, so the recorded chunks are the body pieces as they arrived from the network.
+parser feeds it, so the recorded chunks are the body pieces as they arrived from the network;
+a response the client releases or closes before its end keeps its connection until a task has
+drained the rest into the recording (``drain_on_close``), which ``wait_for_close`` awaits.
 A redirect aiohttp follows is recorded as the request sent and the final response (replay serves
 that, with no ``history``). WebSocket handshakes are left to aiohttp (and to the network lock).
 """
@@ -32,7 +34,7 @@ import httpx
 from aiohttp import hdrs
 from aiohttp.base_protocol import BaseProtocol
 from aiohttp.client_exceptions import ClientConnectionError, ClientPayloadError, ServerTimeoutError
-from aiohttp.helpers import BasicAuth, TimerNoop, sentinel, strip_auth_from_url
+from aiohttp.helpers import BasicAuth, TimerNoop, noop, sentinel, strip_auth_from_url
 from aiohttp.http import HttpVersion11
 from aiohttp.http_exceptions import TransferEncodingError
 from aiohttp.streams import EmptyStreamReader, StreamReader
@@ -279,8 +281,9 @@ async def _raise_for_status(session: aiohttp.ClientSession, resp: aiohttp.Client
 
 def _tee(resp: aiohttp.ClientResponse, recorder: Recorder, *, decoded: bool) -> None:
     """Tee the live body into ``recorder`` where aiohttp's parser feeds it: what was buffered
-    when the response returned first, then each ``feed_data`` as it arrives; EOF, an error, or
-    the client releasing early (``GeneratorExit``) finish it."""
+    when the response returned first, then each ``feed_data`` as it arrives; EOF or an error
+    finish it. The client releasing or closing the response before the end drains the rest into
+    the recording (:func:`_closing`), or ends it there as abandoned (``GeneratorExit``)."""
     headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers]
     if decoded:  # aiohttp decoded the body already; the recorder must not decode it again
         headers = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
@@ -297,31 +300,102 @@ def _tee(resp: aiohttp.ClientResponse, recorder: Recorder, *, decoded: bool) -> 
     if reader.is_eof():
         recorder.finish(None)
         return
-    live: list[Recorder] = [recorder]
-    base = type(reader)
-
-    def end(exc: BaseException | None, teeing: StreamReader) -> None:
-        if live:
-            live.pop().finish(exc)
-            teeing.__class__ = base  # aiohttp's own reader again (so the overrides call base's)
+    live = _Live(recorder, type(reader))
+    base = live.base
 
     class _Teeing(base):  # type: ignore[valid-type,misc]
         __slots__ = ()
 
         def feed_data(self, data: bytes, *args: Any) -> Any:
-            if live and data:
-                live[0].chunk(bytes(data))
+            rec = live.recorder
+            if rec is not None and data:
+                rec.chunk(bytes(data))
+                if rec.ended:  # cut at max_body_bytes
+                    live.end(None, self)
+            if live.draining:  # the client is gone: nothing to keep for it
+                return None
             return base.feed_data(self, data, *args)
 
         def feed_eof(self) -> None:
-            end(None, self)
+            live.end(None, self)
             base.feed_eof(self)
 
         def set_exception(self, exc: BaseException, *args: Any, **kwargs: Any) -> None:
-            end(_finish_exc(exc), self)
+            if not (live.draining and _released(exc)):  # while draining, the client's release is no end
+                live.end(_finish_exc(exc), self)
             base.set_exception(self, exc, *args, **kwargs)
 
     reader.__class__ = _Teeing
+    _closing(resp, live)
+
+
+class _Live:
+    """One aiohttp body being recorded: its recorder until the end, whether the client has gone
+    (the rest is being drained), and an event set at the end."""
+
+    def __init__(self, recorder: Recorder, base: type[StreamReader]) -> None:
+        self.recorder: Recorder | None = recorder
+        self.base = base
+        self.draining = False
+        self.ended = asyncio.Event()
+        self.drained: asyncio.Task[None] | None = None
+
+    def end(self, exc: BaseException | None, reader: StreamReader) -> None:
+        if self.recorder is not None:
+            rec, self.recorder = self.recorder, None
+            rec.finish(exc)
+            reader.__class__ = self.base  # aiohttp's own reader again (so the overrides call base's)
+            self.ended.set()
+
+
+def _closing(resp: aiohttp.ClientResponse, live: _Live) -> None:
+    """The client's ``release()`` / ``close()`` before the body's end (``async with`` calls
+    ``release``, then awaits ``wait_for_close``): the client sees its release at once (reads
+    fail with aiohttp's "Connection closed"), and a task drains the rest into the recording
+    (:meth:`Recorder.closed_early`) before releasing or closing the connection for real;
+    ``wait_for_close`` awaits that task."""
+    base = type(resp)
+
+    def drains(self: aiohttp.ClientResponse, then: Callable[[aiohttp.ClientResponse], Any]) -> bool:
+        rec = live.recorder
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # closed outside its loop: nothing can read the rest
+            return False
+        if live.draining or rec is None or not rec.closed_early():
+            return False
+        live.draining = True
+        self._notify_content()  # the client's view of its release
+        self._closed = True  # no release at EOF: the drain releases after it
+        protocol = self.content._protocol
+        if getattr(protocol, "_reading_paused", False):  # a full buffer the client left unread
+            protocol.resume_reading()
+
+        async def drain() -> None:
+            try:
+                await rec.adrain(live.ended.wait)
+            finally:
+                then(self)
+
+        live.drained = loop.create_task(drain())
+        return True
+
+    class _Closing(base):  # type: ignore[valid-type,misc]
+        __slots__ = ()
+
+        def release(self) -> Any:
+            return noop() if drains(self, base.release) else base.release(self)
+
+        def close(self) -> None:
+            if not drains(self, base.close):
+                base.close(self)
+
+        async def wait_for_close(self) -> None:
+            if live.drained is not None:
+                await live.drained
+            await base.wait_for_close(self)
+
+    resp.__class__ = _Closing
 
 
 def _finish_exc(exc: BaseException) -> BaseException:

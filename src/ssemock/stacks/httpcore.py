@@ -95,33 +95,58 @@ def patches() -> list[Patch]:
 
 class _Tee:
     """The teeing stream around a real response stream; it lets go of the recorder once the
-    stream has ended, so an httpx Response kept by the client does not keep the recording."""
+    stream has ended, so an httpx Response kept by the client does not keep the recording.
+    Closed by the client before the end, it drains the rest of the real stream into the
+    recording first (:meth:`Recorder.closed_early`), in the close call, before closing it."""
 
     def __init__(self, stream: Any, recorder: Recorder) -> None:
         self._stream = stream
         self._rec: Recorder | None = recorder
+        self._it: Any = None  # the real stream's iterator, once the client iterates
 
     def _end(self, exc: BaseException | None) -> None:
         if self._rec is not None:
             self._rec.finish(exc)
             self._rec = None
 
+    def _closing(self) -> Recorder | None:
+        """The recorder to drain the rest into, when the client closes before the end."""
+        rec, self._rec = self._rec, None
+        return rec if rec is not None and rec.closed_early() else None
+
 
 class _SyncTee(_Tee):
     def __iter__(self) -> Iterator[bytes]:
         rec = self._rec
         assert rec is not None, "httpx iterates a response stream once"
+        self._it = it = iter(self._stream)
         try:
-            for chunk in self._stream:
+            for chunk in it:
                 rec.chunk(chunk)
                 yield chunk
+        except GeneratorExit:  # the client dropped its iterator: its close says what ends the recording
+            raise
         except BaseException as exc:
             self._end(exc)
             raise
         self._end(None)
 
     def close(self) -> None:
-        self._end(GeneratorExit())
+        rec = self._closing()
+        if rec is None:
+            self._close()
+            return
+        it = self._it if self._it is not None else iter(self._stream)
+
+        def rest() -> None:
+            for chunk in it:
+                rec.chunk(chunk)
+                if rec.ended:
+                    return
+
+        rec.drain(rest, then=self._close)
+
+    def _close(self) -> None:
         if hasattr(self._stream, "close"):
             self._stream.close()
 
@@ -130,16 +155,31 @@ class _AsyncTee(_Tee):
     async def __aiter__(self) -> AsyncIterator[bytes]:
         rec = self._rec
         assert rec is not None, "httpx iterates a response stream once"
+        self._it = it = self._stream.__aiter__()
         try:
-            async for chunk in self._stream:
+            async for chunk in it:
                 rec.chunk(chunk)
                 yield chunk
+        except GeneratorExit:  # the client dropped its iterator: its close says what ends the recording
+            raise
         except BaseException as exc:
             self._end(exc)
             raise
         self._end(None)
 
     async def aclose(self) -> None:
-        self._end(GeneratorExit())
-        if hasattr(self._stream, "aclose"):
-            await self._stream.aclose()
+        rec = self._closing()
+        try:
+            if rec is not None:
+                it = self._it if self._it is not None else self._stream.__aiter__()
+
+                async def rest() -> None:
+                    async for chunk in it:
+                        rec.chunk(chunk)
+                        if rec.ended:
+                            return
+
+                await rec.adrain(rest)
+        finally:
+            if hasattr(self._stream, "aclose"):
+                await self._stream.aclose()

@@ -18,7 +18,8 @@ An HTTPS request through a proxy has its CONNECT tunnel opened by ``urlopen`` be
 Recording tees at the socket: while ``getresponse`` runs, the connection's ``makefile`` reader
 feeds every ``recv`` to an ``h11`` client parser as it arrives, so each recorded chunk is body
 bytes one ``recv`` delivered (one per HTTP chunk in it), timed on arrival, not when the client
-reads them. Needs urllib3 >= 2.3.
+reads them. A response closed before the message's end has the rest read from the socket
+into the recording first, in the close call (``drain_on_close``). Needs urllib3 >= 2.3.
 """
 
 from __future__ import annotations
@@ -294,9 +295,20 @@ class _TeeReader(io.RawIOBase):
         return n
 
     def close(self) -> None:
+        """Closed before the message's end: the rest is drained into the recording first, in this
+        call (:meth:`Recorder.closed_early`); else the recording ends here (no-op after its end)."""
         if not self.closed:
-            self._tee.end(GeneratorExit())  # closed before its end: abandoned (no-op after the end)
-            self._raw.close()
+            rec = self._tee.closed_early()
+            if rec is None:
+                self._raw.close()
+            else:
+                buffer = bytearray(1 << 16)
+
+                def rest() -> None:
+                    while not rec.ended and self.readinto(buffer):
+                        pass
+
+                rec.drain(rest, then=self._raw.close)
         super().close()
 
 
@@ -335,6 +347,15 @@ class _Tee:
             error = exc
         if ended or error is not None:
             self.end(error)
+
+    def closed_early(self) -> Recorder | None:
+        """The client closed the response before the message's end: the recorder to drain the
+        rest into, or None (the recording ends here, as abandoned; or it had ended)."""
+        rec = self._rec
+        if rec is not None and rec.closed_early():
+            return rec
+        self.end(GeneratorExit())
+        return None
 
     def fail(self, exc: Exception) -> None:
         """A ``recv`` failed. A timeout is stored as the error urllib3 raises for it (the urllib3
