@@ -202,10 +202,11 @@ def _answers(data: str) -> tuple[list[RequestId], list[RequestId]]:
 
 def holds(body: bytes) -> list[tuple[int, frozenset[RequestId]]]:
     """Where a recorded server-push stream (the legacy transport's GET stream, or any GET
-    stream) waits for requests: ``(offset, ids)`` per event that answers one, in order, meaning
-    the bytes from ``offset`` on may be delivered only once the requests with ``ids`` have been
-    made. An event answers a request by its id (a response) or by a progress notification whose
-    token is the id of a request the stream answers. ``offset`` is the event's start."""
+    stream) waits for requests: ``(offset, ids)`` in order, meaning the bytes from ``offset`` (an
+    event's start) on may be delivered only once the requests with ``ids`` have been made too.
+    An event answers a request by its id (a response) or by a progress notification whose token
+    is the id of a request the stream answers; only the first event to answer a request waits
+    for it (the rest follow in recorded order)."""
     if b'"jsonrpc"' not in body:
         return []
     starts = [0, *event_ends(body, sse=True)]
@@ -219,11 +220,13 @@ def holds(body: bytes) -> list[tuple[int, frozenset[RequestId]]]:
             tokens += got[1]
         parsed.append((a, answered, tokens))
         answered_anywhere.update(answered)
-    found = []
+    found: list[tuple[int, frozenset[RequestId]]] = []
+    waited: set[RequestId] = set()
     for start, answered, tokens in parsed:
-        needed = frozenset([*answered, *(t for t in tokens if t in answered_anywhere)])
-        if needed:
+        needed = frozenset([*answered, *(t for t in tokens if t in answered_anywhere)]) - waited
+        if needed:  # an event whose requests an earlier one waited for already follows it freely
             found.append((start, needed))
+            waited |= needed
     return found
 
 
