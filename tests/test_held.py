@@ -271,3 +271,30 @@ def test_a_chunk_never_spans_a_wait_and_the_bytes_are_the_recorded_ones(chunking
     assert b"".join(got) == body == play.body
     assert set(play.ends) == set(unheld) | set(starts)
     assert [len(c) for c in got] == [b - a for a, b in zip([0, *play.ends], play.ends)]
+
+
+def test_a_stream_still_held_when_the_player_stops_gives_up_at_once() -> None:
+    """A reader in another thread, held when the test's player stops, fails then (its request can
+    no longer come) instead of waiting out HOLD_LIMIT."""
+    errors: list[Exception] = []
+    opened = threading.Event()
+
+    def reader() -> None:
+        try:
+            with httpx.Client(timeout=None) as client, client.stream("GET", STREAM) as response:
+                for _ in response.iter_bytes():
+                    opened.set()
+        except httpx.ReadTimeout as exc:
+            errors.append(exc)
+
+    player = ssemock.replay(_cassette())
+    player.start()
+    thread = threading.Thread(target=reader)
+    thread.start()
+    assert opened.wait(5)
+    player.stop()
+    thread.join(5)
+    assert not thread.is_alive()
+    (error,) = errors
+    assert "answers the request with id 1 next, and replay holds it until that request is made; the player " \
+           "stopped before it was made" in str(error)

@@ -39,6 +39,7 @@ class Requests:
         self._made: list[Any] = []
         self._changed = threading.Condition()
         self._loops: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+        self.closed = False  # its player stopped: no request will come any more
 
     def mark(self) -> int:
         """Where the log stands now: a stream opened now counts only the requests made from here."""
@@ -48,10 +49,19 @@ class Requests:
     def add(self, ids: Iterable[Any]) -> None:
         """A request with these ids was matched: wake every stream waiting."""
         ids = list(ids)
-        if not ids:
-            return
+        if ids:
+            with self._changed:
+                self._made.extend(ids)
+            self._wake()
+
+    def close(self) -> None:
+        """The player stopped: every stream still waiting gives up now (none hangs on after)."""
         with self._changed:
-            self._made.extend(ids)
+            self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        with self._changed:
             self._changed.notify_all()
             waiting = list(self._loops)
         for loop, event in waiting:
@@ -74,7 +84,7 @@ class Requests:
             while True:
                 made = set(self._made[since:])
                 left = deadline - time.monotonic()
-                if all(i in made for i in ids) or left <= 0:
+                if all(i in made for i in ids) or left <= 0 or self.closed:
                     return [i for i in ids if i not in made]
                 self._changed.wait(left)
 
@@ -91,7 +101,7 @@ class Requests:
             with self._changed:
                 missing = self.missing(ids, since)
                 left = deadline - time.monotonic()
-                if not missing or left <= 0:
+                if not missing or left <= 0 or self.closed:
                     return missing
                 if loop is not None and event is not None:
                     self._loops.append((loop, event))
@@ -111,17 +121,22 @@ class Requests:
 @dataclass(frozen=True)
 class Gate:
     """One replayed stream's view of its player's requests: it counts those made ``since`` it was
-    opened, waits at most ``timeout`` seconds for each, and raises ``error(missing ids, waited)``
+    opened, waits at most ``timeout`` seconds for each, and raises ``error(missing ids, why)``
     (the client stack's read timeout, naming the cassette, the interaction and the ids) when
     they never come."""
 
     requests: Requests
     since: int
     timeout: float
-    error: Callable[[list[Any], float], BaseException]
+    error: Callable[[list[Any], str], BaseException]
 
     def hold(self, ids: frozenset[Any]) -> Hold:
         return Hold(self, ids)
+
+    def fail(self, missing: list[Any]) -> BaseException:
+        why = ("the player stopped before it was made" if self.requests.closed
+               else f"none was made within {self.timeout:g} s since the stream opened")
+        return self.error(missing, why)
 
 
 @dataclass(frozen=True)
@@ -136,11 +151,11 @@ class Hold:
         gate = self.gate
         missing = gate.requests.wait(self.ids, gate.since, gate.timeout)
         if missing:
-            raise gate.error(missing, gate.timeout)
+            raise gate.fail(missing)
 
     async def wait_async(self) -> None:
         """:meth:`wait` on an event loop."""
         gate = self.gate
         missing = await gate.requests.wait_async(self.ids, gate.since, gate.timeout)
         if missing:
-            raise gate.error(missing, gate.timeout)
+            raise gate.fail(missing)

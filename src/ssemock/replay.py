@@ -511,6 +511,8 @@ class Player:
         if not self._active:
             return
         self._active = False
+        self._requests.close()  # a stream still held gives up now: its requests can no longer come
+        self._requests = _held.Requests()
         _lock.release(self.guard)
         _stacks.deactivate(self.router)
         if save:
@@ -624,19 +626,18 @@ class Player:
         return httpx.Response(plan.status, headers=plan.headers, stream=stream,
                               extensions={"http_version": b"HTTP/1.1"})
 
-    def _never_requested(self, index: int, core: Any) -> Callable[[list[Any], float], BaseException]:
+    def _never_requested(self, index: int, core: Any) -> Callable[[list[Any], str], BaseException]:
         """The error a held stream raises when the requests it answers never come: the client
         stack's read timeout, naming the cassette, the interaction and the ids it waited for."""
         where = str(self.path) if self.path else "the in-memory cassette"
         request = self.cassette.interactions[index].request
 
-        def error(missing: list[Any], waited: float) -> BaseException:
+        def error(missing: list[Any], why: str) -> BaseException:
             ids = ", ".join(sorted(map(repr, missing)))
             timeout: BaseException = core.ReadTimeout(mask_text(
                 f"ssemock: {where}, interaction #{index} ({request.method} {request.url}): the recorded stream "
-                f"answers the request with id {ids} next, and replay holds it until that request is made; none "
-                f"was made within {waited:g} s since the stream opened. Make the requests the recorded session "
-                f"made (in its order), or record the cassette again"))
+                f"answers the request with id {ids} next, and replay holds it until that request is made; {why}. "
+                f"Make the requests the recorded session made (in its order), or record the cassette again"))
             return timeout
         return error
 

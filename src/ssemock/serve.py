@@ -357,13 +357,13 @@ class Replayer:
         response.raw_headers = [(_header_bytes(k), _header_bytes(v)) for k, v in headers]
         return response
 
-    def _never_requested(self, index: int, target: str) -> Callable[[list[Any], float], BaseException]:
+    def _never_requested(self, index: int, target: str) -> Callable[[list[Any], str], BaseException]:
         """What a held stream ends with when the requests it answers never come: a dropped
         connection, and a log line naming the interaction and the ids."""
-        def error(missing: list[Any], waited: float) -> BaseException:
+        def error(missing: list[Any], why: str) -> BaseException:
             ids = ", ".join(sorted(map(repr, missing)))
             message = (f"GET {target}: #{index} answers the request with id {ids} next, and replay holds it until "
-                       f"that request is made; none was made within {waited:g} s: connection dropped")
+                       f"that request is made; {why}: connection dropped")
             self.log(message)
             return ConnectionDropped(message)
         return error
