@@ -131,9 +131,11 @@ class Gate:
     error: Callable[[list[Any], str], BaseException]
 
     def hold(self, ids: frozenset[Any]) -> Hold:
+        """The step that waits for the requests ``ids`` (what the replay core yields)."""
         return Hold(self, ids)
 
     def fail(self, missing: list[Any]) -> BaseException:
+        """The error for requests ``missing`` that never came (or could no longer come)."""
         why = ("the player stopped before it was made" if self.requests.closed
                else f"none was made within {self.timeout:g} s since the stream opened")
         return self.error(missing, why)
