@@ -31,7 +31,8 @@ from ..sse import ServerSentEvent, decode
 from . import Protocol, _path
 from .base import JSON, Accumulated, Event, Fold, HTTPErrorBody, StreamError, excerpt, obj, seq, string
 
-__all__ = ["PROTOCOL", "McpResult", "RequestId", "deliverable", "holds", "message", "request_ids", "session_id", "synthesize"]
+__all__ = ["PROTOCOL", "McpResult", "RequestId", "deliverable", "holds", "message", "request_ids", "session_id",
+           "synthesize"]
 
 RequestId: TypeAlias = str | int
 SESSION_HEADER = "mcp-session-id"
