@@ -26,7 +26,7 @@ from ssemock.cli import build_parser
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 SUBMODULES = ["chunking", "transforms", "timing", "faults", "sse", "ndjson", "accumulate", "matching",
-              "cassettes", "synth", "conformance", "strategies"]
+              "cassettes", "synth", "conformance", "strategies", "held"]
 
 
 def _hook() -> ModuleType:

@@ -30,6 +30,7 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Mount, Route
 
 import ssemock
+import ssemock.held
 from ssemock import chunking, sse, transforms
 from ssemock.cli import main
 from ssemock.serve import Replayer, app, resume_offset
@@ -629,3 +630,48 @@ def test_cli_serve_match_on_cors_and_quiet(tmp_path: Path) -> None:
             proc.wait(TIMEOUT)
         logged = [line for line in lines if line.startswith("POST ")]
         assert logged == ([] if quiet else [f"POST {PATH} -> 200 #0, 6 chunk(s)\n"]), lines
+
+
+def test_the_mcp_sdks_sse_client_replays_a_legacy_session_over_the_server() -> None:
+    """The legacy MCP transport over a real socket: the GET stream's answers wait for the POSTs
+    that cause them (the SDK's sse_client, httpx2 on loopback), under re-chunking and CRLF."""
+    from mcp import Client
+    from mcp.client.sse import sse_client
+
+    async def session(url: str) -> tuple[Any, list[str | None]]:
+        progress: list[str | None] = []
+
+        async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            progress.append(message)
+
+        async with Client(sse_client(f"{url}/sse", sse_read_timeout=TIMEOUT), mode="legacy") as client:
+            await client.list_tools()
+            result = await client.call_tool("forecast", {"city": "Tokyo", "days": 3}, progress_callback=on_progress)
+        return result, progress
+
+    cassette = ssemock.cassettes.load("mcp/sse_session")
+    for strategy in ("bytewise", "coalesced"):
+        served = app(cassette, chunking=strategy, transform="crlf")
+        with running(served) as base:
+            result, progress = asyncio.run(asyncio.wait_for(session(base), TIMEOUT))
+        assert result.content[0].text == "Tokyo: sunny for 3 days — 晴れ"
+        assert progress == [f"Tokyo: day {d} 🌤" for d in (1, 2, 3)]
+        replayer: Replayer = served.state.ssemock
+        assert [x.method for x in replayer.exchanges][:2] == ["GET", "POST"]
+        (stream,) = [x for x in replayer.exchanges if x.method == "GET"]
+        assert stream.chunks >= 6 if strategy == "coalesced" else stream.chunks > 1000  # cut at every wait
+
+
+def test_a_held_stream_whose_request_never_comes_drops_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ssemock.held, "HOLD_LIMIT", 0.2)
+    lines: list[str] = []
+    served = app(ssemock.cassettes.load("mcp/sse_session"), log=lines.append)
+    with running(served) as base, requests.get(f"{base}/sse", stream=True, timeout=TIMEOUT) as response:
+        got = b""
+        with pytest.raises(requests.exceptions.ChunkedEncodingError):
+            for chunk in response.iter_content(chunk_size=None):
+                got += chunk
+    assert got == b"event: endpoint\r\ndata: /messages/?session_id=REDACTED\r\n\r\n"  # then nothing: it waits for 1
+    assert any("answers the request with id 1 next" in line and "none was made within 0.2 s" in line
+               for line in lines), lines
+    assert served.state.ssemock.exchanges[0].dropped

@@ -16,7 +16,8 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from . import cassettes, chunking, conformance, faults, matching, ndjson, sse, strategies, synth, timing, transforms
+    from . import (cassettes, chunking, conformance, faults, held, matching, ndjson, sse, strategies, synth, timing,
+                   transforms)
     from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
     from .cassette import Cassette, CassetteError, Interaction, Request, Response
     from .errors import NetworkBlockedError, SsemockWarning
@@ -38,7 +39,7 @@ _WHERE = {
                                    "use_cassette")},
     "ServerSentEvent": "sse",
 }
-_SUBMODULES = ("cassettes", "chunking", "conformance", "faults", "matching", "ndjson", "sse", "strategies",
+_SUBMODULES = ("cassettes", "chunking", "conformance", "faults", "held", "matching", "ndjson", "sse", "strategies",
                "synth", "timing", "transforms")
 #: names that are both a function and a submodule: ``ssemock.replay`` is the function
 _SHADOWED = frozenset({"accumulate", "replay"})
@@ -71,6 +72,6 @@ __all__ = [
     "Accumulated", "Cassette", "CassetteError", "Expected", "Interaction", "NetworkBlockedError", "Play", "Player",
     "ProtocolError", "Request", "RequestHook", "Response", "ResponseHook", "ServerSentEvent", "SsemockWarning",
     "StreamAssertionError", "UnmatchedRequestError", "accumulate", "cassettes", "chunking", "conformance",
-    "detect_protocol", "faults", "matching", "ndjson", "plan_response", "replay", "sse", "strategies", "synth",
+    "detect_protocol", "faults", "held", "matching", "ndjson", "plan_response", "replay", "sse", "strategies", "synth",
     "timing", "transforms", "use_cassette",
 ]

@@ -29,6 +29,8 @@ import respx
 from . import chunking as _chunking
 from . import diagnose as _diagnose
 from . import faults as _faults
+from . import held as _held
+from . import protocols as _protocols
 from . import matching
 from . import timing as _timing
 from . import transforms as _transforms
@@ -78,6 +80,7 @@ class Plan:
     stalls: dict[int, float] = field(default_factory=dict)  # chunk index -> seconds of silence before it
     stall_factor: float | None = None  # None: stalls shorter than the timeout are skipped
     consumes: bool = True  # counts as a play of the interaction (an injected HTTP error doesn't)
+    holds: dict[int, frozenset[Any]] = field(default_factory=dict)  # chunk index -> request ids it waits for
 
 
 class _Due(Sequence[float | None]):
@@ -115,11 +118,15 @@ def plan_response(response: Response, *, url: str, core: ModuleType,
                   chunking: _chunking.Chunking = _chunking.as_recorded,
                   transforms: Sequence[_transforms.Transform] = (), timing: _timing.Timing = _timing.instant,
                   faults: Sequence[_faults.Fault] = (), attempt: int = 0,
-                  read_timeout: float | None = None) -> Plan:
+                  read_timeout: float | None = None,
+                  holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None) -> Plan:
     """Turn a recorded response into what to serve: transforms, then faults, chunking, timing.
 
     ``core`` (httpcore or httpcore2) provides the exceptions, so the client's transport maps
-    them to its own. Used by the in-process player and by ``ssemock serve``.
+    them to its own. Used by the in-process player and by ``ssemock serve``. ``holds`` (for a
+    server-push stream, :func:`ssemock.protocols.holds`) says where the served body waits for
+    requests: a chunk starts at each such offset (a chunk never spans a wait), and
+    ``Plan.holds`` names the requests each waits for.
     """
     served = Served(response.status, list(response.headers), response.body, response.ends, response.times,
                     url, core, _recorded_error(core, response.error))
@@ -130,8 +137,9 @@ def plan_response(response: Response, *, url: str, core: ModuleType,
         fault.apply(served, attempt)
     body, size = served.body, len(served.body)
     ends = chunking.lazy_ends(body, served.ends)
-    extra = {o for o in served.stalls if 0 < o < size and not _has(ends, o)}
-    if extra:  # a stall needs a boundary where it falls
+    held = list(holds(body)) if holds is not None else []
+    extra = {o for o in [*served.stalls, *(o for o, _ in held)] if 0 < o < size and not _has(ends, o)}
+    if extra:  # a stall, or a wait for a request, needs a boundary where it falls
         ends = sorted({*ends, *extra})
     chunks: Sequence[bytes]
     if type(ends) is not list:
@@ -144,21 +152,25 @@ def plan_response(response: Response, *, url: str, core: ModuleType,
     if timing.factor is not None and served.times:
         due = _Due(timing, served.times, served.ends, ends)
     stalls = {(bisect.bisect_left(ends, o) + 1 if o else 0): s for o, s in served.stalls.items()}
+    waits = {(bisect.bisect_left(ends, o) + 1 if o else 0): ids for o, ids in held if o < size}
     headers = [(k, v) for k, v in served.headers if k not in ("content-length", "content-encoding")]
     return Plan(served.status, headers, body, ends, chunks, due, served.error, read_timeout,
                 core.ReadTimeout(f"ssemock: no data for longer than the read timeout ({read_timeout} s)"),
-                stalls, timing.factor, served.consumes)
+                stalls, timing.factor, served.consumes, waits)
 
 
 class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """A single-pass response body, like a socket: lazily yields the planned chunks once."""
+    """A single-pass response body, like a socket: lazily yields the planned chunks once.
 
-    def __init__(self, plan: Plan, t0: float) -> None:
+    With a ``gate`` (a server-push stream whose messages answer other requests), each chunk the
+    plan holds waits until the requests it answers are made (see :mod:`ssemock.held`)."""
+
+    def __init__(self, plan: Plan, t0: float, gate: _held.Gate | None = None) -> None:
         self._plan = plan
-        self._fast = not _needs_core(plan)
+        self._fast = not _needs_core(plan) and not (gate is not None and plan.holds)
         self._left: Iterator[Any]  # exhausted once the last chunk is handed out (fast path)
         if not self._fast:
-            self._steps = self._core(plan, t0)
+            self._steps = self._core(plan, t0, gate)
         elif isinstance(plan.chunks, _chunking.Slices):
             self._steps, self._left = plan.chunks.iterate()
         else:
@@ -200,18 +212,27 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
         return self.consumed or self.failed
 
     @staticmethod
-    def _core(plan: Plan, t0: float) -> Iterator[bytes | float]:
-        """Chunks, with a float (seconds to wait) before any that is not due yet.
+    def _core(plan: Plan, t0: float, gate: _held.Gate | None) -> Iterator[bytes | float | _held.Hold]:
+        """Chunks, with a float (seconds to wait) before any that is not due yet, and a Hold
+        (wait for requests) before any that answers a request not made yet.
 
-        A wait longer than the client's read timeout raises its ReadTimeout at once.
+        A wait longer than the client's read timeout raises its ReadTimeout at once. A hold
+        delays what follows by as long as it waited past the held chunk's time (recorded gaps
+        are kept).
         """
         last = t0
+        holds = plan.holds if gate is not None else {}
         dues = itertools.chain(plan.due if plan.due is not None else (), itertools.repeat(None))
         for i, (chunk, at) in enumerate(zip(itertools.chain(plan.chunks, (None,)), dues)):
             silence = plan.stalls.get(i, 0.0)
             gap = silence + (t0 + at - last if at is not None else 0.0)
             if plan.read_timeout is not None and gap > plan.read_timeout:
                 raise plan.timeout_error or TimeoutError("read timeout")
+            if i in holds and gate is not None:
+                yield gate.hold(holds[i])
+                late = time.monotonic() - (t0 + at) if at is not None else 0.0
+                if late > 0:
+                    t0 += late
             if silence and plan.stall_factor is not None:
                 yield silence * plan.stall_factor
                 t0 += silence * plan.stall_factor
@@ -236,6 +257,8 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
                 if step.__class__ is bytes:
                     self._delivered += 1
                     yield step
+                elif step.__class__ is _held.Hold:
+                    step.wait()
                 else:
                     time.sleep(step)  # type: ignore[arg-type]
         except Exception:
@@ -252,6 +275,8 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
                 if step.__class__ is bytes:
                     self._delivered += 1
                     yield step
+                elif step.__class__ is _held.Hold:
+                    await step.wait_async()
                 else:
                     await _async_sleep(step)  # type: ignore[arg-type]
         except Exception:
@@ -320,6 +345,13 @@ def _timeout_cut(plan: Plan) -> int | None:
         return None
     late = [i for i, seconds in plan.stalls.items() if seconds > plan.read_timeout]
     return (plan.ends[min(late) - 1] if min(late) else 0) if late else None
+
+
+def _server_push(interaction: Interaction) -> bool:
+    """Whether a recorded response is a server-push stream: an event stream answering a GET,
+    whose messages may answer other requests (the legacy MCP transport's)."""
+    return (interaction.request.method == "GET"
+            and "text/event-stream" in (interaction.response.header("content-type") or ""))
 
 
 def _needs_core(plan: Plan) -> bool:
@@ -456,6 +488,7 @@ class Player:
         self._active = False
         self._latest: Play | Recorder | None = None  # the last response served or recorded
         self._notes: list[tuple[Play, int]] = []  # (play, chunks handed out) per handed() event
+        self._requests = _held.Requests()  # the correlation ids of the requests matched, for held streams
 
     def __repr__(self) -> str:
         return (f"<ssemock.Player {self.path or '(memory)'} mode={self.record_mode} "
@@ -480,6 +513,8 @@ class Player:
         if not self._active:
             return
         self._active = False
+        self._requests.close()  # a stream still held gives up now: its requests can no longer come
+        self._requests = _held.Requests()
         _lock.release(self.guard)
         _stacks.deactivate(self.router)
         if save:
@@ -531,6 +566,7 @@ class Player:
             with self._lock:
                 index = self._take(sent)
             if index is not None:
+                self._requests.add(_protocols.request_ids(sent.body))
                 return self._serve(index, request)
         if self._records:
             recorder = Recorder(request, sent, on_response=_weakly(self._recorded),
@@ -565,17 +601,25 @@ class Player:
 
     def _serve(self, index: int, request: httpx.Request) -> httpx.Response:
         t0 = time.monotonic()
+        since = self._requests.mark()
         interaction = self.cassette.interactions[index]
         with self._lock:
             attempt, self.attempts = self.attempts, self.attempts + 1
-        plan = plan_response(interaction.response, url=str(request.url), core=_stacks.errors_of(request),
+        core = _stacks.errors_of(request)
+        read_timeout = (request.extensions.get("timeout") or {}).get("read")
+        pushes = _server_push(interaction)
+        plan = plan_response(interaction.response, url=str(request.url), core=core,
                              chunking=self.chunking, transforms=self.transforms, timing=self.timing,
-                             faults=self.faults, attempt=attempt,
-                             read_timeout=(request.extensions.get("timeout") or {}).get("read"))
+                             faults=self.faults, attempt=attempt, read_timeout=read_timeout,
+                             holds=_protocols.holds if pushes else None)
         if not plan.consumes:
             with self._lock:
                 self.selection.release(index)
-        stream = ReplayStream(plan, t0)
+        gate = None
+        if plan.holds:
+            limit = min(read_timeout, _held.HOLD_LIMIT) if read_timeout is not None else _held.HOLD_LIMIT
+            gate = _held.Gate(self._requests, since, limit, self._never_requested(index, core))
+        stream = ReplayStream(plan, t0, gate)
         play = Play(index, request, interaction, self.chunking, self.transforms, stream,
                     plan.body, plan.ends, [str(f) for f in self.faults], cut=_timeout_cut(plan))
         with self._lock:
@@ -583,6 +627,21 @@ class Player:
             self._latest = play
         return httpx.Response(plan.status, headers=plan.headers, stream=stream,
                               extensions={"http_version": b"HTTP/1.1"})
+
+    def _never_requested(self, index: int, core: Any) -> Callable[[list[Any], str], BaseException]:
+        """The error a held stream raises when the requests it answers never come: the client
+        stack's read timeout, naming the cassette, the interaction and the ids it waited for."""
+        where = str(self.path) if self.path else "the in-memory cassette"
+        request = self.cassette.interactions[index].request
+
+        def error(missing: list[Any], why: str) -> BaseException:
+            ids = ", ".join(sorted(map(repr, missing)))
+            timeout: BaseException = core.ReadTimeout(mask_text(
+                f"ssemock: {where}, interaction #{index} ({request.method} {request.url}): the recorded stream "
+                f"answers the request with id {ids} next, and replay holds it until that request is made; {why}. "
+                f"Make the requests the recorded session made (in its order), or record the cassette again"))
+            return timeout
+        return error
 
     def _explain(self, sent: Request) -> str:
         """The UnmatchedRequestError message: what was sent, the closest recorded requests with

@@ -10,7 +10,10 @@ faults, re-chunking, timing -- with every chunk sent as its own HTTP write:
   the middle of the body, so the client's own stack raises (``requests``'
   ChunkedEncodingError, aiohttp's ClientPayloadError, curl's exit code 18);
 * a ``stall`` fault really sends nothing for its seconds (scaled by ``scaled:F`` timing);
-* ``http_error`` answers with the error status and the provider's error body.
+* ``http_error`` answers with the error status and the provider's error body;
+* a GET event stream whose messages answer other requests (the legacy MCP transport's) holds
+  each such message until the request it answers has come (:mod:`ssemock.held`), as the Player
+  does; when it never comes, the connection drops after ``held.HOLD_LIMIT`` with a log line.
 
 Browsers: ``EventSource`` can only send GET, so a GET with ``Accept: text/event-stream`` that
 matches no interaction exactly is matched on path and query alone against the recorded SSE
@@ -59,6 +62,8 @@ import httpcore
 
 from . import chunking as _chunking
 from . import faults as _faults
+from . import held as _held
+from . import protocols as _protocols
 from . import matching
 from . import timing as _timing
 from . import transforms as _transforms
@@ -171,14 +176,16 @@ def _resumed(response: CassetteResponse, offset: int) -> CassetteResponse:
 def prepare(interaction: Interaction, *, url: str = "", chunking: _chunking.Chunking = _chunking.as_recorded,
             transforms: Sequence[_transforms.Transform] = (), timing: _timing.Timing = _timing.instant,
             faults: Sequence[_faults.Fault] = (), attempt: int = 0,
-            last_event_id: str | None = None, cors: str | None = None) -> Prepared:
+            last_event_id: str | None = None, cors: str | None = None,
+            holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None) -> Prepared:
     """What to send for a recorded interaction: :func:`ssemock.replay.plan_response` (transforms,
     faults, chunking, timing, as the Player serves respx), after resuming past ``last_event_id``.
 
     For a real server: stalls really wait (scaled by the timing's factor, if any), and a fault
     that ends the stream, or a failure recorded mid-stream, makes the plan end with
     :class:`ConnectionDropped`. A resumption after which no event carries another ID is a
-    ``204 No Content``.
+    ``204 No Content``. ``holds``: where a server-push stream waits for requests (see
+    :mod:`ssemock.held`).
     """
     response = interaction.response
     resumed_at = None
@@ -189,7 +196,7 @@ def prepare(interaction: Interaction, *, url: str = "", chunking: _chunking.Chun
                 return Prepared(Plan(204, _response_headers(response.headers, cors), b"", [], [], None), resumed_at)
             response = _resumed(response, resumed_at)
     plan = plan_response(response, url=url, core=httpcore, chunking=chunking, transforms=transforms,
-                         timing=timing, faults=faults, attempt=attempt)
+                         timing=timing, faults=faults, attempt=attempt, holds=holds)
     error = plan.error
     if error is not None and not isinstance(error, ConnectionDropped):
         error = ConnectionDropped(str(error))
@@ -249,6 +256,7 @@ class Replayer:
         self.attempts = 0
         self.exchanges: list[Exchange] = []
         self._last_served: list[int] = []  # interaction indexes, most recent last
+        self._requests = _held.Requests()  # the correlation ids of the requests matched, for held streams
 
     # -- matching ---------------------------------------------------------------------------
 
@@ -321,11 +329,18 @@ class Replayer:
             self.exchanges.append(Exchange(request.method, request.url.path, 404, None, last_event_id))
             self.log(f"{request.method} {target} -> 404 no recorded interaction matches")
             return JSONResponse(self.unmatched(sent), status_code=404, headers=self._cors_headers())
+        since = self._requests.mark()
+        self._requests.add(_protocols.request_ids(sent.body))
         attempt, self.attempts = self.attempts, self.attempts + 1
-        prepared = prepare(self.interactions[index], url=sent.url, chunking=self.chunking,
+        interaction = self.interactions[index]
+        pushes = sent.method == "GET" and _is_sse(interaction.response)
+        prepared = prepare(interaction, url=sent.url, chunking=self.chunking,
                            transforms=self.transforms, timing=self.timing, faults=self.faults,
-                           attempt=attempt, last_event_id=last_event_id, cors=self.cors)
+                           attempt=attempt, last_event_id=last_event_id, cors=self.cors,
+                           holds=_protocols.holds if pushes else None)
         plan = prepared.plan
+        gate = _held.Gate(self._requests, since, _held.HOLD_LIMIT, self._never_requested(index, target)) \
+            if plan.holds else None
         if not plan.consumes:
             self.selection.release(index)
         self._last_served = [i for i in self._last_served if i != index] + [index]
@@ -338,18 +353,29 @@ class Replayer:
         self.log(f"{request.method} {target} -> {plan.status} #{index}, {len(plan.chunks)} chunk(s)"
                  + (f" resumed after id {last_event_id!r}" if prepared.resumed_at is not None else "")
                  + (f", faults {';'.join(exchange.faults)}" if exchange.faults else ""))
-        response = StreamingResponse(self._body(plan, t0, exchange, request, target), status_code=plan.status)
+        response = StreamingResponse(self._body(plan, t0, exchange, request, target, gate), status_code=plan.status)
         response.raw_headers = [(_header_bytes(k), _header_bytes(v)) for k, v in headers]
         return response
 
+    def _never_requested(self, index: int, target: str) -> Callable[[list[Any], str], BaseException]:
+        """What a held stream ends with when the requests it answers never come: a dropped
+        connection, and a log line naming the interaction and the ids."""
+        def error(missing: list[Any], why: str) -> BaseException:
+            ids = ", ".join(sorted(map(repr, missing)))
+            message = (f"GET {target}: #{index} answers the request with id {ids} next, and replay holds it until "
+                       f"that request is made; {why}: connection dropped")
+            self.log(message)
+            return ConnectionDropped(message)
+        return error
+
     async def _body(self, plan: Plan, t0: float, exchange: Exchange, request: HTTPRequest,
-                    target: str) -> AsyncIterator[bytes]:
+                    target: str, gate: _held.Gate | None = None) -> AsyncIterator[bytes]:
         """The planned chunks. Every few chunks it lets the event loop run, so a client that left is
         seen at once (Starlette then cancels the stream) instead of after thousands of writes to a
         closed socket, each logged as ``socket.send() raised exception.``; one log line says so."""
         sent, ended = 0, False
         try:
-            async for chunk in ReplayStream(plan, t0):
+            async for chunk in ReplayStream(plan, t0, gate):
                 if not chunk:
                     continue
                 yield chunk

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -15,15 +16,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import mcp_types
 import orjson
 import pytest
 import uvicorn
 from mcp import Client
+from mcp.client.sse import sse_client
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 
 import ssemock
+import ssemock.held
 from ssemock.cassette import Request, Response
 from ssemock.protocols import mcp
 from ssemock.protocols.base import StreamError
@@ -57,12 +61,12 @@ def _server() -> MCPServer:
     return server
 
 
-@pytest.fixture(scope="module")
-def base() -> Iterator[str]:
-    """The MCP server on loopback (uvicorn with its lifespan on: the session manager runs there)."""
+def _running(app: Any) -> Iterator[str]:
+    """``app`` served by uvicorn on a loopback port (its lifespan on: the session manager of the
+    Streamable HTTP app runs there), for the module."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(_server().streamable_http_app(), log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -74,15 +78,21 @@ def base() -> Iterator[str]:
     sock.close()
 
 
-async def _session(url: str, mode: str) -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def base() -> Iterator[str]:
+    """The MCP server on loopback, Streamable HTTP at ``/mcp``."""
+    yield from _running(_server().streamable_http_app())
+
+
+async def _session(server: Any, mode: str) -> dict[str, Any]:
     """What a client does and gets: the tools, a streamed call with progress, a tool error, a
-    JSON-RPC error."""
+    JSON-RPC error. ``server``: a Streamable HTTP URL, or a transport (``sse_client(url)``)."""
     progress: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
         progress.append((done, total, message))
 
-    async with Client(url, mode=mode) as client:
+    async with Client(server, mode=mode) as client:
         tools = await client.list_tools()
         called = await client.call_tool("forecast", {"city": "Tokyo", "days": 3}, progress_callback=on_progress)
         broken = await client.call_tool("broken", {"x": 1})
@@ -336,3 +346,165 @@ def test_the_shipped_cassettes_are_what_the_sdk_records(recorded: dict[str, tupl
         got = asyncio.run(_session(URL, mode))
     assert got["called"] == live["called"] and got["progress"] == live["progress"]
     _check_against_sdk(_reference(_served(player)), got)
+
+
+# -- the legacy HTTP+SSE transport through the SDK's sse_client: one GET stream answers every POST ---
+
+SSE_ORIGIN = "http://127.0.0.1:8000"  # where the recorded requests are said to go
+SSE_URL = f"{SSE_ORIGIN}/sse"
+SSE_SOURCE = ("recorded from an MCPServer of the mcp SDK through the SDK's legacy SSE client (sse_client) on a "
+              "loopback server; not captured from a production server")
+_SESSION_ID = re.compile(r"session_id=[0-9a-f]{32}")
+
+
+@pytest.fixture(scope="module")
+def sse_base() -> Iterator[str]:
+    """The same MCP server on loopback, legacy HTTP+SSE: ``GET /sse`` and ``POST /messages/``."""
+    yield from _running(_server().sse_app())
+
+
+def _sse_request(request: Request) -> Request:
+    """The recorded origin fixed and the session id in the POSTs' URL redacted (a credential)."""
+    url = SSE_ORIGIN + _SESSION_ID.sub("session_id=REDACTED", request.url.split("/", 3)[3].join(["/", ""]))
+    headers = [(k, v) for k, v in request.headers if k not in ("host", "user-agent")]
+    return Request(request.method, url, headers, request.body)
+
+
+def _sse_response(response: Response) -> Response:
+    """The session id redacted in the GET stream's ``endpoint`` event too (chunk ends moved by
+    as much), per-run headers dropped, and how it was made said."""
+    text = response.body.decode("utf-8", "replace")
+    found = _SESSION_ID.search(text)
+    if found is not None:
+        redacted = "session_id=REDACTED"
+        shift, at = len(redacted) - len(found.group()), len(text[:found.end()].encode())
+        response.body = _SESSION_ID.sub(redacted, text).encode()
+        response.ends = [end + shift if end >= at else end for end in response.ends]
+    response.headers = [(k, v) for k, v in response.headers if k not in ("date", "server")] + [
+        (SOURCE_HEADER, SSE_SOURCE)]
+    return response
+
+
+@pytest.fixture(scope="module")
+def sse_recorded(sse_base: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """One session of the SDK's sse_client recorded once (what it got live, and the cassette)."""
+    path = tmp_path_factory.mktemp("mcp_sse") / "sse_session.json"
+    with ssemock.use_cassette(path, record_mode="all", before_record_request=_sse_request,
+                              before_record_response=_sse_response):
+        live = asyncio.run(_session(sse_client(f"{sse_base}/sse"), "legacy"))
+    return path, live
+
+
+def _same_as_live(got: dict[str, Any], live: dict[str, Any]) -> None:
+    assert {k: v for k, v in got.items() if k != "error"} == {k: v for k, v in live.items() if k != "error"}
+    assert (got["error"].error.code, got["error"].error.message) == (live["error"].error.code,
+                                                                     live["error"].error.message)
+
+
+def test_the_sse_session_is_one_get_stream_answering_every_post(sse_recorded: tuple[Path, dict[str, Any]]) -> None:
+    path, live = sse_recorded
+    interactions = ssemock.Cassette.load(path).interactions
+    (stream,) = [x for x in interactions if x.request.method == "GET"]
+    posts = [x for x in interactions if x.request.method == "POST"]
+    assert stream.response.header("content-type", "").startswith("text/event-stream")
+    assert {x.response.status for x in posts} == {202}  # every answer comes on the GET stream instead
+    asked = [i for x in posts for i in mcp.request_ids(x.request.body)]
+    answered = [i for i, _ in _reference([(stream.response.body, "text/event-stream")]).results.items()]
+    assert sorted(answered) == sorted(i for i in asked if i in answered) and len(answered) >= 4
+    held = mcp.holds(stream.response.body)
+    assert [sorted(ids) for _, ids in held][:2] == [[1], [2]]  # initialize, then tools/list
+    assert stream.response.body.startswith(b"event: endpoint\r\ndata: /messages/?session_id=REDACTED\r\n\r\n")
+    _check_against_sdk(_reference(_recorded_bodies(path)), live)
+
+
+class TestLegacySSE:
+    """The recorded session replayed through the pytest marker, as a user's test runs it."""
+
+    @pytest.fixture
+    def ssemock_cassette_dir(self, sse_recorded: tuple[Path, dict[str, Any]]) -> Path:
+        return sse_recorded[0].parent
+
+    @pytest.mark.ssemock("sse_session", chunking="all", transform="none,crlf,keepalive,no_space")
+    def test_the_sdk_sse_client_gets_what_it_got_live(self, ssemock: Any,
+                                                      sse_recorded: tuple[Path, dict[str, Any]]) -> None:
+        """Each answer on the GET stream waits for its POST: the SDK's client passes every chunking
+        and transform at instant timing, and gets exactly what it got live (``cr``: see below)."""
+        got = asyncio.run(_session(sse_client(SSE_URL), "legacy"))
+        _same_as_live(got, sse_recorded[1])
+        _check_against_sdk(_reference(_served(ssemock)), got)
+        (stream,) = [play for play in ssemock.plays if play.request.method == "GET"]
+        held = [offset for offset, _ in mcp.holds(stream.body)]
+        assert set(held) <= {0, *stream.ends}  # a chunk never spans a wait for a request
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
+def test_a_get_stream_whose_request_never_comes_fails_naming_it(sse_recorded: tuple[Path, dict[str, Any]],
+                                                                 sync: bool) -> None:
+    """The client opens the stream but never POSTs: the endpoint event arrives, then the client's
+    own read timeout names the cassette, the interaction and the request id it waited for."""
+    path, _ = sse_recorded
+    timeout = httpx2.Timeout(5.0, read=0.2)
+    pattern = (rf"(?s)ssemock: {re.escape(str(path))}, interaction #\d+ \(GET {SSE_URL}\): the recorded stream "
+               r"answers the request with id 1 next.*none was made within 0.2 s")
+
+    async def read_async() -> list[bytes]:
+        async with httpx2.AsyncClient(timeout=timeout) as client, client.stream("GET", SSE_URL) as response:
+            got = []
+            async for chunk in response.aiter_bytes():
+                got.append(chunk)
+            return got
+
+    def read() -> list[bytes]:
+        with httpx2.Client(timeout=timeout) as client, client.stream("GET", SSE_URL) as response:
+            return list(response.iter_bytes())
+
+    started = time.monotonic()
+    with ssemock.use_cassette(path) as player, pytest.raises(httpx2.ReadTimeout, match=pattern):
+        read() if sync else asyncio.run(read_async())
+    assert time.monotonic() - started < ssemock.held.HOLD_LIMIT  # bounded by the read timeout: no hang
+    (play,) = player.plays
+    assert play.stream is not None and play.stream.failed
+    assert play.body[:play.stream.delivered].endswith(b"session_id=REDACTED\r\n\r\n")  # the endpoint event only
+
+
+def test_the_shipped_sse_cassette_is_what_the_sdk_records(sse_recorded: tuple[Path, dict[str, Any]]) -> None:
+    """Set SSEMOCK_WRITE_CASSETTES=1 to rewrite it from this run's recording."""
+    path, live = sse_recorded
+    shipped = SHIPPED / "sse_session.json"
+    if os.environ.get("SSEMOCK_WRITE_CASSETTES"):
+        shipped.write_bytes(path.read_bytes())
+    assert _without_times(shipped) == _without_times(path)
+    with ssemock.use_cassette(shipped, chunking="bytewise", transform="crlf"):
+        got = asyncio.run(_session(sse_client(SSE_URL), "legacy"))
+    _same_as_live(got, live)
+
+
+@pytest.mark.parametrize("chunking", ["as_recorded", "bytewise"])
+def test_under_cr_line_endings_the_sdks_sse_reader_never_sees_the_endpoint_event(
+        sse_recorded: tuple[Path, dict[str, Any]], chunking: str) -> None:
+    """A client non-conformance this exposes: httpx2's EventSource (what the SDK's sse_client
+    reads the stream with) keeps a chunk's trailing CR back until more text comes (it might start
+    a CRLF), but a lone CR ends a line (WHATWG). Under CR line endings the endpoint event's blank
+    line is never seen while the server waits for the first POST, so a session stalls (against a
+    real server until its next keep-alive ping); replay ends the wait with the read timeout. (The
+    SDK's sse_client then hangs itself: its reader hands the error to a stream nobody reads before
+    the endpoint event, so this reads with EventSource as the SDK does.)"""
+    path, _ = sse_recorded
+    got: list[Any] = []
+
+    async def read() -> None:
+        async with httpx2.AsyncClient(timeout=httpx2.Timeout(5.0, read=0.3)) as client, \
+                client.sse(SSE_URL) as source:
+            async for event in source:
+                got.append(event)
+
+    with ssemock.use_cassette(path, chunking=chunking, transform="cr") as player, \
+            pytest.raises(httpx2.ReadTimeout, match="answers the request with id 1 next"):
+        asyncio.run(read())
+    assert got == []  # the endpoint event never came out of the client's decoder
+    (play,) = player.plays
+    assert play.stream is not None
+    delivered = play.body[:play.stream.delivered]
+    assert delivered.endswith(b"\r\r")  # though the whole endpoint event reached the client
+    (endpoint,) = decode([delivered])  # and a conforming decoder dispatches it from these bytes
+    assert (endpoint.event, endpoint.data) == ("endpoint", "/messages/?session_id=REDACTED")

@@ -59,7 +59,7 @@ Nothing else changes: detection, ``accumulate``, ``error_event`` and ``http_erro
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import urlsplit
@@ -67,7 +67,7 @@ from urllib.parse import urlsplit
 from .base import Event, Fold, HTTPErrorBody, ProtocolError, StreamError
 
 __all__ = ["Protocol", "StreamError", "HTTPErrorBody", "all_protocols", "detect", "for_response", "get",
-           "names"]
+           "holds", "names", "request_ids"]
 
 
 def _never(_: Any) -> bool:
@@ -88,6 +88,8 @@ class Protocol:
     event: Callable[[Any], bool] = _never
     synthesize: Callable[..., Any] | None = field(default=None, compare=False)
     sdk_request: Callable[[str, Any], bool] | None = field(default=None, compare=False)
+    request_ids: Callable[[bytes | None], Sequence[Any]] | None = field(default=None, compare=False)
+    holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = field(default=None, compare=False)
 
 
 #: The registry: module names under ssemock.protocols, in detection order (more specific first).
@@ -158,6 +160,22 @@ def for_response(url: str, headers: Iterable[tuple[str, str]] | Mapping[str, str
         except ValueError:
             found = None
     return found
+
+
+def request_ids(body: bytes | None) -> list[Any]:
+    """The correlation ids of the requests in a request body, by every protocol that correlates
+    (the JSON-RPC ids of an MCP POST); [] for any other body."""
+    return [i for p in all_protocols() if p.request_ids is not None for i in p.request_ids(body)]
+
+
+def holds(body: bytes) -> list[tuple[int, frozenset[Any]]]:
+    """Where a recorded server-push stream waits for the requests it answers: ``(offset, ids)``
+    by the first protocol that finds any; [] when its messages answer no request."""
+    for p in all_protocols():
+        found = list(p.holds(body)) if p.holds is not None else []
+        if found:
+            return found
+    return []
 
 
 def _path(url: str) -> str:

@@ -7,7 +7,8 @@ request is answered by a JSON body (``application/json``, one message) or an SSE
 stream for server-initiated messages. The session is the ``Mcp-Session-Id`` response header of
 ``initialize``, echoed on every later request. The legacy HTTP+SSE transport opens a ``GET``
 stream first, whose ``event: endpoint`` names the URL to POST to; every response then arrives on
-that stream, correlated by id alone (see :func:`deliverable`).
+that stream, correlated by id alone: replay holds each of its messages until the request it
+answers is made (see :func:`holds` and :mod:`ssemock.held`).
 
 The reference fold reads SSE events (or parsed JSON bodies) and gives an :class:`McpResult`: the
 results and errors by request id, notifications and server requests in order, the text content of
@@ -30,7 +31,8 @@ from ..sse import ServerSentEvent, decode
 from . import Protocol, _path
 from .base import JSON, Accumulated, Event, Fold, HTTPErrorBody, StreamError, excerpt, obj, seq, string
 
-__all__ = ["PROTOCOL", "McpResult", "RequestId", "deliverable", "message", "request_ids", "session_id", "synthesize"]
+__all__ = ["PROTOCOL", "McpResult", "RequestId", "deliverable", "holds", "message", "request_ids", "session_id",
+           "synthesize"]
 
 RequestId: TypeAlias = str | int
 SESSION_HEADER = "mcp-session-id"
@@ -162,12 +164,15 @@ def http_error(status: int, message: str | None) -> HTTPErrorBody:
 def request_ids(body: bytes | None) -> list[RequestId]:
     """The JSON-RPC ids of the requests in a POST body (one message or a batch; notifications
     and responses have none): what a server-push stream may answer once this POST is made."""
+    if not body or b'"jsonrpc"' not in body:
+        return []  # no JSON-RPC (most bodies a player matches): not parsed
     try:
         value = orjson.loads(body or b"null")
     except orjson.JSONDecodeError:
         return []
     return [item["id"] for item in (value if isinstance(value, list) else [value])
-            if isinstance(item, Mapping) and "method" in item and isinstance(item.get("id"), (str, int))]
+            if isinstance(item, Mapping) and item.get("jsonrpc") == "2.0" and "method" in item
+            and isinstance(item.get("id"), (str, int))]
 
 
 def session_id(headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> str | None:
@@ -185,6 +190,8 @@ def _answers(data: str) -> tuple[list[RequestId], list[RequestId]]:
     answered, tokens = [], []
     for item in value if isinstance(value, list) else [value]:
         item = obj(item)
+        if item.get("jsonrpc") != "2.0":
+            continue  # not JSON-RPC (an OpenAI chunk has an "id" too)
         if "method" not in item and isinstance(item.get("id"), (str, int)):
             answered.append(item["id"])
         elif item.get("method") == "notifications/progress":
@@ -194,31 +201,45 @@ def _answers(data: str) -> tuple[list[RequestId], list[RequestId]]:
     return answered, tokens
 
 
-def deliverable(body: bytes, requested: Iterable[RequestId]) -> int:
-    """How many bytes of a recorded server-push stream (the legacy transport's GET stream, or any
-    GET stream) may be delivered once the requests with ids ``requested`` have been made.
-
-    Events are delivered in recorded order; the first that answers a request not yet made (a
-    response with its id, or a progress notification whose token is the id of such a request)
-    holds it and everything after it. The offset is an event boundary (the whole body when
-    nothing is held)."""
-    made = set(requested)
+def holds(body: bytes) -> list[tuple[int, frozenset[RequestId]]]:
+    """Where a recorded server-push stream (the legacy transport's GET stream, or any GET
+    stream) waits for requests: ``(offset, ids)`` in order, meaning the bytes from ``offset`` (an
+    event's start) on may be delivered only once the requests with ``ids`` have been made too.
+    An event answers a request by its id (a response) or by a progress notification whose token
+    is the id of a request the stream answers; only the first event to answer a request waits
+    for it (the rest follow in recorded order)."""
+    if b'"jsonrpc"' not in body:
+        return []
     starts = [0, *event_ends(body, sse=True)]
-    events = [(a, b) for a, b in zip(starts, starts[1:])]
-    pending: set[RequestId] = set()
     parsed = []
-    for a, b in events:
+    answered_anywhere: set[RequestId] = set()
+    for a, b in zip(starts, starts[1:]):
         answered, tokens = [], []
         for sse_event in decode([body[a:b]]):
             got = _answers(sse_event.data)
             answered += got[0]
             tokens += got[1]
         parsed.append((a, answered, tokens))
-        pending.update(i for i in answered if i not in made)
+        answered_anywhere.update(answered)
+    found: list[tuple[int, frozenset[RequestId]]] = []
+    waited: set[RequestId] = set()
     for start, answered, tokens in parsed:
-        if any(i not in made for i in answered) or any(t in pending for t in tokens):
-            return start
-    return len(body)
+        needed = frozenset([*answered, *(t for t in tokens if t in answered_anywhere)]) - waited
+        if needed:  # an event whose requests an earlier one waited for already follows it freely
+            found.append((start, needed))
+            waited |= needed
+    return found
+
+
+def deliverable(body: bytes, requested: Iterable[RequestId]) -> int:
+    """How many bytes of a recorded server-push stream may be delivered once the requests with
+    ids ``requested`` have been made (see :func:`holds`).
+
+    Events are delivered in recorded order; the first that answers a request not yet made holds
+    it and everything after it. The offset is an event boundary (the whole body when nothing is
+    held)."""
+    made = set(requested)
+    return next((offset for offset, ids in holds(body) if not ids <= made), len(body))
 
 
 def _is_mcp(url: str) -> bool:
@@ -272,4 +293,4 @@ def synthesize(text: str = "", *, progress: int = 0, error: str | None = None, r
 
 
 PROTOCOL = Protocol(name="mcp", framing="sse", fold=_McpFold, error_event=error_event, http_error=http_error,
-                    url=_is_mcp, event=_telling, synthesize=synthesize)
+                    url=_is_mcp, event=_telling, synthesize=synthesize, request_ids=request_ids, holds=holds)

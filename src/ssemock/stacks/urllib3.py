@@ -231,9 +231,11 @@ class _ReplayReader(io.RawIOBase):
         except _Disconnect:
             self._pieces = None
             return b""
-        except _Stalled:
+        except _Stalled as stalled:
             self._pieces = None
-            raise socket.timeout("timed out") from None
+            timeout = socket.timeout("timed out")
+            timeout.add_note(str(stalled))  # why: ssemock's words (a stall, a request never made)
+            raise timeout from None
         self._pieces = None
         return b"0\r\n\r\n"
 

@@ -1,0 +1,163 @@
+"""Streams that answer other requests: a server-push stream held until those requests are made.
+
+The legacy MCP transport (HTTP+SSE) opens one long-lived ``GET`` stream and POSTs every request
+apart; each response arrives on the stream, correlated by JSON-RPC id alone. Replayed at once,
+the stream would hand the client answers to requests it has not made yet. So a player keeps the
+correlation ids of every request it matched (:class:`Requests`), and a replayed server-push
+stream waits before each message that answers a request (where the protocol's ``holds`` says)
+until that request has been made since the stream opened (:class:`Gate`). Everything else keeps
+its recorded order and timing; a request that never comes ends the wait with the client's own
+read timeout, after at most the client's read timeout or :data:`HOLD_LIMIT`.
+
+One core serves every stack: the replay stream's steps are the same for sync and async reads,
+and only the wait itself differs at the edge (a ``threading.Condition`` for a thread, an
+``asyncio.Event`` woken by the player for an event loop, short sleeps under trio).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["HOLD_LIMIT", "Gate", "Hold", "Requests"]
+
+#: The longest a replayed stream waits for a request it answers (seconds) when the client's read
+#: timeout is longer or unset: a test whose client never makes the request fails, never hangs.
+HOLD_LIMIT = 30.0
+_POLL = 0.002  # seconds between looks where no asyncio loop can be woken (trio)
+
+
+class Requests:
+    """The correlation ids (JSON-RPC ids) of the requests a player matched, in order; waking the
+    streams that wait for them, in any thread or event loop."""
+
+    def __init__(self) -> None:
+        self._made: list[Any] = []
+        self._changed = threading.Condition()
+        self._loops: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+        self.closed = False  # its player stopped: no request will come any more
+
+    def mark(self) -> int:
+        """Where the log stands now: a stream opened now counts only the requests made from here."""
+        with self._changed:
+            return len(self._made)
+
+    def add(self, ids: Iterable[Any]) -> None:
+        """A request with these ids was matched: wake every stream waiting."""
+        ids = list(ids)
+        if ids:
+            with self._changed:
+                self._made.extend(ids)
+            self._wake()
+
+    def close(self) -> None:
+        """The player stopped: every stream still waiting gives up now (none hangs on after)."""
+        with self._changed:
+            self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+            waiting = list(self._loops)
+        for loop, event in waiting:
+            try:
+                loop.call_soon_threadsafe(event.set)
+            except RuntimeError:  # its loop is closed: nobody waits there any more
+                pass
+
+    def missing(self, ids: Collection[Any], since: int) -> list[Any]:
+        """Those of ``ids`` not requested since position ``since``."""
+        with self._changed:
+            made = set(self._made[since:])
+        return [i for i in ids if i not in made]
+
+    def wait(self, ids: Collection[Any], since: int, timeout: float) -> list[Any]:
+        """Block this thread until every one of ``ids`` was requested since ``since`` or
+        ``timeout`` seconds pass; the ids still missing ([] when all came)."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                made = set(self._made[since:])
+                left = deadline - time.monotonic()
+                if all(i in made for i in ids) or left <= 0 or self.closed:
+                    return [i for i in ids if i not in made]
+                self._changed.wait(left)
+
+    async def wait_async(self, ids: Collection[Any], since: int, timeout: float) -> list[Any]:
+        """:meth:`wait` without blocking the event loop (the request is usually made by another
+        task on the same loop): an asyncio.Event the player sets, or short sleeps under trio."""
+        deadline = time.monotonic() + timeout
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # not asyncio: trio through anyio
+            loop = None
+        while True:
+            event = asyncio.Event() if loop is not None else None
+            with self._changed:
+                missing = self.missing(ids, since)
+                left = deadline - time.monotonic()
+                if not missing or left <= 0 or self.closed:
+                    return missing
+                if loop is not None and event is not None:
+                    self._loops.append((loop, event))
+            if loop is None or event is None:
+                import anyio
+                await anyio.sleep(min(left, _POLL))
+                continue
+            try:
+                await asyncio.wait_for(event.wait(), left)
+            except asyncio.TimeoutError:
+                pass
+            finally:
+                with self._changed:
+                    self._loops.remove((loop, event))
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One replayed stream's view of its player's requests: it counts those made ``since`` it was
+    opened, waits at most ``timeout`` seconds for each, and raises ``error(missing ids, why)``
+    (the client stack's read timeout, naming the cassette, the interaction and the ids) when
+    they never come."""
+
+    requests: Requests
+    since: int
+    timeout: float
+    error: Callable[[list[Any], str], BaseException]
+
+    def hold(self, ids: frozenset[Any]) -> Hold:
+        """The step that waits for the requests ``ids`` (what the replay core yields)."""
+        return Hold(self, ids)
+
+    def fail(self, missing: list[Any]) -> BaseException:
+        """The error for requests ``missing`` that never came (or could no longer come)."""
+        why = ("the player stopped before it was made" if self.requests.closed
+               else f"none was made within {self.timeout:g} s since the stream opened")
+        return self.error(missing, why)
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A step of a replayed stream: the requests ``ids`` must be made before the next chunk."""
+
+    gate: Gate
+    ids: frozenset[Any]
+
+    def wait(self) -> None:
+        """Block until the requests are made; raise the gate's error when they never are."""
+        gate = self.gate
+        missing = gate.requests.wait(self.ids, gate.since, gate.timeout)
+        if missing:
+            raise gate.fail(missing)
+
+    async def wait_async(self) -> None:
+        """:meth:`wait` on an event loop."""
+        gate = self.gate
+        missing = await gate.requests.wait_async(self.ids, gate.since, gate.timeout)
+        if missing:
+            raise gate.fail(missing)

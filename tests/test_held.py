@@ -1,0 +1,300 @@
+"""A server-push stream held until the requests it answers are made (ssemock.held), through every
+client stack: a sync reader released by POSTs from another thread, an async reader by POSTs from
+the same event loop; ids counted from when the stream opened; a clear, bounded failure when the
+request never comes; chunkings, transforms and faults still applied."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import aiohttp
+import httpx
+import httpx2
+import orjson
+import pytest
+import requests
+
+import ssemock
+import ssemock.held
+from ssemock.protocols import mcp
+
+ORIGIN = "http://127.0.0.1:8000"
+STREAM = f"{ORIGIN}/sse"
+POST = f"{ORIGIN}/messages/?session_id=REDACTED"
+EVENTS = [b"event: endpoint\ndata: /messages/?session_id=REDACTED\n\n",
+          mcp.message({"id": 1, "result": {"protocolVersion": "2025-06-18"}}),
+          mcp.message({"method": "notifications/tools/list_changed"}),
+          mcp.message({"method": "notifications/progress", "params": {"progressToken": 2, "progress": 1}}),
+          mcp.message({"id": 2, "result": {"content": []}})]
+
+
+def _cassette(events: list[bytes] = EVENTS, posts: int = 2) -> ssemock.Cassette:
+    """The legacy MCP transport's shape: a GET stream written event by event 10 ms apart, and
+    POSTs answered 202 (their answers come on the stream)."""
+    cassette = ssemock.Cassette()
+    cassette.add("GET", STREAM, events, times=[0.01 * (k + 1) for k in range(len(events))],
+                 headers={"content-type": "text/event-stream"})
+    for k in range(posts):
+        cassette.add("POST", POST, [b"Accepted"], status=202, headers={"content-type": "text/plain"},
+                     request_json={"jsonrpc": "2.0", "id": k + 1, "method": "tools/call"})
+    return cassette
+
+
+def _post_body(ident: int) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call"})
+
+
+def _label(event: ssemock.sse.ServerSentEvent) -> str:
+    """What the reader logs for an event: the id it answers, else its kind."""
+    if event.event == "endpoint":
+        return "endpoint"
+    message = orjson.loads(event.data)
+    if "id" in message:
+        return f"answer {message['id']}"
+    return message["method"].rsplit("/", 1)[-1]
+
+
+# The stacks: open the stream (chunks as they arrive) and POST, each in its library's own way.
+
+def _httpx_like(lib: Any) -> tuple[Callable[..., Iterator[bytes]], Callable[[int], None]]:
+    def read(timeout: float | None) -> Iterator[bytes]:
+        with lib.Client(timeout=lib.Timeout(5.0, read=timeout)) as client, client.stream("GET", STREAM) as response:
+            yield from response.iter_bytes()
+
+    def post(ident: int) -> None:
+        with lib.Client() as client:
+            assert client.post(POST, content=_post_body(ident)).status_code == 202
+    return read, post
+
+
+def _requests() -> tuple[Callable[..., Iterator[bytes]], Callable[[int], None]]:
+    def read(timeout: float | None) -> Iterator[bytes]:
+        with requests.get(STREAM, stream=True, timeout=(5.0, timeout)) as response:
+            yield from response.iter_content(chunk_size=None)
+
+    def post(ident: int) -> None:
+        assert requests.post(POST, data=_post_body(ident), timeout=5).status_code == 202
+    return read, post
+
+
+SYNC = {"httpx": lambda: _httpx_like(httpx), "httpx2": lambda: _httpx_like(httpx2), "requests": _requests}
+
+
+def _async_httpx_like(lib: Any) -> tuple[Callable[..., AsyncIterator[bytes]], Callable[[int], Any]]:
+    async def read(timeout: float | None) -> AsyncIterator[bytes]:
+        async with lib.AsyncClient(timeout=lib.Timeout(5.0, read=timeout)) as client, \
+                client.stream("GET", STREAM) as response:
+            async for chunk in response.aiter_bytes():
+                yield chunk
+
+    async def post(ident: int) -> None:
+        async with lib.AsyncClient() as client:
+            assert (await client.post(POST, content=_post_body(ident))).status_code == 202
+    return read, post
+
+
+def _aiohttp() -> tuple[Callable[..., AsyncIterator[bytes]], Callable[[int], Any]]:
+    async def read(timeout: float | None) -> AsyncIterator[bytes]:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(sock_read=timeout)) as session, \
+                session.get(STREAM) as response:
+            async for chunk in response.content.iter_any():
+                yield chunk
+
+    async def post(ident: int) -> None:
+        async with aiohttp.ClientSession() as session, session.post(POST, data=_post_body(ident)) as response:
+            assert response.status == 202
+    return read, post
+
+
+ASYNC = {"httpx": lambda: _async_httpx_like(httpx), "httpx2": lambda: _async_httpx_like(httpx2),
+         "aiohttp": _aiohttp}
+HELD_ORDER = ["endpoint", "post 1", "answer 1", "list_changed", "post 2", "progress", "answer 2"]
+
+
+@pytest.mark.parametrize("stack", SYNC)
+@pytest.mark.parametrize(("chunking", "timing"), [("as_recorded", "instant"), ("bytewise", "instant"),
+                                                  ("coalesced", "instant"), ("mid_utf8", "recorded")])
+def test_a_sync_reader_gets_each_answer_after_its_post_from_another_thread(stack: str, chunking: str,
+                                                                          timing: str) -> None:
+    read, post = SYNC[stack]()
+    log: list[str] = []
+    endpoint = threading.Event()
+
+    def poster() -> None:
+        endpoint.wait(5)
+        for ident in (1, 2):
+            time.sleep(0.02)  # without the hold, the stream would run ahead meanwhile
+            log.append(f"post {ident}")
+            post(ident)
+
+    with ssemock.replay(_cassette(), chunking=chunking, timing=timing) as player:
+        thread = threading.Thread(target=poster)
+        thread.start()
+        decoder = ssemock.sse.Decoder()
+        for chunk in read(5.0):
+            for event in decoder.feed(chunk):
+                log.append(_label(event))
+                endpoint.set()
+        thread.join(5)
+    assert log == HELD_ORDER
+    assert player.unplayed() == [] and not player.unconsumed()
+
+
+@pytest.mark.parametrize("stack", ASYNC)
+@pytest.mark.parametrize("transform", ["none", "crlf", "keepalive"])
+def test_an_async_reader_gets_each_answer_after_its_post_from_the_same_loop(stack: str, transform: str) -> None:
+    read, post = ASYNC[stack]()
+    log: list[str] = []
+
+    async def session() -> None:
+        endpoint = asyncio.Event()
+
+        async def poster() -> None:
+            await asyncio.wait_for(endpoint.wait(), 5)
+            for ident in (1, 2):
+                await asyncio.sleep(0.02)
+                log.append(f"post {ident}")
+                await post(ident)
+
+        task = asyncio.create_task(poster())
+        decoder = ssemock.sse.Decoder()
+        async for chunk in read(5.0):
+            for event in decoder.feed(chunk):
+                log.append(_label(event))
+                endpoint.set()
+        await task
+
+    with ssemock.replay(_cassette(), chunking="mid_line", transform=None if transform == "none" else transform):
+        asyncio.run(session())
+    assert log == HELD_ORDER
+
+
+def test_only_requests_made_since_the_stream_opened_count() -> None:
+    """A second session in the same cassette asks the same ids again: an id asked before the
+    stream opened (by the first session) does not release it."""
+    with ssemock.replay(_cassette()) as player:
+        with httpx.Client() as client:
+            assert client.post(POST, content=_post_body(1)).status_code == 202
+            with client.stream("GET", STREAM, timeout=httpx.Timeout(5.0, read=0.1)) as response, \
+                    pytest.raises(httpx.ReadTimeout, match=r"the in-memory cassette, interaction #0 \(GET "
+                                                           r"http://127.0.0.1:8000/sse\): the recorded stream "
+                                                           r"answers the request with id 1 next"):
+                for _ in response.iter_bytes():
+                    pass
+    (_, play) = player.plays
+    assert play.stream is not None and play.stream.failed and play.stream.delivered == len(EVENTS[0])
+
+
+def test_with_no_read_timeout_the_wait_is_bounded_by_hold_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ssemock.held, "HOLD_LIMIT", 0.1)
+    with ssemock.replay(_cassette()), httpx.Client(timeout=None) as client, \
+            client.stream("GET", STREAM) as response:
+        with pytest.raises(httpx.ReadTimeout, match=r"none was made within 0.1 s since the stream opened"):
+            for _ in response.iter_bytes():
+                pass
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
+def test_a_fault_still_applies_to_a_held_stream(sync: bool) -> None:
+    """disconnect after the second event: the answer to 1 waits for its POST, then the stream drops."""
+    faults = [ssemock.faults.sequence(ssemock.faults.disconnect(after_event=2))]  # the GET only: served first
+    log: list[str] = []
+    with ssemock.replay(_cassette(posts=1), faults=faults) as player:
+        if sync:
+            read, post = SYNC["httpx"]()
+            decoder = ssemock.sse.Decoder()
+            thread = threading.Thread(target=post, args=(1,))
+            with pytest.raises(httpx.RemoteProtocolError):
+                for chunk in read(5.0):
+                    for event in decoder.feed(chunk):
+                        log.append(_label(event))
+                        if event.event == "endpoint":
+                            thread.start()
+            thread.join(5)
+        else:
+            aread, apost = ASYNC["httpx"]()
+
+            async def session() -> None:
+                decoder = ssemock.sse.Decoder()
+                tasks = []
+                async for chunk in aread(5.0):
+                    for event in decoder.feed(chunk):
+                        log.append(_label(event))
+                        if event.event == "endpoint":
+                            tasks.append(asyncio.create_task(apost(1)))
+                await asyncio.gather(*tasks)
+
+            with pytest.raises(httpx.RemoteProtocolError):
+                asyncio.run(session())
+    assert log == ["endpoint", "answer 1"]
+    assert player.plays[0].body == b"".join(EVENTS[:2])
+
+
+def test_a_stream_that_answers_no_request_is_not_held() -> None:
+    """An SSE GET stream whose JSON has ids but is no JSON-RPC (an OpenAI-style chunk) is served
+    at once, on the fast path; so is an MCP stream of notifications only."""
+    chunks = [b'data: {"id":"chatcmpl-1","choices":[]}\n\n', b"data: [DONE]\n\n"]
+    for events in (chunks, [EVENTS[0], EVENTS[2]]):
+        cassette = ssemock.Cassette()
+        cassette.add("GET", STREAM, events, headers={"content-type": "text/event-stream"})
+        with ssemock.replay(cassette, chunking="coalesced") as player:
+            assert httpx.get(STREAM).content == b"".join(events)
+        (play,) = player.plays
+        assert play.stream is not None and play.stream.instant and len(play.ends) == 1
+
+
+@pytest.mark.parametrize("chunking", ["coalesced", "fixed:50", "random:7"])
+def test_a_chunk_never_spans_a_wait_and_the_bytes_are_the_recorded_ones(chunking: str) -> None:
+    """A boundary is added where each held message starts, the chunking's own kept elsewhere."""
+    body = b"".join(EVENTS)
+    starts = [offset for offset, _ in mcp.holds(body)]
+    assert starts == [len(EVENTS[0]), sum(map(len, EVENTS[:3]))]  # the answer to 1; the progress of 2
+    assert [sorted(ids) for _, ids in mcp.holds(body)] == [[1], [2]]  # (the answer to 2 follows it freely)
+    cassette = _cassette()
+    unheld = ssemock.chunking.get(chunking).ends(body, cassette.interactions[0].response.ends)
+    with ssemock.replay(cassette, chunking=chunking) as player:
+
+        def poster() -> None:
+            for ident in (1, 2):
+                httpx.post(POST, content=_post_body(ident))
+
+        thread = threading.Thread(target=poster)
+        with httpx.stream("GET", STREAM) as response:
+            thread.start()
+            got = list(response.iter_raw())
+        thread.join(5)
+    (play, *_) = player.plays
+    assert b"".join(got) == body == play.body
+    assert set(play.ends) == set(unheld) | set(starts)
+    assert [len(c) for c in got] == [b - a for a, b in zip([0, *play.ends], play.ends)]
+
+
+def test_a_stream_still_held_when_the_player_stops_gives_up_at_once() -> None:
+    """A reader in another thread, held when the test's player stops, fails then (its request can
+    no longer come) instead of waiting out HOLD_LIMIT."""
+    errors: list[Exception] = []
+    opened = threading.Event()
+
+    def reader() -> None:
+        try:
+            with httpx.Client(timeout=None) as client, client.stream("GET", STREAM) as response:
+                for _ in response.iter_bytes():
+                    opened.set()
+        except httpx.ReadTimeout as exc:
+            errors.append(exc)
+
+    player = ssemock.replay(_cassette())
+    player.start()
+    thread = threading.Thread(target=reader)
+    thread.start()
+    assert opened.wait(5)
+    player.stop()
+    thread.join(5)
+    assert not thread.is_alive()
+    (error,) = errors
+    assert "answers the request with id 1 next, and replay holds it until that request is made; the player " \
+           "stopped before it was made" in str(error)
