@@ -20,7 +20,7 @@ import orjson
 
 from . import framing, protocols
 from ._names import suggest, unknown
-from .chunking import event_ends
+from .chunking import framed_event_ends
 
 __all__ = ["Fault", "Served", "disconnect", "error_event", "get", "http_error", "resolve", "sequence",
            "stall", "trailing_data", "truncate"]
@@ -46,9 +46,15 @@ class Served:
         """The response is an SSE stream (content type text/event-stream)."""
         return any(k == "content-type" and "event-stream" in v for k, v in self.headers)
 
+    @property
+    def content_type(self) -> str | None:
+        """The response's content type header (None without one)."""
+        return next((v for k, v in self.headers if k.lower() == "content-type"), None)
+
     def event_ends(self) -> list[int]:
-        """Byte offsets where each event (SSE event or JSON line) of the body ends."""
-        return event_ends(self.body, sse=self.is_sse)
+        """Byte offsets where each event of the body ends, in the framing its content type names
+        (SSE events, JSON lines, a JSON array's elements, eventstream frames)."""
+        return framed_event_ends(self.body, self.content_type)
 
     def offset_after(self, events: int) -> int:
         """Byte offset after the first ``events`` events (the whole body if there are fewer)."""
@@ -286,9 +292,8 @@ class _ErrorEvent(Fault):
         self.name = f"error_event:kind={kind}" + (f",after_event={after_event}" if after_event is not None else "")
 
     def apply(self, served: Served, attempt: int) -> None:
-        content_type = next((v for k, v in served.headers if k.lower() == "content-type"), "")
-        kind = framing.detect(content_type, served.body)
-        ends = kind.event_ends(served.body)
+        kind = framing.detect(served.content_type, served.body)
+        ends = served.event_ends()
         n = self.after_event if self.after_event is not None else len(ends) // 2
         offset = 0 if n <= 0 else ends[n - 1] if n <= len(ends) else len(served.body)
         message = _EVENT_MESSAGES.get(self.kind, self.kind.replace("_", " "))

@@ -466,7 +466,7 @@ def rechunk_response(response: Response, chunking: Chunking,
         else:
             note = "transforms apply to text/event-stream bodies only: left as it is"
     recorded = sorted({e for e in ends if 0 < e <= len(body)})
-    new_ends = chunking.ends(body, recorded)
+    new_ends = chunking.ends(body, recorded, content_type=response.header("content-type"))
     new_times = []
     for e in new_ends:
         k = bisect.bisect_left(ends, e)  # the first old chunk whose (carried) end covers byte e-1
