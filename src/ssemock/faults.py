@@ -297,9 +297,11 @@ class _ErrorEvent(Fault):
         n = self.after_event if self.after_event is not None else len(ends) // 2
         offset = 0 if n <= 0 else ends[n - 1] if n <= len(ends) else len(served.body)
         message = _EVENT_MESSAGES.get(self.kind, self.kind.replace("_", " "))
+        protocol = _protocol(served.url, served.headers, served.body)
         error = protocols.StreamError(self.kind, message, framing=kind.name, newline=_newline(served.body),
-                                      after_first=offset > 0)
-        event = _protocol(served.url, served.headers, served.body).error_event(error)
+                                      after_first=offset > 0,
+                                      request_id=protocol.owed(served.body, offset) if protocol.owed else None)
+        event = protocol.error_event(error)
         served.cut(offset)
         served.body += event
         served.ends.append(len(served.body))

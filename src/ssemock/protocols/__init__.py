@@ -88,6 +88,8 @@ class Protocol:
     event: Callable[[Any], bool] = _never
     synthesize: Callable[..., Any] | None = field(default=None, compare=False)
     sdk_request: Callable[[str, Any], bool] | None = field(default=None, compare=False)
+    # the JSON-RPC id of the request a body cut at a byte offset still owes an answer (StreamError.request_id)
+    owed: Callable[[bytes, int], str | int | None] | None = field(default=None, compare=False)
 
 
 #: The registry: module names under ssemock.protocols, in detection order (more specific first).
