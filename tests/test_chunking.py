@@ -152,6 +152,22 @@ def test_per_event_gives_one_event_per_chunk() -> None:
     assert chunks == SSE_EVENTS
 
 
+def test_per_event_cuts_at_the_events_of_the_framing_the_content_type_names() -> None:
+    from ssemock.framing import eventstream
+
+    lines = b'{"a": 1}\n\n{"b": 2}\n{"c": 3}\n'  # JSON lines with a blank line (the blank_lines transform)
+    assert chunking.per_event(lines, content_type="application/x-ndjson") == [
+        b'{"a": 1}\n', b"\n", b'{"b": 2}\n', b'{"c": 3}\n']
+    assert chunking.per_event(lines) == [b'{"a": 1}\n\n', b'{"b": 2}\n{"c": 3}\n']  # no type: the old guess
+    array = b'[{"x": [1, 2]}\n,\r\n{"y": "}\\"{"}\n]'  # brackets inside strings are not elements
+    assert chunking.per_event(array) == chunking.per_event(array, content_type="application/json") == [
+        b'[{"x": [1, 2]}', b'\n,\r\n{"y": "}\\"{"}', b"\n]"]
+    frames = [eventstream.encode({":event-type": "e"}, b"x" * n) for n in (1, 10, 100)]
+    assert chunking.per_event(b"".join(frames), content_type=eventstream.CONTENT_TYPE) == frames
+    assert chunking.per_event(SSE_BODY, content_type="text/event-stream") == SSE_EVENTS
+    assert chunking.bytewise.ends(array, content_type="application/json") == chunking.bytewise.ends(array)
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(_event, min_size=1, max_size=6))
 def test_per_event_property(events: list[str]) -> None:

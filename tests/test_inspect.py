@@ -117,6 +117,58 @@ def test_stream_kind_and_ndjson_decoding() -> None:
     assert decoded.error is not None and "line 2" in decoded.error
 
 
+def test_stream_kind_names_the_framing_of_json_arrays_and_eventstreams() -> None:
+    from ssemock.framing import eventstream
+
+    frame = eventstream.encode({":message-type": "event", ":event-type": "messageStart"}, b'{"role":"assistant"}')
+    assert stream_kind("application/vnd.amazon.eventstream", frame) == "eventstream"
+    assert stream_kind(None, frame) == stream_kind("application/octet-stream", frame) == "eventstream"  # its CRC says
+    assert stream_kind("application/json; charset=UTF-8", b'[{"candidates": []}\n]') == "json_array"
+    assert stream_kind(None, b"[{}]") == "json_array"
+    assert stream_kind("application/json", b'{"error": {"code": 400}}') == "other"  # one JSON object: no stream
+    assert stream_kind("text/html", b"[not json]") == "other"
+
+
+@pytest.mark.parametrize("name,kind,what,protocol", [
+    ("gemini/array_text", "json_array", "JSON array elements", "gemini.generate_content"),
+    ("bedrock/converse_tool_use", "eventstream", "eventstream frames", "bedrock.converse"),
+])
+def test_json_array_and_eventstream_cassettes_validate_and_show_as_streams(
+        capsys: pytest.CaptureFixture[str], name: str, kind: str, what: str, protocol: str) -> None:
+    from ssemock import cassettes, framing
+    from ssemock.accumulate import accumulate
+    from ssemock.cli import main
+
+    x = cassettes.load(name).interactions[0]
+    content_type = x.response.header("content-type")
+    events = framing.decode(x.response.body, content_type)
+    expected = accumulate(events, url=x.request.url, content_type=content_type)
+    assert main(["validate", str(cassettes.path(name))]) == 0
+    out = capsys.readouterr().out
+    assert f"(1 interaction, {len(events)} events)" in out and "not a stream" not in out and "warn" not in out
+    assert main(["show", str(cassettes.path(name))]) == 0
+    assert f"events: {len(events)} {what}; protocol {protocol}" in capsys.readouterr().out
+    s = summarize(x)
+    assert (s["stream"], s["protocol"], s["events"]) == (kind, protocol, len(events)) and len(events) > 1
+    assert s["text"] == expected.text and s["finish_reason"] == expected.finish_reason
+    assert s["tool_calls"] == [{"name": c.name, "arguments": c.arguments} for c in expected.tool_calls]
+
+
+def test_a_corrupt_eventstream_body_is_a_validate_problem_naming_the_frame(tmp_path: Path) -> None:
+    from ssemock import cassettes
+    from ssemock.framing import eventstream
+
+    c = cassettes.load("bedrock/converse_tool_use")
+    resp = c.interactions[0].response
+    third = eventstream.frame_ends(resp.body)[2]
+    body = bytearray(resp.body)
+    body[third + 20] ^= 0xFF  # inside frame 3: its message CRC no longer matches
+    resp.body = bytes(body)
+    report = validate_cassette(c, "bedrock.json")
+    assert not report.ok
+    assert "does not decode as eventstream frames: eventstream frame 3" in report.of("problem")[0].message
+
+
 # -- validate --------------------------------------------------------------------------------------
 
 def test_validate_good_cassette_is_ok_and_quiet(tmp_path: Path) -> None:

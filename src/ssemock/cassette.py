@@ -20,14 +20,14 @@ import re
 import secrets
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
-from .chunking import event_ends
+from .cassette_body import body_ends as body_ends, laid_out, pieces  # body_ends: inspect and vcr use it from here
 
 __all__ = ["Cassette", "CassetteError", "Interaction", "Request", "Response", "VERSION"]
 
@@ -118,15 +118,6 @@ def _try_json(body: bytes | None) -> Any:
         return None
 
 
-def body_ends(body: bytes, content_type: str | None) -> list[int]:
-    """End offsets of a body's readable pieces (one SSE event each, or one line for other
-    types); the last is always ``len(body)``, and an empty body has none."""
-    ends = event_ends(body, sse=bool(content_type and "event-stream" in content_type))
-    if (ends[-1] if ends else 0) < len(body):
-        ends.append(len(body))
-    return ends
-
-
 def split_body(body: bytes, content_type: str | None) -> list[bytes]:
     """Cut a body into readable pieces: one SSE event each, or one line for other types."""
     ends = body_ends(body, content_type)
@@ -203,40 +194,52 @@ class Cassette:
 
     def dumps(self) -> bytes:
         """Deterministic JSON: fixed key order, 2-space indent, trailing newline."""
-        out: list[bytes] = []
-        self._write(out.append)
+        out: list[bytes | memoryview] = []
+        self._write(out.append, out.clear)
         return b"".join(out)
 
-    def _write(self, write: Callable[[bytes], object]) -> None:
+    def _write(self, write: Callable[[bytes | memoryview], object], restart: Callable[[], object]) -> None:
         """The JSON of :meth:`dumps`, handed out in parts: orjson lays out everything but the
-        response bodies, which are written one piece at a time (saving a large recording needs
-        no second copy of its body)."""
+        response bodies, which are laid out a window at a time (saving a large recording needs
+        no second copy of its body).
+
+        A body is taken for text when its first bytes are UTF-8, and the rest is checked as it is
+        laid out (no pass of its own); if it is not, ``restart()`` drops what was written and the
+        document is written again with that body in base64, and every body checked first."""
+        binary: set[int] = set()
+        while True:
+            try:
+                return self._write_once(write, binary)
+            except _NotText as exc:
+                binary.add(exc.index)
+                restart()
+
+    def _write_once(self, write: Callable[[bytes | memoryview], object], binary: set[int]) -> None:
         bodies, items = [], []
         for i, x in enumerate(self.interactions):
+            # after a restart, every body is checked whole first: a second restart is never needed
+            text = i not in binary and _utf8_prefix(x.response.body, None if binary else _TEXT_PREFIX)
             try:
-                item = _interaction_to_json(x, lazy=True)
+                item = _interaction_to_json(x, lazy=True, text=text)
             except _Invalid as exc:  # never write a file that would not load
                 raise CassetteError(f"refusing to save: {exc}", path=self.path, interaction=i) from None
-            if item["response"].get("body") == _BODY:
-                bodies.append(x.response)
+            if text:
+                bodies.append((i, x.response))
             items.append(item)
-        text = orjson.dumps({"version": VERSION, "interactions": items},
+        laid = orjson.dumps({"version": VERSION, "interactions": items},
                             option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
-        parts = text.split(_BODY_JSON)
+        parts = laid.split(_BODY_JSON)
         if len(parts) != len(bodies) + 1:
             raise CassetteError("a header, URL or body holds ssemock's internal body placeholder", path=self.path)
         write(parts[0])
-        for before, resp, after in zip(parts, bodies, parts[1:]):
+        for before, (i, resp), after in zip(parts, bodies, parts[1:]):
             line = before[before.rfind(b"\n") + 1:]
-            indent = b" " * (len(line) - len(line.lstrip(b" ")))
-            pieces, first, nested = _pieces(resp.body, resp.header("content-type")), True, b"\n" + indent
-            while batch := list(itertools.islice(pieces, 512)):  # orjson's indented list layout
-                # one orjson call a batch: its own 2-space list, moved to this depth (a JSON string
-                # holds no raw newline, so every b"\n" is layout), without the brackets
-                laid = orjson.dumps(batch, option=orjson.OPT_INDENT_2)[1:-2].replace(b"\n", nested)
-                write((b"[" if first else b",") + laid)
-                first = False
-            write(b"[]" if first else nested + b"]")
+            nested = b"\n" + b" " * (len(line) - len(line.lstrip(b" ")))
+            try:
+                for part in laid_out(resp.body, resp.header("content-type"), nested):
+                    write(part)
+            except UnicodeDecodeError:
+                raise _NotText(i) from None
             write(after)
 
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
@@ -260,7 +263,7 @@ class Cassette:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             try:
                 with os.fdopen(fd, "wb") as fh:
-                    self._write(fh.write)
+                    self._write(fh.write, lambda: (fh.seek(0), fh.truncate()))
                     fh.flush()
                     os.fsync(fh.fileno())
                 if target.exists():
@@ -543,6 +546,14 @@ class _Invalid(Exception):
     """A problem inside one interaction; turned into CassetteError with file and index."""
 
 
+class _NotText(Exception):
+    """The body of interaction ``index``, taken for UTF-8 text, is not: it is saved in base64."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(index)
+        self.index = index
+
+
 def _headers_to_json(headers: Headers) -> dict[str, str | list[str]]:
     out: dict[str, str | list[str]] = {}
     for k, v in sorted(headers, key=lambda kv: kv[0]):
@@ -571,38 +582,35 @@ _BODY = f"\x00ssemock:body:{secrets.token_hex(16)}\x00"
 _BODY_JSON = orjson.dumps(_BODY)
 
 
-def _pieces(body: bytes, content_type: str | None) -> Iterator[str]:
-    """The body as text, one SSE event (or line) a piece, decoded from a view (no whole copy)."""
-    view = memoryview(body)
-    ends = body_ends(body, content_type)
-    for a, b in zip([0, *ends], ends):
-        yield str(view[a:b], "utf-8")
+_TEXT_PREFIX = 4096  # bytes of a body checked for UTF-8 before it is taken for text
 
 
-def _is_utf8(body: bytes) -> bool:
-    """Whether ``body`` decodes as UTF-8, checked 1 MB at a time (no whole copy of the text)."""
+def _utf8_prefix(body: bytes, size: int | None) -> bool:
+    """Whether the first ``size`` bytes of ``body`` (all of it: None) are UTF-8, checked 1 MB at
+    a time (no copy of the body); a multi-byte character cut at ``size`` counts as UTF-8."""
     decode = codecs.getincrementaldecoder("utf-8")().decode
-    view = memoryview(body)
+    view = memoryview(body)[:size]
     try:
-        for i in range(0, len(body), _BATCH):
+        for i in range(0, len(view), _BATCH):
             decode(view[i:i + _BATCH])
-        decode(b"", True)
+        decode(b"", len(view) == len(body))
     except UnicodeDecodeError:
         return False
     return True
 
 
-def _body_to_json(body: bytes, content_type: str | None, lazy: bool = False) -> dict[str, Any]:
-    """``{"body": [pieces]}`` (``_BODY`` when ``lazy``), or ``{"body_base64": ...}`` for non-UTF-8.
+def _body_to_json(body: bytes, content_type: str | None, lazy: bool = False, text: bool = True) -> dict[str, Any]:
+    """``{"body": [pieces]}``, or ``{"body_base64": ...}`` for a body that is not UTF-8. With
+    ``lazy``, ``{"body": _BODY}`` (laid out later) when ``text``, else base64.
 
     Pieces end at line breaks, so the body decodes exactly when every piece does."""
-    try:
-        if lazy and _is_utf8(body):
-            return {"body": _BODY}
-        if not lazy:
-            return {"body": list(_pieces(body, content_type))}
-    except UnicodeDecodeError:
-        pass
+    if lazy and text:
+        return {"body": _BODY}
+    if not lazy:
+        try:
+            return {"body": list(pieces(body, content_type))}
+        except UnicodeDecodeError:
+            pass
     return {"body_base64": base64.b64encode(body).decode("ascii")}
 
 
@@ -633,7 +641,7 @@ def _body_from_json(obj: dict[str, Any], where: str, consume: bool = False) -> b
     return b"".join(parts)
 
 
-def _interaction_to_json(x: Interaction, lazy: bool = False) -> dict[str, Any]:
+def _interaction_to_json(x: Interaction, lazy: bool = False, text: bool = True) -> dict[str, Any]:
     req, resp = x.request, x.response
     request: dict[str, Any] = {"method": req.method, "url": req.url,
                                "headers": _headers_to_json(req.headers)}
@@ -646,11 +654,13 @@ def _interaction_to_json(x: Interaction, lazy: bool = False) -> dict[str, Any]:
         except UnicodeDecodeError:
             request["body_base64"] = base64.b64encode(req.body).decode("ascii")
     response: dict[str, Any] = {"status": resp.status, "headers": _headers_to_json(resp.headers)}
-    response.update(_body_to_json(resp.body, resp.header("content-type"), lazy))
-    response["chunks"] = [[round(t * 1000, 1), end] for t, end in zip(resp.times, resp.ends)]
+    response.update(_body_to_json(resp.body, resp.header("content-type"), lazy, text))
+    t_ms = _times_ms(resp.times)
+    response["chunks"] = list(zip(t_ms, resp.ends))  # orjson writes a tuple as a list
     if len(resp.times) != len(resp.ends):
         raise _Invalid(f"response has {len(resp.ends)} chunk ends but {len(resp.times)} times")
-    _chunk_map_from_json(response["chunks"], len(resp.body))  # what loads: checked as loading does
+    if not (t_ms and _chunk_map_loads(t_ms, resp.ends, len(resp.body))):  # what loads: checked as loading does
+        _chunk_map_from_json(list(map(list, response["chunks"])), len(resp.body))
     response["complete"] = resp.complete
     if resp.error is not None:
         response["error"] = resp.error
@@ -709,6 +719,40 @@ def _interaction_from_json(item: Any, consume: bool = False) -> Interaction:
     return Interaction(request, Response(status, headers, rbody, ends, times, complete, error))
 
 
+def _chunk_map_loads(t_ms: Sequence[Any], offsets: Sequence[Any], size: int) -> bool:
+    """Whether a non-empty chunk map is valid as it stands, checked in bulk (no Python loop):
+    integer offsets rising to ``size``, numeric times non-decreasing from 0 to MAX_T_MS."""
+    return (set(map(type, offsets)) == {int} and set(map(type, t_ms)) <= {int, float}
+            and all(map(operator.lt, [0, *offsets], offsets)) and all(map(operator.le, [0, *t_ms], t_ms))
+            and t_ms[-1] <= MAX_T_MS and offsets[-1] == size)
+
+
+_EXACT = 2.0 ** 50  # below this, a float's ulp is far under 0.5, so y.5 is exact and rounding y cannot skip it
+
+
+def _times_ms(times: Sequence[float]) -> list[Any]:
+    """Arrival times (seconds) in milliseconds rounded to 0.1: ``round(t * 1000, 1)`` each, in bulk.
+
+    ``round(x, 1)`` is the double nearest the decimal ``d / 10``, ``d`` the integer nearest
+    ``10 x`` exactly (never a tie: a binary fraction times 10 is never an odd multiple of 0.5).
+    ``round(y)`` for the float ``y = x * 10`` is that ``d`` unless ``y`` landed exactly on a half,
+    and ``d / 10`` (int true division) is correctly rounded; so anything but floats from 0 to
+    :data:`_EXACT` with no ``y`` on a half is left to ``round(x, 1)`` itself."""
+    repeat = itertools.repeat
+    if not times or set(map(type, times)) != {float}:
+        return [round(t * 1000, 1) for t in times]
+    y = list(map(operator.mul, map(operator.mul, times, repeat(1000)), repeat(10)))
+    low = min(y)
+    if not (0 <= low and sum(y) < _EXACT):  # NaN and inf make the sum NaN or inf
+        return [round(t * 1000, 1) for t in times]
+    d = list(map(round, y))
+    off = list(map(operator.sub, y, d))
+    if 0.5 in off or -0.5 in off:
+        return [round(t * 1000, 1) for t in times]
+    out = list(map(operator.truediv, d, repeat(10)))
+    return out if low else list(map(math.copysign, out, y))  # round(-0.0, 1) is -0.0
+
+
 def _chunk_map_from_json(value: Any, size: int) -> tuple[list[int], list[float]]:
     if value is None:
         return ([size], [0.0]) if size else ([], [])
@@ -716,9 +760,7 @@ def _chunk_map_from_json(value: Any, size: int) -> tuple[list[int], list[float]]
         raise _Invalid("response.chunks must be a list of [t_ms, end_offset] pairs")
     if value and set(map(type, value)) == {list} and set(map(len, value)) == {2}:  # the common case, in bulk
         t_ms, offsets = map(list, zip(*value))
-        if (set(map(type, offsets)) == {int} and set(map(type, t_ms)) <= {int, float}
-                and all(map(operator.lt, [0, *offsets], offsets)) and all(map(operator.le, [0, *t_ms], t_ms))
-                and t_ms[-1] <= MAX_T_MS and offsets[-1] == size):
+        if _chunk_map_loads(t_ms, offsets, size):
             return offsets, [t / 1000 for t in t_ms]
     ends: list[int] = []
     times: list[float] = []

@@ -12,15 +12,16 @@ import itertools
 import random as _random
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import overload
 
+from . import framing
 from ._names import unknown
 from .framing.eventstream import frame_ends, is_eventstream
 
 __all__ = [
-    "ALL", "At", "Chunking", "Regular", "Slices", "at", "as_recorded", "bytewise", "coalesced", "fixed", "get",
-    "mid_line", "mid_utf8", "per_event", "random",
+    "ALL", "At", "Chunking", "Regular", "Slices", "at", "as_recorded", "bytewise", "coalesced", "fixed",
+    "framed_event_ends", "get", "mid_line", "mid_utf8", "per_event", "random",
 ]
 
 Ends = list[int]
@@ -36,29 +37,40 @@ class Chunking:
     split: Callable[[bytes, Sequence[int]], Ends]
     normalized: bool = False  # split already returns valid ends (skip the sort)
     step: int | None = None  # chunks of ``step`` bytes: ends known without listing them (lazy_ends)
+    # split given the body's content type too (per_event: the framing's events); used when one is known
+    typed: Callable[[bytes, Sequence[int], str], Ends] | None = field(default=None, repr=False)
 
-    def ends(self, body: bytes, recorded: Sequence[int] | None = None) -> Ends:
-        """New chunk end offsets for ``body`` (``recorded``: the ends as recorded)."""
+    def ends(self, body: bytes, recorded: Sequence[int] | None = None, *, content_type: str | None = None) -> Ends:
+        """New chunk end offsets for ``body`` (``recorded``: the ends as recorded; ``content_type``:
+        the body's, which tells ``per_event`` the framing: SSE, JSON lines, JSON array, eventstream)."""
         if not body:
             return []
         if not recorded:
             recorded = [len(body)]
-        if self.normalized and recorded[-1] == len(body):
-            ends = self.split(body, recorded)
-            return ends if type(ends) is list else list(ends)  # the built-in splits give new lists
-        return _normalize(self.split(body, recorded), len(body))
+        split = self.split
+        if content_type is not None and self.typed is not None:
+            typed, known = self.typed, content_type
 
-    def lazy_ends(self, body: bytes, recorded: Sequence[int] | None = None) -> Sequence[int]:
+            def split(body: bytes, recorded: Sequence[int]) -> Ends:
+                return typed(body, recorded, known)
+        if self.normalized and recorded[-1] == len(body):
+            ends = split(body, recorded)
+            return ends if type(ends) is list else list(ends)  # the built-in splits give new lists
+        return _normalize(split(body, recorded), len(body))
+
+    def lazy_ends(self, body: bytes, recorded: Sequence[int] | None = None, *,
+                  content_type: str | None = None) -> Sequence[int]:
         """:meth:`ends` without a list where none is needed: a :class:`Regular` sequence for
         fixed-size chunkings (``bytewise``, ``fixed:N``), so replaying a 50 MB body byte by byte
         does not hold 50 million offsets. Equal (``==``) to what :meth:`ends` returns."""
         if self.step is not None and body:
             return Regular(self.step, len(body))
-        return self.ends(body, recorded)
+        return self.ends(body, recorded, content_type=content_type)
 
-    def __call__(self, body: bytes, recorded: Sequence[int] | None = None) -> list[bytes]:
+    def __call__(self, body: bytes, recorded: Sequence[int] | None = None, *,
+                 content_type: str | None = None) -> list[bytes]:
         """The body cut into chunks by this strategy."""
-        starts = [0, *self.ends(body, recorded)]
+        starts = [0, *self.ends(body, recorded, content_type=content_type)]
         return [body[a:b] for a, b in zip(starts, starts[1:])]
 
     def __str__(self) -> str:
@@ -209,8 +221,26 @@ def _blank_line_ends(body: bytes) -> Ends:
     return ends
 
 
-def _per_event(body: bytes, recorded: Sequence[int]) -> Ends:
+def framed_event_ends(body: bytes, content_type: str | None) -> Ends:
+    """End offset of every event of ``body`` in its framing (:func:`ssemock.framing.detect`): SSE
+    events, JSON lines, a JSON array's elements (Gemini without ``alt=sse``), eventstream frames.
+
+    A content type a framing claims decides. Else a body that is a JSON array of objects is cut
+    at its elements, and any other at what :func:`event_ends` guesses (an eventstream prelude,
+    blank lines, else lines)."""
+    found = framing.detect(content_type, body)
+    media = (content_type or "").split(";")[0].strip().lower()
+    if media and found.content_type(media):
+        return found.event_ends(body)
+    if found.name == "json_array":
+        ends = found.event_ends(body)
+        if ends:
+            return ends
     return event_ends(body)
+
+
+def _per_event(body: bytes, recorded: Sequence[int], content_type: str | None = None) -> Ends:
+    return framed_event_ends(body, content_type)
 
 
 def _mid_line(body: bytes, recorded: Sequence[int]) -> Ends:
@@ -246,7 +276,7 @@ def _mid_utf8(body: bytes, recorded: Sequence[int]) -> Ends:
 as_recorded = Chunking("as_recorded", _as_recorded, normalized=True)
 bytewise = Chunking("bytewise", _bytewise, normalized=True, step=1)
 coalesced = Chunking("coalesced", _coalesced, normalized=True)
-per_event = Chunking("per_event", _per_event)
+per_event = Chunking("per_event", _per_event, typed=_per_event)
 mid_line = Chunking("mid_line", _mid_line)
 mid_utf8 = Chunking("mid_utf8", _mid_utf8)
 

@@ -196,9 +196,10 @@ def _add_validate(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "validate", help="check cassettes: they load, decode, have no secrets (for pre-commit)",
         description="Check cassette files: each loads (format, version, boundary map), its bodies "
-                    "decode (SSE; JSON lines parse), no secret is left in it. Spec corner cases the "
-                    "recording exercises (BOM, CR-only line endings, an unterminated last event, events "
-                    "after [DONE], an unknown protocol) are warnings; incomplete recordings are notes. "
+                    "decode in their framing (SSE, JSON lines, a JSON array, AWS eventstream frames), no "
+                    "secret is left in it. Spec corner cases the recording exercises (BOM, CR-only line "
+                    "endings, an unterminated last event, events after [DONE], an unknown protocol) are "
+                    "warnings; incomplete recordings are notes. "
                     "One line per good file; exit 1 when any file has a problem (warnings don't count).")
     parser.add_argument("cassettes", nargs="+", metavar="CASSETTE", help="ssemock cassette file(s)")
     parser.add_argument("--json", action="store_true", help="print one JSON report per file, as a list")

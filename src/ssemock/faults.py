@@ -20,7 +20,7 @@ import orjson
 
 from . import framing, protocols
 from ._names import suggest, unknown
-from .chunking import event_ends
+from .chunking import framed_event_ends
 
 __all__ = ["Fault", "Served", "disconnect", "error_event", "get", "http_error", "resolve", "sequence",
            "stall", "trailing_data", "truncate"]
@@ -46,9 +46,15 @@ class Served:
         """The response is an SSE stream (content type text/event-stream)."""
         return any(k == "content-type" and "event-stream" in v for k, v in self.headers)
 
+    @property
+    def content_type(self) -> str | None:
+        """The response's content type header (None without one)."""
+        return next((v for k, v in self.headers if k.lower() == "content-type"), None)
+
     def event_ends(self) -> list[int]:
-        """Byte offsets where each event (SSE event or JSON line) of the body ends."""
-        return event_ends(self.body, sse=self.is_sse)
+        """Byte offsets where each event of the body ends, in the framing its content type names
+        (SSE events, JSON lines, a JSON array's elements, eventstream frames)."""
+        return framed_event_ends(self.body, self.content_type)
 
     def offset_after(self, events: int) -> int:
         """Byte offset after the first ``events`` events (the whole body if there are fewer)."""
@@ -286,15 +292,16 @@ class _ErrorEvent(Fault):
         self.name = f"error_event:kind={kind}" + (f",after_event={after_event}" if after_event is not None else "")
 
     def apply(self, served: Served, attempt: int) -> None:
-        content_type = next((v for k, v in served.headers if k.lower() == "content-type"), "")
-        kind = framing.detect(content_type, served.body)
-        ends = kind.event_ends(served.body)
+        kind = framing.detect(served.content_type, served.body)
+        ends = served.event_ends()
         n = self.after_event if self.after_event is not None else len(ends) // 2
         offset = 0 if n <= 0 else ends[n - 1] if n <= len(ends) else len(served.body)
         message = _EVENT_MESSAGES.get(self.kind, self.kind.replace("_", " "))
+        protocol = _protocol(served.url, served.headers, served.body)
         error = protocols.StreamError(self.kind, message, framing=kind.name, newline=_newline(served.body),
-                                      after_first=offset > 0)
-        event = _protocol(served.url, served.headers, served.body).error_event(error)
+                                      after_first=offset > 0,
+                                      request_id=protocol.owed(served.body, offset) if protocol.owed else None)
+        event = protocol.error_event(error)
         served.cut(offset)
         served.body += event
         served.ends.append(len(served.body))

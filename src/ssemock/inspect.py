@@ -27,11 +27,12 @@ from typing import Any, Literal
 
 import orjson
 
-from . import ndjson, sse
+from . import framing, sse
 from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
 from .cassette import (MAX_T_MS, Cassette, CassetteError, Interaction, Response, parse_interaction, read_document, read_file,
                        body_ends)
 from .chunking import Chunking, event_ends
+from .framing.eventstream import Frame
 from .redact import REDACTED, find_secrets, mask_url, redact_request, redact_response, replace_spans
 from .secrets import Secret, scan, scan_body, scan_header, scan_url
 from .transforms import Transform
@@ -45,26 +46,33 @@ __all__ = [
 ]
 
 _BOM = b"\xef\xbb\xbf"
-_NDJSON_TYPES = ("application/x-ndjson", "application/ndjson", "application/jsonl", "application/json-lines",
-                 "application/x-jsonlines", "application/jsonlines")
 
 
 # -- decoding ------------------------------------------------------------------------------------
 
-StreamKind = Literal["sse", "ndjson", "other"]
+StreamKind = Literal["sse", "ndjson", "json_array", "eventstream", "other"]
+_KINDS: dict[str, StreamKind] = {"sse": "sse", "ndjson": "ndjson", "json_array": "json_array",
+                                 "eventstream": "eventstream"}
+_WHAT = {"sse": "SSE events", "ndjson": "JSON lines", "json_array": "JSON array elements",
+         "eventstream": "eventstream frames", "other": "not a stream"}
 
 
 def stream_kind(content_type: str | None, body: bytes = b"") -> StreamKind:
-    """``sse`` for text/event-stream, ``ndjson`` for JSON lines, else ``other``.
+    """The framing a recorded body decodes in (:func:`ssemock.framing.detect`'s name: ``sse``,
+    ``ndjson``, ``json_array``, ``eventstream``), or ``other`` for a body that is no stream.
 
-    Without a content type, a body that looks like JSON lines (``{`` first, several lines) is
-    NDJSON and one with a ``data:`` field is SSE.
+    A content type a framing claims decides (text/event-stream, the JSON-lines types, AWS
+    eventstream). Else the body: an eventstream prelude whose CRC checks, or a JSON array under a
+    JSON content type or none (Gemini's stream without ``alt=sse``); and without a content type, a
+    body that looks like JSON lines (``{`` first, several lines) is NDJSON, one with a ``data:``
+    field SSE.
     """
     media = (content_type or "").split(";")[0].strip().lower()
-    if media == "text/event-stream":
-        return "sse"
-    if media in _NDJSON_TYPES:
-        return "ndjson"
+    found = framing.detect(content_type, body)
+    if media and found.content_type(media):
+        return _KINDS[found.name]
+    if found.name == "eventstream" or (found.name == "json_array" and media in ("", "application/json")):
+        return _KINDS[found.name]  # found by its shape (no framing claims the content type)
     if not media and body:
         head = body.lstrip()
         if head.startswith(b"{") and body.rstrip().count(b"\n") >= 1:
@@ -79,21 +87,19 @@ class Decoded:
     """The reference decoding of one response body."""
 
     kind: StreamKind
-    events: list[Any] = field(default_factory=list)  # ServerSentEvent, or parsed JSON lines
-    error: str | None = None  # a JSON line that does not parse
+    events: list[Any] = field(default_factory=list)  # ServerSentEvents, parsed JSON values or eventstream Frames
+    error: str | None = None  # where the body stops decoding (a bad JSON line, array element or frame)
 
 
 def decode_response(response: Response) -> Decoded:
-    """Decode a recorded body with the reference decoders (``sse`` or ``ndjson``)."""
+    """Decode a recorded body with the reference decoder of its framing (see :func:`stream_kind`)."""
     kind = stream_kind(response.header("content-type"), response.body)
-    if kind == "sse":
-        return Decoded(kind, list(sse.decode([response.body])))
-    if kind == "ndjson":
-        try:
-            return Decoded(kind, list(ndjson.decode([response.body])))
-        except ValueError as exc:
-            return Decoded(kind, [], str(exc))
-    return Decoded(kind)
+    if kind == "other":
+        return Decoded(kind)
+    try:
+        return Decoded(kind, list(framing.get(kind).decode(response.body)))
+    except ValueError as exc:
+        return Decoded(kind, [], str(exc))
 
 
 def _accumulate(x: Interaction, decoded: Decoded) -> tuple[str | None, Accumulated | None, str | None]:
@@ -180,6 +186,9 @@ def _event_dict(event: Any) -> Any:
         if event.retry is not None:
             out["retry"] = event.retry
         return out
+    if isinstance(event, Frame):  # its name and payload, as an SSE event's
+        return {"event": event.event_type or event.exception_type or event.message_type,
+                "data": event.payload.decode("utf-8", "replace")}
     return event
 
 
@@ -259,7 +268,7 @@ def format_summary(s: dict[str, Any], width: int = 60) -> str:
             lines.append(f"      0 ms{right:>{width + 2 - 4}}")
         else:
             lines.append("    timeline: every chunk at t=0 ms (no timing recorded)")
-    what = {"sse": "SSE events", "ndjson": "JSON lines", "other": "not a stream"}[s["stream"]]
+    what = _WHAT[s["stream"]]
     if s["stream"] == "other":
         lines.append(f"    events: none ({what})")
     else:
@@ -372,7 +381,7 @@ def validate_cassette(cassette: Cassette, path: str) -> FileReport:
         decoded = decode_response(resp)
         report.events += len(decoded.events)
         if decoded.error is not None:
-            add(Finding("problem", f"the JSON-lines body does not decode: {decoded.error}", i))
+            add(Finding("problem", f"the body does not decode as {_WHAT[decoded.kind]}: {decoded.error}", i))
         if decoded.kind == "sse":
             for oddity in _sse_oddities(resp.body, decoded.events):
                 add(Finding("warning", oddity, i))
@@ -457,7 +466,7 @@ def rechunk_response(response: Response, chunking: Chunking,
         else:
             note = "transforms apply to text/event-stream bodies only: left as it is"
     recorded = sorted({e for e in ends if 0 < e <= len(body)})
-    new_ends = chunking.ends(body, recorded)
+    new_ends = chunking.ends(body, recorded, content_type=response.header("content-type"))
     new_times = []
     for e in new_ends:
         k = bisect.bisect_left(ends, e)  # the first old chunk whose (carried) end covers byte e-1

@@ -130,13 +130,14 @@ def plan_response(response: Response, *, url: str, core: ModuleType,
     """
     served = Served(response.status, list(response.headers), response.body, response.ends, response.times,
                     url, core, _recorded_error(core, response.error))
+    content_type = response.header("content-type") or ""
     if transforms:
-        kind = _transforms.kind_of(response.header("content-type") or "", served.body)
+        kind = _transforms.kind_of(content_type, served.body)
         served.body, served.ends = _transforms.apply(transforms, served.body, served.ends, kind=kind)
     for fault in faults:
         fault.apply(served, attempt)
     body, size = served.body, len(served.body)
-    ends = chunking.lazy_ends(body, served.ends)
+    ends = chunking.lazy_ends(body, served.ends, content_type=content_type)
     held = list(holds(body)) if holds is not None else []
     extra = {o for o in [*served.stalls, *(o for o, _ in held)] if 0 < o < size and not _has(ends, o)}
     if extra:  # a stall, or a wait for a request, needs a boundary where it falls

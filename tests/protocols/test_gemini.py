@@ -226,6 +226,54 @@ def test_json_array_error_event_keeps_it_one_array(after: int) -> None:
     assert player.expected.result.error == elements[-1]["error"]
 
 
+def _array_chunks(url: str) -> list[bytes]:
+    """The body's chunks as the client's transport hands them over."""
+    with httpx.Client() as client, client.stream("POST", url, json={}) as response:
+        return list(response.iter_raw())
+
+
+def _elements(chunks: list[bytes]) -> list[Any]:
+    """Each chunk read on its own as one array element (its separator and the brackets aside)."""
+    return [json.loads(chunk.strip(b"[],\r\n")) for chunk in chunks if chunk.strip(b"[],\r\n")]
+
+
+def test_json_array_per_event_serves_one_element_a_chunk() -> None:
+    """per_event cuts the array form at its elements (not at the lines inside them): each chunk a
+    client gets parses on its own, and the last one is the array's closing bracket."""
+    cassette = cassettes.load("gemini/array_text")
+    x = cassette.interactions[0]
+    with ssemock.replay(cassette, chunking="per_event", match_on=["method", "path"]) as player:
+        chunks = _array_chunks(x.request.url)
+    assert b"".join(chunks) == x.response.body
+    assert _elements(chunks) == player.expected.events and len(player.expected.events) == 7
+    assert len(chunks) == len(player.expected.events) + 1 and chunks[-1].strip() == b"]"
+    assert chunks == chunking.per_event(x.response.body, content_type=x.response.header("content-type"))
+
+
+@pytest.mark.parametrize("after", [1, 2, 5])
+def test_json_array_disconnect_after_event_counts_elements(after: int) -> None:
+    cassette = cassettes.load("gemini/array_text")
+    x = cassette.interactions[0]
+    got: list[bytes] = []
+    with ssemock.replay(cassette, faults=f"disconnect:after_event={after}", match_on=["method", "path"]) as player:
+        with pytest.raises(httpx.TransportError):
+            with httpx.Client() as client, client.stream("POST", x.request.url, json={}) as response:
+                got.extend(response.iter_raw())
+    body = b"".join(got)  # ends right after element N's closing brace: N whole elements
+    assert body == x.response.body[:framing.event_ends(x.response.body, "application/json")[after - 1]]
+    assert json.loads(body + b"]") == player.expected.events[:after]
+
+
+def test_json_array_rechunked_per_event_on_the_command_line(tmp_path: Path) -> None:
+    from ssemock.cli import main
+
+    path = tmp_path / "array.json"
+    cassettes.load("gemini/array_text").save(path)
+    assert main(["rechunk", str(path), "--chunking", "per_event", "--in-place"]) == 0
+    response = ssemock.Cassette.load(path).interactions[0].response
+    assert response.ends == [*framing.event_ends(response.body, "application/json"), len(response.body)]
+
+
 # -- the reference itself -----------------------------------------------------------------------
 
 def test_prompt_blocked_for_safety() -> None:

@@ -240,6 +240,38 @@ def test_a_json_rpc_error_event_mid_stream_is_the_sdks_mcp_error(recorded: dict[
     assert len(result.notifications) == 1 and result.error == result.errors[None]
 
 
+@pytest.mark.parametrize("after", [1, 3])
+def test_the_error_event_fault_answers_the_call_the_stream_owes(after: int) -> None:
+    """faults.error_event writes the JSON-RPC error with the id of the request the stream still
+    owes (the tool call's), so the SDK fails that very call with its own MCPError, and the
+    reference fold files the error under the call's id."""
+    cassette = ssemock.cassettes.load("mcp/streamable_http_session")
+    call = next(x for x in cassette.interactions if x.request.body and b'"forecast"' in x.request.body)
+    call_id = json.loads(call.request.body)["id"]
+    with ssemock.replay(cassette, faults=f"error_event:kind=invalid_params,after_event={after}",
+                        allow_playback_repeats=True) as player:
+        error = asyncio.run(_failing_call(URL, "legacy"))
+    assert isinstance(error, MCPError)
+    assert (error.error.code, error.error.message) == (mcp.INVALID_PARAMS, "invalid params")
+    (served,) = [play.body for play in player.plays if play.interaction.request.body == call.request.body]
+    events = decode([served])
+    assert len(events) == after + 1  # the progress notifications before the cut, then the error
+    assert json.loads(events[-1].data) == {"jsonrpc": "2.0", "id": call_id,
+                                           "error": {"code": mcp.INVALID_PARAMS, "message": "invalid params"}}
+    assert _fold(events).errors == {call_id: {"code": mcp.INVALID_PARAMS, "message": "invalid params"}}
+
+
+def test_owed_is_the_request_a_cut_stream_still_answers() -> None:
+    ends = ssemock.chunking.event_ends(LEGACY_GET, sse=True)
+    assert mcp.owed(LEGACY_GET, 0) == mcp.owed(LEGACY_GET, ends[0]) == 1  # the first response after the cut
+    assert mcp.owed(LEGACY_GET, ends[1]) == mcp.owed(LEGACY_GET, ends[3]) == 2  # progress of 2: 2 is owed
+    assert mcp.owed(LEGACY_GET, ends[4]) == 3 and mcp.owed(LEGACY_GET, len(LEGACY_GET)) is None
+    progress_only = mcp.message({"method": "notifications/progress", "params": {"progressToken": "t", "progress": 1}})
+    assert mcp.owed(progress_only, len(progress_only)) == "t"  # cut before its answer was recorded
+    error = mcp.PROTOCOL.error_event(StreamError("invalid_params", "no", request_id=7))
+    assert json.loads(decode([error])[0].data)["id"] == 7
+
+
 @pytest.mark.parametrize("status", [404, 500])
 def test_the_http_error_body_is_a_json_rpc_error_the_sdk_reports(recorded: dict[str, tuple[Path, Any]],
                                                                   status: int) -> None:

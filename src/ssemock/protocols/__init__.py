@@ -90,6 +90,8 @@ class Protocol:
     sdk_request: Callable[[str, Any], bool] | None = field(default=None, compare=False)
     request_ids: Callable[[bytes | None], Sequence[Any]] | None = field(default=None, compare=False)
     holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = field(default=None, compare=False)
+    # the JSON-RPC id of the request a body cut at a byte offset still owes an answer (StreamError.request_id)
+    owed: Callable[[bytes, int], str | int | None] | None = field(default=None, compare=False)
 
 
 #: The registry: module names under ssemock.protocols, in detection order (more specific first).

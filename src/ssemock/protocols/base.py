@@ -288,7 +288,9 @@ class StreamError:
     ``kind``: the provider's error type (``"overloaded_error"``, ``"server_error"``, ...);
     ``message``: its text; ``framing``: the framing of the body it goes into; ``newline``:
     the body's line ending (``"\r\n"`` for CRLF streams); ``after_first``: for a JSON array
-    body, whether an element precedes the error (then it starts with the separator).
+    body, whether an element precedes the error (then it starts with the separator);
+    ``request_id``: the JSON-RPC id of the request the stream still owes an answer (MCP: the
+    error answers it, so the client fails that call), None when there is none.
     """
 
     kind: str
@@ -296,6 +298,7 @@ class StreamError:
     framing: str = "sse"
     newline: str = "\n"
     after_first: bool = True
+    request_id: str | int | None = None
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ from ..sse import ServerSentEvent, decode
 from . import Protocol, _path
 from .base import JSON, Accumulated, Event, Fold, HTTPErrorBody, StreamError, excerpt, obj, seq, string
 
-__all__ = ["PROTOCOL", "McpResult", "RequestId", "deliverable", "holds", "message", "request_ids", "session_id",
-           "synthesize"]
+__all__ = ["PROTOCOL", "McpResult", "RequestId", "deliverable", "holds", "message", "owed", "request_ids",
+           "session_id", "synthesize"]
 
 RequestId: TypeAlias = str | int
 SESSION_HEADER = "mcp-session-id"
@@ -149,10 +149,29 @@ def _error(kind: str, text: str, ident: RequestId | None, newline: str = "\n") -
 
 
 def error_event(error: StreamError) -> bytes:
-    """A JSON-RPC error response as an SSE ``message`` event. Its id is ``error.request_id`` when
-    the StreamError carries one, else null (the mcp SDK's client gives a POST stream's response the
-    id of the POST's request either way)."""
-    return _error(error.kind, error.message, getattr(error, "request_id", None), error.newline)
+    """A JSON-RPC error response as an SSE ``message`` event, with the id of the request the
+    stream still owes (``error.request_id``; ``faults.error_event`` fills it from :func:`owed`):
+    the client's session fails that very call. Null when there is none."""
+    return _error(error.kind, error.message, error.request_id, error.newline)
+
+
+def owed(body: bytes, offset: int) -> RequestId | None:
+    """The id of the request a stream cut at byte ``offset`` still owes an answer: the first
+    response (result or error) after the cut, else the token of a progress notification whose
+    request is not answered before it (the mcp SDK's progress token is the request id); None when
+    the stream owes nothing."""
+    starts = [0, *event_ends(body, sse=True)]
+    answered: set[RequestId] = set()
+    tokens: list[RequestId] = []
+    for a, b in zip(starts, starts[1:]):
+        for sse_event in decode([body[a:b]]):
+            ids, progress = _answers(sse_event.data)
+            if b > offset and ids:
+                return ids[0]
+            if b <= offset:
+                answered.update(ids)
+            tokens += progress
+    return next((t for t in tokens if t not in answered), None)
 
 
 def http_error(status: int, message: str | None) -> HTTPErrorBody:
@@ -293,4 +312,5 @@ def synthesize(text: str = "", *, progress: int = 0, error: str | None = None, r
 
 
 PROTOCOL = Protocol(name="mcp", framing="sse", fold=_McpFold, error_event=error_event, http_error=http_error,
-                    url=_is_mcp, event=_telling, synthesize=synthesize, request_ids=request_ids, holds=holds)
+                    url=_is_mcp, event=_telling, synthesize=synthesize, request_ids=request_ids, holds=holds,
+                    owed=owed)

@@ -1,0 +1,131 @@
+"""ssemock.cassette_body: response bodies laid out in bulk, byte-identical to orjson laying out
+the list of pieces, whatever the window size, the separators and the bytes in the body."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ssemock import Cassette, cassette_body
+from ssemock.cassette import VERSION, _interaction_to_json
+
+OPTION = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+CONTENT_TYPES = ["text/event-stream", "text/event-stream; charset=utf-8", "application/x-ndjson", "text/plain", None]
+# every kind of byte the layout has to care about: separators, escapes, the placeholder candidates, multi-byte text
+ATOMS = [b"\n", b"\n\n", b"\r", b"\r\n", b"\r\n\r\n", b'"', b"\\", b"\\n", b"\x00", b"\x01", b"\x1f", b"\t", b"\x7f",
+         b"~", b"^", b"|", b"`", b"#", b",", b" ", b"data: ", b"x", "é".encode(), "世".encode(), "🙂".encode(),
+         b'{"a": "b\\"c"}', b"\xff", b"\xc3"]
+
+
+def _reference(c: Cassette) -> bytes:
+    """What orjson writes for the whole document with each body as its list of pieces."""
+    whole = {"version": VERSION, "interactions": [_interaction_to_json(x) for x in c.interactions]}
+    return orjson.dumps(whole, option=OPTION)
+
+
+def _cassette(bodies: list[tuple[bytes, str | None]]) -> Cassette:
+    c = Cassette()
+    for body, content_type in bodies:
+        headers = {} if content_type is None else {"content-type": content_type}
+        c.add("POST", "http://h/x", [body] if body else [], headers=headers, request_json={"q": 1})
+        if content_type is None:  # no content type at all (add() would give one)
+            resp = c.interactions[-1].response
+            resp.headers = [(k, v) for k, v in resp.headers if k != "content-type"]
+    return c
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bodies=st.lists(st.tuples(st.lists(st.sampled_from(ATOMS), max_size=60).map(b"".join),
+                                 st.sampled_from(CONTENT_TYPES)), min_size=1, max_size=3),
+       window=st.sampled_from([1, 2, 3, 5, 8, 13, 64, 1 << 18]))
+def test_any_body_at_any_window_is_laid_out_as_orjson_lays_out_its_pieces(
+        monkeypatch: pytest.MonkeyPatch, bodies: list[tuple[bytes, str | None]], window: int) -> None:
+    monkeypatch.setattr(cassette_body, "WINDOW", window)
+    c = _cassette(bodies)
+    raw = c.dumps()
+    assert raw == _reference(c)
+    assert [x.response.body for x in Cassette.loads(raw).interactions] == [body for body, _ in bodies]
+
+
+@pytest.mark.parametrize("content_type", CONTENT_TYPES)
+def test_a_window_holding_every_placeholder_candidate_is_laid_out_piece_by_piece(
+        monkeypatch: pytest.MonkeyPatch, content_type: str | None) -> None:
+    monkeypatch.setattr(cassette_body, "WINDOW", 200)
+    crowded = bytes(b for b in cassette_body._CANDIDATES if b != 0x7f) + "\x7f é\n".encode()
+    body = b"".join(b"data: %d " % i + crowded + b"\n\n" for i in range(20))
+    c = _cassette([(body, content_type), (b"data: plain\n\n" * 30, content_type)])
+    assert c.dumps() == _reference(c)
+    assert Cassette.loads(c.dumps()).interactions[0].response.body == body
+
+
+def test_a_large_sse_body_in_many_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cassette_body, "WINDOW", 4096)
+    events = [f'data: {{"i": {i}, "text": "{"é" * (i % 7)}\\n\\"q\\"", "run": "{chr(10) * (i % 4)}"}}\n\n'.encode()
+              for i in range(3000)]
+    c = Cassette()
+    c.add("GET", "http://h/s", events, times=[i / 997 for i in range(len(events))])
+    raw = c.dumps()
+    assert raw == _reference(c)
+    doc = orjson.loads(raw)
+    assert "".join(doc["interactions"][0]["response"]["body"]).encode() == b"".join(events)
+
+
+@pytest.mark.parametrize("where", ["dumps", "save"])
+def test_a_body_that_stops_being_utf8_late_is_saved_in_base64(tmp_path: Path, where: str) -> None:
+    """Only a body's first bytes are checked before it is laid out; a bad byte further on makes
+    the whole document be written again (the file rewound), with that body in base64."""
+    late = b"data: ok\n\n" * 2000 + b"data: \xff\n\n" + b"data: ok\n\n" * 10  # past the checked prefix
+    c = _cassette([(b"data: first\n\n", "text/event-stream"), (late, "text/event-stream"),
+                   (b"\xfe early", "text/plain"), (late + b"x", "text/event-stream")])
+    raw = c.dumps() if where == "dumps" else c.save(tmp_path / "c.json").read_bytes()
+    assert raw == _reference(c)
+    doc = orjson.loads(raw)
+    kinds = ["body" if "body" in x["response"] else "body_base64" for x in doc["interactions"]]
+    assert kinds == ["body", "body_base64", "body_base64", "body_base64"]
+    assert [x.response.body for x in Cassette.loads(raw).interactions] == [x.response.body for x in c.interactions]
+
+
+_FLOATS = st.one_of(
+    st.floats(min_value=0, max_value=86_400, allow_nan=False),
+    st.integers(min_value=0, max_value=10 ** 9).map(lambda k: k / 20_000),  # on or next to a 0.05 ms half
+    st.integers(min_value=0, max_value=8 * 10 ** 8).map(lambda k: (k + 0.5) / 10_000),
+    st.sampled_from([0.0, 5e-324, 1e-9, 0.00005, 0.00015, 0.2 + 0.0125 * 3]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(times=st.lists(_FLOATS, min_size=1, max_size=40).map(sorted))
+def test_chunk_times_are_rounded_as_round_ms_1(times: list[float]) -> None:
+    c = Cassette()
+    c.add("GET", "http://h/s", [b"x"] * len(times), times=times)
+    chunks = orjson.loads(c.dumps())["interactions"][0]["response"]["chunks"]
+    written = [t for t, _ in chunks]
+    expected = [round(t * 1000, 1) for t in times]
+    assert written == expected
+    assert [math.copysign(1, t) for t in written] == [math.copysign(1, t) for t in expected]
+
+
+def test_times_that_are_not_plain_floats_are_written_as_round_writes_them() -> None:
+    c = Cassette()
+    c.add("GET", "http://h/s", [b"a", b"b", b"c"])
+    c.interactions[0].response.times = [0, -0.0, 2.5]  # set by hand: an int and a negative zero
+    written: list[Any] = [t for t, _ in orjson.loads(c.dumps())["interactions"][0]["response"]["chunks"]]
+    assert written == [0, -0.0, 2500.0] and type(written[0]) is int and math.copysign(1, written[1]) == -1
+
+
+@pytest.mark.parametrize("content_type", ["text/event-stream", "text/plain"])
+def test_runs_of_blank_lines_across_every_window_edge(monkeypatch: pytest.MonkeyPatch, content_type: str) -> None:
+    """A run of 3+ newlines pairs up from its first (``\\n\\n`` ends an event, the odd one
+    starts the next), wherever a window's edge falls in it."""
+    bodies = [b"".join(b"e%d" % i + b"\n" * (i % 6 + 1) for i in range(n)) for n in (1, 5, 12)]
+    bodies += [b"\n" * k for k in range(1, 8)] + [b"x\n\n\n" * 4, b"\n\n\nx" * 4, b"\r\n\r\n\r\n\n\r\r" * 3]
+    for window in range(1, 14):
+        monkeypatch.setattr(cassette_body, "WINDOW", window)
+        c = _cassette([(body, content_type) for body in bodies])
+        assert c.dumps() == _reference(c), window
