@@ -6,7 +6,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from ssemock import Cassette, Request
+from ssemock import Cassette, Request, Response
 from ssemock.redact import (
     QUERY_PARAMS,
     REDACTED,
@@ -208,3 +208,17 @@ def test_find_secrets_in_non_utf8_body() -> None:
 def test_redact_module_is_importable_from_the_package() -> None:
     import ssemock.redact
     assert ssemock.redact.REDACTED == "REDACTED"
+
+
+def test_redact_response_redacts_the_session_id_an_endpoint_event_hands_the_client() -> None:
+    """The legacy MCP transport's GET stream names the POST URL, session id included: it is redacted
+    as the requests' URLs are (so the client's POSTs still match), the chunk ends moved with it."""
+    endpoint = b"event: endpoint\r\ndata: /messages/?session_id=0123456789abcdef0123456789abcdef\r\n\r\n"
+    message = b'event: message\r\ndata: {"url": "/x?session_id=keep-in-json"}\r\n\r\n'
+    body = endpoint + message
+    response = Response(200, [("content-type", "text/event-stream")], body, [10, len(endpoint), len(body)], [0, 0, 0])
+    redacted = redact_response(response)
+    assert redacted.body == endpoint.replace(b"0123456789abcdef0123456789abcdef", b"REDACTED") + message
+    assert redacted.ends == [10, len(redacted.body) - len(message), len(redacted.body)]
+    assert redact_url("http://h/messages/?session_id=0123456789abcdef0123456789abcdef") == (
+        "http://h/messages/?session_id=REDACTED")

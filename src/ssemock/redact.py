@@ -19,6 +19,7 @@ import orjson
 
 from .cassette import Cassette, Headers, Interaction, Request, Response
 from .secrets import SECRET_NAME, Secret, _query_spans, looks_random, scan, scan_body, scan_header, scan_url
+from .transforms import rewrite
 
 __all__ = ["QUERY_PARAMS", "REDACTED", "REQUEST_HEADERS", "RESPONSE_HEADERS", "escape_control", "find_secrets",
            "interaction_secrets", "mask_text", "mask_url", "redact_request", "redact_response", "redact_url",
@@ -38,7 +39,10 @@ RESPONSE_HEADERS = frozenset({"set-cookie", "openai-organization", "openai-proje
 _AMZ_TOKEN = re.compile(r"^x-amz-.*token", re.I)
 QUERY_PARAMS = re.compile(
     r"^(key|api[-_]?key|access[-_]?token|refresh[-_]?token|id[-_]?token|token|secret|client[-_]?secret|password"
-    r"|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|auth|code)$", re.I)
+    r"|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|auth|code|session[-_]?id)$", re.I)
+#: An SSE ``data:`` line that is a URL alone (not JSON): how the legacy MCP transport's ``endpoint``
+#: event tells the client where to POST, with the session id in its query.
+_URL_LINE = re.compile(rb"^data: ?((?:/|https?://)[^\r\n\s]*\?[^\r\n\s]*)\r?$", re.M)
 
 
 def _request_header_secret(name: str) -> bool:
@@ -86,8 +90,20 @@ def redact_request(request: Request) -> Request:
 
 
 def redact_response(response: Response) -> Response:
-    """Replace credential response headers in place (``set-cookie``, organization ids, AWS tokens)."""
+    """Replace credential response headers in place (``set-cookie``, organization ids, AWS tokens,
+    ``Mcp-Session-Id``), and the credential query values of a URL an event stream hands the client
+    (the legacy MCP ``endpoint`` event's ``session_id``: redacted as the requests' URLs are, so the
+    client's POSTs still match; chunk ends move with the shorter body)."""
     response.headers = [(k, REDACTED if _response_header_secret(k) else v) for k, v in response.headers]
+    if b"?" in response.body and "event-stream" in (response.header("content-type") or ""):
+        edits = []
+        for m in _URL_LINE.finditer(response.body):
+            url = m.group(1).decode("utf-8", "replace")
+            redacted = redact_url(url)
+            if redacted != url:
+                edits.append((m.start(1), m.end(1), redacted.encode()))
+        if edits:
+            response.body, response.ends = rewrite(response.body, edits, list(response.ends))
     return response
 
 

@@ -24,7 +24,8 @@ from ._names import unknown
 from .chunking import event_ends
 
 __all__ = ["ALL", "Transform", "alternatives", "applies", "apply", "blank_lines", "comments", "cr", "crlf", "get",
-           "ids", "keepalive", "kind_of", "meta", "mixed", "no_space", "pad", "raw_unicode", "resolve", "retry"]
+           "ids", "keepalive", "kind_of", "meta", "mixed", "no_space", "pad", "raw_unicode", "resolve", "retry",
+           "rewrite"]
 
 Edit = tuple[int, int, bytes]  # replace body[start:end] with the bytes
 Edits = Callable[[bytes, str], Iterable[Edit]]
@@ -82,12 +83,13 @@ def apply(transforms: Sequence[Transform], body: bytes, ends: Sequence[int], *,
     new_ends = list(ends)
     for t in transforms:
         if applies(t, body, kind):
-            body, new_ends = _rewrite(body, t.edits(body, kind or _SSE), new_ends)
+            body, new_ends = rewrite(body, t.edits(body, kind or _SSE), new_ends)
     return body, new_ends
 
 
-def _rewrite(body: bytes, edits: Iterable[Edit], ends: list[int]) -> tuple[bytes, list[int]]:
-    """One merge walk over the edits and the (sorted) ends."""
+def rewrite(body: bytes, edits: Iterable[Edit], ends: list[int]) -> tuple[bytes, list[int]]:
+    """``body`` with each (start, end, replacement) edit made (sorted, apart), and the (sorted) chunk
+    ``ends`` carried over as :func:`apply` says: one merge walk over both."""
     out: list[bytes] = []
     new_ends: list[int] = []
     pos = shift = j = 0
