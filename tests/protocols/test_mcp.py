@@ -261,6 +261,26 @@ def test_the_error_event_fault_answers_the_call_the_stream_owes(after: int) -> N
     assert _fold(events).errors == {call_id: {"code": mcp.INVALID_PARAMS, "message": "invalid params"}}
 
 
+def test_the_error_event_fault_on_a_json_answer_is_the_sdks_mcp_error() -> None:
+    """A POST answered by a JSON body (the stateless protocol): error_event makes the JSON-RPC
+    error object the whole answer, with the request's id, and the SDK raises its own MCPError."""
+    cassette = ssemock.cassettes.load("mcp/streamable_http_stateless")
+
+    async def list_tools() -> MCPError:
+        async with Client(URL, mode=MODES[1]) as client:
+            with pytest.raises(MCPError) as info:
+                await client.list_tools()
+        return info.value
+
+    with ssemock.replay(cassette, faults="error_event:kind=invalid_params", allow_playback_repeats=True) as player:
+        error = asyncio.run(list_tools())
+    assert (error.error.code, error.error.message) == (mcp.INVALID_PARAMS, "invalid params")
+    (play,) = player.plays
+    answered = json.loads(play.interaction.response.body)["id"]
+    assert json.loads(play.body) == {"jsonrpc": "2.0", "id": answered,
+                                     "error": {"code": mcp.INVALID_PARAMS, "message": "invalid params"}}
+
+
 def test_owed_is_the_request_a_cut_stream_still_answers() -> None:
     ends = ssemock.chunking.event_ends(LEGACY_GET, sse=True)
     assert mcp.owed(LEGACY_GET, 0) == mcp.owed(LEGACY_GET, ends[0]) == 1  # the first response after the cut

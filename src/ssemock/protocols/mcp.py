@@ -143,23 +143,27 @@ def message(payload: Mapping[str, Any], *, newline: str = "\n", event_id: str | 
     return f"event: message{newline}{head}data: {data}{newline}{newline}".encode()
 
 
-def _error(kind: str, text: str, ident: RequestId | None, newline: str = "\n") -> bytes:
+def _error(kind: str, text: str, ident: RequestId | None, newline: str = "\n", *, sse: bool = True) -> bytes:
     code = _KINDS.get(kind, INTERNAL_ERROR)
-    return message({"id": ident, "error": {"code": code, "message": text or _MESSAGES[code]}}, newline=newline)
+    payload = {"id": ident, "error": {"code": code, "message": text or _MESSAGES[code]}}
+    return message(payload, newline=newline) if sse else orjson.dumps({"jsonrpc": "2.0", **payload})
 
 
 def error_event(error: StreamError) -> bytes:
     """A JSON-RPC error response as an SSE ``message`` event, with the id of the request the
     stream still owes (``error.request_id``; ``faults.error_event`` fills it from :func:`owed`):
-    the client's session fails that very call. Null when there is none."""
-    return _error(error.kind, error.message, error.request_id, error.newline)
+    the client's session fails that very call. Null when there is none. A POST answered by a
+    JSON body (``application/json``) gets the error object alone, as its whole body."""
+    return _error(error.kind, error.message, error.request_id, error.newline, sse=error.framing == "sse")
 
 
 def owed(body: bytes, offset: int) -> RequestId | None:
     """The id of the request a stream cut at byte ``offset`` still owes an answer: the first
     response (result or error) after the cut, else the token of a progress notification whose
     request is not answered before it (the mcp SDK's progress token is the request id); None when
-    the stream owes nothing."""
+    the stream owes nothing. A JSON body (not a stream) owes the id of the answer it holds."""
+    if body.lstrip().startswith((b"{", b"[")):
+        return next(iter(_answers(body.decode("utf-8", "replace"))[0]), None)
     starts = [0, *event_ends(body, sse=True)]
     answered: set[RequestId] = set()
     tokens: list[RequestId] = []
