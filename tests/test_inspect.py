@@ -317,6 +317,15 @@ def test_redact_scrubs_headers_urls_and_bodies_keeping_the_map_valid() -> None:
     assert redact(cassette) == []  # idempotent
 
 
+
+def test_redact_leaves_no_token_a_percent_escape_cut_short() -> None:
+    """A Bearer token ending in a doubly escaped ``=`` (``%253D``) then a letter: the scan's span
+    stops at the escape, and the letter after it goes too, or ``REDACTEDA`` reads as a token."""
+    cassette = Cassette()
+    cassette.add("GET", "http://127.0.0.1:1/v1/%0ABearer%200000000000000000000000000000000a%253DA/x", [b"ok"])
+    assert redact(cassette) and find_secrets(cassette) == []
+    assert cassette.interactions[0].request.url == "http://127.0.0.1:1/v1/%0ABearer%20REDACTED/x"
+
 # -- fix -------------------------------------------------------------------------------------------
 
 def test_repair_keeps_valid_boundaries_when_only_the_map_is_wrong() -> None:

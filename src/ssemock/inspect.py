@@ -494,17 +494,31 @@ def rechunk(cassette: Cassette, chunking: Chunking, transforms: Sequence[Transfo
 Edit = tuple[int, int, int]  # old start, old end, new length
 
 
+_TOKEN_TAIL = re.compile(rb"[A-Za-z0-9]+")
+_TOKEN_TAIL_TEXT = re.compile(r"[A-Za-z0-9]+")
+
+
+def _spans(data: bytes | str, found: list[Secret]) -> list[tuple[int, int, str]]:
+    """The spans to replace, sorted and apart (overlapping finds become one); each swallows the
+    letters and digits right after it (what is left of a token that a percent-escape cut short),
+    so no ``REDACTEDA`` remains for the next scan to take for a token again."""
+    merged: list[tuple[int, int, str]] = []
+    for s in sorted(found, key=lambda s: s.start):
+        tail = _TOKEN_TAIL.match(data, s.end) if isinstance(data, bytes) else _TOKEN_TAIL_TEXT.match(data, s.end)
+        end = tail.end() if tail else s.end
+        if merged and s.start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]), merged[-1][2])
+        else:
+            merged.append((s.start, end, s.what))
+    return merged
+
+
 def _scrub(data: bytes, found: list[Secret]) -> tuple[bytes, list[Edit], list[str]]:
     """Replace every secret ``found`` in ``data`` with REDACTED: the new bytes, the edits, what
     was found (overlapping finds become one edit)."""
     if not found:
         return data, [], []
-    merged: list[tuple[int, int, str]] = []
-    for s in sorted(found, key=lambda s: s.start):
-        if merged and s.start < merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(s.end, merged[-1][1]), merged[-1][2])
-        else:
-            merged.append((s.start, s.end, s.what))
+    merged = _spans(data, found)
     pieces, edits, what, pos = [], [], [], 0
     for a, b, kind in merged:
         pieces += [data[pos:a], REDACTED.encode()]
@@ -553,7 +567,7 @@ def remap_ends(ends: Sequence[int], times: Sequence[float], edits: Sequence[Edit
 
 
 def _scrub_text(text: str, found: list[Secret]) -> tuple[str, list[str]]:
-    spans = sorted((f.start, f.end) for f in found)
+    spans = [(a, b) for a, b, _ in _spans(text, found)]
     return replace_spans(text, spans, REDACTED), [f"{f.what} at character {f.start}" for f in found]
 
 
