@@ -282,13 +282,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def ssemock_config() -> dict[str, Any]:
-    """Override to set defaults for every ssemock test in scope (marker options win)."""
+    """Override to set defaults for every ssemock test in scope (marker options win). The
+    defaults are session- and module-scoped (computed once, not per test); an override may
+    have any scope."""
     return {}
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def ssemock_cassette_dir(request: pytest.FixtureRequest) -> Path:
     """Where cassettes live: ``cassettes/<test module stem>/`` beside the test file."""
     path = Path(request.node.path)
