@@ -1,6 +1,6 @@
 """Fixed cost of one replay: enter a player, serve a 1-chunk stream through a reused client, exit.
 
-    python bench/fixed_cost.py
+    python bench/fixed_cost.py [--cpu]      # --cpu: CPU time instead of wall time
 
 Against a hand-written respx mock doing the same (``respx.mock`` + one route streaming the same
 chunk), sync and async, httpx and httpx2 (respx cannot mock httpx2, so ssemock on httpx2 is
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -79,9 +80,10 @@ def respx_async(client: httpx.AsyncClient) -> Callable[[], Awaitable[None]]:
     return once
 
 
-def measure(rounds: int = ROUNDS, per_round: int = PER_ROUND) -> dict[str, float]:
+def measure(rounds: int = ROUNDS, per_round: int = PER_ROUND,
+            clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
     """Median microseconds per replay of every contestant (``rounds`` interleaved rounds of
-    ``per_round`` replays each)."""
+    ``per_round`` replays each, timed by ``clock``: wall or CPU time)."""
     sync_x, sync_x2 = httpx.Client(), httpx2.Client()
     async_x, async_x2 = httpx.AsyncClient(), httpx2.AsyncClient()
     loop = asyncio.new_event_loop()
@@ -109,14 +111,14 @@ def measure(rounds: int = ROUNDS, per_round: int = PER_ROUND) -> dict[str, float
     try:
         for run in contestants.values():  # warm-up: imports, the first patches
             run()
-        seconds = median_interleaved(contestants, rounds)
+        seconds = median_interleaved(contestants, rounds, clock)
     finally:
         loop.close()
     return {name: s / per_round * 1e6 for name, s in seconds.items()}
 
 
 def main() -> None:
-    med = measure()
+    med = measure(clock=time.process_time if "--cpu" in sys.argv else time.perf_counter)
     for name, t in med.items():
         base = med["respx httpx async" if "async" in name else "respx httpx sync"]
         print(f"{name:24} {t:8.1f} us per replay  ({t / base:.2f}x respx)")

@@ -1,6 +1,6 @@
 """Replay cost per chunk: ssemock vs a hand-written respx stream of the same chunks, sync and async.
 
-    python bench/replay.py [EVENTS]
+    python bench/replay.py [EVENTS] [--cpu]      # --cpu: CPU time instead of wall time
 
 Every contestant reads EVENTS chunks (~40 bytes each) as raw chunks through a client built once,
 outside the timed rounds (for all of them); what is timed is entering the mock, the request and
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -132,23 +133,25 @@ def contestants(chunks: list[bytes], loop: asyncio.AbstractEventLoop) -> dict[st
     }
 
 
-def measure(events: int = 100_000, rounds: int = 7) -> dict[str, float]:
-    """Microseconds per chunk of every contestant (median of ``rounds`` interleaved rounds)."""
+def measure(events: int = 100_000, rounds: int = 7, clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
+    """Microseconds per chunk of every contestant (median of ``rounds`` interleaved rounds, timed
+    by ``clock``: wall time, or ``time.process_time`` for CPU time on a busy machine)."""
     chunks = body(events)
     loop = asyncio.new_event_loop()
     try:
         fns = contestants(chunks, loop)
         for name, fn in fns.items():  # warm-up, and every contestant reads every chunk
             assert fn() == events, name
-        seconds = median_interleaved(fns, rounds)
+        seconds = median_interleaved(fns, rounds, clock)
     finally:
         loop.close()
     return {name: s / events * 1e6 for name, s in seconds.items()}
 
 
 def main() -> None:
-    events = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
-    us = measure(events)
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    events = int(args[0]) if args else 100_000
+    us = measure(events, clock=time.process_time if "--cpu" in sys.argv else time.perf_counter)
     for name, value in us.items():
         base = us["respx httpx async" if "async" in name else "respx httpx sync"]
         print(f"{name:28s} {value:7.3f} us/chunk  ({value / base:.3f}x hand-written respx)")

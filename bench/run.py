@@ -4,6 +4,7 @@
     python bench/run.py --quick            # smaller sizes and fewer rounds, for a smoke run
     python bench/run.py --write-results    # the full run, also written to bench/RESULTS.md
     python bench/run.py decoder pytest     # only the sections whose title holds one of the words
+    python bench/run.py --wall             # in-process timings in wall time instead of CPU time
 
 Prints (as Markdown, the text of bench/RESULTS.md):
 
@@ -17,7 +18,9 @@ Prints (as Markdown, the text of bench/RESULTS.md):
 Every contestant is timed under the same conditions: clients (and event loops) are built before
 the timed region for all of them; rounds are interleaved (each round runs every contestant once,
 in a rotated order) with the garbage collector off while timing; the median round counts unless a
-section says otherwise; pytest figures come from real pytest subprocesses, interleaved.
+section says otherwise; in-process sections of issue 16 (decoder, fixed cost, per chunk, matching)
+time CPU time of this process (``--wall``: wall time), as the per-test pytest figures do (real
+pytest subprocesses, interleaved; their session times are wall time).
 
 The parts live in the per-topic scripts, imported here (each also runs alone): bench/decode.py
 (decoder peers), fixed_cost.py, replay.py (per chunk), pytest_cost.py (plugin unused; marked tests
@@ -41,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,9 +72,15 @@ import pytest_cost  # noqa: E402
 import record as record_bench  # noqa: E402
 import replay as replay_bench  # noqa: E402
 import secret_scan as secret_scan_bench  # noqa: E402
+import stack_aiohttp  # noqa: E402
+import stack_urllib3  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 SCALE = 10 if QUICK else 1
+#: in-process contestants are timed in CPU time of this process (other processes on a shared
+#: machine disturb it least; nothing timed waits on I/O), or in wall time with --wall
+CLOCK = time.perf_counter if "--wall" in sys.argv else time.process_time
+decode_bench.CLOCK = CLOCK
 RESULTS = HERE / "RESULTS.md"
 
 
@@ -111,9 +121,15 @@ REPORT = Report()
 
 
 def run_section(title: str, fn: Callable[[], None]) -> None:
+    """One section; a section that fails is reported (and in the summary) and the run goes on."""
     print(f"\n## {title}\n", flush=True)
     start = time.perf_counter()
-    fn()
+    try:
+        fn()
+    except Exception as exc:  # a broken benchmark must not hide the others' figures
+        print("```\n" + traceback.format_exc().rstrip() + "\n```", flush=True)
+        REPORT.target(f"{title}: the section FAILED ({type(exc).__name__})", "-", "-", float("nan"),
+                      "runs", False)
     print(f"  ({time.perf_counter() - start:.1f} s)", flush=True)
 
 
@@ -201,7 +217,7 @@ def bench_decode() -> None:
                       ">= 2x faster than the fastest peer", result.ratio >= 2.0,
                       profile=lambda chunks=shape.chunks: decode_bench.run_ssemock(chunks), item="1")
         REPORT.figure("decode", f"{shape.name}: Decoder.feed per chunk {result.per_unit('ssemock.feed')}, "
-                      f"{result.feed_ratio:.2f}x faster than the fastest peer ({peer})")
+                      f"speed {result.feed_ratio:.2f}x the fastest peer's ({peer})")
     events = decode_bench.build_events(decode_bench.N_EVENTS // SCALE)
     sizes = [len(events) // 100, len(events) // 10, len(events)]
     per = [best_interleaved({"x": lambda s=s: decode_bench.run_ssemock(events[:s])}, 3)["x"] / s * 1e6 for s in sizes]
@@ -225,7 +241,7 @@ def bench_decode() -> None:
 
 def bench_fixed_cost() -> None:
     """bench/fixed_cost.py: enter a player, serve a 1-chunk stream through a reused client, exit."""
-    us = fixed_cost.measure(rounds=5 if QUICK else 15, per_round=50 if QUICK else 200)
+    us = fixed_cost.measure(rounds=5 if QUICK else 15, per_round=50 if QUICK else 200, clock=CLOCK)
     for name, value in us.items():
         REPORT.figure("fixed cost", f"{name:<22} {value:8.1f} us per replay")
     for lib in ("httpx", "httpx2"):
@@ -237,7 +253,7 @@ def bench_fixed_cost() -> None:
 def bench_replay() -> None:
     """bench/replay.py: cost per chunk of a long stream read as raw chunks."""
     events = 200_000 // SCALE
-    us = replay_bench.measure(events, rounds=5 if QUICK else 9)
+    us = replay_bench.measure(events, rounds=5 if QUICK else 9, clock=CLOCK)
     for name, value in us.items():
         REPORT.figure("replay", f"{name:<26} {value:6.3f} us/chunk ({events:,} chunks of ~40 bytes)")
     for lib in ("httpx", "httpx2"):
@@ -274,7 +290,7 @@ def bench_pytest_marked() -> None:
 
 def bench_matching() -> None:
     """bench/matching.py: per-request cost replaying every interaction of an N-interaction cassette."""
-    result = matching_bench.curve(rounds=3 if QUICK else 5)
+    result = matching_bench.curve(rounds=3 if QUICK else 5, clock=CLOCK)
     base = result[min(result)]
     for n, secs in result.items():
         REPORT.figure("matching", f"N = {n:>5}: {secs * 1e6:6.0f} us per request ({secs / base:.2f}x N = {min(result)})")
@@ -537,6 +553,38 @@ def bench_record() -> None:
                       share, "<= 0.10x", share <= 0.10, profile=lambda: find_secrets(part))
 
 
+# -- other targets: the aiohttp and urllib3 stacks ---------------------------------------------------
+
+def bench_stacks() -> None:
+    """bench/stack_aiohttp.py and bench/stack_urllib3.py: replay per chunk against the hand-written
+    mock of each stack's own mocking library, and the first chunk's delay while recording."""
+    events = 50_000 // SCALE
+    us = stack_aiohttp.measure_per_chunk(events, rounds=5 if QUICK else 9)
+    REPORT.figure("stacks", "aiohttp: " + ", ".join(f"{k} {v:.3f} us/chunk" for k, v in us.items())
+                  + f" ({events:,} chunks, CPU time, best of {5 if QUICK else 9}, session built in the timed "
+                  "region for both)")
+    ratio_row("", "replay per chunk, aiohttp", us["ssemock aiohttp"], us["hand-written aioresponses"],
+              "hand-written aioresponses", "us", 1.10, fmt=".3f")
+    live, rec = stack_aiohttp.measure_first_chunk(20 if QUICK else 40)
+    REPORT.figure("stacks", f"aiohttp time to first chunk: live {live * 1e3:.3f} ms, recording {rec * 1e3:.3f} ms")
+    REPORT.target("time to first chunk while recording, aiohttp", f"{rec * 1e3:.2f} ms", f"{live * 1e3:.2f} ms (live)",
+                  rec / live, "within 2 ms", rec - live <= 0.002)
+    count = 20_000 // SCALE
+    us = stack_urllib3.measure_per_chunk(count)
+    REPORT.figure("stacks", "requests/urllib3: " + ", ".join(f"{k} {v:.3f} us/chunk" for k, v in us.items())
+                  + f" ({count:,} chunks of {stack_urllib3.SIZE} bytes, best of 5)")
+    ratio_row("", "replay per chunk, requests/urllib3", us["ssemock"], us["hand-written responses"],
+              "hand-written responses", "us", 1.10, fmt=".3f")
+    lives, recs = stack_urllib3.measure_first_chunk(30 if QUICK else 100)
+    paired = statistics.median(r - x for r, x in zip(recs, lives))
+    REPORT.figure("stacks", f"requests/urllib3 time to first chunk: live {statistics.median(lives) * 1e3:.3f} ms, "
+                  f"recording {statistics.median(recs) * 1e3:.3f} ms, median of the paired differences "
+                  f"{paired * 1e3:+.3f} ms")
+    REPORT.target("time to first chunk while recording, requests/urllib3", f"{paired * 1e3:+.2f} ms (median of pairs)",
+                  f"{statistics.median(lives) * 1e3:.2f} ms (live)",
+                  statistics.median(recs) / statistics.median(lives), "within 2 ms", paired <= 0.002)
+
+
 # -- main -------------------------------------------------------------------------------------
 
 SECTIONS: list[tuple[str, Callable[[], None]]] = [
@@ -548,6 +596,7 @@ SECTIONS: list[tuple[str, Callable[[], None]]] = [
     ("pytest: the plugin when unused (item 4)", bench_pytest_unused),
     ("cassette load/save (item 5)", bench_cassette_io),
     ("recording", bench_record),
+    ("client stacks: aiohttp, requests/urllib3", bench_stacks),
     ("chunking computation", bench_chunking),
     ("secret scan", bench_secret_scan),
     ("chunking matrix", bench_matrix),
@@ -602,9 +651,11 @@ HEADER = """# Benchmark results
 
 Generated by `python bench/run.py --write-results` (do not edit by hand: re-run it). Every ratio
 is measured side by side in the same run: clients built before the timed region for every
-contestant, interleaved rounds, garbage collector off while timing, medians; pytest figures from
-real pytest subprocesses, interleaved. Benchmarks print, they never assert. The machine is shared
-(2 cores), so a ratio within a few percent of its target is at the target: re-run to confirm.
+contestant, interleaved rounds, garbage collector off while timing, medians, CPU time of the
+measuring process for issue 16's in-process figures and per pytest test (pytest figures from real
+pytest subprocesses, interleaved). Benchmarks print, they never assert. The machine is shared
+(2 cores, other jobs running: see the load average below), so a ratio within a few percent of its
+target is at the target: re-run to confirm.
 
 """
 
