@@ -74,6 +74,7 @@ import replay as replay_bench  # noqa: E402
 import secret_scan as secret_scan_bench  # noqa: E402
 import stack_aiohttp  # noqa: E402
 import stack_urllib3  # noqa: E402
+import timing as timing_bench  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 SCALE = 10 if QUICK else 1
@@ -585,6 +586,18 @@ def bench_stacks() -> None:
                   statistics.median(recs) / statistics.median(lives), "within 2 ms", paired <= 0.002)
 
 
+# -- other targets: timing accuracy ------------------------------------------------------------------
+
+def bench_timing() -> None:
+    """bench/timing.py: how close timing="recorded" / scaled:F bring each chunk to its due time."""
+    for timing, client, median, p95 in timing_bench.measure():
+        REPORT.figure("timing", f"{timing:<11} {client:<5} median error {median:5.2f} ms, p95 {p95:5.2f} ms "
+                      "(40 chunks, gaps of 5-60 ms)")
+        if timing == "recorded":
+            REPORT.target(f"timing=\"recorded\" accuracy, {client}", f"{median:.2f} ms (median error)", "-",
+                          median / 2.0, "median < 2 ms", median < 2.0)
+
+
 # -- main -------------------------------------------------------------------------------------
 
 SECTIONS: list[tuple[str, Callable[[], None]]] = [
@@ -597,6 +610,7 @@ SECTIONS: list[tuple[str, Callable[[], None]]] = [
     ("cassette load/save (item 5)", bench_cassette_io),
     ("recording", bench_record),
     ("client stacks: aiohttp, requests/urllib3", bench_stacks),
+    ("timing accuracy", bench_timing),
     ("chunking computation", bench_chunking),
     ("secret scan", bench_secret_scan),
     ("chunking matrix", bench_matrix),
