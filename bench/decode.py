@@ -27,10 +27,8 @@ contestant's events are checked against ssemock's on each shape.
 
 from __future__ import annotations
 
-import gc
 import importlib
 import json
-import statistics
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -38,9 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src"), str(Path(__file__).resolve().parent)]
 
 from ssemock.sse import decode, iter_decode  # noqa: E402
+from timer import median_interleaved  # noqa: E402
 
 WORDS = ["Hello", " wörld", ",", " naïve", " café", " 東京", " へようこそ", " 🙂", " Ωmega", " —", " ok", "."]
 N_EVENTS = 20_000
@@ -263,26 +262,7 @@ def agreeing(fns: dict[str, Callable[[list[bytes]], list[Any]]], shape: Shape) -
 
 # -- timing ------------------------------------------------------------------------------------------
 
-CLOCK = time.process_time if "--cpu" in sys.argv else time.perf_counter
-
-
-def median_interleaved(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
-    """Median seconds per function over ``rounds`` rounds; each round runs every function once
-    (in an order rotated by one each round), so drift and cache effects hit all alike. Wall
-    time, or with ``--cpu`` the process's CPU time (steadier on a machine shared with other work)."""
-    names = list(fns)
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            gc.collect()
-            gc.disable()
-            try:
-                start = CLOCK()
-                fns[name]()
-                times[name].append(CLOCK() - start)
-            finally:
-                gc.enable()
-    return {name: statistics.median(t) for name, t in times.items()}
+CLOCK = time.process_time if "--cpu" in sys.argv else time.perf_counter  # --cpu: steadier on a shared machine
 
 
 @dataclass
@@ -314,7 +294,7 @@ class Result:
 def measure(shape: Shape, fns: dict[str, Callable[[list[bytes]], list[Any]]], rounds: int) -> Result:
     chunks = shape.chunks
     count = len(b"".join(chunks)) if shape.unit == "byte" else len(run_ssemock(chunks))
-    seconds = median_interleaved({name: (lambda fn=fn: fn(chunks)) for name, fn in fns.items()}, rounds)
+    seconds = median_interleaved({name: (lambda fn=fn: fn(chunks)) for name, fn in fns.items()}, rounds, CLOCK)
     return Result(shape, count, seconds)
 
 
@@ -337,7 +317,7 @@ def linearity(rounds: int = 3) -> list[float]:
         payload = "x" * 60 + "é€🙂"
         body = b"data: " + (payload * (100_000 * factor // len(payload.encode()))).encode() + b"\n\n"
         chunks = [body[i:i + 4096] for i in range(0, len(body), 4096)]
-        out.append(median_interleaved({"x": lambda: run_ssemock(chunks)}, rounds)["x"] / len(body) * 1e9)
+        out.append(median_interleaved({"x": lambda: run_ssemock(chunks)}, rounds, CLOCK)["x"] / len(body) * 1e9)
     return out
 
 

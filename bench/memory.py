@@ -144,7 +144,7 @@ def measure_record(url: str, path: Path, size: int, chunk: int = 16384) -> dict[
     with httpx.Client(timeout=60) as client:
         phase = _Phases()
         received = 0
-        with ssemock.use_cassette(path, record_mode="all"):
+        with ssemock.use_cassette(path, record_mode="all", max_body_bytes=2 * size):  # past the 64 MiB default
             with client.stream("GET", f"{url}/stream?size={size}&chunk={chunk}") as r:
                 for data in r.iter_raw():
                     received += len(data)

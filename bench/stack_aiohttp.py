@@ -105,13 +105,14 @@ def run_ssemock(chunks: list[bytes]) -> Callable[[], int]:
     return lambda: asyncio.run(go())
 
 
-def per_chunk(events: int) -> None:
+def measure_per_chunk(events: int, rounds: int = 9) -> dict[str, float]:
+    """CPU microseconds per chunk of both contestants (best of ``rounds`` alternated runs)."""
     chunks = body(events)
     runs = {"hand-written aioresponses": run_aioresponses(chunks), "ssemock aiohttp": run_ssemock(chunks)}
     for name, fn in runs.items():
         assert fn() == events, name
     results = dict.fromkeys(runs, float("inf"))
-    for _ in range(9):  # alternated, best of 9 each, in CPU time: other processes' load is not ours
+    for _ in range(rounds):  # alternated, best of each, in CPU time: other processes' load is not ours
         for name, fn in runs.items():
             gc.collect()
             gc.disable()
@@ -121,9 +122,14 @@ def per_chunk(events: int) -> None:
                 results[name] = min(results[name], time.process_time() - start)
             finally:
                 gc.enable()
-    for name, seconds in results.items():
-        print(f"{name:26s} {seconds / events * 1e6:7.3f} us/chunk")
-    ratio = results["ssemock aiohttp"] / results["hand-written aioresponses"]
+    return {name: seconds / events * 1e6 for name, seconds in results.items()}
+
+
+def per_chunk(events: int) -> None:
+    us = measure_per_chunk(events)
+    for name, value in us.items():
+        print(f"{name:26s} {value:7.3f} us/chunk")
+    ratio = us["ssemock aiohttp"] / us["hand-written aioresponses"]
     print(f"replay per chunk: ssemock / aioresponses = {ratio:.3f}x (target <= 1.10x)")
 
 
@@ -168,7 +174,8 @@ async def first_chunk(session: aiohttp.ClientSession, url: str) -> float:
     return took
 
 
-def time_to_first_chunk(requests: int = 40) -> None:
+def measure_first_chunk(requests: int = 40) -> tuple[float, float]:
+    """Median seconds to the first chunk: live, and recording (``requests`` each, interleaved)."""
     live: list[float] = []
     recording: list[float] = []
     with server() as url, tempfile.TemporaryDirectory() as tmp:
@@ -182,7 +189,11 @@ def time_to_first_chunk(requests: int = 40) -> None:
                         recording.append(await first_chunk(session, url))
 
         asyncio.run(go())
-    a, b = statistics.median(live), statistics.median(recording)
+    return statistics.median(live), statistics.median(recording)
+
+
+def time_to_first_chunk(requests: int = 40) -> None:
+    a, b = measure_first_chunk(requests)
     print(f"time to first chunk: live {a * 1e3:.3f} ms, recording {b * 1e3:.3f} ms, "
           f"difference {(b - a) * 1e3:+.3f} ms (target within 2 ms)")
 

@@ -107,26 +107,38 @@ def ttfc(url: str) -> float:
     return t
 
 
-def main() -> None:
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
+def measure_per_chunk(count: int, repeat: int = 5) -> dict[str, float]:
+    """Microseconds per chunk of both contestants (best of ``repeat`` after a warm-up)."""
     chunks = chunks_of(count)
     results = {}
     for name, make in (("hand-written responses", run_responses), ("ssemock", run_ssemock)):
         fn = make(chunks)
         assert fn() == len(chunks), name
-        results[name] = best(fn, 5) / len(chunks) * 1e6
+        results[name] = best(fn, repeat) / len(chunks) * 1e6
+    return results
+
+
+def measure_first_chunk(runs: int = 100) -> tuple[list[float], list[float]]:
+    """Seconds to the first chunk, live and recording, ``runs`` each, alternating."""
+    live, recorded = [], []
+    with running(Starlette(routes=[Route("/first", first)])) as url, tempfile.TemporaryDirectory() as tmp:
+        ttfc(f"{url}/first")
+        for i in range(runs):
+            live.append(ttfc(f"{url}/first"))
+            with ssemock.use_cassette(Path(tmp) / f"{i}.json", record_mode="all"):
+                recorded.append(ttfc(f"{url}/first"))
+    return live, recorded
+
+
+def main() -> None:
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
+    results = measure_per_chunk(count)
     base = results["hand-written responses"]
     for name, us in results.items():
         print(f"{name:24s} {us:7.3f} us/chunk  ({us / base:.2f}x)")
     print(f"replay per chunk, ssemock / hand-written responses: {results['ssemock'] / base:.3f} (target <= 1.10)")
 
-    live, recorded = [], []
-    with running(Starlette(routes=[Route("/first", first)])) as url, tempfile.TemporaryDirectory() as tmp:
-        ttfc(f"{url}/first")
-        for i in range(100):
-            live.append(ttfc(f"{url}/first"))
-            with ssemock.use_cassette(Path(tmp) / f"{i}.json", record_mode="all"):
-                recorded.append(ttfc(f"{url}/first"))
+    live, recorded = measure_first_chunk()
     a, b = statistics.median(live) * 1e3, statistics.median(recorded) * 1e3
     paired = statistics.median(r - x for r, x in zip(recorded, live)) * 1e3
     print(f"time to first chunk: live {a:.3f} ms, recording {b:.3f} ms (medians); recording - live: "

@@ -250,6 +250,42 @@ def test_ini(ssemock):
     assert "ssemock-as_recorded+blank_lines] SKIPPED" in out
 
 
+def test_a_single_run_is_not_parametrized_and_a_matrix_from_ssemock_config_fails_clearly(
+        pytester: pytest.Pytester) -> None:
+    c = ssemock.Cassette()
+    c.add("GET", "https://example.test/s", [b"data: 1\n\n"])
+    for name in ("test_marked", "test_fixture", "test_config_matrix"):
+        c.save(pytester.path / "cassettes" / "test_one" / f"{name}.json")
+    pytester.makepyfile(test_one='''
+import httpx, pytest
+
+@pytest.fixture
+def ssemock_config(request):
+    return {"chunking": "all"} if request.node.name == "test_config_matrix" else {"chunking": "mid_line"}
+
+@pytest.mark.ssemock
+def test_marked(request):
+    player = request.getfixturevalue("ssemock")
+    assert player.chunking.name == "mid_line"
+    assert "_ssemock_chunking" not in request.fixturenames
+    with httpx.Client() as client:
+        assert client.get("https://example.test/s").text == "data: 1\\n\\n"
+
+def test_fixture(ssemock):
+    assert ssemock.chunking.name == "mid_line"
+    with httpx.Client() as client:
+        assert client.get("https://example.test/s").text == "data: 1\\n\\n"
+
+def test_config_matrix(ssemock):
+    pass
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cassetter", "-v")
+    result.assert_outcomes(passed=2, errors=1)
+    out = result.stdout.str()
+    assert "test_one.py::test_marked PASSED" in out and "test_one.py::test_fixture PASSED" in out
+    assert "a matrix of chunkings/transforms from ssemock_config cannot parametrize the test" in out
+
+
 # -- the first hour: recording runs that assert, naming, options, errors ---------------------
 
 COUNTED: dict[str, int] = {}

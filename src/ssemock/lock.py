@@ -12,6 +12,7 @@ not network and always pass.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import ipaddress
 import socket
 import threading
@@ -28,6 +29,16 @@ _LOOPBACK = ("localhost", "127.0.0.0/8", "::1/128")
 _STACKS = "httpx, httpx2, aiohttp, urllib3 (requests, botocore)"
 
 
+@functools.lru_cache(maxsize=512)
+def _parse(entry: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | str:
+    """An allowed_hosts entry as a network, else as a lower-case name (parsed once per entry:
+    every player, so every marked test, builds a Guard)."""
+    try:
+        return ipaddress.ip_network(entry.strip("[]"), strict=False)
+    except ValueError:
+        return entry.lower().rstrip(".")
+
+
 class Guard:
     """One player's policy: which hosts may be reached, and whether others fail or warn."""
 
@@ -39,13 +50,9 @@ class Guard:
         self.allowed_hosts = entries
         self.blocks = blocks
         self.where = where
-        self._networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
-        self._names: list[str] = []
-        for entry in entries:
-            try:
-                self._networks.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
-            except ValueError:
-                self._names.append(entry.lower().rstrip("."))
+        parsed = [_parse(entry) for entry in entries]
+        self._networks = [p for p in parsed if not isinstance(p, str)]
+        self._names = [p for p in parsed if isinstance(p, str)]
         self._seen: dict[str, bool] = {}
         self._warned: set[tuple[str, int]] = set()
 

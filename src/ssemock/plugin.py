@@ -209,17 +209,30 @@ class Variant:
         return "+".join(["ssemock-" + self.chunking.name, *(t.name for t in self.transforms)])
 
 
+_SESSION = pytest.StashKey[dict[str, tuple[Any, Any]]]()
+
+
+def _session_values(config: pytest.Config) -> dict[str, tuple[Any, Any]]:
+    """Each option's command-line and ini value (None where not given), read once per session."""
+    values = config.stash.get(_SESSION, None)
+    if values is None:
+        values = {}
+        for key in KEYWORDS:
+            cli = config.getoption(f"ssemock_{key}") if key in _CLI else None
+            text = config.getini(f"ssemock_{key}") if key in _INI else ""
+            values[key] = (None if cli is None else _from_text(key, cli), _from_text(key, text) if text else None)
+        config.stash[_SESSION] = values
+    return values
+
+
 def _setting(key: str, options: dict[str, Any], config: pytest.Config) -> Any:
     """Marker (or ssemock_config, already merged below it), else the command line, else the ini."""
-    cli = config.getoption(f"ssemock_{key}") if key in _CLI else None
+    cli, ini = _session_values(config)[key]
     if key == "record_mode" and cli is not None:
         return cli
     if options.get(key) is not None:
         return options[key]
-    if cli is not None:
-        return _from_text(key, cli)
-    text = config.getini(f"ssemock_{key}") if key in _INI else ""
-    return _from_text(key, text) if text else None
+    return cli if cli is not None else ini
 
 
 def _variants(options: dict[str, Any], config: pytest.Config) -> list[Variant]:
@@ -246,9 +259,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     except ValueError as exc:
         metafunc.config.stash.setdefault(_PROBLEMS, []).append(f"{metafunc.definition.nodeid}: {exc}")
         return
-    if _PARAM not in metafunc.fixturenames:
-        metafunc.fixturenames.append(_PARAM)
-    if len(variants) > 1:
+    if len(variants) > 1:  # one run: no parameter (the fixture takes the one variant itself)
+        if _PARAM not in metafunc.fixturenames:
+            metafunc.fixturenames.append(_PARAM)
         metafunc.parametrize(_PARAM, variants, ids=[v.id for v in variants])
 
 
@@ -287,19 +300,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-@pytest.fixture
-def _ssemock_chunking(request: pytest.FixtureRequest) -> Variant | None:
-    """The variant of this run when the test is parametrized over several; else None."""
-    return getattr(request, "param", None)
-
-
-@pytest.fixture
+@pytest.fixture(scope="session")
 def ssemock_config() -> dict[str, Any]:
-    """Override to set defaults for every ssemock test in scope (marker options win)."""
+    """Override to set defaults for every ssemock test in scope (marker options win). The
+    defaults are session- and module-scoped (computed once, not per test); an override may
+    have any scope."""
     return {}
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def ssemock_cassette_dir(request: pytest.FixtureRequest) -> Path:
     """Where cassettes live: ``cassettes/<test module stem>/`` beside the test file."""
     path = Path(request.node.path)
@@ -335,7 +344,7 @@ def _cassette_path(spec: Any, directory: Path, node: Any) -> Path:
 
 @pytest.fixture
 def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
-            ssemock_cassette_dir: Path, _ssemock_chunking: Variant | None) -> Iterator[Player]:
+            ssemock_cassette_dir: Path) -> Iterator[Player]:
     """The active cassette player for this test (replay by default, network blocked)."""
     from .cassette import Cassette
     from .cassette_lock import lock_for
@@ -348,12 +357,14 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
         variants = _variants(options, config)
     except ValueError as exc:
         pytest.fail(f"ssemock: {name}: {exc}", pytrace=False)
-    if _ssemock_chunking is None and len(variants) > 1 and not _disabled(config):
+    callspec = getattr(request.node, "callspec", None)
+    chosen: Variant | None = callspec.params.get(_PARAM) if callspec is not None else None
+    if chosen is None and len(variants) > 1 and not _disabled(config):
         pytest.fail(f"ssemock: {name}: a matrix of chunkings/transforms from ssemock_config cannot parametrize "
                     "the test (fixtures run after collection); put it in the marker, on the command line "
                     "(--ssemock-chunking) or in the ini file (ssemock_chunking = all)", pytrace=False)
     settings = {key: _setting(key, options, config) for key in KEYWORDS if key not in ("chunking", "transform")}
-    variant = _ssemock_chunking or variants[0]
+    variant = chosen or variants[0]
     checks = {k: settings.pop(k) or "warn" for k in ("check_unplayed", "check_unconsumed")}
     path = _cassette_path(settings.pop("cassette"), ssemock_cassette_dir, request.node)
     record_mode: Any = settings.pop("record_mode") or "none"

@@ -267,7 +267,14 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
             raise
 
     def __aiter__(self) -> AsyncIterator[bytes]:
-        return _AsyncChunks(self, self._steps) if self._fast else self._timed()
+        return self._instant() if self._fast else self._timed()
+
+    async def _instant(self) -> AsyncIterator[bytes]:
+        """The fast path of ``async for``: nothing to wait for or raise (an async generator
+        steps faster than an ``__anext__`` coroutine per chunk)."""
+        self.opened = True
+        for chunk in self._steps:
+            yield chunk  # type: ignore[misc]
 
     async def _timed(self) -> AsyncIterator[bytes]:
         self.opened = True
@@ -289,28 +296,6 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         self.closed = True
-
-
-class _AsyncChunks:
-    """The fast path of ``async for`` over a plan with nothing to wait for or raise: a plain
-    iterator behind ``__anext__`` (an async generator costs ~8% more per chunk)."""
-
-    __slots__ = ("_next", "_unopened")
-
-    def __init__(self, stream: ReplayStream, steps: Iterator[Any]) -> None:
-        self._next = steps.__next__
-        self._unopened: ReplayStream | None = stream  # opened by the first read, as a socket
-
-    def __aiter__(self) -> _AsyncChunks:
-        return self
-
-    async def __anext__(self) -> bytes:
-        if self._unopened is not None:
-            self._unopened.opened, self._unopened = True, None
-        try:
-            return self._next()  # type: ignore[no-any-return]
-        except StopIteration:
-            raise StopAsyncIteration from None
 
 
 class _CutAfter(_faults.Fault):
