@@ -600,3 +600,36 @@ def test_the_plugin_loads_no_http_library_until_a_test_uses_it() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_where_an_option_is_given_in_several_places_the_order_is_marker_cli_config_ini(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As docs/guide/pytest.md says: the marker wins, then the command line, then ssemock_config,
+    then the ini file."""
+    c = ssemock.Cassette()
+    c.add("GET", "https://example.test/s", [b"data: 1\n\n"])
+    for name in ("test_config", "test_marker"):
+        c.save(pytester.path / "cassettes" / "test_order" / f"{name}.json")
+    pytester.makeini("[pytest]\nssemock_timing = scaled:0.25\n")
+    pytester.makeconftest("""
+import pytest
+
+@pytest.fixture
+def ssemock_config():
+    return {"timing": "scaled:0.5"}
+""")
+    pytester.makepyfile(test_order='''
+import os, pytest
+
+@pytest.mark.ssemock
+def test_config(ssemock):
+    assert ssemock.timing.factor == float(os.environ["EXPECTED"])
+
+@pytest.mark.ssemock(timing="scaled:4")
+def test_marker(ssemock):
+    assert ssemock.timing.factor == 4.0
+''')
+    monkeypatch.setenv("EXPECTED", "0.5")  # ssemock_config over the ini
+    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=2)
+    monkeypatch.setenv("EXPECTED", "2.0")  # the command line over ssemock_config
+    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-timing=scaled:2").assert_outcomes(passed=2)

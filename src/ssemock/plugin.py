@@ -225,21 +225,23 @@ def _session_values(config: pytest.Config) -> dict[str, tuple[Any, Any]]:
     return values
 
 
-def _setting(key: str, options: dict[str, Any], config: pytest.Config) -> Any:
-    """Marker (or ssemock_config, already merged below it), else the command line, else the ini."""
+def _setting(key: str, marker: dict[str, Any], defaults: dict[str, Any], config: pytest.Config) -> Any:
+    """The marker, else the command line, else ``ssemock_config`` (``defaults``), else the ini;
+    the command line first for the record mode."""
     cli, ini = _session_values(config)[key]
     if key == "record_mode" and cli is not None:
         return cli
-    if options.get(key) is not None:
-        return options[key]
-    return cli if cli is not None else ini
+    for value in (marker.get(key), cli, defaults.get(key), ini):
+        if value is not None:
+            return value
+    return None
 
 
-def _variants(options: dict[str, Any], config: pytest.Config) -> list[Variant]:
+def _variants(marker: dict[str, Any], defaults: dict[str, Any], config: pytest.Config) -> list[Variant]:
     from . import chunking as _chunking
     from . import transforms as _transforms
-    chunking = _setting("chunking", options, config)
-    transform = _setting("transform", options, config)
+    chunking = _setting("chunking", marker, defaults, config)
+    transform = _setting("transform", marker, defaults, config)
     return [Variant(c, tuple(t)) for c in _chunking.resolve(chunking) for t in _transforms.alternatives(transform)]
 
 
@@ -255,7 +257,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     try:
         options = _marker_options(metafunc.definition)
         _check_options(options, "ssemock marker")
-        variants = _variants(options, metafunc.config)
+        variants = _variants(options, {}, metafunc.config)
     except ValueError as exc:
         metafunc.config.stash.setdefault(_PROBLEMS, []).append(f"{metafunc.definition.nodeid}: {exc}")
         return
@@ -353,8 +355,8 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
     name = request.node.nodeid
     try:
         _check_options(ssemock_config, "ssemock_config", prefix="ssemock_config ")
-        options = {**ssemock_config, **_marker_options(request.node)}
-        variants = _variants(options, config)
+        marker = _marker_options(request.node)
+        variants = _variants(marker, ssemock_config, config)
     except ValueError as exc:
         pytest.fail(f"ssemock: {name}: {exc}", pytrace=False)
     callspec = getattr(request.node, "callspec", None)
@@ -363,7 +365,8 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
         pytest.fail(f"ssemock: {name}: a matrix of chunkings/transforms from ssemock_config cannot parametrize "
                     "the test (fixtures run after collection); put it in the marker, on the command line "
                     "(--ssemock-chunking) or in the ini file (ssemock_chunking = all)", pytrace=False)
-    settings = {key: _setting(key, options, config) for key in KEYWORDS if key not in ("chunking", "transform")}
+    settings = {key: _setting(key, marker, ssemock_config, config)
+                for key in KEYWORDS if key not in ("chunking", "transform")}
     variant = chosen or variants[0]
     checks = {k: settings.pop(k) or "warn" for k in ("check_unplayed", "check_unconsumed")}
     path = _cassette_path(settings.pop("cassette"), ssemock_cassette_dir, request.node)
