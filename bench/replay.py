@@ -56,18 +56,8 @@ class HandWritten(httpx.SyncByteStream, httpx.AsyncByteStream):
             yield chunk
 
 
-class HandWritten2(httpx2.SyncByteStream, httpx2.AsyncByteStream):
+class HandWritten2(HandWritten, httpx2.SyncByteStream, httpx2.AsyncByteStream):
     """The same for httpx2.MockTransport."""
-
-    def __init__(self, chunks: list[bytes]) -> None:
-        self.chunks = chunks
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self.chunks
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for chunk in self.chunks:
-            yield chunk
 
 
 def consume(client: Any) -> int:

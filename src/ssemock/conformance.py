@@ -22,6 +22,7 @@ the chunk boundaries fell around it::
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -223,13 +224,7 @@ def _first_raising_prefix(decode_fn: DecodeFn, chunks: list[bytes]) -> int:
             return True
         return False
 
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if raises(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return max(lo, 1)
+    return max(lo + bisect.bisect_left(range(lo, hi), True, key=raises), 1)
 
 
 def _event_span(body: bytes, index: int) -> tuple[int, int]:

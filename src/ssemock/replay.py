@@ -813,14 +813,9 @@ class Player:
         found = _diagnose.blocks(failing.body, content_type)
         if not found or fails_with(0):
             return None
-        lo, hi = 1, len(found)  # fails_with(len(found)) is the failing stream itself
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if fails_with(mid):
-                hi = mid
-            else:
-                lo = mid + 1
-        block = found[lo - 1]
+        # the fewest blocks that fail (fails_with(len(found)) is the failing stream itself)
+        fewest = 1 + bisect.bisect_left(range(1, len(found)), True, key=fails_with)
+        block = found[fewest - 1]
         return (f"it fails once {_diagnose.block_line(block)} is served (the stream ended cleanly before it "
                 f"passes, after it fails)")
 

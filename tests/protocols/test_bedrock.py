@@ -115,14 +115,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[
 
 
 def _accumulate(events: Iterable[Any]) -> Accumulated:
-    """The reference fold, as ssemock.accumulate(events, "bedrock.converse") runs it."""
-    fold = bedrock.PROTOCOL.fold()
-    for position, event in enumerate(events):
-        if fold.result.complete:
-            break
-        fold.at = position
-        fold.feed(event)
-    return fold.finish()
+    """The reference fold of Bedrock events (frames, or boto3's dicts)."""
+    return ssemock.accumulate(events, "bedrock.converse")
 
 
 def _client_side(events: list[dict[str, Any]]) -> dict[str, Any]:
