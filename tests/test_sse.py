@@ -785,17 +785,61 @@ def test_the_accelerator_takes_the_same_blocks_as_the_pure_code(stream: bytes, d
 @given(stream=st.one_of(block_streams, sse_like), cuts=cut_points)
 def test_the_decoder_without_the_accelerator_gives_the_same_events(stream: bytes, cuts: list[int]) -> None:
     with_it = decode(split_at(stream, cuts)), list(iter_decode(split_at(stream, cuts)))
-    saved, sse._blocks = sse._blocks, sse._py_blocks
+    saved = sse._blocks, sse._text
+    sse._blocks, sse._text = sse._py_blocks, sse._py_text
     try:
         without = decode(split_at(stream, cuts)), list(iter_decode(split_at(stream, cuts)))
     finally:
-        sse._blocks = saved
+        sse._blocks, sse._text = saved
     assert with_it == without == (spec_decode(stream),) * 2
+
+
+# UTF-8 pieces that probe every rule of a strict decoder: each length, the bounds of each lead
+# byte (overlongs, surrogates, past U+10FFFF), stray and missing continuation bytes.
+UTF8_PIECES = [
+    b"x" * 17, b"\x7f", b"\xc2\x80", b"\xc3\xbf", b"\xc4\x80", b"\xdf\xbf", b"\xe0\xa0\x80", b"\xe0\x9f\xbf",
+    b"\xe2\x82\xac", b"\xed\x9f\xbf", b"\xed\xa0\x80", b"\xef\xbf\xbf", b"\xf0\x90\x80\x80", b"\xf0\x8f\xbf\xbf",
+    b"\xf0\x9f\x99\x82", b"\xf4\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xc0\xaf", b"\xc1\xbf",
+    b"\x80", b"\xbf", b"\xe2\x82", b"\xf0\x9f\x99", b"\xc3", b"\xff",
+]
+utf8_like = st.one_of(
+    st.lists(st.sampled_from(UTF8_PIECES), max_size=60).map(b"".join),
+    st.text().map(str.encode),
+    st.binary(),
+)
+
+
+@settings(max_examples=1000)
+@given(raw=utf8_like)
+def test_the_accelerated_text_is_the_utf8_decoder_s(raw: bytes) -> None:
+    """``text`` gives exactly ``bytes.decode("utf-8", "replace")``, str kind included (big=0 takes
+    its own path for any size, as it does from 1 MiB on by default)."""
+    expected = raw.decode("utf-8", "replace")
+    for got in (_speedups.text(raw, 0), _speedups.text(memoryview(raw), 0), _speedups.text(raw)):
+        assert got == expected
+        assert type(got) is str
+        assert sys.getsizeof(got) == sys.getsizeof(expected)  # the same width per character
+
+
+@pytest.mark.parametrize("unit", ["x" * 60 + "é€🙂", "東京へようこそ", "Ā" * 3 + "y", "é" * 9, "ascii"])
+def test_the_accelerated_text_of_a_large_value(unit: str) -> None:
+    """Past 1 MiB (its huge-page path), and with one bad byte at the end (CPython's decoder)."""
+    raw = (unit * (1_200_000 // len(unit.encode()))).encode()
+    assert _speedups.text(raw) == raw.decode()
+    assert _speedups.text(raw + b"\xff") == raw.decode() + "\ufffd"
+
+
+def test_a_large_event_decodes_the_same_however_it_is_cut() -> None:
+    raw = b"data: " + ("x" * 60 + "é€🙂").encode() * 20_000 + b"\n\n"
+    expected = [E(data=raw[6:-2].decode())]
+    assert decode([raw]) == decode([raw[i:i + 65536] for i in range(0, len(raw), 65536)]) == expected
+    assert list(iter_decode([raw[:100_001], raw[100_001:]])) == expected
 
 
 def test_the_accelerator_is_in_use() -> None:
     """The install builds it (setup.py); a build without it would silently measure the pure code."""
     assert sse._blocks is _speedups.blocks
+    assert sse._text is _speedups.text
 
 
 def test_the_accelerator_refuses_bad_arguments() -> None:
@@ -803,6 +847,10 @@ def test_the_accelerator_refuses_bad_arguments() -> None:
         _speedups.blocks("text", 0, "", [])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="pos"):
         _speedups.blocks(b"data: x\n\n", 99, "", [])
+    with pytest.raises(TypeError, match="bytes-like"):
+        _speedups.text("text")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="text"):
+        _speedups.text(b"x", 1, 2)  # type: ignore[call-arg]
 
 
 def test_without_the_accelerator_the_pure_code_runs() -> None:
@@ -810,7 +858,7 @@ def test_without_the_accelerator_the_pure_code_runs() -> None:
     script = (
         "import sys; sys.modules['ssemock._speedups'] = None\n"
         "from ssemock import sse\n"
-        "assert sse._blocks is sse._py_blocks\n"
+        "assert sse._blocks is sse._py_blocks and sse._text is sse._py_text\n"
         "print(sse.decode([b'id: 1\\r\\nevent: e\\r\\ndata: x\\r\\n\\r\\ndata: y\\n\\n']))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout

@@ -32,13 +32,17 @@ characters that decoding the whole stream first would. Each chunk is scanned onc
 ending arrives, so the work is linear in the stream size however it is chunked. Whole blocks of
 the shape nearly every LLM stream uses (``[id:] [event:] data:`` and a blank line) are taken in
 one step by ``_blocks``; ``ssemock._speedups`` is the same step in C, built by the install where
-a C compiler exists (the pure code, with identical results, is used where it does not).
+a C compiler exists (the pure code, with identical results, is used where it does not). Its
+``text`` decodes a value of 1 MiB or more 2-3x faster than ``bytes.decode`` when the text needs
+2 or 4 bytes per character: most of that time is page faults on the new str's memory, and it
+asks Linux for huge pages before writing it.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 __all__ = ["MAX_RETRY", "RETRY_DIGITS", "Decoder", "ServerSentEvent", "adecode", "decode", "iter_decode"]
 
@@ -188,10 +192,14 @@ def _py_blocks(chunk: bytes, pos: int, last_id: str, events: list[ServerSentEven
         pos = end + 2
 
 
-try:  # the optional C accelerator: the same function, several times faster
-    from ._speedups import blocks as _blocks, init as _init_speedups
+_py_text: Callable[..., str] = partial(str, encoding="utf-8", errors="replace")
+"""A data value as text: what ``ssemock._speedups.text`` computes faster for a large one."""
+
+try:  # the optional C accelerator: the same functions, several times faster
+    from ._speedups import blocks as _blocks, init as _init_speedups, text as _text
 except ImportError:  # not built (no compiler where it was installed): the pure code
     _blocks = _py_blocks
+    _text = _py_text
 else:
     _init_speedups(ServerSentEvent)
 
@@ -326,7 +334,7 @@ class Decoder:
                 if end == pos:  # a blank line: dispatch
                     id_string = last_id
                     if data:
-                        text = str(data[0] if len(data) == 1 else b"\n".join(data), "utf-8", "replace")
+                        text = _text(data[0] if len(data) == 1 else b"\n".join(data))
                         events.append(_event(type_ or "message", text, last_id, block_retry))
                         data = []
                     type_ = ""
