@@ -14,14 +14,15 @@ the way its own library feeds it:
 * sseclient-py: ``SSEClient(chunks).events()``;
 * assel: ``assel.parse(chunks)``;
 * ssemock: the public ``ssemock.sse.decode`` (it parses the joined chunks in one go: the events
-  never depend on the chunking); and ``ssemock.feed``: the incremental path, ``Decoder.feed``
-  once per chunk (``iter_decode``), shown beside it -- the peers are all incremental.
+  never depend on the chunking); ``ssemock.iter``: the incremental API, ``iter_decode``, each
+  event as soon as its chunk is in (the peers are all incremental); and ``ssemock.feed``:
+  ``Decoder.feed`` called by hand once per chunk, shown beside them.
 
 Every contestant gets the same list of chunks, with the garbage collector off while it runs;
 rounds are interleaved (each round runs every contestant once, in a rotated order) and the
 median round counts. Printed per shape: time per event (per byte for the 10 MB event) and the
-same-run ratio "fastest peer / ssemock" (>= 2 is the target of issue 16), for decode() and for
-feed per chunk. Before timing, every
+same-run ratio "fastest peer / ssemock" (>= 2 is the target of issue 16), for decode(),
+iter_decode() and Decoder.feed per chunk. Before timing, every
 contestant's events are checked against ssemock's on each shape.
 """
 
@@ -38,7 +39,7 @@ from typing import Any
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src"), str(Path(__file__).resolve().parent)]
 
-from ssemock.sse import decode, iter_decode  # noqa: E402
+from ssemock.sse import Decoder, decode, iter_decode  # noqa: E402
 from timer import median_interleaved  # noqa: E402
 
 WORDS = ["Hello", " wörld", ",", " naïve", " café", " 東京", " へようこそ", " 🙂", " Ωmega", " —", " ok", "."]
@@ -125,10 +126,22 @@ def run_ssemock(chunks: Iterable[bytes]) -> list[Any]:
     return decode(chunks)
 
 
-def run_ssemock_feed(chunks: Iterable[bytes]) -> list[Any]:
-    """The incremental path: ``Decoder.feed`` once per chunk (``iter_decode``), each event as soon
-    as it completes -- what ``decode`` skips by parsing the joined chunks."""
+def run_ssemock_iter(chunks: Iterable[bytes]) -> list[Any]:
+    """The incremental API: ``iter_decode``, each event as soon as the chunk that completes it is
+    in (it feeds a chunk without a line ending together with the next)."""
     return list(iter_decode(chunks))
+
+
+def run_ssemock_feed(chunks: Iterable[bytes]) -> list[Any]:
+    """The decoder's own step, called by hand: ``Decoder.feed`` once per chunk."""
+    decoder = Decoder()
+    feed = decoder.feed
+    events: list[Any] = []
+    for chunk in chunks:
+        got = feed(chunk)
+        if got:
+            events += got
+    return events + decoder.close()
 
 
 def _ld() -> Callable[[list[bytes]], list[Any]]:
@@ -219,7 +232,8 @@ PEERS: dict[str, tuple[str, Callable[[], Callable[[list[bytes]], list[Any]]]]] =
 
 def contestants() -> tuple[dict[str, Callable[[list[bytes]], list[Any]]], list[str]]:
     """ssemock and every installed peer; and the names of the peers that are not installed."""
-    found: dict[str, Callable[[list[bytes]], list[Any]]] = {"ssemock": run_ssemock, "ssemock.feed": run_ssemock_feed}
+    found: dict[str, Callable[[list[bytes]], list[Any]]] = {"ssemock": run_ssemock, "ssemock.iter": run_ssemock_iter,
+                                                          "ssemock.feed": run_ssemock_feed}
     missing = []
     for name, (module, make) in PEERS.items():
         try:
@@ -282,8 +296,13 @@ class Result:
         return self.seconds[self.fastest_peer] / self.seconds["ssemock"]
 
     @property
+    def iter_ratio(self) -> float:
+        """The same for the incremental API (``iter_decode``)."""
+        return self.seconds[self.fastest_peer] / self.seconds["ssemock.iter"]
+
+    @property
     def feed_ratio(self) -> float:
-        """The same for the incremental path (``Decoder.feed`` per chunk)."""
+        """The same for ``Decoder.feed`` called by hand once per chunk."""
         return self.seconds[self.fastest_peer] / self.seconds["ssemock.feed"]
 
     def per_unit(self, name: str) -> str:
@@ -306,7 +325,7 @@ def report(result: Result) -> str:
         lines.append(f"  {name:<15} {result.per_unit(name):>18}{ratio}")
     lines.append(f"  => ssemock.sse.decode is {result.ratio:.2f}x faster than the fastest peer ({result.fastest_peer})"
                  + ("" if result.ratio >= 2 else "   BELOW the 2x target")
-                 + f"; Decoder.feed per chunk {result.feed_ratio:.2f}x")
+                 + f"; iter_decode {result.iter_ratio:.2f}x; Decoder.feed per chunk {result.feed_ratio:.2f}x")
     return "\n".join(lines)
 
 
@@ -333,9 +352,9 @@ def main() -> None:
         result = measure(shape, ok, rounds=3 if quick or shape.unit == "byte" or "MB" in shape.name else 7)
         results.append(result)
         print("\n" + report(result) + "".join(f"\n  (left out: {note})" for note in notes), flush=True)
-    print("\nsummary (fastest peer's time / ssemock's, same run):   decode()   feed per chunk")
+    print("\nsummary (fastest peer's time / ssemock's, same run):   decode()   iter_decode()   feed per chunk")
     for r in results:
-        print(f"  {r.shape.name:<46} {r.ratio:8.2f}x {r.feed_ratio:12.2f}x   vs {r.fastest_peer}")
+        print(f"  {r.shape.name:<46} {r.ratio:8.2f}x {r.iter_ratio:12.2f}x {r.feed_ratio:12.2f}x   vs {r.fastest_peer}")
     per_byte = linearity()
     print(f"\nlinearity, one event of 0.1/1/10 MB in 4 KiB reads: "
           + " / ".join(f"{v:.2f}" for v in per_byte) + f" ns/byte (10 MB / 0.1 MB = {per_byte[-1] / per_byte[0]:.2f})")

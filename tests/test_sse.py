@@ -48,12 +48,20 @@ E = ServerSentEvent
 Event = tuple[str, str, str, "int | None"]
 
 
+def feed_each(chunks: Iterable[bytes]) -> list[ServerSentEvent]:
+    """The incremental path: one ``Decoder.feed`` per chunk, then ``close``."""
+    decoder = Decoder()
+    events = [event for chunk in chunks for event in decoder.feed(chunk)]
+    return events + decoder.close()
+
+
 def decode(chunks: Iterable[bytes]) -> list[ServerSentEvent]:
-    """The events through the incremental path (one ``Decoder.feed`` per chunk, as ``iter_decode``
-    does), checked equal to the public ``ssemock.sse.decode`` (which parses the joined chunks)."""
+    """The events through the incremental path (one ``Decoder.feed`` per chunk), checked equal to
+    the public ``ssemock.sse.decode`` (which parses the joined chunks) and ``iter_decode`` (which
+    feeds a chunk without a line ending with the next)."""
     chunks = list(chunks)
-    fed = list(iter_decode(chunks))
-    assert sse.decode(chunks) == fed
+    fed = feed_each(chunks)
+    assert sse.decode(chunks) == list(iter_decode(chunks)) == fed
     return fed
 
 
@@ -474,6 +482,36 @@ def test_iter_decode_and_adecode() -> None:
     assert asyncio.run(collect()) == [E(data="a"), E(data="b")]
 
 
+def test_iter_decode_and_adecode_yield_each_event_before_the_next_chunk() -> None:
+    """A chunk without a line ending waits for the next; an event still comes out as soon as the
+    chunk that completes it is in, before the source is asked for more."""
+    chunks = [b"da", b"ta", b": a", b"\n", b"\n", b"data: b", b"\r", b"\r", b"data: c"]
+    log: list[str] = []
+
+    def source() -> Iterator[bytes]:
+        for chunk in chunks:
+            log.append(f"pull {chunk!r}")
+            yield chunk
+
+    async def asource() -> AsyncIterator[bytes]:
+        for chunk in source():
+            yield chunk
+
+    async def acollect() -> None:
+        async for event in adecode(asource()):
+            log.append(f"event {event.data}")
+
+    expected = [f"pull {chunk!r}" for chunk in chunks]
+    expected.insert(5, "event a")
+    expected.insert(9, "event b")
+    for event in iter_decode(source()):
+        log.append(f"event {event.data}")
+    assert log == expected
+    log.clear()
+    asyncio.run(acollect())
+    assert log == expected
+
+
 def test_a_huge_single_event_decodes_in_linear_time() -> None:
     def seconds(size: int) -> float:
         body = b"data: " + b"x" * size + b"\n\n"
@@ -481,7 +519,7 @@ def test_a_huge_single_event_decodes_in_linear_time() -> None:
         best = float("inf")
         for _ in range(3):
             start = time.perf_counter()
-            (event,) = iter_decode(chunks)  # the incremental path: one feed() per chunk
+            (event,) = feed_each(chunks)
             best = min(best, time.perf_counter() - start)
             assert len(event.data) == size
         return best
@@ -496,7 +534,7 @@ def test_many_short_chunks_of_a_long_line_are_linear() -> None:
         body = b"data: " + b"y" * size + b"\n\n"
         chunks = [body[i:i + 16] for i in range(0, len(body), 16)]
         start = time.perf_counter()
-        (event,) = iter_decode(chunks)  # the incremental path: one feed() per chunk
+        (event,) = feed_each(chunks)
         assert len(event.data) == size
         return time.perf_counter() - start
 

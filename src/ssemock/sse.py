@@ -395,11 +395,24 @@ class Decoder:
 
 
 def iter_decode(chunks: Iterable[bytes]) -> Iterator[ServerSentEvent]:
-    """Yield the events of a whole stream given as byte chunks, as soon as each completes."""
+    """Yield the events of a whole stream given as byte chunks, as soon as each completes.
+
+    Only a line ending (LF or CR) can complete an event, so a chunk without one is kept and
+    joined to the next that has one: the same events at the same moments (the decoder does not
+    depend on the chunking), without a call per chunk of a stream cut byte by byte.
+    """
     decoder = Decoder()
     feed = decoder.feed
+    pending: list[bytes] = []
     for chunk in chunks:
-        yield from feed(chunk)
+        if 10 in chunk or 13 in chunk:
+            if pending:
+                pending.append(chunk)
+                chunk = b"".join(pending)
+                pending = []
+            yield from feed(chunk)
+        else:
+            pending.append(chunk)
     yield from decoder.close()
 
 
@@ -427,11 +440,20 @@ def decode(chunks: Iterable[bytes]) -> list[ServerSentEvent]:
 
 
 async def adecode(chunks: AsyncIterable[bytes]) -> AsyncIterator[ServerSentEvent]:
-    """Yield the events of an asynchronous byte stream as soon as each completes."""
+    """Yield the events of an asynchronous byte stream as soon as each completes (a chunk
+    without a line ending waits for the next, as in :func:`iter_decode`)."""
     decoder = Decoder()
     feed = decoder.feed
+    pending: list[bytes] = []
     async for chunk in chunks:
-        for event in feed(chunk):
-            yield event
+        if 10 in chunk or 13 in chunk:
+            if pending:
+                pending.append(chunk)
+                chunk = b"".join(pending)
+                pending = []
+            for event in feed(chunk):
+                yield event
+        else:
+            pending.append(chunk)
     for event in decoder.close():
         yield event
