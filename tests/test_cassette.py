@@ -760,3 +760,16 @@ def test_broken_body_lines_give_the_same_error_on_the_large_file_path(lean: None
         Cassette.loads(path.read_bytes(), path=path)
     assert str(lean_error.value) == str(whole_error.value)
     assert str(path) in str(lean_error.value)
+
+
+@settings(max_examples=300)
+@given(data=st.one_of(st.binary(max_size=2000), st.lists(st.sampled_from([b",", b"[", b"{", b"x", b"\xff", b'"']),
+                                                         max_size=1000).map(b"".join)))
+def test_the_value_count_is_the_same_with_and_without_the_accelerator(data: bytes) -> None:
+    """The JSON value count behind the size check, in C where it was built, equals the pure count."""
+    from ssemock import _speedups, cassette
+
+    assert cassette._values is _speedups.values
+    assert _speedups.values(data) == cassette._py_values(data) == sum(data.count(c) for c in (b",", b"[", b"{"))
+    with pytest.raises(TypeError, match="values"):
+        _speedups.values(bytearray(data))  # type: ignore[arg-type]

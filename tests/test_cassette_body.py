@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ssemock import Cassette, cassette_body
+from ssemock import Cassette, _speedups, cassette_body
 from ssemock.cassette import VERSION, _interaction_to_json
 
 OPTION = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
@@ -40,12 +40,20 @@ def _cassette(bodies: list[tuple[bytes, str | None]]) -> Cassette:
     return c
 
 
+@pytest.fixture(params=["accelerated", "pure"])
+def accelerator(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test twice: with the C accelerator's ``escaped`` (as installed) and without it."""
+    if request.param == "pure":
+        monkeypatch.setattr(cassette_body, "_c_escaped", None)
+    return str(request.param)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(bodies=st.lists(st.tuples(st.lists(st.sampled_from(ATOMS), max_size=60).map(b"".join),
                                  st.sampled_from(CONTENT_TYPES)), min_size=1, max_size=3),
        window=st.sampled_from([1, 2, 3, 5, 8, 13, 64, 1 << 18]))
 def test_any_body_at_any_window_is_laid_out_as_orjson_lays_out_its_pieces(
-        monkeypatch: pytest.MonkeyPatch, bodies: list[tuple[bytes, str | None]], window: int) -> None:
+        monkeypatch: pytest.MonkeyPatch, accelerator: str, bodies: list[tuple[bytes, str | None]], window: int) -> None:
     monkeypatch.setattr(cassette_body, "WINDOW", window)
     c = _cassette(bodies)
     raw = c.dumps()
@@ -53,9 +61,37 @@ def test_any_body_at_any_window_is_laid_out_as_orjson_lays_out_its_pieces(
     assert [x.response.body for x in Cassette.loads(raw).interactions] == [body for body, _ in bodies]
 
 
+@settings(max_examples=500)
+@given(window=st.one_of(st.lists(st.sampled_from(ATOMS), max_size=80).map(b"".join), st.binary(),
+                        st.text().map(str.encode)),
+       kind=st.sampled_from(["lf", "lines"]), layout=st.sampled_from([b'",\n      "', b'",\n  "', b""]))
+def test_the_accelerated_window_is_the_pure_code_s_byte_for_byte(window: bytes, kind: str, layout: bytes) -> None:
+    """``_speedups.escaped`` makes what the markers and orjson make; on bytes that are not UTF-8
+    it gives None and the pure code raises the decoding error."""
+    compiled = _speedups.escaped(window, b"\n" if kind == "lines" else b"\n\n", layout)
+    try:
+        window.decode("utf-8")
+    except UnicodeDecodeError:
+        assert compiled is None
+        return
+    saved, cassette_body._c_escaped = cassette_body._c_escaped, None
+    try:
+        assert compiled == cassette_body._escaped(window, kind, layout)
+    finally:
+        cassette_body._c_escaped = saved
+
+
+def test_the_accelerator_is_in_use_and_refuses_bad_arguments() -> None:
+    assert cassette_body._c_escaped is _speedups.escaped
+    with pytest.raises(TypeError, match="escaped"):
+        _speedups.escaped(b"x", b"\r", b"")
+    with pytest.raises(TypeError, match="escaped"):
+        _speedups.escaped("x", b"\n", b"")  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("content_type", CONTENT_TYPES)
 def test_a_window_holding_every_placeholder_candidate_is_laid_out_piece_by_piece(
-        monkeypatch: pytest.MonkeyPatch, content_type: str | None) -> None:
+        monkeypatch: pytest.MonkeyPatch, accelerator: str, content_type: str | None) -> None:
     monkeypatch.setattr(cassette_body, "WINDOW", 200)
     crowded = bytes(b for b in cassette_body._CANDIDATES if b != 0x7f) + "\x7f é\n".encode()
     body = b"".join(b"data: %d " % i + crowded + b"\n\n" for i in range(20))
@@ -64,7 +100,7 @@ def test_a_window_holding_every_placeholder_candidate_is_laid_out_piece_by_piece
     assert Cassette.loads(c.dumps()).interactions[0].response.body == body
 
 
-def test_a_large_sse_body_in_many_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_large_sse_body_in_many_windows(monkeypatch: pytest.MonkeyPatch, accelerator: str) -> None:
     monkeypatch.setattr(cassette_body, "WINDOW", 4096)
     events = [f'data: {{"i": {i}, "text": "{"é" * (i % 7)}\\n\\"q\\"", "run": "{chr(10) * (i % 4)}"}}\n\n'.encode()
               for i in range(3000)]
@@ -77,7 +113,7 @@ def test_a_large_sse_body_in_many_windows(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 @pytest.mark.parametrize("where", ["dumps", "save"])
-def test_a_body_that_stops_being_utf8_late_is_saved_in_base64(tmp_path: Path, where: str) -> None:
+def test_a_body_that_stops_being_utf8_late_is_saved_in_base64(tmp_path: Path, accelerator: str, where: str) -> None:
     """Only a body's first bytes are checked before it is laid out; a bad byte further on makes
     the whole document be written again (the file rewound), with that body in base64."""
     late = b"data: ok\n\n" * 2000 + b"data: \xff\n\n" + b"data: ok\n\n" * 10  # past the checked prefix
@@ -120,7 +156,8 @@ def test_times_that_are_not_plain_floats_are_written_as_round_writes_them() -> N
 
 
 @pytest.mark.parametrize("content_type", ["text/event-stream", "text/plain"])
-def test_runs_of_blank_lines_across_every_window_edge(monkeypatch: pytest.MonkeyPatch, content_type: str) -> None:
+def test_runs_of_blank_lines_across_every_window_edge(monkeypatch: pytest.MonkeyPatch, accelerator: str,
+                                                     content_type: str) -> None:
     """A run of 3+ newlines pairs up from its first (``\\n\\n`` ends an event, the odd one
     starts the next), wherever a window's edge falls in it."""
     bodies = [b"".join(b"e%d" % i + b"\n" * (i % 6 + 1) for i in range(n)) for n in (1, 5, 12)]

@@ -897,6 +897,10 @@ def test_without_the_accelerator_the_pure_code_runs() -> None:
         "import sys; sys.modules['ssemock._speedups'] = None\n"
         "from ssemock import sse\n"
         "assert sse._blocks is sse._py_blocks and sse._text is sse._py_text\n"
+        "from ssemock import cassette, cassette_body\n"
+        "assert cassette._values is cassette._py_values and cassette_body._c_escaped is None\n"
+        "c = cassette.Cassette(); c.add('GET', 'http://h/s', [b'data: \\xc3\\xa9\\n\\n'])\n"
+        "assert cassette.Cassette.loads(c.dumps()).interactions[0].response.body == 'data: \\u00e9\\n\\n'.encode()\n"
         "print(sse.decode([b'id: 1\\r\\nevent: e\\r\\ndata: x\\r\\n\\r\\ndata: y\\n\\n']))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout

@@ -23,6 +23,16 @@
  *   Linux for huge pages for it first, then decodes in two passes: check and measure, then
  *   write, ASCII 16 bytes at a time. An invalid sequence anywhere hands the whole value to
  *   CPython's decoder, for its exact replacements. Smaller values go to CPython's decoder too.
+ *
+ * escaped(window, sep, layout) -> bytes | None
+ *   For ssemock.cassette_body: window (UTF-8) as one JSON string, each byte escaped as orjson
+ *   escapes it, with `layout` written as it is after each `sep` (b"\n" or b"\n\n", found left
+ *   to right without overlap): what the pure code makes with orjson.dumps and markers. None when
+ *   window is not UTF-8 (the pure code then raises the decoding error).
+ *
+ * values(data) -> int
+ *   data.count(b",") + data.count(b"[") + data.count(b"{") in one pass, for the check that a
+ *   cassette file holds no more JSON values than its size allows (ssemock.cassette._values).
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -257,6 +267,149 @@ text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+/* -- escaped(): a cassette body window as a JSON string ------------------------------------- */
+
+/* What orjson writes for each byte of a UTF-8 string: 0 (the byte itself), a short escape
+ * letter (\b \t \n \f \r \" \\), or 'u' (\u00XX, lowercase hex). */
+static unsigned char json_escape[256];
+
+static void
+init_json_escape(void)
+{
+    for (int c = 0; c < 0x20; c++) {
+        json_escape[c] = 'u';
+    }
+    json_escape['\b'] = 'b';
+    json_escape['\t'] = 't';
+    json_escape['\n'] = 'n';
+    json_escape['\f'] = 'f';
+    json_escape['\r'] = 'r';
+    json_escape['"'] = '"';
+    json_escape['\\'] = '\\';
+}
+
+/* Whether any of the 8 bytes needs an escape (a control byte, a quote or a backslash). */
+static int
+special8(const unsigned char *p)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t x, quote, slash;
+    memcpy(&x, p, 8);
+    quote = x ^ (ones * '"');
+    slash = x ^ (ones * '\\');
+    return ((((x - ones * 0x20) & ~x) | ((quote - ones) & ~quote) | ((slash - ones) & ~slash)) & high) != 0;
+}
+
+/* Make room in *out (a new bytes object of *cap bytes) for `need` bytes in all. */
+static int
+room(PyObject **out, Py_ssize_t *cap, Py_ssize_t need)
+{
+    if (need <= *cap) {
+        return 0;
+    }
+    Py_ssize_t more = *cap / 2 > need - *cap ? *cap / 2 : need - *cap;
+    if (more > PY_SSIZE_T_MAX - *cap) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *cap += more;
+    return _PyBytes_Resize(out, *cap);
+}
+
+static PyObject *
+escaped(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (nargs != 3 || !PyBytes_CheckExact(args[0]) || !PyBytes_CheckExact(args[1]) || !PyBytes_CheckExact(args[2])
+            || !(strcmp(PyBytes_AS_STRING(args[1]), "\n") == 0 || strcmp(PyBytes_AS_STRING(args[1]), "\n\n") == 0)) {
+        PyErr_SetString(PyExc_TypeError, "escaped(window: bytes, sep: b'\\n' or b'\\n\\n', layout: bytes)");
+        return NULL;
+    }
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    const unsigned char *end = p + PyBytes_GET_SIZE(args[0]);
+    Py_ssize_t count;
+    Py_UCS4 maxchar;
+    if (measure(p, end, &count, &maxchar) != 0) {
+        Py_RETURN_NONE;
+    }
+    int pair = PyBytes_GET_SIZE(args[1]) == 2;
+    const char *layout = PyBytes_AS_STRING(args[2]);
+    Py_ssize_t layout_len = PyBytes_GET_SIZE(args[2]);
+    Py_ssize_t most = 10 + layout_len;  /* the most one escape writes: two, and a layout */
+    Py_ssize_t cap = (end - p) + (end - p) / 4 + most + 2, size = 1;  /* JSON text escapes a few */
+    PyObject *out = PyBytes_FromStringAndSize(NULL, cap);
+    if (out == NULL) {
+        return NULL;
+    }
+    PyBytes_AS_STRING(out)[0] = '"';
+    while (p < end) {
+        const unsigned char *run = p;
+        while (end - p >= 8 && !special8(p)) {
+            p += 8;
+        }
+        while (p < end && json_escape[*p] == 0) {
+            p += 1;
+        }
+        if (room(&out, &cap, size + (p - run) + most + 1) != 0) {
+            return NULL;
+        }
+        unsigned char *w = (unsigned char *)PyBytes_AS_STRING(out) + size;
+        memcpy(w, run, p - run);
+        w += p - run;
+        if (p < end) {
+            unsigned c = *p++;
+            unsigned char e = json_escape[c];
+            *w++ = '\\';
+            *w++ = e;
+            if (e == 'u') {
+                *w++ = '0';
+                *w++ = '0';
+                *w++ = hex[c >> 4];
+                *w++ = hex[c & 15];
+            }
+            else if (c == '\n' && (!pair || (p < end && *p == '\n'))) {  /* a separator */
+                if (pair) {
+                    *w++ = '\\';
+                    *w++ = 'n';
+                    p += 1;
+                }
+                memcpy(w, layout, layout_len);
+                w += layout_len;
+            }
+        }
+        size = (char *)w - PyBytes_AS_STRING(out);
+    }
+    PyBytes_AS_STRING(out)[size++] = '"';
+    if (_PyBytes_Resize(&out, size) != 0) {
+        return NULL;
+    }
+    return out;
+}
+
+/* -- values(): commas and opening brackets ----------------------------------------------- */
+
+static PyObject *
+values(PyObject *module, PyObject *data)
+{
+    if (!PyBytes_CheckExact(data)) {
+        PyErr_SetString(PyExc_TypeError, "values(data: bytes)");
+        return NULL;
+    }
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(data);
+    Py_ssize_t n = PyBytes_GET_SIZE(data), count = 0;
+    while (n > 0) {  /* blocks of at most 255, so that a byte counter never overflows */
+        Py_ssize_t block = n < 255 ? n : 255;
+        unsigned char in_block = 0;
+        for (Py_ssize_t i = 0; i < block; i++) {  /* compiles to vector instructions */
+            in_block += (p[i] == ',') + (p[i] == '[') + (p[i] == '{');
+        }
+        count += in_block;
+        p += block;
+        n -= block;
+    }
+    return PyLong_FromSsize_t(count);
+}
+
 /* -- blocks(): whole simple blocks ------------------------------------------------------------ */
 
 static PyObject *
@@ -420,6 +573,9 @@ static PyMethodDef methods[] = {
      "blocks(chunk, pos, last_id, events) -> (pos, last_id): the whole simple blocks at chunk[pos:]."},
     {"text", (PyCFunction)(void (*)(void))text, METH_FASTCALL,
      "text(data, big=1048576) -> str: data.decode('utf-8', 'replace'), faster from `big` bytes on."},
+    {"escaped", (PyCFunction)(void (*)(void))escaped, METH_FASTCALL,
+     "escaped(window, sep, layout) -> bytes | None: a cassette body window as one JSON string."},
+    {"values", values, METH_O, "values(data) -> int: how many of data's bytes are ',', '[' or '{'."},
     {"init", init, METH_O, "init(ServerSentEvent): the class whose slots blocks() fills."},
     {NULL, NULL, 0, NULL},
 };
@@ -432,5 +588,6 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
+    init_json_escape();
     return PyModule_Create(&module);
 }
