@@ -83,8 +83,9 @@ def test_the_accelerated_window_is_the_pure_code_s_byte_for_byte(window: bytes, 
 
 def test_the_accelerator_is_in_use_and_refuses_bad_arguments() -> None:
     assert cassette_body._c_escaped is _speedups.escaped
-    with pytest.raises(TypeError, match="escaped"):
-        _speedups.escaped(b"x", b"\r", b"")
+    for sep in (b"\r", b"", b"\n\x00", b"\n\n\n"):
+        with pytest.raises(TypeError, match="escaped"):
+            _speedups.escaped(b"x", sep, b"")
     with pytest.raises(TypeError, match="escaped"):
         _speedups.escaped("x", b"\n", b"")  # type: ignore[arg-type]
 

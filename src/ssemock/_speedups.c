@@ -321,7 +321,8 @@ escaped(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     static const char hex[] = "0123456789abcdef";
     if (nargs != 3 || !PyBytes_CheckExact(args[0]) || !PyBytes_CheckExact(args[1]) || !PyBytes_CheckExact(args[2])
-            || !(strcmp(PyBytes_AS_STRING(args[1]), "\n") == 0 || strcmp(PyBytes_AS_STRING(args[1]), "\n\n") == 0)) {
+            || PyBytes_GET_SIZE(args[1]) < 1 || PyBytes_GET_SIZE(args[1]) > 2
+            || memcmp(PyBytes_AS_STRING(args[1]), "\n\n", PyBytes_GET_SIZE(args[1])) != 0) {
         PyErr_SetString(PyExc_TypeError, "escaped(window: bytes, sep: b'\\n' or b'\\n\\n', layout: bytes)");
         return NULL;
     }
