@@ -177,9 +177,14 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
         else:
             self._steps = self._left = iter(plan.chunks)
         self._delivered = 0  # counted on the slow path only
-        self.opened = False
+        self._opened = False  # set on the slow paths (the fast one counts what it handed out)
         self.failed = False  # the planned fault or timeout was raised
         self.closed = False
+
+    @property
+    def opened(self) -> bool:
+        """The client has begun to read: asked for a chunk."""
+        return self._opened or (self._fast and self.handed > 0)
 
     @property
     def consumed(self) -> bool:
@@ -249,10 +254,11 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
             raise plan.error
 
     def __iter__(self) -> Iterator[bytes]:
-        self.opened = True
-        if self._fast:
-            yield from self._steps  # type: ignore[misc]
-            return
+        # The fast path hands out the chunks' own iterator: no generator step per chunk.
+        return self._steps if self._fast else self._paced()  # type: ignore[return-value]
+
+    def _paced(self) -> Iterator[bytes]:
+        self._opened = True
         try:
             for step in self._steps:
                 if step.__class__ is bytes:
@@ -272,12 +278,12 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
     async def _instant(self) -> AsyncIterator[bytes]:
         """The fast path of ``async for``: nothing to wait for or raise (an async generator
         steps faster than an ``__anext__`` coroutine per chunk)."""
-        self.opened = True
+        self._opened = True
         for chunk in self._steps:
             yield chunk  # type: ignore[misc]
 
     async def _timed(self) -> AsyncIterator[bytes]:
-        self.opened = True
+        self._opened = True
         try:
             for step in self._steps:
                 if step.__class__ is bytes:
