@@ -859,12 +859,17 @@ def test_the_accelerated_text_is_the_utf8_decoder_s(raw: bytes) -> None:
         assert sys.getsizeof(got) == sys.getsizeof(expected)  # the same width per character
 
 
-@pytest.mark.parametrize("unit", ["x" * 60 + "é€🙂", "東京へようこそ", "Ā" * 3 + "y", "é" * 9, "ascii"])
+@pytest.mark.parametrize("unit", ["x" * 60 + "é€🙂", "東京へようこそ", "Ā" * 3 + "y", "é" * 9, "ascii",
+                                  "Hello wörld naïve café 東京 🙂 Ωmega — ok."])
 def test_the_accelerated_text_of_a_large_value(unit: str) -> None:
-    """Past 1 MiB (its huge-page path), and with one bad byte at the end (CPython's decoder)."""
+    """Past 1 MiB (its own path), with one bad byte at either end (CPython's decoder), and from
+    a view of bytes or a mutable buffer (which another thread could change: CPython's decoder)."""
     raw = (unit * (1_200_000 // len(unit.encode()))).encode()
-    assert _speedups.text(raw) == raw.decode()
-    assert _speedups.text(raw + b"\xff") == raw.decode() + "\ufffd"
+    text = raw.decode()
+    for got in (_speedups.text(raw), _speedups.text(memoryview(raw)), _speedups.text(bytearray(raw))):
+        assert got == text and sys.getsizeof(got) == sys.getsizeof(text)
+    assert _speedups.text(raw + b"\xff") == text + "\ufffd"
+    assert _speedups.text(b"\xf0" + raw) == "\ufffd" + text
 
 
 def test_a_large_event_decodes_the_same_however_it_is_cut() -> None:

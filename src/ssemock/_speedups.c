@@ -16,13 +16,14 @@
  *   any other shape or not complete in the chunk. Returns the offset after the last block
  *   taken and the last event ID in effect there.
  *
- * text(data, big=1 << 20) -> str
+ * text(data, big=1 << 20, /) -> str
  *   data.decode("utf-8", "replace"), the same str, for a large value (one 10 MB event): when
  *   len(data) >= big. Most of CPython's time there goes to the page faults of the new str's
  *   memory (one per 4 KiB, four bytes per character for an emoji-bearing text), so this asks
- *   Linux for huge pages for it first, then decodes in two passes: check and measure, then
- *   write, ASCII 16 bytes at a time. An invalid sequence anywhere hands the whole value to
- *   CPython's decoder, for its exact replacements. Smaller values go to CPython's decoder too.
+ *   Linux for huge pages for it first, then decodes in one pass, checking as it writes (ASCII
+ *   16 bytes at a time). An invalid sequence anywhere hands the whole value to CPython's
+ *   decoder, for its exact replacements. Smaller values, and text of 1 byte per character,
+ *   go to CPython's decoder too.
  *
  * escaped(window, sep, layout) -> bytes | None
  *   For ssemock.cassette_body: window (UTF-8) as one JSON string, each byte escaped as orjson
@@ -95,37 +96,29 @@ ascii16(const unsigned char *p)
     return ((a | b) & ASCII_MASK) == 0;
 }
 
-/* Whether [p, end) has a byte of 0xC4 or more: the lead byte of a code point past U+00FF (or an
- * invalid byte). Without one, the text is 1 byte per character, where CPython's decoder is as
- * fast as this file's; the loop over 256-byte blocks compiles to vector instructions. */
-static int
-wide(const unsigned char *p, const unsigned char *end)
+/* The largest byte of [p, end), or 0xF0 as soon as one of 0xF0 or more is seen (the lead byte
+ * of a code point past U+FFFF, or an invalid byte). The loop over 256-byte blocks compiles to
+ * vector instructions. */
+static unsigned
+widest(const unsigned char *p, const unsigned char *end)
 {
-    while (end - p >= 256) {
-        unsigned char most = 0;
+    unsigned char most = 0;
+    while (end - p >= 256 && most < 0xF0) {
         for (int i = 0; i < 256; i++) {
             most = p[i] > most ? p[i] : most;
         }
-        if (most >= 0xC4) {
-            return 1;
-        }
         p += 256;
     }
-    for (; p < end; p++) {
-        if (*p >= 0xC4) {
-            return 1;
-        }
+    for (; p < end && most < 0xF0; p++) {
+        most = *p > most ? *p : most;
     }
-    return 0;
+    return most;
 }
 
-/* Check that [p, end) is valid UTF-8 (as CPython's strict decoder sees it); set the number of
- * code points and the largest one's class (0x7F, 0xFF, 0xFFFF or 0x10FFFF). 0 when valid. */
+/* Whether [p, end) is UTF-8 as CPython's strict decoder sees it. */
 static int
-measure(const unsigned char *p, const unsigned char *end, Py_ssize_t *count, Py_UCS4 *maxchar)
+valid(const unsigned char *p, const unsigned char *end)
 {
-    Py_ssize_t n = end - p, trailing = 0;
-    Py_UCS4 max = 0x7F;
     while (p < end) {
         unsigned c = p[0];
         if (c < 0x80) {  /* then the ASCII run it starts, 16 bytes at a time */
@@ -133,49 +126,42 @@ measure(const unsigned char *p, const unsigned char *end, Py_ssize_t *count, Py_
             while (end - p >= 16 && ascii16(p)) {
                 p += 16;
             }
-            continue;
         }
-        if (c < 0xC2) {
-            return -1;
+        else if (c < 0xC2) {
+            return 0;
         }
-        if (c < 0xE0) {
+        else if (c < 0xE0) {
             if (end - p < 2 || (p[1] & 0xC0) != 0x80) {
-                return -1;
+                return 0;
             }
-            Py_UCS4 m = c < 0xC4 ? 0xFF : 0xFFFF;
-            max = m > max ? m : max;
             p += 2;
-            trailing += 1;
-            continue;
         }
-        if (c < 0xF0) {
+        else if (c < 0xF0) {
             if (end - p < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80
                     || (c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F)) {
-                return -1;
+                return 0;
             }
-            max = max < 0xFFFF ? 0xFFFF : max;
             p += 3;
-            trailing += 2;
-            continue;
         }
-        if (c > 0xF4 || end - p < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80
-                || (p[3] & 0xC0) != 0x80 || (c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F)) {
-            return -1;
+        else {
+            if (c > 0xF4 || end - p < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80
+                    || (p[3] & 0xC0) != 0x80 || (c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F)) {
+                return 0;
+            }
+            p += 4;
         }
-        max = 0x10FFFF;
-        p += 4;
-        trailing += 3;
     }
-    *count = n - trailing;
-    *maxchar = max;
-    return 0;
+    return 1;
 }
 
-/* Write the code points of valid UTF-8 [p, end) to out (1, 2 or 4 bytes per code point). */
-#define FILL(T)                                                                                    \
-    static void                                                                                    \
-    fill_##T(const unsigned char *p, const unsigned char *end, T *out)                             \
+/* Write the code points of [p, end) to out (2 or 4 bytes each) while checking it is UTF-8 as
+ * CPython's strict decoder sees it; the number of code points, or -1 at the first invalid
+ * sequence (or one past U+FFFF for 2 bytes). */
+#define DECODE(T)                                                                                  \
+    static Py_ssize_t                                                                              \
+    decode_##T(const unsigned char *p, const unsigned char *end, T *out)                           \
     {                                                                                              \
+        T *start = out;                                                                            \
         while (p < end) {                                                                          \
             unsigned c = p[0];                                                                     \
             if (c < 0x80) { /* then the ASCII run it starts, 16 bytes at a time */                 \
@@ -189,23 +175,39 @@ measure(const unsigned char *p, const unsigned char *end, Py_ssize_t *count, Py_
                     out += 16;                                                                     \
                 }                                                                                  \
             }                                                                                      \
+            else if (c < 0xC2) {                                                                   \
+                return -1;                                                                         \
+            }                                                                                      \
             else if (c < 0xE0) {                                                                   \
+                if (end - p < 2 || (p[1] & 0xC0) != 0x80) {                                        \
+                    return -1;                                                                     \
+                }                                                                                  \
                 *out++ = (T)(((c & 0x1F) << 6) | (p[1] & 0x3F));                                   \
                 p += 2;                                                                            \
             }                                                                                      \
             else if (c < 0xF0) {                                                                   \
+                if (end - p < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80                  \
+                        || (c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F)) {             \
+                    return -1;                                                                     \
+                }                                                                                  \
                 *out++ = (T)(((c & 0x0F) << 12) | ((p[1] & 0x3F) << 6) | (p[2] & 0x3F));           \
                 p += 3;                                                                            \
             }                                                                                      \
             else {                                                                                 \
+                if (sizeof(T) < 4 || c > 0xF4 || end - p < 4 || (p[1] & 0xC0) != 0x80              \
+                        || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80                          \
+                        || (c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F)) {             \
+                    return -1;                                                                     \
+                }                                                                                  \
                 *out++ = (T)(((c & 0x07) << 18) | ((p[1] & 0x3F) << 12) | ((p[2] & 0x3F) << 6)     \
                              | (p[3] & 0x3F));                                                     \
                 p += 4;                                                                            \
             }                                                                                      \
         }                                                                                          \
+        return out - start;                                                                        \
     }
-FILL(Py_UCS2)
-FILL(Py_UCS4)
+DECODE(Py_UCS2)
+DECODE(Py_UCS4)
 
 /* Ask for huge pages for the whole 2 MiB pages inside [data, data + size): a hint, which the
  * kernel may ignore; the memory is the new str's own and not yet written. */
@@ -225,25 +227,33 @@ static PyObject *
 utf8(const char *s, Py_ssize_t n, Py_ssize_t big)
 {
     const unsigned char *p = (const unsigned char *)s;
-    Py_ssize_t count;
-    Py_UCS4 maxchar;
-    if (n < big || !wide(p, p + n) || measure(p, p + n, &count, &maxchar) != 0 || maxchar <= 0xFF) {
-        /* small, invalid, or 1 byte per character (where CPython's decoder is as fast) */
+    unsigned most = n < big ? 0 : widest(p, p + n);
+    if (most < 0xC4) {  /* small, or 1 byte per character: CPython's decoder is as fast there */
         return PyUnicode_DecodeUTF8(s, n, "replace");
     }
-    PyObject *str = PyUnicode_New(count, maxchar);
+    /* Room for n code points (there are at most as many as bytes): the pages past the ones
+     * written are never touched, and the resize gives them back. A valid text holding a byte of
+     * 0xC4 or more has a code point past U+00FF, and one of 0xF0 or more one past U+FFFF, so the
+     * str's width is the one CPython would give it. */
+    PyObject *str = PyUnicode_New(n, most >= 0xF0 ? 0x10FFFF : 0xFFFF);
     if (str == NULL) {
         return NULL;
     }
-    void *data = PyUnicode_DATA(str);
-    switch (PyUnicode_KIND(str)) {
-    case PyUnicode_2BYTE_KIND:
-        advise_huge(data, (size_t)count * 2);
-        fill_Py_UCS2(p, p + n, data);
-        break;
-    default:
-        advise_huge(data, (size_t)count * 4);
-        fill_Py_UCS4(p, p + n, data);
+    Py_ssize_t count;
+    if (PyUnicode_KIND(str) == PyUnicode_2BYTE_KIND) {
+        advise_huge(PyUnicode_DATA(str), (size_t)n * 2);
+        count = decode_Py_UCS2(p, p + n, PyUnicode_DATA(str));
+    }
+    else {
+        advise_huge(PyUnicode_DATA(str), (size_t)n * 4);
+        count = decode_Py_UCS4(p, p + n, PyUnicode_DATA(str));
+    }
+    if (count < 0) {  /* not UTF-8: CPython's decoder, for its exact replacements */
+        Py_DECREF(str);
+        return PyUnicode_DecodeUTF8(s, n, "replace");
+    }
+    if (count < n && PyUnicode_Resize(&str, count) != 0) {
+        return NULL;
     }
     return str;
 }
@@ -261,6 +271,12 @@ text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) != 0) {
         return NULL;
+    }
+    /* Only bytes, or a view of bytes, cannot change while they are read: any other buffer (a
+     * bytearray another thread fills, a shared mmap) goes to CPython's decoder. */
+    PyObject *owner = PyMemoryView_Check(args[0]) ? PyMemoryView_GET_BASE(args[0]) : args[0];
+    if (owner == NULL || !PyBytes_CheckExact(owner)) {
+        big = PY_SSIZE_T_MAX;
     }
     PyObject *result = utf8(view.buf, view.len, big);
     PyBuffer_Release(&view);
@@ -328,9 +344,7 @@ escaped(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(args[0]);
     const unsigned char *end = p + PyBytes_GET_SIZE(args[0]);
-    Py_ssize_t count;
-    Py_UCS4 maxchar;
-    if (measure(p, end, &count, &maxchar) != 0) {
+    if (!valid(p, end)) {
         Py_RETURN_NONE;
     }
     int pair = PyBytes_GET_SIZE(args[1]) == 2;
@@ -573,7 +587,7 @@ static PyMethodDef methods[] = {
     {"blocks", (PyCFunction)(void (*)(void))blocks, METH_FASTCALL,
      "blocks(chunk, pos, last_id, events) -> (pos, last_id): the whole simple blocks at chunk[pos:]."},
     {"text", (PyCFunction)(void (*)(void))text, METH_FASTCALL,
-     "text(data, big=1048576) -> str: data.decode('utf-8', 'replace'), faster from `big` bytes on."},
+     "text(data, big=1048576, /) -> str: data.decode('utf-8', 'replace'), faster from `big` bytes on."},
     {"escaped", (PyCFunction)(void (*)(void))escaped, METH_FASTCALL,
      "escaped(window, sep, layout) -> bytes | None: a cassette body window as one JSON string."},
     {"values", values, METH_O, "values(data) -> int: how many of data's bytes are ',', '[' or '{'."},
