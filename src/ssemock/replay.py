@@ -277,8 +277,8 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
 
     async def _instant(self) -> AsyncIterator[bytes]:
         """The fast path of ``async for``: nothing to wait for or raise (an async generator
-        steps faster than an ``__anext__`` coroutine per chunk)."""
-        self._opened = True
+        steps faster than an ``__anext__`` coroutine per chunk); ``opened`` counts what it handed
+        out, as on the sync fast path."""
         for chunk in self._steps:
             yield chunk  # type: ignore[misc]
 
