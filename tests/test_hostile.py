@@ -273,7 +273,10 @@ def test_a_30000_deep_yaml_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "ssemock", "import-vcr", str(path)], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 1, proc.stderr
-    assert proc.stderr.strip() == f"ssemock: error: {path}: YAML nested deeper than 250 levels (line 1): not a vcrpy cassette"
+    # ssemock's own depth cap, or the one newer PyYAML C parsers have: either way one line, no crash
+    line, = proc.stderr.strip().splitlines()
+    assert line.startswith(f"ssemock: error: refused {path}: ") and "not a vcrpy cassette" in line
+    assert "nested deeper than 250 levels" in line or "nesting depth" in line
 
 
 def _vcr_yaml(response: dict[str, Any]) -> str:
@@ -288,7 +291,7 @@ def test_a_compression_bomb_is_refused(tmp_path: Path) -> None:
                                "body": {"base64_string": base64.b64encode(bomb).decode()}}))
     tracemalloc.start()
     try:
-        with pytest.raises(CassetteError, match=r"interaction 0: response.body \(gzip\): the bodies decode to more"):
+        with pytest.raises(CassetteError, match=r"interaction 0: GET http://h.test/: response.body \(gzip\): the bodies decode to more"):
             import_vcr(path)
         peak = tracemalloc.get_traced_memory()[1]
     finally:

@@ -55,7 +55,8 @@ def test_import_a_yaml_cassette_written_by_vcrpy_and_replay_it(
     assert NO_BOUNDARIES in err
     assert "vcrpy kept no chunk boundaries or timing: using one chunk per event, all at t=0" in err
     target = source.with_suffix(".json")
-    assert f"wrote {target}: 3 interactions" in out
+    assert f"converted {source} -> {target}: 3 interactions" in out
+    assert "import-vcr: 1 converted, 0 skipped, 0 refused" in out
 
     cassette = Cassette.load(target)
     assert [x.request.method for x in cassette.interactions] == ["GET", "GET", "POST"]
@@ -90,7 +91,12 @@ def test_import_a_json_cassette_written_by_vcrpy(server: str, tmp_path: Path,
         assert [fetch(client, server, *route)[0] for route in routes] == live
     # a .json vcrpy cassette is not overwritten by default
     assert main(["import-vcr", str(source)]) == 0
+    assert "the ssemock plugin looks for stream.json" in capsys.readouterr().out
     assert (tmp_path / "stream.ssemock.json").is_file() and source.read_text().startswith("{")
+    assert not ssemock.vcr.is_ssemock_cassette(orjson.loads(source.read_bytes()))
+    # ... unless asked to
+    assert main(["import-vcr", str(source), "--replace-json"]) == 0
+    assert Cassette.load(source).interactions[0].response.body == live[0]
 
 
 def vcr_doc(body: object, *, request_body: object = "", headers: dict[str, list[str]] | None = None,
@@ -109,7 +115,7 @@ def test_refuses_to_write_when_a_secret_is_left(tmp_path: Path, capsys: pytest.C
     target = tmp_path / "leak.out.json"
     assert main(["import-vcr", str(source), "-o", str(target)]) == 1
     err = capsys.readouterr().err
-    assert f"ssemock: error: {source}: a secret is left after redaction: interaction 0 response.body" in err
+    assert f"ssemock: error: refused {source}: a secret is left after redaction: interaction 0 response.body" in err
     assert "refusing to write" in err and "--scrub-bodies" in err
     assert not target.exists()
     assert main(["import-vcr", str(source), "-o", str(target), "--scrub-bodies"]) == 0
@@ -147,12 +153,12 @@ def test_bad_vcr_cassettes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     not_vcr = tmp_path / "x.yaml"
     not_vcr.write_text("just: a mapping\n")
     assert main(["import-vcr", str(not_vcr)]) == 1
-    assert f"ssemock: error: {not_vcr}: not a vcrpy cassette" in capsys.readouterr().err
+    assert f"ssemock: error: refused {not_vcr}: not a vcrpy cassette" in capsys.readouterr().err
     broken = tmp_path / "y.yaml"
     broken.write_text("interactions: [\n  - {")
     assert main(["import-vcr", str(broken)]) == 1
     assert "YAML does not parse" in capsys.readouterr().err
-    with pytest.raises(CassetteError, match="interaction 0: response.status"):
+    with pytest.raises(CassetteError, match="interaction 0: POST https://api.openai.com/v1/chat/completions: response.status"):
         from_vcr(vcr_doc("", status={"code": "teapot"}), "z.yaml")
     with pytest.raises(CassetteError, match="cannot read"):
         import_vcr(tmp_path / "missing.yaml")

@@ -374,16 +374,28 @@ def _cmd_fix(args: argparse.Namespace) -> int:
 
 def _add_import_vcr(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
-        "import-vcr", help="convert a vcrpy / pytest-recording cassette to an ssemock cassette",
-        description="Convert a vcrpy or pytest-recording cassette (YAML, or vcrpy's JSON serializer) "
-                    "into an ssemock cassette. vcrpy keeps neither chunk boundaries nor timing, so "
-                    "each response gets one chunk per event, all at t=0. Compressed bodies are "
-                    "decoded. The default redaction rules are applied; if a secret is left the file "
-                    "is not written (exit 1) unless --scrub-bodies replaces it.")
-    parser.add_argument("vcr_cassette", metavar="VCR_CASSETTE", help="vcrpy cassette (.yaml, .yml or .json)")
-    parser.add_argument("-o", "--output", metavar="OUTPUT", default=None,
-                        help="ssemock cassette to write (default: VCR_CASSETTE with a .json suffix, or "
-                             "NAME.ssemock.json for a .json input)")
+        "import-vcr", help="convert vcrpy / pytest-recording cassettes (files, folders, globs) to ssemock cassettes",
+        description="Convert vcrpy or pytest-recording cassettes (YAML, or vcrpy's JSON serializer) into "
+                    "ssemock cassettes: files, folders (searched recursively for .yaml, .yml, .json) and "
+                    "glob patterns. Each cassette is written beside its source (NAME.yaml -> NAME.json, "
+                    "where the ssemock plugin looks) or, with --out, into a folder mirroring the tree. "
+                    "vcrpy keeps neither chunk boundaries nor timing, so each response gets one chunk per "
+                    "event (SSE event, JSON line, JSON array element), all at t=0. Compressed bodies are "
+                    "decoded. Prints what was converted, skipped (already converted, up to date) and "
+                    "refused (why: the interaction and the field); exit 1 when anything was refused.")
+    parser.add_argument("paths", metavar="PATH", nargs="+",
+                        help="a vcrpy cassette, a folder of them (recursive) or a glob pattern (** recursive)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--out", metavar="FOLDER", default=None,
+                       help="write into FOLDER, mirroring the tree under each PATH (default: beside each source)")
+    where.add_argument("-o", "--output", metavar="OUTPUT", default=None,
+                       help="with one vcrpy cassette: the ssemock cassette to write")
+    parser.add_argument("--force", action="store_true",
+                        help="drop the fields ssemock cannot carry over (an unknown body key, a custom reason "
+                             "phrase, vcrpy metadata) instead of refusing the file; what was dropped is listed")
+    parser.add_argument("--replace-json", action="store_true",
+                        help="replace a vcrpy .json cassette by its conversion (default: NAME.ssemock.json "
+                             "beside it, as the vcrpy file keeps its name)")
     parser.add_argument("--scrub-bodies", action="store_true",
                         help="also replace secrets found in bodies and other headers with REDACTED "
                              "(as `ssemock redact` does)")
@@ -391,35 +403,31 @@ def _add_import_vcr(subparsers: Subparsers) -> None:
 
 
 def _cmd_import_vcr(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from .vcr import NO_BOUNDARIES, import_file, import_paths
 
-    from . import inspect
-    from .redact import find_secrets
-    from .vcr import NO_BOUNDARIES, import_vcr
-
-    source = Path(args.vcr_cassette)
-    cassette = import_vcr(source)
     if args.output is not None:
-        target = Path(args.output)
+        if len(args.paths) != 1:
+            raise _UsageError("-o/--output takes one vcrpy cassette; for several, use --out FOLDER")
+        summary = import_file(args.paths[0], args.output, force=args.force, scrub_bodies=args.scrub_bodies)
     else:
-        target = source.with_suffix(".json")
-        if target == source:
-            target = source.with_name(f"{source.stem}.ssemock.json")
-    _out(f"ssemock: note: {NO_BOUNDARIES}", err=True)
-    if args.scrub_bodies:
-        for change in inspect.redact(cassette):
-            _out(f"scrubbed {change}")
-    leaks = find_secrets(cassette)
-    if leaks:
-        for leak in leaks:
-            _out(f"ssemock: error: {source}: a secret is left after redaction: {leak}", err=True)
-        _out(f"ssemock: error: {source}: refusing to write {target}: remove the secrets from the vcrpy "
-              "cassette (or filter them when recording), or import with --scrub-bodies", err=True)
-        return 1
-    cassette.save(target)
-    count = len(cassette.interactions)
-    _out(f"wrote {target}: {count} interaction{'s' if count != 1 else ''}")
-    return 0
+        summary = import_paths(args.paths, out=args.out, force=args.force, scrub_bodies=args.scrub_bodies,
+                               replace_json=args.replace_json)
+    if summary.converted:
+        _out(f"ssemock: note: {NO_BOUNDARIES}", err=True)
+    for c in summary.converted:
+        _out(f"converted {c.source} -> {c.target}: {c.interactions} interaction{'s' if c.interactions != 1 else ''}")
+        for line in c.scrubbed:
+            _out(f"  scrubbed {line}")
+        for line in c.dropped:
+            _out(f"  dropped {line}")
+        if c.note:
+            _out(f"  note: {c.note}")
+    for s in summary.skipped:
+        _out(f"skipped {s.source}: {s.reason}")
+    for r in summary.refused:
+        _out(f"ssemock: error: refused {r.source}: {r.reason}", err=True)
+    _out(f"import-vcr: {summary.counts()}")
+    return 0 if summary.ok else 1
 
 
 # -- parser and dispatch -----------------------------------------------------------------------

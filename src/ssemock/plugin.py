@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ._cassette_names import file_name
 from ._names import unknown
 from .errors import SsemockWarning
 from .modes import RECORD_MODES
@@ -317,20 +318,12 @@ def ssemock_cassette_dir(request: pytest.FixtureRequest) -> Path:
     return path.parent / "cassettes" / path.stem
 
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9._\[\]-]+")  # brackets kept: test_x[param].json, as vcrpy names them
-
-
 def cassette_name(node: Any) -> str:
     """The test's name without the ssemock variant id, safe as a file name; a test in a class is
     ``Class.test`` (nested: ``Outer.Inner.test``), so same-named tests never share a cassette."""
     name = re.sub(r"(?<=\[)ssemock-[^-\]]+(-|(?=\]))|-ssemock-[^-\]]+", "", node.name).replace("[]", "")
     classes = [c.name for c in getattr(node, "listchain", lambda: [])() if isinstance(c, pytest.Class)]
-    name = ".".join([*classes, name])
-    safe = _UNSAFE.sub("_", name).strip("._") or "cassette"
-    if safe != name or len(safe) > 120:  # distinct ids must not share a file once made safe
-        digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:10]
-        safe = f"{safe[:120]}-{digest}"
-    return f"{safe}.json"
+    return file_name(".".join([*classes, name]))
 
 
 def _cassette_path(spec: Any, directory: Path, node: Any) -> Path:

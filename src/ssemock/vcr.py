@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import glob
+import http
+import json
 import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -21,20 +26,23 @@ import orjson
 from .cassette import (
     FREE_VALUES,
     MAX_DEPTH,
+    VERSION,
     Cassette,
     CassetteError,
     Headers,
     Interaction,
     Request,
     Response,
-    body_ends,
     check_size,
     read_file,
 )
+from ._cassette_names import file_name
+from .chunking import framed_event_ends
 from .record import HOP_HEADERS
-from .redact import redact_request, redact_response
+from .redact import find_secrets, mask_url, redact_request, redact_response
 
-__all__ = ["NO_BOUNDARIES", "from_vcr", "import_vcr", "load_vcr"]
+__all__ = ["NO_BOUNDARIES", "Converted", "ImportSummary", "Refused", "Skipped", "from_vcr", "import_file",
+           "import_paths", "import_vcr", "is_ssemock_cassette", "is_vcr_cassette", "load_vcr"]
 
 NO_BOUNDARIES = "vcrpy kept no chunk boundaries or timing: using one chunk per event, all at t=0"
 YAML_BYTES_PER_VALUE = 8  # a YAML file may hold FREE_VALUES values and one more per 8 bytes
@@ -179,29 +187,78 @@ class _Budget:
                         f"file and {BODY_FREE >> 20} MB): a compression bomb?")
 
 
-def _bytes(value: Any, where: str) -> bytes | None:
+class _Fields:
+    """Fields of a vcrpy cassette that ssemock cannot carry over: an error naming the file, the
+    interaction and the field, or -- with ``force`` -- dropped and listed in :attr:`dropped`."""
+
+    def __init__(self, force: bool) -> None:
+        self.force = force
+        self.dropped: list[str] = []
+        self.interaction: int | None = None
+        self.label = ""  # the interaction's request, for messages: "POST https://..."
+
+    def cannot_carry(self, where: str, why: str) -> None:
+        at = "" if self.interaction is None else f"interaction {self.interaction}{self.label}: "
+        if not self.force:
+            raise _Invalid(f"{where}: {why}; ssemock cannot carry it over, so nothing is written "
+                           "(import with --force to drop it)")
+        self.dropped.append(f"{at}{where} ({why})")
+
+    def unknown(self, mapping: dict[Any, Any], known: frozenset[str], where: str) -> None:
+        for key in mapping:
+            if key not in known:
+                self.cannot_carry(f"{where}.{key}" if where else str(key),
+                                  "a field vcrpy does not write (a custom serializer's?)")
+
+
+_INTERACTION = frozenset({"request", "response"})
+_REQUEST = frozenset({"method", "uri", "url", "body", "headers", "parsed_body",
+                      "protocol", "host", "port", "path"})  # the last four: vcrpy < 1.0's layout
+_RESPONSE = frozenset({"status", "headers", "body", "parsed_body", "url",
+                       "status_code", "content", "http_version"})  # the last three: old httpx layout
+_BODY = frozenset({"string", "base64_string"})
+
+
+def _bytes(value: Any, where: str, fields: _Fields) -> bytes | None:
     """A vcrpy body: None, str, bytes (YAML !!binary), ``{'string': ...}``, base64, or a list."""
-    if isinstance(value, dict) and "string" in value:
-        value, where = value["string"], f"{where}.string"
-        if isinstance(value, dict):
-            raise _Invalid(f"{where} must be text or bytes, got a mapping")
+    if isinstance(value, dict):
+        fields.unknown(value, _BODY, where)
+        if "string" in value:
+            value, where = value["string"], f"{where}.string"
+            if isinstance(value, dict):
+                raise _Invalid(f"{where} must be text or bytes, got a mapping")
+        elif "base64_string" in value:
+            try:
+                return base64.b64decode(str(value["base64_string"]), validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise _Invalid(f"{where}.base64_string is not valid base64 ({exc})") from None
+        else:
+            return None
     if value is None:
         return None
     if isinstance(value, bytes):
         return value
     if isinstance(value, str):
         return value.encode("utf-8", "surrogatepass")
-    if isinstance(value, dict):
-        if "base64_string" in value:
-            try:
-                return base64.b64decode(str(value["base64_string"]), validate=True)
-            except (binascii.Error, ValueError) as exc:
-                raise _Invalid(f"{where}.base64_string is not valid base64 ({exc})") from None
-        if not value:
-            return None
     if isinstance(value, (list, tuple)) and all(isinstance(v, (bytes, str)) for v in value):
         return b"".join(v if isinstance(v, bytes) else v.encode("utf-8", "surrogatepass") for v in value)
     raise _Invalid(f"{where} is neither a string, bytes nor {{'string': ...}}: {type(value).__name__}")
+
+
+def _body(item: dict[str, Any], body_key: str, where: str, fields: _Fields) -> tuple[bytes | None, bool]:
+    """The body of a vcrpy request or response, and whether it came from a parsed JSON body.
+
+    Custom serializers (pydantic-ai's, for one) store a JSON body parsed, under ``parsed_body``,
+    and give vcrpy ``json.dumps(parsed_body)`` back: the same bytes are made here."""
+    if "parsed_body" not in item:
+        return _bytes(item.get(body_key), f"{where}.{body_key}", fields), False
+    if item.get(body_key) not in (None, "", {}):
+        raise _Invalid(f"{where} has both {body_key} and parsed_body: which one the serializer "
+                       "served is unknown; remove one")
+    try:
+        return json.dumps(item["parsed_body"]).encode("utf-8", "surrogatepass"), True
+    except (TypeError, ValueError) as exc:
+        raise _Invalid(f"{where}.parsed_body is not JSON data ({exc})") from None
 
 
 _SCALARS = (str, bytes, int, float)
@@ -320,71 +377,397 @@ def _text(value: str, where: str) -> str:
     return value
 
 
-def _interaction(item: Any, budget: _Budget) -> Interaction:
+def _uri(req: dict[str, Any]) -> Any:
+    """The request URL; vcrpy < 1.0 kept it in parts (protocol, host, port, path)."""
+    uri = req.get("uri", req.get("url"))
+    if uri is None and isinstance(req.get("host"), str) and isinstance(req.get("path"), str):
+        scheme = str(req.get("protocol") or "http")
+        port = req.get("port")
+        default = {"http": 80, "https": 443}.get(scheme)
+        netloc = req["host"] if port in (None, default, str(default)) else f"{req['host']}:{port}"
+        uri = f"{scheme}://{netloc}{req['path']}"
+    return uri
+
+
+def _status(resp: dict[str, Any], fields: _Fields) -> int:
+    if "status_code" in resp:  # the httpx cassette format of old vcrpy versions
+        status: Any = resp["status_code"]
+    else:
+        status = resp.get("status")
+        if isinstance(status, dict):
+            fields.unknown(status, frozenset({"code", "message"}), "response.status")
+            message, status = status.get("message"), status.get("code")
+            if isinstance(status, int) and message not in (None, "", _reason(status)):
+                fields.cannot_carry("response.status.message", f"a reason phrase other than the standard "
+                                                                f"{_reason(status)!r}: {str(message)!r:.60}")
+    if isinstance(status, str) and status.isdigit() and len(status) == 3:
+        status = int(status)
+    if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
+        raise _Invalid(f"response.status has no HTTP status code: {status!r:.80}")
+    return status
+
+
+def _reason(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _interaction(item: Any, budget: _Budget, fields: _Fields) -> Interaction:
     if not isinstance(item, dict) or not isinstance(item.get("request"), dict) \
             or not isinstance(item.get("response"), dict):
         raise _Invalid("must be a mapping with 'request' and 'response'")
     req, resp = item["request"], item["response"]
-    method, uri = req.get("method"), req.get("uri", req.get("url"))
+    method, uri = req.get("method"), _uri(req)
     if not isinstance(method, str) or not method:
         raise _Invalid("request.method is missing")
     if not isinstance(uri, str) or not uri:
         raise _Invalid("request.uri is missing")
     method, uri = _text(method.upper(), "request.method"), _text(uri, "request.uri")
-    body = _bytes(req.get("body"), "request.body")
+    fields.label = f" ({method} {mask_url(uri)})"
+    fields.unknown(item, _INTERACTION, "")
+    fields.unknown(req, _REQUEST, "request")
+    fields.unknown(resp, _RESPONSE, "response")
+    body, _ = _body(req, "body", "request", fields)
     budget.take(len(body or b""), "request.body")
     if not body and method in ("GET", "HEAD"):
         body = None  # as ssemock records: a GET without a body matches any body
     request = Request(method, uri, _headers(req.get("headers"), "request.headers"), body)
 
-    if "status_code" in resp:  # the httpx cassette format of old vcrpy versions
-        status: Any = resp["status_code"]
-        content: Any = resp.get("content")
-    else:
-        status = resp.get("status")
-        status = status.get("code") if isinstance(status, dict) else status
-        content = resp.get("body")
-    if isinstance(status, str) and status.isdigit() and len(status) == 3:
-        status = int(status)
-    if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
-        raise _Invalid(f"response.status has no HTTP status code: {status!r:.80}")
+    status = _status(resp, fields)
+    if isinstance(resp.get("url"), str) and resp["url"] not in (uri, ""):
+        fields.cannot_carry("response.url", "the response came from another URL than the request's "
+                                            "(a redirect vcrpy folded into one interaction)")
     headers = _headers(resp.get("headers"), "response.headers")
-    raw = _bytes(content, "response.body") or b""
+    raw, parsed = _body(resp, "content" if "status_code" in resp else "body", "response", fields)
+    raw = raw or b""
     budget.take(len(raw), "response.body")
-    rbody, headers = _decode_body(raw, headers, budget)
+    if parsed:  # a parsed JSON body is the decoded body whatever Content-Encoding says
+        rbody, headers = raw, [(k, v) for k, v in headers if k != "content-encoding"]
+    else:
+        rbody, headers = _decode_body(raw, headers, budget)
     if rbody is not raw:
         budget.take(len(rbody), "response.body")
     headers = [(k, v) for k, v in headers if k not in HOP_HEADERS]
     content_type = next((v for k, v in headers if k == "content-type"), None)
-    ends = body_ends(rbody, content_type)
+    ends = _event_ends(rbody, content_type)
     response = Response(status, headers, rbody, ends, [0.0] * len(ends), True, None)
     return Interaction(redact_request(request), redact_response(response))
 
 
+def _event_ends(body: bytes, content_type: str | None) -> list[int]:
+    """One chunk per event of the body's framing: SSE events, JSON lines, a JSON array's
+    elements (Gemini's streamGenerateContent without ``alt=sse``), eventstream frames."""
+    ends = framed_event_ends(body, content_type)
+    if (ends[-1] if ends else 0) < len(body):
+        ends.append(len(body))
+    return ends
+
+
 def from_vcr(data: Any, path: str | os.PathLike[str] | None = None, *,
-             max_body_bytes: int | None = None) -> Cassette:
+             max_body_bytes: int | None = None, force: bool = False,
+             dropped: list[str] | None = None) -> Cassette:
     """An ssemock cassette from a parsed vcrpy cassette (redacted, one chunk per event, t=0).
 
-    ``max_body_bytes``: how many bytes all bodies may decode to (None: no limit)."""
-    if isinstance(data, list) and data and isinstance(data[0], dict) and "request" in data[0]:
-        items: Any = data  # vcrpy < 1.0 kept a bare list of interactions
-    elif isinstance(data, dict) and isinstance(data.get("interactions"), list):
-        items = data["interactions"]
-    else:
+    ``max_body_bytes``: how many bytes all bodies may decode to (None: no limit). A field
+    ssemock cannot carry over (an unknown body key, a custom reason phrase, vcrpy's metadata) is
+    a :class:`CassetteError` naming the interaction and the field; with ``force`` it is dropped
+    and described in ``dropped`` instead."""
+    if is_ssemock_cassette(data):
+        raise CassetteError("already an ssemock cassette, not a vcrpy one", path=path)
+    if not is_vcr_cassette(data):
         raise CassetteError("not a vcrpy cassette: no 'interactions' list", path=path)
+    fields = _Fields(force)
+    if isinstance(data, list):
+        items: Any = data  # vcrpy < 1.0 kept a bare list of interactions
+    else:
+        items = data["interactions"]
+        try:  # other top-level keys (a YAML anchor's holder): vcrpy reads none of them
+            if data.get("metadata"):
+                fields.cannot_carry("metadata", "values stored with vcrpy's cassette metadata")
+        except _Invalid as exc:
+            raise CassetteError(str(exc), path=path) from None
     budget = _Budget(max_body_bytes)
     interactions = []
     for i, item in enumerate(items):
+        fields.interaction, fields.label = i, ""
         try:
-            interactions.append(_interaction(item, budget))
+            interactions.append(_interaction(item, budget, fields))
         except _Invalid as exc:
-            raise CassetteError(str(exc), path=path, interaction=i) from None
+            raise CassetteError(f"{fields.label.strip(' ()')}{': ' if fields.label else ''}{exc}",
+                                path=path, interaction=i) from None
+    if dropped is not None:
+        dropped += fields.dropped
     return Cassette(interactions)
 
 
-def import_vcr(path: str | os.PathLike[str]) -> Cassette:
+def is_vcr_cassette(data: Any) -> bool:
+    """Whether parsed YAML/JSON is shaped like a vcrpy cassette (an interactions list)."""
+    if isinstance(data, list):
+        return bool(data) and isinstance(data[0], dict) and "request" in data[0]
+    return isinstance(data, dict) and isinstance(data.get("interactions"), list)
+
+
+def is_ssemock_cassette(data: Any) -> bool:
+    """Whether parsed JSON is an ssemock cassette (responses with a chunk map, requests with a
+    ``url``), not a vcrpy one (``uri``, no chunk map)."""
+    if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("interactions"), list):
+        return False
+    items = data["interactions"]
+    return bool(items) and all(isinstance(x, dict) and isinstance(x.get("response"), dict)
+                               and "chunks" in x["response"] for x in items)
+
+
+def import_vcr(path: str | os.PathLike[str], *, force: bool = False,
+               dropped: list[str] | None = None) -> Cassette:
     """Read a vcrpy cassette file into an (unsaved) ssemock cassette; its bodies may decode to
-    at most ``BODY_EXPANSION`` times the file's size plus ``BODY_FREE`` bytes."""
+    at most ``BODY_EXPANSION`` times the file's size plus ``BODY_FREE`` bytes. ``force`` and
+    ``dropped``: as :func:`from_vcr`."""
     data = load_vcr(path)
     size = os.stat(path).st_size
-    return from_vcr(data, path, max_body_bytes=BODY_FREE + BODY_EXPANSION * size)
+    return from_vcr(data, path, max_body_bytes=BODY_FREE + BODY_EXPANSION * size, force=force, dropped=dropped)
+
+
+# -- a tree of cassettes -----------------------------------------------------------------------
+
+VCR_SUFFIXES = (".yaml", ".yml", ".json")  # what a folder is searched for (vcrpy's serializers)
+SSEMOCK_SUFFIX = ".ssemock.json"  # beside a vcrpy .json cassette, whose own name is taken
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A vcrpy cassette written as an ssemock cassette."""
+
+    source: Path
+    target: Path
+    interactions: int
+    dropped: tuple[str, ...] = ()  # fields --force dropped: "interaction 2 (POST ...): response.x (why)"
+    scrubbed: tuple[str, ...] = ()  # secrets --scrub-bodies replaced
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file left alone: already an ssemock cassette, converted and unchanged since, or (found
+    in a folder) not a vcrpy cassette."""
+
+    source: Path
+    reason: str
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A file not converted, and why (the interaction and the field where there is one)."""
+
+    source: Path
+    reason: str
+
+
+@dataclass
+class ImportSummary:
+    """What :func:`import_paths` did, file by file."""
+
+    converted: list[Converted] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    refused: list[Refused] = field(default_factory=list)
+
+    @property
+    def written(self) -> list[Path]:
+        """The ssemock cassettes written."""
+        return [c.target for c in self.converted]
+
+    @property
+    def ok(self) -> bool:
+        """Nothing refused (the command's exit code is 1 otherwise)."""
+        return not self.refused
+
+    def add(self, result: Converted | Skipped | Refused) -> None:
+        if isinstance(result, Converted):
+            self.converted.append(result)
+        elif isinstance(result, Skipped):
+            self.skipped.append(result)
+        else:
+            self.refused.append(result)
+
+    def counts(self) -> str:
+        """``3 converted, 1 skipped, 0 refused``."""
+        return f"{len(self.converted)} converted, {len(self.skipped)} skipped, {len(self.refused)} refused"
+
+
+def _vcr_files(folder: Path) -> list[Path]:
+    """The candidate cassettes under ``folder``, recursively, in a stable order (hidden folders
+    and files -- .git, a save's temp files -- left out)."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        found += [Path(dirpath, f) for f in sorted(filenames)
+                  if not f.startswith(".") and f.lower().endswith(VCR_SUFFIXES)]
+    return found
+
+
+def _sources(arg: str | os.PathLike[str]) -> tuple[Path, list[tuple[Path, bool]]] | Refused:
+    """(the root the output tree mirrors, [(file, named explicitly)]) for one argument: a file,
+    a folder (searched recursively) or a glob pattern (``**`` recursive)."""
+    path = Path(arg)
+    if path.is_dir():
+        return path, [(f, False) for f in _vcr_files(path)]
+    if os.path.lexists(path):  # a file, or something that is not one (reading it says so)
+        return path.parent, [(path, True)]
+    text = os.fspath(arg)
+    if not glob.has_magic(text):
+        return Refused(path, "no such file or folder")
+    matches = sorted(glob.glob(text, recursive=True))
+    if not matches:
+        return Refused(path, "the pattern matches no file")
+    parts = Path(text).parts
+    fixed = next(i for i, part in enumerate(parts) if glob.has_magic(part))
+    root = Path(*parts[:fixed]) if fixed else Path(".")
+    files: list[tuple[Path, bool]] = []
+    for match in map(Path, matches):
+        if match.is_dir():
+            files += [(f, False) for f in _vcr_files(match)]
+        elif match.is_file():
+            files.append((match, False))
+    return root, files
+
+
+def _target(source: Path, root: Path, out: Path | None, replace_json: bool) -> tuple[Path, str | None]:
+    """Where the conversion of ``source`` goes, and a note when the plugin will not find it
+    there. pytest-recording's ``cassettes/<module>/<test>.yaml`` becomes
+    ``cassettes/<module>/<test>.json``: the path the ssemock plugin looks at by default."""
+    stem = source.name[:-len(source.suffix)] if source.suffix.lower() in VCR_SUFFIXES else source.name
+    name = file_name(stem)
+    folder = source.parent if out is None else out / source.parent.relative_to(root)
+    target = folder / name
+    if _same_file(target, source) and not replace_json:
+        target = folder / (name[:-len(".json")] + SSEMOCK_SUFFIX)
+        return target, (f"{name} is vcrpy's cassette, so this went to {target.name}; the ssemock plugin "
+                        f"looks for {name}: import with --replace-json (or --out) to write it there")
+    return target, None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _existing(target: Path, source: Path) -> Skipped | Refused | None:
+    """What to do when ``target`` exists (None: write it). An ssemock cassette newer than its
+    source is up to date; a file that is not an ssemock cassette is never overwritten."""
+    try:
+        raw = read_file(target)
+        data = orjson.loads(raw) if raw.lstrip().startswith(b"{") else None
+    except (CassetteError, orjson.JSONDecodeError):
+        data = None
+    if not (is_ssemock_cassette(data) or _empty(data)):
+        return Refused(source, f"{target} exists and is not an ssemock cassette: not overwritten (move it away)")
+    if target.stat().st_mtime >= source.stat().st_mtime:
+        return Skipped(source, f"up to date: {target} is newer than the vcrpy cassette")
+    return None
+
+
+def _empty(data: Any) -> bool:
+    """An empty cassette: the same text in vcrpy's JSON and in ssemock's format."""
+    return isinstance(data, dict) and data.get("version") == VERSION and data.get("interactions") == []
+
+
+def _refusal(source: Path, exc: CassetteError) -> Refused:
+    where = "" if exc.interaction is None else f"interaction {exc.interaction}: "
+    return Refused(source, where + exc.reason)
+
+
+def _import_one(source: Path, target: Path, *, explicit: bool, force: bool, scrub_bodies: bool,
+                note: str | None = None) -> Converted | Skipped | Refused:
+    try:
+        data = load_vcr(source)
+    except CassetteError as exc:
+        return _refusal(source, exc)
+    if is_ssemock_cassette(data):
+        return Skipped(source, "already an ssemock cassette")
+    if source.suffix.lower() == ".json" and _empty(data):
+        return Skipped(source, "an empty cassette (no interactions)")
+    if not is_vcr_cassette(data):
+        if explicit:
+            return Refused(source, "not a vcrpy cassette: no 'interactions' list")
+        return Skipped(source, "not a vcrpy cassette")
+    if target.exists() and not _same_file(target, source):
+        existing = _existing(target, source)
+        if existing is not None:
+            return existing
+    dropped: list[str] = []
+    try:
+        size = os.stat(source).st_size
+        cassette = from_vcr(data, source, max_body_bytes=BODY_FREE + BODY_EXPANSION * size,
+                            force=force, dropped=dropped)
+    except CassetteError as exc:
+        return _refusal(source, exc)
+    scrubbed: list[str] = []
+    if scrub_bodies:
+        from .inspect import redact
+        scrubbed = redact(cassette)
+    leaks = find_secrets(cassette)
+    if leaks:
+        return Refused(source, f"a secret is left after redaction: {'; '.join(leaks)}: refusing to write "
+                               f"{target}: remove the secrets from the vcrpy cassette (or filter them when "
+                               "recording), or import with --scrub-bodies")
+    try:
+        cassette.save(target)
+    except CassetteError as exc:  # a check at save time (a secret scan) refused it
+        return _refusal(source, exc)
+    except OSError as exc:
+        return Refused(source, f"cannot write {target}: {exc.strerror or exc}")
+    return Converted(source, target, len(cassette.interactions), tuple(dropped), tuple(scrubbed), note)
+
+
+def import_paths(paths: Iterable[str | os.PathLike[str]], *, out: str | os.PathLike[str] | None = None,
+                 force: bool = False, scrub_bodies: bool = False, replace_json: bool = False) -> ImportSummary:
+    """Import every vcrpy cassette that ``paths`` name -- files, folders (searched recursively
+    for .yaml, .yml and .json) and glob patterns (``**`` recursive) -- and say what happened to
+    each file.
+
+    ``out=None`` writes each cassette beside its source, ``<name>.yaml`` -> ``<name>.json``, so
+    pytest-recording's ``cassettes/<module>/<test>.yaml`` lands where the ssemock plugin looks
+    by default; ``out=FOLDER`` mirrors the tree under each argument into ``FOLDER``. A vcrpy
+    ``.json`` cassette cannot be replaced beside itself: its conversion goes to
+    ``<name>.ssemock.json``, unless ``replace_json`` replaces the vcrpy file by it.
+
+    Per file: *skipped* when it is already an ssemock cassette or its conversion is newer than
+    it (or, found in a folder, when it is no vcrpy cassette); *refused*, with the file, the
+    interaction and the field, when something cannot be carried over (``force`` drops such a
+    field and lists it), when a secret is left (``scrub_bodies`` replaces those), or when the
+    target exists and is not an ssemock cassette. Nothing is half-written (saves are atomic)."""
+    summary = ImportSummary()
+    out_dir = None if out is None else Path(out)
+    seen: set[str] = set()
+    claimed: dict[str, Path] = {}
+    for arg in paths:
+        found = _sources(arg)
+        if isinstance(found, Refused):
+            summary.add(found)
+            continue
+        root, files = found
+        for source, explicit in files:
+            key = os.path.abspath(source)
+            if key in seen:
+                continue
+            seen.add(key)
+            target, note = _target(source, root, out_dir, replace_json)
+            other = claimed.setdefault(os.path.abspath(target), source)
+            if other is not source:
+                summary.add(Refused(source, f"its target {target} is also the target of {other}: rename one"))
+                continue
+            summary.add(_import_one(source, target, explicit=explicit, force=force,
+                                    scrub_bodies=scrub_bodies, note=note))
+    return summary
+
+
+def import_file(source: str | os.PathLike[str], target: str | os.PathLike[str], *, force: bool = False,
+                scrub_bodies: bool = False) -> ImportSummary:
+    """Import one vcrpy cassette file to the ssemock cassette ``target`` (as :func:`import_paths`)."""
+    summary = ImportSummary()
+    source_path, target_path = Path(source), Path(target)
+    if _same_file(source_path, target_path):
+        summary.add(Refused(source_path, "the output is the vcrpy cassette itself: use --replace-json"))
+    else:
+        summary.add(_import_one(source_path, target_path, explicit=True, force=force, scrub_bodies=scrub_bodies))
+    return summary
