@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-__all__ = ["file_name"]
+__all__ = ["file_name", "recording_name"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._\[\]-]+")  # brackets kept: test_x[param].json, as vcrpy names them
 MAX_STEM = 120
@@ -23,3 +23,14 @@ def file_name(name: str) -> str:
         digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:10]
         safe = f"{safe[:MAX_STEM]}-{digest}"
     return f"{safe}.json"
+
+
+_RECORDING_FORBIDDEN = str.maketrans({c: "-" for c in "<>?%*:|\"'/\\"})
+
+
+def recording_name(name: str, cls: str | None = None) -> str:
+    """The cassette name pytest-recording gives a test: ``Class.test`` for a test in a class
+    (the innermost one), with ``<>?%*:|"'/\\`` replaced by ``-``. That replacement cannot be
+    undone, so ``import-vcr`` writes :func:`file_name` of this name, and the plugin looks there
+    when the test's own cassette does not exist."""
+    return (f"{cls}.{name}" if cls else name).translate(_RECORDING_FORBIDDEN)

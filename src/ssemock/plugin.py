@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._cassette_names import file_name
+from ._cassette_names import file_name, recording_name
 from ._names import unknown
 from .errors import SsemockWarning
 from .modes import RECORD_MODES
@@ -318,11 +318,16 @@ def ssemock_cassette_dir(request: pytest.FixtureRequest) -> Path:
     return path.parent / "cassettes" / path.stem
 
 
+def _test_name(node: Any) -> tuple[str, list[str]]:
+    """The test's name without the ssemock variant id, and the classes it is in (outermost first)."""
+    name = re.sub(r"(?<=\[)ssemock-[^-\]]+(-|(?=\]))|-ssemock-[^-\]]+", "", node.name).replace("[]", "")
+    return name, [c.name for c in getattr(node, "listchain", lambda: [])() if isinstance(c, pytest.Class)]
+
+
 def cassette_name(node: Any) -> str:
     """The test's name without the ssemock variant id, safe as a file name; a test in a class is
     ``Class.test`` (nested: ``Outer.Inner.test``), so same-named tests never share a cassette."""
-    name = re.sub(r"(?<=\[)ssemock-[^-\]]+(-|(?=\]))|-ssemock-[^-\]]+", "", node.name).replace("[]", "")
-    classes = [c.name for c in getattr(node, "listchain", lambda: [])() if isinstance(c, pytest.Class)]
+    name, classes = _test_name(node)
     return file_name(".".join([*classes, name]))
 
 
@@ -330,7 +335,13 @@ def _cassette_path(spec: Any, directory: Path, node: Any) -> Path:
     """A name or relative path resolves in the test's cassette folder, never the working
     directory; an absolute path is taken as it is."""
     if spec is None:
-        return directory / cassette_name(node)
+        path = directory / cassette_name(node)
+        if not path.exists():  # a cassette import-vcr made from pytest-recording's name for this test
+            name, classes = _test_name(node)
+            imported = directory / file_name(recording_name(name, classes[-1] if classes else None))
+            if imported.exists():
+                return imported
+        return path
     path = Path(spec)
     if not path.is_absolute():
         path = directory / path
