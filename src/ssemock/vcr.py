@@ -202,7 +202,7 @@ class _Fields:
         if not self.force:
             raise _Invalid(f"{where}: {why}; ssemock cannot carry it over, so nothing is written "
                            "(import with --force to drop it)")
-        self.dropped.append(f"{at}{where} ({why})")
+        self.dropped.append(f"{at}{where}: {why}")
 
     def unknown(self, mapping: dict[Any, Any], known: frozenset[str], where: str) -> None:
         for key in mapping:
@@ -739,7 +739,7 @@ def import_paths(paths: Iterable[str | os.PathLike[str]], *, out: str | os.PathL
     summary = ImportSummary()
     out_dir = None if out is None else Path(out)
     seen: set[str] = set()
-    claimed: dict[str, Path] = {}
+    work: list[tuple[Path, bool, Path, str | None]] = []  # (source, named explicitly, target, note)
     for arg in paths:
         found = _sources(arg)
         if isinstance(found, Refused):
@@ -748,16 +748,21 @@ def import_paths(paths: Iterable[str | os.PathLike[str]], *, out: str | os.PathL
         root, files = found
         for source, explicit in files:
             key = os.path.abspath(source)
-            if key in seen:
-                continue
-            seen.add(key)
-            target, note = _target(source, root, out_dir, replace_json)
-            other = claimed.setdefault(os.path.abspath(target), source)
-            if other is not source:
-                summary.add(Refused(source, f"its target {target} is also the target of {other}: rename one"))
-                continue
-            summary.add(_import_one(source, target, explicit=explicit, force=force,
-                                    scrub_bodies=scrub_bodies, note=note))
+            if key not in seen:
+                seen.add(key)
+                work.append((source, explicit, *_target(source, root, out_dir, replace_json)))
+    # a cassette an earlier run wrote, found again in the folder: its source's line tells about it
+    targets = {os.path.abspath(t) for s, _, t, _ in work if not _same_file(s, t)}
+    claimed: dict[str, Path] = {}
+    for source, explicit, target, note in work:
+        if not explicit and os.path.abspath(source) in targets:
+            continue
+        other = claimed.setdefault(os.path.abspath(target), source)
+        if other is not source:
+            summary.add(Refused(source, f"its target {target} is also the target of {other}: rename one"))
+            continue
+        summary.add(_import_one(source, target, explicit=explicit, force=force,
+                                scrub_bodies=scrub_bodies, note=note))
     return summary
 
 
