@@ -599,3 +599,49 @@ def test_names_pytest_recording_writes_map_to_the_plugins_names(tmp_path: Path) 
         (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(_vcr_doc(0)))
         summary = import_paths([tmp_path / f"{name}.yaml"])
         assert summary.written == [tmp_path / cassette_name(Node(name))]
+
+
+def test_a_content_coding_ssemock_cannot_decode_is_refused_by_interaction(tmp_path: Path) -> None:
+    doc = _vcr_doc(3)
+    doc["interactions"][0]["response"]["headers"]["Content-Encoding"] = ["gzip, compress"]
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(doc))
+    summary = import_paths([tmp_path / "c.yaml"])
+    assert [r.reason for r in summary.refused] == [
+        "interaction 0: POST https://api.test/v1/3: response.body is compress-encoded and ssemock decodes gzip, "
+        "deflate, br and zstd only"]
+
+
+def test_two_sources_of_one_target_the_second_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "x.yaml").write_text(yaml.safe_dump(_vcr_doc(1)))
+    (tmp_path / "x.yml").write_text(yaml.safe_dump(_vcr_doc(2)))
+    summary = import_paths([tmp_path])
+    assert summary.written == [tmp_path / "x.json"] and Cassette.load(tmp_path / "x.json").interactions[0].request.json() == {"n": 1}
+    assert [r.reason for r in summary.refused] == [
+        f"its target {tmp_path / 'x.json'} is also the target of {tmp_path / 'x.yaml'}: rename one"]
+
+
+def test_a_cassette_recorded_by_ssemock_is_never_replaced_by_an_import(tmp_path: Path) -> None:
+    source = tmp_path / "test_chat.yaml"
+    source.write_text(yaml.safe_dump(_vcr_doc(1)))
+    recorded = ssemock.synth.openai_chat("hi", seed=1)  # chunk times as a recording has them
+    assert any(t > 0 for t in recorded.interactions[0].response.times)
+    target = recorded.save(tmp_path / "test_chat.json")
+    before = target.read_bytes()
+    os.utime(source, (target.stat().st_mtime + 10, target.stat().st_mtime + 10))  # the source looks newer
+    summary = import_paths([source])
+    assert [s.reason for s in summary.skipped] == [f"{target} was recorded by ssemock (it has chunk times): kept"]
+    assert target.read_bytes() == before
+
+    imported = import_paths([source], out=tmp_path / "out").written[0]  # an import older than its source ...
+    os.utime(source, (imported.stat().st_mtime + 10, imported.stat().st_mtime + 10))
+    assert import_paths([source], out=tmp_path / "out").written == [imported]  # ... is imported again
+
+
+def test_yaml_imported_again_still_parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytester drops the modules a test imported; yaml's C extension survives a re-import and
+    builds events of the first import's classes: the import must not read every file as empty."""
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(_vcr_doc(1)))
+    for name in [m for m in sys.modules if m == "yaml" or m.startswith("yaml.")]:
+        monkeypatch.delitem(sys.modules, name)
+    summary = import_paths([tmp_path / "c.yaml"])
+    assert summary.ok and Cassette.load(summary.written[0]).interactions[0].request.json() == {"n": 1}

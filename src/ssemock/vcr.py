@@ -61,6 +61,11 @@ def _yaml_loader() -> Any:
     except ImportError as exc:  # pragma: no cover - PyYAML comes with vcrpy
         raise ImportError("reading a YAML vcrpy cassette needs PyYAML: pip install pyyaml") from exc
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    c_module = getattr(yaml, "_yaml", None)
+    if base is not yaml.SafeLoader and getattr(c_module, "SequenceStartEvent", None) is not yaml.SequenceStartEvent:
+        # yaml was imported again (pytester restores sys.modules) but its C extension cannot be:
+        # it would build events of the first import's classes, which this code would not know
+        base = yaml.SafeLoader
     loader: Any = type("_VcrLoader", (base,), {})
     loader.add_constructor("tag:yaml.org,2002:python/str", lambda ld, node: ld.construct_scalar(node))
     loader.add_constructor("tag:yaml.org,2002:python/unicode", lambda ld, node: ld.construct_scalar(node))
@@ -357,8 +362,10 @@ def _decode_body(body: bytes, headers: Headers, budget: _Budget) -> tuple[bytes,
     for coding in reversed(codings):
         decompress = _decompressor(coding, _UNLIMITED if budget.left is None else max(budget.left, 0))
         if decompress is None:
-            raise _Invalid(f"the response body is {coding}-encoded and this Python cannot decode it "
-                           f"(install {'brotli' if coding == 'br' else 'zstandard' if coding == 'zstd' else coding})")
+            module = {"br": "brotli", "zstd": "zstandard"}.get(coding)
+            raise _Invalid(f"response.body is {coding}-encoded and "
+                           + (f"this Python cannot decode it (install {module})" if module else
+                              "ssemock decodes gzip, deflate, br and zstd only"))
         try:
             body = decompress(body)
         except OverflowError:
@@ -653,7 +660,8 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def _existing(target: Path, source: Path) -> Skipped | Refused | None:
     """What to do when ``target`` exists (None: write it). An ssemock cassette newer than its
-    source is up to date; a file that is not an ssemock cassette is never overwritten."""
+    source is up to date; a real recording and a file that is not an ssemock cassette are never
+    overwritten."""
     try:
         raw = read_file(target)
         data = orjson.loads(raw) if raw.lstrip().startswith(b"{") else None
@@ -661,9 +669,18 @@ def _existing(target: Path, source: Path) -> Skipped | Refused | None:
         data = None
     if not (is_ssemock_cassette(data) or _empty(data)):
         return Refused(source, f"{target} exists and is not an ssemock cassette: not overwritten (move it away)")
+    if _recorded(data):
+        return Skipped(source, f"{target} was recorded by ssemock (it has chunk times): kept")
     if target.stat().st_mtime >= source.stat().st_mtime:
         return Skipped(source, f"up to date: {target} is newer than the vcrpy cassette")
     return None
+
+
+def _recorded(data: Any) -> bool:
+    """Whether an ssemock cassette holds a real recording (an import has every chunk at t=0):
+    never replaced by an import, whatever the files' times say (a git checkout sets them)."""
+    return any(isinstance(pair, list) and pair and pair[0] != 0
+               for x in data["interactions"] for pair in x["response"].get("chunks") or [])
 
 
 def _empty(data: Any) -> bool:
@@ -677,7 +694,8 @@ def _refusal(source: Path, exc: CassetteError) -> Refused:
 
 
 def _import_one(source: Path, target: Path, *, explicit: bool, force: bool, scrub_bodies: bool,
-                note: str | None = None) -> Converted | Skipped | Refused:
+                note: str | None = None, claimed: dict[str, Path] | None = None) -> Converted | Skipped | Refused:
+    """Convert one file; ``claimed``: the targets of the files converted so far in this run."""
     try:
         data = load_vcr(source)
     except CassetteError as exc:
@@ -690,6 +708,10 @@ def _import_one(source: Path, target: Path, *, explicit: bool, force: bool, scru
         if explicit:
             return Refused(source, "not a vcrpy cassette: no 'interactions' list")
         return Skipped(source, "not a vcrpy cassette")
+    if claimed is not None:
+        other = claimed.setdefault(os.path.abspath(target), source)
+        if other is not source:
+            return Refused(source, f"its target {target} is also the target of {other}: rename one")
     if target.exists() and not _same_file(target, source):
         existing = _existing(target, source)
         if existing is not None:
@@ -757,12 +779,8 @@ def import_paths(paths: Iterable[str | os.PathLike[str]], *, out: str | os.PathL
     for source, explicit, target, note in work:
         if not explicit and os.path.abspath(source) in targets:
             continue
-        other = claimed.setdefault(os.path.abspath(target), source)
-        if other is not source:
-            summary.add(Refused(source, f"its target {target} is also the target of {other}: rename one"))
-            continue
         summary.add(_import_one(source, target, explicit=explicit, force=force,
-                                scrub_bodies=scrub_bodies, note=note))
+                                scrub_bodies=scrub_bodies, note=note, claimed=claimed))
     return summary
 
 
