@@ -1,10 +1,16 @@
 """Import vcrpy / pytest-recording cassettes (YAML, or vcrpy's JSON serializer) as ssemock cassettes.
 
 vcrpy joins a streamed body into one blob and keeps no timing, so the imported responses get one
-chunk per SSE event (or per line) and every chunk at t=0 -- :data:`NO_BOUNDARIES` says so. Bodies
-stored compressed (vcrpy's httpx stub keeps the bytes as they came off the wire) are decoded and
-their Content-Encoding dropped, as ssemock's recorder does. The default redaction rules are
-applied; what they leave is for the caller to check with :func:`ssemock.redact.find_secrets`.
+chunk per event of their framing (SSE event, JSON line, JSON array element) and every chunk at
+t=0 -- :data:`NO_BOUNDARIES` says so. Bodies stored compressed (vcrpy's httpx stub keeps the bytes
+as they came off the wire) are decoded and their Content-Encoding dropped, as ssemock's recorder
+does. A body a custom serializer kept parsed (``parsed_body``) becomes the bytes it gave vcrpy
+back. Nothing is dropped silently: a field that cannot be carried over is a
+:class:`~ssemock.CassetteError` naming the file, the interaction and the field (``force`` drops
+it and lists it). The default redaction rules are applied; what they leave is for the caller to
+check with :func:`ssemock.redact.find_secrets` (:func:`import_paths` refuses such a file).
+
+:func:`import_paths` imports files, folders and globs in one go and reports file by file.
 """
 
 from __future__ import annotations
@@ -549,7 +555,7 @@ class Converted:
     source: Path
     target: Path
     interactions: int
-    dropped: tuple[str, ...] = ()  # fields --force dropped: "interaction 2 (POST ...): response.x (why)"
+    dropped: tuple[str, ...] = ()  # fields --force dropped: "interaction 2 (POST ...): response.x: why"
     scrubbed: tuple[str, ...] = ()  # secrets --scrub-bodies replaced
     note: str | None = None
 
@@ -590,6 +596,7 @@ class ImportSummary:
         return not self.refused
 
     def add(self, result: Converted | Skipped | Refused) -> None:
+        """File ``result`` under its list."""
         if isinstance(result, Converted):
             self.converted.append(result)
         elif isinstance(result, Skipped):
