@@ -602,8 +602,10 @@ def test_names_pytest_recording_writes_map_to_the_plugins_names(tmp_path: Path) 
 
 
 def test_a_content_coding_ssemock_cannot_decode_is_refused_by_interaction(tmp_path: Path) -> None:
+    """(A body in such a coding that is text was stored decoded: that one is carried over.)"""
     doc = _vcr_doc(3)
-    doc["interactions"][0]["response"]["headers"]["Content-Encoding"] = ["gzip, compress"]
+    doc["interactions"][0]["response"]["headers"]["Content-Encoding"] = ["compress"]
+    doc["interactions"][0]["response"]["body"]["string"] = b"\x1f\x9d\x90d\xc2\x84"  # LZW: binary
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(doc))
     summary = import_paths([tmp_path / "c.yaml"])
     assert [r.reason for r in summary.refused] == [
@@ -645,3 +647,57 @@ def test_yaml_imported_again_still_parses(tmp_path: Path, monkeypatch: pytest.Mo
         monkeypatch.delitem(sys.modules, name)
     summary = import_paths([tmp_path / "c.yaml"])
     assert summary.ok and Cassette.load(summary.written[0]).interactions[0].request.json() == {"n": 1}
+
+
+def _with_requests(base: str, paths: list[str]) -> list[bytes]:
+    import requests
+
+    with requests.Session() as session:
+        return [session.get(base + path).content for path in paths]
+
+
+def _with_aiohttp(base: str, paths: list[str]) -> list[bytes]:
+    import asyncio
+
+    import aiohttp
+
+    async def run() -> list[bytes]:
+        async with aiohttp.ClientSession() as session:
+            got = []
+            for path in paths:
+                async with session.get(base + path) as r:
+                    got.append(await r.read())
+            return got
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("client", [_with_requests, _with_aiohttp], ids=["requests", "aiohttp"])
+def test_compressed_bodies_recorded_through_other_stubs(base: str, tmp_path: Path, client: Any) -> None:
+    """vcrpy's requests and aiohttp stubs store what the client library decoded (or, where it
+    could not, the wire bytes) and keep Content-Encoding: either way the import carries the
+    decoded body."""
+    paths = [f"/enc/{c.replace(', ', '-')}" for c in CODINGS if "zstd" not in c]  # neither decodes zstd here
+    source = tmp_path / "stub.yaml"
+    with vcr.use_cassette(str(source)):
+        live = client(base, paths)
+    assert live[:3] == [SSE] * 3  # gzip, deflate, br (aiohttp takes only one layer off "gzip, gzip")
+    items = yaml.safe_load(source.read_text())["interactions"]
+    assert any(item["response"]["body"]["string"] == SSE.decode() for item in items)  # stored decoded
+    assert all("content-encoding" in {k.lower() for k in item["response"]["headers"]} for item in items)
+    cassette = import_vcr(source)
+    assert [x.response.body for x in cassette.interactions] == [SSE] * len(paths)  # every layer off
+    assert all(x.response.header("content-encoding") is None for x in cassette.interactions)
+
+
+def test_a_text_body_under_a_content_encoding_was_stored_decoded(tmp_path: Path) -> None:
+    doc = _vcr_doc(4)
+    doc["interactions"][0]["response"]["headers"]["Content-Encoding"] = ["gzip"]
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(doc))
+    x, = import_vcr(tmp_path / "c.yaml").interactions
+    assert x.response.body == b"data: 4\n\ndata: [DONE]\n\n" and x.response.header("content-encoding") is None
+    doc["interactions"][0]["response"]["body"]["string"] = b"\x1f\x8b\x08\x00not gzip after all"
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(CassetteError, match="interaction 0: POST https://api.test/v1/4: the response body does "
+                                            "not decode as gzip"):
+        import_vcr(tmp_path / "c.yaml")
