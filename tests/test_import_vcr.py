@@ -97,6 +97,7 @@ ROUTES: dict[str, tuple[int, dict[str, str], bytes]] = {
 
 async def _serve(request: Request) -> Response:
     await request.body()
+    request.app.state.hits = getattr(request.app.state, "hits", 0) + 1
     if request.url.path == "/count":  # a different answer each time: one request, many interactions
         counter = request.app.state.count = getattr(request.app.state, "count", 0) + 1
         return Response(b"data: %d\n\n" % counter, headers={"content-type": "text/event-stream"})
@@ -482,26 +483,27 @@ class TestGroup:
 '''
 
 
-def test_a_pytest_recording_suite_finds_its_imported_cassettes(base: str, pytester: pytest.Pytester) -> None:
-    env = {"IMPORT_VCR_BASE": base}
-    os.environ.update(env)
-    try:
-        pytester.makepyfile(test_suite=SUITE.replace("{marker}", "vcr"))
-        result = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly", "--record-mode=once")
-        result.assert_outcomes(passed=4)
-        folder = pytester.path / "cassettes" / "test_suite"
-        names = sorted(p.name for p in folder.iterdir())
-        assert "TestGroup.test_in_class.yaml" in names and "test_stream.yaml" in names
+def test_a_pytest_recording_suite_finds_its_imported_cassettes(base: str, pytester: pytest.Pytester,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recorded by pytest-recording, imported in one command, replayed by the ssemock plugin at its
+    default paths -- a parametrized name with '/' and ':' (which pytest-recording turns into '-')
+    and a test in a class included."""
+    monkeypatch.setenv("IMPORT_VCR_BASE", base)
+    pytester.makepyfile(test_suite=SUITE.replace("{marker}", "vcr"))
+    result = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly", "--record-mode=once")
+    result.assert_outcomes(passed=4)
+    folder = pytester.path / "cassettes" / "test_suite"
+    names = sorted(p.name for p in folder.iterdir())
+    assert "TestGroup.test_in_class.yaml" in names and "test_stream.yaml" in names
 
-        assert main(["import-vcr", str(pytester.path)]) == 0
-        pytester.makepyfile(test_suite=SUITE.replace("{marker}", "ssemock"))
-        result = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:recording", "-p", "no:randomly",
-                                               "--ssemock-record-mode=none")
-        result.assert_outcomes(passed=4)  # replayed from the imported cassettes, the network blocked
-        assert sorted(p.name for p in folder.glob("*.json")) == sorted(n[:-5] + ".json" for n in names)
-    finally:
-        for key in env:
-            os.environ.pop(key, None)
+    assert main(["import-vcr", str(pytester.path)]) == 0
+    pytester.makepyfile(test_suite=SUITE.replace("{marker}", "ssemock"))
+    hits = APP.state.hits
+    result = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:recording", "-p", "no:randomly",
+                                           "--ssemock-record-mode=none")
+    result.assert_outcomes(passed=4)  # replayed from the imported cassettes ...
+    assert APP.state.hits == hits  # ... not one request reached the server
+    assert sorted(p.name for p in folder.glob("*.json")) == sorted(n[:-5] + ".json" for n in names)
 
 
 # -- a whole tree in one command -----------------------------------------------------------------
