@@ -273,7 +273,11 @@ def test_a_30000_deep_yaml_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "ssemock", "import-vcr", str(path)], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 1, proc.stderr
-    assert proc.stderr.strip() == f"ssemock: error: {path}: YAML nested deeper than 250 levels (line 1): not a vcrpy cassette"
+    # one line of ssemock's own (PyYAML may refuse the depth first, in its own words, or ssemock's
+    # depth limit does): no traceback, the file named, what it is not
+    message = proc.stderr.strip()
+    assert "\n" not in message and "Traceback" not in message, message
+    assert message.startswith(f"ssemock: error: {path}: ") and "not a vcrpy cassette" in message, message
 
 
 def _vcr_yaml(response: dict[str, Any]) -> str:
