@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,16 +72,14 @@ hostile_texts = st.one_of(
 
 
 def _load_bounded(raw: bytes, path: Path) -> Cassette | None:
-    """Cassette.load gives a cassette or CassetteError naming the file, quickly; what loads saves."""
+    """Cassette.load gives a cassette or CassetteError naming the file (a hang runs into
+    pytest-timeout); what loads saves."""
     path.write_bytes(raw)
-    start = time.monotonic()
     try:
         cassette = Cassette.load(path)
     except CassetteError as exc:
         assert str(path) in str(exc)
         return None
-    finally:
-        assert time.monotonic() - start < 5
     again = Cassette.loads(cassette.dumps())  # what loads saves, and loads again
     assert [x.request.body for x in again.interactions] == [x.request.body for x in cassette.interactions]
     return cassette
@@ -237,14 +234,11 @@ hostile_vcr = st.composite(lambda draw: {"interactions": [_vcr_interaction(draw)
 
 
 def _import_bounded(path: Path) -> Cassette | None:
-    start = time.monotonic()
     try:
         return import_vcr(path)
     except CassetteError as exc:
         assert str(path) in str(exc) and "\n" not in str(exc)
         return None
-    finally:
-        assert time.monotonic() - start < 5
 
 
 @HOSTILE

@@ -7,14 +7,12 @@ a single-pass stream handed to the client's own transport, which maps our ``http
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import itertools
 import operator
 import os
 import re
 import threading
-import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -236,20 +234,20 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
                 raise plan.timeout_error or TimeoutError("read timeout")
             if i in holds and gate is not None:
                 yield gate.hold(holds[i])
-                late = time.monotonic() - (t0 + at) if at is not None else 0.0
+                late = _timing.clock.now() - (t0 + at) if at is not None else 0.0
                 if late > 0:
                     t0 += late
             if silence and plan.stall_factor is not None:
                 yield silence * plan.stall_factor
                 t0 += silence * plan.stall_factor
             if at is not None:
-                wait = t0 + at - time.monotonic()
+                wait = t0 + at - _timing.clock.now()
                 if wait > 0:
                     yield wait
             if chunk is None:
                 break
             yield chunk
-            last = time.monotonic()
+            last = _timing.clock.now()
         if plan.error is not None:
             raise plan.error
 
@@ -267,7 +265,7 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
                 elif step.__class__ is _held.Hold:
                     step.wait()
                 else:
-                    time.sleep(step)  # type: ignore[arg-type]
+                    _timing.clock.sleep(step)  # type: ignore[arg-type]
         except Exception:
             self.failed = True
             raise
@@ -292,7 +290,7 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
                 elif step.__class__ is _held.Hold:
                     await step.wait_async()
                 else:
-                    await _async_sleep(step)  # type: ignore[arg-type]
+                    await _timing.clock.asleep(step)  # type: ignore[arg-type]
         except Exception:
             self.failed = True
             raise
@@ -348,14 +346,6 @@ def _server_push(interaction: Interaction) -> bool:
 
 def _needs_core(plan: Plan) -> bool:
     return plan.error is not None or plan.due is not None or bool(plan.stalls)
-
-
-async def _async_sleep(seconds: float) -> None:
-    try:
-        await asyncio.sleep(seconds)
-    except RuntimeError:  # not asyncio: trio through anyio
-        import anyio
-        await anyio.sleep(seconds)
 
 
 @dataclass
@@ -601,7 +591,7 @@ class Player:
         return self.selection.take(sent, repeats="first" if self.allow_playback_repeats else "never")
 
     def _serve(self, index: int, request: httpx.Request) -> httpx.Response:
-        t0 = time.monotonic()
+        t0 = _timing.clock.now()
         since = self._requests.mark()
         interaction = self.cassette.interactions[index]
         with self._lock:

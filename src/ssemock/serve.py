@@ -307,7 +307,7 @@ class Replayer:
 
     async def handle(self, request: HTTPRequest) -> Response:
         """The Starlette endpoint: match, prepare, stream."""
-        t0 = time.monotonic()
+        t0 = _timing.clock.now()
         target = mask_url(request.url.path + (f"?{request.url.query}" if request.url.query else ""))
         body = await self._read_body(request)
         if body is None:

@@ -26,6 +26,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 import ssemock
+from conftest import FakeClock, assert_paced
 from ssemock.server import running
 from streams import TEXT, anthropic_events, openai_chat_events, writes
 
@@ -148,8 +149,7 @@ def test_records_the_server_writes_and_replays_with_the_server_gone(tmp_path: Pa
     assert got == script  # the client got each write as it arrived while recording
     (x,) = ssemock.Cassette.load(path).interactions
     assert x.response.chunks == script and x.response.complete and x.response.error is None
-    gaps = [b - a for a, b in zip(x.response.times, x.response.times[1:])]
-    assert all(abs(g - GAP) < 0.015 for g in gaps), gaps
+    assert_paced(x.response.times, GAP)
     assert x.request.method == "GET" and x.request.url == f"{url}/events"
     connects.clear()
     for how in ("any", "lines", "readline", "read", "text", "chunks", "chunked:3"):
@@ -289,7 +289,8 @@ def test_an_httpx_recorded_failure_replays_through_aiohttp(tmp_path: Path, live:
 
 
 @pytest.mark.parametrize("where", ["request", "session", "total"])
-def test_a_stall_past_sock_read_times_out_at_once(tmp_path: Path, live: str, where: str) -> None:
+def test_a_stall_past_sock_read_times_out_at_once(tmp_path: Path, live: str, where: str,
+                                                  fake_clock: FakeClock) -> None:
     path, _ = record(tmp_path, "s", lambda: chunks(f"{live}/events"))
     timeout = aiohttp.ClientTimeout(total=1) if where == "total" else aiohttp.ClientTimeout(sock_read=1)
 
@@ -303,11 +304,10 @@ def test_a_stall_past_sock_read_times_out_at_once(tmp_path: Path, live: str, whe
                     got.append(c)
         return got
 
-    start = time.monotonic()
     with ssemock.use_cassette(path, faults="stall:before_event=1,seconds=30"):
         with pytest.raises(aiohttp.SocketTimeoutError) as info:
             run(read())
-    assert time.monotonic() - start < 5
+    assert fake_clock.slept == []  # raised at once, no sleeping
     assert str(info.value) == "Timeout on reading data from socket"
     with ssemock.use_cassette(path, faults="stall:before_event=1,seconds=0.3", timing="recorded"):
         assert b"".join(run(read())) == b"".join(ROUTES["/events"][0])  # shorter than the timeout: served
@@ -494,14 +494,14 @@ def test_sdk_aiohttp_client_disconnect_raises_what_a_live_drop_raises(tmp_path: 
 
 
 @pytest.mark.parametrize("sdk", SDKS)
-def test_sdk_aiohttp_client_stall_past_its_timeout_raises_at_once(tmp_path: Path, live: str, sdk: str) -> None:
+def test_sdk_aiohttp_client_stall_past_its_timeout_raises_at_once(tmp_path: Path, live: str, sdk: str,
+                                                                  fake_clock: FakeClock) -> None:
     fn = SDKS[sdk]
     path, _ = record(tmp_path, sdk, lambda: fn(live))
-    start = time.monotonic()
     with ssemock.use_cassette(path, faults="stall:before_event=3,seconds=30"):
         with pytest.raises((httpx2.ReadTimeout, openai.APITimeoutError, anthropic.APITimeoutError)):
             run(fn(live, timeout=1.0))
-    assert time.monotonic() - start < 5
+    assert fake_clock.slept == []  # raised at once, no sleeping
 
 
 # -- google-genai's async client --------------------------------------------------------------
