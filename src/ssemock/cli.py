@@ -15,8 +15,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
 from .cassette import CassetteError
+from .doctor import install_hint
 from .redact import escape_control, mask_text
 
 __all__ = ["build_parser", "main"]
@@ -57,7 +57,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         from .demo import run_demo
     except ImportError as exc:
         raise _UsageError(f"the demo needs the 'demo' extra ({exc.name} is missing): "
-                          "pip install 'ssemock[demo]'") from exc
+                          f"{install_hint('demo')}") from exc
     if args.json:
         result = run_demo(Console(quiet=True), directory=args.dir)
         _out(json.dumps(result.as_dict(), indent=2))
@@ -112,7 +112,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         from .serve import DEFAULT_MAX_BODY, app
         from .server import running
     except ImportError as exc:
-        raise _UsageError(f"serve needs the 'serve' extra ({exc.name or exc}): pip install 'ssemock[serve]'") from exc
+        raise _UsageError(f"serve needs the 'serve' extra ({exc.name or exc}): {install_hint('serve')}") from exc
     try:
         match_on = [m.strip() for m in args.match_on.split(",") if m.strip()] if args.match_on else None
         asgi = app(args.cassettes, chunking=args.chunking, transform=args.transform, timing=args.timing,
@@ -425,8 +425,27 @@ def _cmd_import_vcr(args: argparse.Namespace) -> int:
 # -- parser and dispatch -----------------------------------------------------------------------
 
 #: One function per subcommand, in the order ``--help`` lists them.
+# -- ssemock doctor ----------------------------------------------------------------------------
+
+def _add_doctor(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "doctor", help="what a bug report needs: version, accelerator, stacks, extras, library versions",
+        description="Print ssemock's version, whether the C accelerator is in use (and why not), which "
+                    "optional stacks and extras are importable, and the versions of Python and the "
+                    "libraries ssemock works with: paste it into a bug report.")
+    parser.set_defaults(handler=_doctor)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from .doctor import report
+    for line in report():
+        _out(line)
+    return 0
+
+
 _COMMANDS: list[Callable[[Subparsers], None]] = [
     _add_demo, _add_serve, _add_show, _add_validate, _add_rechunk, _add_redact, _add_fix, _add_import_vcr,
+    _add_doctor,
 ]
 
 
@@ -441,11 +460,23 @@ class _UsageError(Exception):
     """An expected failure: printed as ``ssemock: error: ...`` with exit code 1, no traceback."""
 
 
+class _Version(argparse.Action):
+    """``--version``: what a bug report starts with (``ssemock doctor`` has the rest)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from .doctor import report
+        for line in report(full=False):
+            _out(line)
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ssemock",
         description="Record and replay streaming HTTP (SSE, JSON lines) with chunk boundaries and timing kept.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="the version, whether the C accelerator is in use, and the Python (doctor: more)")
     subparsers: Subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
                                                    parser_class=_Parser)
     for add in _COMMANDS:

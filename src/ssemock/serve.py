@@ -41,7 +41,7 @@ Several interactions matching the same request are served in turn (the least-pla
 so recorded retries replay in order and the server keeps answering after the last one; an
 ``http_error`` (or a ``sequence`` step) does not use up its interaction, as in the Player.
 
-:func:`app` needs the ``serve`` extra (``pip install 'ssemock[serve]'``): Starlette, and uvicorn
+:func:`app` needs the ``serve`` extra (``pip install -e ".[serve]"`` in a clone): Starlette, and uvicorn
 to run it (:func:`ssemock.server.running`, or ``ssemock serve``).
 """
 
@@ -81,8 +81,10 @@ try:
     from starlette.responses import JSONResponse, Response, StreamingResponse
     from starlette.routing import Route
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    from .doctor import install_hint
+
     raise ImportError(f"ssemock serve needs the 'serve' extra ({exc.name} is missing): "
-                      "pip install 'ssemock[serve]'") from exc
+                      f"{install_hint('serve')}") from exc
 
 __all__ = ["DEFAULT_MATCH_ON", "DEFAULT_MAX_BODY", "Exchange", "Prepared", "Replayer", "app", "prepare", "resume_offset", "routes"]
 
