@@ -633,3 +633,26 @@ def test_marker(ssemock):
     pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=2)
     monkeypatch.setenv("EXPECTED", "2.0")  # the command line over ssemock_config
     pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-timing=scaled:2").assert_outcomes(passed=2)
+
+
+def test_a_relative_cassette_name_with_dots_resolves_lexically(pytester: pytest.Pytester) -> None:
+    """``../test_streams/x.json`` is found though this module's own cassette folder was never
+    made; a missing one is named by its resolved path."""
+    shared = ssemock.Cassette()
+    shared.add("GET", "http://api.test/x", [b"data: hi\n\n"])
+    shared.save(pytester.path / "cassettes" / "test_streams" / "x.json")
+    pytester.makepyfile(test_other='''
+import httpx, pytest
+
+@pytest.mark.ssemock("../test_streams/x.json")
+def test_sibling():
+    assert httpx.get("http://api.test/x").text == "data: hi\\n\\n"
+
+@pytest.mark.ssemock("../nowhere/y")
+def test_missing():
+    httpx.get("http://api.test/x")
+''')
+    assert not (pytester.path / "cassettes" / "test_other").exists()
+    result = pytester.runpytest_inprocess("-p", "no:cassetter")
+    result.assert_outcomes(passed=1, failed=1)
+    assert str(pytester.path / "cassettes" / "nowhere" / "y.json") in result.stdout.str()

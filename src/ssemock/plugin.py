@@ -10,6 +10,7 @@ without the marker or the fixture costs nothing: no autouse fixture, nothing imp
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tempfile
 import uuid
@@ -335,12 +336,11 @@ def cassette_name(node: Any) -> str:
 
 def _cassette_path(spec: Any, directory: Path, node: Any) -> Path:
     """A name or relative path resolves in the test's cassette folder, never the working
-    directory; an absolute path is taken as it is."""
+    directory, and lexically: ``../other/x.json`` needs no folder of this test's to exist. An
+    absolute path is taken as it is."""
     if spec is None:
         return directory / cassette_name(node)
-    path = Path(spec)
-    if not path.is_absolute():
-        path = directory / path
+    path = Path(os.path.normpath(directory / spec))
     return path if path.suffix else path.with_name(path.name + ".json")
 
 
