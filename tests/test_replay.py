@@ -259,3 +259,28 @@ def test_a_misspelt_option_is_a_type_error() -> None:
         ssemock.replay(ssemock.Cassette(), chunkng="mid_line")  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="recod_mode"):
         ssemock.use_cassette("x.json", recod_mode="once")  # type: ignore[call-arg]
+
+
+def test_a_play_prints_as_one_short_line() -> None:
+    """``print(player.plays)``: the request, what it went through and how it ended, no bodies."""
+    c = ssemock.Cassette()
+    c.add("GET", "https://api.test/s", [b"data: 1\n\n" * 300, b"data: 2\n\n"])
+    with ssemock.replay(c, chunking="bytewise", faults="disconnect:after_event=2") as player:
+        with pytest.raises(httpx.RemoteProtocolError), httpx.Client() as client:
+            with client.stream("GET", "https://api.test/s") as r:
+                r.read()
+    (play,) = player.plays
+    assert repr(play) == ("<Play #0 GET https://api.test/s chunking bytewise, faults disconnect:after_event=2, "
+                          "18/18 bytes served, failed>")
+    assert len(repr(player.plays)) < 200  # the 2.7 KB body is not in it
+
+
+def test_an_unmatched_request_to_another_host_never_suggests_dropping_the_host() -> None:
+    c = ssemock.Cassette()
+    c.add("GET", "https://api.openai.com/v1/models?x=1", [b"{}"])
+    with ssemock.replay(c), pytest.raises(ssemock.UnmatchedRequestError) as info:
+        httpx.get("https://other.example.com/v1/models?x=2")
+    message = str(info.value)
+    assert "(1 interaction, " in message
+    assert "the request goes to other.example.com, a host the cassette never saw" in message
+    assert "matching less" not in message

@@ -85,7 +85,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    keywords = ", ".join(f"{k}=..." for k in KEYWORDS)
+    keywords = ", ".join(f"{k}=..." for k in KEYWORDS if k != "cassette")  # cassette leads, once
     config.addinivalue_line(
         "markers",
         f"ssemock(cassette=None, *, {keywords}): replay (or record) the test's streaming HTTP through "

@@ -374,6 +374,18 @@ class Play:
         return ", ".join(parts)
     cut: int | None = None  # where a fault ends what the client gets (a stall past its timeout)
 
+    def __repr__(self) -> str:
+        """One line: which interaction, the request, what it went through, how much was served and
+        how it ended (never the bodies: ``print(player.plays)`` stays short)."""
+        if self.stream is None:
+            served, outcome = len(self.body), "recorded live"
+        else:
+            served = self.stream.delivered
+            outcome = ("failed" if self.stream.failed else "consumed" if self.stream.consumed
+                       else "opened" if self.stream.opened else "not read")
+        return (f"<Play #{self.index} {self.request.method} {self.request.url} {self.described()}, "
+                f"{served}/{len(self.body)} bytes served, {outcome}>")
+
     @property
     def reference_body(self) -> bytes:
         """What a conforming client can decode: the body up to where a fault cut it (a stall
@@ -639,9 +651,13 @@ class Player:
         what differs as a diff, and each way to fix it."""
         where = str(self.path) if self.path else "the in-memory cassette"
         names = [matching.name_of(m) for m in self.match_on]
+        count = len(self.cassette.interactions)
         lines = [f"ssemock: no recorded interaction matches {sent.method} {sent.url}",
-                 f"  cassette: {where} ({len(self.cassette.interactions)} interactions, "
+                 f"  cassette: {where} ({count} interaction{'' if count == 1 else 's'}, "
                  f"record_mode={self.record_mode!r}, matching on {', '.join(names)})"]
+        host = httpx.URL(sent.url).host
+        if count and all(httpx.URL(x.request.url).host != host for x in self.cassette.interactions):
+            lines.append(f"  the request goes to {host}, a host the cassette never saw")
         if self.path and not self._existed:
             lines.append("  the cassette file does not exist yet: record it first")
         ranked = self.selection.closest(sent)
@@ -659,7 +675,8 @@ class Player:
             lines.extend(f"       {line}" for diff in diffs for line in _as_diff(diff))
             failing = {d.split(":", 1)[0] for d in diffs}
             kept = [n for n in names if n not in failing]
-            if len(self.match_on) == len(names) and kept and i == ranked[0][1]:
+            where_to = failing & {"scheme", "host", "port", "path", "uri", "url"}  # another endpoint:
+            if len(self.match_on) == len(names) and kept and not where_to and i == ranked[0][1]:  # never drop
                 fixes.append(f"match #{i} by matching less: match_on={kept!r}")
         lines.append("  to fix it:")
         lines.extend(f"    - {fix}" for fix in fixes)
