@@ -201,27 +201,38 @@ def _add_validate(subparsers: Subparsers) -> None:
                     "endings, an unterminated last event, events after [DONE], an unknown protocol) are "
                     "warnings; incomplete recordings are notes. "
                     "One line per good file; exit 1 when any file has a problem (warnings don't count).")
-    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE", help="ssemock cassette file(s)")
+    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE",
+                        help="ssemock cassette file(s), or folders (searched recursively for *.json)")
     parser.add_argument("--json", action="store_true", help="print one JSON report per file, as a list")
+    parser.add_argument("--protocol", default=None, metavar="NAME",
+                        help="accumulate every stream as this protocol (e.g. openai.chat) instead of detecting it")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="also print the details: each stream's protocol, or that it is plain SSE / JSON lines")
     parser.set_defaults(handler=_cmd_validate)
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from . import inspect
+    from .protocols import names
 
-    reports = [inspect.validate_file(path) for path in args.cassettes]
+    if args.protocol is not None and args.protocol not in names():
+        raise _UsageError(f"unknown protocol {args.protocol!r}; known: {', '.join(names())}")
+    files = inspect.cassette_files(args.cassettes)
+    if not files:
+        raise _UsageError(f"no cassette (*.json) in {', '.join(map(str, args.cassettes))}")
+    reports = [inspect.validate_file(path, protocol=args.protocol) for path in files]
+    bad = sum(not r.ok for r in reports)
     if args.json:
         _out(json.dumps([r.to_dict() for r in reports], indent=2, ensure_ascii=False))
     else:
         for report in reports:
-            for line in inspect.format_validation(report):
+            for line in inspect.format_validation(report, verbose=args.verbose):
                 _out(line)
         if len(reports) > 1:
-            bad = sum(not r.ok for r in reports)
             warned = sum(r.ok and bool(r.of("warning")) for r in reports)
             _out(f"{len(reports)} files: {len(reports) - bad - warned} ok, {warned} with warnings, "
                   f"{bad} with problems")
-    return 0 if all(r.ok for r in reports) else 1
+    return min(bad, 100)  # the exit code counts the files with problems (0: all good)
 
 
 # -- ssemock rechunk ---------------------------------------------------------------------------
