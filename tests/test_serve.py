@@ -674,3 +674,19 @@ def test_a_held_stream_whose_request_never_comes_drops_and_says_why(monkeypatch:
     assert any("answers the request with id 1 next" in line and "none was made within 0.2 s" in line
                for line in lines), lines
     assert served.state.ssemock.exchanges[0].dropped
+
+
+def test_the_banner_counts_events_as_show_and_validate_do() -> None:
+    """A comment block (``: ping``) is no event: serve, show and validate give one count."""
+    from ssemock import inspect
+    from ssemock.serve import routes
+
+    cassette = ssemock.Cassette()
+    cassette.add("GET", "https://api.example.com/events", [b": ping\n\n", *EVENTS],
+                 headers={"content-type": "text/event-stream"})
+    asgi = app(cassette)
+    (line,) = routes(asgi.state.ssemock)
+    shown = inspect.summarize(cassette.interactions[0])
+    report = inspect.validate_cassette(cassette, "c.json")
+    assert f", {len(EVENTS)} events" in line and report.events == len(EVENTS)
+    assert shown["events"] == len(EVENTS)

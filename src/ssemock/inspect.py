@@ -708,8 +708,9 @@ def _repair_map(old: list[tuple[float, int]], body: bytes,
         ends = body_ends(body, content_type)
         n, count = len(times_ms), len(ends)
         times = [times_ms[math.ceil((k + 1) * n / count) - 1] / 1000 for k in range(count)]
-        return ends, times, (f"the body is {size} bytes but the map ends at {old_size} (the body was edited): "
-                             f"rebuilt the map with one chunk per event ({count} chunks, was {len(old)}), "
+        # the load error before it already says where the map and the body disagree: said once
+        return ends, times, (f"the body was edited: rebuilt the map with one chunk per event ({count} chunks, "
+                             f"was {len(old)}), "
                              "times taken from the old map by event order")
     ends, times = [], []
     for (t, e), t_ms in zip(old, times_ms):

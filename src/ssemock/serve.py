@@ -73,7 +73,7 @@ from .chunking import event_ends
 from .redact import mask_text, mask_url, redact_request
 from .replay import ChunkingSpec, FaultSpec, Plan, ReplayStream, TimingSpec, TransformSpec, plan_response
 from .selection import Selection
-from .sse import Decoder
+from .sse import Decoder, decode
 
 try:
     from starlette.applications import Starlette
@@ -433,7 +433,8 @@ def routes(replayer: Replayer) -> list[str]:
         target = rec.path + (f"?{rec.query}" if rec.query else "")
         resp = x.response
         kind = (resp.header("content-type") or "no content-type").split(";")[0]
-        what = (f"{len(event_ends(resp.body, sse=True))} events" if _is_sse(resp) else f"{len(resp.body)} bytes")
+        # events as a decoder dispatches them (a comment block is none), as show and validate count
+        what = f"{len(decode([resp.body]))} events" if _is_sse(resp) else f"{len(resp.body)} bytes"
         span = f", {resp.times[-1]:.2f} s" if resp.times and resp.times[-1] else ""
         where = Path(cassette.path).name if cassette.path else "(memory)"
         lines.append(f"#{i} {x.request.method} {mask_url(target)} -> {resp.status} {kind}, {what}{span} ({where} #{at})")
