@@ -397,3 +397,13 @@ def test_validate_takes_folders_recursively_and_counts_problems(tmp_path: Path,
     (tmp_path / "empty").mkdir()
     assert main(["validate", str(tmp_path / "empty")]) == 1
     assert "no cassette" in capsys.readouterr().err
+
+
+def test_redact_takes_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    leaky = ssemock.Cassette()
+    leaky.add("GET", "http://x.test/events", [b"data: sk-test-" + b"A1b2C3d4" * 4 + b"\n\n"],
+              headers={"content-type": "text/event-stream"})
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "leaky.json").write_bytes(leaky.dumps())  # as a hand edit leaves it
+    assert main(["redact", "--check", str(tmp_path / "a")]) == 1
+    assert f"would redact {tmp_path / 'a' / 'b' / 'leaky.json'}: 1 change" in capsys.readouterr().out

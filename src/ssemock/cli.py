@@ -312,7 +312,8 @@ def _add_redact(subparsers: Subparsers) -> None:
                     "found anywhere else (bodies, other headers, URLs) with REDACTED, shifting the "
                     "boundary map of a body that changes length. Files are rewritten atomically. "
                     "With --check nothing is written and the exit code is 1 if anything would change.")
-    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE", help="ssemock cassette file(s)")
+    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE",
+                        help="ssemock cassette file(s), or folders (searched recursively for *.json)")
     parser.add_argument("--check", action="store_true", help="only report what would change (exit 1 if anything)")
     parser.set_defaults(handler=_cmd_redact)
 
@@ -323,7 +324,7 @@ def _cmd_redact(args: argparse.Namespace) -> int:
     from .redact import find_secrets
 
     status = 0
-    for path in args.cassettes:
+    for path in inspect.cassette_files(args.cassettes):
         try:
             cassette = Cassette.load(path)
         except CassetteError as exc:
