@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
 from collections.abc import Iterator
@@ -657,3 +658,50 @@ def test_missing():
     result = pytester.runpytest_inprocess("-p", "no:cassetter")
     result.assert_outcomes(passed=1, failed=1)
     assert str(pytester.path / "cassettes" / "nowhere" / "y.json") in result.stdout.str()
+
+
+FAILING = '''
+import httpx, pytest, ssemock
+
+def cassette():
+    c = ssemock.Cassette()
+    c.add("POST", "https://api.openai.com/v1/chat/completions",
+          [b'data: {"choices": [{"index": 0, "delta": {"content": "H\\\\u00e9llo"}}]}\\n\\n', b"data: [DONE]\\n\\n"])
+    return c
+
+def naive(chunk):
+    return "".join(__import__("json").loads(p[6:])["choices"][0]["delta"]["content"]
+                   for p in chunk.split(b"\\n\\n") if p.startswith(b"data: {"))
+
+def test_text():
+    with ssemock.replay(cassette(), chunking="bytewise") as player:
+        httpx.post("https://api.openai.com/v1/chat/completions")
+        player.assert_text("Hallo")
+
+def test_check():
+    with ssemock.replay(cassette(), chunking="bytewise") as player:
+        def run():
+            with httpx.Client() as client, client.stream("POST", "https://api.openai.com/v1/chat/completions") as r:
+                text = "".join(naive(chunk) for chunk in r.iter_raw())
+            player.assert_text(text)
+        player.check(run)
+'''
+
+
+def test_a_failing_assertion_shows_the_users_lines_and_no_ssemock_frame(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_failing=FAILING)
+    result = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly", "-k", "test_text")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    package = str(Path(ssemock.__file__).parent)
+    assert package not in out and "def assert_text" not in out  # no ssemock frame, no ssemock source
+    assert re.search(r'^>\s+player.assert_text\("Hallo"\)$', out, re.M)  # the user's line
+    assert "text of choice 0 differs under chunking bytewise" in out  # ssemock's message
+    failure = out[out.index("_ test_text _"):out.index("short test summary")]
+    assert len(failure.splitlines()) <= 30, failure
+    checked = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly", "-k", "test_check").stdout.str()
+    assert package not in checked and "def check" not in checked
+    assert "player.check(run)" in checked and 'reproduce with chunking="at:' in checked
+    # --full-trace still shows everything
+    full = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly", "-k", "test_text", "--full-trace")
+    assert package in full.stdout.str()

@@ -773,8 +773,8 @@ class Player:
             return
         except Exception as exc:
             original: Exception = exc
-        if len(self.plays) == state[1]:
-            raise original  # it failed before any stream was served: nothing to shrink
+        if len(self.plays) == state[1]:  # no stream was served before the failure: no boundary to blame
+            raise original
         failing, chunking = self.plays[-1], self.chunking
         after = (list(self.play_counts), len(self.plays), self.attempts, self._latest)
 
