@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -79,6 +80,29 @@ def _compressor(encoding: str | None) -> Callable[[bytes, bool], bytes]:
     return lambda data, last: data
 
 
+GATED = [b"data: 0\n\n", b"data: 1\n\n", b"data: 2\n\n", b"data: 3\n\n"]
+ACK = threading.Semaphore(0)
+
+
+async def gated(request: Request) -> StreamingResponse:
+    """Sends write k+1 only once the client has acknowledged write k (``ACK.release()``), and
+    ``data: late`` instead if no acknowledgement comes within 10 s: a client that gets each chunk
+    as it arrives while recording acknowledges every one; a recorder that holds chunks back until
+    the stream ends makes the route say late. An ordering test, not a timed one."""
+    await request.body()
+    while ACK.acquire(blocking=False):  # a previous test's leftover acknowledgements
+        pass
+
+    async def body() -> AsyncIterator[bytes]:
+        for i, data in enumerate(GATED):
+            if i and not await asyncio.to_thread(ACK.acquire, True, 10):
+                yield b"data: late\n\n"
+                return
+            yield data
+
+    return StreamingResponse(body(), media_type="text/event-stream")
+
+
 async def _stream(request: Request) -> StreamingResponse:
     script = SCRIPTS[request.url.path]
     await request.body()
@@ -117,7 +141,8 @@ async def _echo(request: Request) -> JSONResponse:
 
 
 APP = Starlette(routes=[Route(path, _stream, methods=["GET", "POST"]) for path in SCRIPTS]
-                + [Route("/echo", _echo, methods=["GET", "POST"]), Route("/forever", _forever)])
+                + [Route("/echo", _echo, methods=["GET", "POST"]), Route("/forever", _forever),
+                   Route("/gated", gated, methods=["GET", "POST"])])
 
 
 @pytest.fixture(scope="session")
@@ -133,3 +158,38 @@ def scripts() -> dict[str, Script]:
 
 
 pytest_plugins = ["pytester"]
+
+
+class FakeClock(ssemock.timing.Clock):
+    """Time that moves only when replay sleeps: a timing test asserts what replay slept (and in
+    what order chunks came), never how long the test took, so a loaded machine cannot fail it."""
+
+    def __init__(self) -> None:
+        self.at = 1000.0
+        self.slept: list[float] = []
+
+    def now(self) -> float:
+        return self.at
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.at += seconds
+
+    async def asleep(self, seconds: float) -> None:
+        self.sleep(seconds)
+
+
+@pytest.fixture
+def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """Replay paces by a fake clock for this test (``ssemock.timing.clock``)."""
+    clock = FakeClock()
+    monkeypatch.setattr(ssemock.timing, "clock", clock)
+    return clock
+
+
+def assert_paced(times: list[float], gap: float) -> None:
+    """Recorded arrival times of a server that sleeps ``gap`` before each write after the first:
+    in order, and write k no earlier than k gaps after the request (a lower bound only: a loaded
+    machine delivers late, never early)."""
+    assert times == sorted(times), times
+    assert all(t >= k * gap - 0.002 for k, t in enumerate(times)), (times, gap)

@@ -163,7 +163,7 @@ def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     unterminated = sse_file(tmp_path / "cut.json", b"data: one\n\ndata: two\n")
     malformed = tmp_path / "malformed.json"
     malformed.write_text('{"version": 1, "interactions": [{"request": {"method": "GET"}, "response": {}}]}')
-    assert main(["validate", str(good), str(secret), str(unterminated), str(malformed)]) == 1
+    assert main(["validate", str(good), str(secret), str(unterminated), str(malformed)]) == 2  # 2 with problems
     out = capsys.readouterr().out
     assert f"ok    {good}" in out
     assert f"FAIL  {secret}" in out and f"{secret}: interaction 0: problem: secret left: response.body" in out
@@ -376,3 +376,34 @@ def test_fix_repairs_an_out_of_range_time(tmp_path: Path) -> None:
     path.write_text(json.dumps(document))
     assert main(["fix", str(path)]) == 0
     assert ssemock.Cassette.load(path).interactions[0].response.times == [0.1, 0.1]
+
+
+def test_validate_takes_folders_recursively_and_counts_problems(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    plain = ssemock.Cassette()
+    plain.add("GET", "http://x.test/events", [b"data: 1\n\n", b": c\n\ndata: 2\n\n"],
+              headers={"content-type": "text/event-stream"})
+    plain.save(tmp_path / "a" / "plain.json")
+    plain.save(tmp_path / "a" / "b" / "deeper.json")
+    plain.save(tmp_path / "a" / "b" / "kept.refused.json")  # ssemock's own side file: not a cassette
+    (tmp_path / "a" / "b" / "broken.json").write_text('{"x":')
+    assert main(["validate", str(tmp_path / "a")]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "3 files: 2 ok, 0 with warnings, 1 with problems"
+    assert [line.split()[1] for line in out if line.startswith(("ok", "FAIL"))] == [
+        str(tmp_path / "a" / "b" / "broken.json"), str(tmp_path / "a" / "b" / "deeper.json"),
+        str(tmp_path / "a" / "plain.json")]
+    assert not any(line.startswith("warn") for line in out)  # plain SSE is fine: no protocol warning
+    (tmp_path / "empty").mkdir()
+    assert main(["validate", str(tmp_path / "empty")]) == 1
+    assert "no cassette" in capsys.readouterr().err
+
+
+def test_redact_takes_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    leaky = ssemock.Cassette()
+    leaky.add("GET", "http://x.test/events", [b"data: sk-test-" + b"A1b2C3d4" * 4 + b"\n\n"],
+              headers={"content-type": "text/event-stream"})
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "leaky.json").write_bytes(leaky.dumps())  # as a hand edit leaves it
+    assert main(["redact", "--check", str(tmp_path / "a")]) == 1
+    assert f"would redact {tmp_path / 'a' / 'b' / 'leaky.json'}: 1 change" in capsys.readouterr().out

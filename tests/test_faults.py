@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import anthropic
@@ -14,6 +13,7 @@ import openai
 import pytest
 
 import ssemock
+from conftest import FakeClock
 from ssemock import faults
 from streams import TEXT, anthropic_events, openai_chat_events, writes
 
@@ -103,8 +103,7 @@ def test_disconnect_after_event_is_the_sdks_connection_error(is_async: bool) -> 
 
 
 @SYNC_ASYNC
-def test_stall_past_read_timeout_raises_at_once(is_async: bool) -> None:
-    start = time.perf_counter()
+def test_stall_past_read_timeout_raises_at_once(is_async: bool, fake_clock: FakeClock) -> None:
     with ssemock.replay(OPENAI, faults=[faults.stall(before_event=3, seconds=30)]):
         text, exc = openai_text(is_async, timeout=1.0, max_retries=0)
     assert isinstance(exc, openai.APITimeoutError)
@@ -112,19 +111,18 @@ def test_stall_past_read_timeout_raises_at_once(is_async: bool) -> None:
     with ssemock.replay(ANTHROPIC, faults=[faults.stall(before_event=4, seconds=30)]):
         _, exc = anthropic_text(is_async, timeout=1.0, max_retries=0)
     assert isinstance(exc, httpx2.ReadTimeout)  # anthropic lets mid-stream timeouts through unwrapped
-    assert time.perf_counter() - start < 1.0  # no sleeping: both timeouts together took < 1 s
+    assert fake_clock.slept == []  # no sleeping: the timeouts were raised at once
 
 
-def test_short_stall_is_skipped_when_instant_and_slept_when_recorded() -> None:
-    fast = time.perf_counter()
+def test_short_stall_is_skipped_when_instant_and_slept_when_recorded(fake_clock: FakeClock) -> None:
     with ssemock.replay(OPENAI, faults=["stall:before_event=2,seconds=0.3"]):
         assert openai_text(False, timeout=1.0) == (TEXT, None)
-    fast = time.perf_counter() - fast
-    slow = time.perf_counter()
+    assert fake_clock.slept == []  # instant: the stall is skipped
     with ssemock.replay(OPENAI, faults=["stall:before_event=2,seconds=0.3"], timing="scaled:1"):
         assert openai_text(False, timeout=1.0) == (TEXT, None)
-    slow = time.perf_counter() - slow
-    assert slow - fast >= 0.3  # the stall (plus recorded gaps) was really waited for
+    gaps = OPENAI.interactions[0].response.times[-1]
+    # the stall and the recorded gaps were really waited for
+    assert sum(fake_clock.slept) == pytest.approx(0.3 + gaps)
 
 
 @SYNC_ASYNC

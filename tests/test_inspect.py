@@ -175,7 +175,7 @@ def test_validate_good_cassette_is_ok_and_quiet(tmp_path: Path) -> None:
     path = tmp_path / "good.json"
     chat_cassette().save(path)
     report = validate_file(path)
-    assert report.ok and not report.findings, report.findings
+    assert report.ok and not [f for f in report.findings if f.level != "detail"], report.findings
     assert report.interactions == 1 and report.events == len(openai_chat_events())
     assert format_validation(report) == [f"ok    {path} (1 interaction, {report.events} events)"]
 
@@ -195,7 +195,6 @@ def test_validate_flags_secrets_as_problems() -> None:
     (b"\xef\xbb\xbfdata: one\n\n", "BOM"),
     (b"data: one\r\rdata: two\r\r", "CR-only line endings (4 bare CR)"),
     (b"data: one\n\ndata: [DONE]\n\ndata: late\n\n", "1 event(s) after [DONE]"),
-    (b"data: one\n\n", "unknown protocol"),
     (b"data: \xff\n\n", "not valid UTF-8 at byte 6"),
 ])
 def test_validate_warns_about_spec_oddities(body: bytes, needle: str) -> None:
@@ -205,11 +204,23 @@ def test_validate_warns_about_spec_oddities(body: bytes, needle: str) -> None:
     assert format_validation(report)[0].startswith("warn  odd.json")
 
 
+def test_a_plain_sse_stream_validates_quietly_and_says_what_it_is_under_verbose() -> None:
+    report = validate_cassette(one(b"data: one\n\n"), "plain.json")
+    assert report.ok and not report.of("warning") and not report.of("note")
+    assert format_validation(report) == ["ok    plain.json (1 interaction, 1 events)"]
+    (detail,) = report.of("detail")
+    assert detail.message.startswith("plain SSE events: no known protocol")
+    assert "plain SSE events" in format_validation(report, verbose=True)[0]
+    # a protocol named outright is the one accumulated (and here it fails: a warning naming it)
+    named = validate_cassette(one(b"data: one\n\n"), "plain.json", protocol="openai.chat")
+    assert "(openai.chat) fails" in messages([f.message for f in named.of("warning")])
+
+
 def test_validate_is_quiet_about_what_is_fine() -> None:
     # data: without a space, CRLF, comments, a trailing comment line: all fine for a decoder
     body = b'data:{"choices": []}\r\n\r\n: ping\n\ndata: [DONE]\n\n: bye\n'
     report = validate_cassette(one(body, url=CHAT), "fine.json")
-    assert report.ok and not report.findings, report.findings
+    assert report.ok and not [f for f in report.findings if f.level != "detail"], report.findings
 
 
 def test_validate_problems_and_notes() -> None:

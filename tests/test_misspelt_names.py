@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import ssemock
 from ssemock import chunking, matching, transforms
 from ssemock._names import suggest, unknown
+from ssemock.cli import main
 
 
 def test_suggest_finds_the_closest_known_name() -> None:
@@ -57,3 +60,17 @@ def test_the_player_rejects_a_misspelt_name_with_the_suggestion() -> None:
         ssemock.replay(ssemock.Cassette(), chunking="mid_utf")
     with pytest.raises(ValueError, match="did you mean 'crlf'"):
         ssemock.replay(ssemock.Cassette(), transform="crlff")
+
+
+@pytest.mark.parametrize("command", [["rechunk", "--chunking", "all", "--preview"], ["serve", "--chunking", "all"],
+                                     ["serve", "--transform", "all"]])
+def test_all_where_one_name_is_taken_says_why(command: list[str], tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Never 'unknown chunking 'all': did you mean 'all'?': it names a matrix, and here one is taken."""
+    c = ssemock.Cassette()
+    c.add("GET", "http://x.test/s", [b"data: 1\n\n"])
+    c.save(tmp_path / "c.json")
+    code = main([command[0], str(tmp_path / "c.json"), *command[1:]])
+    err = capsys.readouterr().err
+    assert code in (1, 2) and "names every" in err and "this takes one" in err, err
+    assert "did you mean" not in err

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator, Iterable
 
 import orjson
@@ -143,21 +142,11 @@ def test_iter_decode_and_adecode() -> None:
     assert asyncio.run(collect()) == [{"a": 1}, 2]
 
 
-def test_a_huge_line_decodes_in_linear_time() -> None:
-    def seconds(size: int) -> float:
-        body = b'{"s":"' + b"x" * size + b'"}\n'
-        chunks = [body[i:i + 1024] for i in range(0, len(body), 1024)]
-        best = float("inf")
-        for _ in range(3):
-            start = time.perf_counter()
-            (value,) = decode(chunks)
-            best = min(best, time.perf_counter() - start)
-            assert len(value["s"]) == size  # type: ignore[index]
-        return best
-
-    small, big = seconds(1 << 18), seconds(1 << 24)  # 256 KiB and 16 MiB, 1 KiB chunks
-    # Linear: 64x the bytes, about 64x the time; re-scanning a growing buffer would be ~4096x.
-    assert big < 64 * small * 8 + 0.5, (small, big)
+def test_a_huge_line_decodes_whole_however_it_is_cut() -> None:
+    """(Linearity in the line's size is measured in bench/linearity.py, not timed here.)"""
+    body = b'{"s":"' + b"x" * (1 << 18) + b'"}\n'
+    (value,) = decode([body[i:i + 1024] for i in range(0, len(body), 1024)])
+    assert value == {"s": "x" * (1 << 18)}
 
 
 # --- properties -------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
 from collections.abc import Iterator
@@ -485,8 +486,9 @@ def test_a_bad_command_line_or_ini_option_is_one_usage_error(pytester: pytest.Py
 def test_markers_list_every_keyword(pytester: pytest.Pytester) -> None:
     out = pytester.runpytest_inprocess("-p", "no:cassetter", "--markers").stdout.str()
     line = next(x for x in out.splitlines() if x.startswith("@pytest.mark.ssemock"))
+    signature = line[:line.index("):")]
     for keyword in ssemock.plugin.KEYWORDS:
-        assert f"{keyword}=" in line
+        assert signature.count(f"{keyword}=") == 1, keyword  # each keyword once in the signature
 
 
 def test_every_option_from_ini_and_the_allowed_hosts_everywhere(pytester: pytest.Pytester) -> None:
@@ -633,3 +635,73 @@ def test_marker(ssemock):
     pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=2)
     monkeypatch.setenv("EXPECTED", "2.0")  # the command line over ssemock_config
     pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-timing=scaled:2").assert_outcomes(passed=2)
+
+
+def test_a_relative_cassette_name_with_dots_resolves_lexically(pytester: pytest.Pytester) -> None:
+    """``../test_streams/x.json`` is found though this module's own cassette folder was never
+    made; a missing one is named by its resolved path."""
+    shared = ssemock.Cassette()
+    shared.add("GET", "http://api.test/x", [b"data: hi\n\n"])
+    shared.save(pytester.path / "cassettes" / "test_streams" / "x.json")
+    pytester.makepyfile(test_other='''
+import httpx, pytest
+
+@pytest.mark.ssemock("../test_streams/x.json")
+def test_sibling():
+    assert httpx.get("http://api.test/x").text == "data: hi\\n\\n"
+
+@pytest.mark.ssemock("../nowhere/y")
+def test_missing():
+    httpx.get("http://api.test/x")
+''')
+    assert not (pytester.path / "cassettes" / "test_other").exists()
+    result = pytester.runpytest_inprocess("-p", "no:cassetter")
+    result.assert_outcomes(passed=1, failed=1)
+    assert str(pytester.path / "cassettes" / "nowhere" / "y.json") in result.stdout.str()
+
+
+FAILING = '''
+import httpx, pytest, ssemock
+
+def cassette():
+    c = ssemock.Cassette()
+    c.add("POST", "https://api.openai.com/v1/chat/completions",
+          [b'data: {"choices": [{"index": 0, "delta": {"content": "H\\\\u00e9llo"}}]}\\n\\n', b"data: [DONE]\\n\\n"])
+    return c
+
+def naive(chunk):
+    return "".join(__import__("json").loads(p[6:])["choices"][0]["delta"]["content"]
+                   for p in chunk.split(b"\\n\\n") if p.startswith(b"data: {"))
+
+def test_text():
+    with ssemock.replay(cassette(), chunking="bytewise") as player:
+        httpx.post("https://api.openai.com/v1/chat/completions")
+        player.assert_text("Hallo")
+
+def test_check():
+    with ssemock.replay(cassette(), chunking="bytewise") as player:
+        def run():
+            with httpx.Client() as client, client.stream("POST", "https://api.openai.com/v1/chat/completions") as r:
+                text = "".join(naive(chunk) for chunk in r.iter_raw())
+            player.assert_text(text)
+        player.check(run)
+'''
+
+
+def test_a_failing_assertion_shows_the_users_lines_and_no_ssemock_frame(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_failing=FAILING)
+    result = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly", "-k", "test_text")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    package = str(Path(ssemock.__file__).parent)
+    assert package not in out and "def assert_text" not in out  # no ssemock frame, no ssemock source
+    assert re.search(r'^>\s+player.assert_text\("Hallo"\)$', out, re.M)  # the user's line
+    assert "text of choice 0 differs under chunking bytewise" in out  # ssemock's message
+    failure = out[out.index("_ test_text _"):out.index("short test summary")]
+    assert len(failure.splitlines()) <= 30, failure
+    checked = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly", "-k", "test_check").stdout.str()
+    assert package not in checked and "def check" not in checked
+    assert "player.check(run)" in checked and 'reproduce with chunking="at:' in checked
+    # --full-trace still shows everything
+    full = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly", "-k", "test_text", "--full-trace")
+    assert package in full.stdout.str()

@@ -14,6 +14,7 @@ import openai
 import pytest
 
 import ssemock
+from conftest import FakeClock
 
 URL = "https://api.example.test/v1/chat/completions"
 
@@ -84,27 +85,24 @@ def test_interaction_without_recorded_body_matches_any_body() -> None:
         assert client.post(URL, json={"anything": True}).text == "data: x\n\n"
 
 
-def test_recorded_timing_is_reproduced_and_scaled() -> None:
+def test_recorded_timing_is_reproduced_and_scaled(fake_clock: FakeClock) -> None:
     c = three(times=[0.0, 0.15, 0.3])
-    for timing, low in (("recorded", 0.3), ("scaled:0.5", 0.15), ("instant", 0.0)):
+    for timing, due in (("recorded", [0.0, 0.15, 0.3]), ("scaled:0.5", [0.0, 0.075, 0.15]), ("instant", [0.0] * 3)):
         arrivals = []
+        start = fake_clock.at
         with ssemock.replay(c, timing=timing), httpx.Client() as client:
-            start = time.perf_counter()
             with client.stream("POST", URL, json={"n": 1}) as r:
                 for _ in r.iter_raw():
-                    arrivals.append(time.perf_counter() - start)
-        assert arrivals[-1] >= low
-        if timing != "instant":
-            assert arrivals[0] < arrivals[-1] / 2  # the first chunk came before the later ones were due
+                    arrivals.append(fake_clock.at - start)
+        assert arrivals == pytest.approx(due), timing  # each chunk handed over when it was due
 
 
-def test_recorded_gap_longer_than_read_timeout_times_out() -> None:
+def test_recorded_gap_longer_than_read_timeout_times_out(fake_clock: FakeClock) -> None:
     c = three(times=[0.0, 5.0, 5.1])
     with ssemock.replay(c, timing="recorded"), httpx.Client(timeout=0.5) as client:
-        start = time.perf_counter()
         with pytest.raises(httpx.ReadTimeout), client.stream("POST", URL, json={"n": 1}) as r:
             r.read()
-        assert time.perf_counter() - start < 0.5  # raised at once, no sleeping
+    assert fake_clock.slept == []  # raised at once, no sleeping
 
 
 @pytest.mark.parametrize("backend", ["asyncio"])
@@ -117,16 +115,17 @@ def test_anyio_backend(backend: str) -> None:
         assert anyio.run(main, backend=backend).startswith("data: 1")
 
 
-def test_unmatched_is_not_swallowed_by_sdk_retry_loops() -> None:
+def test_unmatched_is_not_swallowed_by_sdk_retry_loops(monkeypatch: pytest.MonkeyPatch) -> None:
     """A BaseException: neither SDK wraps it into a connection error and retries with back-off."""
+    backoffs: list[float] = []
+    monkeypatch.setattr(time, "sleep", backoffs.append)  # the SDKs' sync retry loops sleep here
     with ssemock.replay(ssemock.Cassette()):
-        start = time.perf_counter()
         with pytest.raises(ssemock.UnmatchedRequestError):
             anthropic.Anthropic(api_key="sk-ant-test-x", max_retries=3).messages.create(
                 model="m", max_tokens=1, messages=[{"role": "user", "content": "hi"}])
         with pytest.raises(ssemock.UnmatchedRequestError):
             openai.OpenAI(api_key="sk-test-x", max_retries=3).chat.completions.create(model="m", messages=[])
-        assert time.perf_counter() - start < 0.5  # no retry back-off happened
+    assert backoffs == []  # no retry back-off happened
 
 
 def test_players_are_independent_and_restore_the_network() -> None:
@@ -260,3 +259,28 @@ def test_a_misspelt_option_is_a_type_error() -> None:
         ssemock.replay(ssemock.Cassette(), chunkng="mid_line")  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="recod_mode"):
         ssemock.use_cassette("x.json", recod_mode="once")  # type: ignore[call-arg]
+
+
+def test_a_play_prints_as_one_short_line() -> None:
+    """``print(player.plays)``: the request, what it went through and how it ended, no bodies."""
+    c = ssemock.Cassette()
+    c.add("GET", "https://api.test/s", [b"data: 1\n\n" * 300, b"data: 2\n\n"])
+    with ssemock.replay(c, chunking="bytewise", faults="disconnect:after_event=2") as player:
+        with pytest.raises(httpx.RemoteProtocolError), httpx.Client() as client:
+            with client.stream("GET", "https://api.test/s") as r:
+                r.read()
+    (play,) = player.plays
+    assert repr(play) == ("<Play #0 GET https://api.test/s chunking bytewise, faults disconnect:after_event=2, "
+                          "18/18 bytes served, failed>")
+    assert len(repr(player.plays)) < 200  # the 2.7 KB body is not in it
+
+
+def test_an_unmatched_request_to_another_host_never_suggests_dropping_the_host() -> None:
+    c = ssemock.Cassette()
+    c.add("GET", "https://api.openai.com/v1/models?x=1", [b"{}"])
+    with ssemock.replay(c), pytest.raises(ssemock.UnmatchedRequestError) as info:
+        httpx.get("https://other.example.com/v1/models?x=2")
+    message = str(info.value)
+    assert "(1 interaction, " in message
+    assert "the request goes to other.example.com, a host the cassette never saw" in message
+    assert "matching less" not in message

@@ -30,6 +30,7 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Mount, Route
 
 import ssemock
+from conftest import FakeClock
 import ssemock.held
 from ssemock import chunking, sse, transforms
 from ssemock.cli import main
@@ -123,13 +124,13 @@ def test_aiohttp_sees_a_disconnect_as_a_payload_error(serve: Server) -> None:
 
 # -- requests ------------------------------------------------------------------------------------
 
-def _requests_stream(url: str, **kwargs: Any) -> tuple[requests.Response, list[tuple[float, bytes]]]:
-    got: list[tuple[float, bytes]] = []
+def _requests_stream(url: str, **kwargs: Any) -> tuple[requests.Response, list[bytes]]:
+    got: list[bytes] = []
     kwargs.setdefault("json", REQUEST)
     resp = requests.post(url + PATH, stream=True, timeout=(TIMEOUT, TIMEOUT), **kwargs)
     try:
         for chunk in resp.iter_content(chunk_size=None):
-            got.append((time.monotonic(), chunk))
+            got.append(chunk)
     finally:
         resp.close()
     return resp, got
@@ -142,43 +143,41 @@ def test_requests_iter_content_gets_the_exact_bytes_in_the_planned_chunks(serve:
     assert resp.headers["content-type"] == "text/event-stream"
     assert resp.headers["cache-control"] == "no-cache"
     assert "content-length" not in resp.headers
-    assert [c for _, c in got] == fixed7()
-    assert events_of(b"".join(c for _, c in got)) == [(str(i), t) for i, t in enumerate([*TEXTS, "[DONE]"], 1)]
+    assert got == fixed7()
+    assert events_of(b"".join(got)) == [(str(i), t) for i, t in enumerate([*TEXTS, "[DONE]"], 1)]
 
 
-def test_recorded_timing_makes_real_gaps(serve: Server) -> None:
+def _gaps(times: list[float], factor: float = 1.0) -> list[float]:
+    return [factor * (b - a) for a, b in zip([0.0, *times], times)]
+
+
+def test_recorded_timing_makes_real_gaps(serve: Server, fake_clock: FakeClock) -> None:
     url = serve(chunking="per_event", timing="recorded")
-    t0 = time.monotonic()
     _, got = _requests_stream(url)
-    assert [c for _, c in got] == EVENTS
-    spread = got[-1][0] - got[0][0]  # recorded: 0.5 s from the first event to the last
-    assert 0.4 <= spread <= 2.0, spread
-    gaps = [b[0] - a[0] for a, b in zip(got, got[1:])]
-    assert all(g >= 0.05 for g in gaps), gaps
-    assert got[-1][0] - t0 >= 0.45
+    assert got == EVENTS
+    # each event waited for its recorded time (one event every 100 ms), in order, before it was sent
+    assert fake_clock.slept == pytest.approx([g for g in _gaps(TIMES) if g > 0])
 
 
-def test_instant_timing_sends_everything_at_once(serve: Server) -> None:
+def test_instant_timing_sends_everything_at_once(serve: Server, fake_clock: FakeClock) -> None:
     url = serve(chunking="per_event")
     _, got = _requests_stream(url)
-    assert [c for _, c in got] == EVENTS
-    assert got[-1][0] - got[0][0] < 0.3
+    assert got == EVENTS
+    assert fake_clock.slept == []
 
 
-def test_scaled_timing(serve: Server) -> None:
+def test_scaled_timing(serve: Server, fake_clock: FakeClock) -> None:
     url = serve(chunking="per_event", timing="scaled:2")
     _, got = _requests_stream(url)
-    spread = got[-1][0] - got[0][0]  # 0.5 s recorded, twice as slow
-    assert 0.9 <= spread <= 3.0, spread
+    assert got == EVENTS
+    assert fake_clock.slept == pytest.approx([g for g in _gaps(TIMES, 2.0) if g > 0])  # twice as slow
 
 
-def test_a_stall_really_stalls(serve: Server) -> None:
+def test_a_stall_really_stalls(serve: Server, fake_clock: FakeClock) -> None:
     url = serve(chunking="per_event", faults="stall:before_event=2,seconds=0.6")
     _, got = _requests_stream(url)
-    assert b"".join(c for _, c in got) == BODY
-    gaps = [b[0] - a[0] for a, b in zip(got, got[1:])]
-    assert gaps[1] >= 0.5, gaps  # between event 2 and event 3
-    assert max(gaps[:1] + gaps[2:]) < 0.3, gaps
+    assert b"".join(got) == BODY
+    assert fake_clock.slept == pytest.approx([0.6])  # the stall, and nothing else (instant timing)
 
 
 def test_requests_sees_a_disconnect_as_chunked_encoding_error(serve: Server) -> None:
@@ -675,3 +674,19 @@ def test_a_held_stream_whose_request_never_comes_drops_and_says_why(monkeypatch:
     assert any("answers the request with id 1 next" in line and "none was made within 0.2 s" in line
                for line in lines), lines
     assert served.state.ssemock.exchanges[0].dropped
+
+
+def test_the_banner_counts_events_as_show_and_validate_do() -> None:
+    """A comment block (``: ping``) is no event: serve, show and validate give one count."""
+    from ssemock import inspect
+    from ssemock.serve import routes
+
+    cassette = ssemock.Cassette()
+    cassette.add("GET", "https://api.example.com/events", [b": ping\n\n", *EVENTS],
+                 headers={"content-type": "text/event-stream"})
+    asgi = app(cassette)
+    (line,) = routes(asgi.state.ssemock)
+    shown = inspect.summarize(cassette.interactions[0])
+    report = inspect.validate_cassette(cassette, "c.json")
+    assert f", {len(EVENTS)} events" in line and report.events == len(EVENTS)
+    assert shown["events"] == len(EVENTS)

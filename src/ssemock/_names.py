@@ -33,6 +33,10 @@ def unknown(kind: str, name: object, known: Iterable[str], *, shown: Iterable[st
     ``head``: the part of ``name`` that names the thing (``"fixd"`` of ``"fixd:3"``); the rest is
     kept in the suggestion (``did you mean 'fixed:3'?``)."""
     known = list(known)
+    if name == "all":  # a matrix's word, where one name is taken: say so, never "did you mean 'all'?"
+        one = [n for n in (shown if shown is not None else known) if n != "all"]
+        return ValueError(f"{kind} 'all' names every {kind} at once, for a matrix (the marker's or "
+                          f"--ssemock-{kind}=all); this takes one: {', '.join(one)}")
     close = suggest(name if head is None else head, known)
     if close is not None and head is not None and isinstance(name, str):
         close += name.strip()[len(head):]

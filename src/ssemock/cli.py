@@ -15,8 +15,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
 from .cassette import CassetteError
+from .doctor import install_hint
 from .redact import escape_control, mask_text
 
 __all__ = ["build_parser", "main"]
@@ -57,7 +57,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         from .demo import run_demo
     except ImportError as exc:
         raise _UsageError(f"the demo needs the 'demo' extra ({exc.name} is missing): "
-                          "pip install 'ssemock[demo]'") from exc
+                          f"{install_hint('demo')}") from exc
     if args.json:
         result = run_demo(Console(quiet=True), directory=args.dir)
         _out(json.dumps(result.as_dict(), indent=2))
@@ -112,7 +112,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         from .serve import DEFAULT_MAX_BODY, app
         from .server import running
     except ImportError as exc:
-        raise _UsageError(f"serve needs the 'serve' extra ({exc.name or exc}): pip install 'ssemock[serve]'") from exc
+        raise _UsageError(f"serve needs the 'serve' extra ({exc.name or exc}): {install_hint('serve')}") from exc
     try:
         match_on = [m.strip() for m in args.match_on.split(",") if m.strip()] if args.match_on else None
         asgi = app(args.cassettes, chunking=args.chunking, transform=args.transform, timing=args.timing,
@@ -201,27 +201,38 @@ def _add_validate(subparsers: Subparsers) -> None:
                     "endings, an unterminated last event, events after [DONE], an unknown protocol) are "
                     "warnings; incomplete recordings are notes. "
                     "One line per good file; exit 1 when any file has a problem (warnings don't count).")
-    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE", help="ssemock cassette file(s)")
+    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE",
+                        help="ssemock cassette file(s), or folders (searched recursively for *.json)")
     parser.add_argument("--json", action="store_true", help="print one JSON report per file, as a list")
+    parser.add_argument("--protocol", default=None, metavar="NAME",
+                        help="accumulate every stream as this protocol (e.g. openai.chat) instead of detecting it")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="also print the details: each stream's protocol, or that it is plain SSE / JSON lines")
     parser.set_defaults(handler=_cmd_validate)
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from . import inspect
+    from .protocols import names
 
-    reports = [inspect.validate_file(path) for path in args.cassettes]
+    if args.protocol is not None and args.protocol not in names():
+        raise _UsageError(f"unknown protocol {args.protocol!r}; known: {', '.join(names())}")
+    files = inspect.cassette_files(args.cassettes)
+    if not files:
+        raise _UsageError(f"no cassette (*.json) in {', '.join(map(str, args.cassettes))}")
+    reports = [inspect.validate_file(path, protocol=args.protocol) for path in files]
+    bad = sum(not r.ok for r in reports)
     if args.json:
         _out(json.dumps([r.to_dict() for r in reports], indent=2, ensure_ascii=False))
     else:
         for report in reports:
-            for line in inspect.format_validation(report):
+            for line in inspect.format_validation(report, verbose=args.verbose):
                 _out(line)
         if len(reports) > 1:
-            bad = sum(not r.ok for r in reports)
             warned = sum(r.ok and bool(r.of("warning")) for r in reports)
             _out(f"{len(reports)} files: {len(reports) - bad - warned} ok, {warned} with warnings, "
                   f"{bad} with problems")
-    return 0 if all(r.ok for r in reports) else 1
+    return min(bad, 100)  # the exit code counts the files with problems (0: all good)
 
 
 # -- ssemock rechunk ---------------------------------------------------------------------------
@@ -301,7 +312,8 @@ def _add_redact(subparsers: Subparsers) -> None:
                     "found anywhere else (bodies, other headers, URLs) with REDACTED, shifting the "
                     "boundary map of a body that changes length. Files are rewritten atomically. "
                     "With --check nothing is written and the exit code is 1 if anything would change.")
-    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE", help="ssemock cassette file(s)")
+    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE",
+                        help="ssemock cassette file(s), or folders (searched recursively for *.json)")
     parser.add_argument("--check", action="store_true", help="only report what would change (exit 1 if anything)")
     parser.set_defaults(handler=_cmd_redact)
 
@@ -311,8 +323,11 @@ def _cmd_redact(args: argparse.Namespace) -> int:
     from .cassette import Cassette
     from .redact import find_secrets
 
+    files = inspect.cassette_files(args.cassettes)
+    if not files:
+        raise _UsageError(f"no cassette (*.json) in {', '.join(map(str, args.cassettes))}")
     status = 0
-    for path in args.cassettes:
+    for path in files:
         try:
             cassette = Cassette.load(path)
         except CassetteError as exc:
@@ -433,8 +448,27 @@ def _cmd_import_vcr(args: argparse.Namespace) -> int:
 # -- parser and dispatch -----------------------------------------------------------------------
 
 #: One function per subcommand, in the order ``--help`` lists them.
+# -- ssemock doctor ----------------------------------------------------------------------------
+
+def _add_doctor(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "doctor", help="what a bug report needs: version, accelerator, stacks, extras, library versions",
+        description="Print ssemock's version, whether the C accelerator is in use (and why not), which "
+                    "optional stacks and extras are importable, and the versions of Python and the "
+                    "libraries ssemock works with: paste it into a bug report.")
+    parser.set_defaults(handler=_doctor)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from .doctor import report
+    for line in report():
+        _out(line)
+    return 0
+
+
 _COMMANDS: list[Callable[[Subparsers], None]] = [
     _add_demo, _add_serve, _add_show, _add_validate, _add_rechunk, _add_redact, _add_fix, _add_import_vcr,
+    _add_doctor,
 ]
 
 
@@ -449,11 +483,23 @@ class _UsageError(Exception):
     """An expected failure: printed as ``ssemock: error: ...`` with exit code 1, no traceback."""
 
 
+class _Version(argparse.Action):
+    """``--version``: what a bug report starts with (``ssemock doctor`` has the rest)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from .doctor import report
+        for line in report(full=False):
+            _out(line)
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ssemock",
         description="Record and replay streaming HTTP (SSE, JSON lines) with chunk boundaries and timing kept.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="the version, whether the C accelerator is in use, and the Python (doctor: more)")
     subparsers: Subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
                                                    parser_class=_Parser)
     for add in _COMMANDS:

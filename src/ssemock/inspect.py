@@ -23,6 +23,7 @@ import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import orjson
@@ -102,15 +103,17 @@ def decode_response(response: Response) -> Decoded:
         return Decoded(kind, [], str(exc))
 
 
-def _accumulate(x: Interaction, decoded: Decoded) -> tuple[str | None, Accumulated | None, str | None]:
-    """(protocol, result, problem): the detected protocol and the accumulated message."""
+def _accumulate(x: Interaction, decoded: Decoded,
+                protocol: str | None = None) -> tuple[str | None, Accumulated | None, str | None]:
+    """(protocol, result, problem): the detected (or given) protocol and the accumulated message."""
     if decoded.kind == "other" or decoded.error is not None:
         return None, None, None
     content_type = x.response.header("content-type")
-    try:
-        protocol = detect_protocol(decoded.events, url=x.request.url, content_type=content_type)
-    except ProtocolError:
-        return None, None, None
+    if protocol is None:
+        try:
+            protocol = detect_protocol(decoded.events, url=x.request.url, content_type=content_type)
+        except ProtocolError:
+            return None, None, None
     try:
         return protocol, accumulate(decoded.events, protocol), None
     except ProtocolError as exc:
@@ -302,7 +305,7 @@ def format_events(events: Sequence[Any]) -> list[str]:
 
 # -- validate --------------------------------------------------------------------------------------
 
-Level = Literal["problem", "warning", "note"]
+Level = Literal["problem", "warning", "note", "detail"]  # detail: shown with -v only
 
 
 @dataclass
@@ -370,8 +373,11 @@ def _sse_oddities(body: bytes, events: Sequence[Any]) -> list[str]:
     return found
 
 
-def validate_cassette(cassette: Cassette, path: str) -> FileReport:
-    """Check a loaded cassette: decodability, spec oddities, secrets, incomplete recordings."""
+def validate_cassette(cassette: Cassette, path: str, *, protocol: str | None = None) -> FileReport:
+    """Check a loaded cassette: decodability, spec oddities, secrets, incomplete recordings.
+
+    ``protocol``: accumulate every stream with this protocol instead of detecting one. A stream
+    of no known protocol is plain SSE or JSON lines, which is fine: a detail (``-v``), not a warning."""
     report = FileReport(path, len(cassette.interactions))
     add = report.findings.append
     if not cassette.interactions:
@@ -389,12 +395,14 @@ def validate_cassette(cassette: Cassette, path: str) -> FileReport:
                 add(Finding("problem", f"no SSE event decodes from the {len(resp.body)}-byte body "
                                        "(no data field followed by a blank line)", i))
         if decoded.kind != "other" and decoded.events and 200 <= resp.status < 300:
-            protocol, _, problem = _accumulate(x, decoded)
-            if protocol is None:
-                add(Finding("warning", "unknown protocol: nothing in the URL, content type or events "
-                                       "matches a known one (pass protocol= to accumulate)", i))
+            found, _, problem = _accumulate(x, decoded, protocol)
+            if found is None:
+                add(Finding("detail", f"plain {_WHAT[decoded.kind]}: no known protocol in the URL, content "
+                                      "type or events (--protocol NAME accumulates it as one)", i))
             elif problem:
-                add(Finding("warning", f"the reference accumulator fails: {problem}", i))
+                add(Finding("warning", f"the reference accumulator ({found}) fails: {problem}", i))
+            else:
+                add(Finding("detail", f"protocol {found}", i))
         elif decoded.kind == "other" and resp.body:
             add(Finding("note", f"status {resp.status}, {resp.header('content-type') or 'no content type'}: "
                                 "not a stream, not decoded", i))
@@ -411,25 +419,41 @@ def validate_cassette(cassette: Cassette, path: str) -> FileReport:
     return report
 
 
-def validate_file(path: str | os.PathLike[str]) -> FileReport:
+def validate_file(path: str | os.PathLike[str], *, protocol: str | None = None) -> FileReport:
     """Load and check one cassette file; a load failure is a problem of the report."""
     try:
         cassette = Cassette.load(path)
     except CassetteError as exc:
         return FileReport(str(path), findings=[Finding("problem", exc.reason, exc.interaction)])
-    return validate_cassette(cassette, str(path))
+    return validate_cassette(cassette, str(path), protocol=protocol)
 
 
-def format_validation(report: FileReport) -> list[str]:
-    """One line for a file without problems or warnings; else a header and one line per finding."""
+def cassette_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """The cassette files named: files as given, folders searched recursively for ``*.json``
+    (sorted; the ``.refused.json`` and ``.partial.json`` files ssemock keeps beside a cassette are
+    not cassettes of the suite and are left out of a folder)."""
+    found: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found.extend(sorted(p for p in path.rglob("*.json")
+                                if p.is_file() and not p.name.endswith((".refused.json", ".partial.json"))))
+        else:
+            found.append(path)
+    return found
+
+
+def format_validation(report: FileReport, *, verbose: bool = False) -> list[str]:
+    """One line for a file without problems or warnings; else a header and one line per finding
+    (``verbose``: the details too, such as each stream's protocol)."""
     size = f"{report.interactions} interaction{'s' if report.interactions != 1 else ''}, {report.events} events"
-    notes = report.of("note")
+    notes = report.of("note") + (report.of("detail") if verbose else [])
     if report.ok and not report.of("warning"):
         tail = "; ".join(f"{n.where()}{n.message}" for n in notes)
         return [f"ok    {report.path} ({size})" + (f" — note: {tail}" if tail else "")]
     head = "FAIL " if not report.ok else "warn "
     lines = [f"{head} {report.path}" + (f" ({size})" if report.interactions else "")]
-    levels: tuple[Level, ...] = ("problem", "warning", "note")
+    levels: tuple[Level, ...] = ("problem", "warning", "note", "detail") if verbose else ("problem", "warning", "note")
     for level in levels:
         for f in report.of(level):
             lines.append(f"  {report.path}: {f.where()}{level}: {f.message}")
@@ -684,8 +708,9 @@ def _repair_map(old: list[tuple[float, int]], body: bytes,
         ends = body_ends(body, content_type)
         n, count = len(times_ms), len(ends)
         times = [times_ms[math.ceil((k + 1) * n / count) - 1] / 1000 for k in range(count)]
-        return ends, times, (f"the body is {size} bytes but the map ends at {old_size} (the body was edited): "
-                             f"rebuilt the map with one chunk per event ({count} chunks, was {len(old)}), "
+        # the load error before it already says where the map and the body disagree: said once
+        return ends, times, (f"the body was edited: rebuilt the map with one chunk per event ({count} chunks, "
+                             f"was {len(old)}), "
                              "times taken from the old map by event order")
     ends, times = [], []
     for (t, e), t_ms in zip(old, times_ms):

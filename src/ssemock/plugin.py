@@ -10,10 +10,12 @@ without the marker or the fixture costs nothing: no autouse fixture, nothing imp
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tempfile
 import uuid
 import warnings
+from types import TracebackType
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,7 +87,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    keywords = ", ".join(f"{k}=..." for k in KEYWORDS)
+    keywords = ", ".join(f"{k}=..." for k in KEYWORDS if k != "cassette")  # cassette leads, once
     config.addinivalue_line(
         "markers",
         f"ssemock(cassette=None, *, {keywords}): replay (or record) the test's streaming HTTP through "
@@ -284,11 +286,46 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
         raise pytest.UsageError("ssemock: bad options\n  " + "\n  ".join(problems))
 
 
+_PACKAGE = str(Path(__file__).resolve().parent)
+
+
+def _ours(tb: TracebackType) -> bool:
+    return tb.tb_frame.f_code.co_filename.startswith(_PACKAGE)
+
+
+def _hide_own_frames(error: BaseException) -> None:
+    """An error ssemock raised (an assertion, an unmatched request, a cassette error) shows the
+    user's lines and ssemock's message, not ssemock's own frames: they are unlinked from its
+    traceback and from those of the errors it chains (``--full-trace`` keeps everything)."""
+    if not type(error).__module__.startswith("ssemock"):
+        return  # not ours: a bug anywhere keeps its whole traceback
+    seen: set[int] = set()
+    exc: BaseException | None = error
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        tb = exc.__traceback__
+        if exc is not error:  # a chained error's own first frames may be ssemock's (check() caught it)
+            while tb is not None and tb.tb_next is not None and _ours(tb):
+                tb = tb.tb_next
+            exc.__traceback__ = tb
+        while tb is not None:
+            following = tb.tb_next
+            while following is not None and _ours(following) and following.tb_next is not None:
+                following = following.tb_next
+            if following is not None and _ours(following):  # the last frame, where it was raised
+                following = None
+            tb.tb_next = following
+            tb = following
+        exc = exc.__cause__ or exc.__context__
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Remember whether a test using ssemock failed: its teardown checks then stay quiet (an
     interaction left unplayed by a failing test is no news). A failed test's report gets an
     ``ssemock`` section: what was served before the failure (:meth:`Player.served_summary`)."""
+    if call.excinfo is not None and not item.config.option.fulltrace:
+        _hide_own_frames(call.excinfo.value)
     report = yield
     if report.when == "call" and report.failed:
         item.stash[_CALL_FAILED] = True
@@ -333,7 +370,8 @@ def cassette_name(node: Any) -> str:
 
 def _cassette_path(spec: Any, directory: Path, node: Any) -> Path:
     """A name or relative path resolves in the test's cassette folder, never the working
-    directory; an absolute path is taken as it is."""
+    directory, and lexically: ``../other/x.json`` needs no folder of this test's to exist. An
+    absolute path is taken as it is."""
     if spec is None:
         path = directory / cassette_name(node)
         if not path.exists():  # a cassette import-vcr made from pytest-recording's name for this test
@@ -342,9 +380,7 @@ def _cassette_path(spec: Any, directory: Path, node: Any) -> Path:
             if imported.exists():
                 return imported
         return path
-    path = Path(spec)
-    if not path.is_absolute():
-        path = directory / path
+    path = Path(os.path.normpath(directory / spec))
     return path if path.suffix else path.with_name(path.name + ".json")
 
 

@@ -7,14 +7,12 @@ a single-pass stream handed to the client's own transport, which maps our ``http
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import itertools
 import operator
 import os
 import re
 import threading
-import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -236,20 +234,20 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
                 raise plan.timeout_error or TimeoutError("read timeout")
             if i in holds and gate is not None:
                 yield gate.hold(holds[i])
-                late = time.monotonic() - (t0 + at) if at is not None else 0.0
+                late = _timing.clock.now() - (t0 + at) if at is not None else 0.0
                 if late > 0:
                     t0 += late
             if silence and plan.stall_factor is not None:
                 yield silence * plan.stall_factor
                 t0 += silence * plan.stall_factor
             if at is not None:
-                wait = t0 + at - time.monotonic()
+                wait = t0 + at - _timing.clock.now()
                 if wait > 0:
                     yield wait
             if chunk is None:
                 break
             yield chunk
-            last = time.monotonic()
+            last = _timing.clock.now()
         if plan.error is not None:
             raise plan.error
 
@@ -267,7 +265,7 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
                 elif step.__class__ is _held.Hold:
                     step.wait()
                 else:
-                    time.sleep(step)  # type: ignore[arg-type]
+                    _timing.clock.sleep(step)  # type: ignore[arg-type]
         except Exception:
             self.failed = True
             raise
@@ -292,7 +290,7 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
                 elif step.__class__ is _held.Hold:
                     await step.wait_async()
                 else:
-                    await _async_sleep(step)  # type: ignore[arg-type]
+                    await _timing.clock.asleep(step)  # type: ignore[arg-type]
         except Exception:
             self.failed = True
             raise
@@ -350,14 +348,6 @@ def _needs_core(plan: Plan) -> bool:
     return plan.error is not None or plan.due is not None or bool(plan.stalls)
 
 
-async def _async_sleep(seconds: float) -> None:
-    try:
-        await asyncio.sleep(seconds)
-    except RuntimeError:  # not asyncio: trio through anyio
-        import anyio
-        await anyio.sleep(seconds)
-
-
 @dataclass
 class Play:
     """One response served from the cassette (or, with ``stream`` None and ``index`` -1, one
@@ -383,6 +373,18 @@ class Play:
             parts.append("faults " + "; ".join(self.faults))
         return ", ".join(parts)
     cut: int | None = None  # where a fault ends what the client gets (a stall past its timeout)
+
+    def __repr__(self) -> str:
+        """One line: which interaction, the request, what it went through, how much was served and
+        how it ended (never the bodies: ``print(player.plays)`` stays short)."""
+        if self.stream is None:
+            served, outcome = len(self.body), "recorded live"
+        else:
+            served = self.stream.delivered
+            outcome = ("failed" if self.stream.failed else "consumed" if self.stream.consumed
+                       else "opened" if self.stream.opened else "not read")
+        return (f"<Play #{self.index} {self.request.method} {self.request.url} {self.described()}, "
+                f"{served}/{len(self.body)} bytes served, {outcome}>")
 
     @property
     def reference_body(self) -> bytes:
@@ -601,7 +603,7 @@ class Player:
         return self.selection.take(sent, repeats="first" if self.allow_playback_repeats else "never")
 
     def _serve(self, index: int, request: httpx.Request) -> httpx.Response:
-        t0 = time.monotonic()
+        t0 = _timing.clock.now()
         since = self._requests.mark()
         interaction = self.cassette.interactions[index]
         with self._lock:
@@ -649,9 +651,13 @@ class Player:
         what differs as a diff, and each way to fix it."""
         where = str(self.path) if self.path else "the in-memory cassette"
         names = [matching.name_of(m) for m in self.match_on]
+        count = len(self.cassette.interactions)
         lines = [f"ssemock: no recorded interaction matches {sent.method} {sent.url}",
-                 f"  cassette: {where} ({len(self.cassette.interactions)} interactions, "
+                 f"  cassette: {where} ({count} interaction{'' if count == 1 else 's'}, "
                  f"record_mode={self.record_mode!r}, matching on {', '.join(names)})"]
+        host = httpx.URL(sent.url).host
+        if count and all(httpx.URL(x.request.url).host != host for x in self.cassette.interactions):
+            lines.append(f"  the request goes to {host}, a host the cassette never saw")
         if self.path and not self._existed:
             lines.append("  the cassette file does not exist yet: record it first")
         ranked = self.selection.closest(sent)
@@ -669,7 +675,8 @@ class Player:
             lines.extend(f"       {line}" for diff in diffs for line in _as_diff(diff))
             failing = {d.split(":", 1)[0] for d in diffs}
             kept = [n for n in names if n not in failing]
-            if len(self.match_on) == len(names) and kept and i == ranked[0][1]:
+            where_to = failing & {"scheme", "host", "port", "path", "uri", "url"}  # another endpoint:
+            if len(self.match_on) == len(names) and kept and not where_to and i == ranked[0][1]:  # never drop
                 fixes.append(f"match #{i} by matching less: match_on={kept!r}")
         lines.append("  to fix it:")
         lines.extend(f"    - {fix}" for fix in fixes)
@@ -766,8 +773,8 @@ class Player:
             return
         except Exception as exc:
             original: Exception = exc
-        if len(self.plays) == state[1]:
-            raise original  # it failed before any stream was served: nothing to shrink
+        if len(self.plays) == state[1]:  # no stream was served before the failure: no boundary to blame
+            raise original
         failing, chunking = self.plays[-1], self.chunking
         after = (list(self.play_counts), len(self.plays), self.attempts, self._latest)
 

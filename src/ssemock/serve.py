@@ -41,7 +41,7 @@ Several interactions matching the same request are served in turn (the least-pla
 so recorded retries replay in order and the server keeps answering after the last one; an
 ``http_error`` (or a ``sequence`` step) does not use up its interaction, as in the Player.
 
-:func:`app` needs the ``serve`` extra (``pip install 'ssemock[serve]'``): Starlette, and uvicorn
+:func:`app` needs the ``serve`` extra (``pip install -e ".[serve]"`` in a clone): Starlette, and uvicorn
 to run it (:func:`ssemock.server.running`, or ``ssemock serve``).
 """
 
@@ -73,7 +73,7 @@ from .chunking import event_ends
 from .redact import mask_text, mask_url, redact_request
 from .replay import ChunkingSpec, FaultSpec, Plan, ReplayStream, TimingSpec, TransformSpec, plan_response
 from .selection import Selection
-from .sse import Decoder
+from .sse import Decoder, decode
 
 try:
     from starlette.applications import Starlette
@@ -81,8 +81,10 @@ try:
     from starlette.responses import JSONResponse, Response, StreamingResponse
     from starlette.routing import Route
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    from .doctor import install_hint
+
     raise ImportError(f"ssemock serve needs the 'serve' extra ({exc.name} is missing): "
-                      "pip install 'ssemock[serve]'") from exc
+                      f"{install_hint('serve')}") from exc
 
 __all__ = ["DEFAULT_MATCH_ON", "DEFAULT_MAX_BODY", "Exchange", "Prepared", "Replayer", "app", "prepare", "resume_offset", "routes"]
 
@@ -307,7 +309,7 @@ class Replayer:
 
     async def handle(self, request: HTTPRequest) -> Response:
         """The Starlette endpoint: match, prepare, stream."""
-        t0 = time.monotonic()
+        t0 = _timing.clock.now()
         target = mask_url(request.url.path + (f"?{request.url.query}" if request.url.query else ""))
         body = await self._read_body(request)
         if body is None:
@@ -431,7 +433,8 @@ def routes(replayer: Replayer) -> list[str]:
         target = rec.path + (f"?{rec.query}" if rec.query else "")
         resp = x.response
         kind = (resp.header("content-type") or "no content-type").split(";")[0]
-        what = (f"{len(event_ends(resp.body, sse=True))} events" if _is_sse(resp) else f"{len(resp.body)} bytes")
+        # events as a decoder dispatches them (a comment block is none), as show and validate count
+        what = f"{len(decode([resp.body]))} events" if _is_sse(resp) else f"{len(resp.body)} bytes"
         span = f", {resp.times[-1]:.2f} s" if resp.times and resp.times[-1] else ""
         where = Path(cassette.path).name if cassette.path else "(memory)"
         lines.append(f"#{i} {x.request.method} {mask_url(target)} -> {resp.status} {kind}, {what}{span} ({where} #{at})")

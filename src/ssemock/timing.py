@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
 
-__all__ = ["Timing", "get", "instant", "recorded", "scaled"]
+__all__ = ["Clock", "Timing", "clock", "get", "instant", "recorded", "scaled"]
 
 
 @dataclass(frozen=True)
@@ -50,3 +52,32 @@ def get(spec: str | float | Timing | None) -> Timing:
         except ValueError:
             pass
     raise ValueError(f"unknown timing {spec!r}; known: instant, recorded, scaled:FACTOR")
+
+
+class Clock:
+    """What a replay paces its chunks by: a monotonic ``now()`` and sleeps, sync and async.
+
+    Replay reads the module's :data:`clock`; a test of timing behaviour swaps in a fake one
+    (``monkeypatch.setattr(ssemock.timing, "clock", fake)``) and asserts what was slept, never
+    how long the test took.
+    """
+
+    def now(self) -> float:
+        """Seconds on a monotonic clock."""
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        """Block the thread for ``seconds``."""
+        time.sleep(seconds)
+
+    async def asleep(self, seconds: float) -> None:
+        """Wait ``seconds`` on the running event loop (asyncio, or trio through anyio)."""
+        try:
+            await asyncio.sleep(seconds)
+        except RuntimeError:  # not asyncio: trio through anyio
+            import anyio
+            await anyio.sleep(seconds)
+
+
+#: the clock every replay paces by
+clock = Clock()

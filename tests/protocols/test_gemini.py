@@ -150,7 +150,7 @@ def test_sdk_rejects_valid_sse_without_the_space_or_with_comments(recorded: dict
     decoder still gets every event, so the stream is valid."""
     cassette = recorded["text"]
     with ssemock.replay(cassette, transform=transform) as player:
-        with pytest.raises(genai_errors.UnknownApiResponseError, match="Failed to parse response as JSON"):
+        with pytest.raises(genai_errors.UnknownApiResponseError):
             list(_stream(_base(cassette), cassette))
     assert player.expected.result.text == TEXT and player.expected.result.complete
 

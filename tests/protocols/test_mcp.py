@@ -502,10 +502,9 @@ def test_a_get_stream_whose_request_never_comes_fails_naming_it(sse_recorded: tu
         with httpx2.Client(timeout=timeout) as client, client.stream("GET", SSE_URL) as response:
             return list(response.iter_bytes())
 
-    started = time.monotonic()
+    # bounded by the read timeout (a hang would run into pytest-timeout instead of raising)
     with ssemock.use_cassette(path) as player, pytest.raises(httpx2.ReadTimeout, match=pattern):
         read() if sync else asyncio.run(read_async())
-    assert time.monotonic() - started < ssemock.held.HOLD_LIMIT  # bounded by the read timeout: no hang
     (play,) = player.plays
     assert play.stream is not None and play.stream.failed
     assert play.body[:play.stream.delivered].endswith(b"session_id=REDACTED\r\n\r\n")  # the endpoint event only

@@ -59,9 +59,9 @@ Nothing else changes: detection, ``accumulate``, ``error_event`` and ``http_erro
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from .base import Event, Fold, HTTPErrorBody, ProtocolError, StreamError

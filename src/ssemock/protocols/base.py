@@ -18,7 +18,7 @@ from ..sse import ServerSentEvent
 
 __all__ = [
     "JSON", "Accumulated", "Choice", "Event", "Fold", "HTTPErrorBody", "ProtocolError", "StreamError",
-    "ToolCall", "TypedFold", "error_of", "excerpt", "obj", "seq", "string",
+    "ToolCall", "TypedFold", "error_of", "excerpt", "obj", "openai_error_body", "seq", "sse_json", "string",
 ]
 
 JSON: TypeAlias = dict[str, Any]
@@ -307,3 +307,26 @@ class HTTPErrorBody:
 
     body: bytes
     content_type: str = "application/json"
+
+
+def sse_json(event: Any) -> JSON:
+    """The JSON object an SSE event's data holds ({} when it is not one)."""
+    data = getattr(event, "data", None)
+    if not isinstance(data, str):
+        return {}
+    try:
+        return obj(orjson.loads(data))
+    except orjson.JSONDecodeError:
+        return {}
+
+
+_OPENAI_CODES = {429: "rate_limit_exceeded", 500: "server_error", 503: "server_error", 401: "invalid_api_key"}
+
+
+def openai_error_body(status: int, message: str | None) -> HTTPErrorBody:
+    """OpenAI's ``{"error": {message, type, param, code}}``: the HTTP error body of both OpenAI
+    protocols (Chat Completions and Responses) and of the servers compatible with them."""
+    kind = "requests" if status == 429 else "server_error" if status >= 500 else "invalid_request_error"
+    return HTTPErrorBody(orjson.dumps({"error": {
+        "message": message or f"ssemock http_error {status}", "type": kind, "param": None,
+        "code": _OPENAI_CODES.get(status)}}))

@@ -25,6 +25,7 @@ from urllib.parse import quote, unquote
 
 import orjson
 
+from .. import synthesis as syn
 from ..cassette import Cassette
 from ..framing import eventstream
 from ..framing.eventstream import Frame
@@ -184,11 +185,10 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
 
     ``usage``: Bedrock's ``{"inputTokens", "outputTokens", "totalTokens"}``. Payloads carry the
     ``p`` padding field Bedrock adds. The request is what boto3's ``converse_stream`` sends."""
-    from ..synth import SOURCE_HEADER, SYNTH_SOURCE, _calls, _check_timing, _pieces, _Rng, _schedule, _schema
 
-    _check_timing(chunk_size, gap, first_token)
-    rng = _Rng(seed)
-    calls = _calls(tool_calls, rng, "tooluse_", id_size=22)
+    syn.check_timing(chunk_size, gap, first_token)
+    rng = syn.Rng(seed)
+    calls = syn.calls(tool_calls, rng, "tooluse_", id_size=22)
     frames: list[bytes] = []
 
     def emit(kind: str, **payload: Any) -> None:
@@ -197,14 +197,14 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
     emit("messageStart", role="assistant")
     index, deltas = 0, 0
     if thinking is not None:
-        for piece in _pieces(thinking, chunk_size, rng.pieces):
+        for piece in syn.pieces(thinking, chunk_size, rng.pieces):
             emit("contentBlockDelta", contentBlockIndex=index, delta={"reasoningContent": {"text": piece}})
         emit("contentBlockDelta", contentBlockIndex=index,
              delta={"reasoningContent": {"signature": rng.token(64)}})
         emit("contentBlockStop", contentBlockIndex=index)
         index += 1
     if text:
-        for piece in _pieces(text, chunk_size, rng.pieces):
+        for piece in syn.pieces(text, chunk_size, rng.pieces):
             emit("contentBlockDelta", contentBlockIndex=index, delta={"text": piece})
             deltas += 1
         if error is None:
@@ -212,7 +212,7 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
         index += 1
     for call in calls if error is None else ():
         emit("contentBlockStart", contentBlockIndex=index, start={"toolUse": {"toolUseId": call.id, "name": call.name}})
-        for piece in _pieces(call.text, 5, rng.pieces):
+        for piece in syn.pieces(call.text, 5, rng.pieces):
             emit("contentBlockDelta", contentBlockIndex=index, delta={"toolUse": {"input": piece}})
             deltas += 1
         emit("contentBlockStop", contentBlockIndex=index)
@@ -225,16 +225,16 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
         emit("metadata", usage=dict(usage) if usage is not None else {
             "inputTokens": input_tokens, "outputTokens": max(deltas, 1), "totalTokens": input_tokens + max(deltas, 1)},
              metrics={"latencyMs": round((first_token + gap * len(frames)) * 1000)})
-    chunks, times = _schedule(frames, rng.writes, first_token=first_token, gap=gap)
+    chunks, times = syn.schedule(frames, rng.writes, first_token=first_token, gap=gap)
     body: JSON = {"messages": [{"role": "user", "content": [{"text": prompt}]}]}
     if calls:
         body["toolConfig"] = {"tools": [{"toolSpec": {"name": c.name, "description": f"The {c.name} tool.",
-                                                      "inputSchema": {"json": _schema(c.value)}}} for c in calls]}
+                                                      "inputSchema": {"json": syn.schema(c.value)}}} for c in calls]}
     cassette = Cassette()
     cassette.add("POST", url or URL.format(model=quote(model, safe="")), chunks, times=times,
                  headers={"content-type": eventstream.CONTENT_TYPE,
                           "x-amzn-requestid": str(uuid.UUID(bytes=rng.ids.randbytes(16), version=4)),
-                          SOURCE_HEADER: SYNTH_SOURCE},
+                          syn.SOURCE_HEADER: syn.SYNTH_SOURCE},
                  request_headers={"content-type": "application/json"}, request_body=json.dumps(body))
     return cassette
 

@@ -18,8 +18,9 @@ from typing import Any
 
 import orjson
 
+from .. import synthesis as syn
 from . import Protocol, _path
-from .base import JSON, HTTPErrorBody, StreamError, TypedFold, obj, string
+from .base import JSON, HTTPErrorBody, StreamError, TypedFold, obj, sse_json, string
 
 __all__ = ["API_URL", "PROTOCOL", "synthesize"]
 
@@ -105,9 +106,7 @@ def http_error(status: int, message: str | None) -> HTTPErrorBody:
 
 
 def _is_cohere_event(event: Any) -> bool:
-    from .openai_chat import _sse_json
-
-    return bool({getattr(event, "event", ""), string(_sse_json(event).get("type"))} & _EVENTS)
+    return bool({getattr(event, "event", ""), string(sse_json(event).get("type"))} & _EVENTS)
 
 
 # -- synthesizer ---------------------------------------------------------------------------------
@@ -121,19 +120,17 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
     text block and the tool calls (arguments in fragments), and ``message-end`` with
     ``finish_reason`` (``COMPLETE``, or ``TOOL_CALL`` with calls) and ``usage``; ``error``: the
     stream fails after the text with Cohere's ``message-end`` (``finish_reason: ERROR``)."""
-    from .. import synth
-
-    synth._check_timing(chunk_size, gap, first_token)
-    rng = synth._Rng(seed)
-    calls = synth._calls(tool_calls, rng, "", id_size=12)
+    syn.check_timing(chunk_size, gap, first_token)
+    rng = syn.Rng(seed)
+    calls = syn.calls(tool_calls, rng, "", id_size=12)
     events = [_sse("message-start", {"id": str(uuid.UUID(int=rng.ids.getrandbits(128))), "delta": {"message": {
         "role": "assistant", "content": [], "tool_plan": "", "tool_calls": [], "citations": []}}})]
-    for piece in synth._pieces(tool_plan or "", chunk_size, rng.pieces):
+    for piece in syn.pieces(tool_plan or "", chunk_size, rng.pieces):
         events.append(_sse("tool-plan-delta", {"delta": {"message": {"tool_plan": piece}}}))
     count = 0
     if text:
         events.append(_sse("content-start", {"index": 0, "delta": {"message": {"content": {"type": "text", "text": ""}}}}))
-        for piece in synth._pieces(text, chunk_size, rng.pieces):
+        for piece in syn.pieces(text, chunk_size, rng.pieces):
             count += 1
             events.append(_sse("content-delta", {"index": 0, "delta": {"message": {"content": {"text": piece}}}}))
         events.append(_sse("content-end", {"index": 0}))
@@ -141,7 +138,7 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
         call_id = call.id if tool_calls[k].get("id") else f"{call.name}_{call.id.lower()}"
         events.append(_sse("tool-call-start", {"index": k, "delta": {"message": {"tool_calls": {
             "id": call_id, "type": "function", "function": {"name": call.name, "arguments": ""}}}}}))
-        for piece in synth._pieces(call.text, 5, rng.pieces):
+        for piece in syn.pieces(call.text, 5, rng.pieces):
             count += 1
             events.append(_sse("tool-call-delta", {"index": k, "delta": {"message": {"tool_calls": {
                 "function": {"arguments": piece}}}}}))
@@ -155,12 +152,12 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
             "tokens": {"input_tokens": prompt_tokens + 60, "output_tokens": count + 2}}
         reason = finish_reason or ("TOOL_CALL" if calls else "COMPLETE")
         events.append(_sse("message-end", {"delta": {"finish_reason": reason, "usage": totals}}))
-    chunks, times = synth._schedule(events, rng.writes, first_token=first_token, gap=gap)
+    chunks, times = syn.schedule(events, rng.writes, first_token=first_token, gap=gap)
     body: JSON = {"model": model, "messages": [{"role": "user", "content": prompt}]}
     if calls:
-        body["tools"] = [{"type": "function", "function": tool} for tool in synth._tools(calls).values()]
+        body["tools"] = [{"type": "function", "function": tool} for tool in syn.tools(calls).values()]
     body["stream"] = True
-    return synth._cassette(url or API_URL, body, chunks, times, content_type="text/event-stream",
+    return syn.one_interaction(url or API_URL, body, chunks, times, content_type="text/event-stream",
                            headers={"x-api-warning": "ssemock synthesized", "num_tokens": str(count)})
 
 

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from .. import synthesis as syn
 from ..sse import ServerSentEvent
 from . import Protocol, _path
 from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, seq, string
@@ -141,11 +142,9 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
     ``usageMetadata`` (every object carries the running count). ``blocked="SAFETY"``: the prompt
     is blocked (one object with ``promptFeedback``, no candidates); ``finish_reason="SAFETY"``:
     the answer stops with safety ratings. ``alt_sse=False``: the JSON array form."""
-    from .. import synth
-
-    synth._check_timing(chunk_size, gap, first_token)
-    rng = synth._Rng(seed)
-    calls = synth._calls(tool_calls, rng, "", id_size=8)
+    syn.check_timing(chunk_size, gap, first_token)
+    rng = syn.Rng(seed)
+    calls = syn.calls(tool_calls, rng, "", id_size=8)
     response_id = rng.token(22)
     prompt_tokens = 4 + len(prompt) // 4
     objects: list[JSON] = []
@@ -174,10 +173,10 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
                         "usageMetadata": {"promptTokenCount": prompt_tokens, "totalTokenCount": prompt_tokens},
                         "modelVersion": model, "responseId": response_id})
     else:
-        for piece in synth._pieces(thinking or "", chunk_size, rng.pieces):
+        for piece in syn.pieces(thinking or "", chunk_size, rng.pieces):
             count += 1
             emit([{"text": piece, "thought": True}])
-        pieces = synth._pieces(text, chunk_size, rng.pieces)
+        pieces = syn.pieces(text, chunk_size, rng.pieces)
         for piece in pieces[:-1] if not calls else pieces:
             count += 1
             emit([{"text": piece}])
@@ -188,22 +187,22 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
         emit(last or [{"text": ""}], reason,
              {"safetyRatings": _ratings("SAFETY")} if reason == "SAFETY" else None)
     if alt_sse:
-        events = [b"data: " + synth._compact(o).encode() + b"\r\n\r\n" for o in objects]
+        events = [b"data: " + syn.compact(o).encode() + b"\r\n\r\n" for o in objects]
         content_type = "text/event-stream"
     else:  # pretty-printed elements, "\n,\r\n" between them, as the REST API writes them
         texts = [json.dumps(o, ensure_ascii=False, indent=2).encode() for o in objects]
         events = [(b"[" if k == 0 else b"\n,\r\n") + t for k, t in enumerate(texts)]
         events[-1] += b"\n]"
         content_type = "application/json; charset=UTF-8"
-    chunks, times = synth._schedule(events, rng.writes, first_token=first_token, gap=gap)
+    chunks, times = syn.schedule(events, rng.writes, first_token=first_token, gap=gap)
     body: JSON = {"contents": [{"parts": [{"text": prompt}], "role": "user"}]}
     if calls:  # as google-genai sends them: schema types in upper case
-        body["tools"] = [{"functionDeclarations": [_upper_types(t) for t in synth._tools(calls).values()]}]
+        body["tools"] = [{"functionDeclarations": [_upper_types(t) for t in syn.tools(calls).values()]}]
     if calls or thinking is not None:  # google-genai sends it whenever a config is given, and
         # (3.x) the thinking config's field in snake case, which the API accepts too
         body["generationConfig"] = {"thinkingConfig": {"include_thoughts": True}} if thinking is not None else {}
     target = url or API_URL.format(model=model) + ("?alt=sse" if alt_sse else "")
-    return synth._cassette(target, body, chunks, times, content_type=content_type,
+    return syn.one_interaction(target, body, chunks, times, content_type=content_type,
                            headers={"vary": "Origin", "x-goog-ssemock": "synthesized"})
 
 

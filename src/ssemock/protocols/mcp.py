@@ -25,6 +25,7 @@ from typing import Any, TypeAlias
 
 import orjson
 
+from .. import synthesis as syn
 from ..cassette import Cassette
 from ..chunking import event_ends
 from ..sse import ServerSentEvent, decode
@@ -288,10 +289,9 @@ def synthesize(text: str = "", *, progress: int = 0, error: str | None = None, r
     ``notifications/progress`` messages (token = the request id, as the mcp SDK sends), then the
     result (``text`` as one text content item) or, with ``error`` (a kind such as
     ``"invalid_params"``), a JSON-RPC error. ``session``: the ``Mcp-Session-Id`` to send and echo."""
-    from ..synth import SOURCE_HEADER, SYNTH_SOURCE, _check_timing, _Rng, _schedule
 
-    _check_timing(1, gap, first_token)
-    rng = _Rng(seed)
+    syn.check_timing(1, gap, first_token)
+    rng = syn.Rng(seed)
     events = [message({"method": "notifications/progress", "params": {
         "progressToken": request_id, "progress": k + 1, "total": progress, "message": f"step {k + 1}"}})
         for k in range(progress)]
@@ -300,9 +300,9 @@ def synthesize(text: str = "", *, progress: int = 0, error: str | None = None, r
     else:
         events.append(message({"id": request_id, "result": {"content": [{"type": "text", "text": text}],
                                                             "isError": False}}))
-    chunks, times = _schedule(events, rng.writes, first_token=first_token, gap=gap)
+    chunks, times = syn.schedule(events, rng.writes, first_token=first_token, gap=gap)
     headers = {"content-type": "text/event-stream", "cache-control": "no-cache, no-transform",
-               SOURCE_HEADER: SYNTH_SOURCE}
+               syn.SOURCE_HEADER: syn.SYNTH_SOURCE}
     request_headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     if session is not None:
         headers[SESSION_HEADER] = request_headers[SESSION_HEADER] = session

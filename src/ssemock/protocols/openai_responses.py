@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
+from .. import synthesis as syn
+from ..cassette import Cassette
 from . import Protocol, _path
-from .base import JSON, Fold, HTTPErrorBody, StreamError, ToolCall, TypedFold, error_of, obj, string
+from .base import (
+    JSON,
+    StreamError,
+    ToolCall,
+    TypedFold,
+    error_of,
+    obj,
+    openai_error_body,
+    sse_json,
+    string,
+)
 
-__all__ = ["PROTOCOL"]
+__all__ = ["PROTOCOL", "URL", "synthesize"]
 
 
 # text delta event -> (choice field, the part index field, the output item type it extends)
@@ -102,15 +116,101 @@ def error_event(error: StreamError) -> bytes:
 
 
 def _is_response_event(event: Any) -> bool:
-    payload = _openai_chat._sse_json(event)
+    payload = sse_json(event)
     kinds = (getattr(event, "event", ""), string(payload.get("type")))
     return any(kind.startswith("response.") for kind in kinds)
 
 
-from . import openai_chat as _openai_chat  # noqa: E402  (its HTTP error body is OpenAI's too)
+URL = "https://api.openai.com/v1/responses"
+
+# -- synthesizer ---------------------------------------------------------------------------------
+
+def synthesize(text: str = "", *, tool_calls: Sequence[syn.ToolCallSpec] = (),
+                     usage: Mapping[str, Any] | None = None, model: str = "gpt-4o-mini",
+                     chunk_size: int = 4, gap: float = 0.03, first_token: float = 0.25, seed: int = 0,
+                     prompt: str = syn.DEFAULT_PROMPT, url: str | None = None) -> Cassette:
+    """A streamed Responses API response: ``response.created``, ``response.in_progress``, then
+    per output item ``response.output_item.added`` ... ``response.output_item.done`` (a message
+    with ``response.content_part.added`` / ``response.output_text.delta`` / ``.done``, or a
+    function call with ``response.function_call_arguments.delta`` / ``.done``), and
+    ``response.completed`` with the whole response and its usage."""
+    syn.check_timing(chunk_size, gap, first_token)
+    rng = syn.Rng(seed)
+    calls = syn.calls(tool_calls, rng, "call_")
+    tools = [{"type": "function", **tool, "strict": False} for tool in syn.tools(calls).values()]
+    response_id = f"resp_{rng.token(48).lower()}"
+    seq = itertools.count()
+    events: list[bytes] = []
+
+    def emit(kind: str, **fields: Any) -> None:
+        events.append(syn.sse_event({"type": kind, "sequence_number": next(seq), **fields}, kind))
+
+    def response(status: str, output: list[JSON], used: JSON | None) -> JSON:
+        return {"id": response_id, "object": "response", "created_at": syn.CREATED, "status": status,
+                "background": False, "error": None, "incomplete_details": None, "instructions": None,
+                "max_output_tokens": None, "model": model, "output": output, "parallel_tool_calls": True,
+                "previous_response_id": None, "reasoning": {"effort": None, "summary": None},
+                "service_tier": "auto", "store": True, "temperature": 1.0,
+                "text": {"format": {"type": "text"}, "verbosity": "medium"}, "tool_choice": "auto",
+                "tools": tools, "top_p": 1.0, "truncation": "disabled", "usage": used, "user": None,
+                "metadata": {}}
+
+    emit("response.created", response=response("in_progress", [], None))
+    emit("response.in_progress", response=response("in_progress", [], None))
+    output: list[JSON] = []
+    deltas = 0
+    if text:
+        item_id = f"msg_{rng.token(48).lower()}"
+        index = len(output)
+        item: JSON = {"id": item_id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"}
+        emit("response.output_item.added", output_index=index, item=item)
+        part: JSON = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+        emit("response.content_part.added", item_id=item_id, output_index=index, content_index=0, part=part)
+        for piece in syn.pieces(text, chunk_size, rng.pieces):
+            deltas += 1
+            emit("response.output_text.delta", item_id=item_id, output_index=index, content_index=0,
+                 delta=piece, logprobs=[])
+        emit("response.output_text.done", item_id=item_id, output_index=index, content_index=0, text=text,
+             logprobs=[])
+        done_part = {**part, "text": text}
+        emit("response.content_part.done", item_id=item_id, output_index=index, content_index=0, part=done_part)
+        item = {**item, "status": "completed", "content": [done_part]}
+        emit("response.output_item.done", output_index=index, item=item)
+        output.append(item)
+    for call in calls:
+        item_id = f"fc_{rng.token(48).lower()}"
+        index = len(output)
+        item = {"id": item_id, "type": "function_call", "status": "in_progress", "arguments": "",
+                "call_id": call.id, "name": call.name}
+        emit("response.output_item.added", output_index=index, item=item)
+        for piece in syn.pieces(call.text, 5, rng.pieces):
+            deltas += 1
+            emit("response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=piece)
+        emit("response.function_call_arguments.done", item_id=item_id, output_index=index, arguments=call.text)
+        item = {**item, "status": "completed", "arguments": call.text}
+        emit("response.output_item.done", output_index=index, item=item)
+        output.append(item)
+    if usage is None:
+        input_tokens = 8 + len(prompt) // 4
+        used: JSON = {"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens": deltas, "output_tokens_details": {"reasoning_tokens": 0},
+                      "total_tokens": input_tokens + deltas}
+    else:
+        used = dict(usage)
+    emit("response.completed", response=response("completed", output, used))
+    chunks, times = syn.schedule(events, rng.writes, first_token=first_token, gap=gap)
+    body: JSON = {"model": model, "input": syn.user(prompt), "stream": True}
+    if calls:
+        body["tools"] = tools
+    return syn.one_interaction(url or URL, body, chunks, times,
+                     content_type="text/event-stream; charset=utf-8",
+                     headers={"openai-processing-ms": str(int(first_token * 1000)), "openai-version": "2020-10-01",
+                              "x-request-id": f"req_{rng.token(32).lower()}"})
+
 
 PROTOCOL = Protocol(
     name="openai.responses", framing="sse", fold=_Responses, error_event=error_event,
-    http_error=_openai_chat.http_error, url=lambda url: _path(url).endswith("/responses"),
+    http_error=openai_error_body, url=lambda url: _path(url).endswith("/responses"),
     event=_is_response_event,
+    synthesize=synthesize,
 )

@@ -1,0 +1,69 @@
+"""What a bug report needs: ssemock's version, whether its C accelerator is in use (and why not),
+which client stacks and extras are importable, and the versions of Python and the libraries
+ssemock works with. ``ssemock --version`` prints the first lines, ``ssemock doctor`` all."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import platform
+import sys
+from pathlib import Path
+
+from . import __version__
+
+__all__ = ["accelerator", "install_hint", "report"]
+
+#: the distributions whose versions a bug report wants, by the role they play here
+LIBRARIES = {
+    "core": ("httpx", "respx", "orjson", "pytest", "filelock"),
+    "stacks": ("httpx2", "aiohttp", "urllib3", "requests", "botocore"),
+    "SDKs": ("openai", "anthropic", "google-genai", "cohere", "mcp"),
+    "extras": ("uvicorn", "starlette", "rich", "hypothesis", "libcst", "vcrpy", "pyyaml"),
+}
+#: each optional extra and a module that is there when it is installed
+EXTRAS = {"httpx2": "httpx2", "aiohttp": "aiohttp", "requests": "requests", "serve": "uvicorn",
+          "demo": "openai", "migrate": "libcst", "docs": "mkdocs"}
+
+
+def install_hint(extra: str) -> str:
+    """How to install an extra: ssemock is installed from a clone (or a git URL), not from PyPI."""
+    return (f'pip install -e ".[{extra}]" in your ssemock clone '
+            f'(or pip install "ssemock[{extra}] @ git+<URL of the ssemock repository>")')
+
+
+def accelerator() -> str:
+    """Whether the C accelerator of the decoder and cassette I/O is in use, and if not, why."""
+    try:
+        from . import _speedups
+    except ModuleNotFoundError:
+        return ("pure Python: the accelerator was not built when ssemock was installed (no C compiler "
+                "then); results are the same, only slower. To build it: install gcc, then reinstall ssemock")
+    except ImportError as exc:  # built, but it does not load here (another Python, a broken build)
+        return f"pure Python: the accelerator is there but does not load ({exc})"
+    return f"C accelerator in use ({Path(_speedups.__file__ or '').name})"
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def report(*, full: bool = True) -> list[str]:
+    """The lines ``ssemock doctor`` prints (``full=False``: what ``ssemock --version`` prints)."""
+    lines = [f"ssemock {__version__} ({Path(__file__).resolve().parent})",
+             f"accelerator: {accelerator()}",
+             f"python: {platform.python_implementation()} {platform.python_version()} ({sys.executable})"]
+    if not full:
+        return lines
+    present = [name for name, module in EXTRAS.items() if importlib.util.find_spec(module) is not None]
+    missing = [name for name in EXTRAS if name not in present]
+    lines.append(f"extras importable: {', '.join(present) or 'none'}")
+    if missing:
+        lines.append(f"extras missing: {', '.join(missing)} ({install_hint('NAME')})")
+    for role, names in LIBRARIES.items():
+        found = [f"{name} {version}" for name in names if (version := _version(name))]
+        lines.append(f"{role}: {', '.join(found) or 'none installed'}")
+    return lines
