@@ -10,6 +10,7 @@ without the marker or the fixture costs nothing: no autouse fixture, nothing imp
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tempfile
 import uuid
@@ -333,9 +334,11 @@ def cassette_name(node: Any) -> str:
     return f"{safe}.json"
 
 
-def _cassette_path(spec: Any, directory: Path, node: Any) -> Path:
+def _cassette_path(spec: Any, directory: str | os.PathLike[str], node: Any) -> Path:
     """A name or relative path resolves in the test's cassette folder, never the working
-    directory; an absolute path is taken as it is."""
+    directory; an absolute path is taken as it is. The folder may be a str (as pytest-recording's
+    ``vcr_cassette_dir`` returns, and so migrated ``ssemock_cassette_dir`` fixtures do)."""
+    directory = Path(directory)
     if spec is None:
         return directory / cassette_name(node)
     path = Path(spec)
