@@ -47,6 +47,15 @@ _UNSUPPORTED = {
     "after_load_interaction": "edit the converted cassette instead",
 }
 
+_REGISTER = {
+    "register_persister": "a custom persister; ssemock reads and writes its own JSON cassettes (convert what it "
+                          "stored with ssemock.Cassette.add, then .save)",
+    "register_matcher": "a custom matcher: pass the function itself in match_on (ssemock calls it with two "
+                        "ssemock.Request)",
+    "register_serializer": "a custom serializer; ssemock cassettes are JSON (convert its files with "
+                           "ssemock.Cassette.add)",
+}
+
 
 class Unparsable(Exception):
     def __init__(self, line: int | None, message: str) -> None:
@@ -266,7 +275,8 @@ class _Rewriter(cst.CSTTransformer):
         self.scopes: list[_Markers] = [self._find(scan.module_markers)]
         self.in_decorator = 0
         self.depth = 0
-        self.said: set[str] = set()
+        self.replaced: cst.BaseExpression | None = None  # the marker the new one takes the place of
+        self.quiet = False  # while an outer marker's options are copied (its own conversion reports them)
         above = _conftest_fixtures(path, suite.root)
         own_dir = "vcr_cassette_dir" in scan.fixtures or "vcr_cassette_dir" in above
         self.covered = "vcr_config" in scan.fixtures or "vcr_config" in above
@@ -281,8 +291,14 @@ class _Rewriter(cst.CSTTransformer):
             return None
 
     def todo(self, node: cst.CSTNode | int | None, message: str) -> None:
+        if self.quiet:
+            return
         line = node if isinstance(node, int) or node is None else self.line(node)
         self.suite.todo.append(Finding(self.path, line, message))
+
+    def at(self, node: cst.CSTNode, fallback: cst.CSTNode) -> cst.CSTNode:
+        """``node`` if it is from the parsed file (it has a line), else ``fallback``."""
+        return node if self.line(node) is not None else fallback
 
     def marker(self, expr: cst.BaseExpression) -> tuple[str, cst.Call | None, cst.Attribute] | None:
         call = expr if isinstance(expr, cst.Call) else None
@@ -413,7 +429,7 @@ class _Rewriter(cst.CSTTransformer):
             if arg.keyword is None:
                 out.append(arg)
                 continue
-            for key, value in self.option(arg.keyword.value, arg.value, where):
+            for key, value in self.option(arg.keyword.value, arg.value, self.at(arg, where)):
                 out.append(arg.with_changes(keyword=cst.Name(key), value=value) if key == arg.keyword.value
                            else _kwarg(key, value))
         return out
@@ -434,16 +450,18 @@ class _Rewriter(cst.CSTTransformer):
             (level != "module" and bool(self.scopes[0].vcr))
         args: dict[str, cst.Arg] = {}
         if level != "module" and (found.vcr or found.default):
+            self.quiet = True
             for scope in self.scopes if level == "function" else self.scopes[:1]:  # markers this one hides
                 for e in scope.vcr:
                     call = self.marker(e)[1]  # type: ignore[index]
                     for arg in self.kwargs(call.args if call else [], where):
                         if arg.keyword is not None:
                             args[arg.keyword.value] = arg
+            self.quiet = False
         extras: list[str] = []
         for e in found.vcr:
             call = self.marker(e)[1]  # type: ignore[index]
-            for arg in self.kwargs(call.args if call else [], where):
+            for arg in self.kwargs(call.args if call else [], e):
                 if arg.keyword is not None:
                     args[arg.keyword.value] = arg
                 elif _string(arg.value) is not None:
@@ -452,7 +470,7 @@ class _Rewriter(cst.CSTTransformer):
                     self.todo(where, "a vcr marker's cassette name is not a literal: not converted, name it")
         for e in found.block:
             call = self.marker(e)[1]  # type: ignore[index]
-            for arg in self.kwargs(call.args if call else [], where):
+            for arg in self.kwargs(call.args if call else [], e):
                 if arg.keyword is not None:
                     args.setdefault(arg.keyword.value, arg)
         cassette: str | None = None
@@ -472,6 +490,7 @@ class _Rewriter(cst.CSTTransformer):
                              "(a request fails in a replay; loopback is allowed, as allowed_hosts says)")
         emit = bool(found.vcr or found.default) or not in_scope
         first = next(e for e in exprs if e in found.vcr or e in found.default or e in found.block)
+        self.replaced = first
         head = self.marker(first)[2]  # type: ignore[index]
         ssemock_mark = head.with_changes(attr=cst.Name("ssemock"))
         call_args = ([cst.Arg(_str(cassette))] if cassette else []) + list(args.values())
@@ -492,19 +511,20 @@ class _Rewriter(cst.CSTTransformer):
         return updated_node
 
     def decorated(self, original: cst.FunctionDef | cst.ClassDef, updated: Any, level: str) -> Any:
+        """The decorators with pytest-recording's markers as one ssemock marker, in the place (and
+        with the comment) of the first of them."""
         decorators = list(original.decorators)
         test = ".".join([*self.classes, original.name.value]) if level == "function" else None
         new = self.convert([d.decorator for d in decorators], original, test, level)
-        if new is not None:
-            by_expr = {id(d.decorator): d for d in updated.decorators}
-            kept = []
-            for old, upd in zip(decorators, updated.decorators):
-                by_expr[id(old.decorator)] = upd
-            for expr in new:
-                match = next((by_expr[id(d.decorator)] for d in decorators if d.decorator is expr), None)
-                kept.append(match if match is not None else cst.Decorator(expr))
-            updated = updated.with_changes(decorators=kept)
-        return updated
+        if new is None:
+            return updated
+        kept = []
+        olds = {id(o.decorator): u for o, u in zip(decorators, updated.decorators)}
+        holder = next(u for o, u in zip(decorators, updated.decorators) if o.decorator is self.replaced)
+        for expr in new:
+            upd = olds.get(id(expr))
+            kept.append(upd if upd is not None else holder.with_changes(decorator=expr))
+        return updated.with_changes(decorators=kept)
 
     # -- scopes ------------------------------------------------------------------------------------
 
@@ -538,8 +558,11 @@ class _Rewriter(cst.CSTTransformer):
             updated = self.wrap(original_node, updated, wraps)
         if original_node.name.value == "vcr_config":
             updated = self.config_fixture(original_node, updated)
+        if original_node.name.value == "pytest_recording_configure":
+            self.todo(original_node, "pytest_recording_configure: the VCR it configures (persisters, matchers, "
+                                     "serializers registered there) is not converted; ssemock has no such hook")
         for param in original_node.params.params:
-            if param.name.value == "vcr" and not self.scan.vcr:
+            if param.name.value == "vcr" and not self.scan.vcr and original_node.name.value.startswith("test"):
                 self.todo(param, "the `vcr` fixture (pytest-recording's vcrpy Cassette): use the `ssemock` fixture "
                                  "(a Player: .plays, .cassette, .unplayed())")
             elif param.name.value == "record_mode" and original_node.name.value.startswith("test"):
@@ -626,7 +649,9 @@ class _Rewriter(cst.CSTTransformer):
                 continue
             found = True
             value = stmt.body[0].value
-            new, has_match = self.config_value(value, original)
+            original_line = original.body.body[i] if isinstance(original.body, cst.IndentedBlock) \
+                and i < len(original.body.body) else original
+            new, has_match = self.config_value(value, original_line)
             if new is None:
                 self.todo(original, "vcr_config does not return a dict literal: convert its options by hand "
                                     "(ssemock_config takes the ssemock marker's keywords)")
@@ -662,7 +687,7 @@ class _Rewriter(cst.CSTTransformer):
                 self.todo(where, "vcr_config has a key that is not a literal: left as it is")
                 elements.append(e)
                 continue
-            for k, v in self.option(key, e.value, where):
+            for k, v in self.option(key, e.value, self.at(e, where)):
                 has_match = has_match or k == "match_on"
                 elements.append(cst.DictElement(_str(k), v))
         return value.with_changes(elements=_commas_dict(elements)), has_match
@@ -685,6 +710,8 @@ class _Rewriter(cst.CSTTransformer):
                 and _dotted(original_node).split(".")[0] in self.scan.vcr:
             self.needs_ssemock = True
             return cst.Attribute(cst.Name("ssemock"), cst.Name("UnmatchedRequestError"))
+        if original_node.attr.value in _REGISTER:
+            self.todo(original_node, f"{original_node.attr.value}: {_REGISTER[original_node.attr.value]}: not converted")
         if isinstance(original_node.value, cst.Name) and original_node.value.value in self.scan.vcr \
                 and original_node.attr.value == "VCR":
             self.todo(original_node, "vcr.VCR(...): ssemock has no configured recorder object; pass its options "
@@ -776,8 +803,8 @@ class _Imports(cst.CSTTransformer):
         self.scan, self.add = scan, ssemock and not scan.ssemock_imported
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        used = {n for n in self.scan.vcr | self.scan.use | self.scan.errors
-                if _references(updated_node, n)}
+        used = _Bound()
+        updated_node.visit(used)
         body = list(updated_node.body)
         out: list[cst.CSTNode] = []
         placed = not self.add
@@ -805,33 +832,36 @@ def _import_ssemock() -> cst.Import:
     return cst.Import([cst.ImportAlias(cst.Name("ssemock"))])
 
 
-def _references(module: cst.Module, name: str) -> int:
-    count = 0
+class _Bound(cst.CSTVisitor):
+    """The names a module references outside its import statements (an attribute's own name is
+    not a reference)."""
 
-    class Visit(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            nonlocal count
-            count += node.value == name
+    def __init__(self) -> None:
+        self.names: set[str] = set()
 
-        def visit_Attribute(self, node: cst.Attribute) -> bool:
-            node.value.visit(self)
-            return False  # an attribute's own name is not a reference
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
 
-        def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
-            return False
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
 
-    module.visit(Visit())
-    return count
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
 
 
-def _drop_unused(stmt: cst.SimpleStatementLine, scan: _Scan, used: set[str]) -> cst.SimpleStatementLine | None:
+def _drop_unused(stmt: cst.SimpleStatementLine, scan: _Scan, used: _Bound) -> cst.SimpleStatementLine | None:
     """The import line without its vcrpy names nothing references (None: nothing left)."""
     node = stmt.body[0]
     if isinstance(node, cst.Import):
-        names = [a for a in node.names if not (_dotted(a.name).split(".")[0] == "vcr" and _bound(a) not in used)]
+        names = [a for a in node.names
+                 if not (_dotted(a.name).split(".")[0] == "vcr" and _bound(a) not in used.names)]
     elif isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar) \
             and node.module is not None and _dotted(node.module).split(".")[0] == "vcr":
-        names = [a for a in node.names if _bound(a) in used]
+        names = [a for a in node.names if _bound(a) in used.names]
     else:
         return stmt
     if len(names) == len(node.names):  # type: ignore[arg-type]

@@ -223,7 +223,10 @@ def _rewrite_ini(path: Path, text: str, todo: list[Finding]) -> str:
         if header:
             keep = header.group(1).strip() in sections
         elif keep and not line.lstrip().startswith(("#", ";")):
-            line = _OPTION.sub(lambda m: _ini_option(m, path, number, todo), line)
+            new = _OPTION.sub(lambda m: _ini_option(m, path, number, todo), line)
+            if line.strip() and not new.strip():
+                continue  # a line that held only --block-network
+            line = new
         out.append(line)
     return "".join(out)
 
@@ -249,7 +252,7 @@ def _ini_option(m: re.Match[str], path: Path, line: int, todo: list[Finding]) ->
 
 def _literal_host(pattern: str) -> str | None:
     """A pytest-recording allowed_hosts regex that names one host, as that host (else None)."""
-    text = pattern.strip().removeprefix("^").removesuffix("$").replace(r"\.", ".")
+    text = pattern.strip().replace("\\\\", "\\").removeprefix("^").removesuffix("$").replace(r"\.", ".")  # TOML: \\.
     return text if re.fullmatch(r"[A-Za-z0-9.:-]+", text) else None
 
 
@@ -306,7 +309,7 @@ def plan(root: str | os.PathLike[str], *, match_body: bool = False) -> Migration
         jobs[job.target] = job
     migration.cassettes = sorted(jobs.values(), key=lambda j: j.target)
     migration.todo += suite.todo
-    migration.todo = _unique(migration.todo)
+    migration.todo = sorted(_unique(migration.todo), key=lambda f: (str(f.path), f.line or 0))
     for job in migration.cassettes:
         if job.target.exists() and job.target not in job.sources:
             migration.todo.append(Finding(job.target, None, "already exists: converted again from "
