@@ -12,17 +12,19 @@ import textwrap
 import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import vcr
+import vcr.request
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 from vcr.record_mode import RecordMode
 
-from ssemock import Cassette
+from ssemock import Cassette, Player, Response, UnmatchedRequestError, vcr_compat
 from ssemock.cli import main
 from ssemock.migrate import VCR_MATCH_ON, plan
 from ssemock.modes import RECORD_MODES
@@ -86,10 +88,21 @@ CONFTEST = '''\
 import pytest
 
 
+def scrub_request(request):  # vcrpy's Request: a case-insensitive headers dict
+    request.headers.pop("X-Trace-Id", None)
+    return request
+
+
+def scrub_response(response):  # vcrpy's response dict
+    response["headers"].pop("date", None)
+    return response
+
+
 @pytest.fixture(scope="module")
 def vcr_config():
     # every test of the suite: keys never reach a cassette
-    return {"filter_headers": ["authorization", ("x-api-key", "DUMMY")], "decode_compressed_response": True}
+    return {"filter_headers": ["authorization", ("x-api-key", "DUMMY")], "decode_compressed_response": True,
+            "before_record_request": scrub_request, "before_record_response": scrub_response}
 '''
 
 HELPERS = '''\
@@ -117,6 +130,7 @@ def chat(text, route="/v1/chat/completions"):
 
 TEST_CHAT = '''\
 import pytest
+from vcr.errors import CannotOverwriteExistingCassetteException
 
 from helpers import chat
 
@@ -155,6 +169,11 @@ def test_stale():  # the code sends a new prompt: vcrpy does not match the body
 
 def test_wrong():  # fails under vcrpy too
     assert chat("wrong") == "Hello from right"
+
+
+def test_unrecorded():
+    with pytest.raises(CannotOverwriteExistingCassetteException):
+        chat("never recorded", "/v1/other")
 
 
 class TestGroup:
@@ -269,7 +288,7 @@ def test_a_migrated_suite_has_the_outcomes_it_had_under_vcrpy(tmp_path: Path,
     record_suite(tmp_path)
     before = outcomes(tmp_path)
     assert before["tests.test_chat::test_wrong"] == "failure"
-    assert sum(v == "passed" for v in before.values()) == 13, before
+    assert sum(v == "passed" for v in before.values()) == 14, before
 
     files = snapshot(tmp_path)
     assert main(["migrate", str(tmp_path)]) == 0
@@ -288,6 +307,7 @@ def test_a_migrated_suite_has_the_outcomes_it_had_under_vcrpy(tmp_path: Path,
         assert Cassette.load(json_name).interactions, name
 
     code = (tmp_path / "tests" / "test_chat.py").read_text()
+    assert "pytest.raises(ssemock.UnmatchedRequestError)" in code and "import vcr" not in code
     assert "mark.vcr" not in code and "mark.block_network" not in code and "mark.default_cassette" not in code
     assert '@pytest.mark.ssemock("shared")  # another test\'s cassette, by name' in code
     assert "@pytest.mark.ssemock(match_on=[\"method\", \"path\"], record_mode=\"none\")" in code
@@ -298,6 +318,8 @@ def test_a_migrated_suite_has_the_outcomes_it_had_under_vcrpy(tmp_path: Path,
     assert 'return {"match_on": ["method", "host", "path"]}' in other  # dict(...) as a literal, tuple as a list
     conftest = (tmp_path / "tests" / "conftest.py").read_text()
     assert "# every test of the suite: keys never reach a cassette" in conftest  # comments kept
+    assert '"before_record_request": vcr_compat.request_hook(scrub_request)' in conftest
+    assert "from ssemock import vcr_compat" in conftest
     assert json.dumps(list(VCR_MATCH_ON)) in conftest.replace("', '", '", "')
     assert "body matching" not in out  # the comment is in the code, the note in the docs
     manual = (tmp_path / "tests" / "test_manual.py").read_text()
@@ -424,3 +446,71 @@ def test_without_libcst_it_says_how_to_install_it(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "libcst", None)
     assert main(["migrate", str(tmp_path)]) == 1
     assert 'pip install -e ".[migrate]"' in capsys.readouterr().err
+
+
+MATCHER_CONFTEST = '''\
+import json
+
+import pytest
+
+
+def same_stream(r1, r2):
+    assert json.loads(r1.body)["stream"] == json.loads(r2.body)["stream"]
+
+
+def pytest_recording_configure(config, vcr):
+    vcr.register_matcher("same_stream", same_stream)
+
+
+@pytest.fixture
+def vcr_config():
+    return {"match_on": ["method", "path", "same_stream"]}
+'''
+
+
+def test_a_registered_matcher_is_wrapped_where_it_is_named(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(MATCHER_CONFTEST)
+    (edit,) = plan(tmp_path).edits
+    assert "pytest_recording_configure" not in edit.after  # it only registered the matcher
+    assert 'return {"match_on": ["method", "path", vcr_compat.matcher(same_stream)]}' in edit.after
+    assert edit.after.startswith("import json\n\nimport pytest\nfrom ssemock import vcr_compat\n")
+
+
+def test_vcrpy_hooks_and_matchers_run_on_vcrpy_types_under_ssemock() -> None:
+    seen: list[tuple[str, object]] = []
+
+    def same_stream(r1: Any, r2: Any) -> None:  # vcrpy's convention: assert
+        seen.append(("matcher", type(r1)))
+        assert json.loads(r1.body)["stream"] == json.loads(r2.body)["stream"]
+
+    def scrub(request: Any) -> Any:
+        seen.append(("hook", type(request)))
+        request.headers.pop("X-Trace-Id", None)
+        return request
+
+    cassette = Cassette()
+    cassette.add("POST", "http://api.test/v1/chat", [b"data: 1\n\n"], request_json={"stream": True},
+                 headers=[("content-type", "text/event-stream")])
+    player = Player(cassette, match_on=["method", "path", vcr_compat.matcher(same_stream)],
+                    before_record_request=vcr_compat.request_hook(scrub))
+    with player, httpx.Client() as client:
+        r = client.post("http://api.test/v1/chat", json={"stream": True}, headers={"x-trace-id": "t-1"})
+        assert r.text == "data: 1\n\n"
+        with pytest.raises(UnmatchedRequestError, match="same_stream"):
+            client.post("http://api.test/v1/chat", json={"stream": False})
+    assert ("hook", vcr.request.Request) in seen and ("matcher", vcr.request.Request) in seen
+
+
+def test_a_vcrpy_response_hook_edits_what_is_recorded() -> None:
+    def scrub(response: dict[str, Any]) -> dict[str, Any]:
+        response["headers"].pop("x-request-id", None)
+        response["body"]["string"] = response["body"]["string"].replace(b"secret", b"XXXXXX")
+        return response
+
+    original = Response(200, [("content-type", "text/event-stream"), ("x-request-id", "req_1")],
+                        b"data: a secret\n\ndata: b\n\n", [5, 25], [0.01, 0.02])
+    out = vcr_compat.response_hook(scrub)(original)
+    assert out is not None
+    assert out.headers == [("content-type", "text/event-stream")]
+    assert out.body == b"data: a XXXXXX\n\ndata: b\n\n" and out.ends == [16, 25]  # one chunk per event
+    assert vcr_compat.response_hook(lambda r: None)(original) is None

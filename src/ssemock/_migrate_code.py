@@ -50,8 +50,6 @@ _UNSUPPORTED = {
 _REGISTER = {
     "register_persister": "a custom persister; ssemock reads and writes its own JSON cassettes (convert what it "
                           "stored with ssemock.Cassette.add, then .save)",
-    "register_matcher": "a custom matcher: pass the function itself in match_on (ssemock calls it with two "
-                        "ssemock.Request)",
     "register_serializer": "a custom serializer; ssemock cassettes are JSON (convert its files with "
                            "ssemock.Cassette.add)",
 }
@@ -91,7 +89,7 @@ class Suite:
         new = MetadataWrapper(module).visit(rewriter)
         if new.deep_equals(module):
             return text
-        new = new.visit(_Imports(scan, ssemock=rewriter.needs_ssemock))
+        new = new.visit(_Imports(scan, ssemock=rewriter.needs_ssemock, compat=rewriter.needs_compat))
         return new.code
 
     def _root_conftest(self) -> Path:
@@ -170,6 +168,8 @@ class _Scan(cst.CSTVisitor):
         self.fixtures: set[str] = set()
         self.module_markers: list[cst.BaseExpression] = []
         self.ssemock_imported = False
+        self.compat_imported = False
+        self.matchers: dict[str, cst.BaseExpression] = {}  # vcr.register_matcher(name, function) calls
         self._depth = 0
 
     def visit_Import(self, node: cst.Import) -> None:
@@ -196,6 +196,8 @@ class _Scan(cst.CSTVisitor):
                 self.use.add(bound)
             elif module.startswith("vcr") and name == "CannotOverwriteExistingCassetteException":
                 self.errors.add(bound)
+            elif module == "ssemock" and name == "vcr_compat" and bound == name:
+                self.compat_imported = True
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if self._depth == 0:
@@ -212,6 +214,13 @@ class _Scan(cst.CSTVisitor):
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self._depth -= 1
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "register_matcher" and len(node.args) == 2:
+            name = _string(node.args[0].value)
+            if name is not None:
+                self.matchers[name] = node.args[1].value
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._depth == 0 and _assigns(node, "pytestmark"):
@@ -277,6 +286,7 @@ class _Rewriter(cst.CSTTransformer):
         self.depth = 0
         self.replaced: cst.BaseExpression | None = None  # the marker the new one takes the place of
         self.quiet = False  # while an outer marker's options are copied (its own conversion reports them)
+        self.needs_compat = False  # a vcrpy hook or matcher is wrapped in ssemock.vcr_compat
         above = _conftest_fixtures(path, suite.root)
         own_dir = "vcr_cassette_dir" in scan.fixtures or "vcr_cassette_dir" in above
         self.covered = "vcr_config" in scan.fixtures or "vcr_config" in above
@@ -333,13 +343,11 @@ class _Rewriter(cst.CSTTransformer):
 
     def option(self, key: str, value: cst.BaseExpression, where: cst.CSTNode) -> list[tuple[str, cst.BaseExpression]]:
         """One vcrpy / pytest-recording option as ssemock's (none when ssemock has no such option)."""
+        if key.startswith("before_record"):
+            key = "before_record_request" if key == "before_record" else key
+            return [(key, self.hook(key, value, where))]
         if key in _SAME:
-            if key.startswith("before_record"):
-                self.hook(key, value, where)
             return [(key, value)]
-        if key == "before_record":
-            self.hook("before_record_request", value, where)
-            return [("before_record_request", value)]
         if key == "record_mode":
             return [(key, self.mode(value, where))]
         if key == "match_on":
@@ -381,13 +389,15 @@ class _Rewriter(cst.CSTTransformer):
         kept = []
         for element in value.elements:
             name = _string(element.value)
-            if name is None:
-                self.todo(where, f"match_on: the custom matcher {cst.Module([]).code_for_node(element.value)} is "
-                                 "called with two ssemock.Request (.method, .url, .headers as (name, value) pairs, "
-                                 ".body bytes), not vcrpy Requests: check it")
-            elif name not in MATCHERS:
+            if name is None or name in self.scan.matchers:
+                self.needs_compat = True
+                function = element.value if name is None else self.scan.matchers[name]
+                wrapped = cst.Call(cst.Attribute(cst.Name("vcr_compat"), cst.Name("matcher")), [cst.Arg(function)])
+                kept.append(element.with_changes(value=wrapped, comma=cst.MaybeSentinel.DEFAULT))
+                continue
+            if name not in MATCHERS:
                 self.todo(where, f"match_on: {name!r} is not a matcher ssemock knows (a registered vcrpy matcher?): "
-                                 "removed; pass the function itself in match_on")
+                                 "removed; pass the function in match_on as ssemock.vcr_compat.matcher(function)")
                 continue
             kept.append(element.with_changes(comma=cst.MaybeSentinel.DEFAULT))
         return cst.List(kept)
@@ -411,17 +421,20 @@ class _Rewriter(cst.CSTTransformer):
             self.todo(where, f"{key}: ssemock redacts credential {what} by default, but not {left}: removed; scrub "
                              "them in a before_record_request hook if they must not reach the cassette")
 
-    def hook(self, key: str, value: cst.BaseExpression, where: cst.CSTNode) -> None:
-        kind = "ssemock.Request (.url, .headers as (name, value) pairs, .body bytes)" if key.endswith("request") \
-            else "ssemock.Response (.status, .headers as (name, value) pairs, .body bytes)"
+    def hook(self, key: str, value: cst.BaseExpression, where: cst.CSTNode) -> cst.BaseExpression:
+        """A vcrpy hook, wrapped so that it gets vcrpy's types (:mod:`ssemock.vcr_compat`)."""
+        if isinstance(value, (cst.List, cst.Tuple)):
+            self.todo(where, f"{key}: a list of hooks: ssemock takes one; chain them in one function")
+            return value
         name = value.value if isinstance(value, cst.Name) else None
         effects = _side_effects(self.scan.functions[name]) if name in self.scan.functions else None
         if effects:
-            self.todo(where, f"{key}: the hook {name} has side effects ({effects}): ssemock calls "
-                             f"{'it for every request, before matching too' if key.endswith('request') else 'it'}; "
-                             "not converted, check it")
-        self.todo(where, f"{key}: ssemock calls the hook with an {kind}, not vcrpy's "
-                         f"{'Request' if key.endswith('request') else 'response dict'}: check it")
+            self.todo(where, f"{key}: the hook {name} has side effects ({effects}): ssemock calls it "
+                             f"{'for every request, before matching too' if key.endswith('request') else 'once per recorded response'}"
+                             "; check they still hold")
+        self.needs_compat = True
+        wrapper = "request_hook" if key.endswith("request") else "response_hook"
+        return cst.Call(cst.Attribute(cst.Name("vcr_compat"), cst.Name(wrapper)), [cst.Arg(value)])
 
     def kwargs(self, args: Sequence[cst.Arg], where: cst.CSTNode) -> list[cst.Arg]:
         out = []
@@ -549,7 +562,8 @@ class _Rewriter(cst.CSTTransformer):
         self.depth += 1
         self.scopes.append(_Markers())
 
-    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+                          ) -> cst.FunctionDef | cst.RemovalSentinel:
         self.depth -= 1
         self.scopes.pop()
         updated = self.decorated(original_node, updated_node, "function")
@@ -558,8 +572,10 @@ class _Rewriter(cst.CSTTransformer):
             updated = self.wrap(original_node, updated, wraps)
         if original_node.name.value == "vcr_config":
             updated = self.config_fixture(original_node, updated)
-        if original_node.name.value == "pytest_recording_configure":
-            self.todo(original_node, "pytest_recording_configure: the VCR it configures (persisters, matchers, "
+        if original_node.name.value == "pytest_recording_configure" and self.depth == 0:
+            if all(_registers_matcher(stmt) or _is_docstring(stmt) for stmt in _statements(original_node)):
+                return cst.RemovalSentinel.REMOVE  # its matchers are wrapped where this module names them
+            self.todo(original_node, "pytest_recording_configure: the VCR it configures (persisters, "
                                      "serializers registered there) is not converted; ssemock has no such hook")
         for param in original_node.params.params:
             if param.name.value == "vcr" and not self.scan.vcr and original_node.name.value.startswith("test"):
@@ -659,8 +675,7 @@ class _Rewriter(cst.CSTTransformer):
             comments = []
             if not has_match and self.suite.match_on is not None:
                 element = cst.DictElement(_str("match_on"), _list(list(self.suite.match_on)))
-                elements = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in new.elements]
-                new = new.with_changes(elements=[*elements, element]) if isinstance(new, cst.Dict) else new
+                new = new.with_changes(elements=_append(list(new.elements), element))
                 comments = [cst.EmptyLine(comment=cst.Comment(c)) for c in _BODY_COMMENT]
             lines[i] = stmt.with_changes(body=[stmt.body[0].with_changes(value=new)],
                                          leading_lines=[*stmt.leading_lines, *comments])
@@ -671,7 +686,7 @@ class _Rewriter(cst.CSTTransformer):
     def config_value(self, value: cst.BaseExpression, where: cst.CSTNode) -> tuple[cst.Dict | None, bool]:
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict" \
                 and all(a.keyword is not None for a in value.args):
-            value = cst.Dict([cst.DictElement(_str(a.keyword.value), a.value)  # type: ignore[union-attr]
+            value = cst.Dict([cst.DictElement(_str(a.keyword.value), a.value, comma=a.comma)  # type: ignore[union-attr]
                               for a in value.args])
         if not isinstance(value, cst.Dict):
             return None, False
@@ -687,17 +702,27 @@ class _Rewriter(cst.CSTTransformer):
                 self.todo(where, "vcr_config has a key that is not a literal: left as it is")
                 elements.append(e)
                 continue
-            for k, v in self.option(key, e.value, self.at(e, where)):
+            options = self.option(key, e.value, self.at(e, where))
+            if not options and elements:  # dropped: the element before takes its comma (and line break)
+                elements[-1] = elements[-1].with_changes(comma=e.comma)
+            for k, v in options:
                 has_match = has_match or k == "match_on"
-                elements.append(cst.DictElement(_str(k), v))
+                elements.append(e.with_changes(value=v) if k == key else e.with_changes(key=_str(k), value=v))
         return value.with_changes(elements=_commas_dict(elements)), has_match
 
-    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False  # names in import statements are not references
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
         new = _RENAMES.get(original_node.value)
         if new is not None:
             return updated_node.with_changes(value=new)
-        if original_node.value in self.scan.errors:
+        if original_node.value in self.scan.errors:  # vcrpy's "no match in record mode none"
             self.needs_ssemock = True
+            return cst.Attribute(cst.Name("ssemock"), cst.Name("UnmatchedRequestError"))
         return updated_node
 
     def leave_SimpleString(self, original_node: cst.SimpleString,
@@ -731,10 +756,39 @@ def _commas(args: list[cst.Arg]) -> list[cst.Arg]:
             if a.comma is cst.MaybeSentinel.DEFAULT else a for i, a in enumerate(args)]
 
 
+def _append(elements: list[cst.BaseDictElement], new: cst.DictElement) -> list[cst.BaseDictElement]:
+    """``elements`` and ``new``, laid out as the others are (on a line of its own in a dict
+    written one element per line)."""
+    if not elements:
+        return [new]
+    last = elements[-1]
+    if isinstance(last.comma, cst.Comma):  # a trailing comma: the new element goes after it, with one
+        return [*elements, new.with_changes(comma=last.comma)]
+    before = elements[-2].comma if len(elements) > 1 else None
+    sep = before if isinstance(before, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    return [*elements[:-1], last.with_changes(comma=sep), new]
+
+
 def _commas_dict(elements: list[cst.BaseDictElement]) -> list[cst.BaseDictElement]:
     last = len(elements) - 1
     return [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) if i == last and not isinstance(e.comma, cst.Comma)
             else e for i, e in enumerate(elements)]
+
+
+def _statements(function: cst.FunctionDef) -> list[cst.BaseStatement]:
+    body = function.body
+    if isinstance(body, cst.IndentedBlock):
+        return list(body.body)
+    return [cst.SimpleStatementLine(body.body)] if isinstance(body, cst.SimpleStatementSuite) else []
+
+
+def _registers_matcher(stmt: cst.BaseStatement) -> bool:
+    """``vcr.register_matcher("name", function)`` alone on a line."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
+        return False
+    call = stmt.body[0].value
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+        and call.func.attr.value == "register_matcher"
 
 
 def _is_docstring(stmt: cst.BaseStatement) -> bool:
@@ -796,26 +850,31 @@ def _conftest_fixtures(path: Path, root: Path) -> set[str]:
 
 
 class _Imports(cst.CSTTransformer):
-    """``import ssemock`` where the code now uses it; vcrpy's imports gone where nothing uses them."""
+    """``import ssemock`` (and ``from ssemock import vcr_compat``) where the code now uses them, in
+    the place of the vcrpy imports nothing uses any more (those are removed)."""
 
-    def __init__(self, scan: _Scan, *, ssemock: bool) -> None:
+    def __init__(self, scan: _Scan, *, ssemock: bool, compat: bool) -> None:
         super().__init__()
-        self.scan, self.add = scan, ssemock and not scan.ssemock_imported
+        self.add: list[cst.BaseSmallStatement] = []
+        if ssemock and not scan.ssemock_imported:
+            self.add.append(cst.Import([cst.ImportAlias(cst.Name("ssemock"))]))
+        if compat and not scan.compat_imported:
+            self.add.append(cst.ImportFrom(cst.Name("ssemock"), [cst.ImportAlias(cst.Name("vcr_compat"))]))
+        self.scan = scan
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         used = _Bound()
         updated_node.visit(used)
-        body = list(updated_node.body)
-        out: list[cst.CSTNode] = []
+        out: list[cst.BaseStatement] = []
         placed = not self.add
         last_import = -1
-        for stmt in body:
+        for stmt in updated_node.body:
             if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 \
                     and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom)):
                 new = _drop_unused(stmt, self.scan, used)
                 if new is None:
                     if not placed:
-                        out.append(stmt.with_changes(body=[_import_ssemock()]))
+                        out += [stmt.with_changes(body=[a]) for a in self.add]
                         placed = True
                     continue
                 out.append(new)
@@ -823,13 +882,8 @@ class _Imports(cst.CSTTransformer):
             else:
                 out.append(stmt)
         if not placed:
-            line = cst.SimpleStatementLine([_import_ssemock()])
-            out.insert(last_import + 1, line)
+            out[last_import + 1:last_import + 1] = [cst.SimpleStatementLine([a]) for a in self.add]
         return updated_node.with_changes(body=out)
-
-
-def _import_ssemock() -> cst.Import:
-    return cst.Import([cst.ImportAlias(cst.Name("ssemock"))])
 
 
 class _Bound(cst.CSTVisitor):
