@@ -523,15 +523,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_UsageError, CassetteError) as exc:
         _out(f"ssemock: error: {exc}", err=True)
         return 1
+    except BrokenPipeError:  # `ssemock show ... | head`: the reader left; stop quietly (before OSError, its base)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:  # writing a result: a folder that cannot be made, a full disk
         where = " ".join(getattr(exc, "__notes__", [])).removeprefix("ssemock: ") or exc.filename or ""
         print(f"ssemock: error: {exc.strerror or exc}{f' ({where})' if where else ''}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `ssemock show ... | head`: the reader left; stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
 
 
 if __name__ == "__main__":
