@@ -82,6 +82,7 @@ RECORDINGS: dict[str, list[tuple[str, str | None]]] = {
     "recorded/test_mark_alias.yaml": [("/v1/messages", "alias")],
     "cassettes/manual/cm.yaml": [("/v1/models", None)],
     "cassettes/manual/deco.yaml": [("/v1/chat/completions", "deco")],
+    "cassettes/manual/models.yaml": [("/v1/models", None)],
 }
 
 CONFTEST = '''\
@@ -234,6 +235,17 @@ def test_context_manager():
 def test_decorator():
     """A decorated test."""
     assert chat("deco") == "Hello from deco"
+
+
+my_vcr = vcr.VCR(
+    cassette_library_dir="tests/cassettes/manual",
+    record_mode="none",
+)
+
+
+@my_vcr.use_cassette("models.yaml")
+def test_configured_vcr():
+    assert httpx.get(BASE + "/v1/models").status_code == 200
 '''
 
 PYTEST_INI = "[pytest]\n# replay only\naddopts = --record-mode=none -p no:cacheprovider\n"
@@ -288,7 +300,7 @@ def test_a_migrated_suite_has_the_outcomes_it_had_under_vcrpy(tmp_path: Path,
     record_suite(tmp_path)
     before = outcomes(tmp_path)
     assert before["tests.test_chat::test_wrong"] == "failure"
-    assert sum(v == "passed" for v in before.values()) == 14, before
+    assert sum(v == "passed" for v in before.values()) == 15, before
 
     files = snapshot(tmp_path)
     assert main(["migrate", str(tmp_path)]) == 0
@@ -323,7 +335,8 @@ def test_a_migrated_suite_has_the_outcomes_it_had_under_vcrpy(tmp_path: Path,
     assert json.dumps(list(VCR_MATCH_ON)) in conftest.replace("', '", '", "')
     assert "body matching" not in out  # the comment is in the code, the note in the docs
     manual = (tmp_path / "tests" / "test_manual.py").read_text()
-    assert "import vcr" not in manual and "import ssemock" in manual
+    assert "import vcr" not in manual and "import ssemock" in manual and "VCR(" not in manual
+    assert 'with ssemock.use_cassette("tests/cassettes/manual/models.json", record_mode="none"' in manual
     assert '    """A decorated test."""\n    with ssemock.use_cassette("tests/cassettes/manual/deco.json"' in manual
     assert "merged into test_two.json" in out
 
@@ -514,3 +527,20 @@ def test_a_vcrpy_response_hook_edits_what_is_recorded() -> None:
     assert out.headers == [("content-type", "text/event-stream")]
     assert out.body == b"data: a XXXXXX\n\ndata: b\n\n" and out.ends == [16, 25]  # one chunk per event
     assert vcr_compat.response_hook(lambda r: None)(original) is None
+
+
+def test_a_vcrpy_json_cassette_at_ssemock_s_path_is_converted_in_place_and_kept(tmp_path: Path) -> None:
+    folder = tmp_path / "cassettes" / "test_x"
+    folder.mkdir(parents=True)
+    original = json.dumps({"version": 1, "interactions": [{
+        "request": {"method": "GET", "uri": "http://127.0.0.1:1/v1/models", "body": None, "headers": {}},
+        "response": {"status": {"code": 200, "message": "OK"}, "headers": {"content-type": ["application/json"]},
+                     "body": {"string": "{}"}}}]}).encode()
+    (folder / "test_x.json").write_bytes(original)
+    (tmp_path / "test_x.py").write_text("import pytest\n\n\n@pytest.mark.vcr(serializer=\"json\")\n"
+                                        "def test_x():\n    pass\n")
+    migration = plan(tmp_path)
+    assert any("converted in place, the original kept as test_x.json.vcrpy" in str(f) for f in migration.todo)
+    migration.write()
+    assert (folder / "test_x.json.vcrpy").read_bytes() == original
+    assert Cassette.load(folder / "test_x.json").interactions[0].response.body == b"{}"

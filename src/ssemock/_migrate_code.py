@@ -90,7 +90,14 @@ class Suite:
         if new.deep_equals(module):
             return text
         new = new.visit(_Imports(scan, ssemock=rewriter.needs_ssemock, compat=rewriter.needs_compat))
-        return new.code
+        code = new.code
+        for name in scan.instances:
+            found = re.search(rf"^{re.escape(name)}\s*=.*\bVCR\(", code, re.M)
+            if found:
+                self.todo.append(Finding(path, text[:text.find(found.group(0))].count("\n") + 1 if found.group(0) in text
+                                         else None, f"{name} = vcr.VCR(...): used other than by use_cassette; ssemock "
+                                         "has no configured recorder object: pass its options to ssemock.use_cassette"))
+        return code
 
     def _root_conftest(self) -> Path:
         return (self.root if self.root.is_dir() else self.root.parent) / "conftest.py"
@@ -170,6 +177,7 @@ class _Scan(cst.CSTVisitor):
         self.ssemock_imported = False
         self.compat_imported = False
         self.matchers: dict[str, cst.BaseExpression] = {}  # vcr.register_matcher(name, function) calls
+        self.instances: dict[str, cst.Call] = {}  # my_vcr = vcr.VCR(...) at module level
         self._depth = 0
 
     def visit_Import(self, node: cst.Import) -> None:
@@ -225,6 +233,10 @@ class _Scan(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._depth == 0 and _assigns(node, "pytestmark"):
             self.module_markers = _elements(node.value)
+        if self._depth == 0 and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                and isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Attribute) \
+                and node.value.func.attr.value == "VCR" and _dotted(node.value.func.value) in self.vcr:
+            self.instances[node.targets[0].target.value] = node.value
 
 
 def _dotted(node: cst.BaseExpression) -> str:
@@ -324,7 +336,8 @@ class _Rewriter(cst.CSTTransformer):
     def is_use_cassette(self, expr: cst.BaseExpression) -> bool:
         func = expr.func if isinstance(expr, cst.Call) else expr
         if isinstance(func, cst.Attribute) and func.attr.value == "use_cassette":
-            return isinstance(func.value, cst.Name) and func.value.value in self.scan.vcr
+            return isinstance(func.value, cst.Name) and (func.value.value in self.scan.vcr
+                                                         or func.value.value in self.scan.instances)
         return isinstance(func, cst.Name) and func.value in self.scan.use
 
     def _find(self, exprs: list[cst.BaseExpression]) -> _Markers:
@@ -606,6 +619,11 @@ class _Rewriter(cst.CSTTransformer):
 
     def use_cassette(self, call: cst.Call, where: cst.CSTNode) -> cst.Call:
         args = list(call.args)
+        owner = call.func.value if isinstance(call.func, cst.Attribute) else None
+        if isinstance(owner, cst.Name) and owner.value in self.scan.instances:  # my_vcr.use_cassette(...)
+            given = {a.keyword.value for a in args if a.keyword is not None}
+            args += [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in self.scan.instances[owner.value].args
+                     if a.keyword is not None and a.keyword.value not in given]
         path_arg = next((a for a in args if a.keyword is None or a.keyword.value == "path"), None)
         library = next((a for a in args if a.keyword is not None and a.keyword.value == "cassette_library_dir"), None)
         rest = [a for a in args if a is not path_arg and a is not library]
@@ -618,8 +636,9 @@ class _Rewriter(cst.CSTTransformer):
             self.todo(where, "use_cassette with a path computed at run time: make it name the converted .json file")
             new_path = path_arg.value
         else:
-            if library is not None:
-                literal = str(Path(_string(library.value) or "") / literal)
+            folder = _string(library.value) if library is not None else None
+            if folder and not literal.startswith(folder):  # as vcrpy joins them
+                literal = str(Path(folder) / literal)
             new_path = _str(self.suite.cassette_path(self.path, literal, self.line(where)))
         mapped = self.kwargs(rest, where)
         keys = {a.keyword.value for a in mapped if a.keyword is not None}
@@ -737,10 +756,6 @@ class _Rewriter(cst.CSTTransformer):
             return cst.Attribute(cst.Name("ssemock"), cst.Name("UnmatchedRequestError"))
         if original_node.attr.value in _REGISTER:
             self.todo(original_node, f"{original_node.attr.value}: {_REGISTER[original_node.attr.value]}: not converted")
-        if isinstance(original_node.value, cst.Name) and original_node.value.value in self.scan.vcr \
-                and original_node.attr.value == "VCR":
-            self.todo(original_node, "vcr.VCR(...): ssemock has no configured recorder object; pass its options "
-                                     "to each ssemock.use_cassette (or put them in ssemock_config): not converted")
         return updated_node
 
 
@@ -863,6 +878,13 @@ class _Imports(cst.CSTTransformer):
         self.scan = scan
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        for stmt in list(updated_node.body):  # my_vcr = vcr.VCR(...) that no use_cassette needs any more
+            name = _vcr_instance(stmt, self.scan)
+            if name is not None:
+                rest = _Bound()
+                updated_node.with_changes(body=[s for s in updated_node.body if s is not stmt]).visit(rest)
+                if name not in rest.names:
+                    updated_node = updated_node.with_changes(body=[s for s in updated_node.body if s is not stmt])
         used = _Bound()
         updated_node.visit(used)
         out: list[cst.BaseStatement] = []
@@ -884,6 +906,16 @@ class _Imports(cst.CSTTransformer):
         if not placed:
             out[last_import + 1:last_import + 1] = [cst.SimpleStatementLine([a]) for a in self.add]
         return updated_node.with_changes(body=out)
+
+
+def _vcr_instance(stmt: cst.BaseStatement, scan: _Scan) -> str | None:
+    """The name a ``NAME = vcr.VCR(...)`` line binds (None for any other statement)."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+        assign = stmt.body[0]
+        target = assign.targets[0].target if len(assign.targets) == 1 else None
+        if isinstance(target, cst.Name) and target.value in scan.instances:
+            return target.value
+    return None
 
 
 class _Bound(cst.CSTVisitor):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -104,7 +105,7 @@ class Migration:
         """Write the converted cassettes and the edited files (each atomically); with
         ``remove_originals`` delete the vcrpy cassettes that were converted. Returns the paths
         written. Cassettes that do not convert are added to :attr:`refused` and not written."""
-        done, refused = import_cassettes(self.cassettes, write=True)
+        done, refused = import_cassettes(self.cassettes, write=True, keep_originals=not remove_originals)
         self.refused = _unique([*self.refused, *refused])
         written = [job.target for job in done]
         for edit in self.edits:
@@ -146,10 +147,12 @@ def _write_text(path: Path, text: str) -> None:
 
 # -- cassettes ---------------------------------------------------------------------------------
 
-def import_cassettes(jobs: Sequence[CassetteJob], *, write: bool) -> tuple[list[CassetteJob], list[Finding]]:
+def import_cassettes(jobs: Sequence[CassetteJob], *, write: bool,
+                     keep_originals: bool = True) -> tuple[list[CassetteJob], list[Finding]]:
     """Convert each job's vcrpy cassette(s) into its target (saved only with ``write``): the jobs
     done, and one finding per cassette that does not convert (it does not load, or a secret is
-    left after redaction)."""
+    left after redaction). A vcrpy cassette at its own target (vcrpy's JSON serializer) is kept as
+    ``NAME.json.vcrpy`` unless ``keep_originals`` is false."""
     from .cassette import Cassette, CassetteError
     from .redact import find_secrets
     from .vcr import import_vcr
@@ -171,9 +174,15 @@ def import_cassettes(jobs: Sequence[CassetteJob], *, write: bool) -> tuple[list[
                                    "`ssemock import-vcr --scrub-bodies`"))
             continue
         if write:
+            if job.target in job.sources and keep_originals:  # vcrpy's JSON serializer used ssemock's name
+                shutil.copyfile(job.target, _kept(job.target))
             cassette.save(job.target)
         done.append(job)
     return done, refused
+
+
+def _kept(path: Path) -> Path:
+    return path.with_name(path.name + ".vcrpy")
 
 
 def ssemock_name(stem: str) -> str:
@@ -316,6 +325,6 @@ def plan(root: str | os.PathLike[str], *, match_body: bool = False) -> Migration
                                           + ", ".join(s.name for s in job.sources)))
         if job.target in job.sources:
             migration.todo.append(Finding(job.target, None, "a vcrpy JSON cassette at the path ssemock reads: "
-                                          "it is replaced by its conversion"))
+                                          f"converted in place, the original kept as {_kept(job.target).name}"))
     _, migration.refused = import_cassettes(migration.cassettes, write=False)
     return migration
