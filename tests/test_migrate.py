@@ -544,3 +544,40 @@ def test_a_vcrpy_json_cassette_at_ssemock_s_path_is_converted_in_place_and_kept(
     migration.write()
     assert (folder / "test_x.json.vcrpy").read_bytes() == original
     assert Cassette.load(folder / "test_x.json").interactions[0].response.body == b"{}"
+
+
+FORMS = [  # (before, after): each form of pytest-recording / vcrpy usage the rewriter knows
+    ("import pytest\n\n\n@pytest.mark.vcr(record_mode='once')\nclass TestX:\n    def test_x(self):\n        pass\n",
+     "import pytest\n\n\n@pytest.mark.ssemock(record_mode=\"once\")\nclass TestX:\n    def test_x(self):\n        pass\n"),
+    ("import pytest\n\npytestmark = [pytest.mark.vcr, pytest.mark.slow]\n",
+     "import pytest\n\npytestmark = [pytest.mark.ssemock, pytest.mark.slow]\n"),
+    ("import pytest\n\n\n@pytest.mark.block_network(allowed_hosts=['127\\\\.0\\\\.0\\\\.1'])\ndef test_x():\n    pass\n",
+     "import pytest\n\n\n@pytest.mark.ssemock(allowed_hosts=[\"127.0.0.1\"])\ndef test_x():\n    pass\n"),
+    ("import pytest\nfrom vcr.record_mode import RecordMode\n\n\n@pytest.mark.vcr(record_mode=RecordMode.ALL)\n"
+     "def test_x():\n    pass\n",
+     "import pytest\n\n\n@pytest.mark.ssemock(record_mode=\"all\")\ndef test_x():\n    pass\n"),
+    ("import vcr\n\n\n@vcr.use_cassette('c.yaml', record_mode='none', match_on=['method', 'uri'])\n"
+     "async def test_x():\n    await go()\n",
+     "import ssemock\n\n\nasync def test_x():\n    with ssemock.use_cassette(\"c.json\", record_mode=\"none\", "
+     "match_on=['method', 'uri']):\n        await go()\n"),
+    ("from vcr import use_cassette\n\n\ndef test_x():\n    with use_cassette('c.yaml', allow_playback_repeats=True):\n"
+     "        pass\n",
+     "import ssemock\n\n\ndef test_x():\n    with ssemock.use_cassette(\"c.json\", allow_playback_repeats=True, "
+     "record_mode=\"once\", match_on=[\"method\", \"scheme\", \"host\", \"port\", \"path\", \"query\"]):\n        pass\n"),
+]
+
+
+@pytest.mark.parametrize(("before", "after"), FORMS)
+def test_each_form_is_rewritten(tmp_path: Path, before: str, after: str) -> None:
+    (tmp_path / "cassettes").mkdir()
+    (tmp_path / "test_x.py").write_text(before)
+    edits = {e.path.name: e.after for e in plan(tmp_path).edits}
+    assert edits["test_x.py"] == after
+
+
+def test_a_cassette_path_computed_at_run_time_is_listed(tmp_path: Path) -> None:
+    (tmp_path / "test_x.py").write_text("import vcr\n\n\ndef test_x(name):\n"
+                                        "    with vcr.use_cassette(f'{name}.yaml'):\n        pass\n")
+    (finding,) = plan(tmp_path).todo
+    assert (finding.path.name, finding.line) == ("test_x.py", 5)
+    assert "a path computed at run time" in finding.message

@@ -303,7 +303,7 @@ def plan(root: str | os.PathLike[str], *, match_body: bool = False) -> Migration
             if path.name.startswith(("test_", "conftest")):
                 migration.unparsable.append(Finding(path, None, f"not read, left as it is: {exc}"))
             continue
-        if "vcr" not in text and path.name != "conftest.py":
+        if not re.search(r"vcr|block_network|default_cassette", text) and path.name != "conftest.py":
             continue
         try:
             new = suite.rewrite(path, text)
