@@ -581,3 +581,10 @@ def test_a_cassette_path_computed_at_run_time_is_listed(tmp_path: Path) -> None:
     (finding,) = plan(tmp_path).todo
     assert (finding.path.name, finding.line) == ("test_x.py", 5)
     assert "a path computed at run time" in finding.message
+
+
+def test_crlf_line_endings_are_kept(tmp_path: Path) -> None:
+    before = "import pytest\r\n\r\n\r\n@pytest.mark.vcr  # a comment\r\ndef test_x():\r\n    pass\r\n"
+    (tmp_path / "test_x.py").write_bytes(before.encode())
+    plan(tmp_path).write()
+    assert (tmp_path / "test_x.py").read_bytes() == before.replace("mark.vcr", "mark.ssemock").encode()

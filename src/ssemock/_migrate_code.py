@@ -115,7 +115,7 @@ class Suite:
         edit = next((e for e in edits if e.path == target), None)
         new = []
         if edit is None:
-            before = target.read_text(encoding="utf-8") if target.exists() else None
+            before = target.read_bytes().decode("utf-8") if target.exists() else None
             edit = Edit(target, before, before or "")
             new = [edit]
         text = edit.after.rstrip("\n")

@@ -131,6 +131,11 @@ def _rel(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
+def _read(path: Path) -> str:
+    """A text file as it is (CRLF line endings kept: an edit changes only the lines it changes)."""
+    return path.read_bytes().decode("utf-8")
+
+
 def _write_text(path: Path, text: str) -> None:
     """Atomic: a temporary file beside the target, then os.replace."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -290,7 +295,7 @@ def plan(root: str | os.PathLike[str], *, match_body: bool = False) -> Migration
         elif path.suffix == ".py":
             python.append(path)
         elif path.name in _INI_SECTIONS:
-            text = path.read_text(encoding="utf-8")
+            text = _read(path)
             new = _rewrite_ini(path, text, migration.todo)
             if new != text:
                 migration.edits.append(Edit(path, text, new))
@@ -298,7 +303,7 @@ def plan(root: str | os.PathLike[str], *, match_body: bool = False) -> Migration
     suite = _migrate_code.Suite(root=base, match_on=None if match_body else VCR_MATCH_ON, cassettes=set(sources))
     for path in python:
         try:
-            text = path.read_text(encoding="utf-8")
+            text = _read(path)
         except (UnicodeDecodeError, OSError) as exc:
             if path.name.startswith(("test_", "conftest")):
                 migration.unparsable.append(Finding(path, None, f"not read, left as it is: {exc}"))
