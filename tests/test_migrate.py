@@ -432,7 +432,7 @@ def test_record_mode_in_every_ini_file(tmp_path: Path, mode: str) -> None:
     assert {p.name: p.read_text() for p in tmp_path.iterdir()} == files  # a plan writes nothing
 
 
-def test_remove_originals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_one_test_file_with_remove_originals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "cassettes" / "test_x"
     folder.mkdir(parents=True)
     (folder / "test_x.yaml").write_text(textwrap.dedent("""\
@@ -449,8 +449,9 @@ def test_remove_originals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         version: 1
         """))
     (tmp_path / "test_x.py").write_text("import pytest\n\n\n@pytest.mark.vcr\ndef test_x():\n    pass\n")
-    assert main(["migrate", str(tmp_path), "--write", "--remove-originals"]) == 0
+    assert main(["migrate", str(tmp_path / "test_x.py"), "--write", "--remove-originals"]) == 0  # one file
     assert sorted(p.name for p in folder.iterdir()) == ["test_x.json"]
+    assert "def ssemock_config():" in (tmp_path / "test_x.py").read_text()  # no conftest for one file
     assert Cassette.load(folder / "test_x.json").interactions[0].response.body == b'{"data": []}'
 
 

@@ -207,9 +207,10 @@ def _is_vcr_cassette(path: Path) -> bool:
 
 
 def _files(root: Path) -> Iterator[Path]:
+    """The files under ``root``; for one test file, it and the cassettes pytest-recording gave it."""
     if root.is_file():
         yield root
-        return
+        root = root.parent / "cassettes" / root.stem
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
         for name in sorted(files):
@@ -285,7 +286,7 @@ def plan(root: str | os.PathLike[str], *, match_body: bool = False) -> Migration
 
     base = Path(root)
     if not base.exists():
-        raise FileNotFoundError(f"ssemock migrate: {base}: no such file or folder")
+        raise FileNotFoundError(f"{base}: no such file or folder")
     migration = Migration(base)
     sources: list[Path] = []
     python: list[Path] = []
