@@ -589,3 +589,14 @@ def test_crlf_line_endings_are_kept(tmp_path: Path) -> None:
     (tmp_path / "test_x.py").write_bytes(before.encode())
     plan(tmp_path).write()
     assert (tmp_path / "test_x.py").read_bytes() == before.replace("mark.vcr", "mark.ssemock").encode()
+
+
+def test_a_configured_vcr_used_otherwise_stays_and_is_listed(tmp_path: Path) -> None:
+    (tmp_path / "test_x.py").write_text("import vcr\n\nmy_vcr = vcr.VCR(record_mode='none')\nmy_vcr.x = 1\n\n\n"
+                                        "@my_vcr.use_cassette('c.yaml')\ndef test_x():\n    pass\n")
+    migration = plan(tmp_path)
+    (edit,) = migration.edits
+    assert "import vcr\nimport ssemock\n\nmy_vcr = vcr.VCR(record_mode='none')" in edit.after
+    assert 'with ssemock.use_cassette("c.json", record_mode="none",' in edit.after
+    assert [(f.line, f.message.split(":")[0]) for f in migration.todo if "VCR" in f.message] == [
+        (3, "my_vcr = vcr.VCR(...)")]

@@ -92,11 +92,12 @@ class Suite:
         new = new.visit(_Imports(scan, ssemock=rewriter.needs_ssemock, compat=rewriter.needs_compat))
         code = new.code
         for name in scan.instances:
-            found = re.search(rf"^{re.escape(name)}\s*=.*\bVCR\(", code, re.M)
-            if found:
-                self.todo.append(Finding(path, text[:text.find(found.group(0))].count("\n") + 1 if found.group(0) in text
-                                         else None, f"{name} = vcr.VCR(...): used other than by use_cassette; ssemock "
-                                         "has no configured recorder object: pass its options to ssemock.use_cassette"))
+            pattern = re.compile(rf"^{re.escape(name)}\s*=.*\bVCR\(", re.M)
+            kept, before = pattern.search(code), pattern.search(text)
+            if kept and before:
+                self.todo.append(Finding(path, text.count("\n", 0, before.start()) + 1,
+                                         f"{name} = vcr.VCR(...): used other than by use_cassette; ssemock has no "
+                                         "configured recorder object: pass its options to ssemock.use_cassette"))
         return code
 
     def _root_conftest(self) -> Path:
@@ -442,9 +443,10 @@ class _Rewriter(cst.CSTTransformer):
         name = value.value if isinstance(value, cst.Name) else None
         effects = _side_effects(self.scan.functions[name]) if name in self.scan.functions else None
         if effects:
-            self.todo(where, f"{key}: the hook {name} has side effects ({effects}): ssemock calls it "
-                             f"{'for every request, before matching too' if key.endswith('request') else 'once per recorded response'}"
-                             "; check they still hold")
+            when = "for every request, before matching too" if key.endswith("request") \
+                else "once per recorded response"
+            self.todo(where, f"{key}: the hook {name} has side effects ({effects}): ssemock calls it {when}; "
+                             "check they still hold")
         self.needs_compat = True
         wrapper = "request_hook" if key.endswith("request") else "response_hook"
         return cst.Call(cst.Attribute(cst.Name("vcr_compat"), cst.Name(wrapper)), [cst.Arg(value)])
@@ -755,7 +757,8 @@ class _Rewriter(cst.CSTTransformer):
             self.needs_ssemock = True
             return cst.Attribute(cst.Name("ssemock"), cst.Name("UnmatchedRequestError"))
         if original_node.attr.value in _REGISTER:
-            self.todo(original_node, f"{original_node.attr.value}: {_REGISTER[original_node.attr.value]}: not converted")
+            name = original_node.attr.value
+            self.todo(original_node, f"{name}: {_REGISTER[name]}: not converted")
         return updated_node
 
 
