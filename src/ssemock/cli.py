@@ -445,6 +445,59 @@ def _cmd_import_vcr(args: argparse.Namespace) -> int:
     return 0 if summary.ok else 1
 
 
+# -- ssemock migrate ---------------------------------------------------------------------------
+
+def _add_migrate(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "migrate", help="migrate a pytest-recording / vcrpy test suite to ssemock (dry run without --write)",
+        description="Find the vcrpy cassettes under PATH and convert them (one ssemock cassette beside each, "
+                    "named as the plugin looks for it); rewrite the tests (pytest.mark.vcr, default_cassette, "
+                    "block_network, vcr_config, vcr_cassette_dir, vcr.use_cassette) and --record-mode in the "
+                    "pytest ini files. vcrpy's matchers (no body) go into ssemock_config unless --match-body. "
+                    "Without --write it prints a unified diff and changes nothing. A file that does not parse is "
+                    "reported and left alone; what cannot be converted is listed with file and line. Needs the "
+                    "'migrate' extra (libcst).")
+    parser.add_argument("path", metavar="PATH", help="the test folder (or one test file)")
+    parser.add_argument("--write", action="store_true", help="apply the changes (default: show them)")
+    parser.add_argument("--match-body", action="store_true",
+                        help="keep ssemock's default matchers, the request body included (finds stale cassettes)")
+    parser.add_argument("--remove-originals", action="store_true",
+                        help="with --write, delete the vcrpy cassettes that were converted")
+    parser.set_defaults(handler=_cmd_migrate)
+
+
+def _cmd_migrate(args: argparse.Namespace) -> int:
+    try:
+        from .migrate import plan
+        migration = plan(args.path, match_body=args.match_body)
+    except (ImportError, FileNotFoundError) as exc:
+        raise _UsageError(str(exc)) from None
+    diff = migration.diff()
+    if diff and not args.write:
+        sys.stdout.write(escape_control(mask_text(diff)))
+    written = migration.write(remove_originals=args.remove_originals) if args.write else []
+    for job in migration.cassettes:
+        if not any(f.path in job.sources for f in migration.refused):
+            _out(f"{'converted' if args.write else 'would convert'} "
+                 f"{', '.join(str(s) for s in job.sources)} -> {job.target}")
+    for finding in migration.refused:
+        _out(f"refused   {finding}", err=True)
+    for finding in migration.unparsable:
+        _out(f"unparsable {finding}", err=True)
+    if migration.todo:
+        _out(f"not converted, or to check ({len(migration.todo)}):")
+        for finding in migration.todo:
+            _out(f"  {finding}")
+    edits = len(migration.edits)
+    if args.write:
+        _out(f"wrote {len(written)} files ({edits} edited or new, {len(written) - edits} cassettes)"
+             + (", removed the converted vcrpy cassettes" if args.remove_originals else ""))
+    else:
+        _out(f"dry run: {edits} files and {len(migration.cassettes)} cassettes would change; nothing written "
+             "(run again with --write)")
+    return 1 if migration.unparsable or migration.refused else 0
+
+
 # -- parser and dispatch -----------------------------------------------------------------------
 
 #: One function per subcommand, in the order ``--help`` lists them.
@@ -468,7 +521,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 _COMMANDS: list[Callable[[Subparsers], None]] = [
     _add_demo, _add_serve, _add_show, _add_validate, _add_rechunk, _add_redact, _add_fix, _add_import_vcr,
-    _add_doctor,
+    _add_migrate, _add_doctor,
 ]
 
 
@@ -523,15 +576,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_UsageError, CassetteError) as exc:
         _out(f"ssemock: error: {exc}", err=True)
         return 1
+    except BrokenPipeError:  # `ssemock show ... | head`: the reader left; stop quietly (before OSError, its base)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:  # writing a result: a folder that cannot be made, a full disk
         where = " ".join(getattr(exc, "__notes__", [])).removeprefix("ssemock: ") or exc.filename or ""
         print(f"ssemock: error: {exc.strerror or exc}{f' ({where})' if where else ''}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `ssemock show ... | head`: the reader left; stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
 
 
 if __name__ == "__main__":

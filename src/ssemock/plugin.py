@@ -368,10 +368,12 @@ def cassette_name(node: Any) -> str:
     return file_name(".".join([*classes, name]))
 
 
-def _cassette_path(spec: Any, directory: Path, node: Any) -> Path:
+def _cassette_path(spec: Any, directory: str | os.PathLike[str], node: Any) -> Path:
     """A name or relative path resolves in the test's cassette folder, never the working
     directory, and lexically: ``../other/x.json`` needs no folder of this test's to exist. An
-    absolute path is taken as it is."""
+    absolute path is taken as it is. The folder may be a str (as pytest-recording's
+    ``vcr_cassette_dir`` returns, and so migrated ``ssemock_cassette_dir`` fixtures do)."""
+    directory = Path(directory)
     if spec is None:
         path = directory / cassette_name(node)
         if not path.exists():  # a cassette import-vcr made from pytest-recording's name for this test
