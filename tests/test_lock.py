@@ -172,6 +172,19 @@ def test_the_socket_is_unpatched_after_the_last_player() -> None:
     assert "connect" not in socket.socket.__dict__ and socket.getaddrinfo.__module__ == "socket"
 
 
+def test_every_patch_is_removed_after_the_last_player() -> None:
+    import asyncio.selector_events
+    import ssl
+    import subprocess
+
+    owners = [socket.socket, ssl.SSLSocket, socket, subprocess.Popen,
+              getattr(asyncio.selector_events, "_SelectorDatagramTransport")]
+    before = [dict(vars(owner)) for owner in owners]
+    with ssemock.replay(ssemock.Cassette(), block_subprocesses=True):
+        assert [dict(vars(owner)) for owner in owners] != before
+    assert [dict(vars(owner)) for owner in owners] == before
+
+
 def test_a_pass_through_route_reaches_its_host_by_name_from_async_clients(server: str) -> None:
     """asyncio looks names up in a thread that does not see the pass-through's context."""
     import asyncio
@@ -396,3 +409,38 @@ def test_a_server_of_the_test_answers_during_a_replay_that_allows_nothing(server
     was let through (an ignored host here)."""
     with ssemock.replay(ssemock.Cassette(), allowed_hosts=[], ignore_hosts=["127.0.0.1"]):
         assert httpx.get(f"{server}/echo").status_code == 200
+
+
+def test_a_tls_connection_opened_before_the_replay_is_checked_when_it_sends(tmp_path: object) -> None:
+    import ssl
+    import subprocess
+    from pathlib import Path
+
+    folder = Path(str(tmp_path))
+    key, cert = folder / "key.pem", folder / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=localhost"], check=True, capture_output=True, timeout=60)
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(cert, key)
+    received: list[bytes] = []
+    listening = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listening.accept()
+        with server_context.wrap_socket(conn, server_side=True) as tls:
+            while data := tls.recv(100):
+                received.append(data)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    client_context = ssl.create_default_context(cafile=str(cert))
+    client_context.check_hostname = False
+    with client_context.wrap_socket(socket.create_connection(listening.getsockname())) as tls:
+        tls.sendall(b"before")
+        with ssemock.replay(ssemock.Cassette(), allowed_hosts=[]):
+            with pytest.raises(ssemock.NetworkBlockedError, match=r"127\.0\.0\.1"):
+                tls.sendall(b"inside")
+        tls.sendall(b"after")
+    thread.join(10)
+    listening.close()
+    assert b"".join(received) == b"beforeafter"
