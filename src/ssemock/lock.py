@@ -153,10 +153,10 @@ class Guard:
         could resolve into)."""
         return self._allowed.resolvable
 
-    def refuse(self, host: str, port: Any) -> None:
+    def refuse(self, host: str, port: Any, what: str = "a connection to") -> None:
         if self.blocks:
             raise NetworkBlockedError(
-                f"ssemock: blocked a connection to {host}:{port} during a replay ({self.where}): no client "
+                f"ssemock: blocked {what} {host if port is None else f'{host}:{port}'} during a replay ({self.where}): no client "
                 f"stack that ssemock intercepts ({_STACKS}) sent it, so it would reach the network. "
                 f"Allowed hosts: {self.allowed_hosts or 'none'}. To allow it: allowed_hosts=[{host!r}] "
                 f"(a keyword of replay()/use_cassette(), the marker, ssemock_config, "
@@ -176,14 +176,14 @@ _warn_lock = threading.Lock()
 _state = threading.Lock()
 
 
-def _check(address: Any) -> Guard | None:
+def _check(address: Any, what: str = "a connection to") -> Guard | None:
     """Refuse (or warn of) a connection or datagram to ``address``; the guard that let it pass."""
     if not _guards or not isinstance(address, tuple) or len(address) < 2:
         return None
     guard = _guards[-1]
     host = str(address[0])
     if not is_passing() and not guard.allows(host):
-        guard.refuse(host, address[1])
+        guard.refuse(host, address[1], what)
     return guard
 
 
@@ -200,7 +200,7 @@ def _check_peer(sock: socket.socket) -> None:
     except OSError:  # not connected: the send raises its own error
         return
     if isinstance(peer, tuple) and not (guard.allows(str(peer[0])) or is_passing(str(peer[0]))):
-        guard.refuse(str(peer[0]), peer[1])
+        guard.refuse(str(peer[0]), peer[1], "a send on a connection opened before the replay, to")
     guard.known.add(sock)
 
 
@@ -232,7 +232,7 @@ def _send(original: Any) -> Any:
 def _sendto(original: Any) -> Any:
     def sendto(self: socket.socket, data: Any, *rest: Any) -> Any:  # (data, address) or (data, flags, address)
         if rest:
-            _check(rest[-1])
+            _check(rest[-1], "a send to")
         return original(self, data, *rest)
     return sendto
 
@@ -240,7 +240,7 @@ def _sendto(original: Any) -> Any:
 def _sendmsg(original: Any) -> Any:
     def sendmsg(self: socket.socket, buffers: Any, *rest: Any) -> Any:  # ancdata, flags, address
         if len(rest) >= 3 and rest[2] is not None:
-            _check(rest[2])
+            _check(rest[2], "a send to")
         else:
             _check_peer(self)
         return original(self, buffers, *rest)
@@ -251,7 +251,7 @@ def _datagram_sendto(original: Any) -> Any:
     """asyncio's datagram transport turns any error of the socket into a logged fatal error:
     the lock refuses before it, so the caller of ``transport.sendto`` gets the error."""
     def sendto(self: Any, data: Any, addr: Any = None) -> None:
-        _check(addr if addr is not None else getattr(self, "_address", None))
+        _check(addr if addr is not None else getattr(self, "_address", None), "a datagram to")
         original(self, data, addr)
     return sendto
 
@@ -265,7 +265,7 @@ def _lookup_check(name: Any, port: Any, learn: bool) -> tuple[Guard | None, str]
     if is_passing(text):
         return None, text
     if guard.blocks and guard.decides_names() and not guard.allows(text):
-        guard.refuse(text, port)
+        guard.refuse(text, port, "a name lookup of")
     return (guard if learn and guard.allows(text) else None), text
 
 
@@ -281,7 +281,7 @@ def _getaddrinfo(original: Any) -> Any:
 
 def _gethostbyname(original: Any) -> Any:
     def gethostbyname(host: Any) -> Any:
-        guard, name = _lookup_check(host, "(lookup)", learn=True)
+        guard, name = _lookup_check(host, None, learn=True)
         found = original(host)
         if guard is not None and _address(name) is None:
             guard.learn(name, found[2] if isinstance(found, tuple) else [found])
@@ -291,7 +291,7 @@ def _gethostbyname(original: Any) -> Any:
 
 def _gethostbyaddr(original: Any) -> Any:
     def gethostbyaddr(host: Any) -> Any:
-        _lookup_check(host, "(reverse lookup)", learn=False)
+        _lookup_check(host, None, learn=False)
         return original(host)
     return gethostbyaddr
 
@@ -299,7 +299,7 @@ def _gethostbyaddr(original: Any) -> Any:
 def _getnameinfo(original: Any) -> Any:
     def getnameinfo(sockaddr: Any, flags: Any) -> Any:
         if isinstance(sockaddr, tuple) and sockaddr:
-            _lookup_check(sockaddr[0], sockaddr[1] if len(sockaddr) > 1 else "(lookup)", learn=False)
+            _lookup_check(sockaddr[0], None, learn=False)
         return original(sockaddr, flags)
     return getnameinfo
 
