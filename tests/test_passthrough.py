@@ -167,6 +167,16 @@ def test_the_plugin_takes_ignore_hosts_everywhere(pytester: pytest.Pytester, ser
     for flag in ("--ssemock-ignore-hosts=127.0.0.1", "--ssemock-ignore-localhost=true"):
         result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cassetter", "-o", "asyncio_default_fixture_loop_scope=function", "-k", "option", flag)
         result.assert_outcomes(passed=1)
+    conftest = pytester.makeconftest("""
+        import pytest
+
+        @pytest.fixture(scope="session")
+        def ssemock_config():
+            return {"ignore_hosts": ["127.0.0.1"]}
+    """)
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cassetter", "-o", "asyncio_default_fixture_loop_scope=function", "-k", "option")
+    result.assert_outcomes(passed=1)
+    conftest.unlink()
     pytester.makeini("[pytest]\nssemock_ignore_hosts = 127.0.0.1\n")
     result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cassetter", "-o", "asyncio_default_fixture_loop_scope=function", "-k", "option")
     result.assert_outcomes(passed=1)
