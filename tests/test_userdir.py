@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,11 +21,15 @@ from ssemock.userdir import private_dir
 
 @pytest.fixture
 def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A private XDG_RUNTIME_DIR, as systemd makes one per user."""
-    folder = tmp_path / "runtime"
-    folder.mkdir(mode=0o700)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
-    yield folder / "ssemock"
+    """A temp folder of this test's own (children too, through TMPDIR), and a private
+    XDG_RUNTIME_DIR as systemd makes one per user; yields the private folder ssemock uses."""
+    temp, xdg = tmp_path / "temp", tmp_path / "runtime"
+    temp.mkdir()
+    xdg.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(xdg))
+    yield temp / f"ssemock-{os.getuid()}"
 
 
 def _mode(path: Path) -> int:
@@ -56,14 +61,14 @@ def test_a_lock_file_that_is_a_symlink_is_refused_and_its_target_untouched(runti
 def test_an_unsafe_folder_is_passed_over(hostile: str, runtime: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "planted"
     elsewhere.mkdir()
-    if hostile == "symlink":
+    if hostile == "symlink":  # another user's symlink where ssemock's folder would be
         runtime.symlink_to(elsewhere)
     else:
         runtime.mkdir()
         runtime.chmod(0o777)
     found = private_dir("locks")
-    assert runtime not in found.parents and elsewhere not in found.parents
-    assert _mode(found.parent) == 0o700
+    assert found == tmp_path / "runtime" / "ssemock" / "locks"  # the next place: $XDG_RUNTIME_DIR
+    assert _mode(found.parent) == 0o700 and list(elsewhere.iterdir()) == []
 
 
 def test_a_run_folder_is_removed_when_the_run_ends(runtime: Path) -> None:

@@ -2,10 +2,11 @@
 
 The shared temp folder is writable by every local user, so a predictable name there
 (``/tmp/ssemock-locks/<hash>.lock``) lets another user plant a symlink that the victim's recording
-then opens. ssemock's files live instead in ``$XDG_RUNTIME_DIR/ssemock`` (per user, made by the
-system), else ``<tempdir>/ssemock-<uid>``, else ``~/.cache/ssemock``: the first that is a real
-directory (not a symlink), owned by this user, that no one else can write. ssemock creates it
-with mode 0700.
+then opens. ssemock's files live instead in ``<tempdir>/ssemock-<uid>``, else (when another
+user made that one first) ``$XDG_RUNTIME_DIR/ssemock``, else ``~/.cache/ssemock``: the first that
+is a real directory (not a symlink), owned by this user, that no one else can write. ssemock
+creates it with mode 0700. The temp folder comes first so that every process of the user (xdist
+workers, a second pytest, the CLI) finds the same lock files.
 """
 
 from __future__ import annotations
@@ -20,12 +21,11 @@ __all__ = ["candidates", "private_dir"]
 
 def candidates() -> list[Path]:
     """Where the private folder may be, in the order tried."""
-    found = []
+    uid = os.getuid() if hasattr(os, "getuid") else os.getlogin()
+    found = [Path(tempfile.gettempdir()) / f"ssemock-{uid}"]
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
         found.append(Path(runtime) / "ssemock")
-    uid = os.getuid() if hasattr(os, "getuid") else os.getlogin()
-    found.append(Path(tempfile.gettempdir()) / f"ssemock-{uid}")
     found.append(Path.home() / ".cache" / "ssemock")
     return found
 
