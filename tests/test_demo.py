@@ -157,8 +157,8 @@ def test_ssemock_demo_command_without_dir_removes_its_temp_folder(tmp_path: Path
     recorded_into = next(line for line in proc.stdout.splitlines() if line.startswith("   recorded into "))
     path = Path(recorded_into.removeprefix("   recorded into ").split(": ", 1)[0])
     assert path.parent.parent == temp and path.name == "chat_completions.json"  # it was written there ...
-    # ... and nothing of the demo is left (the shared folder of cassette locks is not the demo's)
-    assert not path.parent.exists() and [p.name for p in temp.iterdir()] in ([], ["ssemock-locks"])
+    # ... and nothing of the demo is left (the user's private folder of cassette locks is not the demo's)
+    assert not path.parent.exists() and [p.name for p in temp.iterdir()] in ([], [f"ssemock-{os.getuid()}"])
     assert "removed now" in proc.stdout
     assert proc.stdout.splitlines()[-1] == "  ssemock demo --dir .   then   ssemock show ./ssemock-demo-*/chat_completions.json"
 

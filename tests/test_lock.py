@@ -172,6 +172,19 @@ def test_the_socket_is_unpatched_after_the_last_player() -> None:
     assert "connect" not in socket.socket.__dict__ and socket.getaddrinfo.__module__ == "socket"
 
 
+def test_every_patch_is_removed_after_the_last_player() -> None:
+    import asyncio.selector_events
+    import ssl
+    import subprocess
+
+    owners = [socket.socket, ssl.SSLSocket, socket, subprocess.Popen,
+              getattr(asyncio.selector_events, "_SelectorDatagramTransport")]
+    before = [dict(vars(owner)) for owner in owners]
+    with ssemock.replay(ssemock.Cassette(), block_subprocesses=True):
+        assert [dict(vars(owner)) for owner in owners] != before
+    assert [dict(vars(owner)) for owner in owners] == before
+
+
 def test_a_pass_through_route_reaches_its_host_by_name_from_async_clients(server: str) -> None:
     """asyncio looks names up in a thread that does not see the pass-through's context."""
     import asyncio
@@ -189,3 +202,245 @@ def test_a_pass_through_route_reaches_its_host_by_name_from_async_clients(server
     with ssemock.replay(ssemock.Cassette(), allowed_hosts=[]) as player:
         player.router.route(host="localhost").pass_through()
         assert asyncio.run(both()) == (200, 200)
+
+
+# -- every way out of the process's sockets ---------------------------------------------------
+
+BLOCKED = "192.0.2.1"  # TEST-NET-1 (documentation only): refused before any packet leaves
+
+
+class Datagrams:
+    """A UDP socket on loopback that counts what arrives."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.address = self.sock.getsockname()
+
+    def received(self) -> list[bytes]:
+        got = []
+        while True:
+            try:
+                got.append(self.sock.recv(100))
+            except (TimeoutError, OSError):
+                return got
+
+
+@pytest.fixture
+def datagrams() -> Iterator[Datagrams]:
+    found = Datagrams()
+    yield found
+    found.sock.close()
+
+
+def _udp() -> socket.socket:
+    return socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+
+
+def _sendto(address: tuple[str, int]) -> None:
+    with _udp() as sock:
+        sock.sendto(b"sendto", address)
+
+
+def _sendto_flags(address: tuple[str, int]) -> None:
+    with _udp() as sock:
+        sock.sendto(b"sendto-flags", 0, address)
+
+
+def _sendmsg(address: tuple[str, int]) -> None:
+    with _udp() as sock:
+        sock.sendmsg([b"sendmsg"], [], 0, address)
+
+
+def _connected(address: tuple[str, int]) -> None:
+    with _udp() as sock:
+        sock.connect(address)
+        sock.send(b"connected")
+
+
+def _asyncio_connected(address: tuple[str, int]) -> None:
+    import asyncio
+
+    async def run() -> None:
+        transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(
+            asyncio.DatagramProtocol, remote_addr=address)
+        transport.sendto(b"asyncio-connected")
+        transport.close()
+    asyncio.run(run())
+
+
+def _asyncio_unconnected(address: tuple[str, int]) -> None:
+    import asyncio
+
+    async def run() -> None:
+        transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(
+            asyncio.DatagramProtocol, local_addr=("127.0.0.1", 0))
+        try:
+            transport.sendto(b"asyncio-unconnected", address)
+        finally:
+            transport.close()
+    asyncio.run(run())
+
+
+def _asyncio_sock_sendto(address: tuple[str, int]) -> None:
+    import asyncio
+
+    async def run() -> None:
+        with _udp() as sock:
+            sock.setblocking(False)
+            await asyncio.get_running_loop().sock_sendto(sock, b"sock_sendto", address)
+    asyncio.run(run())
+
+
+DATAGRAM_ROUTES: dict[str, Callable[[tuple[str, int]], None]] = {
+    "sendto": _sendto, "sendto_flags": _sendto_flags, "sendmsg": _sendmsg, "connected": _connected,
+    "asyncio_connected": _asyncio_connected, "asyncio_unconnected": _asyncio_unconnected,
+    "asyncio_sock_sendto": _asyncio_sock_sendto,
+}
+
+
+@pytest.mark.parametrize("route", DATAGRAM_ROUTES)
+def test_a_datagram_is_refused_before_it_is_sent(route: str, datagrams: Datagrams) -> None:
+    send = DATAGRAM_ROUTES[route]
+    with ssemock.replay(ssemock.Cassette(), allowed_hosts=[]):
+        with pytest.raises(ssemock.NetworkBlockedError, match=rf"127\.0\.0\.1:{datagrams.address[1]}"):
+            send(datagrams.address)
+        with pytest.raises(ssemock.NetworkBlockedError, match=rf"{BLOCKED}:9\b"):
+            send((BLOCKED, 9))
+    assert datagrams.received() == []
+    with ssemock.replay(ssemock.Cassette()):  # loopback allowed: the same route does deliver
+        send(datagrams.address)
+    assert len(datagrams.received()) == 1
+
+
+@pytest.mark.parametrize("connected", [False, True])
+def test_a_udp_socket_opened_before_the_replay_is_checked_when_it_sends(connected: bool,
+                                                                         datagrams: Datagrams) -> None:
+    with _udp() as sock:
+        sock.connect(datagrams.address)
+        with ssemock.replay(ssemock.Cassette(), allowed_hosts=[]):
+            with pytest.raises(ssemock.NetworkBlockedError):
+                sock.sendmsg([b"old"]) if connected else sock.send(b"old")
+        sock.send(b"after")  # the player is gone: the socket works again
+    assert datagrams.received() == [b"after"]
+
+
+def test_tcp_fast_open_is_refused_before_the_syn(listener: Listener) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        with ssemock.replay(ssemock.Cassette(), allowed_hosts=[]):
+            with pytest.raises(ssemock.NetworkBlockedError, match=rf"{BLOCKED}:80"):
+                sock.sendto(b"GET / HTTP/1.1\r\n\r\n", getattr(socket, "MSG_FASTOPEN", 0x20000000), (BLOCKED, 80))
+            with pytest.raises(ssemock.NetworkBlockedError):
+                sock.sendto(b"GET", getattr(socket, "MSG_FASTOPEN", 0x20000000), (listener.host, listener.port))
+    assert listener.settle() == 0
+
+
+LOOKUPS: dict[str, Callable[[], object]] = {
+    "getaddrinfo": lambda: socket.getaddrinfo("api.blocked.invalid", 443),
+    "gethostbyname": lambda: socket.gethostbyname("api.blocked.invalid"),
+    "gethostbyname_ex": lambda: socket.gethostbyname_ex("api.blocked.invalid"),
+    "gethostbyaddr": lambda: socket.gethostbyaddr(BLOCKED),
+    "getnameinfo": lambda: socket.getnameinfo((BLOCKED, 80), 0),
+    "getfqdn": lambda: socket.getfqdn("api.blocked.invalid"),
+}
+
+
+@pytest.mark.parametrize("lookup", LOOKUPS)
+def test_every_name_lookup_is_refused(lookup: str) -> None:
+    with ssemock.replay(ssemock.Cassette()):
+        with pytest.raises(ssemock.NetworkBlockedError, match=r"api\.blocked\.invalid|192\.0\.2\.1"):
+            LOOKUPS[lookup]()
+
+
+def test_lookups_of_allowed_hosts_run() -> None:
+    with ssemock.replay(ssemock.Cassette()):
+        assert socket.gethostbyname("localhost").startswith("127.")
+        assert socket.gethostbyname_ex("localhost")[2]
+        assert socket.getnameinfo(("127.0.0.1", 80), socket.NI_NUMERICHOST | socket.NI_NUMERICSERV) == ("127.0.0.1", "80")
+        socket.gethostbyaddr("127.0.0.1")
+
+
+def test_a_keep_alive_connection_opened_before_the_replay_is_checked_when_it_sends(server: str) -> None:
+    import http.client
+
+    host, port = server.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=5)
+    try:
+        conn.request("GET", "/echo")
+        assert conn.getresponse().read()
+        with ssemock.replay(ssemock.Cassette()):  # allowed: the same connection goes on
+            conn.request("GET", "/echo?allowed")
+            assert b"allowed" in conn.getresponse().read()
+        with ssemock.replay(ssemock.Cassette(), allowed_hosts=[]):
+            with pytest.raises(ssemock.NetworkBlockedError, match=rf"127\.0\.0\.1:{port}"):
+                conn.request("GET", "/echo?inside")
+    finally:
+        conn.close()
+
+
+def test_a_host_name_covers_every_address_it_resolves_to() -> None:
+    """allowed_hosts=["localhost"] allows ::1 as well as 127.0.0.1 (where localhost names both)."""
+    names = {info[4][0] for info in socket.getaddrinfo("localhost", None)}
+    listeners = []
+    for address in names:
+        try:
+            listeners.append(Listener(address))
+        except OSError:
+            continue
+    assert listeners
+    try:
+        with ssemock.replay(ssemock.Cassette(), allowed_hosts=["localhost"]):
+            for found in listeners:
+                socket.create_connection((found.host, found.port), timeout=2).close()
+        with ssemock.replay(ssemock.Cassette(), allowed_hosts=["localhost"]):  # learned from the lookup too
+            for found in listeners:
+                for *_, address in socket.getaddrinfo("localhost", found.port, type=socket.SOCK_STREAM):
+                    if address[0] == found.host:
+                        socket.create_connection(address[:2], timeout=2).close()
+        assert all(found.settle() == 2 for found in listeners)
+    finally:
+        for found in listeners:
+            found.close()
+
+
+def test_a_server_of_the_test_answers_during_a_replay_that_allows_nothing(server: str) -> None:
+    """A connection accepted by a local server is not a way out: the server answers a client that
+    was let through (an ignored host here)."""
+    with ssemock.replay(ssemock.Cassette(), allowed_hosts=[], ignore_hosts=["127.0.0.1"]):
+        assert httpx.get(f"{server}/echo").status_code == 200
+
+
+def test_a_tls_connection_opened_before_the_replay_is_checked_when_it_sends(tmp_path: object) -> None:
+    import ssl
+    import subprocess
+    from pathlib import Path
+
+    folder = Path(str(tmp_path))
+    key, cert = folder / "key.pem", folder / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=localhost"], check=True, capture_output=True, timeout=60)
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(cert, key)
+    received: list[bytes] = []
+    listening = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listening.accept()
+        with server_context.wrap_socket(conn, server_side=True) as tls:
+            while data := tls.recv(100):
+                received.append(data)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    client_context = ssl.create_default_context(cafile=str(cert))
+    client_context.check_hostname = False
+    with client_context.wrap_socket(socket.create_connection(listening.getsockname())) as tls:
+        tls.sendall(b"before")
+        with ssemock.replay(ssemock.Cassette(), allowed_hosts=[]):
+            with pytest.raises(ssemock.NetworkBlockedError, match=r"127\.0\.0\.1"):
+                tls.sendall(b"inside")
+        tls.sendall(b"after")
+    thread.join(10)
+    listening.close()
+    assert b"".join(received) == b"beforeafter"

@@ -89,7 +89,7 @@ def test_replay_mode_blocks_network_with_helpful_error(pytester: pytest.Pytester
 import os, httpx, pytest
 import ssemock
 
-@pytest.mark.ssemock
+@pytest.mark.ssemock(allowed_hosts=[])  # the server is on loopback, allowed by default
 def test_unrecorded():
     with httpx.Client() as client:
         client.get(os.environ["SSEMOCK_TEST_SERVER"] + "/events")
@@ -138,7 +138,8 @@ def test_two_requests():
     live_env = {"SECOND": "1"}
     for k, v in live_env.items():
         pytester._monkeypatch.setenv(k, v)
-    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=once").assert_outcomes(failed=1)
+    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=once",
+                                  "--ssemock-allowed-hosts=none").assert_outcomes(failed=1)
     # new_episodes: replays the first, records the second
     pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=new_episodes").assert_outcomes(passed=1)
     urls = [x["request"]["url"] for x in json.loads(path.read_text())["interactions"]]

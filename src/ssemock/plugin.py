@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 import uuid
 import warnings
 from types import TracebackType
@@ -46,7 +45,10 @@ KEYWORDS: dict[str, str] = {
     "match_on": "vcrpy matcher names and callables",
     "allow_playback_repeats": "True to serve an interaction more than once",
     "protocol": "the reference accumulator's protocol, e.g. 'openai.chat'",
-    "allowed_hosts": "hosts a connection no intercepted stack makes may reach (default: loopback)",
+    "allowed_hosts": "hosts a replay may reach: unmatched requests to them are sent for real (default: loopback)",
+    "ignore_hosts": "hosts never recorded nor served: their requests always go to the network",
+    "ignore_localhost": "True to ignore loopback hosts (as ignore_hosts)",
+    "block_subprocesses": "True: children started during a replay get proxy variables pointing at a refusing port",
     "before_record_request": "hook(Request) -> Request | None",
     "before_record_response": "hook(Response) -> Response | None",
     "drain_on_close": "while recording, keep reading a stream the client closed before its end: "
@@ -55,7 +57,9 @@ KEYWORDS: dict[str, str] = {
     "check_unconsumed": "|".join(_CHECKS),
 }
 #: the options with a command-line flag and an ini key (the rest: ini key only, or marker only)
-_CLI = ("record_mode", "chunking", "transform", "timing", "faults", "allowed_hosts", "match_on", "drain_on_close")
+_CLI = ("record_mode", "chunking", "transform", "timing", "faults", "allowed_hosts", "match_on", "drain_on_close",
+        "ignore_hosts", "ignore_localhost", "block_subprocesses")
+_FLAGS = ("allow_playback_repeats", "ignore_localhost", "block_subprocesses")
 _INI = (*_CLI, "check_unplayed", "check_unconsumed", "allow_playback_repeats")
 
 
@@ -75,6 +79,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ssemock-allowed-hosts", default=None, metavar="HOST[,HOST...]|none",
                     help="hosts that connections no intercepted stack makes may reach during a replay "
                          "(names, *.wildcards, addresses, networks; default loopback; 'none' for nothing)")
+    group.addoption("--ssemock-ignore-hosts", default=None, metavar="HOST[,HOST...]",
+                    help="hosts whose requests are never recorded nor served: always sent to the network")
+    group.addoption("--ssemock-ignore-localhost", default=None, metavar="true|false",
+                    help="ignore loopback hosts (localhost, 127.0.0.0/8, ::1), as --ssemock-ignore-hosts")
+    group.addoption("--ssemock-block-subprocesses", default=None, metavar="true|false",
+                    help="child processes started during a replay get proxy variables pointing at a "
+                         "loopback port that refuses every connection")
     group.addoption("--ssemock-match-on", default=None, metavar="MATCHER[,MATCHER...]",
                     help="vcrpy matcher names: method, uri, scheme, host, port, path, query, body, raw_body, headers")
     group.addoption("--ssemock-drain-on-close", default=None, metavar="true|false|SECONDS",
@@ -123,11 +134,11 @@ def _disabled(config: pytest.Config) -> bool:
 
 def _from_text(key: str, text: str) -> Any:
     """An option's value as written on the command line or in the ini file."""
-    if key == "allowed_hosts":
+    if key in ("allowed_hosts", "ignore_hosts"):
         return [] if text.strip().lower() == "none" else [h.strip() for h in text.split(",") if h.strip()]
     if key == "match_on":
         return [m.strip() for m in re.split(r"[,\s]+", text) if m.strip()]
-    if key == "allow_playback_repeats":
+    if key in _FLAGS:
         return text.strip().lower() in ("1", "true", "yes", "on")
     if key == "drain_on_close":
         word = text.strip().lower()
@@ -166,6 +177,10 @@ def _problem(key: str, value: Any) -> str | None:
             _matching.resolve(value)
         elif key == "allowed_hosts":
             Guard(allowed_hosts=value, blocks=True, where="")
+        elif key == "ignore_hosts":
+            Guard(allowed_hosts=None, ignore_hosts=value, blocks=True, where="")
+        elif key in ("ignore_localhost", "block_subprocesses") and not isinstance(value, bool):
+            return f"must be True or False, got {value!r}"
         elif key == "drain_on_close":
             drain_seconds(value)
         elif key in ("check_unplayed", "check_unconsumed") and value not in _CHECKS:
@@ -481,6 +496,9 @@ _INTERRUPTED = pytest.StashKey[bool]()
 def pytest_unconfigure(config: pytest.Config) -> None:
     if config in _configs:
         _configs.remove(config)
+    if _RUN in config.stash:  # the run's scratch folder goes (the last xdist worker out removes it)
+        from . import runs
+        runs.finish(config.stash[_RUN])
 
 
 def _say(config: pytest.Config, line: str) -> None:
@@ -493,8 +511,8 @@ def _say(config: pytest.Config, line: str) -> None:
 
 def _recorded_marker(config: pytest.Config, path: Path, node: Any) -> Path:
     """A file that says: this run has recorded this test's cassette (shared by xdist workers)."""
-    folder = Path(tempfile.gettempdir()) / f"ssemock-run-{config.stash[_RUN]}"
-    folder.mkdir(exist_ok=True)
+    from . import runs
+    folder = runs.folder(config.stash[_RUN])
     key = f"{path.resolve()}\0{cassette_name(node)}"
     return folder / hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()
 

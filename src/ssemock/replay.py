@@ -8,6 +8,7 @@ a single-pass stream handed to the client's own transport, which maps our ``http
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import operator
 import os
@@ -38,6 +39,7 @@ from .cassette import Cassette, CassetteError, Interaction, Request, Response
 from .expect import Expected, StreamAssertionError
 from .faults import Served
 from . import lock as _lock
+from . import subprocesses as _subprocesses
 from ._names import unknown
 from . import stacks as _stacks
 from .errors import UnmatchedRequestError
@@ -456,7 +458,9 @@ class Player:
                  before_record_request: RequestHook | None = None,
                  before_record_response: ResponseHook | None = None,
                  allowed_hosts: Sequence[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES,
-                 drain_on_close: bool | float = True, existed: bool = True) -> None:
+                 drain_on_close: bool | float = True, existed: bool = True,
+                 ignore_hosts: Sequence[str] | None = None, ignore_localhost: bool = False,
+                 block_subprocesses: bool = False) -> None:
         if record_mode not in RECORD_MODES:
             raise unknown("record_mode", record_mode, RECORD_MODES)
         self.cassette = cassette
@@ -482,7 +486,9 @@ class Player:
         self._drain = drain_seconds(drain_on_close)
         self._disk = _stat(self.path)  # the file as it was at the start: a change means another recorder
         self.guard = _lock.Guard(allowed_hosts=allowed_hosts, blocks=not self._records,
-                                 where=str(self.path) if self.path else "an in-memory cassette")
+                                 where=str(self.path) if self.path else "an in-memory cassette",
+                                 ignore_hosts=ignore_hosts, ignore_localhost=ignore_localhost)
+        self.block_subprocesses = block_subprocesses
         self._selection = Selection(cassette.interactions, self.match_on)
         self.plays: list[Play] = []
         self.recorders: list[Recorder] = []
@@ -509,6 +515,8 @@ class Player:
             raise RuntimeError(f"ssemock: {self!r} is already active (a player is entered once at a time)")
         _stacks.activate(self.router)
         _lock.engage(self.guard)
+        if self.block_subprocesses:
+            _subprocesses.engage(self._no_proxy)
         self._active = True
 
     def stop(self, save: bool = True) -> None:
@@ -519,9 +527,16 @@ class Player:
         self._requests.close()  # a stream still held gives up now: its requests can no longer come
         self._requests = _held.Requests()
         _lock.release(self.guard)
+        if self.block_subprocesses:
+            _subprocesses.release(self._no_proxy)
         _stacks.deactivate(self.router)
         if save:
             self.save()
+
+    @functools.cached_property
+    def _no_proxy(self) -> list[str]:
+        """The hosts a child process may reach directly (``block_subprocesses``)."""
+        return [*self.guard.allowed_hosts, *self.guard.ignore_hosts]
 
     def __enter__(self) -> Player:
         self.start()
@@ -558,6 +573,8 @@ class Player:
 
     def _handle(self, request: httpx.Request) -> httpx.Response:
         __tracebackhide__ = True
+        if self.guard.ignores(request.url.host):  # never recorded nor served
+            raise respx.models.PassThrough("ignore_hosts", request=request, origin=None)  # type: ignore[arg-type]
         sent = request_from_httpx(request)
         if self._before_request is not None:  # as vcrpy: matched in the form it is recorded in
             hooked = self._before_request(sent)
@@ -576,6 +593,8 @@ class Player:
                                 before_record_response=self._before_response,
                                 max_body_bytes=self.max_body_bytes, drain=self._drain)
             raise Record(request, recorder)
+        if self.guard.allows(request.url.host):  # sent for real, unless an outer player matches it
+            raise _stacks.Allowed(f"ssemock: {request.method} {request.url.host}: an allowed host")
         raise UnmatchedRequestError(self._explain(sent))
 
     def _recorded(self, recorder: Recorder) -> None:
@@ -980,16 +999,21 @@ def _recorded_error(core: ModuleType, error: dict[str, Any] | None) -> BaseExcep
 def replay(cassette: Cassette, *, chunking: ChunkingSpec = "as_recorded", transform: TransformSpec = None,
            timing: TimingSpec = "instant", faults: FaultSpec = (), match_on: matching.MatchOn | None = None,
            allow_playback_repeats: bool = False, protocol: str | None = None,
-           allowed_hosts: Sequence[str] | None = None) -> Player:
+           allowed_hosts: Sequence[str] | None = None, ignore_hosts: Sequence[str] | None = None,
+           ignore_localhost: bool = False, block_subprocesses: bool = False) -> Player:
     """A player over an in-memory cassette: ``with ssemock.replay(c) as player: ...``.
 
-    Replay only: a request no interaction matches raises UnmatchedRequestError, and a connection
-    no intercepted stack makes, to a host ``allowed_hosts`` does not allow (loopback by default),
-    raises NetworkBlockedError.
+    Replay only: a request no interaction matches raises UnmatchedRequestError, unless its host
+    is in ``allowed_hosts`` (loopback by default; ``[]`` for none): then it is sent for real. A
+    connection no intercepted stack makes, to a host that is not allowed, raises
+    NetworkBlockedError. Requests to ``ignore_hosts`` (``ignore_localhost=True``: loopback) are
+    always sent for real, never served. ``block_subprocesses=True`` points the proxy variables
+    of child processes started meanwhile at a port that refuses every connection.
     """
     return Player(cassette, chunking=chunking, transform=transform, timing=timing, faults=faults,
                   match_on=match_on, allow_playback_repeats=allow_playback_repeats, protocol=protocol,
-                  allowed_hosts=allowed_hosts)
+                  allowed_hosts=allowed_hosts, ignore_hosts=ignore_hosts, ignore_localhost=ignore_localhost,
+                  block_subprocesses=block_subprocesses)
 
 
 def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "none",
@@ -999,14 +1023,18 @@ def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "non
                  before_record_request: RequestHook | None = None,
                  before_record_response: ResponseHook | None = None,
                  allowed_hosts: Sequence[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES,
-                 drain_on_close: bool | float = True) -> Player:
+                 drain_on_close: bool | float = True, ignore_hosts: Sequence[str] | None = None,
+                 ignore_localhost: bool = False, block_subprocesses: bool = False) -> Player:
     """Replay (and record, by ``record_mode``) the cassette file at ``path``.
 
     Modes as vcrpy's: ``none`` replays only; ``once`` records if the file is missing, else
     replays; ``new_episodes`` replays what matches and records the rest; ``all`` records
     everything (replacing the interactions it re-records); ``rewrite`` starts from empty.
-    ``allowed_hosts`` (default: loopback only) says which connections that no intercepted stack
-    makes may still reach the network: a replay refuses the others, a recording warns of them.
+    ``allowed_hosts`` (default: loopback only) says which hosts a replay may still reach: an
+    unmatched request to one is sent for real, a connection that no intercepted stack makes to
+    any other is refused (a recording records every request, and warns of such connections).
+    Requests to ``ignore_hosts`` (``ignore_localhost=True``: loopback) are never recorded nor
+    served, in every mode. ``block_subprocesses``: see :func:`replay`.
     ``max_body_bytes`` bounds one recorded body (64 MiB): past it the interaction is cut and
     marked truncated, with a warning. ``drain_on_close`` (on by default, up to 30 s; a number of
     seconds, or False) keeps reading a recorded stream the client closed before its end, so the
@@ -1019,4 +1047,6 @@ def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "non
                   transform=transform, timing=timing, faults=faults, match_on=match_on,
                   allow_playback_repeats=allow_playback_repeats, protocol=protocol,
                   before_record_request=before_record_request, before_record_response=before_record_response,
-                  allowed_hosts=allowed_hosts, max_body_bytes=max_body_bytes, drain_on_close=drain_on_close)
+                  allowed_hosts=allowed_hosts, max_body_bytes=max_body_bytes, drain_on_close=drain_on_close,
+                  ignore_hosts=ignore_hosts, ignore_localhost=ignore_localhost,
+                  block_subprocesses=block_subprocesses)

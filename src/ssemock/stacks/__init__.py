@@ -39,7 +39,7 @@ from ..errors import UnmatchedRequestError
 if TYPE_CHECKING:
     from ..record import Recorder
 
-__all__ = ["STACKS", "STACK_KEY", "Patch", "Record", "activate", "adispatch", "deactivate", "dispatch",
+__all__ = ["STACKS", "STACK_KEY", "Allowed", "Patch", "Record", "activate", "adispatch", "deactivate", "dispatch",
            "errors_of", "passing", "stack_of"]
 
 STACK_KEY = "ssemock.stack"
@@ -63,6 +63,11 @@ class Record(PassThrough):
     def __init__(self, request: httpx.Request, recorder: Recorder) -> None:
         super().__init__("recording", request=request, origin=None)  # type: ignore[arg-type]
         self.recorder = recorder
+
+
+class Allowed(UnmatchedRequestError):
+    """Raised by a replaying player's router: no interaction matches, but the request's host is
+    allowed (``allowed_hosts``), so it is sent for real unless an outer player answers it."""
 
 
 @dataclass
@@ -212,7 +217,15 @@ def dispatch(request: httpx.Request) -> httpx.Response:
             return router.handler(request)
         except UnmatchedRequestError as exc:
             first = first or exc
+    _allowed(request, first)
     raise first or UnmatchedRequestError("ssemock: no player is active")
+
+
+def _allowed(request: httpx.Request, unmatched: UnmatchedRequestError | None) -> None:
+    """Send the request for real when the innermost player said its host is allowed and no
+    player answered it."""
+    if isinstance(unmatched, Allowed):
+        raise PassThrough("allowed host", request=request, origin=None)  # type: ignore[arg-type]
 
 
 async def adispatch(request: httpx.Request) -> httpx.Response:
@@ -224,6 +237,7 @@ async def adispatch(request: httpx.Request) -> httpx.Response:
             return await router.async_handler(request)
         except UnmatchedRequestError as exc:
             first = first or exc
+    _allowed(request, first)
     raise first or UnmatchedRequestError("ssemock: no player is active")
 
 

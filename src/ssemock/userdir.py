@@ -1,0 +1,64 @@
+"""A folder only this user can write: where ssemock keeps its lock files and run folders.
+
+The shared temp folder is writable by every local user, so a predictable name there
+(``/tmp/ssemock-locks/<hash>.lock``) lets another user plant a symlink that the victim's recording
+then opens. ssemock's files live instead in ``<tempdir>/ssemock-<uid>``, else (when another
+user made that one first) ``$XDG_RUNTIME_DIR/ssemock``, else ``~/.cache/ssemock``: the first that
+is a real directory (not a symlink), owned by this user, that no one else can write. ssemock
+creates it with mode 0700. The temp folder comes first so that every process of the user (xdist
+workers, a second pytest, the CLI) finds the same lock files.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+__all__ = ["candidates", "private_dir"]
+
+
+def candidates() -> list[Path]:
+    """Where the private folder may be, in the order tried."""
+    uid = os.getuid() if hasattr(os, "getuid") else os.getlogin()
+    found = [Path(tempfile.gettempdir()) / f"ssemock-{uid}"]
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        found.append(Path(runtime) / "ssemock")
+    found.append(Path.home() / ".cache" / "ssemock")
+    return found
+
+
+def _private(path: Path) -> str | None:
+    """Why ``path`` is no folder of this user's alone (None when it is), creating it if missing."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        found = os.lstat(path)
+    except OSError as exc:
+        return str(exc)
+    if not stat.S_ISDIR(found.st_mode):
+        return "it is not a directory (a symlink?)"
+    if hasattr(os, "getuid") and found.st_uid != os.getuid():
+        return f"it belongs to user id {found.st_uid}"
+    if found.st_mode & 0o022:
+        return f"others can write to it (mode {stat.S_IMODE(found.st_mode):o})"
+    return None
+
+
+def private_dir(*parts: str) -> Path:
+    """``parts`` under the user's private folder, created (mode 0700) when missing; raises
+    OSError naming every place tried when none is safe."""
+    problems = []
+    for base in candidates():
+        problem = _private(base)
+        if problem is None:
+            folder = base.joinpath(*parts)
+            for step in [base.joinpath(*parts[:i + 1]) for i in range(len(parts))]:
+                problem = _private(step)
+                if problem is not None:
+                    raise OSError(f"ssemock: {step} is unsafe for its lock files: {problem}; remove it")
+            return folder
+        problems.append(f"{base}: {problem}")
+    raise OSError("ssemock: found no folder only this user can write, for its lock files: "
+                  + "; ".join(problems))
