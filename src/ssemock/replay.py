@@ -144,6 +144,8 @@ def plan_response(response: Response, *, url: str, core: ModuleType,
         fault.apply(served, attempt)
         if (served.status, served.body, served.error, served.stalls) != before:
             applied.append(str(fault))
+    if served.status != response.status:  # an HTTP error's body replaced the stream
+        served.kind = _faults.framing_of(served.content_type, served.body)
     body, size = served.body, len(served.body)
     ends = chunking.lazy_ends(body, served.ends, content_type=content_type)
     held = list(holds(body)) if holds is not None else []
@@ -392,6 +394,7 @@ class Play:
         return ", ".join(parts)
     cut: int | None = None  # where a fault ends what the client gets (a stall past its timeout)
     framing: str | None = None  # the served body's framing (None: detect it from the body)
+    status: int = 200  # the status served (an http_error fault's, or the recorded one)
     cut_at: int | None = None  # where a fault cut the body short (disconnect, truncate)
 
     @property
@@ -643,7 +646,7 @@ class Player:
         stream = ReplayStream(plan, t0, gate)
         play = Play(index, request, interaction, self.chunking, self.transforms, stream,
                     plan.body, plan.ends, plan.faults, cut=_timeout_cut(plan), framing=plan.framing,
-                    cut_at=plan.cut_at)
+                    cut_at=plan.cut_at, status=plan.status)
         with self._lock:
             self.plays.append(play)
             self._latest = play
@@ -755,7 +758,7 @@ class Player:
             interaction = latest.interaction(hooked=False)
             response = interaction.response
             return Expected(Play(-1, latest.sent, interaction, _chunking.as_recorded, [], None,
-                                 response.body, response.ends), self.protocol)
+                                 response.body, response.ends, status=response.status), self.protocol)
         play = latest
         if play.expected is None or len(play.expected.body) != len(play.reference_body):
             play.expected = Expected(play, self.protocol)
