@@ -20,6 +20,9 @@ A framing module (``ssemock/framing/<name>.py``) defines one module-level object
     without a telling content type, the body looks like this framing.
 ``stream``
     whether bodies of this framing are streams of events (False for a plain JSON document).
+``example``
+    ``(content type, body)``: a short body of a few events, as servers write it; the fault x
+    framing matrix (``tests/test_fault_matrix.py``) and the table in the docs run every fault on it.
 
 Detection (:func:`detect`) asks every registered framing, in registry order: content type first,
 then sniffing; SSE when nothing says yes (a stream that is no framing decodes to no events).
@@ -46,6 +49,7 @@ class Framing:
     content_type: Callable[[str], bool]
     sniff: Callable[[bytes], bool]
     stream: bool = True  # False: a whole document (``json``), which stream faults leave alone unless aimed at it
+    example: tuple[str, bytes] | None = None  # (content type, a short body): what matrices and docs show
 
 
 #: The registry: module names under ssemock.framing, in detection order.

@@ -96,4 +96,5 @@ def _sniff(body: bytes) -> bool:
 
 
 FRAMING = Framing(name="json_array", decode=decode, event_ends=event_ends,
-                  content_type=lambda media: False, sniff=_sniff)
+                  content_type=lambda media: False, sniff=_sniff,
+                  example=("application/json", b'[{"n": 1}\n,\r\n{"n": 2}\n,\r\n{"n": 3}\n,\r\n{"n": 4}\n]'))

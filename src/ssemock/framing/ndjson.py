@@ -148,4 +148,5 @@ def _sniff(body: bytes) -> bool:
 
 
 FRAMING = Framing(name="ndjson", decode=_decode_body, event_ends=event_ends,
-                  content_type=_MEDIA_TYPES.__contains__, sniff=_sniff)
+                  content_type=_MEDIA_TYPES.__contains__, sniff=_sniff,
+                  example=("application/x-ndjson", b'{"n": 1}\n{"n": 2}\n{"n": 3}\n{"n": 4, "done": true}\n'))

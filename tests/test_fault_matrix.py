@@ -1,0 +1,238 @@
+"""Every fault in every framing through every client stack: the bytes served, the client's
+exception, what ``plays[i].faults`` reports, or a refusal naming fault and framing.
+
+The axes come from the registries (:data:`ssemock.faults.VARIANTS`, :func:`ssemock.framing.all_framings`
+with each framing's ``example`` body, :data:`ssemock.stacks.STACKS`), so a new fault, framing or
+stack is a new row here; the guards below fail when one lacks what the matrix needs to run it
+(an oracle for a fault, an example body for a framing, a client for a stack).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+import httpx
+import httpx2
+import orjson
+import pytest
+import urllib3
+
+import ssemock
+from ssemock import faults, framing, stacks
+
+URL = "https://api.example.test/v1/stream"
+READ_TIMEOUT = 5.0  # the stall variant waits longer: the client's ReadTimeout at once, no sleeping
+Received = tuple[int, bytes, BaseException | None]
+
+
+# -- one client per stack and mode: read the whole body, keep the exception ---------------------
+
+def _httpx_like(module: Any) -> Callable[[], Received]:
+    def sync() -> Received:
+        got = bytearray()
+        with module.Client(timeout=READ_TIMEOUT) as client, client.stream("POST", URL, content=b"{}") as response:
+            try:
+                for chunk in response.iter_bytes():
+                    got += chunk
+            except Exception as exc:
+                return response.status_code, bytes(got), exc
+            return response.status_code, bytes(got), None
+    return sync
+
+
+def _httpx_like_async(module: Any) -> Callable[[], Received]:
+    async def read() -> Received:
+        got = bytearray()
+        async with module.AsyncClient(timeout=READ_TIMEOUT) as client, \
+                client.stream("POST", URL, content=b"{}") as response:
+            try:
+                async for chunk in response.aiter_bytes():
+                    got += chunk
+            except Exception as exc:
+                return response.status_code, bytes(got), exc
+            return response.status_code, bytes(got), None
+    return lambda: asyncio.run(read())
+
+
+def _aiohttp() -> Received:
+    async def read() -> Received:
+        got = bytearray()
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(sock_read=READ_TIMEOUT)) as session, \
+                session.post(URL, data=b"{}") as response:
+            try:
+                async for chunk in response.content.iter_any():
+                    got += chunk
+            except Exception as exc:
+                return response.status, bytes(got), exc
+            return response.status, bytes(got), None
+    return asyncio.run(read())
+
+
+def _urllib3() -> Received:
+    got = bytearray()
+    response = urllib3.PoolManager().request("POST", URL, body=b"{}", preload_content=False, retries=False,
+                                             timeout=urllib3.Timeout(connect=READ_TIMEOUT, read=READ_TIMEOUT))
+    try:
+        for chunk in response.stream(1024):
+            got += chunk
+    except Exception as exc:
+        return response.status, bytes(got), exc
+    finally:
+        response.release_conn()
+    return response.status, bytes(got), None
+
+
+#: stack -> mode -> client; the exceptions each stack's client raises for a dropped connection
+#: and for a read timeout
+CLIENTS: dict[str, dict[str, Callable[[], Received]]] = {
+    "httpx": {"sync": _httpx_like(httpx), "async": _httpx_like_async(httpx)},
+    "httpx2": {"sync": _httpx_like(httpx2), "async": _httpx_like_async(httpx2)},
+    "aiohttp": {"async": _aiohttp},
+    "urllib3": {"sync": _urllib3},
+}
+RAISES: dict[str, dict[str, type[BaseException]]] = {
+    "httpx": {"dropped": httpx.RemoteProtocolError, "timeout": httpx.ReadTimeout},
+    "httpx2": {"dropped": httpx2.RemoteProtocolError, "timeout": httpx2.ReadTimeout},
+    "aiohttp": {"dropped": aiohttp.ClientPayloadError, "timeout": aiohttp.ServerTimeoutError},
+    "urllib3": {"dropped": urllib3.exceptions.ProtocolError, "timeout": urllib3.exceptions.ReadTimeoutError},
+}
+STACK_MODES = [(stack, mode) for stack in stacks.STACKS for mode in CLIENTS.get(stack, {"?": _urllib3})]
+
+
+# -- what each fault must serve, from the original body and its event ends ----------------------
+
+EXTRA = b'{"ssemock": "data after the terminator"}'
+Want = tuple[int, bytes | Callable[[bytes], bool], str | None]  # status, bytes (or a check), exception kind
+
+
+def _mid(ends: list[int]) -> int:
+    starts = [0, *ends]
+    k = max(len(starts) - 3, 0)
+    return (starts[k] + starts[k + 1]) // 2
+
+
+def _trailing(kind: str, body: bytes, ends: list[int]) -> bytes:
+    return {"sse": body + b"data: " + EXTRA + b"\n\n", "ndjson": body + EXTRA + b"\n",
+            "json_array": body + b"\n" + EXTRA + b"\n"}[kind]
+
+
+def _garbage(kind: str, body: bytes, ends: list[int]) -> bytes:
+    if kind == "sse":
+        return body[:ends[-2]] + body[ends[-2]:].rstrip(b"\n") + b"garbage\n\n"
+    if kind == "ndjson":
+        return body[:ends[-1] - 1] + b"garbage\n"
+    if kind == "json_array":
+        return body[:ends[-1]] + b"garbage" + body[ends[-1]:]
+    return body.rstrip() + b"garbage" + body[len(body.rstrip()):]  # json
+
+
+def _error_event(kind: str, body: bytes, ends: list[int]) -> Callable[[bytes], bool]:
+    def check(served: bytes) -> bool:
+        events = framing.get(kind).decode(served)
+        original = framing.get(kind).decode(body)
+        return served[:ends[0]] == body[:ends[0]] and len(events) == 2 and events[0] == original[0] \
+            and "overloaded" in repr(events[1]).lower()
+    return check
+
+
+def _json_error(status: int) -> Callable[[bytes], bool]:
+    return lambda served: isinstance(orjson.loads(served), dict)
+
+
+ORACLES: dict[str, Callable[[str, bytes, list[int], int], Want]] = {
+    "disconnect:after_event=1": lambda kind, body, ends, attempt: (200, body[:ends[0]], "dropped"),
+    "disconnect:after_byte=5": lambda kind, body, ends, attempt: (200, body[:5], "dropped"),
+    "stall:before_event=1,seconds=60": lambda kind, body, ends, attempt: (200, body[:ends[0]], "timeout"),
+    "truncate": lambda kind, body, ends, attempt: (200, body[:ends[-2]], None),
+    "truncate:at=mid_event": lambda kind, body, ends, attempt: (200, body[:_mid(ends)], None),
+    "trailing_data": lambda kind, body, ends, attempt: (200, _trailing(kind, body, ends), None),
+    "trailing_data:at=same_event": lambda kind, body, ends, attempt: (
+        200, body[:ends[-2]] + b"data: [DONE]\ndata: " + EXTRA + b"\n\n", None),
+    "trailing_data:at=garbage": lambda kind, body, ends, attempt: (200, _garbage(kind, body, ends), None),
+    "http_error:status=429,retry_after=0": lambda kind, body, ends, attempt: (429, _json_error(429), None),
+    "error_event:kind=overloaded_error,after_event=1": lambda kind, body, ends, attempt: (
+        200, _error_event(kind, body, ends), None),
+    "sequence:http_error:status=503|as_recorded": lambda kind, body, ends, attempt: (
+        (503, _json_error(503), None) if attempt == 0 else (200, body, None)),
+}
+
+FRAMINGS = [f.name for f in framing.all_framings()]
+
+
+def _whole_events(kind: str, got: bytes) -> list[Any]:
+    """What a conforming client gets from a stream cut short: its whole events."""
+    ends = framing.get(kind).event_ends(got)
+    return framing.get(kind).decode(got[:ends[-1]]) if ends else []
+
+
+def _aimed(variant: str) -> str:
+    """The variant aimed at interaction 0 (a plain JSON body takes a fault only when aimed)."""
+    return variant + (",on=0" if ":" in variant else ":on=0")
+
+
+def _cassette(kind: str) -> tuple[ssemock.Cassette, bytes]:
+    example = framing.get(kind).example
+    assert example is not None
+    content_type, body = example
+    cassette = ssemock.Cassette()
+    cassette.add("POST", URL, [body], headers={"content-type": content_type})
+    return cassette, body
+
+
+def test_every_registered_fault_framing_and_stack_can_run_in_the_matrix() -> None:
+    """A new fault needs an oracle, a new framing an example body, a new stack a client."""
+    assert set(faults.VARIANTS) == set(ORACLES)
+    assert {v.partition(":")[0] for v in faults.VARIANTS} >= {*faults._KNOWN}
+    assert all(f.example is not None for f in framing.all_framings())
+    assert set(stacks.STACKS) == set(CLIENTS) == set(RAISES)
+
+
+@pytest.mark.parametrize("stack, mode", STACK_MODES, ids=[f"{s}-{m}" for s, m in STACK_MODES])
+@pytest.mark.parametrize("kind", FRAMINGS)
+@pytest.mark.parametrize("variant", faults.VARIANTS)
+def test_fault_in_framing_through_stack(variant: str, kind: str, stack: str, mode: str) -> None:
+    cassette, body = _cassette(kind)
+    spec = _aimed(variant)
+    why = faults.get(spec).refuses(kind)
+    if why is not None:  # refused before any request, naming the fault and the framing
+        with pytest.raises(ValueError) as refused:
+            ssemock.replay(cassette, faults=spec).start()
+        assert spec in str(refused.value) and f"a {kind} body" in str(refused.value)
+        return
+    ends = framing.get(kind).event_ends(body)
+    with ssemock.replay(cassette, faults=spec, allow_playback_repeats=True) as player:
+        for attempt in range(2):
+            status, got, error = CLIENTS[stack][mode]()
+            want_status, want_body, raises = ORACLES[variant](kind, body, ends, attempt)
+            assert status == want_status
+            assert got == want_body if isinstance(want_body, bytes) else want_body(got), got
+            if raises is None:
+                assert error is None, error
+            else:
+                assert isinstance(error, RAISES[stack][raises]), error
+            changed = status != 200 or got != body or error is not None
+            assert player.plays[attempt].faults == ([spec] if changed else [])
+            expected = player.expected  # the reference never crashes on what was served
+            cut = raises is not None or variant.startswith("truncate")
+            assert expected.cut == cut
+            if status == 200 and variant != "trailing_data:at=garbage":  # (garbage: the reference rejects it)
+                assert expected.events == (_whole_events(kind, got) if cut else framing.get(kind).decode(got))
+
+
+@pytest.mark.parametrize("kind", FRAMINGS)
+@pytest.mark.parametrize("variant", faults.VARIANTS)
+def test_unaimed_fault_with_no_meaning_for_the_cassette_is_refused(variant: str, kind: str) -> None:
+    """Unaimed, a stream fault that has a meaning for no response of the cassette (a framing it
+    refuses, a plain JSON body) fails the player before any request, naming the fault."""
+    cassette, _ = _cassette(kind)
+    fault = faults.get(variant)
+    if fault.per_request or (framing.get(kind).stream and fault.refuses(kind) is None):
+        with ssemock.replay(cassette, faults=variant):
+            pass
+        return
+    with pytest.raises(ValueError, match="has a meaning for no response") as refused:
+        ssemock.replay(cassette, faults=variant).start()
+    assert variant in str(refused.value) and kind in str(refused.value)
