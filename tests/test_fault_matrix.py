@@ -236,3 +236,123 @@ def test_unaimed_fault_with_no_meaning_for_the_cassette_is_refused(variant: str,
     with pytest.raises(ValueError, match="has a meaning for no response") as refused:
         ssemock.replay(cassette, faults=variant).start()
     assert variant in str(refused.value) and kind in str(refused.value)
+
+
+# -- aiming: a cassette of a HEAD, a POST stream and a GET ----------------------------------------
+
+BASE = "https://api.anthropic.com"
+
+
+def _three() -> ssemock.Cassette:
+    cassette = ssemock.Cassette()
+    cassette.add("HEAD", f"{BASE}/", [])
+    cassette.interactions.append(STREAM)
+    cassette.add("GET", f"{BASE}/v1/models", [b'{"data": [{"id": "claude-test"}]}'],
+                 headers={"content-type": "application/json"})
+    return cassette
+
+
+STREAM = ssemock.synth.anthropic_messages("Hello from the stream", seed=3).interactions[0]
+
+
+def _calls(client: httpx.Client) -> list[tuple[int, bytes, str | None]]:
+    """HEAD, the streaming POST (read to its end or its error), then the GET."""
+    out = [(client.head(f"{BASE}/").status_code, b"", None)]
+    with client.stream("POST", f"{BASE}/v1/messages", content=STREAM.request.body) as response:
+        got = bytearray()
+        try:
+            for chunk in response.iter_bytes():
+                got += chunk
+            error = None
+        except httpx.HTTPError as exc:
+            error = type(exc).__name__
+        out.append((response.status_code, bytes(got), error))
+    response = client.get(f"{BASE}/v1/models")
+    out.append((response.status_code, response.content, None))
+    return out
+
+
+def test_an_http_error_aimed_at_the_stream_leaves_the_head_and_the_get_alone() -> None:
+    cassette = _three()
+    with ssemock.replay(cassette, faults="http_error:status=429,on=POST */v1/messages") as player, \
+            httpx.Client() as client:
+        (head, _, _), (post, body, _), (get, models, _) = _calls(client)
+        assert (head, post, get) == (200, 429, 200)
+        assert orjson.loads(body)["error"]["type"] == "rate_limit_error"  # Anthropic's own 429 body
+        assert models == cassette.interactions[2].response.body
+        assert [p.faults for p in player.plays] == [[], ["http_error:status=429,on=POST */v1/messages"], []]
+
+
+def test_unaimed_http_error_answers_the_first_interaction_matched_and_only_it() -> None:
+    with ssemock.replay(_three(), faults="http_error:status=503") as player, httpx.Client() as client:
+        assert client.head(f"{BASE}/").status_code == 503
+        assert client.head(f"{BASE}/").status_code == 503  # a retry matches it again: the same answer
+        (head, _, _), (post, _, error), (get, _, _) = _calls(client)
+        assert (head, post, error, get) == (503, 200, None, 200)
+        assert player.plays[0].faults == ["http_error:status=503"] and player.plays[-1].faults == []
+
+
+def test_an_unaimed_stream_fault_cuts_the_stream_and_leaves_the_head_and_the_plain_json_alone() -> None:
+    cassette = _three()
+    with ssemock.replay(cassette, faults="disconnect:after_event=2") as player, httpx.Client() as client:
+        (head, _, _), (post, body, error), (get, models, _) = _calls(client)
+        ends = framing.get("sse").event_ends(cassette.interactions[1].response.body)
+        assert (head, post, error, get) == (200, 200, "RemoteProtocolError", 200)
+        assert body == cassette.interactions[1].response.body[:ends[1]]
+        assert models == cassette.interactions[2].response.body
+        assert [p.faults for p in player.plays] == [[], ["disconnect:after_event=2"], []]
+
+
+@pytest.mark.parametrize("on", [2, "2", "#2", "GET */v1/models", "/v1/models", "* /v1/models"])
+def test_a_fault_aimed_by_index_or_pattern_reaches_the_plain_json_get(on: str | int) -> None:
+    cassette = _three()
+    fault = faults.disconnect(after_byte=4, on=on)
+    with ssemock.replay(cassette, faults=[fault]) as player, httpx.Client() as client:
+        client.head(f"{BASE}/")
+        with pytest.raises(httpx.RemoteProtocolError), client.stream("GET", f"{BASE}/v1/models") as response:
+            response.read()
+        assert player.plays[-1].body == cassette.interactions[2].response.body[:4]
+        assert player.plays[0].faults == []
+
+
+def test_an_aimed_fault_name_round_trips_from_keyword_to_string() -> None:
+    fault = faults.disconnect(after_event=2, on="POST */v1/messages")
+    assert str(fault) == "disconnect:after_event=2,on=POST */v1/messages"
+    again = faults.get(str(fault))
+    assert (again.on, str(again)) == (fault.on, str(fault))
+    assert str(faults.get("truncate:on=1")) == "truncate:on=1"
+    sequence = faults.get("sequence:http_error:status=429|as_recorded,on=POST */v1/messages")
+    assert sequence.on == faults.Target(method="POST", pattern="*/v1/messages")
+    assert faults.get("sequence:http_error:status=429,on=1|as_recorded").on == faults.Target(index=1)
+
+
+def test_an_aimed_sequence_counts_the_attempts_of_its_target_only() -> None:
+    """429 then success for the stream, however many other requests come first."""
+    cassette = _three()
+    spec = "sequence:http_error:status=429|as_recorded,on=POST */v1/messages"
+    with ssemock.replay(cassette, faults=spec) as player, httpx.Client() as client:
+        assert [s for s, _, _ in _calls(client)] == [200, 429, 200]
+        with client.stream("POST", f"{BASE}/v1/messages", content=STREAM.request.body) as response:
+            assert (response.status_code, response.read()) == (200, cassette.interactions[1].response.body)
+        assert [p.faults for p in player.plays] == [[], [spec], [], []]
+
+
+@pytest.mark.parametrize("on", ["PUT */v1/messages", "*/v2/*", 7])
+def test_a_target_that_matches_nothing_is_an_error_naming_it_and_the_requests(on: str | int) -> None:
+    with pytest.raises(ValueError) as error:
+        ssemock.replay(_three(), faults=[faults.truncate(on=on)]).start()
+    message = str(error.value)
+    assert f"target {str(on)!r} matches no interaction" in message
+    assert "#0 HEAD https://api.anthropic.com/" in message and "#2 GET https://api.anthropic.com/v1/models" in message
+
+
+def test_a_fault_aimed_at_a_framing_it_refuses_is_an_error_naming_both() -> None:
+    with pytest.raises(ValueError, match=r"trailing_data:at=same_event,on=2 cannot apply to interaction #2 "
+                                         r"\(GET https://api.anthropic.com/v1/models\).*a json body"):
+        ssemock.replay(_three(), faults="trailing_data:at=same_event,on=2").start()
+
+
+@pytest.mark.parametrize("on, says", [(-1, "index >= 0"), ("", "METHOD URL-PATTERN"), (1.5, "METHOD URL-PATTERN")])
+def test_a_bad_target_is_one_value_error_when_parsed(on: Any, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        faults.disconnect(after_event=1, on=on)
