@@ -168,6 +168,11 @@ class Fault:
         """Why this fault has no meaning for a body of ``framing`` (None: it has one)."""
         return None
 
+    def takes_document(self, url: str, headers: Sequence[tuple[str, str]], body: bytes) -> bool:
+        """Whether, unaimed, it applies to this plain JSON body (no stream): only where the
+        response's protocol gives it a meaning (an MCP JSON answer takes an error_event)."""
+        return False
+
     def aimed(self, on: Target | str | int | None) -> Fault:
         """This fault aimed at ``on`` (its name says so: ``disconnect:after_event=2,on=POST */x``)."""
         if on is None:
@@ -449,12 +454,18 @@ class _ErrorEvent(Fault):
                     + (" (a plain JSON body is no stream: use http_error)" if framing == "json" else ""))
         return None
 
+    def takes_document(self, url: str, headers: Sequence[tuple[str, str]], body: bytes) -> bool:
+        found = protocols.for_response(url, headers, body)
+        return found is not None and protocols.speaks(found, "json")
+
     def apply(self, served: Served, attempt: int) -> None:
         kind = served.framing
         if self.refuses(kind):
             return
         ends = served.event_ends()
         n = self.after_event if self.after_event is not None else len(ends) // 2
+        if not framing.get(kind).stream:  # a document: the error is the whole answer
+            n = 0
         offset = 0 if n <= 0 else ends[n - 1] if n <= len(ends) else len(served.body)
         message = _EVENT_MESSAGES.get(self.kind, self.kind.replace("_", " "))
         protocol = _protocol(served.url, served.headers, served.body)
@@ -492,8 +503,9 @@ def error_event(kind: str = "overloaded_error", after_event: int | None = None, 
     ``{"error": ...}`` line (Ollama), a Gemini error object (an array element and the ``]`` in
     a JSON array stream), an eventstream exception frame (Bedrock), Cohere's ``message-end`` with
     ``finish_reason: ERROR``. A body in a framing the detected protocol does not write gets the
-    shape of the first protocol that writes it (an unknown JSON-lines API: Ollama's line).
-    Refused on a plain JSON body."""
+    shape of the first protocol that writes it (an unknown JSON-lines API: Ollama's line). A
+    plain JSON body is replaced by the error where a protocol answers with one (MCP's JSON-RPC
+    error answer); unaimed, only such a body takes it."""
     return _ErrorEvent(kind, after_event).aimed(on)
 
 
@@ -604,7 +616,9 @@ class Aim:
         if not response.body:
             return False
         kind = framing.detect(response.header("content-type"), response.body)
-        return kind.stream and fault.refuses(kind.name) is None
+        if fault.refuses(kind.name) is not None:
+            return False
+        return kind.stream or fault.takes_document(interaction.request.url, response.headers, response.body)
 
     def pick(self, index: int, interaction: Interaction) -> list[Fault]:
         """The faults serving ``interaction`` (at ``index``) now goes through, each at its attempt."""
