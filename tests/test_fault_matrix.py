@@ -358,3 +358,27 @@ def test_a_fault_aimed_at_a_framing_it_refuses_is_an_error_naming_both() -> None
 def test_a_bad_target_is_one_value_error_when_parsed(on: Any, says: str) -> None:
     with pytest.raises(ValueError, match=says):
         faults.disconnect(after_event=1, on=on)
+
+
+def test_the_docs_table_shows_every_cell() -> None:
+    """docs/guide/faults.md's table is generated (docs/hooks/fault_matrix.py) from the same
+    registries: a row per fault variant, a column per framing, each refusal named."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "docs" / "hooks" / "fault_matrix.py"
+    spec = importlib.util.spec_from_file_location("fault_matrix_hook", path)
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    table = hook.render()
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    assert len(rows) == len(faults.VARIANTS)
+    assert table.splitlines()[0] == "| fault | " + " | ".join(FRAMINGS) + " |"
+    for variant, row in zip(faults.VARIANTS, rows):
+        cells = row.split(" | ")[1:]
+        assert len(cells) == len(FRAMINGS)
+        for kind, text in zip(FRAMINGS, cells):
+            why = faults.get(variant).refuses(kind)
+            assert ("**refused**" in text) == (why is not None) and text.strip(" |") != "unchanged"
+    assert hook.MARKER in (Path(__file__).parents[1] / "docs" / "guide" / "faults.md").read_text()
