@@ -72,7 +72,8 @@ def render() -> str:
     names = [f.name for f in framing.all_framings()]
     lines = ["| fault | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for variant in faults.VARIANTS:
-        lines.append(f"| `{variant.replace('|', '&#124;')}` | " + " | ".join(cell(variant, name) for name in names) + " |")
+        cells = " | ".join(cell(variant, name) for name in names)
+        lines.append(f"| `{variant.replace('|', '&#124;')}` | {cells} |")
     examples = [f"- **{f.name}** (`{f.example[0]}`): {_show(f.example[1], 120)}"
                 for f in framing.all_framings() if f.example is not None]
     return "\n".join(lines) + "\n\nThe example bodies:\n\n" + "\n".join(examples) + "\n"

@@ -233,7 +233,8 @@ class _Disconnect(Fault):
             f"after byte {offset})")
 
 
-def disconnect(after_event: int | None = None, after_byte: int | None = None, on: Target | str | int | None = None) -> Fault:
+def disconnect(after_event: int | None = None, after_byte: int | None = None,
+               on: Target | str | int | None = None) -> Fault:
     """Drop the connection after N whole events (or N bytes): the client's RemoteProtocolError.
 
     An event is an SSE event, a JSON line, a JSON array's element (the cut falls after its closing
@@ -495,7 +496,8 @@ def _newline(body: bytes) -> str:
     return "\r\n" if body[at + 1:at + 2] == b"\n" else "\r"
 
 
-def error_event(kind: str = "overloaded_error", after_event: int | None = None, on: Target | str | int | None = None) -> Fault:
+def error_event(kind: str = "overloaded_error", after_event: int | None = None,
+                on: Target | str | int | None = None) -> Fault:
     """The stream's own error event after event N (default: mid-stream); the stream ends there.
 
     Written by the response's protocol module in the body's framing and line endings: an SSE
