@@ -373,8 +373,8 @@ def test_sse_decoder_reused_after_close(bodies: list[bytes], cuts: list[int]) ->
 
 def reference_ndjson(body: bytes) -> list[object] | tuple[str, int]:
     out: list[object] = []
-    for lineno, line in enumerate(body.split(b"\n"), 1):
-        if not line.strip(b" \t\r"):
+    for lineno, line in enumerate(re.split(rb"\r\n|\r|\n", body), 1):  # a lone CR ends a line too
+        if not line.strip(b" \t"):
             continue
         try:
             out.append(orjson.loads(line))

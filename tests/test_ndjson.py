@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import asyncio
 from collections.abc import AsyncIterator, Iterable
 
@@ -23,8 +25,8 @@ def bytewise(stream: bytes) -> list[bytes]:
 
 
 def naive(stream: bytes) -> list[object]:
-    """The whole stream at once: split on LF bytes, skip blank lines, parse each."""
-    return [orjson.loads(line) for line in stream.split(b"\n") if line.strip(b" \t\r")]
+    """The whole stream at once: split at LF, CRLF and lone CR bytes, skip blank lines, parse each."""
+    return [orjson.loads(line) for line in re.split(rb"\r\n|\r|\n", stream) if line.strip(b" \t")]
 
 
 OLLAMA = (
@@ -58,13 +60,16 @@ def test_crlf_and_crlf_split_across_feeds() -> None:
     assert decode([b'{"a":1}\r\n{"b":2}\r\n']) == [{"a": 1}, {"b": 2}]
     assert decode([b'{"a":1}\r', b'\n{"b":2}\r', b"\n"]) == [{"a": 1}, {"b": 2}]
     decoder = Decoder()
-    assert decoder.feed(b"1\r") == []
-    assert decoder.feed(b"\n") == [1]
+    assert decoder.feed(b"1\r") == [1]  # the line is complete at its CR
+    assert decoder.feed(b"\n") == []  # the LF of its CRLF: no blank line, no second value
+    assert decoder.feed(b"\n2\n") == [2]
 
 
-def test_a_lone_cr_is_not_a_line_break() -> None:
-    with pytest.raises(NDJSONError):
-        decode([b"1\r2\n"])
+def test_a_lone_cr_ends_a_line_as_httpx_iter_lines_does() -> None:
+    assert decode([b"1\r2\r"]) == decode([b"1\r", b"2", b"\r"]) == [1, 2]
+    with pytest.raises(NDJSONError) as error:
+        decode([b"1\r\n{\r"])
+    assert error.value.lineno == 2  # a CRLF is one line ending, not a line and a blank one
 
 
 def test_blank_lines_are_skipped() -> None:

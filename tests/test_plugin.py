@@ -239,9 +239,9 @@ def test_ini(ssemock):
         assert client.get("https://example.test/s").text == "data: 世\\n\\ndata: 2\\n\\n"
 ''')
     result = pytester.runpytest_subprocess("-p", "no:cassetter", "-v")
-    # every transform of "all" but the two that change nothing here (no JSON escape to write raw,
-    # no JSON lines to space out): those are skipped as duplicates
-    result.assert_outcomes(passed=13, skipped=2)
+    # every transform of "all" but those that change nothing here (no JSON escape to write raw,
+    # no JSON lines or JSON array to rewrite): those are skipped as duplicates, saying why
+    result.assert_outcomes(passed=13, skipped=6)
     out = result.stdout.str()
     for run in ("ssemock-as_recorded]", "ssemock-as_recorded+crlf]", "ssemock-as_recorded+cr]",
                 "ssemock-as_recorded+keepalive]", "ssemock-as_recorded+no_space]", "ssemock-as_recorded+meta]",
@@ -250,6 +250,8 @@ def test_ini(ssemock):
         assert run in out
     assert "ssemock-as_recorded+raw_unicode] SKIPPED" in out
     assert "ssemock-as_recorded+blank_lines] SKIPPED" in out
+    for name in ("no_final_newline", "compact", "pretty", "bracket_lines"):
+        assert f"ssemock-as_recorded+{name}] SKIPPED" in out
 
 
 def test_a_single_run_is_not_parametrized_and_a_matrix_from_ssemock_config_fails_clearly(

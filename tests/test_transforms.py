@@ -358,8 +358,9 @@ def test_keepalive_never_moves_a_bom() -> None:
 
 def test_transforms_that_do_not_apply_change_nothing() -> None:
     nd = b'{"a": 1}\n{"a": 2}\n'
-    for t in (transforms.cr, transforms.mixed, transforms.keepalive(), transforms.meta, transforms.ids):
+    for t in (transforms.mixed, transforms.keepalive(), transforms.meta, transforms.ids):
         assert not transforms.applies(t, nd, "ndjson")
+        assert f"{t} has no meaning for ndjson" in str(transforms.skipped_because(t, nd, "ndjson"))
         assert transforms.apply([t], nd, [len(nd)], kind="ndjson") == (nd, [len(nd)])
     assert not transforms.applies(transforms.blank_lines, b"data: a\n\n", "sse")
     assert transforms.kind_of("application/x-ndjson", nd) == "ndjson"

@@ -13,9 +13,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from . import framing, sse
+import orjson
+
+from . import framing, protocols, sse
 from .accumulate import Accumulated, ToolCall, accumulate
 from .chunking import event_ends
+from .framing.eventstream import Frame
+from .protocols.base import error_of
 from .redact import mask_text
 
 if TYPE_CHECKING:
@@ -41,7 +45,9 @@ class StreamAssertionError(AssertionError):
 
 @dataclass
 class Expected:
-    """The reference decoding and accumulation of one served response."""
+    """The reference decoding and accumulation of one served response: a stream in any framing,
+    a plain JSON body (an error body among them), an empty body, a stream a fault cut short
+    (then :attr:`cut` says so and :attr:`events` are the whole events a conforming client got)."""
 
     play: Play
     protocol: str | None = None
@@ -56,15 +62,69 @@ class Expected:
         return self.play.interaction.response.header("content-type") or ""
 
     @cached_property
+    def framing(self) -> str:
+        """The served body's framing: ``sse``, ``ndjson``, ``json_array``, ``eventstream``, or
+        ``json`` for a plain JSON body (as planned, before a fault cut it)."""
+        return self.play.framing or framing.detect(self.content_type, self.play.body).name
+
+    @property
+    def stream(self) -> bool:
+        """Whether the response is a stream of events (not a plain JSON body, an empty body or an
+        HTTP error)."""
+        return (framing.get(self.framing).stream and bool(self.play.body.strip())
+                and self.play.status < 400)
+
+    @property
+    def cut(self) -> bool:
+        """Whether a fault cut what the client gets short: a dropped connection, a truncated body,
+        a stall past the read timeout."""
+        play = self.play
+        return (play.cut_at is not None or play.cut is not None
+                or (play.stream is not None and play.stream.failed))
+
+    @cached_property
     def events(self) -> list[Any]:
-        """SSE events (``ServerSentEvent``), or parsed JSON lines for NDJSON streams."""
-        return decode_body(self.body, self.content_type)
+        """The events a conforming client gets, decoded in the body's framing: SSE events
+        (``ServerSentEvent``), parsed JSON lines or array elements, eventstream frames, the
+        document of a plain JSON body (``[]`` for an empty one). Of a stream a fault cut short,
+        the whole events before the cut (an unfinished one is dropped, as a client drops it)."""
+        decoder = framing.get(self.framing)
+        try:
+            return decoder.decode(self.body)
+        except ValueError:
+            if not self.cut:
+                raise  # a body no conforming client accepts: assert_rejected's case
+        ends = decoder.event_ends(self.body)
+        return decoder.decode(self.body[:ends[-1]]) if ends else []
 
     @cached_property
     def result(self) -> Accumulated:
-        """The accumulated final message (protocol from the marker, or detected)."""
-        return accumulate(self.events, self.protocol, url=str(self.play.request.url),
-                          content_type=self.content_type)
+        """The accumulated final message (protocol from the marker, or detected). For a body that
+        is no stream (a plain JSON body, an HTTP error, an empty body), no message: ``error``
+        holds the error body's error, ``complete`` says whether the status was a success."""
+        url = str(self.play.request.url)
+        if not self.stream:
+            return self._document(url)
+        if not self.events and self.protocol is None:
+            found = protocols.detect(url=url, content_type=self.content_type)
+            if found is None:  # cut before any event said what it is
+                return Accumulated("unknown")
+        return accumulate(self.events, self.protocol, url=url, content_type=self.content_type)
+
+    def _document(self, url: str) -> Accumulated:
+        found = protocols.detect(url=url, content_type=self.content_type)
+        result = Accumulated(self.protocol or (found.name if found else "unknown"))
+        status = self.play.status
+        try:
+            value = orjson.loads(self.body) if self.body.strip() else None
+        except orjson.JSONDecodeError:
+            value = self.body.decode("utf-8", "replace")
+        if isinstance(value, dict) and value.get("error") is not None:
+            result.error = error_of(value["error"])
+        elif status >= 400:
+            result.error = dict(value) if isinstance(value, dict) else {"message": value, "status": status}
+        result.complete = status < 400 and not self.cut
+        return result
 
     @property
     def text(self) -> str:
@@ -179,8 +239,9 @@ class Expected:
     def assert_events(self, got: Sequence[Any]) -> None:
         """Raise StreamAssertionError unless ``got`` (``(event, data)`` pairs or objects with
         ``.event`` and ``.data``) are the reference events, in order."""
-        want = [(e.event, e.data) for e in self.events]
-        pairs = [_pair(e) for e in got]
+        want = [_pair(e) if isinstance(e, sse.ServerSentEvent) else _value(e) for e in self.events]
+        pairs = [_pair(e) if isinstance(e, (tuple, sse.ServerSentEvent)) or hasattr(e, "data") else _value(e)
+                 for e in got]
         for n, (g, w) in enumerate(zip(pairs, want)):
             if g != w:
                 start, end = self._event_span(self._raw_index(n))
@@ -216,6 +277,14 @@ def _list(offsets: Sequence[int], most: int = 12) -> str:
 def _around(text: str, i: int, width: int = 24) -> str:
     start = max(i - width, 0)
     return ("..." if start else "") + repr(text[start:i + width])[1:-1] + ("..." if i + width < len(text) else "")
+
+
+def _value(event: Any) -> Any:
+    """A decoded non-SSE event as a client sees it: a JSON value, or an eventstream frame as
+    ``{event type: payload}`` (what botocore yields)."""
+    if isinstance(event, Frame):
+        return {event.event_type or event.exception_type: event.json()}
+    return event
 
 
 def _pair(event: Any) -> tuple[str, str]:

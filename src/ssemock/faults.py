@@ -4,17 +4,26 @@ A fault rewrites what one response will be (:class:`Served`) before it is chunke
 the body and end it with the client stack's own exception, add a stall, replace the response
 with an HTTP error, or insert a provider-format error event. Every fault has a short name
 (``"disconnect:after_event=3"``) so parametrized test ids say what happened.
+
+Every fault can be aimed (``on=``: a method and URL pattern, or an interaction index; see
+:class:`Target`). Unaimed, a stream fault applies to every interaction whose response is a stream
+it has a meaning for, and ``http_error`` / ``sequence`` to the first interaction matched
+(:class:`Aim`). A fault that has no meaning for a framing (``trailing_data:at=same_event`` on JSON
+lines, ``error_event`` on a plain JSON body) says so (:meth:`Fault.refuses`), and aiming it at
+such a response is an error before any request is served.
 """
 
 from __future__ import annotations
 
 import bisect
+import fnmatch
 import inspect
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -22,8 +31,11 @@ from . import framing, protocols
 from ._names import suggest, unknown
 from .chunking import framed_event_ends
 
-__all__ = ["Fault", "Served", "disconnect", "error_event", "get", "http_error", "resolve", "sequence",
-           "stall", "trailing_data", "truncate"]
+if TYPE_CHECKING:
+    from .cassette import Interaction, Request
+
+__all__ = ["VARIANTS", "Aim", "Fault", "Served", "Target", "disconnect", "error_event", "framing_of", "get",
+           "http_error", "resolve", "sequence", "stall", "trailing_data", "truncate"]
 
 
 @dataclass
@@ -40,11 +52,18 @@ class Served:
     error: BaseException | None = None
     stalls: dict[int, float] = field(default_factory=dict)  # byte offset -> seconds
     consumes: bool = True  # whether serving this counts as a play of the interaction
+    kind: str | None = None  # the framing of the body as planned (before any fault cut it); None: detect
+    cut_at: int | None = None  # where a fault cut the body (what the client gets ends there)
+
+    @property
+    def framing(self) -> str:
+        """The body's framing name (``sse``, ``ndjson``, ``json_array``, ``eventstream``, ``json``)."""
+        return self.kind or framing_of(self.content_type, self.body)
 
     @property
     def is_sse(self) -> bool:
-        """The response is an SSE stream (content type text/event-stream)."""
-        return any(k == "content-type" and "event-stream" in v for k, v in self.headers)
+        """The response is an SSE stream."""
+        return self.framing == "sse"
 
     @property
     def content_type(self) -> str | None:
@@ -54,6 +73,8 @@ class Served:
     def event_ends(self) -> list[int]:
         """Byte offsets where each event of the body ends, in the framing its content type names
         (SSE events, JSON lines, a JSON array's elements, eventstream frames)."""
+        if self.framing in ("json", "eventstream", "json_array", "ndjson"):
+            return framing.get(self.framing).event_ends(self.body)
         return framed_event_ends(self.body, self.content_type)
 
     def offset_after(self, events: int) -> int:
@@ -70,16 +91,95 @@ class Served:
         self.ends = self.ends[:keep] + ([offset] if offset else [])
         self.times = self.times[:keep] + ([at] if offset else [])
         self.body = self.body[:offset]
+        self.cut_at = offset if self.cut_at is None else min(self.cut_at, offset)
+
+
+def framing_of(content_type: str | None, body: bytes) -> str:
+    """The framing name of a response body, as faults and the reference see it."""
+    return framing.detect(content_type, body).name
+
+
+_METHOD = re.compile(r"^(\*|[A-Z]+)\s+(\S.*)$")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What an aimed fault applies to: interactions whose recorded request has this method (None:
+    any) and whose URL matches ``pattern`` (shell-style: ``*/v1/messages``; a pattern starting
+    with ``/`` matches the path and query), or the interaction at ``index`` in the cassette."""
+
+    method: str | None = None
+    pattern: str | None = None
+    index: int | None = None
+
+    @classmethod
+    def parse(cls, value: Target | str | int) -> Target:
+        """``"POST */v1/messages"``, ``"*/v1/models"``, ``"GET /health"``, ``2`` or ``"#2"``."""
+        if isinstance(value, Target):
+            return value
+        if type(value) is int:
+            if value < 0:
+                raise ValueError(f"on= takes an interaction index >= 0, got {value}")
+            return cls(index=value)
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"on= takes 'METHOD URL-PATTERN' (e.g. 'POST */v1/messages') or an interaction "
+                             f"index, got {value!r}")
+        text = value.strip()
+        if text.lstrip("#").isdigit():
+            return cls(index=int(text.lstrip("#")))
+        found = _METHOD.match(text)
+        if found:
+            method = None if found.group(1) == "*" else found.group(1)
+            return cls(method=method, pattern=found.group(2).strip())
+        return cls(pattern=text)
+
+    def matches(self, index: int, request: Request) -> bool:
+        """Whether the interaction at ``index`` with this recorded ``request`` is aimed at."""
+        if self.index is not None:
+            return index == self.index
+        if self.method is not None and request.method.upper() != self.method:
+            return False
+        if self.pattern is None:
+            return True
+        url = request.url
+        if self.pattern.startswith("/"):
+            rest = url.split("://", 1)[-1]
+            url = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+        return fnmatch.fnmatchcase(url, self.pattern)
+
+    def __str__(self) -> str:
+        if self.index is not None:
+            return str(self.index)
+        return f"{self.method} {self.pattern}" if self.method else str(self.pattern)
 
 
 class Fault:
     """Base class: a named, deterministic change to one served response."""
 
     name: str = "fault"
+    on: Target | None = None  # aimed at these interactions; None: the default (see :class:`Aim`)
+    per_request = False  # True: unaimed, it applies to the first interaction matched (http_error, sequence)
 
     def apply(self, served: Served, attempt: int) -> None:
         """Change ``served`` in place; ``attempt`` counts the requests served before (from 0)."""
         raise NotImplementedError
+
+    def refuses(self, framing: str) -> str | None:
+        """Why this fault has no meaning for a body of ``framing`` (None: it has one)."""
+        return None
+
+    def takes_document(self, url: str, headers: Sequence[tuple[str, str]], body: bytes) -> bool:
+        """Whether, unaimed, it applies to this plain JSON body (no stream): only where the
+        response's protocol gives it a meaning (an MCP JSON answer takes an error_event)."""
+        return False
+
+    def aimed(self, on: Target | str | int | None) -> Fault:
+        """This fault aimed at ``on`` (its name says so: ``disconnect:after_event=2,on=POST */x``)."""
+        if on is None:
+            return self
+        self.on = Target.parse(on)
+        self.name += ("," if ":" in self.name else ":") + f"on={self.on}"
+        return self
 
     def __str__(self) -> str:
         return self.name
@@ -133,9 +233,13 @@ class _Disconnect(Fault):
             f"after byte {offset})")
 
 
-def disconnect(after_event: int | None = None, after_byte: int | None = None) -> Fault:
-    """Drop the connection after N whole events (or N bytes): the client's RemoteProtocolError."""
-    return _Disconnect(after_event, after_byte)
+def disconnect(after_event: int | None = None, after_byte: int | None = None,
+               on: Target | str | int | None = None) -> Fault:
+    """Drop the connection after N whole events (or N bytes): the client's RemoteProtocolError.
+
+    An event is an SSE event, a JSON line, a JSON array's element (the cut falls after its closing
+    brace, before the separator), an eventstream frame; a plain JSON body is one event."""
+    return _Disconnect(after_event, after_byte).aimed(on)
 
 
 class _Stall(Fault):
@@ -148,12 +252,12 @@ class _Stall(Fault):
         served.stalls[served.offset_after(self.before_event)] = self.seconds
 
 
-def stall(before_event: int, seconds: float) -> Fault:
+def stall(before_event: int, seconds: float, on: Target | str | int | None = None) -> Fault:
     """Send nothing for ``seconds`` before event N (0-based: after N events).
 
     Longer than the client's read timeout: its ReadTimeout at once, without sleeping.
     """
-    return _Stall(before_event, seconds)
+    return _Stall(before_event, seconds).aimed(on)
 
 
 class _Truncate(Fault):
@@ -164,6 +268,12 @@ class _Truncate(Fault):
             raise ValueError(f"truncate: at takes 'terminator' or 'mid_event', got {at!r}{hint}")
         self.at = at
         self.name = "truncate" if at == "terminator" else f"truncate:at={at}"
+
+    def refuses(self, framing: str) -> str | None:
+        if framing == "json" and self.at == "terminator":
+            return ("a plain JSON body has no terminator event to drop "
+                    "(use truncate:at=mid_event or disconnect:after_byte=N to cut it)")
+        return None
 
     def apply(self, served: Served, attempt: int) -> None:
         starts = [0, *served.event_ends()]
@@ -176,10 +286,12 @@ class _Truncate(Fault):
             served.cut((starts[k] + starts[k + 1]) // 2)
 
 
-def truncate(at: str = "terminator") -> Fault:
-    """End the stream normally but early: without its last (terminator) event, or also cut
-    halfway through the event before it (``at="mid_event"``)."""
-    return _Truncate(at)
+def truncate(at: str = "terminator", on: Target | str | int | None = None) -> Fault:
+    """End the stream normally but early: without its last (terminator) event (a JSON array: its
+    last element and the closing ``]``), or also cut halfway through the event before it
+    (``at="mid_event"``: inside that SSE event, JSON line, array element or eventstream frame;
+    inside a plain JSON body)."""
+    return _Truncate(at).aimed(on)
 
 
 def _protocol(url: str, headers: Sequence[tuple[str, str]], body: bytes) -> protocols.Protocol:
@@ -188,6 +300,14 @@ def _protocol(url: str, headers: Sequence[tuple[str, str]], body: bytes) -> prot
 
 
 _TRAILING = ("event", "same_event", "garbage")
+
+
+_REFUSED_TRAILING = {
+    ("event", "eventstream"): "an eventstream has no terminator frame after which data is trailing "
+                              "(every frame is an event)",
+    ("event", "json"): "a plain JSON body has no last event to follow (use at=garbage: bytes after the document)",
+    ("garbage", "eventstream"): "bytes glued to a binary frame corrupt its CRC, which is no trailing data",
+}
 
 
 class _TrailingData(Fault):
@@ -199,39 +319,74 @@ class _TrailingData(Fault):
         self.at = at
         self.name = "trailing_data" if at == "event" else f"trailing_data:at={at}"
 
+    def refuses(self, framing: str) -> str | None:
+        if self.at == "same_event" and framing != "sse":
+            return "only an SSE event has lines a data line can join (use at=event or at=garbage)"
+        return _REFUSED_TRAILING.get((self.at, framing))
+
     def apply(self, served: Served, attempt: int) -> None:
-        starts = [0, *served.event_ends()]
+        kind = served.framing
+        if self.refuses(kind):
+            return
         body = served.body
-        if len(starts) < 2 or starts[-1] != len(body):
+        ends = served.event_ends()
+        if kind == "json":
+            stripped = body.rstrip()
+            self._replace(served, stripped + b"garbage" + body[len(stripped):], len(stripped))
+            return
+        if kind == "json_array":
+            if not ends:
+                return
+            last = ends[-1]  # the last element's closing brace; the array's "]" follows
+            if self.at == "event":  # another element after the array's end
+                nl = _newline(body).encode()
+                tail = b"" if body.endswith((b"\n", b"\r")) else nl
+                self._replace(served, body + tail + b'{"ssemock": "data after the terminator"}' + nl, len(body))
+            else:  # garbage glued to the last element, before the "]"
+                self._replace(served, body[:last] + b"garbage" + body[last:], last)
+            return
+        starts = [0, *ends]
+        if len(starts) < 2 or body[starts[-1]:].strip():
             return  # no whole last event to follow
         a, b = starts[-2], starts[-1]
-        last = body[a:b]
-        stripped = last.rstrip(b"\r\n")
-        tail = last[len(stripped):]
+        last_event = body[a:b]
+        stripped = last_event.rstrip(b"\r\n")
+        tail = last_event[len(stripped):]
         nl = b"\r\n" if tail.startswith(b"\r\n") else tail[:1] or b"\n"
         extra = b'{"ssemock": "data after the terminator"}'
         if self.at == "event":  # a whole event (or JSON line) after the last one
-            added = (b"data: " + extra + nl + nl) if served.is_sse else extra + nl
-            new = body + added
+            added = (b"data: " + extra + nl + nl) if kind == "sse" else extra + nl
+            self._replace(served, body + added, len(body))
         elif self.at == "same_event":  # one more data line in the terminator's own event
-            if not served.is_sse:
-                return
-            new = body[:a] + stripped + nl + b"data: " + extra + nl + nl
+            self._replace(served, body[:a] + stripped + nl + b"data: " + extra + nl + nl, a)
         else:  # the terminator's value followed by garbage: ``data: [DONE]garbage``
-            new = body[:a] + stripped + b"garbage" + last[len(stripped):]
-        keep = b if self.at == "event" else a
-        served.ends = [e for e in served.ends if e < keep] + ([b] if keep == b else []) + [len(new)]
-        served.times = served.times[:len(served.ends) - 1] + [served.times[-1] if served.times else 0.0]
+            self._replace(served, body[:a] + stripped + b"garbage" + tail, a)
+
+    @staticmethod
+    def _replace(served: Served, new: bytes, keep: int) -> None:
+        """The body becomes ``new``, identical to the old one up to ``keep``: chunk ends up to
+        there stay, the rest is one chunk, at the last recorded time."""
+        kept = [e for e in served.ends if e <= keep]
+        served.ends = kept + ([len(new)] if not kept or kept[-1] != len(new) else [])
+        served.times = served.times[:len(kept)] + ([served.times[-1] if served.times else 0.0]
+                                                    * (len(served.ends) - len(kept)))
         served.body = new
 
 
-def trailing_data(at: str = "event") -> Fault:
+def trailing_data(at: str = "event", on: Target | str | int | None = None) -> Fault:
     """Data a terminated stream must not have: an event after the last (terminator) event
     (``at="event"``: a conforming client ignores it), a data line in the terminator's own event
     (``"same_event"``: ``data: [DONE]`` then ``data: {...}``) or garbage glued to its value
     (``"garbage"``: ``data: [DONE]garbage``); the last two a conforming client must reject
-    (:meth:`ssemock.Player.assert_rejected`)."""
-    return _TrailingData(at)
+    (:meth:`ssemock.Player.assert_rejected`).
+
+    In a JSON array stream, ``at="event"`` writes an element after the closing ``]`` (a client
+    that reads elements stops at the ``]``) and ``"garbage"`` glues bytes to the last element,
+    before the ``]``; in JSON lines, a line after the last and garbage glued to the last line; in
+    a plain JSON body, ``"garbage"`` after the document. Refused where it has no meaning:
+    ``same_event`` outside SSE, ``event`` on a plain JSON body, both ``event`` and ``garbage``
+    on an eventstream."""
+    return _TrailingData(at).aimed(on)
 
 
 def error_body(url: str, status: int, message: str | None = None) -> bytes:
@@ -241,6 +396,8 @@ def error_body(url: str, status: int, message: str | None = None) -> bytes:
 
 
 class _HttpError(Fault):
+    per_request = True
+
     def __init__(self, status: int, retry_after: float | None, body: bytes | str | None,
                  headers: dict[str, str] | None) -> None:
         if type(status) is not int or not 400 <= status <= 599:
@@ -272,10 +429,11 @@ class _HttpError(Fault):
 
 
 def http_error(status: int, retry_after: float | None = None, body: bytes | str | None = None,
-               headers: dict[str, str] | None = None) -> Fault:
+               headers: dict[str, str] | None = None, on: Target | str | int | None = None) -> Fault:
     """Answer with an HTTP error before any stream, in the provider's error body shape (and
-    content type), from the response's protocol module; ``body`` replaces it."""
-    return _HttpError(status, retry_after, body, headers)
+    content type), from the response's protocol module; ``body`` replaces it. Unaimed, it
+    answers the first interaction matched (and every retry of it)."""
+    return _HttpError(status, retry_after, body, headers).aimed(on)
 
 
 _EVENT_MESSAGES = {"overloaded_error": "Overloaded", "api_error": "Internal server error",
@@ -291,21 +449,43 @@ class _ErrorEvent(Fault):
         self.after_event = _count("error_event", "after_event", after_event, optional=True)
         self.name = f"error_event:kind={kind}" + (f",after_event={after_event}" if after_event is not None else "")
 
+    def refuses(self, framing: str) -> str | None:
+        if _speaker(framing) is None:
+            return (f"no protocol writes an error event in a {framing} body"
+                    + (" (a plain JSON body is no stream: use http_error)" if framing == "json" else ""))
+        return None
+
+    def takes_document(self, url: str, headers: Sequence[tuple[str, str]], body: bytes) -> bool:
+        found = protocols.for_response(url, headers, body)
+        return found is not None and protocols.speaks(found, "json")
+
     def apply(self, served: Served, attempt: int) -> None:
-        kind = framing.detect(served.content_type, served.body)
+        kind = served.framing
+        if self.refuses(kind):
+            return
         ends = served.event_ends()
         n = self.after_event if self.after_event is not None else len(ends) // 2
+        if not framing.get(kind).stream:  # a document: the error is the whole answer
+            n = 0
         offset = 0 if n <= 0 else ends[n - 1] if n <= len(ends) else len(served.body)
         message = _EVENT_MESSAGES.get(self.kind, self.kind.replace("_", " "))
         protocol = _protocol(served.url, served.headers, served.body)
-        error = protocols.StreamError(self.kind, message, framing=kind.name, newline=_newline(served.body),
+        if not protocols.speaks(protocol, kind):  # e.g. an unknown JSON-lines API: the framing's usual shape
+            protocol = _speaker(kind) or protocol
+        error = protocols.StreamError(self.kind, message, framing=kind, newline=_newline(served.body),
                                       after_first=offset > 0,
                                       request_id=protocol.owed(served.body, offset) if protocol.owed else None)
         event = protocol.error_event(error)
         served.cut(offset)
+        served.cut_at = None  # the stream goes on with the error event: not cut
         served.body += event
         served.ends.append(len(served.body))
         served.times.append(served.times[-1] if served.times else 0.0)
+
+
+def _speaker(framing: str) -> protocols.Protocol | None:
+    """The first registered protocol that writes its events in ``framing``."""
+    return next((p for p in protocols.all_protocols() if protocols.speaks(p, framing)), None)
 
 
 def _newline(body: bytes) -> str:
@@ -316,20 +496,38 @@ def _newline(body: bytes) -> str:
     return "\r\n" if body[at + 1:at + 2] == b"\n" else "\r"
 
 
-def error_event(kind: str = "overloaded_error", after_event: int | None = None) -> Fault:
+def error_event(kind: str = "overloaded_error", after_event: int | None = None,
+                on: Target | str | int | None = None) -> Fault:
     """The stream's own error event after event N (default: mid-stream); the stream ends there.
 
     Written by the response's protocol module in the body's framing and line endings: an SSE
     ``error`` event (OpenAI, Anthropic), ``error`` + ``response.failed`` (Responses), an NDJSON
-    ``{"error": ...}`` line (Ollama), a Gemini error object, Cohere's ``message-end`` with
-    ``finish_reason: ERROR``."""
-    return _ErrorEvent(kind, after_event)
+    ``{"error": ...}`` line (Ollama), a Gemini error object (an array element and the ``]`` in
+    a JSON array stream), an eventstream exception frame (Bedrock), Cohere's ``message-end`` with
+    ``finish_reason: ERROR``. A body in a framing the detected protocol does not write gets the
+    shape of the first protocol that writes it (an unknown JSON-lines API: Ollama's line). A
+    plain JSON body is replaced by the error where a protocol answers with one (MCP's JSON-RPC
+    error answer); unaimed, only such a body takes it."""
+    return _ErrorEvent(kind, after_event).aimed(on)
 
 
 class _Sequence(Fault):
+    per_request = True
+
     def __init__(self, per_attempt: Sequence[Fault | None]) -> None:
         self.per_attempt = list(per_attempt)
         self.name = "sequence:" + "|".join(str(f) if f is not None else "as_recorded" for f in self.per_attempt)
+
+    def refuses(self, framing: str) -> str | None:
+        return next((f"attempt {n}: {f}: {why}" for n, f in enumerate(self.per_attempt)
+                     if f is not None and (why := f.refuses(framing))), None)
+
+    def aimed(self, on: Target | str | int | None) -> Fault:
+        if on is None:
+            return self
+        self.on = Target.parse(on)
+        self.name += f",on={self.on}"
+        return self
 
     def apply(self, served: Served, attempt: int) -> None:
         fault = self.per_attempt[attempt] if attempt < len(self.per_attempt) else None
@@ -338,15 +536,120 @@ class _Sequence(Fault):
             served.consumes = False  # a retry must find the same interaction again
 
 
-def sequence(*per_attempt: Fault | str | None) -> Fault:
-    """One fault per attempt (request), then normal service: e.g. 429, then success."""
-    return _Sequence([None if f is None or f == "as_recorded" else get(f) for f in per_attempt])
+def sequence(*per_attempt: Fault | str | None, on: Target | str | int | None = None) -> Fault:
+    """One fault per attempt (request), then normal service: e.g. 429, then success. Unaimed,
+    the attempts are the requests the first interaction matched answers (a retry matches it
+    again); ``on=`` counts the requests its target answers."""
+    faults = [None if f is None or f == "as_recorded" else get(f) for f in per_attempt]
+    inner = {str(f.on) for f in faults if f is not None and f.on is not None}
+    if len(inner) > 1 or (inner and on is not None and {str(Target.parse(on))} != inner):
+        raise ValueError(f"sequence: its attempts are aimed at different targets ({', '.join(sorted(inner))}); "
+                         f"aim the whole sequence once with on=")
+    for f in faults:  # an on= written in a part aims the whole sequence
+        if f is not None and f.on is not None:
+            on, f.on = f.on if on is None else on, None
+            f.name = re.sub(r"[,:]on=.*$", "", f.name)
+    return _Sequence(faults).aimed(on)
+
+
+class _AtAttempt(Fault):
+    """A fault bound to the attempt it is at for the interaction it is aimed at."""
+
+    def __init__(self, fault: Fault, attempt: int) -> None:
+        self.fault, self.attempt, self.name, self.on = fault, attempt, fault.name, fault.on
+
+    def apply(self, served: Served, attempt: int) -> None:
+        self.fault.apply(served, self.attempt)
+
+    def refuses(self, framing: str) -> str | None:
+        return self.fault.refuses(framing)
+
+
+def _listed(interactions: Sequence[Interaction], most: int = 12) -> str:
+    shown = [f"#{i} {x.request.method} {x.request.url}" for i, x in enumerate(interactions[:most])]
+    more = len(interactions) - most
+    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "") if shown else "none"
+
+
+class Aim:
+    """Which faults apply to each interaction served, and at which attempt.
+
+    An aimed fault (``on=``) applies to the interactions its :class:`Target` matches. Unaimed,
+    ``http_error`` and ``sequence`` apply to the first interaction matched (their attempts count
+    the requests it answers), every other fault to each interaction whose response is a stream it
+    has a meaning for (a plain JSON body, an empty body or a framing it refuses are left alone)."""
+
+    def __init__(self, faults: Sequence[Fault]) -> None:
+        self.faults = faults
+        self._pins: dict[int, int] = {}  # fault position -> the interaction it was first applied to
+        self._attempts: dict[tuple[int, int], int] = {}  # (fault position, interaction) -> times applied
+
+    def check(self, interactions: Sequence[Interaction], where: str, *, complete: bool = True) -> None:
+        """Raise ValueError, naming the fault, the target and the cassette's requests, for a target
+        that matches no interaction, an aimed fault that has no meaning for a response it matches,
+        and (``complete``: nothing will be recorded) a stream fault no interaction can take."""
+        if not interactions:
+            return
+        for fault in self.faults:
+            if fault.on is not None:
+                matched = [i for i, x in enumerate(interactions) if fault.on.matches(i, x.request)]
+                if not matched:
+                    raise ValueError(f"ssemock: fault {fault}: its target {str(fault.on)!r} matches no interaction "
+                                     f"of {where}; its requests: {_listed(interactions)}")
+                for i in matched:
+                    response = interactions[i].response
+                    kind = framing_of(response.header("content-type"), response.body)
+                    why = fault.refuses(kind)
+                    if why:
+                        raise ValueError(f"ssemock: fault {fault} cannot apply to interaction #{i} "
+                                         f"({interactions[i].request.method} {interactions[i].request.url}) of "
+                                         f"{where}, a {kind} body: {why}")
+            elif complete and not fault.per_request and not any(self.takes(fault, x) for x in interactions):
+                kinds = sorted({framing_of(x.response.header("content-type"), x.response.body)
+                                for x in interactions})
+                raise ValueError(f"ssemock: fault {fault} has a meaning for no response of {where} (framings: "
+                                 f"{', '.join(kinds)}; a plain JSON or empty body is no stream); its requests: "
+                                 f"{_listed(interactions)}; aim it with on= at a response it can change")
+
+    @staticmethod
+    def takes(fault: Fault, interaction: Interaction) -> bool:
+        """Whether an unaimed stream fault applies to ``interaction``'s response."""
+        response = interaction.response
+        if not response.body:
+            return False
+        kind = framing.detect(response.header("content-type"), response.body)
+        if fault.refuses(kind.name) is not None:
+            return False
+        return kind.stream or fault.takes_document(interaction.request.url, response.headers, response.body)
+
+    def pick(self, index: int, interaction: Interaction) -> list[Fault]:
+        """The faults serving ``interaction`` (at ``index``) now goes through, each at its attempt."""
+        out: list[Fault] = []
+        for n, fault in enumerate(self.faults):
+            if fault.on is not None:
+                hit = fault.on.matches(index, interaction.request)
+            elif fault.per_request:
+                hit = self._pins.setdefault(n, index) == index
+            else:
+                hit = self.takes(fault, interaction)
+            if hit:
+                attempt = self._attempts.get((n, index), 0)
+                self._attempts[n, index] = attempt + 1
+                out.append(_AtAttempt(fault, attempt))
+        return out
 
 
 _FACTORIES: dict[str, Callable[..., Fault]] = {"disconnect": disconnect, "stall": stall, "truncate": truncate,
                                                "http_error": http_error, "error_event": error_event,
                                                "trailing_data": trailing_data}
 _KNOWN = [*_FACTORIES, "sequence"]
+#: every fault in each of its modes, by name: what a fault x framing x stack matrix runs
+VARIANTS: tuple[str, ...] = (
+    "disconnect:after_event=1", "disconnect:after_byte=5", "stall:before_event=1,seconds=60", "truncate",
+    "truncate:at=mid_event", "trailing_data", "trailing_data:at=same_event", "trailing_data:at=garbage",
+    "http_error:status=429,retry_after=0", "error_event:kind=overloaded_error,after_event=1",
+    "sequence:http_error:status=503|as_recorded",
+)
 _EXAMPLES = {"disconnect": "disconnect:after_event=3", "stall": "stall:before_event=2,seconds=5",
              "truncate": "truncate", "http_error": "http_error:status=429,retry_after=1",
              "error_event": "error_event:kind=overloaded_error", "trailing_data": "trailing_data:at=garbage"}
@@ -389,7 +692,15 @@ def get(spec: str | Fault) -> Fault:
                          f"got {type(spec).__name__} {spec!r}")
     head, _, rest = spec.strip().partition(":")
     if head == "sequence":
-        return sequence(*[None if p.strip() in ("", "as_recorded", "none") else p for p in rest.split("|")])
+        parts = rest.split("|")
+        on = None
+        plain = re.match(r"^\s*(as_recorded|none)?\s*,\s*on=(.+)$", parts[-1])
+        if plain:  # "...|as_recorded,on=POST */x": the target of the whole sequence
+            parts[-1], on = plain.group(1) or "", plain.group(2).strip()
+        try:
+            return sequence(*[None if p.strip() in ("", "as_recorded", "none") else p for p in parts], on=on)
+        except ValueError as exc:
+            raise ValueError(f"bad fault {spec!r}: {exc}") from None
     if head not in _FACTORIES:
         raise unknown("fault", spec, _KNOWN, head=head)
     kwargs = _parse_kwargs(spec, head, rest)

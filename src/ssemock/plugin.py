@@ -438,7 +438,7 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
         idle = _idle_transforms(player, variant)
         if idle:
             pytest.skip(f"ssemock: transform {idle} changes no stream of {path.name} (the same bytes as "
-                        f"without it: a duplicate run)")
+                        f"without it: a duplicate run): {_idle_because(player, variant)}")
         yield from _run(player, config)
     else:
         with lock_for(path):  # one recorder of this cassette at a time, across xdist workers
@@ -452,6 +452,15 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
                 done.touch()
     if not request.node.stash.get(_CALL_FAILED, False) and not config.stash.get(_INTERRUPTED, False):
         _teardown_checks(player, checks)
+
+
+def _idle_because(player: Player, variant: Variant) -> str:
+    """Why the variant's transforms change no response: each one's reason for each framing."""
+    from . import transforms as _transforms
+    reasons = {str(_transforms.skipped_because(t, x.response.body, _transforms.kind_of(
+        x.response.header("content-type") or "", x.response.body)))
+        for x in player.cassette.interactions for t in variant.transforms}
+    return "; ".join(sorted(reasons))
 
 
 def _idle_transforms(player: Player, variant: Variant) -> str | None:

@@ -81,6 +81,9 @@ class Plan:
     stall_factor: float | None = None  # None: stalls shorter than the timeout are skipped
     consumes: bool = True  # counts as a play of the interaction (an injected HTTP error doesn't)
     holds: dict[int, frozenset[Any]] = field(default_factory=dict)  # chunk index -> request ids it waits for
+    faults: list[str] = field(default_factory=list)  # the faults that changed what is served
+    framing: str = "sse"  # the served body's framing (before a fault cut it)
+    cut_at: int | None = None  # where a fault cut the body short (disconnect, truncate)
 
 
 class _Due(Sequence[float | None]):
@@ -134,8 +137,15 @@ def plan_response(response: Response, *, url: str, core: ModuleType,
     if transforms:
         kind = _transforms.kind_of(content_type, served.body)
         served.body, served.ends = _transforms.apply(transforms, served.body, served.ends, kind=kind)
+    served.kind = _faults.framing_of(content_type, served.body)
+    applied = []
     for fault in faults:
+        before = (served.status, served.body, served.error, dict(served.stalls))
         fault.apply(served, attempt)
+        if (served.status, served.body, served.error, served.stalls) != before:
+            applied.append(str(fault))
+    if served.status != response.status:  # an HTTP error's body replaced the stream
+        served.kind = _faults.framing_of(served.content_type, served.body)
     body, size = served.body, len(served.body)
     ends = chunking.lazy_ends(body, served.ends, content_type=content_type)
     held = list(holds(body)) if holds is not None else []
@@ -157,7 +167,7 @@ def plan_response(response: Response, *, url: str, core: ModuleType,
     headers = [(k, v) for k, v in served.headers if k not in ("content-length", "content-encoding")]
     return Plan(served.status, headers, body, ends, chunks, due, served.error, read_timeout,
                 core.ReadTimeout(f"ssemock: no data for longer than the read timeout ({read_timeout} s)"),
-                stalls, timing.factor, served.consumes, waits)
+                stalls, timing.factor, served.consumes, waits, applied, served.kind, served.cut_at)
 
 
 class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
@@ -375,6 +385,9 @@ class Play:
             parts.append("faults " + "; ".join(self.faults))
         return ", ".join(parts)
     cut: int | None = None  # where a fault ends what the client gets (a stall past its timeout)
+    framing: str | None = None  # the served body's framing (None: detect it from the body)
+    status: int = 200  # the status served (an http_error fault's, or the recorded one)
+    cut_at: int | None = None  # where a fault cut the body short (disconnect, truncate)
 
     def __repr__(self) -> str:
         """One line: which interaction, the request, what it went through, how much was served and
@@ -470,6 +483,7 @@ class Player:
         self.transforms = _transforms.resolve(transform)
         self.timing = _timing.get(timing)
         self.faults = _faults.resolve(faults)
+        self._aim = _faults.Aim(self.faults)
         self.attempts = 0
         self.match_on = matching.resolve(match_on)
         self.allow_playback_repeats = allow_playback_repeats
@@ -513,6 +527,8 @@ class Player:
         """
         if self._active:
             raise RuntimeError(f"ssemock: {self!r} is already active (a player is entered once at a time)")
+        self._aimed().check(self.cassette.interactions, str(self.path) if self.path else "the in-memory cassette",
+                            complete=not self._records)
         _stacks.activate(self.router)
         _lock.engage(self.guard)
         if self.block_subprocesses:
@@ -618,6 +634,12 @@ class Player:
         """How many times each interaction was served."""
         return self.selection.play_counts
 
+    def _aimed(self) -> _faults.Aim:
+        """Where the faults apply (made again when the faults were changed, as check() does)."""
+        if self._aim.faults is not self.faults:
+            self._aim = _faults.Aim(self.faults)
+        return self._aim
+
     def _take(self, sent: Request) -> int | None:
         return self.selection.take(sent, repeats="first" if self.allow_playback_repeats else "never")
 
@@ -627,12 +649,13 @@ class Player:
         interaction = self.cassette.interactions[index]
         with self._lock:
             attempt, self.attempts = self.attempts, self.attempts + 1
+            faults = self._aimed().pick(index, interaction)
         core = _stacks.errors_of(request)
         read_timeout = (request.extensions.get("timeout") or {}).get("read")
         pushes = _server_push(interaction)
         plan = plan_response(interaction.response, url=str(request.url), core=core,
                              chunking=self.chunking, transforms=self.transforms, timing=self.timing,
-                             faults=self.faults, attempt=attempt, read_timeout=read_timeout,
+                             faults=faults, attempt=attempt, read_timeout=read_timeout,
                              holds=_protocols.holds if pushes else None)
         if not plan.consumes:
             with self._lock:
@@ -643,7 +666,8 @@ class Player:
             gate = _held.Gate(self._requests, since, limit, self._never_requested(index, core))
         stream = ReplayStream(plan, t0, gate)
         play = Play(index, request, interaction, self.chunking, self.transforms, stream,
-                    plan.body, plan.ends, [str(f) for f in self.faults], cut=_timeout_cut(plan))
+                    plan.body, plan.ends, plan.faults, cut=_timeout_cut(plan), framing=plan.framing,
+                    cut_at=plan.cut_at, status=plan.status)
         with self._lock:
             self.plays.append(play)
             self._latest = play
@@ -760,7 +784,7 @@ class Player:
             interaction = latest.interaction(hooked=False)
             response = interaction.response
             return Expected(Play(-1, latest.sent, interaction, _chunking.as_recorded, [], None,
-                                 response.body, response.ends), self.protocol)
+                                 response.body, response.ends, status=response.status), self.protocol)
         play = latest
         if play.expected is None or len(play.expected.body) != len(play.reference_body):
             play.expected = Expected(play, self.protocol)

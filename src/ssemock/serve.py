@@ -250,6 +250,8 @@ class Replayer:
         self.transforms = _transforms.resolve(transform)
         self.timing = _timing.get(timing)
         self.faults = _faults.resolve(faults)
+        self.aim = _faults.Aim(self.faults)
+        self.aim.check(self.interactions, ", ".join(str(c.path or "an in-memory cassette") for c in self.cassettes))
         self.match_on = matching.resolve(match_on if match_on is not None else DEFAULT_MATCH_ON)
         if max_body < 0:
             raise ValueError(f"max_body must be >= 0 bytes, got {max_body}")
@@ -337,7 +339,7 @@ class Replayer:
         interaction = self.interactions[index]
         pushes = sent.method == "GET" and _is_sse(interaction.response)
         prepared = prepare(interaction, url=sent.url, chunking=self.chunking,
-                           transforms=self.transforms, timing=self.timing, faults=self.faults,
+                           transforms=self.transforms, timing=self.timing, faults=self.aim.pick(index, interaction),
                            attempt=attempt, last_event_id=last_event_id, cors=self.cors,
                            holds=_protocols.holds if pushes else None)
         plan = prepared.plan
@@ -347,7 +349,7 @@ class Replayer:
             self.selection.release(index)
         self._last_served = [i for i in self._last_served if i != index] + [index]
         exchange = Exchange(request.method, request.url.path, plan.status, index, last_event_id,
-                            prepared.resumed_at, [str(f) for f in self.faults], len(plan.chunks))
+                            prepared.resumed_at, plan.faults, len(plan.chunks))
         self.exchanges.append(exchange)
         headers = [*plan.headers, ("x-ssemock-interaction", str(index))]  # the "#N" of routes()
         if prepared.resumed_at is not None:

@@ -6,10 +6,14 @@ the work is linear in the body size however many chunk ends fall inside one even
 
 SSE transforms keep the events a WHATWG decoder yields (``ids`` gives events ids where the body
 had none; ``raw_unicode`` writes JSON escapes as the characters they stand for, the same JSON
-value). JSON-lines transforms (``crlf``, ``blank_lines``, ``raw_unicode``) keep the decoded
-objects. A transform that does not apply to a body (``cr`` on JSON lines, ``raw_unicode`` on a
-body without such escapes, ``ids`` on a body that has ids) leaves it as it is, and
-:func:`applies` says so, so a matrix does not run the same bytes twice.
+value). JSON-lines transforms (``crlf``, ``cr``, ``blank_lines``, ``raw_unicode``,
+``no_final_newline``) keep the decoded objects. JSON array transforms write the whitespace and
+line breaks real servers put around and inside elements (``compact``, ``pretty``,
+``bracket_lines``, ``crlf``, ``cr``) and keep the decoded elements. A transform that does not
+apply to a body (``keepalive`` on JSON lines, ``raw_unicode`` on a body without such escapes,
+``ids`` on a body that has ids, anything on a plain JSON body) leaves it as it is, and
+:func:`applies` says so and :func:`skipped_because` why, so a matrix does not run the same bytes
+twice and says why it did not.
 """
 
 from __future__ import annotations
@@ -20,12 +24,14 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from . import framing
 from ._names import unknown
 from .chunking import event_ends
+from .framing import json_array as _array
 
-__all__ = ["ALL", "Transform", "alternatives", "applies", "apply", "blank_lines", "comments", "cr", "crlf", "get",
-           "ids", "keepalive", "kind_of", "meta", "mixed", "no_space", "pad", "raw_unicode", "resolve", "retry",
-           "rewrite"]
+__all__ = ["ALL", "Transform", "alternatives", "applies", "apply", "blank_lines", "bracket_lines", "comments",
+           "compact", "cr", "crlf", "get", "ids", "keepalive", "kind_of", "meta", "mixed", "no_final_newline",
+           "no_space", "pad", "pretty", "raw_unicode", "resolve", "retry", "rewrite", "skipped_because"]
 
 Edit = tuple[int, int, bytes]  # replace body[start:end] with the bytes
 Edits = Callable[[bytes, str], Iterable[Edit]]
@@ -34,7 +40,7 @@ _NEWLINE = re.compile(rb"\r\n|\r|\n")
 _LINE_START = rb"(?:^|(?<=[\r\n])|(?<=\A\xef\xbb\xbf))"  # a line starts here (a leading BOM is no part of it)
 _FIELD_SPACE = re.compile(rb"(?:^|(?<=[\r\n]))([^:\r\n]+): (?! )")
 _BOM = b"\xef\xbb\xbf"
-_SSE, _NDJSON = "sse", "ndjson"
+_SSE, _NDJSON, _ARRAY = "sse", "ndjson", "json_array"
 
 
 @dataclass(frozen=True)
@@ -57,10 +63,16 @@ class Transform:
 
 def kind_of(content_type: str, body: bytes) -> str | None:
     """``"sse"`` for an event stream, ``"ndjson"`` for JSON lines (a JSON content type and a
-    body of one-line objects), else None: no transform touches it."""
+    body of one-line objects), ``"json_array"`` for a JSON array stream, else None (a plain
+    JSON body, anything else): no transform touches it."""
     if "event-stream" in content_type:
         return _SSE
-    if "json" in content_type and body.lstrip().startswith(b"{") and b"\n" in body.rstrip():
+    if "json" not in content_type:
+        return None
+    start = body.lstrip()[:1]
+    if start == b"[" and _array.event_ends(body):
+        return _ARRAY
+    if start == b"{" and b"\n" in body.rstrip() and framing.detect(content_type, body).name != "json":
         return _NDJSON
     return None
 
@@ -68,9 +80,21 @@ def kind_of(content_type: str, body: bytes) -> str | None:
 def applies(transform: Transform, body: bytes, kind: str | None) -> bool:
     """Whether ``transform`` changes a body of ``kind``: a variant where it does not is the same
     bytes as without it."""
-    if kind is None or kind not in transform.kinds or not body:
-        return False
-    return transform.relevant is None or transform.relevant(body, kind)
+    return skipped_because(transform, body, kind) is None
+
+
+def skipped_because(transform: Transform, body: bytes, kind: str | None) -> str | None:
+    """Why ``transform`` leaves a body of ``kind`` as it is (None: it changes it), for a matrix
+    to say why it skipped the run."""
+    if not body:
+        return f"{transform}: the body is empty"
+    if kind is None:
+        return f"{transform}: the body is no stream a transform rewrites (SSE, JSON lines, a JSON array)"
+    if kind not in transform.kinds:
+        return f"{transform} has no meaning for {kind} (it rewrites {', '.join(sorted(transform.kinds))})"
+    if transform.relevant is not None and not transform.relevant(body, kind):
+        return f"{transform}: this {kind} body already is what it would write"
+    return None
 
 
 def apply(transforms: Sequence[Transform], body: bytes, ends: Sequence[int], *,
@@ -137,7 +161,7 @@ def _newline_of(body: bytes, start: int, end: int) -> bytes:
 
 def _line_endings(sep: bytes) -> Edits:
     def edits(body: bytes, kind: str) -> Iterator[Edit]:
-        if kind == _NDJSON:  # only LF ends a JSON line; a CR before it is whitespace
+        if kind != _SSE and sep == b"\r\n":  # JSON: a CR before an LF is whitespace, only bare LFs change
             for m in re.finditer(rb"(?<!\r)\n", body):
                 yield m.start(), m.end(), b"\r\n"
             return
@@ -148,11 +172,17 @@ def _line_endings(sep: bytes) -> Edits:
 
 
 def _has_bare_lf(body: bytes, kind: str) -> bool:
-    return re.search(rb"(?<!\r)\n", body) is not None if kind == _NDJSON else True
+    return re.search(rb"(?<!\r)\n", body) is not None if kind != _SSE else True
 
 
-crlf = Transform("crlf", _line_endings(b"\r\n"), frozenset({_SSE, _NDJSON}), _has_bare_lf)
-cr = Transform("cr", _line_endings(b"\r"))
+def _has_lf(body: bytes, kind: str) -> bool:
+    return b"\n" in body if kind != _SSE else True
+
+
+crlf = Transform("crlf", _line_endings(b"\r\n"), frozenset({_SSE, _NDJSON, _ARRAY}), _has_bare_lf)
+#: CR-only line endings; in JSON lines, what the lines of a server that writes ``\r`` end with (the
+#: reference decoder, httpx's ``iter_lines`` and requests' take a lone CR as a line end)
+cr = Transform("cr", _line_endings(b"\r"), frozenset({_SSE, _NDJSON, _ARRAY}), _has_lf)
 
 _MIXED = ((b"\n", b"\r\n"), (b"\r\n", b"\n"), (b"\n", b"\r"), (b"\r\n", b"\r"))
 
@@ -270,6 +300,58 @@ def _blank_lines(body: bytes, kind: str) -> Iterator[Edit]:
 
 blank_lines = Transform("blank_lines", _blank_lines, frozenset({_NDJSON}))
 
+
+def _no_final_newline(body: bytes, kind: str) -> Iterator[Edit]:
+    end = len(body.rstrip(b"\r\n"))
+    if end < len(body):
+        yield end, len(body), b""
+
+
+#: the last JSON line without its line ending (a server that ends the stream right after it)
+no_final_newline = Transform("no_final_newline", _no_final_newline, frozenset({_NDJSON}),
+                             lambda body, kind: body.endswith((b"\n", b"\r")) and bool(body.strip()))
+
+# -- JSON arrays ----------------------------------------------------------------------------------
+
+
+def _array_layout(element: Callable[[bytes], bytes], first: bytes, between: bytes, last: bytes) -> Edits:
+    """Rewrite a JSON array stream: ``first`` from the start through the ``[`` to the first
+    element, ``between`` between elements, ``last`` from the last element through the ``]``,
+    each element as ``element(its bytes)`` (an incomplete trailing element is left alone)."""
+    def edits(body: bytes, kind: str) -> Iterator[Edit]:
+        spans = _array._spans(body)
+        if not spans:
+            return
+        yield 0, spans[0][0], first
+        for n, (a, b) in enumerate(spans):
+            yield a, b, element(body[a:b])
+            if n + 1 < len(spans):
+                yield b, spans[n + 1][0], between
+        close = body.find(b"]", spans[-1][1])
+        if close >= 0:
+            yield spans[-1][1], close + 1, last
+    return edits
+
+
+def _changes(edits: Edits) -> Callable[[bytes, str], bool]:
+    return lambda body, kind: any(body[s:t] != r for s, t, r in edits(body, kind))
+
+
+def _array_transform(name: str, element: Callable[[bytes], bytes], first: bytes, between: bytes,
+                     last: bytes) -> Transform:
+    edits = _array_layout(element, first, between, last)
+    return Transform(name, edits, frozenset({_ARRAY}), _changes(edits))
+
+
+#: ``[{...},{...}]``: no whitespace between or inside elements
+compact = _array_transform("compact", lambda el: orjson.dumps(orjson.loads(el)), b"[", b",", b"]")
+#: every element indented over several lines, ``[`` and ``]`` on lines of their own
+pretty = _array_transform("pretty", lambda el: orjson.dumps(orjson.loads(el), option=orjson.OPT_INDENT_2),
+                          b"[\n", b",\n", b"\n]")
+#: ``[\n{...}\n,\r\n{...}\n]``: the brackets and separators on lines of their own, CRLF before
+#: each next element (Google's REST streams write ``\n,\r\n`` between elements)
+bracket_lines = _array_transform("bracket_lines", lambda el: el, b"[\n", b"\n,\r\n", b"\n]")
+
 # -- JSON escapes written raw ---------------------------------------------------------------------
 
 _ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u(2028|2029|0085)")
@@ -307,17 +389,18 @@ raw_unicode = Transform("raw_unicode", _raw_unicode, frozenset({_SSE, _NDJSON}),
 
 # -- names ----------------------------------------------------------------------------------------
 
-_NAMED = {t.name: t for t in (crlf, cr, mixed, no_space, comments, ids, meta, retry, raw_unicode, blank_lines)}
+_NAMED = {t.name: t for t in (crlf, cr, mixed, no_space, comments, ids, meta, retry, raw_unicode, blank_lines,
+                              no_final_newline, compact, pretty, bracket_lines)}
 _SHOWN = [*_NAMED, "keepalive[:COMMENT]", "pad[:N]"]
 #: what ``transform="all"`` runs, after the untransformed stream: every named transform alone
 ALL: tuple[Transform, ...] = (crlf, cr, mixed, no_space, keepalive(), comments, ids, meta, retry, pad(),
-                              raw_unicode, blank_lines)
+                              raw_unicode, blank_lines, no_final_newline, compact, pretty, bracket_lines)
 
 
 def get(name: str | Transform) -> Transform:
     """A transform from its short name: ``crlf``, ``cr``, ``mixed``, ``no_space``, ``comments``,
-    ``ids``, ``meta``, ``retry``, ``raw_unicode``, ``blank_lines``, ``keepalive[:COMMENT]``,
-    ``pad[:N]``."""
+    ``ids``, ``meta``, ``retry``, ``raw_unicode``, ``blank_lines``, ``no_final_newline``,
+    ``compact``, ``pretty``, ``bracket_lines``, ``keepalive[:COMMENT]``, ``pad[:N]``."""
     if isinstance(name, Transform):
         return name
     if not isinstance(name, str):

@@ -5,7 +5,7 @@ A framing module (``ssemock/framing/<name>.py``) defines one module-level object
 
 ``name``
     ``"sse"``, ``"ndjson"``, ``"json_array"``, ``"eventstream"``: what a protocol's ``framing``
-    names.
+    names; ``"json"`` is a plain JSON body (one document, no stream).
 ``decode(body: bytes) -> list[event]``
     the reference decoding of a whole body: ``ServerSentEvent``s, parsed JSON values, eventstream
     messages ... (what the protocol folds). Bad input raises a ``ValueError`` subclass naming the
@@ -18,6 +18,11 @@ A framing module (``ssemock/framing/<name>.py``) defines one module-level object
     the media type (lower case, parameters stripped) is this framing's.
 ``sniff(body: bytes) -> bool``
     without a telling content type, the body looks like this framing.
+``stream``
+    whether bodies of this framing are streams of events (False for a plain JSON document).
+``example``
+    ``(content type, body)``: a short body of a few events, as servers write it; the fault x
+    framing matrix (``tests/test_fault_matrix.py``) and the table in the docs run every fault on it.
 
 Detection (:func:`detect`) asks every registered framing, in registry order: content type first,
 then sniffing; SSE when nothing says yes (a stream that is no framing decodes to no events).
@@ -43,10 +48,13 @@ class Framing:
     event_ends: Callable[[bytes], list[int]]
     content_type: Callable[[str], bool]
     sniff: Callable[[bytes], bool]
+    stream: bool = True  # False: a whole document (``json``), which stream faults leave alone unless aimed at it
+    example: tuple[str, bytes] | None = None  # (content type, a short body): what matrices and docs show
 
 
 #: The registry: module names under ssemock.framing, in detection order.
-_MODULES = ("eventstream", "sse", "ndjson", "json_array")  # eventstream first: its sniff is an exact CRC check
+_MODULES = ("eventstream", "sse", "json", "ndjson", "json_array")  # eventstream first: its sniff is an exact CRC
+# check; json before ndjson: a body that is one whole JSON object (pretty or not) is a document, not JSON lines
 
 _loaded: dict[str, Framing] = {}
 

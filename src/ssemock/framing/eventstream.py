@@ -326,5 +326,11 @@ def encode(headers: Mapping[str, HeaderValue | Typed], payload: bytes = b"") -> 
     return message + _U32.pack(crc32(message))
 
 
+def _example() -> bytes:
+    return b"".join(encode({":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"},
+                           b'{"n": %d}' % n) for n in range(1, 5))
+
+
 FRAMING = Framing(name="eventstream", decode=decode, event_ends=frame_ends,
-                  content_type=lambda media: media == CONTENT_TYPE, sniff=is_eventstream)
+                  content_type=lambda media: media == CONTENT_TYPE, sniff=is_eventstream,
+                  example=(CONTENT_TYPE, _example()))

@@ -61,7 +61,10 @@ def _spans(body: bytes) -> list[tuple[int, int]]:
             depth += 1
         else:
             if depth == 0:
-                if char == 0x5D:  # the array's own ']'
+                if char == 0x5D:  # the array's own ']': only whitespace may come before it
+                    if body[spans[-1][1] if spans else start + 1:m.start()].strip():
+                        raise JSONArrayError(spans[-1][1] if spans else start + 1,
+                                             "bytes that are no element before the array's ']'", body)
                     return spans
                 raise JSONArrayError(m.start(), "unbalanced '}'", body)
             depth -= 1
@@ -93,4 +96,5 @@ def _sniff(body: bytes) -> bool:
 
 
 FRAMING = Framing(name="json_array", decode=decode, event_ends=event_ends,
-                  content_type=lambda media: False, sniff=_sniff)
+                  content_type=lambda media: False, sniff=_sniff,
+                  example=("application/json", b'[{"n": 1}\n,\r\n{"n": 2}\n,\r\n{"n": 3}\n,\r\n{"n": 4}\n]'))

@@ -1,14 +1,17 @@
 """Incremental JSON-lines (NDJSON) decoder, for streams such as Ollama's.
 
-Lines end at the byte LF only -- never at U+0085, U+2028 or U+2029, which may appear raw inside
-JSON strings -- so splitting happens on ``bytes``, never with ``str.splitlines``. A CR before
-the LF (a CRLF, even split across chunks) is JSON whitespace and is ignored; blank lines are
-skipped. Each chunk is scanned once, a partial line is kept as pieces and joined once, so the
-work is linear however the stream is chunked. Values are parsed with :func:`orjson.loads`.
+Lines end at LF, CRLF (even split across chunks) or a lone CR -- never at U+0085, U+2028 or
+U+2029, which may appear raw inside JSON strings -- so splitting happens on ``bytes``, never with
+``str.splitlines``. A raw CR cannot be inside a JSON string, so a lone CR ends a line, as it does
+for httpx's ``iter_lines`` and requests' ``iter_lines`` (the ``cr`` transform writes such a
+stream; a CR written as whitespace inside a line would split it). Blank lines are skipped. Each
+chunk is scanned once (twice more when it holds a CR), a partial line is kept as pieces and
+joined once, so the work is linear however the stream is chunked. Values are parsed with :func:`orjson.loads`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 
 import orjson
@@ -56,11 +59,12 @@ def _parse(lines: list[bytes], first_lineno: int) -> list[object]:
 class Decoder:
     """Incremental JSON-lines decoder: :meth:`feed` bytes, then :meth:`close`."""
 
-    __slots__ = ("_parts", "_lineno")
+    __slots__ = ("_parts", "_lineno", "_cr")
 
     def __init__(self) -> None:
         self._parts: list[bytes] = []  # pieces of the current, unterminated line
         self._lineno = 0  # lines completed so far
+        self._cr = False  # the last chunk ended with a CR: an LF first in the next is its CRLF's
 
     def feed(self, chunk: bytes | bytearray | memoryview) -> list[object]:
         """Take the next bytes of the stream; return the values of the lines it completes.
@@ -69,6 +73,13 @@ class Decoder:
         """
         if type(chunk) is not bytes:
             chunk = bytes(chunk)
+        if self._cr:
+            self._cr = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        if 13 in chunk:  # CRLF and a lone CR end a line as LF does
+            self._cr = chunk.endswith(b"\r")
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if 10 not in chunk:
             if chunk:
                 self._parts.append(chunk)
@@ -125,7 +136,10 @@ async def adecode(chunks: AsyncIterable[bytes]) -> AsyncIterator[object]:
 
 
 def event_ends(body: bytes) -> list[int]:
-    """The byte offset after each line's LF (a final line without one is a partial event)."""
+    """The byte offset after each line's ending: LF, CRLF or a lone CR (a final line without one
+    is a partial event)."""
+    if b"\r" in body:
+        return [m.end() for m in re.finditer(rb"\r\n?|\n", body)]
     ends, find, pos = [], body.find, body.find(b"\n")
     while pos >= 0:
         ends.append(pos + 1)
@@ -148,4 +162,5 @@ def _sniff(body: bytes) -> bool:
 
 
 FRAMING = Framing(name="ndjson", decode=_decode_body, event_ends=event_ends,
-                  content_type=_MEDIA_TYPES.__contains__, sniff=_sniff)
+                  content_type=_MEDIA_TYPES.__contains__, sniff=_sniff,
+                  example=("application/x-ndjson", b'{"n": 1}\n{"n": 2}\n{"n": 3}\n{"n": 4, "done": true}\n'))

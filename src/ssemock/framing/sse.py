@@ -27,4 +27,6 @@ def _never(body: bytes) -> bool:
 
 
 FRAMING = Framing(name="sse", decode=_decode_body, event_ends=event_ends,
-                  content_type="text/event-stream".__eq__, sniff=_never)
+                  content_type="text/event-stream".__eq__, sniff=_never,
+                  example=("text/event-stream", b'data: {"n": 1}\n\ndata: {"n": 2}\n\ndata: {"n": 3}\n\n'
+                                                b"data: [DONE]\n\n"))

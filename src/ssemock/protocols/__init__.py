@@ -35,6 +35,9 @@ shapes and defines one module-level object, ``PROTOCOL``, a :class:`Protocol`:
     when the served body uses CRLF). :func:`ssemock.faults.error_event` cuts the body after
     event N and appends these bytes; for a ``json_array`` body ``error.after_first`` says whether
     an element precedes it (then the bytes start with the separator) and the bytes close the array.
+``framings``
+    optional: the other framings its bodies come in (Gemini: ``("json_array",)``); its
+    ``error_event`` writes those too. :func:`speaks` says whether a protocol writes a framing.
 ``http_error(status, message) -> HTTPErrorBody``
     the body and content type the provider answers ``status`` with before any stream
     (:func:`ssemock.faults.http_error`); ``message=None``: the provider's usual text.
@@ -67,7 +70,7 @@ from urllib.parse import urlsplit
 from .base import Event, Fold, HTTPErrorBody, ProtocolError, StreamError
 
 __all__ = ["Protocol", "StreamError", "HTTPErrorBody", "all_protocols", "detect", "for_response", "get",
-           "holds", "names", "request_ids"]
+           "holds", "names", "request_ids", "speaks"]
 
 
 def _never(_: Any) -> bool:
@@ -92,6 +95,8 @@ class Protocol:
     holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = field(default=None, compare=False)
     # the JSON-RPC id of the request a body cut at a byte offset still owes an answer (StreamError.request_id)
     owed: Callable[[bytes, int], str | int | None] | None = field(default=None, compare=False)
+    # framings other than ``framing`` its bodies come in, which its error_event also writes (Gemini: json_array)
+    framings: tuple[str, ...] = ()
 
 
 #: The registry: module names under ssemock.protocols, in detection order (more specific first).
@@ -162,6 +167,11 @@ def for_response(url: str, headers: Iterable[tuple[str, str]] | Mapping[str, str
         except ValueError:
             found = None
     return found
+
+
+def speaks(protocol: Protocol, framing: str) -> bool:
+    """Whether ``protocol``'s bodies (and so its error events) come in ``framing``."""
+    return framing == protocol.framing or framing in protocol.framings
 
 
 def request_ids(body: bytes | None) -> list[Any]:

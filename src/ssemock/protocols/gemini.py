@@ -246,5 +246,5 @@ def sdk_request(base_url: str, interaction: Any) -> bool:
 PROTOCOL = Protocol(
     name="gemini.generate_content", framing="sse", fold=_Gemini, error_event=error_event,
     http_error=http_error, url=_is_gemini_url, event=_is_gemini_event, synthesize=synthesize,
-    sdk_request=sdk_request,
+    sdk_request=sdk_request, framings=("json_array",),
 )

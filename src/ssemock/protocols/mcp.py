@@ -315,6 +315,7 @@ def synthesize(text: str = "", *, progress: int = 0, error: str | None = None, r
     return cassette
 
 
-PROTOCOL = Protocol(name="mcp", framing="sse", fold=_McpFold, error_event=error_event, http_error=http_error,
+PROTOCOL = Protocol(name="mcp", framing="sse", framings=("json",), fold=_McpFold, error_event=error_event,
+                    http_error=http_error,
                     url=_is_mcp, event=_telling, synthesize=synthesize, request_ids=request_ids, holds=holds,
                     owed=owed)
