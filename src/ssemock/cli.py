@@ -336,6 +336,57 @@ def _cmd_redact(args: argparse.Namespace) -> int:
     return status
 
 
+# -- ssemock accept ----------------------------------------------------------------------------
+
+def _add_accept(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "accept", help="make a refused recording (NAME.refused.json, secrets masked) the cassette",
+        description="A recording refused for a secret is kept beside its cassette as NAME.refused.json "
+                    "with every secret masked (REDACTED), so the paid call need not be made again. This "
+                    "shows every masked field, scans the file again, and, when no secret is left, "
+                    "writes it as the cassette NAME.json (atomically, replacing it) and removes "
+                    "NAME.refused.json. With --check nothing is written.")
+    parser.add_argument("refused", metavar="NAME.refused.json", help="a refused recording")
+    parser.add_argument("--check", action="store_true", help="only show what was masked; write nothing")
+    parser.set_defaults(handler=_cmd_accept)
+
+
+def _cmd_accept(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .cassette import Cassette
+    from .cassette_lock import lock_for
+    from .keep import masked_fields, refused_target
+    from .redact import find_secrets
+
+    source = Path(args.refused)
+    try:
+        target = refused_target(source)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+    cassette = Cassette.load(source)
+    masked = masked_fields(cassette)
+    _out(f"{source}: {len(cassette.interactions)} interaction{'s' if len(cassette.interactions) != 1 else ''}, "
+         f"{len(masked)} masked field{'s' if len(masked) != 1 else ''}")
+    for line in masked:
+        _out(f"  masked: {line}")
+    leaks = find_secrets(cassette)
+    if leaks:
+        for leak in leaks:
+            _out(f"ssemock: error: {source}: a secret is left in it: {leak}", err=True)
+        _out(f"ssemock: error: not accepted: run `ssemock redact {source}` (or edit it), then accept it again",
+             err=True)
+        return 1
+    if args.check:
+        _out(f"would write {target}")
+        return 0
+    with lock_for(target):
+        cassette.save(target)
+        source.unlink()
+    _out(f"accepted {source}: wrote {target}")
+    return 0
+
+
 # -- ssemock fix -------------------------------------------------------------------------------
 
 def _add_fix(subparsers: Subparsers) -> None:
@@ -426,7 +477,8 @@ def _cmd_import_vcr(args: argparse.Namespace) -> int:
 
 #: One function per subcommand, in the order ``--help`` lists them.
 _COMMANDS: list[Callable[[Subparsers], None]] = [
-    _add_demo, _add_serve, _add_show, _add_validate, _add_rechunk, _add_redact, _add_fix, _add_import_vcr,
+    _add_demo, _add_serve, _add_show, _add_validate, _add_rechunk, _add_redact, _add_accept, _add_fix,
+    _add_import_vcr,
 ]
 
 

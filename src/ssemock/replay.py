@@ -39,6 +39,7 @@ from .chunking import event_ends
 from .cassette import Cassette, CassetteError, Interaction, Request, Response
 from .expect import Expected, StreamAssertionError
 from .faults import Served
+from . import keep as _keep
 from . import lock as _lock
 from ._names import unknown
 from . import stacks as _stacks
@@ -442,6 +443,15 @@ def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+_RECORDING: weakref.WeakSet[Player] = weakref.WeakSet()
+
+
+def recording_players() -> list[Player]:
+    """The players recording right now (started, not stopped): what an interruption that ends
+    the process at once keeps a partial of (:meth:`Player.keep_partial`)."""
+    return list(_RECORDING)
+
+
 class Player:
     """Replays (and, by record mode, records) a cassette for every intercepted client stack
     (httpx, httpx2, aiohttp, urllib3: see :mod:`ssemock.stacks`)."""
@@ -490,6 +500,7 @@ class Player:
         self._latest: Play | Recorder | None = None  # the last response served or recorded
         self._notes: list[tuple[Play, int]] = []  # (play, chunks handed out) per handed() event
         self._requests = _held.Requests()  # the correlation ids of the requests matched, for held streams
+        self.kept: list[_keep.Kept] = []  # refused or partial recordings kept beside the cassette, masked
 
     def __repr__(self) -> str:
         return (f"<ssemock.Player {self.path or '(memory)'} mode={self.record_mode} "
@@ -508,12 +519,15 @@ class Player:
         _stacks.activate(self.router)
         _lock.engage(self.guard)
         self._active = True
+        if self._records:
+            _RECORDING.add(self)
 
     def stop(self, save: bool = True) -> None:
         """Stop intercepting (and save what was recorded, unless ``save=False``)."""
         if not self._active:
             return
         self._active = False
+        _RECORDING.discard(self)
         self._requests.close()  # a stream still held gives up now: its requests can no longer come
         self._requests = _held.Requests()
         _lock.release(self.guard)
@@ -537,13 +551,22 @@ class Player:
 
     def interrupted(self) -> Path | None:
         """Stop after an interrupt: the cassette is left as it was, and what was recorded is kept
-        beside it as ``<name>.partial.json`` (returned; None when nothing was recorded)."""
+        beside it as ``<name>.partial.json`` with every secret masked (returned; None when
+        nothing was recorded, or a secret could not be masked: :attr:`kept` says which)."""
         self.stop(save=False)
-        if self.path is None or not self.recorded:
+        return self.keep_partial()
+
+    def keep_partial(self) -> Path | None:
+        """Write what was recorded so far beside the cassette as ``<name>.partial.json``,
+        scanned and masked like a refused save (see :mod:`ssemock.keep`), without stopping:
+        what an interruption that ends the process at once (pytest-timeout's thread method)
+        still gets to keep. The cassette itself is never touched."""
+        recorded = self.recorded
+        if self.path is None or not recorded:
             return None
-        partial = self.path.with_name(self.path.stem + ".partial.json")
-        Cassette(self.recorded, path=partial).save(partial)
-        return partial
+        kept = _keep.keep_masked(recorded, _keep.beside(self.path, _keep.PARTIAL))
+        self.kept.append(kept)
+        return kept.path
 
     async def __aenter__(self) -> Player:
         return self.__enter__()
@@ -710,13 +733,33 @@ class Player:
         out = Cassette([*kept, *new], path=self.path)
         leaks = find_secrets(out)
         if leaks:
-            raise CassetteError("refusing to save: a secret is left in the cassette: " + "; ".join(leaks)
-                                + " (redact it with before_record_request/before_record_response)",
-                                path=self.path)
+            raise CassetteError(self._refused(out.interactions, leaks), path=self.path)
         if self.path is not None:
             out.save(self.path)
         self.cassette.interactions = out.interactions
         self._selection = Selection(out.interactions, self.match_on)
+
+    def _refused(self, interactions: list[Interaction], leaks: list[str]) -> str:
+        """Keep a recording the scan refused beside the cassette, masked (no second paid call
+        to record it again), and say what was masked and how to accept it."""
+        message = ("refusing to save: a secret is left in the cassette: " + "; ".join(leaks)
+                   + " (redact it with before_record_request/before_record_response)")
+        if self.path is None:
+            return message
+        refused = _keep.beside(self.path, _keep.REFUSED)
+        try:
+            kept = _keep.keep_masked(interactions, refused)
+        except (OSError, CassetteError) as exc:
+            return f"{message}; the recording could not be kept beside it either: {mask_text(str(exc))}"
+        self.kept.append(kept)
+        if kept.path is None:
+            return (f"{message}; it is not kept: masking left a secret in it\n{kept.describe()}\n"
+                    "add before_record_request/before_record_response hooks that remove it and record again")
+        return (f"{message}\nthe recording is kept with every secret masked in {kept.path}"
+                f"{' (' + str(self.path) + ' is unchanged)' if self._existed else ''}:\n{kept.describe()}\n"
+                f"to use it: check what was masked, then run `ssemock accept {kept.path}` (it becomes "
+                f"{self.path}); or add before_record_request/before_record_response hooks that redact "
+                "these fields and record again")
 
     # -- expectations (what a conforming client gets from what was served) ---------------------
 
