@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 import ssemock
 from ssemock.cli import main
+from ssemock.modes import RecordMode
 from ssemock.redact import find_secrets
 from ssemock.server import running
 
@@ -79,7 +80,7 @@ def _assert_masked(path: Path) -> ssemock.Cassette:
 
 # -- refused for a secret -------------------------------------------------------------------------
 
-def _record(path: Path, url: str, mode: str, got: list[bytes]) -> None:
+def _record(path: Path, url: str, mode: RecordMode, got: list[bytes]) -> None:
     with ssemock.use_cassette(path, record_mode=mode):
         with httpx.Client() as client:
             got.append(client.get(url).content)
@@ -87,7 +88,7 @@ def _record(path: Path, url: str, mode: str, got: list[bytes]) -> None:
 
 @pytest.mark.parametrize("mode", ["once", "all"])
 def test_a_refused_recording_is_kept_masked_and_accept_makes_it_the_cassette(
-        tmp_path: Path, server: str, mode: str, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, server: str, mode: RecordMode, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "chat.json"
     url = f"{server}/leak?n=3"
     good = _good(path, url) if mode == "all" else None

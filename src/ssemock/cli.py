@@ -98,6 +98,11 @@ def _add_serve(subparsers: Subparsers) -> None:
                         help="allow this origin ('*' for any) and answer preflights; default: no CORS header")
     parser.add_argument("--max-body", type=int, default=None, metavar="BYTES",
                         help="the largest request body accepted, larger ones get 413 (default: 8 MiB)")
+    parser.add_argument("--header-timeout", type=float, default=None, metavar="SECONDS",
+                        help="close a connection that has not sent a request's headers within SECONDS "
+                             "(default: 10)")
+    parser.add_argument("--max-connections", type=int, default=None, metavar="N",
+                        help="connections open at once; one past it is closed at once (default: 256)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no access log line per request")
     parser.set_defaults(handler=_cmd_serve)
 
@@ -109,7 +114,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn  # noqa: F401  (run by ssemock.server.running)
 
-        from .serve import DEFAULT_MAX_BODY, app
+        from .serve import DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, app
         from .server import running
     except ImportError as exc:
         raise _UsageError(f"serve needs the 'serve' extra ({exc.name or exc}): pip install 'ssemock[serve]'") from exc
@@ -124,13 +129,19 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise _UsageError(str(exc)) from exc
     replayer = asgi.state.ssemock
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT if args.header_timeout is None else args.header_timeout
+    max_connections: int = DEFAULT_MAX_CONNECTIONS if args.max_connections is None else args.max_connections
+    if not header_timeout > 0 or max_connections < 1:
+        raise _UsageError(f"--header-timeout must be > 0 seconds and --max-connections >= 1, got "
+                          f"{header_timeout:g} and {max_connections}")
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)  # a plain `kill` stops it cleanly, as Ctrl-C does
     try:
-        with running(asgi, host=args.host, port=args.port) as url:
+        with running(asgi, host=args.host, port=args.port, header_timeout=header_timeout,
+                     max_connections=max_connections) as url:
             _out(f"ssemock: serving on {url}")
             _out(f"{len(replayer.interactions)} interaction(s) from {len(replayer.cassettes)} cassette(s):")
             for line in replayer.routes():
