@@ -198,10 +198,11 @@ def test_long():
                 sys.exit(3)
 '''
 
-# how -> (signal sent after chunk 3 or None, whether a partial is kept)
-ROUTES = {"sigint": (signal.SIGINT, True), "sigterm": (signal.SIGTERM, False),
+# how -> (signal sent after chunk 3 or None, whether a partial is kept). SIGTERM unwinds as Ctrl-C
+# while ssemock records; "sigterm-exit": an application's own handler turns it into SystemExit.
+ROUTES = {"sigint": (signal.SIGINT, True), "sigterm": (signal.SIGTERM, True),
           "sigterm-exit": (signal.SIGTERM, True), "exit": (None, True), "cancel": (None, True)}
-PYTEST_ROUTES = {"sigint": (signal.SIGINT, True), "sigterm": (signal.SIGTERM, False), "exit": (None, True),
+PYTEST_ROUTES = {"sigint": (signal.SIGINT, True), "sigterm": (signal.SIGTERM, True), "exit": (None, True),
                  "cancel": (None, True), "timeout-signal": (None, True), "timeout-thread": (None, True)}
 
 
@@ -261,3 +262,23 @@ def test_an_interrupted_pytest_recording_keeps_the_good_cassette_and_a_masked_pa
     if kept:
         assert f"{path} is unchanged" in out and "partial recording is kept in" in out, out
         assert "masked: interaction 0 response.body" in out or how == "timeout-thread", out
+
+
+def test_sigterm_is_trapped_only_while_recording_and_only_over_the_default(tmp_path: Path, server: str) -> None:
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with ssemock.use_cassette(tmp_path / "a.json", record_mode="once"):
+            trapped = signal.getsignal(signal.SIGTERM)
+            with httpx.Client() as client:
+                client.get(f"{server}/leak?n=1")
+        assert callable(trapped) and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        with ssemock.use_cassette(tmp_path / "a.json"):  # a replay never touches it
+            assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+        def mine(signum: int, frame: object) -> None:
+            pass
+        signal.signal(signal.SIGTERM, mine)
+        with ssemock.use_cassette(tmp_path / "b.json", record_mode="once"):  # the application's own: kept
+            assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -444,6 +444,27 @@ def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 _RECORDING: weakref.WeakSet[Player] = weakref.WeakSet()
+_SIGTERM_BEFORE: list[Any] = []  # the handler replaced while recording (empty: none replaced)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM while recording: unwind as Ctrl-C does, so the recording is kept beside the
+    cassette (masked) instead of lost, and never saved over it."""
+    raise KeyboardInterrupt(f"ssemock: signal {signum} (SIGTERM) while recording")
+
+
+def _trap_sigterm(on: bool) -> None:
+    """While any player records (main thread only, and only where SIGTERM still has its default
+    action): SIGTERM raises KeyboardInterrupt; the default comes back when the last one stops."""
+    import signal
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if on and not _SIGTERM_BEFORE and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        _SIGTERM_BEFORE.append(signal.signal(signal.SIGTERM, _on_sigterm))
+    elif not on and _SIGTERM_BEFORE and not _RECORDING:
+        before = _SIGTERM_BEFORE.pop()
+        if signal.getsignal(signal.SIGTERM) is _on_sigterm:  # not replaced since by someone else
+            signal.signal(signal.SIGTERM, before)
 
 
 def recording_players() -> list[Player]:
@@ -521,6 +542,7 @@ class Player:
         self._active = True
         if self._records:
             _RECORDING.add(self)
+            _trap_sigterm(True)
 
     def stop(self, save: bool = True) -> None:
         """Stop intercepting (and save what was recorded, unless ``save=False``)."""
@@ -528,6 +550,7 @@ class Player:
             return
         self._active = False
         _RECORDING.discard(self)
+        _trap_sigterm(False)
         self._requests.close()  # a stream still held gives up now: its requests can no longer come
         self._requests = _held.Requests()
         _lock.release(self.guard)
