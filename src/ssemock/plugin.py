@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ._names import unknown
-from .errors import SsemockWarning
+from .errors import NetworkBlockedError, SsemockWarning, UnmatchedRequestError
 from .modes import RECORD_MODES
 
 if TYPE_CHECKING:  # the rest is imported when a test uses ssemock: an unused plugin costs nothing
@@ -117,7 +117,8 @@ def _cut_short(exc: BaseException) -> bool:
     """Whether a test's exception interrupted it rather than ended it: anything but an ordinary
     error or pytest's own outcomes (fail, skip, xfail) — SystemExit, a cancelled asyncio task,
     KeyboardInterrupt, pytest.exit — or pytest-timeout firing (see pytest_timeout_set_timer)."""
-    outcomes = (Exception, pytest.fail.Exception, pytest.skip.Exception, pytest.xfail.Exception)
+    outcomes = (Exception, pytest.fail.Exception, pytest.skip.Exception, pytest.xfail.Exception,
+                UnmatchedRequestError, NetworkBlockedError)  # ssemock's own failures end a test too
     return not isinstance(exc, outcomes) or getattr(exc, _TIMED_OUT, False)
 
 

@@ -48,7 +48,7 @@ from .modes import RECORD_MODES, RecordMode
 from .stacks import Record
 from .cassette_lock import lock_for
 from .record import MAX_BODY_BYTES, Recorder, RequestHook, ResponseHook, drain_seconds, request_from_httpx
-from .redact import find_secrets, mask_text
+from .redact import escape_control, find_secrets, mask_text
 from .selection import Selection
 from .strategies import minimal_failing_split
 
@@ -719,7 +719,8 @@ class Player:
                 fixes.append(f"match #{i} by matching less: match_on={kept!r}")
         lines.append("  to fix it:")
         lines.extend(f"    - {fix}" for fix in fixes)
-        return mask_text("\n".join(lines))  # what was sent may hold a key: never print it
+        # what was sent may hold a key: never print it; a cassette's text never drives the terminal
+        return escape_control(mask_text("\n".join(lines)))
 
     # -- saving ----------------------------------------------------------------------------
 
