@@ -226,3 +226,25 @@ def test_cli_serve_checks_its_limits(tmp_path: Any, capsys: pytest.CaptureFixtur
     assert main(["serve", str(path), "--max-connections", "0"]) == 1
     err = capsys.readouterr().err
     assert err.count("--header-timeout must be > 0 seconds and --max-connections >= 1") == 2
+
+
+def test_a_held_stream_is_not_decoded_again_for_each_reconnection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the legacy MCP GET stream waits for requests is worked out once per body served, not
+    for each of a flood of GETs (with or without a bogus Last-Event-ID)."""
+    import ssemock.protocols
+    monkeypatch.setattr(ssemock.held, "HOLD_LIMIT", 0.05)
+    calls: list[int] = []
+    real = ssemock.protocols.holds
+
+    def counted(body: bytes) -> Any:
+        calls.append(len(body))
+        return real(body)
+
+    monkeypatch.setattr(ssemock.protocols, "holds", counted)
+    with running(app(ssemock.cassettes.load("mcp/sse_session"))) as url:
+        for k in range(20):
+            with requests.get(f"{url}/sse", headers={"last-event-id": f"bogus-{k}"}, stream=True,
+                              timeout=TIMEOUT) as stream:
+                reads = stream.iter_content(chunk_size=None)
+                assert next(reads).startswith(b"event: endpoint")
+    assert len(calls) == 1

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import functools
 import logging
 import os
 import time
@@ -268,6 +269,11 @@ def _load(source: CassetteSource) -> Cassette:
     return source if isinstance(source, Cassette) else Cassette.load(source)
 
 
+def _holds(body: bytes) -> tuple[tuple[int, frozenset[Any]], ...]:
+    """:func:`ssemock.protocols.holds` as a tuple (for a cache of them per server)."""
+    return tuple(_protocols.holds(body))
+
+
 def _is_sse(response: CassetteResponse) -> bool:
     return "event-stream" in (response.header("content-type") or "")
 
@@ -302,6 +308,8 @@ class Replayer:
         self._last_served: list[int] = []  # interaction indexes, most recent last
         # the correlation ids of the requests matched, kept only while a held stream waits for them
         self._requests = _held.Requests(only_wanted=True)
+        # where a GET stream waits for requests, remembered per body served (not decoded per request)
+        self._holds = functools.lru_cache(maxsize=32)(_holds)
         # per interaction, where each Last-Event-ID resumes it: built here, once, not per request
         self._resume = [resume_index(x.response.body) if _is_sse(x.response) else {} for x in self.interactions]
 
@@ -393,7 +401,7 @@ class Replayer:
         prepared = prepare(interaction, url=sent.url, chunking=self.chunking,
                            transforms=self.transforms, timing=self.timing, faults=self.faults,
                            attempt=attempt, last_event_id=last_event_id, cors=self.cors,
-                           holds=_protocols.holds if pushes else None, resume=self._resume[index])
+                           holds=self._holds if pushes else None, resume=self._resume[index])
         plan = prepared.plan
         wanted = [i for ids in plan.holds.values() for i in ids]
         since = self._requests.want(wanted)  # (no await since the match: no request came in between)
