@@ -17,6 +17,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -282,3 +283,24 @@ def test_sigterm_is_trapped_only_while_recording_and_only_over_the_default(tmp_p
             assert signal.getsignal(signal.SIGTERM) is mine
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_partial_that_cannot_be_written_is_a_warning_not_in_place_of_the_interrupt(
+        tmp_path: Path, server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "c.json"
+    good = _good(path, f"{server}/leak?n=3")
+    real = ssemock.Cassette.save
+
+    def full_disk(self: ssemock.Cassette, target: Any = None) -> Path:
+        if str(target).endswith(".partial.json"):
+            raise OSError(28, "No space left on device")
+        return real(self, target)
+
+    monkeypatch.setattr(ssemock.Cassette, "save", full_disk)
+    with pytest.warns(ssemock.SsemockWarning, match="c.json: it is unchanged, but the partial recording could not"):
+        with pytest.raises(KeyboardInterrupt):
+            with ssemock.use_cassette(path, record_mode="all"):
+                with httpx.Client() as client, client.stream("GET", f"{server}/leak?n=3") as r:
+                    next(r.iter_raw())
+                    raise KeyboardInterrupt
+    assert path.read_bytes() == good and sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]

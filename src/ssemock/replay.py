@@ -15,6 +15,7 @@ import os
 import re
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -43,7 +44,7 @@ from . import keep as _keep
 from . import lock as _lock
 from ._names import unknown
 from . import stacks as _stacks
-from .errors import UnmatchedRequestError
+from .errors import SsemockWarning, UnmatchedRequestError
 from .modes import RECORD_MODES, RecordMode
 from .stacks import Record
 from .cassette_lock import lock_for
@@ -577,7 +578,12 @@ class Player:
         beside it as ``<name>.partial.json`` with every secret masked (returned; None when
         nothing was recorded, or a secret could not be masked: :attr:`kept` says which)."""
         self.stop(save=False)
-        return self.keep_partial()
+        try:
+            return self.keep_partial()
+        except (OSError, CassetteError) as exc:  # reported, never in place of the interruption itself
+            warnings.warn(mask_text(f"ssemock: interrupted while recording {self.path}: it is unchanged, but the "
+                                    f"partial recording could not be kept: {exc}"), SsemockWarning, stacklevel=2)
+            return None
 
     def keep_partial(self) -> Path | None:
         """Write what was recorded so far beside the cassette as ``<name>.partial.json``,
