@@ -137,8 +137,9 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> Any:
     handler = signal.getsignal(signal.SIGALRM) if hasattr(signal, "SIGALRM") else None
     if getattr(settings, "method", None) == "signal" and callable(handler):
         signal.signal(signal.SIGALRM, _marking(handler))
-    for timer in threading.enumerate():
-        if isinstance(timer, threading.Timer) and timer.name.endswith(f" {item.nodeid}") and not timer.finished.is_set():
+    for timer in threading.enumerate():  # pytest-timeout names its timer "pytest_timeout <node id>"
+        if (isinstance(timer, threading.Timer) and timer.name.endswith(f" {item.nodeid}")
+                and not timer.finished.is_set()):
             timer.function = _keeping_partials(timer.function)
     return result
 
@@ -169,6 +170,8 @@ def _keeping_partials(function: Any) -> Any:
                   + (f"; the partial recording is kept in {partial}" if partial else ""), file=sys.stderr)
         return function(*args, **kwargs)
     return keeping
+
+
 _CALL_FAILED = pytest.StashKey[bool]()
 _PROBLEMS = pytest.StashKey[list[str]]()
 
@@ -452,7 +455,8 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
             player = use_cassette(path, record_mode=record_mode, chunking=variant.chunking,
                                   transform=list(variant.transforms), **kwargs)
             yield from _run(player, config, request.node)
-            if player.recorded and not config.stash.get(_INTERRUPTED, False) and not request.node.stash.get(_CUT_SHORT, False):
+            cut_short = config.stash.get(_INTERRUPTED, False) or request.node.stash.get(_CUT_SHORT, False)
+            if player.recorded and not cut_short:
                 done.touch()
     if not request.node.stash.get(_CALL_FAILED, False) and not config.stash.get(_INTERRUPTED, False):
         _teardown_checks(player, checks)
@@ -484,8 +488,12 @@ def _run(player: Player, config: pytest.Config, node: Any) -> Iterator[Player]:
             partial = player.interrupted()
             if player.recorded:
                 kept = player.kept[-1] if player.kept else None
-                where = (f"the partial recording is kept in {partial}" if partial is not None
-                         else "the partial recording is not kept: masking left a secret in it")
+                if partial is not None:
+                    where = f"the partial recording is kept in {partial}"
+                elif kept is not None and kept.left:
+                    where = "the partial recording is not kept: masking left a secret in it"
+                else:
+                    where = "the partial recording could not be kept (see the warning)"
                 details = f"\n{kept.describe()}" if kept is not None and (kept.masked or kept.left) else ""
                 _say(config, f"ssemock: interrupted while recording: {player.path} is unchanged; {where}{details}")
         else:
