@@ -284,3 +284,16 @@ def test_an_unmatched_request_to_another_host_never_suggests_dropping_the_host()
     assert "(1 interaction, " in message
     assert "the request goes to other.example.com, a host the cassette never saw" in message
     assert "matching less" not in message
+
+
+def test_the_unmatched_request_message_never_drives_the_terminal() -> None:
+    """A cassette's text (a recorded URL with an OSC window-title sequence) is shown with its
+    control characters escaped: pytest prints the message to the terminal."""
+    cassette = ssemock.Cassette()
+    cassette.add("GET", "https://api.example.com/v1/x?q=\x1b]0;pwned\x07", [b"data: x\n\n"])  # a hostile file
+    with ssemock.replay(cassette):
+        with pytest.raises(ssemock.UnmatchedRequestError) as caught:
+            httpx.get("https://api.example.com/v1/x?q=1")
+    message = str(caught.value)
+    assert "\x1b" not in message and "\x07" not in message
+    assert "\\u001b]0;pwned\\u0007" in message  # shown, visibly

@@ -873,6 +873,39 @@ def test_the_accelerator_refuses_bad_arguments() -> None:
         _speedups.text(b"x", 1, 2)  # type: ignore[call-arg]
 
 
+def test_init_refuses_a_class_whose_slots_it_could_write_past() -> None:
+    """``_speedups.init`` takes the class whose slots ``blocks`` fills: a crafted class (slot
+    descriptors borrowed from a larger class, one slot twice, no slots) is a TypeError and leaves
+    the accelerator as it was. Run in a child so that a regression crashes it, not this run."""
+    script = (
+        "from ssemock import _speedups, sse\n"
+        "class Big:\n"
+        "    __slots__ = tuple(f's{i}' for i in range(64)) + ('event', 'data', 'id', 'retry')\n"
+        "class Borrowed:\n"
+        "    __slots__ = ()\n"
+        "for name in ('event', 'data', 'id', 'retry'):\n"
+        "    setattr(Borrowed, name, Big.__dict__[name])\n"
+        "class Twice:\n"
+        "    __slots__ = ('event', 'data', 'id', 'retry')\n"
+        "Twice.data = Twice.__dict__['event']\n"
+        "class Plain:\n"
+        "    event = data = id = retry = None\n"
+        "refused = []\n"
+        "for bad in (Borrowed, Twice, Plain, int, tuple, 3):\n"
+        "    try:\n"
+        "        _speedups.init(bad)\n"
+        "    except TypeError as exc:\n"
+        "        refused.append(str(exc).split(':')[0])\n"
+        "events = []\n"
+        "_speedups.blocks(b'data: x\\n\\n' * 3, 0, '', events)\n"
+        "assert all(type(e) is sse.ServerSentEvent for e in events), events\n"
+        "print(len(refused), events[0])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split(" ", 1) == ["6", f"{E('message', 'x', '')}\n"]
+
+
 def test_without_the_accelerator_the_pure_code_runs() -> None:
     """Where the install could not build it (no C compiler), ``ssemock.sse`` imports and decodes."""
     script = (

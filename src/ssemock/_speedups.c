@@ -564,19 +564,43 @@ init(PyObject *module, PyObject *cls)
         return NULL;
     }
     PyTypeObject *type = (PyTypeObject *)cls;
+    /* blocks() writes four object pointers at these offsets of every instance it allocates: each
+     * must be a slot this very class lays out, inside its fixed-size instances, and none twice
+     * (a descriptor taken from a larger class, or an offset past tp_basicsize, would write past
+     * the allocation). */
+    if (type->tp_itemsize != 0 || type->tp_alloc == NULL
+            || !PyType_HasFeature(type, Py_TPFLAGS_HEAPTYPE) || type->tp_dict == NULL) {
+        PyErr_SetString(PyExc_TypeError, "init(ServerSentEvent): a class defined with __slots__");
+        return NULL;
+    }
+    Py_ssize_t off[4];
     for (int i = 0; i < 4; i++) {
         PyObject *descr = PyDict_GetItemString(type->tp_dict, names[i]);
-        if (descr == NULL || !PyObject_TypeCheck(descr, &PyMemberDescr_Type)) {
+        if (descr == NULL || !PyObject_TypeCheck(descr, &PyMemberDescr_Type)
+                || ((PyDescrObject *)descr)->d_type != type) {
             PyErr_Format(PyExc_TypeError, "init(): %s is not a slot of the class", names[i]);
             return NULL;
         }
         PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-        if (member->type != T_OBJECT_EX) {
+        if (member->type != T_OBJECT_EX || (member->flags & READONLY)) {
             PyErr_Format(PyExc_TypeError, "init(): slot %s holds no object", names[i]);
             return NULL;
         }
-        state.off[i] = member->offset;
+        if (member->offset < (Py_ssize_t)sizeof(PyObject)
+                || member->offset > type->tp_basicsize - (Py_ssize_t)sizeof(PyObject *)
+                || member->offset % (Py_ssize_t)sizeof(PyObject *) != 0) {
+            PyErr_Format(PyExc_TypeError, "init(): slot %s lies outside the class's instances", names[i]);
+            return NULL;
+        }
+        for (int j = 0; j < i; j++) {
+            if (off[j] == member->offset) {
+                PyErr_Format(PyExc_TypeError, "init(): slots %s and %s share one place", names[j], names[i]);
+                return NULL;
+            }
+        }
+        off[i] = member->offset;
     }
+    memcpy(state.off, off, sizeof(off));
     Py_XSETREF(state.cls, (PyTypeObject *)Py_NewRef(cls));
     if (state.message == NULL && (state.message = PyUnicode_InternFromString("message")) == NULL) {
         return NULL;

@@ -98,6 +98,11 @@ def _add_serve(subparsers: Subparsers) -> None:
                         help="allow this origin ('*' for any) and answer preflights; default: no CORS header")
     parser.add_argument("--max-body", type=int, default=None, metavar="BYTES",
                         help="the largest request body accepted, larger ones get 413 (default: 8 MiB)")
+    parser.add_argument("--header-timeout", type=float, default=None, metavar="SECONDS",
+                        help="close a connection that has not sent a request's headers within SECONDS "
+                             "(default: 10)")
+    parser.add_argument("--max-connections", type=int, default=None, metavar="N",
+                        help="connections open at once; one past it is closed at once (default: 256)")
     parser.add_argument("--quiet", "-q", action="store_true", help="no access log line per request")
     parser.set_defaults(handler=_cmd_serve)
 
@@ -109,7 +114,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn  # noqa: F401  (run by ssemock.server.running)
 
-        from .serve import DEFAULT_MAX_BODY, app
+        from .serve import DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, app
         from .server import running
     except ImportError as exc:
         raise _UsageError(f"serve needs the 'serve' extra ({exc.name or exc}): {install_hint('serve')}") from exc
@@ -124,13 +129,19 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise _UsageError(str(exc)) from exc
     replayer = asgi.state.ssemock
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT if args.header_timeout is None else args.header_timeout
+    max_connections: int = DEFAULT_MAX_CONNECTIONS if args.max_connections is None else args.max_connections
+    if not header_timeout > 0 or max_connections < 1:
+        raise _UsageError(f"--header-timeout must be > 0 seconds and --max-connections >= 1, got "
+                          f"{header_timeout:g} and {max_connections}")
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)  # a plain `kill` stops it cleanly, as Ctrl-C does
     try:
-        with running(asgi, host=args.host, port=args.port) as url:
+        with running(asgi, host=args.host, port=args.port, header_timeout=header_timeout,
+                     max_connections=max_connections) as url:
             _out(f"ssemock: serving on {url}")
             _out(f"{len(replayer.interactions)} interaction(s) from {len(replayer.cassettes)} cassette(s):")
             for line in replayer.routes():
@@ -351,6 +362,57 @@ def _cmd_redact(args: argparse.Namespace) -> int:
     return status
 
 
+# -- ssemock accept ----------------------------------------------------------------------------
+
+def _add_accept(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "accept", help="make a refused recording (NAME.refused.json, secrets masked) the cassette",
+        description="A recording refused for a secret is kept beside its cassette as NAME.refused.json "
+                    "with every secret masked (REDACTED), so the paid call need not be made again. This "
+                    "shows every masked field, scans the file again, and, when no secret is left, "
+                    "writes it as the cassette NAME.json (atomically, replacing it) and removes "
+                    "NAME.refused.json. With --check nothing is written.")
+    parser.add_argument("refused", metavar="NAME.refused.json", help="a refused recording")
+    parser.add_argument("--check", action="store_true", help="only show what was masked; write nothing")
+    parser.set_defaults(handler=_cmd_accept)
+
+
+def _cmd_accept(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .cassette import Cassette
+    from .cassette_lock import lock_for
+    from .keep import masked_fields, refused_target
+    from .redact import find_secrets
+
+    source = Path(args.refused)
+    try:
+        target = refused_target(source)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+    cassette = Cassette.load(source)
+    masked = masked_fields(cassette)
+    _out(f"{source}: {len(cassette.interactions)} interaction{'s' if len(cassette.interactions) != 1 else ''}, "
+         f"{len(masked)} masked field{'s' if len(masked) != 1 else ''}")
+    for line in masked:
+        _out(f"  masked: {line}")
+    leaks = find_secrets(cassette)
+    if leaks:
+        for leak in leaks:
+            _out(f"ssemock: error: {source}: a secret is left in it: {leak}", err=True)
+        _out(f"ssemock: error: not accepted: run `ssemock redact {source}` (or edit it), then accept it again",
+             err=True)
+        return 1
+    if args.check:
+        _out(f"would write {target}")
+        return 0
+    with lock_for(target):
+        cassette.save(target)
+        source.unlink()
+    _out(f"accepted {source}: wrote {target}")
+    return 0
+
+
 # -- ssemock fix -------------------------------------------------------------------------------
 
 def _add_fix(subparsers: Subparsers) -> None:
@@ -520,8 +582,8 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 _COMMANDS: list[Callable[[Subparsers], None]] = [
-    _add_demo, _add_serve, _add_show, _add_validate, _add_rechunk, _add_redact, _add_fix, _add_import_vcr,
-    _add_migrate, _add_doctor,
+    _add_demo, _add_serve, _add_show, _add_validate, _add_rechunk, _add_redact, _add_accept, _add_fix,
+    _add_import_vcr, _add_migrate, _add_doctor,
 ]
 
 

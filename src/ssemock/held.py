@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -32,26 +33,62 @@ _POLL = 0.002  # seconds between looks where no asyncio loop can be woken (trio)
 
 
 class Requests:
-    """The correlation ids (JSON-RPC ids) of the requests a player matched, in order; waking the
-    streams that wait for them, in any thread or event loop."""
+    """The correlation ids (JSON-RPC ids) of the requests a player matched: for each id, when it
+    was last requested (a position in the order requests came); waking the streams that wait
+    for them, in any thread or event loop.
 
-    def __init__(self) -> None:
-        self._made: list[Any] = []
+    ``only_wanted=True`` (``ssemock serve``, which runs for ever): only the ids an open held
+    stream waits for (:meth:`want`) are kept, and dropped when no open stream wants them any
+    more, so the ledger never holds more ids than the cassettes' held streams wait for,
+    however many requests come."""
+
+    def __init__(self, *, only_wanted: bool = False) -> None:
+        self._last: dict[Any, int] = {}  # id -> position of the latest request carrying it
+        self._count = 0  # requests with ids so far (the next position)
+        self._wanted: Counter[Any] | None = Counter() if only_wanted else None
         self._changed = threading.Condition()
         self._loops: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         self.closed = False  # its player stopped: no request will come any more
 
+    def __len__(self) -> int:
+        """How many ids the ledger holds."""
+        with self._changed:
+            return len(self._last)
+
     def mark(self) -> int:
         """Where the log stands now: a stream opened now counts only the requests made from here."""
         with self._changed:
-            return len(self._made)
+            return self._count
+
+    def want(self, ids: Iterable[Any]) -> int:
+        """A held stream waiting for ``ids`` opens now: they are kept from here (see
+        ``only_wanted``) until :meth:`unwant`; returns :meth:`mark`."""
+        with self._changed:
+            if self._wanted is not None:
+                self._wanted.update(ids)
+            return self._count
+
+    def unwant(self, ids: Iterable[Any]) -> None:
+        """The held stream that wanted ``ids`` ended: ids no open stream wants are dropped."""
+        with self._changed:
+            if self._wanted is None:
+                return
+            for i in ids:
+                self._wanted[i] -= 1
+                if self._wanted[i] <= 0:
+                    del self._wanted[i]
+                    self._last.pop(i, None)
 
     def add(self, ids: Iterable[Any]) -> None:
         """A request with these ids was matched: wake every stream waiting."""
         ids = list(ids)
         if ids:
             with self._changed:
-                self._made.extend(ids)
+                wanted = self._wanted
+                for i in ids:
+                    if wanted is None or i in wanted:
+                        self._last[i] = self._count
+                self._count += 1
             self._wake()
 
     def close(self) -> None:
@@ -73,8 +110,7 @@ class Requests:
     def missing(self, ids: Collection[Any], since: int) -> list[Any]:
         """Those of ``ids`` not requested since position ``since``."""
         with self._changed:
-            made = set(self._made[since:])
-        return [i for i in ids if i not in made]
+            return [i for i in ids if self._last.get(i, -1) < since]
 
     def wait(self, ids: Collection[Any], since: int, timeout: float) -> list[Any]:
         """Block this thread until every one of ``ids`` was requested since ``since`` or
@@ -82,10 +118,10 @@ class Requests:
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
-                made = set(self._made[since:])
+                missing = self.missing(ids, since)
                 left = deadline - time.monotonic()
-                if all(i in made for i in ids) or left <= 0 or self.closed:
-                    return [i for i in ids if i not in made]
+                if not missing or left <= 0 or self.closed:
+                    return missing
                 self._changed.wait(left)
 
     async def wait_async(self, ids: Collection[Any], since: int, timeout: float) -> list[Any]:

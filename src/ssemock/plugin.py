@@ -24,7 +24,7 @@ import pytest
 
 from ._cassette_names import file_name, recording_name
 from ._names import unknown
-from .errors import SsemockWarning
+from .errors import NetworkBlockedError, SsemockWarning, UnmatchedRequestError
 from .modes import RECORD_MODES
 
 if TYPE_CHECKING:  # the rest is imported when a test uses ssemock: an unused plugin costs nothing
@@ -124,6 +124,68 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _RUN = pytest.StashKey[str]()
+_CUT_SHORT = pytest.StashKey[bool]()  # the test was interrupted, not failed: keep its cassette
+
+
+def _cut_short(exc: BaseException) -> bool:
+    """Whether a test's exception interrupted it rather than ended it: anything but an ordinary
+    error or pytest's own outcomes (fail, skip, xfail) — SystemExit, a cancelled asyncio task,
+    KeyboardInterrupt, pytest.exit — or pytest-timeout firing (see pytest_timeout_set_timer)."""
+    outcomes = (Exception, pytest.fail.Exception, pytest.skip.Exception, pytest.xfail.Exception,
+                UnmatchedRequestError, NetworkBlockedError)  # ssemock's own failures end a test too
+    return not isinstance(exc, outcomes) or getattr(exc, _TIMED_OUT, False)
+
+
+_TIMED_OUT = "_ssemock_timed_out"  # set on pytest-timeout's exception by the wrapped handler
+
+
+@pytest.hookimpl(wrapper=True, optionalhook=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> Any:
+    """pytest-timeout's timer, wrapped so that a recording it cuts never replaces a good cassette:
+    the signal method's exception is marked as an interruption (not a test failure); the thread
+    method ends the process at once (``os._exit``), so the partials of the recordings running are
+    kept (masked) first."""
+    result = yield
+    import signal
+    import threading
+    handler = signal.getsignal(signal.SIGALRM) if hasattr(signal, "SIGALRM") else None
+    if getattr(settings, "method", None) == "signal" and callable(handler):
+        signal.signal(signal.SIGALRM, _marking(handler))
+    for timer in threading.enumerate():  # pytest-timeout names its timer "pytest_timeout <node id>"
+        if (isinstance(timer, threading.Timer) and timer.name.endswith(f" {item.nodeid}")
+                and not timer.finished.is_set()):
+            timer.function = _keeping_partials(timer.function)
+    return result
+
+
+def _marking(handler: Any) -> Any:
+    def marked(signum: int, frame: Any) -> Any:
+        __tracebackhide__ = True
+        try:
+            return handler(signum, frame)
+        except BaseException as exc:
+            setattr(exc, _TIMED_OUT, True)
+            raise
+    return marked
+
+
+def _keeping_partials(function: Any) -> Any:
+    def keeping(*args: Any, **kwargs: Any) -> Any:
+        import sys
+        from .replay import recording_players
+        for player in recording_players():
+            try:
+                partial = player.keep_partial()
+            except Exception as exc:  # the process ends next whatever happens here
+                print(f"ssemock: timed out while recording {player.path}: the partial recording could not be "
+                      f"kept ({type(exc).__name__})", file=sys.stderr)
+                continue
+            print(f"ssemock: timed out while recording: {player.path} is unchanged"
+                  + (f"; the partial recording is kept in {partial}" if partial else ""), file=sys.stderr)
+        return function(*args, **kwargs)
+    return keeping
+
+
 _CALL_FAILED = pytest.StashKey[bool]()
 _PROBLEMS = pytest.StashKey[list[str]]()
 
@@ -342,6 +404,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.excinfo is not None and not item.config.option.fulltrace:
         _hide_own_frames(call.excinfo.value)
     report = yield
+    if report.when == "call" and call.excinfo is not None and _cut_short(call.excinfo.value):
+        item.stash[_CUT_SHORT] = True
     if report.when == "call" and report.failed:
         item.stash[_CALL_FAILED] = True
         player: Any = getattr(item, "funcargs", {}).get("ssemock")
@@ -439,7 +503,7 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
         if idle:
             pytest.skip(f"ssemock: transform {idle} changes no stream of {path.name} (the same bytes as "
                         f"without it: a duplicate run): {_idle_because(player, variant)}")
-        yield from _run(player, config)
+        yield from _run(player, config, request.node)
     else:
         with lock_for(path):  # one recorder of this cassette at a time, across xdist workers
             done = _recorded_marker(config, path, request.node)
@@ -447,8 +511,9 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
                 record_mode = "new_episodes"
             player = use_cassette(path, record_mode=record_mode, chunking=variant.chunking,
                                   transform=list(variant.transforms), **kwargs)
-            yield from _run(player, config)
-            if player.recorded and not config.stash.get(_INTERRUPTED, False):
+            yield from _run(player, config, request.node)
+            cut_short = config.stash.get(_INTERRUPTED, False) or request.node.stash.get(_CUT_SHORT, False)
+            if player.recorded and not cut_short:
                 done.touch()
     if not request.node.stash.get(_CALL_FAILED, False) and not config.stash.get(_INTERRUPTED, False):
         _teardown_checks(player, checks)
@@ -476,19 +541,27 @@ def _idle_transforms(player: Player, variant: Variant) -> str | None:
     return "+".join(t.name for t in variant.transforms)
 
 
-def _run(player: Player, config: pytest.Config) -> Iterator[Player]:
+def _run(player: Player, config: pytest.Config, node: Any) -> Iterator[Player]:
     """The player around the test. pytest tears fixtures down after Ctrl-C without telling
-    them, so the interrupt is remembered (pytest_keyboard_interrupt) and a partial recording is
-    kept beside the cassette instead of over it."""
+    them, so the interrupt is remembered (pytest_keyboard_interrupt), as is a test cut short by
+    SystemExit, a cancelled task or pytest-timeout (_CUT_SHORT), and a partial recording is
+    kept beside the cassette (masked) instead of over it."""
     player.start()
     try:
         yield player
     finally:
-        if config.stash.get(_INTERRUPTED, False):
+        if config.stash.get(_INTERRUPTED, False) or node.stash.get(_CUT_SHORT, False):
             partial = player.interrupted()
-            if partial is not None:
-                _say(config, f"ssemock: interrupted while recording: {player.path} is unchanged; the partial "
-                             f"recording is kept in {partial}")
+            if player.recorded:
+                kept = player.kept[-1] if player.kept else None
+                if partial is not None:
+                    where = f"the partial recording is kept in {partial}"
+                elif kept is not None and kept.left:
+                    where = "the partial recording is not kept: masking left a secret in it"
+                else:
+                    where = "the partial recording could not be kept (see the warning)"
+                details = f"\n{kept.describe()}" if kept is not None and (kept.masked or kept.left) else ""
+                _say(config, f"ssemock: interrupted while recording: {player.path} is unchanged; {where}{details}")
         else:
             player.stop()
 

@@ -14,6 +14,7 @@ import operator
 import os
 import re
 import threading
+import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -38,16 +39,17 @@ from .chunking import event_ends
 from .cassette import Cassette, CassetteError, Interaction, Request, Response
 from .expect import Expected, StreamAssertionError
 from .faults import Served
+from . import keep as _keep
 from . import lock as _lock
 from . import subprocesses as _subprocesses
 from ._names import unknown
 from . import stacks as _stacks
-from .errors import UnmatchedRequestError
+from .errors import SsemockWarning, UnmatchedRequestError
 from .modes import RECORD_MODES, RecordMode
 from .stacks import Record
 from .cassette_lock import lock_for
 from .record import MAX_BODY_BYTES, Recorder, RequestHook, ResponseHook, drain_seconds, request_from_httpx
-from .redact import find_secrets, mask_text
+from .redact import escape_control, find_secrets, mask_text
 from .selection import Selection
 from .strategies import minimal_failing_split
 
@@ -459,6 +461,36 @@ def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
+_RECORDING: weakref.WeakSet[Player] = weakref.WeakSet()
+_SIGTERM_BEFORE: list[Any] = []  # the handler replaced while recording (empty: none replaced)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM while recording: unwind as Ctrl-C does, so the recording is kept beside the
+    cassette (masked) instead of lost, and never saved over it."""
+    raise KeyboardInterrupt(f"ssemock: signal {signum} (SIGTERM) while recording")
+
+
+def _trap_sigterm(on: bool) -> None:
+    """While any player records (main thread only, and only where SIGTERM still has its default
+    action): SIGTERM raises KeyboardInterrupt; the default comes back when the last one stops."""
+    import signal
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if on and not _SIGTERM_BEFORE and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        _SIGTERM_BEFORE.append(signal.signal(signal.SIGTERM, _on_sigterm))
+    elif not on and _SIGTERM_BEFORE and not _RECORDING:
+        before = _SIGTERM_BEFORE.pop()
+        if signal.getsignal(signal.SIGTERM) is _on_sigterm:  # not replaced since by someone else
+            signal.signal(signal.SIGTERM, before)
+
+
+def recording_players() -> list[Player]:
+    """The players recording right now (started, not stopped): what an interruption that ends
+    the process at once keeps a partial of (:meth:`Player.keep_partial`)."""
+    return list(_RECORDING)
+
+
 class Player:
     """Replays (and, by record mode, records) a cassette for every intercepted client stack
     (httpx, httpx2, aiohttp, urllib3: see :mod:`ssemock.stacks`)."""
@@ -512,6 +544,7 @@ class Player:
         self._latest: Play | Recorder | None = None  # the last response served or recorded
         self._notes: list[tuple[Play, int]] = []  # (play, chunks handed out) per handed() event
         self._requests = _held.Requests()  # the correlation ids of the requests matched, for held streams
+        self.kept: list[_keep.Kept] = []  # refused or partial recordings kept beside the cassette, masked
 
     def __repr__(self) -> str:
         return (f"<ssemock.Player {self.path or '(memory)'} mode={self.record_mode} "
@@ -534,12 +567,17 @@ class Player:
         if self.block_subprocesses:
             _subprocesses.engage(self._no_proxy)
         self._active = True
+        if self._records:
+            _RECORDING.add(self)
+            _trap_sigterm(True)
 
     def stop(self, save: bool = True) -> None:
         """Stop intercepting (and save what was recorded, unless ``save=False``)."""
         if not self._active:
             return
         self._active = False
+        _RECORDING.discard(self)
+        _trap_sigterm(False)
         self._requests.close()  # a stream still held gives up now: its requests can no longer come
         self._requests = _held.Requests()
         _lock.release(self.guard)
@@ -570,13 +608,27 @@ class Player:
 
     def interrupted(self) -> Path | None:
         """Stop after an interrupt: the cassette is left as it was, and what was recorded is kept
-        beside it as ``<name>.partial.json`` (returned; None when nothing was recorded)."""
+        beside it as ``<name>.partial.json`` with every secret masked (returned; None when
+        nothing was recorded, or a secret could not be masked: :attr:`kept` says which)."""
         self.stop(save=False)
-        if self.path is None or not self.recorded:
+        try:
+            return self.keep_partial()
+        except (OSError, CassetteError) as exc:  # reported, never in place of the interruption itself
+            warnings.warn(mask_text(f"ssemock: interrupted while recording {self.path}: it is unchanged, but the "
+                                    f"partial recording could not be kept: {exc}"), SsemockWarning, stacklevel=2)
             return None
-        partial = self.path.with_name(self.path.stem + ".partial.json")
-        Cassette(self.recorded, path=partial).save(partial)
-        return partial
+
+    def keep_partial(self) -> Path | None:
+        """Write what was recorded so far beside the cassette as ``<name>.partial.json``,
+        scanned and masked like a refused save (see :mod:`ssemock.keep`), without stopping:
+        what an interruption that ends the process at once (pytest-timeout's thread method)
+        still gets to keep. The cassette itself is never touched."""
+        recorded = self.recorded
+        if self.path is None or not recorded:
+            return None
+        kept = _keep.keep_masked(recorded, _keep.beside(self.path, _keep.PARTIAL))
+        self.kept.append(kept)
+        return kept.path
 
     async def __aenter__(self) -> Player:
         return self.__enter__()
@@ -723,7 +775,8 @@ class Player:
                 fixes.append(f"match #{i} by matching less: match_on={kept!r}")
         lines.append("  to fix it:")
         lines.extend(f"    - {fix}" for fix in fixes)
-        return mask_text("\n".join(lines))  # what was sent may hold a key: never print it
+        # what was sent may hold a key: never print it; a cassette's text never drives the terminal
+        return escape_control(mask_text("\n".join(lines)))
 
     # -- saving ----------------------------------------------------------------------------
 
@@ -760,13 +813,33 @@ class Player:
         out = Cassette([*kept, *new], path=self.path)
         leaks = find_secrets(out)
         if leaks:
-            raise CassetteError("refusing to save: a secret is left in the cassette: " + "; ".join(leaks)
-                                + " (redact it with before_record_request/before_record_response)",
-                                path=self.path)
+            raise CassetteError(self._refused(out.interactions, leaks), path=self.path)
         if self.path is not None:
             out.save(self.path)
         self.cassette.interactions = out.interactions
         self._selection = Selection(out.interactions, self.match_on)
+
+    def _refused(self, interactions: list[Interaction], leaks: list[str]) -> str:
+        """Keep a recording the scan refused beside the cassette, masked (no second paid call
+        to record it again), and say what was masked and how to accept it."""
+        message = ("refusing to save: a secret is left in the cassette: " + "; ".join(leaks)
+                   + " (redact it with before_record_request/before_record_response)")
+        if self.path is None:
+            return message
+        refused = _keep.beside(self.path, _keep.REFUSED)
+        try:
+            kept = _keep.keep_masked(interactions, refused)
+        except (OSError, CassetteError) as exc:
+            return f"{message}; the recording could not be kept beside it either: {mask_text(str(exc))}"
+        self.kept.append(kept)
+        if kept.path is None:
+            return (f"{message}; it is not kept: masking left a secret in it\n{kept.describe()}\n"
+                    "add before_record_request/before_record_response hooks that remove it and record again")
+        return (f"{message}\nthe recording is kept with every secret masked in {kept.path}"
+                f"{' (' + str(self.path) + ' is unchanged)' if self._existed else ''}:\n{kept.describe()}\n"
+                f"to use it: check what was masked, then run `ssemock accept {kept.path}` (it becomes "
+                f"{self.path}); or add before_record_request/before_record_response hooks that redact "
+                "these fields and record again")
 
     # -- expectations (what a conforming client gets from what was served) ---------------------
 

@@ -49,9 +49,11 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import functools
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -77,6 +79,7 @@ from .sse import Decoder, decode
 
 try:
     from starlette.applications import Starlette
+    from starlette.requests import ClientDisconnect
     from starlette.requests import Request as HTTPRequest
     from starlette.responses import JSONResponse, Response, StreamingResponse
     from starlette.routing import Route
@@ -86,11 +89,18 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(f"ssemock serve needs the 'serve' extra ({exc.name} is missing): "
                       f"{install_hint('serve')}") from exc
 
-__all__ = ["DEFAULT_MATCH_ON", "DEFAULT_MAX_BODY", "Exchange", "Prepared", "Replayer", "app", "prepare", "resume_offset", "routes"]
+__all__ = ["DEFAULT_HEADER_TIMEOUT", "DEFAULT_MATCH_ON", "DEFAULT_MAX_BODY", "DEFAULT_MAX_CONNECTIONS", "MAX_EXCHANGES",
+           "Exchange", "Prepared", "Replayer", "Resume", "app", "prepare", "resume_index", "resume_offset", "routes"]
 
 #: The server cannot see the recorded scheme, host and port: it matches on the rest.
 DEFAULT_MATCH_ON: tuple[str, ...] = ("method", "path", "query", "body")
 DEFAULT_MAX_BODY = 8 << 20
+#: ``Replayer.exchanges`` keeps the latest this many (the server runs for ever).
+MAX_EXCHANGES = 10_000
+#: ``ssemock serve``'s defaults: seconds a client has to send a request's headers, and how
+#: many connections are open at once (past it a new one is closed at once).
+DEFAULT_HEADER_TIMEOUT = 10.0
+DEFAULT_MAX_CONNECTIONS = 256
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _DROP_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"})
 CassetteSource = Cassette | str | os.PathLike[str]
@@ -158,11 +168,44 @@ def resume_offset(body: bytes, last_event_id: str) -> int | None:
     return None
 
 
-def _moves_on(body: bytes, last_event_id: str) -> bool:
-    """Whether ``body`` (the rest of a stream resumed from ``last_event_id``) changes the last
-    event ID string, so the client's next reconnection asks for something new."""
-    decoder = Decoder(last_event_id=last_event_id)
-    return any(e.id != last_event_id for e in decoder.feed(body)) or decoder.last_event_id != last_event_id
+@dataclass(frozen=True)
+class Resume:
+    """Where a reconnection carrying an ID resumes a recorded SSE stream: the offset after the
+    first block that set that last event ID (:func:`resume_offset`), and whether the rest moves
+    the ID on (else the answer is ``204``)."""
+
+    offset: int
+    moves_on: bool
+
+
+def resume_index(body: bytes) -> dict[str, Resume]:
+    """Every last event ID a stream sets, with where a reconnection carrying it resumes: one
+    pass of the reference decoder over the body, so the server answers any ``Last-Event-ID`` with
+    a dictionary look-up (built once per interaction, never per request)."""
+    decoder = Decoder()
+    blocks: list[tuple[int, str, list[str]]] = []  # (end, last event ID after it, ids of its events)
+    start = 0
+    for end in event_ends(body, sse=True):
+        events = decoder.feed(body[start:end])
+        blocks.append((end, decoder.last_event_id, [e.id for e in events]))
+        start = end
+    final = decoder.last_event_id
+    # after block k: the one ID every later event carries ("" and no events: None; several: _MIXED)
+    uniform: list[object] = [None] * (len(blocks) + 1)
+    for k in range(len(blocks) - 1, -1, -1):
+        seen = uniform[k + 1]
+        for ident in blocks[k][2]:
+            seen = ident if seen is None or seen == ident else _MIXED
+        uniform[k] = seen
+    index: dict[str, Resume] = {}
+    for k, (end, ident, _) in enumerate(blocks):
+        if ident and ident not in index:
+            after = uniform[k + 1]
+            index[ident] = Resume(end, final != ident or (after is not None and after != ident))
+    return index
+
+
+_MIXED = object()
 
 
 def _resumed(response: CassetteResponse, offset: int) -> CassetteResponse:
@@ -179,7 +222,8 @@ def prepare(interaction: Interaction, *, url: str = "", chunking: _chunking.Chun
             transforms: Sequence[_transforms.Transform] = (), timing: _timing.Timing = _timing.instant,
             faults: Sequence[_faults.Fault] = (), attempt: int = 0,
             last_event_id: str | None = None, cors: str | None = None,
-            holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None) -> Prepared:
+            holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None,
+            resume: dict[str, Resume] | None = None) -> Prepared:
     """What to send for a recorded interaction: :func:`ssemock.replay.plan_response` (transforms,
     faults, chunking, timing, as the Player serves respx), after resuming past ``last_event_id``.
 
@@ -187,14 +231,15 @@ def prepare(interaction: Interaction, *, url: str = "", chunking: _chunking.Chun
     that ends the stream, or a failure recorded mid-stream, makes the plan end with
     :class:`ConnectionDropped`. A resumption after which no event carries another ID is a
     ``204 No Content``. ``holds``: where a server-push stream waits for requests (see
-    :mod:`ssemock.held`).
+    :mod:`ssemock.held`). ``resume``: the interaction's :func:`resume_index`, when built already.
     """
     response = interaction.response
     resumed_at = None
     if last_event_id and _is_sse(response):
-        resumed_at = resume_offset(response.body, last_event_id)
-        if resumed_at is not None:
-            if not _moves_on(response.body[resumed_at:], last_event_id):  # tell an EventSource to stop
+        found = (resume if resume is not None else resume_index(response.body)).get(last_event_id)
+        if found is not None:
+            resumed_at = found.offset
+            if not found.moves_on:  # tell an EventSource to stop
                 return Prepared(Plan(204, _response_headers(response.headers, cors), b"", [], [], None), resumed_at)
             response = _resumed(response, resumed_at)
     plan = plan_response(response, url=url, core=httpcore, chunking=chunking, transforms=transforms,
@@ -224,6 +269,11 @@ def _header_bytes(text: str) -> bytes:
 
 def _load(source: CassetteSource) -> Cassette:
     return source if isinstance(source, Cassette) else Cassette.load(source)
+
+
+def _holds(body: bytes) -> tuple[tuple[int, frozenset[Any]], ...]:
+    """:func:`ssemock.protocols.holds` as a tuple (for a cache of them per server)."""
+    return tuple(_protocols.holds(body))
 
 
 def _is_sse(response: CassetteResponse) -> bool:
@@ -258,9 +308,20 @@ class Replayer:
         self.cors, self.max_body, self._log = cors, max_body, log
         self.selection = Selection(self.interactions, self.match_on)  # the Player's matching core
         self.attempts = 0
-        self.exchanges: list[Exchange] = []
+        self.exchanges: deque[Exchange] = deque(maxlen=MAX_EXCHANGES)  # the latest, oldest first
         self._last_served: list[int] = []  # interaction indexes, most recent last
-        self._requests = _held.Requests()  # the correlation ids of the requests matched, for held streams
+        # the correlation ids of the requests matched, kept only while a held stream waits for them
+        self._requests = _held.Requests(only_wanted=True)
+        # where a GET stream waits for requests, remembered per body served (not decoded per request)
+        self._holds = functools.lru_cache(maxsize=32)(_holds)
+        # per interaction, where each Last-Event-ID resumes it: built here, once, not per request
+        self._resume = [resume_index(x.response.body) if _is_sse(x.response) else {} for x in self.interactions]
+
+    @property
+    def held_ids(self) -> int:
+        """How many request ids the server keeps for held streams: only those an open held
+        stream still waits for (bounded by the cassettes, whatever the clients send)."""
+        return len(self._requests)
 
     # -- matching ---------------------------------------------------------------------------
 
@@ -285,7 +346,7 @@ class Replayer:
         found = self.candidates(sent)
         if last_event_id:  # a reconnection: the stream it was reading, if we can tell
             for i in reversed(self._last_served):
-                if i in found and resume_offset(self.interactions[i].response.body, last_event_id) is not None:
+                if i in found and last_event_id in self._resume[i]:
                     return self.selection.take(sent, repeats="least_played", among=[i])
         return self.selection.take(sent, repeats="least_played", among=found)
 
@@ -313,7 +374,12 @@ class Replayer:
         """The Starlette endpoint: match, prepare, stream."""
         t0 = _timing.clock.now()
         target = mask_url(request.url.path + (f"?{request.url.query}" if request.url.query else ""))
-        body = await self._read_body(request)
+        try:
+            body = await self._read_body(request)
+        except ClientDisconnect:  # left while sending its body: one line, no traceback
+            self.exchanges.append(Exchange(request.method, request.url.path, 499, None, left=True))
+            self.log(f"{request.method} {target}: the client left while sending its request body")
+            return Response(status_code=499)
         if body is None:
             self.exchanges.append(Exchange(request.method, request.url.path, 413, None))
             self.log(f"{request.method} {target} -> 413 body larger than {self.max_body} bytes")
@@ -333,16 +399,17 @@ class Replayer:
             self.exchanges.append(Exchange(request.method, request.url.path, 404, None, last_event_id))
             self.log(f"{request.method} {target} -> 404 no recorded interaction matches")
             return JSONResponse(self.unmatched(sent), status_code=404, headers=self._cors_headers())
-        since = self._requests.mark()
-        self._requests.add(_protocols.request_ids(sent.body))
         attempt, self.attempts = self.attempts, self.attempts + 1
         interaction = self.interactions[index]
         pushes = sent.method == "GET" and _is_sse(interaction.response)
         prepared = prepare(interaction, url=sent.url, chunking=self.chunking,
                            transforms=self.transforms, timing=self.timing, faults=self.aim.pick(index, interaction),
                            attempt=attempt, last_event_id=last_event_id, cors=self.cors,
-                           holds=_protocols.holds if pushes else None)
+                           holds=self._holds if pushes else None, resume=self._resume[index])
         plan = prepared.plan
+        wanted = [i for ids in plan.holds.values() for i in ids]
+        since = self._requests.want(wanted)  # (no await since the match: no request came in between)
+        self._requests.add(_protocols.request_ids(sent.body))
         gate = _held.Gate(self._requests, since, _held.HOLD_LIMIT, self._never_requested(index, target)) \
             if plan.holds else None
         if not plan.consumes:
@@ -357,7 +424,8 @@ class Replayer:
         self.log(f"{request.method} {target} -> {plan.status} #{index}, {len(plan.chunks)} chunk(s)"
                  + (f" resumed after id {last_event_id!r}" if prepared.resumed_at is not None else "")
                  + (f", faults {';'.join(exchange.faults)}" if exchange.faults else ""))
-        response = StreamingResponse(self._body(plan, t0, exchange, request, target, gate), status_code=plan.status)
+        response = StreamingResponse(self._body(plan, t0, exchange, request, target, gate, wanted),
+                                     status_code=plan.status)
         response.raw_headers = [(_header_bytes(k), _header_bytes(v)) for k, v in headers]
         return response
 
@@ -373,7 +441,7 @@ class Replayer:
         return error
 
     async def _body(self, plan: Plan, t0: float, exchange: Exchange, request: HTTPRequest,
-                    target: str, gate: _held.Gate | None = None) -> AsyncIterator[bytes]:
+                    target: str, gate: _held.Gate | None = None, wanted: Sequence[Any] = ()) -> AsyncIterator[bytes]:
         """The planned chunks. Every few chunks it lets the event loop run, so a client that left is
         seen at once (Starlette then cancels the stream) instead of after thousands of writes to a
         closed socket, each logged as ``socket.send() raised exception.``; one log line says so."""
@@ -391,6 +459,7 @@ class Replayer:
             exchange.dropped = ended = True
             raise
         finally:
+            self._requests.unwant(wanted)
             if not ended:
                 exchange.left = True
                 self.log(f"{request.method} {target}: the client left after {sent} of {len(plan.chunks)} chunk(s)")

@@ -13,14 +13,25 @@ __all__ = ["running"]
 
 
 @contextmanager
-def running(app: Any, *, host: str = "127.0.0.1", port: int = 0, startup_timeout: float = 10.0) -> Iterator[str]:
-    """Serve an ASGI app on loopback for the duration of the block; yields its base URL."""
+def running(app: Any, *, host: str = "127.0.0.1", port: int = 0, startup_timeout: float = 10.0,
+            header_timeout: float | None = None, max_connections: int | None = None) -> Iterator[str]:
+    """Serve an ASGI app on loopback for the duration of the block; yields its base URL.
+
+    ``header_timeout``: seconds a connection has to send each request's headers (else it is
+    closed); ``max_connections``: connections open at once (one past it is closed at once).
+    None: no limit."""
     import uvicorn
 
+    if header_timeout is not None and not header_timeout > 0:
+        raise ValueError(f"header_timeout must be a positive number of seconds, got {header_timeout!r}")
+    if max_connections is not None and not (isinstance(max_connections, int) and max_connections > 0):
+        raise ValueError(f"max_connections must be a positive number, got {max_connections!r}")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+    http: Any = "auto" if header_timeout is None and max_connections is None else \
+        _guarded(header_timeout, max_connections)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False, http=http)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -37,3 +48,41 @@ def running(app: Any, *, host: str = "127.0.0.1", port: int = 0, startup_timeout
         server.should_exit = True
         thread.join(timeout=5)
         sock.close()
+
+
+def _guarded(header_timeout: float | None, max_connections: int | None) -> type[Any]:
+    """uvicorn's h11 protocol with a deadline for each request's headers and a cap on the
+    connections open at once: a client that opens connections and never finishes their headers
+    can hold neither the server's file descriptors nor its memory for long."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Guarded(H11Protocol):
+        _deadline: Any = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            if max_connections is not None and len(self.connections) > max_connections:
+                transport.close()  # over the cap: refused at once (connection_lost forgets it)
+                return
+            self._arm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()  # the next request on this connection gets its own deadline
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            if header_timeout is not None and not self.transport.is_closing():
+                if self._deadline is not None:
+                    self._deadline.cancel()
+                self._deadline = self.loop.call_later(header_timeout, self._expire, self.cycle)
+
+        def _expire(self, cycle: Any) -> None:
+            if self.cycle is cycle and not self.transport.is_closing():  # no request's headers came since
+                self.transport.close()
+
+    return Guarded

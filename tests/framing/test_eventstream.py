@@ -9,6 +9,7 @@ from binascii import crc32
 from datetime import datetime, timezone
 
 import pytest
+from hypothesis import given, settings, strategies as st
 from botocore.eventstream import EventStreamBuffer
 
 import ssemock
@@ -103,10 +104,25 @@ def _raw(headers: bytes, payload: bytes = b"", *, total: int | None = None, head
     (_raw(b"\x01a\x07\x00\x09abc"), "header 'a' needs 9 bytes, 3 left"),
     (_raw(b"\x00"), "a header with an empty name"),
     (_raw(b"", header_length=4), "total length 16 with headers length 4 is impossible"),
+    (_raw(b"\x01a\x08" + struct.pack(">q", 2**62)), "timestamp header 'a' is 4611686018427387904 ms from 1970"),
+    (_raw(b"\x01a\x08" + struct.pack(">q", -2**63)), "timestamp header 'a' .* outside years 1-9999"),
 ])
 def test_malformed_frames_are_one_clear_error(frame: bytes, problem: str) -> None:
     with pytest.raises(es.FrameError, match=rf"frame 1 \(at byte {len(FRAMES[0])}\): .*{problem}"):
         es.decode(FRAMES[0] + frame)
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.integers(0, 255), value=st.binary(max_size=40), name=st.binary(min_size=1, max_size=4))
+def test_any_header_block_decodes_or_is_a_frame_error(kind: int, value: bytes, name: bytes) -> None:
+    """Every value type with any bytes after it: a header, or FrameError (never a bare
+    ValueError, OverflowError or struct.error from one field)."""
+    try:
+        (frame,) = es.decode(_raw(bytes([len(name)]) + name + bytes([kind]) + value))
+    except es.FrameError as exc:
+        assert exc.index == 0 and exc.offset == 0
+    else:
+        assert len(frame.headers) >= 1
 
 
 def test_a_huge_length_is_refused_before_anything_is_buffered() -> None:

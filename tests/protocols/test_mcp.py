@@ -327,6 +327,24 @@ def test_the_fold_correlates_by_id_and_refuses_what_is_not_json_rpc() -> None:
     assert not _fold([events[0]]).complete
 
 
+@pytest.mark.parametrize("ident", [[1], {"a": 1}, True, [], {}])
+@pytest.mark.parametrize("kind", ["result", "error", "method"])
+def test_an_id_of_any_json_type_is_one_clear_error_or_kept(ident: object, kind: str) -> None:
+    """A JSON-RPC id is a string, a number or null: an array, object or boolean id (which a
+    dict could not key, or would take for 1) is a ProtocolError naming it, never a TypeError."""
+    body = {"method": "tools/call"} if kind == "method" else {kind: {"code": 1, "message": "m"}}
+    with pytest.raises(ssemock.ProtocolError, match=r"mcp: event 0: id .* is a (array|object|boolean): a JSON-RPC id"):
+        _fold([{"jsonrpc": "2.0", "id": ident, **body}])
+
+
+@pytest.mark.parametrize("ident", ["a", 0, -3, 2.5, 10**30])
+def test_string_and_number_ids_are_correlated(ident: object) -> None:
+    result = _fold([{"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "t"}]}},
+                    {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}])
+    assert result.results == {ident: {"content": [{"type": "text", "text": "t"}]}} and result.text == "t"
+    assert result.errors == {None: {"code": -32700, "message": "Parse error"}}
+
+
 def test_detection() -> None:
     protocol = mcp.PROTOCOL
     assert protocol.url("http://127.0.0.1:8000/mcp") and protocol.url("https://example.com/api/mcp/")

@@ -27,9 +27,9 @@ from __future__ import annotations
 import struct
 import uuid
 from binascii import crc32
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple, TypeAlias
 
 import orjson
@@ -148,7 +148,7 @@ def _headers(data: bytes, index: int, offset: int) -> dict[str, HeaderValue]:
             value = kind == 0
         elif kind in _INTS:
             number = _INTS[kind].unpack(take(_INTS[kind].size, f"header {name!r}"))[0]
-            value = _EPOCH.fromtimestamp(number / 1000, timezone.utc) if kind == 8 else number
+            value = _timestamp(number, fail, name) if kind == 8 else number
         elif kind in (6, 7):
             size = _U16.unpack(take(2, f"the length of header {name!r}"))[0]
             raw = take(size, f"header {name!r}")
@@ -167,6 +167,15 @@ def _headers(data: bytes, index: int, offset: int) -> dict[str, HeaderValue]:
             raise fail(f"header {name!r} appears twice")
         out[name] = value
     return out
+
+
+def _timestamp(millis: int, fail: Callable[[str], FrameError], name: str) -> datetime:
+    """A timestamp header's milliseconds as a UTC datetime; one Python cannot hold (before year
+    1 or after 9999) is a :class:`FrameError`, as AWS never sends one."""
+    try:
+        return _EPOCH + timedelta(milliseconds=millis)
+    except OverflowError:
+        raise fail(f"timestamp header {name!r} is {millis} ms from 1970, outside years 1-9999") from None
 
 
 def _check_prelude(data: bytes | bytearray, start: int, index: int) -> int:

@@ -106,6 +106,9 @@ class _McpFold(Fold):
         if not isinstance(item, Mapping) or item.get("jsonrpc") != "2.0":
             raise self.fail(f"not a JSON-RPC 2.0 message: {excerpt(orjson.dumps(item).decode(), 80)}")
         has_id, ident = "id" in item, item.get("id")
+        if has_id and not _valid_id(ident):
+            raise self.fail(f"id {excerpt(orjson.dumps(ident).decode(), 80)} is a {_json_type(ident)}: a JSON-RPC id "
+                            "is a string, a number or null")
         if "method" in item:
             entry = {"method": string(item["method"]), "params": item.get("params")}
             if has_id:
@@ -122,7 +125,7 @@ class _McpFold(Fold):
             self.result.errors[ident] = error
             self.result.error = self.result.error or error
         elif "result" in item:
-            if not isinstance(ident, (str, int)):
+            if ident is None:
                 raise self.fail(f"a result for id {ident!r}: a result answers a request by its id")
             self.result.results[ident] = item["result"]
             self.choice(0)
@@ -135,6 +138,17 @@ class _McpFold(Fold):
     def finish(self) -> Accumulated:
         self.result.complete = bool(self.result.results or self.result.errors)
         return super().finish()
+
+
+def _valid_id(ident: Any) -> bool:
+    """A JSON-RPC 2.0 id: a string, a number or null (a boolean is none: ``true`` would be taken
+    for id ``1``)."""
+    return ident is None or (isinstance(ident, (str, int, float)) and not isinstance(ident, bool))
+
+
+def _json_type(value: Any) -> str:
+    kinds = ((bool, "boolean"), (list, "array"), (Mapping, "object"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), type(value).__name__)
 
 
 def message(payload: Mapping[str, Any], *, newline: str = "\n", event_id: str | None = None) -> bytes:

@@ -1,0 +1,92 @@
+"""Nothing lost to a refusal or an interruption.
+
+A recording the secret scan refuses, and one an interruption cuts short, is written beside the
+cassette (``<name>.refused.json`` / ``<name>.partial.json``) with every secret masked the way
+``ssemock redact`` masks it (:func:`ssemock.inspect.redact`), then scanned again like any save
+(:func:`ssemock.redact.find_secrets`): the paid call need not be made again, and no secret
+reaches the folder. ``ssemock accept`` promotes a refused recording to the cassette.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .cassette import Cassette, Interaction
+from .redact import REDACTED, find_secrets
+
+__all__ = ["PARTIAL", "REFUSED", "Kept", "beside", "keep_masked", "masked_fields", "refused_target"]
+
+REFUSED = ".refused.json"
+PARTIAL = ".partial.json"
+
+
+def beside(path: str | os.PathLike[str], suffix: str) -> Path:
+    """``cassettes/chat.json`` -> ``cassettes/chat<suffix>`` (``chat.refused.json``)."""
+    path = Path(path)
+    return path.with_name(path.stem + suffix)
+
+
+def refused_target(path: str | os.PathLike[str]) -> Path:
+    """The cassette a ``<name>.refused.json`` stands for: ``<name>.json`` beside it."""
+    path = Path(path)
+    if not path.name.endswith(REFUSED) or path.name == REFUSED:
+        raise ValueError(f"{path} is not a refused recording (its name ends with {REFUSED!r} after the "
+                         "cassette's name)")
+    return path.with_name(path.name[:-len(REFUSED)] + ".json")
+
+
+@dataclass
+class Kept:
+    """What :func:`keep_masked` did: the file written (None when masking could not remove every
+    secret: then nothing is written), what was masked and what was left, one line per field,
+    never a value (``interaction 0 request.body: an OpenAI key (sk-...) at byte 12``)."""
+
+    path: Path | None
+    masked: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+
+    def describe(self, *, indent: str = "  ") -> str:
+        """The masked fields (and any left) as indented lines, for a message."""
+        lines = [f"{indent}masked: {line}" for line in self.masked]
+        lines += [f"{indent}could not mask: {line}" for line in self.left]
+        return "\n".join(lines)
+
+
+def keep_masked(interactions: list[Interaction], path: str | os.PathLike[str]) -> Kept:
+    """Write ``interactions`` to ``path`` (atomically) with every secret masked; the
+    interactions given are not changed. Nothing is written when a secret is still found after
+    masking (a form ``ssemock redact`` cannot rewrite): :attr:`Kept.left` says where."""
+    from .inspect import redact  # the masking `ssemock redact` applies
+
+    masked = Cassette(copy.deepcopy(interactions), path=Path(path))
+    changes = redact(masked)
+    left = find_secrets(masked)
+    if left:
+        return Kept(None, changes, left)
+    return Kept(masked.save(path), changes, [])
+
+
+_REDACTED = re.compile(re.escape(REDACTED))
+
+
+def masked_fields(cassette: Cassette) -> list[str]:
+    """Every field of ``cassette`` holding ``REDACTED``, one line each with how many times
+    (what a masked recording hides: shown before it is accepted)."""
+    out = []
+    for i, x in enumerate(cassette.interactions):
+        req, resp = x.request, x.response
+        fields: list[tuple[str, str | bytes]] = [("request.url", req.url)]
+        fields += [(f"request.headers[{k!r}]", v) for k, v in req.headers]
+        fields += [("request.body", req.body or b"")]
+        fields += [(f"response.headers[{k!r}]", v) for k, v in resp.headers]
+        fields += [("response.body", resp.body)]
+        for where, value in fields:
+            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+            count = len(_REDACTED.findall(text))
+            if count:
+                out.append(f"interaction {i} {where}: {count} x {REDACTED}")
+    return out

@@ -1,0 +1,306 @@
+"""Nothing lost to a refusal or an interruption (ssemock.keep).
+
+A recording refused for a secret is kept beside the cassette as ``<name>.refused.json`` with
+every secret masked, and ``ssemock accept`` makes it the cassette (no second paid call). A
+recording cut short by anything but a normal test outcome (Ctrl-C, SIGTERM, SystemExit, a
+cancelled task, pytest-timeout in signal and thread mode) leaves the good cassette byte for
+byte, and its ``<name>.partial.json`` is scanned and masked like any save. The interruptions run
+in child processes against a loopback server whose endless stream carries a key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
+
+import ssemock
+from ssemock.cli import main
+from ssemock.modes import RecordMode
+from ssemock.redact import find_secrets
+from ssemock.server import running
+
+KEY = "sk-proj-test" + "Q1w2E3r4T5y6U7i8O9p0" * 3  # fake, of the shape the scan refuses
+
+
+async def _leaky(request: Request) -> StreamingResponse:
+    """An SSE stream whose second event holds ``KEY``; ``n`` events then [DONE], or endless."""
+    n = int(request.query_params.get("n", "0")) or None
+
+    async def body() -> AsyncIterator[bytes]:
+        i = 0
+        while n is None or i < n:
+            yield (f'data: {{"note": "{KEY}"}}\n\n' if i == 1 else f"data: {i}\n\n").encode()
+            i += 1
+            await asyncio.sleep(0.02)
+        yield b"data: [DONE]\n\n"
+
+    return StreamingResponse(body(), media_type="text/event-stream")
+
+
+APP = Starlette(routes=[Route("/leak", _leaky)])
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    with running(APP) as url:
+        yield url
+
+
+def _good(path: Path, url: str) -> bytes:
+    """A good cassette for ``url`` (no secret in it); its bytes."""
+    cassette = ssemock.Cassette()
+    cassette.add("GET", url, [b"data: good\n\n", b"data: [DONE]\n\n"], times=[0.001, 0.002],
+                 headers={"content-type": "text/event-stream"})
+    cassette.save(path)
+    return path.read_bytes()
+
+
+def _assert_masked(path: Path) -> ssemock.Cassette:
+    """``path`` holds no secret: not the key, no part of it the scan would find, and REDACTED
+    where the key was."""
+    text = path.read_text(encoding="utf-8")
+    assert KEY not in text and KEY[12:40] not in text
+    cassette = ssemock.Cassette.load(path)
+    assert find_secrets(cassette) == []
+    assert b"REDACTED" in cassette.interactions[-1].response.body
+    return cassette
+
+
+# -- refused for a secret -------------------------------------------------------------------------
+
+def _record(path: Path, url: str, mode: RecordMode, got: list[bytes]) -> None:
+    with ssemock.use_cassette(path, record_mode=mode):
+        with httpx.Client() as client:
+            got.append(client.get(url).content)
+
+
+@pytest.mark.parametrize("mode", ["once", "all"])
+def test_a_refused_recording_is_kept_masked_and_accept_makes_it_the_cassette(
+        tmp_path: Path, server: str, mode: RecordMode, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "chat.json"
+    url = f"{server}/leak?n=3"
+    good = _good(path, url) if mode == "all" else None
+    got: list[bytes] = []
+    with pytest.raises(ssemock.CassetteError) as caught:
+        _record(path, url, mode, got)
+    message = str(caught.value)
+    refused = tmp_path / "chat.refused.json"
+    assert "refusing to save" in message and KEY not in message and KEY[12:40] not in message
+    assert f"kept with every secret masked in {refused}" in message
+    assert "masked: interaction 0 response.body: " in message and f"ssemock accept {refused}" in message
+    assert (path.read_bytes() == good) if good is not None else not path.exists()  # the cassette is untouched
+    kept = _assert_masked(refused)
+    body = kept.interactions[-1].response.body
+    assert body.count(b"\n\n") == 4 and body.endswith(b"data: [DONE]\n\n")  # every event, every boundary kept
+    assert len(kept.interactions[-1].response.ends) == len(kept.interactions[-1].response.times)
+
+    assert main(["accept", "--check", str(refused)]) == 0
+    assert refused.exists()
+    assert main(["accept", str(refused)]) == 0
+    out = capsys.readouterr().out
+    assert "masked: interaction 0 response.body: 1 x REDACTED" in out and KEY not in out
+    assert not refused.exists()
+    assert ssemock.Cassette.load(path).interactions[-1].response.body == body
+    with ssemock.use_cassette(path) as player:  # replays without a second call (the network is locked)
+        with httpx.Client() as client:
+            assert client.get(url).content == body
+    assert KEY in got[0].decode()  # the client got the real stream while it was recorded
+
+
+def test_accept_refuses_a_file_that_still_holds_a_secret_or_is_not_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    refused = tmp_path / "chat.refused.json"
+    cassette = ssemock.Cassette()
+    cassette.add("GET", "http://h.test/s", [f"data: {KEY}\n\n".encode()])
+    cassette.save(refused)
+    assert main(["accept", str(refused)]) == 1
+    err = capsys.readouterr().err
+    assert "a secret is left in it: interaction 0 response.body" in err and KEY not in err
+    assert not (tmp_path / "chat.json").exists() and refused.exists()
+    assert main(["accept", str(tmp_path / "chat.json")]) == 1
+    assert "is not a refused recording" in capsys.readouterr().err
+
+
+# -- interrupted ------------------------------------------------------------------------------------
+
+USE_CASSETTE = r'''
+import asyncio, os, signal, sys, httpx, ssemock
+path, url, how = sys.argv[1:4]
+
+def record():
+    with ssemock.use_cassette(path, record_mode="all"):
+        with httpx.Client() as client, client.stream("GET", url) as r:
+            for i, chunk in enumerate(r.iter_raw()):
+                print("chunk", i, flush=True)
+                if i == 3 and how == "exit":
+                    sys.exit(3)
+
+async def record_async(started):
+    async with ssemock.use_cassette(path, record_mode="all"):
+        async with httpx.AsyncClient() as client, client.stream("GET", url) as r:
+            i = 0
+            async for chunk in r.aiter_raw():
+                print("chunk", i, flush=True)
+                i += 1
+                if i == 4:
+                    started.set()
+
+async def cancelled():
+    started = asyncio.Event()
+    task = asyncio.create_task(record_async(started))
+    await started.wait()
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        print("cancelled", flush=True)
+
+if how == "sigterm-exit":  # an application that turns SIGTERM into SystemExit
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+if how == "cancel":
+    asyncio.run(cancelled())
+else:
+    record()
+'''
+
+PYTEST_RUN = r'''
+import asyncio, os, sys, httpx, pytest
+
+@pytest.mark.ssemock
+def test_long():
+    how = os.environ["HOW"]
+    if how == "cancel":
+        async def read():
+            async with httpx.AsyncClient() as client, client.stream("GET", os.environ["URL"]) as r:
+                i = 0
+                async for chunk in r.aiter_raw():
+                    print("chunk", i, flush=True)
+                    i += 1
+                    if i == 4:
+                        asyncio.current_task().cancel()
+        asyncio.run(read())
+    with httpx.Client() as client, client.stream("GET", os.environ["URL"]) as r:
+        for i, chunk in enumerate(r.iter_raw()):
+            print("chunk", i, flush=True)
+            if i == 3 and how == "exit":
+                sys.exit(3)
+'''
+
+# how -> (signal sent after chunk 3 or None, whether a partial is kept). SIGTERM unwinds as Ctrl-C
+# while ssemock records; "sigterm-exit": an application's own handler turns it into SystemExit.
+ROUTES = {"sigint": (signal.SIGINT, True), "sigterm": (signal.SIGTERM, True),
+          "sigterm-exit": (signal.SIGTERM, True), "exit": (None, True), "cancel": (None, True)}
+PYTEST_ROUTES = {"sigint": (signal.SIGINT, True), "sigterm": (signal.SIGTERM, True), "exit": (None, True),
+                 "cancel": (None, True), "timeout-signal": (None, True), "timeout-thread": (None, True)}
+
+
+def _run(argv: list[str], env: dict[str, str], cwd: Path, send: signal.Signals | None) -> str:
+    proc = subprocess.Popen(argv, cwd=cwd, env={**os.environ, **env}, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        assert proc.stdout is not None
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if line.startswith("chunk 3") and send is not None:
+                proc.send_signal(send)
+                break
+        return "".join(seen) + proc.communicate(timeout=60)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _check(path: Path, good: bytes, kept: bool, out: str) -> None:
+    assert path.read_bytes() == good, out  # the good cassette, byte for byte
+    partial = path.with_name(path.stem + ".partial.json")
+    assert KEY not in out and KEY[12:40] not in out
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name] + [partial.name] * kept), out
+    if kept:
+        x = _assert_masked(partial).interactions[0]
+        assert not x.response.complete and x.response.body.startswith(b"data: 0\n\n")
+
+
+@pytest.mark.parametrize("how", sorted(ROUTES))
+def test_an_interrupted_use_cassette_keeps_the_good_cassette_and_a_masked_partial(
+        tmp_path: Path, server: str, how: str) -> None:
+    path = tmp_path / "c.json"
+    url = f"{server}/leak"  # endless: only the interruption ends it
+    good = _good(path, url)
+    send, kept = ROUTES[how]
+    out = _run([sys.executable, "-c", USE_CASSETTE, str(path), url, how], {}, tmp_path, send)
+    _check(path, good, kept, out)
+
+
+@pytest.mark.parametrize("how", sorted(PYTEST_ROUTES))
+def test_an_interrupted_pytest_recording_keeps_the_good_cassette_and_a_masked_partial(
+        tmp_path: Path, server: str, how: str) -> None:
+    (tmp_path / "test_int.py").write_text(PYTEST_RUN)
+    path = tmp_path / "cassettes" / "test_int" / "test_long.json"
+    path.parent.mkdir(parents=True)
+    url = f"{server}/leak"
+    good = _good(path, url)
+    send, kept = PYTEST_ROUTES[how]
+    timeout = ["-p", "timeout", "--timeout=2", f"--timeout-method={how.split('-')[1]}"] if how.startswith("timeout") else []
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cassetter", "-p", "no:cacheprovider", "-p", "no:randomly", "-s",
+            "--ssemock-record-mode=all", *timeout, "test_int.py"]
+    out = _run(argv, {"URL": url, "HOW": how}, tmp_path, send)
+    _check(path, good, kept, out)
+    if kept:
+        assert f"{path} is unchanged" in out and "partial recording is kept in" in out, out
+        assert "masked: interaction 0 response.body" in out or how == "timeout-thread", out
+
+
+def test_sigterm_is_trapped_only_while_recording_and_only_over_the_default(tmp_path: Path, server: str) -> None:
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with ssemock.use_cassette(tmp_path / "a.json", record_mode="once"):
+            trapped = signal.getsignal(signal.SIGTERM)
+            with httpx.Client() as client:
+                client.get(f"{server}/leak?n=1")
+        assert callable(trapped) and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        with ssemock.use_cassette(tmp_path / "a.json"):  # a replay never touches it
+            assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+        def mine(signum: int, frame: object) -> None:
+            pass
+        signal.signal(signal.SIGTERM, mine)
+        with ssemock.use_cassette(tmp_path / "b.json", record_mode="once"):  # the application's own: kept
+            assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_partial_that_cannot_be_written_is_a_warning_not_in_place_of_the_interrupt(
+        tmp_path: Path, server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "c.json"
+    good = _good(path, f"{server}/leak?n=3")
+    real = ssemock.Cassette.save
+
+    def full_disk(self: ssemock.Cassette, target: Any = None) -> Path:
+        if str(target).endswith(".partial.json"):
+            raise OSError(28, "No space left on device")
+        return real(self, target)
+
+    monkeypatch.setattr(ssemock.Cassette, "save", full_disk)
+    with pytest.warns(ssemock.SsemockWarning, match="c.json: it is unchanged, but the partial recording could not"):
+        with pytest.raises(KeyboardInterrupt):
+            with ssemock.use_cassette(path, record_mode="all"):
+                with httpx.Client() as client, client.stream("GET", f"{server}/leak?n=3") as r:
+                    next(r.iter_raw())
+                    raise KeyboardInterrupt
+    assert path.read_bytes() == good and sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]
