@@ -4,6 +4,10 @@
   imported lazily, so ``ssemock`` imports without it); it shrinks toward FEWER boundaries, and
   each drawn :class:`At` chunking is named by its boundaries (``"at:17,1043"``) so a failing
   example tells exactly how to reproduce it (:func:`get` parses that name back).
+* :func:`variants` draws whole variants of a cassette's streams (an :class:`At` chunking, a chain
+  of transforms, optionally a fault), each a :class:`Variant` that is a set of replay options
+  (``ssemock.replay(cassette, **variant.options())``) and prints as a marker to paste.
+* :func:`hazards` names the offsets of a body where decoders break, by class; the draws favour them.
 * :func:`minimal_failing_split` takes a split under which a check fails and removes boundaries
   (delta debugging) until every remaining one is needed, then says in words where each falls:
   inside which multi-byte character, CRLF, field name or ``data:`` prefix, in which event.
@@ -12,17 +16,21 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import chunking as _chunking
-from .chunking import At, Chunking, at
+from . import faults as _faults
+from . import transforms as _transforms
+from .cassette import Cassette
+from .chunking import At, Chunking, at, event_ends
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-__all__ = ["At", "MinimalSplit", "at", "chunkings", "describe_boundary", "get", "minimal_failing_split"]
+__all__ = ["BUFFER_SIZES", "FAULTS", "HAZARDS", "At", "MinimalSplit", "Variant", "at", "chunkings", "classify",
+           "describe_boundary", "get", "hazards", "minimal_failing_split", "transform_pool", "variants"]
 
 _BOM = b"\xef\xbb\xbf"
 _NEWLINE = re.compile(rb"\r\n|\r|\n")
@@ -275,3 +283,201 @@ def describe_boundary(body: bytes, b: int) -> str:
         return f"just after the {_excerpt(content[:k])} prefix, before the value, {where}"
     return (f"inside the value of the {_excerpt(name)} field (after byte {k - value_start} of "
             f"{len(content) - value_start}), {where}")
+
+
+# -- whole variants: boundaries biased to decoder hazards, transform chains, faults ----------------
+
+#: read sizes clients and their libraries buffer by (a boundary or a line ending at a multiple of
+#: one of them lands at the end of the client's own buffer)
+BUFFER_SIZES = (64, 1024, 4096, 8192)
+#: the hazard classes :func:`hazards` finds, in the order a coverage report lists them
+HAZARDS = ("utf8-2", "utf8-3", "utf8-4", "cr|lf", "field", "data-prefix", "bom", "before-event-end",
+           "event-end", "after-event-end", "buffer-multiple")
+_FIELD = re.compile(rb"(?:\A(?:\xef\xbb\xbf)?|(?<=[\r\n]))(data|event|id|retry):")
+
+
+def hazards(body: bytes, content_type: str | None = None) -> dict[str, list[int]]:
+    """The offsets in ``(0, len(body))`` where a chunk boundary tends to break a decoder, by class:
+    inside a 2-, 3- or 4-byte UTF-8 character, between a CR and its LF, inside a field name
+    (``event``, ``id``, ``retry`` and their colon), inside the ``data:`` prefix, inside a BOM, one
+    byte before, at, and one byte after an event's end, and at (and next to) multiples of the
+    common buffer sizes. A class with no offset in the body is left out."""
+    size = len(body)
+    out: dict[str, set[int]] = {}
+
+    def add(name: str, offsets: Iterable[int]) -> None:
+        kept = {o for o in offsets if 0 < o < size}
+        if kept:
+            out.setdefault(name, set()).update(kept)
+
+    for m in re.finditer(rb"[\xc2-\xf4][\x80-\xbf]+", body):
+        width = 2 if body[m.start()] < 0xE0 else 3 if body[m.start()] < 0xF0 else 4
+        add(f"utf8-{width}", range(m.start() + 1, min(m.start() + width, m.end())))
+    add("cr|lf", (m.start() + 1 for m in re.finditer(rb"\r\n", body)))
+    for m in _FIELD.finditer(body):
+        add("data-prefix" if m.group(1) == b"data" else "field", range(m.start() + 1, min(m.end() + 2, size)))
+    if body.startswith(_BOM):
+        add("bom", (1, 2, 3))
+    ends = _chunking.framed_event_ends(body, content_type) if content_type is not None else event_ends(body)
+    add("before-event-end", (e - 1 for e in ends))
+    add("event-end", ends)
+    add("after-event-end", (e + 1 for e in ends))
+    add("buffer-multiple", (k + d for n in BUFFER_SIZES for k in range(n, size, n) for d in (-1, 0, 1)))
+    return {name: sorted(out[name]) for name in HAZARDS if name in out}
+
+
+def classify(found: dict[str, list[int]], cuts: Sequence[int]) -> list[str]:
+    """The hazard classes (of ``found``, from :func:`hazards`) the boundaries ``cuts`` exercise,
+    plus ``"1-byte run"`` when three or more follow each other byte by byte."""
+    sets = {name: set(offsets) for name, offsets in found.items()}
+    hit = [name for name in found if any(c in sets[name] for c in cuts)]
+    ordered = sorted(cuts)
+    if any(ordered[i + 2] - ordered[i] == 2 for i in range(len(ordered) - 2)):
+        hit.append("1-byte run")
+    return hit
+
+
+#: the faults explore draws with ``explore_faults=True``, simplest first (what a shrink moves to):
+#: every one ends a stream a conforming client must reject or flag (``disconnect`` is drawn after
+#: a drawn number of events)
+FAULTS = ("truncate", "truncate:at=mid_event", "disconnect", "trailing_data:at=garbage",
+          "trailing_data:at=same_event")
+
+
+def transform_pool(spec: str | _transforms.Transform | Sequence[str | _transforms.Transform] | None
+                   ) -> list[_transforms.Transform]:
+    """The transforms a variant's chain is drawn from: a set's name (``"network"``, the default;
+    ``"conforming"`` adds what another conforming server may send on top of it; ``"all"``), or
+    names and transforms (``["crlf", "keepalive"]``), or None/``"none"`` for none."""
+    if spec is None or spec == "none":
+        return []
+    if isinstance(spec, str) and spec.strip() in _transforms.SETS:
+        name = spec.strip()
+        members = _transforms.SETS[name]
+        if name == "conforming":
+            members = (*_transforms.NETWORK, *members)
+        return list(members)
+    names: list[str | _transforms.Transform] = [spec] if isinstance(spec, (str, _transforms.Transform)) else list(spec)
+    out: list[_transforms.Transform] = []
+    for item in names:
+        for t in (transform_pool(item) if isinstance(item, str) and item.strip() in _transforms.SETS
+                  else _transforms.resolve(item)):
+            if t.name not in {o.name for o in out}:
+                out.append(t)
+    return out
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One drawn variant of a cassette's streams: where the chunk boundaries fall (an :class:`At`
+    chunking, the same offsets in every response), a chain of transforms applied before, and at
+    most one fault. ``options()`` are the replay keywords that serve exactly it."""
+
+    chunking: At = field(default_factory=at)
+    transforms: tuple[_transforms.Transform, ...] = ()
+    fault: _faults.Fault | None = None
+
+    def options(self) -> dict[str, object]:
+        """Keywords for :func:`ssemock.replay` / :func:`ssemock.use_cassette` that serve this variant."""
+        return {"chunking": self.chunking, "transform": list(self.transforms),
+                "faults": [self.fault] if self.fault is not None else []}
+
+    def marker(self) -> str:
+        """The variant as a pytest marker to paste: ``@pytest.mark.ssemock(chunking="at:372", transform="crlf")``."""
+        parts = [f'chunking="{self.chunking.name if self.chunking.boundaries else "coalesced"}"']
+        if self.transforms:
+            parts.append(f'transform="{"+".join(t.name for t in self.transforms)}"')
+        if self.fault is not None:
+            parts.append(f'faults="{self.fault.name}"')
+        return f"@pytest.mark.ssemock({', '.join(parts)})"
+
+    def __str__(self) -> str:
+        parts = [f"chunking {self.chunking.name}"]
+        if self.transforms:
+            parts.append("transform " + "+".join(t.name for t in self.transforms))
+        if self.fault is not None:
+            parts.append(f"fault {self.fault.name}")
+        return ", ".join(parts)
+
+
+def _bodies(cassette: Cassette) -> list[tuple[bytes, str]]:
+    return [(x.response.body, x.response.header("content-type") or "") for x in cassette.interactions
+            if x.response.body]
+
+
+def variants(cassette: Cassette, *, transforms: str | Sequence[str | _transforms.Transform] | None = "network",
+             faults: bool | str | Sequence[str] = False, max_boundaries: int = 8,
+             ) -> SearchStrategy[Variant]:
+    """A hypothesis strategy of whole :class:`Variant` s of ``cassette``'s streams, for ``@given``:
+
+    ``@given(variant=ssemock.strategies.variants(cassette))`` then
+    ``with ssemock.replay(cassette, **variant.options()) as player: ...``.
+
+    A chain of up to three transforms is drawn from ``transforms`` (:func:`transform_pool`: the
+    network set by default; ``pad`` may be drawn as ``pad:N``, shifting the stream by N bytes
+    so line endings meet a client's own buffer ends), then at most one fault when ``faults`` is
+    True (:data:`FAULTS`) or names some, then up to ``max_boundaries`` groups of boundaries in the
+    transformed body: single offsets, mostly from :func:`hazards` (each class as likely), runs
+    of 1-byte chunks, or every offset of one hazard class at once. Examples shrink toward fewer
+    groups and boundaries, earlier offsets, fewer and earlier transforms, the simplest fault.
+    """
+    from hypothesis import strategies as st
+
+    bodies = _bodies(cassette)
+    pool = [t for t in transform_pool(transforms)  # a transform that changes no body is never drawn
+            if any(_transforms.applies(t, b, _transforms.kind_of(ct, b)) for b, ct in bodies)]
+    fault_names = (list(FAULTS) if faults is True else [] if faults is False
+                   else [faults] if isinstance(faults, str) else list(faults))
+    for name in fault_names:
+        if name != "disconnect":
+            _faults.get(name)  # a bad name fails here, not in the middle of a search
+    events = max((len(event_ends(b)) for b, _ in bodies), default=0)
+    cache: dict[tuple[str, ...], SearchStrategy[list[list[int]]] | None] = {}
+
+    def groups(chain: tuple[_transforms.Transform, ...]) -> SearchStrategy[list[list[int]]] | None:
+        """The boundary groups for bodies under ``chain`` (built once per chain: a draw builds
+        no strategy)."""
+        key = tuple(t.name for t in chain)
+        if key not in cache:
+            size, merged = 0, {}
+            for body, content_type in bodies:
+                kind = _transforms.kind_of(content_type, body)
+                new = _transforms.apply(chain, body, [], kind=kind)[0] if chain else body
+                size = max(size, len(new))
+                for name, offsets in hazards(new, content_type or None).items():
+                    merged.setdefault(name, set()).update(offsets)
+            classes = [sorted(o) for o in merged.values()]
+            if size < 2 or not max_boundaries:
+                cache[key] = None
+            else:
+                anywhere = st.integers(1, size - 1).map(lambda o: [o])
+                run = st.tuples(st.integers(1, size - 1), st.integers(2, 16)).map(
+                    lambda r: list(range(r[0], min(r[0] + r[1], size))))
+                options = [anywhere, run]
+                if classes:  # one offset of a class (each class as likely), or all of one class
+                    single = st.one_of(*(st.sampled_from(c).map(lambda o: [o]) for c in classes))
+                    options = [single, anywhere, run, st.sampled_from([c[:512] for c in classes])]
+                cache[key] = st.lists(st.one_of(*options), min_size=1, max_size=max_boundaries)
+        return cache[key]
+
+    members = [st.one_of(st.integers(1, max(BUFFER_SIZES[0], 2)).map(_transforms.pad), st.just(t))
+               if t.name == "pad" else st.just(t) for t in pool]  # pad:N shifts the stream by N bytes
+    picks = st.lists(st.integers(0, len(pool) - 1), unique=True, max_size=min(3, len(pool))) if pool else None
+    faulted = (st.one_of(st.none(), *(
+        st.integers(0, max(events - 1, 0)).map(lambda k: _faults.disconnect(after_event=k)) if name == "disconnect"
+        else st.just(_faults.get(name)) for name in fault_names)) if fault_names else None)
+
+    @st.composite
+    def draw(draw: Callable[..., Any]) -> Variant:
+        chain: tuple[_transforms.Transform, ...] = ()
+        if picks is not None:
+            chain = tuple(draw(members[i]) for i in sorted(draw(picks)))
+        chosen = draw(faulted) if faulted is not None else None
+        boundaries = groups(chain)
+        cuts: set[int] = set()
+        if boundaries is not None:
+            for part in draw(boundaries):
+                cuts.update(part)
+        return Variant(at(*cuts), chain, chosen)
+
+    return draw()

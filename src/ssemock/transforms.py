@@ -23,7 +23,7 @@ import orjson
 from ._names import unknown
 from .chunking import event_ends
 
-__all__ = ["ALL", "Transform", "alternatives", "applies", "apply", "blank_lines", "comments", "cr", "crlf", "get",
+__all__ = ["ALL", "CONFORMING", "NETWORK", "SETS", "Transform", "alternatives", "applies", "apply", "blank_lines", "comments", "cr", "crlf", "get",
            "ids", "keepalive", "kind_of", "meta", "mixed", "no_space", "pad", "raw_unicode", "resolve", "retry",
            "rewrite"]
 
@@ -312,6 +312,17 @@ _SHOWN = [*_NAMED, "keepalive[:COMMENT]", "pad[:N]"]
 #: what ``transform="all"`` runs, after the untransformed stream: every named transform alone
 ALL: tuple[Transform, ...] = (crlf, cr, mixed, no_space, keepalive(), comments, ids, meta, retry, pad(),
                               raw_unicode, blank_lines)
+#: what networks and proxies do to a stream on its way (``transform="network"``): heartbeat
+#: comments and padding; a client that fails under one of these fails against the real provider
+#: behind a proxy or load balancer. (Re-chunking, the other thing networks do, is the chunking's job.)
+NETWORK: tuple[Transform, ...] = (keepalive(), comments, pad())
+#: what another conforming server may send (``transform="conforming"``): other line endings, no
+#: space after the colon, ids, ``retry:``, event-only and id-only blocks, JSON escapes written raw,
+#: blank JSON lines; a client that fails under one of these breaks against another server (or a
+#: gateway that re-encodes), not necessarily against the provider the cassette was recorded from.
+CONFORMING: tuple[Transform, ...] = (crlf, cr, mixed, no_space, ids, meta, retry, raw_unicode, blank_lines)
+#: the named sets: each runs as alternatives (none, then each member alone) in a matrix
+SETS: dict[str, tuple[Transform, ...]] = {"all": ALL, "network": NETWORK, "conforming": CONFORMING}
 
 
 def get(name: str | Transform) -> Transform:
@@ -339,15 +350,16 @@ def get(name: str | Transform) -> Transform:
 
 def alternatives(spec: str | Transform | Sequence[str | Transform] | None) -> list[list[Transform]]:
     """Transform chains to run a test under, one run each: ``"all"`` (none, then each of
-    :data:`ALL` alone), ``"none,crlf,cr+keepalive"`` (comma: alternatives; plus: a chain), or a
+    :data:`ALL` alone; ``"network"`` and ``"conforming"`` the same over :data:`NETWORK` and
+    :data:`CONFORMING`), ``"none,crlf,cr+keepalive"`` (comma: alternatives; plus: a chain), or a
     list of those."""
     if spec is None:
         return [[]]
     if isinstance(spec, Transform):
         return [[spec]]
     if isinstance(spec, str):
-        if spec.strip() == "all":
-            return [[], *([t] for t in ALL)]
+        if spec.strip() in SETS:
+            return [[], *([t] for t in SETS[spec.strip()])]
         return [[] if part.strip() == "none" else resolve(part.strip()) for part in spec.split(",")]
     return [chain for item in spec for chain in alternatives(item)]
 
