@@ -251,8 +251,8 @@ def search(player: Player, call: Callable[[], object], *, examples: int = 200, s
             raise  # hypothesis's own error (a bad strategy option): not the code's
     if state["last"] is None:
         return None, coverage
-    variant, error = _minimise(player, state["last"][0], attempt)
-    error = attempt(variant) or error  # the code's own error under exactly the variant reported
+    variant = _minimise(player, state["last"][0], attempt)
+    error = attempt(variant) or state["last"][1]  # the code's own error under exactly the variant reported
     return Failure(variant, error, _boundaries(player, variant), state["first"] or coverage.examples, coverage), coverage
 
 
@@ -279,13 +279,13 @@ def _hazard_map(cassette: Cassette, player: Player) -> Callable[[Variant], dict[
 
 
 def _minimise(player: Player, variant: Variant, attempt: Callable[[Variant], BaseException | None]
-              ) -> tuple[Variant, BaseException | None]:
+              ) -> Variant:
     """After hypothesis's shrink: drop every boundary no longer needed (delta debugging), then
     every transform that is not, so each one left is needed."""
     cuts = list(variant.chunking.boundaries)
     error = attempt(variant)
     if error is None:  # flaky: keep what hypothesis reported
-        return variant, None
+        return variant
     body = max((p.body for p in player.plays), key=len, default=b"")
     if cuts and body:
         kept = [c for c in cuts if c < len(body)]
@@ -308,7 +308,7 @@ def _minimise(player: Player, variant: Variant, attempt: Callable[[Variant], Bas
         if attempt(fewer) is not None:
             chain.remove(t)
             variant = fewer
-    return variant, error
+    return variant
 
 
 def _boundaries(player: Player, variant: Variant) -> list[str]:
@@ -416,3 +416,22 @@ def run_item(call: Callable[[], object], player: Player, *, nodeid: str, rootdir
         raise StreamAssertionError(str(failure)) from failure.error
     player.chunking, player.transforms, player.faults = original
     return coverage
+
+
+def check_option(key: str, value: object) -> None:
+    """ValueError unless ``value`` is usable for the explore option ``key``."""
+    from . import faults as _faults
+    from .strategies import FAULTS, transform_pool
+    if key == "explore":
+        budget(value)
+    elif key == "explore_transforms":
+        transform_pool(value)  # type: ignore[arg-type]
+    elif key == "explore_faults":
+        if isinstance(value, bool):
+            return
+        for name in [value] if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]:
+            if name not in FAULTS:
+                _faults.get(name)  # type: ignore[arg-type]
+    elif key == "explore_seed":
+        if not (type(value) is int or value == "random"):
+            raise ValueError(f"explore_seed takes a whole number or 'random', got {value!r}")

@@ -439,7 +439,7 @@ def variants(cassette: Cassette, *, transforms: str | Sequence[str | _transforms
         no strategy)."""
         key = tuple(t.name for t in chain)
         if key not in cache:
-            size, merged = 0, {}
+            size, merged = 0, dict[str, set[int]]()
             for body, content_type in bodies:
                 kind = _transforms.kind_of(content_type, body)
                 new = _transforms.apply(chain, body, [], kind=kind)[0] if chain else body
