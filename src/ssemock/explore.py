@@ -195,12 +195,13 @@ def search(player: Player, call: Callable[[], object], *, examples: int = 200, s
            transforms: str | Sequence[str] | None = "network", faults: bool | str | Sequence[str] = False,
            seed: int | None = None, database: ExampleDatabase | str | os.PathLike[str] | None = None,
            key: str = "", derandomize: bool | None = None, on_example: Callable[[], None] | None = None,
-           ) -> tuple[Failure | None, Coverage]:
+           shrink: bool = True) -> tuple[Failure | None, Coverage]:
     """Run ``call`` against up to ``examples`` variants (or for ``seconds``) served by ``player``
     (started; its cassette's interactions are what is varied); the shrunk :class:`Failure` or
     None, and the coverage. ``database`` (a folder, or a hypothesis database; None: none) keeps
     failing variants under ``key``; ``derandomize`` (default: when ``CI`` is set and no ``seed``
-    is given) makes every run draw the same variants."""
+    is given) makes every run draw the same variants. ``shrink=False`` reports the first failing
+    variant as drawn (faster, larger)."""
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import seed as with_seed
     from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
@@ -239,7 +240,8 @@ def search(player: Player, call: Callable[[], object], *, examples: int = 200, s
     test = settings(max_examples=examples, deadline=None, database=db, derandomize=derandomize and seed is None,
                     suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet, print_blob=False,
                     report_multiple_bugs=False,
-                    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink))(given(strategy)(prop))
+                    phases=(Phase.explicit, Phase.reuse, Phase.generate, *((Phase.shrink,) if shrink else ())),
+                    )(given(strategy)(prop))
     if seed is not None:
         test = with_seed(seed)(test)
     try:
@@ -251,7 +253,7 @@ def search(player: Player, call: Callable[[], object], *, examples: int = 200, s
             raise  # hypothesis's own error (a bad strategy option): not the code's
     if state["last"] is None:
         return None, coverage
-    variant = _minimise(player, state["last"][0], attempt)
+    variant = _minimise(player, state["last"][0], attempt) if shrink else state["last"][0]
     error = attempt(variant) or state["last"][1]  # the code's own error under exactly the variant reported
     return Failure(variant, error, _boundaries(player, variant), state["first"] or coverage.examples, coverage), coverage
 
@@ -328,7 +330,8 @@ def explore(cassette: Cassette, run: Callable[[Player], object], examples: int |
             transforms: str | Sequence[str] | None = "network", faults: bool | str | Sequence[str] = False,
             seed: int | None = None, database: ExampleDatabase | str | os.PathLike[str] | None | bool = True,
             key: str | None = None, derandomize: bool | None = None, protocol: str | None = None,
-            match_on: Sequence[str] | None = None, allow_playback_repeats: bool = False) -> Failure | None:
+            match_on: Sequence[str] | None = None, allow_playback_repeats: bool = False,
+            shrink: bool = True) -> Failure | None:
     """Run ``run(player)`` (your client code and its assertions; a coroutine function is run to
     completion) against up to ``examples`` drawn variants of ``cassette``'s streams (or for a
     duration: ``"30s"``); the smallest failing :class:`Failure`, or None when every one passed.
@@ -339,6 +342,7 @@ def explore(cassette: Cassette, run: Callable[[Player], object], examples: int |
     stream. ``database``: True keeps failing variants in :data:`DATABASE` under the working
     directory (replayed first next time), a folder or a hypothesis database, False for none;
     ``key`` names the entry (default: the cassette's path and ``run``'s qualified name).
+    ``shrink=False`` returns the first failing variant as drawn, unshrunk.
     """
     from .replay import replay
 
@@ -359,7 +363,7 @@ def explore(cassette: Cassette, run: Callable[[Player], object], examples: int |
 
     with player:
         failure, _ = search(player, call, examples=most, seconds=seconds, transforms=transforms, faults=faults,
-                            seed=seed, database=database, key=key, derandomize=derandomize)
+                            seed=seed, database=database, key=key, derandomize=derandomize, shrink=shrink)
     return failure
 
 

@@ -414,8 +414,9 @@ def variants(cassette: Cassette, *, transforms: str | Sequence[str | _transforms
     ``with ssemock.replay(cassette, **variant.options()) as player: ...``.
 
     A chain of up to three transforms is drawn from ``transforms`` (:func:`transform_pool`: the
-    network set by default; ``pad`` may be drawn as ``pad:N``, shifting the stream by N bytes
-    so line endings meet a client's own buffer ends), then at most one fault when ``faults`` is
+    network set by default), then, when the pool has ``pad``, maybe a padding last: ``pad`` or
+    ``pad:N``, which shifts the stream by N bytes, N often chosen to put a CR or a multi-byte
+    character on the last byte of a client's own 64- or 1024-byte buffer; then at most one fault when ``faults`` is
     True (:data:`FAULTS`) or names some, then up to ``max_boundaries`` groups of boundaries in the
     transformed body: single offsets, mostly from :func:`hazards` (each class as likely), runs
     of 1-byte chunks, or every offset of one hazard class at once. Examples shrink toward fewer
@@ -460,8 +461,28 @@ def variants(cassette: Cassette, *, transforms: str | Sequence[str | _transforms
                 cache[key] = st.lists(st.one_of(*options), min_size=1, max_size=max_boundaries)
         return cache[key]
 
-    members = [st.one_of(st.integers(1, max(BUFFER_SIZES[0], 2)).map(_transforms.pad), st.just(t))
-               if t.name == "pad" else st.just(t) for t in pool]  # pad:N shifts the stream by N bytes
+    shifts: dict[tuple[str, ...], SearchStrategy[_transforms.Transform]] = {}
+
+    def shifted(chain: tuple[_transforms.Transform, ...]) -> SearchStrategy[_transforms.Transform]:
+        """``pad:N``, which shifts the stream by N bytes: N any from 1 to 64, or one that puts a CR
+        or a multi-byte character's lead byte of the body so far on the last byte of a 64- or
+        1024-byte buffer (where a client that re-buffers cuts it, whatever the network did)."""
+        key = tuple(t.name for t in chain)
+        if key not in shifts:
+            aligned: set[int] = set()
+            for body, content_type in bodies:
+                new = _transforms.apply(chain, body, [], kind=_transforms.kind_of(content_type, body))[0]
+                for m in re.finditer(rb"\r|[\xc2-\xf4]", new):
+                    for n in BUFFER_SIZES[:2]:
+                        k = (n - 1 - m.start()) % n
+                        aligned.add(k if k >= 3 else k + n)  # pad:N is exactly N bytes from 3 on
+            options = [st.integers(1, BUFFER_SIZES[0]).map(_transforms.pad), st.just(_transforms.pad())]
+            if aligned:
+                options.insert(0, st.sampled_from(sorted(aligned)).map(_transforms.pad))
+            shifts[key] = st.one_of(*options)
+        return shifts[key]
+    padded = any(t.name == "pad" for t in pool)  # drawn apart, last in the chain: a shift of the whole stream
+    pool = [t for t in pool if t.name != "pad"]
     picks = st.lists(st.integers(0, len(pool) - 1), unique=True, max_size=min(3, len(pool))) if pool else None
     faulted = (st.one_of(st.none(), *(
         st.integers(0, max(events - 1, 0)).map(lambda k: _faults.disconnect(after_event=k)) if name == "disconnect"
@@ -471,7 +492,10 @@ def variants(cassette: Cassette, *, transforms: str | Sequence[str | _transforms
     def draw(draw: Callable[..., Any]) -> Variant:
         chain: tuple[_transforms.Transform, ...] = ()
         if picks is not None:
-            chain = tuple(draw(members[i]) for i in sorted(draw(picks)))
+            chain = tuple(pool[i] for i in sorted(draw(picks)))
+        if padded:
+            shift = draw(st.one_of(st.none(), shifted(chain)))
+            chain += (shift,) if shift is not None else ()
         chosen = draw(faulted) if faulted is not None else None
         boundaries = groups(chain)
         cuts: set[int] = set()
