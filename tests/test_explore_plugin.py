@@ -28,10 +28,10 @@ def text_of(data):
     return "".join(json.loads(d)["choices"][0]["delta"].get("content") or "" for d in data if d != "[DONE]")
 
 def naive(response):
-    data = []
+    body = ""
     for chunk in response.iter_bytes():
-        data += [p[6:] for p in chunk.decode().split("\\n\\n") if p.startswith("data: ")]
-    return text_of(data)
+        body += chunk.decode()  # a character split between chunks raises
+    return text_of(p[6:] for p in body.split("\\n\\n") if p.startswith("data: "))
 
 def whatwg(response):
     return [e.data for e in ssemock.sse.iter_decode(response.iter_bytes())]

@@ -1,12 +1,14 @@
 """Explore: search the streams a network can deliver for one your client breaks on, and shrink it.
 
 A fixed matrix runs a test under a few chosen variants. Exploring draws many
-(:func:`ssemock.strategies.variants`: chunk boundaries biased to where decoders break, chains of
-transforms, optionally a fault), runs the user's own code against each through one player, and on
-the first failure lets hypothesis shrink it (fewest boundaries, fewest transforms, earliest
-offsets, simplest fault), then removes what is still not needed and says in words where each
-remaining boundary falls, with the marker that reproduces it. Failing variants are kept in
-hypothesis's example database and tried first on the next run.
+(:class:`ssemock.strategies.Space`: chunk boundaries biased to where decoders break, chains of
+transforms, optionally a fault; the same draw as the hypothesis strategy
+:func:`ssemock.strategies.variants`, from a seeded ``random.Random`` here, which draws a variant in
+tens of microseconds where hypothesis's engine takes milliseconds), runs the user's own code against
+each through one player, and shrinks the first failure (fewest boundaries, fewest transforms,
+earliest offsets, simplest fault), saying in words where each remaining boundary falls, with the
+marker that reproduces it. Failing variants are kept in a hypothesis example database (by their
+replay options, readable by any later version) and tried first on the next run.
 
 The property: the code passes under every variant; under a fault whose stream the reference
 rejects (cut short, data after the terminator), the client must raise (an AssertionError is the
@@ -18,7 +20,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import itertools
+import json
 import os
+import random
 import re
 import time
 from collections import Counter
@@ -32,7 +37,9 @@ from . import held as _held
 from .cassette import Cassette
 from .chunking import at
 from .expect import StreamAssertionError
-from .strategies import HAZARDS, Variant, classify, describe_boundary, hazards, minimal_failing_split, variants
+from . import faults as _faults
+from .chunking import At
+from .strategies import HAZARDS, Space, Tables, Variant, classify, describe_boundary, minimal_failing_split
 
 if TYPE_CHECKING:
     from hypothesis.database import ExampleDatabase
@@ -79,6 +86,8 @@ class Coverage:
     hazards: Counter[str] = field(default_factory=Counter)
     transforms: Counter[str] = field(default_factory=Counter)
     faults: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0  #: the whole search, drawing and shrinking included
+    in_code: float = 0.0  #: of which running the code under test (its client, and ssemock serving it)
 
     def add(self, variant: Variant, classes: Sequence[str]) -> None:
         self.examples += 1
@@ -96,6 +105,7 @@ class Coverage:
                                              or "none"))
         if self.faults:
             lines.append("faults drawn: " + ", ".join(f"{k} {v}" for k, v in self.faults.most_common()))
+        lines.append(f"time: {self.seconds:.2f} s, of which {self.in_code:.2f} s in the test itself")
         return "\n".join(lines)
 
 
@@ -110,6 +120,7 @@ class Failure:
     boundaries: list[str]
     examples: int
     coverage: Coverage
+    seed: int | None = None
 
     @property
     def reproducer(self) -> str:
@@ -130,6 +141,8 @@ class Failure:
             lines.append(f"  fault: {v.fault.name} (a stream a conforming client must reject)")
         lines.append(f"the error under it: {_named(self.error)}")
         lines.append(f"reproduce with: {self.reproducer}")
+        if self.seed is not None:
+            lines.append(f"this search again: seed {self.seed} (--ssemock-explore-seed={self.seed})")
         lines.append("coverage: " + self.coverage.report().replace("\n", "\n  "))
         return "\n".join(lines)
 
@@ -137,15 +150,6 @@ class Failure:
 def _named(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-class _Found(Exception):
-    """Raised inside the hypothesis test when the code fails (the code's error is its cause)."""
-
-
-class _OutOfTime(BaseException):
-    """Ends a search whose time budget ran out before any failure (not an Exception: hypothesis
-    lets it through instead of shrinking it)."""
 
 
 # -- one example: the player set to a variant, the code run, the property checked ------------------
@@ -194,122 +198,147 @@ def verdict(player: Player, variant: Variant, call: Callable[[], object]) -> Bas
 def search(player: Player, call: Callable[[], object], *, examples: int = 200, seconds: float | None = None,
            transforms: str | Sequence[str] | None = "network", faults: bool | str | Sequence[str] = False,
            seed: int | None = None, database: ExampleDatabase | str | os.PathLike[str] | None = None,
-           key: str = "", derandomize: bool | None = None, on_example: Callable[[], None] | None = None,
+           key: str = "", derandomize: bool | None = None,
            shrink: bool = True) -> tuple[Failure | None, Coverage]:
     """Run ``call`` against up to ``examples`` variants (or for ``seconds``) served by ``player``
     (started; its cassette's interactions are what is varied); the shrunk :class:`Failure` or
-    None, and the coverage. ``database`` (a folder, or a hypothesis database; None: none) keeps
-    failing variants under ``key``; ``derandomize`` (default: when ``CI`` is set and no ``seed``
-    is given) makes every run draw the same variants. ``shrink=False`` reports the first failing
-    variant as drawn (faster, larger)."""
-    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-    from hypothesis import seed as with_seed
+    None, and the coverage.
+
+    The variants stored under ``key`` in ``database`` (a folder, or a hypothesis
+    ``ExampleDatabase``; None: none) run first; then new ones are drawn by
+    :meth:`ssemock.strategies.Space.draw` from a ``random.Random`` seeded by ``seed``, or by
+    ``key`` when ``derandomize`` (default: when ``CI`` is set and no ``seed`` is given), else at
+    random (the failure names the seed). A failing variant is shrunk (``shrink=False``: reported
+    as drawn) and stored."""
     from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
-    cassette = player.cassette
-    strategy = variants(cassette, transforms=transforms, faults=faults)
-    found = _hazard_map(cassette, player)
+    tables = Tables(player.cassette)
+    space = Space(tables, transforms=transforms, faults=faults, max_boundaries=6)
     coverage = Coverage()
-    state: dict[str, Any] = {"first": None, "last": None}
-    stop = None if seconds is None else time.monotonic() + seconds
-
-    def attempt(variant: Variant) -> BaseException | None:
-        if on_example is not None:
-            on_example()
-        return verdict(player, variant, call)
-
-    def prop(variant: Variant) -> None:
-        if stop is not None and state["first"] is None and time.monotonic() > stop:
-            raise _OutOfTime
-        error = attempt(variant)
-        coverage.add(variant, classify(found(variant), variant.chunking.boundaries))
-        if error is not None:
-            if state["first"] is None:
-                state["first"] = coverage.examples
-            state["last"] = (variant, error)
-            raise _Found from error
-
     db: ExampleDatabase | None
     if database is None or isinstance(database, ExampleDatabase):
         db = database
     else:
         db = DirectoryBasedExampleDatabase(os.fspath(database))
-    prop._hypothesis_internal_add_digest = hashlib.sha256(key.encode()).digest()  # type: ignore[attr-defined]
+    digest = hashlib.sha256(key.encode()).digest()
     if derandomize is None:
         derandomize = bool(os.environ.get("CI")) and seed is None
-    test = settings(max_examples=examples, deadline=None, database=db, derandomize=derandomize and seed is None,
-                    suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet, print_blob=False,
-                    report_multiple_bugs=False,
-                    phases=(Phase.explicit, Phase.reuse, Phase.generate, *((Phase.shrink,) if shrink else ())),
-                    )(given(strategy)(prop))
-    if seed is not None:
-        test = with_seed(seed)(test)
+    if seed is None:
+        seed = int.from_bytes(digest[:4], "big") if derandomize else random.getrandbits(32)
+    rng = random.Random(seed)
+    stop = None if seconds is None else time.monotonic() + seconds
+
+    def timed() -> object:
+        start = time.perf_counter()
+        try:
+            return call()
+        finally:
+            coverage.in_code += time.perf_counter() - start
+
+    def attempt(variant: Variant) -> BaseException | None:
+        return verdict(player, variant, timed)
+
+    started = time.perf_counter()
+    stored = sorted(db.fetch(digest)) if db is not None else []
+    failing: tuple[Variant, BaseException] | None = None
     try:
-        test()
-    except _OutOfTime:
-        pass
-    except Exception:
-        if state["last"] is None:
-            raise  # hypothesis's own error (a bad strategy option): not the code's
-    if state["last"] is None:
-        return None, coverage
-    variant = _minimise(player, state["last"][0], attempt) if shrink else state["last"][0]
-    error = attempt(variant) or state["last"][1]  # the code's own error under exactly the variant reported
-    return Failure(variant, error, _boundaries(player, variant), state["first"] or coverage.examples, coverage), coverage
+        drawn = (_parse(value) for value in stored)
+        fresh = (space.draw(rng.randint) for _ in range(examples))
+        for variant in itertools.chain((v for v in drawn if v is not None), fresh):
+            if stop is not None and time.monotonic() > stop:
+                break
+            error = attempt(variant)
+            coverage.add(variant, classify(tables.of(variant.transforms)[1], variant.chunking.boundaries))
+            if error is not None:
+                failing = variant, error
+                break
+        first = coverage.examples
+        if failing is None:
+            return None, coverage
+        variant = _shrink(player, space, failing[0], attempt) if shrink else failing[0]
+        error = attempt(variant) or failing[1]  # the code's own error under exactly the variant reported
+    finally:
+        coverage.seconds = time.perf_counter() - started
+    if db is not None:
+        db.save(digest, _spec(variant))
+    return Failure(variant, error, _boundaries(player, variant), first, coverage, seed), coverage
 
 
-def _hazard_map(cassette: Cassette, player: Player) -> Callable[[Variant], dict[str, list[int]]]:
-    """A variant -> the hazard offsets of the bodies it serves (cached per transform chain)."""
+def _spec(variant: Variant) -> bytes:
+    """A variant as stored in the database: its replay options by name (stable across versions)."""
+    return json.dumps({"chunking": variant.chunking.name, "transform": [t.name for t in variant.transforms],
+                       "fault": variant.fault.name if variant.fault is not None else None}).encode()
+
+
+def _parse(value: bytes) -> Variant | None:
+    """A stored variant, or None for an entry this version cannot read (skipped, not an error)."""
+    from . import chunking as _chunking
     from . import transforms as _transforms
-    cache: dict[tuple[str, ...], dict[str, list[int]]] = {}
-
-    def found(variant: Variant) -> dict[str, list[int]]:
-        key = tuple(t.name for t in variant.transforms)
-        if key not in cache:
-            merged: dict[str, set[int]] = {}
-            for x in cassette.interactions:
-                content_type = x.response.header("content-type") or ""
-                body = x.response.body
-                if variant.transforms:
-                    body = _transforms.apply(variant.transforms, body, [],
-                                             kind=_transforms.kind_of(content_type, body))[0]
-                for name, offsets in hazards(body, content_type or None).items():
-                    merged.setdefault(name, set()).update(offsets)
-            cache[key] = {n: sorted(o) for n, o in merged.items()}
-        return cache[key]
-    return found
+    try:
+        spec = json.loads(value)
+        found = _chunking.get(spec["chunking"])
+        if not isinstance(found, At):
+            return None
+        fault = spec.get("fault")
+        return Variant(found, tuple(_transforms.resolve(list(spec.get("transform") or []))),
+                       _faults.get(fault) if fault else None)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
-def _minimise(player: Player, variant: Variant, attempt: Callable[[Variant], BaseException | None]
-              ) -> Variant:
-    """After hypothesis's shrink: drop every boundary no longer needed (delta debugging), then
-    every transform that is not, so each one left is needed."""
+def _shrink(player: Player, space: Space, variant: Variant, attempt: Callable[[Variant], BaseException | None]
+            ) -> Variant:
+    """Make a failing variant as small as still fails: fewest boundaries (delta debugging, so
+    each one left is needed), fewest transforms, each boundary moved to the earliest offset of
+    its hazard class that still fails, the simplest fault (earliest in the drawn list, an
+    earlier ``disconnect``)."""
     cuts = list(variant.chunking.boundaries)
-    error = attempt(variant)
-    if error is None:  # flaky: keep what hypothesis reported
+    if attempt(variant) is None:  # flaky: keep it as found
         return variant
     body = max((p.body for p in player.plays), key=len, default=b"")
     if cuts and body:
         kept = [c for c in cuts if c < len(body)]
 
         def fails(chunks: list[bytes]) -> bool:
-            ends, pos = [], 0
-            for chunk in chunks[:-1]:
-                pos += len(chunk)
-                ends.append(pos)
-            return attempt(Variant(at(*ends), variant.transforms, variant.fault)) is not None
+            return attempt(Variant(at(*itertools.accumulate(len(c) for c in chunks[:-1])), variant.transforms,
+                                   variant.fault)) is not None
 
         try:
-            split = minimal_failing_split(body, fails, [*kept, len(body)])
-            variant = Variant(split.chunking, variant.transforms, variant.fault)
+            variant = Variant(minimal_failing_split(body, fails, [*kept, len(body)]).chunking, variant.transforms,
+                              variant.fault)
         except ValueError:
             pass  # the cuts past this body matter: keep them all
-    chain = list(variant.transforms)
-    for t in reversed(list(chain)):
-        fewer = Variant(variant.chunking, tuple(x for x in chain if x is not t), variant.fault)
-        if attempt(fewer) is not None:
-            chain.remove(t)
-            variant = fewer
+    for t in reversed(variant.transforms):
+        chain = tuple(x for x in variant.transforms if x is not t)
+        head, _, shift = t.name.partition(":")
+        tries = [variant.chunking]
+        if head == "pad" and shift.isdigit() and t is variant.transforms[-1]:  # the same bytes, N earlier
+            tries.append(at(*(b - int(shift) for b in variant.chunking.boundaries if b > int(shift))))
+        for cuts in tries:
+            fewer = Variant(cuts, chain, variant.fault)
+            if attempt(fewer) is not None:
+                variant = fewer
+                break
+    found = space.tables.of(variant.transforms)[1]
+    for b in variant.chunking.boundaries:
+        others = [c for c in variant.chunking.boundaries if c != b]
+        earlier = sorted({o for offsets in found.values() if b in offsets for o in offsets if o < b})[:8]
+        for o in earlier:
+            moved = Variant(at(*others, o), variant.transforms, variant.fault)
+            if o not in others and attempt(moved) is not None:
+                variant = moved
+                break
+    if variant.fault is not None:
+        simpler = [f for f in space.faults if f is not None]
+        after = getattr(variant.fault, "after_event", None)
+        if after:  # a disconnect after fewer events
+            simpler += [_faults.disconnect(after_event=k) for k in range(min(after, 8))]
+        for fault in simpler:
+            if fault.name == variant.fault.name:
+                break
+            if attempt(Variant(variant.chunking, variant.transforms, fault)) is not None:
+                variant = Variant(variant.chunking, variant.transforms, fault)
+                break
     return variant
 
 

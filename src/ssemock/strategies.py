@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
 __all__ = ["BUFFER_SIZES", "FAULTS", "HAZARDS", "At", "MinimalSplit", "Variant", "at", "chunkings", "classify",
-           "describe_boundary", "get", "hazards", "minimal_failing_split", "transform_pool", "variants"]
+           "Space", "Tables", "describe_boundary", "get", "hazards", "minimal_failing_split", "transform_pool", "variants"]
 
 _BOM = b"\xef\xbb\xbf"
 _NEWLINE = re.compile(rb"\r\n|\r|\n")
@@ -400,13 +400,65 @@ class Variant:
         return ", ".join(parts)
 
 
-def _bodies(cassette: Cassette) -> list[tuple[bytes, str]]:
-    return [(x.response.body, x.response.header("content-type") or "") for x in cassette.interactions
-            if x.response.body]
+class Tables:
+    """The hazard offsets (:func:`hazards`, merged over every response) of a cassette's bodies
+    under each transform chain, computed once per chain; a chain ending in ``pad:N`` (N >= 3)
+    reuses the table of the chain before it, shifted by N."""
+
+    def __init__(self, cassette: Cassette) -> None:
+        self.bodies = [(x.response.body, x.response.header("content-type") or "") for x in cassette.interactions
+                       if x.response.body]
+        self._found: dict[tuple[str, ...], tuple[int, dict[str, list[int]]]] = {}
+        self._aligned: dict[tuple[str, ...], list[int]] = {}
+
+    def of(self, chain: Sequence[_transforms.Transform]) -> tuple[int, dict[str, list[int]]]:
+        """(the longest body's size, the hazard offsets by class) under ``chain``."""
+        key = tuple(t.name for t in chain)
+        found = self._found.get(key)
+        if found is not None:
+            return found
+        head, _, arg = key[-1].partition(":") if key else ("", "", "")
+        if head == "pad" and arg.isdigit() and int(arg) >= 3:
+            n = int(arg)
+            size, before = self.of(chain[:-1])
+            classes = {name: [o + n for o in offsets] for name, offsets in before.items() if name != "buffer-multiple"}
+            buffers = sorted({k + d for b in BUFFER_SIZES for k in range(b, size + n, b) for d in (-1, 0, 1)
+                              if 0 < k + d < size + n})
+            found = size + n, {name: (buffers if name == "buffer-multiple" else classes[name])
+                               for name in HAZARDS if name in classes or name == "buffer-multiple" and buffers}
+        else:
+            size, merged = 0, dict[str, set[int]]()
+            for body, content_type in self.bodies:
+                new = _transforms.apply(chain, body, [], kind=_transforms.kind_of(content_type, body))[0] \
+                    if chain else body
+                size = max(size, len(new))
+                for name, offsets in hazards(new, content_type or None).items():
+                    merged.setdefault(name, set()).update(offsets)
+            found = size, {n: sorted(merged[n]) for n in HAZARDS if n in merged}
+        self._found[key] = found
+        return found
+
+    def aligned(self, chain: Sequence[_transforms.Transform]) -> list[int]:
+        """Shifts N (``pad:N``) that put a CR or a multi-byte character's lead byte of a body under
+        ``chain`` on the last byte of a 64- or 1024-byte buffer."""
+        key = tuple(t.name for t in chain)
+        if key not in self._aligned:
+            out: set[int] = set()
+            for body, content_type in self.bodies:
+                new = _transforms.apply(chain, body, [], kind=_transforms.kind_of(content_type, body))[0]
+                for m in re.finditer(rb"\r|[\xc2-\xf4]", new):
+                    for n in BUFFER_SIZES[:2]:
+                        k = (n - 1 - m.start()) % n
+                        out.add(k if k >= 3 else k + n)  # pad:N is exactly N bytes from 3 on
+            self._aligned[key] = sorted(out)
+        return self._aligned[key]
+
+
+_BIG = 1 << 24
 
 
 def variants(cassette: Cassette, *, transforms: str | Sequence[str | _transforms.Transform] | None = "network",
-             faults: bool | str | Sequence[str] = False, max_boundaries: int = 8,
+             faults: bool | str | Sequence[str] = False, max_boundaries: int = 6,
              ) -> SearchStrategy[Variant]:
     """A hypothesis strategy of whole :class:`Variant` s of ``cassette``'s streams, for ``@given``:
 
@@ -416,92 +468,84 @@ def variants(cassette: Cassette, *, transforms: str | Sequence[str | _transforms
     A chain of up to three transforms is drawn from ``transforms`` (:func:`transform_pool`: the
     network set by default), then, when the pool has ``pad``, maybe a padding last: ``pad`` or
     ``pad:N``, which shifts the stream by N bytes, N often chosen to put a CR or a multi-byte
-    character on the last byte of a client's own 64- or 1024-byte buffer; then at most one fault when ``faults`` is
-    True (:data:`FAULTS`) or names some, then up to ``max_boundaries`` groups of boundaries in the
-    transformed body: single offsets, mostly from :func:`hazards` (each class as likely), runs
-    of 1-byte chunks, or every offset of one hazard class at once. Examples shrink toward fewer
-    groups and boundaries, earlier offsets, fewer and earlier transforms, the simplest fault.
+    character on the last byte of a client's own 64- or 1024-byte buffer; then at most one
+    fault when ``faults`` is True (:data:`FAULTS`) or names some; then up to ``max_boundaries``
+    groups of boundaries in the transformed body: one offset of a :func:`hazards` class (each
+    class as likely), one anywhere, a run of 1-byte chunks, or every offset of one class.
+    Examples shrink toward fewer groups and boundaries, earlier offsets, fewer and earlier
+    transforms, no padding, the simplest fault.
     """
+    return _variants(Tables(cassette), transforms=transforms, faults=faults, max_boundaries=max_boundaries)
+
+
+class Space:
+    """What variants of one cassette are drawn from (the transform pool, the faults, the hazard
+    tables), and :meth:`draw`, the one way a variant is drawn: from a chooser of whole numbers,
+    hypothesis's (:func:`variants`, which shrinks toward smaller numbers) or a seeded
+    ``random.Random`` (:func:`ssemock.explore`, which draws thousands a second). Smaller numbers
+    mean simpler variants: fewer transforms, no padding, no fault, fewer boundary groups, one
+    hazard offset, earlier offsets."""
+
+    def __init__(self, tables: Tables, *, transforms: str | Sequence[str | _transforms.Transform] | None,
+                 faults: bool | str | Sequence[str], max_boundaries: int) -> None:
+        bodies = tables.bodies
+        pool = [t for t in transform_pool(transforms)  # a transform that changes no body is never drawn
+                if any(_transforms.applies(t, b, _transforms.kind_of(ct, b)) for b, ct in bodies)]
+        self.tables = tables
+        self.padded = any(t.name == "pad" for t in pool)  # drawn apart, last: a shift of the whole stream
+        self.pool = [t for t in pool if t.name != "pad"]
+        self.fault_names = (list(FAULTS) if faults is True else [] if faults is False
+                            else [faults] if isinstance(faults, str) else list(faults))
+        self.faults = [None if name == "disconnect" else _faults.get(name) for name in self.fault_names]
+        self.events = max((len(event_ends(b)) for b, _ in bodies), default=0)
+        self.max_boundaries = max_boundaries
+
+    def draw(self, choose: Callable[[int, int], int]) -> Variant:
+        """A variant from ``choose(lo, hi)`` (a whole number in ``[lo, hi]``)."""
+        chain: tuple[_transforms.Transform, ...] = ()
+        if self.pool:
+            picked = {choose(0, len(self.pool) - 1) for _ in range(choose(0, min(3, len(self.pool))))}
+            chain = tuple(self.pool[i] for i in sorted(picked))
+        if self.padded:  # 0 none, 1 a shift onto a buffer end, 2 any shift up to 64, 3 per-event padding
+            how, n = choose(0, 3), choose(0, _BIG)
+            if how:
+                aligned = self.tables.aligned(chain) if how == 1 else []
+                chain += (_transforms.pad() if how == 3 else
+                          _transforms.pad(aligned[n % len(aligned)] if aligned else 1 + n % BUFFER_SIZES[0]),)
+        chosen: _faults.Fault | None = None
+        if self.faults:
+            k = choose(0, len(self.faults))
+            if k:
+                chosen = self.faults[k - 1] or _faults.disconnect(after_event=choose(0, max(self.events - 1, 0)))
+        size, found = self.tables.of(chain)
+        classes = list(found.values())
+        cuts: set[int] = set()
+        if self.max_boundaries and size > 1:
+            # each group: 0 one hazard offset (class a, item b), 1 offset a anywhere, 2 a run of
+            # 2 + b % 15 one-byte chunks from a, 3 every offset of class a
+            for _ in range(choose(1, self.max_boundaries)):
+                kind, a, b = choose(0, 3), choose(0, _BIG), choose(0, _BIG)
+                if kind == 0 and classes:
+                    offsets = classes[a % len(classes)]
+                    cuts.add(offsets[b % len(offsets)])
+                elif kind == 3 and classes:
+                    cuts.update(classes[a % len(classes)][:512])
+                elif kind == 2:
+                    start = 1 + a % (size - 1)
+                    cuts.update(range(start, min(start + 2 + b % 15, size)))
+                else:
+                    cuts.add(1 + a % (size - 1))
+        return Variant(at(*cuts), chain, chosen)
+
+
+def _variants(tables: Tables, *, transforms: str | Sequence[str | _transforms.Transform] | None,
+              faults: bool | str | Sequence[str], max_boundaries: int) -> SearchStrategy[Variant]:
     from hypothesis import strategies as st
 
-    bodies = _bodies(cassette)
-    pool = [t for t in transform_pool(transforms)  # a transform that changes no body is never drawn
-            if any(_transforms.applies(t, b, _transforms.kind_of(ct, b)) for b, ct in bodies)]
-    fault_names = (list(FAULTS) if faults is True else [] if faults is False
-                   else [faults] if isinstance(faults, str) else list(faults))
-    for name in fault_names:
-        if name != "disconnect":
-            _faults.get(name)  # a bad name fails here, not in the middle of a search
-    events = max((len(event_ends(b)) for b, _ in bodies), default=0)
-    cache: dict[tuple[str, ...], SearchStrategy[list[list[int]]] | None] = {}
-
-    def groups(chain: tuple[_transforms.Transform, ...]) -> SearchStrategy[list[list[int]]] | None:
-        """The boundary groups for bodies under ``chain`` (built once per chain: a draw builds
-        no strategy)."""
-        key = tuple(t.name for t in chain)
-        if key not in cache:
-            size, merged = 0, dict[str, set[int]]()
-            for body, content_type in bodies:
-                kind = _transforms.kind_of(content_type, body)
-                new = _transforms.apply(chain, body, [], kind=kind)[0] if chain else body
-                size = max(size, len(new))
-                for name, offsets in hazards(new, content_type or None).items():
-                    merged.setdefault(name, set()).update(offsets)
-            classes = [sorted(o) for o in merged.values()]
-            if size < 2 or not max_boundaries:
-                cache[key] = None
-            else:
-                anywhere = st.integers(1, size - 1).map(lambda o: [o])
-                run = st.tuples(st.integers(1, size - 1), st.integers(2, 16)).map(
-                    lambda r: list(range(r[0], min(r[0] + r[1], size))))
-                options = [anywhere, run]
-                if classes:  # one offset of a class (each class as likely), or all of one class
-                    single = st.one_of(*(st.sampled_from(c).map(lambda o: [o]) for c in classes))
-                    options = [single, anywhere, run, st.sampled_from([c[:512] for c in classes])]
-                cache[key] = st.lists(st.one_of(*options), min_size=1, max_size=max_boundaries)
-        return cache[key]
-
-    shifts: dict[tuple[str, ...], SearchStrategy[_transforms.Transform]] = {}
-
-    def shifted(chain: tuple[_transforms.Transform, ...]) -> SearchStrategy[_transforms.Transform]:
-        """``pad:N``, which shifts the stream by N bytes: N any from 1 to 64, or one that puts a CR
-        or a multi-byte character's lead byte of the body so far on the last byte of a 64- or
-        1024-byte buffer (where a client that re-buffers cuts it, whatever the network did)."""
-        key = tuple(t.name for t in chain)
-        if key not in shifts:
-            aligned: set[int] = set()
-            for body, content_type in bodies:
-                new = _transforms.apply(chain, body, [], kind=_transforms.kind_of(content_type, body))[0]
-                for m in re.finditer(rb"\r|[\xc2-\xf4]", new):
-                    for n in BUFFER_SIZES[:2]:
-                        k = (n - 1 - m.start()) % n
-                        aligned.add(k if k >= 3 else k + n)  # pad:N is exactly N bytes from 3 on
-            options = [st.integers(1, BUFFER_SIZES[0]).map(_transforms.pad), st.just(_transforms.pad())]
-            if aligned:
-                options.insert(0, st.sampled_from(sorted(aligned)).map(_transforms.pad))
-            shifts[key] = st.one_of(*options)
-        return shifts[key]
-    padded = any(t.name == "pad" for t in pool)  # drawn apart, last in the chain: a shift of the whole stream
-    pool = [t for t in pool if t.name != "pad"]
-    picks = st.lists(st.integers(0, len(pool) - 1), unique=True, max_size=min(3, len(pool))) if pool else None
-    faulted = (st.one_of(st.none(), *(
-        st.integers(0, max(events - 1, 0)).map(lambda k: _faults.disconnect(after_event=k)) if name == "disconnect"
-        else st.just(_faults.get(name)) for name in fault_names)) if fault_names else None)
+    space = Space(tables, transforms=transforms, faults=faults, max_boundaries=max_boundaries)
 
     @st.composite
     def draw(draw: Callable[..., Any]) -> Variant:
-        chain: tuple[_transforms.Transform, ...] = ()
-        if picks is not None:
-            chain = tuple(pool[i] for i in sorted(draw(picks)))
-        if padded:
-            shift = draw(st.one_of(st.none(), shifted(chain)))
-            chain += (shift,) if shift is not None else ()
-        chosen = draw(faulted) if faulted is not None else None
-        boundaries = groups(chain)
-        cuts: set[int] = set()
-        if boundaries is not None:
-            for part in draw(boundaries):
-                cuts.update(part)
-        return Variant(at(*cuts), chain, chosen)
+        return space.draw(lambda lo, hi: draw(st.integers(lo, hi)))
 
     return draw()
