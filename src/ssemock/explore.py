@@ -314,8 +314,8 @@ def _shrink(player: Player, space: Space, variant: Variant, attempt: Callable[[V
         tries = [variant.chunking]
         if head == "pad" and shift.isdigit() and t is variant.transforms[-1]:  # the same bytes, N earlier
             tries.append(at(*(b - int(shift) for b in variant.chunking.boundaries if b > int(shift))))
-        for cuts in tries:
-            fewer = Variant(cuts, chain, variant.fault)
+        for split in tries:
+            fewer = Variant(split, chain, variant.fault)
             if attempt(fewer) is not None:
                 variant = fewer
                 break
