@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from .replay import Player
 
-__all__ = ["DATABASE", "Coverage", "Failure", "budget", "explore", "search"]
+__all__ = ["DATABASE", "Coverage", "Failure", "budget", "explore", "search", "verdict"]
 
 #: where failing variants are kept (under the pytest rootdir, or the working directory outside
 #: pytest): a hypothesis example database, one key per cassette and test
