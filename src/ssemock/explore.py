@@ -90,15 +90,19 @@ class Coverage:
     in_code: float = 0.0  #: of which running the code under test (its client, and ssemock serving it)
 
     def add(self, variant: Variant, classes: Sequence[str]) -> None:
+        """Count one example: the hazard classes its boundaries hit, its transforms and fault."""
         self.examples += 1
         self.hazards.update(classes)
-        self.transforms.update(t.name.split(":")[0] for t in variant.transforms)
+        names = {t.name.split(":")[0] for t in variant.transforms}
+        self.transforms.update(names)
+        if names & {"keepalive", "comments"} and names & {"crlf", "mixed"}:
+            self.hazards["keep-alive after CRLF"] += 1
         if variant.fault is not None:
             self.faults[variant.fault.name.split(":")[0]] += 1
 
     def report(self) -> str:
         """Two or three lines: hazard classes by examples, transforms and faults drawn."""
-        order = [*HAZARDS, "1-byte run"]
+        order = [*HAZARDS, "1-byte run", "keep-alive after CRLF"]
         found = ", ".join(f"{name} {self.hazards[name]}" for name in order if self.hazards[name])
         lines = [f"{self.examples} examples; boundaries exercised (examples per hazard): {found or 'none'}"]
         lines.append("transforms drawn: " + (", ".join(f"{k} {v}" for k, v in self.transforms.most_common())
@@ -290,8 +294,8 @@ def _shrink(player: Player, space: Space, variant: Variant, attempt: Callable[[V
             ) -> Variant:
     """Make a failing variant as small as still fails: fewest boundaries (delta debugging, so
     each one left is needed), fewest transforms, each boundary moved to the earliest offset of
-    its hazard class that still fails, the simplest fault (earliest in the drawn list, an
-    earlier ``disconnect``)."""
+    its hazard class (or the first few of any class) that still fails, the simplest fault
+    (earliest in the drawn list, an earlier ``disconnect``)."""
     cuts = list(variant.chunking.boundaries)
     if attempt(variant) is None:  # flaky: keep it as found
         return variant
@@ -322,7 +326,9 @@ def _shrink(player: Player, space: Space, variant: Variant, attempt: Callable[[V
     found = space.tables.of(variant.transforms)[1]
     for b in variant.chunking.boundaries:
         others = [c for c in variant.chunking.boundaries if c != b]
-        earlier = sorted({o for offsets in found.values() if b in offsets for o in offsets if o < b})[:8]
+        same = {o for offsets in found.values() if b in offsets for o in offsets if o < b}
+        firsts = {o for offsets in found.values() for o in offsets[:3] if o < b}  # the earliest of any class
+        earlier = sorted(firsts | set(sorted(same)[:8]))[:16]
         for o in earlier:
             moved = Variant(at(*others, o), variant.transforms, variant.fault)
             if o not in others and attempt(moved) is not None:
@@ -435,6 +441,7 @@ def run_item(call: Callable[[], object], player: Player, *, nodeid: str, rootdir
     """Explore one pytest item: ``call`` runs its body once. A recording run records first (the
     body runs once live), then explores what it recorded. Raises StreamAssertionError (the
     code's own error as its cause) with the shrunk variant, or returns the coverage."""
+    __tracebackhide__ = True
     most, seconds = budget(setting)
     if player.record_mode != "none":
         call()

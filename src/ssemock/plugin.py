@@ -507,6 +507,7 @@ _COVERAGE = pytest.StashKey[list[tuple[str, str]]]()
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     """With ``explore`` set, run the test body against drawn variants (each run goes through
     the other ``pytest_pyfunc_call`` hooks, so async tests run as their plugin runs them)."""
+    __tracebackhide__ = True
     player: Any = pyfuncitem.funcargs.get("ssemock")
     if not hasattr(player, "cassette") or pyfuncitem.stash.get(_EXPLORING, False) or _disabled(pyfuncitem.config):
         return None
