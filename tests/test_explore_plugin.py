@@ -14,7 +14,7 @@ from ssemock.server import running
 HEADER = '''
 import json, os
 import httpx, pytest, ssemock
-from ssemock import synth
+from ssemock import sse, synth
 
 URL = synth.OPENAI_CHAT_URL
 
@@ -31,7 +31,7 @@ def naive(response):
     body = ""
     for chunk in response.iter_bytes():
         body += chunk.decode()  # a character split between chunks raises
-    return text_of(p[6:] for p in body.split("\\n\\n") if p.startswith("data: "))
+    return text_of(e.data for e in sse.decode([body.encode()]))
 
 def whatwg(response):
     return [e.data for e in ssemock.sse.iter_decode(response.iter_bytes())]
@@ -57,7 +57,7 @@ async def test_async_naive(ssemock):
     async with httpx.AsyncClient() as client, client.stream("POST", URL, json={}) as response:
         async for chunk in response.aiter_bytes():
             body += chunk.decode()
-    ssemock.assert_text(text_of(p[6:] for p in body.split("\\n\\n") if p.startswith("data: ")))
+    ssemock.assert_text(text_of(e.data for e in sse.decode([body.encode()])))
 
 @pytest.mark.ssemock(explore=40, explore_faults=True, **MARK)
 def test_lenient(ssemock):
@@ -126,6 +126,14 @@ def test_naive(ssemock):
     assert "number of examples" in bad.stderr.str()
     pytester.makeini("[pytest]\nssemock_explore = 25\n")
     pytester.runpytest_subprocess("-p", "no:cassetter").assert_outcomes(failed=1)
+    # explore=0 in the marker opts one test out: it runs once, as recorded, and passes
+    pytester.makepyfile(test_cli=HEADER + '''
+@pytest.mark.ssemock(explore=0, **MARK)
+def test_naive(ssemock):
+    with httpx.stream("POST", URL, json={}) as response:
+        ssemock.assert_text(naive(response))
+''')
+    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-explore=30").assert_outcomes(passed=1)
 
 
 def test_a_recording_run_explores_what_it_recorded(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch

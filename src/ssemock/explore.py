@@ -430,9 +430,17 @@ def replaying_recorded(player: Player) -> Iterator[None]:
          player.chunking, player.transforms, player.faults) = saved
 
 
-def item_key(nodeid: str, player: Player) -> str:
-    """The database key of one test: its cassette and its node id."""
-    return f"{player.path or ''}\0{nodeid}"
+def item_key(nodeid: str, player: Player, rootdir: Path) -> str:
+    """The database key of one test: its node id and its cassette, by its path under the rootdir
+    (else by its name: a cassette in a temporary folder keeps its key from run to run)."""
+    path = player.path
+    if path is None:
+        return f"\0{nodeid}"
+    try:
+        where = Path(path).resolve().relative_to(rootdir.resolve()).as_posix()
+    except ValueError:
+        where = Path(path).name
+    return f"{where}\0{nodeid}"
 
 
 def run_item(call: Callable[[], object], player: Player, *, nodeid: str, rootdir: Path, setting: object,
@@ -451,7 +459,7 @@ def run_item(call: Callable[[], object], player: Player, *, nodeid: str, rootdir
             player, call, examples=most, seconds=seconds,
             transforms=transforms if transforms is not None else "network",  # type: ignore[arg-type]
             faults=faults if faults is not None else False,  # type: ignore[arg-type]
-            seed=seed, database=rootdir / DATABASE, key=item_key(nodeid, player), derandomize=derandomize)
+            seed=seed, database=rootdir / DATABASE, key=item_key(nodeid, player, rootdir), derandomize=derandomize)
     if failure is not None:
         raise StreamAssertionError(str(failure)) from failure.error
     player.chunking, player.transforms, player.faults = original
@@ -463,6 +471,8 @@ def check_option(key: str, value: object) -> None:
     from . import faults as _faults
     from .strategies import FAULTS, transform_pool
     if key == "explore":
+        if value is False or type(value) is int and value == 0:
+            return  # off: a marker's explore=0 opts one test out of --ssemock-explore
         budget(value)
     elif key == "explore_transforms":
         transform_pool(value)  # type: ignore[arg-type]
