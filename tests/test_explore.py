@@ -166,3 +166,14 @@ def test_budget(value: object, expected: tuple[int, float | None]) -> None:
 def test_a_bad_budget_says_what_explore_takes(value: object) -> None:
     with pytest.raises(ValueError, match="number of examples"):
         budget(value)
+
+
+def test_in_ci_the_search_is_derandomized(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CI", "true")
+    runs = [_explore(_naive, seed=None, key="same test") for _ in range(2)]
+    assert runs[0] is not None and runs[1] is not None
+    assert runs[0].seed == runs[1].seed and runs[0].reproducer == runs[1].reproducer
+    other = _explore(_naive, seed=None, key="another test")
+    assert other is not None and other.seed != runs[0].seed  # seeded by the test's key
+    # asked otherwise: random again
+    assert _explore(_naive, seed=None, key="same test", derandomize=False).seed != runs[0].seed  # type: ignore[union-attr]
