@@ -5,6 +5,7 @@ correct twin passes every run of the same matrix."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -46,9 +47,12 @@ def _matrix(cassette: ssemock.Cassette, client: Client, **options: Any) -> dict[
     return failures
 
 
+_CLIENT = httpx.Client()  # one for every run: a client per run costs more than the run
+
+
 def _stream(player: ssemock.Player) -> Any:
     url = player.cassette.interactions[0].request.url
-    return httpx.Client().stream("POST", url, json={})
+    return _CLIENT.stream("POST", url, json={})
 
 
 def _chat_text(events: Any) -> str:
@@ -286,3 +290,116 @@ def test_an_event_after_the_terminator_is_ignored() -> None:
     with ssemock.replay(cassette, faults="trailing_data", match_on=MATCH) as player:
         with pytest.raises(ssemock.StreamAssertionError, match="the reference accepts the stream"):
             player.assert_rejected(lambda: _strict(player))
+
+
+# -- explore finds them too, and one the matrix misses ---------------------------------------------
+
+
+def _ndjson_splitlines(player: ssemock.Player) -> None:
+    with _stream(player) as response:
+        objects = [json.loads(line) for line in response.iter_lines() if line]
+    player.assert_text("".join(o["message"].get("content", "") for o in objects))
+
+
+def _with_httpx_sse(player: ssemock.Player) -> None:
+    import httpx_sse
+    with httpx_sse.connect_sse(_CLIENT, "POST", synth.OPENAI_CHAT_URL, json={}) as source:
+        player.assert_events(list(source.iter_sse()))
+
+
+def _first_choice(player: ssemock.Player) -> None:
+    text = ""
+    for data in _reference_events(player):
+        if data != "[DONE]":
+            text += json.loads(data)["choices"][0]["delta"].get("content") or ""
+    player.assert_text(text)
+
+
+def _escaped_separators() -> ssemock.Cassette:
+    body = synth.openai_chat("a\u2028b\u2029c\u0085d", seed=3).interactions[0].response.body
+    for ch in "\u2028\u2029\u0085":
+        body = body.replace(ch.encode(), f"\\u{ord(ch):04x}".encode())
+    cassette = ssemock.Cassette()
+    cassette.add("POST", synth.OPENAI_CHAT_URL, [body], headers={"content-type": "text/event-stream"})
+    return cassette
+
+
+def _usage_last() -> ssemock.Cassette:
+    return synth.openai_chat("Usage comes last.", usage={"prompt_tokens": 3, "completion_tokens": 4,
+                                                         "total_tokens": 7}, seed=8)
+
+
+#: every bug class above: (cassette, vulnerable client, the faults the matrix runs it under)
+BUGS: dict[str, tuple[Callable[[], ssemock.Cassette], Client, str | None]] = {
+    "splitlines on U+2028": (lambda: cassettes.load("compat/event_ids"), _splitlines_chat, None),
+    "escaped separators written raw": (_escaped_separators, _splitlines_chat, None),
+    "ndjson splitlines on U+0085": (lambda: cassettes.load("ollama/chat"), _ndjson_splitlines, None),
+    "naive field parser": (lambda: synth.openai_chat("Heartbeats and ids are not data.", seed=4),
+                           _field_split_chat, None),
+    "data-less blocks dispatched": (lambda: synth.openai_chat("No data, no event.", seed=5), _with_httpx_sse, None),
+    "blank line only as LF LF": (lambda: synth.openai_chat("Every event may end its lines its own way.", seed=6),
+                                 _blank_line_split, None),
+    "events held back": (lambda: synth.openai_chat("Each event must reach the caller at once.", seed=7),
+                         _held_back, None),
+    "usage-only chunk": (_usage_last, _first_choice, None),
+    **{f"accepts {fault}": (lambda: synth.openai_chat("A stream that ends wrong must not pass.", seed=9),
+                            _lenient, fault)
+       for fault in ("trailing_data:at=garbage", "trailing_data:at=same_event", "truncate")},
+}
+
+
+def _explore(cassette: ssemock.Cassette, client: Client, fault: str | None, seed: int = 1,
+             shrink: bool = False) -> Any:
+    return ssemock.explore(cassette, client, 200, transforms="all", faults=[fault] if fault else False,
+                           seed=seed, database=False, match_on=MATCH, allow_playback_repeats=True, shrink=shrink)
+
+
+@pytest.mark.parametrize("bug", list(BUGS))
+def test_explore_finds_what_the_matrix_finds(bug: str) -> None:
+    """200 explored examples (every transform in the pool, as the matrix's transform="all") find
+    each bug class the fixed matrix finds (the tests above), with the code's own error."""
+    make, client, fault = BUGS[bug]
+    cassette = make()
+    if fault is None:
+        assert _matrix(cassette, client)  # the matrix finds it (its own test checks how)
+    failure = _explore(cassette, client, fault)
+    assert failure is not None, f"explore missed {bug}"
+    assert failure.examples <= 200 and failure.reproducer.startswith("@pytest.mark.ssemock(")
+    if fault is not None:
+        assert failure.variant.fault is not None and "must reject" in str(failure.error)
+
+
+def _buffered_64(player: ssemock.Player) -> None:
+    """An Anthropic client that reads 64-byte buffers (``iter_bytes(64)``) and splits each on
+    CR, LF or CRLF: a CR at a buffer's end is taken as a whole line ending, so the LF that opens
+    the next buffer ends an empty line. After an ``event:`` line that blank line dispatches
+    nothing and forgets the type: the event's data goes out as a 'message' and its text is lost.
+    No chunking moves the bug (the client re-buffers), only what shifts the bytes does."""
+    events, event, data, pending = [], "message", [], b""
+    with _stream(player) as response:
+        for buf in response.iter_bytes(64):
+            lines = re.split(rb"\r\n|\r|\n", pending + buf)
+            pending = lines.pop()
+            for line in lines:
+                if not line:
+                    if data:
+                        events.append((event, "\n".join(data)))
+                    event, data = "message", []
+                elif line.startswith(b"event:"):
+                    event = line[6:].decode().strip()
+                elif line.startswith(b"data:"):
+                    data.append(line[5:].decode().removeprefix(" "))
+    player.assert_text("".join(json.loads(d)["delta"].get("text", "") for e, d in events
+                               if e == "content_block_delta"))
+
+
+def test_explore_finds_a_cr_at_a_buffer_end_that_the_matrix_misses() -> None:
+    cassette = synth.anthropic_messages("Buffers end where they end.", seed=0)
+    assert _matrix(cassette, _buffered_64) == {}  # no CR of an event: line lands at byte 63 of 64
+    failure = _explore(cassette, _buffered_64, None, seed=0, shrink=True)
+    assert failure is not None
+    assert {"crlf", "mixed"} & {t.name for t in failure.variant.transforms}  # CRLFs, shifted onto a buffer end
+    assert "text of choice 0 differs" in str(failure.error)
+    with ssemock.replay(cassette, match_on=MATCH, **failure.variant.options()) as player:  # type: ignore[arg-type]
+        with pytest.raises(ssemock.StreamAssertionError):
+            _buffered_64(player)  # the reproducer reproduces it

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -188,3 +189,16 @@ def test_run_demo_without_directory_removes_its_folder() -> None:
     assert not result.cassette_path.exists() and not result.cassette_path.parent.exists()
     assert result.live_ok and result.real_clients_ok  # the rows were computed before the removal
     assert "removed now" in out.getvalue()
+
+
+def test_ssemock_demo_explore_shows_the_naive_decoders_smallest_failing_stream() -> None:
+    proc = _run_command("--explore", "60", "--json")
+    found = json.loads(proc.stdout)["explore"]
+    assert found["examples"] == 60
+    failure = found["failure"]
+    assert failure is not None and len(failure["boundaries"]) == 1  # shrunk to one boundary
+    assert failure["reproducer"].startswith('@pytest.mark.ssemock(chunking="at:')
+    # printed beside the matrix's table, with the marker to pin it
+    printed = _run_command("--explore", "60").stdout
+    assert "3. Exploring" in printed and "pin it as a regression test: @pytest.mark.ssemock(chunking=\"at:" in printed
+    assert "a chunk boundary at byte" in printed and "Conclusion:" in printed

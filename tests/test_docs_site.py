@@ -126,7 +126,8 @@ def test_the_api_reference_documents_every_public_name(site: Path) -> None:
     for name in ssemock.__all__:
         if name in submodules:
             continue
-        qualified = {"replay": "ssemock.replay.replay", "accumulate": "ssemock.accumulate.accumulate"}
+        qualified = {"replay": "ssemock.replay.replay", "accumulate": "ssemock.accumulate.accumulate",
+                     "explore": "ssemock.explore.explore"}
         assert qualified.get(name, f"ssemock.{name}") in api, f"ssemock.{name} is not in reference/api.md"
     assert submodules <= set(ssemock.__all__)
     for sub in SUBMODULES:

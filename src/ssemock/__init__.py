@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .cassette import Cassette, CassetteError, Interaction, Request, Response
     from .errors import NetworkBlockedError, SsemockWarning
     from .expect import Expected, StreamAssertionError
+    from .explore import explore
     from .record import RequestHook, ResponseHook
     from .replay import Play, Player, UnmatchedRequestError, plan_response, replay, use_cassette
     from .sse import ServerSentEvent
@@ -38,11 +39,12 @@ _WHERE = {
     **{name: "replay" for name in ("Play", "Player", "UnmatchedRequestError", "plan_response", "replay",
                                    "use_cassette")},
     "ServerSentEvent": "sse",
+    "explore": "explore",
 }
 _SUBMODULES = ("cassettes", "chunking", "conformance", "faults", "held", "matching", "ndjson", "sse", "strategies",
                "synth", "timing", "transforms")
 #: names that are both a function and a submodule: ``ssemock.replay`` is the function
-_SHADOWED = frozenset({"accumulate", "replay"})
+_SHADOWED = frozenset({"accumulate", "explore", "replay"})
 
 
 class _Package(types.ModuleType):
@@ -72,6 +74,6 @@ __all__ = [
     "Accumulated", "Cassette", "CassetteError", "Expected", "Interaction", "NetworkBlockedError", "Play", "Player",
     "ProtocolError", "Request", "RequestHook", "Response", "ResponseHook", "ServerSentEvent", "SsemockWarning",
     "StreamAssertionError", "UnmatchedRequestError", "accumulate", "cassettes", "chunking", "conformance",
-    "detect_protocol", "faults", "held", "matching", "ndjson", "plan_response", "replay", "sse", "strategies", "synth",
+    "detect_protocol", "explore", "faults", "held", "matching", "ndjson", "plan_response", "replay", "sse", "strategies", "synth",
     "timing", "transforms", "use_cassette",
 ]

@@ -47,6 +47,9 @@ def _add_demo(subparsers: Subparsers) -> None:
     parser.add_argument("--dir", metavar="DIR", default=None,
                         help="keep the demo's cassette, in a new folder under DIR (default: a temporary folder, "
                              "removed at the end)")
+    parser.add_argument("--explore", metavar="N", nargs="?", type=int, const=200, default=0,
+                        help="then explore up to N streams a network can deliver (default 200) and show the naive "
+                             "decoder's smallest failing one beside the matrix")
     parser.set_defaults(handler=_cmd_demo)
 
 
@@ -59,10 +62,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         raise _UsageError(f"the demo needs the 'demo' extra ({exc.name} is missing): "
                           f"{install_hint('demo')}") from exc
     if args.json:
-        result = run_demo(Console(quiet=True), directory=args.dir)
+        result = run_demo(Console(quiet=True), directory=args.dir, explore=args.explore)
         _out(json.dumps(result.as_dict(), indent=2))
     else:
-        result = run_demo(Console(), directory=args.dir)
+        result = run_demo(Console(), directory=args.dir, explore=args.explore)
     return 0 if result.live_ok and result.real_clients_ok else 1
 
 

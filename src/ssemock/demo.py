@@ -45,7 +45,9 @@ from starlette.routing import Route
 
 from . import chunking as _chunking
 from .cassette import Cassette, Interaction
-from .replay import replay, use_cassette
+from .explore import Failure
+from .explore import explore as explore_search
+from .replay import Player, replay, use_cassette
 from .server import running
 
 if TYPE_CHECKING:
@@ -299,6 +301,8 @@ class DemoResult:
     rows: list[ChunkingResult]
     conclusion: str
     cassette_kept: bool = False  # a ``directory`` was given: the cassette is still there
+    explored: Failure | None = None  # ``explore``: the naive decoder's smallest failing stream
+    explore_examples: int = 0  # how many examples explore ran (0: not asked)
 
     @property
     def recorded_first_chunk_s(self) -> float:
@@ -341,6 +345,13 @@ class DemoResult:
             "real_clients_ok": self.real_clients_ok,
             "naive_failed": self.naive_failed,
             "conclusion": self.conclusion,
+            "explore": None if not self.explore_examples else {
+                "examples": self.explore_examples,
+                "failure": None if self.explored is None else {
+                    "reproducer": self.explored.reproducer, "boundaries": self.explored.boundaries,
+                    "transforms": [t.name for t in self.explored.variant.transforms],
+                    "error": f"{type(self.explored.error).__name__}: {self.explored.error}",
+                    "examples_to_first_failure": self.explored.examples}},
         }
 
 
@@ -408,8 +419,13 @@ def _conclusion(rows: Sequence[ChunkingResult]) -> str:
             f"({', '.join(r.chunking for r in failed)}): {', '.join(how)}.")
 
 
-def run_demo(console: Console | None = None, *, directory: str | Path | None = None) -> DemoResult:
+def run_demo(console: Console | None = None, *, directory: str | Path | None = None,
+             explore: int = 0) -> DemoResult:
     """Record the demo stream, replay it under every chunking through three clients, print the table.
+
+    With ``explore`` (a number of examples), then search the streams a network can deliver for
+    the naive decoder's smallest failing one (:func:`ssemock.explore`) and print it beside the
+    table: the boundaries in words, the decoder's error and the marker that reproduces it.
 
     With ``directory``, the cassette is written to a new ``ssemock-demo-*`` folder under it and
     kept, and the demo ends by printing the ``ssemock show`` command to inspect it. Without, it
@@ -419,7 +435,7 @@ def run_demo(console: Console | None = None, *, directory: str | Path | None = N
     keep = directory is not None
     folder = Path(tempfile.mkdtemp(prefix="ssemock-demo-", dir=directory))
     try:
-        result = _run(console, folder)
+        result = _run(console, folder, explore)
     finally:
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)
@@ -436,7 +452,7 @@ def run_demo(console: Console | None = None, *, directory: str | Path | None = N
     return result
 
 
-def _run(console: Console, folder: Path) -> DemoResult:
+def _run(console: Console, folder: Path, explore: int = 0) -> DemoResult:
     path, base_url, live, recorded, first_s, stream_s = _record(folder, console)
     resp = recorded.response
     _say(console, f"   recorded into [bold]{escape(str(path))}[/]: {len(resp.ends)} chunks, {len(resp.body)} bytes; "
@@ -468,4 +484,39 @@ def _run(console: Console, folder: Path) -> DemoResult:
     console.print(table)
     conclusion = _conclusion(rows)
     _say(console, conclusion, markup=False, highlight=False)
-    return DemoResult(path, base_url, live, resp.chunks, list(resp.times), first_s, stream_s, rows, conclusion)
+    result = DemoResult(path, base_url, live, resp.chunks, list(resp.times), first_s, stream_s, rows, conclusion)
+    if explore:
+        result.explored, result.explore_examples = _explore(console, cassette, url, body, live, explore), explore
+    return result
+
+
+def _explore(console: Console, cassette: Cassette, url: str, body: bytes, live: Outcome,
+             examples: int) -> Failure | None:
+    """Explore chunk boundaries (drawn where decoders break: inside characters, in the ``data:``
+    prefix, around event ends, runs of 1-byte chunks, buffer multiples) for the naive decoder's
+    smallest failing stream, and print it."""
+    _say(console, f"[bold]3. Exploring[/] up to {examples} ways a network can cut this stream (boundaries drawn where "
+                  "decoders break) against the naive decoder, shrinking the first that breaks it")
+
+    with httpx.Client() as http:
+        def naive_gets_the_live_result(player: Player) -> None:
+            got = _via_naive(http, url, body)
+            if not got.same_as(live):
+                raise AssertionError(got.error or f"it decoded {got.chunks} of {live.chunks} chunks, text "
+                                                  f"{got.text!r}")
+
+        failure = explore_search(cassette, naive_gets_the_live_result, examples, transforms=None, database=False,
+                                 seed=0, allow_playback_repeats=True)
+    if failure is None:
+        _say(console, f"   the naive decoder got the live result under all {examples} streams", markup=False)
+        return None
+    _say(console, f"   the matrix above tried {len(_chunking.ALL)} fixed chunkings; explore's first failure came after "
+                  f"{failure.examples} example(s), shrunk to the smallest stream that still breaks it:",
+         markup=False, highlight=False)
+    for line in failure.boundaries:
+        _say(console, f"     a chunk boundary at byte {line}", markup=False, highlight=False)
+    if failure.variant.transforms:
+        _say(console, f"     transforms: {'+'.join(t.name for t in failure.variant.transforms)}", markup=False)
+    _say(console, f"   the naive decoder under it: {failure.error}", markup=False, highlight=False)
+    _say(console, f"   pin it as a regression test: {failure.reproducer}", markup=False, highlight=False)
+    return failure

@@ -55,12 +55,16 @@ KEYWORDS: dict[str, str] = {
                       "True (default, up to 30 s), False, or seconds",
     "check_unplayed": "|".join(_CHECKS),
     "check_unconsumed": "|".join(_CHECKS),
+    "explore": "N examples or a duration ('30s'): run the test against N drawn variants in one item",
+    "explore_transforms": "what explore draws transforms from: 'network' (default), 'conforming', 'all' or names",
+    "explore_faults": "True or fault names: explore also draws faults (the client must reject the stream)",
+    "explore_seed": "a number: the seed of explore's search (default: random; derandomized when CI is set)",
 }
 #: the options with a command-line flag and an ini key (the rest: ini key only, or marker only)
 _CLI = ("record_mode", "chunking", "transform", "timing", "faults", "allowed_hosts", "match_on", "drain_on_close",
-        "ignore_hosts", "ignore_localhost", "block_subprocesses")
+        "ignore_hosts", "ignore_localhost", "block_subprocesses", "explore", "explore_seed")
 _FLAGS = ("allow_playback_repeats", "ignore_localhost", "block_subprocesses")
-_INI = (*_CLI, "check_unplayed", "check_unconsumed", "allow_playback_repeats")
+_INI = (*_CLI, "check_unplayed", "check_unconsumed", "allow_playback_repeats", "explore_transforms", "explore_faults")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -70,7 +74,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ssemock-chunking", default=None, metavar="NAME[,NAME...]|all",
                     help="re-chunk replayed streams; several names or 'all' run each test once per strategy")
     group.addoption("--ssemock-transform", default=None, metavar="NAME[+NAME...][,...]|all",
-                    help="crlf, cr, mixed, no_space, keepalive, comments, ids, meta, retry, pad, raw_unicode, blank_lines; '+' chains, ',' or 'all' runs each test once per choice")
+                    help="crlf, cr, mixed, no_space, keepalive, comments, ids, meta, retry, pad, raw_unicode, blank_lines; '+' chains, ',' or 'all' runs each test once per choice ('network', 'conforming': each of that set)")
     group.addoption("--ssemock-timing", default=None, metavar="instant|recorded|scaled:F",
                     help="when replayed chunks are delivered (default instant; scaled:F multiplies the "
                          "recorded times by F)")
@@ -91,6 +95,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ssemock-drain-on-close", default=None, metavar="true|false|SECONDS",
                     help="while recording, keep reading a stream the client closed before its end, so the "
                          "cassette holds all of it (default true: up to 30 s; a number of seconds; false: stop there)")
+    group.addoption("--ssemock-explore", default=None, metavar="N|DURATION",
+                    help="run every ssemock test against N drawn variants of its streams (or for a duration: "
+                         "30s, 2m), in one item each; a failure is shrunk to the smallest failing variant")
+    group.addoption("--ssemock-explore-seed", default=None, metavar="N|random",
+                    help="the seed of explore's search, to reproduce a run ('random': not derandomized when CI is set)")
     group.addoption("--ssemock-disable", action="store_true", default=False,
                     help="turn ssemock off for this run: no interception, no matrix, marked tests run once")
     for key in _INI:
@@ -202,6 +211,13 @@ def _from_text(key: str, text: str) -> Any:
         return [m.strip() for m in re.split(r"[,\s]+", text) if m.strip()]
     if key in _FLAGS:
         return text.strip().lower() in ("1", "true", "yes", "on")
+    if key == "explore_faults":
+        word = text.strip().lower()
+        return True if word in ("1", "true", "yes", "on") else False if word in ("0", "false", "no", "off") else text
+    if key == "explore_transforms":
+        return [t.strip() for t in text.split(",") if t.strip()] if "," in text else text.strip()
+    if key == "explore_seed":
+        return int(text) if text.strip().lstrip("-").isdigit() else text.strip()
     if key == "drain_on_close":
         word = text.strip().lower()
         if word in ("true", "yes", "on"):
@@ -245,6 +261,9 @@ def _problem(key: str, value: Any) -> str | None:
             return f"must be True or False, got {value!r}"
         elif key == "drain_on_close":
             drain_seconds(value)
+        elif key.startswith("explore"):
+            from .explore import check_option
+            check_option(key, value)
         elif key in ("check_unplayed", "check_unconsumed") and value not in _CHECKS:
             return str(unknown(key, value, _CHECKS))
     except (ValueError, TypeError) as exc:
@@ -322,7 +341,8 @@ def _variants(marker: dict[str, Any], defaults: dict[str, Any], config: pytest.C
     from . import transforms as _transforms
     chunking = _setting("chunking", marker, defaults, config)
     transform = _setting("transform", marker, defaults, config)
-    return [Variant(c, tuple(t)) for c in _chunking.resolve(chunking) for t in _transforms.alternatives(transform)]
+    found = [Variant(c, tuple(t)) for c in _chunking.resolve(chunking) for t in _transforms.alternatives(transform)]
+    return found[:1] if _setting("explore", marker, defaults, config) else found  # explore draws its own
 
 
 def _uses(metafunc: pytest.Metafunc) -> bool:
@@ -487,7 +507,7 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
                     "the test (fixtures run after collection); put it in the marker, on the command line "
                     "(--ssemock-chunking) or in the ini file (ssemock_chunking = all)", pytrace=False)
     settings = {key: _setting(key, marker, ssemock_config, config)
-                for key in KEYWORDS if key not in ("chunking", "transform")}
+                for key in KEYWORDS if key not in ("chunking", "transform") and not key.startswith("explore")}
     variant = chosen or variants[0]
     checks = {k: settings.pop(k) or "warn" for k in ("check_unplayed", "check_unconsumed")}
     path = _cassette_path(settings.pop("cassette"), ssemock_cassette_dir, request.node)
@@ -616,3 +636,51 @@ def _teardown_checks(player: Player, checks: dict[str, str]) -> None:
         if checks[key] == "error":
             pytest.fail(f"ssemock: {message}", pytrace=False)
         warnings.warn(f"ssemock: {message}", SsemockWarning, stacklevel=1)
+
+
+# -- explore: the test body against drawn variants, in one item (the logic is in ssemock.explore) --
+
+_EXPLORING = pytest.StashKey[bool]()
+_COVERAGE = pytest.StashKey[list[tuple[str, str]]]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """With ``explore`` set, run the test body against drawn variants (each run goes through
+    the other ``pytest_pyfunc_call`` hooks, so async tests run as their plugin runs them)."""
+    __tracebackhide__ = True
+    player: Any = pyfuncitem.funcargs.get("ssemock")
+    if not hasattr(player, "cassette") or pyfuncitem.stash.get(_EXPLORING, False) or _disabled(pyfuncitem.config):
+        return None
+    config = pyfuncitem.config
+    marker = _marker_options(pyfuncitem)
+    defaults: dict[str, Any] = dict(pyfuncitem.funcargs.get("ssemock_config") or {})  # type: ignore[call-overload]
+    setting = _setting("explore", marker, defaults, config)
+    if not setting:
+        return None
+    from .explore import run_item
+
+    def call() -> object:
+        pyfuncitem.stash[_EXPLORING] = True
+        try:
+            return pyfuncitem.ihook.pytest_pyfunc_call(pyfuncitem=pyfuncitem)
+        finally:
+            pyfuncitem.stash[_EXPLORING] = False
+
+    seed = _setting("explore_seed", marker, defaults, config)
+    coverage = run_item(call, player, nodeid=pyfuncitem.nodeid, rootdir=config.rootpath, setting=setting,
+                        transforms=_setting("explore_transforms", marker, defaults, config),
+                        faults=_setting("explore_faults", marker, defaults, config),
+                        seed=seed if isinstance(seed, int) else None,
+                        derandomize=False if seed == "random" else None)
+    config.stash.setdefault(_COVERAGE, []).append((pyfuncitem.nodeid, coverage.report()))
+    return True
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """With ``-v``: what each explored test exercised."""
+    found = config.stash.get(_COVERAGE, [])
+    if found and config.get_verbosity() > 0:
+        terminalreporter.section("ssemock explore coverage")
+        for nodeid, report in found:
+            terminalreporter.write_line(f"{nodeid}: " + report.replace("\n", "\n    "))

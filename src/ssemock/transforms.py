@@ -29,9 +29,10 @@ from ._names import unknown
 from .chunking import event_ends
 from .framing import json_array as _array
 
-__all__ = ["ALL", "Transform", "alternatives", "applies", "apply", "blank_lines", "bracket_lines", "comments",
-           "compact", "cr", "crlf", "get", "ids", "keepalive", "kind_of", "meta", "mixed", "no_final_newline",
-           "no_space", "pad", "pretty", "raw_unicode", "resolve", "retry", "rewrite", "skipped_because"]
+__all__ = ["ALL", "CONFORMING", "NETWORK", "SETS", "Transform", "alternatives", "applies", "apply", "blank_lines",
+           "bracket_lines", "comments", "compact", "cr", "crlf", "get", "ids", "keepalive", "kind_of", "meta",
+           "mixed", "no_final_newline", "no_space", "pad", "pretty", "raw_unicode", "resolve", "retry", "rewrite",
+           "skipped_because"]
 
 Edit = tuple[int, int, bytes]  # replace body[start:end] with the bytes
 Edits = Callable[[bytes, str], Iterable[Edit]]
@@ -395,6 +396,18 @@ _SHOWN = [*_NAMED, "keepalive[:COMMENT]", "pad[:N]"]
 #: what ``transform="all"`` runs, after the untransformed stream: every named transform alone
 ALL: tuple[Transform, ...] = (crlf, cr, mixed, no_space, keepalive(), comments, ids, meta, retry, pad(),
                               raw_unicode, blank_lines, no_final_newline, compact, pretty, bracket_lines)
+#: what networks and proxies do to a stream on its way (``transform="network"``): heartbeat
+#: comments and padding; a client that fails under one of these fails against the real provider
+#: behind a proxy or load balancer. (Re-chunking, the other thing networks do, is the chunking's job.)
+NETWORK: tuple[Transform, ...] = (keepalive(), comments, pad())
+#: what another conforming server may send (``transform="conforming"``): other line endings, no
+#: space after the colon, ids, ``retry:``, event-only and id-only blocks, JSON escapes written raw,
+#: blank JSON lines, a JSON array laid out otherwise, a last JSON line without its newline; a client that fails under one of these breaks against another server (or a
+#: gateway that re-encodes), not necessarily against the provider the cassette was recorded from.
+CONFORMING: tuple[Transform, ...] = (crlf, cr, mixed, no_space, ids, meta, retry, raw_unicode, blank_lines,
+                                      no_final_newline, compact, pretty, bracket_lines)
+#: the named sets: each runs as alternatives (none, then each member alone) in a matrix
+SETS: dict[str, tuple[Transform, ...]] = {"all": ALL, "network": NETWORK, "conforming": CONFORMING}
 
 
 def get(name: str | Transform) -> Transform:
@@ -422,15 +435,16 @@ def get(name: str | Transform) -> Transform:
 
 def alternatives(spec: str | Transform | Sequence[str | Transform] | None) -> list[list[Transform]]:
     """Transform chains to run a test under, one run each: ``"all"`` (none, then each of
-    :data:`ALL` alone), ``"none,crlf,cr+keepalive"`` (comma: alternatives; plus: a chain), or a
+    :data:`ALL` alone; ``"network"`` and ``"conforming"`` the same over :data:`NETWORK` and
+    :data:`CONFORMING`), ``"none,crlf,cr+keepalive"`` (comma: alternatives; plus: a chain), or a
     list of those."""
     if spec is None:
         return [[]]
     if isinstance(spec, Transform):
         return [[spec]]
     if isinstance(spec, str):
-        if spec.strip() == "all":
-            return [[], *([t] for t in ALL)]
+        if spec.strip() in SETS:
+            return [[], *([t] for t in SETS[spec.strip()])]
         return [[] if part.strip() == "none" else resolve(part.strip()) for part in spec.split(",")]
     return [chain for item in spec for chain in alternatives(item)]
 
