@@ -18,7 +18,10 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from .migrate import _BODY_COMMENT, _MODES, CassetteJob, Edit, Finding, _literal_host, ssemock_name
+from ._migrate_parts import BODY_COMMENT as _BODY_COMMENT
+from ._migrate_parts import MODES as _MODES
+from ._migrate_parts import CassetteJob, Edit, Finding, ssemock_name
+from ._migrate_parts import literal_host as _literal_host
 from .redact import QUERY_PARAMS, REQUEST_HEADERS
 from .secrets import SECRET_NAME
 

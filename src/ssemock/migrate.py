@@ -23,11 +23,14 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._migrate_parts import MODES as _MODES
+from ._migrate_parts import CassetteJob, Edit, Finding, ssemock_name
+from ._migrate_parts import literal_host as _literal_host
 
 if TYPE_CHECKING:
-    import libcst as cst
+    pass
 
 __all__ = ["VCR_MATCH_ON", "CassetteJob", "Finding", "Migration", "import_cassettes", "plan"]
 
@@ -35,44 +38,7 @@ __all__ = ["VCR_MATCH_ON", "CassetteJob", "Finding", "Migration", "import_casset
 VCR_MATCH_ON = ("method", "scheme", "host", "port", "path", "query")
 INSTALL = 'ssemock migrate needs libcst (the "migrate" extra): pip install "ssemock[migrate]" (in a clone of ' \
           'ssemock: pip install -e ".[migrate]")'
-_MODES = {"none": "none", "once": "once", "new_episodes": "new_episodes", "all": "all", "rewrite": "rewrite",
-          "any": "new_episodes"}
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv", "env", "build", "dist"}
-_BODY_COMMENT = (
-    "# vcrpy's matchers, carried over by `ssemock migrate`: vcrpy does not match the request body.",
-    "# ssemock can (add \"body\", or migrate with --match-body): then a test whose code no longer",
-    "# sends the request its cassette recorded fails instead of passing on a stale cassette.",
-)
-
-
-@dataclass(frozen=True)
-class Finding:
-    """Something the migration could not (or did not fully) convert, with where it is."""
-
-    path: Path
-    line: int | None
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}{f':{self.line}' if self.line else ''}: {self.message}"
-
-
-@dataclass(frozen=True)
-class CassetteJob:
-    """vcrpy cassette(s) to convert into one ssemock cassette (several: pytest-recording's extra
-    cassettes of a marker, which the test read together)."""
-
-    sources: tuple[Path, ...]
-    target: Path
-
-
-@dataclass
-class Edit:
-    """A text file's content before (None: a new file) and after the migration."""
-
-    path: Path
-    before: str | None
-    after: str
 
 
 @dataclass
@@ -190,12 +156,6 @@ def _kept(path: Path) -> Path:
     return path.with_name(path.name + ".vcrpy")
 
 
-def ssemock_name(stem: str) -> str:
-    """The file name ssemock's plugin gives the test that pytest-recording named ``stem``."""
-    from .plugin import cassette_name
-    return cassette_name(SimpleNamespace(name=stem))
-
-
 def _is_vcr_cassette(path: Path) -> bool:
     try:
         head = path.read_bytes()[:1 << 16]
@@ -263,12 +223,6 @@ def _ini_option(m: re.Match[str], path: Path, line: int, todo: list[Finding]) ->
     if m.group(6) == "--disable-recording":
         return f"{m.group(5)}--ssemock-disable"
     return ""  # --block-network: ssemock blocks the network in every replay
-
-
-def _literal_host(pattern: str) -> str | None:
-    """A pytest-recording allowed_hosts regex that names one host, as that host (else None)."""
-    text = pattern.strip().replace("\\\\", "\\").removeprefix("^").removesuffix("$").replace(r"\.", ".")  # TOML: \\.
-    return text if re.fullmatch(r"[A-Za-z0-9.:-]+", text) else None
 
 
 # -- the plan ----------------------------------------------------------------------------------
