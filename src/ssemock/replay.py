@@ -612,7 +612,7 @@ class Player:
         plan = plan_response(interaction.response, url=str(request.url), core=core,
                              chunking=self.chunking, transforms=self.transforms, timing=self.timing,
                              faults=self.faults, attempt=attempt, read_timeout=read_timeout,
-                             holds=_protocols.holds if pushes else None)
+                             holds=_held.holds_for(self.cassette.interactions, index) if pushes else None)
         if not plan.consumes:
             with self._lock:
                 self.selection.release(index)

@@ -337,7 +337,7 @@ class Replayer:
         prepared = prepare(interaction, url=sent.url, chunking=self.chunking,
                            transforms=self.transforms, timing=self.timing, faults=self.faults,
                            attempt=attempt, last_event_id=last_event_id, cors=self.cors,
-                           holds=_protocols.holds if pushes else None)
+                           holds=_held.holds_for(self.interactions, index) if pushes else None)
         plan = prepared.plan
         gate = _held.Gate(self._requests, since, _held.HOLD_LIMIT, self._never_requested(index, target)) \
             if plan.holds else None
