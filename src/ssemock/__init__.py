@@ -41,31 +41,37 @@ _WHERE = {
 }
 _SUBMODULES = ("cassettes", "chunking", "conformance", "faults", "held", "matching", "ndjson", "sse", "strategies",
                "synth", "timing", "transforms")
-#: names that are both a function and a submodule: ``ssemock.replay`` is the function
-_SHADOWED = frozenset({"accumulate", "replay"})
 
 
 class _Package(types.ModuleType):
-    """The package module: resolves public names on first use, and keeps ``ssemock.replay`` and
+    """The package module: resolves public names on use, and keeps ``ssemock.replay`` and
     ``ssemock.accumulate`` the functions when their submodules are imported (the import system
-    would otherwise set the package attribute to the submodule)."""
+    would otherwise set the package attribute to the submodule).
+
+    A name is looked up in the defining module as ``sys.modules`` holds it now, never kept on the
+    package: pytester's in-process runs drop the modules a run imported, and the next run imports
+    them again; a name kept from the first run would be the first run's class (an exception that
+    ``pytest.raises`` would no longer catch, an event another module would not know)."""
+
+    def __getattribute__(self, name: str) -> Any:
+        where = _LAZY.get(name)
+        if where is None:
+            return super().__getattribute__(name)
+        module = sys.modules.get(where) or importlib.import_module(where)
+        return module if name in _SUBMODULES else getattr(module, name)
 
     def __getattr__(self, name: str) -> Any:
-        if name in _SUBMODULES:
-            return importlib.import_module(f"{__name__}.{name}")
-        where = _WHERE.get(name)
-        if where is None:
-            raise AttributeError(f"module 'ssemock' has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
-        types.ModuleType.__setattr__(self, name, value)
-        return value
+        raise AttributeError(f"module 'ssemock' has no attribute {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in _SHADOWED and isinstance(value, types.ModuleType):
-            return  # the submodule stays in sys.modules; the attribute stays the function
+        if name in _LAZY:
+            return  # resolved from sys.modules on every use (the submodule stays in sys.modules)
         super().__setattr__(name, value)
 
 
+#: public name -> the full name of the module it is read from (the submodule itself for one)
+_LAZY = {**{name: f"{__name__}.{where}" for name, where in _WHERE.items()},
+         **{name: f"{__name__}.{name}" for name in _SUBMODULES}}
 sys.modules[__name__].__class__ = _Package
 
 __all__ = [

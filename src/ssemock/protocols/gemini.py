@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from ..sse import ServerSentEvent
+from ..sse import is_event
 from . import Protocol, _path
 from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, seq, string
 
@@ -51,7 +51,7 @@ class _Gemini(Fold):
     container = "candidate"
 
     def feed(self, event: Event) -> None:
-        payload = self.json_object(event.data) if isinstance(event, ServerSentEvent) else event
+        payload = self.json_object(event.data) if is_event(event) else event
         if not isinstance(payload, Mapping):
             raise self.fail(f"expected a JSON object, got {type(payload).__name__}")
         if payload.get("error") is not None:
@@ -120,7 +120,7 @@ def _is_gemini_url(url: str) -> bool:
 
 
 def _is_gemini_event(event: Any) -> bool:
-    if isinstance(event, ServerSentEvent):
+    if is_event(event):
         try:
             event = orjson.loads(event.data)
         except orjson.JSONDecodeError:
