@@ -360,8 +360,9 @@ async def _async_sleep(seconds: float) -> None:
 
 @dataclass
 class Play:
-    """One response served from the cassette (or, with ``stream`` None and ``index`` -1, one
-    live response as it was recorded: what ``expected`` compares with on a recording run)."""
+    """One response served from the cassette (or, with ``index`` -1, one served on a recording
+    run: with ``stream`` None, a live response as it was recorded; with a stream, the recording
+    served as its replay will be, under a chunking, transform or fault)."""
 
     index: int
     request: httpx.Request
@@ -490,6 +491,7 @@ class Player:
         self._latest: Play | Recorder | None = None  # the last response served or recorded
         self._notes: list[tuple[Play, int]] = []  # (play, chunks handed out) per handed() event
         self._requests = _held.Requests()  # the correlation ids of the requests matched, for held streams
+        self._again: list[Recorder] = []  # recorded this run, to serve again (a fault did not consume them)
 
     def __repr__(self) -> str:
         return (f"<ssemock.Player {self.path or '(memory)'} mode={self.record_mode} "
@@ -570,11 +572,45 @@ class Player:
                 self._requests.add(_protocols.request_ids(sent.body))
                 return self._serve(index, request)
         if self._records:
+            with self._lock:
+                again = next((r for r in self._again if not matching.differences(sent, r.request, self.match_on)),
+                             None)
+            if again is not None:  # as a replay serves it again: a retry after an http_error fault
+                return self._serve_recorded(again, request)
+            varied = self.chunking.name != "as_recorded" or bool(self.transforms) or bool(self.faults)
             recorder = Recorder(request, sent, on_response=_weakly(self._recorded),
                                 before_record_response=self._before_response,
-                                max_body_bytes=self.max_body_bytes, drain=self._drain)
+                                max_body_bytes=self.max_body_bytes, drain=self._drain,
+                                serve=_weakly(self._serve_recorded) if varied else None)
             raise Record(request, recorder)
         raise UnmatchedRequestError(self._explain(sent))
+
+    def _serve_recorded(self, recorder: Recorder, request: httpx.Request | None = None) -> httpx.Response:
+        """A recording run's answer under a chunking, transform or fault: the whole recording
+        served as its replay will be (the same plan, attempts counted alike), so one test passes
+        both ways. A fault that does not consume it (``http_error``) leaves it to be served
+        again to the next request it matches, as in replay, instead of recording that one too."""
+        request = request if request is not None else recorder.sent
+        interaction = recorder.interaction() or recorder.interaction(hooked=False)
+        with self._lock:
+            attempt, self.attempts = self.attempts, self.attempts + 1
+        plan = plan_response(interaction.response, url=str(request.url), core=_stacks.errors_of(request),
+                             chunking=self.chunking, transforms=self.transforms, timing=self.timing,
+                             faults=self.faults, attempt=attempt,
+                             read_timeout=(request.extensions.get("timeout") or {}).get("read"))
+        t0 = time.monotonic() - (time.perf_counter() - recorder.t0)  # when the request was sent
+        stream = ReplayStream(plan, t0)
+        play = Play(-1, request, interaction, self.chunking, self.transforms, stream, plan.body, plan.ends,
+                    [str(f) for f in self.faults], cut=_timeout_cut(plan))
+        with self._lock:
+            if plan.consumes:
+                self._again = [r for r in self._again if r is not recorder]
+            elif recorder not in self._again:
+                self._again.append(recorder)
+            self.plays.append(play)
+            self._latest = play
+        return httpx.Response(plan.status, headers=plan.headers, stream=stream,
+                              extensions={"http_version": b"HTTP/1.1"})
 
     def _recorded(self, recorder: Recorder) -> None:
         with self._lock:
@@ -923,8 +959,11 @@ class Player:
         return None
 
     def unplayed(self) -> list[int]:
-        """Indexes of interactions never served."""
-        return [i for i, n in enumerate(self.play_counts) if n == 0]
+        """Indexes of interactions never served (one a fault answered for, an ``http_error`` that
+        leaves it to be matched again, was served)."""
+        with self._lock:
+            served = {p.index for p in self.plays}
+        return [i for i, n in enumerate(self.play_counts) if n == 0 and i not in served]
 
     def unconsumed(self) -> list[Play]:
         """Plays whose stream the client opened but stopped reading before the end (and before
