@@ -28,6 +28,7 @@ from .modes import RECORD_MODES
 if TYPE_CHECKING:  # the rest is imported when a test uses ssemock: an unused plugin costs nothing
     from . import chunking as _chunking
     from . import transforms as _transforms
+    from .cassette import Interaction
     from .replay import Player
 
 _PARAM = "_ssemock_chunking"
@@ -210,6 +211,7 @@ class Variant:
 
 
 _SESSION = pytest.StashKey[dict[str, tuple[Any, Any]]]()
+_VARIANT = pytest.StashKey["Variant"]()  # a recording run's variant: told a duplicate once recorded
 
 
 def _session_values(config: pytest.Config) -> dict[str, tuple[Any, Any]]:
@@ -289,6 +291,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     interaction left unplayed by a failing test is no news). A failed test's report gets an
     ``ssemock`` section: what was served before the failure (:meth:`Player.served_summary`)."""
     report = yield
+    if report.when == "call" and report.passed:
+        used: Any = getattr(item, "funcargs", {}).get("ssemock")
+        if hasattr(used, "recorded"):  # the test used the fixture (a Player)
+            _skip_duplicate(item, report, used)
     if report.when == "call" and report.failed:
         item.stash[_CALL_FAILED] = True
         player: Any = getattr(item, "funcargs", {}).get("ssemock")
@@ -378,10 +384,9 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
     if record_mode == "none":
         player = use_cassette(path, record_mode="none", chunking=variant.chunking,
                               transform=list(variant.transforms), **kwargs)
-        idle = _idle_transforms(player, variant)
+        idle = _idle_transforms(player.cassette.interactions, variant)
         if idle:
-            pytest.skip(f"ssemock: transform {idle} changes no stream of {path.name} (the same bytes as "
-                        f"without it: a duplicate run)")
+            pytest.skip(_duplicate(idle, path))
         yield from _run(player, config)
     else:
         with lock_for(path):  # one recorder of this cassette at a time, across xdist workers
@@ -390,6 +395,7 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
                 record_mode = "new_episodes"
             player = use_cassette(path, record_mode=record_mode, chunking=variant.chunking,
                                   transform=list(variant.transforms), **kwargs)
+            request.node.stash[_VARIANT] = variant  # a duplicate run is told after it (it records)
             yield from _run(player, config)
             if player.recorded and not config.stash.get(_INTERRUPTED, False):
                 done.touch()
@@ -397,17 +403,36 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
         _teardown_checks(player, checks)
 
 
-def _idle_transforms(player: Player, variant: Variant) -> str | None:
+def _idle_transforms(interactions: list[Interaction], variant: Variant) -> str | None:
     """The variant's transform chain when it applies to no response of the cassette (a matrix
     run that would serve the same bytes as the run without it), else None."""
-    if not variant.transforms or not player.cassette.interactions:
+    if not variant.transforms or not interactions:
         return None
     from . import transforms as _transforms
-    for x in player.cassette.interactions:
+    for x in interactions:
         kind = _transforms.kind_of(x.response.header("content-type") or "", x.response.body)
         if any(_transforms.applies(t, x.response.body, kind) for t in variant.transforms):
             return None
     return "+".join(t.name for t in variant.transforms)
+
+
+def _duplicate(idle: str, path: Path) -> str:
+    return (f"ssemock: transform {idle} changes no stream of {path.name} (the same bytes as without it: a "
+            f"duplicate run)")
+
+
+def _skip_duplicate(item: pytest.Item, report: pytest.TestReport, player: Player) -> None:
+    """On a recording run, a passed matrix run whose transforms turn out to change no stream of
+    the cassette (known once it is recorded) is reported skipped, as a replay run skips it before
+    it starts: both runs give the same outcomes. It ran all the same, and recorded."""
+    variant = item.stash.get(_VARIANT, None)
+    if variant is None or not report.passed or player.path is None:
+        return
+    idle = _idle_transforms([*player.cassette.interactions, *player.recorded], variant)
+    if idle:
+        line = item.location[1]
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), (line or 0) + 1, f"Skipped: {_duplicate(idle, player.path)}")
 
 
 def _run(player: Player, config: pytest.Config) -> Iterator[Player]:
