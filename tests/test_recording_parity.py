@@ -105,3 +105,25 @@ def test_the_replay_player_counts_a_faulted_interaction_as_played() -> None:
     assert player.unplayed() == [1]
 
 
+
+
+def test_a_fault_a_recording_run_cannot_serve_is_an_error_at_collection(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_aimed='''
+import pytest, ssemock
+
+class NeedsTheCassette(ssemock.faults.Fault):
+    name = "needs_the_cassette"
+    replay_only = "it is aimed at a recorded interaction by its index"
+    def apply(self, served, attempt):
+        pass
+
+@pytest.mark.ssemock(faults=[NeedsTheCassette()])
+def test_x(ssemock):
+    pass
+''')
+    result = pytester.runpytest("-p", "no:cassetter", "--ssemock-record-mode=once")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*test_aimed.py::test_x: faults: with record_mode='once' a recording run cannot "
+                                 "serve them as their replay will: needs_the_cassette: it is aimed at a recorded "
+                                 "interaction by its index*"])
+    assert pytester.runpytest("-p", "no:cassetter").ret != pytest.ExitCode.USAGE_ERROR  # replay: collected

@@ -123,3 +123,36 @@ def test_the_recording_run_gives_the_client_the_replay_runs_view(tmp_path: Path,
         assert b"".join(chunks) == b"".join(writes) and {len(c) for c in chunks} == {1} and error is None
     else:
         assert b"".join(chunks) == b"".join(writes).replace(b"\n", b"\r\n") and error is None
+
+
+FAULTS = [*ssemock.faults._EXAMPLES.values(), "sequence:http_error:status=503|as_recorded"]
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_every_fault_of_the_registry_is_served_alike_on_recording_and_replay(tmp_path: Path, server: str,
+                                                                              fault: str) -> None:
+    assert set(ssemock.faults._EXAMPLES) == set(ssemock.faults._FACTORIES)  # one example per fault
+    url, path = f"{server}/ten", tmp_path / "c.json"
+    views = []
+    for mode in ("once", "none"):
+        with ssemock.use_cassette(path, record_mode=mode, faults=fault):  # type: ignore[arg-type]
+            views.append(READERS["httpx"](url))
+    assert views[0] == views[1]
+
+
+class _NeedsTheCassette(ssemock.faults.Fault):
+    """A fault that can only be served from a cassette recorded before (as one aimed at an index)."""
+
+    name = "needs_the_cassette"
+    replay_only = "it is aimed at a recorded interaction by its index"
+
+    def apply(self, served: Any, attempt: int) -> None:
+        pass
+
+
+def test_a_fault_a_recording_run_cannot_serve_is_refused_naming_it(tmp_path: Path) -> None:
+    from ssemock.replay import recording_refusals
+    assert recording_refusals([ssemock.faults.get(f) for f in FAULTS]) == []  # every built-in one can
+    with pytest.raises(ValueError, match="needs_the_cassette: it is aimed at a recorded interaction"):
+        ssemock.use_cassette(tmp_path / "c.json", record_mode="once", faults=[_NeedsTheCassette()])
+    ssemock.use_cassette(tmp_path / "c.json", faults=[_NeedsTheCassette()])  # replay only: fine

@@ -260,6 +260,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         options = _marker_options(metafunc.definition)
         _check_options(options, "ssemock marker")
         variants = _variants(options, {}, metafunc.config)
+        _check_recordable(options, metafunc.config)
     except ValueError as exc:
         metafunc.config.stash.setdefault(_PROBLEMS, []).append(f"{metafunc.definition.nodeid}: {exc}")
         return
@@ -267,6 +268,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if _PARAM not in metafunc.fixturenames:
             metafunc.fixturenames.append(_PARAM)
         metafunc.parametrize(_PARAM, variants, ids=[v.id for v in variants])
+
+
+def _check_recordable(marker: dict[str, Any], config: pytest.Config) -> None:
+    """A run that may record (any record mode but ``none``) with a fault it cannot serve as its
+    replay will: one ValueError naming the fault, at collection."""
+    mode = _setting("record_mode", marker, {}, config) or "none"
+    if mode == "none":
+        return
+    from .faults import resolve
+    from .replay import recording_refusals
+    refused = recording_refusals(resolve(_setting("faults", marker, {}, config)))
+    if refused:
+        raise ValueError(f"faults: with record_mode={mode!r} a recording run cannot serve them as their "
+                         f"replay will: {'; '.join(refused)}; record without them, then replay with them")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -51,8 +51,8 @@ from .redact import find_secrets, mask_text
 from .selection import Selection
 from .strategies import minimal_failing_split
 
-__all__ = ["Play", "Plan", "Player", "ReplayStream", "UnmatchedRequestError", "plan_response", "replay",
-           "use_cassette"]
+__all__ = ["Play", "Plan", "Player", "ReplayStream", "UnmatchedRequestError", "plan_response", "recording_refusals",
+           "replay", "use_cassette"]
 
 ChunkingSpec = str | _chunking.Chunking
 TransformSpec = str | _transforms.Transform | Sequence[str | _transforms.Transform] | None
@@ -465,6 +465,10 @@ class Player:
         self.transforms = _transforms.resolve(transform)
         self.timing = _timing.get(timing)
         self.faults = _faults.resolve(faults)
+        refused = recording_refusals(self.faults) if record_mode != "none" else []
+        if refused:
+            raise ValueError(f"record_mode={record_mode!r}: a recording run cannot serve these faults as their replay "
+                             f"will: {'; '.join(refused)}; record without them, then replay with them")
         self.attempts = 0
         self.match_on = matching.resolve(match_on)
         self.allow_playback_repeats = allow_playback_repeats
@@ -1007,6 +1011,15 @@ def _recorded_error(core: ModuleType, error: dict[str, Any] | None) -> BaseExcep
     if not (isinstance(cls, type) and issubclass(cls, Exception)):
         cls = core.RemoteProtocolError
     return cls(str(error.get("message") or "connection failed (recorded)"))
+
+
+def recording_refusals(faults: Sequence[_faults.Fault]) -> list[str]:
+    """The faults a recording run cannot serve the way their replay will, each as ``name: why``.
+
+    A recording run serves every fault from the live stream's recording through the replay's own
+    plan, so every built-in fault can. A fault that cannot (one that needs the recorded cassette
+    as a whole) says why in its ``replay_only`` attribute; a player that records refuses it."""
+    return [f"{fault}: {reason}" for fault in faults if (reason := getattr(fault, "replay_only", None))]
 
 
 def replay(cassette: Cassette, *, chunking: ChunkingSpec = "as_recorded", transform: TransformSpec = None,
