@@ -156,3 +156,5 @@ def test_a_fault_a_recording_run_cannot_serve_is_refused_naming_it(tmp_path: Pat
     with pytest.raises(ValueError, match="needs_the_cassette: it is aimed at a recorded interaction"):
         ssemock.use_cassette(tmp_path / "c.json", record_mode="once", faults=[_NeedsTheCassette()])
     ssemock.use_cassette(tmp_path / "c.json", faults=[_NeedsTheCassette()])  # replay only: fine
+    ssemock.Cassette().save(tmp_path / "c.json")
+    ssemock.use_cassette(tmp_path / "c.json", record_mode="once", faults=[_NeedsTheCassette()])  # it exists: replays

@@ -465,10 +465,6 @@ class Player:
         self.transforms = _transforms.resolve(transform)
         self.timing = _timing.get(timing)
         self.faults = _faults.resolve(faults)
-        refused = recording_refusals(self.faults) if record_mode != "none" else []
-        if refused:
-            raise ValueError(f"record_mode={record_mode!r}: a recording run cannot serve these faults as their replay "
-                             f"will: {'; '.join(refused)}; record without them, then replay with them")
         self.attempts = 0
         self.match_on = matching.resolve(match_on)
         self.allow_playback_repeats = allow_playback_repeats
@@ -478,6 +474,10 @@ class Player:
         self._replays = record_mode in ("none", "new_episodes") or (record_mode == "once" and existed)
         self._records = record_mode in ("new_episodes", "all", "rewrite") or (record_mode == "once" and not existed)
         self._existed = existed
+        refused = recording_refusals(self.faults) if self._records else []
+        if refused:
+            raise ValueError(f"record_mode={record_mode!r}: a recording run cannot serve these faults as their replay "
+                             f"will: {'; '.join(refused)}; record without them, then replay with them")
         if not (isinstance(max_body_bytes, int) and max_body_bytes > 0):
             raise ValueError(f"max_body_bytes must be a positive number of bytes, got {max_body_bytes!r}")
         self.max_body_bytes = max_body_bytes
