@@ -127,3 +127,22 @@ def test_x(ssemock):
                                  "serve them as their replay will: needs_the_cassette: it is aimed at a recorded "
                                  "interaction by its index*"])
     assert pytester.runpytest("-p", "no:cassetter").ret != pytest.ExitCode.USAGE_ERROR  # replay: collected
+
+
+def test_a_recorded_stream_left_unread_is_named_as_the_recorded_response(pytester: pytest.Pytester, server: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a recording run under a chunking the client reads the recording's replay: leaving it
+    unread is reported as on replay, naming the response recorded (it has no index yet)."""
+    monkeypatch.setenv("SSEMOCK_TEST_SERVER", server)
+    pytester.makepyfile(test_unread='''
+import os, httpx, pytest
+
+@pytest.mark.ssemock(chunking="bytewise")
+def test_first_byte_only(ssemock):
+    with httpx.stream("POST", os.environ["SSEMOCK_TEST_SERVER"] + "/ten", content=b"{}") as response:
+        assert next(response.iter_raw()) == b"d"
+''')
+    result = pytester.runpytest("-p", "no:cassetter", "-p", "no:randomly", "--ssemock-record-mode=once")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*ssemock: the stream of the response recorded (POST http://127.0.0.1:*/ten) was "
+                                 "not read to the end under bytewise*"])

@@ -506,8 +506,9 @@ def _teardown_checks(player: Player, checks: dict[str, str]) -> None:
             found.append(("check_unplayed", f"interactions never played: {unplayed} of {player.path}"))
     if checks["check_unconsumed"] != "ignore":
         for play in player.unconsumed():
+            which = f"interaction {play.index}" if play.index >= 0 else "the response recorded"
             found.append(("check_unconsumed",
-                          f"the stream of interaction {play.index} ({play.request.method} "
+                          f"the stream of {which} ({play.request.method} "
                           f"{mask_url(str(play.request.url))}) "
                           f"was not read to the end under {play.chunking}"))
     for key, message in found:
