@@ -57,3 +57,26 @@ def test_an_inner_suite_run_in_process_again_and_again_passes_every_time(pyteste
     pytester.makepyfile(test_author=AUTHOR)
     result = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly")
     result.assert_outcomes(passed=1)
+
+
+def test_a_public_name_is_the_one_of_the_module_imported_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As pytester does between runs: ``ssemock.errors`` dropped from sys.modules and imported
+    again; ``ssemock.SsemockWarning`` is then the new module's class, not the first one's."""
+    import importlib
+    import sys
+
+    import ssemock
+    first = ssemock.SsemockWarning
+    monkeypatch.delitem(sys.modules, "ssemock.errors")
+    again = importlib.import_module("ssemock.errors")
+    assert again.SsemockWarning is not first and ssemock.SsemockWarning is again.SsemockWarning
+
+
+def test_a_public_name_can_be_monkeypatched_and_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ssemock
+    replay, sse = ssemock.replay, ssemock.sse
+    with monkeypatch.context() as patch:
+        patch.setattr(ssemock, "replay", "patched")
+        patch.setattr(ssemock, "sse", "patched too")
+        assert (ssemock.replay, ssemock.sse) == ("patched", "patched too")
+    assert ssemock.replay is replay and ssemock.sse is sse and callable(ssemock.replay)

@@ -57,6 +57,8 @@ class _Package(types.ModuleType):
         where = _LAZY.get(name)
         if where is None:
             return super().__getattribute__(name)
+        if name in _SET:
+            return _SET[name]
         module = sys.modules.get(where) or importlib.import_module(where)
         return module if name in _SUBMODULES else getattr(module, name)
 
@@ -64,14 +66,26 @@ class _Package(types.ModuleType):
         raise AttributeError(f"module 'ssemock' has no attribute {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if name not in _LAZY:
+            super().__setattr__(name, value)
+        elif isinstance(value, types.ModuleType) and name not in _SUBMODULES:
+            return  # the import system setting ``ssemock.replay`` to the submodule: it stays the function
+        else:  # kept only when set by hand (a test's monkeypatch.setattr) to something else
+            _SET.pop(name, None)
+            if value is not self.__getattribute__(name):
+                _SET[name] = value
+
+    def __delattr__(self, name: str) -> None:
         if name in _LAZY:
-            return  # resolved from sys.modules on every use (the submodule stays in sys.modules)
-        super().__setattr__(name, value)
+            _SET.pop(name, None)
+        else:
+            super().__delattr__(name)
 
 
 #: public name -> the full name of the module it is read from (the submodule itself for one)
 _LAZY = {**{name: f"{__name__}.{where}" for name, where in _WHERE.items()},
          **{name: f"{__name__}.{name}" for name in _SUBMODULES}}
+_SET: dict[str, Any] = {}  # public names set by hand (a test's monkeypatch), until set back or deleted
 sys.modules[__name__].__class__ = _Package
 
 __all__ = [
