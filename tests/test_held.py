@@ -298,3 +298,55 @@ def test_a_stream_still_held_when_the_player_stops_gives_up_at_once() -> None:
     (error,) = errors
     assert "answers the request with id 1 next, and replay holds it until that request is made; the player " \
            "stopped before it was made" in str(error)
+
+
+def _stream_only(events: list[bytes], before: list[int] = [], after: list[int] = []) -> ssemock.Cassette:
+    """A GET stream with POSTs recorded before it (ids ``before``) and after it (ids ``after``)."""
+    cassette = ssemock.Cassette()
+    for ident in before:
+        cassette.add("POST", POST, [b"Accepted"], status=202, request_json={"jsonrpc": "2.0", "id": ident, "method": "tools/call"})
+    cassette.add("GET", STREAM, events, headers={"content-type": "text/event-stream"})
+    for ident in after:
+        cassette.add("POST", POST, [b"Accepted"], status=202, request_json={"jsonrpc": "2.0", "id": ident, "method": "tools/call"})
+    return cassette
+
+
+LEGACY = [b"event: endpoint\ndata: /messages/\n\n", b'event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n']
+
+
+@pytest.mark.parametrize("before", [[], [1]], ids=["no-request", "request-before-the-stream"])
+def test_a_message_answering_no_request_recorded_after_the_stream_plays_at_once(before: list[int]) -> None:
+    """A hand-made legacy-MCP-like stream read on its own: no recorded request after the stream
+    carries id 1, so none can ever be matched: the message is served straight away (the stream is
+    on the fast path: nothing waits), not held until the read timeout."""
+    with ssemock.replay(_stream_only(LEGACY, before=before), allow_playback_repeats=True) as player, \
+            httpx.Client(timeout=httpx.Timeout(5.0, read=0.5)) as client:
+        with client.stream("GET", STREAM) as response:
+            got = b"".join(response.iter_bytes())
+    assert got == b"".join(LEGACY)
+    (play,) = player.plays
+    assert play.stream is not None and play.stream.instant
+
+
+def test_only_messages_answering_recorded_requests_are_held() -> None:
+    """Ids 1 and 2 answered on the stream, only a POST with id 2 recorded after it: the answer to
+    1 plays at once, the answer to 2 waits for its POST; the recorded order is kept."""
+    events = [LEGACY[0], mcp.message({"id": 1, "result": {}}), mcp.message({"method": "notifications/x"}),
+              mcp.message({"id": 2, "result": {}})]
+    log: list[str] = []
+    with ssemock.replay(_stream_only(events, after=[2])), \
+            httpx.Client(timeout=httpx.Timeout(5.0, read=5.0)) as client:
+        decoder = ssemock.sse.Decoder()
+        with client.stream("GET", STREAM) as response:
+            for chunk in response.iter_bytes():
+                for event in decoder.feed(chunk):
+                    log.append(_label(event))
+                    if log[-1] == "x":
+                        log.append("post 2")
+                        assert client.post(POST, content=_post_body(2)).status_code == 202
+    assert log == ["endpoint", "answer 1", "x", "post 2", "answer 2"]
+    with ssemock.replay(_stream_only(events, after=[2])), \
+            httpx.Client(timeout=httpx.Timeout(5.0, read=0.2)) as client, client.stream("GET", STREAM) as response:
+        with pytest.raises(httpx.ReadTimeout, match="answers the request with id 2 next"):
+            for _ in response.iter_bytes():
+                pass

@@ -43,31 +43,51 @@ _WHERE = {
 }
 _SUBMODULES = ("cassettes", "chunking", "conformance", "faults", "held", "matching", "ndjson", "sse", "strategies",
                "synth", "timing", "transforms")
-#: names that are both a function and a submodule: ``ssemock.replay`` is the function
-_SHADOWED = frozenset({"accumulate", "explore", "replay"})
 
 
 class _Package(types.ModuleType):
-    """The package module: resolves public names on first use, and keeps ``ssemock.replay`` and
+    """The package module: resolves public names on use, and keeps ``ssemock.replay`` and
     ``ssemock.accumulate`` the functions when their submodules are imported (the import system
-    would otherwise set the package attribute to the submodule)."""
+    would otherwise set the package attribute to the submodule).
+
+    A name is looked up in the defining module as ``sys.modules`` holds it now, never kept on the
+    package: pytester's in-process runs drop the modules a run imported, and the next run imports
+    them again; a name kept from the first run would be the first run's class (an exception that
+    ``pytest.raises`` would no longer catch, an event another module would not know)."""
+
+    def __getattribute__(self, name: str) -> Any:
+        where = _LAZY.get(name)
+        if where is None:
+            return super().__getattribute__(name)
+        if name in _SET:
+            return _SET[name]
+        module = sys.modules.get(where) or importlib.import_module(where)
+        return module if name in _SUBMODULES else getattr(module, name)
 
     def __getattr__(self, name: str) -> Any:
-        if name in _SUBMODULES:
-            return importlib.import_module(f"{__name__}.{name}")
-        where = _WHERE.get(name)
-        if where is None:
-            raise AttributeError(f"module 'ssemock' has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{__name__}.{where}"), name)
-        types.ModuleType.__setattr__(self, name, value)
-        return value
+        raise AttributeError(f"module 'ssemock' has no attribute {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in _SHADOWED and isinstance(value, types.ModuleType):
-            return  # the submodule stays in sys.modules; the attribute stays the function
-        super().__setattr__(name, value)
+        if name not in _LAZY:
+            super().__setattr__(name, value)
+        elif isinstance(value, types.ModuleType) and name not in _SUBMODULES:
+            return  # the import system setting ``ssemock.replay`` to the submodule: it stays the function
+        else:  # kept only when set by hand (a test's monkeypatch.setattr) to something else
+            _SET.pop(name, None)
+            if value is not self.__getattribute__(name):
+                _SET[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        if name in _LAZY:
+            _SET.pop(name, None)
+        else:
+            super().__delattr__(name)
 
 
+#: public name -> the full name of the module it is read from (the submodule itself for one)
+_LAZY = {**{name: f"{__name__}.{where}" for name, where in _WHERE.items()},
+         **{name: f"{__name__}.{name}" for name in _SUBMODULES}}
+_SET: dict[str, Any] = {}  # public names set by hand (a test's monkeypatch), until set back or deleted
 sys.modules[__name__].__class__ = _Package
 
 __all__ = [

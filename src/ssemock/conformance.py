@@ -62,11 +62,18 @@ class ConformanceError(AssertionError):
         self.index = index  # the first differing event, or None when the decoder raised
 
 
+def _ours(event: object) -> bool:
+    """Whether ``event`` is ssemock's own ServerSentEvent (every field is meaningful), told by the
+    class's module and name: one from another import of ssemock (pytester re-imports it) is too."""
+    kind = type(event)
+    return kind.__module__ == ServerSentEvent.__module__ and kind.__qualname__ == ServerSentEvent.__qualname__
+
+
 def normalize(events: Iterable[Any]) -> list[dict[str, Any]]:
     """Each event as a dict of the fields it carries (see the module docstring)."""
     out: list[dict[str, Any]] = []
     for ev in events:
-        if isinstance(ev, ServerSentEvent):
+        if _ours(ev):
             out.append({"event": ev.event, "data": ev.data, "id": ev.id, "retry": ev.retry})
         elif isinstance(ev, str):
             out.append({"data": ev})

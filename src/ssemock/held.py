@@ -6,7 +6,10 @@ the stream would hand the client answers to requests it has not made yet. So a p
 correlation ids of every request it matched (:class:`Requests`), and a replayed server-push
 stream waits before each message that answers a request (where the protocol's ``holds`` says)
 until that request has been made since the stream opened (:class:`Gate`). Everything else keeps
-its recorded order and timing; a request that never comes ends the wait with the client's own
+its recorded order and timing. Only requests that can come are waited for: those whose id a
+request recorded after the stream opened carries (:func:`holds_for`); a message answering any
+other id (a hand-made stream, a request the recording never made) plays straight away. A request
+that never comes ends the wait with the client's own
 read timeout, after at most the client's read timeout or :data:`HOLD_LIMIT`.
 
 One core serves every stack: the replay stream's steps are the same for sync and async reads,
@@ -20,16 +23,36 @@ import asyncio
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["HOLD_LIMIT", "Gate", "Hold", "Requests"]
+from . import protocols as _protocols
+from .cassette import Interaction
+
+__all__ = ["HOLD_LIMIT", "Gate", "Hold", "Requests", "holds_for"]
 
 #: The longest a replayed stream waits for a request it answers (seconds) when the client's read
 #: timeout is longer or unset: a test whose client never makes the request fails, never hangs.
 HOLD_LIMIT = 30.0
 _POLL = 0.002  # seconds between looks where no asyncio loop can be woken (trio)
+
+
+def holds_for(interactions: Sequence[Interaction], index: int, *,
+              found: Callable[[bytes], Iterable[tuple[int, frozenset[Any]]]] | None = None,
+              ) -> Callable[[bytes], list[tuple[int, frozenset[Any]]]]:
+    """Where the server-push stream of ``interactions[index]`` waits (``(offset, ids)``, as
+    :func:`ssemock.protocols.holds`), for the requests that can come only: those whose correlation
+    id a request recorded after the stream opened (a later interaction) carries. Waiting for any
+    other id would end in a read timeout, since no request could ever be matched for it.
+    ``found``: where the body answers which ids (default :func:`ssemock.protocols.holds`; serve
+    passes a cache of it per body)."""
+    later = {i for x in interactions[index + 1:] for i in _protocols.request_ids(x.request.body)}
+    find = found or _protocols.holds
+
+    def holds(body: bytes) -> list[tuple[int, frozenset[Any]]]:
+        return [(offset, ids & later) for offset, ids in find(body) if ids & later]
+    return holds
 
 
 class Requests:

@@ -33,7 +33,7 @@ from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
 from .cassette import (MAX_T_MS, Cassette, CassetteError, Interaction, Response, parse_interaction, read_document, read_file,
                        body_ends)
 from .chunking import Chunking, event_ends
-from .framing.eventstream import Frame
+from .framing.eventstream import is_frame
 from .redact import REDACTED, find_secrets, mask_url, redact_request, redact_response, replace_spans
 from .secrets import Secret, scan, scan_body, scan_header, scan_url
 from .transforms import Transform
@@ -182,14 +182,14 @@ def _short(text: str, size: int = 160) -> str:
 
 
 def _event_dict(event: Any) -> Any:
-    if isinstance(event, sse.ServerSentEvent):
+    if sse.is_event(event):
         out: dict[str, Any] = {"event": event.event, "data": event.data}
         if event.id:
             out["id"] = event.id
         if event.retry is not None:
             out["retry"] = event.retry
         return out
-    if isinstance(event, Frame):  # its name and payload, as an SSE event's
+    if is_frame(event):  # its name and payload, as an SSE event's
         return {"event": event.event_type or event.exception_type or event.message_type,
                 "data": event.payload.decode("utf-8", "replace")}
     return event
@@ -367,7 +367,7 @@ def _sse_oddities(body: bytes, events: Sequence[Any]) -> list[str]:
     if tail.strip(b"\r\n") and _has_data_field(tail.lstrip(b"\r\n")):
         found.append(f"unterminated last event: the last {len(tail)} bytes ({_short(repr(tail), 60)}) have "
                      "no blank line after them, so a conforming decoder drops that event")
-    done = next((k for k, e in enumerate(events) if isinstance(e, sse.ServerSentEvent) and e.data == "[DONE]"), None)
+    done = next((k for k, e in enumerate(events) if sse.is_event(e) and e.data == "[DONE]"), None)
     if done is not None and done < len(events) - 1:
         found.append(f"{len(events) - 1 - done} event(s) after [DONE] (event {done}); clients stop reading there")
     return found

@@ -30,6 +30,7 @@ from .modes import RECORD_MODES
 if TYPE_CHECKING:  # the rest is imported when a test uses ssemock: an unused plugin costs nothing
     from . import chunking as _chunking
     from . import transforms as _transforms
+    from .cassette import Interaction
     from .replay import Player
 
 _PARAM = "_ssemock_chunking"
@@ -309,6 +310,7 @@ class Variant:
 
 
 _SESSION = pytest.StashKey[dict[str, tuple[Any, Any]]]()
+_VARIANT = pytest.StashKey["Variant"]()  # a recording run's variant: told a duplicate once recorded
 
 
 def _session_values(config: pytest.Config) -> dict[str, tuple[Any, Any]]:
@@ -358,6 +360,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         options = _marker_options(metafunc.definition)
         _check_options(options, "ssemock marker")
         variants = _variants(options, {}, metafunc.config)
+        _check_recordable(options, metafunc.config)
     except ValueError as exc:
         metafunc.config.stash.setdefault(_PROBLEMS, []).append(f"{metafunc.definition.nodeid}: {exc}")
         return
@@ -365,6 +368,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if _PARAM not in metafunc.fixturenames:
             metafunc.fixturenames.append(_PARAM)
         metafunc.parametrize(_PARAM, variants, ids=[v.id for v in variants])
+
+
+def _check_recordable(marker: dict[str, Any], config: pytest.Config) -> None:
+    """A run that may record (any record mode but ``none``) with a fault it cannot serve as its
+    replay will: one ValueError naming the fault, at collection."""
+    mode = _setting("record_mode", marker, {}, config) or "none"
+    if mode == "none":
+        return
+    from .faults import resolve
+    from .replay import recording_refusals
+    refused = recording_refusals(resolve(_setting("faults", marker, {}, config)))
+    if refused:
+        raise ValueError(f"faults: with record_mode={mode!r} a recording run cannot serve them as their "
+                         f"replay will: {'; '.join(refused)}; record without them, then replay with them")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -426,6 +443,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if report.when == "call" and call.excinfo is not None and _cut_short(call.excinfo.value):
         item.stash[_CUT_SHORT] = True
+    if report.when == "call" and report.passed:
+        used: Any = getattr(item, "funcargs", {}).get("ssemock")
+        if hasattr(used, "recorded"):  # the test used the fixture (a Player)
+            _skip_duplicate(item, report, used)
     if report.when == "call" and report.failed:
         item.stash[_CALL_FAILED] = True
         player: Any = getattr(item, "funcargs", {}).get("ssemock")
@@ -519,10 +540,9 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
     if record_mode == "none":
         player = use_cassette(path, record_mode="none", chunking=variant.chunking,
                               transform=list(variant.transforms), **kwargs)
-        idle = _idle_transforms(player, variant)
+        idle = _idle_transforms(player.cassette.interactions, variant)
         if idle:
-            pytest.skip(f"ssemock: transform {idle} changes no stream of {path.name} (the same bytes as "
-                        f"without it: a duplicate run): {_idle_because(player, variant)}")
+            pytest.skip(f"{_duplicate(idle, path)}: {_idle_because(player, variant)}")
         yield from _run(player, config, request.node)
     else:
         with lock_for(path):  # one recorder of this cassette at a time, across xdist workers
@@ -531,6 +551,7 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
                 record_mode = "new_episodes"
             player = use_cassette(path, record_mode=record_mode, chunking=variant.chunking,
                                   transform=list(variant.transforms), **kwargs)
+            request.node.stash[_VARIANT] = variant  # a duplicate run is told after it (it records)
             yield from _run(player, config, request.node)
             cut_short = config.stash.get(_INTERRUPTED, False) or request.node.stash.get(_CUT_SHORT, False)
             if player.recorded and not cut_short:
@@ -548,17 +569,36 @@ def _idle_because(player: Player, variant: Variant) -> str:
     return "; ".join(sorted(reasons))
 
 
-def _idle_transforms(player: Player, variant: Variant) -> str | None:
+def _idle_transforms(interactions: list[Interaction], variant: Variant) -> str | None:
     """The variant's transform chain when it applies to no response of the cassette (a matrix
     run that would serve the same bytes as the run without it), else None."""
-    if not variant.transforms or not player.cassette.interactions:
+    if not variant.transforms or not interactions:
         return None
     from . import transforms as _transforms
-    for x in player.cassette.interactions:
+    for x in interactions:
         kind = _transforms.kind_of(x.response.header("content-type") or "", x.response.body)
         if any(_transforms.applies(t, x.response.body, kind) for t in variant.transforms):
             return None
     return "+".join(t.name for t in variant.transforms)
+
+
+def _duplicate(idle: str, path: Path) -> str:
+    return (f"ssemock: transform {idle} changes no stream of {path.name} (the same bytes as without it: a "
+            f"duplicate run)")
+
+
+def _skip_duplicate(item: pytest.Item, report: pytest.TestReport, player: Player) -> None:
+    """On a recording run, a passed matrix run whose transforms turn out to change no stream of
+    the cassette (known once it is recorded) is reported skipped, as a replay run skips it before
+    it starts: both runs give the same outcomes. It ran all the same, and recorded."""
+    variant = item.stash.get(_VARIANT, None)
+    if variant is None or not report.passed or player.path is None:
+        return
+    idle = _idle_transforms([*player.cassette.interactions, *player.recorded], variant)
+    if idle:
+        line = item.location[1]
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), (line or 0) + 1, f"Skipped: {_duplicate(idle, player.path)}")
 
 
 def _run(player: Player, config: pytest.Config, node: Any) -> Iterator[Player]:
@@ -628,8 +668,9 @@ def _teardown_checks(player: Player, checks: dict[str, str]) -> None:
             found.append(("check_unplayed", f"interactions never played: {unplayed} of {player.path}"))
     if checks["check_unconsumed"] != "ignore":
         for play in player.unconsumed():
+            which = f"interaction {play.index}" if play.index >= 0 else "the response recorded"
             found.append(("check_unconsumed",
-                          f"the stream of interaction {play.index} ({play.request.method} "
+                          f"the stream of {which} ({play.request.method} "
                           f"{mask_url(str(play.request.url))}) "
                           f"was not read to the end under {play.chunking}"))
     for key, message in found:

@@ -11,6 +11,12 @@ A client that closes the stream before its end (an SDK that stops at the answer 
 default) the stack keeps reading the real stream into the recording after the client's close, to
 its end, bounded by that time and by ``max_body_bytes``: the cassette holds the whole stream,
 which replays under other chunkings and in other tests read further than this client did.
+
+A recording run with a chunking, transform or fault set gives the client what the replay run
+will give it (:meth:`Recorder.replays`): the stack reads the live stream whole into the recording
+first, then serves the recording through the same plan a replay uses (:meth:`Recorder.served`),
+so one test passes both ways. A server-push stream (a GET event stream, which may never end) is
+the exception: it is served live, as it arrives, with a warning.
 """
 
 from __future__ import annotations
@@ -89,7 +95,8 @@ class Recorder:
 
     def __init__(self, sent: httpx.Request, request: Request, *, on_response: Callable[[Recorder], None],
                  before_record_response: ResponseHook | None = None,
-                 max_body_bytes: int = MAX_BODY_BYTES, drain: float | None = DRAIN_SECONDS) -> None:
+                 max_body_bytes: int = MAX_BODY_BYTES, drain: float | None = DRAIN_SECONDS,
+                 serve: Callable[[Recorder], httpx.Response] | None = None) -> None:
         self.t0 = time.perf_counter()
         self.max_body_bytes = max_body_bytes
         self.drain_limit = drain  # seconds to keep reading after the client closes early (None: not at all)
@@ -108,6 +115,28 @@ class Recorder:
         self.error: dict[str, Any] | None = None
         self._lock = threading.Lock()
         self._decode: Callable[[bytes], bytes] | None = None
+        self._serve = serve  # a recording run's variant: how to serve the whole recording as replay would
+
+    def replays(self) -> bool:
+        """Whether the client is to get the recording served as a replay of it (a chunking,
+        transform or fault is set): the stack reads the live stream to its end into the recording,
+        then serves :meth:`served`. Asked once the status and headers arrived. Not for a
+        server-push stream (a GET event stream may never end): that one is served live, with a
+        warning that the variant applies on replay only."""
+        if self._serve is None:
+            return False
+        content_type = next((v for k, v in self.headers if k == "content-type"), "")
+        if self.request.method == "GET" and "event-stream" in content_type:
+            warnings.warn(f"ssemock: recording {self.request.method} {mask_url(self.request.url)}: a server-push "
+                          f"stream is served live as it arrives on a recording run (it may never end); its "
+                          f"chunking, transforms and faults apply when it replays", SsemockWarning, stacklevel=3)
+            return False
+        return True
+
+    def served(self) -> httpx.Response:
+        """The response a replay of this (finished) recording serves, to hand the client."""
+        assert self._serve is not None, "served() is for a recording that replays()"
+        return self._serve(self)
 
     def begin(self, status: int, headers: Sequence[tuple[str, str]]) -> None:
         """The live response's status and headers arrived (the stack tees its body next)."""

@@ -14,6 +14,7 @@ import operator
 import os
 import re
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
@@ -53,8 +54,8 @@ from .redact import escape_control, find_secrets, mask_text
 from .selection import Selection
 from .strategies import minimal_failing_split
 
-__all__ = ["Play", "Plan", "Player", "ReplayStream", "UnmatchedRequestError", "plan_response", "replay",
-           "use_cassette"]
+__all__ = ["Play", "Plan", "Player", "ReplayStream", "UnmatchedRequestError", "plan_response", "recording_refusals",
+           "replay", "use_cassette"]
 
 ChunkingSpec = str | _chunking.Chunking
 TransformSpec = str | _transforms.Transform | Sequence[str | _transforms.Transform] | None
@@ -364,8 +365,9 @@ def _needs_core(plan: Plan) -> bool:
 
 @dataclass
 class Play:
-    """One response served from the cassette (or, with ``stream`` None and ``index`` -1, one
-    live response as it was recorded: what ``expected`` compares with on a recording run)."""
+    """One response served from the cassette (or, with ``index`` -1, one served on a recording
+    run: with ``stream`` None, a live response as it was recorded; with a stream, the recording
+    served as its replay will be, under a chunking, transform or fault)."""
 
     index: int
     request: httpx.Request
@@ -525,6 +527,10 @@ class Player:
         self._replays = record_mode in ("none", "new_episodes") or (record_mode == "once" and existed)
         self._records = record_mode in ("new_episodes", "all", "rewrite") or (record_mode == "once" and not existed)
         self._existed = existed
+        refused = recording_refusals(self.faults) if self._records else []
+        if refused:
+            raise ValueError(f"record_mode={record_mode!r}: a recording run cannot serve these faults as their replay "
+                             f"will: {'; '.join(refused)}; record without them, then replay with them")
         if not (isinstance(max_body_bytes, int) and max_body_bytes > 0):
             raise ValueError(f"max_body_bytes must be a positive number of bytes, got {max_body_bytes!r}")
         self.max_body_bytes = max_body_bytes
@@ -545,6 +551,7 @@ class Player:
         self._notes: list[tuple[Play, int]] = []  # (play, chunks handed out) per handed() event
         self._requests = _held.Requests()  # the correlation ids of the requests matched, for held streams
         self.kept: list[_keep.Kept] = []  # refused or partial recordings kept beside the cassette, masked
+        self._again: list[Recorder] = []  # recorded this run, to serve again (a fault did not consume them)
 
     def __repr__(self) -> str:
         return (f"<ssemock.Player {self.path or '(memory)'} mode={self.record_mode} "
@@ -657,13 +664,52 @@ class Player:
                 self._requests.add(_protocols.request_ids(sent.body))
                 return self._serve(index, request)
         if self._records:
+            with self._lock:
+                again = next((r for r in self._again if not matching.differences(sent, r.request, self.match_on)),
+                             None)
+            if again is not None:  # as a replay serves it again: a retry after an http_error fault
+                return self._serve_recorded(again, request)
+            varied = self.chunking.name != "as_recorded" or bool(self.transforms) or bool(self.faults)
             recorder = Recorder(request, sent, on_response=_weakly(self._recorded),
                                 before_record_response=self._before_response,
-                                max_body_bytes=self.max_body_bytes, drain=self._drain)
+                                max_body_bytes=self.max_body_bytes, drain=self._drain,
+                                serve=_weakly(self._serve_recorded) if varied else None)
             raise Record(request, recorder)
         if self.guard.allows(request.url.host):  # sent for real, unless an outer player matches it
             raise _stacks.Allowed(f"ssemock: {request.method} {request.url.host}: an allowed host")
         raise UnmatchedRequestError(self._explain(sent))
+
+    def _serve_recorded(self, recorder: Recorder, request: httpx.Request | None = None) -> httpx.Response:
+        """A recording run's answer under a chunking, transform or fault: the whole recording
+        served as its replay will be (the same plan, attempts counted alike), so one test passes
+        both ways. A fault that does not consume it (``http_error``) leaves it to be served
+        again to the next request it matches, as in replay, instead of recording that one too."""
+        request = request if request is not None else recorder.sent
+        interaction = recorder.interaction() or recorder.interaction(hooked=False)
+        with self._lock:
+            attempt, self.attempts = self.attempts, self.attempts + 1
+            # aimed as in the replay, where the recording will be this interaction of the cassette
+            at = len(self.cassette.interactions) + next(
+                (n for n, r in enumerate(self.recorders) if r is recorder), len(self.recorders))
+            faults = self._aimed().pick(at, interaction)
+        plan = plan_response(interaction.response, url=str(request.url), core=_stacks.errors_of(request),
+                             chunking=self.chunking, transforms=self.transforms, timing=self.timing,
+                             faults=faults, attempt=attempt,
+                             read_timeout=(request.extensions.get("timeout") or {}).get("read"))
+        t0 = _timing.clock.now() - (time.perf_counter() - recorder.t0)  # when the request was sent
+        stream = ReplayStream(plan, t0)
+        play = Play(-1, request, interaction, self.chunking, self.transforms, stream, plan.body, plan.ends,
+                    plan.faults, cut=_timeout_cut(plan), framing=plan.framing, cut_at=plan.cut_at,
+                    status=plan.status)
+        with self._lock:
+            if plan.consumes:
+                self._again = [r for r in self._again if r is not recorder]
+            elif recorder not in self._again:
+                self._again.append(recorder)
+            self.plays.append(play)
+            self._latest = play
+        return httpx.Response(plan.status, headers=plan.headers, stream=stream,
+                              extensions={"http_version": b"HTTP/1.1"})
 
     def _recorded(self, recorder: Recorder) -> None:
         with self._lock:
@@ -708,7 +754,7 @@ class Player:
         plan = plan_response(interaction.response, url=str(request.url), core=core,
                              chunking=self.chunking, transforms=self.transforms, timing=self.timing,
                              faults=faults, attempt=attempt, read_timeout=read_timeout,
-                             holds=_protocols.holds if pushes else None)
+                             holds=_held.holds_for(self.cassette.interactions, index) if pushes else None)
         if not plan.consumes:
             with self._lock:
                 self.selection.release(index)
@@ -1046,8 +1092,11 @@ class Player:
         return None
 
     def unplayed(self) -> list[int]:
-        """Indexes of interactions never served."""
-        return [i for i, n in enumerate(self.play_counts) if n == 0]
+        """Indexes of interactions never served (one a fault answered for, an ``http_error`` that
+        leaves it to be matched again, was served)."""
+        with self._lock:
+            served = {p.index for p in self.plays}
+        return [i for i, n in enumerate(self.play_counts) if n == 0 and i not in served]
 
     def unconsumed(self) -> list[Play]:
         """Plays whose stream the client opened but stopped reading before the end (and before
@@ -1091,6 +1140,15 @@ def _recorded_error(core: ModuleType, error: dict[str, Any] | None) -> BaseExcep
     if not (isinstance(cls, type) and issubclass(cls, Exception)):
         cls = core.RemoteProtocolError
     return cls(str(error.get("message") or "connection failed (recorded)"))
+
+
+def recording_refusals(faults: Sequence[_faults.Fault]) -> list[str]:
+    """The faults a recording run cannot serve the way their replay will, each as ``name: why``.
+
+    A recording run serves every fault from the live stream's recording through the replay's own
+    plan, so every built-in fault can. A fault that cannot (one that needs the recorded cassette
+    as a whole) says why in its ``replay_only`` attribute; a player that records refuses it."""
+    return [f"{fault}: {reason}" for fault in faults if (reason := getattr(fault, "replay_only", None))]
 
 
 def replay(cassette: Cassette, *, chunking: ChunkingSpec = "as_recorded", transform: TransformSpec = None,

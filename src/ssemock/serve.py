@@ -405,7 +405,8 @@ class Replayer:
         prepared = prepare(interaction, url=sent.url, chunking=self.chunking,
                            transforms=self.transforms, timing=self.timing, faults=self.aim.pick(index, interaction),
                            attempt=attempt, last_event_id=last_event_id, cors=self.cors,
-                           holds=self._holds if pushes else None, resume=self._resume[index])
+                           holds=_held.holds_for(self.interactions, index, found=self._holds) if pushes else None,
+                           resume=self._resume[index])
         plan = prepared.plan
         wanted = [i for ids in plan.holds.values() for i in ids]
         since = self._requests.want(wanted)  # (no await since the match: no request came in between)

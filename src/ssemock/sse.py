@@ -41,11 +41,12 @@ of ``bytes.decode``'s time is page faults, which it saves by asking Linux for hu
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
+from typing import TypeGuard
 
-__all__ = ["MAX_RETRY", "RETRY_DIGITS", "Decoder", "ServerSentEvent", "adecode", "decode", "iter_decode"]
+__all__ = ["MAX_RETRY", "RETRY_DIGITS", "Decoder", "ServerSentEvent", "adecode", "decode", "is_event", "iter_decode"]
 
 RETRY_DIGITS = 4300
 """Significant digits of a ``retry`` value kept exactly (Python's default int-from-str limit)."""
@@ -83,6 +84,14 @@ class ServerSentEvent:
     data: str = ""
     id: str = ""
     retry: int | None = None
+
+
+def is_event(value: object) -> TypeGuard[ServerSentEvent]:
+    """Whether ``value`` is a decoded SSE event, told by its fields (a text ``event`` and
+    ``data``), not by its class: an event made by another import of ssemock (pytester's
+    in-process runs re-import it) or by httpx-sse is one too."""
+    return (not isinstance(value, Mapping) and isinstance(getattr(value, "event", None), str)
+            and isinstance(getattr(value, "data", None), str))
 
 
 class _Builder:

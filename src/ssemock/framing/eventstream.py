@@ -30,14 +30,14 @@ from binascii import crc32
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, NamedTuple, TypeAlias, TypeGuard
 
 import orjson
 
 from . import Framing
 
 __all__ = ["CONTENT_TYPE", "FRAMING", "Decoder", "Frame", "FrameError", "HeaderValue", "Typed", "decode", "encode",
-           "frame_ends", "is_eventstream", "iter_decode"]
+           "frame_ends", "is_eventstream", "is_frame", "iter_decode"]
 
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
 PRELUDE = 12  # total length, headers length, prelude CRC
@@ -111,6 +111,13 @@ class Frame:
             return orjson.loads(self.payload)
         except orjson.JSONDecodeError as exc:
             raise FrameError(self.index, self.offset, f"payload is not JSON ({exc})") from None
+
+
+def is_frame(value: object) -> TypeGuard[Frame]:
+    """Whether ``value`` is a decoded eventstream message, told by its fields (``headers`` and a
+    bytes ``payload``), not by its class: one made by another import of ssemock (pytester's
+    in-process runs re-import it) is one too."""
+    return isinstance(getattr(value, "payload", None), bytes) and isinstance(getattr(value, "headers", None), dict)
 
 
 def _text(value: HeaderValue | None) -> str:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, TypeAlias
 
 import orjson
 
-from ..sse import ServerSentEvent
+from ..sse import ServerSentEvent, is_event
 
 __all__ = [
     "JSON", "Accumulated", "Choice", "Event", "Fold", "HTTPErrorBody", "ProtocolError", "StreamError",
@@ -254,7 +254,7 @@ class Fold(ABC):
         return kind
 
     def sse(self, event: Event) -> ServerSentEvent:
-        if not isinstance(event, ServerSentEvent):
+        if not is_event(event):
             raise self.fail(f"expected a ServerSentEvent, got {type(event).__name__}")
         return event
 

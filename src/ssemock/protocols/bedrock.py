@@ -28,7 +28,7 @@ import orjson
 from .. import synthesis as syn
 from ..cassette import Cassette
 from ..framing import eventstream
-from ..framing.eventstream import Frame
+from ..framing.eventstream import Frame, is_frame
 from . import Protocol, _path
 from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, string
 
@@ -61,7 +61,7 @@ _HTTP = {400: ("ValidationException", _MESSAGES["validationException"]),
 
 def _kind_and_payload(fold: Fold, event: Event) -> tuple[str, JSON]:
     """(event type, payload) of a frame or of a botocore event dict; exceptions as ``exception``."""
-    if isinstance(event, Frame):
+    if is_frame(event):
         if event.message_type in ("exception", "error"):
             message = string(event.headers.get(":error-message"))
             if event.payload:
@@ -167,7 +167,7 @@ def _is_converse(url: str) -> bool:
 
 
 def _telling(event: Any) -> bool:
-    if isinstance(event, Frame):
+    if is_frame(event):
         return event.event_type in _EVENTS or (event.message_type == "exception"
                                                 and event.exception_type in EXCEPTIONS)
     return isinstance(event, Mapping) and len(event) == 1 and next(iter(event)) in _EVENTS

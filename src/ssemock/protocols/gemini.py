@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from .. import synthesis as syn
-from ..sse import ServerSentEvent
+from ..sse import ServerSentEvent, is_event
 from . import Protocol, _path
 from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, seq, string
 
@@ -52,7 +52,7 @@ class _Gemini(Fold):
     container = "candidate"
 
     def feed(self, event: Event) -> None:
-        payload = self.json_object(event.data) if isinstance(event, ServerSentEvent) else event
+        payload = self.json_object(event.data) if is_event(event) else event
         if not isinstance(payload, Mapping):
             raise self.fail(f"expected a JSON object, got {type(payload).__name__}")
         if payload.get("error") is not None:
@@ -121,7 +121,7 @@ def _is_gemini_url(url: str) -> bool:
 
 
 def _is_gemini_event(event: Any) -> bool:
-    if isinstance(event, ServerSentEvent):
+    if is_event(event):
         try:
             event = orjson.loads(event.data)
         except orjson.JSONDecodeError:

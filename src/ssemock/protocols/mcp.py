@@ -28,7 +28,7 @@ import orjson
 from .. import synthesis as syn
 from ..cassette import Cassette
 from ..chunking import event_ends
-from ..sse import ServerSentEvent, decode
+from ..sse import decode, is_event
 from . import Protocol, _path
 from .base import JSON, Accumulated, Event, Fold, HTTPErrorBody, StreamError, excerpt, obj, seq, string
 
@@ -87,7 +87,7 @@ class _McpFold(Fold):
         self.result = McpResult(self.protocol)
 
     def feed(self, event: Event) -> None:
-        if isinstance(event, ServerSentEvent):
+        if is_event(event):
             if event.event == "endpoint":
                 self.result.endpoint = event.data
                 return
@@ -285,7 +285,7 @@ def _is_mcp(url: str) -> bool:
 
 
 def _telling(event: Any) -> bool:
-    if isinstance(event, ServerSentEvent):
+    if is_event(event):
         if event.event == "endpoint":
             return True
         try:

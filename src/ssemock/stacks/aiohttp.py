@@ -404,7 +404,7 @@ def _finish_exc(exc: BaseException) -> BaseException:
 
 async def _send(original: Any, session: aiohttp.ClientSession, method: str, str_or_url: Any,
                 kwargs: dict[str, Any], passed: PassThrough, body: bytes | None,
-                headers: CIMultiDict[str]) -> aiohttp.ClientResponse:
+                headers: CIMultiDict[str], url: URL) -> aiohttp.ClientResponse:
     """Send for real (a user's pass-through route, or a recording tee'd into its recorder)."""
     if body is not None:  # one-shot data was consumed building the request: send its bytes
         kwargs = {**kwargs, "data": body, "headers": {**dict(kwargs.get("headers") or {}),
@@ -420,6 +420,14 @@ async def _send(original: Any, session: aiohttp.ClientSession, method: str, str_
     auto = getattr(session, "_auto_decompress", True) if auto is None else auto
     encoding = resp.headers.get(hdrs.CONTENT_ENCODING, "").strip().lower()
     _tee(resp, passed.recorder, decoded=bool(auto) and encoding in _DECODED)
+    if passed.recorder.replays():  # the whole live body into the recording, then its replay to the client
+        try:
+            await resp.read()
+        except Exception:  # recorded: the replay raises it at the same byte
+            pass
+        finally:
+            resp.release()
+        resp = await _to_aiohttp(session, method, url, headers, passed.recorder.served())
     await _raise_for_status(session, resp, setting)
     return resp
 
@@ -442,7 +450,7 @@ def _patched(original: Any) -> Any:
         try:
             response = await adispatch(sent)
         except PassThrough as passed:
-            return await _send(original, self, method, str_or_url, kwargs, passed, body, headers)
+            return await _send(original, self, method, str_or_url, kwargs, passed, body, headers, url)
         resp = await _to_aiohttp(self, method, url, headers, response)
         await _raise_for_status(self, resp, kwargs.get("raise_for_status"))
         return resp

@@ -64,7 +64,17 @@ def pool_patches(core_name: str, stack: str) -> list[Patch]:
             except PassThrough as passed:
                 with passing(passed.request.url.host):
                     real = original(self, request)
-                return _teed(passed, real, _SyncTee)
+                real = _teed(passed, real, _SyncTee)
+                if not (isinstance(passed, Record) and passed.recorder.replays()):
+                    return real
+                try:  # the whole live stream into the recording, then its replay to the client
+                    for _ in real.stream:
+                        pass
+                except Exception:  # recorded: the replay raises it at the same byte
+                    pass
+                finally:
+                    real.close()
+                response = passed.recorder.served()
             return _to_core(core, response)
         return handle_request
 
@@ -81,7 +91,17 @@ def pool_patches(core_name: str, stack: str) -> list[Patch]:
             except PassThrough as passed:
                 with passing(passed.request.url.host):
                     real = await original(self, request)
-                return _teed(passed, real, _AsyncTee)
+                real = _teed(passed, real, _AsyncTee)
+                if not (isinstance(passed, Record) and passed.recorder.replays()):
+                    return real
+                try:  # the whole live stream into the recording, then its replay to the client
+                    async for _ in real.stream:
+                        pass
+                except Exception:  # recorded: the replay raises it at the same byte
+                    pass
+                finally:
+                    await real.aclose()
+                response = passed.recorder.served()
             return _to_core(core, response)
         return handle_async_request
 

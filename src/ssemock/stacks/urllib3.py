@@ -110,9 +110,19 @@ def _intercepting(original: Any) -> Any:
                 with passing(passed.request.url.host):
                     if tunnel is not None:
                         tunnel()
-                    return original(*bound.args, **bound.kwargs)  # type: ignore[no-any-return]
+                    real: BaseHTTPResponse = original(*bound.args, **bound.kwargs)
             finally:
                 _teeing.reset(token)
+            if not (isinstance(passed, Record) and passed.recorder.replays()):
+                return real
+            try:  # the whole live body into the recording, then its replay to the client
+                real.read(decode_content=False)
+            except Exception:  # recorded: the replay raises it at the same byte
+                pass
+            finally:
+                real.release_conn()
+            response = passed.recorder.served()
+            call = {**call, "response_conn": None}  # the live response gave its connection back
         return _serve(self, call, response)
 
     return _make_request

@@ -1,0 +1,82 @@
+"""Repeated in-process pytest runs in one process (pytester, the way plugin and fixture authors
+test): every run passes, however many. pytester drops the modules a run imported and the next run
+imports them again, so no check may depend on a class being the one of an earlier import."""
+
+from __future__ import annotations
+
+import pytest
+
+# The suite of a plugin author: it runs an inner suite (which uses ssemock) in-process, three times.
+AUTHOR = '''
+import shutil
+import ssemock.cassettes
+
+INNER = """
+import httpx, openai, pytest, ssemock
+
+@pytest.mark.ssemock("chat_text", match_on=["method", "host", "path"])
+def test_sdk_and_reference(ssemock):
+    client = openai.OpenAI(api_key="sk-test-0000", max_retries=0)
+    stream = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}],
+                                            stream=True)
+    text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    ssemock.assert_text(text)
+    import ssemock as lib
+    body = ssemock.plays[-1].body
+    events = lib.sse.decode([body])
+    ssemock.assert_events(events)
+    ssemock.assert_accumulates(lib.accumulate(events, protocol="openai.chat"))
+    with pytest.raises(lib.StreamAssertionError):
+        ssemock.assert_text(text + "!")
+
+@pytest.mark.ssemock("chat_text", faults="disconnect:after_event=2", match_on=["method", "host", "path"])
+def test_fault(ssemock):
+    client = openai.OpenAI(api_key="sk-test-0000", max_retries=0)
+    with pytest.raises(openai.APIConnectionError):
+        for _ in client.chat.completions.create(model="gpt-4o-mini", messages=[], stream=True):
+            pass
+"""
+
+
+def test_runs_the_inner_suite_three_times(pytester):
+    folder = pytester.path / "cassettes" / "test_inner"
+    folder.mkdir(parents=True)
+    shutil.copy(ssemock.cassettes.path("openai/chat_text"), folder / "chat_text.json")
+    pytester.makepyfile(test_inner=INNER)
+    for _ in range(3):
+        pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:randomly",
+                                     "-W", "error::ssemock.SsemockWarning").assert_outcomes(passed=2)
+'''
+
+
+def test_an_inner_suite_run_in_process_again_and_again_passes_every_time(pytester: pytest.Pytester) -> None:
+    """In a fresh process (where ssemock is not imported before pytester's first snapshot, as in
+    a plugin author's suite): the second and third runs see re-imported ssemock modules, while
+    the package and the pytest plugin stay those of the first."""
+    pytester.makeconftest('pytest_plugins = ["pytester"]')
+    pytester.makepyfile(test_author=AUTHOR)
+    result = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+
+
+def test_a_public_name_is_the_one_of_the_module_imported_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As pytester does between runs: ``ssemock.errors`` dropped from sys.modules and imported
+    again; ``ssemock.SsemockWarning`` is then the new module's class, not the first one's."""
+    import importlib
+    import sys
+
+    import ssemock
+    first = ssemock.SsemockWarning
+    monkeypatch.delitem(sys.modules, "ssemock.errors")
+    again = importlib.import_module("ssemock.errors")
+    assert again.SsemockWarning is not first and ssemock.SsemockWarning is again.SsemockWarning
+
+
+def test_a_public_name_can_be_monkeypatched_and_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ssemock
+    replay, sse = ssemock.replay, ssemock.sse
+    with monkeypatch.context() as patch:
+        patch.setattr(ssemock, "replay", "patched")
+        patch.setattr(ssemock, "sse", "patched too")
+        assert (ssemock.replay, ssemock.sse) == ("patched", "patched too")
+    assert ssemock.replay is replay and ssemock.sse is sse and callable(ssemock.replay)
