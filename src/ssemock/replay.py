@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 from types import ModuleType, TracebackType
 from typing import Any, Literal, TypeVar
 
@@ -796,8 +797,8 @@ class Player:
         lines = [f"ssemock: no recorded interaction matches {sent.method} {sent.url}",
                  f"  cassette: {where} ({count} interaction{'' if count == 1 else 's'}, "
                  f"record_mode={self.record_mode!r}, matching on {', '.join(names)})"]
-        host = httpx.URL(sent.url).host
-        if count and all(httpx.URL(x.request.url).host != host for x in self.cassette.interactions):
+        host = urlsplit(sent.url).hostname
+        if count and all(urlsplit(x.request.url).hostname != host for x in self.cassette.interactions):
             lines.append(f"  the request goes to {host}, a host the cassette never saw")
         if self.path and not self._existed:
             lines.append("  the cassette file does not exist yet: record it first")
