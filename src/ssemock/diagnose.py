@@ -19,7 +19,7 @@ from .chunking import event_ends
 from .redact import mask_text, mask_url
 
 if TYPE_CHECKING:
-    from .replay import Play
+    from .serving import Play
 
 __all__ = ["Block", "blocks", "describe", "play_summary"]
 

@@ -23,7 +23,7 @@ from .protocols.base import error_of
 from .redact import mask_text
 
 if TYPE_CHECKING:
-    from .replay import Play
+    from .serving import Play
 
 __all__ = ["Expected", "StreamAssertionError"]
 

@@ -73,7 +73,7 @@ from .cassette import Cassette, Interaction, Request
 from .cassette import Response as CassetteResponse
 from .chunking import event_ends
 from .redact import mask_text, mask_url, redact_request
-from .replay import ChunkingSpec, FaultSpec, Plan, ReplayStream, TimingSpec, TransformSpec, plan_response
+from .serving import ChunkingSpec, FaultSpec, Plan, ReplayStream, TimingSpec, TransformSpec, plan_response
 from .selection import Selection
 from .sse import Decoder, decode
 

@@ -4,7 +4,7 @@ One module per stack: :mod:`.httpcore` (httpx), :mod:`.httpcore2` (httpx2, the O
 Anthropic SDKs), :mod:`.aiohttp`, :mod:`.urllib3` (requests, botocore). Each turns its request
 into an ``httpx.Request`` tagged with its stack name and calls :func:`dispatch`, which asks the
 active players' respx routers, innermost first. The answer is either a response to serve (a
-:class:`ssemock.replay.ReplayStream` holds the plan, served lazily in the stack's own types), or
+:class:`ssemock.serving.ReplayStream` holds the plan, served lazily in the stack's own types), or
 :class:`respx.models.PassThrough` (a route of the user's, or :class:`Record`: send it for real
 and tee the live response into the recorder).
 

@@ -44,7 +44,7 @@ from yarl import URL
 
 from . import STACK_KEY, Patch, Record, adispatch, intercepting, passing
 from ..record import Recorder
-from ..replay import ReplayStream
+from ..serving import ReplayStream
 
 __all__ = ["ERRORS", "patches"]
 
@@ -64,7 +64,7 @@ class _Silent(Exception):
     """Marker: no data within the read timeout (served as aiohttp's SocketTimeoutError)."""
 
 
-#: The exceptions a plan raises for this stack, by the names :func:`ssemock.replay.plan_response`
+#: The exceptions a plan raises for this stack, by the names :func:`ssemock.serving.plan_response`
 #: asks for and the names a recording through any stack may have stored. The two markers become
 #: exactly what aiohttp raises for the socket event (see :func:`_as_raised`).
 ERRORS = SimpleNamespace(

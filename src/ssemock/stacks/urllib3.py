@@ -47,7 +47,7 @@ from urllib3.util.request import body_to_chunks
 
 from . import STACK_KEY, Patch, Record, dispatch, intercepting, passing
 from ..record import Recorder
-from ..replay import ReplayStream
+from ..serving import ReplayStream
 
 __all__ = ["ERRORS", "patches"]
 
