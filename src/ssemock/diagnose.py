@@ -9,14 +9,19 @@ after a failure, over the bytes served, once.
 from __future__ import annotations
 
 import bisect
+import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
 
 from . import sse
-from .chunking import event_ends
+from .chunking import Chunking, event_ends
+from .expect import StreamAssertionError
+from .faults import Fault, Served
 from .redact import mask_text, mask_url
+from .strategies import minimal_failing_split
 
 if TYPE_CHECKING:
     from .serving import Play
@@ -135,3 +140,81 @@ def play_summary(play: Play, last: int = 3) -> list[str]:
 def chunk_of(ends: list[int] | tuple[int, ...], offset: int) -> int:
     """How many chunks a client needs to have the bytes up to ``offset``."""
     return bisect.bisect_left(ends, offset) + 1
+
+
+# -- check(): the smallest stream that still fails -------------------------------------------------
+
+class CutAfter(Fault):
+    """Check's own fault: the stream whose body is ``body`` ends cleanly after ``events`` blocks."""
+
+    def __init__(self, events: int, body: bytes) -> None:
+        self.events, self.body = events, body
+        self.name = f"cut_after:{events}"
+
+    def apply(self, served: Served, attempt: int) -> None:
+        if served.body == self.body:
+            ends = event_ends(served.body, sse=served.is_sse or not served.body.lstrip().startswith(b"{"))
+            ends.append(len(served.body))
+            served.cut(ends[self.events - 1] if self.events > 0 else 0)
+
+
+def named(exc: BaseException) -> str:
+    """An exception as its message, with its type when it is not one of ours (an assertion of
+    the test reads as it is; a client's ``JSONDecodeError`` says what it is)."""
+    if isinstance(exc, AssertionError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def shrink(failing: Play, *, chunking: Chunking, transforms: Sequence[object], faults: list[Fault],
+           original: Exception, fails_when: Callable[[Chunking, list[Fault]], bool]) -> NoReturn:
+    """:meth:`ssemock.Player.check` after the test failed: search the fewest chunk boundaries of
+    the stream served last that still make it fail (``fails_when`` replays the test under a
+    chunking and faults), else the first event it fails at, and raise a StreamAssertionError
+    saying where and how to reproduce it, chained to the test's own error (which is raised as it
+    is when the failure depends on neither)."""
+
+    def fails(chunks: list[bytes]) -> bool:
+        cuts = list(itertools.accumulate(len(c) for c in chunks))[:-1]
+        return fails_when(Chunking(
+            f"at:{','.join(map(str, cuts))}",
+            lambda body, rec: [*cuts, len(body)] if body == failing.body else chunking.ends(body, rec)), faults)
+
+    def fails_with(events: int) -> bool:
+        """Whether it fails when the failing stream ends cleanly after ``events`` blocks."""
+        return fails_when(chunking, [*faults, CutAfter(events, failing.body)])
+
+    culprit: str | None = None
+    try:
+        split: Any = minimal_failing_split(failing.body, fails, failing.ends)
+        if not split.boundaries:  # the failure does not depend on the chunk boundaries: on which event?
+            split, culprit = None, first_failing_event(failing, fails_with)
+    except ValueError:  # it no longer fails: nothing to search
+        raise original from None
+    options = [f'chunking="{split.chunking.name if split is not None else chunking}"']
+    if transforms:
+        options.append(f'transform="{"+".join(map(str, transforms))}"')
+    if faults:
+        options.append(f"faults={[str(f) for f in faults]!r}")
+    if split is not None:
+        found = f"under {chunking} it {split.explanation}"
+    elif culprit is not None:
+        found = f"under {chunking} the failure does not depend on chunk boundaries; {culprit}"
+    else:
+        original.add_note("ssemock: the failure depends neither on chunk boundaries nor on which events are "
+                          "served (it fails even when the stream is cut before its first event)")
+        raise original
+    raise StreamAssertionError(f"{named(original)}\nssemock: {found}; reproduce with {', '.join(options)}") from original
+
+
+def first_failing_event(failing: Play, fails_with: Callable[[int], bool]) -> str | None:
+    """The fewest leading blocks of the failing stream whose clean end still makes the test fail,
+    named by the block that tips it (None when even no block fails)."""
+    content_type = failing.interaction.response.header("content-type") or ""
+    found = blocks(failing.body, content_type)
+    if not found or fails_with(0):
+        return None
+    # the fewest blocks that fail (fails_with(len(found)) is the failing stream itself)
+    fewest = 1 + bisect.bisect_left(range(1, len(found)), True, key=fails_with)
+    return (f"it fails once {block_line(found[fewest - 1])} is served (the stream ended cleanly before it "
+            f"passes, after it fails)")

@@ -7,9 +7,7 @@ a single-pass stream handed to the client's own transport, which maps our ``http
 
 from __future__ import annotations
 
-import bisect
 import functools
-import itertools
 import os
 import re
 import threading
@@ -35,10 +33,8 @@ from . import matching
 from . import timing as _timing
 from . import transforms as _transforms
 from .accumulate import Accumulated
-from .chunking import event_ends
 from .cassette import Cassette, CassetteError, Interaction, Request
 from .expect import Expected, StreamAssertionError
-from .faults import Served
 from . import keep as _keep
 from . import lock as _lock
 from . import subprocesses as _subprocesses
@@ -63,34 +59,11 @@ from .serving import (
     _timeout_cut,
     plan_response,
 )
-from .strategies import minimal_failing_split
 
 __all__ = ["Play", "Plan", "Player", "ReplayStream", "UnmatchedRequestError", "plan_response", "recording_refusals",
            "replay", "use_cassette"]
 
 _T = TypeVar("_T")
-
-
-class _CutAfter(_faults.Fault):
-    """Check's own fault: the stream whose body is ``body`` ends cleanly after ``events`` blocks."""
-
-    def __init__(self, events: int, body: bytes) -> None:
-        self.events, self.body = events, body
-        self.name = f"cut_after:{events}"
-
-    def apply(self, served: Served, attempt: int) -> None:
-        if served.body == self.body:
-            ends = event_ends(served.body, sse=served.is_sse or not served.body.lstrip().startswith(b"{"))
-            ends.append(len(served.body))
-            served.cut(ends[self.events - 1] if self.events > 0 else 0)
-
-
-def _named(exc: BaseException) -> str:
-    """An exception as its message, with its type when it is not one of ours (an assertion of
-    the test reads as it is; a client's ``JSONDecodeError`` says what it is)."""
-    if isinstance(exc, AssertionError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
 
 
 def _short(value: object, most: int = 200) -> str:
@@ -621,10 +594,8 @@ class Player:
             original: Exception = exc
         if len(self.plays) == state[1]:  # no stream was served before the failure: no boundary to blame
             raise original
-        failing, chunking = self.plays[-1], self.chunking
+        chunking, faults = self.chunking, self.faults
         after = (list(self.play_counts), len(self.plays), self.attempts, self._latest)
-
-        faults = self.faults
 
         def fails_when(chunking_now: _chunking.Chunking, faults_now: list[_faults.Fault]) -> bool:
             """Whether ``run`` fails, replayed from the test's start under this chunking and faults."""
@@ -638,54 +609,12 @@ class Player:
                 self.chunking, self.faults = chunking, faults
             return False
 
-        def fails(chunks: list[bytes]) -> bool:
-            cuts = list(itertools.accumulate(len(c) for c in chunks))[:-1]
-            return fails_when(_chunking.Chunking(
-                f"at:{','.join(map(str, cuts))}",
-                lambda body, rec: [*cuts, len(body)] if body == failing.body else chunking.ends(body, rec)), faults)
-
-        def fails_with(events: int) -> bool:
-            """Whether ``run`` fails when the failing stream ends cleanly after ``events`` blocks."""
-            return fails_when(chunking, [*faults, _CutAfter(events, failing.body)])
-
-        culprit: str | None = None
         try:
-            split: Any = minimal_failing_split(failing.body, fails, failing.ends)
-            if not split.boundaries:  # the failure does not depend on the chunk boundaries: on which event?
-                split, culprit = None, self._first_failing_event(failing, fails_with)
-        except ValueError:  # it no longer fails: nothing to search
-            raise original from None
+            _diagnose.shrink(self.plays[-1], chunking=chunking, transforms=self.transforms, faults=faults,
+                             original=original, fails_when=fails_when)
         finally:  # the search's own runs are not plays of the test (nor teardown warnings)
             self.play_counts[:], self.attempts, self._latest = after[0], after[2], after[3]
             del self.plays[after[1]:]
-        options = [f'chunking="{split.chunking.name if split is not None else chunking}"']
-        if self.transforms:
-            options.append(f'transform="{"+".join(map(str, self.transforms))}"')
-        if self.faults:
-            options.append(f"faults={[str(f) for f in self.faults]!r}")
-        if split is not None:
-            found = f"under {chunking} it {split.explanation}"
-        elif culprit is not None:
-            found = f"under {chunking} the failure does not depend on chunk boundaries; {culprit}"
-        else:
-            original.add_note("ssemock: the failure depends neither on chunk boundaries nor on which events are "
-                              "served (it fails even when the stream is cut before its first event)")
-            raise original
-        raise StreamAssertionError(f"{_named(original)}\nssemock: {found}; reproduce with {', '.join(options)}") from original
-
-    @staticmethod
-    def _first_failing_event(failing: Play, fails_with: Callable[[int], bool]) -> str | None:
-        """Search the fewest leading blocks of the failing stream whose clean end still makes
-        ``run`` fail, and name the block that tips it (None when even no block fails)."""
-        content_type = failing.interaction.response.header("content-type") or ""
-        found = _diagnose.blocks(failing.body, content_type)
-        if not found or fails_with(0):
-            return None
-        # the fewest blocks that fail (fails_with(len(found)) is the failing stream itself)
-        fewest = 1 + bisect.bisect_left(range(1, len(found)), True, key=fails_with)
-        block = found[fewest - 1]
-        return (f"it fails once {_diagnose.block_line(block)} is served (the stream ended cleanly before it "
-                f"passes, after it fails)")
 
     # -- diagnostics ---------------------------------------------------------------------------
 
