@@ -377,6 +377,15 @@ def test_both_layouts_load_the_same_and_save_in_the_compact_one(tmp_path: Path, 
         assert path.read_bytes() == compact
 
 
+def test_the_readme_shows_a_cassette_file_as_ssemock_writes_it() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("\n## Cassettes\n"):]
+    block = section[section.index("```json\n") + 8:section.index("\n```\n")] + "\n"
+    loaded = Cassette.loads(block)
+    assert loaded.dumps().decode() == block
+    assert loaded.interactions[0].response.chunks[0] == b'data: {"choices":[{"d'
+
+
 def test_headers_are_sorted_in_the_file() -> None:
     c = Cassette()
     c.add("GET", "http://h/", [b"x"], headers=[("z-last", "1"), ("a-first", "2"), ("content-type", "text/plain")])
