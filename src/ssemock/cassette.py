@@ -422,9 +422,11 @@ def check_size(raw: bytes | str, *, path: str | os.PathLike[str] | None = None, 
     data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
     size = len(data) if size is None else size
     limit = FREE_VALUES + size // BYTES_PER_VALUE
-    if len(data) // 2 + 1024 <= limit or _values(data) <= limit:  # a value takes 2 bytes, or 1 in a
-        return  # chain of brackets (at most 1024 deep): a small document needs no count
-    count = _values(data) - 2 * data.count(_PAIR_BREAK)
+    if len(data) // 2 + 1024 <= limit:  # a value takes 2 bytes, or 1 in a chain of brackets (at
+        return  # most 1024 deep): a small document needs no count
+    count = _values(data)
+    if count <= limit or (count := count - 2 * data.count(_PAIR_BREAK)) <= limit:
+        return  # what strings hold only lowers the count (a break in one is two values of its own)
     for m in _STRING.finditer(data):  # strings' own don't count
         text = m.group()
         count -= _values(text) - 2 * text.count(_PAIR_BREAK)
