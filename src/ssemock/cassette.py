@@ -1,8 +1,9 @@
 """Cassettes: lossless, readable, deterministic JSON files of recorded streaming interactions.
 
 A response body is kept as text split into one string per SSE event (or JSON line) so a person
-can read and edit it; chunk boundaries are a separate ``[t_ms, end_offset]`` map over the body's
-bytes, so a boundary may fall inside a UTF-8 character. Bodies that are not UTF-8 are base64.
+can read and edit it; chunk boundaries are a separate map of ``[t_ms, end_offset]`` pairs (one a
+line) over the body's bytes, so a boundary may fall inside a UTF-8 character. Bodies that are not
+UTF-8 are base64.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ MAX_T_MS = 86_400_000  # a chunk time is at most a day after the request (ms), s
 MAX_DEPTH = 250  # request.json and response.error nest at most this deep (orjson writes 254 levels)
 FREE_VALUES = 1_000_000  # a cassette may hold this many JSON values at any size ...
 BYTES_PER_VALUE = 16  # ... and one more per 16 bytes (ssemock's indented layout takes more)
-_PAIR_BREAK = b"],\n          ["  # between two chunk map pairs in ssemock's layout: a pair counts as one value
+_PAIR_BREAK = b"],\n          ["  # between two chunk map pairs (10 spaces in): see check_size
 
 
 class CassetteError(ValueError):
@@ -413,10 +414,10 @@ def check_size(raw: bytes | str, *, path: str | os.PathLike[str] | None = None, 
     """Refuse JSON text with more values than a cassette of its size can hold (CassetteError),
     before a parser builds them: 100 MB of ``{},{},...`` would take GBs as Python objects. Parsed
     memory then stays within a small multiple of the file (one value per 16 bytes at most, past
-    the first million). Every value of ssemock's own indented layout takes a line of its own, but
-    for a chunk map's ``[t_ms, end]`` pair, three values on a line of 20 bytes or more: the line
-    break between two pairs (14 bytes, a comma and a bracket of its own) is not counted, so a pair
-    counts as one value, and a file of nothing but such breaks holds one empty list per 14 bytes.
+    the first million). In ssemock's own layout every value takes a line of its own but for the
+    chunk maps' ``[t_ms, end]`` pairs, three values to a line of 20 bytes or more; so the break
+    between two pairs (``],``, newline, indent, ``[``: 14 bytes) is not counted and a pair counts
+    as one value (a file of nothing but such breaks holds an empty list per 14 bytes: as bounded).
 
     ``size``: the whole file's, when ``raw`` is the file without its bodies."""
     data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw

@@ -368,7 +368,8 @@ def _cmd_fix(args: argparse.Namespace) -> int:
     for r in repairs:
         _out(f"{args.cassette}: interaction {r.interaction}: {'repaired: ' if r.changed else ''}{r.message}")
     repaired = any(r.changed for r in repairs)
-    relaid = not repaired and cassette.dumps() != raw  # saving would change its layout
+    # saving would change its layout (not asked when it is written elsewhere anyway)
+    relaid = not repaired and (args.output is None or args.reformat) and cassette.dumps() != raw
     del raw
     if not repaired and args.output is None and not (relaid and args.reformat):
         _out(f"{args.cassette}: nothing to fix" + (
