@@ -7,6 +7,7 @@ import copy
 import functools
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,12 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from streams import TEXT, openai_chat_events
+from test_cassette_body import reference
 
 import ssemock
 from ssemock import Cassette, CassetteError
+from ssemock.inspect import rechunk
 
 SSE_EVENTS = [
     b"event: message_start\ndata: {\"type\": \"message_start\"}\n\n",
@@ -301,6 +305,85 @@ def test_dumps_is_deterministic_indented_and_newline_terminated(tmp_path: Path) 
     # an unchanged cassette saved again gives an identical file (empty git diff)
     Cassette.load(tmp_path / "a.json").save(tmp_path / "a.json")
     assert (tmp_path / "a.json").read_bytes() == data
+
+
+# -- the chunk map: a [t_ms, end] pair a line -------------------------------------------------
+
+_PAIR_LINE = re.compile(r" {10}\[(-?[0-9][0-9.e+-]*), ([0-9]+)\],?")
+
+
+def _chunk_map_lines(raw: bytes) -> list[list[str]]:
+    """The lines of each interaction's chunk map, between ``"chunks": [`` and its bracket."""
+    lines = raw.decode().split("\n")
+    starts = [k for k, line in enumerate(lines) if line == '        "chunks": [']
+    return [lines[k + 1:lines.index("        ],", k)] for k in starts]
+
+
+@pytest.mark.parametrize("chunking", ["as_recorded", "bytewise", "mid_utf8"])
+def test_each_chunk_map_pair_takes_one_line(chunking: str) -> None:
+    c = _sse_cassette()
+    c.add("POST", "http://h/api/chat", [b'{"a": 1}\n{"b"', b': 2}\n'], times=[0.0, 86_400.0],
+          headers={"content-type": "application/x-ndjson"})
+    rechunk(c, ssemock.chunking.get(chunking))
+    maps = _chunk_map_lines(c.dumps())
+    assert len(maps) == 2
+    for lines, x in zip(maps, c.interactions):
+        pairs = [_PAIR_LINE.fullmatch(line) for line in lines]
+        assert all(pairs), lines
+        assert [int(m[2]) for m in pairs if m] == x.response.ends
+        assert [float(m[1]) for m in pairs if m] == [round(t * 1000, 1) for t in x.response.times]
+        assert [line.endswith(",") for line in lines] == [True] * (len(lines) - 1) + [False]
+    assert maps[1][-1] == "          [86400000.0, 18]"
+
+
+def test_a_byte_by_byte_chunk_map_takes_a_line_a_byte() -> None:
+    """A 2.5 KB stream cut byte by byte is as many lines as bytes, and a few (orjson's own indent
+    gives each number a line: four a chunk, over 10,000 lines)."""
+    body = b"".join(openai_chat_events(text=TEXT[:16]))
+    c = Cassette()
+    c.add("POST", "https://api.openai.com/v1/chat/completions", [body], times=[0.25], request_json={"stream": True})
+    whole = c.dumps()
+    rechunk(c, ssemock.chunking.bytewise)
+    raw = c.dumps()
+    assert len(body) == 2535
+    assert raw.count(b"\n") - whole.count(b"\n") == len(body) - 1
+    assert raw.count(b"\n") < len(body) + 40
+    assert orjson.dumps(orjson.loads(raw), option=orjson.OPT_INDENT_2).count(b"\n") > 4 * len(body)
+    assert Cassette.loads(raw).interactions[0].response.ends == list(range(1, len(body) + 1))
+
+
+@pytest.mark.parametrize("chunking", ["as_recorded", "bytewise"])
+def test_both_layouts_load_the_same_and_save_in_the_compact_one(tmp_path: Path, chunking: str) -> None:
+    """A file written before the chunk map took a line per pair (orjson's indent: a number a line)
+    loads to the same cassette, on the small and the large-file path, and saves compact."""
+    import ssemock.cassette as cassette_module
+
+    c = _sse_cassette()
+    rechunk(c, ssemock.chunking.get(chunking))
+    compact = c.dumps()
+    old = orjson.dumps(orjson.loads(compact), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    assert old.count(b"\n") - compact.count(b"\n") == 3 * len(c.interactions[0].response.ends)
+    expected = Cassette.loads(compact)
+    for raw in (old, compact):
+        path = tmp_path / "c.json"
+        path.write_bytes(raw)
+        for lean in (False, True):
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(cassette_module, "LEAN_MIN_SIZE", 0 if lean else cassette_module.LEAN_MIN_SIZE)
+                loaded = Cassette.load(path)
+            _same(loaded, expected)
+            assert loaded.dumps() == compact
+        Cassette.load(path).save(path)
+        assert path.read_bytes() == compact
+
+
+def test_the_readme_shows_a_cassette_file_as_ssemock_writes_it() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("\n## Cassettes\n"):]
+    block = section[section.index("```json\n") + 8:section.index("\n```\n")] + "\n"
+    loaded = Cassette.loads(block)
+    assert loaded.dumps().decode() == block
+    assert loaded.interactions[0].response.chunks[0] == b'data: {"choices":[{"d'
 
 
 def test_headers_are_sorted_in_the_file() -> None:
@@ -640,15 +723,13 @@ def test_missing_file_names_the_file(tmp_path: Path) -> None:
                                    | st.sampled_from([b"data: x\n\n", "data: 世\n\n".encode(), b"\r\n\r\n"]),
                                    max_size=700), st.booleans()), max_size=3))
 def test_streamed_save_has_orjsons_exact_layout(spec: list[tuple[list[bytes], bool]]) -> None:
-    """Bodies are written piece by piece; the file is byte-identical to orjson's whole-document output."""
-    from ssemock.cassette import VERSION, _interaction_to_json
-
+    """Bodies are written piece by piece; the file is byte-identical to orjson's whole-document
+    output, but for the chunk maps' pairs, one a line."""
     c = Cassette()
     for chunks, sse in spec:
         c.add("POST", "http://h/x", chunks, headers={"content-type": "text/event-stream" if sse else "text/plain"},
               request_json={"a": [1, {"b": "é"}]})
-    whole = {"version": VERSION, "interactions": [_interaction_to_json(x) for x in c.interactions]}
-    assert c.dumps() == orjson.dumps(whole, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    assert c.dumps() == reference(c)
 
 
 # -- large files: bodies read apart from the rest --------------------------------------------

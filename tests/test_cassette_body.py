@@ -23,10 +23,21 @@ ATOMS = [b"\n", b"\n\n", b"\r", b"\r\n", b"\r\n\r\n", b'"', b"\\", b"\\n", b"\x0
          b'{"a": "b\\"c"}', b"\xff", b"\xc3"]
 
 
-def _reference(c: Cassette) -> bytes:
-    """What orjson writes for the whole document with each body as its list of pieces."""
-    whole = {"version": VERSION, "interactions": [_interaction_to_json(x) for x in c.interactions]}
-    return orjson.dumps(whole, option=OPTION)
+def reference(c: Cassette) -> bytes:
+    """What the file must be, made the obvious way: what orjson writes for the whole document with
+    each body as its list of pieces, but each chunk map written a ``[t_ms, end]`` pair a line."""
+    items = [_interaction_to_json(x) for x in c.interactions]
+    maps = []
+    for k, item in enumerate(items):
+        maps.append(item["response"]["chunks"])
+        item["response"]["chunks"] = f"\x00chunk map {k}\x00"
+    raw = orjson.dumps({"version": VERSION, "interactions": items}, option=OPTION)
+    for k, pairs in enumerate(maps):
+        lines = [b"          [" + orjson.dumps(t) + b", " + orjson.dumps(end) + b"]" for t, end in pairs]
+        raw = raw.replace(orjson.dumps(f"\x00chunk map {k}\x00"),
+                          b"[\n" + b",\n".join(lines) + b"\n        ]" if lines else b"[]")
+    return raw
+
 
 
 def _cassette(bodies: list[tuple[bytes, str | None]]) -> Cassette:
@@ -57,7 +68,7 @@ def test_any_body_at_any_window_is_laid_out_as_orjson_lays_out_its_pieces(
     monkeypatch.setattr(cassette_body, "WINDOW", window)
     c = _cassette(bodies)
     raw = c.dumps()
-    assert raw == _reference(c)
+    assert raw == reference(c)
     assert [x.response.body for x in Cassette.loads(raw).interactions] == [body for body, _ in bodies]
 
 
@@ -97,7 +108,7 @@ def test_a_window_holding_every_placeholder_candidate_is_laid_out_piece_by_piece
     crowded = bytes(b for b in cassette_body._CANDIDATES if b != 0x7f) + "\x7f é\n".encode()
     body = b"".join(b"data: %d " % i + crowded + b"\n\n" for i in range(20))
     c = _cassette([(body, content_type), (b"data: plain\n\n" * 30, content_type)])
-    assert c.dumps() == _reference(c)
+    assert c.dumps() == reference(c)
     assert Cassette.loads(c.dumps()).interactions[0].response.body == body
 
 
@@ -108,7 +119,7 @@ def test_a_large_sse_body_in_many_windows(monkeypatch: pytest.MonkeyPatch, accel
     c = Cassette()
     c.add("GET", "http://h/s", events, times=[i / 997 for i in range(len(events))])
     raw = c.dumps()
-    assert raw == _reference(c)
+    assert raw == reference(c)
     doc = orjson.loads(raw)
     assert "".join(doc["interactions"][0]["response"]["body"]).encode() == b"".join(events)
 
@@ -121,7 +132,7 @@ def test_a_body_that_stops_being_utf8_late_is_saved_in_base64(tmp_path: Path, ac
     c = _cassette([(b"data: first\n\n", "text/event-stream"), (late, "text/event-stream"),
                    (b"\xfe early", "text/plain"), (late + b"x", "text/event-stream")])
     raw = c.dumps() if where == "dumps" else c.save(tmp_path / "c.json").read_bytes()
-    assert raw == _reference(c)
+    assert raw == reference(c)
     doc = orjson.loads(raw)
     kinds = ["body" if "body" in x["response"] else "body_base64" for x in doc["interactions"]]
     assert kinds == ["body", "body_base64", "body_base64", "body_base64"]
@@ -166,4 +177,4 @@ def test_runs_of_blank_lines_across_every_window_edge(monkeypatch: pytest.Monkey
     for window in range(1, 14):
         monkeypatch.setattr(cassette_body, "WINDOW", window)
         c = _cassette([(body, content_type) for body in bodies])
-        assert c.dumps() == _reference(c), window
+        assert c.dumps() == reference(c), window

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 from streams import TEXT, openai_chat_events, writes
 
@@ -313,6 +314,31 @@ def test_fix_to_another_file_and_unrepairable_files(tmp_path: Path, capsys: pyte
     assert f"ssemock: error: {other}: interaction 0: missing or malformed 'request'" in err
     assert "not repairable" in err
     assert main(["fix"]) == 2
+
+
+def test_fix_reformat_rewrites_a_cassette_in_the_layout_before(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A cassette saved before chunk maps took a line per pair (orjson's indent: a number a line)
+    loads as it is; ``fix`` says how to rewrite it and leaves it; ``fix --reformat`` rewrites it."""
+    path = chat_file(tmp_path / "chat.json")
+    compact = path.read_bytes()
+    old = orjson.dumps(orjson.loads(compact), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    path.write_bytes(old)
+    assert main(["fix", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"{path}: nothing to fix (its layout is not ssemock's current one: `ssemock fix --reformat` "
+        "rewrites it, a chunk map pair a line)")
+    assert path.read_bytes() == old
+
+    proc = run("fix", "--reformat", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-2:] == [f"{path}: reformatted in ssemock's current layout", f"wrote {path}"]
+    assert path.read_bytes() == compact
+    assert old.count(b"\n") - compact.count(b"\n") == 3 * len(Cassette.load(path).interactions[0].response.ends)
+
+    assert main(["fix", "--reformat", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"{path}: nothing to fix"
+    assert path.read_bytes() == compact
 
 
 def test_commands_in_a_subprocess(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -138,6 +139,51 @@ def test_a_cassette_in_ssemocks_own_layout_is_never_too_many_values(tmp_path: Pa
     c.add("GET", "http://h.test/", [body[i:i + 1] for i in range(len(body))])
     path = c.save(tmp_path / "dense.json")
     assert Cassette.load(path).interactions[0].response.ends == list(range(1, len(body) + 1))
+
+
+def _no_free_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the budget of one value per 16 bytes: what it allows shows at a small size."""
+    import ssemock.cassette as cassette_module
+
+    monkeypatch.setattr(cassette_module, "FREE_VALUES", 0)
+
+
+@pytest.mark.parametrize("layout", ["a pair a line", "a number a line"])
+def test_a_chunk_map_of_one_byte_chunks_fits_the_budget_in_either_layout(monkeypatch: pytest.MonkeyPatch,
+                                                                         tmp_path: Path, layout: str) -> None:
+    """A pair on its line (20 bytes or more) counts as one value, though its list, numbers and
+    comma are three; the layout before (a number a line) takes 60 bytes for them."""
+    _no_free_values(monkeypatch)
+    body = b"data: x\n\n" * 2_000
+    c = Cassette()
+    c.add("GET", "http://h.test/", [body[i:i + 1] for i in range(len(body))])
+    raw = c.dumps()
+    if layout == "a number a line":
+        raw = orjson.dumps(orjson.loads(raw), option=orjson.OPT_INDENT_2)
+    path = tmp_path / "dense.json"
+    path.write_bytes(raw)
+    assert Cassette.load(path).interactions[0].response.ends == list(range(1, len(body) + 1))
+
+
+_IN_A_MAP = (b'{"version": 1, "interactions": [{"request": {"method": "GET", "url": "http://h/"}, '
+             b'"response": {"status": 200, "body": ["x"], "chunks": [', b'[0, 1]]}}]}')
+
+
+@pytest.mark.parametrize("flood", [
+    _IN_A_MAP[0] + b"[0,1]," * 100_000 + _IN_A_MAP[1],
+    _IN_A_MAP[0] + b"[0, 1], " * 100_000 + _IN_A_MAP[1],
+    _IN_A_MAP[0] + b"[0, 1],\n" * 100_000 + _IN_A_MAP[1],
+    _IN_A_MAP[0] + b"0, " * 100_000 + _IN_A_MAP[1],
+    # the line break between two pairs, inside a string: not ssemock's layout, not counted out
+    b'{"version": 1, "interactions": [' + b"{}," * 100_000 + b'"' + b"],\n          [" * 100_000 + b'"]}',
+], ids=["compact-pairs", "pairs-on-one-line", "pairs-unindented", "numbers", "pair-breaks-in-a-string"])
+def test_a_flood_of_pairs_outside_the_layout_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                        flood: bytes) -> None:
+    _no_free_values(monkeypatch)
+    path = tmp_path / "flood.json"
+    path.write_bytes(flood)
+    with pytest.raises(CassetteError, match="JSON values in .* bytes, more than a cassette of this size"):
+        Cassette.load(path)
 
 
 @pytest.mark.parametrize("make", ["fifo", "dev_zero", "directory", "socket"])

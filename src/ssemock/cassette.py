@@ -1,8 +1,9 @@
 """Cassettes: lossless, readable, deterministic JSON files of recorded streaming interactions.
 
 A response body is kept as text split into one string per SSE event (or JSON line) so a person
-can read and edit it; chunk boundaries are a separate ``[t_ms, end_offset]`` map over the body's
-bytes, so a boundary may fall inside a UTF-8 character. Bodies that are not UTF-8 are base64.
+can read and edit it; chunk boundaries are a separate map of ``[t_ms, end_offset]`` pairs (one a
+line) over the body's bytes, so a boundary may fall inside a UTF-8 character. Bodies that are not
+UTF-8 are base64.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import re
 import secrets
 import stat
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -36,6 +37,7 @@ MAX_T_MS = 86_400_000  # a chunk time is at most a day after the request (ms), s
 MAX_DEPTH = 250  # request.json and response.error nest at most this deep (orjson writes 254 levels)
 FREE_VALUES = 1_000_000  # a cassette may hold this many JSON values at any size ...
 BYTES_PER_VALUE = 16  # ... and one more per 16 bytes (ssemock's indented layout takes more)
+_PAIR_BREAK = b"],\n          ["  # between two chunk map pairs (10 spaces in): see check_size
 
 
 class CassetteError(ValueError):
@@ -193,7 +195,8 @@ class Cassette:
                    path=path)
 
     def dumps(self) -> bytes:
-        """Deterministic JSON: fixed key order, 2-space indent, trailing newline."""
+        """Deterministic JSON: fixed key order, 2-space indent, trailing newline, and each
+        ``[t_ms, end]`` pair of a chunk map on a line of its own."""
         out: list[bytes | memoryview] = []
         self._write(out.append, out.clear)
         return b"".join(out)
@@ -201,7 +204,8 @@ class Cassette:
     def _write(self, write: Callable[[bytes | memoryview], object], restart: Callable[[], object]) -> None:
         """The JSON of :meth:`dumps`, handed out in parts: orjson lays out everything but the
         response bodies, which are laid out a window at a time (saving a large recording needs
-        no second copy of its body).
+        no second copy of its body), and the chunk maps, a pair a line (orjson's indent would
+        give each number a line: four lines a chunk).
 
         A body is taken for text when its first bytes are UTF-8, and the rest is checked as it is
         laid out (no pass of its own); if it is not, ``restart()`` drops what was written and the
@@ -215,7 +219,7 @@ class Cassette:
                 restart()
 
     def _write_once(self, write: Callable[[bytes | memoryview], object], binary: set[int]) -> None:
-        bodies, items = [], []
+        bodies, items, maps = [], [], []
         for i, x in enumerate(self.interactions):
             # after a restart, every body is checked whole first: a second restart is never needed
             text = i not in binary and _utf8_prefix(x.response.body, None if binary else _TEXT_PREFIX)
@@ -225,13 +229,16 @@ class Cassette:
                 raise CassetteError(f"refusing to save: {exc}", path=self.path, interaction=i) from None
             if text:
                 bodies.append((i, x.response))
+            maps.append(item["response"]["chunks"])
+            item["response"]["chunks"] = _MAP
             items.append(item)
         laid = orjson.dumps({"version": VERSION, "interactions": items},
                             option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
         parts = laid.split(_BODY_JSON)
-        if len(parts) != len(bodies) + 1:
-            raise CassetteError("a header, URL or body holds ssemock's internal body placeholder", path=self.path)
-        write(parts[0])
+        if len(parts) != len(bodies) + 1 or laid.count(_MAP_JSON) != len(maps):
+            raise CassetteError("a header, URL or body holds one of ssemock's internal placeholders", path=self.path)
+        pairs = iter(maps)
+        _write_maps(parts[0], pairs, write)
         for before, (i, resp), after in zip(parts, bodies, parts[1:]):
             line = before[before.rfind(b"\n") + 1:]
             nested = b"\n" + b" " * (len(line) - len(line.lstrip(b" ")))
@@ -240,7 +247,7 @@ class Cassette:
                     write(part)
             except UnicodeDecodeError:
                 raise _NotText(i) from None
-            write(after)
+            _write_maps(after, pairs, write)
 
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Write atomically (temp file in the same folder + os.replace).
@@ -407,15 +414,23 @@ def check_size(raw: bytes | str, *, path: str | os.PathLike[str] | None = None, 
     """Refuse JSON text with more values than a cassette of its size can hold (CassetteError),
     before a parser builds them: 100 MB of ``{},{},...`` would take GBs as Python objects. Parsed
     memory then stays within a small multiple of the file (one value per 16 bytes at most, past
-    the first million; every value of ssemock's own indented layout takes a line of its own).
+    the first million). In ssemock's own layout every value takes a line of its own but for the
+    chunk maps' ``[t_ms, end]`` pairs, three values to a line of 20 bytes or more; so the break
+    between two pairs (``],``, newline, indent, ``[``: 14 bytes) is not counted and a pair counts
+    as one value (a file of nothing but such breaks holds an empty list per 14 bytes: as bounded).
 
     ``size``: the whole file's, when ``raw`` is the file without its bodies."""
     data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
     size = len(data) if size is None else size
     limit = FREE_VALUES + size // BYTES_PER_VALUE
-    if len(data) // 2 + 1024 <= limit or _values(data) <= limit:  # a value takes 2 bytes, or 1 in a
-        return  # chain of brackets (at most 1024 deep): a small document needs no count
-    count = _values(data) - sum(_values(m.group()) for m in _STRING.finditer(data))  # strings' own don't count
+    if len(data) // 2 + 1024 <= limit:  # a value takes 2 bytes, or 1 in a chain of brackets (at
+        return  # most 1024 deep): a small document needs no count
+    count = _values(data)
+    if count <= limit or (count := count - 2 * data.count(_PAIR_BREAK)) <= limit:
+        return  # what strings hold only lowers the count (a break in one is two values of its own)
+    for m in _STRING.finditer(data):  # strings' own don't count
+        text = m.group()
+        count -= _values(text) - 2 * text.count(_PAIR_BREAK)
     if count > limit:
         raise CassetteError(f"holds about {count:,} JSON values in {size:,} bytes, more than a cassette "
                             f"of this size may ({limit:,}: {FREE_VALUES:,} and one per {BYTES_PER_VALUE} bytes); "
@@ -586,6 +601,31 @@ def _headers_from_json(value: Any, where: str) -> Headers:
 # body a cassette holds can be taken for it
 _BODY = f"\x00ssemock:body:{secrets.token_hex(16)}\x00"
 _BODY_JSON = orjson.dumps(_BODY)
+_MAP = f"\x00ssemock:chunks:{secrets.token_hex(16)}\x00"  # stands for a chunk map, the same way
+_MAP_JSON = orjson.dumps(_MAP)
+
+
+def _write_maps(text: bytes, maps: Iterator[list[tuple[Any, int]]],
+                write: Callable[[bytes | memoryview], object]) -> None:
+    """Write ``text`` (orjson's layout) with each chunk map placeholder in it replaced by the next
+    map of ``maps``, laid out by :func:`_chunk_map_laid_out` at the placeholder's indent."""
+    segments = text.split(_MAP_JSON)
+    write(segments[0])
+    for before, after in zip(segments, segments[1:]):
+        line = before[before.rfind(b"\n") + 1:]
+        write(_chunk_map_laid_out(next(maps), b"\n" + b" " * (len(line) - len(line.lstrip(b" ")))))
+        write(after)
+
+
+def _chunk_map_laid_out(pairs: list[tuple[Any, int]], nested: bytes) -> bytes:
+    """``pairs`` as orjson's OPT_INDENT_2 would lay out the list at the depth where a line starts
+    with ``nested``, but each pair on one line: ``[262.2, 304],``. Made in bulk: orjson writes the
+    numbers (compact, so exactly as its indented layout writes them) and two ``bytes.replace`` calls
+    lay them out; a number's JSON holds no comma."""
+    if not pairs:
+        return b"[]"
+    inner = orjson.dumps(pairs)[1:-1].replace(b",", b", ").replace(b"], [", b"]," + nested + b"  [")
+    return b"[" + nested + b"  " + inner + nested + b"]"
 
 
 _TEXT_PREFIX = 4096  # bytes of a body checked for UTF-8 before it is taken for text

@@ -425,25 +425,39 @@ def _add_fix(subparsers: Subparsers) -> None:
                     "disagree with their body: the old boundaries that still fall inside the body are "
                     "kept; when the body was edited (its length changed) the map becomes one chunk "
                     "per event with the old times taken by event order. Exit 1 when the file cannot "
-                    "be repaired (not JSON, another kind of damage).")
+                    "be repaired (not JSON, another kind of damage). --reformat also rewrites a file "
+                    "that needs no repair but is not in ssemock's current layout (one written before "
+                    "chunk maps took a line per [t_ms, end] pair, or laid out by hand).")
     parser.add_argument("cassette", metavar="CASSETTE", help="ssemock cassette file")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the result to FILE (default: in place)")
+    parser.add_argument("--reformat", action="store_true",
+                        help="rewrite the file in ssemock's current layout even when nothing needs repair")
     parser.set_defaults(handler=_cmd_fix)
 
 
 def _cmd_fix(args: argparse.Namespace) -> int:
     from . import inspect
+    from .cassette import read_file
 
     try:
-        cassette, repairs = inspect.repair_file(args.cassette)
+        raw = read_file(args.cassette)
+        cassette, repairs = inspect.repair(raw, args.cassette)
     except CassetteError as exc:
         _out(f"ssemock: error: {exc} (not repairable)", err=True)
         return 1
     for r in repairs:
         _out(f"{args.cassette}: interaction {r.interaction}: {'repaired: ' if r.changed else ''}{r.message}")
-    if not any(r.changed for r in repairs) and args.output is None:
-        _out(f"{args.cassette}: nothing to fix")
+    repaired = any(r.changed for r in repairs)
+    # saving would change its layout (not asked when it is written elsewhere anyway)
+    relaid = not repaired and (args.output is None or args.reformat) and cassette.dumps() != raw
+    del raw
+    if not repaired and args.output is None and not (relaid and args.reformat):
+        _out(f"{args.cassette}: nothing to fix" + (
+            " (its layout is not ssemock's current one: `ssemock fix --reformat` rewrites it, "
+            "a chunk map pair a line)" if relaid else ""))
         return 0
+    if relaid and args.reformat:
+        _out(f"{args.cassette}: reformatted in ssemock's current layout")
     target = args.output if args.output is not None else args.cassette
     cassette.save(target)
     _out(f"wrote {target}")
