@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 
 import orjson
 
-from .chunking import _EVENT_END, event_ends  # _EVENT_END: cut where event_ends cuts
+from .framing.ends import _EVENT_END, event_ends  # _EVENT_END: cut where event_ends cuts
 from .framing.eventstream import is_eventstream
 
 _c_escaped: Callable[[bytes, bytes, bytes], bytes | None] | None

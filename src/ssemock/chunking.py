@@ -15,18 +15,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import overload
 
-from . import framing
+from .framing.ends import Ends, event_ends, framed_event_ends  # re-exported: where chunks are cut
 from ._names import unknown
-from .framing.eventstream import frame_ends, is_eventstream
 
 __all__ = [
-    "ALL", "At", "Chunking", "Regular", "Slices", "at", "as_recorded", "bytewise", "coalesced", "fixed",
+    "ALL", "At", "Chunking", "Regular", "Slices", "at", "as_recorded", "bytewise", "coalesced", "event_ends", "fixed",
     "framed_event_ends", "get", "mid_line", "mid_utf8", "per_event", "random",
 ]
 
-Ends = list[int]
 _LINE = re.compile(rb"[^\r\n]+")
-_EVENT_END = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)")  # a line ending, then a blank line
 
 
 @dataclass(frozen=True)
@@ -192,51 +189,6 @@ def _bytewise(body: bytes, recorded: Sequence[int]) -> Ends:
 
 def _coalesced(body: bytes, recorded: Sequence[int]) -> Ends:
     return [len(body)]
-
-
-def event_ends(body: bytes, sse: bool | None = None) -> Ends:
-    """End offset of every SSE event (after its blank line), or of every line for JSON lines,
-    or of every frame of a binary AWS eventstream body (Bedrock), known by its first prelude.
-
-    ``sse=None`` guesses: SSE when the body has a blank line.
-    """
-    if sse is not True and is_eventstream(body):
-        return frame_ends(body)
-    ends = _blank_line_ends(body) if sse is not False else []
-    if not ends and sse is not True:
-        ends = [m.end() for m in re.finditer(rb"\n", body)]
-    return ends
-
-
-def _blank_line_ends(body: bytes) -> Ends:
-    """Ends of ``_EVENT_END`` matches; with only ``\n`` line endings, found by ``bytes.find``
-    (several times faster than the regex on a large body)."""
-    if b"\r" in body:
-        return [m.end() for m in _EVENT_END.finditer(body)]
-    ends, find, pos = [], body.find, body.find(b"\n\n")
-    while pos >= 0:
-        pos += 2
-        ends.append(pos)
-        pos = find(b"\n\n", pos)
-    return ends
-
-
-def framed_event_ends(body: bytes, content_type: str | None) -> Ends:
-    """End offset of every event of ``body`` in its framing (:func:`ssemock.framing.detect`): SSE
-    events, JSON lines, a JSON array's elements (Gemini without ``alt=sse``), eventstream frames.
-
-    A content type a framing claims decides. Else a body that is a JSON array of objects is cut
-    at its elements, and any other at what :func:`event_ends` guesses (an eventstream prelude,
-    blank lines, else lines)."""
-    found = framing.detect(content_type, body)
-    media = (content_type or "").split(";")[0].strip().lower()
-    if media and found.content_type(media):
-        return found.event_ends(body)
-    if found.name == "json_array":
-        ends = found.event_ends(body)
-        if ends:
-            return ends
-    return event_ends(body)
 
 
 def _per_event(body: bytes, recorded: Sequence[int], content_type: str | None = None) -> Ends:

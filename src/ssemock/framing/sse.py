@@ -6,7 +6,7 @@ events end in a body (after each blank line: LF LF, CR CR, CRLF CRLF and mixes).
 
 from __future__ import annotations
 
-from ..chunking import event_ends as _event_ends
+from .ends import event_ends as _event_ends
 from ..sse import Decoder, ServerSentEvent, adecode, decode, iter_decode
 from . import Framing
 
