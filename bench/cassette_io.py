@@ -28,9 +28,9 @@ from timer import best
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src"), str(Path(__file__).resolve().parent)]
 
 import orjson  # noqa: E402
+from decode import openai_event  # noqa: E402
 
 import ssemock  # noqa: E402
-from decode import openai_event  # noqa: E402
 
 URL = "https://api.openai.com/v1/chat/completions"
 EVENT_BYTES = 268  # about the size of one event

@@ -19,8 +19,9 @@ from timer import best
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src"), str(Path(__file__).resolve().parent)]
 
-from ssemock import chunking  # noqa: E402
 from decode import build_events  # noqa: E402
+
+from ssemock import chunking  # noqa: E402
 
 EVENT_BYTES = 268
 STRATEGIES = [*chunking.ALL, chunking.fixed(3)]

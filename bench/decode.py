@@ -39,8 +39,9 @@ from typing import Any
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src"), str(Path(__file__).resolve().parent)]
 
-from ssemock.sse import Decoder, decode, iter_decode  # noqa: E402
 from timer import median_interleaved  # noqa: E402
+
+from ssemock.sse import Decoder, decode, iter_decode  # noqa: E402
 
 WORDS = ["Hello", " wörld", ",", " naïve", " café", " 東京", " へようこそ", " 🙂", " Ωmega", " —", " ok", "."]
 N_EVENTS = 20_000
@@ -356,7 +357,7 @@ def main() -> None:
     for r in results:
         print(f"  {r.shape.name:<46} {r.ratio:8.2f}x {r.iter_ratio:12.2f}x {r.feed_ratio:12.2f}x   vs {r.fastest_peer}")
     per_byte = linearity()
-    print(f"\nlinearity, one event of 0.1/1/10 MB in 4 KiB reads: "
+    print("\nlinearity, one event of 0.1/1/10 MB in 4 KiB reads: "
           + " / ".join(f"{v:.2f}" for v in per_byte) + f" ns/byte (10 MB / 0.1 MB = {per_byte[-1] / per_byte[0]:.2f})")
     print(f"\ntotal {time.perf_counter() - t0:.1f} s")
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from botocore.eventstream import EventStreamBuffer
 
 import ssemock
-from ssemock.protocols import bedrock
 from ssemock.framing import eventstream
+from ssemock.protocols import bedrock
 
 FRAME = bedrock.frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "token 世界 "}, "p": "abcdef"})
 BODY = FRAME * 40_000

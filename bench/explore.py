@@ -36,8 +36,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(Path(__file__).resolve().parent)]
 
-import ssemock  # noqa: E402
 from decode import build_events  # noqa: E402
+
+import ssemock  # noqa: E402
 from ssemock import synth  # noqa: E402
 
 CONFTEST = '''
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _bugs() -> None:
     sys.path.insert(0, str(ROOT / "tests"))
-    import test_bug_classes as t  # noqa: PLC0415
+    import test_bug_classes as t
 
     rows = dict(t.BUGS)
     rows["CR at a 64-byte buffer end (the matrix misses it)"] = (

@@ -31,9 +31,9 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src"), str(Path(__fil
 
 import httpx2  # noqa: E402
 import openai  # noqa: E402
+from decode import build_events  # noqa: E402
 
 import ssemock  # noqa: E402
-from decode import build_events  # noqa: E402
 
 URL = "https://api.openai.com/v1/chat/completions"
 

@@ -38,8 +38,9 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src"), str(Path(__file__).resolve().parent)]
 
-import ssemock  # noqa: E402
 from decode import build_events  # noqa: E402
+
+import ssemock  # noqa: E402
 
 URL = "https://api.openai.com/v1/chat/completions"
 UNUSED, MARKED = 500, 200
@@ -247,7 +248,7 @@ def main() -> None:
           f"({a['per_test'] / b['per_test']:.3f}x, target <= 1.05x)")
     print("  import after pytest: " + ", ".join(f"{m} {ms:.2f} ms" for m, ms in u["import_ms"].items()))
     m = marked(MARKED // 4 if quick else MARKED, 3 if quick else 5)
-    print(f"marked tests through the openai SDK, 20 events each:")
+    print("marked tests through the openai SDK, 20 events each:")
     for name, r in m.items():
         print(f"  {name:<15} median {r['per_test'] * 1e3:6.3f} ms/test, mean {r['per_test_mean'] * 1e3:6.3f} ms/test, "
               f"session {r['wall']:.2f} s  ({r['per_test'] / m['respx']['per_test']:.2f}x respx)")

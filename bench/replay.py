@@ -31,9 +31,9 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src"), str(Path(__fil
 import httpx  # noqa: E402
 import httpx2  # noqa: E402
 import respx  # noqa: E402
+from timer import median_interleaved  # noqa: E402
 
 import ssemock  # noqa: E402
-from timer import median_interleaved  # noqa: E402
 
 URL = "https://api.example.test/v1/chat/completions"
 

@@ -45,7 +45,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -53,17 +53,12 @@ from typing import Any, TextIO
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "src"), str(HERE)]
 
-import httpx  # noqa: E402
-import httpx2  # noqa: E402
-import respx  # noqa: E402
-
-import ssemock  # noqa: E402
-from ssemock.redact import find_secrets  # noqa: E402
-
 import cassette_io  # noqa: E402
 import chunking as chunking_bench  # noqa: E402
 import decode as decode_bench  # noqa: E402
 import fixed_cost  # noqa: E402
+import httpx  # noqa: E402
+import httpx2  # noqa: E402
 import lazy_chunking as lazy_bench  # noqa: E402
 import matching as matching_bench  # noqa: E402
 import matrix as matrix_bench  # noqa: E402
@@ -71,10 +66,14 @@ import memory as memory_bench  # noqa: E402
 import pytest_cost  # noqa: E402
 import record as record_bench  # noqa: E402
 import replay as replay_bench  # noqa: E402
+import respx  # noqa: E402
 import secret_scan as secret_scan_bench  # noqa: E402
 import stack_aiohttp  # noqa: E402
 import stack_urllib3  # noqa: E402
 import timing as timing_bench  # noqa: E402
+
+import ssemock  # noqa: E402
+from ssemock.redact import find_secrets  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 SCALE = 10 if QUICK else 1

@@ -24,11 +24,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "src"), str(HERE)]
 
+from decode import build_events  # noqa: E402
+from timer import best  # noqa: E402
+
 import ssemock  # noqa: E402
 import ssemock.secrets as scanner  # noqa: E402
-from decode import build_events  # noqa: E402
 from ssemock.redact import find_secrets  # noqa: E402
-from timer import best  # noqa: E402
 
 
 def bodies(size: int) -> dict[str, tuple[bytes, int]]:

@@ -27,9 +27,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
+from aiohttp import web
 from aiohttp.base_protocol import BaseProtocol
 from aiohttp.streams import StreamReader
-from aiohttp import web
 from aioresponses import aioresponses
 
 import ssemock

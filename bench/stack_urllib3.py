@@ -29,10 +29,10 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
+from timer import best
 
 import ssemock
 from ssemock.server import running
-from timer import best
 
 URL = "https://api.example.test/v1/chat/completions"
 SIZE = 64

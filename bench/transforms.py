@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src"), str(Path(__file__).resolve().parent)]
 
+from decode import build_events  # noqa: E402
 from timer import best  # noqa: E402
 
-from decode import build_events  # noqa: E402
 from ssemock import chunking, transforms  # noqa: E402
 
 EVENT_BYTES = 268

@@ -33,9 +33,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
+from streams import anthropic_events, openai_chat_events, writes
 
 from ssemock.server import running
-from streams import anthropic_events, openai_chat_events, writes
 
 GAP = 0.03
 

@@ -11,7 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ssemock.accumulate import (
-    Accumulated, Choice, ProtocolError, ToolCall, accumulate, detect_protocol,
+    Accumulated,
+    Choice,
+    ProtocolError,
+    ToolCall,
+    accumulate,
+    detect_protocol,
 )
 from ssemock.sse import ServerSentEvent
 

@@ -107,7 +107,7 @@ def test_expected_after_a_disconnect_is_what_was_delivered() -> None:
                                      ("same_event", b'data: [DONE]\ndata: {"ssemock": "data after the terminator"}\n\n'),
                                      ("garbage", b"data: [DONE]garbage\n\n")])
 def test_trailing_data(at: str, tail: bytes) -> None:
-    with ssemock.replay(CASSETTE, faults=f"trailing_data:at={at}", match_on=MATCH) as player:
+    with ssemock.replay(CASSETTE, faults=f"trailing_data:at={at}", match_on=MATCH):
         with httpx.Client() as client:
             body = _read(client)
     assert body.endswith(tail)

@@ -202,7 +202,7 @@ def _run_blocks(page_blocks: list[Block], pytester: pytest.Pytester, namespace: 
         if block.kind == "exec":
             # padded to the block's line so that tracebacks point into the markdown file
             code = compile("\n" * (block.line - 1) + block.code, str(block.page), "exec")
-            exec(code, namespace)  # noqa: S102 - the docs are the test
+            exec(code, namespace)
             ran += 1
             continue
         name, args = block.target()

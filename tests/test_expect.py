@@ -15,10 +15,10 @@ import httpx
 import httpx_sse
 import openai
 import pytest
+from streams import TEXT, TOOL_ARGS, anthropic_events, openai_chat_events, writes
 
 import ssemock
 from ssemock.expect import StreamAssertionError
-from streams import TEXT, TOOL_ARGS, anthropic_events, openai_chat_events, writes
 
 URL = "https://api.openai.com/v1/chat/completions"
 MATRIX = [(c.name, t) for c in ssemock.chunking.ALL for t in (None, "crlf", "cr", "keepalive", "no_space")]
@@ -211,7 +211,7 @@ def test_assert_events_message_names_event_and_boundaries() -> None:
 def test_expected_before_anything_served_is_a_clear_error() -> None:
     with ssemock.replay(ssemock.Cassette()) as player:
         with pytest.raises(StreamAssertionError, match="nothing was served or recorded yet"):
-            player.expected
+            _ = player.expected
 
 
 def test_truncate_makes_accumulate_report_an_unterminated_stream() -> None:

@@ -4,11 +4,10 @@ as users drive it (pytest in a subprocess)."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
-
 from conftest import APP
+
 from ssemock.server import running
 
 HEADER = '''

@@ -11,11 +11,11 @@ import httpx2
 import httpx_sse
 import openai
 import pytest
+from conftest import FakeClock
+from streams import TEXT, anthropic_events, openai_chat_events, writes
 
 import ssemock
-from conftest import FakeClock
 from ssemock import faults
-from streams import TEXT, anthropic_events, openai_chat_events, writes
 
 OPENAI_URL = "https://api.openai.com/v1/chat/completions"
 ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"

@@ -26,11 +26,11 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from streams import anthropic_events, openai_chat_events
 
 from ssemock import Cassette, CassetteError, ndjson, sse
 from ssemock.accumulate import PROTOCOLS, Accumulated, ProtocolError, accumulate
 from ssemock.sse import ServerSentEvent
-from streams import anthropic_events, openai_chat_events
 
 # SSEMOCK_FUZZ_SCALE=50 pytest tests/test_fuzz.py: a deep run (50x the examples)
 SCALE = int(os.environ.get("SSEMOCK_FUZZ_SCALE", "1"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import aiohttp
@@ -300,7 +300,7 @@ def test_a_stream_still_held_when_the_player_stops_gives_up_at_once() -> None:
            "stopped before it was made" in str(error)
 
 
-def _stream_only(events: list[bytes], before: list[int] = [], after: list[int] = []) -> ssemock.Cassette:
+def _stream_only(events: list[bytes], before: Sequence[int] = (), after: Sequence[int] = ()) -> ssemock.Cassette:
     """A GET stream with POSTs recorded before it (ids ``before``) and after it (ids ``after``)."""
     cassette = ssemock.Cassette()
     for ident in before:

@@ -114,7 +114,7 @@ def test_a_refused_recording_is_kept_masked_and_accept_makes_it_the_cassette(
     assert "masked: interaction 0 response.body: 1 x REDACTED" in out and KEY not in out
     assert not refused.exists()
     assert ssemock.Cassette.load(path).interactions[-1].response.body == body
-    with ssemock.use_cassette(path) as player:  # replays without a second call (the network is locked)
+    with ssemock.use_cassette(path):  # replays without a second call (the network is locked)
         with httpx.Client() as client:
             assert client.get(url).content == body
     assert KEY in got[0].decode()  # the client got the real stream while it was recorded

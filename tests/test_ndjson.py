@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 import asyncio
+import re
 from collections.abc import AsyncIterator, Iterable
 
 import orjson

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import re
 import socket
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from conftest import APP
 
 import ssemock
-from conftest import APP
 from ssemock.server import running
 
 TEST_FILE = '''

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,10 @@ import openai
 import orjson
 import pytest
 import requests
-
-import ssemock
 from conftest import ACK, GATED, assert_paced
 from streams import TEXT, TOOL_ARGS
+
+import ssemock
 
 CLIENTS = ["httpx", "httpx2"]
 
@@ -558,8 +557,7 @@ def test_sdk_streams_closed_after_the_first_event_record_the_whole_stream(tmp_pa
         client = anthropic.Anthropic(base_url=server, api_key="sk-ant-test-key-123456")
         with client.messages.stream(model="claude-test", max_tokens=64,
                                     messages=[{"role": "user", "content": "Hi"}]) as stream:
-            for first in stream:
-                break
+            first = next(iter(stream))
         assert first.type == "message_start"
 
         async def openai_first() -> str:

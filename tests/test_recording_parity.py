@@ -3,8 +3,6 @@ outcomes, no teardown warnings, and a fault test that passes both ways (pytest, 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 import ssemock

@@ -7,14 +7,14 @@ import time
 
 import anthropic
 import anyio
-import httpx
 import httpcore
+import httpx
 import httpx2
 import openai
 import pytest
+from conftest import FakeClock
 
 import ssemock
-from conftest import FakeClock
 
 URL = "https://api.example.test/v1/chat/completions"
 

@@ -391,7 +391,7 @@ def test_p(who):
 def test_hostile_parametrize_ids_record_inside_the_cassette_directory(pytester: pytest.Pytester, slow: str) -> None:
     pytester.makepyfile(test_names=NAMES_TEST)
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    pytester._monkeypatch.setenv("SSEMOCK_SAFETY_SERVER", slow)  # noqa: SLF001
+    pytester._monkeypatch.setenv("SSEMOCK_SAFETY_SERVER", slow)
     before = set(pytester.path.parent.iterdir())
     pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:xdist", "--ssemock-record-mode=once") \
         .assert_outcomes(passed=5)

@@ -227,7 +227,7 @@ def test_two_xdist_workers_record_different_cassettes_at_the_same_time(pytester:
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     GATE.peak = 0
     with running(APP) as url:
-        pytester._monkeypatch.setenv("SSEMOCK_SCALE_SERVER", url)  # noqa: SLF001
+        pytester._monkeypatch.setenv("SSEMOCK_SCALE_SERVER", url)
         first = pytester.runpytest_subprocess("-p", "no:cassetter", "-n", "2", "--ssemock-record-mode=once")
         first.assert_outcomes(passed=2)
     assert GATE.peak == 2, "the two workers did not record at the same time"
@@ -261,13 +261,13 @@ def test_abandoned_stream_stops_growing_when_the_client_closes(tmp_path: Path, e
                         break
                 (recorder,) = player.recorders
                 # not closed yet, but nobody reads: the recorder takes nothing more
-                size = recorder._size  # noqa: SLF001
+                size = recorder._size
                 _settle()
-                assert recorder._size == size  # noqa: SLF001
+                assert recorder._size == size
             assert recorder.ended and not recorder.complete  # closed by the client
-            size = recorder._size  # noqa: SLF001
+            size = recorder._size
             _settle()
-            assert recorder._size == size  # noqa: SLF001
+            assert recorder._size == size
             deadline = time.monotonic() + 3
             while GATE.active and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -292,9 +292,9 @@ async def test_abandoned_async_stream_stops_growing_when_the_client_closes(tmp_p
                         break
             (recorder,) = player.recorders
             assert recorder.ended and not recorder.complete
-            size = recorder._size  # noqa: SLF001
+            size = recorder._size
             await asyncio.sleep(0.15)
-            assert recorder._size == size  # noqa: SLF001
+            assert recorder._size == size
     x, = ssemock.Cassette.load(path).interactions
     assert x.response.body == b"".join(got)
 

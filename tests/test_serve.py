@@ -24,13 +24,13 @@ from typing import Any
 import aiohttp
 import pytest
 import requests
+from conftest import FakeClock
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Mount, Route
 
 import ssemock
-from conftest import FakeClock
 import ssemock.held
 from ssemock import chunking, sse, transforms
 from ssemock.cli import main

@@ -64,7 +64,7 @@ def test_import_a_yaml_cassette_written_by_vcrpy_and_replay_it(
     for x, body in zip(cassette.interactions, live):
         resp = x.response
         assert resp.body == body and resp.times == [0.0] * len(resp.ends)
-        assert resp.chunks == [e for e in ssemock.cassette.split_body(body, "text/event-stream")]
+        assert resp.chunks == list(ssemock.cassette.split_body(body, "text/event-stream"))
         assert resp.header("content-encoding") is None and resp.header("transfer-encoding") is None
     assert dict(cassette.interactions[2].request.headers)["authorization"] == "REDACTED"
 
@@ -73,7 +73,7 @@ def test_import_a_yaml_cassette_written_by_vcrpy_and_replay_it(
             for (method, route, body), expected in zip(ROUTES, live):
                 got, chunks = fetch(client, server, method, route, body)
                 assert got == expected
-                assert chunks == [e for e in ssemock.cassette.split_body(expected, "text/event-stream")]
+                assert chunks == list(ssemock.cassette.split_body(expected, "text/event-stream"))
     assert [e.data for e in sse.decode([live[0]])] == ["one", "two", "世"]
 
 

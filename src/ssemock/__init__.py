@@ -16,8 +16,20 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from . import (cassettes, chunking, conformance, faults, held, matching, ndjson, sse, strategies, synth, timing,
-                   transforms)
+    from . import (
+        cassettes,
+        chunking,
+        conformance,
+        faults,
+        held,
+        matching,
+        ndjson,
+        sse,
+        strategies,
+        synth,
+        timing,
+        transforms,
+    )
     from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
     from .cassette import Cassette, CassetteError, Interaction, Request, Response
     from .errors import NetworkBlockedError, SsemockWarning
@@ -31,13 +43,12 @@ __version__ = "0.1.0"
 
 #: public name -> the module that defines it (a submodule itself when the name is one)
 _WHERE = {
-    **{name: "accumulate" for name in ("Accumulated", "ProtocolError", "accumulate", "detect_protocol")},
-    **{name: "cassette" for name in ("Cassette", "CassetteError", "Interaction", "Request", "Response")},
-    **{name: "errors" for name in ("NetworkBlockedError", "SsemockWarning")},
-    **{name: "expect" for name in ("Expected", "StreamAssertionError")},
-    **{name: "record" for name in ("RequestHook", "ResponseHook")},
-    **{name: "replay" for name in ("Play", "Player", "UnmatchedRequestError", "plan_response", "replay",
-                                   "use_cassette")},
+    **dict.fromkeys(("Accumulated", "ProtocolError", "accumulate", "detect_protocol"), "accumulate"),
+    **dict.fromkeys(("Cassette", "CassetteError", "Interaction", "Request", "Response"), "cassette"),
+    **dict.fromkeys(("NetworkBlockedError", "SsemockWarning"), "errors"),
+    **dict.fromkeys(("Expected", "StreamAssertionError"), "expect"),
+    **dict.fromkeys(("RequestHook", "ResponseHook"), "record"),
+    **dict.fromkeys(("Play", "Player", "UnmatchedRequestError", "plan_response", "replay", "use_cassette"), "replay"),
     "ServerSentEvent": "sse",
     "explore": "explore",
 }

@@ -25,7 +25,7 @@ def file_name(name: str) -> str:
     return f"{safe}.json"
 
 
-_RECORDING_FORBIDDEN = str.maketrans({c: "-" for c in "<>?%*:|\"'/\\"})
+_RECORDING_FORBIDDEN = str.maketrans(dict.fromkeys("<>?%*:|\"'/\\", "-"))
 
 
 def recording_name(name: str, cls: str | None = None) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from . import protocols as _protocols
-from .protocols.base import JSON, Accumulated, Choice, Event, ProtocolError, ToolCall
+from .protocols.base import Accumulated, Choice, Event, ProtocolError, ToolCall
 
 __all__ = [
     "PROTOCOLS", "Accumulated", "Choice", "ProtocolError", "ToolCall", "accumulate",

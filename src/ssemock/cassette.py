@@ -28,7 +28,8 @@ from typing import IO, Any
 
 import orjson
 
-from .cassette_body import body_ends as body_ends, laid_out, pieces  # body_ends: inspect and vcr use it from here
+from .cassette_body import body_ends as body_ends  # body_ends: inspect and vcr use it from here
+from .cassette_body import laid_out, pieces
 
 __all__ = ["Cassette", "CassetteError", "Interaction", "Request", "Response", "VERSION"]
 

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import overload
 
-from .framing.ends import Ends, event_ends, framed_event_ends  # re-exported: where chunks are cut
 from ._names import unknown
+from .framing.ends import Ends, event_ends, framed_event_ends  # re-exported: where chunks are cut
 
 __all__ = [
     "ALL", "At", "Chunking", "Regular", "Slices", "at", "as_recorded", "bytewise", "coalesced", "event_ends", "fixed",

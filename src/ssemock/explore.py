@@ -33,12 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import faults as _faults
 from . import held as _held
 from .cassette import Cassette
-from .chunking import at
+from .chunking import At, at
 from .expect import StreamAssertionError
-from . import faults as _faults
-from .chunking import At
 from .strategies import HAZARDS, Space, Tables, Variant, classify, describe_boundary, minimal_failing_split
 
 if TYPE_CHECKING:
@@ -419,7 +418,7 @@ def replaying_recorded(player: Player) -> Iterator[None]:
     from .selection import Selection
     saved = (player.cassette, player._selection, player._replays, player._records, player.recorders,
              player.chunking, player.transforms, player.faults)
-    kept = [x for x in player.cassette.interactions]
+    kept = list(player.cassette.interactions)
     player.cassette = Cassette([*kept, *player.recorded], path=player.cassette.path)
     player._selection = Selection(player.cassette.interactions, player.match_on)
     player._replays, player._records, player.recorders = True, False, []

@@ -170,7 +170,7 @@ class Requests:
                 continue
             try:
                 await asyncio.wait_for(event.wait(), left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             finally:
                 with self._changed:

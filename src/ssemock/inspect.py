@@ -30,8 +30,17 @@ import orjson
 
 from . import framing, sse
 from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
-from .cassette import (MAX_T_MS, Cassette, CassetteError, Interaction, Response, parse_interaction, read_document, read_file,
-                       body_ends)
+from .cassette import (
+    MAX_T_MS,
+    Cassette,
+    CassetteError,
+    Interaction,
+    Response,
+    body_ends,
+    parse_interaction,
+    read_document,
+    read_file,
+)
 from .chunking import Chunking, event_ends
 from .framing.eventstream import is_frame
 from .redact import REDACTED, find_secrets, mask_url, redact_request, redact_response, replace_spans
@@ -713,7 +722,7 @@ def _repair_map(old: list[tuple[float, int]], body: bytes,
                              f"was {len(old)}), "
                              "times taken from the old map by event order")
     ends, times = [], []
-    for (t, e), t_ms in zip(old, times_ms):
+    for (_, e), t_ms in zip(old, times_ms):
         if 0 < e <= size and (not ends or e > ends[-1]):
             ends.append(e)
             times.append(t_ms / 1000)

@@ -14,10 +14,10 @@ import os
 import re
 import uuid
 import warnings
-from types import TracebackType
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -182,6 +182,7 @@ def _marking(handler: Any) -> Any:
 def _keeping_partials(function: Any) -> Any:
     def keeping(*args: Any, **kwargs: Any) -> Any:
         import sys
+
         from .replay import recording_players
         for player in recording_players():
             try:
@@ -478,7 +479,7 @@ def ssemock_cassette_dir(request: pytest.FixtureRequest) -> Path:
 def _test_name(node: Any) -> tuple[str, list[str]]:
     """The test's name without the ssemock variant id, and the classes it is in (outermost first)."""
     name = re.sub(r"(?<=\[)ssemock-[^-\]]+(-|(?=\]))|-ssemock-[^-\]]+", "", node.name).replace("[]", "")
-    return name, [c.name for c in getattr(node, "listchain", lambda: [])() if isinstance(c, pytest.Class)]
+    return name, [c.name for c in getattr(node, "listchain", list)() if isinstance(c, pytest.Class)]
 
 
 def cassette_name(node: Any) -> str:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from .cassette import Cassette, Headers, Interaction, Request, Response
+from .cassette import Cassette, Interaction, Request, Response
 from .secrets import SECRET_NAME, Secret, _query_spans, looks_random, scan, scan_body, scan_header, scan_url
 from .transforms import rewrite
 

@@ -17,9 +17,9 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import urlsplit
 from types import TracebackType
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 import respx
@@ -28,30 +28,29 @@ from . import chunking as _chunking
 from . import diagnose as _diagnose
 from . import faults as _faults
 from . import held as _held
-from . import protocols as _protocols
-from . import matching
-from . import timing as _timing
-from . import transforms as _transforms
-from .accumulate import Accumulated
-from .cassette import Cassette, CassetteError, Interaction, Request
-from .expect import Expected, StreamAssertionError
 from . import keep as _keep
 from . import lock as _lock
-from . import subprocesses as _subprocesses
-from ._names import unknown
+from . import matching
+from . import protocols as _protocols
 from . import stacks as _stacks
-from .errors import SsemockWarning, UnmatchedRequestError
-from .modes import RECORD_MODES, RecordMode
-from .stacks import Record
+from . import subprocesses as _subprocesses
+from . import timing as _timing
+from . import transforms as _transforms
+from ._names import unknown
+from .accumulate import Accumulated
+from .cassette import Cassette, CassetteError, Interaction, Request
 from .cassette_lock import lock_for
+from .errors import SsemockWarning, UnmatchedRequestError
+from .expect import Expected, StreamAssertionError
+from .modes import RECORD_MODES, RecordMode
 from .record import MAX_BODY_BYTES, Recorder, RequestHook, ResponseHook, drain_seconds, request_from_httpx
 from .redact import escape_control, find_secrets, mask_text
 from .selection import Selection
 from .serving import (
     ChunkingSpec,
     FaultSpec,
-    Play,
     Plan,
+    Play,
     ReplayStream,
     TimingSpec,
     TransformSpec,
@@ -59,6 +58,7 @@ from .serving import (
     _timeout_cut,
     plan_response,
 )
+from .stacks import Record
 
 __all__ = ["Play", "Plan", "Player", "ReplayStream", "UnmatchedRequestError", "plan_response", "recording_refusals",
            "replay", "use_cassette"]

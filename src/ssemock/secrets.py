@@ -34,7 +34,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 __all__ = ["SECRET_NAME", "Secret", "entropy", "looks_random", "scan", "scan_body", "scan_form", "scan_header",
            "scan_named", "scan_url"]

@@ -52,7 +52,6 @@ import bisect
 import functools
 import logging
 import os
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -65,16 +64,16 @@ import httpcore
 from . import chunking as _chunking
 from . import faults as _faults
 from . import held as _held
-from . import protocols as _protocols
 from . import matching
+from . import protocols as _protocols
 from . import timing as _timing
 from . import transforms as _transforms
 from .cassette import Cassette, Interaction, Request
 from .cassette import Response as CassetteResponse
 from .chunking import event_ends
 from .redact import mask_text, mask_url, redact_request
-from .serving import ChunkingSpec, FaultSpec, Plan, ReplayStream, TimingSpec, TransformSpec, plan_response
 from .selection import Selection
+from .serving import ChunkingSpec, FaultSpec, Plan, ReplayStream, TimingSpec, TransformSpec, plan_response
 from .sse import Decoder, decode
 
 try:

@@ -206,7 +206,9 @@ _py_text: Callable[..., str] = partial(str, encoding="utf-8", errors="replace")
 """A data value as text: what ``ssemock._speedups.text`` computes faster for a large one."""
 
 try:  # the optional C accelerator: the same functions, several times faster
-    from ._speedups import blocks as _blocks, init as _init_speedups, text as _text
+    from ._speedups import blocks as _blocks
+    from ._speedups import init as _init_speedups
+    from ._speedups import text as _text
 except ImportError:  # not built (no compiler where it was installed): the pure code
     _blocks = _py_blocks
     _text = _py_text

@@ -295,7 +295,7 @@ def _before_each_line(width: Callable[[int], int]) -> Edits:
 
 
 def _blank_lines(body: bytes, kind: str) -> Iterator[Edit]:
-    for a, b in _spans(body, kind)[:-1] if not body.endswith(b"\n") else _spans(body, kind):
+    for _, b in _spans(body, kind)[:-1] if not body.endswith(b"\n") else _spans(body, kind):
         yield b, b, b"\n"
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from ._cassette_names import file_name
 from .cassette import (
     FREE_VALUES,
     MAX_DEPTH,
@@ -42,7 +43,6 @@ from .cassette import (
     check_size,
     read_file,
 )
-from ._cassette_names import file_name
 from .chunking import framed_event_ends
 from .record import HOP_HEADERS
 from .redact import find_secrets, mask_url, redact_request, redact_response

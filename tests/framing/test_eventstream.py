@@ -6,11 +6,12 @@ from __future__ import annotations
 import struct
 import uuid
 from binascii import crc32
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given, settings, strategies as st
 from botocore.eventstream import EventStreamBuffer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ssemock
 from ssemock.framing import eventstream as es
@@ -18,11 +19,11 @@ from ssemock.framing import eventstream as es
 ALL_TYPES: dict[str, es.HeaderValue | es.Typed] = {
     "yes": True, "no": False, "i8": es.Typed("byte", -5), "i16": es.Typed("short", 1234),
     "i32": 70000, "i64": es.Typed("long", 2**40), "blob": b"\x00\xffbin", "text": "世界",
-    "when": datetime(2026, 11, 23, 7, 0, 1, 250000, tzinfo=timezone.utc),
+    "when": datetime(2026, 11, 23, 7, 0, 1, 250000, tzinfo=UTC),
     "id": uuid.UUID("12345678-1234-5678-1234-567812345678"),
 }
 PLAIN = {"yes": True, "no": False, "i8": -5, "i16": 1234, "i32": 70000, "i64": 2**40, "blob": b"\x00\xffbin",
-         "text": "世界", "when": datetime(2026, 11, 23, 7, 0, 1, 250000, tzinfo=timezone.utc),
+         "text": "世界", "when": datetime(2026, 11, 23, 7, 0, 1, 250000, tzinfo=UTC),
          "id": uuid.UUID("12345678-1234-5678-1234-567812345678")}
 
 

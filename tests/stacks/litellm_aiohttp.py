@@ -14,14 +14,13 @@ import litellm
 
 import ssemock
 
-
 TRANSFORMS = [None, "crlf", "cr", "keepalive", "no_space"]
 
 
 def error(fn: Any) -> list[str] | None:
     try:
         fn()
-    except Exception as exc:  # noqa: BLE001  reported to the test, which asserts on it
+    except Exception as exc:
         return [type(exc).__module__, type(exc).__name__, str(exc)]
     return None
 

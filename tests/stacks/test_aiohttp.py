@@ -8,8 +8,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,15 +18,15 @@ import httpx
 import httpx2
 import openai
 import pytest
+from conftest import FakeClock, assert_paced
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
+from streams import TEXT, anthropic_events, openai_chat_events, writes
 
 import ssemock
-from conftest import FakeClock, assert_paced
 from ssemock.server import running
-from streams import TEXT, anthropic_events, openai_chat_events, writes
 
 TRANSFORMS = [None, "crlf", "cr", "keepalive", "no_space"]
 GAP = 0.02

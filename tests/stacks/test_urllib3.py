@@ -11,7 +11,6 @@ import socket
 import struct
 import subprocess
 import sys
-import time
 import urllib.request
 import warnings
 import zlib
@@ -26,15 +25,15 @@ import pytest
 import requests
 import sseclient
 import urllib3
+from conftest import ACK, GATED, FakeClock, gated
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
+from streams import openai_chat_events
 
 import ssemock
-from conftest import ACK, GATED, FakeClock, gated
 from ssemock.server import running
-from streams import openai_chat_events
 
 WRITES = [b"data: one\n\n", b"data: t", b"wo\n\nevent: x\ndata: \xe4\xb8", b"\x96\n\n"]
 GAP = 0.02
@@ -619,7 +618,7 @@ def test_bedrock():
     stream = client.converse_stream(modelId="m", messages=[{"role": "user", "content": [{"text": "hi"}]}])
     text = "".join(e["contentBlockDelta"]["delta"]["text"] for e in stream["stream"] if "contentBlockDelta" in e)
     assert text == %r
-""" % (len(CHAT), "".join(BEDROCK_TEXT))
+""" % (len(CHAT), "".join(BEDROCK_TEXT))  # noqa: UP031  (the test file holds braces)
 
 
 def test_a_marked_test_records_once_then_replays_offline(pytester: pytest.Pytester,

@@ -29,7 +29,7 @@ import uuid
 from binascii import crc32
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple, TypeAlias, TypeGuard
 
 import orjson
@@ -54,7 +54,7 @@ _INTS = {2: struct.Struct(">b"), 3: struct.Struct(">h"), 4: struct.Struct(">i"),
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 _PRELUDE = struct.Struct(">II")
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class FrameError(ValueError):

@@ -6,9 +6,9 @@ events end in a body (after each blank line: LF LF, CR CR, CRLF CRLF and mixes).
 
 from __future__ import annotations
 
-from .ends import event_ends as _event_ends
 from ..sse import Decoder, ServerSentEvent, adecode, decode, iter_decode
 from . import Framing
+from .ends import event_ends as _event_ends
 
 __all__ = ["FRAMING", "Decoder", "ServerSentEvent", "adecode", "decode", "event_ends", "iter_decode"]
 

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from .. import synthesis as syn
-from ..sse import ServerSentEvent, is_event
+from ..sse import is_event
 from . import Protocol, _path
 from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, seq, string
 

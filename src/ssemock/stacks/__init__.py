@@ -124,7 +124,7 @@ def _install(library: str) -> None:
 def _uninstall_all() -> None:
     global _leftover
     for library, patches in list(_patches.items()):
-        if all([patch.uninstall() for patch in reversed(patches)]):
+        if all([patch.uninstall() for patch in reversed(patches)]):  # noqa: C419  (each one, not until one fails)
             del _patches[library]
     _leftover = bool(_patches)
 

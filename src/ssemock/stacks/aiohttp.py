@@ -42,9 +42,9 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from respx.models import PassThrough
 from yarl import URL
 
-from . import STACK_KEY, Patch, Record, adispatch, intercepting, passing
 from ..record import Recorder
 from ..serving import ReplayStream
+from . import STACK_KEY, Patch, Record, adispatch, intercepting, passing
 
 __all__ = ["ERRORS", "patches"]
 
@@ -211,7 +211,7 @@ class _ReplayReader(StreamReader):
         except Exception as exc:
             failure = _as_raised(exc)
             StreamReader.set_exception(self, failure)
-            raise failure
+            raise failure  # noqa: B904  (the client's own error, as the live stream would raise it)
         self.feed_data(chunk)
 
     def set_exception(self, exc: BaseException, *args: Any, **kwargs: Any) -> None:

@@ -37,17 +37,17 @@ from typing import Any
 import h11
 import httpx
 from respx.models import PassThrough
+from urllib3 import HTTPHeaderDict
 from urllib3.connection import HTTPConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ReadTimeoutError
-from urllib3 import HTTPHeaderDict
 from urllib3.response import BaseHTTPResponse, HTTPResponse
 from urllib3.util import SKIP_HEADER, Timeout
 from urllib3.util.request import body_to_chunks
 
-from . import STACK_KEY, Patch, Record, dispatch, intercepting, passing
 from ..record import Recorder
 from ..serving import ReplayStream
+from . import STACK_KEY, Patch, Record, dispatch, intercepting, passing
 
 __all__ = ["ERRORS", "patches"]
 
@@ -243,7 +243,7 @@ class _ReplayReader(io.RawIOBase):
             return b""
         except _Stalled as stalled:
             self._pieces = None
-            timeout = socket.timeout("timed out")
+            timeout = TimeoutError("timed out")
             timeout.add_note(str(stalled))  # why: ssemock's words (a stall, a request never made)
             raise timeout from None
         self._pieces = None
