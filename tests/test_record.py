@@ -261,7 +261,9 @@ def test_secret_left_in_a_body_refuses_to_save(tmp_path: Path, server: str) -> N
                 client.post(f"{server}/events", json={"note": "my key is sk-test-LEAKED0123456789"})
     message = str(info.value)
     assert str(path) in message and "interaction 0 request.body" in message and "OpenAI-style key" in message
-    assert not path.exists() and list(tmp_path.iterdir()) == []
+    # the cassette is not written; the recording is kept beside it, masked, for `ssemock accept`
+    assert not path.exists() and list(tmp_path.iterdir()) == [tmp_path / "leak.refused.json"]
+    assert b"LEAKED0123456789" not in (tmp_path / "leak.refused.json").read_bytes()
 
 
 def test_record_hooks_change_or_drop_what_is_recorded(tmp_path: Path, server: str) -> None:

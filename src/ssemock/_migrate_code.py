@@ -27,7 +27,8 @@ from .secrets import SECRET_NAME
 
 _RENAMES = {"vcr_config": "ssemock_config", "vcr_cassette_dir": "ssemock_cassette_dir"}
 #: vcrpy / pytest-recording options ssemock has under the same name
-_SAME = {"allow_playback_repeats", "before_record_request", "before_record_response"}
+_SAME = {"allow_playback_repeats", "before_record_request", "before_record_response", "ignore_hosts",
+         "ignore_localhost"}
 #: options dropped because ssemock does it always, with why (said once per file)
 _ALWAYS = {
     "decode_compressed_response": "ssemock always stores bodies decoded",
@@ -37,8 +38,6 @@ _UNSUPPORTED = {
     "persister": "a custom persister: ssemock reads and writes its own JSON cassettes; convert what it stores "
                  "by hand (ssemock.Cassette.add, then .save)",
     "custom_patches": "custom patches: ssemock intercepts httpx, httpx2, aiohttp and urllib3 (requests, botocore)",
-    "ignore_hosts": "ssemock intercepts requests to every host; route such requests around the cassette",
-    "ignore_localhost": "ssemock intercepts requests to every host; route such requests around the cassette",
     "filter_post_data_parameters": "ssemock has no body filter: scrub the body in a before_record_request hook",
     "filter_nested_post_data_parameters": "ssemock has no body filter: scrub it in a before_record_request hook",
     "filter_sensitive_data": "scrub with before_record_request / before_record_response hooks",
@@ -115,7 +114,7 @@ class Suite:
         fixture = "\n".join([
             "@pytest.fixture(scope=\"session\")", "def ssemock_config():",
             *(f"    {line}" for line in _BODY_COMMENT),
-            f"    return {{\"match_on\": {list(self.match_on)!r}}}".replace("'", '"'), ""])
+            f"    return {{\"match_on\": {list(self.match_on)!r}, \"allowed_hosts\": []}}".replace("'", '"'), ""])
         edit = next((e for e in edits if e.path == target), None)
         new = []
         if edit is None:
@@ -651,6 +650,8 @@ class _Rewriter(cst.CSTTransformer):
             mapped.append(_kwarg("record_mode", _str("once")))
         if "match_on" not in keys and self.suite.match_on is not None:
             mapped.append(_kwarg("match_on", _list(list(self.suite.match_on))))
+            if "allowed_hosts" not in keys:  # vcrpy lets no unmatched request through, loopback included
+                mapped.append(_kwarg("allowed_hosts", _list([])))
         self.needs_ssemock = True
         func = cst.Attribute(cst.Name("ssemock"), cst.Name("use_cassette"))
         return cst.Call(func, _commas([cst.Arg(new_path), *mapped]))
@@ -700,6 +701,10 @@ class _Rewriter(cst.CSTTransformer):
             if not has_match and self.suite.match_on is not None:
                 element = cst.DictElement(_str("match_on"), _list(list(self.suite.match_on)))
                 new = new.with_changes(elements=_append(list(new.elements), element))
+                if not any(isinstance(e, cst.DictElement) and _string(e.key) == "allowed_hosts"
+                           for e in new.elements):  # vcrpy lets no unmatched request through
+                    new = new.with_changes(elements=_append(list(new.elements),
+                                                            cst.DictElement(_str("allowed_hosts"), _list([]))))
                 comments = [cst.EmptyLine(comment=cst.Comment(c)) for c in _BODY_COMMENT]
             lines[i] = stmt.with_changes(body=[stmt.body[0].with_changes(value=new)],
                                          leading_lines=[*stmt.leading_lines, *comments])

@@ -17,6 +17,8 @@ BODY_COMMENT = (
     "# vcrpy's matchers, carried over by `ssemock migrate`: vcrpy does not match the request body.",
     "# ssemock can (add \"body\", or migrate with --match-body): then a test whose code no longer",
     "# sends the request its cassette recorded fails instead of passing on a stale cassette.",
+    "# allowed_hosts=[]: as under vcrpy, a request no interaction matches fails, even to loopback",
+    "# (ssemock's default lets it through to a local service; vcrpy's ignore_hosts is ssemock's too).",
 )
 
 
