@@ -10,8 +10,8 @@ from streams import TEXT, TOOL_ARGS, openai_chat_events, writes
 
 from ssemock import Cassette, CassetteError, chunking, sse, transforms
 from ssemock.cassette import Response
+from ssemock.inspect.redaction import _remap_offset
 from ssemock.inspect import (
-    _remap_offset,
     decode_response,
     format_summary,
     format_validation,

@@ -1,0 +1,168 @@
+"""``ssemock redact``: the default redaction rules plus secrets scrubbed out of bodies, with the
+boundary map shifted to match (also what a refused recording is masked with)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..cassette import (
+    Cassette,
+    Response,
+)
+from ..redact import REDACTED, redact_request, redact_response, replace_spans
+from ..secrets import Secret, scan, scan_body, scan_header, scan_url
+
+Edit = tuple[int, int, int]  # old start, old end, new length
+
+
+_TOKEN_TAIL = re.compile(rb"[A-Za-z0-9]+")
+_TOKEN_TAIL_TEXT = re.compile(r"[A-Za-z0-9]+")
+
+
+def _spans(data: bytes | str, found: list[Secret]) -> list[tuple[int, int, str]]:
+    """The spans to replace, sorted and apart (overlapping finds become one); each swallows the
+    letters and digits right after it (what is left of a token that a percent-escape cut short),
+    so no ``REDACTEDA`` remains for the next scan to take for a token again."""
+    merged: list[tuple[int, int, str]] = []
+    for s in sorted(found, key=lambda s: s.start):
+        tail = _TOKEN_TAIL.match(data, s.end) if isinstance(data, bytes) else _TOKEN_TAIL_TEXT.match(data, s.end)
+        end = tail.end() if tail else s.end
+        if merged and s.start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]), merged[-1][2])
+        else:
+            merged.append((s.start, end, s.what))
+    return merged
+
+
+def _scrub(data: bytes, found: list[Secret]) -> tuple[bytes, list[Edit], list[str]]:
+    """Replace every secret ``found`` in ``data`` with REDACTED: the new bytes, the edits, what
+    was found (overlapping finds become one edit)."""
+    if not found:
+        return data, [], []
+    merged = _spans(data, found)
+    pieces, edits, what, pos = [], [], [], 0
+    for a, b, kind in merged:
+        pieces += [data[pos:a], REDACTED.encode()]
+        edits.append((a, b, len(REDACTED)))
+        what.append(f"{kind} at byte {a}")
+        pos = b
+    pieces.append(data[pos:])
+    return b"".join(pieces), edits, what
+
+
+def _remap_offset(offset: int, edits: Sequence[Edit]) -> int:
+    """Where ``offset`` (in the original) lands after ``edits`` (sorted, not overlapping)."""
+    shift = 0
+    for a, b, n in edits:
+        if offset >= b:
+            shift += n - (b - a)
+        elif offset > a:
+            return a + shift + min(offset - a, n)
+        else:
+            break
+    return offset + shift
+
+
+def remap_ends(ends: Sequence[int], times: Sequence[float], edits: Sequence[Edit],
+               size: int) -> tuple[list[int], list[float]]:
+    """Carry a boundary map over ``edits``: later ends shift by the length difference.
+
+    Two chunks whose ends fall together (a boundary inside a secret that got shorter) merge; the
+    merged chunk keeps the later time (the time its last byte arrived).
+    """
+    new_ends: list[int] = []
+    new_times: list[float] = []
+    for e, t in zip(ends, times):
+        ne = min(size, _remap_offset(e, edits))
+        if new_ends and ne <= new_ends[-1]:
+            new_times[-1] = max(new_times[-1], t)
+            continue
+        if ne <= 0:
+            continue
+        new_ends.append(ne)
+        new_times.append(t)
+    if size and (not new_ends or new_ends[-1] != size):
+        new_ends.append(size)
+        new_times.append(new_times[-1] if new_times else 0.0)
+    return new_ends, new_times
+
+
+def _scrub_text(text: str, found: list[Secret]) -> tuple[str, list[str]]:
+    spans = [(a, b) for a, b, _ in _spans(text, found)]
+    return replace_spans(text, spans, REDACTED), [f"{f.what} at character {f.start}" for f in found]
+
+
+def _scrub_json(value: Any) -> tuple[Any, list[str]]:
+    if isinstance(value, str):
+        return _scrub_text(value, scan(value))
+    if isinstance(value, dict):
+        found: list[str] = []
+        out = {}
+        for k, v in value.items():
+            out[k], f = _scrub_json(v)
+            found += f
+        return out, found
+    if isinstance(value, list):
+        items = [_scrub_json(v) for v in value]
+        return [v for v, _ in items], [f for _, fs in items for f in fs]
+    return value, []
+
+
+def redact(cassette: Cassette) -> list[str]:
+    """Apply the default redaction rules and scrub secrets out of bodies, in place.
+
+    Returns what changed, one line each (``interaction 0 response.body: ...``). A response body
+    that changes length gets its boundary map shifted to match.
+    """
+    changes: list[str] = []
+    for i, x in enumerate(cassette.interactions):
+        req = x.request
+        red = redact_request(req)
+        if red.url != req.url:
+            changes.append(f"interaction {i} request.url: query parameters named like keys")
+        for (k, v), (_, rv) in zip(req.headers, red.headers):
+            if v != rv:
+                changes.append(f"interaction {i} request.headers[{k!r}]")
+        url, found = _scrub_text(red.url, scan_url(red.url))
+        changes += [f"interaction {i} request.url: {f}" for f in found]
+        headers = []
+        for k, v in red.headers:
+            v, found = _scrub_text(v, scan_header(k, v))
+            changes += [f"interaction {i} request.headers[{k!r}]: {f}" for f in found]
+            headers.append((k, v))
+        body = red.body
+        if body:
+            body, _, found = _scrub(body, scan_body(body))
+            changes += [f"interaction {i} request.body: {f}" for f in found]
+        red.url, red.headers, red.body = url, headers, body
+        x.request = red
+
+        resp = x.response
+        before = list(resp.headers)
+        resp = redact_response(resp)
+        for (k, v), (_, rv) in zip(before, resp.headers):
+            if v != rv:
+                changes.append(f"interaction {i} response.headers[{k!r}]")
+        rheaders = []
+        for k, v in resp.headers:
+            v, found = _scrub_text(v, scan_header(k, v))
+            changes += [f"interaction {i} response.headers[{k!r}]: {f}" for f in found]
+            rheaders.append((k, v))
+        new_body, edits, found = _scrub(resp.body, scan(resp.body))
+        if found:
+            changes += [f"interaction {i} response.body: {f}" for f in found]
+            ends, times = remap_ends(resp.ends, resp.times, edits, len(new_body))
+            error = resp.error
+            if error is not None and isinstance(error.get("at_byte"), int):
+                error = {**error, "at_byte": _remap_offset(error["at_byte"], edits)}
+            resp = Response(resp.status, rheaders, new_body, ends, times, resp.complete, error)
+        else:
+            resp.headers = rheaders
+        if resp.error is not None:
+            error, found = _scrub_json(resp.error)
+            changes += [f"interaction {i} response.error: {f}" for f in found]
+            resp.error = error
+        x.response = resp
+    return changes
