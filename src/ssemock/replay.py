@@ -36,7 +36,7 @@ from . import timing as _timing
 from . import transforms as _transforms
 from .accumulate import Accumulated
 from .chunking import event_ends
-from .cassette import Cassette, CassetteError, Interaction, Request, Response
+from .cassette import Cassette, CassetteError, Interaction, Request, Response, SecretError
 from .expect import Expected, StreamAssertionError
 from .faults import Served
 from . import lock as _lock
@@ -47,7 +47,8 @@ from .modes import RECORD_MODES, RecordMode
 from .stacks import Record
 from .cassette_lock import lock_for
 from .record import MAX_BODY_BYTES, Recorder, RequestHook, ResponseHook, drain_seconds, request_from_httpx
-from .redact import find_secrets, mask_text
+from .redact import mask_text
+from .secrets import scan_cassette
 from .selection import Selection
 from .strategies import minimal_failing_split
 
@@ -708,13 +709,12 @@ class Player:
             kept = [x for x in kept
                     if all(matching.differences(n.request, x.request, self.match_on) for n in new)]
         out = Cassette([*kept, *new], path=self.path)
-        leaks = find_secrets(out)
-        if leaks:
-            raise CassetteError("refusing to save: a secret is left in the cassette: " + "; ".join(leaks)
-                                + " (redact it with before_record_request/before_record_response)",
-                                path=self.path)
+        findings = scan_cassette(out)  # the one scan every write of cassette data goes through
+        if findings:
+            raise SecretError(findings, path=self.path,
+                              advice="redact it with before_record_request/before_record_response")
         if self.path is not None:
-            out.save(self.path)
+            out.save(self.path, scan_secrets=False)  # scanned just above
         self.cassette.interactions = out.interactions
         self._selection = Selection(out.interactions, self.match_on)
 
