@@ -29,6 +29,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import functools
 import math
 import re
 import zlib
@@ -40,7 +41,7 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 
-__all__ = ["CREDENTIAL_NAME", "SECRET_NAME", "Finding", "Secret", "base64_text", "credential_name", "decode_content",
+__all__ = ["CREDENTIAL_NAME", "scan_json_members", "SECRET_NAME", "Finding", "Secret", "base64_text", "credential_name", "decode_content",
            "entropy", "escape_control", "looks_random", "mask_text", "safe_message", "scan", "scan_body",
            "scan_cassette", "scan_form", "scan_header", "scan_interaction", "scan_named", "scan_url", "value_shape"]
 
@@ -365,10 +366,16 @@ def _query_spans(query: str) -> Iterator[tuple[str, int, int]]:
 
 
 def scan_form(text: str) -> list[Secret]:
-    """Credentials named as such in ``a=1&client_secret=...`` (a query string or a form body)."""
+    """Credentials named as such in ``a=1&client_secret=...`` (a query string or a form body):
+    any value under a credential name (:func:`credential_name`), a generated-looking one under a
+    credential-like name (:func:`scan_named`)."""
     out = []
     for name, a, b in _query_spans(text):
-        named = scan_named(name, text[a:b])
+        value = text[a:b]
+        if credential_name(name) and _credential_value(unquote(value.replace("+", " "))):
+            out.append(Secret(f"a credential-named parameter {name!r}", a, b, "***"))
+            continue
+        named = scan_named(name, value)
         if named is not None:
             out.append(Secret(named.what, a, b, named.preview))
     return out
@@ -376,14 +383,31 @@ def scan_form(text: str) -> list[Secret]:
 
 _FORM = re.compile(rb"^[\w.%~-]+=[^&\s]*(?:&[\w.%~-]+=[^&\s]*)*$")
 _FORM_MAX = 1 << 20
+# a JSON member whose name has a credential word in it (checked whole by credential_name after)
+_JSON_MEMBER = re.compile(
+    rb'"([A-Za-z0-9_.\-]{0,40}(?:passw|passphrase|pwd|secret|api_?key|apikey|token|authorization|private_?key)'
+    rb'[A-Za-z0-9_.\-]{0,40})"\s*:\s*"((?:[^"\\]|\\.)*)"', re.I)
+
+
+def scan_json_members(data: bytes) -> list[Secret]:
+    """String values of JSON members named like credentials (``"password": "..."``) whatever they
+    look like, where they stand in ``data`` (any JSON text: a body, an event); a number under such
+    a name is found by :func:`scan_cassette`'s JSON walk."""
+    out = []
+    for m in _JSON_MEMBER.finditer(data):
+        if credential_name(m.group(1).decode("ascii")) and _credential_value(m.group(2).decode("utf-8", "replace")):
+            out.append(Secret(f"a credential-named field {m.group(1).decode('ascii')!r}", m.start(2), m.end(2), "***"))
+    return out
 
 
 def scan_body(body: bytes) -> list[Secret]:
-    """:func:`scan`, plus credentials named as such when the body is a form (``a=1&b=2``)."""
+    """:func:`scan`, plus credentials named as such in a JSON text (``"password": ...``) or a
+    form body (``a=1&client_secret=...``)."""
     found = scan(body)
+    named = scan_json_members(body) if b'"' in body else []
     if len(body) <= _FORM_MAX and _FORM.match(body):
-        found = _merged(found + scan_form(body.decode("latin-1")))
-    return found
+        named += scan_form(body.decode("latin-1"))
+    return _merged(found + named) if named else found
 
 
 def scan_url(url: str) -> list[Secret]:
@@ -394,10 +418,24 @@ def scan_url(url: str) -> list[Secret]:
         start = url.find("@")
         colon = url.rfind(":", 0, start)
         found.append(Secret("a password in the URL", colon + 1, start, "***"))
-    if parts.query:
-        base = url.find("?") + 1
-        found += [Secret(s.what, s.start + base, s.end + base, s.preview) for s in scan_form(parts.query)]
+    found += _url_parameters(url)  # the query and the fragment (``#access_token=...``)
     return _merged(found)
+
+
+_URL_IN_TEXT = re.compile(r"""[a-z][a-z0-9+.\-]*://[^\s"'<>]*|(?<![^\s<"'=;,])/[^\s"'<>]*[?#][^\s"'<>]*""", re.I)
+
+
+def _url_parameters(url: str, at: int = 0) -> list[Secret]:
+    """Credentials named in a URL's query and fragment (``#access_token=...``), offsets from ``at``."""
+    found = []
+    for mark in ("?", "#"):
+        start = url.find(mark)
+        if start < 0:
+            continue
+        end = url.find("#", start + 1) if mark == "?" else -1
+        part = url[start + 1:end if end >= 0 else len(url)]
+        found += [Secret(s.what, at + start + 1 + s.start, at + start + 1 + s.end, s.preview) for s in scan_form(part)]
+    return found
 
 
 def scan_header(name: str, value: str) -> list[Secret]:
@@ -406,10 +444,14 @@ def scan_header(name: str, value: str) -> list[Secret]:
     named = scan_named(name, value)
     if named is not None:
         found.append(named)
+    for url in _URL_IN_TEXT.finditer(value):  # location, link, content-location, refresh: a URL's parameters
+        found += _url_parameters(url.group(), url.start())
     m = re.match(r"(?i)(bearer|basic|token)\s+(\S+)", value)
     if m and m.group(2) != REDACTED:
         found.append(Secret(f"a {m.group(1).capitalize()} credential", m.start(2), len(value),
                             f"{m.group(1)} ***"))
+    if not found and credential_name(name) and _credential_value(value):  # what other rules say is more telling
+        found.append(Secret(f"a credential-named header {name!r}", 0, len(value), "***"))
     return _merged(found)
 
 
@@ -627,8 +669,20 @@ _DEPTH = 4  # decoded forms nested in each other (base64 in JSON in base64 ...),
 _DECODED_MAX = 256 << 20  # bytes a Content-Encoding layer may decode to (no decompression bomb)
 
 
+@functools.lru_cache(maxsize=4096)
 def _json_key(path: str, key: str) -> str:
     return f"{path}.{key}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key) else f"{path}[{key!r}]"
+
+
+@functools.lru_cache(maxsize=4096)
+def _piece_key(path: str) -> str:
+    """A JSON path with its list indices dropped: the pieces of one streamed field share it."""
+    return re.sub(r"\[\d+\]", "[]", path)
+
+
+_credential_key = functools.lru_cache(maxsize=4096)(lambda name: credential_name(name))
+# a string worth decoding further: JSON in it, a URL or a form, a base64 run
+_WORTH = re.compile(r"[{\[]|://|=|[A-Za-z0-9+/_\-]{16}")
 
 
 class _Scan:
@@ -639,7 +693,9 @@ class _Scan:
         self.index = index
         self.found: list[Finding] = []
         self.pieces: dict[str, list[str]] = {}
+        self.sizes: dict[str, int] = {}
         self.collect = False
+        self.prefix = ""  # where the JSON being walked sits ("event 3"), kept out of its paths
 
     def add(self, field: str, rule: str, value: str | bytes, preview: str, path: str = "",
             start: int | None = None, end: int | None = None) -> None:
@@ -653,15 +709,12 @@ class _Scan:
         if shapes:
             for s in scan(text):
                 self.add(field, s.what, text[s.start:s.end], s.preview, path)
-        stripped = text.lstrip()
-        if stripped[:1] in ("{", "[") and depth < _DEPTH:
-            try:
-                parsed = orjson.loads(text)
-            except orjson.JSONDecodeError:
-                parsed = _NOT_JSON
-            if parsed is not _NOT_JSON:
-                self.json(field, parsed, path + " $" if path else "$", depth + 1)
-                return
+        parsed = _json_or_none(text) if depth < _DEPTH else _NOT_JSON
+        if parsed is not _NOT_JSON:
+            state, (self.prefix, self.collect) = (self.prefix, self.collect), (path, False)
+            self.json(field, parsed, "$", depth + 1)
+            self.prefix, self.collect = state
+            return
         self.named(field, text, path)
         if depth < _DEPTH and len(text) <= _WHOLE * 16:
             for m in _B64_RUN.finditer(text):
@@ -694,20 +747,25 @@ class _Scan:
             for k, v in value.items():
                 key = str(k)
                 where = _json_key(path, key)
-                if credential_name(key) and _credential_value(v):
-                    self.add(field, f"a credential-named field {key!r}", str(v), "***", where)
-                self.json(field, v, where, depth)
+                if _credential_key(key) and _credential_value(v):
+                    self.add(field, f"a credential-named field {key!r}", str(v), "***", f"{self.prefix} {where}".strip())
+                if isinstance(v, (dict, list, str)):
+                    self.json(field, v, where, depth)
         elif isinstance(value, list):
             for i, v in enumerate(value):
-                self.json(field, v, f"{path}[{i}]", depth)
+                if isinstance(v, (dict, list, str)):
+                    self.json(field, v, f"{path}[{i}]", depth)
         elif isinstance(value, str):
             if self.collect:
-                key = re.sub(r"\[\d+\]", "[]", path.split(" ", 2)[-1] if path.startswith("event ") else path)
-                bucket = self.pieces.setdefault(key, [])
-                if sum(map(len, bucket)) < _REASSEMBLE_MAX:
-                    bucket.append(value)
-            if value and depth < _DEPTH:
-                self.text(field, value, path, depth, shapes=depth > 1)
+                key = _piece_key(path)
+                size = self.sizes.get(key, 0)
+                if size < _REASSEMBLE_MAX:
+                    self.pieces.setdefault(key, []).append(value)
+                    self.sizes[key] = size + len(value)
+            if depth < _DEPTH and _WORTH.search(value):
+                prefix, self.prefix = self.prefix, ""
+                self.text(field, value, f"{prefix} {path}".strip(), depth, shapes=False)
+                self.prefix = prefix
 
     # -- the fields of an interaction ----------------------------------------------------------------
 
@@ -715,8 +773,6 @@ class _Scan:
         field = f"{side}.headers[{name!r}]"
         for s in scan_header(name, value):
             self.add(field, s.what, value[s.start:s.end], s.preview, "", s.start, s.end)
-        if credential_name(name) and _credential_value(value):
-            self.add(field, f"a credential-named header {name!r}", value, "***", "", 0, len(value))
         self.text(field, value, "", 1, shapes=False)
 
     def url(self, url: str) -> None:
@@ -731,7 +787,7 @@ class _Scan:
     def body(self, field: str, body: bytes, headers: list[tuple[str, str]], url: str,
              stream: bool) -> None:
         """A body: raw, each Content-Encoding layer decoded, its events, their data reassembled."""
-        for s in (scan_body(body) if field.startswith("request") else scan(body)):
+        for s in scan_body(body):
             self.add(field, s.what, body[s.start:s.end], s.preview, "", s.start, s.end)
         content_type = next((v for k, v in headers if k.lower() == "content-type"), "") or ""
         path = ""
@@ -785,19 +841,25 @@ class _Scan:
             where = f"{path} event {k}".strip()
             data = getattr(event, "data", None)
             payload = getattr(event, "payload", None)
-            if isinstance(data, str):
-                plain.append(data)
-                self.text(field, data, where, 1, shapes="\n" in data or bool(path))
-            elif isinstance(payload, bytes):
-                self.text(field, payload.decode("utf-8", "replace"), where, 1, shapes=bool(path))
-            else:
-                self.json(field, event, where + " $", 1)
+            text_form = data if isinstance(data, str) else (
+                payload.decode("utf-8", "replace") if isinstance(payload, bytes) else None)
+            if text_form is not None:
+                parsed = _json_or_none(text_form)
+                if parsed is _NOT_JSON:
+                    plain.append(text_form)
+                    self.text(field, text_form, where, 1, shapes="\n" in text_form or bool(path))
+                    continue
+                event = parsed
+            self.prefix = where
+            self.json(field, event, "$", 1)
+            self.prefix = ""
         self.collect = False
         joined = {"data": "".join(plain), **{p: "".join(v) for p, v in self.pieces.items() if len(v) > 1}}
         for where, whole in joined.items():
             if whole:
                 self.text(field, whole, f"{path} reassembled {where}".strip(), 2)
         self.pieces.clear()
+        self.sizes.clear()
         self.accumulated(field, events, url, content_type, path)
 
     def accumulated(self, field: str, events: list[Any], url: str, content_type: str, path: str) -> None:
@@ -817,6 +879,16 @@ class _Scan:
 
 
 _NOT_JSON = object()
+
+
+def _json_or_none(text: str) -> Any:
+    """``text`` parsed as a JSON object or array, else :data:`_NOT_JSON`."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return _NOT_JSON
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return _NOT_JSON
 
 
 def decode_content(body: bytes, encoding: str) -> tuple[bytes, list[str]]:
@@ -876,14 +948,12 @@ def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
 
 
 def _first_per_place(found: list[Finding]) -> list[Finding]:
-    """One finding per (field, rule), the one found where it is stored first; a rule found in a
-    field as stored is not repeated for the same field's decoded forms."""
+    """One finding per (field, rule): the one found where it is stored if any (it has offsets),
+    else the first one found decoded."""
     out: dict[tuple[str, str], Finding] = {}
-    stored = {(f.field, f.rule) for f in found if f.start is not None}
     for f in sorted(found, key=lambda f: f.start is None):
-        key = (f.field, f.rule) if (f.field, f.rule) in stored else (f.where, f.rule)
-        out.setdefault(key, f)
-    return list(out.values())
+        out.setdefault((f.field, f.rule), f)
+    return sorted(out.values(), key=found.index)
 
 
 def scan_cassette(cassette: _CassetteLike) -> list[Finding]:
