@@ -16,7 +16,7 @@ import orjson
 
 from . import sse
 from .chunking import event_ends
-from .redact import mask_text, mask_url
+from .redact import escape_control, mask_text, mask_url
 
 if TYPE_CHECKING:
     from .replay import Play
@@ -129,7 +129,7 @@ def play_summary(play: Play, last: int = 3) -> list[str]:
     if shown:
         lines.append(f"  the last {'events' if len(shown) > 1 else 'event'} served:")
         lines.extend(f"    {block_line(b, delivered)}" for b in shown)
-    return [mask_text(line) for line in lines]
+    return [escape_control(mask_text(line)) for line in lines]
 
 
 def chunk_of(ends: list[int] | tuple[int, ...], offset: int) -> int:

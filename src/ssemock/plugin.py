@@ -320,12 +320,24 @@ def ssemock_cassette_dir(request: pytest.FixtureRequest) -> Path:
 _UNSAFE = re.compile(r"[^A-Za-z0-9._\[\]-]+")  # brackets kept: test_x[param].json, as vcrpy names them
 
 
+def _without_secrets(name: str) -> str:
+    """A test id that holds a secret (a key used as a pytest parameter) with the parameters, or
+    the whole id, replaced by a SHA-256 stand-in: stable across runs (replay finds the file),
+    distinct per id, and no part of the key in the file name that gets committed."""
+    from .secrets import mask_text
+    if mask_text(name) == name:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    base, bracket, _ = name.partition("[")
+    return f"{base}[secret-{digest}]" if bracket and mask_text(base) == base else f"secret-{digest}"
+
+
 def cassette_name(node: Any) -> str:
     """The test's name without the ssemock variant id, safe as a file name; a test in a class is
     ``Class.test`` (nested: ``Outer.Inner.test``), so same-named tests never share a cassette."""
     name = re.sub(r"(?<=\[)ssemock-[^-\]]+(-|(?=\]))|-ssemock-[^-\]]+", "", node.name).replace("[]", "")
     classes = [c.name for c in getattr(node, "listchain", lambda: [])() if isinstance(c, pytest.Class)]
-    name = ".".join([*classes, name])
+    name = _without_secrets(".".join([*classes, name]))
     safe = _UNSAFE.sub("_", name).strip("._") or "cassette"
     if safe != name or len(safe) > 120:  # distinct ids must not share a file once made safe
         digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:10]
@@ -442,6 +454,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _say(config: pytest.Config, line: str) -> None:
+    from .secrets import safe_message
+    line = safe_message(line)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(line, yellow=True)
@@ -470,7 +484,9 @@ def _teardown_checks(player: Player, checks: dict[str, str]) -> None:
                           f"the stream of interaction {play.index} ({play.request.method} "
                           f"{mask_url(str(play.request.url))}) "
                           f"was not read to the end under {play.chunking}"))
+    from .secrets import safe_message
     for key, message in found:
+        message = safe_message(message)
         if checks[key] == "error":
             pytest.fail(f"ssemock: {message}", pytrace=False)
         warnings.warn(f"ssemock: {message}", SsemockWarning, stacklevel=1)

@@ -531,7 +531,7 @@ _NAMED_VALUE = re.compile(r"""['"]?\s*(?:[:=]|',)\s*['"]?([^\s'"&,;)}\]]+)""")
 # ``&`` or ``,`` -- spaces included, a password may hold them
 _CREDENTIAL_VALUE = re.compile(
     r"""\\?['"]?\s*(?:[:=]|',|",)\s*(?:(?P<q>\\?['"])(?P<quoted>(?:\\.|(?!(?P=q)).)*)(?P=q)"""
-    r"""|(?P<bare>[^\s'"&,;)}\]][^\n\r&,;'")}\]]*))""")
+    r"""|(?P<bare>[^\s'"&,;)}\]<*][^\n\r&,;'")}\]]*))""")  # <...>, ***: a placeholder or a shape
 _CREDENTIAL_WORD = re.compile(
     r"(?i)(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[-_.])*?(?:password|passwd|passphrase|pwd|secret|api[-_]?key|access[-_]?token"
     r"|refresh[-_]?token|id[-_]?token|auth[-_]?token|bearer[-_]?token|private[-_]?key|secret[-_]?key"
