@@ -527,11 +527,11 @@ _NAME_WORD = re.compile(r"token|secret|key|auth|passw|signature|session|cookie|c
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _NAMED_VALUE = re.compile(r"""['"]?\s*(?:[:=]|',)\s*['"]?([^\s'"&,;)}\]]+)""")
 # after a credential name (``password``, ``"api_key"``, ``$.client_secret``, ``('token'``): the
-# separator, then a quoted value to its closing quote, or an unquoted one to the end of the line,
-# ``&`` or ``,`` -- spaces included, a password may hold them
+# separator, then a quoted value to its closing quote, or an unquoted one to the end of the line
+# (spaces, ``&``, ``,`` and ``;`` included: a password may hold them; masking more is safe)
 _CREDENTIAL_VALUE = re.compile(
     r"""\\?['"]?\s*(?:[:=]|',|",)\s*(?:(?P<q>\\?['"])(?P<quoted>(?:\\.|(?!(?P=q)).)*)(?P=q)"""
-    r"""|(?P<bare>[^\s'"&,;)}\]<*][^\n\r&,;'")}\]]*))""")  # <...>, ***: a placeholder or a shape
+    r"""|(?P<bare>[^\s'"<*][^\n\r]*))""")  # <...>, ***: a placeholder or a shape
 _CREDENTIAL_WORD = re.compile(
     r"(?i)(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[-_.])*?(?:password|passwd|passphrase|pwd|secret|api[-_]?key|access[-_]?token"
     r"|refresh[-_]?token|id[-_]?token|auth[-_]?token|bearer[-_]?token|private[-_]?key|secret[-_]?key"
