@@ -532,10 +532,9 @@ _NAMED_VALUE = re.compile(r"""['"]?\s*(?:[:=]|',)\s*['"]?([^\s'"&,;)}\]]+)""")
 _CREDENTIAL_VALUE = re.compile(
     r"""\\?['"]?\s*(?:[:=]|',|",)\s*(?:(?P<q>\\?['"])(?P<quoted>(?:\\.|(?!(?P=q)).)*)(?P=q)"""
     r"""|(?P<bare>[^\s'"<*][^\n\r]*))""")  # <...>, ***: a placeholder or a shape
-_CREDENTIAL_WORD = re.compile(
-    r"(?i)(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[-_.])*?(?:password|passwd|passphrase|pwd|secret|api[-_]?key|access[-_]?token"
-    r"|refresh[-_]?token|id[-_]?token|auth[-_]?token|bearer[-_]?token|private[-_]?key|secret[-_]?key"
-    r"|session[-_]?token|security[-_]?token|token|authorization)(?![A-Za-z0-9])")
+_CREDENTIAL_WORD = re.compile(  # a whole name with a credential word in it; credential_name decides
+    r"(?i)[A-Za-z0-9_.\-]*(?:passw|passphrase|pwd|secret|api[-_]?key|apikey|token|authorization|private[-_]?key)"
+    r"[A-Za-z0-9_.\-]*")
 
 
 def _named_values(text: str) -> Iterator[tuple[int, int, str, bool]]:
