@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from . import (cassettes, chunking, conformance, faults, held, matching, ndjson, sse, strategies, synth, timing,
                    transforms)
     from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
-    from .cassette import Cassette, CassetteError, Interaction, Request, Response
+    from .cassette import Cassette, CassetteError, Interaction, Request, Response, SecretError
     from .errors import NetworkBlockedError, SsemockWarning
     from .expect import Expected, StreamAssertionError
     from .record import RequestHook, ResponseHook
@@ -31,7 +31,7 @@ __version__ = "0.1.0"
 #: public name -> the module that defines it (a submodule itself when the name is one)
 _WHERE = {
     **{name: "accumulate" for name in ("Accumulated", "ProtocolError", "accumulate", "detect_protocol")},
-    **{name: "cassette" for name in ("Cassette", "CassetteError", "Interaction", "Request", "Response")},
+    **{name: "cassette" for name in ("Cassette", "CassetteError", "Interaction", "Request", "Response", "SecretError")},
     **{name: "errors" for name in ("NetworkBlockedError", "SsemockWarning")},
     **{name: "expect" for name in ("Expected", "StreamAssertionError")},
     **{name: "record" for name in ("RequestHook", "ResponseHook")},
@@ -70,7 +70,7 @@ sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "Accumulated", "Cassette", "CassetteError", "Expected", "Interaction", "NetworkBlockedError", "Play", "Player",
-    "ProtocolError", "Request", "RequestHook", "Response", "ResponseHook", "ServerSentEvent", "SsemockWarning",
+    "ProtocolError", "Request", "RequestHook", "Response", "ResponseHook", "SecretError", "ServerSentEvent", "SsemockWarning",
     "StreamAssertionError", "UnmatchedRequestError", "accumulate", "cassettes", "chunking", "conformance",
     "detect_protocol", "faults", "held", "matching", "ndjson", "plan_response", "replay", "sse", "strategies", "synth",
     "timing", "transforms", "use_cassette",
