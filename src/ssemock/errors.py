@@ -7,9 +7,12 @@ hide the real cause behind retries and a generic message.
 
 from __future__ import annotations
 
-from .secrets import safe_message
-
 __all__ = ["NetworkBlockedError", "SsemockWarning", "UnmatchedRequestError"]
+
+
+def _safe(args: tuple[object, ...]) -> list[object]:
+    from .secrets import safe_message  # here: the plugin imports this module before any test needs orjson
+    return [safe_message(a) if isinstance(a, str) else a for a in args]
 
 
 class UnmatchedRequestError(BaseException):
@@ -19,7 +22,7 @@ class UnmatchedRequestError(BaseException):
     and control characters are escaped (:func:`ssemock.secrets.safe_message`)."""
 
     def __init__(self, *args: object) -> None:
-        super().__init__(*(safe_message(a) if isinstance(a, str) else a for a in args))
+        super().__init__(*_safe(args))
 
 
 class NetworkBlockedError(BaseException):
@@ -27,7 +30,7 @@ class NetworkBlockedError(BaseException):
     that ``allowed_hosts`` does not allow. Its message is masked like :class:`UnmatchedRequestError`'s."""
 
     def __init__(self, *args: object) -> None:
-        super().__init__(*(safe_message(a) if isinstance(a, str) else a for a in args))
+        super().__init__(*_safe(args))
 
 
 class SsemockWarning(UserWarning):
