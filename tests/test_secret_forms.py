@@ -329,3 +329,16 @@ def test_stacked_content_encodings_are_recorded_decoded(server: str, tmp_path: P
             assert client.get(server + "/v1/gzgz").text.startswith("data: ")
     [x] = Cassette.load(target).interactions
     assert x.response.body.startswith(b"data: ") and x.response.header("content-encoding") is None
+
+
+def test_a_key_in_deltas_of_a_stream_too_large_to_walk_is_found_too() -> None:
+    """Past 2 MiB a stream is reassembled per JSON member name in one regex pass, not event by event."""
+    key = "sk-ant-api03-" + "Q1w2E3r4T5y6U7i8O9p0" * 3
+    filler = b'data: {"choices":[{"index":0,"delta":{"content":"lorem "}}]}\n\n' * 40_000
+    pieces = b"".join(b'data: {"choices":[{"index":0,"delta":{"content":%s}}]}\n\n' % json.dumps(key[i:i + 3]).encode()
+                      for i in range(0, len(key), 3))
+    cassette = Cassette()
+    cassette.add("POST", "https://api.example.com/v1/chat/completions", [filler, pieces, b"data: [DONE]\n\n"])
+    assert len(cassette.interactions[0].response.body) > 2 << 20
+    [found] = scan_cassette(cassette)
+    assert found.rule == "an Anthropic key (sk-ant-...)" and "reassembled content" in found.where

@@ -325,8 +325,9 @@ def _without_secrets(name: str) -> str:
     the whole id, replaced by a SHA-256 stand-in: stable across runs (replay finds the file),
     distinct per id, and no part of the key in the file name that gets committed."""
     from .secrets import mask_text, scan
-    # each parameter alone too: pytest joins them with "-", which would extend a fixed-length key
-    if mask_text(name) == name and not any(scan(part) for part in re.split(r"[\[\]-]", name)):
+    # cut at each "-" too: pytest joins parameters with it, which would extend a fixed-length key
+    cuts = [m.start() for m in re.finditer(r"[\]-]", name)]
+    if mask_text(name) == name and not any(scan(name[:k]) or scan(name[k + 1:]) for k in cuts):
         return name
     digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     base, bracket, _ = name.partition("[")
