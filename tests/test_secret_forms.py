@@ -24,7 +24,7 @@ from urllib.parse import quote
 import brotli
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import ssemock
@@ -293,6 +293,7 @@ def test_a_recording_holding_it_in_any_form_is_refused_and_not_written(
     what, secret = data.draw(hidden())
     what, secret = what.replace("\n", " "), secret.replace("\n", " ")
     source = FORMS[form](data.draw, what)
+    assume(any(f.field.startswith("response") for f in scan_cassette(source)))  # (MCP puts tool arguments in the request)
     path = f"/v1/{len(_SERVED)}"
     _SERVED[path] = source
     folder = tmp_path_factory.mktemp("rec")
