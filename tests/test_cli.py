@@ -111,7 +111,7 @@ def chat_file(path: Path) -> Path:
 def sse_file(path: Path, body: bytes, **kw: object) -> Path:
     cassette = Cassette()
     cassette.add("GET", "https://example.test/stream", [body], **kw)  # type: ignore[arg-type]
-    cassette.save(path)
+    cassette.save(path, scan_secrets=False)  # fake keys on purpose: what the command must handle
     return path
 
 
@@ -227,7 +227,7 @@ def test_redact(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
                  request_headers={"authorization": f"Bearer {KEY}", "x-api-key": KEY},
                  request_json={"model": "m"})
     path = tmp_path / "leak.json"
-    cassette.save(path)
+    cassette.save(path, scan_secrets=False)  # fake keys on purpose: what the command must handle
     clean = chat_file(tmp_path / "clean.json")
     events = sse.decode([body])
 
@@ -369,7 +369,7 @@ def test_show_escapes_terminal_control_sequences_and_masks_secrets(tmp_path: Pat
     c.add("POST", f"https://h/v1/{hostile}?key={key}",
           [f"data: {json.dumps({'choices': [{'delta': {'content': hostile + key}}]})}\n\n".encode(),
            b"data: [DONE]\n\n"], request_headers={"x-note": hostile})
-    c.save(path)
+    c.save(path, scan_secrets=False)  # fake keys on purpose: what the command must handle
     for argv in (["show", str(path)], ["show", "--events", str(path)], ["show", "--json", "--events", str(path)],
                  ["validate", str(path)], ["rechunk", "--chunking", "bytewise", "--preview", str(path)]):
         main(argv)

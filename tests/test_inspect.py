@@ -10,7 +10,6 @@ from streams import TEXT, TOOL_ARGS, openai_chat_events, writes
 
 from ssemock import Cassette, CassetteError, chunking, sse, transforms
 from ssemock.cassette import Response
-from ssemock.inspect.redaction import _remap_offset
 from ssemock.inspect import (
     decode_response,
     format_summary,
@@ -27,6 +26,7 @@ from ssemock.inspect import (
     validate_cassette,
     validate_file,
 )
+from ssemock.inspect.redaction import _remap_offset
 from ssemock.redact import find_secrets
 
 CHAT = "https://api.openai.com/v1/chat/completions"

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         transforms,
     )
     from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
-    from .cassette import Cassette, CassetteError, Interaction, Request, Response
+    from .cassette import Cassette, CassetteError, Interaction, Request, Response, SecretError
     from .errors import NetworkBlockedError, SsemockWarning
     from .expect import Expected, StreamAssertionError
     from .explore import explore
@@ -44,7 +44,7 @@ __version__ = "0.1.0"
 #: public name -> the module that defines it (a submodule itself when the name is one)
 _WHERE = {
     **dict.fromkeys(("Accumulated", "ProtocolError", "accumulate", "detect_protocol"), "accumulate"),
-    **dict.fromkeys(("Cassette", "CassetteError", "Interaction", "Request", "Response"), "cassette"),
+    **dict.fromkeys(("Cassette", "CassetteError", "Interaction", "Request", "Response", "SecretError"), "cassette"),
     **dict.fromkeys(("NetworkBlockedError", "SsemockWarning"), "errors"),
     **dict.fromkeys(("Expected", "StreamAssertionError"), "expect"),
     **dict.fromkeys(("RequestHook", "ResponseHook"), "record"),
@@ -103,7 +103,7 @@ sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "Accumulated", "Cassette", "CassetteError", "Expected", "Interaction", "NetworkBlockedError", "Play", "Player",
-    "ProtocolError", "Request", "RequestHook", "Response", "ResponseHook", "ServerSentEvent", "SsemockWarning",
+    "ProtocolError", "Request", "RequestHook", "Response", "ResponseHook", "SecretError", "ServerSentEvent", "SsemockWarning",
     "StreamAssertionError", "UnmatchedRequestError", "accumulate", "cassettes", "chunking", "conformance",
     "detect_protocol", "explore", "faults", "held", "matching", "ndjson", "plan_response", "replay", "sse", "strategies", "synth",
     "timing", "transforms", "use_cassette",

@@ -30,8 +30,9 @@ import orjson
 
 from .cassette_body import body_ends as body_ends  # body_ends: inspect and vcr use it from here
 from .cassette_body import laid_out, pieces
+from .secrets import Finding, safe_message, scan_cassette
 
-__all__ = ["Cassette", "CassetteError", "Interaction", "Request", "Response", "VERSION"]
+__all__ = ["Cassette", "CassetteError", "Interaction", "Request", "Response", "SecretError", "VERSION"]
 
 VERSION = 1
 MAX_T_MS = 86_400_000  # a chunk time is at most a day after the request (ms), so timing can sleep it
@@ -46,12 +47,24 @@ class CassetteError(ValueError):
 
     def __init__(self, reason: str, *, path: str | os.PathLike[str] | None = None,
                  interaction: int | None = None) -> None:
-        from .redact import mask_text  # here: redact imports this module
         self.path = None if path is None else str(path)
         self.interaction = interaction
-        self.reason = reason = mask_text(reason)  # a message may quote a value: never a key
-        where = [p for p in (self.path, None if interaction is None else f"interaction {interaction}") if p]
+        self.reason = reason = safe_message(reason)  # a message may quote a value: never a key, never an escape
+        where = [safe_message(p) for p in (self.path, None if interaction is None else f"interaction {interaction}") if p]
         super().__init__(": ".join([*where, reason]))
+
+
+class SecretError(CassetteError):
+    """A write of cassette data was refused: a secret is left in it. ``findings`` says where,
+    which rule found each one and what its value looks like (never the value)."""
+
+    def __init__(self, findings: list[Finding], *, path: str | os.PathLike[str] | None = None,
+                 advice: str = "redact it with before_record_request/before_record_response, or `ssemock redact`",
+                 message: str | None = None) -> None:
+        self.findings = findings
+        super().__init__(message if message is not None else (
+            "refusing to save: a secret is left in the cassette: " + "; ".join(map(str, findings)) + f" ({advice})"),
+            path=path)
 
 
 Headers = list[tuple[str, str]]
@@ -250,14 +263,22 @@ class Cassette:
                 raise _NotText(i) from None
             _write_maps(after, pairs, write)
 
-    def save(self, path: str | os.PathLike[str] | None = None) -> Path:
-        """Write atomically (temp file in the same folder + os.replace).
+    def save(self, path: str | os.PathLike[str] | None = None, *, scan_secrets: bool = True) -> Path:
+        """Write atomically (temp file in the same folder + os.replace), after the secret scan
+        (:func:`ssemock.secrets.scan_cassette`): a cassette holding a secret raises
+        :class:`SecretError` and nothing is written. ``scan_secrets=False`` skips the scan: for
+        data you have just scanned yourself, or fake keys you mean to keep (a test of your own
+        scanner); never for a recording.
 
         Temp files an earlier save of the same cassette left behind (its process was killed) are
         removed first; see :func:`_stale_temp_files`."""
         target = Path(path) if path is not None else self.path
         if target is None:
             raise ValueError("Cassette.save() needs a path for an in-memory cassette")
+        if scan_secrets:
+            findings = scan_cassette(self)
+            if findings:
+                raise SecretError(findings, path=target)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             for stale in _stale_temp_files(target):

@@ -354,12 +354,17 @@ def _cmd_redact(args: argparse.Namespace) -> int:
         elif args.check:
             _out(f"would redact {path}: {len(changes)} change{'s' if len(changes) != 1 else ''}")
             status = 1
-        else:
-            cassette.save(path)
+        leaks = find_secrets(cassette)
+        if changes and not args.check and not leaks:
+            cassette.save(path, scan_secrets=False)  # scanned just above
             _out(f"redacted {path}: {len(changes)} change{'s' if len(changes) != 1 else ''}")
+        elif changes and not args.check:
+            _out(f"not written {path}: a secret is left that `ssemock redact` cannot replace where it is stored "
+                 "(found decoded: base64, compressed, split across events); fix it in the file or re-record with "
+                 "a before_record_response hook", err=True)
         for change in changes:
             _out(f"  {change}")
-        for leak in find_secrets(cassette):
+        for leak in leaks:
             _out(f"ssemock: error: {path}: a secret is left after redaction: {leak}", err=True)
             status = 1
     return status

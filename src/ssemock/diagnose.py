@@ -20,7 +20,7 @@ from . import sse
 from .chunking import Chunking, event_ends
 from .expect import StreamAssertionError
 from .faults import Fault, Served
-from .redact import mask_text, mask_url
+from .redact import escape_control, mask_text, mask_url
 from .strategies import minimal_failing_split
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ def play_summary(play: Play, last: int = 3) -> list[str]:
     if shown:
         lines.append(f"  the last {'events' if len(shown) > 1 else 'event'} served:")
         lines.extend(f"    {block_line(b, delivered)}" for b in shown)
-    return [mask_text(line) for line in lines]
+    return [escape_control(mask_text(line)) for line in lines]
 
 
 def chunk_of(ends: list[int] | tuple[int, ...], offset: int) -> int:

@@ -10,13 +10,27 @@ from __future__ import annotations
 __all__ = ["NetworkBlockedError", "SsemockWarning", "UnmatchedRequestError"]
 
 
+def _safe(args: tuple[object, ...]) -> list[object]:
+    from .secrets import safe_message  # here: the plugin imports this module before any test needs orjson
+    return [safe_message(a) if isinstance(a, str) else a for a in args]
+
+
 class UnmatchedRequestError(BaseException):
-    """A request matched no recorded interaction and recording is off."""
+    """A request matched no recorded interaction and recording is off.
+
+    Its message quotes what was sent: every secret and credential-named value in it is masked
+    and control characters are escaped (:func:`ssemock.secrets.safe_message`)."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*_safe(args))
 
 
 class NetworkBlockedError(BaseException):
     """During a replay, code opened a connection that no intercepted client stack made, to a host
-    that ``allowed_hosts`` does not allow."""
+    that ``allowed_hosts`` does not allow. Its message is masked like :class:`UnmatchedRequestError`'s."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*_safe(args))
 
 
 class SsemockWarning(UserWarning):

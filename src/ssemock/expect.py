@@ -20,7 +20,7 @@ from .accumulate import Accumulated, ToolCall, accumulate
 from .chunking import event_ends
 from .framing.eventstream import Frame
 from .protocols.base import error_of
-from .redact import mask_text
+from .redact import escape_control, mask_text
 
 if TYPE_CHECKING:
     from .serving import Play
@@ -40,7 +40,7 @@ class StreamAssertionError(AssertionError):
     and lands in CI logs; ``Player.check``'s shrunk failure is one of these too."""
 
     def __init__(self, message: object = "", *args: object) -> None:
-        super().__init__(mask_text(str(message)), *args)
+        super().__init__(escape_control(mask_text(str(message))), *args)
 
 
 @dataclass

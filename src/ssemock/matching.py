@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, urlsplit
 from ._names import unknown
 from .cassette import Request
 from .redact import redact_request, redact_url
+from .secrets import credential_name, value_shape
 
 __all__ = ["DEFAULT", "MATCHERS", "differences", "resolve"]
 
@@ -72,7 +73,11 @@ def _first_json_difference(a: Any, b: Any, path: str = "$") -> str | None:
             if diff:
                 return diff
         return None if len(a) == len(b) else f"{path}: {len(b)} items recorded, {len(a)} sent"
-    return None if a == b else f"{path}: {_short(b)} recorded, {_short(a)} sent"
+    if a == b:
+        return None
+    if credential_name(path.rsplit(".", 1)[-1].rsplit("[", 1)[0]):  # "$.password": never the values, only their shapes
+        return f"{path}: <a value of {value_shape(str(b))}> recorded, <a value of {value_shape(str(a))}> sent"
+    return f"{path}: {_short(b)} recorded, {_short(a)} sent"
 
 
 def _short(value: Any) -> str:

@@ -482,11 +482,25 @@ def _test_name(node: Any) -> tuple[str, list[str]]:
     return name, [c.name for c in getattr(node, "listchain", list)() if isinstance(c, pytest.Class)]
 
 
+def _without_secrets(name: str) -> str:
+    """A test id that holds a secret (a key used as a pytest parameter) with the parameters, or
+    the whole id, replaced by a SHA-256 stand-in: stable across runs (replay finds the file),
+    distinct per id, and no part of the key in the file name that gets committed."""
+    from .secrets import mask_text, scan
+    # cut at each "-" too: pytest joins parameters with it, which would extend a fixed-length key
+    cuts = [m.start() for m in re.finditer(r"[\]-]", name)]
+    if mask_text(name) == name and not any(scan(name[:k]) or scan(name[k + 1:]) for k in cuts):
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    base, bracket, _ = name.partition("[")
+    return f"{base}[secret-{digest}]" if bracket and mask_text(base) == base else f"secret-{digest}"
+
+
 def cassette_name(node: Any) -> str:
     """The test's name without the ssemock variant id, safe as a file name; a test in a class is
     ``Class.test`` (nested: ``Outer.Inner.test``), so same-named tests never share a cassette."""
     name, classes = _test_name(node)
-    return file_name(".".join([*classes, name]))
+    return file_name(_without_secrets(".".join([*classes, name])))
 
 
 def _cassette_path(spec: Any, directory: str | os.PathLike[str], node: Any) -> Path:
@@ -645,6 +659,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def _say(config: pytest.Config, line: str) -> None:
+    from .secrets import safe_message
+    line = safe_message(line)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(line, yellow=True)
@@ -674,7 +690,9 @@ def _teardown_checks(player: Player, checks: dict[str, str]) -> None:
                           f"the stream of {which} ({play.request.method} "
                           f"{mask_url(str(play.request.url))}) "
                           f"was not read to the end under {play.chunking}"))
+    from .secrets import safe_message
     for key, message in found:
+        message = safe_message(message)
         if checks[key] == "error":
             pytest.fail(f"ssemock: {message}", pytrace=False)
         warnings.warn(f"ssemock: {message}", SsemockWarning, stacklevel=1)

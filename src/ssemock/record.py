@@ -72,8 +72,21 @@ def drain_seconds(drain_on_close: bool | float) -> float | None:
 
 
 def _decoder(encoding: str) -> Callable[[bytes], bytes] | None:
-    """A streaming decompressor for the encoding (br and zstd with the packages httpx itself uses
-    for them); None for an encoding stored as it is, with its header kept."""
+    """A streaming decompressor for the encoding, stacked ones included (``gzip, gzip``: the last
+    listed is undone first), so the stored body is what the client decoded and the secret scan
+    sees inside; None when a layer is one it cannot undo: stored as it is, header kept."""
+    layers = [e.strip() for e in encoding.split(",") if e.strip() and e.strip() != "identity"]
+    if len(layers) != 1:
+        steps = [_decoder(layer) for layer in reversed(layers)]
+        if not layers or None in steps:
+            return None
+
+        def stacked(data: bytes) -> bytes:
+            for step in steps:
+                data = step(data) if data else data  # type: ignore[misc]
+            return data
+        return stacked
+    encoding = layers[0]
     if encoding in ("gzip", "x-gzip"):
         return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress
     if encoding == "deflate":

@@ -18,7 +18,9 @@ from urllib.parse import urlsplit
 import orjson
 
 from .cassette import Cassette, Interaction, Request, Response
-from .secrets import SECRET_NAME, Secret, _query_spans, looks_random, scan, scan_body, scan_header, scan_url
+from .secrets import SECRET_NAME, Secret, _query_spans, scan, scan_body, scan_cassette, scan_header, scan_url
+from .secrets import escape_control as escape_control  # their home is ssemock.secrets
+from .secrets import mask_text as mask_text
 from .transforms import rewrite
 
 __all__ = ["QUERY_PARAMS", "REDACTED", "REQUEST_HEADERS", "RESPONSE_HEADERS", "escape_control", "find_secrets",
@@ -132,63 +134,13 @@ def interaction_secrets(x: Interaction) -> Iterator[tuple[str, Secret]]:
 
 
 def find_secrets(cassette: Cassette) -> list[str]:
-    """Where a secret is left, one line each, never the secret itself:
-    ``interaction 0 request.body: an Anthropic key (sk-ant-...) ('sk-ant-***' at offset 12)``."""
-    found = []
-    for i, x in enumerate(cassette.interactions):
-        first: dict[tuple[str, str], Secret] = {}
-        for where, s in interaction_secrets(x):
-            first.setdefault((where, s.what), s)
-        for (where, what), s in first.items():
-            found.append(f"interaction {i} {where}: {what} ({s.preview!r} at offset {s.start})")
-    return found
+    """Where a secret is left, one line each, never the secret itself (:func:`ssemock.secrets.scan_cassette`):
+    ``interaction 0 request.body: an Anthropic key (sk-ant-...) ('sk-ant-***', 108 chars: digits a-z A-Z -, at offset 12)``."""
+    return [str(f) for f in scan_cassette(cassette)]
 
 
 # -- messages ----------------------------------------------------------------------------------
 
-_NAME_WORD = re.compile(r"token|secret|key|auth|passw|signature|session|cookie|credential", re.I)
-_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-_NAMED_VALUE = re.compile(r"""['"]?\s*(?:[:=]|',)\s*['"]?([^\s'"&,;)}\]]+)""")
-
-
-def _named_values(text: str) -> Iterator[tuple[int, int, str]]:
-    """(start, end, value) of values that follow a credential-like name: ``client_secret=...``,
-    ``"x-auth-token": "..."``, ``('token', '...')``. The names are found first (fast), then the
-    value after each."""
-    for m in _NAME_WORD.finditer(text):
-        end = m.end()
-        while end < len(text) and text[end] in _NAME_CHARS:
-            end += 1
-        value = _NAMED_VALUE.match(text, end)
-        if value is not None:
-            yield value.start(1), value.end(1), value.group(1)
-
-
-def mask_text(text: str) -> str:
-    """``text`` with every secret the scanner finds, and every credential-like value named as a
-    credential (``client_secret=...``), replaced by a masked preview such as ``sk-ant-***``."""
-    found = scan(text)
-    spans = [(s.start, s.end) for s in found]
-    previews = [s.preview for s in found]
-    for a, b, value in _named_values(text):
-        if looks_random(value) and not any(a < e and s < b for s, e in spans):
-            spans.append((a, b))
-            previews.append("***")
-    if not spans:
-        return text
-    order = sorted(range(len(spans)), key=lambda k: spans[k])
-    return replace_spans(text, [spans[k] for k in order], [previews[k] for k in order])
-
-
 def mask_url(url: str) -> str:
     """A URL fit for a message: the default redaction rules, then :func:`mask_text`."""
     return mask_text(redact_url(url))
-
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def escape_control(text: str) -> str:
-    """Control characters (ANSI/OSC escapes, C1 controls, bidi overrides) as visible ``\\u001b``
-    escapes, so text from a cassette can never drive the terminal; newline and tab are kept."""
-    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -38,13 +38,14 @@ from . import timing as _timing
 from . import transforms as _transforms
 from ._names import unknown
 from .accumulate import Accumulated
-from .cassette import Cassette, CassetteError, Interaction, Request
+from .cassette import Cassette, CassetteError, Interaction, Request, SecretError
 from .cassette_lock import lock_for
 from .errors import SsemockWarning, UnmatchedRequestError
 from .expect import Expected, StreamAssertionError
 from .modes import RECORD_MODES, RecordMode
 from .record import MAX_BODY_BYTES, Recorder, RequestHook, ResponseHook, drain_seconds, request_from_httpx
-from .redact import escape_control, find_secrets, mask_text
+from .redact import escape_control, mask_text
+from .secrets import scan_cassette
 from .selection import Selection
 from .serving import (
     ChunkingSpec,
@@ -514,11 +515,12 @@ class Player:
             kept = [x for x in kept
                     if all(matching.differences(n.request, x.request, self.match_on) for n in new)]
         out = Cassette([*kept, *new], path=self.path)
-        leaks = find_secrets(out)
-        if leaks:
-            raise CassetteError(self._refused(out.interactions, leaks), path=self.path)
+        findings = scan_cassette(out)  # the one scan every write of cassette data goes through
+        if findings:  # refused: the recording is kept beside the cassette, masked (_refused says how)
+            raise SecretError(findings, path=self.path,
+                              message=self._refused(out.interactions, [str(f) for f in findings]))
         if self.path is not None:
-            out.save(self.path)
+            out.save(self.path, scan_secrets=False)  # scanned just above
         self.cassette.interactions = out.interactions
         self._selection = Selection(out.interactions, self.match_on)
 

@@ -29,19 +29,26 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import functools
 import math
 import re
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["SECRET_NAME", "Secret", "entropy", "looks_random", "scan", "scan_body", "scan_form", "scan_header",
-           "scan_named", "scan_url"]
+import orjson
+
+__all__ = ["CREDENTIAL_NAME", "scan_json_members", "SECRET_NAME", "Finding", "Secret", "base64_text", "credential_name", "decode_content",
+           "entropy", "escape_control", "looks_random", "mask_text", "safe_message", "scan", "scan_body",
+           "scan_cassette", "scan_form", "scan_header", "scan_interaction", "scan_named", "scan_url", "value_shape"]
 
 REDACTED = "REDACTED"
 #: A header, query parameter or form field with such a name holds a credential.
-SECRET_NAME = re.compile(r"token|secret|key|auth|passw|signature|^sig$|session|cookie|credential", re.I)
+#: ``tokens`` (a count: ``x-ratelimit-remaining-tokens``, ``anthropic-ratelimit-tokens-reset``) is not ``token``.
+SECRET_NAME = re.compile(r"token(?!s)|secret|key|auth|passw|signature|^sig$|session|cookie|credential", re.I)
 
 
 @dataclass(frozen=True)
@@ -322,10 +329,19 @@ def entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values()) if n else 0.0
 
 
+# What real APIs send under names that say token/key/session and is never a credential: dates
+# (RFC 3339 / ISO 8601, compact ``20261126T160437Z``), epoch and other numbers, durations (``1m30s``,
+# ``59m59.992s``, ``412ms``).
+_NOT_CREDENTIAL = re.compile(
+    r"\d{4}-?\d{2}-?\d{2}(?:[T ]\d{2}:?\d{2}(?::?\d{2}(?:[.,]\d{1,9})?)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?"
+    r"|[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
+    r"|(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|h|m|s|d))+", re.I)
+
+
 def looks_random(value: str) -> bool:
-    """A value that reads like a generated credential rather than a word, number or date."""
+    """A value that reads like a generated credential rather than a word, number, date or duration."""
     value = value.strip()
-    if len(value) < 10 or value == REDACTED or " " in value or value.isdigit():
+    if len(value) < 10 or value == REDACTED or " " in value or _NOT_CREDENTIAL.fullmatch(value):
         return False
     return entropy(value) >= 3.0 and (_has_digit_and_letter(value.encode("utf-8", "replace"))
                                       or len(value) >= 20)
@@ -350,10 +366,16 @@ def _query_spans(query: str) -> Iterator[tuple[str, int, int]]:
 
 
 def scan_form(text: str) -> list[Secret]:
-    """Credentials named as such in ``a=1&client_secret=...`` (a query string or a form body)."""
+    """Credentials named as such in ``a=1&client_secret=...`` (a query string or a form body):
+    any value under a credential name (:func:`credential_name`), a generated-looking one under a
+    credential-like name (:func:`scan_named`)."""
     out = []
     for name, a, b in _query_spans(text):
-        named = scan_named(name, text[a:b])
+        value = text[a:b]
+        if credential_name(name) and _credential_value(unquote(value.replace("+", " "))):
+            out.append(Secret(f"a credential-named parameter {name!r}", a, b, "***"))
+            continue
+        named = scan_named(name, value)
         if named is not None:
             out.append(Secret(named.what, a, b, named.preview))
     return out
@@ -361,14 +383,54 @@ def scan_form(text: str) -> list[Secret]:
 
 _FORM = re.compile(rb"^[\w.%~-]+=[^&\s]*(?:&[\w.%~-]+=[^&\s]*)*$")
 _FORM_MAX = 1 << 20
+# a credential word, then the JSON member it is part of: the words are rare, so they are found
+# first (bytes.find on the lower-cased data: C speed) and each is widened to its member
+_CREDENTIAL_WORDS = (b"passw", b"passphrase", b"pwd", b"secret", b"apikey", b"api_key", b"token", b"authorization",
+                     b"private_key", b"privatekey")
+_MEMBER_AT = re.compile(rb'"\s*:\s*"((?:[^"\\]++|\\.)*+)"')
+
+
+def _word_hits(data: bytes) -> list[tuple[int, int]]:
+    lower, hits = data.lower(), []
+    for word in _CREDENTIAL_WORDS:
+        at = lower.find(word)
+        while at >= 0:
+            hits.append((at, at + len(word)))
+            at = lower.find(word, at + 1)
+    return sorted(hits)
+
+
+def scan_json_members(data: bytes) -> list[Secret]:
+    """String values of JSON members named like credentials (``"password": "..."``) whatever they
+    look like, where they stand in ``data`` (any JSON text: a body, an event); a number under such
+    a name is found by :func:`scan_cassette`'s JSON walk."""
+    out: list[Secret] = []
+    end = 0
+    for hit_start, hit_end in _word_hits(data):
+        if hit_start < end:
+            continue
+        start = data.rfind(b'"', max(0, hit_start - 41), hit_start)
+        close = data.find(b'"', hit_end, hit_end + 41)
+        if start < 0 or close < 0:
+            continue
+        name = data[start + 1:close]
+        member = _MEMBER_AT.match(data, close)
+        if member is None or not re.fullmatch(rb"[A-Za-z0-9_.\-]+", name):
+            continue
+        end = member.end()
+        if credential_name(name.decode("ascii")) and _credential_value(member.group(1).decode("utf-8", "replace")):
+            out.append(Secret(f"a credential-named field {name.decode('ascii')!r}", member.start(1), member.end(1), "***"))
+    return out
 
 
 def scan_body(body: bytes) -> list[Secret]:
-    """:func:`scan`, plus credentials named as such when the body is a form (``a=1&b=2``)."""
+    """:func:`scan`, plus credentials named as such in a JSON text (``"password": ...``) or a
+    form body (``a=1&client_secret=...``)."""
     found = scan(body)
+    named = scan_json_members(body) if b'"' in body else []
     if len(body) <= _FORM_MAX and _FORM.match(body):
-        found = _merged(found + scan_form(body.decode("latin-1")))
-    return found
+        named += scan_form(body.decode("latin-1"))
+    return _merged(found + named) if named else found
 
 
 def scan_url(url: str) -> list[Secret]:
@@ -379,10 +441,24 @@ def scan_url(url: str) -> list[Secret]:
         start = url.find("@")
         colon = url.rfind(":", 0, start)
         found.append(Secret("a password in the URL", colon + 1, start, "***"))
-    if parts.query:
-        base = url.find("?") + 1
-        found += [Secret(s.what, s.start + base, s.end + base, s.preview) for s in scan_form(parts.query)]
+    found += _url_parameters(url)  # the query and the fragment (``#access_token=...``)
     return _merged(found)
+
+
+_URL_IN_TEXT = re.compile(r"""[a-z][a-z0-9+.\-]*://[^\s"'<>]*|(?<![^\s<"'=;,])/[^\s"'<>]*[?#][^\s"'<>]*""", re.I)
+
+
+def _url_parameters(url: str, at: int = 0) -> list[Secret]:
+    """Credentials named in a URL's query and fragment (``#access_token=...``), offsets from ``at``."""
+    found = []
+    for mark in ("?", "#"):
+        start = url.find(mark)
+        if start < 0:
+            continue
+        end = url.find("#", start + 1) if mark == "?" else -1
+        part = url[start + 1:end if end >= 0 else len(url)]
+        found += [Secret(s.what, at + start + 1 + s.start, at + start + 1 + s.end, s.preview) for s in scan_form(part)]
+    return found
 
 
 def scan_header(name: str, value: str) -> list[Secret]:
@@ -391,10 +467,14 @@ def scan_header(name: str, value: str) -> list[Secret]:
     named = scan_named(name, value)
     if named is not None:
         found.append(named)
+    for url in _URL_IN_TEXT.finditer(value):  # location, link, content-location, refresh: a URL's parameters
+        found += _url_parameters(url.group(), url.start())
     m = re.match(r"(?i)(bearer|basic|token)\s+(\S+)", value)
     if m and m.group(2) != REDACTED:
         found.append(Secret(f"a {m.group(1).capitalize()} credential", m.start(2), len(value),
                             f"{m.group(1)} ***"))
+    if not found and credential_name(name) and _credential_value(value):  # what other rules say is more telling
+        found.append(Secret(f"a credential-named header {name!r}", 0, len(value), "***"))
     return _merged(found)
 
 
@@ -408,3 +488,546 @@ def _merged(found: list[Secret]) -> list[Secret]:
         else:
             out.append(s)
     return out
+
+
+# -- credential names ---------------------------------------------------------------------------
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+#: Names that say the value IS a credential, whatever it looks like (words of the name, snake-cased):
+#: ``password``, ``x-api-key``, ``clientSecret``, ``AWS_SECRET_ACCESS_KEY``, ``access_token``.
+#: Counts and settings are not: ``max_tokens``, ``input_tokens``, ``*-tokens-reset``, ``next_page_token``.
+CREDENTIAL_NAME = re.compile(
+    r"(?:^|_)(?:password|passwd|passphrase|secret|client_secret|api_key|apikey|access_token|refresh_token|id_token"
+    r"|auth_token|bearer_token|private_key|secret_key|secret_access_key|session_token|security_token)$"
+    r"|^(?:token|pwd|authorization|proxy_authorization)$")
+
+
+def credential_name(name: str) -> bool:
+    """Whether a field, header, parameter or JSON key named ``name`` holds a credential whatever
+    its value (see :data:`CREDENTIAL_NAME`)."""
+    words = re.sub(r"[^a-z0-9]+", "_", _CAMEL.sub("_", name).lower()).strip("_")
+    return CREDENTIAL_NAME.search(words) is not None
+
+
+def _credential_value(value: object) -> bool:
+    """A value worth refusing under a credential name: not empty, not a placeholder (``REDACTED``,
+    ``***``), not null or a boolean."""
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    if not isinstance(value, str):
+        return False
+    text = value.strip()
+    return bool(text) and REDACTED not in text and text.strip("*xX.") != ""
+
+
+# -- shapes of values, for messages -------------------------------------------------------------
+
+def value_shape(value: str | bytes) -> str:
+    """What a value looks like without showing it: its length and character classes, e.g.
+    ``20 chars: digits - : T Z`` for an RFC 3339 date, ``51 chars: digits a-z A-Z - _`` for a key.
+    Letters are listed one by one only when a value has three or fewer distinct ones of a case."""
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    classes: list[str] = []
+    if any(c.isdigit() and c.isascii() for c in text):
+        classes.append("digits")
+    punct = [c for c in dict.fromkeys(text) if c.isascii() and not c.isalnum()]
+    lower = sorted({c for c in text if c.isascii() and c.islower()})
+    upper = sorted({c for c in text if c.isascii() and c.isupper()})
+    classes += [{" ": "space", "\n": "newline", "\t": "tab"}.get(c, c if c.isprintable() else f"\\x{ord(c):02x}")
+                for c in punct]
+    classes += ["a-z"] if len(lower) > 3 else lower
+    classes += ["A-Z"] if len(upper) > 3 else upper
+    if not text.isascii():
+        classes.append("non-ASCII")
+    return f"{len(text)} chars" + (": " + " ".join(classes) if classes else "")
+
+
+# -- masking messages ---------------------------------------------------------------------------
+
+_NAME_WORD = re.compile(r"token|secret|key|auth|passw|signature|session|cookie|credential", re.I)
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_NAMED_VALUE = re.compile(r"""['"]?\s*(?:[:=]|',)\s*['"]?([^\s'"&,;)}\]]+)""")
+# after a credential name (``password``, ``"api_key"``, ``$.client_secret``, ``('token'``): the
+# separator, then a quoted value to its closing quote, or an unquoted one to the end of the line
+# (spaces, ``&``, ``,`` and ``;`` included: a password may hold them; masking more is safe)
+_CREDENTIAL_VALUE = re.compile(
+    r"""\\?['"]?\s*(?:[:=]|',|",)\s*(?:(?P<q>\\?['"])(?P<quoted>(?:\\.|(?!(?P=q)).)*)(?P=q)"""
+    r"""|(?P<bare>[^\s'"<*][^\n\r]*))""")  # <...>, ***: a placeholder or a shape
+_CREDENTIAL_WORD = re.compile(  # a whole name with a credential word in it; credential_name decides
+    r"(?i)[A-Za-z0-9_.\-]*(?:passw|passphrase|pwd|secret|api[-_]?key|apikey|token|authorization|private[-_]?key)"
+    r"[A-Za-z0-9_.\-]*")
+
+
+def _named_values(text: str) -> Iterator[tuple[int, int, str, bool]]:
+    """(start, end, value, named-as-a-credential) of values after a credential-like name:
+    ``client_secret=...``, ``"x-auth-token": "..."``, ``('token', '...')``, ``$.password: '...'``."""
+    for m in _CREDENTIAL_WORD.finditer(text):
+        if not credential_name(m.group()):
+            continue
+        value = _CREDENTIAL_VALUE.match(text, m.end())
+        if value is not None:
+            group = "quoted" if value.group("quoted") is not None else "bare"
+            if value.group(group):
+                yield value.start(group), value.end(group), value.group(group).rstrip(), True
+    for m in _NAME_WORD.finditer(text):
+        end = m.end()
+        while end < len(text) and text[end] in _NAME_CHARS:
+            end += 1
+        value = _NAMED_VALUE.match(text, end)
+        if value is not None:
+            yield value.start(1), value.end(1), value.group(1), False
+
+
+_B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
+_B64_RUN_BYTES = re.compile(rb"[A-Za-z0-9+/_\-]{16,}={0,2}")
+
+
+def base64_text(run: str | bytes) -> str | None:
+    """``run`` decoded from base64 or base64url when that gives text (UTF-8, printable): the
+    form Bedrock wraps its event payloads in, and any JSON field a key may hide in; else None."""
+    raw = run.encode("ascii", "replace") if isinstance(run, str) else run
+    raw = raw.rstrip(b"=")
+    if len(raw) % 4 == 1:
+        return None
+    padded = raw + b"=" * (-len(raw) % 4)
+    try:
+        decoded = (base64.urlsafe_b64decode(padded) if (b"-" in raw or b"_" in raw)
+                   else base64.b64decode(padded, validate=True))
+        text = decoded.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    printable = sum(c.isprintable() or c in "\n\r\t" for c in text)
+    return text if len(text) >= 8 and printable >= 0.95 * len(text) else None
+
+
+def mask_text(text: str) -> str:
+    """``text`` with every secret the scanner finds, every value named as a credential
+    (``password=...``, ``"api_key": "..."``: whatever it looks like), every credential-like value
+    under a credential-like name (``x-auth-token: 9f8e...``) and every base64 run that decodes to
+    a secret replaced by a masked preview such as ``sk-ant-***`` or ``***``."""
+    found = scan(text)
+    spans = [(s.start, s.end) for s in found]
+    previews = [s.preview for s in found]
+
+    def add(a: int, b: int) -> None:
+        if a < b and not any(a < e and s < b for s, e in spans):
+            spans.append((a, b))
+            previews.append("***")
+
+    for a, b, value, named in _named_values(text):
+        if named and _credential_value(value.strip("'\"")) or not named and looks_random(value):
+            add(a, b)
+    for m in _B64_RUN.finditer(text) if len(text) <= _WHOLE else ():
+        decoded = base64_text(m.group())
+        if decoded is not None and (scan(decoded) or any(named for *_, named in _named_values(decoded))):
+            add(m.start(), m.end())
+    if not spans:
+        return text
+    order = sorted(range(len(spans)), key=lambda k: spans[k])
+    out, pos = [], 0
+    for k in order:
+        a, b = spans[k]
+        if a < pos:
+            continue
+        out += [text[pos:a], previews[k]]
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_control(text: str) -> str:
+    """Control characters (ANSI/OSC escapes, C1 controls, bidi overrides) as visible ``\\u001b``
+    escapes, so text from a cassette can never drive the terminal; newline and tab are kept."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def safe_message(text: str) -> str:
+    """A message fit for a terminal or a log: :func:`mask_text`, then :func:`escape_control`."""
+    return escape_control(mask_text(text))
+
+
+# -- one scan of a whole cassette, every form -----------------------------------------------------
+
+@dataclass(frozen=True)
+class Finding:
+    """One secret in a cassette: where (interaction, field, and the place inside the field's
+    decoded form), which rule found it, and what the value looks like -- never the value."""
+
+    interaction: int
+    field: str  # request.url, request.headers['x'], request.body, response.headers['x'], response.body, response.error
+    rule: str  # what was found: "an Anthropic key (sk-ant-...)", "a credential-named field 'password'"
+    shape: str  # the value's length and character classes (value_shape)
+    preview: str  # the shape's public prefix and ``***``, never a character of the secret
+    path: str = ""  # inside the field: "$.messages[0].content", "event 3 $.delta.text", "gzip", "base64 ..."
+    start: int | None = None  # offsets into the field as stored, when found there (not only decoded)
+    end: int | None = None
+
+    @property
+    def where(self) -> str:
+        """The field and the place inside it."""
+        return f"{self.field} {self.path}" if self.path else self.field
+
+    def __str__(self) -> str:
+        at = f", at offset {self.start}" if self.start is not None else ""
+        return f"interaction {self.interaction} {self.where}: {self.rule} ({self.preview!r}, {self.shape}{at})"
+
+
+class _InteractionLike(Protocol):
+    request: Any
+    response: Any
+
+
+class _CassetteLike(Protocol):
+    interactions: list[Any]
+
+
+_DEEP_MAX = 2 << 20  # a stream up to this size is walked event by event and folded by its accumulator
+_STRING_MEMBER = re.compile(rb'"([A-Za-z0-9_]{1,40})"\s*:\s*"((?:[^"\\]++|\\.)*+)"')
+_DATA_LINE = re.compile(rb"^data: ?([^\r\n]*)", re.M)
+_UPPER, _LOWER = re.compile(rb"[A-Z]"), re.compile(rb"[a-z]")  # base64 of text mixes cases
+_REASSEMBLE_MAX = 8 << 20  # reassembled text kept per path, at most (a key is short; a body may not be)
+_DEPTH = 4  # decoded forms nested in each other (base64 in JSON in base64 ...), at most
+_DECODED_MAX = 256 << 20  # bytes a Content-Encoding layer may decode to (no decompression bomb)
+
+
+@functools.lru_cache(maxsize=4096)
+def _json_key(path: str, key: str) -> str:
+    return f"{path}.{key}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key) else f"{path}[{key!r}]"
+
+
+@functools.lru_cache(maxsize=4096)
+def _piece_key(path: str) -> str:
+    """A JSON path with its list indices dropped: the pieces of one streamed field share it."""
+    return re.sub(r"\[\d+\]", "[]", path)
+
+
+_credential_key = functools.lru_cache(maxsize=4096)(lambda name: credential_name(name))
+# a string worth decoding further: JSON in it, a URL or a form, a base64 run
+_WORTH = re.compile(r"[{\[]|://|=|[A-Za-z0-9+/_\-]{16}")
+
+
+class _Scan:
+    """The findings of one interaction, and the string pieces of its decoded events by path (to
+    scan them reassembled: a key streamed back in deltas)."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.found: list[Finding] = []
+        self.pieces: dict[str, list[str]] = {}
+        self.sizes: dict[str, int] = {}
+        self.collect = False
+        self.prefix = ""  # where the JSON being walked sits ("event 3"), kept out of its paths
+        self.done: set[str] = set()  # strings already decoded further (an id repeated in every event)
+        self.runs: set[str] = set()  # base64 runs already decoded
+
+    def add(self, field: str, rule: str, value: str | bytes, preview: str, path: str = "",
+            start: int | None = None, end: int | None = None) -> None:
+        self.found.append(Finding(self.index, field, rule, value_shape(value), preview, path, start, end))
+
+    # -- text in any form -----------------------------------------------------------------------
+
+    def text(self, field: str, text: str, path: str, depth: int, shapes: bool = True) -> None:
+        """Scan ``text``, a decoded form of (part of) a field: shapes, then what it decodes to --
+        JSON (credential-named keys, nested JSON), form and URL parameters, base64 text."""
+        if shapes:
+            for s in scan(text):
+                self.add(field, s.what, text[s.start:s.end], s.preview, path)
+        parsed = _json_or_none(text) if depth < _DEPTH else _NOT_JSON
+        if parsed is not _NOT_JSON:
+            state, (self.prefix, self.collect) = (self.prefix, self.collect), (path, False)
+            self.json(field, parsed, "$", depth + 1)
+            self.prefix, self.collect = state
+            return
+        self.named(field, text, path)
+        if depth < _DEPTH and len(text) <= _WHOLE * 16:
+            for run in set(_B64_RUN.findall(text)) - self.runs:
+                self.runs.add(run)
+                decoded = base64_text(run)
+                if decoded is not None:
+                    self.text(field, decoded, f"{path} base64".strip(), depth + 1)
+
+    def named(self, field: str, text: str, path: str) -> None:
+        """Credential-named parameters in a form body, a query string or a URL's query or fragment."""
+        candidates = [text] if len(text) <= _FORM_MAX and _FORM.match(text.encode("utf-8", "replace")) else []
+        if "://" in text or text.startswith(("/", "?", "#")):
+            for m in re.finditer(r"""(?:[a-z][a-z0-9+.-]*://|^[/?#])[^\s"'<>]*""", text, re.I):
+                parts = urlsplit(m.group())
+                candidates += [parts.query, parts.fragment]
+                if parts.password and parts.password != REDACTED:
+                    self.add(field, "a password in the URL", parts.password, "***", path)
+        for form in candidates:
+            for name, a, b in _query_spans(form):
+                value = form[a:b]
+                if credential_name(name) and _credential_value(unquote(value.replace("+", " "))):
+                    self.add(field, f"a credential-named parameter {name!r}", value, "***", path)
+                else:
+                    named = scan_named(name, value)
+                    if named is not None:
+                        self.add(field, named.what, value, "***", path)
+
+    def json(self, field: str, value: Any, path: str, depth: int) -> None:
+        """Credential-named keys whatever their value; string leaves decoded further."""
+        if isinstance(value, dict):
+            for k, v in value.items():
+                key = str(k)
+                where = _json_key(path, key)
+                if _credential_key(key) and _credential_value(v):
+                    self.add(field, f"a credential-named field {key!r}", str(v), "***", f"{self.prefix} {where}".strip())
+                if isinstance(v, (dict, list, str)):
+                    self.json(field, v, where, depth)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                if isinstance(v, (dict, list, str)):
+                    self.json(field, v, f"{path}[{i}]", depth)
+        elif isinstance(value, str):
+            if self.collect:
+                key = _piece_key(path)
+                size = self.sizes.get(key, 0)
+                if size < _REASSEMBLE_MAX:
+                    self.pieces.setdefault(key, []).append(value)
+                    self.sizes[key] = size + len(value)
+            if depth < _DEPTH and value not in self.done and _WORTH.search(value):
+                self.done.add(value)
+                prefix, self.prefix = self.prefix, ""
+                self.text(field, value, f"{prefix} {path}".strip(), depth, shapes=False)
+                self.prefix = prefix
+
+    # -- the fields of an interaction ----------------------------------------------------------------
+
+    def header(self, side: str, name: str, value: str) -> None:
+        field = f"{side}.headers[{name!r}]"
+        for s in scan_header(name, value):
+            self.add(field, s.what, value[s.start:s.end], s.preview, "", s.start, s.end)
+        self.text(field, value, "", 1, shapes=False)
+
+    def url(self, url: str) -> None:
+        for s in scan_url(url):
+            self.add("request.url", s.what, url[s.start:s.end], s.preview, "", s.start, s.end)
+        self.named("request.url", url, "")
+        for m in _B64_RUN.finditer(url):
+            decoded = base64_text(m.group())
+            if decoded is not None:
+                self.text("request.url", decoded, "base64", 1)
+
+    def body(self, field: str, body: bytes, headers: list[tuple[str, str]], url: str,
+             stream: bool) -> None:
+        """A body: raw, each Content-Encoding layer decoded, its events, their data reassembled."""
+        for s in scan_body(body):
+            self.add(field, s.what, body[s.start:s.end], s.preview, "", s.start, s.end)
+        content_type = next((v for k, v in headers if k.lower() == "content-type"), "") or ""
+        path = ""
+        encoding = next((v for k, v in headers if k.lower() == "content-encoding"), "")
+        if encoding:
+            decoded, layers = decode_content(body, encoding)
+            if layers:
+                body, path = decoded, " ".join(layers)
+                for s in scan(body):
+                    self.add(field, s.what, body[s.start:s.end], s.preview, path)
+        if "multipart/" in content_type.lower():
+            self.multipart(field, body, content_type, path)
+            return
+        text = body.decode("utf-8", "replace") if len(body) <= _DECODED_MAX else ""
+        if not stream or not body:
+            if text:
+                self.text(field, text, path, 0, shapes=False)
+            return
+        if len(body) > _DEEP_MAX:
+            self.members(field, body, path)
+            return
+        self.events(field, body, text, content_type, url, path)
+
+    def members(self, field: str, body: bytes, path: str) -> None:
+        """A stream too large to walk event by event: every JSON string member's values joined
+        per member name, in one regex pass (C speed), and the data of non-JSON SSE events joined."""
+        pieces: dict[bytes, list[bytes]] = {}
+        for name, value in _STRING_MEMBER.findall(body):
+            pieces.setdefault(name, []).append(value)
+        plain = [line for line in _DATA_LINE.findall(body) if line[:1] not in (b"{", b"[")]
+        for name, parts in [(b"data", plain), *pieces.items()]:
+            if len(parts) < 2:
+                continue
+            try:
+                whole = orjson.loads(b'"' + b"".join(parts) + b'"') if name != b"data" else b"".join(parts).decode(
+                    "utf-8", "replace")
+            except orjson.JSONDecodeError:
+                continue
+            self.text(field, whole, f"{path} reassembled {name.decode('ascii')}".strip(), 2)
+        for run in set(_B64_RUN_BYTES.findall(body)):  # an id repeated in every event: decoded once
+            if _UPPER.search(run) and _LOWER.search(run):
+                decoded = base64_text(run)
+                if decoded is not None:
+                    self.text(field, decoded, f"{path} base64".strip(), 2)
+
+    def multipart(self, field: str, body: bytes, content_type: str, path: str) -> None:
+        m = re.search(r'boundary="?([^";]+)"?', content_type, re.I)
+        if m is None:
+            return
+        for part in body.split(b"--" + m.group(1).encode("latin-1")):
+            head, sep, value = part.partition(b"\r\n\r\n")
+            if not sep:
+                head, sep, value = part.partition(b"\n\n")
+            name = re.search(rb'name="([^"]*)"', head)
+            text = value.rstrip(b"\r\n").decode("utf-8", "replace")
+            where = f"{path} part {name.group(1).decode('utf-8', 'replace')!r}".strip() if name else path
+            if name and credential_name(name.group(1).decode("utf-8", "replace")) and _credential_value(text):
+                self.add(field, f"a credential-named form field {name.group(1).decode('utf-8', 'replace')!r}",
+                         text, "***", where)
+            self.text(field, text, where, 1, shapes=bool(path))
+
+    def events(self, field: str, body: bytes, text: str, content_type: str, url: str, path: str) -> None:
+        """The decoded events' data, then the text reassembled from their pieces: every string at
+        one JSON path across events joined, and the reference accumulator's text and tool arguments."""
+        from . import framing
+        try:
+            kind = framing.detect(content_type, body)
+            events = kind.decode(body)
+        except (ValueError, TypeError):
+            if text:
+                self.text(field, text, path, 0, shapes=False)
+            return
+        self.collect = True
+        plain: list[str] = []
+        for k, event in enumerate(events):
+            where = f"{path} event {k}".strip()
+            data = getattr(event, "data", None)
+            payload = getattr(event, "payload", None)
+            text_form = data if isinstance(data, str) else (
+                payload.decode("utf-8", "replace") if isinstance(payload, bytes) else None)
+            if text_form is not None:
+                parsed = _json_or_none(text_form)
+                if parsed is _NOT_JSON:
+                    plain.append(text_form)
+                    self.text(field, text_form, where, 1, shapes="\n" in text_form or bool(path))
+                    continue
+                event = parsed
+            self.prefix = where
+            self.json(field, event, "$", 1)
+            self.prefix = ""
+        self.collect = False
+        joined = {"data": "".join(plain), **{p: "".join(v) for p, v in self.pieces.items() if len(v) > 1}}
+        for where, whole in joined.items():
+            if whole:
+                self.text(field, whole, f"{path} reassembled {where}".strip(), 2)
+        self.pieces.clear()
+        self.sizes.clear()
+        self.accumulated(field, events, url, content_type, path)
+
+    def accumulated(self, field: str, events: list[Any], url: str, content_type: str, path: str) -> None:
+        from .accumulate import accumulate  # the meaning layer: only what it reassembles is asked of it
+        try:
+            result = accumulate(events, url=url, content_type=content_type)
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError):
+            return  # no protocol folds it: the per-path reassembly above stands alone
+        for choice in result.choices:
+            for what in ("text", "refusal", "thinking"):
+                value = getattr(choice, what, "")
+                if isinstance(value, str) and value:
+                    self.text(field, value, f"{path} accumulated {what} (choice {choice.index})".strip(), 2)
+            for call in getattr(choice, "tool_calls", []):
+                args = call.arguments if isinstance(call.arguments, str) else orjson.dumps(call.arguments).decode()
+                self.text(field, args, f"{path} accumulated tool call {call.name!r} arguments".strip(), 2)
+
+
+_NOT_JSON = object()
+
+
+def _json_or_none(text: str) -> Any:
+    """``text`` parsed as a JSON object or array, else :data:`_NOT_JSON`."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return _NOT_JSON
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return _NOT_JSON
+
+
+def decode_content(body: bytes, encoding: str) -> tuple[bytes, list[str]]:
+    """``body`` with each ``Content-Encoding`` layer removed (``gzip, gzip``: two; the last listed
+    is undone first), and the layers removed; stops at a layer it cannot decode."""
+    layers: list[str] = []
+    for name in reversed([e.strip().lower() for e in encoding.split(",") if e.strip()]):
+        if name == "identity":
+            continue
+        try:
+            if name in ("gzip", "x-gzip"):
+                z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                body = z.decompress(body, _DECODED_MAX)
+            elif name == "deflate":
+                try:
+                    body = zlib.decompressobj().decompress(body, _DECODED_MAX)
+                except zlib.error:
+                    body = zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, _DECODED_MAX)
+            elif name == "br":
+                import brotli
+                body = brotli.decompress(body)
+            elif name == "zstd":
+                import zstandard
+                body = zstandard.ZstdDecompressor().decompressobj().decompress(body)
+            else:
+                break
+        except (zlib.error, ImportError, ValueError, OSError, Exception):
+            break
+        layers.append(name)
+    return body, layers
+
+
+def _is_stream(x: _InteractionLike) -> bool:
+    ct = (x.response.header("content-type") or "").lower()
+    return (len(x.response.ends) > 1 or "event-stream" in ct or "ndjson" in ct or "eventstream" in ct
+            or "jsonl" in ct or "json-seq" in ct or ("json" in ct and x.response.body.lstrip()[:1] == b"["))
+
+
+def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
+    """Every secret in one interaction, in every form (see :func:`scan_cassette`)."""
+    s = _Scan(index)
+    req, resp = x.request, x.response
+    for found in scan(req.method):
+        s.add("request.method", found.what, req.method[found.start:found.end], found.preview)
+    s.url(req.url)
+    for k, v in req.headers:
+        s.header("request", k, v)
+    if req.body:
+        s.body("request.body", req.body, req.headers, req.url, stream=False)
+    for k, v in resp.headers:
+        s.header("response", k, v)
+    if resp.body:
+        s.body("response.body", resp.body, resp.headers, req.url, stream=_is_stream(x))
+    if resp.error:
+        s.text("response.error", orjson.dumps(resp.error).decode(), "", 0)
+    return _first_per_place(s.found)
+
+
+def _first_per_place(found: list[Finding]) -> list[Finding]:
+    """One finding per (field, rule): the one found where it is stored if any (it has offsets),
+    else the first one found decoded."""
+    out: dict[tuple[str, str], Finding] = {}
+    for f in sorted(found, key=lambda f: f.start is None):
+        out.setdefault((f.field, f.rule), f)
+    return sorted(out.values(), key=found.index)
+
+
+def scan_cassette(cassette: _CassetteLike) -> list[Finding]:
+    """Every secret in a cassette, in every form a secret takes there, in every field of every
+    interaction (request method, URL with its query and fragment, headers, body; response headers,
+    body, recorded error):
+
+    * the field as stored, and with JSON escapes and percent-encoding undone;
+    * every ``Content-Encoding`` layer decoded (stacked ones too);
+    * JSON parsed: keys named like credentials (``password``, ``api_key``, ``client_secret``,
+      ``access_token``, ...) whatever their value, and JSON nested in strings (tool arguments);
+    * form, multipart, query and fragment parameters named like credentials, URLs in headers
+      (``location``, ``link``) and bodies;
+    * base64 and base64url values that decode to text (Bedrock's ``{"bytes": ...}`` payloads);
+    * each decoded event's data (SSE, JSON lines, JSON arrays, AWS eventstream frames);
+    * the text reassembled from the events: every string at one JSON path joined across events,
+      and the reference accumulator's text, refusal, thinking and tool-call arguments (a key the
+      model streams back in 1-character deltas is found).
+
+    Every write of cassette data runs it (``Cassette.save`` refuses unless told
+    ``scan_secrets=False``); a finding never holds the value, only its shape."""
+    return [f for i, x in enumerate(cassette.interactions) for f in scan_interaction(x, i)]

@@ -71,7 +71,7 @@ from . import transforms as _transforms
 from .cassette import Cassette, Interaction, Request
 from .cassette import Response as CassetteResponse
 from .chunking import event_ends
-from .redact import mask_text, mask_url, redact_request
+from .redact import escape_control, mask_text, mask_url, redact_request
 from .selection import Selection
 from .serving import ChunkingSpec, FaultSpec, Plan, ReplayStream, TimingSpec, TransformSpec, plan_response
 from .sse import Decoder, decode
@@ -354,7 +354,7 @@ class Replayer:
     def log(self, line: str) -> None:
         """One line of the access log (masked), if a ``log`` was given."""
         if self._log is not None:
-            self._log(mask_text(line))
+            self._log(escape_control(mask_text(line)))
 
     async def _read_body(self, request: HTTPRequest) -> bytes | None:
         """The request body, or None when it is larger than ``max_body`` (read no further)."""

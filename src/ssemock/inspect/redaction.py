@@ -150,7 +150,7 @@ def redact(cassette: Cassette) -> list[str]:
             v, found = _scrub_text(v, scan_header(k, v))
             changes += [f"interaction {i} response.headers[{k!r}]: {f}" for f in found]
             rheaders.append((k, v))
-        new_body, edits, found = _scrub(resp.body, scan(resp.body))
+        new_body, edits, found = _scrub(resp.body, scan_body(resp.body))
         if found:
             changes += [f"interaction {i} response.body: {f}" for f in found]
             ends, times = remap_ends(resp.ends, resp.times, edits, len(new_body))
