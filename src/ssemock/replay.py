@@ -32,20 +32,19 @@ from . import keep as _keep
 from . import lock as _lock
 from . import matching
 from . import protocols as _protocols
+from . import session as _session
 from . import stacks as _stacks
 from . import subprocesses as _subprocesses
 from . import timing as _timing
 from . import transforms as _transforms
 from ._names import unknown
 from .accumulate import Accumulated
-from .cassette import Cassette, CassetteError, Interaction, Request, SecretError
-from .cassette_lock import lock_for
+from .cassette import Cassette, CassetteError, Interaction, Request
 from .errors import SsemockWarning, UnmatchedRequestError
 from .expect import Expected, StreamAssertionError
 from .modes import RECORD_MODES, RecordMode
 from .record import MAX_BODY_BYTES, Recorder, RequestHook, ResponseHook, drain_seconds, request_from_httpx
 from .redact import escape_control, mask_text
-from .secrets import scan_cassette
 from .selection import Selection
 from .serving import (
     ChunkingSpec,
@@ -61,8 +60,8 @@ from .serving import (
 )
 from .stacks import Record
 
-__all__ = ["Play", "Plan", "Player", "ReplayStream", "UnmatchedRequestError", "plan_response", "recording_refusals",
-           "replay", "use_cassette"]
+__all__ = ["Play", "Plan", "Player", "ReplayStream", "UnmatchedRequestError", "plan_response", "recording_players",
+           "recording_refusals", "replay", "use_cassette"]
 
 _T = TypeVar("_T")
 
@@ -120,34 +119,7 @@ def _weakly(method: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-_RECORDING: weakref.WeakSet[Player] = weakref.WeakSet()
-_SIGTERM_BEFORE: list[Any] = []  # the handler replaced while recording (empty: none replaced)
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    """SIGTERM while recording: unwind as Ctrl-C does, so the recording is kept beside the
-    cassette (masked) instead of lost, and never saved over it."""
-    raise KeyboardInterrupt(f"ssemock: signal {signum} (SIGTERM) while recording")
-
-
-def _trap_sigterm(on: bool) -> None:
-    """While any player records (main thread only, and only where SIGTERM still has its default
-    action): SIGTERM raises KeyboardInterrupt; the default comes back when the last one stops."""
-    import signal
-    if threading.current_thread() is not threading.main_thread():
-        return
-    if on and not _SIGTERM_BEFORE and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        _SIGTERM_BEFORE.append(signal.signal(signal.SIGTERM, _on_sigterm))
-    elif not on and _SIGTERM_BEFORE and not _RECORDING:
-        before = _SIGTERM_BEFORE.pop()
-        if signal.getsignal(signal.SIGTERM) is _on_sigterm:  # not replaced since by someone else
-            signal.signal(signal.SIGTERM, before)
-
-
-def recording_players() -> list[Player]:
-    """The players recording right now (started, not stopped): what an interruption that ends
-    the process at once keeps a partial of (:meth:`Player.keep_partial`)."""
-    return list(_RECORDING)
+recording_players = _session.recording_players
 
 
 class Player:
@@ -193,7 +165,7 @@ class Player:
         self.max_body_bytes = max_body_bytes
         self.drain_on_close = drain_on_close
         self._drain = drain_seconds(drain_on_close)
-        self._disk = _stat(self.path)  # the file as it was at the start: a change means another recorder
+        self._disk = _session.stat(self.path)  # the file as it was at the start: a change means another recorder
         self.guard = _lock.Guard(allowed_hosts=allowed_hosts, blocks=not self._records,
                                  where=str(self.path) if self.path else "an in-memory cassette",
                                  ignore_hosts=ignore_hosts, ignore_localhost=ignore_localhost)
@@ -233,16 +205,14 @@ class Player:
             _subprocesses.engage(self._no_proxy)
         self._active = True
         if self._records:
-            _RECORDING.add(self)
-            _trap_sigterm(True)
+            _session.recording(self, True)
 
     def stop(self, save: bool = True) -> None:
         """Stop intercepting (and save what was recorded, unless ``save=False``)."""
         if not self._active:
             return
         self._active = False
-        _RECORDING.discard(self)
-        _trap_sigterm(False)
+        _session.recording(self, False)
         self._requests.close()  # a stream still held gives up now: its requests can no longer come
         self._requests = _held.Requests()
         _lock.release(self.guard)
@@ -288,12 +258,7 @@ class Player:
         scanned and masked like a refused save (see :mod:`ssemock.keep`), without stopping:
         what an interruption that ends the process at once (pytest-timeout's thread method)
         still gets to keep. The cassette itself is never touched."""
-        recorded = self.recorded
-        if self.path is None or not recorded:
-            return None
-        kept = _keep.keep_masked(recorded, _keep.beside(self.path, _keep.PARTIAL))
-        self.kept.append(kept)
-        return kept.path
+        return _session.keep_partial(self.path, self.recorded, kept=self.kept)
 
     async def __aenter__(self) -> Player:
         return self.__enter__()
@@ -492,59 +457,18 @@ class Player:
         return [x for x in (r.interaction() for r in recorders) if x is not None]
 
     def save(self) -> None:
-        """Write what was recorded (atomically); refuse if a secret is left in it.
-
-        Under the cassette's lock: when another recorder (an xdist worker, another process)
-        saved the file since it was loaded, its interactions are merged in, never lost.
-        """
+        """Write what was recorded (atomically); refuse if a secret is left in it (the recording
+        is then kept beside the cassette, masked). Under the cassette's lock: when another
+        recorder (an xdist worker, another process) saved the file since it was loaded, its
+        interactions are merged in, never lost (:func:`ssemock.session.save`)."""
         new = self.recorded
         if not new:
             return
-        if self.path is None:
-            self._write(self.cassette.interactions, new)
-            return
-        with lock_for(self.path):
-            kept = self.cassette.interactions
-            if _stat(self.path) != self._disk:  # someone else saved it meanwhile: start from theirs
-                kept = Cassette.load(self.path).interactions
-            self._write(kept, new)
-            self._disk = _stat(self.path)
-
-    def _write(self, kept: list[Interaction], new: list[Interaction]) -> None:
-        if self.record_mode in ("all", "rewrite"):
-            kept = [x for x in kept
-                    if all(matching.differences(n.request, x.request, self.match_on) for n in new)]
-        out = Cassette([*kept, *new], path=self.path)
-        findings = scan_cassette(out)  # the one scan every write of cassette data goes through
-        if findings:  # refused: the recording is kept beside the cassette, masked (_refused says how)
-            raise SecretError(findings, path=self.path,
-                              message=self._refused(out.interactions, [str(f) for f in findings]))
-        if self.path is not None:
-            out.save(self.path, scan_secrets=False)  # scanned just above
-        self.cassette.interactions = out.interactions
-        self._selection = Selection(out.interactions, self.match_on)
-
-    def _refused(self, interactions: list[Interaction], leaks: list[str]) -> str:
-        """Keep a recording the scan refused beside the cassette, masked (no second paid call
-        to record it again), and say what was masked and how to accept it."""
-        message = ("refusing to save: a secret is left in the cassette: " + "; ".join(leaks)
-                   + " (redact it with before_record_request/before_record_response)")
-        if self.path is None:
-            return message
-        refused = _keep.beside(self.path, _keep.REFUSED)
-        try:
-            kept = _keep.keep_masked(interactions, refused)
-        except (OSError, CassetteError) as exc:
-            return f"{message}; the recording could not be kept beside it either: {mask_text(str(exc))}"
-        self.kept.append(kept)
-        if kept.path is None:
-            return (f"{message}; it is not kept: masking left a secret in it\n{kept.describe()}\n"
-                    "add before_record_request/before_record_response hooks that remove it and record again")
-        return (f"{message}\nthe recording is kept with every secret masked in {kept.path}"
-                f"{' (' + str(self.path) + ' is unchanged)' if self._existed else ''}:\n{kept.describe()}\n"
-                f"to use it: check what was masked, then run `ssemock accept {kept.path}` (it becomes "
-                f"{self.path}); or add before_record_request/before_record_response hooks that redact "
-                "these fields and record again")
+        kept = self.cassette.interactions
+        out, self._disk = _session.save(self.path, kept, new, disk=self._disk, record_mode=self.record_mode,
+                                        match_on=self.match_on, existed=self._existed, kept=self.kept)
+        self.cassette.interactions = out
+        self._selection = Selection(out, self.match_on)
 
     # -- expectations (what a conforming client gets from what was served) ---------------------
 
@@ -731,15 +655,6 @@ def _as_diff(difference: str) -> list[str]:
     return [f"- {what}: {found['rec']}  (recorded)", f"+ {what}: {found['sent']}  (sent)"]
 
 
-def _stat(path: Path | None) -> tuple[int, int] | None:
-    try:
-        found = os.stat(path) if path is not None else None
-    except OSError:
-        return None
-    return (found.st_mtime_ns, found.st_size) if found is not None else None
-
-
-#: what each stack calls a read timeout when recording: replayed as the replaying stack's ReadTimeout
 def recording_refusals(faults: Sequence[_faults.Fault]) -> list[str]:
     """The faults a recording run cannot serve the way their replay will, each as ``name: why``.
 
