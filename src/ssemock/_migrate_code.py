@@ -7,6 +7,9 @@ names, the others are converted where ssemock has them and listed (file and line
 Imported by :mod:`ssemock.migrate` only, once libcst is known to be installed.
 """
 
+# Long on purpose: one libcst transformer whose visitors share the suite's state (markers in
+# scope, fixtures renamed, imports needed); split, that state would be passed around between modules.
+
 from __future__ import annotations
 
 import re

@@ -6,6 +6,9 @@ line) over the body's bytes, so a boundary may fall inside a UTF-8 character. Bo
 UTF-8 are base64.
 """
 
+# Long on purpose: the cassette file's data model, load (with its size guard), dumps (body windows
+# and compact chunk maps) and atomic save share the layout's markers and must change together.
+
 from __future__ import annotations
 
 import base64

@@ -6,6 +6,10 @@ errors into a message and an exit code. Heavy imports (the demo's server and SDK
 the handlers, so ``ssemock --help`` works without the optional extras.
 """
 
+# One module for every command's parser and handler, on purpose: each is a short `_add_<name>`
+# and a handler that only parses and prints; the commands' logic lives elsewhere (ssemock.inspect,
+# one module per command; demo, serve, vcr, migrate, keep).
+
 from __future__ import annotations
 
 import argparse

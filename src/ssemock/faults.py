@@ -13,6 +13,10 @@ lines, ``error_event`` on a plain JSON body) says so (:meth:`Fault.refuses`), an
 such a response is an error before any request is served.
 """
 
+# Long on purpose: each fault is a small class, and all of them share Served, the framing-aware
+# cut points, Aim and the registry (_FACTORIES, VARIANTS) that the fault matrix iterates; a module
+# per fault would import the same helpers each and split the registry.
+
 from __future__ import annotations
 
 import bisect

@@ -7,6 +7,9 @@ mode, where the command line wins (as ``--record-mode`` does for pytest-recordin
 without the marker or the fixture costs nothing: no autouse fixture, nothing imported for it.
 """
 
+# Long on purpose: pytest discovers one plugin module (the pytest11 entry point), and its hooks
+# (options, marker, parametrization, the fixture, reports, interruptions) share the session's stash.
+
 from __future__ import annotations
 
 import hashlib

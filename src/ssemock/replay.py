@@ -5,6 +5,10 @@ a single-pass stream handed to the client's own transport, which maps our ``http
 ``httpcore2`` exceptions to the ones its stack raises.
 """
 
+# Long on purpose: Player is the object users hold, and its public methods (the SPEC's names)
+# stay on it; the work behind them lives below (ssemock.serving plans and streams, ssemock.diagnose
+# searches, ssemock.session saves), so what is left here is lifecycle, dispatch and the assertions.
+
 from __future__ import annotations
 
 import functools

@@ -13,6 +13,9 @@ check with :func:`ssemock.redact.find_secrets` (:func:`import_paths` refuses suc
 :func:`import_paths` imports files, folders and globs in one go and reports file by file.
 """
 
+# Long on purpose: one concern read top to bottom, every vcrpy layout, serializer and content
+# coding it carries over, then the tree walk and its summary.
+
 from __future__ import annotations
 
 import base64
