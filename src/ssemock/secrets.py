@@ -693,6 +693,41 @@ class _CassetteLike(Protocol):
 _DEEP_MAX = 2 << 20  # a stream up to this size is walked event by event and folded by its accumulator
 _STRING_MEMBER = re.compile(rb'"([A-Za-z0-9_]{1,40})"\s*:\s*"((?:[^"\\]++|\\.)*+)"')
 _DATA_LINE = re.compile(rb"^data: ?([^\r\n]*)", re.M)
+_WINDOW = 1 << 20  # a reassembled join is scanned this many bytes at a time ...
+_OVERLAP = 1024  # ... with at least this much of the window before at its start (longer than any secret)
+
+
+class _Join:
+    """Pieces (one per event) joined and handed to ``scan`` a window at a time: whole pieces, about
+    :data:`_WINDOW` bytes, each window starting with the last pieces of the one before (at least
+    :data:`_OVERLAP` bytes), so that a secret split across pieces is whole in some window. Only a
+    join of two pieces or more is scanned (one piece was scanned where it is stored)."""
+
+    def __init__(self, scan: Callable[[list[bytes]], None]) -> None:
+        self._scan = scan
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._count = 0
+
+    def add(self, piece: bytes) -> None:
+        self._parts.append(piece)
+        self._size += len(piece)
+        self._count += 1
+        if self._size >= _WINDOW:
+            self._scan(self._parts)
+            kept: list[bytes] = []
+            size = 0
+            for part in reversed(self._parts):  # the tail the next window starts with
+                if size >= _OVERLAP:
+                    break
+                kept.append(part)
+                size += len(part)
+            self._parts, self._size = kept[::-1], size
+
+    def close(self) -> None:
+        if self._count >= 2 and (self._count > len(self._parts) or len(self._parts) >= 2):
+            self._scan(self._parts)
+        self._parts, self._size = [], 0
 _UPPER, _LOWER = re.compile(rb"[A-Z]"), re.compile(rb"[a-z]")  # base64 of text mixes cases
 _REASSEMBLE_MAX = 8 << 20  # reassembled text kept per path, at most (a key is short; a body may not be)
 _DEPTH = 4  # decoded forms nested in each other (base64 in JSON in base64 ...), at most
@@ -835,37 +870,48 @@ class _Scan:
         if "multipart/" in content_type.lower():
             self.multipart(field, body, content_type, path)
             return
+        if stream and len(body) > _DEEP_MAX:  # before any copy of the whole body: memory stays bounded
+            self.members(field, body, path)
+            return
         text = body.decode("utf-8", "replace") if len(body) <= _DECODED_MAX else ""
         if not stream or not body:
             if text:
                 self.text(field, text, path, 0, shapes=False)
             return
-        if len(body) > _DEEP_MAX:
-            self.members(field, body, path)
-            return
         self.events(field, body, text, content_type, url, path)
 
     def members(self, field: str, body: bytes, path: str) -> None:
         """A stream too large to walk event by event: every JSON string member's values joined
-        per member name, in one regex pass (C speed), and the data of non-JSON SSE events joined."""
-        pieces: dict[bytes, list[bytes]] = {}
-        for name, value in _STRING_MEMBER.findall(body):
-            pieces.setdefault(name, []).append(value)
-        plain = [line for line in _DATA_LINE.findall(body) if line[:1] not in (b"{", b"[")]
-        for name, parts in [(b"data", plain), *pieces.items()]:
-            if len(parts) < 2:
-                continue
-            try:
-                whole = orjson.loads(b'"' + b"".join(parts) + b'"') if name != b"data" else b"".join(parts).decode(
-                    "utf-8", "replace")
-            except orjson.JSONDecodeError:
-                continue
-            self.text(field, whole, f"{path} reassembled {name.decode('ascii')}".strip(), 2)
+        per member name, in one regex pass (C speed), and the data of non-JSON SSE events joined;
+        each join is scanned a window at a time (about 1 MiB, whole pieces, the window before's
+        last ones kept at its start: a secret split across two windows is still whole in one), so
+        memory stays bounded however large the stream."""
+        joins: dict[bytes, _Join] = {}
+        for m in _STRING_MEMBER.finditer(body):
+            name = m.group(1)
+            join = joins.get(name)
+            if join is None:
+                join = joins[name] = _Join(functools.partial(self._joined, field, path, name))
+            join.add(m.group(2))
+        data = _Join(functools.partial(self._joined, field, path, b"data"))
+        for m in _DATA_LINE.finditer(body):
+            if body[m.start(1):m.start(1) + 1] not in (b"{", b"["):
+                data.add(m.group(1))
+        for join in (data, *joins.values()):
+            join.close()
         for run in set(_B64_RUN_BYTES.findall(body)):  # an id repeated in every event: decoded once
             if _UPPER.search(run) and _LOWER.search(run):
                 decoded = base64_text(run)
                 if decoded is not None:
                     self.text(field, decoded, f"{path} base64".strip(), 2)
+
+    def _joined(self, field: str, path: str, name: bytes, parts: list[bytes]) -> None:
+        try:
+            whole = (orjson.loads(b'"' + b"".join(parts) + b'"') if name != b"data"
+                     else b"".join(parts).decode("utf-8", "replace"))
+        except orjson.JSONDecodeError:
+            return
+        self.text(field, whole, f"{path} reassembled {name.decode('ascii')}".strip(), 2)
 
     def multipart(self, field: str, body: bytes, content_type: str, path: str) -> None:
         m = re.search(r'boundary="?([^";]+)"?', content_type, re.I)
