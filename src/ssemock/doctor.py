@@ -34,11 +34,11 @@ def install_hint(extra: str) -> str:
 
 def accelerator() -> str:
     """Whether the C accelerator of the decoder and cassette I/O is in use, and if not, why."""
-    try:
-        from . import _speedups
-    except ModuleNotFoundError:
+    if importlib.util.find_spec(f"{__package__}._speedups") is None:
         return ("pure Python: the accelerator was not built when ssemock was installed (no C compiler "
                 "then); results are the same, only slower. To build it: install gcc, then reinstall ssemock")
+    try:
+        from . import _speedups
     except ImportError as exc:  # built, but it does not load here (another Python, a broken build)
         return f"pure Python: the accelerator is there but does not load ({exc})"
     return f"C accelerator in use ({Path(_speedups.__file__ or '').name})"
