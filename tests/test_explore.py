@@ -177,3 +177,24 @@ def test_in_ci_the_search_is_derandomized(monkeypatch: pytest.MonkeyPatch) -> No
     assert other is not None and other.seed != runs[0].seed  # seeded by the test's key
     # asked otherwise: random again
     assert _explore(_naive, seed=None, key="same test", derandomize=False).seed != runs[0].seed  # type: ignore[union-attr]
+
+
+def test_explore_searches_a_binary_eventstream_too() -> None:
+    """Bedrock's AWS eventstream: a decoder that takes each read for whole frames breaks at the
+    first boundary inside a frame; the reference decoder survives every drawn cut."""
+    from ssemock.framing import eventstream
+    from ssemock.protocols import bedrock
+
+    cassette = bedrock.synthesize("Hello from Bedrock, 世界!", chunk_size=3)
+    request = cassette.interactions[0].request
+
+    def frames(player: ssemock.Player, whole_reads: bool) -> None:
+        with httpx.Client() as client, client.stream("POST", request.url, json=request.json()) as response:
+            chunks = list(response.iter_raw())
+        got = [f for c in chunks for f in eventstream.decode([c])] if whole_reads else eventstream.decode(chunks)
+        assert len(got) == len(player.expected.events)
+
+    assert ssemock.explore(cassette, lambda p: frames(p, False), examples=50, database=False, seed=1) is None
+    failure = ssemock.explore(cassette, lambda p: frames(p, True), examples=50, database=False, seed=1)
+    assert failure is not None and failure.variant.marker().startswith('@pytest.mark.ssemock(chunking="at:')
+    assert len(failure.boundaries) == 1  # shrunk to the one boundary inside a frame

@@ -152,3 +152,24 @@ def test_events(ssemock):
     result.assert_outcomes(passed=1)
     assert "test_rec.py::test_events: 20 examples" in result.stdout.str()  # explored after recording
     assert (pytester.path / "cassettes" / "test_rec" / "test_events.json").exists()
+
+
+def test_explore_under_xdist(pytester: pytest.Pytester) -> None:
+    """Two workers explore their own tests, each in one item; the failure and its reproducer come
+    back through xdist's report, and the failing variants are stored for the next run."""
+    pytester.makepyfile(test_workers=HEADER + '''
+@pytest.mark.ssemock(explore=30, **MARK)
+def test_naive(ssemock):
+    with httpx.stream("POST", URL, json={}) as response:
+        ssemock.assert_text(naive(response))
+
+@pytest.mark.ssemock(explore=30, **MARK)
+def test_whatwg(ssemock):
+    with httpx.stream("POST", URL, json={}) as response:
+        ssemock.assert_text(text_of(whatwg(response)))
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly", "-n", "2")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert re.search(r"reproduce with: @pytest\.mark\.ssemock\(chunking=\"at:\d+", out)
+    assert any((pytester.path / ".hypothesis" / "ssemock").iterdir())
