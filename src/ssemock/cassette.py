@@ -203,7 +203,7 @@ class Cassette:
         return b"".join(out)
 
     def _write(self, write: Callable[[bytes | memoryview], object], restart: Callable[[], object]) -> None:
-        """The JSON of :meth:`dumps`, handed out in parts: orjson lays out everything but the
+        """The JSON of [`dumps`][ssemock.Cassette.dumps], handed out in parts: orjson lays out everything but the
         response bodies, which are laid out a window at a time (saving a large recording needs
         no second copy of its body), and the chunk maps, a pair a line (orjson's indent would
         give each number a line: four lines a chunk).
@@ -254,7 +254,7 @@ class Cassette:
         """Write atomically (temp file in the same folder + os.replace).
 
         Temp files an earlier save of the same cassette left behind (its process was killed) are
-        removed first; see :func:`_stale_temp_files`."""
+        removed first; see `_stale_temp_files`."""
         target = Path(path) if path is not None else self.path
         if target is None:
             raise ValueError("Cassette.save() needs a path for an in-memory cassette")
@@ -318,7 +318,7 @@ def _temp_name(target: Path) -> Path:
 
 def _stale_temp_files(target: Path, now: float | None = None) -> list[Path]:
     """Temp files of earlier saves of ``target`` that nobody will finish: their writer's process
-    is gone (another pid on this machine), or they are older than :data:`STALE_AFTER`. A temp
+    is gone (another pid on this machine), or they are older than `STALE_AFTER`. A temp
     file of a live process -- another test worker saving the same cassette -- is left alone."""
     key, found = _name_key(target.name), []
     now = time.time() if now is None else now
@@ -609,7 +609,7 @@ _MAP_JSON = orjson.dumps(_MAP)
 def _write_maps(text: bytes, maps: Iterator[list[tuple[Any, int]]],
                 write: Callable[[bytes | memoryview], object]) -> None:
     """Write ``text`` (orjson's layout) with each chunk map placeholder in it replaced by the next
-    map of ``maps``, laid out by :func:`_chunk_map_laid_out` at the placeholder's indent."""
+    map of ``maps``, laid out by `_chunk_map_laid_out` at the placeholder's indent."""
     segments = text.split(_MAP_JSON)
     write(segments[0])
     for before, after in zip(segments, segments[1:]):
@@ -717,7 +717,7 @@ def _interaction_to_json(x: Interaction, lazy: bool = False, text: bool = True) 
 def _json_in_layout(value: Any) -> bytes | None:
     """``value`` as compact JSON, or None when it cannot sit where a cassette keeps JSON: four
     levels down (document, interactions, item, request/response), and orjson writes 254 levels
-    at most, which leaves :data:`MAX_DEPTH`."""
+    at most, which leaves `MAX_DEPTH`."""
     try:
         return orjson.dumps([[[[value]]]])[4:-4]
     except TypeError:  # orjson: "Recursion limit reached"
@@ -784,7 +784,7 @@ def _times_ms(times: Sequence[float]) -> list[Any]:
     ``10 x`` exactly (never a tie: a binary fraction times 10 is never an odd multiple of 0.5).
     ``round(y)`` for the float ``y = x * 10`` is that ``d`` unless ``y`` landed exactly on a half,
     and ``d / 10`` (int true division) is correctly rounded; so anything but floats from 0 to
-    :data:`_EXACT` with no ``y`` on a half is left to ``round(x, 1)`` itself."""
+    `_EXACT` with no ``y`` on a half is left to ``round(x, 1)`` itself."""
     repeat = itertools.repeat
     if not times or set(map(type, times)) != {float}:
         return [round(t * 1000, 1) for t in times]

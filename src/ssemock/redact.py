@@ -1,12 +1,12 @@
 """Redaction: secrets never reach a cassette, a log or a terminal.
 
-* The default rules (:func:`redact_request`, :func:`redact_response`) replace credential headers
+* The default rules (`redact_request`, `redact_response`) replace credential headers
   and query parameters with ``REDACTED`` when recording; matching compares the redacted forms,
   so a redacted request still replays.
-* :func:`find_secrets` runs the scanner (:mod:`ssemock.secrets`) over every field of every
+* `find_secrets` runs the scanner (`ssemock.secrets`) over every field of every
   interaction before a save, and by ``ssemock validate`` and ``ssemock redact``.
-* :func:`mask_text` / :func:`mask_url` hide what the scanner finds in any message, and
-  :func:`escape_control` keeps a cassette's text from driving the terminal.
+* `mask_text` / `mask_url` hide what the scanner finds in any message, and
+  `escape_control` keeps a cassette's text from driving the terminal.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def mask_text(text: str) -> str:
 
 
 def mask_url(url: str) -> str:
-    """A URL fit for a message: the default redaction rules, then :func:`mask_text`."""
+    """A URL fit for a message: the default redaction rules, then `mask_text`."""
     return mask_text(redact_url(url))
 
 

@@ -1,7 +1,7 @@
 """The secret scanner: credentials found by their own shape, in every field, on decoded forms.
 
 One scanner serves recording (``Player.save``), ``ssemock validate``, ``ssemock redact`` and the
-masking of every message (:mod:`ssemock.redact`'s ``mask_text``). It finds:
+masking of every message (`ssemock.redact`'s ``mask_text``). It finds:
 
 * provider credentials by shape: OpenAI (``sk-``, ``sk-proj-``, ``sk-svcacct-``, ``sk-admin-``),
   Anthropic (``sk-ant-``), Google API keys (``AIza``) and OAuth tokens (``ya29.``), GitHub
@@ -364,7 +364,7 @@ _FORM_MAX = 1 << 20
 
 
 def scan_body(body: bytes) -> list[Secret]:
-    """:func:`scan`, plus credentials named as such when the body is a form (``a=1&b=2``)."""
+    """`scan`, plus credentials named as such when the body is a form (``a=1&b=2``)."""
     found = scan(body)
     if len(body) <= _FORM_MAX and _FORM.match(body):
         found = _merged(found + scan_form(body.decode("latin-1")))
@@ -372,7 +372,7 @@ def scan_body(body: bytes) -> list[Secret]:
 
 
 def scan_url(url: str) -> list[Secret]:
-    """:func:`scan` plus a password in the userinfo and credentials named in the query."""
+    """`scan` plus a password in the userinfo and credentials named in the query."""
     found = scan(url)
     parts = urlsplit(url)
     if parts.password and parts.password != REDACTED:
@@ -386,7 +386,7 @@ def scan_url(url: str) -> list[Secret]:
 
 
 def scan_header(name: str, value: str) -> list[Secret]:
-    """:func:`scan`, plus a credential-named value, plus any ``Bearer``/``Basic``/``Token`` value."""
+    """`scan`, plus a credential-named value, plus any ``Bearer``/``Basic``/``Token`` value."""
     found = scan(value)
     named = scan_named(name, value)
     if named is not None:
