@@ -1,4 +1,4 @@
-"""The values a migration plans, shared by :mod:`ssemock.migrate` (the plan, cassettes, ini
+"""The values a migration plans, shared by [`ssemock.migrate`][ssemock.migrate] (the plan, cassettes, ini
 files) and its libcst rewriter: findings, cassette jobs, file edits, and the record-mode and
 cassette-name mappings from vcrpy / pytest-recording to ssemock."""
 

@@ -57,9 +57,9 @@ class Chunking:
 
     def lazy_ends(self, body: bytes, recorded: Sequence[int] | None = None, *,
                   content_type: str | None = None) -> Sequence[int]:
-        """:meth:`ends` without a list where none is needed: a :class:`Regular` sequence for
+        """[`ends`][ssemock.chunking.At.ends] without a list where none is needed: a [`Regular`][ssemock.chunking.Regular] sequence for
         fixed-size chunkings (``bytewise``, ``fixed:N``), so replaying a 50 MB body byte by byte
-        does not hold 50 million offsets. Equal (``==``) to what :meth:`ends` returns."""
+        does not hold 50 million offsets. Equal (``==``) to what [`ends`][ssemock.chunking.At.ends] returns."""
         if self.step is not None and body:
             return Regular(self.step, len(body))
         return self.ends(body, recorded, content_type=content_type)
@@ -130,7 +130,7 @@ class Regular(_LazySequence, Sequence[int]):
 
 class Slices(_LazySequence, Sequence[bytes]):
     """A body cut at ``ends``, each chunk sliced when it is reached (nothing held but the body and
-    the ends; with :class:`Regular` ends, nothing that grows with the number of chunks)."""
+    the ends; with [`Regular`][ssemock.chunking.Regular] ends, nothing that grows with the number of chunks)."""
 
     __slots__ = ("body", "ends")
 
@@ -272,7 +272,7 @@ def _split_at(boundaries: tuple[int, ...]) -> Callable[[bytes, Sequence[int]], l
 class At(Chunking):
     """A chunking with explicit boundaries (byte offsets where one chunk ends and the next starts).
 
-    A :class:`~ssemock.chunking.Chunking`, so it goes wherever one does; boundaries outside
+    A [`Chunking`][ssemock.inspect.Chunking], so it goes wherever one does; boundaries outside
     ``(0, len(body))`` are ignored. Two are equal when their boundaries are.
     """
 

@@ -1,10 +1,10 @@
 """A conformance corpus for Server-Sent Events client authors.
 
-Each :class:`Case` is a small ``text/event-stream`` body, the events the WHATWG "event stream
-interpretation" yields for it (computed by the reference decoder :func:`ssemock.sse.decode`),
-and a note on what it tests -- which bug it catches. :meth:`Case.check` runs a decoder under
-every re-chunking in :data:`ssemock.chunking.ALL` plus ``fixed:1``..``fixed:3`` and raises
-:class:`ConformanceError` naming the case, the chunking, the first differing event and where
+Each [`Case`][ssemock.conformance.Case] is a small ``text/event-stream`` body, the events the WHATWG "event stream
+interpretation" yields for it (computed by the reference decoder [`ssemock.sse.decode`][ssemock.sse.decode]),
+and a note on what it tests -- which bug it catches. [`Case.check`][ssemock.conformance.Case.check] runs a decoder under
+every re-chunking in [`ssemock.chunking.ALL`][ssemock.chunking.ALL] plus ``fixed:1``..``fixed:3`` and raises
+[`ConformanceError`][ssemock.conformance.ConformanceError] naming the case, the chunking, the first differing event and where
 the chunk boundaries fell around it::
 
     from ssemock import conformance
@@ -14,7 +14,7 @@ the chunk boundaries fell around it::
     for case in conformance.cases():
         case.check(my_decode)
 
-``decode_fn(chunks)`` may return :class:`ssemock.sse.ServerSentEvent` objects, any objects with
+``decode_fn(chunks)`` may return [`ssemock.sse.ServerSentEvent`][ssemock.ServerSentEvent] objects, any objects with
 ``.event``/``.data``/``.id`` (and optionally ``.retry``) attributes such as
 ``httpx_sse.ServerSentEvent`` (an empty or ``None`` event type counts as ``"message"``),
 ``(event, data)`` tuples, or plain data strings -- only the fields it returns are compared.
@@ -40,7 +40,7 @@ __all__ = [
 DecodeFn = Callable[[list[bytes]], Iterable[Any]]
 ChunkingSpec = str | Chunking
 
-#: The chunkings :meth:`Case.check` uses by default: every one of :data:`ssemock.chunking.ALL`
+#: The chunkings [`Case.check`][ssemock.conformance.Case.check] uses by default: every one of [`ssemock.chunking.ALL`][ssemock.chunking.ALL]
 #: and ``fixed:1``..``fixed:3``, simplest first (so a decoder that fails even unsplit is reported
 #: under ``coalesced``).
 DEFAULT_CHUNKINGS: tuple[Chunking, ...] = tuple({c.name: c for c in (
@@ -148,15 +148,15 @@ class Case:
         return hash((self.name, self.body))
 
     def chunks(self, chunking: ChunkingSpec) -> list[bytes]:
-        """The body cut by ``chunking`` (a :class:`~ssemock.chunking.Chunking` or its name)."""
+        """The body cut by ``chunking`` (a [`Chunking`][ssemock.inspect.Chunking] or its name)."""
         return _chunking.get(chunking)(self.body, list(self.ends) or None)
 
     def check(self, decode_fn: DecodeFn, chunkings: Iterable[ChunkingSpec] | ChunkingSpec | None = None) -> None:
-        """Run ``decode_fn`` on the body under every chunking; raise :class:`ConformanceError` on a difference.
+        """Run ``decode_fn`` on the body under every chunking; raise [`ConformanceError`][ssemock.conformance.ConformanceError] on a difference.
 
         ``chunkings``: strategies or their names (``"bytewise"``, ``"fixed:3"``, ``"at:17,40"``
-        from :func:`ssemock.strategies.get`, ``"all"``), a comma list of names, or a list of
-        them; default :data:`DEFAULT_CHUNKINGS`. The error is for the first chunking that fails (simplest first); its message also lists
+        from [`ssemock.strategies.get`][ssemock.strategies.get], ``"all"``), a comma list of names, or a list of
+        them; default [`DEFAULT_CHUNKINGS`][ssemock.conformance.DEFAULT_CHUNKINGS]. The error is for the first chunking that fails (simplest first); its message also lists
         the other chunkings that fail.
         """
         strategies = (list(DEFAULT_CHUNKINGS) if chunkings is None

@@ -1,9 +1,9 @@
 """Explore: search the streams a network can deliver for one your client breaks on, and shrink it.
 
 A fixed matrix runs a test under a few chosen variants. Exploring draws many
-(:class:`ssemock.strategies.Space`: chunk boundaries biased to where decoders break, chains of
+([`ssemock.strategies.Space`][ssemock.explore.Space]: chunk boundaries biased to where decoders break, chains of
 transforms, optionally a fault; the same draw as the hypothesis strategy
-:func:`ssemock.strategies.variants`, from a seeded ``random.Random`` here, which draws a variant in
+[`ssemock.strategies.variants`][ssemock.strategies.variants], from a seeded ``random.Random`` here, which draws a variant in
 tens of microseconds where hypothesis's engine takes milliseconds), runs the user's own code against
 each through one player, and shrinks the first failure (fewest boundaries, fewest transforms,
 earliest offsets, simplest fault), saying in words where each remaining boundary falls, with the
@@ -12,7 +12,7 @@ replay options, readable by any later version) and tried first on the next run.
 
 The property: the code passes under every variant; under a fault whose stream the reference
 rejects (cut short, data after the terminator), the client must raise (an AssertionError is the
-test failing, not the client rejecting), as :meth:`ssemock.Player.assert_rejected` checks.
+test failing, not the client rejecting), as [`ssemock.Player.assert_rejected`][ssemock.Player.assert_rejected] checks.
 """
 
 from __future__ import annotations
@@ -204,12 +204,12 @@ def search(player: Player, call: Callable[[], object], *, examples: int = 200, s
            key: str = "", derandomize: bool | None = None,
            shrink: bool = True) -> tuple[Failure | None, Coverage]:
     """Run ``call`` against up to ``examples`` variants (or for ``seconds``) served by ``player``
-    (started; its cassette's interactions are what is varied); the shrunk :class:`Failure` or
+    (started; its cassette's interactions are what is varied); the shrunk [`Failure`][ssemock.demo.Failure] or
     None, and the coverage.
 
     The variants stored under ``key`` in ``database`` (a folder, or a hypothesis
     ``ExampleDatabase``; None: none) run first; then new ones are drawn by
-    :meth:`ssemock.strategies.Space.draw` from a ``random.Random`` seeded by ``seed``, or by
+    [`ssemock.strategies.Space.draw`][ssemock.strategies.Space.draw] from a ``random.Random`` seeded by ``seed``, or by
     ``key`` when ``derandomize`` (default: when ``CI`` is set and no ``seed`` is given), else at
     random (the failure names the seed). A failing variant is shrunk (``shrink=False``: reported
     as drawn) and stored."""
@@ -368,12 +368,12 @@ def explore(cassette: Cassette, run: Callable[[Player], object], examples: int |
             shrink: bool = True) -> Failure | None:
     """Run ``run(player)`` (your client code and its assertions; a coroutine function is run to
     completion) against up to ``examples`` drawn variants of ``cassette``'s streams (or for a
-    duration: ``"30s"``); the smallest failing :class:`Failure`, or None when every one passed.
+    duration: ``"30s"``); the smallest failing [`Failure`][ssemock.demo.Failure], or None when every one passed.
 
     ``transforms``: the set drawn from (``"network"``, the default: what proxies do;
     ``"conforming"`` adds what another conforming server may send; ``"all"``, or a list of
     names). ``faults``: True (or fault names) also draws faults, where the client must reject the
-    stream. ``database``: True keeps failing variants in :data:`DATABASE` under the working
+    stream. ``database``: True keeps failing variants in [`DATABASE`][ssemock.explore.DATABASE] under the working
     directory (replayed first next time), a folder or a hypothesis database, False for none;
     ``key`` names the entry (default: the cassette's path and ``run``'s qualified name).
     ``shrink=False`` returns the first failing variant as drawn, unshrunk.

@@ -1,15 +1,15 @@
 """Faults: what real networks, proxies and providers do to a stream, made deterministic.
 
-A fault rewrites what one response will be (:class:`Served`) before it is chunked: it may cut
+A fault rewrites what one response will be ([`Served`][ssemock.faults.Served]) before it is chunked: it may cut
 the body and end it with the client stack's own exception, add a stall, replace the response
 with an HTTP error, or insert a provider-format error event. Every fault has a short name
 (``"disconnect:after_event=3"``) so parametrized test ids say what happened.
 
 Every fault can be aimed (``on=``: a method and URL pattern, or an interaction index; see
-:class:`Target`). Unaimed, a stream fault applies to every interaction whose response is a stream
+[`Target`][ssemock.faults.Target]). Unaimed, a stream fault applies to every interaction whose response is a stream
 it has a meaning for, and ``http_error`` / ``sequence`` to the first interaction matched
-(:class:`Aim`). A fault that has no meaning for a framing (``trailing_data:at=same_event`` on JSON
-lines, ``error_event`` on a plain JSON body) says so (:meth:`Fault.refuses`), and aiming it at
+([`Aim`][ssemock.faults.Aim]). A fault that has no meaning for a framing (``trailing_data:at=same_event`` on JSON
+lines, ``error_event`` on a plain JSON body) says so ([`Fault.refuses`][ssemock.faults.Fault.refuses]), and aiming it at
 such a response is an error before any request is served.
 """
 
@@ -157,7 +157,7 @@ class Fault:
     """Base class: a named, deterministic change to one served response."""
 
     name: str = "fault"
-    on: Target | None = None  # aimed at these interactions; None: the default (see :class:`Aim`)
+    on: Target | None = None  # aimed at these interactions; None: the default (see [`Aim`][ssemock.faults.Aim])
     per_request = False  # True: unaimed, it applies to the first interaction matched (http_error, sequence)
 
     def apply(self, served: Served, attempt: int) -> None:
@@ -378,7 +378,7 @@ def trailing_data(at: str = "event", on: Target | str | int | None = None) -> Fa
     (``at="event"``: a conforming client ignores it), a data line in the terminator's own event
     (``"same_event"``: ``data: [DONE]`` then ``data: {...}``) or garbage glued to its value
     (``"garbage"``: ``data: [DONE]garbage``); the last two a conforming client must reject
-    (:meth:`ssemock.Player.assert_rejected`).
+    ([`ssemock.Player.assert_rejected`][ssemock.Player.assert_rejected]).
 
     In a JSON array stream, ``at="event"`` writes an element after the closing ``]`` (a client
     that reads elements stops at the ``]``) and ``"garbage"`` glues bytes to the last element,
@@ -574,7 +574,7 @@ def _listed(interactions: Sequence[Interaction], most: int = 12) -> str:
 class Aim:
     """Which faults apply to each interaction served, and at which attempt.
 
-    An aimed fault (``on=``) applies to the interactions its :class:`Target` matches. Unaimed,
+    An aimed fault (``on=``) applies to the interactions its [`Target`][ssemock.faults.Target] matches. Unaimed,
     ``http_error`` and ``sequence`` apply to the first interaction matched (their attempts count
     the requests it answers), every other fault to each interaction whose response is a stream it
     has a meaning for (a plain JSON body, an empty body or a framing it refuses are left alone)."""

@@ -1,17 +1,17 @@
 """The logic behind ``ssemock show/validate/rechunk/redact/fix``: look at cassettes and repair them.
 
-Everything here works on :class:`~ssemock.cassette.Cassette` objects and returns plain data
+Everything here works on [`Cassette`][ssemock.Cassette] objects and returns plain data
 (dataclasses with ``to_dict()``) or text; the command line only parses arguments and prints.
 
-* :func:`summarize` / :func:`format_summary` -- what ``show`` prints: chunk timing, gap and size
+* `summarize` / `format_summary` -- what ``show`` prints: chunk timing, gap and size
   statistics, a size histogram, a terminal timeline, the decoded events and what they accumulate to.
-* :func:`validate_file` -- what ``validate`` checks: the file loads, the body decodes, spec
+* `validate_file` -- what ``validate`` checks: the file loads, the body decodes, spec
   oddities (BOM, CR-only line endings, an unterminated last event, events after ``[DONE]``, an
   unknown protocol), secrets left behind, incomplete recordings.
-* :func:`rechunk` -- a new boundary map (and body, with transforms) from any strategy.
-* :func:`redact` -- the default redaction rules plus secrets scrubbed out of bodies, with the
+* `rechunk` -- a new boundary map (and body, with transforms) from any strategy.
+* `redact` -- the default redaction rules plus secrets scrubbed out of bodies, with the
   boundary map shifted to match.
-* :func:`repair` -- load a cassette whose boundary map disagrees with a hand-edited body.
+* `repair` -- load a cassette whose boundary map disagrees with a hand-edited body.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ _WHAT = {"sse": "SSE events", "ndjson": "JSON lines", "json_array": "JSON array 
 
 
 def stream_kind(content_type: str | None, body: bytes = b"") -> StreamKind:
-    """The framing a recorded body decodes in (:func:`ssemock.framing.detect`'s name: ``sse``,
+    """The framing a recorded body decodes in (`ssemock.framing.detect`'s name: ``sse``,
     ``ndjson``, ``json_array``, ``eventstream``), or ``other`` for a body that is no stream.
 
     A content type a framing claims decides (text/event-stream, the JSON-lines types, AWS
@@ -102,7 +102,7 @@ class Decoded:
 
 
 def decode_response(response: Response) -> Decoded:
-    """Decode a recorded body with the reference decoder of its framing (see :func:`stream_kind`)."""
+    """Decode a recorded body with the reference decoder of its framing (see `stream_kind`)."""
     kind = stream_kind(response.header("content-type"), response.body)
     if kind == "other":
         return Decoded(kind)
@@ -247,7 +247,7 @@ def _num(value: float) -> str:
 
 
 def format_summary(s: dict[str, Any], width: int = 60) -> str:
-    """The human form of :func:`summarize`'s result."""
+    """The human form of `summarize`'s result."""
     lines = [f"#{s['index']}  {s['method']} {s['url']}"]
     state = "complete" if s["complete"] else "INCOMPLETE"
     if s["error"]:
@@ -682,7 +682,7 @@ def redact(cassette: Cassette) -> list[str]:
 
 @dataclass
 class Repair:
-    """What :func:`repair` did to one interaction (``changed`` False: it was fine)."""
+    """What `repair` did to one interaction (``changed`` False: it was fine)."""
 
     interaction: int
     changed: bool
@@ -741,7 +741,7 @@ def _repair_map(old: list[tuple[float, int]], body: bytes,
 def repair(raw: bytes | str, path: str | os.PathLike[str] | None = None) -> tuple[Cassette, list[Repair]]:
     """Load cassette JSON without trusting its boundary maps, rebuilding the ones that are wrong.
 
-    Raises :class:`CassetteError` when the file cannot be repaired (not JSON, unknown version, an
+    Raises [`CassetteError`][ssemock.inspect.CassetteError] when the file cannot be repaired (not JSON, unknown version, an
     interaction broken in a way other than its boundary map).
     """
     items = read_document(raw, path=path)
@@ -777,6 +777,6 @@ def repair(raw: bytes | str, path: str | os.PathLike[str] | None = None) -> tupl
 
 
 def repair_file(path: str | os.PathLike[str]) -> tuple[Cassette, list[Repair]]:
-    """:func:`repair` on a file (CassetteError when it cannot be read)."""
+    """`repair` on a file (CassetteError when it cannot be read)."""
     return repair(read_file(path), path)
 

@@ -2,10 +2,10 @@
 
 ``match_on`` takes vcrpy's names (``method``, ``uri``/``url``, ``scheme``, ``host``, ``port``,
 ``path``, ``query``, ``body``, ``raw_body``, ``headers``) and callables in vcrpy's convention:
-``matcher(sent, recorded)`` (two :class:`ssemock.Request`) returns None or True when they match,
+``matcher(sent, recorded)`` (two [`ssemock.Request`][ssemock.Request]) returns None or True when they match,
 False or raises AssertionError (its message says why) when they do not.
 
-Both sides are compared in their redacted form (:mod:`ssemock.redact`): a sent request is redacted
+Both sides are compared in their redacted form (`ssemock.redact`): a sent request is redacted
 before matching, and so is the recorded one here, so a cassette recorded under older, narrower
 rules still matches a request whose credentials the current rules replace.
 """
@@ -36,7 +36,7 @@ def _query(url: str) -> list[tuple[str, str]]:
 
 
 #: Matchers that compare one value of each request: a request's values for these are a key, so
-#: :mod:`ssemock.selection` finds candidates in a dict instead of comparing every interaction.
+#: `ssemock.selection` finds candidates in a dict instead of comparing every interaction.
 KEYS: dict[str, Callable[[Request], Hashable]] = {
     "method": lambda r: r.method,
     "scheme": lambda r: urlsplit(r.url).scheme,

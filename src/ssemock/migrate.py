@@ -3,7 +3,7 @@
 It finds the vcrpy cassettes under a folder and converts them (one ssemock cassette beside each,
 named as the plugin looks for it), rewrites the test code with a syntax-tree rewriter (libcst,
 the ``migrate`` extra: comments and formatting stay as they were) and the ``--record-mode`` in
-the pytest ini files. Nothing is written until :meth:`Migration.write`; :meth:`Migration.diff`
+the pytest ini files. Nothing is written until [`Migration.write`][ssemock.migrate.Migration.write]; [`Migration.diff`][ssemock.migrate.Migration.diff]
 shows what would change. A file that does not parse is reported and never touched; what cannot
 be converted is listed with its file and line.
 
@@ -43,7 +43,7 @@ _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv", "env", "bu
 
 @dataclass
 class Migration:
-    """What ``ssemock migrate`` would do to a suite; nothing is written until :meth:`write`."""
+    """What ``ssemock migrate`` would do to a suite; nothing is written until [`write`][ssemock.migrate.Migration.write]."""
 
     root: Path
     edits: list[Edit] = field(default_factory=list)
@@ -70,7 +70,7 @@ class Migration:
     def write(self, *, remove_originals: bool = False) -> list[Path]:
         """Write the converted cassettes and the edited files (each atomically); with
         ``remove_originals`` delete the vcrpy cassettes that were converted. Returns the paths
-        written. Cassettes that do not convert are added to :attr:`refused` and not written."""
+        written. Cassettes that do not convert are added to [`refused`][ssemock.migrate.Migration.refused] and not written."""
         done, refused = import_cassettes(self.cassettes, write=True, keep_originals=not remove_originals)
         self.refused = _unique([*self.refused, *refused])
         written = [job.target for job in done]

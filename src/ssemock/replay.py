@@ -145,13 +145,13 @@ def _trap_sigterm(on: bool) -> None:
 
 def recording_players() -> list[Player]:
     """The players recording right now (started, not stopped): what an interruption that ends
-    the process at once keeps a partial of (:meth:`Player.keep_partial`)."""
+    the process at once keeps a partial of ([`Player.keep_partial`][ssemock.Player.keep_partial])."""
     return list(_RECORDING)
 
 
 class Player:
     """Replays (and, by record mode, records) a cassette for every intercepted client stack
-    (httpx, httpx2, aiohttp, urllib3: see :mod:`ssemock.stacks`)."""
+    (httpx, httpx2, aiohttp, urllib3: see `ssemock.stacks`)."""
 
     def __init__(self, cassette: Cassette, *, path: str | os.PathLike[str] | None = None,
                  record_mode: RecordMode = "none", chunking: ChunkingSpec = "as_recorded",
@@ -217,7 +217,7 @@ class Player:
     # -- context management ----------------------------------------------------------------
 
     def start(self) -> None:
-        """Intercept every supported client stack and engage the network lock, until :meth:`stop`.
+        """Intercept every supported client stack and engage the network lock, until [`stop`][ssemock.Player.stop].
 
         Players nest: the innermost answers first, and a request it cannot answer (replay only, no
         match) goes to the next one out.
@@ -273,7 +273,7 @@ class Player:
     def interrupted(self) -> Path | None:
         """Stop after an interrupt: the cassette is left as it was, and what was recorded is kept
         beside it as ``<name>.partial.json`` with every secret masked (returned; None when
-        nothing was recorded, or a secret could not be masked: :attr:`kept` says which)."""
+        nothing was recorded, or a secret could not be masked: [`kept`][ssemock.Player.kept] says which)."""
         self.stop(save=False)
         try:
             return self.keep_partial()
@@ -284,7 +284,7 @@ class Player:
 
     def keep_partial(self) -> Path | None:
         """Write what was recorded so far beside the cassette as ``<name>.partial.json``,
-        scanned and masked like a refused save (see :mod:`ssemock.keep`), without stopping:
+        scanned and masked like a refused save (see [`ssemock.keep`][ssemock.keep]), without stopping:
         what an interruption that ends the process at once (pytest-timeout's thread method)
         still gets to keep. The cassette itself is never touched."""
         recorded = self.recorded
@@ -629,7 +629,7 @@ class Player:
 
     def handed(self, item: _T) -> _T:
         """Note that the client hands ``item`` (one decoded event) to its caller now, and return it
-        unchanged: ``for event in client.stream(): player.handed(event)``. :meth:`assert_prompt`
+        unchanged: ``for event in client.stream(): player.handed(event)``. [`assert_prompt`][ssemock.Player.assert_prompt]
         then checks that no event was held back until a later chunk was read."""
         with self._lock:
             latest = self._latest
@@ -638,7 +638,7 @@ class Player:
         return item
 
     def assert_prompt(self) -> None:
-        """Raise StreamAssertionError unless every event noted with :meth:`handed` reached the
+        """Raise StreamAssertionError unless every event noted with [`handed`][ssemock.Player.handed] reached the
         caller before the client asked for the chunk after the one that completed it (a WHATWG
         decoder dispatches an event at its blank line, the CR of a CRLF included: a client that
         waits for more bytes first delays every event by one chunk, forever on a quiet stream)."""
@@ -785,7 +785,7 @@ def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "non
     unmatched request to one is sent for real, a connection that no intercepted stack makes to
     any other is refused (a recording records every request, and warns of such connections).
     Requests to ``ignore_hosts`` (``ignore_localhost=True``: loopback) are never recorded nor
-    served, in every mode. ``block_subprocesses``: see :func:`replay`.
+    served, in every mode. ``block_subprocesses``: see [`replay`][ssemock.demo.replay].
     ``max_body_bytes`` bounds one recorded body (64 MiB): past it the interaction is cut and
     marked truncated, with a warning. ``drain_on_close`` (on by default, up to 30 s; a number of
     seconds, or False) keeps reading a recorded stream the client closed before its end, so the

@@ -1,10 +1,10 @@
 """What a replay serves: the plan of one response (status, headers, chunks, when each is due, how
 it ends), the single-pass stream a client stack reads it through, and the record of one response
-served (a :class:`Play`).
+served (a [`Play`][ssemock.Play]).
 
-The in-process player and ``ssemock serve`` plan alike through :func:`plan_response`; each client
-stack hands a :class:`ReplayStream` to its own transport. This module is below the player and the
-assertions, which both read a :class:`Play`, and imports no client library but httpx (whose
+The in-process player and ``ssemock serve`` plan alike through [`plan_response`][ssemock.plan_response]; each client
+stack hands a `ReplayStream` to its own transport. This module is below the player and the
+assertions, which both read a [`Play`][ssemock.Play], and imports no client library but httpx (whose
 stream classes a replayed stream is).
 """
 
@@ -103,7 +103,7 @@ def plan_response(response: Response, *, url: str, core: ModuleType,
 
     ``core`` (httpcore or httpcore2) provides the exceptions, so the client's transport maps
     them to its own. Used by the in-process player and by ``ssemock serve``. ``holds`` (for a
-    server-push stream, :func:`ssemock.protocols.holds`) says where the served body waits for
+    server-push stream, `ssemock.protocols.holds`) says where the served body waits for
     requests: a chunk starts at each such offset (a chunk never spans a wait), and
     ``Plan.holds`` names the requests each waits for.
     """
@@ -150,7 +150,7 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
     """A single-pass response body, like a socket: lazily yields the planned chunks once.
 
     With a ``gate`` (a server-push stream whose messages answer other requests), each chunk the
-    plan holds waits until the requests it answers are made (see :mod:`ssemock.held`)."""
+    plan holds waits until the requests it answers are made (see [`ssemock.held`][ssemock.held])."""
 
     def __init__(self, plan: Plan, t0: float, gate: _held.Gate | None = None) -> None:
         self._plan = plan

@@ -16,12 +16,12 @@ to the letter:
   apart from its *last event ID buffer*: an ``id`` field sets the buffer, and only a blank line
   (the dispatch step, even of a block without data) copies the buffer to the string, so a block
   cut off by the end of the stream never changes the string; a new connection (after
-  :meth:`Decoder.close`, or ``Decoder(last_event_id=...)``) starts from the string;
+  [`Decoder.close`][ssemock.sse.Decoder.close], or ``Decoder(last_event_id=...)``) starts from the string;
 * an event that is not terminated by a blank line when the stream ends is discarded;
 * ``retry`` takes any number of ASCII digits. The value is kept exactly up to
-  :data:`RETRY_DIGITS` significant digits (leading zeros do not count), which int() converts
+  [`RETRY_DIGITS`][ssemock.sse.RETRY_DIGITS] significant digits (leading zeros do not count), which int() converts
   without meeting Python's int-from-string limit; a longer value -- over 10**4300 ms, past any
-  clock -- saturates at :data:`MAX_RETRY` (``10**4300 - 1``), so no retry line is ignored and
+  clock -- saturates at [`MAX_RETRY`][ssemock.sse.MAX_RETRY] (``10**4300 - 1``), so no retry line is ignored and
   converting one costs time linear in its length.
 
 How: the bytes LF (0x0A) and CR (0x0D) never occur inside a UTF-8 sequence and always decode
@@ -51,11 +51,11 @@ __all__ = ["MAX_RETRY", "RETRY_DIGITS", "Decoder", "ServerSentEvent", "adecode",
 RETRY_DIGITS = 4300
 """Significant digits of a ``retry`` value kept exactly (Python's default int-from-str limit)."""
 MAX_RETRY: int = 10**RETRY_DIGITS - 1
-"""What a ``retry`` value with more than :data:`RETRY_DIGITS` significant digits is stored as."""
+"""What a ``retry`` value with more than [`RETRY_DIGITS`][ssemock.sse.RETRY_DIGITS] significant digits is stored as."""
 
 
 def _retry_value(digits: bytes) -> int:
-    """The integer of a string of ASCII digits, saturating at :data:`MAX_RETRY`.
+    """The integer of a string of ASCII digits, saturating at [`MAX_RETRY`][ssemock.sse.MAX_RETRY].
 
     Converted 600 digits at a time, so it never meets ``sys.set_int_max_str_digits`` (640 at
     the least), whatever the process set it to.
@@ -95,7 +95,7 @@ def is_event(value: object) -> TypeGuard[ServerSentEvent]:
 
 
 class _Builder:
-    """Same slots as :class:`ServerSentEvent`, but mutable: filled, then re-classed.
+    """Same slots as [`ServerSentEvent`][ssemock.ServerSentEvent], but mutable: filled, then re-classed.
 
     A frozen dataclass ``__init__`` costs four ``object.__setattr__`` calls; plain slot stores
     and one ``__class__`` assignment (allowed between classes with identical layouts) are
@@ -110,7 +110,7 @@ class _Builder:
 
 
 def _event(event: str, data: str, id: str, retry: int | None) -> ServerSentEvent:
-    """A :class:`ServerSentEvent`, built without the frozen dataclass ``__init__``."""
+    """A [`ServerSentEvent`][ssemock.ServerSentEvent], built without the frozen dataclass ``__init__``."""
     ev = _Builder()
     ev.event = event
     ev.data = data
@@ -132,7 +132,7 @@ def _py_blocks(chunk: bytes, pos: int, last_id: str, events: list[ServerSentEven
     ["event: " TYPE LF] "data: " DATA LF LF`` (no NUL in ID): the shape of nearly every LLM
     stream, taken without the line-by-line state machine. The first block of another shape, or
     not complete in ``chunk``, stops it; so does any CR in ``chunk[pos:]`` (nothing is taken:
-    :meth:`Decoder.feed` turns line endings into LFs first). ``ssemock._speedups.blocks`` is
+    [`Decoder.feed`][ssemock.sse.Decoder.feed] turns line endings into LFs first). ``ssemock._speedups.blocks`` is
     the same function in C, used when it was built; it also takes CRLF-ended blocks.
     """
     if chunk.find(13, pos) >= 0:
@@ -220,13 +220,13 @@ _NORMAL, _SKIP_LF, _AT_START = 0, 1, 2
 
 
 class Decoder:
-    """Incremental ``text/event-stream`` decoder: :meth:`feed` bytes, then :meth:`close`.
+    """Incremental ``text/event-stream`` decoder: [`feed`][ssemock.sse.Decoder.feed] bytes, then [`close`][ssemock.sse.Decoder.close].
 
     ``last_event_id`` is the spec's last event ID string: the ID of the last dispatch (what a
     client sends as ``Last-Event-ID`` when it reconnects); ``last_event_id_buffer`` is the
     buffer that ``id`` fields set, which reaches the string only at the next blank line.
     ``retry`` is the latest reconnection time (``None`` until a valid ``retry`` field arrives).
-    The string and ``retry`` survive :meth:`close`, after which the decoder reads a new stream
+    The string and ``retry`` survive [`close`][ssemock.sse.Decoder.close], after which the decoder reads a new stream
     (a reconnection) starting from them. ``Decoder(last_event_id=ID)`` starts from ``ID``, as a
     connection made with ``Last-Event-ID: ID`` does; assigning ``last_event_id`` between
     streams does the same.
@@ -432,10 +432,10 @@ def decode(chunks: Iterable[bytes]) -> list[ServerSentEvent]:
     """The events of a whole stream given as byte chunks.
 
     The events do not depend on how a stream is cut into chunks (the incremental
-    :class:`Decoder` guarantees it, and the tests check it under any chunking), so small chunks
+    [`Decoder`][ssemock.sse.Decoder] guarantees it, and the tests check it under any chunking), so small chunks
     are joined and decoded in one go: the same events, without a call per chunk (large ones,
     16 KiB or more on average, are fed as they are: joining them would only copy). Use
-    :class:`Decoder` or :func:`iter_decode` to get each event as soon as it completes.
+    [`Decoder`][ssemock.sse.Decoder] or [`iter_decode`][ssemock.sse.iter_decode] to get each event as soon as it completes.
     """
     parts = chunks if isinstance(chunks, list) else list(chunks)
     if len(parts) > 1 and sum(map(len, parts)) < 16384 * len(parts):
@@ -453,7 +453,7 @@ def decode(chunks: Iterable[bytes]) -> list[ServerSentEvent]:
 
 async def adecode(chunks: AsyncIterable[bytes]) -> AsyncIterator[ServerSentEvent]:
     """Yield the events of an asynchronous byte stream as soon as each completes (a chunk
-    without a line ending waits for the next, as in :func:`iter_decode`)."""
+    without a line ending waits for the next, as in [`iter_decode`][ssemock.sse.iter_decode])."""
     decoder = Decoder()
     feed = decoder.feed
     pending: list[bytes] = []

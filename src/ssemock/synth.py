@@ -1,18 +1,18 @@
 """Synthesize realistic provider streams in code, from the result they should spell.
 
 Each function takes the final message a stream must accumulate to (text, tool calls, thinking,
-usage, ...) and returns a one-interaction :class:`~ssemock.Cassette` whose response is that
+usage, ...) and returns a one-interaction [`Cassette`][ssemock.Cassette] whose response is that
 stream, event for event in the provider's documented wire format:
 
-* :func:`openai_chat` -- Chat Completions ``chat.completion.chunk`` objects, ``data: [DONE]``
+* [`openai_chat`][ssemock.synth.openai_chat] -- Chat Completions ``chat.completion.chunk`` objects, ``data: [DONE]``
   (n > 1 choices, parallel tool calls, refusals, ``stream_options.include_usage``, Azure's
   content filter annotations, OpenAI-compatible servers that repeat tool call ids);
-* :func:`openai_responses` -- Responses API events (``response.created`` ...
+* [`openai_responses`][ssemock.synth.openai_responses] -- Responses API events (``response.created`` ...
   ``response.completed``), output text and function calls;
-* :func:`anthropic_messages` -- Messages API events, with text, ``tool_use``, ``thinking`` +
+* [`anthropic_messages`][ssemock.synth.anthropic_messages] -- Messages API events, with text, ``tool_use``, ``thinking`` +
   signature, citations, ``ping`` and a mid-stream ``event: error``;
-* :func:`ollama_chat` -- Ollama ``/api/chat`` JSON lines (``application/x-ndjson``);
-* :func:`openrouter_chat` -- OpenAI format with OpenRouter's ``: OPENROUTER PROCESSING`` comments.
+* [`ollama_chat`][ssemock.synth.ollama_chat] -- Ollama ``/api/chat`` JSON lines (``application/x-ndjson``);
+* [`openrouter_chat`][ssemock.synth.openrouter_chat] -- OpenAI format with OpenRouter's ``: OPENROUTER PROCESSING`` comments.
 
 The body is cut into writes as a real server and network deliver it: one to three events per
 write, now and then a write that ends inside the next line (seeded by ``seed``, so the same call
@@ -24,8 +24,8 @@ and the recorded request is what the provider's SDK sends for the same parameter
 Every synthesized response carries an ``x-ssemock-source`` header saying it was synthesized.
 
 ``python -m ssemock.synth --write-library`` regenerates the cassettes shipped in
-:mod:`ssemock.cassettes` by streaming each synthesized response through a real loopback HTTP
-server and recording it with :func:`ssemock.use_cassette` (``--check`` re-records into a temporary
+[`ssemock.cassettes`][ssemock.cassettes] by streaming each synthesized response through a real loopback HTTP
+server and recording it with [`ssemock.use_cassette`][ssemock.use_cassette] (``--check`` re-records into a temporary
 folder and compares the files byte for byte, times aside).
 """
 
@@ -263,7 +263,7 @@ def write_library(directory: str | Path | None = None, *, names: Sequence[str] |
     ``directory`` (default: the installed ``ssemock/cassettes``); returns the files written.
 
     Each synthesized stream is served by a Starlette app on 127.0.0.1 that writes its chunks at
-    their times, and recorded by :func:`ssemock.use_cassette` (``record_mode="all"``) from a
+    their times, and recorded by [`ssemock.use_cassette`][ssemock.use_cassette] (``record_mode="all"``) from a
     plain httpx client: boundaries and times are real recordings of loopback writes. The
     recorded request is given the provider's URL and headers of the synthesized one; the
     response keeps the server's headers (``date`` dropped, for a stable file) and says how it

@@ -3,7 +3,7 @@ tool calls, writes cut and timed as a real server and network deliver them, and 
 one-interaction cassette a synthesizer returns.
 
 Each protocol module (``ssemock.protocols.*``) owns its provider's synthesizer and imports these
-pieces; :mod:`ssemock.synth` is the front door (the functions by provider name, the shipped
+pieces; [`ssemock.synth`][ssemock.synth] is the front door (the functions by provider name, the shipped
 library, the command line).
 """
 

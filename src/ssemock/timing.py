@@ -57,7 +57,7 @@ def get(spec: str | float | Timing | None) -> Timing:
 class Clock:
     """What a replay paces its chunks by: a monotonic ``now()`` and sleeps, sync and async.
 
-    Replay reads the module's :data:`clock`; a test of timing behaviour swaps in a fake one
+    Replay reads the module's [`clock`][ssemock.timing.clock]; a test of timing behaviour swaps in a fake one
     (``monkeypatch.setattr(ssemock.timing, "clock", fake)``) and asserts what was slept, never
     how long the test took.
     """

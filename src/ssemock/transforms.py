@@ -12,7 +12,7 @@ line breaks real servers put around and inside elements (``compact``, ``pretty``
 ``bracket_lines``, ``crlf``, ``cr``) and keep the decoded elements. A transform that does not
 apply to a body (``keepalive`` on JSON lines, ``raw_unicode`` on a body without such escapes,
 ``ids`` on a body that has ids, anything on a plain JSON body) leaves it as it is, and
-:func:`applies` says so and :func:`skipped_because` why, so a matrix does not run the same bytes
+[`applies`][ssemock.transforms.applies] says so and [`skipped_because`][ssemock.transforms.skipped_because] why, so a matrix does not run the same bytes
 twice and says why it did not.
 """
 
@@ -114,7 +114,7 @@ def apply(transforms: Sequence[Transform], body: bytes, ends: Sequence[int], *,
 
 def rewrite(body: bytes, edits: Iterable[Edit], ends: list[int]) -> tuple[bytes, list[int]]:
     """``body`` with each (start, end, replacement) edit made (sorted, apart), and the (sorted) chunk
-    ``ends`` carried over as :func:`apply` says: one merge walk over both."""
+    ``ends`` carried over as [`apply`][ssemock.transforms.apply] says: one merge walk over both."""
     out: list[bytes] = []
     new_ends: list[int] = []
     pos = shift = j = 0
@@ -435,8 +435,8 @@ def get(name: str | Transform) -> Transform:
 
 def alternatives(spec: str | Transform | Sequence[str | Transform] | None) -> list[list[Transform]]:
     """Transform chains to run a test under, one run each: ``"all"`` (none, then each of
-    :data:`ALL` alone; ``"network"`` and ``"conforming"`` the same over :data:`NETWORK` and
-    :data:`CONFORMING`), ``"none,crlf,cr+keepalive"`` (comma: alternatives; plus: a chain), or a
+    [`ALL`][ssemock.transforms.ALL] alone; ``"network"`` and ``"conforming"`` the same over [`NETWORK`][ssemock.transforms.NETWORK] and
+    [`CONFORMING`][ssemock.transforms.CONFORMING]), ``"none,crlf,cr+keepalive"`` (comma: alternatives; plus: a chain), or a
     list of those."""
     if spec is None:
         return [[]]

@@ -2,15 +2,15 @@
 
 vcrpy joins a streamed body into one blob and keeps no timing, so the imported responses get one
 chunk per event of their framing (SSE event, JSON line, JSON array element) and every chunk at
-t=0 -- :data:`NO_BOUNDARIES` says so. Bodies stored compressed (vcrpy's httpx stub keeps the bytes
+t=0 -- [`NO_BOUNDARIES`][ssemock.vcr.NO_BOUNDARIES] says so. Bodies stored compressed (vcrpy's httpx stub keeps the bytes
 as they came off the wire) are decoded and their Content-Encoding dropped, as ssemock's recorder
 does. A body a custom serializer kept parsed (``parsed_body``) becomes the bytes it gave vcrpy
 back. Nothing is dropped silently: a field that cannot be carried over is a
-:class:`~ssemock.CassetteError` naming the file, the interaction and the field (``force`` drops
+[`CassetteError`][ssemock.CassetteError] naming the file, the interaction and the field (``force`` drops
 it and lists it). The default redaction rules are applied; what they leave is for the caller to
-check with :func:`ssemock.redact.find_secrets` (:func:`import_paths` refuses such a file).
+check with `ssemock.redact.find_secrets` ([`import_paths`][ssemock.vcr.import_paths] refuses such a file).
 
-:func:`import_paths` imports files, folders and globs in one go and reports file by file.
+[`import_paths`][ssemock.vcr.import_paths] imports files, folders and globs in one go and reports file by file.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def load_vcr(path: str | os.PathLike[str]) -> Any:
     """The parsed vcrpy cassette (JSON when it looks like JSON, else YAML).
 
     Hostile files are refused with CassetteError before they cost much: more values than the
-    file's size allows, nesting deeper than :data:`~ssemock.cassette.MAX_DEPTH`, unknown tags."""
+    file's size allows, nesting deeper than `MAX_DEPTH`, unknown tags."""
     raw = read_file(path)
     if raw.lstrip().startswith(b"{"):
         check_size(raw, path=path)
@@ -200,7 +200,7 @@ class _Budget:
 
 class _Fields:
     """Fields of a vcrpy cassette that ssemock cannot carry over: an error naming the file, the
-    interaction and the field, or -- with ``force`` -- dropped and listed in :attr:`dropped`."""
+    interaction and the field, or -- with ``force`` -- dropped and listed in `dropped`."""
 
     def __init__(self, force: bool) -> None:
         self.force = force
@@ -496,7 +496,7 @@ def from_vcr(data: Any, path: str | os.PathLike[str] | None = None, *,
 
     ``max_body_bytes``: how many bytes all bodies may decode to (None: no limit). A field
     ssemock cannot carry over (an unknown body key, a custom reason phrase, vcrpy's metadata) is
-    a :class:`CassetteError` naming the interaction and the field; with ``force`` it is dropped
+    a [`CassetteError`][ssemock.vcr.CassetteError] naming the interaction and the field; with ``force`` it is dropped
     and described in ``dropped`` instead."""
     if is_ssemock_cassette(data):
         raise CassetteError("already an ssemock cassette, not a vcrpy one", path=path)
@@ -547,7 +547,7 @@ def import_vcr(path: str | os.PathLike[str], *, force: bool = False,
                dropped: list[str] | None = None) -> Cassette:
     """Read a vcrpy cassette file into an (unsaved) ssemock cassette; its bodies may decode to
     at most ``BODY_EXPANSION`` times the file's size plus ``BODY_FREE`` bytes. ``force`` and
-    ``dropped``: as :func:`from_vcr`."""
+    ``dropped``: as [`from_vcr`][ssemock.vcr.from_vcr]."""
     data = load_vcr(path)
     size = os.stat(path).st_size
     return from_vcr(data, path, max_body_bytes=BODY_FREE + BODY_EXPANSION * size, force=force, dropped=dropped)
@@ -590,7 +590,7 @@ class Refused:
 
 @dataclass
 class ImportSummary:
-    """What :func:`import_paths` did, file by file."""
+    """What [`import_paths`][ssemock.vcr.import_paths] did, file by file."""
 
     converted: list[Converted] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
@@ -804,7 +804,7 @@ def import_paths(paths: Iterable[str | os.PathLike[str]], *, out: str | os.PathL
 
 def import_file(source: str | os.PathLike[str], target: str | os.PathLike[str], *, force: bool = False,
                 scrub_bodies: bool = False) -> ImportSummary:
-    """Import one vcrpy cassette file to the ssemock cassette ``target`` (as :func:`import_paths`)."""
+    """Import one vcrpy cassette file to the ssemock cassette ``target`` (as [`import_paths`][ssemock.vcr.import_paths])."""
     summary = ImportSummary()
     source_path, target_path = Path(source), Path(target)
     if _same_file(source_path, target_path):

@@ -12,14 +12,14 @@ all big-endian. Header values are typed: 0/1 true/false (no bytes), 2 byte (i8),
 4 integer (i32), 5 long (i64), 6 byte array (u16 length + bytes), 7 string (u16 length + UTF-8),
 8 timestamp (i64 milliseconds since the epoch), 9 UUID (16 bytes).
 
-:class:`Decoder` is incremental (``feed`` any chunking, one frame out as soon as its last byte is
+[`Decoder`][ssemock.framing.eventstream.Decoder] is incremental (``feed`` any chunking, one frame out as soon as its last byte is
 in; linear work however the stream is cut) and checks everything botocore checks: both CRCs,
 lengths (at most 128 KiB of headers and 24 MiB of payload, botocore's limits, so a corrupt
 length cannot make it buffer without bound), header types, UTF-8, duplicate header names. A
-problem is one :class:`FrameError` naming the frame's index and byte offset. A frame cut off by
-the end of the stream is dropped, as an unterminated SSE event is (:attr:`Decoder.pending`
-says how many bytes were left). :func:`frame_ends` finds frame boundaries from the lengths
-alone, for chunking and faults; :func:`encode` writes a frame (the synthesizer's helper).
+problem is one [`FrameError`][ssemock.framing.eventstream.FrameError] naming the frame's index and byte offset. A frame cut off by
+the end of the stream is dropped, as an unterminated SSE event is ([`Decoder.pending`][ssemock.framing.eventstream.Decoder.pending]
+says how many bytes were left). [`frame_ends`][ssemock.framing.ends.frame_ends] finds frame boundaries from the lengths
+alone, for chunking and faults; [`encode`][ssemock.framing.eventstream.encode] writes a frame (the synthesizer's helper).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class FrameError(ValueError):
 
 
 class Typed(NamedTuple):
-    """A header value with an explicit wire type, for :func:`encode`: ``Typed("long", 5)``.
+    """A header value with an explicit wire type, for [`encode`][ssemock.framing.eventstream.encode]: ``Typed("long", 5)``.
 
     Plain values pick their type: bool -> true/false, int -> integer (i32), bytes -> byte
     array, str -> string, datetime -> timestamp, UUID -> uuid."""
@@ -178,7 +178,7 @@ def _headers(data: bytes, index: int, offset: int) -> dict[str, HeaderValue]:
 
 def _timestamp(millis: int, fail: Callable[[str], FrameError], name: str) -> datetime:
     """A timestamp header's milliseconds as a UTC datetime; one Python cannot hold (before year
-    1 or after 9999) is a :class:`FrameError`, as AWS never sends one."""
+    1 or after 9999) is a [`FrameError`][ssemock.framing.eventstream.FrameError], as AWS never sends one."""
     try:
         return _EPOCH + timedelta(milliseconds=millis)
     except OverflowError:
@@ -214,7 +214,7 @@ def _frame(raw: bytes, index: int, offset: int) -> Frame:
 
 
 class Decoder:
-    """Incremental eventstream decoder: :meth:`feed` bytes, get whole frames; then :meth:`close`."""
+    """Incremental eventstream decoder: [`feed`][ssemock.framing.eventstream.Decoder.feed] bytes, get whole frames; then [`close`][ssemock.framing.eventstream.Decoder.close]."""
 
     __slots__ = ("_buffer", "_need", "_index", "_offset")
 
@@ -226,11 +226,11 @@ class Decoder:
 
     @property
     def pending(self) -> int:
-        """Bytes of an unfinished frame held (dropped by :meth:`close`)."""
+        """Bytes of an unfinished frame held (dropped by [`close`][ssemock.framing.eventstream.Decoder.close])."""
         return len(self._buffer)
 
     def feed(self, data: bytes) -> list[Frame]:
-        """The frames completed by ``data``; a corrupt frame raises :class:`FrameError`."""
+        """The frames completed by ``data``; a corrupt frame raises [`FrameError`][ssemock.framing.eventstream.FrameError]."""
         buffer = self._buffer
         buffer += data
         if len(buffer) < self._need:
@@ -333,7 +333,7 @@ def _header(name: str, value: HeaderValue | Typed) -> bytes:
 
 
 def encode(headers: Mapping[str, HeaderValue | Typed], payload: bytes = b"") -> bytes:
-    """One frame: ``headers`` in order (see :class:`Typed`), ``payload``, both CRC32s."""
+    """One frame: ``headers`` in order (see [`Typed`][ssemock.framing.eventstream.Typed]), ``payload``, both CRC32s."""
     block = b"".join(_header(name, value) for name, value in headers.items())
     if len(block) > MAX_HEADERS or len(payload) > MAX_PAYLOAD:
         raise ValueError(f"a frame holds at most {MAX_HEADERS} bytes of headers and {MAX_PAYLOAD} of payload")

@@ -6,7 +6,7 @@ U+2029, which may appear raw inside JSON strings -- so splitting happens on ``by
 for httpx's ``iter_lines`` and requests' ``iter_lines`` (the ``cr`` transform writes such a
 stream; a CR written as whitespace inside a line would split it). Blank lines are skipped. Each
 chunk is scanned once (twice more when it holds a CR), a partial line is kept as pieces and
-joined once, so the work is linear however the stream is chunked. Values are parsed with :func:`orjson.loads`.
+joined once, so the work is linear however the stream is chunked. Values are parsed with `orjson.loads`.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _parse(lines: list[bytes], first_lineno: int) -> list[object]:
 
 
 class Decoder:
-    """Incremental JSON-lines decoder: :meth:`feed` bytes, then :meth:`close`."""
+    """Incremental JSON-lines decoder: [`feed`][ssemock.ndjson.Decoder.feed] bytes, then [`close`][ssemock.ndjson.Decoder.close]."""
 
     __slots__ = ("_parts", "_lineno", "_cr")
 
@@ -69,7 +69,7 @@ class Decoder:
     def feed(self, chunk: bytes | bytearray | memoryview) -> list[object]:
         """Take the next bytes of the stream; return the values of the lines it completes.
 
-        Raises :class:`NDJSONError` for a completed line that is not blank and not valid JSON.
+        Raises [`NDJSONError`][ssemock.ndjson.NDJSONError] for a completed line that is not blank and not valid JSON.
         """
         if type(chunk) is not bytes:
             chunk = bytes(chunk)

@@ -1,8 +1,8 @@
 """The shared shapes of every protocol: the accumulated result, the fold base, error shapes.
 
-A protocol module's reference accumulator subclasses :class:`Fold`; its result is an
-:class:`Accumulated`. :class:`StreamError` and :class:`HTTPErrorBody` are what a protocol's
-``error_event`` and ``http_error`` take and give (see :mod:`ssemock.protocols`).
+A protocol module's reference accumulator subclasses `Fold`; its result is an
+[`Accumulated`][ssemock.Accumulated]. `StreamError` and `HTTPErrorBody` are what a protocol's
+``error_event`` and ``http_error`` take and give (see `ssemock.protocols`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``bedrock.converse``: Amazon Bedrock's ConverseStream (``POST /model/{modelId}/converse-stream``),
-AWS eventstream frames (:mod:`ssemock.framing.eventstream`) whose ``:event-type`` names the event
+AWS eventstream frames ([`ssemock.framing.eventstream`][ssemock.framing.eventstream]) whose ``:event-type`` names the event
 and whose payload is its JSON:
 
 ``messageStart`` (role), ``contentBlockStart`` (only for tool use: ``start.toolUse`` with

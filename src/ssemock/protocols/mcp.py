@@ -8,13 +8,13 @@ stream for server-initiated messages. The session is the ``Mcp-Session-Id`` resp
 ``initialize``, echoed on every later request. The legacy HTTP+SSE transport opens a ``GET``
 stream first, whose ``event: endpoint`` names the URL to POST to; every response then arrives on
 that stream, correlated by id alone: replay holds each of its messages until the request it
-answers is made (see :func:`holds` and :mod:`ssemock.held`).
+answers is made (see [`holds`][ssemock.protocols.mcp.holds] and [`ssemock.held`][ssemock.held]).
 
-The reference fold reads SSE events (or parsed JSON bodies) and gives an :class:`McpResult`: the
+The reference fold reads SSE events (or parsed JSON bodies) and gives an [`McpResult`][ssemock.protocols.mcp.McpResult]: the
 results and errors by request id, notifications and server requests in order, the text content of
 the results; ``complete`` when at least one response arrived. A message that is no JSON-RPC 2.0
 (no ``jsonrpc: "2.0"``, a response with both ``result`` and ``error``, one id answered twice) is a
-:class:`~ssemock.protocols.base.ProtocolError`.
+[`ProtocolError`][ssemock.ProtocolError].
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def _error(kind: str, text: str, ident: RequestId | None, newline: str = "\n", *
 
 def error_event(error: StreamError) -> bytes:
     """A JSON-RPC error response as an SSE ``message`` event, with the id of the request the
-    stream still owes (``error.request_id``; ``faults.error_event`` fills it from :func:`owed`):
+    stream still owes (``error.request_id``; ``faults.error_event`` fills it from [`owed`][ssemock.protocols.mcp.owed]):
     the client's session fails that very call. Null when there is none. A POST answered by a
     JSON body (``application/json``) gets the error object alone, as its whole body."""
     return _error(error.kind, error.message, error.request_id, error.newline, sse=error.framing == "sse")
@@ -271,7 +271,7 @@ def holds(body: bytes) -> list[tuple[int, frozenset[RequestId]]]:
 
 def deliverable(body: bytes, requested: Iterable[RequestId]) -> int:
     """How many bytes of a recorded server-push stream may be delivered once the requests with
-    ids ``requested`` have been made (see :func:`holds`).
+    ids ``requested`` have been made (see [`holds`][ssemock.protocols.mcp.holds]).
 
     Events are delivered in recorded order; the first that answers a request not yet made holds
     it and everything after it. The offset is an event boundary (the whole body when nothing is
