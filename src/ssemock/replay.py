@@ -167,17 +167,29 @@ class Player:
         if record_mode not in RECORD_MODES:
             raise unknown("record_mode", record_mode, RECORD_MODES)
         self.cassette = cassette
+        """The cassette served: its interactions, and the ones recorded during this run."""
         self.path = Path(path) if path is not None else cassette.path
+        """Where the cassette is saved on exit (`None` for an in-memory cassette)."""
         self.record_mode = record_mode
+        """The record mode: `"none"` replays only; see [Record modes](../guide/record-modes.md)."""
         self.chunking = _chunking.get(chunking)
+        """How replayed bodies are cut into chunks (a [`Chunking`][ssemock.chunking.Chunking])."""
         self.transforms = _transforms.resolve(transform)
+        """The wire transforms applied to every replayed body, in order."""
         self.timing = _timing.get(timing)
+        """When replayed chunks are handed out (a [`Timing`][ssemock.timing.Timing])."""
         self.faults = _faults.resolve(faults)
+        """The faults injected into the replayed responses, in order."""
         self._aim = _faults.Aim(self.faults)
         self.attempts = 0
+        """How many requests the player has answered, faulted ones included: a client that retries
+        a 429 once makes 2."""
         self.match_on = matching.resolve(match_on)
+        """The request parts that pick the interaction served (see [`ssemock.matching`][ssemock.matching])."""
         self.allow_playback_repeats = allow_playback_repeats
+        """Whether an interaction may be served more than once (otherwise each is served once, in order)."""
         self.protocol = protocol
+        """The protocol the streams are read as (`"openai.chat"`, ...) or `None` to detect it."""
         self._before_request = before_record_request
         self._before_response = before_record_response
         self._replays = record_mode in ("none", "new_episodes") or (record_mode == "once" and existed)
@@ -190,24 +202,32 @@ class Player:
         if not (isinstance(max_body_bytes, int) and max_body_bytes > 0):
             raise ValueError(f"max_body_bytes must be a positive number of bytes, got {max_body_bytes!r}")
         self.max_body_bytes = max_body_bytes
+        """The largest body recorded; a longer one fails the recording rather than filling the disk."""
         self.drain_on_close = drain_on_close
+        """Whether (or for how many seconds) a recording reads the rest of a stream the client closed early."""
         self._drain = drain_seconds(drain_on_close)
         self._disk = _stat(self.path)  # the file as it was at the start: a change means another recorder
         self.guard = _lock.Guard(allowed_hosts=allowed_hosts, blocks=not self._records,
                                  where=str(self.path) if self.path else "an in-memory cassette",
                                  ignore_hosts=ignore_hosts, ignore_localhost=ignore_localhost)
         self.block_subprocesses = block_subprocesses
+        """Whether child processes started meanwhile get proxy variables that refuse every connection."""
         self._selection = Selection(cassette.interactions, self.match_on)
         self.plays: list[Play] = []
+        """Every response replayed, in order: what was served and how (see [`Play`][ssemock.Play])."""
         self.recorders: list[Recorder] = []
+        """The responses recorded during this run, in order."""
         self._expected_of: tuple[Play, Expected] | None = None
         self._lock = threading.Lock()
         self.router = _Router(_weakly(self._handle))
+        """The [respx](https://lundberg.github.io/respx/) router the player serves through: routes
+        added to it answer before the cassette, and `router.calls` lists every request served."""
         self._active = False
         self._latest: Play | Recorder | None = None  # the last response served or recorded
         self._notes: list[tuple[Play, int]] = []  # (play, chunks handed out) per handed() event
         self._requests = _held.Requests()  # the correlation ids of the requests matched, for held streams
         self.kept: list[_keep.Kept] = []  # refused or partial recordings kept beside the cassette, masked
+        """The refused or partial recordings kept beside the cassette, secrets masked."""
         self._again: list[Recorder] = []  # recorded this run, to serve again (a fault did not consume them)
 
     def __repr__(self) -> str:
