@@ -49,7 +49,8 @@ class CassetteError(ValueError):
         from .redact import mask_text  # here: redact imports this module
         self.path = None if path is None else str(path)
         self.interaction = interaction
-        self.reason = reason = mask_text(reason)  # a message may quote a value: never a key
+        self.reason = reason = mask_text(reason)
+        """What is wrong, and what to do about it (secrets masked)."""
         where = [p for p in (self.path, None if interaction is None else f"interaction {interaction}") if p]
         super().__init__(": ".join([*where, reason]))
 
@@ -69,7 +70,8 @@ class Request:
     method: str
     url: str
     headers: Headers = field(default_factory=list)
-    body: bytes | None = None  # None: matches any body
+    body: bytes | None = None
+    """The body sent; `None` matches any body."""
 
     def json(self) -> Any:
         """The body parsed as JSON, or None when it is absent or not JSON."""
@@ -83,10 +85,14 @@ class Response:
     status: int = 200
     headers: Headers = field(default_factory=list)
     body: bytes = b""
-    ends: list[int] = field(default_factory=list)  # end offset of each chunk in body
-    times: list[float] = field(default_factory=list)  # arrival of each chunk, seconds
-    complete: bool = True  # the stream ended normally
-    error: dict[str, Any] | None = None  # the failure seen mid-stream while recording
+    ends: list[int] = field(default_factory=list)
+    """The end offset of each chunk in `body`, as received."""
+    times: list[float] = field(default_factory=list)
+    """When each chunk arrived, in seconds after the request."""
+    complete: bool = True
+    """Whether the stream ended normally (`False`: the recording saw it break off)."""
+    error: dict[str, Any] | None = None
+    """The failure seen mid-stream while recording."""
     _cut: tuple[tuple[int, int, int], list[bytes]] | None = field(default=None, repr=False, compare=False)
 
     @property
