@@ -24,8 +24,8 @@ __all__ = [
     "detect_protocol",
 ]
 
-#: The registered protocol names, in detection order.
 PROTOCOLS = _protocols.names()
+"""The registered protocol names, in detection order."""
 
 
 def accumulate(

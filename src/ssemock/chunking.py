@@ -32,8 +32,10 @@ class Chunking:
 
     name: str
     split: Callable[[bytes, Sequence[int]], Ends]
-    normalized: bool = False  # split already returns valid ends (skip the sort)
-    step: int | None = None  # chunks of ``step`` bytes: ends known without listing them (lazy_ends)
+    normalized: bool = False
+    """Whether `split` already returns sorted, in-range ends."""
+    step: int | None = None
+    """For fixed-size chunkings, the chunk size in bytes (`None` otherwise)."""
     # split given the body's content type too (per_event: the framing's events); used when one is known
     typed: Callable[[bytes, Sequence[int], str], Ends] | None = field(default=None, repr=False)
 

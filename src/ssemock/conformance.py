@@ -40,13 +40,11 @@ __all__ = [
 DecodeFn = Callable[[list[bytes]], Iterable[Any]]
 ChunkingSpec = str | Chunking
 
-#: The chunkings [`Case.check`][ssemock.conformance.Case.check] uses by default: every one of [`ssemock.chunking.ALL`][ssemock.chunking.ALL]
-#: and ``fixed:1``..``fixed:3``, simplest first (so a decoder that fails even unsplit is reported
-#: under ``coalesced``).
 DEFAULT_CHUNKINGS: tuple[Chunking, ...] = tuple({c.name: c for c in (
     _chunking.coalesced, _chunking.as_recorded, _chunking.per_event, _chunking.mid_line, _chunking.mid_utf8,
     *_chunking.ALL, _chunking.fixed(3), _chunking.fixed(2), _chunking.fixed(1), _chunking.bytewise,
 )}.values())
+"""The chunkings [`Case.check`][ssemock.conformance.Case.check] uses by default: every one of [`ssemock.chunking.ALL`][ssemock.chunking.ALL] and ``fixed:1``..``fixed:3``, simplest first (so a decoder that fails even unsplit is reported under ``coalesced``)."""
 
 _FIELDS = ("event", "data", "id", "retry")
 _WINDOW = 160  # bytes of body shown around a failure
@@ -59,7 +57,8 @@ class ConformanceError(AssertionError):
         super().__init__(message)
         self.case = case
         self.chunking = chunking
-        self.index = index  # the first differing event, or None when the decoder raised
+        self.index = index
+        """The first differing event, or None when the decoder raised."""
 
 
 def _ours(event: object) -> bool:

@@ -47,9 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DATABASE", "Coverage", "Failure", "budget", "explore", "search", "verdict"]
 
-#: where failing variants are kept (under the pytest rootdir, or the working directory outside
-#: pytest): a hypothesis example database, one key per cassette and test
 DATABASE = Path(".hypothesis") / "ssemock"
+"""Where failing variants are kept (under the pytest rootdir, or the working directory outside pytest): a hypothesis example database, one key per cassette and test."""
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)\s*$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 #: examples drawn when the budget is a duration (the clock stops the search first)

@@ -45,15 +45,20 @@ class Served:
     status: int
     headers: list[tuple[str, str]]
     body: bytes
-    ends: list[int]  # chunk ends (as recorded, carried through transforms)
+    ends: list[int]
+    """Chunk ends (as recorded, carried through transforms)"""
     times: list[float]
     url: str
     core: ModuleType  # httpcore or httpcore2: whose exceptions the client's transport maps
     error: BaseException | None = None
-    stalls: dict[int, float] = field(default_factory=dict)  # byte offset -> seconds
-    consumes: bool = True  # whether serving this counts as a play of the interaction
-    kind: str | None = None  # the framing of the body as planned (before any fault cut it); None: detect
-    cut_at: int | None = None  # where a fault cut the body (what the client gets ends there)
+    stalls: dict[int, float] = field(default_factory=dict)
+    """Byte offset -> seconds."""
+    consumes: bool = True
+    """Whether serving this counts as a play of the interaction."""
+    kind: str | None = None
+    """The framing of the body as planned (before any fault cut it); None: detect."""
+    cut_at: int | None = None
+    """Where a fault cut the body (what the client gets ends there)"""
 
     @property
     def framing(self) -> str:
@@ -157,8 +162,10 @@ class Fault:
     """Base class: a named, deterministic change to one served response."""
 
     name: str = "fault"
-    on: Target | None = None  # aimed at these interactions; None: the default (see [`Aim`][ssemock.faults.Aim])
-    per_request = False  # True: unaimed, it applies to the first interaction matched (http_error, sequence)
+    on: Target | None = None
+    """Aimed at these interactions; None: the default (see [`Aim`][ssemock.faults.Aim])"""
+    per_request = False
+    """True: unaimed, it applies to the first interaction matched (http_error, sequence)"""
 
     def apply(self, served: Served, attempt: int) -> None:
         """Change ``served`` in place; ``attempt`` counts the requests served before (from 0)."""
@@ -188,7 +195,8 @@ class Fault:
         return f"<fault {self.name}>"
 
 
-MAX_SECONDS = 86_400.0  # a stall or retry-after longer than a day is a typo, not a test
+MAX_SECONDS = 86_400.0
+"""A stall or retry-after longer than a day is a typo, not a test."""
 
 
 def _count(fault: str, key: str, value: Any, *, optional: bool = False) -> Any:
@@ -643,13 +651,13 @@ _FACTORIES: dict[str, Callable[..., Fault]] = {"disconnect": disconnect, "stall"
                                                "http_error": http_error, "error_event": error_event,
                                                "trailing_data": trailing_data}
 _KNOWN = [*_FACTORIES, "sequence"]
-#: every fault in each of its modes, by name: what a fault x framing x stack matrix runs
 VARIANTS: tuple[str, ...] = (
     "disconnect:after_event=1", "disconnect:after_byte=5", "stall:before_event=1,seconds=60", "truncate",
     "truncate:at=mid_event", "trailing_data", "trailing_data:at=same_event", "trailing_data:at=garbage",
     "http_error:status=429,retry_after=0", "error_event:kind=overloaded_error,after_event=1",
     "sequence:http_error:status=503|as_recorded",
 )
+"""Every fault in each of its modes, by name: what a fault x framing x stack matrix runs."""
 _EXAMPLES = {"disconnect": "disconnect:after_event=3", "stall": "stall:before_event=2,seconds=5",
              "truncate": "truncate", "http_error": "http_error:status=429,retry_after=1",
              "error_event": "error_event:kind=overloaded_error", "trailing_data": "trailing_data:at=garbage"}

@@ -32,9 +32,8 @@ from .cassette import Interaction
 
 __all__ = ["HOLD_LIMIT", "Gate", "Hold", "Requests", "holds_for"]
 
-#: The longest a replayed stream waits for a request it answers (seconds) when the client's read
-#: timeout is longer or unset: a test whose client never makes the request fails, never hangs.
 HOLD_LIMIT = 30.0
+"""The longest a replayed stream waits for a request it answers (seconds) when the client's read timeout is longer or unset: a test whose client never makes the request fails, never hangs."""
 _POLL = 0.002  # seconds between looks where no asyncio loop can be woken (trio)
 
 
@@ -71,7 +70,8 @@ class Requests:
         self._wanted: Counter[Any] | None = Counter() if only_wanted else None
         self._changed = threading.Condition()
         self._loops: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
-        self.closed = False  # its player stopped: no request will come any more
+        self.closed = False
+        """Its player stopped: no request will come any more."""
 
     def __len__(self) -> int:
         """How many ids the ledger holds."""

@@ -35,8 +35,6 @@ def _query(url: str) -> list[tuple[str, str]]:
     return sorted(parse_qsl(urlsplit(redact_url(url)).query, keep_blank_values=True))
 
 
-#: Matchers that compare one value of each request: a request's values for these are a key, so
-#: `ssemock.selection` finds candidates in a dict instead of comparing every interaction.
 KEYS: dict[str, Callable[[Request], Hashable]] = {
     "method": lambda r: r.method,
     "scheme": lambda r: urlsplit(r.url).scheme,
@@ -47,6 +45,7 @@ KEYS: dict[str, Callable[[Request], Hashable]] = {
     "url": lambda r: redact_url(r.url),
     "uri": lambda r: redact_url(r.url),
 }
+"""Matchers that compare one value of each request: a request's values for these are a key, so `ssemock.selection` finds candidates in a dict instead of comparing every interaction."""
 
 
 def _kind(value: Any) -> type:

@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 
 __all__ = ["VCR_MATCH_ON", "CassetteJob", "Finding", "Migration", "import_cassettes", "plan"]
 
-#: vcrpy's default ``match_on``: everything but the body
 VCR_MATCH_ON = ("method", "scheme", "host", "port", "path", "query")
+"""Vcrpy's default ``match_on``: everything but the body."""
 INSTALL = 'ssemock migrate needs libcst (the "migrate" extra): pip install "ssemock[migrate]" (in a clone of ' \
           'ssemock: pip install -e ".[migrate]")'
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv", "env", "build", "dist"}
@@ -48,12 +48,12 @@ class Migration:
     root: Path
     edits: list[Edit] = field(default_factory=list)
     cassettes: list[CassetteJob] = field(default_factory=list)
-    #: constructs left for a person: converted partly, or not at all (file and line)
     todo: list[Finding] = field(default_factory=list)
-    #: files that do not parse: reported and left alone
+    """Constructs left for a person: converted partly, or not at all (file and line)"""
     unparsable: list[Finding] = field(default_factory=list)
-    #: cassettes that could not be converted (why, per file)
+    """Files that do not parse: reported and left alone."""
     refused: list[Finding] = field(default_factory=list)
+    """Cassettes that could not be converted (why, per file)"""
 
     def diff(self) -> str:
         """A unified diff of every text file the migration changes or creates."""

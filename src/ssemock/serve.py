@@ -138,13 +138,16 @@ class Exchange:
     method: str
     path: str
     status: int
-    index: int | None  # the interaction served, None when unmatched
+    index: int | None
+    """The interaction served, None when unmatched."""
     last_event_id: str | None = None
     resumed_at: int | None = None
     faults: list[str] = field(default_factory=list)
     chunks: int = 0
-    dropped: bool = False  # the connection was closed mid-body on purpose
-    left: bool = False  # the client closed the connection before the end
+    dropped: bool = False
+    """The connection was closed mid-body on purpose."""
+    left: bool = False
+    """The client closed the connection before the end."""
 
 
 def resume_offset(body: bytes, last_event_id: str) -> int | None:
@@ -290,7 +293,8 @@ class Replayer:
         sources = [cassettes] if isinstance(cassettes, (Cassette, str, os.PathLike)) else list(cassettes)
         self.cassettes = [_load(s) for s in sources]
         self.interactions: list[Interaction] = []
-        self.sources: list[tuple[Cassette, int]] = []  # per interaction: its cassette and index there
+        self.sources: list[tuple[Cassette, int]] = []
+        """Per interaction: its cassette and index there."""
         for cassette in self.cassettes:
             for i, interaction in enumerate(cassette.interactions):
                 self.interactions.append(interaction)
@@ -307,7 +311,8 @@ class Replayer:
         self.cors, self.max_body, self._log = cors, max_body, log
         self.selection = Selection(self.interactions, self.match_on)  # the Player's matching core
         self.attempts = 0
-        self.exchanges: deque[Exchange] = deque(maxlen=MAX_EXCHANGES)  # the latest, oldest first
+        self.exchanges: deque[Exchange] = deque(maxlen=MAX_EXCHANGES)
+        """The latest, oldest first."""
         self._last_served: list[int] = []  # interaction indexes, most recent last
         # the correlation ids of the requests matched, kept only while a held stream waits for them
         self._requests = _held.Requests(only_wanted=True)

@@ -333,10 +333,12 @@ class Play:
         if self.faults:
             parts.append("faults " + "; ".join(self.faults))
         return ", ".join(parts)
-    cut: int | None = None  # where a fault ends what the client gets (a stall past its timeout)
+    cut: int | None = None
+    """Where a fault ends what the client gets (a stall past its timeout)"""
     framing: str | None = None  # the served body's framing (None: detect it from the body)
     status: int = 200  # the status served (an http_error fault's, or the recorded one)
-    cut_at: int | None = None  # where a fault cut the body short (disconnect, truncate)
+    cut_at: int | None = None
+    """Where a fault cut the body short (disconnect, truncate)"""
 
     def __repr__(self) -> str:
         """One line: which interaction, the request, what it went through, how much was served and

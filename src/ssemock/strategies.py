@@ -287,12 +287,11 @@ def describe_boundary(body: bytes, b: int) -> str:
 
 # -- whole variants: boundaries biased to decoder hazards, transform chains, faults ----------------
 
-#: read sizes clients and their libraries buffer by (a boundary or a line ending at a multiple of
-#: one of them lands at the end of the client's own buffer)
 BUFFER_SIZES = (64, 1024, 4096, 8192)
-#: the hazard classes [`hazards`][ssemock.strategies.hazards] finds, in the order a coverage report lists them
+"""Read sizes clients and their libraries buffer by (a boundary or a line ending at a multiple of one of them lands at the end of the client's own buffer)"""
 HAZARDS = ("utf8-2", "utf8-3", "utf8-4", "cr|lf", "field", "data-prefix", "bom", "before-event-end",
            "event-end", "after-event-end", "buffer-multiple")
+"""The hazard classes [`hazards`][ssemock.strategies.hazards] finds, in the order a coverage report lists them."""
 _FIELD = re.compile(rb"(?:\A(?:\xef\xbb\xbf)?|(?<=[\r\n]))(data|event|id|retry):")
 
 
@@ -337,11 +336,9 @@ def classify(found: dict[str, list[int]], cuts: Sequence[int]) -> list[str]:
     return hit
 
 
-#: the faults explore draws with ``explore_faults=True``, simplest first (what a shrink moves to):
-#: every one ends a stream a conforming client must reject or flag (``disconnect`` is drawn after
-#: a drawn number of events)
 FAULTS = ("truncate", "truncate:at=mid_event", "disconnect", "trailing_data:at=garbage",
           "trailing_data:at=same_event")
+"""The faults explore draws with ``explore_faults=True``, simplest first (what a shrink moves to): every one ends a stream a conforming client must reject or flag (``disconnect`` is drawn after a drawn number of events)"""
 
 
 def transform_pool(spec: str | _transforms.Transform | Sequence[str | _transforms.Transform] | None
@@ -492,7 +489,8 @@ class Space:
         pool = [t for t in transform_pool(transforms)  # a transform that changes no body is never drawn
                 if any(_transforms.applies(t, b, _transforms.kind_of(ct, b)) for b, ct in bodies)]
         self.tables = tables
-        self.padded = any(t.name == "pad" for t in pool)  # drawn apart, last: a shift of the whole stream
+        self.padded = any(t.name == "pad" for t in pool)
+        """Drawn apart, last: a shift of the whole stream."""
         self.pool = [t for t in pool if t.name != "pad"]
         self.fault_names = (list(FAULTS) if faults is True else [] if faults is False
                             else [faults] if isinstance(faults, str) else list(faults))

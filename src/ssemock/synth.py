@@ -75,9 +75,8 @@ LIBRARY_SOURCE = ("synthesized by ssemock.synth from the provider's documented e
 # -- the shipped library -----------------------------------------------------------------------
 
 WEATHER_TOKYO = {"name": "get_weather", "arguments": {"city": "東京", "unit": "celsius"}}
-#: characters ``str.splitlines`` (and so httpx's ``iter_lines``) takes for line breaks but SSE and
-#: JSON lines do not: a client that splits on them cuts an event's JSON in two
 HAZARDS = "line\u2028separator, paragraph\u2029separator, next\u0085line"
+"""Characters ``str.splitlines`` (and so httpx's ``iter_lines``) takes for line breaks but SSE and JSON lines do not: a client that splits on them cuts an event's JSON in two."""
 _JA = ("こんにちは！ストリーミングは日本語でも動きます。🎌 Emoji too: 🌏🚀👩\u200d💻 — and ümlauts, ½, 𝄞. "
        + HAZARDS)
 
@@ -105,7 +104,6 @@ def _more_library() -> dict[str, Callable[[], Cassette]]:
     }
 
 
-#: name -> how that shipped cassette is synthesized (see ``docs/cassettes.md``).
 LIBRARY: dict[str, Callable[[], Cassette]] = {
     "openai/chat_text": lambda: openai_chat(_JA, chunk_size=3, prompt="Greet me in Japanese, with emoji.", seed=1),
     "openai/chat_tool_calls": lambda: openai_chat(
@@ -165,6 +163,7 @@ LIBRARY: dict[str, Callable[[], Cassette]] = {
         prompt="Weather and time in Tokyo?", seed=16),
     **_more_library(),
 }
+"""Name -> how that shipped cassette is synthesized (see ``docs/cassettes.md``)."""
 
 
 def library_cassette(name: str) -> Cassette:

@@ -79,5 +79,5 @@ class Clock:
             await anyio.sleep(seconds)
 
 
-#: the clock every replay paces by
 clock = Clock()
+"""The clock every replay paces by."""

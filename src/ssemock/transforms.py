@@ -34,7 +34,8 @@ __all__ = ["ALL", "CONFORMING", "NETWORK", "SETS", "Transform", "alternatives", 
            "mixed", "no_final_newline", "no_space", "pad", "pretty", "raw_unicode", "resolve", "retry", "rewrite",
            "skipped_because"]
 
-Edit = tuple[int, int, bytes]  # replace body[start:end] with the bytes
+Edit = tuple[int, int, bytes]
+"""Replace body[start:end] with the bytes."""
 Edits = Callable[[bytes, str], Iterable[Edit]]
 
 _NEWLINE = re.compile(rb"\r\n|\r|\n")
@@ -52,7 +53,8 @@ class Transform:
     name: str
     edits: Edits
     kinds: frozenset[str] = field(default=frozenset({_SSE}))
-    relevant: Callable[[bytes, str], bool] | None = None  # None: applies to every body of its kinds
+    relevant: Callable[[bytes, str], bool] | None = None
+    """None: applies to every body of its kinds."""
 
     def __str__(self) -> str:
         return self.name
@@ -181,9 +183,8 @@ def _has_lf(body: bytes, kind: str) -> bool:
 
 
 crlf = Transform("crlf", _line_endings(b"\r\n"), frozenset({_SSE, _NDJSON, _ARRAY}), _has_bare_lf)
-#: CR-only line endings; in JSON lines, what the lines of a server that writes ``\r`` end with (the
-#: reference decoder, httpx's ``iter_lines`` and requests' take a lone CR as a line end)
 cr = Transform("cr", _line_endings(b"\r"), frozenset({_SSE, _NDJSON, _ARRAY}), _has_lf)
+"""CR-only line endings; in JSON lines, what the lines of a server that writes ``\\r`` end with (the reference decoder, httpx's ``iter_lines`` and requests' take a lone CR as a line end)"""
 
 _MIXED = ((b"\n", b"\r\n"), (b"\r\n", b"\n"), (b"\n", b"\r"), (b"\r\n", b"\r"))
 
@@ -233,9 +234,8 @@ def keepalive(comment: str = ": ping") -> Transform:
     return Transform(name, _before_each(lambda i, nl: line + nl + nl))
 
 
-#: the heartbeat comments real servers send: a bare colon (sse-starlette's default is a ping with
-#: a timestamp; many proxies send ``:``), and OpenRouter's while a model is queued
 COMMENTS = (":", ": ping - 2024-02-23 06:52:12.345678+00:00", ": OPENROUTER PROCESSING")
+"""The heartbeat comments real servers send: a bare colon (sse-starlette's default is a ping with a timestamp; many proxies send ``:``), and OpenRouter's while a model is queued."""
 comments = Transform("comments", _before_each(lambda i, nl: COMMENTS[i % len(COMMENTS)].encode() + nl + nl))
 retry = Transform("retry", _before_each(lambda i, nl: b"retry: 3000" + nl + nl))
 
@@ -308,9 +308,9 @@ def _no_final_newline(body: bytes, kind: str) -> Iterator[Edit]:
         yield end, len(body), b""
 
 
-#: the last JSON line without its line ending (a server that ends the stream right after it)
 no_final_newline = Transform("no_final_newline", _no_final_newline, frozenset({_NDJSON}),
                              lambda body, kind: body.endswith((b"\n", b"\r")) and bool(body.strip()))
+"""The last JSON line without its line ending (a server that ends the stream right after it)"""
 
 # -- JSON arrays ----------------------------------------------------------------------------------
 
@@ -344,14 +344,13 @@ def _array_transform(name: str, element: Callable[[bytes], bytes], first: bytes,
     return Transform(name, edits, frozenset({_ARRAY}), _changes(edits))
 
 
-#: ``[{...},{...}]``: no whitespace between or inside elements
 compact = _array_transform("compact", lambda el: orjson.dumps(orjson.loads(el)), b"[", b",", b"]")
-#: every element indented over several lines, ``[`` and ``]`` on lines of their own
+"""``[{...},{...}]``: no whitespace between or inside elements."""
 pretty = _array_transform("pretty", lambda el: orjson.dumps(orjson.loads(el), option=orjson.OPT_INDENT_2),
                           b"[\n", b",\n", b"\n]")
-#: ``[\n{...}\n,\r\n{...}\n]``: the brackets and separators on lines of their own, CRLF before
-#: each next element (Google's REST streams write ``\n,\r\n`` between elements)
+"""Every element indented over several lines, ``[`` and ``]`` on lines of their own."""
 bracket_lines = _array_transform("bracket_lines", lambda el: el, b"[\n", b"\n,\r\n", b"\n]")
+"""``[\\n{...}\\n,\\r\\n{...}\\n]``: the brackets and separators on lines of their own, CRLF before each next element (Google's REST streams write ``\\n,\\r\\n`` between elements)"""
 
 # -- JSON escapes written raw ---------------------------------------------------------------------
 
@@ -393,21 +392,16 @@ raw_unicode = Transform("raw_unicode", _raw_unicode, frozenset({_SSE, _NDJSON}),
 _NAMED = {t.name: t for t in (crlf, cr, mixed, no_space, comments, ids, meta, retry, raw_unicode, blank_lines,
                               no_final_newline, compact, pretty, bracket_lines)}
 _SHOWN = [*_NAMED, "keepalive[:COMMENT]", "pad[:N]"]
-#: what ``transform="all"`` runs, after the untransformed stream: every named transform alone
 ALL: tuple[Transform, ...] = (crlf, cr, mixed, no_space, keepalive(), comments, ids, meta, retry, pad(),
                               raw_unicode, blank_lines, no_final_newline, compact, pretty, bracket_lines)
-#: what networks and proxies do to a stream on its way (``transform="network"``): heartbeat
-#: comments and padding; a client that fails under one of these fails against the real provider
-#: behind a proxy or load balancer. (Re-chunking, the other thing networks do, is the chunking's job.)
+"""What ``transform="all"`` runs, after the untransformed stream: every named transform alone."""
 NETWORK: tuple[Transform, ...] = (keepalive(), comments, pad())
-#: what another conforming server may send (``transform="conforming"``): other line endings, no
-#: space after the colon, ids, ``retry:``, event-only and id-only blocks, JSON escapes written raw,
-#: blank JSON lines, a JSON array laid out otherwise, a last JSON line without its newline; a client that fails under one of these breaks against another server (or a
-#: gateway that re-encodes), not necessarily against the provider the cassette was recorded from.
+"""What networks and proxies do to a stream on its way (``transform="network"``): heartbeat comments and padding; a client that fails under one of these fails against the real provider behind a proxy or load balancer. (Re-chunking, the other thing networks do, is the chunking's job.)"""
 CONFORMING: tuple[Transform, ...] = (crlf, cr, mixed, no_space, ids, meta, retry, raw_unicode, blank_lines,
                                       no_final_newline, compact, pretty, bracket_lines)
-#: the named sets: each runs as alternatives (none, then each member alone) in a matrix
+"""What another conforming server may send (``transform="conforming"``): other line endings, no space after the colon, ids, ``retry:``, event-only and id-only blocks, JSON escapes written raw, blank JSON lines, a JSON array laid out otherwise, a last JSON line without its newline; a client that fails under one of these breaks against another server (or a gateway that re-encodes), not necessarily against the provider the cassette was recorded from."""
 SETS: dict[str, tuple[Transform, ...]] = {"all": ALL, "network": NETWORK, "conforming": CONFORMING}
+"""The named sets: each runs as alternatives (none, then each member alone) in a matrix."""
 
 
 def get(name: str | Transform) -> Transform:

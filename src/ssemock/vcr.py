@@ -51,8 +51,10 @@ __all__ = ["NO_BOUNDARIES", "Converted", "ImportSummary", "Refused", "Skipped", 
            "import_paths", "import_vcr", "is_ssemock_cassette", "is_vcr_cassette", "load_vcr"]
 
 NO_BOUNDARIES = "vcrpy kept no chunk boundaries or timing: using one chunk per event, all at t=0"
-YAML_BYTES_PER_VALUE = 8  # a YAML file may hold FREE_VALUES values and one more per 8 bytes
-BODY_EXPANSION = 16  # bodies may decode (gzip, YAML aliases) to 16x the file, plus BODY_FREE bytes
+YAML_BYTES_PER_VALUE = 8
+"""A YAML file may hold FREE_VALUES values and one more per 8 bytes."""
+BODY_EXPANSION = 16
+"""Bodies may decode (gzip, YAML aliases) to 16x the file, plus BODY_FREE bytes."""
 BODY_FREE = 64 << 20
 
 
@@ -556,7 +558,8 @@ def import_vcr(path: str | os.PathLike[str], *, force: bool = False,
 # -- a tree of cassettes -----------------------------------------------------------------------
 
 VCR_SUFFIXES = (".yaml", ".yml", ".json")  # what a folder is searched for (vcrpy's serializers)
-SSEMOCK_SUFFIX = ".ssemock.json"  # beside a vcrpy .json cassette, whose own name is taken
+SSEMOCK_SUFFIX = ".ssemock.json"
+"""Beside a vcrpy .json cassette, whose own name is taken."""
 
 
 @dataclass(frozen=True)
@@ -567,7 +570,8 @@ class Converted:
     target: Path
     interactions: int
     dropped: tuple[str, ...] = ()  # fields --force dropped: "interaction 2 (POST ...): response.x: why"
-    scrubbed: tuple[str, ...] = ()  # secrets --scrub-bodies replaced
+    scrubbed: tuple[str, ...] = ()
+    """Secrets --scrub-bodies replaced."""
     note: str | None = None
 
 

@@ -21,8 +21,8 @@ from ..cassette import Cassette, CassetteError
 
 __all__ = ["DIRECTORY", "load", "names", "path"]
 
-#: The folder the shipped cassettes live in (``<provider>/<case>.json``).
 DIRECTORY = Path(__file__).resolve().parent
+"""The folder the shipped cassettes live in (``<provider>/<case>.json``)."""
 
 
 def names() -> list[str]:

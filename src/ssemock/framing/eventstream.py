@@ -40,8 +40,10 @@ __all__ = ["CONTENT_TYPE", "FRAMING", "Decoder", "Frame", "FrameError", "HeaderV
            "frame_ends", "is_eventstream", "is_frame", "iter_decode"]
 
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
-PRELUDE = 12  # total length, headers length, prelude CRC
-MINIMUM = PRELUDE + 4  # a frame with no headers and no payload
+PRELUDE = 12
+"""Total length, headers length, prelude CRC."""
+MINIMUM = PRELUDE + 4
+"""A frame with no headers and no payload."""
 MAX_HEADERS = 128 * 1024  # botocore's limits
 MAX_PAYLOAD = 24 * 1024 * 1024
 

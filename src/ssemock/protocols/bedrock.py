@@ -37,9 +37,9 @@ __all__ = ["EXCEPTIONS", "PROTOCOL", "URL", "frame", "synthesize"]
 URL = "https://bedrock-runtime.us-east-1.amazonaws.com/model/{model}/converse-stream"
 _EVENTS = frozenset({"messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop",
                      "metadata"})
-#: The exception frames ConverseStream may send (botocore's ``ConverseStreamOutput`` members).
 EXCEPTIONS = ("internalServerException", "modelStreamErrorException", "validationException",
               "throttlingException", "serviceUnavailableException")
+"""The exception frames ConverseStream may send (botocore's ``ConverseStreamOutput`` members)."""
 _KINDS = {"overloaded_error": "serviceUnavailableException", "server_error": "internalServerException",
           "api_error": "internalServerException", "rate_limit_error": "throttlingException",
           "rate_limit_exceeded": "throttlingException", "invalid_request_error": "validationException"}
