@@ -48,7 +48,9 @@ class CassetteError(ValueError):
                  interaction: int | None = None) -> None:
         from .redact import mask_text  # here: redact imports this module
         self.path = None if path is None else str(path)
+        """The cassette file, when the cassette has one."""
         self.interaction = interaction
+        """The index of the interaction at fault, when one is."""
         self.reason = reason = mask_text(reason)
         """What is wrong, and what to do about it (secrets masked)."""
         where = [p for p in (self.path, None if interaction is None else f"interaction {interaction}") if p]
@@ -68,8 +70,11 @@ class Request:
     """The request of an interaction, as stored (already redacted)."""
 
     method: str
+    """The HTTP method (`"POST"`)."""
     url: str
+    """The full URL, query included."""
     headers: Headers = field(default_factory=list)
+    """The request headers as `(name, value)` pairs, names lower-cased."""
     body: bytes | None = None
     """The body sent; `None` matches any body."""
 
@@ -83,8 +88,11 @@ class Response:
     """A recorded response: the exact bytes, the chunk ends as received, and their times."""
 
     status: int = 200
+    """The HTTP status code."""
     headers: Headers = field(default_factory=list)
+    """The response headers as `(name, value)` pairs, names lower-cased."""
     body: bytes = b""
+    """The body, exactly as received."""
     ends: list[int] = field(default_factory=list)
     """The end offset of each chunk in `body`, as received."""
     times: list[float] = field(default_factory=list)
@@ -115,7 +123,9 @@ class Interaction:
     """One recorded exchange: the request sent and the response streamed back."""
 
     request: Request
+    """The request sent (already redacted)."""
     response: Response
+    """The response streamed back."""
 
 
 def _try_json(body: bytes | None) -> Any:
@@ -139,7 +149,9 @@ class Cassette:
     def __init__(self, interactions: Iterable[Interaction] = (), *,
                  path: str | os.PathLike[str] | None = None) -> None:
         self.interactions: list[Interaction] = list(interactions)
+        """The recorded exchanges, in the order they were recorded (and replayed)."""
         self.path = None if path is None else Path(path)
+        """The JSON file the cassette was loaded from or is saved to (`None`: in memory only)."""
 
     def __len__(self) -> int:
         return len(self.interactions)
