@@ -50,7 +50,9 @@ class Expected:
     (then [`cut`][ssemock.Expected.cut] says so and [`events`][ssemock.Expected.events] are the whole events a conforming client got)."""
 
     play: Play
+    """The response served, which this decodes."""
     protocol: str | None = None
+    """The protocol the stream is folded with (`None`: detected)."""
 
     def __post_init__(self) -> None:
         #: the bytes the reference decodes: what was served, up to where a fault cut it

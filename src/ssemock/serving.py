@@ -316,14 +316,23 @@ class Play:
     served as its replay will be, under a chunking, transform or fault)."""
 
     index: int
+    """The index of the interaction served in the cassette (-1 on a recording run)."""
     request: httpx.Request
+    """The request the client made."""
     interaction: Interaction
+    """The interaction served."""
     chunking: _chunking.Chunking
+    """The chunking the body was cut with."""
     transforms: list[_transforms.Transform]
+    """The transforms applied to the body, in order."""
     stream: ReplayStream | None
+    """The stream handed to the client (`None` for a live response recorded)."""
     body: bytes = b""
+    """The body served, after transforms."""
     ends: Sequence[int] = field(default_factory=list)
+    """The chunk ends served."""
     faults: list[str] = field(default_factory=list)
+    """The faults applied, described."""
 
     def described(self) -> str:
         """What this response went through: ``chunking X, transform Y, faults Z``."""
@@ -336,7 +345,9 @@ class Play:
     cut: int | None = None
     """Where a fault ends what the client gets (a stall past its timeout)"""
     framing: str | None = None  # the served body's framing (None: detect it from the body)
+    """The served body's framing (`None`: detected from the body)."""
     status: int = 200  # the status served (an http_error fault's, or the recorded one)
+    """The status served (an `http_error` fault's, or the recorded one)."""
     cut_at: int | None = None
     """Where a fault cut the body short (disconnect, truncate)"""
 

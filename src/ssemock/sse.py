@@ -81,9 +81,13 @@ class ServerSentEvent:
     """
 
     event: str = "message"
+    """The event type (`"message"` unless an `event:` field set it)."""
     data: str = ""
+    """The data buffer, without its final LF."""
     id: str = ""
+    """The last event ID in effect when the event was dispatched."""
     retry: int | None = None
+    """The reconnection time a valid `retry:` field in this event's block set, else `None`."""
 
 
 def is_event(value: object) -> TypeGuard[ServerSentEvent]:
@@ -248,6 +252,7 @@ class Decoder:
         self._clean = False  # no partial line, no field of the current block, _mode is _NORMAL
         self._id_buffer = self._id_string = last_event_id
         self.retry: int | None = None
+        """The reconnection time the stream last set with a valid `retry:` field, in milliseconds."""
 
     @property
     def last_event_id(self) -> str:

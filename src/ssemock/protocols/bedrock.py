@@ -35,6 +35,7 @@ from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, string
 __all__ = ["EXCEPTIONS", "PROTOCOL", "URL", "frame", "synthesize"]
 
 URL = "https://bedrock-runtime.us-east-1.amazonaws.com/model/{model}/converse-stream"
+"""The ConverseStream URL, with a `{model}` placeholder."""
 _EVENTS = frozenset({"messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop",
                      "metadata"})
 EXCEPTIONS = ("internalServerException", "modelStreamErrorException", "validationException",
@@ -243,3 +244,4 @@ PROTOCOL = Protocol(name="bedrock.converse", framing="eventstream", fold=_Conver
                     http_error=http_error, url=_is_converse,
                     content_type=lambda media: media == eventstream.CONTENT_TYPE, event=_telling,
                     synthesize=synthesize)
+"""The `bedrock.converse` protocol, as registered in `ssemock.protocols`."""

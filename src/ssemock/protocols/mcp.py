@@ -36,7 +36,9 @@ __all__ = ["PROTOCOL", "McpResult", "RequestId", "deliverable", "holds", "messag
            "session_id", "synthesize"]
 
 RequestId: TypeAlias = str | int
+"""A JSON-RPC request id."""
 SESSION_HEADER = "mcp-session-id"
+"""The header carrying the MCP session id."""
 
 # JSON-RPC error codes (https://www.jsonrpc.org/specification#error_object)
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
@@ -64,10 +66,15 @@ class McpResult(Accumulated):
     POST URL."""
 
     results: dict[RequestId, Any] = field(default_factory=dict)
+    """The JSON-RPC results, by request id."""
     errors: dict[RequestId | None, JSON] = field(default_factory=dict)
+    """The JSON-RPC errors, by request id (`None` for an error without one)."""
     notifications: list[JSON] = field(default_factory=list)
+    """The notifications the server sent, in order."""
     requests: list[JSON] = field(default_factory=list)
+    """The requests the server sent to the client, in order."""
     endpoint: str = ""
+    """The legacy SSE transport's POST URL, from its `endpoint` event."""
 
     def to_dict(self) -> JSON:
         """Plain JSON-able form (ids as they were sent: numbers stay numbers)."""
@@ -333,3 +340,4 @@ PROTOCOL = Protocol(name="mcp", framing="sse", framings=("json",), fold=_McpFold
                     http_error=http_error,
                     url=_is_mcp, event=_telling, synthesize=synthesize, request_ids=request_ids, holds=holds,
                     owed=owed)
+"""The `mcp` protocol, as registered in `ssemock.protocols`."""
