@@ -25,8 +25,11 @@ class Finding:
     """Something the migration could not (or did not fully) convert, with where it is."""
 
     path: Path
+    """The file it is in."""
     line: int | None
+    """The line in that file (`None` for the whole file)."""
     message: str
+    """What was found, and what to do about it."""
 
     def __str__(self) -> str:
         return f"{self.path}{f':{self.line}' if self.line else ''}: {self.message}"
@@ -38,7 +41,9 @@ class CassetteJob:
     cassettes of a marker, which the test read together)."""
 
     sources: tuple[Path, ...]
+    """The vcrpy cassette files converted into this one."""
     target: Path
+    """The ssemock cassette written."""
 
 
 @dataclass

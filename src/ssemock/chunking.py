@@ -31,13 +31,16 @@ class Chunking:
     """A named, pure re-chunking strategy."""
 
     name: str
+    """The name `chunking=` accepts (`"bytewise"`, `"fixed:3"`, ...)."""
     split: Callable[[bytes, Sequence[int]], Ends]
+    """`split(body, recorded_ends)` returns the chunk ends for `body`."""
     normalized: bool = False
     """Whether `split` already returns sorted, in-range ends."""
     step: int | None = None
     """For fixed-size chunkings, the chunk size in bytes (`None` otherwise)."""
     # split given the body's content type too (per_event: the framing's events); used when one is known
     typed: Callable[[bytes, Sequence[int], str], Ends] | None = field(default=None, repr=False)
+    """Like `split` but also given the content type (for framings that need it), or `None`."""
 
     def ends(self, body: bytes, recorded: Sequence[int] | None = None, *, content_type: str | None = None) -> Ends:
         """New chunk end offsets for ``body`` (``recorded``: the ends as recorded; ``content_type``:
@@ -228,11 +231,17 @@ def _mid_utf8(body: bytes, recorded: Sequence[int]) -> Ends:
 
 
 as_recorded = Chunking("as_recorded", _as_recorded, normalized=True)
+"""The boundaries as recorded: what the server's network actually delivered."""
 bytewise = Chunking("bytewise", _bytewise, normalized=True, step=1)
+"""One byte per chunk: every boundary a client can meet."""
 coalesced = Chunking("coalesced", _coalesced, normalized=True)
+"""The whole body in one chunk."""
 per_event = Chunking("per_event", _per_event, typed=_per_event)
+"""One chunk per event (per SSE block, JSON line or frame)."""
 mid_line = Chunking("mid_line", _mid_line)
+"""Every chunk ends in the middle of a line."""
 mid_utf8 = Chunking("mid_utf8", _mid_utf8)
+"""Every chunk ends in the middle of a multi-byte UTF-8 character where there is one."""
 
 
 def fixed(n: int) -> Chunking:
@@ -279,6 +288,7 @@ class At(Chunking):
     """
 
     boundaries: tuple[int, ...] = ()
+    """The byte offsets where one chunk ends and the next starts."""
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, At):
@@ -296,6 +306,7 @@ def at(*boundaries: int) -> At:
 
 
 ALL: tuple[Chunking, ...] = (as_recorded, bytewise, mid_line, mid_utf8, coalesced, per_event, random(7))
+"""What `chunking="all"` runs: every named chunking, plus `random(7)`."""
 
 _NAMED = {c.name: c for c in (as_recorded, bytewise, mid_line, mid_utf8, coalesced, per_event)}
 _NAME_START = re.compile(r",(?=\s*(?:[A-Za-z]|$))")  # a comma before a name (or the end), not between offsets

@@ -39,6 +39,7 @@ __all__ = [
 
 DecodeFn = Callable[[list[bytes]], Iterable[Any]]
 ChunkingSpec = str | Chunking
+"""A chunking, or its name."""
 
 DEFAULT_CHUNKINGS: tuple[Chunking, ...] = tuple({c.name: c for c in (
     _chunking.coalesced, _chunking.as_recorded, _chunking.per_event, _chunking.mid_line, _chunking.mid_utf8,
@@ -56,7 +57,9 @@ class ConformanceError(AssertionError):
     def __init__(self, message: str, *, case: str, chunking: str, index: int | None) -> None:
         super().__init__(message)
         self.case = case
+        """The name of the case that failed."""
         self.chunking = chunking
+        """The chunking it failed under."""
         self.index = index
         """The first differing event, or None when the decoder raised."""
 
@@ -137,11 +140,17 @@ class Case:
     """
 
     name: str
+    """The case's name, as failures report it."""
     body: bytes
+    """The body the decoder is fed."""
     expected: list[ServerSentEvent]
+    """The events the body must decode to."""
     note: str
+    """Why the case matters: the rule of the specification it checks."""
     ends: tuple[int, ...] = ()
+    """The chunk ends as "recorded" (empty: one chunk)."""
     tags: tuple[str, ...] = ()
+    """Labels to select cases by."""
 
     def __hash__(self) -> int:
         return hash((self.name, self.body))

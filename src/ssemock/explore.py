@@ -81,11 +81,17 @@ class Coverage:
     transform and fault."""
 
     examples: int = 0
+    """How many variants were run."""
     hazards: Counter[str] = field(default_factory=Counter)
+    """How many examples drew a boundary of each hazard class."""
     transforms: Counter[str] = field(default_factory=Counter)
+    """How many examples drew each transform."""
     faults: Counter[str] = field(default_factory=Counter)
+    """How many examples drew each fault."""
     seconds: float = 0.0  #: the whole search, drawing and shrinking included
+    """Seconds the whole search took, drawing and shrinking included."""
     in_code: float = 0.0  #: of which running the code under test (its client, and ssemock serving it)
+    """Seconds of those spent running the code under test (its client, and ssemock serving it)."""
 
     def add(self, variant: Variant, classes: Sequence[str]) -> None:
         """Count one example: the hazard classes its boundaries hit, its transforms and fault."""
@@ -118,11 +124,17 @@ class Failure:
     the first failure, and what the search covered."""
 
     variant: Variant
+    """The smallest failing variant; `variant.options()` are the replay keywords that serve it."""
     error: BaseException
+    """The exception the code under test raised under the variant."""
     boundaries: list[str]
+    """Where each chunk boundary falls, in words."""
     examples: int
+    """How many examples ran until the first failure."""
     coverage: Coverage
+    """What the search covered."""
     seed: int | None = None
+    """The seed that reproduces the search (`None`: drawn by hypothesis)."""
 
     @property
     def reproducer(self) -> str:

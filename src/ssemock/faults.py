@@ -43,14 +43,21 @@ class Served:
     """One response on its way to the client, before chunking and timing."""
 
     status: int
+    """The status code to serve."""
     headers: list[tuple[str, str]]
+    """The response headers to serve."""
     body: bytes
+    """The body to serve."""
     ends: list[int]
     """Chunk ends (as recorded, carried through transforms)"""
     times: list[float]
+    """The arrival time of each chunk, in seconds."""
     url: str
+    """The request URL."""
     core: ModuleType  # httpcore or httpcore2: whose exceptions the client's transport maps
+    """The httpcore module (httpcore or httpcore2) whose exceptions the client's transport maps."""
     error: BaseException | None = None
+    """An exception to raise instead of (or after) the body, if any."""
     stalls: dict[int, float] = field(default_factory=dict)
     """Byte offset -> seconds."""
     consumes: bool = True
@@ -114,8 +121,11 @@ class Target:
     with ``/`` matches the path and query), or the interaction at ``index`` in the cassette."""
 
     method: str | None = None
+    """The request method to match (`None`: any)."""
     pattern: str | None = None
+    """A shell-style pattern for the URL (`None`: any); starting with `/`, it matches the path and query."""
     index: int | None = None
+    """The index of the interaction in the cassette (`None`: any)."""
 
     @classmethod
     def parse(cls, value: Target | str | int) -> Target:
@@ -162,6 +172,7 @@ class Fault:
     """Base class: a named, deterministic change to one served response."""
 
     name: str = "fault"
+    """The fault's name, as `faults=` spells it."""
     on: Target | None = None
     """Aimed at these interactions; None: the default (see [`Aim`][ssemock.faults.Aim])"""
     per_request = False
@@ -589,6 +600,7 @@ class Aim:
 
     def __init__(self, faults: Sequence[Fault]) -> None:
         self.faults = faults
+        """The faults, in the order given."""
         self._pins: dict[int, int] = {}  # fault position -> the interaction it was first applied to
         self._attempts: dict[tuple[int, int], int] = {}  # (fault position, interaction) -> times applied
 

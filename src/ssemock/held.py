@@ -185,9 +185,13 @@ class Gate:
     they never come."""
 
     requests: Requests
+    """The player's requests."""
     since: int
+    """How many requests had been made when the stream opened."""
     timeout: float
+    """How long to wait for each request, in seconds."""
     error: Callable[[list[Any], str], BaseException]
+    """Makes the error raised when requests never come: `error(missing_ids, why)`."""
 
     def hold(self, ids: frozenset[Any]) -> Hold:
         """The step that waits for the requests ``ids`` (what the replay core yields)."""
@@ -205,7 +209,9 @@ class Hold:
     """A step of a replayed stream: the requests ``ids`` must be made before the next chunk."""
 
     gate: Gate
+    """The gate the requests are awaited through."""
     ids: frozenset[Any]
+    """The request ids that must be made before the next chunk."""
 
     def wait(self) -> None:
         """Block until the requests are made; raise the gate's error when they never are."""

@@ -21,7 +21,9 @@ from .redact import REDACTED, find_secrets
 __all__ = ["PARTIAL", "REFUSED", "Kept", "beside", "keep_masked", "masked_fields", "refused_target"]
 
 REFUSED = ".refused.json"
+"""The suffix of a kept refused recording."""
 PARTIAL = ".partial.json"
+"""The suffix of a kept partial recording."""
 
 
 def beside(path: str | os.PathLike[str], suffix: str) -> Path:
@@ -46,8 +48,11 @@ class Kept:
     never a value (``interaction 0 request.body: an OpenAI key (sk-...) at byte 12``)."""
 
     path: Path | None
+    """The file written (`None`: nothing was, as a secret was left)."""
     masked: list[str] = field(default_factory=list)
+    """What was masked, one line per field, never a value."""
     left: list[str] = field(default_factory=list)
+    """The secrets masking could not remove, one line per field, never a value."""
 
     def describe(self, *, indent: str = "  ") -> str:
         """The masked fields (and any left) as indented lines, for a message."""

@@ -23,6 +23,7 @@ from .redact import redact_request, redact_url
 __all__ = ["DEFAULT", "MATCHERS", "differences", "resolve"]
 
 DEFAULT = ("method", "scheme", "host", "port", "path", "query", "body")
+"""The request parts matched when `match_on` is not given."""
 _PORTS = {"http": 80, "https": 443}
 
 
@@ -130,6 +131,7 @@ MATCHERS: dict[str, Matcher] = {
     "raw_body": _raw_body,
     "headers": _headers,
 }
+"""Every built-in matcher, by the name `match_on` takes."""
 
 
 CustomMatcher = Callable[[Request, Request], "bool | None"]

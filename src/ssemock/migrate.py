@@ -38,6 +38,7 @@ VCR_MATCH_ON = ("method", "scheme", "host", "port", "path", "query")
 """Vcrpy's default ``match_on``: everything but the body."""
 INSTALL = 'ssemock migrate needs libcst (the "migrate" extra): pip install "ssemock[migrate]" (in a clone of ' \
           'ssemock: pip install -e ".[migrate]")'
+"""The message shown when libcst, which `ssemock migrate` needs, is missing."""
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv", "env", "build", "dist"}
 
 
@@ -46,8 +47,11 @@ class Migration:
     """What ``ssemock migrate`` would do to a suite; nothing is written until [`write`][ssemock.migrate.Migration.write]."""
 
     root: Path
+    """The folder migrated."""
     edits: list[Edit] = field(default_factory=list)
+    """The source edits planned, per file."""
     cassettes: list[CassetteJob] = field(default_factory=list)
+    """The cassettes to convert."""
     todo: list[Finding] = field(default_factory=list)
     """Constructs left for a person: converted partly, or not at all (file and line)"""
     unparsable: list[Finding] = field(default_factory=list)

@@ -136,14 +136,21 @@ class Exchange:
     """What the server did with one request (``Replayer.exchanges``)."""
 
     method: str
+    """The request method."""
     path: str
+    """The request path."""
     status: int
+    """The status code answered."""
     index: int | None
     """The interaction served, None when unmatched."""
     last_event_id: str | None = None
+    """The `Last-Event-ID` header of a reconnecting client."""
     resumed_at: int | None = None
+    """Where a resumed stream started (the index of its first event), if it was resumed."""
     faults: list[str] = field(default_factory=list)
+    """The faults applied."""
     chunks: int = 0
+    """How many chunks were sent."""
     dropped: bool = False
     """The connection was closed mid-body on purpose."""
     left: bool = False
@@ -292,7 +299,9 @@ class Replayer:
                  max_body: int = DEFAULT_MAX_BODY, log: Callable[[str], None] | None = None) -> None:
         sources = [cassettes] if isinstance(cassettes, (Cassette, str, os.PathLike)) else list(cassettes)
         self.cassettes = [_load(s) for s in sources]
+        """The cassettes served."""
         self.interactions: list[Interaction] = []
+        """Every interaction of every cassette, in order."""
         self.sources: list[tuple[Cassette, int]] = []
         """Per interaction: its cassette and index there."""
         for cassette in self.cassettes:
@@ -300,17 +309,25 @@ class Replayer:
                 self.interactions.append(interaction)
                 self.sources.append((cassette, i))
         self.chunking = _chunking.get(chunking)
+        """How replayed bodies are cut into chunks."""
         self.transforms = _transforms.resolve(transform)
+        """The wire transforms applied to every body, in order."""
         self.timing = _timing.get(timing)
+        """When chunks are sent."""
         self.faults = _faults.resolve(faults)
+        """The faults injected, in order."""
         self.aim = _faults.Aim(self.faults)
+        """Which faults apply to which interaction."""
         self.aim.check(self.interactions, ", ".join(str(c.path or "an in-memory cassette") for c in self.cassettes))
         self.match_on = matching.resolve(match_on if match_on is not None else DEFAULT_MATCH_ON)
+        """The request parts that pick the interaction served."""
         if max_body < 0:
             raise ValueError(f"max_body must be >= 0 bytes, got {max_body}")
         self.cors, self.max_body, self._log = cors, max_body, log
         self.selection = Selection(self.interactions, self.match_on)  # the Player's matching core
+        """Picks the interaction that answers a request (the same matching as the Player's)."""
         self.attempts = 0
+        """How many requests the server has answered, faulted ones included."""
         self.exchanges: deque[Exchange] = deque(maxlen=MAX_EXCHANGES)
         """The latest, oldest first."""
         self._last_served: list[int] = []  # interaction indexes, most recent last

@@ -86,10 +86,15 @@ class MinimalSplit:
     """
 
     ends: list[int]
+    """The chunk ends (`boundaries` plus the body's length)."""
     boundaries: list[int]
+    """The boundaries: removing any single one makes the check pass."""
     explanation: str
+    """Where each boundary falls, in words."""
     calls: int = 0
+    """How many times the check ran."""
     chunking: At = field(default_factory=at, compare=False, repr=False)
+    """An [`At`][ssemock.strategies.At] chunking that serves exactly this split."""
 
     def chunks(self, body: bytes) -> list[bytes]:
         """``body`` cut at the boundaries."""
@@ -371,8 +376,11 @@ class Variant:
     most one fault. ``options()`` are the replay keywords that serve exactly it."""
 
     chunking: At = field(default_factory=at)
+    """Where the chunk boundaries fall (the same offsets in every response)."""
     transforms: tuple[_transforms.Transform, ...] = ()
+    """The transforms applied before chunking, in order."""
     fault: _faults.Fault | None = None
+    """The fault applied, if any."""
 
     def options(self) -> dict[str, object]:
         """Keywords for [`ssemock.replay`][ssemock.demo.replay] / [`ssemock.use_cassette`][ssemock.use_cassette] that serve this variant."""
@@ -405,6 +413,7 @@ class Tables:
     def __init__(self, cassette: Cassette) -> None:
         self.bodies = [(x.response.body, x.response.header("content-type") or "") for x in cassette.interactions
                        if x.response.body]
+        """The `(body, content type)` of every response with a body."""
         self._found: dict[tuple[str, ...], tuple[int, dict[str, list[int]]]] = {}
         self._aligned: dict[tuple[str, ...], list[int]] = {}
 
@@ -489,14 +498,20 @@ class Space:
         pool = [t for t in transform_pool(transforms)  # a transform that changes no body is never drawn
                 if any(_transforms.applies(t, b, _transforms.kind_of(ct, b)) for b, ct in bodies)]
         self.tables = tables
+        """The cassette's hazard tables."""
         self.padded = any(t.name == "pad" for t in pool)
         """Drawn apart, last: a shift of the whole stream."""
         self.pool = [t for t in pool if t.name != "pad"]
+        """The transforms drawn from."""
         self.fault_names = (list(FAULTS) if faults is True else [] if faults is False
                             else [faults] if isinstance(faults, str) else list(faults))
+        """The names of the faults drawn from."""
         self.faults = [None if name == "disconnect" else _faults.get(name) for name in self.fault_names]
+        """The faults drawn from (`None` stands for `disconnect`)."""
         self.events = max((len(event_ends(b)) for b, _ in bodies), default=0)
+        """The most events in one response."""
         self.max_boundaries = max_boundaries
+        """The most chunk boundaries a variant draws."""
 
     def draw(self, choose: Callable[[int, int], int]) -> Variant:
         """A variant from ``choose(lo, hi)`` (a whole number in ``[lo, hi]``)."""

@@ -63,18 +63,27 @@ anthropic_messages = _anthropic.synthesize
 ollama_chat = _ollama.synthesize
 
 OPENAI_CHAT_URL = _openai_chat.URL
+"""The OpenAI chat completions URL synthesized cassettes record."""
 AZURE_URL = _openai_chat.AZURE_URL
+"""An Azure OpenAI chat completions URL."""
 OPENROUTER_URL = _openai_chat.OPENROUTER_URL
+"""The OpenRouter chat completions URL."""
 OPENROUTER_KEEPALIVE = _openai_chat.OPENROUTER_KEEPALIVE
+"""The comment OpenRouter sends while a model is queued."""
 OPENAI_RESPONSES_URL = _openai_responses.URL
+"""The OpenAI Responses API URL synthesized cassettes record."""
 ANTHROPIC_URL = _anthropic.URL
+"""The Anthropic Messages API URL synthesized cassettes record."""
 OLLAMA_URL = _ollama.URL
+"""The Ollama chat URL synthesized cassettes record."""
 LIBRARY_SOURCE = ("synthesized by ssemock.synth from the provider's documented event format; "
                   "recorded through a loopback server; not captured from the real service")
+"""The `_source` note of the shipped library's cassettes."""
 
 # -- the shipped library -----------------------------------------------------------------------
 
 WEATHER_TOKYO = {"name": "get_weather", "arguments": {"city": "東京", "unit": "celsius"}}
+"""An example tool call (`get_weather` for Tokyo) with non-ASCII arguments."""
 HAZARDS = "line\u2028separator, paragraph\u2029separator, next\u0085line"
 """Characters ``str.splitlines`` (and so httpx's ``iter_lines``) takes for line breaks but SSE and JSON lines do not: a client that splits on them cuts an event's JSON in two."""
 _JA = ("こんにちは！ストリーミングは日本語でも動きます。🎌 Emoji too: 🌏🚀👩\u200d💻 — and ümlauts, ½, 𝄞. "

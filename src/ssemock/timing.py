@@ -14,7 +14,9 @@ class Timing:
     """``factor`` scales the recorded arrival times; ``None`` delivers every chunk at once."""
 
     name: str
+    """The name `timing=` accepts."""
     factor: float | None
+    """What the recorded arrival times are multiplied by (`None`: every chunk at once)."""
 
     def at(self, recorded_s: float) -> float | None:
         """When (seconds after the request) a chunk recorded at ``recorded_s`` is due."""
@@ -25,7 +27,9 @@ class Timing:
 
 
 instant = Timing("instant", None)
+"""Every chunk at once, no waiting (the default)."""
 recorded = Timing("recorded", 1.0)
+"""Chunks at their recorded arrival times."""
 
 
 def scaled(factor: float) -> Timing:

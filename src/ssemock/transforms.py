@@ -51,8 +51,11 @@ class Transform:
     overlaps, for a body of ``kind`` (``"sse"`` or ``"ndjson"``) among ``kinds``."""
 
     name: str
+    """The name `transform=` accepts."""
     edits: Edits
+    """`edits(body, kind)` yields `(start, end, new_bytes)` in order, without overlaps."""
     kinds: frozenset[str] = field(default=frozenset({_SSE}))
+    """The body kinds (`"sse"`, `"ndjson"`, ...) it rewrites."""
     relevant: Callable[[bytes, str], bool] | None = None
     """None: applies to every body of its kinds."""
 
@@ -183,6 +186,7 @@ def _has_lf(body: bytes, kind: str) -> bool:
 
 
 crlf = Transform("crlf", _line_endings(b"\r\n"), frozenset({_SSE, _NDJSON, _ARRAY}), _has_bare_lf)
+"""CRLF line endings."""
 cr = Transform("cr", _line_endings(b"\r"), frozenset({_SSE, _NDJSON, _ARRAY}), _has_lf)
 """CR-only line endings; in JSON lines, what the lines of a server that writes ``\\r`` end with (the reference decoder, httpx's ``iter_lines`` and requests' take a lone CR as a line end)"""
 
@@ -206,8 +210,10 @@ def _mixed(body: bytes, kind: str) -> Iterator[Edit]:
 
 
 mixed = Transform("mixed", _mixed)
+"""LF, CRLF and CR line endings, mixed."""
 no_space = Transform("no_space", lambda body, kind: ((m.end(1) + 1, m.end(1) + 2, b"")
                                                      for m in _FIELD_SPACE.finditer(body)))
+"""No space after the colon of each field."""
 
 # -- blocks and lines that dispatch nothing -------------------------------------------------------
 
@@ -237,7 +243,9 @@ def keepalive(comment: str = ": ping") -> Transform:
 COMMENTS = (":", ": ping - 2024-02-23 06:52:12.345678+00:00", ": OPENROUTER PROCESSING")
 """The heartbeat comments real servers send: a bare colon (sse-starlette's default is a ping with a timestamp; many proxies send ``:``), and OpenRouter's while a model is queued."""
 comments = Transform("comments", _before_each(lambda i, nl: COMMENTS[i % len(COMMENTS)].encode() + nl + nl))
+"""A heartbeat comment before each event."""
 retry = Transform("retry", _before_each(lambda i, nl: b"retry: 3000" + nl + nl))
+"""A `retry:` block before each event."""
 
 _ID_LINE = re.compile(_LINE_START + rb"id(?::(?: )?([^\r\n]*))?(?=[\r\n]|$)")
 
@@ -247,6 +255,7 @@ def _no_ids(body: bytes, kind: str) -> bool:
 
 
 ids = Transform("ids", _before_each(lambda i, nl: b"id: %d" % (i + 1) + nl), relevant=_no_ids)
+"""An `id:` field on each event."""
 
 
 def _meta(body: bytes, kind: str) -> Iterator[Edit]:
@@ -266,6 +275,7 @@ def _meta(body: bytes, kind: str) -> Iterator[Edit]:
 
 
 meta = Transform("meta", _meta)
+"""Event-only and id-only blocks between the events."""
 
 
 def pad(shift: int | None = None) -> Transform:
@@ -300,6 +310,7 @@ def _blank_lines(body: bytes, kind: str) -> Iterator[Edit]:
 
 
 blank_lines = Transform("blank_lines", _blank_lines, frozenset({_NDJSON}))
+"""Blank lines between JSON lines."""
 
 
 def _no_final_newline(body: bytes, kind: str) -> Iterator[Edit]:
@@ -386,6 +397,7 @@ def _raw_unicode(body: bytes, kind: str) -> Iterator[Edit]:
 
 raw_unicode = Transform("raw_unicode", _raw_unicode, frozenset({_SSE, _NDJSON}),
                         lambda body, kind: next(_json_lines(body, kind), None) is not None)
+"""JSON `\\uXXXX` escapes written as the raw characters."""
 
 # -- names ----------------------------------------------------------------------------------------
 

@@ -51,11 +51,13 @@ __all__ = ["NO_BOUNDARIES", "Converted", "ImportSummary", "Refused", "Skipped", 
            "import_paths", "import_vcr", "is_ssemock_cassette", "is_vcr_cassette", "load_vcr"]
 
 NO_BOUNDARIES = "vcrpy kept no chunk boundaries or timing: using one chunk per event, all at t=0"
+"""The note on a converted cassette: vcrpy keeps no chunk boundaries or timing."""
 YAML_BYTES_PER_VALUE = 8
 """A YAML file may hold FREE_VALUES values and one more per 8 bytes."""
 BODY_EXPANSION = 16
 """Bodies may decode (gzip, YAML aliases) to 16x the file, plus BODY_FREE bytes."""
 BODY_FREE = 64 << 20
+"""The bytes a body may decode to beyond 16 times the file's size."""
 
 
 class _Invalid(Exception):
@@ -558,6 +560,7 @@ def import_vcr(path: str | os.PathLike[str], *, force: bool = False,
 # -- a tree of cassettes -----------------------------------------------------------------------
 
 VCR_SUFFIXES = (".yaml", ".yml", ".json")  # what a folder is searched for (vcrpy's serializers)
+"""The file suffixes a folder is searched for (vcrpy's serializers)."""
 SSEMOCK_SUFFIX = ".ssemock.json"
 """Beside a vcrpy .json cassette, whose own name is taken."""
 
@@ -567,12 +570,17 @@ class Converted:
     """A vcrpy cassette written as an ssemock cassette."""
 
     source: Path
+    """The vcrpy cassette read."""
     target: Path
+    """The ssemock cassette written."""
     interactions: int
+    """How many interactions were converted."""
     dropped: tuple[str, ...] = ()  # fields --force dropped: "interaction 2 (POST ...): response.x: why"
+    """The fields `--force` dropped, one line each."""
     scrubbed: tuple[str, ...] = ()
     """Secrets --scrub-bodies replaced."""
     note: str | None = None
+    """A note on the conversion (such as [`NO_BOUNDARIES`][ssemock.vcr.NO_BOUNDARIES]), if any."""
 
 
 @dataclass(frozen=True)
@@ -581,7 +589,9 @@ class Skipped:
     in a folder) not a vcrpy cassette."""
 
     source: Path
+    """The file skipped."""
     reason: str
+    """Why it was skipped."""
 
 
 @dataclass(frozen=True)
@@ -589,7 +599,9 @@ class Refused:
     """A file not converted, and why (the interaction and the field where there is one)."""
 
     source: Path
+    """The vcrpy cassette."""
     reason: str
+    """Why it could not be converted."""
 
 
 @dataclass
@@ -597,8 +609,11 @@ class ImportSummary:
     """What [`import_paths`][ssemock.vcr.import_paths] did, file by file."""
 
     converted: list[Converted] = field(default_factory=list)
+    """The cassettes converted."""
     skipped: list[Skipped] = field(default_factory=list)
+    """The files skipped, and why."""
     refused: list[Refused] = field(default_factory=list)
+    """The cassettes that could not be converted, and why."""
 
     @property
     def written(self) -> list[Path]:

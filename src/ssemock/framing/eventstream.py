@@ -40,14 +40,18 @@ __all__ = ["CONTENT_TYPE", "FRAMING", "Decoder", "Frame", "FrameError", "HeaderV
            "frame_ends", "is_eventstream", "is_frame", "iter_decode"]
 
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
+"""The content type of an AWS eventstream response."""
 PRELUDE = 12
 """Total length, headers length, prelude CRC."""
 MINIMUM = PRELUDE + 4
 """A frame with no headers and no payload."""
 MAX_HEADERS = 128 * 1024  # botocore's limits
+"""The largest headers section a frame may have, in bytes (botocore's limit)."""
 MAX_PAYLOAD = 24 * 1024 * 1024
+"""The largest payload a frame may have, in bytes (botocore's limit)."""
 
 HeaderValue: TypeAlias = bool | int | bytes | str | datetime | uuid.UUID
+"""The Python types a header value can have."""
 
 _TYPE_NAMES = {0: "true", 1: "false", 2: "byte", 3: "short", 4: "integer", 5: "long", 6: "byte array",
                7: "string", 8: "timestamp", 9: "uuid"}
@@ -67,7 +71,9 @@ class FrameError(ValueError):
     def __init__(self, index: int, offset: int, problem: str) -> None:
         super().__init__(f"eventstream frame {index} (at byte {offset}): {problem}")
         self.index = index
+        """The position of the bad frame in the stream."""
         self.offset = offset
+        """The byte offset of the bad frame in the body."""
 
 
 class Typed(NamedTuple):
@@ -77,7 +83,9 @@ class Typed(NamedTuple):
     array, str -> string, datetime -> timestamp, UUID -> uuid."""
 
     type: str
+    """The wire type (`"long"`, `"short"`, `"byte"`, `"timestamp"`, ...)."""
     value: HeaderValue
+    """The value."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +93,15 @@ class Frame:
     """One decoded message: its headers, payload, position and exact bytes."""
 
     headers: dict[str, HeaderValue]
+    """The frame's headers, by name."""
     payload: bytes
+    """The payload bytes."""
     index: int
+    """The frame's position in the stream (0 for the first)."""
     offset: int
+    """The byte offset of the frame in the body."""
     raw: bytes
+    """The frame's exact bytes, prelude and CRCs included."""
 
     @property
     def message_type(self) -> str:
@@ -352,3 +365,4 @@ def _example() -> bytes:
 FRAMING = Framing(name="eventstream", decode=decode, event_ends=frame_ends,
                   content_type=lambda media: media == CONTENT_TYPE, sniff=is_eventstream,
                   example=(CONTENT_TYPE, _example()))
+"""The eventstream framing, as registered in `ssemock.framing`."""

@@ -36,7 +36,9 @@ class NDJSONError(ValueError):
         excerpt = text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
         super().__init__(f"line {lineno}: not valid JSON ({reason}): {excerpt!r}")
         self.lineno = lineno
+        """Its line number (1 for the first)."""
         self.line = line
+        """The offending line."""
 
 
 def _parse(lines: list[bytes], first_lineno: int) -> list[object]:
