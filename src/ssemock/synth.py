@@ -46,6 +46,13 @@ from .protocols import anthropic_messages as _anthropic
 from .protocols import ollama_chat as _ollama
 from .protocols import openai_chat as _openai_chat
 from .protocols import openai_responses as _openai_responses
+
+# The synthesizers by provider name; each lives in its protocol module (ssemock.protocols.*).
+from .protocols.anthropic_messages import synthesize as anthropic_messages
+from .protocols.ollama_chat import synthesize as ollama_chat
+from .protocols.openai_chat import synthesize as openai_chat
+from .protocols.openai_chat import synthesize_openrouter as openrouter_chat
+from .protocols.openai_responses import synthesize as openai_responses
 from .synthesis import DEFAULT_PROMPT, SOURCE_HEADER, SYNTH_SOURCE
 
 __all__ = [
@@ -55,12 +62,6 @@ __all__ = [
     "openai_responses", "openrouter_chat", "write_library",
 ]
 
-# The synthesizers by provider name; each lives in its protocol module (ssemock.protocols.*).
-openai_chat = _openai_chat.synthesize
-openrouter_chat = _openai_chat.synthesize_openrouter
-openai_responses = _openai_responses.synthesize
-anthropic_messages = _anthropic.synthesize
-ollama_chat = _ollama.synthesize
 
 OPENAI_CHAT_URL = _openai_chat.URL
 """The OpenAI chat completions URL synthesized cassettes record."""
