@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 DecodeFn = Callable[[list[bytes]], Iterable[Any]]
+"""A decoder under test: takes the chunks of a body and returns the events it decodes."""
 ChunkingSpec = str | Chunking
 """A chunking, or its name."""
 

@@ -124,6 +124,7 @@ def _keyed(get: Callable[[Request], Hashable]) -> Callable[[Request, Request], s
 
 
 Matcher = Callable[[Request, Request], "str | None"]
+"""A built-in matcher: `None` when the two requests match, else a line saying how they differ."""
 MATCHERS: dict[str, Matcher] = {
     **{name: _keyed(get) for name, get in KEYS.items()},
     "method": lambda s, r: None if s.method == r.method else f"{r.method} recorded, {s.method} sent",
@@ -135,7 +136,11 @@ MATCHERS: dict[str, Matcher] = {
 
 
 CustomMatcher = Callable[[Request, Request], "bool | None"]
+"""A matcher of your own for `match_on`: `matcher(sent, recorded)` returns whether the two
+requests match (`None` counts as a match); an `AssertionError` it raises is a mismatch, its
+message shown as the difference."""
 MatchOn = Sequence["str | CustomMatcher"]
+"""What `match_on=` takes: built-in matcher names (the keys of [`MATCHERS`][ssemock.matching.MATCHERS]) and custom matchers."""
 
 
 def resolve(match_on: MatchOn | None) -> tuple[str | CustomMatcher, ...]:

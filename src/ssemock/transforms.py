@@ -37,6 +37,7 @@ __all__ = ["ALL", "CONFORMING", "NETWORK", "SETS", "Transform", "alternatives", 
 Edit = tuple[int, int, bytes]
 """Replace body[start:end] with the bytes."""
 Edits = Callable[[bytes, str], Iterable[Edit]]
+"""`edits(body, kind)`: the edits a transform makes to a body of a kind, in order."""
 
 _NEWLINE = re.compile(rb"\r\n|\r|\n")
 _LINE_START = rb"(?:^|(?<=[\r\n])|(?<=\A\xef\xbb\xbf))"  # a line starts here (a leading BOM is no part of it)

@@ -19,6 +19,7 @@ from .cassette import Headers, Request, Response, body_ends
 __all__ = ["matcher", "request_hook", "response_hook"]
 
 VcrHook = Callable[[Any], Any]
+"""A vcrpy ``before_record_request`` or ``before_record_response`` hook."""
 
 
 def _vcr_request(request: Request) -> Any:
