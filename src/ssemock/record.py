@@ -47,7 +47,12 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 #: stream (a server-push GET) costs a bounded wait.
 DRAIN_SECONDS = 30.0
 RequestHook = Callable[[Request], "Request | None"]
+"""A ``before_record_request`` hook: gets each request before it is matched or recorded and
+returns it (changed, e.g. redacted: it is matched and saved in that form) or ``None`` to send
+it to the real server untouched, neither matched nor recorded."""
 ResponseHook = Callable[[Response], "Response | None"]
+"""A ``before_record_response`` hook: gets each response before it is saved and returns it
+(changed, e.g. redacted) or ``None`` to leave the interaction out of the cassette."""
 # headers of one HTTP connection, not of the stored response (vcr drops them on import too)
 HOP_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive"})
 
