@@ -140,6 +140,52 @@ def test_the_api_reference_documents_every_public_name(site: Path) -> None:
             assert f"ssemock.{sub}.{name}" in ids, f"ssemock.{sub}.{name} is not in reference/{sub}.md"
 
 
+
+# A Sphinx role left in a docstring renders as its raw text: ":func:<code>replay</code>".
+RAW_ROLE = re.compile(r":(?:py:)?(?:meth|class|func|data|mod|attr|exc|obj|const|ref|term):(?:<code>|`)")
+# mkdocstrings' heading of an attribute entry (its name), then the entry's description box.
+ATTRIBUTE = re.compile(r'<h\d id="([^"]+)" class="doc doc-heading">\s*<span class="doc doc-object-name doc-attribute-name">')
+CONTENTS = '<div class="doc doc-contents'
+EMPTY_CONTENTS = re.compile(r'<div class="doc doc-contents[^"]*">\s*</div>')
+
+
+def test_the_built_reference_has_no_raw_sphinx_role(site: Path) -> None:
+    raw = {str(page.relative_to(site)): RAW_ROLE.findall(page.read_text(encoding="utf-8"))
+           for page in site.rglob("*.html")}
+    assert not {page: found for page, found in raw.items() if found}, (
+        "docstrings use mkdocstrings cross-references ([`replay`][ssemock.replay.replay]), not Sphinx roles")
+
+
+def test_every_attribute_in_the_reference_has_a_description(site: Path) -> None:
+    seen, bare = 0, []
+    for page in sorted((site / "reference").rglob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        for heading in ATTRIBUTE.finditer(html):
+            seen += 1
+            entry = html[heading.end():]
+            following = entry.find('class="doc doc-heading"')  # the next object's heading
+            entry = entry if following < 0 else entry[:following]
+            assert CONTENTS in entry, (page, heading.group(1))  # the marker still holds
+            if EMPTY_CONTENTS.search(entry):
+                bare.append(heading.group(1))
+    assert seen > 300  # the marker finds the attribute entries (mkdocstrings did not change its markup)
+    assert not bare, f"attributes shown as their assignment with no description (add a docstring after it): {bare}"
+
+
+def test_player_shows_its_public_attributes_only_and_signatures_are_formatted(site: Path) -> None:
+    page = site / "reference" / "api" / "index.html"
+    ids = _ids(page)
+    public = {i.rsplit(".", 1)[1] for i in ids if i.startswith("ssemock.Player.")}
+    assert {"plays", "router", "attempts", "cassette", "chunking"} <= public
+    assert not {name for name in public if name.startswith("_")} and "guard" not in public
+    html = page.read_text(encoding="utf-8")
+    start = html.index('id="ssemock.replay.replay"')
+    signature = html[html.index('class="doc-signature', start):]
+    signature = re.sub(r"<[^>]+>", "", signature[:signature.index("</code>")])
+    # formatted (by ruff, in the docs extra): one parameter a line, not one long line
+    assert "replay(\n" in signature and "\n    chunking: " in signature, signature[:300]
+
+
 def _public_callables() -> list[tuple[str, object]]:
     """Every public function, class, method and property of ssemock and its public submodules."""
     out: list[tuple[str, object]] = []
