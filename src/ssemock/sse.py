@@ -18,26 +18,37 @@ to the letter:
   cut off by the end of the stream never changes the string; a new connection (after
   [`Decoder.close`][ssemock.sse.Decoder.close], or ``Decoder(last_event_id=...)``) starts from the string;
 * an event that is not terminated by a blank line when the stream ends is discarded;
-* ``retry`` takes any number of ASCII digits. The value is kept exactly up to
-  [`RETRY_DIGITS`][ssemock.sse.RETRY_DIGITS] significant digits (leading zeros do not count), which int() converts
-  without meeting Python's int-from-string limit; a longer value -- over 10**4300 ms, past any
-  clock -- saturates at [`MAX_RETRY`][ssemock.sse.MAX_RETRY] (``10**4300 - 1``), so no retry line is ignored and
-  converting one costs time linear in its length.
+* ``retry`` takes any number of ASCII digits. A value of more than
+  [`RETRY_DIGITS`][ssemock.sse.RETRY_DIGITS] significant digits (over 10**4300 ms, past any
+  clock) is stored as [`MAX_RETRY`][ssemock.sse.MAX_RETRY], so no retry line is ignored.
 
-How: the bytes LF (0x0A) and CR (0x0D) never occur inside a UTF-8 sequence and always decode
-to themselves (a truncated sequence before them becomes U+FFFD on its own), so lines are found
-in the *bytes* and only the values that are kept are decoded -- which gives exactly the
-characters that decoding the whole stream first would. Each chunk is scanned once with
-``bytes`` methods; a partial line is kept as a list of pieces and joined once, when its line
-ending arrives, so the work is linear in the stream size however it is chunked. Whole blocks of
-the shape nearly every LLM stream uses (``[id:] [event:] data:`` and a blank line) are taken in
-one step by ``_blocks``; ``ssemock._speedups`` is the same step in C, built by the install where
-a C compiler exists (the pure code, with identical results, is used where it does not). Its
-``text`` decodes a value of 1 MiB or more whose text needs 2 or 4 bytes per character: when the
-new str's memory comes fresh from the kernel (a str over 32 MiB, or the first large one), most
-of ``bytes.decode``'s time is page faults, which it saves by asking Linux for huge pages first
-(1.3-3.4x faster); with memory already in use it takes 0.97-1.23x ``bytes.decode``'s time.
+Use [`decode`][ssemock.sse.decode] on a whole stream, [`iter_decode`][ssemock.sse.iter_decode] or
+[`adecode`][ssemock.sse.adecode] to get each event as soon as it completes, or a
+[`Decoder`][ssemock.sse.Decoder] to feed chunks yourself. The events never depend on where the
+chunks are cut:
+
+    >>> from ssemock.sse import decode
+    >>> decode([b'event: delta\\ndata: {"text": "hel', b'lo"}\\n', b'\\ndata: [DONE]\\n\\n'])
+    [ServerSentEvent(event='delta', data='{"text": "hello"}', id='', retry=None), ServerSentEvent(event='message', data='[DONE]', id='', retry=None)]
 """
+
+# How it works (for contributors): the bytes LF (0x0A) and CR (0x0D) never occur inside a UTF-8
+# sequence and always decode to themselves (a truncated sequence before them becomes U+FFFD on its
+# own), so lines are found in the *bytes* and only the values that are kept are decoded -- which
+# gives exactly the characters that decoding the whole stream first would. Each chunk is scanned
+# once with ``bytes`` methods; a partial line is kept as a list of pieces and joined once, when its
+# line ending arrives, so the work is linear in the stream size however it is chunked. Whole blocks
+# of the shape nearly every LLM stream uses (``[id:] [event:] data:`` and a blank line) are taken in
+# one step by ``_blocks``; ``ssemock._speedups`` is the same step in C, built by the install where a
+# C compiler exists (the pure code, with identical results, is used where it does not). Its ``text``
+# decodes a value of 1 MiB or more whose text needs 2 or 4 bytes per character: when the new str's
+# memory comes fresh from the kernel (a str over 32 MiB, or the first large one), most of
+# ``bytes.decode``'s time is page faults, which it saves by asking Linux for huge pages first
+# (1.3-3.4x faster); with memory already in use it takes 0.97-1.23x ``bytes.decode``'s time.
+#
+# A retry value is kept exactly up to RETRY_DIGITS significant digits (leading zeros do not count),
+# which int() converts without meeting Python's int-from-string limit; a longer one saturates at
+# MAX_RETRY, so converting one costs time linear in its length.
 
 from __future__ import annotations
 
