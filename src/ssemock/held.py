@@ -11,11 +11,11 @@ request recorded after the stream opened carries ([`holds_for`][ssemock.held.hol
 other id (a hand-made stream, a request the recording never made) plays straight away. A request
 that never comes ends the wait with the client's own
 read timeout, after at most the client's read timeout or [`HOLD_LIMIT`][ssemock.held.HOLD_LIMIT].
-
-One core serves every stack: the replay stream's steps are the same for sync and async reads,
-and only the wait itself differs at the edge (a ``threading.Condition`` for a thread, an
-``asyncio.Event`` woken by the player for an event loop, short sleeps under trio).
 """
+
+# One core serves every stack: the replay stream's steps are the same for sync and async reads,
+# and only the wait itself differs at the edge (a threading.Condition for a thread, an
+# asyncio.Event woken by the player for an event loop, short sleeps under trio).
 
 from __future__ import annotations
 

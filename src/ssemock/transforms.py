@@ -1,8 +1,11 @@
 """Transforms: rewrite a stream's bytes without changing what a conforming decoder yields.
 
-A transform is a list of edits (replace bytes ``[start, end)`` with new bytes) computed in one
-pass over the body, so recorded chunk ends are carried over to the new body in one merge walk:
-the work is linear in the body size however many chunk ends fall inside one event.
+Pass them by name to ``transform=`` (``ssemock.replay(cassette, transform="crlf")``, the marker,
+``ssemock serve --transform``), or apply them yourself; the chunk ends move with the bytes:
+
+    >>> from ssemock import transforms
+    >>> transforms.apply([transforms.crlf], b"data: a\\n\\n", [3, 9])
+    (b'data: a\\r\\n\\r\\n', [3, 11])
 
 SSE transforms keep the events a WHATWG decoder yields (``ids`` gives events ids where the body
 had none; ``raw_unicode`` writes JSON escapes as the characters they stand for, the same JSON
@@ -15,6 +18,11 @@ apply to a body (``keepalive`` on JSON lines, ``raw_unicode`` on a body without 
 [`applies`][ssemock.transforms.applies] says so and [`skipped_because`][ssemock.transforms.skipped_because] why, so a matrix does not run the same bytes
 twice and says why it did not.
 """
+
+# How it works (for contributors): a transform is a list of edits (replace bytes [start, end) with
+# new bytes) computed in one pass over the body, so recorded chunk ends are carried over to the new
+# body in one merge walk: the work is linear in the body size however many chunk ends fall inside
+# one event.
 
 from __future__ import annotations
 

@@ -4,10 +4,16 @@ Lines end at LF, CRLF (even split across chunks) or a lone CR -- never at U+0085
 U+2029, which may appear raw inside JSON strings -- so splitting happens on ``bytes``, never with
 ``str.splitlines``. A raw CR cannot be inside a JSON string, so a lone CR ends a line, as it does
 for httpx's ``iter_lines`` and requests' ``iter_lines`` (the ``cr`` transform writes such a
-stream; a CR written as whitespace inside a line would split it). Blank lines are skipped. Each
-chunk is scanned once (twice more when it holds a CR), a partial line is kept as pieces and
-joined once, so the work is linear however the stream is chunked. Values are parsed with `orjson.loads`.
+stream; a CR written as whitespace inside a line would split it). Blank lines are skipped.
+
+    >>> from ssemock.ndjson import decode
+    >>> decode([b'{"message": {"content": "hel', b'lo"}}\\n{"done": true}\\n'])
+    [{'message': {'content': 'hello'}}, {'done': True}]
 """
+
+# How it works (for contributors): each chunk is scanned once (twice more when it holds a CR), a
+# partial line is kept as pieces and joined once, so the work is linear however the stream is
+# chunked. Values are parsed with orjson.loads.
 
 from __future__ import annotations
 
