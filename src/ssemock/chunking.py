@@ -164,8 +164,9 @@ class Slices(_LazySequence, Sequence[bytes]):
         return self.iterate()[0]
 
     def iterate(self) -> tuple[Iterator[bytes], Iterator[int]]:
-        """The chunks, one at a time, all in C (no Python frame per chunk), and the iterator that
-        drives them: its ``length_hint`` is the number of chunks not yet handed out."""
+        """The chunks, one at a time, and the iterator that drives them: its ``length_hint`` is
+        the number of chunks not yet handed out."""
+        # map over slices: every step runs in C, no Python frame per chunk
         ends = self.ends
         if isinstance(ends, Regular):
             starts = iter(range(0, ends.size, ends.step))

@@ -155,6 +155,7 @@ def resolve(match_on: MatchOn | None) -> tuple[str | CustomMatcher, ...]:
 
 
 def name_of(matcher: str | CustomMatcher) -> str:
+    """How a matcher is named in messages: its name, or a custom matcher's function name."""
     return matcher if isinstance(matcher, str) else getattr(matcher, "__name__", repr(matcher))
 
 
