@@ -105,7 +105,8 @@ class Response:
 
     @property
     def chunks(self) -> list[bytes]:
-        """The body cut at its recorded boundaries (cut once, then cached)."""
+        """The body cut at its recorded boundaries: one `bytes` per chunk, as received."""
+        # cut once, then cached (keyed by the body and ends objects)
         key = (id(self.body), id(self.ends), len(self.ends))
         if self._cut is None or self._cut[0] != key:
             body, starts = self.body, [0, *self.ends]
