@@ -143,10 +143,12 @@ def test_the_api_reference_documents_every_public_name(site: Path) -> None:
 
 # A Sphinx role left in a docstring renders as its raw text: ":func:<code>replay</code>".
 RAW_ROLE = re.compile(r":(?:py:)?(?:meth|class|func|data|mod|attr|exc|obj|const|ref|term):(?:<code>|`)")
-# mkdocstrings' heading of an attribute entry (its name), then the entry's description box.
-ATTRIBUTE = re.compile(r'<h\d id="([^"]+)" class="doc doc-heading">\s*<span class="doc doc-object-name doc-attribute-name">')
+# mkdocstrings' heading of an object entry (attribute, function, method, class, module: its name),
+# then the entry's description box; an empty box right after it is an entry with no description.
+OBJECT = re.compile(r'<h\d id="([^"]+)" class="doc doc-heading">\s*(?:<code[^>]*>\s*)?'
+                    r'<span class="doc doc-object-name doc-(\w+)-name">')
 CONTENTS = '<div class="doc doc-contents'
-EMPTY_CONTENTS = re.compile(r'<div class="doc doc-contents[^"]*">\s*</div>')
+UNDESCRIBED = re.compile(r'<div class="doc doc-contents[^"]*">\s*(?:</div>|<div class="doc doc-children">)')
 
 
 def test_the_built_reference_has_no_raw_sphinx_role(site: Path) -> None:
@@ -156,20 +158,22 @@ def test_the_built_reference_has_no_raw_sphinx_role(site: Path) -> None:
         "docstrings use mkdocstrings cross-references ([`replay`][ssemock.replay.replay]), not Sphinx roles")
 
 
-def test_every_attribute_in_the_reference_has_a_description(site: Path) -> None:
-    seen, bare = 0, []
+def test_every_attribute_and_function_in_the_reference_has_a_description(site: Path) -> None:
+    kinds: dict[str, int] = {}
+    bare = []
     for page in sorted((site / "reference").rglob("*.html")):
         html = page.read_text(encoding="utf-8")
-        for heading in ATTRIBUTE.finditer(html):
-            seen += 1
+        for heading in OBJECT.finditer(html):
+            kinds[heading.group(2)] = kinds.get(heading.group(2), 0) + 1
             entry = html[heading.end():]
             following = entry.find('class="doc doc-heading"')  # the next object's heading
             entry = entry if following < 0 else entry[:following]
             assert CONTENTS in entry, (page, heading.group(1))  # the marker still holds
-            if EMPTY_CONTENTS.search(entry):
+            if UNDESCRIBED.search(entry):
                 bare.append(heading.group(1))
-    assert seen > 300  # the marker finds the attribute entries (mkdocstrings did not change its markup)
-    assert not bare, f"attributes shown as their assignment with no description (add a docstring after it): {bare}"
+    # the marker finds the entries (mkdocstrings did not change its markup)
+    assert kinds.get("attribute", 0) > 300 and kinds.get("function", 0) > 100, kinds
+    assert not bare, f"shown with no description, an attribute as its bare assignment (add a docstring): {bare}"
 
 
 def test_player_shows_its_public_attributes_only_and_signatures_are_formatted(site: Path) -> None:
