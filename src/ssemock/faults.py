@@ -59,7 +59,7 @@ class Served:
     error: BaseException | None = None
     """An exception to raise instead of (or after) the body, if any."""
     stalls: dict[int, float] = field(default_factory=dict)
-    """Byte offset -> seconds."""
+    """Stalls to serve: byte offset -> seconds to wait there."""
     consumes: bool = True
     """Whether serving this counts as a play of the interaction."""
     kind: str | None = None

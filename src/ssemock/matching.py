@@ -46,7 +46,10 @@ KEYS: dict[str, Callable[[Request], Hashable]] = {
     "url": lambda r: redact_url(r.url),
     "uri": lambda r: redact_url(r.url),
 }
-"""Matchers that compare one value of each request: a request's values for these are a key, so `ssemock.selection` finds candidates in a dict instead of comparing every interaction."""
+"""The matchers that compare one value of each request (`host`, `path`, `query`, ...): name -> how
+the value is read from a request."""
+# a request's values for these are a key, so ssemock.selection finds candidates in a dict instead
+# of comparing every interaction
 
 
 def _kind(value: Any) -> type:

@@ -329,7 +329,7 @@ class Replayer:
         self.attempts = 0
         """How many requests the server has answered, faulted ones included."""
         self.exchanges: deque[Exchange] = deque(maxlen=MAX_EXCHANGES)
-        """The latest, oldest first."""
+        """The latest exchanges (what the server did with each request), oldest first."""
         self._last_served: list[int] = []  # interaction indexes, most recent last
         # the correlation ids of the requests matched, kept only while a held stream waits for them
         self._requests = _held.Requests(only_wanted=True)

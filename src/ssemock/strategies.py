@@ -500,7 +500,7 @@ class Space:
         self.tables = tables
         """The cassette's hazard tables."""
         self.padded = any(t.name == "pad" for t in pool)
-        """Drawn apart, last: a shift of the whole stream."""
+        """Whether ``pad`` is among the transforms: it is drawn apart, last (a shift of the whole stream)."""
         self.pool = [t for t in pool if t.name != "pad"]
         """The transforms drawn from."""
         self.fault_names = (list(FAULTS) if faults is True else [] if faults is False

@@ -562,7 +562,7 @@ def import_vcr(path: str | os.PathLike[str], *, force: bool = False,
 VCR_SUFFIXES = (".yaml", ".yml", ".json")  # what a folder is searched for (vcrpy's serializers)
 """The file suffixes a folder is searched for (vcrpy's serializers)."""
 SSEMOCK_SUFFIX = ".ssemock.json"
-"""Beside a vcrpy .json cassette, whose own name is taken."""
+"""The suffix of the ssemock cassette written beside a vcrpy ``.json`` cassette (whose own name is taken)."""
 
 
 @dataclass(frozen=True)
