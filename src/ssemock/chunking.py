@@ -62,9 +62,9 @@ class Chunking:
 
     def lazy_ends(self, body: bytes, recorded: Sequence[int] | None = None, *,
                   content_type: str | None = None) -> Sequence[int]:
-        """[`ends`][ssemock.chunking.At.ends] without a list where none is needed: a [`Regular`][ssemock.chunking.Regular] sequence for
+        """[`ends`][ssemock.chunking.Chunking.ends] without a list where none is needed: a [`Regular`][ssemock.chunking.Regular] sequence for
         fixed-size chunkings (``bytewise``, ``fixed:N``), so replaying a 50 MB body byte by byte
-        does not hold 50 million offsets. Equal (``==``) to what [`ends`][ssemock.chunking.At.ends] returns."""
+        does not hold 50 million offsets. Equal (``==``) to what [`ends`][ssemock.chunking.Chunking.ends] returns."""
         if self.step is not None and body:
             return Regular(self.step, len(body))
         return self.ends(body, recorded, content_type=content_type)
@@ -284,7 +284,7 @@ def _split_at(boundaries: tuple[int, ...]) -> Callable[[bytes, Sequence[int]], l
 class At(Chunking):
     """A chunking with explicit boundaries (byte offsets where one chunk ends and the next starts).
 
-    A [`Chunking`][ssemock.inspect.Chunking], so it goes wherever one does; boundaries outside
+    A [`Chunking`][ssemock.chunking.Chunking], so it goes wherever one does; boundaries outside
     ``(0, len(body))`` are ignored. Two are equal when their boundaries are.
     """
 

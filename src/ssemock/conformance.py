@@ -157,7 +157,7 @@ class Case:
         return hash((self.name, self.body))
 
     def chunks(self, chunking: ChunkingSpec) -> list[bytes]:
-        """The body cut by ``chunking`` (a [`Chunking`][ssemock.inspect.Chunking] or its name)."""
+        """The body cut by ``chunking`` (a [`Chunking`][ssemock.chunking.Chunking] or its name)."""
         return _chunking.get(chunking)(self.body, list(self.ends) or None)
 
     def check(self, decode_fn: DecodeFn, chunkings: Iterable[ChunkingSpec] | ChunkingSpec | None = None) -> None:

@@ -1,7 +1,7 @@
 """Explore: search the streams a network can deliver for one your client breaks on, and shrink it.
 
 A fixed matrix runs a test under a few chosen variants. Exploring draws many
-([`ssemock.strategies.Space`][ssemock.explore.Space]: chunk boundaries biased to where decoders break, chains of
+([`ssemock.strategies.Space`][ssemock.strategies.Space]: chunk boundaries biased to where decoders break, chains of
 transforms, optionally a fault; the same draw as the hypothesis strategy
 [`ssemock.strategies.variants`][ssemock.strategies.variants], from a seeded ``random.Random`` here, which draws a variant in
 tens of microseconds where hypothesis's engine takes milliseconds), runs the user's own code against
@@ -215,7 +215,7 @@ def search(player: Player, call: Callable[[], object], *, examples: int = 200, s
            key: str = "", derandomize: bool | None = None,
            shrink: bool = True) -> tuple[Failure | None, Coverage]:
     """Run ``call`` against up to ``examples`` variants (or for ``seconds``) served by ``player``
-    (started; its cassette's interactions are what is varied); the shrunk [`Failure`][ssemock.demo.Failure] or
+    (started; its cassette's interactions are what is varied); the shrunk [`Failure`][ssemock.explore.Failure] or
     None, and the coverage.
 
     The variants stored under ``key`` in ``database`` (a folder, or a hypothesis
@@ -379,7 +379,7 @@ def explore(cassette: Cassette, run: Callable[[Player], object], examples: int |
             shrink: bool = True) -> Failure | None:
     """Run ``run(player)`` (your client code and its assertions; a coroutine function is run to
     completion) against up to ``examples`` drawn variants of ``cassette``'s streams (or for a
-    duration: ``"30s"``); the smallest failing [`Failure`][ssemock.demo.Failure], or None when every one passed.
+    duration: ``"30s"``); the smallest failing [`Failure`][ssemock.explore.Failure], or None when every one passed.
 
     ``transforms``: the set drawn from (``"network"``, the default: what proxies do;
     ``"conforming"`` adds what another conforming server may send; ``"all"``, or a list of

@@ -741,7 +741,7 @@ def _repair_map(old: list[tuple[float, int]], body: bytes,
 def repair(raw: bytes | str, path: str | os.PathLike[str] | None = None) -> tuple[Cassette, list[Repair]]:
     """Load cassette JSON without trusting its boundary maps, rebuilding the ones that are wrong.
 
-    Raises [`CassetteError`][ssemock.inspect.CassetteError] when the file cannot be repaired (not JSON, unknown version, an
+    Raises [`CassetteError`][ssemock.CassetteError] when the file cannot be repaired (not JSON, unknown version, an
     interaction broken in a way other than its boundary map).
     """
     items = read_document(raw, path=path)

@@ -805,7 +805,7 @@ def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "non
     unmatched request to one is sent for real, a connection that no intercepted stack makes to
     any other is refused (a recording records every request, and warns of such connections).
     Requests to ``ignore_hosts`` (``ignore_localhost=True``: loopback) are never recorded nor
-    served, in every mode. ``block_subprocesses``: see [`replay`][ssemock.demo.replay].
+    served, in every mode. ``block_subprocesses``: see [`replay`][ssemock.replay.replay].
     ``max_body_bytes`` bounds one recorded body (64 MiB): past it the interaction is cut and
     marked truncated, with a warning. ``drain_on_close`` (on by default, up to 30 s; a number of
     seconds, or False) keeps reading a recorded stream the client closed before its end, so the

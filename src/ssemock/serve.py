@@ -42,7 +42,7 @@ so recorded retries replay in order and the server keeps answering after the las
 ``http_error`` (or a ``sequence`` step) does not use up its interaction, as in the Player.
 
 [`app`][ssemock.serve.app] needs the ``serve`` extra (``pip install -e ".[serve]"`` in a clone): Starlette, and uvicorn
-to run it ([`ssemock.server.running`][ssemock.demo.running], or ``ssemock serve``).
+to run it ([`ssemock.server.running`][ssemock.server.running], or ``ssemock serve``).
 """
 
 from __future__ import annotations
@@ -233,7 +233,7 @@ def prepare(interaction: Interaction, *, url: str = "", chunking: _chunking.Chun
             last_event_id: str | None = None, cors: str | None = None,
             holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None,
             resume: dict[str, Resume] | None = None) -> Prepared:
-    """What to send for a recorded interaction: [`ssemock.replay.plan_response`][ssemock.replay.plan_response] (transforms,
+    """What to send for a recorded interaction: [`ssemock.replay.plan_response`][ssemock.plan_response] (transforms,
     faults, chunking, timing, as the Player serves respx), after resuming past ``last_event_id``.
 
     For a real server: stalls really wait (scaled by the timing's factor, if any), and a fault

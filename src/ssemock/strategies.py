@@ -5,10 +5,10 @@
   each drawn [`At`][ssemock.strategies.At] chunking is named by its boundaries (``"at:17,1043"``) so a failing
   example tells exactly how to reproduce it ([`get`][ssemock.strategies.get] parses that name back).
 * [`variants`][ssemock.strategies.variants] draws whole variants of a cassette's streams (an [`At`][ssemock.strategies.At] chunking, a chain
-  of transforms, optionally a fault), each a [`Variant`][ssemock.explore.Variant] that is a set of replay options
+  of transforms, optionally a fault), each a [`Variant`][ssemock.strategies.Variant] that is a set of replay options
   (``ssemock.replay(cassette, **variant.options())``) and prints as a marker to paste.
 * [`hazards`][ssemock.strategies.hazards] names the offsets of a body where decoders break, by class; the draws favour them.
-* [`minimal_failing_split`][ssemock.explore.minimal_failing_split] takes a split under which a check fails and removes boundaries
+* [`minimal_failing_split`][ssemock.strategies.minimal_failing_split] takes a split under which a check fails and removes boundaries
   (delta debugging) until every remaining one is needed, then says in words where each falls:
   inside which multi-byte character, CRLF, field name or ``data:`` prefix, in which event.
 """
@@ -383,7 +383,7 @@ class Variant:
     """The fault applied, if any."""
 
     def options(self) -> dict[str, object]:
-        """Keywords for [`ssemock.replay`][ssemock.demo.replay] / [`ssemock.use_cassette`][ssemock.use_cassette] that serve this variant."""
+        """Keywords for [`ssemock.replay`][ssemock.replay.replay] / [`ssemock.use_cassette`][ssemock.use_cassette] that serve this variant."""
         return {"chunking": self.chunking, "transform": list(self.transforms),
                 "faults": [self.fault] if self.fault is not None else []}
 
@@ -466,7 +466,7 @@ _BIG = 1 << 24
 def variants(cassette: Cassette, *, transforms: str | Sequence[str | _transforms.Transform] | None = "network",
              faults: bool | str | Sequence[str] = False, max_boundaries: int = 6,
              ) -> SearchStrategy[Variant]:
-    """A hypothesis strategy of whole [`Variant`][ssemock.explore.Variant] s of ``cassette``'s streams, for ``@given``:
+    """A hypothesis strategy of whole variants ([`Variant`][ssemock.strategies.Variant]) of ``cassette``'s streams, for ``@given``:
 
     ``@given(variant=ssemock.strategies.variants(cassette))`` then
     ``with ssemock.replay(cassette, **variant.options()) as player: ...``.

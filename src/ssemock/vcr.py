@@ -500,7 +500,7 @@ def from_vcr(data: Any, path: str | os.PathLike[str] | None = None, *,
 
     ``max_body_bytes``: how many bytes all bodies may decode to (None: no limit). A field
     ssemock cannot carry over (an unknown body key, a custom reason phrase, vcrpy's metadata) is
-    a [`CassetteError`][ssemock.vcr.CassetteError] naming the interaction and the field; with ``force`` it is dropped
+    a [`CassetteError`][ssemock.CassetteError] naming the interaction and the field; with ``force`` it is dropped
     and described in ``dropped`` instead."""
     if is_ssemock_cassette(data):
         raise CassetteError("already an ssemock cassette, not a vcrpy one", path=path)

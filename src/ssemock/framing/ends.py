@@ -47,7 +47,7 @@ def framed_event_ends(body: bytes, content_type: str | None) -> Ends:
     events, JSON lines, a JSON array's elements (Gemini without ``alt=sse``), eventstream frames.
 
     A content type a framing claims decides. Else a body that is a JSON array of objects is cut
-    at its elements, and any other at what [`event_ends`][ssemock.serve.event_ends] guesses (an eventstream prelude,
+    at its elements, and any other at what [`event_ends`][ssemock.chunking.event_ends] guesses (an eventstream prelude,
     blank lines, else lines)."""
     found = detect(content_type, body)
     media = (content_type or "").split(";")[0].strip().lower()

@@ -18,7 +18,7 @@ lengths (at most 128 KiB of headers and 24 MiB of payload, botocore's limits, so
 length cannot make it buffer without bound), header types, UTF-8, duplicate header names. A
 problem is one [`FrameError`][ssemock.framing.eventstream.FrameError] naming the frame's index and byte offset. A frame cut off by
 the end of the stream is dropped, as an unterminated SSE event is ([`Decoder.pending`][ssemock.framing.eventstream.Decoder.pending]
-says how many bytes were left). [`frame_ends`][ssemock.framing.ends.frame_ends] finds frame boundaries from the lengths
+says how many bytes were left). [`frame_ends`][ssemock.framing.eventstream.frame_ends] finds frame boundaries from the lengths
 alone, for chunking and faults; [`encode`][ssemock.framing.eventstream.encode] writes a frame (the synthesizer's helper).
 """
 

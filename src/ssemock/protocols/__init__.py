@@ -17,7 +17,7 @@ shapes and defines one module-level object, ``PROTOCOL``, a `Protocol`:
     makes one per stream, sets ``fold.at`` to the event's position and calls ``fold.feed(event)``
     for each decoded event until ``fold.result.complete``, then ``fold.finish()``. Events are what
     the framing decodes (``ServerSentEvent``, a parsed JSON value, an eventstream message, ...).
-    Raise ``self.fail("what is wrong")`` (a [`ProtocolError`][ssemock.protocols.ProtocolError] naming the protocol and event)
+    Raise ``self.fail("what is wrong")`` (a [`ProtocolError`][ssemock.accumulate.ProtocolError] naming the protocol and event)
     for input no server of the protocol could send; skip unknown event types.
 ``url(url) -> bool``
     the request URL (scheme, host, path and query, as recorded) is this protocol's endpoint.
