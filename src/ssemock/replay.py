@@ -151,7 +151,15 @@ def recording_players() -> list[Player]:
 
 class Player:
     """Replays (and, by record mode, records) a cassette for every intercepted client stack
-    (httpx, httpx2, aiohttp, urllib3: see `ssemock.stacks`)."""
+    (httpx, httpx2, aiohttp, urllib3: see [Client stacks](../guide/stacks.md)).
+
+    You get one from [`replay`][ssemock.replay.replay], [`use_cassette`][ssemock.use_cassette] or,
+    under pytest, the ``ssemock`` fixture of a test marked ``@pytest.mark.ssemock``; it intercepts
+    while its ``with`` block runs. Afterwards (or meanwhile) [`plays`][ssemock.Player.plays] says
+    what was served, and [`assert_text`][ssemock.Player.assert_text] and the other ``assert_*``
+    methods compare what your client made of the stream with the reference decoding
+    ([`expected`][ssemock.Player.expected]).
+    """
 
     def __init__(self, cassette: Cassette, *, path: str | os.PathLike[str] | None = None,
                  record_mode: RecordMode = "none", chunking: ChunkingSpec = "as_recorded",
@@ -774,12 +782,28 @@ def replay(cassette: Cassette, *, chunking: ChunkingSpec = "as_recorded", transf
            ignore_localhost: bool = False, block_subprocesses: bool = False) -> Player:
     """A player over an in-memory cassette: ``with ssemock.replay(c) as player: ...``.
 
-    Replay only: a request no interaction matches raises UnmatchedRequestError, unless its host
-    is in ``allowed_hosts`` (loopback by default; ``[]`` for none): then it is sent for real. A
+    Replay only: a request no interaction matches raises
+    [`UnmatchedRequestError`][ssemock.UnmatchedRequestError], unless its host is in
+    ``allowed_hosts`` (loopback by default; ``[]`` for none): then it is sent for real. A
     connection no intercepted stack makes, to a host that is not allowed, raises
-    NetworkBlockedError. Requests to ``ignore_hosts`` (``ignore_localhost=True``: loopback) are
+    [`NetworkBlockedError`][ssemock.NetworkBlockedError]. Requests to ``ignore_hosts`` (``ignore_localhost=True``: loopback) are
     always sent for real, never served. ``block_subprocesses=True`` points the proxy variables
     of child processes started meanwhile at a port that refuses every connection.
+
+    Use it for a cassette built in code or loaded yourself; for a cassette file, use
+    [`use_cassette`][ssemock.use_cassette] (or, under pytest, the ``ssemock`` marker):
+
+        import httpx
+        import ssemock
+
+        cassette = ssemock.Cassette()
+        cassette.add("POST", "https://api.example.com/v1/stream", [b"data: hel", b"lo\\n\\n"],
+                     headers={"content-type": "text/event-stream"})
+        with ssemock.replay(cassette, chunking="bytewise") as player:
+            with httpx.stream("POST", "https://api.example.com/v1/stream") as response:
+                chunks = list(response.iter_raw())
+        assert len(chunks) == 13 and b"".join(chunks) == b"data: hello\\n\\n"
+        assert len(player.plays) == 1
     """
     return Player(cassette, chunking=chunking, transform=transform, timing=timing, faults=faults,
                   match_on=match_on, allow_playback_repeats=allow_playback_repeats, protocol=protocol,
@@ -810,6 +834,13 @@ def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "non
     marked truncated, with a warning. ``drain_on_close`` (on by default, up to 30 s; a number of
     seconds, or False) keeps reading a recorded stream the client closed before its end, so the
     cassette holds all of it.
+
+    Under pytest the ``ssemock`` marker does the same and names the file after the test; outside
+    it (a script, another test runner):
+
+        with ssemock.use_cassette("cassettes/chat.json", record_mode="once") as player:
+            reply = my_app.ask("Say hello.")  # recorded on the first run, replayed after
+        print(player.plays)
     """
     p = Path(path)
     existed = p.exists() and record_mode != "rewrite"
