@@ -283,3 +283,23 @@ def test_ci_and_the_readme_use_the_dev_extra_and_build_the_docs() -> None:
         text = page.read_text(encoding="utf-8")
         assert not re.search(r"^\s*pip install ssemock\b", text, re.M), f"{page}: ssemock is not on PyPI"
         assert '".[test]"' not in text and "ssemock[test]" not in text, f"{page}: there is no 'test' extra"
+
+
+@pytest.mark.parametrize("module", ["ssemock.sse", "ssemock.framing.ndjson", "ssemock.transforms"])
+def test_the_doctest_examples_in_module_docstrings_hold(module: str) -> None:
+    import doctest
+    tests = [t for t in doctest.DocTestFinder().find(importlib.import_module(module)) if t.examples]
+    runner = doctest.DocTestRunner()
+    for test in tests:
+        runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.attempted > 0 and result.failed == 0, result
+
+
+def test_the_replay_docstring_example_runs() -> None:
+    import textwrap
+    doc = ssemock.replay.__doc__ or ""
+    code = textwrap.dedent(doc.split("marker):\n", 1)[1])  # the indented block after it
+    namespace: dict[str, object] = {}
+    exec(compile(code, "ssemock.replay.__doc__", "exec"), namespace)
+    assert "player" in namespace
