@@ -91,15 +91,18 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 __all__ = ["DEFAULT_HEADER_TIMEOUT", "DEFAULT_MATCH_ON", "DEFAULT_MAX_BODY", "DEFAULT_MAX_CONNECTIONS", "MAX_EXCHANGES",
            "Exchange", "Prepared", "Replayer", "Resume", "app", "prepare", "resume_index", "resume_offset", "routes"]
 
-#: The server cannot see the recorded scheme, host and port: it matches on the rest.
 DEFAULT_MATCH_ON: tuple[str, ...] = ("method", "path", "query", "body")
+"""What the server matches a request on by default: the server cannot see the recorded scheme,
+host and port, so it matches on the rest."""
 DEFAULT_MAX_BODY = 8 << 20
-#: ``Replayer.exchanges`` keeps the latest this many (the server runs for ever).
+"""The largest request body read (8 MiB, ``--max-body``); a larger one is answered ``413``."""
 MAX_EXCHANGES = 10_000
-#: ``ssemock serve``'s defaults: seconds a client has to send a request's headers, and how
-#: many connections are open at once (past it a new one is closed at once).
+"""How many exchanges ``Replayer.exchanges`` keeps, the latest (the server runs for ever)."""
 DEFAULT_HEADER_TIMEOUT = 10.0
+"""``ssemock serve``'s default: the seconds a client has to send a request's headers."""
 DEFAULT_MAX_CONNECTIONS = 256
+"""``ssemock serve``'s default: how many connections are open at once (past it a new one is
+closed at once)."""
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _DROP_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"})
 CassetteSource = Cassette | str | os.PathLike[str]
