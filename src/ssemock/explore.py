@@ -3,8 +3,8 @@
 A fixed matrix runs a test under a few chosen variants. Exploring draws many
 ([`ssemock.strategies.Space`][ssemock.strategies.Space]: chunk boundaries biased to where decoders break, chains of
 transforms, optionally a fault; the same draw as the hypothesis strategy
-[`ssemock.strategies.variants`][ssemock.strategies.variants], from a seeded ``random.Random`` here, which draws a variant in
-tens of microseconds where hypothesis's engine takes milliseconds), runs the user's own code against
+[`ssemock.strategies.variants`][ssemock.strategies.variants], from a seeded ``random.Random``, so
+thousands of variants run in seconds), runs the user's own code against
 each through one player, and shrinks the first failure (fewest boundaries, fewest transforms,
 earliest offsets, simplest fault), saying in words where each remaining boundary falls, with the
 marker that reproduces it. Failing variants are kept in a hypothesis example database (by their
