@@ -15,6 +15,9 @@ rejects (cut short, data after the terminator), the client must raise (an Assert
 test failing, not the client rejecting), as [`ssemock.Player.assert_rejected`][ssemock.Player.assert_rejected] checks.
 """
 
+# The draw comes from a seeded random.Random rather than hypothesis's engine: a variant in tens of
+# microseconds where the engine takes milliseconds.
+
 from __future__ import annotations
 
 import asyncio
