@@ -51,7 +51,7 @@ class CassetteError(ValueError):
         """The cassette file, when the cassette has one."""
         self.interaction = interaction
         """The index of the interaction at fault, when one is."""
-        self.reason = reason = mask_text(reason)
+        self.reason = reason = mask_text(reason)  # a message may quote a value: never a key
         """What is wrong, and what to do about it (secrets masked)."""
         where = [p for p in (self.path, None if interaction is None else f"interaction {interaction}") if p]
         super().__init__(": ".join([*where, reason]))
