@@ -4,7 +4,7 @@ It rewrites ``@pytest.mark.vcr`` (and ``default_cassette``, ``block_network``, `
 lists), the ``vcr_config`` / ``vcr_cassette_dir`` fixtures, ``vcr.use_cassette`` as a context
 manager, a call or a decorator, and the imports; the options vcrpy and ssemock share keep their
 names, the others are converted where ssemock has them and listed (file and line) where not.
-Imported by :mod:`ssemock.migrate` only, once libcst is known to be installed.
+Imported by [`ssemock.migrate`][ssemock.migrate] only, once libcst is known to be installed.
 """
 
 # Long on purpose: one libcst transformer whose visitors share the suite's state (markers in
@@ -441,7 +441,7 @@ class _Rewriter(cst.CSTTransformer):
                              "them in a before_record_request hook if they must not reach the cassette")
 
     def hook(self, key: str, value: cst.BaseExpression, where: cst.CSTNode) -> cst.BaseExpression:
-        """A vcrpy hook, wrapped so that it gets vcrpy's types (:mod:`ssemock.vcr_compat`)."""
+        """A vcrpy hook, wrapped so that it gets vcrpy's types ([`ssemock.vcr_compat`][ssemock.vcr_compat])."""
         if isinstance(value, (cst.List, cst.Tuple)):
             self.todo(where, f"{key}: a list of hooks: ssemock takes one; chain them in one function")
             return value

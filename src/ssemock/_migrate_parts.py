@@ -1,4 +1,4 @@
-"""The values a migration plans, shared by :mod:`ssemock.migrate` (the plan, cassettes, ini
+"""The values a migration plans, shared by [`ssemock.migrate`][ssemock.migrate] (the plan, cassettes, ini
 files) and its libcst rewriter: findings, cassette jobs, file edits, and the record-mode and
 cassette-name mappings from vcrpy / pytest-recording to ssemock."""
 
@@ -27,8 +27,11 @@ class Finding:
     """Something the migration could not (or did not fully) convert, with where it is."""
 
     path: Path
+    """The file it is in."""
     line: int | None
+    """The line in that file (`None` for the whole file)."""
     message: str
+    """What was found, and what to do about it."""
 
     def __str__(self) -> str:
         return f"{self.path}{f':{self.line}' if self.line else ''}: {self.message}"
@@ -40,7 +43,9 @@ class CassetteJob:
     cassettes of a marker, which the test read together)."""
 
     sources: tuple[Path, ...]
+    """The vcrpy cassette files converted into this one."""
     target: Path
+    """The ssemock cassette written."""
 
 
 @dataclass

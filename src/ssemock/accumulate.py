@@ -4,11 +4,11 @@ The result is the expectation a test compares a client's own accumulation agains
 is folded the way its provider documents it and nothing is guessed. Unknown event and delta types
 are skipped (forward compatibility); structurally impossible input (a delta for a content block that
 never started, a tool-call delta without an index, data that is not JSON) raises
-:class:`ProtocolError` naming the protocol and the event's position in the stream.
+[`ProtocolError`][ssemock.accumulate.ProtocolError] naming the protocol and the event's position in the stream.
 
-Each protocol's fold lives in its module under :mod:`ssemock.protocols` (``"openai.chat"``,
+Each protocol's fold lives in its module under `ssemock.protocols` (``"openai.chat"``,
 ``"openai.responses"``, ``"anthropic.messages"`` and ``"gemini.generate_content"`` and
-``"cohere.chat"`` fold :class:`~ssemock.sse.ServerSentEvent`\\ s; ``"ollama.chat"`` folds the
+``"cohere.chat"`` fold [`ServerSentEvent`][ssemock.ServerSentEvent] events; ``"ollama.chat"`` folds the
 parsed JSON lines, and Gemini's JSON array form its parsed elements); this module is the entry.
 """
 
@@ -24,8 +24,8 @@ __all__ = [
     "detect_protocol",
 ]
 
-#: The registered protocol names, in detection order.
 PROTOCOLS = _protocols.names()
+"""The registered protocol names, in detection order."""
 
 
 def accumulate(

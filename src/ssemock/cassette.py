@@ -51,8 +51,11 @@ class CassetteError(ValueError):
     def __init__(self, reason: str, *, path: str | os.PathLike[str] | None = None,
                  interaction: int | None = None) -> None:
         self.path = None if path is None else str(path)
+        """The cassette file, when the cassette has one."""
         self.interaction = interaction
+        """The index of the interaction at fault, when one is."""
         self.reason = reason = safe_message(reason)  # a message may quote a value: never a key, never an escape
+        """What is wrong, and what to do about it (secrets masked, control characters escaped)."""
         where = [safe_message(p) for p in (self.path, None if interaction is None else f"interaction {interaction}") if p]
         super().__init__(": ".join([*where, reason]))
 
@@ -83,9 +86,13 @@ class Request:
     """The request of an interaction, as stored (already redacted)."""
 
     method: str
+    """The HTTP method (`"POST"`)."""
     url: str
+    """The full URL, query included."""
     headers: Headers = field(default_factory=list)
-    body: bytes | None = None  # None: matches any body
+    """The request headers as `(name, value)` pairs, names lower-cased."""
+    body: bytes | None = None
+    """The body sent; `None` matches any body."""
 
     def json(self) -> Any:
         """The body parsed as JSON, or None when it is absent or not JSON."""
@@ -97,17 +104,25 @@ class Response:
     """A recorded response: the exact bytes, the chunk ends as received, and their times."""
 
     status: int = 200
+    """The HTTP status code."""
     headers: Headers = field(default_factory=list)
+    """The response headers as `(name, value)` pairs, names lower-cased."""
     body: bytes = b""
-    ends: list[int] = field(default_factory=list)  # end offset of each chunk in body
-    times: list[float] = field(default_factory=list)  # arrival of each chunk, seconds
-    complete: bool = True  # the stream ended normally
-    error: dict[str, Any] | None = None  # the failure seen mid-stream while recording
+    """The body, exactly as received."""
+    ends: list[int] = field(default_factory=list)
+    """The end offset of each chunk in `body`, as received."""
+    times: list[float] = field(default_factory=list)
+    """When each chunk arrived, in seconds after the request."""
+    complete: bool = True
+    """Whether the stream ended normally (`False`: the recording saw it break off)."""
+    error: dict[str, Any] | None = None
+    """The failure seen mid-stream while recording."""
     _cut: tuple[tuple[int, int, int], list[bytes]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def chunks(self) -> list[bytes]:
-        """The body cut at its recorded boundaries (cut once, then cached)."""
+        """The body cut at its recorded boundaries: one `bytes` per chunk, as received."""
+        # cut once, then cached (keyed by the body and ends objects)
         key = (id(self.body), id(self.ends), len(self.ends))
         if self._cut is None or self._cut[0] != key:
             body, starts = self.body, [0, *self.ends]
@@ -125,7 +140,9 @@ class Interaction:
     """One recorded exchange: the request sent and the response streamed back."""
 
     request: Request
+    """The request sent (already redacted)."""
     response: Response
+    """The response streamed back."""
 
 
 def _try_json(body: bytes | None) -> Any:
@@ -149,7 +166,9 @@ class Cassette:
     def __init__(self, interactions: Iterable[Interaction] = (), *,
                  path: str | os.PathLike[str] | None = None) -> None:
         self.interactions: list[Interaction] = list(interactions)
+        """The recorded exchanges, in the order they were recorded (and replayed)."""
         self.path = None if path is None else Path(path)
+        """The JSON file the cassette was loaded from or is saved to (`None`: in memory only)."""
 
     def __len__(self) -> int:
         return len(self.interactions)
@@ -219,7 +238,7 @@ class Cassette:
         return b"".join(out)
 
     def _write(self, write: Callable[[bytes | memoryview], object], restart: Callable[[], object]) -> None:
-        """The JSON of :meth:`dumps`, handed out in parts: orjson lays out everything but the
+        """The JSON of [`dumps`][ssemock.Cassette.dumps], handed out in parts: orjson lays out everything but the
         response bodies, which are laid out a window at a time (saving a large recording needs
         no second copy of its body), and the chunk maps, a pair a line (orjson's indent would
         give each number a line: four lines a chunk).
@@ -268,13 +287,13 @@ class Cassette:
 
     def save(self, path: str | os.PathLike[str] | None = None, *, scan_secrets: bool = True) -> Path:
         """Write atomically (temp file in the same folder + os.replace), after the secret scan
-        (:func:`ssemock.secrets.scan_cassette`): a cassette holding a secret raises
-        :class:`SecretError` and nothing is written. ``scan_secrets=False`` skips the scan: for
+        (`ssemock.secrets.scan_cassette`): a cassette holding a secret raises
+        `SecretError` and nothing is written. ``scan_secrets=False`` skips the scan: for
         data you have just scanned yourself, or fake keys you mean to keep (a test of your own
         scanner); never for a recording.
 
         Temp files an earlier save of the same cassette left behind (its process was killed) are
-        removed first; see :func:`_stale_temp_files`."""
+        removed first; see `_stale_temp_files`."""
         target = Path(path) if path is not None else self.path
         if target is None:
             raise ValueError("Cassette.save() needs a path for an in-memory cassette")
@@ -342,7 +361,7 @@ def _temp_name(target: Path) -> Path:
 
 def _stale_temp_files(target: Path, now: float | None = None) -> list[Path]:
     """Temp files of earlier saves of ``target`` that nobody will finish: their writer's process
-    is gone (another pid on this machine), or they are older than :data:`STALE_AFTER`. A temp
+    is gone (another pid on this machine), or they are older than `STALE_AFTER`. A temp
     file of a live process -- another test worker saving the same cassette -- is left alone."""
     key, found = _name_key(target.name), []
     now = time.time() if now is None else now
@@ -633,7 +652,7 @@ _MAP_JSON = orjson.dumps(_MAP)
 def _write_maps(text: bytes, maps: Iterator[list[tuple[Any, int]]],
                 write: Callable[[bytes | memoryview], object]) -> None:
     """Write ``text`` (orjson's layout) with each chunk map placeholder in it replaced by the next
-    map of ``maps``, laid out by :func:`_chunk_map_laid_out` at the placeholder's indent."""
+    map of ``maps``, laid out by `_chunk_map_laid_out` at the placeholder's indent."""
     segments = text.split(_MAP_JSON)
     write(segments[0])
     for before, after in zip(segments, segments[1:]):
@@ -741,7 +760,7 @@ def _interaction_to_json(x: Interaction, lazy: bool = False, text: bool = True) 
 def _json_in_layout(value: Any) -> bytes | None:
     """``value`` as compact JSON, or None when it cannot sit where a cassette keeps JSON: four
     levels down (document, interactions, item, request/response), and orjson writes 254 levels
-    at most, which leaves :data:`MAX_DEPTH`."""
+    at most, which leaves `MAX_DEPTH`."""
     try:
         return orjson.dumps([[[[value]]]])[4:-4]
     except TypeError:  # orjson: "Recursion limit reached"
@@ -808,7 +827,7 @@ def _times_ms(times: Sequence[float]) -> list[Any]:
     ``10 x`` exactly (never a tie: a binary fraction times 10 is never an odd multiple of 0.5).
     ``round(y)`` for the float ``y = x * 10`` is that ``d`` unless ``y`` landed exactly on a half,
     and ``d / 10`` (int true division) is correctly rounded; so anything but floats from 0 to
-    :data:`_EXACT` with no ``y`` on a half is left to ``round(x, 1)`` itself."""
+    `_EXACT` with no ``y`` on a half is left to ``round(x, 1)`` itself."""
     repeat = itertools.repeat
     if not times or set(map(type, times)) != {float}:
         return [round(t * 1000, 1) for t in times]

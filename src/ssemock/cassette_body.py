@@ -1,14 +1,14 @@
 """The JSON text of a cassette's response body: one string per SSE event (or line), laid out
 exactly as orjson's 2-space indent lays out that list of strings, made in bulk.
 
-A body is cut into windows of about :data:`WINDOW` bytes, each ending where a piece ends. In a
+A body is cut into windows of about `WINDOW` bytes, each ending where a piece ends. In a
 window, a marker is put after every piece's separator (``bytes.replace`` / ``re.sub``, in C),
 the window is decoded and escaped in one ``orjson.dumps`` call, and two one-byte ``bytes.replace``
 calls turn the markers into the list's layout (``",`` newline, indent, ``"``). The markers are two
 placeholder bytes the window does not hold and JSON escaping never writes, so they can stand
 for a quote and a newline; a window holding every candidate is laid out piece by piece
-(:func:`pieces`, the reference this must equal byte for byte). Where the optional C accelerator
-was built (see :mod:`ssemock.sse`), ``_speedups.escaped`` makes a window's bytes in one pass
+(`pieces`, the reference this must equal byte for byte). Where the optional C accelerator
+was built (see [`ssemock.sse`][ssemock.sse]), ``_speedups.escaped`` makes a window's bytes in one pass
 instead: the same bytes, several times faster (text with 4-byte characters costs CPython a
 wide str per window).
 """
@@ -97,7 +97,7 @@ def laid_out(body: bytes, content_type: str | None, nested: bytes) -> Iterator[b
 
 def _window_end(body: bytes, start: int, kind: str, cuts: list[int] | None) -> int:
     """Where the window from ``start`` (a piece's start) ends: at the last piece end within
-    :data:`WINDOW` bytes, or at the first one after (a longer piece), or at the body's end."""
+    `WINDOW` bytes, or at the first one after (a longer piece), or at the body's end."""
     size = len(body)
     limit = start + WINDOW
     if limit >= size:
@@ -151,7 +151,7 @@ def _escaped(window: bytes, kind: str, layout: bytes) -> bytes:
 
 
 def _piece_by_piece(window: bytes, kind: str, layout: bytes) -> bytes:
-    """What :func:`_escaped` makes (without the string's quotes), one orjson call per piece."""
+    """What `_escaped` makes (without the string's quotes), one orjson call per piece."""
     ends = event_ends(window, sse=True) if kind != "lines" else [m.end() for m in _LINE_END.finditer(window)]
     out = [orjson.dumps(str(window[a:b], "utf-8"))[1:-1] + layout for a, b in zip([0, *ends], ends)]
     if (ends[-1] if ends else 0) < len(window):

@@ -1,9 +1,9 @@
 """One inter-process lock per cassette file, so that recorders never lose each other's work.
 
 pytest-xdist workers and separate processes may record into one cassette: the plugin holds the
-lock for a recording test's whole run (load, record, save), and :meth:`ssemock.Player.save`
+lock for a recording test's whole run (load, record, save), and [`ssemock.Player.save`][ssemock.Player.save]
 takes it around its merge-and-write. One lock object per path in a process, so the two nest.
-The lock files live in the user's private folder (:mod:`ssemock.userdir`), where no other local
+The lock files live in the user's private folder (`ssemock.userdir`), where no other local
 user can plant a symlink, and filelock opens them without following one.
 """
 

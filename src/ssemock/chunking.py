@@ -31,11 +31,16 @@ class Chunking:
     """A named, pure re-chunking strategy."""
 
     name: str
+    """The name `chunking=` accepts (`"bytewise"`, `"fixed:3"`, ...)."""
     split: Callable[[bytes, Sequence[int]], Ends]
-    normalized: bool = False  # split already returns valid ends (skip the sort)
-    step: int | None = None  # chunks of ``step`` bytes: ends known without listing them (lazy_ends)
+    """`split(body, recorded_ends)` returns the chunk ends for `body`."""
+    normalized: bool = False
+    """Whether `split` already returns sorted, in-range ends."""
+    step: int | None = None
+    """For fixed-size chunkings, the chunk size in bytes (`None` otherwise)."""
     # split given the body's content type too (per_event: the framing's events); used when one is known
     typed: Callable[[bytes, Sequence[int], str], Ends] | None = field(default=None, repr=False)
+    """Like `split` but also given the content type (for framings that need it), or `None`."""
 
     def ends(self, body: bytes, recorded: Sequence[int] | None = None, *, content_type: str | None = None) -> Ends:
         """New chunk end offsets for ``body`` (``recorded``: the ends as recorded; ``content_type``:
@@ -57,9 +62,9 @@ class Chunking:
 
     def lazy_ends(self, body: bytes, recorded: Sequence[int] | None = None, *,
                   content_type: str | None = None) -> Sequence[int]:
-        """:meth:`ends` without a list where none is needed: a :class:`Regular` sequence for
+        """[`ends`][ssemock.chunking.Chunking.ends] without a list where none is needed: a [`Regular`][ssemock.chunking.Regular] sequence for
         fixed-size chunkings (``bytewise``, ``fixed:N``), so replaying a 50 MB body byte by byte
-        does not hold 50 million offsets. Equal (``==``) to what :meth:`ends` returns."""
+        does not hold 50 million offsets. Equal (``==``) to what [`ends`][ssemock.chunking.Chunking.ends] returns."""
         if self.step is not None and body:
             return Regular(self.step, len(body))
         return self.ends(body, recorded, content_type=content_type)
@@ -130,7 +135,7 @@ class Regular(_LazySequence, Sequence[int]):
 
 class Slices(_LazySequence, Sequence[bytes]):
     """A body cut at ``ends``, each chunk sliced when it is reached (nothing held but the body and
-    the ends; with :class:`Regular` ends, nothing that grows with the number of chunks)."""
+    the ends; with [`Regular`][ssemock.chunking.Regular] ends, nothing that grows with the number of chunks)."""
 
     __slots__ = ("body", "ends")
 
@@ -159,8 +164,9 @@ class Slices(_LazySequence, Sequence[bytes]):
         return self.iterate()[0]
 
     def iterate(self) -> tuple[Iterator[bytes], Iterator[int]]:
-        """The chunks, one at a time, all in C (no Python frame per chunk), and the iterator that
-        drives them: its ``length_hint`` is the number of chunks not yet handed out."""
+        """The chunks, one at a time, and the iterator that drives them: its ``length_hint`` is
+        the number of chunks not yet handed out."""
+        # map over slices: every step runs in C, no Python frame per chunk
         ends = self.ends
         if isinstance(ends, Regular):
             starts = iter(range(0, ends.size, ends.step))
@@ -226,11 +232,17 @@ def _mid_utf8(body: bytes, recorded: Sequence[int]) -> Ends:
 
 
 as_recorded = Chunking("as_recorded", _as_recorded, normalized=True)
+"""The boundaries as recorded: what the server's network actually delivered."""
 bytewise = Chunking("bytewise", _bytewise, normalized=True, step=1)
+"""One byte per chunk: every boundary a client can meet."""
 coalesced = Chunking("coalesced", _coalesced, normalized=True)
+"""The whole body in one chunk."""
 per_event = Chunking("per_event", _per_event, typed=_per_event)
+"""One chunk per event (per SSE block, JSON line or frame)."""
 mid_line = Chunking("mid_line", _mid_line)
+"""Every chunk ends in the middle of a line."""
 mid_utf8 = Chunking("mid_utf8", _mid_utf8)
+"""Every chunk ends in the middle of a multi-byte UTF-8 character where there is one."""
 
 
 def fixed(n: int) -> Chunking:
@@ -272,11 +284,12 @@ def _split_at(boundaries: tuple[int, ...]) -> Callable[[bytes, Sequence[int]], l
 class At(Chunking):
     """A chunking with explicit boundaries (byte offsets where one chunk ends and the next starts).
 
-    A :class:`~ssemock.chunking.Chunking`, so it goes wherever one does; boundaries outside
+    A [`Chunking`][ssemock.chunking.Chunking], so it goes wherever one does; boundaries outside
     ``(0, len(body))`` are ignored. Two are equal when their boundaries are.
     """
 
     boundaries: tuple[int, ...] = ()
+    """The byte offsets where one chunk ends and the next starts."""
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, At):
@@ -294,6 +307,7 @@ def at(*boundaries: int) -> At:
 
 
 ALL: tuple[Chunking, ...] = (as_recorded, bytewise, mid_line, mid_utf8, coalesced, per_event, random(7))
+"""What `chunking="all"` runs: every named chunking, plus `random(7)`."""
 
 _NAMED = {c.name: c for c in (as_recorded, bytewise, mid_line, mid_utf8, coalesced, per_event)}
 _NAME_START = re.compile(r",(?=\s*(?:[A-Za-z]|$))")  # a comma before a name (or the end), not between offsets

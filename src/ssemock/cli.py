@@ -1,7 +1,7 @@
 """The ``ssemock`` command line: ``ssemock COMMAND [options]``.
 
 Each subcommand is one ``_add_<name>(subparsers)`` function that builds its parser and sets
-``handler`` (``Namespace -> exit code``); :func:`main` parses, dispatches and turns expected
+``handler`` (``Namespace -> exit code``); `main` parses, dispatches and turns expected
 errors into a message and an exit code. Heavy imports (the demo's server and SDKs) happen inside
 the handlers, so ``ssemock --help`` works without the optional extras.
 """

@@ -1,10 +1,10 @@
 """A conformance corpus for Server-Sent Events client authors.
 
-Each :class:`Case` is a small ``text/event-stream`` body, the events the WHATWG "event stream
-interpretation" yields for it (computed by the reference decoder :func:`ssemock.sse.decode`),
-and a note on what it tests -- which bug it catches. :meth:`Case.check` runs a decoder under
-every re-chunking in :data:`ssemock.chunking.ALL` plus ``fixed:1``..``fixed:3`` and raises
-:class:`ConformanceError` naming the case, the chunking, the first differing event and where
+Each [`Case`][ssemock.conformance.Case] is a small ``text/event-stream`` body, the events the WHATWG "event stream
+interpretation" yields for it (computed by the reference decoder [`ssemock.sse.decode`][ssemock.sse.decode]),
+and a note on what it tests -- which bug it catches. [`Case.check`][ssemock.conformance.Case.check] runs a decoder under
+every re-chunking in [`ssemock.chunking.ALL`][ssemock.chunking.ALL] plus ``fixed:1``..``fixed:3`` and raises
+[`ConformanceError`][ssemock.conformance.ConformanceError] naming the case, the chunking, the first differing event and where
 the chunk boundaries fell around it::
 
     from ssemock import conformance
@@ -14,7 +14,7 @@ the chunk boundaries fell around it::
     for case in conformance.cases():
         case.check(my_decode)
 
-``decode_fn(chunks)`` may return :class:`ssemock.sse.ServerSentEvent` objects, any objects with
+``decode_fn(chunks)`` may return [`ssemock.sse.ServerSentEvent`][ssemock.ServerSentEvent] objects, any objects with
 ``.event``/``.data``/``.id`` (and optionally ``.retry``) attributes such as
 ``httpx_sse.ServerSentEvent`` (an empty or ``None`` event type counts as ``"message"``),
 ``(event, data)`` tuples, or plain data strings -- only the fields it returns are compared.
@@ -38,15 +38,15 @@ __all__ = [
 ]
 
 DecodeFn = Callable[[list[bytes]], Iterable[Any]]
+"""A decoder under test: takes the chunks of a body and returns the events it decodes."""
 ChunkingSpec = str | Chunking
+"""A chunking, or its name."""
 
-#: The chunkings :meth:`Case.check` uses by default: every one of :data:`ssemock.chunking.ALL`
-#: and ``fixed:1``..``fixed:3``, simplest first (so a decoder that fails even unsplit is reported
-#: under ``coalesced``).
 DEFAULT_CHUNKINGS: tuple[Chunking, ...] = tuple({c.name: c for c in (
     _chunking.coalesced, _chunking.as_recorded, _chunking.per_event, _chunking.mid_line, _chunking.mid_utf8,
     *_chunking.ALL, _chunking.fixed(3), _chunking.fixed(2), _chunking.fixed(1), _chunking.bytewise,
 )}.values())
+"""The chunkings [`Case.check`][ssemock.conformance.Case.check] uses by default: every one of [`ssemock.chunking.ALL`][ssemock.chunking.ALL] and ``fixed:1``..``fixed:3``, simplest first (so a decoder that fails even unsplit is reported under ``coalesced``)."""
 
 _FIELDS = ("event", "data", "id", "retry")
 _WINDOW = 160  # bytes of body shown around a failure
@@ -58,8 +58,11 @@ class ConformanceError(AssertionError):
     def __init__(self, message: str, *, case: str, chunking: str, index: int | None) -> None:
         super().__init__(message)
         self.case = case
+        """The name of the case that failed."""
         self.chunking = chunking
-        self.index = index  # the first differing event, or None when the decoder raised
+        """The chunking it failed under."""
+        self.index = index
+        """The first differing event, or None when the decoder raised."""
 
 
 def _ours(event: object) -> bool:
@@ -138,25 +141,31 @@ class Case:
     """
 
     name: str
+    """The case's name, as failures report it."""
     body: bytes
+    """The body the decoder is fed."""
     expected: list[ServerSentEvent]
+    """The events the body must decode to."""
     note: str
+    """Why the case matters: the rule of the specification it checks."""
     ends: tuple[int, ...] = ()
+    """The chunk ends as "recorded" (empty: one chunk)."""
     tags: tuple[str, ...] = ()
+    """Labels to select cases by."""
 
     def __hash__(self) -> int:
         return hash((self.name, self.body))
 
     def chunks(self, chunking: ChunkingSpec) -> list[bytes]:
-        """The body cut by ``chunking`` (a :class:`~ssemock.chunking.Chunking` or its name)."""
+        """The body cut by ``chunking`` (a [`Chunking`][ssemock.chunking.Chunking] or its name)."""
         return _chunking.get(chunking)(self.body, list(self.ends) or None)
 
     def check(self, decode_fn: DecodeFn, chunkings: Iterable[ChunkingSpec] | ChunkingSpec | None = None) -> None:
-        """Run ``decode_fn`` on the body under every chunking; raise :class:`ConformanceError` on a difference.
+        """Run ``decode_fn`` on the body under every chunking; raise [`ConformanceError`][ssemock.conformance.ConformanceError] on a difference.
 
         ``chunkings``: strategies or their names (``"bytewise"``, ``"fixed:3"``, ``"at:17,40"``
-        from :func:`ssemock.strategies.get`, ``"all"``), a comma list of names, or a list of
-        them; default :data:`DEFAULT_CHUNKINGS`. The error is for the first chunking that fails (simplest first); its message also lists
+        from [`ssemock.strategies.get`][ssemock.strategies.get], ``"all"``), a comma list of names, or a list of
+        them; default [`DEFAULT_CHUNKINGS`][ssemock.conformance.DEFAULT_CHUNKINGS]. The error is for the first chunking that fails (simplest first); its message also lists
         the other chunkings that fail.
         """
         strategies = (list(DEFAULT_CHUNKINGS) if chunkings is None

@@ -4,7 +4,7 @@ A loopback Starlette server streams an OpenAI-style chat completion (Japanese te
 tool call whose arguments arrive in fragments), written in several pieces with 30-50 ms gaps and
 sometimes cut mid-line, as real servers do. The demo records one request through the official
 ``openai`` SDK into a cassette, stops the server, and replays the cassette with the network
-blocked under every strategy of :data:`ssemock.chunking.ALL` through three clients: the openai
+blocked under every strategy of [`ssemock.chunking.ALL`][ssemock.chunking.ALL] through three clients: the openai
 SDK, httpx-sse, and the classic hand-written ``split("data: ")`` decoder. The real decoders get
 the same result under every chunking; the hand-written one loses events silently under mid-line
 splits and raises UnicodeDecodeError where a chunk ends inside a character.
@@ -132,7 +132,7 @@ async def _chat_completions(request: Request) -> StreamingResponse:
                              headers={"cache-control": "no-cache", "x-request-id": "req_demo"})
 
 
-#: The loopback server: ``POST /v1/chat/completions`` streams :data:`WRITES`.
+#: The loopback server: ``POST /v1/chat/completions`` streams `WRITES`.
 APP = Starlette(routes=[Route("/v1/chat/completions", _chat_completions, methods=["POST"])])
 
 
@@ -424,7 +424,7 @@ def run_demo(console: Console | None = None, *, directory: str | Path | None = N
     """Record the demo stream, replay it under every chunking through three clients, print the table.
 
     With ``explore`` (a number of examples), then search the streams a network can deliver for
-    the naive decoder's smallest failing one (:func:`ssemock.explore`) and print it beside the
+    the naive decoder's smallest failing one ([`ssemock.explore`][ssemock.explore.explore]) and print it beside the
     table: the boundaries in words, the decoder's error and the marker that reproduces it.
 
     With ``directory``, the cassette is written to a new ``ssemock-demo-*`` folder under it and

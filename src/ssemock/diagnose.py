@@ -1,8 +1,8 @@
 """Diagnostics: what a served stream held, event by event, in words a failing test can print.
 
-Used by :meth:`ssemock.Player.served_summary` (the ``ssemock`` section pytest adds to a failed
-test's report), by :meth:`ssemock.Player.check` (the event a failure starts at) and by
-:meth:`ssemock.Player.assert_prompt` (which chunk completed each event). Everything here runs
+Used by [`ssemock.Player.served_summary`][ssemock.Player.served_summary] (the ``ssemock`` section pytest adds to a failed
+test's report), by [`ssemock.Player.check`][ssemock.Player.check] (the event a failure starts at) and by
+[`ssemock.Player.assert_prompt`][ssemock.Player.assert_prompt] (which chunk completed each event). Everything here runs
 after a failure, over the bytes served, once.
 """
 
@@ -168,7 +168,7 @@ def named(exc: BaseException) -> str:
 
 def shrink(failing: Play, *, chunking: Chunking, transforms: Sequence[object], faults: list[Fault],
            original: Exception, fails_when: Callable[[Chunking, list[Fault]], bool]) -> NoReturn:
-    """:meth:`ssemock.Player.check` after the test failed: search the fewest chunk boundaries of
+    """[`ssemock.Player.check`][ssemock.Player.check] after the test failed: search the fewest chunk boundaries of
     the stream served last that still make it fail (``fails_when`` replays the test under a
     chunking and faults), else the first event it fails at, and raise a StreamAssertionError
     saying where and how to reproduce it, chained to the test's own error (which is raised as it

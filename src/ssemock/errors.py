@@ -19,7 +19,7 @@ class UnmatchedRequestError(BaseException):
     """A request matched no recorded interaction and recording is off.
 
     Its message quotes what was sent: every secret and credential-named value in it is masked
-    and control characters are escaped (:func:`ssemock.secrets.safe_message`)."""
+    and control characters are escaped (`ssemock.secrets.safe_message`)."""
 
     def __init__(self, *args: object) -> None:
         super().__init__(*_safe(args))
@@ -27,7 +27,7 @@ class UnmatchedRequestError(BaseException):
 
 class NetworkBlockedError(BaseException):
     """During a replay, code opened a connection that no intercepted client stack made, to a host
-    that ``allowed_hosts`` does not allow. Its message is masked like :class:`UnmatchedRequestError`'s."""
+    that ``allowed_hosts`` does not allow. Its message is masked like `UnmatchedRequestError`'s."""
 
     def __init__(self, *args: object) -> None:
         super().__init__(*_safe(args))

@@ -36,7 +36,7 @@ def decode_body(body: bytes, content_type: str) -> list[Any]:
 class StreamAssertionError(AssertionError):
     """The client's result differs from the reference result of the served stream.
 
-    Its message is masked (:func:`ssemock.redact.mask_text`): it quotes stream and client data,
+    Its message is masked (`ssemock.redact.mask_text`): it quotes stream and client data,
     and lands in CI logs; ``Player.check``'s shrunk failure is one of these too."""
 
     def __init__(self, message: object = "", *args: object) -> None:
@@ -47,10 +47,12 @@ class StreamAssertionError(AssertionError):
 class Expected:
     """The reference decoding and accumulation of one served response: a stream in any framing,
     a plain JSON body (an error body among them), an empty body, a stream a fault cut short
-    (then :attr:`cut` says so and :attr:`events` are the whole events a conforming client got)."""
+    (then [`cut`][ssemock.Expected.cut] says so and [`events`][ssemock.Expected.events] are the whole events a conforming client got)."""
 
     play: Play
+    """The response served, which this decodes."""
     protocol: str | None = None
+    """The protocol the stream is folded with (`None`: detected)."""
 
     def __post_init__(self) -> None:
         #: the bytes the reference decodes: what was served, up to where a fault cut it

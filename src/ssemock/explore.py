@@ -1,10 +1,10 @@
 """Explore: search the streams a network can deliver for one your client breaks on, and shrink it.
 
 A fixed matrix runs a test under a few chosen variants. Exploring draws many
-(:class:`ssemock.strategies.Space`: chunk boundaries biased to where decoders break, chains of
+([`ssemock.strategies.Space`][ssemock.strategies.Space]: chunk boundaries biased to where decoders break, chains of
 transforms, optionally a fault; the same draw as the hypothesis strategy
-:func:`ssemock.strategies.variants`, from a seeded ``random.Random`` here, which draws a variant in
-tens of microseconds where hypothesis's engine takes milliseconds), runs the user's own code against
+[`ssemock.strategies.variants`][ssemock.strategies.variants], from a seeded ``random.Random``, so
+thousands of variants run in seconds), runs the user's own code against
 each through one player, and shrinks the first failure (fewest boundaries, fewest transforms,
 earliest offsets, simplest fault), saying in words where each remaining boundary falls, with the
 marker that reproduces it. Failing variants are kept in a hypothesis example database (by their
@@ -12,8 +12,11 @@ replay options, readable by any later version) and tried first on the next run.
 
 The property: the code passes under every variant; under a fault whose stream the reference
 rejects (cut short, data after the terminator), the client must raise (an AssertionError is the
-test failing, not the client rejecting), as :meth:`ssemock.Player.assert_rejected` checks.
+test failing, not the client rejecting), as [`ssemock.Player.assert_rejected`][ssemock.Player.assert_rejected] checks.
 """
+
+# The draw comes from a seeded random.Random rather than hypothesis's engine: a variant in tens of
+# microseconds where the engine takes milliseconds.
 
 from __future__ import annotations
 
@@ -47,9 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DATABASE", "Coverage", "Failure", "budget", "explore", "search", "verdict"]
 
-#: where failing variants are kept (under the pytest rootdir, or the working directory outside
-#: pytest): a hypothesis example database, one key per cassette and test
 DATABASE = Path(".hypothesis") / "ssemock"
+"""Where failing variants are kept (under the pytest rootdir, or the working directory outside pytest): a hypothesis example database, one key per cassette and test."""
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)\s*$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 #: examples drawn when the budget is a duration (the clock stops the search first)
@@ -82,11 +84,17 @@ class Coverage:
     transform and fault."""
 
     examples: int = 0
+    """How many variants were run."""
     hazards: Counter[str] = field(default_factory=Counter)
+    """How many examples drew a boundary of each hazard class."""
     transforms: Counter[str] = field(default_factory=Counter)
+    """How many examples drew each transform."""
     faults: Counter[str] = field(default_factory=Counter)
+    """How many examples drew each fault."""
     seconds: float = 0.0  #: the whole search, drawing and shrinking included
+    """Seconds the whole search took, drawing and shrinking included."""
     in_code: float = 0.0  #: of which running the code under test (its client, and ssemock serving it)
+    """Seconds of those spent running the code under test (its client, and ssemock serving it)."""
 
     def add(self, variant: Variant, classes: Sequence[str]) -> None:
         """Count one example: the hazard classes its boundaries hit, its transforms and fault."""
@@ -119,11 +127,17 @@ class Failure:
     the first failure, and what the search covered."""
 
     variant: Variant
+    """The smallest failing variant; `variant.options()` are the replay keywords that serve it."""
     error: BaseException
+    """The exception the code under test raised under the variant."""
     boundaries: list[str]
+    """Where each chunk boundary falls, in words."""
     examples: int
+    """How many examples ran until the first failure."""
     coverage: Coverage
+    """What the search covered."""
     seed: int | None = None
+    """The seed that reproduces the search (`None`: drawn by hypothesis)."""
 
     @property
     def reproducer(self) -> str:
@@ -204,12 +218,12 @@ def search(player: Player, call: Callable[[], object], *, examples: int = 200, s
            key: str = "", derandomize: bool | None = None,
            shrink: bool = True) -> tuple[Failure | None, Coverage]:
     """Run ``call`` against up to ``examples`` variants (or for ``seconds``) served by ``player``
-    (started; its cassette's interactions are what is varied); the shrunk :class:`Failure` or
+    (started; its cassette's interactions are what is varied); the shrunk [`Failure`][ssemock.explore.Failure] or
     None, and the coverage.
 
     The variants stored under ``key`` in ``database`` (a folder, or a hypothesis
     ``ExampleDatabase``; None: none) run first; then new ones are drawn by
-    :meth:`ssemock.strategies.Space.draw` from a ``random.Random`` seeded by ``seed``, or by
+    [`ssemock.strategies.Space.draw`][ssemock.strategies.Space.draw] from a ``random.Random`` seeded by ``seed``, or by
     ``key`` when ``derandomize`` (default: when ``CI`` is set and no ``seed`` is given), else at
     random (the failure names the seed). A failing variant is shrunk (``shrink=False``: reported
     as drawn) and stored."""
@@ -368,12 +382,12 @@ def explore(cassette: Cassette, run: Callable[[Player], object], examples: int |
             shrink: bool = True) -> Failure | None:
     """Run ``run(player)`` (your client code and its assertions; a coroutine function is run to
     completion) against up to ``examples`` drawn variants of ``cassette``'s streams (or for a
-    duration: ``"30s"``); the smallest failing :class:`Failure`, or None when every one passed.
+    duration: ``"30s"``); the smallest failing [`Failure`][ssemock.explore.Failure], or None when every one passed.
 
     ``transforms``: the set drawn from (``"network"``, the default: what proxies do;
     ``"conforming"`` adds what another conforming server may send; ``"all"``, or a list of
     names). ``faults``: True (or fault names) also draws faults, where the client must reject the
-    stream. ``database``: True keeps failing variants in :data:`DATABASE` under the working
+    stream. ``database``: True keeps failing variants in [`DATABASE`][ssemock.explore.DATABASE] under the working
     directory (replayed first next time), a folder or a hypothesis database, False for none;
     ``key`` names the entry (default: the cassette's path and ``run``'s qualified name).
     ``shrink=False`` returns the first failing variant as drawn, unshrunk.

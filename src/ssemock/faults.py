@@ -1,15 +1,15 @@
 """Faults: what real networks, proxies and providers do to a stream, made deterministic.
 
-A fault rewrites what one response will be (:class:`Served`) before it is chunked: it may cut
+A fault rewrites what one response will be ([`Served`][ssemock.faults.Served]) before it is chunked: it may cut
 the body and end it with the client stack's own exception, add a stall, replace the response
 with an HTTP error, or insert a provider-format error event. Every fault has a short name
 (``"disconnect:after_event=3"``) so parametrized test ids say what happened.
 
 Every fault can be aimed (``on=``: a method and URL pattern, or an interaction index; see
-:class:`Target`). Unaimed, a stream fault applies to every interaction whose response is a stream
+[`Target`][ssemock.faults.Target]). Unaimed, a stream fault applies to every interaction whose response is a stream
 it has a meaning for, and ``http_error`` / ``sequence`` to the first interaction matched
-(:class:`Aim`). A fault that has no meaning for a framing (``trailing_data:at=same_event`` on JSON
-lines, ``error_event`` on a plain JSON body) says so (:meth:`Fault.refuses`), and aiming it at
+([`Aim`][ssemock.faults.Aim]). A fault that has no meaning for a framing (``trailing_data:at=same_event`` on JSON
+lines, ``error_event`` on a plain JSON body) says so ([`Fault.refuses`][ssemock.faults.Fault.refuses]), and aiming it at
 such a response is an error before any request is served.
 """
 
@@ -47,17 +47,29 @@ class Served:
     """One response on its way to the client, before chunking and timing."""
 
     status: int
+    """The status code to serve."""
     headers: list[tuple[str, str]]
+    """The response headers to serve."""
     body: bytes
-    ends: list[int]  # chunk ends (as recorded, carried through transforms)
+    """The body to serve."""
+    ends: list[int]
+    """Chunk ends (as recorded, carried through transforms)"""
     times: list[float]
+    """The arrival time of each chunk, in seconds."""
     url: str
+    """The request URL."""
     core: ModuleType  # httpcore or httpcore2: whose exceptions the client's transport maps
+    """The httpcore module (httpcore or httpcore2) whose exceptions the client's transport maps."""
     error: BaseException | None = None
-    stalls: dict[int, float] = field(default_factory=dict)  # byte offset -> seconds
-    consumes: bool = True  # whether serving this counts as a play of the interaction
-    kind: str | None = None  # the framing of the body as planned (before any fault cut it); None: detect
-    cut_at: int | None = None  # where a fault cut the body (what the client gets ends there)
+    """An exception to raise instead of (or after) the body, if any."""
+    stalls: dict[int, float] = field(default_factory=dict)
+    """Stalls to serve: byte offset -> seconds to wait there."""
+    consumes: bool = True
+    """Whether serving this counts as a play of the interaction."""
+    kind: str | None = None
+    """The framing of the body as planned (before any fault cut it); None: detect."""
+    cut_at: int | None = None
+    """Where a fault cut the body (what the client gets ends there)"""
 
     @property
     def framing(self) -> str:
@@ -113,8 +125,11 @@ class Target:
     with ``/`` matches the path and query), or the interaction at ``index`` in the cassette."""
 
     method: str | None = None
+    """The request method to match (`None`: any)."""
     pattern: str | None = None
+    """A shell-style pattern for the URL (`None`: any); starting with `/`, it matches the path and query."""
     index: int | None = None
+    """The index of the interaction in the cassette (`None`: any)."""
 
     @classmethod
     def parse(cls, value: Target | str | int) -> Target:
@@ -161,8 +176,11 @@ class Fault:
     """Base class: a named, deterministic change to one served response."""
 
     name: str = "fault"
-    on: Target | None = None  # aimed at these interactions; None: the default (see :class:`Aim`)
-    per_request = False  # True: unaimed, it applies to the first interaction matched (http_error, sequence)
+    """The fault's name, as `faults=` spells it."""
+    on: Target | None = None
+    """Aimed at these interactions; None: the default (see [`Aim`][ssemock.faults.Aim])"""
+    per_request = False
+    """True: unaimed, it applies to the first interaction matched (http_error, sequence)"""
 
     def apply(self, served: Served, attempt: int) -> None:
         """Change ``served`` in place; ``attempt`` counts the requests served before (from 0)."""
@@ -192,7 +210,8 @@ class Fault:
         return f"<fault {self.name}>"
 
 
-MAX_SECONDS = 86_400.0  # a stall or retry-after longer than a day is a typo, not a test
+MAX_SECONDS = 86_400.0
+"""A stall or retry-after longer than a day is a typo, not a test."""
 
 
 def _count(fault: str, key: str, value: Any, *, optional: bool = False) -> Any:
@@ -382,7 +401,7 @@ def trailing_data(at: str = "event", on: Target | str | int | None = None) -> Fa
     (``at="event"``: a conforming client ignores it), a data line in the terminator's own event
     (``"same_event"``: ``data: [DONE]`` then ``data: {...}``) or garbage glued to its value
     (``"garbage"``: ``data: [DONE]garbage``); the last two a conforming client must reject
-    (:meth:`ssemock.Player.assert_rejected`).
+    ([`ssemock.Player.assert_rejected`][ssemock.Player.assert_rejected]).
 
     In a JSON array stream, ``at="event"`` writes an element after the closing ``]`` (a client
     that reads elements stops at the ``]``) and ``"garbage"`` glues bytes to the last element,
@@ -578,13 +597,14 @@ def _listed(interactions: Sequence[Interaction], most: int = 12) -> str:
 class Aim:
     """Which faults apply to each interaction served, and at which attempt.
 
-    An aimed fault (``on=``) applies to the interactions its :class:`Target` matches. Unaimed,
+    An aimed fault (``on=``) applies to the interactions its [`Target`][ssemock.faults.Target] matches. Unaimed,
     ``http_error`` and ``sequence`` apply to the first interaction matched (their attempts count
     the requests it answers), every other fault to each interaction whose response is a stream it
     has a meaning for (a plain JSON body, an empty body or a framing it refuses are left alone)."""
 
     def __init__(self, faults: Sequence[Fault]) -> None:
         self.faults = faults
+        """The faults, in the order given."""
         self._pins: dict[int, int] = {}  # fault position -> the interaction it was first applied to
         self._attempts: dict[tuple[int, int], int] = {}  # (fault position, interaction) -> times applied
 
@@ -647,13 +667,13 @@ _FACTORIES: dict[str, Callable[..., Fault]] = {"disconnect": disconnect, "stall"
                                                "http_error": http_error, "error_event": error_event,
                                                "trailing_data": trailing_data}
 _KNOWN = [*_FACTORIES, "sequence"]
-#: every fault in each of its modes, by name: what a fault x framing x stack matrix runs
 VARIANTS: tuple[str, ...] = (
     "disconnect:after_event=1", "disconnect:after_byte=5", "stall:before_event=1,seconds=60", "truncate",
     "truncate:at=mid_event", "trailing_data", "trailing_data:at=same_event", "trailing_data:at=garbage",
     "http_error:status=429,retry_after=0", "error_event:kind=overloaded_error,after_event=1",
     "sequence:http_error:status=503|as_recorded",
 )
+"""Every fault in each of its modes, by name: what a fault x framing x stack matrix runs."""
 _EXAMPLES = {"disconnect": "disconnect:after_event=3", "stall": "stall:before_event=2,seconds=5",
              "truncate": "truncate", "http_error": "http_error:status=429,retry_after=1",
              "error_event": "error_event:kind=overloaded_error", "trailing_data": "trailing_data:at=garbage"}

@@ -3,19 +3,19 @@
 The legacy MCP transport (HTTP+SSE) opens one long-lived ``GET`` stream and POSTs every request
 apart; each response arrives on the stream, correlated by JSON-RPC id alone. Replayed at once,
 the stream would hand the client answers to requests it has not made yet. So a player keeps the
-correlation ids of every request it matched (:class:`Requests`), and a replayed server-push
+correlation ids of every request it matched ([`Requests`][ssemock.held.Requests]), and a replayed server-push
 stream waits before each message that answers a request (where the protocol's ``holds`` says)
-until that request has been made since the stream opened (:class:`Gate`). Everything else keeps
+until that request has been made since the stream opened ([`Gate`][ssemock.held.Gate]). Everything else keeps
 its recorded order and timing. Only requests that can come are waited for: those whose id a
-request recorded after the stream opened carries (:func:`holds_for`); a message answering any
+request recorded after the stream opened carries ([`holds_for`][ssemock.held.holds_for]); a message answering any
 other id (a hand-made stream, a request the recording never made) plays straight away. A request
 that never comes ends the wait with the client's own
-read timeout, after at most the client's read timeout or :data:`HOLD_LIMIT`.
-
-One core serves every stack: the replay stream's steps are the same for sync and async reads,
-and only the wait itself differs at the edge (a ``threading.Condition`` for a thread, an
-``asyncio.Event`` woken by the player for an event loop, short sleeps under trio).
+read timeout, after at most the client's read timeout or [`HOLD_LIMIT`][ssemock.held.HOLD_LIMIT].
 """
+
+# One core serves every stack: the replay stream's steps are the same for sync and async reads,
+# and only the wait itself differs at the edge (a threading.Condition for a thread, an
+# asyncio.Event woken by the player for an event loop, short sleeps under trio).
 
 from __future__ import annotations
 
@@ -32,9 +32,8 @@ from .cassette import Interaction
 
 __all__ = ["HOLD_LIMIT", "Gate", "Hold", "Requests", "holds_for"]
 
-#: The longest a replayed stream waits for a request it answers (seconds) when the client's read
-#: timeout is longer or unset: a test whose client never makes the request fails, never hangs.
 HOLD_LIMIT = 30.0
+"""The longest a replayed stream waits for a request it answers (seconds) when the client's read timeout is longer or unset: a test whose client never makes the request fails, never hangs."""
 _POLL = 0.002  # seconds between looks where no asyncio loop can be woken (trio)
 
 
@@ -42,10 +41,10 @@ def holds_for(interactions: Sequence[Interaction], index: int, *,
               found: Callable[[bytes], Iterable[tuple[int, frozenset[Any]]]] | None = None,
               ) -> Callable[[bytes], list[tuple[int, frozenset[Any]]]]:
     """Where the server-push stream of ``interactions[index]`` waits (``(offset, ids)``, as
-    :func:`ssemock.protocols.holds`), for the requests that can come only: those whose correlation
+    `ssemock.protocols.holds`), for the requests that can come only: those whose correlation
     id a request recorded after the stream opened (a later interaction) carries. Waiting for any
     other id would end in a read timeout, since no request could ever be matched for it.
-    ``found``: where the body answers which ids (default :func:`ssemock.protocols.holds`; serve
+    ``found``: where the body answers which ids (default `ssemock.protocols.holds`; serve
     passes a cache of it per body)."""
     later = {i for x in interactions[index + 1:] for i in _protocols.request_ids(x.request.body)}
     find = found or _protocols.holds
@@ -61,7 +60,7 @@ class Requests:
     for them, in any thread or event loop.
 
     ``only_wanted=True`` (``ssemock serve``, which runs for ever): only the ids an open held
-    stream waits for (:meth:`want`) are kept, and dropped when no open stream wants them any
+    stream waits for ([`want`][ssemock.held.Requests.want]) are kept, and dropped when no open stream wants them any
     more, so the ledger never holds more ids than the cassettes' held streams wait for,
     however many requests come."""
 
@@ -71,7 +70,8 @@ class Requests:
         self._wanted: Counter[Any] | None = Counter() if only_wanted else None
         self._changed = threading.Condition()
         self._loops: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
-        self.closed = False  # its player stopped: no request will come any more
+        self.closed = False
+        """Its player stopped: no request will come any more."""
 
     def __len__(self) -> int:
         """How many ids the ledger holds."""
@@ -85,7 +85,7 @@ class Requests:
 
     def want(self, ids: Iterable[Any]) -> int:
         """A held stream waiting for ``ids`` opens now: they are kept from here (see
-        ``only_wanted``) until :meth:`unwant`; returns :meth:`mark`."""
+        ``only_wanted``) until [`unwant`][ssemock.held.Requests.unwant]; returns [`mark`][ssemock.held.Requests.mark]."""
         with self._changed:
             if self._wanted is not None:
                 self._wanted.update(ids)
@@ -148,7 +148,7 @@ class Requests:
                 self._changed.wait(left)
 
     async def wait_async(self, ids: Collection[Any], since: int, timeout: float) -> list[Any]:
-        """:meth:`wait` without blocking the event loop (the request is usually made by another
+        """[`wait`][ssemock.held.Requests.wait] without blocking the event loop (the request is usually made by another
         task on the same loop): an asyncio.Event the player sets, or short sleeps under trio."""
         deadline = time.monotonic() + timeout
         try:
@@ -185,9 +185,13 @@ class Gate:
     they never come."""
 
     requests: Requests
+    """The player's requests."""
     since: int
+    """How many requests had been made when the stream opened."""
     timeout: float
+    """How long to wait for each request, in seconds."""
     error: Callable[[list[Any], str], BaseException]
+    """Makes the error raised when requests never come: `error(missing_ids, why)`."""
 
     def hold(self, ids: frozenset[Any]) -> Hold:
         """The step that waits for the requests ``ids`` (what the replay core yields)."""
@@ -205,7 +209,9 @@ class Hold:
     """A step of a replayed stream: the requests ``ids`` must be made before the next chunk."""
 
     gate: Gate
+    """The gate the requests are awaited through."""
     ids: frozenset[Any]
+    """The request ids that must be made before the next chunk."""
 
     def wait(self) -> None:
         """Block until the requests are made; raise the gate's error when they never are."""
@@ -215,7 +221,7 @@ class Hold:
             raise gate.fail(missing)
 
     async def wait_async(self) -> None:
-        """:meth:`wait` on an event loop."""
+        """[`wait`][ssemock.held.Hold.wait] on an event loop."""
         gate = self.gate
         missing = await gate.requests.wait_async(self.ids, gate.since, gate.timeout)
         if missing:

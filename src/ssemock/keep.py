@@ -2,8 +2,8 @@
 
 A recording the secret scan refuses, and one an interruption cuts short, is written beside the
 cassette (``<name>.refused.json`` / ``<name>.partial.json``) with every secret masked the way
-``ssemock redact`` masks it (:func:`ssemock.inspect.redact`), then scanned again like any save
-(:func:`ssemock.redact.find_secrets`): the paid call need not be made again, and no secret
+``ssemock redact`` masks it (`ssemock.inspect.redact`), then scanned again like any save
+(`ssemock.redact.find_secrets`): the paid call need not be made again, and no secret
 reaches the folder. ``ssemock accept`` promotes a refused recording to the cassette.
 """
 
@@ -21,7 +21,9 @@ from .redact import REDACTED, find_secrets
 __all__ = ["PARTIAL", "REFUSED", "Kept", "beside", "keep_masked", "masked_fields", "refused_target"]
 
 REFUSED = ".refused.json"
+"""The suffix of a kept refused recording."""
 PARTIAL = ".partial.json"
+"""The suffix of a kept partial recording."""
 
 
 def beside(path: str | os.PathLike[str], suffix: str) -> Path:
@@ -41,13 +43,16 @@ def refused_target(path: str | os.PathLike[str]) -> Path:
 
 @dataclass
 class Kept:
-    """What :func:`keep_masked` did: the file written (None when masking could not remove every
+    """What [`keep_masked`][ssemock.keep.keep_masked] did: the file written (None when masking could not remove every
     secret: then nothing is written), what was masked and what was left, one line per field,
     never a value (``interaction 0 request.body: an OpenAI key (sk-...) at byte 12``)."""
 
     path: Path | None
+    """The file written (`None`: nothing was, as a secret was left)."""
     masked: list[str] = field(default_factory=list)
+    """What was masked, one line per field, never a value."""
     left: list[str] = field(default_factory=list)
+    """The secrets masking could not remove, one line per field, never a value."""
 
     def describe(self, *, indent: str = "  ") -> str:
         """The masked fields (and any left) as indented lines, for a message."""
@@ -59,7 +64,7 @@ class Kept:
 def keep_masked(interactions: list[Interaction], path: str | os.PathLike[str]) -> Kept:
     """Write ``interactions`` to ``path`` (atomically) with every secret masked; the
     interactions given are not changed. Nothing is written when a secret is still found after
-    masking (a form ``ssemock redact`` cannot rewrite): :attr:`Kept.left` says where."""
+    masking (a form ``ssemock redact`` cannot rewrite): [`Kept.left`][ssemock.keep.Kept.left] says where."""
     from .inspect import redact  # the masking `ssemock redact` applies
 
     masked = Cassette(copy.deepcopy(interactions), path=Path(path))

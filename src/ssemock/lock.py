@@ -4,10 +4,10 @@ While a player is active, every way out of the process's Python sockets that no 
 client stack sends for real is checked against the innermost player's ``allowed_hosts`` (and its
 ``ignore_hosts``, which are always let through): TCP connects, datagrams (``sendto`` /
 ``sendmsg``, connected or not, TCP Fast Open, asyncio datagram endpoints), every name lookup of
-:mod:`socket`, and connections opened before the player started, checked when they send. Loopback
+`socket`, and connections opened before the player started, checked when they send. Loopback
 is allowed by default (tests run their own local servers), ``[]`` allows nothing; entries are
 names (``api.x.com``, ``*.x.com``), addresses and networks (``10.0.0.0/8``), and a name covers
-every address it resolves to. A replay raises :class:`ssemock.NetworkBlockedError` naming host
+every address it resolves to. A replay raises [`ssemock.NetworkBlockedError`][ssemock.NetworkBlockedError] naming host
 and port before anything is sent; a recording warns that the connection is not recorded (urllib,
 a C extension, a stack ssemock cannot tee). Unix sockets are not network and always pass.
 """

@@ -2,10 +2,10 @@
 
 ``match_on`` takes vcrpy's names (``method``, ``uri``/``url``, ``scheme``, ``host``, ``port``,
 ``path``, ``query``, ``body``, ``raw_body``, ``headers``) and callables in vcrpy's convention:
-``matcher(sent, recorded)`` (two :class:`ssemock.Request`) returns None or True when they match,
+``matcher(sent, recorded)`` (two [`ssemock.Request`][ssemock.Request]) returns None or True when they match,
 False or raises AssertionError (its message says why) when they do not.
 
-Both sides are compared in their redacted form (:mod:`ssemock.redact`): a sent request is redacted
+Both sides are compared in their redacted form (`ssemock.redact`): a sent request is redacted
 before matching, and so is the recorded one here, so a cassette recorded under older, narrower
 rules still matches a request whose credentials the current rules replace.
 """
@@ -24,6 +24,7 @@ from .secrets import credential_name, value_shape
 __all__ = ["DEFAULT", "MATCHERS", "differences", "resolve"]
 
 DEFAULT = ("method", "scheme", "host", "port", "path", "query", "body")
+"""The request parts matched when `match_on` is not given."""
 _PORTS = {"http": 80, "https": 443}
 
 
@@ -36,8 +37,6 @@ def _query(url: str) -> list[tuple[str, str]]:
     return sorted(parse_qsl(urlsplit(redact_url(url)).query, keep_blank_values=True))
 
 
-#: Matchers that compare one value of each request: a request's values for these are a key, so
-#: :mod:`ssemock.selection` finds candidates in a dict instead of comparing every interaction.
 KEYS: dict[str, Callable[[Request], Hashable]] = {
     "method": lambda r: r.method,
     "scheme": lambda r: urlsplit(r.url).scheme,
@@ -48,6 +47,10 @@ KEYS: dict[str, Callable[[Request], Hashable]] = {
     "url": lambda r: redact_url(r.url),
     "uri": lambda r: redact_url(r.url),
 }
+"""The matchers that compare one value of each request (`host`, `path`, `query`, ...): name -> how
+the value is read from a request."""
+# a request's values for these are a key, so ssemock.selection finds candidates in a dict instead
+# of comparing every interaction
 
 
 def _kind(value: Any) -> type:
@@ -129,6 +132,7 @@ def _keyed(get: Callable[[Request], Hashable]) -> Callable[[Request, Request], s
 
 
 Matcher = Callable[[Request, Request], "str | None"]
+"""A built-in matcher: `None` when the two requests match, else a line saying how they differ."""
 MATCHERS: dict[str, Matcher] = {
     **{name: _keyed(get) for name, get in KEYS.items()},
     "method": lambda s, r: None if s.method == r.method else f"{r.method} recorded, {s.method} sent",
@@ -136,10 +140,15 @@ MATCHERS: dict[str, Matcher] = {
     "raw_body": _raw_body,
     "headers": _headers,
 }
+"""Every built-in matcher, by the name `match_on` takes."""
 
 
 CustomMatcher = Callable[[Request, Request], "bool | None"]
+"""A matcher of your own for `match_on`: `matcher(sent, recorded)` returns whether the two
+requests match (`None` counts as a match); an `AssertionError` it raises is a mismatch, its
+message shown as the difference."""
 MatchOn = Sequence["str | CustomMatcher"]
+"""What `match_on=` takes: built-in matcher names (the keys of [`MATCHERS`][ssemock.matching.MATCHERS]) and custom matchers."""
 
 
 def resolve(match_on: MatchOn | None) -> tuple[str | CustomMatcher, ...]:
@@ -154,6 +163,7 @@ def resolve(match_on: MatchOn | None) -> tuple[str | CustomMatcher, ...]:
 
 
 def name_of(matcher: str | CustomMatcher) -> str:
+    """How a matcher is named in messages: its name, or a custom matcher's function name."""
     return matcher if isinstance(matcher, str) else getattr(matcher, "__name__", repr(matcher))
 
 

@@ -3,7 +3,7 @@
 It finds the vcrpy cassettes under a folder and converts them (one ssemock cassette beside each,
 named as the plugin looks for it), rewrites the test code with a syntax-tree rewriter (libcst,
 the ``migrate`` extra: comments and formatting stay as they were) and the ``--record-mode`` in
-the pytest ini files. Nothing is written until :meth:`Migration.write`; :meth:`Migration.diff`
+the pytest ini files. Nothing is written until [`Migration.write`][ssemock.migrate.Migration.write]; [`Migration.diff`][ssemock.migrate.Migration.diff]
 shows what would change. A file that does not parse is reported and never touched; what cannot
 be converted is listed with its file and line.
 
@@ -34,26 +34,30 @@ if TYPE_CHECKING:
 
 __all__ = ["VCR_MATCH_ON", "CassetteJob", "Finding", "Migration", "import_cassettes", "plan"]
 
-#: vcrpy's default ``match_on``: everything but the body
 VCR_MATCH_ON = ("method", "scheme", "host", "port", "path", "query")
+"""Vcrpy's default ``match_on``: everything but the body."""
 INSTALL = 'ssemock migrate needs libcst (the "migrate" extra): pip install "ssemock[migrate]" (in a clone of ' \
           'ssemock: pip install -e ".[migrate]")'
+"""The message shown when libcst, which `ssemock migrate` needs, is missing."""
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv", "env", "build", "dist"}
 
 
 @dataclass
 class Migration:
-    """What ``ssemock migrate`` would do to a suite; nothing is written until :meth:`write`."""
+    """What ``ssemock migrate`` would do to a suite; nothing is written until [`write`][ssemock.migrate.Migration.write]."""
 
     root: Path
+    """The folder migrated."""
     edits: list[Edit] = field(default_factory=list)
+    """The source edits planned, per file."""
     cassettes: list[CassetteJob] = field(default_factory=list)
-    #: constructs left for a person: converted partly, or not at all (file and line)
+    """The cassettes to convert."""
     todo: list[Finding] = field(default_factory=list)
-    #: files that do not parse: reported and left alone
+    """Constructs left for a person: converted partly, or not at all (file and line)"""
     unparsable: list[Finding] = field(default_factory=list)
-    #: cassettes that could not be converted (why, per file)
+    """Files that do not parse: reported and left alone."""
     refused: list[Finding] = field(default_factory=list)
+    """Cassettes that could not be converted (why, per file)"""
 
     def diff(self) -> str:
         """A unified diff of every text file the migration changes or creates."""
@@ -70,7 +74,7 @@ class Migration:
     def write(self, *, remove_originals: bool = False) -> list[Path]:
         """Write the converted cassettes and the edited files (each atomically); with
         ``remove_originals`` delete the vcrpy cassettes that were converted. Returns the paths
-        written. Cassettes that do not convert are added to :attr:`refused` and not written."""
+        written. Cassettes that do not convert are added to [`refused`][ssemock.migrate.Migration.refused] and not written."""
         done, refused = import_cassettes(self.cassettes, write=True, keep_originals=not remove_originals)
         self.refused = _unique([*self.refused, *refused])
         written = [job.target for job in done]

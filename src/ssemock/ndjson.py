@@ -1,4 +1,4 @@
-"""``ssemock.ndjson`` is :mod:`ssemock.framing.ndjson` (kept importable under its first name)."""
+"""``ssemock.ndjson`` is [`ssemock.framing.ndjson`][ssemock.ndjson] (kept importable under its first name)."""
 
 import sys
 

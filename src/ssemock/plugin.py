@@ -441,7 +441,7 @@ def _hide_own_frames(error: BaseException) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Remember whether a test using ssemock failed: its teardown checks then stay quiet (an
     interaction left unplayed by a failing test is no news). A failed test's report gets an
-    ``ssemock`` section: what was served before the failure (:meth:`Player.served_summary`)."""
+    ``ssemock`` section: what was served before the failure ([`Player.served_summary`][ssemock.Player.served_summary])."""
     if call.excinfo is not None and not item.config.option.fulltrace:
         _hide_own_frames(call.excinfo.value)
     report = yield

@@ -1,6 +1,6 @@
 """Recording: a live response stream becomes an interaction, chunk by chunk, as it arrives.
 
-Each client stack (:mod:`ssemock.stacks`) tees its live response into a :class:`Recorder`:
+Each client stack (`ssemock.stacks`) tees its live response into a `Recorder`:
 ``begin`` with the status and headers, ``chunk`` per arrival, ``finish`` at the end. The client
 gets every chunk the moment the network delivers it; the cassette gets the same chunk with its
 arrival time. Content-Encoding is removed for storage so boundaries and re-chunking
@@ -13,8 +13,8 @@ its end, bounded by that time and by ``max_body_bytes``: the cassette holds the 
 which replays under other chunkings and in other tests read further than this client did.
 
 A recording run with a chunking, transform or fault set gives the client what the replay run
-will give it (:meth:`Recorder.replays`): the stack reads the live stream whole into the recording
-first, then serves the recording through the same plan a replay uses (:meth:`Recorder.served`),
+will give it (`Recorder.replays`): the stack reads the live stream whole into the recording
+first, then serves the recording through the same plan a replay uses (`Recorder.served`),
 so one test passes both ways. A server-push stream (a GET event stream, which may never end) is
 the exception: it is served live, as it arrives, with a warning.
 """
@@ -47,7 +47,12 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 #: stream (a server-push GET) costs a bounded wait.
 DRAIN_SECONDS = 30.0
 RequestHook = Callable[[Request], "Request | None"]
+"""A ``before_record_request`` hook: gets each request before it is matched or recorded and
+returns it (changed, e.g. redacted: it is matched and saved in that form) or ``None`` to send
+it to the real server untouched, neither matched nor recorded."""
 ResponseHook = Callable[[Response], "Response | None"]
+"""A ``before_record_response`` hook: gets each response before it is saved and returns it
+(changed, e.g. redacted) or ``None`` to leave the interaction out of the cassette."""
 # headers of one HTTP connection, not of the stored response (vcr drops them on import too)
 HOP_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive"})
 
@@ -61,7 +66,7 @@ def request_from_httpx(request: httpx.Request) -> Request:
 
 def drain_seconds(drain_on_close: bool | float) -> float | None:
     """``drain_on_close`` as the seconds to keep reading after an early close (None: not at all):
-    True is :data:`DRAIN_SECONDS`, False or 0 is off, a number is that many seconds."""
+    True is `DRAIN_SECONDS`, False or 0 is off, a number is that many seconds."""
     if drain_on_close is True:
         return DRAIN_SECONDS
     if drain_on_close is False:
@@ -133,7 +138,7 @@ class Recorder:
     def replays(self) -> bool:
         """Whether the client is to get the recording served as a replay of it (a chunking,
         transform or fault is set): the stack reads the live stream to its end into the recording,
-        then serves :meth:`served`. Asked once the status and headers arrived. Not for a
+        then serves `served`. Asked once the status and headers arrived. Not for a
         server-push stream (a GET event stream may never end): that one is served live, with a
         warning that the variant applies on replay only."""
         if self._serve is None:
@@ -203,7 +208,7 @@ class Recorder:
 
     def closed_early(self) -> bool:
         """The client closed the stream before it ended: True when the stack is to drain the rest
-        into the recording (:meth:`drain` / :meth:`adrain`); else the recording ends here, as
+        into the recording (`drain` / `adrain`); else the recording ends here, as
         abandoned (complete if the protocol's terminator had arrived: nothing is missing then).
         A close on the way out of an interrupt (Ctrl-C, SystemExit, a cancelled task) never
         drains: whoever interrupts wants to stop now. An ordinary exception drains (the cassette
@@ -250,7 +255,7 @@ class Recorder:
             raise failed[0]
 
     async def adrain(self, rest: Callable[[], Awaitable[object]]) -> None:
-        """:meth:`drain` for async stacks: awaits ``rest()`` for at most ``drain_limit`` seconds (the
+        """`drain` for async stacks: awaits ``rest()`` for at most ``drain_limit`` seconds (the
         caller closes the real stream after it); cancelled, the recording ends where it got to."""
         import anyio  # httpx's own dependency; works under asyncio and trio
         try:

@@ -1,12 +1,12 @@
 """Redaction: secrets never reach a cassette, a log or a terminal.
 
-* The default rules (:func:`redact_request`, :func:`redact_response`) replace credential headers
+* The default rules (`redact_request`, `redact_response`) replace credential headers
   and query parameters with ``REDACTED`` when recording; matching compares the redacted forms,
   so a redacted request still replays.
-* :func:`find_secrets` runs the scanner (:mod:`ssemock.secrets`) over every field of every
+* `find_secrets` runs the scanner (`ssemock.secrets`) over every field of every
   interaction before a save, and by ``ssemock validate`` and ``ssemock redact``.
-* :func:`mask_text` / :func:`mask_url` hide what the scanner finds in any message, and
-  :func:`escape_control` keeps a cassette's text from driving the terminal.
+* `mask_text` / `mask_url` hide what the scanner finds in any message, and
+  `escape_control` keeps a cassette's text from driving the terminal.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def interaction_secrets(x: Interaction) -> Iterator[tuple[str, Secret]]:
 
 
 def find_secrets(cassette: Cassette) -> list[str]:
-    """Where a secret is left, one line each, never the secret itself (:func:`ssemock.secrets.scan_cassette`):
+    """Where a secret is left, one line each, never the secret itself (`ssemock.secrets.scan_cassette`):
     ``interaction 0 request.body: an Anthropic key (sk-ant-...) ('sk-ant-***', 108 chars: digits a-z A-Z -, at offset 12)``."""
     return [str(f) for f in scan_cassette(cassette)]
 
@@ -142,5 +142,5 @@ def find_secrets(cassette: Cassette) -> list[str]:
 # -- messages ----------------------------------------------------------------------------------
 
 def mask_url(url: str) -> str:
-    """A URL fit for a message: the default redaction rules, then :func:`mask_text`."""
+    """A URL fit for a message: the default redaction rules, then `mask_text`."""
     return mask_text(redact_url(url))

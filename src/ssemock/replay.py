@@ -128,7 +128,15 @@ recording_players = _session.recording_players
 
 class Player:
     """Replays (and, by record mode, records) a cassette for every intercepted client stack
-    (httpx, httpx2, aiohttp, urllib3: see :mod:`ssemock.stacks`)."""
+    (httpx, httpx2, aiohttp, urllib3: see [Client stacks](../guide/stacks.md)).
+
+    You get one from [`replay`][ssemock.replay.replay], [`use_cassette`][ssemock.use_cassette] or,
+    under pytest, the ``ssemock`` fixture of a test marked ``@pytest.mark.ssemock``; it intercepts
+    while its ``with`` block runs. Afterwards (or meanwhile) [`plays`][ssemock.Player.plays] says
+    what was served, and [`assert_text`][ssemock.Player.assert_text] and the other ``assert_*``
+    methods compare what your client made of the stream with the reference decoding
+    ([`expected`][ssemock.Player.expected]).
+    """
 
     def __init__(self, cassette: Cassette, *, path: str | os.PathLike[str] | None = None,
                  record_mode: RecordMode = "none", chunking: ChunkingSpec = "as_recorded",
@@ -144,17 +152,29 @@ class Player:
         if record_mode not in RECORD_MODES:
             raise unknown("record_mode", record_mode, RECORD_MODES)
         self.cassette = cassette
+        """The cassette served: its interactions, and the ones recorded during this run."""
         self.path = Path(path) if path is not None else cassette.path
+        """Where the cassette is saved on exit (`None` for an in-memory cassette)."""
         self.record_mode = record_mode
+        """The record mode: `"none"` replays only; see [Record modes](../guide/record-modes.md)."""
         self.chunking = _chunking.get(chunking)
+        """How replayed bodies are cut into chunks (a [`Chunking`][ssemock.chunking.Chunking])."""
         self.transforms = _transforms.resolve(transform)
+        """The wire transforms applied to every replayed body, in order."""
         self.timing = _timing.get(timing)
+        """When replayed chunks are handed out (a [`Timing`][ssemock.timing.Timing])."""
         self.faults = _faults.resolve(faults)
+        """The faults injected into the replayed responses, in order."""
         self._aim = _faults.Aim(self.faults)
         self.attempts = 0
+        """How many requests the player has answered, faulted ones included: a client that retries
+        a 429 once makes 2."""
         self.match_on = matching.resolve(match_on)
+        """The request parts that pick the interaction served (see [`ssemock.matching`][ssemock.matching])."""
         self.allow_playback_repeats = allow_playback_repeats
+        """Whether an interaction may be served more than once (otherwise each is served once, in order)."""
         self.protocol = protocol
+        """The protocol the streams are read as (`"openai.chat"`, ...) or `None` to detect it."""
         self._before_request = before_record_request
         self._before_response = before_record_response
         self._replays = record_mode in ("none", "new_episodes") or (record_mode == "once" and existed)
@@ -167,24 +187,32 @@ class Player:
         if not (isinstance(max_body_bytes, int) and max_body_bytes > 0):
             raise ValueError(f"max_body_bytes must be a positive number of bytes, got {max_body_bytes!r}")
         self.max_body_bytes = max_body_bytes
+        """The largest body recorded; a longer one fails the recording rather than filling the disk."""
         self.drain_on_close = drain_on_close
+        """Whether (or for how many seconds) a recording reads the rest of a stream the client closed early."""
         self._drain = drain_seconds(drain_on_close)
         self._disk = _session.stat(self.path)  # the file as it was at the start: a change means another recorder
         self.guard = _lock.Guard(allowed_hosts=allowed_hosts, blocks=not self._records,
                                  where=str(self.path) if self.path else "an in-memory cassette",
                                  ignore_hosts=ignore_hosts, ignore_localhost=ignore_localhost)
         self.block_subprocesses = block_subprocesses
+        """Whether child processes started meanwhile get proxy variables that refuse every connection."""
         self._selection = Selection(cassette.interactions, self.match_on)
         self.plays: list[Play] = []
+        """Every response replayed, in order: what was served and how (see [`Play`][ssemock.Play])."""
         self.recorders: list[Recorder] = []
+        """The responses recorded during this run, in order."""
         self._expected_of: tuple[Play, Expected] | None = None
         self._lock = threading.Lock()
         self.router = _Router(_weakly(self._handle))
+        """The [respx](https://lundberg.github.io/respx/) router the player serves through: routes
+        added to it answer before the cassette, and `router.calls` lists every request served."""
         self._active = False
         self._latest: Play | Recorder | None = None  # the last response served or recorded
         self._notes: list[tuple[Play, int]] = []  # (play, chunks handed out) per handed() event
         self._requests = _held.Requests()  # the correlation ids of the requests matched, for held streams
         self.kept: list[_keep.Kept] = []  # refused or partial recordings kept beside the cassette, masked
+        """The refused or partial recordings kept beside the cassette, secrets masked."""
         self._again: list[Recorder] = []  # recorded this run, to serve again (a fault did not consume them)
 
     def __repr__(self) -> str:
@@ -194,7 +222,7 @@ class Player:
     # -- context management ----------------------------------------------------------------
 
     def start(self) -> None:
-        """Intercept every supported client stack and engage the network lock, until :meth:`stop`.
+        """Intercept every supported client stack and engage the network lock, until [`stop`][ssemock.Player.stop].
 
         Players nest: the innermost answers first, and a request it cannot answer (replay only, no
         match) goes to the next one out.
@@ -248,7 +276,7 @@ class Player:
     def interrupted(self) -> Path | None:
         """Stop after an interrupt: the cassette is left as it was, and what was recorded is kept
         beside it as ``<name>.partial.json`` with every secret masked (returned; None when
-        nothing was recorded, or a secret could not be masked: :attr:`kept` says which)."""
+        nothing was recorded, or a secret could not be masked: [`kept`][ssemock.Player.kept] says which)."""
         self.stop(save=False)
         try:
             return self.keep_partial()
@@ -259,7 +287,7 @@ class Player:
 
     def keep_partial(self) -> Path | None:
         """Write what was recorded so far beside the cassette as ``<name>.partial.json``,
-        scanned and masked like a refused save (see :mod:`ssemock.keep`), without stopping:
+        scanned and masked like a refused save (see [`ssemock.keep`][ssemock.keep]), without stopping:
         what an interruption that ends the process at once (pytest-timeout's thread method)
         still gets to keep. The cassette itself is never touched."""
         return _session.keep_partial(self.path, self.recorded, kept=self.kept)
@@ -464,7 +492,7 @@ class Player:
         """Write what was recorded (atomically); refuse if a secret is left in it (the recording
         is then kept beside the cassette, masked). Under the cassette's lock: when another
         recorder (an xdist worker, another process) saved the file since it was loaded, its
-        interactions are merged in, never lost (:func:`ssemock.session.save`)."""
+        interactions are merged in, never lost (`ssemock.session.save`)."""
         new = self.recorded
         if not new:
             return
@@ -559,7 +587,7 @@ class Player:
 
     def handed(self, item: _T) -> _T:
         """Note that the client hands ``item`` (one decoded event) to its caller now, and return it
-        unchanged: ``for event in client.stream(): player.handed(event)``. :meth:`assert_prompt`
+        unchanged: ``for event in client.stream(): player.handed(event)``. [`assert_prompt`][ssemock.Player.assert_prompt]
         then checks that no event was held back until a later chunk was read."""
         with self._lock:
             latest = self._latest
@@ -568,7 +596,7 @@ class Player:
         return item
 
     def assert_prompt(self) -> None:
-        """Raise StreamAssertionError unless every event noted with :meth:`handed` reached the
+        """Raise StreamAssertionError unless every event noted with [`handed`][ssemock.Player.handed] reached the
         caller before the client asked for the chunk after the one that completed it (a WHATWG
         decoder dispatches an event at its blank line, the CR of a CRLF included: a client that
         waits for more bytes first delays every event by one chunk, forever on a quiet stream)."""
@@ -675,12 +703,28 @@ def replay(cassette: Cassette, *, chunking: ChunkingSpec = "as_recorded", transf
            ignore_localhost: bool = False, block_subprocesses: bool = False) -> Player:
     """A player over an in-memory cassette: ``with ssemock.replay(c) as player: ...``.
 
-    Replay only: a request no interaction matches raises UnmatchedRequestError, unless its host
-    is in ``allowed_hosts`` (loopback by default; ``[]`` for none): then it is sent for real. A
+    Replay only: a request no interaction matches raises
+    [`UnmatchedRequestError`][ssemock.UnmatchedRequestError], unless its host is in
+    ``allowed_hosts`` (loopback by default; ``[]`` for none): then it is sent for real. A
     connection no intercepted stack makes, to a host that is not allowed, raises
-    NetworkBlockedError. Requests to ``ignore_hosts`` (``ignore_localhost=True``: loopback) are
+    [`NetworkBlockedError`][ssemock.NetworkBlockedError]. Requests to ``ignore_hosts`` (``ignore_localhost=True``: loopback) are
     always sent for real, never served. ``block_subprocesses=True`` points the proxy variables
     of child processes started meanwhile at a port that refuses every connection.
+
+    Use it for a cassette built in code or loaded yourself; for a cassette file, use
+    [`use_cassette`][ssemock.use_cassette] (or, under pytest, the ``ssemock`` marker):
+
+        import httpx
+        import ssemock
+
+        cassette = ssemock.Cassette()
+        cassette.add("POST", "https://api.example.com/v1/stream", [b"data: hel", b"lo\\n\\n"],
+                     headers={"content-type": "text/event-stream"})
+        with ssemock.replay(cassette, chunking="bytewise") as player:
+            with httpx.stream("POST", "https://api.example.com/v1/stream") as response:
+                chunks = list(response.iter_raw())
+        assert len(chunks) == 13 and b"".join(chunks) == b"data: hello\\n\\n"
+        assert len(player.plays) == 1
     """
     return Player(cassette, chunking=chunking, transform=transform, timing=timing, faults=faults,
                   match_on=match_on, allow_playback_repeats=allow_playback_repeats, protocol=protocol,
@@ -706,11 +750,18 @@ def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "non
     unmatched request to one is sent for real, a connection that no intercepted stack makes to
     any other is refused (a recording records every request, and warns of such connections).
     Requests to ``ignore_hosts`` (``ignore_localhost=True``: loopback) are never recorded nor
-    served, in every mode. ``block_subprocesses``: see :func:`replay`.
+    served, in every mode. ``block_subprocesses``: see [`replay`][ssemock.replay.replay].
     ``max_body_bytes`` bounds one recorded body (64 MiB): past it the interaction is cut and
     marked truncated, with a warning. ``drain_on_close`` (on by default, up to 30 s; a number of
     seconds, or False) keeps reading a recorded stream the client closed before its end, so the
     cassette holds all of it.
+
+    Under pytest the ``ssemock`` marker does the same and names the file after the test; outside
+    it (a script, another test runner):
+
+        with ssemock.use_cassette("cassettes/chat.json", record_mode="once") as player:
+            reply = my_app.ask("Say hello.")  # recorded on the first run, replayed after
+        print(player.plays)
     """
     p = Path(path)
     existed = p.exists() and record_mode != "rewrite"

@@ -1,7 +1,7 @@
 """The secret scanner: credentials found by their own shape, in every field, on decoded forms.
 
 One scanner serves recording (``Player.save``), ``ssemock validate``, ``ssemock redact`` and the
-masking of every message (:mod:`ssemock.redact`'s ``mask_text``). It finds:
+masking of every message (`ssemock.redact`'s ``mask_text``). It finds:
 
 * provider credentials by shape: OpenAI (``sk-``, ``sk-proj-``, ``sk-svcacct-``, ``sk-admin-``),
   Anthropic (``sk-ant-``), Google API keys (``AIza``) and OAuth tokens (``ya29.``), GitHub
@@ -371,8 +371,8 @@ def _query_spans(query: str) -> Iterator[tuple[str, int, int]]:
 
 def scan_form(text: str) -> list[Secret]:
     """Credentials named as such in ``a=1&client_secret=...`` (a query string or a form body):
-    any value under a credential name (:func:`credential_name`), a generated-looking one under a
-    credential-like name (:func:`scan_named`)."""
+    any value under a credential name (`credential_name`), a generated-looking one under a
+    credential-like name (`scan_named`)."""
     out = []
     for name, a, b in _query_spans(text):
         value = text[a:b]
@@ -407,7 +407,7 @@ def _word_hits(data: bytes) -> list[tuple[int, int]]:
 def scan_json_members(data: bytes) -> list[Secret]:
     """String values of JSON members named like credentials (``"password": "..."``) whatever they
     look like, where they stand in ``data`` (any JSON text: a body, an event); a number under such
-    a name is found by :func:`scan_cassette`'s JSON walk."""
+    a name is found by `scan_cassette`'s JSON walk."""
     out: list[Secret] = []
     end = 0
     for hit_start, hit_end in _word_hits(data):
@@ -428,8 +428,8 @@ def scan_json_members(data: bytes) -> list[Secret]:
 
 
 def scan_body(body: bytes) -> list[Secret]:
-    """:func:`scan`, plus credentials named as such in a JSON text (``"password": ...``) or a
-    form body (``a=1&client_secret=...``)."""
+    """`scan`, plus credentials named as such in a JSON text (``"password": ...``) or a form body
+    (``a=1&client_secret=...``)."""
     found = scan(body)
     named = scan_json_members(body) if b'"' in body else []
     if len(body) <= _FORM_MAX and _FORM.match(body):
@@ -438,7 +438,7 @@ def scan_body(body: bytes) -> list[Secret]:
 
 
 def scan_url(url: str) -> list[Secret]:
-    """:func:`scan` plus a password in the userinfo and credentials named in the query."""
+    """`scan` plus a password in the userinfo and credentials named in the query."""
     found = scan(url)
     parts = urlsplit(url)
     if parts.password and parts.password != REDACTED:
@@ -466,7 +466,7 @@ def _url_parameters(url: str, at: int = 0) -> list[Secret]:
 
 
 def scan_header(name: str, value: str) -> list[Secret]:
-    """:func:`scan`, plus a credential-named value, plus any ``Bearer``/``Basic``/``Token`` value."""
+    """`scan`, plus a credential-named value, plus any ``Bearer``/``Basic``/``Token`` value."""
     found = scan(value)
     named = scan_named(name, value)
     if named is not None:
@@ -508,7 +508,7 @@ CREDENTIAL_NAME = re.compile(
 
 def credential_name(name: str) -> bool:
     """Whether a field, header, parameter or JSON key named ``name`` holds a credential whatever
-    its value (see :data:`CREDENTIAL_NAME`)."""
+    its value (see `CREDENTIAL_NAME`)."""
     words = re.sub(r"[^a-z0-9]+", "_", _CAMEL.sub("_", name).lower()).strip("_")
     return CREDENTIAL_NAME.search(words) is not None
 
@@ -651,7 +651,7 @@ def escape_control(text: str) -> str:
 
 
 def safe_message(text: str) -> str:
-    """A message fit for a terminal or a log: :func:`mask_text`, then :func:`escape_control`."""
+    """A message fit for a terminal or a log: `mask_text`, then `escape_control`."""
     return escape_control(mask_text(text))
 
 
@@ -699,8 +699,8 @@ _OVERLAP = 1024  # ... with at least this much of the window before at its start
 
 class _Join:
     """Pieces (one per event) joined and handed to ``scan`` a window at a time: whole pieces, about
-    :data:`_WINDOW` bytes, each window starting with the last pieces of the one before (at least
-    :data:`_OVERLAP` bytes), so that a secret split across pieces is whole in some window. Only a
+    `_WINDOW` bytes, each window starting with the last pieces of the one before (at least
+    `_OVERLAP` bytes), so that a secret split across pieces is whole in some window. Only a
     join of two pieces or more is scanned (one piece was scanned where it is stored)."""
 
     def __init__(self, scan: Callable[[list[bytes]], None]) -> None:
@@ -987,7 +987,7 @@ _NOT_JSON = object()
 
 
 def _json_or_none(text: str) -> Any:
-    """``text`` parsed as a JSON object or array, else :data:`_NOT_JSON`."""
+    """``text`` parsed as a JSON object or array, else `_NOT_JSON`."""
     if text.lstrip()[:1] not in ("{", "["):
         return _NOT_JSON
     try:
@@ -1033,7 +1033,7 @@ def _is_stream(x: _InteractionLike) -> bool:
 
 
 def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
-    """Every secret in one interaction, in every form (see :func:`scan_cassette`)."""
+    """Every secret in one interaction, in every form (see `scan_cassette`)."""
     s = _Scan(index)
     req, resp = x.request, x.response
     for found in scan(req.method):

@@ -2,8 +2,8 @@
 
 requests, aiohttp, curl and browsers cannot be intercepted through respx, so this module turns
 cassettes into a Starlette (ASGI) app: an incoming request is matched to a recorded interaction
-(method, path, query and, when recorded, the JSON body, with :mod:`ssemock.matching`), and the
-response is replayed through the same pipeline as :class:`ssemock.Player` -- transforms,
+(method, path, query and, when recorded, the JSON body, with [`ssemock.matching`][ssemock.matching]), and the
+response is replayed through the same pipeline as [`ssemock.Player`][ssemock.Player] -- transforms,
 faults, re-chunking, timing -- with every chunk sent as its own HTTP write:
 
 * a ``disconnect`` fault (or a failure recorded mid-stream) really drops the TCP connection in
@@ -12,7 +12,7 @@ faults, re-chunking, timing -- with every chunk sent as its own HTTP write:
 * a ``stall`` fault really sends nothing for its seconds (scaled by ``scaled:F`` timing);
 * ``http_error`` answers with the error status and the provider's error body;
 * a GET event stream whose messages answer other requests (the legacy MCP transport's) holds
-  each such message until the request it answers has come (:mod:`ssemock.held`), as the Player
+  each such message until the request it answers has come ([`ssemock.held`][ssemock.held]), as the Player
   does; when it never comes, the connection drops after ``held.HOLD_LIMIT`` with a log line.
 
 Browsers: ``EventSource`` can only send GET, so a GET with ``Accept: text/event-stream`` that
@@ -28,7 +28,7 @@ resumption answers ``204 No Content``, which tells an ``EventSource`` to stop re
 events without an ``id`` after the last one (such as ``data: [DONE]``) are then not served again. No response carries a CORS header unless ``cors=ORIGIN``
 (``--cors``) asks for it; then every response allows that origin and a preflight ``OPTIONS`` is
 answered unless one was recorded. Responses also carry
-``x-ssemock-interaction: N`` (the ``#N`` that :func:`routes` prints) and, when resumed,
+``x-ssemock-interaction: N`` (the ``#N`` that `routes` prints) and, when resumed,
 ``x-ssemock-resumed-after: ID``.
 
 A request body larger than ``max_body`` bytes (``--max-body``, default 8 MiB) is answered
@@ -41,8 +41,8 @@ Several interactions matching the same request are served in turn (the least-pla
 so recorded retries replay in order and the server keeps answering after the last one; an
 ``http_error`` (or a ``sequence`` step) does not use up its interaction, as in the Player.
 
-:func:`app` needs the ``serve`` extra (``pip install -e ".[serve]"`` in a clone): Starlette, and uvicorn
-to run it (:func:`ssemock.server.running`, or ``ssemock serve``).
+[`app`][ssemock.serve.app] needs the ``serve`` extra (``pip install -e ".[serve]"`` in a clone): Starlette, and uvicorn
+to run it ([`ssemock.server.running`][ssemock.server.running], or ``ssemock serve``).
 """
 
 from __future__ import annotations
@@ -91,15 +91,18 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 __all__ = ["DEFAULT_HEADER_TIMEOUT", "DEFAULT_MATCH_ON", "DEFAULT_MAX_BODY", "DEFAULT_MAX_CONNECTIONS", "MAX_EXCHANGES",
            "Exchange", "Prepared", "Replayer", "Resume", "app", "prepare", "resume_index", "resume_offset", "routes"]
 
-#: The server cannot see the recorded scheme, host and port: it matches on the rest.
 DEFAULT_MATCH_ON: tuple[str, ...] = ("method", "path", "query", "body")
+"""What the server matches a request on by default: the server cannot see the recorded scheme,
+host and port, so it matches on the rest."""
 DEFAULT_MAX_BODY = 8 << 20
-#: ``Replayer.exchanges`` keeps the latest this many (the server runs for ever).
+"""The largest request body read (8 MiB, ``--max-body``); a larger one is answered ``413``."""
 MAX_EXCHANGES = 10_000
-#: ``ssemock serve``'s defaults: seconds a client has to send a request's headers, and how
-#: many connections are open at once (past it a new one is closed at once).
+"""How many exchanges ``Replayer.exchanges`` keeps, the latest (the server runs for ever)."""
 DEFAULT_HEADER_TIMEOUT = 10.0
+"""``ssemock serve``'s default: the seconds a client has to send a request's headers."""
 DEFAULT_MAX_CONNECTIONS = 256
+"""``ssemock serve``'s default: how many connections are open at once (past it a new one is
+closed at once)."""
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 _DROP_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"})
 CassetteSource = Cassette | str | os.PathLike[str]
@@ -136,15 +139,25 @@ class Exchange:
     """What the server did with one request (``Replayer.exchanges``)."""
 
     method: str
+    """The request method."""
     path: str
+    """The request path."""
     status: int
-    index: int | None  # the interaction served, None when unmatched
+    """The status code answered."""
+    index: int | None
+    """The interaction served, None when unmatched."""
     last_event_id: str | None = None
+    """The `Last-Event-ID` header of a reconnecting client."""
     resumed_at: int | None = None
+    """Where a resumed stream started (the index of its first event), if it was resumed."""
     faults: list[str] = field(default_factory=list)
+    """The faults applied."""
     chunks: int = 0
-    dropped: bool = False  # the connection was closed mid-body on purpose
-    left: bool = False  # the client closed the connection before the end
+    """How many chunks were sent."""
+    dropped: bool = False
+    """The connection was closed mid-body on purpose."""
+    left: bool = False
+    """The client closed the connection before the end."""
 
 
 def resume_offset(body: bytes, last_event_id: str) -> int | None:
@@ -170,7 +183,7 @@ def resume_offset(body: bytes, last_event_id: str) -> int | None:
 @dataclass(frozen=True)
 class Resume:
     """Where a reconnection carrying an ID resumes a recorded SSE stream: the offset after the
-    first block that set that last event ID (:func:`resume_offset`), and whether the rest moves
+    first block that set that last event ID (`resume_offset`), and whether the rest moves
     the ID on (else the answer is ``204``)."""
 
     offset: int
@@ -223,14 +236,14 @@ def prepare(interaction: Interaction, *, url: str = "", chunking: _chunking.Chun
             last_event_id: str | None = None, cors: str | None = None,
             holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None,
             resume: dict[str, Resume] | None = None) -> Prepared:
-    """What to send for a recorded interaction: :func:`ssemock.replay.plan_response` (transforms,
+    """What to send for a recorded interaction: [`ssemock.replay.plan_response`][ssemock.plan_response] (transforms,
     faults, chunking, timing, as the Player serves respx), after resuming past ``last_event_id``.
 
     For a real server: stalls really wait (scaled by the timing's factor, if any), and a fault
     that ends the stream, or a failure recorded mid-stream, makes the plan end with
-    :class:`ConnectionDropped`. A resumption after which no event carries another ID is a
+    `ConnectionDropped`. A resumption after which no event carries another ID is a
     ``204 No Content``. ``holds``: where a server-push stream waits for requests (see
-    :mod:`ssemock.held`). ``resume``: the interaction's :func:`resume_index`, when built already.
+    [`ssemock.held`][ssemock.held]). ``resume``: the interaction's `resume_index`, when built already.
     """
     response = interaction.response
     resumed_at = None
@@ -271,7 +284,7 @@ def _load(source: CassetteSource) -> Cassette:
 
 
 def _holds(body: bytes) -> tuple[tuple[int, frozenset[Any]], ...]:
-    """:func:`ssemock.protocols.holds` as a tuple (for a cache of them per server)."""
+    """`ssemock.protocols.holds` as a tuple (for a cache of them per server)."""
     return tuple(_protocols.holds(body))
 
 
@@ -280,7 +293,7 @@ def _is_sse(response: CassetteResponse) -> bool:
 
 
 class Replayer:
-    """The state behind :func:`app`: interactions, options, and what was served so far."""
+    """The state behind [`app`][ssemock.serve.app]: interactions, options, and what was served so far."""
 
     def __init__(self, cassettes: CassetteSource | Sequence[CassetteSource], *,
                  chunking: ChunkingSpec = "as_recorded", transform: TransformSpec = None,
@@ -289,25 +302,37 @@ class Replayer:
                  max_body: int = DEFAULT_MAX_BODY, log: Callable[[str], None] | None = None) -> None:
         sources = [cassettes] if isinstance(cassettes, (Cassette, str, os.PathLike)) else list(cassettes)
         self.cassettes = [_load(s) for s in sources]
+        """The cassettes served."""
         self.interactions: list[Interaction] = []
-        self.sources: list[tuple[Cassette, int]] = []  # per interaction: its cassette and index there
+        """Every interaction of every cassette, in order."""
+        self.sources: list[tuple[Cassette, int]] = []
+        """Per interaction: its cassette and index there."""
         for cassette in self.cassettes:
             for i, interaction in enumerate(cassette.interactions):
                 self.interactions.append(interaction)
                 self.sources.append((cassette, i))
         self.chunking = _chunking.get(chunking)
+        """How replayed bodies are cut into chunks."""
         self.transforms = _transforms.resolve(transform)
+        """The wire transforms applied to every body, in order."""
         self.timing = _timing.get(timing)
+        """When chunks are sent."""
         self.faults = _faults.resolve(faults)
+        """The faults injected, in order."""
         self.aim = _faults.Aim(self.faults)
+        """Which faults apply to which interaction."""
         self.aim.check(self.interactions, ", ".join(str(c.path or "an in-memory cassette") for c in self.cassettes))
         self.match_on = matching.resolve(match_on if match_on is not None else DEFAULT_MATCH_ON)
+        """The request parts that pick the interaction served."""
         if max_body < 0:
             raise ValueError(f"max_body must be >= 0 bytes, got {max_body}")
         self.cors, self.max_body, self._log = cors, max_body, log
         self.selection = Selection(self.interactions, self.match_on)  # the Player's matching core
+        """Picks the interaction that answers a request (the same matching as the Player's)."""
         self.attempts = 0
-        self.exchanges: deque[Exchange] = deque(maxlen=MAX_EXCHANGES)  # the latest, oldest first
+        """How many requests the server has answered, faulted ones included."""
+        self.exchanges: deque[Exchange] = deque(maxlen=MAX_EXCHANGES)
+        """The latest exchanges (what the server did with each request), oldest first."""
         self._last_served: list[int] = []  # interaction indexes, most recent last
         # the correlation ids of the requests matched, kept only while a held stream waits for them
         self._requests = _held.Requests(only_wanted=True)
@@ -477,7 +502,7 @@ class Replayer:
         return Response(status_code=204, headers=headers)
 
     def unmatched(self, sent: Request) -> dict[str, Any]:
-        """The 404 body: what was asked, and every recorded request (``#N`` of :func:`routes`) with
+        """The 404 body: what was asked, and every recorded request (``#N`` of [`routes`][ssemock.serve.Replayer.routes]) with
         what differs; secrets masked, no file paths (anyone who can reach the port reads it)."""
         parts = urlsplit(sent.url)
         recorded = []
@@ -496,7 +521,7 @@ class Replayer:
 
 
 def routes(replayer: Replayer) -> list[str]:
-    """Human-readable lines describing the interactions a :class:`Replayer` serves."""
+    """Human-readable lines describing the interactions a [`Replayer`][ssemock.serve.Replayer] serves."""
     lines = []
     for i, x in enumerate(replayer.interactions):
         cassette, at = replayer.sources[i]
@@ -522,7 +547,7 @@ def app(cassettes: CassetteSource | Sequence[CassetteSource], *, chunking: Chunk
     request body accepted (413 past it); ``log``: called with one masked line per request.
 
     Run it with ``ssemock.server.running(app)`` (loopback, in a thread) or any ASGI server.
-    ``app.state.ssemock`` is the :class:`Replayer` (``.exchanges`` lists what was served).
+    ``app.state.ssemock`` is the [`Replayer`][ssemock.serve.Replayer] (``.exchanges`` lists what was served).
     """
     replayer = Replayer(cassettes, chunking=chunking, transform=transform, timing=timing, faults=faults,
                         match_on=match_on, cors=cors, max_body=max_body, log=log)

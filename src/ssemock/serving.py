@@ -1,10 +1,10 @@
 """What a replay serves: the plan of one response (status, headers, chunks, when each is due, how
 it ends), the single-pass stream a client stack reads it through, and the record of one response
-served (a :class:`Play`).
+served (a [`Play`][ssemock.Play]).
 
-The in-process player and ``ssemock serve`` plan alike through :func:`plan_response`; each client
-stack hands a :class:`ReplayStream` to its own transport. This module is below the player and the
-assertions, which both read a :class:`Play`, and imports no client library but httpx (whose
+The in-process player and ``ssemock serve`` plan alike through [`plan_response`][ssemock.plan_response]; each client
+stack hands a `ReplayStream` to its own transport. This module is below the player and the
+assertions, which both read a [`Play`][ssemock.Play], and imports no client library but httpx (whose
 stream classes a replayed stream is).
 """
 
@@ -103,7 +103,7 @@ def plan_response(response: Response, *, url: str, core: ModuleType,
 
     ``core`` (httpcore or httpcore2) provides the exceptions, so the client's transport maps
     them to its own. Used by the in-process player and by ``ssemock serve``. ``holds`` (for a
-    server-push stream, :func:`ssemock.protocols.holds`) says where the served body waits for
+    server-push stream, `ssemock.protocols.holds`) says where the served body waits for
     requests: a chunk starts at each such offset (a chunk never spans a wait), and
     ``Plan.holds`` names the requests each waits for.
     """
@@ -150,7 +150,7 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
     """A single-pass response body, like a socket: lazily yields the planned chunks once.
 
     With a ``gate`` (a server-push stream whose messages answer other requests), each chunk the
-    plan holds waits until the requests it answers are made (see :mod:`ssemock.held`)."""
+    plan holds waits until the requests it answers are made (see [`ssemock.held`][ssemock.held])."""
 
     def __init__(self, plan: Plan, t0: float, gate: _held.Gate | None = None) -> None:
         self._plan = plan
@@ -316,14 +316,23 @@ class Play:
     served as its replay will be, under a chunking, transform or fault)."""
 
     index: int
+    """The index of the interaction served in the cassette (-1 on a recording run)."""
     request: httpx.Request
+    """The request the client made."""
     interaction: Interaction
+    """The interaction served."""
     chunking: _chunking.Chunking
+    """The chunking the body was cut with."""
     transforms: list[_transforms.Transform]
+    """The transforms applied to the body, in order."""
     stream: ReplayStream | None
+    """The stream handed to the client (`None` for a live response recorded)."""
     body: bytes = b""
+    """The body served, after transforms."""
     ends: Sequence[int] = field(default_factory=list)
+    """The chunk ends served."""
     faults: list[str] = field(default_factory=list)
+    """The faults applied, described."""
 
     def described(self) -> str:
         """What this response went through: ``chunking X, transform Y, faults Z``."""
@@ -333,10 +342,14 @@ class Play:
         if self.faults:
             parts.append("faults " + "; ".join(self.faults))
         return ", ".join(parts)
-    cut: int | None = None  # where a fault ends what the client gets (a stall past its timeout)
+    cut: int | None = None
+    """Where a fault ends what the client gets (a stall past its timeout)"""
     framing: str | None = None  # the served body's framing (None: detect it from the body)
+    """The served body's framing (`None`: detected from the body)."""
     status: int = 200  # the status served (an http_error fault's, or the recorded one)
-    cut_at: int | None = None  # where a fault cut the body short (disconnect, truncate)
+    """The status served (an `http_error` fault's, or the recorded one)."""
+    cut_at: int | None = None
+    """Where a fault cut the body short (disconnect, truncate)"""
 
     def __repr__(self) -> str:
         """One line: which interaction, the request, what it went through, how much was served and

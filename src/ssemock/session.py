@@ -50,7 +50,7 @@ def _trap_sigterm(on: bool) -> None:
 
 def recording_players() -> list[Any]:
     """The players recording right now (started, not stopped): what an interruption that ends
-    the process at once keeps a partial of (:meth:`Player.keep_partial`)."""
+    the process at once keeps a partial of (`Player.keep_partial`)."""
     return list(_RECORDING)
 
 

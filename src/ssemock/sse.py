@@ -16,28 +16,39 @@ to the letter:
   apart from its *last event ID buffer*: an ``id`` field sets the buffer, and only a blank line
   (the dispatch step, even of a block without data) copies the buffer to the string, so a block
   cut off by the end of the stream never changes the string; a new connection (after
-  :meth:`Decoder.close`, or ``Decoder(last_event_id=...)``) starts from the string;
+  [`Decoder.close`][ssemock.sse.Decoder.close], or ``Decoder(last_event_id=...)``) starts from the string;
 * an event that is not terminated by a blank line when the stream ends is discarded;
-* ``retry`` takes any number of ASCII digits. The value is kept exactly up to
-  :data:`RETRY_DIGITS` significant digits (leading zeros do not count), which int() converts
-  without meeting Python's int-from-string limit; a longer value -- over 10**4300 ms, past any
-  clock -- saturates at :data:`MAX_RETRY` (``10**4300 - 1``), so no retry line is ignored and
-  converting one costs time linear in its length.
+* ``retry`` takes any number of ASCII digits. A value of more than
+  [`RETRY_DIGITS`][ssemock.sse.RETRY_DIGITS] significant digits (over 10**4300 ms, past any
+  clock) is stored as [`MAX_RETRY`][ssemock.sse.MAX_RETRY], so no retry line is ignored.
 
-How: the bytes LF (0x0A) and CR (0x0D) never occur inside a UTF-8 sequence and always decode
-to themselves (a truncated sequence before them becomes U+FFFD on its own), so lines are found
-in the *bytes* and only the values that are kept are decoded -- which gives exactly the
-characters that decoding the whole stream first would. Each chunk is scanned once with
-``bytes`` methods; a partial line is kept as a list of pieces and joined once, when its line
-ending arrives, so the work is linear in the stream size however it is chunked. Whole blocks of
-the shape nearly every LLM stream uses (``[id:] [event:] data:`` and a blank line) are taken in
-one step by ``_blocks``; ``ssemock._speedups`` is the same step in C, built by the install where
-a C compiler exists (the pure code, with identical results, is used where it does not). Its
-``text`` decodes a value of 1 MiB or more whose text needs 2 or 4 bytes per character: when the
-new str's memory comes fresh from the kernel (a str over 32 MiB, or the first large one), most
-of ``bytes.decode``'s time is page faults, which it saves by asking Linux for huge pages first
-(1.3-3.4x faster); with memory already in use it takes 0.97-1.23x ``bytes.decode``'s time.
+Use [`decode`][ssemock.sse.decode] on a whole stream, [`iter_decode`][ssemock.sse.iter_decode] or
+[`adecode`][ssemock.sse.adecode] to get each event as soon as it completes, or a
+[`Decoder`][ssemock.sse.Decoder] to feed chunks yourself. The events never depend on where the
+chunks are cut:
+
+    >>> from ssemock.sse import decode
+    >>> decode([b'event: delta\\ndata: {"text": "hel', b'lo"}\\n', b'\\ndata: [DONE]\\n\\n'])
+    [ServerSentEvent(event='delta', data='{"text": "hello"}', id='', retry=None), ServerSentEvent(event='message', data='[DONE]', id='', retry=None)]
 """
+
+# How it works (for contributors): the bytes LF (0x0A) and CR (0x0D) never occur inside a UTF-8
+# sequence and always decode to themselves (a truncated sequence before them becomes U+FFFD on its
+# own), so lines are found in the *bytes* and only the values that are kept are decoded -- which
+# gives exactly the characters that decoding the whole stream first would. Each chunk is scanned
+# once with ``bytes`` methods; a partial line is kept as a list of pieces and joined once, when its
+# line ending arrives, so the work is linear in the stream size however it is chunked. Whole blocks
+# of the shape nearly every LLM stream uses (``[id:] [event:] data:`` and a blank line) are taken in
+# one step by ``_blocks``; ``ssemock._speedups`` is the same step in C, built by the install where a
+# C compiler exists (the pure code, with identical results, is used where it does not). Its ``text``
+# decodes a value of 1 MiB or more whose text needs 2 or 4 bytes per character: when the new str's
+# memory comes fresh from the kernel (a str over 32 MiB, or the first large one), most of
+# ``bytes.decode``'s time is page faults, which it saves by asking Linux for huge pages first
+# (1.3-3.4x faster); with memory already in use it takes 0.97-1.23x ``bytes.decode``'s time.
+#
+# A retry value is kept exactly up to RETRY_DIGITS significant digits (leading zeros do not count),
+# which int() converts without meeting Python's int-from-string limit; a longer one saturates at
+# MAX_RETRY, so converting one costs time linear in its length.
 
 from __future__ import annotations
 
@@ -51,11 +62,11 @@ __all__ = ["MAX_RETRY", "RETRY_DIGITS", "Decoder", "ServerSentEvent", "adecode",
 RETRY_DIGITS = 4300
 """Significant digits of a ``retry`` value kept exactly (Python's default int-from-str limit)."""
 MAX_RETRY: int = 10**RETRY_DIGITS - 1
-"""What a ``retry`` value with more than :data:`RETRY_DIGITS` significant digits is stored as."""
+"""What a ``retry`` value with more than [`RETRY_DIGITS`][ssemock.sse.RETRY_DIGITS] significant digits is stored as."""
 
 
 def _retry_value(digits: bytes) -> int:
-    """The integer of a string of ASCII digits, saturating at :data:`MAX_RETRY`.
+    """The integer of a string of ASCII digits, saturating at [`MAX_RETRY`][ssemock.sse.MAX_RETRY].
 
     Converted 600 digits at a time, so it never meets ``sys.set_int_max_str_digits`` (640 at
     the least), whatever the process set it to.
@@ -81,9 +92,13 @@ class ServerSentEvent:
     """
 
     event: str = "message"
+    """The event type (`"message"` unless an `event:` field set it)."""
     data: str = ""
+    """The data buffer, without its final LF."""
     id: str = ""
+    """The last event ID in effect when the event was dispatched."""
     retry: int | None = None
+    """The reconnection time a valid `retry:` field in this event's block set, else `None`."""
 
 
 def is_event(value: object) -> TypeGuard[ServerSentEvent]:
@@ -95,7 +110,7 @@ def is_event(value: object) -> TypeGuard[ServerSentEvent]:
 
 
 class _Builder:
-    """Same slots as :class:`ServerSentEvent`, but mutable: filled, then re-classed.
+    """Same slots as [`ServerSentEvent`][ssemock.ServerSentEvent], but mutable: filled, then re-classed.
 
     A frozen dataclass ``__init__`` costs four ``object.__setattr__`` calls; plain slot stores
     and one ``__class__`` assignment (allowed between classes with identical layouts) are
@@ -110,7 +125,7 @@ class _Builder:
 
 
 def _event(event: str, data: str, id: str, retry: int | None) -> ServerSentEvent:
-    """A :class:`ServerSentEvent`, built without the frozen dataclass ``__init__``."""
+    """A [`ServerSentEvent`][ssemock.ServerSentEvent], built without the frozen dataclass ``__init__``."""
     ev = _Builder()
     ev.event = event
     ev.data = data
@@ -132,7 +147,7 @@ def _py_blocks(chunk: bytes, pos: int, last_id: str, events: list[ServerSentEven
     ["event: " TYPE LF] "data: " DATA LF LF`` (no NUL in ID): the shape of nearly every LLM
     stream, taken without the line-by-line state machine. The first block of another shape, or
     not complete in ``chunk``, stops it; so does any CR in ``chunk[pos:]`` (nothing is taken:
-    :meth:`Decoder.feed` turns line endings into LFs first). ``ssemock._speedups.blocks`` is
+    [`Decoder.feed`][ssemock.sse.Decoder.feed] turns line endings into LFs first). ``ssemock._speedups.blocks`` is
     the same function in C, used when it was built; it also takes CRLF-ended blocks.
     """
     if chunk.find(13, pos) >= 0:
@@ -220,13 +235,13 @@ _NORMAL, _SKIP_LF, _AT_START = 0, 1, 2
 
 
 class Decoder:
-    """Incremental ``text/event-stream`` decoder: :meth:`feed` bytes, then :meth:`close`.
+    """Incremental ``text/event-stream`` decoder: [`feed`][ssemock.sse.Decoder.feed] bytes, then [`close`][ssemock.sse.Decoder.close].
 
     ``last_event_id`` is the spec's last event ID string: the ID of the last dispatch (what a
     client sends as ``Last-Event-ID`` when it reconnects); ``last_event_id_buffer`` is the
     buffer that ``id`` fields set, which reaches the string only at the next blank line.
     ``retry`` is the latest reconnection time (``None`` until a valid ``retry`` field arrives).
-    The string and ``retry`` survive :meth:`close`, after which the decoder reads a new stream
+    The string and ``retry`` survive [`close`][ssemock.sse.Decoder.close], after which the decoder reads a new stream
     (a reconnection) starting from them. ``Decoder(last_event_id=ID)`` starts from ``ID``, as a
     connection made with ``Last-Event-ID: ID`` does; assigning ``last_event_id`` between
     streams does the same.
@@ -248,6 +263,7 @@ class Decoder:
         self._clean = False  # no partial line, no field of the current block, _mode is _NORMAL
         self._id_buffer = self._id_string = last_event_id
         self.retry: int | None = None
+        """The reconnection time the stream last set with a valid `retry:` field, in milliseconds."""
 
     @property
     def last_event_id(self) -> str:
@@ -432,10 +448,10 @@ def decode(chunks: Iterable[bytes]) -> list[ServerSentEvent]:
     """The events of a whole stream given as byte chunks.
 
     The events do not depend on how a stream is cut into chunks (the incremental
-    :class:`Decoder` guarantees it, and the tests check it under any chunking), so small chunks
+    [`Decoder`][ssemock.sse.Decoder] guarantees it, and the tests check it under any chunking), so small chunks
     are joined and decoded in one go: the same events, without a call per chunk (large ones,
     16 KiB or more on average, are fed as they are: joining them would only copy). Use
-    :class:`Decoder` or :func:`iter_decode` to get each event as soon as it completes.
+    [`Decoder`][ssemock.sse.Decoder] or [`iter_decode`][ssemock.sse.iter_decode] to get each event as soon as it completes.
     """
     parts = chunks if isinstance(chunks, list) else list(chunks)
     if len(parts) > 1 and sum(map(len, parts)) < 16384 * len(parts):
@@ -453,7 +469,7 @@ def decode(chunks: Iterable[bytes]) -> list[ServerSentEvent]:
 
 async def adecode(chunks: AsyncIterable[bytes]) -> AsyncIterator[ServerSentEvent]:
     """Yield the events of an asynchronous byte stream as soon as each completes (a chunk
-    without a line ending waits for the next, as in :func:`iter_decode`)."""
+    without a line ending waits for the next, as in [`iter_decode`][ssemock.sse.iter_decode])."""
     decoder = Decoder()
     feed = decoder.feed
     pending: list[bytes] = []

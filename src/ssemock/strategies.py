@@ -1,14 +1,14 @@
 """Finding the chunk boundaries a decoder breaks on: a hypothesis strategy and a split minimiser.
 
-* :func:`chunkings` draws arbitrary sets of chunk boundaries for one body (hypothesis is
+* [`chunkings`][ssemock.strategies.chunkings] draws arbitrary sets of chunk boundaries for one body (hypothesis is
   imported lazily, so ``ssemock`` imports without it); it shrinks toward FEWER boundaries, and
-  each drawn :class:`At` chunking is named by its boundaries (``"at:17,1043"``) so a failing
-  example tells exactly how to reproduce it (:func:`get` parses that name back).
-* :func:`variants` draws whole variants of a cassette's streams (an :class:`At` chunking, a chain
-  of transforms, optionally a fault), each a :class:`Variant` that is a set of replay options
+  each drawn [`At`][ssemock.strategies.At] chunking is named by its boundaries (``"at:17,1043"``) so a failing
+  example tells exactly how to reproduce it ([`get`][ssemock.strategies.get] parses that name back).
+* [`variants`][ssemock.strategies.variants] draws whole variants of a cassette's streams (an [`At`][ssemock.strategies.At] chunking, a chain
+  of transforms, optionally a fault), each a [`Variant`][ssemock.strategies.Variant] that is a set of replay options
   (``ssemock.replay(cassette, **variant.options())``) and prints as a marker to paste.
-* :func:`hazards` names the offsets of a body where decoders break, by class; the draws favour them.
-* :func:`minimal_failing_split` takes a split under which a check fails and removes boundaries
+* [`hazards`][ssemock.strategies.hazards] names the offsets of a body where decoders break, by class; the draws favour them.
+* [`minimal_failing_split`][ssemock.strategies.minimal_failing_split] takes a split under which a check fails and removes boundaries
   (delta debugging) until every remaining one is needed, then says in words where each falls:
   inside which multi-byte character, CRLF, field name or ``data:`` prefix, in which event.
 """
@@ -37,7 +37,7 @@ _NEWLINE = re.compile(rb"\r\n|\r|\n")
 
 
 def get(name: str | Chunking) -> Chunking:
-    """The same as :func:`ssemock.chunking.get` (which parses ``"at:17,1043"`` too)."""
+    """The same as [`ssemock.chunking.get`][ssemock.chunking.get] (which parses ``"at:17,1043"`` too)."""
     return _chunking.get(name)
 
 
@@ -57,7 +57,7 @@ def _interesting(body: bytes) -> list[int]:
 
 
 def chunkings(body: bytes, max_boundaries: int | None = None) -> SearchStrategy[At]:
-    """A hypothesis strategy of :class:`At` chunkings of ``body``, shrinking toward fewer boundaries.
+    """A hypothesis strategy of [`At`][ssemock.strategies.At] chunkings of ``body``, shrinking toward fewer boundaries.
 
     Boundaries are drawn from ``(0, len(body))``, half of them from the offsets where decoders
     tend to break (inside multi-byte characters, between CR and LF, in ``data:``/``event:``/
@@ -86,10 +86,15 @@ class MinimalSplit:
     """
 
     ends: list[int]
+    """The chunk ends (`boundaries` plus the body's length)."""
     boundaries: list[int]
+    """The boundaries: removing any single one makes the check pass."""
     explanation: str
+    """Where each boundary falls, in words."""
     calls: int = 0
+    """How many times the check ran."""
     chunking: At = field(default_factory=at, compare=False, repr=False)
+    """An [`At`][ssemock.strategies.At] chunking that serves exactly this split."""
 
     def chunks(self, body: bytes) -> list[bytes]:
         """``body`` cut at the boundaries."""
@@ -287,12 +292,11 @@ def describe_boundary(body: bytes, b: int) -> str:
 
 # -- whole variants: boundaries biased to decoder hazards, transform chains, faults ----------------
 
-#: read sizes clients and their libraries buffer by (a boundary or a line ending at a multiple of
-#: one of them lands at the end of the client's own buffer)
 BUFFER_SIZES = (64, 1024, 4096, 8192)
-#: the hazard classes :func:`hazards` finds, in the order a coverage report lists them
+"""Read sizes clients and their libraries buffer by (a boundary or a line ending at a multiple of one of them lands at the end of the client's own buffer)"""
 HAZARDS = ("utf8-2", "utf8-3", "utf8-4", "cr|lf", "field", "data-prefix", "bom", "before-event-end",
            "event-end", "after-event-end", "buffer-multiple")
+"""The hazard classes [`hazards`][ssemock.strategies.hazards] finds, in the order a coverage report lists them."""
 _FIELD = re.compile(rb"(?:\A(?:\xef\xbb\xbf)?|(?<=[\r\n]))(data|event|id|retry):")
 
 
@@ -327,7 +331,7 @@ def hazards(body: bytes, content_type: str | None = None) -> dict[str, list[int]
 
 
 def classify(found: dict[str, list[int]], cuts: Sequence[int]) -> list[str]:
-    """The hazard classes (of ``found``, from :func:`hazards`) the boundaries ``cuts`` exercise,
+    """The hazard classes (of ``found``, from [`hazards`][ssemock.strategies.hazards]) the boundaries ``cuts`` exercise,
     plus ``"1-byte run"`` when three or more follow each other byte by byte."""
     sets = {name: set(offsets) for name, offsets in found.items()}
     hit = [name for name in found if any(c in sets[name] for c in cuts)]
@@ -337,11 +341,9 @@ def classify(found: dict[str, list[int]], cuts: Sequence[int]) -> list[str]:
     return hit
 
 
-#: the faults explore draws with ``explore_faults=True``, simplest first (what a shrink moves to):
-#: every one ends a stream a conforming client must reject or flag (``disconnect`` is drawn after
-#: a drawn number of events)
 FAULTS = ("truncate", "truncate:at=mid_event", "disconnect", "trailing_data:at=garbage",
           "trailing_data:at=same_event")
+"""The faults explore draws with ``explore_faults=True``, simplest first (what a shrink moves to): every one ends a stream a conforming client must reject or flag (``disconnect`` is drawn after a drawn number of events)"""
 
 
 def transform_pool(spec: str | _transforms.Transform | Sequence[str | _transforms.Transform] | None
@@ -369,16 +371,19 @@ def transform_pool(spec: str | _transforms.Transform | Sequence[str | _transform
 
 @dataclass(frozen=True)
 class Variant:
-    """One drawn variant of a cassette's streams: where the chunk boundaries fall (an :class:`At`
+    """One drawn variant of a cassette's streams: where the chunk boundaries fall (an [`At`][ssemock.strategies.At]
     chunking, the same offsets in every response), a chain of transforms applied before, and at
     most one fault. ``options()`` are the replay keywords that serve exactly it."""
 
     chunking: At = field(default_factory=at)
+    """Where the chunk boundaries fall (the same offsets in every response)."""
     transforms: tuple[_transforms.Transform, ...] = ()
+    """The transforms applied before chunking, in order."""
     fault: _faults.Fault | None = None
+    """The fault applied, if any."""
 
     def options(self) -> dict[str, object]:
-        """Keywords for :func:`ssemock.replay` / :func:`ssemock.use_cassette` that serve this variant."""
+        """Keywords for [`ssemock.replay`][ssemock.replay.replay] / [`ssemock.use_cassette`][ssemock.use_cassette] that serve this variant."""
         return {"chunking": self.chunking, "transform": list(self.transforms),
                 "faults": [self.fault] if self.fault is not None else []}
 
@@ -401,13 +406,14 @@ class Variant:
 
 
 class Tables:
-    """The hazard offsets (:func:`hazards`, merged over every response) of a cassette's bodies
+    """The hazard offsets ([`hazards`][ssemock.strategies.hazards], merged over every response) of a cassette's bodies
     under each transform chain, computed once per chain; a chain ending in ``pad:N`` (N >= 3)
     reuses the table of the chain before it, shifted by N."""
 
     def __init__(self, cassette: Cassette) -> None:
         self.bodies = [(x.response.body, x.response.header("content-type") or "") for x in cassette.interactions
                        if x.response.body]
+        """The `(body, content type)` of every response with a body."""
         self._found: dict[tuple[str, ...], tuple[int, dict[str, list[int]]]] = {}
         self._aligned: dict[tuple[str, ...], list[int]] = {}
 
@@ -460,17 +466,17 @@ _BIG = 1 << 24
 def variants(cassette: Cassette, *, transforms: str | Sequence[str | _transforms.Transform] | None = "network",
              faults: bool | str | Sequence[str] = False, max_boundaries: int = 6,
              ) -> SearchStrategy[Variant]:
-    """A hypothesis strategy of whole :class:`Variant` s of ``cassette``'s streams, for ``@given``:
+    """A hypothesis strategy of whole variants ([`Variant`][ssemock.strategies.Variant]) of ``cassette``'s streams, for ``@given``:
 
     ``@given(variant=ssemock.strategies.variants(cassette))`` then
     ``with ssemock.replay(cassette, **variant.options()) as player: ...``.
 
-    A chain of up to three transforms is drawn from ``transforms`` (:func:`transform_pool`: the
+    A chain of up to three transforms is drawn from ``transforms`` ([`transform_pool`][ssemock.strategies.transform_pool]: the
     network set by default), then, when the pool has ``pad``, maybe a padding last: ``pad`` or
     ``pad:N``, which shifts the stream by N bytes, N often chosen to put a CR or a multi-byte
     character on the last byte of a client's own 64- or 1024-byte buffer; then at most one
-    fault when ``faults`` is True (:data:`FAULTS`) or names some; then up to ``max_boundaries``
-    groups of boundaries in the transformed body: one offset of a :func:`hazards` class (each
+    fault when ``faults`` is True ([`FAULTS`][ssemock.strategies.FAULTS]) or names some; then up to ``max_boundaries``
+    groups of boundaries in the transformed body: one offset of a [`hazards`][ssemock.strategies.hazards] class (each
     class as likely), one anywhere, a run of 1-byte chunks, or every offset of one class.
     Examples shrink toward fewer groups and boundaries, earlier offsets, fewer and earlier
     transforms, no padding, the simplest fault.
@@ -480,9 +486,9 @@ def variants(cassette: Cassette, *, transforms: str | Sequence[str | _transforms
 
 class Space:
     """What variants of one cassette are drawn from (the transform pool, the faults, the hazard
-    tables), and :meth:`draw`, the one way a variant is drawn: from a chooser of whole numbers,
-    hypothesis's (:func:`variants`, which shrinks toward smaller numbers) or a seeded
-    ``random.Random`` (:func:`ssemock.explore`, which draws thousands a second). Smaller numbers
+    tables), and [`draw`][ssemock.strategies.Space.draw], the one way a variant is drawn: from a chooser of whole numbers,
+    hypothesis's ([`variants`][ssemock.strategies.variants], which shrinks toward smaller numbers) or a seeded
+    ``random.Random`` ([`ssemock.explore`][ssemock.explore.explore], which draws thousands a second). Smaller numbers
     mean simpler variants: fewer transforms, no padding, no fault, fewer boundary groups, one
     hazard offset, earlier offsets."""
 
@@ -492,13 +498,20 @@ class Space:
         pool = [t for t in transform_pool(transforms)  # a transform that changes no body is never drawn
                 if any(_transforms.applies(t, b, _transforms.kind_of(ct, b)) for b, ct in bodies)]
         self.tables = tables
-        self.padded = any(t.name == "pad" for t in pool)  # drawn apart, last: a shift of the whole stream
+        """The cassette's hazard tables."""
+        self.padded = any(t.name == "pad" for t in pool)
+        """Whether ``pad`` is among the transforms: it is drawn apart, last (a shift of the whole stream)."""
         self.pool = [t for t in pool if t.name != "pad"]
+        """The transforms drawn from."""
         self.fault_names = (list(FAULTS) if faults is True else [] if faults is False
                             else [faults] if isinstance(faults, str) else list(faults))
+        """The names of the faults drawn from."""
         self.faults = [None if name == "disconnect" else _faults.get(name) for name in self.fault_names]
+        """The faults drawn from (`None` stands for `disconnect`)."""
         self.events = max((len(event_ends(b)) for b, _ in bodies), default=0)
+        """The most events in one response."""
         self.max_boundaries = max_boundaries
+        """The most chunk boundaries a variant draws."""
 
     def draw(self, choose: Callable[[int, int], int]) -> Variant:
         """A variant from ``choose(lo, hi)`` (a whole number in ``[lo, hi]``)."""

@@ -1,18 +1,18 @@
 """Synthesize realistic provider streams in code, from the result they should spell.
 
 Each function takes the final message a stream must accumulate to (text, tool calls, thinking,
-usage, ...) and returns a one-interaction :class:`~ssemock.Cassette` whose response is that
+usage, ...) and returns a one-interaction [`Cassette`][ssemock.Cassette] whose response is that
 stream, event for event in the provider's documented wire format:
 
-* :func:`openai_chat` -- Chat Completions ``chat.completion.chunk`` objects, ``data: [DONE]``
+* [`openai_chat`][ssemock.synth.openai_chat] -- Chat Completions ``chat.completion.chunk`` objects, ``data: [DONE]``
   (n > 1 choices, parallel tool calls, refusals, ``stream_options.include_usage``, Azure's
   content filter annotations, OpenAI-compatible servers that repeat tool call ids);
-* :func:`openai_responses` -- Responses API events (``response.created`` ...
+* [`openai_responses`][ssemock.synth.openai_responses] -- Responses API events (``response.created`` ...
   ``response.completed``), output text and function calls;
-* :func:`anthropic_messages` -- Messages API events, with text, ``tool_use``, ``thinking`` +
+* [`anthropic_messages`][ssemock.synth.anthropic_messages] -- Messages API events, with text, ``tool_use``, ``thinking`` +
   signature, citations, ``ping`` and a mid-stream ``event: error``;
-* :func:`ollama_chat` -- Ollama ``/api/chat`` JSON lines (``application/x-ndjson``);
-* :func:`openrouter_chat` -- OpenAI format with OpenRouter's ``: OPENROUTER PROCESSING`` comments.
+* [`ollama_chat`][ssemock.synth.ollama_chat] -- Ollama ``/api/chat`` JSON lines (``application/x-ndjson``);
+* [`openrouter_chat`][ssemock.synth.openrouter_chat] -- OpenAI format with OpenRouter's ``: OPENROUTER PROCESSING`` comments.
 
 The body is cut into writes as a real server and network deliver it: one to three events per
 write, now and then a write that ends inside the next line (seeded by ``seed``, so the same call
@@ -24,8 +24,8 @@ and the recorded request is what the provider's SDK sends for the same parameter
 Every synthesized response carries an ``x-ssemock-source`` header saying it was synthesized.
 
 ``python -m ssemock.synth --write-library`` regenerates the cassettes shipped in
-:mod:`ssemock.cassettes` by streaming each synthesized response through a real loopback HTTP
-server and recording it with :func:`ssemock.use_cassette` (``--check`` re-records into a temporary
+[`ssemock.cassettes`][ssemock.cassettes] by streaming each synthesized response through a real loopback HTTP
+server and recording it with [`ssemock.use_cassette`][ssemock.use_cassette] (``--check`` re-records into a temporary
 folder and compares the files byte for byte, times aside).
 """
 
@@ -46,6 +46,13 @@ from .protocols import anthropic_messages as _anthropic
 from .protocols import ollama_chat as _ollama
 from .protocols import openai_chat as _openai_chat
 from .protocols import openai_responses as _openai_responses
+
+# The synthesizers by provider name; each lives in its protocol module (ssemock.protocols.*).
+from .protocols.anthropic_messages import synthesize as anthropic_messages
+from .protocols.ollama_chat import synthesize as ollama_chat
+from .protocols.openai_chat import synthesize as openai_chat
+from .protocols.openai_chat import synthesize_openrouter as openrouter_chat
+from .protocols.openai_responses import synthesize as openai_responses
 from .synthesis import DEFAULT_PROMPT, SOURCE_HEADER, SYNTH_SOURCE
 
 __all__ = [
@@ -55,29 +62,31 @@ __all__ = [
     "openai_responses", "openrouter_chat", "write_library",
 ]
 
-# The synthesizers by provider name; each lives in its protocol module (ssemock.protocols.*).
-openai_chat = _openai_chat.synthesize
-openrouter_chat = _openai_chat.synthesize_openrouter
-openai_responses = _openai_responses.synthesize
-anthropic_messages = _anthropic.synthesize
-ollama_chat = _ollama.synthesize
 
 OPENAI_CHAT_URL = _openai_chat.URL
+"""The OpenAI chat completions URL synthesized cassettes record."""
 AZURE_URL = _openai_chat.AZURE_URL
+"""An Azure OpenAI chat completions URL."""
 OPENROUTER_URL = _openai_chat.OPENROUTER_URL
+"""The OpenRouter chat completions URL."""
 OPENROUTER_KEEPALIVE = _openai_chat.OPENROUTER_KEEPALIVE
+"""The comment OpenRouter sends while a model is queued."""
 OPENAI_RESPONSES_URL = _openai_responses.URL
+"""The OpenAI Responses API URL synthesized cassettes record."""
 ANTHROPIC_URL = _anthropic.URL
+"""The Anthropic Messages API URL synthesized cassettes record."""
 OLLAMA_URL = _ollama.URL
+"""The Ollama chat URL synthesized cassettes record."""
 LIBRARY_SOURCE = ("synthesized by ssemock.synth from the provider's documented event format; "
                   "recorded through a loopback server; not captured from the real service")
+"""The `_source` note of the shipped library's cassettes."""
 
 # -- the shipped library -----------------------------------------------------------------------
 
 WEATHER_TOKYO = {"name": "get_weather", "arguments": {"city": "東京", "unit": "celsius"}}
-#: characters ``str.splitlines`` (and so httpx's ``iter_lines``) takes for line breaks but SSE and
-#: JSON lines do not: a client that splits on them cuts an event's JSON in two
+"""An example tool call (`get_weather` for Tokyo) with non-ASCII arguments."""
 HAZARDS = "line\u2028separator, paragraph\u2029separator, next\u0085line"
+"""Characters ``str.splitlines`` (and so httpx's ``iter_lines``) takes for line breaks but SSE and JSON lines do not: a client that splits on them cuts an event's JSON in two."""
 _JA = ("こんにちは！ストリーミングは日本語でも動きます。🎌 Emoji too: 🌏🚀👩\u200d💻 — and ümlauts, ½, 𝄞. "
        + HAZARDS)
 
@@ -105,7 +114,6 @@ def _more_library() -> dict[str, Callable[[], Cassette]]:
     }
 
 
-#: name -> how that shipped cassette is synthesized (see ``docs/cassettes.md``).
 LIBRARY: dict[str, Callable[[], Cassette]] = {
     "openai/chat_text": lambda: openai_chat(_JA, chunk_size=3, prompt="Greet me in Japanese, with emoji.", seed=1),
     "openai/chat_tool_calls": lambda: openai_chat(
@@ -165,6 +173,7 @@ LIBRARY: dict[str, Callable[[], Cassette]] = {
         prompt="Weather and time in Tokyo?", seed=16),
     **_more_library(),
 }
+"""Name -> how that shipped cassette is synthesized (see ``docs/cassettes.md``)."""
 
 
 def library_cassette(name: str) -> Cassette:
@@ -263,7 +272,7 @@ def write_library(directory: str | Path | None = None, *, names: Sequence[str] |
     ``directory`` (default: the installed ``ssemock/cassettes``); returns the files written.
 
     Each synthesized stream is served by a Starlette app on 127.0.0.1 that writes its chunks at
-    their times, and recorded by :func:`ssemock.use_cassette` (``record_mode="all"``) from a
+    their times, and recorded by [`ssemock.use_cassette`][ssemock.use_cassette] (``record_mode="all"``) from a
     plain httpx client: boundaries and times are real recordings of loopback writes. The
     recorded request is given the provider's URL and headers of the synthesized one; the
     response keeps the server's headers (``date`` dropped, for a stable file) and says how it

@@ -3,7 +3,7 @@ tool calls, writes cut and timed as a real server and network deliver them, and 
 one-interaction cassette a synthesizer returns.
 
 Each protocol module (``ssemock.protocols.*``) owns its provider's synthesizer and imports these
-pieces; :mod:`ssemock.synth` is the front door (the functions by provider name, the shipped
+pieces; [`ssemock.synth`][ssemock.synth] is the front door (the functions by provider name, the shipped
 library, the command line).
 """
 
@@ -29,9 +29,12 @@ JSON: TypeAlias = dict[str, Any]
 ToolCallSpec: TypeAlias = Mapping[str, Any]
 
 SOURCE_HEADER = "x-ssemock-source"
+"""The response header every synthesized response carries, saying it was synthesized."""
 SYNTH_SOURCE = ("synthesized by ssemock.synth from the provider's documented event format; "
                 "not captured from the real service")
+"""The value of the [`SOURCE_HEADER`][ssemock.synth.SOURCE_HEADER] header."""
 DEFAULT_PROMPT = "Say hello."
+"""The user message of the synthesized request when no ``prompt`` is given."""
 CREATED = 1767225600  # 2026-01-01T00:00:00Z
 _ALNUM = string.ascii_letters + string.digits
 _GROUPS = (1, 1, 1, 2, 2, 3)  # events per write

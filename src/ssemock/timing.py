@@ -14,7 +14,9 @@ class Timing:
     """``factor`` scales the recorded arrival times; ``None`` delivers every chunk at once."""
 
     name: str
+    """The name `timing=` accepts."""
     factor: float | None
+    """What the recorded arrival times are multiplied by (`None`: every chunk at once)."""
 
     def at(self, recorded_s: float) -> float | None:
         """When (seconds after the request) a chunk recorded at ``recorded_s`` is due."""
@@ -25,7 +27,9 @@ class Timing:
 
 
 instant = Timing("instant", None)
+"""Every chunk at once, no waiting (the default)."""
 recorded = Timing("recorded", 1.0)
+"""Chunks at their recorded arrival times."""
 
 
 def scaled(factor: float) -> Timing:
@@ -57,7 +61,7 @@ def get(spec: str | float | Timing | None) -> Timing:
 class Clock:
     """What a replay paces its chunks by: a monotonic ``now()`` and sleeps, sync and async.
 
-    Replay reads the module's :data:`clock`; a test of timing behaviour swaps in a fake one
+    Replay reads the module's [`clock`][ssemock.timing.clock]; a test of timing behaviour swaps in a fake one
     (``monkeypatch.setattr(ssemock.timing, "clock", fake)``) and asserts what was slept, never
     how long the test took.
     """
@@ -79,5 +83,5 @@ class Clock:
             await anyio.sleep(seconds)
 
 
-#: the clock every replay paces by
 clock = Clock()
+"""The clock every replay paces by."""

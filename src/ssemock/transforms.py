@@ -1,8 +1,11 @@
 """Transforms: rewrite a stream's bytes without changing what a conforming decoder yields.
 
-A transform is a list of edits (replace bytes ``[start, end)`` with new bytes) computed in one
-pass over the body, so recorded chunk ends are carried over to the new body in one merge walk:
-the work is linear in the body size however many chunk ends fall inside one event.
+Pass them by name to ``transform=`` (``ssemock.replay(cassette, transform="crlf")``, the marker,
+``ssemock serve --transform``), or apply them yourself; the chunk ends move with the bytes:
+
+    >>> from ssemock import transforms
+    >>> transforms.apply([transforms.crlf], b"data: a\\n\\n", [3, 9])
+    (b'data: a\\r\\n\\r\\n', [3, 11])
 
 SSE transforms keep the events a WHATWG decoder yields (``ids`` gives events ids where the body
 had none; ``raw_unicode`` writes JSON escapes as the characters they stand for, the same JSON
@@ -12,9 +15,14 @@ line breaks real servers put around and inside elements (``compact``, ``pretty``
 ``bracket_lines``, ``crlf``, ``cr``) and keep the decoded elements. A transform that does not
 apply to a body (``keepalive`` on JSON lines, ``raw_unicode`` on a body without such escapes,
 ``ids`` on a body that has ids, anything on a plain JSON body) leaves it as it is, and
-:func:`applies` says so and :func:`skipped_because` why, so a matrix does not run the same bytes
+[`applies`][ssemock.transforms.applies] says so and [`skipped_because`][ssemock.transforms.skipped_because] why, so a matrix does not run the same bytes
 twice and says why it did not.
 """
+
+# How it works (for contributors): a transform is a list of edits (replace bytes [start, end) with
+# new bytes) computed in one pass over the body, so recorded chunk ends are carried over to the new
+# body in one merge walk: the work is linear in the body size however many chunk ends fall inside
+# one event.
 
 from __future__ import annotations
 
@@ -34,8 +42,10 @@ __all__ = ["ALL", "CONFORMING", "NETWORK", "SETS", "Transform", "alternatives", 
            "mixed", "no_final_newline", "no_space", "pad", "pretty", "raw_unicode", "resolve", "retry", "rewrite",
            "skipped_because"]
 
-Edit = tuple[int, int, bytes]  # replace body[start:end] with the bytes
+Edit = tuple[int, int, bytes]
+"""Replace body[start:end] with the bytes."""
 Edits = Callable[[bytes, str], Iterable[Edit]]
+"""`edits(body, kind)`: the edits a transform makes to a body of a kind, in order."""
 
 _NEWLINE = re.compile(rb"\r\n|\r|\n")
 _LINE_START = rb"(?:^|(?<=[\r\n])|(?<=\A\xef\xbb\xbf))"  # a line starts here (a leading BOM is no part of it)
@@ -50,9 +60,13 @@ class Transform:
     overlaps, for a body of ``kind`` (``"sse"`` or ``"ndjson"``) among ``kinds``."""
 
     name: str
+    """The name `transform=` accepts."""
     edits: Edits
+    """`edits(body, kind)` yields `(start, end, new_bytes)` in order, without overlaps."""
     kinds: frozenset[str] = field(default=frozenset({_SSE}))
-    relevant: Callable[[bytes, str], bool] | None = None  # None: applies to every body of its kinds
+    """The body kinds (`"sse"`, `"ndjson"`, ...) it rewrites."""
+    relevant: Callable[[bytes, str], bool] | None = None
+    """None: applies to every body of its kinds."""
 
     def __str__(self) -> str:
         return self.name
@@ -114,7 +128,7 @@ def apply(transforms: Sequence[Transform], body: bytes, ends: Sequence[int], *,
 
 def rewrite(body: bytes, edits: Iterable[Edit], ends: list[int]) -> tuple[bytes, list[int]]:
     """``body`` with each (start, end, replacement) edit made (sorted, apart), and the (sorted) chunk
-    ``ends`` carried over as :func:`apply` says: one merge walk over both."""
+    ``ends`` carried over as [`apply`][ssemock.transforms.apply] says: one merge walk over both."""
     out: list[bytes] = []
     new_ends: list[int] = []
     pos = shift = j = 0
@@ -181,9 +195,9 @@ def _has_lf(body: bytes, kind: str) -> bool:
 
 
 crlf = Transform("crlf", _line_endings(b"\r\n"), frozenset({_SSE, _NDJSON, _ARRAY}), _has_bare_lf)
-#: CR-only line endings; in JSON lines, what the lines of a server that writes ``\r`` end with (the
-#: reference decoder, httpx's ``iter_lines`` and requests' take a lone CR as a line end)
+"""CRLF line endings."""
 cr = Transform("cr", _line_endings(b"\r"), frozenset({_SSE, _NDJSON, _ARRAY}), _has_lf)
+"""CR-only line endings; in JSON lines, what the lines of a server that writes ``\\r`` end with (the reference decoder, httpx's ``iter_lines`` and requests' take a lone CR as a line end)"""
 
 _MIXED = ((b"\n", b"\r\n"), (b"\r\n", b"\n"), (b"\n", b"\r"), (b"\r\n", b"\r"))
 
@@ -205,8 +219,10 @@ def _mixed(body: bytes, kind: str) -> Iterator[Edit]:
 
 
 mixed = Transform("mixed", _mixed)
+"""LF, CRLF and CR line endings, mixed."""
 no_space = Transform("no_space", lambda body, kind: ((m.end(1) + 1, m.end(1) + 2, b"")
                                                      for m in _FIELD_SPACE.finditer(body)))
+"""No space after the colon of each field."""
 
 # -- blocks and lines that dispatch nothing -------------------------------------------------------
 
@@ -233,11 +249,12 @@ def keepalive(comment: str = ": ping") -> Transform:
     return Transform(name, _before_each(lambda i, nl: line + nl + nl))
 
 
-#: the heartbeat comments real servers send: a bare colon (sse-starlette's default is a ping with
-#: a timestamp; many proxies send ``:``), and OpenRouter's while a model is queued
 COMMENTS = (":", ": ping - 2024-02-23 06:52:12.345678+00:00", ": OPENROUTER PROCESSING")
+"""The heartbeat comments real servers send: a bare colon (sse-starlette's default is a ping with a timestamp; many proxies send ``:``), and OpenRouter's while a model is queued."""
 comments = Transform("comments", _before_each(lambda i, nl: COMMENTS[i % len(COMMENTS)].encode() + nl + nl))
+"""A heartbeat comment before each event."""
 retry = Transform("retry", _before_each(lambda i, nl: b"retry: 3000" + nl + nl))
+"""A `retry:` block before each event."""
 
 _ID_LINE = re.compile(_LINE_START + rb"id(?::(?: )?([^\r\n]*))?(?=[\r\n]|$)")
 
@@ -247,6 +264,7 @@ def _no_ids(body: bytes, kind: str) -> bool:
 
 
 ids = Transform("ids", _before_each(lambda i, nl: b"id: %d" % (i + 1) + nl), relevant=_no_ids)
+"""An `id:` field on each event."""
 
 
 def _meta(body: bytes, kind: str) -> Iterator[Edit]:
@@ -266,6 +284,7 @@ def _meta(body: bytes, kind: str) -> Iterator[Edit]:
 
 
 meta = Transform("meta", _meta)
+"""Event-only and id-only blocks between the events."""
 
 
 def pad(shift: int | None = None) -> Transform:
@@ -300,6 +319,7 @@ def _blank_lines(body: bytes, kind: str) -> Iterator[Edit]:
 
 
 blank_lines = Transform("blank_lines", _blank_lines, frozenset({_NDJSON}))
+"""Blank lines between JSON lines."""
 
 
 def _no_final_newline(body: bytes, kind: str) -> Iterator[Edit]:
@@ -308,9 +328,9 @@ def _no_final_newline(body: bytes, kind: str) -> Iterator[Edit]:
         yield end, len(body), b""
 
 
-#: the last JSON line without its line ending (a server that ends the stream right after it)
 no_final_newline = Transform("no_final_newline", _no_final_newline, frozenset({_NDJSON}),
                              lambda body, kind: body.endswith((b"\n", b"\r")) and bool(body.strip()))
+"""The last JSON line without its line ending (a server that ends the stream right after it)"""
 
 # -- JSON arrays ----------------------------------------------------------------------------------
 
@@ -344,14 +364,13 @@ def _array_transform(name: str, element: Callable[[bytes], bytes], first: bytes,
     return Transform(name, edits, frozenset({_ARRAY}), _changes(edits))
 
 
-#: ``[{...},{...}]``: no whitespace between or inside elements
 compact = _array_transform("compact", lambda el: orjson.dumps(orjson.loads(el)), b"[", b",", b"]")
-#: every element indented over several lines, ``[`` and ``]`` on lines of their own
+"""``[{...},{...}]``: no whitespace between or inside elements."""
 pretty = _array_transform("pretty", lambda el: orjson.dumps(orjson.loads(el), option=orjson.OPT_INDENT_2),
                           b"[\n", b",\n", b"\n]")
-#: ``[\n{...}\n,\r\n{...}\n]``: the brackets and separators on lines of their own, CRLF before
-#: each next element (Google's REST streams write ``\n,\r\n`` between elements)
+"""Every element indented over several lines, ``[`` and ``]`` on lines of their own."""
 bracket_lines = _array_transform("bracket_lines", lambda el: el, b"[\n", b"\n,\r\n", b"\n]")
+"""``[\\n{...}\\n,\\r\\n{...}\\n]``: the brackets and separators on lines of their own, CRLF before each next element (Google's REST streams write ``\\n,\\r\\n`` between elements)"""
 
 # -- JSON escapes written raw ---------------------------------------------------------------------
 
@@ -387,27 +406,23 @@ def _raw_unicode(body: bytes, kind: str) -> Iterator[Edit]:
 
 raw_unicode = Transform("raw_unicode", _raw_unicode, frozenset({_SSE, _NDJSON}),
                         lambda body, kind: next(_json_lines(body, kind), None) is not None)
+"""JSON `\\uXXXX` escapes written as the raw characters."""
 
 # -- names ----------------------------------------------------------------------------------------
 
 _NAMED = {t.name: t for t in (crlf, cr, mixed, no_space, comments, ids, meta, retry, raw_unicode, blank_lines,
                               no_final_newline, compact, pretty, bracket_lines)}
 _SHOWN = [*_NAMED, "keepalive[:COMMENT]", "pad[:N]"]
-#: what ``transform="all"`` runs, after the untransformed stream: every named transform alone
 ALL: tuple[Transform, ...] = (crlf, cr, mixed, no_space, keepalive(), comments, ids, meta, retry, pad(),
                               raw_unicode, blank_lines, no_final_newline, compact, pretty, bracket_lines)
-#: what networks and proxies do to a stream on its way (``transform="network"``): heartbeat
-#: comments and padding; a client that fails under one of these fails against the real provider
-#: behind a proxy or load balancer. (Re-chunking, the other thing networks do, is the chunking's job.)
+"""What ``transform="all"`` runs, after the untransformed stream: every named transform alone."""
 NETWORK: tuple[Transform, ...] = (keepalive(), comments, pad())
-#: what another conforming server may send (``transform="conforming"``): other line endings, no
-#: space after the colon, ids, ``retry:``, event-only and id-only blocks, JSON escapes written raw,
-#: blank JSON lines, a JSON array laid out otherwise, a last JSON line without its newline; a client that fails under one of these breaks against another server (or a
-#: gateway that re-encodes), not necessarily against the provider the cassette was recorded from.
+"""What networks and proxies do to a stream on its way (``transform="network"``): heartbeat comments and padding; a client that fails under one of these fails against the real provider behind a proxy or load balancer. (Re-chunking, the other thing networks do, is the chunking's job.)"""
 CONFORMING: tuple[Transform, ...] = (crlf, cr, mixed, no_space, ids, meta, retry, raw_unicode, blank_lines,
                                       no_final_newline, compact, pretty, bracket_lines)
-#: the named sets: each runs as alternatives (none, then each member alone) in a matrix
+"""What another conforming server may send (``transform="conforming"``): other line endings, no space after the colon, ids, ``retry:``, event-only and id-only blocks, JSON escapes written raw, blank JSON lines, a JSON array laid out otherwise, a last JSON line without its newline; a client that fails under one of these breaks against another server (or a gateway that re-encodes), not necessarily against the provider the cassette was recorded from."""
 SETS: dict[str, tuple[Transform, ...]] = {"all": ALL, "network": NETWORK, "conforming": CONFORMING}
+"""The named sets: each runs as alternatives (none, then each member alone) in a matrix."""
 
 
 def get(name: str | Transform) -> Transform:
@@ -435,8 +450,8 @@ def get(name: str | Transform) -> Transform:
 
 def alternatives(spec: str | Transform | Sequence[str | Transform] | None) -> list[list[Transform]]:
     """Transform chains to run a test under, one run each: ``"all"`` (none, then each of
-    :data:`ALL` alone; ``"network"`` and ``"conforming"`` the same over :data:`NETWORK` and
-    :data:`CONFORMING`), ``"none,crlf,cr+keepalive"`` (comma: alternatives; plus: a chain), or a
+    [`ALL`][ssemock.transforms.ALL] alone; ``"network"`` and ``"conforming"`` the same over [`NETWORK`][ssemock.transforms.NETWORK] and
+    [`CONFORMING`][ssemock.transforms.CONFORMING]), ``"none,crlf,cr+keepalive"`` (comma: alternatives; plus: a chain), or a
     list of those."""
     if spec is None:
         return [[]]

@@ -2,15 +2,15 @@
 
 vcrpy joins a streamed body into one blob and keeps no timing, so the imported responses get one
 chunk per event of their framing (SSE event, JSON line, JSON array element) and every chunk at
-t=0 -- :data:`NO_BOUNDARIES` says so. Bodies stored compressed (vcrpy's httpx stub keeps the bytes
+t=0 -- [`NO_BOUNDARIES`][ssemock.vcr.NO_BOUNDARIES] says so. Bodies stored compressed (vcrpy's httpx stub keeps the bytes
 as they came off the wire) are decoded and their Content-Encoding dropped, as ssemock's recorder
 does. A body a custom serializer kept parsed (``parsed_body``) becomes the bytes it gave vcrpy
 back. Nothing is dropped silently: a field that cannot be carried over is a
-:class:`~ssemock.CassetteError` naming the file, the interaction and the field (``force`` drops
+[`CassetteError`][ssemock.CassetteError] naming the file, the interaction and the field (``force`` drops
 it and lists it). The default redaction rules are applied; what they leave is for the caller to
-check with :func:`ssemock.redact.find_secrets` (:func:`import_paths` refuses such a file).
+check with `ssemock.redact.find_secrets` ([`import_paths`][ssemock.vcr.import_paths] refuses such a file).
 
-:func:`import_paths` imports files, folders and globs in one go and reports file by file.
+[`import_paths`][ssemock.vcr.import_paths] imports files, folders and globs in one go and reports file by file.
 """
 
 # Long on purpose: one concern read top to bottom, every vcrpy layout, serializer and content
@@ -54,9 +54,13 @@ __all__ = ["NO_BOUNDARIES", "Converted", "ImportSummary", "Refused", "Skipped", 
            "import_paths", "import_vcr", "is_ssemock_cassette", "is_vcr_cassette", "load_vcr"]
 
 NO_BOUNDARIES = "vcrpy kept no chunk boundaries or timing: using one chunk per event, all at t=0"
-YAML_BYTES_PER_VALUE = 8  # a YAML file may hold FREE_VALUES values and one more per 8 bytes
-BODY_EXPANSION = 16  # bodies may decode (gzip, YAML aliases) to 16x the file, plus BODY_FREE bytes
+"""The note on a converted cassette: vcrpy keeps no chunk boundaries or timing."""
+YAML_BYTES_PER_VALUE = 8
+"""A YAML file may hold FREE_VALUES values and one more per 8 bytes."""
+BODY_EXPANSION = 16
+"""Bodies may decode (gzip, YAML aliases) to 16x the file, plus BODY_FREE bytes."""
 BODY_FREE = 64 << 20
+"""The bytes a body may decode to beyond 16 times the file's size."""
 
 
 class _Invalid(Exception):
@@ -86,7 +90,7 @@ def load_vcr(path: str | os.PathLike[str]) -> Any:
     """The parsed vcrpy cassette (JSON when it looks like JSON, else YAML).
 
     Hostile files are refused with CassetteError before they cost much: more values than the
-    file's size allows, nesting deeper than :data:`~ssemock.cassette.MAX_DEPTH`, unknown tags."""
+    file's size allows, nesting deeper than `MAX_DEPTH`, unknown tags."""
     raw = read_file(path)
     if raw.lstrip().startswith(b"{"):
         check_size(raw, path=path)
@@ -203,7 +207,7 @@ class _Budget:
 
 class _Fields:
     """Fields of a vcrpy cassette that ssemock cannot carry over: an error naming the file, the
-    interaction and the field, or -- with ``force`` -- dropped and listed in :attr:`dropped`."""
+    interaction and the field, or -- with ``force`` -- dropped and listed in `dropped`."""
 
     def __init__(self, force: bool) -> None:
         self.force = force
@@ -499,7 +503,7 @@ def from_vcr(data: Any, path: str | os.PathLike[str] | None = None, *,
 
     ``max_body_bytes``: how many bytes all bodies may decode to (None: no limit). A field
     ssemock cannot carry over (an unknown body key, a custom reason phrase, vcrpy's metadata) is
-    a :class:`CassetteError` naming the interaction and the field; with ``force`` it is dropped
+    a [`CassetteError`][ssemock.CassetteError] naming the interaction and the field; with ``force`` it is dropped
     and described in ``dropped`` instead."""
     if is_ssemock_cassette(data):
         raise CassetteError("already an ssemock cassette, not a vcrpy one", path=path)
@@ -550,7 +554,7 @@ def import_vcr(path: str | os.PathLike[str], *, force: bool = False,
                dropped: list[str] | None = None) -> Cassette:
     """Read a vcrpy cassette file into an (unsaved) ssemock cassette; its bodies may decode to
     at most ``BODY_EXPANSION`` times the file's size plus ``BODY_FREE`` bytes. ``force`` and
-    ``dropped``: as :func:`from_vcr`."""
+    ``dropped``: as [`from_vcr`][ssemock.vcr.from_vcr]."""
     data = load_vcr(path)
     size = os.stat(path).st_size
     return from_vcr(data, path, max_body_bytes=BODY_FREE + BODY_EXPANSION * size, force=force, dropped=dropped)
@@ -559,7 +563,9 @@ def import_vcr(path: str | os.PathLike[str], *, force: bool = False,
 # -- a tree of cassettes -----------------------------------------------------------------------
 
 VCR_SUFFIXES = (".yaml", ".yml", ".json")  # what a folder is searched for (vcrpy's serializers)
-SSEMOCK_SUFFIX = ".ssemock.json"  # beside a vcrpy .json cassette, whose own name is taken
+"""The file suffixes a folder is searched for (vcrpy's serializers)."""
+SSEMOCK_SUFFIX = ".ssemock.json"
+"""The suffix of the ssemock cassette written beside a vcrpy ``.json`` cassette (whose own name is taken)."""
 
 
 @dataclass(frozen=True)
@@ -567,11 +573,17 @@ class Converted:
     """A vcrpy cassette written as an ssemock cassette."""
 
     source: Path
+    """The vcrpy cassette read."""
     target: Path
+    """The ssemock cassette written."""
     interactions: int
+    """How many interactions were converted."""
     dropped: tuple[str, ...] = ()  # fields --force dropped: "interaction 2 (POST ...): response.x: why"
-    scrubbed: tuple[str, ...] = ()  # secrets --scrub-bodies replaced
+    """The fields `--force` dropped, one line each."""
+    scrubbed: tuple[str, ...] = ()
+    """Secrets --scrub-bodies replaced."""
     note: str | None = None
+    """A note on the conversion (such as [`NO_BOUNDARIES`][ssemock.vcr.NO_BOUNDARIES]), if any."""
 
 
 @dataclass(frozen=True)
@@ -580,7 +592,9 @@ class Skipped:
     in a folder) not a vcrpy cassette."""
 
     source: Path
+    """The file skipped."""
     reason: str
+    """Why it was skipped."""
 
 
 @dataclass(frozen=True)
@@ -588,16 +602,21 @@ class Refused:
     """A file not converted, and why (the interaction and the field where there is one)."""
 
     source: Path
+    """The vcrpy cassette."""
     reason: str
+    """Why it could not be converted."""
 
 
 @dataclass
 class ImportSummary:
-    """What :func:`import_paths` did, file by file."""
+    """What [`import_paths`][ssemock.vcr.import_paths] did, file by file."""
 
     converted: list[Converted] = field(default_factory=list)
+    """The cassettes converted."""
     skipped: list[Skipped] = field(default_factory=list)
+    """The files skipped, and why."""
     refused: list[Refused] = field(default_factory=list)
+    """The cassettes that could not be converted, and why."""
 
     @property
     def written(self) -> list[Path]:
@@ -807,7 +826,7 @@ def import_paths(paths: Iterable[str | os.PathLike[str]], *, out: str | os.PathL
 
 def import_file(source: str | os.PathLike[str], target: str | os.PathLike[str], *, force: bool = False,
                 scrub_bodies: bool = False) -> ImportSummary:
-    """Import one vcrpy cassette file to the ssemock cassette ``target`` (as :func:`import_paths`)."""
+    """Import one vcrpy cassette file to the ssemock cassette ``target`` (as [`import_paths`][ssemock.vcr.import_paths])."""
     summary = ImportSummary()
     source_path, target_path = Path(source), Path(target)
     if _same_file(source_path, target_path):

@@ -3,7 +3,7 @@
 vcrpy calls ``before_record_request`` and custom matchers with its own ``vcr.request.Request``
 (``.uri``, ``.headers`` a case-insensitive dict, ``.body``) and ``before_record_response`` with a
 dict (``{"status": {"code": ...}, "headers": {name: [values]}, "body": {"string": ...}}``).
-ssemock calls them with :class:`ssemock.Request` and :class:`ssemock.Response`. These wrappers
+ssemock calls them with [`ssemock.Request`][ssemock.Request] and [`ssemock.Response`][ssemock.Response]. These wrappers
 translate both ways, so a migrated suite keeps its hooks as they are (``ssemock migrate`` wraps
 them); port a hook to ssemock's types when convenient and drop the wrapper. They need vcrpy
 installed (they build vcrpy's own Request).
@@ -19,6 +19,7 @@ from .cassette import Headers, Request, Response, body_ends
 __all__ = ["matcher", "request_hook", "response_hook"]
 
 VcrHook = Callable[[Any], Any]
+"""A vcrpy ``before_record_request`` or ``before_record_response`` hook."""
 
 
 def _vcr_request(request: Request) -> Any:

@@ -7,7 +7,7 @@ chunk, Responses API events, Anthropic thinking + signature, pings and a mid-str
 error, Ollama JSON lines, OpenRouter keep-alive comments, and an OpenAI-compatible server that
 repeats tool call ids and names in every delta.
 
-They are **synthesized** by :mod:`ssemock.synth` and recorded through a real loopback server
+They are **synthesized** by [`ssemock.synth`][ssemock.synth] and recorded through a real loopback server
 (``python -m ssemock.synth --write-library``), not captured from the real services; every
 response says so in its ``x-ssemock-source`` header. The request of each is what the provider's
 SDK sends for the same parameters (``load(name).interactions[0].request.json()``).
@@ -21,8 +21,8 @@ from ..cassette import Cassette, CassetteError
 
 __all__ = ["DIRECTORY", "load", "names", "path"]
 
-#: The folder the shipped cassettes live in (``<provider>/<case>.json``).
 DIRECTORY = Path(__file__).resolve().parent
+"""The folder the shipped cassettes live in (``<provider>/<case>.json``)."""
 
 
 def names() -> list[str]:
@@ -34,7 +34,7 @@ def path(name: str) -> Path:
     """The file of the shipped cassette ``name`` (``"openai/chat_text"``; ``.json`` optional).
 
     Replay it in place (``ssemock.use_cassette(path(name))``), or copy it first if a test may
-    record: ``load(name).save(my_path)``. Raises :class:`ssemock.CassetteError` for an unknown name.
+    record: ``load(name).save(my_path)``. Raises [`ssemock.CassetteError`][ssemock.CassetteError] for an unknown name.
     """
     clean = name.strip().removesuffix(".json")
     file = (DIRECTORY / f"{clean}.json").resolve()
@@ -44,5 +44,5 @@ def path(name: str) -> Path:
 
 
 def load(name: str) -> Cassette:
-    """The shipped cassette ``name`` as a :class:`ssemock.Cassette`, e.g. ``load("ollama/chat")``."""
+    """The shipped cassette ``name`` as a [`ssemock.Cassette`][ssemock.Cassette], e.g. ``load("ollama/chat")``."""
     return Cassette.load(path(name))

@@ -1,7 +1,7 @@
 """Framings: where a body's events end and how they decode; one module per framing.
 
 A framing module (``ssemock/framing/<name>.py``) defines one module-level object, ``FRAMING``, a
-:class:`Framing`:
+`Framing`:
 
 ``name``
     ``"sse"``, ``"ndjson"``, ``"json_array"``, ``"eventstream"``: what a protocol's ``framing``
@@ -24,9 +24,9 @@ A framing module (``ssemock/framing/<name>.py``) defines one module-level object
     ``(content type, body)``: a short body of a few events, as servers write it; the fault x
     framing matrix (``tests/test_fault_matrix.py``) and the table in the docs run every fault on it.
 
-Detection (:func:`detect`) asks every registered framing, in registry order: content type first,
+Detection (`detect`) asks every registered framing, in registry order: content type first,
 then sniffing; SSE when nothing says yes (a stream that is no framing decodes to no events).
-Adding a framing = one module + its tests + one line in :data:`_MODULES`.
+Adding a framing = one module + its tests + one line in `_MODULES`.
 """
 
 from __future__ import annotations

@@ -43,11 +43,11 @@ def _blank_line_ends(body: bytes) -> Ends:
 
 
 def framed_event_ends(body: bytes, content_type: str | None) -> Ends:
-    """End offset of every event of ``body`` in its framing (:func:`ssemock.framing.detect`): SSE
+    """End offset of every event of ``body`` in its framing (`ssemock.framing.detect`): SSE
     events, JSON lines, a JSON array's elements (Gemini without ``alt=sse``), eventstream frames.
 
     A content type a framing claims decides. Else a body that is a JSON array of objects is cut
-    at its elements, and any other at what :func:`event_ends` guesses (an eventstream prelude,
+    at its elements, and any other at what [`event_ends`][ssemock.chunking.event_ends] guesses (an eventstream prelude,
     blank lines, else lines)."""
     found = detect(content_type, body)
     media = (content_type or "").split(";")[0].strip().lower()

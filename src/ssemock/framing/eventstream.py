@@ -12,14 +12,14 @@ all big-endian. Header values are typed: 0/1 true/false (no bytes), 2 byte (i8),
 4 integer (i32), 5 long (i64), 6 byte array (u16 length + bytes), 7 string (u16 length + UTF-8),
 8 timestamp (i64 milliseconds since the epoch), 9 UUID (16 bytes).
 
-:class:`Decoder` is incremental (``feed`` any chunking, one frame out as soon as its last byte is
+[`Decoder`][ssemock.framing.eventstream.Decoder] is incremental (``feed`` any chunking, one frame out as soon as its last byte is
 in; linear work however the stream is cut) and checks everything botocore checks: both CRCs,
 lengths (at most 128 KiB of headers and 24 MiB of payload, botocore's limits, so a corrupt
 length cannot make it buffer without bound), header types, UTF-8, duplicate header names. A
-problem is one :class:`FrameError` naming the frame's index and byte offset. A frame cut off by
-the end of the stream is dropped, as an unterminated SSE event is (:attr:`Decoder.pending`
-says how many bytes were left). :func:`frame_ends` finds frame boundaries from the lengths
-alone, for chunking and faults; :func:`encode` writes a frame (the synthesizer's helper).
+problem is one [`FrameError`][ssemock.framing.eventstream.FrameError] naming the frame's index and byte offset. A frame cut off by
+the end of the stream is dropped, as an unterminated SSE event is ([`Decoder.pending`][ssemock.framing.eventstream.Decoder.pending]
+says how many bytes were left). [`frame_ends`][ssemock.framing.eventstream.frame_ends] finds frame boundaries from the lengths
+alone, for chunking and faults; [`encode`][ssemock.framing.eventstream.encode] writes a frame (the synthesizer's helper).
 """
 
 from __future__ import annotations
@@ -40,12 +40,18 @@ __all__ = ["CONTENT_TYPE", "FRAMING", "Decoder", "Frame", "FrameError", "HeaderV
            "frame_ends", "is_eventstream", "is_frame", "iter_decode"]
 
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
-PRELUDE = 12  # total length, headers length, prelude CRC
-MINIMUM = PRELUDE + 4  # a frame with no headers and no payload
+"""The content type of an AWS eventstream response."""
+PRELUDE = 12
+"""Total length, headers length, prelude CRC."""
+MINIMUM = PRELUDE + 4
+"""A frame with no headers and no payload."""
 MAX_HEADERS = 128 * 1024  # botocore's limits
+"""The largest headers section a frame may have, in bytes (botocore's limit)."""
 MAX_PAYLOAD = 24 * 1024 * 1024
+"""The largest payload a frame may have, in bytes (botocore's limit)."""
 
 HeaderValue: TypeAlias = bool | int | bytes | str | datetime | uuid.UUID
+"""The Python types a header value can have."""
 
 _TYPE_NAMES = {0: "true", 1: "false", 2: "byte", 3: "short", 4: "integer", 5: "long", 6: "byte array",
                7: "string", 8: "timestamp", 9: "uuid"}
@@ -65,17 +71,21 @@ class FrameError(ValueError):
     def __init__(self, index: int, offset: int, problem: str) -> None:
         super().__init__(f"eventstream frame {index} (at byte {offset}): {problem}")
         self.index = index
+        """The position of the bad frame in the stream."""
         self.offset = offset
+        """The byte offset of the bad frame in the body."""
 
 
 class Typed(NamedTuple):
-    """A header value with an explicit wire type, for :func:`encode`: ``Typed("long", 5)``.
+    """A header value with an explicit wire type, for [`encode`][ssemock.framing.eventstream.encode]: ``Typed("long", 5)``.
 
     Plain values pick their type: bool -> true/false, int -> integer (i32), bytes -> byte
     array, str -> string, datetime -> timestamp, UUID -> uuid."""
 
     type: str
+    """The wire type (`"long"`, `"short"`, `"byte"`, `"timestamp"`, ...)."""
     value: HeaderValue
+    """The value."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +93,15 @@ class Frame:
     """One decoded message: its headers, payload, position and exact bytes."""
 
     headers: dict[str, HeaderValue]
+    """The frame's headers, by name."""
     payload: bytes
+    """The payload bytes."""
     index: int
+    """The frame's position in the stream (0 for the first)."""
     offset: int
+    """The byte offset of the frame in the body."""
     raw: bytes
+    """The frame's exact bytes, prelude and CRCs included."""
 
     @property
     def message_type(self) -> str:
@@ -178,7 +193,7 @@ def _headers(data: bytes, index: int, offset: int) -> dict[str, HeaderValue]:
 
 def _timestamp(millis: int, fail: Callable[[str], FrameError], name: str) -> datetime:
     """A timestamp header's milliseconds as a UTC datetime; one Python cannot hold (before year
-    1 or after 9999) is a :class:`FrameError`, as AWS never sends one."""
+    1 or after 9999) is a [`FrameError`][ssemock.framing.eventstream.FrameError], as AWS never sends one."""
     try:
         return _EPOCH + timedelta(milliseconds=millis)
     except OverflowError:
@@ -214,7 +229,7 @@ def _frame(raw: bytes, index: int, offset: int) -> Frame:
 
 
 class Decoder:
-    """Incremental eventstream decoder: :meth:`feed` bytes, get whole frames; then :meth:`close`."""
+    """Incremental eventstream decoder: [`feed`][ssemock.framing.eventstream.Decoder.feed] bytes, get whole frames; then [`close`][ssemock.framing.eventstream.Decoder.close]."""
 
     __slots__ = ("_buffer", "_need", "_index", "_offset")
 
@@ -226,11 +241,11 @@ class Decoder:
 
     @property
     def pending(self) -> int:
-        """Bytes of an unfinished frame held (dropped by :meth:`close`)."""
+        """Bytes of an unfinished frame held (dropped by [`close`][ssemock.framing.eventstream.Decoder.close])."""
         return len(self._buffer)
 
     def feed(self, data: bytes) -> list[Frame]:
-        """The frames completed by ``data``; a corrupt frame raises :class:`FrameError`."""
+        """The frames completed by ``data``; a corrupt frame raises [`FrameError`][ssemock.framing.eventstream.FrameError]."""
         buffer = self._buffer
         buffer += data
         if len(buffer) < self._need:
@@ -333,7 +348,7 @@ def _header(name: str, value: HeaderValue | Typed) -> bytes:
 
 
 def encode(headers: Mapping[str, HeaderValue | Typed], payload: bytes = b"") -> bytes:
-    """One frame: ``headers`` in order (see :class:`Typed`), ``payload``, both CRC32s."""
+    """One frame: ``headers`` in order (see [`Typed`][ssemock.framing.eventstream.Typed]), ``payload``, both CRC32s."""
     block = b"".join(_header(name, value) for name, value in headers.items())
     if len(block) > MAX_HEADERS or len(payload) > MAX_PAYLOAD:
         raise ValueError(f"a frame holds at most {MAX_HEADERS} bytes of headers and {MAX_PAYLOAD} of payload")
@@ -350,3 +365,4 @@ def _example() -> bytes:
 FRAMING = Framing(name="eventstream", decode=decode, event_ends=frame_ends,
                   content_type=lambda media: media == CONTENT_TYPE, sniff=is_eventstream,
                   example=(CONTENT_TYPE, _example()))
+"""The eventstream framing, as registered in `ssemock.framing`."""

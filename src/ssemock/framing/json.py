@@ -1,10 +1,10 @@
 """A plain JSON body: one JSON document, not a stream (an error body, a non-streaming answer).
 
-It is one event: :func:`event_ends` is the end of the document. Detected by shape only (the
+It is one event: [`event_ends`][ssemock.framing.json.event_ends] is the end of the document. Detected by shape only (the
 content type ``application/json`` is shared with JSON array streams and some JSON-lines
 servers): a body that is one whole JSON object, compact or pretty-printed (a single line ending
 in LF is left to JSON lines: it decodes the same). A stream cut short
-or followed by other bytes is no document: :func:`decode` raises :class:`JSONBodyError`.
+or followed by other bytes is no document: [`decode`][ssemock.framing.json.decode] raises [`JSONBodyError`][ssemock.framing.json.JSONBodyError].
 """
 
 from __future__ import annotations
@@ -53,3 +53,4 @@ def _sniff(body: bytes) -> bool:
 FRAMING = Framing(name="json", decode=decode, event_ends=event_ends,
                   content_type=lambda media: False, sniff=_sniff, stream=False,
                   example=("application/json", b'{\n  "id": "x-1",\n  "text": "hello"\n}\n'))
+"""The plain JSON framing (one JSON body, not a stream), as registered in `ssemock.framing`."""

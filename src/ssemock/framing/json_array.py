@@ -3,7 +3,7 @@
 Gemini's ``streamGenerateContent`` without ``alt=sse`` answers ``[{...}\\n,\\r\\n{...}\\n]``:
 each element is one event, complete when its closing brace arrives. Elements are found by one
 linear scan of the bytes (strings and escapes skipped, brackets counted), then parsed with
-:func:`orjson.loads`.
+`orjson.loads`.
 """
 
 from __future__ import annotations

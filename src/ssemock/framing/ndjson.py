@@ -4,10 +4,16 @@ Lines end at LF, CRLF (even split across chunks) or a lone CR -- never at U+0085
 U+2029, which may appear raw inside JSON strings -- so splitting happens on ``bytes``, never with
 ``str.splitlines``. A raw CR cannot be inside a JSON string, so a lone CR ends a line, as it does
 for httpx's ``iter_lines`` and requests' ``iter_lines`` (the ``cr`` transform writes such a
-stream; a CR written as whitespace inside a line would split it). Blank lines are skipped. Each
-chunk is scanned once (twice more when it holds a CR), a partial line is kept as pieces and
-joined once, so the work is linear however the stream is chunked. Values are parsed with :func:`orjson.loads`.
+stream; a CR written as whitespace inside a line would split it). Blank lines are skipped.
+
+    >>> from ssemock.ndjson import decode
+    >>> decode([b'{"message": {"content": "hel', b'lo"}}\\n{"done": true}\\n'])
+    [{'message': {'content': 'hello'}}, {'done': True}]
 """
+
+# How it works (for contributors): each chunk is scanned once (twice more when it holds a CR), a
+# partial line is kept as pieces and joined once, so the work is linear however the stream is
+# chunked. Values are parsed with orjson.loads.
 
 from __future__ import annotations
 
@@ -36,7 +42,9 @@ class NDJSONError(ValueError):
         excerpt = text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
         super().__init__(f"line {lineno}: not valid JSON ({reason}): {excerpt!r}")
         self.lineno = lineno
+        """Its line number (1 for the first)."""
         self.line = line
+        """The offending line."""
 
 
 def _parse(lines: list[bytes], first_lineno: int) -> list[object]:
@@ -57,7 +65,7 @@ def _parse(lines: list[bytes], first_lineno: int) -> list[object]:
 
 
 class Decoder:
-    """Incremental JSON-lines decoder: :meth:`feed` bytes, then :meth:`close`."""
+    """Incremental JSON-lines decoder: [`feed`][ssemock.ndjson.Decoder.feed] bytes, then [`close`][ssemock.ndjson.Decoder.close]."""
 
     __slots__ = ("_parts", "_lineno", "_cr")
 
@@ -69,7 +77,7 @@ class Decoder:
     def feed(self, chunk: bytes | bytearray | memoryview) -> list[object]:
         """Take the next bytes of the stream; return the values of the lines it completes.
 
-        Raises :class:`NDJSONError` for a completed line that is not blank and not valid JSON.
+        Raises [`NDJSONError`][ssemock.ndjson.NDJSONError] for a completed line that is not blank and not valid JSON.
         """
         if type(chunk) is not bytes:
             chunk = bytes(chunk)

@@ -1,4 +1,4 @@
-"""The SSE framing: :mod:`ssemock.sse` (the WHATWG reference decoder) as a registry entry.
+"""The SSE framing: [`ssemock.sse`][ssemock.sse] (the WHATWG reference decoder) as a registry entry.
 
 The decoder itself stays in ``ssemock/sse.py``; this module only registers it and adds where
 events end in a body (after each blank line: LF LF, CR CR, CRLF CRLF and mixes).

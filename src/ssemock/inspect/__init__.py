@@ -1,17 +1,17 @@
 """The logic behind ``ssemock show/validate/rechunk/redact/fix``: look at cassettes and repair them.
 
-Everything here works on :class:`~ssemock.cassette.Cassette` objects and returns plain data
+Everything here works on [`Cassette`][ssemock.Cassette] objects and returns plain data
 (dataclasses with ``to_dict()``) or text; the command line only parses arguments and prints.
 
-* :func:`summarize` / :func:`format_summary` -- what ``show`` prints: chunk timing, gap and size
+* `summarize` / `format_summary` -- what ``show`` prints: chunk timing, gap and size
   statistics, a size histogram, a terminal timeline, the decoded events and what they accumulate to.
-* :func:`validate_file` -- what ``validate`` checks: the file loads, the body decodes, spec
+* `validate_file` -- what ``validate`` checks: the file loads, the body decodes, spec
   oddities (BOM, CR-only line endings, an unterminated last event, events after ``[DONE]``, an
   unknown protocol), secrets left behind, incomplete recordings.
-* :func:`rechunk` -- a new boundary map (and body, with transforms) from any strategy.
-* :func:`redact` -- the default redaction rules plus secrets scrubbed out of bodies, with the
+* `rechunk` -- a new boundary map (and body, with transforms) from any strategy.
+* `redact` -- the default redaction rules plus secrets scrubbed out of bodies, with the
   boundary map shifted to match.
-* :func:`repair` -- load a cassette whose boundary map disagrees with a hand-edited body.
+* `repair` -- load a cassette whose boundary map disagrees with a hand-edited body.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ _WHAT = {"sse": "SSE events", "ndjson": "JSON lines", "json_array": "JSON array 
 
 
 def stream_kind(content_type: str | None, body: bytes = b"") -> StreamKind:
-    """The framing a recorded body decodes in (:func:`ssemock.framing.detect`'s name: ``sse``,
+    """The framing a recorded body decodes in (`ssemock.framing.detect`'s name: ``sse``,
     ``ndjson``, ``json_array``, ``eventstream``), or ``other`` for a body that is no stream.
 
     A content type a framing claims decides (text/event-stream, the JSON-lines types, AWS
@@ -58,7 +58,7 @@ class Decoded:
 
 
 def decode_response(response: Response) -> Decoded:
-    """Decode a recorded body with the reference decoder of its framing (see :func:`stream_kind`)."""
+    """Decode a recorded body with the reference decoder of its framing (see `stream_kind`)."""
     kind = stream_kind(response.header("content-type"), response.body)
     if kind == "other":
         return Decoded(kind)

@@ -22,7 +22,7 @@ from ..cassette import (
 
 @dataclass
 class Repair:
-    """What :func:`repair` did to one interaction (``changed`` False: it was fine)."""
+    """What `repair` did to one interaction (``changed`` False: it was fine)."""
 
     interaction: int
     changed: bool
@@ -81,7 +81,7 @@ def _repair_map(old: list[tuple[float, int]], body: bytes,
 def repair(raw: bytes | str, path: str | os.PathLike[str] | None = None) -> tuple[Cassette, list[Repair]]:
     """Load cassette JSON without trusting its boundary maps, rebuilding the ones that are wrong.
 
-    Raises :class:`CassetteError` when the file cannot be repaired (not JSON, unknown version, an
+    Raises [`CassetteError`][ssemock.CassetteError] when the file cannot be repaired (not JSON, unknown version, an
     interaction broken in a way other than its boundary map).
     """
     items = read_document(raw, path=path)
@@ -117,5 +117,5 @@ def repair(raw: bytes | str, path: str | os.PathLike[str] | None = None) -> tupl
 
 
 def repair_file(path: str | os.PathLike[str]) -> tuple[Cassette, list[Repair]]:
-    """:func:`repair` on a file (CassetteError when it cannot be read)."""
+    """`repair` on a file (CassetteError when it cannot be read)."""
     return repair(read_file(path), path)

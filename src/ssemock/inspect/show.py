@@ -135,7 +135,7 @@ def _num(value: float) -> str:
 
 
 def format_summary(s: dict[str, Any], width: int = 60) -> str:
-    """The human form of :func:`summarize`'s result."""
+    """The human form of `summarize`'s result."""
     lines = [f"#{s['index']}  {s['method']} {s['url']}"]
     state = "complete" if s["complete"] else "INCOMPLETE"
     if s["error"]:

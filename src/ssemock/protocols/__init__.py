@@ -1,23 +1,23 @@
 """Protocols: what a stream's events mean, one module per provider API, composed by a registry.
 
 A protocol module (``ssemock/protocols/<name>.py``) holds everything that knows one provider's
-shapes and defines one module-level object, ``PROTOCOL``, a :class:`Protocol`:
+shapes and defines one module-level object, ``PROTOCOL``, a `Protocol`:
 
 ``name``
     the public protocol name, ``"<provider>.<api>"`` (``"openai.chat"``, ``"gemini.generate_content"``,
     ``"bedrock.converse"``, ``"mcp"``); what ``accumulate(protocol=...)`` and the ``protocol``
     marker take.
 ``framing``
-    the name of the :mod:`ssemock.framing` member that cuts its bodies into events (``"sse"``,
+    the name of the `ssemock.framing` member that cuts its bodies into events (``"sse"``,
     ``"ndjson"``, ``"json_array"``, ``"eventstream"``); some protocols speak several (Gemini: SSE
     and a JSON array): the framing actually used is chosen from the response (content type and
-    body) by :func:`ssemock.framing.detect`; ``framing`` is the usual one, the one synth writes.
+    body) by `ssemock.framing.detect`; ``framing`` is the usual one, the one synth writes.
 ``fold``
-    the reference accumulator: a subclass of :class:`ssemock.protocols.base.Fold`. ``accumulate``
+    the reference accumulator: a subclass of `ssemock.protocols.base.Fold`. ``accumulate``
     makes one per stream, sets ``fold.at`` to the event's position and calls ``fold.feed(event)``
     for each decoded event until ``fold.result.complete``, then ``fold.finish()``. Events are what
     the framing decodes (``ServerSentEvent``, a parsed JSON value, an eventstream message, ...).
-    Raise ``self.fail("what is wrong")`` (a :class:`ProtocolError` naming the protocol and event)
+    Raise ``self.fail("what is wrong")`` (a [`ProtocolError`][ssemock.accumulate.ProtocolError] naming the protocol and event)
     for input no server of the protocol could send; skip unknown event types.
 ``url(url) -> bool``
     the request URL (scheme, host, path and query, as recorded) is this protocol's endpoint.
@@ -32,19 +32,19 @@ shapes and defines one module-level object, ``PROTOCOL``, a :class:`Protocol`:
     the bytes of ONE complete mid-stream error event in this provider's own shape and in
     ``error.framing`` (an SSE ``event: error`` block, an NDJSON ``{"error": ...}`` line, an
     eventstream exception frame, a JSON-RPC error ...), ending with ``error.newline`` (``"\\r\\n"``
-    when the served body uses CRLF). :func:`ssemock.faults.error_event` cuts the body after
+    when the served body uses CRLF). [`ssemock.faults.error_event`][ssemock.faults.error_event] cuts the body after
     event N and appends these bytes; for a ``json_array`` body ``error.after_first`` says whether
     an element precedes it (then the bytes start with the separator) and the bytes close the array.
 ``framings``
     optional: the other framings its bodies come in (Gemini: ``("json_array",)``); its
-    ``error_event`` writes those too. :func:`speaks` says whether a protocol writes a framing.
+    ``error_event`` writes those too. `speaks` says whether a protocol writes a framing.
 ``http_error(status, message) -> HTTPErrorBody``
     the body and content type the provider answers ``status`` with before any stream
-    (:func:`ssemock.faults.http_error`); ``message=None``: the provider's usual text.
+    ([`ssemock.faults.http_error`][ssemock.faults.http_error]); ``message=None``: the provider's usual text.
 ``synthesize``
-    optional: a function returning a one-interaction :class:`~ssemock.Cassette` of a realistic
+    optional: a function returning a one-interaction [`Cassette`][ssemock.Cassette] of a realistic
     stream from the result it must accumulate to, with keyword parameters in the style of
-    :mod:`ssemock.synth` (``text``, ``tool_calls``, ``usage``, ``finish_reason``, ``model``,
+    [`ssemock.synth`][ssemock.synth] (``text``, ``tool_calls``, ``usage``, ``finish_reason``, ``model``,
     ``chunk_size``, ``gap``, ``first_token``, ``seed``, ``prompt``, ``url``).
 ``sdk_request(base_url, interaction) -> bool``
     optional: make ``interaction``'s request with the provider's own SDK against the loopback
@@ -54,9 +54,9 @@ shapes and defines one module-level object, ``PROTOCOL``, a :class:`Protocol`:
     httpx client records it instead).
 
 Adding a provider = one module defining ``PROTOCOL`` + its tests (``tests/protocols/test_<name>.py``)
-+ a shipped cassette under ``ssemock/cassettes/<provider>/``, and one line in :data:`_MODULES` below.
++ a shipped cassette under ``ssemock/cassettes/<provider>/``, and one line in `_MODULES` below.
 Nothing else changes: detection, ``accumulate``, ``error_event`` and ``http_error`` go through
-:func:`get` / :func:`detect` / :func:`for_response`.
+`get` / `detect` / `for_response`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The shared shapes of every protocol: the accumulated result, the fold base, error shapes.
 
-A protocol module's reference accumulator subclasses :class:`Fold`; its result is an
-:class:`Accumulated`. :class:`StreamError` and :class:`HTTPErrorBody` are what a protocol's
-``error_event`` and ``http_error`` take and give (see :mod:`ssemock.protocols`).
+A protocol module's reference accumulator subclasses `Fold`; its result is an
+[`Accumulated`][ssemock.Accumulated]. `StreamError` and `HTTPErrorBody` are what a protocol's
+``error_event`` and ``http_error`` take and give (see `ssemock.protocols`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ class ProtocolError(ValueError):
     def __init__(self, message: str, *, protocol: str | None = None, index: int | None = None):
         super().__init__(message)
         self.protocol = protocol
+        """The protocol being folded, when known."""
         self.index = index
+        """The position of the offending event in the stream, when known."""
 
 
 @dataclass
@@ -42,10 +44,15 @@ class ToolCall:
     """
 
     index: int
+    """The wire index (openai.chat) or the call's position in the message."""
     id: str = ""
+    """The call's id."""
     name: str = ""
+    """The tool's name."""
     arguments: str = ""
+    """The arguments as JSON text, as streamed, concatenated."""
     type: str = "function"
+    """The call's type (`"function"` unless the provider says otherwise)."""
 
     @property
     def parsed_arguments(self) -> Any:
@@ -70,12 +77,19 @@ class Choice:
     """One completion choice (a single one for every protocol but openai.chat with ``n > 1``)."""
 
     index: int
+    """The choice's index (0 for most streams)."""
     text: str = ""
+    """The text, concatenated."""
     refusal: str = ""
+    """The refusal text, if the model refused."""
     tool_calls: list[ToolCall] = field(default_factory=list)
+    """The tool calls, in order."""
     finish_reason: str | None = None
+    """Why the choice ended (`"stop"`, `"tool_calls"`, ...), as the provider names it."""
     thinking: str = ""
+    """The reasoning text, concatenated."""
     signature: str = ""
+    """The signature of the thinking text (Anthropic)."""
 
     def to_dict(self) -> JSON:
         """Plain JSON-able form."""
@@ -95,13 +109,21 @@ class Accumulated:
     """
 
     protocol: str
+    """The protocol folded (`"openai.chat"`, `"anthropic.messages"`, ...)."""
     choices: list[Choice] = field(default_factory=list)
+    """Every choice (candidate message) of the stream."""
     usage: JSON | None = None
+    """The token usage the stream reported, as JSON."""
     error: JSON | None = None
+    """An error the stream carried mid-way, as JSON."""
     complete: bool = False
+    """Whether the protocol's terminator was seen."""
     citations: list[Any] = field(default_factory=list)
+    """Citations the provider sent, in order."""
     id: str = ""
+    """The message or response id."""
     model: str = ""
+    """The model name the stream reported."""
 
     @property
     def _main(self) -> Choice:

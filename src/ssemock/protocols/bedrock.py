@@ -1,5 +1,5 @@
 """``bedrock.converse``: Amazon Bedrock's ConverseStream (``POST /model/{modelId}/converse-stream``),
-AWS eventstream frames (:mod:`ssemock.framing.eventstream`) whose ``:event-type`` names the event
+AWS eventstream frames ([`ssemock.framing.eventstream`][ssemock.framing.eventstream]) whose ``:event-type`` names the event
 and whose payload is its JSON:
 
 ``messageStart`` (role), ``contentBlockStart`` (only for tool use: ``start.toolUse`` with
@@ -35,11 +35,12 @@ from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, string
 __all__ = ["EXCEPTIONS", "PROTOCOL", "URL", "frame", "synthesize"]
 
 URL = "https://bedrock-runtime.us-east-1.amazonaws.com/model/{model}/converse-stream"
+"""The ConverseStream URL, with a `{model}` placeholder."""
 _EVENTS = frozenset({"messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop",
                      "metadata"})
-#: The exception frames ConverseStream may send (botocore's ``ConverseStreamOutput`` members).
 EXCEPTIONS = ("internalServerException", "modelStreamErrorException", "validationException",
               "throttlingException", "serviceUnavailableException")
+"""The exception frames ConverseStream may send (botocore's ``ConverseStreamOutput`` members)."""
 _KINDS = {"overloaded_error": "serviceUnavailableException", "server_error": "internalServerException",
           "api_error": "internalServerException", "rate_limit_error": "throttlingException",
           "rate_limit_exceeded": "throttlingException", "invalid_request_error": "validationException"}
@@ -243,3 +244,4 @@ PROTOCOL = Protocol(name="bedrock.converse", framing="eventstream", fold=_Conver
                     http_error=http_error, url=_is_converse,
                     content_type=lambda media: media == eventstream.CONTENT_TYPE, event=_telling,
                     synthesize=synthesize)
+"""The `bedrock.converse` protocol, as registered in `ssemock.protocols`."""

@@ -8,13 +8,13 @@ stream for server-initiated messages. The session is the ``Mcp-Session-Id`` resp
 ``initialize``, echoed on every later request. The legacy HTTP+SSE transport opens a ``GET``
 stream first, whose ``event: endpoint`` names the URL to POST to; every response then arrives on
 that stream, correlated by id alone: replay holds each of its messages until the request it
-answers is made (see :func:`holds` and :mod:`ssemock.held`).
+answers is made (see [`holds`][ssemock.protocols.mcp.holds] and [`ssemock.held`][ssemock.held]).
 
-The reference fold reads SSE events (or parsed JSON bodies) and gives an :class:`McpResult`: the
+The reference fold reads SSE events (or parsed JSON bodies) and gives an [`McpResult`][ssemock.protocols.mcp.McpResult]: the
 results and errors by request id, notifications and server requests in order, the text content of
 the results; ``complete`` when at least one response arrived. A message that is no JSON-RPC 2.0
 (no ``jsonrpc: "2.0"``, a response with both ``result`` and ``error``, one id answered twice) is a
-:class:`~ssemock.protocols.base.ProtocolError`.
+[`ProtocolError`][ssemock.ProtocolError].
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ __all__ = ["PROTOCOL", "McpResult", "RequestId", "deliverable", "holds", "messag
            "session_id", "synthesize"]
 
 RequestId: TypeAlias = str | int
+"""A JSON-RPC request id."""
 SESSION_HEADER = "mcp-session-id"
+"""The header carrying the MCP session id."""
 
 # JSON-RPC error codes (https://www.jsonrpc.org/specification#error_object)
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
@@ -64,10 +66,15 @@ class McpResult(Accumulated):
     POST URL."""
 
     results: dict[RequestId, Any] = field(default_factory=dict)
+    """The JSON-RPC results, by request id."""
     errors: dict[RequestId | None, JSON] = field(default_factory=dict)
+    """The JSON-RPC errors, by request id (`None` for an error without one)."""
     notifications: list[JSON] = field(default_factory=list)
+    """The notifications the server sent, in order."""
     requests: list[JSON] = field(default_factory=list)
+    """The requests the server sent to the client, in order."""
     endpoint: str = ""
+    """The legacy SSE transport's POST URL, from its `endpoint` event."""
 
     def to_dict(self) -> JSON:
         """Plain JSON-able form (ids as they were sent: numbers stay numbers)."""
@@ -166,7 +173,7 @@ def _error(kind: str, text: str, ident: RequestId | None, newline: str = "\n", *
 
 def error_event(error: StreamError) -> bytes:
     """A JSON-RPC error response as an SSE ``message`` event, with the id of the request the
-    stream still owes (``error.request_id``; ``faults.error_event`` fills it from :func:`owed`):
+    stream still owes (``error.request_id``; ``faults.error_event`` fills it from [`owed`][ssemock.protocols.mcp.owed]):
     the client's session fails that very call. Null when there is none. A POST answered by a
     JSON body (``application/json``) gets the error object alone, as its whole body."""
     return _error(error.kind, error.message, error.request_id, error.newline, sse=error.framing == "sse")
@@ -271,7 +278,7 @@ def holds(body: bytes) -> list[tuple[int, frozenset[RequestId]]]:
 
 def deliverable(body: bytes, requested: Iterable[RequestId]) -> int:
     """How many bytes of a recorded server-push stream may be delivered once the requests with
-    ids ``requested`` have been made (see :func:`holds`).
+    ids ``requested`` have been made (see [`holds`][ssemock.protocols.mcp.holds]).
 
     Events are delivered in recorded order; the first that answers a request not yet made holds
     it and everything after it. The offset is an event boundary (the whole body when nothing is
@@ -333,3 +340,4 @@ PROTOCOL = Protocol(name="mcp", framing="sse", framings=("json",), fold=_McpFold
                     http_error=http_error,
                     url=_is_mcp, event=_telling, synthesize=synthesize, request_ids=request_ids, holds=holds,
                     owed=owed)
+"""The `mcp` protocol, as registered in `ssemock.protocols`."""

@@ -1,11 +1,11 @@
 """Client stacks: where a request is intercepted, and how a plan is served in each library's types.
 
-One module per stack: :mod:`.httpcore` (httpx), :mod:`.httpcore2` (httpx2, the OpenAI and
-Anthropic SDKs), :mod:`.aiohttp`, :mod:`.urllib3` (requests, botocore). Each turns its request
-into an ``httpx.Request`` tagged with its stack name and calls :func:`dispatch`, which asks the
+One module per stack: `httpcore` (httpx), `httpcore2` (httpx2, the OpenAI and
+Anthropic SDKs), `aiohttp`, `urllib3` (requests, botocore). Each turns its request
+into an ``httpx.Request`` tagged with its stack name and calls `dispatch`, which asks the
 active players' respx routers, innermost first. The answer is either a response to serve (a
-:class:`ssemock.serving.ReplayStream` holds the plan, served lazily in the stack's own types), or
-:class:`respx.models.PassThrough` (a route of the user's, or :class:`Record`: send it for real
+`ssemock.serving.ReplayStream` holds the plan, served lazily in the stack's own types), or
+`respx.models.PassThrough` (a route of the user's, or `Record`: send it for real
 and tee the live response into the recorder).
 
 Patches are installed when the first player starts, only for libraries already imported (a
@@ -207,7 +207,7 @@ def intercepting() -> bool:
 def dispatch(request: httpx.Request) -> httpx.Response:
     """Ask the active players, innermost first; the first that matches (or records) answers.
 
-    Raises PassThrough (or :class:`Record`) to send the request for real, and the innermost
+    Raises PassThrough (or `Record`) to send the request for real, and the innermost
     player's UnmatchedRequestError when none answers.
     """
     __tracebackhide__ = True
@@ -229,7 +229,7 @@ def _allowed(request: httpx.Request, unmatched: UnmatchedRequestError | None) ->
 
 
 async def adispatch(request: httpx.Request) -> httpx.Response:
-    """:func:`dispatch` for async stacks (a user's async side effects run on the loop)."""
+    """`dispatch` for async stacks (a user's async side effects run on the loop)."""
     __tracebackhide__ = True
     first: UnmatchedRequestError | None = None
     for router in reversed(_routers):

@@ -64,9 +64,9 @@ class _Silent(Exception):
     """Marker: no data within the read timeout (served as aiohttp's SocketTimeoutError)."""
 
 
-#: The exceptions a plan raises for this stack, by the names :func:`ssemock.serving.plan_response`
+#: The exceptions a plan raises for this stack, by the names [`ssemock.serving.plan_response`][ssemock.plan_response]
 #: asks for and the names a recording through any stack may have stored. The two markers become
-#: exactly what aiohttp raises for the socket event (see :func:`_as_raised`).
+#: exactly what aiohttp raises for the socket event (see `_as_raised`).
 ERRORS = SimpleNamespace(
     RemoteProtocolError=_Dropped, ReadTimeout=_Silent,
     ProtocolError=_Dropped, ReadError=_Dropped, ChunkedEncodingError=_Dropped, ReadTimeoutError=_Silent,
@@ -283,7 +283,7 @@ def _tee(resp: aiohttp.ClientResponse, recorder: Recorder, *, decoded: bool) -> 
     """Tee the live body into ``recorder`` where aiohttp's parser feeds it: what was buffered
     when the response returned first, then each ``feed_data`` as it arrives; EOF or an error
     finish it. The client releasing or closing the response before the end drains the rest into
-    the recording (:func:`_closing`), or ends it there as abandoned (``GeneratorExit``)."""
+    the recording (`_closing`), or ends it there as abandoned (``GeneratorExit``)."""
     headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers]
     if decoded:  # aiohttp decoded the body already; the recorder must not decode it again
         headers = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
@@ -352,7 +352,7 @@ def _closing(resp: aiohttp.ClientResponse, live: _Live) -> None:
     """The client's ``release()`` / ``close()`` before the body's end (``async with`` calls
     ``release``, then awaits ``wait_for_close``): the client sees its release at once (reads
     fail with aiohttp's "Connection closed"), and a task drains the rest into the recording
-    (:meth:`Recorder.closed_early`) before releasing or closing the connection for real;
+    (`Recorder.closed_early`) before releasing or closing the connection for real;
     ``wait_for_close`` awaits that task."""
     base = type(resp)
 

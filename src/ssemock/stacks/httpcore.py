@@ -4,7 +4,7 @@ Every httpx transport sends through a ``ConnectionPool`` (proxies are pools too)
 pools' ``handle_request`` / ``handle_async_request`` intercepts every httpx client once. A
 replayed response is an ``httpcore.Response`` over the lazy replay stream; faults raise
 ``httpcore`` exceptions, which the httpx transport maps to its own (``httpx.RemoteProtocolError``,
-``httpx.ReadTimeout``), as it does for a real socket. :mod:`.httpcore2` reuses this module for
+``httpx.ReadTimeout``), as it does for a real socket. `httpcore2` reuses this module for
 httpx2.
 """
 
@@ -117,7 +117,7 @@ class _Tee:
     """The teeing stream around a real response stream; it lets go of the recorder once the
     stream has ended, so an httpx Response kept by the client does not keep the recording.
     Closed by the client before the end, it drains the rest of the real stream into the
-    recording first (:meth:`Recorder.closed_early`), in the close call, before closing it."""
+    recording first (`Recorder.closed_early`), in the close call, before closing it."""
 
     def __init__(self, stream: Any, recorder: Recorder) -> None:
         self._stream = stream

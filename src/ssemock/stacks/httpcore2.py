@@ -1,5 +1,5 @@
 """The httpx2 stack (the OpenAI >= 3 and Anthropic >= 1 SDKs): ``httpcore2`` pools, patched as
-:mod:`.httpcore` patches httpcore's; faults raise ``httpcore2`` exceptions, which httpx2 maps to
+`httpcore` patches httpcore's; faults raise ``httpcore2`` exceptions, which httpx2 maps to
 ``httpx2.RemoteProtocolError`` / ``httpx2.ReadTimeout``."""
 
 from __future__ import annotations

@@ -308,7 +308,7 @@ class _TeeReader(io.RawIOBase):
 
     def close(self) -> None:
         """Closed before the message's end: the rest is drained into the recording first, in this
-        call (:meth:`Recorder.closed_early`); else the recording ends here (no-op after its end)."""
+        call (`Recorder.closed_early`); else the recording ends here (no-op after its end)."""
         if not self.closed:
             rec = self._tee.closed_early()
             if rec is None:
