@@ -61,13 +61,19 @@ def make_cassette(size: int) -> ssemock.Cassette:
     ends = ssemock.chunking.random(1, average_size=400, size_variation=300).ends(body)
     chunks = [body[a:b] for a, b in zip([0, *ends], ends)]
     cassette = ssemock.Cassette()
-    cassette.add("POST", URL, chunks, times=[0.2 + i * 0.0125 for i in range(len(chunks))],
-                 request_json={"model": "gpt-4o-mini", "stream": True,
-                               "messages": [{"role": "user", "content": "Say hi"}]},
-                 request_headers={"content-type": "application/json", "authorization": "REDACTED"})
+    cassette.add(
+        "POST",
+        URL,
+        chunks,
+        times=[0.2 + i * 0.0125 for i in range(len(chunks))],
+        request_json={
+            "model": "gpt-4o-mini",
+            "stream": True,
+            "messages": [{"role": "user", "content": "Say hi"}],
+        },
+        request_headers={"content-type": "application/json", "authorization": "REDACTED"},
+    )
     return cassette
-
-
 
 
 def _write_fsync(path: Path, data: bytes) -> None:
@@ -88,8 +94,11 @@ def measure(size: int, repeat: int = 5) -> dict[str, float]:
     assert orjson.loads(orjson.dumps(doc, option=option)) == doc, "the baseline must write the same document"
     loaded = ssemock.Cassette.loads(raw)
     assert loaded.interactions[0].response.body == cassette.interactions[0].response.body
-    out: dict[str, float] = {"bytes": len(cassette.interactions[0].response.body), "file": len(raw),
-                             "chunks": len(cassette.interactions[0].response.ends)}
+    out: dict[str, float] = {
+        "bytes": len(cassette.interactions[0].response.body),
+        "file": len(raw),
+        "chunks": len(cassette.interactions[0].response.ends),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         path, plain = Path(tmp) / "c.json", Path(tmp) / "plain.json"
         for _ in range(repeat):  # interleaved rounds: drift hits both sides alike
@@ -122,21 +131,32 @@ def main() -> None:
     sizes = (size // 100, size // 10, size)
     results = curve(sizes)
     r = results[size]
-    print(f"cassette: body {r['bytes'] / 1e6:.1f} MB in {r['chunks']:,.0f} recorded chunks, "
-          f"file {r['file'] / 1e6:.1f} MB")
-    for mine, base, target in (("load", "orjson_loads", LOAD_TARGET), ("dumps", "orjson_dumps", DUMPS_TARGET),
-                               ("save", "orjson_write", None)):
+    print(
+        f"cassette: body {r['bytes'] / 1e6:.1f} MB in {r['chunks']:,.0f} recorded chunks, "
+        f"file {r['file'] / 1e6:.1f} MB"
+    )
+    for mine, base, target in (
+        ("load", "orjson_loads", LOAD_TARGET),
+        ("dumps", "orjson_dumps", DUMPS_TARGET),
+        ("save", "orjson_write", None),
+    ):
         ratio = r[mine] / r[base]
-        print(f"  {mine:<6} {r[mine] * 1e3:8.1f} ms   {base:<13} {r[base] * 1e3:8.1f} ms   ratio {ratio:5.2f}x"
-              + (f"   {verdict(ratio, target)}" if target else ""))
-    print(f"  (dumps vs orjson.dumps of a freshly parsed copy, {r['orjson_dumps_fresh'] * 1e3:.1f} ms: "
-          f"{r['dumps'] / r['orjson_dumps_fresh']:.2f}x)")
+        print(
+            f"  {mine:<6} {r[mine] * 1e3:8.1f} ms   {base:<13} {r[base] * 1e3:8.1f} ms   ratio {ratio:5.2f}x"
+            + (f"   {verdict(ratio, target)}" if target else "")
+        )
+    print(
+        f"  (dumps vs orjson.dumps of a freshly parsed copy, {r['orjson_dumps_fresh'] * 1e3:.1f} ms: "
+        f"{r['dumps'] / r['orjson_dumps_fresh']:.2f}x)"
+    )
     print(f"  load from file (read + parse) {r['load_file'] * 1e3:.1f} ms")
     print("linearity (ns per body byte):")
     for s, c in results.items():
-        print(f"  {s / 1e6:6.1f} MB  load {c['load'] * 1e9 / c['bytes']:6.2f}  "
-              f"orjson.loads {c['orjson_loads'] * 1e9 / c['bytes']:6.2f}  dumps {c['dumps'] * 1e9 / c['bytes']:6.2f}  "
-              f"orjson.dumps {c['orjson_dumps'] * 1e9 / c['bytes']:6.2f}  ({c['dumps'] / c['orjson_dumps']:.2f}x)")
+        print(
+            f"  {s / 1e6:6.1f} MB  load {c['load'] * 1e9 / c['bytes']:6.2f}  "
+            f"orjson.loads {c['orjson_loads'] * 1e9 / c['bytes']:6.2f}  dumps {c['dumps'] * 1e9 / c['bytes']:6.2f}  "
+            f"orjson.dumps {c['orjson_dumps'] * 1e9 / c['bytes']:6.2f}  ({c['dumps'] / c['orjson_dumps']:.2f}x)"
+        )
 
 
 if __name__ == "__main__":

@@ -39,8 +39,6 @@ def make_body(size: int) -> tuple[bytes, list[int]]:
     return body, chunking.random(1, average_size=400, size_variation=300).ends(body)
 
 
-
-
 def _cut(body: bytes, ends: list[int]) -> list[bytes]:
     return [body[a:b] for a, b in zip([0, *ends], ends)]
 
@@ -53,14 +51,17 @@ def measure(size: int, repeat: int = 3) -> dict[str, dict[str, float]]:
         ends = strategy.ends(body, recorded)
         assert ends[-1] == len(body)
         out[strategy.name] = {
-            "bytes": len(body), "chunks": len(ends),
+            "bytes": len(body),
+            "chunks": len(ends),
             "ends": best(lambda: strategy.ends(body, recorded), repeat),
             "cut": best(lambda: _cut(body, ends), repeat),
         }
     return out
 
 
-def curve(sizes: tuple[int, ...] = (100_000, 1_000_000, 10_000_000)) -> dict[int, dict[str, dict[str, float]]]:
+def curve(
+    sizes: tuple[int, ...] = (100_000, 1_000_000, 10_000_000),
+) -> dict[int, dict[str, dict[str, float]]]:
     return {size: measure(size, repeat=3 if size < 10_000_000 else 1) for size in sizes}
 
 
@@ -71,12 +72,18 @@ def main() -> None:
     top = results[size]
     first = next(iter(top.values()))
     print(f"body {first['bytes'] / 1e6:.1f} MB; ends = boundary computation, cut = slicing the chunks")
-    print(f"  {'strategy':<12} {'chunks':>12} {'ends ms':>9} {'cut ms':>9}   ns/byte of ends at "
-          + " / ".join(f"{s / 1e6:g} MB" for s in sizes) + "   (100x/1x)")
+    print(
+        f"  {'strategy':<12} {'chunks':>12} {'ends ms':>9} {'cut ms':>9}   ns/byte of ends at "
+        + " / ".join(f"{s / 1e6:g} MB" for s in sizes)
+        + "   (100x/1x)"
+    )
     for name, r in top.items():
         per = [results[s][name]["ends"] * 1e9 / results[s][name]["bytes"] for s in sizes]
-        print(f"  {name:<12} {r['chunks']:>12,.0f} {r['ends'] * 1e3:9.1f} {r['cut'] * 1e3:9.1f}   "
-              + " / ".join(f"{p:6.2f}" for p in per) + f"   ({per[-1] / per[0]:.2f})")
+        print(
+            f"  {name:<12} {r['chunks']:>12,.0f} {r['ends'] * 1e3:9.1f} {r['cut'] * 1e3:9.1f}   "
+            + " / ".join(f"{p:6.2f}" for p in per)
+            + f"   ({per[-1] / per[0]:.2f})"
+        )
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ BIG_EVENT_CHUNK = 65_536  # the 10 MB event arrives in reads of this size (httpx
 
 # -- the shapes ----------------------------------------------------------------------------------
 
+
 def _text(i: int) -> str:
     return WORDS[i % len(WORDS)] + WORDS[(i * 7) % len(WORDS)]
 
@@ -63,8 +64,10 @@ def _dumps(obj: Any) -> bytes:
 def openai_event(i: int, eol: bytes = b"\n") -> bytes:
     """One OpenAI chat-completion chunk as an SSE event."""
     chunk = {
-        "id": "chatcmpl-9Q8x7f3kLmN2pQrStUvWxYz", "object": "chat.completion.chunk",
-        "created": 1718000000 + i // 50, "model": "gpt-4o-mini-2024-07-18",
+        "id": "chatcmpl-9Q8x7f3kLmN2pQrStUvWxYz",
+        "object": "chat.completion.chunk",
+        "created": 1718000000 + i // 50,
+        "model": "gpt-4o-mini-2024-07-18",
         "system_fingerprint": "fp_0123456789",
         "choices": [{"index": 0, "delta": {"content": _text(i)}, "logprobs": None, "finish_reason": None}],
     }
@@ -79,8 +82,14 @@ def anthropic_event(i: int) -> bytes:
 
 def id_event(i: int) -> bytes:
     """One event with ``id:``, ``event:`` and ``data:`` (an OpenAI Responses-style delta with an ID)."""
-    data = {"type": "response.output_text.delta", "item_id": "msg_0123", "output_index": 0,
-            "content_index": 0, "delta": _text(i), "sequence_number": i}
+    data = {
+        "type": "response.output_text.delta",
+        "item_id": "msg_0123",
+        "output_index": 0,
+        "content_index": 0,
+        "delta": _text(i),
+        "sequence_number": i,
+    }
     return f"id: {i}\nevent: response.output_text.delta\ndata: ".encode() + _dumps(data) + b"\n\n"
 
 
@@ -110,10 +119,13 @@ def shapes(n: int = N_EVENTS, big: int = BIG, bytewise: int = BYTEWISE) -> list[
         Shape("id+event+data, per-event chunks", [id_event(i) for i in range(n)]),
         Shape("CRLF line endings, per-event chunks", [openai_event(i, b"\r\n") for i in range(n)]),
         Shape("two events per chunk", pairs),
-        Shape(f"1-byte chunks (first {bytewise // 1000} KB)", [head[i:i + 1] for i in range(len(head))]),
+        Shape(f"1-byte chunks (first {bytewise // 1000} KB)", [head[i : i + 1] for i in range(len(head))]),
         Shape(f"one {len(b''.join(many)) / 1e6:.0f} MB chunk of events", [b"".join(many)]),
-        Shape(f"one {len(one) / 1e6:.0f} MB event ({BIG_EVENT_CHUNK // 1024} KiB reads)",
-              [one[i:i + BIG_EVENT_CHUNK] for i in range(0, len(one), BIG_EVENT_CHUNK)], "byte"),
+        Shape(
+            f"one {len(one) / 1e6:.0f} MB event ({BIG_EVENT_CHUNK // 1024} KiB reads)",
+            [one[i : i + BIG_EVENT_CHUNK] for i in range(0, len(one), BIG_EVENT_CHUNK)],
+            "byte",
+        ),
     ]
 
 
@@ -152,6 +164,7 @@ def _ld() -> Callable[[list[bytes]], list[Any]]:
     def run(chunks: list[bytes]) -> list[Any]:
         reader = _SSEReader(_BufferedLineReader.lines_from(chunks))
         return [x for x in reader.events_and_comments() if type(x) is Event]
+
     return run
 
 
@@ -181,6 +194,7 @@ def _httpx_sse() -> Callable[[list[bytes]], list[Any]]:
             if event is not None:
                 out.append(event)
         return out
+
     return run
 
 
@@ -194,6 +208,7 @@ def _httpx2() -> Callable[[list[bytes]], list[Any]]:
             out += parser.decode(text)
         out += parser.flush()
         return out
+
     return run
 
 
@@ -202,6 +217,7 @@ def _openai() -> Callable[[list[bytes]], list[Any]]:
 
     def run(chunks: list[bytes]) -> list[Any]:
         return list(SSEDecoder().iter_bytes(iter(chunks)))
+
     return run
 
 
@@ -210,6 +226,7 @@ def _sseclient() -> Callable[[list[bytes]], list[Any]]:
 
     def run(chunks: list[bytes]) -> list[Any]:
         return list(SSEClient(iter(chunks)).events())
+
     return run
 
 
@@ -218,6 +235,7 @@ def _assel() -> Callable[[list[bytes]], list[Any]]:
 
     def run(chunks: list[bytes]) -> list[Any]:
         return list(assel.parse(chunks))
+
     return run
 
 
@@ -233,8 +251,11 @@ PEERS: dict[str, tuple[str, Callable[[], Callable[[list[bytes]], list[Any]]]]] =
 
 def contestants() -> tuple[dict[str, Callable[[list[bytes]], list[Any]]], list[str]]:
     """ssemock and every installed peer; and the names of the peers that are not installed."""
-    found: dict[str, Callable[[list[bytes]], list[Any]]] = {"ssemock": run_ssemock, "ssemock.iter": run_ssemock_iter,
-                                                          "ssemock.feed": run_ssemock_feed}
+    found: dict[str, Callable[[list[bytes]], list[Any]]] = {
+        "ssemock": run_ssemock,
+        "ssemock.iter": run_ssemock_iter,
+        "ssemock.feed": run_ssemock_feed,
+    }
     missing = []
     for name, (module, make) in PEERS.items():
         try:
@@ -256,7 +277,9 @@ def normalized(events: Iterable[Any]) -> list[tuple[str, str, str]]:
     return out
 
 
-def agreeing(fns: dict[str, Callable[[list[bytes]], list[Any]]], shape: Shape) -> tuple[dict[str, Any], list[str]]:
+def agreeing(
+    fns: dict[str, Callable[[list[bytes]], list[Any]]], shape: Shape
+) -> tuple[dict[str, Any], list[str]]:
     """The contestants that yield ssemock's events on (a sample of) the shape; and what the others did."""
     chunks = shape.chunks if len(shape.chunks) > 1 else [shape.chunks[0][:200_000]]
     want = normalized(run_ssemock(chunks[:2000]))
@@ -314,19 +337,25 @@ class Result:
 def measure(shape: Shape, fns: dict[str, Callable[[list[bytes]], list[Any]]], rounds: int) -> Result:
     chunks = shape.chunks
     count = len(b"".join(chunks)) if shape.unit == "byte" else len(run_ssemock(chunks))
-    seconds = median_interleaved({name: (lambda fn=fn: fn(chunks)) for name, fn in fns.items()}, rounds, CLOCK)
+    seconds = median_interleaved(
+        {name: (lambda fn=fn: fn(chunks)) for name, fn in fns.items()}, rounds, CLOCK
+    )
     return Result(shape, count, seconds)
 
 
 def report(result: Result) -> str:
-    lines = [f"{result.shape.name}: {result.count:,} {result.shape.unit}s, {len(result.shape.chunks):,} chunks"]
+    lines = [
+        f"{result.shape.name}: {result.count:,} {result.shape.unit}s, {len(result.shape.chunks):,} chunks"
+    ]
     mine = result.seconds["ssemock"]
     for name, secs in sorted(result.seconds.items(), key=lambda kv: kv[1]):
         ratio = "" if name == "ssemock" else f"   {secs / mine:6.2f}x ssemock's time"
         lines.append(f"  {name:<15} {result.per_unit(name):>18}{ratio}")
-    lines.append(f"  => ssemock.sse.decode is {result.ratio:.2f}x faster than the fastest peer ({result.fastest_peer})"
-                 + ("" if result.ratio >= 2 else "   BELOW the 2x target")
-                 + f"; iter_decode {result.iter_ratio:.2f}x; Decoder.feed per chunk {result.feed_ratio:.2f}x")
+    lines.append(
+        f"  => ssemock.sse.decode is {result.ratio:.2f}x faster than the fastest peer ({result.fastest_peer})"
+        + ("" if result.ratio >= 2 else "   BELOW the 2x target")
+        + f"; iter_decode {result.iter_ratio:.2f}x; Decoder.feed per chunk {result.feed_ratio:.2f}x"
+    )
     return "\n".join(lines)
 
 
@@ -336,8 +365,10 @@ def linearity(rounds: int = 3) -> list[float]:
     for factor in (1, 10, 100):
         payload = "x" * 60 + "é€🙂"
         body = b"data: " + (payload * (100_000 * factor // len(payload.encode()))).encode() + b"\n\n"
-        chunks = [body[i:i + 4096] for i in range(0, len(body), 4096)]
-        out.append(median_interleaved({"x": lambda: run_ssemock(chunks)}, rounds, CLOCK)["x"] / len(body) * 1e9)
+        chunks = [body[i : i + 4096] for i in range(0, len(body), 4096)]
+        out.append(
+            median_interleaved({"x": lambda: run_ssemock(chunks)}, rounds, CLOCK)["x"] / len(body) * 1e9
+        )
     return out
 
 
@@ -345,20 +376,29 @@ def main() -> None:
     quick = "--quick" in sys.argv
     t0 = time.perf_counter()
     fns, missing = contestants()
-    print(f"python {sys.version.split()[0]}; {'CPU' if CLOCK is time.process_time else 'wall'} time; contestants: {', '.join(fns)}"
-          + (f"; not installed: {', '.join(missing)}" if missing else ""))
+    print(
+        f"python {sys.version.split()[0]}; {'CPU' if CLOCK is time.process_time else 'wall'} time; contestants: {', '.join(fns)}"
+        + (f"; not installed: {', '.join(missing)}" if missing else "")
+    )
     results = []
     for shape in shapes(N_EVENTS // 4 if quick else N_EVENTS, BIG // 10 if quick else BIG):
         ok, notes = agreeing(fns, shape)
         result = measure(shape, ok, rounds=3 if quick or shape.unit == "byte" or "MB" in shape.name else 7)
         results.append(result)
         print("\n" + report(result) + "".join(f"\n  (left out: {note})" for note in notes), flush=True)
-    print("\nsummary (fastest peer's time / ssemock's, same run):   decode()   iter_decode()   feed per chunk")
+    print(
+        "\nsummary (fastest peer's time / ssemock's, same run):   decode()   iter_decode()   feed per chunk"
+    )
     for r in results:
-        print(f"  {r.shape.name:<46} {r.ratio:8.2f}x {r.iter_ratio:12.2f}x {r.feed_ratio:12.2f}x   vs {r.fastest_peer}")
+        print(
+            f"  {r.shape.name:<46} {r.ratio:8.2f}x {r.iter_ratio:12.2f}x {r.feed_ratio:12.2f}x   vs {r.fastest_peer}"
+        )
     per_byte = linearity()
-    print("\nlinearity, one event of 0.1/1/10 MB in 4 KiB reads: "
-          + " / ".join(f"{v:.2f}" for v in per_byte) + f" ns/byte (10 MB / 0.1 MB = {per_byte[-1] / per_byte[0]:.2f})")
+    print(
+        "\nlinearity, one event of 0.1/1/10 MB in 4 KiB reads: "
+        + " / ".join(f"{v:.2f}" for v in per_byte)
+        + f" ns/byte (10 MB / 0.1 MB = {per_byte[-1] / per_byte[0]:.2f})"
+    )
     print(f"\ntotal {time.perf_counter() - t0:.1f} s")
 
 

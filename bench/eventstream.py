@@ -16,7 +16,9 @@ import ssemock
 from ssemock.framing import eventstream
 from ssemock.protocols import bedrock
 
-FRAME = bedrock.frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "token 世界 "}, "p": "abcdef"})
+FRAME = bedrock.frame(
+    "contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "token 世界 "}, "p": "abcdef"}
+)
 BODY = FRAME * 40_000
 
 

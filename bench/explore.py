@@ -41,7 +41,7 @@ from decode import build_events  # noqa: E402
 import ssemock  # noqa: E402
 from ssemock import synth  # noqa: E402
 
-CONFTEST = '''
+CONFTEST = """
 import json, os, time
 import pytest
 
@@ -58,9 +58,9 @@ def pytest_runtest_protocol(item, nextitem):
 def pytest_sessionfinish(session):
     with open(os.environ["BENCH_TIMES"], "w") as fh:
         json.dump(_times, fh)
-'''
+"""
 
-HEADER = '''
+HEADER = """
 import httpx, openai, pytest, respx
 
 EXPECTED = {expected!r}
@@ -73,9 +73,9 @@ def chat():
     stream = client.chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": "hi"}}],
                                             stream=True)
     return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
-'''
+"""
 
-EXPLORE = '''
+EXPLORE = """
 @pytest.mark.ssemock("chat", explore={n}, match_on=["method", "path"])
 def test_explore(ssemock):
     assert chat() == EXPECTED
@@ -93,9 +93,9 @@ def test_respx_loop():
             200, headers={{"content-type": "text/event-stream"}}, content=iter(CHUNKS)))
         for _ in range({n}):
             assert chat() == EXPECTED
-'''
+"""
 
-MATRIX = '''
+MATRIX = """
 @pytest.mark.ssemock("chat", chunking="all", transform=["network", "crlf", "cr", "mixed", "no_space", "ids"],
                      match_on=["method", "path"])
 def test_matrix(ssemock):
@@ -106,16 +106,34 @@ def test_matrix(ssemock):
 @pytest.mark.parametrize("i", range(40))
 def test_single(ssemock, i):
     assert chat() == EXPECTED
-'''
+"""
 
 
 def _session(folder: Path, name: str, source: str, *args: str) -> dict[str, float]:
     (folder / f"{name}.py").write_text(textwrap.dedent(source))
     times = folder / f"{name}.json"
     env = {**os.environ, "BENCH_TIMES": str(times), "PYTHONPATH": str(ROOT / "src"), "CI": ""}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cassetter", "-p", "no:randomly",
-                           "-p", "no:cacheprovider", f"{name}.py", *args], cwd=folder, env=env, check=False,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cassetter",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            f"{name}.py",
+            *args,
+        ],
+        cwd=folder,
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
         raise SystemExit(f"the {name} session failed:\n{done.stdout[-3000:]}")
     return dict(json.loads(times.read_text()))
@@ -127,8 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bugs", action="store_true")
     args = parser.parse_args(argv)
     cassette = ssemock.Cassette()
-    cassette.add("POST", "https://api.openai.com/v1/chat/completions", build_events(19),
-                 headers={"content-type": "text/event-stream"})
+    cassette.add(
+        "POST",
+        "https://api.openai.com/v1/chat/completions",
+        build_events(19),
+        headers={"content-type": "text/event-stream"},
+    )
     response = cassette.interactions[0].response
     events = response.body.count(b"\n\n")
     expected = ssemock.accumulate(ssemock.sse.decode(response.chunks), protocol="openai.chat").text
@@ -144,23 +166,35 @@ def main(argv: list[str] | None = None) -> int:
             cassette.save(folder / "cassettes" / "test_explore" / "chat.json")
         cassette.save(folder / "cassettes" / "test_matrix" / "chat.json")
         got = _session(folder, "test_explore", header + EXPLORE.format(n=n))
-        explore, loop, plain = (got[f"test_explore.py::{t}"] for t in ("test_explore", "test_loop", "test_respx_loop"))
-        print(f"1. explore, {n} examples of a {events}-event OpenAI stream through the openai SDK (CPU time):")
+        explore, loop, plain = (
+            got[f"test_explore.py::{t}"] for t in ("test_explore", "test_loop", "test_respx_loop")
+        )
+        print(
+            f"1. explore, {n} examples of a {events}-event OpenAI stream through the openai SDK (CPU time):"
+        )
         print(f"   explore item        {explore:7.2f} s   {explore / n * 1e3:6.2f} ms per example")
-        print(f"   ssemock loop        {loop:7.2f} s   {loop / n * 1e3:6.2f} ms per run (the client + replay)")
+        print(
+            f"   ssemock loop        {loop:7.2f} s   {loop / n * 1e3:6.2f} ms per run (the client + replay)"
+        )
         print(f"   respx loop          {plain:7.2f} s   {plain / n * 1e3:6.2f} ms per run (the client alone)")
         own = (explore - plain) / n * 1e3
-        print(f"   ssemock's own cost per explored example: {own:.2f} ms beyond the client "
-              f"({(explore - loop) / n * 1e3:.2f} ms beyond a replay), {explore / plain:.2f}x the client's time; "
-              f"target <= 2 ms: {'PASS' if own <= 2 else 'MISS'}")
+        print(
+            f"   ssemock's own cost per explored example: {own:.2f} ms beyond the client "
+            f"({(explore - loop) / n * 1e3:.2f} ms beyond a replay), {explore / plain:.2f}x the client's time; "
+            f"target <= 2 ms: {'PASS' if own <= 2 else 'MISS'}"
+        )
         got = _session(folder, "test_matrix", header + MATRIX)
         matrix = [t for k, t in got.items() if "test_matrix[" in k]
         single = [t for k, t in got.items() if "test_single[" in k]
         m, s = statistics.median(matrix), statistics.median(single)
-        print(f"2. fixed matrix: {len(matrix)} items (chunking x transform), median {m * 1e3:.2f} ms per item; "
-              f"the same test without a matrix, median {s * 1e3:.2f} ms")
-        print(f"   one more variant costs {m * 1e3:.2f} ms of pytest time, {(m - s) * 1e3:.2f} ms beyond an "
-              f"unparametrized marked test ({m / s:.2f}x); target <= 5 ms: {'PASS' if m * 1e3 <= 5 else 'MISS'}")
+        print(
+            f"2. fixed matrix: {len(matrix)} items (chunking x transform), median {m * 1e3:.2f} ms per item; "
+            f"the same test without a matrix, median {s * 1e3:.2f} ms"
+        )
+        print(
+            f"   one more variant costs {m * 1e3:.2f} ms of pytest time, {(m - s) * 1e3:.2f} ms beyond an "
+            f"unparametrized marked test ({m / s:.2f}x); target <= 5 ms: {'PASS' if m * 1e3 <= 5 else 'MISS'}"
+        )
     if args.bugs:
         _bugs()
     return 0
@@ -172,13 +206,20 @@ def _bugs() -> None:
 
     rows = dict(t.BUGS)
     rows["CR at a 64-byte buffer end (the matrix misses it)"] = (
-        lambda: synth.anthropic_messages("Buffers end where they end.", seed=0), t._buffered_64, None)
+        lambda: synth.anthropic_messages("Buffers end where they end.", seed=0),
+        t._buffered_64,
+        None,
+    )
     print("3. examples to the first failure (explore, 200 examples, every transform), seeds 0-9:")
     for name, (make, client, fault) in rows.items():
-        found = [f.examples if f else None for f in (t._explore(make(), client, fault, seed=s) for s in range(10))]
+        found = [
+            f.examples if f else None for f in (t._explore(make(), client, fault, seed=s) for s in range(10))
+        ]
         hits = [x for x in found if x]
-        print(f"   {name:50s} found {len(hits)}/10, median {statistics.median(hits) if hits else '-'}, "
-              f"most {max(hits) if hits else '-'}")
+        print(
+            f"   {name:50s} found {len(hits)}/10, median {statistics.median(hits) if hits else '-'}, "
+            f"most {max(hits) if hits else '-'}"
+        )
 
 
 if __name__ == "__main__":

@@ -46,16 +46,20 @@ def ssemock_sync(client: Any) -> Callable[[], None]:
             with client.stream("POST", URL) as r:
                 for _ in r.iter_raw():
                     pass
+
     return once
 
 
 def respx_sync(client: httpx.Client) -> Callable[[], None]:
     def once() -> None:
         with respx.mock(assert_all_called=False) as mock:
-            mock.post(URL).mock(side_effect=lambda request: httpx.Response(200, stream=httpx.ByteStream(CHUNK)))
+            mock.post(URL).mock(
+                side_effect=lambda request: httpx.Response(200, stream=httpx.ByteStream(CHUNK))
+            )
             with client.stream("POST", URL) as r:
                 for _ in r.iter_raw():
                     pass
+
     return once
 
 
@@ -67,21 +71,26 @@ def ssemock_async(client: Any) -> Callable[[], Awaitable[None]]:
             async with client.stream("POST", URL) as r:
                 async for _ in r.aiter_raw():
                     pass
+
     return once
 
 
 def respx_async(client: httpx.AsyncClient) -> Callable[[], Awaitable[None]]:
     async def once() -> None:
         with respx.mock(assert_all_called=False) as mock:
-            mock.post(URL).mock(side_effect=lambda request: httpx.Response(200, stream=httpx.ByteStream(CHUNK)))
+            mock.post(URL).mock(
+                side_effect=lambda request: httpx.Response(200, stream=httpx.ByteStream(CHUNK))
+            )
             async with client.stream("POST", URL) as r:
                 async for _ in r.aiter_raw():
                     pass
+
     return once
 
 
-def measure(rounds: int = ROUNDS, per_round: int = PER_ROUND,
-            clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
+def measure(
+    rounds: int = ROUNDS, per_round: int = PER_ROUND, clock: Callable[[], float] = time.perf_counter
+) -> dict[str, float]:
     """Median microseconds per replay of every contestant (``rounds`` interleaved rounds of
     ``per_round`` replays each, timed by ``clock``: wall or CPU time)."""
     sync_x, sync_x2 = httpx.Client(), httpx2.Client()
@@ -92,12 +101,14 @@ def measure(rounds: int = ROUNDS, per_round: int = PER_ROUND,
         def run() -> None:
             for _ in range(per_round):
                 once()
+
         return run
 
     def arepeat(once: Callable[[], Awaitable[None]]) -> Callable[[], None]:
         async def go() -> None:
             for _ in range(per_round):
                 await once()
+
         return lambda: loop.run_until_complete(go())
 
     contestants = {

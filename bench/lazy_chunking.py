@@ -20,7 +20,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-SCRIPT = r'''
+SCRIPT = r"""
 import gc, json, re, sys, time
 import httpx, ssemock
 
@@ -50,12 +50,17 @@ with ssemock.replay(cassette, chunking=CHUNKING), httpx.Client() as client:
 seconds = time.perf_counter() - start
 assert got == size, (got, size)
 print(json.dumps({"seconds": seconds, "chunks": n, "size": size, "growth": status("VmHWM") - base}))
-'''
+"""
 
 
 def measure(mb: int, chunking: str) -> dict[str, float]:
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(mb), chunking], capture_output=True, text=True,
-                          env={"PYTHONPATH": str(SRC), "PATH": ""}, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(mb), chunking],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(SRC), "PATH": ""},
+        timeout=900,
+    )
     if proc.returncode != 0:
         raise SystemExit(proc.stderr)
     result: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -78,12 +83,16 @@ def main() -> None:
             growth = r["growth"] / r["size"]
             if chunking != "coalesced":
                 worst = max(worst, growth)
-            print(f"{chunking:10s} {mb:4d} {r['seconds']:8.2f} {r['seconds'] / r['chunks'] * 1e9:9.0f} "
-                  f"{growth:10.3f}x")
+            print(
+                f"{chunking:10s} {mb:4d} {r['seconds']:8.2f} {r['seconds'] / r['chunks'] * 1e9:9.0f} "
+                f"{growth:10.3f}x"
+            )
         lo, hi = min(sizes), max(sizes)
         if lo != hi and chunking != "coalesced":
-            print(f"{chunking:10s} time {hi} MB / {lo} MB: {runs[hi]['seconds'] / runs[lo]['seconds']:.2f}x "
-                  f"for {runs[hi]['size'] / runs[lo]['size']:.2f}x the bytes (linear: about equal)")
+            print(
+                f"{chunking:10s} time {hi} MB / {lo} MB: {runs[hi]['seconds'] / runs[lo]['seconds']:.2f}x "
+                f"for {runs[hi]['size'] / runs[lo]['size']:.2f}x the bytes (linear: about equal)"
+            )
     print(f"largest RSS growth under bytewise/fixed:1: {worst:.3f}x the body (target <= 2x)")
 
 

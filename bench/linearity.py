@@ -32,21 +32,37 @@ def _ndjson(chunks: list[bytes]) -> int:
 
 
 def _cut(body: bytes, size: int) -> list[bytes]:
-    return [body[i:i + size] for i in range(0, len(body), size)]
+    return [body[i : i + size] for i in range(0, len(body), size)]
 
 
 CASES: list[tuple[str, Callable[[int], list[bytes]], Callable[[list[bytes]], int], int, int]] = [
-    ("sse: one event, 64 KiB chunks", lambda n: _cut(b"data: " + b"x" * n + b"\n\n", 65536), _feed_each,
-     1 << 20, 64 << 20),
-    ("sse: one line, 16-byte chunks", lambda n: _cut(b"data: " + b"y" * n + b"\n\n", 16), _feed_each,
-     1 << 16, 1 << 20),
-    ("ndjson: one line, 1 KiB chunks", lambda n: _cut(b'{"s":"' + b"x" * n + b'"}\n', 1024), _ndjson,
-     1 << 18, 1 << 24),
+    (
+        "sse: one event, 64 KiB chunks",
+        lambda n: _cut(b"data: " + b"x" * n + b"\n\n", 65536),
+        _feed_each,
+        1 << 20,
+        64 << 20,
+    ),
+    (
+        "sse: one line, 16-byte chunks",
+        lambda n: _cut(b"data: " + b"y" * n + b"\n\n", 16),
+        _feed_each,
+        1 << 16,
+        1 << 20,
+    ),
+    (
+        "ndjson: one line, 1 KiB chunks",
+        lambda n: _cut(b'{"s":"' + b"x" * n + b'"}\n', 1024),
+        _ndjson,
+        1 << 18,
+        1 << 24,
+    ),
 ]
 
 
-def best_of(make: Callable[[int], list[bytes]], run: Callable[[list[bytes]], int], size: int,
-            rounds: int = 3) -> float:
+def best_of(
+    make: Callable[[int], list[bytes]], run: Callable[[list[bytes]], int], size: int, rounds: int = 3
+) -> float:
     chunks = make(size)
     best = float("inf")
     for _ in range(rounds):

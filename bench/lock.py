@@ -40,6 +40,7 @@ def main() -> None:
     server.close()
     a, b = statistics.median(free), statistics.median(locked)
     from ssemock import lock
+
     guard = lock.Guard(allowed_hosts=None, blocks=True, where="bench")
     lock.engage(guard)
     t0 = time.perf_counter()
@@ -47,8 +48,10 @@ def main() -> None:
         lock._check(("127.0.0.1", port))
     check = (time.perf_counter() - t0) / 200_000 * 1e6
     lock.release(guard)
-    print(f"loopback connect without a player {a:7.2f} us, during a replay {b:7.2f} us: +{b - a:.2f} us "
-          f"(noise of the syscall included); the check itself {check:.2f} us (target <= 2 us); per chunk: 0")
+    print(
+        f"loopback connect without a player {a:7.2f} us, during a replay {b:7.2f} us: +{b - a:.2f} us "
+        f"(noise of the syscall included); the check itself {check:.2f} us (target <= 2 us); per chunk: 0"
+    )
 
 
 if __name__ == "__main__":

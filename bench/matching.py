@@ -44,8 +44,9 @@ def per_request(n: int, clock: Callable[[], float] = time.perf_counter) -> float
             gc.enable()
 
 
-def curve(sizes: tuple[int, ...] = SIZES, rounds: int = 5,
-          clock: Callable[[], float] = time.perf_counter) -> dict[int, float]:
+def curve(
+    sizes: tuple[int, ...] = SIZES, rounds: int = 5, clock: Callable[[], float] = time.perf_counter
+) -> dict[int, float]:
     """Median seconds per request at each N (``rounds`` interleaved rounds, timed by ``clock``)."""
     per_request(sizes[0])  # warm-up
     times: dict[int, list[float]] = {n: [] for n in sizes}

@@ -47,7 +47,9 @@ def make_cassette(events: int = 20) -> ssemock.Cassette:
 
 
 def _client() -> openai.OpenAI:
-    return openai.OpenAI(api_key="sk-bench-not-a-real-key", base_url="https://api.openai.com/v1", max_retries=0)
+    return openai.OpenAI(
+        api_key="sk-bench-not-a-real-key", base_url="https://api.openai.com/v1", max_retries=0
+    )
 
 
 def one_run(cassette: ssemock.Cassette, strategy: ssemock.chunking.Chunking, client: openai.OpenAI) -> str:
@@ -59,7 +61,9 @@ def one_run(cassette: ssemock.Cassette, strategy: ssemock.chunking.Chunking, cli
     return text
 
 
-def one_raw_run(cassette: ssemock.Cassette, strategy: ssemock.chunking.Chunking, client: httpx2.Client) -> str:
+def one_raw_run(
+    cassette: ssemock.Cassette, strategy: ssemock.chunking.Chunking, client: httpx2.Client
+) -> str:
     """ssemock's own share of a run: replay to an httpx2 client reading raw chunks, plus the
     reference expectation (decode + accumulate) the fixture compares against."""
     with ssemock.replay(cassette, chunking=strategy) as player:
@@ -88,7 +92,7 @@ def in_process(events: int = 20, repeat: int = 10, sdk: bool = True) -> dict[str
     return out
 
 
-TEST_FILE = '''
+TEST_FILE = """
 import openai, pytest
 
 @pytest.mark.ssemock(cassette={cassette!r}, chunking={chunking!r})
@@ -97,7 +101,7 @@ def test_stream(ssemock):
     stream = client.chat.completions.create(model="gpt-4o-mini", messages=[], stream=True)
     text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
     ssemock.assert_text(text)
-'''
+"""
 
 
 def under_pytest(repeat: int = 2) -> dict[str, float]:
@@ -107,15 +111,33 @@ def under_pytest(repeat: int = 2) -> dict[str, float]:
         cassette = Path(tmp) / "matrix.json"
         make_cassette(20).save(cassette)
         for label, spec in (("one", "as_recorded"), ("all", "all")):
-            (Path(tmp) / f"test_{label}.py").write_text(textwrap.dedent(TEST_FILE.format(cassette=str(cassette),
-                                                                                        chunking=spec)))
+            (Path(tmp) / f"test_{label}.py").write_text(
+                textwrap.dedent(TEST_FILE.format(cassette=str(cassette), chunking=spec))
+            )
         env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
         for _ in range(repeat):
             for label in ("one", "all"):
                 start = time.perf_counter()
-                proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                       "-p", "no:cassetter", "-p", "no:randomly", f"test_{label}.py"],
-                                      cwd=tmp, capture_output=True, text=True, env=env, timeout=300)
+                proc = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "pytest",
+                        "-q",
+                        "-p",
+                        "no:cacheprovider",
+                        "-p",
+                        "no:cassetter",
+                        "-p",
+                        "no:randomly",
+                        f"test_{label}.py",
+                    ],
+                    cwd=tmp,
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    timeout=300,
+                )
                 took = time.perf_counter() - start
                 want = "7 passed" if label == "all" else "1 passed"
                 if want not in proc.stdout:
@@ -138,15 +160,21 @@ def main() -> None:
     print(f"  {'chunking':<12} {'openai SDK':>10} {'ssemock share':>14}")
     for strategy in ssemock.chunking.ALL:
         print(f"  {strategy.name:<12} {sdk[strategy.name] * 1e3:10.2f} {raw[strategy.name] * 1e3:14.2f}")
-    print(f"  {'matrix':<12} {sdk['matrix'] * 1e3:10.2f} {raw['matrix'] * 1e3:14.2f}   "
-          f"(= {sdk['matrix'] / sdk['as_recorded']:.1f}x one as_recorded run through the SDK)")
+    print(
+        f"  {'matrix':<12} {sdk['matrix'] * 1e3:10.2f} {raw['matrix'] * 1e3:14.2f}   "
+        f"(= {sdk['matrix'] / sdk['as_recorded']:.1f}x one as_recorded run through the SDK)"
+    )
     p = under_pytest()
-    print(f"under pytest (subprocess wall time): 1 run {p['one']:.2f} s, 7-way matrix {p['all']:.2f} s, "
-          f"one more chunking costs {p['per_chunking'] * 1e3:.0f} ms")
+    print(
+        f"under pytest (subprocess wall time): 1 run {p['one']:.2f} s, 7-way matrix {p['all']:.2f} s, "
+        f"one more chunking costs {p['per_chunking'] * 1e3:.0f} ms"
+    )
     print("linearity: whole matrix, ssemock share, us per event")
     for n, c in results.items():
-        print(f"  {n:>5} events ({c['bytes'] / 1e3:7.1f} KB)  matrix {c['matrix'] * 1e3:8.1f} ms = "
-              f"{c['matrix'] * 1e6 / n:8.1f} us/event")
+        print(
+            f"  {n:>5} events ({c['bytes'] / 1e3:7.1f} KB)  matrix {c['matrix'] * 1e3:8.1f} ms = "
+            f"{c['matrix'] * 1e6 / n:8.1f} us/event"
+        )
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-SERVER = r'''
+SERVER = r"""
 import asyncio, sys
 import uvicorn
 from starlette.applications import Starlette
@@ -71,7 +71,7 @@ async def main():
     await task
 
 asyncio.run(main())
-'''
+"""
 
 
 @contextlib.contextmanager
@@ -120,6 +120,7 @@ class _Phases:
 
     def __init__(self) -> None:
         import gc
+
         self._gc = gc
         gc.collect()
         self.baseline = self.start = _status("VmRSS")
@@ -144,7 +145,9 @@ def measure_record(url: str, path: Path, size: int, chunk: int = 16384) -> dict[
     with httpx.Client(timeout=60) as client:
         phase = _Phases()
         received = 0
-        with ssemock.use_cassette(path, record_mode="all", max_body_bytes=2 * size):  # past the 64 MiB default
+        with ssemock.use_cassette(
+            path, record_mode="all", max_body_bytes=2 * size
+        ):  # past the 64 MiB default
             with client.stream("GET", f"{url}/stream?size={size}&chunk={chunk}") as r:
                 for data in r.iter_raw():
                     received += len(data)
@@ -197,8 +200,10 @@ def run(size_mb: float = 100.0) -> dict[str, float]:
     size = int(size_mb * 1e6)
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "big.json")
-        out = _subprocess("with memory.loopback_server() as url:\n"
-                          f"    print(json.dumps(memory.measure_record(url, memory.Path({path!r}), {size})))\n")
+        out = _subprocess(
+            "with memory.loopback_server() as url:\n"
+            f"    print(json.dumps(memory.measure_record(url, memory.Path({path!r}), {size})))\n"
+        )
         out.update(_subprocess(f"print(json.dumps(memory.measure_replay(memory.Path({path!r}), {size})))\n"))
     out["record_save_peak"] = max(out["record_total"], out["save_total"])
     out["load_replay_peak"] = max(out["load_total"], out["replay_total"])
@@ -207,16 +212,24 @@ def run(size_mb: float = 100.0) -> dict[str, float]:
 
 def report(result: dict[str, float]) -> list[str]:
     size = result["size"]
-    lines = [f"body {size / 1e6:.0f} MB, cassette file {result['file'] / 1e6:.0f} MB; peak RSS "
-             "(x = multiple of the body size); record+save in one process, load+replay in another"]
+    lines = [
+        f"body {size / 1e6:.0f} MB, cassette file {result['file'] / 1e6:.0f} MB; peak RSS "
+        "(x = multiple of the body size); record+save in one process, load+replay in another"
+    ]
     for name in PHASES:
-        lines.append(f"  {name:<7} the phase needs {result[name] / 1e6:7.1f} MB = {result[name] / size:4.2f}x   "
-                     f"peak above the process baseline {result[name + '_total'] / 1e6:7.1f} MB = "
-                     f"{result[name + '_total'] / size:4.2f}x")
-    lines.append(f"  for reference: orjson.loads of the file needs {result['orjson_loads'] / 1e6:.1f} MB "
-                 f"= {result['orjson_loads'] / size:.2f}x")
-    lines.append(f"  peak record+save {result['record_save_peak'] / size:.2f}x, load+replay "
-                 f"{result['load_replay_peak'] / size:.2f}x (target < 3x)")
+        lines.append(
+            f"  {name:<7} the phase needs {result[name] / 1e6:7.1f} MB = {result[name] / size:4.2f}x   "
+            f"peak above the process baseline {result[name + '_total'] / 1e6:7.1f} MB = "
+            f"{result[name + '_total'] / size:4.2f}x"
+        )
+    lines.append(
+        f"  for reference: orjson.loads of the file needs {result['orjson_loads'] / 1e6:.1f} MB "
+        f"= {result['orjson_loads'] / size:.2f}x"
+    )
+    lines.append(
+        f"  peak record+save {result['record_save_peak'] / size:.2f}x, load+replay "
+        f"{result['load_replay_peak'] / size:.2f}x (target < 3x)"
+    )
     return lines
 
 

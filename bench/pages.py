@@ -36,8 +36,10 @@ def run(size: int, keep: bool) -> float:
 def report(label: str, size: int) -> None:
     drop = min(run(size, False) for _ in range(5))
     keep = min(run(size, True) for _ in range(5))
-    print(f"  {label}: drop {drop * 1e3:.1f} ms, keep {keep * 1e3:.1f} ms "
-          f"({(keep - drop) * 1e3 / (size / 1e6):.2f} ms per MB held)")
+    print(
+        f"  {label}: drop {drop * 1e3:.1f} ms, keep {keep * 1e3:.1f} ms "
+        f"({(keep - drop) * 1e3 / (size / 1e6):.2f} ms per MB held)"
+    )
 
 
 def main() -> None:

@@ -45,7 +45,7 @@ import ssemock  # noqa: E402
 URL = "https://api.openai.com/v1/chat/completions"
 UNUSED, MARKED = 500, 200
 
-CONFTEST = '''
+CONFTEST = """
 import json, os, time
 import pytest
 
@@ -62,11 +62,11 @@ def pytest_runtest_protocol(item, nextitem):
 def pytest_sessionfinish(session):
     with open(os.environ["BENCH_TIMES"], "w") as fh:
         json.dump(_times, fh)
-'''
+"""
 
 INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
 
-CLIENT = '''
+CLIENT = """
 import httpx, openai, pytest
 
 CHUNKS = {chunks!r}
@@ -77,10 +77,10 @@ def chat(client):
     stream = client.chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": "hi"}}],
                                             stream=True)
     return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
-'''
+"""
 
 MARKED_TESTS = {
-    "ssemock": '''
+    "ssemock": """
 client = openai.OpenAI(api_key="sk-test-bench", base_url="https://api.openai.com/v1", max_retries=0,
                        http_client=httpx.Client())
 
@@ -89,8 +89,8 @@ client = openai.OpenAI(api_key="sk-test-bench", base_url="https://api.openai.com
 @pytest.mark.parametrize("i", range({n}))
 def test_chat(i):
     assert chat(client) == EXPECTED
-''',
-    "respx": '''
+""",
+    "respx": """
 import respx
 
 client = openai.OpenAI(api_key="sk-test-bench", base_url="https://api.openai.com/v1", max_retries=0,
@@ -103,8 +103,8 @@ def test_chat(i):
     respx.post("{url}").mock(return_value=httpx.Response(
         200, headers={{"content-type": "text/event-stream"}}, content=iter(CHUNKS)))
     assert chat(client) == EXPECTED
-''',
-    "MockTransport": '''
+""",
+    "MockTransport": """
 def handler(request):
     return httpx.Response(200, headers={{"content-type": "text/event-stream"}}, content=iter(CHUNKS))
 
@@ -116,8 +116,8 @@ client = openai.OpenAI(api_key="sk-test-bench", base_url="https://api.openai.com
 @pytest.mark.parametrize("i", range({n}))
 def test_chat(i):
     assert chat(client) == EXPECTED
-''',
-    "ssemock_httpx2": '''
+""",
+    "ssemock_httpx2": """
 client = openai.OpenAI(api_key="sk-test-bench", base_url="https://api.openai.com/v1", max_retries=0)
 
 
@@ -125,7 +125,7 @@ client = openai.OpenAI(api_key="sk-test-bench", base_url="https://api.openai.com
 @pytest.mark.parametrize("i", range({n}))
 def test_chat(i):
     assert chat(client) == EXPECTED
-''',
+""",
 }
 
 
@@ -152,11 +152,29 @@ def _env(folder: Path) -> dict[str, str]:
 
 def _session(folder: Path, test_file: str, plugin: bool, count: int) -> Session:
     out = folder / "times.json"
-    args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:cassetter",
-            "-p", "no:randomly", *([] if plugin else ["-p", "no:ssemock"]), test_file]
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:cassetter",
+        "-p",
+        "no:randomly",
+        *([] if plugin else ["-p", "no:ssemock"]),
+        test_file,
+    ]
     start = time.perf_counter()
-    proc = subprocess.run(args, cwd=folder, capture_output=True, text=True, timeout=600,
-                          env={**_env(folder), "BENCH_TIMES": str(out)})
+    proc = subprocess.run(
+        args,
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**_env(folder), "BENCH_TIMES": str(out)},
+    )
     wall = time.perf_counter() - start
     if f"{count} passed" not in proc.stdout:
         raise RuntimeError(f"pytest {test_file} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -165,7 +183,9 @@ def _session(folder: Path, test_file: str, plugin: bool, count: int) -> Session:
     return Session(wall, tests)
 
 
-def _rounds(folder: Path, variants: dict[str, tuple[str, bool]], count: int, runs: int) -> dict[str, list[Session]]:
+def _rounds(
+    folder: Path, variants: dict[str, tuple[str, bool]], count: int, runs: int
+) -> dict[str, list[Session]]:
     """``runs`` interleaved sessions of each variant (name -> test file, plugin loaded), after
     one warm-up session of each (it writes the byte-code)."""
     for test_file, plugin in variants.values():
@@ -173,24 +193,33 @@ def _rounds(folder: Path, variants: dict[str, tuple[str, bool]], count: int, run
     out: dict[str, list[Session]] = {name: [] for name in variants}
     names = list(variants)
     for r in range(runs):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             out[name].append(_session(folder, *variants[name], count))
     return out
 
 
 def _import_ms(folder: Path, module: str) -> float:
     """Milliseconds ``python -X importtime`` gives importing ``module`` after pytest (cumulative)."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import pytest; import {module}"],
-                          capture_output=True, text=True, env=_env(folder), timeout=120, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import pytest; import {module}"],
+        capture_output=True,
+        text=True,
+        env=_env(folder),
+        timeout=120,
+        check=True,
+    )
     line = [x for x in proc.stderr.splitlines() if re.search(rf"\|\s*{re.escape(module)}$", x)][-1]
     return int(line.split("|")[1]) / 1e3
 
 
 def summary(sessions: list[Session]) -> dict[str, float]:
     walls = [s.wall for s in sessions]
-    return {"wall": statistics.median(walls), "wall_sd": statistics.stdev(walls) if len(walls) > 1 else 0.0,
-            "per_test": statistics.median(s.median for s in sessions),
-            "per_test_mean": statistics.median(s.mean for s in sessions)}
+    return {
+        "wall": statistics.median(walls),
+        "wall_sd": statistics.stdev(walls) if len(walls) > 1 else 0.0,
+        "per_test": statistics.median(s.median for s in sessions),
+        "per_test_mean": statistics.median(s.mean for s in sessions),
+    }
 
 
 def unused(tests: int = UNUSED, runs: int = 7) -> dict[str, dict[str, float]]:
@@ -199,12 +228,20 @@ def unused(tests: int = UNUSED, runs: int = 7) -> dict[str, dict[str, float]]:
         folder = Path(tmp)
         (folder / "conftest.py").write_text(CONFTEST)
         (folder / "pytest.ini").write_text(INI)
-        (folder / "test_trivial.py").write_text("".join(f"def test_{i}():\n    assert {i} >= 0\n\n\n"
-                                                        for i in range(tests)))
-        results = _rounds(folder, {"ssemock": ("test_trivial.py", True), "no:ssemock": ("test_trivial.py", False)},
-                          tests, runs)
+        (folder / "test_trivial.py").write_text(
+            "".join(f"def test_{i}():\n    assert {i} >= 0\n\n\n" for i in range(tests))
+        )
+        results = _rounds(
+            folder,
+            {"ssemock": ("test_trivial.py", True), "no:ssemock": ("test_trivial.py", False)},
+            tests,
+            runs,
+        )
         out = {name: summary(sessions) for name, sessions in results.items()}
-        imports = {m: [_import_ms(folder, m) for _ in range(5)] for m in ("ssemock.plugin", "pytest_recording.plugin")}
+        imports = {
+            m: [_import_ms(folder, m) for _ in range(5)]
+            for m in ("ssemock.plugin", "pytest_recording.plugin")
+        }
         out["import_ms"] = {m: statistics.median(v) for m, v in imports.items()}
     return out
 
@@ -220,8 +257,11 @@ def marked(tests: int = MARKED, runs: int = 5) -> dict[str, dict[str, float]]:
     """Item 2: ``tests`` tests through the openai SDK per variant (see the module docstring)."""
     cassette = chat_cassette()
     chunks = list(cassette.interactions[0].response.chunks)
-    expected = "".join(json.loads(e.data)["choices"][0]["delta"].get("content", "")
-                       for e in ssemock.sse.decode(chunks) if e.data != "[DONE]")
+    expected = "".join(
+        json.loads(e.data)["choices"][0]["delta"].get("content", "")
+        for e in ssemock.sse.decode(chunks)
+        if e.data != "[DONE]"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "conftest.py").write_text(CONFTEST)
@@ -241,17 +281,25 @@ def main() -> None:
     quick = "--quick" in sys.argv
     u = unused(UNUSED // 5 if quick else UNUSED, 3 if quick else 7)
     a, b = u["ssemock"], u["no:ssemock"]
-    print(f"unused plugin, {UNUSED // 5 if quick else UNUSED} trivial tests (medians of interleaved sessions):")
-    print(f"  session wall: plugin {a['wall'] * 1e3:.0f} ms, -p no:ssemock {b['wall'] * 1e3:.0f} ms "
-          f"(difference {(a['wall'] - b['wall']) * 1e3:+.0f} ms; run-to-run sd {b['wall_sd'] * 1e3:.0f} ms)")
-    print(f"  per test: plugin {a['per_test'] * 1e6:.1f} us, -p no:ssemock {b['per_test'] * 1e6:.1f} us "
-          f"({a['per_test'] / b['per_test']:.3f}x, target <= 1.05x)")
+    print(
+        f"unused plugin, {UNUSED // 5 if quick else UNUSED} trivial tests (medians of interleaved sessions):"
+    )
+    print(
+        f"  session wall: plugin {a['wall'] * 1e3:.0f} ms, -p no:ssemock {b['wall'] * 1e3:.0f} ms "
+        f"(difference {(a['wall'] - b['wall']) * 1e3:+.0f} ms; run-to-run sd {b['wall_sd'] * 1e3:.0f} ms)"
+    )
+    print(
+        f"  per test: plugin {a['per_test'] * 1e6:.1f} us, -p no:ssemock {b['per_test'] * 1e6:.1f} us "
+        f"({a['per_test'] / b['per_test']:.3f}x, target <= 1.05x)"
+    )
     print("  import after pytest: " + ", ".join(f"{m} {ms:.2f} ms" for m, ms in u["import_ms"].items()))
     m = marked(MARKED // 4 if quick else MARKED, 3 if quick else 5)
     print("marked tests through the openai SDK, 20 events each:")
     for name, r in m.items():
-        print(f"  {name:<15} median {r['per_test'] * 1e3:6.3f} ms/test, mean {r['per_test_mean'] * 1e3:6.3f} ms/test, "
-              f"session {r['wall']:.2f} s  ({r['per_test'] / m['respx']['per_test']:.2f}x respx)")
+        print(
+            f"  {name:<15} median {r['per_test'] * 1e3:6.3f} ms/test, mean {r['per_test_mean'] * 1e3:6.3f} ms/test, "
+            f"session {r['wall']:.2f} s  ({r['per_test'] / m['respx']['per_test']:.2f}x respx)"
+        )
 
 
 if __name__ == "__main__":

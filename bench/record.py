@@ -34,6 +34,7 @@ async def first(request: Request) -> StreamingResponse:
         yield b"data: first\n\n"
         await asyncio.sleep(0.05)
         yield b"data: last\n\n"
+
     return StreamingResponse(body(), media_type="text/event-stream")
 
 
@@ -41,6 +42,7 @@ async def big(request: Request) -> StreamingResponse:
     async def body() -> AsyncIterator[bytes]:
         for _ in range(BIG_COUNT):
             yield BIG_CHUNK
+
     return StreamingResponse(body(), media_type="text/event-stream")
 
 
@@ -81,11 +83,15 @@ def main() -> None:
             with ssemock.use_cassette(Path(tmp) / f"big{i}.json", record_mode="all"):
                 rec_mb.append(throughput(client, f"{url}/big"))
     lm, rm = statistics.median(live) * 1e3, statistics.median(rec) * 1e3
-    print(f"time to first chunk: live {lm:.2f} ms, recording {rm:.2f} ms, "
-          f"difference {rm - lm:+.2f} ms (target within 2 ms)")
-    print(f"throughput on {len(BIG_CHUNK) * BIG_COUNT / 1e6:.0f} MB: live {live_mb:.0f} MB/s, "
-          f"recording {max(rec_mb):.0f} MB/s, ratio {max(rec_mb) / live_mb:.2f} (target >= 0.95; "
-          "the cassette save at exit is not timed)")
+    print(
+        f"time to first chunk: live {lm:.2f} ms, recording {rm:.2f} ms, "
+        f"difference {rm - lm:+.2f} ms (target within 2 ms)"
+    )
+    print(
+        f"throughput on {len(BIG_CHUNK) * BIG_COUNT / 1e6:.0f} MB: live {live_mb:.0f} MB/s, "
+        f"recording {max(rec_mb):.0f} MB/s, ratio {max(rec_mb) / live_mb:.2f} (target >= 0.95; "
+        "the cassette save at exit is not timed)"
+    )
 
 
 if __name__ == "__main__":

@@ -39,7 +39,10 @@ URL = "https://api.example.test/v1/chat/completions"
 
 
 def body(events: int) -> list[bytes]:
-    return [f'data: {{"i":{i},"choices":[{{"delta":{{"content":"世界{i}"}}}}]}}\n\n'.encode() for i in range(events)]
+    return [
+        f'data: {{"i":{i},"choices":[{{"delta":{{"content":"世界{i}"}}}}]}}\n\n'.encode()
+        for i in range(events)
+    ]
 
 
 class HandWritten(httpx.SyncByteStream, httpx.AsyncByteStream):
@@ -82,22 +85,28 @@ def contestants(chunks: list[bytes], loop: asyncio.AbstractEventLoop) -> dict[st
     cassette.add("POST", URL, chunks)
     x, x2 = httpx.Client(), httpx2.Client()
     ax, ax2 = httpx.AsyncClient(), httpx2.AsyncClient()
-    mock = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(200, stream=HandWritten(chunks))))
-    mock2 = httpx2.Client(transport=httpx2.MockTransport(
-        lambda request: httpx2.Response(200, stream=HandWritten2(chunks))))
-    amock = httpx.AsyncClient(transport=httpx.MockTransport(
-        lambda request: httpx.Response(200, stream=HandWritten(chunks))))
+    mock = httpx.Client(
+        transport=httpx.MockTransport(lambda request: httpx.Response(200, stream=HandWritten(chunks)))
+    )
+    mock2 = httpx2.Client(
+        transport=httpx2.MockTransport(lambda request: httpx2.Response(200, stream=HandWritten2(chunks)))
+    )
+    amock = httpx.AsyncClient(
+        transport=httpx.MockTransport(lambda request: httpx.Response(200, stream=HandWritten(chunks)))
+    )
 
     def ssemock_sync(client: Any) -> Callable[[], int]:
         def run() -> int:
             with ssemock.replay(cassette, allow_playback_repeats=True):
                 return consume(client)
+
         return run
 
     def ssemock_async(client: Any) -> Callable[[], int]:
         async def go() -> int:
             with ssemock.replay(cassette, allow_playback_repeats=True):
                 return await aconsume(client)
+
         return lambda: loop.run_until_complete(go())
 
     def respx_sync() -> int:
@@ -123,7 +132,9 @@ def contestants(chunks: list[bytes], loop: asyncio.AbstractEventLoop) -> dict[st
     }
 
 
-def measure(events: int = 100_000, rounds: int = 7, clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
+def measure(
+    events: int = 100_000, rounds: int = 7, clock: Callable[[], float] = time.perf_counter
+) -> dict[str, float]:
     """Microseconds per chunk of every contestant (median of ``rounds`` interleaved rounds, timed
     by ``clock``: wall time, or ``time.process_time`` for CPU time on a busy machine)."""
     chunks = body(events)

@@ -50,9 +50,17 @@ def cassette(body: bytes, chunk: int) -> ssemock.Cassette:
         ends = list(range(chunk, len(body), chunk)) + [len(body)]
     else:
         ends = ssemock.chunking.random(1, average_size=chunk, size_variation=300).ends(body)
-    c.add("POST", "https://api.openai.com/v1/chat/completions", [body[a:b] for a, b in zip([0, *ends], ends)],
-          request_json={"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
-          request_headers={"content-type": "application/json", "authorization": "REDACTED"})
+    c.add(
+        "POST",
+        "https://api.openai.com/v1/chat/completions",
+        [body[a:b] for a, b in zip([0, *ends], ends)],
+        request_json={
+            "model": "gpt-4o-mini",
+            "stream": True,
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+        request_headers={"content-type": "application/json", "authorization": "REDACTED"},
+    )
     return c
 
 
@@ -65,13 +73,17 @@ def measure(sizes: list[int], repeat: int = 3) -> list[dict[str, object]]:
             for name, (body, chunk) in bodies(size).items():
                 c = cassette(body, chunk)
                 assert find_secrets(c) == [], "the benchmark bodies hold no secret"
-                save = best(lambda: c.save(Path(tmp) / "c.json", scan_secrets=False), repeat)  # the write alone
+                save = best(
+                    lambda: c.save(Path(tmp) / "c.json", scan_secrets=False), repeat
+                )  # the write alone
                 scanner._find_anchors, scanner._find_escapes = fast
                 scan = best(lambda: find_secrets(c), repeat)
                 scanner._find_anchors, scanner._find_escapes = plain
                 scan_re = best(lambda: find_secrets(c), 1 if size > 10_000_000 else repeat)
                 scanner._find_anchors, scanner._find_escapes = fast
-                rows.append({"body": name, "bytes": len(body), "save": save, "scan": scan, "scan_re": scan_re})
+                rows.append(
+                    {"body": name, "bytes": len(body), "save": save, "scan": scan, "scan_re": scan_re}
+                )
     return rows
 
 
@@ -79,24 +91,31 @@ def main() -> None:
     big = int(float(sys.argv[1]) * 1e6) if len(sys.argv) > 1 else 50_000_000
     try:
         import ahocorasick_rs  # noqa: F401
+
         accel = "installed"
     except ImportError:
         accel = "NOT installed: both columns use re"
     print(f"ahocorasick-rs {accel}")
     rows = measure([big // 100, big // 10, big])
-    print(f"{'body':8} {'size':>8} {'save':>9} {'scan':>9} {'share':>7} {'ns/B':>6} "
-          f"{'scan (re)':>10} {'share':>7} {'ns/B':>6}")
+    print(
+        f"{'body':8} {'size':>8} {'save':>9} {'scan':>9} {'share':>7} {'ns/B':>6} "
+        f"{'scan (re)':>10} {'share':>7} {'ns/B':>6}"
+    )
     for r in rows:
         n, save, scan, scan_re = r["bytes"], r["save"], r["scan"], r["scan_re"]
         assert isinstance(n, int) and isinstance(save, float) and isinstance(scan, float)
         assert isinstance(scan_re, float)
-        print(f"{r['body']:8} {n / 1e6:6.1f}MB {save * 1e3:7.1f}ms {scan * 1e3:7.1f}ms {scan / save:6.1%} "
-              f"{scan / n * 1e9:6.2f} {scan_re * 1e3:8.1f}ms {scan_re / save:6.1%} {scan_re / n * 1e9:6.2f}")
+        print(
+            f"{r['body']:8} {n / 1e6:6.1f}MB {save * 1e3:7.1f}ms {scan * 1e3:7.1f}ms {scan / save:6.1%} "
+            f"{scan / n * 1e9:6.2f} {scan_re * 1e3:8.1f}ms {scan_re / save:6.1%} {scan_re / n * 1e9:6.2f}"
+        )
     for name in ("chat", "filler", "escaped"):
         last = [r for r in rows if r["body"] == name][-1]
         share = float(last["scan"]) / float(last["save"])  # type: ignore[arg-type]
-        print(f"target {name}: scan {share:.1%} of the save at {big / 1e6:g} MB "
-              f"({'met' if share <= 0.10 else 'MISSED'}, target <= 10%)")
+        print(
+            f"target {name}: scan {share:.1%} of the save at {big / 1e6:g} MB "
+            f"({'met' if share <= 0.10 else 'MISSED'}, target <= 10%)"
+        )
 
 
 if __name__ == "__main__":

@@ -39,14 +39,17 @@ TAKES_STREAM_WRITER = "stream_writer" in inspect.signature(aiohttp.ClientRespons
 
 
 def body(events: int) -> list[bytes]:
-    return [f'data: {{"i":{i},"choices":[{{"delta":{{"content":"世界{i}"}}}}]}}\n\n'.encode() for i in range(events)]
+    return [
+        f'data: {{"i":{i},"choices":[{{"delta":{{"content":"世界{i}"}}}}]}}\n\n'.encode()
+        for i in range(events)
+    ]
 
 
 class ChunkReader(StreamReader):
     """The hand-written mock's body: one chunk per wait for data, then EOF."""
 
     def __init__(self, chunks: list[bytes], loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(BaseProtocol(loop), 2 ** 16, loop=loop)
+        super().__init__(BaseProtocol(loop), 2**16, loop=loop)
         self._chunks = iter(chunks)
 
     async def _wait(self, func_name: str) -> None:
@@ -74,6 +77,7 @@ def chunked_response(chunks: list[bytes]) -> type[aiohttp.ClientResponse]:
         @content.setter
         def content(self, value: StreamReader) -> None:
             self._reader = ChunkReader(chunks, asyncio.get_running_loop())
+
     return Chunked
 
 
@@ -91,6 +95,7 @@ def run_aioresponses(chunks: list[bytes]) -> Callable[[], int]:
             mock.post(URL, response_class=chunked_response(chunks), content_type="text/event-stream")
             async with aiohttp.ClientSession() as session:
                 return await consume(session)
+
     return lambda: asyncio.run(go())
 
 
@@ -102,6 +107,7 @@ def run_ssemock(chunks: list[bytes]) -> Callable[[], int]:
         with ssemock.replay(cassette):
             async with aiohttp.ClientSession() as session:
                 return await consume(session)
+
     return lambda: asyncio.run(go())
 
 
@@ -194,8 +200,10 @@ def measure_first_chunk(requests: int = 40) -> tuple[float, float]:
 
 def time_to_first_chunk(requests: int = 40) -> None:
     a, b = measure_first_chunk(requests)
-    print(f"time to first chunk: live {a * 1e3:.3f} ms, recording {b * 1e3:.3f} ms, "
-          f"difference {(b - a) * 1e3:+.3f} ms (target within 2 ms)")
+    print(
+        f"time to first chunk: live {a * 1e3:.3f} ms, recording {b * 1e3:.3f} ms, "
+        f"difference {(b - a) * 1e3:+.3f} ms (target within 2 ms)"
+    )
 
 
 def main(argv: list[str] | Any = None) -> None:

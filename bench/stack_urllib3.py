@@ -40,9 +40,11 @@ SIZE = 64
 
 def chunks_of(count: int) -> list[bytes]:
     """``count`` chunks of SIZE bytes cut from a chat-like SSE stream (as many events as it takes)."""
-    body = b"".join(f'data: {{"i":{i},"choices":[{{"delta":{{"content":"世界{i}"}}}}]}}\n\n'.encode()
-                    for i in range(count * 2))
-    return [body[i:i + SIZE] for i in range(0, SIZE * count, SIZE)]
+    body = b"".join(
+        f'data: {{"i":{i},"choices":[{{"delta":{{"content":"世界{i}"}}}}]}}\n\n'.encode()
+        for i in range(count * 2)
+    )
+    return [body[i : i + SIZE] for i in range(0, SIZE * count, SIZE)]
 
 
 class GeneratorBody(io.RawIOBase):
@@ -56,7 +58,7 @@ class GeneratorBody(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         chunk = next(self._chunks, b"")
-        buffer[:len(chunk)] = chunk
+        buffer[: len(chunk)] = chunk
         return len(chunk)
 
 
@@ -71,9 +73,14 @@ def consume() -> int:
 def run_responses(chunks: list[bytes]) -> Callable[[], int]:
     def go() -> int:
         with responses.RequestsMock() as mock:
-            mock.add(responses.POST, URL, body=io.BufferedReader(GeneratorBody(chunks)),  # type: ignore[arg-type]
-                     content_type="text/event-stream")
+            mock.add(
+                responses.POST,
+                URL,
+                body=io.BufferedReader(GeneratorBody(chunks)),  # type: ignore[arg-type]
+                content_type="text/event-stream",
+            )
             return consume()
+
     return go
 
 
@@ -84,6 +91,7 @@ def run_ssemock(chunks: list[bytes]) -> Callable[[], int]:
     def go() -> int:
         with ssemock.replay(cassette):
             return consume()
+
     return go
 
 
@@ -92,6 +100,7 @@ async def first(request: Request) -> StreamingResponse:
         yield b"data: first\n\n"
         await asyncio.sleep(0.02)
         yield b"data: last\n\n"
+
     return StreamingResponse(body(), media_type="text/event-stream")
 
 
@@ -136,14 +145,18 @@ def main() -> None:
     base = results["hand-written responses"]
     for name, us in results.items():
         print(f"{name:24s} {us:7.3f} us/chunk  ({us / base:.2f}x)")
-    print(f"replay per chunk, ssemock / hand-written responses: {results['ssemock'] / base:.3f} (target <= 1.10)")
+    print(
+        f"replay per chunk, ssemock / hand-written responses: {results['ssemock'] / base:.3f} (target <= 1.10)"
+    )
 
     live, recorded = measure_first_chunk()
     a, b = statistics.median(live) * 1e3, statistics.median(recorded) * 1e3
     paired = statistics.median(r - x for r, x in zip(recorded, live)) * 1e3
-    print(f"time to first chunk: live {a:.3f} ms, recording {b:.3f} ms (medians); recording - live: "
-          f"{paired:+.3f} ms (median of pairs), {(min(recorded) - min(live)) * 1e3:+.3f} ms (fastest runs) "
-          f"(target within 2 ms)")
+    print(
+        f"time to first chunk: live {a:.3f} ms, recording {b:.3f} ms (medians); recording - live: "
+        f"{paired:+.3f} ms (median of pairs), {(min(recorded) - min(live)) * 1e3:+.3f} ms (fastest runs) "
+        f"(target within 2 ms)"
+    )
 
 
 if __name__ == "__main__":

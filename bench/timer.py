@@ -24,15 +24,16 @@ def best(fn: Callable[[], Any], repeat: int) -> float:
     return min(times)
 
 
-def median_interleaved(fns: dict[str, Callable[[], Any]], rounds: int,
-                       clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
+def median_interleaved(
+    fns: dict[str, Callable[[], Any]], rounds: int, clock: Callable[[], float] = time.perf_counter
+) -> dict[str, float]:
     """Median seconds per function over ``rounds`` rounds. Each round runs every function once,
     in an order rotated by one each round, so drift and cache effects hit all alike; the garbage
     collector is off while timing."""
     names = list(fns)
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             gc.collect()
             gc.disable()
             try:

@@ -50,20 +50,25 @@ def async_arrivals(c: ssemock.Cassette, timing: str) -> list[float]:
         return asyncio.run(run())
 
 
-def measure(timings: tuple[tuple[str, float], ...] = (("recorded", 1.0), ("scaled:0.5", 0.5), ("scaled:2", 2.0))
-            ) -> list[tuple[str, str, float, float]]:
+def measure(
+    timings: tuple[tuple[str, float], ...] = (("recorded", 1.0), ("scaled:0.5", 0.5), ("scaled:2", 2.0)),
+) -> list[tuple[str, str, float, float]]:
     """(timing, client, median error ms, p95 error ms) of every chunk's arrival against its due time."""
     c, times = cassette()
     rows = []
     for timing, factor in timings:
         for name, arrivals in (("sync", sync_arrivals), ("async", async_arrivals)):
             errors = [abs(got - due * factor) * 1e3 for got, due in zip(arrivals(c, timing), times)]
-            rows.append((timing, name, statistics.median(errors), sorted(errors)[int(len(errors) * 0.95) - 1]))
+            rows.append(
+                (timing, name, statistics.median(errors), sorted(errors)[int(len(errors) * 0.95) - 1])
+            )
     return rows
 
 
 def main() -> None:
-    print(f"{'timing':12s} {'client':6s} {'median error':>13s} {'p95 error':>10s}  (target: median < 2 ms at 1.0)")
+    print(
+        f"{'timing':12s} {'client':6s} {'median error':>13s} {'p95 error':>10s}  (target: median < 2 ms at 1.0)"
+    )
     for timing, name, median, p95 in measure():
         print(f"{timing:12s} {name:6s} {median:10.2f} ms {p95:7.2f} ms")
 

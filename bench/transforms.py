@@ -36,8 +36,10 @@ NAMES = [t.name for t in transforms.ALL if "sse" in t.kinds] + ["crlf+mixed+meta
 @functools.lru_cache(maxsize=1)
 def _events(n: int) -> list[bytes]:
     events = build_events(n)
-    return [e.replace(b'"content":"', b'"content":"\\u2028', 1) if i % 10 == 0 else e
-            for i, e in enumerate(events)]
+    return [
+        e.replace(b'"content":"', b'"content":"\\u2028', 1) if i % 10 == 0 else e
+        for i, e in enumerate(events)
+    ]
 
 
 def many_events(size: int) -> tuple[bytes, list[int]]:
@@ -60,15 +62,15 @@ def measure(make: object, sizes: tuple[int, ...]) -> dict[str, list[float]]:
     bodies = [make(s) for s in sizes]  # type: ignore[operator]
     for name in NAMES:
         chain = transforms.resolve(name)
-        out[name] = [best(lambda b=b, e=e: transforms.apply(chain, b, e), 3) * 1e9 / len(b)
-                     for b, e in bodies]
+        out[name] = [
+            best(lambda b=b, e=e: transforms.apply(chain, b, e), 3) * 1e9 / len(b) for b, e in bodies
+        ]
     chain = transforms.resolve("crlf+mixed")
     for strategy in chunking.ALL:
         per = []
         for body, ends in bodies:
             new_body, new_ends = transforms.apply(chain, body, ends)
-            per.append(best(lambda: strategy.ends(new_body, new_ends), 3) * 1e9
-                       / len(new_body))
+            per.append(best(lambda: strategy.ends(new_body, new_ends), 3) * 1e9 / len(new_body))
         out[f"chunking {strategy.name}"] = per
     return out
 

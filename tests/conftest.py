@@ -23,6 +23,7 @@ def _import_all() -> None:
     patch registries, two exception classes) in one session."""
     import importlib
     import pkgutil
+
     for found in pkgutil.walk_packages(ssemock.__path__, "ssemock."):
         if found.name not in ("ssemock.__main__",):
             importlib.import_module(found.name)
@@ -75,8 +76,10 @@ def _compressor(encoding: str | None) -> Callable[[bytes, bool], bytes]:
         return lambda data, last: b.process(data) + (b.finish() if last else b.flush())
     if encoding == "zstd":
         zs = zstandard.ZstdCompressor().compressobj()
-        return lambda data, last: zs.compress(data) + zs.flush(
-            zstandard.COMPRESSOBJ_FLUSH_FINISH if last else zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+        return lambda data, last: (
+            zs.compress(data)
+            + zs.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH if last else zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+        )
     return lambda data, last: data
 
 
@@ -126,6 +129,7 @@ async def _stream(request: Request) -> StreamingResponse:
 
 async def _forever(request: Request) -> StreamingResponse:
     """An endless stream, one event every 10 ms, until the client goes away."""
+
     async def body() -> AsyncIterator[bytes]:
         i = 0
         while True:
@@ -140,9 +144,14 @@ async def _echo(request: Request) -> JSONResponse:
     return JSONResponse({"headers": dict(request.headers), "query": str(request.url.query)})
 
 
-APP = Starlette(routes=[Route(path, _stream, methods=["GET", "POST"]) for path in SCRIPTS]
-                + [Route("/echo", _echo, methods=["GET", "POST"]), Route("/forever", _forever),
-                   Route("/gated", gated, methods=["GET", "POST"])])
+APP = Starlette(
+    routes=[Route(path, _stream, methods=["GET", "POST"]) for path in SCRIPTS]
+    + [
+        Route("/echo", _echo, methods=["GET", "POST"]),
+        Route("/forever", _forever),
+        Route("/gated", gated, methods=["GET", "POST"]),
+    ]
+)
 
 
 @pytest.fixture(scope="session")

@@ -33,9 +33,13 @@ DONE = ServerSentEvent(data="[DONE]")
 def chunk(*choices: dict[str, Any], **extra: Any) -> ServerSentEvent:
     """An OpenAI chat.completion.chunk event, as sent with stream_options.include_usage."""
     body = {
-        "id": "chatcmpl-9x", "object": "chat.completion.chunk", "created": 1718000000,
-        "model": "gpt-4o-mini-2024-07-18", "system_fingerprint": "fp_0ba0d124f1",
-        "choices": list(choices), "usage": None,
+        "id": "chatcmpl-9x",
+        "object": "chat.completion.chunk",
+        "created": 1718000000,
+        "model": "gpt-4o-mini-2024-07-18",
+        "system_fingerprint": "fp_0ba0d124f1",
+        "choices": list(choices),
+        "usage": None,
     }
     return sse({**body, **extra})
 
@@ -58,11 +62,19 @@ def anthropic(kind: str, **fields: Any) -> ServerSentEvent:
 
 
 def message_start(**usage: Any) -> ServerSentEvent:
-    return anthropic("message_start", message={
-        "id": "msg_01XFDUDYJgAACzvnptvVoYEL", "type": "message", "role": "assistant", "content": [],
-        "model": "claude-sonnet-4-5-20250929", "stop_reason": None, "stop_sequence": None,
-        "usage": usage or {"input_tokens": 25, "output_tokens": 1},
-    })
+    return anthropic(
+        "message_start",
+        message={
+            "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "model": "claude-sonnet-4-5-20250929",
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": usage or {"input_tokens": 25, "output_tokens": 1},
+        },
+    )
 
 
 def block_start(index: int, **block: Any) -> ServerSentEvent:
@@ -79,8 +91,11 @@ def block_stop(index: int) -> ServerSentEvent:
 
 def message_end(stop_reason: str = "end_turn", **usage: Any) -> list[ServerSentEvent]:
     return [
-        anthropic("message_delta", delta={"stop_reason": stop_reason, "stop_sequence": None},
-                  usage=usage or {"output_tokens": 15}),
+        anthropic(
+            "message_delta",
+            delta={"stop_reason": stop_reason, "stop_sequence": None},
+            usage=usage or {"output_tokens": 15},
+        ),
         anthropic("message_stop"),
     ]
 
@@ -93,45 +108,79 @@ def resp(kind: str, **fields: Any) -> ServerSentEvent:
 
 
 RESPONSE = {
-    "id": "resp_67ccd2bed1ec8190b14f964abc054267", "object": "response", "created_at": 1741476542,
-    "status": "in_progress", "model": "gpt-4.1-2025-04-14", "output": [], "usage": None,
-    "error": None, "incomplete_details": None,
+    "id": "resp_67ccd2bed1ec8190b14f964abc054267",
+    "object": "response",
+    "created_at": 1741476542,
+    "status": "in_progress",
+    "model": "gpt-4.1-2025-04-14",
+    "output": [],
+    "usage": None,
+    "error": None,
+    "incomplete_details": None,
 }
 RESPONSE_USAGE = {
-    "input_tokens": 36, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 87,
-    "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 123,
+    "input_tokens": 36,
+    "input_tokens_details": {"cached_tokens": 0},
+    "output_tokens": 87,
+    "output_tokens_details": {"reasoning_tokens": 0},
+    "total_tokens": 123,
 }
 
 
 def resp_start() -> list[ServerSentEvent]:
-    return [resp("response.created", response=RESPONSE),
-            resp("response.in_progress", response=RESPONSE)]
+    return [resp("response.created", response=RESPONSE), resp("response.in_progress", response=RESPONSE)]
 
 
 def resp_end(status: str = "completed", **extra: Any) -> ServerSentEvent:
-    return resp(f"response.{status}", response={
-        **RESPONSE, "status": status, "usage": RESPONSE_USAGE, **extra,
-    })
+    return resp(
+        f"response.{status}",
+        response={
+            **RESPONSE,
+            "status": status,
+            "usage": RESPONSE_USAGE,
+            **extra,
+        },
+    )
 
 
 def resp_message(index: int, pieces: list[str]) -> list[ServerSentEvent]:
     item_id = f"msg_{index}"
     where = {"item_id": item_id, "output_index": index, "content_index": 0}
     return [
-        resp("response.output_item.added", output_index=index, item={
-            "id": item_id, "type": "message", "status": "in_progress", "role": "assistant",
-            "content": [],
-        }),
-        resp("response.content_part.added", **where,
-             part={"type": "output_text", "text": "", "annotations": []}),
+        resp(
+            "response.output_item.added",
+            output_index=index,
+            item={
+                "id": item_id,
+                "type": "message",
+                "status": "in_progress",
+                "role": "assistant",
+                "content": [],
+            },
+        ),
+        resp(
+            "response.content_part.added",
+            **where,
+            part={"type": "output_text", "text": "", "annotations": []},
+        ),
         *(resp("response.output_text.delta", **where, delta=p, logprobs=[]) for p in pieces),
         resp("response.output_text.done", **where, text="".join(pieces), logprobs=[]),
-        resp("response.content_part.done", **where,
-             part={"type": "output_text", "text": "".join(pieces), "annotations": []}),
-        resp("response.output_item.done", output_index=index, item={
-            "id": item_id, "type": "message", "status": "completed", "role": "assistant",
-            "content": [{"type": "output_text", "text": "".join(pieces), "annotations": []}],
-        }),
+        resp(
+            "response.content_part.done",
+            **where,
+            part={"type": "output_text", "text": "".join(pieces), "annotations": []},
+        ),
+        resp(
+            "response.output_item.done",
+            output_index=index,
+            item={
+                "id": item_id,
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "".join(pieces), "annotations": []}],
+            },
+        ),
     ]
 
 
@@ -139,27 +188,39 @@ def resp_function_call(index: int, name: str, pieces: list[str]) -> list[ServerS
     item = {"type": "function_call", "id": f"fc_{index}", "call_id": f"call_{index}", "name": name}
     where = {"item_id": f"fc_{index}", "output_index": index}
     return [
-        resp("response.output_item.added", output_index=index,
-             item={**item, "arguments": "", "status": "in_progress"}),
+        resp(
+            "response.output_item.added",
+            output_index=index,
+            item={**item, "arguments": "", "status": "in_progress"},
+        ),
         *(resp("response.function_call_arguments.delta", **where, delta=p) for p in pieces),
         resp("response.function_call_arguments.done", **where, arguments="".join(pieces)),
-        resp("response.output_item.done", output_index=index,
-             item={**item, "arguments": "".join(pieces), "status": "completed"}),
+        resp(
+            "response.output_item.done",
+            output_index=index,
+            item={**item, "arguments": "".join(pieces), "status": "completed"},
+        ),
     ]
 
 
 def ollama(content: str = "", *, done: bool = False, **extra: Any) -> dict[str, Any]:
     line: dict[str, Any] = {
-        "model": "llama3.2", "created_at": "2025-01-01T00:00:00.000000Z",
-        "message": {"role": "assistant", "content": content}, "done": done,
+        "model": "llama3.2",
+        "created_at": "2025-01-01T00:00:00.000000Z",
+        "message": {"role": "assistant", "content": content},
+        "done": done,
     }
     line["message"].update(extra.pop("message", {}))
     return {**line, **extra}
 
 
 OLLAMA_DONE: dict[str, Any] = {
-    "done_reason": "stop", "total_duration": 4883583458, "load_duration": 1334875,
-    "prompt_eval_count": 26, "prompt_eval_duration": 342546000, "eval_count": 282,
+    "done_reason": "stop",
+    "total_duration": 4883583458,
+    "load_duration": 1334875,
+    "prompt_eval_count": 26,
+    "prompt_eval_duration": 342546000,
+    "eval_count": 282,
     "eval_duration": 4535599000,
 }
 
@@ -178,23 +239,39 @@ def test_openai_chat_text_with_include_usage_final_chunk() -> None:
     ]
     acc = accumulate(events, "openai.chat")
     assert acc.to_dict() == {
-        "protocol": "openai.chat", "id": "chatcmpl-9x", "model": "gpt-4o-mini-2024-07-18",
-        "text": "Hello, world!", "refusal": "", "thinking": "", "signature": "",
-        "tool_calls": [], "finish_reason": "stop",
+        "protocol": "openai.chat",
+        "id": "chatcmpl-9x",
+        "model": "gpt-4o-mini-2024-07-18",
+        "text": "Hello, world!",
+        "refusal": "",
+        "thinking": "",
+        "signature": "",
+        "tool_calls": [],
+        "finish_reason": "stop",
         "usage": {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13},
-        "error": None, "complete": True, "citations": [],
-        "choices": [{
-            "index": 0, "text": "Hello, world!", "refusal": "", "thinking": "", "signature": "",
-            "tool_calls": [], "finish_reason": "stop",
-        }],
+        "error": None,
+        "complete": True,
+        "citations": [],
+        "choices": [
+            {
+                "index": 0,
+                "text": "Hello, world!",
+                "refusal": "",
+                "thinking": "",
+                "signature": "",
+                "tool_calls": [],
+                "finish_reason": "stop",
+            }
+        ],
     }
     json.dumps(acc.to_dict())  # JSON-able
 
 
 def test_openai_chat_usage_is_never_overwritten_by_null() -> None:
     usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
-    acc = accumulate([chunk(delta(content="x"), usage=usage), chunk(delta(finish_reason="stop"))],
-                     "openai.chat")
+    acc = accumulate(
+        [chunk(delta(content="x"), usage=usage), chunk(delta(finish_reason="stop"))], "openai.chat"
+    )
     assert acc.usage == usage
     assert not acc.complete
 
@@ -219,8 +296,12 @@ def test_openai_chat_parallel_tool_calls_interleaved_by_index() -> None:
     assert acc.finish_reason == "tool_calls"
     assert acc.text == ""
     assert acc.to_dict()["tool_calls"][0] == {
-        "index": 0, "id": "call_a", "type": "function", "name": "get_weather",
-        "arguments": '{"city": "Paris"}', "parsed_arguments": {"city": "Paris"},
+        "index": 0,
+        "id": "call_a",
+        "type": "function",
+        "name": "get_weather",
+        "arguments": '{"city": "Paris"}',
+        "parsed_arguments": {"city": "Paris"},
     }
 
 
@@ -240,7 +321,7 @@ def test_openai_chat_new_id_at_a_used_index_starts_a_new_call() -> None:
     events = [
         chunk(delta(tool_calls=[tc(0, "", id="call_1", name="f")])),
         chunk(delta(tool_calls=[tc(0, '{"a": 1}')])),
-        chunk(delta(tool_calls=[tc(1, '{}', id="call_x", name="h")])),
+        chunk(delta(tool_calls=[tc(1, "{}", id="call_x", name="h")])),
         chunk(delta(tool_calls=[tc(0, "", id="call_2", name="g")])),
         chunk(delta(tool_calls=[tc(0, '{"b": 2}')])),
         chunk(delta(tool_calls=[tc(0, "", id="call_2")])),  # a repeated id continues its call
@@ -248,7 +329,10 @@ def test_openai_chat_new_id_at_a_used_index_starts_a_new_call() -> None:
     ]
     calls = accumulate(events, "openai.chat").tool_calls
     assert [(c.index, c.id, c.name, c.arguments) for c in calls] == [
-        (0, "call_1", "f", '{"a": 1}'), (1, "call_x", "h", "{}"), (0, "call_2", "g", '{"b": 2}')]
+        (0, "call_1", "f", '{"a": 1}'),
+        (1, "call_x", "h", "{}"),
+        (0, "call_2", "g", '{"b": 2}'),
+    ]
 
 
 def test_openai_chat_two_choices_out_of_order() -> None:
@@ -263,7 +347,8 @@ def test_openai_chat_two_choices_out_of_order() -> None:
     ]
     acc = accumulate(events, "openai.chat")
     assert [(c.index, c.text, c.finish_reason) for c in acc.choices] == [
-        (0, "A1 A2", "stop"), (1, "B1 B2", "length"),
+        (0, "A1 A2", "stop"),
+        (1, "B1 B2", "length"),
     ]
     assert (acc.text, acc.finish_reason) == ("A1 A2", "stop")
 
@@ -297,13 +382,18 @@ def test_openai_chat_events_after_done_are_ignored() -> None:
     assert (acc.text, acc.complete) == ("a", True)
 
 
-@pytest.mark.parametrize("data, problem", [
-    ("[DONE] ", "data is not JSON: '[DONE] '"),
-    (" [DONE]", "data is not JSON: ' [DONE]'"),
-    ('"[DONE]"', "data is not a JSON object: '\"[DONE]\"'"),
-    ('data: {"id":"chatcmpl-9x","object":"chat.completion.chunk"}',
-     "data is not JSON: 'data: {\"id\":\"chatcmpl-9x\",\"object\":\"chat'..."),
-])
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        ("[DONE] ", "data is not JSON: '[DONE] '"),
+        (" [DONE]", "data is not JSON: ' [DONE]'"),
+        ('"[DONE]"', "data is not a JSON object: '\"[DONE]\"'"),
+        (
+            'data: {"id":"chatcmpl-9x","object":"chat.completion.chunk"}',
+            'data is not JSON: \'data: {"id":"chatcmpl-9x","object":"chat\'...',
+        ),
+    ],
+)
 def test_openai_chat_done_is_an_exact_sentinel(data: str, problem: str) -> None:
     events = [chunk(delta(content="a")), chunk(delta(content="b")), ServerSentEvent(data=data)]
     with pytest.raises(ProtocolError) as info:
@@ -314,8 +404,11 @@ def test_openai_chat_done_is_an_exact_sentinel(data: str, problem: str) -> None:
 
 def test_openai_chat_tool_call_delta_without_index() -> None:
     bad = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
-    with pytest.raises(ProtocolError, match=r"^openai\.chat: event 1: tool call delta has no "
-                                            r"integer 'index': .*call_1"):
+    with pytest.raises(
+        ProtocolError,
+        match=r"^openai\.chat: event 1: tool call delta has no "
+        r"integer 'index': .*call_1",
+    ):
         accumulate([chunk(delta(content="")), chunk(delta(tool_calls=[bad]))], "openai.chat")
 
 
@@ -324,15 +417,15 @@ def test_openai_chat_tool_call_delta_without_index() -> None:
 
 def test_anthropic_text_and_tool_use() -> None:
     events = [
-        message_start(input_tokens=472, cache_creation_input_tokens=0, cache_read_input_tokens=0,
-                      output_tokens=2),
+        message_start(
+            input_tokens=472, cache_creation_input_tokens=0, cache_read_input_tokens=0, output_tokens=2
+        ),
         block_start(0, type="text", text=""),
         anthropic("ping"),
         block_delta(0, "text_delta", text="Okay, let's check "),
         block_delta(0, "text_delta", text="the weather."),
         block_stop(0),
-        block_start(1, type="tool_use", id="toolu_01T1x1fJ34qAmk2tNTrN7Up6", name="get_weather",
-                    input={}),
+        block_start(1, type="tool_use", id="toolu_01T1x1fJ34qAmk2tNTrN7Up6", name="get_weather", input={}),
         block_delta(1, "input_json_delta", partial_json=""),
         block_delta(1, "input_json_delta", partial_json='{"location": "San Fra'),
         block_delta(1, "input_json_delta", partial_json='ncisco, CA", "unit": "fahrenheit"}'),
@@ -343,22 +436,34 @@ def test_anthropic_text_and_tool_use() -> None:
     assert acc.protocol == "anthropic.messages"
     assert (acc.id, acc.model) == ("msg_01XFDUDYJgAACzvnptvVoYEL", "claude-sonnet-4-5-20250929")
     assert acc.text == "Okay, let's check the weather."
-    assert acc.tool_calls == [ToolCall(
-        0, "toolu_01T1x1fJ34qAmk2tNTrN7Up6", "get_weather",
-        '{"location": "San Francisco, CA", "unit": "fahrenheit"}', "tool_use",
-    )]
-    assert acc.tool_calls[0].parsed_arguments == {"location": "San Francisco, CA",
-                                                  "unit": "fahrenheit"}
+    assert acc.tool_calls == [
+        ToolCall(
+            0,
+            "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
+            "get_weather",
+            '{"location": "San Francisco, CA", "unit": "fahrenheit"}',
+            "tool_use",
+        )
+    ]
+    assert acc.tool_calls[0].parsed_arguments == {"location": "San Francisco, CA", "unit": "fahrenheit"}
     assert acc.finish_reason == "tool_use"
-    assert acc.usage == {"input_tokens": 472, "cache_creation_input_tokens": 0,
-                         "cache_read_input_tokens": 0, "output_tokens": 89}
+    assert acc.usage == {
+        "input_tokens": 472,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "output_tokens": 89,
+    }
     assert (acc.complete, acc.error) == (True, None)
 
 
 def test_anthropic_thinking_signature_citations_and_tool_without_input() -> None:
     citation = {
-        "type": "char_location", "cited_text": "The grass is green.", "document_index": 0,
-        "document_title": "My Document", "start_char_index": 0, "end_char_index": 20,
+        "type": "char_location",
+        "cited_text": "The grass is green.",
+        "document_index": 0,
+        "document_title": "My Document",
+        "start_char_index": 0,
+        "end_char_index": 20,
     }
     events = [
         message_start(),
@@ -420,21 +525,34 @@ def test_anthropic_mid_stream_overloaded_error() -> None:
     assert (acc.text, acc.complete, acc.finish_reason) == ("Partial", False, None)
 
 
-@pytest.mark.parametrize("bad, problem", [
-    (block_delta(3, "text_delta", text="x"), "text_delta for content block 3, which never started"),
-    (block_delta(1, "text_delta", text="x"),
-     "text_delta for content block 1, a 'tool_use' content block"),
-    (block_delta(0, "input_json_delta", partial_json="{"),
-     "input_json_delta for content block 0, a 'text' content block"),
-    (block_stop(7), "content_block_stop for content block 7, which never started"),
-    (block_start(0, type="text", text=""), "content block 0 started twice"),
-    (anthropic("content_block_delta", delta={"type": "text_delta", "text": "x"}),
-     "content_block_delta has no integer 'index'"),
-    (DONE, "data is not JSON: '[DONE]'"),
-])
+@pytest.mark.parametrize(
+    "bad, problem",
+    [
+        (block_delta(3, "text_delta", text="x"), "text_delta for content block 3, which never started"),
+        (
+            block_delta(1, "text_delta", text="x"),
+            "text_delta for content block 1, a 'tool_use' content block",
+        ),
+        (
+            block_delta(0, "input_json_delta", partial_json="{"),
+            "input_json_delta for content block 0, a 'text' content block",
+        ),
+        (block_stop(7), "content_block_stop for content block 7, which never started"),
+        (block_start(0, type="text", text=""), "content block 0 started twice"),
+        (
+            anthropic("content_block_delta", delta={"type": "text_delta", "text": "x"}),
+            "content_block_delta has no integer 'index'",
+        ),
+        (DONE, "data is not JSON: '[DONE]'"),
+    ],
+)
 def test_anthropic_impossible_input(bad: ServerSentEvent, problem: str) -> None:
-    events = [message_start(), block_start(0, type="text", text=""),
-              block_start(1, type="tool_use", id="t", name="f", input={}), bad]
+    events = [
+        message_start(),
+        block_start(0, type="text", text=""),
+        block_start(1, type="tool_use", id="t", name="f", input={}),
+        bad,
+    ]
     with pytest.raises(ProtocolError, match=r"^anthropic\.messages: event 3: ") as info:
         accumulate(events, "anthropic.messages")
     assert problem in str(info.value)
@@ -462,30 +580,54 @@ def test_responses_text_and_function_call() -> None:
 
 
 def test_responses_reasoning_refusal_annotations_incomplete() -> None:
-    annotation = {"type": "url_citation", "start_index": 0, "end_index": 4,
-                  "url": "https://example.com", "title": "Example"}
+    annotation = {
+        "type": "url_citation",
+        "start_index": 0,
+        "end_index": 4,
+        "url": "https://example.com",
+        "title": "Example",
+    }
     where = {"item_id": "rs_0", "output_index": 0}
     events = [
         *resp_start(),
-        resp("response.output_item.added", output_index=0,
-             item={"id": "rs_0", "type": "reasoning", "summary": []}),
-        resp("response.reasoning_summary_part.added", **where, summary_index=0,
-             part={"type": "summary_text", "text": ""}),
+        resp(
+            "response.output_item.added",
+            output_index=0,
+            item={"id": "rs_0", "type": "reasoning", "summary": []},
+        ),
+        resp(
+            "response.reasoning_summary_part.added",
+            **where,
+            summary_index=0,
+            part={"type": "summary_text", "text": ""},
+        ),
         resp("response.reasoning_summary_text.delta", **where, summary_index=0, delta="**Plan** "),
         resp("response.reasoning_summary_text.delta", **where, summary_index=0, delta="answer"),
         resp("response.reasoning_summary_text.delta", **where, summary_index=1, delta=" then stop"),
-        resp("response.output_item.added", output_index=1,
-             item={"id": "msg_1", "type": "message", "role": "assistant", "content": []}),
-        resp("response.output_text.delta", item_id="msg_1", output_index=1, content_index=0,
-             delta="Sure"),
-        resp("response.output_text.annotation.added", item_id="msg_1", output_index=1,
-             content_index=0, annotation_index=0, annotation=annotation),
-        resp("response.refusal.delta", item_id="msg_1", output_index=1, content_index=1,
-             delta="but no"),
+        resp(
+            "response.output_item.added",
+            output_index=1,
+            item={"id": "msg_1", "type": "message", "role": "assistant", "content": []},
+        ),
+        resp("response.output_text.delta", item_id="msg_1", output_index=1, content_index=0, delta="Sure"),
+        resp(
+            "response.output_text.annotation.added",
+            item_id="msg_1",
+            output_index=1,
+            content_index=0,
+            annotation_index=0,
+            annotation=annotation,
+        ),
+        resp("response.refusal.delta", item_id="msg_1", output_index=1, content_index=1, delta="but no"),
         resp("response.some_future_event", output_index=1),
         resp_end("incomplete", incomplete_details={"reason": "max_output_tokens"}),
-        resp("response.output_text.delta", item_id="msg_1", output_index=1, content_index=0,
-             delta="after the end"),
+        resp(
+            "response.output_text.delta",
+            item_id="msg_1",
+            output_index=1,
+            content_index=0,
+            delta="after the end",
+        ),
     ]
     acc = accumulate(events, "openai.responses")
     assert acc.thinking == "**Plan** answer then stop"
@@ -498,8 +640,7 @@ def test_responses_done_events_fill_what_deltas_left_empty() -> None:
     events = [
         *resp_start(),
         resp("response.output_item.added", output_index=0, item={**item, "arguments": ""}),
-        resp("response.function_call_arguments.done", item_id="fc_0", output_index=0,
-             arguments='{"x": 1}'),
+        resp("response.function_call_arguments.done", item_id="fc_0", output_index=0, arguments='{"x": 1}'),
         resp("response.output_item.done", output_index=0, item={**item, "arguments": "{}"}),
         resp_end(),
     ]
@@ -512,19 +653,21 @@ def test_responses_failed_and_error_event() -> None:
     failed = accumulate([*resp_start(), resp_end("failed", error=error)])
     assert (failed.error, failed.complete, failed.finish_reason) == (error, True, "failed")
 
-    errored = accumulate([*resp_start(), resp("error", code="ERR_SOMETHING", message="boom",
-                                              param=None)])
+    errored = accumulate([*resp_start(), resp("error", code="ERR_SOMETHING", message="boom", param=None)])
     assert errored.error == {"code": "ERR_SOMETHING", "message": "boom", "param": None}
     assert not errored.complete
 
 
 def test_responses_delta_for_item_never_added() -> None:
-    events = [*resp_start(), resp("response.output_text.delta", item_id="msg_0", output_index=0,
-                                  content_index=0, delta="x")]
+    events = [
+        *resp_start(),
+        resp("response.output_text.delta", item_id="msg_0", output_index=0, content_index=0, delta="x"),
+    ]
     with pytest.raises(ProtocolError) as info:
         accumulate(events)
-    assert str(info.value) == ("openai.responses: event 2: response.output_text.delta for output "
-                               "item 0, which never started")
+    assert str(info.value) == (
+        "openai.responses: event 2: response.output_text.delta for output item 0, which never started"
+    )
 
 
 # ---------------------------------------------------------------------------- ollama.chat
@@ -544,7 +687,8 @@ def test_ollama_chat_text_thinking_and_usage() -> None:
     assert (acc.text, acc.thinking, acc.model) == ("The sky is blue.", "Hmm, a greeting.", "llama3.2")
     assert (acc.finish_reason, acc.complete, acc.id) == ("stop", True, "")
     assert acc.usage == {
-        "prompt_tokens": 26, "completion_tokens": 282,
+        "prompt_tokens": 26,
+        "completion_tokens": 282,
         **{k: v for k, v in OLLAMA_DONE.items() if k != "done_reason"},
     }
 
@@ -554,8 +698,10 @@ def test_ollama_tool_calls_and_generate_endpoint() -> None:
         {"function": {"name": "get_weather", "arguments": {"city": "Tokyo"}}},
         {"id": "call_x", "function": {"index": 1, "name": "get_time", "arguments": {}}},
     ]
-    acc = accumulate([ollama(message={"tool_calls": calls}), ollama(done=True, done_reason="stop")],
-                     url="http://localhost:11434/api/chat")
+    acc = accumulate(
+        [ollama(message={"tool_calls": calls}), ollama(done=True, done_reason="stop")],
+        url="http://localhost:11434/api/chat",
+    )
     assert acc.tool_calls == [
         ToolCall(0, "", "get_weather", json.dumps({"city": "Tokyo"}), "function"),
         ToolCall(1, "call_x", "get_time", "{}", "function"),
@@ -563,10 +709,13 @@ def test_ollama_tool_calls_and_generate_endpoint() -> None:
     assert acc.tool_calls[0].parsed_arguments == {"city": "Tokyo"}
     assert acc.usage is None
 
-    generate = [{"model": "llama3.2", "created_at": "t", "response": r, "done": False}
-                for r in ("Why", " not?")]
-    acc = accumulate([*generate, {"model": "llama3.2", "response": "", "done": True,
-                                  "done_reason": "length"}], url="/api/generate")
+    generate = [
+        {"model": "llama3.2", "created_at": "t", "response": r, "done": False} for r in ("Why", " not?")
+    ]
+    acc = accumulate(
+        [*generate, {"model": "llama3.2", "response": "", "done": True, "done_reason": "length"}],
+        url="/api/generate",
+    )
     assert (acc.text, acc.finish_reason, acc.complete) == ("Why not?", "length", True)
 
 
@@ -577,44 +726,62 @@ def test_ollama_error_line_and_truncation() -> None:
 
 
 def test_protocol_checks_the_event_type() -> None:
-    with pytest.raises(ProtocolError, match=r"^ollama\.chat: event 1: expected a parsed JSON "
-                                            r"line \(dict\), got ServerSentEvent"):
+    with pytest.raises(
+        ProtocolError,
+        match=r"^ollama\.chat: event 1: expected a parsed JSON "
+        r"line \(dict\), got ServerSentEvent",
+    ):
         accumulate([ollama("a"), DONE], "ollama.chat")
-    with pytest.raises(ProtocolError, match=r"^openai\.chat: event 0: expected a "
-                                            r"ServerSentEvent, got dict"):
+    with pytest.raises(
+        ProtocolError,
+        match=r"^openai\.chat: event 0: expected a "
+        r"ServerSentEvent, got dict",
+    ):
         accumulate([ollama("a")], "openai.chat")
 
 
 # ---------------------------------------------------------------------------- detection
 
 
-@pytest.mark.parametrize("url, protocol", [
-    ("https://api.openai.com/v1/chat/completions", "openai.chat"),
-    ("https://x.openai.azure.com/openai/deployments/gpt4/chat/completions?api-version=2024-10-21",
-     "openai.chat"),
-    ("https://api.openai.com/v1/responses", "openai.responses"),
-    ("https://api.anthropic.com/v1/messages", "anthropic.messages"),
-    ("http://localhost:11434/api/chat", "ollama.chat"),
-    ("http://localhost:11434/api/generate/", "ollama.chat"),
-])
+@pytest.mark.parametrize(
+    "url, protocol",
+    [
+        ("https://api.openai.com/v1/chat/completions", "openai.chat"),
+        (
+            "https://x.openai.azure.com/openai/deployments/gpt4/chat/completions?api-version=2024-10-21",
+            "openai.chat",
+        ),
+        ("https://api.openai.com/v1/responses", "openai.responses"),
+        ("https://api.anthropic.com/v1/messages", "anthropic.messages"),
+        ("http://localhost:11434/api/chat", "ollama.chat"),
+        ("http://localhost:11434/api/generate/", "ollama.chat"),
+    ],
+)
 def test_detect_from_url(url: str, protocol: str) -> None:
     assert detect_protocol(url=url) == protocol
 
 
 def test_detect_from_content_type_and_url_precedence() -> None:
     assert detect_protocol(content_type="application/x-ndjson; charset=utf-8") == "ollama.chat"
-    assert detect_protocol([DONE], url="https://api.anthropic.com/v1/messages",
-                           content_type="application/x-ndjson") == "anthropic.messages"
+    assert (
+        detect_protocol(
+            [DONE], url="https://api.anthropic.com/v1/messages", content_type="application/x-ndjson"
+        )
+        == "anthropic.messages"
+    )
 
 
-@pytest.mark.parametrize("events, protocol", [
-    ([message_start()], "anthropic.messages"),
-    ([ServerSentEvent(data='{"type": "message_start", "message": {}}')], "anthropic.messages"),
-    ([ServerSentEvent(event="response.created", data="{}")], "openai.responses"),
-    ([ServerSentEvent(data='{"type": "response.created"}')], "openai.responses"),
-    ([ServerSentEvent(data=": junk"), chunk(delta(content="x"))], "openai.chat"),
-    ([ollama("x")], "ollama.chat"),
-])
+@pytest.mark.parametrize(
+    "events, protocol",
+    [
+        ([message_start()], "anthropic.messages"),
+        ([ServerSentEvent(data='{"type": "message_start", "message": {}}')], "anthropic.messages"),
+        ([ServerSentEvent(event="response.created", data="{}")], "openai.responses"),
+        ([ServerSentEvent(data='{"type": "response.created"}')], "openai.responses"),
+        ([ServerSentEvent(data=": junk"), chunk(delta(content="x"))], "openai.chat"),
+        ([ollama("x")], "ollama.chat"),
+    ],
+)
 def test_detect_from_events(events: list[Any], protocol: str) -> None:
     assert detect_protocol(events) == protocol
 
@@ -705,11 +872,11 @@ def _pieces(draw: st.DrawFn) -> tuple[str, list[str], str, list[str]]:
 Builder = Callable[[list[str], list[str]], list[Any]]
 
 
-@pytest.mark.parametrize("build", [_openai_stream, _anthropic_stream, _responses_stream,
-                                   _ollama_stream])
+@pytest.mark.parametrize("build", [_openai_stream, _anthropic_stream, _responses_stream, _ollama_stream])
 @given(pieces=_pieces())
 def test_any_split_into_deltas_gives_back_the_same(
-    build: Builder, pieces: tuple[str, list[str], str, list[str]],
+    build: Builder,
+    pieces: tuple[str, list[str], str, list[str]],
 ) -> None:
     text, text_pieces, args, arg_pieces = pieces
     acc = accumulate(build(text_pieces, arg_pieces))  # detection from the events, too

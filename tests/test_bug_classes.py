@@ -35,8 +35,9 @@ def _matrix(cassette: ssemock.Cassette, client: Client, **options: Any) -> dict[
     failures: dict[str, str] = {}
     for c, chain in _variants(cassette):
         name = "+".join([c.name, *(t.name for t in chain)])
-        with ssemock.replay(cassette, chunking=c, transform=chain, match_on=MATCH,
-                            allow_playback_repeats=True, **options) as player:
+        with ssemock.replay(
+            cassette, chunking=c, transform=chain, match_on=MATCH, allow_playback_repeats=True, **options
+        ) as player:
             try:
                 if failures:
                     client(player)
@@ -76,7 +77,9 @@ def _reference_events(player: ssemock.Player) -> Iterator[str]:
 
 def _splitlines_chat(player: ssemock.Player) -> None:
     with _stream(player) as response:
-        lines = (line[len("data:"):].lstrip(" ") for line in response.iter_lines() if line.startswith("data:"))
+        lines = (
+            line[len("data:") :].lstrip(" ") for line in response.iter_lines() if line.startswith("data:")
+        )
         player.assert_text(_chat_text(lines))
 
 
@@ -99,8 +102,11 @@ def test_raw_unicode_transform_exposes_escaped_separators() -> None:
     encoder writes it raw: the raw_unicode transform does that."""
     escaped = synth.openai_chat("a\u2028b\u2029c\u0085d", seed=3)
     response = escaped.interactions[0].response
-    body = response.body.replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029") \
+    body = (
+        response.body.replace("\u2028".encode(), b"\\u2028")
+        .replace("\u2029".encode(), b"\\u2029")
         .replace("\u0085".encode(), b"\\u0085")
+    )
     cassette = ssemock.Cassette()
     cassette.add("POST", synth.OPENAI_CHAT_URL, [body], headers={"content-type": "text/event-stream"})
     failures = _matrix(cassette, _splitlines_chat)
@@ -157,11 +163,14 @@ def test_data_less_blocks_dispatched_as_events() -> None:
     """httpx-sse 0.4.3 dispatches a block without a data line (an event-only, id-only or
     retry-only block): the WHATWG algorithm dispatches nothing."""
     import httpx_sse
+
     cassette = synth.openai_chat("No data, no event.", seed=5)
 
     def with_httpx_sse(player: ssemock.Player) -> None:
-        with httpx.Client() as client, httpx_sse.connect_sse(client, "POST", synth.OPENAI_CHAT_URL,
-                                                             json={}) as source:
+        with (
+            httpx.Client() as client,
+            httpx_sse.connect_sse(client, "POST", synth.OPENAI_CHAT_URL, json={}) as source,
+        ):
             player.assert_events(list(source.iter_sse()))
 
     def reference(player: ssemock.Player) -> None:
@@ -231,8 +240,9 @@ def test_events_held_back_until_the_next_chunk() -> None:
 
 
 def test_usage_only_chunk_named_by_check() -> None:
-    cassette = synth.openai_chat("Usage comes last.", usage={"prompt_tokens": 3, "completion_tokens": 4,
-                                                             "total_tokens": 7}, seed=8)
+    cassette = synth.openai_chat(
+        "Usage comes last.", usage={"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}, seed=8
+    )
 
     def first_choice(player: ssemock.Player) -> None:
         text = ""
@@ -303,6 +313,7 @@ def _ndjson_splitlines(player: ssemock.Player) -> None:
 
 def _with_httpx_sse(player: ssemock.Player) -> None:
     import httpx_sse
+
     with httpx_sse.connect_sse(_CLIENT, "POST", synth.OPENAI_CHAT_URL, json={}) as source:
         player.assert_events(list(source.iter_sse()))
 
@@ -325,8 +336,9 @@ def _escaped_separators() -> ssemock.Cassette:
 
 
 def _usage_last() -> ssemock.Cassette:
-    return synth.openai_chat("Usage comes last.", usage={"prompt_tokens": 3, "completion_tokens": 4,
-                                                         "total_tokens": 7}, seed=8)
+    return synth.openai_chat(
+        "Usage comes last.", usage={"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}, seed=8
+    )
 
 
 #: every bug class above: (cassette, vulnerable client, the faults the matrix runs it under)
@@ -334,24 +346,53 @@ BUGS: dict[str, tuple[Callable[[], ssemock.Cassette], Client, str | None]] = {
     "splitlines on U+2028": (lambda: cassettes.load("compat/event_ids"), _splitlines_chat, None),
     "escaped separators written raw": (_escaped_separators, _splitlines_chat, None),
     "ndjson splitlines on U+0085": (lambda: cassettes.load("ollama/chat"), _ndjson_splitlines, None),
-    "naive field parser": (lambda: synth.openai_chat("Heartbeats and ids are not data.", seed=4),
-                           _field_split_chat, None),
-    "data-less blocks dispatched": (lambda: synth.openai_chat("No data, no event.", seed=5), _with_httpx_sse, None),
-    "blank line only as LF LF": (lambda: synth.openai_chat("Every event may end its lines its own way.", seed=6),
-                                 _blank_line_split, None),
-    "events held back": (lambda: synth.openai_chat("Each event must reach the caller at once.", seed=7),
-                         _held_back, None),
+    "naive field parser": (
+        lambda: synth.openai_chat("Heartbeats and ids are not data.", seed=4),
+        _field_split_chat,
+        None,
+    ),
+    "data-less blocks dispatched": (
+        lambda: synth.openai_chat("No data, no event.", seed=5),
+        _with_httpx_sse,
+        None,
+    ),
+    "blank line only as LF LF": (
+        lambda: synth.openai_chat("Every event may end its lines its own way.", seed=6),
+        _blank_line_split,
+        None,
+    ),
+    "events held back": (
+        lambda: synth.openai_chat("Each event must reach the caller at once.", seed=7),
+        _held_back,
+        None,
+    ),
     "usage-only chunk": (_usage_last, _first_choice, None),
-    **{f"accepts {fault}": (lambda: synth.openai_chat("A stream that ends wrong must not pass.", seed=9),
-                            _lenient, fault)
-       for fault in ("trailing_data:at=garbage", "trailing_data:at=same_event", "truncate")},
+    **{
+        f"accepts {fault}": (
+            lambda: synth.openai_chat("A stream that ends wrong must not pass.", seed=9),
+            _lenient,
+            fault,
+        )
+        for fault in ("trailing_data:at=garbage", "trailing_data:at=same_event", "truncate")
+    },
 }
 
 
-def _explore(cassette: ssemock.Cassette, client: Client, fault: str | None, seed: int = 1,
-             shrink: bool = False) -> Any:
-    return ssemock.explore(cassette, client, 200, transforms="all", faults=[fault] if fault else False,
-                           seed=seed, database=False, match_on=MATCH, allow_playback_repeats=True, shrink=shrink)
+def _explore(
+    cassette: ssemock.Cassette, client: Client, fault: str | None, seed: int = 1, shrink: bool = False
+) -> Any:
+    return ssemock.explore(
+        cassette,
+        client,
+        200,
+        transforms="all",
+        faults=[fault] if fault else False,
+        seed=seed,
+        database=False,
+        match_on=MATCH,
+        allow_playback_repeats=True,
+        shrink=shrink,
+    )
 
 
 @pytest.mark.parametrize("bug", list(BUGS))
@@ -389,8 +430,9 @@ def _buffered_64(player: ssemock.Player) -> None:
                     event = line[6:].decode().strip()
                 elif line.startswith(b"data:"):
                     data.append(line[5:].decode().removeprefix(" "))
-    player.assert_text("".join(json.loads(d)["delta"].get("text", "") for e, d in events
-                               if e == "content_block_delta"))
+    player.assert_text(
+        "".join(json.loads(d)["delta"].get("text", "") for e, d in events if e == "content_block_delta")
+    )
 
 
 def test_explore_finds_a_cr_at_a_buffer_end_that_the_matrix_misses() -> None:
@@ -398,7 +440,9 @@ def test_explore_finds_a_cr_at_a_buffer_end_that_the_matrix_misses() -> None:
     assert _matrix(cassette, _buffered_64) == {}  # no CR of an event: line lands at byte 63 of 64
     failure = _explore(cassette, _buffered_64, None, seed=0, shrink=True)
     assert failure is not None
-    assert {"crlf", "mixed"} & {t.name for t in failure.variant.transforms}  # CRLFs, shifted onto a buffer end
+    assert {"crlf", "mixed"} & {
+        t.name for t in failure.variant.transforms
+    }  # CRLFs, shifted onto a buffer end
     assert "text of choice 0 differs" in str(failure.error)
     with ssemock.replay(cassette, match_on=MATCH, **failure.variant.options()) as player:  # type: ignore[arg-type]
         with pytest.raises(ssemock.StreamAssertionError):

@@ -23,8 +23,8 @@ from ssemock import Cassette, CassetteError
 from ssemock.inspect import rechunk
 
 SSE_EVENTS = [
-    b"event: message_start\ndata: {\"type\": \"message_start\"}\n\n",
-    "data: {\"text\": \"こんにちは、世界！🌏\"}\n\n".encode(),
+    b'event: message_start\ndata: {"type": "message_start"}\n\n',
+    'data: {"text": "こんにちは、世界！🌏"}\n\n'.encode(),
     b": keep-alive comment\n\n",
     b"id: 7\ndata: line one\ndata: line two\n\n",
     b"data: [DONE]\n\n",
@@ -44,13 +44,26 @@ def _sse_cassette() -> Cassette:
     c = Cassette()
     # boundaries deliberately inside an event, inside a line and inside "世" (e4 b8 96)
     cut = SSE_BODY.index("世".encode()) + 1
-    chunks = [SSE_BODY[:10], SSE_BODY[10:cut], SSE_BODY[cut:cut + 40], SSE_BODY[cut + 40:]]
-    c.add("post", "https://api.example.com/v1/chat/completions?stream=1", chunks,
-          times=[0.0123, 0.02, 0.5, 1.25], status=200,
-          headers=[("Content-Type", "text/event-stream; charset=utf-8"), ("X-Request-Id", "abc"),
-                   ("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")],
-          request_headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
-          request_json={"model": "gpt-test", "stream": True, "messages": [{"role": "user", "content": "héllo"}]})
+    chunks = [SSE_BODY[:10], SSE_BODY[10:cut], SSE_BODY[cut : cut + 40], SSE_BODY[cut + 40 :]]
+    c.add(
+        "post",
+        "https://api.example.com/v1/chat/completions?stream=1",
+        chunks,
+        times=[0.0123, 0.02, 0.5, 1.25],
+        status=200,
+        headers=[
+            ("Content-Type", "text/event-stream; charset=utf-8"),
+            ("X-Request-Id", "abc"),
+            ("Set-Cookie", "a=1"),
+            ("Set-Cookie", "b=2"),
+        ],
+        request_headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
+        request_json={
+            "model": "gpt-test",
+            "stream": True,
+            "messages": [{"role": "user", "content": "héllo"}],
+        },
+    )
     return c
 
 
@@ -67,8 +80,11 @@ def test_add_save_load_round_trip_is_lossless(tmp_path: Path) -> None:
     x = loaded.interactions[0]
     assert x.request.method == "POST"
     assert x.request.url == "https://api.example.com/v1/chat/completions?stream=1"
-    assert x.request.json() == {"model": "gpt-test", "stream": True,
-                                "messages": [{"role": "user", "content": "héllo"}]}
+    assert x.request.json() == {
+        "model": "gpt-test",
+        "stream": True,
+        "messages": [{"role": "user", "content": "héllo"}],
+    }
     assert sorted(x.request.headers) == sorted(original.request.headers)
     assert ("content-type", "application/json") in x.request.headers
     assert x.response.status == 200
@@ -97,7 +113,14 @@ def test_times_keep_0_1_ms_precision() -> None:
     times = [0.00004, 0.00016, 0.0012345, 0.98764, 12.34567, 3600.00004]
     c.add("GET", "http://h/", [bytes([65 + i]) for i in range(len(times))], times=times)
     doc = _doc(c)
-    assert [t for t, _ in doc["interactions"][0]["response"]["chunks"]] == [0.0, 0.2, 1.2, 987.6, 12345.7, 3600000.0]
+    assert [t for t, _ in doc["interactions"][0]["response"]["chunks"]] == [
+        0.0,
+        0.2,
+        1.2,
+        987.6,
+        12345.7,
+        3600000.0,
+    ]
     got = _roundtrip(c).interactions[0].response.times
     for want, have in zip(times, got):
         assert abs(want - have) <= 0.05e-3 + 1e-9
@@ -110,9 +133,13 @@ def test_times_length_must_match_chunks() -> None:
 
 def test_repeated_headers_round_trip_in_order() -> None:
     c = Cassette()
-    c.add("GET", "http://h/", [b"data: x\n\n"],
-          headers=[("Set-Cookie", "one"), ("X-A", "1"), ("set-cookie", "two"), ("SET-COOKIE", "three")],
-          request_headers=[("Accept", "a"), ("accept", "b")])
+    c.add(
+        "GET",
+        "http://h/",
+        [b"data: x\n\n"],
+        headers=[("Set-Cookie", "one"), ("X-A", "1"), ("set-cookie", "two"), ("SET-COOKIE", "three")],
+        request_headers=[("Accept", "a"), ("accept", "b")],
+    )
     doc = _doc(c)["interactions"][0]
     assert doc["response"]["headers"]["set-cookie"] == ["one", "two", "three"]
     assert doc["response"]["headers"]["x-a"] == "1"
@@ -215,8 +242,13 @@ def test_complete_and_error_round_trip() -> None:
 
 def test_status_round_trips() -> None:
     c = Cassette()
-    c.add("POST", "http://h/", [b'{"error": "rate limited"}'], status=429,
-          headers={"retry-after": "3", "content-type": "application/json"})
+    c.add(
+        "POST",
+        "http://h/",
+        [b'{"error": "rate limited"}'],
+        status=429,
+        headers={"retry-after": "3", "content-type": "application/json"},
+    )
     x = _roundtrip(c).interactions[0]
     assert x.response.status == 429
     assert x.response.header("retry-after") == "3"
@@ -278,8 +310,12 @@ def test_crlf_events_are_split_per_event() -> None:
 
 def test_json_lines_body_is_one_string_per_line() -> None:
     c = Cassette()
-    c.add("POST", "http://h/api/chat", [b'{"a": 1}\n{"b": 2}\n', b'{"done": true}\n'],
-          headers={"content-type": "application/x-ndjson"})
+    c.add(
+        "POST",
+        "http://h/api/chat",
+        [b'{"a": 1}\n{"b": 2}\n', b'{"done": true}\n'],
+        headers={"content-type": "application/x-ndjson"},
+    )
     assert _doc(c)["interactions"][0]["response"]["body"] == ['{"a": 1}\n', '{"b": 2}\n', '{"done": true}\n']
 
 
@@ -316,14 +352,19 @@ def _chunk_map_lines(raw: bytes) -> list[list[str]]:
     """The lines of each interaction's chunk map, between ``"chunks": [`` and its bracket."""
     lines = raw.decode().split("\n")
     starts = [k for k, line in enumerate(lines) if line == '        "chunks": [']
-    return [lines[k + 1:lines.index("        ],", k)] for k in starts]
+    return [lines[k + 1 : lines.index("        ],", k)] for k in starts]
 
 
 @pytest.mark.parametrize("chunking", ["as_recorded", "bytewise", "mid_utf8"])
 def test_each_chunk_map_pair_takes_one_line(chunking: str) -> None:
     c = _sse_cassette()
-    c.add("POST", "http://h/api/chat", [b'{"a": 1}\n{"b"', b': 2}\n'], times=[0.0, 86_400.0],
-          headers={"content-type": "application/x-ndjson"})
+    c.add(
+        "POST",
+        "http://h/api/chat",
+        [b'{"a": 1}\n{"b"', b": 2}\n"],
+        times=[0.0, 86_400.0],
+        headers={"content-type": "application/x-ndjson"},
+    )
     rechunk(c, ssemock.chunking.get(chunking))
     maps = _chunk_map_lines(c.dumps())
     assert len(maps) == 2
@@ -341,7 +382,13 @@ def test_a_byte_by_byte_chunk_map_takes_a_line_a_byte() -> None:
     gives each number a line: four a chunk, over 10,000 lines)."""
     body = b"".join(openai_chat_events(text=TEXT[:16]))
     c = Cassette()
-    c.add("POST", "https://api.openai.com/v1/chat/completions", [body], times=[0.25], request_json={"stream": True})
+    c.add(
+        "POST",
+        "https://api.openai.com/v1/chat/completions",
+        [body],
+        times=[0.25],
+        request_json={"stream": True},
+    )
     whole = c.dumps()
     rechunk(c, ssemock.chunking.bytewise)
     raw = c.dumps()
@@ -379,8 +426,8 @@ def test_both_layouts_load_the_same_and_save_in_the_compact_one(tmp_path: Path, 
 
 def test_the_readme_shows_a_cassette_file_as_ssemock_writes_it() -> None:
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("\n## Cassettes\n"):]
-    block = section[section.index("```json\n") + 8:section.index("\n```\n")] + "\n"
+    section = readme[readme.index("\n## Cassettes\n") :]
+    block = section[section.index("```json\n") + 8 : section.index("\n```\n")] + "\n"
     loaded = Cassette.loads(block)
     assert loaded.dumps().decode() == block
     assert loaded.interactions[0].response.chunks[0] == b'data: {"choices":[{"d'
@@ -388,7 +435,12 @@ def test_the_readme_shows_a_cassette_file_as_ssemock_writes_it() -> None:
 
 def test_headers_are_sorted_in_the_file() -> None:
     c = Cassette()
-    c.add("GET", "http://h/", [b"x"], headers=[("z-last", "1"), ("a-first", "2"), ("content-type", "text/plain")])
+    c.add(
+        "GET",
+        "http://h/",
+        [b"x"],
+        headers=[("z-last", "1"), ("a-first", "2"), ("content-type", "text/plain")],
+    )
     assert list(_doc(c)["interactions"][0]["response"]["headers"]) == ["a-first", "content-type", "z-last"]
 
 
@@ -397,11 +449,19 @@ def test_headers_are_sorted_in_the_file() -> None:
 _header_name = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-0123456789", min_size=1, max_size=12)
 _header_value = st.text(max_size=20)
 _sse_text_body = st.lists(
-    st.builds(lambda d, ev: (f"event: {ev}\n" if ev else "") + "".join(f"data: {x}\n" for x in d) + "\n",
-              st.lists(st.text(alphabet=st.characters(exclude_characters="\r\n", exclude_categories=("Cs",)),
-                               max_size=10), min_size=1, max_size=3),
-              st.one_of(st.none(), st.sampled_from(["delta", "ping", "エラー"]))),
-    max_size=6).map(lambda evs: "".join(evs).encode())
+    st.builds(
+        lambda d, ev: (f"event: {ev}\n" if ev else "") + "".join(f"data: {x}\n" for x in d) + "\n",
+        st.lists(
+            st.text(
+                alphabet=st.characters(exclude_characters="\r\n", exclude_categories=("Cs",)), max_size=10
+            ),
+            min_size=1,
+            max_size=3,
+        ),
+        st.one_of(st.none(), st.sampled_from(["delta", "ping", "エラー"])),
+    ),
+    max_size=6,
+).map(lambda evs: "".join(evs).encode())
 
 
 @st.composite
@@ -411,17 +471,31 @@ def _chunked(draw: st.DrawFn) -> tuple[list[bytes], list[float]]:
     ends = [*[c for c in cuts if c < len(body)], len(body)] if body else []
     starts = [0, *ends]
     chunks = [body[a:b] for a, b in zip(starts, ends)]
-    times = sorted(draw(st.lists(st.floats(0, 86_400, allow_nan=False, allow_infinity=False),
-                                 min_size=len(chunks), max_size=len(chunks))))
+    times = sorted(
+        draw(
+            st.lists(
+                st.floats(0, 86_400, allow_nan=False, allow_infinity=False),
+                min_size=len(chunks),
+                max_size=len(chunks),
+            )
+        )
+    )
     return chunks, times
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_chunked(), st.integers(100, 599), st.lists(st.tuples(_header_name, _header_value), max_size=5),
-       st.sampled_from(["text/event-stream", "application/x-ndjson", "application/json", None]))
-def test_arbitrary_bodies_chunks_and_times_round_trip(chunked: tuple[list[bytes], list[float]], status: int,
-                                                      headers: list[tuple[str, str]],
-                                                      content_type: str | None) -> None:
+@given(
+    _chunked(),
+    st.integers(100, 599),
+    st.lists(st.tuples(_header_name, _header_value), max_size=5),
+    st.sampled_from(["text/event-stream", "application/x-ndjson", "application/json", None]),
+)
+def test_arbitrary_bodies_chunks_and_times_round_trip(
+    chunked: tuple[list[bytes], list[float]],
+    status: int,
+    headers: list[tuple[str, str]],
+    content_type: str | None,
+) -> None:
     chunks, times = chunked
     if content_type is not None:
         headers = [*headers, ("content-type", content_type)]
@@ -448,11 +522,14 @@ def test_arbitrary_bodies_chunks_and_times_round_trip(chunked: tuple[list[bytes]
 # -- add() input that save() cannot represent -----------------------------------------------
 
 
-@pytest.mark.parametrize("chunks,times", [
-    pytest.param([b"a", b"", b"b"], None),
-    pytest.param([b"a", b"b"], [0.2, 0.1]),
-    pytest.param([b"a"], [-0.5]),
-])
+@pytest.mark.parametrize(
+    "chunks,times",
+    [
+        pytest.param([b"a", b"", b"b"], None),
+        pytest.param([b"a", b"b"], [0.2, 0.1]),
+        pytest.param([b"a"], [-0.5]),
+    ],
+)
 def test_add_rejects_or_round_trips(chunks: list[bytes], times: list[float] | None) -> None:
     """What add() accepts, a saved file must be able to hold: either add() raises, or it loads back."""
     c = Cassette()
@@ -492,8 +569,9 @@ def test_save_without_path_needs_one() -> None:
 
 
 @pytest.mark.parametrize("fail_in", ["replace", "fsync"])
-def test_failed_save_keeps_previous_file_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     fail_in: str) -> None:
+def test_failed_save_keeps_previous_file_and_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_in: str
+) -> None:
     target = tmp_path / "c.json"
     old = Cassette()
     old.add("GET", "http://h/old", [b"data: old\n\n"])
@@ -526,8 +604,13 @@ def test_failed_first_save_leaves_nothing(tmp_path: Path, monkeypatch: pytest.Mo
 def _valid_doc() -> dict[str, Any]:
     c = Cassette()
     c.add("GET", "http://h/ok", [b"data: ok\n\n"])
-    c.add("POST", "http://h/x", [b"data: a\n\n", b"data: b\n\n"], times=[0.01, 0.02],
-          request_json={"model": "m"})
+    c.add(
+        "POST",
+        "http://h/x",
+        [b"data: a\n\n", b"data: b\n\n"],
+        times=[0.01, 0.02],
+        request_json={"model": "m"},
+    )
     return orjson.loads(c.dumps())
 
 
@@ -598,18 +681,25 @@ _INTERACTION_CASES = [
     ("response.chunks", [[0, 9], [1e308, 18]], "time 1e+308 ms is out of range"),
     ("response.chunks", [[0, 9], [86_400_001, 18]], "0 to 86,400,000 ms (a day)"),
     ("request.json", functools.reduce(lambda v, _: [v], range(250), []), "request.json is nested deeper"),
-    ("response.error", {"type": "x", "deep": functools.reduce(lambda v, _: [v], range(250), [])},
-     "response.error is nested deeper"),
+    (
+        "response.error",
+        {"type": "x", "deep": functools.reduce(lambda v, _: [v], range(250), [])},
+        "response.error is nested deeper",
+    ),
     ("response.complete", "yes", "complete"),
     ("response.error", "boom", "error"),
     ("response.error", {"message": "no type"}, "error"),
 ]
 
 
-@pytest.mark.parametrize("where,value,words", _INTERACTION_CASES,
-                         ids=[f"{w}={'DEL' if v is _DEL else v!r}"[:50] for w, v, _ in _INTERACTION_CASES])
-def test_malformed_interaction_names_file_and_interaction(tmp_path: Path, where: str, value: Any,
-                                                          words: str) -> None:
+@pytest.mark.parametrize(
+    "where,value,words",
+    _INTERACTION_CASES,
+    ids=[f"{w}={'DEL' if v is _DEL else v!r}"[:50] for w, v, _ in _INTERACTION_CASES],
+)
+def test_malformed_interaction_names_file_and_interaction(
+    tmp_path: Path, where: str, value: Any, words: str
+) -> None:
     with pytest.raises(CassetteError) as info:
         _load_doc(tmp_path, _set(_valid_doc(), where, value))
     msg = str(info.value)
@@ -655,8 +745,15 @@ def test_edited_event_text_is_reported_not_silently_wrong(tmp_path: Path) -> Non
 
 
 def test_hand_written_cassette_without_chunks_is_one_chunk(tmp_path: Path) -> None:
-    doc = {"version": 1, "interactions": [{"request": {"method": "get", "url": "http://h/"},
-                                           "response": {"status": 200, "body": ["data: a\n\n", "data: b\n\n"]}}]}
+    doc = {
+        "version": 1,
+        "interactions": [
+            {
+                "request": {"method": "get", "url": "http://h/"},
+                "response": {"status": 200, "body": ["data: a\n\n", "data: b\n\n"]},
+            }
+        ],
+    }
     x = _load_doc(tmp_path, doc).interactions[0]
     assert x.request.method == "GET"
     assert x.response.chunks == [b"data: a\n\ndata: b\n\n"]
@@ -664,19 +761,22 @@ def test_hand_written_cassette_without_chunks_is_one_chunk(tmp_path: Path) -> No
     assert x.response.complete is True
 
 
-@pytest.mark.parametrize("raw,words", [
-    (b'{"version": 1, "interactions": [', "not valid JSON"),
-    (b"", "not valid JSON"),
-    (b"\xff\xfe{}", "not valid JSON"),
-    (b"[1, 2]", "top level"),
-    (b'"cassette"', "top level"),
-    (b'{"version": 99, "interactions": []}', "version 99"),
-    (b'{"version": "1", "interactions": []}', "version '1'"),
-    (b'{"interactions": []}', "version None"),
-    (b'{"version": 1}', "interactions"),
-    (b'{"version": 1, "interactions": {}}', "interactions"),
-    (b'{"version": 1, "interactions": "none"}', "interactions"),
-])
+@pytest.mark.parametrize(
+    "raw,words",
+    [
+        (b'{"version": 1, "interactions": [', "not valid JSON"),
+        (b"", "not valid JSON"),
+        (b"\xff\xfe{}", "not valid JSON"),
+        (b"[1, 2]", "top level"),
+        (b'"cassette"', "top level"),
+        (b'{"version": 99, "interactions": []}', "version 99"),
+        (b'{"version": "1", "interactions": []}', "version '1'"),
+        (b'{"interactions": []}', "version None"),
+        (b'{"version": 1}', "interactions"),
+        (b'{"version": 1, "interactions": {}}', "interactions"),
+        (b'{"version": 1, "interactions": "none"}', "interactions"),
+    ],
+)
 def test_malformed_file_names_file_and_problem(tmp_path: Path, raw: bytes, words: str) -> None:
     path = tmp_path / "broken.json"
     path.write_bytes(raw)
@@ -704,8 +804,10 @@ def test_cassette_error_is_a_value_error(tmp_path: Path) -> None:
 
 def test_loads_without_path_still_names_the_interaction() -> None:
     with pytest.raises(CassetteError, match=r"^interaction 0: response\.status"):
-        Cassette.loads(b'{"version": 1, "interactions": [{"request": {"method": "GET", "url": "u"},'
-                       b' "response": {"status": 1, "body": []}}]}')
+        Cassette.loads(
+            b'{"version": 1, "interactions": [{"request": {"method": "GET", "url": "u"},'
+            b' "response": {"status": 1, "body": []}}]}'
+        )
 
 
 def test_missing_file_names_the_file(tmp_path: Path) -> None:
@@ -719,20 +821,36 @@ def test_missing_file_names_the_file(tmp_path: Path) -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.lists(st.binary(min_size=1, max_size=30)
-                                   | st.sampled_from([b"data: x\n\n", "data: 世\n\n".encode(), b"\r\n\r\n"]),
-                                   max_size=700), st.booleans()), max_size=3))
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(
+                st.binary(min_size=1, max_size=30)
+                | st.sampled_from([b"data: x\n\n", "data: 世\n\n".encode(), b"\r\n\r\n"]),
+                max_size=700,
+            ),
+            st.booleans(),
+        ),
+        max_size=3,
+    )
+)
 def test_streamed_save_has_orjsons_exact_layout(spec: list[tuple[list[bytes], bool]]) -> None:
     """Bodies are written piece by piece; the file is byte-identical to orjson's whole-document
     output, but for the chunk maps' pairs, one a line."""
     c = Cassette()
     for chunks, sse in spec:
-        c.add("POST", "http://h/x", chunks, headers={"content-type": "text/event-stream" if sse else "text/plain"},
-              request_json={"a": [1, {"b": "é"}]})
+        c.add(
+            "POST",
+            "http://h/x",
+            chunks,
+            headers={"content-type": "text/event-stream" if sse else "text/plain"},
+            request_json={"a": [1, {"b": "é"}]},
+        )
     assert c.dumps() == reference(c)
 
 
 # -- large files: bodies read apart from the rest --------------------------------------------
+
 
 @pytest.fixture
 def lean(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -750,27 +868,54 @@ def _read_bodies_apart(path: Path) -> Any:
 
 
 def _same(a: Cassette, b: Cassette) -> None:
-    assert [(x.request, x.response) for x in a.interactions] == [(x.request, x.response) for x in b.interactions]
+    assert [(x.request, x.response) for x in a.interactions] == [
+        (x.request, x.response) for x in b.interactions
+    ]
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.lists(st.binary(min_size=1, max_size=40)
-                                   | st.sampled_from([b"data: x\n\n", "data: 世\n\n".encode(), b"\r\n\r\n",
-                                                      b'data: {"a": ",\\n"}\n\n', b"\xff\xfe"]),
-                                   max_size=60), st.booleans(), st.sampled_from([None, b"raw", b'{"j": 1}'])),
-                max_size=3))
-def test_large_file_loads_exactly_as_the_whole_document(lean: None, tmp_path: Path,
-                                                        spec: list[tuple[list[bytes], bool, bytes | None]]) -> None:
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(
+                st.binary(min_size=1, max_size=40)
+                | st.sampled_from(
+                    [
+                        b"data: x\n\n",
+                        "data: 世\n\n".encode(),
+                        b"\r\n\r\n",
+                        b'data: {"a": ",\\n"}\n\n',
+                        b"\xff\xfe",
+                    ]
+                ),
+                max_size=60,
+            ),
+            st.booleans(),
+            st.sampled_from([None, b"raw", b'{"j": 1}']),
+        ),
+        max_size=3,
+    )
+)
+def test_large_file_loads_exactly_as_the_whole_document(
+    lean: None, tmp_path: Path, spec: list[tuple[list[bytes], bool, bytes | None]]
+) -> None:
     c = Cassette()
     for chunks, sse, request_body in spec:
-        c.add("POST", "http://h/x", chunks, headers={"content-type": "text/event-stream" if sse else "text/plain"},
-              request_body=request_body)
+        c.add(
+            "POST",
+            "http://h/x",
+            chunks,
+            headers={"content-type": "text/event-stream" if sse else "text/plain"},
+            request_body=request_body,
+        )
     path = c.save(tmp_path / "big.json")
     assert _read_bodies_apart(path) is not None  # what save writes is always read apart
     _same(Cassette.load(path), Cassette.loads(path.read_bytes()))
 
 
-def test_a_real_large_cassette_takes_the_large_file_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_real_large_cassette_takes_the_large_file_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import ssemock.cassette as cassette_module
 
     c = Cassette()
@@ -787,18 +932,22 @@ def test_a_real_large_cassette_takes_the_large_file_path(tmp_path: Path, monkeyp
     assert loaded.interactions[0].response.ends == c.interactions[0].response.ends
 
 
-_BODY_IN_JSON = b'''{"version": 1, "interactions": [{"request": {"method": "POST", "url": "http://h/", "json": {
+_BODY_IN_JSON = b"""{"version": 1, "interactions": [{"request": {"method": "POST", "url": "http://h/", "json": {
         "body": [
           "the request's own JSON, not a response body"
         ]}}, "response": {"status": 200, "body": ["data: x\\n\\n"]}}]}
-'''
+"""
 
 
-@pytest.mark.parametrize("raw", [
-    _BODY_IN_JSON,
-    orjson.dumps(orjson.loads(_BODY_IN_JSON)),  # compact
-    orjson.dumps(orjson.loads(_BODY_IN_JSON), option=orjson.OPT_INDENT_2).replace(b"  ", b"    "),
-], ids=["body-key-inside-request-json", "compact", "4-space-indent"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        _BODY_IN_JSON,
+        orjson.dumps(orjson.loads(_BODY_IN_JSON)),  # compact
+        orjson.dumps(orjson.loads(_BODY_IN_JSON), option=orjson.OPT_INDENT_2).replace(b"  ", b"    "),
+    ],
+    ids=["body-key-inside-request-json", "compact", "4-space-indent"],
+)
 def test_other_layouts_load_the_same_on_the_large_file_path(lean: None, tmp_path: Path, raw: bytes) -> None:
     path = tmp_path / "hand.json"
     path.write_bytes(raw)
@@ -809,9 +958,11 @@ def test_other_layouts_load_the_same_on_the_large_file_path(lean: None, tmp_path
 
 def _laid_out(pieces: str) -> bytes:
     """A cassette in _write's layout whose response body list holds ``pieces`` (raw JSON lines)."""
-    head = b'{\n  "version": 1,\n  "interactions": [\n    {\n      "request": {\n        "method": "GET",\n' \
-           b'        "url": "http://h/"\n      },\n      "response": {\n        "status": 200,\n        "body": [\n'
-    return head + pieces.encode() + b'\n        ]\n      }\n    }\n  ]\n}\n'
+    head = (
+        b'{\n  "version": 1,\n  "interactions": [\n    {\n      "request": {\n        "method": "GET",\n'
+        b'        "url": "http://h/"\n      },\n      "response": {\n        "status": 200,\n        "body": [\n'
+    )
+    return head + pieces.encode() + b"\n        ]\n      }\n    }\n  ]\n}\n"
 
 
 def test_the_layout_helper_matches_what_save_writes() -> None:
@@ -822,17 +973,29 @@ def test_the_layout_helper_matches_what_save_writes() -> None:
     assert helper["interactions"][0]["response"]["body"] == written["interactions"][0]["response"]["body"]
 
 
-@pytest.mark.parametrize("pieces,words", [
-    ('          "a",\n          1', "list of strings"),
-    ('          "a",\n          "b",', "not valid JSON"),  # trailing comma
-    ('          "a"\n          "b"', "not valid JSON"),  # missing comma
-    ('          "a,\n          b"', "not valid JSON"),  # a raw newline inside a string
-    ('          ["a",\n          "b"]', "list of strings"),
-    # with 64-byte batches, the first batch ends on the first comma; the next starts on a stray one
-    ('"' + "x" * 60 + '",\n,\n"' + "y" * 100 + '"', "not valid JSON"),
-], ids=["number", "trailing-comma", "missing-comma", "raw-newline", "nested-list", "stray-comma-at-a-batch-start"])
-def test_broken_body_lines_give_the_same_error_on_the_large_file_path(lean: None, tmp_path: Path, pieces: str,
-                                                                     words: str) -> None:
+@pytest.mark.parametrize(
+    "pieces,words",
+    [
+        ('          "a",\n          1', "list of strings"),
+        ('          "a",\n          "b",', "not valid JSON"),  # trailing comma
+        ('          "a"\n          "b"', "not valid JSON"),  # missing comma
+        ('          "a,\n          b"', "not valid JSON"),  # a raw newline inside a string
+        ('          ["a",\n          "b"]', "list of strings"),
+        # with 64-byte batches, the first batch ends on the first comma; the next starts on a stray one
+        ('"' + "x" * 60 + '",\n,\n"' + "y" * 100 + '"', "not valid JSON"),
+    ],
+    ids=[
+        "number",
+        "trailing-comma",
+        "missing-comma",
+        "raw-newline",
+        "nested-list",
+        "stray-comma-at-a-batch-start",
+    ],
+)
+def test_broken_body_lines_give_the_same_error_on_the_large_file_path(
+    lean: None, tmp_path: Path, pieces: str, words: str
+) -> None:
     path = tmp_path / "broken.json"
     path.write_bytes(_laid_out(pieces))
     with pytest.raises(CassetteError, match=words) as lean_error:
@@ -844,13 +1007,19 @@ def test_broken_body_lines_give_the_same_error_on_the_large_file_path(lean: None
 
 
 @settings(max_examples=300)
-@given(data=st.one_of(st.binary(max_size=2000), st.lists(st.sampled_from([b",", b"[", b"{", b"x", b"\xff", b'"']),
-                                                         max_size=1000).map(b"".join)))
+@given(
+    data=st.one_of(
+        st.binary(max_size=2000),
+        st.lists(st.sampled_from([b",", b"[", b"{", b"x", b"\xff", b'"']), max_size=1000).map(b"".join),
+    )
+)
 def test_the_value_count_is_the_same_with_and_without_the_accelerator(data: bytes) -> None:
     """The JSON value count behind the size check, in C where it was built, equals the pure count."""
     from ssemock import _speedups, cassette
 
     assert cassette._values is _speedups.values
-    assert _speedups.values(data) == cassette._py_values(data) == sum(data.count(c) for c in (b",", b"[", b"{"))
+    assert (
+        _speedups.values(data) == cassette._py_values(data) == sum(data.count(c) for c in (b",", b"[", b"{"))
+    )
     with pytest.raises(TypeError, match="values"):
         _speedups.values(bytearray(data))  # type: ignore[arg-type]

@@ -16,11 +16,44 @@ from ssemock import Cassette, _speedups, cassette_body
 from ssemock.cassette import VERSION, _interaction_to_json
 
 OPTION = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
-CONTENT_TYPES = ["text/event-stream", "text/event-stream; charset=utf-8", "application/x-ndjson", "text/plain", None]
+CONTENT_TYPES = [
+    "text/event-stream",
+    "text/event-stream; charset=utf-8",
+    "application/x-ndjson",
+    "text/plain",
+    None,
+]
 # every kind of byte the layout has to care about: separators, escapes, the placeholder candidates, multi-byte text
-ATOMS = [b"\n", b"\n\n", b"\r", b"\r\n", b"\r\n\r\n", b'"', b"\\", b"\\n", b"\x00", b"\x01", b"\x1f", b"\t", b"\x7f",
-         b"~", b"^", b"|", b"`", b"#", b",", b" ", b"data: ", b"x", "é".encode(), "世".encode(), "🙂".encode(),
-         b'{"a": "b\\"c"}', b"\xff", b"\xc3"]
+ATOMS = [
+    b"\n",
+    b"\n\n",
+    b"\r",
+    b"\r\n",
+    b"\r\n\r\n",
+    b'"',
+    b"\\",
+    b"\\n",
+    b"\x00",
+    b"\x01",
+    b"\x1f",
+    b"\t",
+    b"\x7f",
+    b"~",
+    b"^",
+    b"|",
+    b"`",
+    b"#",
+    b",",
+    b" ",
+    b"data: ",
+    b"x",
+    "é".encode(),
+    "世".encode(),
+    "🙂".encode(),
+    b'{"a": "b\\"c"}',
+    b"\xff",
+    b"\xc3",
+]
 
 
 def reference(c: Cassette) -> bytes:
@@ -34,10 +67,11 @@ def reference(c: Cassette) -> bytes:
     raw = orjson.dumps({"version": VERSION, "interactions": items}, option=OPTION)
     for k, pairs in enumerate(maps):
         lines = [b"          [" + orjson.dumps(t) + b", " + orjson.dumps(end) + b"]" for t, end in pairs]
-        raw = raw.replace(orjson.dumps(f"\x00chunk map {k}\x00"),
-                          b"[\n" + b",\n".join(lines) + b"\n        ]" if lines else b"[]")
+        raw = raw.replace(
+            orjson.dumps(f"\x00chunk map {k}\x00"),
+            b"[\n" + b",\n".join(lines) + b"\n        ]" if lines else b"[]",
+        )
     return raw
-
 
 
 def _cassette(bodies: list[tuple[bytes, str | None]]) -> Cassette:
@@ -60,11 +94,19 @@ def accelerator(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(bodies=st.lists(st.tuples(st.lists(st.sampled_from(ATOMS), max_size=60).map(b"".join),
-                                 st.sampled_from(CONTENT_TYPES)), min_size=1, max_size=3),
-       window=st.sampled_from([1, 2, 3, 5, 8, 13, 64, 1 << 18]))
+@given(
+    bodies=st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(ATOMS), max_size=60).map(b"".join), st.sampled_from(CONTENT_TYPES)
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    window=st.sampled_from([1, 2, 3, 5, 8, 13, 64, 1 << 18]),
+)
 def test_any_body_at_any_window_is_laid_out_as_orjson_lays_out_its_pieces(
-        monkeypatch: pytest.MonkeyPatch, accelerator: str, bodies: list[tuple[bytes, str | None]], window: int) -> None:
+    monkeypatch: pytest.MonkeyPatch, accelerator: str, bodies: list[tuple[bytes, str | None]], window: int
+) -> None:
     monkeypatch.setattr(cassette_body, "WINDOW", window)
     c = _cassette(bodies)
     raw = c.dumps()
@@ -73,10 +115,16 @@ def test_any_body_at_any_window_is_laid_out_as_orjson_lays_out_its_pieces(
 
 
 @settings(max_examples=500)
-@given(window=st.one_of(st.lists(st.sampled_from(ATOMS), max_size=80).map(b"".join), st.binary(),
-                        st.text().map(str.encode)),
-       kind=st.sampled_from(["lf", "lines"]), layout=st.sampled_from([b'",\n      "', b'",\n  "', b""]))
-def test_the_accelerated_window_is_the_pure_code_s_byte_for_byte(window: bytes, kind: str, layout: bytes) -> None:
+@given(
+    window=st.one_of(
+        st.lists(st.sampled_from(ATOMS), max_size=80).map(b"".join), st.binary(), st.text().map(str.encode)
+    ),
+    kind=st.sampled_from(["lf", "lines"]),
+    layout=st.sampled_from([b'",\n      "', b'",\n  "', b""]),
+)
+def test_the_accelerated_window_is_the_pure_code_s_byte_for_byte(
+    window: bytes, kind: str, layout: bytes
+) -> None:
     """``_speedups.escaped`` makes what the markers and orjson make; on bytes that are not UTF-8
     it gives None and the pure code raises the decoding error."""
     compiled = _speedups.escaped(window, b"\n" if kind == "lines" else b"\n\n", layout)
@@ -103,9 +151,10 @@ def test_the_accelerator_is_in_use_and_refuses_bad_arguments() -> None:
 
 @pytest.mark.parametrize("content_type", CONTENT_TYPES)
 def test_a_window_holding_every_placeholder_candidate_is_laid_out_piece_by_piece(
-        monkeypatch: pytest.MonkeyPatch, accelerator: str, content_type: str | None) -> None:
+    monkeypatch: pytest.MonkeyPatch, accelerator: str, content_type: str | None
+) -> None:
     monkeypatch.setattr(cassette_body, "WINDOW", 200)
-    crowded = bytes(b for b in cassette_body._CANDIDATES if b != 0x7f) + "\x7f é\n".encode()
+    crowded = bytes(b for b in cassette_body._CANDIDATES if b != 0x7F) + "\x7f é\n".encode()
     body = b"".join(b"data: %d " % i + crowded + b"\n\n" for i in range(20))
     c = _cassette([(body, content_type), (b"data: plain\n\n" * 30, content_type)])
     assert c.dumps() == reference(c)
@@ -114,8 +163,10 @@ def test_a_window_holding_every_placeholder_candidate_is_laid_out_piece_by_piece
 
 def test_a_large_sse_body_in_many_windows(monkeypatch: pytest.MonkeyPatch, accelerator: str) -> None:
     monkeypatch.setattr(cassette_body, "WINDOW", 4096)
-    events = [f'data: {{"i": {i}, "text": "{"é" * (i % 7)}\\n\\"q\\"", "run": "{chr(10) * (i % 4)}"}}\n\n'.encode()
-              for i in range(3000)]
+    events = [
+        f'data: {{"i": {i}, "text": "{"é" * (i % 7)}\\n\\"q\\"", "run": "{chr(10) * (i % 4)}"}}\n\n'.encode()
+        for i in range(3000)
+    ]
     c = Cassette()
     c.add("GET", "http://h/s", events, times=[i / 997 for i in range(len(events))])
     raw = c.dumps()
@@ -125,24 +176,34 @@ def test_a_large_sse_body_in_many_windows(monkeypatch: pytest.MonkeyPatch, accel
 
 
 @pytest.mark.parametrize("where", ["dumps", "save"])
-def test_a_body_that_stops_being_utf8_late_is_saved_in_base64(tmp_path: Path, accelerator: str, where: str) -> None:
+def test_a_body_that_stops_being_utf8_late_is_saved_in_base64(
+    tmp_path: Path, accelerator: str, where: str
+) -> None:
     """Only a body's first bytes are checked before it is laid out; a bad byte further on makes
     the whole document be written again (the file rewound), with that body in base64."""
     late = b"data: ok\n\n" * 2000 + b"data: \xff\n\n" + b"data: ok\n\n" * 10  # past the checked prefix
-    c = _cassette([(b"data: first\n\n", "text/event-stream"), (late, "text/event-stream"),
-                   (b"\xfe early", "text/plain"), (late + b"x", "text/event-stream")])
+    c = _cassette(
+        [
+            (b"data: first\n\n", "text/event-stream"),
+            (late, "text/event-stream"),
+            (b"\xfe early", "text/plain"),
+            (late + b"x", "text/event-stream"),
+        ]
+    )
     raw = c.dumps() if where == "dumps" else c.save(tmp_path / "c.json").read_bytes()
     assert raw == reference(c)
     doc = orjson.loads(raw)
     kinds = ["body" if "body" in x["response"] else "body_base64" for x in doc["interactions"]]
     assert kinds == ["body", "body_base64", "body_base64", "body_base64"]
-    assert [x.response.body for x in Cassette.loads(raw).interactions] == [x.response.body for x in c.interactions]
+    assert [x.response.body for x in Cassette.loads(raw).interactions] == [
+        x.response.body for x in c.interactions
+    ]
 
 
 _FLOATS = st.one_of(
     st.floats(min_value=0, max_value=86_400, allow_nan=False),
-    st.integers(min_value=0, max_value=10 ** 9).map(lambda k: k / 20_000),  # on or next to a 0.05 ms half
-    st.integers(min_value=0, max_value=8 * 10 ** 8).map(lambda k: (k + 0.5) / 10_000),
+    st.integers(min_value=0, max_value=10**9).map(lambda k: k / 20_000),  # on or next to a 0.05 ms half
+    st.integers(min_value=0, max_value=8 * 10**8).map(lambda k: (k + 0.5) / 10_000),
     st.sampled_from([0.0, 5e-324, 1e-9, 0.00005, 0.00015, 0.2 + 0.0125 * 3]),
 )
 
@@ -168,8 +229,9 @@ def test_times_that_are_not_plain_floats_are_written_as_round_writes_them() -> N
 
 
 @pytest.mark.parametrize("content_type", ["text/event-stream", "text/plain"])
-def test_runs_of_blank_lines_across_every_window_edge(monkeypatch: pytest.MonkeyPatch, accelerator: str,
-                                                     content_type: str) -> None:
+def test_runs_of_blank_lines_across_every_window_edge(
+    monkeypatch: pytest.MonkeyPatch, accelerator: str, content_type: str
+) -> None:
     """A run of 3+ newlines pairs up from its first (``\\n\\n`` ends an event, the odd one
     starts the next), wherever a window's edge falls in it."""
     bodies = [b"".join(b"e%d" % i + b"\n" * (i % 6 + 1) for i in range(n)) for n in (1, 5, 12)]

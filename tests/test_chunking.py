@@ -14,8 +14,8 @@ import ssemock.sse
 from ssemock import chunking
 
 SSE_EVENTS = [
-    b"event: message_start\ndata: {\"type\": \"message_start\"}\n\n",
-    "data: {\"text\": \"こんにちは、世界！🌏\"}\n\n".encode(),
+    b'event: message_start\ndata: {"type": "message_start"}\n\n',
+    'data: {"text": "こんにちは、世界！🌏"}\n\n'.encode(),
     b": ping\n\n",
     "id: 7\ndata: naïve\ndata:  two spaces\n\n".encode(),
     b"data: x\n\n",
@@ -23,9 +23,16 @@ SSE_EVENTS = [
 ]
 SSE_BODY = b"".join(SSE_EVENTS)
 
-STRATEGIES = [*chunking.ALL, chunking.fixed(1), chunking.fixed(3), chunking.fixed(64),
-              *(chunking.random(seed) for seed in range(4)), chunking.random(7, 32, 8),
-              chunking.random(3, 1, 0), chunking.per_event]
+STRATEGIES = [
+    *chunking.ALL,
+    chunking.fixed(1),
+    chunking.fixed(3),
+    chunking.fixed(64),
+    *(chunking.random(seed) for seed in range(4)),
+    chunking.random(7, 32, 8),
+    chunking.random(3, 1, 0),
+    chunking.per_event,
+]
 IDS = [c.name for c in STRATEGIES]
 
 _value_chars = st.characters(exclude_characters="\r\n", exclude_categories=("Cs",))
@@ -68,8 +75,9 @@ def _utf8_chars(body: bytes) -> list[tuple[int, int]]:
 @pytest.mark.parametrize("strategy", STRATEGIES, ids=IDS)
 @settings(max_examples=60, deadline=None)
 @given(body=any_bodies, data=st.data())
-def test_chunks_join_to_the_body_and_none_is_empty(strategy: chunking.Chunking, body: bytes,
-                                                   data: st.DataObject) -> None:
+def test_chunks_join_to_the_body_and_none_is_empty(
+    strategy: chunking.Chunking, body: bytes, data: st.DataObject
+) -> None:
     cuts = data.draw(st.sets(st.integers(1, max(1, len(body))), max_size=8))
     recorded = sorted({*cuts, len(body)}) if body else []
     chunks = strategy(body, recorded)
@@ -120,7 +128,7 @@ def test_as_recorded_normalizes_bogus_ends() -> None:
 @given(any_bodies)
 def test_bytewise_gives_one_byte_chunks(body: bytes) -> None:
     chunks = chunking.bytewise(body)
-    assert chunks == [body[i:i + 1] for i in range(len(body))]
+    assert chunks == [body[i : i + 1] for i in range(len(body))]
 
 
 @settings(max_examples=60, deadline=None)
@@ -134,7 +142,7 @@ def test_coalesced_is_one_chunk(body: bytes) -> None:
 @given(body=any_bodies)
 def test_fixed_gives_n_byte_chunks(n: int, body: bytes) -> None:
     chunks = chunking.fixed(n)(body)
-    assert chunks == [body[i:i + n] for i in range(0, len(body), n)]
+    assert chunks == [body[i : i + n] for i in range(0, len(body), n)]
     assert chunking.fixed(n).name == f"fixed:{n}"
 
 
@@ -157,11 +165,18 @@ def test_per_event_cuts_at_the_events_of_the_framing_the_content_type_names() ->
 
     lines = b'{"a": 1}\n\n{"b": 2}\n{"c": 3}\n'  # JSON lines with a blank line (the blank_lines transform)
     assert chunking.per_event(lines, content_type="application/x-ndjson") == [
-        b'{"a": 1}\n', b"\n", b'{"b": 2}\n', b'{"c": 3}\n']
+        b'{"a": 1}\n',
+        b"\n",
+        b'{"b": 2}\n',
+        b'{"c": 3}\n',
+    ]
     assert chunking.per_event(lines) == [b'{"a": 1}\n\n', b'{"b": 2}\n{"c": 3}\n']  # no type: the old guess
     array = b'[{"x": [1, 2]}\n,\r\n{"y": "}\\"{"}\n]'  # brackets inside strings are not elements
-    assert chunking.per_event(array) == chunking.per_event(array, content_type="application/json") == [
-        b'[{"x": [1, 2]}', b'\n,\r\n{"y": "}\\"{"}', b"\n]"]
+    assert (
+        chunking.per_event(array)
+        == chunking.per_event(array, content_type="application/json")
+        == [b'[{"x": [1, 2]}', b'\n,\r\n{"y": "}\\"{"}', b"\n]"]
+    )
     frames = [eventstream.encode({":event-type": "e"}, b"x" * n) for n in (1, 10, 100)]
     assert chunking.per_event(b"".join(frames), content_type=eventstream.CONTENT_TYPE) == frames
     assert chunking.per_event(SSE_BODY, content_type="text/event-stream") == SSE_EVENTS
@@ -192,17 +207,25 @@ def test_event_ends_are_the_blank_line_matches_of_the_sse_grammar(parts: list[by
     reference = [m.end() for m in re.finditer(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)", body)]
     assert chunking.event_ends(body, sse=True) == reference
     assert chunking.event_ends(body.replace(b"\r", b""), sse=True) == [
-        m.end() for m in re.finditer(rb"\n\n", body.replace(b"\r", b""))]
+        m.end() for m in re.finditer(rb"\n\n", body.replace(b"\r", b""))
+    ]
 
 
 def test_per_event_keeps_an_unterminated_tail() -> None:
-    assert chunking.per_event(b"data: a\n\ndata: b\n\ndata: par") == [b"data: a\n\n", b"data: b\n\n", b"data: par"]
+    assert chunking.per_event(b"data: a\n\ndata: b\n\ndata: par") == [
+        b"data: a\n\n",
+        b"data: b\n\n",
+        b"data: par",
+    ]
 
 
 def test_per_event_on_json_lines_is_one_line_per_chunk() -> None:
     body = b'{"message": {"content": "\xe4\xb8\x96"}}\n{"done": false}\n{"done": true}\n'
-    assert chunking.per_event(body) == [b'{"message": {"content": "\xe4\xb8\x96"}}\n',
-                                        b'{"done": false}\n', b'{"done": true}\n']
+    assert chunking.per_event(body) == [
+        b'{"message": {"content": "\xe4\xb8\x96"}}\n',
+        b'{"done": false}\n',
+        b'{"done": true}\n',
+    ]
 
 
 # -- mid_line / mid_utf8 --------------------------------------------------------------------
@@ -288,8 +311,15 @@ def test_random_rejects_bad_sizes(args: tuple[int, int, int]) -> None:
 
 
 def test_all_has_the_documented_strategies() -> None:
-    assert [c.name for c in chunking.ALL] == ["as_recorded", "bytewise", "mid_line", "mid_utf8", "coalesced",
-                                              "per_event", "random:7"]
+    assert [c.name for c in chunking.ALL] == [
+        "as_recorded",
+        "bytewise",
+        "mid_line",
+        "mid_utf8",
+        "coalesced",
+        "per_event",
+        "random:7",
+    ]
     assert chunking.ALL[0] is chunking.as_recorded
 
 
@@ -302,18 +332,32 @@ def test_names_round_trip_through_get(strategy: chunking.Chunking) -> None:
     assert chunking.get(strategy) is strategy
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("mid_utf8", "mid_utf8"), ("fixed:3", "fixed:3"), ("random:7", "random:7"),
-    ("random:7:32:8", "random:7:32:8"), ("random:7:16:12", "random:7"), ("random", "random:0"),
-    (" mid_line ", "mid_line"), ("bytewise", "bytewise"),
-])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("mid_utf8", "mid_utf8"),
+        ("fixed:3", "fixed:3"),
+        ("random:7", "random:7"),
+        ("random:7:32:8", "random:7:32:8"),
+        ("random:7:16:12", "random:7"),
+        ("random", "random:0"),
+        (" mid_line ", "mid_line"),
+        ("bytewise", "bytewise"),
+    ],
+)
 def test_get_by_name(name: str, expected: str) -> None:
     assert chunking.get(name).name == expected
 
 
 def test_named_singletons_are_returned() -> None:
-    for c in (chunking.as_recorded, chunking.bytewise, chunking.mid_line, chunking.mid_utf8,
-              chunking.coalesced, chunking.per_event):
+    for c in (
+        chunking.as_recorded,
+        chunking.bytewise,
+        chunking.mid_line,
+        chunking.mid_utf8,
+        chunking.coalesced,
+        chunking.per_event,
+    ):
         assert chunking.get(c.name) is c
 
 
@@ -330,7 +374,16 @@ def test_get_unknown_name_lists_the_known_ones(name: str) -> None:
         chunking.get(name)
     msg = str(info.value)
     assert repr(name) in msg
-    for known in ("as_recorded", "bytewise", "mid_line", "mid_utf8", "coalesced", "per_event", "fixed", "random"):
+    for known in (
+        "as_recorded",
+        "bytewise",
+        "mid_line",
+        "mid_utf8",
+        "coalesced",
+        "per_event",
+        "fixed",
+        "random",
+    ):
         assert known in msg
 
 
@@ -354,7 +407,11 @@ def test_resolve() -> None:
     assert chunking.resolve("bytewise") == [chunking.bytewise]
     assert chunking.resolve(chunking.fixed(5))[0].name == "fixed:5"
     assert [c.name for c in chunking.resolve(["bytewise", chunking.fixed(4), "random:1,mid_utf8"])] == [
-        "bytewise", "fixed:4", "random:1", "mid_utf8"]
+        "bytewise",
+        "fixed:4",
+        "random:1",
+        "mid_utf8",
+    ]
     with pytest.raises(ValueError, match="nope"):
         chunking.resolve("mid_line,nope")
 
@@ -367,6 +424,7 @@ def test_chunking_is_reachable_from_the_package() -> None:
 def test_per_event_framing_matches_the_decoder_on_mixed_blank_lines() -> None:
     """A blank line may be LF, CR or CRLF after any line ending (found by the conformance work)."""
     from ssemock import sse
+
     body = b"data: d\n\rdata: e\r\n\rdata: f\n\ndata: g\r\n\r\ndata: h\r\r"
     chunks = chunking.per_event(body)
     assert [len(sse.decode([c])) for c in chunks] == [1, 1, 1, 1, 1]
@@ -379,6 +437,7 @@ def test_resolve_keeps_the_offsets_of_an_at_name_together() -> None:
 
 
 # -- lazy ends for fixed-size chunkings -------------------------------------------------------
+
 
 @pytest.mark.parametrize("size, step", [(0, 1), (1, 1), (7, 1), (7, 3), (9, 3), (5, 8)])
 def test_regular_ends_behave_as_the_list_they_stand_for(size: int, step: int) -> None:
@@ -399,7 +458,11 @@ def test_regular_ends_behave_as_the_list_they_stand_for(size: int, step: int) ->
 def test_lazy_ends_of_other_chunkings_are_their_lists() -> None:
     for strategy in (chunking.as_recorded, chunking.mid_line, chunking.per_event, chunking.random(3)):
         assert strategy.lazy_ends(SSE_BODY) == strategy.ends(SSE_BODY)
-    assert chunking.bytewise.lazy_ends(SSE_BODY) == chunking.bytewise.ends(SSE_BODY) == list(range(1, len(SSE_BODY) + 1))
+    assert (
+        chunking.bytewise.lazy_ends(SSE_BODY)
+        == chunking.bytewise.ends(SSE_BODY)
+        == list(range(1, len(SSE_BODY) + 1))
+    )
     assert chunking.bytewise.lazy_ends(SSE_BODY) != [1, 2]
     assert chunking.bytewise.lazy_ends(b"") == []
 
@@ -409,5 +472,5 @@ def test_slices_hand_out_each_chunk_once_and_count_what_is_left() -> None:
         chunks, left = chunking.Slices(b"0123456789", ends).iterate()
         assert operator.length_hint(left) == len(ends)
         first = next(chunks)
-        assert first == b"0123456789"[:ends[0]] and operator.length_hint(left) == len(ends) - 1
+        assert first == b"0123456789"[: ends[0]] and operator.length_hint(left) == len(ends) - 1
         assert b"".join([first, *chunks]) == b"0123456789" and operator.length_hint(left) == 0

@@ -22,8 +22,9 @@ def ssemock_command() -> list[str]:
 
 
 def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ssemock_command(), *args], capture_output=True, text=True,
-                          encoding="utf-8", timeout=timeout)
+    return subprocess.run(
+        [*ssemock_command(), *args], capture_output=True, text=True, encoding="utf-8", timeout=timeout
+    )
 
 
 def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
@@ -39,8 +40,9 @@ def test_help_of_the_console_script() -> None:
 
 
 def test_python_dash_m_ssemock() -> None:
-    proc = subprocess.run([sys.executable, "-m", "ssemock", "--help"], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ssemock", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert "usage: ssemock" in proc.stdout
 
@@ -102,8 +104,13 @@ def chat_file(path: Path) -> Path:
     """An OpenAI chat stream: chunks 30 ms apart, the first at 12 ms, some cut mid-line."""
     cassette = Cassette()
     chunks = writes(openai_chat_events())
-    cassette.add("POST", CHAT, chunks, times=[0.012 + k * 0.03 for k in range(len(chunks))],
-                 request_json={"model": "gpt-test", "stream": True})
+    cassette.add(
+        "POST",
+        CHAT,
+        chunks,
+        times=[0.012 + k * 0.03 for k in range(len(chunks))],
+        request_json={"model": "gpt-test", "stream": True},
+    )
     cassette.save(path)
     return path
 
@@ -121,12 +128,19 @@ def test_show_prints_the_numbers(tmp_path: Path, capsys: pytest.CaptureFixture[s
     n = len(resp.chunks)
     assert main(["show", str(path)]) == 0
     out = capsys.readouterr().out
-    for needle in (f"{path}: 1 interaction", f"#0  POST {CHAT}", "status 200  text/event-stream  complete",
-                   f"body {len(resp.body)} bytes in {n} chunks",
-                   f"time to first chunk 12 ms, last chunk at {12 + 30 * (n - 1)} ms",
-                   "gaps between chunks: min 30 ms, median 30 ms, max 30 ms", "chunk sizes (min",
-                   "timeline", f"events: {len(openai_chat_events())} SSE events; protocol openai.chat",
-                   repr(TEXT), "tool call: get_weather("):
+    for needle in (
+        f"{path}: 1 interaction",
+        f"#0  POST {CHAT}",
+        "status 200  text/event-stream  complete",
+        f"body {len(resp.body)} bytes in {n} chunks",
+        f"time to first chunk 12 ms, last chunk at {12 + 30 * (n - 1)} ms",
+        "gaps between chunks: min 30 ms, median 30 ms, max 30 ms",
+        "chunk sizes (min",
+        "timeline",
+        f"events: {len(openai_chat_events())} SSE events; protocol openai.chat",
+        repr(TEXT),
+        "tool call: get_weather(",
+    ):
         assert needle in out, needle
     assert "█" in out  # the histogram bars and the timeline marks
     assert "[DONE]" not in out  # events are listed only with --events
@@ -164,11 +178,16 @@ def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     unterminated = sse_file(tmp_path / "cut.json", b"data: one\n\ndata: two\n")
     malformed = tmp_path / "malformed.json"
     malformed.write_text('{"version": 1, "interactions": [{"request": {"method": "GET"}, "response": {}}]}')
-    assert main(["validate", str(good), str(secret), str(unterminated), str(malformed)]) == 2  # 2 with problems
+    assert (
+        main(["validate", str(good), str(secret), str(unterminated), str(malformed)]) == 2
+    )  # 2 with problems
     out = capsys.readouterr().out
     assert f"ok    {good}" in out
     assert f"FAIL  {secret}" in out and f"{secret}: interaction 0: problem: secret left: response.body" in out
-    assert f"warn  {unterminated}" in out and f"{unterminated}: interaction 0: warning: unterminated last event" in out
+    assert (
+        f"warn  {unterminated}" in out
+        and f"{unterminated}: interaction 0: warning: unterminated last event" in out
+    )
     assert f"FAIL  {malformed}" in out
     assert f"{malformed}: interaction 0: problem: request.url is missing or not a string" in out
     assert "4 files: 1 ok, 1 with warnings, 2 with problems" in out
@@ -178,8 +197,11 @@ def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", "--json", str(good), str(malformed)]) == 1
     reports = json.loads(capsys.readouterr().out)
     assert [r["ok"] for r in reports] == [True, False]
-    assert reports[1]["problems"][0] == {"level": "problem", "interaction": 0,
-                                         "message": "request.url is missing or not a string"}
+    assert reports[1]["problems"][0] == {
+        "level": "problem",
+        "interaction": 0,
+        "message": "request.url is missing or not a string",
+    }
 
 
 def test_rechunk(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -223,9 +245,14 @@ def test_redact(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     body = f'data: {{"a": "hi"}}\n\ndata: {{"key": "{KEY}"}}\n\ndata: [DONE]\n\n'.encode()
     cuts = [5, 30, 40, len(body)]  # 40 falls inside the key
     cassette = Cassette()
-    cassette.add("POST", CHAT, [body[a:b] for a, b in zip([0, *cuts], cuts)], times=[0.01, 0.02, 0.03, 0.04],
-                 request_headers={"authorization": f"Bearer {KEY}", "x-api-key": KEY},
-                 request_json={"model": "m"})
+    cassette.add(
+        "POST",
+        CHAT,
+        [body[a:b] for a, b in zip([0, *cuts], cuts)],
+        times=[0.01, 0.02, 0.03, 0.04],
+        request_headers={"authorization": f"Bearer {KEY}", "x-api-key": KEY},
+        request_json={"model": "m"},
+    )
     path = tmp_path / "leak.json"
     cassette.save(path, scan_secrets=False)  # fake keys on purpose: what the command must handle
     clean = chat_file(tmp_path / "clean.json")
@@ -278,7 +305,9 @@ def test_fix_repairs_a_hand_edit(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
     assert main(["fix", str(path)]) == 0
     out = capsys.readouterr().out
-    assert f"{path}: interaction 0: repaired:" in out and "one chunk per event" in out and f"wrote {path}" in out
+    assert (
+        f"{path}: interaction 0: repaired:" in out and "one chunk per event" in out and f"wrote {path}" in out
+    )
     resp = Cassette.load(path).interactions[0].response
     events = sse.decode(resp.chunks)
     assert len(resp.chunks) == len(events) == len(openai_chat_events())
@@ -290,7 +319,9 @@ def test_fix_repairs_a_hand_edit(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert f"{path}: nothing to fix" in capsys.readouterr().out
 
 
-def test_fix_to_another_file_and_unrepairable_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_fix_to_another_file_and_unrepairable_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = chat_file(tmp_path / "chat.json")
     doc = json.loads(path.read_text())
     doc["interactions"][0]["response"]["chunks"][1][1] = 1
@@ -299,7 +330,9 @@ def test_fix_to_another_file_and_unrepairable_files(tmp_path: Path, capsys: pyte
     assert main(["fix", str(path), "-o", str(out_path)]) == 0
     assert "kept" in capsys.readouterr().out
     fixed = Cassette.load(out_path).interactions[0].response
-    assert fixed.ends == [e for k, (_, e) in enumerate(doc["interactions"][0]["response"]["chunks"]) if k != 1]
+    assert fixed.ends == [
+        e for k, (_, e) in enumerate(doc["interactions"][0]["response"]["chunks"]) if k != 1
+    ]
     assert json.loads(path.read_text()) == doc  # the input is untouched
 
     not_json = tmp_path / "not.json"
@@ -316,8 +349,9 @@ def test_fix_to_another_file_and_unrepairable_files(tmp_path: Path, capsys: pyte
     assert main(["fix"]) == 2
 
 
-def test_fix_reformat_rewrites_a_cassette_in_the_layout_before(tmp_path: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_fix_reformat_rewrites_a_cassette_in_the_layout_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A cassette saved before chunk maps took a line per pair (orjson's indent: a number a line)
     loads as it is; ``fix`` says how to rewrite it and leaves it; ``fix --reformat`` rewrites it."""
     path = chat_file(tmp_path / "chat.json")
@@ -327,14 +361,20 @@ def test_fix_reformat_rewrites_a_cassette_in_the_layout_before(tmp_path: Path,
     assert main(["fix", str(path)]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
         f"{path}: nothing to fix (its layout is not ssemock's current one: `ssemock fix --reformat` "
-        "rewrites it, a chunk map pair a line)")
+        "rewrites it, a chunk map pair a line)"
+    )
     assert path.read_bytes() == old
 
     proc = run("fix", "--reformat", str(path))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[-2:] == [f"{path}: reformatted in ssemock's current layout", f"wrote {path}"]
+    assert proc.stdout.splitlines()[-2:] == [
+        f"{path}: reformatted in ssemock's current layout",
+        f"wrote {path}",
+    ]
     assert path.read_bytes() == compact
-    assert old.count(b"\n") - compact.count(b"\n") == 3 * len(Cassette.load(path).interactions[0].response.ends)
+    assert old.count(b"\n") - compact.count(b"\n") == 3 * len(
+        Cassette.load(path).interactions[0].response.ends
+    )
 
     assert main(["fix", "--reformat", str(path)]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == f"{path}: nothing to fix"
@@ -359,19 +399,31 @@ def test_commands_in_a_subprocess(tmp_path: Path) -> None:
     assert Cassette.load(good).interactions[0].response.body == b"".join(openai_chat_events())
 
 
-def test_show_escapes_terminal_control_sequences_and_masks_secrets(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_show_escapes_terminal_control_sequences_and_masks_secrets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A cassette cannot set the window title, write the clipboard or recolour the terminal."""
     key = "sk-ant-test03-" + "Q1w2E3r4T5y6U7i8O9p0" * 3
     hostile = "\x1b]0;pwned\x07\x1b]52;c;ZXZpbA==\x07\x1b[2J\x9b31m\u202e"
     path = tmp_path / "hostile.json"
     c = Cassette()
-    c.add("POST", f"https://h/v1/{hostile}?key={key}",
-          [f"data: {json.dumps({'choices': [{'delta': {'content': hostile + key}}]})}\n\n".encode(),
-           b"data: [DONE]\n\n"], request_headers={"x-note": hostile})
+    c.add(
+        "POST",
+        f"https://h/v1/{hostile}?key={key}",
+        [
+            f"data: {json.dumps({'choices': [{'delta': {'content': hostile + key}}]})}\n\n".encode(),
+            b"data: [DONE]\n\n",
+        ],
+        request_headers={"x-note": hostile},
+    )
     c.save(path, scan_secrets=False)  # fake keys on purpose: what the command must handle
-    for argv in (["show", str(path)], ["show", "--events", str(path)], ["show", "--json", "--events", str(path)],
-                 ["validate", str(path)], ["rechunk", "--chunking", "bytewise", "--preview", str(path)]):
+    for argv in (
+        ["show", str(path)],
+        ["show", "--events", str(path)],
+        ["show", "--json", "--events", str(path)],
+        ["validate", str(path)],
+        ["rechunk", "--chunking", "bytewise", "--preview", str(path)],
+    ):
         main(argv)
         captured = capsys.readouterr()
         out = captured.out + captured.err
@@ -393,6 +445,7 @@ def test_usage_errors_mask_what_they_quote(capsys: pytest.CaptureFixture[str]) -
 
 def test_fix_repairs_an_out_of_range_time(tmp_path: Path) -> None:
     import json
+
     path = tmp_path / "c.json"
     c = ssemock.Cassette()
     c.add("GET", "https://x.test/", [b"data: 1\n\n", b"data: 2\n\n"], times=[0.1, 0.2])
@@ -404,11 +457,16 @@ def test_fix_repairs_an_out_of_range_time(tmp_path: Path) -> None:
     assert ssemock.Cassette.load(path).interactions[0].response.times == [0.1, 0.1]
 
 
-def test_validate_takes_folders_recursively_and_counts_problems(tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_takes_folders_recursively_and_counts_problems(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     plain = ssemock.Cassette()
-    plain.add("GET", "http://x.test/events", [b"data: 1\n\n", b": c\n\ndata: 2\n\n"],
-              headers={"content-type": "text/event-stream"})
+    plain.add(
+        "GET",
+        "http://x.test/events",
+        [b"data: 1\n\n", b": c\n\ndata: 2\n\n"],
+        headers={"content-type": "text/event-stream"},
+    )
     plain.save(tmp_path / "a" / "plain.json")
     plain.save(tmp_path / "a" / "b" / "deeper.json")
     plain.save(tmp_path / "a" / "b" / "kept.refused.json")  # ssemock's own side file: not a cassette
@@ -417,8 +475,10 @@ def test_validate_takes_folders_recursively_and_counts_problems(tmp_path: Path,
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == "3 files: 2 ok, 0 with warnings, 1 with problems"
     assert [line.split()[1] for line in out if line.startswith(("ok", "FAIL"))] == [
-        str(tmp_path / "a" / "b" / "broken.json"), str(tmp_path / "a" / "b" / "deeper.json"),
-        str(tmp_path / "a" / "plain.json")]
+        str(tmp_path / "a" / "b" / "broken.json"),
+        str(tmp_path / "a" / "b" / "deeper.json"),
+        str(tmp_path / "a" / "plain.json"),
+    ]
     assert not any(line.startswith("warn") for line in out)  # plain SSE is fine: no protocol warning
     (tmp_path / "empty").mkdir()
     assert main(["validate", str(tmp_path / "empty")]) == 1
@@ -427,8 +487,12 @@ def test_validate_takes_folders_recursively_and_counts_problems(tmp_path: Path,
 
 def test_redact_takes_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     leaky = ssemock.Cassette()
-    leaky.add("GET", "http://x.test/events", [b"data: sk-test-" + b"A1b2C3d4" * 4 + b"\n\n"],
-              headers={"content-type": "text/event-stream"})
+    leaky.add(
+        "GET",
+        "http://x.test/events",
+        [b"data: sk-test-" + b"A1b2C3d4" * 4 + b"\n\n"],
+        headers={"content-type": "text/event-stream"},
+    )
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "b" / "leaky.json").write_bytes(leaky.dumps())  # as a hand edit leaves it
     assert main(["redact", "--check", str(tmp_path / "a")]) == 1

@@ -65,10 +65,30 @@ HAND = {
 }
 
 REQUIRED = {
-    *WHATWG, "lf_endings", "crlf_endings", "cr_endings", "mixed_endings", "lf_then_crlf", "crlf_split", "bom",
-    "keepalive_comments", "data_no_space", "data_two_spaces", "multiline_data", "event_type_reset", "id_with_nul",
-    "id_persists", "retry_digits_only", "retry_not_an_int", "unterminated_last_event", "done_split",
-    "data_after_done", "unicode_line_separators", "multibyte_utf8", "empty_data", "field_without_colon",
+    *WHATWG,
+    "lf_endings",
+    "crlf_endings",
+    "cr_endings",
+    "mixed_endings",
+    "lf_then_crlf",
+    "crlf_split",
+    "bom",
+    "keepalive_comments",
+    "data_no_space",
+    "data_two_spaces",
+    "multiline_data",
+    "event_type_reset",
+    "id_with_nul",
+    "id_persists",
+    "retry_digits_only",
+    "retry_not_an_int",
+    "unterminated_last_event",
+    "done_split",
+    "data_after_done",
+    "unicode_line_separators",
+    "multibyte_utf8",
+    "empty_data",
+    "field_without_colon",
     "unknown_fields",
 }
 
@@ -193,8 +213,11 @@ def test_only_the_fields_returned_are_compared() -> None:
             yield (sticky[-1] if sticky else "message", e.data)
 
     case.check(lambda chunks: [d for _, d in sticky_type(chunks)])  # data only: passes
-    with pytest.raises(ConformanceError, match=r"event 1 differs: expected \{event='message', data='2'\}, "
-                                               r"got \{event='add', data='2'\}"):
+    with pytest.raises(
+        ConformanceError,
+        match=r"event 1 differs: expected \{event='message', data='2'\}, "
+        r"got \{event='add', data='2'\}",
+    ):
         case.check(sticky_type)
 
 
@@ -235,8 +258,13 @@ NAIVE_FAILS = {
     "whatwg_space_optional": ("coalesced", r"event 0 differs: expected \{data='test'\}, got \{data='est'\}"),
     "whatwg_four_blocks": ("coalesced", r"event 1 differs: expected \{data='second event'\}"),
     "crlf_endings": ("coalesced", r"event 0 differs"),
-    "cr_endings": ("coalesced", (r"event 0 differs: expected \{event='a', data='1\\n2', id='', retry=None\}, "
-                                 r"got no event 0 \(only 0\)")),
+    "cr_endings": (
+        "coalesced",
+        (
+            r"event 0 differs: expected \{event='a', data='1\\n2', id='', retry=None\}, "
+            r"got no event 0 \(only 0\)"
+        ),
+    ),
     "bom": ("coalesced", r"event 0 differs: expected \{data='x'\}, got \{data='y'\}"),
     "multibyte_utf8": ("as_recorded", r"raised UnicodeDecodeError.*\n  it first raises once fed chunk 0"),
     "unicode_line_separators": ("mid_line", r"raised UnicodeDecodeError"),
@@ -289,12 +317,16 @@ def test_boundaries_shown_around_the_first_differing_event() -> None:
 
 def test_window_after_the_last_expected_event_and_long_bodies() -> None:
     case = conformance.cases_by_name()["unterminated_last_event"]
-    with pytest.raises(ConformanceError, match=r"expected no event 1 \(only 1\), got \{data='b'\}[\s\S]*"
-                                               r"bytes 9\.\.17 of 17 \(no boundary"):
+    with pytest.raises(
+        ConformanceError,
+        match=r"expected no event 1 \(only 1\), got \{data='b'\}[\s\S]*"
+        r"bytes 9\.\.17 of 17 \(no boundary",
+    ):
         case.check(lambda chunks: [e.data for e in decode([*chunks, b"\n"])], ["coalesced"])
     long_line = conformance.cases_by_name()["long_line"]
-    with pytest.raises(ConformanceError,
-                       match=r"\(3500 chars\)\}, got \{data='x'\}[\s\S]*bytes 0\.\.4008 of 4021 .* \.\.\. "):
+    with pytest.raises(
+        ConformanceError, match=r"\(3500 chars\)\}, got \{data='x'\}[\s\S]*bytes 0\.\.4008 of 4021 .* \.\.\. "
+    ):
         long_line.check(lambda chunks: ["x"], ["coalesced"])
 
 
@@ -329,12 +361,20 @@ HTTPX_SSE_DEVIATIONS: dict[str, list[tuple[str, str, str, int | None]]] = {
     "id_only_block": [("message", "", "5", None), ("message", "d", "5", None)],
     "retry_only_block": [("message", "", "", 3000), ("message", "x", "", None)],
     "keepalive_comments": [
-        ("message", "a", "7", None), ("message", "", "7", None), ("message", "", "7", None),
-        ("message", "", "7", None), ("message", "b", "7", None), ("message", "", "7", None),
+        ("message", "a", "7", None),
+        ("message", "", "7", None),
+        ("message", "", "7", None),
+        ("message", "", "7", None),
+        ("message", "b", "7", None),
+        ("message", "", "7", None),
     ],
     "retry_not_an_int": [
-        ("message", "a", "", -1), ("message", "b", "", 5), ("message", "c", "", 10),
-        ("message", "d", "", 1000), ("message", "e", "", 3), ("message", "f", "", None),
+        ("message", "a", "", -1),
+        ("message", "b", "", 5),
+        ("message", "c", "", 10),
+        ("message", "d", "", 1000),
+        ("message", "e", "", 3),
+        ("message", "f", "", None),
     ],
 }
 
@@ -362,5 +402,8 @@ def test_httpx_sse_conforms_except_known_deviations() -> None:
     for name, wrong in HTTPX_SSE_DEVIATIONS.items():
         assert failed[name].chunking == "coalesced"  # wrong even unsplit...
         for strategy in conformance.DEFAULT_CHUNKINGS:  # ...and the same under every chunking
-            assert [_fields(e) for e in httpx_sse_decode(by[name].chunks(strategy))] == wrong, (name, strategy)
+            assert [_fields(e) for e in httpx_sse_decode(by[name].chunks(strategy))] == wrong, (
+                name,
+                strategy,
+            )
         assert wrong != [(e.event, e.data, e.id, e.retry) for e in by[name].expected]

@@ -26,8 +26,9 @@ def ssemock_command() -> list[str]:
 @pytest.fixture(scope="module")
 def printed_and_result(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, DemoResult]:
     out = io.StringIO()
-    result = run_demo(Console(file=out, width=120, color_system=None),
-                      directory=tmp_path_factory.mktemp("demo"))
+    result = run_demo(
+        Console(file=out, width=120, color_system=None), directory=tmp_path_factory.mktemp("demo")
+    )
     return out.getvalue(), result
 
 
@@ -128,8 +129,14 @@ def _run_command(*args: str, env: dict[str, str] | None = None) -> subprocess.Co
     """``ssemock demo ARGS`` as a user runs it with its output piped (no terminal, no COLUMNS)."""
     env = {k: v for k, v in (env or os.environ).items() if k not in ("COLUMNS", "LINES")}
     env["PYTHONIOENCODING"] = "utf-8"
-    proc = subprocess.run([*ssemock_command(), "demo", *args], capture_output=True, text=True, encoding="utf-8",
-                          timeout=60, env=env)
+    proc = subprocess.run(
+        [*ssemock_command(), "demo", *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
 
@@ -146,8 +153,13 @@ def test_ssemock_demo_command_with_dir_keeps_the_cassette_and_says_how_to_show_i
     assert f"The cassette is kept in {saved[0]}. Look inside it (chunks, timing, events):" in lines
     assert lines[-1] == f"  ssemock show {saved[0]}"
     # the command it suggests works on what it kept
-    shown = subprocess.run([*ssemock_command(), "show", str(saved[0])], capture_output=True, text=True,
-                           encoding="utf-8", timeout=60)
+    shown = subprocess.run(
+        [*ssemock_command(), "show", str(saved[0])],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+    )
     assert shown.returncode == 0 and "protocol openai.chat" in shown.stdout, shown.stdout + shown.stderr
 
 
@@ -161,7 +173,10 @@ def test_ssemock_demo_command_without_dir_removes_its_temp_folder(tmp_path: Path
     # ... and nothing of the demo is left (the user's private folder of cassette locks is not the demo's)
     assert not path.parent.exists() and [p.name for p in temp.iterdir()] in ([], [f"ssemock-{os.getuid()}"])
     assert "removed now" in proc.stdout
-    assert proc.stdout.splitlines()[-1] == "  ssemock demo --dir .   then   ssemock show ./ssemock-demo-*/chat_completions.json"
+    assert (
+        proc.stdout.splitlines()[-1]
+        == "  ssemock demo --dir .   then   ssemock show ./ssemock-demo-*/chat_completions.json"
+    )
 
 
 def test_piped_output_keeps_each_sentence_on_one_line(tmp_path: Path) -> None:
@@ -172,13 +187,22 @@ def test_piped_output_keeps_each_sentence_on_one_line(tmp_path: Path) -> None:
     assert len(conclusion[0]) > 120  # no console width applied to it
     # every sentence line starts where a sentence starts: a numbered step, an indented detail,
     # the table, the conclusion or the closing hint; none is the tail of a wrapped line
-    starts = ("1. Recording", "   recorded into ", "   live result: ", "2. Replaying", "Replayed under",
-              "Conclusion:", "The cassette", "  ssemock show")
+    starts = (
+        "1. Recording",
+        "   recorded into ",
+        "   live result: ",
+        "2. Replaying",
+        "Replayed under",
+        "Conclusion:",
+        "The cassette",
+        "  ssemock show",
+    )
     table = [line for line in lines if not line.startswith(starts)]
     assert len(table) == 3 + len(ssemock.chunking.ALL), table  # 2 header lines, the rule, one row each
     assert next(line for line in lines if line.startswith("1. Recording")).endswith('record_mode="once"')
     assert next(line for line in lines if line.startswith("   live result: ")).endswith(
-        f"tool call {demo.TOOL_NAME}({demo.TOOL_ARGS})")
+        f"tool call {demo.TOOL_NAME}({demo.TOOL_ARGS})"
+    )
     assert next(line for line in lines if line.startswith("2. Replaying")).endswith("through three clients")
 
 
@@ -200,5 +224,8 @@ def test_ssemock_demo_explore_shows_the_naive_decoders_smallest_failing_stream()
     assert failure["reproducer"].startswith('@pytest.mark.ssemock(chunking="at:')
     # printed beside the matrix's table, with the marker to pin it
     printed = _run_command("--explore", "60").stdout
-    assert "3. Exploring" in printed and "pin it as a regression test: @pytest.mark.ssemock(chunking=\"at:" in printed
+    assert (
+        "3. Exploring" in printed
+        and 'pin it as a regression test: @pytest.mark.ssemock(chunking="at:' in printed
+    )
     assert "a chunk boundary at byte" in printed and "Conclusion:" in printed

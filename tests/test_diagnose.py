@@ -12,8 +12,9 @@ import ssemock
 from ssemock import diagnose, faults, synth
 
 MATCH = ["method", "path"]
-CASSETTE = synth.openai_chat("Hello there.", usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
-                             seed=1)
+CASSETTE = synth.openai_chat(
+    "Hello there.", usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}, seed=1
+)
 URL = synth.OPENAI_CHAT_URL
 
 
@@ -34,14 +35,19 @@ def test_served_summary_names_the_variant_and_the_last_events() -> None:
     assert lines[0] == f"response 0 for POST {URL} under chunking fixed:64, transform crlf"
     assert lines[1].startswith("  the client got 128 of ") and "in 2 of " in lines[1]
     assert "then it stopped reading" in lines[1]
-    assert lines[3].startswith("    event 0 (type 'message', bytes 0-") and "a chat.completion.chunk" in lines[3]
+    assert (
+        lines[3].startswith("    event 0 (type 'message', bytes 0-") and "a chat.completion.chunk" in lines[3]
+    )
     assert "partial: the client got up to byte 128" in lines[3] or "partial" in lines[4]
 
 
 def test_describe_names_empty_fields_and_leaves_out_boilerplate() -> None:
-    data = json.dumps({"id": "x", "object": "chat.completion.chunk", "choices": [], "usage": {"total_tokens": 3}})
-    assert diagnose.describe(data) == ("a chat.completion.chunk with choices: []: "
-                                       "'{\"choices\":[],\"usage\":{\"total_tokens\":3}}'")
+    data = json.dumps(
+        {"id": "x", "object": "chat.completion.chunk", "choices": [], "usage": {"total_tokens": 3}}
+    )
+    assert diagnose.describe(data) == (
+        'a chat.completion.chunk with choices: []: \'{"choices":[],"usage":{"total_tokens":3}}\''
+    )
     assert diagnose.describe("[DONE]") == "'[DONE]'"
 
 
@@ -49,7 +55,11 @@ def test_blocks_count_dispatched_events_and_comments_apart() -> None:
     body = b": ping\n\ndata: a\n\nretry: 5\n\nevent: x\ndata: b\n\n"
     found = diagnose.blocks(body, "text/event-stream")
     assert [(b.index, b.event, b.type, b.data) for b in found] == [
-        (0, None, "", ": ping"), (1, 0, "message", "a"), (2, None, "", "retry: 5"), (3, 1, "x", "b")]
+        (0, None, "", ": ping"),
+        (1, 0, "message", "a"),
+        (2, None, "", "retry: 5"),
+        (3, 1, "x", "b"),
+    ]
     assert diagnose.blocks(body, "text/event-stream", upto=9)[-1].index == 1
 
 
@@ -60,8 +70,13 @@ def test_check_names_the_event_a_chunking_independent_failure_starts_at() -> Non
                 if event.data != "[DONE]":
                     json.loads(event.data)["choices"][0]
 
-    with ssemock.replay(CASSETTE, transform="ids", faults="stall:before_event=0,seconds=0",
-                        match_on=MATCH, allow_playback_repeats=True) as player:
+    with ssemock.replay(
+        CASSETTE,
+        transform="ids",
+        faults="stall:before_event=0,seconds=0",
+        match_on=MATCH,
+        allow_playback_repeats=True,
+    ) as player:
         with pytest.raises(ssemock.StreamAssertionError) as info:
             player.check(first_choice)
         assert len(player.plays) == 1  # the search's runs are not plays
@@ -69,8 +84,9 @@ def test_check_names_the_event_a_chunking_independent_failure_starts_at() -> Non
     assert message.startswith("IndexError: list index out of range\n")
     assert "the failure does not depend on chunk boundaries; it fails once event " in message
     assert "with choices: []" in message
-    assert ('reproduce with chunking="as_recorded", transform="ids", '
-            "faults=['stall:before_event=0,seconds=0']") in message
+    assert (
+        'reproduce with chunking="as_recorded", transform="ids", faults=[\'stall:before_event=0,seconds=0\']'
+    ) in message
 
 
 def test_check_keeps_a_failure_that_no_event_explains() -> None:
@@ -103,15 +119,22 @@ def test_expected_after_a_disconnect_is_what_was_delivered() -> None:
         assert len(player.expected.events) == len(ssemock.sse.decode([player.plays[0].body[:500]]))
 
 
-@pytest.mark.parametrize("at,tail", [("event", b'data: [DONE]\n\ndata: {"ssemock": "data after the terminator"}\n\n'),
-                                     ("same_event", b'data: [DONE]\ndata: {"ssemock": "data after the terminator"}\n\n'),
-                                     ("garbage", b"data: [DONE]garbage\n\n")])
+@pytest.mark.parametrize(
+    "at,tail",
+    [
+        ("event", b'data: [DONE]\n\ndata: {"ssemock": "data after the terminator"}\n\n'),
+        ("same_event", b'data: [DONE]\ndata: {"ssemock": "data after the terminator"}\n\n'),
+        ("garbage", b"data: [DONE]garbage\n\n"),
+    ],
+)
 def test_trailing_data(at: str, tail: bytes) -> None:
     with ssemock.replay(CASSETTE, faults=f"trailing_data:at={at}", match_on=MATCH):
         with httpx.Client() as client:
             body = _read(client)
     assert body.endswith(tail)
-    assert str(faults.get(f"trailing_data:at={at}")) == ("trailing_data" if at == "event" else f"trailing_data:at={at}")
+    assert str(faults.get(f"trailing_data:at={at}")) == (
+        "trailing_data" if at == "event" else f"trailing_data:at={at}"
+    )
 
 
 def test_trailing_data_rejects_a_bad_place() -> None:
@@ -121,17 +144,21 @@ def test_trailing_data_rejects_a_bad_place() -> None:
 
 def test_assert_rejected_fails_a_client_that_raises_on_a_good_stream() -> None:
     with ssemock.replay(CASSETTE, match_on=MATCH) as player:
+
         def picky() -> None:
             with httpx.Client() as client:
                 _read(client)
             raise ValueError("I reject everything")
 
-        with pytest.raises(ssemock.StreamAssertionError, match="the client raised on a stream the reference accepts"):
+        with pytest.raises(
+            ssemock.StreamAssertionError, match="the client raised on a stream the reference accepts"
+        ):
             player.assert_rejected(picky)
 
 
 def test_assert_rejected_accepts_a_flagged_result() -> None:
     with ssemock.replay(CASSETTE, faults="truncate", match_on=MATCH) as player:
+
         def flags() -> dict[str, bool]:
             with httpx.Client() as client:
                 return {"complete": _read(client).endswith(b"data: [DONE]\n\n")}
@@ -147,7 +174,8 @@ def test_assert_prompt_needs_noted_events() -> None:
 
 def test_a_failed_pytest_test_reports_what_was_served(pytester: pytest.Pytester) -> None:
     CASSETTE.save(pytester.path / "cassettes" / "test_fail" / "test_client.json")
-    pytester.makepyfile(test_fail='''
+    pytester.makepyfile(
+        test_fail="""
 import json, httpx, pytest
 
 @pytest.mark.ssemock(match_on=["method", "path"], chunking="mid_line")
@@ -157,7 +185,8 @@ def test_client(ssemock):
         for line in response.iter_lines():
             if line.startswith("data: {"):
                 json.loads(line[6:])["choices"][0]
-''')
+"""
+    )
     result = pytester.runpytest_subprocess("-p", "no:cassetter")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()

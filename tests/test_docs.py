@@ -118,8 +118,11 @@ class Shell:
         self.home = home
         self.state = home / ".docs-shell-state"
         self.port = port
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("OPENAI_", "ANTHROPIC_", "PYTEST_", "COV_"))}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("OPENAI_", "ANTHROPIC_", "PYTEST_", "COV_"))
+        }
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
         # This suite's environment (the dev extra) has both cassetter and pytest-recording, which
         # cannot load together; a user's project has neither.
@@ -136,16 +139,34 @@ class Shell:
 
     def run(self, block: Block) -> None:
         state = shlex.quote(str(self.state))
-        script = self._script(block) + f'{{ export -p; printf "cd %q\\n" "$PWD"; }} > {state}.new && mv {state}.new {state}\n'
-        proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, encoding="utf-8",
-                              env=self.env, cwd=self.home, timeout=300)
+        script = (
+            self._script(block)
+            + f'{{ export -p; printf "cd %q\\n" "$PWD"; }} > {state}.new && mv {state}.new {state}\n'
+        )
+        proc = subprocess.run(
+            ["bash", "-c", script],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            env=self.env,
+            cwd=self.home,
+            timeout=300,
+        )
         assert proc.returncode == 0, (
             f"{block.where()}: the shell block failed (exit {proc.returncode}):\n{block.code}\n"
-            f"--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}")
+            f"--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
+        )
 
     def start(self, block: Block) -> None:
-        proc = subprocess.Popen(["bash", "-c", "exec 2>&1\n" + self._script(block)], stdout=subprocess.PIPE,
-                                text=True, encoding="utf-8", env=self.env, cwd=self.home, start_new_session=True)
+        proc = subprocess.Popen(
+            ["bash", "-c", "exec 2>&1\n" + self._script(block)],
+            stdout=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            env=self.env,
+            cwd=self.home,
+            start_new_session=True,
+        )
         assert proc.stdout is not None
         first = proc.stdout.readline()  # waits until the command says it is up (or ends)
         assert first and proc.poll() is None, f"{block.where()}: the background command ended: {first}"
@@ -183,8 +204,9 @@ def run_page(page_blocks: list[Block], pytester: pytest.Pytester, monkeypatch: p
             shell.stop()
 
 
-def _run_blocks(page_blocks: list[Block], pytester: pytest.Pytester, namespace: dict[str, object],
-                shell: Shell | None) -> int:
+def _run_blocks(
+    page_blocks: list[Block], pytester: pytest.Pytester, namespace: dict[str, object], shell: Shell | None
+) -> int:
     ran = 0
     for block in page_blocks:
         if block.kind == "shown":
@@ -211,11 +233,19 @@ def _run_blocks(page_blocks: list[Block], pytester: pytest.Pytester, namespace: 
         path.write_text(block.code, encoding="utf-8")
         if block.kind == "test file":
             result = pytester.runpytest_subprocess(
-                name, "-p", "no:cassetter", "-p", "no:cacheprovider",
-                "-o", "asyncio_default_fixture_loop_scope=function", *args)
+                name,
+                "-p",
+                "no:cassetter",
+                "-p",
+                "no:cacheprovider",
+                "-o",
+                "asyncio_default_fixture_loop_scope=function",
+                *args,
+            )
             outcomes = result.parseoutcomes()
             assert result.ret == 0 and outcomes.get("passed", 0) > 0, (
-                f"{block.where()}: the test file {name} did not pass:\n" + "\n".join(result.outlines[-60:]))
+                f"{block.where()}: the test file {name} did not pass:\n" + "\n".join(result.outlines[-60:])
+            )
             ran += 1
     return ran
 
@@ -236,7 +266,9 @@ def test_the_docs_exist_and_every_page_is_linked_from_the_index() -> None:
     index = (DOCS / "index.md").read_text(encoding="utf-8")
     for page in PAGES:
         if page.name != "index.md":
-            assert str(page.relative_to(DOCS)) in index, f"docs/index.md does not link {page.relative_to(DOCS)}"
+            assert str(page.relative_to(DOCS)) in index, (
+                f"docs/index.md does not link {page.relative_to(DOCS)}"
+            )
 
 
 _LINK = re.compile(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)")
@@ -246,7 +278,9 @@ _LINK = re.compile(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)")
 def test_relative_links_resolve(page: Path) -> None:
     for target in _LINK.findall(page.read_text(encoding="utf-8")):
         if "://" not in target:
-            assert (page.parent / target).resolve().exists(), f"{page.relative_to(ROOT)}: broken link {target}"
+            assert (page.parent / target).resolve().exists(), (
+                f"{page.relative_to(ROOT)}: broken link {target}"
+            )
 
 
 def test_every_python_block_runs_or_says_why_not() -> None:

@@ -25,8 +25,21 @@ from ssemock.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-SUBMODULES = ["chunking", "transforms", "timing", "faults", "sse", "ndjson", "accumulate", "matching",
-              "cassettes", "synth", "conformance", "strategies", "held"]
+SUBMODULES = [
+    "chunking",
+    "transforms",
+    "timing",
+    "faults",
+    "sse",
+    "ndjson",
+    "accumulate",
+    "matching",
+    "cassettes",
+    "synth",
+    "conformance",
+    "strategies",
+    "held",
+]
 
 
 def _hook() -> ModuleType:
@@ -70,7 +83,8 @@ def test_cli_reference_lists_every_command_and_option() -> None:
                 assert f"`{action.metavar or action.dest}`" in text, f"ssemock {name}: argument {action.dest}"
             if action.help:
                 assert action.help.split(";")[0][:40].replace("|", "\\|").replace("<", "&lt;") in text, (
-                    f"ssemock {name} {action.option_strings or action.dest}: help text missing")
+                    f"ssemock {name} {action.option_strings or action.dest}: help text missing"
+                )
         for group in sub._mutually_exclusive_groups:
             assert "one of" in text and all(f"`{a.option_strings[0]}`" in text for a in group._group_actions)
     assert "`--version`" in markdown
@@ -85,12 +99,19 @@ def test_the_cli_reference_page_is_only_the_marker_and_an_introduction() -> None
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert proc.returncode == 0, (
         "mkdocs build --strict failed (it needs the docs extra: pip install -e '.[dev]'):\n"
-        + proc.stdout[-3000:] + proc.stderr[-6000:])
+        + proc.stdout[-3000:]
+        + proc.stderr[-6000:]
+    )
     return out
 
 
@@ -130,8 +151,9 @@ def test_the_api_reference_documents_every_public_name(site: Path) -> None:
         assert qualified.get(name, f"ssemock.{name}") in api, f"ssemock.{name} is not in reference/api.md"
     # explore is documented once, on its own page (two headings for one name make links ambiguous)
     assert "ssemock.explore.explore" in _ids(site / "reference" / "explore" / "index.html")
-    assert 'href="../explore/#ssemock.explore.explore"' in (site / "reference" / "api" / "index.html").read_text(
-        encoding="utf-8")
+    assert 'href="../explore/#ssemock.explore.explore"' in (
+        site / "reference" / "api" / "index.html"
+    ).read_text(encoding="utf-8")
     assert submodules <= set(ssemock.__all__)
     for sub in SUBMODULES:
         module = importlib.import_module(f"ssemock.{sub}")
@@ -140,22 +162,26 @@ def test_the_api_reference_documents_every_public_name(site: Path) -> None:
             assert f"ssemock.{sub}.{name}" in ids, f"ssemock.{sub}.{name} is not in reference/{sub}.md"
 
 
-
 # A Sphinx role left in a docstring renders as its raw text: ":func:<code>replay</code>".
 RAW_ROLE = re.compile(r":(?:py:)?(?:meth|class|func|data|mod|attr|exc|obj|const|ref|term):(?:<code>|`)")
 # mkdocstrings' heading of an object entry (attribute, function, method, class, module: its name),
 # then the entry's description box; an empty box right after it is an entry with no description.
-OBJECT = re.compile(r'<h\d id="([^"]+)" class="doc doc-heading">\s*(?:<code[^>]*>\s*)?'
-                    r'<span class="doc doc-object-name doc-(\w+)-name">')
+OBJECT = re.compile(
+    r'<h\d id="([^"]+)" class="doc doc-heading">\s*(?:<code[^>]*>\s*)?'
+    r'<span class="doc doc-object-name doc-(\w+)-name">'
+)
 CONTENTS = '<div class="doc doc-contents'
 UNDESCRIBED = re.compile(r'<div class="doc doc-contents[^"]*">\s*(?:</div>|<div class="doc doc-children">)')
 
 
 def test_the_built_reference_has_no_raw_sphinx_role(site: Path) -> None:
-    raw = {str(page.relative_to(site)): RAW_ROLE.findall(page.read_text(encoding="utf-8"))
-           for page in site.rglob("*.html")}
+    raw = {
+        str(page.relative_to(site)): RAW_ROLE.findall(page.read_text(encoding="utf-8"))
+        for page in site.rglob("*.html")
+    }
     assert not {page: found for page, found in raw.items() if found}, (
-        "docstrings use mkdocstrings cross-references ([`replay`][ssemock.replay.replay]), not Sphinx roles")
+        "docstrings use mkdocstrings cross-references ([`replay`][ssemock.replay.replay]), not Sphinx roles"
+    )
 
 
 def test_every_attribute_and_function_in_the_reference_has_a_description(site: Path) -> None:
@@ -165,7 +191,7 @@ def test_every_attribute_and_function_in_the_reference_has_a_description(site: P
         html = page.read_text(encoding="utf-8")
         for heading in OBJECT.finditer(html):
             kinds[heading.group(2)] = kinds.get(heading.group(2), 0) + 1
-            entry = html[heading.end():]
+            entry = html[heading.end() :]
             following = entry.find('class="doc doc-heading"')  # the next object's heading
             entry = entry if following < 0 else entry[:following]
             assert CONTENTS in entry, (page, heading.group(1))  # the marker still holds
@@ -173,7 +199,9 @@ def test_every_attribute_and_function_in_the_reference_has_a_description(site: P
                 bare.append(heading.group(1))
     # the marker finds the entries (mkdocstrings did not change its markup)
     assert kinds.get("attribute", 0) > 300 and kinds.get("function", 0) > 100, kinds
-    assert not bare, f"shown with no description, an attribute as its bare assignment (add a docstring): {bare}"
+    assert not bare, (
+        f"shown with no description, an attribute as its bare assignment (add a docstring): {bare}"
+    )
 
 
 def test_player_shows_its_public_attributes_only_and_signatures_are_formatted(site: Path) -> None:
@@ -184,8 +212,8 @@ def test_player_shows_its_public_attributes_only_and_signatures_are_formatted(si
     assert not {name for name in public if name.startswith("_")} and "guard" not in public
     html = page.read_text(encoding="utf-8")
     start = html.index('id="ssemock.replay.replay"')
-    signature = html[html.index('class="doc-signature', start):]
-    signature = re.sub(r"<[^>]+>", "", signature[:signature.index("</code>")])
+    signature = html[html.index('class="doc-signature', start) :]
+    signature = re.sub(r"<[^>]+>", "", signature[: signature.index("</code>")])
     # formatted (by ruff, in the docs extra): one parameter a line, not one long line
     assert "replay(\n" in signature and "\n    chunking: " in signature, signature[:300]
 
@@ -208,7 +236,9 @@ def _public_callables() -> list[tuple[str, object]]:
                 for attr, value in vars(obj).items():
                     if attr.startswith("_"):
                         continue
-                    function = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+                    function = (
+                        value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+                    )
                     if inspect.isfunction(function):
                         out.append((f"{module.__name__}.{name}.{attr}", function))
     return out
@@ -220,13 +250,16 @@ def test_every_public_function_class_and_method_has_a_docstring() -> None:
     missing = []
     for name, obj in found:
         doc = obj.__dict__.get("__doc__") if inspect.isclass(obj) else obj.__doc__
-        generated = inspect.isclass(obj) and doc is not None and doc.startswith(f"{obj.__name__}(")  # dataclass
+        generated = (
+            inspect.isclass(obj) and doc is not None and doc.startswith(f"{obj.__name__}(")
+        )  # dataclass
         if not doc or generated:
             missing.append(name)
     assert not missing, f"public names without a docstring: {missing}"
 
 
 # -- extras and CI ---------------------------------------------------------------------------
+
 
 def _extras() -> dict[str, list[str]]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
@@ -249,8 +282,22 @@ def _resolved(extra: str, extras: dict[str, list[str]]) -> set[str]:
     return names
 
 
-DEV_TOOLS = {"mypy", "pytest-xdist", "hypothesis", "pytest-recording", "cassetter", "vcrpy", "pytest-timeout",
-             "pytest-asyncio", "anthropic", "brotli", "zstandard", "sseclient-py", "boto3", "responses"}
+DEV_TOOLS = {
+    "mypy",
+    "pytest-xdist",
+    "hypothesis",
+    "pytest-recording",
+    "cassetter",
+    "vcrpy",
+    "pytest-timeout",
+    "pytest-asyncio",
+    "anthropic",
+    "brotli",
+    "zstandard",
+    "sseclient-py",
+    "boto3",
+    "responses",
+}
 
 
 def test_user_extras_hold_no_dev_tools_and_dev_holds_them_all() -> None:
@@ -277,7 +324,10 @@ def test_ci_and_the_readme_use_the_dev_extra_and_build_the_docs() -> None:
     first = re.search(r"```bash\n(.*?)```", readme, re.S)
     assert first is not None
     commands = [line.split("#")[0].strip() for line in first.group(1).splitlines()]
-    assert commands[:2] == ['pip install -e ".[demo]" && ssemock demo', 'pip install -e ".[dev]" && pytest -n 2 -q']
+    assert commands[:2] == [
+        'pip install -e ".[demo]" && ssemock demo',
+        'pip install -e ".[dev]" && pytest -n 2 -q',
+    ]
     assert "pytest -n 2 -q" in ci
     for page in [ROOT / "README.md", *DOCS.rglob("*.md")]:
         text = page.read_text(encoding="utf-8")
@@ -288,6 +338,7 @@ def test_ci_and_the_readme_use_the_dev_extra_and_build_the_docs() -> None:
 @pytest.mark.parametrize("module", ["ssemock.sse", "ssemock.framing.ndjson", "ssemock.transforms"])
 def test_the_doctest_examples_in_module_docstrings_hold(module: str) -> None:
     import doctest
+
     tests = [t for t in doctest.DocTestFinder().find(importlib.import_module(module)) if t.examples]
     runner = doctest.DocTestRunner()
     for test in tests:
@@ -298,6 +349,7 @@ def test_the_doctest_examples_in_module_docstrings_hold(module: str) -> None:
 
 def test_the_replay_docstring_example_runs() -> None:
     import textwrap
+
     doc = ssemock.replay.__doc__ or ""
     code = textwrap.dedent(doc.split("marker):\n", 1)[1])  # the indented block after it
     namespace: dict[str, object] = {}

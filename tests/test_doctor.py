@@ -21,8 +21,10 @@ def test_version_says_the_version_the_accelerator_and_the_python(capsys: pytest.
 
 
 def test_without_the_accelerator_version_says_pure_python_and_why() -> None:
-    code = ("import sys; sys.modules['ssemock._speedups'] = None\n"
-            "from ssemock.cli import main; raise SystemExit(main(['--version']))")
+    code = (
+        "import sys; sys.modules['ssemock._speedups'] = None\n"
+        "from ssemock.cli import main; raise SystemExit(main(['--version']))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     accelerator = done.stdout.splitlines()[1]
@@ -32,6 +34,7 @@ def test_without_the_accelerator_version_says_pure_python_and_why() -> None:
 
 def test_doctor_lists_extras_and_library_versions(capsys: pytest.CaptureFixture[str]) -> None:
     import httpx
+
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out
     # the dev environment has every extra

@@ -30,14 +30,23 @@ def chat_cassette(events: list[bytes]) -> ssemock.Cassette:
     return c
 
 
-def chunk(delta: dict[str, Any] | None = None, index: int = 0, finish: str | None = None,
-          **extra: Any) -> bytes:
+def chunk(
+    delta: dict[str, Any] | None = None, index: int = 0, finish: str | None = None, **extra: Any
+) -> bytes:
     choices = [] if delta is None else [{"index": index, "delta": delta, "finish_reason": finish}]
-    obj = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": choices, **extra}
+    obj = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": choices,
+        **extra,
+    }
     return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n".encode()
 
 
 # -- clients ------------------------------------------------------------------------------------
+
 
 def naive_split_client() -> str:
     """The classic: decode each chunk, split on 'data: ', skip what doesn't parse."""
@@ -85,6 +94,7 @@ def correct_client() -> tuple[str, list[dict[str, Any]]]:
 
 # -- the bug classes ----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("chunking", ["mid_line", "mid_utf8", "bytewise"])
 def test_naive_split_decoder_fails_loudly(chunking: str) -> None:
     with ssemock.replay(chat_cassette(openai_chat_events()), chunking=chunking) as player:
@@ -116,26 +126,43 @@ def test_iter_lines_decoder_breaks_on_unicode_line_separators(separator: str) ->
 
 
 def test_usage_only_final_chunk_crashes_choices_0() -> None:
-    events = [chunk({"content": "hi"}), chunk({}, finish="stop"),
-              chunk(None, usage={"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}),
-              b"data: [DONE]\n\n"]
+    events = [
+        chunk({"content": "hi"}),
+        chunk({}, finish="stop"),
+        chunk(None, usage={"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}),
+        b"data: [DONE]\n\n",
+    ]
     with ssemock.replay(chat_cassette(events)):
         with pytest.raises(IndexError):
             client = openai.OpenAI(api_key="sk-test-usage")
-            for c in client.chat.completions.create(model="m", messages=[], stream=True,
-                                                    stream_options={"include_usage": True}):
+            for c in client.chat.completions.create(
+                model="m", messages=[], stream=True, stream_options={"include_usage": True}
+            ):
                 c.choices[0]
     with ssemock.replay(chat_cassette(events)) as player:
         text, _ = correct_client()
     player.assert_text(text)
-    player.assert_accumulates({"usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-                               "complete": True})
+    player.assert_accumulates(
+        {"usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}, "complete": True}
+    )
 
 
 def test_repeated_tool_call_id_and_name_are_not_concatenated() -> None:
-    events = [chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                     "function": {"name": "get_weather", "arguments": TOOL_ARGS[i:i + 5]}}]})
-              for i in range(0, len(TOOL_ARGS), 5)] + [chunk({}, finish="tool_calls"), b"data: [DONE]\n\n"]
+    events = [
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": TOOL_ARGS[i : i + 5]},
+                    }
+                ]
+            }
+        )
+        for i in range(0, len(TOOL_ARGS), 5)
+    ] + [chunk({}, finish="tool_calls"), b"data: [DONE]\n\n"]
     with ssemock.replay(chat_cassette(events)) as player:
         buggy: dict[int, dict[str, str]] = {}
         with httpx.Client() as client, httpx_sse.connect_sse(client, "POST", URL) as source:
@@ -156,8 +183,13 @@ def test_repeated_tool_call_id_and_name_are_not_concatenated() -> None:
 
 
 def test_n2_choices_out_of_order() -> None:
-    events = [chunk({"content": "B1"}, index=1), chunk({"content": "A1"}, index=0),
-              chunk({"content": "B2"}, index=1), chunk({"content": "A2"}, index=0), b"data: [DONE]\n\n"]
+    events = [
+        chunk({"content": "B1"}, index=1),
+        chunk({"content": "A1"}, index=0),
+        chunk({"content": "B2"}, index=1),
+        chunk({"content": "A2"}, index=0),
+        b"data: [DONE]\n\n",
+    ]
     with ssemock.replay(chat_cassette(events)) as player:
         texts: list[str] = []  # the bug: a list appended in arrival order
         with httpx.Client() as client, httpx_sse.connect_sse(client, "POST", URL) as source:
@@ -169,17 +201,39 @@ def test_n2_choices_out_of_order() -> None:
                     texts[min(choice["index"], len(texts) - 1)] += choice["delta"]["content"]
     with pytest.raises(StreamAssertionError, match="choice 0 differs"):
         player.assert_text(texts[0], choice=0)
-    player.assert_accumulates({"choices": [
-        {"index": 0, "text": "A1A2", "refusal": "", "tool_calls": [], "finish_reason": None, "thinking": "",
-         "signature": ""},
-        {"index": 1, "text": "B1B2", "refusal": "", "tool_calls": [], "finish_reason": None, "thinking": "",
-         "signature": ""}]})
+    player.assert_accumulates(
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "text": "A1A2",
+                    "refusal": "",
+                    "tool_calls": [],
+                    "finish_reason": None,
+                    "thinking": "",
+                    "signature": "",
+                },
+                {
+                    "index": 1,
+                    "text": "B1B2",
+                    "refusal": "",
+                    "tool_calls": [],
+                    "finish_reason": None,
+                    "thinking": "",
+                    "signature": "",
+                },
+            ]
+        }
+    )
 
 
 # -- the correct clients pass the whole matrix --------------------------------------------------
 
+
 @pytest.mark.parametrize("chunking, transform", MATRIX)
-def test_correct_client_and_sdk_pass_every_chunking_and_transform(chunking: str, transform: str | None) -> None:
+def test_correct_client_and_sdk_pass_every_chunking_and_transform(
+    chunking: str, transform: str | None
+) -> None:
     cassette = chat_cassette(openai_chat_events())
     with ssemock.replay(cassette, chunking=chunking, transform=transform) as player:
         text, calls = correct_client()
@@ -200,7 +254,10 @@ def test_assert_events_message_names_event_and_boundaries() -> None:
         with httpx.Client() as client, httpx_sse.connect_sse(client, "POST", URL) as source:
             got = [(e.event, e.data) for e in source.iter_sse()]
     player.assert_events(got)
-    with pytest.raises(StreamAssertionError, match=r"expected 16 events .* got 15; the first missing is \(.message., .\[DONE\].\)"):
+    with pytest.raises(
+        StreamAssertionError,
+        match=r"expected 16 events .* got 15; the first missing is \(.message., .\[DONE\].\)",
+    ):
         player.assert_events(got[:-1])
     got[2] = ("message", "tampered")
     with pytest.raises(StreamAssertionError, match=r"event 2 differs under chunking fixed:5") as info:
@@ -227,7 +284,8 @@ def test_truncate_makes_accumulate_report_an_unterminated_stream() -> None:
 def test_fixture_assertions_in_a_marked_test(pytester: pytest.Pytester) -> None:
     c = chat_cassette(openai_chat_events())
     c.save(pytester.path / "cassettes" / "test_fx" / "test_chat.json")
-    pytester.makepyfile(test_fx='''
+    pytester.makepyfile(
+        test_fx="""
 import openai, pytest
 
 @pytest.mark.ssemock(chunking="all", transform="crlf")
@@ -237,7 +295,8 @@ def test_chat(ssemock):
     text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
     ssemock.assert_text(text)
     ssemock.assert_text(text[:-1])  # fails on purpose, with the chunking named
-''')
+"""
+    )
     result = pytester.runpytest_subprocess("-p", "no:cassetter")
     result.assert_outcomes(failed=len(ssemock.chunking.ALL))
     out = result.stdout.str()
@@ -274,5 +333,7 @@ def test_anthropic_sdk_passes_every_chunking_and_transform(chunking: str, transf
         with client.messages.stream(model="m", max_tokens=8, messages=[]) as stream:
             message = stream.get_final_message()
     player.assert_text("".join(b.text for b in message.content if b.type == "text"))
-    player.assert_tool_calls([{"name": b.name, "arguments": b.input} for b in message.content if b.type == "tool_use"])
+    player.assert_tool_calls(
+        [{"name": b.name, "arguments": b.input} for b in message.content if b.type == "tool_use"]
+    )
     assert player.expected.result.usage == {"input_tokens": 10, "output_tokens": 42}

@@ -27,7 +27,9 @@ def _read(cassette: ssemock.Cassette, method: str = "POST") -> tuple[int, bytes]
 
 STREAMS = {
     "ollama.chat": lambda: ssemock.synth.ollama_chat(TEXT, seed=1),
-    "gemini json_array": lambda: protocols.get("gemini.generate_content").synthesize(TEXT, alt_sse=False, seed=1),
+    "gemini json_array": lambda: protocols.get("gemini.generate_content").synthesize(
+        TEXT, alt_sse=False, seed=1
+    ),
     "bedrock.converse": lambda: protocols.get("bedrock.converse").synthesize(TEXT, seed=1),
     "openai.chat": lambda: ssemock.synth.openai_chat(TEXT, seed=1),
 }
@@ -42,10 +44,12 @@ def test_a_cut_stream_gives_its_whole_events_and_says_it_was_cut(stream: str, fa
     with ssemock.replay(cassette, faults=fault) as player:
         _, got = _read(cassette)
         expected = player.expected
-        assert expected.cut and got == body[:len(got)] and len(got) < len(body)
+        assert expected.cut and got == body[: len(got)] and len(got) < len(body)
         kind = framing.get(expected.framing)
         ends = kind.event_ends(got)
-        assert expected.events == (kind.decode(got[:ends[-1]]) if ends else [])  # the unfinished event dropped
+        assert expected.events == (
+            kind.decode(got[: ends[-1]]) if ends else []
+        )  # the unfinished event dropped
         result = expected.result
         assert result.complete is False and TEXT.startswith(result.text)
         player.assert_text(result.text)  # a client that kept what it got passes
@@ -54,11 +58,15 @@ def test_a_cut_stream_gives_its_whole_events_and_says_it_was_cut(stream: str, fa
                 player.assert_text(TEXT)
 
 
-@pytest.mark.parametrize("url", [
-    "https://generativelanguage.googleapis.com/v1beta/models/m:streamGenerateContent",  # pretty-printed
-    "https://api.openai.com/v1/chat/completions", "http://127.0.0.1:11434/api/chat",
-    "https://api.anthropic.com/v1/messages",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://generativelanguage.googleapis.com/v1beta/models/m:streamGenerateContent",  # pretty-printed
+        "https://api.openai.com/v1/chat/completions",
+        "http://127.0.0.1:11434/api/chat",
+        "https://api.anthropic.com/v1/messages",
+    ],
+)
 def test_ssemocks_own_http_error_body_is_an_error_result_not_a_crash(url: str) -> None:
     cassette = ssemock.Cassette()
     cassette.add("POST", url, [b"data: {}\n\n"], headers={"content-type": "text/event-stream"})
@@ -73,16 +81,23 @@ def test_ssemocks_own_http_error_body_is_an_error_result_not_a_crash(url: str) -
         player.assert_accumulates({"complete": False, "text": ""})
 
 
-@pytest.mark.parametrize("body, content_type", [
-    (b'{\n  "id": "chatcmpl-1",\n  "choices": [{"message": {"content": "hi"}}]\n}\n', "application/json"),
-    (b'{"ok": true}', "application/json"),
-    (b"", "application/json"),
-    (b"", "text/event-stream"),
-])
+@pytest.mark.parametrize(
+    "body, content_type",
+    [
+        (b'{\n  "id": "chatcmpl-1",\n  "choices": [{"message": {"content": "hi"}}]\n}\n', "application/json"),
+        (b'{"ok": true}', "application/json"),
+        (b"", "application/json"),
+        (b"", "text/event-stream"),
+    ],
+)
 def test_plain_and_empty_bodies(body: bytes, content_type: str) -> None:
     cassette = ssemock.Cassette()
-    cassette.add("GET", "https://api.example.test/v1/thing", [body] if body else [],
-                 headers={"content-type": content_type})
+    cassette.add(
+        "GET",
+        "https://api.example.test/v1/thing",
+        [body] if body else [],
+        headers={"content-type": content_type},
+    )
     with ssemock.replay(cassette) as player:
         _, got = _read(cassette, "GET")
         expected = player.expected

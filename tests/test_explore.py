@@ -111,8 +111,7 @@ def test_a_failing_variant_is_remembered_and_tried_first(tmp_path: Path) -> None
 def test_coverage_counts_hazard_classes_and_transforms() -> None:
     seen: list[Coverage] = []
     with ssemock.replay(CASSETTE, match_on=MATCH) as player:
-        failure, coverage = search(player, lambda: _whatwg(player), examples=40, seed=1,
-                                                  transforms="network")
+        failure, coverage = search(player, lambda: _whatwg(player), examples=40, seed=1, transforms="network")
     seen.append(coverage)
     assert failure is None and coverage.examples == 40
     assert coverage.hazards["utf8-3"] > 0 and coverage.hazards["data-prefix"] > 0
@@ -127,8 +126,9 @@ def test_variants_are_replay_options(variant: strategies.Variant) -> None:
     (transforms keep what a conforming decoder yields)."""
     with ssemock.replay(CASSETTE, match_on=MATCH, **variant.options()) as player:  # type: ignore[arg-type]
         _whatwg(player)
-        assert [e.data for e in player.expected.events] == [e.data for e in ssemock.sse.decode(
-            CASSETTE.interactions[0].response.chunks)]
+        assert [e.data for e in player.expected.events] == [
+            e.data for e in ssemock.sse.decode(CASSETTE.interactions[0].response.chunks)
+        ]
 
 
 def test_hazards_name_each_class() -> None:
@@ -138,26 +138,30 @@ def test_hazards_name_each_class() -> None:
     assert set(found) >= {"utf8-2", "utf8-3", "utf8-4", "cr|lf", "field", "data-prefix", "event-end"}
     crlf = body.index(b"\r\n") + 1
     assert crlf in found["cr|lf"] and "between the CR and LF" in strategies.describe_boundary(body, crlf)
-    assert strategies.classify(found, [crlf, 40, 41, 42]) [-1] == "1-byte run"
+    assert strategies.classify(found, [crlf, 40, 41, 42])[-1] == "1-byte run"
 
 
 def test_transform_sets_are_matrix_names() -> None:
     assert transforms.alternatives("network") == [[], *([t] for t in transforms.NETWORK)]
     assert transforms.alternatives("conforming") == [[], *([t] for t in transforms.CONFORMING)]
     assert len(transforms.alternatives("all")) == len(transforms.ALL) + 1
-    assert {t.name for t in transforms.NETWORK} | {t.name for t in transforms.CONFORMING} == \
-        {t.name for t in transforms.ALL}  # every transform is in exactly one set
+    assert {t.name for t in transforms.NETWORK} | {t.name for t in transforms.CONFORMING} == {
+        t.name for t in transforms.ALL
+    }  # every transform is in exactly one set
     assert not {t.name for t in transforms.NETWORK} & {t.name for t in transforms.CONFORMING}
     # explore's pools: the network set by default, conforming widens it
     assert strategies.transform_pool("network") == list(transforms.NETWORK)
     assert strategies.transform_pool("conforming") == [*transforms.NETWORK, *transforms.CONFORMING]
-    assert [t.name for t in strategies.transform_pool(["crlf", "network"])] == ["crlf", *(t.name for t in
-                                                                                     transforms.NETWORK)]
+    assert [t.name for t in strategies.transform_pool(["crlf", "network"])] == [
+        "crlf",
+        *(t.name for t in transforms.NETWORK),
+    ]
 
 
-@pytest.mark.parametrize("value, expected", [(200, (200, None)), ("50", (50, None)), ("30s", (_MANY,
-                                                                                              30.0)),
-                                             ("2m", (_MANY, 120.0))])
+@pytest.mark.parametrize(
+    "value, expected",
+    [(200, (200, None)), ("50", (50, None)), ("30s", (_MANY, 30.0)), ("2m", (_MANY, 120.0))],
+)
 def test_budget(value: object, expected: tuple[int, float | None]) -> None:
     assert budget(value) == expected
 
@@ -191,7 +195,11 @@ def test_explore_searches_a_binary_eventstream_too() -> None:
     def frames(player: ssemock.Player, whole_reads: bool) -> None:
         with httpx.Client() as client, client.stream("POST", request.url, json=request.json()) as response:
             chunks = list(response.iter_raw())
-        got = [f for c in chunks for f in eventstream.decode([c])] if whole_reads else eventstream.decode(chunks)
+        got = (
+            [f for c in chunks for f in eventstream.decode([c])]
+            if whole_reads
+            else eventstream.decode(chunks)
+        )
         assert len(got) == len(player.expected.events)
 
     assert ssemock.explore(cassette, lambda p: frames(p, False), examples=50, database=False, seed=1) is None

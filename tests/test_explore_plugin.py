@@ -10,7 +10,7 @@ from conftest import APP
 
 from ssemock.server import running
 
-HEADER = '''
+HEADER = """
 import json, os
 import httpx, pytest, ssemock
 from ssemock import sse, synth
@@ -36,9 +36,11 @@ def whatwg(response):
     return [e.data for e in ssemock.sse.iter_decode(response.iter_bytes())]
 
 MARK = dict(cassette="chat", match_on=["method", "path"])
-'''
+"""
 
-TESTS = HEADER + '''
+TESTS = (
+    HEADER
+    + """
 @pytest.mark.ssemock(explore=40, **MARK)
 def test_naive(ssemock):
     with httpx.stream("POST", URL, json={}) as response:
@@ -70,7 +72,8 @@ def test_strict(ssemock):
     if data[-1:] != ["[DONE]"]:
         raise ConnectionError("no [DONE]")
     ssemock.assert_text(text_of(data))
-'''
+"""
+)
 
 
 def test_explore_marker_sync_async_faults_coverage_and_database(pytester: pytest.Pytester) -> None:
@@ -97,26 +100,36 @@ def test_explore_marker_sync_async_faults_coverage_and_database(pytester: pytest
     assert "first failure after 1 examples" in again.stdout.str()
     # the reproducer, pasted as a pinned regression test, fails the same way without exploring
     naive = next(r for r in reproducers if "faults" not in r)
-    pytester.makepyfile(test_pinned=HEADER + f'''
+    pytester.makepyfile(
+        test_pinned=HEADER
+        + f"""
 {naive.replace("@pytest.mark.ssemock(", "@pytest.mark.ssemock(**MARK, ")}
 def test_pinned(ssemock):
     with httpx.stream("POST", URL, json={{}}) as response:
         ssemock.assert_text(naive(response))
-''')
+"""
+    )
     pinned = pytester.runpytest_subprocess("-p", "no:cassetter", "test_pinned.py")
     pinned.assert_outcomes(failed=1)
     assert "UnicodeDecodeError" in pinned.stdout.str()
 
 
 def test_explore_from_the_command_line_with_a_seed(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_cli=HEADER + '''
+    pytester.makepyfile(
+        test_cli=HEADER
+        + """
 @pytest.mark.ssemock(**MARK)
 def test_naive(ssemock):
     with httpx.stream("POST", URL, json={}) as response:
         ssemock.assert_text(naive(response))
-''')
-    runs = [pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-explore=30", "--ssemock-explore-seed=4")
-            for _ in range(2)]
+"""
+    )
+    runs = [
+        pytester.runpytest_subprocess(
+            "-p", "no:cassetter", "--ssemock-explore=30", "--ssemock-explore-seed=4"
+        )
+        for _ in range(2)
+    ]
     for run in runs:
         run.assert_outcomes(failed=1)
     found = [re.search(r"reproduce with: .*", r.stdout.str()) for r in runs]
@@ -126,18 +139,23 @@ def test_naive(ssemock):
     pytester.makeini("[pytest]\nssemock_explore = 25\n")
     pytester.runpytest_subprocess("-p", "no:cassetter").assert_outcomes(failed=1)
     # explore=0 in the marker opts one test out: it runs once, as recorded, and passes
-    pytester.makepyfile(test_cli=HEADER + '''
+    pytester.makepyfile(
+        test_cli=HEADER
+        + """
 @pytest.mark.ssemock(explore=0, **MARK)
 def test_naive(ssemock):
     with httpx.stream("POST", URL, json={}) as response:
         ssemock.assert_text(naive(response))
-''')
+"""
+    )
     pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-explore=30").assert_outcomes(passed=1)
 
 
-def test_a_recording_run_explores_what_it_recorded(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-                                                   ) -> None:
-    pytester.makepyfile(test_rec='''
+def test_a_recording_run_explores_what_it_recorded(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(
+        test_rec="""
 import os, httpx, pytest
 
 @pytest.mark.ssemock(explore=20)
@@ -145,7 +163,8 @@ def test_events(ssemock):
     with httpx.stream("GET", os.environ["SSEMOCK_TEST_SERVER"] + "/events") as response:
         body = b"".join(response.iter_bytes())
     assert body.count(b"data:") == 3
-''')
+"""
+    )
     with running(APP) as url:
         monkeypatch.setenv("SSEMOCK_TEST_SERVER", url)
         result = pytester.runpytest_subprocess("-p", "no:cassetter", "-v", "--ssemock-record-mode=once")
@@ -157,7 +176,9 @@ def test_events(ssemock):
 def test_explore_under_xdist(pytester: pytest.Pytester) -> None:
     """Two workers explore their own tests, each in one item; the failure and its reproducer come
     back through xdist's report, and the failing variants are stored for the next run."""
-    pytester.makepyfile(test_workers=HEADER + '''
+    pytester.makepyfile(
+        test_workers=HEADER
+        + """
 @pytest.mark.ssemock(explore=30, **MARK)
 def test_naive(ssemock):
     with httpx.stream("POST", URL, json={}) as response:
@@ -167,7 +188,8 @@ def test_naive(ssemock):
 def test_whatwg(ssemock):
     with httpx.stream("POST", URL, json={}) as response:
         ssemock.assert_text(text_of(whatwg(response)))
-''')
+"""
+    )
     result = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly", "-n", "2")
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()

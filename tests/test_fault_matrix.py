@@ -30,51 +30,68 @@ Received = tuple[int, bytes, BaseException | None]
 
 # -- one client per stack and mode: read the whole body, keep the exception ---------------------
 
+
 def _httpx_like(module: Any) -> Callable[[], Received]:
     def sync() -> Received:
         got = bytearray()
-        with module.Client(timeout=READ_TIMEOUT) as client, client.stream("POST", URL, content=b"{}") as response:
+        with (
+            module.Client(timeout=READ_TIMEOUT) as client,
+            client.stream("POST", URL, content=b"{}") as response,
+        ):
             try:
                 for chunk in response.iter_bytes():
                     got += chunk
             except Exception as exc:
                 return response.status_code, bytes(got), exc
             return response.status_code, bytes(got), None
+
     return sync
 
 
 def _httpx_like_async(module: Any) -> Callable[[], Received]:
     async def read() -> Received:
         got = bytearray()
-        async with module.AsyncClient(timeout=READ_TIMEOUT) as client, \
-                client.stream("POST", URL, content=b"{}") as response:
+        async with (
+            module.AsyncClient(timeout=READ_TIMEOUT) as client,
+            client.stream("POST", URL, content=b"{}") as response,
+        ):
             try:
                 async for chunk in response.aiter_bytes():
                     got += chunk
             except Exception as exc:
                 return response.status_code, bytes(got), exc
             return response.status_code, bytes(got), None
+
     return lambda: asyncio.run(read())
 
 
 def _aiohttp() -> Received:
     async def read() -> Received:
         got = bytearray()
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(sock_read=READ_TIMEOUT)) as session, \
-                session.post(URL, data=b"{}") as response:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(sock_read=READ_TIMEOUT)) as session,
+            session.post(URL, data=b"{}") as response,
+        ):
             try:
                 async for chunk in response.content.iter_any():
                     got += chunk
             except Exception as exc:
                 return response.status, bytes(got), exc
             return response.status, bytes(got), None
+
     return asyncio.run(read())
 
 
 def _urllib3() -> Received:
     got = bytearray()
-    response = urllib3.PoolManager().request("POST", URL, body=b"{}", preload_content=False, retries=False,
-                                             timeout=urllib3.Timeout(connect=READ_TIMEOUT, read=READ_TIMEOUT))
+    response = urllib3.PoolManager().request(
+        "POST",
+        URL,
+        body=b"{}",
+        preload_content=False,
+        retries=False,
+        timeout=urllib3.Timeout(connect=READ_TIMEOUT, read=READ_TIMEOUT),
+    )
     try:
         for chunk in response.stream(1024):
             got += chunk
@@ -115,18 +132,21 @@ def _mid(ends: list[int]) -> int:
 
 
 def _trailing(kind: str, body: bytes, ends: list[int]) -> bytes:
-    return {"sse": body + b"data: " + EXTRA + b"\n\n", "ndjson": body + EXTRA + b"\n",
-            "json_array": body + b"\n" + EXTRA + b"\n"}[kind]
+    return {
+        "sse": body + b"data: " + EXTRA + b"\n\n",
+        "ndjson": body + EXTRA + b"\n",
+        "json_array": body + b"\n" + EXTRA + b"\n",
+    }[kind]
 
 
 def _garbage(kind: str, body: bytes, ends: list[int]) -> bytes:
     if kind == "sse":
-        return body[:ends[-2]] + body[ends[-2]:].rstrip(b"\n") + b"garbage\n\n"
+        return body[: ends[-2]] + body[ends[-2] :].rstrip(b"\n") + b"garbage\n\n"
     if kind == "ndjson":
-        return body[:ends[-1] - 1] + b"garbage\n"
+        return body[: ends[-1] - 1] + b"garbage\n"
     if kind == "json_array":
-        return body[:ends[-1]] + b"garbage" + body[ends[-1]:]
-    return body.rstrip() + b"garbage" + body[len(body.rstrip()):]  # json
+        return body[: ends[-1]] + b"garbage" + body[ends[-1] :]
+    return body.rstrip() + b"garbage" + body[len(body.rstrip()) :]  # json
 
 
 def _error_event(kind: str, body: bytes, ends: list[int]) -> Callable[[bytes], bool]:
@@ -135,8 +155,13 @@ def _error_event(kind: str, body: bytes, ends: list[int]) -> Callable[[bytes], b
             return "error" in orjson.loads(served) and "error" not in orjson.loads(body)
         events = framing.get(kind).decode(served)
         original = framing.get(kind).decode(body)
-        return served[:ends[0]] == body[:ends[0]] and len(events) == 2 and events[0] == original[0] \
+        return (
+            served[: ends[0]] == body[: ends[0]]
+            and len(events) == 2
+            and events[0] == original[0]
             and "overloaded" in repr(events[1]).lower()
+        )
+
     return check
 
 
@@ -145,20 +170,27 @@ def _json_error(status: int) -> Callable[[bytes], bool]:
 
 
 ORACLES: dict[str, Callable[[str, bytes, list[int], int], Want]] = {
-    "disconnect:after_event=1": lambda kind, body, ends, attempt: (200, body[:ends[0]], "dropped"),
+    "disconnect:after_event=1": lambda kind, body, ends, attempt: (200, body[: ends[0]], "dropped"),
     "disconnect:after_byte=5": lambda kind, body, ends, attempt: (200, body[:5], "dropped"),
-    "stall:before_event=1,seconds=60": lambda kind, body, ends, attempt: (200, body[:ends[0]], "timeout"),
-    "truncate": lambda kind, body, ends, attempt: (200, body[:ends[-2]], None),
-    "truncate:at=mid_event": lambda kind, body, ends, attempt: (200, body[:_mid(ends)], None),
+    "stall:before_event=1,seconds=60": lambda kind, body, ends, attempt: (200, body[: ends[0]], "timeout"),
+    "truncate": lambda kind, body, ends, attempt: (200, body[: ends[-2]], None),
+    "truncate:at=mid_event": lambda kind, body, ends, attempt: (200, body[: _mid(ends)], None),
     "trailing_data": lambda kind, body, ends, attempt: (200, _trailing(kind, body, ends), None),
     "trailing_data:at=same_event": lambda kind, body, ends, attempt: (
-        200, body[:ends[-2]] + b"data: [DONE]\ndata: " + EXTRA + b"\n\n", None),
+        200,
+        body[: ends[-2]] + b"data: [DONE]\ndata: " + EXTRA + b"\n\n",
+        None,
+    ),
     "trailing_data:at=garbage": lambda kind, body, ends, attempt: (200, _garbage(kind, body, ends), None),
     "http_error:status=429,retry_after=0": lambda kind, body, ends, attempt: (429, _json_error(429), None),
     "error_event:kind=overloaded_error,after_event=1": lambda kind, body, ends, attempt: (
-        200, _error_event(kind, body, ends), None),
+        200,
+        _error_event(kind, body, ends),
+        None,
+    ),
     "sequence:http_error:status=503|as_recorded": lambda kind, body, ends, attempt: (
-        (503, _json_error(503), None) if attempt == 0 else (200, body, None)),
+        (503, _json_error(503), None) if attempt == 0 else (200, body, None)
+    ),
 }
 
 FRAMINGS = [f.name for f in framing.all_framings()]
@@ -167,7 +199,7 @@ FRAMINGS = [f.name for f in framing.all_framings()]
 def _whole_events(kind: str, got: bytes) -> list[Any]:
     """What a conforming client gets from a stream cut short: its whole events."""
     ends = framing.get(kind).event_ends(got)
-    return framing.get(kind).decode(got[:ends[-1]]) if ends else []
+    return framing.get(kind).decode(got[: ends[-1]]) if ends else []
 
 
 def _aimed(variant: str) -> str:
@@ -249,8 +281,12 @@ def _three() -> ssemock.Cassette:
     cassette = ssemock.Cassette()
     cassette.add("HEAD", f"{BASE}/", [])
     cassette.interactions.append(STREAM)
-    cassette.add("GET", f"{BASE}/v1/models", [b'{"data": [{"id": "claude-test"}]}'],
-                 headers={"content-type": "application/json"})
+    cassette.add(
+        "GET",
+        f"{BASE}/v1/models",
+        [b'{"data": [{"id": "claude-test"}]}'],
+        headers={"content-type": "application/json"},
+    )
     return cassette
 
 
@@ -276,8 +312,10 @@ def _calls(client: httpx.Client) -> list[tuple[int, bytes, str | None]]:
 
 def test_an_http_error_aimed_at_the_stream_leaves_the_head_and_the_get_alone() -> None:
     cassette = _three()
-    with ssemock.replay(cassette, faults="http_error:status=429,on=POST */v1/messages") as player, \
-            httpx.Client() as client:
+    with (
+        ssemock.replay(cassette, faults="http_error:status=429,on=POST */v1/messages") as player,
+        httpx.Client() as client,
+    ):
         (head, _, _), (post, body, _), (get, models, _) = _calls(client)
         assert (head, post, get) == (200, 429, 200)
         assert orjson.loads(body)["error"]["type"] == "rate_limit_error"  # Anthropic's own 429 body
@@ -300,7 +338,7 @@ def test_an_unaimed_stream_fault_cuts_the_stream_and_leaves_the_head_and_the_pla
         (head, _, _), (post, body, error), (get, models, _) = _calls(client)
         ends = framing.get("sse").event_ends(cassette.interactions[1].response.body)
         assert (head, post, error, get) == (200, 200, "RemoteProtocolError", 200)
-        assert body == cassette.interactions[1].response.body[:ends[1]]
+        assert body == cassette.interactions[1].response.body[: ends[1]]
         assert models == cassette.interactions[2].response.body
         assert [p.faults for p in player.plays] == [[], ["disconnect:after_event=2"], []]
 
@@ -345,16 +383,24 @@ def test_a_target_that_matches_nothing_is_an_error_naming_it_and_the_requests(on
         ssemock.replay(_three(), faults=[faults.truncate(on=on)]).start()
     message = str(error.value)
     assert f"target {str(on)!r} matches no interaction" in message
-    assert "#0 HEAD https://api.anthropic.com/" in message and "#2 GET https://api.anthropic.com/v1/models" in message
+    assert (
+        "#0 HEAD https://api.anthropic.com/" in message
+        and "#2 GET https://api.anthropic.com/v1/models" in message
+    )
 
 
 def test_a_fault_aimed_at_a_framing_it_refuses_is_an_error_naming_both() -> None:
-    with pytest.raises(ValueError, match=r"trailing_data:at=same_event,on=2 cannot apply to interaction #2 "
-                                         r"\(GET https://api.anthropic.com/v1/models\).*a json body"):
+    with pytest.raises(
+        ValueError,
+        match=r"trailing_data:at=same_event,on=2 cannot apply to interaction #2 "
+        r"\(GET https://api.anthropic.com/v1/models\).*a json body",
+    ):
         ssemock.replay(_three(), faults="trailing_data:at=same_event,on=2").start()
 
 
-@pytest.mark.parametrize("on, says", [(-1, "index >= 0"), ("", "METHOD URL-PATTERN"), (1.5, "METHOD URL-PATTERN")])
+@pytest.mark.parametrize(
+    "on, says", [(-1, "index >= 0"), ("", "METHOD URL-PATTERN"), (1.5, "METHOD URL-PATTERN")]
+)
 def test_a_bad_target_is_one_value_error_when_parsed(on: Any, says: str) -> None:
     with pytest.raises(ValueError, match=says):
         faults.disconnect(after_event=1, on=on)

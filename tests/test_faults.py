@@ -133,7 +133,9 @@ def test_429_then_success_retries_once(is_async: bool) -> None:
     assert player.attempts == 2 and len(player.plays) == 2
     assert [p.interaction is OPENAI.interactions[0] for p in player.plays] == [True, True]
     assert player.unplayed() == []
-    with ssemock.replay(ANTHROPIC, faults=["sequence:http_error:status=529,retry_after=0.01|as_recorded"]) as player:
+    with ssemock.replay(
+        ANTHROPIC, faults=["sequence:http_error:status=529,retry_after=0.01|as_recorded"]
+    ) as player:
         assert anthropic_text(is_async, max_retries=2) == (TEXT, None)
     assert player.attempts == 2
 
@@ -204,15 +206,21 @@ def test_disconnect_after_byte_lands_on_that_byte() -> None:
     assert b"".join(got) == body[:100]
 
 
-@pytest.mark.parametrize("spec, name", [
-    (faults.disconnect(after_event=3), "disconnect:after_event=3"),
-    (faults.stall(before_event=2, seconds=5), "stall:before_event=2,seconds=5"),
-    (faults.truncate(), "truncate"),
-    (faults.truncate("mid_event"), "truncate:at=mid_event"),
-    (faults.http_error(429, retry_after=0), "http_error:status=429,retry_after=0"),
-    (faults.error_event("overloaded_error", after_event=2), "error_event:kind=overloaded_error,after_event=2"),
-    (faults.sequence(faults.http_error(500), None), "sequence:http_error:status=500|as_recorded"),
-])
+@pytest.mark.parametrize(
+    "spec, name",
+    [
+        (faults.disconnect(after_event=3), "disconnect:after_event=3"),
+        (faults.stall(before_event=2, seconds=5), "stall:before_event=2,seconds=5"),
+        (faults.truncate(), "truncate"),
+        (faults.truncate("mid_event"), "truncate:at=mid_event"),
+        (faults.http_error(429, retry_after=0), "http_error:status=429,retry_after=0"),
+        (
+            faults.error_event("overloaded_error", after_event=2),
+            "error_event:kind=overloaded_error,after_event=2",
+        ),
+        (faults.sequence(faults.http_error(500), None), "sequence:http_error:status=500|as_recorded"),
+    ],
+)
 def test_fault_names_round_trip(spec: faults.Fault, name: str) -> None:
     assert str(spec) == name
     assert str(faults.get(name)) == name
@@ -234,7 +242,8 @@ def test_faults_from_marker_and_command_line(pytester: pytest.Pytester) -> None:
     c.add("GET", "https://example.test/s", [b"data: 1\n\n", b"data: 2\n\n", b"data: 3\n\n"])
     c.save(pytester.path / "cassettes" / "test_f" / "test_marker.json")
     c.save(pytester.path / "cassettes" / "test_f" / "test_cli.json")
-    pytester.makepyfile(test_f='''
+    pytester.makepyfile(
+        test_f="""
 import httpx, pytest
 
 @pytest.mark.ssemock(faults=["disconnect:after_event=1"])
@@ -246,8 +255,11 @@ def test_marker():
 def test_cli(ssemock):
     with httpx.Client() as client, pytest.raises(httpx.RemoteProtocolError):
         client.get("https://example.test/s")
-''')
-    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-faults=disconnect:after_event=2").assert_outcomes(passed=2)
+"""
+    )
+    pytester.runpytest_subprocess(
+        "-p", "no:cassetter", "--ssemock-faults=disconnect:after_event=2"
+    ).assert_outcomes(passed=2)
 
 
 def test_an_unread_error_response_is_not_an_unconsumed_stream() -> None:
@@ -257,28 +269,37 @@ def test_an_unread_error_response_is_not_an_unconsumed_stream() -> None:
     assert len(player.plays) == 2 and player.unconsumed() == []
 
 
-@pytest.mark.parametrize("spec, says", [
-    ("disconnect:after_event=x", "after_event must be a whole number >= 0, got 'x'"),
-    ("disconnect:after_event=1.5", "after_event must be a whole number >= 0, got 1.5"),
-    ("disconnect:after_event=true", "after_event must be a whole number >= 0, got True"),
-    ("disconnect:after_byte=-1", "after_byte must be a whole number >= 0, got -1"),
-    ("stall:before_event=1,seconds=-2", "seconds must be a number of seconds from 0 to 86400, got -2"),
-    ("stall:before_event=1,seconds=1e308", "seconds must be a number of seconds from 0 to 86400"),
-    ("stall:before_event=1,seconds=1e400", "seconds must be a number of seconds"),
-    ("stall:before_event=-1,seconds=1", "before_event must be a whole number >= 0"),
-    ("stall:seconds=1", "stall needs before_event="),
-    ("http_error:status=200", "status must be a 4xx/5xx status code, got 200"),
-    ("http_error:status=429.0", "status must be a 4xx/5xx status code, got 429.0"),
-    ("http_error:status=429,retry_after=soon", "retry_after must be a number of seconds"),
-    ("http_error:429", "write its parameters as key=value"),
-    ("truncate:at=mid-event", "did you mean 'mid_event'?"),
-    ("error_event:kind=", "kind must be an error type name"),
-    ("error_event:after_event=x", "after_event must be a whole number >= 0, got 'x'"),
-    ("disconnect:after_evnt=1", "unknown parameter of disconnect 'after_evnt': did you mean 'after_event'?"),
-    ("disconnect:after_event=1,after_event=2", "after_event is given twice"),
-    ("disconect:after_event=1", "unknown fault 'disconect:after_event=1': did you mean 'disconnect:after_event=1'?"),
-    ("sequence:http_error:status=429|disconect:after_byte=1", "did you mean 'disconnect:after_byte=1'?"),
-])
+@pytest.mark.parametrize(
+    "spec, says",
+    [
+        ("disconnect:after_event=x", "after_event must be a whole number >= 0, got 'x'"),
+        ("disconnect:after_event=1.5", "after_event must be a whole number >= 0, got 1.5"),
+        ("disconnect:after_event=true", "after_event must be a whole number >= 0, got True"),
+        ("disconnect:after_byte=-1", "after_byte must be a whole number >= 0, got -1"),
+        ("stall:before_event=1,seconds=-2", "seconds must be a number of seconds from 0 to 86400, got -2"),
+        ("stall:before_event=1,seconds=1e308", "seconds must be a number of seconds from 0 to 86400"),
+        ("stall:before_event=1,seconds=1e400", "seconds must be a number of seconds"),
+        ("stall:before_event=-1,seconds=1", "before_event must be a whole number >= 0"),
+        ("stall:seconds=1", "stall needs before_event="),
+        ("http_error:status=200", "status must be a 4xx/5xx status code, got 200"),
+        ("http_error:status=429.0", "status must be a 4xx/5xx status code, got 429.0"),
+        ("http_error:status=429,retry_after=soon", "retry_after must be a number of seconds"),
+        ("http_error:429", "write its parameters as key=value"),
+        ("truncate:at=mid-event", "did you mean 'mid_event'?"),
+        ("error_event:kind=", "kind must be an error type name"),
+        ("error_event:after_event=x", "after_event must be a whole number >= 0, got 'x'"),
+        (
+            "disconnect:after_evnt=1",
+            "unknown parameter of disconnect 'after_evnt': did you mean 'after_event'?",
+        ),
+        ("disconnect:after_event=1,after_event=2", "after_event is given twice"),
+        (
+            "disconect:after_event=1",
+            "unknown fault 'disconect:after_event=1': did you mean 'disconnect:after_event=1'?",
+        ),
+        ("sequence:http_error:status=429|disconect:after_byte=1", "did you mean 'disconnect:after_byte=1'?"),
+    ],
+)
 def test_bad_fault_values_are_one_value_error_when_parsed(spec: str, says: str) -> None:
     """Every bad fault spec fails in faults.get (at collection, when the plugin parses it), not on
     each request served; the message names the spec and what is wrong."""
@@ -288,17 +309,20 @@ def test_bad_fault_values_are_one_value_error_when_parsed(spec: str, says: str) 
     assert spec.split("|")[-1].split(":")[0] in str(info.value)
 
 
-@pytest.mark.parametrize("make, says", [
-    (lambda: faults.disconnect(after_event="3"), "whole number"),  # type: ignore[arg-type]
-    (lambda: faults.disconnect(after_byte=-5), "whole number >= 0"),
-    (lambda: faults.stall(2, float("nan")), "number of seconds"),
-    (lambda: faults.stall(2, float("inf")), "number of seconds"),
-    (lambda: faults.http_error(429, retry_after=-1), "retry_after"),
-    (lambda: faults.http_error(429, headers={"x": "a\r\nb"}), "one-line"),
-    (lambda: faults.http_error(True), "4xx/5xx"),  # type: ignore[arg-type]
-    (lambda: faults.sequence(5), "a fault is a name"),  # type: ignore[arg-type]
-    (lambda: faults.resolve(5), "a fault is a name"),  # type: ignore[arg-type]
-])
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda: faults.disconnect(after_event="3"), "whole number"),  # type: ignore[arg-type]
+        (lambda: faults.disconnect(after_byte=-5), "whole number >= 0"),
+        (lambda: faults.stall(2, float("nan")), "number of seconds"),
+        (lambda: faults.stall(2, float("inf")), "number of seconds"),
+        (lambda: faults.http_error(429, retry_after=-1), "retry_after"),
+        (lambda: faults.http_error(429, headers={"x": "a\r\nb"}), "one-line"),
+        (lambda: faults.http_error(True), "4xx/5xx"),  # type: ignore[arg-type]
+        (lambda: faults.sequence(5), "a fault is a name"),  # type: ignore[arg-type]
+        (lambda: faults.resolve(5), "a fault is a name"),  # type: ignore[arg-type]
+    ],
+)
 def test_bad_fault_values_from_python_too(make: Any, says: str) -> None:
     with pytest.raises(ValueError, match=says):
         make()

@@ -42,12 +42,17 @@ MANY = settings(max_examples=400 * SCALE, deadline=None, suppress_health_check=_
 # -- JSON values ------------------------------------------------------------------------------
 
 _scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70),
-    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12),
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
 )
 json_values = st.recursive(
     _scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 
@@ -76,6 +81,7 @@ def _load_or_cassette_error(raw: bytes | str) -> Cassette | None:
 
 # -- the cassette loader ----------------------------------------------------------------------
 
+
 @FAST
 @given(st.binary(max_size=300))
 def test_loader_on_arbitrary_bytes(raw: bytes) -> None:
@@ -89,13 +95,36 @@ def test_loader_on_arbitrary_json(doc: Any) -> None:
 
 
 @SOME
-@given(st.dictionaries(st.sampled_from(["version", "interactions", "extra"]),
-                       st.one_of(st.just(1), json_values), max_size=3),
-       st.lists(st.dictionaries(st.sampled_from(["request", "response"]),
-                                st.dictionaries(st.sampled_from(["method", "url", "headers", "json", "body",
-                                                                 "body_base64", "status", "chunks", "complete",
-                                                                 "error"]), json_values, max_size=6),
-                                max_size=2), max_size=3))
+@given(
+    st.dictionaries(
+        st.sampled_from(["version", "interactions", "extra"]), st.one_of(st.just(1), json_values), max_size=3
+    ),
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["request", "response"]),
+            st.dictionaries(
+                st.sampled_from(
+                    [
+                        "method",
+                        "url",
+                        "headers",
+                        "json",
+                        "body",
+                        "body_base64",
+                        "status",
+                        "chunks",
+                        "complete",
+                        "error",
+                    ]
+                ),
+                json_values,
+                max_size=6,
+            ),
+            max_size=2,
+        ),
+        max_size=3,
+    ),
+)
 def test_loader_on_cassette_shaped_json(top: dict[str, Any], items: list[Any]) -> None:
     top.setdefault("version", 1)
     top["interactions"] = items
@@ -119,23 +148,49 @@ def test_loader_from_a_file_says_which_file(tmp_path: Path) -> None:
 def valid_cassettes(draw: st.DrawFn) -> Cassette:
     cassette = Cassette()
     for _ in range(draw(st.integers(1, 3))):
-        body = draw(st.one_of(
-            st.lists(st.sampled_from([b"data: x\n\n", b"event: e\ndata: \xe4\xb8\x96\n\n", b": ping\n\n",
-                                      b'data: {"a": 1}\n\n', b"data: [DONE]\n\n"]), min_size=1, max_size=5)
-            .map(b"".join),
-            st.binary(min_size=1, max_size=40),
-        ))
+        body = draw(
+            st.one_of(
+                st.lists(
+                    st.sampled_from(
+                        [
+                            b"data: x\n\n",
+                            b"event: e\ndata: \xe4\xb8\x96\n\n",
+                            b": ping\n\n",
+                            b'data: {"a": 1}\n\n',
+                            b"data: [DONE]\n\n",
+                        ]
+                    ),
+                    min_size=1,
+                    max_size=5,
+                ).map(b"".join),
+                st.binary(min_size=1, max_size=40),
+            )
+        )
         cuts = sorted(draw(st.sets(st.integers(1, len(body) - 1), max_size=5))) if len(body) > 1 else []
         ends = [*cuts, len(body)]
         chunks = [body[a:b] for a, b in zip([0, *ends], ends)]
-        times = sorted(draw(st.lists(st.floats(0, 100, allow_nan=False), min_size=len(chunks),
-                                     max_size=len(chunks))))
-        cassette.add(draw(st.sampled_from(["GET", "POST"])), "http://h.test/v1/chat/completions", chunks,
-                     times=times, status=draw(st.sampled_from([200, 429, 500])),
-                     request_json=draw(st.one_of(st.none(), st.dictionaries(st.text(max_size=5), _scalars.filter(
-                         lambda v: not isinstance(v, int) or -(2**63) <= v < 2**64), max_size=3))),
-                     complete=draw(st.booleans()),
-                     error=draw(st.one_of(st.none(), st.just({"type": "RemoteProtocolError", "message": "x"}))))
+        times = sorted(
+            draw(st.lists(st.floats(0, 100, allow_nan=False), min_size=len(chunks), max_size=len(chunks)))
+        )
+        cassette.add(
+            draw(st.sampled_from(["GET", "POST"])),
+            "http://h.test/v1/chat/completions",
+            chunks,
+            times=times,
+            status=draw(st.sampled_from([200, 429, 500])),
+            request_json=draw(
+                st.one_of(
+                    st.none(),
+                    st.dictionaries(
+                        st.text(max_size=5),
+                        _scalars.filter(lambda v: not isinstance(v, int) or -(2**63) <= v < 2**64),
+                        max_size=3,
+                    ),
+                )
+            ),
+            complete=draw(st.booleans()),
+            error=draw(st.one_of(st.none(), st.just({"type": "RemoteProtocolError", "message": "x"}))),
+        )
     return cassette
 
 
@@ -182,9 +237,17 @@ def test_loader_on_valid_cassettes_with_random_mutations(cassette: Cassette, dat
 
 
 @SOME
-@given(valid_cassettes(), st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(["flip", "drop", "insert"]),
-                                             st.integers(0, 255)), min_size=1, max_size=4))
-def test_loader_on_valid_cassettes_with_byte_edits(cassette: Cassette, edits: list[tuple[int, str, int]]) -> None:
+@given(
+    valid_cassettes(),
+    st.lists(
+        st.tuples(st.integers(0, 10_000), st.sampled_from(["flip", "drop", "insert"]), st.integers(0, 255)),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_loader_on_valid_cassettes_with_byte_edits(
+    cassette: Cassette, edits: list[tuple[int, str, int]]
+) -> None:
     raw = bytearray(cassette.dumps())
     for pos, how, byte in edits:
         pos %= len(raw)
@@ -198,10 +261,21 @@ def test_loader_on_valid_cassettes_with_byte_edits(cassette: Cassette, edits: li
 
 
 @SOME
-@given(valid_cassettes(), st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(["flip", "drop", "insert"]),
-                                             st.sampled_from(b',\n"[]\\ x0')), min_size=1, max_size=4))
+@given(
+    valid_cassettes(),
+    st.lists(
+        st.tuples(
+            st.integers(0, 10_000),
+            st.sampled_from(["flip", "drop", "insert"]),
+            st.sampled_from(b',\n"[]\\ x0'),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
 def test_large_file_loader_agrees_with_the_whole_document_on_edited_files(
-        cassette: Cassette, edits: list[tuple[int, str, int]]) -> None:
+    cassette: Cassette, edits: list[tuple[int, str, int]]
+) -> None:
     """Files read with their bodies apart (as large files are, here in 16-byte batches) give the
     same cassette, or the same error, as parsing the whole file, whatever the edits to them."""
     import tempfile
@@ -218,8 +292,11 @@ def test_large_file_loader_agrees_with_the_whole_document_on_edited_files(
             del raw[pos]
         else:
             raw.insert(pos, byte)
-    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(cassette_module, "LEAN_MIN_SIZE", 0), \
-            mock.patch.object(cassette_module, "_BATCH", 16):
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        mock.patch.object(cassette_module, "LEAN_MIN_SIZE", 0),
+        mock.patch.object(cassette_module, "_BATCH", 16),
+    ):
         path = Path(tmp) / "edited.json"
         path.write_bytes(raw)
         try:
@@ -233,8 +310,9 @@ def test_large_file_loader_agrees_with_the_whole_document_on_edited_files(
     if isinstance(whole, str) or isinstance(lean, str):
         assert lean == whole
     else:
-        assert [(x.request, x.response) for x in lean.interactions] == \
-               [(x.request, x.response) for x in whole.interactions]
+        assert [(x.request, x.response) for x in lean.interactions] == [
+            (x.request, x.response) for x in whole.interactions
+        ]
 
 
 @FAST
@@ -264,11 +342,24 @@ def test_loader_on_deep_nesting() -> None:
 
 def test_loader_on_extreme_numbers() -> None:
     def doc(chunks: str, status: str = "200") -> str:
-        return ('{"version": 1, "interactions": [{"request": {"method": "GET", "url": "http://h/"}, '
-                f'"response": {{"status": {status}, "body": ["ab"], "chunks": {chunks}}}}}]}}')
-    for chunks in ("[[1e308, 2]]", "[[1.7976931348623157e308, 2]]", "[[1e400, 2]]", "[[-0.0, 2]]",
-                   "[[0, 18446744073709551615]]", "[[0, 99999999999999999999999]]", "[[0, 2.0]]",
-                   "[[NaN, 2]]", "[[0, 1], [0, 1]]", "[[0, 2, 3]]", "[[true, 2]]"):
+        return (
+            '{"version": 1, "interactions": [{"request": {"method": "GET", "url": "http://h/"}, '
+            f'"response": {{"status": {status}, "body": ["ab"], "chunks": {chunks}}}}}]}}'
+        )
+
+    for chunks in (
+        "[[1e308, 2]]",
+        "[[1.7976931348623157e308, 2]]",
+        "[[1e400, 2]]",
+        "[[-0.0, 2]]",
+        "[[0, 18446744073709551615]]",
+        "[[0, 99999999999999999999999]]",
+        "[[0, 2.0]]",
+        "[[NaN, 2]]",
+        "[[0, 1], [0, 1]]",
+        "[[0, 2, 3]]",
+        "[[true, 2]]",
+    ):
         _load_or_cassette_error(doc(chunks))
     for status in ("200.0", "true", "99999999999999999999", "-200", "1e3"):
         _load_or_cassette_error(doc("null", status))
@@ -317,9 +408,34 @@ def reference_sse(body: bytes) -> list[tuple[str, str, str, int | None]]:
     return events
 
 
-_SSE_TOKENS = [b"data", b"event", b"id", b"retry", b":", b": ", b" ", b"\n", b"\r", b"\r\n", b"\n\n",
-               b"\xef\xbb\xbf", b"\xef\xbb", b"\x00", b"x", b"42", b"\xe4\xb8\x96", b"\xf0\x9f\x99\x82",
-               b"\xe4", b"\x80", b"\xff", b"message", b"[DONE]", b'{"a": 1}', b"data: ", b"\n\r\n"]
+_SSE_TOKENS = [
+    b"data",
+    b"event",
+    b"id",
+    b"retry",
+    b":",
+    b": ",
+    b" ",
+    b"\n",
+    b"\r",
+    b"\r\n",
+    b"\n\n",
+    b"\xef\xbb\xbf",
+    b"\xef\xbb",
+    b"\x00",
+    b"x",
+    b"42",
+    b"\xe4\xb8\x96",
+    b"\xf0\x9f\x99\x82",
+    b"\xe4",
+    b"\x80",
+    b"\xff",
+    b"message",
+    b"[DONE]",
+    b'{"a": 1}',
+    b"data: ",
+    b"\n\r\n",
+]
 sse_bodies = st.one_of(
     st.binary(max_size=120),
     st.lists(st.sampled_from(_SSE_TOKENS), max_size=40).map(b"".join),
@@ -348,7 +464,7 @@ def test_sse_any_bytes_any_chunking_match_the_reference(body: bytes, cuts: list[
 @FAST
 @given(sse_bodies)
 def test_sse_bytewise_matches_the_whole(body: bytes) -> None:
-    assert _events(sse.decode([body[i:i + 1] for i in range(len(body))])) == _events(sse.decode([body]))
+    assert _events(sse.decode([body[i : i + 1] for i in range(len(body))])) == _events(sse.decode([body]))
 
 
 @FAST
@@ -371,6 +487,7 @@ def test_sse_decoder_reused_after_close(bodies: list[bytes], cuts: list[int]) ->
 
 # -- the NDJSON decoder -----------------------------------------------------------------------
 
+
 def reference_ndjson(body: bytes) -> list[object] | tuple[str, int]:
     out: list[object] = []
     for lineno, line in enumerate(re.split(rb"\r\n|\r|\n", body), 1):  # a lone CR ends a line too
@@ -390,9 +507,34 @@ def _ndjson_outcome(chunks: list[bytes]) -> list[object] | tuple[str, int]:
         return ("error", exc.lineno)
 
 
-_ND_TOKENS = [b"{", b"}", b"[", b"]", b'"', b":", b",", b"1", b"-", b"e", b".", b"true", b"null", b" ",
-              b"\t", b"\r", b"\n", b"\r\n", b'"a"', b'{"done": true}', b'{"message": {"content": "\xe4\xb8\x96"}}',
-              b"\xe4", b"\x00", b"\xc2\x85", b"\xe2\x80\xa8", b"\xef\xbb\xbf"]
+_ND_TOKENS = [
+    b"{",
+    b"}",
+    b"[",
+    b"]",
+    b'"',
+    b":",
+    b",",
+    b"1",
+    b"-",
+    b"e",
+    b".",
+    b"true",
+    b"null",
+    b" ",
+    b"\t",
+    b"\r",
+    b"\n",
+    b"\r\n",
+    b'"a"',
+    b'{"done": true}',
+    b'{"message": {"content": "\xe4\xb8\x96"}}',
+    b"\xe4",
+    b"\x00",
+    b"\xc2\x85",
+    b"\xe2\x80\xa8",
+    b"\xef\xbb\xbf",
+]
 ndjson_bodies = st.one_of(
     st.binary(max_size=100),
     st.lists(st.sampled_from(_ND_TOKENS), max_size=30).map(b"".join),
@@ -406,29 +548,99 @@ def test_ndjson_any_bytes_any_chunking_same_outcome(body: bytes, cuts: list[int]
     whole = _ndjson_outcome([body])
     assert whole == reference_ndjson(body)
     assert _ndjson_outcome(_split(body, cuts)) == whole
-    assert _ndjson_outcome([body[i:i + 1] for i in range(len(body))]) == whole
+    assert _ndjson_outcome([body[i : i + 1] for i in range(len(body))]) == whole
 
 
 # -- the accumulators -------------------------------------------------------------------------
 
-_KINDS = ["message_start", "content_block_start", "content_block_delta", "content_block_stop",
-          "message_delta", "message_stop", "error", "ping", "response.created", "response.output_item.added",
-          "response.output_text.delta", "response.refusal.delta", "response.reasoning_summary_text.delta",
-          "response.function_call_arguments.delta", "response.function_call_arguments.done",
-          "response.output_item.done", "response.completed", "response.failed", "response.incomplete",
-          "response.output_text.annotation.added", "text_delta", "input_json_delta", "thinking_delta",
-          "signature_delta", "citations_delta", "text", "tool_use", "thinking", "function_call", "message",
-          "reasoning", "chat.completion.chunk"]
-_KEYS = ["type", "index", "delta", "content_block", "message", "usage", "choices", "tool_calls", "function",
-         "arguments", "name", "id", "content", "text", "partial_json", "output_index", "content_index",
-         "summary_index", "item", "response", "error", "finish_reason", "stop_reason", "refusal", "thinking",
-         "signature", "citation", "annotation", "call_id", "done", "done_reason", "eval_count", "object",
-         "input", "incomplete_details", "status", "reasoning_content", "model", "citations"]
-_shaped_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2, 3), st.sampled_from(_KINDS),
-                            st.text(max_size=5), st.floats(allow_nan=False, allow_infinity=False))
+_KINDS = [
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+    "message_stop",
+    "error",
+    "ping",
+    "response.created",
+    "response.output_item.added",
+    "response.output_text.delta",
+    "response.refusal.delta",
+    "response.reasoning_summary_text.delta",
+    "response.function_call_arguments.delta",
+    "response.function_call_arguments.done",
+    "response.output_item.done",
+    "response.completed",
+    "response.failed",
+    "response.incomplete",
+    "response.output_text.annotation.added",
+    "text_delta",
+    "input_json_delta",
+    "thinking_delta",
+    "signature_delta",
+    "citations_delta",
+    "text",
+    "tool_use",
+    "thinking",
+    "function_call",
+    "message",
+    "reasoning",
+    "chat.completion.chunk",
+]
+_KEYS = [
+    "type",
+    "index",
+    "delta",
+    "content_block",
+    "message",
+    "usage",
+    "choices",
+    "tool_calls",
+    "function",
+    "arguments",
+    "name",
+    "id",
+    "content",
+    "text",
+    "partial_json",
+    "output_index",
+    "content_index",
+    "summary_index",
+    "item",
+    "response",
+    "error",
+    "finish_reason",
+    "stop_reason",
+    "refusal",
+    "thinking",
+    "signature",
+    "citation",
+    "annotation",
+    "call_id",
+    "done",
+    "done_reason",
+    "eval_count",
+    "object",
+    "input",
+    "incomplete_details",
+    "status",
+    "reasoning_content",
+    "model",
+    "citations",
+]
+_shaped_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 3),
+    st.sampled_from(_KINDS),
+    st.text(max_size=5),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
 shaped = st.recursive(
     _shaped_scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(_KEYS), inner, max_size=5)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(_KEYS), inner, max_size=5)
+    ),
     max_leaves=15,
 )
 shaped_objects = st.dictionaries(st.sampled_from(_KEYS), shaped, max_size=6)
@@ -437,10 +649,12 @@ shaped_objects = st.dictionaries(st.sampled_from(_KEYS), shaped, max_size=6)
 @st.composite
 def sse_events(draw: st.DrawFn) -> ServerSentEvent:
     payload = draw(st.one_of(shaped_objects, shaped))
-    data = draw(st.one_of(
-        st.just(json.dumps(payload)),
-        st.sampled_from(["[DONE]", "", "not json", "{", "[DONE] ", "null", "1e400"]),
-    ))
+    data = draw(
+        st.one_of(
+            st.just(json.dumps(payload)),
+            st.sampled_from(["[DONE]", "", "not json", "{", "[DONE] ", "null", "1e400"]),
+        )
+    )
     return ServerSentEvent(draw(st.one_of(st.just("message"), st.sampled_from(_KINDS))), data)
 
 
@@ -475,8 +689,13 @@ def test_ollama_accumulator_on_random_json_lines(values: list[Any]) -> None:
 
 
 @SOME
-@given(st.lists(st.one_of(shaped_objects.map(lambda v: v), st.builds(ServerSentEvent, st.sampled_from(_KINDS))),
-                max_size=6), st.sampled_from(list(PROTOCOLS)))
+@given(
+    st.lists(
+        st.one_of(shaped_objects.map(lambda v: v), st.builds(ServerSentEvent, st.sampled_from(_KINDS))),
+        max_size=6,
+    ),
+    st.sampled_from(list(PROTOCOLS)),
+)
 def test_accumulators_on_the_wrong_kind_of_event(events: list[Any], protocol: str) -> None:
     _fold(events, protocol)
 
@@ -488,7 +707,9 @@ def _real_stream(protocol: str) -> list[ServerSentEvent]:
 
 @SOME
 @given(st.sampled_from(["openai.chat", "anthropic.messages"]), st.data())
-def test_accumulators_on_shuffled_dropped_and_repeated_real_events(protocol: str, data: st.DataObject) -> None:
+def test_accumulators_on_shuffled_dropped_and_repeated_real_events(
+    protocol: str, data: st.DataObject
+) -> None:
     events = _real_stream(protocol)
     order = data.draw(st.lists(st.integers(0, len(events) - 1), max_size=len(events) + 4))
     mangled = [events[i] for i in order]
@@ -503,17 +724,26 @@ def test_accumulators_on_the_real_streams_in_order() -> None:
 
 
 @SOME
-@given(st.lists(st.sampled_from(
-    [ServerSentEvent(data=d) for d in [
-        '{"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "call_id": "c"}}',
-        '{"type": "response.output_item.added", "output_index": 1, "item": {"type": "message"}}',
-        '{"type": "response.output_text.delta", "output_index": 1, "content_index": 0, "delta": "hi"}',
-        '{"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "{\\"a\\""}',
-        '{"type": "response.function_call_arguments.done", "output_index": 0, "arguments": "{}"}',
-        '{"type": "response.output_item.done", "output_index": 0, "item": {"type": "function_call", "name": "f"}}',
-        '{"type": "response.completed", "response": {"status": "completed", "usage": {"total_tokens": 3}}}',
-        '{"type": "error", "message": "boom"}',
-        '{"type": "response.output_text.delta", "output_index": 7, "content_index": 0, "delta": "x"}',
-    ]]), max_size=10))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                ServerSentEvent(data=d)
+                for d in [
+                    '{"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "call_id": "c"}}',
+                    '{"type": "response.output_item.added", "output_index": 1, "item": {"type": "message"}}',
+                    '{"type": "response.output_text.delta", "output_index": 1, "content_index": 0, "delta": "hi"}',
+                    '{"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "{\\"a\\""}',
+                    '{"type": "response.function_call_arguments.done", "output_index": 0, "arguments": "{}"}',
+                    '{"type": "response.output_item.done", "output_index": 0, "item": {"type": "function_call", "name": "f"}}',
+                    '{"type": "response.completed", "response": {"status": "completed", "usage": {"total_tokens": 3}}}',
+                    '{"type": "error", "message": "boom"}',
+                    '{"type": "response.output_text.delta", "output_index": 7, "content_index": 0, "delta": "x"}',
+                ]
+            ]
+        ),
+        max_size=10,
+    )
+)
 def test_responses_accumulator_on_random_orders(events: list[ServerSentEvent]) -> None:
     _fold(events, "openai.responses")

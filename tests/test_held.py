@@ -25,22 +25,35 @@ from ssemock.protocols import mcp
 ORIGIN = "http://127.0.0.1:8000"
 STREAM = f"{ORIGIN}/sse"
 POST = f"{ORIGIN}/messages/?session_id=REDACTED"
-EVENTS = [b"event: endpoint\ndata: /messages/?session_id=REDACTED\n\n",
-          mcp.message({"id": 1, "result": {"protocolVersion": "2025-06-18"}}),
-          mcp.message({"method": "notifications/tools/list_changed"}),
-          mcp.message({"method": "notifications/progress", "params": {"progressToken": 2, "progress": 1}}),
-          mcp.message({"id": 2, "result": {"content": []}})]
+EVENTS = [
+    b"event: endpoint\ndata: /messages/?session_id=REDACTED\n\n",
+    mcp.message({"id": 1, "result": {"protocolVersion": "2025-06-18"}}),
+    mcp.message({"method": "notifications/tools/list_changed"}),
+    mcp.message({"method": "notifications/progress", "params": {"progressToken": 2, "progress": 1}}),
+    mcp.message({"id": 2, "result": {"content": []}}),
+]
 
 
 def _cassette(events: list[bytes] = EVENTS, posts: int = 2) -> ssemock.Cassette:
     """The legacy MCP transport's shape: a GET stream written event by event 10 ms apart, and
     POSTs answered 202 (their answers come on the stream)."""
     cassette = ssemock.Cassette()
-    cassette.add("GET", STREAM, events, times=[0.01 * (k + 1) for k in range(len(events))],
-                 headers={"content-type": "text/event-stream"})
+    cassette.add(
+        "GET",
+        STREAM,
+        events,
+        times=[0.01 * (k + 1) for k in range(len(events))],
+        headers={"content-type": "text/event-stream"},
+    )
     for k in range(posts):
-        cassette.add("POST", POST, [b"Accepted"], status=202, headers={"content-type": "text/plain"},
-                     request_json={"jsonrpc": "2.0", "id": k + 1, "method": "tools/call"})
+        cassette.add(
+            "POST",
+            POST,
+            [b"Accepted"],
+            status=202,
+            headers={"content-type": "text/plain"},
+            request_json={"jsonrpc": "2.0", "id": k + 1, "method": "tools/call"},
+        )
     return cassette
 
 
@@ -60,14 +73,19 @@ def _label(event: ssemock.sse.ServerSentEvent) -> str:
 
 # The stacks: open the stream (chunks as they arrive) and POST, each in its library's own way.
 
+
 def _httpx_like(lib: Any) -> tuple[Callable[..., Iterator[bytes]], Callable[[int], None]]:
     def read(timeout: float | None) -> Iterator[bytes]:
-        with lib.Client(timeout=lib.Timeout(5.0, read=timeout)) as client, client.stream("GET", STREAM) as response:
+        with (
+            lib.Client(timeout=lib.Timeout(5.0, read=timeout)) as client,
+            client.stream("GET", STREAM) as response,
+        ):
             yield from response.iter_bytes()
 
     def post(ident: int) -> None:
         with lib.Client() as client:
             assert client.post(POST, content=_post_body(ident)).status_code == 202
+
     return read, post
 
 
@@ -78,6 +96,7 @@ def _requests() -> tuple[Callable[..., Iterator[bytes]], Callable[[int], None]]:
 
     def post(ident: int) -> None:
         assert requests.post(POST, data=_post_body(ident), timeout=5).status_code == 202
+
     return read, post
 
 
@@ -86,40 +105,52 @@ SYNC = {"httpx": lambda: _httpx_like(httpx), "httpx2": lambda: _httpx_like(httpx
 
 def _async_httpx_like(lib: Any) -> tuple[Callable[..., AsyncIterator[bytes]], Callable[[int], Any]]:
     async def read(timeout: float | None) -> AsyncIterator[bytes]:
-        async with lib.AsyncClient(timeout=lib.Timeout(5.0, read=timeout)) as client, \
-                client.stream("GET", STREAM) as response:
+        async with (
+            lib.AsyncClient(timeout=lib.Timeout(5.0, read=timeout)) as client,
+            client.stream("GET", STREAM) as response,
+        ):
             async for chunk in response.aiter_bytes():
                 yield chunk
 
     async def post(ident: int) -> None:
         async with lib.AsyncClient() as client:
             assert (await client.post(POST, content=_post_body(ident))).status_code == 202
+
     return read, post
 
 
 def _aiohttp() -> tuple[Callable[..., AsyncIterator[bytes]], Callable[[int], Any]]:
     async def read(timeout: float | None) -> AsyncIterator[bytes]:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(sock_read=timeout)) as session, \
-                session.get(STREAM) as response:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(sock_read=timeout)) as session,
+            session.get(STREAM) as response,
+        ):
             async for chunk in response.content.iter_any():
                 yield chunk
 
     async def post(ident: int) -> None:
         async with aiohttp.ClientSession() as session, session.post(POST, data=_post_body(ident)) as response:
             assert response.status == 202
+
     return read, post
 
 
-ASYNC = {"httpx": lambda: _async_httpx_like(httpx), "httpx2": lambda: _async_httpx_like(httpx2),
-         "aiohttp": _aiohttp}
+ASYNC = {
+    "httpx": lambda: _async_httpx_like(httpx),
+    "httpx2": lambda: _async_httpx_like(httpx2),
+    "aiohttp": _aiohttp,
+}
 HELD_ORDER = ["endpoint", "post 1", "answer 1", "list_changed", "post 2", "progress", "answer 2"]
 
 
 @pytest.mark.parametrize("stack", SYNC)
-@pytest.mark.parametrize(("chunking", "timing"), [("as_recorded", "instant"), ("bytewise", "instant"),
-                                                  ("coalesced", "instant"), ("mid_utf8", "recorded")])
-def test_a_sync_reader_gets_each_answer_after_its_post_from_another_thread(stack: str, chunking: str,
-                                                                          timing: str) -> None:
+@pytest.mark.parametrize(
+    ("chunking", "timing"),
+    [("as_recorded", "instant"), ("bytewise", "instant"), ("coalesced", "instant"), ("mid_utf8", "recorded")],
+)
+def test_a_sync_reader_gets_each_answer_after_its_post_from_another_thread(
+    stack: str, chunking: str, timing: str
+) -> None:
     read, post = SYNC[stack]()
     log: list[str] = []
     endpoint = threading.Event()
@@ -146,7 +177,9 @@ def test_a_sync_reader_gets_each_answer_after_its_post_from_another_thread(stack
 
 @pytest.mark.parametrize("stack", ASYNC)
 @pytest.mark.parametrize("transform", ["none", "crlf", "keepalive"])
-def test_an_async_reader_gets_each_answer_after_its_post_from_the_same_loop(stack: str, transform: str) -> None:
+def test_an_async_reader_gets_each_answer_after_its_post_from_the_same_loop(
+    stack: str, transform: str
+) -> None:
     read, post = ASYNC[stack]()
     log: list[str] = []
 
@@ -168,7 +201,9 @@ def test_an_async_reader_gets_each_answer_after_its_post_from_the_same_loop(stac
                 endpoint.set()
         await task
 
-    with ssemock.replay(_cassette(), chunking="mid_line", transform=None if transform == "none" else transform):
+    with ssemock.replay(
+        _cassette(), chunking="mid_line", transform=None if transform == "none" else transform
+    ):
         asyncio.run(session())
     assert log == HELD_ORDER
 
@@ -179,10 +214,15 @@ def test_only_requests_made_since_the_stream_opened_count() -> None:
     with ssemock.replay(_cassette()) as player:
         with httpx.Client() as client:
             assert client.post(POST, content=_post_body(1)).status_code == 202
-            with client.stream("GET", STREAM, timeout=httpx.Timeout(5.0, read=0.1)) as response, \
-                    pytest.raises(httpx.ReadTimeout, match=r"the in-memory cassette, interaction #0 \(GET "
-                                                           r"http://127.0.0.1:8000/sse\): the recorded stream "
-                                                           r"answers the request with id 1 next"):
+            with (
+                client.stream("GET", STREAM, timeout=httpx.Timeout(5.0, read=0.1)) as response,
+                pytest.raises(
+                    httpx.ReadTimeout,
+                    match=r"the in-memory cassette, interaction #0 \(GET "
+                    r"http://127.0.0.1:8000/sse\): the recorded stream "
+                    r"answers the request with id 1 next",
+                ),
+            ):
                 for _ in response.iter_bytes():
                     pass
     (_, play) = player.plays
@@ -191,8 +231,11 @@ def test_only_requests_made_since_the_stream_opened_count() -> None:
 
 def test_with_no_read_timeout_the_wait_is_bounded_by_hold_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ssemock.held, "HOLD_LIMIT", 0.1)
-    with ssemock.replay(_cassette()), httpx.Client(timeout=None) as client, \
-            client.stream("GET", STREAM) as response:
+    with (
+        ssemock.replay(_cassette()),
+        httpx.Client(timeout=None) as client,
+        client.stream("GET", STREAM) as response,
+    ):
         with pytest.raises(httpx.ReadTimeout, match=r"none was made within 0.1 s since the stream opened"):
             for _ in response.iter_bytes():
                 pass
@@ -296,22 +339,41 @@ def test_a_stream_still_held_when_the_player_stops_gives_up_at_once() -> None:
     thread.join(5)
     assert not thread.is_alive()
     (error,) = errors
-    assert "answers the request with id 1 next, and replay holds it until that request is made; the player " \
-           "stopped before it was made" in str(error)
+    assert (
+        "answers the request with id 1 next, and replay holds it until that request is made; the player "
+        "stopped before it was made" in str(error)
+    )
 
 
-def _stream_only(events: list[bytes], before: Sequence[int] = (), after: Sequence[int] = ()) -> ssemock.Cassette:
+def _stream_only(
+    events: list[bytes], before: Sequence[int] = (), after: Sequence[int] = ()
+) -> ssemock.Cassette:
     """A GET stream with POSTs recorded before it (ids ``before``) and after it (ids ``after``)."""
     cassette = ssemock.Cassette()
     for ident in before:
-        cassette.add("POST", POST, [b"Accepted"], status=202, request_json={"jsonrpc": "2.0", "id": ident, "method": "tools/call"})
+        cassette.add(
+            "POST",
+            POST,
+            [b"Accepted"],
+            status=202,
+            request_json={"jsonrpc": "2.0", "id": ident, "method": "tools/call"},
+        )
     cassette.add("GET", STREAM, events, headers={"content-type": "text/event-stream"})
     for ident in after:
-        cassette.add("POST", POST, [b"Accepted"], status=202, request_json={"jsonrpc": "2.0", "id": ident, "method": "tools/call"})
+        cassette.add(
+            "POST",
+            POST,
+            [b"Accepted"],
+            status=202,
+            request_json={"jsonrpc": "2.0", "id": ident, "method": "tools/call"},
+        )
     return cassette
 
 
-LEGACY = [b"event: endpoint\ndata: /messages/\n\n", b'event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n']
+LEGACY = [
+    b"event: endpoint\ndata: /messages/\n\n",
+    b'event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n',
+]
 
 
 @pytest.mark.parametrize("before", [[], [1]], ids=["no-request", "request-before-the-stream"])
@@ -319,8 +381,10 @@ def test_a_message_answering_no_request_recorded_after_the_stream_plays_at_once(
     """A hand-made legacy-MCP-like stream read on its own: no recorded request after the stream
     carries id 1, so none can ever be matched: the message is served straight away (the stream is
     on the fast path: nothing waits), not held until the read timeout."""
-    with ssemock.replay(_stream_only(LEGACY, before=before), allow_playback_repeats=True) as player, \
-            httpx.Client(timeout=httpx.Timeout(5.0, read=0.5)) as client:
+    with (
+        ssemock.replay(_stream_only(LEGACY, before=before), allow_playback_repeats=True) as player,
+        httpx.Client(timeout=httpx.Timeout(5.0, read=0.5)) as client,
+    ):
         with client.stream("GET", STREAM) as response:
             got = b"".join(response.iter_bytes())
     assert got == b"".join(LEGACY)
@@ -331,11 +395,17 @@ def test_a_message_answering_no_request_recorded_after_the_stream_plays_at_once(
 def test_only_messages_answering_recorded_requests_are_held() -> None:
     """Ids 1 and 2 answered on the stream, only a POST with id 2 recorded after it: the answer to
     1 plays at once, the answer to 2 waits for its POST; the recorded order is kept."""
-    events = [LEGACY[0], mcp.message({"id": 1, "result": {}}), mcp.message({"method": "notifications/x"}),
-              mcp.message({"id": 2, "result": {}})]
+    events = [
+        LEGACY[0],
+        mcp.message({"id": 1, "result": {}}),
+        mcp.message({"method": "notifications/x"}),
+        mcp.message({"id": 2, "result": {}}),
+    ]
     log: list[str] = []
-    with ssemock.replay(_stream_only(events, after=[2])), \
-            httpx.Client(timeout=httpx.Timeout(5.0, read=5.0)) as client:
+    with (
+        ssemock.replay(_stream_only(events, after=[2])),
+        httpx.Client(timeout=httpx.Timeout(5.0, read=5.0)) as client,
+    ):
         decoder = ssemock.sse.Decoder()
         with client.stream("GET", STREAM) as response:
             for chunk in response.iter_bytes():
@@ -345,8 +415,11 @@ def test_only_messages_answering_recorded_requests_are_held() -> None:
                         log.append("post 2")
                         assert client.post(POST, content=_post_body(2)).status_code == 202
     assert log == ["endpoint", "answer 1", "x", "post 2", "answer 2"]
-    with ssemock.replay(_stream_only(events, after=[2])), \
-            httpx.Client(timeout=httpx.Timeout(5.0, read=0.2)) as client, client.stream("GET", STREAM) as response:
+    with (
+        ssemock.replay(_stream_only(events, after=[2])),
+        httpx.Client(timeout=httpx.Timeout(5.0, read=0.2)) as client,
+        client.stream("GET", STREAM) as response,
+    ):
         with pytest.raises(httpx.ReadTimeout, match="answers the request with id 2 next"):
             for _ in response.iter_bytes():
                 pass

@@ -32,27 +32,73 @@ from ssemock.cli import main
 from ssemock.vcr import import_vcr
 
 SCALE = int(os.environ.get("SSEMOCK_FUZZ_SCALE", "1"))  # as in test_fuzz.py: 50 for a deep run
-HOSTILE = settings(max_examples=60 * SCALE, deadline=None,
-                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-COMMANDS = [["show"], ["show", "--events", "--json"], ["validate"], ["rechunk", "--chunking", "bytewise", "--preview"],
-            ["redact", "--check"], ["fix", "-o", "{out}"], ["import-vcr", "-o", "{out}"]]
+HOSTILE = settings(
+    max_examples=60 * SCALE,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+COMMANDS = [
+    ["show"],
+    ["show", "--events", "--json"],
+    ["validate"],
+    ["rechunk", "--chunking", "bytewise", "--preview"],
+    ["redact", "--check"],
+    ["fix", "-o", "{out}"],
+    ["import-vcr", "-o", "{out}"],
+]
 
 # -- hostile JSON text ---------------------------------------------------------------------------
 
-_NUMBERS = ["1e308", "-1e308", "1e400", "-0.0", "NaN", "Infinity", "-Infinity", "18446744073709551616",
-            "99999999999999999999999999", "-1", "0.5", "1.7976931348623157e308", "5e-324", "true", "null"]
+_NUMBERS = [
+    "1e308",
+    "-1e308",
+    "1e400",
+    "-0.0",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "18446744073709551616",
+    "99999999999999999999999999",
+    "-1",
+    "0.5",
+    "1.7976931348623157e308",
+    "5e-324",
+    "true",
+    "null",
+]
 _DEEP = st.integers(200, 3000).map(lambda n: "[" * n + "]" * n)
-_ODD = st.one_of(st.sampled_from(_NUMBERS), _DEEP, st.sampled_from(['"x"', '""', "[]", "{}", '"\\ud800"', '[[0, 2]]',
-                                                                     '{"type": "x"}', '["ab"]', "[[1e308, 2]]",
-                                                                     '[["0", 2]]', "[[0, 1], [0, 1]]"]))
+_ODD = st.one_of(
+    st.sampled_from(_NUMBERS),
+    _DEEP,
+    st.sampled_from(
+        [
+            '"x"',
+            '""',
+            "[]",
+            "{}",
+            '"\\ud800"',
+            "[[0, 2]]",
+            '{"type": "x"}',
+            '["ab"]',
+            "[[1e308, 2]]",
+            '[["0", 2]]',
+            "[[0, 1], [0, 1]]",
+        ]
+    ),
+)
 
 
 def _doc(fields: dict[str, str]) -> str:
     """A cassette with one interaction whose fields (``request.url``, ``response.chunks``, ...)
     are the given JSON texts, valid everywhere else."""
     req = {"method": '"POST"', "url": '"http://h.test/v1"', "headers": '{"a": "b"}'}
-    resp = {"status": "200", "headers": '{"content-type": "text/event-stream"}', "body": '["data: x\\n\\n"]',
-            "chunks": "[[0, 9]]", "complete": "true"}
+    resp = {
+        "status": "200",
+        "headers": '{"content-type": "text/event-stream"}',
+        "body": '["data: x\\n\\n"]',
+        "chunks": "[[0, 9]]",
+        "complete": "true",
+    }
     for where, text in fields.items():
         side, key = where.split(".")
         (req if side == "request" else resp)[key] = text
@@ -60,9 +106,21 @@ def _doc(fields: dict[str, str]) -> str:
     return '{"version": 1, "interactions": [{"request": ' + obj(req) + ', "response": ' + obj(resp) + "}]}"
 
 
-_FIELDS = ["request.method", "request.url", "request.headers", "request.json", "request.body", "request.body_base64",
-           "response.status", "response.headers", "response.body", "response.body_base64", "response.chunks",
-           "response.complete", "response.error"]
+_FIELDS = [
+    "request.method",
+    "request.url",
+    "request.headers",
+    "request.json",
+    "request.body",
+    "request.body_base64",
+    "response.status",
+    "response.headers",
+    "response.body",
+    "response.body_base64",
+    "response.chunks",
+    "response.complete",
+    "response.error",
+]
 hostile_fields = st.dictionaries(st.sampled_from(_FIELDS), _ODD, min_size=1, max_size=3)
 hostile_texts = st.one_of(
     hostile_fields.map(_doc),
@@ -88,7 +146,9 @@ def _load_bounded(raw: bytes, path: Path) -> Cassette | None:
 
 @HOSTILE
 @given(hostile_texts)
-def test_hostile_cassettes_load_or_raise_cassette_error(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
+def test_hostile_cassettes_load_or_raise_cassette_error(
+    tmp_path_factory: pytest.TempPathFactory, text: str
+) -> None:
     _load_bounded(text.encode("utf-8", "surrogatepass"), tmp_path_factory.mktemp("h") / "hostile.json")
 
 
@@ -100,8 +160,9 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 
 @settings(HOSTILE, max_examples=25 * SCALE)
 @given(hostile_texts)
-def test_every_command_on_a_hostile_cassette_fails_in_one_line(tmp_path_factory: pytest.TempPathFactory,
-                                                               capsys: pytest.CaptureFixture[str], text: str) -> None:
+def test_every_command_on_a_hostile_cassette_fails_in_one_line(
+    tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
     folder = tmp_path_factory.mktemp("cli")
     path = folder / "hostile.json"
     path.write_bytes(text.encode("utf-8", "surrogatepass"))
@@ -136,7 +197,7 @@ def test_a_cassette_in_ssemocks_own_layout_is_never_too_many_values(tmp_path: Pa
     gets: it loads."""
     c = Cassette()
     body = b"data: x\n\n" * 50_000
-    c.add("GET", "http://h.test/", [body[i:i + 1] for i in range(len(body))])
+    c.add("GET", "http://h.test/", [body[i : i + 1] for i in range(len(body))])
     path = c.save(tmp_path / "dense.json")
     assert Cassette.load(path).interactions[0].response.ends == list(range(1, len(body) + 1))
 
@@ -149,14 +210,15 @@ def _no_free_values(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("layout", ["a pair a line", "a number a line"])
-def test_a_chunk_map_of_one_byte_chunks_fits_the_budget_in_either_layout(monkeypatch: pytest.MonkeyPatch,
-                                                                         tmp_path: Path, layout: str) -> None:
+def test_a_chunk_map_of_one_byte_chunks_fits_the_budget_in_either_layout(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, layout: str
+) -> None:
     """A pair on its line (20 bytes or more) counts as one value, though its list, numbers and
     comma are three; the layout before (a number a line) takes 60 bytes for them."""
     _no_free_values(monkeypatch)
     body = b"data: x\n\n" * 2_000
     c = Cassette()
-    c.add("GET", "http://h.test/", [body[i:i + 1] for i in range(len(body))])
+    c.add("GET", "http://h.test/", [body[i : i + 1] for i in range(len(body))])
     raw = c.dumps()
     if layout == "a number a line":
         raw = orjson.dumps(orjson.loads(raw), option=orjson.OPT_INDENT_2)
@@ -165,20 +227,28 @@ def test_a_chunk_map_of_one_byte_chunks_fits_the_budget_in_either_layout(monkeyp
     assert Cassette.load(path).interactions[0].response.ends == list(range(1, len(body) + 1))
 
 
-_IN_A_MAP = (b'{"version": 1, "interactions": [{"request": {"method": "GET", "url": "http://h/"}, '
-             b'"response": {"status": 200, "body": ["x"], "chunks": [', b'[0, 1]]}}]}')
+_IN_A_MAP = (
+    b'{"version": 1, "interactions": [{"request": {"method": "GET", "url": "http://h/"}, '
+    b'"response": {"status": 200, "body": ["x"], "chunks": [',
+    b"[0, 1]]}}]}",
+)
 
 
-@pytest.mark.parametrize("flood", [
-    _IN_A_MAP[0] + b"[0,1]," * 100_000 + _IN_A_MAP[1],
-    _IN_A_MAP[0] + b"[0, 1], " * 100_000 + _IN_A_MAP[1],
-    _IN_A_MAP[0] + b"[0, 1],\n" * 100_000 + _IN_A_MAP[1],
-    _IN_A_MAP[0] + b"0, " * 100_000 + _IN_A_MAP[1],
-    # the line break between two pairs, inside a string: not ssemock's layout, not counted out
-    b'{"version": 1, "interactions": [' + b"{}," * 100_000 + b'"' + b"],\n          [" * 100_000 + b'"]}',
-], ids=["compact-pairs", "pairs-on-one-line", "pairs-unindented", "numbers", "pair-breaks-in-a-string"])
-def test_a_flood_of_pairs_outside_the_layout_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                        flood: bytes) -> None:
+@pytest.mark.parametrize(
+    "flood",
+    [
+        _IN_A_MAP[0] + b"[0,1]," * 100_000 + _IN_A_MAP[1],
+        _IN_A_MAP[0] + b"[0, 1], " * 100_000 + _IN_A_MAP[1],
+        _IN_A_MAP[0] + b"[0, 1],\n" * 100_000 + _IN_A_MAP[1],
+        _IN_A_MAP[0] + b"0, " * 100_000 + _IN_A_MAP[1],
+        # the line break between two pairs, inside a string: not ssemock's layout, not counted out
+        b'{"version": 1, "interactions": [' + b"{}," * 100_000 + b'"' + b"],\n          [" * 100_000 + b'"]}',
+    ],
+    ids=["compact-pairs", "pairs-on-one-line", "pairs-unindented", "numbers", "pair-breaks-in-a-string"],
+)
+def test_a_flood_of_pairs_outside_the_layout_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, flood: bytes
+) -> None:
     _no_free_values(monkeypatch)
     path = tmp_path / "flood.json"
     path.write_bytes(flood)
@@ -188,7 +258,9 @@ def test_a_flood_of_pairs_outside_the_layout_is_refused(monkeypatch: pytest.Monk
 
 @pytest.mark.parametrize("make", ["fifo", "dev_zero", "directory", "socket"])
 @pytest.mark.parametrize("command", ["show", "validate", "rechunk", "redact", "fix", "import-vcr", "serve"])
-def test_commands_refuse_files_that_are_not_regular_without_hanging(tmp_path: Path, make: str, command: str) -> None:
+def test_commands_refuse_files_that_are_not_regular_without_hanging(
+    tmp_path: Path, make: str, command: str
+) -> None:
     """A FIFO hung every command; /dev/zero was read until MemoryError. Now: one line, exit 1."""
     import socket
 
@@ -203,9 +275,16 @@ def test_commands_refuse_files_that_are_not_regular_without_hanging(tmp_path: Pa
         sock.bind(str(target))
     else:
         target = tmp_path
-    extra = {"rechunk": ["--chunking", "bytewise", "--preview"], "import-vcr": ["-o", str(tmp_path / "o.json")]}
-    proc = subprocess.run([sys.executable, "-m", "ssemock", command, str(target), *extra.get(command, [])],
-                          capture_output=True, text=True, timeout=30)
+    extra = {
+        "rechunk": ["--chunking", "bytewise", "--preview"],
+        "import-vcr": ["-o", str(tmp_path / "o.json")],
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "ssemock", command, str(target), *extra.get(command, [])],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     if make == "socket":
         sock.close()
     assert proc.returncode == 1
@@ -229,17 +308,20 @@ def test_chunk_times_out_of_range_never_reach_timing(tmp_path: Path) -> None:
 
 # -- a request body too deep for the layout ------------------------------------------------------
 
+
 def _nested(depth: int) -> Any:
     return functools.reduce(lambda v, _: {"a": v}, range(depth - 1), {"a": 1})
 
 
-def test_a_recorded_request_body_too_deep_for_the_layout_is_saved_as_text(tmp_path: Path, server: str) -> None:
+def test_a_recorded_request_body_too_deep_for_the_layout_is_saved_as_text(
+    tmp_path: Path, server: str
+) -> None:
     """JSON nested 255+ deep in a request body made the save fail and the recording was lost."""
     body = json.dumps(_nested(400)).encode()
     path = tmp_path / "deep.json"
     with ssemock.use_cassette(path, record_mode="all"), httpx.Client() as client:
         assert client.post(f"{server}/v1/chat/completions", content=body).status_code == 200
-    x, = Cassette.load(path).interactions
+    (x,) = Cassette.load(path).interactions
     assert x.request.body == body
     with ssemock.use_cassette(path), httpx.Client() as client:  # and it replays, matched by that body
         assert client.post(f"{server}/v1/chat/completions", content=body).status_code == 200
@@ -249,15 +331,61 @@ def test_a_request_json_too_deep_for_the_layout_in_a_file_is_a_cassette_error() 
     deep = "[" * 251 + "]" * 251
     with pytest.raises(CassetteError, match="request.json is nested deeper than a cassette keeps JSON"):
         Cassette.loads(_doc({"request.json": deep}), path="deep.json")
-    assert Cassette.loads(_doc({"request.json": "[" * 250 + "]" * 250})).interactions[0].request.json() is not None
+    assert (
+        Cassette.loads(_doc({"request.json": "[" * 250 + "]" * 250})).interactions[0].request.json()
+        is not None
+    )
 
 
 # -- vcrpy imports -------------------------------------------------------------------------------
 
-_YAML_TOKENS = ["[", "]", "{", "}", "- ", "-", ": ", ":", ", ", "\n", "  ", "&a ", "*a", "&b ", "*b", "!!binary ",
-                "!!python/tuple ", "!!python/object:os.system ", "!!str ", "? ", "interactions", "request", "response",
-                "method", "uri", "body", "string", "status", "code", "headers", "GET", "http://h/", "200", "1e400",
-                '"\\ud800"', "'x'", '"', "|\n  ", "%YAML 1.1\n", "---\n", "...\n", "<<: *a\n", "~", "0x1f", "\t"]
+_YAML_TOKENS = [
+    "[",
+    "]",
+    "{",
+    "}",
+    "- ",
+    "-",
+    ": ",
+    ":",
+    ", ",
+    "\n",
+    "  ",
+    "&a ",
+    "*a",
+    "&b ",
+    "*b",
+    "!!binary ",
+    "!!python/tuple ",
+    "!!python/object:os.system ",
+    "!!str ",
+    "? ",
+    "interactions",
+    "request",
+    "response",
+    "method",
+    "uri",
+    "body",
+    "string",
+    "status",
+    "code",
+    "headers",
+    "GET",
+    "http://h/",
+    "200",
+    "1e400",
+    '"\\ud800"',
+    "'x'",
+    '"',
+    "|\n  ",
+    "%YAML 1.1\n",
+    "---\n",
+    "...\n",
+    "<<: *a\n",
+    "~",
+    "0x1f",
+    "\t",
+]
 hostile_yaml = st.one_of(
     st.lists(st.sampled_from(_YAML_TOKENS), max_size=60).map("".join),
     st.integers(300, 30_000).map(lambda n: "[" * n + "]" * n),
@@ -267,12 +395,20 @@ hostile_yaml = st.one_of(
 
 
 def _vcr_interaction(draw: st.DrawFn) -> Any:
-    odd = st.one_of(st.none(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=False),
-                    st.text(max_size=5), st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3),
-                                                                                             st.integers(), max_size=2))
+    odd = st.one_of(
+        st.none(),
+        st.integers(-(2**70), 2**70),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(max_size=5),
+        st.lists(st.integers(), max_size=2),
+        st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    )
     request = {"method": "POST", "uri": "http://h.test/v1", "body": '{"a": 1}', "headers": {"A": ["b"]}}
-    response = {"status": {"code": 200, "message": "OK"}, "headers": {"Content-Type": ["text/event-stream"]},
-                "body": {"string": "data: x\n\n"}}
+    response = {
+        "status": {"code": 200, "message": "OK"},
+        "headers": {"Content-Type": ["text/event-stream"]},
+        "body": {"string": "data: x\n\n"},
+    }
     for _ in range(draw(st.integers(1, 3))):
         side = draw(st.sampled_from([request, response]))
         side[draw(st.sampled_from(sorted(side)))] = draw(odd)
@@ -292,7 +428,9 @@ def _import_bounded(path: Path) -> Cassette | None:
 
 @HOSTILE
 @given(hostile_yaml)
-def test_hostile_yaml_imports_or_raises_cassette_error(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
+def test_hostile_yaml_imports_or_raises_cassette_error(
+    tmp_path_factory: pytest.TempPathFactory, text: str
+) -> None:
     path = tmp_path_factory.mktemp("vcr") / "hostile.yaml"
     path.write_bytes(text.encode("utf-8", "surrogatepass"))
     _import_bounded(path)
@@ -301,7 +439,8 @@ def test_hostile_yaml_imports_or_raises_cassette_error(tmp_path_factory: pytest.
 @HOSTILE
 @given(hostile_vcr, st.sampled_from(["yaml", "json"]))
 def test_vcr_cassettes_with_wrong_types_import_or_raise_cassette_error(
-        tmp_path_factory: pytest.TempPathFactory, doc: Any, form: str) -> None:
+    tmp_path_factory: pytest.TempPathFactory, doc: Any, form: str
+) -> None:
     path = tmp_path_factory.mktemp("vcr") / f"typed.{form}"
     path.write_text(yaml.safe_dump(doc) if form == "yaml" else json.dumps(doc))
     cassette = _import_bounded(path)
@@ -313,29 +452,49 @@ def test_a_30000_deep_yaml_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
     """It segfaulted the interpreter (PyYAML's composer recursed in C)."""
     path = tmp_path / "deep.yaml"
     path.write_text("[" * 30_000 + "]" * 30_000)
-    proc = subprocess.run([sys.executable, "-m", "ssemock", "import-vcr", str(path)], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ssemock", "import-vcr", str(path)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 1, proc.stderr
     # ssemock's own depth cap, or the one newer PyYAML C parsers have (in its own words): either
     # way one line of ssemock's, the file named, no traceback
-    line, = proc.stderr.strip().splitlines()
+    (line,) = proc.stderr.strip().splitlines()
     assert "Traceback" not in line
     assert line.startswith(f"ssemock: error: refused {path}: ") and "not a vcrpy cassette" in line
 
 
 def _vcr_yaml(response: dict[str, Any]) -> str:
-    return yaml.safe_dump({"interactions": [{"request": {"method": "GET", "uri": "http://h.test/", "body": None,
-                                                         "headers": {}}, "response": response}], "version": 1})
+    return yaml.safe_dump(
+        {
+            "interactions": [
+                {
+                    "request": {"method": "GET", "uri": "http://h.test/", "body": None, "headers": {}},
+                    "response": response,
+                }
+            ],
+            "version": 1,
+        }
+    )
 
 
 def test_a_compression_bomb_is_refused(tmp_path: Path) -> None:
     bomb = gzip.compress(b"\0" * (400 << 20), compresslevel=1)  # ~2 MB that inflate to 400 MB
     path = tmp_path / "bomb.yaml"
-    path.write_text(_vcr_yaml({"status": {"code": 200}, "headers": {"Content-Encoding": ["gzip"]},
-                               "body": {"base64_string": base64.b64encode(bomb).decode()}}))
+    path.write_text(
+        _vcr_yaml(
+            {
+                "status": {"code": 200},
+                "headers": {"Content-Encoding": ["gzip"]},
+                "body": {"base64_string": base64.b64encode(bomb).decode()},
+            }
+        )
+    )
     tracemalloc.start()
     try:
-        with pytest.raises(CassetteError, match=r"interaction 0: GET http://h.test/: response.body \(gzip\): the bodies decode to more"):
+        with pytest.raises(
+            CassetteError,
+            match=r"interaction 0: GET http://h.test/: response.body \(gzip\): the bodies decode to more",
+        ):
             import_vcr(path)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
@@ -346,21 +505,30 @@ def test_a_compression_bomb_is_refused(tmp_path: Path) -> None:
 def test_yaml_aliases_cannot_multiply_a_body_past_the_budget(tmp_path: Path) -> None:
     big = "x" * (1 << 20)
     path = tmp_path / "laughs.yaml"
-    path.write_text(f"big: &a '{big}'\ninteractions:\n- request: {{method: GET, uri: 'http://h/'}}\n"
-                    f"  response:\n    status: 200\n    body: [{', '.join(['*a'] * 200)}]\n")
+    path.write_text(
+        f"big: &a '{big}'\ninteractions:\n- request: {{method: GET, uri: 'http://h/'}}\n"
+        f"  response:\n    status: 200\n    body: [{', '.join(['*a'] * 200)}]\n"
+    )
     with pytest.raises(CassetteError, match="the bodies decode to more than an import allows"):
         import_vcr(path)
 
 
-@pytest.mark.parametrize("text, says", [
-    ("interactions: !!python/object:os.system [x]\n", "unsupported YAML tag"),
-    ("a: &a [*a]\ninteractions: []\n", "refers to no complete anchor"),
-    ("interactions: []\n? [a]\n: b\n", "a YAML mapping key is a list"),
-    ("interactions:\n- request: {method: GET, uri: 'http://h/', headers: {a: [[1]]}}\n  response: {status: 200}\n",
-     "request.headers['a'] must be text"),
-    ('interactions:\n- request: {method: GET, uri: "http://h/\\uDC80"}\n  response: {status: 200}\n',
-     "YAML does not parse"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("interactions: !!python/object:os.system [x]\n", "unsupported YAML tag"),
+        ("a: &a [*a]\ninteractions: []\n", "refers to no complete anchor"),
+        ("interactions: []\n? [a]\n: b\n", "a YAML mapping key is a list"),
+        (
+            "interactions:\n- request: {method: GET, uri: 'http://h/', headers: {a: [[1]]}}\n  response: {status: 200}\n",
+            "request.headers['a'] must be text",
+        ),
+        (
+            'interactions:\n- request: {method: GET, uri: "http://h/\\uDC80"}\n  response: {status: 200}\n',
+            "YAML does not parse",
+        ),
+    ],
+)
 def test_vcr_shapes_that_are_refused(tmp_path: Path, text: str, says: str) -> None:
     path = tmp_path / "odd.yaml"
     path.write_text(text)
@@ -371,7 +539,11 @@ def test_vcr_shapes_that_are_refused(tmp_path: Path, text: str, says: str) -> No
 def test_text_that_cannot_be_written_as_utf8_is_refused() -> None:
     from ssemock.vcr import from_vcr
 
-    doc = {"interactions": [{"request": {"method": "GET", "uri": "http://h/\udc80"}, "response": {"status": 200}}]}
+    doc = {
+        "interactions": [
+            {"request": {"method": "GET", "uri": "http://h/\udc80"}, "response": {"status": 200}}
+        ]
+    }
     with pytest.raises(CassetteError, match="request.uri holds a lone surrogate"):
         from_vcr(doc, "odd.yaml")
 
@@ -379,9 +551,16 @@ def test_text_that_cannot_be_written_as_utf8_is_refused() -> None:
 @pytest.fixture
 def vcr_like(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "ok.yaml"
-    path.write_text(_vcr_yaml({"status": {"code": 200, "message": "OK"},
-                               "headers": {"Content-Type": ["text/event-stream"]},
-                               "body": {"string": "data: a\n\ndata: b\n\n"}}) + "shared: &h [x]\nagain: *h\n")
+    path.write_text(
+        _vcr_yaml(
+            {
+                "status": {"code": 200, "message": "OK"},
+                "headers": {"Content-Type": ["text/event-stream"]},
+                "body": {"string": "data: a\n\ndata: b\n\n"},
+            }
+        )
+        + "shared: &h [x]\nagain: *h\n"
+    )
     yield path
 
 
@@ -399,26 +578,34 @@ def test_a_flood_in_a_json_vcr_file_is_refused_before_it_is_built(tmp_path: Path
         import_vcr(path)
 
 
-@pytest.mark.parametrize("text", [
-    _doc({"request.json": "[" * 300 + "]" * 300}),
-    _doc({"response.chunks": "[[1e308, 9]]"}),
-    _doc({"request.headers": '{"a": [1]}'}),
-    '{"version": 1, "interactions": ' + "[" * 5000 + "]" * 5000 + "}",
-])
-def test_serve_refuses_a_hostile_cassette_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                      text: str) -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        _doc({"request.json": "[" * 300 + "]" * 300}),
+        _doc({"response.chunks": "[[1e308, 9]]"}),
+        _doc({"request.headers": '{"a": [1]}'}),
+        '{"version": 1, "interactions": ' + "[" * 5000 + "]" * 5000 + "}",
+    ],
+)
+def test_serve_refuses_a_hostile_cassette_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
     path = tmp_path / "hostile.json"
     path.write_text(text)
     code, out, err = _run(["serve", str(path)], capsys)  # fails while loading: no server is started
     assert code == 1 and err.startswith(f"ssemock: error: {path}") and len(err.strip().splitlines()) == 1
 
 
-def test_serve_refuses_a_bad_fault_value_before_serving(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_serve_refuses_a_bad_fault_value_before_serving(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """It answered 500 to every request instead."""
     path = tmp_path / "ok.json"
     c = Cassette()
     c.add("GET", "http://h.test/", [b"data: x\n\n"])
     c.save(path)
     code, out, err = _run(["serve", str(path), "--faults", "disconnect:after_event=x"], capsys)
-    assert code == 1 and err.strip() == ("ssemock: error: bad fault 'disconnect:after_event=x': disconnect: "
-                                         "after_event must be a whole number >= 0, got 'x'")
+    assert code == 1 and err.strip() == (
+        "ssemock: error: bad fault 'disconnect:after_event=x': disconnect: "
+        "after_event must be a whole number >= 0, got 'x'"
+    )

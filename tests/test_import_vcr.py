@@ -41,11 +41,17 @@ vcr = pytest.importorskip("vcr")
 
 SSE = b'data: {"a": 1}\n\nevent: x\ndata: \xe4\xb8\x96\n\ndata: [DONE]\n\n'
 NDJSON = b'{"message": {"content": "Hel"}}\n{"message": {"content": "lo"}, "done": true}\n'
-GEMINI_ELEMENTS = [{"candidates": [{"content": {"parts": [{"text": "Hel"}], "role": "model"}}]},
-                   {"candidates": [{"content": {"parts": [{"text": "lo 世界"}], "role": "model"}}],
-                    "usageMetadata": {"totalTokenCount": 7}}]
+GEMINI_ELEMENTS = [
+    {"candidates": [{"content": {"parts": [{"text": "Hel"}], "role": "model"}}]},
+    {
+        "candidates": [{"content": {"parts": [{"text": "lo 世界"}], "role": "model"}}],
+        "usageMetadata": {"totalTokenCount": 7},
+    },
+]
 # as Gemini's streamGenerateContent without alt=sse writes it: pretty-printed elements, ",\r\n" between
-GEMINI = ("[" + "\n,\r\n".join(json.dumps(e, indent=2, ensure_ascii=False) for e in GEMINI_ELEMENTS) + "\n]").encode()
+GEMINI = (
+    "[" + "\n,\r\n".join(json.dumps(e, indent=2, ensure_ascii=False) for e in GEMINI_ELEMENTS) + "\n]"
+).encode()
 CHAT = b'{"id": "chatcmpl-1", "choices": [{"message": {"content": "hi"}}]}'
 
 
@@ -85,13 +91,22 @@ def _encoded(codings: str, data: bytes) -> bytes:
 ROUTES: dict[str, tuple[int, dict[str, str], bytes]] = {
     "/sse": (200, {"content-type": "text/event-stream", "x-request-id": "req_123"}, SSE),
     "/ndjson": (200, {"content-type": "application/x-ndjson"}, NDJSON),
-    "/v1beta/models/gemini-test:streamGenerateContent": (200, {"content-type": "application/json; charset=UTF-8"},
-                                                        GEMINI),
+    "/v1beta/models/gemini-test:streamGenerateContent": (
+        200,
+        {"content-type": "application/json; charset=UTF-8"},
+        GEMINI,
+    ),
     "/chat": (200, {"content-type": "application/json"}, CHAT),
     "/teapot": (418, {"content-type": "text/plain"}, b"short and stout"),
     "/empty": (204, {}, b""),
-    **{f"/enc/{c.replace(', ', '-')}": (200, {"content-type": "text/event-stream", "content-encoding": c},
-                                        _encoded(c, SSE)) for c in CODINGS},
+    **{
+        f"/enc/{c.replace(', ', '-')}": (
+            200,
+            {"content-type": "text/event-stream", "content-encoding": c},
+            _encoded(c, SSE),
+        )
+        for c in CODINGS
+    },
 }
 
 
@@ -116,12 +131,15 @@ def base() -> Iterator[str]:
 
 # (method, path, JSON request body) -- every route, and /count twice
 CALLS: list[tuple[str, str, Any]] = [
-    ("GET", "/sse", None), ("GET", "/ndjson", None),
+    ("GET", "/sse", None),
+    ("GET", "/ndjson", None),
     ("POST", "/v1beta/models/gemini-test:streamGenerateContent", {"contents": [{"parts": [{"text": "hi"}]}]}),
     ("POST", "/chat", {"model": "m", "messages": [{"role": "user", "content": "é"}]}),
-    ("GET", "/teapot", None), ("GET", "/empty", None),
+    ("GET", "/teapot", None),
+    ("GET", "/empty", None),
     *[("GET", f"/enc/{c.replace(', ', '-')}", None) for c in CODINGS],
-    ("GET", "/count", None), ("GET", "/count", None),
+    ("GET", "/count", None),
+    ("GET", "/count", None),
 ]
 PLAIN_CALLS = [c for c in CALLS if not c[1].startswith("/enc/")]  # vcrpy's JSON serializer stores no bytes
 
@@ -137,7 +155,9 @@ def _run(calls: list[tuple[str, str, Any]], base: str) -> list[tuple[int, bytes]
         return [_call(client, base, *c) for c in calls]
 
 
-def _record(path: Path, base: str, calls: list[tuple[str, str, Any]], **options: Any) -> list[tuple[int, bytes]]:
+def _record(
+    path: Path, base: str, calls: list[tuple[str, str, Any]], **options: Any
+) -> list[tuple[int, bytes]]:
     with vcr.VCR(**options).use_cassette(str(path)):
         got = _run(calls, base)
     assert path.is_file()
@@ -145,6 +165,7 @@ def _record(path: Path, base: str, calls: list[tuple[str, str, Any]], **options:
 
 
 # -- the reference: what the source cassette holds, read by the test itself ----------------------
+
 
 def _source_bytes(value: Any) -> bytes | None:
     if isinstance(value, dict):
@@ -158,23 +179,40 @@ def _expected(item: dict[str, Any]) -> dict[str, Any]:
     """An interaction of a vcrpy cassette as ssemock must carry it: bodies exact (the response's
     decoded from its Content-Encoding), header names lower case, hop-by-hop headers dropped."""
     req, resp = item["request"], item["response"]
-    req_body = _source_bytes(req["body"]) if "parsed_body" not in req else json.dumps(req["parsed_body"]).encode()
-    body = (_source_bytes(resp.get("body")) if "parsed_body" not in resp
-            else json.dumps(resp["parsed_body"]).encode()) or b""
+    req_body = (
+        _source_bytes(req["body"]) if "parsed_body" not in req else json.dumps(req["parsed_body"]).encode()
+    )
+    body = (
+        _source_bytes(resp.get("body"))
+        if "parsed_body" not in resp
+        else json.dumps(resp["parsed_body"]).encode()
+    ) or b""
     headers = [(k.lower(), v) for k, vs in resp["headers"].items() for v in vs]
     codings = [c.strip() for k, v in headers if k == "content-encoding" for c in v.split(",")]
     for coding in reversed(codings):
         body = _decompress(coding, body)
     hop = {"content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive"}
-    return {"method": req["method"], "url": req["uri"], "request_body": req_body or None,
-            "request_headers": [(k.lower(), v) for k, vs in req["headers"].items() for v in vs],
-            "status": resp["status"]["code"], "headers": [(k, v) for k, v in headers if k not in hop], "body": body}
+    return {
+        "method": req["method"],
+        "url": req["uri"],
+        "request_body": req_body or None,
+        "request_headers": [(k.lower(), v) for k, vs in req["headers"].items() for v in vs],
+        "status": resp["status"]["code"],
+        "headers": [(k, v) for k, v in headers if k not in hop],
+        "body": body,
+    }
 
 
 def _actual(x: ssemock.cassette.Interaction) -> dict[str, Any]:
-    return {"method": x.request.method, "url": x.request.url, "request_body": x.request.body,
-            "request_headers": x.request.headers, "status": x.response.status, "headers": x.response.headers,
-            "body": x.response.body}
+    return {
+        "method": x.request.method,
+        "url": x.request.url,
+        "request_body": x.request.body,
+        "request_headers": x.request.headers,
+        "status": x.response.status,
+        "headers": x.response.headers,
+        "body": x.response.body,
+    }
 
 
 def _json_or_bytes(body: bytes | None) -> Any:
@@ -190,7 +228,10 @@ def _assert_same(source_items: list[dict[str, Any]], cassette: Cassette, *, save
     assert len(cassette.interactions) == len(source_items)
     for i, (item, x) in enumerate(zip(source_items, cassette.interactions)):
         got, expected = _actual(x), _expected(item)
-        for side in (got, expected):  # names sorted (a cassette file keeps them so); one name's values in order
+        for side in (
+            got,
+            expected,
+        ):  # names sorted (a cassette file keeps them so); one name's values in order
             side["headers"] = sorted(side["headers"], key=lambda h: h[0])
             side["request_headers"] = sorted(side["request_headers"], key=lambda h: h[0])
         if saved:
@@ -227,6 +268,7 @@ def _replayed(path: Path, base: str, calls: list[tuple[str, str, Any]]) -> list[
 
 # -- vcrpy's own serializers ---------------------------------------------------------------------
 
+
 def test_a_yaml_cassette_recorded_by_vcrpy_every_body_and_encoding(base: str, tmp_path: Path) -> None:
     source = tmp_path / "all.yaml"
     live = _record(source, base, CALLS)
@@ -249,7 +291,11 @@ def test_a_json_cassette_recorded_by_vcrpy(base: str, tmp_path: Path) -> None:
     live = _record(source, base, PLAIN_CALLS, serializer="json")
     summary = import_paths([source])
     target = tmp_path / "plain.ssemock.json"  # vcrpy's file keeps its name ...
-    assert summary.written == [target] and summary.converted[0].note and "--replace-json" in summary.converted[0].note
+    assert (
+        summary.written == [target]
+        and summary.converted[0].note
+        and "--replace-json" in summary.converted[0].note
+    )
     _assert_same(json.loads(source.read_text())["interactions"], Cassette.load(target))
     _assert_cut_at_events(Cassette.load(target))
     assert _replayed(target, base, PLAIN_CALLS) == live
@@ -257,11 +303,14 @@ def test_a_json_cassette_recorded_by_vcrpy(base: str, tmp_path: Path) -> None:
     summary = import_paths([source], replace_json=True)  # ... unless it is replaced
     assert summary.written == [source] and Cassette.load(source).interactions[0].response.body == SSE
     again = import_paths([tmp_path])  # plain.json is an ssemock cassette now; plain.ssemock.json is its
-    assert [(s.source, s.reason) for s in again.skipped] == [(source, "already an ssemock cassette")]  # target
+    assert [(s.source, s.reason) for s in again.skipped] == [
+        (source, "already an ssemock cassette")
+    ]  # target
     assert again.ok and not again.converted
 
 
 # -- a custom serializer that keeps JSON bodies parsed ------------------------------------------
+
 
 def _parsed_serializer(unknown_key: str | None = None) -> ModuleType:
     """A vcrpy serializer as agent frameworks write them: a JSON body is stored parsed, under
@@ -275,8 +324,12 @@ def _parsed_serializer(unknown_key: str | None = None) -> ModuleType:
                 data = item[side]
                 body = data.get("body")
                 text = body["string"] if isinstance(body, dict) else body
-                if text and any("json" in v for k, vs in data["headers"].items() if k.lower() == "content-type"
-                                for v in vs):
+                if text and any(
+                    "json" in v
+                    for k, vs in data["headers"].items()
+                    if k.lower() == "content-type"
+                    for v in vs
+                ):
                     del data["body"]
                     data[key] = json.loads(text)
         return str(yaml.safe_dump(cassette, allow_unicode=True))
@@ -301,7 +354,9 @@ def _with_serializer(name: str, module: ModuleType) -> Any:
     return recorder
 
 
-CUSTOM_CALLS = [c for c in PLAIN_CALLS if c[1] in ("/chat", "/sse", "/v1beta/models/gemini-test:streamGenerateContent")]
+CUSTOM_CALLS = [
+    c for c in PLAIN_CALLS if c[1] in ("/chat", "/sse", "/v1beta/models/gemini-test:streamGenerateContent")
+]
 JSON_HEADERS = {"content-type": "application/json"}
 
 
@@ -332,39 +387,69 @@ def test_parsed_body_from_a_custom_serializer_is_carried_over(base: str, tmp_pat
 
 
 def test_an_unknown_body_key_is_refused_by_interaction_and_field(
-        base: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     source = tmp_path / "odd.yaml"
     with _with_serializer("odd", _parsed_serializer("json_body")).use_cassette(str(source)):
         post = next(c for c in CUSTOM_CALLS if c[1] == "/chat")
         _run_json([("GET", "/sse", None), post], base)
     assert main(["import-vcr", str(source)]) == 1
     out, err = capsys.readouterr()
-    assert (f"ssemock: error: refused {source}: interaction 1: {post[0]} {base}{post[1]}: request.json_body: "
-            "a field vcrpy does not write") in err
+    assert (
+        f"ssemock: error: refused {source}: interaction 1: {post[0]} {base}{post[1]}: request.json_body: "
+        "a field vcrpy does not write"
+    ) in err
     assert "--force" in err and "import-vcr: 0 converted, 0 skipped, 1 refused" in out
     assert not (tmp_path / "odd.json").exists()
 
     assert main(["import-vcr", str(source), "--force"]) == 0
     out, _ = capsys.readouterr()
-    assert f"  dropped interaction 1 ({post[0]} {base}{post[1]}): request.json_body: a field vcrpy does not write" in out
-    assert f"  dropped interaction 1 ({post[0]} {base}{post[1]}): response.json_body: a field vcrpy does not write" in out
+    assert (
+        f"  dropped interaction 1 ({post[0]} {base}{post[1]}): request.json_body: a field vcrpy does not write"
+        in out
+    )
+    assert (
+        f"  dropped interaction 1 ({post[0]} {base}{post[1]}): response.json_body: a field vcrpy does not write"
+        in out
+    )
     x = Cassette.load(tmp_path / "odd.json").interactions
-    assert x[0].response.body == SSE and x[1].response.body == b""  # what --force dropped is gone, and said so
+    assert (
+        x[0].response.body == SSE and x[1].response.body == b""
+    )  # what --force dropped is gone, and said so
 
 
-@pytest.mark.parametrize("change, field", [
-    (lambda d: d["interactions"][0]["response"]["status"].update(message="Fine Thanks"), "response.status.message"),
-    (lambda d: d["interactions"][0]["response"].update(url="http://other.test/"), "response.url"),
-    (lambda d: d["interactions"][0].update(recorded_at="2024-01-01"), "recorded_at"),
-    (lambda d: d["interactions"][0]["response"]["body"].update(encoding="UTF-8"), "response.body.encoding"),
-    (lambda d: d.update(metadata={"k": "v"}), "metadata"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (
+            lambda d: d["interactions"][0]["response"]["status"].update(message="Fine Thanks"),
+            "response.status.message",
+        ),
+        (lambda d: d["interactions"][0]["response"].update(url="http://other.test/"), "response.url"),
+        (lambda d: d["interactions"][0].update(recorded_at="2024-01-01"), "recorded_at"),
+        (
+            lambda d: d["interactions"][0]["response"]["body"].update(encoding="UTF-8"),
+            "response.body.encoding",
+        ),
+        (lambda d: d.update(metadata={"k": "v"}), "metadata"),
+    ],
+)
 def test_a_field_that_cannot_be_carried_over_is_an_error_force_drops_it(
-        tmp_path: Path, change: Any, field: str) -> None:
-    doc: dict[str, Any] = {"version": 1, "interactions": [{
-        "request": {"method": "GET", "uri": "http://h.test/s", "body": None, "headers": {}},
-        "response": {"status": {"code": 200, "message": "OK"}, "headers": {"Content-Type": ["text/event-stream"]},
-                     "body": {"string": "data: x\n\n"}}}]}
+    tmp_path: Path, change: Any, field: str
+) -> None:
+    doc: dict[str, Any] = {
+        "version": 1,
+        "interactions": [
+            {
+                "request": {"method": "GET", "uri": "http://h.test/s", "body": None, "headers": {}},
+                "response": {
+                    "status": {"code": 200, "message": "OK"},
+                    "headers": {"Content-Type": ["text/event-stream"]},
+                    "body": {"string": "data: x\n\n"},
+                },
+            }
+        ],
+    }
     change(doc)
     source = tmp_path / "c.yaml"
     source.write_text(yaml.safe_dump(doc))
@@ -439,18 +524,21 @@ def test_old_layouts_written_by_hand(tmp_path: Path) -> None:
 
     bare = Cassette.load(tmp_path / "bare_strings.json").interactions
     assert (bare[0].request.json(), bare[0].response.body, bare[0].response.ends) == (
-        {"q": 1}, b"data: a\n\ndata: b\n\n", [9, 18])
+        {"q": 1},
+        b"data: a\n\ndata: b\n\n",
+        [9, 18],
+    )
     assert (bare[1].request.body, bare[1].response.status, bare[1].response.body) == (None, 204, b"")
     assert (bare[2].request.body, bare[2].response.body) == (b"\x00\xffraw", "data: 世\n\n".encode())
-    old, = Cassette.load(tmp_path / "v0.json").interactions
+    (old,) = Cassette.load(tmp_path / "v0.json").interactions
     assert (old.request.url, old.response.body) == ("http://h.test:8080/old", b"data: old\n\n")
-    httpx_old, = Cassette.load(tmp_path / "old_httpx.json").interactions
+    (httpx_old,) = Cassette.load(tmp_path / "old_httpx.json").interactions
     assert httpx_old.response.chunks == [b'{"a": 1}\n', b'{"b": 2}\n']
 
 
 # -- pytest-recording: its folder naming is where the ssemock plugin looks -----------------------
 
-SUITE = '''
+SUITE = """
 import os
 
 import httpx
@@ -480,11 +568,12 @@ class TestGroup:
     def test_in_class(self):
         first, second = get("/count"), get("/count")  # one request, two interactions, in order
         assert int(second[6:-2]) == int(first[6:-2]) + 1
-'''
+"""
 
 
-def test_a_pytest_recording_suite_finds_its_imported_cassettes(base: str, pytester: pytest.Pytester,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pytest_recording_suite_finds_its_imported_cassettes(
+    base: str, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Recorded by pytest-recording, imported in one command, replayed by the ssemock plugin at its
     default paths -- a parametrized name with '/' and ':' (which pytest-recording turns into '-')
     and a test in a class included."""
@@ -499,8 +588,9 @@ def test_a_pytest_recording_suite_finds_its_imported_cassettes(base: str, pytest
     assert main(["import-vcr", str(pytester.path)]) == 0
     pytester.makepyfile(test_suite=SUITE.replace("{marker}", "ssemock"))
     hits = APP.state.hits
-    result = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:recording", "-p", "no:randomly",
-                                           "--ssemock-record-mode=none")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cassetter", "-p", "no:recording", "-p", "no:randomly", "--ssemock-record-mode=none"
+    )
     result.assert_outcomes(passed=4)  # replayed from the imported cassettes ...
     assert APP.state.hits == hits  # ... not one request reached the server
     assert sorted(p.name for p in folder.glob("*.json")) == sorted(n[:-5] + ".json" for n in names)
@@ -508,12 +598,26 @@ def test_a_pytest_recording_suite_finds_its_imported_cassettes(base: str, pytest
 
 # -- a whole tree in one command -----------------------------------------------------------------
 
+
 def _vcr_doc(i: int) -> dict[str, Any]:
-    return {"version": 1, "interactions": [{
-        "request": {"method": "POST", "uri": f"https://api.test/v1/{i}", "body": json.dumps({"n": i}),
-                    "headers": {"Content-Type": ["application/json"]}},
-        "response": {"status": {"code": 200, "message": "OK"}, "headers": {"Content-Type": ["text/event-stream"]},
-                     "body": {"string": f"data: {i}\n\ndata: [DONE]\n\n"}}}]}
+    return {
+        "version": 1,
+        "interactions": [
+            {
+                "request": {
+                    "method": "POST",
+                    "uri": f"https://api.test/v1/{i}",
+                    "body": json.dumps({"n": i}),
+                    "headers": {"Content-Type": ["application/json"]},
+                },
+                "response": {
+                    "status": {"code": 200, "message": "OK"},
+                    "headers": {"Content-Type": ["text/event-stream"]},
+                    "body": {"string": f"data: {i}\n\ndata: [DONE]\n\n"},
+                },
+            }
+        ],
+    }
 
 
 def _tree(root: Path, count: int) -> list[Path]:
@@ -537,21 +641,30 @@ def test_two_hundred_cassettes_in_nested_folders_in_one_command(tmp_path: Path) 
     (root / "pkg0" / "tests" / "data.json").write_text('{"not": "a cassette"}')  # found, not a cassette
     ssemock.synth.openai_chat("hi", seed=1).save(root / "pkg1" / "recorded.json")  # already ssemock
     refused = root / "pkg2" / "tests" / "cassettes" / "broken.yaml"
-    refused.write_text("interactions:\n- {request: {method: GET, uri: 'http://h/'}, response: {status: 200, "
-                       "json_body: {a: 1}}}\n")
-    proc = subprocess.run([sys.executable, "-m", "ssemock", "import-vcr", str(root)], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    refused.write_text(
+        "interactions:\n- {request: {method: GET, uri: 'http://h/'}, response: {status: 200, "
+        "json_body: {a: 1}}}\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "ssemock", "import-vcr", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     assert proc.returncode == 1, proc.stderr  # one file was refused
     lines = proc.stdout.splitlines()
     assert lines[-1] == "import-vcr: 200 converted, 2 skipped, 1 refused"
     assert sum(line.startswith("converted ") for line in lines) == 200
     assert f"skipped {root / 'pkg1' / 'recorded.json'}: already an ssemock cassette" in lines
     assert f"skipped {root / 'pkg0' / 'tests' / 'data.json'}: not a vcrpy cassette" in lines
-    assert (f"ssemock: error: refused {refused}: interaction 0: GET http://h/: response.json_body: a field vcrpy "
-            "does not write") in proc.stderr
+    assert (
+        f"ssemock: error: refused {refused}: interaction 0: GET http://h/: response.json_body: a field vcrpy "
+        "does not write"
+    ) in proc.stderr
     for i, source in enumerate(sources):
         target = source.with_name(f"test_{i}{'.ssemock' if source.suffix == '.json' else ''}.json")
-        x, = Cassette.load(target).interactions
+        (x,) = Cassette.load(target).interactions
         assert (x.request.json(), x.response.body) == ({"n": i}, f"data: {i}\n\ndata: [DONE]\n\n".encode())
 
     again = import_paths([root])  # nothing changed since: all up to date, or ssemock cassettes
@@ -560,7 +673,9 @@ def test_two_hundred_cassettes_in_nested_folders_in_one_command(tmp_path: Path) 
     assert len(again.skipped) == 200 + 2  # they became is not listed again: their source's line says it)
 
 
-def test_globs_and_an_output_folder_mirroring_the_tree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_globs_and_an_output_folder_mirroring_the_tree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = tmp_path / "suite"
     sources = _tree(root, 10)
     out = tmp_path / "out"
@@ -568,8 +683,10 @@ def test_globs_and_an_output_folder_mirroring_the_tree(tmp_path: Path, capsys: p
     assert capsys.readouterr().out.splitlines()[-1] == "import-vcr: 10 converted, 0 skipped, 0 refused"
     for source in sources:
         target = out / source.relative_to(root).with_suffix(".json")
-        assert Cassette.load(target).interactions[0].request.url == _vcr_doc(int(source.stem[5:]))[
-            "interactions"][0]["request"]["uri"]
+        assert (
+            Cassette.load(target).interactions[0].request.url
+            == _vcr_doc(int(source.stem[5:]))["interactions"][0]["request"]["uri"]
+        )
     assert not list(root.rglob("*.ssemock.json"))  # nothing written beside the sources
 
     assert main(["import-vcr", str(tmp_path / "nowhere"), f"{root}/**/*.nothing"]) == 1
@@ -583,7 +700,8 @@ def test_a_target_that_is_not_an_ssemock_cassette_is_never_overwritten(tmp_path:
     (tmp_path / "x.json").write_text(json.dumps(_vcr_doc(2)))  # vcrpy's own JSON cassette of the same name
     summary = import_paths([tmp_path / "x.yaml"])
     assert [r.reason for r in summary.refused] == [
-        f"{tmp_path / 'x.json'} exists and is not an ssemock cassette: not overwritten (move it away)"]
+        f"{tmp_path / 'x.json'} exists and is not an ssemock cassette: not overwritten (move it away)"
+    ]
     assert json.loads((tmp_path / "x.json").read_text()) == _vcr_doc(2)
     assert isinstance(summary, ImportSummary) and not summary.ok
 
@@ -612,16 +730,20 @@ def test_a_content_coding_ssemock_cannot_decode_is_refused_by_interaction(tmp_pa
     summary = import_paths([tmp_path / "c.yaml"])
     assert [r.reason for r in summary.refused] == [
         "interaction 0: POST https://api.test/v1/3: response.body is compress-encoded and ssemock decodes gzip, "
-        "deflate, br and zstd only"]
+        "deflate, br and zstd only"
+    ]
 
 
 def test_two_sources_of_one_target_the_second_is_refused(tmp_path: Path) -> None:
     (tmp_path / "x.yaml").write_text(yaml.safe_dump(_vcr_doc(1)))
     (tmp_path / "x.yml").write_text(yaml.safe_dump(_vcr_doc(2)))
     summary = import_paths([tmp_path])
-    assert summary.written == [tmp_path / "x.json"] and Cassette.load(tmp_path / "x.json").interactions[0].request.json() == {"n": 1}
+    assert summary.written == [tmp_path / "x.json"] and Cassette.load(tmp_path / "x.json").interactions[
+        0
+    ].request.json() == {"n": 1}
     assert [r.reason for r in summary.refused] == [
-        f"its target {tmp_path / 'x.json'} is also the target of {tmp_path / 'x.yaml'}: rename one"]
+        f"its target {tmp_path / 'x.json'} is also the target of {tmp_path / 'x.yaml'}: rename one"
+    ]
 
 
 def test_a_cassette_recorded_by_ssemock_is_never_replaced_by_an_import(tmp_path: Path) -> None:
@@ -633,7 +755,9 @@ def test_a_cassette_recorded_by_ssemock_is_never_replaced_by_an_import(tmp_path:
     before = target.read_bytes()
     os.utime(source, (target.stat().st_mtime + 10, target.stat().st_mtime + 10))  # the source looks newer
     summary = import_paths([source])
-    assert [s.reason for s in summary.skipped] == [f"{target} was recorded by ssemock (it has chunk times): kept"]
+    assert [s.reason for s in summary.skipped] == [
+        f"{target} was recorded by ssemock (it has chunk times): kept"
+    ]
     assert target.read_bytes() == before
 
     imported = import_paths([source], out=tmp_path / "out").written[0]  # an import older than its source ...
@@ -696,10 +820,12 @@ def test_a_text_body_under_a_content_encoding_was_stored_decoded(tmp_path: Path)
     doc = _vcr_doc(4)
     doc["interactions"][0]["response"]["headers"]["Content-Encoding"] = ["gzip"]
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(doc))
-    x, = import_vcr(tmp_path / "c.yaml").interactions
+    (x,) = import_vcr(tmp_path / "c.yaml").interactions
     assert x.response.body == b"data: 4\n\ndata: [DONE]\n\n" and x.response.header("content-encoding") is None
     doc["interactions"][0]["response"]["body"]["string"] = b"\x1f\x8b\x08\x00not gzip after all"
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(doc))
-    with pytest.raises(CassetteError, match="interaction 0: POST https://api.test/v1/4: the response body does "
-                                            "not decode as gzip"):
+    with pytest.raises(
+        CassetteError,
+        match="interaction 0: POST https://api.test/v1/4: the response body does not decode as gzip",
+    ):
         import_vcr(tmp_path / "c.yaml")

@@ -66,6 +66,7 @@ def test_a_public_name_is_the_one_of_the_module_imported_now(monkeypatch: pytest
     import sys
 
     import ssemock
+
     first = ssemock.SsemockWarning
     monkeypatch.delitem(sys.modules, "ssemock.errors")
     again = importlib.import_module("ssemock.errors")
@@ -74,6 +75,7 @@ def test_a_public_name_is_the_one_of_the_module_imported_now(monkeypatch: pytest
 
 def test_a_public_name_can_be_monkeypatched_and_restored(monkeypatch: pytest.MonkeyPatch) -> None:
     import ssemock
+
     replay, sse = ssemock.replay, ssemock.sse
     with monkeypatch.context() as patch:
         patch.setattr(ssemock, "replay", "patched")

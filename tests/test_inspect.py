@@ -36,13 +36,24 @@ KEY = "sk-test-0123456789abcdef"
 def chat_cassette(gap: float = 0.03, first: float = 0.012) -> Cassette:
     cassette = Cassette()
     chunks = writes(openai_chat_events())
-    cassette.add("POST", CHAT, chunks, times=[first + k * gap for k in range(len(chunks))],
-                 request_json={"model": "gpt-test", "stream": True})
+    cassette.add(
+        "POST",
+        CHAT,
+        chunks,
+        times=[first + k * gap for k in range(len(chunks))],
+        request_json={"model": "gpt-test", "stream": True},
+    )
     return cassette
 
 
-def one(body: bytes, *, url: str = "https://example.test/stream", content_type: str = "text/event-stream",
-        chunks: list[bytes] | None = None, **kw: object) -> Cassette:
+def one(
+    body: bytes,
+    *,
+    url: str = "https://example.test/stream",
+    content_type: str = "text/event-stream",
+    chunks: list[bytes] | None = None,
+    **kw: object,
+) -> Cassette:
     cassette = Cassette()
     cassette.add("GET", url, chunks or [body], headers={"content-type": content_type}, **kw)  # type: ignore[arg-type]
     return cassette
@@ -53,6 +64,7 @@ def messages(report_findings: list[object]) -> str:
 
 
 # -- show ----------------------------------------------------------------------------------------
+
 
 def test_summarize_chat_numbers() -> None:
     cassette = chat_cassette()
@@ -74,8 +86,15 @@ def test_summarize_chat_numbers() -> None:
     assert s["tool_calls"] == [{"name": "get_weather", "arguments": TOOL_ARGS}]
     assert s["event_list"][-1] == {"event": "message", "data": "[DONE]"}
     text = format_summary(s)
-    for needle in (f"in {n} chunks", "time to first chunk 12 ms", "min 30 ms, median 30 ms, max 30 ms",
-                   "protocol openai.chat", "get_weather(", "[DONE]", "|"):
+    for needle in (
+        f"in {n} chunks",
+        "time to first chunk 12 ms",
+        "min 30 ms, median 30 ms, max 30 ms",
+        "protocol openai.chat",
+        "get_weather(",
+        "[DONE]",
+        "|",
+    ):
         assert needle in text, needle
 
 
@@ -120,21 +139,31 @@ def test_stream_kind_and_ndjson_decoding() -> None:
 def test_stream_kind_names_the_framing_of_json_arrays_and_eventstreams() -> None:
     from ssemock.framing import eventstream
 
-    frame = eventstream.encode({":message-type": "event", ":event-type": "messageStart"}, b'{"role":"assistant"}')
+    frame = eventstream.encode(
+        {":message-type": "event", ":event-type": "messageStart"}, b'{"role":"assistant"}'
+    )
     assert stream_kind("application/vnd.amazon.eventstream", frame) == "eventstream"
-    assert stream_kind(None, frame) == stream_kind("application/octet-stream", frame) == "eventstream"  # its CRC says
+    assert (
+        stream_kind(None, frame) == stream_kind("application/octet-stream", frame) == "eventstream"
+    )  # its CRC says
     assert stream_kind("application/json; charset=UTF-8", b'[{"candidates": []}\n]') == "json_array"
     assert stream_kind(None, b"[{}]") == "json_array"
-    assert stream_kind("application/json", b'{"error": {"code": 400}}') == "other"  # one JSON object: no stream
+    assert (
+        stream_kind("application/json", b'{"error": {"code": 400}}') == "other"
+    )  # one JSON object: no stream
     assert stream_kind("text/html", b"[not json]") == "other"
 
 
-@pytest.mark.parametrize("name,kind,what,protocol", [
-    ("gemini/array_text", "json_array", "JSON array elements", "gemini.generate_content"),
-    ("bedrock/converse_tool_use", "eventstream", "eventstream frames", "bedrock.converse"),
-])
+@pytest.mark.parametrize(
+    "name,kind,what,protocol",
+    [
+        ("gemini/array_text", "json_array", "JSON array elements", "gemini.generate_content"),
+        ("bedrock/converse_tool_use", "eventstream", "eventstream frames", "bedrock.converse"),
+    ],
+)
 def test_json_array_and_eventstream_cassettes_validate_and_show_as_streams(
-        capsys: pytest.CaptureFixture[str], name: str, kind: str, what: str, protocol: str) -> None:
+    capsys: pytest.CaptureFixture[str], name: str, kind: str, what: str, protocol: str
+) -> None:
     from ssemock import cassettes, framing
     from ssemock.accumulate import accumulate
     from ssemock.cli import main
@@ -171,6 +200,7 @@ def test_a_corrupt_eventstream_body_is_a_validate_problem_naming_the_frame(tmp_p
 
 # -- validate --------------------------------------------------------------------------------------
 
+
 def test_validate_good_cassette_is_ok_and_quiet(tmp_path: Path) -> None:
     path = tmp_path / "good.json"
     chat_cassette().save(path)
@@ -185,18 +215,25 @@ def test_validate_flags_secrets_as_problems() -> None:
     report = validate_cassette(cassette, "s.json")
     assert not report.ok
     [problem] = report.of("problem")
-    assert problem.interaction == 0 and "response.body" in problem.message and "OpenAI-style key" in problem.message
+    assert (
+        problem.interaction == 0
+        and "response.body" in problem.message
+        and "OpenAI-style key" in problem.message
+    )
     assert any("s.json: interaction 0: problem: secret left" in line for line in format_validation(report))
 
 
-@pytest.mark.parametrize(("body", "needle"), [
-    (b"data: one\n\ndata: two\n", "unterminated last event"),
-    (b"data: one\n\ndata: two", "unterminated last event"),
-    (b"\xef\xbb\xbfdata: one\n\n", "BOM"),
-    (b"data: one\r\rdata: two\r\r", "CR-only line endings (4 bare CR)"),
-    (b"data: one\n\ndata: [DONE]\n\ndata: late\n\n", "1 event(s) after [DONE]"),
-    (b"data: \xff\n\n", "not valid UTF-8 at byte 6"),
-])
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        (b"data: one\n\ndata: two\n", "unterminated last event"),
+        (b"data: one\n\ndata: two", "unterminated last event"),
+        (b"\xef\xbb\xbfdata: one\n\n", "BOM"),
+        (b"data: one\r\rdata: two\r\r", "CR-only line endings (4 bare CR)"),
+        (b"data: one\n\ndata: [DONE]\n\ndata: late\n\n", "1 event(s) after [DONE]"),
+        (b"data: \xff\n\n", "not valid UTF-8 at byte 6"),
+    ],
+)
 def test_validate_warns_about_spec_oddities(body: bytes, needle: str) -> None:
     report = validate_cassette(one(body), "odd.json")
     assert report.ok  # warnings only
@@ -229,8 +266,11 @@ def test_validate_problems_and_notes() -> None:
     assert not report.ok and "line 2" in report.of("problem")[0].message
     nothing = validate_cassette(one(b": only a comment\n\n"), "c.json")
     assert not nothing.ok and "no SSE event decodes" in nothing.of("problem")[0].message
-    cut = one(b"data: one\n\ndata: t", complete=False,
-              error={"type": "RemoteProtocolError", "message": "peer closed", "at_byte": 18})
+    cut = one(
+        b"data: one\n\ndata: t",
+        complete=False,
+        error={"type": "RemoteProtocolError", "message": "peer closed", "at_byte": 18},
+    )
     report = validate_cassette(cut, "cut.json")
     assert report.ok
     notes = messages([f.message for f in report.of("note")])
@@ -253,6 +293,7 @@ def test_validate_malformed_files(tmp_path: Path) -> None:
 
 
 # -- rechunk ---------------------------------------------------------------------------------------
+
 
 def test_rechunk_keeps_bytes_and_takes_the_time_of_the_last_byte() -> None:
     body = b"data: one\n\ndata: two\n\n"
@@ -292,6 +333,7 @@ def test_rechunk_leaves_non_sse_bodies_untransformed() -> None:
 
 # -- redact ----------------------------------------------------------------------------------------
 
+
 def test_remap_offsets_and_ends() -> None:
     edits = [(10, 30, 8)]  # a 20-byte secret at 10 becomes 8 bytes
     assert [_remap_offset(e, edits) for e in (5, 10, 12, 25, 30, 40)] == [5, 10, 12, 18, 18, 28]
@@ -300,21 +342,36 @@ def test_remap_offsets_and_ends() -> None:
 
 
 def test_redact_scrubs_headers_urls_and_bodies_keeping_the_map_valid() -> None:
-    body = (f'data: {{"a": "hi"}}\n\ndata: {{"key": "{KEY}", "auth": "Bearer abcdefghijklmnop"}}\n\n'
-            "data: [DONE]\n\n").encode()
+    body = (
+        f'data: {{"a": "hi"}}\n\ndata: {{"key": "{KEY}", "auth": "Bearer abcdefghijklmnop"}}\n\n'
+        "data: [DONE]\n\n"
+    ).encode()
     cuts = [7, 40, 45, 70, len(body)]  # 40 and 45 fall inside the key
     cassette = Cassette()
-    cassette.add("POST", CHAT + "?api_key=abc", [body[a:b] for a, b in zip([0, *cuts], cuts)],
-                 times=[0.01, 0.02, 0.03, 0.04, 0.05],
-                 headers={"content-type": "text/event-stream", "set-cookie": "s=1", "x-echo": KEY},
-                 request_headers={"authorization": f"Bearer {KEY}", "x-custom": KEY},
-                 request_json={"key": KEY}, error={"type": "ReadError", "message": KEY, "at_byte": len(body)})
+    cassette.add(
+        "POST",
+        CHAT + "?api_key=abc",
+        [body[a:b] for a, b in zip([0, *cuts], cuts)],
+        times=[0.01, 0.02, 0.03, 0.04, 0.05],
+        headers={"content-type": "text/event-stream", "set-cookie": "s=1", "x-echo": KEY},
+        request_headers={"authorization": f"Bearer {KEY}", "x-custom": KEY},
+        request_json={"key": KEY},
+        error={"type": "ReadError", "message": KEY, "at_byte": len(body)},
+    )
     events = sse.decode([body])
     changes = redact(cassette)
     text = "\n".join(changes)
-    for needle in ("request.url", "request.headers['authorization']", "request.headers['x-custom']",
-                   "request.body", "response.headers['set-cookie']", "response.headers['x-echo']",
-                   "response.body: an OpenAI-style key", "response.body: a Bearer token", "response.error"):
+    for needle in (
+        "request.url",
+        "request.headers['authorization']",
+        "request.headers['x-custom']",
+        "request.body",
+        "response.headers['set-cookie']",
+        "response.headers['x-echo']",
+        "response.body: an OpenAI-style key",
+        "response.body: a Bearer token",
+        "response.error",
+    ):
         assert needle in text, needle
     assert find_secrets(cassette) == []
     resp = cassette.interactions[0].response
@@ -322,11 +379,11 @@ def test_redact_scrubs_headers_urls_and_bodies_keeping_the_map_valid() -> None:
     assert resp.error is not None and resp.error["at_byte"] == len(resp.body)
     again = Cassette.loads(cassette.dumps())  # the map is consistent with the body
     got = sse.decode(again.interactions[0].response.chunks)
-    assert [e.data for e in got] == [e.data.replace(KEY, "REDACTED").replace("abcdefghijklmnop", "REDACTED")
-                                     for e in events]
+    assert [e.data for e in got] == [
+        e.data.replace(KEY, "REDACTED").replace("abcdefghijklmnop", "REDACTED") for e in events
+    ]
     assert "Bearer REDACTED" in got[1].data
     assert redact(cassette) == []  # idempotent
-
 
 
 def test_redact_leaves_no_token_a_percent_escape_cut_short() -> None:
@@ -337,7 +394,9 @@ def test_redact_leaves_no_token_a_percent_escape_cut_short() -> None:
     assert redact(cassette) and find_secrets(cassette) == []
     assert cassette.interactions[0].request.url == "http://127.0.0.1:1/v1/%0ABearer%20REDACTED/x"
 
+
 # -- fix -------------------------------------------------------------------------------------------
+
 
 def test_repair_keeps_valid_boundaries_when_only_the_map_is_wrong() -> None:
     doc = orjson.loads(chat_cassette().dumps())
@@ -388,11 +447,11 @@ def test_repair_leaves_good_interactions_and_refuses_other_damage() -> None:
 
 
 def test_repair_clamps_a_recorded_error_offset() -> None:
-    cassette = one(b"data: hello world\n\n", complete=False,
-                   error={"type": "ReadError", "message": "x", "at_byte": 19})
+    cassette = one(
+        b"data: hello world\n\n", complete=False, error={"type": "ReadError", "message": "x", "at_byte": 19}
+    )
     doc = orjson.loads(cassette.dumps())
     doc["interactions"][0]["response"]["body"] = ["data: hi\n\n"]
     fixed, repairs = repair(orjson.dumps(doc))
     assert repairs[0].changed
     assert fixed.interactions[0].response.error == {"type": "ReadError", "message": "x", "at_byte": 10}
-

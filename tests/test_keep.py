@@ -62,8 +62,13 @@ def server() -> Iterator[str]:
 def _good(path: Path, url: str) -> bytes:
     """A good cassette for ``url`` (no secret in it); its bytes."""
     cassette = ssemock.Cassette()
-    cassette.add("GET", url, [b"data: good\n\n", b"data: [DONE]\n\n"], times=[0.001, 0.002],
-                 headers={"content-type": "text/event-stream"})
+    cassette.add(
+        "GET",
+        url,
+        [b"data: good\n\n", b"data: [DONE]\n\n"],
+        times=[0.001, 0.002],
+        headers={"content-type": "text/event-stream"},
+    )
     cassette.save(path)
     return path.read_bytes()
 
@@ -81,6 +86,7 @@ def _assert_masked(path: Path) -> ssemock.Cassette:
 
 # -- refused for a secret -------------------------------------------------------------------------
 
+
 def _record(path: Path, url: str, mode: RecordMode, got: list[bytes]) -> None:
     with ssemock.use_cassette(path, record_mode=mode):
         with httpx.Client() as client:
@@ -89,7 +95,8 @@ def _record(path: Path, url: str, mode: RecordMode, got: list[bytes]) -> None:
 
 @pytest.mark.parametrize("mode", ["once", "all"])
 def test_a_refused_recording_is_kept_masked_and_accept_makes_it_the_cassette(
-        tmp_path: Path, server: str, mode: RecordMode, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, server: str, mode: RecordMode, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "chat.json"
     url = f"{server}/leak?n=3"
     good = _good(path, url) if mode == "all" else None
@@ -121,7 +128,8 @@ def test_a_refused_recording_is_kept_masked_and_accept_makes_it_the_cassette(
 
 
 def test_accept_refuses_a_file_that_still_holds_a_secret_or_is_not_refused(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     refused = tmp_path / "chat.refused.json"
     cassette = ssemock.Cassette()
     cassette.add("GET", "http://h.test/s", [f"data: {KEY}\n\n".encode()])
@@ -136,7 +144,7 @@ def test_accept_refuses_a_file_that_still_holds_a_secret_or_is_not_refused(
 
 # -- interrupted ------------------------------------------------------------------------------------
 
-USE_CASSETTE = r'''
+USE_CASSETTE = r"""
 import asyncio, os, signal, sys, httpx, ssemock
 path, url, how = sys.argv[1:4]
 
@@ -174,9 +182,9 @@ if how == "cancel":
     asyncio.run(cancelled())
 else:
     record()
-'''
+"""
 
-PYTEST_RUN = r'''
+PYTEST_RUN = r"""
 import asyncio, os, sys, httpx, pytest
 
 @pytest.mark.ssemock
@@ -197,19 +205,31 @@ def test_long():
             print("chunk", i, flush=True)
             if i == 3 and how == "exit":
                 sys.exit(3)
-'''
+"""
 
 # how -> (signal sent after chunk 3 or None, whether a partial is kept). SIGTERM unwinds as Ctrl-C
 # while ssemock records; "sigterm-exit": an application's own handler turns it into SystemExit.
-ROUTES = {"sigint": (signal.SIGINT, True), "sigterm": (signal.SIGTERM, True),
-          "sigterm-exit": (signal.SIGTERM, True), "exit": (None, True), "cancel": (None, True)}
-PYTEST_ROUTES = {"sigint": (signal.SIGINT, True), "sigterm": (signal.SIGTERM, True), "exit": (None, True),
-                 "cancel": (None, True), "timeout-signal": (None, True), "timeout-thread": (None, True)}
+ROUTES = {
+    "sigint": (signal.SIGINT, True),
+    "sigterm": (signal.SIGTERM, True),
+    "sigterm-exit": (signal.SIGTERM, True),
+    "exit": (None, True),
+    "cancel": (None, True),
+}
+PYTEST_ROUTES = {
+    "sigint": (signal.SIGINT, True),
+    "sigterm": (signal.SIGTERM, True),
+    "exit": (None, True),
+    "cancel": (None, True),
+    "timeout-signal": (None, True),
+    "timeout-thread": (None, True),
+}
 
 
 def _run(argv: list[str], env: dict[str, str], cwd: Path, send: signal.Signals | None) -> str:
-    proc = subprocess.Popen(argv, cwd=cwd, env={**os.environ, **env}, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env={**os.environ, **env}, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     try:
         assert proc.stdout is not None
         seen = []
@@ -237,7 +257,8 @@ def _check(path: Path, good: bytes, kept: bool, out: str) -> None:
 
 @pytest.mark.parametrize("how", sorted(ROUTES))
 def test_an_interrupted_use_cassette_keeps_the_good_cassette_and_a_masked_partial(
-        tmp_path: Path, server: str, how: str) -> None:
+    tmp_path: Path, server: str, how: str
+) -> None:
     path = tmp_path / "c.json"
     url = f"{server}/leak"  # endless: only the interruption ends it
     good = _good(path, url)
@@ -248,16 +269,34 @@ def test_an_interrupted_use_cassette_keeps_the_good_cassette_and_a_masked_partia
 
 @pytest.mark.parametrize("how", sorted(PYTEST_ROUTES))
 def test_an_interrupted_pytest_recording_keeps_the_good_cassette_and_a_masked_partial(
-        tmp_path: Path, server: str, how: str) -> None:
+    tmp_path: Path, server: str, how: str
+) -> None:
     (tmp_path / "test_int.py").write_text(PYTEST_RUN)
     path = tmp_path / "cassettes" / "test_int" / "test_long.json"
     path.parent.mkdir(parents=True)
     url = f"{server}/leak"
     good = _good(path, url)
     send, kept = PYTEST_ROUTES[how]
-    timeout = ["-p", "timeout", "--timeout=2", f"--timeout-method={how.split('-')[1]}"] if how.startswith("timeout") else []
-    argv = [sys.executable, "-m", "pytest", "-p", "no:cassetter", "-p", "no:cacheprovider", "-p", "no:randomly", "-s",
-            "--ssemock-record-mode=all", *timeout, "test_int.py"]
+    timeout = (
+        ["-p", "timeout", "--timeout=2", f"--timeout-method={how.split('-')[1]}"]
+        if how.startswith("timeout")
+        else []
+    )
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cassetter",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "-s",
+        "--ssemock-record-mode=all",
+        *timeout,
+        "test_int.py",
+    ]
     out = _run(argv, {"URL": url, "HOW": how}, tmp_path, send)
     _check(path, good, kept, out)
     if kept:
@@ -265,7 +304,9 @@ def test_an_interrupted_pytest_recording_keeps_the_good_cassette_and_a_masked_pa
         assert "masked: interaction 0 response.body" in out or how == "timeout-thread", out
 
 
-def test_sigterm_is_trapped_only_while_recording_and_only_over_the_default(tmp_path: Path, server: str) -> None:
+def test_sigterm_is_trapped_only_while_recording_and_only_over_the_default(
+    tmp_path: Path, server: str
+) -> None:
     previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         with ssemock.use_cassette(tmp_path / "a.json", record_mode="once"):
@@ -278,6 +319,7 @@ def test_sigterm_is_trapped_only_while_recording_and_only_over_the_default(tmp_p
 
         def mine(signum: int, frame: object) -> None:
             pass
+
         signal.signal(signal.SIGTERM, mine)
         with ssemock.use_cassette(tmp_path / "b.json", record_mode="once"):  # the application's own: kept
             assert signal.getsignal(signal.SIGTERM) is mine
@@ -286,7 +328,8 @@ def test_sigterm_is_trapped_only_while_recording_and_only_over_the_default(tmp_p
 
 
 def test_a_partial_that_cannot_be_written_is_a_warning_not_in_place_of_the_interrupt(
-        tmp_path: Path, server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "c.json"
     good = _good(path, f"{server}/leak?n=3")
     real = ssemock.Cassette.save
@@ -297,7 +340,9 @@ def test_a_partial_that_cannot_be_written_is_a_warning_not_in_place_of_the_inter
         return real(self, target)
 
     monkeypatch.setattr(ssemock.Cassette, "save", full_disk)
-    with pytest.warns(ssemock.SsemockWarning, match="c.json: it is unchanged, but the partial recording could not"):
+    with pytest.warns(
+        ssemock.SsemockWarning, match="c.json: it is unchanged, but the partial recording could not"
+    ):
         with pytest.raises(KeyboardInterrupt):
             with ssemock.use_cassette(path, record_mode="all"):
                 with httpx.Client() as client, client.stream("GET", f"{server}/leak?n=3") as r:

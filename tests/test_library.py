@@ -20,13 +20,29 @@ from ssemock import cassettes, chunking, framing, ndjson, sse, synth
 from ssemock.accumulate import accumulate
 
 EXPECTED_NAMES = [
-    "anthropic/messages_overloaded", "anthropic/messages_ping", "anthropic/messages_text",
-    "anthropic/messages_thinking", "anthropic/messages_tool_use", "cohere/chat_text", "cohere/chat_tool_calls",
-    "compat/event_ids", "compat/repeated_tool_ids", "gemini/array_text", "gemini/stream_function_call",
-    "gemini/stream_safety", "gemini/stream_text", "ollama/chat", "openai/chat_content_filter", "openai/chat_n2",
+    "anthropic/messages_overloaded",
+    "anthropic/messages_ping",
+    "anthropic/messages_text",
+    "anthropic/messages_thinking",
+    "anthropic/messages_tool_use",
+    "cohere/chat_text",
+    "cohere/chat_tool_calls",
+    "compat/event_ids",
+    "compat/repeated_tool_ids",
+    "gemini/array_text",
+    "gemini/stream_function_call",
+    "gemini/stream_safety",
+    "gemini/stream_text",
+    "ollama/chat",
+    "openai/chat_content_filter",
+    "openai/chat_n2",
     "openai/chat_refusal",
-    "openai/chat_text", "openai/chat_tool_calls", "openai/chat_usage", "openai/responses_function_call",
-    "openai/responses_text", "openrouter/chat_keepalive",
+    "openai/chat_text",
+    "openai/chat_tool_calls",
+    "openai/chat_usage",
+    "openai/responses_function_call",
+    "openai/responses_text",
+    "openrouter/chat_keepalive",
 ]
 # the synthesized library; the protocol cassettes recorded through their SDKs (bedrock/, mcp/) are
 # tested with their protocols in tests/protocols/
@@ -43,6 +59,7 @@ def _reference(name: str) -> Any:
 
 
 # -- the library as files ------------------------------------------------------------------------
+
 
 def test_names_cover_the_documented_list() -> None:
     assert NAMES == EXPECTED_NAMES
@@ -89,7 +106,9 @@ def test_is_a_recording_of_exactly_what_synth_writes(name: str) -> None:
     assert shipped.response.ends == made.response.ends
     assert shipped.response.complete and shipped.response.error is None
     made_headers = {k: v for k, v in made.response.headers if k != synth.SOURCE_HEADER}
-    assert {k: v for k, v in shipped.response.headers if k not in (synth.SOURCE_HEADER, "server")} == made_headers
+    assert {
+        k: v for k, v in shipped.response.headers if k not in (synth.SOURCE_HEADER, "server")
+    } == made_headers
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -112,13 +131,18 @@ def test_the_cases_each_cassette_is_for() -> None:
     assert "日本語" in text and "🌏" in text and any(len(ch.encode()) == 4 for ch in text)
     calls = _reference("openai/chat_tool_calls").tool_calls
     assert [c.name for c in calls] == ["get_weather", "get_weather", "get_time"]
-    deltas = [json.loads(e.data)["choices"][0]["delta"] for e in sse.decode([body("openai/chat_tool_calls").encode()])
-              if e.data != "[DONE]"]
+    deltas = [
+        json.loads(e.data)["choices"][0]["delta"]
+        for e in sse.decode([body("openai/chat_tool_calls").encode()])
+        if e.data != "[DONE]"
+    ]
     indexes = [d["tool_calls"][0]["index"] for d in deltas if "tool_calls" in d]
     assert indexes != sorted(indexes)  # interleaved
     first = json.loads(sse.decode([body("openai/chat_n2").encode()])[0].data)
     assert first["choices"][0]["index"] == 1
-    last = [json.loads(e.data) for e in sse.decode([body("openai/chat_usage").encode()]) if e.data != "[DONE]"][-1]
+    last = [
+        json.loads(e.data) for e in sse.decode([body("openai/chat_usage").encode()]) if e.data != "[DONE]"
+    ][-1]
     assert last["choices"] == [] and last["usage"]["total_tokens"] == 26
     assert _reference("openai/chat_refusal").refusal.startswith("I'm sorry")
     first = json.loads(sse.decode([body("openai/chat_content_filter").encode()])[0].data)
@@ -129,21 +153,31 @@ def test_the_cases_each_cassette_is_for() -> None:
     assert thinking.thinking.startswith("Let me compute") and thinking.signature
     assert body("anthropic/messages_ping").count("event: ping") >= 3
     overloaded = _reference("anthropic/messages_overloaded")
-    assert overloaded.error == {"type": "overloaded_error", "message": "Overloaded"} and not overloaded.complete
+    assert (
+        overloaded.error == {"type": "overloaded_error", "message": "Overloaded"} and not overloaded.complete
+    )
     assert body("openrouter/chat_keepalive").startswith(": OPENROUTER PROCESSING\n\n")
-    deltas = [json.loads(e.data)["choices"][0]["delta"] for e in sse.decode([body("compat/repeated_tool_ids").encode()])
-              if e.data != "[DONE]"]
+    deltas = [
+        json.loads(e.data)["choices"][0]["delta"]
+        for e in sse.decode([body("compat/repeated_tool_ids").encode()])
+        if e.data != "[DONE]"
+    ]
     repeated = [d["tool_calls"][0] for d in deltas if "tool_calls" in d]
     assert all(d["id"] and d["function"]["name"] for d in repeated) and len(repeated) > 2
 
 
 # -- replay through the real SDKs under every chunking -----------------------------------------
 
+
 def _openai_client(url: str, cls: Any = openai.OpenAI) -> Any:
     parts = urlsplit(url)
     path = parts.path.removesuffix("/chat/completions").removesuffix("/responses")
-    return cls(api_key="sk-test-library-0000", base_url=f"{parts.scheme}://{parts.netloc}{path}",
-               default_query=dict(parse_qsl(parts.query)) or None, max_retries=0)
+    return cls(
+        api_key="sk-test-library-0000",
+        base_url=f"{parts.scheme}://{parts.netloc}{path}",
+        default_query=dict(parse_qsl(parts.query)) or None,
+        max_retries=0,
+    )
 
 
 def _fold_chat(chunks: Any) -> tuple[dict[int, dict[str, Any]], Any]:
@@ -168,7 +202,10 @@ def _fold_chat(chunks: Any) -> tuple[dict[int, dict[str, Any]], Any]:
 
 
 def _calls(calls: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"name": c["name"], "arguments": json.loads(c["arguments"]), "id": c["id"]} for _, c in sorted(calls.items())]
+    return [
+        {"name": c["name"], "arguments": json.loads(c["arguments"]), "id": c["id"]}
+        for _, c in sorted(calls.items())
+    ]
 
 
 def _check_chat(name: str, player: ssemock.Player, body: dict[str, Any]) -> None:
@@ -192,8 +229,11 @@ def _check_responses(name: str, player: ssemock.Player, body: dict[str, Any]) ->
         final = stream.get_final_response()
     want = player.expected.result
     player.assert_text(final.output_text)
-    calls = [{"name": o.name, "arguments": json.loads(o.arguments), "id": o.call_id}
-             for o in final.output if o.type == "function_call"]
+    calls = [
+        {"name": o.name, "arguments": json.loads(o.arguments), "id": o.call_id}
+        for o in final.output
+        if o.type == "function_call"
+    ]
     player.assert_tool_calls(calls)
     assert [c["id"] for c in calls] == [c.id for c in want.tool_calls]
     assert final.usage is not None and final.usage.to_dict() == want.usage
@@ -216,7 +256,9 @@ def _check_anthropic(name: str, player: ssemock.Player, body: dict[str, Any]) ->
         message = stream.get_final_message()
     want = player.expected.result
     player.assert_text("".join(b.text for b in message.content if b.type == "text"))
-    player.assert_tool_calls([{"name": b.name, "arguments": b.input} for b in message.content if b.type == "tool_use"])
+    player.assert_tool_calls(
+        [{"name": b.name, "arguments": b.input} for b in message.content if b.type == "tool_use"]
+    )
     assert [b.id for b in message.content if b.type == "tool_use"] == [c.id for c in want.tool_calls]
     thinking = [b for b in message.content if b.type == "thinking"]
     assert "".join(b.thinking for b in thinking) == want.thinking
@@ -237,8 +279,10 @@ def _check_ollama(name: str, player: ssemock.Player, body: dict[str, Any]) -> No
                 message = last.get("message") or {}
                 text += message.get("content") or ""
                 thinking += message.get("thinking") or ""
-                calls += [{"name": c["function"]["name"], "arguments": c["function"]["arguments"]}
-                          for c in message.get("tool_calls") or []]
+                calls += [
+                    {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+                    for c in message.get("tool_calls") or []
+                ]
     want = player.expected.result
     player.assert_text(text)
     player.assert_tool_calls(calls)
@@ -252,20 +296,31 @@ def _check_gemini(name: str, player: ssemock.Player, body: dict[str, Any]) -> No
         with httpx.Client() as http, http.stream("POST", url, json=body) as response:
             elements = json.loads(b"".join(response.iter_bytes()))
         assert elements == player.expected.events
-        player.assert_text("".join(p.get("text", "") for e in elements for c in e.get("candidates", [])
-                                   for p in c["content"]["parts"]))
+        player.assert_text(
+            "".join(
+                p.get("text", "")
+                for e in elements
+                for c in e.get("candidates", [])
+                for p in c["content"]["parts"]
+            )
+        )
         return
-    client = genai.Client(api_key="test-key-library", http_options={
-        "base_url": url[:url.index("/v1beta/")] + "/", "api_version": "v1beta"})
+    client = genai.Client(
+        api_key="test-key-library",
+        http_options={"base_url": url[: url.index("/v1beta/")] + "/", "api_version": "v1beta"},
+    )
     config: dict[str, Any] = {"tools": body["tools"]} if body.get("tools") else {}
     if "thinkingConfig" in body.get("generationConfig", {}):
         config["thinking_config"] = genai.types.ThinkingConfig(include_thoughts=True)
     text, thinking, calls, finish, usage = "", "", [], None, None
-    for chunk in client.models.generate_content_stream(model=url.split("/models/")[1].split(":")[0],
-                                                       contents=body["contents"], config=config or None):
+    for chunk in client.models.generate_content_stream(
+        model=url.split("/models/")[1].split(":")[0], contents=body["contents"], config=config or None
+    ):
         for part in chunk.candidates[0].content.parts or []:
             if part.text is not None:
-                thinking, text = (thinking + part.text, text) if part.thought else (thinking, text + part.text)
+                thinking, text = (
+                    (thinking + part.text, text) if part.thought else (thinking, text + part.text)
+                )
             if part.function_call is not None:
                 calls.append({"name": part.function_call.name, "arguments": part.function_call.args})
         finish = chunk.candidates[0].finish_reason or finish
@@ -287,7 +342,11 @@ def _check_cohere(name: str, player: ssemock.Player, body: dict[str, Any]) -> No
             plan += event.delta.message.tool_plan
         elif event.type == "tool-call-start":
             call = event.delta.message.tool_calls
-            calls[event.index] = {"name": call.function.name, "arguments": call.function.arguments or "", "id": call.id}
+            calls[event.index] = {
+                "name": call.function.name,
+                "arguments": call.function.arguments or "",
+                "id": call.id,
+            }
         elif event.type == "tool-call-delta":
             calls[event.index]["arguments"] += event.delta.message.tool_calls.function.arguments
         elif event.type == "message-end":

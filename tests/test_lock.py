@@ -86,11 +86,16 @@ def _aiohttp(url: str) -> None:
 
 def _requests(url: str) -> None:
     import requests
+
     requests.get(url, timeout=2)
 
 
 CLIENTS: dict[str, Callable[[str], None]] = {
-    "httpx": _httpx, "httpx2": _httpx2, "aiohttp": _aiohttp, "requests": _requests, "urllib": _urllib,
+    "httpx": _httpx,
+    "httpx2": _httpx2,
+    "aiohttp": _aiohttp,
+    "requests": _requests,
+    "urllib": _urllib,
     "socket": _socket,
 }
 
@@ -153,6 +158,7 @@ def test_a_string_is_refused_as_allowed_hosts() -> None:
 
 def test_a_recording_warns_of_a_connection_it_cannot_tee(tmp_path: object, listener: Listener) -> None:
     from pathlib import Path
+
     path = Path(str(tmp_path)) / "c.json"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -177,8 +183,13 @@ def test_every_patch_is_removed_after_the_last_player() -> None:
     import ssl
     import subprocess
 
-    owners = [socket.socket, ssl.SSLSocket, socket, subprocess.Popen,
-              asyncio.selector_events._SelectorDatagramTransport]
+    owners = [
+        socket.socket,
+        ssl.SSLSocket,
+        socket,
+        subprocess.Popen,
+        asyncio.selector_events._SelectorDatagramTransport,
+    ]
     before = [dict(vars(owner)) for owner in owners]
     with ssemock.replay(ssemock.Cassette(), block_subprocesses=True):
         assert [dict(vars(owner)) for owner in owners] != before
@@ -264,9 +275,11 @@ def _asyncio_connected(address: tuple[str, int]) -> None:
 
     async def run() -> None:
         transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(
-            asyncio.DatagramProtocol, remote_addr=address)
+            asyncio.DatagramProtocol, remote_addr=address
+        )
         transport.sendto(b"asyncio-connected")
         transport.close()
+
     asyncio.run(run())
 
 
@@ -275,11 +288,13 @@ def _asyncio_unconnected(address: tuple[str, int]) -> None:
 
     async def run() -> None:
         transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(
-            asyncio.DatagramProtocol, local_addr=("127.0.0.1", 0))
+            asyncio.DatagramProtocol, local_addr=("127.0.0.1", 0)
+        )
         try:
             transport.sendto(b"asyncio-unconnected", address)
         finally:
             transport.close()
+
     asyncio.run(run())
 
 
@@ -290,12 +305,17 @@ def _asyncio_sock_sendto(address: tuple[str, int]) -> None:
         with _udp() as sock:
             sock.setblocking(False)
             await asyncio.get_running_loop().sock_sendto(sock, b"sock_sendto", address)
+
     asyncio.run(run())
 
 
 DATAGRAM_ROUTES: dict[str, Callable[[tuple[str, int]], None]] = {
-    "sendto": _sendto, "sendto_flags": _sendto_flags, "sendmsg": _sendmsg, "connected": _connected,
-    "asyncio_connected": _asyncio_connected, "asyncio_unconnected": _asyncio_unconnected,
+    "sendto": _sendto,
+    "sendto_flags": _sendto_flags,
+    "sendmsg": _sendmsg,
+    "connected": _connected,
+    "asyncio_connected": _asyncio_connected,
+    "asyncio_unconnected": _asyncio_unconnected,
     "asyncio_sock_sendto": _asyncio_sock_sendto,
 }
 
@@ -315,8 +335,9 @@ def test_a_datagram_is_refused_before_it_is_sent(route: str, datagrams: Datagram
 
 
 @pytest.mark.parametrize("connected", [False, True])
-def test_a_udp_socket_opened_before_the_replay_is_checked_when_it_sends(connected: bool,
-                                                                         datagrams: Datagrams) -> None:
+def test_a_udp_socket_opened_before_the_replay_is_checked_when_it_sends(
+    connected: bool, datagrams: Datagrams
+) -> None:
     with _udp() as sock:
         sock.connect(datagrams.address)
         with ssemock.replay(ssemock.Cassette(), allowed_hosts=[]):
@@ -330,9 +351,13 @@ def test_tcp_fast_open_is_refused_before_the_syn(listener: Listener) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         with ssemock.replay(ssemock.Cassette(), allowed_hosts=[]):
             with pytest.raises(ssemock.NetworkBlockedError, match=rf"{BLOCKED}:80"):
-                sock.sendto(b"GET / HTTP/1.1\r\n\r\n", getattr(socket, "MSG_FASTOPEN", 0x20000000), (BLOCKED, 80))
+                sock.sendto(
+                    b"GET / HTTP/1.1\r\n\r\n", getattr(socket, "MSG_FASTOPEN", 0x20000000), (BLOCKED, 80)
+                )
             with pytest.raises(ssemock.NetworkBlockedError):
-                sock.sendto(b"GET", getattr(socket, "MSG_FASTOPEN", 0x20000000), (listener.host, listener.port))
+                sock.sendto(
+                    b"GET", getattr(socket, "MSG_FASTOPEN", 0x20000000), (listener.host, listener.port)
+                )
     assert listener.settle() == 0
 
 
@@ -357,7 +382,10 @@ def test_lookups_of_allowed_hosts_run() -> None:
     with ssemock.replay(ssemock.Cassette()):
         assert socket.gethostbyname("localhost").startswith("127.")
         assert socket.gethostbyname_ex("localhost")[2]
-        assert socket.getnameinfo(("127.0.0.1", 80), socket.NI_NUMERICHOST | socket.NI_NUMERICSERV) == ("127.0.0.1", "80")
+        assert socket.getnameinfo(("127.0.0.1", 80), socket.NI_NUMERICHOST | socket.NI_NUMERICSERV) == (
+            "127.0.0.1",
+            "80",
+        )
         socket.gethostbyaddr("127.0.0.1")
 
 
@@ -418,8 +446,27 @@ def test_a_tls_connection_opened_before_the_replay_is_checked_when_it_sends(tmp_
 
     folder = Path(str(tmp_path))
     key, cert = folder / "key.pem", folder / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                    str(cert), "-days", "1", "-subj", "/CN=localhost"], check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_context.load_cert_chain(cert, key)
     received: list[bytes] = []

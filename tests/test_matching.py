@@ -12,12 +12,20 @@ from ssemock import Request, matching
 
 ALL = list(matching.MATCHERS)
 URL = "https://api.openai.com/v1/chat/completions?stream=true&x=1"
-BODY = {"model": "gpt-4o-mini", "stream": True, "temperature": 0.5,
-        "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "héllo"}]}
+BODY = {
+    "model": "gpt-4o-mini",
+    "stream": True,
+    "temperature": 0.5,
+    "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "héllo"}],
+}
 
 
-def req(method: str = "POST", url: str = URL, body: bytes | None = None,
-        headers: list[tuple[str, str]] | None = None) -> Request:
+def req(
+    method: str = "POST",
+    url: str = URL,
+    body: bytes | None = None,
+    headers: list[tuple[str, str]] | None = None,
+) -> Request:
     return Request(method, url, headers or [], body)
 
 
@@ -26,8 +34,19 @@ def jreq(obj: object, **kw: object) -> Request:
 
 
 def test_matcher_names_and_default() -> None:
-    assert set(matching.MATCHERS) == {"method", "scheme", "host", "port", "path", "query", "url", "uri", "body",
-                                      "raw_body", "headers"}
+    assert set(matching.MATCHERS) == {
+        "method",
+        "scheme",
+        "host",
+        "port",
+        "path",
+        "query",
+        "url",
+        "uri",
+        "body",
+        "raw_body",
+        "headers",
+    }
     assert matching.DEFAULT == ("method", "scheme", "host", "port", "path", "query", "body")
     assert matching.resolve(None) == matching.DEFAULT
     assert matching.resolve(["method", "url"]) == ("method", "url")
@@ -81,8 +100,11 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,sent,recorded,ok,words", CASES,
-                         ids=[f"{c[0]}-{'match' if c[3] else 'differ'}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    "name,sent,recorded,ok,words",
+    CASES,
+    ids=[f"{c[0]}-{'match' if c[3] else 'differ'}-{i}" for i, c in enumerate(CASES)],
+)
 def test_each_matcher(name: str, sent: Request, recorded: Request, ok: bool, words: str | None) -> None:
     diffs = matching.differences(sent, recorded, [name])
     if ok:
@@ -113,10 +135,14 @@ def test_json_bodies_compare_semantically() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.recursive(st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.text(max_size=5),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
-                    max_leaves=10),
-       st.randoms(use_true_random=False))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=5),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+        max_leaves=10,
+    ),
+    st.randoms(use_true_random=False),
+)
 def test_json_key_order_and_whitespace_do_not_matter(obj: object, rnd: object) -> None:
     def shuffled(o: object) -> object:
         if isinstance(o, dict):
@@ -126,21 +152,27 @@ def test_json_key_order_and_whitespace_do_not_matter(obj: object, rnd: object) -
         if isinstance(o, list):
             return [shuffled(v) for v in o]
         return o
+
     pretty = orjson.dumps(shuffled(obj), option=orjson.OPT_INDENT_2)
     assert matching.differences(req(body=orjson.dumps(obj)), req(body=pretty), ["body"]) == []
 
 
-@pytest.mark.parametrize("sent,words", [
-    ({**BODY, "model": "gpt-4o"}, "$.model: 'gpt-4o-mini' recorded, 'gpt-4o' sent"),
-    ({**BODY, "stream": False}, "$.stream: True recorded, False sent"),
-    ({**BODY, "messages": [BODY["messages"][0], {"role": "user", "content": "bye"}]},
-     "$.messages[1].content: 'héllo' recorded, 'bye' sent"),
-    ({**BODY, "messages": BODY["messages"][:1]}, "$.messages: 2 items recorded, 1 sent"),
-    ({**BODY, "tools": []}, "$.tools: only sent"),
-    ({k: v for k, v in BODY.items() if k != "temperature"}, "$.temperature: only recorded"),
-    ({**BODY, "temperature": "0.5"}, "$.temperature"),
-    ([BODY], "$"),
-])
+@pytest.mark.parametrize(
+    "sent,words",
+    [
+        ({**BODY, "model": "gpt-4o"}, "$.model: 'gpt-4o-mini' recorded, 'gpt-4o' sent"),
+        ({**BODY, "stream": False}, "$.stream: True recorded, False sent"),
+        (
+            {**BODY, "messages": [BODY["messages"][0], {"role": "user", "content": "bye"}]},
+            "$.messages[1].content: 'héllo' recorded, 'bye' sent",
+        ),
+        ({**BODY, "messages": BODY["messages"][:1]}, "$.messages: 2 items recorded, 1 sent"),
+        ({**BODY, "tools": []}, "$.tools: only sent"),
+        ({k: v for k, v in BODY.items() if k != "temperature"}, "$.temperature: only recorded"),
+        ({**BODY, "temperature": "0.5"}, "$.temperature"),
+        ([BODY], "$"),
+    ],
+)
 def test_body_differences_name_the_json_path(sent: object, words: str) -> None:
     diffs = matching.differences(jreq(sent), jreq(BODY), ["method", "body"])
     assert len(diffs) == 1
@@ -169,7 +201,9 @@ def test_cassette_interaction_without_request_body_matches_any_body() -> None:
     assert matching.differences(jreq(BODY), x.request, matching.DEFAULT) == []
     y = c.add("POST", URL, [b"data: x\n\n"], request_json=BODY)
     assert matching.differences(jreq(BODY), y.request, matching.DEFAULT) == []
-    assert matching.differences(jreq({**BODY, "n": 2}), y.request, matching.DEFAULT) == ["body: $.n: only sent"]
+    assert matching.differences(jreq({**BODY, "n": 2}), y.request, matching.DEFAULT) == [
+        "body: $.n: only sent"
+    ]
     loaded = ssemock.Cassette.loads(c.dumps())
     assert matching.differences(jreq(BODY), loaded.interactions[0].request, matching.DEFAULT) == []
     assert matching.differences(jreq(BODY), loaded.interactions[1].request, matching.DEFAULT) == []
@@ -188,15 +222,31 @@ _hname = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=8)
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.sampled_from(["GET", "POST", "PUT"]),
-       st.sampled_from(["http", "https"]), st.sampled_from(["h", "api.example.com", "localhost:8080"]),
-       st.text(alphabet="abc/", max_size=8),
-       st.lists(st.tuples(st.text(alphabet="abc", min_size=1, max_size=3), st.text(alphabet="xyz", max_size=3)),
-                max_size=3),
-       st.one_of(st.none(), st.binary(max_size=10), st.dictionaries(st.text(max_size=3), st.integers(-2**63, 2**63 - 1)).map(orjson.dumps)),
-       st.dictionaries(_hname, st.text(max_size=5), max_size=3))
-def test_a_request_matches_itself(method: str, scheme: str, host: str, path: str,
-                                  query: list[tuple[str, str]], body: bytes | None, headers: dict[str, str]) -> None:
+@given(
+    st.sampled_from(["GET", "POST", "PUT"]),
+    st.sampled_from(["http", "https"]),
+    st.sampled_from(["h", "api.example.com", "localhost:8080"]),
+    st.text(alphabet="abc/", max_size=8),
+    st.lists(
+        st.tuples(st.text(alphabet="abc", min_size=1, max_size=3), st.text(alphabet="xyz", max_size=3)),
+        max_size=3,
+    ),
+    st.one_of(
+        st.none(),
+        st.binary(max_size=10),
+        st.dictionaries(st.text(max_size=3), st.integers(-(2**63), 2**63 - 1)).map(orjson.dumps),
+    ),
+    st.dictionaries(_hname, st.text(max_size=5), max_size=3),
+)
+def test_a_request_matches_itself(
+    method: str,
+    scheme: str,
+    host: str,
+    path: str,
+    query: list[tuple[str, str]],
+    body: bytes | None,
+    headers: dict[str, str],
+) -> None:
     qs = "&".join(f"{k}={v}" for k, v in query)
     r = Request(method, f"{scheme}://{host}/{path}" + (f"?{qs}" if qs else ""), list(headers.items()), body)
     assert matching.differences(r, r, ALL) == []
@@ -207,9 +257,12 @@ def test_vcrpy_uri_raw_body_and_callables() -> None:
     same_json = Request("POST", "https://api.x.test/v1?a=1", [("x-tenant", "t2")], b'{"b": 2, "a": 1}')
     assert matching.differences(same_json, recorded, matching.resolve(["uri", "body"])) == []
     assert matching.differences(same_json, recorded, matching.resolve(["raw_body"])) == [
-        "raw_body: 16 bytes recorded, 16 sent, not the same bytes"]
+        "raw_body: 16 bytes recorded, 16 sent, not the same bytes"
+    ]
     other = Request("POST", "https://api.x.test/v1?a=2", [], b"")
-    assert matching.differences(other, recorded, ["uri"])[0].startswith("uri: 'https://api.x.test/v1?a=1' recorded")
+    assert matching.differences(other, recorded, ["uri"])[0].startswith(
+        "uri: 'https://api.x.test/v1?a=1' recorded"
+    )
 
     def same_tenant(sent: Request, rec: Request) -> None:
         assert dict(sent.headers).get("x-tenant") == dict(rec.headers).get("x-tenant"), "another tenant"
@@ -217,7 +270,9 @@ def test_vcrpy_uri_raw_body_and_callables() -> None:
     def never(sent: Request, rec: Request) -> bool:
         return False
 
-    assert matching.differences(same_json, recorded, matching.resolve([same_tenant])) == ["same_tenant: another tenant"]
+    assert matching.differences(same_json, recorded, matching.resolve([same_tenant])) == [
+        "same_tenant: another tenant"
+    ]
     assert matching.differences(recorded, recorded, matching.resolve([same_tenant, "uri"])) == []
     assert matching.differences(recorded, recorded, [never]) == ["never: does not match"]
     with pytest.raises(ValueError, match=r"\['uri'\]"):

@@ -43,6 +43,7 @@ async def _openai(request: Request) -> StreamingResponse:
         for piece in ("Hello", " from", " ", prompt):
             yield _sse({"choices": [{"index": 0, "delta": {"content": piece}}]})
         yield "data: [DONE]\n\n"
+
     return StreamingResponse(body(), media_type="text/event-stream")
 
 
@@ -52,9 +53,12 @@ async def _anthropic(request: Request) -> StreamingResponse:
     async def body() -> AsyncIterator[str]:
         yield _sse({"type": "message_start", "message": {"id": "msg_1"}}, "message_start")
         for piece in ("Hi", " ", prompt):
-            yield _sse({"type": "content_block_delta", "index": 0,
-                        "delta": {"type": "text_delta", "text": piece}}, "content_block_delta")
+            yield _sse(
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
+                "content_block_delta",
+            )
         yield _sse({"type": "message_stop"}, "message_stop")
+
     return StreamingResponse(body(), media_type="text/event-stream")
 
 
@@ -62,8 +66,13 @@ async def _models(request: Request) -> JSONResponse:
     return JSONResponse({"data": [{"id": "gpt-test"}]})
 
 
-APP = Starlette(routes=[Route("/v1/chat/completions", _openai, methods=["POST"]),
-                        Route("/v1/messages", _anthropic, methods=["POST"]), Route("/v1/models", _models)])
+APP = Starlette(
+    routes=[
+        Route("/v1/chat/completions", _openai, methods=["POST"]),
+        Route("/v1/messages", _anthropic, methods=["POST"]),
+        Route("/v1/models", _models),
+    ]
+)
 
 #: (cassette under tests/, requests recorded into it): (route, prompt) or a GET of /v1/models
 RECORDINGS: dict[str, list[tuple[str, str | None]]] = {
@@ -85,7 +94,7 @@ RECORDINGS: dict[str, list[tuple[str, str | None]]] = {
     "cassettes/manual/models.yaml": [("/v1/models", None)],
 }
 
-CONFTEST = '''\
+CONFTEST = """\
 import pytest
 
 
@@ -104,9 +113,9 @@ def vcr_config():
     # every test of the suite: keys never reach a cassette
     return {"filter_headers": ["authorization", ("x-api-key", "DUMMY")], "decode_compressed_response": True,
             "before_record_request": scrub_request, "before_record_response": scrub_response}
-'''
+"""
 
-HELPERS = '''\
+HELPERS = """\
 import json
 
 import httpx
@@ -127,9 +136,9 @@ def chat(text, route="/v1/chat/completions"):
                     elif event["type"] == "content_block_delta":
                         out.append(event["delta"]["text"])
     return "".join(out)
-'''
+"""
 
-TEST_CHAT = '''\
+TEST_CHAT = """\
 import pytest
 from vcr.errors import CannotOverwriteExistingCassetteException
 
@@ -186,9 +195,9 @@ class TestGroup:
 @pytest.mark.parametrize("name", ["a", "b"])
 def test_param(name):
     assert chat(name) == f"Hello from {name}"
-'''
+"""
 
-TEST_OTHER = '''\
+TEST_OTHER = """\
 import os
 
 import pytest
@@ -217,7 +226,7 @@ def test_anthropic():
 @mark.vcr
 def test_mark_alias():
     assert chat("alias", "/v1/messages") == "Hi alias"
-'''
+"""
 
 TEST_MANUAL = '''\
 import httpx
@@ -263,10 +272,17 @@ def record_suite(root: Path) -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
             with vcr.use_cassette(str(path), record_mode="all"), httpx.Client() as client:
                 for route, prompt in calls:
-                    body = None if prompt is None else {"messages": [{"role": "user", "content": prompt}],
-                                                        "stream": True}
-                    client.request("GET" if body is None else "POST", base + route, json=body,
-                                   headers={"x-api-key": "sk-ant-test-0123456789abcdef"}).read()
+                    body = (
+                        None
+                        if prompt is None
+                        else {"messages": [{"role": "user", "content": prompt}], "stream": True}
+                    )
+                    client.request(
+                        "GET" if body is None else "POST",
+                        base + route,
+                        json=body,
+                        headers={"x-api-key": "sk-ant-test-0123456789abcdef"},
+                    ).read()
     (root / "pytest.ini").write_text(PYTEST_INI)
     (tests / "conftest.py").write_text(CONFTEST)
     (tests / "helpers.py").write_text(HELPERS.format(base=base))
@@ -279,9 +295,26 @@ def outcomes(root: Path, *plugins: str) -> dict[str, str]:
     """Each test's outcome from ``python -m pytest`` in ``root`` (its junit report)."""
     report = root / "report.xml"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(root / "tests")])}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cassetter", "-p", "no:randomly",
-                           *(f"-pno:{p}" for p in plugins), f"--junitxml={report}", "-q", "tests"],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cassetter",
+            "-p",
+            "no:randomly",
+            *(f"-pno:{p}" for p in plugins),
+            f"--junitxml={report}",
+            "-q",
+            "tests",
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert report.exists(), proc.stdout + proc.stderr
     found = {}
     for case in ET.parse(report).iter("testcase"):
@@ -295,8 +328,9 @@ def snapshot(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_a_migrated_suite_has_the_outcomes_it_had_under_vcrpy(tmp_path: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_migrated_suite_has_the_outcomes_it_had_under_vcrpy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     record_suite(tmp_path)
     before = outcomes(tmp_path)
     assert before["tests.test_chat::test_wrong"] == "failure"
@@ -306,7 +340,7 @@ def test_a_migrated_suite_has_the_outcomes_it_had_under_vcrpy(tmp_path: Path,
     assert main(["migrate", str(tmp_path)]) == 0
     dry = capsys.readouterr().out
     assert snapshot(tmp_path) == files  # the dry run writes nothing
-    assert "+@pytest.mark.ssemock(\"renamed\")" in dry
+    assert '+@pytest.mark.ssemock("renamed")' in dry
     assert "-addopts = --record-mode=none -p no:cacheprovider" in dry
     assert "+addopts = --ssemock-record-mode=none -p no:cacheprovider" in dry
     assert "nothing written" in dry
@@ -322,12 +356,14 @@ def test_a_migrated_suite_has_the_outcomes_it_had_under_vcrpy(tmp_path: Path,
     assert "pytest.raises(ssemock.UnmatchedRequestError)" in code and "import vcr" not in code
     assert "mark.vcr" not in code and "mark.block_network" not in code and "mark.default_cassette" not in code
     assert '@pytest.mark.ssemock("shared")  # another test\'s cassette, by name' in code
-    assert "@pytest.mark.ssemock(match_on=[\"method\", \"path\"], record_mode=\"none\")" in code
+    assert '@pytest.mark.ssemock(match_on=["method", "path"], record_mode="none")' in code
     other = (tmp_path / "tests" / "test_other.py").read_text()
-    assert "pytestmark = [pytest.mark.ssemock(record_mode=\"none\")]" in other
+    assert 'pytestmark = [pytest.mark.ssemock(record_mode="none")]' in other
     assert "def ssemock_cassette_dir():" in other
     assert '@mark.ssemock(record_mode="none")\ndef test_mark_alias' in other  # the module's options it hid
-    assert 'return {"match_on": ["method", "host", "path"]}' in other  # dict(...) as a literal, tuple as a list
+    assert (
+        'return {"match_on": ["method", "host", "path"]}' in other
+    )  # dict(...) as a literal, tuple as a list
     conftest = (tmp_path / "tests" / "conftest.py").read_text()
     assert "# every test of the suite: keys never reach a cassette" in conftest  # comments kept
     assert '"before_record_request": vcr_compat.request_hook(scrub_request)' in conftest
@@ -337,7 +373,10 @@ def test_a_migrated_suite_has_the_outcomes_it_had_under_vcrpy(tmp_path: Path,
     manual = (tmp_path / "tests" / "test_manual.py").read_text()
     assert "import vcr" not in manual and "import ssemock" in manual and "VCR(" not in manual
     assert 'with ssemock.use_cassette("tests/cassettes/manual/models.json", record_mode="none"' in manual
-    assert '    """A decorated test."""\n    with ssemock.use_cassette("tests/cassettes/manual/deco.json"' in manual
+    assert (
+        '    """A decorated test."""\n    with ssemock.use_cassette("tests/cassettes/manual/deco.json"'
+        in manual
+    )
     assert "merged into test_two.json" in out
 
     after = outcomes(tmp_path, "recording")  # pytest-recording not even loaded
@@ -351,22 +390,26 @@ def test_match_body_keeps_ssemock_matchers(tmp_path: Path) -> None:
     assert any("match_on" in e.after for e in with_vcr.edits)
     assert not any("match_on" in e.after for e in body.edits)
     assert [e.after for e in body.edits if e.path.name == "test_x.py"] == [
-        "import pytest\n\n\n@pytest.mark.ssemock\ndef test_x():\n    pass\n"]
+        "import pytest\n\n\n@pytest.mark.ssemock\ndef test_x():\n    pass\n"
+    ]
 
 
-def test_a_file_that_does_not_parse_is_reported_and_left_alone(tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_file_that_does_not_parse_is_reported_and_left_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     broken = "import pytest\n\n\n@pytest.mark.vcr\ndef test_x(:\n    pass\n"
     (tmp_path / "test_broken.py").write_text(broken)
     (tmp_path / "test_fine.py").write_text("import pytest\n\n\n@pytest.mark.vcr\ndef test_y():\n    pass\n")
     assert main(["migrate", str(tmp_path), "--write"]) == 1
     err = capsys.readouterr().err
-    assert re.search(rf"{re.escape(str(tmp_path / 'test_broken.py'))}:\d: does not parse, left as it is", err), err
+    assert re.search(
+        rf"{re.escape(str(tmp_path / 'test_broken.py'))}:\d: does not parse, left as it is", err
+    ), err
     assert (tmp_path / "test_broken.py").read_text() == broken
     assert "@pytest.mark.ssemock\n" in (tmp_path / "test_fine.py").read_text()
 
 
-UNCONVERTIBLE = '''\
+UNCONVERTIBLE = """\
 import pytest
 
 SEEN = []
@@ -389,11 +432,12 @@ def vcr_config():
 @pytest.mark.vcr(ignore_localhost=True, match_on=["method", "my_matcher"])
 def test_x():
     pass
-'''
+"""
 
 
-def test_what_cannot_be_converted_is_listed_with_file_and_line(tmp_path: Path,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_what_cannot_be_converted_is_listed_with_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "test_odd.py"
     path.write_text(UNCONVERTIBLE)
     assert main(["migrate", str(tmp_path)]) == 0
@@ -407,7 +451,9 @@ def test_what_cannot_be_converted_is_listed_with_file_and_line(tmp_path: Path,
     ]
     for line, message in expected:
         assert f"{path}:{line}: {message}" in out, (message, out)
-    assert "ignore_localhost=True" in out and "ignore_localhost: not converted" not in out  # ssemock's option too
+    assert (
+        "ignore_localhost=True" in out and "ignore_localhost: not converted" not in out
+    )  # ssemock's option too
     assert path.read_text() == UNCONVERTIBLE
 
 
@@ -418,24 +464,33 @@ def test_record_mode_in_every_ini_file(tmp_path: Path, mode: str) -> None:
         "tox.ini": f"[tox]\nenvlist = py311\n\n[pytest]\naddopts =\n    --record-mode {mode}\n    --block-network\n",
         "setup.cfg": f"[metadata]\nname = x\n[tool:pytest]\naddopts = -ra --record-mode={mode} --disable-recording\n",
         "pyproject.toml": f'[project]\nname = "x"\n\n[tool.pytest.ini_options]\naddopts = ["--record-mode={mode}", '
-                          f'"--allowed-hosts=api\\\\.example\\\\.com"]\n',
+        f'"--allowed-hosts=api\\\\.example\\\\.com"]\n',
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     migration = plan(tmp_path)
     after = {e.path.name: e.after for e in migration.edits}
     new = mode if mode in RECORD_MODES else "new_episodes"  # vcrpy's "any"
-    assert after["pytest.ini"] == f"[pytest]\naddopts = --ssemock-record-mode={new} -v\n[other]\nx = --record-mode={mode}\n"
-    assert after["tox.ini"] == f"[tox]\nenvlist = py311\n\n[pytest]\naddopts =\n    --ssemock-record-mode {new}\n"
+    assert (
+        after["pytest.ini"]
+        == f"[pytest]\naddopts = --ssemock-record-mode={new} -v\n[other]\nx = --record-mode={mode}\n"
+    )
+    assert (
+        after["tox.ini"]
+        == f"[tox]\nenvlist = py311\n\n[pytest]\naddopts =\n    --ssemock-record-mode {new}\n"
+    )
     assert after["setup.cfg"].endswith(f"addopts = -ra --ssemock-record-mode={new} --ssemock-disable\n")
-    assert f'"--ssemock-record-mode={new}", "--ssemock-allowed-hosts=api.example.com"' in after["pyproject.toml"]
+    assert (
+        f'"--ssemock-record-mode={new}", "--ssemock-allowed-hosts=api.example.com"' in after["pyproject.toml"]
+    )
     assert {p.name: p.read_text() for p in tmp_path.iterdir()} == files  # a plan writes nothing
 
 
 def test_one_test_file_with_remove_originals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "cassettes" / "test_x"
     folder.mkdir(parents=True)
-    (folder / "test_x.yaml").write_text(textwrap.dedent("""\
+    (folder / "test_x.yaml").write_text(
+        textwrap.dedent("""\
         interactions:
         - request:
             body: null
@@ -447,7 +502,8 @@ def test_one_test_file_with_remove_originals(tmp_path: Path, capsys: pytest.Capt
             headers: {content-type: [application/json]}
             status: {code: 200, message: OK}
         version: 1
-        """))
+        """)
+    )
     (tmp_path / "test_x.py").write_text("import pytest\n\n\n@pytest.mark.vcr\ndef test_x():\n    pass\n")
     assert main(["migrate", str(tmp_path / "test_x.py"), "--write", "--remove-originals"]) == 0  # one file
     assert sorted(p.name for p in folder.iterdir()) == ["test_x.json"]
@@ -455,14 +511,15 @@ def test_one_test_file_with_remove_originals(tmp_path: Path, capsys: pytest.Capt
     assert Cassette.load(folder / "test_x.json").interactions[0].response.body == b'{"data": []}'
 
 
-def test_without_libcst_it_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_libcst_it_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setitem(sys.modules, "libcst", None)
     assert main(["migrate", str(tmp_path)]) == 1
     assert 'pip install -e ".[migrate]"' in capsys.readouterr().err
 
 
-MATCHER_CONFTEST = '''\
+MATCHER_CONFTEST = """\
 import json
 
 import pytest
@@ -479,7 +536,7 @@ def pytest_recording_configure(config, vcr):
 @pytest.fixture
 def vcr_config():
     return {"match_on": ["method", "path", "same_stream"]}
-'''
+"""
 
 
 def test_a_registered_matcher_is_wrapped_where_it_is_named(tmp_path: Path) -> None:
@@ -503,10 +560,18 @@ def test_vcrpy_hooks_and_matchers_run_on_vcrpy_types_under_ssemock() -> None:
         return request
 
     cassette = Cassette()
-    cassette.add("POST", "http://api.test/v1/chat", [b"data: 1\n\n"], request_json={"stream": True},
-                 headers=[("content-type", "text/event-stream")])
-    player = Player(cassette, match_on=["method", "path", vcr_compat.matcher(same_stream)],
-                    before_record_request=vcr_compat.request_hook(scrub))
+    cassette.add(
+        "POST",
+        "http://api.test/v1/chat",
+        [b"data: 1\n\n"],
+        request_json={"stream": True},
+        headers=[("content-type", "text/event-stream")],
+    )
+    player = Player(
+        cassette,
+        match_on=["method", "path", vcr_compat.matcher(same_stream)],
+        before_record_request=vcr_compat.request_hook(scrub),
+    )
     with player, httpx.Client() as client:
         r = client.post("http://api.test/v1/chat", json={"stream": True}, headers={"x-trace-id": "t-1"})
         assert r.text == "data: 1\n\n"
@@ -521,8 +586,13 @@ def test_a_vcrpy_response_hook_edits_what_is_recorded() -> None:
         response["body"]["string"] = response["body"]["string"].replace(b"secret", b"XXXXXX")
         return response
 
-    original = Response(200, [("content-type", "text/event-stream"), ("x-request-id", "req_1")],
-                        b"data: a secret\n\ndata: b\n\n", [5, 25], [0.01, 0.02])
+    original = Response(
+        200,
+        [("content-type", "text/event-stream"), ("x-request-id", "req_1")],
+        b"data: a secret\n\ndata: b\n\n",
+        [5, 25],
+        [0.01, 0.02],
+    )
     out = vcr_compat.response_hook(scrub)(original)
     assert out is not None
     assert out.headers == [("content-type", "text/event-stream")]
@@ -533,13 +603,30 @@ def test_a_vcrpy_response_hook_edits_what_is_recorded() -> None:
 def test_a_vcrpy_json_cassette_at_ssemock_s_path_is_converted_in_place_and_kept(tmp_path: Path) -> None:
     folder = tmp_path / "cassettes" / "test_x"
     folder.mkdir(parents=True)
-    original = json.dumps({"version": 1, "interactions": [{
-        "request": {"method": "GET", "uri": "http://127.0.0.1:1/v1/models", "body": None, "headers": {}},
-        "response": {"status": {"code": 200, "message": "OK"}, "headers": {"content-type": ["application/json"]},
-                     "body": {"string": "{}"}}}]}).encode()
+    original = json.dumps(
+        {
+            "version": 1,
+            "interactions": [
+                {
+                    "request": {
+                        "method": "GET",
+                        "uri": "http://127.0.0.1:1/v1/models",
+                        "body": None,
+                        "headers": {},
+                    },
+                    "response": {
+                        "status": {"code": 200, "message": "OK"},
+                        "headers": {"content-type": ["application/json"]},
+                        "body": {"string": "{}"},
+                    },
+                }
+            ],
+        }
+    ).encode()
     (folder / "test_x.json").write_bytes(original)
-    (tmp_path / "test_x.py").write_text("import pytest\n\n\n@pytest.mark.vcr(serializer=\"json\")\n"
-                                        "def test_x():\n    pass\n")
+    (tmp_path / "test_x.py").write_text(
+        'import pytest\n\n\n@pytest.mark.vcr(serializer="json")\ndef test_x():\n    pass\n'
+    )
     migration = plan(tmp_path)
     assert any("converted in place, the original kept as test_x.json.vcrpy" in str(f) for f in migration.todo)
     migration.write()
@@ -548,24 +635,36 @@ def test_a_vcrpy_json_cassette_at_ssemock_s_path_is_converted_in_place_and_kept(
 
 
 FORMS = [  # (before, after): each form of pytest-recording / vcrpy usage the rewriter knows
-    ("import pytest\n\n\n@pytest.mark.vcr(record_mode='once')\nclass TestX:\n    def test_x(self):\n        pass\n",
-     "import pytest\n\n\n@pytest.mark.ssemock(record_mode=\"once\")\nclass TestX:\n    def test_x(self):\n        pass\n"),
-    ("import pytest\n\npytestmark = [pytest.mark.vcr, pytest.mark.slow]\n",
-     "import pytest\n\npytestmark = [pytest.mark.ssemock, pytest.mark.slow]\n"),
-    ("import pytest\n\n\n@pytest.mark.block_network(allowed_hosts=['127\\\\.0\\\\.0\\\\.1'])\ndef test_x():\n    pass\n",
-     "import pytest\n\n\n@pytest.mark.ssemock(allowed_hosts=[\"127.0.0.1\"])\ndef test_x():\n    pass\n"),
-    ("import pytest\nfrom vcr.record_mode import RecordMode\n\n\n@pytest.mark.vcr(record_mode=RecordMode.ALL)\n"
-     "def test_x():\n    pass\n",
-     "import pytest\n\n\n@pytest.mark.ssemock(record_mode=\"all\")\ndef test_x():\n    pass\n"),
-    ("import vcr\n\n\n@vcr.use_cassette('c.yaml', record_mode='none', match_on=['method', 'uri'])\n"
-     "async def test_x():\n    await go()\n",
-     "import ssemock\n\n\nasync def test_x():\n    with ssemock.use_cassette(\"c.json\", record_mode=\"none\", "
-     "match_on=['method', 'uri']):\n        await go()\n"),
-    ("from vcr import use_cassette\n\n\ndef test_x():\n    with use_cassette('c.yaml', allow_playback_repeats=True):\n"
-     "        pass\n",
-     "import ssemock\n\n\ndef test_x():\n    with ssemock.use_cassette(\"c.json\", allow_playback_repeats=True, "
-     "record_mode=\"once\", match_on=[\"method\", \"scheme\", \"host\", \"port\", \"path\", \"query\"], "
-     "allowed_hosts=[]):\n        pass\n"),
+    (
+        "import pytest\n\n\n@pytest.mark.vcr(record_mode='once')\nclass TestX:\n    def test_x(self):\n        pass\n",
+        'import pytest\n\n\n@pytest.mark.ssemock(record_mode="once")\nclass TestX:\n    def test_x(self):\n        pass\n',
+    ),
+    (
+        "import pytest\n\npytestmark = [pytest.mark.vcr, pytest.mark.slow]\n",
+        "import pytest\n\npytestmark = [pytest.mark.ssemock, pytest.mark.slow]\n",
+    ),
+    (
+        "import pytest\n\n\n@pytest.mark.block_network(allowed_hosts=['127\\\\.0\\\\.0\\\\.1'])\ndef test_x():\n    pass\n",
+        'import pytest\n\n\n@pytest.mark.ssemock(allowed_hosts=["127.0.0.1"])\ndef test_x():\n    pass\n',
+    ),
+    (
+        "import pytest\nfrom vcr.record_mode import RecordMode\n\n\n@pytest.mark.vcr(record_mode=RecordMode.ALL)\n"
+        "def test_x():\n    pass\n",
+        'import pytest\n\n\n@pytest.mark.ssemock(record_mode="all")\ndef test_x():\n    pass\n',
+    ),
+    (
+        "import vcr\n\n\n@vcr.use_cassette('c.yaml', record_mode='none', match_on=['method', 'uri'])\n"
+        "async def test_x():\n    await go()\n",
+        'import ssemock\n\n\nasync def test_x():\n    with ssemock.use_cassette("c.json", record_mode="none", '
+        "match_on=['method', 'uri']):\n        await go()\n",
+    ),
+    (
+        "from vcr import use_cassette\n\n\ndef test_x():\n    with use_cassette('c.yaml', allow_playback_repeats=True):\n"
+        "        pass\n",
+        'import ssemock\n\n\ndef test_x():\n    with ssemock.use_cassette("c.json", allow_playback_repeats=True, '
+        'record_mode="once", match_on=["method", "scheme", "host", "port", "path", "query"], '
+        "allowed_hosts=[]):\n        pass\n",
+    ),
 ]
 
 
@@ -578,8 +677,9 @@ def test_each_form_is_rewritten(tmp_path: Path, before: str, after: str) -> None
 
 
 def test_a_cassette_path_computed_at_run_time_is_listed(tmp_path: Path) -> None:
-    (tmp_path / "test_x.py").write_text("import vcr\n\n\ndef test_x(name):\n"
-                                        "    with vcr.use_cassette(f'{name}.yaml'):\n        pass\n")
+    (tmp_path / "test_x.py").write_text(
+        "import vcr\n\n\ndef test_x(name):\n    with vcr.use_cassette(f'{name}.yaml'):\n        pass\n"
+    )
     (finding,) = plan(tmp_path).todo
     assert (finding.path.name, finding.line) == ("test_x.py", 5)
     assert "a path computed at run time" in finding.message
@@ -593,11 +693,14 @@ def test_crlf_line_endings_are_kept(tmp_path: Path) -> None:
 
 
 def test_a_configured_vcr_used_otherwise_stays_and_is_listed(tmp_path: Path) -> None:
-    (tmp_path / "test_x.py").write_text("import vcr\n\nmy_vcr = vcr.VCR(record_mode='none')\nmy_vcr.x = 1\n\n\n"
-                                        "@my_vcr.use_cassette('c.yaml')\ndef test_x():\n    pass\n")
+    (tmp_path / "test_x.py").write_text(
+        "import vcr\n\nmy_vcr = vcr.VCR(record_mode='none')\nmy_vcr.x = 1\n\n\n"
+        "@my_vcr.use_cassette('c.yaml')\ndef test_x():\n    pass\n"
+    )
     migration = plan(tmp_path)
     (edit,) = migration.edits
     assert "import vcr\nimport ssemock\n\nmy_vcr = vcr.VCR(record_mode='none')" in edit.after
     assert 'with ssemock.use_cassette("c.json", record_mode="none",' in edit.after
     assert [(f.line, f.message.split(":")[0]) for f in migration.todo if "VCR" in f.message] == [
-        (3, "my_vcr = vcr.VCR(...)")]
+        (3, "my_vcr = vcr.VCR(...)")
+    ]

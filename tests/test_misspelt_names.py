@@ -27,18 +27,22 @@ def test_unknown_lists_every_name_and_keeps_the_arguments_in_the_suggestion() ->
     assert str(unknown("matcher", "zzz", ["method", "url"])) == "unknown matcher 'zzz'; valid: method, url"
 
 
-@pytest.mark.parametrize("resolve, name, closest", [
-    (chunking.get, "mid_lin", "mid_line"),
-    (chunking.get, "midutf8", "mid_utf8"),
-    (chunking.get, "fixd:3", "fixed:3"),
-    (chunking.resolve, "as_recorded,bytwise", "bytewise"),
-    (transforms.get, "crfl", "crlf"),
-    (transforms.resolve, "crlf+keepalve", "keepalive"),
-    (transforms.alternatives, "none,no-space", "no_space"),
-    (lambda name: matching.resolve([name]), "methd", "method"),
-])
-def test_a_misspelt_name_suggests_the_closest_and_lists_the_valid_ones(resolve: object, name: str,
-                                                                       closest: str) -> None:
+@pytest.mark.parametrize(
+    "resolve, name, closest",
+    [
+        (chunking.get, "mid_lin", "mid_line"),
+        (chunking.get, "midutf8", "mid_utf8"),
+        (chunking.get, "fixd:3", "fixed:3"),
+        (chunking.resolve, "as_recorded,bytwise", "bytewise"),
+        (transforms.get, "crfl", "crlf"),
+        (transforms.resolve, "crlf+keepalve", "keepalive"),
+        (transforms.alternatives, "none,no-space", "no_space"),
+        (lambda name: matching.resolve([name]), "methd", "method"),
+    ],
+)
+def test_a_misspelt_name_suggests_the_closest_and_lists_the_valid_ones(
+    resolve: object, name: str, closest: str
+) -> None:
     with pytest.raises(ValueError) as info:
         resolve(name)  # type: ignore[operator]
     message = str(info.value)
@@ -46,10 +50,16 @@ def test_a_misspelt_name_suggests_the_closest_and_lists_the_valid_ones(resolve: 
     assert "valid: " in message and message.count(", ") >= 3
 
 
-@pytest.mark.parametrize("resolve, value", [
-    (chunking.get, 3), (chunking.resolve, 3), (transforms.get, 3), (transforms.resolve, 3),
-    (matching.resolve, "method"),
-])
+@pytest.mark.parametrize(
+    "resolve, value",
+    [
+        (chunking.get, 3),
+        (chunking.resolve, 3),
+        (transforms.get, 3),
+        (transforms.resolve, 3),
+        (matching.resolve, "method"),
+    ],
+)
 def test_a_value_that_is_no_name_is_a_value_error_too(resolve: object, value: object) -> None:
     with pytest.raises(ValueError, match="valid names|list of matchers"):
         resolve(value)  # type: ignore[operator]
@@ -62,10 +72,17 @@ def test_the_player_rejects_a_misspelt_name_with_the_suggestion() -> None:
         ssemock.replay(ssemock.Cassette(), transform="crlff")
 
 
-@pytest.mark.parametrize("command", [["rechunk", "--chunking", "all", "--preview"], ["serve", "--chunking", "all"],
-                                     ["serve", "--transform", "all"]])
-def test_all_where_one_name_is_taken_says_why(command: list[str], tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["rechunk", "--chunking", "all", "--preview"],
+        ["serve", "--chunking", "all"],
+        ["serve", "--transform", "all"],
+    ],
+)
+def test_all_where_one_name_is_taken_says_why(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Never 'unknown chunking 'all': did you mean 'all'?': it names a matrix, and here one is taken."""
     c = ssemock.Cassette()
     c.add("GET", "http://x.test/s", [b"data: 1\n\n"])

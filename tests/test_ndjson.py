@@ -20,7 +20,7 @@ def split_at(stream: bytes, cuts: Iterable[int]) -> list[bytes]:
 
 
 def bytewise(stream: bytes) -> list[bytes]:
-    return [stream[i:i + 1] for i in range(len(stream))]
+    return [stream[i : i + 1] for i in range(len(stream))]
 
 
 def naive(stream: bytes) -> list[object]:
@@ -149,15 +149,18 @@ def test_iter_decode_and_adecode() -> None:
 def test_a_huge_line_decodes_whole_however_it_is_cut() -> None:
     """(Linearity in the line's size is measured in bench/linearity.py, not timed here.)"""
     body = b'{"s":"' + b"x" * (1 << 18) + b'"}\n'
-    (value,) = decode([body[i:i + 1024] for i in range(0, len(body), 1024)])
+    (value,) = decode([body[i : i + 1024] for i in range(0, len(body), 1024)])
     assert value == {"s": "x" * (1 << 18)}
 
 
 # --- properties -------------------------------------------------------------------------------
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
     max_leaves=10,
 )
@@ -170,7 +173,9 @@ json_values = st.recursive(
     final=st.sampled_from([b"", b"\n", b"\r\n", b" "]),
     cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=30),
 )
-def test_any_chunking_of_json_lines(values: list[object], seps: list[bytes], final: bytes, cuts: list[int]) -> None:
+def test_any_chunking_of_json_lines(
+    values: list[object], seps: list[bytes], final: bytes, cuts: list[int]
+) -> None:
     parts = [orjson.dumps(value) for value in values]
     stream = b"".join(part + sep for part, sep in zip(parts, seps))
     if parts:
@@ -189,8 +194,27 @@ def outcome(chunks: list[bytes]) -> tuple[str, object]:
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    stream=st.lists(st.sampled_from([b"1", b"[", b"]", b'"', b"\xe2\x80\xa8", b"\xc2\x85", b"\n", b"\r", b" ", b",",
-                                     b"{}", b"\xff", b"null", b"\x0c"]), max_size=40).map(b"".join)
+    stream=st.lists(
+        st.sampled_from(
+            [
+                b"1",
+                b"[",
+                b"]",
+                b'"',
+                b"\xe2\x80\xa8",
+                b"\xc2\x85",
+                b"\n",
+                b"\r",
+                b" ",
+                b",",
+                b"{}",
+                b"\xff",
+                b"null",
+                b"\x0c",
+            ]
+        ),
+        max_size=40,
+    ).map(b"".join)
     | st.binary(max_size=100),
     cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=20),
 )

@@ -26,6 +26,7 @@ def _sync(client: Callable[[], Any]) -> Callable[[str], bytes]:
     def get(url: str) -> bytes:
         with client() as session:
             return bytes(session.get(url).content)
+
     return get
 
 
@@ -34,7 +35,9 @@ def _async(client: Callable[[], Any]) -> Callable[[str], bytes]:
         async def run() -> bytes:
             async with client() as session:
                 return bytes((await session.get(url)).content)
+
         return asyncio.run(run())
+
     return get
 
 
@@ -42,6 +45,7 @@ def _aiohttp(url: str) -> bytes:
     async def run() -> bytes:
         async with aiohttp.ClientSession() as session, session.get(url) as response:
             return await response.read()
+
     return asyncio.run(run())
 
 
@@ -162,10 +166,29 @@ def test_the_plugin_takes_ignore_hosts_everywhere(pytester: pytest.Pytester, ser
         def test_option(ssemock):
             assert "headers" in httpx.get("{server}/echo").json()
     """)
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cassetter", "-o", "asyncio_default_fixture_loop_scope=function", "-k", "marker")
+    result = pytester.runpytest_inprocess(
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cassetter",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        "-k",
+        "marker",
+    )
     result.assert_outcomes(passed=2)
     for flag in ("--ssemock-ignore-hosts=127.0.0.1", "--ssemock-ignore-localhost=true"):
-        result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cassetter", "-o", "asyncio_default_fixture_loop_scope=function", "-k", "option", flag)
+        result = pytester.runpytest_inprocess(
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cassetter",
+            "-o",
+            "asyncio_default_fixture_loop_scope=function",
+            "-k",
+            "option",
+            flag,
+        )
         result.assert_outcomes(passed=1)
     conftest = pytester.makeconftest("""
         import pytest
@@ -174,13 +197,41 @@ def test_the_plugin_takes_ignore_hosts_everywhere(pytester: pytest.Pytester, ser
         def ssemock_config():
             return {"ignore_hosts": ["127.0.0.1"]}
     """)
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cassetter", "-o", "asyncio_default_fixture_loop_scope=function", "-k", "option")
+    result = pytester.runpytest_inprocess(
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cassetter",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        "-k",
+        "option",
+    )
     result.assert_outcomes(passed=1)
     conftest.unlink()
     pytester.makeini("[pytest]\nssemock_ignore_hosts = 127.0.0.1\n")
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cassetter", "-o", "asyncio_default_fixture_loop_scope=function", "-k", "option")
+    result = pytester.runpytest_inprocess(
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cassetter",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        "-k",
+        "option",
+    )
     result.assert_outcomes(passed=1)
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cassetter", "-o", "asyncio_default_fixture_loop_scope=function", "-k", "option", "--ssemock-ignore-localhost=yes")
+    result = pytester.runpytest_inprocess(
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cassetter",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        "-k",
+        "option",
+        "--ssemock-ignore-localhost=yes",
+    )
     result.assert_outcomes(passed=1)
 
 
@@ -192,6 +243,7 @@ def test_bad_plugin_values_are_named(pytester: pytest.Pytester) -> None:
         def test_x(ssemock):
             pass
     """)
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cassetter", "-o", "asyncio_default_fixture_loop_scope=function")
+    result = pytester.runpytest_inprocess(
+        "-p", "no:randomly", "-p", "no:cassetter", "-o", "asyncio_default_fixture_loop_scope=function"
+    )
     result.stderr.fnmatch_lines(["*ignore_localhost: must be True or False, got 'yes'*"])
-

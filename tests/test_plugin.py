@@ -16,7 +16,7 @@ from conftest import APP
 import ssemock
 from ssemock.server import running
 
-TEST_FILE = '''
+TEST_FILE = """
 import asyncio, os
 import httpx, httpx2, openai, pytest
 
@@ -43,7 +43,7 @@ async def test_async_httpx2():
     async with httpx2.AsyncClient() as client:
         r = await client.get(URL + "/events")
     assert r.text.startswith("data: one")
-'''
+"""
 
 
 @pytest.fixture
@@ -69,8 +69,11 @@ def test_record_once_then_replay_offline_with_chunking_matrix(pytester: pytest.P
     first = pytester.runpytest_subprocess("--ssemock-record-mode=once", "-p", "no:cassetter", "-v")
     first.assert_outcomes(passed=9)
     cassettes = pytester.path / "cassettes" / "test_stream"
-    assert sorted(p.name for p in cassettes.iterdir()) == ["shared_name.json", "test_httpx_sse.json",
-                                                            "test_openai.json"]
+    assert sorted(p.name for p in cassettes.iterdir()) == [
+        "shared_name.json",
+        "test_httpx_sse.json",
+        "test_openai.json",
+    ]
     saved = (cassettes / "test_openai.json").read_text()
     assert "sk-test-plugin-key" not in saved
     live.stop()
@@ -85,7 +88,8 @@ def test_record_once_then_replay_offline_with_chunking_matrix(pytester: pytest.P
 
 
 def test_replay_mode_blocks_network_with_helpful_error(pytester: pytest.Pytester, live: Any) -> None:
-    pytester.makepyfile(test_blocked='''
+    pytester.makepyfile(
+        test_blocked="""
 import os, httpx, pytest
 import ssemock
 
@@ -93,7 +97,8 @@ import ssemock
 def test_unrecorded():
     with httpx.Client() as client:
         client.get(os.environ["SSEMOCK_TEST_SERVER"] + "/events")
-''')
+"""
+    )
     result = pytester.runpytest_subprocess("-p", "no:cassetter")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
@@ -105,11 +110,17 @@ def test_unrecorded():
 
 def test_unmatched_request_never_opens_a_socket(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cassette = ssemock.Cassette()
-    cassette.add("POST", "https://api.example.test/v1/chat/completions", [b"data: x\n\n"],
-                 request_json={"model": "a", "stream": True})
+    cassette.add(
+        "POST",
+        "https://api.example.test/v1/chat/completions",
+        [b"data: x\n\n"],
+        request_json={"model": "a", "stream": True},
+    )
     connects: list[Any] = []
     real_connect = socket.socket.connect
-    monkeypatch.setattr(socket.socket, "connect", lambda self, addr: connects.append(addr) or real_connect(self, addr))
+    monkeypatch.setattr(
+        socket.socket, "connect", lambda self, addr: connects.append(addr) or real_connect(self, addr)
+    )
     with ssemock.replay(cassette):
         with httpx.Client() as client, pytest.raises(ssemock.UnmatchedRequestError) as info:
             client.post("https://api.example.test/v1/chat/completions", json={"model": "b", "stream": True})
@@ -120,7 +131,8 @@ def test_unmatched_request_never_opens_a_socket(tmp_path: Path, monkeypatch: pyt
 
 
 def test_record_modes(pytester: pytest.Pytester, live: Any) -> None:
-    pytester.makepyfile(test_modes='''
+    pytester.makepyfile(
+        test_modes="""
 import os, httpx, pytest
 URL = os.environ["SSEMOCK_TEST_SERVER"]
 
@@ -130,18 +142,24 @@ def test_two_requests():
         assert client.get(URL + "/events").status_code == 200
         if os.environ.get("SECOND"):
             assert client.get(URL + "/gzip").text == "data: one\\n\\ndata: two\\n\\n"
-''')
+"""
+    )
     path = pytester.path / "cassettes" / "test_modes" / "test_two_requests.json"
-    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=once").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=once").assert_outcomes(
+        passed=1
+    )
     assert len(json.loads(path.read_text())["interactions"]) == 1
     # once with an existing cassette: replay only, a new request is an error
     live_env = {"SECOND": "1"}
     for k, v in live_env.items():
         pytester._monkeypatch.setenv(k, v)
-    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=once",
-                                  "--ssemock-allowed-hosts=none").assert_outcomes(failed=1)
+    pytester.runpytest_subprocess(
+        "-p", "no:cassetter", "--ssemock-record-mode=once", "--ssemock-allowed-hosts=none"
+    ).assert_outcomes(failed=1)
     # new_episodes: replays the first, records the second
-    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=new_episodes").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=new_episodes").assert_outcomes(
+        passed=1
+    )
     urls = [x["request"]["url"] for x in json.loads(path.read_text())["interactions"]]
     assert [u.rsplit("/", 1)[1] for u in urls] == ["events", "gzip"]
     # all: records both again, replacing (not duplicating) what it re-records
@@ -149,13 +167,17 @@ def test_two_requests():
     assert len(json.loads(path.read_text())["interactions"]) == 2
     # rewrite: starts from empty
     pytester._monkeypatch.delenv("SECOND")
-    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=rewrite").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=rewrite").assert_outcomes(
+        passed=1
+    )
     assert len(json.loads(path.read_text())["interactions"]) == 1
 
 
 def test_xdist_two_workers(pytester: pytest.Pytester, live: Any) -> None:
     pytester.makepyfile(test_stream=TEST_FILE)
-    pytester.runpytest_subprocess("-p", "no:cassetter", "-n", "2", "--ssemock-record-mode=once").assert_outcomes(passed=9)
+    pytester.runpytest_subprocess(
+        "-p", "no:cassetter", "-n", "2", "--ssemock-record-mode=once"
+    ).assert_outcomes(passed=9)
     live.stop()
     pytester.runpytest_subprocess("-p", "no:cassetter", "-n", "2").assert_outcomes(passed=9)
     leftovers = [p for p in (pytester.path / "cassettes").rglob("*") if p.name.endswith(".tmp")]
@@ -165,20 +187,24 @@ def test_xdist_two_workers(pytester: pytest.Pytester, live: Any) -> None:
 @pytest.mark.parametrize("other, block", [("recording", "cassetter"), ("cassetter", "recording")])
 def test_coexists_with_other_recorders(pytester: pytest.Pytester, other: str, block: str) -> None:
     """pytest-recording and cassetter both own --record-mode; ssemock's options are namespaced."""
-    pytester.makepyfile(test_co='''
+    pytester.makepyfile(
+        test_co="""
 import pytest
 def test_options(request):
     assert request.config.getoption("ssemock_record_mode") == "none"
     assert request.config.getoption("record_mode") in ("none", "once", "new_episodes", "all", "rewrite", "ci")
-''')
-    result = pytester.runpytest_subprocess("-p", f"no:{block}", "--ssemock-record-mode=none", "--record-mode=none")
+"""
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", f"no:{block}", "--ssemock-record-mode=none", "--record-mode=none"
+    )
     result.assert_outcomes(passed=1)
     help_text = pytester.runpytest_subprocess("-p", f"no:{block}", "--help").stdout.str()
     assert "--ssemock-record-mode" in help_text and "--record-mode" in help_text
 
 
 def test_config_fixtures_and_teardown_checks(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest('''
+    pytester.makeconftest("""
 import pytest
 @pytest.fixture
 def ssemock_config():
@@ -188,11 +214,12 @@ def ssemock_config():
 def ssemock_cassette_dir(tmp_path_factory):
     import pathlib
     return pathlib.Path(__file__).parent / "my_cassettes"
-''')
+""")
     cassette = ssemock.Cassette()
     cassette.add("GET", "https://example.test/stream", [b"data: 1\n\n", b"data: 2\n\n"])
     cassette.save(pytester.path / "my_cassettes" / "test_partial.json")
-    pytester.makepyfile(test_checks='''
+    pytester.makepyfile(
+        test_checks="""
 import httpx, pytest
 
 @pytest.mark.ssemock
@@ -201,7 +228,8 @@ def test_partial(ssemock):
         with client.stream("GET", "https://example.test/stream") as r:
             next(r.iter_raw())
     assert ssemock.path.parent.name == "my_cassettes"
-''')
+"""
+    )
     result = pytester.runpytest_subprocess("-p", "no:cassetter")
     result.assert_outcomes(passed=1, errors=1)
     assert "was not read to the end under as_recorded" in result.stdout.str()
@@ -224,7 +252,8 @@ def test_transform_matrix_and_ini_defaults(pytester: pytest.Pytester) -> None:
     c.save(pytester.path / "cassettes" / "test_tm" / "test_matrix.json")
     c.save(pytester.path / "cassettes" / "test_tm" / "test_ini.json")
     pytester.makeini("[pytest]\nssemock_chunking = bytewise,mid_utf8\n")
-    pytester.makepyfile(test_tm='''
+    pytester.makepyfile(
+        test_tm="""
 import httpx, pytest
 import ssemock.sse as ssemock_sse
 
@@ -237,16 +266,25 @@ def test_ini(ssemock):
     assert ssemock.chunking.name in ("bytewise", "mid_utf8")
     with httpx.Client() as client:
         assert client.get("https://example.test/s").text == "data: 世\\n\\ndata: 2\\n\\n"
-''')
+"""
+    )
     result = pytester.runpytest_subprocess("-p", "no:cassetter", "-v")
     # every transform of "all" but those that change nothing here (no JSON escape to write raw,
     # no JSON lines or JSON array to rewrite): those are skipped as duplicates, saying why
     result.assert_outcomes(passed=13, skipped=6)
     out = result.stdout.str()
-    for run in ("ssemock-as_recorded]", "ssemock-as_recorded+crlf]", "ssemock-as_recorded+cr]",
-                "ssemock-as_recorded+keepalive]", "ssemock-as_recorded+no_space]", "ssemock-as_recorded+meta]",
-                "ssemock-as_recorded+mixed]", "ssemock-as_recorded+pad]",
-                "test_ini[ssemock-bytewise]", "test_ini[ssemock-mid_utf8]"):
+    for run in (
+        "ssemock-as_recorded]",
+        "ssemock-as_recorded+crlf]",
+        "ssemock-as_recorded+cr]",
+        "ssemock-as_recorded+keepalive]",
+        "ssemock-as_recorded+no_space]",
+        "ssemock-as_recorded+meta]",
+        "ssemock-as_recorded+mixed]",
+        "ssemock-as_recorded+pad]",
+        "test_ini[ssemock-bytewise]",
+        "test_ini[ssemock-mid_utf8]",
+    ):
         assert run in out
     assert "ssemock-as_recorded+raw_unicode] SKIPPED" in out
     assert "ssemock-as_recorded+blank_lines] SKIPPED" in out
@@ -255,12 +293,14 @@ def test_ini(ssemock):
 
 
 def test_a_single_run_is_not_parametrized_and_a_matrix_from_ssemock_config_fails_clearly(
-        pytester: pytest.Pytester) -> None:
+    pytester: pytest.Pytester,
+) -> None:
     c = ssemock.Cassette()
     c.add("GET", "https://example.test/s", [b"data: 1\n\n"])
     for name in ("test_marked", "test_fixture", "test_config_matrix"):
         c.save(pytester.path / "cassettes" / "test_one" / f"{name}.json")
-    pytester.makepyfile(test_one='''
+    pytester.makepyfile(
+        test_one="""
 import httpx, pytest
 
 @pytest.fixture
@@ -282,7 +322,8 @@ def test_fixture(ssemock):
 
 def test_config_matrix(ssemock):
     pass
-''')
+"""
+    )
     result = pytester.runpytest_subprocess("-p", "no:cassetter", "-v")
     result.assert_outcomes(passed=2, errors=1)
     out = result.stdout.str()
@@ -297,6 +338,7 @@ COUNTED: dict[str, int] = {}
 
 async def _counted(request: Any) -> Any:
     from starlette.responses import StreamingResponse
+
     COUNTED[request.url.path] = COUNTED.get(request.url.path, 0) + 1
     body = await request.body()
 
@@ -315,6 +357,7 @@ class Counting:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         from starlette.applications import Starlette
         from starlette.routing import Route
+
         COUNTED.clear()
         self._server = running(Starlette(routes=[Route("/v1/chat/completions", _counted, methods=["POST"])]))
         monkeypatch.setenv("SSEMOCK_TEST_SERVER", self._server.__enter__())
@@ -337,7 +380,7 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counting]:
     found.stop()
 
 
-MATRIX_TEST = '''
+MATRIX_TEST = """
 import os, openai, pytest
 URL = os.environ.get("SSEMOCK_TEST_SERVER", "http://127.0.0.1:9")
 
@@ -349,15 +392,18 @@ def test_chat(ssemock):
     text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
     ssemock.assert_text(text)
     assert ssemock.expected.text == "Hello"
-'''
+"""
 
 
 @pytest.mark.parametrize("mode", ["once", "all", "rewrite"])
-def test_a_matrix_records_once_and_asserts_on_the_recording_run(pytester: pytest.Pytester, counting: Any,
-                                                                mode: str) -> None:
+def test_a_matrix_records_once_and_asserts_on_the_recording_run(
+    pytester: pytest.Pytester, counting: Any, mode: str
+) -> None:
     pytester.makepyfile(test_m=MATRIX_TEST)
     runs = len(ssemock.chunking.ALL)
-    pytester.runpytest_subprocess("-p", "no:cassetter", f"--ssemock-record-mode={mode}").assert_outcomes(passed=runs)
+    pytester.runpytest_subprocess("-p", "no:cassetter", f"--ssemock-record-mode={mode}").assert_outcomes(
+        passed=runs
+    )
     assert counting.counts == {"/v1/chat/completions": 1}  # one request recorded, the variants replayed it
     counting.stop()
     pytester.runpytest_subprocess("-p", "no:cassetter").assert_outcomes(passed=runs)
@@ -372,7 +418,7 @@ def test_a_matrix_records_once_under_xdist(pytester: pytest.Pytester, counting: 
 
 
 def test_a_scrubbed_body_field_still_replays(pytester: pytest.Pytester, counting: Any) -> None:
-    pytester.makeconftest('''
+    pytester.makeconftest("""
 import pytest
 
 def scrub(request):
@@ -385,8 +431,9 @@ def scrub(request):
 @pytest.fixture
 def ssemock_config():
     return {"before_record_request": scrub}
-''')
-    pytester.makepyfile(test_scrub='''
+""")
+    pytester.makepyfile(
+        test_scrub="""
 import os, openai, pytest
 URL = os.environ.get("SSEMOCK_TEST_SERVER", "http://127.0.0.1:9")
 
@@ -395,8 +442,11 @@ def test_chat(ssemock):
     client = openai.OpenAI(base_url=URL + "/v1", api_key="sk-test-scrub-000", max_retries=0)
     stream = client.chat.completions.create(model="m", messages=[], user="alice@example.com", stream=True)
     ssemock.assert_text("".join(c.choices[0].delta.content or "" for c in stream if c.choices))
-''')
-    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=once").assert_outcomes(passed=1)
+"""
+    )
+    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=once").assert_outcomes(
+        passed=1
+    )
     saved = (pytester.path / "cassettes" / "test_scrub" / "test_chat.json").read_text()
     assert "alice@example.com" not in saved and "SCRUBBED" in saved
     counting.stop()
@@ -412,7 +462,8 @@ def test_class_positional_and_relative_names(pytester: pytest.Pytester) -> None:
     for rel in ("TestA.test_same.json", "TestB.test_same.json", "shared.json", "sub/deep.json"):
         save(rel)
     (pytester.path / "elsewhere").mkdir()
-    pytester.makepyfile(test_names='''
+    pytester.makepyfile(
+        test_names="""
 import httpx, pytest
 
 class TestA:
@@ -433,25 +484,31 @@ def test_positional():
 def test_relative(ssemock):
     assert ssemock.path.name == "deep.json" and ssemock.path.parent.name == "sub"
     assert httpx.get("https://example.test/sub/deep.json").status_code == 200
-''')
+"""
+    )
     pytester._monkeypatch.chdir(pytester.path / "elsewhere")  # a name never resolves in the working directory
     result = pytester.runpytest_inprocess(str(pytester.path / "test_names.py"), "-p", "no:cassetter")
     result.assert_outcomes(passed=4)
 
 
-@pytest.mark.parametrize("marker, expected", [
-    ('chunking="mid_lin"', "did you mean 'mid_line'?"),
-    ('transform="crfl"', "did you mean 'crlf'?"),
-    ('faults="disconect:after_event=1"', "disconect"),
-    ('match_on=["methd"]', "methd"),
-    ('record_mode="onse"', "did you mean 'once'?"),
-    ('chunkng="mid_line"', "did you mean 'chunking'?"),
-    ('timing="scaled:x"', "scaled"),
-    ('drain_on_close="soon"', "drain_on_close must be True, False or a number of seconds"),
-])
-def test_a_bad_option_is_one_usage_error_naming_the_test(pytester: pytest.Pytester, marker: str,
-                                                         expected: str) -> None:
-    pytester.makepyfile(test_bad=f'''
+@pytest.mark.parametrize(
+    "marker, expected",
+    [
+        ('chunking="mid_lin"', "did you mean 'mid_line'?"),
+        ('transform="crfl"', "did you mean 'crlf'?"),
+        ('faults="disconect:after_event=1"', "disconect"),
+        ('match_on=["methd"]', "methd"),
+        ('record_mode="onse"', "did you mean 'once'?"),
+        ('chunkng="mid_line"', "did you mean 'chunking'?"),
+        ('timing="scaled:x"', "scaled"),
+        ('drain_on_close="soon"', "drain_on_close must be True, False or a number of seconds"),
+    ],
+)
+def test_a_bad_option_is_one_usage_error_naming_the_test(
+    pytester: pytest.Pytester, marker: str, expected: str
+) -> None:
+    pytester.makepyfile(
+        test_bad=f"""
 import pytest
 
 @pytest.mark.ssemock({marker})
@@ -460,7 +517,8 @@ def test_broken():
 
 def test_fine():
     pass
-''')
+"""
+    )
     result = pytester.runpytest_inprocess("-p", "no:cassetter")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
@@ -468,16 +526,20 @@ def test_fine():
     assert "Traceback" not in err and "plugin.py" not in err
 
 
-@pytest.mark.parametrize("args, ini, expected", [
-    (["--ssemock-chunking=bytewize"], "", "--ssemock-chunking: "),
-    (["--ssemock-faults=stall:before_event=x,seconds=1"], "", "--ssemock-faults: "),
-    ([], "ssemock_timing = slow", "ini option ssemock_timing: "),
-    ([], "ssemock_check_unplayed = eror", "did you mean 'error'?"),
-    (["--ssemock-drain-on-close=soon"], "", "--ssemock-drain-on-close: drain_on_close must be"),
-    ([], "ssemock_drain_on_close = -1", "ini option ssemock_drain_on_close: "),
-])
-def test_a_bad_command_line_or_ini_option_is_one_usage_error(pytester: pytest.Pytester, args: list[str],
-                                                             ini: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    "args, ini, expected",
+    [
+        (["--ssemock-chunking=bytewize"], "", "--ssemock-chunking: "),
+        (["--ssemock-faults=stall:before_event=x,seconds=1"], "", "--ssemock-faults: "),
+        ([], "ssemock_timing = slow", "ini option ssemock_timing: "),
+        ([], "ssemock_check_unplayed = eror", "did you mean 'error'?"),
+        (["--ssemock-drain-on-close=soon"], "", "--ssemock-drain-on-close: drain_on_close must be"),
+        ([], "ssemock_drain_on_close = -1", "ini option ssemock_drain_on_close: "),
+    ],
+)
+def test_a_bad_command_line_or_ini_option_is_one_usage_error(
+    pytester: pytest.Pytester, args: list[str], ini: str, expected: str
+) -> None:
     pytester.makepyfile(test_any="def test_x():\n    pass\n")
     if ini:
         pytester.makeini(f"[pytest]\n{ini}\n")
@@ -489,19 +551,24 @@ def test_a_bad_command_line_or_ini_option_is_one_usage_error(pytester: pytest.Py
 def test_markers_list_every_keyword(pytester: pytest.Pytester) -> None:
     out = pytester.runpytest_inprocess("-p", "no:cassetter", "--markers").stdout.str()
     line = next(x for x in out.splitlines() if x.startswith("@pytest.mark.ssemock"))
-    signature = line[:line.index("):")]
+    signature = line[: line.index("):")]
     for keyword in ssemock.plugin.KEYWORDS:
-        assert len(re.findall(rf"\b{keyword}=", signature)) == 1, keyword  # each keyword once in the signature
+        assert len(re.findall(rf"\b{keyword}=", signature)) == 1, (
+            keyword
+        )  # each keyword once in the signature
 
 
 def test_every_option_from_ini_and_the_allowed_hosts_everywhere(pytester: pytest.Pytester) -> None:
     c = ssemock.Cassette()
     c.add("GET", "https://example.test/s", [b"data: 1\n\n", b"data: 2\n\n"])
     c.save(pytester.path / "cassettes" / "test_ini_all" / "test_options.json")
-    pytester.makeini("[pytest]\nssemock_timing = scaled:0.5\nssemock_faults = disconnect:after_event=1\n"
-                     "ssemock_match_on = method, uri\nssemock_allowed_hosts = 127.0.0.1\n"
-                     "ssemock_check_unplayed = error\nssemock_allow_playback_repeats = true\n")
-    pytester.makepyfile(test_ini_all='''
+    pytester.makeini(
+        "[pytest]\nssemock_timing = scaled:0.5\nssemock_faults = disconnect:after_event=1\n"
+        "ssemock_match_on = method, uri\nssemock_allowed_hosts = 127.0.0.1\n"
+        "ssemock_check_unplayed = error\nssemock_allow_playback_repeats = true\n"
+    )
+    pytester.makepyfile(
+        test_ini_all="""
 import httpx, pytest
 
 @pytest.mark.ssemock
@@ -517,15 +584,19 @@ def test_options(ssemock):
 def test_marker_wins(ssemock):
     assert ssemock.guard.allowed_hosts == []
     assert httpx.get("https://example.test/s").text == "data: 1\\n\\ndata: 2\\n\\n"
-''')
+"""
+    )
     pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=2)
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-allowed-hosts=none", "-k", "options")
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cassetter", "--ssemock-allowed-hosts=none", "-k", "options"
+    )
     result.assert_outcomes(failed=1)
     assert "allowed_hosts == ['127.0.0.1']" in result.stdout.str() or "[] ==" in result.stdout.str()
 
 
 def test_drain_on_close_from_the_ini_the_command_line_ssemock_config_and_the_marker(
-        pytester: pytest.Pytester) -> None:
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makeini("[pytest]\nssemock_drain_on_close = false\n")
     pytester.makeconftest("""
 import pytest
@@ -534,7 +605,8 @@ import pytest
 def ssemock_config(request):
     return {"drain_on_close": 5} if "configured" in request.node.name else {}
 """)
-    pytester.makepyfile(test_drain='''
+    pytester.makepyfile(
+        test_drain="""
 import os, pytest
 
 @pytest.mark.ssemock
@@ -549,32 +621,41 @@ def test_marker(ssemock):
 @pytest.mark.ssemock
 def test_configured(ssemock):
     assert ssemock.drain_on_close == 5
-''')
+"""
+    )
     pytester._monkeypatch.setenv("EXPECTED", "")
     pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=3)  # the ini's false
     pytester._monkeypatch.setenv("EXPECTED", "2.5")
-    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-drain-on-close=2.5",
-                                 "-k", "default or marker").assert_outcomes(passed=2)
+    pytester.runpytest_inprocess(
+        "-p", "no:cassetter", "--ssemock-drain-on-close=2.5", "-k", "default or marker"
+    ).assert_outcomes(passed=2)
 
 
 def test_disable_turns_the_plugin_off(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_off='''
+    pytester.makepyfile(
+        test_off="""
 import httpcore, pytest
 
 @pytest.mark.ssemock(chunking="all")
 def test_unpatched(ssemock):
     assert "handle_request" not in vars(httpcore.ConnectionPool) or \\
         vars(httpcore.ConnectionPool)["handle_request"].__module__.startswith("httpcore")
-''')
+"""
+    )
     pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-disable").assert_outcomes(passed=1)
 
 
 def test_an_unmatched_request_is_a_short_error_with_each_fix(pytester: pytest.Pytester) -> None:
     c = ssemock.Cassette()
-    c.add("POST", "https://api.example.test/v1/chat/completions", [b"data: x\n\n"],
-          request_json={"model": "big", "stream": True})
+    c.add(
+        "POST",
+        "https://api.example.test/v1/chat/completions",
+        [b"data: x\n\n"],
+        request_json={"model": "big", "stream": True},
+    )
     c.save(pytester.path / "cassettes" / "test_miss" / "test_other_model.json")
-    pytester.makepyfile(test_miss='''
+    pytester.makepyfile(
+        test_miss="""
 import httpx, pytest
 
 @pytest.mark.ssemock
@@ -584,31 +665,36 @@ def test_other_model():
 @pytest.mark.ssemock
 def test_no_cassette():
     httpx.get("https://api.example.test/v1/models")
-''')
+"""
+    )
     result = pytester.runpytest_inprocess("-p", "no:cassetter")
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
     assert "AllMockedAssertionError" not in out and "During handling" not in out
     assert "- body $.model: 'big'  (recorded)" in out and "+ body $.model: 'small'  (sent)" in out
     assert "match_on=['method', 'scheme', 'host', 'port', 'path', 'query']" in out
-    assert "record_mode=\"new_episodes\"" in out and "does not exist yet" in out
+    assert 'record_mode="new_episodes"' in out and "does not exist yet" in out
     assert len(out.splitlines()) < 130  # two failures with their tracebacks (was 135 lines for one)
 
 
 def test_the_plugin_loads_no_http_library_until_a_test_uses_it() -> None:
     import subprocess
     import sys
-    code = ("import sys, pytest, ssemock.plugin\n"
-            "heavy = [m for m in ('httpx', 'respx', 'orjson', 'httpcore', 'ssemock.replay', 'ssemock.cassette') "
-            "if m in sys.modules]\n"
-            "print(heavy)\n")
+
+    code = (
+        "import sys, pytest, ssemock.plugin\n"
+        "heavy = [m for m in ('httpx', 'respx', 'orjson', 'httpcore', 'ssemock.replay', 'ssemock.cassette') "
+        "if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
 
 def test_where_an_option_is_given_in_several_places_the_order_is_marker_cli_config_ini(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """As docs/guide/pytest.md says: the marker wins, then the command line, then ssemock_config,
     then the ini file."""
     c = ssemock.Cassette()
@@ -623,7 +709,8 @@ import pytest
 def ssemock_config():
     return {"timing": "scaled:0.5"}
 """)
-    pytester.makepyfile(test_order='''
+    pytester.makepyfile(
+        test_order="""
 import os, pytest
 
 @pytest.mark.ssemock
@@ -633,7 +720,8 @@ def test_config(ssemock):
 @pytest.mark.ssemock(timing="scaled:4")
 def test_marker(ssemock):
     assert ssemock.timing.factor == 4.0
-''')
+"""
+    )
     monkeypatch.setenv("EXPECTED", "0.5")  # ssemock_config over the ini
     pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=2)
     monkeypatch.setenv("EXPECTED", "2.0")  # the command line over ssemock_config
@@ -646,7 +734,8 @@ def test_a_relative_cassette_name_with_dots_resolves_lexically(pytester: pytest.
     shared = ssemock.Cassette()
     shared.add("GET", "http://api.test/x", [b"data: hi\n\n"])
     shared.save(pytester.path / "cassettes" / "test_streams" / "x.json")
-    pytester.makepyfile(test_other='''
+    pytester.makepyfile(
+        test_other="""
 import httpx, pytest
 
 @pytest.mark.ssemock("../test_streams/x.json")
@@ -656,14 +745,15 @@ def test_sibling():
 @pytest.mark.ssemock("../nowhere/y")
 def test_missing():
     httpx.get("http://api.test/x")
-''')
+"""
+    )
     assert not (pytester.path / "cassettes" / "test_other").exists()
     result = pytester.runpytest_inprocess("-p", "no:cassetter")
     result.assert_outcomes(passed=1, failed=1)
     assert str(pytester.path / "cassettes" / "nowhere" / "y.json") in result.stdout.str()
 
 
-FAILING = '''
+FAILING = """
 import httpx, pytest, ssemock
 
 def cassette():
@@ -688,7 +778,7 @@ def test_check():
                 text = "".join(naive(chunk) for chunk in r.iter_raw())
             player.assert_text(text)
         player.check(run)
-'''
+"""
 
 
 def test_a_failing_assertion_shows_the_users_lines_and_no_ssemock_frame(pytester: pytest.Pytester) -> None:
@@ -700,11 +790,15 @@ def test_a_failing_assertion_shows_the_users_lines_and_no_ssemock_frame(pytester
     assert package not in out and "def assert_text" not in out  # no ssemock frame, no ssemock source
     assert re.search(r'^>\s+player.assert_text\("Hallo"\)$', out, re.M)  # the user's line
     assert "text of choice 0 differs under chunking bytewise" in out  # ssemock's message
-    failure = out[out.index("_ test_text _"):out.index("short test summary")]
+    failure = out[out.index("_ test_text _") : out.index("short test summary")]
     assert len(failure.splitlines()) <= 30, failure
-    checked = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly", "-k", "test_check").stdout.str()
+    checked = pytester.runpytest_subprocess(
+        "-p", "no:cassetter", "-p", "no:randomly", "-k", "test_check"
+    ).stdout.str()
     assert package not in checked and "def check" not in checked
     assert "player.check(run)" in checked and 'reproduce with chunking="at:' in checked
     # --full-trace still shows everything
-    full = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly", "-k", "test_text", "--full-trace")
+    full = pytester.runpytest_subprocess(
+        "-p", "no:cassetter", "-p", "no:randomly", "-k", "test_text", "--full-trace"
+    )
     assert package in full.stdout.str()

@@ -34,8 +34,13 @@ async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     while (await receive()).get("more_body"):
         pass
     endpoint = _SERVED[(scope["method"], scope["path"])]
-    await send({"type": "http.response.start", "status": endpoint.status,
-                "headers": [(k.encode(), v.encode()) for k, v in endpoint.headers]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": endpoint.status,
+            "headers": [(k.encode(), v.encode()) for k, v in endpoint.headers],
+        }
+    )
     for chunk in endpoint.chunks:
         await send({"type": "http.response.body", "body": chunk, "more_body": True})
     await send({"type": "http.response.body", "body": b""})
@@ -58,19 +63,30 @@ def _record(server: str, endpoint: Endpoint, target: Path, path: str | None = No
     url = f"{server}{path}" + (f"?{endpoint.query}" if endpoint.query else "")
     with ssemock.use_cassette(target, record_mode="once"):
         with httpx.Client() as client:
-            with client.stream(endpoint.method, url, headers=endpoint.request_headers,
-                               content=endpoint.request_body) as response:
+            with client.stream(
+                endpoint.method, url, headers=endpoint.request_headers, content=endpoint.request_body
+            ) as response:
                 return response.read()
 
 
 def test_the_corpus_covers_every_provider_the_issue_names() -> None:
     assert {e.provider for e in PROVIDERS.values()} >= {
-        "openai", "anthropic", "gemini", "bedrock", "cohere", "mistral", "groq", "ollama", "mcp"}
+        "openai",
+        "anthropic",
+        "gemini",
+        "bedrock",
+        "cohere",
+        "mistral",
+        "groq",
+        "ollama",
+        "mcp",
+    }
 
 
 @pytest.mark.parametrize("name", sorted(PROVIDERS))
-def test_real_provider_traffic_is_recorded_saved_and_valid(name: str, server: str, tmp_path: Path,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_real_provider_traffic_is_recorded_saved_and_valid(
+    name: str, server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     endpoint = PROVIDERS[name]
     target = tmp_path / f"{name}.json"
     body = _record(server, endpoint, target)  # refused -> CassetteError here
@@ -79,7 +95,7 @@ def test_real_provider_traffic_is_recorded_saved_and_valid(name: str, server: st
     [x] = cassette.interactions
     assert x.response.body == body and x.response.status == endpoint.status
     stored = dict(x.response.headers)
-    assert stored.get("anthropic-ratelimit-input-tokens-reset", "2026") .startswith("2026")  # kept as it is
+    assert stored.get("anthropic-ratelimit-input-tokens-reset", "2026").startswith("2026")  # kept as it is
     assert scan_cassette(cassette) == [] and find_secrets(cassette) == []
     capsys.readouterr()
     assert main(["validate", str(target)]) == 0, capsys.readouterr().out
@@ -92,18 +108,29 @@ def test_every_shape_the_scanner_knows_has_a_credential_in_the_corpus() -> None:
 
 _HIDING_PLACES = {
     "response header": lambda e, key: e.headers.append(("x-debug-echo", key.replace("\n", " "))),  # one line
-    "response body": lambda e, key: e.chunks.insert(1, b"data: " + json.dumps({"note": key}).encode() + b"\n\n"),
+    "response body": lambda e, key: e.chunks.insert(
+        1, b"data: " + json.dumps({"note": key}).encode() + b"\n\n"
+    ),
 }
 
 
 @pytest.mark.parametrize("where", sorted(_HIDING_PLACES))
 @pytest.mark.parametrize("what", sorted(CREDENTIALS))
-def test_every_credential_shape_in_real_traffic_is_still_refused(what: str, where: str, server: str,
-                                                                 tmp_path: Path) -> None:
+def test_every_credential_shape_in_real_traffic_is_still_refused(
+    what: str, where: str, server: str, tmp_path: Path
+) -> None:
     key = CREDENTIALS[what]
     base = PROVIDERS["anthropic"]
-    endpoint = Endpoint(base.provider, base.method, base.path, dict(base.request_headers), base.request_body,
-                        base.status, list(base.headers), list(base.chunks))
+    endpoint = Endpoint(
+        base.provider,
+        base.method,
+        base.path,
+        dict(base.request_headers),
+        base.request_body,
+        base.status,
+        list(base.headers),
+        list(base.chunks),
+    )
     _HIDING_PLACES[where](endpoint, key)
     target = tmp_path / "c.json"
     with pytest.raises(CassetteError) as info:
@@ -122,8 +149,16 @@ def test_a_refusal_names_the_header_the_rule_and_the_shape(server: str, tmp_path
     """A value that looks generated under a credential-like name is refused with its shape shown,
     so a user can see what was taken for a key (here it is one)."""
     base = PROVIDERS["openai_chat"]
-    endpoint = Endpoint(base.provider, base.method, base.path, dict(base.request_headers), base.request_body,
-                        base.status, [*base.headers, ("x-echo-auth-token", "9f8e7d6c5b4a39281706f5e4")], list(base.chunks))
+    endpoint = Endpoint(
+        base.provider,
+        base.method,
+        base.path,
+        dict(base.request_headers),
+        base.request_body,
+        base.status,
+        [*base.headers, ("x-echo-auth-token", "9f8e7d6c5b4a39281706f5e4")],
+        list(base.chunks),
+    )
     with pytest.raises(CassetteError) as info:
         _record(server, endpoint, tmp_path / "c.json", path="/v1/named")
     message = str(info.value)

@@ -26,10 +26,12 @@ CLIENTS = ["httpx", "httpx2"]
 
 def _stream_raw(lib: Any, url: str, is_async: bool) -> list[bytes]:
     if is_async:
+
         async def run() -> list[bytes]:
             async with lib.AsyncClient() as client:
                 async with client.stream("GET", url) as r:
                     return [c async for c in r.aiter_raw()]
+
         return asyncio.run(run())
     with lib.Client() as client:
         with client.stream("GET", url) as r:
@@ -38,8 +40,9 @@ def _stream_raw(lib: Any, url: str, is_async: bool) -> list[bytes]:
 
 @pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
 @pytest.mark.parametrize("lib", [httpx, httpx2], ids=CLIENTS)
-def test_records_server_boundaries_and_gaps(tmp_path: Path, server: str, scripts: Any, lib: Any,
-                                            is_async: bool) -> None:
+def test_records_server_boundaries_and_gaps(
+    tmp_path: Path, server: str, scripts: Any, lib: Any, is_async: bool
+) -> None:
     path = tmp_path / "c.json"
     with ssemock.use_cassette(path, record_mode="once"):
         live = _stream_raw(lib, f"{server}/events", is_async)
@@ -110,7 +113,9 @@ def test_failure_mid_stream_is_recorded_and_replayed(tmp_path: Path, server: str
         assert b"".join(replayed) == x.response.body
 
 
-def test_abandoned_stream_is_recorded_as_incomplete_without_drain_on_close(tmp_path: Path, server: str) -> None:
+def test_abandoned_stream_is_recorded_as_incomplete_without_drain_on_close(
+    tmp_path: Path, server: str
+) -> None:
     path = tmp_path / "abandon.json"
     with ssemock.use_cassette(path, record_mode="once", drain_on_close=False):
         with httpx.Client() as client:
@@ -124,7 +129,8 @@ def test_abandoned_stream_is_recorded_as_incomplete_without_drain_on_close(tmp_p
 @pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
 @pytest.mark.parametrize("lib", [httpx, httpx2], ids=CLIENTS)
 def test_a_finished_recording_is_freed_without_waiting_for_the_garbage_collector(
-        tmp_path: Path, server: str, lib: Any, is_async: bool) -> None:
+    tmp_path: Path, server: str, lib: Any, is_async: bool
+) -> None:
     """Dropping the Player frees what it recorded at once, even while the client keeps its
     Response (whose httpx objects form a cycle of their own): nothing of ours is in a cycle."""
     import gc
@@ -143,7 +149,10 @@ def test_a_finished_recording_is_freed_without_waiting_for_the_garbage_collector
             if is_async:
                 response = asyncio.run(run())
             else:
-                with lib.Client() as client, client.stream("POST", f"{server}/v1/chat/completions") as response:
+                with (
+                    lib.Client() as client,
+                    client.stream("POST", f"{server}/v1/chat/completions") as response,
+                ):
                     assert list(response.iter_raw())
         assert ssemock.Cassette.load(tmp_path / "freed.json").interactions[0].response.complete
         recorder, gone = weakref.ref(player.recorders[0]), weakref.ref(player)
@@ -155,8 +164,9 @@ def test_a_finished_recording_is_freed_without_waiting_for_the_garbage_collector
 
 
 def _openai_run(client: Any) -> tuple[str, str]:
-    stream = client.chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "hi"}],
-                                            stream=True)
+    stream = client.chat.completions.create(
+        model="gpt-test", messages=[{"role": "user", "content": "hi"}], stream=True
+    )
     text, args = "", ""
     for chunk in stream:
         if not chunk.choices:
@@ -169,8 +179,9 @@ def _openai_run(client: Any) -> tuple[str, str]:
 
 
 async def _openai_arun(client: Any) -> tuple[str, str]:
-    stream = await client.chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "hi"}],
-                                                  stream=True)
+    stream = await client.chat.completions.create(
+        model="gpt-test", messages=[{"role": "user", "content": "hi"}], stream=True
+    )
     text, args = "", ""
     async for chunk in stream:
         delta = chunk.choices[0].delta
@@ -181,8 +192,9 @@ async def _openai_arun(client: Any) -> tuple[str, str]:
 
 
 def _anthropic_run(client: Any) -> tuple[str, str]:
-    with client.messages.stream(model="claude-test", max_tokens=64,
-                                messages=[{"role": "user", "content": "hi"}]) as stream:
+    with client.messages.stream(
+        model="claude-test", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
         message = stream.get_final_message()
     text = "".join(b.text for b in message.content if b.type == "text")
     tool = next(b for b in message.content if b.type == "tool_use")
@@ -190,8 +202,9 @@ def _anthropic_run(client: Any) -> tuple[str, str]:
 
 
 async def _anthropic_arun(client: Any) -> tuple[str, str]:
-    async with client.messages.stream(model="claude-test", max_tokens=64,
-                                      messages=[{"role": "user", "content": "hi"}]) as stream:
+    async with client.messages.stream(
+        model="claude-test", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
         message = await stream.get_final_message()
     text = "".join(b.text for b in message.content if b.type == "text")
     tool = next(b for b in message.content if b.type == "tool_use")
@@ -199,12 +212,18 @@ async def _anthropic_arun(client: Any) -> tuple[str, str]:
 
 
 SDKS = {
-    "openai-sync": lambda url: _openai_run(openai.OpenAI(base_url=f"{url}/v1", api_key="sk-test-openai-key-123456")),
-    "openai-async": lambda url: asyncio.run(_openai_arun(
-        openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="sk-test-openai-key-123456"))),
-    "anthropic-sync": lambda url: _anthropic_run(anthropic.Anthropic(base_url=url, api_key="sk-ant-test-key-123456")),
-    "anthropic-async": lambda url: asyncio.run(_anthropic_arun(
-        anthropic.AsyncAnthropic(base_url=url, api_key="sk-ant-test-key-123456"))),
+    "openai-sync": lambda url: _openai_run(
+        openai.OpenAI(base_url=f"{url}/v1", api_key="sk-test-openai-key-123456")
+    ),
+    "openai-async": lambda url: asyncio.run(
+        _openai_arun(openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="sk-test-openai-key-123456"))
+    ),
+    "anthropic-sync": lambda url: _anthropic_run(
+        anthropic.Anthropic(base_url=url, api_key="sk-ant-test-key-123456")
+    ),
+    "anthropic-async": lambda url: asyncio.run(
+        _anthropic_arun(anthropic.AsyncAnthropic(base_url=url, api_key="sk-ant-test-key-123456"))
+    ),
 }
 
 
@@ -213,7 +232,9 @@ def test_sdk_record_then_replay_every_chunking(tmp_path: Path, server: str, scri
     path = tmp_path / f"{sdk}.json"
     with ssemock.use_cassette(path, record_mode="once"):
         live = SDKS[sdk](server)
-    expected_args = TOOL_ARGS if sdk.startswith("openai") else json.dumps(json.loads(TOOL_ARGS), ensure_ascii=False)
+    expected_args = (
+        TOOL_ARGS if sdk.startswith("openai") else json.dumps(json.loads(TOOL_ARGS), ensure_ascii=False)
+    )
     assert live == (TEXT, expected_args)
     raw = path.read_text()
     assert "sk-test-openai-key" not in raw and "sk-ant-test-key" not in raw  # redacted
@@ -231,9 +252,16 @@ def test_sdk_record_then_replay_every_chunking(tmp_path: Path, server: str, scri
 def test_secrets_in_headers_and_query_never_reach_the_file(tmp_path: Path, server: str) -> None:
     path = tmp_path / "secret.json"
     key = "sk-test-0123456789abcdefSECRET"
-    headers = {"authorization": f"Bearer {key}", "x-api-key": key, "api-key": key, "cookie": f"s={key}",
-               "x-goog-api-key": "AIzaTESTTESTTESTTESTTESTTESTTEST", "openai-organization": "org-secret",
-               "openai-project": "proj-secret", "proxy-authorization": f"Basic {key}"}
+    headers = {
+        "authorization": f"Bearer {key}",
+        "x-api-key": key,
+        "api-key": key,
+        "cookie": f"s={key}",
+        "x-goog-api-key": "AIzaTESTTESTTESTTESTTESTTESTTEST",
+        "openai-organization": "org-secret",
+        "openai-project": "proj-secret",
+        "proxy-authorization": f"Basic {key}",
+    }
     url = f"{server}/cookie?api_key={key}&key={key}&access_token={key}&keep=1"
     with ssemock.use_cassette(path, record_mode="once"):
         with httpx.Client() as client:
@@ -279,7 +307,9 @@ def test_record_hooks_change_or_drop_what_is_recorded(tmp_path: Path, server: st
         response.headers.append(("x-recorded-by", "test"))
         return response
 
-    with ssemock.use_cassette(path, record_mode="once", before_record_request=scrub, before_record_response=tag):
+    with ssemock.use_cassette(
+        path, record_mode="once", before_record_request=scrub, before_record_response=tag
+    ):
         with httpx.Client() as client:
             client.get(f"{server}/events")
             client.get(f"{server}/gzip")
@@ -322,12 +352,20 @@ def test_the_new_default_rules_redact_and_the_recording_still_replays(tmp_path: 
     replaced; matching uses the redacted form, so the same request (real values) replays."""
     path = tmp_path / "rules.json"
     key = "sk-test-0123456789abcdefRULES"
-    headers = {"x-amz-security-token": "FwoGZXIvYXdzEJr//////////wEaDTESTFAKE", "ocp-apim-subscription-key": "abc123",
-               "x-auth-token": "short", "private-token": "glpat-TESTFAKE", "anthropic-api-key": key,
-               "x-session-affinity": "node-7", "x-keep": "visible"}
-    query = ("sig=0a1b2c&signature=3d4e&X-Amz-Signature=5f6a&X-Amz-Credential=AKIATESTFAKE%2F20240101"
-             "&X-Amz-Security-Token=tok&auth=a1&client_secret=cs1&code=oauthcode&refresh_token=rt1&token=t1"
-             "&password=p1&keep=1")
+    headers = {
+        "x-amz-security-token": "FwoGZXIvYXdzEJr//////////wEaDTESTFAKE",
+        "ocp-apim-subscription-key": "abc123",
+        "x-auth-token": "short",
+        "private-token": "glpat-TESTFAKE",
+        "anthropic-api-key": key,
+        "x-session-affinity": "node-7",
+        "x-keep": "visible",
+    }
+    query = (
+        "sig=0a1b2c&signature=3d4e&X-Amz-Signature=5f6a&X-Amz-Credential=AKIATESTFAKE%2F20240101"
+        "&X-Amz-Security-Token=tok&auth=a1&client_secret=cs1&code=oauthcode&refresh_token=rt1&token=t1"
+        "&password=p1&keep=1"
+    )
     url = f"{server}/events?{query}"  # (/echo would echo the key into the body: refused)
     with ssemock.use_cassette(path, record_mode="once"):
         with httpx.Client() as client:
@@ -358,21 +396,37 @@ def test_a_cassette_recorded_under_older_rules_still_replays(tmp_path: Path) -> 
 
 
 def test_response_credential_headers_are_redacted() -> None:
-    response = ssemock.Response(200, [("openai-organization", "org-x"), ("anthropic-organization-id", "o1"),
-                                      ("set-cookie", "a=1"), ("x-amz-security-token", "t"),
-                                      ("x-ratelimit-remaining-tokens", "149984")], b"", [], [])
+    response = ssemock.Response(
+        200,
+        [
+            ("openai-organization", "org-x"),
+            ("anthropic-organization-id", "o1"),
+            ("set-cookie", "a=1"),
+            ("x-amz-security-token", "t"),
+            ("x-ratelimit-remaining-tokens", "149984"),
+        ],
+        b"",
+        [],
+        [],
+    )
     headers = dict(ssemock.redact.redact_response(response).headers)
-    assert headers == {"openai-organization": "REDACTED", "anthropic-organization-id": "REDACTED",
-                       "set-cookie": "REDACTED", "x-amz-security-token": "REDACTED",
-                       "x-ratelimit-remaining-tokens": "149984"}
+    assert headers == {
+        "openai-organization": "REDACTED",
+        "anthropic-organization-id": "REDACTED",
+        "set-cookie": "REDACTED",
+        "x-amz-security-token": "REDACTED",
+        "x-ratelimit-remaining-tokens": "149984",
+    }
 
 
 # -- a client that closes the stream before its end (drain_on_close) ---------------------------
+
 
 def _two_sync(lib: Any) -> Any:
     def read(url: str) -> list[str]:
         with lib.Client() as client, client.stream("GET", url) as r:
             return _first_two(r.iter_lines())
+
     return read
 
 
@@ -386,7 +440,9 @@ def _two_async(lib: Any) -> Any:
                     if len(got) == 2:
                         return got
             return got
+
         return asyncio.run(run())
+
     return read
 
 
@@ -398,6 +454,7 @@ def _two_aiohttp(url: str) -> list[str]:
                 line = (await resp.content.readline()).decode().strip()
                 got += [line] if line.startswith("data:") else []
             return got  # leaving `async with` releases the response before its end
+
     return asyncio.run(run())
 
 
@@ -416,9 +473,14 @@ def _first_two(lines: Any) -> list[str]:
 
 
 #: each stack's client reading two events and closing the response
-READ_TWO = {"httpx-sync": _two_sync(httpx), "httpx-async": _two_async(httpx),
-            "httpx2-sync": _two_sync(httpx2), "httpx2-async": _two_async(httpx2),
-            "aiohttp": _two_aiohttp, "requests": _two_requests}
+READ_TWO = {
+    "httpx-sync": _two_sync(httpx),
+    "httpx-async": _two_async(httpx),
+    "httpx2-sync": _two_sync(httpx2),
+    "httpx2-async": _two_async(httpx2),
+    "aiohttp": _two_aiohttp,
+    "requests": _two_requests,
+}
 
 
 def _data(body: bytes) -> list[str]:
@@ -426,7 +488,9 @@ def _data(body: bytes) -> list[str]:
 
 
 @pytest.mark.parametrize("stack", list(READ_TWO))
-def test_a_stream_closed_early_is_drained_to_its_end(tmp_path: Path, server: str, scripts: Any, stack: str) -> None:
+def test_a_stream_closed_early_is_drained_to_its_end(
+    tmp_path: Path, server: str, scripts: Any, stack: str
+) -> None:
     path = tmp_path / "drained.json"
     with ssemock.use_cassette(path, record_mode="once"):  # drain_on_close is on by default
         got = READ_TWO[stack](f"{server}/ten")
@@ -443,8 +507,9 @@ def test_a_stream_closed_early_is_drained_to_its_end(tmp_path: Path, server: str
 
 
 @pytest.mark.parametrize("stack", list(READ_TWO))
-def test_a_stream_closed_early_is_incomplete_without_drain_on_close(tmp_path: Path, server: str,
-                                                                     stack: str) -> None:
+def test_a_stream_closed_early_is_incomplete_without_drain_on_close(
+    tmp_path: Path, server: str, stack: str
+) -> None:
     path = tmp_path / "cut.json"
     with ssemock.use_cassette(path, record_mode="once", drain_on_close=False):
         got = READ_TWO[stack](f"{server}/ten")
@@ -497,6 +562,7 @@ def _cancelled_while_reading(url: str, stack: str) -> None:
     async def run() -> None:
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(read(), 0.2)
+
     asyncio.run(run())
 
 
@@ -527,6 +593,7 @@ def test_an_interrupt_or_a_cancelled_task_never_drains(tmp_path: Path, server: s
 
 def test_a_generator_closed_while_it_holds_the_stream_drains_it(tmp_path: Path, server: str) -> None:
     """What a streaming wrapper does when its caller stops iterating (GeneratorExit is no interrupt)."""
+
     def lines() -> Any:
         with httpx.Client() as client, client.stream("GET", f"{server}/ten") as r:
             yield from r.iter_lines()
@@ -540,7 +607,9 @@ def test_a_generator_closed_while_it_holds_the_stream_drains_it(tmp_path: Path, 
     assert x.response.complete and len(_data(x.response.body)) == 10
 
 
-def test_a_stream_closed_after_its_terminator_is_complete_without_waiting(tmp_path: Path, server: str) -> None:
+def test_a_stream_closed_after_its_terminator_is_complete_without_waiting(
+    tmp_path: Path, server: str
+) -> None:
     """The openai SDK closes right after [DONE]: complete as it is, nothing to drain."""
     path = tmp_path / "done.json"
     with ssemock.use_cassette(path, record_mode="once", drain_on_close=0.001) as player:
@@ -553,23 +622,28 @@ def test_a_stream_closed_after_its_terminator_is_complete_without_waiting(tmp_pa
     assert player.drain_on_close == 0.001
 
 
-def test_sdk_streams_closed_after_the_first_event_record_the_whole_stream(tmp_path: Path, server: str) -> None:
+def test_sdk_streams_closed_after_the_first_event_record_the_whole_stream(
+    tmp_path: Path, server: str
+) -> None:
     path = tmp_path / "sdks.json"
     with ssemock.use_cassette(path, record_mode="once"):
         client = anthropic.Anthropic(base_url=server, api_key="sk-ant-test-key-123456")
-        with client.messages.stream(model="claude-test", max_tokens=64,
-                                    messages=[{"role": "user", "content": "Hi"}]) as stream:
+        with client.messages.stream(
+            model="claude-test", max_tokens=64, messages=[{"role": "user", "content": "Hi"}]
+        ) as stream:
             first = next(iter(stream))
         assert first.type == "message_start"
 
         async def openai_first() -> str:
             oa = openai.AsyncOpenAI(base_url=f"{server}/v1", api_key="sk-test-openai-key-123456")
-            chunks = await oa.chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "Hi"}],
-                                                      stream=True)
+            chunks = await oa.chat.completions.create(
+                model="gpt-test", messages=[{"role": "user", "content": "Hi"}], stream=True
+            )
             async for chunk in chunks:
                 await chunks.close()
                 return chunk.choices[0].delta.role or ""
             return ""
+
         assert asyncio.run(openai_first()) == "assistant"
     messages, chat = ssemock.Cassette.load(path).interactions
     for x, protocol in ((messages, "anthropic.messages"), (chat, "openai.chat")):
@@ -580,7 +654,9 @@ def test_sdk_streams_closed_after_the_first_event_record_the_whole_stream(tmp_pa
 
 @pytest.mark.parametrize("value", ["soon", -1, float("nan"), None])
 def test_a_bad_drain_on_close_is_one_error_naming_it(tmp_path: Path, value: Any) -> None:
-    with pytest.raises(ValueError, match=r"drain_on_close must be True, False or a number of seconds >= 0, got"):
+    with pytest.raises(
+        ValueError, match=r"drain_on_close must be True, False or a number of seconds >= 0, got"
+    ):
         ssemock.use_cassette(tmp_path / "c.json", record_mode="once", drain_on_close=value)
 
 

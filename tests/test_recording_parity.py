@@ -7,7 +7,7 @@ import pytest
 
 import ssemock
 
-INNER = '''
+INNER = """
 import os
 import httpx, openai, pytest
 from ssemock import sse
@@ -39,21 +39,26 @@ def test_matrix(ssemock):
     with httpx.stream("GET", SERVER + "/events") as response:
         events = sse.decode(list(response.iter_bytes()))
     ssemock.assert_events(events)
-'''
+"""
 
 
 def _outcomes(pytester: pytest.Pytester, *args: str) -> dict[str, list[str]]:
     """Each outcome's test ids (sorted), with ssemock's warnings as errors."""
-    reprec = pytester.inline_run("-p", "no:cassetter", "-p", "no:randomly", "-W", "error::ssemock.SsemockWarning",
-                                 *args)
+    reprec = pytester.inline_run(
+        "-p", "no:cassetter", "-p", "no:randomly", "-W", "error::ssemock.SsemockWarning", *args
+    )
     passed, skipped, failed = reprec.listoutcomes()
-    return {"passed": sorted(r.nodeid for r in passed), "skipped": sorted(r.nodeid for r in skipped),
-            "failed": sorted(r.nodeid for r in failed)}
+    return {
+        "passed": sorted(r.nodeid for r in passed),
+        "skipped": sorted(r.nodeid for r in skipped),
+        "failed": sorted(r.nodeid for r in failed),
+    }
 
 
 @pytest.mark.parametrize("mode", ["once", "rewrite"])
-def test_recording_and_replay_runs_give_the_same_ids_and_outcomes(pytester: pytest.Pytester, server: str,
-                                                                  monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+def test_recording_and_replay_runs_give_the_same_ids_and_outcomes(
+    pytester: pytest.Pytester, server: str, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
     monkeypatch.setenv("SSEMOCK_TEST_SERVER", server)
     pytester.makepyfile(test_inner=INNER)
     if mode != "once":  # re-recording over a replayable suite
@@ -76,10 +81,15 @@ def test_recording_and_replay_runs_give_the_same_ids_and_outcomes(pytester: pyte
 def test_an_http_error_fault_test_ends_without_an_unplayed_warning(pytester: pytest.Pytester) -> None:
     """The interaction a 429 was served for (left to be matched again, as retries need) is played."""
     cassette = ssemock.Cassette()
-    cassette.add("POST", "https://api.openai.com/v1/chat/completions", [b"data: [DONE]\n\n"],
-                 headers={"content-type": "text/event-stream"})
+    cassette.add(
+        "POST",
+        "https://api.openai.com/v1/chat/completions",
+        [b"data: [DONE]\n\n"],
+        headers={"content-type": "text/event-stream"},
+    )
     cassette.save(pytester.path / "cassettes" / "test_limit" / "test_429.json")
-    pytester.makepyfile(test_limit='''
+    pytester.makepyfile(
+        test_limit="""
 import openai, pytest
 
 @pytest.mark.ssemock(faults="http_error:status=429", match_on=["method", "path"])
@@ -87,26 +97,33 @@ def test_429(ssemock):
     with pytest.raises(openai.RateLimitError):
         openai.OpenAI(api_key="sk-test-0000", max_retries=0).chat.completions.create(
             model="m", messages=[], stream=True)
-''')
-    result = pytester.runpytest("-p", "no:cassetter", "-p", "no:randomly", "-W", "error::ssemock.SsemockWarning")
+"""
+    )
+    result = pytester.runpytest(
+        "-p", "no:cassetter", "-p", "no:randomly", "-W", "error::ssemock.SsemockWarning"
+    )
     result.assert_outcomes(passed=1)
 
 
 def test_the_replay_player_counts_a_faulted_interaction_as_played() -> None:
     cassette = ssemock.Cassette()
-    cassette.add("GET", "https://example.test/a", [b"data: x\n\n"], headers={"content-type": "text/event-stream"})
-    cassette.add("GET", "https://example.test/b", [b"data: y\n\n"], headers={"content-type": "text/event-stream"})
+    cassette.add(
+        "GET", "https://example.test/a", [b"data: x\n\n"], headers={"content-type": "text/event-stream"}
+    )
+    cassette.add(
+        "GET", "https://example.test/b", [b"data: y\n\n"], headers={"content-type": "text/event-stream"}
+    )
     import httpx
+
     with ssemock.replay(cassette, faults="http_error:status=503") as player:
         assert httpx.get("https://example.test/a").status_code == 503
     assert player.play_counts == [0, 0]  # left to be matched again
     assert player.unplayed() == [1]
 
 
-
-
 def test_a_fault_a_recording_run_cannot_serve_is_an_error_at_collection(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_aimed='''
+    pytester.makepyfile(
+        test_aimed="""
 import pytest, ssemock
 
 class NeedsTheCassette(ssemock.faults.Fault):
@@ -118,29 +135,41 @@ class NeedsTheCassette(ssemock.faults.Fault):
 @pytest.mark.ssemock(faults=[NeedsTheCassette()])
 def test_x(ssemock):
     pass
-''')
+"""
+    )
     result = pytester.runpytest("-p", "no:cassetter", "--ssemock-record-mode=once")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*test_aimed.py::test_x: faults: with record_mode='once' a recording run cannot "
-                                 "serve them as their replay will: needs_the_cassette: it is aimed at a recorded "
-                                 "interaction by its index*"])
+    result.stderr.fnmatch_lines(
+        [
+            "*test_aimed.py::test_x: faults: with record_mode='once' a recording run cannot "
+            "serve them as their replay will: needs_the_cassette: it is aimed at a recorded "
+            "interaction by its index*"
+        ]
+    )
     assert pytester.runpytest("-p", "no:cassetter").ret != pytest.ExitCode.USAGE_ERROR  # replay: collected
 
 
-def test_a_recorded_stream_left_unread_is_named_as_the_recorded_response(pytester: pytest.Pytester, server: str,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_recorded_stream_left_unread_is_named_as_the_recorded_response(
+    pytester: pytest.Pytester, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On a recording run under a chunking the client reads the recording's replay: leaving it
     unread is reported as on replay, naming the response recorded (it has no index yet)."""
     monkeypatch.setenv("SSEMOCK_TEST_SERVER", server)
-    pytester.makepyfile(test_unread='''
+    pytester.makepyfile(
+        test_unread="""
 import os, httpx, pytest
 
 @pytest.mark.ssemock(chunking="bytewise")
 def test_first_byte_only(ssemock):
     with httpx.stream("POST", os.environ["SSEMOCK_TEST_SERVER"] + "/ten", content=b"{}") as response:
         assert next(response.iter_raw()) == b"d"
-''')
+"""
+    )
     result = pytester.runpytest("-p", "no:cassetter", "-p", "no:randomly", "--ssemock-record-mode=once")
     result.assert_outcomes(passed=1, warnings=1)
-    result.stdout.fnmatch_lines(["*ssemock: the stream of the response recorded (POST http://127.0.0.1:*/ten) was "
-                                 "not read to the end under bytewise*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*ssemock: the stream of the response recorded (POST http://127.0.0.1:*/ten) was "
+            "not read to the end under bytewise*"
+        ]
+    )

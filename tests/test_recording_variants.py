@@ -32,6 +32,7 @@ def _httpx_like(lib: Any) -> Callable[[str], View]:
         except lib.HTTPError as exc:
             return chunks, type(exc).__name__
         return chunks, None
+
     return read
 
 
@@ -45,6 +46,7 @@ def _async_httpx2(url: str) -> View:
         except httpx2.HTTPError as exc:
             return chunks, type(exc).__name__
         return chunks, None
+
     return asyncio.run(run())
 
 
@@ -58,6 +60,7 @@ def _aiohttp(url: str) -> View:
         except aiohttp.ClientError as exc:
             return chunks, type(exc).__name__
         return chunks, None
+
     return asyncio.run(run())
 
 
@@ -73,10 +76,17 @@ def _requests(url: str) -> View:
 
 
 #: one reader per stack of the registry (httpx sync, httpx2 async: both cores of the httpcore stacks)
-READERS: dict[str, Callable[[str], View]] = {"httpx": _httpx_like(httpx), "httpx2": _async_httpx2,
-                                             "aiohttp": _aiohttp, "urllib3": _requests}
-VARIANTS = {"fault": {"faults": "disconnect:after_event=3"}, "chunking": {"chunking": "bytewise"},
-            "transform": {"transform": "crlf"}}
+READERS: dict[str, Callable[[str], View]] = {
+    "httpx": _httpx_like(httpx),
+    "httpx2": _async_httpx2,
+    "aiohttp": _aiohttp,
+    "urllib3": _requests,
+}
+VARIANTS = {
+    "fault": {"faults": "disconnect:after_event=3"},
+    "chunking": {"chunking": "bytewise"},
+    "transform": {"transform": "crlf"},
+}
 MODES = ["once", "new_episodes", "all", "rewrite"]
 
 
@@ -100,8 +110,9 @@ def _prepare(path: Path, mode: str, url: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("stack", STACKS)
-def test_the_recording_run_gives_the_client_the_replay_runs_view(tmp_path: Path, server: str, scripts: Any,
-                                                                  stack: str, variant: str, mode: str) -> None:
+def test_the_recording_run_gives_the_client_the_replay_runs_view(
+    tmp_path: Path, server: str, scripts: Any, stack: str, variant: str, mode: str
+) -> None:
     url, path, options = f"{server}/ten", tmp_path / "c.json", VARIANTS[variant]
     writes = scripts["/ten"].writes
     _prepare(path, mode, url)
@@ -129,8 +140,9 @@ FAULTS = [*ssemock.faults._EXAMPLES.values(), "sequence:http_error:status=503|as
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-def test_every_fault_of_the_registry_is_served_alike_on_recording_and_replay(tmp_path: Path, server: str,
-                                                                              fault: str) -> None:
+def test_every_fault_of_the_registry_is_served_alike_on_recording_and_replay(
+    tmp_path: Path, server: str, fault: str
+) -> None:
     assert set(ssemock.faults._EXAMPLES) == set(ssemock.faults._FACTORIES)  # one example per fault
     url, path = f"{server}/ten", tmp_path / "c.json"
     views = []
@@ -152,9 +164,12 @@ class _NeedsTheCassette(ssemock.faults.Fault):
 
 def test_a_fault_a_recording_run_cannot_serve_is_refused_naming_it(tmp_path: Path) -> None:
     from ssemock.replay import recording_refusals
+
     assert recording_refusals([ssemock.faults.get(f) for f in FAULTS]) == []  # every built-in one can
     with pytest.raises(ValueError, match="needs_the_cassette: it is aimed at a recorded interaction"):
         ssemock.use_cassette(tmp_path / "c.json", record_mode="once", faults=[_NeedsTheCassette()])
     ssemock.use_cassette(tmp_path / "c.json", faults=[_NeedsTheCassette()])  # replay only: fine
     ssemock.Cassette().save(tmp_path / "c.json")
-    ssemock.use_cassette(tmp_path / "c.json", record_mode="once", faults=[_NeedsTheCassette()])  # it exists: replays
+    ssemock.use_cassette(
+        tmp_path / "c.json", record_mode="once", faults=[_NeedsTheCassette()]
+    )  # it exists: replays

@@ -21,8 +21,7 @@ URL = "https://api.example.test/v1/chat/completions"
 
 def three(times: list[float] | None = None) -> ssemock.Cassette:
     c = ssemock.Cassette()
-    c.add("POST", URL, [b"data: 1\n\n", b"data: 2\n\n", b"data: 3\n\n"], times=times,
-          request_json={"n": 1})
+    c.add("POST", URL, [b"data: 1\n\n", b"data: 2\n\n", b"data: 3\n\n"], times=times, request_json={"n": 1})
     c.add("POST", URL, [b"data: second\n\n"], request_json={"n": 1})
     return c
 
@@ -87,7 +86,11 @@ def test_interaction_without_recorded_body_matches_any_body() -> None:
 
 def test_recorded_timing_is_reproduced_and_scaled(fake_clock: FakeClock) -> None:
     c = three(times=[0.0, 0.15, 0.3])
-    for timing, due in (("recorded", [0.0, 0.15, 0.3]), ("scaled:0.5", [0.0, 0.075, 0.15]), ("instant", [0.0] * 3)):
+    for timing, due in (
+        ("recorded", [0.0, 0.15, 0.3]),
+        ("scaled:0.5", [0.0, 0.075, 0.15]),
+        ("instant", [0.0] * 3),
+    ):
         arrivals = []
         start = fake_clock.at
         with ssemock.replay(c, timing=timing), httpx.Client() as client:
@@ -122,7 +125,8 @@ def test_unmatched_is_not_swallowed_by_sdk_retry_loops(monkeypatch: pytest.Monke
     with ssemock.replay(ssemock.Cassette()):
         with pytest.raises(ssemock.UnmatchedRequestError):
             anthropic.Anthropic(api_key="sk-ant-test-x", max_retries=3).messages.create(
-                model="m", max_tokens=1, messages=[{"role": "user", "content": "hi"}])
+                model="m", max_tokens=1, messages=[{"role": "user", "content": "hi"}]
+            )
         with pytest.raises(ssemock.UnmatchedRequestError):
             openai.OpenAI(api_key="sk-test-x", max_retries=3).chat.completions.create(model="m", messages=[])
     assert backoffs == []  # no retry back-off happened
@@ -155,7 +159,12 @@ BIG = b'data: {"choices": [{"delta": {"content": "h\xc3\xa9llo"}}]}\n\n' * 5_000
 
 def _big() -> ssemock.Cassette:
     c = ssemock.Cassette()
-    c.add("GET", URL, [BIG[i:i + 16384] for i in range(0, len(BIG), 16384)], times=[0.0] * -(-len(BIG) // 16384))
+    c.add(
+        "GET",
+        URL,
+        [BIG[i : i + 16384] for i in range(0, len(BIG), 16384)],
+        times=[0.0] * -(-len(BIG) // 16384),
+    )
     return c
 
 
@@ -194,8 +203,13 @@ def test_lazy_plans_equal_the_lists_they_stand_for() -> None:
     c.add("GET", URL, [body[:5], body[5:]], times=[0.0, 0.5])
     for name in ("bytewise", "fixed:4"):
         strategy = ssemock.chunking.get(name)
-        plan = plan_response(c.interactions[0].response, url=URL, core=httpcore, chunking=strategy,
-                             timing=ssemock.timing.get("recorded"))
+        plan = plan_response(
+            c.interactions[0].response,
+            url=URL,
+            core=httpcore,
+            chunking=strategy,
+            timing=ssemock.timing.get("recorded"),
+        )
         assert plan.ends == strategy.ends(body) and strategy.ends(body) == plan.ends
         assert plan.chunks == strategy(body) and list(plan.chunks) == strategy(body)
         assert plan.chunks[-1] == strategy(body)[-1] and plan.chunks[1:3] == strategy(body)[1:3]
@@ -205,8 +219,9 @@ def test_lazy_plans_equal_the_lists_they_stand_for() -> None:
 
 @pytest.mark.parametrize("lib", [httpx, httpx2], ids=["httpx", "httpx2"])
 def test_bytewise_with_a_stall_and_a_fault_through_the_client(lib: object) -> None:
-    with ssemock.replay(three(), chunking="fixed:2",
-                        faults="stall:before_event=1,seconds=0.01;disconnect:after_event=2") as player:
+    with ssemock.replay(
+        three(), chunking="fixed:2", faults="stall:before_event=1,seconds=0.01;disconnect:after_event=2"
+    ) as player:
         got: list[bytes] = []
         with lib.Client() as client, pytest.raises(lib.RemoteProtocolError):  # type: ignore[attr-defined]
             with client.stream("POST", URL, json={"n": 1}) as r:
@@ -245,8 +260,9 @@ def test_check_keeps_only_the_runs_of_the_test_and_names_transform_and_faults() 
             first = next(r.iter_raw())
             first.decode("utf-8")  # a client that decodes each chunk on its own
 
-    with ssemock.replay(cassette, chunking="mid_utf8", transform="crlf",
-                        faults=["stall:before_event=2,seconds=0.001"]) as player:
+    with ssemock.replay(
+        cassette, chunking="mid_utf8", transform="crlf", faults=["stall:before_event=2,seconds=0.001"]
+    ) as player:
         with pytest.raises(ssemock.StreamAssertionError) as info:
             player.check(half_read_then_fail)
     assert len(player.plays) == 1 and len(player.unconsumed()) == 1
@@ -270,8 +286,10 @@ def test_a_play_prints_as_one_short_line() -> None:
             with client.stream("GET", "https://api.test/s") as r:
                 r.read()
     (play,) = player.plays
-    assert repr(play) == ("<Play #0 GET https://api.test/s chunking bytewise, faults disconnect:after_event=2, "
-                          "18/18 bytes served, failed>")
+    assert repr(play) == (
+        "<Play #0 GET https://api.test/s chunking bytewise, faults disconnect:after_event=2, "
+        "18/18 bytes served, failed>"
+    )
     assert len(repr(player.plays)) < 200  # the 2.7 KB body is not in it
 
 

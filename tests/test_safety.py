@@ -68,7 +68,7 @@ def _good_cassette(path: Path, url: str) -> bytes:
     """A complete recording of ``url`` at ``path``; returns the file's bytes."""
     body = _record(path, url)
     assert body.endswith(b"data: [DONE]\n\n")
-    x, = ssemock.Cassette.load(path).interactions
+    (x,) = ssemock.Cassette.load(path).interactions
     assert x.response.complete
     return path.read_bytes()
 
@@ -79,7 +79,7 @@ def _others(folder: Path, *keep: Path) -> list[str]:
 
 # -- SIGKILL -----------------------------------------------------------------------------------
 
-KILLED = r'''
+KILLED = r"""
 import os, sys, time, httpx, ssemock
 path, url, mode, where = sys.argv[1:5]
 if where == "save":  # stop inside the save: after the temp file is written, before os.replace
@@ -96,12 +96,16 @@ with ssemock.use_cassette(path, record_mode=mode):
                 print("chunk", i, flush=True)
                 if where == "save" and i == 2:
                     break
-'''
+"""
 
 
 def _run_and_kill(path: Path, url: str, mode: str, where: str, wait_for: str) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(path), url, mode, where],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED, str(path), url, mode, where],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         deadline = time.monotonic() + 20
@@ -152,8 +156,12 @@ def test_sigkill_inside_the_save_leaves_the_previous_cassette_intact(tmp_path: P
 
 def _saving(path: Path, url: str) -> subprocess.Popen[str]:
     """A process stopped inside a save of ``path``, its temp file written, before os.replace."""
-    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(path), url, "all", "save"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED, str(path), url, "all", "save"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("replacing"):
@@ -162,7 +170,9 @@ def _saving(path: Path, url: str) -> subprocess.Popen[str]:
     pytest.fail(f"the saving subprocess ended early: {proc.stderr.read() if proc.stderr else ''}")
 
 
-def test_a_save_leaves_the_temp_file_of_a_live_save_alone_until_it_is_stale(tmp_path: Path, slow: str) -> None:
+def test_a_save_leaves_the_temp_file_of_a_live_save_alone_until_it_is_stale(
+    tmp_path: Path, slow: str
+) -> None:
     """Another process saving the same cassette (an xdist worker) keeps its temp file; once that
     file is older than STALE_AFTER it is taken for the leftover of a hung save and removed."""
     path = tmp_path / "c.json"
@@ -171,7 +181,7 @@ def test_a_save_leaves_the_temp_file_of_a_live_save_alone_until_it_is_stale(tmp_
     ssemock.Cassette().save(other)
     proc = _saving(path, f"{slow}/slow?n=6")
     try:
-        live, = _others(tmp_path, path, other)
+        (live,) = _others(tmp_path, path, other)
         ssemock.Cassette.load(path).save()
         ssemock.Cassette.load(other).save()  # another cassette's save never looks at it
         assert _others(tmp_path, path, other) == [live]
@@ -198,6 +208,7 @@ def test_a_cassette_named_up_to_name_max_saves(tmp_path: Path, name: str) -> Non
 
 # -- KeyboardInterrupt ---------------------------------------------------------------------------
 
+
 def _interrupted(path: Path, url: str, mode: str) -> None:
     with pytest.raises(KeyboardInterrupt):
         with ssemock.use_cassette(path, record_mode=mode):
@@ -216,7 +227,7 @@ def test_keyboard_interrupt_while_recording_never_leaves_a_broken_file(tmp_path:
     _interrupted(path, url, "all")
     assert len(ssemock.Cassette.load(path).interactions) == 1
     assert _others(tmp_path, path) == ["c.partial.json"]  # the partial recording, beside it and named so
-    partial, = ssemock.Cassette.load(tmp_path / "c.partial.json").interactions
+    (partial,) = ssemock.Cassette.load(tmp_path / "c.partial.json").interactions
     assert not partial.response.complete
 
 
@@ -235,6 +246,7 @@ def test_keyboard_interrupt_while_recording_a_new_cassette_saves_nothing(tmp_pat
 
 
 # -- failing saves -----------------------------------------------------------------------------
+
 
 def _cassette() -> ssemock.Cassette:
     cassette = ssemock.Cassette()
@@ -266,13 +278,15 @@ FAILURES = {
 def _inject(monkeypatch: pytest.MonkeyPatch, where: str, error: OSError) -> None:
     def fail(*args: Any, **kwargs: Any) -> Any:
         raise error
+
     target = {"replace": (os, "replace"), "fsync": (os, "fsync"), "open": (os, "open")}[where]
     monkeypatch.setattr(*target, fail)
 
 
 @pytest.mark.parametrize("failure", list(FAILURES))
-def test_a_failing_save_raises_the_os_error_and_leaves_no_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                     failure: str) -> None:
+def test_a_failing_save_raises_the_os_error_and_leaves_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str
+) -> None:
     path, old = _old(tmp_path)
     where, error = FAILURES[failure]
     _inject(monkeypatch, where, error)
@@ -292,7 +306,9 @@ def test_a_failing_save_names_the_cassette(tmp_path: Path, monkeypatch: pytest.M
     assert _mentions(info.value, path), str(info.value)
 
 
-def test_a_failing_save_at_the_end_of_a_recording(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow: str) -> None:
+def test_a_failing_save_at_the_end_of_a_recording(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow: str
+) -> None:
     """The error leaves the ``with`` block (not swallowed), the old cassette and the folder are
     as they were, and the interception is off afterwards."""
     path = tmp_path / "c.json"
@@ -329,16 +345,37 @@ def test_saved_cassette_gets_the_usual_file_mode(tmp_path: Path, existing: bool)
 
 # -- cassette names from test names ----------------------------------------------------------------
 
+
 class _Node:
     def __init__(self, name: str) -> None:
         self.name = name
 
 
 HOSTILE = [
-    "test_x[../../etc/passwd]", "test[a/b\\c]", "test[..\\..\\windows]", "..", ".", "", "/", "/etc/passwd",
-    "../../../../tmp/x", "test[\x00]", "test[\n]", "test[" + "a" * 10_000 + "]", "test[" + "é" * 300 + "]",
-    "テスト[日本語]", "test[🙂]", "test[ssemock-mid_utf8]", "test[-ssemock-bytewise]", "C:\\Windows\\x",
-    "test[.hidden]", "test[...]", "test[.json]", "test[CON]", "test[a:b]", "test[a*b?c]",
+    "test_x[../../etc/passwd]",
+    "test[a/b\\c]",
+    "test[..\\..\\windows]",
+    "..",
+    ".",
+    "",
+    "/",
+    "/etc/passwd",
+    "../../../../tmp/x",
+    "test[\x00]",
+    "test[\n]",
+    "test[" + "a" * 10_000 + "]",
+    "test[" + "é" * 300 + "]",
+    "テスト[日本語]",
+    "test[🙂]",
+    "test[ssemock-mid_utf8]",
+    "test[-ssemock-bytewise]",
+    "C:\\Windows\\x",
+    "test[.hidden]",
+    "test[...]",
+    "test[.json]",
+    "test[CON]",
+    "test[a:b]",
+    "test[a*b?c]",
 ]
 
 
@@ -358,24 +395,34 @@ def test_cassette_names_never_leave_the_cassette_directory(name: str) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(st.text(), st.text().map(lambda s: f"test_x[{s}]"),
-                 st.lists(st.sampled_from(["..", "/", "\\", ".", "a", "é", "\0", "[", "]", "-", "ssemock-"]))
-                 .map("".join)))
+@given(
+    st.one_of(
+        st.text(),
+        st.text().map(lambda s: f"test_x[{s}]"),
+        st.lists(st.sampled_from(["..", "/", "\\", ".", "a", "é", "\0", "[", "]", "-", "ssemock-"])).map(
+            "".join
+        ),
+    )
+)
 def test_any_test_name_gives_a_confined_cassette_name(name: str) -> None:
     _assert_confined(name)
 
 
-@pytest.mark.parametrize("a,b", [
-    ("test_x[a b]", "test_x[a_b]"),
-    ("test[日本]", "test[中国]"),
-    ("test[" + "a" * 250 + "1]", "test[" + "a" * 250 + "2]"),
-    ("test[a/b]", "test[a\\b]"),
-], ids=["space-underscore", "unicode", "long", "slashes"])
+@pytest.mark.parametrize(
+    "a,b",
+    [
+        ("test_x[a b]", "test_x[a_b]"),
+        ("test[日本]", "test[中国]"),
+        ("test[" + "a" * 250 + "1]", "test[" + "a" * 250 + "2]"),
+        ("test[a/b]", "test[a\\b]"),
+    ],
+    ids=["space-underscore", "unicode", "long", "slashes"],
+)
 def test_distinct_test_names_get_distinct_cassettes(a: str, b: str) -> None:
     assert cassette_name(_Node(a)) != cassette_name(_Node(b))
 
 
-NAMES_TEST = '''
+NAMES_TEST = """
 import os, httpx, pytest
 
 URL = os.environ["SSEMOCK_SAFETY_SERVER"]
@@ -385,16 +432,19 @@ URL = os.environ["SSEMOCK_SAFETY_SERVER"]
 def test_p(who):
     with httpx.Client() as client:
         assert client.get(URL + "/slow?n=1").text.endswith("[DONE]\\n\\n")
-'''
+"""
 
 
-def test_hostile_parametrize_ids_record_inside_the_cassette_directory(pytester: pytest.Pytester, slow: str) -> None:
+def test_hostile_parametrize_ids_record_inside_the_cassette_directory(
+    pytester: pytest.Pytester, slow: str
+) -> None:
     pytester.makepyfile(test_names=NAMES_TEST)
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester._monkeypatch.setenv("SSEMOCK_SAFETY_SERVER", slow)
     before = set(pytester.path.parent.iterdir())
-    pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:xdist", "--ssemock-record-mode=once") \
-        .assert_outcomes(passed=5)
+    pytester.runpytest_inprocess(
+        "-p", "no:cassetter", "-p", "no:xdist", "--ssemock-record-mode=once"
+    ).assert_outcomes(passed=5)
     folder = (pytester.path / "cassettes" / "test_names").resolve()
     written = [p.resolve() for p in (pytester.path / "cassettes").rglob("*") if p.is_file()]
     assert len(written) == 5 and all(p.parent == folder for p in written), written
@@ -419,10 +469,25 @@ def test_ctrl_c_during_a_pytest_rerecording_keeps_the_good_cassette(tmp_path: Pa
     (tmp_path / "test_int.py").write_text(INTERRUPTED_RUN)
     path = tmp_path / "cassettes" / "test_int" / "test_long.json"
     good = _good_cassette(path, f"{slow}/slow?n=3")
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cassetter", "-p", "no:cacheprovider", "-s",
-                             "--ssemock-record-mode=all", "test_int.py"], cwd=tmp_path,
-                            env={**os.environ, "SLOW": f"{slow}/slow"},  # never ends: interrupted mid-stream
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cassetter",
+            "-p",
+            "no:cacheprovider",
+            "-s",
+            "--ssemock-record-mode=all",
+            "test_int.py",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "SLOW": f"{slow}/slow"},  # never ends: interrupted mid-stream
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         seen = []
@@ -470,7 +535,7 @@ def test_a_recording_is_bounded_and_marked_truncated(tmp_path: Path, slow: str) 
                     got += len(chunk)  # the client still gets everything
                     if got > 200:
                         break
-    x, = ssemock.Cassette.load(path).interactions
+    (x,) = ssemock.Cassette.load(path).interactions
     assert len(x.response.body) == 40 and not x.response.complete
     assert x.response.error is not None and x.response.error["type"] == "RecordingTruncated"
     with ssemock.use_cassette(path), httpx.Client() as client:

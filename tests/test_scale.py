@@ -74,6 +74,7 @@ async def _echo(request: Request) -> StreamingResponse:
 
 async def _forever(request: Request) -> StreamingResponse:
     """An endless stream, one event every 5 ms, until the client goes away."""
+
     async def body() -> AsyncIterator[bytes]:
         with GATE.lock:
             GATE.active += 1
@@ -126,6 +127,7 @@ def _check_cassette(path: Path, ids: list[str]) -> None:
 
 # -- concurrency -------------------------------------------------------------------------------
 
+
 async def _astream(client: Any, url: str, rid: str, gate: int = 0) -> bytes:
     async with client.stream("POST", f"{url}/echo", json={"id": rid, "gate": gate}) as r:
         return b"".join([c async for c in r.aiter_raw()])
@@ -133,14 +135,17 @@ async def _astream(client: Any, url: str, rid: str, gate: int = 0) -> bytes:
 
 @pytest.mark.asyncio
 async def test_50_concurrent_async_streams_record_into_one_cassette_then_replay_without_cross_talk(
-        tmp_path: Path, echo: str) -> None:
+    tmp_path: Path, echo: str
+) -> None:
     path = tmp_path / "async50.json"
     ids = [f"req-{i:02d}" for i in range(50)]
     GATE.peak = 0
     with ssemock.use_cassette(path, record_mode="all"):
         async with httpx.AsyncClient(timeout=30) as c1, httpx2.AsyncClient(timeout=30) as c2:
             clients = [c1, c2]
-            live = await asyncio.gather(*(_astream(clients[i % 2], echo, rid, gate=50) for i, rid in enumerate(ids)))
+            live = await asyncio.gather(
+                *(_astream(clients[i % 2], echo, rid, gate=50) for i, rid in enumerate(ids))
+            )
     assert GATE.peak == 50, f"only {GATE.peak} streams were open at once while recording"
     for rid, body in zip(ids, live):
         _check_own(rid, body)
@@ -154,8 +159,9 @@ async def test_50_concurrent_async_streams_record_into_one_cassette_then_replay_
         with ssemock.use_cassette(path, chunking=chunking) as player:
             async with httpx.AsyncClient() as c1, httpx2.AsyncClient() as c2:
                 clients = [c2, c1]
-                got = await asyncio.gather(*(_astream(clients[ids.index(rid) % 2], echo, rid, gate=50)
-                                             for rid in order))
+                got = await asyncio.gather(
+                    *(_astream(clients[ids.index(rid) % 2], echo, rid, gate=50) for rid in order)
+                )
         assert len(player.plays) == 50 and not player.unplayed()
         for rid, body in zip(order, got):
             _check_own(rid, body)
@@ -185,8 +191,9 @@ def test_8_threads_record_into_one_cassette_then_replay_without_cross_talk(tmp_p
         order = ids if round_ == 0 else ids[::-1]
         with ssemock.use_cassette(path, chunking="mid_line") as player:
             with ThreadPoolExecutor(8) as pool:
-                got = list(pool.map(lambda rid: _sync_stream(libs[ids.index(rid) % 2 - 1], echo, rid, gate=8),
-                                    order))
+                got = list(
+                    pool.map(lambda rid: _sync_stream(libs[ids.index(rid) % 2 - 1], echo, rid, gate=8), order)
+                )
         assert len(player.plays) == 8 and not player.unplayed()
         for rid, body in zip(order, got):
             assert body == live[ids.index(rid)]
@@ -206,7 +213,7 @@ def test_rerecording_all_from_threads_replaces_each_interaction_once(tmp_path: P
     _check_cassette(path, ids + ["kept"])
 
 
-XDIST_TEST = '''
+XDIST_TEST = """
 import os, httpx, pytest
 
 URL = os.environ["SSEMOCK_SCALE_SERVER"]
@@ -219,7 +226,7 @@ def test_record(who):
             body = b"".join(r.iter_raw())
     assert body.count(b'"' + who.encode() + b'"') == 6, body
     assert body.endswith(b"data: [DONE]\\n\\n")
-'''
+"""
 
 
 def test_two_xdist_workers_record_different_cassettes_at_the_same_time(pytester: pytest.Pytester) -> None:
@@ -235,7 +242,7 @@ def test_two_xdist_workers_record_different_cassettes_at_the_same_time(pytester:
     files = sorted(p.name for p in folder.iterdir())
     assert files == ["test_record[left].json", "test_record[right].json"], files
     for who in ("left", "right"):
-        x, = ssemock.Cassette.load(folder / f"test_record[{who}].json").interactions
+        (x,) = ssemock.Cassette.load(folder / f"test_record[{who}].json").interactions
         _check_own(who, x.response.body)
     # the server is gone: both replay offline (in process: a third xdist start-up would cost ~6 s)
     pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:xdist").assert_outcomes(passed=2)
@@ -243,6 +250,7 @@ def test_two_xdist_workers_record_different_cassettes_at_the_same_time(pytester:
 
 
 # -- a stream the client abandons -------------------------------------------------------------
+
 
 def _settle(seconds: float = 0.15) -> None:
     time.sleep(seconds)
@@ -272,15 +280,16 @@ def test_abandoned_stream_stops_growing_when_the_client_closes(tmp_path: Path, e
             while GATE.active and time.monotonic() < deadline:
                 time.sleep(0.01)
             assert GATE.active == 0, "the server still streams to a closed client"
-    x, = ssemock.Cassette.load(path).interactions
+    (x,) = ssemock.Cassette.load(path).interactions
     assert x.response.complete is False and x.response.error is None
     assert x.response.body == b"".join(got)
 
 
 @pytest.mark.asyncio
 @pytest.mark.parametrize("lib", [httpx, httpx2], ids=["httpx", "httpx2"])
-async def test_abandoned_async_stream_stops_growing_when_the_client_closes(tmp_path: Path, echo: str,
-                                                                           lib: Any) -> None:
+async def test_abandoned_async_stream_stops_growing_when_the_client_closes(
+    tmp_path: Path, echo: str, lib: Any
+) -> None:
     path = tmp_path / "abandon.json"
     with ssemock.use_cassette(path, record_mode="all", drain_on_close=False) as player:
         async with lib.AsyncClient() as client:
@@ -295,7 +304,7 @@ async def test_abandoned_async_stream_stops_growing_when_the_client_closes(tmp_p
             size = recorder._size
             await asyncio.sleep(0.15)
             assert recorder._size == size
-    x, = ssemock.Cassette.load(path).interactions
+    (x,) = ssemock.Cassette.load(path).interactions
     assert x.response.body == b"".join(got)
 
 
@@ -304,7 +313,7 @@ async def test_abandoned_async_stream_stops_growing_when_the_client_closes(tmp_p
 MEMORY_MB = 30
 SLACK_MB = 12  # interpreter and allocator noise around a phase
 
-MEMORY_SCRIPT = r'''
+MEMORY_SCRIPT = r"""
 import gc, json, re, sys
 from pathlib import Path
 import asyncio, httpx
@@ -359,7 +368,7 @@ else:
     assert n == len(cassette.interactions[0].response.body)
     out["load_replay"] = status("VmHWM") - base
 print(json.dumps(out))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -376,8 +385,12 @@ def memory(tmp_path_factory: pytest.TempPathFactory) -> dict[str, float]:
     size = MEMORY_MB * 1_000_000 // 16384 * 16384
     out: dict[str, float] = {"size": size}
     for mode in ("record", "replay"):
-        proc = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, str(size), str(path), mode],
-                              capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-c", MEMORY_SCRIPT, str(size), str(path), mode],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stderr
         out.update(json.loads(proc.stdout.strip().splitlines()[-1]))
     return out
@@ -392,14 +405,20 @@ def test_memory_streaming_while_recording_holds_the_body_once(memory: dict[str, 
 
 
 def test_memory_record_and_save_peak_under_3x(memory: dict[str, float]) -> None:
-    assert memory["record_save"] < _bound(memory, 3.0), f"{memory['record_save'] / memory['size']:.2f}x the body"
+    assert memory["record_save"] < _bound(memory, 3.0), (
+        f"{memory['record_save'] / memory['size']:.2f}x the body"
+    )
 
 
 def test_memory_load_and_replay_peak_under_3x(memory: dict[str, float]) -> None:
-    assert memory["load_replay"] < _bound(memory, 3.0), f"{memory['load_replay'] / memory['size']:.2f}x the body"
+    assert memory["load_replay"] < _bound(memory, 3.0), (
+        f"{memory['load_replay'] / memory['size']:.2f}x the body"
+    )
 
 
 def test_memory_loading_a_large_cassette_holds_its_body_about_twice(memory: dict[str, float]) -> None:
     """Bodies are read apart from the rest of the file (plain orjson.loads of the file alone peaks
     at ~3x), so load + replay stays near 2x; a regression to whole-file parsing fails here."""
-    assert memory["load_replay"] < _bound(memory, 2.5), f"{memory['load_replay'] / memory['size']:.2f}x the body"
+    assert memory["load_replay"] < _bound(memory, 2.5), (
+        f"{memory['load_replay'] / memory['size']:.2f}x the body"
+    )

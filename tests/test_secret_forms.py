@@ -40,14 +40,33 @@ from ssemock.server import running
 EXAMPLES = int(os.environ.get("SSEMOCK_SECRET_EXAMPLES", "25"))
 ALNUM = string.ascii_letters + string.digits
 #: Credential names in the spellings real code uses (header, JSON, form, env-style, camelCase).
-NAMES = ["password", "passwd", "secret", "client_secret", "api_key", "apikey", "apiKey", "access_token",
-         "refresh_token", "id_token", "private_key", "aws_secret_access_key", "session_token", "clientSecret",
-         "AWS_SECRET_ACCESS_KEY", "x-api-key", "db_password", "accessToken"]
+NAMES = [
+    "password",
+    "passwd",
+    "secret",
+    "client_secret",
+    "api_key",
+    "apikey",
+    "apiKey",
+    "access_token",
+    "refresh_token",
+    "id_token",
+    "private_key",
+    "aws_secret_access_key",
+    "session_token",
+    "clientSecret",
+    "AWS_SECRET_ACCESS_KEY",
+    "x-api-key",
+    "db_password",
+    "accessToken",
+]
 
 
 def _protocol_synthesizers() -> dict[str, Callable[..., Cassette]]:
     """Every registered protocol's synthesizer (its own, or ssemock.synth's of the same name)."""
-    return {p.name: p.synthesize or getattr(synth, p.name.replace(".", "_")) for p in protocols.all_protocols()}
+    return {
+        p.name: p.synthesize or getattr(synth, p.name.replace(".", "_")) for p in protocols.all_protocols()
+    }
 
 
 SYNTH = _protocol_synthesizers()
@@ -60,8 +79,11 @@ def hidden(draw: st.DrawFn) -> tuple[str, str]:
     if draw(st.booleans()):
         credential = draw(credentials())
         return credential, _secret_part(credential)
-    value = draw(st.text(ALNUM + " -_.!@%&;,:/+=", min_size=8, max_size=30).filter(lambda v: v.strip(" ") == v
-                                                                                    and sum(c.isalnum() for c in v) >= 6))
+    value = draw(
+        st.text(ALNUM + " -_.!@%&;,:/+=", min_size=8, max_size=30).filter(
+            lambda v: v.strip(" ") == v and sum(c.isalnum() for c in v) >= 6
+        )
+    )
     # a digit every 4 characters: any run of 6 of it is told apart from the words of a message
     value = "".join(c + ("7" if k % 4 == 3 else "") for k, c in enumerate(value))
     return f"{draw(st.sampled_from(NAMES))}={value}", value
@@ -70,8 +92,8 @@ def hidden(draw: st.DrawFn) -> tuple[str, str]:
 def _windows(secret: str, size: int = 6) -> list[str]:
     """The parts of a secret that would give it away: every run of ``size`` characters past its
     public prefix (``sk-proj-`` is in every message about such a key)."""
-    tail = secret[len(secret) // 3:] if len(secret) > 24 else secret
-    return [tail[i:i + size] for i in range(max(1, len(tail) - size + 1))]
+    tail = secret[len(secret) // 3 :] if len(secret) > 24 else secret
+    return [tail[i : i + size] for i in range(max(1, len(tail) - size + 1))]
 
 
 def _assert_hidden(secret: str, *texts: str) -> None:
@@ -81,6 +103,7 @@ def _assert_hidden(secret: str, *texts: str) -> None:
 
 
 # -- the forms -------------------------------------------------------------------------------------
+
 
 def _named(what: str) -> tuple[str, str] | None:
     name, eq, value = what.partition("=")
@@ -108,18 +131,31 @@ def _deltas(what: str, protocol: str, size: int) -> Cassette:
 
 def _bedrock_bytes(what: str) -> Cassette:
     """invoke-with-response-stream: every frame's payload is ``{"bytes": base64(JSON event)}``."""
-    events = [{"type": "message_start", "message": {"id": "msg_bdrk_01", "role": "assistant", "content": []}},
-              {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": what[:5]}},
-              {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": what[5:]}},
-              {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta",
-                                                                    "partial_json": json.dumps(_json_value(what))}},
-              {"type": "message_stop"}]
-    frames = [frame({":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"},
-                    json.dumps({"bytes": base64.b64encode(json.dumps(e).encode()).decode(), "p": "abcd"}).encode())
-              for e in events]
+    events = [
+        {"type": "message_start", "message": {"id": "msg_bdrk_01", "role": "assistant", "content": []}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": what[:5]}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": what[5:]}},
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": json.dumps(_json_value(what))},
+        },
+        {"type": "message_stop"},
+    ]
+    frames = [
+        frame(
+            {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"},
+            json.dumps({"bytes": base64.b64encode(json.dumps(e).encode()).decode(), "p": "abcd"}).encode(),
+        )
+        for e in events
+    ]
     c = Cassette()
-    c.add("POST", "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/invoke-with-response-stream", frames,
-          headers={"content-type": "application/vnd.amazon.eventstream"})
+    c.add(
+        "POST",
+        "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/invoke-with-response-stream",
+        frames,
+        headers={"content-type": "application/vnd.amazon.eventstream"},
+    )
     return c
 
 
@@ -128,8 +164,12 @@ def _encoded(what: str, layers: list[str]) -> Cassette:
     for layer in layers:
         body = {"gzip": gzip.compress, "deflate": zlib.compress, "br": brotli.compress}[layer](body)
     c = Cassette()
-    c.add("GET", "https://api.example.com/v1/s", [body[:7], body[7:]],
-          headers={"content-type": "text/event-stream", "content-encoding": ", ".join(layers)})
+    c.add(
+        "GET",
+        "https://api.example.com/v1/s",
+        [body[:7], body[7:]],
+        headers={"content-type": "text/event-stream", "content-encoding": ", ".join(layers)},
+    )
     return c
 
 
@@ -144,8 +184,10 @@ def _request(what: str, form: str) -> Cassette:
         body = f"grant_type=client_credentials&{quote(name)}={quote(value)}".encode()
         headers = {"content-type": "application/x-www-form-urlencoded"}
     elif form == "multipart":
-        body = (f"--XyZ\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nhello\r\n--XyZ\r\n"
-                f"Content-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n--XyZ--\r\n").encode()
+        body = (
+            f'--XyZ\r\nContent-Disposition: form-data; name="file"\r\n\r\nhello\r\n--XyZ\r\n'
+            f'Content-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n--XyZ--\r\n'
+        ).encode()
         headers = {"content-type": "multipart/form-data; boundary=XyZ"}
     elif form == "query":
         url += f"?page=2&{quote(name)}={quote(value)}"
@@ -159,24 +201,36 @@ def _request(what: str, form: str) -> Cassette:
 
 def _response_header(what: str, form: str) -> Cassette:
     name, value = _named(what) or ("token" if form != "named header" else "x-note", what)
-    header = {"location": ("location", f"https://app.example.com/callback?{quote(name)}={quote(value)}&state=x"),
-              "link": ("link", f'<https://api.example.com/v1/p?{quote(name)}={quote(value)}>; rel="next"'),
-              "fragment location": ("location", f"https://app.example.com/cb#{quote(name)}={quote(value)}"),
-              "named header": (name.replace("_", "-"), value)}[form]
+    header = {
+        "location": ("location", f"https://app.example.com/callback?{quote(name)}={quote(value)}&state=x"),
+        "link": ("link", f'<https://api.example.com/v1/p?{quote(name)}={quote(value)}>; rel="next"'),
+        "fragment location": ("location", f"https://app.example.com/cb#{quote(name)}={quote(value)}"),
+        "named header": (name.replace("_", "-"), value),
+    }[form]
     c = Cassette()
-    c.add("GET", "https://api.example.com/v1/x", [b"data: ok\n\n"], headers=[header, ("content-type", "text/event-stream")])
+    c.add(
+        "GET",
+        "https://api.example.com/v1/x",
+        [b"data: ok\n\n"],
+        headers=[header, ("content-type", "text/event-stream")],
+    )
     return c
 
 
 FORMS: dict[str, Callable[[st.DrawFn, str], Cassette]] = {
-    "deltas": lambda draw, what: _deltas(what, draw(st.sampled_from(sorted(SYNTH))), draw(st.integers(1, 16))),
+    "deltas": lambda draw, what: _deltas(
+        what, draw(st.sampled_from(sorted(SYNTH))), draw(st.integers(1, 16))
+    ),
     "bedrock base64": lambda draw, what: _bedrock_bytes(what),
-    "stacked encodings": lambda draw, what: _encoded(what, draw(st.lists(st.sampled_from(["gzip", "deflate", "br"]),
-                                                                          min_size=1, max_size=3))),
-    "request": lambda draw, what: _request(what, draw(st.sampled_from(
-        ["json", "form", "multipart", "query", "fragment", "base64 json"]))),
-    "response header": lambda draw, what: _response_header(what, draw(st.sampled_from(
-        ["location", "link", "fragment location", "named header"]))),
+    "stacked encodings": lambda draw, what: _encoded(
+        what, draw(st.lists(st.sampled_from(["gzip", "deflate", "br"]), min_size=1, max_size=3))
+    ),
+    "request": lambda draw, what: _request(
+        what, draw(st.sampled_from(["json", "form", "multipart", "query", "fragment", "base64 json"]))
+    ),
+    "response header": lambda draw, what: _response_header(
+        what, draw(st.sampled_from(["location", "link", "fragment location", "named header"]))
+    ),
 }
 
 
@@ -186,11 +240,17 @@ def _printable(what: str) -> bool:
 
 # -- every write refuses, and says so without the secret ----------------------------------------------
 
-@settings(max_examples=EXAMPLES * 4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+@settings(
+    max_examples=EXAMPLES * 4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data(), form=st.sampled_from(sorted(FORMS)))
-def test_every_form_is_found_and_no_write_holds_it(data: st.DataObject, form: str,
-                                                   tmp_path_factory: pytest.TempPathFactory,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_form_is_found_and_no_write_holds_it(
+    data: st.DataObject,
+    form: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     what, secret = data.draw(hidden())
     if form != "deltas" and not _printable(what):
         what, secret = what.replace("\n", " "), secret.replace("\n", " ")
@@ -218,25 +278,47 @@ def test_every_form_is_found_and_no_write_holds_it(data: st.DataObject, form: st
 def test_messages_mask_every_secret_and_credential_named_value(data: st.DataObject) -> None:
     what, secret = data.draw(hidden())
     named = _named(what)
-    shown = [what, json.dumps({"auth": _json_value(what)}), repr(_json_value(what)), f"sent {what}&next=1",
-             f"('{named[0]}', {named[1]!r})" if named else f"key: {what}",
-             base64.b64encode(json.dumps(_json_value(what)).encode()).decode()]
+    shown = [
+        what,
+        json.dumps({"auth": _json_value(what)}),
+        repr(_json_value(what)),
+        f"sent {what}&next=1",
+        f"('{named[0]}', {named[1]!r})" if named else f"key: {what}",
+        base64.b64encode(json.dumps(_json_value(what)).encode()).decode(),
+    ]
     for text in shown:
         _assert_hidden(secret, mask_text(text), safe_message(text))
 
 
-@pytest.mark.parametrize("value", ["hunter2", "correct horse battery staple", "a&b&c9", "x;y;z9", "p,q,r9",
-                                   'quo"te9', "ünïcödé9", "\x1b]0;pwned\x07"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "hunter2",
+        "correct horse battery staple",
+        "a&b&c9",
+        "x;y;z9",
+        "p,q,r9",
+        'quo"te9',
+        "ünïcödé9",
+        "\x1b]0;pwned\x07",
+    ],
+)
 def test_the_unmatched_request_diff_never_shows_a_sent_password(value: str) -> None:
     """Found by the red team: 5 of these 7 shapes were printed in full; and an escape from what was
     sent must not reach the terminal."""
     cassette = Cassette()
-    cassette.add("POST", "https://api.example.com/v1/login", [b"data: ok\n\n"],
-                 request_json={"user": "a", "password": "recorded-pw1", "client_secret": "cs-recorded"})
+    cassette.add(
+        "POST",
+        "https://api.example.com/v1/login",
+        [b"data: ok\n\n"],
+        request_json={"user": "a", "password": "recorded-pw1", "client_secret": "cs-recorded"},
+    )
     with ssemock.replay(cassette):
         with pytest.raises(UnmatchedRequestError) as info:
-            httpx.post("https://api.example.com/v1/login",
-                       json={"user": "a", "password": value, "client_secret": value})
+            httpx.post(
+                "https://api.example.com/v1/login",
+                json={"user": "a", "password": value, "client_secret": value},
+            )
     message = str(info.value)
     assert value not in message and "recorded-pw1" not in message and "cs-recorded" not in message
     assert "\x1b" not in message and "\x07" not in message
@@ -259,7 +341,9 @@ def test_a_cassette_name_built_from_a_test_id_never_holds_a_secret(data: st.Data
     class Plain:
         name = "test_chat[gpt-4o-mini-2024-07-18-max_tokens=5]"
 
-    assert cassette_name(Plain()).startswith("test_chat[gpt-4o-mini-2024-07-18-max_tokens_5]")  # a real id stays readable
+    assert cassette_name(Plain()).startswith(
+        "test_chat[gpt-4o-mini-2024-07-18-max_tokens_5]"
+    )  # a real id stays readable
 
 
 # -- through a real recording --------------------------------------------------------------------------
@@ -273,8 +357,13 @@ async def _app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     while (await receive()).get("more_body"):
         pass
     resp = _SERVED[scope["path"]].interactions[0].response
-    await send({"type": "http.response.start", "status": resp.status,
-                "headers": [(k.encode(), v.encode()) for k, v in resp.headers]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": resp.status,
+            "headers": [(k.encode(), v.encode()) for k, v in resp.headers],
+        }
+    )
     for chunk in resp.chunks:
         await send({"type": "http.response.body", "body": chunk, "more_body": True})
     await send({"type": "http.response.body", "body": b""})
@@ -287,13 +376,18 @@ def server() -> Iterator[str]:
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data(), form=st.sampled_from(["deltas", "bedrock base64", "stacked encodings", "response header"]))
+@given(
+    data=st.data(), form=st.sampled_from(["deltas", "bedrock base64", "stacked encodings", "response header"])
+)
 def test_a_recording_holding_it_in_any_form_is_refused_and_not_written(
-        data: st.DataObject, form: str, server: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    data: st.DataObject, form: str, server: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     what, secret = data.draw(hidden())
     what, secret = what.replace("\n", " "), secret.replace("\n", " ")
     source = FORMS[form](data.draw, what)
-    assume(any(f.field.startswith("response") for f in scan_cassette(source)))  # (MCP puts tool arguments in the request)
+    assume(
+        any(f.field.startswith("response") for f in scan_cassette(source))
+    )  # (MCP puts tool arguments in the request)
     path = f"/v1/{len(_SERVED)}"
     _SERVED[path] = source
     folder = tmp_path_factory.mktemp("rec")
@@ -340,8 +434,10 @@ def test_a_key_in_deltas_of_a_stream_too_large_to_walk_is_found_too() -> None:
     """Past 2 MiB a stream is reassembled per JSON member name in one regex pass, not event by event."""
     key = "sk-ant-api03-" + "Q1w2E3r4T5y6U7i8O9p0" * 3
     filler = b'data: {"choices":[{"index":0,"delta":{"content":"lorem "}}]}\n\n' * 40_000
-    pieces = b"".join(b'data: {"choices":[{"index":0,"delta":{"content":%s}}]}\n\n' % json.dumps(key[i:i + 3]).encode()
-                      for i in range(0, len(key), 3))
+    pieces = b"".join(
+        b'data: {"choices":[{"index":0,"delta":{"content":%s}}]}\n\n' % json.dumps(key[i : i + 3]).encode()
+        for i in range(0, len(key), 3)
+    )
     cassette = Cassette()
     cassette.add("POST", "https://api.example.com/v1/chat/completions", [filler, pieces, b"data: [DONE]\n\n"])
     assert len(cassette.interactions[0].response.body) > 2 << 20

@@ -34,7 +34,9 @@ from ssemock.secrets import scan, scan_header, scan_url
 from ssemock.serve import Replayer
 from ssemock.server import running
 
-EXAMPLES = int(os.environ.get("SSEMOCK_SECRET_EXAMPLES", "25"))  # per property; bounded so the file runs in seconds
+EXAMPLES = int(
+    os.environ.get("SSEMOCK_SECRET_EXAMPLES", "25")
+)  # per property; bounded so the file runs in seconds
 ALNUM = string.ascii_letters + string.digits
 TOKEN = ALNUM + "-_"
 
@@ -50,10 +52,31 @@ def _fill(draw: st.DrawFn, alphabet: str, n: int) -> str:
 @st.composite
 def credentials(draw: st.DrawFn, *, one_line: bool = True) -> str:
     """One fake credential in the shape of a real one (every shape the issue lists)."""
-    kind = draw(st.sampled_from([
-        "openai-proj", "openai-svcacct", "openai-admin", "openai-legacy", "anthropic", "google", "google-oauth",
-        "github", "github-pat", "aws", "slack", "stripe", "hf", "groq", "xai", "jwt", "bearer", "basic",
-        *([] if one_line else ["pem"])]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "openai-proj",
+                "openai-svcacct",
+                "openai-admin",
+                "openai-legacy",
+                "anthropic",
+                "google",
+                "google-oauth",
+                "github",
+                "github-pat",
+                "aws",
+                "slack",
+                "stripe",
+                "hf",
+                "groq",
+                "xai",
+                "jwt",
+                "bearer",
+                "basic",
+                *([] if one_line else ["pem"]),
+            ]
+        )
+    )
     f = lambda alphabet, n: _fill(draw, alphabet, n)  # noqa: E731
     return {
         "openai-proj": lambda: "sk-proj-test" + f(TOKEN, 60),
@@ -65,17 +88,26 @@ def credentials(draw: st.DrawFn, *, one_line: bool = True) -> str:
         "google-oauth": lambda: "ya29." + f(TOKEN, 60),
         "github": lambda: "gh" + draw(st.sampled_from("pousr")) + "_" + f(ALNUM, 36),
         "github-pat": lambda: "github_pat_" + f(ALNUM + "_", 82),
-        "aws": lambda: draw(st.sampled_from(["AKIA", "ASIA"])) + f(string.ascii_uppercase + string.digits, 16),
-        "slack": lambda: "xox" + draw(st.sampled_from("abpr")) + "-" + f(string.digits, 12) + "-" + f(ALNUM, 24),
+        "aws": lambda: (
+            draw(st.sampled_from(["AKIA", "ASIA"])) + f(string.ascii_uppercase + string.digits, 16)
+        ),
+        "slack": lambda: (
+            "xox" + draw(st.sampled_from("abpr")) + "-" + f(string.digits, 12) + "-" + f(ALNUM, 24)
+        ),
         "stripe": lambda: draw(st.sampled_from(["sk", "rk"])) + "_live_" + f(ALNUM, 24),
         "hf": lambda: "hf_" + f(ALNUM, 34),
         "groq": lambda: "gsk_" + f(ALNUM, 52),
         "xai": lambda: "xai-" + f(ALNUM, 80),
-        "jwt": lambda: ("eyJhbGciOiJIUzI1NiJ9.eyJ" + f(TOKEN, 30) + "." + f(TOKEN, 43)),
+        "jwt": lambda: "eyJhbGciOiJIUzI1NiJ9.eyJ" + f(TOKEN, 30) + "." + f(TOKEN, 43),
         "bearer": lambda: "Bearer " + f(ALNUM + "._~+/-", 32),
         "basic": lambda: "Basic " + base64.b64encode(f"user{f(ALNUM, 6)}:{f(ALNUM, 16)}".encode()).decode(),
-        "pem": lambda: ("-----BEGIN RSA PRIVATE KEY-----\n" + f(ALNUM + "+/", 64) + "\n" + f(ALNUM + "+/", 64)
-                        + "\n-----END RSA PRIVATE KEY-----"),
+        "pem": lambda: (
+            "-----BEGIN RSA PRIVATE KEY-----\n"
+            + f(ALNUM + "+/", 64)
+            + "\n"
+            + f(ALNUM + "+/", 64)
+            + "\n-----END RSA PRIVATE KEY-----"
+        ),
     }[kind]()
 
 
@@ -100,12 +132,15 @@ def wrapped(draw: st.DrawFn, credential: str) -> str:
     how = draw(st.sampled_from(["plain", "plain", "percent", "json"]))
     if how != "plain" and " " not in key:
         picks = draw(st.sets(st.integers(0, len(key) - 1), max_size=6))
-        key = "".join((f"%{ord(c):02X}" if how == "percent" else f"\\u{ord(c):04x}") if i in picks else c
-                      for i, c in enumerate(key))
+        key = "".join(
+            (f"%{ord(c):02X}" if how == "percent" else f"\\u{ord(c):04x}") if i in picks else c
+            for i, c in enumerate(key)
+        )
     return before + draw(st.sampled_from(OPENERS)) + key + draw(st.sampled_from(CLOSERS)) + after
 
 
 # -- the scanner itself ----------------------------------------------------------------------------
+
 
 @settings(max_examples=EXAMPLES * 4, deadline=None)
 @given(st.data())
@@ -119,13 +154,23 @@ def test_every_shape_is_found_wherever_it_starts(data: st.DataObject) -> None:
     assert all(_secret_part(credential)[-8:] not in s.preview for s in found)
 
 
-@pytest.mark.parametrize("text", [
-    "a risk-assessment-framework-2024 for the disk-usage-monitor",
-    "Bearer authentication and Basic authentication are described in RFC 6750",
-    "the bearer of the news", "ask-me-anything", "AIza is not a key alone", "eyJ alone", "hf_ is short",
-    "sk-learn-based-classifier", "ghp_short", 'data: {"id":"chatcmpl-9Q8x7f3kLmN2pQrStUvWxYz","system_fingerprint":'
-    '"fp_0123456789","model":"gpt-4o-mini-2024-07-18"}\n\n', "50% off \\u003c b \\u003e %20 %2F",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a risk-assessment-framework-2024 for the disk-usage-monitor",
+        "Bearer authentication and Basic authentication are described in RFC 6750",
+        "the bearer of the news",
+        "ask-me-anything",
+        "AIza is not a key alone",
+        "eyJ alone",
+        "hf_ is short",
+        "sk-learn-based-classifier",
+        "ghp_short",
+        'data: {"id":"chatcmpl-9Q8x7f3kLmN2pQrStUvWxYz","system_fingerprint":'
+        '"fp_0123456789","model":"gpt-4o-mini-2024-07-18"}\n\n',
+        "50% off \\u003c b \\u003e %20 %2F",
+    ],
+)
 def test_ordinary_text_is_not_a_secret(text: str) -> None:
     assert scan(text) == []
     assert mask_text(text) == text
@@ -133,13 +178,13 @@ def test_ordinary_text_is_not_a_secret(text: str) -> None:
 
 def test_offsets_point_into_the_original_even_when_found_decoded() -> None:
     key = "sk-proj-test" + "Ab3dEf6hIj9kLm2nOp5qRs8tUvWx"
-    text = "note: x%3D" + quote(key, safe="") .replace("j", "%6A") + "%26y"
+    text = "note: x%3D" + quote(key, safe="").replace("j", "%6A") + "%26y"
     (found,) = scan(text)
-    assert text[found.start:found.end].replace("%6A", "j") == key
+    assert text[found.start : found.end].replace("%6A", "j") == key
     assert found.preview == "sk-***" and key not in found.preview
     utf = "ünïcödé " + key + " 世界"
     (found,) = scan(utf)
-    assert utf[found.start:found.end] == key
+    assert utf[found.start : found.end] == key
 
 
 def test_aws_secret_beside_an_access_key_id() -> None:
@@ -157,7 +202,11 @@ def test_credential_named_values_in_headers_queries_and_urls() -> None:
     assert not scan_header("content-type", "application/json")
     url = "https://user:hunter2pass@h/v1?client_secret=Zx9Yw8Vu7Ts6Rq5Po4&X-Amz-Signature=0a1b2c3d4e5f6a7b8c9d&n=1"
     found = scan_url(url)
-    assert [url[s.start:s.end] for s in found] == ["hunter2pass", "Zx9Yw8Vu7Ts6Rq5Po4", "0a1b2c3d4e5f6a7b8c9d"]
+    assert [url[s.start : s.end] for s in found] == [
+        "hunter2pass",
+        "Zx9Yw8Vu7Ts6Rq5Po4",
+        "0a1b2c3d4e5f6a7b8c9d",
+    ]
     assert mask_url(url) == "https://user:REDACTED@h/v1?client_secret=REDACTED&X-Amz-Signature=REDACTED&n=1"
 
 
@@ -169,6 +218,7 @@ def test_escape_control_keeps_a_cassette_off_the_terminal() -> None:
 
 
 # -- recording through a real server ----------------------------------------------------------------
+
 
 async def _echo(request: Request) -> StreamingResponse:
     """Echoes every request header into its response headers and its SSE body (servers do)."""
@@ -201,11 +251,18 @@ def _requests(base: str, text: str, credential: str) -> list[Callable[[httpx.Cli
         lambda c: c.get(f"{base}/v1/{path_safe}/x"),
         lambda c: c.get(f"{base}/v1/search?q={path_safe}&n=1"),
         lambda c: c.get(f"http://user:{quote(_secret_part(credential), safe='')}@{host}/v1/userinfo"),
-        lambda c: c.get(f"{base}/v1/header", headers={"x-debug-note": text.strip()}),  # (no edge spaces in HTTP)
-        lambda c: c.post(f"{base}/v1/chat/completions",
-                         json={"messages": [{"role": "user", "content": f"my .env:\n{text}"}]}),
-        lambda c: c.post(f"{base}/v1/form", content=f"note={quote(text)}&n=1".encode(),
-                         headers={"content-type": "application/x-www-form-urlencoded"}),
+        lambda c: c.get(
+            f"{base}/v1/header", headers={"x-debug-note": text.strip()}
+        ),  # (no edge spaces in HTTP)
+        lambda c: c.post(
+            f"{base}/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": f"my .env:\n{text}"}]},
+        ),
+        lambda c: c.post(
+            f"{base}/v1/form",
+            content=f"note={quote(text)}&n=1".encode(),
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        ),
         lambda c: c.post(f"{base}/v1/text", content=text.encode(), headers={"content-type": "text/plain"}),
     ]
 
@@ -213,11 +270,18 @@ def _requests(base: str, text: str, credential: str) -> list[Callable[[httpx.Cli
 def _cli_outputs(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
     """What every cassette command prints about ``path`` (read-only ones first)."""
     out = []
-    for argv in (["show", str(path)], ["show", "--events", str(path)], ["show", "--json", "--events", str(path)],
-                 ["validate", str(path)], ["validate", "--json", str(path)], ["redact", "--check", str(path)],
-                 ["rechunk", "--chunking", "fixed:5", "--preview", str(path)],
-                 ["fix", str(path), "-o", str(path.with_suffix(".fixed.json"))], ["redact", str(path)],
-                 ["show", "--events", str(path)]):
+    for argv in (
+        ["show", str(path)],
+        ["show", "--events", str(path)],
+        ["show", "--json", "--events", str(path)],
+        ["validate", str(path)],
+        ["validate", "--json", str(path)],
+        ["redact", "--check", str(path)],
+        ["rechunk", "--chunking", "fixed:5", "--preview", str(path)],
+        ["fix", str(path), "-o", str(path.with_suffix(".fixed.json"))],
+        ["redact", str(path)],
+        ["show", "--events", str(path)],
+    ):
         main(argv)
         captured = capsys.readouterr()
         out.append(captured.out + captured.err)
@@ -235,19 +299,27 @@ def _serve_outputs(path: Path, text: str) -> str:
 def _secret_cassette(text: str) -> Cassette:
     """A cassette holding ``text`` in every field (written by hand, as an edited file could be)."""
     c = Cassette()
-    c.add("POST", f"https://api.example.com/v1/{quote(text, safe='')}?q={quote(text, safe='')}",
-          [f"data: {json.dumps({'echo': text})}\n\n".encode(), b"data: [DONE]\n\n"],
-          headers={"x-echo": text, "content-type": "text/event-stream"},
-          request_headers={"x-debug-note": text}, request_body=f"note: {text}".encode(),
-          complete=False, error={"type": "ReadError", "message": text})
+    c.add(
+        "POST",
+        f"https://api.example.com/v1/{quote(text, safe='')}?q={quote(text, safe='')}",
+        [f"data: {json.dumps({'echo': text})}\n\n".encode(), b"data: [DONE]\n\n"],
+        headers={"x-echo": text, "content-type": "text/event-stream"},
+        request_headers={"x-debug-note": text},
+        request_body=f"note: {text}".encode(),
+        complete=False,
+        error={"type": "ReadError", "message": text},
+    )
     return c
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_a_secret_in_any_field_never_reaches_the_file_or_any_output(
-        data: st.DataObject, echo: str, tmp_path_factory: pytest.TempPathFactory,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    data: st.DataObject,
+    echo: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     credential = data.draw(credentials())
     text = data.draw(wrapped(credential))
     secret = _secret_part(credential)
@@ -273,13 +345,26 @@ def test_a_secret_in_any_field_never_reaches_the_file_or_any_output(
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_headers_echoed_by_the_server_are_redacted_or_refused(data: st.DataObject, echo: str,
-                                                             tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_headers_echoed_by_the_server_are_redacted_or_refused(
+    data: st.DataObject, echo: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     credential = data.draw(credentials())
     secret = _secret_part(credential)
-    name = data.draw(st.sampled_from(["authorization", "x-api-key", "x-auth-token", "anthropic-api-key",
-                                      "x-amz-security-token", "ocp-apim-subscription-key", "private-token",
-                                      "x-goog-api-key", "x-custom-note"]))
+    name = data.draw(
+        st.sampled_from(
+            [
+                "authorization",
+                "x-api-key",
+                "x-auth-token",
+                "anthropic-api-key",
+                "x-amz-security-token",
+                "ocp-apim-subscription-key",
+                "private-token",
+                "x-goog-api-key",
+                "x-custom-note",
+            ]
+        )
+    )
     path = tmp_path_factory.mktemp("echo") / "c.json"
     try:
         with ssemock.use_cassette(path, record_mode="all"):
@@ -289,17 +374,25 @@ def test_headers_echoed_by_the_server_are_redacted_or_refused(data: st.DataObjec
         assert secret not in str(exc) and "response" in str(exc)  # the echo in the response is caught
     else:
         assert secret not in path.read_text(encoding="utf-8")
-        assert name == "x-custom-note" or dict(Cassette.load(path).interactions[0].request.headers)[name] == "REDACTED"
+        assert (
+            name == "x-custom-note"
+            or dict(Cassette.load(path).interactions[0].request.headers)[name] == "REDACTED"
+        )
 
 
 # -- pytest's own output ---------------------------------------------------------------------------
 
+
 def test_pytest_output_never_shows_a_secret(pytester: pytest.Pytester, echo: str) -> None:
     """A test run that records secrets fails at the save, and its report shows previews only."""
-    keys = {"openai": "sk-proj-test" + "Q1w2E3r4T5y6U7i8O9p0" * 3, "google": "AIza" + "TESTfake1234567890abcdefghijklmnop"[:35],
-            "github": "ghp_" + "TESTfake1234567890abcdefghijklmnopqr"[:36], "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIi"
-            "OiJ0ZXN0In0.c2lnbmF0dXJlX3Rlc3RfZmFrZQ"}
-    pytester.makepyfile(test_leak=f"""
+    keys = {
+        "openai": "sk-proj-test" + "Q1w2E3r4T5y6U7i8O9p0" * 3,
+        "google": "AIza" + "TESTfake1234567890abcdefghijklmnop"[:35],
+        "github": "ghp_" + "TESTfake1234567890abcdefghijklmnopqr"[:36],
+        "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ0ZXN0In0.c2lnbmF0dXJlX3Rlc3RfZmFrZQ",
+    }
+    pytester.makepyfile(
+        test_leak=f"""
 import httpx, pytest
 
 KEYS = {keys!r}
@@ -309,8 +402,11 @@ def test_leak(ssemock, name):
     with httpx.Client() as client:
         client.post("{echo}/v1/chat/completions", json={{"content": "my .env:\\n" + KEYS[name]}},
                     headers={{"x-note": "%3D" + KEYS[name]}})
-""")
-    result = pytester.runpytest("--ssemock-record-mode=all", "-p", "no:cacheprovider", "-p", "no:cassetter", "-rA")
+"""
+    )
+    result = pytester.runpytest(
+        "--ssemock-record-mode=all", "-p", "no:cacheprovider", "-p", "no:cassetter", "-rA"
+    )
     output = "\n".join(result.outlines + result.errlines)
     assert "refusing to save" in output, output
     for key in keys.values():
@@ -323,6 +419,7 @@ def test_stream_assertion_messages_are_masked() -> None:
     cassette = Cassette()
     cassette.add("GET", "https://api.example.com/v1/s", [b"data: one\n\n", b"data: two\n\n"])
     with ssemock.replay(cassette, chunking="bytewise") as player:
+
         def run() -> None:  # a decoder that needs whole events per chunk, and says so with a key
             with httpx.Client() as client:
                 with client.stream("GET", "https://api.example.com/v1/s") as resp:

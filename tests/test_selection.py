@@ -9,13 +9,21 @@ from ssemock import Interaction, Request, Response, matching
 from ssemock.selection import Selection
 
 _methods = st.sampled_from(["GET", "POST"])
-_urls = st.builds(lambda host, path, q: f"https://{host}/{path}" + (f"?a={q}" if q else ""),
-                  st.sampled_from(["a.test", "b.test"]), st.sampled_from(["x", "y", "v1/z"]),
-                  st.sampled_from(["", "1", "2"]))
+_urls = st.builds(
+    lambda host, path, q: f"https://{host}/{path}" + (f"?a={q}" if q else ""),
+    st.sampled_from(["a.test", "b.test"]),
+    st.sampled_from(["x", "y", "v1/z"]),
+    st.sampled_from(["", "1", "2"]),
+)
 _bodies = st.sampled_from([None, b'{"m": 1}', b'{"m": 2}', b"raw"])
 _requests = st.builds(lambda m, u, b: Request(m, u, [], b), _methods, _urls, _bodies)
-_match_on = st.lists(st.sampled_from(["method", "scheme", "host", "port", "path", "query", "url", "uri", "body",
-                                      "raw_body", "headers"]), unique=True, max_size=5)
+_match_on = st.lists(
+    st.sampled_from(
+        ["method", "scheme", "host", "port", "path", "query", "url", "uri", "body", "raw_body", "headers"]
+    ),
+    unique=True,
+    max_size=5,
+)
 
 
 def _x(request: Request) -> Interaction:
@@ -26,7 +34,9 @@ def _x(request: Request) -> Interaction:
 @given(st.lists(_requests, max_size=12), _requests, _match_on)
 def test_candidates_equal_a_full_scan(recorded: list[Request], sent: Request, match_on: list[str]) -> None:
     selection = Selection([_x(r) for r in recorded], matching.resolve(match_on))
-    scan = [i for i, r in enumerate(recorded) if not matching.differences(sent, r, matching.resolve(match_on))]
+    scan = [
+        i for i, r in enumerate(recorded) if not matching.differences(sent, r, matching.resolve(match_on))
+    ]
     assert selection.candidates(sent) == scan
 
 

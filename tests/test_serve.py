@@ -42,9 +42,11 @@ PATH = "/v1/chat/completions"
 REQUEST: dict[str, Any] = {"model": "m", "stream": True}
 TEXTS = [f"ünïcödé 世界 🎉 {i}" for i in range(1, 6)]
 # The first event sets a short reconnection time, so a browser reconnects quickly after a drop.
-EVENTS = ([f"retry: 100\nid: 1\ndata: {TEXTS[0]}\n\n".encode()]
-          + [f"id: {i}\ndata: {text}\n\n".encode() for i, text in enumerate(TEXTS[1:], start=2)]
-          + [b"id: 6\ndata: [DONE]\n\n"])
+EVENTS = (
+    [f"retry: 100\nid: 1\ndata: {TEXTS[0]}\n\n".encode()]
+    + [f"id: {i}\ndata: {text}\n\n".encode() for i, text in enumerate(TEXTS[1:], start=2)]
+    + [b"id: 6\ndata: [DONE]\n\n"]
+)
 BODY = b"".join(EVENTS)
 TIMES = [0.1 * i for i in range(len(EVENTS))]  # recorded: one event every 100 ms
 TIMEOUT = 10.0
@@ -55,9 +57,15 @@ PAGE = Path(__file__).parent / "browser" / "eventsource.html"
 
 def make_cassette() -> ssemock.Cassette:
     cassette = ssemock.Cassette()
-    cassette.add("POST", URL, EVENTS, times=TIMES, request_json=REQUEST, headers={"cache-control": "no-cache"})
-    cassette.add("GET", "https://api.example.com/v1/models?limit=2", [b'{"data": []}'],
-                 headers={"content-type": "application/json"})
+    cassette.add(
+        "POST", URL, EVENTS, times=TIMES, request_json=REQUEST, headers={"cache-control": "no-cache"}
+    )
+    cassette.add(
+        "GET",
+        "https://api.example.com/v1/models?limit=2",
+        [b'{"data": []}'],
+        headers={"content-type": "application/json"},
+    )
     return cassette
 
 
@@ -89,6 +97,7 @@ def events_of(body: bytes) -> list[tuple[str, str]]:
 
 
 # -- aiohttp -------------------------------------------------------------------------------------
+
 
 async def _aiohttp_read(url: str, **kwargs: Any) -> tuple[int, list[bytes], list[bytes]]:
     """Status, the reads the client saw, and the HTTP chunks they add up to."""
@@ -123,6 +132,7 @@ def test_aiohttp_sees_a_disconnect_as_a_payload_error(serve: Server) -> None:
 
 
 # -- requests ------------------------------------------------------------------------------------
+
 
 def _requests_stream(url: str, **kwargs: Any) -> tuple[requests.Response, list[bytes]]:
     got: list[bytes] = []
@@ -193,8 +203,13 @@ def test_requests_sees_a_disconnect_as_chunked_encoding_error(serve: Server) -> 
 
 def test_a_failure_recorded_mid_stream_drops_the_connection_at_the_same_byte(serve: Server) -> None:
     cassette = ssemock.Cassette()
-    cassette.add("GET", "https://api.example.com/broken", EVENTS[:2], complete=False,
-                 error={"type": "RemoteProtocolError", "message": "peer closed connection"})
+    cassette.add(
+        "GET",
+        "https://api.example.com/broken",
+        EVENTS[:2],
+        complete=False,
+        error={"type": "RemoteProtocolError", "message": "peer closed connection"},
+    )
     with running(app(cassette)) as url:
         got: list[bytes] = []
         with pytest.raises(requests.exceptions.ChunkedEncodingError):
@@ -209,16 +224,25 @@ def test_no_cors_header_unless_asked(serve: Server) -> None:
     resp = requests.post(url + PATH, json=REQUEST, timeout=TIMEOUT)
     assert resp.status_code == 200 and "access-control-allow-origin" not in resp.headers
     assert "access-control-allow-origin" not in requests.get(url + "/nope", timeout=TIMEOUT).headers
-    pre = requests.options(url + PATH, timeout=TIMEOUT, headers={
-        "origin": "http://evil.example", "access-control-request-method": "POST"})
+    pre = requests.options(
+        url + PATH,
+        timeout=TIMEOUT,
+        headers={"origin": "http://evil.example", "access-control-request-method": "POST"},
+    )
     assert pre.status_code == 404 and "access-control-allow-origin" not in pre.headers
 
 
 def test_cors_preflight_and_headers(serve: Server) -> None:
     url = serve(cors="*")
-    pre = requests.options(url + PATH, timeout=TIMEOUT, headers={
-        "origin": "http://localhost:3000", "access-control-request-method": "POST",
-        "access-control-request-headers": "content-type"})
+    pre = requests.options(
+        url + PATH,
+        timeout=TIMEOUT,
+        headers={
+            "origin": "http://localhost:3000",
+            "access-control-request-method": "POST",
+            "access-control-request-headers": "content-type",
+        },
+    )
     assert pre.status_code == 204
     assert pre.headers["access-control-allow-origin"] == "*"
     assert pre.headers["access-control-allow-methods"] == "POST"
@@ -247,13 +271,17 @@ def test_transform_applies(serve: Server) -> None:
 
 # -- matching ------------------------------------------------------------------------------------
 
+
 def test_unmatched_request_gets_404_listing_the_recorded_requests(serve: Server) -> None:
     url = serve()
     resp = requests.post(url + "/v1/nope", json=REQUEST, timeout=TIMEOUT)
     assert resp.status_code == 404
     doc = resp.json()
     assert "POST /v1/nope" in doc["error"]
-    assert [(r["method"], r["path"]) for r in doc["recorded"]] == [("POST", PATH), ("GET", "/v1/models?limit=2")]
+    assert [(r["method"], r["path"]) for r in doc["recorded"]] == [
+        ("POST", PATH),
+        ("GET", "/v1/models?limit=2"),
+    ]
     assert any(d.startswith("path:") for d in doc["recorded"][0]["differs"])
 
 
@@ -303,7 +331,9 @@ def test_resume_offset_follows_the_decoder() -> None:
     assert resume_offset(crlf, "1") == crlf.index(b"id: 2")
 
 
-async def _event_source(url: str, *, max_connections: int = 6) -> tuple[list[tuple[str, str]], list[str | None], str]:
+async def _event_source(
+    url: str, *, max_connections: int = 6
+) -> tuple[list[tuple[str, str]], list[str | None], str]:
     """An EventSource's reconnection loop (the spec's, and aiohttp-sse-client's) over aiohttp: read
     the stream with the reference decoder; when it ends or drops, reconnect with ``Last-Event-ID``
     set to the last event ID string (if not empty); stop at a 204. At most ``max_connections``, so
@@ -358,7 +388,10 @@ def test_a_block_cut_off_by_the_end_never_reaches_the_next_connection() -> None:
     with running(asgi) as url:
         events, sent, end = asyncio.run(_event_source(url))
     assert (events, sent, end) == ([("1", "a"), ("2", "b")], [None, "2"], "stopped")
-    assert [(x.status, x.resumed_at) for x in asgi.state.ssemock.exchanges] == [(200, None), (204, len(chunks[0]) + len(chunks[1]))]
+    assert [(x.status, x.resumed_at) for x in asgi.state.ssemock.exchanges] == [
+        (200, None),
+        (204, len(chunks[0]) + len(chunks[1])),
+    ]
 
 
 def test_a_dropped_stream_resumes_from_the_last_dispatched_id_and_gets_every_id_once() -> None:
@@ -384,9 +417,11 @@ def test_bad_options_raise_value_error() -> None:
 
 # -- curl ------------------------------------------------------------------------------------
 
+
 def _curl(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([CURL, "-sS", "-N", "--max-time", str(TIMEOUT), *args], capture_output=True,
-                          timeout=TIMEOUT + 5)
+    return subprocess.run(
+        [CURL, "-sS", "-N", "--max-time", str(TIMEOUT), *args], capture_output=True, timeout=TIMEOUT + 5
+    )
 
 
 def _dechunk(raw: bytes) -> list[bytes]:
@@ -398,7 +433,7 @@ def _dechunk(raw: bytes) -> list[bytes]:
         size = int(raw[pos:eol], 16)
         if size == 0:
             return out
-        out.append(raw[eol + 2:eol + 2 + size])
+        out.append(raw[eol + 2 : eol + 2 + size])
         pos = eol + 2 + size + 2
 
 
@@ -422,13 +457,19 @@ def test_curl_sees_the_dropped_connection(serve: Server) -> None:
 
 # -- the command line ----------------------------------------------------------------------------
 
+
 def test_cli_serve_prints_the_url_and_routes_and_serves(tmp_path: Path) -> None:
     path = tmp_path / "stream.json"
     make_cassette().save(path)
     script = Path(sys.executable).parent / "ssemock"
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "ssemock"]
-    proc = subprocess.Popen([*cmd, "serve", str(path), "--chunking", "fixed:7", "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+    proc = subprocess.Popen(
+        [*cmd, "serve", str(path), "--chunking", "fixed:7", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
     lines: list[str] = []
     ready = threading.Event()
 
@@ -472,7 +513,10 @@ def test_cli_serve_bad_options_exit_1(tmp_path: Path, capsys: pytest.CaptureFixt
 
 # -- a browser's EventSource -----------------------------------------------------------------------
 
-def _browser_page(chunking_name: str = "as_recorded", faults: str | None = None) -> tuple[Starlette, Replayer]:
+
+def _browser_page(
+    chunking_name: str = "as_recorded", faults: str | None = None
+) -> tuple[Starlette, Replayer]:
     """The replay app, plus (test only) the page at /page.html, on the same origin."""
     replay_app = app(make_cassette(), chunking=chunking_name, faults=faults)
     page = PAGE.read_text(encoding="utf-8")
@@ -491,10 +535,22 @@ def _dump_dom(url: str, profile: Path) -> str:
         if os.environ.get("CI"):
             pytest.fail(missing)
         pytest.skip(missing)
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--disable-extensions", f"--user-data-dir={profile}", "--virtual-time-budget=10000",
-           "--dump-dom", url]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=10000",
+        "--dump-dom",
+        url,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", timeout=45)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
@@ -504,7 +560,10 @@ def _page_state(dom: str) -> tuple[str, int, list[tuple[str, str]]]:
     status = re.search(r'<p id="status">([^<]*)</p>', dom)
     opens = re.search(r'<p id="opens">(\d+)</p>', dom)
     assert status and opens, dom
-    events = [(html.unescape(i), html.unescape(t)) for i, t in re.findall(r'<li data-id="([^"]*)">([^<]*)</li>', dom)]
+    events = [
+        (html.unescape(i), html.unescape(t))
+        for i, t in re.findall(r'<li data-id="([^"]*)">([^<]*)</li>', dom)
+    ]
     return status.group(1), int(opens.group(1)), events
 
 
@@ -536,6 +595,7 @@ def test_browser_reconnects_with_last_event_id_and_gets_every_event_once(tmp_pat
 
 
 # -- safety: body limit, masked 404, access log, clients that leave -------------------------------
+
 
 def test_a_request_body_past_max_body_gets_413(serve: Server) -> None:
     url = serve(max_body=1000)
@@ -571,14 +631,19 @@ def test_an_access_log_line_per_request(serve: Server) -> None:
     requests.post(url + PATH, json=REQUEST, timeout=TIMEOUT)
     requests.get(url + "/v1/models?limit=2", timeout=TIMEOUT)
     requests.get(url + "/nope", timeout=TIMEOUT)
-    assert lines == [f"POST {PATH} -> 200 #0, 6 chunk(s)", "GET /v1/models?limit=2 -> 200 #1, 1 chunk(s)",
-                     "GET /nope -> 404 no recorded interaction matches"]
+    assert lines == [
+        f"POST {PATH} -> 200 #0, 6 chunk(s)",
+        "GET /v1/models?limit=2 -> 200 #1, 1 chunk(s)",
+        "GET /nope -> 404 no recorded interaction matches",
+    ]
 
 
 def test_a_client_that_leaves_mid_stream_stops_the_stream_quietly(capfd: pytest.CaptureFixture[str]) -> None:
     """Under bytewise a client that leaves used to cause ~1,100 'socket.send() raised exception.' lines."""
     cassette = ssemock.Cassette()
-    cassette.add("GET", "https://h/long", [b"".join(b"data: %d %s\n\n" % (i, b"x" * 200) for i in range(3000))])
+    cassette.add(
+        "GET", "https://h/long", [b"".join(b"data: %d %s\n\n" % (i, b"x" * 200) for i in range(3000))]
+    )
     lines: list[str] = []
     asgi = app(cassette, chunking="bytewise", log=lines.append)
     with running(asgi) as url:
@@ -599,9 +664,17 @@ def test_cli_serve_match_on_cors_and_quiet(tmp_path: Path) -> None:
     make_cassette().save(path)
     script = Path(sys.executable).parent / "ssemock"
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "ssemock"]
-    for extra, quiet in ((["--match-on", "method,path", "--cors", "http://localhost:3000"], False), (["--quiet"], True)):
-        proc = subprocess.Popen([*cmd, "serve", str(path), "--port", "0", *extra],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+    for extra, quiet in (
+        (["--match-on", "method,path", "--cors", "http://localhost:3000"], False),
+        (["--quiet"], True),
+    ):
+        proc = subprocess.Popen(
+            [*cmd, "serve", str(path), "--port", "0", *extra],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+        )
         lines: list[str] = []
         ready = threading.Event()
 
@@ -645,7 +718,9 @@ def test_the_mcp_sdks_sse_client_replays_a_legacy_session_over_the_server() -> N
 
         async with Client(sse_client(f"{url}/sse", sse_read_timeout=TIMEOUT), mode="legacy") as client:
             await client.list_tools()
-            result = await client.call_tool("forecast", {"city": "Tokyo", "days": 3}, progress_callback=on_progress)
+            result = await client.call_tool(
+                "forecast", {"city": "Tokyo", "days": 3}, progress_callback=on_progress
+            )
         return result, progress
 
     cassette = ssemock.cassettes.load("mcp/sse_session")
@@ -670,9 +745,13 @@ def test_a_held_stream_whose_request_never_comes_drops_and_says_why(monkeypatch:
         with pytest.raises(requests.exceptions.ChunkedEncodingError):
             for chunk in response.iter_content(chunk_size=None):
                 got += chunk
-    assert got == b"event: endpoint\r\ndata: /messages/?session_id=REDACTED\r\n\r\n"  # then nothing: it waits for 1
-    assert any("answers the request with id 1 next" in line and "none was made within 0.2 s" in line
-               for line in lines), lines
+    assert (
+        got == b"event: endpoint\r\ndata: /messages/?session_id=REDACTED\r\n\r\n"
+    )  # then nothing: it waits for 1
+    assert any(
+        "answers the request with id 1 next" in line and "none was made within 0.2 s" in line
+        for line in lines
+    ), lines
     assert served.state.ssemock.exchanges[0].dropped
 
 
@@ -682,8 +761,12 @@ def test_the_banner_counts_events_as_show_and_validate_do() -> None:
     from ssemock.serve import routes
 
     cassette = ssemock.Cassette()
-    cassette.add("GET", "https://api.example.com/events", [b": ping\n\n", *EVENTS],
-                 headers={"content-type": "text/event-stream"})
+    cassette.add(
+        "GET",
+        "https://api.example.com/events",
+        [b": ping\n\n", *EVENTS],
+        headers={"content-type": "text/event-stream"},
+    )
     asgi = app(cassette)
     (line,) = routes(asgi.state.ssemock)
     shown = inspect.summarize(cassette.interactions[0])

@@ -31,8 +31,12 @@ EVENTS = [f"id: {i}\ndata: event {i}\n\n".encode() for i in range(1, 6)] + [b"da
 def _cassette() -> ssemock.Cassette:
     cassette = ssemock.Cassette()
     cassette.add("POST", URL, EVENTS, headers={"content-type": "text/event-stream"})
-    cassette.add("GET", "https://api.example.com/v1/chat/completions", EVENTS,
-                 headers={"content-type": "text/event-stream"})
+    cassette.add(
+        "GET",
+        "https://api.example.com/v1/chat/completions",
+        EVENTS,
+        headers={"content-type": "text/event-stream"},
+    )
     return cassette
 
 
@@ -43,8 +47,12 @@ def _batch(first: int, count: int) -> bytes:
 
 def _flood_ids(url: str, rounds: int, count: int) -> None:
     for r in range(rounds):
-        response = requests.post(url + "/v1/chat/completions", data=_batch(r * count, count), timeout=TIMEOUT,
-                                 headers={"content-type": "application/json"})
+        response = requests.post(
+            url + "/v1/chat/completions",
+            data=_batch(r * count, count),
+            timeout=TIMEOUT,
+            headers={"content-type": "application/json"},
+        )
         assert response.status_code == 200 and response.content == b"".join(EVENTS)
 
 
@@ -106,13 +114,20 @@ def test_bogus_last_event_ids_never_decode_a_stream_per_request(monkeypatch: pyt
     sse_get = {"accept": "text/event-stream"}
     with running(asgi) as url:
         for k in range(40):
-            bogus = requests.get(url + "/v1/chat/completions", timeout=TIMEOUT,
-                                 headers={**sse_get, "last-event-id": f"bogus-{k}" * 50})
+            bogus = requests.get(
+                url + "/v1/chat/completions",
+                timeout=TIMEOUT,
+                headers={**sse_get, "last-event-id": f"bogus-{k}" * 50},
+            )
             assert bogus.status_code == 200 and bogus.content == b"".join(EVENTS)  # unknown: from the start
             if k % 10 == 0:
-                resumed = requests.get(url + "/v1/chat/completions", headers={**sse_get, "last-event-id": "3"},
-                                       timeout=TIMEOUT)
-                assert resumed.content == b"".join(EVENTS[3:]) and resumed.headers["x-ssemock-resumed-after"] == "3"
+                resumed = requests.get(
+                    url + "/v1/chat/completions", headers={**sse_get, "last-event-id": "3"}, timeout=TIMEOUT
+                )
+                assert (
+                    resumed.content == b"".join(EVENTS[3:])
+                    and resumed.headers["x-ssemock-resumed-after"] == "3"
+                )
     assert runs == []
 
 
@@ -122,8 +137,22 @@ def _moves_on(body: bytes, last_event_id: str) -> bool:
     return any(e.id != last_event_id for e in decoder.feed(body)) or decoder.last_event_id != last_event_id
 
 
-_BLOCK = st.sampled_from([b"id: a\n", b"id: b\n", b"id:\n", b"id: a\x00\n", b"data: x\n", b"data\n", b": c\n",
-                          b"event: e\n", b"\n", b"\r\n", b"id: b\r\n", b"retry: 5\n"])
+_BLOCK = st.sampled_from(
+    [
+        b"id: a\n",
+        b"id: b\n",
+        b"id:\n",
+        b"id: a\x00\n",
+        b"data: x\n",
+        b"data\n",
+        b": c\n",
+        b"event: e\n",
+        b"\n",
+        b"\r\n",
+        b"id: b\r\n",
+        b"retry: 5\n",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -136,7 +165,7 @@ def test_the_resume_index_says_what_decoding_per_request_said(lines: list[bytes]
         found = index.get(ident)
         assert (found.offset if found is not None else None) == offset
         if found is not None:
-            assert found.moves_on == _moves_on(body[found.offset:], ident)
+            assert found.moves_on == _moves_on(body[found.offset :], ident)
 
 
 def _open(url: str) -> socket.socket:
@@ -200,7 +229,7 @@ def test_a_client_that_leaves_mid_request_body_is_one_log_line(capfd: pytest.Cap
     with running(asgi) as url:
         for _ in range(3):
             sock = _open(url)
-            sock.sendall(b"Content-Length: 1000\r\n\r\n{\"model\":")
+            sock.sendall(b'Content-Length: 1000\r\n\r\n{"model":')
             sock.close()
         assert requests.post(url + "/v1/chat/completions", timeout=TIMEOUT).ok  # still serving
     # (the server is stopped here: every connection was seen to its end)
@@ -232,6 +261,7 @@ def test_a_held_stream_is_not_decoded_again_for_each_reconnection(monkeypatch: p
     """Where the legacy MCP GET stream waits for requests is worked out once per body served, not
     for each of a flood of GETs (with or without a bogus Last-Event-ID)."""
     import ssemock.protocols
+
     monkeypatch.setattr(ssemock.held, "HOLD_LIMIT", 0.05)
     calls: list[int] = []
     real = ssemock.protocols.holds
@@ -243,8 +273,9 @@ def test_a_held_stream_is_not_decoded_again_for_each_reconnection(monkeypatch: p
     monkeypatch.setattr(ssemock.protocols, "holds", counted)
     with running(app(ssemock.cassettes.load("mcp/sse_session"))) as url:
         for k in range(20):
-            with requests.get(f"{url}/sse", headers={"last-event-id": f"bogus-{k}"}, stream=True,
-                              timeout=TIMEOUT) as stream:
+            with requests.get(
+                f"{url}/sse", headers={"last-event-id": f"bogus-{k}"}, stream=True, timeout=TIMEOUT
+            ) as stream:
                 reads = stream.iter_content(chunk_size=None)
                 assert next(reads).startswith(b"event: endpoint")
     assert len(calls) == 1

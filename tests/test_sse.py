@@ -136,7 +136,7 @@ def split_at(stream: bytes, cuts: Iterable[int]) -> list[bytes]:
 
 
 def bytewise(stream: bytes) -> list[bytes]:
-    return [stream[i:i + 1] for i in range(len(stream))]
+    return [stream[i : i + 1] for i in range(len(stream))]
 
 
 def httpx_sse_events(chunks: Iterable[bytes]) -> list[Event]:
@@ -187,7 +187,9 @@ def test_spec_example_stock_ticker() -> None:
 
 def test_spec_example_four_blocks() -> None:
     stream = b": test stream\n\ndata: first event\nid: 1\n\ndata:second event\nid\n\ndata:  third event\n\n"
-    check(stream, [E(data="first event", id="1"), E(data="second event", id=""), E(data=" third event", id="")])
+    check(
+        stream, [E(data="first event", id="1"), E(data="second event", id=""), E(data=" third event", id="")]
+    )
 
 
 def test_spec_example_four_blocks_last_needs_a_blank_line() -> None:
@@ -291,8 +293,10 @@ def test_last_event_id_persists_and_can_be_reset() -> None:
 
 
 def test_id_with_nul_is_ignored() -> None:
-    check(b"id: 1\ndata: a\n\nid: 2\x003\ndata: b\n\nid: \x00\ndata: c\n\n",
-          [E(data="a", id="1"), E(data="b", id="1"), E(data="c", id="1")])
+    check(
+        b"id: 1\ndata: a\n\nid: 2\x003\ndata: b\n\nid: \x00\ndata: c\n\n",
+        [E(data="a", id="1"), E(data="b", id="1"), E(data="c", id="1")],
+    )
     check(b"id: a\x01b\xc2\x85\ndata: x\n\n", [E(data="x", id="a\x01b\x85")])
 
 
@@ -336,7 +340,9 @@ def test_retry_with_more_digits_than_int_converts() -> None:
     many = b"0" * 5000 + b"42"
     assert decode([b"retry: " + many + b"\ndata: x\n\n"]) == [E(data="x", retry=42)]
     exact = b"7" + b"0" * (sse.RETRY_DIGITS - 1)  # the longest value kept exactly
-    assert decode([b"retry: 000" + exact + b"\ndata: x\n\n"]) == [E(data="x", retry=7 * 10 ** (sse.RETRY_DIGITS - 1))]
+    assert decode([b"retry: 000" + exact + b"\ndata: x\n\n"]) == [
+        E(data="x", retry=7 * 10 ** (sse.RETRY_DIGITS - 1))
+    ]
     for digits in (b"9" * 5000, b"1" + b"0" * sse.RETRY_DIGITS, b"12345" * 2_000_000):  # up to 10 MB
         decoder = Decoder()
         for chunk in (b"retry: ", digits, b"\ndata: x\n\n"):
@@ -515,17 +521,45 @@ def test_a_huge_event_decodes_whole_however_it_is_cut() -> None:
     """(Linearity in the event's size is measured in bench/linearity.py, not timed here.)"""
     for size, cut in ((1 << 20, 65536), (1 << 16, 16)):
         body = b"data: " + b"x" * size + b"\n\n"
-        (event,) = feed_each([body[i:i + cut] for i in range(0, len(body), cut)])
+        (event,) = feed_each([body[i : i + cut] for i in range(0, len(body), cut)])
         assert event.data == "x" * size
 
 
 # --- properties -------------------------------------------------------------------------------
 
 TOKENS = [
-    b"data", b"data:", b"data: ", b"event", b"event: ", b"id", b"id: ", b"retry", b"retry: ", b":", b" ",
-    b"\n", b"\r", b"\r\n", b"\n\n", b"\r\r", b"x", b"message", b"42", b"0", b"a1", b"\x00", b"\t",
-    b"\xef\xbb\xbf", b"\xef\xbb", b"\xe2\x82\xac", b"\xe2\x82", b"\xc2\x85", b"\xe2\x80\xa8", b"\xf0\x9f\x99\x82",
-    b"\xff", b"\x80",
+    b"data",
+    b"data:",
+    b"data: ",
+    b"event",
+    b"event: ",
+    b"id",
+    b"id: ",
+    b"retry",
+    b"retry: ",
+    b":",
+    b" ",
+    b"\n",
+    b"\r",
+    b"\r\n",
+    b"\n\n",
+    b"\r\r",
+    b"x",
+    b"message",
+    b"42",
+    b"0",
+    b"a1",
+    b"\x00",
+    b"\t",
+    b"\xef\xbb\xbf",
+    b"\xef\xbb",
+    b"\xe2\x82\xac",
+    b"\xe2\x82",
+    b"\xc2\x85",
+    b"\xe2\x80\xa8",
+    b"\xf0\x9f\x99\x82",
+    b"\xff",
+    b"\x80",
 ]
 
 sse_like = st.lists(st.sampled_from(TOKENS), max_size=60).map(b"".join)
@@ -560,7 +594,9 @@ def test_per_event_chunks_give_the_events_of_the_whole(stream: bytes) -> None:
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(stream=sse_like, data=st.data())
-def test_chunks_cut_at_line_boundaries_give_the_events_of_the_whole(stream: bytes, data: st.DataObject) -> None:
+def test_chunks_cut_at_line_boundaries_give_the_events_of_the_whole(
+    stream: bytes, data: st.DataObject
+) -> None:
     boundaries = [i for i in range(len(stream) + 1) if stream.startswith((b"\n", b"\r", b"d"), i)]
     boundaries += [i + 1 for i in boundaries]
     cuts = data.draw(st.lists(st.sampled_from(boundaries), max_size=20)) if boundaries else []
@@ -575,11 +611,20 @@ def test_pending_fields_and_lines_defeat_the_one_event_fast_path() -> None:
     assert decode([b"data: a\n\n", b"data: b\r", b"\n", b"data: c\n\n"]) == [E(data="a"), E(data="b\nc")]
 
 
-@pytest.mark.parametrize("chunk", [
-    b"event: a\ndata: x\n\n", b"event: \ndata: x\n\n", b"event: a\ndata: x\ndata: y\n\n",
-    b"event: a\n\ndata: x\n\n", b"event: a\ndata:x\n\n", b"event: a\ndata: x\n\n\n", b"event: a\r\ndata: x\n\n",
-    b"event: \xff\ndata: \xe2\x82\n\n", b"event: a\nid: 1\ndata: x\n\n",
-])
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        b"event: a\ndata: x\n\n",
+        b"event: \ndata: x\n\n",
+        b"event: a\ndata: x\ndata: y\n\n",
+        b"event: a\n\ndata: x\n\n",
+        b"event: a\ndata:x\n\n",
+        b"event: a\ndata: x\n\n\n",
+        b"event: a\r\ndata: x\n\n",
+        b"event: \xff\ndata: \xe2\x82\n\n",
+        b"event: a\nid: 1\ndata: x\n\n",
+    ],
+)
 def test_one_typed_event_chunks_after_a_first_event(chunk: bytes) -> None:
     """Chunks shaped like one "event: ...\\ndata: ...\\n\\n" event, fed once the decoder is between
     blocks (where its one-event fast path applies), give the spec's events."""
@@ -633,12 +678,15 @@ def test_an_id_only_block_sets_the_string_at_its_blank_line() -> None:
     assert decoder.last_event_id == "5"
 
 
-@pytest.mark.parametrize("chunks", [
-    [b"id: 3\n", b"data: x\n\n"],  # the one-event fast path
-    [b"id: 3\n", b"data: x\n\ndata: y\n\n"],  # the run of one-line events
-    [b"id: 3\ndata: x\n\n"],
-    [b"id: 3\r\n", b"data: x\r\n\r\n"],
-])
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        [b"id: 3\n", b"data: x\n\n"],  # the one-event fast path
+        [b"id: 3\n", b"data: x\n\ndata: y\n\n"],  # the run of one-line events
+        [b"id: 3\ndata: x\n\n"],
+        [b"id: 3\r\n", b"data: x\r\n\r\n"],
+    ],
+)
 def test_every_path_sets_the_string_at_dispatch(chunks: list[bytes]) -> None:
     decoder = Decoder()
     for chunk in chunks[:-1]:
@@ -704,7 +752,9 @@ def ordinary_stream(blocks: list[tuple[str | None, str | None, list[str]]], eol:
 
 
 @settings(max_examples=200)
-@given(blocks=st.lists(ordinary_block, max_size=6), eol=st.sampled_from(["\n", "\r\n", "\r"]), cuts=cut_points)
+@given(
+    blocks=st.lists(ordinary_block, max_size=6), eol=st.sampled_from(["\n", "\r\n", "\r"]), cuts=cut_points
+)
 def test_agrees_with_httpx_sse_on_ordinary_streams(
     blocks: list[tuple[str | None, str | None, list[str]]], eol: str, cuts: list[int]
 ) -> None:
@@ -768,12 +818,25 @@ def test_httpx_sse_deviates_on_a_split_bom_too() -> None:
 # --- the C accelerator (ssemock._speedups, built by the install) against the pure code ----------
 
 BLOCK_LINES = [
-    b"id: 7", b"id: ", b"id: a\x00b", b"id:  x", b"event: delta", b"event: ", b"event: d\xe2\x82",
-    b"data: {\"a\": 1}", b"data: ", b"data: \xff\xf0\x9f\x99\x82", b"data:x", b": keep-alive", b"retry: 5", b"",
+    b"id: 7",
+    b"id: ",
+    b"id: a\x00b",
+    b"id:  x",
+    b"event: delta",
+    b"event: ",
+    b"event: d\xe2\x82",
+    b'data: {"a": 1}',
+    b"data: ",
+    b"data: \xff\xf0\x9f\x99\x82",
+    b"data:x",
+    b": keep-alive",
+    b"retry: 5",
+    b"",
 ]
 EOLS = [b"\n", b"\r\n", b"\r", b"\n\n", b"\r\n\r\n"]
 block_streams = st.lists(st.tuples(st.sampled_from(BLOCK_LINES), st.sampled_from(EOLS)), max_size=40).map(
-    lambda lines: b"".join(line + eol for line, eol in lines))
+    lambda lines: b"".join(line + eol for line, eol in lines)
+)
 
 
 @settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
@@ -812,10 +875,32 @@ def test_the_decoder_without_the_accelerator_gives_the_same_events(stream: bytes
 # UTF-8 pieces that probe every rule of a strict decoder: each length, the bounds of each lead
 # byte (overlongs, surrogates, past U+10FFFF), stray and missing continuation bytes.
 UTF8_PIECES = [
-    b"x" * 17, b"\x7f", b"\xc2\x80", b"\xc3\xbf", b"\xc4\x80", b"\xdf\xbf", b"\xe0\xa0\x80", b"\xe0\x9f\xbf",
-    b"\xe2\x82\xac", b"\xed\x9f\xbf", b"\xed\xa0\x80", b"\xef\xbf\xbf", b"\xf0\x90\x80\x80", b"\xf0\x8f\xbf\xbf",
-    b"\xf0\x9f\x99\x82", b"\xf4\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xc0\xaf", b"\xc1\xbf",
-    b"\x80", b"\xbf", b"\xe2\x82", b"\xf0\x9f\x99", b"\xc3", b"\xff",
+    b"x" * 17,
+    b"\x7f",
+    b"\xc2\x80",
+    b"\xc3\xbf",
+    b"\xc4\x80",
+    b"\xdf\xbf",
+    b"\xe0\xa0\x80",
+    b"\xe0\x9f\xbf",
+    b"\xe2\x82\xac",
+    b"\xed\x9f\xbf",
+    b"\xed\xa0\x80",
+    b"\xef\xbf\xbf",
+    b"\xf0\x90\x80\x80",
+    b"\xf0\x8f\xbf\xbf",
+    b"\xf0\x9f\x99\x82",
+    b"\xf4\x8f\xbf\xbf",
+    b"\xf4\x90\x80\x80",
+    b"\xf5\x80\x80\x80",
+    b"\xc0\xaf",
+    b"\xc1\xbf",
+    b"\x80",
+    b"\xbf",
+    b"\xe2\x82",
+    b"\xf0\x9f\x99",
+    b"\xc3",
+    b"\xff",
 ]
 utf8_like = st.one_of(
     st.lists(st.sampled_from(UTF8_PIECES), max_size=60).map(b"".join),
@@ -836,8 +921,17 @@ def test_the_accelerated_text_is_the_utf8_decoder_s(raw: bytes) -> None:
         assert sys.getsizeof(got) == sys.getsizeof(expected)  # the same width per character
 
 
-@pytest.mark.parametrize("unit", ["x" * 60 + "é€🙂", "東京へようこそ", "Ā" * 3 + "y", "é" * 9, "ascii",
-                                  "Hello wörld naïve café 東京 🙂 Ωmega — ok."])
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "x" * 60 + "é€🙂",
+        "東京へようこそ",
+        "Ā" * 3 + "y",
+        "é" * 9,
+        "ascii",
+        "Hello wörld naïve café 東京 🙂 Ωmega — ok.",
+    ],
+)
 def test_the_accelerated_text_of_a_large_value(unit: str) -> None:
     """Past 1 MiB (its own path), with one bad byte at either end (CPython's decoder), and from
     a view of bytes or a mutable buffer (which another thread could change: CPython's decoder)."""
@@ -852,7 +946,7 @@ def test_the_accelerated_text_of_a_large_value(unit: str) -> None:
 def test_a_large_event_decodes_the_same_however_it_is_cut() -> None:
     raw = b"data: " + ("x" * 60 + "é€🙂").encode() * 20_000 + b"\n\n"
     expected = [E(data=raw[6:-2].decode())]
-    assert decode([raw]) == decode([raw[i:i + 65536] for i in range(0, len(raw), 65536)]) == expected
+    assert decode([raw]) == decode([raw[i : i + 65536] for i in range(0, len(raw), 65536)]) == expected
     assert list(iter_decode([raw[:100_001], raw[100_001:]])) == expected
 
 

@@ -32,14 +32,19 @@ else:
 
 
 def _run(code: str, **kwargs: object) -> str:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          timeout=60, **kwargs).stdout  # type: ignore[call-overload,no-any-return]
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60, **kwargs
+    ).stdout  # type: ignore[call-overload,no-any-return]
 
 
 def test_children_get_a_refusing_proxy_and_the_parent_keeps_its_environment() -> None:
     before = dict(os.environ)
-    with ssemock.replay(ssemock.Cassette(), block_subprocesses=True, allowed_hosts=["*.internal.example"],
-                        ignore_hosts=["10.0.0.0/8"]):
+    with ssemock.replay(
+        ssemock.Cassette(),
+        block_subprocesses=True,
+        allowed_hosts=["*.internal.example"],
+        ignore_hosts=["10.0.0.0/8"],
+    ):
         env = json.loads(_run(SHOW))
         assert "refused:" in _run(FETCH)
         assert dict(os.environ) == before
@@ -85,5 +90,7 @@ def test_the_marker_takes_it(pytester: pytest.Pytester) -> None:
             out = subprocess.run([sys.executable, "-c", {SHOW!r}], capture_output=True, text=True).stdout
             assert json.loads(out)["HTTP_PROXY"].startswith("http://127.0.0.1:")
     """)
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cassetter", "-o", "asyncio_default_fixture_loop_scope=function")
+    result = pytester.runpytest_inprocess(
+        "-p", "no:randomly", "-p", "no:cassetter", "-o", "asyncio_default_fixture_loop_scope=function"
+    )
     result.assert_outcomes(passed=1)

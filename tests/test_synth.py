@@ -22,30 +22,55 @@ from ssemock.accumulate import Accumulated, accumulate
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
 SHORT = st.text(st.characters(exclude_categories=("Cs",)), max_size=8)
 NAME = st.from_regex(r"[a-z_][a-z0-9_]{0,15}", fullmatch=True)
-SCALAR = (st.none() | st.booleans() | st.integers(-(2**53), 2**53)
-          | st.floats(allow_nan=False, allow_infinity=False) | SHORT)
-VALUE = st.recursive(SCALAR, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(SHORT, inner, max_size=3),
-                     max_leaves=8)
+SCALAR = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | SHORT
+)
+VALUE = st.recursive(
+    SCALAR,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(SHORT, inner, max_size=3),
+    max_leaves=8,
+)
 ARGUMENTS = st.dictionaries(SHORT, VALUE, max_size=4)
-CALL = st.fixed_dictionaries({"name": NAME, "arguments": ARGUMENTS},
-                             optional={"id": st.from_regex(r"call_[A-Za-z0-9]{1,12}", fullmatch=True)})
+CALL = st.fixed_dictionaries(
+    {"name": NAME, "arguments": ARGUMENTS},
+    optional={"id": st.from_regex(r"call_[A-Za-z0-9]{1,12}", fullmatch=True)},
+)
 CALLS = st.lists(CALL, max_size=3)
 SEED = st.integers(0, 2**16)
 CHUNK_SIZE = st.integers(1, 9)
 COUNT = st.integers(0, 10**6)
 OPENAI_USAGE = st.none() | st.fixed_dictionaries(
-    {"prompt_tokens": COUNT, "completion_tokens": COUNT, "total_tokens": COUNT})
+    {"prompt_tokens": COUNT, "completion_tokens": COUNT, "total_tokens": COUNT}
+)
 RESPONSES_USAGE = st.none() | st.fixed_dictionaries(
-    {"input_tokens": COUNT, "output_tokens": COUNT, "total_tokens": COUNT,
-     "input_tokens_details": st.fixed_dictionaries({"cached_tokens": COUNT})})
+    {
+        "input_tokens": COUNT,
+        "output_tokens": COUNT,
+        "total_tokens": COUNT,
+        "input_tokens_details": st.fixed_dictionaries({"cached_tokens": COUNT}),
+    }
+)
 ANTHROPIC_USAGE = st.none() | st.fixed_dictionaries(
     {"input_tokens": COUNT, "output_tokens": COUNT},
-    optional={"cache_read_input_tokens": COUNT, "cache_creation_input_tokens": COUNT})
+    optional={"cache_read_input_tokens": COUNT, "cache_creation_input_tokens": COUNT},
+)
 OLLAMA_USAGE = st.none() | st.fixed_dictionaries(
-    {"prompt_eval_count": COUNT, "eval_count": COUNT, "total_duration": COUNT})
-CITATION = st.fixed_dictionaries({
-    "type": st.just("char_location"), "cited_text": TEXT, "document_index": st.integers(0, 3),
-    "document_title": SHORT, "start_char_index": st.integers(0, 100), "end_char_index": st.integers(0, 100)})
+    {"prompt_eval_count": COUNT, "eval_count": COUNT, "total_duration": COUNT}
+)
+CITATION = st.fixed_dictionaries(
+    {
+        "type": st.just("char_location"),
+        "cited_text": TEXT,
+        "document_index": st.integers(0, 3),
+        "document_title": SHORT,
+        "start_char_index": st.integers(0, 100),
+        "end_char_index": st.integers(0, 100),
+    }
+)
 
 ROUND_TRIP = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -60,7 +85,9 @@ def folded(cassette: ssemock.Cassette, strategy: chunking.Chunking = chunking.as
 
 
 def assert_calls(result: Accumulated, calls: list[dict[str, Any]]) -> None:
-    assert [(c.name, c.parsed_arguments) for c in result.tool_calls] == [(c["name"], c["arguments"]) for c in calls]
+    assert [(c.name, c.parsed_arguments) for c in result.tool_calls] == [
+        (c["name"], c["arguments"]) for c in calls
+    ]
     for got, want in zip(result.tool_calls, calls):
         if "id" in want:
             assert got.id == want["id"]
@@ -69,18 +96,51 @@ def assert_calls(result: Accumulated, calls: list[dict[str, Any]]) -> None:
 
 # -- round trips: accumulate(decode(synth(x))) == x ----------------------------------------------
 
+
 @ROUND_TRIP
-@given(texts=st.lists(TEXT, min_size=1, max_size=3), calls=CALLS, usage=OPENAI_USAGE,
-       refusal=st.none() | TEXT, finish=st.sampled_from([None, "stop", "length", "content_filter"]),
-       include_usage=st.booleans(), repeat=st.booleans(), out_of_order=st.booleans(), azure=st.booleans(),
-       interleave=st.booleans(), size=CHUNK_SIZE, seed=SEED)
-def test_openai_chat_round_trip(texts: list[str], calls: list[dict[str, Any]], usage: dict[str, Any] | None,
-                                refusal: str | None, finish: str | None, include_usage: bool, repeat: bool,
-                                out_of_order: bool, azure: bool, interleave: bool, size: int, seed: int) -> None:
-    cassette = synth.openai_chat(texts, n=len(texts), tool_calls=calls, usage=usage, refusal=refusal,
-                                 finish_reason=finish, include_usage=include_usage, repeat_tool_ids=repeat,
-                                 choices_out_of_order=out_of_order, content_filter=azure,
-                                 interleave_tool_calls=interleave, chunk_size=size, seed=seed)
+@given(
+    texts=st.lists(TEXT, min_size=1, max_size=3),
+    calls=CALLS,
+    usage=OPENAI_USAGE,
+    refusal=st.none() | TEXT,
+    finish=st.sampled_from([None, "stop", "length", "content_filter"]),
+    include_usage=st.booleans(),
+    repeat=st.booleans(),
+    out_of_order=st.booleans(),
+    azure=st.booleans(),
+    interleave=st.booleans(),
+    size=CHUNK_SIZE,
+    seed=SEED,
+)
+def test_openai_chat_round_trip(
+    texts: list[str],
+    calls: list[dict[str, Any]],
+    usage: dict[str, Any] | None,
+    refusal: str | None,
+    finish: str | None,
+    include_usage: bool,
+    repeat: bool,
+    out_of_order: bool,
+    azure: bool,
+    interleave: bool,
+    size: int,
+    seed: int,
+) -> None:
+    cassette = synth.openai_chat(
+        texts,
+        n=len(texts),
+        tool_calls=calls,
+        usage=usage,
+        refusal=refusal,
+        finish_reason=finish,
+        include_usage=include_usage,
+        repeat_tool_ids=repeat,
+        choices_out_of_order=out_of_order,
+        content_filter=azure,
+        interleave_tool_calls=interleave,
+        chunk_size=size,
+        seed=seed,
+    )
     result = folded(cassette)
     assert result.complete and result.error is None
     assert [c.index for c in result.choices] == list(range(len(texts)))
@@ -97,8 +157,9 @@ def test_openai_chat_round_trip(texts: list[str], calls: list[dict[str, Any]], u
 
 @ROUND_TRIP
 @given(text=TEXT, calls=CALLS, usage=RESPONSES_USAGE, size=CHUNK_SIZE, seed=SEED)
-def test_openai_responses_round_trip(text: str, calls: list[dict[str, Any]], usage: dict[str, Any] | None,
-                                     size: int, seed: int) -> None:
+def test_openai_responses_round_trip(
+    text: str, calls: list[dict[str, Any]], usage: dict[str, Any] | None, size: int, seed: int
+) -> None:
     cassette = synth.openai_responses(text, tool_calls=calls, usage=usage, chunk_size=size, seed=seed)
     result = folded(cassette)
     assert result.complete and result.protocol == "openai.responses"
@@ -111,19 +172,44 @@ def test_openai_responses_round_trip(text: str, calls: list[dict[str, Any]], usa
 
 
 @ROUND_TRIP
-@given(text=TEXT, calls=CALLS, thinking=st.none() | TEXT, signature=st.none() | st.text("abcXYZ019+/=", min_size=1),
-       citations=st.none() | st.lists(CITATION, min_size=1, max_size=2), usage=ANTHROPIC_USAGE,
-       ping=st.booleans() | st.integers(1, 5), error=st.none() | st.sampled_from(["overloaded_error", "api_error"]),
-       size=CHUNK_SIZE, seed=SEED)
-def test_anthropic_messages_round_trip(text: str, calls: list[dict[str, Any]], thinking: str | None,
-                                       signature: str | None, citations: list[dict[str, Any]] | None,
-                                       usage: dict[str, Any] | None, ping: bool | int, error: str | None,
-                                       size: int, seed: int) -> None:
+@given(
+    text=TEXT,
+    calls=CALLS,
+    thinking=st.none() | TEXT,
+    signature=st.none() | st.text("abcXYZ019+/=", min_size=1),
+    citations=st.none() | st.lists(CITATION, min_size=1, max_size=2),
+    usage=ANTHROPIC_USAGE,
+    ping=st.booleans() | st.integers(1, 5),
+    error=st.none() | st.sampled_from(["overloaded_error", "api_error"]),
+    size=CHUNK_SIZE,
+    seed=SEED,
+)
+def test_anthropic_messages_round_trip(
+    text: str,
+    calls: list[dict[str, Any]],
+    thinking: str | None,
+    signature: str | None,
+    citations: list[dict[str, Any]] | None,
+    usage: dict[str, Any] | None,
+    ping: bool | int,
+    error: str | None,
+    size: int,
+    seed: int,
+) -> None:
     if thinking is None:
         signature = None
-    cassette = synth.anthropic_messages(text, tool_calls=calls, thinking=thinking, signature=signature,
-                                        citations=citations, usage=usage, ping=ping, error=error,
-                                        chunk_size=size, seed=seed)
+    cassette = synth.anthropic_messages(
+        text,
+        tool_calls=calls,
+        thinking=thinking,
+        signature=signature,
+        citations=citations,
+        usage=usage,
+        ping=ping,
+        error=error,
+        chunk_size=size,
+        seed=seed,
+    )
     result = folded(cassette)
     assert result.protocol == "anthropic.messages"
     assert result.text == text
@@ -145,9 +231,17 @@ def test_anthropic_messages_round_trip(text: str, calls: list[dict[str, Any]], t
 
 @ROUND_TRIP
 @given(text=TEXT, calls=CALLS, thinking=st.none() | TEXT, usage=OLLAMA_USAGE, size=CHUNK_SIZE, seed=SEED)
-def test_ollama_chat_round_trip(text: str, calls: list[dict[str, Any]], thinking: str | None,
-                                usage: dict[str, Any] | None, size: int, seed: int) -> None:
-    cassette = synth.ollama_chat(text, tool_calls=calls, thinking=thinking, usage=usage, chunk_size=size, seed=seed)
+def test_ollama_chat_round_trip(
+    text: str,
+    calls: list[dict[str, Any]],
+    thinking: str | None,
+    usage: dict[str, Any] | None,
+    size: int,
+    seed: int,
+) -> None:
+    cassette = synth.ollama_chat(
+        text, tool_calls=calls, thinking=thinking, usage=usage, chunk_size=size, seed=seed
+    )
     result = folded(cassette)
     assert result.complete and result.protocol == "ollama.chat"
     assert result.text == text
@@ -161,10 +255,17 @@ def test_ollama_chat_round_trip(text: str, calls: list[dict[str, Any]], thinking
 
 @ROUND_TRIP
 @given(text=TEXT, calls=CALLS, usage=OPENAI_USAGE, keepalives=st.integers(0, 4), size=CHUNK_SIZE, seed=SEED)
-def test_openrouter_chat_round_trip(text: str, calls: list[dict[str, Any]], usage: dict[str, Any] | None,
-                                    keepalives: int, size: int, seed: int) -> None:
-    cassette = synth.openrouter_chat(text, tool_calls=calls, usage=usage, keepalives=keepalives,
-                                     chunk_size=size, seed=seed)
+def test_openrouter_chat_round_trip(
+    text: str,
+    calls: list[dict[str, Any]],
+    usage: dict[str, Any] | None,
+    keepalives: int,
+    size: int,
+    seed: int,
+) -> None:
+    cassette = synth.openrouter_chat(
+        text, tool_calls=calls, usage=usage, keepalives=keepalives, chunk_size=size, seed=seed
+    )
     result = folded(cassette)
     assert result.complete and result.protocol == "openai.chat"
     assert result.text == text
@@ -178,7 +279,9 @@ def test_openrouter_chat_round_trip(text: str, calls: list[dict[str, Any]], usag
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=TEXT, calls=CALLS, seed=SEED)
-def test_the_openai_sdk_agrees_with_a_synthesized_stream(text: str, calls: list[dict[str, Any]], seed: int) -> None:
+def test_the_openai_sdk_agrees_with_a_synthesized_stream(
+    text: str, calls: list[dict[str, Any]], seed: int
+) -> None:
     cassette = synth.openai_chat(text, tool_calls=calls, seed=seed)
     body = cassette.interactions[0].request.json()
     with ssemock.replay(cassette, chunking=chunking.random(seed)) as player:
@@ -193,14 +296,16 @@ def test_the_openai_sdk_agrees_with_a_synthesized_stream(text: str, calls: list[
                     slot["arguments"] += (tc.function and tc.function.arguments) or ""
     assert got == text
     player.assert_text(got)
-    player.assert_tool_calls([{"name": a["name"], "arguments": json.loads(a["arguments"])}
-                              for _, a in sorted(args.items())])
+    player.assert_tool_calls(
+        [{"name": a["name"], "arguments": json.loads(a["arguments"])} for _, a in sorted(args.items())]
+    )
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=TEXT, calls=CALLS, thinking=st.none() | TEXT, seed=SEED)
-def test_the_anthropic_sdk_agrees_with_a_synthesized_stream(text: str, calls: list[dict[str, Any]],
-                                                            thinking: str | None, seed: int) -> None:
+def test_the_anthropic_sdk_agrees_with_a_synthesized_stream(
+    text: str, calls: list[dict[str, Any]], thinking: str | None, seed: int
+) -> None:
     cassette = synth.anthropic_messages(text, tool_calls=calls, thinking=thinking, seed=seed)
     params = {k: v for k, v in cassette.interactions[0].request.json().items() if k != "stream"}
     with ssemock.replay(cassette, chunking=chunking.random(seed)):
@@ -208,25 +313,33 @@ def test_the_anthropic_sdk_agrees_with_a_synthesized_stream(text: str, calls: li
         with client.messages.stream(**params) as stream:
             message = stream.get_final_message()
     assert "".join(b.text for b in message.content if b.type == "text") == text
-    assert [(b.name, b.input) for b in message.content if b.type == "tool_use"] == \
-        [(c["name"], c["arguments"]) for c in calls]
+    assert [(b.name, b.input) for b in message.content if b.type == "tool_use"] == [
+        (c["name"], c["arguments"]) for c in calls
+    ]
     assert "".join(b.thinking for b in message.content if b.type == "thinking") == (thinking or "")
 
 
 # -- the documented formats ---------------------------------------------------------------------
 
+
 def _data(cassette: ssemock.Cassette) -> list[Any]:
-    return [e.data if e.data == "[DONE]" else json.loads(e.data)
-            for e in sse.decode([cassette.interactions[0].response.body])]
+    return [
+        e.data if e.data == "[DONE]" else json.loads(e.data)
+        for e in sse.decode([cassette.interactions[0].response.body])
+    ]
 
 
 def test_openai_chat_chunks() -> None:
-    cassette = synth.openai_chat("Hello there", tool_calls=[{"name": "f", "arguments": {"a": 1}}], include_usage=True)
+    cassette = synth.openai_chat(
+        "Hello there", tool_calls=[{"name": "f", "arguments": {"a": 1}}], include_usage=True
+    )
     (x,) = cassette.interactions
     assert x.request.method == "POST" and x.request.url == synth.OPENAI_CHAT_URL
     body = x.request.json()
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
-    assert body["model"] == "gpt-4o-mini" and body["messages"] == [{"role": "user", "content": synth.DEFAULT_PROMPT}]
+    assert body["model"] == "gpt-4o-mini" and body["messages"] == [
+        {"role": "user", "content": synth.DEFAULT_PROMPT}
+    ]
     assert body["tools"][0]["function"]["name"] == "f"
     assert x.response.header("content-type") == "text/event-stream; charset=utf-8"
     assert x.response.header(synth.SOURCE_HEADER) == synth.SYNTH_SOURCE
@@ -237,10 +350,15 @@ def test_openai_chat_chunks() -> None:
     assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": "", "refusal": None}
     assert all(c["usage"] is None for c in chunks[:-1])
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["total_tokens"] > 0
-    first_call = next(c["choices"][0]["delta"]["tool_calls"][0] for c in chunks
-                      if "tool_calls" in c["choices"][0]["delta"])
-    assert first_call == {"index": 0, "id": first_call["id"], "type": "function",
-                          "function": {"name": "f", "arguments": ""}}
+    first_call = next(
+        c["choices"][0]["delta"]["tool_calls"][0] for c in chunks if "tool_calls" in c["choices"][0]["delta"]
+    )
+    assert first_call == {
+        "index": 0,
+        "id": first_call["id"],
+        "type": "function",
+        "function": {"name": "f", "arguments": ""},
+    }
     assert chunks[-2]["choices"][0]["finish_reason"] == "tool_calls"
 
 
@@ -248,14 +366,24 @@ def test_openai_chat_n2_out_of_order_and_repeated_ids() -> None:
     data = _data(synth.openai_chat(["a b c d", "e f g h"], n=2, choices_out_of_order=True))
     indexes = [c["choices"][0]["index"] for c in data[:-1]]
     assert indexes[0] == 1 and sorted(set(indexes)) == [0, 1] and indexes != sorted(indexes)
-    data = _data(synth.openai_chat(tool_calls=[{"name": "f", "arguments": {"long": "x" * 40}}], repeat_tool_ids=True))
-    deltas = [c["choices"][0]["delta"]["tool_calls"][0] for c in data[:-1] if "tool_calls" in c["choices"][0]["delta"]]
-    assert len(deltas) > 3 and all(d["id"] and d["function"]["name"] == "f" and d["type"] == "function" for d in deltas)
+    data = _data(
+        synth.openai_chat(tool_calls=[{"name": "f", "arguments": {"long": "x" * 40}}], repeat_tool_ids=True)
+    )
+    deltas = [
+        c["choices"][0]["delta"]["tool_calls"][0]
+        for c in data[:-1]
+        if "tool_calls" in c["choices"][0]["delta"]
+    ]
+    assert len(deltas) > 3 and all(
+        d["id"] and d["function"]["name"] == "f" and d["type"] == "function" for d in deltas
+    )
 
 
 def test_azure_content_filter_shape() -> None:
     cassette = synth.openai_chat("Hi", content_filter=True, finish_reason="content_filter")
-    assert cassette.interactions[0].request.url.startswith("https://example-resource.openai.azure.com/openai/deployments/")
+    assert cassette.interactions[0].request.url.startswith(
+        "https://example-resource.openai.azure.com/openai/deployments/"
+    )
     data = _data(cassette)
     assert data[0]["choices"] == [] and data[0]["prompt_filter_results"][0]["prompt_index"] == 0
     assert list(data[1]) == sorted(data[1])  # Azure sends sorted keys
@@ -268,22 +396,34 @@ def test_responses_event_sequence() -> None:
     events = sse.decode([cassette.interactions[0].response.body])
     kinds = [e.event for e in events]
     assert kinds == [
-        "response.created", "response.in_progress",
-        "response.output_item.added", "response.content_part.added", *["response.output_text.delta"] * (len(
-            [k for k in kinds if k == "response.output_text.delta"])),
-        "response.output_text.done", "response.content_part.done", "response.output_item.done",
-        "response.output_item.added", *["response.function_call_arguments.delta"] * len(
-            [k for k in kinds if k == "response.function_call_arguments.delta"]),
-        "response.function_call_arguments.done", "response.output_item.done", "response.completed"]
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        *["response.output_text.delta"] * (len([k for k in kinds if k == "response.output_text.delta"])),
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.output_item.added",
+        *["response.function_call_arguments.delta"]
+        * len([k for k in kinds if k == "response.function_call_arguments.delta"]),
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
     payloads = [json.loads(e.data) for e in events]
     assert [p["sequence_number"] for p in payloads] == list(range(len(payloads)))
     assert all(p["type"] == e.event for p, e in zip(payloads, events))
     assert payloads[-1]["response"]["status"] == "completed" and len(payloads[-1]["response"]["output"]) == 2
-    assert cassette.interactions[0].request.json()["input"] == [{"role": "user", "content": synth.DEFAULT_PROMPT}]
+    assert cassette.interactions[0].request.json()["input"] == [
+        {"role": "user", "content": synth.DEFAULT_PROMPT}
+    ]
 
 
 def test_anthropic_event_sequence() -> None:
-    cassette = synth.anthropic_messages("Hi", thinking="hmm", tool_calls=[{"name": "f", "arguments": {"x": 1}}])
+    cassette = synth.anthropic_messages(
+        "Hi", thinking="hmm", tool_calls=[{"name": "f", "arguments": {"x": 1}}]
+    )
     events = sse.decode([cassette.interactions[0].response.body])
     kinds = [e.event for e in events]
     assert kinds[:3] == ["message_start", "content_block_start", "ping"]
@@ -300,11 +440,15 @@ def test_anthropic_event_sequence() -> None:
     errored = synth.anthropic_messages("Hi", error="overloaded_error")
     last = sse.decode([errored.interactions[0].response.body])[-1]
     assert last.event == "error" and json.loads(last.data) == {
-        "type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        "type": "error",
+        "error": {"type": "overloaded_error", "message": "Overloaded"},
+    }
 
 
 def test_ollama_lines() -> None:
-    cassette = synth.ollama_chat("Hi there", thinking="hmm", tool_calls=[{"name": "f", "arguments": {"x": 1}}])
+    cassette = synth.ollama_chat(
+        "Hi there", thinking="hmm", tool_calls=[{"name": "f", "arguments": {"x": 1}}]
+    )
     (x,) = cassette.interactions
     assert x.request.url == synth.OLLAMA_URL and x.response.header("content-type") == "application/x-ndjson"
     lines = ndjson.decode([x.response.body])
@@ -317,6 +461,7 @@ def test_ollama_lines() -> None:
 
 # -- writes and times --------------------------------------------------------------------------
 
+
 def test_writes_group_events_and_sometimes_cut_mid_line() -> None:
     for name in sorted(synth.LIBRARY):
         x = synth.library_cassette(name).interactions[0]
@@ -325,7 +470,7 @@ def test_writes_group_events_and_sometimes_cut_mid_line() -> None:
     ends = chunking.event_ends(x.response.body, sse=True)
     assert len(x.response.chunks) < len(ends)  # several events per write sometimes
     mid_line = [e for e in x.response.ends if e not in ends]
-    assert mid_line and all(x.response.body[e - 1:e] != b"\n" for e in mid_line)
+    assert mid_line and all(x.response.body[e - 1 : e] != b"\n" for e in mid_line)
 
 
 def test_times_follow_first_token_and_gap() -> None:
@@ -336,8 +481,13 @@ def test_times_follow_first_token_and_gap() -> None:
 
 
 def test_deterministic_for_a_seed() -> None:
-    for make in (synth.openai_chat, synth.openai_responses, synth.anthropic_messages, synth.ollama_chat,
-                 synth.openrouter_chat):
+    for make in (
+        synth.openai_chat,
+        synth.openai_responses,
+        synth.anthropic_messages,
+        synth.ollama_chat,
+        synth.openrouter_chat,
+    ):
         a, b = make("Deterministic text, please.", seed=3), make("Deterministic text, please.", seed=3)
         assert a.dumps() == b.dumps()
         assert make("Deterministic text, please.", seed=4).dumps() != a.dumps()
@@ -363,11 +513,14 @@ def test_bad_input_is_refused() -> None:
 
 
 def test_string_arguments_are_streamed_as_given() -> None:
-    result = folded(synth.openai_chat(tool_calls=[{"name": "f", "arguments": '{"a": [1, 2]}', "id": "call_x"}]))
+    result = folded(
+        synth.openai_chat(tool_calls=[{"name": "f", "arguments": '{"a": [1, 2]}', "id": "call_x"}])
+    )
     assert result.tool_calls[0].arguments == '{"a": [1, 2]}' and result.tool_calls[0].id == "call_x"
 
 
 # -- the library generator ---------------------------------------------------------------------
+
 
 def test_main_without_a_command_prints_help() -> None:
     assert synth.main([]) == 2
@@ -394,13 +547,23 @@ def test_event_ids_and_a_charset_less_content_type() -> None:
     assert plain.interactions[0].response.header("content-type") == "text/event-stream; charset=utf-8"
     events = ssemock.sse.decode([response.body])
     assert [e.id for e in events] == [str(n) for n in range(1, len(events) + 1)]
-    assert [e.data for e in events] == [e.data for e in ssemock.sse.decode([plain.interactions[0].response.body])]
+    assert [e.data for e in events] == [
+        e.data for e in ssemock.sse.decode([plain.interactions[0].response.body])
+    ]
     assert len(response.chunks) == len(plain.interactions[0].response.chunks)  # the same writes, longer
     assert ssemock.accumulate(events, "openai.chat").text == "Numbered \u2028 events."
 
 
-@pytest.mark.parametrize("name", ["openai/chat_text", "anthropic/messages_text", "ollama/chat",
-                                  "openrouter/chat_keepalive", "compat/event_ids"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "openai/chat_text",
+        "anthropic/messages_text",
+        "ollama/chat",
+        "openrouter/chat_keepalive",
+        "compat/event_ids",
+    ],
+)
 def test_the_library_carries_the_line_separator_hazards(name: str) -> None:
     interaction = ssemock.cassettes.load(name).interactions[0]
     response = interaction.response

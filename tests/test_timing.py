@@ -42,11 +42,20 @@ def test_scaled_multiplies(factor: float, t: float) -> None:
     assert timing.get(factor).at(t) == pytest.approx(t * factor)
 
 
-@pytest.mark.parametrize("spec,name,at2", [
-    ("instant", "instant", None), ("recorded", "recorded", 2.0), ("scaled:0.5", "scaled:0.5", 1.0),
-    ("scaled:2", "scaled:2", 4.0), ("scaled:0", "scaled:0", 0.0), (2.0, "scaled:2", 4.0), (0.25, "scaled:0.25", 0.5),
-    (3, "scaled:3", 6.0), (None, "instant", None),
-])
+@pytest.mark.parametrize(
+    "spec,name,at2",
+    [
+        ("instant", "instant", None),
+        ("recorded", "recorded", 2.0),
+        ("scaled:0.5", "scaled:0.5", 1.0),
+        ("scaled:2", "scaled:2", 4.0),
+        ("scaled:0", "scaled:0", 0.0),
+        (2.0, "scaled:2", 4.0),
+        (0.25, "scaled:0.25", 0.5),
+        (3, "scaled:3", 6.0),
+        (None, "instant", None),
+    ],
+)
 def test_get(spec: object, name: str, at2: float | None) -> None:
     t = timing.get(spec)  # type: ignore[arg-type]
     assert t.name == name
@@ -61,7 +70,9 @@ def test_get_returns_the_singletons() -> None:
     assert timing.get(None) is timing.instant
 
 
-@pytest.mark.parametrize("spec", ["fast", "scaled", "scaled:", "scaled:abc", "scaled:-1", "Instant", "", "scale:2"])
+@pytest.mark.parametrize(
+    "spec", ["fast", "scaled", "scaled:", "scaled:abc", "scaled:-1", "Instant", "", "scale:2"]
+)
 def test_get_unknown_raises_value_error(spec: str) -> None:
     with pytest.raises(ValueError) as info:
         timing.get(spec)

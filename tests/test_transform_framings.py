@@ -19,8 +19,9 @@ def _example(f: framing.Framing) -> tuple[str, bytes]:
 
 
 @pytest.mark.parametrize("transform, framed", CELLS, ids=[f"{t}-{f.name}" for t, f in CELLS])
-def test_a_transform_keeps_the_events_or_says_why_it_is_skipped(transform: transforms.Transform,
-                                                                framed: framing.Framing) -> None:
+def test_a_transform_keeps_the_events_or_says_why_it_is_skipped(
+    transform: transforms.Transform, framed: framing.Framing
+) -> None:
     content_type, body = _example(framed)
     kind = transforms.kind_of(content_type, body)
     ends = framed.event_ends(body)
@@ -36,19 +37,24 @@ def test_a_transform_keeps_the_events_or_says_why_it_is_skipped(transform: trans
 
 def _events(framed: framing.Framing, body: bytes) -> list[object]:
     """What a conforming client yields (an SSE event's type and data: ``ids`` adds ids)."""
-    return [(e.event, e.data) if isinstance(e, ssemock.sse.ServerSentEvent) else e for e in framed.decode(body)]
+    return [
+        (e.event, e.data) if isinstance(e, ssemock.sse.ServerSentEvent) else e for e in framed.decode(body)
+    ]
 
 
 ARRAY = b'[{"a": 1, "b": [1, 2]}\n,\r\n{"a": "\\u00e9"}\n]'
 
 
-@pytest.mark.parametrize("name, want", [
-    ("compact", b'[{"a":1,"b":[1,2]},{"a":"\xc3\xa9"}]'),
-    ("pretty", b'[\n{\n  "a": 1,\n  "b": [\n    1,\n    2\n  ]\n},\n{\n  "a": "\xc3\xa9"\n}\n]'),
-    ("bracket_lines", b'[\n{"a": 1, "b": [1, 2]}\n,\r\n{"a": "\\u00e9"}\n]'),
-    ("crlf", b'[{"a": 1, "b": [1, 2]}\r\n,\r\n{"a": "\\u00e9"}\r\n]'),
-    ("cr", b'[{"a": 1, "b": [1, 2]}\r,\r{"a": "\\u00e9"}\r]'),
-])
+@pytest.mark.parametrize(
+    "name, want",
+    [
+        ("compact", b'[{"a":1,"b":[1,2]},{"a":"\xc3\xa9"}]'),
+        ("pretty", b'[\n{\n  "a": 1,\n  "b": [\n    1,\n    2\n  ]\n},\n{\n  "a": "\xc3\xa9"\n}\n]'),
+        ("bracket_lines", b'[\n{"a": 1, "b": [1, 2]}\n,\r\n{"a": "\\u00e9"}\n]'),
+        ("crlf", b'[{"a": 1, "b": [1, 2]}\r\n,\r\n{"a": "\\u00e9"}\r\n]'),
+        ("cr", b'[{"a": 1, "b": [1, 2]}\r,\r{"a": "\\u00e9"}\r]'),
+    ],
+)
 def test_json_array_variants_real_servers_write(name: str, want: bytes) -> None:
     got = transforms.get(name)(ARRAY, "json_array")
     assert got == want
@@ -59,12 +65,15 @@ def test_json_array_variants_real_servers_write(name: str, want: bytes) -> None:
 LINES = b'{"n": 1}\n{"n": 2}\n{"n": 3, "done": true}\n'
 
 
-@pytest.mark.parametrize("name, want", [
-    ("cr", b'{"n": 1}\r{"n": 2}\r{"n": 3, "done": true}\r'),
-    ("no_final_newline", b'{"n": 1}\n{"n": 2}\n{"n": 3, "done": true}'),
-    ("crlf", b'{"n": 1}\r\n{"n": 2}\r\n{"n": 3, "done": true}\r\n'),
-    ("blank_lines", b'{"n": 1}\n\n{"n": 2}\n\n{"n": 3, "done": true}\n\n'),
-])
+@pytest.mark.parametrize(
+    "name, want",
+    [
+        ("cr", b'{"n": 1}\r{"n": 2}\r{"n": 3, "done": true}\r'),
+        ("no_final_newline", b'{"n": 1}\n{"n": 2}\n{"n": 3, "done": true}'),
+        ("crlf", b'{"n": 1}\r\n{"n": 2}\r\n{"n": 3, "done": true}\r\n'),
+        ("blank_lines", b'{"n": 1}\n\n{"n": 2}\n\n{"n": 3, "done": true}\n\n'),
+    ],
+)
 def test_json_lines_variants(name: str, want: bytes) -> None:
     got = transforms.get(name)(LINES, "ndjson")
     assert got == want
@@ -75,8 +84,12 @@ def test_a_transformed_json_array_replays_through_a_client_and_the_reference_agr
     import httpx
 
     cassette = ssemock.Cassette()
-    cassette.add("POST", "https://generativelanguage.googleapis.com/v1beta/models/m:streamGenerateContent",
-                 [ARRAY[:9], ARRAY[9:]], headers={"content-type": "application/json"})
+    cassette.add(
+        "POST",
+        "https://generativelanguage.googleapis.com/v1beta/models/m:streamGenerateContent",
+        [ARRAY[:9], ARRAY[9:]],
+        headers={"content-type": "application/json"},
+    )
     for name in ("compact", "pretty", "bracket_lines"):
         with ssemock.replay(cassette, transform=name) as player, httpx.Client() as client:
             body = client.post(cassette.interactions[0].request.url).content
@@ -86,16 +99,20 @@ def test_a_transformed_json_array_replays_through_a_client_and_the_reference_agr
 
 def test_the_plugin_skips_a_transform_with_no_meaning_and_says_why(pytester: pytest.Pytester) -> None:
     cassette = ssemock.Cassette()
-    cassette.add("POST", "https://ollama.test/api/chat", [LINES], headers={"content-type": "application/x-ndjson"})
+    cassette.add(
+        "POST", "https://ollama.test/api/chat", [LINES], headers={"content-type": "application/x-ndjson"}
+    )
     (pytester.path / "cassettes" / "test_x").mkdir(parents=True)
     cassette.save(pytester.path / "cassettes" / "test_x" / "test_lines.json")
-    pytester.makepyfile(test_x="""
+    pytester.makepyfile(
+        test_x="""
         import httpx, pytest
 
         @pytest.mark.ssemock(transform="keepalive,cr")
         def test_lines(ssemock):
             httpx.post("https://ollama.test/api/chat").read()
-    """)
+    """
+    )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cassetter", "-rs")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*keepalive has no meaning for ndjson (it rewrites sse)*"])

@@ -14,20 +14,36 @@ from ssemock import chunking, transforms
 
 decode = ssemock.sse.decode
 
-BODY = b"".join([
-    b"event: message_start\ndata: {\"type\": \"message_start\"}\n\n",
-    "data: {\"text\": \"こんにちは、世界！🌏\"}\n\n".encode(),
-    b": ping\n\n",
-    b"id: 7\ndata: line one\ndata:  leading space\ndata:\n\n",
-    b"retry: 1500\nevent: done\ndata: [DONE]\n\n",
-])
+BODY = b"".join(
+    [
+        b'event: message_start\ndata: {"type": "message_start"}\n\n',
+        'data: {"text": "こんにちは、世界！🌏"}\n\n'.encode(),
+        b": ping\n\n",
+        b"id: 7\ndata: line one\ndata:  leading space\ndata:\n\n",
+        b"retry: 1500\nevent: done\ndata: [DONE]\n\n",
+    ]
+)
 
-CHAINS = ["crlf", "cr", "keepalive", "keepalive:: OPENROUTER PROCESSING", "no_space", "crlf+keepalive",
-          "cr+keepalive", "keepalive+no_space", "no_space+crlf", "crlf+no_space+keepalive:: x", "cr+crlf",
-          "crlf+cr", "keepalive+keepalive"]
+CHAINS = [
+    "crlf",
+    "cr",
+    "keepalive",
+    "keepalive:: OPENROUTER PROCESSING",
+    "no_space",
+    "crlf+keepalive",
+    "cr+keepalive",
+    "keepalive+no_space",
+    "no_space+crlf",
+    "crlf+no_space+keepalive:: x",
+    "cr+crlf",
+    "crlf+cr",
+    "keepalive+keepalive",
+]
 
 _value_chars = st.characters(exclude_characters="\r\n", exclude_categories=("Cs",))
-_value = st.one_of(st.text(_value_chars, max_size=10), st.sampled_from(["世界", "🌏 x", " ", "", "a: b", ":"]))
+_value = st.one_of(
+    st.text(_value_chars, max_size=10), st.sampled_from(["世界", "🌏 x", " ", "", "a: b", ":"])
+)
 _line = st.one_of(
     _value.map(lambda v: f"data: {v}"),
     _value.map(lambda v: f"data:  {v}"),
@@ -35,7 +51,9 @@ _line = st.one_of(
     _value.map(lambda v: f"event: {v}"),
     _value.map(lambda v: f"id: {v}"),
     _value.map(lambda v: f": {v}"),
-    st.sampled_from(["retry: 1000", "retry: x", "data", "event", "id:", "unknown: field", "data:  ", "data: "]),
+    st.sampled_from(
+        ["retry: 1000", "retry: x", "data", "event", "id:", "unknown: field", "data:  ", "data: "]
+    ),
 )
 _event = st.lists(_line, min_size=1, max_size=4)
 
@@ -154,7 +172,7 @@ def test_ends_are_carried_over_per_event() -> None:
     new_body, new_ends = transforms.apply([transforms.crlf], body, [9, 18])
     assert new_ends == [11, 22] == [new_body.index(b"data: b"), len(new_body)]
     new_body, new_ends = transforms.apply([transforms.keepalive()], body, [4, 9, 18])
-    assert new_body[:new_ends[1]] == b": ping\n\ndata: a\n\n"
+    assert new_body[: new_ends[1]] == b": ping\n\ndata: a\n\n"
     assert new_ends[0] == len(b": ping\n\ndata")
 
 
@@ -166,12 +184,19 @@ def test_no_ends_and_empty_body() -> None:
 # -- names -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("crlf", "crlf"), ("cr", "cr"), ("no_space", "no_space"), ("keepalive", "keepalive"),
-    ("keepalive:ping", "keepalive"), ("keepalive:: ping", "keepalive"),
-    ("keepalive:: OPENROUTER PROCESSING", "keepalive:: OPENROUTER PROCESSING"),
-    ("keepalive:OPENROUTER PROCESSING", "keepalive:: OPENROUTER PROCESSING"),
-])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("crlf", "crlf"),
+        ("cr", "cr"),
+        ("no_space", "no_space"),
+        ("keepalive", "keepalive"),
+        ("keepalive:ping", "keepalive"),
+        ("keepalive:: ping", "keepalive"),
+        ("keepalive:: OPENROUTER PROCESSING", "keepalive:: OPENROUTER PROCESSING"),
+        ("keepalive:OPENROUTER PROCESSING", "keepalive:: OPENROUTER PROCESSING"),
+    ],
+)
 def test_get_by_name(name: str, expected: str) -> None:
     t = transforms.get(name)
     assert t.name == expected == str(t)
@@ -207,7 +232,11 @@ def test_resolve() -> None:
     assert transforms.resolve("cr") == [transforms.cr]
     assert transforms.resolve(transforms.no_space) == [transforms.no_space]
     assert [t.name for t in transforms.resolve(["crlf", transforms.keepalive(": x"), "cr+no_space"])] == [
-        "crlf", "keepalive:: x", "cr", "no_space"]
+        "crlf",
+        "keepalive:: x",
+        "cr",
+        "no_space",
+    ]
     with pytest.raises(ValueError):
         transforms.resolve("crlf+bogus")
 
@@ -224,20 +253,42 @@ def test_transforms_are_reachable_from_the_package() -> None:
 
 # -- the wider set: metadata blocks, comments, mixed endings, raw unicode, padding --------------
 
-EVERY = ["mixed", "comments", "ids", "meta", "retry", "pad", "pad:7", "keepalive::", "raw_unicode",
-         "mixed+meta+comments", "raw_unicode+mixed+pad", "ids+crlf", "meta+cr"]
-_json_text = st.text(st.sampled_from(list("ab \u2028\u2029\u0085\\\"é世")), max_size=8)
+EVERY = [
+    "mixed",
+    "comments",
+    "ids",
+    "meta",
+    "retry",
+    "pad",
+    "pad:7",
+    "keepalive::",
+    "raw_unicode",
+    "mixed+meta+comments",
+    "raw_unicode+mixed+pad",
+    "ids+crlf",
+    "meta+cr",
+]
+_json_text = st.text(st.sampled_from(list('ab \u2028\u2029\u0085\\"é世')), max_size=8)
 _json_line = _json_text.map(lambda t: "data: " + __import__("json").dumps({"t": t}))
-_escaped_line = st.sampled_from(['data: {"t": "a\\u2028b"}', 'data: {"t": "\\\\u2029"}', 'data: {"t": "\\u0085"}',
-                                 'data: "\\u2029"', 'data: {"t": "\\\\\\u2028"}', 'data: not json \\u2028'])
+_escaped_line = st.sampled_from(
+    [
+        'data: {"t": "a\\u2028b"}',
+        'data: {"t": "\\\\u2029"}',
+        'data: {"t": "\\u0085"}',
+        'data: "\\u2029"',
+        'data: {"t": "\\\\\\u2028"}',
+        "data: not json \\u2028",
+    ]
+)
 
 
 @st.composite
 def rich_bodies(draw: st.DrawFn) -> tuple[bytes, list[int]]:
     """SSE bodies with JSON data (escaped and raw line-separator characters), ids, comments,
     blank-line-only blocks, a BOM at the start or inside, and chunk ends anywhere."""
-    events = draw(st.lists(st.lists(st.one_of(_line, _json_line, _escaped_line), min_size=1, max_size=3),
-                           max_size=5))
+    events = draw(
+        st.lists(st.lists(st.one_of(_line, _json_line, _escaped_line), min_size=1, max_size=3), max_size=5)
+    )
     nl = st.sampled_from(["\n", "\r\n", "\r"])
     out = ["\ufeff"] if draw(st.booleans()) else []
     for lines in events:
@@ -257,6 +308,7 @@ def _same(spec: str, before: list[ssemock.ServerSentEvent], after: list[ssemock.
     """What each transform keeps: every event as it was; ``ids`` the types and data (ids are
     new), ``raw_unicode`` the JSON value of each data."""
     import json
+
     assert len(after) == len(before)
     for a, b in zip(after, before):
         assert (a.event, a.retry) == (b.event, b.retry)
@@ -284,11 +336,15 @@ def test_every_transform_keeps_the_events_property(spec: str, case: tuple[bytes,
 
 @pytest.mark.parametrize("spec", ["crlf", "blank_lines", "raw_unicode", "crlf+blank_lines+raw_unicode"])
 @settings(max_examples=80, deadline=None)
-@given(objects=st.lists(st.dictionaries(st.sampled_from(["a", "t"]), _json_text), min_size=1, max_size=6),
-       data=st.data())
-def test_json_lines_transforms_keep_the_objects_property(spec: str, objects: list[dict[str, str]],
-                                                         data: st.DataObject) -> None:
+@given(
+    objects=st.lists(st.dictionaries(st.sampled_from(["a", "t"]), _json_text), min_size=1, max_size=6),
+    data=st.data(),
+)
+def test_json_lines_transforms_keep_the_objects_property(
+    spec: str, objects: list[dict[str, str]], data: st.DataObject
+) -> None:
     import json
+
     body = "".join(json.dumps(o) + "\n" for o in objects).encode()
     ends = sorted({*data.draw(st.sets(st.integers(1, len(body)), max_size=8)), len(body)})
     new_body, new_ends = transforms.apply(transforms.resolve(spec), body, ends, kind="ndjson")
@@ -299,15 +355,18 @@ def test_json_lines_transforms_keep_the_objects_property(spec: str, objects: lis
 def test_mixed_varies_line_endings_per_event() -> None:
     body = b"".join(b"data: %d\ndata: x\n\n" % i for i in range(4))
     new = transforms.mixed(body)
-    assert new == (b"data: 0\ndata: x\n\r\n" b"data: 1\r\ndata: x\r\n\n" b"data: 2\ndata: x\n\r"
-                   b"data: 3\r\ndata: x\r\n\r")
+    assert new == (
+        b"data: 0\ndata: x\n\r\ndata: 1\r\ndata: x\r\n\ndata: 2\ndata: x\n\rdata: 3\r\ndata: x\r\n\r"
+    )
     assert decode([new]) == decode([body])
 
 
 def test_comments_rotate_the_heartbeats_real_servers_send() -> None:
     new = transforms.comments(b"data: a\n\ndata: b\n\ndata: c\n\n")
-    assert new.startswith(b":\n\ndata: a\n\n: ping - 2024-02-23 06:52:12.345678+00:00\n\ndata: b\n\n"
-                          b": OPENROUTER PROCESSING\n\ndata: c")
+    assert new.startswith(
+        b":\n\ndata: a\n\n: ping - 2024-02-23 06:52:12.345678+00:00\n\ndata: b\n\n"
+        b": OPENROUTER PROCESSING\n\ndata: c"
+    )
 
 
 def test_ids_number_events_only_where_the_body_has_none() -> None:
@@ -319,8 +378,7 @@ def test_ids_number_events_only_where_the_body_has_none() -> None:
 def test_meta_adds_event_only_and_id_only_blocks_that_change_nothing() -> None:
     body = b"id: 7\ndata: a\n\ndata: b\n\n"
     new = transforms.meta(body)
-    assert new == (b"event: keepalive\n\nid: \n\nid: 7\ndata: a\n\n"
-                   b"event: keepalive\n\nid: 7\n\ndata: b\n\n")
+    assert new == (b"event: keepalive\n\nid: \n\nid: 7\ndata: a\n\nevent: keepalive\n\nid: 7\n\ndata: b\n\n")
     assert decode([new]) == decode([body])
 
 
@@ -372,7 +430,8 @@ def test_all_runs_every_named_transform_once() -> None:
     chains = transforms.alternatives("all")
     assert chains[0] == [] and [c[0].name for c in chains[1:]] == [t.name for t in transforms.ALL]
     assert {"mixed", "comments", "ids", "meta", "retry", "pad", "raw_unicode", "blank_lines"} <= {
-        t.name for t in transforms.ALL}
+        t.name for t in transforms.ALL
+    }
 
 
 def test_many_chunk_ends_inside_one_large_event_are_carried_in_one_pass() -> None:

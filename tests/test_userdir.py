@@ -46,7 +46,9 @@ def test_lock_files_live_in_a_folder_only_the_user_can_write(runtime: Path, tmp_
         assert os.lstat(runtime).st_uid == os.getuid()
 
 
-def test_a_lock_file_that_is_a_symlink_is_refused_and_its_target_untouched(runtime: Path, tmp_path: Path) -> None:
+def test_a_lock_file_that_is_a_symlink_is_refused_and_its_target_untouched(
+    runtime: Path, tmp_path: Path
+) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
     lock = lock_for(tmp_path / "b.json")
@@ -80,12 +82,19 @@ def test_a_run_folder_is_removed_when_the_run_ends(runtime: Path) -> None:
 
 
 def _child(code: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
 
 
 def test_a_crashed_run_leaves_nothing_behind_the_next(runtime: Path) -> None:
-    alive = _child("import sys, ssemock.runs as r; r.folder('alive'); print('ready', flush=True); sys.stdin.read()")
+    alive = _child(
+        "import sys, ssemock.runs as r; r.folder('alive'); print('ready', flush=True); sys.stdin.read()"
+    )
     crashed = _child("import os, ssemock.runs as r; (r.folder('crashed') / 'marker').touch(); os._exit(9)")
     assert crashed.wait(timeout=60) == 9
     assert alive.stdout is not None and alive.stdout.readline() == "ready\n"
@@ -107,8 +116,15 @@ def test_the_plugin_removes_its_run_folder(pytester: pytest.Pytester, runtime: P
         def test_x(ssemock):
             httpx.get("{server}/echo")
     """)
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cassetter", "-o",
-                                          "asyncio_default_fixture_loop_scope=function", "--ssemock-record-mode=once")
+    result = pytester.runpytest_inprocess(
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cassetter",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        "--ssemock-record-mode=once",
+    )
     result.assert_outcomes(passed=1)
     assert list(pytester.path.rglob("*.json"))  # it recorded, so it made a run folder
     assert list((runtime / "runs").iterdir()) == []

@@ -19,8 +19,11 @@ from ssemock.vcr import NO_BOUNDARIES, from_vcr, import_vcr
 vcr = pytest.importorskip("vcr")
 
 KEY = "sk-test-0123456789abcdef"
-ROUTES = [("GET", "/events", None), ("GET", "/gzip", None),
-          ("POST", "/v1/chat/completions", {"model": "gpt-test", "stream": True})]
+ROUTES = [
+    ("GET", "/events", None),
+    ("GET", "/gzip", None),
+    ("POST", "/v1/chat/completions", {"model": "gpt-test", "stream": True}),
+]
 
 
 def fetch(client: httpx.Client, base: str, method: str, path: str, body: object) -> tuple[bytes, list[bytes]]:
@@ -31,8 +34,9 @@ def fetch(client: httpx.Client, base: str, method: str, path: str, body: object)
     return b"".join(chunks), chunks
 
 
-def record_with_vcrpy(path: Path, base: str, serializer: str = "yaml",
-                      routes: list[tuple[str, str, object]] = ROUTES) -> list[bytes]:
+def record_with_vcrpy(
+    path: Path, base: str, serializer: str = "yaml", routes: list[tuple[str, str, object]] = ROUTES
+) -> list[bytes]:
     live = []
     with vcr.VCR(serializer=serializer).use_cassette(str(path)):
         with httpx.Client() as client:
@@ -43,7 +47,8 @@ def record_with_vcrpy(path: Path, base: str, serializer: str = "yaml",
 
 
 def test_import_a_yaml_cassette_written_by_vcrpy_and_replay_it(
-        server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     source = tmp_path / "vcr" / "stream.yaml"
     live = record_with_vcrpy(source, server)
     text = source.read_text()
@@ -77,8 +82,9 @@ def test_import_a_yaml_cassette_written_by_vcrpy_and_replay_it(
     assert [e.data for e in sse.decode([live[0]])] == ["one", "two", "世"]
 
 
-def test_import_a_json_cassette_written_by_vcrpy(server: str, tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_import_a_json_cassette_written_by_vcrpy(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     source = tmp_path / "stream.json"
     routes = [ROUTES[0], ROUTES[2]]  # vcrpy's JSON serializer cannot store the gzip bytes
     live = record_with_vcrpy(source, server, "json", routes)
@@ -99,14 +105,31 @@ def test_import_a_json_cassette_written_by_vcrpy(server: str, tmp_path: Path,
     assert Cassette.load(source).interactions[0].response.body == live[0]
 
 
-def vcr_doc(body: object, *, request_body: object = "", headers: dict[str, list[str]] | None = None,
-            status: object = None) -> dict[str, object]:
-    return {"version": 1, "interactions": [{
-        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
-                    "body": request_body, "headers": {"Content-Type": ["application/json"]}},
-        "response": {"status": status or {"code": 200, "message": "OK"},
-                     "headers": headers or {"Content-Type": ["text/event-stream"]},
-                     "body": body}}]}
+def vcr_doc(
+    body: object,
+    *,
+    request_body: object = "",
+    headers: dict[str, list[str]] | None = None,
+    status: object = None,
+) -> dict[str, object]:
+    return {
+        "version": 1,
+        "interactions": [
+            {
+                "request": {
+                    "method": "POST",
+                    "uri": "https://api.openai.com/v1/chat/completions",
+                    "body": request_body,
+                    "headers": {"Content-Type": ["application/json"]},
+                },
+                "response": {
+                    "status": status or {"code": 200, "message": "OK"},
+                    "headers": headers or {"Content-Type": ["text/event-stream"]},
+                    "body": body,
+                },
+            }
+        ],
+    }
 
 
 def test_refuses_to_write_when_a_secret_is_left(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -115,7 +138,10 @@ def test_refuses_to_write_when_a_secret_is_left(tmp_path: Path, capsys: pytest.C
     target = tmp_path / "leak.out.json"
     assert main(["import-vcr", str(source), "-o", str(target)]) == 1
     err = capsys.readouterr().err
-    assert f"ssemock: error: refused {source}: a secret is left after redaction: interaction 0 response.body" in err
+    assert (
+        f"ssemock: error: refused {source}: a secret is left after redaction: interaction 0 response.body"
+        in err
+    )
     assert "refusing to write" in err and "--scrub-bodies" in err
     assert not target.exists()
     assert main(["import-vcr", str(source), "-o", str(target), "--scrub-bodies"]) == 0
@@ -126,7 +152,9 @@ def test_refuses_to_write_when_a_secret_is_left(tmp_path: Path, capsys: pytest.C
 def test_body_and_header_shapes() -> None:
     events = b"data: a\n\ndata: b\n\n"
     shapes: list[object] = [
-        {"string": events.decode()}, events.decode(), {"string": events},
+        {"string": events.decode()},
+        events.decode(),
+        {"string": events},
         {"base64_string": base64.b64encode(events).decode()},
     ]
     for shape in shapes:
@@ -135,17 +163,38 @@ def test_body_and_header_shapes() -> None:
         assert x.response.body == events and x.response.ends == [9, 18], shape
         assert x.request.json() == {"model": "m"}
         assert x.response.header("content-type") == "text/event-stream"
-    gz = from_vcr(vcr_doc({"string": gzip.compress(events)},
-                          headers={"Content-Type": ["text/event-stream"], "Content-Encoding": ["gzip"],
-                                   "Content-Length": ["99"]}))
+    gz = from_vcr(
+        vcr_doc(
+            {"string": gzip.compress(events)},
+            headers={
+                "Content-Type": ["text/event-stream"],
+                "Content-Encoding": ["gzip"],
+                "Content-Length": ["99"],
+            },
+        )
+    )
     resp = gz.interactions[0].response
     assert resp.body == events and resp.headers == [("content-type", "text/event-stream")]
     # the httpx cassette format of old vcrpy versions, and a plain status code
-    old = {"interactions": [{"request": {"method": "get", "uri": "https://x.test/s", "body": None, "headers": {}},
-                             "response": {"status_code": 201, "headers": {"content-type": "text/event-stream"},
-                                          "content": "data: x\n\n"}}]}
+    old = {
+        "interactions": [
+            {
+                "request": {"method": "get", "uri": "https://x.test/s", "body": None, "headers": {}},
+                "response": {
+                    "status_code": 201,
+                    "headers": {"content-type": "text/event-stream"},
+                    "content": "data: x\n\n",
+                },
+            }
+        ]
+    }
     x = from_vcr(old).interactions[0]
-    assert (x.request.method, x.request.body, x.response.status, x.response.body) == ("GET", None, 201, b"data: x\n\n")
+    assert (x.request.method, x.request.body, x.response.status, x.response.body) == (
+        "GET",
+        None,
+        201,
+        b"data: x\n\n",
+    )
     assert from_vcr(vcr_doc("", status=204)).interactions[0].response.ends == []
 
 
@@ -158,15 +207,18 @@ def test_bad_vcr_cassettes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     broken.write_text("interactions: [\n  - {")
     assert main(["import-vcr", str(broken)]) == 1
     assert "YAML does not parse" in capsys.readouterr().err
-    with pytest.raises(CassetteError, match="interaction 0: POST https://api.openai.com/v1/chat/completions: response.status"):
+    with pytest.raises(
+        CassetteError, match="interaction 0: POST https://api.openai.com/v1/chat/completions: response.status"
+    ):
         from_vcr(vcr_doc("", status={"code": "teapot"}), "z.yaml")
     with pytest.raises(CassetteError, match="cannot read"):
         import_vcr(tmp_path / "missing.yaml")
     assert main(["import-vcr"]) == 2
 
 
-def test_missing_pyyaml_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_pyyaml_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     source = tmp_path / "c.yaml"
     source.write_text("interactions: []\nversion: 1\n")
     monkeypatch.setitem(sys.modules, "yaml", None)

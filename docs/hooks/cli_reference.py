@@ -52,8 +52,11 @@ def _argument_rows(parser: argparse.ArgumentParser) -> list[str]:
         if action.choices is not None and not isinstance(action, argparse._SubParsersAction):
             details.append("one of " + ", ".join(f"`{c}`" for c in action.choices))
         help_text = (action.help or "").replace("%(prog)s", parser.prog)
-        if (action.default not in (None, False, [], argparse.SUPPRESS) and action.nargs != 0
-                and "default" not in help_text):
+        if (
+            action.default not in (None, False, [], argparse.SUPPRESS)
+            and action.nargs != 0
+            and "default" not in help_text
+        ):
             details.append(f"default: `{action.default}`")
         if details:
             help_text = f"{help_text} ({'; '.join(details)})" if help_text else "; ".join(details)
@@ -75,11 +78,20 @@ def render(parser: argparse.ArgumentParser) -> str:
     lines += ["| option | what it does |", "|---|---|", *_argument_rows(parser), ""]
     commands = _subcommands(parser)
     lines += ["| command | what it does |", "|---|---|"]
-    lines += [f"| [`{parser.prog} {name}`](#{parser.prog}-{name}) | {_escape(short)} |" for name, short, _ in commands]
+    lines += [
+        f"| [`{parser.prog} {name}`](#{parser.prog}-{name}) | {_escape(short)} |"
+        for name, short, _ in commands
+    ]
     lines.append("")
     for name, short, sub in commands:
-        lines += [f"## {parser.prog} {name}", "", f"```text\n{_usage(sub)}\n```", "",
-                  _escape(sub.description or short), ""]
+        lines += [
+            f"## {parser.prog} {name}",
+            "",
+            f"```text\n{_usage(sub)}\n```",
+            "",
+            _escape(sub.description or short),
+            "",
+        ]
         rows = _argument_rows(sub)
         if rows:
             lines += ["| argument | what it does |", "|---|---|", *rows, ""]

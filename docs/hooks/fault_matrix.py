@@ -39,29 +39,38 @@ def cell(variant: str, name: str) -> str:
     assert example is not None
     content_type, body = example
     response = Response(200, [("content-type", content_type)], body, [len(body)], [0.0])
-    plan = plan_response(response, url="https://api.example.test/v1/stream", core=httpcore,
-                         faults=[fault], read_timeout=5.0)
+    plan = plan_response(
+        response, url="https://api.example.test/v1/stream", core=httpcore, faults=[fault], read_timeout=5.0
+    )
     said = []
     if plan.status != 200:
         said.append(f"HTTP {plan.status} with {_show(plan.body)}")
     else:
-        same = next((i for i, (a, b) in enumerate(zip(body, plan.body)) if a != b), min(len(body), len(plan.body)))
+        same = next(
+            (i for i, (a, b) in enumerate(zip(body, plan.body)) if a != b), min(len(body), len(plan.body))
+        )
         ends = framing.get(name).event_ends(body)
-        if plan.body == body[:len(plan.body)] and len(plan.body) < len(body):
+        if plan.body == body[: len(plan.body)] and len(plan.body) < len(body):
             whole = sum(1 for e in ends if e <= len(plan.body))
             inside = "" if len(plan.body) in (0, *ends) else f", inside event {whole + 1}"
             said.append(f"cut after byte {len(plan.body)} of {len(body)} ({whole} whole events{inside})")
         elif plan.body != body:
             same = max(e for e in (0, *ends) if e <= same)  # from the start of the event that changed
-            said.append(f"from byte {same}: {_show(body[same:]) if same < len(body) else 'nothing'} "
-                        f"→ {_show(plan.body[same:])}")
+            said.append(
+                f"from byte {same}: {_show(body[same:]) if same < len(body) else 'nothing'} "
+                f"→ {_show(plan.body[same:])}"
+            )
         for index, seconds in plan.stalls.items():
             offset = plan.ends[index - 1] if index else 0
-            said.append(f"{seconds:g} s of silence after byte {offset} (past the read timeout: the client's "
-                        f"ReadTimeout there)")
+            said.append(
+                f"{seconds:g} s of silence after byte {offset} (past the read timeout: the client's "
+                f"ReadTimeout there)"
+            )
         if plan.error is not None:
-            said.append(("the whole body, " if plan.body == body else "")
-                        + "then the connection drops (the client's RemoteProtocolError)")
+            said.append(
+                ("the whole body, " if plan.body == body else "")
+                + "then the connection drops (the client's RemoteProtocolError)"
+            )
     return "; ".join(said) or "unchanged"
 
 
@@ -74,8 +83,11 @@ def render() -> str:
     for variant in faults.VARIANTS:
         cells = " | ".join(cell(variant, name) for name in names)
         lines.append(f"| `{variant.replace('|', '&#124;')}` | {cells} |")
-    examples = [f"- **{f.name}** (`{f.example[0]}`): {_show(f.example[1], 120)}"
-                for f in framing.all_framings() if f.example is not None]
+    examples = [
+        f"- **{f.name}** (`{f.example[0]}`): {_show(f.example[1], 120)}"
+        for f in framing.all_framings()
+        if f.example is not None
+    ]
     return "\n".join(lines) + "\n\nThe example bodies:\n\n" + "\n".join(examples) + "\n"
 
 

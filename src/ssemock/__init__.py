@@ -44,16 +44,32 @@ __version__ = "0.1.0"
 #: public name -> the module that defines it (a submodule itself when the name is one)
 _WHERE = {
     **dict.fromkeys(("Accumulated", "ProtocolError", "accumulate", "detect_protocol"), "accumulate"),
-    **dict.fromkeys(("Cassette", "CassetteError", "Interaction", "Request", "Response", "SecretError"), "cassette"),
+    **dict.fromkeys(
+        ("Cassette", "CassetteError", "Interaction", "Request", "Response", "SecretError"), "cassette"
+    ),
     **dict.fromkeys(("NetworkBlockedError", "SsemockWarning"), "errors"),
     **dict.fromkeys(("Expected", "StreamAssertionError"), "expect"),
     **dict.fromkeys(("RequestHook", "ResponseHook"), "record"),
-    **dict.fromkeys(("Play", "Player", "UnmatchedRequestError", "plan_response", "replay", "use_cassette"), "replay"),
+    **dict.fromkeys(
+        ("Play", "Player", "UnmatchedRequestError", "plan_response", "replay", "use_cassette"), "replay"
+    ),
     "ServerSentEvent": "sse",
     "explore": "explore",
 }
-_SUBMODULES = ("cassettes", "chunking", "conformance", "faults", "held", "matching", "ndjson", "sse", "strategies",
-               "synth", "timing", "transforms")
+_SUBMODULES = (
+    "cassettes",
+    "chunking",
+    "conformance",
+    "faults",
+    "held",
+    "matching",
+    "ndjson",
+    "sse",
+    "strategies",
+    "synth",
+    "timing",
+    "transforms",
+)
 
 
 class _Package(types.ModuleType):
@@ -96,15 +112,48 @@ class _Package(types.ModuleType):
 
 
 #: public name -> the full name of the module it is read from (the submodule itself for one)
-_LAZY = {**{name: f"{__name__}.{where}" for name, where in _WHERE.items()},
-         **{name: f"{__name__}.{name}" for name in _SUBMODULES}}
+_LAZY = {
+    **{name: f"{__name__}.{where}" for name, where in _WHERE.items()},
+    **{name: f"{__name__}.{name}" for name in _SUBMODULES},
+}
 _SET: dict[str, Any] = {}  # public names set by hand (a test's monkeypatch), until set back or deleted
 sys.modules[__name__].__class__ = _Package
 
 __all__ = [
-    "Accumulated", "Cassette", "CassetteError", "Expected", "Interaction", "NetworkBlockedError", "Play", "Player",
-    "ProtocolError", "Request", "RequestHook", "Response", "ResponseHook", "SecretError", "ServerSentEvent", "SsemockWarning",
-    "StreamAssertionError", "UnmatchedRequestError", "accumulate", "cassettes", "chunking", "conformance",
-    "detect_protocol", "explore", "faults", "held", "matching", "ndjson", "plan_response", "replay", "sse", "strategies", "synth",
-    "timing", "transforms", "use_cassette",
+    "Accumulated",
+    "Cassette",
+    "CassetteError",
+    "Expected",
+    "Interaction",
+    "NetworkBlockedError",
+    "Play",
+    "Player",
+    "ProtocolError",
+    "Request",
+    "RequestHook",
+    "Response",
+    "ResponseHook",
+    "SecretError",
+    "ServerSentEvent",
+    "SsemockWarning",
+    "StreamAssertionError",
+    "UnmatchedRequestError",
+    "accumulate",
+    "cassettes",
+    "chunking",
+    "conformance",
+    "detect_protocol",
+    "explore",
+    "faults",
+    "held",
+    "matching",
+    "ndjson",
+    "plan_response",
+    "replay",
+    "sse",
+    "strategies",
+    "synth",
+    "timing",
+    "transforms",
+    "use_cassette",
 ]

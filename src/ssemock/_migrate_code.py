@@ -30,8 +30,13 @@ from .secrets import SECRET_NAME
 
 _RENAMES = {"vcr_config": "ssemock_config", "vcr_cassette_dir": "ssemock_cassette_dir"}
 #: vcrpy / pytest-recording options ssemock has under the same name
-_SAME = {"allow_playback_repeats", "before_record_request", "before_record_response", "ignore_hosts",
-         "ignore_localhost"}
+_SAME = {
+    "allow_playback_repeats",
+    "before_record_request",
+    "before_record_response",
+    "ignore_hosts",
+    "ignore_localhost",
+}
 #: options dropped because ssemock does it always, with why (said once per file)
 _ALWAYS = {
     "decode_compressed_response": "ssemock always stores bodies decoded",
@@ -39,7 +44,7 @@ _ALWAYS = {
 }
 _UNSUPPORTED = {
     "persister": "a custom persister: ssemock reads and writes its own JSON cassettes; convert what it stores "
-                 "by hand (ssemock.Cassette.add, then .save)",
+    "by hand (ssemock.Cassette.add, then .save)",
     "custom_patches": "custom patches: ssemock intercepts httpx, httpx2, aiohttp and urllib3 (requests, botocore)",
     "filter_post_data_parameters": "ssemock has no body filter: scrub the body in a before_record_request hook",
     "filter_nested_post_data_parameters": "ssemock has no body filter: scrub it in a before_record_request hook",
@@ -54,9 +59,9 @@ _UNSUPPORTED = {
 
 _REGISTER = {
     "register_persister": "a custom persister; ssemock reads and writes its own JSON cassettes (convert what it "
-                          "stored with ssemock.Cassette.add, then .save)",
+    "stored with ssemock.Cassette.add, then .save)",
     "register_serializer": "a custom serializer; ssemock cassettes are JSON (convert its files with "
-                           "ssemock.Cassette.add)",
+    "ssemock.Cassette.add)",
 }
 
 
@@ -100,9 +105,14 @@ class Suite:
             pattern = re.compile(rf"^{re.escape(name)}\s*=.*\bVCR\(", re.M)
             kept, before = pattern.search(code), pattern.search(text)
             if kept and before:
-                self.todo.append(Finding(path, text.count("\n", 0, before.start()) + 1,
-                                         f"{name} = vcr.VCR(...): used other than by use_cassette; ssemock has no "
-                                         "configured recorder object: pass its options to ssemock.use_cassette"))
+                self.todo.append(
+                    Finding(
+                        path,
+                        text.count("\n", 0, before.start()) + 1,
+                        f"{name} = vcr.VCR(...): used other than by use_cassette; ssemock has no "
+                        "configured recorder object: pass its options to ssemock.use_cassette",
+                    )
+                )
         return code
 
     def _root_conftest(self) -> Path:
@@ -114,10 +124,15 @@ class Suite:
         if not (self.uncovered and self.match_on is not None):
             return []
         target = self._root_conftest() if self.root.is_dir() else self.root
-        fixture = "\n".join([
-            "@pytest.fixture(scope=\"session\")", "def ssemock_config():",
-            *(f"    {line}" for line in _BODY_COMMENT),
-            f"    return {{\"match_on\": {list(self.match_on)!r}, \"allowed_hosts\": []}}".replace("'", '"'), ""])
+        fixture = "\n".join(
+            [
+                '@pytest.fixture(scope="session")',
+                "def ssemock_config():",
+                *(f"    {line}" for line in _BODY_COMMENT),
+                f'    return {{"match_on": {list(self.match_on)!r}, "allowed_hosts": []}}'.replace("'", '"'),
+                "",
+            ]
+        )
         edit = next((e for e in edits if e.path == target), None)
         new = []
         if edit is None:
@@ -130,8 +145,9 @@ class Suite:
         edit.after = text + "\n\n\n" + fixture
         return new
 
-    def extras(self, path: Path, test: str | None, names: list[str], line: int | None,
-               default_dir: Path | None) -> str | None:
+    def extras(
+        self, path: Path, test: str | None, names: list[str], line: int | None, default_dir: Path | None
+    ) -> str | None:
         """pytest-recording's extra cassettes of a marker (read together with the test's own):
         the cassette name for the ssemock marker, or None when they are merged into the test's
         own cassette."""
@@ -142,8 +158,14 @@ class Suite:
         if len(names) == 1 and not own:
             return ssemock_name(stems[0]).removesuffix(".json")
         if default_dir is None or test is None:
-            self.todo.append(Finding(path, line, f"extra cassettes {names}: ssemock reads one cassette per test; "
-                                                 "merge them into one (ssemock.Cassette.add) by hand"))
+            self.todo.append(
+                Finding(
+                    path,
+                    line,
+                    f"extra cassettes {names}: ssemock reads one cassette per test; "
+                    "merge them into one (ssemock.Cassette.add) by hand",
+                )
+            )
             return ssemock_name(stems[0]).removesuffix(".json")
         sources = [*(own or []), *(default_dir / n if not Path(n).is_absolute() else Path(n) for n in names)]
         missing = [s for s in sources if not s.exists()]
@@ -152,8 +174,14 @@ class Suite:
             return None
         target = default_dir / ssemock_name(test)
         self.jobs.append(CassetteJob(tuple(sources), target))
-        self.todo.append(Finding(path, line, f"the test's cassettes {[s.name for s in sources]} are merged into "
-                                             f"{target.name} (ssemock reads one cassette per test)"))
+        self.todo.append(
+            Finding(
+                path,
+                line,
+                f"the test's cassettes {[s.name for s in sources]} are merged into "
+                f"{target.name} (ssemock reads one cassette per test)",
+            )
+        )
         return None
 
     def cassette_path(self, path: Path, literal: str, line: int | None) -> str:
@@ -162,8 +190,14 @@ class Suite:
         new = p.with_name(ssemock_name(p.stem if p.suffix in (".yaml", ".yml", ".json") else p.name))
         places = [p] if p.is_absolute() else [self.root / p, path.parent / p, Path.cwd() / p]
         if not any(c in self.cassettes or c.exists() for c in places):
-            self.todo.append(Finding(path, line, f"cassette {literal} not found under {self.root}: the code now "
-                                                 f"reads {new.as_posix()}; convert it with ssemock import-vcr"))
+            self.todo.append(
+                Finding(
+                    path,
+                    line,
+                    f"cassette {literal} not found under {self.root}: the code now "
+                    f"reads {new.as_posix()}; convert it with ssemock import-vcr",
+                )
+            )
         return new.as_posix()
 
 
@@ -189,7 +223,9 @@ class _Scan(cst.CSTVisitor):
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
             name = _dotted(alias.name)
-            bound = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else None
+            bound = (
+                alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else None
+            )
             if name == "pytest":
                 self.pytest.add(bound or "pytest")
             elif name == "vcr" or name.startswith("vcr."):
@@ -203,7 +239,9 @@ class _Scan(cst.CSTVisitor):
             return
         for alias in node.names:
             name = _dotted(alias.name)
-            bound = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
+            bound = (
+                alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else name
+            )
             if module == "pytest" and name == "mark":
                 self.mark.add(bound)
             elif module == "vcr" and name == "use_cassette":
@@ -239,9 +277,15 @@ class _Scan(cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._depth == 0 and _assigns(node, "pytestmark"):
             self.module_markers = _elements(node.value)
-        if self._depth == 0 and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
-                and isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Attribute) \
-                and node.value.func.attr.value == "VCR" and _dotted(node.value.func.value) in self.vcr:
+        if (
+            self._depth == 0
+            and len(node.targets) == 1
+            and isinstance(node.targets[0].target, cst.Name)
+            and isinstance(node.value, cst.Call)
+            and isinstance(node.value.func, cst.Attribute)
+            and node.value.func.attr.value == "VCR"
+            and _dotted(node.value.func.value) in self.vcr
+        ):
             self.instances[node.targets[0].target.value] = node.value
 
 
@@ -334,16 +378,21 @@ class _Rewriter(cst.CSTTransformer):
         if not isinstance(target, cst.Attribute):
             return None
         v = target.value
-        if (isinstance(v, cst.Attribute) and v.attr.value == "mark" and isinstance(v.value, cst.Name)
-                and v.value.value in self.scan.pytest) or (isinstance(v, cst.Name) and v.value in self.scan.mark):
+        if (
+            isinstance(v, cst.Attribute)
+            and v.attr.value == "mark"
+            and isinstance(v.value, cst.Name)
+            and v.value.value in self.scan.pytest
+        ) or (isinstance(v, cst.Name) and v.value in self.scan.mark):
             return target.attr.value, call, target
         return None
 
     def is_use_cassette(self, expr: cst.BaseExpression) -> bool:
         func = expr.func if isinstance(expr, cst.Call) else expr
         if isinstance(func, cst.Attribute) and func.attr.value == "use_cassette":
-            return isinstance(func.value, cst.Name) and (func.value.value in self.scan.vcr
-                                                         or func.value.value in self.scan.instances)
+            return isinstance(func.value, cst.Name) and (
+                func.value.value in self.scan.vcr or func.value.value in self.scan.instances
+            )
         return isinstance(func, cst.Name) and func.value in self.scan.use
 
     def _find(self, exprs: list[cst.BaseExpression]) -> _Markers:
@@ -360,7 +409,9 @@ class _Rewriter(cst.CSTTransformer):
 
     # -- options ---------------------------------------------------------------------------------
 
-    def option(self, key: str, value: cst.BaseExpression, where: cst.CSTNode) -> list[tuple[str, cst.BaseExpression]]:
+    def option(
+        self, key: str, value: cst.BaseExpression, where: cst.CSTNode
+    ) -> list[tuple[str, cst.BaseExpression]]:
         """One vcrpy / pytest-recording option as ssemock's (none when ssemock has no such option)."""
         if key.startswith("before_record"):
             key = "before_record_request" if key == "before_record" else key
@@ -375,12 +426,17 @@ class _Rewriter(cst.CSTTransformer):
             self.filters(key, value, where)
             return []
         if key == "allowed_hosts":
-            hosts = [_string(e) for e in _elements(value)] if isinstance(value, (cst.List, cst.Tuple)) else [None]
+            hosts = (
+                [_string(e) for e in _elements(value)] if isinstance(value, (cst.List, cst.Tuple)) else [None]
+            )
             literal = [_literal_host(h) if h is not None else None for h in hosts]
             if all(literal):
                 return [("allowed_hosts", _list([h for h in literal if h]))]
-            self.todo(where, "allowed_hosts: pytest-recording takes regular expressions, ssemock names, "
-                             "*.wildcards and networks (loopback is allowed by default): dropped, write them again")
+            self.todo(
+                where,
+                "allowed_hosts: pytest-recording takes regular expressions, ssemock names, "
+                "*.wildcards and networks (loopback is allowed by default): dropped, write them again",
+            )
             return []
         if key in _ALWAYS:
             return []
@@ -405,18 +461,24 @@ class _Rewriter(cst.CSTTransformer):
         if not isinstance(value, (cst.List, cst.Tuple)):
             return value
         from .matching import MATCHERS
+
         kept = []
         for element in value.elements:
             name = _string(element.value)
             if name is None or name in self.scan.matchers:
                 self.needs_compat = True
                 function = element.value if name is None else self.scan.matchers[name]
-                wrapped = cst.Call(cst.Attribute(cst.Name("vcr_compat"), cst.Name("matcher")), [cst.Arg(function)])
+                wrapped = cst.Call(
+                    cst.Attribute(cst.Name("vcr_compat"), cst.Name("matcher")), [cst.Arg(function)]
+                )
                 kept.append(element.with_changes(value=wrapped, comma=cst.MaybeSentinel.DEFAULT))
                 continue
             if name not in MATCHERS:
-                self.todo(where, f"match_on: {name!r} is not a matcher ssemock knows (a registered vcrpy matcher?): "
-                                 "removed; pass the function in match_on as ssemock.vcr_compat.matcher(function)")
+                self.todo(
+                    where,
+                    f"match_on: {name!r} is not a matcher ssemock knows (a registered vcrpy matcher?): "
+                    "removed; pass the function in match_on as ssemock.vcr_compat.matcher(function)",
+                )
                 continue
             kept.append(element.with_changes(comma=cst.MaybeSentinel.DEFAULT))
         return cst.List(kept)
@@ -428,17 +490,27 @@ class _Rewriter(cst.CSTTransformer):
                 e = e.elements[0].value
             names.append(_string(e))
         if not names or None in names:
-            self.todo(where, f"{key}: not a list of literal names; ssemock redacts credentials by default: "
-                             "check the rest (before_record_request hook)")
+            self.todo(
+                where,
+                f"{key}: not a list of literal names; ssemock redacts credentials by default: "
+                "check the rest (before_record_request hook)",
+            )
             return
         if key == "filter_headers":
-            left = [n for n in names if n and n.lower() not in REQUEST_HEADERS and not SECRET_NAME.search(n.lower())]
+            left = [
+                n
+                for n in names
+                if n and n.lower() not in REQUEST_HEADERS and not SECRET_NAME.search(n.lower())
+            ]
         else:
             left = [n for n in names if n and not QUERY_PARAMS.match(n)]
         if left:
             what = "headers" if key == "filter_headers" else "query parameters"
-            self.todo(where, f"{key}: ssemock redacts credential {what} by default, but not {left}: removed; scrub "
-                             "them in a before_record_request hook if they must not reach the cassette")
+            self.todo(
+                where,
+                f"{key}: ssemock redacts credential {what} by default, but not {left}: removed; scrub "
+                "them in a before_record_request hook if they must not reach the cassette",
+            )
 
     def hook(self, key: str, value: cst.BaseExpression, where: cst.CSTNode) -> cst.BaseExpression:
         """A vcrpy hook, wrapped so that it gets vcrpy's types ([`ssemock.vcr_compat`][ssemock.vcr_compat])."""
@@ -448,10 +520,16 @@ class _Rewriter(cst.CSTTransformer):
         name = value.value if isinstance(value, cst.Name) else None
         effects = _side_effects(self.scan.functions[name]) if name in self.scan.functions else None
         if effects:
-            when = "for every request, before matching too" if key.endswith("request") \
+            when = (
+                "for every request, before matching too"
+                if key.endswith("request")
                 else "once per recorded response"
-            self.todo(where, f"{key}: the hook {name} has side effects ({effects}): ssemock calls it {when}; "
-                             "check they still hold")
+            )
+            self.todo(
+                where,
+                f"{key}: the hook {name} has side effects ({effects}): ssemock calls it {when}; "
+                "check they still hold",
+            )
         self.needs_compat = True
         wrapper = "request_hook" if key.endswith("request") else "response_hook"
         return cst.Call(cst.Attribute(cst.Name("vcr_compat"), cst.Name(wrapper)), [cst.Arg(value)])
@@ -463,14 +541,18 @@ class _Rewriter(cst.CSTTransformer):
                 out.append(arg)
                 continue
             for key, value in self.option(arg.keyword.value, arg.value, self.at(arg, where)):
-                out.append(arg.with_changes(keyword=cst.Name(key), value=value) if key == arg.keyword.value
-                           else _kwarg(key, value))
+                out.append(
+                    arg.with_changes(keyword=cst.Name(key), value=value)
+                    if key == arg.keyword.value
+                    else _kwarg(key, value)
+                )
         return out
 
     # -- markers ---------------------------------------------------------------------------------
 
-    def convert(self, exprs: list[cst.BaseExpression], where: cst.CSTNode, test: str | None,
-                level: str) -> list[cst.BaseExpression] | None:
+    def convert(
+        self, exprs: list[cst.BaseExpression], where: cst.CSTNode, test: str | None, level: str
+    ) -> list[cst.BaseExpression] | None:
         """A list of marker expressions (decorators, a pytestmark list) with pytest-recording's
         markers turned into one ssemock marker (None: nothing to change)."""
         found = self._find(exprs)
@@ -479,8 +561,11 @@ class _Rewriter(cst.CSTTransformer):
         self.suite.uses_markers = True
         if not self.covered:
             self.suite.uncovered.add(self.path)
-        in_scope = bool(found.vcr) or any(s.vcr for s in self.scopes[:-1] if level != "module") or \
-            (level != "module" and bool(self.scopes[0].vcr))
+        in_scope = (
+            bool(found.vcr)
+            or any(s.vcr for s in self.scopes[:-1] if level != "module")
+            or (level != "module" and bool(self.scopes[0].vcr))
+        )
         args: dict[str, cst.Arg] = {}
         if level != "module" and (found.vcr or found.default):
             self.quiet = True
@@ -516,18 +601,25 @@ class _Rewriter(cst.CSTTransformer):
             stem = Path(name).stem if Path(name).suffix in (".yaml", ".yml", ".json") else name
             cassette = ssemock_name(stem).removesuffix(".json")
         if extras:
-            merged = self.suite.extras(self.path, cassette or test, extras, self.line(where), self.default_dir)
+            merged = self.suite.extras(
+                self.path, cassette or test, extras, self.line(where), self.default_dir
+            )
             cassette = merged if cassette is None or merged is None else cassette
         if found.block and not in_scope:
-            self.todo(where, "block_network on a test without a cassette: now an ssemock test with no cassette "
-                             "(a request fails in a replay; loopback is allowed, as allowed_hosts says)")
+            self.todo(
+                where,
+                "block_network on a test without a cassette: now an ssemock test with no cassette "
+                "(a request fails in a replay; loopback is allowed, as allowed_hosts says)",
+            )
         emit = bool(found.vcr or found.default) or not in_scope
         first = next(e for e in exprs if e in found.vcr or e in found.default or e in found.block)
         self.replaced = first
         head = self.marker(first)[2]  # type: ignore[index]
         ssemock_mark = head.with_changes(attr=cst.Name("ssemock"))
         call_args = ([cst.Arg(_str(cassette))] if cassette else []) + list(args.values())
-        new_marker: cst.BaseExpression = cst.Call(ssemock_mark, _commas(call_args)) if call_args else ssemock_mark
+        new_marker: cst.BaseExpression = (
+            cst.Call(ssemock_mark, _commas(call_args)) if call_args else ssemock_mark
+        )
         out = []
         for e in exprs:
             if e is first and emit:
@@ -562,8 +654,14 @@ class _Rewriter(cst.CSTTransformer):
     # -- scopes ------------------------------------------------------------------------------------
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        inner = [e for s in node.body.body if isinstance(s, cst.SimpleStatementLine)
-                 for a in s.body if isinstance(a, cst.Assign) and _assigns(a, "pytestmark") for e in _elements(a.value)]
+        inner = [
+            e
+            for s in node.body.body
+            if isinstance(s, cst.SimpleStatementLine)
+            for a in s.body
+            if isinstance(a, cst.Assign) and _assigns(a, "pytestmark")
+            for e in _elements(a.value)
+        ]
         self.scopes.append(self._find([d.decorator for d in node.decorators] + inner))
         self.classes.append(node.name.value)
         self.depth += 1
@@ -574,16 +672,20 @@ class _Rewriter(cst.CSTTransformer):
         self.scopes.pop()
         for d in original_node.decorators:
             if self.is_use_cassette(d.decorator):
-                self.todo(d, "vcr.use_cassette on a class: not converted; put ssemock.use_cassette in each test, "
-                             "or use the ssemock marker")
+                self.todo(
+                    d,
+                    "vcr.use_cassette on a class: not converted; put ssemock.use_cassette in each test, "
+                    "or use the ssemock marker",
+                )
         return self.decorated(original_node, updated_node, "class")  # type: ignore[no-any-return]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.depth += 1
         self.scopes.append(_Markers())
 
-    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
-                          ) -> cst.FunctionDef | cst.RemovalSentinel:
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef | cst.RemovalSentinel:
         self.depth -= 1
         self.scopes.pop()
         updated = self.decorated(original_node, updated_node, "function")
@@ -595,32 +697,55 @@ class _Rewriter(cst.CSTTransformer):
         if original_node.name.value == "pytest_recording_configure" and self.depth == 0:
             if all(_registers_matcher(stmt) or _is_docstring(stmt) for stmt in _statements(original_node)):
                 return cst.RemovalSentinel.REMOVE  # its matchers are wrapped where this module names them
-            self.todo(original_node, "pytest_recording_configure: the VCR it configures (persisters, "
-                                     "serializers registered there) is not converted; ssemock has no such hook")
+            self.todo(
+                original_node,
+                "pytest_recording_configure: the VCR it configures (persisters, "
+                "serializers registered there) is not converted; ssemock has no such hook",
+            )
         for param in original_node.params.params:
-            if param.name.value == "vcr" and not self.scan.vcr and original_node.name.value.startswith("test"):
-                self.todo(param, "the `vcr` fixture (pytest-recording's vcrpy Cassette): use the `ssemock` fixture "
-                                 "(a Player: .plays, .cassette, .unplayed())")
+            if (
+                param.name.value == "vcr"
+                and not self.scan.vcr
+                and original_node.name.value.startswith("test")
+            ):
+                self.todo(
+                    param,
+                    "the `vcr` fixture (pytest-recording's vcrpy Cassette): use the `ssemock` fixture "
+                    "(a Player: .plays, .cassette, .unplayed())",
+                )
             elif param.name.value == "record_mode" and original_node.name.value.startswith("test"):
-                self.todo(param, "pytest-recording's `record_mode` fixture: ssemock has none "
-                                 "(the `ssemock` fixture's .record_mode)")
+                self.todo(
+                    param,
+                    "pytest-recording's `record_mode` fixture: ssemock has none "
+                    "(the `ssemock` fixture's .record_mode)",
+                )
         return updated  # type: ignore[no-any-return]
 
-    def wrap(self, original: cst.FunctionDef, updated: cst.FunctionDef, wraps: list[cst.Decorator]) -> cst.FunctionDef:
+    def wrap(
+        self, original: cst.FunctionDef, updated: cst.FunctionDef, wraps: list[cst.Decorator]
+    ) -> cst.FunctionDef:
         """``@vcr.use_cassette(...)`` on a function: the body inside ``with ssemock.use_cassette(...)``
         (a new player on every call, as vcrpy makes a new cassette)."""
         kept = [u for o, u in zip(original.decorators, updated.decorators) if o not in wraps]
         body: cst.BaseSuite = updated.body
         for d in reversed(wraps):
             if not isinstance(d.decorator, cst.Call):
-                self.todo(d, "bare @vcr.use_cassette (a path made from the function's name): not converted; "
-                             "name the cassette")
+                self.todo(
+                    d,
+                    "bare @vcr.use_cassette (a path made from the function's name): not converted; "
+                    "name the cassette",
+                )
                 return updated
             item = cst.WithItem(self.use_cassette(d.decorator, d))
-            inner: list[cst.BaseStatement] = list(body.body) if isinstance(body, cst.IndentedBlock) \
-                else [cst.SimpleStatementLine(body.body)] if isinstance(body, cst.SimpleStatementSuite) else []
+            inner: list[cst.BaseStatement] = (
+                list(body.body)
+                if isinstance(body, cst.IndentedBlock)
+                else [cst.SimpleStatementLine(body.body)]
+                if isinstance(body, cst.SimpleStatementSuite)
+                else []
+            )
             doc = inner[:1] if inner and _is_docstring(inner[0]) and len(inner) > 1 else []
-            body = cst.IndentedBlock([*doc, cst.With([item], cst.IndentedBlock(inner[len(doc):]))])
+            body = cst.IndentedBlock([*doc, cst.With([item], cst.IndentedBlock(inner[len(doc) :]))])
         self.needs_ssemock = True
         return updated.with_changes(decorators=kept, body=body)
 
@@ -629,10 +754,15 @@ class _Rewriter(cst.CSTTransformer):
         owner = call.func.value if isinstance(call.func, cst.Attribute) else None
         if isinstance(owner, cst.Name) and owner.value in self.scan.instances:  # my_vcr.use_cassette(...)
             given = {a.keyword.value for a in args if a.keyword is not None}
-            args += [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in self.scan.instances[owner.value].args
-                     if a.keyword is not None and a.keyword.value not in given]
+            args += [
+                a.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                for a in self.scan.instances[owner.value].args
+                if a.keyword is not None and a.keyword.value not in given
+            ]
         path_arg = next((a for a in args if a.keyword is None or a.keyword.value == "path"), None)
-        library = next((a for a in args if a.keyword is not None and a.keyword.value == "cassette_library_dir"), None)
+        library = next(
+            (a for a in args if a.keyword is not None and a.keyword.value == "cassette_library_dir"), None
+        )
         rest = [a for a in args if a is not path_arg and a is not library]
         literal = _string(path_arg.value) if path_arg is not None else None
         new_path: cst.BaseExpression
@@ -640,7 +770,9 @@ class _Rewriter(cst.CSTTransformer):
             self.todo(where, "use_cassette without a path: not converted, name the cassette")
             return call
         if literal is None or (library is not None and _string(library.value) is None):
-            self.todo(where, "use_cassette with a path computed at run time: make it name the converted .json file")
+            self.todo(
+                where, "use_cassette with a path computed at run time: make it name the converted .json file"
+            )
             new_path = path_arg.value
         else:
             folder = _string(library.value) if library is not None else None
@@ -673,7 +805,8 @@ class _Rewriter(cst.CSTTransformer):
             return updated_node
         if isinstance(original_node.value, (cst.List, cst.Tuple)):
             value: cst.BaseExpression = original_node.value.with_changes(
-                elements=[cst.Element(e) for e in new])
+                elements=[cst.Element(e) for e in new]
+            )
         else:
             value = new[0] if new else cst.List([])
         return updated_node.with_changes(value=value)
@@ -688,38 +821,61 @@ class _Rewriter(cst.CSTTransformer):
         lines = list(body.body)
         found = False
         for i, stmt in enumerate(lines):
-            if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
-                    and isinstance(stmt.body[0], cst.Return) and stmt.body[0].value is not None):
+            if not (
+                isinstance(stmt, cst.SimpleStatementLine)
+                and len(stmt.body) == 1
+                and isinstance(stmt.body[0], cst.Return)
+                and stmt.body[0].value is not None
+            ):
                 continue
             found = True
             value = stmt.body[0].value
-            original_line = original.body.body[i] if isinstance(original.body, cst.IndentedBlock) \
-                and i < len(original.body.body) else original
+            original_line = (
+                original.body.body[i]
+                if isinstance(original.body, cst.IndentedBlock) and i < len(original.body.body)
+                else original
+            )
             new, has_match = self.config_value(value, original_line)
             if new is None:
-                self.todo(original, "vcr_config does not return a dict literal: convert its options by hand "
-                                    "(ssemock_config takes the ssemock marker's keywords)")
+                self.todo(
+                    original,
+                    "vcr_config does not return a dict literal: convert its options by hand "
+                    "(ssemock_config takes the ssemock marker's keywords)",
+                )
                 continue
             comments = []
             if not has_match and self.suite.match_on is not None:
                 element = cst.DictElement(_str("match_on"), _list(list(self.suite.match_on)))
                 new = new.with_changes(elements=_append(list(new.elements), element))
-                if not any(isinstance(e, cst.DictElement) and _string(e.key) == "allowed_hosts"
-                           for e in new.elements):  # vcrpy lets no unmatched request through
-                    new = new.with_changes(elements=_append(list(new.elements),
-                                                            cst.DictElement(_str("allowed_hosts"), _list([]))))
+                if not any(
+                    isinstance(e, cst.DictElement) and _string(e.key) == "allowed_hosts" for e in new.elements
+                ):  # vcrpy lets no unmatched request through
+                    new = new.with_changes(
+                        elements=_append(
+                            list(new.elements), cst.DictElement(_str("allowed_hosts"), _list([]))
+                        )
+                    )
                 comments = [cst.EmptyLine(comment=cst.Comment(c)) for c in _BODY_COMMENT]
-            lines[i] = stmt.with_changes(body=[stmt.body[0].with_changes(value=new)],
-                                         leading_lines=[*stmt.leading_lines, *comments])
+            lines[i] = stmt.with_changes(
+                body=[stmt.body[0].with_changes(value=new)], leading_lines=[*stmt.leading_lines, *comments]
+            )
         if not found:
             self.todo(original, "vcr_config: no return of a dict found: convert its options by hand")
         return updated.with_changes(body=body.with_changes(body=lines))
 
     def config_value(self, value: cst.BaseExpression, where: cst.CSTNode) -> tuple[cst.Dict | None, bool]:
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict" \
-                and all(a.keyword is not None for a in value.args):
-            value = cst.Dict([cst.DictElement(_str(a.keyword.value), a.value, comma=a.comma)  # type: ignore[union-attr]
-                              for a in value.args])
+        if (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Name)
+            and value.func.value == "dict"
+            and all(a.keyword is not None for a in value.args)
+        ):
+            value = cst.Dict(
+                [
+                    cst.DictElement(_str(a.keyword.value), a.value, comma=a.comma)  # type: ignore[union-attr]
+                    for a in value.args
+                ]
+            )
         if not isinstance(value, cst.Dict):
             return None, False
         elements: list[cst.BaseDictElement] = []
@@ -757,14 +913,19 @@ class _Rewriter(cst.CSTTransformer):
             return cst.Attribute(cst.Name("ssemock"), cst.Name("UnmatchedRequestError"))
         return updated_node
 
-    def leave_SimpleString(self, original_node: cst.SimpleString,
-                           updated_node: cst.SimpleString) -> cst.SimpleString:
+    def leave_SimpleString(
+        self, original_node: cst.SimpleString, updated_node: cst.SimpleString
+    ) -> cst.SimpleString:
         text = _string(original_node)
         return _str(_RENAMES[text]) if text in _RENAMES else updated_node
 
-    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
-        if original_node.attr.value == "CannotOverwriteExistingCassetteException" \
-                and _dotted(original_node).split(".")[0] in self.scan.vcr:
+    def leave_Attribute(
+        self, original_node: cst.Attribute, updated_node: cst.Attribute
+    ) -> cst.BaseExpression:
+        if (
+            original_node.attr.value == "CannotOverwriteExistingCassetteException"
+            and _dotted(original_node).split(".")[0] in self.scan.vcr
+        ):
             self.needs_ssemock = True
             return cst.Attribute(cst.Name("ssemock"), cst.Name("UnmatchedRequestError"))
         if original_node.attr.value in _REGISTER:
@@ -774,15 +935,22 @@ class _Rewriter(cst.CSTTransformer):
 
 
 def _kwarg(key: str, value: cst.BaseExpression) -> cst.Arg:
-    tight = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    tight = cst.AssignEqual(
+        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+    )
     return cst.Arg(value, keyword=cst.Name(key), equal=tight)
 
 
 def _commas(args: list[cst.Arg]) -> list[cst.Arg]:
     last = len(args) - 1
-    return [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) if i == last else
-            a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            if a.comma is cst.MaybeSentinel.DEFAULT else a for i, a in enumerate(args)]
+    return [
+        a.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        if i == last
+        else a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        if a.comma is cst.MaybeSentinel.DEFAULT
+        else a
+        for i, a in enumerate(args)
+    ]
 
 
 def _append(elements: list[cst.BaseDictElement], new: cst.DictElement) -> list[cst.BaseDictElement]:
@@ -800,8 +968,12 @@ def _append(elements: list[cst.BaseDictElement], new: cst.DictElement) -> list[c
 
 def _commas_dict(elements: list[cst.BaseDictElement]) -> list[cst.BaseDictElement]:
     last = len(elements) - 1
-    return [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) if i == last and not isinstance(e.comma, cst.Comma)
-            else e for i, e in enumerate(elements)]
+    return [
+        e.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        if i == last and not isinstance(e.comma, cst.Comma)
+        else e
+        for i, e in enumerate(elements)
+    ]
 
 
 def _statements(function: cst.FunctionDef) -> list[cst.BaseStatement]:
@@ -813,17 +985,27 @@ def _statements(function: cst.FunctionDef) -> list[cst.BaseStatement]:
 
 def _registers_matcher(stmt: cst.BaseStatement) -> bool:
     """``vcr.register_matcher("name", function)`` alone on a line."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
+    if not (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+    ):
         return False
     call = stmt.body[0].value
-    return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+    return (
+        isinstance(call, cst.Call)
+        and isinstance(call.func, cst.Attribute)
         and call.func.attr.value == "register_matcher"
+    )
 
 
 def _is_docstring(stmt: cst.BaseStatement) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 \
-        and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, (cst.SimpleString,
-                                                                                    cst.ConcatenatedString))
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
 
 
 def _side_effects(function: cst.FunctionDef) -> str | None:
@@ -859,8 +1041,25 @@ def _side_effects(function: cst.FunctionDef) -> str | None:
     return ", ".join(dict.fromkeys(found)) or None
 
 
-_MUTATORS = {"append", "extend", "add", "update", "insert", "write", "write_text", "write_bytes", "setdefault",
-             "info", "debug", "warning", "error", "put", "send", "unlink", "remove"}
+_MUTATORS = {
+    "append",
+    "extend",
+    "add",
+    "update",
+    "insert",
+    "write",
+    "write_text",
+    "write_bytes",
+    "setdefault",
+    "info",
+    "debug",
+    "warning",
+    "error",
+    "put",
+    "send",
+    "unlink",
+    "remove",
+}
 
 
 def _conftest_fixtures(path: Path, root: Path) -> set[str]:
@@ -898,15 +1097,20 @@ class _Imports(cst.CSTTransformer):
                 rest = _Bound()
                 updated_node.with_changes(body=[s for s in updated_node.body if s is not stmt]).visit(rest)
                 if name not in rest.names:
-                    updated_node = updated_node.with_changes(body=[s for s in updated_node.body if s is not stmt])
+                    updated_node = updated_node.with_changes(
+                        body=[s for s in updated_node.body if s is not stmt]
+                    )
         used = _Bound()
         updated_node.visit(used)
         out: list[cst.BaseStatement] = []
         placed = not self.add
         last_import = -1
         for stmt in updated_node.body:
-            if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 \
-                    and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom)):
+            if (
+                isinstance(stmt, cst.SimpleStatementLine)
+                and len(stmt.body) == 1
+                and isinstance(stmt.body[0], (cst.Import, cst.ImportFrom))
+            ):
                 new = _drop_unused(stmt, self.scan, used)
                 if new is None:
                     if not placed:
@@ -918,13 +1122,17 @@ class _Imports(cst.CSTTransformer):
             else:
                 out.append(stmt)
         if not placed:
-            out[last_import + 1:last_import + 1] = [cst.SimpleStatementLine([a]) for a in self.add]
+            out[last_import + 1 : last_import + 1] = [cst.SimpleStatementLine([a]) for a in self.add]
         return updated_node.with_changes(body=out)
 
 
 def _vcr_instance(stmt: cst.BaseStatement, scan: _Scan) -> str | None:
     """The name a ``NAME = vcr.VCR(...)`` line binds (None for any other statement)."""
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+    if (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Assign)
+    ):
         assign = stmt.body[0]
         target = assign.targets[0].target if len(assign.targets) == 1 else None
         if isinstance(target, cst.Name) and target.value in scan.instances:
@@ -957,10 +1165,17 @@ def _drop_unused(stmt: cst.SimpleStatementLine, scan: _Scan, used: _Bound) -> cs
     """The import line without its vcrpy names nothing references (None: nothing left)."""
     node = stmt.body[0]
     if isinstance(node, cst.Import):
-        names = [a for a in node.names
-                 if not (_dotted(a.name).split(".")[0] == "vcr" and _bound(a) not in used.names)]
-    elif isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar) \
-            and node.module is not None and _dotted(node.module).split(".")[0] == "vcr":
+        names = [
+            a
+            for a in node.names
+            if not (_dotted(a.name).split(".")[0] == "vcr" and _bound(a) not in used.names)
+        ]
+    elif (
+        isinstance(node, cst.ImportFrom)
+        and not isinstance(node.names, cst.ImportStar)
+        and node.module is not None
+        and _dotted(node.module).split(".")[0] == "vcr"
+    ):
         names = [a for a in node.names if _bound(a) in used.names]
     else:
         return stmt

@@ -11,11 +11,17 @@ from types import SimpleNamespace
 
 __all__ = ["BODY_COMMENT", "MODES", "CassetteJob", "Edit", "Finding", "literal_host", "ssemock_name"]
 
-MODES = {"none": "none", "once": "once", "new_episodes": "new_episodes", "all": "all", "rewrite": "rewrite",
-          "any": "new_episodes"}
+MODES = {
+    "none": "none",
+    "once": "once",
+    "new_episodes": "new_episodes",
+    "all": "all",
+    "rewrite": "rewrite",
+    "any": "new_episodes",
+}
 BODY_COMMENT = (
     "# vcrpy's matchers, carried over by `ssemock migrate`: vcrpy does not match the request body.",
-    "# ssemock can (add \"body\", or migrate with --match-body): then a test whose code no longer",
+    '# ssemock can (add "body", or migrate with --match-body): then a test whose code no longer',
     "# sends the request its cassette recorded fails instead of passing on a stale cassette.",
     "# allowed_hosts=[]: as under vcrpy, a request no interaction matches fails, even to loopback",
     "# (ssemock's default lets it through to a local service; vcrpy's ignore_hosts is ssemock's too).",
@@ -60,10 +66,13 @@ class Edit:
 def ssemock_name(stem: str) -> str:
     """The file name ssemock's plugin gives the test that pytest-recording named ``stem``."""
     from .plugin import cassette_name
+
     return cassette_name(SimpleNamespace(name=stem))
 
 
 def literal_host(pattern: str) -> str | None:
     """A pytest-recording allowed_hosts regex that names one host, as that host (else None)."""
-    text = pattern.strip().replace("\\\\", "\\").removeprefix("^").removesuffix("$").replace(r"\.", ".")  # TOML: \\.
+    text = (
+        pattern.strip().replace("\\\\", "\\").removeprefix("^").removesuffix("$").replace(r"\.", ".")
+    )  # TOML: \\.
     return text if re.fullmatch(r"[A-Za-z0-9.:-]+", text) else None

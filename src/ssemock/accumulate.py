@@ -20,7 +20,12 @@ from . import protocols as _protocols
 from .protocols.base import Accumulated, Choice, Event, ProtocolError, ToolCall
 
 __all__ = [
-    "PROTOCOLS", "Accumulated", "Choice", "ProtocolError", "ToolCall", "accumulate",
+    "PROTOCOLS",
+    "Accumulated",
+    "Choice",
+    "ProtocolError",
+    "ToolCall",
+    "accumulate",
     "detect_protocol",
 ]
 
@@ -52,7 +57,10 @@ def accumulate(
 
 
 def detect_protocol(
-    events: Iterable[Event] = (), *, url: str | None = None, content_type: str | None = None,
+    events: Iterable[Event] = (),
+    *,
+    url: str | None = None,
+    content_type: str | None = None,
 ) -> str:
     """The protocol of a stream: from the request URL, else the content type, else the events.
 

@@ -48,15 +48,22 @@ _PAIR_BREAK = b"],\n          ["  # between two chunk map pairs (10 spaces in): 
 class CassetteError(ValueError):
     """A cassette file is malformed, of an unknown version, or disagrees with itself."""
 
-    def __init__(self, reason: str, *, path: str | os.PathLike[str] | None = None,
-                 interaction: int | None = None) -> None:
+    def __init__(
+        self, reason: str, *, path: str | os.PathLike[str] | None = None, interaction: int | None = None
+    ) -> None:
         self.path = None if path is None else str(path)
         """The cassette file, when the cassette has one."""
         self.interaction = interaction
         """The index of the interaction at fault, when one is."""
-        self.reason = reason = safe_message(reason)  # a message may quote a value: never a key, never an escape
+        self.reason = reason = safe_message(
+            reason
+        )  # a message may quote a value: never a key, never an escape
         """What is wrong, and what to do about it (secrets masked, control characters escaped)."""
-        where = [safe_message(p) for p in (self.path, None if interaction is None else f"interaction {interaction}") if p]
+        where = [
+            safe_message(p)
+            for p in (self.path, None if interaction is None else f"interaction {interaction}")
+            if p
+        ]
         super().__init__(": ".join([*where, reason]))
 
 
@@ -64,13 +71,25 @@ class SecretError(CassetteError):
     """A write of cassette data was refused: a secret is left in it. ``findings`` says where,
     which rule found each one and what its value looks like (never the value)."""
 
-    def __init__(self, findings: list[Finding], *, path: str | os.PathLike[str] | None = None,
-                 advice: str = "redact it with before_record_request/before_record_response, or `ssemock redact`",
-                 message: str | None = None) -> None:
+    def __init__(
+        self,
+        findings: list[Finding],
+        *,
+        path: str | os.PathLike[str] | None = None,
+        advice: str = "redact it with before_record_request/before_record_response, or `ssemock redact`",
+        message: str | None = None,
+    ) -> None:
         self.findings = findings
-        super().__init__(message if message is not None else (
-            "refusing to save: a secret is left in the cassette: " + "; ".join(map(str, findings)) + f" ({advice})"),
-            path=path)
+        super().__init__(
+            message
+            if message is not None
+            else (
+                "refusing to save: a secret is left in the cassette: "
+                + "; ".join(map(str, findings))
+                + f" ({advice})"
+            ),
+            path=path,
+        )
 
 
 Headers = list[tuple[str, str]]
@@ -163,8 +182,9 @@ def split_body(body: bytes, content_type: str | None) -> list[bytes]:
 class Cassette:
     """An ordered list of interactions, loadable from and savable to one JSON file."""
 
-    def __init__(self, interactions: Iterable[Interaction] = (), *,
-                 path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, interactions: Iterable[Interaction] = (), *, path: str | os.PathLike[str] | None = None
+    ) -> None:
         self.interactions: list[Interaction] = list(interactions)
         """The recorded exchanges, in the order they were recorded (and replayed)."""
         self.path = None if path is None else Path(path)
@@ -176,12 +196,21 @@ class Cassette:
     def __repr__(self) -> str:
         return f"<Cassette {self.path or '(memory)'}: {len(self.interactions)} interactions>"
 
-    def add(self, method: str, url: str, chunks: Sequence[bytes], *,
-            times: Sequence[float] | None = None, status: int = 200,
-            headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
-            request_headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
-            request_body: bytes | str | None = None, request_json: Any = None,
-            complete: bool = True, error: dict[str, Any] | None = None) -> Interaction:
+    def add(
+        self,
+        method: str,
+        url: str,
+        chunks: Sequence[bytes],
+        *,
+        times: Sequence[float] | None = None,
+        status: int = 200,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        request_headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        request_body: bytes | str | None = None,
+        request_json: Any = None,
+        complete: bool = True,
+        error: dict[str, Any] | None = None,
+    ) -> Interaction:
         """Append an interaction built in code; ``times`` are arrival times in seconds."""
         chunks = [c.encode() if isinstance(c, str) else bytes(c) for c in chunks]
         if times is not None and len(times) != len(chunks):
@@ -189,9 +218,13 @@ class Cassette:
         empty = [k for k, c in enumerate(chunks) if not c]
         if empty:
             raise ValueError(f"chunk {empty[0]} is empty: a chunk boundary needs at least one byte")
-        if times is not None and any(not (0 <= a <= b <= MAX_T_MS / 1000) for a, b in zip([0.0, *times], times)):
-            raise ValueError("times must be finite, >= 0, non-decreasing and at most a day (seconds since the "
-                             f"request), got {list(times)[:10]}{' ...' if len(times) > 10 else ''}")
+        if times is not None and any(
+            not (0 <= a <= b <= MAX_T_MS / 1000) for a, b in zip([0.0, *times], times)
+        ):
+            raise ValueError(
+                "times must be finite, >= 0, non-decreasing and at most a day (seconds since the "
+                f"request), got {list(times)[:10]}{' ...' if len(times) > 10 else ''}"
+            )
         if type(status) is not int or not 100 <= status <= 599:
             raise ValueError(f"status must be an HTTP status code (100-599), got {status!r}")
         body = request_body.encode() if isinstance(request_body, str) else request_body
@@ -203,9 +236,15 @@ class Cassette:
         ends = list(itertools.accumulate(map(len, chunks)))
         interaction = Interaction(
             Request(method.upper(), url, _headers(request_headers), body),
-            Response(status, resp_headers, b"".join(chunks), ends,
-                     [float(t) for t in times] if times is not None else [0.0] * len(chunks),
-                     complete, error),
+            Response(
+                status,
+                resp_headers,
+                b"".join(chunks),
+                ends,
+                [float(t) for t in times] if times is not None else [0.0] * len(chunks),
+                complete,
+                error,
+            ),
         )
         self.interactions.append(interaction)
         return interaction
@@ -227,8 +266,10 @@ class Cassette:
 
     @classmethod
     def _parsed(cls, items: list[Any], path: str | os.PathLike[str] | None) -> Cassette:
-        return cls([parse_interaction(item, path=path, index=i, consume=True) for i, item in enumerate(items)],
-                   path=path)
+        return cls(
+            [parse_interaction(item, path=path, index=i, consume=True) for i, item in enumerate(items)],
+            path=path,
+        )
 
     def dumps(self) -> bytes:
         """Deterministic JSON: fixed key order, 2-space indent, trailing newline, and each
@@ -268,15 +309,19 @@ class Cassette:
             maps.append(item["response"]["chunks"])
             item["response"]["chunks"] = _MAP
             items.append(item)
-        laid = orjson.dumps({"version": VERSION, "interactions": items},
-                            option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        laid = orjson.dumps(
+            {"version": VERSION, "interactions": items},
+            option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE,
+        )
         parts = laid.split(_BODY_JSON)
         if len(parts) != len(bodies) + 1 or laid.count(_MAP_JSON) != len(maps):
-            raise CassetteError("a header, URL or body holds one of ssemock's internal placeholders", path=self.path)
+            raise CassetteError(
+                "a header, URL or body holds one of ssemock's internal placeholders", path=self.path
+            )
         pairs = iter(maps)
         _write_maps(parts[0], pairs, write)
         for before, (i, resp), after in zip(parts, bodies, parts[1:]):
-            line = before[before.rfind(b"\n") + 1:]
+            line = before[before.rfind(b"\n") + 1 :]
             nested = b"\n" + b" " * (len(line) - len(line.lstrip(b" ")))
             try:
                 for part in laid_out(resp.body, resp.header("content-type"), nested):
@@ -327,7 +372,9 @@ class Cassette:
                     pass
                 raise
         except OSError as exc:
-            exc.add_note(f"ssemock: while saving the cassette {target} (the previous file, if any, is unchanged)")
+            exc.add_note(
+                f"ssemock: while saving the cassette {target} (the previous file, if any, is unchanged)"
+            )
             raise
         self.path = target
         return target
@@ -353,7 +400,7 @@ def _temp_name(target: Path) -> Path:
     except (OSError, ValueError, AttributeError):
         limit = 255
     tail = f".{_name_key(target.name)}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    name = target.name[:max(limit - len(tail) - 1, 0)]
+    name = target.name[: max(limit - len(tail) - 1, 0)]
     while name and len(os.fsencode(f".{name}{tail}")) > limit:  # multi-byte characters: cut by whole ones
         name = name[:-1]
     return target.with_name(f".{name}{tail}")
@@ -402,6 +449,7 @@ def _alive(pid: int) -> bool:
 
 # -- JSON mapping ------------------------------------------------------------------------------
 
+
 def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
     """``path`` opened for reading, if it is a regular file: a FIFO, a device (``/dev/zero``), a
     socket or a directory is refused at once (CassetteError), without blocking or reading it."""
@@ -423,9 +471,17 @@ def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
 
 def _check_regular(mode: int, path: str | os.PathLike[str]) -> None:
     if not stat.S_ISREG(mode):
-        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
-                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
-                if stat.S_ISSOCK(mode) else "something else")
+        kind = (
+            "a directory"
+            if stat.S_ISDIR(mode)
+            else "a FIFO (named pipe)"
+            if stat.S_ISFIFO(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "something else"
+        )
         raise CassetteError(f"cannot read: it is {kind}, not a regular file", path=path)
 
 
@@ -454,7 +510,9 @@ except ImportError:  # not built: the pure code
     _values = _py_values
 
 
-def check_size(raw: bytes | str, *, path: str | os.PathLike[str] | None = None, size: int | None = None) -> None:
+def check_size(
+    raw: bytes | str, *, path: str | os.PathLike[str] | None = None, size: int | None = None
+) -> None:
     """Refuse JSON text with more values than a cassette of its size can hold (CassetteError),
     before a parser builds them: 100 MB of ``{},{},...`` would take GBs as Python objects. Parsed
     memory then stays within a small multiple of the file (one value per 16 bytes at most, past
@@ -476,10 +534,12 @@ def check_size(raw: bytes | str, *, path: str | os.PathLike[str] | None = None, 
         text = m.group()
         count -= _values(text) - 2 * text.count(_PAIR_BREAK)
     if count > limit:
-        raise CassetteError(f"holds about {count:,} JSON values in {size:,} bytes, more than a cassette "
-                            f"of this size may ({limit:,}: {FREE_VALUES:,} and one per {BYTES_PER_VALUE} bytes); "
-                            "is it a cassette? (a hand-made compact one: indent it, e.g. python -m json.tool)",
-                            path=path)
+        raise CassetteError(
+            f"holds about {count:,} JSON values in {size:,} bytes, more than a cassette "
+            f"of this size may ({limit:,}: {FREE_VALUES:,} and one per {BYTES_PER_VALUE} bytes); "
+            "is it a cassette? (a hand-made compact one: indent it, e.g. python -m json.tool)",
+            path=path,
+        )
 
 
 def read_document(raw: bytes | str, *, path: str | os.PathLike[str] | None = None) -> list[Any]:
@@ -533,7 +593,7 @@ def _read_bodies_apart(path: str | os.PathLike[str]) -> list[Any] | None:
                     end = mm.find(_BODY_END, start + len(_BODY_START) - 1)
                     if end < 0:
                         return None
-                    rest += [mm[pos:start + len(_BODY_START) - 1], orjson.dumps(f"{token}{len(bodies)}")]
+                    rest += [mm[pos : start + len(_BODY_START) - 1], orjson.dumps(f"{token}{len(bodies)}")]
                     body = _read_body_lines(mm, start + len(_BODY_START), end)
                     if body is None:
                         return None
@@ -595,8 +655,9 @@ def _release(mm: mmap.mmap, start: int, end: int) -> None:
         mm.madvise(mmap.MADV_DONTNEED, start, end - start)
 
 
-def parse_interaction(item: Any, *, path: str | os.PathLike[str] | None = None,
-                      index: int | None = None, consume: bool = False) -> Interaction:
+def parse_interaction(
+    item: Any, *, path: str | os.PathLike[str] | None = None, index: int | None = None, consume: bool = False
+) -> Interaction:
     """One interaction from its JSON form; CassetteError naming the file and interaction.
 
     ``consume=True`` empties the body pieces of ``item`` as it goes (less memory for a loader
@@ -634,7 +695,7 @@ def _headers_from_json(value: Any, where: str) -> Headers:
         raise _Invalid(f"{where} must be an object of name -> value")
     out: Headers = []
     for k, v in value.items():
-        for one in (v if isinstance(v, list) else [v]):
+        for one in v if isinstance(v, list) else [v]:
             if not isinstance(one, str):
                 raise _Invalid(f"{where}[{k!r}] must be a string or a list of strings")
             out.append((k.lower(), one))
@@ -649,14 +710,15 @@ _MAP = f"\x00ssemock:chunks:{secrets.token_hex(16)}\x00"  # stands for a chunk m
 _MAP_JSON = orjson.dumps(_MAP)
 
 
-def _write_maps(text: bytes, maps: Iterator[list[tuple[Any, int]]],
-                write: Callable[[bytes | memoryview], object]) -> None:
+def _write_maps(
+    text: bytes, maps: Iterator[list[tuple[Any, int]]], write: Callable[[bytes | memoryview], object]
+) -> None:
     """Write ``text`` (orjson's layout) with each chunk map placeholder in it replaced by the next
     map of ``maps``, laid out by `_chunk_map_laid_out` at the placeholder's indent."""
     segments = text.split(_MAP_JSON)
     write(segments[0])
     for before, after in zip(segments, segments[1:]):
-        line = before[before.rfind(b"\n") + 1:]
+        line = before[before.rfind(b"\n") + 1 :]
         write(_chunk_map_laid_out(next(maps), b"\n" + b" " * (len(line) - len(line.lstrip(b" ")))))
         write(after)
 
@@ -682,14 +744,16 @@ def _utf8_prefix(body: bytes, size: int | None) -> bool:
     view = memoryview(body)[:size]
     try:
         for i in range(0, len(view), _BATCH):
-            decode(view[i:i + _BATCH])
+            decode(view[i : i + _BATCH])
         decode(b"", len(view) == len(body))
     except UnicodeDecodeError:
         return False
     return True
 
 
-def _body_to_json(body: bytes, content_type: str | None, lazy: bool = False, text: bool = True) -> dict[str, Any]:
+def _body_to_json(
+    body: bytes, content_type: str | None, lazy: bool = False, text: bool = True
+) -> dict[str, Any]:
     """``{"body": [pieces]}``, or ``{"body_base64": ...}`` for a body that is not UTF-8. With
     ``lazy``, ``{"body": _BODY}`` (laid out later) when ``text``, else base64.
 
@@ -724,17 +788,16 @@ def _body_from_json(obj: dict[str, Any], where: str, consume: bool = False) -> b
         return "".join(pieces).encode("utf-8")
     parts = []
     for i in range(0, len(pieces), 256):  # drop parsed pieces once encoded: peak ~2x the body, not 3x
-        batch = pieces[i:i + 256]
+        batch = pieces[i : i + 256]
         parts.append("".join(batch).encode("utf-8"))
-        pieces[i:i + 256] = [""] * len(batch)
+        pieces[i : i + 256] = [""] * len(batch)
         del batch
     return b"".join(parts)
 
 
 def _interaction_to_json(x: Interaction, lazy: bool = False, text: bool = True) -> dict[str, Any]:
     req, resp = x.request, x.response
-    request: dict[str, Any] = {"method": req.method, "url": req.url,
-                               "headers": _headers_to_json(req.headers)}
+    request: dict[str, Any] = {"method": req.method, "url": req.url, "headers": _headers_to_json(req.headers)}
     parsed = req.json()
     if parsed is not None and _json_in_layout(parsed) is not None:
         request["json"] = parsed
@@ -749,7 +812,9 @@ def _interaction_to_json(x: Interaction, lazy: bool = False, text: bool = True) 
     response["chunks"] = list(zip(t_ms, resp.ends))  # orjson writes a tuple as a list
     if len(resp.times) != len(resp.ends):
         raise _Invalid(f"response has {len(resp.ends)} chunk ends but {len(resp.times)} times")
-    if not (t_ms and _chunk_map_loads(t_ms, resp.ends, len(resp.body))):  # what loads: checked as loading does
+    if not (
+        t_ms and _chunk_map_loads(t_ms, resp.ends, len(resp.body))
+    ):  # what loads: checked as loading does
         _chunk_map_from_json(list(map(list, response["chunks"])), len(resp.body))
     response["complete"] = resp.complete
     if resp.error is not None:
@@ -784,8 +849,10 @@ def _interaction_from_json(item: Any, consume: bool = False) -> Interaction:
     if "json" in req:
         body = _json_in_layout(req["json"])
         if body is None:
-            raise _Invalid(f"request.json is nested deeper than a cassette keeps JSON ({MAX_DEPTH} levels): "
-                           "store the body as text in request.body instead")
+            raise _Invalid(
+                f"request.json is nested deeper than a cassette keeps JSON ({MAX_DEPTH} levels): "
+                "store the body as text in request.body instead"
+            )
     elif "body" in req or "body_base64" in req:
         body = _body_from_json(req, "request")
     request = Request(method.upper(), url, _headers_from_json(req.get("headers"), "request.headers"), body)
@@ -812,12 +879,17 @@ def _interaction_from_json(item: Any, consume: bool = False) -> Interaction:
 def _chunk_map_loads(t_ms: Sequence[Any], offsets: Sequence[Any], size: int) -> bool:
     """Whether a non-empty chunk map is valid as it stands, checked in bulk (no Python loop):
     integer offsets rising to ``size``, numeric times non-decreasing from 0 to MAX_T_MS."""
-    return (set(map(type, offsets)) == {int} and set(map(type, t_ms)) <= {int, float}
-            and all(map(operator.lt, [0, *offsets], offsets)) and all(map(operator.le, [0, *t_ms], t_ms))
-            and t_ms[-1] <= MAX_T_MS and offsets[-1] == size)
+    return (
+        set(map(type, offsets)) == {int}
+        and set(map(type, t_ms)) <= {int, float}
+        and all(map(operator.lt, [0, *offsets], offsets))
+        and all(map(operator.le, [0, *t_ms], t_ms))
+        and t_ms[-1] <= MAX_T_MS
+        and offsets[-1] == size
+    )
 
 
-_EXACT = 2.0 ** 50  # below this, a float's ulp is far under 0.5, so y.5 is exact and rounding y cannot skip it
+_EXACT = 2.0**50  # below this, a float's ulp is far under 0.5, so y.5 is exact and rounding y cannot skip it
 
 
 def _times_ms(times: Sequence[float]) -> list[Any]:
@@ -859,26 +931,39 @@ def _chunk_map_from_json(value: Any, size: int) -> tuple[list[int], list[float]]
     times: list[float] = []
     prev_end, prev_t = 0, 0.0
     for k, pair in enumerate(value):
-        if (not isinstance(pair, list) or len(pair) != 2
-                or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair)
-                or not isinstance(pair[1], int)):
-            raise _Invalid(f"response.chunks[{k}] must be [t_ms, end_offset] with an integer offset, got {pair!r}")
+        if (
+            not isinstance(pair, list)
+            or len(pair) != 2
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair)
+            or not isinstance(pair[1], int)
+        ):
+            raise _Invalid(
+                f"response.chunks[{k}] must be [t_ms, end_offset] with an integer offset, got {pair!r}"
+            )
         t_ms, end = pair
         if end <= prev_end:
-            raise _Invalid(f"response.chunks[{k}]: end offset {end} does not increase (previous {prev_end})"
-                           " — run `ssemock fix` to rebuild the boundary map")
+            raise _Invalid(
+                f"response.chunks[{k}]: end offset {end} does not increase (previous {prev_end})"
+                " — run `ssemock fix` to rebuild the boundary map"
+            )
         if end > size:
-            raise _Invalid(f"response.chunks[{k}]: end offset {end} is past the body's {size} bytes"
-                           " — the body was edited; run `ssemock fix` to rebuild the boundary map")
+            raise _Invalid(
+                f"response.chunks[{k}]: end offset {end} is past the body's {size} bytes"
+                " — the body was edited; run `ssemock fix` to rebuild the boundary map"
+            )
         if not (math.isfinite(t_ms) and 0 <= t_ms <= MAX_T_MS):
-            raise _Invalid(f"response.chunks[{k}]: time {t_ms!r} ms is out of range: a chunk arrives 0 to "
-                           f"{MAX_T_MS:,} ms (a day) after the request")
+            raise _Invalid(
+                f"response.chunks[{k}]: time {t_ms!r} ms is out of range: a chunk arrives 0 to "
+                f"{MAX_T_MS:,} ms (a day) after the request"
+            )
         if t_ms < prev_t:
             raise _Invalid(f"response.chunks[{k}]: time {t_ms} ms goes back (previous {prev_t} ms)")
         ends.append(end)
         times.append(t_ms / 1000)
         prev_end, prev_t = end, t_ms
     if prev_end != size:
-        raise _Invalid(f"response.chunks: the last end offset is {prev_end} but the body has {size} bytes"
-                       " — the body was edited; run `ssemock fix` to rebuild the boundary map")
+        raise _Invalid(
+            f"response.chunks: the last end offset is {prev_end} but the body has {size} bytes"
+            " — the body was edited; run `ssemock fix` to rebuild the boundary map"
+        )
     return ends, times

@@ -73,8 +73,14 @@ def laid_out(body: bytes, content_type: str | None, nested: bytes) -> Iterator[b
         return
     sse = _is_sse(content_type)
     if not sse and is_eventstream(body):  # binary frames (AWS eventstream): rare and small
-        yield b"[" + orjson.dumps(list(pieces(body, content_type)), option=orjson.OPT_INDENT_2)[1:-2].replace(
-            b"\n", nested) + nested + b"]"
+        yield (
+            b"["
+            + orjson.dumps(list(pieces(body, content_type)), option=orjson.OPT_INDENT_2)[1:-2].replace(
+                b"\n", nested
+            )
+            + nested
+            + b"]"
+        )
         return
     layout = b'",' + nested + b'  "'
     kind = "lines" if not sse else "crlf" if b"\r" in body else "lf"
@@ -84,10 +90,12 @@ def laid_out(body: bytes, content_type: str | None, nested: bytes) -> Iterator[b
     while start < size:
         end = _window_end(body, start, kind, cuts)
         text = _escaped(body[start:end], kind, layout)
-        part = memoryview(text)[0 if first else 1:-1]  # no closing quote: the next window continues the string
+        part = memoryview(text)[
+            0 if first else 1 : -1
+        ]  # no closing quote: the next window continues the string
         if end == size:  # close the list: a trailing separator's layout gives way to the closing quote
-            if part[-len(layout):] == layout:
-                part = part[:-len(layout)]
+            if part[-len(layout) :] == layout:
+                part = part[: -len(layout)]
             yield part
             yield b'"' + nested + b"]"
         else:
@@ -155,5 +163,5 @@ def _piece_by_piece(window: bytes, kind: str, layout: bytes) -> bytes:
     ends = event_ends(window, sse=True) if kind != "lines" else [m.end() for m in _LINE_END.finditer(window)]
     out = [orjson.dumps(str(window[a:b], "utf-8"))[1:-1] + layout for a, b in zip([0, *ends], ends)]
     if (ends[-1] if ends else 0) < len(window):
-        out.append(orjson.dumps(str(window[ends[-1] if ends else 0:], "utf-8"))[1:-1])
+        out.append(orjson.dumps(str(window[ends[-1] if ends else 0 :], "utf-8"))[1:-1])
     return b"".join(out)

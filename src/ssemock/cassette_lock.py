@@ -31,6 +31,7 @@ def lock_for(path: str | os.PathLike[str]) -> FileLock:
         found = _locks.get(key)
         if found is None:
             name = hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()
-            found = _locks[key] = FileLock(str(private_dir("locks") / f"{name}.lock"), thread_local=False,
-                                           mode=0o600)
+            found = _locks[key] = FileLock(
+                str(private_dir("locks") / f"{name}.lock"), thread_local=False, mode=0o600
+            )
         return found

@@ -19,8 +19,23 @@ from ._names import unknown
 from .framing.ends import Ends, event_ends, framed_event_ends  # re-exported: where chunks are cut
 
 __all__ = [
-    "ALL", "At", "Chunking", "Regular", "Slices", "at", "as_recorded", "bytewise", "coalesced", "event_ends", "fixed",
-    "framed_event_ends", "get", "mid_line", "mid_utf8", "per_event", "random",
+    "ALL",
+    "At",
+    "Chunking",
+    "Regular",
+    "Slices",
+    "at",
+    "as_recorded",
+    "bytewise",
+    "coalesced",
+    "event_ends",
+    "fixed",
+    "framed_event_ends",
+    "get",
+    "mid_line",
+    "mid_utf8",
+    "per_event",
+    "random",
 ]
 
 _LINE = re.compile(rb"[^\r\n]+")
@@ -42,7 +57,9 @@ class Chunking:
     typed: Callable[[bytes, Sequence[int], str], Ends] | None = field(default=None, repr=False)
     """Like `split` but also given the content type (for framings that need it), or `None`."""
 
-    def ends(self, body: bytes, recorded: Sequence[int] | None = None, *, content_type: str | None = None) -> Ends:
+    def ends(
+        self, body: bytes, recorded: Sequence[int] | None = None, *, content_type: str | None = None
+    ) -> Ends:
         """New chunk end offsets for ``body`` (``recorded``: the ends as recorded; ``content_type``:
         the body's, which tells ``per_event`` the framing: SSE, JSON lines, JSON array, eventstream)."""
         if not body:
@@ -55,13 +72,15 @@ class Chunking:
 
             def split(body: bytes, recorded: Sequence[int]) -> Ends:
                 return typed(body, recorded, known)
+
         if self.normalized and recorded[-1] == len(body):
             ends = split(body, recorded)
             return ends if type(ends) is list else list(ends)  # the built-in splits give new lists
         return _normalize(split(body, recorded), len(body))
 
-    def lazy_ends(self, body: bytes, recorded: Sequence[int] | None = None, *,
-                  content_type: str | None = None) -> Sequence[int]:
+    def lazy_ends(
+        self, body: bytes, recorded: Sequence[int] | None = None, *, content_type: str | None = None
+    ) -> Sequence[int]:
         """[`ends`][ssemock.chunking.Chunking.ends] without a list where none is needed: a [`Regular`][ssemock.chunking.Regular] sequence for
         fixed-size chunkings (``bytewise``, ``fixed:N``), so replaying a 50 MB body byte by byte
         does not hold 50 million offsets. Equal (``==``) to what [`ends`][ssemock.chunking.Chunking.ends] returns."""
@@ -69,8 +88,9 @@ class Chunking:
             return Regular(self.step, len(body))
         return self.ends(body, recorded, content_type=content_type)
 
-    def __call__(self, body: bytes, recorded: Sequence[int] | None = None, *,
-                 content_type: str | None = None) -> list[bytes]:
+    def __call__(
+        self, body: bytes, recorded: Sequence[int] | None = None, *, content_type: str | None = None
+    ) -> list[bytes]:
         """The body cut into chunks by this strategy."""
         starts = [0, *self.ends(body, recorded, content_type=content_type)]
         return [body[a:b] for a, b in zip(starts, starts[1:])]
@@ -127,7 +147,11 @@ class Regular(_LazySequence, Sequence[int]):
         return itertools.chain(range(self.step, self.size, self.step), (self.size,))
 
     def __contains__(self, value: object) -> bool:
-        return isinstance(value, int) and 0 < value <= self.size and (value % self.step == 0 or value == self.size)
+        return (
+            isinstance(value, int)
+            and 0 < value <= self.size
+            and (value % self.step == 0 or value == self.size)
+        )
 
     def __repr__(self) -> str:
         return f"Regular(step={self.step}, size={self.size})"
@@ -158,7 +182,7 @@ class Slices(_LazySequence, Sequence[bytes]):
             index += n
         if not 0 <= index < n:
             raise IndexError("Slices index out of range")
-        return self.body[self.ends[index - 1] if index else 0:self.ends[index]]
+        return self.body[self.ends[index - 1] if index else 0 : self.ends[index]]
 
     def __iter__(self) -> Iterator[bytes]:
         return self.iterate()[0]
@@ -170,7 +194,9 @@ class Slices(_LazySequence, Sequence[bytes]):
         ends = self.ends
         if isinstance(ends, Regular):
             starts = iter(range(0, ends.size, ends.step))
-            return map(self.body.__getitem__, map(slice, starts, itertools.count(ends.step, ends.step))), starts
+            return map(
+                self.body.__getitem__, map(slice, starts, itertools.count(ends.step, ends.step))
+            ), starts
         left = iter(ends)
         return map(self.body.__getitem__, map(slice, itertools.chain((0,), ends), left)), left
 
@@ -254,10 +280,15 @@ def fixed(n: int) -> Chunking:
 
 def random(seed: int = 0, average_size: int = 16, size_variation: int = 12) -> Chunking:
     """Seeded random sizes around ``average_size`` +- ``size_variation`` (Toxiproxy's slicer)."""
-    if not all(type(v) is int for v in (seed, average_size, size_variation)) or average_size < 1 \
-            or size_variation < 0:
-        raise ValueError("random() needs whole numbers: a seed, average_size >= 1 and size_variation >= 0, "
-                         f"got {seed!r}, {average_size!r}, {size_variation!r}")
+    if (
+        not all(type(v) is int for v in (seed, average_size, size_variation))
+        or average_size < 1
+        or size_variation < 0
+    ):
+        raise ValueError(
+            "random() needs whole numbers: a seed, average_size >= 1 and size_variation >= 0, "
+            f"got {seed!r}, {average_size!r}, {size_variation!r}"
+        )
     lo, hi = max(1, average_size - size_variation), average_size + size_variation
 
     def split(body: bytes, _rec: Sequence[int]) -> Ends:
@@ -322,8 +353,10 @@ def get(name: str | Chunking) -> Chunking:
     if isinstance(name, Chunking):
         return name
     if not isinstance(name, str):
-        raise ValueError(f"a chunking is a name or a Chunking, got {type(name).__name__} {name!r}; "
-                         f"valid names: {', '.join(_SHOWN)}")
+        raise ValueError(
+            f"a chunking is a name or a Chunking, got {type(name).__name__} {name!r}; "
+            f"valid names: {', '.join(_SHOWN)}"
+        )
     head, sep, rest = name.strip().partition(":")
     if head in _NAMED and not sep:
         return _NAMED[head]
@@ -331,15 +364,17 @@ def get(name: str | Chunking) -> Chunking:
         try:
             return at(*(int(p) for p in rest.split(",") if p.strip()))
         except ValueError:
-            raise ValueError(f"bad chunking {name!r}: 'at:' takes comma-separated byte offsets, "
-                             "e.g. 'at:17,1043'") from None
+            raise ValueError(
+                f"bad chunking {name!r}: 'at:' takes comma-separated byte offsets, e.g. 'at:17,1043'"
+            ) from None
     if head == "fixed" or head == "random":
         form = "fixed:N (N >= 1)" if head == "fixed" else "random, random:SEED or random:SEED:AVG:VAR"
         try:
             args = [int(a) for a in rest.split(":")] if rest else []
         except ValueError:
-            raise ValueError(f"bad chunking {name!r}: {head} takes whole numbers: {form}; "
-                             f"valid: {', '.join(_SHOWN)}") from None
+            raise ValueError(
+                f"bad chunking {name!r}: {head} takes whole numbers: {form}; valid: {', '.join(_SHOWN)}"
+            ) from None
         if head == "fixed" and len(args) != 1 or head == "random" and len(args) not in (0, 1, 3):
             raise ValueError(f"bad chunking {name!r}: {head} is written {form}; valid: {', '.join(_SHOWN)}")
         try:

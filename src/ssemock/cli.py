@@ -34,26 +34,42 @@ def _out(text: str = "", *, err: bool = False) -> None:
     stream = sys.stderr if err else sys.stdout
     stream.write(escape_control(mask_text(text)) + "\n")
     stream.flush()
+
+
 if TYPE_CHECKING:  # the object add_subparsers() returns
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 # -- ssemock demo ------------------------------------------------------------------------------
 
+
 def _add_demo(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
-        "demo", help="record a loopback SSE server, replay it under every chunking through real clients",
+        "demo",
+        help="record a loopback SSE server, replay it under every chunking through real clients",
         description="Start a loopback OpenAI-style SSE server, record one streamed chat completion "
-                    "through the real openai SDK into a cassette, then replay the cassette with the "
-                    "network blocked under every chunking through the openai SDK, httpx-sse and a "
-                    "naive hand-written decoder, and print which of them got the live result.")
+        "through the real openai SDK into a cassette, then replay the cassette with the "
+        "network blocked under every chunking through the openai SDK, httpx-sse and a "
+        "naive hand-written decoder, and print which of them got the live result.",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
-    parser.add_argument("--dir", metavar="DIR", default=None,
-                        help="keep the demo's cassette, in a new folder under DIR (default: a temporary folder, "
-                             "removed at the end)")
-    parser.add_argument("--explore", metavar="N", nargs="?", type=int, const=200, default=0,
-                        help="then explore up to N streams a network can deliver (default 200) and show the naive "
-                             "decoder's smallest failing one beside the matrix")
+    parser.add_argument(
+        "--dir",
+        metavar="DIR",
+        default=None,
+        help="keep the demo's cassette, in a new folder under DIR (default: a temporary folder, "
+        "removed at the end)",
+    )
+    parser.add_argument(
+        "--explore",
+        metavar="N",
+        nargs="?",
+        type=int,
+        const=200,
+        default=0,
+        help="then explore up to N streams a network can deliver (default 200) and show the naive "
+        "decoder's smallest failing one beside the matrix",
+    )
     parser.set_defaults(handler=_cmd_demo)
 
 
@@ -63,8 +79,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
         from .demo import run_demo
     except ImportError as exc:
-        raise _UsageError(f"the demo needs the 'demo' extra ({exc.name} is missing): "
-                          f"{install_hint('demo')}") from exc
+        raise _UsageError(
+            f"the demo needs the 'demo' extra ({exc.name} is missing): {install_hint('demo')}"
+        ) from exc
     if args.json:
         result = run_demo(Console(quiet=True), directory=args.dir, explore=args.explore)
         _out(json.dumps(result.as_dict(), indent=2))
@@ -75,41 +92,82 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 # -- ssemock serve -----------------------------------------------------------------------------
 
+
 def _add_serve(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
-        "serve", help="replay cassettes over a real HTTP server (for requests, aiohttp, curl, browsers)",
+        "serve",
+        help="replay cassettes over a real HTTP server (for requests, aiohttp, curl, browsers)",
         description="Serve the cassettes' interactions on a real HTTP server: a request is matched by "
-                    "method, path, query (and JSON body, when recorded) and answered with the recorded "
-                    "status, headers and chunks, each chunk its own write, re-chunked, transformed, timed "
-                    "and faulted as asked. A disconnect fault really drops the connection; an "
-                    "EventSource GET matches a recorded SSE stream by path, and a reconnection with "
-                    "Last-Event-ID resumes after that event. Unmatched requests get a 404 listing the "
-                    "recorded requests (secrets masked). One log line per request (--quiet: none). "
-                    "No CORS header unless --cors. Needs the 'serve' extra.")
+        "method, path, query (and JSON body, when recorded) and answered with the recorded "
+        "status, headers and chunks, each chunk its own write, re-chunked, transformed, timed "
+        "and faulted as asked. A disconnect fault really drops the connection; an "
+        "EventSource GET matches a recorded SSE stream by path, and a reconnection with "
+        "Last-Event-ID resumes after that event. Unmatched requests get a 404 listing the "
+        "recorded requests (secrets masked). One log line per request (--quiet: none). "
+        "No CORS header unless --cors. Needs the 'serve' extra.",
+    )
     parser.add_argument("cassettes", nargs="+", metavar="CASSETTE", help="cassette file(s) to serve")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: 0, any free port)")
-    parser.add_argument("--chunking", default="as_recorded", metavar="NAME",
-                        help="as_recorded (default), bytewise, mid_line, mid_utf8, coalesced, per_event, "
-                             "fixed:N, random:SEED")
-    parser.add_argument("--transform", default=None, metavar="NAME",
-                        help="crlf, cr, mixed, no_space, keepalive[:COMMENT], comments, ids, meta, retry, pad[:N], raw_unicode, blank_lines; chain with '+'")
-    parser.add_argument("--timing", default="instant", metavar="instant|recorded|scaled:F",
-                        help="when chunks are sent (default: instant)")
-    parser.add_argument("--faults", default=None, metavar="SPEC",
-                        help="e.g. disconnect:after_event=3, stall:before_event=2,seconds=5, "
-                             "http_error:status=429; several separated by ';'")
-    parser.add_argument("--match-on", default=None, metavar="NAMES",
-                        help="comma-separated matchers (default: method,path,query,body; also headers, url)")
-    parser.add_argument("--cors", default=None, metavar="ORIGIN",
-                        help="allow this origin ('*' for any) and answer preflights; default: no CORS header")
-    parser.add_argument("--max-body", type=int, default=None, metavar="BYTES",
-                        help="the largest request body accepted, larger ones get 413 (default: 8 MiB)")
-    parser.add_argument("--header-timeout", type=float, default=None, metavar="SECONDS",
-                        help="close a connection that has not sent a request's headers within SECONDS "
-                             "(default: 10)")
-    parser.add_argument("--max-connections", type=int, default=None, metavar="N",
-                        help="connections open at once; one past it is closed at once (default: 256)")
+    parser.add_argument(
+        "--chunking",
+        default="as_recorded",
+        metavar="NAME",
+        help="as_recorded (default), bytewise, mid_line, mid_utf8, coalesced, per_event, "
+        "fixed:N, random:SEED",
+    )
+    parser.add_argument(
+        "--transform",
+        default=None,
+        metavar="NAME",
+        help="crlf, cr, mixed, no_space, keepalive[:COMMENT], comments, ids, meta, retry, pad[:N], raw_unicode, blank_lines; chain with '+'",
+    )
+    parser.add_argument(
+        "--timing",
+        default="instant",
+        metavar="instant|recorded|scaled:F",
+        help="when chunks are sent (default: instant)",
+    )
+    parser.add_argument(
+        "--faults",
+        default=None,
+        metavar="SPEC",
+        help="e.g. disconnect:after_event=3, stall:before_event=2,seconds=5, "
+        "http_error:status=429; several separated by ';'",
+    )
+    parser.add_argument(
+        "--match-on",
+        default=None,
+        metavar="NAMES",
+        help="comma-separated matchers (default: method,path,query,body; also headers, url)",
+    )
+    parser.add_argument(
+        "--cors",
+        default=None,
+        metavar="ORIGIN",
+        help="allow this origin ('*' for any) and answer preflights; default: no CORS header",
+    )
+    parser.add_argument(
+        "--max-body",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="the largest request body accepted, larger ones get 413 (default: 8 MiB)",
+    )
+    parser.add_argument(
+        "--header-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="close a connection that has not sent a request's headers within SECONDS (default: 10)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="connections open at once; one past it is closed at once (default: 256)",
+    )
     parser.add_argument("--quiet", "-q", action="store_true", help="no access log line per request")
     parser.set_defaults(handler=_cmd_serve)
 
@@ -124,13 +182,22 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         from .serve import DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, app
         from .server import running
     except ImportError as exc:
-        raise _UsageError(f"serve needs the 'serve' extra ({exc.name or exc}): {install_hint('serve')}") from exc
+        raise _UsageError(
+            f"serve needs the 'serve' extra ({exc.name or exc}): {install_hint('serve')}"
+        ) from exc
     try:
         match_on = [m.strip() for m in args.match_on.split(",") if m.strip()] if args.match_on else None
-        asgi = app(args.cassettes, chunking=args.chunking, transform=args.transform, timing=args.timing,
-                   faults=args.faults, match_on=match_on, cors=args.cors,
-                   max_body=DEFAULT_MAX_BODY if args.max_body is None else args.max_body,
-                   log=None if args.quiet else _out)
+        asgi = app(
+            args.cassettes,
+            chunking=args.chunking,
+            transform=args.transform,
+            timing=args.timing,
+            faults=args.faults,
+            match_on=match_on,
+            cors=args.cors,
+            max_body=DEFAULT_MAX_BODY if args.max_body is None else args.max_body,
+            log=None if args.quiet else _out,
+        )
     except CassetteError:
         raise
     except ValueError as exc:
@@ -139,23 +206,32 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     header_timeout: float = DEFAULT_HEADER_TIMEOUT if args.header_timeout is None else args.header_timeout
     max_connections: int = DEFAULT_MAX_CONNECTIONS if args.max_connections is None else args.max_connections
     if not header_timeout > 0 or max_connections < 1:
-        raise _UsageError(f"--header-timeout must be > 0 seconds and --max-connections >= 1, got "
-                          f"{header_timeout:g} and {max_connections}")
+        raise _UsageError(
+            f"--header-timeout must be > 0 seconds and --max-connections >= 1, got "
+            f"{header_timeout:g} and {max_connections}"
+        )
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)  # a plain `kill` stops it cleanly, as Ctrl-C does
     try:
-        with running(asgi, host=args.host, port=args.port, header_timeout=header_timeout,
-                     max_connections=max_connections) as url:
+        with running(
+            asgi,
+            host=args.host,
+            port=args.port,
+            header_timeout=header_timeout,
+            max_connections=max_connections,
+        ) as url:
             _out(f"ssemock: serving on {url}")
             _out(f"{len(replayer.interactions)} interaction(s) from {len(replayer.cassettes)} cassette(s):")
             for line in replayer.routes():
                 _out(f"  {line}")
-            _out(f"chunking={replayer.chunking} transform={'+'.join(map(str, replayer.transforms)) or None} "
-                  f"timing={replayer.timing} faults={';'.join(map(str, replayer.faults)) or None}; "
-                  "Ctrl-C to stop")
+            _out(
+                f"chunking={replayer.chunking} transform={'+'.join(map(str, replayer.transforms)) or None} "
+                f"timing={replayer.timing} faults={';'.join(map(str, replayer.faults)) or None}; "
+                "Ctrl-C to stop"
+            )
             threading.Event().wait()
     except OSError as exc:
         raise _UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from exc
@@ -168,16 +244,25 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 # -- ssemock show ------------------------------------------------------------------------------
 
+
 def _add_show(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
-        "show", help="interactions, chunk timing and sizes, decoded events of a cassette",
+        "show",
+        help="interactions, chunk timing and sizes, decoded events of a cassette",
         description="Show each interaction of a cassette: request, status, content type, whether it "
-                    "ended normally, body size and chunk count, time to first chunk, gaps between "
-                    "chunks, a chunk-size histogram, a timeline of chunk arrivals, the decoded events, "
-                    "the detected protocol and the text and tool calls they accumulate to.")
+        "ended normally, body size and chunk count, time to first chunk, gaps between "
+        "chunks, a chunk-size histogram, a timeline of chunk arrivals, the decoded events, "
+        "the detected protocol and the text and tool calls they accumulate to.",
+    )
     parser.add_argument("cassette", metavar="CASSETTE", help="ssemock cassette file")
-    parser.add_argument("--interaction", "-i", type=int, metavar="N", default=None,
-                        help="show only interaction N (0-based; negative counts from the end)")
+    parser.add_argument(
+        "--interaction",
+        "-i",
+        type=int,
+        metavar="N",
+        default=None,
+        help="show only interaction N (0-based; negative counts from the end)",
+    )
     parser.add_argument("--events", action="store_true", help="list the decoded events")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.set_defaults(handler=_cmd_show)
@@ -192,14 +277,22 @@ def _cmd_show(args: argparse.Namespace) -> int:
     indexes = list(range(count))
     if args.interaction is not None:
         if not -count <= args.interaction < count:
-            _out(f"ssemock: error: {args.cassette}: no interaction {args.interaction} (the cassette has "
-                  f"{count}{f': 0..{count - 1}' if count else ''})", err=True)
+            _out(
+                f"ssemock: error: {args.cassette}: no interaction {args.interaction} (the cassette has "
+                f"{count}{f': 0..{count - 1}' if count else ''})",
+                err=True,
+            )
             return 2
         indexes = [args.interaction % count]
     summaries = [inspect.summarize(cassette.interactions[i], i, events=args.events) for i in indexes]
     if args.json:
-        _out(json.dumps({"path": str(args.cassette), "interactions": count, "shown": summaries}, indent=2,
-                        ensure_ascii=False))
+        _out(
+            json.dumps(
+                {"path": str(args.cassette), "interactions": count, "shown": summaries},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return 0
     _out(f"{args.cassette}: {count} interaction{'s' if count != 1 else ''}")
     for summary in summaries:
@@ -210,22 +303,37 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 # -- ssemock validate --------------------------------------------------------------------------
 
+
 def _add_validate(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
-        "validate", help="check cassettes: they load, decode, have no secrets (for pre-commit)",
+        "validate",
+        help="check cassettes: they load, decode, have no secrets (for pre-commit)",
         description="Check cassette files: each loads (format, version, boundary map), its bodies "
-                    "decode in their framing (SSE, JSON lines, a JSON array, AWS eventstream frames), no "
-                    "secret is left in it. Spec corner cases the recording exercises (BOM, CR-only line "
-                    "endings, an unterminated last event, events after [DONE], an unknown protocol) are "
-                    "warnings; incomplete recordings are notes. "
-                    "One line per good file; exit 1 when any file has a problem (warnings don't count).")
-    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE",
-                        help="ssemock cassette file(s), or folders (searched recursively for *.json)")
+        "decode in their framing (SSE, JSON lines, a JSON array, AWS eventstream frames), no "
+        "secret is left in it. Spec corner cases the recording exercises (BOM, CR-only line "
+        "endings, an unterminated last event, events after [DONE], an unknown protocol) are "
+        "warnings; incomplete recordings are notes. "
+        "One line per good file; exit 1 when any file has a problem (warnings don't count).",
+    )
+    parser.add_argument(
+        "cassettes",
+        nargs="+",
+        metavar="CASSETTE",
+        help="ssemock cassette file(s), or folders (searched recursively for *.json)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON report per file, as a list")
-    parser.add_argument("--protocol", default=None, metavar="NAME",
-                        help="accumulate every stream as this protocol (e.g. openai.chat) instead of detecting it")
-    parser.add_argument("--verbose", "-v", action="store_true",
-                        help="also print the details: each stream's protocol, or that it is plain SSE / JSON lines")
+    parser.add_argument(
+        "--protocol",
+        default=None,
+        metavar="NAME",
+        help="accumulate every stream as this protocol (e.g. openai.chat) instead of detecting it",
+    )
+    parser.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="also print the details: each stream's protocol, or that it is plain SSE / JSON lines",
+    )
     parser.set_defaults(handler=_cmd_validate)
 
 
@@ -248,12 +356,15 @@ def _cmd_validate(args: argparse.Namespace) -> int:
                 _out(line)
         if len(reports) > 1:
             warned = sum(r.ok and bool(r.of("warning")) for r in reports)
-            _out(f"{len(reports)} files: {len(reports) - bad - warned} ok, {warned} with warnings, "
-                  f"{bad} with problems")
+            _out(
+                f"{len(reports)} files: {len(reports) - bad - warned} ok, {warned} with warnings, "
+                f"{bad} with problems"
+            )
     return min(bad, 100)  # the exit code counts the files with problems (0: all good)
 
 
 # -- ssemock rechunk ---------------------------------------------------------------------------
+
 
 def _add_rechunk(subparsers: Subparsers) -> None:
     from . import chunking, transforms
@@ -271,23 +382,38 @@ def _add_rechunk(subparsers: Subparsers) -> None:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
     parser = subparsers.add_parser(
-        "rechunk", help="rewrite a cassette's chunk boundaries (and body, with a transform)",
+        "rechunk",
+        help="rewrite a cassette's chunk boundaries (and body, with a transform)",
         description="Rewrite the boundary map of every interaction with a chunking strategy (the "
-                    "bytes stay the same), after an optional transform of SSE bodies (which changes "
-                    "the bytes but not the events). A new chunk gets the recorded time of the chunk "
-                    "that held its last byte. A boundary map that disagrees with a hand-edited body is "
-                    "repaired first (see `ssemock fix`).")
+        "bytes stay the same), after an optional transform of SSE bodies (which changes "
+        "the bytes but not the events). A new chunk gets the recorded time of the chunk "
+        "that held its last byte. A boundary map that disagrees with a hand-edited body is "
+        "repaired first (see `ssemock fix`).",
+    )
     parser.add_argument("cassette", metavar="CASSETTE", help="ssemock cassette file")
-    parser.add_argument("--chunking", required=True, type=strategy, metavar="NAME",
-                        help="as_recorded, bytewise, mid_line, mid_utf8, coalesced, per_event, fixed:N, "
-                             "random:SEED[:AVG:VAR]")
-    parser.add_argument("--transform", type=transform_chain, default=[], metavar="NAME",
-                        help="crlf, cr, mixed, no_space, keepalive[:COMMENT], comments, ids, meta, retry, pad[:N], raw_unicode, blank_lines; chain with '+'")
+    parser.add_argument(
+        "--chunking",
+        required=True,
+        type=strategy,
+        metavar="NAME",
+        help="as_recorded, bytewise, mid_line, mid_utf8, coalesced, per_event, fixed:N, "
+        "random:SEED[:AVG:VAR]",
+    )
+    parser.add_argument(
+        "--transform",
+        type=transform_chain,
+        default=[],
+        metavar="NAME",
+        help="crlf, cr, mixed, no_space, keepalive[:COMMENT], comments, ids, meta, retry, pad[:N], raw_unicode, blank_lines; chain with '+'",
+    )
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--output", "-o", metavar="FILE", help="write the result to FILE")
     where.add_argument("--in-place", action="store_true", help="rewrite CASSETTE (atomically)")
-    where.add_argument("--preview", action="store_true",
-                       help="print the new chunk counts and the first chunks; write nothing")
+    where.add_argument(
+        "--preview",
+        action="store_true",
+        help="print the new chunk counts and the first chunks; write nothing",
+    )
     parser.set_defaults(handler=_cmd_rechunk)
 
 
@@ -297,19 +423,25 @@ def _cmd_rechunk(args: argparse.Namespace) -> int:
     cassette, repairs = inspect.repair_file(args.cassette)
     for fixed in repairs:
         if fixed.changed:
-            _out(f"ssemock: {args.cassette}: interaction {fixed.interaction}: boundary map repaired first: "
-                  f"{fixed.message}", err=True)
+            _out(
+                f"ssemock: {args.cassette}: interaction {fixed.interaction}: boundary map repaired first: "
+                f"{fixed.message}",
+                err=True,
+            )
     shown = 5 if args.preview else 0
     how = args.chunking.name + "".join(f"+{t}" for t in args.transform)
     for r in inspect.rechunk(cassette, args.chunking, args.transform, keep_chunks=shown):
-        size = f"{r.body_before} bytes" + (f" -> {r.body_after} bytes" if r.body_after != r.body_before else "")
-        _out(f"interaction {r.index}: "
-              f"{r.before} -> {r.after} chunks ({how}), {size}")
+        size = f"{r.body_before} bytes" + (
+            f" -> {r.body_after} bytes" if r.body_after != r.body_before else ""
+        )
+        _out(f"interaction {r.index}: {r.before} -> {r.after} chunks ({how}), {size}")
         if r.note:
             _out(f"  note: {r.note}")
         for k, (t, chunk) in enumerate(r.chunks):
             text = repr(chunk)
-            _out(f"  [{k}] {t * 1000:8.1f} ms {len(chunk):6} B  {text if len(text) <= 72 else text[:71] + '…'}")
+            _out(
+                f"  [{k}] {t * 1000:8.1f} ms {len(chunk):6} B  {text if len(text) <= 72 else text[:71] + '…'}"
+            )
         if shown and r.after > len(r.chunks):
             _out(f"  ... {r.after - len(r.chunks)} more")
     if args.preview:
@@ -322,17 +454,26 @@ def _cmd_rechunk(args: argparse.Namespace) -> int:
 
 # -- ssemock redact ----------------------------------------------------------------------------
 
+
 def _add_redact(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
-        "redact", help="redact secrets in cassettes, in place (--check: only report)",
+        "redact",
+        help="redact secrets in cassettes, in place (--check: only report)",
         description="Apply the default redaction rules to every interaction (authorization, API-key "
-                    "and cookie headers, key-like query parameters, set-cookie) and replace secrets "
-                    "found anywhere else (bodies, other headers, URLs) with REDACTED, shifting the "
-                    "boundary map of a body that changes length. Files are rewritten atomically. "
-                    "With --check nothing is written and the exit code is 1 if anything would change.")
-    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE",
-                        help="ssemock cassette file(s), or folders (searched recursively for *.json)")
-    parser.add_argument("--check", action="store_true", help="only report what would change (exit 1 if anything)")
+        "and cookie headers, key-like query parameters, set-cookie) and replace secrets "
+        "found anywhere else (bodies, other headers, URLs) with REDACTED, shifting the "
+        "boundary map of a body that changes length. Files are rewritten atomically. "
+        "With --check nothing is written and the exit code is 1 if anything would change.",
+    )
+    parser.add_argument(
+        "cassettes",
+        nargs="+",
+        metavar="CASSETTE",
+        help="ssemock cassette file(s), or folders (searched recursively for *.json)",
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="only report what would change (exit 1 if anything)"
+    )
     parser.set_defaults(handler=_cmd_redact)
 
 
@@ -363,9 +504,12 @@ def _cmd_redact(args: argparse.Namespace) -> int:
             cassette.save(path, scan_secrets=False)  # scanned just above
             _out(f"redacted {path}: {len(changes)} change{'s' if len(changes) != 1 else ''}")
         elif changes and not args.check:
-            _out(f"not written {path}: a secret is left that `ssemock redact` cannot replace where it is stored "
-                 "(found decoded: base64, compressed, split across events); fix it in the file or re-record with "
-                 "a before_record_response hook", err=True)
+            _out(
+                f"not written {path}: a secret is left that `ssemock redact` cannot replace where it is stored "
+                "(found decoded: base64, compressed, split across events); fix it in the file or re-record with "
+                "a before_record_response hook",
+                err=True,
+            )
         for change in changes:
             _out(f"  {change}")
         for leak in leaks:
@@ -376,14 +520,17 @@ def _cmd_redact(args: argparse.Namespace) -> int:
 
 # -- ssemock accept ----------------------------------------------------------------------------
 
+
 def _add_accept(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
-        "accept", help="make a refused recording (NAME.refused.json, secrets masked) the cassette",
+        "accept",
+        help="make a refused recording (NAME.refused.json, secrets masked) the cassette",
         description="A recording refused for a secret is kept beside its cassette as NAME.refused.json "
-                    "with every secret masked (REDACTED), so the paid call need not be made again. This "
-                    "shows every masked field, scans the file again, and, when no secret is left, "
-                    "writes it as the cassette NAME.json (atomically, replacing it) and removes "
-                    "NAME.refused.json. With --check nothing is written.")
+        "with every secret masked (REDACTED), so the paid call need not be made again. This "
+        "shows every masked field, scans the file again, and, when no secret is left, "
+        "writes it as the cassette NAME.json (atomically, replacing it) and removes "
+        "NAME.refused.json. With --check nothing is written.",
+    )
     parser.add_argument("refused", metavar="NAME.refused.json", help="a refused recording")
     parser.add_argument("--check", action="store_true", help="only show what was masked; write nothing")
     parser.set_defaults(handler=_cmd_accept)
@@ -404,16 +551,20 @@ def _cmd_accept(args: argparse.Namespace) -> int:
         raise _UsageError(str(exc)) from None
     cassette = Cassette.load(source)
     masked = masked_fields(cassette)
-    _out(f"{source}: {len(cassette.interactions)} interaction{'s' if len(cassette.interactions) != 1 else ''}, "
-         f"{len(masked)} masked field{'s' if len(masked) != 1 else ''}")
+    _out(
+        f"{source}: {len(cassette.interactions)} interaction{'s' if len(cassette.interactions) != 1 else ''}, "
+        f"{len(masked)} masked field{'s' if len(masked) != 1 else ''}"
+    )
     for line in masked:
         _out(f"  masked: {line}")
     leaks = find_secrets(cassette)
     if leaks:
         for leak in leaks:
             _out(f"ssemock: error: {source}: a secret is left in it: {leak}", err=True)
-        _out(f"ssemock: error: not accepted: run `ssemock redact {source}` (or edit it), then accept it again",
-             err=True)
+        _out(
+            f"ssemock: error: not accepted: run `ssemock redact {source}` (or edit it), then accept it again",
+            err=True,
+        )
         return 1
     if args.check:
         _out(f"would write {target}")
@@ -427,20 +578,26 @@ def _cmd_accept(args: argparse.Namespace) -> int:
 
 # -- ssemock fix -------------------------------------------------------------------------------
 
+
 def _add_fix(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
-        "fix", help="repair boundary maps that disagree with a hand-edited body",
+        "fix",
+        help="repair boundary maps that disagree with a hand-edited body",
         description="Load a cassette without trusting its boundary maps and rebuild the ones that "
-                    "disagree with their body: the old boundaries that still fall inside the body are "
-                    "kept; when the body was edited (its length changed) the map becomes one chunk "
-                    "per event with the old times taken by event order. Exit 1 when the file cannot "
-                    "be repaired (not JSON, another kind of damage). --reformat also rewrites a file "
-                    "that needs no repair but is not in ssemock's current layout (one written before "
-                    "chunk maps took a line per [t_ms, end] pair, or laid out by hand).")
+        "disagree with their body: the old boundaries that still fall inside the body are "
+        "kept; when the body was edited (its length changed) the map becomes one chunk "
+        "per event with the old times taken by event order. Exit 1 when the file cannot "
+        "be repaired (not JSON, another kind of damage). --reformat also rewrites a file "
+        "that needs no repair but is not in ssemock's current layout (one written before "
+        "chunk maps took a line per [t_ms, end] pair, or laid out by hand).",
+    )
     parser.add_argument("cassette", metavar="CASSETTE", help="ssemock cassette file")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the result to FILE (default: in place)")
-    parser.add_argument("--reformat", action="store_true",
-                        help="rewrite the file in ssemock's current layout even when nothing needs repair")
+    parser.add_argument(
+        "--reformat",
+        action="store_true",
+        help="rewrite the file in ssemock's current layout even when nothing needs repair",
+    )
     parser.set_defaults(handler=_cmd_fix)
 
 
@@ -461,9 +618,15 @@ def _cmd_fix(args: argparse.Namespace) -> int:
     relaid = not repaired and (args.output is None or args.reformat) and cassette.dumps() != raw
     del raw
     if not repaired and args.output is None and not (relaid and args.reformat):
-        _out(f"{args.cassette}: nothing to fix" + (
-            " (its layout is not ssemock's current one: `ssemock fix --reformat` rewrites it, "
-            "a chunk map pair a line)" if relaid else ""))
+        _out(
+            f"{args.cassette}: nothing to fix"
+            + (
+                " (its layout is not ssemock's current one: `ssemock fix --reformat` rewrites it, "
+                "a chunk map pair a line)"
+                if relaid
+                else ""
+            )
+        )
         return 0
     if relaid and args.reformat:
         _out(f"{args.cassette}: reformatted in ssemock's current layout")
@@ -475,33 +638,58 @@ def _cmd_fix(args: argparse.Namespace) -> int:
 
 # -- ssemock import-vcr ------------------------------------------------------------------------
 
+
 def _add_import_vcr(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
-        "import-vcr", help="convert vcrpy / pytest-recording cassettes (files, folders, globs) to ssemock cassettes",
+        "import-vcr",
+        help="convert vcrpy / pytest-recording cassettes (files, folders, globs) to ssemock cassettes",
         description="Convert vcrpy or pytest-recording cassettes (YAML, or vcrpy's JSON serializer) into "
-                    "ssemock cassettes: files, folders (searched recursively for .yaml, .yml, .json) and "
-                    "glob patterns. Each cassette is written beside its source (NAME.yaml -> NAME.json, "
-                    "where the ssemock plugin looks) or, with --out, into a folder mirroring the tree. "
-                    "vcrpy keeps neither chunk boundaries nor timing, so each response gets one chunk per "
-                    "event (SSE event, JSON line, JSON array element), all at t=0. Compressed bodies are "
-                    "decoded. Prints what was converted, skipped (already converted, up to date) and "
-                    "refused (why: the interaction and the field); exit 1 when anything was refused.")
-    parser.add_argument("paths", metavar="PATH", nargs="+",
-                        help="a vcrpy cassette, a folder of them (recursive) or a glob pattern (** recursive)")
+        "ssemock cassettes: files, folders (searched recursively for .yaml, .yml, .json) and "
+        "glob patterns. Each cassette is written beside its source (NAME.yaml -> NAME.json, "
+        "where the ssemock plugin looks) or, with --out, into a folder mirroring the tree. "
+        "vcrpy keeps neither chunk boundaries nor timing, so each response gets one chunk per "
+        "event (SSE event, JSON line, JSON array element), all at t=0. Compressed bodies are "
+        "decoded. Prints what was converted, skipped (already converted, up to date) and "
+        "refused (why: the interaction and the field); exit 1 when anything was refused.",
+    )
+    parser.add_argument(
+        "paths",
+        metavar="PATH",
+        nargs="+",
+        help="a vcrpy cassette, a folder of them (recursive) or a glob pattern (** recursive)",
+    )
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--out", metavar="FOLDER", default=None,
-                       help="write into FOLDER, mirroring the tree under each PATH (default: beside each source)")
-    where.add_argument("-o", "--output", metavar="OUTPUT", default=None,
-                       help="with one vcrpy cassette: the ssemock cassette to write")
-    parser.add_argument("--force", action="store_true",
-                        help="drop the fields ssemock cannot carry over (an unknown body key, a custom reason "
-                             "phrase, vcrpy metadata) instead of refusing the file; what was dropped is listed")
-    parser.add_argument("--replace-json", action="store_true",
-                        help="replace a vcrpy .json cassette by its conversion (default: NAME.ssemock.json "
-                             "beside it, as the vcrpy file keeps its name)")
-    parser.add_argument("--scrub-bodies", action="store_true",
-                        help="also replace secrets found in bodies and other headers with REDACTED "
-                             "(as `ssemock redact` does)")
+    where.add_argument(
+        "--out",
+        metavar="FOLDER",
+        default=None,
+        help="write into FOLDER, mirroring the tree under each PATH (default: beside each source)",
+    )
+    where.add_argument(
+        "-o",
+        "--output",
+        metavar="OUTPUT",
+        default=None,
+        help="with one vcrpy cassette: the ssemock cassette to write",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="drop the fields ssemock cannot carry over (an unknown body key, a custom reason "
+        "phrase, vcrpy metadata) instead of refusing the file; what was dropped is listed",
+    )
+    parser.add_argument(
+        "--replace-json",
+        action="store_true",
+        help="replace a vcrpy .json cassette by its conversion (default: NAME.ssemock.json "
+        "beside it, as the vcrpy file keeps its name)",
+    )
+    parser.add_argument(
+        "--scrub-bodies",
+        action="store_true",
+        help="also replace secrets found in bodies and other headers with REDACTED "
+        "(as `ssemock redact` does)",
+    )
     parser.set_defaults(handler=_cmd_import_vcr)
 
 
@@ -513,12 +701,19 @@ def _cmd_import_vcr(args: argparse.Namespace) -> int:
             raise _UsageError("-o/--output takes one vcrpy cassette; for several, use --out FOLDER")
         summary = import_file(args.paths[0], args.output, force=args.force, scrub_bodies=args.scrub_bodies)
     else:
-        summary = import_paths(args.paths, out=args.out, force=args.force, scrub_bodies=args.scrub_bodies,
-                               replace_json=args.replace_json)
+        summary = import_paths(
+            args.paths,
+            out=args.out,
+            force=args.force,
+            scrub_bodies=args.scrub_bodies,
+            replace_json=args.replace_json,
+        )
     if summary.converted:
         _out(f"ssemock: note: {NO_BOUNDARIES}", err=True)
     for c in summary.converted:
-        _out(f"converted {c.source} -> {c.target}: {c.interactions} interaction{'s' if c.interactions != 1 else ''}")
+        _out(
+            f"converted {c.source} -> {c.target}: {c.interactions} interaction{'s' if c.interactions != 1 else ''}"
+        )
         for line in c.scrubbed:
             _out(f"  scrubbed {line}")
         for line in c.dropped:
@@ -535,28 +730,38 @@ def _cmd_import_vcr(args: argparse.Namespace) -> int:
 
 # -- ssemock migrate ---------------------------------------------------------------------------
 
+
 def _add_migrate(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
-        "migrate", help="migrate a pytest-recording / vcrpy test suite to ssemock (dry run without --write)",
+        "migrate",
+        help="migrate a pytest-recording / vcrpy test suite to ssemock (dry run without --write)",
         description="Find the vcrpy cassettes under PATH and convert them (one ssemock cassette beside each, "
-                    "named as the plugin looks for it); rewrite the tests (pytest.mark.vcr, default_cassette, "
-                    "block_network, vcr_config, vcr_cassette_dir, vcr.use_cassette) and --record-mode in the "
-                    "pytest ini files. vcrpy's matchers (no body) go into ssemock_config unless --match-body. "
-                    "Without --write it prints a unified diff and changes nothing. A file that does not parse is "
-                    "reported and left alone; what cannot be converted is listed with file and line. Needs the "
-                    "'migrate' extra (libcst).")
+        "named as the plugin looks for it); rewrite the tests (pytest.mark.vcr, default_cassette, "
+        "block_network, vcr_config, vcr_cassette_dir, vcr.use_cassette) and --record-mode in the "
+        "pytest ini files. vcrpy's matchers (no body) go into ssemock_config unless --match-body. "
+        "Without --write it prints a unified diff and changes nothing. A file that does not parse is "
+        "reported and left alone; what cannot be converted is listed with file and line. Needs the "
+        "'migrate' extra (libcst).",
+    )
     parser.add_argument("path", metavar="PATH", help="the test folder (or one test file)")
     parser.add_argument("--write", action="store_true", help="apply the changes (default: show them)")
-    parser.add_argument("--match-body", action="store_true",
-                        help="keep ssemock's default matchers, the request body included (finds stale cassettes)")
-    parser.add_argument("--remove-originals", action="store_true",
-                        help="with --write, delete the vcrpy cassettes that were converted")
+    parser.add_argument(
+        "--match-body",
+        action="store_true",
+        help="keep ssemock's default matchers, the request body included (finds stale cassettes)",
+    )
+    parser.add_argument(
+        "--remove-originals",
+        action="store_true",
+        help="with --write, delete the vcrpy cassettes that were converted",
+    )
     parser.set_defaults(handler=_cmd_migrate)
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
     try:
         from .migrate import plan
+
         migration = plan(args.path, match_body=args.match_body)
     except (ImportError, FileNotFoundError) as exc:
         raise _UsageError(str(exc)) from None
@@ -566,8 +771,10 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
     written = migration.write(remove_originals=args.remove_originals) if args.write else []
     for job in migration.cassettes:
         if not any(f.path in job.sources for f in migration.refused):
-            _out(f"{'converted' if args.write else 'would convert'} "
-                 f"{', '.join(str(s) for s in job.sources)} -> {job.target}")
+            _out(
+                f"{'converted' if args.write else 'would convert'} "
+                f"{', '.join(str(s) for s in job.sources)} -> {job.target}"
+            )
     for finding in migration.refused:
         _out(f"refused   {finding}", err=True)
     for finding in migration.unparsable:
@@ -578,11 +785,15 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
             _out(f"  {finding}")
     edits = len(migration.edits)
     if args.write:
-        _out(f"wrote {len(written)} files ({edits} edited or new, {len(written) - edits} cassettes)"
-             + (", removed the converted vcrpy cassettes" if args.remove_originals else ""))
+        _out(
+            f"wrote {len(written)} files ({edits} edited or new, {len(written) - edits} cassettes)"
+            + (", removed the converted vcrpy cassettes" if args.remove_originals else "")
+        )
     else:
-        _out(f"dry run: {edits} files and {len(migration.cassettes)} cassettes would change; nothing written "
-             "(run again with --write)")
+        _out(
+            f"dry run: {edits} files and {len(migration.cassettes)} cassettes would change; nothing written "
+            "(run again with --write)"
+        )
     return 1 if migration.unparsable or migration.refused else 0
 
 
@@ -591,25 +802,38 @@ def _cmd_migrate(args: argparse.Namespace) -> int:
 #: One function per subcommand, in the order ``--help`` lists them.
 # -- ssemock doctor ----------------------------------------------------------------------------
 
+
 def _add_doctor(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
-        "doctor", help="what a bug report needs: version, accelerator, stacks, extras, library versions",
+        "doctor",
+        help="what a bug report needs: version, accelerator, stacks, extras, library versions",
         description="Print ssemock's version, whether the C accelerator is in use (and why not), which "
-                    "optional stacks and extras are importable, and the versions of Python and the "
-                    "libraries ssemock works with: paste it into a bug report.")
+        "optional stacks and extras are importable, and the versions of Python and the "
+        "libraries ssemock works with: paste it into a bug report.",
+    )
     parser.set_defaults(handler=_doctor)
 
 
 def _doctor(args: argparse.Namespace) -> int:
     from .doctor import report
+
     for line in report():
         _out(line)
     return 0
 
 
 _COMMANDS: list[Callable[[Subparsers], None]] = [
-    _add_demo, _add_serve, _add_show, _add_validate, _add_rechunk, _add_redact, _add_accept, _add_fix,
-    _add_import_vcr, _add_migrate, _add_doctor,
+    _add_demo,
+    _add_serve,
+    _add_show,
+    _add_validate,
+    _add_rechunk,
+    _add_redact,
+    _add_accept,
+    _add_fix,
+    _add_import_vcr,
+    _add_migrate,
+    _add_doctor,
 ]
 
 
@@ -627,9 +851,15 @@ class _UsageError(Exception):
 class _Version(argparse.Action):
     """``--version``: what a bug report starts with (``ssemock doctor`` has the rest)."""
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
         from .doctor import report
+
         for line in report(full=False):
             _out(line)
         parser.exit()
@@ -638,11 +868,17 @@ class _Version(argparse.Action):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ssemock",
-        description="Record and replay streaming HTTP (SSE, JSON lines) with chunk boundaries and timing kept.")
-    parser.add_argument("--version", action=_Version, nargs=0,
-                        help="the version, whether the C accelerator is in use, and the Python (doctor: more)")
-    subparsers: Subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
-                                                   parser_class=_Parser)
+        description="Record and replay streaming HTTP (SSE, JSON lines) with chunk boundaries and timing kept.",
+    )
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        help="the version, whether the C accelerator is in use, and the Python (doctor: more)",
+    )
+    subparsers: Subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", title="commands", parser_class=_Parser
+    )
     for add in _COMMANDS:
         add(subparsers)
     return parser
@@ -664,7 +900,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (_UsageError, CassetteError) as exc:
         _out(f"ssemock: error: {exc}", err=True)
         return 1
-    except BrokenPipeError:  # `ssemock show ... | head`: the reader left; stop quietly (before OSError, its base)
+    except (
+        BrokenPipeError
+    ):  # `ssemock show ... | head`: the reader left; stop quietly (before OSError, its base)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:  # writing a result: a folder that cannot be made, a full disk

@@ -54,8 +54,21 @@ if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
 
 __all__ = [
-    "API_KEY", "APP", "EVENTS", "GAPS", "MODEL", "TEXT", "TOOL_ARGS", "TOOL_ID", "TOOL_NAME", "WRITES",
-    "ChunkingResult", "DemoResult", "Outcome", "ToolCall", "run_demo",
+    "API_KEY",
+    "APP",
+    "EVENTS",
+    "GAPS",
+    "MODEL",
+    "TEXT",
+    "TOOL_ARGS",
+    "TOOL_ID",
+    "TOOL_NAME",
+    "WRITES",
+    "ChunkingResult",
+    "DemoResult",
+    "Outcome",
+    "ToolCall",
+    "run_demo",
 ]
 
 TEXT = "こんにちは、世界！🌏 Streaming works."
@@ -65,31 +78,64 @@ TOOL_ARGS = '{"city": "東京", "unit": "celsius"}'
 MODEL = "gpt-demo"
 API_KEY = "sk-test-demo"
 MESSAGES: list[ChatCompletionMessageParam] = [
-    {"role": "user", "content": "Say hello, then look up the weather in Tokyo."}]
-TOOLS: list[ChatCompletionToolUnionParam] = [{"type": "function", "function": {
-    "name": TOOL_NAME, "description": "Current weather for a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"},
-                                                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-                   "required": ["city"]}}}]
+    {"role": "user", "content": "Say hello, then look up the weather in Tokyo."}
+]
+TOOLS: list[ChatCompletionToolUnionParam] = [
+    {
+        "type": "function",
+        "function": {
+            "name": TOOL_NAME,
+            "description": "Current weather for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                },
+                "required": ["city"],
+            },
+        },
+    }
+]
 CASSETTE_NAME = "chat_completions.json"
 
 
 # -- the stream the server sends ---------------------------------------------------------------
 
+
 def _event(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-    chunk = {"id": "chatcmpl-demo", "object": "chat.completion.chunk", "created": 1767225600,
-             "model": MODEL, "system_fingerprint": "fp_demo",
-             "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
+    chunk = {
+        "id": "chatcmpl-demo",
+        "object": "chat.completion.chunk",
+        "created": 1767225600,
+        "model": MODEL,
+        "system_fingerprint": "fp_demo",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}],
+    }
     return f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n".encode()
 
 
 def _events() -> list[bytes]:
     out = [_event({"role": "assistant", "content": ""})]
-    out += [_event({"content": TEXT[i:i + 3]}) for i in range(0, len(TEXT), 3)]
-    out.append(_event({"tool_calls": [{"index": 0, "id": TOOL_ID, "type": "function",
-                                       "function": {"name": TOOL_NAME, "arguments": ""}}]}))
-    out += [_event({"tool_calls": [{"index": 0, "function": {"arguments": TOOL_ARGS[i:i + 8]}}]})
-            for i in range(0, len(TOOL_ARGS), 8)]
+    out += [_event({"content": TEXT[i : i + 3]}) for i in range(0, len(TEXT), 3)]
+    out.append(
+        _event(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": TOOL_ID,
+                        "type": "function",
+                        "function": {"name": TOOL_NAME, "arguments": ""},
+                    }
+                ]
+            }
+        )
+    )
+    out += [
+        _event({"tool_calls": [{"index": 0, "function": {"arguments": TOOL_ARGS[i : i + 8]}}]})
+        for i in range(0, len(TOOL_ARGS), 8)
+    ]
     out.append(_event({}, "tool_calls"))
     out.append(b"data: [DONE]\n\n")
     return out
@@ -128,8 +174,11 @@ async def _chat_completions(request: Request) -> StreamingResponse:
                 await asyncio.sleep(gap)
             yield data
 
-    return StreamingResponse(body(), media_type="text/event-stream",
-                             headers={"cache-control": "no-cache", "x-request-id": "req_demo"})
+    return StreamingResponse(
+        body(),
+        media_type="text/event-stream",
+        headers={"cache-control": "no-cache", "x-request-id": "req_demo"},
+    )
 
 
 #: The loopback server: ``POST /v1/chat/completions`` streams `WRITES`.
@@ -137,6 +186,7 @@ APP = Starlette(routes=[Route("/v1/chat/completions", _chat_completions, methods
 
 
 # -- what a client made of the stream ----------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ToolCall:
@@ -156,8 +206,13 @@ class Outcome:
     error: str | None = None  # the exception that ended the client's loop, if any
 
     def same_as(self, other: Outcome) -> bool:
-        return (self.error is None and self.chunks == other.chunks and self.text == other.text
-                and self.tool_calls == other.tool_calls and self.finish_reason == other.finish_reason)
+        return (
+            self.error is None
+            and self.chunks == other.chunks
+            and self.text == other.text
+            and self.tool_calls == other.tool_calls
+            and self.finish_reason == other.finish_reason
+        )
 
 
 class _Folder:
@@ -169,8 +224,12 @@ class _Folder:
         self.calls: dict[int, dict[str, str]] = {}
         self.finish_reason: str | None = None
 
-    def delta(self, content: str | None, tool_calls: Iterable[tuple[int, str | None, str | None, str | None]],
-              finish_reason: str | None) -> None:
+    def delta(
+        self,
+        content: str | None,
+        tool_calls: Iterable[tuple[int, str | None, str | None, str | None]],
+        finish_reason: str | None,
+    ) -> None:
         if content:
             self.text.append(content)
         for index, call_id, name, arguments in tool_calls:
@@ -198,8 +257,13 @@ class _Folder:
 
     def outcome(self, error: BaseException | None = None) -> Outcome:
         calls = [ToolCall(c["id"], c["name"], c["arguments"]) for _, c in sorted(self.calls.items())]
-        return Outcome(self.chunks, "".join(self.text), calls, self.finish_reason,
-                       None if error is None else f"{type(error).__name__}: {error}")
+        return Outcome(
+            self.chunks,
+            "".join(self.text),
+            calls,
+            self.finish_reason,
+            None if error is None else f"{type(error).__name__}: {error}",
+        )
 
 
 def _openai_client(base_url: str) -> openai.OpenAI:
@@ -219,9 +283,15 @@ def _via_openai(client: openai.OpenAI, first_chunk: list[float] | None = None) -
             for choice in chunk.choices:
                 if choice.index != 0:
                     continue
-                calls = [(tc.index, tc.id, tc.function.name if tc.function else None,
-                          tc.function.arguments if tc.function else None)
-                         for tc in choice.delta.tool_calls or []]
+                calls = [
+                    (
+                        tc.index,
+                        tc.id,
+                        tc.function.name if tc.function else None,
+                        tc.function.arguments if tc.function else None,
+                    )
+                    for tc in choice.delta.tool_calls or []
+                ]
                 folder.delta(choice.delta.content, calls, choice.finish_reason)
     except Exception as exc:  # a decoding failure is a result to show, not a crash of the demo
         return folder.outcome(exc)
@@ -234,7 +304,8 @@ def _via_httpx_sse(client: httpx.Client, url: str, body: bytes) -> tuple[Outcome
     events = 0
     try:
         with httpx_sse.connect_sse(
-                client, "POST", url, content=body, headers={"content-type": "application/json"}) as source:
+            client, "POST", url, content=body, headers={"content-type": "application/json"}
+        ) as source:
             for sse in source.iter_sse():
                 events += 1
                 if sse.data == "[DONE]":
@@ -249,8 +320,7 @@ def _via_naive(client: httpx.Client, url: str, body: bytes) -> Outcome:
     """(c) The classic hand-written decoder: split each network chunk on ``"data: "``."""
     folder = _Folder()
     try:
-        with client.stream(
-                "POST", url, content=body, headers={"content-type": "application/json"}) as r:
+        with client.stream("POST", url, content=body, headers={"content-type": "application/json"}) as r:
             for chunk in r.iter_bytes():
                 for part in chunk.decode().split("data: "):
                     try:
@@ -264,6 +334,7 @@ def _via_naive(client: httpx.Client, url: str, body: bytes) -> Outcome:
 
 
 # -- results -----------------------------------------------------------------------------------
+
 
 @dataclass
 class ChunkingResult:
@@ -311,8 +382,11 @@ class DemoResult:
     @property
     def live_ok(self) -> bool:
         """The live run got what the server sent."""
-        return (self.live.error is None and self.live.text == TEXT
-                and self.live.tool_calls == [ToolCall(TOOL_ID, TOOL_NAME, TOOL_ARGS)])
+        return (
+            self.live.error is None
+            and self.live.text == TEXT
+            and self.live.tool_calls == [ToolCall(TOOL_ID, TOOL_NAME, TOOL_ARGS)]
+        )
 
     @property
     def real_clients_ok(self) -> bool:
@@ -345,17 +419,25 @@ class DemoResult:
             "real_clients_ok": self.real_clients_ok,
             "naive_failed": self.naive_failed,
             "conclusion": self.conclusion,
-            "explore": None if not self.explore_examples else {
+            "explore": None
+            if not self.explore_examples
+            else {
                 "examples": self.explore_examples,
-                "failure": None if self.explored is None else {
-                    "reproducer": self.explored.reproducer, "boundaries": self.explored.boundaries,
+                "failure": None
+                if self.explored is None
+                else {
+                    "reproducer": self.explored.reproducer,
+                    "boundaries": self.explored.boundaries,
                     "transforms": [t.name for t in self.explored.variant.transforms],
                     "error": f"{type(self.explored.error).__name__}: {self.explored.error}",
-                    "examples_to_first_failure": self.explored.examples}},
+                    "examples_to_first_failure": self.explored.examples,
+                },
+            },
         }
 
 
 # -- the demo ----------------------------------------------------------------------------------
+
 
 def _say(console: Console, text: str, **options: Any) -> None:
     """Print a sentence: wrapped to the width of a terminal, never broken into lines in a pipe."""
@@ -365,8 +447,11 @@ def _say(console: Console, text: str, **options: Any) -> None:
 def _record(directory: Path, console: Console) -> tuple[Path, str, Outcome, Interaction, float, float]:
     path = directory / CASSETTE_NAME
     with running(APP) as base_url:
-        _say(console, f"[bold]1. Recording[/] a live stream from the loopback server {base_url} "
-                      "through the real [cyan]openai[/] SDK (httpx2), record_mode=\"once\"")
+        _say(
+            console,
+            f"[bold]1. Recording[/] a live stream from the loopback server {base_url} "
+            'through the real [cyan]openai[/] SDK (httpx2), record_mode="once"',
+        )
         first: list[float] = []
         with _openai_client(base_url) as client:
             t0 = time.perf_counter()
@@ -378,8 +463,15 @@ def _record(directory: Path, console: Console) -> tuple[Path, str, Outcome, Inte
     return path, base_url, live, player.cassette.interactions[-1], first[0] if first else 0.0, stream_s
 
 
-def _replay_row(cassette: Cassette, chunking: _chunking.Chunking, sdk_client: openai.OpenAI,
-                http: httpx.Client, url: str, body: bytes, live: Outcome) -> ChunkingResult:
+def _replay_row(
+    cassette: Cassette,
+    chunking: _chunking.Chunking,
+    sdk_client: openai.OpenAI,
+    http: httpx.Client,
+    url: str,
+    body: bytes,
+    live: Outcome,
+) -> ChunkingResult:
     with replay(cassette, chunking=chunking, allow_playback_repeats=True) as player:
         sdk = _via_openai(sdk_client)
         sse, events = _via_httpx_sse(http, url, body)
@@ -390,11 +482,19 @@ def _replay_row(cassette: Cassette, chunking: _chunking.Chunking, sdk_client: op
     else:
         naive_got = f"{naive.chunks}/{live.chunks} chunks"
     return ChunkingResult(
-        chunking=chunking.name, chunks=len(play.ends), bytes=len(play.body), events=events,
+        chunking=chunking.name,
+        chunks=len(play.ends),
+        bytes=len(play.body),
+        events=events,
         openai_text_ok=sdk.error is None and sdk.text == live.text,
         openai_tool_args_ok=sdk.error is None and sdk.tool_calls == live.tool_calls,
-        httpx_sse_ok=sse.same_as(live), naive_ok=naive.same_as(live), naive_got=naive_got,
-        openai=sdk, httpx_sse=sse, naive=naive)
+        httpx_sse_ok=sse.same_as(live),
+        naive_ok=naive.same_as(live),
+        naive_got=naive_got,
+        openai=sdk,
+        httpx_sse=sse,
+        naive=naive,
+    )
 
 
 def _mark(ok: bool, detail: str = "") -> str:
@@ -406,8 +506,11 @@ def _conclusion(rows: Sequence[ChunkingResult]) -> str:
     n = len(rows)
     real = sum(r.real_clients_ok for r in rows)
     failed = [r for r in rows if not r.naive_ok]
-    real_part = (f"the openai SDK and httpx-sse matched the live run under all {n} chunkings" if real == n
-                 else f"the openai SDK and httpx-sse matched the live run under only {real} of {n} chunkings")
+    real_part = (
+        f"the openai SDK and httpx-sse matched the live run under all {n} chunkings"
+        if real == n
+        else f"the openai SDK and httpx-sse matched the live run under only {real} of {n} chunkings"
+    )
     if not failed:
         return f"Conclusion: {real_part}, and so did the naive decoder this time."
     silent = sum(r.naive.error is None for r in failed)
@@ -415,12 +518,15 @@ def _conclusion(rows: Sequence[ChunkingResult]) -> str:
     how = [f"{silent} silently lost events"] if silent else []
     if raised:
         how.append(f"{len(failed) - silent} raised {'/'.join(raised)}")
-    return (f"Conclusion: {real_part}; the naive split(\"data: \") decoder failed under {len(failed)} "
-            f"({', '.join(r.chunking for r in failed)}): {', '.join(how)}.")
+    return (
+        f'Conclusion: {real_part}; the naive split("data: ") decoder failed under {len(failed)} '
+        f"({', '.join(r.chunking for r in failed)}): {', '.join(how)}."
+    )
 
 
-def run_demo(console: Console | None = None, *, directory: str | Path | None = None,
-             explore: int = 0) -> DemoResult:
+def run_demo(
+    console: Console | None = None, *, directory: str | Path | None = None, explore: int = 0
+) -> DemoResult:
     """Record the demo stream, replay it under every chunking through three clients, print the table.
 
     With ``explore`` (a number of examples), then search the streams a network can deliver for
@@ -441,28 +547,53 @@ def run_demo(console: Console | None = None, *, directory: str | Path | None = N
             shutil.rmtree(folder, ignore_errors=True)
     result.cassette_kept = keep
     if keep:
-        _say(console, f"The cassette is kept in {result.cassette_path}. Look inside it (chunks, timing, events):",
-             markup=False, highlight=False)
-        _say(console, f"  ssemock show {shlex.quote(str(result.cassette_path))}", markup=False, highlight=False)
+        _say(
+            console,
+            f"The cassette is kept in {result.cassette_path}. Look inside it (chunks, timing, events):",
+            markup=False,
+            highlight=False,
+        )
+        _say(
+            console, f"  ssemock show {shlex.quote(str(result.cassette_path))}", markup=False, highlight=False
+        )
     else:
-        _say(console, "The cassette was recorded into a temporary folder, removed now. To keep it and look "
-             "inside it (chunks, timing, events):", markup=False, highlight=False)
-        _say(console, f"  ssemock demo --dir .   then   ssemock show ./ssemock-demo-*/{CASSETTE_NAME}",
-             markup=False, highlight=False)
+        _say(
+            console,
+            "The cassette was recorded into a temporary folder, removed now. To keep it and look "
+            "inside it (chunks, timing, events):",
+            markup=False,
+            highlight=False,
+        )
+        _say(
+            console,
+            f"  ssemock demo --dir .   then   ssemock show ./ssemock-demo-*/{CASSETTE_NAME}",
+            markup=False,
+            highlight=False,
+        )
     return result
 
 
 def _run(console: Console, folder: Path, explore: int = 0) -> DemoResult:
     path, base_url, live, recorded, first_s, stream_s = _record(folder, console)
     resp = recorded.response
-    _say(console, f"   recorded into [bold]{escape(str(path))}[/]: {len(resp.ends)} chunks, {len(resp.body)} bytes; "
-                  f"first chunk at {resp.times[0] * 1000:.1f} ms, last at {resp.times[-1] * 1000:.1f} ms "
-                  f"(the SDK handed its first chunk to the caller after {first_s * 1000:.1f} ms)")
+    _say(
+        console,
+        f"   recorded into [bold]{escape(str(path))}[/]: {len(resp.ends)} chunks, {len(resp.body)} bytes; "
+        f"first chunk at {resp.times[0] * 1000:.1f} ms, last at {resp.times[-1] * 1000:.1f} ms "
+        f"(the SDK handed its first chunk to the caller after {first_s * 1000:.1f} ms)",
+    )
     calls = ", ".join(f"{c.name}({c.arguments})" for c in live.tool_calls)
-    _say(console, f"   live result: {live.chunks} chunks, text {live.text!r}, tool call {calls}",
-                  markup=False, highlight=False)
-    _say(console, "[bold]2. Replaying[/] the cassette with the server stopped and the network blocked, "
-                  f"under every chunking ({len(_chunking.ALL)}), through three clients")
+    _say(
+        console,
+        f"   live result: {live.chunks} chunks, text {live.text!r}, tool call {calls}",
+        markup=False,
+        highlight=False,
+    )
+    _say(
+        console,
+        "[bold]2. Replaying[/] the cassette with the server stopped and the network blocked, "
+        f"under every chunking ({len(_chunking.ALL)}), through three clients",
+    )
 
     cassette = Cassette.load(path)
     body = cassette.interactions[0].request.body or b""
@@ -470,53 +601,96 @@ def _run(console: Console, folder: Path, explore: int = 0) -> DemoResult:
     with _openai_client(base_url) as sdk_client, httpx.Client() as http:
         rows = [_replay_row(cassette, c, sdk_client, http, url, body, live) for c in _chunking.ALL]
 
-    table = Table(title="Replayed under every chunking (✓ = same result as the live run)",
-                  title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))
+    table = Table(
+        title="Replayed under every chunking (✓ = same result as the live run)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        padding=(0, 1, 0, 0),
+    )
     columns: list[tuple[str, JustifyMethod]] = [
-        ("chunking", "left"), ("chunks", "right"), ("bytes", "right"), ("events", "right"),
-        ("openai\ntext", "center"), ("tool\nargs", "center"), ("httpx-\nsse", "center"),
-        ("naive decoder", "left")]
+        ("chunking", "left"),
+        ("chunks", "right"),
+        ("bytes", "right"),
+        ("events", "right"),
+        ("openai\ntext", "center"),
+        ("tool\nargs", "center"),
+        ("httpx-\nsse", "center"),
+        ("naive decoder", "left"),
+    ]
     for name, justify in columns:
         table.add_column(name, justify=justify, no_wrap=True)
     for r in rows:
-        table.add_row(r.chunking, str(r.chunks), str(r.bytes), str(r.events), _mark(r.openai_text_ok),
-                      _mark(r.openai_tool_args_ok), _mark(r.httpx_sse_ok), _mark(r.naive_ok, r.naive_got))
+        table.add_row(
+            r.chunking,
+            str(r.chunks),
+            str(r.bytes),
+            str(r.events),
+            _mark(r.openai_text_ok),
+            _mark(r.openai_tool_args_ok),
+            _mark(r.httpx_sse_ok),
+            _mark(r.naive_ok, r.naive_got),
+        )
     console.print(table)
     conclusion = _conclusion(rows)
     _say(console, conclusion, markup=False, highlight=False)
-    result = DemoResult(path, base_url, live, resp.chunks, list(resp.times), first_s, stream_s, rows, conclusion)
+    result = DemoResult(
+        path, base_url, live, resp.chunks, list(resp.times), first_s, stream_s, rows, conclusion
+    )
     if explore:
-        result.explored, result.explore_examples = _explore(console, cassette, url, body, live, explore), explore
+        result.explored, result.explore_examples = (
+            _explore(console, cassette, url, body, live, explore),
+            explore,
+        )
     return result
 
 
-def _explore(console: Console, cassette: Cassette, url: str, body: bytes, live: Outcome,
-             examples: int) -> Failure | None:
+def _explore(
+    console: Console, cassette: Cassette, url: str, body: bytes, live: Outcome, examples: int
+) -> Failure | None:
     """Explore chunk boundaries (drawn where decoders break: inside characters, in the ``data:``
     prefix, around event ends, runs of 1-byte chunks, buffer multiples) for the naive decoder's
     smallest failing stream, and print it."""
-    _say(console, f"[bold]3. Exploring[/] up to {examples} ways a network can cut this stream (boundaries drawn where "
-                  "decoders break) against the naive decoder, shrinking the first that breaks it")
+    _say(
+        console,
+        f"[bold]3. Exploring[/] up to {examples} ways a network can cut this stream (boundaries drawn where "
+        "decoders break) against the naive decoder, shrinking the first that breaks it",
+    )
 
     with httpx.Client() as http:
+
         def naive_gets_the_live_result(player: Player) -> None:
             got = _via_naive(http, url, body)
             if not got.same_as(live):
-                raise AssertionError(got.error or f"it decoded {got.chunks} of {live.chunks} chunks, text "
-                                                  f"{got.text!r}")
+                raise AssertionError(
+                    got.error or f"it decoded {got.chunks} of {live.chunks} chunks, text {got.text!r}"
+                )
 
-        failure = explore_search(cassette, naive_gets_the_live_result, examples, transforms=None, database=False,
-                                 seed=0, allow_playback_repeats=True)
+        failure = explore_search(
+            cassette,
+            naive_gets_the_live_result,
+            examples,
+            transforms=None,
+            database=False,
+            seed=0,
+            allow_playback_repeats=True,
+        )
     if failure is None:
         _say(console, f"   the naive decoder got the live result under all {examples} streams", markup=False)
         return None
-    _say(console, f"   the matrix above tried {len(_chunking.ALL)} fixed chunkings; explore's first failure came after "
-                  f"{failure.examples} example(s), shrunk to the smallest stream that still breaks it:",
-         markup=False, highlight=False)
+    _say(
+        console,
+        f"   the matrix above tried {len(_chunking.ALL)} fixed chunkings; explore's first failure came after "
+        f"{failure.examples} example(s), shrunk to the smallest stream that still breaks it:",
+        markup=False,
+        highlight=False,
+    )
     for line in failure.boundaries:
         _say(console, f"     a chunk boundary at byte {line}", markup=False, highlight=False)
     if failure.variant.transforms:
-        _say(console, f"     transforms: {'+'.join(t.name for t in failure.variant.transforms)}", markup=False)
+        _say(
+            console, f"     transforms: {'+'.join(t.name for t in failure.variant.transforms)}", markup=False
+        )
     _say(console, f"   the naive decoder under it: {failure.error}", markup=False, highlight=False)
     _say(console, f"   pin it as a regression test: {failure.reproducer}", markup=False, highlight=False)
     return failure

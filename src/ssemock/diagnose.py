@@ -47,7 +47,7 @@ class Block:
     def done_at(self, body: bytes) -> int:
         """The byte after which a WHATWG decoder has dispatched it: the blank line's CR when the
         blank line is a CRLF (the decoder does not wait for the LF)."""
-        return self.end - 1 if body[max(self.end - 2, 0):self.end] == b"\r\n" else self.end
+        return self.end - 1 if body[max(self.end - 2, 0) : self.end] == b"\r\n" else self.end
 
 
 def blocks(body: bytes, content_type: str, upto: int | None = None) -> list[Block]:
@@ -78,7 +78,9 @@ def blocks(body: bytes, content_type: str, upto: int | None = None) -> list[Bloc
 
 
 #: fields every chunk of a provider repeats: left out of excerpts, which show what differs
-_BOILERPLATE = frozenset({"id", "object", "created", "model", "system_fingerprint", "service_tier", "provider"})
+_BOILERPLATE = frozenset(
+    {"id", "object", "created", "model", "system_fingerprint", "service_tier", "provider"}
+)
 
 
 def describe(data: str, most: int = 100) -> str:
@@ -95,8 +97,11 @@ def describe(data: str, most: int = 100) -> str:
     empty = [f"{k}: {orjson.dumps(v).decode()}" for k, v in value.items() if v in ([], {}, "")]
     rest = {k: v for k, v in value.items() if k not in _BOILERPLATE}
     head = f"a {kind}" if isinstance(kind, str) else "a JSON object"
-    return (head + (f" with {', '.join(empty)}" if empty else "")
-            + f": {_excerpt(orjson.dumps(rest).decode(), most)}")
+    return (
+        head
+        + (f" with {', '.join(empty)}" if empty else "")
+        + f": {_excerpt(orjson.dumps(rest).decode(), most)}"
+    )
 
 
 def _excerpt(text: str, most: int) -> str:
@@ -106,8 +111,9 @@ def _excerpt(text: str, most: int) -> str:
 def block_line(block: Block, delivered: int | None = None) -> str:
     """One block as a report line: its index, type, bytes and an excerpt."""
     partial = delivered is not None and block.end > delivered
-    where = f"bytes {block.start}-{block.end}" + (f", partial: the client got up to byte {delivered}"
-                                                  if partial else "")
+    where = f"bytes {block.start}-{block.end}" + (
+        f", partial: the client got up to byte {delivered}" if partial else ""
+    )
     if block.event is None:
         return f"block {block.index} ({where}, dispatches nothing): {_excerpt(block.data, 60)}"
     if block.type == "json":
@@ -121,15 +127,25 @@ def play_summary(play: Play, last: int = 3) -> list[str]:
     stream = play.stream
     delivered = stream.delivered if stream is not None else len(play.body)
     content_type = play.interaction.response.header("content-type") or ""
-    lines = [f"response {play.index} for {play.request.method} {mask_url(str(play.request.url))} "
-             f"under {play.described()}"]
+    lines = [
+        f"response {play.index} for {play.request.method} {mask_url(str(play.request.url))} "
+        f"under {play.described()}"
+    ]
     state = ""
     if stream is not None:
-        state = (" (the stream ended with the planned fault)" if stream.failed
-                 else " (all of it)" if stream.consumed else " (then it stopped reading)" if stream.opened
-                 else " (it never read the body)")
-    lines.append(f"  the client got {delivered} of {len(play.body)} bytes in "
-                 f"{stream.handed if stream is not None else len(play.ends)} of {len(play.ends)} chunks{state}")
+        state = (
+            " (the stream ended with the planned fault)"
+            if stream.failed
+            else " (all of it)"
+            if stream.consumed
+            else " (then it stopped reading)"
+            if stream.opened
+            else " (it never read the body)"
+        )
+    lines.append(
+        f"  the client got {delivered} of {len(play.body)} bytes in "
+        f"{stream.handed if stream is not None else len(play.ends)} of {len(play.ends)} chunks{state}"
+    )
     shown = blocks(play.body, content_type, upto=delivered)[-last:]
     if shown:
         lines.append(f"  the last {'events' if len(shown) > 1 else 'event'} served:")
@@ -143,6 +159,7 @@ def chunk_of(ends: list[int] | tuple[int, ...], offset: int) -> int:
 
 
 # -- check(): the smallest stream that still fails -------------------------------------------------
+
 
 class CutAfter(Fault):
     """Check's own fault: the stream whose body is ``body`` ends cleanly after ``events`` blocks."""
@@ -166,8 +183,15 @@ def named(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def shrink(failing: Play, *, chunking: Chunking, transforms: Sequence[object], faults: list[Fault],
-           original: Exception, fails_when: Callable[[Chunking, list[Fault]], bool]) -> NoReturn:
+def shrink(
+    failing: Play,
+    *,
+    chunking: Chunking,
+    transforms: Sequence[object],
+    faults: list[Fault],
+    original: Exception,
+    fails_when: Callable[[Chunking, list[Fault]], bool],
+) -> NoReturn:
     """[`ssemock.Player.check`][ssemock.Player.check] after the test failed: search the fewest chunk boundaries of
     the stream served last that still make it fail (``fails_when`` replays the test under a
     chunking and faults), else the first event it fails at, and raise a StreamAssertionError
@@ -176,9 +200,13 @@ def shrink(failing: Play, *, chunking: Chunking, transforms: Sequence[object], f
 
     def fails(chunks: list[bytes]) -> bool:
         cuts = list(itertools.accumulate(len(c) for c in chunks))[:-1]
-        return fails_when(Chunking(
-            f"at:{','.join(map(str, cuts))}",
-            lambda body, rec: [*cuts, len(body)] if body == failing.body else chunking.ends(body, rec)), faults)
+        return fails_when(
+            Chunking(
+                f"at:{','.join(map(str, cuts))}",
+                lambda body, rec: [*cuts, len(body)] if body == failing.body else chunking.ends(body, rec),
+            ),
+            faults,
+        )
 
     def fails_with(events: int) -> bool:
         """Whether it fails when the failing stream ends cleanly after ``events`` blocks."""
@@ -201,10 +229,14 @@ def shrink(failing: Play, *, chunking: Chunking, transforms: Sequence[object], f
     elif culprit is not None:
         found = f"under {chunking} the failure does not depend on chunk boundaries; {culprit}"
     else:
-        original.add_note("ssemock: the failure depends neither on chunk boundaries nor on which events are "
-                          "served (it fails even when the stream is cut before its first event)")
+        original.add_note(
+            "ssemock: the failure depends neither on chunk boundaries nor on which events are "
+            "served (it fails even when the stream is cut before its first event)"
+        )
         raise original
-    raise StreamAssertionError(f"{named(original)}\nssemock: {found}; reproduce with {', '.join(options)}") from original
+    raise StreamAssertionError(
+        f"{named(original)}\nssemock: {found}; reproduce with {', '.join(options)}"
+    ) from original
 
 
 def first_failing_event(failing: Play, fails_with: Callable[[int], bool]) -> str | None:
@@ -216,5 +248,7 @@ def first_failing_event(failing: Play, fails_with: Callable[[int], bool]) -> str
         return None
     # the fewest blocks that fail (fails_with(len(found)) is the failing stream itself)
     fewest = 1 + bisect.bisect_left(range(1, len(found)), True, key=fails_with)
-    return (f"it fails once {block_line(found[fewest - 1])} is served (the stream ended cleanly before it "
-            f"passes, after it fails)")
+    return (
+        f"it fails once {block_line(found[fewest - 1])} is served (the stream ended cleanly before it "
+        f"passes, after it fails)"
+    )

@@ -22,21 +22,32 @@ LIBRARIES = {
     "extras": ("uvicorn", "starlette", "rich", "hypothesis", "libcst", "vcrpy", "pyyaml"),
 }
 #: each optional extra and a module that is there when it is installed
-EXTRAS = {"httpx2": "httpx2", "aiohttp": "aiohttp", "requests": "requests", "serve": "uvicorn",
-          "demo": "openai", "migrate": "libcst", "docs": "mkdocs"}
+EXTRAS = {
+    "httpx2": "httpx2",
+    "aiohttp": "aiohttp",
+    "requests": "requests",
+    "serve": "uvicorn",
+    "demo": "openai",
+    "migrate": "libcst",
+    "docs": "mkdocs",
+}
 
 
 def install_hint(extra: str) -> str:
     """How to install an extra: ssemock is installed from a clone (or a git URL), not from PyPI."""
-    return (f'pip install -e ".[{extra}]" in your ssemock clone '
-            f'(or pip install "ssemock[{extra}] @ git+<URL of the ssemock repository>")')
+    return (
+        f'pip install -e ".[{extra}]" in your ssemock clone '
+        f'(or pip install "ssemock[{extra}] @ git+<URL of the ssemock repository>")'
+    )
 
 
 def accelerator() -> str:
     """Whether the C accelerator of the decoder and cassette I/O is in use, and if not, why."""
     if importlib.util.find_spec(f"{__package__}._speedups") is None:
-        return ("pure Python: the accelerator was not built when ssemock was installed (no C compiler "
-                "then); results are the same, only slower. To build it: install gcc, then reinstall ssemock")
+        return (
+            "pure Python: the accelerator was not built when ssemock was installed (no C compiler "
+            "then); results are the same, only slower. To build it: install gcc, then reinstall ssemock"
+        )
     try:
         from . import _speedups
     except ImportError as exc:  # built, but it does not load here (another Python, a broken build)
@@ -53,9 +64,11 @@ def _version(distribution: str) -> str | None:
 
 def report(*, full: bool = True) -> list[str]:
     """The lines ``ssemock doctor`` prints (``full=False``: what ``ssemock --version`` prints)."""
-    lines = [f"ssemock {__version__} ({Path(__file__).resolve().parent})",
-             f"accelerator: {accelerator()}",
-             f"python: {platform.python_implementation()} {platform.python_version()} ({sys.executable})"]
+    lines = [
+        f"ssemock {__version__} ({Path(__file__).resolve().parent})",
+        f"accelerator: {accelerator()}",
+        f"python: {platform.python_implementation()} {platform.python_version()} ({sys.executable})",
+    ]
     if not full:
         return lines
     present = [name for name, module in EXTRAS.items() if importlib.util.find_spec(module) is not None]

@@ -12,6 +12,7 @@ __all__ = ["NetworkBlockedError", "SsemockWarning", "UnmatchedRequestError"]
 
 def _safe(args: tuple[object, ...]) -> list[object]:
     from .secrets import safe_message  # here: the plugin imports this module before any test needs orjson
+
     return [safe_message(a) if isinstance(a, str) else a for a in args]
 
 

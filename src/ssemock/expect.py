@@ -73,16 +73,18 @@ class Expected:
     def stream(self) -> bool:
         """Whether the response is a stream of events (not a plain JSON body, an empty body or an
         HTTP error)."""
-        return (framing.get(self.framing).stream and bool(self.play.body.strip())
-                and self.play.status < 400)
+        return framing.get(self.framing).stream and bool(self.play.body.strip()) and self.play.status < 400
 
     @property
     def cut(self) -> bool:
         """Whether a fault cut what the client gets short: a dropped connection, a truncated body,
         a stall past the read timeout."""
         play = self.play
-        return (play.cut_at is not None or play.cut is not None
-                or (play.stream is not None and play.stream.failed))
+        return (
+            play.cut_at is not None
+            or play.cut is not None
+            or (play.stream is not None and play.stream.failed)
+        )
 
     @cached_property
     def events(self) -> list[Any]:
@@ -97,7 +99,7 @@ class Expected:
             if not self.cut:
                 raise  # a body no conforming client accepts: assert_rejected's case
         ends = decoder.event_ends(self.body)
-        return decoder.decode(self.body[:ends[-1]]) if ends else []
+        return decoder.decode(self.body[: ends[-1]]) if ends else []
 
     @cached_property
     def result(self) -> Accumulated:
@@ -152,7 +154,7 @@ class Expected:
 
     def _boundaries(self, start: int, end: int) -> list[int]:
         ends = self.play.ends
-        return list(ends[bisect.bisect_right(ends, start):bisect.bisect_left(ends, end)])
+        return list(ends[bisect.bisect_right(ends, start) : bisect.bisect_left(ends, end)])
 
     def where_char(self, char_index: int, choice: int = 0) -> str:
         """Which event delivered expected character ``char_index`` and how the chunks cut it."""
@@ -177,8 +179,10 @@ class Expected:
         if pos >= 0 and len(encoded) > 1:
             inside = [c for c in cuts if start + pos < c < start + pos + len(encoded)]
             if inside:
-                return (f"{where}; under {self._under()} a boundary splits {char!r} at byte {inside[0]} "
-                        f"(byte {inside[0] - start} of event {k})")
+                return (
+                    f"{where}; under {self._under()} a boundary splits {char!r} at byte {inside[0]} "
+                    f"(byte {inside[0] - start} of event {k})"
+                )
         return f"{where}; chunk boundaries inside that event at bytes: {_list(cuts)}"
 
     def _partial(self, n: int) -> Accumulated:
@@ -219,7 +223,8 @@ class Expected:
             f"  expected: {_around(want, i)}\n"
             f"  got:      {_around(got, i)}\n"
             f"  {self.where_char(i, choice)}\n"
-            f"  (expected {len(want)} characters, got {len(got)}; reproduce with chunking=\"{self.play.chunking}\")")
+            f'  (expected {len(want)} characters, got {len(got)}; reproduce with chunking="{self.play.chunking}")'
+        )
 
     def assert_tool_calls(self, got: Sequence[Mapping[str, Any]]) -> None:
         """Raise StreamAssertionError unless ``got`` (``[{"name": ..., "arguments": {...} or "..."}]``,
@@ -232,18 +237,22 @@ class Expected:
                 raise StreamAssertionError(
                     f"ssemock: tool call {n} differs under {self._under()}\n"
                     f"  expected: name={w.name!r} arguments={want_args!r}\n"
-                    f"  got:      name={g.get('name')!r} arguments={args!r}")
+                    f"  got:      name={g.get('name')!r} arguments={args!r}"
+                )
         if len(got) != len(want):
             raise StreamAssertionError(
                 f"ssemock: expected {len(want)} tool call(s) under {self._under()}, got {len(got)}: "
-                f"expected names {[w.name for w in want]}, got {[g.get('name') for g in got]}")
+                f"expected names {[w.name for w in want]}, got {[g.get('name') for g in got]}"
+            )
 
     def assert_events(self, got: Sequence[Any]) -> None:
         """Raise StreamAssertionError unless ``got`` (``(event, data)`` pairs or objects with
         ``.event`` and ``.data``) are the reference events, in order."""
         want = [_pair(e) if isinstance(e, sse.ServerSentEvent) else _value(e) for e in self.events]
-        pairs = [_pair(e) if isinstance(e, (tuple, sse.ServerSentEvent)) or hasattr(e, "data") else _value(e)
-                 for e in got]
+        pairs = [
+            _pair(e) if isinstance(e, (tuple, sse.ServerSentEvent)) or hasattr(e, "data") else _value(e)
+            for e in got
+        ]
         for n, (g, w) in enumerate(zip(pairs, want)):
             if g != w:
                 start, end = self._event_span(self._raw_index(n))
@@ -251,34 +260,46 @@ class Expected:
                     f"ssemock: event {n} differs under {self._under()}\n"
                     f"  expected: {w!r}\n  got:      {g!r}\n"
                     f"  event {n} is bytes {start}-{end} of the body; chunk boundaries inside it at: "
-                    f"{_list(self._boundaries(start, end))}")
+                    f"{_list(self._boundaries(start, end))}"
+                )
         if len(pairs) != len(want):
             raise StreamAssertionError(
                 f"ssemock: expected {len(want)} events under {self._under()}, got {len(pairs)}"
-                + (f"; the first missing is {want[len(pairs)]!r}" if len(pairs) < len(want) else ""))
+                + (f"; the first missing is {want[len(pairs)]!r}" if len(pairs) < len(want) else "")
+            )
 
     def assert_accumulates(self, result: Mapping[str, Any] | Accumulated) -> None:
         """Raise StreamAssertionError unless every field given in ``result`` equals the reference
         accumulated result's (fields not given are not compared)."""
-        got = result.to_dict() if hasattr(result, "to_dict") else dict(result)  # by its fields: any import's Accumulated
+        got = (
+            result.to_dict() if hasattr(result, "to_dict") else dict(result)
+        )  # by its fields: any import's Accumulated
         want = self.result.to_dict()
         for key, value in got.items():
             if key not in want:
-                raise StreamAssertionError(f"ssemock: {key!r} is not a field of the accumulated result "
-                                           f"(fields: {sorted(want)})")
+                raise StreamAssertionError(
+                    f"ssemock: {key!r} is not a field of the accumulated result (fields: {sorted(want)})"
+                )
             if value != want[key]:
                 raise StreamAssertionError(
                     f"ssemock: accumulated {key!r} differs under {self._under()}\n"
-                    f"  expected: {want[key]!r}\n  got:      {value!r}")
+                    f"  expected: {want[key]!r}\n  got:      {value!r}"
+                )
 
 
 def _list(offsets: Sequence[int], most: int = 12) -> str:
-    return ", ".join(map(str, offsets[:most])) + (" ..." if len(offsets) > most else "") if offsets else "none"
+    return (
+        ", ".join(map(str, offsets[:most])) + (" ..." if len(offsets) > most else "") if offsets else "none"
+    )
 
 
 def _around(text: str, i: int, width: int = 24) -> str:
     start = max(i - width, 0)
-    return ("..." if start else "") + repr(text[start:i + width])[1:-1] + ("..." if i + width < len(text) else "")
+    return (
+        ("..." if start else "")
+        + repr(text[start : i + width])[1:-1]
+        + ("..." if i + width < len(text) else "")
+    )
 
 
 def _value(event: Any) -> Any:

@@ -62,7 +62,9 @@ def budget(value: object) -> tuple[int, float | None]:
     """An explore budget as (most examples, seconds or None): ``200``, ``"200"``, ``"30s"``,
     ``"2m"``, ``"500ms"``. ValueError names what is wrong."""
     if isinstance(value, bool) or value is None:
-        raise ValueError(f"explore takes a number of examples (200) or a duration ('30s', '2m'), got {value!r}")
+        raise ValueError(
+            f"explore takes a number of examples (200) or a duration ('30s', '2m'), got {value!r}"
+        )
     if isinstance(value, int):
         if value < 1:
             raise ValueError(f"explore: the number of examples must be at least 1, got {value}")
@@ -74,8 +76,9 @@ def budget(value: object) -> tuple[int, float | None]:
         found = _DURATION.match(text)
         if found and float(found[1]) > 0:
             return _MANY, float(found[1]) * _UNITS[found[2]]
-    raise ValueError(f"explore takes a number of examples (200) or a duration ('30s', '2m', '500ms'), "
-                     f"got {value!r}")
+    raise ValueError(
+        f"explore takes a number of examples (200) or a duration ('30s', '2m', '500ms'), got {value!r}"
+    )
 
 
 @dataclass
@@ -112,8 +115,9 @@ class Coverage:
         order = [*HAZARDS, "1-byte run", "keep-alive after CRLF"]
         found = ", ".join(f"{name} {self.hazards[name]}" for name in order if self.hazards[name])
         lines = [f"{self.examples} examples; boundaries exercised (examples per hazard): {found or 'none'}"]
-        lines.append("transforms drawn: " + (", ".join(f"{k} {v}" for k, v in self.transforms.most_common())
-                                             or "none"))
+        lines.append(
+            "transforms drawn: " + (", ".join(f"{k} {v}" for k, v in self.transforms.most_common()) or "none")
+        )
         if self.faults:
             lines.append("faults drawn: " + ", ".join(f"{k} {v}" for k, v in self.faults.most_common()))
         lines.append(f"time: {self.seconds:.2f} s, of which {self.in_code:.2f} s in the test itself")
@@ -146,8 +150,10 @@ class Failure:
 
     def __str__(self) -> str:
         v = self.variant
-        lines = [f"ssemock explore: the test fails on a drawn stream (first failure after {self.examples} "
-                 f"examples), shrunk to:"]
+        lines = [
+            f"ssemock explore: the test fails on a drawn stream (first failure after {self.examples} "
+            f"examples), shrunk to:"
+        ]
         if self.boundaries:
             lines.extend(f"  a chunk boundary at byte {b}" for b in self.boundaries)
         else:
@@ -205,18 +211,29 @@ def verdict(player: Player, variant: Variant, call: Callable[[], object]) -> Bas
     reason = player._reference_rejects()
     if reason is None:
         return None
-    return StreamAssertionError(f"ssemock: the client accepted a stream a conforming client must reject under "
-                                f"{player.expected._under()}: {reason}")
+    return StreamAssertionError(
+        f"ssemock: the client accepted a stream a conforming client must reject under "
+        f"{player.expected._under()}: {reason}"
+    )
 
 
 # -- the search ------------------------------------------------------------------------------------
 
 
-def search(player: Player, call: Callable[[], object], *, examples: int = 200, seconds: float | None = None,
-           transforms: str | Sequence[str] | None = "network", faults: bool | str | Sequence[str] = False,
-           seed: int | None = None, database: ExampleDatabase | str | os.PathLike[str] | None = None,
-           key: str = "", derandomize: bool | None = None,
-           shrink: bool = True) -> tuple[Failure | None, Coverage]:
+def search(
+    player: Player,
+    call: Callable[[], object],
+    *,
+    examples: int = 200,
+    seconds: float | None = None,
+    transforms: str | Sequence[str] | None = "network",
+    faults: bool | str | Sequence[str] = False,
+    seed: int | None = None,
+    database: ExampleDatabase | str | os.PathLike[str] | None = None,
+    key: str = "",
+    derandomize: bool | None = None,
+    shrink: bool = True,
+) -> tuple[Failure | None, Coverage]:
     """Run ``call`` against up to ``examples`` variants (or for ``seconds``) served by ``player``
     (started; its cassette's interactions are what is varied); the shrunk [`Failure`][ssemock.explore.Failure] or
     None, and the coverage.
@@ -283,28 +300,38 @@ def search(player: Player, call: Callable[[], object], *, examples: int = 200, s
 
 def _spec(variant: Variant) -> bytes:
     """A variant as stored in the database: its replay options by name (stable across versions)."""
-    return json.dumps({"chunking": variant.chunking.name, "transform": [t.name for t in variant.transforms],
-                       "fault": variant.fault.name if variant.fault is not None else None}).encode()
+    return json.dumps(
+        {
+            "chunking": variant.chunking.name,
+            "transform": [t.name for t in variant.transforms],
+            "fault": variant.fault.name if variant.fault is not None else None,
+        }
+    ).encode()
 
 
 def _parse(value: bytes) -> Variant | None:
     """A stored variant, or None for an entry this version cannot read (skipped, not an error)."""
     from . import chunking as _chunking
     from . import transforms as _transforms
+
     try:
         spec = json.loads(value)
         found = _chunking.get(spec["chunking"])
         if not isinstance(found, At):
             return None
         fault = spec.get("fault")
-        return Variant(found, tuple(_transforms.resolve(list(spec.get("transform") or []))),
-                       _faults.get(fault) if fault else None)
+        return Variant(
+            found,
+            tuple(_transforms.resolve(list(spec.get("transform") or []))),
+            _faults.get(fault) if fault else None,
+        )
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def _shrink(player: Player, space: Space, variant: Variant, attempt: Callable[[Variant], BaseException | None]
-            ) -> Variant:
+def _shrink(
+    player: Player, space: Space, variant: Variant, attempt: Callable[[Variant], BaseException | None]
+) -> Variant:
     """Make a failing variant as small as still fails: fewest boundaries (delta debugging, so
     each one left is needed), fewest transforms, each boundary moved to the earliest offset of
     its hazard class (or the first few of any class) that still fails, the simplest fault
@@ -317,12 +344,23 @@ def _shrink(player: Player, space: Space, variant: Variant, attempt: Callable[[V
         kept = [c for c in cuts if c < len(body)]
 
         def fails(chunks: list[bytes]) -> bool:
-            return attempt(Variant(at(*itertools.accumulate(len(c) for c in chunks[:-1])), variant.transforms,
-                                   variant.fault)) is not None
+            return (
+                attempt(
+                    Variant(
+                        at(*itertools.accumulate(len(c) for c in chunks[:-1])),
+                        variant.transforms,
+                        variant.fault,
+                    )
+                )
+                is not None
+            )
 
         try:
-            variant = Variant(minimal_failing_split(body, fails, [*kept, len(body)]).chunking, variant.transforms,
-                              variant.fault)
+            variant = Variant(
+                minimal_failing_split(body, fails, [*kept, len(body)]).chunking,
+                variant.transforms,
+                variant.fault,
+            )
         except ValueError:
             pass  # the cuts past this body matter: keep them all
     for t in reversed(variant.transforms):
@@ -374,12 +412,22 @@ def _boundaries(player: Player, variant: Variant) -> list[str]:
 # -- outside pytest --------------------------------------------------------------------------------
 
 
-def explore(cassette: Cassette, run: Callable[[Player], object], examples: int | str = 200, *,
-            transforms: str | Sequence[str] | None = "network", faults: bool | str | Sequence[str] = False,
-            seed: int | None = None, database: ExampleDatabase | str | os.PathLike[str] | None | bool = True,
-            key: str | None = None, derandomize: bool | None = None, protocol: str | None = None,
-            match_on: Sequence[str] | None = None, allow_playback_repeats: bool = False,
-            shrink: bool = True) -> Failure | None:
+def explore(
+    cassette: Cassette,
+    run: Callable[[Player], object],
+    examples: int | str = 200,
+    *,
+    transforms: str | Sequence[str] | None = "network",
+    faults: bool | str | Sequence[str] = False,
+    seed: int | None = None,
+    database: ExampleDatabase | str | os.PathLike[str] | None | bool = True,
+    key: str | None = None,
+    derandomize: bool | None = None,
+    protocol: str | None = None,
+    match_on: Sequence[str] | None = None,
+    allow_playback_repeats: bool = False,
+    shrink: bool = True,
+) -> Failure | None:
     """Run ``run(player)`` (your client code and its assertions; a coroutine function is run to
     completion) against up to ``examples`` drawn variants of ``cassette``'s streams (or for a
     duration: ``"30s"``); the smallest failing [`Failure`][ssemock.explore.Failure], or None when every one passed.
@@ -401,7 +449,9 @@ def explore(cassette: Cassette, run: Callable[[Player], object], examples: int |
         database = None
     if key is None:
         key = f"{cassette.path or ''}\0{getattr(run, '__module__', '')}.{getattr(run, '__qualname__', repr(run))}"
-    player = replay(cassette, protocol=protocol, match_on=match_on, allow_playback_repeats=allow_playback_repeats)
+    player = replay(
+        cassette, protocol=protocol, match_on=match_on, allow_playback_repeats=allow_playback_repeats
+    )
 
     def call() -> object:
         result = run(player)
@@ -410,8 +460,19 @@ def explore(cassette: Cassette, run: Callable[[Player], object], examples: int |
         return result
 
     with player:
-        failure, _ = search(player, call, examples=most, seconds=seconds, transforms=transforms, faults=faults,
-                            seed=seed, database=database, key=key, derandomize=derandomize, shrink=shrink)
+        failure, _ = search(
+            player,
+            call,
+            examples=most,
+            seconds=seconds,
+            transforms=transforms,
+            faults=faults,
+            seed=seed,
+            database=database,
+            key=key,
+            derandomize=derandomize,
+            shrink=shrink,
+        )
     return failure
 
 
@@ -430,8 +491,17 @@ def replaying_recorded(player: Player) -> Iterator[None]:
         yield
         return
     from .selection import Selection
-    saved = (player.cassette, player._selection, player._replays, player._records, player.recorders,
-             player.chunking, player.transforms, player.faults)
+
+    saved = (
+        player.cassette,
+        player._selection,
+        player._replays,
+        player._records,
+        player.recorders,
+        player.chunking,
+        player.transforms,
+        player.faults,
+    )
     kept = list(player.cassette.interactions)
     player.cassette = Cassette([*kept, *player.recorded], path=player.cassette.path)
     player._selection = Selection(player.cassette.interactions, player.match_on)
@@ -439,8 +509,16 @@ def replaying_recorded(player: Player) -> Iterator[None]:
     try:
         yield
     finally:
-        (player.cassette, player._selection, player._replays, player._records, player.recorders,
-         player.chunking, player.transforms, player.faults) = saved
+        (
+            player.cassette,
+            player._selection,
+            player._replays,
+            player._records,
+            player.recorders,
+            player.chunking,
+            player.transforms,
+            player.faults,
+        ) = saved
 
 
 def item_key(nodeid: str, player: Player, rootdir: Path) -> str:
@@ -456,9 +534,18 @@ def item_key(nodeid: str, player: Player, rootdir: Path) -> str:
     return f"{where}\0{nodeid}"
 
 
-def run_item(call: Callable[[], object], player: Player, *, nodeid: str, rootdir: Path, setting: object,
-             transforms: object = None, faults: object = None, seed: int | None = None,
-             derandomize: bool | None = None) -> Coverage:
+def run_item(
+    call: Callable[[], object],
+    player: Player,
+    *,
+    nodeid: str,
+    rootdir: Path,
+    setting: object,
+    transforms: object = None,
+    faults: object = None,
+    seed: int | None = None,
+    derandomize: bool | None = None,
+) -> Coverage:
     """Explore one pytest item: ``call`` runs its body once. A recording run records first (the
     body runs once live), then explores what it recorded. Raises StreamAssertionError (the
     code's own error as its cause) with the shrunk variant, or returns the coverage."""
@@ -469,10 +556,17 @@ def run_item(call: Callable[[], object], player: Player, *, nodeid: str, rootdir
     original = (player.chunking, player.transforms, player.faults)
     with replaying_recorded(player):
         failure, coverage = search(
-            player, call, examples=most, seconds=seconds,
+            player,
+            call,
+            examples=most,
+            seconds=seconds,
             transforms=transforms if transforms is not None else "network",  # type: ignore[arg-type]
             faults=faults if faults is not None else False,  # type: ignore[arg-type]
-            seed=seed, database=rootdir / DATABASE, key=item_key(nodeid, player, rootdir), derandomize=derandomize)
+            seed=seed,
+            database=rootdir / DATABASE,
+            key=item_key(nodeid, player, rootdir),
+            derandomize=derandomize,
+        )
     if failure is not None:
         raise StreamAssertionError(str(failure)) from failure.error
     player.chunking, player.transforms, player.faults = original
@@ -483,6 +577,7 @@ def check_option(key: str, value: object) -> None:
     """ValueError unless ``value`` is usable for the explore option ``key``."""
     from . import faults as _faults
     from .strategies import FAULTS, transform_pool
+
     if key == "explore":
         if value is False or type(value) is int and value == 0:
             return  # off: a marker's explore=0 opts one test out of --ssemock-explore
@@ -492,7 +587,9 @@ def check_option(key: str, value: object) -> None:
     elif key == "explore_faults":
         if isinstance(value, bool):
             return
-        for name in [value] if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]:
+        for name in (
+            [value] if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]
+        ):
             if name not in FAULTS:
                 _faults.get(name)  # type: ignore[arg-type]
     elif key == "explore_seed":

@@ -38,8 +38,23 @@ from .chunking import framed_event_ends
 if TYPE_CHECKING:
     from .cassette import Interaction, Request
 
-__all__ = ["VARIANTS", "Aim", "Fault", "Served", "Target", "disconnect", "error_event", "framing_of", "get",
-           "http_error", "resolve", "sequence", "stall", "trailing_data", "truncate"]
+__all__ = [
+    "VARIANTS",
+    "Aim",
+    "Fault",
+    "Served",
+    "Target",
+    "disconnect",
+    "error_event",
+    "framing_of",
+    "get",
+    "http_error",
+    "resolve",
+    "sequence",
+    "stall",
+    "trailing_data",
+    "truncate",
+]
 
 
 @dataclass
@@ -141,8 +156,10 @@ class Target:
                 raise ValueError(f"on= takes an interaction index >= 0, got {value}")
             return cls(index=value)
         if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"on= takes 'METHOD URL-PATTERN' (e.g. 'POST */v1/messages') or an interaction "
-                             f"index, got {value!r}")
+            raise ValueError(
+                f"on= takes 'METHOD URL-PATTERN' (e.g. 'POST */v1/messages') or an interaction "
+                f"index, got {value!r}"
+            )
         text = value.strip()
         if text.lstrip("#").isdigit():
             return cls(index=int(text.lstrip("#")))
@@ -227,9 +244,15 @@ def _seconds(fault: str, key: str, value: Any, *, optional: bool = False) -> Any
     """``value`` checked to be a finite number of seconds in [0, MAX_SECONDS] (or None)."""
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or not 0 <= value <= MAX_SECONDS:
-        raise ValueError(f"{fault}: {key} must be a number of seconds from 0 to {MAX_SECONDS:g}, got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0 <= value <= MAX_SECONDS
+    ):
+        raise ValueError(
+            f"{fault}: {key} must be a number of seconds from 0 to {MAX_SECONDS:g}, got {value!r}"
+        )
     return float(value)
 
 
@@ -248,16 +271,21 @@ class _Disconnect(Fault):
         self.name = "disconnect" + _args(after_event=after_event, after_byte=after_byte)
 
     def apply(self, served: Served, attempt: int) -> None:
-        offset = (served.offset_after(self.after_event) if self.after_event is not None
-                  else min(self.after_byte or 0, len(served.body)))
+        offset = (
+            served.offset_after(self.after_event)
+            if self.after_event is not None
+            else min(self.after_byte or 0, len(served.body))
+        )
         served.cut(offset)
         served.error = served.core.RemoteProtocolError(
             f"peer closed connection without sending complete message body (ssemock {self.name}, "
-            f"after byte {offset})")
+            f"after byte {offset})"
+        )
 
 
-def disconnect(after_event: int | None = None, after_byte: int | None = None,
-               on: Target | str | int | None = None) -> Fault:
+def disconnect(
+    after_event: int | None = None, after_byte: int | None = None, on: Target | str | int | None = None
+) -> Fault:
     """Drop the connection after N whole events (or N bytes): the client's RemoteProtocolError.
 
     An event is an SSE event, a JSON line, a JSON array's element (the cut falls after its closing
@@ -294,8 +322,10 @@ class _Truncate(Fault):
 
     def refuses(self, framing: str) -> str | None:
         if framing == "json" and self.at == "terminator":
-            return ("a plain JSON body has no terminator event to drop "
-                    "(use truncate:at=mid_event or disconnect:after_byte=N to cut it)")
+            return (
+                "a plain JSON body has no terminator event to drop "
+                "(use truncate:at=mid_event or disconnect:after_byte=N to cut it)"
+            )
         return None
 
     def apply(self, served: Served, attempt: int) -> None:
@@ -327,8 +357,11 @@ _TRAILING = ("event", "same_event", "garbage")
 
 _REFUSED_TRAILING = {
     ("event", "eventstream"): "an eventstream has no terminator frame after which data is trailing "
-                              "(every frame is an event)",
-    ("event", "json"): "a plain JSON body has no last event to follow (use at=garbage: bytes after the document)",
+    "(every frame is an event)",
+    (
+        "event",
+        "json",
+    ): "a plain JSON body has no last event to follow (use at=garbage: bytes after the document)",
     ("garbage", "eventstream"): "bytes glued to a binary frame corrupt its CRC, which is no trailing data",
 }
 
@@ -355,7 +388,7 @@ class _TrailingData(Fault):
         ends = served.event_ends()
         if kind == "json":
             stripped = body.rstrip()
-            self._replace(served, stripped + b"garbage" + body[len(stripped):], len(stripped))
+            self._replace(served, stripped + b"garbage" + body[len(stripped) :], len(stripped))
             return
         if kind == "json_array":
             if not ends:
@@ -364,17 +397,19 @@ class _TrailingData(Fault):
             if self.at == "event":  # another element after the array's end
                 nl = _newline(body).encode()
                 tail = b"" if body.endswith((b"\n", b"\r")) else nl
-                self._replace(served, body + tail + b'{"ssemock": "data after the terminator"}' + nl, len(body))
+                self._replace(
+                    served, body + tail + b'{"ssemock": "data after the terminator"}' + nl, len(body)
+                )
             else:  # garbage glued to the last element, before the "]"
                 self._replace(served, body[:last] + b"garbage" + body[last:], last)
             return
         starts = [0, *ends]
-        if len(starts) < 2 or body[starts[-1]:].strip():
+        if len(starts) < 2 or body[starts[-1] :].strip():
             return  # no whole last event to follow
         a, b = starts[-2], starts[-1]
         last_event = body[a:b]
         stripped = last_event.rstrip(b"\r\n")
-        tail = last_event[len(stripped):]
+        tail = last_event[len(stripped) :]
         nl = b"\r\n" if tail.startswith(b"\r\n") else tail[:1] or b"\n"
         extra = b'{"ssemock": "data after the terminator"}'
         if self.at == "event":  # a whole event (or JSON line) after the last one
@@ -391,8 +426,9 @@ class _TrailingData(Fault):
         there stay, the rest is one chunk, at the last recorded time."""
         kept = [e for e in served.ends if e <= keep]
         served.ends = kept + ([len(new)] if not kept or kept[-1] != len(new) else [])
-        served.times = served.times[:len(kept)] + ([served.times[-1] if served.times else 0.0]
-                                                    * (len(served.ends) - len(kept)))
+        served.times = served.times[: len(kept)] + (
+            [served.times[-1] if served.times else 0.0] * (len(served.ends) - len(kept))
+        )
         served.body = new
 
 
@@ -421,20 +457,27 @@ def error_body(url: str, status: int, message: str | None = None) -> bytes:
 class _HttpError(Fault):
     per_request = True
 
-    def __init__(self, status: int, retry_after: float | None, body: bytes | str | None,
-                 headers: dict[str, str] | None) -> None:
+    def __init__(
+        self, status: int, retry_after: float | None, body: bytes | str | None, headers: dict[str, str] | None
+    ) -> None:
         if type(status) is not int or not 400 <= status <= 599:
             raise ValueError(f"http_error: status must be a 4xx/5xx status code, got {status!r}")
         retry_after = _seconds("http_error", "retry_after", retry_after, optional=True)
         if body is not None and not isinstance(body, (bytes, str)):
             raise ValueError(f"http_error: body must be text or bytes, got {type(body).__name__} {body!r}")
-        if headers is not None and not (isinstance(headers, Mapping) and all(
+        if headers is not None and not (
+            isinstance(headers, Mapping)
+            and all(
                 isinstance(k, str) and isinstance(v, str) and not {"\r", "\n"} & set(k + v)
-                for k, v in headers.items())):
+                for k, v in headers.items()
+            )
+        ):
             raise ValueError(f"http_error: headers must map names to one-line string values, got {headers!r}")
         self.status, self.retry_after, self.headers = status, retry_after, dict(headers or {})
         self.body = body.encode() if isinstance(body, str) else body
-        self.name = f"http_error:status={status}" + (f",retry_after={retry_after:g}" if retry_after is not None else "")
+        self.name = f"http_error:status={status}" + (
+            f",retry_after={retry_after:g}" if retry_after is not None else ""
+        )
 
     def apply(self, served: Served, attempt: int) -> None:
         content_type = "application/json"
@@ -451,31 +494,44 @@ class _HttpError(Fault):
         served.consumes = False
 
 
-def http_error(status: int, retry_after: float | None = None, body: bytes | str | None = None,
-               headers: dict[str, str] | None = None, on: Target | str | int | None = None) -> Fault:
+def http_error(
+    status: int,
+    retry_after: float | None = None,
+    body: bytes | str | None = None,
+    headers: dict[str, str] | None = None,
+    on: Target | str | int | None = None,
+) -> Fault:
     """Answer with an HTTP error before any stream, in the provider's error body shape (and
     content type), from the response's protocol module; ``body`` replaces it. Unaimed, it
     answers the first interaction matched (and every retry of it)."""
     return _HttpError(status, retry_after, body, headers).aimed(on)
 
 
-_EVENT_MESSAGES = {"overloaded_error": "Overloaded", "api_error": "Internal server error",
-                   "rate_limit_error": "Rate limited", "server_error": "The server had an error while processing"
-                   " your request. Sorry about that!"}
+_EVENT_MESSAGES = {
+    "overloaded_error": "Overloaded",
+    "api_error": "Internal server error",
+    "rate_limit_error": "Rate limited",
+    "server_error": "The server had an error while processing your request. Sorry about that!",
+}
 
 
 class _ErrorEvent(Fault):
     def __init__(self, kind: str, after_event: int | None) -> None:
         if not isinstance(kind, str) or not kind.strip() or any(c in kind for c in ",;|:\r\n"):
-            raise ValueError(f"error_event: kind must be an error type name such as 'overloaded_error', got {kind!r}")
+            raise ValueError(
+                f"error_event: kind must be an error type name such as 'overloaded_error', got {kind!r}"
+            )
         self.kind = kind
         self.after_event = _count("error_event", "after_event", after_event, optional=True)
-        self.name = f"error_event:kind={kind}" + (f",after_event={after_event}" if after_event is not None else "")
+        self.name = f"error_event:kind={kind}" + (
+            f",after_event={after_event}" if after_event is not None else ""
+        )
 
     def refuses(self, framing: str) -> str | None:
         if _speaker(framing) is None:
-            return (f"no protocol writes an error event in a {framing} body"
-                    + (" (a plain JSON body is no stream: use http_error)" if framing == "json" else ""))
+            return f"no protocol writes an error event in a {framing} body" + (
+                " (a plain JSON body is no stream: use http_error)" if framing == "json" else ""
+            )
         return None
 
     def takes_document(self, url: str, headers: Sequence[tuple[str, str]], body: bytes) -> bool:
@@ -495,9 +551,14 @@ class _ErrorEvent(Fault):
         protocol = _protocol(served.url, served.headers, served.body)
         if not protocols.speaks(protocol, kind):  # e.g. an unknown JSON-lines API: the framing's usual shape
             protocol = _speaker(kind) or protocol
-        error = protocols.StreamError(self.kind, message, framing=kind, newline=_newline(served.body),
-                                      after_first=offset > 0,
-                                      request_id=protocol.owed(served.body, offset) if protocol.owed else None)
+        error = protocols.StreamError(
+            self.kind,
+            message,
+            framing=kind,
+            newline=_newline(served.body),
+            after_first=offset > 0,
+            request_id=protocol.owed(served.body, offset) if protocol.owed else None,
+        )
         event = protocol.error_event(error)
         served.cut(offset)
         served.cut_at = None  # the stream goes on with the error event: not cut
@@ -516,11 +577,12 @@ def _newline(body: bytes) -> str:
     at = next((i for i, byte in enumerate(body) if byte in b"\r\n"), -1)
     if at < 0 or body[at] == 0x0A:
         return "\n"
-    return "\r\n" if body[at + 1:at + 2] == b"\n" else "\r"
+    return "\r\n" if body[at + 1 : at + 2] == b"\n" else "\r"
 
 
-def error_event(kind: str = "overloaded_error", after_event: int | None = None,
-                on: Target | str | int | None = None) -> Fault:
+def error_event(
+    kind: str = "overloaded_error", after_event: int | None = None, on: Target | str | int | None = None
+) -> Fault:
     """The stream's own error event after event N (default: mid-stream); the stream ends there.
 
     Written by the response's protocol module in the body's framing and line endings: an SSE
@@ -539,11 +601,19 @@ class _Sequence(Fault):
 
     def __init__(self, per_attempt: Sequence[Fault | None]) -> None:
         self.per_attempt = list(per_attempt)
-        self.name = "sequence:" + "|".join(str(f) if f is not None else "as_recorded" for f in self.per_attempt)
+        self.name = "sequence:" + "|".join(
+            str(f) if f is not None else "as_recorded" for f in self.per_attempt
+        )
 
     def refuses(self, framing: str) -> str | None:
-        return next((f"attempt {n}: {f}: {why}" for n, f in enumerate(self.per_attempt)
-                     if f is not None and (why := f.refuses(framing))), None)
+        return next(
+            (
+                f"attempt {n}: {f}: {why}"
+                for n, f in enumerate(self.per_attempt)
+                if f is not None and (why := f.refuses(framing))
+            ),
+            None,
+        )
 
     def aimed(self, on: Target | str | int | None) -> Fault:
         if on is None:
@@ -566,8 +636,10 @@ def sequence(*per_attempt: Fault | str | None, on: Target | str | int | None = N
     faults = [None if f is None or f == "as_recorded" else get(f) for f in per_attempt]
     inner = {str(f.on) for f in faults if f is not None and f.on is not None}
     if len(inner) > 1 or (inner and on is not None and {str(Target.parse(on))} != inner):
-        raise ValueError(f"sequence: its attempts are aimed at different targets ({', '.join(sorted(inner))}); "
-                         f"aim the whole sequence once with on=")
+        raise ValueError(
+            f"sequence: its attempts are aimed at different targets ({', '.join(sorted(inner))}); "
+            f"aim the whole sequence once with on="
+        )
     for f in faults:  # an on= written in a part aims the whole sequence
         if f is not None and f.on is not None:
             on, f.on = f.on if on is None else on, None
@@ -618,22 +690,29 @@ class Aim:
             if fault.on is not None:
                 matched = [i for i, x in enumerate(interactions) if fault.on.matches(i, x.request)]
                 if not matched:
-                    raise ValueError(f"ssemock: fault {fault}: its target {str(fault.on)!r} matches no interaction "
-                                     f"of {where}; its requests: {_listed(interactions)}")
+                    raise ValueError(
+                        f"ssemock: fault {fault}: its target {str(fault.on)!r} matches no interaction "
+                        f"of {where}; its requests: {_listed(interactions)}"
+                    )
                 for i in matched:
                     response = interactions[i].response
                     kind = framing_of(response.header("content-type"), response.body)
                     why = fault.refuses(kind)
                     if why:
-                        raise ValueError(f"ssemock: fault {fault} cannot apply to interaction #{i} "
-                                         f"({interactions[i].request.method} {interactions[i].request.url}) of "
-                                         f"{where}, a {kind} body: {why}")
+                        raise ValueError(
+                            f"ssemock: fault {fault} cannot apply to interaction #{i} "
+                            f"({interactions[i].request.method} {interactions[i].request.url}) of "
+                            f"{where}, a {kind} body: {why}"
+                        )
             elif complete and not fault.per_request and not any(self.takes(fault, x) for x in interactions):
-                kinds = sorted({framing_of(x.response.header("content-type"), x.response.body)
-                                for x in interactions})
-                raise ValueError(f"ssemock: fault {fault} has a meaning for no response of {where} (framings: "
-                                 f"{', '.join(kinds)}; a plain JSON or empty body is no stream); its requests: "
-                                 f"{_listed(interactions)}; aim it with on= at a response it can change")
+                kinds = sorted(
+                    {framing_of(x.response.header("content-type"), x.response.body) for x in interactions}
+                )
+                raise ValueError(
+                    f"ssemock: fault {fault} has a meaning for no response of {where} (framings: "
+                    f"{', '.join(kinds)}; a plain JSON or empty body is no stream); its requests: "
+                    f"{_listed(interactions)}; aim it with on= at a response it can change"
+                )
 
     @staticmethod
     def takes(fault: Fault, interaction: Interaction) -> bool:
@@ -663,20 +742,37 @@ class Aim:
         return out
 
 
-_FACTORIES: dict[str, Callable[..., Fault]] = {"disconnect": disconnect, "stall": stall, "truncate": truncate,
-                                               "http_error": http_error, "error_event": error_event,
-                                               "trailing_data": trailing_data}
+_FACTORIES: dict[str, Callable[..., Fault]] = {
+    "disconnect": disconnect,
+    "stall": stall,
+    "truncate": truncate,
+    "http_error": http_error,
+    "error_event": error_event,
+    "trailing_data": trailing_data,
+}
 _KNOWN = [*_FACTORIES, "sequence"]
 VARIANTS: tuple[str, ...] = (
-    "disconnect:after_event=1", "disconnect:after_byte=5", "stall:before_event=1,seconds=60", "truncate",
-    "truncate:at=mid_event", "trailing_data", "trailing_data:at=same_event", "trailing_data:at=garbage",
-    "http_error:status=429,retry_after=0", "error_event:kind=overloaded_error,after_event=1",
+    "disconnect:after_event=1",
+    "disconnect:after_byte=5",
+    "stall:before_event=1,seconds=60",
+    "truncate",
+    "truncate:at=mid_event",
+    "trailing_data",
+    "trailing_data:at=same_event",
+    "trailing_data:at=garbage",
+    "http_error:status=429,retry_after=0",
+    "error_event:kind=overloaded_error,after_event=1",
     "sequence:http_error:status=503|as_recorded",
 )
 """Every fault in each of its modes, by name: what a fault x framing x stack matrix runs."""
-_EXAMPLES = {"disconnect": "disconnect:after_event=3", "stall": "stall:before_event=2,seconds=5",
-             "truncate": "truncate", "http_error": "http_error:status=429,retry_after=1",
-             "error_event": "error_event:kind=overloaded_error", "trailing_data": "trailing_data:at=garbage"}
+_EXAMPLES = {
+    "disconnect": "disconnect:after_event=3",
+    "stall": "stall:before_event=2,seconds=5",
+    "truncate": "truncate",
+    "http_error": "http_error:status=429,retry_after=1",
+    "error_event": "error_event:kind=overloaded_error",
+    "trailing_data": "trailing_data:at=garbage",
+}
 
 
 def _parse_kwargs(spec: str, head: str, text: str) -> dict[str, Any]:
@@ -688,8 +784,10 @@ def _parse_kwargs(spec: str, head: str, text: str) -> dict[str, Any]:
         key, sep, value = part.partition("=")
         key = key.strip()
         if not sep:
-            raise ValueError(f"bad fault {spec!r}: write its parameters as key=value "
-                             f"(e.g. {head}:{params[0]}=...), got {part!r}; {head} takes {', '.join(params)}")
+            raise ValueError(
+                f"bad fault {spec!r}: write its parameters as key=value "
+                f"(e.g. {head}:{params[0]}=...), got {part!r}; {head} takes {', '.join(params)}"
+            )
         if key not in params:
             error = unknown(f"parameter of {head}", key, params)
             raise ValueError(f"bad fault {spec!r}: {error}") from None
@@ -712,8 +810,10 @@ def get(spec: str | Fault) -> Fault:
     if isinstance(spec, Fault):
         return spec
     if not isinstance(spec, str):
-        raise ValueError(f"a fault is a name such as 'disconnect:after_event=3' or a Fault, "
-                         f"got {type(spec).__name__} {spec!r}")
+        raise ValueError(
+            f"a fault is a name such as 'disconnect:after_event=3' or a Fault, "
+            f"got {type(spec).__name__} {spec!r}"
+        )
     head, _, rest = spec.strip().partition(":")
     if head == "sequence":
         parts = rest.split("|")
@@ -731,8 +831,9 @@ def get(spec: str | Fault) -> Fault:
     params = inspect.signature(_FACTORIES[head]).parameters
     missing = [k for k, p in params.items() if p.default is p.empty and k not in kwargs]
     if missing:
-        raise ValueError(f"bad fault {spec!r}: {head} needs {', '.join(f'{k}=' for k in missing)} "
-                         f"(e.g. {_EXAMPLES[head]})")
+        raise ValueError(
+            f"bad fault {spec!r}: {head} needs {', '.join(f'{k}=' for k in missing)} (e.g. {_EXAMPLES[head]})"
+        )
     try:
         return _FACTORIES[head](**kwargs)
     except ValueError as exc:

@@ -37,20 +37,24 @@ HOLD_LIMIT = 30.0
 _POLL = 0.002  # seconds between looks where no asyncio loop can be woken (trio)
 
 
-def holds_for(interactions: Sequence[Interaction], index: int, *,
-              found: Callable[[bytes], Iterable[tuple[int, frozenset[Any]]]] | None = None,
-              ) -> Callable[[bytes], list[tuple[int, frozenset[Any]]]]:
+def holds_for(
+    interactions: Sequence[Interaction],
+    index: int,
+    *,
+    found: Callable[[bytes], Iterable[tuple[int, frozenset[Any]]]] | None = None,
+) -> Callable[[bytes], list[tuple[int, frozenset[Any]]]]:
     """Where the server-push stream of ``interactions[index]`` waits (``(offset, ids)``, as
     `ssemock.protocols.holds`), for the requests that can come only: those whose correlation
     id a request recorded after the stream opened (a later interaction) carries. Waiting for any
     other id would end in a read timeout, since no request could ever be matched for it.
     ``found``: where the body answers which ids (default `ssemock.protocols.holds`; serve
     passes a cache of it per body)."""
-    later = {i for x in interactions[index + 1:] for i in _protocols.request_ids(x.request.body)}
+    later = {i for x in interactions[index + 1 :] for i in _protocols.request_ids(x.request.body)}
     find = found or _protocols.holds
 
     def holds(body: bytes) -> list[tuple[int, frozenset[Any]]]:
         return [(offset, ids & later) for offset, ids in find(body) if ids & later]
+
     return holds
 
 
@@ -166,6 +170,7 @@ class Requests:
                     self._loops.append((loop, event))
             if loop is None or event is None:
                 import anyio
+
                 await anyio.sleep(min(left, _POLL))
                 continue
             try:
@@ -199,8 +204,11 @@ class Gate:
 
     def fail(self, missing: list[Any]) -> BaseException:
         """The error for requests ``missing`` that never came (or could no longer come)."""
-        why = ("the player stopped before it was made" if self.requests.closed
-               else f"none was made within {self.timeout:g} s since the stream opened")
+        why = (
+            "the player stopped before it was made"
+            if self.requests.closed
+            else f"none was made within {self.timeout:g} s since the stream opened"
+        )
         return self.error(missing, why)
 
 

@@ -36,9 +36,10 @@ def refused_target(path: str | os.PathLike[str]) -> Path:
     """The cassette a ``<name>.refused.json`` stands for: ``<name>.json`` beside it."""
     path = Path(path)
     if not path.name.endswith(REFUSED) or path.name == REFUSED:
-        raise ValueError(f"{path} is not a refused recording (its name ends with {REFUSED!r} after the "
-                         "cassette's name)")
-    return path.with_name(path.name[:-len(REFUSED)] + ".json")
+        raise ValueError(
+            f"{path} is not a refused recording (its name ends with {REFUSED!r} after the cassette's name)"
+        )
+    return path.with_name(path.name[: -len(REFUSED)] + ".json")
 
 
 @dataclass

@@ -116,8 +116,15 @@ def _lookup(name: str) -> list[Any]:
 class Guard:
     """One player's policy: which hosts may be reached, and whether others fail or warn."""
 
-    def __init__(self, *, allowed_hosts: Sequence[str] | None, blocks: bool, where: str,
-                 ignore_hosts: Sequence[str] | None = None, ignore_localhost: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        allowed_hosts: Sequence[str] | None,
+        blocks: bool,
+        where: str,
+        ignore_hosts: Sequence[str] | None = None,
+        ignore_localhost: bool = False,
+    ) -> None:
         entries = list(_LOOPBACK) if allowed_hosts is None else _listed(allowed_hosts, "allowed_hosts")
         self.allowed_hosts = entries
         self.ignore_hosts = [*_listed(ignore_hosts, "ignore_hosts"), *(_LOOPBACK if ignore_localhost else ())]
@@ -160,7 +167,8 @@ class Guard:
                 f"stack that ssemock intercepts ({_STACKS}) sent it, so it would reach the network. "
                 f"Allowed hosts: {self.allowed_hosts or 'none'}. To allow it: allowed_hosts=[{host!r}] "
                 f"(a keyword of replay()/use_cassette(), the marker, ssemock_config, "
-                f"--ssemock-allowed-hosts or the ini key ssemock_allowed_hosts).")
+                f"--ssemock-allowed-hosts or the ini key ssemock_allowed_hosts)."
+            )
         with _warn_lock:
             if (host, port) in self._warned:
                 return
@@ -168,7 +176,10 @@ class Guard:
         warnings.warn(
             f"ssemock: a connection to {host}:{port} is not recorded ({self.where}): no client stack that "
             f"ssemock intercepts ({_STACKS}) sent it. Send it through one of those, or run the client "
-            f"against `ssemock serve`.", SsemockWarning, stacklevel=4)
+            f"against `ssemock serve`.",
+            SsemockWarning,
+            stacklevel=4,
+        )
 
 
 _guards: list[Guard] = []  # active players' guards, outermost first
@@ -210,6 +221,7 @@ def _connect(original: Any) -> Any:
         if guard is not None:  # its sends need no check of their own
             guard.known.add(self)
         return original(self, address)
+
     return connect
 
 
@@ -219,6 +231,7 @@ def _accept(original: Any) -> Any:
         if _guards:  # a connection made to us (a local server of the test): not a way out
             _guards[-1].known.add(conn)
         return conn, peer
+
     return accept
 
 
@@ -226,14 +239,18 @@ def _send(original: Any) -> Any:
     def send(self: socket.socket, *args: Any, **kwargs: Any) -> Any:
         _check_peer(self)
         return original(self, *args, **kwargs)
+
     return send
 
 
 def _sendto(original: Any) -> Any:
-    def sendto(self: socket.socket, data: Any, *rest: Any) -> Any:  # (data, address) or (data, flags, address)
+    def sendto(
+        self: socket.socket, data: Any, *rest: Any
+    ) -> Any:  # (data, address) or (data, flags, address)
         if rest:
             _check(rest[-1], "a send to")
         return original(self, data, *rest)
+
     return sendto
 
 
@@ -244,15 +261,18 @@ def _sendmsg(original: Any) -> Any:
         else:
             _check_peer(self)
         return original(self, buffers, *rest)
+
     return sendmsg
 
 
 def _datagram_sendto(original: Any) -> Any:
     """asyncio's datagram transport turns any error of the socket into a logged fatal error:
     the lock refuses before it, so the caller of ``transport.sendto`` gets the error."""
+
     def sendto(self: Any, data: Any, addr: Any = None) -> None:
         _check(addr if addr is not None else getattr(self, "_address", None), "a datagram to")
         original(self, data, addr)
+
     return sendto
 
 
@@ -276,6 +296,7 @@ def _getaddrinfo(original: Any) -> Any:
         if guard is not None and _address(name) is None:
             guard.learn(name, found)
         return found
+
     return getaddrinfo
 
 
@@ -286,6 +307,7 @@ def _gethostbyname(original: Any) -> Any:
         if guard is not None and _address(name) is None:
             guard.learn(name, found[2] if isinstance(found, tuple) else [found])
         return found
+
     return gethostbyname
 
 
@@ -293,6 +315,7 @@ def _gethostbyaddr(original: Any) -> Any:
     def gethostbyaddr(host: Any) -> Any:
         _lookup_check(host, None, learn=False)
         return original(host)
+
     return gethostbyaddr
 
 
@@ -301,19 +324,29 @@ def _getnameinfo(original: Any) -> Any:
         if isinstance(sockaddr, tuple) and sockaddr:
             _lookup_check(sockaddr[0], None, learn=False)
         return original(sockaddr, flags)
+
     return getnameinfo
 
 
-_PATCHES = [Patch(socket.socket, "connect", _connect), Patch(socket.socket, "connect_ex", _connect),
-            Patch(socket.socket, "accept", _accept),
-            *(Patch(socket.socket, name, _send) for name in ("send", "sendall", "sendfile")),
-            Patch(ssl.SSLSocket, "send", _send),
-            Patch(socket.socket, "sendto", _sendto), Patch(socket.socket, "sendmsg", _sendmsg),
-            Patch(getattr(asyncio.selector_events, "_SelectorDatagramTransport"), "sendto",  # noqa: B009  (private: not in the stubs)
-                  _datagram_sendto),
-            Patch(socket, "getaddrinfo", _getaddrinfo),
-            Patch(socket, "gethostbyname", _gethostbyname), Patch(socket, "gethostbyname_ex", _gethostbyname),
-            Patch(socket, "gethostbyaddr", _gethostbyaddr), Patch(socket, "getnameinfo", _getnameinfo)]
+_PATCHES = [
+    Patch(socket.socket, "connect", _connect),
+    Patch(socket.socket, "connect_ex", _connect),
+    Patch(socket.socket, "accept", _accept),
+    *(Patch(socket.socket, name, _send) for name in ("send", "sendall", "sendfile")),
+    Patch(ssl.SSLSocket, "send", _send),
+    Patch(socket.socket, "sendto", _sendto),
+    Patch(socket.socket, "sendmsg", _sendmsg),
+    Patch(
+        getattr(asyncio.selector_events, "_SelectorDatagramTransport"),  # noqa: B009  (private: not in the stubs)
+        "sendto",
+        _datagram_sendto,
+    ),
+    Patch(socket, "getaddrinfo", _getaddrinfo),
+    Patch(socket, "gethostbyname", _gethostbyname),
+    Patch(socket, "gethostbyname_ex", _gethostbyname),
+    Patch(socket, "gethostbyaddr", _gethostbyaddr),
+    Patch(socket, "getnameinfo", _getnameinfo),
+]
 
 
 def engage(guard: Guard) -> None:

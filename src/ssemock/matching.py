@@ -78,7 +78,9 @@ def _first_json_difference(a: Any, b: Any, path: str = "$") -> str | None:
         return None if len(a) == len(b) else f"{path}: {len(b)} items recorded, {len(a)} sent"
     if a == b:
         return None
-    if credential_name(path.rsplit(".", 1)[-1].rsplit("[", 1)[0]):  # "$.password": never the values, only their shapes
+    if credential_name(
+        path.rsplit(".", 1)[-1].rsplit("[", 1)[0]
+    ):  # "$.password": never the values, only their shapes
         return f"{path}: <a value of {value_shape(str(b))}> recorded, <a value of {value_shape(str(a))}> sent"
     return f"{path}: {_short(b)} recorded, {_short(a)} sent"
 
@@ -128,6 +130,7 @@ def _keyed(get: Callable[[Request], Hashable]) -> Callable[[Request, Request], s
             return None
         shown = [list(v) if isinstance(v, tuple) else v for v in (b, a)]  # a query as the list it is
         return f"{shown[0]!r} recorded, {shown[1]!r} sent"
+
     return compare
 
 
@@ -154,7 +157,9 @@ MatchOn = Sequence["str | CustomMatcher"]
 def resolve(match_on: MatchOn | None) -> tuple[str | CustomMatcher, ...]:
     """Validated matchers (default: method, URL parts and body): names or callables."""
     if isinstance(match_on, str):
-        raise ValueError(f"match_on takes a list of matchers, e.g. [{match_on!r}]; got the string {match_on!r}")
+        raise ValueError(
+            f"match_on takes a list of matchers, e.g. [{match_on!r}]; got the string {match_on!r}"
+        )
     names = tuple(match_on) if match_on is not None else DEFAULT
     for name in names:
         if not callable(name) and name not in MATCHERS:
@@ -179,7 +184,11 @@ def differences(sent: Request, recorded: Request, match_on: Sequence[str | Custo
     """What differs between a sent and a recorded request, one line per failing matcher."""
     out = []
     for matcher in match_on:
-        diff = MATCHERS[matcher](sent, recorded) if isinstance(matcher, str) else _custom(matcher, sent, recorded)
+        diff = (
+            MATCHERS[matcher](sent, recorded)
+            if isinstance(matcher, str)
+            else _custom(matcher, sent, recorded)
+        )
         if diff is not None:
             out.append(f"{name_of(matcher)}: {diff}")
     return out

@@ -36,8 +36,10 @@ __all__ = ["VCR_MATCH_ON", "CassetteJob", "Finding", "Migration", "import_casset
 
 VCR_MATCH_ON = ("method", "scheme", "host", "port", "path", "query")
 """Vcrpy's default ``match_on``: everything but the body."""
-INSTALL = 'ssemock migrate needs libcst (the "migrate" extra): pip install "ssemock[migrate]" (in a clone of ' \
-          'ssemock: pip install -e ".[migrate]")'
+INSTALL = (
+    'ssemock migrate needs libcst (the "migrate" extra): pip install "ssemock[migrate]" (in a clone of '
+    'ssemock: pip install -e ".[migrate]")'
+)
 """The message shown when libcst, which `ssemock migrate` needs, is missing."""
 _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv", "env", "build", "dist"}
 
@@ -65,8 +67,12 @@ class Migration:
         for edit in self.edits:
             name = _rel(edit.path, self.root)
             before = (edit.before or "").splitlines(keepends=True)
-            out += difflib.unified_diff(before, edit.after.splitlines(keepends=True),
-                                        "/dev/null" if edit.before is None else f"a/{name}", f"b/{name}")
+            out += difflib.unified_diff(
+                before,
+                edit.after.splitlines(keepends=True),
+                "/dev/null" if edit.before is None else f"a/{name}",
+                f"b/{name}",
+            )
             if out and not out[-1].endswith("\n"):
                 out[-1] += "\n\\ No newline at end of file\n"
         return "".join(out)
@@ -122,8 +128,10 @@ def _write_text(path: Path, text: str) -> None:
 
 # -- cassettes ---------------------------------------------------------------------------------
 
-def import_cassettes(jobs: Sequence[CassetteJob], *, write: bool,
-                     keep_originals: bool = True) -> tuple[list[CassetteJob], list[Finding]]:
+
+def import_cassettes(
+    jobs: Sequence[CassetteJob], *, write: bool, keep_originals: bool = True
+) -> tuple[list[CassetteJob], list[Finding]]:
     """Convert each job's vcrpy cassette(s) into its target (saved only with ``write``): the jobs
     done, and one finding per cassette that does not convert (it does not load, or a secret is
     left after redaction). A vcrpy cassette at its own target (vcrpy's JSON serializer) is kept as
@@ -144,9 +152,15 @@ def import_cassettes(jobs: Sequence[CassetteJob], *, write: bool,
         cassette = Cassette(interactions)
         leaks = find_secrets(cassette)
         if leaks:
-            refused.append(Finding(job.sources[0], None, f"not converted: a secret is left after redaction "
-                                   f"({leaks[0]}); remove it, or convert this file with "
-                                   "`ssemock import-vcr --scrub-bodies`"))
+            refused.append(
+                Finding(
+                    job.sources[0],
+                    None,
+                    f"not converted: a secret is left after redaction "
+                    f"({leaks[0]}); remove it, or convert this file with "
+                    "`ssemock import-vcr --scrub-bodies`",
+                )
+            )
             continue
         if write:
             if job.target in job.sources and keep_originals:  # vcrpy's JSON serializer used ssemock's name
@@ -162,7 +176,7 @@ def _kept(path: Path) -> Path:
 
 def _is_vcr_cassette(path: Path) -> bool:
     try:
-        head = path.read_bytes()[:1 << 16]
+        head = path.read_bytes()[: 1 << 16]
     except OSError:
         return False
     if path.suffix == ".json":
@@ -187,10 +201,16 @@ def _target(source: Path) -> Path:
 
 # -- pytest ini files --------------------------------------------------------------------------
 
-_INI_SECTIONS = {"pytest.ini": ("pytest",), "tox.ini": ("pytest",), "setup.cfg": ("tool:pytest",),
-                 "pyproject.toml": ("tool.pytest.ini_options", "tool.pytest")}
-_OPTION = re.compile(r"(?<![\w-])(--record-mode|--allowed-hosts)(?:(=)|(\s+))([\w.,*^$\\-]+)"
-                     r"|(\s*)(?<![\w-])(--block-network|--disable-recording)(?![\w-])")
+_INI_SECTIONS = {
+    "pytest.ini": ("pytest",),
+    "tox.ini": ("pytest",),
+    "setup.cfg": ("tool:pytest",),
+    "pyproject.toml": ("tool.pytest.ini_options", "tool.pytest"),
+}
+_OPTION = re.compile(
+    r"(?<![\w-])(--record-mode|--allowed-hosts)(?:(=)|(\s+))([\w.,*^$\\-]+)"
+    r"|(\s*)(?<![\w-])(--block-network|--disable-recording)(?![\w-])"
+)
 
 
 def _rewrite_ini(path: Path, text: str, todo: list[Finding]) -> str:
@@ -220,8 +240,14 @@ def _ini_option(m: re.Match[str], path: Path, line: int, todo: list[Finding]) ->
     if m.group(1) == "--allowed-hosts":
         hosts = [_literal_host(h) for h in m.group(4).split(",")]
         if None in hosts:
-            todo.append(Finding(path, line, f"--allowed-hosts {m.group(4)}: regular expressions; ssemock's "
-                                            "--ssemock-allowed-hosts takes names, *.wildcards and networks"))
+            todo.append(
+                Finding(
+                    path,
+                    line,
+                    f"--allowed-hosts {m.group(4)}: regular expressions; ssemock's "
+                    "--ssemock-allowed-hosts takes names, *.wildcards and networks",
+                )
+            )
             return m.group(0)
         return f"--ssemock-allowed-hosts{m.group(2) or m.group(3)}{','.join(h for h in hosts if h)}"
     if m.group(6) == "--disable-recording":
@@ -230,6 +256,7 @@ def _ini_option(m: re.Match[str], path: Path, line: int, todo: list[Finding]) ->
 
 
 # -- the plan ----------------------------------------------------------------------------------
+
 
 def plan(root: str | os.PathLike[str], *, match_body: bool = False) -> Migration:
     """What migrating the suite at ``root`` (a folder, or one test file) would change.
@@ -259,7 +286,9 @@ def plan(root: str | os.PathLike[str], *, match_body: bool = False) -> Migration
             if new != text:
                 migration.edits.append(Edit(path, text, new))
     jobs = {_target(s): CassetteJob((s,), _target(s)) for s in sources}
-    suite = _migrate_code.Suite(root=base, match_on=None if match_body else VCR_MATCH_ON, cassettes=set(sources))
+    suite = _migrate_code.Suite(
+        root=base, match_on=None if match_body else VCR_MATCH_ON, cassettes=set(sources)
+    )
     for path in python:
         try:
             text = _read(path)
@@ -272,7 +301,9 @@ def plan(root: str | os.PathLike[str], *, match_body: bool = False) -> Migration
         try:
             new = suite.rewrite(path, text)
         except _migrate_code.Unparsable as exc:
-            migration.unparsable.append(Finding(path, exc.line, f"does not parse, left as it is: {exc.message}"))
+            migration.unparsable.append(
+                Finding(path, exc.line, f"does not parse, left as it is: {exc.message}")
+            )
             continue
         if new != text:
             migration.edits.append(Edit(path, text, new))
@@ -285,10 +316,21 @@ def plan(root: str | os.PathLike[str], *, match_body: bool = False) -> Migration
     migration.todo = sorted(_unique(migration.todo), key=lambda f: (str(f.path), f.line or 0))
     for job in migration.cassettes:
         if job.target.exists() and job.target not in job.sources:
-            migration.todo.append(Finding(job.target, None, "already exists: converted again from "
-                                          + ", ".join(s.name for s in job.sources)))
+            migration.todo.append(
+                Finding(
+                    job.target,
+                    None,
+                    "already exists: converted again from " + ", ".join(s.name for s in job.sources),
+                )
+            )
         if job.target in job.sources:
-            migration.todo.append(Finding(job.target, None, "a vcrpy JSON cassette at the path ssemock reads: "
-                                          f"converted in place, the original kept as {_kept(job.target).name}"))
+            migration.todo.append(
+                Finding(
+                    job.target,
+                    None,
+                    "a vcrpy JSON cassette at the path ssemock reads: "
+                    f"converted in place, the original kept as {_kept(job.target).name}",
+                )
+            )
     _, migration.refused = import_cassettes(migration.cassettes, write=False)
     return migration

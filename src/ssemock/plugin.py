@@ -56,7 +56,7 @@ KEYWORDS: dict[str, str] = {
     "before_record_request": "hook(Request) -> Request | None",
     "before_record_response": "hook(Response) -> Response | None",
     "drain_on_close": "while recording, keep reading a stream the client closed before its end: "
-                      "True (default, up to 30 s), False, or seconds",
+    "True (default, up to 30 s), False, or seconds",
     "check_unplayed": "|".join(_CHECKS),
     "check_unconsumed": "|".join(_CHECKS),
     "explore": "N examples or a duration ('30s'): run the test against N drawn variants in one item",
@@ -65,47 +65,123 @@ KEYWORDS: dict[str, str] = {
     "explore_seed": "a number: the seed of explore's search (default: random; derandomized when CI is set)",
 }
 #: the options with a command-line flag and an ini key (the rest: ini key only, or marker only)
-_CLI = ("record_mode", "chunking", "transform", "timing", "faults", "allowed_hosts", "match_on", "drain_on_close",
-        "ignore_hosts", "ignore_localhost", "block_subprocesses", "explore", "explore_seed")
+_CLI = (
+    "record_mode",
+    "chunking",
+    "transform",
+    "timing",
+    "faults",
+    "allowed_hosts",
+    "match_on",
+    "drain_on_close",
+    "ignore_hosts",
+    "ignore_localhost",
+    "block_subprocesses",
+    "explore",
+    "explore_seed",
+)
 _FLAGS = ("allow_playback_repeats", "ignore_localhost", "block_subprocesses")
-_INI = (*_CLI, "check_unplayed", "check_unconsumed", "allow_playback_repeats", "explore_transforms", "explore_faults")
+_INI = (
+    *_CLI,
+    "check_unplayed",
+    "check_unconsumed",
+    "allow_playback_repeats",
+    "explore_transforms",
+    "explore_faults",
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("ssemock", "ssemock: record and replay streaming HTTP")
-    group.addoption("--ssemock-record-mode", choices=RECORD_MODES, default=None,
-                    help="none (default: replay only, network blocked), once, new_episodes, all, rewrite")
-    group.addoption("--ssemock-chunking", default=None, metavar="NAME[,NAME...]|all",
-                    help="re-chunk replayed streams; several names or 'all' run each test once per strategy")
-    group.addoption("--ssemock-transform", default=None, metavar="NAME[+NAME...][,...]|all",
-                    help="crlf, cr, mixed, no_space, keepalive, comments, ids, meta, retry, pad, raw_unicode, blank_lines; '+' chains, ',' or 'all' runs each test once per choice ('network', 'conforming': each of that set)")
-    group.addoption("--ssemock-timing", default=None, metavar="instant|recorded|scaled:F",
-                    help="when replayed chunks are delivered (default instant; scaled:F multiplies the "
-                         "recorded times by F)")
-    group.addoption("--ssemock-faults", default=None, metavar="FAULT[;FAULT...]",
-                    help="faults to inject, e.g. 'disconnect:after_event=3'")
-    group.addoption("--ssemock-allowed-hosts", default=None, metavar="HOST[,HOST...]|none",
-                    help="hosts that connections no intercepted stack makes may reach during a replay "
-                         "(names, *.wildcards, addresses, networks; default loopback; 'none' for nothing)")
-    group.addoption("--ssemock-ignore-hosts", default=None, metavar="HOST[,HOST...]",
-                    help="hosts whose requests are never recorded nor served: always sent to the network")
-    group.addoption("--ssemock-ignore-localhost", default=None, metavar="true|false",
-                    help="ignore loopback hosts (localhost, 127.0.0.0/8, ::1), as --ssemock-ignore-hosts")
-    group.addoption("--ssemock-block-subprocesses", default=None, metavar="true|false",
-                    help="child processes started during a replay get proxy variables pointing at a "
-                         "loopback port that refuses every connection")
-    group.addoption("--ssemock-match-on", default=None, metavar="MATCHER[,MATCHER...]",
-                    help="vcrpy matcher names: method, uri, scheme, host, port, path, query, body, raw_body, headers")
-    group.addoption("--ssemock-drain-on-close", default=None, metavar="true|false|SECONDS",
-                    help="while recording, keep reading a stream the client closed before its end, so the "
-                         "cassette holds all of it (default true: up to 30 s; a number of seconds; false: stop there)")
-    group.addoption("--ssemock-explore", default=None, metavar="N|DURATION",
-                    help="run every ssemock test against N drawn variants of its streams (or for a duration: "
-                         "30s, 2m), in one item each; a failure is shrunk to the smallest failing variant")
-    group.addoption("--ssemock-explore-seed", default=None, metavar="N|random",
-                    help="the seed of explore's search, to reproduce a run ('random': not derandomized when CI is set)")
-    group.addoption("--ssemock-disable", action="store_true", default=False,
-                    help="turn ssemock off for this run: no interception, no matrix, marked tests run once")
+    group.addoption(
+        "--ssemock-record-mode",
+        choices=RECORD_MODES,
+        default=None,
+        help="none (default: replay only, network blocked), once, new_episodes, all, rewrite",
+    )
+    group.addoption(
+        "--ssemock-chunking",
+        default=None,
+        metavar="NAME[,NAME...]|all",
+        help="re-chunk replayed streams; several names or 'all' run each test once per strategy",
+    )
+    group.addoption(
+        "--ssemock-transform",
+        default=None,
+        metavar="NAME[+NAME...][,...]|all",
+        help="crlf, cr, mixed, no_space, keepalive, comments, ids, meta, retry, pad, raw_unicode, blank_lines; '+' chains, ',' or 'all' runs each test once per choice ('network', 'conforming': each of that set)",
+    )
+    group.addoption(
+        "--ssemock-timing",
+        default=None,
+        metavar="instant|recorded|scaled:F",
+        help="when replayed chunks are delivered (default instant; scaled:F multiplies the "
+        "recorded times by F)",
+    )
+    group.addoption(
+        "--ssemock-faults",
+        default=None,
+        metavar="FAULT[;FAULT...]",
+        help="faults to inject, e.g. 'disconnect:after_event=3'",
+    )
+    group.addoption(
+        "--ssemock-allowed-hosts",
+        default=None,
+        metavar="HOST[,HOST...]|none",
+        help="hosts that connections no intercepted stack makes may reach during a replay "
+        "(names, *.wildcards, addresses, networks; default loopback; 'none' for nothing)",
+    )
+    group.addoption(
+        "--ssemock-ignore-hosts",
+        default=None,
+        metavar="HOST[,HOST...]",
+        help="hosts whose requests are never recorded nor served: always sent to the network",
+    )
+    group.addoption(
+        "--ssemock-ignore-localhost",
+        default=None,
+        metavar="true|false",
+        help="ignore loopback hosts (localhost, 127.0.0.0/8, ::1), as --ssemock-ignore-hosts",
+    )
+    group.addoption(
+        "--ssemock-block-subprocesses",
+        default=None,
+        metavar="true|false",
+        help="child processes started during a replay get proxy variables pointing at a "
+        "loopback port that refuses every connection",
+    )
+    group.addoption(
+        "--ssemock-match-on",
+        default=None,
+        metavar="MATCHER[,MATCHER...]",
+        help="vcrpy matcher names: method, uri, scheme, host, port, path, query, body, raw_body, headers",
+    )
+    group.addoption(
+        "--ssemock-drain-on-close",
+        default=None,
+        metavar="true|false|SECONDS",
+        help="while recording, keep reading a stream the client closed before its end, so the "
+        "cassette holds all of it (default true: up to 30 s; a number of seconds; false: stop there)",
+    )
+    group.addoption(
+        "--ssemock-explore",
+        default=None,
+        metavar="N|DURATION",
+        help="run every ssemock test against N drawn variants of its streams (or for a duration: "
+        "30s, 2m), in one item each; a failure is shrunk to the smallest failing variant",
+    )
+    group.addoption(
+        "--ssemock-explore-seed",
+        default=None,
+        metavar="N|random",
+        help="the seed of explore's search, to reproduce a run ('random': not derandomized when CI is set)",
+    )
+    group.addoption(
+        "--ssemock-disable",
+        action="store_true",
+        default=False,
+        help="turn ssemock off for this run: no interception, no matrix, marked tests run once",
+    )
     for key in _INI:
         parser.addini(f"ssemock_{key}", f"default {key} for ssemock tests ({KEYWORDS[key]})", default="")
 
@@ -116,7 +192,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"ssemock(cassette=None, *, {keywords}): replay (or record) the test's streaming HTTP through "
         "an ssemock cassette; the first positional argument is the cassette name. Keywords: "
-        + "; ".join(f"{k}: {v}" for k, v in KEYWORDS.items()))
+        + "; ".join(f"{k}: {v}" for k, v in KEYWORDS.items()),
+    )
     if _disabled(config):
         return
     for key in _CLI:
@@ -144,8 +221,14 @@ def _cut_short(exc: BaseException) -> bool:
     """Whether a test's exception interrupted it rather than ended it: anything but an ordinary
     error or pytest's own outcomes (fail, skip, xfail) — SystemExit, a cancelled asyncio task,
     KeyboardInterrupt, pytest.exit — or pytest-timeout firing (see pytest_timeout_set_timer)."""
-    outcomes = (Exception, pytest.fail.Exception, pytest.skip.Exception, pytest.xfail.Exception,
-                UnmatchedRequestError, NetworkBlockedError)  # ssemock's own failures end a test too
+    outcomes = (
+        Exception,
+        pytest.fail.Exception,
+        pytest.skip.Exception,
+        pytest.xfail.Exception,
+        UnmatchedRequestError,
+        NetworkBlockedError,
+    )  # ssemock's own failures end a test too
     return not isinstance(exc, outcomes) or getattr(exc, _TIMED_OUT, False)
 
 
@@ -161,12 +244,16 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> Any:
     result = yield
     import signal
     import threading
+
     handler = signal.getsignal(signal.SIGALRM) if hasattr(signal, "SIGALRM") else None
     if getattr(settings, "method", None) == "signal" and callable(handler):
         signal.signal(signal.SIGALRM, _marking(handler))
     for timer in threading.enumerate():  # pytest-timeout names its timer "pytest_timeout <node id>"
-        if (isinstance(timer, threading.Timer) and timer.name.endswith(f" {item.nodeid}")
-                and not timer.finished.is_set()):
+        if (
+            isinstance(timer, threading.Timer)
+            and timer.name.endswith(f" {item.nodeid}")
+            and not timer.finished.is_set()
+        ):
             timer.function = _keeping_partials(timer.function)
     return result
 
@@ -179,6 +266,7 @@ def _marking(handler: Any) -> Any:
         except BaseException as exc:
             setattr(exc, _TIMED_OUT, True)
             raise
+
     return marked
 
 
@@ -187,16 +275,24 @@ def _keeping_partials(function: Any) -> Any:
         import sys
 
         from .replay import recording_players
+
         for player in recording_players():
             try:
                 partial = player.keep_partial()
             except Exception as exc:  # the process ends next whatever happens here
-                print(f"ssemock: timed out while recording {player.path}: the partial recording could not be "
-                      f"kept ({type(exc).__name__})", file=sys.stderr)
+                print(
+                    f"ssemock: timed out while recording {player.path}: the partial recording could not be "
+                    f"kept ({type(exc).__name__})",
+                    file=sys.stderr,
+                )
                 continue
-            print(f"ssemock: timed out while recording: {player.path} is unchanged"
-                  + (f"; the partial recording is kept in {partial}" if partial else ""), file=sys.stderr)
+            print(
+                f"ssemock: timed out while recording: {player.path} is unchanged"
+                + (f"; the partial recording is kept in {partial}" if partial else ""),
+                file=sys.stderr,
+            )
         return function(*args, **kwargs)
+
     return keeping
 
 
@@ -218,7 +314,13 @@ def _from_text(key: str, text: str) -> Any:
         return text.strip().lower() in ("1", "true", "yes", "on")
     if key == "explore_faults":
         word = text.strip().lower()
-        return True if word in ("1", "true", "yes", "on") else False if word in ("0", "false", "no", "off") else text
+        return (
+            True
+            if word in ("1", "true", "yes", "on")
+            else False
+            if word in ("0", "false", "no", "off")
+            else text
+        )
     if key == "explore_transforms":
         return [t.strip() for t in text.split(",") if t.strip()] if "," in text else text.strip()
     if key == "explore_seed":
@@ -245,6 +347,7 @@ def _problem(key: str, value: Any) -> str | None:
     from . import transforms as _transforms
     from .lock import Guard
     from .record import drain_seconds
+
     try:
         if key == "record_mode" and value not in RECORD_MODES:
             return str(unknown("record mode", value, RECORD_MODES))
@@ -268,6 +371,7 @@ def _problem(key: str, value: Any) -> str | None:
             drain_seconds(value)
         elif key.startswith("explore"):
             from .explore import check_option
+
             check_option(key, value)
         elif key in ("check_unplayed", "check_unconsumed") and value not in _CHECKS:
             return str(unknown(key, value, _CHECKS))
@@ -284,8 +388,9 @@ def _marker_options(node: Any) -> dict[str, Any]:
     options = dict(marker.kwargs)
     if marker.args:
         if len(marker.args) > 1 or "cassette" in options:
-            raise ValueError("the ssemock marker takes one positional argument, the cassette name "
-                             "(or cassette=), not both")
+            raise ValueError(
+                "the ssemock marker takes one positional argument, the cassette name (or cassette=), not both"
+            )
         options["cassette"] = marker.args[0]
     return options
 
@@ -325,7 +430,10 @@ def _session_values(config: pytest.Config) -> dict[str, tuple[Any, Any]]:
         for key in KEYWORDS:
             cli = config.getoption(f"ssemock_{key}") if key in _CLI else None
             text = config.getini(f"ssemock_{key}") if key in _INI else ""
-            values[key] = (None if cli is None else _from_text(key, cli), _from_text(key, text) if text else None)
+            values[key] = (
+                None if cli is None else _from_text(key, cli),
+                _from_text(key, text) if text else None,
+            )
         config.stash[_SESSION] = values
     return values
 
@@ -345,9 +453,12 @@ def _setting(key: str, marker: dict[str, Any], defaults: dict[str, Any], config:
 def _variants(marker: dict[str, Any], defaults: dict[str, Any], config: pytest.Config) -> list[Variant]:
     from . import chunking as _chunking
     from . import transforms as _transforms
+
     chunking = _setting("chunking", marker, defaults, config)
     transform = _setting("transform", marker, defaults, config)
-    found = [Variant(c, tuple(t)) for c in _chunking.resolve(chunking) for t in _transforms.alternatives(transform)]
+    found = [
+        Variant(c, tuple(t)) for c in _chunking.resolve(chunking) for t in _transforms.alternatives(transform)
+    ]
     return found[:1] if _setting("explore", marker, defaults, config) else found  # explore draws its own
 
 
@@ -382,18 +493,25 @@ def _check_recordable(marker: dict[str, Any], config: pytest.Config) -> None:
         return
     from .faults import resolve
     from .replay import recording_refusals
+
     refused = recording_refusals(resolve(_setting("faults", marker, {}, config)))
     if refused:
-        raise ValueError(f"faults: with record_mode={mode!r} a recording run cannot serve them as their "
-                         f"replay will: {'; '.join(refused)}; record without them, then replay with them")
+        raise ValueError(
+            f"faults: with record_mode={mode!r} a recording run cannot serve them as their "
+            f"replay will: {'; '.join(refused)}; record without them, then replay with them"
+        )
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A marked test gets the player without naming the fixture (no autouse fixture: a test
     without the marker pays nothing)."""
     fixturenames = getattr(item, "fixturenames", None)
-    if (fixturenames is not None and "ssemock" not in fixturenames
-            and item.get_closest_marker("ssemock") is not None and not _disabled(item.config)):
+    if (
+        fixturenames is not None
+        and "ssemock" not in fixturenames
+        and item.get_closest_marker("ssemock") is not None
+        and not _disabled(item.config)
+    ):
         fixturenames.append("ssemock")
 
 
@@ -490,9 +608,10 @@ def _without_secrets(name: str) -> str:
     the whole id, replaced by a SHA-256 stand-in: stable across runs (replay finds the file),
     distinct per id, and no part of the key in the file name that gets committed."""
     from .secrets import mask_text, scan
+
     # cut at each "-" too: pytest joins parameters with it, which would extend a fixed-length key
     cuts = [m.start() for m in re.finditer(r"[\]-]", name)]
-    if mask_text(name) == name and not any(scan(name[:k]) or scan(name[k + 1:]) for k in cuts):
+    if mask_text(name) == name and not any(scan(name[:k]) or scan(name[k + 1 :]) for k in cuts):
         return name
     digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     base, bracket, _ = name.partition("[")
@@ -525,12 +644,14 @@ def _cassette_path(spec: Any, directory: str | os.PathLike[str], node: Any) -> P
 
 
 @pytest.fixture
-def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
-            ssemock_cassette_dir: Path) -> Iterator[Player]:
+def ssemock(
+    request: pytest.FixtureRequest, ssemock_config: dict[str, Any], ssemock_cassette_dir: Path
+) -> Iterator[Player]:
     """The active cassette player for this test (replay by default, network blocked)."""
     from .cassette import Cassette
     from .cassette_lock import lock_for
     from .replay import Player, use_cassette
+
     config = request.config
     name = request.node.nodeid
     try:
@@ -542,11 +663,17 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
     callspec = getattr(request.node, "callspec", None)
     chosen: Variant | None = callspec.params.get(_PARAM) if callspec is not None else None
     if chosen is None and len(variants) > 1 and not _disabled(config):
-        pytest.fail(f"ssemock: {name}: a matrix of chunkings/transforms from ssemock_config cannot parametrize "
-                    "the test (fixtures run after collection); put it in the marker, on the command line "
-                    "(--ssemock-chunking) or in the ini file (ssemock_chunking = all)", pytrace=False)
-    settings = {key: _setting(key, marker, ssemock_config, config)
-                for key in KEYWORDS if key not in ("chunking", "transform") and not key.startswith("explore")}
+        pytest.fail(
+            f"ssemock: {name}: a matrix of chunkings/transforms from ssemock_config cannot parametrize "
+            "the test (fixtures run after collection); put it in the marker, on the command line "
+            "(--ssemock-chunking) or in the ini file (ssemock_chunking = all)",
+            pytrace=False,
+        )
+    settings = {
+        key: _setting(key, marker, ssemock_config, config)
+        for key in KEYWORDS
+        if key not in ("chunking", "transform") and not key.startswith("explore")
+    }
     variant = chosen or variants[0]
     checks = {k: settings.pop(k) or "warn" for k in ("check_unplayed", "check_unconsumed")}
     path = _cassette_path(settings.pop("cassette"), ssemock_cassette_dir, request.node)
@@ -556,8 +683,9 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
         yield Player(Cassette(path=path), path=path, chunking=variant.chunking)
         return
     if record_mode == "none":
-        player = use_cassette(path, record_mode="none", chunking=variant.chunking,
-                              transform=list(variant.transforms), **kwargs)
+        player = use_cassette(
+            path, record_mode="none", chunking=variant.chunking, transform=list(variant.transforms), **kwargs
+        )
         idle = _idle_transforms(player.cassette.interactions, variant)
         if idle:
             pytest.skip(f"{_duplicate(idle, path)}: {_idle_because(player, variant)}")
@@ -567,8 +695,13 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
             done = _recorded_marker(config, path, request.node)
             if done.exists():  # another variant of this test recorded it in this run: replay that
                 record_mode = "new_episodes"
-            player = use_cassette(path, record_mode=record_mode, chunking=variant.chunking,
-                                  transform=list(variant.transforms), **kwargs)
+            player = use_cassette(
+                path,
+                record_mode=record_mode,
+                chunking=variant.chunking,
+                transform=list(variant.transforms),
+                **kwargs,
+            )
             request.node.stash[_VARIANT] = variant  # a duplicate run is told after it (it records)
             yield from _run(player, config, request.node)
             cut_short = config.stash.get(_INTERRUPTED, False) or request.node.stash.get(_CUT_SHORT, False)
@@ -581,9 +714,18 @@ def ssemock(request: pytest.FixtureRequest, ssemock_config: dict[str, Any],
 def _idle_because(player: Player, variant: Variant) -> str:
     """Why the variant's transforms change no response: each one's reason for each framing."""
     from . import transforms as _transforms
-    reasons = {str(_transforms.skipped_because(t, x.response.body, _transforms.kind_of(
-        x.response.header("content-type") or "", x.response.body)))
-        for x in player.cassette.interactions for t in variant.transforms}
+
+    reasons = {
+        str(
+            _transforms.skipped_because(
+                t,
+                x.response.body,
+                _transforms.kind_of(x.response.header("content-type") or "", x.response.body),
+            )
+        )
+        for x in player.cassette.interactions
+        for t in variant.transforms
+    }
     return "; ".join(sorted(reasons))
 
 
@@ -593,6 +735,7 @@ def _idle_transforms(interactions: list[Interaction], variant: Variant) -> str |
     if not variant.transforms or not interactions:
         return None
     from . import transforms as _transforms
+
     for x in interactions:
         kind = _transforms.kind_of(x.response.header("content-type") or "", x.response.body)
         if any(_transforms.applies(t, x.response.body, kind) for t in variant.transforms):
@@ -601,8 +744,10 @@ def _idle_transforms(interactions: list[Interaction], variant: Variant) -> str |
 
 
 def _duplicate(idle: str, path: Path) -> str:
-    return (f"ssemock: transform {idle} changes no stream of {path.name} (the same bytes as without it: a "
-            f"duplicate run)")
+    return (
+        f"ssemock: transform {idle} changes no stream of {path.name} (the same bytes as without it: a "
+        f"duplicate run)"
+    )
 
 
 def _skip_duplicate(item: pytest.Item, report: pytest.TestReport, player: Player) -> None:
@@ -639,7 +784,10 @@ def _run(player: Player, config: pytest.Config, node: Any) -> Iterator[Player]:
                 else:
                     where = "the partial recording could not be kept (see the warning)"
                 details = f"\n{kept.describe()}" if kept is not None and (kept.masked or kept.left) else ""
-                _say(config, f"ssemock: interrupted while recording: {player.path} is unchanged; {where}{details}")
+                _say(
+                    config,
+                    f"ssemock: interrupted while recording: {player.path} is unchanged; {where}{details}",
+                )
         else:
             player.stop()
 
@@ -658,11 +806,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         _configs.remove(config)
     if _RUN in config.stash:  # the run's scratch folder goes (the last xdist worker out removes it)
         from . import runs
+
         runs.finish(config.stash[_RUN])
 
 
 def _say(config: pytest.Config, line: str) -> None:
     from .secrets import safe_message
+
     line = safe_message(line)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
@@ -674,6 +824,7 @@ def _say(config: pytest.Config, line: str) -> None:
 def _recorded_marker(config: pytest.Config, path: Path, node: Any) -> Path:
     """A file that says: this run has recorded this test's cassette (shared by xdist workers)."""
     from . import runs
+
     folder = runs.folder(config.stash[_RUN])
     key = f"{path.resolve()}\0{cassette_name(node)}"
     return folder / hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()
@@ -681,6 +832,7 @@ def _recorded_marker(config: pytest.Config, path: Path, node: Any) -> Path:
 
 def _teardown_checks(player: Player, checks: dict[str, str]) -> None:
     from .redact import mask_url
+
     found = []
     if checks["check_unplayed"] != "ignore" and player.record_mode == "none":
         unplayed = player.unplayed()
@@ -689,11 +841,16 @@ def _teardown_checks(player: Player, checks: dict[str, str]) -> None:
     if checks["check_unconsumed"] != "ignore":
         for play in player.unconsumed():
             which = f"interaction {play.index}" if play.index >= 0 else "the response recorded"
-            found.append(("check_unconsumed",
-                          f"the stream of {which} ({play.request.method} "
-                          f"{mask_url(str(play.request.url))}) "
-                          f"was not read to the end under {play.chunking}"))
+            found.append(
+                (
+                    "check_unconsumed",
+                    f"the stream of {which} ({play.request.method} "
+                    f"{mask_url(str(play.request.url))}) "
+                    f"was not read to the end under {play.chunking}",
+                )
+            )
     from .secrets import safe_message
+
     for key, message in found:
         message = safe_message(message)
         if checks[key] == "error":
@@ -713,7 +870,11 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     the other ``pytest_pyfunc_call`` hooks, so async tests run as their plugin runs them)."""
     __tracebackhide__ = True
     player: Any = pyfuncitem.funcargs.get("ssemock")
-    if not hasattr(player, "cassette") or pyfuncitem.stash.get(_EXPLORING, False) or _disabled(pyfuncitem.config):
+    if (
+        not hasattr(player, "cassette")
+        or pyfuncitem.stash.get(_EXPLORING, False)
+        or _disabled(pyfuncitem.config)
+    ):
         return None
     config = pyfuncitem.config
     marker = _marker_options(pyfuncitem)
@@ -731,11 +892,17 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
             pyfuncitem.stash[_EXPLORING] = False
 
     seed = _setting("explore_seed", marker, defaults, config)
-    coverage = run_item(call, player, nodeid=pyfuncitem.nodeid, rootdir=config.rootpath, setting=setting,
-                        transforms=_setting("explore_transforms", marker, defaults, config),
-                        faults=_setting("explore_faults", marker, defaults, config),
-                        seed=seed if isinstance(seed, int) else None,
-                        derandomize=False if seed == "random" else None)
+    coverage = run_item(
+        call,
+        player,
+        nodeid=pyfuncitem.nodeid,
+        rootdir=config.rootpath,
+        setting=setting,
+        transforms=_setting("explore_transforms", marker, defaults, config),
+        faults=_setting("explore_faults", marker, defaults, config),
+        seed=seed if isinstance(seed, int) else None,
+        derandomize=False if seed == "random" else None,
+    )
     config.stash.setdefault(_COVERAGE, []).append((pyfuncitem.nodeid, coverage.report()))
     return True
 

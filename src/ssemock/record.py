@@ -36,8 +36,15 @@ from .cassette import Headers, Interaction, Request, Response
 from .errors import SsemockWarning
 from .redact import mask_url, redact_request, redact_response
 
-__all__ = ["DRAIN_SECONDS", "MAX_BODY_BYTES", "Recorder", "RequestHook", "ResponseHook", "drain_seconds",
-           "request_from_httpx"]
+__all__ = [
+    "DRAIN_SECONDS",
+    "MAX_BODY_BYTES",
+    "Recorder",
+    "RequestHook",
+    "ResponseHook",
+    "drain_seconds",
+    "request_from_httpx",
+]
 
 #: The default bound on one recorded body (the client still gets everything): a stream that never
 #: ends must not fill the memory; past it the interaction is cut and marked truncated.
@@ -73,7 +80,9 @@ def drain_seconds(drain_on_close: bool | float) -> float | None:
         return None
     if isinstance(drain_on_close, (int, float)) and math.isfinite(drain_on_close) and drain_on_close >= 0:
         return float(drain_on_close) or None
-    raise ValueError(f"drain_on_close must be True, False or a number of seconds >= 0, got {drain_on_close!r}")
+    raise ValueError(
+        f"drain_on_close must be True, False or a number of seconds >= 0, got {drain_on_close!r}"
+    )
 
 
 def _decoder(encoding: str) -> Callable[[bytes], bytes] | None:
@@ -90,6 +99,7 @@ def _decoder(encoding: str) -> Callable[[bytes], bytes] | None:
             for step in steps:
                 data = step(data) if data else data  # type: ignore[misc]
             return data
+
         return stacked
     encoding = layers[0]
     if encoding in ("gzip", "x-gzip"):
@@ -99,9 +109,11 @@ def _decoder(encoding: str) -> Callable[[bytes], bytes] | None:
     try:
         if encoding == "br":
             import brotli
+
             return brotli.Decompressor().process  # type: ignore[no-any-return]
         if encoding == "zstd":
             import zstandard
+
             return zstandard.ZstdDecompressor().decompressobj().decompress
     except ImportError:  # then httpx could not have asked for it either
         pass
@@ -111,10 +123,17 @@ def _decoder(encoding: str) -> Callable[[bytes], bytes] | None:
 class Recorder:
     """One live exchange being recorded; ``tee`` wraps the real response's stream."""
 
-    def __init__(self, sent: httpx.Request, request: Request, *, on_response: Callable[[Recorder], None],
-                 before_record_response: ResponseHook | None = None,
-                 max_body_bytes: int = MAX_BODY_BYTES, drain: float | None = DRAIN_SECONDS,
-                 serve: Callable[[Recorder], httpx.Response] | None = None) -> None:
+    def __init__(
+        self,
+        sent: httpx.Request,
+        request: Request,
+        *,
+        on_response: Callable[[Recorder], None],
+        before_record_response: ResponseHook | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        drain: float | None = DRAIN_SECONDS,
+        serve: Callable[[Recorder], httpx.Response] | None = None,
+    ) -> None:
         self.t0 = time.perf_counter()
         self.max_body_bytes = max_body_bytes
         self.drain_limit = drain  # seconds to keep reading after the client closes early (None: not at all)
@@ -145,9 +164,13 @@ class Recorder:
             return False
         content_type = next((v for k, v in self.headers if k == "content-type"), "")
         if self.request.method == "GET" and "event-stream" in content_type:
-            warnings.warn(f"ssemock: recording {self.request.method} {mask_url(self.request.url)}: a server-push "
-                          f"stream is served live as it arrives on a recording run (it may never end); its "
-                          f"chunking, transforms and faults apply when it replays", SsemockWarning, stacklevel=3)
+            warnings.warn(
+                f"ssemock: recording {self.request.method} {mask_url(self.request.url)}: a server-push "
+                f"stream is served live as it arrives on a recording run (it may never end); its "
+                f"chunking, transforms and faults apply when it replays",
+                SsemockWarning,
+                stacklevel=3,
+            )
             return False
         return True
 
@@ -188,12 +211,19 @@ class Recorder:
 
     def _truncate(self) -> None:
         self.ended = True
-        self.error = {"type": "RecordingTruncated", "at_byte": self.max_body_bytes,
-                      "message": f"the recording stopped at max_body_bytes={self.max_body_bytes} "
-                                 f"(ssemock); replay ends the stream there"}
-        warnings.warn(f"ssemock: recording of {self.request.method} {mask_url(self.request.url)} cut at "
-                      f"max_body_bytes={self.max_body_bytes}: the stream went on longer (raise max_body_bytes to keep "
-                      f"more); the cassette marks it truncated", SsemockWarning, stacklevel=2)
+        self.error = {
+            "type": "RecordingTruncated",
+            "at_byte": self.max_body_bytes,
+            "message": f"the recording stopped at max_body_bytes={self.max_body_bytes} "
+            f"(ssemock); replay ends the stream there",
+        }
+        warnings.warn(
+            f"ssemock: recording of {self.request.method} {mask_url(self.request.url)} cut at "
+            f"max_body_bytes={self.max_body_bytes}: the stream went on longer (raise max_body_bytes to keep "
+            f"more); the cassette marks it truncated",
+            SsemockWarning,
+            stacklevel=2,
+        )
 
     def finish(self, exc: BaseException | None = None) -> None:
         """The stream ended: normally, with an error, or abandoned (GeneratorExit / close)."""
@@ -258,6 +288,7 @@ class Recorder:
         """`drain` for async stacks: awaits ``rest()`` for at most ``drain_limit`` seconds (the
         caller closes the real stream after it); cancelled, the recording ends where it got to."""
         import anyio  # httpx's own dependency; works under asyncio and trio
+
         try:
             with anyio.move_on_after(self.drain_limit) as scope:
                 try:
@@ -286,10 +317,14 @@ class Recorder:
             return
         self.finish(GeneratorExit())
         if not self.complete:
-            warnings.warn(f"ssemock: recording of {self.request.method} {mask_url(self.request.url)}: the client "
-                          f"closed the stream before its end, and the rest did not arrive within drain_on_close="
-                          f"{self.drain_limit:g} s; the cassette marks it incomplete (a larger drain_on_close waits longer, "
-                          f"False does not wait: for a stream that never ends)", SsemockWarning, stacklevel=3)
+            warnings.warn(
+                f"ssemock: recording of {self.request.method} {mask_url(self.request.url)}: the client "
+                f"closed the stream before its end, and the rest did not arrive within drain_on_close="
+                f"{self.drain_limit:g} s; the cassette marks it incomplete (a larger drain_on_close waits longer, "
+                f"False does not wait: for a stream that never ends)",
+                SsemockWarning,
+                stacklevel=3,
+            )
 
     def _body(self) -> bytes:
         """The body so far, joined once and kept joined (the chunks need not live twice);
@@ -303,12 +338,14 @@ class Recorder:
         (the openai SDK closes right after ``[DONE]``)."""
         from .accumulate import accumulate
         from .expect import decode_body
+
         with self._lock:
             body = self._body()
         content_type = next((v for k, v in self.headers if k == "content-type"), "")
         try:
-            return accumulate(decode_body(body, content_type), url=self.request.url,
-                              content_type=content_type).complete
+            return accumulate(
+                decode_body(body, content_type), url=self.request.url, content_type=content_type
+            ).complete
         except ValueError:
             return False
 
@@ -322,9 +359,17 @@ class Recorder:
         ``hooked`` is False (None when that hook drops it)."""
         with self._lock:
             body, ends, times = self._body(), list(self._ends), list(self._times)
-        response = redact_response(Response(self.status, list(self.headers), body, ends,
-                                             [round(t, 4) for t in times],
-                                             self.complete, self.error))
+        response = redact_response(
+            Response(
+                self.status,
+                list(self.headers),
+                body,
+                ends,
+                [round(t, 4) for t in times],
+                self.complete,
+                self.error,
+            )
+        )
         if hooked and self._before_response is not None:
             changed = self._before_response(response)
             if changed is None:

@@ -23,25 +23,52 @@ from .secrets import escape_control as escape_control  # their home is ssemock.s
 from .secrets import mask_text as mask_text
 from .transforms import rewrite
 
-__all__ = ["QUERY_PARAMS", "REDACTED", "REQUEST_HEADERS", "RESPONSE_HEADERS", "escape_control", "find_secrets",
-           "interaction_secrets", "mask_text", "mask_url", "redact_request", "redact_response", "redact_url",
-           "replace_spans"]
+__all__ = [
+    "QUERY_PARAMS",
+    "REDACTED",
+    "REQUEST_HEADERS",
+    "RESPONSE_HEADERS",
+    "escape_control",
+    "find_secrets",
+    "interaction_secrets",
+    "mask_text",
+    "mask_url",
+    "redact_request",
+    "redact_response",
+    "redact_url",
+    "replace_spans",
+]
 
 REDACTED = "REDACTED"
 #: Request headers always redacted; so is any request header whose name says token, secret, key,
 #: auth, password, signature, session, cookie or credential (``ssemock.secrets.SECRET_NAME``).
-REQUEST_HEADERS = frozenset({
-    "authorization", "x-api-key", "api-key", "cookie", "proxy-authorization", "x-goog-api-key",
-    "openai-organization", "openai-project", "anthropic-api-key", "x-amz-security-token",
-    "ocp-apim-subscription-key", "x-auth-token", "private-token",
-})
+REQUEST_HEADERS = frozenset(
+    {
+        "authorization",
+        "x-api-key",
+        "api-key",
+        "cookie",
+        "proxy-authorization",
+        "x-goog-api-key",
+        "openai-organization",
+        "openai-project",
+        "anthropic-api-key",
+        "x-amz-security-token",
+        "ocp-apim-subscription-key",
+        "x-auth-token",
+        "private-token",
+    }
+)
 #: Response headers always redacted, and any ``x-amz-...token...``.
-RESPONSE_HEADERS = frozenset({"set-cookie", "openai-organization", "openai-project", "anthropic-organization-id",
-                              "mcp-session-id"})
+RESPONSE_HEADERS = frozenset(
+    {"set-cookie", "openai-organization", "openai-project", "anthropic-organization-id", "mcp-session-id"}
+)
 _AMZ_TOKEN = re.compile(r"^x-amz-.*token", re.I)
 QUERY_PARAMS = re.compile(
     r"^(key|api[-_]?key|access[-_]?token|refresh[-_]?token|id[-_]?token|token|secret|client[-_]?secret|password"
-    r"|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|auth|code|session[-_]?id)$", re.I)
+    r"|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|auth|code|session[-_]?id)$",
+    re.I,
+)
 #: An SSE ``data:`` line that is a URL alone (not JSON): how the legacy MCP transport's ``endpoint``
 #: event tells the client where to POST, with the session id in its query.
 _URL_LINE = re.compile(rb"^data: ?((?:/|https?://)[^\r\n\s]*\?[^\r\n\s]*)\r?$", re.M)
@@ -72,17 +99,19 @@ def redact_url(url: str) -> str:
     if parts.password and parts.password != REDACTED:
         at = url.find("@")
         colon = url.rfind(":", 0, at)
-        url = url[:colon + 1] + REDACTED + url[at:]
+        url = url[: colon + 1] + REDACTED + url[at:]
     q = url.find("?")
     if q < 0:
         return url
     end = url.find("#", q)
     end = len(url) if end < 0 else end
-    query = url[q + 1:end]
-    spans = [(a, b) for name, a, b in _query_spans(query) if QUERY_PARAMS.match(name) and query[a:b] != REDACTED]
+    query = url[q + 1 : end]
+    spans = [
+        (a, b) for name, a, b in _query_spans(query) if QUERY_PARAMS.match(name) and query[a:b] != REDACTED
+    ]
     if not spans:
         return url
-    return url[:q + 1] + replace_spans(query, spans, REDACTED) + url[end:]
+    return url[: q + 1] + replace_spans(query, spans, REDACTED) + url[end:]
 
 
 def redact_request(request: Request) -> Request:
@@ -110,6 +139,7 @@ def redact_response(response: Response) -> Response:
 
 
 # -- scanning ----------------------------------------------------------------------------------
+
 
 def interaction_secrets(x: Interaction) -> Iterator[tuple[str, Secret]]:
     """(field, secret) for every secret in every field of an interaction; offsets into the field."""
@@ -140,6 +170,7 @@ def find_secrets(cassette: Cassette) -> list[str]:
 
 
 # -- messages ----------------------------------------------------------------------------------
+
 
 def mask_url(url: str) -> str:
     """A URL fit for a message: the default redaction rules, then `mask_text`."""

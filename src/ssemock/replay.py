@@ -64,8 +64,18 @@ from .serving import (
 )
 from .stacks import Record
 
-__all__ = ["Play", "Plan", "Player", "ReplayStream", "UnmatchedRequestError", "plan_response", "recording_players",
-           "recording_refusals", "replay", "use_cassette"]
+__all__ = [
+    "Play",
+    "Plan",
+    "Player",
+    "ReplayStream",
+    "UnmatchedRequestError",
+    "plan_response",
+    "recording_players",
+    "recording_refusals",
+    "replay",
+    "use_cassette",
+]
 
 _T = TypeVar("_T")
 
@@ -138,17 +148,29 @@ class Player:
     ([`expected`][ssemock.Player.expected]).
     """
 
-    def __init__(self, cassette: Cassette, *, path: str | os.PathLike[str] | None = None,
-                 record_mode: RecordMode = "none", chunking: ChunkingSpec = "as_recorded",
-                 transform: TransformSpec = None, timing: TimingSpec = "instant",
-                 faults: FaultSpec = (), match_on: matching.MatchOn | None = None,
-                 allow_playback_repeats: bool = False, protocol: str | None = None,
-                 before_record_request: RequestHook | None = None,
-                 before_record_response: ResponseHook | None = None,
-                 allowed_hosts: Sequence[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES,
-                 drain_on_close: bool | float = True, existed: bool = True,
-                 ignore_hosts: Sequence[str] | None = None, ignore_localhost: bool = False,
-                 block_subprocesses: bool = False) -> None:
+    def __init__(
+        self,
+        cassette: Cassette,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        record_mode: RecordMode = "none",
+        chunking: ChunkingSpec = "as_recorded",
+        transform: TransformSpec = None,
+        timing: TimingSpec = "instant",
+        faults: FaultSpec = (),
+        match_on: matching.MatchOn | None = None,
+        allow_playback_repeats: bool = False,
+        protocol: str | None = None,
+        before_record_request: RequestHook | None = None,
+        before_record_response: ResponseHook | None = None,
+        allowed_hosts: Sequence[str] | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        drain_on_close: bool | float = True,
+        existed: bool = True,
+        ignore_hosts: Sequence[str] | None = None,
+        ignore_localhost: bool = False,
+        block_subprocesses: bool = False,
+    ) -> None:
         if record_mode not in RECORD_MODES:
             raise unknown("record_mode", record_mode, RECORD_MODES)
         self.cassette = cassette
@@ -178,12 +200,16 @@ class Player:
         self._before_request = before_record_request
         self._before_response = before_record_response
         self._replays = record_mode in ("none", "new_episodes") or (record_mode == "once" and existed)
-        self._records = record_mode in ("new_episodes", "all", "rewrite") or (record_mode == "once" and not existed)
+        self._records = record_mode in ("new_episodes", "all", "rewrite") or (
+            record_mode == "once" and not existed
+        )
         self._existed = existed
         refused = recording_refusals(self.faults) if self._records else []
         if refused:
-            raise ValueError(f"record_mode={record_mode!r}: a recording run cannot serve these faults as their replay "
-                             f"will: {'; '.join(refused)}; record without them, then replay with them")
+            raise ValueError(
+                f"record_mode={record_mode!r}: a recording run cannot serve these faults as their replay "
+                f"will: {'; '.join(refused)}; record without them, then replay with them"
+            )
         if not (isinstance(max_body_bytes, int) and max_body_bytes > 0):
             raise ValueError(f"max_body_bytes must be a positive number of bytes, got {max_body_bytes!r}")
         self.max_body_bytes = max_body_bytes
@@ -191,10 +217,16 @@ class Player:
         self.drain_on_close = drain_on_close
         """Whether (or for how many seconds) a recording reads the rest of a stream the client closed early."""
         self._drain = drain_seconds(drain_on_close)
-        self._disk = _session.stat(self.path)  # the file as it was at the start: a change means another recorder
-        self.guard = _lock.Guard(allowed_hosts=allowed_hosts, blocks=not self._records,
-                                 where=str(self.path) if self.path else "an in-memory cassette",
-                                 ignore_hosts=ignore_hosts, ignore_localhost=ignore_localhost)
+        self._disk = _session.stat(
+            self.path
+        )  # the file as it was at the start: a change means another recorder
+        self.guard = _lock.Guard(
+            allowed_hosts=allowed_hosts,
+            blocks=not self._records,
+            where=str(self.path) if self.path else "an in-memory cassette",
+            ignore_hosts=ignore_hosts,
+            ignore_localhost=ignore_localhost,
+        )
         self.block_subprocesses = block_subprocesses
         """Whether child processes started meanwhile get proxy variables that refuse every connection."""
         self._selection = Selection(cassette.interactions, self.match_on)
@@ -216,8 +248,10 @@ class Player:
         self._again: list[Recorder] = []  # recorded this run, to serve again (a fault did not consume them)
 
     def __repr__(self) -> str:
-        return (f"<ssemock.Player {self.path or '(memory)'} mode={self.record_mode} "
-                f"chunking={self.chunking} transform={'+'.join(map(str, self.transforms)) or None}>")
+        return (
+            f"<ssemock.Player {self.path or '(memory)'} mode={self.record_mode} "
+            f"chunking={self.chunking} transform={'+'.join(map(str, self.transforms)) or None}>"
+        )
 
     # -- context management ----------------------------------------------------------------
 
@@ -229,8 +263,11 @@ class Player:
         """
         if self._active:
             raise RuntimeError(f"ssemock: {self!r} is already active (a player is entered once at a time)")
-        self._aimed().check(self.cassette.interactions, str(self.path) if self.path else "the in-memory cassette",
-                            complete=not self._records)
+        self._aimed().check(
+            self.cassette.interactions,
+            str(self.path) if self.path else "the in-memory cassette",
+            complete=not self._records,
+        )
         _stacks.activate(self.router)
         _lock.engage(self.guard)
         if self.block_subprocesses:
@@ -263,8 +300,9 @@ class Player:
         self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         # Saved after an ordinary error (as vcrpy does: what was recorded is real), never after an
         # interrupt (KeyboardInterrupt, SystemExit): a half recording must not replace a good one;
         # it is kept beside it instead.
@@ -281,8 +319,14 @@ class Player:
         try:
             return self.keep_partial()
         except (OSError, CassetteError) as exc:  # reported, never in place of the interruption itself
-            warnings.warn(mask_text(f"ssemock: interrupted while recording {self.path}: it is unchanged, but the "
-                                    f"partial recording could not be kept: {exc}"), SsemockWarning, stacklevel=2)
+            warnings.warn(
+                mask_text(
+                    f"ssemock: interrupted while recording {self.path}: it is unchanged, but the "
+                    f"partial recording could not be kept: {exc}"
+                ),
+                SsemockWarning,
+                stacklevel=2,
+            )
             return None
 
     def keep_partial(self) -> Path | None:
@@ -295,8 +339,9 @@ class Player:
     async def __aenter__(self) -> Player:
         return self.__enter__()
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.__exit__(exc_type, exc, tb)
 
     # -- serving ---------------------------------------------------------------------------
@@ -309,8 +354,11 @@ class Player:
         if self._before_request is not None:  # as vcrpy: matched in the form it is recorded in
             hooked = self._before_request(sent)
             if hooked is None:  # dropped: neither matched nor recorded, sent as it is
-                raise respx.models.PassThrough("dropped by before_record_request", request=request,
-                                               origin=None)  # type: ignore[arg-type]
+                raise respx.models.PassThrough(
+                    "dropped by before_record_request",
+                    request=request,
+                    origin=None,  # type: ignore[arg-type]
+                )
             sent = hooked
         if self._replays:
             with self._lock:
@@ -320,15 +368,21 @@ class Player:
                 return self._serve(index, request)
         if self._records:
             with self._lock:
-                again = next((r for r in self._again if not matching.differences(sent, r.request, self.match_on)),
-                             None)
+                again = next(
+                    (r for r in self._again if not matching.differences(sent, r.request, self.match_on)), None
+                )
             if again is not None:  # as a replay serves it again: a retry after an http_error fault
                 return self._serve_recorded(again, request)
             varied = self.chunking.name != "as_recorded" or bool(self.transforms) or bool(self.faults)
-            recorder = Recorder(request, sent, on_response=_weakly(self._recorded),
-                                before_record_response=self._before_response,
-                                max_body_bytes=self.max_body_bytes, drain=self._drain,
-                                serve=_weakly(self._serve_recorded) if varied else None)
+            recorder = Recorder(
+                request,
+                sent,
+                on_response=_weakly(self._recorded),
+                before_record_response=self._before_response,
+                max_body_bytes=self.max_body_bytes,
+                drain=self._drain,
+                serve=_weakly(self._serve_recorded) if varied else None,
+            )
             raise Record(request, recorder)
         if self.guard.allows(request.url.host):  # sent for real, unless an outer player matches it
             raise _stacks.Allowed(f"ssemock: {request.method} {request.url.host}: an allowed host")
@@ -345,17 +399,37 @@ class Player:
             attempt, self.attempts = self.attempts, self.attempts + 1
             # aimed as in the replay, where the recording will be this interaction of the cassette
             at = len(self.cassette.interactions) + next(
-                (n for n, r in enumerate(self.recorders) if r is recorder), len(self.recorders))
+                (n for n, r in enumerate(self.recorders) if r is recorder), len(self.recorders)
+            )
             faults = self._aimed().pick(at, interaction)
-        plan = plan_response(interaction.response, url=str(request.url), core=_stacks.errors_of(request),
-                             chunking=self.chunking, transforms=self.transforms, timing=self.timing,
-                             faults=faults, attempt=attempt,
-                             read_timeout=(request.extensions.get("timeout") or {}).get("read"))
+        plan = plan_response(
+            interaction.response,
+            url=str(request.url),
+            core=_stacks.errors_of(request),
+            chunking=self.chunking,
+            transforms=self.transforms,
+            timing=self.timing,
+            faults=faults,
+            attempt=attempt,
+            read_timeout=(request.extensions.get("timeout") or {}).get("read"),
+        )
         t0 = _timing.clock.now() - (time.perf_counter() - recorder.t0)  # when the request was sent
         stream = ReplayStream(plan, t0)
-        play = Play(-1, request, interaction, self.chunking, self.transforms, stream, plan.body, plan.ends,
-                    plan.faults, cut=_timeout_cut(plan), framing=plan.framing, cut_at=plan.cut_at,
-                    status=plan.status)
+        play = Play(
+            -1,
+            request,
+            interaction,
+            self.chunking,
+            self.transforms,
+            stream,
+            plan.body,
+            plan.ends,
+            plan.faults,
+            cut=_timeout_cut(plan),
+            framing=plan.framing,
+            cut_at=plan.cut_at,
+            status=plan.status,
+        )
         with self._lock:
             if plan.consumes:
                 self._again = [r for r in self._again if r is not recorder]
@@ -363,8 +437,9 @@ class Player:
                 self._again.append(recorder)
             self.plays.append(play)
             self._latest = play
-        return httpx.Response(plan.status, headers=plan.headers, stream=stream,
-                              extensions={"http_version": b"HTTP/1.1"})
+        return httpx.Response(
+            plan.status, headers=plan.headers, stream=stream, extensions={"http_version": b"HTTP/1.1"}
+        )
 
     def _recorded(self, recorder: Recorder) -> None:
         with self._lock:
@@ -379,7 +454,7 @@ class Player:
         if self._selection.stale(interactions):
             counts = self._selection.play_counts
             self._selection = Selection(interactions, self.match_on)
-            self._selection.play_counts[:len(counts)] = counts[:len(interactions)]
+            self._selection.play_counts[: len(counts)] = counts[: len(interactions)]
         return self._selection
 
     @property
@@ -406,10 +481,18 @@ class Player:
         core = _stacks.errors_of(request)
         read_timeout = (request.extensions.get("timeout") or {}).get("read")
         pushes = _server_push(interaction)
-        plan = plan_response(interaction.response, url=str(request.url), core=core,
-                             chunking=self.chunking, transforms=self.transforms, timing=self.timing,
-                             faults=faults, attempt=attempt, read_timeout=read_timeout,
-                             holds=_held.holds_for(self.cassette.interactions, index) if pushes else None)
+        plan = plan_response(
+            interaction.response,
+            url=str(request.url),
+            core=core,
+            chunking=self.chunking,
+            transforms=self.transforms,
+            timing=self.timing,
+            faults=faults,
+            attempt=attempt,
+            read_timeout=read_timeout,
+            holds=_held.holds_for(self.cassette.interactions, index) if pushes else None,
+        )
         if not plan.consumes:
             with self._lock:
                 self.selection.release(index)
@@ -418,14 +501,27 @@ class Player:
             limit = min(read_timeout, _held.HOLD_LIMIT) if read_timeout is not None else _held.HOLD_LIMIT
             gate = _held.Gate(self._requests, since, limit, self._never_requested(index, core))
         stream = ReplayStream(plan, t0, gate)
-        play = Play(index, request, interaction, self.chunking, self.transforms, stream,
-                    plan.body, plan.ends, plan.faults, cut=_timeout_cut(plan), framing=plan.framing,
-                    cut_at=plan.cut_at, status=plan.status)
+        play = Play(
+            index,
+            request,
+            interaction,
+            self.chunking,
+            self.transforms,
+            stream,
+            plan.body,
+            plan.ends,
+            plan.faults,
+            cut=_timeout_cut(plan),
+            framing=plan.framing,
+            cut_at=plan.cut_at,
+            status=plan.status,
+        )
         with self._lock:
             self.plays.append(play)
             self._latest = play
-        return httpx.Response(plan.status, headers=plan.headers, stream=stream,
-                              extensions={"http_version": b"HTTP/1.1"})
+        return httpx.Response(
+            plan.status, headers=plan.headers, stream=stream, extensions={"http_version": b"HTTP/1.1"}
+        )
 
     def _never_requested(self, index: int, core: Any) -> Callable[[list[Any], str], BaseException]:
         """The error a held stream raises when the requests it answers never come: the client
@@ -435,11 +531,15 @@ class Player:
 
         def error(missing: list[Any], why: str) -> BaseException:
             ids = ", ".join(sorted(map(repr, missing)))
-            timeout: BaseException = core.ReadTimeout(mask_text(
-                f"ssemock: {where}, interaction #{index} ({request.method} {request.url}): the recorded stream "
-                f"answers the request with id {ids} next, and replay holds it until that request is made; {why}. "
-                f"Make the requests the recorded session made (in its order), or record the cassette again"))
+            timeout: BaseException = core.ReadTimeout(
+                mask_text(
+                    f"ssemock: {where}, interaction #{index} ({request.method} {request.url}): the recorded stream "
+                    f"answers the request with id {ids} next, and replay holds it until that request is made; {why}. "
+                    f"Make the requests the recorded session made (in its order), or record the cassette again"
+                )
+            )
             return timeout
+
         return error
 
     def _explain(self, sent: Request) -> str:
@@ -448,17 +548,21 @@ class Player:
         where = str(self.path) if self.path else "the in-memory cassette"
         names = [matching.name_of(m) for m in self.match_on]
         count = len(self.cassette.interactions)
-        lines = [f"ssemock: no recorded interaction matches {sent.method} {sent.url}",
-                 f"  cassette: {where} ({count} interaction{'' if count == 1 else 's'}, "
-                 f"record_mode={self.record_mode!r}, matching on {', '.join(names)})"]
+        lines = [
+            f"ssemock: no recorded interaction matches {sent.method} {sent.url}",
+            f"  cassette: {where} ({count} interaction{'' if count == 1 else 's'}, "
+            f"record_mode={self.record_mode!r}, matching on {', '.join(names)})",
+        ]
         host = urlsplit(sent.url).hostname
         if count and all(urlsplit(x.request.url).hostname != host for x in self.cassette.interactions):
             lines.append(f"  the request goes to {host}, a host the cassette never saw")
         if self.path and not self._existed:
             lines.append("  the cassette file does not exist yet: record it first")
         ranked = self.selection.closest(sent)
-        fixes = ["record it: pytest --ssemock-record-mode=new_episodes (or once for a new cassette), "
-                 "or use_cassette(..., record_mode=\"new_episodes\")"]
+        fixes = [
+            "record it: pytest --ssemock-record-mode=new_episodes (or once for a new cassette), "
+            'or use_cassette(..., record_mode="new_episodes")'
+        ]
         if ranked:
             lines.append("  closest recorded requests:")
         for diffs, i in ranked:
@@ -497,8 +601,16 @@ class Player:
         if not new:
             return
         kept = self.cassette.interactions
-        out, self._disk = _session.save(self.path, kept, new, disk=self._disk, record_mode=self.record_mode,
-                                        match_on=self.match_on, existed=self._existed, kept=self.kept)
+        out, self._disk = _session.save(
+            self.path,
+            kept,
+            new,
+            disk=self._disk,
+            record_mode=self.record_mode,
+            match_on=self.match_on,
+            existed=self._existed,
+            kept=self.kept,
+        )
         self.cassette.interactions = out
         self._selection = Selection(out, self.match_on)
 
@@ -512,13 +624,26 @@ class Player:
         with self._lock:
             latest = self._latest
         if latest is None:
-            raise StreamAssertionError(f"ssemock: nothing was served or recorded yet by {self!r}, "
-                                       "so nothing is expected")
+            raise StreamAssertionError(
+                f"ssemock: nothing was served or recorded yet by {self!r}, so nothing is expected"
+            )
         if isinstance(latest, Recorder):
             interaction = latest.interaction(hooked=False)
             response = interaction.response
-            return Expected(Play(-1, latest.sent, interaction, _chunking.as_recorded, [], None,
-                                 response.body, response.ends, status=response.status), self.protocol)
+            return Expected(
+                Play(
+                    -1,
+                    latest.sent,
+                    interaction,
+                    _chunking.as_recorded,
+                    [],
+                    None,
+                    response.body,
+                    response.ends,
+                    status=response.status,
+                ),
+                self.protocol,
+            )
         cached = self._expected_of  # the last served stream's, until more of it was delivered
         if cached is None or cached[0] is not latest or len(cached[1].body) != len(latest.reference_body):
             self._expected_of = cached = (latest, Expected(latest, self.protocol))
@@ -568,11 +693,17 @@ class Player:
             return False
 
         try:
-            _diagnose.shrink(self.plays[-1], chunking=chunking, transforms=self.transforms, faults=faults,
-                             original=original, fails_when=fails_when)
+            _diagnose.shrink(
+                self.plays[-1],
+                chunking=chunking,
+                transforms=self.transforms,
+                faults=faults,
+                original=original,
+                fails_when=fails_when,
+            )
         finally:  # the search's own runs are not plays of the test (nor teardown warnings)
             self.play_counts[:], self.attempts, self._latest = after[0], after[2], after[3]
-            del self.plays[after[1]:]
+            del self.plays[after[1] :]
 
     # -- diagnostics ---------------------------------------------------------------------------
 
@@ -601,8 +732,10 @@ class Player:
         decoder dispatches an event at its blank line, the CR of a CRLF included: a client that
         waits for more bytes first delays every event by one chunk, forever on a quiet stream)."""
         if not self._notes:
-            raise StreamAssertionError("ssemock: assert_prompt: no event was noted; wrap each event the client "
-                                       "yields with player.handed(event)")
+            raise StreamAssertionError(
+                "ssemock: assert_prompt: no event was noted; wrap each event the client "
+                "yields with player.handed(event)"
+            )
         by_play: dict[int, list[int]] = {}
         plays: dict[int, Play] = {}
         for play, handed in self._notes:
@@ -615,8 +748,10 @@ class Player:
             ends = list(play.ends)
             for n, handed in enumerate(counts):
                 if n >= len(events):
-                    raise StreamAssertionError(f"ssemock: the client handed on {len(counts)} events, but only "
-                                               f"{len(events)} were served (under {play.chunking})")
+                    raise StreamAssertionError(
+                        f"ssemock: the client handed on {len(counts)} events, but only "
+                        f"{len(events)} were served (under {play.chunking})"
+                    )
                 block = events[n]
                 need = _diagnose.chunk_of(ends, block.done_at(play.body))
                 if handed > need:
@@ -624,10 +759,12 @@ class Player:
                         f"ssemock: {_diagnose.block_line(block)} was complete after chunk {need} of "
                         f"{len(ends)} (byte {block.done_at(play.body)}), but the client handed it on only after "
                         f"asking for chunk {handed}: it holds events back until more bytes arrive "
-                        f"(under {Expected(play, self.protocol)._under()})")
+                        f"(under {Expected(play, self.protocol)._under()})"
+                    )
 
-    def assert_rejected(self, run: Callable[[], _T], *,
-                        flagged: Callable[[_T], bool] | None = None) -> BaseException | _T:
+    def assert_rejected(
+        self, run: Callable[[], _T], *, flagged: Callable[[_T], bool] | None = None
+    ) -> BaseException | _T:
         """Run ``run`` (the client reading a stream a conforming client must reject: the reference
         raises on it or finds it incomplete, e.g. under ``faults="trailing_data:at=garbage"`` or
         ``"truncate"``) and return the exception it raised, or its result when ``flagged(result)``
@@ -639,17 +776,22 @@ class Player:
             if self._reference_rejects() is None:
                 raise StreamAssertionError(
                     f"ssemock: the client raised on a stream the reference accepts (complete, "
-                    f"{len(self.expected.events)} events) under {self.expected._under()}: {exc!r}") from exc
+                    f"{len(self.expected.events)} events) under {self.expected._under()}: {exc!r}"
+                ) from exc
             return exc
         reason = self._reference_rejects()
         if reason is None:
-            raise StreamAssertionError(f"ssemock: assert_rejected: the reference accepts the stream served under "
-                                       f"{self.expected._under()}, so there is nothing to reject; compare the "
-                                       f"result instead (assert_text, assert_accumulates)")
+            raise StreamAssertionError(
+                f"ssemock: assert_rejected: the reference accepts the stream served under "
+                f"{self.expected._under()}, so there is nothing to reject; compare the "
+                f"result instead (assert_text, assert_accumulates)"
+            )
         if flagged is not None and flagged(result):
             return result
-        raise StreamAssertionError(f"ssemock: the client accepted a stream a conforming client must reject or flag "
-                                   f"under {self.expected._under()}: {reason}; it returned {_short(result)}")
+        raise StreamAssertionError(
+            f"ssemock: the client accepted a stream a conforming client must reject or flag "
+            f"under {self.expected._under()}: {reason}; it returned {_short(result)}"
+        )
 
     def _reference_rejects(self) -> str | None:
         """Why the reference decoder and accumulator reject the last stream, or None."""
@@ -696,11 +838,21 @@ def recording_refusals(faults: Sequence[_faults.Fault]) -> list[str]:
     return [f"{fault}: {reason}" for fault in faults if (reason := getattr(fault, "replay_only", None))]
 
 
-def replay(cassette: Cassette, *, chunking: ChunkingSpec = "as_recorded", transform: TransformSpec = None,
-           timing: TimingSpec = "instant", faults: FaultSpec = (), match_on: matching.MatchOn | None = None,
-           allow_playback_repeats: bool = False, protocol: str | None = None,
-           allowed_hosts: Sequence[str] | None = None, ignore_hosts: Sequence[str] | None = None,
-           ignore_localhost: bool = False, block_subprocesses: bool = False) -> Player:
+def replay(
+    cassette: Cassette,
+    *,
+    chunking: ChunkingSpec = "as_recorded",
+    transform: TransformSpec = None,
+    timing: TimingSpec = "instant",
+    faults: FaultSpec = (),
+    match_on: matching.MatchOn | None = None,
+    allow_playback_repeats: bool = False,
+    protocol: str | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    ignore_hosts: Sequence[str] | None = None,
+    ignore_localhost: bool = False,
+    block_subprocesses: bool = False,
+) -> Player:
     """A player over an in-memory cassette: ``with ssemock.replay(c) as player: ...``.
 
     Replay only: a request no interaction matches raises
@@ -726,21 +878,42 @@ def replay(cassette: Cassette, *, chunking: ChunkingSpec = "as_recorded", transf
         assert len(chunks) == 13 and b"".join(chunks) == b"data: hello\\n\\n"
         assert len(player.plays) == 1
     """
-    return Player(cassette, chunking=chunking, transform=transform, timing=timing, faults=faults,
-                  match_on=match_on, allow_playback_repeats=allow_playback_repeats, protocol=protocol,
-                  allowed_hosts=allowed_hosts, ignore_hosts=ignore_hosts, ignore_localhost=ignore_localhost,
-                  block_subprocesses=block_subprocesses)
+    return Player(
+        cassette,
+        chunking=chunking,
+        transform=transform,
+        timing=timing,
+        faults=faults,
+        match_on=match_on,
+        allow_playback_repeats=allow_playback_repeats,
+        protocol=protocol,
+        allowed_hosts=allowed_hosts,
+        ignore_hosts=ignore_hosts,
+        ignore_localhost=ignore_localhost,
+        block_subprocesses=block_subprocesses,
+    )
 
 
-def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "none",
-                 chunking: ChunkingSpec = "as_recorded", transform: TransformSpec = None,
-                 timing: TimingSpec = "instant", faults: FaultSpec = (), match_on: matching.MatchOn | None = None,
-                 allow_playback_repeats: bool = False, protocol: str | None = None,
-                 before_record_request: RequestHook | None = None,
-                 before_record_response: ResponseHook | None = None,
-                 allowed_hosts: Sequence[str] | None = None, max_body_bytes: int = MAX_BODY_BYTES,
-                 drain_on_close: bool | float = True, ignore_hosts: Sequence[str] | None = None,
-                 ignore_localhost: bool = False, block_subprocesses: bool = False) -> Player:
+def use_cassette(
+    path: str | os.PathLike[str],
+    *,
+    record_mode: RecordMode = "none",
+    chunking: ChunkingSpec = "as_recorded",
+    transform: TransformSpec = None,
+    timing: TimingSpec = "instant",
+    faults: FaultSpec = (),
+    match_on: matching.MatchOn | None = None,
+    allow_playback_repeats: bool = False,
+    protocol: str | None = None,
+    before_record_request: RequestHook | None = None,
+    before_record_response: ResponseHook | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    drain_on_close: bool | float = True,
+    ignore_hosts: Sequence[str] | None = None,
+    ignore_localhost: bool = False,
+    block_subprocesses: bool = False,
+) -> Player:
     """Replay (and record, by ``record_mode``) the cassette file at ``path``.
 
     Modes as vcrpy's: ``none`` replays only; ``once`` records if the file is missing, else
@@ -766,10 +939,24 @@ def use_cassette(path: str | os.PathLike[str], *, record_mode: RecordMode = "non
     p = Path(path)
     existed = p.exists() and record_mode != "rewrite"
     cassette = Cassette.load(p) if existed else Cassette(path=p)
-    return Player(cassette, path=p, record_mode=record_mode, existed=existed, chunking=chunking,
-                  transform=transform, timing=timing, faults=faults, match_on=match_on,
-                  allow_playback_repeats=allow_playback_repeats, protocol=protocol,
-                  before_record_request=before_record_request, before_record_response=before_record_response,
-                  allowed_hosts=allowed_hosts, max_body_bytes=max_body_bytes, drain_on_close=drain_on_close,
-                  ignore_hosts=ignore_hosts, ignore_localhost=ignore_localhost,
-                  block_subprocesses=block_subprocesses)
+    return Player(
+        cassette,
+        path=p,
+        record_mode=record_mode,
+        existed=existed,
+        chunking=chunking,
+        transform=transform,
+        timing=timing,
+        faults=faults,
+        match_on=match_on,
+        allow_playback_repeats=allow_playback_repeats,
+        protocol=protocol,
+        before_record_request=before_record_request,
+        before_record_response=before_record_response,
+        allowed_hosts=allowed_hosts,
+        max_body_bytes=max_body_bytes,
+        drain_on_close=drain_on_close,
+        ignore_hosts=ignore_hosts,
+        ignore_localhost=ignore_localhost,
+        block_subprocesses=block_subprocesses,
+    )

@@ -45,9 +45,30 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 
-__all__ = ["CREDENTIAL_NAME", "scan_json_members", "SECRET_NAME", "Finding", "Secret", "base64_text", "credential_name", "decode_content",
-           "entropy", "escape_control", "looks_random", "mask_text", "safe_message", "scan", "scan_body",
-           "scan_cassette", "scan_form", "scan_header", "scan_interaction", "scan_named", "scan_url", "value_shape"]
+__all__ = [
+    "CREDENTIAL_NAME",
+    "scan_json_members",
+    "SECRET_NAME",
+    "Finding",
+    "Secret",
+    "base64_text",
+    "credential_name",
+    "decode_content",
+    "entropy",
+    "escape_control",
+    "looks_random",
+    "mask_text",
+    "safe_message",
+    "scan",
+    "scan_body",
+    "scan_cassette",
+    "scan_form",
+    "scan_header",
+    "scan_interaction",
+    "scan_named",
+    "scan_url",
+    "value_shape",
+]
 
 REDACTED = "REDACTED"
 #: A header, query parameter or form field with such a name holds a credential.
@@ -98,7 +119,9 @@ def _generic_sk(data: bytes, m: re.Match[bytes]) -> bool:
 
 def _bearer(data: bytes, m: re.Match[bytes]) -> bool:
     token = m.group(1)
-    if token.startswith(b"REDACTED") and not token[8:9].isalnum():  # what redaction left (``REDACTED%3D`` too)
+    if (
+        token.startswith(b"REDACTED") and not token[8:9].isalnum()
+    ):  # what redaction left (``REDACTED%3D`` too)
         return False
     return _has_digit_and_letter(token) or len(token) >= 16 or any(65 <= c <= 90 for c in token[1:])
 
@@ -111,35 +134,68 @@ def _basic(data: bytes, m: re.Match[bytes]) -> bool:
         return False
 
 
-def _shape(what: str, anchors: tuple[bytes, ...], pattern: bytes, prefix: int,
-           check: Callable[[bytes, re.Match[bytes]], bool] | None = None) -> _Shape:
+def _shape(
+    what: str,
+    anchors: tuple[bytes, ...],
+    pattern: bytes,
+    prefix: int,
+    check: Callable[[bytes, re.Match[bytes]], bool] | None = None,
+) -> _Shape:
     return _Shape(what, anchors, re.compile(pattern), prefix, check)
 
 
 _SHAPES: tuple[_Shape, ...] = (
     _shape("an Anthropic key (sk-ant-...)", (b"sk-ant-",), rb"sk-ant-" + _TOKEN + rb"{16,}", 7),
-    _shape("an OpenAI key (sk-proj-/sk-svcacct-/sk-admin-...)", (b"sk-proj-", b"sk-svcacct-", b"sk-admin-"),
-           rb"sk-(?:proj|svcacct|admin)-" + _TOKEN + rb"{16,}", 3),
+    _shape(
+        "an OpenAI key (sk-proj-/sk-svcacct-/sk-admin-...)",
+        (b"sk-proj-", b"sk-svcacct-", b"sk-admin-"),
+        rb"sk-(?:proj|svcacct|admin)-" + _TOKEN + rb"{16,}",
+        3,
+    ),
     _shape("an OpenAI-style key (sk-...)", (b"sk-",), rb"sk-" + _TOKEN + rb"{12,}", 3, _generic_sk),
     _shape("a Google API key (AIza...)", (b"AIza",), rb"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", 4),
     _shape("a Google OAuth token (ya29....)", (b"ya29.",), rb"ya29\.[0-9A-Za-z_\-]{20,}", 5),
-    _shape("a GitHub token (gh?_...)", (b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_"),
-           rb"gh[pousr]_[A-Za-z0-9]{30,}", 4),
+    _shape(
+        "a GitHub token (gh?_...)",
+        (b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_"),
+        rb"gh[pousr]_[A-Za-z0-9]{30,}",
+        4,
+    ),
     _shape("a GitHub token (github_pat_...)", (b"github_pat_",), rb"github_pat_[A-Za-z0-9_]{30,}", 11),
     _shape("an AWS access key id (AKIA/ASIA...)", (b"AKIA", b"ASIA"), rb"A[KS]IA[0-9A-Z]{16}(?![0-9A-Z])", 4),
-    _shape("a Slack token (xox?-...)", tuple(b"xox%c-" % c for c in b"abposr"),
-           rb"xox[abposr]-[0-9A-Za-z]+-[0-9A-Za-z\-]{8,}", 5),
-    _shape("a Stripe key (sk_live_/rk_live_...)", (b"sk_live_", b"rk_live_"), rb"[sr]k_live_[0-9A-Za-z]{16,}", 8),
+    _shape(
+        "a Slack token (xox?-...)",
+        tuple(b"xox%c-" % c for c in b"abposr"),
+        rb"xox[abposr]-[0-9A-Za-z]+-[0-9A-Za-z\-]{8,}",
+        5,
+    ),
+    _shape(
+        "a Stripe key (sk_live_/rk_live_...)", (b"sk_live_", b"rk_live_"), rb"[sr]k_live_[0-9A-Za-z]{16,}", 8
+    ),
     _shape("a Hugging Face token (hf_...)", (b"hf_",), rb"hf_[A-Za-z0-9]{30,}", 3),
     _shape("a Groq key (gsk_...)", (b"gsk_",), rb"gsk_[A-Za-z0-9]{30,}", 4),
     _shape("an xAI key (xai-...)", (b"xai-",), rb"xai-[A-Za-z0-9]{30,}", 4),
     _shape("a JWT (eyJ...)", (b"eyJ",), rb"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*", 3),
-    _shape("a PEM private key", (b"-----BEGIN",),
-           rb"-----BEGIN[A-Z ]{0,20}PRIVATE KEY-----(?:[\s\S]{0,20000}?-----END[A-Z ]{0,20}PRIVATE KEY-----)?", 10),
-    _shape("a Bearer token", (b"Bearer", b"bearer", b"BEARER"),
-           rb"[Bb](?:earer|EARER)(?:\s|\+)+([A-Za-z0-9._~+/\-]{8,}=*)", 6, _bearer),
-    _shape("Basic credentials", (b"Basic", b"basic", b"BASIC"), rb"[Bb](?:asic|ASIC)(?:\s|\+)+([A-Za-z0-9+/]{4,}={0,2})", 5,
-           _basic),
+    _shape(
+        "a PEM private key",
+        (b"-----BEGIN",),
+        rb"-----BEGIN[A-Z ]{0,20}PRIVATE KEY-----(?:[\s\S]{0,20000}?-----END[A-Z ]{0,20}PRIVATE KEY-----)?",
+        10,
+    ),
+    _shape(
+        "a Bearer token",
+        (b"Bearer", b"bearer", b"BEARER"),
+        rb"[Bb](?:earer|EARER)(?:\s|\+)+([A-Za-z0-9._~+/\-]{8,}=*)",
+        6,
+        _bearer,
+    ),
+    _shape(
+        "Basic credentials",
+        (b"Basic", b"basic", b"BASIC"),
+        rb"[Bb](?:asic|ASIC)(?:\s|\+)+([A-Za-z0-9+/]{4,}={0,2})",
+        5,
+        _basic,
+    ),
 )
 _ANCHORS: list[bytes] = []
 _ANCHOR_SHAPES: list[list[_Shape]] = []
@@ -158,8 +214,15 @@ _MAX_ANCHOR = max(map(len, _ANCHORS))
 # Escapes that hide a character a credential is made of: JSON \u00XX and \/, percent %XX (and
 # %25XX, encoded twice). A body full of other escapes (\n, \u003c, "50%") needs no second look.
 _CREDENTIAL_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.+/= "  # (Bearer x)
-_ESCAPES = sorted({b"\\/", b"%25"} | {form % code for c in _CREDENTIAL_CHARS
-                                      for code in {b"%02x" % c, b"%02X" % c} for form in (b"\\u00%s", b"%%%s")})
+_ESCAPES = sorted(
+    {b"\\/", b"%25"}
+    | {
+        form % code
+        for c in _CREDENTIAL_CHARS
+        for code in {b"%02x" % c, b"%02X" % c}
+        for form in (b"\\u00%s", b"%%%s")
+    }
+)
 _HEX_CREDENTIAL = rb"(?:2[0BDEFbdef]|3[0-9Dd]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff])"  # space+-./0-9=A-Z_a-z
 _ANY_ESCAPE = re.compile(rb"[%\\](?:(?:25)*" + _HEX_CREDENTIAL + rb"|\\*(?:u00" + _HEX_CREDENTIAL + rb"|/))")
 Finder = Callable[[bytes], list[tuple[int, int]]]
@@ -179,8 +242,12 @@ def _finders(accelerated: bool = True) -> tuple[Finder, Callable[[bytes], list[i
     except ImportError:
         index = {a: i for i, a in enumerate(_ANCHORS)}
         firsts = sorted({a[:1] for a in _ANCHORS})  # one search per first byte: re skips to it fast
-        literals = [re.compile(re.escape(f) + b"(?:" + b"|".join(re.escape(a[1:]) for a in _ANCHORS if a[:1] == f)
-                               + b")") for f in firsts]
+        literals = [
+            re.compile(
+                re.escape(f) + b"(?:" + b"|".join(re.escape(a[1:]) for a in _ANCHORS if a[:1] == f) + b")"
+            )
+            for f in firsts
+        ]
 
         def anchors(data: bytes) -> list[tuple[int, int]]:
             hits = sorted((m.start(), index[m.group()]) for r in literals for m in r.finditer(data))
@@ -200,15 +267,17 @@ def _finders(accelerated: bool = True) -> tuple[Finder, Callable[[bytes], list[i
     kind, dfa = ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST, ahocorasick_rs.Implementation.DFA
     shapes = ahocorasick_rs.BytesAhoCorasick(_ANCHORS, matchkind=kind, implementation=dfa)
     escaped = ahocorasick_rs.BytesAhoCorasick(_ESCAPES, matchkind=kind, implementation=dfa)
-    return ((lambda data: [(i, s) for i, s, _ in shapes.find_matches_as_indexes(data)]),
-            (lambda data: [s for _, s, _ in escaped.find_matches_as_indexes(data)]))
+    return (
+        (lambda data: [(i, s) for i, s, _ in shapes.find_matches_as_indexes(data)]),
+        (lambda data: [s for _, s, _ in escaped.find_matches_as_indexes(data)]),
+    )
 
 
 _find_anchors, _find_escapes = _finders()
 
 
 def _preview(data: bytes, start: int, prefix: int) -> str:
-    return data[start:start + prefix].decode("ascii", "replace") + "***"
+    return data[start : start + prefix].decode("ascii", "replace") + "***"
 
 
 def _verify(data: bytes, anchor: int, start: int) -> Secret | None:
@@ -247,7 +316,7 @@ def _scan_raw(data: bytes) -> list[Secret]:
         if secret is None:
             # an anchor that is no secret may hide an overlapping one ("sk-sk-ant-..."): look again
             size = len(_ANCHORS[anchor])
-            window = data[start + 1:start + size + _MAX_ANCHOR]
+            window = data[start + 1 : start + size + _MAX_ANCHOR]
             hits[k:k] = [(a, start + 1 + s) for a, s in _find_anchors(window) if s + 1 < size]
             continue
         found.append(secret)
@@ -270,7 +339,7 @@ def _decode(data: bytes) -> tuple[bytes, list[tuple[int, int]]]:
     for m in _UNESCAPE.finditer(data):
         hexa = m.group(1) or m.group(3)
         char = bytes([int(hexa, 16)]) if hexa else b"/"
-        pieces += [data[pos:m.start()], char]
+        pieces += [data[pos : m.start()], char]
         size += m.start() - pos + 1
         pos = m.end()
         marks.append((size, pos))
@@ -339,7 +408,9 @@ def entropy(value: str) -> float:
 _NOT_CREDENTIAL = re.compile(
     r"\d{4}-?\d{2}-?\d{2}(?:[T ]\d{2}:?\d{2}(?::?\d{2}(?:[.,]\d{1,9})?)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?"
     r"|[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
-    r"|(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|h|m|s|d))+", re.I)
+    r"|(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|h|m|s|d))+",
+    re.I,
+)
 
 
 def looks_random(value: str) -> bool:
@@ -347,8 +418,9 @@ def looks_random(value: str) -> bool:
     value = value.strip()
     if len(value) < 10 or value == REDACTED or " " in value or _NOT_CREDENTIAL.fullmatch(value):
         return False
-    return entropy(value) >= 3.0 and (_has_digit_and_letter(value.encode("utf-8", "replace"))
-                                      or len(value) >= 20)
+    return entropy(value) >= 3.0 and (
+        _has_digit_and_letter(value.encode("utf-8", "replace")) or len(value) >= 20
+    )
 
 
 def scan_named(name: str, value: str) -> Secret | None:
@@ -389,8 +461,18 @@ _FORM = re.compile(rb"^[\w.%~-]+=[^&\s]*(?:&[\w.%~-]+=[^&\s]*)*$")
 _FORM_MAX = 1 << 20
 # a credential word, then the JSON member it is part of: the words are rare, so they are found
 # first (bytes.find on the lower-cased data: C speed) and each is widened to its member
-_CREDENTIAL_WORDS = (b"passw", b"passphrase", b"pwd", b"secret", b"apikey", b"api_key", b"token", b"authorization",
-                     b"private_key", b"privatekey")
+_CREDENTIAL_WORDS = (
+    b"passw",
+    b"passphrase",
+    b"pwd",
+    b"secret",
+    b"apikey",
+    b"api_key",
+    b"token",
+    b"authorization",
+    b"private_key",
+    b"privatekey",
+)
 _MEMBER_AT = re.compile(rb'"\s*:\s*"((?:[^"\\]++|\\.)*+)"')
 
 
@@ -417,13 +499,22 @@ def scan_json_members(data: bytes) -> list[Secret]:
         close = data.find(b'"', hit_end, hit_end + 41)
         if start < 0 or close < 0:
             continue
-        name = data[start + 1:close]
+        name = data[start + 1 : close]
         member = _MEMBER_AT.match(data, close)
         if member is None or not re.fullmatch(rb"[A-Za-z0-9_.\-]+", name):
             continue
         end = member.end()
-        if credential_name(name.decode("ascii")) and _credential_value(member.group(1).decode("utf-8", "replace")):
-            out.append(Secret(f"a credential-named field {name.decode('ascii')!r}", member.start(1), member.end(1), "***"))
+        if credential_name(name.decode("ascii")) and _credential_value(
+            member.group(1).decode("utf-8", "replace")
+        ):
+            out.append(
+                Secret(
+                    f"a credential-named field {name.decode('ascii')!r}",
+                    member.start(1),
+                    member.end(1),
+                    "***",
+                )
+            )
     return out
 
 
@@ -449,7 +540,9 @@ def scan_url(url: str) -> list[Secret]:
     return _merged(found)
 
 
-_URL_IN_TEXT = re.compile(r"""[a-z][a-z0-9+.\-]*://[^\s"'<>]*|(?<![^\s<"'=;,])/[^\s"'<>]*[?#][^\s"'<>]*""", re.I)
+_URL_IN_TEXT = re.compile(
+    r"""[a-z][a-z0-9+.\-]*://[^\s"'<>]*|(?<![^\s<"'=;,])/[^\s"'<>]*[?#][^\s"'<>]*""", re.I
+)
 
 
 def _url_parameters(url: str, at: int = 0) -> list[Secret]:
@@ -460,8 +553,11 @@ def _url_parameters(url: str, at: int = 0) -> list[Secret]:
         if start < 0:
             continue
         end = url.find("#", start + 1) if mark == "?" else -1
-        part = url[start + 1:end if end >= 0 else len(url)]
-        found += [Secret(s.what, at + start + 1 + s.start, at + start + 1 + s.end, s.preview) for s in scan_form(part)]
+        part = url[start + 1 : end if end >= 0 else len(url)]
+        found += [
+            Secret(s.what, at + start + 1 + s.start, at + start + 1 + s.end, s.preview)
+            for s in scan_form(part)
+        ]
     return found
 
 
@@ -475,9 +571,12 @@ def scan_header(name: str, value: str) -> list[Secret]:
         found += _url_parameters(url.group(), url.start())
     m = re.match(r"(?i)(bearer|basic|token)\s+(\S+)", value)
     if m and m.group(2) != REDACTED:
-        found.append(Secret(f"a {m.group(1).capitalize()} credential", m.start(2), len(value),
-                            f"{m.group(1)} ***"))
-    if not found and credential_name(name) and _credential_value(value):  # what other rules say is more telling
+        found.append(
+            Secret(f"a {m.group(1).capitalize()} credential", m.start(2), len(value), f"{m.group(1)} ***")
+        )
+    if (
+        not found and credential_name(name) and _credential_value(value)
+    ):  # what other rules say is more telling
         found.append(Secret(f"a credential-named header {name!r}", 0, len(value), "***"))
     return _merged(found)
 
@@ -503,7 +602,8 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 CREDENTIAL_NAME = re.compile(
     r"(?:^|_)(?:password|passwd|passphrase|secret|client_secret|api_key|apikey|access_token|refresh_token|id_token"
     r"|auth_token|bearer_token|private_key|secret_key|secret_access_key|session_token|security_token)$"
-    r"|^(?:token|pwd|authorization|proxy_authorization)$")
+    r"|^(?:token|pwd|authorization|proxy_authorization)$"
+)
 
 
 def credential_name(name: str) -> bool:
@@ -528,6 +628,7 @@ def _credential_value(value: object) -> bool:
 
 # -- shapes of values, for messages -------------------------------------------------------------
 
+
 def value_shape(value: str | bytes) -> str:
     """What a value looks like without showing it: its length and character classes, e.g.
     ``20 chars: digits - : T Z`` for an RFC 3339 date, ``51 chars: digits a-z A-Z - _`` for a key.
@@ -539,8 +640,10 @@ def value_shape(value: str | bytes) -> str:
     punct = [c for c in dict.fromkeys(text) if c.isascii() and not c.isalnum()]
     lower = sorted({c for c in text if c.isascii() and c.islower()})
     upper = sorted({c for c in text if c.isascii() and c.isupper()})
-    classes += [{" ": "space", "\n": "newline", "\t": "tab"}.get(c, c if c.isprintable() else f"\\x{ord(c):02x}")
-                for c in punct]
+    classes += [
+        {" ": "space", "\n": "newline", "\t": "tab"}.get(c, c if c.isprintable() else f"\\x{ord(c):02x}")
+        for c in punct
+    ]
     classes += ["a-z"] if len(lower) > 3 else lower
     classes += ["A-Z"] if len(upper) > 3 else upper
     if not text.isascii():
@@ -558,10 +661,12 @@ _NAMED_VALUE = re.compile(r"""['"]?\s*(?:[:=]|',)\s*['"]?([^\s'"&,;)}\]]+)""")
 # (spaces, ``&``, ``,`` and ``;`` included: a password may hold them; masking more is safe)
 _CREDENTIAL_VALUE = re.compile(
     r"""\\?['"]?\s*(?:[:=]|',|",)\s*(?:(?P<q>\\?['"])(?P<quoted>(?:\\.|(?!(?P=q)).)*)(?P=q)"""
-    r"""|(?P<bare>[^\s'"<*][^\n\r]*))""")  # <...>, ***: a placeholder or a shape
+    r"""|(?P<bare>[^\s'"<*][^\n\r]*))"""
+)  # <...>, ***: a placeholder or a shape
 _CREDENTIAL_WORD = re.compile(  # a whole name with a credential word in it; credential_name decides
     r"(?i)[A-Za-z0-9_.\-]*(?:passw|passphrase|pwd|secret|api[-_]?key|apikey|token|authorization|private[-_]?key)"
-    r"[A-Za-z0-9_.\-]*")
+    r"[A-Za-z0-9_.\-]*"
+)
 
 
 def _named_values(text: str) -> Iterator[tuple[int, int, str, bool]]:
@@ -597,8 +702,11 @@ def base64_text(run: str | bytes) -> str | None:
         return None
     padded = raw + b"=" * (-len(raw) % 4)
     try:
-        decoded = (base64.urlsafe_b64decode(padded) if (b"-" in raw or b"_" in raw)
-                   else base64.b64decode(padded, validate=True))
+        decoded = (
+            base64.urlsafe_b64decode(padded)
+            if (b"-" in raw or b"_" in raw)
+            else base64.b64decode(padded, validate=True)
+        )
         text = decoded.decode("utf-8")
     except (binascii.Error, ValueError):
         return None
@@ -657,6 +765,7 @@ def safe_message(text: str) -> str:
 
 # -- one scan of a whole cassette, every form -----------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Finding:
     """One secret in a cassette: where (interaction, field, and the place inside the field's
@@ -678,7 +787,9 @@ class Finding:
 
     def __str__(self) -> str:
         at = f", at offset {self.start}" if self.start is not None else ""
-        return f"interaction {self.interaction} {self.where}: {self.rule} ({self.preview!r}, {self.shape}{at})"
+        return (
+            f"interaction {self.interaction} {self.where}: {self.rule} ({self.preview!r}, {self.shape}{at})"
+        )
 
 
 class _InteractionLike(Protocol):
@@ -728,6 +839,8 @@ class _Join:
         if self._count >= 2 and (self._count > len(self._parts) or len(self._parts) >= 2):
             self._scan(self._parts)
         self._parts, self._size = [], 0
+
+
 _UPPER, _LOWER = re.compile(rb"[A-Z]"), re.compile(rb"[a-z]")  # base64 of text mixes cases
 _REASSEMBLE_MAX = 8 << 20  # reassembled text kept per path, at most (a key is short; a body may not be)
 _DEPTH = 4  # decoded forms nested in each other (base64 in JSON in base64 ...), at most
@@ -764,8 +877,16 @@ class _Scan:
         self.done: set[str] = set()  # strings already decoded further (an id repeated in every event)
         self.runs: set[str] = set()  # base64 runs already decoded
 
-    def add(self, field: str, rule: str, value: str | bytes, preview: str, path: str = "",
-            start: int | None = None, end: int | None = None) -> None:
+    def add(
+        self,
+        field: str,
+        rule: str,
+        value: str | bytes,
+        preview: str,
+        path: str = "",
+        start: int | None = None,
+        end: int | None = None,
+    ) -> None:
         self.found.append(Finding(self.index, field, rule, value_shape(value), preview, path, start, end))
 
     # -- text in any form -----------------------------------------------------------------------
@@ -775,7 +896,7 @@ class _Scan:
         JSON (credential-named keys, nested JSON), form and URL parameters, base64 text."""
         if shapes:
             for s in scan(text):
-                self.add(field, s.what, text[s.start:s.end], s.preview, path)
+                self.add(field, s.what, text[s.start : s.end], s.preview, path)
         parsed = _json_or_none(text) if depth < _DEPTH else _NOT_JSON
         if parsed is not _NOT_JSON:
             state, (self.prefix, self.collect) = (self.prefix, self.collect), (path, False)
@@ -816,7 +937,13 @@ class _Scan:
                 key = str(k)
                 where = _json_key(path, key)
                 if _credential_key(key) and _credential_value(v):
-                    self.add(field, f"a credential-named field {key!r}", str(v), "***", f"{self.prefix} {where}".strip())
+                    self.add(
+                        field,
+                        f"a credential-named field {key!r}",
+                        str(v),
+                        "***",
+                        f"{self.prefix} {where}".strip(),
+                    )
                 if isinstance(v, (dict, list, str)):
                     self.json(field, v, where, depth)
         elif isinstance(value, list):
@@ -841,23 +968,22 @@ class _Scan:
     def header(self, side: str, name: str, value: str) -> None:
         field = f"{side}.headers[{name!r}]"
         for s in scan_header(name, value):
-            self.add(field, s.what, value[s.start:s.end], s.preview, "", s.start, s.end)
+            self.add(field, s.what, value[s.start : s.end], s.preview, "", s.start, s.end)
         self.text(field, value, "", 1, shapes=False)
 
     def url(self, url: str) -> None:
         for s in scan_url(url):
-            self.add("request.url", s.what, url[s.start:s.end], s.preview, "", s.start, s.end)
+            self.add("request.url", s.what, url[s.start : s.end], s.preview, "", s.start, s.end)
         self.named("request.url", url, "")
         for m in _B64_RUN.finditer(url):
             decoded = base64_text(m.group())
             if decoded is not None:
                 self.text("request.url", decoded, "base64", 1)
 
-    def body(self, field: str, body: bytes, headers: list[tuple[str, str]], url: str,
-             stream: bool) -> None:
+    def body(self, field: str, body: bytes, headers: list[tuple[str, str]], url: str, stream: bool) -> None:
         """A body: raw, each Content-Encoding layer decoded, its events, their data reassembled."""
         for s in scan_body(body):
-            self.add(field, s.what, body[s.start:s.end], s.preview, "", s.start, s.end)
+            self.add(field, s.what, body[s.start : s.end], s.preview, "", s.start, s.end)
         content_type = next((v for k, v in headers if k.lower() == "content-type"), "") or ""
         path = ""
         encoding = next((v for k, v in headers if k.lower() == "content-encoding"), "")
@@ -866,7 +992,7 @@ class _Scan:
             if layers:
                 body, path = decoded, " ".join(layers)
                 for s in scan(body):
-                    self.add(field, s.what, body[s.start:s.end], s.preview, path)
+                    self.add(field, s.what, body[s.start : s.end], s.preview, path)
         if "multipart/" in content_type.lower():
             self.multipart(field, body, content_type, path)
             return
@@ -895,7 +1021,7 @@ class _Scan:
             join.add(m.group(2))
         data = _Join(functools.partial(self._joined, field, path, b"data"))
         for m in _DATA_LINE.finditer(body):
-            if body[m.start(1):m.start(1) + 1] not in (b"{", b"["):
+            if body[m.start(1) : m.start(1) + 1] not in (b"{", b"["):
                 data.add(m.group(1))
         for join in (data, *joins.values()):
             join.close()
@@ -907,8 +1033,11 @@ class _Scan:
 
     def _joined(self, field: str, path: str, name: bytes, parts: list[bytes]) -> None:
         try:
-            whole = (orjson.loads(b'"' + b"".join(parts) + b'"') if name != b"data"
-                     else b"".join(parts).decode("utf-8", "replace"))
+            whole = (
+                orjson.loads(b'"' + b"".join(parts) + b'"')
+                if name != b"data"
+                else b"".join(parts).decode("utf-8", "replace")
+            )
         except orjson.JSONDecodeError:
             return
         self.text(field, whole, f"{path} reassembled {name.decode('ascii')}".strip(), 2)
@@ -925,14 +1054,20 @@ class _Scan:
             text = value.rstrip(b"\r\n").decode("utf-8", "replace")
             where = f"{path} part {name.group(1).decode('utf-8', 'replace')!r}".strip() if name else path
             if name and credential_name(name.group(1).decode("utf-8", "replace")) and _credential_value(text):
-                self.add(field, f"a credential-named form field {name.group(1).decode('utf-8', 'replace')!r}",
-                         text, "***", where)
+                self.add(
+                    field,
+                    f"a credential-named form field {name.group(1).decode('utf-8', 'replace')!r}",
+                    text,
+                    "***",
+                    where,
+                )
             self.text(field, text, where, 1, shapes=bool(path))
 
     def events(self, field: str, body: bytes, text: str, content_type: str, url: str, path: str) -> None:
         """The decoded events' data, then the text reassembled from their pieces: every string at
         one JSON path across events joined, and the reference accumulator's text and tool arguments."""
         from . import framing
+
         try:
             kind = framing.detect(content_type, body)
             events = kind.decode(body)
@@ -946,8 +1081,11 @@ class _Scan:
             where = f"{path} event {k}".strip()
             data = getattr(event, "data", None)
             payload = getattr(event, "payload", None)
-            text_form = data if isinstance(data, str) else (
-                payload.decode("utf-8", "replace") if isinstance(payload, bytes) else None)
+            text_form = (
+                data
+                if isinstance(data, str)
+                else (payload.decode("utf-8", "replace") if isinstance(payload, bytes) else None)
+            )
             if text_form is not None:
                 parsed = _json_or_none(text_form)
                 if parsed is _NOT_JSON:
@@ -969,6 +1107,7 @@ class _Scan:
 
     def accumulated(self, field: str, events: list[Any], url: str, content_type: str, path: str) -> None:
         from .accumulate import accumulate  # the meaning layer: only what it reassembles is asked of it
+
         try:
             result = accumulate(events, url=url, content_type=content_type)
         except (ValueError, TypeError, KeyError, AttributeError, IndexError):
@@ -979,7 +1118,11 @@ class _Scan:
                 if isinstance(value, str) and value:
                     self.text(field, value, f"{path} accumulated {what} (choice {choice.index})".strip(), 2)
             for call in getattr(choice, "tool_calls", []):
-                args = call.arguments if isinstance(call.arguments, str) else orjson.dumps(call.arguments).decode()
+                args = (
+                    call.arguments
+                    if isinstance(call.arguments, str)
+                    else orjson.dumps(call.arguments).decode()
+                )
                 self.text(field, args, f"{path} accumulated tool call {call.name!r} arguments".strip(), 2)
 
 
@@ -1014,9 +1157,11 @@ def decode_content(body: bytes, encoding: str) -> tuple[bytes, list[str]]:
                     body = zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, _DECODED_MAX)
             elif name == "br":
                 import brotli
+
                 body = brotli.decompress(body)
             elif name == "zstd":
                 import zstandard
+
                 body = zstandard.ZstdDecompressor().decompressobj().decompress(body)
             else:
                 break
@@ -1028,8 +1173,15 @@ def decode_content(body: bytes, encoding: str) -> tuple[bytes, list[str]]:
 
 def _is_stream(x: _InteractionLike) -> bool:
     ct = (x.response.header("content-type") or "").lower()
-    return (len(x.response.ends) > 1 or "event-stream" in ct or "ndjson" in ct or "eventstream" in ct
-            or "jsonl" in ct or "json-seq" in ct or ("json" in ct and x.response.body.lstrip()[:1] == b"["))
+    return (
+        len(x.response.ends) > 1
+        or "event-stream" in ct
+        or "ndjson" in ct
+        or "eventstream" in ct
+        or "jsonl" in ct
+        or "json-seq" in ct
+        or ("json" in ct and x.response.body.lstrip()[:1] == b"[")
+    )
 
 
 def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
@@ -1037,7 +1189,7 @@ def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
     s = _Scan(index)
     req, resp = x.request, x.response
     for found in scan(req.method):
-        s.add("request.method", found.what, req.method[found.start:found.end], found.preview)
+        s.add("request.method", found.what, req.method[found.start : found.end], found.preview)
     s.url(req.url)
     for k, v in req.headers:
         s.header("request", k, v)

@@ -25,7 +25,9 @@ class Selection:
     are allowed (``first``: the first match again, as vcrpy's allow_playback_repeats;
     ``least_played``: the least played match, as ``serve`` answers forever)."""
 
-    def __init__(self, interactions: list[Interaction], match_on: Sequence[str | matching.CustomMatcher]) -> None:
+    def __init__(
+        self, interactions: list[Interaction], match_on: Sequence[str | matching.CustomMatcher]
+    ) -> None:
         self.interactions = interactions  # not copied: stale() tells when it grew
         self.size = len(interactions)
         self.match_on = tuple(match_on)
@@ -51,7 +53,9 @@ class Selection:
             return list(bucket)
         return [i for i in bucket if not matching.differences(sent, self.interactions[i].request, self._rest)]
 
-    def take(self, sent: Request, *, repeats: Repeats = "never", among: Sequence[int] | None = None) -> int | None:
+    def take(
+        self, sent: Request, *, repeats: Repeats = "never", among: Sequence[int] | None = None
+    ) -> int | None:
         """The interaction to serve (counted as played), or None."""
         found = self.candidates(sent) if among is None else among
         if not found:
@@ -74,6 +78,11 @@ class Selection:
     def closest(self, sent: Request, n: int = 3) -> list[tuple[list[str], int]]:
         """The ``n`` interactions that differ least from the request, with what differs (a full
         comparison: only for explaining a request that matched nothing)."""
-        ranked = sorted(((matching.differences(sent, x.request, self.match_on), i)
-                         for i, x in enumerate(self.interactions)), key=lambda d: len(d[0]))
+        ranked = sorted(
+            (
+                (matching.differences(sent, x.request, self.match_on), i)
+                for i, x in enumerate(self.interactions)
+            ),
+            key=lambda d: len(d[0]),
+        )
         return ranked[:n]

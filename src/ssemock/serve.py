@@ -85,11 +85,26 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     from .doctor import install_hint
 
-    raise ImportError(f"ssemock serve needs the 'serve' extra ({exc.name} is missing): "
-                      f"{install_hint('serve')}") from exc
+    raise ImportError(
+        f"ssemock serve needs the 'serve' extra ({exc.name} is missing): {install_hint('serve')}"
+    ) from exc
 
-__all__ = ["DEFAULT_HEADER_TIMEOUT", "DEFAULT_MATCH_ON", "DEFAULT_MAX_BODY", "DEFAULT_MAX_CONNECTIONS", "MAX_EXCHANGES",
-           "Exchange", "Prepared", "Replayer", "Resume", "app", "prepare", "resume_index", "resume_offset", "routes"]
+__all__ = [
+    "DEFAULT_HEADER_TIMEOUT",
+    "DEFAULT_MATCH_ON",
+    "DEFAULT_MAX_BODY",
+    "DEFAULT_MAX_CONNECTIONS",
+    "MAX_EXCHANGES",
+    "Exchange",
+    "Prepared",
+    "Replayer",
+    "Resume",
+    "app",
+    "prepare",
+    "resume_index",
+    "resume_offset",
+    "routes",
+]
 
 DEFAULT_MATCH_ON: tuple[str, ...] = ("method", "path", "query", "body")
 """What the server matches a request on by default: the server cannot see the recorded scheme,
@@ -104,7 +119,9 @@ DEFAULT_MAX_CONNECTIONS = 256
 """``ssemock serve``'s default: how many connections are open at once (past it a new one is
 closed at once)."""
 _METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-_DROP_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"})
+_DROP_HEADERS = frozenset(
+    {"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"}
+)
 CassetteSource = Cassette | str | os.PathLike[str]
 
 
@@ -225,17 +242,31 @@ def _resumed(response: CassetteResponse, offset: int) -> CassetteResponse:
     k = bisect.bisect_left(response.ends, offset)
     since = response.times[k] if k < len(response.times) else (response.times[-1] if response.times else 0.0)
     kept = [(e - offset, t) for e, t in zip(response.ends, response.times) if e > offset]
-    return CassetteResponse(response.status, list(response.headers), response.body[offset:],
-                            [e for e, _ in kept], [max(t - since, 0.0) for _, t in kept],
-                            response.complete, response.error)
+    return CassetteResponse(
+        response.status,
+        list(response.headers),
+        response.body[offset:],
+        [e for e, _ in kept],
+        [max(t - since, 0.0) for _, t in kept],
+        response.complete,
+        response.error,
+    )
 
 
-def prepare(interaction: Interaction, *, url: str = "", chunking: _chunking.Chunking = _chunking.as_recorded,
-            transforms: Sequence[_transforms.Transform] = (), timing: _timing.Timing = _timing.instant,
-            faults: Sequence[_faults.Fault] = (), attempt: int = 0,
-            last_event_id: str | None = None, cors: str | None = None,
-            holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None,
-            resume: dict[str, Resume] | None = None) -> Prepared:
+def prepare(
+    interaction: Interaction,
+    *,
+    url: str = "",
+    chunking: _chunking.Chunking = _chunking.as_recorded,
+    transforms: Sequence[_transforms.Transform] = (),
+    timing: _timing.Timing = _timing.instant,
+    faults: Sequence[_faults.Fault] = (),
+    attempt: int = 0,
+    last_event_id: str | None = None,
+    cors: str | None = None,
+    holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None,
+    resume: dict[str, Resume] | None = None,
+) -> Prepared:
     """What to send for a recorded interaction: [`ssemock.replay.plan_response`][ssemock.plan_response] (transforms,
     faults, chunking, timing, as the Player serves respx), after resuming past ``last_event_id``.
 
@@ -252,15 +283,30 @@ def prepare(interaction: Interaction, *, url: str = "", chunking: _chunking.Chun
         if found is not None:
             resumed_at = found.offset
             if not found.moves_on:  # tell an EventSource to stop
-                return Prepared(Plan(204, _response_headers(response.headers, cors), b"", [], [], None), resumed_at)
+                return Prepared(
+                    Plan(204, _response_headers(response.headers, cors), b"", [], [], None), resumed_at
+                )
             response = _resumed(response, resumed_at)
-    plan = plan_response(response, url=url, core=httpcore, chunking=chunking, transforms=transforms,
-                         timing=timing, faults=faults, attempt=attempt, holds=holds)
+    plan = plan_response(
+        response,
+        url=url,
+        core=httpcore,
+        chunking=chunking,
+        transforms=transforms,
+        timing=timing,
+        faults=faults,
+        attempt=attempt,
+        holds=holds,
+    )
     error = plan.error
     if error is not None and not isinstance(error, ConnectionDropped):
         error = ConnectionDropped(str(error))
-    plan = replace(plan, headers=_response_headers(plan.headers, cors), error=error,
-                   stall_factor=1.0 if timing.factor is None else timing.factor)
+    plan = replace(
+        plan,
+        headers=_response_headers(plan.headers, cors),
+        error=error,
+        stall_factor=1.0 if timing.factor is None else timing.factor,
+    )
     return Prepared(plan, resumed_at)
 
 
@@ -295,11 +341,19 @@ def _is_sse(response: CassetteResponse) -> bool:
 class Replayer:
     """The state behind [`app`][ssemock.serve.app]: interactions, options, and what was served so far."""
 
-    def __init__(self, cassettes: CassetteSource | Sequence[CassetteSource], *,
-                 chunking: ChunkingSpec = "as_recorded", transform: TransformSpec = None,
-                 timing: TimingSpec = "instant", faults: FaultSpec = (),
-                 match_on: matching.MatchOn | None = None, cors: str | None = None,
-                 max_body: int = DEFAULT_MAX_BODY, log: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        cassettes: CassetteSource | Sequence[CassetteSource],
+        *,
+        chunking: ChunkingSpec = "as_recorded",
+        transform: TransformSpec = None,
+        timing: TimingSpec = "instant",
+        faults: FaultSpec = (),
+        match_on: matching.MatchOn | None = None,
+        cors: str | None = None,
+        max_body: int = DEFAULT_MAX_BODY,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
         sources = [cassettes] if isinstance(cassettes, (Cassette, str, os.PathLike)) else list(cassettes)
         self.cassettes = [_load(s) for s in sources]
         """The cassettes served."""
@@ -321,7 +375,9 @@ class Replayer:
         """The faults injected, in order."""
         self.aim = _faults.Aim(self.faults)
         """Which faults apply to which interaction."""
-        self.aim.check(self.interactions, ", ".join(str(c.path or "an in-memory cassette") for c in self.cassettes))
+        self.aim.check(
+            self.interactions, ", ".join(str(c.path or "an in-memory cassette") for c in self.cassettes)
+        )
         self.match_on = matching.resolve(match_on if match_on is not None else DEFAULT_MATCH_ON)
         """The request parts that pick the interaction served."""
         if max_body < 0:
@@ -339,7 +395,9 @@ class Replayer:
         # where a GET stream waits for requests, remembered per body served (not decoded per request)
         self._holds = functools.lru_cache(maxsize=32)(_holds)
         # per interaction, where each Last-Event-ID resumes it: built here, once, not per request
-        self._resume = [resume_index(x.response.body) if _is_sse(x.response) else {} for x in self.interactions]
+        self._resume = [
+            resume_index(x.response.body) if _is_sse(x.response) else {} for x in self.interactions
+        ]
 
     @property
     def held_ids(self) -> int:
@@ -360,8 +418,11 @@ class Replayer:
         accept = next((v for k, v in sent.headers if k == "accept"), "")
         if not found and sent.method == "GET" and "text/event-stream" in accept:
             loose = [m for m in self.match_on if m not in ("method", "body")]
-            found = [i for i, x in enumerate(self.interactions)
-                     if _is_sse(x.response) and not matching.differences(sent, x.request, loose)]
+            found = [
+                i
+                for i, x in enumerate(self.interactions)
+                if _is_sse(x.response) and not matching.differences(sent, x.request, loose)
+            ]
         return found
 
     def take(self, sent: Request, last_event_id: str | None) -> int | None:
@@ -407,17 +468,27 @@ class Replayer:
         if body is None:
             self.exchanges.append(Exchange(request.method, request.url.path, 413, None))
             self.log(f"{request.method} {target} -> 413 body larger than {self.max_body} bytes")
-            return JSONResponse({"error": f"ssemock: the request body is larger than --max-body ({self.max_body} "
-                                          "bytes)"}, status_code=413, headers=self._cors_headers())
-        sent = redact_request(Request(
-            request.method, str(request.url),
-            [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in request.headers.raw],
-            body if body or request.method not in ("GET", "HEAD") else None))
+            return JSONResponse(
+                {"error": f"ssemock: the request body is larger than --max-body ({self.max_body} bytes)"},
+                status_code=413,
+                headers=self._cors_headers(),
+            )
+        sent = redact_request(
+            Request(
+                request.method,
+                str(request.url),
+                [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in request.headers.raw],
+                body if body or request.method not in ("GET", "HEAD") else None,
+            )
+        )
         last_event_id = request.headers.get("last-event-id")
         index = self.take(sent, last_event_id)
         if index is None:
-            if (self.cors is not None and request.method == "OPTIONS"
-                    and "access-control-request-method" in request.headers):
+            if (
+                self.cors is not None
+                and request.method == "OPTIONS"
+                and "access-control-request-method" in request.headers
+            ):
                 self.log(f"OPTIONS {target} -> 204 preflight")
                 return self._preflight(request)
             self.exchanges.append(Exchange(request.method, request.url.path, 404, None, last_event_id))
@@ -426,47 +497,81 @@ class Replayer:
         attempt, self.attempts = self.attempts, self.attempts + 1
         interaction = self.interactions[index]
         pushes = sent.method == "GET" and _is_sse(interaction.response)
-        prepared = prepare(interaction, url=sent.url, chunking=self.chunking,
-                           transforms=self.transforms, timing=self.timing, faults=self.aim.pick(index, interaction),
-                           attempt=attempt, last_event_id=last_event_id, cors=self.cors,
-                           holds=_held.holds_for(self.interactions, index, found=self._holds) if pushes else None,
-                           resume=self._resume[index])
+        prepared = prepare(
+            interaction,
+            url=sent.url,
+            chunking=self.chunking,
+            transforms=self.transforms,
+            timing=self.timing,
+            faults=self.aim.pick(index, interaction),
+            attempt=attempt,
+            last_event_id=last_event_id,
+            cors=self.cors,
+            holds=_held.holds_for(self.interactions, index, found=self._holds) if pushes else None,
+            resume=self._resume[index],
+        )
         plan = prepared.plan
         wanted = [i for ids in plan.holds.values() for i in ids]
         since = self._requests.want(wanted)  # (no await since the match: no request came in between)
         self._requests.add(_protocols.request_ids(sent.body))
-        gate = _held.Gate(self._requests, since, _held.HOLD_LIMIT, self._never_requested(index, target)) \
-            if plan.holds else None
+        gate = (
+            _held.Gate(self._requests, since, _held.HOLD_LIMIT, self._never_requested(index, target))
+            if plan.holds
+            else None
+        )
         if not plan.consumes:
             self.selection.release(index)
         self._last_served = [i for i in self._last_served if i != index] + [index]
-        exchange = Exchange(request.method, request.url.path, plan.status, index, last_event_id,
-                            prepared.resumed_at, plan.faults, len(plan.chunks))
+        exchange = Exchange(
+            request.method,
+            request.url.path,
+            plan.status,
+            index,
+            last_event_id,
+            prepared.resumed_at,
+            plan.faults,
+            len(plan.chunks),
+        )
         self.exchanges.append(exchange)
         headers = [*plan.headers, ("x-ssemock-interaction", str(index))]  # the "#N" of routes()
         if prepared.resumed_at is not None:
             headers.append(("x-ssemock-resumed-after", last_event_id or ""))
-        self.log(f"{request.method} {target} -> {plan.status} #{index}, {len(plan.chunks)} chunk(s)"
-                 + (f" resumed after id {last_event_id!r}" if prepared.resumed_at is not None else "")
-                 + (f", faults {';'.join(exchange.faults)}" if exchange.faults else ""))
-        response = StreamingResponse(self._body(plan, t0, exchange, request, target, gate, wanted),
-                                     status_code=plan.status)
+        self.log(
+            f"{request.method} {target} -> {plan.status} #{index}, {len(plan.chunks)} chunk(s)"
+            + (f" resumed after id {last_event_id!r}" if prepared.resumed_at is not None else "")
+            + (f", faults {';'.join(exchange.faults)}" if exchange.faults else "")
+        )
+        response = StreamingResponse(
+            self._body(plan, t0, exchange, request, target, gate, wanted), status_code=plan.status
+        )
         response.raw_headers = [(_header_bytes(k), _header_bytes(v)) for k, v in headers]
         return response
 
     def _never_requested(self, index: int, target: str) -> Callable[[list[Any], str], BaseException]:
         """What a held stream ends with when the requests it answers never come: a dropped
         connection, and a log line naming the interaction and the ids."""
+
         def error(missing: list[Any], why: str) -> BaseException:
             ids = ", ".join(sorted(map(repr, missing)))
-            message = (f"GET {target}: #{index} answers the request with id {ids} next, and replay holds it until "
-                       f"that request is made; {why}: connection dropped")
+            message = (
+                f"GET {target}: #{index} answers the request with id {ids} next, and replay holds it until "
+                f"that request is made; {why}: connection dropped"
+            )
             self.log(message)
             return ConnectionDropped(message)
+
         return error
 
-    async def _body(self, plan: Plan, t0: float, exchange: Exchange, request: HTTPRequest,
-                    target: str, gate: _held.Gate | None = None, wanted: Sequence[Any] = ()) -> AsyncIterator[bytes]:
+    async def _body(
+        self,
+        plan: Plan,
+        t0: float,
+        exchange: Exchange,
+        request: HTTPRequest,
+        target: str,
+        gate: _held.Gate | None = None,
+        wanted: Sequence[Any] = (),
+    ) -> AsyncIterator[bytes]:
         """The planned chunks. Every few chunks it lets the event loop run, so a client that left is
         seen at once (Starlette then cancels the stream) instead of after thousands of writes to a
         closed socket, each logged as ``socket.send() raised exception.``; one log line says so."""
@@ -487,15 +592,19 @@ class Replayer:
             self._requests.unwant(wanted)
             if not ended:
                 exchange.left = True
-                self.log(f"{request.method} {target}: the client left after {sent} of {len(plan.chunks)} chunk(s)")
+                self.log(
+                    f"{request.method} {target}: the client left after {sent} of {len(plan.chunks)} chunk(s)"
+                )
 
     def _cors_headers(self) -> dict[str, str]:
         return {} if self.cors is None else {"access-control-allow-origin": self.cors}
 
     def _preflight(self, request: HTTPRequest) -> Response:
-        headers = {**self._cors_headers(),
-                   "access-control-allow-methods": request.headers.get("access-control-request-method", "GET"),
-                   "access-control-max-age": "600"}
+        headers = {
+            **self._cors_headers(),
+            "access-control-allow-methods": request.headers.get("access-control-request-method", "GET"),
+            "access-control-max-age": "600",
+        }
         wanted = request.headers.get("access-control-request-headers")
         if wanted:
             headers["access-control-allow-headers"] = wanted
@@ -508,12 +617,20 @@ class Replayer:
         recorded = []
         for i, x in enumerate(self.interactions):
             rec = urlsplit(x.request.url)
-            recorded.append({"index": i, "method": x.request.method,
-                             "path": mask_url(rec.path + (f"?{rec.query}" if rec.query else "")),
-                             "differs": [mask_text(d) for d in matching.differences(sent, x.request, self.match_on)]})
+            recorded.append(
+                {
+                    "index": i,
+                    "method": x.request.method,
+                    "path": mask_url(rec.path + (f"?{rec.query}" if rec.query else "")),
+                    "differs": [mask_text(d) for d in matching.differences(sent, x.request, self.match_on)],
+                }
+            )
         asked = mask_url(parts.path + (f"?{parts.query}" if parts.query else ""))
-        return {"error": f"ssemock: no recorded interaction matches {sent.method} {asked}",
-                "matching_on": list(self.match_on), "recorded": recorded}
+        return {
+            "error": f"ssemock: no recorded interaction matches {sent.method} {asked}",
+            "matching_on": list(self.match_on),
+            "recorded": recorded,
+        }
 
     def routes(self) -> list[str]:
         """One line per interaction: ``#0 POST /v1/chat/completions -> 200 text/event-stream, 12 events``."""
@@ -533,14 +650,24 @@ def routes(replayer: Replayer) -> list[str]:
         what = f"{len(decode([resp.body]))} events" if _is_sse(resp) else f"{len(resp.body)} bytes"
         span = f", {resp.times[-1]:.2f} s" if resp.times and resp.times[-1] else ""
         where = Path(cassette.path).name if cassette.path else "(memory)"
-        lines.append(f"#{i} {x.request.method} {mask_url(target)} -> {resp.status} {kind}, {what}{span} ({where} #{at})")
+        lines.append(
+            f"#{i} {x.request.method} {mask_url(target)} -> {resp.status} {kind}, {what}{span} ({where} #{at})"
+        )
     return lines
 
 
-def app(cassettes: CassetteSource | Sequence[CassetteSource], *, chunking: ChunkingSpec = "as_recorded",
-        transform: TransformSpec = None, timing: TimingSpec = "instant", faults: FaultSpec = (),
-        match_on: matching.MatchOn | None = None, cors: str | None = None, max_body: int = DEFAULT_MAX_BODY,
-        log: Callable[[str], None] | None = None) -> Starlette:
+def app(
+    cassettes: CassetteSource | Sequence[CassetteSource],
+    *,
+    chunking: ChunkingSpec = "as_recorded",
+    transform: TransformSpec = None,
+    timing: TimingSpec = "instant",
+    faults: FaultSpec = (),
+    match_on: matching.MatchOn | None = None,
+    cors: str | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    log: Callable[[str], None] | None = None,
+) -> Starlette:
     """An ASGI app replaying ``cassettes`` (Cassette objects or paths) to any HTTP client.
 
     ``cors``: the origin to allow (``"*"`` for any; default none); ``max_body``: the largest
@@ -549,8 +676,17 @@ def app(cassettes: CassetteSource | Sequence[CassetteSource], *, chunking: Chunk
     Run it with ``ssemock.server.running(app)`` (loopback, in a thread) or any ASGI server.
     ``app.state.ssemock`` is the [`Replayer`][ssemock.serve.Replayer] (``.exchanges`` lists what was served).
     """
-    replayer = Replayer(cassettes, chunking=chunking, transform=transform, timing=timing, faults=faults,
-                        match_on=match_on, cors=cors, max_body=max_body, log=log)
+    replayer = Replayer(
+        cassettes,
+        chunking=chunking,
+        transform=transform,
+        timing=timing,
+        faults=faults,
+        match_on=match_on,
+        cors=cors,
+        max_body=max_body,
+        log=log,
+    )
     _quiet_drops()
     starlette = Starlette(routes=[Route("/{path:path}", replayer.handle, methods=_METHODS)])
     starlette.state.ssemock = replayer

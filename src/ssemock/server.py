@@ -13,8 +13,15 @@ __all__ = ["running"]
 
 
 @contextmanager
-def running(app: Any, *, host: str = "127.0.0.1", port: int = 0, startup_timeout: float = 10.0,
-            header_timeout: float | None = None, max_connections: int | None = None) -> Iterator[str]:
+def running(
+    app: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    startup_timeout: float = 10.0,
+    header_timeout: float | None = None,
+    max_connections: int | None = None,
+) -> Iterator[str]:
     """Serve an ASGI app on loopback for the duration of the block; yields its base URL.
 
     ``header_timeout``: seconds a connection has to send each request's headers (else it is
@@ -29,8 +36,11 @@ def running(app: Any, *, host: str = "127.0.0.1", port: int = 0, startup_timeout
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
-    http: Any = "auto" if header_timeout is None and max_connections is None else \
-        _guarded(header_timeout, max_connections)
+    http: Any = (
+        "auto"
+        if header_timeout is None and max_connections is None
+        else _guarded(header_timeout, max_connections)
+    )
     config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False, http=http)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

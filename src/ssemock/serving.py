@@ -28,8 +28,16 @@ from . import transforms as _transforms
 from .cassette import Interaction, Response
 from .faults import Served
 
-__all__ = ["ChunkingSpec", "FaultSpec", "Play", "Plan", "ReplayStream", "TimingSpec", "TransformSpec",
-           "plan_response"]
+__all__ = [
+    "ChunkingSpec",
+    "FaultSpec",
+    "Play",
+    "Plan",
+    "ReplayStream",
+    "TimingSpec",
+    "TransformSpec",
+    "plan_response",
+]
 
 ChunkingSpec = str | _chunking.Chunking
 TransformSpec = str | _transforms.Transform | Sequence[str | _transforms.Transform] | None
@@ -66,8 +74,9 @@ class _Due(Sequence[float | None]):
     """When each planned chunk is due: the recorded time of the chunk that held its last byte,
     through the timing, computed when it is reached."""
 
-    def __init__(self, timing: _timing.Timing, times: Sequence[float], recorded: Sequence[int],
-                 ends: Sequence[int]) -> None:
+    def __init__(
+        self, timing: _timing.Timing, times: Sequence[float], recorded: Sequence[int], ends: Sequence[int]
+    ) -> None:
         self._timing, self._times, self._recorded, self._ends = timing, times, recorded, ends
 
     def __len__(self) -> int:
@@ -75,7 +84,9 @@ class _Due(Sequence[float | None]):
 
     def __getitem__(self, index: int) -> float | None:  # type: ignore[override]
         times = self._times
-        return self._timing.at(times[min(bisect.bisect_left(self._recorded, self._ends[index]), len(times) - 1)])
+        return self._timing.at(
+            times[min(bisect.bisect_left(self._recorded, self._ends[index]), len(times) - 1)]
+        )
 
     def __iter__(self) -> Iterator[float | None]:
         """In order, walking the recorded ends along (no search per chunk)."""
@@ -93,12 +104,19 @@ def _has(ends: Sequence[int], offset: int) -> bool:
     return i < len(ends) and ends[i] == offset
 
 
-def plan_response(response: Response, *, url: str, core: ModuleType,
-                  chunking: _chunking.Chunking = _chunking.as_recorded,
-                  transforms: Sequence[_transforms.Transform] = (), timing: _timing.Timing = _timing.instant,
-                  faults: Sequence[_faults.Fault] = (), attempt: int = 0,
-                  read_timeout: float | None = None,
-                  holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None) -> Plan:
+def plan_response(
+    response: Response,
+    *,
+    url: str,
+    core: ModuleType,
+    chunking: _chunking.Chunking = _chunking.as_recorded,
+    transforms: Sequence[_transforms.Transform] = (),
+    timing: _timing.Timing = _timing.instant,
+    faults: Sequence[_faults.Fault] = (),
+    attempt: int = 0,
+    read_timeout: float | None = None,
+    holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None,
+) -> Plan:
     """Turn a recorded response into what to serve: transforms, then faults, chunking, timing.
 
     ``core`` (httpcore or httpcore2) provides the exceptions, so the client's transport maps
@@ -107,8 +125,16 @@ def plan_response(response: Response, *, url: str, core: ModuleType,
     requests: a chunk starts at each such offset (a chunk never spans a wait), and
     ``Plan.holds`` names the requests each waits for.
     """
-    served = Served(response.status, list(response.headers), response.body, response.ends, response.times,
-                    url, core, _recorded_error(core, response.error))
+    served = Served(
+        response.status,
+        list(response.headers),
+        response.body,
+        response.ends,
+        response.times,
+        url,
+        core,
+        _recorded_error(core, response.error),
+    )
     content_type = response.header("content-type") or ""
     if transforms:
         kind = _transforms.kind_of(content_type, served.body)
@@ -141,9 +167,24 @@ def plan_response(response: Response, *, url: str, core: ModuleType,
     stalls = {(bisect.bisect_left(ends, o) + 1 if o else 0): s for o, s in served.stalls.items()}
     waits = {(bisect.bisect_left(ends, o) + 1 if o else 0): ids for o, ids in held if o < size}
     headers = [(k, v) for k, v in served.headers if k not in ("content-length", "content-encoding")]
-    return Plan(served.status, headers, body, ends, chunks, due, served.error, read_timeout,
-                core.ReadTimeout(f"ssemock: no data for longer than the read timeout ({read_timeout} s)"),
-                stalls, timing.factor, served.consumes, waits, applied, served.kind, served.cut_at)
+    return Plan(
+        served.status,
+        headers,
+        body,
+        ends,
+        chunks,
+        due,
+        served.error,
+        read_timeout,
+        core.ReadTimeout(f"ssemock: no data for longer than the read timeout ({read_timeout} s)"),
+        stalls,
+        timing.factor,
+        served.consumes,
+        waits,
+        applied,
+        served.kind,
+        served.cut_at,
+    )
 
 
 class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
@@ -301,8 +342,9 @@ def _timeout_cut(plan: Plan) -> int | None:
 def _server_push(interaction: Interaction) -> bool:
     """Whether a recorded response is a server-push stream: an event stream answering a GET,
     whose messages may answer other requests (the legacy MCP transport's)."""
-    return (interaction.request.method == "GET"
-            and "text/event-stream" in (interaction.response.header("content-type") or ""))
+    return interaction.request.method == "GET" and "text/event-stream" in (
+        interaction.response.header("content-type") or ""
+    )
 
 
 def _needs_core(plan: Plan) -> bool:
@@ -342,6 +384,7 @@ class Play:
         if self.faults:
             parts.append("faults " + "; ".join(self.faults))
         return ", ".join(parts)
+
     cut: int | None = None
     """Where a fault ends what the client gets (a stall past its timeout)"""
     framing: str | None = None  # the served body's framing (None: detect it from the body)
@@ -358,10 +401,19 @@ class Play:
             served, outcome = len(self.body), "recorded live"
         else:
             served = self.stream.delivered
-            outcome = ("failed" if self.stream.failed else "consumed" if self.stream.consumed
-                       else "opened" if self.stream.opened else "not read")
-        return (f"<Play #{self.index} {self.request.method} {self.request.url} {self.described()}, "
-                f"{served}/{len(self.body)} bytes served, {outcome}>")
+            outcome = (
+                "failed"
+                if self.stream.failed
+                else "consumed"
+                if self.stream.consumed
+                else "opened"
+                if self.stream.opened
+                else "not read"
+            )
+        return (
+            f"<Play #{self.index} {self.request.method} {self.request.url} {self.described()}, "
+            f"{served}/{len(self.body)} bytes served, {outcome}>"
+        )
 
     @property
     def reference_body(self) -> bytes:
@@ -373,8 +425,9 @@ class Play:
         return self.body if end is None else self.body[:end]
 
 
-_TIMEOUTS = frozenset({"ReadTimeout", "ReadTimeoutError", "SocketTimeoutError", "ServerTimeoutError", "TimeoutError",
-                       "timeout"})
+_TIMEOUTS = frozenset(
+    {"ReadTimeout", "ReadTimeoutError", "SocketTimeoutError", "ServerTimeoutError", "TimeoutError", "timeout"}
+)
 
 
 def _recorded_error(core: ModuleType, error: dict[str, Any] | None) -> BaseException | None:

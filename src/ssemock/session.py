@@ -38,6 +38,7 @@ def _trap_sigterm(on: bool) -> None:
     """While any player records (main thread only, and only where SIGTERM still has its default
     action): SIGTERM raises KeyboardInterrupt; the default comes back when the last one stops."""
     import signal
+
     if threading.current_thread() is not threading.main_thread():
         return
     if on and not _SIGTERM_BEFORE and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
@@ -74,45 +75,77 @@ def stat(path: Path | None) -> tuple[int, int] | None:
 #: what each stack calls a read timeout when recording: replayed as the replaying stack's ReadTimeout
 
 
-def save(path: Path | None, interactions: list[Interaction], new: list[Interaction], *, disk: tuple[int, int] | None,
-         record_mode: RecordMode, match_on: matching.MatchOn, existed: bool,
-         kept: list[_keep.Kept]) -> tuple[list[Interaction], tuple[int, int] | None]:
+def save(
+    path: Path | None,
+    interactions: list[Interaction],
+    new: list[Interaction],
+    *,
+    disk: tuple[int, int] | None,
+    record_mode: RecordMode,
+    match_on: matching.MatchOn,
+    existed: bool,
+    kept: list[_keep.Kept],
+) -> tuple[list[Interaction], tuple[int, int] | None]:
     """Merge ``new`` into the cassette (``interactions``, as loaded when the file was ``disk``)
     and write it: the interactions saved and the file's new ``stat``. A file someone else saved
     meanwhile is started from instead; with ``all``/``rewrite`` a new interaction replaces the
     recorded one it matches. Refused (SecretError) when a secret is left: then the recording is
     kept beside the cassette, masked, and appended to ``kept``."""
     if path is None:
-        return _write(None, interactions, new, record_mode=record_mode, match_on=match_on, existed=existed,
-                      kept=kept), None
+        return _write(
+            None, interactions, new, record_mode=record_mode, match_on=match_on, existed=existed, kept=kept
+        ), None
     with lock_for(path):
         if stat(path) != disk:  # someone else saved it meanwhile: start from theirs
             interactions = Cassette.load(path).interactions
-        out = _write(path, interactions, new, record_mode=record_mode, match_on=match_on, existed=existed, kept=kept)
+        out = _write(
+            path, interactions, new, record_mode=record_mode, match_on=match_on, existed=existed, kept=kept
+        )
         return out, stat(path)
 
 
-def _write(path: Path | None, interactions: list[Interaction], new: list[Interaction], *, record_mode: RecordMode,
-           match_on: matching.MatchOn, existed: bool, kept: list[_keep.Kept]) -> list[Interaction]:
+def _write(
+    path: Path | None,
+    interactions: list[Interaction],
+    new: list[Interaction],
+    *,
+    record_mode: RecordMode,
+    match_on: matching.MatchOn,
+    existed: bool,
+    kept: list[_keep.Kept],
+) -> list[Interaction]:
     if record_mode in ("all", "rewrite"):
-        interactions = [x for x in interactions
-                        if all(matching.differences(n.request, x.request, match_on) for n in new)]
+        interactions = [
+            x for x in interactions if all(matching.differences(n.request, x.request, match_on) for n in new)
+        ]
     out = Cassette([*interactions, *new], path=path)
     findings = scan_cassette(out)  # the one scan every write of cassette data goes through
     if findings:  # refused: the recording is kept beside the cassette, masked (_refused says how)
-        raise SecretError(findings, path=path, message=_refused(path, out.interactions, [str(f) for f in findings],
-                                                                existed=existed, kept=kept))
+        raise SecretError(
+            findings,
+            path=path,
+            message=_refused(path, out.interactions, [str(f) for f in findings], existed=existed, kept=kept),
+        )
     if path is not None:
         out.save(path, scan_secrets=False)  # scanned just above
     return out.interactions
 
 
-def _refused(path: Path | None, interactions: list[Interaction], leaks: list[str], *, existed: bool,
-             kept: list[_keep.Kept]) -> str:
+def _refused(
+    path: Path | None,
+    interactions: list[Interaction],
+    leaks: list[str],
+    *,
+    existed: bool,
+    kept: list[_keep.Kept],
+) -> str:
     """Keep a recording the scan refused beside the cassette, masked (no second paid call to
     record it again), and say what was masked and how to accept it."""
-    message = ("refusing to save: a secret is left in the cassette: " + "; ".join(leaks)
-               + " (redact it with before_record_request/before_record_response)")
+    message = (
+        "refusing to save: a secret is left in the cassette: "
+        + "; ".join(leaks)
+        + " (redact it with before_record_request/before_record_response)"
+    )
     if path is None:
         return message
     try:
@@ -121,16 +154,22 @@ def _refused(path: Path | None, interactions: list[Interaction], leaks: list[str
         return f"{message}; the recording could not be kept beside it either: {mask_text(str(exc))}"
     kept.append(found)
     if found.path is None:
-        return (f"{message}; it is not kept: masking left a secret in it\n{found.describe()}\n"
-                "add before_record_request/before_record_response hooks that remove it and record again")
-    return (f"{message}\nthe recording is kept with every secret masked in {found.path}"
-            f"{' (' + str(path) + ' is unchanged)' if existed else ''}:\n{found.describe()}\n"
-            f"to use it: check what was masked, then run `ssemock accept {found.path}` (it becomes "
-            f"{path}); or add before_record_request/before_record_response hooks that redact "
-            "these fields and record again")
+        return (
+            f"{message}; it is not kept: masking left a secret in it\n{found.describe()}\n"
+            "add before_record_request/before_record_response hooks that remove it and record again"
+        )
+    return (
+        f"{message}\nthe recording is kept with every secret masked in {found.path}"
+        f"{' (' + str(path) + ' is unchanged)' if existed else ''}:\n{found.describe()}\n"
+        f"to use it: check what was masked, then run `ssemock accept {found.path}` (it becomes "
+        f"{path}); or add before_record_request/before_record_response hooks that redact "
+        "these fields and record again"
+    )
 
 
-def keep_partial(path: Path | None, recorded: Sequence[Interaction], *, kept: list[_keep.Kept]) -> Path | None:
+def keep_partial(
+    path: Path | None, recorded: Sequence[Interaction], *, kept: list[_keep.Kept]
+) -> Path | None:
     """What was recorded so far, written beside the cassette as ``<name>.partial.json``, scanned
     and masked like a refused save; the cassette itself is never touched (None: nothing to keep,
     or no file)."""

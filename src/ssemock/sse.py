@@ -57,7 +57,16 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TypeGuard
 
-__all__ = ["MAX_RETRY", "RETRY_DIGITS", "Decoder", "ServerSentEvent", "adecode", "decode", "is_event", "iter_decode"]
+__all__ = [
+    "MAX_RETRY",
+    "RETRY_DIGITS",
+    "Decoder",
+    "ServerSentEvent",
+    "adecode",
+    "decode",
+    "is_event",
+    "iter_decode",
+]
 
 RETRY_DIGITS = 4300
 """Significant digits of a ``retry`` value kept exactly (Python's default int-from-str limit)."""
@@ -76,7 +85,7 @@ def _retry_value(digits: bytes) -> int:
         return MAX_RETRY
     value = 0
     for i in range(0, len(digits), 600):
-        piece = digits[i:i + 600]
+        piece = digits[i : i + 600]
         value = value * 10 ** len(piece) + int(piece)
     return value
 
@@ -105,8 +114,11 @@ def is_event(value: object) -> TypeGuard[ServerSentEvent]:
     """Whether ``value`` is a decoded SSE event, told by its fields (a text ``event`` and
     ``data``), not by its class: an event made by another import of ssemock (pytester's
     in-process runs re-import it) or by httpx-sse is one too."""
-    return (not isinstance(value, Mapping) and isinstance(getattr(value, "event", None), str)
-            and isinstance(getattr(value, "data", None), str))
+    return (
+        not isinstance(value, Mapping)
+        and isinstance(getattr(value, "event", None), str)
+        and isinstance(getattr(value, "data", None), str)
+    )
 
 
 class _Builder:
@@ -165,7 +177,7 @@ def _py_blocks(chunk: bytes, pos: int, last_id: str, events: list[ServerSentEven
                 return pos, last_id
             ev = new(_Builder)  # _event(), inlined
             ev.event = "message"
-            ev.data = chunk[pos + 6:end].decode("utf-8", "replace")
+            ev.data = chunk[pos + 6 : end].decode("utf-8", "replace")
             ev.id = last_id
             ev.retry = None
             ev.__class__ = ServerSentEvent  # type: ignore[assignment]
@@ -183,7 +195,7 @@ def _py_blocks(chunk: bytes, pos: int, last_id: str, events: list[ServerSentEven
                 end = find(10, start)
                 if end < 0:
                     return pos, last_id
-                ident = chunk[start + 4:end]
+                ident = chunk[start + 4 : end]
                 if 0 in ident:
                     return pos, last_id
                 start = end + 1
@@ -194,8 +206,8 @@ def _py_blocks(chunk: bytes, pos: int, last_id: str, events: list[ServerSentEven
                 end = find(10, start)
                 if end < 0 or not startswith(b"data: ", end + 1):
                     return pos, last_id
-                head = chunk[start:end + 7]  # b"event: TYPE\ndata: "
-                head_kind = kind = chunk[start + 7:end].decode("utf-8", "replace") or "message"
+                head = chunk[start : end + 7]  # b"event: TYPE\ndata: "
+                head_kind = kind = chunk[start + 7 : end].decode("utf-8", "replace") or "message"
                 start = end + 7
             elif ident is not None and startswith(b"data: ", start):
                 kind = "message"
@@ -248,7 +260,15 @@ class Decoder:
     """
 
     __slots__ = (
-        "_mode", "_head", "_parts", "_data", "_type", "_block_retry", "_clean", "_id_buffer", "_id_string",
+        "_mode",
+        "_head",
+        "_parts",
+        "_data",
+        "_type",
+        "_block_retry",
+        "_clean",
+        "_id_buffer",
+        "_id_string",
         "retry",
     )
 
@@ -372,7 +392,9 @@ class Decoder:
                     continue
                 if startswith(b"data: ", pos):
                     # a long value is viewed, not copied (it is decoded straight from the view)
-                    data.append(chunk[pos + 6:end] if end - pos < 65536 else memoryview(chunk)[pos + 6:end])
+                    data.append(
+                        chunk[pos + 6 : end] if end - pos < 65536 else memoryview(chunk)[pos + 6 : end]
+                    )
                     pos = end + 1
                     continue
                 line = chunk[pos:end]

@@ -29,8 +29,25 @@ from .chunking import At, Chunking, at, event_ends
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-__all__ = ["BUFFER_SIZES", "FAULTS", "HAZARDS", "At", "MinimalSplit", "Variant", "at", "chunkings", "classify",
-           "Space", "Tables", "describe_boundary", "get", "hazards", "minimal_failing_split", "transform_pool", "variants"]
+__all__ = [
+    "BUFFER_SIZES",
+    "FAULTS",
+    "HAZARDS",
+    "At",
+    "MinimalSplit",
+    "Variant",
+    "at",
+    "chunkings",
+    "classify",
+    "Space",
+    "Tables",
+    "describe_boundary",
+    "get",
+    "hazards",
+    "minimal_failing_split",
+    "transform_pool",
+    "variants",
+]
 
 _BOM = b"\xef\xbb\xbf"
 _NEWLINE = re.compile(rb"\r\n|\r|\n")
@@ -137,7 +154,8 @@ def minimal_failing_split(
 
     if not test(cuts):
         raise ValueError(
-            f"the given split ({len(cuts)} boundaries, {_names(cuts)}) does not fail: nothing to minimise")
+            f"the given split ({len(cuts)} boundaries, {_names(cuts)}) does not fail: nothing to minimise"
+        )
     n = 2
     while cuts:
         if len(cuts) == 1:
@@ -172,18 +190,22 @@ def _partition(items: list[int], n: int) -> list[list[int]]:
     out, pos = [], 0
     for i in range(n):
         step = size + (1 if i < extra else 0)
-        out.append(items[pos:pos + step])
+        out.append(items[pos : pos + step])
         pos += step
     return [p for p in out if p]
 
 
 def _explain(body: bytes, cuts: Sequence[int]) -> str:
     if not cuts:
-        return ("fails with no boundary at all (the whole body in one chunk): the failure does not "
-                "depend on chunking")
+        return (
+            "fails with no boundary at all (the whole body in one chunk): the failure does not "
+            "depend on chunking"
+        )
     if len(cuts) == 1:
-        return (f"fails when a boundary falls at byte {cuts[0]} ({describe_boundary(body, cuts[0])}); "
-                "passes with that boundary alone removed")
+        return (
+            f"fails when a boundary falls at byte {cuts[0]} ({describe_boundary(body, cuts[0])}); "
+            "passes with that boundary alone removed"
+        )
     listed = [f"{c} ({describe_boundary(body, c)})" for c in cuts]
     joined = ", ".join(listed[:-1]) + " and " + listed[-1]
     return f"fails when boundaries fall at bytes {joined}; passes with any one of them alone removed"
@@ -223,7 +245,7 @@ def _char_at(body: bytes, b: int) -> tuple[int, bytes] | None:
     width = 2 if 0xC0 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 else 4 if 0xF0 <= lead < 0xF8 else 0
     if not width or start + width <= b:
         return None
-    raw = body[start:start + width]
+    raw = body[start : start + width]
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -233,7 +255,7 @@ def _char_at(body: bytes, b: int) -> tuple[int, bytes] | None:
 
 def _excerpt(text: bytes, limit: int = 24) -> str:
     s = text.decode("utf-8", "replace")
-    return repr(s if len(s) <= limit else s[:limit - 4] + "...")
+    return repr(s if len(s) <= limit else s[: limit - 4] + "...")
 
 
 def describe_boundary(body: bytes, b: int) -> str:
@@ -251,7 +273,7 @@ def describe_boundary(body: bytes, b: int) -> str:
     line = next((ln for ln in lines if ln.start <= b < ln.end), lines[-1] if lines else None)
     if line is None:  # pragma: no cover - b is inside the body, so some line holds it
         return f"at byte {b}"
-    content = body[line.start:line.stop]
+    content = body[line.start : line.stop]
     where = f"event {line.event}, line {_excerpt(content)}"
     if line.stop < b < line.end:
         if not content:
@@ -280,22 +302,35 @@ def describe_boundary(body: bytes, b: int) -> str:
     if colon < 0 or k < colon:
         name = content if colon < 0 else content[:colon]
         return f"inside the field name {_excerpt(name)} (after {_excerpt(content[:k])}), {where}"
-    if k == colon + 1 and content[colon + 1:colon + 2] == b" ":
-        return f"between {_excerpt(content[:colon + 1])} and its space, {where}"
+    if k == colon + 1 and content[colon + 1 : colon + 2] == b" ":
+        return f"between {_excerpt(content[: colon + 1])} and its space, {where}"
     name = content[:colon]
-    value_start = colon + 2 if content[colon + 1:colon + 2] == b" " else colon + 1
+    value_start = colon + 2 if content[colon + 1 : colon + 2] == b" " else colon + 1
     if k == value_start:
         return f"just after the {_excerpt(content[:k])} prefix, before the value, {where}"
-    return (f"inside the value of the {_excerpt(name)} field (after byte {k - value_start} of "
-            f"{len(content) - value_start}), {where}")
+    return (
+        f"inside the value of the {_excerpt(name)} field (after byte {k - value_start} of "
+        f"{len(content) - value_start}), {where}"
+    )
 
 
 # -- whole variants: boundaries biased to decoder hazards, transform chains, faults ----------------
 
 BUFFER_SIZES = (64, 1024, 4096, 8192)
 """Read sizes clients and their libraries buffer by (a boundary or a line ending at a multiple of one of them lands at the end of the client's own buffer)"""
-HAZARDS = ("utf8-2", "utf8-3", "utf8-4", "cr|lf", "field", "data-prefix", "bom", "before-event-end",
-           "event-end", "after-event-end", "buffer-multiple")
+HAZARDS = (
+    "utf8-2",
+    "utf8-3",
+    "utf8-4",
+    "cr|lf",
+    "field",
+    "data-prefix",
+    "bom",
+    "before-event-end",
+    "event-end",
+    "after-event-end",
+    "buffer-multiple",
+)
 """The hazard classes [`hazards`][ssemock.strategies.hazards] finds, in the order a coverage report lists them."""
 _FIELD = re.compile(rb"(?:\A(?:\xef\xbb\xbf)?|(?<=[\r\n]))(data|event|id|retry):")
 
@@ -341,13 +376,19 @@ def classify(found: dict[str, list[int]], cuts: Sequence[int]) -> list[str]:
     return hit
 
 
-FAULTS = ("truncate", "truncate:at=mid_event", "disconnect", "trailing_data:at=garbage",
-          "trailing_data:at=same_event")
+FAULTS = (
+    "truncate",
+    "truncate:at=mid_event",
+    "disconnect",
+    "trailing_data:at=garbage",
+    "trailing_data:at=same_event",
+)
 """The faults explore draws with ``explore_faults=True``, simplest first (what a shrink moves to): every one ends a stream a conforming client must reject or flag (``disconnect`` is drawn after a drawn number of events)"""
 
 
-def transform_pool(spec: str | _transforms.Transform | Sequence[str | _transforms.Transform] | None
-                   ) -> list[_transforms.Transform]:
+def transform_pool(
+    spec: str | _transforms.Transform | Sequence[str | _transforms.Transform] | None,
+) -> list[_transforms.Transform]:
     """The transforms a variant's chain is drawn from: a set's name (``"network"``, the default;
     ``"conforming"`` adds what another conforming server may send on top of it; ``"all"``), or
     names and transforms (``["crlf", "keepalive"]``), or None/``"none"`` for none."""
@@ -359,11 +400,16 @@ def transform_pool(spec: str | _transforms.Transform | Sequence[str | _transform
         if name == "conforming":
             members = (*_transforms.NETWORK, *members)
         return list(members)
-    names: list[str | _transforms.Transform] = [spec] if isinstance(spec, (str, _transforms.Transform)) else list(spec)
+    names: list[str | _transforms.Transform] = (
+        [spec] if isinstance(spec, (str, _transforms.Transform)) else list(spec)
+    )
     out: list[_transforms.Transform] = []
     for item in names:
-        for t in (transform_pool(item) if isinstance(item, str) and item.strip() in _transforms.SETS
-                  else _transforms.resolve(item)):
+        for t in (
+            transform_pool(item)
+            if isinstance(item, str) and item.strip() in _transforms.SETS
+            else _transforms.resolve(item)
+        ):
             if t.name not in {o.name for o in out}:
                 out.append(t)
     return out
@@ -384,8 +430,11 @@ class Variant:
 
     def options(self) -> dict[str, object]:
         """Keywords for [`ssemock.replay`][ssemock.replay.replay] / [`ssemock.use_cassette`][ssemock.use_cassette] that serve this variant."""
-        return {"chunking": self.chunking, "transform": list(self.transforms),
-                "faults": [self.fault] if self.fault is not None else []}
+        return {
+            "chunking": self.chunking,
+            "transform": list(self.transforms),
+            "faults": [self.fault] if self.fault is not None else [],
+        }
 
     def marker(self) -> str:
         """The variant as a pytest marker to paste: ``@pytest.mark.ssemock(chunking="at:372", transform="crlf")``."""
@@ -411,8 +460,11 @@ class Tables:
     reuses the table of the chain before it, shifted by N."""
 
     def __init__(self, cassette: Cassette) -> None:
-        self.bodies = [(x.response.body, x.response.header("content-type") or "") for x in cassette.interactions
-                       if x.response.body]
+        self.bodies = [
+            (x.response.body, x.response.header("content-type") or "")
+            for x in cassette.interactions
+            if x.response.body
+        ]
         """The `(body, content type)` of every response with a body."""
         self._found: dict[tuple[str, ...], tuple[int, dict[str, list[int]]]] = {}
         self._aligned: dict[tuple[str, ...], list[int]] = {}
@@ -427,16 +479,36 @@ class Tables:
         if head == "pad" and arg.isdigit() and int(arg) >= 3:
             n = int(arg)
             size, before = self.of(chain[:-1])
-            classes = {name: [o + n for o in offsets] for name, offsets in before.items() if name != "buffer-multiple"}
-            buffers = sorted({k + d for b in BUFFER_SIZES for k in range(b, size + n, b) for d in (-1, 0, 1)
-                              if 0 < k + d < size + n})
-            found = size + n, {name: (buffers if name == "buffer-multiple" else classes[name])
-                               for name in HAZARDS if name in classes or name == "buffer-multiple" and buffers}
+            classes = {
+                name: [o + n for o in offsets]
+                for name, offsets in before.items()
+                if name != "buffer-multiple"
+            }
+            buffers = sorted(
+                {
+                    k + d
+                    for b in BUFFER_SIZES
+                    for k in range(b, size + n, b)
+                    for d in (-1, 0, 1)
+                    if 0 < k + d < size + n
+                }
+            )
+            found = (
+                size + n,
+                {
+                    name: (buffers if name == "buffer-multiple" else classes[name])
+                    for name in HAZARDS
+                    if name in classes or name == "buffer-multiple" and buffers
+                },
+            )
         else:
             size, merged = 0, dict[str, set[int]]()
             for body, content_type in self.bodies:
-                new = _transforms.apply(chain, body, [], kind=_transforms.kind_of(content_type, body))[0] \
-                    if chain else body
+                new = (
+                    _transforms.apply(chain, body, [], kind=_transforms.kind_of(content_type, body))[0]
+                    if chain
+                    else body
+                )
                 size = max(size, len(new))
                 for name, offsets in hazards(new, content_type or None).items():
                     merged.setdefault(name, set()).update(offsets)
@@ -463,9 +535,13 @@ class Tables:
 _BIG = 1 << 24
 
 
-def variants(cassette: Cassette, *, transforms: str | Sequence[str | _transforms.Transform] | None = "network",
-             faults: bool | str | Sequence[str] = False, max_boundaries: int = 6,
-             ) -> SearchStrategy[Variant]:
+def variants(
+    cassette: Cassette,
+    *,
+    transforms: str | Sequence[str | _transforms.Transform] | None = "network",
+    faults: bool | str | Sequence[str] = False,
+    max_boundaries: int = 6,
+) -> SearchStrategy[Variant]:
     """A hypothesis strategy of whole variants ([`Variant`][ssemock.strategies.Variant]) of ``cassette``'s streams, for ``@given``:
 
     ``@given(variant=ssemock.strategies.variants(cassette))`` then
@@ -492,19 +568,35 @@ class Space:
     mean simpler variants: fewer transforms, no padding, no fault, fewer boundary groups, one
     hazard offset, earlier offsets."""
 
-    def __init__(self, tables: Tables, *, transforms: str | Sequence[str | _transforms.Transform] | None,
-                 faults: bool | str | Sequence[str], max_boundaries: int) -> None:
+    def __init__(
+        self,
+        tables: Tables,
+        *,
+        transforms: str | Sequence[str | _transforms.Transform] | None,
+        faults: bool | str | Sequence[str],
+        max_boundaries: int,
+    ) -> None:
         bodies = tables.bodies
-        pool = [t for t in transform_pool(transforms)  # a transform that changes no body is never drawn
-                if any(_transforms.applies(t, b, _transforms.kind_of(ct, b)) for b, ct in bodies)]
+        pool = [
+            t
+            for t in transform_pool(transforms)  # a transform that changes no body is never drawn
+            if any(_transforms.applies(t, b, _transforms.kind_of(ct, b)) for b, ct in bodies)
+        ]
         self.tables = tables
         """The cassette's hazard tables."""
         self.padded = any(t.name == "pad" for t in pool)
         """Whether ``pad`` is among the transforms: it is drawn apart, last (a shift of the whole stream)."""
         self.pool = [t for t in pool if t.name != "pad"]
         """The transforms drawn from."""
-        self.fault_names = (list(FAULTS) if faults is True else [] if faults is False
-                            else [faults] if isinstance(faults, str) else list(faults))
+        self.fault_names = (
+            list(FAULTS)
+            if faults is True
+            else []
+            if faults is False
+            else [faults]
+            if isinstance(faults, str)
+            else list(faults)
+        )
         """The names of the faults drawn from."""
         self.faults = [None if name == "disconnect" else _faults.get(name) for name in self.fault_names]
         """The faults drawn from (`None` stands for `disconnect`)."""
@@ -523,13 +615,18 @@ class Space:
             how, n = choose(0, 3), choose(0, _BIG)
             if how:
                 aligned = self.tables.aligned(chain) if how == 1 else []
-                chain += (_transforms.pad() if how == 3 else
-                          _transforms.pad(aligned[n % len(aligned)] if aligned else 1 + n % BUFFER_SIZES[0]),)
+                chain += (
+                    _transforms.pad()
+                    if how == 3
+                    else _transforms.pad(aligned[n % len(aligned)] if aligned else 1 + n % BUFFER_SIZES[0]),
+                )
         chosen: _faults.Fault | None = None
         if self.faults:
             k = choose(0, len(self.faults))
             if k:
-                chosen = self.faults[k - 1] or _faults.disconnect(after_event=choose(0, max(self.events - 1, 0)))
+                chosen = self.faults[k - 1] or _faults.disconnect(
+                    after_event=choose(0, max(self.events - 1, 0))
+                )
         size, found = self.tables.of(chain)
         classes = list(found.values())
         cuts: set[int] = set()
@@ -551,8 +648,13 @@ class Space:
         return Variant(at(*cuts), chain, chosen)
 
 
-def _variants(tables: Tables, *, transforms: str | Sequence[str | _transforms.Transform] | None,
-              faults: bool | str | Sequence[str], max_boundaries: int) -> SearchStrategy[Variant]:
+def _variants(
+    tables: Tables,
+    *,
+    transforms: str | Sequence[str | _transforms.Transform] | None,
+    faults: bool | str | Sequence[str],
+    max_boundaries: int,
+) -> SearchStrategy[Variant]:
     from hypothesis import strategies as st
 
     space = Space(tables, transforms=transforms, faults=faults, max_boundaries=max_boundaries)

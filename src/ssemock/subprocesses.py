@@ -67,13 +67,15 @@ def _popen_init(original: Any) -> Any:
             bound.arguments["env"] = child_environment(bound.arguments.get("env"))
             args, kwargs = bound.args[1:], bound.kwargs
         original(self, *args, **kwargs)
+
     return __init__
 
 
 def _posix_spawn(original: Any) -> Any:
     def posix_spawn(path: Any, argv: Any, env: Any, *args: Any, **kwargs: Any) -> int:
-        return original(path, argv, child_environment(env) if _active else env,  # type: ignore[no-any-return]
-                        *args, **kwargs)
+        spawned: int = original(path, argv, child_environment(env) if _active else env, *args, **kwargs)
+        return spawned
+
     return posix_spawn
 
 

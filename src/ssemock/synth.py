@@ -56,10 +56,28 @@ from .protocols.openai_responses import synthesize as openai_responses
 from .synthesis import DEFAULT_PROMPT, SOURCE_HEADER, SYNTH_SOURCE
 
 __all__ = [
-    "ANTHROPIC_URL", "AZURE_URL", "DEFAULT_PROMPT", "HAZARDS", "LIBRARY", "LIBRARY_SOURCE", "OLLAMA_URL", "OPENAI_CHAT_URL",
-    "OPENAI_RESPONSES_URL", "OPENROUTER_KEEPALIVE", "OPENROUTER_URL", "SOURCE_HEADER", "SYNTH_SOURCE",
-    "anthropic_messages", "check_library", "library_cassette", "main", "ollama_chat", "openai_chat",
-    "openai_responses", "openrouter_chat", "write_library",
+    "ANTHROPIC_URL",
+    "AZURE_URL",
+    "DEFAULT_PROMPT",
+    "HAZARDS",
+    "LIBRARY",
+    "LIBRARY_SOURCE",
+    "OLLAMA_URL",
+    "OPENAI_CHAT_URL",
+    "OPENAI_RESPONSES_URL",
+    "OPENROUTER_KEEPALIVE",
+    "OPENROUTER_URL",
+    "SOURCE_HEADER",
+    "SYNTH_SOURCE",
+    "anthropic_messages",
+    "check_library",
+    "library_cassette",
+    "main",
+    "ollama_chat",
+    "openai_chat",
+    "openai_responses",
+    "openrouter_chat",
+    "write_library",
 ]
 
 
@@ -77,8 +95,10 @@ ANTHROPIC_URL = _anthropic.URL
 """The Anthropic Messages API URL synthesized cassettes record."""
 OLLAMA_URL = _ollama.URL
 """The Ollama chat URL synthesized cassettes record."""
-LIBRARY_SOURCE = ("synthesized by ssemock.synth from the provider's documented event format; "
-                  "recorded through a loopback server; not captured from the real service")
+LIBRARY_SOURCE = (
+    "synthesized by ssemock.synth from the provider's documented event format; "
+    "recorded through a loopback server; not captured from the real service"
+)
 """The `_source` note of the shipped library's cassettes."""
 
 # -- the shipped library -----------------------------------------------------------------------
@@ -87,8 +107,11 @@ WEATHER_TOKYO = {"name": "get_weather", "arguments": {"city": "東京", "unit": 
 """An example tool call (`get_weather` for Tokyo) with non-ASCII arguments."""
 HAZARDS = "line\u2028separator, paragraph\u2029separator, next\u0085line"
 """Characters ``str.splitlines`` (and so httpx's ``iter_lines``) takes for line breaks but SSE and JSON lines do not: a client that splits on them cuts an event's JSON in two."""
-_JA = ("こんにちは！ストリーミングは日本語でも動きます。🎌 Emoji too: 🌏🚀👩\u200d💻 — and ümlauts, ½, 𝄞. "
-       + HAZARDS)
+_JA = (
+    "こんにちは！ストリーミングは日本語でも動きます。🎌 Emoji too: 🌏🚀👩\u200d💻 — and ümlauts, ½, 𝄞. "
+    + HAZARDS
+)
+
 
 def _more_library() -> dict[str, Callable[[], Cassette]]:
     """The shipped cassettes of protocols whose synthesizer lives in their protocol module."""
@@ -96,81 +119,161 @@ def _more_library() -> dict[str, Callable[[], Cassette]]:
 
     return {
         "gemini/stream_text": lambda: gemini.synthesize(
-            _JA, thinking="The user wants a greeting in Japanese; add emoji.", prompt="Greet me in Japanese, with emoji.",
-            seed=17),
+            _JA,
+            thinking="The user wants a greeting in Japanese; add emoji.",
+            prompt="Greet me in Japanese, with emoji.",
+            seed=17,
+        ),
         "gemini/stream_function_call": lambda: gemini.synthesize(
-            "Let me check.", tool_calls=[WEATHER_TOKYO, {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}}],
-            prompt="Weather and time in Tokyo?", seed=18),
+            "Let me check.",
+            tool_calls=[WEATHER_TOKYO, {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}}],
+            prompt="Weather and time in Tokyo?",
+            seed=18,
+        ),
         "gemini/stream_safety": lambda: gemini.synthesize(
-            "Here is how the knight", finish_reason="SAFETY", prompt="Tell me a violent story.", seed=19),
+            "Here is how the knight", finish_reason="SAFETY", prompt="Tell me a violent story.", seed=19
+        ),
         "gemini/array_text": lambda: gemini.synthesize(
-            "Without alt=sse, Gemini streams one JSON array — élément par élément. 🧩", alt_sse=False,
-            prompt="How does Gemini stream without SSE?", seed=20),
+            "Without alt=sse, Gemini streams one JSON array — élément par élément. 🧩",
+            alt_sse=False,
+            prompt="How does Gemini stream without SSE?",
+            seed=20,
+        ),
         "cohere/chat_text": lambda: cohere.synthesize(
-            "Cohere v2 streams content-delta events — 日本語も 🌊.", prompt="Say hello.", seed=21),
+            "Cohere v2 streams content-delta events — 日本語も 🌊.", prompt="Say hello.", seed=21
+        ),
         "cohere/chat_tool_calls": lambda: cohere.synthesize(
             tool_calls=[WEATHER_TOKYO, {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}}],
-            tool_plan="I will look up the weather and the time in Tokyo.", prompt="Weather and time in Tokyo?", seed=22),
+            tool_plan="I will look up the weather and the time in Tokyo.",
+            prompt="Weather and time in Tokyo?",
+            seed=22,
+        ),
     }
 
 
 LIBRARY: dict[str, Callable[[], Cassette]] = {
-    "openai/chat_text": lambda: openai_chat(_JA, chunk_size=3, prompt="Greet me in Japanese, with emoji.", seed=1),
+    "openai/chat_text": lambda: openai_chat(
+        _JA, chunk_size=3, prompt="Greet me in Japanese, with emoji.", seed=1
+    ),
     "openai/chat_tool_calls": lambda: openai_chat(
-        tool_calls=[{**WEATHER_TOKYO, "id": "call_weather_tokyo"},
-                    {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"},
-                     "id": "call_weather_paris"},
-                    {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}, "id": "call_time_tokyo"}],
-        interleave_tool_calls=True, prompt="Weather in Tokyo and Paris, and the time in Tokyo?", seed=2),
+        tool_calls=[
+            {**WEATHER_TOKYO, "id": "call_weather_tokyo"},
+            {
+                "name": "get_weather",
+                "arguments": {"city": "Paris", "unit": "celsius"},
+                "id": "call_weather_paris",
+            },
+            {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}, "id": "call_time_tokyo"},
+        ],
+        interleave_tool_calls=True,
+        prompt="Weather in Tokyo and Paris, and the time in Tokyo?",
+        seed=2,
+    ),
     "openai/chat_n2": lambda: openai_chat(
-        ["Roses are red, the sky is blue.", "Violets are blue; streams arrive in pieces, too."], n=2,
-        choices_out_of_order=True, prompt="Write a one-line poem.", seed=3),
+        ["Roses are red, the sky is blue.", "Violets are blue; streams arrive in pieces, too."],
+        n=2,
+        choices_out_of_order=True,
+        prompt="Write a one-line poem.",
+        seed=3,
+    ),
     "openai/chat_usage": lambda: openai_chat(
-        "Usage arrives last, in a chunk with no choices.", include_usage=True,
-        usage={"prompt_tokens": 14, "completion_tokens": 12, "total_tokens": 26,
-               "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-               "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
-                                             "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}},
-        prompt="Say something short.", seed=4),
+        "Usage arrives last, in a chunk with no choices.",
+        include_usage=True,
+        usage={
+            "prompt_tokens": 14,
+            "completion_tokens": 12,
+            "total_tokens": 26,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": 0,
+                "audio_tokens": 0,
+                "accepted_prediction_tokens": 0,
+                "rejected_prediction_tokens": 0,
+            },
+        },
+        prompt="Say something short.",
+        seed=4,
+    ),
     "openai/chat_refusal": lambda: openai_chat(
-        refusal="I'm sorry, but I can't help with that request.", prompt="Help me pick a lock.", seed=5),
+        refusal="I'm sorry, but I can't help with that request.", prompt="Help me pick a lock.", seed=5
+    ),
     "openai/chat_content_filter": lambda: openai_chat(
-        "Here is the story you asked for. The knight drew his sword and", content_filter=True,
-        finish_reason="content_filter", model="gpt-4o-mini", prompt="Tell me a violent story.", seed=6),
+        "Here is the story you asked for. The knight drew his sword and",
+        content_filter=True,
+        finish_reason="content_filter",
+        model="gpt-4o-mini",
+        prompt="Tell me a violent story.",
+        seed=6,
+    ),
     "openai/responses_text": lambda: openai_responses(
         "The Responses API streams typed events: output_text deltas — ünïcödé and 絵文字 🎉 included.",
-        prompt="Describe the Responses API stream in one sentence.", seed=7),
+        prompt="Describe the Responses API stream in one sentence.",
+        seed=7,
+    ),
     "openai/responses_function_call": lambda: openai_responses(
-        tool_calls=[{**WEATHER_TOKYO, "id": "call_resp_weather"}], prompt="What's the weather in Tokyo?", seed=8),
+        tool_calls=[{**WEATHER_TOKYO, "id": "call_resp_weather"}],
+        prompt="What's the weather in Tokyo?",
+        seed=8,
+    ),
     "anthropic/messages_text": lambda: anthropic_messages(
-        "Hello! Claude streams text_delta events — 日本語も大丈夫です 🌸. " + HAZARDS, prompt="Say hello.", seed=9),
+        "Hello! Claude streams text_delta events — 日本語も大丈夫です 🌸. " + HAZARDS,
+        prompt="Say hello.",
+        seed=9,
+    ),
     "anthropic/messages_tool_use": lambda: anthropic_messages(
-        "I'll look up the weather in Tokyo for you.", tool_calls=[{**WEATHER_TOKYO, "id": "toolu_01WeatherTokyo"}],
-        prompt="What's the weather in Tokyo?", seed=10),
+        "I'll look up the weather in Tokyo for you.",
+        tool_calls=[{**WEATHER_TOKYO, "id": "toolu_01WeatherTokyo"}],
+        prompt="What's the weather in Tokyo?",
+        seed=10,
+    ),
     "anthropic/messages_thinking": lambda: anthropic_messages(
         "27 × 453 = 12,231.",
         thinking="Let me compute 27 × 453. 27 × 400 = 10,800; 27 × 53 = 1,431; 10,800 + 1,431 = 12,231.",
-        prompt="What is 27 * 453?", seed=11),
+        prompt="What is 27 * 453?",
+        seed=11,
+    ),
     "anthropic/messages_ping": lambda: anthropic_messages(
-        "Pings may arrive between any two events; a client must skip them.", ping=4,
-        prompt="Tell me about pings.", seed=12),
+        "Pings may arrive between any two events; a client must skip them.",
+        ping=4,
+        prompt="Tell me about pings.",
+        seed=12,
+    ),
     "anthropic/messages_overloaded": lambda: anthropic_messages(
-        "This answer starts streaming, and then the API is", error="overloaded_error",
-        prompt="Write a long essay.", seed=13),
+        "This answer starts streaming, and then the API is",
+        error="overloaded_error",
+        prompt="Write a long essay.",
+        seed=13,
+    ),
     "ollama/chat": lambda: ollama_chat(
-        "Ollama streams JSON lines — one object per line, ending with done: true. 🦙 " + HAZARDS, model="llama3.2",
-        prompt="How does Ollama stream?", seed=14),
+        "Ollama streams JSON lines — one object per line, ending with done: true. 🦙 " + HAZARDS,
+        model="llama3.2",
+        prompt="How does Ollama stream?",
+        seed=14,
+    ),
     "openrouter/chat_keepalive": lambda: openrouter_chat(
-        "OpenRouter sends comment lines while the model warms up. " + HAZARDS, keepalives=3,
-        prompt="What are SSE comments for?", seed=15),
+        "OpenRouter sends comment lines while the model warms up. " + HAZARDS,
+        keepalives=3,
+        prompt="What are SSE comments for?",
+        seed=15,
+    ),
     "compat/event_ids": lambda: openai_chat(
-        "A gateway numbers its events and sends no charset. " + HAZARDS, event_ids=True, charset=False,
-        prompt="Say something with line separators.", seed=17),
+        "A gateway numbers its events and sends no charset. " + HAZARDS,
+        event_ids=True,
+        charset=False,
+        prompt="Say something with line separators.",
+        seed=17,
+    ),
     "compat/repeated_tool_ids": lambda: openai_chat(
-        tool_calls=[{**WEATHER_TOKYO, "id": "call_repeat_0"},
-                    {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}, "id": "call_repeat_1"}],
-        repeat_tool_ids=True, model="compat-model", url="https://llm.example.com/v1/chat/completions",
-        prompt="Weather and time in Tokyo?", seed=16),
+        tool_calls=[
+            {**WEATHER_TOKYO, "id": "call_repeat_0"},
+            {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}, "id": "call_repeat_1"},
+        ],
+        repeat_tool_ids=True,
+        model="compat-model",
+        url="https://llm.example.com/v1/chat/completions",
+        prompt="Weather and time in Tokyo?",
+        seed=16,
+    ),
     **_more_library(),
 }
 """Name -> how that shipped cassette is synthesized (see ``docs/cassettes.md``)."""
@@ -242,21 +345,34 @@ def _record_one(base: str, name: str, holder: dict[str, Interaction], target: Pa
     for _ in range(attempts):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "recorded.json"
-            with use_cassette(path, record_mode="all", before_record_request=as_provider,
-                              before_record_response=without_date):
+            with use_cassette(
+                path,
+                record_mode="all",
+                before_record_request=as_provider,
+                before_record_response=without_date,
+            ):
                 if not _through_sdk(base, synth):
                     with httpx.Client(timeout=30.0) as client:
-                        with client.stream("POST", local, content=synth.request.body,
-                                           headers={"content-type": "application/json"}) as r:
+                        with client.stream(
+                            "POST",
+                            local,
+                            content=synth.request.body,
+                            headers={"content-type": "application/json"},
+                        ) as r:
                             for _chunk in r.iter_raw():
                                 pass
             recorded = Cassette.load(path)
             (got,) = recorded.interactions
-            late = max(abs(a - b) for a, b in zip(got.response.times, synth.response.times)) \
-                if len(got.response.times) == len(synth.response.times) else 0.0
+            late = (
+                max(abs(a - b) for a, b in zip(got.response.times, synth.response.times))
+                if len(got.response.times) == len(synth.response.times)
+                else 0.0
+            )
             if got.response.chunks != synth.response.chunks:
-                problem = (f"the loopback recording of {name} has {len(got.response.chunks)} chunks, "
-                           f"{len(synth.response.chunks)} were written (the machine is too busy?)")
+                problem = (
+                    f"the loopback recording of {name} has {len(got.response.chunks)} chunks, "
+                    f"{len(synth.response.chunks)} were written (the machine is too busy?)"
+                )
             elif late > 0.1:
                 problem = f"a chunk of {name} arrived {late * 1000:.0f} ms off its schedule (the machine is too busy?)"
             else:
@@ -266,8 +382,9 @@ def _record_one(base: str, name: str, holder: dict[str, Interaction], target: Pa
     raise RuntimeError(problem)
 
 
-def write_library(directory: str | Path | None = None, *, names: Sequence[str] | None = None,
-                  attempts: int = 3) -> list[Path]:
+def write_library(
+    directory: str | Path | None = None, *, names: Sequence[str] | None = None, attempts: int = 3
+) -> list[Path]:
     """Record every library cassette (or ``names``) through a real loopback server into
     ``directory`` (default: the installed ``ssemock/cassettes``); returns the files written.
 
@@ -315,12 +432,19 @@ def check_library(directory: str | Path | None = None) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m ssemock.synth --write-library [--dir DIR] [--check]``."""
-    parser = argparse.ArgumentParser(prog="python -m ssemock.synth", description=(
-        "Regenerate the cassettes shipped in ssemock.cassettes: synthesize each stream and record it "
-        "through a real loopback server."))
+    parser = argparse.ArgumentParser(
+        prog="python -m ssemock.synth",
+        description=(
+            "Regenerate the cassettes shipped in ssemock.cassettes: synthesize each stream and record it "
+            "through a real loopback server."
+        ),
+    )
     parser.add_argument("--write-library", action="store_true", help="record every library cassette")
-    parser.add_argument("--check", action="store_true",
-                        help="re-record into a temporary folder and compare with the files (times aside)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="re-record into a temporary folder and compare with the files (times aside)",
+    )
     parser.add_argument("--dir", default=None, help="the library folder (default: the installed one)")
     parser.add_argument("names", nargs="*", help="only these cassettes (default: all)")
     args = parser.parse_args(argv)

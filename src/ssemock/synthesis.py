@@ -21,8 +21,24 @@ from typing import Any, TypeAlias
 from .cassette import Cassette
 
 __all__ = [
-    "CREATED", "DEFAULT_PROMPT", "JSON", "SOURCE_HEADER", "SYNTH_SOURCE", "Call", "Rng", "ToolCallSpec", "calls",
-    "check_timing", "compact", "one_interaction", "pieces", "schedule", "schema", "sse_event", "tools", "user",
+    "CREATED",
+    "DEFAULT_PROMPT",
+    "JSON",
+    "SOURCE_HEADER",
+    "SYNTH_SOURCE",
+    "Call",
+    "Rng",
+    "ToolCallSpec",
+    "calls",
+    "check_timing",
+    "compact",
+    "one_interaction",
+    "pieces",
+    "schedule",
+    "schema",
+    "sse_event",
+    "tools",
+    "user",
 ]
 
 JSON: TypeAlias = dict[str, Any]
@@ -30,8 +46,10 @@ ToolCallSpec: TypeAlias = Mapping[str, Any]
 
 SOURCE_HEADER = "x-ssemock-source"
 """The response header every synthesized response carries, saying it was synthesized."""
-SYNTH_SOURCE = ("synthesized by ssemock.synth from the provider's documented event format; "
-                "not captured from the real service")
+SYNTH_SOURCE = (
+    "synthesized by ssemock.synth from the provider's documented event format; "
+    "not captured from the real service"
+)
 """The value of the [`SOURCE_HEADER`][ssemock.synth.SOURCE_HEADER] header."""
 DEFAULT_PROMPT = "Say hello."
 """The user message of the synthesized request when no ``prompt`` is given."""
@@ -72,7 +90,7 @@ def pieces(text: str, size: int, rng: random.Random) -> list[str]:
     out, pos = [], 0
     while pos < len(text):
         step = rng.randint(lo, hi)
-        out.append(text[pos:pos + step])
+        out.append(text[pos : pos + step])
         pos += step
     return out
 
@@ -87,8 +105,9 @@ class Call:
     text: str  # the arguments as the provider streams them
 
 
-def calls(specs: Sequence[ToolCallSpec], rng: Rng, prefix: str, *, spaced: bool = False,
-          id_size: int = 24) -> list[Call]:
+def calls(
+    specs: Sequence[ToolCallSpec], rng: Rng, prefix: str, *, spaced: bool = False, id_size: int = 24
+) -> list[Call]:
     """The tool calls a synthesizer streams, checked (a name each; string arguments must be JSON)."""
     out = []
     for k, spec in enumerate(specs):
@@ -100,7 +119,9 @@ def calls(specs: Sequence[ToolCallSpec], rng: Rng, prefix: str, *, spaced: bool 
             try:
                 value = json.loads(arguments) if arguments else {}
             except ValueError:
-                raise ValueError(f"tool_calls[{k}]['arguments'] is a string but not JSON: {arguments!r}") from None
+                raise ValueError(
+                    f"tool_calls[{k}]['arguments'] is a string but not JSON: {arguments!r}"
+                ) from None
         else:
             value = arguments
             text = json.dumps(arguments, ensure_ascii=False) if spaced else compact(arguments)
@@ -109,8 +130,14 @@ def calls(specs: Sequence[ToolCallSpec], rng: Rng, prefix: str, *, spaced: bool 
     return out
 
 
-def schedule(events: Sequence[bytes], rng: random.Random, *, first_token: float, gap: float,
-             lead: Sequence[tuple[float, bytes]] = ()) -> tuple[list[bytes], list[float]]:
+def schedule(
+    events: Sequence[bytes],
+    rng: random.Random,
+    *,
+    first_token: float,
+    gap: float,
+    lead: Sequence[tuple[float, bytes]] = (),
+) -> tuple[list[bytes], list[float]]:
     """Cut the events into writes (1-3 events, sometimes ending mid-line) and time them.
 
     ``lead``: writes (time, bytes) sent before the first event, such as keep-alive comments.
@@ -139,18 +166,32 @@ def check_timing(chunk_size: int, gap: float, first_token: float) -> None:
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     if not (gap >= 0 and first_token >= 0):
-        raise ValueError(f"gap and first_token must be >= 0 seconds, got gap={gap}, first_token={first_token}")
+        raise ValueError(
+            f"gap and first_token must be >= 0 seconds, got gap={gap}, first_token={first_token}"
+        )
 
 
-def one_interaction(url: str, request_json: JSON, chunks: list[bytes], times: list[float], *,
-                    content_type: str, headers: Mapping[str, str],
-                    request_headers: Mapping[str, str] | None = None) -> Cassette:
+def one_interaction(
+    url: str,
+    request_json: JSON,
+    chunks: list[bytes],
+    times: list[float],
+    *,
+    content_type: str,
+    headers: Mapping[str, str],
+    request_headers: Mapping[str, str] | None = None,
+) -> Cassette:
     """The cassette a synthesizer returns: the ``POST`` and its streamed answer, marked synthesized."""
     cassette = Cassette()
-    cassette.add("POST", url, chunks, times=times,
-                 headers={"content-type": content_type, **headers, SOURCE_HEADER: SYNTH_SOURCE},
-                 request_headers={"content-type": "application/json", **(request_headers or {})},
-                 request_json=request_json)
+    cassette.add(
+        "POST",
+        url,
+        chunks,
+        times=times,
+        headers={"content-type": content_type, **headers, SOURCE_HEADER: SYNTH_SOURCE},
+        request_headers={"content-type": "application/json", **(request_headers or {})},
+        request_json=request_json,
+    )
     return cassette
 
 
@@ -172,8 +213,11 @@ def schema(value: Any) -> JSON:
     if isinstance(value, list):
         return {"type": "array", "items": schema(value[0]) if value else {}}
     if isinstance(value, dict):
-        return {"type": "object", "properties": {str(k): schema(v) for k, v in value.items()},
-                "required": [str(k) for k in value]}
+        return {
+            "type": "object",
+            "properties": {str(k): schema(v) for k, v in value.items()},
+            "required": [str(k) for k in value],
+        }
     return {}
 
 
@@ -182,7 +226,12 @@ def tools(calls: Sequence[Call]) -> dict[str, JSON]:
     out: dict[str, JSON] = {}
     for call in calls:
         if call.name not in out:
-            params = schema(call.value) if isinstance(call.value, dict) else {"type": "object", "properties": {}}
-            out[call.name] = {"name": call.name, "description": f"The {call.name.replace('_', ' ')} tool.",
-                              "parameters": params}
+            params = (
+                schema(call.value) if isinstance(call.value, dict) else {"type": "object", "properties": {}}
+            )
+            out[call.name] = {
+                "name": call.name,
+                "description": f"The {call.name.replace('_', ' ')} tool.",
+                "parameters": params,
+            }
     return out

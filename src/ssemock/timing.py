@@ -80,6 +80,7 @@ class Clock:
             await asyncio.sleep(seconds)
         except RuntimeError:  # not asyncio: trio through anyio
             import anyio
+
             await anyio.sleep(seconds)
 
 

@@ -37,10 +37,37 @@ from ._names import unknown
 from .chunking import event_ends
 from .framing import json_array as _array
 
-__all__ = ["ALL", "CONFORMING", "NETWORK", "SETS", "Transform", "alternatives", "applies", "apply", "blank_lines",
-           "bracket_lines", "comments", "compact", "cr", "crlf", "get", "ids", "keepalive", "kind_of", "meta",
-           "mixed", "no_final_newline", "no_space", "pad", "pretty", "raw_unicode", "resolve", "retry", "rewrite",
-           "skipped_because"]
+__all__ = [
+    "ALL",
+    "CONFORMING",
+    "NETWORK",
+    "SETS",
+    "Transform",
+    "alternatives",
+    "applies",
+    "apply",
+    "blank_lines",
+    "bracket_lines",
+    "comments",
+    "compact",
+    "cr",
+    "crlf",
+    "get",
+    "ids",
+    "keepalive",
+    "kind_of",
+    "meta",
+    "mixed",
+    "no_final_newline",
+    "no_space",
+    "pad",
+    "pretty",
+    "raw_unicode",
+    "resolve",
+    "retry",
+    "rewrite",
+    "skipped_because",
+]
 
 Edit = tuple[int, int, bytes]
 """Replace body[start:end] with the bytes."""
@@ -112,8 +139,9 @@ def skipped_because(transform: Transform, body: bytes, kind: str | None) -> str 
     return None
 
 
-def apply(transforms: Sequence[Transform], body: bytes, ends: Sequence[int], *,
-          kind: str | None = _SSE) -> tuple[bytes, list[int]]:
+def apply(
+    transforms: Sequence[Transform], body: bytes, ends: Sequence[int], *, kind: str | None = _SSE
+) -> tuple[bytes, list[int]]:
     """Apply ``transforms`` in turn to ``body`` (of ``kind``) and carry the chunk ``ends`` over.
 
     The result has one end per given end (so recorded times still line up), non-decreasing; an
@@ -183,6 +211,7 @@ def _line_endings(sep: bytes) -> Edits:
         for m in _NEWLINE.finditer(body):
             if m.group() != sep:
                 yield m.start(), m.end(), sep
+
     return edits
 
 
@@ -210,7 +239,7 @@ def _mixed(body: bytes, kind: str) -> Iterator[Edit]:
         line, blank = _MIXED[i % len(_MIXED)]
         found = list(_NEWLINE.finditer(body, a, b))
         terminated = len(found) >= 2 and found[-1].end() == b and found[-2].end() == found[-1].start()
-        if terminated and blank == b"\r" and body[b:b + 1] == b"\n":
+        if terminated and blank == b"\r" and body[b : b + 1] == b"\n":
             blank = b"\r\n"  # a CR followed by the next block's LF would be one line ending
         for k, m in enumerate(found):
             sep = blank if terminated and k == len(found) - 1 else line
@@ -220,8 +249,9 @@ def _mixed(body: bytes, kind: str) -> Iterator[Edit]:
 
 mixed = Transform("mixed", _mixed)
 """LF, CRLF and CR line endings, mixed."""
-no_space = Transform("no_space", lambda body, kind: ((m.end(1) + 1, m.end(1) + 2, b"")
-                                                     for m in _FIELD_SPACE.finditer(body)))
+no_space = Transform(
+    "no_space", lambda body, kind: ((m.end(1) + 1, m.end(1) + 2, b"") for m in _FIELD_SPACE.finditer(body))
+)
 """No space after the colon of each field."""
 
 # -- blocks and lines that dispatch nothing -------------------------------------------------------
@@ -229,10 +259,12 @@ no_space = Transform("no_space", lambda body, kind: ((m.end(1) + 1, m.end(1) + 2
 
 def _before_each(make: Callable[[int, bytes], bytes]) -> Edits:
     """Insert ``make(i, newline)`` before event ``i`` (after a leading BOM)."""
+
     def edits(body: bytes, kind: str) -> Iterator[Edit]:
         for i, (a, b) in enumerate(_spans(body, kind)):
             at = _head(body, a)
             yield at, at, make(i, _newline_of(body, a, b))
+
     return edits
 
 
@@ -300,6 +332,7 @@ def pad(shift: int | None = None) -> Transform:
 
 def _before_each_line(width: Callable[[int], int]) -> Edits:
     """A comment line of ``width(i)`` dots inside event ``i`` (none when negative)."""
+
     def edits(body: bytes, kind: str) -> Iterator[Edit]:
         for i, (a, b) in enumerate(_spans(body, kind)):
             w = width(i)
@@ -307,6 +340,7 @@ def _before_each_line(width: Callable[[int], int]) -> Edits:
                 at = _head(body, a)
                 nl = _newline_of(body, a, b)
                 yield at, at, b":" + b"." * max(w - len(nl), 0) + nl
+
     return edits
 
 
@@ -328,8 +362,12 @@ def _no_final_newline(body: bytes, kind: str) -> Iterator[Edit]:
         yield end, len(body), b""
 
 
-no_final_newline = Transform("no_final_newline", _no_final_newline, frozenset({_NDJSON}),
-                             lambda body, kind: body.endswith((b"\n", b"\r")) and bool(body.strip()))
+no_final_newline = Transform(
+    "no_final_newline",
+    _no_final_newline,
+    frozenset({_NDJSON}),
+    lambda body, kind: body.endswith((b"\n", b"\r")) and bool(body.strip()),
+)
 """The last JSON line without its line ending (a server that ends the stream right after it)"""
 
 # -- JSON arrays ----------------------------------------------------------------------------------
@@ -339,6 +377,7 @@ def _array_layout(element: Callable[[bytes], bytes], first: bytes, between: byte
     """Rewrite a JSON array stream: ``first`` from the start through the ``[`` to the first
     element, ``between`` between elements, ``last`` from the last element through the ``]``,
     each element as ``element(its bytes)`` (an incomplete trailing element is left alone)."""
+
     def edits(body: bytes, kind: str) -> Iterator[Edit]:
         spans = _array._spans(body)
         if not spans:
@@ -351,6 +390,7 @@ def _array_layout(element: Callable[[bytes], bytes], first: bytes, between: byte
         close = body.find(b"]", spans[-1][1])
         if close >= 0:
             yield spans[-1][1], close + 1, last
+
     return edits
 
 
@@ -358,16 +398,18 @@ def _changes(edits: Edits) -> Callable[[bytes, str], bool]:
     return lambda body, kind: any(body[s:t] != r for s, t, r in edits(body, kind))
 
 
-def _array_transform(name: str, element: Callable[[bytes], bytes], first: bytes, between: bytes,
-                     last: bytes) -> Transform:
+def _array_transform(
+    name: str, element: Callable[[bytes], bytes], first: bytes, between: bytes, last: bytes
+) -> Transform:
     edits = _array_layout(element, first, between, last)
     return Transform(name, edits, frozenset({_ARRAY}), _changes(edits))
 
 
 compact = _array_transform("compact", lambda el: orjson.dumps(orjson.loads(el)), b"[", b",", b"]")
 """``[{...},{...}]``: no whitespace between or inside elements."""
-pretty = _array_transform("pretty", lambda el: orjson.dumps(orjson.loads(el), option=orjson.OPT_INDENT_2),
-                          b"[\n", b",\n", b"\n]")
+pretty = _array_transform(
+    "pretty", lambda el: orjson.dumps(orjson.loads(el), option=orjson.OPT_INDENT_2), b"[\n", b",\n", b"\n]"
+)
 """Every element indented over several lines, ``[`` and ``]`` on lines of their own."""
 bracket_lines = _array_transform("bracket_lines", lambda el: el, b"[\n", b"\n,\r\n", b"\n]")
 """``[\\n{...}\\n,\\r\\n{...}\\n]``: the brackets and separators on lines of their own, CRLF before each next element (Google's REST streams write ``\\n,\\r\\n`` between elements)"""
@@ -392,7 +434,7 @@ def _json_lines(body: bytes, kind: str) -> Iterator[tuple[int, int]]:
         if _ESCAPE.search(body, *span) is None:
             continue
         try:
-            orjson.loads(body[span[0]:span[1]])
+            orjson.loads(body[span[0] : span[1]])
         except orjson.JSONDecodeError:
             continue
         yield span
@@ -404,22 +446,72 @@ def _raw_unicode(body: bytes, kind: str) -> Iterator[Edit]:
             yield m.end(1), m.end(), chr(int(m.group(2), 16)).encode()
 
 
-raw_unicode = Transform("raw_unicode", _raw_unicode, frozenset({_SSE, _NDJSON}),
-                        lambda body, kind: next(_json_lines(body, kind), None) is not None)
+raw_unicode = Transform(
+    "raw_unicode",
+    _raw_unicode,
+    frozenset({_SSE, _NDJSON}),
+    lambda body, kind: next(_json_lines(body, kind), None) is not None,
+)
 """JSON `\\uXXXX` escapes written as the raw characters."""
 
 # -- names ----------------------------------------------------------------------------------------
 
-_NAMED = {t.name: t for t in (crlf, cr, mixed, no_space, comments, ids, meta, retry, raw_unicode, blank_lines,
-                              no_final_newline, compact, pretty, bracket_lines)}
+_NAMED = {
+    t.name: t
+    for t in (
+        crlf,
+        cr,
+        mixed,
+        no_space,
+        comments,
+        ids,
+        meta,
+        retry,
+        raw_unicode,
+        blank_lines,
+        no_final_newline,
+        compact,
+        pretty,
+        bracket_lines,
+    )
+}
 _SHOWN = [*_NAMED, "keepalive[:COMMENT]", "pad[:N]"]
-ALL: tuple[Transform, ...] = (crlf, cr, mixed, no_space, keepalive(), comments, ids, meta, retry, pad(),
-                              raw_unicode, blank_lines, no_final_newline, compact, pretty, bracket_lines)
+ALL: tuple[Transform, ...] = (
+    crlf,
+    cr,
+    mixed,
+    no_space,
+    keepalive(),
+    comments,
+    ids,
+    meta,
+    retry,
+    pad(),
+    raw_unicode,
+    blank_lines,
+    no_final_newline,
+    compact,
+    pretty,
+    bracket_lines,
+)
 """What ``transform="all"`` runs, after the untransformed stream: every named transform alone."""
 NETWORK: tuple[Transform, ...] = (keepalive(), comments, pad())
 """What networks and proxies do to a stream on its way (``transform="network"``): heartbeat comments and padding; a client that fails under one of these fails against the real provider behind a proxy or load balancer. (Re-chunking, the other thing networks do, is the chunking's job.)"""
-CONFORMING: tuple[Transform, ...] = (crlf, cr, mixed, no_space, ids, meta, retry, raw_unicode, blank_lines,
-                                      no_final_newline, compact, pretty, bracket_lines)
+CONFORMING: tuple[Transform, ...] = (
+    crlf,
+    cr,
+    mixed,
+    no_space,
+    ids,
+    meta,
+    retry,
+    raw_unicode,
+    blank_lines,
+    no_final_newline,
+    compact,
+    pretty,
+    bracket_lines,
+)
 """What another conforming server may send (``transform="conforming"``): other line endings, no space after the colon, ids, ``retry:``, event-only and id-only blocks, JSON escapes written raw, blank JSON lines, a JSON array laid out otherwise, a last JSON line without its newline; a client that fails under one of these breaks against another server (or a gateway that re-encodes), not necessarily against the provider the cassette was recorded from."""
 SETS: dict[str, tuple[Transform, ...]] = {"all": ALL, "network": NETWORK, "conforming": CONFORMING}
 """The named sets: each runs as alternatives (none, then each member alone) in a matrix."""
@@ -432,8 +524,10 @@ def get(name: str | Transform) -> Transform:
     if isinstance(name, Transform):
         return name
     if not isinstance(name, str):
-        raise ValueError(f"a transform is a name or a Transform, got {type(name).__name__} {name!r}; "
-                         f"valid names: {', '.join(_SHOWN)}")
+        raise ValueError(
+            f"a transform is a name or a Transform, got {type(name).__name__} {name!r}; "
+            f"valid names: {', '.join(_SHOWN)}"
+        )
     if name.strip() in _NAMED:
         return _NAMED[name.strip()]
     head, sep, rest = name.strip().partition(":")

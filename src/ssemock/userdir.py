@@ -54,11 +54,12 @@ def private_dir(*parts: str) -> Path:
         problem = _private(base)
         if problem is None:
             folder = base.joinpath(*parts)
-            for step in [base.joinpath(*parts[:i + 1]) for i in range(len(parts))]:
+            for step in [base.joinpath(*parts[: i + 1]) for i in range(len(parts))]:
                 problem = _private(step)
                 if problem is not None:
                     raise OSError(f"ssemock: {step} is unsafe for its lock files: {problem}; remove it")
             return folder
         problems.append(f"{base}: {problem}")
-    raise OSError("ssemock: found no folder only this user can write, for its lock files: "
-                  + "; ".join(problems))
+    raise OSError(
+        "ssemock: found no folder only this user can write, for its lock files: " + "; ".join(problems)
+    )

@@ -50,8 +50,20 @@ from .chunking import framed_event_ends
 from .record import HOP_HEADERS
 from .redact import find_secrets, mask_url, redact_request, redact_response
 
-__all__ = ["NO_BOUNDARIES", "Converted", "ImportSummary", "Refused", "Skipped", "from_vcr", "import_file",
-           "import_paths", "import_vcr", "is_ssemock_cassette", "is_vcr_cassette", "load_vcr"]
+__all__ = [
+    "NO_BOUNDARIES",
+    "Converted",
+    "ImportSummary",
+    "Refused",
+    "Skipped",
+    "from_vcr",
+    "import_file",
+    "import_paths",
+    "import_vcr",
+    "is_ssemock_cassette",
+    "is_vcr_cassette",
+    "load_vcr",
+]
 
 NO_BOUNDARIES = "vcrpy kept no chunk boundaries or timing: using one chunk per event, all at t=0"
 """The note on a converted cassette: vcrpy keeps no chunk boundaries or timing."""
@@ -75,14 +87,19 @@ def _yaml_loader() -> Any:
         raise ImportError("reading a YAML vcrpy cassette needs PyYAML: pip install pyyaml") from exc
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     c_module = getattr(yaml, "_yaml", None)
-    if base is not yaml.SafeLoader and getattr(c_module, "SequenceStartEvent", None) is not yaml.SequenceStartEvent:
+    if (
+        base is not yaml.SafeLoader
+        and getattr(c_module, "SequenceStartEvent", None) is not yaml.SequenceStartEvent
+    ):
         # yaml was imported again (pytester restores sys.modules) but its C extension cannot be:
         # it would build events of the first import's classes, which this code would not know
         base = yaml.SafeLoader
     loader: Any = type("_VcrLoader", (base,), {})
     loader.add_constructor("tag:yaml.org,2002:python/str", lambda ld, node: ld.construct_scalar(node))
     loader.add_constructor("tag:yaml.org,2002:python/unicode", lambda ld, node: ld.construct_scalar(node))
-    loader.add_constructor("tag:yaml.org,2002:python/tuple", lambda ld, node: tuple(ld.construct_sequence(node)))
+    loader.add_constructor(
+        "tag:yaml.org,2002:python/tuple", lambda ld, node: tuple(ld.construct_sequence(node))
+    )
     return loader
 
 
@@ -130,8 +147,9 @@ def _load_yaml(raw: bytes, loader_class: Any, path: str | os.PathLike[str]) -> A
             try:
                 hash(value)
             except TypeError:
-                raise CassetteError(f"a YAML mapping key is a {type(value).__name__} (line {line})",
-                                    path=path) from None
+                raise CassetteError(
+                    f"a YAML mapping key is a {type(value).__name__} (line {line})", path=path
+                ) from None
             key.append(value)
         else:
             container[key.pop()] = value
@@ -141,16 +159,24 @@ def _load_yaml(raw: bytes, loader_class: Any, path: str | os.PathLike[str]) -> A
             event = loader.get_event()
             count += 1
             if count > limit:
-                raise CassetteError(f"holds more than {limit:,} YAML values in {len(raw):,} bytes, more than a "
-                                    f"vcrpy cassette of this size may ({FREE_VALUES:,} and one per "
-                                    f"{YAML_BYTES_PER_VALUE} bytes)", path=path)
+                raise CassetteError(
+                    f"holds more than {limit:,} YAML values in {len(raw):,} bytes, more than a "
+                    f"vcrpy cassette of this size may ({FREE_VALUES:,} and one per "
+                    f"{YAML_BYTES_PER_VALUE} bytes)",
+                    path=path,
+                )
             if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
                 if len(containers) >= MAX_DEPTH:
-                    raise CassetteError(f"YAML nested deeper than {MAX_DEPTH} levels (line "
-                                        f"{event.start_mark.line + 1}): not a vcrpy cassette", path=path)
+                    raise CassetteError(
+                        f"YAML nested deeper than {MAX_DEPTH} levels (line "
+                        f"{event.start_mark.line + 1}): not a vcrpy cassette",
+                        path=path,
+                    )
                 tag = event.tag if event.tag not in (None, "!") else None
                 if tag not in _COLLECTION_TAGS:
-                    raise CassetteError(f"unsupported YAML tag {tag} (line {event.start_mark.line + 1})", path=path)
+                    raise CassetteError(
+                        f"unsupported YAML tag {tag} (line {event.start_mark.line + 1})", path=path
+                    )
                 new: list[Any] | dict[Any, Any] = [] if isinstance(event, yaml.SequenceStartEvent) else {}
                 containers.append((new, event.anchor, tag, []))
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
@@ -171,12 +197,16 @@ def _load_yaml(raw: bytes, loader_class: Any, path: str | os.PathLike[str]) -> A
                 add(value, event.start_mark.line + 1)
             elif isinstance(event, yaml.AliasEvent):
                 if event.anchor not in anchors:
-                    raise CassetteError(f"YAML alias *{event.anchor} refers to no complete anchor (line "
-                                        f"{event.start_mark.line + 1})", path=path)
+                    raise CassetteError(
+                        f"YAML alias *{event.anchor} refers to no complete anchor (line "
+                        f"{event.start_mark.line + 1})",
+                        path=path,
+                    )
                 add(anchors[event.anchor], event.start_mark.line + 1)
     except yaml.YAMLError as exc:
-        raise CassetteError(f"not a vcrpy cassette: YAML does not parse ({exc})".replace("\n", " "),
-                            path=path) from None
+        raise CassetteError(
+            f"not a vcrpy cassette: YAML does not parse ({exc})".replace("\n", " "), path=path
+        ) from None
     finally:
         loader.dispose()
     return document
@@ -201,8 +231,10 @@ class _Budget:
 
     @staticmethod
     def exceeded(where: str) -> _Invalid:
-        return _Invalid(f"{where}: the bodies decode to more than an import allows ({BODY_EXPANSION}x the "
-                        f"file and {BODY_FREE >> 20} MB): a compression bomb?")
+        return _Invalid(
+            f"{where}: the bodies decode to more than an import allows ({BODY_EXPANSION}x the "
+            f"file and {BODY_FREE >> 20} MB): a compression bomb?"
+        )
 
 
 class _Fields:
@@ -218,22 +250,28 @@ class _Fields:
     def cannot_carry(self, where: str, why: str) -> None:
         at = "" if self.interaction is None else f"interaction {self.interaction}{self.label}: "
         if not self.force:
-            raise _Invalid(f"{where}: {why}; ssemock cannot carry it over, so nothing is written "
-                           "(import with --force to drop it)")
+            raise _Invalid(
+                f"{where}: {why}; ssemock cannot carry it over, so nothing is written "
+                "(import with --force to drop it)"
+            )
         self.dropped.append(f"{at}{where}: {why}")
 
     def unknown(self, mapping: dict[Any, Any], known: frozenset[str], where: str) -> None:
         for key in mapping:
             if key not in known:
-                self.cannot_carry(f"{where}.{key}" if where else str(key),
-                                  "a field vcrpy does not write (a custom serializer's?)")
+                self.cannot_carry(
+                    f"{where}.{key}" if where else str(key),
+                    "a field vcrpy does not write (a custom serializer's?)",
+                )
 
 
 _INTERACTION = frozenset({"request", "response"})
-_REQUEST = frozenset({"method", "uri", "url", "body", "headers", "parsed_body",
-                      "protocol", "host", "port", "path"})  # the last four: vcrpy < 1.0's layout
-_RESPONSE = frozenset({"status", "headers", "body", "parsed_body", "url",
-                       "status_code", "content", "http_version"})  # the last three: old httpx layout
+_REQUEST = frozenset(
+    {"method", "uri", "url", "body", "headers", "parsed_body", "protocol", "host", "port", "path"}
+)  # the last four: vcrpy < 1.0's layout
+_RESPONSE = frozenset(
+    {"status", "headers", "body", "parsed_body", "url", "status_code", "content", "http_version"}
+)  # the last three: old httpx layout
 _BODY = frozenset({"string", "base64_string"})
 
 
@@ -271,8 +309,10 @@ def _body(item: dict[str, Any], body_key: str, where: str, fields: _Fields) -> t
     if "parsed_body" not in item:
         return _bytes(item.get(body_key), f"{where}.{body_key}", fields), False
     if item.get(body_key) not in (None, "", {}):
-        raise _Invalid(f"{where} has both {body_key} and parsed_body: which one the serializer "
-                       "served is unknown; remove one")
+        raise _Invalid(
+            f"{where} has both {body_key} and parsed_body: which one the serializer "
+            "served is unknown; remove one"
+        )
     try:
         return json.dumps(item["parsed_body"]).encode("utf-8", "surrogatepass"), True
     except (TypeError, ValueError) as exc:
@@ -311,11 +351,13 @@ def _decompressor(encoding: str, limit: int) -> Callable[[bytes], bytes] | None:
     if encoding in ("gzip", "x-gzip"):
         return lambda b: _inflate(b, 16 + zlib.MAX_WBITS, limit)
     if encoding == "deflate":
+
         def deflate(b: bytes) -> bytes:
             try:
                 return _inflate(b, zlib.MAX_WBITS, limit)
             except zlib.error:
                 return _inflate(b, -zlib.MAX_WBITS, limit)  # raw deflate, as some servers send
+
         return deflate
     if encoding == "br":
         try:
@@ -328,6 +370,7 @@ def _decompressor(encoding: str, limit: int) -> Callable[[bytes], bytes] | None:
             if len(out) > limit:
                 raise OverflowError
             return bytes(out)
+
         return unbrotli
     if encoding == "zstd":
         try:
@@ -338,12 +381,13 @@ def _decompressor(encoding: str, limit: int) -> Callable[[bytes], bytes] | None:
         def unzstd(b: bytes) -> bytes:
             d, out = zstandard.ZstdDecompressor().decompressobj(), bytearray()
             for i in range(0, len(b), _SLICE):
-                out += d.decompress(b[i:i + _SLICE])
+                out += d.decompress(b[i : i + _SLICE])
                 if len(out) > limit:
                     raise OverflowError
                 if d.eof:
                     break
             return bytes(out)
+
         return unzstd
     return None
 
@@ -379,9 +423,14 @@ def _decode_body(body: bytes, headers: Headers, budget: _Budget) -> tuple[bytes,
         decompress = _decompressor(coding, _UNLIMITED if budget.left is None else max(budget.left, 0))
         if decompress is None:
             module = {"br": "brotli", "zstd": "zstandard"}.get(coding)
-            raise _Invalid(f"response.body is {coding}-encoded and "
-                           + (f"this Python cannot decode it (install {module})" if module else
-                              "ssemock decodes gzip, deflate, br and zstd only"))
+            raise _Invalid(
+                f"response.body is {coding}-encoded and "
+                + (
+                    f"this Python cannot decode it (install {module})"
+                    if module
+                    else "ssemock decodes gzip, deflate, br and zstd only"
+                )
+            )
         try:
             body = decompress(body)
         except OverflowError:
@@ -429,8 +478,10 @@ def _status(resp: dict[str, Any], fields: _Fields) -> int:
             fields.unknown(status, frozenset({"code", "message"}), "response.status")
             message, status = status.get("message"), status.get("code")
             if isinstance(status, int) and message not in (None, "", _reason(status)):
-                fields.cannot_carry("response.status.message", f"a reason phrase other than the standard "
-                                                                f"{_reason(status)!r}: {str(message)!r:.60}")
+                fields.cannot_carry(
+                    "response.status.message",
+                    f"a reason phrase other than the standard {_reason(status)!r}: {str(message)!r:.60}",
+                )
     if isinstance(status, str) and status.isdigit() and len(status) == 3:
         status = int(status)
     if not isinstance(status, int) or isinstance(status, bool) or not 100 <= status <= 599:
@@ -446,8 +497,11 @@ def _reason(status: int) -> str:
 
 
 def _interaction(item: Any, budget: _Budget, fields: _Fields) -> Interaction:
-    if not isinstance(item, dict) or not isinstance(item.get("request"), dict) \
-            or not isinstance(item.get("response"), dict):
+    if (
+        not isinstance(item, dict)
+        or not isinstance(item.get("request"), dict)
+        or not isinstance(item.get("response"), dict)
+    ):
         raise _Invalid("must be a mapping with 'request' and 'response'")
     req, resp = item["request"], item["response"]
     method, uri = req.get("method"), _uri(req)
@@ -468,8 +522,11 @@ def _interaction(item: Any, budget: _Budget, fields: _Fields) -> Interaction:
 
     status = _status(resp, fields)
     if isinstance(resp.get("url"), str) and resp["url"] not in (uri, ""):
-        fields.cannot_carry("response.url", "the response came from another URL than the request's "
-                                            "(a redirect vcrpy folded into one interaction)")
+        fields.cannot_carry(
+            "response.url",
+            "the response came from another URL than the request's "
+            "(a redirect vcrpy folded into one interaction)",
+        )
     headers = _headers(resp.get("headers"), "response.headers")
     raw, parsed = _body(resp, "content" if "status_code" in resp else "body", "response", fields)
     raw = raw or b""
@@ -496,9 +553,14 @@ def _event_ends(body: bytes, content_type: str | None) -> list[int]:
     return ends
 
 
-def from_vcr(data: Any, path: str | os.PathLike[str] | None = None, *,
-             max_body_bytes: int | None = None, force: bool = False,
-             dropped: list[str] | None = None) -> Cassette:
+def from_vcr(
+    data: Any,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    max_body_bytes: int | None = None,
+    force: bool = False,
+    dropped: list[str] | None = None,
+) -> Cassette:
     """An ssemock cassette from a parsed vcrpy cassette (redacted, one chunk per event, t=0).
 
     ``max_body_bytes``: how many bytes all bodies may decode to (None: no limit). A field
@@ -526,8 +588,9 @@ def from_vcr(data: Any, path: str | os.PathLike[str] | None = None, *,
         try:
             interactions.append(_interaction(item, budget, fields))
         except _Invalid as exc:
-            raise CassetteError(f"{fields.label.strip(' ()')}{': ' if fields.label else ''}{exc}",
-                                path=path, interaction=i) from None
+            raise CassetteError(
+                f"{fields.label.strip(' ()')}{': ' if fields.label else ''}{exc}", path=path, interaction=i
+            ) from None
     if dropped is not None:
         dropped += fields.dropped
     return Cassette(interactions)
@@ -543,21 +606,30 @@ def is_vcr_cassette(data: Any) -> bool:
 def is_ssemock_cassette(data: Any) -> bool:
     """Whether parsed JSON is an ssemock cassette (responses with a chunk map, requests with a
     ``url``), not a vcrpy one (``uri``, no chunk map)."""
-    if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("interactions"), list):
+    if (
+        not isinstance(data, dict)
+        or data.get("version") != VERSION
+        or not isinstance(data.get("interactions"), list)
+    ):
         return False
     items = data["interactions"]
-    return bool(items) and all(isinstance(x, dict) and isinstance(x.get("response"), dict)
-                               and "chunks" in x["response"] for x in items)
+    return bool(items) and all(
+        isinstance(x, dict) and isinstance(x.get("response"), dict) and "chunks" in x["response"]
+        for x in items
+    )
 
 
-def import_vcr(path: str | os.PathLike[str], *, force: bool = False,
-               dropped: list[str] | None = None) -> Cassette:
+def import_vcr(
+    path: str | os.PathLike[str], *, force: bool = False, dropped: list[str] | None = None
+) -> Cassette:
     """Read a vcrpy cassette file into an (unsaved) ssemock cassette; its bodies may decode to
     at most ``BODY_EXPANSION`` times the file's size plus ``BODY_FREE`` bytes. ``force`` and
     ``dropped``: as [`from_vcr`][ssemock.vcr.from_vcr]."""
     data = load_vcr(path)
     size = os.stat(path).st_size
-    return from_vcr(data, path, max_body_bytes=BODY_FREE + BODY_EXPANSION * size, force=force, dropped=dropped)
+    return from_vcr(
+        data, path, max_body_bytes=BODY_FREE + BODY_EXPANSION * size, force=force, dropped=dropped
+    )
 
 
 # -- a tree of cassettes -----------------------------------------------------------------------
@@ -648,8 +720,11 @@ def _vcr_files(folder: Path) -> list[Path]:
     found = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        found += [Path(dirpath, f) for f in sorted(filenames)
-                  if not f.startswith(".") and f.lower().endswith(VCR_SUFFIXES)]
+        found += [
+            Path(dirpath, f)
+            for f in sorted(filenames)
+            if not f.startswith(".") and f.lower().endswith(VCR_SUFFIXES)
+        ]
     return found
 
 
@@ -683,14 +758,16 @@ def _target(source: Path, root: Path, out: Path | None, replace_json: bool) -> t
     """Where the conversion of ``source`` goes, and a note when the plugin will not find it
     there. pytest-recording's ``cassettes/<module>/<test>.yaml`` becomes
     ``cassettes/<module>/<test>.json``: the path the ssemock plugin looks at by default."""
-    stem = source.name[:-len(source.suffix)] if source.suffix.lower() in VCR_SUFFIXES else source.name
+    stem = source.name[: -len(source.suffix)] if source.suffix.lower() in VCR_SUFFIXES else source.name
     name = file_name(stem)
     folder = source.parent if out is None else out / source.parent.relative_to(root)
     target = folder / name
     if _same_file(target, source) and not replace_json:
-        target = folder / (name[:-len(".json")] + SSEMOCK_SUFFIX)
-        return target, (f"{name} is vcrpy's cassette, so this went to {target.name}; the ssemock plugin "
-                        f"looks for {name}: import with --replace-json (or --out) to write it there")
+        target = folder / (name[: -len(".json")] + SSEMOCK_SUFFIX)
+        return target, (
+            f"{name} is vcrpy's cassette, so this went to {target.name}; the ssemock plugin "
+            f"looks for {name}: import with --replace-json (or --out) to write it there"
+        )
     return target, None
 
 
@@ -708,7 +785,9 @@ def _existing(target: Path, source: Path) -> Skipped | Refused | None:
     except (CassetteError, orjson.JSONDecodeError):
         data = None
     if not (is_ssemock_cassette(data) or _empty(data)):
-        return Refused(source, f"{target} exists and is not an ssemock cassette: not overwritten (move it away)")
+        return Refused(
+            source, f"{target} exists and is not an ssemock cassette: not overwritten (move it away)"
+        )
     if _recorded(data):
         return Skipped(source, f"{target} was recorded by ssemock (it has chunk times): kept")
     if target.stat().st_mtime >= source.stat().st_mtime:
@@ -719,8 +798,11 @@ def _existing(target: Path, source: Path) -> Skipped | Refused | None:
 def _recorded(data: Any) -> bool:
     """Whether an ssemock cassette holds a real recording (an import has every chunk at t=0):
     never replaced by an import, whatever the files' times say (a git checkout sets them)."""
-    return any(isinstance(pair, list) and pair and pair[0] != 0
-               for x in data["interactions"] for pair in x["response"].get("chunks") or [])
+    return any(
+        isinstance(pair, list) and pair and pair[0] != 0
+        for x in data["interactions"]
+        for pair in x["response"].get("chunks") or []
+    )
 
 
 def _empty(data: Any) -> bool:
@@ -733,8 +815,16 @@ def _refusal(source: Path, exc: CassetteError) -> Refused:
     return Refused(source, where + exc.reason)
 
 
-def _import_one(source: Path, target: Path, *, explicit: bool, force: bool, scrub_bodies: bool,
-                note: str | None = None, claimed: dict[str, Path] | None = None) -> Converted | Skipped | Refused:
+def _import_one(
+    source: Path,
+    target: Path,
+    *,
+    explicit: bool,
+    force: bool,
+    scrub_bodies: bool,
+    note: str | None = None,
+    claimed: dict[str, Path] | None = None,
+) -> Converted | Skipped | Refused:
     """Convert one file; ``claimed``: the targets of the files converted so far in this run."""
     try:
         data = load_vcr(source)
@@ -759,19 +849,24 @@ def _import_one(source: Path, target: Path, *, explicit: bool, force: bool, scru
     dropped: list[str] = []
     try:
         size = os.stat(source).st_size
-        cassette = from_vcr(data, source, max_body_bytes=BODY_FREE + BODY_EXPANSION * size,
-                            force=force, dropped=dropped)
+        cassette = from_vcr(
+            data, source, max_body_bytes=BODY_FREE + BODY_EXPANSION * size, force=force, dropped=dropped
+        )
     except CassetteError as exc:
         return _refusal(source, exc)
     scrubbed: list[str] = []
     if scrub_bodies:
         from .inspect import redact
+
         scrubbed = redact(cassette)
     leaks = find_secrets(cassette)
     if leaks:
-        return Refused(source, f"a secret is left after redaction: {'; '.join(leaks)}: refusing to write "
-                               f"{target}: remove the secrets from the vcrpy cassette (or filter them when "
-                               "recording), or import with --scrub-bodies")
+        return Refused(
+            source,
+            f"a secret is left after redaction: {'; '.join(leaks)}: refusing to write "
+            f"{target}: remove the secrets from the vcrpy cassette (or filter them when "
+            "recording), or import with --scrub-bodies",
+        )
     try:
         cassette.save(target)
     except CassetteError as exc:  # a check at save time (a secret scan) refused it
@@ -781,8 +876,14 @@ def _import_one(source: Path, target: Path, *, explicit: bool, force: bool, scru
     return Converted(source, target, len(cassette.interactions), tuple(dropped), tuple(scrubbed), note)
 
 
-def import_paths(paths: Iterable[str | os.PathLike[str]], *, out: str | os.PathLike[str] | None = None,
-                 force: bool = False, scrub_bodies: bool = False, replace_json: bool = False) -> ImportSummary:
+def import_paths(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    out: str | os.PathLike[str] | None = None,
+    force: bool = False,
+    scrub_bodies: bool = False,
+    replace_json: bool = False,
+) -> ImportSummary:
     """Import every vcrpy cassette that ``paths`` name -- files, folders (searched recursively
     for .yaml, .yml and .json) and glob patterns (``**`` recursive) -- and say what happened to
     each file.
@@ -819,18 +920,34 @@ def import_paths(paths: Iterable[str | os.PathLike[str]], *, out: str | os.PathL
     for source, explicit, target, note in work:
         if not explicit and os.path.abspath(source) in targets:
             continue
-        summary.add(_import_one(source, target, explicit=explicit, force=force,
-                                scrub_bodies=scrub_bodies, note=note, claimed=claimed))
+        summary.add(
+            _import_one(
+                source,
+                target,
+                explicit=explicit,
+                force=force,
+                scrub_bodies=scrub_bodies,
+                note=note,
+                claimed=claimed,
+            )
+        )
     return summary
 
 
-def import_file(source: str | os.PathLike[str], target: str | os.PathLike[str], *, force: bool = False,
-                scrub_bodies: bool = False) -> ImportSummary:
+def import_file(
+    source: str | os.PathLike[str],
+    target: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    scrub_bodies: bool = False,
+) -> ImportSummary:
     """Import one vcrpy cassette file to the ssemock cassette ``target`` (as [`import_paths`][ssemock.vcr.import_paths])."""
     summary = ImportSummary()
     source_path, target_path = Path(source), Path(target)
     if _same_file(source_path, target_path):
         summary.add(Refused(source_path, "the output is the vcrpy cassette itself: use --replace-json"))
     else:
-        summary.add(_import_one(source_path, target_path, explicit=True, force=force, scrub_bodies=scrub_bodies))
+        summary.add(
+            _import_one(source_path, target_path, explicit=True, force=force, scrub_bodies=scrub_bodies)
+        )
     return summary

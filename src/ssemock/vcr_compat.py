@@ -26,8 +26,10 @@ def _vcr_request(request: Request) -> Any:
     try:
         from vcr.request import Request as VcrRequest
     except ImportError as exc:  # pragma: no cover - the suites these wrap come from vcrpy
-        raise ImportError("ssemock.vcr_compat runs vcrpy-style hooks with vcrpy's Request: pip install vcrpy, "
-                          "or port the hook to ssemock.Request") from exc
+        raise ImportError(
+            "ssemock.vcr_compat runs vcrpy-style hooks with vcrpy's Request: pip install vcrpy, "
+            "or port the hook to ssemock.Request"
+        ) from exc
     headers: dict[str, str] = {}
     for name, value in request.headers:
         headers[name] = f"{headers[name]}, {value}" if name in headers else value
@@ -38,7 +40,9 @@ def _headers(items: Any) -> Headers:
     out: Headers = []
     for name, values in dict(items or {}).items():
         for value in values if isinstance(values, (list, tuple)) else [values]:
-            out.append((str(name).lower(), value.decode("latin-1") if isinstance(value, bytes) else str(value)))
+            out.append(
+                (str(name).lower(), value.decode("latin-1") if isinstance(value, bytes) else str(value))
+            )
     return out
 
 
@@ -52,11 +56,13 @@ def _bytes(value: Any) -> bytes | None:
 
 def request_hook(hook: VcrHook) -> Callable[[Request], Request | None]:
     """A vcrpy ``before_record_request`` hook as an ssemock one (None still drops the request)."""
+
     def run(request: Request) -> Request | None:
         out = hook(_vcr_request(request))
         if out is None:
             return None
         return Request(out.method, out.uri, _headers(out.headers), _bytes(out.body))
+
     run.__name__ = getattr(hook, "__name__", "request_hook")
     return run
 
@@ -64,12 +70,16 @@ def request_hook(hook: VcrHook) -> Callable[[Request], Request | None]:
 def response_hook(hook: VcrHook) -> Callable[[Response], Response | None]:
     """A vcrpy ``before_record_response`` hook as an ssemock one. A body the hook changes gets
     one chunk per event (the recorded boundaries no longer fit it)."""
+
     def run(response: Response) -> Response | None:
         headers: dict[str, list[str]] = {}
         for name, value in response.headers:
             headers.setdefault(name, []).append(value)
-        data = {"status": {"code": response.status, "message": ""}, "headers": headers,
-                "body": {"string": response.body}}
+        data = {
+            "status": {"code": response.status, "message": ""},
+            "headers": headers,
+            "body": {"string": response.body},
+        }
         out = hook(data)
         if out is None:
             return None
@@ -85,6 +95,7 @@ def response_hook(hook: VcrHook) -> Callable[[Response], Response | None]:
             last = response.times[-1] if response.times else 0.0
             times = [response.times[i] if i < len(response.times) else last for i in range(len(ends))]
         return Response(code, new_headers, body, ends, times, response.complete, response.error)
+
     run.__name__ = getattr(hook, "__name__", "response_hook")
     return run
 
@@ -92,8 +103,10 @@ def response_hook(hook: VcrHook) -> Callable[[Response], Response | None]:
 def matcher(function: Callable[[Any, Any], Any]) -> Callable[[Request, Request], bool | None]:
     """A vcrpy custom matcher (``matcher(r1, r2)`` raising AssertionError or returning False when
     the requests differ) as an ssemock one."""
+
     def run(sent: Request, recorded: Request) -> bool | None:
         verdict = function(_vcr_request(sent), _vcr_request(recorded))
         return None if verdict is None else bool(verdict)
+
     run.__name__ = getattr(function, "__name__", "matcher")
     return run

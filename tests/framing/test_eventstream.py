@@ -17,22 +17,43 @@ import ssemock
 from ssemock.framing import eventstream as es
 
 ALL_TYPES: dict[str, es.HeaderValue | es.Typed] = {
-    "yes": True, "no": False, "i8": es.Typed("byte", -5), "i16": es.Typed("short", 1234),
-    "i32": 70000, "i64": es.Typed("long", 2**40), "blob": b"\x00\xffbin", "text": "世界",
+    "yes": True,
+    "no": False,
+    "i8": es.Typed("byte", -5),
+    "i16": es.Typed("short", 1234),
+    "i32": 70000,
+    "i64": es.Typed("long", 2**40),
+    "blob": b"\x00\xffbin",
+    "text": "世界",
     "when": datetime(2026, 11, 23, 7, 0, 1, 250000, tzinfo=UTC),
     "id": uuid.UUID("12345678-1234-5678-1234-567812345678"),
 }
-PLAIN = {"yes": True, "no": False, "i8": -5, "i16": 1234, "i32": 70000, "i64": 2**40, "blob": b"\x00\xffbin",
-         "text": "世界", "when": datetime(2026, 11, 23, 7, 0, 1, 250000, tzinfo=UTC),
-         "id": uuid.UUID("12345678-1234-5678-1234-567812345678")}
+PLAIN = {
+    "yes": True,
+    "no": False,
+    "i8": -5,
+    "i16": 1234,
+    "i32": 70000,
+    "i64": 2**40,
+    "blob": b"\x00\xffbin",
+    "text": "世界",
+    "when": datetime(2026, 11, 23, 7, 0, 1, 250000, tzinfo=UTC),
+    "id": uuid.UUID("12345678-1234-5678-1234-567812345678"),
+}
 
 
 def _event(kind: str, payload: bytes) -> bytes:
-    return es.encode({":event-type": kind, ":content-type": "application/json", ":message-type": "event"}, payload)
+    return es.encode(
+        {":event-type": kind, ":content-type": "application/json", ":message-type": "event"}, payload
+    )
 
 
-FRAMES = [_event("messageStart", b'{"role":"assistant"}'), es.encode(ALL_TYPES, b"payload \xe4\xb8\x96"),
-          _event("contentBlockDelta", b'{"contentBlockIndex":0,"delta":{"text":"hi"}}'), es.encode({}, b"")]
+FRAMES = [
+    _event("messageStart", b'{"role":"assistant"}'),
+    es.encode(ALL_TYPES, b"payload \xe4\xb8\x96"),
+    _event("contentBlockDelta", b'{"contentBlockIndex":0,"delta":{"text":"hi"}}'),
+    es.encode({}, b""),
+]
 BODY = b"".join(FRAMES)
 
 
@@ -72,13 +93,15 @@ def test_a_frame_cut_off_by_the_end_is_dropped() -> None:
 
 
 def _corrupt(body: bytes, at: int) -> bytes:
-    return body[:at] + bytes([body[at] ^ 0x01]) + body[at + 1:]
+    return body[:at] + bytes([body[at] ^ 0x01]) + body[at + 1 :]
 
 
 def test_a_bad_message_crc_names_the_frame_and_its_offset() -> None:
     offset = es.frame_ends(BODY)[1]  # frame 2 starts here
     bad = _corrupt(BODY, offset + 20)  # a header byte of frame 2
-    with pytest.raises(es.FrameError, match=rf"eventstream frame 2 \(at byte {offset}\): message CRC32 is") as info:
+    with pytest.raises(
+        es.FrameError, match=rf"eventstream frame 2 \(at byte {offset}\): message CRC32 is"
+    ) as info:
         es.decode(ssemock.chunking.bytewise(bad))
     assert (info.value.index, info.value.offset) == (2, offset)
     assert isinstance(info.value, ValueError)
@@ -90,7 +113,9 @@ def test_a_bad_prelude_crc_names_the_frame() -> None:
         es.decode(_corrupt(BODY, offset + 9))
 
 
-def _raw(headers: bytes, payload: bytes = b"", *, total: int | None = None, header_length: int | None = None) -> bytes:
+def _raw(
+    headers: bytes, payload: bytes = b"", *, total: int | None = None, header_length: int | None = None
+) -> bytes:
     """A frame written by hand (valid CRCs), to say what the encoder never would."""
     size = 16 + len(headers) + len(payload) if total is None else total
     prelude = struct.pack(">II", size, len(headers) if header_length is None else header_length)
@@ -98,16 +123,22 @@ def _raw(headers: bytes, payload: bytes = b"", *, total: int | None = None, head
     return message + struct.pack(">I", crc32(message))
 
 
-@pytest.mark.parametrize(("frame", "problem"), [
-    (_raw(b"\x01a\x0e"), "header 'a' has value type 14, which is none of 0-9"),
-    (_raw(b"\x01a\x00\x01a\x01"), "header 'a' appears twice"),
-    (_raw(b"\x01a\x07\x00\x02\xff\xfe"), "string header 'a' is not UTF-8"),
-    (_raw(b"\x01a\x07\x00\x09abc"), "header 'a' needs 9 bytes, 3 left"),
-    (_raw(b"\x00"), "a header with an empty name"),
-    (_raw(b"", header_length=4), "total length 16 with headers length 4 is impossible"),
-    (_raw(b"\x01a\x08" + struct.pack(">q", 2**62)), "timestamp header 'a' is 4611686018427387904 ms from 1970"),
-    (_raw(b"\x01a\x08" + struct.pack(">q", -2**63)), "timestamp header 'a' .* outside years 1-9999"),
-])
+@pytest.mark.parametrize(
+    ("frame", "problem"),
+    [
+        (_raw(b"\x01a\x0e"), "header 'a' has value type 14, which is none of 0-9"),
+        (_raw(b"\x01a\x00\x01a\x01"), "header 'a' appears twice"),
+        (_raw(b"\x01a\x07\x00\x02\xff\xfe"), "string header 'a' is not UTF-8"),
+        (_raw(b"\x01a\x07\x00\x09abc"), "header 'a' needs 9 bytes, 3 left"),
+        (_raw(b"\x00"), "a header with an empty name"),
+        (_raw(b"", header_length=4), "total length 16 with headers length 4 is impossible"),
+        (
+            _raw(b"\x01a\x08" + struct.pack(">q", 2**62)),
+            "timestamp header 'a' is 4611686018427387904 ms from 1970",
+        ),
+        (_raw(b"\x01a\x08" + struct.pack(">q", -(2**63))), "timestamp header 'a' .* outside years 1-9999"),
+    ],
+)
 def test_malformed_frames_are_one_clear_error(frame: bytes, problem: str) -> None:
     with pytest.raises(es.FrameError, match=rf"frame 1 \(at byte {len(FRAMES[0])}\): .*{problem}"):
         es.decode(FRAMES[0] + frame)
@@ -144,7 +175,7 @@ def test_encode_refuses_what_cannot_be_written() -> None:
 
 def test_frame_boundaries_are_the_events_of_a_binary_body() -> None:
     ends = es.frame_ends(BODY)
-    assert ends == [sum(map(len, FRAMES[:k + 1])) for k in range(len(FRAMES))]
+    assert ends == [sum(map(len, FRAMES[: k + 1])) for k in range(len(FRAMES))]
     assert ssemock.chunking.event_ends(BODY) == ends == ssemock.chunking.event_ends(BODY, sse=False)
     assert ssemock.chunking.per_event(BODY) == FRAMES
     assert es.frame_ends(BODY[:-1]) == ends[:-1]  # a cut-off frame is not an event

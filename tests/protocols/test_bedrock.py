@@ -35,20 +35,28 @@ SHIPPED = Path(bedrock.__file__).parents[1] / "cassettes" / "bedrock" / "convers
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
 PROMPT = "What's the weather in Tokyo? Answer in Japanese."
 TEXT = "東京の天気を調べますね。🌤 Let me check — one moment."
-CALL = {"name": "get_weather", "arguments": {"city": "東京", "unit": "celsius"}, "id": "tooluse_WeatherTokyo01"}
+CALL = {
+    "name": "get_weather",
+    "arguments": {"city": "東京", "unit": "celsius"},
+    "id": "tooluse_WeatherTokyo01",
+}
 TRANSFORMS = ["none", "crlf", "cr", "keepalive", "no_space"]
-SOURCE = ("synthesized by ssemock.protocols.bedrock from Bedrock's documented ConverseStream format; "
-          "recorded with boto3 through a loopback server; not captured from the real service")
+SOURCE = (
+    "synthesized by ssemock.protocols.bedrock from Bedrock's documented ConverseStream format; "
+    "recorded with boto3 through a loopback server; not captured from the real service"
+)
 
 
 def _synthesized() -> Interaction:
-    (x,) = bedrock.synthesize(TEXT, tool_calls=[CALL], model=MODEL, prompt=PROMPT, chunk_size=3, gap=0.01,
-                              first_token=0.05, seed=21).interactions
+    (x,) = bedrock.synthesize(
+        TEXT, tool_calls=[CALL], model=MODEL, prompt=PROMPT, chunk_size=3, gap=0.01, first_token=0.05, seed=21
+    ).interactions
     return x
 
 
 def _app(holder: dict[str, Interaction]) -> Starlette:
     """Writes the held interaction's chunks at their times, as Bedrock would."""
+
     async def endpoint(request: HTTPRequest) -> StreamingResponse:
         await request.body()
         response = holder["x"].response
@@ -62,25 +70,44 @@ def _app(holder: dict[str, Interaction]) -> Starlette:
 
         headers = {k: v for k, v in response.headers if k not in ("content-type", synth.SOURCE_HEADER)}
         headers[synth.SOURCE_HEADER] = SOURCE
-        return StreamingResponse(body(), status_code=response.status, headers=headers,
-                                 media_type=response.header("content-type"))
+        return StreamingResponse(
+            body(), status_code=response.status, headers=headers, media_type=response.header("content-type")
+        )
 
     return Starlette(routes=[Route("/model/{model}/converse-stream", endpoint, methods=["POST"])])
 
 
 def _client(endpoint_url: str | None = None, *, read_timeout: float = 10) -> Any:
-    return boto3.client("bedrock-runtime", endpoint_url=endpoint_url, region_name="us-east-1",
-                        aws_access_key_id="AKIATESTFAKE00000000", aws_secret_access_key="testSECRETfake0000",
-                        config=botocore.config.Config(retries={"max_attempts": 1}, read_timeout=read_timeout))
+    return boto3.client(
+        "bedrock-runtime",
+        endpoint_url=endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="AKIATESTFAKE00000000",
+        aws_secret_access_key="testSECRETfake0000",
+        config=botocore.config.Config(retries={"max_attempts": 1}, read_timeout=read_timeout),
+    )
 
 
 def _stream(client: Any, *, tools: bool = True) -> Any:
     """boto3's event stream of the converse_stream call the cassette holds."""
-    tool = {"toolSpec": {"name": "get_weather", "description": "The get_weather tool.", "inputSchema": {"json": {
-        "type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
-        "required": ["city", "unit"]}}}}
-    response = client.converse_stream(modelId=MODEL, messages=[{"role": "user", "content": [{"text": PROMPT}]}],
-                                      **({"toolConfig": {"tools": [tool]}} if tools else {}))
+    tool = {
+        "toolSpec": {
+            "name": "get_weather",
+            "description": "The get_weather tool.",
+            "inputSchema": {
+                "json": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+                    "required": ["city", "unit"],
+                }
+            },
+        }
+    }
+    response = client.converse_stream(
+        modelId=MODEL,
+        messages=[{"role": "user", "content": [{"text": PROMPT}]}],
+        **({"toolConfig": {"tools": [tool]}} if tools else {}),
+    )
     return response["stream"]
 
 
@@ -93,8 +120,9 @@ def _as_provider(request: Request) -> Request:
     path = request.url.split("/model/", 1)[1]
     per_call = ("host", "user-agent", "amz-sdk-invocation-id", "x-amz-date")
     headers = [(k, v) for k, v in request.headers if k not in per_call]
-    return Request(request.method, f"https://bedrock-runtime.us-east-1.amazonaws.com/model/{path}", headers,
-                   request.body)
+    return Request(
+        request.method, f"https://bedrock-runtime.us-east-1.amazonaws.com/model/{path}", headers, request.body
+    )
 
 
 def _without_date(response: Response) -> Response:
@@ -108,8 +136,9 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[
     holder = {"x": _synthesized()}
     path = tmp_path_factory.mktemp("bedrock") / "converse.json"
     with running(_app(holder)) as base:
-        with ssemock.use_cassette(path, record_mode="all", before_record_request=_as_provider,
-                                  before_record_response=_without_date):
+        with ssemock.use_cassette(
+            path, record_mode="all", before_record_request=_as_provider, before_record_response=_without_date
+        ):
             live = _converse(_client(base))
     return path, live
 
@@ -136,13 +165,19 @@ def _client_side(events: list[dict[str, Any]]) -> dict[str, Any]:
             out["stop"] = event["messageStop"]["stopReason"]
         elif "metadata" in event:
             out["usage"] = event["metadata"]["usage"]
-    calls = [{"id": t["toolUseId"], "name": t["name"], "input": json.loads(t["input"])} for t in tools.values()]
+    calls = [
+        {"id": t["toolUseId"], "name": t["name"], "input": json.loads(t["input"])} for t in tools.values()
+    ]
     return {"text": text, "calls": calls, **out}
 
 
 def _reference(result: Accumulated) -> dict[str, Any]:
-    return {"text": result.text, "stop": result.finish_reason, "usage": result.usage,
-            "calls": [{"id": c.id, "name": c.name, "input": c.parsed_arguments} for c in result.tool_calls]}
+    return {
+        "text": result.text,
+        "stop": result.finish_reason,
+        "usage": result.usage,
+        "calls": [{"id": c.id, "name": c.name, "input": c.parsed_arguments} for c in result.tool_calls],
+    }
 
 
 def test_boto3_records_the_frames_the_server_wrote(recorded: tuple[Path, list[dict[str, Any]]]) -> None:
@@ -151,12 +186,18 @@ def test_boto3_records_the_frames_the_server_wrote(recorded: tuple[Path, list[di
     made = _synthesized()
     assert x.response.chunks == made.response.chunks and x.response.complete
     assert x.request.url == bedrock.URL.format(model=MODEL.replace(":", "%3A"))
-    assert x.response.header("content-type") == es.CONTENT_TYPE and x.response.header(synth.SOURCE_HEADER) == SOURCE
+    assert (
+        x.response.header("content-type") == es.CONTENT_TYPE
+        and x.response.header(synth.SOURCE_HEADER) == SOURCE
+    )
     assert dict(x.request.headers)["authorization"] == "REDACTED"
     assert [next(iter(e)) for e in live][:2] == ["messageStart", "contentBlockDelta"]
-    assert _client_side(live) == {"text": TEXT, "calls": [{"id": CALL["id"], "name": CALL["name"],
-                                                           "input": CALL["arguments"]}],
-                                  "stop": "tool_use", "usage": live[-1]["metadata"]["usage"]}
+    assert _client_side(live) == {
+        "text": TEXT,
+        "calls": [{"id": CALL["id"], "name": CALL["name"], "input": CALL["arguments"]}],
+        "stop": "tool_use",
+        "usage": live[-1]["metadata"]["usage"],
+    }
 
 
 def test_the_reference_accumulator_equals_what_the_sdk_built(recorded: tuple[Path, Any]) -> None:
@@ -170,11 +211,14 @@ def test_the_reference_accumulator_equals_what_the_sdk_built(recorded: tuple[Pat
 
 @pytest.mark.parametrize("transform", TRANSFORMS)
 @pytest.mark.parametrize("chunking", ssemock.chunking.ALL, ids=str)
-def test_replay_under_every_chunking_and_transform(recorded: tuple[Path, list[dict[str, Any]]], chunking: Any,
-                                                   transform: str) -> None:
+def test_replay_under_every_chunking_and_transform(
+    recorded: tuple[Path, list[dict[str, Any]]], chunking: Any, transform: str
+) -> None:
     path, live = recorded
     recorded_body = ssemock.Cassette.load(path).interactions[0].response.body
-    with ssemock.use_cassette(path, chunking=chunking, transform=None if transform == "none" else transform) as player:
+    with ssemock.use_cassette(
+        path, chunking=chunking, transform=None if transform == "none" else transform
+    ) as player:
         assert _converse(_client()) == live  # boto3's default endpoint: intercepted, never reached
     (play,) = player.plays
     assert play.body == recorded_body  # no transform runs on a binary body
@@ -198,8 +242,9 @@ def test_disconnect_after_event_2_cuts_after_frame_2(recorded: tuple[Path, Any])
             for event in _stream(_client()):
                 got.append(event)
     assert got == live[:2]
-    assert player.plays[0].body == b"".join(f.raw for f in es.decode(ssemock.Cassette.load(path)
-                                                                     .interactions[0].response.body)[:2])
+    assert player.plays[0].body == b"".join(
+        f.raw for f in es.decode(ssemock.Cassette.load(path).interactions[0].response.body)[:2]
+    )
 
 
 def test_stall_before_event_lands_on_a_frame_boundary(recorded: tuple[Path, Any]) -> None:
@@ -223,17 +268,25 @@ def test_an_exception_frame_is_what_botocore_raises_and_the_fold_reports(recorde
             for event in _stream(_client(), tools=False):
                 got.append(event)
     assert got == live[:3]
-    assert info.value.response["Error"] == {"Code": "throttlingException", "Message": bedrock._MESSAGES[
-        "throttlingException"]}
+    assert info.value.response["Error"] == {
+        "Code": "throttlingException",
+        "Message": bedrock._MESSAGES["throttlingException"],
+    }
     result = _accumulate(es.decode(b"".join(f.raw for f in frames[:3]) + error))
-    assert result.error == {"type": "throttlingException", "message": bedrock._MESSAGES["throttlingException"]}
+    assert result.error == {
+        "type": "throttlingException",
+        "message": bedrock._MESSAGES["throttlingException"],
+    }
     assert not result.complete
 
 
-@pytest.mark.parametrize(("status", "exception"), [(429, "ThrottlingException"), (400, "ValidationException"),
-                                                   (503, "ServiceUnavailableException")])
-def test_the_http_error_body_is_the_sdks_own_exception(recorded: tuple[Path, Any], status: int,
-                                                       exception: str) -> None:
+@pytest.mark.parametrize(
+    ("status", "exception"),
+    [(429, "ThrottlingException"), (400, "ValidationException"), (503, "ServiceUnavailableException")],
+)
+def test_the_http_error_body_is_the_sdks_own_exception(
+    recorded: tuple[Path, Any], status: int, exception: str
+) -> None:
     body = bedrock.PROTOCOL.http_error(status, None)
     client = _client()
     with ssemock.use_cassette(recorded[0], faults=ssemock.faults.http_error(status, body=body.body)):
@@ -259,31 +312,48 @@ def test_a_bad_crc_in_a_served_frame_is_a_frame_error_and_botocores(recorded: tu
 
 def test_detection_by_url_content_type_and_first_frame() -> None:
     protocol = bedrock.PROTOCOL
-    assert protocol.url("https://bedrock-runtime.eu-west-1.amazonaws.com/model/amazon.nova-lite-v1%3A0/converse-stream")
+    assert protocol.url(
+        "https://bedrock-runtime.eu-west-1.amazonaws.com/model/amazon.nova-lite-v1%3A0/converse-stream"
+    )
     assert protocol.url("http://127.0.0.1:8000/model/x/converse-stream")
     assert not protocol.url("https://bedrock-runtime.us-east-1.amazonaws.com/model/x/converse")
     assert not protocol.url("https://api.openai.com/v1/chat/completions")
-    assert protocol.content_type("application/vnd.amazon.eventstream") and not protocol.content_type("text/event-stream")
+    assert protocol.content_type("application/vnd.amazon.eventstream") and not protocol.content_type(
+        "text/event-stream"
+    )
     first = es.decode(_synthesized().response.body)[0]
     assert protocol.event(first) and protocol.event({"messageStart": {"role": "assistant"}})
     assert not protocol.event({"choices": []})
 
 
 def test_the_fold_refuses_impossible_streams() -> None:
-    tool_delta = bedrock.frame("contentBlockDelta", {"contentBlockIndex": 1, "delta": {"toolUse": {"input": "{"}}})
-    with pytest.raises(ValueError, match=r"bedrock.converse: event 0: a toolUse delta for content block 1, which "
-                                         r"never started"):
+    tool_delta = bedrock.frame(
+        "contentBlockDelta", {"contentBlockIndex": 1, "delta": {"toolUse": {"input": "{"}}}
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"bedrock.converse: event 0: a toolUse delta for content block 1, which "
+        r"never started",
+    ):
         _accumulate(es.decode(tool_delta))
     with pytest.raises(ValueError, match=r"event 0: contentBlockDelta has no integer 'contentBlockIndex'"):
         _accumulate(es.decode(bedrock.frame("contentBlockDelta", {"delta": {"text": "x"}})))
 
 
 def test_synthesize_thinking_and_errors_fold_back() -> None:
-    (x,) = bedrock.synthesize("Answer.", thinking="Reasoning first.", usage={"inputTokens": 1, "outputTokens": 2,
-                                                                            "totalTokens": 3}, seed=3).interactions
+    (x,) = bedrock.synthesize(
+        "Answer.",
+        thinking="Reasoning first.",
+        usage={"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
+        seed=3,
+    ).interactions
     result = _accumulate(es.decode(x.response.body))
     assert (result.thinking, result.text, result.usage, result.finish_reason) == (
-        "Reasoning first.", "Answer.", {"inputTokens": 1, "outputTokens": 2, "totalTokens": 3}, "end_turn")
+        "Reasoning first.",
+        "Answer.",
+        {"inputTokens": 1, "outputTokens": 2, "totalTokens": 3},
+        "end_turn",
+    )
     assert len(result.signature) == 64 and result.complete
     (y,) = bedrock.synthesize("Partial", error="overloaded_error", seed=4).interactions
     failed = _accumulate(es.decode(y.response.body))

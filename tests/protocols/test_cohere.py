@@ -45,23 +45,34 @@ def _fold(events: list[Any]) -> dict[str, Any]:
             plan += event.delta.message.tool_plan or ""
         elif event.type == "tool-call-start":
             call = event.delta.message.tool_calls
-            calls[event.index] = {"id": call.id, "name": call.function.name,
-                                  "arguments": call.function.arguments or ""}
+            calls[event.index] = {
+                "id": call.id,
+                "name": call.function.name,
+                "arguments": call.function.arguments or "",
+            }
         elif event.type == "tool-call-delta":
             calls[event.index]["arguments"] += event.delta.message.tool_calls.function.arguments or ""
         elif event.type == "message-end":
             finish = event.delta.finish_reason
             usage = event.delta.usage.dict(exclude_none=True) if event.delta.usage else None
             error = event.delta.error
-    return {"text": text, "plan": plan, "calls": [calls[k] for k in sorted(calls)], "finish": finish,
-            "usage": usage, "error": error}
+    return {
+        "text": text,
+        "plan": plan,
+        "calls": [calls[k] for k in sorted(calls)],
+        "finish": finish,
+        "usage": usage,
+        "error": error,
+    }
 
 
 def _assert_same(got: dict[str, Any], player: ssemock.Player) -> None:
     want = player.expected.result
     assert want.protocol == "cohere.chat"
     player.assert_text(got["text"])
-    player.assert_tool_calls([{"name": c["name"], "arguments": json.loads(c["arguments"])} for c in got["calls"]])
+    player.assert_tool_calls(
+        [{"name": c["name"], "arguments": json.loads(c["arguments"])} for c in got["calls"]]
+    )
     assert [c["id"] for c in got["calls"]] == [c.id for c in want.tool_calls]
     assert got["plan"] == want.thinking and got["finish"] == want.finish_reason
     assert got["usage"] == want.usage
@@ -86,22 +97,29 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ssemock.Cass
     tmp = tmp_path_factory.mktemp("cohere")
     return {
         "text": _record(tmp, "text", cohere_protocol.synthesize(TEXT, seed=5)),
-        "calls": _record(tmp, "calls", cohere_protocol.synthesize(
-            tool_calls=[WEATHER, {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}}],
-            tool_plan="I will look up both.", seed=6)),
+        "calls": _record(
+            tmp,
+            "calls",
+            cohere_protocol.synthesize(
+                tool_calls=[WEATHER, {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}}],
+                tool_plan="I will look up both.",
+                seed=6,
+            ),
+        ),
     }
 
 
 def _base(cassette: ssemock.Cassette) -> str:
     url = cassette.interactions[0].request.url
-    return url[:url.index("/v2/chat")]
+    return url[: url.index("/v2/chat")]
 
 
 @pytest.mark.parametrize("transform", TRANSFORMS, ids=lambda chain: "+".join(map(str, chain)) or "none")
 @pytest.mark.parametrize("strategy", chunking.ALL, ids=str)
 @pytest.mark.parametrize("case", ["text", "calls"])
-def test_sdk_under_every_chunking_and_transform(recorded: dict[str, ssemock.Cassette], case: str,
-                                                strategy: chunking.Chunking, transform: list[Any]) -> None:
+def test_sdk_under_every_chunking_and_transform(
+    recorded: dict[str, ssemock.Cassette], case: str, strategy: chunking.Chunking, transform: list[Any]
+) -> None:
     cassette = recorded[case]
     with ssemock.replay(cassette, chunking=strategy, transform=transform) as player:
         got = _fold(list(_stream(_base(cassette), cassette)))
@@ -126,20 +144,31 @@ def test_error_event_is_cohere_message_end_with_error(recorded: dict[str, ssemoc
     """Cohere ends a failed stream with message-end, finish_reason ERROR: the SDK raises nothing
     and hands the error to the application, which must look at finish_reason."""
     cassette = recorded["text"]
-    with ssemock.replay(cassette, faults="error_event:kind=server_error,after_event=3",
-                        transform="crlf") as player:
+    with ssemock.replay(
+        cassette, faults="error_event:kind=server_error,after_event=3", transform="crlf"
+    ) as player:
         got = _fold(list(_stream(_base(cassette), cassette)))
-    assert got["finish"] == "ERROR" and got["error"] == "The server had an error while processing your request. Sorry about that!"
+    assert (
+        got["finish"] == "ERROR"
+        and got["error"] == "The server had an error while processing your request. Sorry about that!"
+    )
     assert player.expected.result.error == {"message": got["error"]}
     assert player.plays[0].body.endswith(b"\r\n\r\n") and b'"finish_reason":"ERROR"' in player.plays[0].body
     player.assert_text(got["text"])
 
 
-@pytest.mark.parametrize("status, error", [
-    (429, cohere_errors.TooManyRequestsError), (500, cohere_errors.InternalServerError),
-    (503, cohere_errors.ServiceUnavailableError), (400, cohere_errors.BadRequestError),
-])
-def test_http_error_raises_cohere_errors(recorded: dict[str, ssemock.Cassette], status: int, error: type) -> None:
+@pytest.mark.parametrize(
+    "status, error",
+    [
+        (429, cohere_errors.TooManyRequestsError),
+        (500, cohere_errors.InternalServerError),
+        (503, cohere_errors.ServiceUnavailableError),
+        (400, cohere_errors.BadRequestError),
+    ],
+)
+def test_http_error_raises_cohere_errors(
+    recorded: dict[str, ssemock.Cassette], status: int, error: type
+) -> None:
     cassette = recorded["text"]
     with ssemock.replay(cassette, faults=f"http_error:status={status}"):
         with pytest.raises(error) as info:
@@ -156,10 +185,14 @@ def test_disconnect_surfaces_httpx_error(recorded: dict[str, ssemock.Cassette]) 
 
 
 def test_reference_rejects_impossible_streams() -> None:
-    delta = ssemock.ServerSentEvent("content-delta", json.dumps({
-        "type": "content-delta", "index": 0, "delta": {"message": {"content": {"text": "x"}}}}))
-    with pytest.raises(ssemock.ProtocolError, match="cohere.chat: event 0: content-delta for content block 0, "
-                                                    "which never started"):
+    delta = ssemock.ServerSentEvent(
+        "content-delta",
+        json.dumps({"type": "content-delta", "index": 0, "delta": {"message": {"content": {"text": "x"}}}}),
+    )
+    with pytest.raises(
+        ssemock.ProtocolError,
+        match="cohere.chat: event 0: content-delta for content block 0, which never started",
+    ):
         ssemock.accumulate([delta], "cohere.chat")
     call = ssemock.ServerSentEvent("tool-call-delta", json.dumps({"type": "tool-call-delta", "index": 2}))
     with pytest.raises(ssemock.ProtocolError, match="tool call 2, which never started"):

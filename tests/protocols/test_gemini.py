@@ -82,6 +82,7 @@ def _assert_same(got: dict[str, Any], player: ssemock.Player) -> None:
 
 # -- record through the SDK on loopback ---------------------------------------------------------
 
+
 def _record(tmp: Path, name: str, made: ssemock.Cassette) -> ssemock.Cassette:
     holder: dict[str, ssemock.Interaction] = {"interaction": made.interactions[0]}
     path = tmp / f"{name}.json"
@@ -92,7 +93,9 @@ def _record(tmp: Path, name: str, made: ssemock.Cassette) -> ssemock.Cassette:
     (x,) = recorded.interactions
     assert x.response.body == made.interactions[0].response.body  # byte-exact
     assert "test-key-0000" not in path.read_text()  # the key never reaches the cassette
-    assert _fold(chunks)["text"] == ssemock.accumulate(framing.decode(x.response.body, "text/event-stream")).text
+    assert (
+        _fold(chunks)["text"] == ssemock.accumulate(framing.decode(x.response.body, "text/event-stream")).text
+    )
     return recorded
 
 
@@ -101,22 +104,30 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ssemock.Cass
     tmp = tmp_path_factory.mktemp("gemini")
     return {
         "text": _record(tmp, "text", gemini.synthesize(TEXT, thinking="Plan: greet.", seed=3)),
-        "calls": _record(tmp, "calls", gemini.synthesize("Checking.", tool_calls=[WEATHER, {
-            "name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}}], seed=4)),
+        "calls": _record(
+            tmp,
+            "calls",
+            gemini.synthesize(
+                "Checking.",
+                tool_calls=[WEATHER, {"name": "get_time", "arguments": {"timezone": "Asia/Tokyo"}}],
+                seed=4,
+            ),
+        ),
         "safety": _record(tmp, "safety", gemini.synthesize("The knight", finish_reason="SAFETY", seed=5)),
     }
 
 
 def _base(cassette: ssemock.Cassette) -> str:
     url = cassette.interactions[0].request.url
-    return url[:url.index("/v1beta/")]
+    return url[: url.index("/v1beta/")]
 
 
 @pytest.mark.parametrize("transform", SUPPORTED, ids=str)
 @pytest.mark.parametrize("strategy", chunking.ALL, ids=str)
 @pytest.mark.parametrize("case", ["text", "calls", "safety"])
-def test_sync_sdk_under_every_chunking(recorded: dict[str, ssemock.Cassette], case: str,
-                                       strategy: chunking.Chunking, transform: str | None) -> None:
+def test_sync_sdk_under_every_chunking(
+    recorded: dict[str, ssemock.Cassette], case: str, strategy: chunking.Chunking, transform: str | None
+) -> None:
     cassette = recorded[case]
     with ssemock.replay(cassette, chunking=strategy, transform=transform) as player:
         got = _fold(list(_stream(_base(cassette), cassette)))
@@ -143,8 +154,9 @@ def test_async_sdk(recorded: dict[str, ssemock.Cassette], strategy: str) -> None
 
 
 @pytest.mark.parametrize("transform", BROKEN)
-def test_sdk_rejects_valid_sse_without_the_space_or_with_comments(recorded: dict[str, ssemock.Cassette],
-                                                                  transform: str) -> None:
+def test_sdk_rejects_valid_sse_without_the_space_or_with_comments(
+    recorded: dict[str, ssemock.Cassette], transform: str
+) -> None:
     """google-genai's bug, not ssemock's: it reads a line as data only if it starts with
     ``data: `` and feeds ``data:{...}`` or a ``: ping`` comment to json.loads. The reference
     decoder still gets every event, so the stream is valid."""
@@ -156,6 +168,7 @@ def test_sdk_rejects_valid_sse_without_the_space_or_with_comments(recorded: dict
 
 
 # -- faults in Gemini's own shapes --------------------------------------------------------------
+
 
 def test_error_event_is_gemini_error_object_with_crlf(recorded: dict[str, ssemock.Cassette]) -> None:
     cassette = recorded["text"]
@@ -172,7 +185,9 @@ def test_error_event_is_gemini_error_object_with_crlf(recorded: dict[str, ssemoc
 
 
 @pytest.mark.parametrize("status, error", [(429, genai_errors.ClientError), (503, genai_errors.ServerError)])
-def test_http_error_is_google_error_body(recorded: dict[str, ssemock.Cassette], status: int, error: type) -> None:
+def test_http_error_is_google_error_body(
+    recorded: dict[str, ssemock.Cassette], status: int, error: type
+) -> None:
     cassette = recorded["text"]
     with ssemock.replay(cassette, faults=f"http_error:status={status}"):
         with pytest.raises(error) as info:
@@ -181,7 +196,9 @@ def test_http_error_is_google_error_body(recorded: dict[str, ssemock.Cassette], 
     assert info.value.status == {429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}[status]
 
 
-def test_disconnect_surfaces_the_http_stack_error_after_the_events_before_it(recorded: dict[str, ssemock.Cassette]) -> None:
+def test_disconnect_surfaces_the_http_stack_error_after_the_events_before_it(
+    recorded: dict[str, ssemock.Cassette],
+) -> None:
     cassette = recorded["text"]
     text = ""
     with ssemock.replay(cassette, faults="disconnect:after_event=2") as player:
@@ -194,6 +211,7 @@ def test_disconnect_surfaces_the_http_stack_error_after_the_events_before_it(rec
 
 # -- the JSON array form (no alt=sse) ----------------------------------------------------------
 
+
 def _array_client(url: str) -> Iterator[dict[str, Any]]:
     """A plain client of the array form: read the body, parse the array once it is complete."""
     with httpx.Client() as client, client.stream("POST", url, json={}) as response:
@@ -205,11 +223,17 @@ def _array_client(url: str) -> Iterator[dict[str, Any]]:
 def test_json_array_form_under_every_chunking(strategy: chunking.Chunking) -> None:
     cassette = cassettes.load("gemini/array_text")
     x = cassette.interactions[0]
-    assert "alt=sse" not in x.request.url and x.response.body.startswith(b"[{") and b"\n,\r\n{" in x.response.body
+    assert (
+        "alt=sse" not in x.request.url
+        and x.response.body.startswith(b"[{")
+        and b"\n,\r\n{" in x.response.body
+    )
     with ssemock.replay(cassette, chunking=strategy, match_on=["method", "path"]) as player:
         elements = list(_array_client(x.request.url))
     assert elements == player.expected.events
-    assert ssemock.accumulate(elements, "gemini.generate_content").to_dict() == player.expected.result.to_dict()
+    assert (
+        ssemock.accumulate(elements, "gemini.generate_content").to_dict() == player.expected.result.to_dict()
+    )
     assert player.expected.result.text.startswith("Without alt=sse") and player.expected.result.complete
 
 
@@ -217,8 +241,9 @@ def test_json_array_form_under_every_chunking(strategy: chunking.Chunking) -> No
 def test_json_array_error_event_keeps_it_one_array(after: int) -> None:
     cassette = cassettes.load("gemini/array_text")
     url = cassette.interactions[0].request.url
-    with ssemock.replay(cassette, faults=f"error_event:kind=rate_limit_error,after_event={after}",
-                        match_on=["method", "path"]) as player:
+    with ssemock.replay(
+        cassette, faults=f"error_event:kind=rate_limit_error,after_event={after}", match_on=["method", "path"]
+    ) as player:
         elements = list(_array_client(url))
     assert len(elements) == after + 1
     assert elements[-1]["error"]["status"] == "RESOURCE_EXHAUSTED" and elements[-1]["error"]["code"] == 429
@@ -255,12 +280,14 @@ def test_json_array_disconnect_after_event_counts_elements(after: int) -> None:
     cassette = cassettes.load("gemini/array_text")
     x = cassette.interactions[0]
     got: list[bytes] = []
-    with ssemock.replay(cassette, faults=f"disconnect:after_event={after}", match_on=["method", "path"]) as player:
+    with ssemock.replay(
+        cassette, faults=f"disconnect:after_event={after}", match_on=["method", "path"]
+    ) as player:
         with pytest.raises(httpx.TransportError):
             with httpx.Client() as client, client.stream("POST", x.request.url, json={}) as response:
                 got.extend(response.iter_raw())
     body = b"".join(got)  # ends right after element N's closing brace: N whole elements
-    assert body == x.response.body[:framing.event_ends(x.response.body, "application/json")[after - 1]]
+    assert body == x.response.body[: framing.event_ends(x.response.body, "application/json")[after - 1]]
     assert json.loads(body + b"]") == player.expected.events[:after]
 
 
@@ -276,6 +303,7 @@ def test_json_array_rechunked_per_event_on_the_command_line(tmp_path: Path) -> N
 
 # -- the reference itself -----------------------------------------------------------------------
 
+
 def test_prompt_blocked_for_safety() -> None:
     x = gemini.synthesize(blocked="SAFETY").interactions[0]
     result = ssemock.accumulate(framing.decode(x.response.body, "text/event-stream"), url=x.request.url)
@@ -283,8 +311,13 @@ def test_prompt_blocked_for_safety() -> None:
 
 
 def test_detection_and_bad_input() -> None:
-    assert ssemock.detect_protocol(url="https://generativelanguage.googleapis.com/v1beta/models/"
-                                       "gemini-2.0-flash:streamGenerateContent?alt=sse") == "gemini.generate_content"
+    assert (
+        ssemock.detect_protocol(
+            url="https://generativelanguage.googleapis.com/v1beta/models/"
+            "gemini-2.0-flash:streamGenerateContent?alt=sse"
+        )
+        == "gemini.generate_content"
+    )
     assert ssemock.detect_protocol([{"candidates": []}]) == "gemini.generate_content"
     with pytest.raises(ssemock.ProtocolError, match=r"gemini.generate_content: event 0: data is not JSON"):
         ssemock.accumulate([ssemock.ServerSentEvent(data="nope")], "gemini.generate_content")

@@ -38,8 +38,10 @@ SHIPPED = Path(mcp.__file__).parents[1] / "cassettes" / "mcp"
 URL = "http://127.0.0.1:8000/mcp"  # where the recorded requests are said to go (the port varies)
 TRANSFORMS = ["none", "crlf", "cr", "keepalive", "no_space"]
 MODES = ["legacy", "2026-07-28"]
-SOURCE = ("recorded from an MCPServer of the mcp SDK through the SDK's Streamable HTTP client on a loopback "
-          "server; not captured from a production server")
+SOURCE = (
+    "recorded from an MCPServer of the mcp SDK through the SDK's Streamable HTTP client on a loopback "
+    "server; not captured from a production server"
+)
 
 
 def _server() -> MCPServer:
@@ -94,7 +96,9 @@ async def _session(server: Any, mode: str) -> dict[str, Any]:
 
     async with Client(server, mode=mode) as client:
         tools = await client.list_tools()
-        called = await client.call_tool("forecast", {"city": "Tokyo", "days": 3}, progress_callback=on_progress)
+        called = await client.call_tool(
+            "forecast", {"city": "Tokyo", "days": 3}, progress_callback=on_progress
+        )
         broken = await client.call_tool("broken", {"x": 1})
         with pytest.raises(MCPError) as error:
             await client.read_resource("weather://nowhere")
@@ -103,6 +107,7 @@ async def _session(server: Any, mode: str) -> dict[str, Any]:
 
 async def _failing_call(url: str, mode: str) -> MCPError:
     """The MCPError the streamed tool call raises (caught inside the client's task group)."""
+
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
         pass
 
@@ -116,8 +121,11 @@ async def _failing_call(url: str, mode: str) -> MCPError:
 def _redact(response: Response) -> Response:
     """The session id redacted (the scan refuses it otherwise), per-run headers dropped, and how
     it was made said."""
-    response.headers = [(k, "REDACTED" if k == "mcp-session-id" else v) for k, v in response.headers
-                        if k not in ("date", "server")] + [(SOURCE_HEADER, SOURCE)]
+    response.headers = [
+        (k, "REDACTED" if k == "mcp-session-id" else v)
+        for k, v in response.headers
+        if k not in ("date", "server")
+    ] + [(SOURCE_HEADER, SOURCE)]
     return response
 
 
@@ -131,8 +139,9 @@ def recorded(base: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, t
     out = {}
     for mode in MODES:
         path = tmp_path_factory.mktemp("mcp") / f"{mode}.json"
-        with ssemock.use_cassette(path, record_mode="all", before_record_request=_fixed_url,
-                                  before_record_response=_redact):
+        with ssemock.use_cassette(
+            path, record_mode="all", before_record_request=_fixed_url, before_record_response=_redact
+        ):
             live = asyncio.run(_session(f"{base}/mcp", mode))
         out[mode] = (path, live)
     return out
@@ -163,8 +172,10 @@ def _served(player: Any) -> list[tuple[bytes, str]]:
 
 
 def _recorded_bodies(path: Path) -> list[tuple[bytes, str]]:
-    return [(x.response.body, x.response.header("content-type") or "")
-            for x in ssemock.Cassette.load(path).interactions]
+    return [
+        (x.response.body, x.response.header("content-type") or "")
+        for x in ssemock.Cassette.load(path).interactions
+    ]
 
 
 def _check_against_sdk(result: mcp.McpResult, live: dict[str, Any]) -> None:
@@ -188,8 +199,9 @@ def _method(result: Any) -> str:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_the_sdk_session_is_recorded_with_its_streams(recorded: dict[str, tuple[Path, dict[str, Any]]],
-                                                      mode: str) -> None:
+def test_the_sdk_session_is_recorded_with_its_streams(
+    recorded: dict[str, tuple[Path, dict[str, Any]]], mode: str
+) -> None:
     path, live = recorded[mode]
     interactions = ssemock.Cassette.load(path).interactions
     methods = [json.loads(x.request.body)["method"] for x in interactions if x.request.body]
@@ -210,25 +222,33 @@ def test_the_sdk_session_is_recorded_with_its_streams(recorded: dict[str, tuple[
 @pytest.mark.parametrize("transform", TRANSFORMS)
 @pytest.mark.parametrize("chunking", ssemock.chunking.ALL, ids=str)
 @pytest.mark.parametrize("mode", MODES)
-def test_replay_under_every_chunking_and_transform(recorded: dict[str, tuple[Path, dict[str, Any]]], mode: str,
-                                                   chunking: Any, transform: str) -> None:
+def test_replay_under_every_chunking_and_transform(
+    recorded: dict[str, tuple[Path, dict[str, Any]]], mode: str, chunking: Any, transform: str
+) -> None:
     path, live = recorded[mode]
-    with ssemock.use_cassette(path, chunking=chunking, transform=None if transform == "none" else transform) as player:
+    with ssemock.use_cassette(
+        path, chunking=chunking, transform=None if transform == "none" else transform
+    ) as player:
         got = asyncio.run(_session(URL, mode))
     assert {k: v for k, v in got.items() if k != "error"} == {k: v for k, v in live.items() if k != "error"}
-    assert (got["error"].error.code, got["error"].error.message) == (live["error"].error.code,
-                                                                     live["error"].error.message)
+    assert (got["error"].error.code, got["error"].error.message) == (
+        live["error"].error.code,
+        live["error"].error.message,
+    )
     _check_against_sdk(_reference(_served(player)), got)
 
 
-def test_a_json_rpc_error_event_mid_stream_is_the_sdks_mcp_error(recorded: dict[str, tuple[Path, Any]]) -> None:
+def test_a_json_rpc_error_event_mid_stream_is_the_sdks_mcp_error(
+    recorded: dict[str, tuple[Path, Any]],
+) -> None:
     path, live = recorded["legacy"]
     cassette = ssemock.Cassette.load(path)
     call = next(x for x in cassette.interactions if x.request.body and b'"forecast"' in x.request.body)
     body = call.response.body
     cut = ssemock.chunking.event_ends(body, sse=True)[0]
-    error = mcp.PROTOCOL.error_event(StreamError(kind="invalid_params", message="days must be <= 2",
-                                                 newline="\r\n"))
+    error = mcp.PROTOCOL.error_event(
+        StreamError(kind="invalid_params", message="days must be <= 2", newline="\r\n")
+    )
     call.response.body = body[:cut] + error
     call.response.ends = [cut, len(call.response.body)]
     call.response.times = call.response.times[:2]
@@ -248,16 +268,20 @@ def test_the_error_event_fault_answers_the_call_the_stream_owes(after: int) -> N
     cassette = ssemock.cassettes.load("mcp/streamable_http_session")
     call = next(x for x in cassette.interactions if x.request.body and b'"forecast"' in x.request.body)
     call_id = json.loads(call.request.body)["id"]
-    with ssemock.replay(cassette, faults=f"error_event:kind=invalid_params,after_event={after}",
-                        allow_playback_repeats=True) as player:
+    with ssemock.replay(
+        cassette, faults=f"error_event:kind=invalid_params,after_event={after}", allow_playback_repeats=True
+    ) as player:
         error = asyncio.run(_failing_call(URL, "legacy"))
     assert isinstance(error, MCPError)
     assert (error.error.code, error.error.message) == (mcp.INVALID_PARAMS, "invalid params")
     (served,) = [play.body for play in player.plays if play.interaction.request.body == call.request.body]
     events = decode([served])
     assert len(events) == after + 1  # the progress notifications before the cut, then the error
-    assert json.loads(events[-1].data) == {"jsonrpc": "2.0", "id": call_id,
-                                           "error": {"code": mcp.INVALID_PARAMS, "message": "invalid params"}}
+    assert json.loads(events[-1].data) == {
+        "jsonrpc": "2.0",
+        "id": call_id,
+        "error": {"code": mcp.INVALID_PARAMS, "message": "invalid params"},
+    }
     assert _fold(events).errors == {call_id: {"code": mcp.INVALID_PARAMS, "message": "invalid params"}}
 
 
@@ -272,13 +296,18 @@ def test_the_error_event_fault_on_a_json_answer_is_the_sdks_mcp_error() -> None:
                 await client.list_tools()
         return info.value
 
-    with ssemock.replay(cassette, faults="error_event:kind=invalid_params", allow_playback_repeats=True) as player:
+    with ssemock.replay(
+        cassette, faults="error_event:kind=invalid_params", allow_playback_repeats=True
+    ) as player:
         error = asyncio.run(list_tools())
     assert (error.error.code, error.error.message) == (mcp.INVALID_PARAMS, "invalid params")
     (play,) = player.plays
     answered = json.loads(play.interaction.response.body)["id"]
-    assert json.loads(play.body) == {"jsonrpc": "2.0", "id": answered,
-                                     "error": {"code": mcp.INVALID_PARAMS, "message": "invalid params"}}
+    assert json.loads(play.body) == {
+        "jsonrpc": "2.0",
+        "id": answered,
+        "error": {"code": mcp.INVALID_PARAMS, "message": "invalid params"},
+    }
 
 
 def test_owed_is_the_request_a_cut_stream_still_answers() -> None:
@@ -286,15 +315,18 @@ def test_owed_is_the_request_a_cut_stream_still_answers() -> None:
     assert mcp.owed(LEGACY_GET, 0) == mcp.owed(LEGACY_GET, ends[0]) == 1  # the first response after the cut
     assert mcp.owed(LEGACY_GET, ends[1]) == mcp.owed(LEGACY_GET, ends[3]) == 2  # progress of 2: 2 is owed
     assert mcp.owed(LEGACY_GET, ends[4]) == 3 and mcp.owed(LEGACY_GET, len(LEGACY_GET)) is None
-    progress_only = mcp.message({"method": "notifications/progress", "params": {"progressToken": "t", "progress": 1}})
+    progress_only = mcp.message(
+        {"method": "notifications/progress", "params": {"progressToken": "t", "progress": 1}}
+    )
     assert mcp.owed(progress_only, len(progress_only)) == "t"  # cut before its answer was recorded
     error = mcp.PROTOCOL.error_event(StreamError("invalid_params", "no", request_id=7))
     assert json.loads(decode([error])[0].data)["id"] == 7
 
 
 @pytest.mark.parametrize("status", [404, 500])
-def test_the_http_error_body_is_a_json_rpc_error_the_sdk_reports(recorded: dict[str, tuple[Path, Any]],
-                                                                  status: int) -> None:
+def test_the_http_error_body_is_a_json_rpc_error_the_sdk_reports(
+    recorded: dict[str, tuple[Path, Any]], status: int
+) -> None:
     path, _ = recorded["2026-07-28"]
     body = mcp.PROTOCOL.http_error(status, None)
     cassette = ssemock.Cassette.load(path)
@@ -309,10 +341,14 @@ def test_the_http_error_body_is_a_json_rpc_error_the_sdk_reports(recorded: dict[
 
 
 def test_the_fold_correlates_by_id_and_refuses_what_is_not_json_rpc() -> None:
-    events = [{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info"}},
-              {"jsonrpc": "2.0", "id": "s-1", "method": "sampling/createMessage", "params": {}},
-              [{"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "a"}]}},
-               {"jsonrpc": "2.0", "id": "x", "error": {"code": -32601, "message": "Method not found"}}]]
+    events = [
+        {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info"}},
+        {"jsonrpc": "2.0", "id": "s-1", "method": "sampling/createMessage", "params": {}},
+        [
+            {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "a"}]}},
+            {"jsonrpc": "2.0", "id": "x", "error": {"code": -32601, "message": "Method not found"}},
+        ],
+    ]
     result = _fold(events)
     assert result.results == {7: {"content": [{"type": "text", "text": "a"}]}} and result.text == "a"
     assert result.errors == {"x": {"code": -32601, "message": "Method not found"}}
@@ -333,14 +369,20 @@ def test_an_id_of_any_json_type_is_one_clear_error_or_kept(ident: object, kind: 
     """A JSON-RPC id is a string, a number or null: an array, object or boolean id (which a
     dict could not key, or would take for 1) is a ProtocolError naming it, never a TypeError."""
     body = {"method": "tools/call"} if kind == "method" else {kind: {"code": 1, "message": "m"}}
-    with pytest.raises(ssemock.ProtocolError, match=r"mcp: event 0: id .* is a (array|object|boolean): a JSON-RPC id"):
+    with pytest.raises(
+        ssemock.ProtocolError, match=r"mcp: event 0: id .* is a (array|object|boolean): a JSON-RPC id"
+    ):
         _fold([{"jsonrpc": "2.0", "id": ident, **body}])
 
 
 @pytest.mark.parametrize("ident", ["a", 0, -3, 2.5, 10**30])
 def test_string_and_number_ids_are_correlated(ident: object) -> None:
-    result = _fold([{"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "t"}]}},
-                    {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}])
+    result = _fold(
+        [
+            {"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "t"}]}},
+            {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}},
+        ]
+    )
     assert result.results == {ident: {"content": [{"type": "text", "text": "t"}]}} and result.text == "t"
     assert result.errors == {None: {"code": -32700, "message": "Parse error"}}
 
@@ -350,8 +392,12 @@ def test_detection() -> None:
     assert protocol.url("http://127.0.0.1:8000/mcp") and protocol.url("https://example.com/api/mcp/")
     assert not protocol.url("https://api.openai.com/v1/chat/completions")
     assert not protocol.content_type("text/event-stream")
-    (endpoint, data) = decode([b"event: endpoint\ndata: /messages/?session_id=abc\n\n"
-                               b'event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n'])
+    (endpoint, data) = decode(
+        [
+            b"event: endpoint\ndata: /messages/?session_id=abc\n\n"
+            b'event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n'
+        ]
+    )
     assert protocol.event(endpoint) and protocol.event(data) and protocol.event({"jsonrpc": "2.0", "id": 1})
     assert not protocol.event(decode([b'data: {"choices":[]}\n\n'])[0])
     assert _fold([endpoint]).endpoint == "/messages/?session_id=abc"
@@ -359,13 +405,16 @@ def test_detection() -> None:
 
 # -- the legacy transport: a GET stream that answers the POSTs ------------------------------------
 
-LEGACY_GET = (b"event: endpoint\r\ndata: /messages/?session_id=REDACTED\r\n\r\n"
-              + mcp.message({"id": 1, "result": {"protocolVersion": "2025-06-18"}}, newline="\r\n")
-              + mcp.message({"method": "notifications/tools/list_changed"}, newline="\r\n")
-              + mcp.message({"method": "notifications/progress", "params": {"progressToken": 2, "progress": 1}},
-                            newline="\r\n")
-              + mcp.message({"id": 2, "result": {"content": []}}, newline="\r\n")
-              + mcp.message({"id": 3, "error": {"code": -32602, "message": "no"}}, newline="\r\n"))
+LEGACY_GET = (
+    b"event: endpoint\r\ndata: /messages/?session_id=REDACTED\r\n\r\n"
+    + mcp.message({"id": 1, "result": {"protocolVersion": "2025-06-18"}}, newline="\r\n")
+    + mcp.message({"method": "notifications/tools/list_changed"}, newline="\r\n")
+    + mcp.message(
+        {"method": "notifications/progress", "params": {"progressToken": 2, "progress": 1}}, newline="\r\n"
+    )
+    + mcp.message({"id": 2, "result": {"content": []}}, newline="\r\n")
+    + mcp.message({"id": 3, "error": {"code": -32602, "message": "no"}}, newline="\r\n")
+)
 
 
 def test_deliverable_holds_each_answer_until_its_request_is_made() -> None:
@@ -375,9 +424,13 @@ def test_deliverable_holds_each_answer_until_its_request_is_made() -> None:
     assert mcp.deliverable(LEGACY_GET, [1, 2]) == ends[4]  # + the progress of 2 and its response
     assert mcp.deliverable(LEGACY_GET, [1, 2, 3]) == len(LEGACY_GET)
     assert mcp.deliverable(LEGACY_GET, [3]) == ends[0]  # recorded order is kept: 3 waits behind 1
-    assert mcp.request_ids(b'[{"jsonrpc":"2.0","id":2,"method":"tools/call"},'
-                           b'{"jsonrpc":"2.0","method":"notifications/initialized"}]') == [2]
-    assert mcp.request_ids(b'{"jsonrpc":"2.0","id":"a","method":"ping"}') == ["a"] and mcp.request_ids(b"") == []
+    assert mcp.request_ids(
+        b'[{"jsonrpc":"2.0","id":2,"method":"tools/call"},'
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}]'
+    ) == [2]
+    assert (
+        mcp.request_ids(b'{"jsonrpc":"2.0","id":"a","method":"ping"}') == ["a"] and mcp.request_ids(b"") == []
+    )
 
 
 def test_synthesize_folds_back() -> None:
@@ -403,8 +456,9 @@ def _without_times(path: Path) -> Any:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_the_shipped_cassettes_are_what_the_sdk_records(recorded: dict[str, tuple[Path, dict[str, Any]]],
-                                                        mode: str) -> None:
+def test_the_shipped_cassettes_are_what_the_sdk_records(
+    recorded: dict[str, tuple[Path, dict[str, Any]]], mode: str
+) -> None:
     """Set SSEMOCK_WRITE_CASSETTES=1 to rewrite them from this run's recordings."""
     path, live = recorded[mode]
     shipped = SHIPPED / f"streamable_http_{'session' if mode == 'legacy' else 'stateless'}.json"
@@ -422,8 +476,10 @@ def test_the_shipped_cassettes_are_what_the_sdk_records(recorded: dict[str, tupl
 
 SSE_ORIGIN = "http://127.0.0.1:8000"  # where the recorded requests are said to go
 SSE_URL = f"{SSE_ORIGIN}/sse"
-SSE_SOURCE = ("recorded from an MCPServer of the mcp SDK through the SDK's legacy SSE client (sse_client) on a "
-              "loopback server; not captured from a production server")
+SSE_SOURCE = (
+    "recorded from an MCPServer of the mcp SDK through the SDK's legacy SSE client (sse_client) on a "
+    "loopback server; not captured from a production server"
+)
 
 
 @pytest.fixture(scope="module")
@@ -443,7 +499,8 @@ def _sse_response(response: Response) -> Response:
     """Per-run headers dropped, and how it was made said (the session id in the GET stream's
     ``endpoint`` event is redacted by default)."""
     response.headers = [(k, v) for k, v in response.headers if k not in ("date", "server")] + [
-        (SOURCE_HEADER, SSE_SOURCE)]
+        (SOURCE_HEADER, SSE_SOURCE)
+    ]
     return response
 
 
@@ -451,19 +508,24 @@ def _sse_response(response: Response) -> Response:
 def sse_recorded(sse_base: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """One session of the SDK's sse_client recorded once (what it got live, and the cassette)."""
     path = tmp_path_factory.mktemp("mcp_sse") / "sse_session.json"
-    with ssemock.use_cassette(path, record_mode="all", before_record_request=_sse_request,
-                              before_record_response=_sse_response):
+    with ssemock.use_cassette(
+        path, record_mode="all", before_record_request=_sse_request, before_record_response=_sse_response
+    ):
         live = asyncio.run(_session(sse_client(f"{sse_base}/sse"), "legacy"))
     return path, live
 
 
 def _same_as_live(got: dict[str, Any], live: dict[str, Any]) -> None:
     assert {k: v for k, v in got.items() if k != "error"} == {k: v for k, v in live.items() if k != "error"}
-    assert (got["error"].error.code, got["error"].error.message) == (live["error"].error.code,
-                                                                     live["error"].error.message)
+    assert (got["error"].error.code, got["error"].error.message) == (
+        live["error"].error.code,
+        live["error"].error.message,
+    )
 
 
-def test_the_sse_session_is_one_get_stream_answering_every_post(sse_recorded: tuple[Path, dict[str, Any]]) -> None:
+def test_the_sse_session_is_one_get_stream_answering_every_post(
+    sse_recorded: tuple[Path, dict[str, Any]],
+) -> None:
     path, live = sse_recorded
     interactions = ssemock.Cassette.load(path).interactions
     (stream,) = [x for x in interactions if x.request.method == "GET"]
@@ -487,8 +549,9 @@ class TestLegacySSE:
         return sse_recorded[0].parent
 
     @pytest.mark.ssemock("sse_session", chunking="all", transform="none,crlf,keepalive,no_space")
-    def test_the_sdk_sse_client_gets_what_it_got_live(self, ssemock: Any,
-                                                      sse_recorded: tuple[Path, dict[str, Any]]) -> None:
+    def test_the_sdk_sse_client_gets_what_it_got_live(
+        self, ssemock: Any, sse_recorded: tuple[Path, dict[str, Any]]
+    ) -> None:
         """Each answer on the GET stream waits for its POST: the SDK's client passes every chunking
         and transform at instant timing, and gets exactly what it got live (``cr``: see below)."""
         got = asyncio.run(_session(sse_client(SSE_URL), "legacy"))
@@ -500,14 +563,17 @@ class TestLegacySSE:
 
 
 @pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
-def test_a_get_stream_whose_request_never_comes_fails_naming_it(sse_recorded: tuple[Path, dict[str, Any]],
-                                                                 sync: bool) -> None:
+def test_a_get_stream_whose_request_never_comes_fails_naming_it(
+    sse_recorded: tuple[Path, dict[str, Any]], sync: bool
+) -> None:
     """The client opens the stream but never POSTs: the endpoint event arrives, then the client's
     own read timeout names the cassette, the interaction and the request id it waited for."""
     path, _ = sse_recorded
     timeout = httpx2.Timeout(5.0, read=0.2)
-    pattern = (rf"(?s)ssemock: {re.escape(str(path))}, interaction #\d+ \(GET {SSE_URL}\): the recorded stream "
-               r"answers the request with id 1 next.*none was made within 0.2 s")
+    pattern = (
+        rf"(?s)ssemock: {re.escape(str(path))}, interaction #\d+ \(GET {SSE_URL}\): the recorded stream "
+        r"answers the request with id 1 next.*none was made within 0.2 s"
+    )
 
     async def read_async() -> list[bytes]:
         async with httpx2.AsyncClient(timeout=timeout) as client, client.stream("GET", SSE_URL) as response:
@@ -525,7 +591,9 @@ def test_a_get_stream_whose_request_never_comes_fails_naming_it(sse_recorded: tu
         read() if sync else asyncio.run(read_async())
     (play,) = player.plays
     assert play.stream is not None and play.stream.failed
-    assert play.body[:play.stream.delivered].endswith(b"session_id=REDACTED\r\n\r\n")  # the endpoint event only
+    assert play.body[: play.stream.delivered].endswith(
+        b"session_id=REDACTED\r\n\r\n"
+    )  # the endpoint event only
 
 
 def test_the_shipped_sse_cassette_is_what_the_sdk_records(sse_recorded: tuple[Path, dict[str, Any]]) -> None:
@@ -542,7 +610,8 @@ def test_the_shipped_sse_cassette_is_what_the_sdk_records(sse_recorded: tuple[Pa
 
 @pytest.mark.parametrize("chunking", ["as_recorded", "bytewise"])
 def test_under_cr_line_endings_the_sdks_sse_reader_never_sees_the_endpoint_event(
-        sse_recorded: tuple[Path, dict[str, Any]], chunking: str) -> None:
+    sse_recorded: tuple[Path, dict[str, Any]], chunking: str
+) -> None:
     """A client non-conformance this exposes: httpx2's EventSource (what the SDK's sse_client
     reads the stream with) keeps a chunk's trailing CR back until more text comes (it might start
     a CRLF), but a lone CR ends a line (WHATWG). Under CR line endings the endpoint event's blank
@@ -554,18 +623,22 @@ def test_under_cr_line_endings_the_sdks_sse_reader_never_sees_the_endpoint_event
     got: list[Any] = []
 
     async def read() -> None:
-        async with httpx2.AsyncClient(timeout=httpx2.Timeout(5.0, read=0.3)) as client, \
-                client.sse(SSE_URL) as source:
+        async with (
+            httpx2.AsyncClient(timeout=httpx2.Timeout(5.0, read=0.3)) as client,
+            client.sse(SSE_URL) as source,
+        ):
             async for event in source:
                 got.append(event)
 
-    with ssemock.use_cassette(path, chunking=chunking, transform="cr") as player, \
-            pytest.raises(httpx2.ReadTimeout, match="answers the request with id 1 next"):
+    with (
+        ssemock.use_cassette(path, chunking=chunking, transform="cr") as player,
+        pytest.raises(httpx2.ReadTimeout, match="answers the request with id 1 next"),
+    ):
         asyncio.run(read())
     assert got == []  # the endpoint event never came out of the client's decoder
     (play,) = player.plays
     assert play.stream is not None
-    delivered = play.body[:play.stream.delivered]
+    delivered = play.body[: play.stream.delivered]
     assert delivered.endswith(b"\r\r")  # though the whole endpoint event reached the client
     (endpoint,) = decode([delivered])  # and a conforming decoder dispatches it from these bytes
     assert (endpoint.event, endpoint.data) == ("endpoint", "/messages/?session_id=REDACTED")

@@ -18,8 +18,16 @@ from ssemock.protocols.base import Fold, HTTPErrorBody, StreamError
 
 
 def test_registry_lists_every_protocol_with_the_whole_interface() -> None:
-    assert protocols.names() == ("openai.chat", "openai.responses", "anthropic.messages", "ollama.chat",
-                                 "gemini.generate_content", "cohere.chat", "bedrock.converse", "mcp")
+    assert protocols.names() == (
+        "openai.chat",
+        "openai.responses",
+        "anthropic.messages",
+        "ollama.chat",
+        "gemini.generate_content",
+        "cohere.chat",
+        "bedrock.converse",
+        "mcp",
+    )
     assert importlib.import_module("ssemock.accumulate").PROTOCOLS == protocols.names()
     for protocol in protocols.all_protocols():
         assert issubclass(protocol.fold, Fold) and protocol.fold.protocol == protocol.name
@@ -28,7 +36,9 @@ def test_registry_lists_every_protocol_with_the_whole_interface() -> None:
         assert isinstance(event, bytes) and b"boom" in event
         body = protocol.http_error(503, None)
         assert isinstance(body, HTTPErrorBody) and json.loads(body.body)
-    with pytest.raises(ssemock.ProtocolError, match=r"unknown protocol 'x'; known: openai\.chat, .*cohere\.chat"):
+    with pytest.raises(
+        ssemock.ProtocolError, match=r"unknown protocol 'x'; known: openai\.chat, .*cohere\.chat"
+    ):
         protocols.get("x")
 
 
@@ -42,16 +52,21 @@ def test_moved_modules_keep_their_names() -> None:
 
     assert (Accumulated, ProtocolError) == (ssemock.Accumulated, ssemock.ProtocolError)
     assert accumulate is ssemock.accumulate and detect_protocol is ssemock.detect_protocol
-    assert Choice(0).index == 0 and ToolCall(1).index == 1 and detect_protocol(url="/api/chat") == "ollama.chat"
+    assert (
+        Choice(0).index == 0 and ToolCall(1).index == 1 and detect_protocol(url="/api/chat") == "ollama.chat"
+    )
 
 
-@pytest.mark.parametrize("content_type, body, name", [
-    ("text/event-stream; charset=utf-8", b"data: x\n\n", "sse"),
-    ("application/x-ndjson", b'{"a":1}\n', "ndjson"),
-    (None, b'  {"a":1}\n', "ndjson"),
-    ("application/json; charset=UTF-8", b'[{"a":1}\n,\r\n{"b":2}\n]', "json_array"),
-    (None, b"", "sse"),
-])
+@pytest.mark.parametrize(
+    "content_type, body, name",
+    [
+        ("text/event-stream; charset=utf-8", b"data: x\n\n", "sse"),
+        ("application/x-ndjson", b'{"a":1}\n', "ndjson"),
+        (None, b'  {"a":1}\n', "ndjson"),
+        ("application/json; charset=UTF-8", b'[{"a":1}\n,\r\n{"b":2}\n]', "json_array"),
+        (None, b"", "sse"),
+    ],
+)
 def test_framing_detection(content_type: str | None, body: bytes, name: str) -> None:
     assert framing.detect(content_type, body).name == name
 
@@ -60,10 +75,11 @@ def test_json_array_framing() -> None:
     body = b'[{"a": "x]}\\"{"}\n,\r\n{"b": [1, {"c": []}]}\n]'
     assert framing.decode(body, None) == [{"a": 'x]}"{'}, {"b": [1, {"c": []}]}]
     ends = framing.event_ends(body, None)
-    assert [body[e - 1:e] for e in ends] == [b"}", b"}"] and ends[-1] == len(body) - 2
+    assert [body[e - 1 : e] for e in ends] == [b"}", b"}"] and ends[-1] == len(body) - 2
     for cut in range(len(body)):  # an unfinished array decodes to its complete elements
-        assert framing.decode(body[:cut], None) == [v for v, e in zip([{"a": 'x]}"{'}, {"b": [1, {"c": []}]}], ends)
-                                                    if e <= cut]
+        assert framing.decode(body[:cut], None) == [
+            v for v, e in zip([{"a": 'x]}"{'}, {"b": [1, {"c": []}]}], ends) if e <= cut
+        ]
     with pytest.raises(ValueError, match="JSON array stream, byte 0: does not start with"):
         framing.get("json_array").decode(b"nope")
     with pytest.raises(ValueError, match="byte 9: elements must be separated by one ','"):
@@ -71,6 +87,7 @@ def test_json_array_framing() -> None:
 
 
 # -- the moved protocols' own error shapes --------------------------------------------------------
+
 
 def _served(cassette: ssemock.Cassette, fault: str) -> bytes:
     x = cassette.interactions[0]
@@ -99,8 +116,13 @@ def test_error_event_keeps_crlf_line_endings() -> None:
     assert lf.endswith(b'"code":null}}\n\n') and b"\r" not in lf
     x = synth.openai_chat("hello there", seed=1).interactions[0]
     crlf = ssemock.Cassette()
-    crlf.add("POST", x.request.url, [c.replace(b"\n", b"\r\n") for c in x.response.chunks],
-             headers=list(x.response.headers), request_json=x.request.json())
+    crlf.add(
+        "POST",
+        x.request.url,
+        [c.replace(b"\n", b"\r\n") for c in x.response.chunks],
+        headers=list(x.response.headers),
+        request_json=x.request.json(),
+    )
     body = _served(crlf, "error_event:kind=server_error,after_event=2")
     assert body.endswith(b"\r\n\r\n") and b"\n" not in body.replace(b"\r\n", b"")
 
@@ -110,7 +132,9 @@ def test_responses_error_event_is_error_then_response_failed() -> None:
     x = cassette.interactions[0]
     params = {k: v for k, v in x.request.json().items() if k != "stream"}
     with ssemock.replay(cassette, faults="error_event:kind=server_error,after_event=4") as player:
-        client = openai.OpenAI(api_key="sk-test-registry-0000", base_url="https://api.openai.com/v1", max_retries=0)
+        client = openai.OpenAI(
+            api_key="sk-test-registry-0000", base_url="https://api.openai.com/v1", max_retries=0
+        )
         events = list(client.responses.create(stream=True, **params))
     assert [e.type for e in events[-2:]] == ["error", "response.failed"]
     assert events[-2].code == "server_error" and events[-1].response.error.code == "server_error"
@@ -126,26 +150,43 @@ def test_http_error_bodies_per_provider() -> None:
     assert body("https://api.openai.com/v1/chat/completions", 429)["error"]["code"] == "rate_limit_exceeded"
     assert body("https://api.anthropic.com/v1/messages", 529)["error"]["type"] == "overloaded_error"
     assert body("http://localhost:11434/api/chat", 404) == {"error": "ssemock http_error 404"}
-    assert body("https://generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent", 429)["error"][
-        "status"] == "RESOURCE_EXHAUSTED"
+    assert (
+        body("https://generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent", 429)["error"][
+            "status"
+        ]
+        == "RESOURCE_EXHAUSTED"
+    )
     assert set(body("https://api.cohere.com/v2/chat", 500)) == {"id", "message"}
     assert "error" in body("https://example.com/unknown", 500)  # OpenAI's shape when nothing says
 
 
 # -- a new tool-call id at a used index (issue 13 item 6) ---------------------------------------
 
+
 def test_synth_reuses_index_zero_and_the_reference_keeps_the_calls_apart() -> None:
-    cassette = synth.openai_chat(tool_calls=[{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "call_a"},
-                                             {"name": "get_time", "arguments": {"tz": "CET"}, "id": "call_b"}],
-                                 reuse_tool_index=True, seed=3)
+    cassette = synth.openai_chat(
+        tool_calls=[
+            {"name": "get_weather", "arguments": {"city": "Paris"}, "id": "call_a"},
+            {"name": "get_time", "arguments": {"tz": "CET"}, "id": "call_b"},
+        ],
+        reuse_tool_index=True,
+        seed=3,
+    )
     x = cassette.interactions[0]
     events = framing.decode(x.response.body, "text/event-stream")
-    indexes = {d["index"] for e in events if e.data != "[DONE]"
-               for c in json.loads(e.data)["choices"] for d in c["delta"].get("tool_calls", [])}
+    indexes = {
+        d["index"]
+        for e in events
+        if e.data != "[DONE]"
+        for c in json.loads(e.data)["choices"]
+        for d in c["delta"].get("tool_calls", [])
+    }
     assert indexes == {0}
     calls = ssemock.accumulate(events, url=x.request.url).tool_calls
     assert [(c.id, c.name, c.parsed_arguments) for c in calls] == [
-        ("call_a", "get_weather", {"city": "Paris"}), ("call_b", "get_time", {"tz": "CET"})]
+        ("call_a", "get_weather", {"city": "Paris"}),
+        ("call_b", "get_time", {"tz": "CET"}),
+    ]
 
     # a client that merges by index alone fuses them, and the reference says so
     with ssemock.replay(cassette) as player:
@@ -158,6 +199,8 @@ def test_synth_reuses_index_zero_and_the_reference_keeps_the_calls_apart() -> No
                     slot["name"] = slot["name"] or (tc.function.name or "")
                     slot["arguments"] += tc.function.arguments or ""
         with pytest.raises(AssertionError):
-            player.assert_tool_calls([{"name": c["name"], "arguments": c["arguments"]} for c in merged.values()])
+            player.assert_tool_calls(
+                [{"name": c["name"], "arguments": c["arguments"]} for c in merged.values()]
+            )
     with pytest.raises(ValueError, match="reuse_tool_index and interleave_tool_calls cannot be combined"):
         synth.openai_chat(tool_calls=[{"name": "f"}], reuse_tool_index=True, interleave_tool_calls=True)

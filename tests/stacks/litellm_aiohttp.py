@@ -26,8 +26,14 @@ def error(fn: Any) -> list[str] | None:
 
 
 async def complete(base: str) -> str:
-    stream = await litellm.acompletion(model="openai/gpt-test", api_base=f"{base}/v1", api_key="sk-test-litellm",
-                                       messages=[{"role": "user", "content": "hi"}], stream=True, max_retries=0)
+    stream = await litellm.acompletion(
+        model="openai/gpt-test",
+        api_base=f"{base}/v1",
+        api_key="sk-test-litellm",
+        messages=[{"role": "user", "content": "hi"}],
+        stream=True,
+        max_retries=0,
+    )
     text = ""
     async for chunk in stream:
         text += chunk.choices[0].delta.content or ""
@@ -44,8 +50,12 @@ def main(base: str, path: str) -> dict[str, Any]:
         for transform in TRANSFORMS:
             with ssemock.use_cassette(path, chunking=chunking, transform=transform) as player:
                 text = asyncio.run(complete(base))
-            out["replays"][f"{chunking}+{transform}"] = [text, player.expected.text, len(player.plays),
-                                                         ssemock.stacks.stack_of(player.plays[0].request)]
+            out["replays"][f"{chunking}+{transform}"] = [
+                text,
+                player.expected.text,
+                len(player.plays),
+                ssemock.stacks.stack_of(player.plays[0].request),
+            ]
     with ssemock.use_cassette(path, faults="disconnect:after_event=3"):
         out["disconnect"] = error(lambda: asyncio.run(complete(base)))
     return out

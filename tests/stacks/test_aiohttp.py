@@ -38,15 +38,22 @@ def run(coro: Awaitable[Any]) -> Any:
 
 # -- a loopback server of this module's own: scripted writes, a drop, Gemini ------------------
 
+
 def gemini_writes(text: str = TEXT) -> list[bytes]:
     out = []
     for i in range(0, len(text), 6):
-        part = {"candidates": [{"content": {"parts": [{"text": text[i:i + 6]}], "role": "model"}, "index": 0}],
-                "modelVersion": "gemini-test"}
+        part = {
+            "candidates": [{"content": {"parts": [{"text": text[i : i + 6]}], "role": "model"}, "index": 0}],
+            "modelVersion": "gemini-test",
+        }
         out.append(f"data: {json.dumps(part, ensure_ascii=False)}\r\n\r\n".encode())
-    last = {"candidates": [{"content": {"parts": [{"text": ""}], "role": "model"}, "finishReason": "STOP",
-                            "index": 0}], "usageMetadata": {"promptTokenCount": 3, "totalTokenCount": 9},
-            "modelVersion": "gemini-test"}
+    last = {
+        "candidates": [
+            {"content": {"parts": [{"text": ""}], "role": "model"}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {"promptTokenCount": 3, "totalTokenCount": 9},
+        "modelVersion": "gemini-test",
+    }
     out.append(f"data: {json.dumps(last)}\r\n\r\n".encode())
     return out
 
@@ -66,8 +73,14 @@ RECEIVED: list[dict[str, Any]] = []
 
 async def _stream(request: Request) -> StreamingResponse:
     script, drop = ROUTES[request.url.path]
-    RECEIVED.append({"path": request.url.path, "query": request.url.query, "body": await request.body(),
-                     "headers": dict(request.headers)})
+    RECEIVED.append(
+        {
+            "path": request.url.path,
+            "query": request.url.query,
+            "body": await request.body(),
+            "headers": dict(request.headers),
+        }
+    )
 
     async def body() -> AsyncIterator[bytes]:
         for i, data in enumerate(script):
@@ -114,6 +127,7 @@ def record(tmp_path: Path, name: str, fn: Callable[[], Awaitable[Any]], **option
 
 # -- plain aiohttp ----------------------------------------------------------------------------
 
+
 async def chunks(url: str, how: str = "any", **kwargs: Any) -> list[Any]:
     async with aiohttp.ClientSession() as session:
         async with session.get(url, **kwargs) as resp:
@@ -138,7 +152,9 @@ async def chunks(url: str, how: str = "any", **kwargs: Any) -> list[Any]:
             raise AssertionError(how)
 
 
-def test_records_the_server_writes_and_replays_with_the_server_gone(tmp_path: Path, connects: list[Any]) -> None:
+def test_records_the_server_writes_and_replays_with_the_server_gone(
+    tmp_path: Path, connects: list[Any]
+) -> None:
     script = ROUTES["/events"][0]
     path = tmp_path / "events.json"
     with running(APP) as url:  # a server of its own, stopped before the replay
@@ -174,7 +190,7 @@ def test_reads_never_cross_a_planned_boundary(tmp_path: Path, live: str, chunkin
     n = 4
     with ssemock.use_cassette(path, chunking=chunking):
         pieces = run(chunks(f"{live}/events", f"chunked:{n}"))
-    assert pieces == [c[i:i + n] for c in planned for i in range(0, len(c), n)]  # short reads at boundaries
+    assert pieces == [c[i : i + n] for c in planned for i in range(0, len(c), n)]  # short reads at boundaries
     with ssemock.use_cassette(path, chunking=chunking):
         lines = run(chunks(f"{live}/events", "lines"))
     assert b"".join(lines) == player.plays[0].body and all(line.endswith(b"\n") for line in lines)
@@ -200,7 +216,9 @@ def test_a_chunk_is_pulled_only_when_a_read_needs_it(tmp_path: Path, live: str) 
         assert run(steps(player)) == [(False, False), (True, False), (True, True)]
 
 
-def test_a_read_cancelled_mid_wait_fails_the_next_read_instead_of_ending_cleanly(tmp_path: Path, live: str) -> None:
+def test_a_read_cancelled_mid_wait_fails_the_next_read_instead_of_ending_cleanly(
+    tmp_path: Path, live: str
+) -> None:
     path, _ = record(tmp_path, "cancel", lambda: chunks(f"{live}/events"))
 
     async def read() -> list[bytes]:
@@ -236,7 +254,9 @@ def test_disconnect_raises_aiohttps_payload_error_at_the_planned_byte(tmp_path: 
     assert "disconnect:after_event=3" in info.value.__notes__[0]
 
 
-def test_a_recorded_failure_replays_as_the_replaying_stacks_error_at_the_same_byte(tmp_path: Path, live: str) -> None:
+def test_a_recorded_failure_replays_as_the_replaying_stacks_error_at_the_same_byte(
+    tmp_path: Path, live: str
+) -> None:
     got: list[bytes] = []
 
     async def read(sink: list[bytes]) -> None:
@@ -287,8 +307,9 @@ def test_an_httpx_recorded_failure_replays_through_aiohttp(tmp_path: Path, live:
 
 
 @pytest.mark.parametrize("where", ["request", "session", "total"])
-def test_a_stall_past_sock_read_times_out_at_once(tmp_path: Path, live: str, where: str,
-                                                  fake_clock: FakeClock) -> None:
+def test_a_stall_past_sock_read_times_out_at_once(
+    tmp_path: Path, live: str, where: str, fake_clock: FakeClock
+) -> None:
     path, _ = record(tmp_path, "s", lambda: chunks(f"{live}/events"))
     timeout = aiohttp.ClientTimeout(total=1) if where == "total" else aiohttp.ClientTimeout(sock_read=1)
 
@@ -328,7 +349,8 @@ def test_http_error_status_and_raise_for_status(tmp_path: Path, live: str) -> No
 
 
 def test_early_release_is_recorded_as_abandoned_without_drain_on_close_and_replays_release_cleanly(
-        tmp_path: Path, live: str) -> None:
+    tmp_path: Path, live: str
+) -> None:
     async def first(release: bool) -> bytes:
         async with aiohttp.ClientSession() as session:
             resp = await session.get(f"{live}/v1/chat/completions")
@@ -354,6 +376,7 @@ def test_early_release_is_recorded_as_abandoned_without_drain_on_close_and_repla
 @pytest.mark.parametrize("how", ["release", "close"])
 def test_a_response_released_early_is_drained_in_a_task(tmp_path: Path, server: str, how: str) -> None:
     """release() and close() are not coroutines: the rest is drained by a task while the loop runs."""
+
     async def first_then(stop: str) -> bytes:
         async with aiohttp.ClientSession() as session:
             resp = await session.get(f"{server}/ten")
@@ -378,6 +401,7 @@ def test_a_response_released_early_is_drained_in_a_task(tmp_path: Path, server: 
 def test_a_compressed_body_is_stored_decoded_once(tmp_path: Path, server: str, auto_decompress: bool) -> None:
     """aiohttp decodes gzip itself (auto_decompress, the default) or hands the raw bytes on (the
     SDKs' aiohttp transports): either way the cassette holds the decoded body."""
+
     async def read() -> bytes:
         async with aiohttp.ClientSession(auto_decompress=auto_decompress) as session:
             async with session.get(f"{server}/gzip") as resp:
@@ -395,8 +419,9 @@ def test_a_compressed_body_is_stored_decoded_once(tmp_path: Path, server: str, a
 def test_the_request_is_built_as_aiohttp_sends_it(tmp_path: Path, live: str) -> None:
     async def post(payload: dict[str, Any], **kwargs: Any) -> str:
         async with aiohttp.ClientSession(base_url=live, headers={"x-app": "demo"}) as session:
-            async with session.post("/events", params={"q": "1"}, json=payload,
-                                    auth=aiohttp.BasicAuth("user", "pass"), **kwargs) as resp:
+            async with session.post(
+                "/events", params={"q": "1"}, json=payload, auth=aiohttp.BasicAuth("user", "pass"), **kwargs
+            ) as resp:
                 return await resp.text()
 
     RECEIVED.clear()
@@ -430,18 +455,29 @@ def test_form_and_streamed_bodies_are_sent_and_matched(tmp_path: Path, live: str
     path, _ = record(tmp_path, "form", lambda: post({"k": "v w"}))
     assert RECEIVED[-1]["body"] == ssemock.Cassette.load(path).interactions[0].request.body == b"k=v+w"
     path, _ = record(tmp_path, "gen", lambda: post(gen()))
-    assert RECEIVED[-1]["body"] == ssemock.Cassette.load(path).interactions[0].request.body == b"part one, part two"
+    assert (
+        RECEIVED[-1]["body"]
+        == ssemock.Cassette.load(path).interactions[0].request.body
+        == b"part one, part two"
+    )
     with ssemock.use_cassette(path):
         assert run(post(gen())) == b"".join(ROUTES["/events"][0]).decode()
 
 
 # -- the SDKs' aiohttp clients ----------------------------------------------------------------
 
+
 async def openai_text(base: str, **kwargs: Any) -> str:
-    async with openai.AsyncOpenAI(base_url=f"{base}/v1", api_key="sk-test-aiohttp", max_retries=0,
-                                  http_client=openai.DefaultAioHttpClient(), **kwargs) as client:
-        stream = await client.chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "hi"}],
-                                                      stream=True)
+    async with openai.AsyncOpenAI(
+        base_url=f"{base}/v1",
+        api_key="sk-test-aiohttp",
+        max_retries=0,
+        http_client=openai.DefaultAioHttpClient(),
+        **kwargs,
+    ) as client:
+        stream = await client.chat.completions.create(
+            model="gpt-test", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
         text = ""
         async for chunk in stream:
             if chunk.choices and chunk.choices[0].delta.content:
@@ -450,10 +486,16 @@ async def openai_text(base: str, **kwargs: Any) -> str:
 
 
 async def anthropic_text(base: str, **kwargs: Any) -> str:
-    async with anthropic.AsyncAnthropic(base_url=base, api_key="sk-ant-test-aiohttp", max_retries=0,
-                                        http_client=anthropic.DefaultAioHttpClient(), **kwargs) as client:
-        async with client.messages.stream(model="claude-test", max_tokens=10,
-                                          messages=[{"role": "user", "content": "hi"}]) as stream:
+    async with anthropic.AsyncAnthropic(
+        base_url=base,
+        api_key="sk-ant-test-aiohttp",
+        max_retries=0,
+        http_client=anthropic.DefaultAioHttpClient(),
+        **kwargs,
+    ) as client:
+        async with client.messages.stream(
+            model="claude-test", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
+        ) as stream:
             return "".join([text async for text in stream.text_stream])
 
 
@@ -462,7 +504,8 @@ SDKS = {"openai": openai_text, "anthropic": anthropic_text}
 
 @pytest.mark.parametrize("sdk", SDKS)
 def test_sdk_aiohttp_client_records_and_replays_under_every_chunking_and_transform(
-        tmp_path: Path, live: str, sdk: str, connects: list[Any]) -> None:
+    tmp_path: Path, live: str, sdk: str, connects: list[Any]
+) -> None:
     fn = SDKS[sdk]
     path, text = record(tmp_path, sdk, lambda: fn(live))
     assert text == TEXT
@@ -479,7 +522,9 @@ def test_sdk_aiohttp_client_records_and_replays_under_every_chunking_and_transfo
 
 
 @pytest.mark.parametrize("sdk", SDKS)
-def test_sdk_aiohttp_client_disconnect_raises_what_a_live_drop_raises(tmp_path: Path, live: str, sdk: str) -> None:
+def test_sdk_aiohttp_client_disconnect_raises_what_a_live_drop_raises(
+    tmp_path: Path, live: str, sdk: str
+) -> None:
     fn = SDKS[sdk]
     with pytest.raises(Exception) as dropped:  # a real server dropping the connection mid-stream
         run(fn(f"{live}/drop"))
@@ -492,8 +537,9 @@ def test_sdk_aiohttp_client_disconnect_raises_what_a_live_drop_raises(tmp_path: 
 
 
 @pytest.mark.parametrize("sdk", SDKS)
-def test_sdk_aiohttp_client_stall_past_its_timeout_raises_at_once(tmp_path: Path, live: str, sdk: str,
-                                                                  fake_clock: FakeClock) -> None:
+def test_sdk_aiohttp_client_stall_past_its_timeout_raises_at_once(
+    tmp_path: Path, live: str, sdk: str, fake_clock: FakeClock
+) -> None:
     fn = SDKS[sdk]
     path, _ = record(tmp_path, sdk, lambda: fn(live))
     with ssemock.use_cassette(path, faults="stall:before_event=3,seconds=30"):
@@ -514,8 +560,10 @@ async def gemini_text(base: str) -> str:
     from google import genai
     from google.genai import types
 
-    client = genai.Client(api_key="AIzaTESTFAKE-ssemock-sk-test",
-                          http_options=types.HttpOptions(base_url=base, api_version="v1beta"))
+    client = genai.Client(
+        api_key="AIzaTESTFAKE-ssemock-sk-test",
+        http_options=types.HttpOptions(base_url=base, api_version="v1beta"),
+    )
     text = ""
     async for chunk in await client.aio.models.generate_content_stream(model="gemini-test", contents="hi"):
         text += chunk.text or ""
@@ -523,8 +571,9 @@ async def gemini_text(base: str) -> str:
     return text
 
 
-def test_google_genai_async_records_and_replays_through_aiohttp(tmp_path: Path, live: str,
-                                                                 connects: list[Any]) -> None:
+def test_google_genai_async_records_and_replays_through_aiohttp(
+    tmp_path: Path, live: str, connects: list[Any]
+) -> None:
     from google.genai.errors import UnknownApiResponseError
 
     path, text = record(tmp_path, "gemini", lambda: gemini_text(live))
@@ -560,20 +609,28 @@ def litellm_python() -> Path:
     installs anything itself."""
     python = Path(os.environ.get("SSEMOCK_LITELLM_PYTHON") or ROOT / ".venv-litellm" / "bin" / "python")
     if not python.exists():
-        missing = (f"{python} is missing: build the litellm side environment with `bash .ci/litellm-env` "
-                   "(or set SSEMOCK_LITELLM_PYTHON to a Python that has litellm and this checkout)")
+        missing = (
+            f"{python} is missing: build the litellm side environment with `bash .ci/litellm-env` "
+            "(or set SSEMOCK_LITELLM_PYTHON to a Python that has litellm and this checkout)"
+        )
         if os.environ.get("CI"):
             pytest.fail(missing)
         pytest.skip(missing)
     return python
 
 
-def test_litellm_acompletion_stream_records_and_replays_through_aiohttp(tmp_path: Path, live: str,
-                                                                        litellm_python: Path) -> None:
+def test_litellm_acompletion_stream_records_and_replays_through_aiohttp(
+    tmp_path: Path, live: str, litellm_python: Path
+) -> None:
     script = Path(__file__).with_name("litellm_aiohttp.py")
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # no model-price fetch at import
-    done = subprocess.run([str(litellm_python), str(script), live, str(tmp_path / "litellm.json")],
-                          capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [str(litellm_python), str(script), live, str(tmp_path / "litellm.json")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["live"] == TEXT and out["recorded"] == 1

@@ -27,8 +27,10 @@ def cassette(*urls: str, body: bytes = b"data: x\n\n") -> ssemock.Cassette:
 
 
 def _patched() -> bool:
-    return any("handle_request" in cls.__dict__ and cls.__dict__["handle_request"].__module__.startswith("ssemock")
-               for cls in (httpcore.ConnectionPool, httpcore2.ConnectionPool))
+    return any(
+        "handle_request" in cls.__dict__ and cls.__dict__["handle_request"].__module__.startswith("ssemock")
+        for cls in (httpcore.ConnectionPool, httpcore2.ConnectionPool)
+    )
 
 
 @pytest.mark.parametrize("lib", [httpx, httpx2], ids=["httpx", "httpx2"])
@@ -114,9 +116,13 @@ def test_no_patch_is_left_after_an_error_inside_the_player() -> None:
     assert not _patched() and "connect" not in __import__("socket").socket.__dict__
 
 
-@pytest.mark.parametrize("recorded", ["ReadTimeoutError", "SocketTimeoutError", "TimeoutError", "ReadTimeout"])
+@pytest.mark.parametrize(
+    "recorded", ["ReadTimeoutError", "SocketTimeoutError", "TimeoutError", "ReadTimeout"]
+)
 @pytest.mark.parametrize("lib", [httpx, httpx2], ids=["httpx", "httpx2"])
-def test_a_timeout_recorded_through_any_stack_replays_as_this_stacks_timeout(recorded: str, lib: object) -> None:
+def test_a_timeout_recorded_through_any_stack_replays_as_this_stacks_timeout(
+    recorded: str, lib: object
+) -> None:
     c = ssemock.Cassette()
     c.add("GET", A, [b"data: 1\n\n"])
     c.interactions[0].response.complete = False

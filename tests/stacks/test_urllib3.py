@@ -43,11 +43,15 @@ TRANSFORMS = ["none", "crlf", "cr", "keepalive", "no_space"]
 
 # -- a loopback server: scripted SSE writes, and AWS eventstream frames for Bedrock ---------------
 
+
 def _frame(event_type: str, payload: dict[str, Any]) -> bytes:
     """One AWS eventstream message (prelude, string headers, JSON payload, CRC32s)."""
     headers = b""
-    for name, value in ((":event-type", event_type), (":content-type", "application/json"),
-                        (":message-type", "event")):
+    for name, value in (
+        (":event-type", event_type),
+        (":content-type", "application/json"),
+        (":message-type", "event"),
+    ):
         n, v = name.encode(), value.encode()
         headers += struct.pack(">B", len(n)) + n + b"\x07" + struct.pack(">H", len(v)) + v
     body = json.dumps(payload).encode()
@@ -57,16 +61,29 @@ def _frame(event_type: str, payload: dict[str, Any]) -> bytes:
 
 
 BEDROCK_TEXT = ["Hello", ", wor", "ld! 世界", " ok"]
-FRAMES = ([_frame("messageStart", {"role": "assistant"})]
-          + [_frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": t}}) for t in BEDROCK_TEXT]
-          + [_frame("contentBlockStop", {"contentBlockIndex": 0}),
-             _frame("messageStop", {"stopReason": "end_turn"}),
-             _frame("metadata", {"usage": {"inputTokens": 3, "outputTokens": 4, "totalTokens": 7},
-                                 "metrics": {"latencyMs": 12}})])
+FRAMES = (
+    [_frame("messageStart", {"role": "assistant"})]
+    + [_frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": t}}) for t in BEDROCK_TEXT]
+    + [
+        _frame("contentBlockStop", {"contentBlockIndex": 0}),
+        _frame("messageStop", {"stopReason": "end_turn"}),
+        _frame(
+            "metadata",
+            {"usage": {"inputTokens": 3, "outputTokens": 4, "totalTokens": 7}, "metrics": {"latencyMs": 12}},
+        ),
+    ]
+)
 
 
-def _scripted(writes: list[bytes], gap: float, *, media_type: str = "text/event-stream",
-              fail_after: int | None = None, stall: float = 0.0, gzip: bool = False) -> Any:
+def _scripted(
+    writes: list[bytes],
+    gap: float,
+    *,
+    media_type: str = "text/event-stream",
+    fail_after: int | None = None,
+    stall: float = 0.0,
+    gzip: bool = False,
+) -> Any:
     async def endpoint(request: Request) -> StreamingResponse:
         await request.body()
         z = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
@@ -78,17 +95,21 @@ def _scripted(writes: list[bytes], gap: float, *, media_type: str = "text/event-
                 if i:
                     await asyncio.sleep(stall if stall and i == 1 else gap)
                 last = i == len(writes) - 1
-                yield z.compress(data) + z.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH) if gzip else data
+                yield (
+                    z.compress(data) + z.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH) if gzip else data
+                )
 
         headers = {"content-encoding": "gzip"} if gzip else {}
         return StreamingResponse(body(), media_type=media_type, headers=headers)
+
     return endpoint
 
 
 async def _bedrock(request: Request) -> StreamingResponse:
     fails = request.path_params["model"] == "fail-model"
-    return await _scripted(FRAMES, 0.01, media_type="application/vnd.amazon.eventstream",
-                           fail_after=3 if fails else None)(request)
+    return await _scripted(
+        FRAMES, 0.01, media_type="application/vnd.amazon.eventstream", fail_after=3 if fails else None
+    )(request)
 
 
 async def _echo(request: Request) -> StreamingResponse:
@@ -97,16 +118,18 @@ async def _echo(request: Request) -> StreamingResponse:
     return StreamingResponse(iter([framing.encode(), b":", body]), media_type="text/plain")
 
 
-APP = Starlette(routes=[
-    Route("/echo", _echo, methods=["POST"]),
-    Route("/events", _scripted(WRITES, GAP), methods=["GET", "POST"]),
-    Route("/chat", _scripted(CHAT, 0.005), methods=["GET", "POST"]),
-    Route("/fail", _scripted([b"data: one\n\n", b"data: tw", b"o\n\n"], GAP, fail_after=2)),
-    Route("/gzip", _scripted([b"data: one\n\n", b"data: two\n\n"], GAP, gzip=True)),
-    Route("/stall", _scripted([b"data: one\n\n", b"data: two\n\n"], GAP, stall=1.0)),
-    Route("/model/{model}/converse-stream", _bedrock, methods=["POST"]),
-    Route("/gated", gated, methods=["GET", "POST"]),
-])
+APP = Starlette(
+    routes=[
+        Route("/echo", _echo, methods=["POST"]),
+        Route("/events", _scripted(WRITES, GAP), methods=["GET", "POST"]),
+        Route("/chat", _scripted(CHAT, 0.005), methods=["GET", "POST"]),
+        Route("/fail", _scripted([b"data: one\n\n", b"data: tw", b"o\n\n"], GAP, fail_after=2)),
+        Route("/gzip", _scripted([b"data: one\n\n", b"data: two\n\n"], GAP, gzip=True)),
+        Route("/stall", _scripted([b"data: one\n\n", b"data: two\n\n"], GAP, stall=1.0)),
+        Route("/model/{model}/converse-stream", _bedrock, methods=["POST"]),
+        Route("/gated", gated, methods=["GET", "POST"]),
+    ]
+)
 
 
 @pytest.fixture(scope="module")
@@ -157,6 +180,7 @@ def chat(server: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, l
 
 # -- recording -----------------------------------------------------------------------------------
 
+
 def test_recorded_boundaries_are_the_server_writes_and_replay_needs_no_server(tmp_path: Path) -> None:
     path = tmp_path / "events.json"
     with running(APP) as url:
@@ -199,21 +223,28 @@ def test_keep_alive_connection_is_reused_while_recording(server: str, tmp_path: 
 
 def test_request_bodies_of_every_kind_are_sent_matched_and_stored(server: str, tmp_path: Path) -> None:
     def send() -> list[bytes]:
-        return [requests.post(f"{server}/echo", data=iter([b"gen", "erator"]), timeout=5).content,
-                requests.post(f"{server}/echo", data=io.BytesIO(b"a file"), timeout=5).content,
-                urllib3.request("POST", f"{server}/echo", body=io.BytesIO(b"a raw file")).data,
-                urllib3.request("POST", f"{server}/echo", body=bytearray(b"a buffer")).data]
+        return [
+            requests.post(f"{server}/echo", data=iter([b"gen", "erator"]), timeout=5).content,
+            requests.post(f"{server}/echo", data=io.BytesIO(b"a file"), timeout=5).content,
+            urllib3.request("POST", f"{server}/echo", body=io.BytesIO(b"a raw file")).data,
+            urllib3.request("POST", f"{server}/echo", body=bytearray(b"a buffer")).data,
+        ]
 
     path = tmp_path / "bodies.json"
     with ssemock.use_cassette(path, record_mode="once"):
         recorded = send()
     # the server got each body framed as without ssemock (an iterable or a file of unknown size: chunked)
-    assert recorded == send() == [b"chunked:generator", b"length:a file", b"chunked:a raw file",
-                                  b"length:a buffer"]
+    assert (
+        recorded
+        == send()
+        == [b"chunked:generator", b"length:a file", b"chunked:a raw file", b"length:a buffer"]
+    )
     bodies = [b"generator", b"a file", b"a raw file", b"a buffer"]
     assert [x.request.body for x in ssemock.Cassette.load(path).interactions] == bodies
     with ssemock.use_cassette(path):  # matched on the body, whatever carries it
-        assert requests.post(f"{server}/echo", data=io.StringIO("generator"), timeout=5).content == recorded[0]
+        assert (
+            requests.post(f"{server}/echo", data=io.StringIO("generator"), timeout=5).content == recorded[0]
+        )
         assert requests.post(f"{server}/echo", data=b"a file", timeout=5).content == recorded[1]
         assert urllib3.request("POST", f"{server}/echo", body="a raw file").data == recorded[2]
         assert urllib3.request("POST", f"{server}/echo", body=iter([b"a buf", b"fer"])).data == recorded[3]
@@ -232,7 +263,9 @@ def test_gzip_is_stored_decoded_and_replayed(server: str, tmp_path: Path) -> Non
     assert replayed.content == live.content and "content-encoding" not in replayed.headers
 
 
-def test_abandoned_stream_is_recorded_as_incomplete_without_drain_on_close(server: str, tmp_path: Path) -> None:
+def test_abandoned_stream_is_recorded_as_incomplete_without_drain_on_close(
+    server: str, tmp_path: Path
+) -> None:
     path = tmp_path / "abandoned.json"
     with ssemock.use_cassette(path, record_mode="once", drain_on_close=False):
         with requests.get(f"{server}/events", stream=True, timeout=5) as r:
@@ -257,10 +290,12 @@ def test_client_gets_each_chunk_as_it_arrives_while_recording(server: str, tmp_p
 
 # -- replay: every chunking and transform ------------------------------------------------------
 
+
 @pytest.mark.parametrize("transform", TRANSFORMS)
 @pytest.mark.parametrize("chunking", ssemock.chunking.ALL, ids=str)
-def test_replay_decodes_like_live(chat: tuple[Path, list[tuple[str, str]]], chunking: Any, transform: str,
-                                  server: str) -> None:
+def test_replay_decodes_like_live(
+    chat: tuple[Path, list[tuple[str, str]]], chunking: Any, transform: str, server: str
+) -> None:
     path, live = chat
     spec = None if transform == "none" else transform
     with ssemock.use_cassette(path, chunking=chunking, transform=spec, allow_playback_repeats=True) as player:
@@ -279,7 +314,9 @@ def test_replay_decodes_like_live(chat: tuple[Path, list[tuple[str, str]]], chun
                 assert list(r.iter_lines()) == played.body.splitlines()
 
 
-def test_a_cr_lf_split_across_chunks_reaches_requests_as_on_a_socket(chat: tuple[Path, Any], server: str) -> None:
+def test_a_cr_lf_split_across_chunks_reaches_requests_as_on_a_socket(
+    chat: tuple[Path, Any], server: str
+) -> None:
     """requests' iter_lines() yields an empty line when a chunk ends between CR and LF: the replay
     hands requests the same reads a socket would, so the client sees that (a real requests bug)."""
     with ssemock.use_cassette(chat[0], chunking="bytewise", transform="crlf") as player:
@@ -306,7 +343,9 @@ def test_reads_see_exactly_the_planned_chunks(chat: tuple[Path, Any], server: st
         assert b"".join(by_five) == played.body
 
 
-def test_a_chunk_is_taken_from_the_plan_only_when_the_client_reads(chat: tuple[Path, Any], server: str) -> None:
+def test_a_chunk_is_taken_from_the_plan_only_when_the_client_reads(
+    chat: tuple[Path, Any], server: str
+) -> None:
     with ssemock.use_cassette(chat[0], chunking="per_event") as player:
         with requests.post(f"{server}/chat", json={"stream": True}, stream=True, timeout=5) as r:
             first = next(r.iter_content(None))
@@ -329,8 +368,13 @@ def test_head_and_no_content_have_no_body(listener: Listener) -> None:
 
 # -- faults ----------------------------------------------------------------------------------------
 
-def test_disconnect_raises_each_clients_own_error_at_the_same_byte(chat: tuple[Path, Any], server: str) -> None:
-    with ssemock.use_cassette(chat[0], faults="disconnect:after_event=3", allow_playback_repeats=True) as player:
+
+def test_disconnect_raises_each_clients_own_error_at_the_same_byte(
+    chat: tuple[Path, Any], server: str
+) -> None:
+    with ssemock.use_cassette(
+        chat[0], faults="disconnect:after_event=3", allow_playback_repeats=True
+    ) as player:
         got: list[bytes] = []
         with pytest.raises(requests.exceptions.ChunkedEncodingError):
             with requests.post(f"{server}/chat", json={"stream": True}, stream=True, timeout=5) as r:
@@ -395,8 +439,9 @@ def test_recorded_read_timeout_replays_as_one_at_the_same_byte(server: str, tmp_
         assert replayed == live
 
 
-def test_stall_past_the_read_timeout_raises_at_once(chat: tuple[Path, Any], server: str,
-                                                    fake_clock: FakeClock) -> None:
+def test_stall_past_the_read_timeout_raises_at_once(
+    chat: tuple[Path, Any], server: str, fake_clock: FakeClock
+) -> None:
     with ssemock.use_cassette(chat[0], faults="stall:before_event=2,seconds=30", allow_playback_repeats=True):
         got: list[bytes] = []
         with pytest.raises(requests.exceptions.ConnectionError) as raised:
@@ -405,7 +450,9 @@ def test_stall_past_the_read_timeout_raises_at_once(chat: tuple[Path, Any], serv
                     got.append(piece)
         assert isinstance(raised.value.args[0], urllib3.exceptions.ReadTimeoutError)
         assert b"".join(got) == b"".join(CHAT[:2])
-        direct = urllib3.request("POST", f"{server}/chat", json={"stream": True}, preload_content=False, timeout=1.0)
+        direct = urllib3.request(
+            "POST", f"{server}/chat", json={"stream": True}, preload_content=False, timeout=1.0
+        )
         with pytest.raises(urllib3.exceptions.ReadTimeoutError):
             list(direct.stream())
         assert fake_clock.slept == []  # raised at once, no sleeping
@@ -417,7 +464,9 @@ def test_stall_past_the_read_timeout_raises_at_once(chat: tuple[Path, Any], serv
 def test_urllib3_retries_reach_the_player_once_per_attempt(listener: Listener) -> None:
     cassette = ssemock.Cassette()
     cassette.add("GET", f"{listener.url}/retry", CHAT)
-    with ssemock.replay(cassette, faults=[ssemock.faults.sequence("disconnect:after_event=1", None)]) as player:
+    with ssemock.replay(
+        cassette, faults=[ssemock.faults.sequence("disconnect:after_event=1", None)]
+    ) as player:
         response = urllib3.request("GET", f"{listener.url}/retry")  # read in full: a read error is retried
     assert response.data == b"".join(CHAT)
     assert len(player.plays) == 2 and listener.accepted() == 0
@@ -432,10 +481,16 @@ def test_http_error_gives_the_status(chat: tuple[Path, Any], server: str) -> Non
 
 # -- botocore: Bedrock runtime converse_stream -----------------------------------------------------
 
+
 def _bedrock_client(url: str, secret: str = "testSECRETfake0000000000000000000000000") -> Any:
-    return boto3.client("bedrock-runtime", endpoint_url=url, region_name="us-east-1",
-                        aws_access_key_id="AKIATESTFAKE00000000", aws_secret_access_key=secret,
-                        config=botocore.config.Config(retries={"max_attempts": 1}))
+    return boto3.client(
+        "bedrock-runtime",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="AKIATESTFAKE00000000",
+        aws_secret_access_key=secret,
+        config=botocore.config.Config(retries={"max_attempts": 1}),
+    )
 
 
 def _converse(client: Any, model: str = "test-model") -> list[dict[str, Any]]:
@@ -460,16 +515,18 @@ def test_bedrock_records_the_server_frames(bedrock: tuple[Path, list[dict[str, A
 
 
 @pytest.mark.parametrize("chunking", ssemock.chunking.ALL, ids=str)
-def test_bedrock_replay_decodes_like_live(bedrock: tuple[Path, list[dict[str, Any]]], chunking: Any,
-                                          server: str) -> None:
+def test_bedrock_replay_decodes_like_live(
+    bedrock: tuple[Path, list[dict[str, Any]]], chunking: Any, server: str
+) -> None:
     path, live = bedrock
     # other credentials, so another signature: matching is on method, URL and body
     with ssemock.use_cassette(path, chunking=chunking):
         assert _converse(_bedrock_client(server, secret="testOTHERfake")) == live
 
 
-def test_bedrock_disconnect_raises_what_live_raises(server: str, tmp_path: Path,
-                                                    bedrock: tuple[Path, Any]) -> None:
+def test_bedrock_disconnect_raises_what_live_raises(
+    server: str, tmp_path: Path, bedrock: tuple[Path, Any]
+) -> None:
     path = tmp_path / "bedrock-fail.json"
     with ssemock.use_cassette(path, record_mode="once"):
         with pytest.raises(Exception) as live:
@@ -483,22 +540,37 @@ def test_bedrock_disconnect_raises_what_live_raises(server: str, tmp_path: Path,
             _converse(_bedrock_client(server))
 
 
-def test_bedrock_stall_past_botocores_read_timeout_raises_at_once(bedrock: tuple[Path, Any], server: str,
-                                                                  fake_clock: FakeClock) -> None:
-    client = boto3.client("bedrock-runtime", endpoint_url=server, region_name="us-east-1",
-                          aws_access_key_id="AKIATESTFAKE00000000", aws_secret_access_key="testSECRETfake",
-                          config=botocore.config.Config(read_timeout=1, retries={"max_attempts": 1}))
+def test_bedrock_stall_past_botocores_read_timeout_raises_at_once(
+    bedrock: tuple[Path, Any], server: str, fake_clock: FakeClock
+) -> None:
+    client = boto3.client(
+        "bedrock-runtime",
+        endpoint_url=server,
+        region_name="us-east-1",
+        aws_access_key_id="AKIATESTFAKE00000000",
+        aws_secret_access_key="testSECRETfake",
+        config=botocore.config.Config(read_timeout=1, retries={"max_attempts": 1}),
+    )
     with ssemock.use_cassette(bedrock[0], faults="stall:before_event=0,seconds=30"):
         with pytest.raises(urllib3.exceptions.ReadTimeoutError):  # botocore lets urllib3's through
             _converse(client)
         assert fake_clock.slept == []  # raised at once, no sleeping
 
 
-def test_botocore_retries_a_503_and_then_streams(bedrock: tuple[Path, list[dict[str, Any]]], server: str) -> None:
-    client = boto3.client("bedrock-runtime", endpoint_url=server, region_name="us-east-1",
-                          aws_access_key_id="AKIATESTFAKE00000000", aws_secret_access_key="testSECRETfake",
-                          config=botocore.config.Config(retries={"max_attempts": 3, "mode": "standard"}))
-    with ssemock.use_cassette(bedrock[0], faults=[ssemock.faults.sequence("http_error:status=503", None)]) as player:
+def test_botocore_retries_a_503_and_then_streams(
+    bedrock: tuple[Path, list[dict[str, Any]]], server: str
+) -> None:
+    client = boto3.client(
+        "bedrock-runtime",
+        endpoint_url=server,
+        region_name="us-east-1",
+        aws_access_key_id="AKIATESTFAKE00000000",
+        aws_secret_access_key="testSECRETfake",
+        config=botocore.config.Config(retries={"max_attempts": 3, "mode": "standard"}),
+    )
+    with ssemock.use_cassette(
+        bedrock[0], faults=[ssemock.faults.sequence("http_error:status=503", None)]
+    ) as player:
         assert _converse(client) == bedrock[1]
     assert [play.stream.consumed for play in player.plays] == [True, True] and len(player.plays) == 2
 
@@ -507,9 +579,13 @@ def test_replay_makes_no_connection(listener: Listener) -> None:
     cassette = ssemock.Cassette()
     cassette.add("POST", f"{listener.url}/chat", CHAT)
     cassette.add("GET", f"{listener.url}/raw", CHAT)
-    cassette.add("POST", f"{listener.url}/model/test-model/converse-stream", FRAMES,
-                 headers={"content-type": "application/vnd.amazon.eventstream"},
-                 request_json={"messages": [{"role": "user", "content": [{"text": "hi"}]}]})
+    cassette.add(
+        "POST",
+        f"{listener.url}/model/test-model/converse-stream",
+        FRAMES,
+        headers={"content-type": "application/vnd.amazon.eventstream"},
+        request_json={"messages": [{"role": "user", "content": [{"text": "hi"}]}]},
+    )
     with ssemock.replay(cassette):
         assert b"".join(requests.post(f"{listener.url}/chat", timeout=5).iter_content(None)) == b"".join(CHAT)
         assert urllib3.request("GET", f"{listener.url}/raw").data == b"".join(CHAT)
@@ -518,6 +594,7 @@ def test_replay_makes_no_connection(listener: Listener) -> None:
 
 
 # -- the network lock --------------------------------------------------------------------------------
+
 
 def test_lock_blocks_every_connection_no_cassette_answers(listener: Listener) -> None:
     with ssemock.replay(ssemock.Cassette(), allowed_hosts=[]):
@@ -548,7 +625,10 @@ def test_recording_warns_of_a_connection_it_cannot_tee(server: str, tmp_path: Pa
 
 # -- respx idioms on requests sent through urllib3 ------------------------------------------------------
 
-def test_a_users_route_answers_and_calls_are_counted(chat: tuple[Path, Any], server: str, listener: Listener) -> None:
+
+def test_a_users_route_answers_and_calls_are_counted(
+    chat: tuple[Path, Any], server: str, listener: Listener
+) -> None:
     with ssemock.use_cassette(chat[0]) as player:
         route = player.router.get(f"{listener.url}/mine").respond(json={"ok": "世界"})
         assert requests.get(f"{listener.url}/mine", timeout=5).json() == {"ok": "世界"}
@@ -568,8 +648,9 @@ def test_a_pass_through_route_reaches_the_server_untouched(server: str, tmp_path
     assert not path.exists()  # sent for real, not recorded
 
 
-def test_an_https_proxy_tunnel_is_opened_only_for_a_request_sent_for_real(listener: Listener,
-                                                                          tmp_path: Path) -> None:
+def test_an_https_proxy_tunnel_is_opened_only_for_a_request_sent_for_real(
+    listener: Listener, tmp_path: Path
+) -> None:
     proxies = {"https": listener.url}
     cassette = ssemock.Cassette()
     cassette.add("POST", "https://api.example.test/v1/chat", CHAT)
@@ -596,7 +677,9 @@ with ssemock.replay(cassette):
 from urllib3.connectionpool import HTTPConnectionPool
 print("_make_request" in vars(HTTPConnectionPool) and HTTPConnectionPool._make_request.__module__)
 """
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
     assert out.stdout.splitlines() == ["[b'data: a\\n\\n', b'data: b\\n\\n']", "urllib3.connectionpool"]
 
 
@@ -621,12 +704,15 @@ def test_bedrock():
 """ % (len(CHAT), "".join(BEDROCK_TEXT))  # noqa: UP031  (the test file holds braces)
 
 
-def test_a_marked_test_records_once_then_replays_offline(pytester: pytest.Pytester,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_marked_test_records_once_then_replays_offline(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(test_user=USER_TESTS)
     with running(APP) as url:
         monkeypatch.setenv("SSEMOCK_TEST_SERVER", url)
-        pytester.runpytest_subprocess("--ssemock-record-mode=once", "-p", "no:cassetter").assert_outcomes(passed=8)
+        pytester.runpytest_subprocess("--ssemock-record-mode=once", "-p", "no:cassetter").assert_outcomes(
+            passed=8
+        )
     replayed = pytester.runpytest_subprocess("-p", "no:cassetter", "-v")  # the server is gone
     replayed.assert_outcomes(passed=8)
     for chunking in ssemock.chunking.ALL:

@@ -48,12 +48,20 @@ class Framing:
     event_ends: Callable[[bytes], list[int]]
     content_type: Callable[[str], bool]
     sniff: Callable[[bytes], bool]
-    stream: bool = True  # False: a whole document (``json``), which stream faults leave alone unless aimed at it
+    stream: bool = (
+        True  # False: a whole document (``json``), which stream faults leave alone unless aimed at it
+    )
     example: tuple[str, bytes] | None = None  # (content type, a short body): what matrices and docs show
 
 
 #: The registry: module names under ssemock.framing, in detection order.
-_MODULES = ("eventstream", "sse", "json", "ndjson", "json_array")  # eventstream first: its sniff is an exact CRC
+_MODULES = (
+    "eventstream",
+    "sse",
+    "json",
+    "ndjson",
+    "json_array",
+)  # eventstream first: its sniff is an exact CRC
 # check; json before ndjson: a body that is one whole JSON object (pretty or not) is a document, not JSON lines
 
 _loaded: dict[str, Framing] = {}

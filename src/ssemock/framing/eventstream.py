@@ -36,8 +36,21 @@ import orjson
 
 from . import Framing
 
-__all__ = ["CONTENT_TYPE", "FRAMING", "Decoder", "Frame", "FrameError", "HeaderValue", "Typed", "decode", "encode",
-           "frame_ends", "is_eventstream", "is_frame", "iter_decode"]
+__all__ = [
+    "CONTENT_TYPE",
+    "FRAMING",
+    "Decoder",
+    "Frame",
+    "FrameError",
+    "HeaderValue",
+    "Typed",
+    "decode",
+    "encode",
+    "frame_ends",
+    "is_eventstream",
+    "is_frame",
+    "iter_decode",
+]
 
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
 """The content type of an AWS eventstream response."""
@@ -53,10 +66,25 @@ MAX_PAYLOAD = 24 * 1024 * 1024
 HeaderValue: TypeAlias = bool | int | bytes | str | datetime | uuid.UUID
 """The Python types a header value can have."""
 
-_TYPE_NAMES = {0: "true", 1: "false", 2: "byte", 3: "short", 4: "integer", 5: "long", 6: "byte array",
-               7: "string", 8: "timestamp", 9: "uuid"}
-_INTS = {2: struct.Struct(">b"), 3: struct.Struct(">h"), 4: struct.Struct(">i"), 5: struct.Struct(">q"),
-         8: struct.Struct(">q")}
+_TYPE_NAMES = {
+    0: "true",
+    1: "false",
+    2: "byte",
+    3: "short",
+    4: "integer",
+    5: "long",
+    6: "byte array",
+    7: "string",
+    8: "timestamp",
+    9: "uuid",
+}
+_INTS = {
+    2: struct.Struct(">b"),
+    3: struct.Struct(">h"),
+    4: struct.Struct(">i"),
+    5: struct.Struct(">q"),
+    8: struct.Struct(">q"),
+}
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 _PRELUDE = struct.Struct(">II")
@@ -132,7 +160,9 @@ def is_frame(value: object) -> TypeGuard[Frame]:
     """Whether ``value`` is a decoded eventstream message, told by its fields (``headers`` and a
     bytes ``payload``), not by its class: one made by another import of ssemock (pytester's
     in-process runs re-import it) is one too."""
-    return isinstance(getattr(value, "payload", None), bytes) and isinstance(getattr(value, "headers", None), dict)
+    return isinstance(getattr(value, "payload", None), bytes) and isinstance(
+        getattr(value, "headers", None), dict
+    )
 
 
 def _text(value: HeaderValue | None) -> str:
@@ -151,7 +181,7 @@ def _headers(data: bytes, index: int, offset: int) -> dict[str, HeaderValue]:
         nonlocal pos
         if pos + n > end:
             raise fail(f"{what} needs {n} bytes, {end - pos} left in the header block")
-        piece = data[pos:pos + n]
+        piece = data[pos : pos + n]
         pos += n
         return piece
 
@@ -204,16 +234,26 @@ def _check_prelude(data: bytes | bytearray, start: int, index: int) -> int:
     """The total length of the frame at ``start`` (its 12-byte prelude checked)."""
     total, headers = _PRELUDE.unpack_from(data, start)
     (crc,) = _U32.unpack_from(data, start + 8)
-    if crc32(data[start:start + 8]) != crc:
-        raise FrameError(index, start, f"prelude CRC32 is {crc:#010x}, the prelude's bytes give "
-                                       f"{crc32(data[start:start + 8]):#010x} (corrupt or not an eventstream)")
+    if crc32(data[start : start + 8]) != crc:
+        raise FrameError(
+            index,
+            start,
+            f"prelude CRC32 is {crc:#010x}, the prelude's bytes give "
+            f"{crc32(data[start : start + 8]):#010x} (corrupt or not an eventstream)",
+        )
     if total < MINIMUM or headers > total - MINIMUM:
-        raise FrameError(index, start, f"total length {total} with headers length {headers} is impossible "
-                                       f"(a frame is at least {MINIMUM} bytes plus its headers)")
+        raise FrameError(
+            index,
+            start,
+            f"total length {total} with headers length {headers} is impossible "
+            f"(a frame is at least {MINIMUM} bytes plus its headers)",
+        )
     if headers > MAX_HEADERS:
         raise FrameError(index, start, f"headers length {headers} exceeds {MAX_HEADERS} bytes")
     if total - MINIMUM - headers > MAX_PAYLOAD:
-        raise FrameError(index, start, f"payload length {total - MINIMUM - headers} exceeds {MAX_PAYLOAD} bytes")
+        raise FrameError(
+            index, start, f"payload length {total - MINIMUM - headers} exceeds {MAX_PAYLOAD} bytes"
+        )
     return int(total)
 
 
@@ -222,10 +262,12 @@ def _frame(raw: bytes, index: int, offset: int) -> Frame:
     (crc,) = _U32.unpack_from(raw, len(raw) - 4)
     actual = crc32(memoryview(raw)[:-4])
     if actual != crc:
-        raise FrameError(index, offset, f"message CRC32 is {crc:#010x}, the frame's bytes give {actual:#010x}")
+        raise FrameError(
+            index, offset, f"message CRC32 is {crc:#010x}, the frame's bytes give {actual:#010x}"
+        )
     (headers_length,) = _U32.unpack_from(raw, 4)
-    headers = _headers(raw[PRELUDE:PRELUDE + headers_length], index, offset)
-    return Frame(headers, raw[PRELUDE + headers_length:-4], index, offset, raw)
+    headers = _headers(raw[PRELUDE : PRELUDE + headers_length], index, offset)
+    return Frame(headers, raw[PRELUDE + headers_length : -4], index, offset, raw)
 
 
 class Decoder:
@@ -256,7 +298,7 @@ class Decoder:
             if size - start < total:
                 self._need = total
                 break
-            frames.append(_frame(bytes(buffer[start:start + total]), self._index, self._offset + start))
+            frames.append(_frame(bytes(buffer[start : start + total]), self._index, self._offset + start))
             self._index += 1
             start += total
         else:
@@ -358,11 +400,21 @@ def encode(headers: Mapping[str, HeaderValue | Typed], payload: bytes = b"") -> 
 
 
 def _example() -> bytes:
-    return b"".join(encode({":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"},
-                           b'{"n": %d}' % n) for n in range(1, 5))
+    return b"".join(
+        encode(
+            {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"},
+            b'{"n": %d}' % n,
+        )
+        for n in range(1, 5)
+    )
 
 
-FRAMING = Framing(name="eventstream", decode=decode, event_ends=frame_ends,
-                  content_type=lambda media: media == CONTENT_TYPE, sniff=is_eventstream,
-                  example=(CONTENT_TYPE, _example()))
+FRAMING = Framing(
+    name="eventstream",
+    decode=decode,
+    event_ends=frame_ends,
+    content_type=lambda media: media == CONTENT_TYPE,
+    sniff=is_eventstream,
+    example=(CONTENT_TYPE, _example()),
+)
 """The eventstream framing, as registered in `ssemock.framing`."""

@@ -50,7 +50,13 @@ def _sniff(body: bytes) -> bool:
     return True
 
 
-FRAMING = Framing(name="json", decode=decode, event_ends=event_ends,
-                  content_type=lambda media: False, sniff=_sniff, stream=False,
-                  example=("application/json", b'{\n  "id": "x-1",\n  "text": "hello"\n}\n'))
+FRAMING = Framing(
+    name="json",
+    decode=decode,
+    event_ends=event_ends,
+    content_type=lambda media: False,
+    sniff=_sniff,
+    stream=False,
+    example=("application/json", b'{\n  "id": "x-1",\n  "text": "hello"\n}\n'),
+)
 """The plain JSON framing (one JSON body, not a stream), as registered in `ssemock.framing`."""

@@ -25,7 +25,7 @@ class JSONArrayError(ValueError):
     """The body is not a JSON array of objects/arrays; ``offset`` is the byte where it breaks."""
 
     def __init__(self, offset: int, reason: str, body: bytes) -> None:
-        near = body[offset:offset + _EXCERPT].decode("utf-8", "replace")
+        near = body[offset : offset + _EXCERPT].decode("utf-8", "replace")
         super().__init__(f"JSON array stream, byte {offset}: {reason}: {near!r}")
         self.offset = offset
 
@@ -54,7 +54,7 @@ def _spans(body: bytes) -> list[tuple[int, int]]:
                     break
         elif char in b"{[":
             if depth == 0:
-                between = body[spans[-1][1] if spans else start + 1:m.start()].strip()
+                between = body[spans[-1][1] if spans else start + 1 : m.start()].strip()
                 if between not in ((b",",) if spans else (b"",)):
                     raise JSONArrayError(m.start(), "elements must be separated by one ','", body)
                 element = m.start()
@@ -62,9 +62,12 @@ def _spans(body: bytes) -> list[tuple[int, int]]:
         else:
             if depth == 0:
                 if char == 0x5D:  # the array's own ']': only whitespace may come before it
-                    if body[spans[-1][1] if spans else start + 1:m.start()].strip():
-                        raise JSONArrayError(spans[-1][1] if spans else start + 1,
-                                             "bytes that are no element before the array's ']'", body)
+                    if body[spans[-1][1] if spans else start + 1 : m.start()].strip():
+                        raise JSONArrayError(
+                            spans[-1][1] if spans else start + 1,
+                            "bytes that are no element before the array's ']'",
+                            body,
+                        )
                     return spans
                 raise JSONArrayError(m.start(), "unbalanced '}'", body)
             depth -= 1
@@ -95,6 +98,11 @@ def _sniff(body: bytes) -> bool:
     return body.lstrip().startswith(b"[")
 
 
-FRAMING = Framing(name="json_array", decode=decode, event_ends=event_ends,
-                  content_type=lambda media: False, sniff=_sniff,
-                  example=("application/json", b'[{"n": 1}\n,\r\n{"n": 2}\n,\r\n{"n": 3}\n,\r\n{"n": 4}\n]'))
+FRAMING = Framing(
+    name="json_array",
+    decode=decode,
+    event_ends=event_ends,
+    content_type=lambda media: False,
+    sniff=_sniff,
+    example=("application/json", b'[{"n": 1}\n,\r\n{"n": 2}\n,\r\n{"n": 3}\n,\r\n{"n": 4}\n]'),
+)

@@ -24,7 +24,13 @@ import orjson
 
 from . import Framing
 
-__all__ = ["Decoder", "NDJSONError", "adecode", "decode", "iter_decode"]  # FRAMING, event_ends: the registry's
+__all__ = [
+    "Decoder",
+    "NDJSONError",
+    "adecode",
+    "decode",
+    "iter_decode",
+]  # FRAMING, event_ends: the registry's
 
 _BLANK = b" \t\r"  # JSON whitespace other than LF
 _EXCERPT = 60
@@ -155,10 +161,16 @@ def event_ends(body: bytes) -> list[int]:
     return ends
 
 
-_MEDIA_TYPES = frozenset({
-    "application/x-ndjson", "application/ndjson", "application/jsonl", "application/json-lines",
-    "application/x-jsonlines", "application/jsonlines",
-})
+_MEDIA_TYPES = frozenset(
+    {
+        "application/x-ndjson",
+        "application/ndjson",
+        "application/jsonl",
+        "application/json-lines",
+        "application/x-jsonlines",
+        "application/jsonlines",
+    }
+)
 
 
 def _decode_body(body: bytes) -> list[object]:
@@ -169,6 +181,11 @@ def _sniff(body: bytes) -> bool:
     return body.lstrip().startswith(b"{")
 
 
-FRAMING = Framing(name="ndjson", decode=_decode_body, event_ends=event_ends,
-                  content_type=_MEDIA_TYPES.__contains__, sniff=_sniff,
-                  example=("application/x-ndjson", b'{"n": 1}\n{"n": 2}\n{"n": 3}\n{"n": 4, "done": true}\n'))
+FRAMING = Framing(
+    name="ndjson",
+    decode=_decode_body,
+    event_ends=event_ends,
+    content_type=_MEDIA_TYPES.__contains__,
+    sniff=_sniff,
+    example=("application/x-ndjson", b'{"n": 1}\n{"n": 2}\n{"n": 3}\n{"n": 4, "done": true}\n'),
+)

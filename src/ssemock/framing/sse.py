@@ -26,7 +26,11 @@ def _never(body: bytes) -> bool:
     return False  # SSE is the fallback when nothing else fits
 
 
-FRAMING = Framing(name="sse", decode=_decode_body, event_ends=event_ends,
-                  content_type="text/event-stream".__eq__, sniff=_never,
-                  example=("text/event-stream", b'data: {"n": 1}\n\ndata: {"n": 2}\n\ndata: {"n": 3}\n\n'
-                                                b"data: [DONE]\n\n"))
+FRAMING = Framing(
+    name="sse",
+    decode=_decode_body,
+    event_ends=event_ends,
+    content_type="text/event-stream".__eq__,
+    sniff=_never,
+    example=("text/event-stream", b'data: {"n": 1}\n\ndata: {"n": 2}\n\ndata: {"n": 3}\n\ndata: [DONE]\n\n'),
+)

@@ -17,10 +17,19 @@ _BOM = b"\xef\xbb\xbf"
 
 
 StreamKind = Literal["sse", "ndjson", "json_array", "eventstream", "other"]
-_KINDS: dict[str, StreamKind] = {"sse": "sse", "ndjson": "ndjson", "json_array": "json_array",
-                                 "eventstream": "eventstream"}
-_WHAT = {"sse": "SSE events", "ndjson": "JSON lines", "json_array": "JSON array elements",
-         "eventstream": "eventstream frames", "other": "not a stream"}
+_KINDS: dict[str, StreamKind] = {
+    "sse": "sse",
+    "ndjson": "ndjson",
+    "json_array": "json_array",
+    "eventstream": "eventstream",
+}
+_WHAT = {
+    "sse": "SSE events",
+    "ndjson": "JSON lines",
+    "json_array": "JSON array elements",
+    "eventstream": "eventstream frames",
+    "other": "not a stream",
+}
 
 
 def stream_kind(content_type: str | None, body: bytes = b"") -> StreamKind:
@@ -53,7 +62,9 @@ class Decoded:
     """The reference decoding of one response body."""
 
     kind: StreamKind
-    events: list[Any] = field(default_factory=list)  # ServerSentEvents, parsed JSON values or eventstream Frames
+    events: list[Any] = field(
+        default_factory=list
+    )  # ServerSentEvents, parsed JSON values or eventstream Frames
     error: str | None = None  # where the body stops decoding (a bad JSON line, array element or frame)
 
 
@@ -68,8 +79,9 @@ def decode_response(response: Response) -> Decoded:
         return Decoded(kind, [], str(exc))
 
 
-def _accumulate(x: Interaction, decoded: Decoded,
-                protocol: str | None = None) -> tuple[str | None, Accumulated | None, str | None]:
+def _accumulate(
+    x: Interaction, decoded: Decoded, protocol: str | None = None
+) -> tuple[str | None, Accumulated | None, str | None]:
     """(protocol, result, problem): the detected (or given) protocol and the accumulated message."""
     if decoded.kind == "other" or decoded.error is not None:
         return None, None, None

@@ -36,15 +36,23 @@ def _old_map(value: Any) -> list[tuple[float, int]]:
         return []
     out = []
     for pair in value:
-        if (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], int)
-                and not isinstance(pair[1], bool) and isinstance(pair[0], (int, float))
-                and not isinstance(pair[0], bool) and math.isfinite(pair[0]) and pair[0] <= MAX_T_MS):
+        if (
+            isinstance(pair, list)
+            and len(pair) == 2
+            and isinstance(pair[1], int)
+            and not isinstance(pair[1], bool)
+            and isinstance(pair[0], (int, float))
+            and not isinstance(pair[0], bool)
+            and math.isfinite(pair[0])
+            and pair[0] <= MAX_T_MS
+        ):
             out.append((float(pair[0]), pair[1]))
     return out
 
 
-def _repair_map(old: list[tuple[float, int]], body: bytes,
-                content_type: str | None) -> tuple[list[int], list[float], str]:
+def _repair_map(
+    old: list[tuple[float, int]], body: bytes, content_type: str | None
+) -> tuple[list[int], list[float], str]:
     """A boundary map for ``body`` from a broken ``old`` one: (ends, times in s, what was done)."""
     size = len(body)
     times_ms: list[float] = []
@@ -58,9 +66,15 @@ def _repair_map(old: list[tuple[float, int]], body: bytes,
         n, count = len(times_ms), len(ends)
         times = [times_ms[math.ceil((k + 1) * n / count) - 1] / 1000 for k in range(count)]
         # the load error before it already says where the map and the body disagree: said once
-        return ends, times, (f"the body was edited: rebuilt the map with one chunk per event ({count} chunks, "
-                             f"was {len(old)}), "
-                             "times taken from the old map by event order")
+        return (
+            ends,
+            times,
+            (
+                f"the body was edited: rebuilt the map with one chunk per event ({count} chunks, "
+                f"was {len(old)}), "
+                "times taken from the old map by event order"
+            ),
+        )
     ends, times = [], []
     for (_, e), t_ms in zip(old, times_ms):
         if 0 < e <= size and (not ends or e > ends[-1]):
@@ -74,8 +88,14 @@ def _repair_map(old: list[tuple[float, int]], body: bytes,
         added = f", added a last boundary at byte {size}"
     if not old:
         return ends, times, f"no usable boundary map: one chunk of {size} bytes at t=0"
-    return ends, times, (f"kept {len(ends) - bool(added)} of {len(old)} boundaries (dropped {dropped} that did "
-                         f"not increase or fell outside the {size}-byte body{added})")
+    return (
+        ends,
+        times,
+        (
+            f"kept {len(ends) - bool(added)} of {len(old)} boundaries (dropped {dropped} that did "
+            f"not increase or fell outside the {size}-byte body{added})"
+        ),
+    )
 
 
 def repair(raw: bytes | str, path: str | os.PathLike[str] | None = None) -> tuple[Cassette, list[Repair]]:
@@ -103,13 +123,19 @@ def repair(raw: bytes | str, path: str | os.PathLike[str] | None = None) -> tupl
         try:
             x = one(stripped)
         except CassetteError as exc:
-            raise CassetteError(f"{exc.reason} (not a boundary-map problem: fix it by hand)",
-                                path=path, interaction=i) from None
-        ends, times, what = _repair_map(_old_map(response.get("chunks")), x.response.body,
-                                        x.response.header("content-type"))
+            raise CassetteError(
+                f"{exc.reason} (not a boundary-map problem: fix it by hand)", path=path, interaction=i
+            ) from None
+        ends, times, what = _repair_map(
+            _old_map(response.get("chunks")), x.response.body, x.response.header("content-type")
+        )
         x.response.ends, x.response.times = ends, times
         error = x.response.error
-        if error is not None and isinstance(error.get("at_byte"), int) and error["at_byte"] > len(x.response.body):
+        if (
+            error is not None
+            and isinstance(error.get("at_byte"), int)
+            and error["at_byte"] > len(x.response.body)
+        ):
             x.response.error = {**error, "at_byte": len(x.response.body)}
         interactions.append(x)
         repairs.append(Repair(i, True, f"{first.split(' — ')[0]}; {what}"))

@@ -30,8 +30,9 @@ class Rechunked:
     chunks: list[tuple[float, bytes]] = field(default_factory=list)  # (time s, bytes), for --preview
 
 
-def rechunk_response(response: Response, chunking: Chunking,
-                     transforms: Sequence[Transform] = ()) -> tuple[Response, str | None]:
+def rechunk_response(
+    response: Response, chunking: Chunking, transforms: Sequence[Transform] = ()
+) -> tuple[Response, str | None]:
     """A new response cut by ``chunking`` (after ``transforms``, for SSE bodies).
 
     A new chunk's time is the recorded time of the chunk that held its last byte.
@@ -49,12 +50,14 @@ def rechunk_response(response: Response, chunking: Chunking,
     for e in new_ends:
         k = bisect.bisect_left(ends, e)  # the first old chunk whose (carried) end covers byte e-1
         new_times.append(times[min(k, len(times) - 1)] if times else 0.0)
-    return Response(response.status, list(response.headers), body, new_ends, new_times, response.complete,
-                    response.error), note
+    return Response(
+        response.status, list(response.headers), body, new_ends, new_times, response.complete, response.error
+    ), note
 
 
-def rechunk(cassette: Cassette, chunking: Chunking, transforms: Sequence[Transform] = (),
-            *, keep_chunks: int = 0) -> list[Rechunked]:
+def rechunk(
+    cassette: Cassette, chunking: Chunking, transforms: Sequence[Transform] = (), *, keep_chunks: int = 0
+) -> list[Rechunked]:
     """Re-chunk every interaction in place; ``keep_chunks``: how many new chunks to report."""
     out = []
     for i, x in enumerate(cassette.interactions):
@@ -62,6 +65,16 @@ def rechunk(cassette: Cassette, chunking: Chunking, transforms: Sequence[Transfo
         new, note = rechunk_response(old, chunking, transforms)
         x.response = new
         shown = list(zip(new.times, new.chunks))[:keep_chunks] if keep_chunks else []
-        out.append(Rechunked(i, len(old.ends), len(new.ends), len(old.body), len(new.body),
-                             bool(transforms) and note is None, note, shown))
+        out.append(
+            Rechunked(
+                i,
+                len(old.ends),
+                len(new.ends),
+                len(old.body),
+                len(new.body),
+                bool(transforms) and note is None,
+                note,
+                shown,
+            )
+        )
     return out

@@ -27,7 +27,9 @@ def _spans(data: bytes | str, found: list[Secret]) -> list[tuple[int, int, str]]
     so no ``REDACTEDA`` remains for the next scan to take for a token again."""
     merged: list[tuple[int, int, str]] = []
     for s in sorted(found, key=lambda s: s.start):
-        tail = _TOKEN_TAIL.match(data, s.end) if isinstance(data, bytes) else _TOKEN_TAIL_TEXT.match(data, s.end)
+        tail = (
+            _TOKEN_TAIL.match(data, s.end) if isinstance(data, bytes) else _TOKEN_TAIL_TEXT.match(data, s.end)
+        )
         end = tail.end() if tail else s.end
         if merged and s.start < merged[-1][1]:
             merged[-1] = (merged[-1][0], max(end, merged[-1][1]), merged[-1][2])
@@ -65,8 +67,9 @@ def _remap_offset(offset: int, edits: Sequence[Edit]) -> int:
     return offset + shift
 
 
-def remap_ends(ends: Sequence[int], times: Sequence[float], edits: Sequence[Edit],
-               size: int) -> tuple[list[int], list[float]]:
+def remap_ends(
+    ends: Sequence[int], times: Sequence[float], edits: Sequence[Edit], size: int
+) -> tuple[list[int], list[float]]:
     """Carry a boundary map over ``edits``: later ends shift by the length difference.
 
     Two chunks whose ends fall together (a boundary inside a secret that got shorter) merge; the

@@ -39,7 +39,7 @@ def size_histogram(sizes: Sequence[int], max_buckets: int = 8) -> list[dict[str,
     else:
         k_lo, k_hi = lo.bit_length() - 1, hi.bit_length() - 1  # 2**k <= size < 2**(k+1)
         step = max(1, math.ceil((k_hi - k_lo + 1) / max_buckets))
-        edges = [(max(lo, 2 ** k), min(hi, 2 ** (k + step) - 1)) for k in range(k_lo, k_hi + 1, step)]
+        edges = [(max(lo, 2**k), min(hi, 2 ** (k + step) - 1)) for k in range(k_lo, k_hi + 1, step)]
     out = []
     for a, b in edges:
         out.append({"lo": a, "hi": b, "count": sum(1 for s in sizes if a <= s <= b)})
@@ -75,7 +75,7 @@ def timeline(times: Sequence[float], width: int = 60) -> str:
 
 
 def _short(text: str, size: int = 160) -> str:
-    return text if len(text) <= size else text[:size - 1] + "…"
+    return text if len(text) <= size else text[: size - 1] + "…"
 
 
 def _event_dict(event: Any) -> Any:
@@ -87,8 +87,10 @@ def _event_dict(event: Any) -> Any:
             out["retry"] = event.retry
         return out
     if is_frame(event):  # its name and payload, as an SSE event's
-        return {"event": event.event_type or event.exception_type or event.message_type,
-                "data": event.payload.decode("utf-8", "replace")}
+        return {
+            "event": event.event_type or event.exception_type or event.message_type,
+            "data": event.payload.decode("utf-8", "replace"),
+        }
     return event
 
 
@@ -122,7 +124,9 @@ def summarize(x: Interaction, index: int = 0, *, events: bool = False) -> dict[s
         "protocol": protocol,
         "accumulate_error": problem,
         "text": result.text if result else None,
-        "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in result.tool_calls] if result else [],
+        "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in result.tool_calls]
+        if result
+        else [],
         "finish_reason": result.finish_reason if result else None,
     }
     if events:
@@ -146,11 +150,15 @@ def format_summary(s: dict[str, Any], width: int = 60) -> str:
     lines.append(f"    status {s['status']}  {s['content_type'] or '(no content-type)'}  {state}")
     lines.append(f"    body {s['body_bytes']} bytes in {s['chunks']} chunk{'s' if s['chunks'] != 1 else ''}")
     if s["chunks"]:
-        lines.append(f"    time to first chunk {_num(s['first_chunk_ms'])} ms, last chunk at {_num(s['last_chunk_ms'])} ms")
+        lines.append(
+            f"    time to first chunk {_num(s['first_chunk_ms'])} ms, last chunk at {_num(s['last_chunk_ms'])} ms"
+        )
     if s["gaps_ms"]:
         g = s["gaps_ms"]
-        lines.append(f"    gaps between chunks: min {_num(g['min'])} ms, median {_num(g['median'])} ms, "
-                     f"max {_num(g['max'])} ms")
+        lines.append(
+            f"    gaps between chunks: min {_num(g['min'])} ms, median {_num(g['median'])} ms, "
+            f"max {_num(g['max'])} ms"
+        )
     if s["histogram"]:
         c = s["chunk_bytes"]
         lines.append(f"    chunk sizes (min {c['min']}, median {_num(c['median'])}, max {c['max']} bytes):")
@@ -161,8 +169,10 @@ def format_summary(s: dict[str, Any], width: int = 60) -> str:
             lines.append(f"      {label:>{pad}} B  {_bar(b['count'], top, 30):<30} {b['count']}")
     if s["chunks"]:
         if s["last_chunk_ms"]:
-            lines.append(f"    timeline (one column = {_num(s['last_chunk_ms'] / (width - 1))} ms; "
-                         "taller = more chunks):")
+            lines.append(
+                f"    timeline (one column = {_num(s['last_chunk_ms'] / (width - 1))} ms; "
+                "taller = more chunks):"
+            )
             lines.append(f"      |{s['timeline']}|")
             right = f"{_num(s['last_chunk_ms'])} ms"
             lines.append(f"      0 ms{right:>{width + 2 - 4}}")

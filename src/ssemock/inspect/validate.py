@@ -54,10 +54,15 @@ class FileReport:
         return not self.of("problem")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "ok": self.ok, "interactions": self.interactions, "events": self.events,
-                "problems": [f.to_dict() for f in self.of("problem")],
-                "warnings": [f.to_dict() for f in self.of("warning")],
-                "notes": [f.to_dict() for f in self.of("note")]}
+        return {
+            "path": self.path,
+            "ok": self.ok,
+            "interactions": self.interactions,
+            "events": self.events,
+            "problems": [f.to_dict() for f in self.of("problem")],
+            "warnings": [f.to_dict() for f in self.of("warning")],
+            "notes": [f.to_dict() for f in self.of("note")],
+        }
 
 
 def _has_data_field(block: bytes) -> bool:
@@ -68,8 +73,10 @@ def _sse_oddities(body: bytes, events: Sequence[Any]) -> list[str]:
     """Spec corner cases a recorded SSE body exercises (worth knowing, not wrong)."""
     found = []
     if body.startswith(_BOM):
-        found.append("the body starts with a UTF-8 BOM (a conforming decoder strips it; a naive one "
-                     "sees it in the first field name)")
+        found.append(
+            "the body starts with a UTF-8 BOM (a conforming decoder strips it; a naive one "
+            "sees it in the first field name)"
+        )
     bare_cr = len(re.findall(rb"\r(?!\n)", body))
     if bare_cr:
         found.append(f"CR-only line endings ({bare_cr} bare CR): many hand-written decoders split on LF only")
@@ -78,13 +85,17 @@ def _sse_oddities(body: bytes, events: Sequence[Any]) -> list[str]:
     except UnicodeDecodeError as exc:
         found.append(f"not valid UTF-8 at byte {exc.start}: a decoder sees U+FFFD there")
     ends = event_ends(body, sse=True)
-    tail = body[ends[-1] if ends else 0:]
+    tail = body[ends[-1] if ends else 0 :]
     if tail.strip(b"\r\n") and _has_data_field(tail.lstrip(b"\r\n")):
-        found.append(f"unterminated last event: the last {len(tail)} bytes ({_short(repr(tail), 60)}) have "
-                     "no blank line after them, so a conforming decoder drops that event")
+        found.append(
+            f"unterminated last event: the last {len(tail)} bytes ({_short(repr(tail), 60)}) have "
+            "no blank line after them, so a conforming decoder drops that event"
+        )
     done = next((k for k, e in enumerate(events) if sse.is_event(e) and e.data == "[DONE]"), None)
     if done is not None and done < len(events) - 1:
-        found.append(f"{len(events) - 1 - done} event(s) after [DONE] (event {done}); clients stop reading there")
+        found.append(
+            f"{len(events) - 1 - done} event(s) after [DONE] (event {done}); clients stop reading there"
+        )
     return found
 
 
@@ -107,30 +118,59 @@ def validate_cassette(cassette: Cassette, path: str, *, protocol: str | None = N
             for oddity in _sse_oddities(resp.body, decoded.events):
                 add(Finding("warning", oddity, i))
             if resp.body.strip() and not decoded.events and resp.complete:
-                add(Finding("problem", f"no SSE event decodes from the {len(resp.body)}-byte body "
-                                       "(no data field followed by a blank line)", i))
+                add(
+                    Finding(
+                        "problem",
+                        f"no SSE event decodes from the {len(resp.body)}-byte body "
+                        "(no data field followed by a blank line)",
+                        i,
+                    )
+                )
         if decoded.kind != "other" and decoded.events and 200 <= resp.status < 300:
             found, _, problem = _accumulate(x, decoded, protocol)
             if found is None:
-                add(Finding("detail", f"plain {_WHAT[decoded.kind]}: no known protocol in the URL, content "
-                                      "type or events (--protocol NAME accumulates it as one)", i))
+                add(
+                    Finding(
+                        "detail",
+                        f"plain {_WHAT[decoded.kind]}: no known protocol in the URL, content "
+                        "type or events (--protocol NAME accumulates it as one)",
+                        i,
+                    )
+                )
             elif problem:
                 add(Finding("warning", f"the reference accumulator ({found}) fails: {problem}", i))
             else:
                 add(Finding("detail", f"protocol {found}", i))
         elif decoded.kind == "other" and resp.body:
-            add(Finding("note", f"status {resp.status}, {resp.header('content-type') or 'no content type'}: "
-                                "not a stream, not decoded", i))
+            add(
+                Finding(
+                    "note",
+                    f"status {resp.status}, {resp.header('content-type') or 'no content type'}: "
+                    "not a stream, not decoded",
+                    i,
+                )
+            )
         if not resp.complete:
             add(Finding("note", "recorded incomplete (the stream did not end normally)", i))
         if resp.error is not None:
             at = f" at byte {resp.error['at_byte']}" if "at_byte" in resp.error else ""
-            add(Finding("note", f"recorded error {resp.error.get('type')}: "
-                                f"{resp.error.get('message', '')!r}{at} (replays at the same byte)", i))
+            add(
+                Finding(
+                    "note",
+                    f"recorded error {resp.error.get('type')}: "
+                    f"{resp.error.get('message', '')!r}{at} (replays at the same byte)",
+                    i,
+                )
+            )
     for leak in find_secrets(cassette):
         m = re.match(r"interaction (\d+) (.*)", leak, re.DOTALL)
-        add(Finding("problem", "secret left: " + (m.group(2) if m else leak) + " (run `ssemock redact`)",
-                    int(m.group(1)) if m else None))
+        add(
+            Finding(
+                "problem",
+                "secret left: " + (m.group(2) if m else leak) + " (run `ssemock redact`)",
+                int(m.group(1)) if m else None,
+            )
+        )
     return report
 
 
@@ -151,8 +191,13 @@ def cassette_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*.json")
-                                if p.is_file() and not p.name.endswith((".refused.json", ".partial.json"))))
+            found.extend(
+                sorted(
+                    p
+                    for p in path.rglob("*.json")
+                    if p.is_file() and not p.name.endswith((".refused.json", ".partial.json"))
+                )
+            )
         else:
             found.append(path)
     return found
@@ -161,14 +206,18 @@ def cassette_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
 def format_validation(report: FileReport, *, verbose: bool = False) -> list[str]:
     """One line for a file without problems or warnings; else a header and one line per finding
     (``verbose``: the details too, such as each stream's protocol)."""
-    size = f"{report.interactions} interaction{'s' if report.interactions != 1 else ''}, {report.events} events"
+    size = (
+        f"{report.interactions} interaction{'s' if report.interactions != 1 else ''}, {report.events} events"
+    )
     notes = report.of("note") + (report.of("detail") if verbose else [])
     if report.ok and not report.of("warning"):
         tail = "; ".join(f"{n.where()}{n.message}" for n in notes)
         return [f"ok    {report.path} ({size})" + (f" — note: {tail}" if tail else "")]
     head = "FAIL " if not report.ok else "warn "
     lines = [f"{head} {report.path}" + (f" ({size})" if report.interactions else "")]
-    levels: tuple[Level, ...] = ("problem", "warning", "note", "detail") if verbose else ("problem", "warning", "note")
+    levels: tuple[Level, ...] = (
+        ("problem", "warning", "note", "detail") if verbose else ("problem", "warning", "note")
+    )
     for level in levels:
         for f in report.of(level):
             lines.append(f"  {report.path}: {f.where()}{level}: {f.message}")

@@ -69,8 +69,19 @@ from urllib.parse import urlsplit
 
 from .base import Event, Fold, HTTPErrorBody, ProtocolError, StreamError
 
-__all__ = ["Protocol", "StreamError", "HTTPErrorBody", "all_protocols", "detect", "for_response", "get",
-           "holds", "names", "request_ids", "speaks"]
+__all__ = [
+    "Protocol",
+    "StreamError",
+    "HTTPErrorBody",
+    "all_protocols",
+    "detect",
+    "for_response",
+    "get",
+    "holds",
+    "names",
+    "request_ids",
+    "speaks",
+]
 
 
 def _never(_: Any) -> bool:
@@ -101,7 +112,14 @@ class Protocol:
 
 #: The registry: module names under ssemock.protocols, in detection order (more specific first).
 _MODULES = (
-    "openai_chat", "openai_responses", "anthropic_messages", "ollama_chat", "gemini", "cohere", "bedrock", "mcp",
+    "openai_chat",
+    "openai_responses",
+    "anthropic_messages",
+    "ollama_chat",
+    "gemini",
+    "cohere",
+    "bedrock",
+    "mcp",
 )
 
 _loaded: dict[str, Protocol] = {}
@@ -133,8 +151,9 @@ def _media(content_type: str | None) -> str:
     return (content_type or "").split(";")[0].strip().lower()
 
 
-def detect(events: Iterable[Event] = (), *, url: str | None = None,
-           content_type: str | None = None) -> Protocol | None:
+def detect(
+    events: Iterable[Event] = (), *, url: str | None = None, content_type: str | None = None
+) -> Protocol | None:
     """The protocol of a stream from its URL, else content type, else its first telling event."""
     protocols = all_protocols()
     if url:
@@ -153,8 +172,9 @@ def detect(events: Iterable[Event] = (), *, url: str | None = None,
     return None
 
 
-def for_response(url: str, headers: Iterable[tuple[str, str]] | Mapping[str, str],
-                 body: bytes = b"") -> Protocol | None:
+def for_response(
+    url: str, headers: Iterable[tuple[str, str]] | Mapping[str, str], body: bytes = b""
+) -> Protocol | None:
     """The protocol of a served response, from its URL, content type and decoded body (for faults)."""
     from .. import framing
 

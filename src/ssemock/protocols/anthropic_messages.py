@@ -21,8 +21,11 @@ __all__ = ["PROTOCOL", "URL", "synthesize"]
 _TOOL_BLOCKS = ("tool_use", "server_tool_use")
 # delta type -> the content block types it may extend
 _BLOCK_DELTAS: dict[str, tuple[str, ...]] = {
-    "text_delta": ("text",), "citations_delta": ("text",), "thinking_delta": ("thinking",),
-    "signature_delta": ("thinking",), "input_json_delta": _TOOL_BLOCKS,
+    "text_delta": ("text",),
+    "citations_delta": ("text",),
+    "thinking_delta": ("thinking",),
+    "signature_delta": ("thinking",),
+    "input_json_delta": _TOOL_BLOCKS,
 }
 
 
@@ -84,13 +87,26 @@ class _Anthropic(TypedFold):
                 self.tool(index).arguments += string(delta.get("partial_json"))
 
 
-_EVENTS = frozenset({
-    "message_start", "content_block_start", "content_block_delta", "content_block_stop",
-    "message_delta", "message_stop",
-})
-_KINDS = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-          404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
-          500: "api_error", 529: "overloaded_error"}
+_EVENTS = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    }
+)
+_KINDS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
 
 
 def error_event(error: StreamError) -> bytes:
@@ -103,8 +119,9 @@ def error_event(error: StreamError) -> bytes:
 def http_error(status: int, message: str | None) -> HTTPErrorBody:
     """``{"type": "error", "error": {type, message}}`` with the type Anthropic uses for ``status``."""
     kind = _KINDS.get(status, "api_error")
-    return HTTPErrorBody(orjson.dumps({"type": "error", "error": {
-        "type": kind, "message": message or kind.replace("_", " ")}}))
+    return HTTPErrorBody(
+        orjson.dumps({"type": "error", "error": {"type": kind, "message": message or kind.replace("_", " ")}})
+    )
 
 
 def _is_message_event(event: Any) -> bool:
@@ -120,17 +137,32 @@ URL = "https://api.anthropic.com/v1/messages"
 
 # -- synthesizer ---------------------------------------------------------------------------------
 
-_ANTHROPIC_ERRORS = {"overloaded_error": "Overloaded", "api_error": "Internal server error",
-                     "rate_limit_error": "Rate limited"}
+_ANTHROPIC_ERRORS = {
+    "overloaded_error": "Overloaded",
+    "api_error": "Internal server error",
+    "rate_limit_error": "Rate limited",
+}
 
 
-def synthesize(text: str = "", *, tool_calls: Sequence[syn.ToolCallSpec] = (), thinking: str | None = None,
-                       signature: str | None = None, citations: Sequence[Mapping[str, Any]] | None = None,
-                       usage: Mapping[str, Any] | None = None, ping: bool | int = True,
-                       error: str | Mapping[str, Any] | None = None, finish_reason: str | None = None,
-                       model: str = "claude-sonnet-4-6", chunk_size: int = 4, gap: float = 0.03,
-                       first_token: float = 0.25, seed: int = 0, prompt: str = syn.DEFAULT_PROMPT,
-                       url: str | None = None) -> Cassette:
+def synthesize(
+    text: str = "",
+    *,
+    tool_calls: Sequence[syn.ToolCallSpec] = (),
+    thinking: str | None = None,
+    signature: str | None = None,
+    citations: Sequence[Mapping[str, Any]] | None = None,
+    usage: Mapping[str, Any] | None = None,
+    ping: bool | int = True,
+    error: str | Mapping[str, Any] | None = None,
+    finish_reason: str | None = None,
+    model: str = "claude-sonnet-4-6",
+    chunk_size: int = 4,
+    gap: float = 0.03,
+    first_token: float = 0.25,
+    seed: int = 0,
+    prompt: str = syn.DEFAULT_PROMPT,
+    url: str | None = None,
+) -> Cassette:
     """A streamed Messages API response: ``message_start``, content blocks (``thinking`` with
     ``thinking_delta`` and a ``signature_delta``, ``text`` with ``text_delta`` and
     ``citations_delta``, ``tool_use`` with ``input_json_delta``), ``message_delta`` (stop reason,
@@ -156,32 +188,62 @@ def synthesize(text: str = "", *, tool_calls: Sequence[syn.ToolCallSpec] = (), t
     deltas = 0
     if usage is not None and not isinstance(usage.get("output_tokens"), int):
         raise ValueError(f"anthropic usage needs an integer 'output_tokens', got {dict(usage)!r}")
-    start_usage: JSON = ({**usage, "output_tokens": 1} if usage is not None else
-                         {"input_tokens": 8 + len(prompt) // 4, "cache_creation_input_tokens": 0,
-                          "cache_read_input_tokens": 0, "output_tokens": 1, "service_tier": "standard"})
-    emit("message_start", message={"id": message_id, "type": "message", "role": "assistant", "model": model,
-                                   "content": [], "stop_reason": None, "stop_sequence": None, "usage": start_usage})
+    start_usage: JSON = (
+        {**usage, "output_tokens": 1}
+        if usage is not None
+        else {
+            "input_tokens": 8 + len(prompt) // 4,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 1,
+            "service_tier": "standard",
+        }
+    )
+    emit(
+        "message_start",
+        message={
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": start_usage,
+        },
+    )
     blocks: list[tuple[JSON, list[JSON]]] = []  # (content_block at start, its deltas)
     if thinking is not None:
-        sig = signature if signature is not None else base64.b64encode(
-            rng.ids.randbytes(96)).decode("ascii")
-        thinking_deltas: list[JSON] = [{"type": "thinking_delta", "thinking": piece}
-                                       for piece in syn.pieces(thinking, chunk_size, rng.pieces)]
-        blocks.append(({"type": "thinking", "thinking": ""},
-                       [*thinking_deltas, {"type": "signature_delta", "signature": sig}]))
+        sig = signature if signature is not None else base64.b64encode(rng.ids.randbytes(96)).decode("ascii")
+        thinking_deltas: list[JSON] = [
+            {"type": "thinking_delta", "thinking": piece}
+            for piece in syn.pieces(thinking, chunk_size, rng.pieces)
+        ]
+        blocks.append(
+            (
+                {"type": "thinking", "thinking": ""},
+                [*thinking_deltas, {"type": "signature_delta", "signature": sig}],
+            )
+        )
     elif signature is not None:
         raise ValueError("a signature needs thinking (it signs the thinking block)")
     if text or citations:
         text_deltas: list[JSON] = [{"type": "citations_delta", "citation": dict(c)} for c in citations or ()]
-        text_deltas += [{"type": "text_delta", "text": piece} for piece in syn.pieces(text, chunk_size, rng.pieces)]
+        text_deltas += [
+            {"type": "text_delta", "text": piece} for piece in syn.pieces(text, chunk_size, rng.pieces)
+        ]
         start: JSON = {"type": "text", "text": ""}
         if citations:
             start["citations"] = []
         blocks.append((start, text_deltas))
     for call in calls:
         pieces = syn.pieces(call.text, 5, rng.pieces)
-        blocks.append(({"type": "tool_use", "id": call.id, "name": call.name, "input": {}},
-                       [{"type": "input_json_delta", "partial_json": p} for p in ["", *pieces]]))
+        blocks.append(
+            (
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": {}},
+                [{"type": "input_json_delta", "partial_json": p} for p in ["", *pieces]],
+            )
+        )
     pinged = False
     every = 0 if isinstance(ping, bool) else int(ping)
     since_ping = 0
@@ -206,32 +268,54 @@ def synthesize(text: str = "", *, tool_calls: Sequence[syn.ToolCallSpec] = (), t
             break
         emit("content_block_stop", index=index)
     if error is not None:
-        err = ({"type": error, "message": _ANTHROPIC_ERRORS.get(error, error.replace("_", " "))}
-               if isinstance(error, str) else dict(error))
+        err = (
+            {"type": error, "message": _ANTHROPIC_ERRORS.get(error, error.replace("_", " "))}
+            if isinstance(error, str)
+            else dict(error)
+        )
         emit("error", error=err)
     else:
         reason = finish_reason or ("tool_use" if calls else "end_turn")
         output_tokens = usage["output_tokens"] if usage is not None else max(deltas, 1)
-        emit("message_delta", delta={"stop_reason": reason, "stop_sequence": None},
-             usage={"output_tokens": output_tokens})
+        emit(
+            "message_delta",
+            delta={"stop_reason": reason, "stop_sequence": None},
+            usage={"output_tokens": output_tokens},
+        )
         emit("message_stop")
     chunks, times = syn.schedule(events, rng.writes, first_token=first_token, gap=gap)
-    body: JSON = {"model": model, "max_tokens": 2048 if thinking is not None else 1024,
-                  "messages": syn.user(prompt), "stream": True}
+    body: JSON = {
+        "model": model,
+        "max_tokens": 2048 if thinking is not None else 1024,
+        "messages": syn.user(prompt),
+        "stream": True,
+    }
     if thinking is not None:
         body["thinking"] = {"type": "enabled", "budget_tokens": 1024}
     if calls:
-        body["tools"] = [{"name": t["name"], "description": t["description"], "input_schema": t["parameters"]}
-                         for t in syn.tools(calls).values()]
-    return syn.one_interaction(url or URL, body, chunks, times, content_type="text/event-stream; charset=utf-8",
-                     # an organization id is a credential header: recordings hold it redacted
-                     headers={"anthropic-organization-id": "REDACTED",
-                              "request-id": f"req_011{rng.token(21)}"},
-                     request_headers={"anthropic-version": "2023-06-01"})
+        body["tools"] = [
+            {"name": t["name"], "description": t["description"], "input_schema": t["parameters"]}
+            for t in syn.tools(calls).values()
+        ]
+    return syn.one_interaction(
+        url or URL,
+        body,
+        chunks,
+        times,
+        content_type="text/event-stream; charset=utf-8",
+        # an organization id is a credential header: recordings hold it redacted
+        headers={"anthropic-organization-id": "REDACTED", "request-id": f"req_011{rng.token(21)}"},
+        request_headers={"anthropic-version": "2023-06-01"},
+    )
 
 
 PROTOCOL = Protocol(
-    name="anthropic.messages", framing="sse", fold=_Anthropic, error_event=error_event,
-    http_error=http_error, url=_is_anthropic, event=_is_message_event,
+    name="anthropic.messages",
+    framing="sse",
+    fold=_Anthropic,
+    error_event=error_event,
+    http_error=http_error,
+    url=_is_anthropic,
+    event=_is_message_event,
     synthesize=synthesize,
 )

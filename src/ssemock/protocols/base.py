@@ -17,8 +17,23 @@ import orjson
 from ..sse import ServerSentEvent, is_event
 
 __all__ = [
-    "JSON", "Accumulated", "Choice", "Event", "Fold", "HTTPErrorBody", "ProtocolError", "StreamError",
-    "ToolCall", "TypedFold", "error_of", "excerpt", "obj", "openai_error_body", "seq", "sse_json", "string",
+    "JSON",
+    "Accumulated",
+    "Choice",
+    "Event",
+    "Fold",
+    "HTTPErrorBody",
+    "ProtocolError",
+    "StreamError",
+    "ToolCall",
+    "TypedFold",
+    "error_of",
+    "excerpt",
+    "obj",
+    "openai_error_body",
+    "seq",
+    "sse_json",
+    "string",
 ]
 
 JSON: TypeAlias = dict[str, Any]
@@ -67,8 +82,12 @@ class ToolCall:
     def to_dict(self) -> JSON:
         """Plain JSON-able form, with the arguments both as streamed and parsed."""
         return {
-            "index": self.index, "id": self.id, "type": self.type, "name": self.name,
-            "arguments": self.arguments, "parsed_arguments": self.parsed_arguments,
+            "index": self.index,
+            "id": self.id,
+            "type": self.type,
+            "name": self.name,
+            "arguments": self.arguments,
+            "parsed_arguments": self.parsed_arguments,
         }
 
 
@@ -94,8 +113,11 @@ class Choice:
     def to_dict(self) -> JSON:
         """Plain JSON-able form."""
         return {
-            "index": self.index, "text": self.text, "refusal": self.refusal,
-            "thinking": self.thinking, "signature": self.signature,
+            "index": self.index,
+            "text": self.text,
+            "refusal": self.refusal,
+            "thinking": self.thinking,
+            "signature": self.signature,
             "tool_calls": [call.to_dict() for call in self.tool_calls],
             "finish_reason": self.finish_reason,
         }
@@ -162,11 +184,19 @@ class Accumulated:
     def to_dict(self) -> JSON:
         """Plain JSON-able form of everything above."""
         return {
-            "protocol": self.protocol, "id": self.id, "model": self.model,
-            "text": self.text, "refusal": self.refusal, "thinking": self.thinking,
-            "signature": self.signature, "tool_calls": [call.to_dict() for call in self.tool_calls],
-            "finish_reason": self.finish_reason, "usage": self.usage, "error": self.error,
-            "complete": self.complete, "citations": list(self.citations),
+            "protocol": self.protocol,
+            "id": self.id,
+            "model": self.model,
+            "text": self.text,
+            "refusal": self.refusal,
+            "thinking": self.thinking,
+            "signature": self.signature,
+            "tool_calls": [call.to_dict() for call in self.tool_calls],
+            "finish_reason": self.finish_reason,
+            "usage": self.usage,
+            "error": self.error,
+            "complete": self.complete,
+            "citations": list(self.citations),
             "choices": [choice.to_dict() for choice in self.choices],
         }
 
@@ -239,8 +269,9 @@ class Fold(ABC):
         if text:
             self._parts.setdefault((choice, name), {}).setdefault(key, []).append(text)
 
-    def tool(self, key: Any, *, choice: int = 0, index: int | None = None,
-             type: str = "function") -> ToolCall:
+    def tool(
+        self, key: Any, *, choice: int = 0, index: int | None = None, type: str = "function"
+    ) -> ToolCall:
         """The tool call under ``key``, created on first use (``index``: default its position)."""
         self.choice(choice)
         if (choice, key) not in self._tools:
@@ -349,6 +380,15 @@ def openai_error_body(status: int, message: str | None) -> HTTPErrorBody:
     """OpenAI's ``{"error": {message, type, param, code}}``: the HTTP error body of both OpenAI
     protocols (Chat Completions and Responses) and of the servers compatible with them."""
     kind = "requests" if status == 429 else "server_error" if status >= 500 else "invalid_request_error"
-    return HTTPErrorBody(orjson.dumps({"error": {
-        "message": message or f"ssemock http_error {status}", "type": kind, "param": None,
-        "code": _OPENAI_CODES.get(status)}}))
+    return HTTPErrorBody(
+        orjson.dumps(
+            {
+                "error": {
+                    "message": message or f"ssemock http_error {status}",
+                    "type": kind,
+                    "param": None,
+                    "code": _OPENAI_CODES.get(status),
+                }
+            }
+        )
+    )

@@ -36,28 +36,43 @@ __all__ = ["EXCEPTIONS", "PROTOCOL", "URL", "frame", "synthesize"]
 
 URL = "https://bedrock-runtime.us-east-1.amazonaws.com/model/{model}/converse-stream"
 """The ConverseStream URL, with a `{model}` placeholder."""
-_EVENTS = frozenset({"messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop",
-                     "metadata"})
-EXCEPTIONS = ("internalServerException", "modelStreamErrorException", "validationException",
-              "throttlingException", "serviceUnavailableException")
+_EVENTS = frozenset(
+    {"messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop", "metadata"}
+)
+EXCEPTIONS = (
+    "internalServerException",
+    "modelStreamErrorException",
+    "validationException",
+    "throttlingException",
+    "serviceUnavailableException",
+)
 """The exception frames ConverseStream may send (botocore's ``ConverseStreamOutput`` members)."""
-_KINDS = {"overloaded_error": "serviceUnavailableException", "server_error": "internalServerException",
-          "api_error": "internalServerException", "rate_limit_error": "throttlingException",
-          "rate_limit_exceeded": "throttlingException", "invalid_request_error": "validationException"}
-_MESSAGES = {"internalServerException": "The server encountered an internal error while processing the request.",
-             "modelStreamErrorException": "The model stream encountered an error.",
-             "validationException": "Malformed input request, please reformat your input and try again.",
-             "throttlingException": "Too many requests, please wait before trying again.",
-             "serviceUnavailableException": "Bedrock is unable to process your request."}
+_KINDS = {
+    "overloaded_error": "serviceUnavailableException",
+    "server_error": "internalServerException",
+    "api_error": "internalServerException",
+    "rate_limit_error": "throttlingException",
+    "rate_limit_exceeded": "throttlingException",
+    "invalid_request_error": "validationException",
+}
+_MESSAGES = {
+    "internalServerException": "The server encountered an internal error while processing the request.",
+    "modelStreamErrorException": "The model stream encountered an error.",
+    "validationException": "Malformed input request, please reformat your input and try again.",
+    "throttlingException": "Too many requests, please wait before trying again.",
+    "serviceUnavailableException": "Bedrock is unable to process your request.",
+}
 # HTTP status -> (error code, message) of ConverseStream's operation errors
-_HTTP = {400: ("ValidationException", _MESSAGES["validationException"]),
-         403: ("AccessDeniedException", "You don't have access to the model with the specified model ID."),
-         404: ("ResourceNotFoundException", "The provided model identifier is invalid."),
-         408: ("ModelTimeoutException", "Model has timed out in processing the request. Try your request again."),
-         424: ("ModelErrorException", "The model encountered an error processing the request."),
-         429: ("ThrottlingException", _MESSAGES["throttlingException"]),
-         500: ("InternalServerException", _MESSAGES["internalServerException"]),
-         503: ("ServiceUnavailableException", _MESSAGES["serviceUnavailableException"])}
+_HTTP = {
+    400: ("ValidationException", _MESSAGES["validationException"]),
+    403: ("AccessDeniedException", "You don't have access to the model with the specified model ID."),
+    404: ("ResourceNotFoundException", "The provided model identifier is invalid."),
+    408: ("ModelTimeoutException", "Model has timed out in processing the request. Try your request again."),
+    424: ("ModelErrorException", "The model encountered an error processing the request."),
+    429: ("ThrottlingException", _MESSAGES["throttlingException"]),
+    500: ("InternalServerException", _MESSAGES["internalServerException"]),
+    503: ("ServiceUnavailableException", _MESSAGES["serviceUnavailableException"]),
+}
 
 
 def _kind_and_payload(fold: Fold, event: Event) -> tuple[str, JSON]:
@@ -79,7 +94,9 @@ def _json(fold: Fold, frame: Frame) -> Any:
     try:
         return frame.json()
     except ValueError:
-        raise fold.fail(f"{frame.event_type or 'frame'} payload is not JSON: {frame.payload[:40]!r}") from None
+        raise fold.fail(
+            f"{frame.event_type or 'frame'} payload is not JSON: {frame.payload[:40]!r}"
+        ) from None
 
 
 class _ConverseFold(Fold):
@@ -157,8 +174,13 @@ def error_event(error: StreamError) -> bytes:
 
 def http_error(status: int, message: str | None) -> HTTPErrorBody:
     """Bedrock's JSON error body; ``__type`` names the error, which botocore reads as its code."""
-    code, text = _HTTP.get(status, ("InternalServerException" if status >= 500 else "ValidationException",
-                                    f"ssemock http_error {status}"))
+    code, text = _HTTP.get(
+        status,
+        (
+            "InternalServerException" if status >= 500 else "ValidationException",
+            f"ssemock http_error {status}",
+        ),
+    )
     return HTTPErrorBody(orjson.dumps({"message": message or text, "__type": code}))
 
 
@@ -169,16 +191,28 @@ def _is_converse(url: str) -> bool:
 
 def _telling(event: Any) -> bool:
     if is_frame(event):
-        return event.event_type in _EVENTS or (event.message_type == "exception"
-                                                and event.exception_type in EXCEPTIONS)
+        return event.event_type in _EVENTS or (
+            event.message_type == "exception" and event.exception_type in EXCEPTIONS
+        )
     return isinstance(event, Mapping) and len(event) == 1 and next(iter(event)) in _EVENTS
 
 
-def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), thinking: str | None = None,
-               usage: Mapping[str, Any] | None = None, finish_reason: str | None = None,
-               error: str | None = None, model: str = "anthropic.claude-3-5-haiku-20241022-v1:0",
-               chunk_size: int = 4, gap: float = 0.03, first_token: float = 0.25, seed: int = 0,
-               prompt: str = "Say hello.", url: str | None = None) -> Cassette:
+def synthesize(
+    text: str = "",
+    *,
+    tool_calls: Sequence[Mapping[str, Any]] = (),
+    thinking: str | None = None,
+    usage: Mapping[str, Any] | None = None,
+    finish_reason: str | None = None,
+    error: str | None = None,
+    model: str = "anthropic.claude-3-5-haiku-20241022-v1:0",
+    chunk_size: int = 4,
+    gap: float = 0.03,
+    first_token: float = 0.25,
+    seed: int = 0,
+    prompt: str = "Say hello.",
+    url: str | None = None,
+) -> Cassette:
     """A ConverseStream response: messageStart, a reasoning block (``thinking``, then a signature
     delta), a text block, one toolUse block per tool call (input JSON in pieces), messageStop and
     metadata; or, with ``error`` (an exception name such as ``"throttlingException"`` or a generic
@@ -193,15 +227,20 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
     frames: list[bytes] = []
 
     def emit(kind: str, **payload: Any) -> None:
-        frames.append(frame(kind, {**payload, "p": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"[:1 + len(frames) % 36]}))
+        frames.append(
+            frame(kind, {**payload, "p": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"[: 1 + len(frames) % 36]})
+        )
 
     emit("messageStart", role="assistant")
     index, deltas = 0, 0
     if thinking is not None:
         for piece in syn.pieces(thinking, chunk_size, rng.pieces):
             emit("contentBlockDelta", contentBlockIndex=index, delta={"reasoningContent": {"text": piece}})
-        emit("contentBlockDelta", contentBlockIndex=index,
-             delta={"reasoningContent": {"signature": rng.token(64)}})
+        emit(
+            "contentBlockDelta",
+            contentBlockIndex=index,
+            delta={"reasoningContent": {"signature": rng.token(64)}},
+        )
         emit("contentBlockStop", contentBlockIndex=index)
         index += 1
     if text:
@@ -212,7 +251,11 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
             emit("contentBlockStop", contentBlockIndex=index)
         index += 1
     for call in calls if error is None else ():
-        emit("contentBlockStart", contentBlockIndex=index, start={"toolUse": {"toolUseId": call.id, "name": call.name}})
+        emit(
+            "contentBlockStart",
+            contentBlockIndex=index,
+            start={"toolUse": {"toolUseId": call.id, "name": call.name}},
+        )
         for piece in syn.pieces(call.text, 5, rng.pieces):
             emit("contentBlockDelta", contentBlockIndex=index, delta={"toolUse": {"input": piece}})
             deltas += 1
@@ -223,25 +266,58 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
     else:
         emit("messageStop", stopReason=finish_reason or ("tool_use" if calls else "end_turn"))
         input_tokens = 8 + len(prompt) // 4
-        emit("metadata", usage=dict(usage) if usage is not None else {
-            "inputTokens": input_tokens, "outputTokens": max(deltas, 1), "totalTokens": input_tokens + max(deltas, 1)},
-             metrics={"latencyMs": round((first_token + gap * len(frames)) * 1000)})
+        emit(
+            "metadata",
+            usage=dict(usage)
+            if usage is not None
+            else {
+                "inputTokens": input_tokens,
+                "outputTokens": max(deltas, 1),
+                "totalTokens": input_tokens + max(deltas, 1),
+            },
+            metrics={"latencyMs": round((first_token + gap * len(frames)) * 1000)},
+        )
     chunks, times = syn.schedule(frames, rng.writes, first_token=first_token, gap=gap)
     body: JSON = {"messages": [{"role": "user", "content": [{"text": prompt}]}]}
     if calls:
-        body["toolConfig"] = {"tools": [{"toolSpec": {"name": c.name, "description": f"The {c.name} tool.",
-                                                      "inputSchema": {"json": syn.schema(c.value)}}} for c in calls]}
+        body["toolConfig"] = {
+            "tools": [
+                {
+                    "toolSpec": {
+                        "name": c.name,
+                        "description": f"The {c.name} tool.",
+                        "inputSchema": {"json": syn.schema(c.value)},
+                    }
+                }
+                for c in calls
+            ]
+        }
     cassette = Cassette()
-    cassette.add("POST", url or URL.format(model=quote(model, safe="")), chunks, times=times,
-                 headers={"content-type": eventstream.CONTENT_TYPE,
-                          "x-amzn-requestid": str(uuid.UUID(bytes=rng.ids.randbytes(16), version=4)),
-                          syn.SOURCE_HEADER: syn.SYNTH_SOURCE},
-                 request_headers={"content-type": "application/json"}, request_body=json.dumps(body))
+    cassette.add(
+        "POST",
+        url or URL.format(model=quote(model, safe="")),
+        chunks,
+        times=times,
+        headers={
+            "content-type": eventstream.CONTENT_TYPE,
+            "x-amzn-requestid": str(uuid.UUID(bytes=rng.ids.randbytes(16), version=4)),
+            syn.SOURCE_HEADER: syn.SYNTH_SOURCE,
+        },
+        request_headers={"content-type": "application/json"},
+        request_body=json.dumps(body),
+    )
     return cassette
 
 
-PROTOCOL = Protocol(name="bedrock.converse", framing="eventstream", fold=_ConverseFold, error_event=error_event,
-                    http_error=http_error, url=_is_converse,
-                    content_type=lambda media: media == eventstream.CONTENT_TYPE, event=_telling,
-                    synthesize=synthesize)
+PROTOCOL = Protocol(
+    name="bedrock.converse",
+    framing="eventstream",
+    fold=_ConverseFold,
+    error_event=error_event,
+    http_error=http_error,
+    url=_is_converse,
+    content_type=lambda media: media == eventstream.CONTENT_TYPE,
+    event=_telling,
+    synthesize=synthesize,
+)
 """The `bedrock.converse` protocol, as registered in `ssemock.protocols`."""

@@ -26,10 +26,21 @@ __all__ = ["API_URL", "PROTOCOL", "synthesize"]
 
 API_URL = "https://api.cohere.com/v2/chat"
 
-_EVENTS = frozenset({
-    "message-start", "content-start", "content-delta", "content-end", "tool-plan-delta", "tool-call-start",
-    "tool-call-delta", "tool-call-end", "citation-start", "citation-end", "message-end",
-})
+_EVENTS = frozenset(
+    {
+        "message-start",
+        "content-start",
+        "content-delta",
+        "content-end",
+        "tool-plan-delta",
+        "tool-call-start",
+        "tool-call-delta",
+        "tool-call-end",
+        "citation-start",
+        "citation-end",
+        "message-end",
+    }
+)
 
 
 class _Cohere(TypedFold):
@@ -95,14 +106,16 @@ def _sse(kind: str, payload: JSON, nl: bytes = b"\n") -> bytes:
 
 def error_event(error: StreamError) -> bytes:
     """``message-end`` with ``finish_reason: ERROR`` and ``delta.error`` (how a Cohere stream fails)."""
-    return _sse("message-end", {"delta": {"finish_reason": "ERROR", "error": error.message}},
-                error.newline.encode())
+    return _sse(
+        "message-end", {"delta": {"finish_reason": "ERROR", "error": error.message}}, error.newline.encode()
+    )
 
 
 def http_error(status: int, message: str | None) -> HTTPErrorBody:
     """``{"id": ..., "message": ...}``."""
-    return HTTPErrorBody(orjson.dumps({"id": str(uuid.UUID(int=status)),
-                                       "message": message or f"ssemock http_error {status}"}))
+    return HTTPErrorBody(
+        orjson.dumps({"id": str(uuid.UUID(int=status)), "message": message or f"ssemock http_error {status}"})
+    )
 
 
 def _is_cohere_event(event: Any) -> bool:
@@ -111,11 +124,23 @@ def _is_cohere_event(event: Any) -> bool:
 
 # -- synthesizer ---------------------------------------------------------------------------------
 
-def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), tool_plan: str | None = None,
-               usage: Mapping[str, Any] | None = None, finish_reason: str | None = None,
-               error: str | None = None, model: str = "command-r-plus-08-2024", chunk_size: int = 4,
-               gap: float = 0.03, first_token: float = 0.3, seed: int = 0, prompt: str = "Say hello.",
-               url: str | None = None) -> Any:
+
+def synthesize(
+    text: str = "",
+    *,
+    tool_calls: Sequence[Mapping[str, Any]] = (),
+    tool_plan: str | None = None,
+    usage: Mapping[str, Any] | None = None,
+    finish_reason: str | None = None,
+    error: str | None = None,
+    model: str = "command-r-plus-08-2024",
+    chunk_size: int = 4,
+    gap: float = 0.03,
+    first_token: float = 0.3,
+    seed: int = 0,
+    prompt: str = "Say hello.",
+    url: str | None = None,
+) -> Any:
     """A Cohere v2 chat stream: ``message-start``, then the ``tool_plan`` (with tool calls), the
     text block and the tool calls (arguments in fragments), and ``message-end`` with
     ``finish_reason`` (``COMPLETE``, or ``TOOL_CALL`` with calls) and ``usage``; ``error``: the
@@ -123,33 +148,78 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
     syn.check_timing(chunk_size, gap, first_token)
     rng = syn.Rng(seed)
     calls = syn.calls(tool_calls, rng, "", id_size=12)
-    events = [_sse("message-start", {"id": str(uuid.UUID(int=rng.ids.getrandbits(128))), "delta": {"message": {
-        "role": "assistant", "content": [], "tool_plan": "", "tool_calls": [], "citations": []}}})]
+    events = [
+        _sse(
+            "message-start",
+            {
+                "id": str(uuid.UUID(int=rng.ids.getrandbits(128))),
+                "delta": {
+                    "message": {
+                        "role": "assistant",
+                        "content": [],
+                        "tool_plan": "",
+                        "tool_calls": [],
+                        "citations": [],
+                    }
+                },
+            },
+        )
+    ]
     for piece in syn.pieces(tool_plan or "", chunk_size, rng.pieces):
         events.append(_sse("tool-plan-delta", {"delta": {"message": {"tool_plan": piece}}}))
     count = 0
     if text:
-        events.append(_sse("content-start", {"index": 0, "delta": {"message": {"content": {"type": "text", "text": ""}}}}))
+        events.append(
+            _sse(
+                "content-start", {"index": 0, "delta": {"message": {"content": {"type": "text", "text": ""}}}}
+            )
+        )
         for piece in syn.pieces(text, chunk_size, rng.pieces):
             count += 1
-            events.append(_sse("content-delta", {"index": 0, "delta": {"message": {"content": {"text": piece}}}}))
+            events.append(
+                _sse("content-delta", {"index": 0, "delta": {"message": {"content": {"text": piece}}}})
+            )
         events.append(_sse("content-end", {"index": 0}))
     for k, call in enumerate(calls):
         call_id = call.id if tool_calls[k].get("id") else f"{call.name}_{call.id.lower()}"
-        events.append(_sse("tool-call-start", {"index": k, "delta": {"message": {"tool_calls": {
-            "id": call_id, "type": "function", "function": {"name": call.name, "arguments": ""}}}}}))
+        events.append(
+            _sse(
+                "tool-call-start",
+                {
+                    "index": k,
+                    "delta": {
+                        "message": {
+                            "tool_calls": {
+                                "id": call_id,
+                                "type": "function",
+                                "function": {"name": call.name, "arguments": ""},
+                            }
+                        }
+                    },
+                },
+            )
+        )
         for piece in syn.pieces(call.text, 5, rng.pieces):
             count += 1
-            events.append(_sse("tool-call-delta", {"index": k, "delta": {"message": {"tool_calls": {
-                "function": {"arguments": piece}}}}}))
+            events.append(
+                _sse(
+                    "tool-call-delta",
+                    {"index": k, "delta": {"message": {"tool_calls": {"function": {"arguments": piece}}}}},
+                )
+            )
         events.append(_sse("tool-call-end", {"index": k}))
     if error is not None:
         events.append(error_event(StreamError("server_error", error)))
     else:
         prompt_tokens = 4 + len(prompt) // 4
-        totals = dict(usage) if usage is not None else {
-            "billed_units": {"input_tokens": prompt_tokens, "output_tokens": count},
-            "tokens": {"input_tokens": prompt_tokens + 60, "output_tokens": count + 2}}
+        totals = (
+            dict(usage)
+            if usage is not None
+            else {
+                "billed_units": {"input_tokens": prompt_tokens, "output_tokens": count},
+                "tokens": {"input_tokens": prompt_tokens + 60, "output_tokens": count + 2},
+            }
+        )
         reason = finish_reason or ("TOOL_CALL" if calls else "COMPLETE")
         events.append(_sse("message-end", {"delta": {"finish_reason": reason, "usage": totals}}))
     chunks, times = syn.schedule(events, rng.writes, first_token=first_token, gap=gap)
@@ -157,8 +227,14 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
     if calls:
         body["tools"] = [{"type": "function", "function": tool} for tool in syn.tools(calls).values()]
     body["stream"] = True
-    return syn.one_interaction(url or API_URL, body, chunks, times, content_type="text/event-stream",
-                           headers={"x-api-warning": "ssemock synthesized", "num_tokens": str(count)})
+    return syn.one_interaction(
+        url or API_URL,
+        body,
+        chunks,
+        times,
+        content_type="text/event-stream",
+        headers={"x-api-warning": "ssemock synthesized", "num_tokens": str(count)},
+    )
 
 
 def sdk_request(base_url: str, interaction: Any) -> bool:
@@ -173,7 +249,13 @@ def sdk_request(base_url: str, interaction: Any) -> bool:
 
 
 PROTOCOL = Protocol(
-    name="cohere.chat", framing="sse", fold=_Cohere, error_event=error_event, http_error=http_error,
-    url=lambda url: _path(url).endswith("/v2/chat"), event=_is_cohere_event, synthesize=synthesize,
+    name="cohere.chat",
+    framing="sse",
+    fold=_Cohere,
+    error_event=error_event,
+    http_error=http_error,
+    url=lambda url: _path(url).endswith("/v2/chat"),
+    event=_is_cohere_event,
+    synthesize=synthesize,
     sdk_request=sdk_request,
 )

@@ -35,14 +35,32 @@ __all__ = ["API_URL", "PROTOCOL", "synthesize"]
 API_URL = "https://generativelanguage.googleapis.com/v1beta/models/{model}:streamGenerateContent"
 
 # google.rpc status of an HTTP status, and the reverse for error kinds
-_STATUSES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-             429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
-_MESSAGES = {429: "Resource has been exhausted (e.g. check quota).",
-             503: "The model is overloaded. Please try again later.",
-             500: "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting"}
-_KINDS = {"overloaded_error": 503, "rate_limit_error": 429, "api_error": 500, "server_error": 500,
-          "invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
-          "not_found_error": 404, "timeout": 504}
+_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+_MESSAGES = {
+    429: "Resource has been exhausted (e.g. check quota).",
+    503: "The model is overloaded. Please try again later.",
+    500: "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting",
+}
+_KINDS = {
+    "overloaded_error": 503,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "server_error": 500,
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "timeout": 504,
+}
 
 
 class _Gemini(Fold):
@@ -94,8 +112,13 @@ class _Gemini(Fold):
 
 
 def _error(code: int, message: str | None) -> JSON:
-    return {"error": {"code": code, "message": message or _MESSAGES.get(code, f"ssemock error {code}"),
-                      "status": _STATUSES.get(code, "INTERNAL" if code >= 500 else "INVALID_ARGUMENT")}}
+    return {
+        "error": {
+            "code": code,
+            "message": message or _MESSAGES.get(code, f"ssemock error {code}"),
+            "status": _STATUSES.get(code, "INTERNAL" if code >= 500 else "INVALID_ARGUMENT"),
+        }
+    }
 
 
 def error_event(error: StreamError) -> bytes:
@@ -112,8 +135,9 @@ def error_event(error: StreamError) -> bytes:
 
 def http_error(status: int, message: str | None) -> HTTPErrorBody:
     """``{"error": {"code", "message", "status"}}``, pretty-printed as Google sends it."""
-    return HTTPErrorBody(orjson.dumps(_error(status, message), option=orjson.OPT_INDENT_2),
-                         "application/json; charset=UTF-8")
+    return HTTPErrorBody(
+        orjson.dumps(_error(status, message), option=orjson.OPT_INDENT_2), "application/json; charset=UTF-8"
+    )
 
 
 def _is_gemini_url(url: str) -> bool:
@@ -126,17 +150,31 @@ def _is_gemini_event(event: Any) -> bool:
             event = orjson.loads(event.data)
         except orjson.JSONDecodeError:
             return False
-    return isinstance(event, Mapping) and ("candidates" in event or "promptFeedback" in event
-                                           or "usageMetadata" in event)
+    return isinstance(event, Mapping) and (
+        "candidates" in event or "promptFeedback" in event or "usageMetadata" in event
+    )
 
 
 # -- synthesizer ---------------------------------------------------------------------------------
 
-def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), thinking: str | None = None,
-               usage: Mapping[str, Any] | None = None, finish_reason: str | None = None,
-               blocked: str | None = None, alt_sse: bool = True, model: str = "gemini-2.0-flash",
-               chunk_size: int = 12, gap: float = 0.05, first_token: float = 0.4, seed: int = 0,
-               prompt: str = "Say hello.", url: str | None = None) -> Any:
+
+def synthesize(
+    text: str = "",
+    *,
+    tool_calls: Sequence[Mapping[str, Any]] = (),
+    thinking: str | None = None,
+    usage: Mapping[str, Any] | None = None,
+    finish_reason: str | None = None,
+    blocked: str | None = None,
+    alt_sse: bool = True,
+    model: str = "gemini-2.0-flash",
+    chunk_size: int = 12,
+    gap: float = 0.05,
+    first_token: float = 0.4,
+    seed: int = 0,
+    prompt: str = "Say hello.",
+    url: str | None = None,
+) -> Any:
     """A Gemini stream: ``thinking`` as thought parts, ``text`` in pieces, each tool call as one
     whole ``functionCall`` part, the last object with ``finishReason`` (default ``STOP``) and the
     ``usageMetadata`` (every object carries the running count). ``blocked="SAFETY"``: the prompt
@@ -153,8 +191,11 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
     def usage_now(final: bool) -> JSON:
         if final and usage is not None:
             return dict(usage)
-        out: JSON = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": count,
-                     "totalTokenCount": prompt_tokens + count}
+        out: JSON = {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": count,
+            "totalTokenCount": prompt_tokens + count,
+        }
         if final:
             out["promptTokensDetails"] = [{"modality": "TEXT", "tokenCount": prompt_tokens}]
         return out
@@ -165,13 +206,24 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
             candidate["finishReason"] = finish
         candidate.update(extra or {})
         candidate["index"] = 0
-        objects.append({"candidates": [candidate], "usageMetadata": usage_now(finish is not None),
-                        "modelVersion": model, "responseId": response_id})
+        objects.append(
+            {
+                "candidates": [candidate],
+                "usageMetadata": usage_now(finish is not None),
+                "modelVersion": model,
+                "responseId": response_id,
+            }
+        )
 
     if blocked is not None:
-        objects.append({"promptFeedback": {"blockReason": blocked, "safetyRatings": _ratings(blocked)},
-                        "usageMetadata": {"promptTokenCount": prompt_tokens, "totalTokenCount": prompt_tokens},
-                        "modelVersion": model, "responseId": response_id})
+        objects.append(
+            {
+                "promptFeedback": {"blockReason": blocked, "safetyRatings": _ratings(blocked)},
+                "usageMetadata": {"promptTokenCount": prompt_tokens, "totalTokenCount": prompt_tokens},
+                "modelVersion": model,
+                "responseId": response_id,
+            }
+        )
     else:
         for piece in syn.pieces(thinking or "", chunk_size, rng.pieces):
             count += 1
@@ -184,8 +236,11 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
         last += [{"functionCall": {"name": c.name, "args": c.value}} for c in calls]
         count += 1
         reason = finish_reason or "STOP"
-        emit(last or [{"text": ""}], reason,
-             {"safetyRatings": _ratings("SAFETY")} if reason == "SAFETY" else None)
+        emit(
+            last or [{"text": ""}],
+            reason,
+            {"safetyRatings": _ratings("SAFETY")} if reason == "SAFETY" else None,
+        )
     if alt_sse:
         events = [b"data: " + syn.compact(o).encode() + b"\r\n\r\n" for o in objects]
         content_type = "text/event-stream"
@@ -200,26 +255,47 @@ def synthesize(text: str = "", *, tool_calls: Sequence[Mapping[str, Any]] = (), 
         body["tools"] = [{"functionDeclarations": [_upper_types(t) for t in syn.tools(calls).values()]}]
     if calls or thinking is not None:  # google-genai sends it whenever a config is given, and
         # (3.x) the thinking config's field in snake case, which the API accepts too
-        body["generationConfig"] = {"thinkingConfig": {"include_thoughts": True}} if thinking is not None else {}
+        body["generationConfig"] = (
+            {"thinkingConfig": {"include_thoughts": True}} if thinking is not None else {}
+        )
     target = url or API_URL.format(model=model) + ("?alt=sse" if alt_sse else "")
-    return syn.one_interaction(target, body, chunks, times, content_type=content_type,
-                           headers={"vary": "Origin", "x-goog-ssemock": "synthesized"})
+    return syn.one_interaction(
+        target,
+        body,
+        chunks,
+        times,
+        content_type=content_type,
+        headers={"vary": "Origin", "x-goog-ssemock": "synthesized"},
+    )
 
 
 def _upper_types(value: Any) -> Any:
     """A JSON schema with its ``type`` names in upper case (Gemini's ``Type`` enum)."""
     if isinstance(value, dict):
-        return {k: v.upper() if k == "type" and isinstance(v, str) else _upper_types(v) for k, v in value.items()}
+        return {
+            k: v.upper() if k == "type" and isinstance(v, str) else _upper_types(v) for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_upper_types(v) for v in value]
     return value
 
 
 def _ratings(blocked: str) -> list[JSON]:
-    return [{"category": category, "probability": "HIGH" if k == 0 and blocked == "SAFETY" else "NEGLIGIBLE",
-             **({"blocked": True} if k == 0 and blocked == "SAFETY" else {})}
-            for k, category in enumerate(("HARM_CATEGORY_DANGEROUS_CONTENT", "HARM_CATEGORY_HATE_SPEECH",
-                                          "HARM_CATEGORY_HARASSMENT", "HARM_CATEGORY_SEXUALLY_EXPLICIT"))]
+    return [
+        {
+            "category": category,
+            "probability": "HIGH" if k == 0 and blocked == "SAFETY" else "NEGLIGIBLE",
+            **({"blocked": True} if k == 0 and blocked == "SAFETY" else {}),
+        }
+        for k, category in enumerate(
+            (
+                "HARM_CATEGORY_DANGEROUS_CONTENT",
+                "HARM_CATEGORY_HATE_SPEECH",
+                "HARM_CATEGORY_HARASSMENT",
+                "HARM_CATEGORY_SEXUALLY_EXPLICIT",
+            )
+        )
+    ]
 
 
 def sdk_request(base_url: str, interaction: Any) -> bool:
@@ -232,19 +308,29 @@ def sdk_request(base_url: str, interaction: Any) -> bool:
 
     version, _, rest = parts.path.strip("/").partition("/models/")
     body = interaction.request.json()
-    client = genai.Client(api_key="test-key-0000", http_options={"base_url": base_url + "/", "api_version": version})
+    client = genai.Client(
+        api_key="test-key-0000", http_options={"base_url": base_url + "/", "api_version": version}
+    )
     config: JSON = {"tools": body["tools"]} if body.get("tools") else {}
     if "thinkingConfig" in obj(body.get("generationConfig")):
         config["thinking_config"] = genai.types.ThinkingConfig(include_thoughts=True)
     validated = genai.types.GenerateContentConfig.model_validate(config) if config else None
-    for _ in client.models.generate_content_stream(model=rest.split(":")[0], contents=body["contents"],
-                                                   config=validated):
+    for _ in client.models.generate_content_stream(
+        model=rest.split(":")[0], contents=body["contents"], config=validated
+    ):
         pass
     return True
 
 
 PROTOCOL = Protocol(
-    name="gemini.generate_content", framing="sse", fold=_Gemini, error_event=error_event,
-    http_error=http_error, url=_is_gemini_url, event=_is_gemini_event, synthesize=synthesize,
-    sdk_request=sdk_request, framings=("json_array",),
+    name="gemini.generate_content",
+    framing="sse",
+    fold=_Gemini,
+    error_event=error_event,
+    http_error=http_error,
+    url=_is_gemini_url,
+    event=_is_gemini_event,
+    synthesize=synthesize,
+    sdk_request=sdk_request,
+    framings=("json_array",),
 )

@@ -32,8 +32,18 @@ from ..sse import decode, is_event
 from . import Protocol, _path
 from .base import JSON, Accumulated, Event, Fold, HTTPErrorBody, StreamError, excerpt, obj, seq, string
 
-__all__ = ["PROTOCOL", "McpResult", "RequestId", "deliverable", "holds", "message", "owed", "request_ids",
-           "session_id", "synthesize"]
+__all__ = [
+    "PROTOCOL",
+    "McpResult",
+    "RequestId",
+    "deliverable",
+    "holds",
+    "message",
+    "owed",
+    "request_ids",
+    "session_id",
+    "synthesize",
+]
 
 RequestId: TypeAlias = str | int
 """A JSON-RPC request id."""
@@ -41,20 +51,41 @@ SESSION_HEADER = "mcp-session-id"
 """The header carrying the MCP session id."""
 
 # JSON-RPC error codes (https://www.jsonrpc.org/specification#error_object)
-PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
-_KINDS = {"parse_error": PARSE_ERROR, "invalid_request": INVALID_REQUEST, "invalid_request_error": INVALID_REQUEST,
-          "method_not_found": METHOD_NOT_FOUND, "invalid_params": INVALID_PARAMS, "internal_error": INTERNAL_ERROR,
-          "server_error": INTERNAL_ERROR, "api_error": INTERNAL_ERROR, "overloaded_error": INTERNAL_ERROR}
-_MESSAGES = {PARSE_ERROR: "Parse error", INVALID_REQUEST: "Invalid request", METHOD_NOT_FOUND: "Method not found",
-             INVALID_PARAMS: "Invalid params", INTERNAL_ERROR: "Internal error"}
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
+    -32700,
+    -32600,
+    -32601,
+    -32602,
+    -32603,
+)
+_KINDS = {
+    "parse_error": PARSE_ERROR,
+    "invalid_request": INVALID_REQUEST,
+    "invalid_request_error": INVALID_REQUEST,
+    "method_not_found": METHOD_NOT_FOUND,
+    "invalid_params": INVALID_PARAMS,
+    "internal_error": INTERNAL_ERROR,
+    "server_error": INTERNAL_ERROR,
+    "api_error": INTERNAL_ERROR,
+    "overloaded_error": INTERNAL_ERROR,
+}
+_MESSAGES = {
+    PARSE_ERROR: "Parse error",
+    INVALID_REQUEST: "Invalid request",
+    METHOD_NOT_FOUND: "Method not found",
+    INVALID_PARAMS: "Invalid params",
+    INTERNAL_ERROR: "Internal error",
+}
 # HTTP status -> (JSON-RPC code, message) as the mcp SDK's Streamable HTTP server answers
-_HTTP = {400: (INVALID_REQUEST, "Bad Request: Missing session ID"),
-         404: (INVALID_REQUEST, "Not Found: Invalid or expired session ID"),
-         405: (INVALID_REQUEST, "Method Not Allowed"),
-         406: (INVALID_REQUEST, "Not Acceptable: Client must accept both application/json and text/event-stream"),
-         409: (INVALID_REQUEST, "Conflict: Only one SSE stream is allowed per session"),
-         415: (INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"),
-         500: (INTERNAL_ERROR, "Error handling POST request")}
+_HTTP = {
+    400: (INVALID_REQUEST, "Bad Request: Missing session ID"),
+    404: (INVALID_REQUEST, "Not Found: Invalid or expired session ID"),
+    405: (INVALID_REQUEST, "Method Not Allowed"),
+    406: (INVALID_REQUEST, "Not Acceptable: Client must accept both application/json and text/event-stream"),
+    409: (INVALID_REQUEST, "Conflict: Only one SSE stream is allowed per session"),
+    415: (INVALID_REQUEST, "Unsupported Media Type: Content-Type must be application/json"),
+    500: (INTERNAL_ERROR, "Error handling POST request"),
+}
 
 
 @dataclass
@@ -78,9 +109,14 @@ class McpResult(Accumulated):
 
     def to_dict(self) -> JSON:
         """Plain JSON-able form (ids as they were sent: numbers stay numbers)."""
-        return {**super().to_dict(), "results": [[k, v] for k, v in self.results.items()],
-                "errors": [[k, v] for k, v in self.errors.items()], "notifications": list(self.notifications),
-                "requests": list(self.requests), "endpoint": self.endpoint}
+        return {
+            **super().to_dict(),
+            "results": [[k, v] for k, v in self.results.items()],
+            "errors": [[k, v] for k, v in self.errors.items()],
+            "notifications": list(self.notifications),
+            "requests": list(self.requests),
+            "endpoint": self.endpoint,
+        }
 
 
 class _McpFold(Fold):
@@ -114,8 +150,10 @@ class _McpFold(Fold):
             raise self.fail(f"not a JSON-RPC 2.0 message: {excerpt(orjson.dumps(item).decode(), 80)}")
         has_id, ident = "id" in item, item.get("id")
         if has_id and not _valid_id(ident):
-            raise self.fail(f"id {excerpt(orjson.dumps(ident).decode(), 80)} is a {_json_type(ident)}: a JSON-RPC id "
-                            "is a string, a number or null")
+            raise self.fail(
+                f"id {excerpt(orjson.dumps(ident).decode(), 80)} is a {_json_type(ident)}: a JSON-RPC id "
+                "is a string, a number or null"
+            )
         if "method" in item:
             entry = {"method": string(item["method"]), "params": item.get("params")}
             if has_id:
@@ -124,7 +162,9 @@ class _McpFold(Fold):
                 self.result.notifications.append(entry)
             return
         if "result" in item and "error" in item or not has_id:
-            raise self.fail(f"a response needs an id and one of result / error: {excerpt(orjson.dumps(item).decode())}")
+            raise self.fail(
+                f"a response needs an id and one of result / error: {excerpt(orjson.dumps(item).decode())}"
+            )
         if ident in self.result.results or ident in self.result.errors:
             raise self.fail(f"request id {ident!r} is answered twice")
         if "error" in item:
@@ -140,7 +180,9 @@ class _McpFold(Fold):
                 if obj(content).get("type") == "text":
                     self.add("text", string(content.get("text")), key=(len(self.result.results), k))
         else:
-            raise self.fail(f"a message with neither method, result nor error: {excerpt(orjson.dumps(item).decode())}")
+            raise self.fail(
+                f"a message with neither method, result nor error: {excerpt(orjson.dumps(item).decode())}"
+            )
 
     def finish(self) -> Accumulated:
         self.result.complete = bool(self.result.results or self.result.errors)
@@ -203,7 +245,9 @@ def owed(body: bytes, offset: int) -> RequestId | None:
 def http_error(status: int, message: str | None) -> HTTPErrorBody:
     """A JSON-RPC error body with a null id, as the mcp SDK's Streamable HTTP server answers."""
     code, text = _HTTP.get(status, (INTERNAL_ERROR if status >= 500 else INVALID_REQUEST, f"HTTP {status}"))
-    return HTTPErrorBody(orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message or text}}))
+    return HTTPErrorBody(
+        orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message or text}})
+    )
 
 
 def request_ids(body: bytes | None) -> list[RequestId]:
@@ -215,9 +259,14 @@ def request_ids(body: bytes | None) -> list[RequestId]:
         value = orjson.loads(body or b"null")
     except orjson.JSONDecodeError:
         return []
-    return [item["id"] for item in (value if isinstance(value, list) else [value])
-            if isinstance(item, Mapping) and item.get("jsonrpc") == "2.0" and "method" in item
-            and isinstance(item.get("id"), (str, int))]
+    return [
+        item["id"]
+        for item in (value if isinstance(value, list) else [value])
+        if isinstance(item, Mapping)
+        and item.get("jsonrpc") == "2.0"
+        and "method" in item
+        and isinstance(item.get("id"), (str, int))
+    ]
 
 
 def session_id(headers: Iterable[tuple[str, str]] | Mapping[str, str]) -> str | None:
@@ -303,9 +352,20 @@ def _telling(event: Any) -> bool:
     return isinstance(first, Mapping) and first.get("jsonrpc") == "2.0"
 
 
-def synthesize(text: str = "", *, progress: int = 0, error: str | None = None, request_id: RequestId = 1,
-               tool: str = "tool", arguments: Mapping[str, Any] | None = None, session: str | None = None,
-               gap: float = 0.03, first_token: float = 0.05, seed: int = 0, url: str | None = None) -> Cassette:
+def synthesize(
+    text: str = "",
+    *,
+    progress: int = 0,
+    error: str | None = None,
+    request_id: RequestId = 1,
+    tool: str = "tool",
+    arguments: Mapping[str, Any] | None = None,
+    session: str | None = None,
+    gap: float = 0.03,
+    first_token: float = 0.05,
+    seed: int = 0,
+    url: str | None = None,
+) -> Cassette:
     """A Streamable HTTP ``tools/call`` POST answered by an SSE stream: ``progress``
     ``notifications/progress`` messages (token = the request id, as the mcp SDK sends), then the
     result (``text`` as one text content item) or, with ``error`` (a kind such as
@@ -313,31 +373,71 @@ def synthesize(text: str = "", *, progress: int = 0, error: str | None = None, r
 
     syn.check_timing(1, gap, first_token)
     rng = syn.Rng(seed)
-    events = [message({"method": "notifications/progress", "params": {
-        "progressToken": request_id, "progress": k + 1, "total": progress, "message": f"step {k + 1}"}})
-        for k in range(progress)]
+    events = [
+        message(
+            {
+                "method": "notifications/progress",
+                "params": {
+                    "progressToken": request_id,
+                    "progress": k + 1,
+                    "total": progress,
+                    "message": f"step {k + 1}",
+                },
+            }
+        )
+        for k in range(progress)
+    ]
     if error is not None:
         events.append(_error(error, "", request_id))
     else:
-        events.append(message({"id": request_id, "result": {"content": [{"type": "text", "text": text}],
-                                                            "isError": False}}))
+        events.append(
+            message(
+                {"id": request_id, "result": {"content": [{"type": "text", "text": text}], "isError": False}}
+            )
+        )
     chunks, times = syn.schedule(events, rng.writes, first_token=first_token, gap=gap)
-    headers = {"content-type": "text/event-stream", "cache-control": "no-cache, no-transform",
-               syn.SOURCE_HEADER: syn.SYNTH_SOURCE}
+    headers = {
+        "content-type": "text/event-stream",
+        "cache-control": "no-cache, no-transform",
+        syn.SOURCE_HEADER: syn.SYNTH_SOURCE,
+    }
     request_headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     if session is not None:
         headers[SESSION_HEADER] = request_headers[SESSION_HEADER] = session
     cassette = Cassette()
-    cassette.add("POST", url or "http://127.0.0.1:8000/mcp", chunks, times=times, headers=headers,
-                 request_headers=request_headers,
-                 request_json={"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                               "params": {"name": tool, "arguments": dict(arguments or {}),
-                                          **({"_meta": {"progressToken": request_id}} if progress else {})}})
+    cassette.add(
+        "POST",
+        url or "http://127.0.0.1:8000/mcp",
+        chunks,
+        times=times,
+        headers=headers,
+        request_headers=request_headers,
+        request_json={
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": {
+                "name": tool,
+                "arguments": dict(arguments or {}),
+                **({"_meta": {"progressToken": request_id}} if progress else {}),
+            },
+        },
+    )
     return cassette
 
 
-PROTOCOL = Protocol(name="mcp", framing="sse", framings=("json",), fold=_McpFold, error_event=error_event,
-                    http_error=http_error,
-                    url=_is_mcp, event=_telling, synthesize=synthesize, request_ids=request_ids, holds=holds,
-                    owed=owed)
+PROTOCOL = Protocol(
+    name="mcp",
+    framing="sse",
+    framings=("json",),
+    fold=_McpFold,
+    error_event=error_event,
+    http_error=http_error,
+    url=_is_mcp,
+    event=_telling,
+    synthesize=synthesize,
+    request_ids=request_ids,
+    holds=holds,
+    owed=owed,
+)
 """The `mcp` protocol, as registered in `ssemock.protocols`."""

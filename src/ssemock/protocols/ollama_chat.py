@@ -17,8 +17,12 @@ __all__ = ["PROTOCOL", "URL", "synthesize"]
 
 
 _OLLAMA_COUNTERS = (
-    "prompt_eval_count", "eval_count", "total_duration", "load_duration",
-    "prompt_eval_duration", "eval_duration",
+    "prompt_eval_count",
+    "eval_count",
+    "total_duration",
+    "load_duration",
+    "prompt_eval_duration",
+    "eval_duration",
 )
 
 
@@ -49,7 +53,8 @@ class _Ollama(Fold):
             if counters:
                 self.result.usage = {
                     "prompt_tokens": counters.get("prompt_eval_count"),
-                    "completion_tokens": counters.get("eval_count"), **counters,
+                    "completion_tokens": counters.get("eval_count"),
+                    **counters,
                 }
 
 
@@ -64,17 +69,31 @@ def http_error(status: int, message: str | None) -> HTTPErrorBody:
 
 
 def _is_line(event: Any) -> bool:
-    return isinstance(event, Mapping) and any(k in event for k in ("done", "created_at", "message", "response"))
+    return isinstance(event, Mapping) and any(
+        k in event for k in ("done", "created_at", "message", "response")
+    )
 
 
 URL = "http://localhost:11434/api/chat"
 
 # -- synthesizer ---------------------------------------------------------------------------------
 
-def synthesize(text: str = "", *, tool_calls: Sequence[syn.ToolCallSpec] = (), thinking: str | None = None,
-                usage: Mapping[str, Any] | None = None, finish_reason: str | None = None,
-                model: str = "llama3.2", chunk_size: int = 4, gap: float = 0.03, first_token: float = 0.25,
-                seed: int = 0, prompt: str = syn.DEFAULT_PROMPT, url: str | None = None) -> Cassette:
+
+def synthesize(
+    text: str = "",
+    *,
+    tool_calls: Sequence[syn.ToolCallSpec] = (),
+    thinking: str | None = None,
+    usage: Mapping[str, Any] | None = None,
+    finish_reason: str | None = None,
+    model: str = "llama3.2",
+    chunk_size: int = 4,
+    gap: float = 0.03,
+    first_token: float = 0.25,
+    seed: int = 0,
+    prompt: str = syn.DEFAULT_PROMPT,
+    url: str | None = None,
+) -> Cassette:
     """An Ollama ``/api/chat`` stream: one JSON object per line (``application/x-ndjson``),
     ``message.thinking`` then ``message.content`` fragments, tool calls whole in one line
     (arguments as an object), and a last line with ``"done": true``, ``done_reason`` and the
@@ -84,7 +103,9 @@ def synthesize(text: str = "", *, tool_calls: Sequence[syn.ToolCallSpec] = (), t
     calls = syn.calls(tool_calls, rng, "call_", id_size=8)
     for call in calls:
         if not isinstance(call.value, dict):
-            raise ValueError(f"Ollama tool call arguments are a JSON object, got {call.value!r} for {call.name!r}")
+            raise ValueError(
+                f"Ollama tool call arguments are a JSON object, got {call.value!r} for {call.name!r}"
+            )
     lines: list[bytes] = []
     ms = 0
 
@@ -92,8 +113,12 @@ def synthesize(text: str = "", *, tool_calls: Sequence[syn.ToolCallSpec] = (), t
         nonlocal ms
         ms += 23
         stamp = f"2026-01-01T00:00:{ms // 1000:02d}.{ms % 1000:03d}{rng.ids.randrange(10**6):06d}Z"
-        obj = {"model": model, "created_at": stamp, "message": {"role": "assistant", "content": "", **message},
-               **extra}
+        obj = {
+            "model": model,
+            "created_at": stamp,
+            "message": {"role": "assistant", "content": "", **message},
+            **extra,
+        }
         lines.append(syn.compact(obj).encode() + b"\n")
 
     count = 0
@@ -104,13 +129,28 @@ def synthesize(text: str = "", *, tool_calls: Sequence[syn.ToolCallSpec] = (), t
         line({"content": piece}, done=False)
         count += 1
     if calls:
-        line({"tool_calls": [{"id": c.id, "function": {"index": k, "name": c.name, "arguments": c.value}}
-                             for k, c in enumerate(calls)]}, done=False)
+        line(
+            {
+                "tool_calls": [
+                    {"id": c.id, "function": {"index": k, "name": c.name, "arguments": c.value}}
+                    for k, c in enumerate(calls)
+                ]
+            },
+            done=False,
+        )
         count += 1
-    counters: JSON = (dict(usage) if usage is not None else
-                      {"total_duration": 1_480_000_000 + 25_000_000 * count, "load_duration": 12_500_000,
-                       "prompt_eval_count": 8 + len(prompt) // 4, "prompt_eval_duration": 110_000_000,
-                       "eval_count": max(count, 1), "eval_duration": 25_000_000 * max(count, 1)})
+    counters: JSON = (
+        dict(usage)
+        if usage is not None
+        else {
+            "total_duration": 1_480_000_000 + 25_000_000 * count,
+            "load_duration": 12_500_000,
+            "prompt_eval_count": 8 + len(prompt) // 4,
+            "prompt_eval_duration": 110_000_000,
+            "eval_count": max(count, 1),
+            "eval_duration": 25_000_000 * max(count, 1),
+        }
+    )
     line({}, done=True, done_reason=finish_reason or "stop", **counters)
     chunks, times = syn.schedule(lines, rng.writes, first_token=first_token, gap=gap)
     body: JSON = {"model": model, "messages": syn.user(prompt), "stream": True}
@@ -118,12 +158,19 @@ def synthesize(text: str = "", *, tool_calls: Sequence[syn.ToolCallSpec] = (), t
         body["think"] = True
     if calls:
         body["tools"] = [{"type": "function", "function": tool} for tool in syn.tools(calls).values()]
-    return syn.one_interaction(url or URL, body, chunks, times, content_type="application/x-ndjson", headers={})
+    return syn.one_interaction(
+        url or URL, body, chunks, times, content_type="application/x-ndjson", headers={}
+    )
 
 
 PROTOCOL = Protocol(
-    name="ollama.chat", framing="ndjson", fold=_Ollama, error_event=error_event, http_error=http_error,
+    name="ollama.chat",
+    framing="ndjson",
+    fold=_Ollama,
+    error_event=error_event,
+    http_error=http_error,
     url=lambda url: _path(url).endswith(("/api/chat", "/api/generate")),
-    content_type="application/x-ndjson".__eq__, event=_is_line,
+    content_type="application/x-ndjson".__eq__,
+    event=_is_line,
     synthesize=synthesize,
 )

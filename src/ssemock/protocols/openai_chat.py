@@ -31,7 +31,15 @@ from .base import (
     string,
 )
 
-__all__ = ["AZURE_URL", "OPENROUTER_KEEPALIVE", "OPENROUTER_URL", "PROTOCOL", "URL", "synthesize", "synthesize_openrouter"]
+__all__ = [
+    "AZURE_URL",
+    "OPENROUTER_KEEPALIVE",
+    "OPENROUTER_URL",
+    "PROTOCOL",
+    "URL",
+    "synthesize",
+    "synthesize_openrouter",
+]
 
 
 class _OpenAIChat(Fold):
@@ -86,7 +94,6 @@ class _OpenAIChat(Fold):
         call.arguments += string(function.get("arguments"))
 
 
-
 def error_event(error: StreamError) -> bytes:
     """A ``data:`` event whose chunk is an ``error`` object (what OpenAI sends mid-stream)."""
     payload = {"error": {"message": error.message, "type": error.kind, "param": None, "code": None}}
@@ -97,15 +104,16 @@ def error_event(error: StreamError) -> bytes:
 http_error = openai_error_body  # OpenAI's error body; the Responses API answers with the same
 
 
-
 def _is_chunk(event: Any) -> bool:
     payload = sse_json(event)
     return payload.get("object") == "chat.completion.chunk" or "choices" in payload
 
 
 URL = "https://api.openai.com/v1/chat/completions"
-AZURE_URL = ("https://example-resource.openai.azure.com/openai/deployments/{model}/chat/completions"
-             "?api-version=2024-10-21")
+AZURE_URL = (
+    "https://example-resource.openai.azure.com/openai/deployments/{model}/chat/completions"
+    "?api-version=2024-10-21"
+)
 OPENROUTER_URL = "https://openrouter.ai/api/v1/chat/completions"
 OPENROUTER_KEEPALIVE = b": OPENROUTER PROCESSING\n\n"
 
@@ -115,17 +123,40 @@ _SAFE = {"filtered": False, "severity": "safe"}
 _CATEGORIES = ("hate", "self_harm", "sexual", "violence")
 
 
-def _chat_events(texts: list[str], *, calls: list[syn.Call], refusal: str | None, usage: JSON | None,
-                 include_usage: bool, finish_reason: str | None, model: str, chunk_size: int,
-                 repeat_tool_ids: bool, choices_out_of_order: bool, interleave_tool_calls: bool,
-                 style: str, rng: syn.Rng, prompt: str, reuse_tool_index: bool = False) -> list[bytes]:
+def _chat_events(
+    texts: list[str],
+    *,
+    calls: list[syn.Call],
+    refusal: str | None,
+    usage: JSON | None,
+    include_usage: bool,
+    finish_reason: str | None,
+    model: str,
+    chunk_size: int,
+    repeat_tool_ids: bool,
+    choices_out_of_order: bool,
+    interleave_tool_calls: bool,
+    style: str,
+    rng: syn.Rng,
+    prompt: str,
+    reuse_tool_index: bool = False,
+) -> list[bytes]:
     """Chat completion chunks; ``style`` is "openai", "azure" or "openrouter"."""
     if style == "openrouter":
-        base: JSON = {"id": f"gen-{syn.CREATED}-{rng.token(20)}", "provider": "OpenAI", "model": model,
-                      "object": "chat.completion.chunk", "created": syn.CREATED}
+        base: JSON = {
+            "id": f"gen-{syn.CREATED}-{rng.token(20)}",
+            "provider": "OpenAI",
+            "model": model,
+            "object": "chat.completion.chunk",
+            "created": syn.CREATED,
+        }
     else:
-        base = {"id": f"chatcmpl-{rng.token(29)}", "object": "chat.completion.chunk", "created": syn.CREATED,
-                "model": model}
+        base = {
+            "id": f"chatcmpl-{rng.token(29)}",
+            "object": "chat.completion.chunk",
+            "created": syn.CREATED,
+            "model": model,
+        }
         if style == "openai":
             base["service_tier"] = "default"
         base["system_fingerprint"] = f"fp_{rng.token(10).lower()}"
@@ -141,8 +172,13 @@ def _chat_events(texts: list[str], *, calls: list[syn.Call], refusal: str | None
     def choice(index: int, delta: JSON, finish: str | None = None, filtered: JSON | None = None) -> JSON:
         out: JSON = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
         if style == "openrouter":
-            out = {"index": index, "delta": {"role": "assistant", **delta}, "finish_reason": finish,
-                   "native_finish_reason": finish, "logprobs": None}
+            out = {
+                "index": index,
+                "delta": {"role": "assistant", **delta},
+                "finish_reason": finish,
+                "native_finish_reason": finish,
+                "logprobs": None,
+            }
         if style == "azure":
             out["content_filter_results"] = filtered if filtered is not None else {}
         return out
@@ -151,8 +187,11 @@ def _chat_events(texts: list[str], *, calls: list[syn.Call], refusal: str | None
     per_choice: list[list[JSON]] = []
     for index, text in enumerate(texts):
         mine = calls if index == 0 else []
-        role: JSON = {"role": "assistant", "content": None if (refusal is not None and index == 0) else "",
-                      "refusal": None}
+        role: JSON = {
+            "role": "assistant",
+            "content": None if (refusal is not None and index == 0) else "",
+            "refusal": None,
+        }
         if refusal is not None and index == 0:
             role["refusal"] = ""
         if style == "openrouter":
@@ -171,16 +210,34 @@ def _chat_events(texts: list[str], *, calls: list[syn.Call], refusal: str | None
             at = 0 if reuse_tool_index else k
             if repeat_tool_ids:
                 for piece in pieces or [""]:
-                    queue.append({"index": at, "id": call.id, "type": "function",
-                                  "function": {"name": call.name, "arguments": piece}})
+                    queue.append(
+                        {
+                            "index": at,
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": piece},
+                        }
+                    )
             else:
-                queue.append({"index": at, "id": call.id, "type": "function",
-                              "function": {"name": call.name, "arguments": ""}})
+                queue.append(
+                    {
+                        "index": at,
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": ""},
+                    }
+                )
                 queue += [{"index": at, "function": {"arguments": piece}} for piece in pieces]
             queues.append(queue)
         for delta in _interleave(queues, rng.writes) if interleave_tool_calls else itertools.chain(*queues):
-            steps.append(choice(index, {"content": None, "tool_calls": [delta]} if style == "openrouter"
-                                else {"tool_calls": [delta]}))
+            steps.append(
+                choice(
+                    index,
+                    {"content": None, "tool_calls": [delta]}
+                    if style == "openrouter"
+                    else {"tool_calls": [delta]},
+                )
+            )
         deltas_count += len(steps) - 1
         reason = finish_reason or ("tool_calls" if mine else "stop")
         end_filter: JSON | None = None
@@ -193,23 +250,48 @@ def _chat_events(texts: list[str], *, calls: list[syn.Call], refusal: str | None
 
     events: list[bytes] = []
     if style == "azure":
-        events.append(syn.sse_event(json.loads(json.dumps({
-            "choices": [], "created": 0, "id": "", "model": "", "object": "",
-            "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {
-                **{name: dict(_SAFE) for name in _CATEGORIES},
-                "jailbreak": {"filtered": False, "detected": False}}}]}, sort_keys=True))))
-    order = (_interleave(per_choice[::-1], rng.writes) if choices_out_of_order
-             else _round_robin(per_choice))
+        events.append(
+            syn.sse_event(
+                json.loads(
+                    json.dumps(
+                        {
+                            "choices": [],
+                            "created": 0,
+                            "id": "",
+                            "model": "",
+                            "object": "",
+                            "prompt_filter_results": [
+                                {
+                                    "prompt_index": 0,
+                                    "content_filter_results": {
+                                        **{name: dict(_SAFE) for name in _CATEGORIES},
+                                        "jailbreak": {"filtered": False, "detected": False},
+                                    },
+                                }
+                            ],
+                        },
+                        sort_keys=True,
+                    )
+                )
+            )
+        )
+    order = _interleave(per_choice[::-1], rng.writes) if choices_out_of_order else _round_robin(per_choice)
     events += [chunk([step]) for step in order]
     if include_usage:
         if usage is None:
             prompt_tokens = 8 + len(prompt) // 4
-            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": deltas_count,
-                     "total_tokens": prompt_tokens + deltas_count,
-                     "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-                     "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
-                                                   "accepted_prediction_tokens": 0,
-                                                   "rejected_prediction_tokens": 0}}
+            usage = {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": deltas_count,
+                "total_tokens": prompt_tokens + deltas_count,
+                "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+                "completion_tokens_details": {
+                    "reasoning_tokens": 0,
+                    "audio_tokens": 0,
+                    "accepted_prediction_tokens": 0,
+                    "rejected_prediction_tokens": 0,
+                },
+            }
         events.append(chunk([], usage=usage))
     events.append(b"data: [DONE]\n\n")
     return events
@@ -255,14 +337,30 @@ def _texts(text: str | Sequence[str], n: int) -> list[str]:
     return texts
 
 
-def synthesize(text: str | Sequence[str] = "", *, tool_calls: Sequence[syn.ToolCallSpec] = (), n: int = 1,
-                usage: Mapping[str, Any] | None = None, refusal: str | None = None,
-                finish_reason: str | None = None, model: str = "gpt-4o-mini", chunk_size: int = 4,
-                gap: float = 0.03, first_token: float = 0.25, include_usage: bool = False,
-                repeat_tool_ids: bool = False, choices_out_of_order: bool = False,
-                content_filter: bool = False, interleave_tool_calls: bool = False, seed: int = 0,
-                prompt: str = syn.DEFAULT_PROMPT, url: str | None = None, reuse_tool_index: bool = False,
-                event_ids: bool = False, charset: bool = True) -> Cassette:
+def synthesize(
+    text: str | Sequence[str] = "",
+    *,
+    tool_calls: Sequence[syn.ToolCallSpec] = (),
+    n: int = 1,
+    usage: Mapping[str, Any] | None = None,
+    refusal: str | None = None,
+    finish_reason: str | None = None,
+    model: str = "gpt-4o-mini",
+    chunk_size: int = 4,
+    gap: float = 0.03,
+    first_token: float = 0.25,
+    include_usage: bool = False,
+    repeat_tool_ids: bool = False,
+    choices_out_of_order: bool = False,
+    content_filter: bool = False,
+    interleave_tool_calls: bool = False,
+    seed: int = 0,
+    prompt: str = syn.DEFAULT_PROMPT,
+    url: str | None = None,
+    reuse_tool_index: bool = False,
+    event_ids: bool = False,
+    charset: bool = True,
+) -> Cassette:
     """A streamed Chat Completion (``chat.completion.chunk`` events, then ``data: [DONE]``).
 
     ``text``: choice 0's content, or one text per choice (``n`` choices; a single text is given
@@ -284,44 +382,80 @@ def synthesize(text: str | Sequence[str] = "", *, tool_calls: Sequence[syn.ToolC
     """
     syn.check_timing(chunk_size, gap, first_token)
     if reuse_tool_index and interleave_tool_calls:
-        raise ValueError("reuse_tool_index and interleave_tool_calls cannot be combined: calls at one index "
-                         "are told apart only by order")
+        raise ValueError(
+            "reuse_tool_index and interleave_tool_calls cannot be combined: calls at one index "
+            "are told apart only by order"
+        )
     texts = _texts(text, n)
     rng = syn.Rng(seed)
     calls = syn.calls(tool_calls, rng, "call_")
     include = include_usage or usage is not None
     style = "azure" if content_filter else "openai"
-    events = _chat_events(texts, calls=calls, refusal=refusal, usage=None if usage is None else dict(usage),
-                          include_usage=include, finish_reason=finish_reason, model=model,
-                          chunk_size=chunk_size, repeat_tool_ids=repeat_tool_ids,
-                          choices_out_of_order=choices_out_of_order,
-                          interleave_tool_calls=interleave_tool_calls, style=style, rng=rng, prompt=prompt,
-                          reuse_tool_index=reuse_tool_index)
+    events = _chat_events(
+        texts,
+        calls=calls,
+        refusal=refusal,
+        usage=None if usage is None else dict(usage),
+        include_usage=include,
+        finish_reason=finish_reason,
+        model=model,
+        chunk_size=chunk_size,
+        repeat_tool_ids=repeat_tool_ids,
+        choices_out_of_order=choices_out_of_order,
+        interleave_tool_calls=interleave_tool_calls,
+        style=style,
+        rng=rng,
+        prompt=prompt,
+        reuse_tool_index=reuse_tool_index,
+    )
     chunks, times = syn.schedule(events, rng.writes, first_token=first_token, gap=gap)
     if event_ids:
         chunks = _with_ids(chunks)
     target = url or (AZURE_URL.format(model=model) if content_filter else URL)
-    headers = ({"apim-request-id": rng.token(32).lower(), "x-ms-region": "East US"} if content_filter else
-               {"openai-processing-ms": str(int(first_token * 1000)), "openai-version": "2020-10-01",
-                "x-request-id": f"req_{rng.token(32).lower()}"})
-    return syn.one_interaction(target, _chat_request(model, prompt, len(texts), include, calls), chunks, times,
-                     content_type="text/event-stream; charset=utf-8" if charset else "text/event-stream",
-                     headers=headers)
+    headers = (
+        {"apim-request-id": rng.token(32).lower(), "x-ms-region": "East US"}
+        if content_filter
+        else {
+            "openai-processing-ms": str(int(first_token * 1000)),
+            "openai-version": "2020-10-01",
+            "x-request-id": f"req_{rng.token(32).lower()}",
+        }
+    )
+    return syn.one_interaction(
+        target,
+        _chat_request(model, prompt, len(texts), include, calls),
+        chunks,
+        times,
+        content_type="text/event-stream; charset=utf-8" if charset else "text/event-stream",
+        headers=headers,
+    )
 
 
 def _with_ids(chunks: list[bytes]) -> list[bytes]:
     """The same writes with an ``id: N`` line opening every event (N counts from 1)."""
     from ..transforms import apply, ids
+
     ends = list(itertools.accumulate(map(len, chunks)))
     body, new_ends = apply([ids], b"".join(chunks), ends)
     return [body[a:b] for a, b in zip([0, *new_ends], new_ends)]
 
 
-def synthesize_openrouter(text: str = "", *, tool_calls: Sequence[syn.ToolCallSpec] = (),
-                    usage: Mapping[str, Any] | None = None, finish_reason: str | None = None,
-                    model: str = "openai/gpt-4o-mini", keepalives: int = 3, chunk_size: int = 4,
-                    gap: float = 0.03, first_token: float = 0.6, include_usage: bool = False,
-                    seed: int = 0, prompt: str = syn.DEFAULT_PROMPT, url: str | None = None) -> Cassette:
+def synthesize_openrouter(
+    text: str = "",
+    *,
+    tool_calls: Sequence[syn.ToolCallSpec] = (),
+    usage: Mapping[str, Any] | None = None,
+    finish_reason: str | None = None,
+    model: str = "openai/gpt-4o-mini",
+    keepalives: int = 3,
+    chunk_size: int = 4,
+    gap: float = 0.03,
+    first_token: float = 0.6,
+    include_usage: bool = False,
+    seed: int = 0,
+    prompt: str = syn.DEFAULT_PROMPT,
+    url: str | None = None,
+) -> Cassette:
     """An OpenRouter chat stream: OpenAI's chunk format (plus ``provider`` and
     ``native_finish_reason``), preceded by ``keepalives`` ``: OPENROUTER PROCESSING`` comment
     lines sent while the upstream model has not answered yet (evenly before ``first_token``)."""
@@ -329,18 +463,41 @@ def synthesize_openrouter(text: str = "", *, tool_calls: Sequence[syn.ToolCallSp
     rng = syn.Rng(seed)
     calls = syn.calls(tool_calls, rng, "call_")
     include = include_usage or usage is not None
-    events = _chat_events([text], calls=calls, refusal=None, usage=None if usage is None else dict(usage),
-                          include_usage=include, finish_reason=finish_reason, model=model,
-                          chunk_size=chunk_size, repeat_tool_ids=False, choices_out_of_order=False,
-                          interleave_tool_calls=False, style="openrouter", rng=rng, prompt=prompt)
+    events = _chat_events(
+        [text],
+        calls=calls,
+        refusal=None,
+        usage=None if usage is None else dict(usage),
+        include_usage=include,
+        finish_reason=finish_reason,
+        model=model,
+        chunk_size=chunk_size,
+        repeat_tool_ids=False,
+        choices_out_of_order=False,
+        interleave_tool_calls=False,
+        style="openrouter",
+        rng=rng,
+        prompt=prompt,
+    )
     lead = [(first_token * k / (keepalives + 1), OPENROUTER_KEEPALIVE) for k in range(1, keepalives + 1)]
     chunks, times = syn.schedule(events, rng.writes, first_token=first_token, gap=gap, lead=lead)
-    return syn.one_interaction(url or OPENROUTER_URL, _chat_request(model, prompt, 1, include, calls), chunks, times,
-                     content_type="text/event-stream", headers={"x-generation-id": f"gen-{rng.token(20)}"})
+    return syn.one_interaction(
+        url or OPENROUTER_URL,
+        _chat_request(model, prompt, 1, include, calls),
+        chunks,
+        times,
+        content_type="text/event-stream",
+        headers={"x-generation-id": f"gen-{rng.token(20)}"},
+    )
 
 
 PROTOCOL = Protocol(
-    name="openai.chat", framing="sse", fold=_OpenAIChat, error_event=error_event, http_error=http_error,
-    url=lambda url: _path(url).endswith("/chat/completions"), event=_is_chunk,
+    name="openai.chat",
+    framing="sse",
+    fold=_OpenAIChat,
+    error_event=error_event,
+    http_error=http_error,
+    url=lambda url: _path(url).endswith("/chat/completions"),
+    event=_is_chunk,
     synthesize=synthesize,
 )

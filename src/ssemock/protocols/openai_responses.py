@@ -75,9 +75,11 @@ class _Responses(TypedFold):
             case "response.completed" | "response.incomplete" | "response.failed":
                 self.ended(obj(payload.get("response")))
             case "error":
-                self.result.error = error_of(payload["error"]) if "error" in payload else {
-                    k: v for k, v in payload.items() if k not in ("type", "sequence_number")
-                }
+                self.result.error = (
+                    error_of(payload["error"])
+                    if "error" in payload
+                    else {k: v for k, v in payload.items() if k not in ("type", "sequence_number")}
+                )
 
     def call(self, payload: JSON, kind: str) -> ToolCall:
         """The function call at the event's output_index, which must have been added."""
@@ -108,11 +110,30 @@ def error_event(error: StreamError) -> bytes:
     """An ``error`` event, then ``response.failed`` carrying the same error (the stream ends)."""
     nl = error.newline.encode()
     first = {"type": "error", "code": error.kind, "message": error.message, "param": None}
-    failed = {"type": "response.failed", "response": {
-        "object": "response", "status": "failed", "error": {"code": error.kind, "message": error.message},
-        "incomplete_details": None, "output": []}}
-    return (b"event: error" + nl + b"data: " + orjson.dumps(first) + nl + nl
-            + b"event: response.failed" + nl + b"data: " + orjson.dumps(failed) + nl + nl)
+    failed = {
+        "type": "response.failed",
+        "response": {
+            "object": "response",
+            "status": "failed",
+            "error": {"code": error.kind, "message": error.message},
+            "incomplete_details": None,
+            "output": [],
+        },
+    }
+    return (
+        b"event: error"
+        + nl
+        + b"data: "
+        + orjson.dumps(first)
+        + nl
+        + nl
+        + b"event: response.failed"
+        + nl
+        + b"data: "
+        + orjson.dumps(failed)
+        + nl
+        + nl
+    )
 
 
 def _is_response_event(event: Any) -> bool:
@@ -125,10 +146,20 @@ URL = "https://api.openai.com/v1/responses"
 
 # -- synthesizer ---------------------------------------------------------------------------------
 
-def synthesize(text: str = "", *, tool_calls: Sequence[syn.ToolCallSpec] = (),
-                     usage: Mapping[str, Any] | None = None, model: str = "gpt-4o-mini",
-                     chunk_size: int = 4, gap: float = 0.03, first_token: float = 0.25, seed: int = 0,
-                     prompt: str = syn.DEFAULT_PROMPT, url: str | None = None) -> Cassette:
+
+def synthesize(
+    text: str = "",
+    *,
+    tool_calls: Sequence[syn.ToolCallSpec] = (),
+    usage: Mapping[str, Any] | None = None,
+    model: str = "gpt-4o-mini",
+    chunk_size: int = 4,
+    gap: float = 0.03,
+    first_token: float = 0.25,
+    seed: int = 0,
+    prompt: str = syn.DEFAULT_PROMPT,
+    url: str | None = None,
+) -> Cassette:
     """A streamed Responses API response: ``response.created``, ``response.in_progress``, then
     per output item ``response.output_item.added`` ... ``response.output_item.done`` (a message
     with ``response.content_part.added`` / ``response.output_text.delta`` / ``.done``, or a
@@ -146,14 +177,33 @@ def synthesize(text: str = "", *, tool_calls: Sequence[syn.ToolCallSpec] = (),
         events.append(syn.sse_event({"type": kind, "sequence_number": next(seq), **fields}, kind))
 
     def response(status: str, output: list[JSON], used: JSON | None) -> JSON:
-        return {"id": response_id, "object": "response", "created_at": syn.CREATED, "status": status,
-                "background": False, "error": None, "incomplete_details": None, "instructions": None,
-                "max_output_tokens": None, "model": model, "output": output, "parallel_tool_calls": True,
-                "previous_response_id": None, "reasoning": {"effort": None, "summary": None},
-                "service_tier": "auto", "store": True, "temperature": 1.0,
-                "text": {"format": {"type": "text"}, "verbosity": "medium"}, "tool_choice": "auto",
-                "tools": tools, "top_p": 1.0, "truncation": "disabled", "usage": used, "user": None,
-                "metadata": {}}
+        return {
+            "id": response_id,
+            "object": "response",
+            "created_at": syn.CREATED,
+            "status": status,
+            "background": False,
+            "error": None,
+            "incomplete_details": None,
+            "instructions": None,
+            "max_output_tokens": None,
+            "model": model,
+            "output": output,
+            "parallel_tool_calls": True,
+            "previous_response_id": None,
+            "reasoning": {"effort": None, "summary": None},
+            "service_tier": "auto",
+            "store": True,
+            "temperature": 1.0,
+            "text": {"format": {"type": "text"}, "verbosity": "medium"},
+            "tool_choice": "auto",
+            "tools": tools,
+            "top_p": 1.0,
+            "truncation": "disabled",
+            "usage": used,
+            "user": None,
+            "metadata": {},
+        }
 
     emit("response.created", response=response("in_progress", [], None))
     emit("response.in_progress", response=response("in_progress", [], None))
@@ -162,39 +212,71 @@ def synthesize(text: str = "", *, tool_calls: Sequence[syn.ToolCallSpec] = (),
     if text:
         item_id = f"msg_{rng.token(48).lower()}"
         index = len(output)
-        item: JSON = {"id": item_id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"}
+        item: JSON = {
+            "id": item_id,
+            "type": "message",
+            "status": "in_progress",
+            "content": [],
+            "role": "assistant",
+        }
         emit("response.output_item.added", output_index=index, item=item)
         part: JSON = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
         emit("response.content_part.added", item_id=item_id, output_index=index, content_index=0, part=part)
         for piece in syn.pieces(text, chunk_size, rng.pieces):
             deltas += 1
-            emit("response.output_text.delta", item_id=item_id, output_index=index, content_index=0,
-                 delta=piece, logprobs=[])
-        emit("response.output_text.done", item_id=item_id, output_index=index, content_index=0, text=text,
-             logprobs=[])
+            emit(
+                "response.output_text.delta",
+                item_id=item_id,
+                output_index=index,
+                content_index=0,
+                delta=piece,
+                logprobs=[],
+            )
+        emit(
+            "response.output_text.done",
+            item_id=item_id,
+            output_index=index,
+            content_index=0,
+            text=text,
+            logprobs=[],
+        )
         done_part = {**part, "text": text}
-        emit("response.content_part.done", item_id=item_id, output_index=index, content_index=0, part=done_part)
+        emit(
+            "response.content_part.done", item_id=item_id, output_index=index, content_index=0, part=done_part
+        )
         item = {**item, "status": "completed", "content": [done_part]}
         emit("response.output_item.done", output_index=index, item=item)
         output.append(item)
     for call in calls:
         item_id = f"fc_{rng.token(48).lower()}"
         index = len(output)
-        item = {"id": item_id, "type": "function_call", "status": "in_progress", "arguments": "",
-                "call_id": call.id, "name": call.name}
+        item = {
+            "id": item_id,
+            "type": "function_call",
+            "status": "in_progress",
+            "arguments": "",
+            "call_id": call.id,
+            "name": call.name,
+        }
         emit("response.output_item.added", output_index=index, item=item)
         for piece in syn.pieces(call.text, 5, rng.pieces):
             deltas += 1
             emit("response.function_call_arguments.delta", item_id=item_id, output_index=index, delta=piece)
-        emit("response.function_call_arguments.done", item_id=item_id, output_index=index, arguments=call.text)
+        emit(
+            "response.function_call_arguments.done", item_id=item_id, output_index=index, arguments=call.text
+        )
         item = {**item, "status": "completed", "arguments": call.text}
         emit("response.output_item.done", output_index=index, item=item)
         output.append(item)
     if usage is None:
         input_tokens = 8 + len(prompt) // 4
-        used: JSON = {"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
-                      "output_tokens": deltas, "output_tokens_details": {"reasoning_tokens": 0},
-                      "total_tokens": input_tokens + deltas}
+        used: JSON = {
+            "input_tokens": input_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": deltas,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": input_tokens + deltas,
+        }
     else:
         used = dict(usage)
     emit("response.completed", response=response("completed", output, used))
@@ -202,15 +284,27 @@ def synthesize(text: str = "", *, tool_calls: Sequence[syn.ToolCallSpec] = (),
     body: JSON = {"model": model, "input": syn.user(prompt), "stream": True}
     if calls:
         body["tools"] = tools
-    return syn.one_interaction(url or URL, body, chunks, times,
-                     content_type="text/event-stream; charset=utf-8",
-                     headers={"openai-processing-ms": str(int(first_token * 1000)), "openai-version": "2020-10-01",
-                              "x-request-id": f"req_{rng.token(32).lower()}"})
+    return syn.one_interaction(
+        url or URL,
+        body,
+        chunks,
+        times,
+        content_type="text/event-stream; charset=utf-8",
+        headers={
+            "openai-processing-ms": str(int(first_token * 1000)),
+            "openai-version": "2020-10-01",
+            "x-request-id": f"req_{rng.token(32).lower()}",
+        },
+    )
 
 
 PROTOCOL = Protocol(
-    name="openai.responses", framing="sse", fold=_Responses, error_event=error_event,
-    http_error=openai_error_body, url=lambda url: _path(url).endswith("/responses"),
+    name="openai.responses",
+    framing="sse",
+    fold=_Responses,
+    error_event=error_event,
+    http_error=openai_error_body,
+    url=lambda url: _path(url).endswith("/responses"),
     event=_is_response_event,
     synthesize=synthesize,
 )

@@ -39,13 +39,30 @@ from ..errors import UnmatchedRequestError
 if TYPE_CHECKING:
     from ..record import Recorder
 
-__all__ = ["STACKS", "STACK_KEY", "Allowed", "Patch", "Record", "activate", "adispatch", "deactivate", "dispatch",
-           "errors_of", "passing", "stack_of"]
+__all__ = [
+    "STACKS",
+    "STACK_KEY",
+    "Allowed",
+    "Patch",
+    "Record",
+    "activate",
+    "adispatch",
+    "deactivate",
+    "dispatch",
+    "errors_of",
+    "passing",
+    "stack_of",
+]
 
 STACK_KEY = "ssemock.stack"
 #: stack name (as tagged on requests) -> the library it patches, which is also the name of the
 #: ssemock.stacks module that knows it. Adding a stack = a module here + its line.
-STACKS: dict[str, str] = {"httpx": "httpcore", "httpx2": "httpcore2", "aiohttp": "aiohttp", "urllib3": "urllib3"}
+STACKS: dict[str, str] = {
+    "httpx": "httpcore",
+    "httpx2": "httpcore2",
+    "aiohttp": "aiohttp",
+    "urllib3": "urllib3",
+}
 _LIBRARIES = {library: stack for stack, library in STACKS.items()}
 
 _passing = contextvars.ContextVar("ssemock_passing", default=False)
@@ -135,8 +152,9 @@ _leftover = False  # patches the last player could not remove (another patch was
 class _ImportWatcher(importlib.abc.MetaPathFinder):
     """Patches a stack's library as its import completes, while a player is active."""
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None,
-                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in _LIBRARIES or fullname in _patches:
             return None
         spec = None

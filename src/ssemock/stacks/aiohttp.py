@@ -68,10 +68,16 @@ class _Silent(Exception):
 #: asks for and the names a recording through any stack may have stored. The two markers become
 #: exactly what aiohttp raises for the socket event (see `_as_raised`).
 ERRORS = SimpleNamespace(
-    RemoteProtocolError=_Dropped, ReadTimeout=_Silent,
-    ProtocolError=_Dropped, ReadError=_Dropped, ChunkedEncodingError=_Dropped, ReadTimeoutError=_Silent,
-    ClientPayloadError=ClientPayloadError, ServerDisconnectedError=aiohttp.ServerDisconnectedError,
-    ClientOSError=aiohttp.ClientOSError, ServerTimeoutError=ServerTimeoutError,
+    RemoteProtocolError=_Dropped,
+    ReadTimeout=_Silent,
+    ProtocolError=_Dropped,
+    ReadError=_Dropped,
+    ChunkedEncodingError=_Dropped,
+    ReadTimeoutError=_Silent,
+    ClientPayloadError=ClientPayloadError,
+    ServerDisconnectedError=aiohttp.ServerDisconnectedError,
+    ClientOSError=aiohttp.ClientOSError,
+    ServerTimeoutError=ServerTimeoutError,
     SocketTimeoutError=_SOCKET_TIMEOUT,
 )
 
@@ -97,6 +103,7 @@ def _released(exc: BaseException) -> bool:
 
 
 # -- the request ------------------------------------------------------------------------------
+
 
 class _Collector:
     """A stream writer that keeps what an aiohttp payload writes (its body as bytes)."""
@@ -144,8 +151,9 @@ def _read_timeout(session: aiohttp.ClientSession, timeout: Any) -> float | None:
     return None if read is None else float(read)
 
 
-async def _to_httpx(session: aiohttp.ClientSession, method: str, str_or_url: Any,
-                    kwargs: dict[str, Any]) -> tuple[httpx.Request, URL, CIMultiDict[str], bytes | None]:
+async def _to_httpx(
+    session: aiohttp.ClientSession, method: str, str_or_url: Any, kwargs: dict[str, Any]
+) -> tuple[httpx.Request, URL, CIMultiDict[str], bytes | None]:
     """The request as aiohttp would send it (base_url, params, default headers, auth, cookies,
     body), as a tagged httpx.Request; also its URL, headers, and the body bytes when ``data``
     was one-shot."""
@@ -166,14 +174,22 @@ async def _to_httpx(session: aiohttp.ClientSession, method: str, str_or_url: Any
     body, content_type, once = await _body(session, kwargs.get("data"), kwargs.get("json"))
     if content_type and hdrs.CONTENT_TYPE not in headers:
         headers[hdrs.CONTENT_TYPE] = content_type
-    extensions = {STACK_KEY: "aiohttp",
-                  "timeout": {"read": _read_timeout(session, kwargs.get("timeout", sentinel))}}
-    sent = httpx.Request(method.upper(), str(url), headers=[(str(k), v) for k, v in headers.items()],
-                         content=body, extensions=extensions)
+    extensions = {
+        STACK_KEY: "aiohttp",
+        "timeout": {"read": _read_timeout(session, kwargs.get("timeout", sentinel))},
+    }
+    sent = httpx.Request(
+        method.upper(),
+        str(url),
+        headers=[(str(k), v) for k, v in headers.items()],
+        content=body,
+        extensions=extensions,
+    )
     return sent, url, headers, body if once else None
 
 
 # -- replay -----------------------------------------------------------------------------------
+
 
 class _ReplayReader(StreamReader):
     """aiohttp's StreamReader over a replay stream: each wait for data pulls one planned chunk
@@ -224,7 +240,8 @@ def _cut() -> ClientPayloadError:
     return ClientPayloadError(
         "ssemock: a read was cancelled while the replay waited for a chunk's recorded time, and a "
         "replayed stream cannot resume after that (a socket could): close the response after a "
-        "cancelled read, or replay with timing='instant'")
+        "cancelled read, or replay with timing='instant'"
+    )
 
 
 def _ready_reader(body: bytes, *, limit: int, loop: asyncio.AbstractEventLoop) -> StreamReader:
@@ -236,11 +253,12 @@ def _ready_reader(body: bytes, *, limit: int, loop: asyncio.AbstractEventLoop) -
     return reader
 
 
-async def _to_aiohttp(session: aiohttp.ClientSession, method: str, url: URL, headers: CIMultiDict[str],
-                      response: httpx.Response) -> aiohttp.ClientResponse:
+async def _to_aiohttp(
+    session: aiohttp.ClientSession, method: str, url: URL, headers: CIMultiDict[str], response: httpx.Response
+) -> aiohttp.ClientResponse:
     """A started ClientResponse serving ``response`` (its replay stream lazily)."""
     loop = asyncio.get_running_loop()
-    limit = getattr(session, "_read_bufsize", 2 ** 16)
+    limit = getattr(session, "_read_bufsize", 2**16)
     reader: StreamReader
     if isinstance(response.stream, ReplayStream):
         reader = _ReplayReader(response.stream, limit=limit, loop=loop)
@@ -249,8 +267,17 @@ async def _to_aiohttp(session: aiohttp.ClientSession, method: str, url: URL, hea
     info = aiohttp.RequestInfo(url, method.upper(), CIMultiDictProxy(headers), url)
     extra: dict[str, Any] = {"stream_writer": SimpleNamespace(output_size=0)} if _TAKES_STREAM_WRITER else {}
     resp: aiohttp.ClientResponse = session._response_class(
-        method.upper(), url, writer=None, continue100=None, timer=TimerNoop(), request_info=info,
-        traces=[], loop=loop, session=session, **extra)
+        method.upper(),
+        url,
+        writer=None,
+        continue100=None,
+        timer=TimerNoop(),
+        request_info=info,
+        traces=[],
+        loop=loop,
+        session=session,
+        **extra,
+    )
     items = response.headers.multi_items()
     resp.version = HttpVersion11
     resp.status = response.status_code
@@ -267,7 +294,9 @@ async def _to_aiohttp(session: aiohttp.ClientSession, method: str, url: URL, hea
     return resp
 
 
-async def _raise_for_status(session: aiohttp.ClientSession, resp: aiohttp.ClientResponse, setting: Any) -> None:
+async def _raise_for_status(
+    session: aiohttp.ClientSession, resp: aiohttp.ClientResponse, setting: Any
+) -> None:
     """What ``_request`` does with ``raise_for_status`` (the request's, else the session's)."""
     if setting is None:
         setting = getattr(session, "_raise_for_status", False)
@@ -278,6 +307,7 @@ async def _raise_for_status(session: aiohttp.ClientSession, resp: aiohttp.Client
 
 
 # -- recording --------------------------------------------------------------------------------
+
 
 def _tee(resp: aiohttp.ClientResponse, recorder: Recorder, *, decoded: bool) -> None:
     """Tee the live body into ``recorder`` where aiohttp's parser feeds it: what was buffered
@@ -293,7 +323,7 @@ def _tee(resp: aiohttp.ClientResponse, recorder: Recorder, *, decoded: bool) -> 
         recorder.finish(None)
         return
     for i, data in enumerate(reader._buffer):
-        recorder.chunk(data[reader._buffer_offset:] if i == 0 else data)
+        recorder.chunk(data[reader._buffer_offset :] if i == 0 else data)
     if reader.exception() is not None:
         recorder.finish(_finish_exc(reader.exception()))  # type: ignore[arg-type]
         return
@@ -402,20 +432,34 @@ def _finish_exc(exc: BaseException) -> BaseException:
     return GeneratorExit() if _released(exc) else exc
 
 
-async def _send(original: Any, session: aiohttp.ClientSession, method: str, str_or_url: Any,
-                kwargs: dict[str, Any], passed: PassThrough, body: bytes | None,
-                headers: CIMultiDict[str], url: URL) -> aiohttp.ClientResponse:
+async def _send(
+    original: Any,
+    session: aiohttp.ClientSession,
+    method: str,
+    str_or_url: Any,
+    kwargs: dict[str, Any],
+    passed: PassThrough,
+    body: bytes | None,
+    headers: CIMultiDict[str],
+    url: URL,
+) -> aiohttp.ClientResponse:
     """Send for real (a user's pass-through route, or a recording tee'd into its recorder)."""
     if body is not None:  # one-shot data was consumed building the request: send its bytes
-        kwargs = {**kwargs, "data": body, "headers": {**dict(kwargs.get("headers") or {}),
-                                                       hdrs.CONTENT_TYPE: headers[hdrs.CONTENT_TYPE]}}
+        kwargs = {
+            **kwargs,
+            "data": body,
+            "headers": {**dict(kwargs.get("headers") or {}), hdrs.CONTENT_TYPE: headers[hdrs.CONTENT_TYPE]},
+        }
     if not isinstance(passed, Record):
         with passing(passed.request.url.host):
             return await original(session, method, str_or_url, **kwargs)  # type: ignore[no-any-return]
     setting = kwargs.get("raise_for_status")
-    with passing(passed.request.url.host):  # the error status is recorded too: raise_for_status is applied after the tee
-        resp: aiohttp.ClientResponse = await original(session, method, str_or_url,
-                                                      **{**kwargs, "raise_for_status": False})
+    with passing(
+        passed.request.url.host
+    ):  # the error status is recorded too: raise_for_status is applied after the tee
+        resp: aiohttp.ClientResponse = await original(
+            session, method, str_or_url, **{**kwargs, "raise_for_status": False}
+        )
     auto = kwargs.get("auto_decompress")
     auto = getattr(session, "_auto_decompress", True) if auto is None else auto
     encoding = resp.headers.get(hdrs.CONTENT_ENCODING, "").strip().lower()
@@ -434,6 +478,7 @@ async def _send(original: Any, session: aiohttp.ClientSession, method: str, str_
 
 # -- the patch --------------------------------------------------------------------------------
 
+
 def _upgrade(kwargs: dict[str, Any]) -> bool:
     """A WebSocket handshake (``ws_connect``): not a response body ssemock serves or records."""
     headers = kwargs.get("headers") or {}
@@ -442,8 +487,9 @@ def _upgrade(kwargs: dict[str, Any]) -> bool:
 
 def _patched(original: Any) -> Any:
     @functools.wraps(original)  # keeps the signature: google-genai inspects _request's parameters
-    async def _request(self: aiohttp.ClientSession, method: str, str_or_url: Any,
-                       **kwargs: Any) -> aiohttp.ClientResponse:
+    async def _request(
+        self: aiohttp.ClientSession, method: str, str_or_url: Any, **kwargs: Any
+    ) -> aiohttp.ClientResponse:
         if not intercepting() or self.closed or _upgrade(kwargs):
             return await original(self, method, str_or_url, **kwargs)  # type: ignore[no-any-return]
         sent, url, headers, body = await _to_httpx(self, method, str_or_url, kwargs)
@@ -454,6 +500,7 @@ def _patched(original: Any) -> Any:
         resp = await _to_aiohttp(self, method, url, headers, response)
         await _raise_for_status(self, resp, kwargs.get("raise_for_status"))
         return resp
+
     return _request
 
 

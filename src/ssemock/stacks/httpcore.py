@@ -29,20 +29,30 @@ ERRORS: ModuleType = importlib.import_module("httpcore")
 
 def _to_httpx(request: Any, stack: str) -> httpx.Request:
     url = request.url
-    return httpx.Request(request.method.decode("ascii"), parse_url((url.scheme, url.host, url.port, url.target)),
-                         headers=request.headers, stream=request.stream,
-                         extensions={**request.extensions, STACK_KEY: stack})
+    return httpx.Request(
+        request.method.decode("ascii"),
+        parse_url((url.scheme, url.host, url.port, url.target)),
+        headers=request.headers,
+        stream=request.stream,
+        extensions={**request.extensions, STACK_KEY: stack},
+    )
 
 
 def _to_core(core: ModuleType, response: httpx.Response) -> Any:
-    return core.Response(status=response.status_code, headers=response.headers.raw,
-                         content=response.stream, extensions=response.extensions)
+    return core.Response(
+        status=response.status_code,
+        headers=response.headers.raw,
+        content=response.stream,
+        extensions=response.extensions,
+    )
 
 
 def _teed(passed: PassThrough, real: Any, tee: type[_Tee]) -> Any:
     """The real response, its stream teed into the recorder when the request is being recorded."""
     if isinstance(passed, Record):
-        passed.recorder.begin(real.status, [(k.decode("latin-1"), v.decode("latin-1")) for k, v in real.headers])
+        passed.recorder.begin(
+            real.status, [(k.decode("latin-1"), v.decode("latin-1")) for k, v in real.headers]
+        )
         real.stream = tee(real.stream, passed.recorder)
     return real
 
@@ -76,6 +86,7 @@ def pool_patches(core_name: str, stack: str) -> list[Patch]:
                     real.close()
                 response = passed.recorder.served()
             return _to_core(core, response)
+
         return handle_request
 
     def asynchronous(original: Any) -> Any:
@@ -103,10 +114,13 @@ def pool_patches(core_name: str, stack: str) -> list[Patch]:
                     await real.aclose()
                 response = passed.recorder.served()
             return _to_core(core, response)
+
         return handle_async_request
 
-    return [Patch(core.ConnectionPool, "handle_request", sync),
-            Patch(core.AsyncConnectionPool, "handle_async_request", asynchronous)]
+    return [
+        Patch(core.ConnectionPool, "handle_request", sync),
+        Patch(core.AsyncConnectionPool, "handle_async_request", asynchronous),
+    ]
 
 
 def patches() -> list[Patch]:

@@ -64,29 +64,40 @@ class _Stalled(Exception):
 
 # Planned faults (and recorded errors, by type name) as the socket events they are; anything
 # else a recording stored ends the body early, like RemoteProtocolError.
-ERRORS = SimpleNamespace(RemoteProtocolError=_Disconnect, ReadTimeout=_Stalled, ReadTimeoutError=_Stalled,
-                         TimeoutError=_Stalled, timeout=_Stalled, ServerTimeoutError=_Stalled,
-                         SocketTimeoutError=_Stalled)
+ERRORS = SimpleNamespace(
+    RemoteProtocolError=_Disconnect,
+    ReadTimeout=_Stalled,
+    ReadTimeoutError=_Stalled,
+    TimeoutError=_Stalled,
+    timeout=_Stalled,
+    ServerTimeoutError=_Stalled,
+    SocketTimeoutError=_Stalled,
+)
 
 _teeing: contextvars.ContextVar[tuple[Recorder, str, HTTPConnectionPool] | None] = contextvars.ContextVar(
-    "ssemock_urllib3_teeing", default=None)
+    "ssemock_urllib3_teeing", default=None
+)
 _MAX_HEAD = 1 << 20  # h11's limit for a response head (http.client allows 100 lines of 64 KB)
 # connection -> its CONNECT tunnel through a proxy, opened only if the request is sent for real
 _tunnels: weakref.WeakKeyDictionary[Any, Callable[[], None]] = weakref.WeakKeyDictionary()
 
 
 def patches() -> list[Patch]:
-    return [Patch(HTTPConnectionPool, "_make_request", _intercepting),
-            Patch(HTTPSConnectionPool, "_prepare_proxy", _deferring),
-            Patch(HTTPConnection, "getresponse", _teeing_getresponse)]
+    return [
+        Patch(HTTPConnectionPool, "_make_request", _intercepting),
+        Patch(HTTPSConnectionPool, "_prepare_proxy", _deferring),
+        Patch(HTTPConnection, "getresponse", _teeing_getresponse),
+    ]
 
 
 def _deferring(original: Any) -> Any:
     """``urlopen`` opens an HTTPS proxy tunnel before ``_make_request``: a replay must not."""
+
     def _prepare_proxy(self: HTTPSConnectionPool, conn: Any) -> None:
         if not intercepting():
             return original(self, conn)  # type: ignore[no-any-return]
         _tunnels[conn] = lambda: original(self, conn)
+
     return _prepare_proxy
 
 
@@ -105,7 +116,9 @@ def _intercepting(original: Any) -> Any:
         try:
             response = dispatch(request)
         except PassThrough as passed:
-            token = _teeing.set((passed.recorder, call["method"], self) if isinstance(passed, Record) else None)
+            token = _teeing.set(
+                (passed.recorder, call["method"], self) if isinstance(passed, Record) else None
+            )
             try:
                 with passing(passed.request.url.host):
                     if tunnel is not None:
@@ -151,11 +164,17 @@ def _request(pool: HTTPConnectionPool, call: dict[str, Any], body: bytes) -> htt
     timeout = pool._get_timeout(call["timeout"])
     timeout.start_connect()
     read = Timeout.resolve_default_timeout(timeout.read_timeout)
-    return httpx.Request(call["method"], url, headers=headers, content=body,
-                         extensions={STACK_KEY: STACK, "timeout": {"read": read}})
+    return httpx.Request(
+        call["method"],
+        url,
+        headers=headers,
+        content=body,
+        extensions={STACK_KEY: STACK, "timeout": {"read": read}},
+    )
 
 
 # -- replay ------------------------------------------------------------------------------------
+
 
 def _serve(pool: HTTPConnectionPool, call: dict[str, Any], response: httpx.Response) -> BaseHTTPResponse:
     """The response urllib3 would build from a socket that sends this one."""
@@ -172,11 +191,21 @@ def _serve(pool: HTTPConnectionPool, call: dict[str, Any], response: httpx.Respo
     reader = _ReplayReader(_head(response, chunked=not bodiless), pieces, stream)
     raw = http.client.HTTPResponse(_ReplaySocket(reader), method=method)  # type: ignore[arg-type]
     raw.begin()
-    served = HTTPResponse(body=raw, headers=HTTPHeaderDict(raw.msg.items()), status=raw.status,
-                          version=raw.version, version_string="HTTP/1.1", reason=raw.reason,
-                          preload_content=call["preload_content"], decode_content=call["decode_content"],
-                          original_response=raw, enforce_content_length=call["enforce_content_length"],
-                          request_method=method, request_url=call["url"], sock_shutdown=reader.shutdown)
+    served = HTTPResponse(
+        body=raw,
+        headers=HTTPHeaderDict(raw.msg.items()),
+        status=raw.status,
+        version=raw.version,
+        version_string="HTTP/1.1",
+        reason=raw.reason,
+        preload_content=call["preload_content"],
+        decode_content=call["decode_content"],
+        original_response=raw,
+        enforce_content_length=call["enforce_content_length"],
+        request_method=method,
+        request_url=call["url"],
+        sock_shutdown=reader.shutdown,
+    )
     served.retries = call["retries"]
     served._connection = call["response_conn"]
     served._pool = pool
@@ -192,8 +221,10 @@ def _head(response: httpx.Response, *, chunked: bool) -> bytes:
         if name.lower() in _FRAMING:  # bodies are stored decoded, and served chunked
             continue
         if b"\r" in value or b"\n" in value:
-            raise ValueError(f"ssemock: the response header {name.decode('latin-1')!r} holds a line break; "
-                             f"a header value must be one line (fix it in the cassette)")
+            raise ValueError(
+                f"ssemock: the response header {name.decode('latin-1')!r} holds a line break; "
+                f"a header value must be one line (fix it in the cassette)"
+            )
         lines.append(name + b": " + value)
     if chunked:
         lines.append(b"transfer-encoding: chunked")
@@ -260,6 +291,7 @@ class _ReplayReader(io.RawIOBase):
 
 # -- recording ---------------------------------------------------------------------------------
 
+
 def _teeing_getresponse(original: Any) -> Any:
     def getresponse(self: HTTPConnection) -> Any:
         teeing = _teeing.get()
@@ -273,6 +305,7 @@ def _teeing_getresponse(original: Any) -> Any:
         finally:
             if self.sock is tee:  # http.client sets None when the response closes the connection
                 self.sock = sock
+
     return getresponse
 
 
@@ -351,8 +384,10 @@ class _Tee:
                 if isinstance(event, h11.Data):
                     rec.chunk(event.data)
                 elif isinstance(event, h11.Response):
-                    rec.begin(event.status_code, [(k.decode("latin-1"), v.decode("latin-1"))
-                                                  for k, v in event.headers.raw_items()])
+                    rec.begin(
+                        event.status_code,
+                        [(k.decode("latin-1"), v.decode("latin-1")) for k, v in event.headers.raw_items()],
+                    )
                 elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
                     ended = True
         except h11.RemoteProtocolError as exc:  # e.g. closed before the body's end
@@ -372,7 +407,9 @@ class _Tee:
     def fail(self, exc: Exception) -> None:
         """A ``recv`` failed. A timeout is stored as the error urllib3 raises for it (the urllib3
         and aiohttp stacks replay that name as their read timeout)."""
-        self.end(ReadTimeoutError(self._pool, None, "Read timed out.") if isinstance(exc, TimeoutError) else exc)
+        self.end(
+            ReadTimeoutError(self._pool, None, "Read timed out.") if isinstance(exc, TimeoutError) else exc
+        )
 
     def end(self, exc: BaseException | None) -> None:
         if self._rec is not None:
