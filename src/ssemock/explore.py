@@ -521,17 +521,12 @@ def replaying_recorded(player: Player) -> Iterator[None]:
         ) = saved
 
 
-def item_key(nodeid: str, player: Player, rootdir: Path) -> str:
-    """The database key of one test: its node id and its cassette, by its path under the rootdir
-    (else by its name: a cassette in a temporary folder keeps its key from run to run)."""
-    path = player.path
-    if path is None:
-        return f"\0{nodeid}"
-    try:
-        where = Path(path).resolve().relative_to(rootdir.resolve()).as_posix()
-    except ValueError:
-        where = Path(path).name
-    return f"{where}\0{nodeid}"
+def item_key(nodeid: str, player: Player) -> str:
+    """The database key of one test: its node id (relative to the rootdir already) and its
+    cassette's file name. Not the cassette's full path: a cassette made in a temporary folder (a
+    fixture's ``tmp_path_factory``) lands in another folder each run, and its failures must still
+    be replayed first."""
+    return f"{Path(player.path).name if player.path is not None else ''}\0{nodeid}"
 
 
 def run_item(
@@ -564,7 +559,7 @@ def run_item(
             faults=faults if faults is not None else False,  # type: ignore[arg-type]
             seed=seed,
             database=rootdir / DATABASE,
-            key=item_key(nodeid, player, rootdir),
+            key=item_key(nodeid, player),
             derandomize=derandomize,
         )
     if failure is not None:
