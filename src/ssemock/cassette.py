@@ -80,6 +80,7 @@ class SecretError(CassetteError):
         message: str | None = None,
     ) -> None:
         self.findings = findings
+        """Each secret found: where, which rule, the value's shape (never the value)."""
         super().__init__(
             message
             if message is not None

@@ -71,9 +71,12 @@ __all__ = [
 ]
 
 REDACTED = "REDACTED"
+"""What a redacted value is replaced with."""
 #: A header, query parameter or form field with such a name holds a credential.
 #: ``tokens`` (a count: ``x-ratelimit-remaining-tokens``, ``anthropic-ratelimit-tokens-reset``) is not ``token``.
 SECRET_NAME = re.compile(r"token(?!s)|secret|key|auth|passw|signature|^sig$|session|cookie|credential", re.I)
+"""A header, query parameter or form field whose name matches holds a credential when its value
+looks generated (``tokens``, a count, is not ``token``)."""
 
 
 @dataclass(frozen=True)
@@ -81,9 +84,13 @@ class Secret:
     """One credential found: what it is, where (offsets into the scanned text), a masked preview."""
 
     what: str
+    """What was found, e.g. ``an Anthropic key (sk-ant-...)``."""
     start: int
+    """Where it starts in the scanned text."""
     end: int
-    preview: str  # the shape's public prefix and ``***``: never a character of the secret
+    """Where it ends in the scanned text."""
+    preview: str
+    """The shape's public prefix and ``***``: never a character of the secret."""
 
 
 @dataclass(frozen=True)
@@ -226,6 +233,7 @@ _ESCAPES = sorted(
 _HEX_CREDENTIAL = rb"(?:2[0BDEFbdef]|3[0-9Dd]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff])"  # space+-./0-9=A-Z_a-z
 _ANY_ESCAPE = re.compile(rb"[%\\](?:(?:25)*" + _HEX_CREDENTIAL + rb"|\\*(?:u00" + _HEX_CREDENTIAL + rb"|/))")
 Finder = Callable[[bytes], list[tuple[int, int]]]
+"""A search over a field's bytes: (anchor index, start) of every shape anchor found."""
 
 
 def _finders(accelerated: bool = True) -> tuple[Finder, Callable[[bytes], list[int]]]:
@@ -604,6 +612,7 @@ CREDENTIAL_NAME = re.compile(
     r"|auth_token|bearer_token|private_key|secret_key|secret_access_key|session_token|security_token)$"
     r"|^(?:token|pwd|authorization|proxy_authorization)$"
 )
+"""Names (in words, lower case, ``_`` between them) that hold a credential whatever their value."""
 
 
 def credential_name(name: str) -> bool:
@@ -772,13 +781,21 @@ class Finding:
     decoded form), which rule found it, and what the value looks like -- never the value."""
 
     interaction: int
-    field: str  # request.url, request.headers['x'], request.body, response.headers['x'], response.body, response.error
-    rule: str  # what was found: "an Anthropic key (sk-ant-...)", "a credential-named field 'password'"
-    shape: str  # the value's length and character classes (value_shape)
-    preview: str  # the shape's public prefix and ``***``, never a character of the secret
-    path: str = ""  # inside the field: "$.messages[0].content", "event 3 $.delta.text", "gzip", "base64 ..."
-    start: int | None = None  # offsets into the field as stored, when found there (not only decoded)
+    """The index of the interaction it is in."""
+    field: str
+    """Which field: ``request.url``, ``request.headers['x']``, ``request.body``, ``response.body``, ..."""
+    rule: str
+    """What was found: ``an Anthropic key (sk-ant-...)``, ``a credential-named field 'password'``."""
+    shape: str
+    """The value's length and character classes, e.g. ``20 chars: digits - : T Z``."""
+    preview: str
+    """The shape's public prefix and ``***``, never a character of the secret."""
+    path: str = ""
+    """Where inside the field: ``$.messages[0].content``, ``event 3 $.delta.text``, ``gzip``, ``base64``."""
+    start: int | None = None
+    """Where it starts in the field as stored (None: found only in a decoded form)."""
     end: int | None = None
+    """Where it ends in the field as stored (None: found only in a decoded form)."""
 
     @property
     def where(self) -> str:
