@@ -615,11 +615,22 @@ CREDENTIAL_NAME = re.compile(
 """Names (in words, lower case, ``_`` between them) that hold a credential whatever their value."""
 
 
+#: the same names run together, as a header name stored in lower case has them (``accesstoken``)
+_CREDENTIAL_JOINED = re.compile(
+    r"(?:password|passwd|passphrase|clientsecret|apikey|accesstoken|refreshtoken|idtoken|authtoken|bearertoken"
+    r"|privatekey|secretkey|secretaccesskey|sessiontoken|securitytoken)$|^(?:proxyauthorization)$"
+)
+
+
 def credential_name(name: str) -> bool:
     """Whether a field, header, parameter or JSON key named ``name`` holds a credential whatever
-    its value (see `CREDENTIAL_NAME`)."""
+    its value (see `CREDENTIAL_NAME`; also with its words run together, as HTTP header names are
+    stored in lower case: ``accessToken`` is kept as ``accesstoken``)."""
     words = re.sub(r"[^a-z0-9]+", "_", _CAMEL.sub("_", name).lower()).strip("_")
-    return CREDENTIAL_NAME.search(words) is not None
+    return (
+        CREDENTIAL_NAME.search(words) is not None
+        or _CREDENTIAL_JOINED.search(words.replace("_", "")) is not None
+    )
 
 
 def _credential_value(value: object) -> bool:
