@@ -59,7 +59,6 @@ from .serving import (
     TimingSpec,
     TransformSpec,
     _server_push,
-    _timeout_cut,
     plan_response,
 )
 from .stacks import Record
@@ -415,21 +414,7 @@ class Player:
         )
         t0 = _timing.clock.now() - (time.perf_counter() - recorder.t0)  # when the request was sent
         stream = ReplayStream(plan, t0)
-        play = Play(
-            -1,
-            request,
-            interaction,
-            self.chunking,
-            self.transforms,
-            stream,
-            plan.body,
-            plan.ends,
-            plan.faults,
-            cut=_timeout_cut(plan),
-            framing=plan.framing,
-            cut_at=plan.cut_at,
-            status=plan.status,
-        )
+        play = Play.of(-1, request, interaction, plan, stream, self.chunking, self.transforms)
         with self._lock:
             if plan.consumes:
                 self._again = [r for r in self._again if r is not recorder]
@@ -501,21 +486,7 @@ class Player:
             limit = min(read_timeout, _held.HOLD_LIMIT) if read_timeout is not None else _held.HOLD_LIMIT
             gate = _held.Gate(self._requests, since, limit, self._never_requested(index, core))
         stream = ReplayStream(plan, t0, gate)
-        play = Play(
-            index,
-            request,
-            interaction,
-            self.chunking,
-            self.transforms,
-            stream,
-            plan.body,
-            plan.ends,
-            plan.faults,
-            cut=_timeout_cut(plan),
-            framing=plan.framing,
-            cut_at=plan.cut_at,
-            status=plan.status,
-        )
+        play = Play.of(index, request, interaction, plan, stream, self.chunking, self.transforms)
         with self._lock:
             self.plays.append(play)
             self._latest = play

@@ -376,6 +376,34 @@ class Play:
     faults: list[str] = field(default_factory=list)
     """The faults applied, described."""
 
+    @classmethod
+    def of(
+        cls,
+        index: int,
+        request: httpx.Request,
+        interaction: Interaction,
+        plan: Plan,
+        stream: ReplayStream,
+        chunking: _chunking.Chunking,
+        transforms: list[_transforms.Transform],
+    ) -> Play:
+        """The play of ``plan`` served through ``stream`` (``index`` -1: a recording run's)."""
+        return cls(
+            index,
+            request,
+            interaction,
+            chunking,
+            transforms,
+            stream,
+            plan.body,
+            plan.ends,
+            plan.faults,
+            cut=_timeout_cut(plan),
+            framing=plan.framing,
+            cut_at=plan.cut_at,
+            status=plan.status,
+        )
+
     def described(self) -> str:
         """What this response went through: ``chunking X, transform Y, faults Z``."""
         parts = [f"chunking {self.chunking}"]

@@ -456,26 +456,6 @@ raw_unicode = Transform(
 
 # -- names ----------------------------------------------------------------------------------------
 
-_NAMED = {
-    t.name: t
-    for t in (
-        crlf,
-        cr,
-        mixed,
-        no_space,
-        comments,
-        ids,
-        meta,
-        retry,
-        raw_unicode,
-        blank_lines,
-        no_final_newline,
-        compact,
-        pretty,
-        bracket_lines,
-    )
-}
-_SHOWN = [*_NAMED, "keepalive[:COMMENT]", "pad[:N]"]
 ALL: tuple[Transform, ...] = (
     crlf,
     cr,
@@ -495,6 +475,8 @@ ALL: tuple[Transform, ...] = (
     bracket_lines,
 )
 """What ``transform="all"`` runs, after the untransformed stream: every named transform alone."""
+_NAMED = {t.name: t for t in ALL if t.name not in ("keepalive", "pad")}  # the two that take a value
+_SHOWN = [*_NAMED, "keepalive[:COMMENT]", "pad[:N]"]
 NETWORK: tuple[Transform, ...] = (keepalive(), comments, pad())
 """What networks and proxies do to a stream on its way (``transform="network"``): heartbeat comments and padding; a client that fails under one of these fails against the real provider behind a proxy or load balancer. (Re-chunking, the other thing networks do, is the chunking's job.)"""
 CONFORMING: tuple[Transform, ...] = (
