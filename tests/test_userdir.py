@@ -128,3 +128,21 @@ def test_the_plugin_removes_its_run_folder(pytester: pytest.Pytester, runtime: P
     result.assert_outcomes(passed=1)
     assert list(pytester.path.rglob("*.json"))  # it recorded, so it made a run folder
     assert list((runtime / "runs").iterdir()) == []
+
+
+def test_a_sweep_keeps_its_lock_until_the_folder_is_gone(tmp_path: Path) -> None:
+    """A process that opened a run folder's ``.alive`` just before a sweep took it gets its shared
+    lock only once the folder is removed, and then sees its file gone (so it makes the folder
+    anew) instead of using a folder removed under it (a race seen in a shuffled full run)."""
+    import fcntl
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    fd = os.open(folder / ".alive", os.O_RDWR | os.O_CREAT, 0o600)  # opened, not yet locked
+    try:
+        runs._remove_if_unused(folder)  # the sweep: exclusive lock, remove, then release
+        assert not folder.exists()
+        fcntl.flock(fd, fcntl.LOCK_SH)  # the other process's lock comes only now ...
+        assert not runs._same(fd, folder / ".alive")  # ... and its file is gone: it starts again
+    finally:
+        os.close(fd)

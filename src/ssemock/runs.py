@@ -50,23 +50,29 @@ def _same(fd: int, path: Path) -> bool:
         return False
 
 
-def _unused(path: Path) -> bool:
-    """Whether no process holds the run folder at ``path`` (taking it if so: the caller removes it)."""
+def _remove_if_unused(path: Path) -> None:
+    """Remove the run folder at ``path`` when no process holds it. The exclusive lock is kept
+    until the folder is gone: a process that opened its ``.alive`` meanwhile waits for its shared
+    lock, then finds the file gone (``_same``) and makes the folder anew, instead of using a
+    folder being removed under it."""
     if fcntl is None:
-        return False
+        return
     try:
         fd = os.open(path / ".alive", os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
-        return True
+        shutil.rmtree(path, ignore_errors=True)
+        return
     except OSError:
-        return False
+        return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        return False
+        os.close(fd)
+        return
+    try:
+        shutil.rmtree(path, ignore_errors=True)
     finally:
-        os.close(fd)  # the folder is removed next: releasing the lock first is harmless
-    return True
+        os.close(fd)
 
 
 def finish(run: str) -> None:
@@ -76,8 +82,10 @@ def finish(run: str) -> None:
     if fd is not None:
         os.close(fd)
         path = private_dir("runs", run)
-        if fcntl is None or _unused(path):
+        if fcntl is None:
             shutil.rmtree(path, ignore_errors=True)
+        else:
+            _remove_if_unused(path)
     sweep()
 
 
@@ -91,5 +99,5 @@ def sweep() -> None:
     except OSError:
         return
     for entry in entries:
-        if entry.name not in _held and entry.is_dir(follow_symlinks=False) and _unused(Path(entry.path)):
-            shutil.rmtree(entry.path, ignore_errors=True)
+        if entry.name not in _held and entry.is_dir(follow_symlinks=False):
+            _remove_if_unused(Path(entry.path))
