@@ -24,6 +24,7 @@ import brotli
 import httpx
 import orjson
 import pytest
+import vcr  # vcrpy: a dev dependency (the importer is tested against what it really writes)
 import yaml
 import zstandard
 from starlette.applications import Starlette
@@ -36,8 +37,6 @@ from ssemock import Cassette, CassetteError, framing
 from ssemock.cli import main
 from ssemock.server import running
 from ssemock.vcr import ImportSummary, import_paths, import_vcr
-
-vcr = pytest.importorskip("vcr")
 
 SSE = b'data: {"a": 1}\n\nevent: x\ndata: \xe4\xb8\x96\n\ndata: [DONE]\n\n'
 NDJSON = b'{"message": {"content": "Hel"}}\n{"message": {"content": "lo"}, "done": true}\n'

@@ -10,13 +10,12 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
+import vcr  # vcrpy: a dev dependency (the importer is tested against what it really writes)
 
 import ssemock
 from ssemock import Cassette, CassetteError, sse
 from ssemock.cli import main
 from ssemock.vcr import NO_BOUNDARIES, from_vcr, import_vcr
-
-vcr = pytest.importorskip("vcr")
 
 KEY = "sk-test-0123456789abcdef"
 ROUTES = [
