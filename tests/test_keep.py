@@ -334,10 +334,10 @@ def test_a_partial_that_cannot_be_written_is_a_warning_not_in_place_of_the_inter
     good = _good(path, f"{server}/leak?n=3")
     real = ssemock.Cassette.save
 
-    def full_disk(self: ssemock.Cassette, target: Any = None) -> Path:
+    def full_disk(self: ssemock.Cassette, target: Any = None, **options: Any) -> Path:
         if str(target).endswith(".partial.json"):
             raise OSError(28, "No space left on device")
-        return real(self, target)
+        return real(self, target, **options)
 
     monkeypatch.setattr(ssemock.Cassette, "save", full_disk)
     with pytest.warns(

@@ -570,7 +570,7 @@ def _cmd_accept(args: argparse.Namespace) -> int:
         _out(f"would write {target}")
         return 0
     with lock_for(target):
-        cassette.save(target)
+        cassette.save(target, scan_secrets=False)  # scanned just above
         source.unlink()
     _out(f"accepted {source}: wrote {target}")
     return 0

@@ -73,7 +73,7 @@ def keep_masked(interactions: list[Interaction], path: str | os.PathLike[str]) -
     left = find_secrets(masked)
     if left:
         return Kept(None, changes, left)
-    return Kept(masked.save(path), changes, [])
+    return Kept(masked.save(path, scan_secrets=False), changes, [])  # scanned just above
 
 
 _REDACTED = re.compile(re.escape(REDACTED))

@@ -165,7 +165,7 @@ def import_cassettes(
         if write:
             if job.target in job.sources and keep_originals:  # vcrpy's JSON serializer used ssemock's name
                 shutil.copyfile(job.target, _kept(job.target))
-            cassette.save(job.target)
+            cassette.save(job.target, scan_secrets=False)  # scanned just above
         done.append(job)
     return done, refused
 

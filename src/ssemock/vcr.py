@@ -868,8 +868,8 @@ def _import_one(
             "recording), or import with --scrub-bodies",
         )
     try:
-        cassette.save(target)
-    except CassetteError as exc:  # a check at save time (a secret scan) refused it
+        cassette.save(target, scan_secrets=False)  # scanned just above
+    except CassetteError as exc:  # a check at save time refused it
         return _refusal(source, exc)
     except OSError as exc:
         return Refused(source, f"cannot write {target}: {exc.strerror or exc}")
