@@ -618,6 +618,30 @@ def _without_secrets(name: str) -> str:
     return f"{base}[secret-{digest}]" if bracket and mask_text(base) == base else f"secret-{digest}"
 
 
+_STAND_INS = pytest.StashKey[int]()
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """A parameter that holds a secret (a key used as a pytest parameter, any value of an
+    argument named like a credential: ``password``, ``api_key``) gets a hashed stand-in for its
+    id, ``secret-<sha256 prefix>``: stable across runs, distinct per value, so pytest's terminal
+    and reports, and the cassette file named after the test, never show it. An ``ids=`` you
+    write yourself is shown as written."""
+    from .secrets import credential_name, mask_text, scan
+
+    if isinstance(val, bytes):
+        text = val.decode("utf-8", "surrogateescape")
+    elif isinstance(val, (str, int, float)) and not isinstance(val, bool):
+        text = str(val)
+    else:
+        return None
+    named = credential_name(argname) and text.strip() != ""
+    if not named and not scan(text) and mask_text(text) == text:
+        return None
+    config.stash[_STAND_INS] = config.stash.get(_STAND_INS, 0) + 1
+    return "secret-" + hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+
+
 def cassette_name(node: Any) -> str:
     """The test's name without the ssemock variant id, safe as a file name; a test in a class is
     ``Class.test`` (nested: ``Outer.Inner.test``), so same-named tests never share a cassette."""
@@ -908,7 +932,14 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """With ``-v``: what each explored test exercised."""
+    """With ``-v``: what each explored test exercised. Always: how many parameters holding a
+    secret got a hashed stand-in for their test id."""
+    stand_ins = config.stash.get(_STAND_INS, 0)
+    if stand_ins:
+        terminalreporter.write_line(
+            f"ssemock: {stand_ins} test parameter(s) held a secret: their test ids show a hashed "
+            f"stand-in (secret-...) instead"
+        )
     found = config.stash.get(_COVERAGE, [])
     if found and config.get_verbosity() > 0:
         terminalreporter.section("ssemock explore coverage")

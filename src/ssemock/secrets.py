@@ -56,8 +56,10 @@ __all__ = [
     "decode_content",
     "entropy",
     "escape_control",
+    "is_stream",
     "looks_random",
     "mask_text",
+    "secret_spans",
     "safe_message",
     "scan",
     "scan_body",
@@ -734,19 +736,18 @@ def base64_text(run: str | bytes) -> str | None:
     return text if len(text) >= 8 and printable >= 0.95 * len(text) else None
 
 
-def mask_text(text: str) -> str:
-    """``text`` with every secret the scanner finds, every value named as a credential
-    (``password=...``, ``"api_key": "..."``: whatever it looks like), every credential-like value
-    under a credential-like name (``x-auth-token: 9f8e...``) and every base64 run that decodes to
-    a secret replaced by a masked preview such as ``sk-ant-***`` or ``***``."""
+def secret_spans(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, preview)`` of every secret the scanner finds in ``text``, every value named
+    as a credential (``password=...``, ``"api_key": "..."``: whatever it looks like), every
+    credential-like value under a credential-like name (``x-auth-token: 9f8e...``) and every base64
+    run that decodes to a secret: sorted, none overlapping. What `mask_text` masks, and what a
+    refused recording has masked (`ssemock.inspect.redact`)."""
     found = scan(text)
-    spans = [(s.start, s.end) for s in found]
-    previews = [s.preview for s in found]
+    spans = [(s.start, s.end, s.preview) for s in found]
 
     def add(a: int, b: int) -> None:
-        if a < b and not any(a < e and s < b for s, e in spans):
-            spans.append((a, b))
-            previews.append("***")
+        if a < b and not any(a < e and s < b for s, e, _ in spans):
+            spans.append((a, b, "***"))
 
     for a, b, value, named in _named_values(text):
         if named and _credential_value(value.strip("'\"")) or not named and looks_random(value):
@@ -755,15 +756,22 @@ def mask_text(text: str) -> str:
         decoded = base64_text(m.group())
         if decoded is not None and (scan(decoded) or any(named for *_, named in _named_values(decoded))):
             add(m.start(), m.end())
+    out: list[tuple[int, int, str]] = []
+    for span in sorted(spans):
+        if not out or span[0] >= out[-1][1]:
+            out.append(span)
+    return out
+
+
+def mask_text(text: str) -> str:
+    """``text`` with every span `secret_spans` finds replaced by a masked preview such as
+    ``sk-ant-***`` or ``***``."""
+    spans = secret_spans(text)
     if not spans:
         return text
-    order = sorted(range(len(spans)), key=lambda k: spans[k])
     out, pos = [], 0
-    for k in order:
-        a, b = spans[k]
-        if a < pos:
-            continue
-        out += [text[pos:a], previews[k]]
+    for a, b, preview in spans:
+        out += [text[pos:a], preview]
         pos = b
     out.append(text[pos:])
     return "".join(out)
@@ -1199,7 +1207,8 @@ def decode_content(body: bytes, encoding: str) -> tuple[bytes, list[str]]:
     return body, layers
 
 
-def _is_stream(x: _InteractionLike) -> bool:
+def is_stream(x: _InteractionLike) -> bool:
+    """Whether an interaction's response is a stream (its events are read one by one)."""
     ct = (x.response.header("content-type") or "").lower()
     return (
         len(x.response.ends) > 1
@@ -1226,7 +1235,7 @@ def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
     for k, v in resp.headers:
         s.header("response", k, v)
     if resp.body:
-        s.body("response.body", resp.body, resp.headers, req.url, stream=_is_stream(x))
+        s.body("response.body", resp.body, resp.headers, req.url, stream=is_stream(x))
     if resp.error:
         s.text("response.error", orjson.dumps(resp.error).decode(), "", 0)
     return _first_per_place(s.found)

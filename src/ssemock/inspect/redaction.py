@@ -9,10 +9,21 @@ from typing import Any
 
 from ..cassette import (
     Cassette,
+    Interaction,
     Response,
 )
 from ..redact import REDACTED, redact_request, redact_response, replace_spans
-from ..secrets import Secret, scan, scan_body, scan_header, scan_url
+from ..secrets import (
+    Secret,
+    decode_content,
+    is_stream,
+    scan,
+    scan_body,
+    scan_header,
+    scan_interaction,
+    scan_url,
+)
+from .masking import mask_body
 
 Edit = tuple[int, int, int]  # old start, old end, new length
 
@@ -168,4 +179,42 @@ def redact(cassette: Cassette) -> list[str]:
             changes += [f"interaction {i} response.error: {f}" for f in found]
             resp.error = error
         x.response = resp
+        changes += _mask_decoded(i, x)
+    return changes
+
+
+def _mask_decoded(i: int, x: Interaction) -> list[str]:
+    """Mask, in place, what the scan still finds in a body's decoded forms only (a key split
+    across a stream's deltas, a credential-named value, base64, a compressed layer): see
+    `ssemock.inspect.masking`. A compressed body is stored decoded (its header dropped)."""
+    fields = {f.field for f in scan_interaction(x, i)}
+    changes = []
+    for side in ("request", "response"):
+        if f"{side}.body" not in fields:
+            continue
+        part = x.request if side == "request" else x.response
+        headers = list(part.headers)
+        body = part.body or b""
+        encoding = next((v for k, v in headers if k.lower() == "content-encoding"), "")
+        decoded = False
+        if encoding:
+            plain, layers = decode_content(body, encoding)
+            if layers:
+                body, decoded = plain, True
+                headers = [
+                    (k, v) for k, v in headers if k.lower() not in ("content-encoding", "content-length")
+                ]
+                changes.append(f"interaction {i} {side}.body: stored decoded ({', '.join(layers)})")
+        content_type = next((v for k, v in headers if k.lower() == "content-type"), "") or ""
+        masked = mask_body(body, content_type=content_type, stream=side == "response" and is_stream(x))
+        changes += [f"interaction {i} {side}.body: {what}" for what in masked.masked]
+        if side == "request":
+            x.request.headers, x.request.body = headers, masked.body
+            continue
+        resp = x.response
+        if decoded:  # the boundaries were the compressed bytes': one chunk, at the last time
+            ends, times = [len(masked.body)], [resp.times[-1] if resp.times else 0.0]
+        else:
+            ends, times = remap_ends(resp.ends, resp.times, masked.edits, len(masked.body))
+        x.response = Response(resp.status, headers, masked.body, ends, times, resp.complete, resp.error)
     return changes

@@ -1,0 +1,311 @@
+"""Secrets masked where only a decoded form of a body shows them.
+
+The byte-level scrub (`ssemock.inspect.redaction`) masks what the scanner finds in a body as
+stored. The scan also reads decoded forms (`ssemock.secrets.scan_cassette`), and a secret found
+only there needs masking there: a value under a credential name (``{"password": 12}``), a key
+inside a base64 value (Bedrock's ``{"bytes": ...}`` payloads), in a compressed layer, or split
+across the deltas of a stream (the model streams a key back 3 characters at a time).
+`mask_body` decodes the body into its units (SSE data lines, JSON lines, JSON array elements,
+eventstream frames, multipart parts, the whole document), walks each unit's strings, joins the
+strings at one JSON path across units as the scan does, masks every secret span (a span
+across pieces: ``REDACTED`` in the first, the rest of it removed), and writes back only the
+units that changed: the stream keeps its events, framing and boundaries.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .. import framing
+from ..framing import eventstream
+from ..framing.json_array import _spans as _array_spans
+from ..redact import REDACTED
+from ..secrets import base64_text, credential_name, scan_form, secret_spans
+
+__all__ = ["Masked", "mask_body"]
+
+Edit = tuple[int, int, int]  # old start, old end, new length
+_DEPTH = 4  # decoded forms nested in each other, at most (as the scan reads them)
+_B64 = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
+_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n|$)")
+_FORM = re.compile(r"^[\w.%~-]+=[^&\s]*(?:&[\w.%~-]+=[^&\s]*)*$")  # as the scan tells a form
+_NUMBER_VALUE = re.compile(r'"([A-Za-z0-9_.\-]{1,64})"\s*:\s*(-?\d[\d.eE+\-]*)')
+
+
+@dataclass
+class Masked:
+    """A body with the secrets of its decoded forms masked: the new bytes, the edits (old
+    start, old end, new length) that made it from the old, and what was masked (never a value)."""
+
+    body: bytes
+    edits: list[Edit] = field(default_factory=list)
+    masked: list[str] = field(default_factory=list)
+
+
+Visit = Callable[[str, str], "str | None"]
+
+
+def _credential(value: object) -> bool:
+    """A value worth masking under a credential name (not empty, not already masked)."""
+    if isinstance(value, bool) or value is None:
+        return False
+    text = str(value).strip()
+    return bool(text) and REDACTED not in text and text.strip("*xX.") != ""
+
+
+def _key(path: str, name: str) -> str:
+    return f"{path}.{name}"
+
+
+def _walk_json(value: Any, path: str, depth: int, visit: Visit, named: list[str]) -> tuple[Any, bool]:
+    """``value`` with every string visited and every credential-named value masked; whether it
+    changed. List indices are left out of the path: the pieces of one streamed field share it."""
+    if isinstance(value, dict):
+        out, changed = {}, False
+        for k, v in value.items():
+            where = _key(path, str(k))
+            if credential_name(str(k)) and _credential(v) and not isinstance(v, (dict, list)):
+                out[k], changed = REDACTED, True
+                named.append(where)
+                continue
+            out[k], c = _walk_json(v, where, depth, visit, named)
+            changed |= c
+        return out, changed
+    if isinstance(value, list):
+        items = [_walk_json(v, path + "[]", depth, visit, named) for v in value]
+        return [v for v, _ in items], any(c for _, c in items)
+    if isinstance(value, str):
+        new = _walk_text(value, path, depth, visit, named)
+        return (value, False) if new is None else (new, True)
+    return value, False
+
+
+def _walk_text(text: str, path: str, depth: int, visit: Visit, named: list[str]) -> str | None:
+    """``text`` decoded as far as it goes (JSON, a base64 value) and every string in it visited;
+    the new text, or None when nothing changed. Text that is no JSON is visited itself too (it
+    may be a piece of a streamed field, base64-looking or not); a change inside its decoded form
+    wins over one to it whole (the decoded one is the precise mask)."""
+    inner: str | None = None
+    if depth < _DEPTH:
+        if text.lstrip()[:1] in ("{", "["):
+            try:
+                parsed = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                pass
+            else:
+                new, changed = _walk_json(parsed, f"{path} $".strip(), depth + 1, visit, named)
+                return orjson.dumps(new).decode() if changed else None
+        if _B64.fullmatch(text):
+            decoded = base64_text(text)
+            if decoded is not None:
+                found = _walk_text(decoded, f"{path} base64".strip(), depth + 1, visit, named)
+                inner = None if found is None else _rebase64(found, like=text)
+    outer = visit(path, text)
+    return inner if inner is not None else outer
+
+
+def _rebase64(text: str, *, like: str) -> str:
+    """``text`` in base64 the way ``like`` was written (URL-safe alphabet, padding)."""
+    raw = text.encode()
+    encoded = base64.urlsafe_b64encode(raw) if ("-" in like or "_" in like) else base64.b64encode(raw)
+    out = encoded.decode()
+    return out if like.endswith("=") else out.rstrip("=")
+
+
+# -- the units of a body ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Unit:
+    """A span of the body holding one decodable value: its text, and how to write it back."""
+
+    start: int
+    end: int
+    text: str
+    write: Callable[[str], bytes]
+    name: str = ""  # a multipart part's name
+
+
+def _units(body: bytes, content_type: str, stream: bool) -> Iterator[_Unit]:
+    def utf8(text: str) -> bytes:
+        return text.encode()
+
+    if "multipart/" in content_type.lower():
+        yield from _parts(body, content_type)
+        return
+    kind = framing.detect(content_type, body).name if stream else ""
+    if kind == "eventstream":
+        pos = 0
+        for end in eventstream.frame_ends(body):
+            [frame] = eventstream.decode(body[pos:end])
+            headers = frame.headers
+            yield _Unit(
+                pos,
+                end,
+                frame.payload.decode("utf-8", "replace"),
+                lambda text, h=headers: eventstream.encode(h, text.encode()),  # type: ignore[misc]
+            )
+            pos = end
+        return
+    if kind == "json_array":
+        for a, b in _array_spans(body):
+            yield _Unit(a, b, body[a:b].decode("utf-8", "replace"), utf8)
+        return
+    if kind in ("sse", "ndjson"):
+        for m in _LINE.finditer(body):
+            line = m.group().rstrip(b"\r\n")
+            a = m.start()
+            if kind == "sse":
+                if not line.startswith(b"data:"):
+                    continue
+                a += 5 + (line[5:6] == b" ")
+            if a < m.start() + len(line):
+                yield _Unit(
+                    a, m.start() + len(line), body[a : m.start() + len(line)].decode("utf-8", "replace"), utf8
+                )
+        return
+    stripped = body.strip()
+    if stripped:
+        a = body.index(stripped[:1])
+        yield _Unit(a, a + len(stripped), stripped.decode("utf-8", "replace"), utf8)
+
+
+def _parts(body: bytes, content_type: str) -> Iterator[_Unit]:
+    """The value of each part of a multipart body, with its name."""
+    m = re.search(r'boundary="?([^";]+)"?', content_type, re.I)
+    if m is None:
+        return
+    delimiter = b"--" + m.group(1).encode("latin-1")
+    pos = 0
+    for part in body.split(delimiter):
+        start, pos = pos, pos + len(part) + len(delimiter)
+        head, sep, value = part.partition(b"\r\n\r\n")
+        if not sep:
+            head, sep, value = part.partition(b"\n\n")
+        if not sep:
+            continue
+        name = re.search(rb'name="([^"]*)"', head)
+        value = value.rstrip(b"\r\n")
+        a = start + len(head) + len(sep)
+        yield _Unit(
+            a,
+            a + len(value),
+            value.decode("utf-8", "replace"),
+            str.encode,
+            name.group(1).decode("utf-8", "replace") if name else "",
+        )
+
+
+# -- masking ------------------------------------------------------------------------------------
+
+
+def _spans(text: str) -> list[tuple[int, int, str]]:
+    """Where to mask in ``text`` and with what: a number under a credential name in JSON text
+    becomes the string ``"REDACTED"`` (the JSON stays valid), every other secret ``REDACTED``."""
+    spans = [
+        (m.start(2), m.end(2), f'"{REDACTED}"')
+        for m in _NUMBER_VALUE.finditer(text)
+        if credential_name(m.group(1))
+    ]
+    found = [(s.start, s.end) for s in scan_form(text)] if _FORM.match(text) else []
+    for a, b in [*found, *((a, b) for a, b, _ in secret_spans(text))]:
+        if not any(a < e and s < b for s, e, _ in spans):
+            spans.append((a, b, REDACTED))
+    return sorted(spans)
+
+
+def _masked(text: str) -> str:
+    out, pos = [], 0
+    for a, b, new in _spans(text):
+        out += [text[pos:a], new]
+        pos = b
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _mask_joined(pieces: list[str]) -> list[str]:
+    """The pieces of one field with every secret of their join masked: a span over several
+    pieces becomes the mask in the first and is removed from the others."""
+    joined = "".join(pieces)
+    spans = _spans(joined)
+    if not spans:
+        return pieces
+    starts, pos = [], 0
+    for piece in pieces:
+        starts.append(pos)
+        pos += len(piece)
+    edits: list[list[tuple[int, int, str]]] = [[] for _ in pieces]
+    for a, b, new in spans:
+        first = True
+        for k, (s, piece) in enumerate(zip(starts, pieces)):
+            lo, hi = max(a, s), min(b, s + len(piece))
+            if lo < hi:
+                edits[k].append((lo - s, hi - s, new if first else ""))
+                first = False
+    out = []
+    for piece, changes in zip(pieces, edits):
+        for lo, hi, new in reversed(changes):
+            piece = piece[:lo] + new + piece[hi:]
+        out.append(piece)
+    return out
+
+
+def mask_body(body: bytes, *, content_type: str, stream: bool) -> Masked:
+    """``body`` with every secret of its decoded forms masked (see the module's docstring)."""
+    units = list(_units(body, content_type, stream))
+    leaves: list[tuple[str, str]] = []
+    named: list[str] = []
+
+    def collect(path: str, text: str) -> None:
+        leaves.append((path, text))
+        return None
+
+    for unit in units:
+        if unit.name and credential_name(unit.name):
+            continue
+        _walk_text(unit.text, "", 0, collect, named)
+    # each string masked alone, then the strings of one path joined across the units
+    new = [_masked(text) for _, text in leaves]
+    by_path: dict[str, list[int]] = {}
+    for k, (path, _) in enumerate(leaves):
+        by_path.setdefault(path, []).append(k)
+    for indices in by_path.values():
+        if len(indices) > 1:
+            for k, piece in zip(indices, _mask_joined([new[k] for k in indices])):
+                new[k] = piece
+    changed = {k for k, (_, text) in enumerate(leaves) if new[k] != text}
+    counter = iter(range(len(leaves)))
+
+    def replace(path: str, text: str) -> str | None:
+        k = next(counter)
+        return new[k] if k in changed else None
+
+    pieces, edits, pos = [], [], 0
+    named.clear()
+    for unit in units:
+        if unit.name and credential_name(unit.name):
+            text: str | None = REDACTED if _credential(unit.text) else None
+            if text is not None:
+                named.append(f"part {unit.name!r}")
+        else:
+            text = _walk_text(unit.text, "", 0, replace, named)
+        if text is None:
+            continue
+        raw = unit.write(text)
+        pieces += [body[pos : unit.start], raw]
+        edits.append((unit.start, unit.end, len(raw)))
+        pos = unit.end
+    if not edits:
+        return Masked(body)
+    pieces.append(body[pos:])
+    paths = sorted({leaves[k][0] for k in changed})
+    masked = [f"a secret in the decoded {p}" for p in paths] + [
+        f"a credential-named value {p}" for p in named
+    ]
+    return Masked(b"".join(pieces), edits, masked)
