@@ -491,3 +491,12 @@ def test_a_tls_connection_opened_before_the_replay_is_checked_when_it_sends(tmp_
     thread.join(10)
     listening.close()
     assert b"".join(received) == b"beforeafter"
+
+
+def test_a_host_name_with_terminal_escapes_never_drives_the_terminal() -> None:
+    """The refusal names the host as text: an escape in it shows as ``\\u001b``."""
+    with ssemock.replay(ssemock.Cassette(), allowed_hosts=[]):
+        with pytest.raises(ssemock.NetworkBlockedError) as info:
+            socket.getaddrinfo("evil\x1b]0;owned\x07.invalid", 443)
+    message = str(info.value)
+    assert "\x1b" not in message and "\x07" not in message and "\\u001b" in message

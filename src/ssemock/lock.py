@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .errors import NetworkBlockedError, SsemockWarning
+from .secrets import safe_message
 from .stacks import Patch, is_passing
 
 __all__ = ["Guard", "Hosts", "engage", "release"]
@@ -163,20 +164,24 @@ class Guard:
     def refuse(self, host: str, port: Any, what: str = "a connection to") -> None:
         if self.blocks:
             raise NetworkBlockedError(
-                f"ssemock: blocked {what} {host if port is None else f'{host}:{port}'} during a replay ({self.where}): no client "
-                f"stack that ssemock intercepts ({_STACKS}) sent it, so it would reach the network. "
-                f"Allowed hosts: {self.allowed_hosts or 'none'}. To allow it: allowed_hosts=[{host!r}] "
-                f"(a keyword of replay()/use_cassette(), the marker, ssemock_config, "
-                f"--ssemock-allowed-hosts or the ini key ssemock_allowed_hosts)."
+                safe_message(
+                    f"ssemock: blocked {what} {host if port is None else f'{host}:{port}'} during a replay ({self.where}): no client "
+                    f"stack that ssemock intercepts ({_STACKS}) sent it, so it would reach the network. "
+                    f"Allowed hosts: {self.allowed_hosts or 'none'}. To allow it: allowed_hosts=[{host!r}] "
+                    f"(a keyword of replay()/use_cassette(), the marker, ssemock_config, "
+                    f"--ssemock-allowed-hosts or the ini key ssemock_allowed_hosts)."
+                )
             )
         with _warn_lock:
             if (host, port) in self._warned:
                 return
             self._warned.add((host, port))
         warnings.warn(
-            f"ssemock: a connection to {host}:{port} is not recorded ({self.where}): no client stack that "
-            f"ssemock intercepts ({_STACKS}) sent it. Send it through one of those, or run the client "
-            f"against `ssemock serve`.",
+            safe_message(
+                f"ssemock: a connection to {host}:{port} is not recorded ({self.where}): no client stack "
+                f"that ssemock intercepts ({_STACKS}) sent it. Send it through one of those, or run the "
+                f"client against `ssemock serve`."
+            ),
             SsemockWarning,
             stacklevel=4,
         )
