@@ -94,3 +94,47 @@ def test_the_marker_takes_it(pytester: pytest.Pytester) -> None:
         "-p", "no:randomly", "-p", "no:cassetter", "-o", "asyncio_default_fixture_loop_scope=function"
     )
     result.assert_outcomes(passed=1)
+
+
+WRITE = "import json, os, sys; open(sys.argv[1], 'w').write(json.dumps(dict(os.environ)))"
+
+
+@pytest.mark.parametrize(
+    "start",
+    [
+        pytest.param(lambda out: os.system(f'{sys.executable} -c "{WRITE}" {out}'), id="os.system"),
+        pytest.param(
+            lambda out: os.spawnv(os.P_WAIT, sys.executable, [sys.executable, "-c", WRITE, out]),
+            id="os.spawnv",
+        ),
+        pytest.param(
+            lambda out: os.spawnlp(os.P_WAIT, sys.executable, sys.executable, "-c", WRITE, out),
+            id="os.spawnlp",
+        ),
+        pytest.param(
+            lambda out: os.spawnve(
+                os.P_WAIT, sys.executable, [sys.executable, "-c", WRITE, out], {"KEEP": "1"}
+            ),
+            id="os.spawnve",
+        ),
+    ],
+)
+def test_os_level_starts_get_it_too(start: object, tmp_path: object) -> None:
+    """os.system, os.spawn* (and the os.exec* under them) take the child's environment as well."""
+    out = str(tmp_path / "env.json")  # type: ignore[operator]
+    before = dict(os.environ)
+    with ssemock.replay(ssemock.Cassette(), block_subprocesses=True):
+        assert start(out) == 0  # type: ignore[operator]
+        assert dict(os.environ) == before
+    with open(out) as f:
+        env = json.load(f)
+    assert env["HTTPS_PROXY"].startswith("http://127.0.0.1:") and "127.0.0.1" in env["NO_PROXY"].split(",")
+    assert os.system(f'{sys.executable} -c "{WRITE}" {out}') == 0  # the player is gone: plain again
+    with open(out) as f:
+        assert json.load(f).get("HTTPS_PROXY") == before.get("HTTPS_PROXY")
+
+
+def test_os_system_keeps_its_wait_status() -> None:
+    with ssemock.replay(ssemock.Cassette(), block_subprocesses=True):
+        status = os.system(f'{sys.executable} -c "import sys; sys.exit(3)"')
+    assert os.waitstatus_to_exitcode(status) == 3

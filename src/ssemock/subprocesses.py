@@ -2,9 +2,9 @@
 an HTTP proxy-aware client.
 
 The network lock lives in the test process's sockets; a child process has its own. With the
-option on, every ``subprocess.Popen`` (``subprocess.run``, ``check_output``,
-``asyncio.create_subprocess_exec``, ``os.popen``) and ``os.posix_spawn`` started while the player
-is active gets an environment whose proxy variables (``HTTP_PROXY``, ``HTTPS_PROXY``,
+option on, every child started while the player is active -- ``subprocess.Popen``
+(``subprocess.run``, ``check_output``, ``asyncio.create_subprocess_exec``, ``os.popen``),
+``os.system``, ``os.posix_spawn``, ``os.spawn*`` and ``os.exec*`` -- gets an environment whose proxy variables (``HTTP_PROXY``, ``HTTPS_PROXY``,
 ``ALL_PROXY`` and their lower-case forms) point at a loopback port that refuses every connection,
 and whose ``NO_PROXY`` lists the allowed and ignored hosts. The test process's own environment is
 left unchanged. A child that ignores proxy variables (a raw socket, a client told to use no proxy)
@@ -79,7 +79,39 @@ def _posix_spawn(original: Any) -> Any:
     return posix_spawn
 
 
+def _execve(original: Any) -> Any:
+    def execve(path: Any, args: Any, env: Any) -> None:
+        original(path, args, child_environment(env) if _active else env)
+
+    return execve
+
+
+def _execv(original: Any) -> Any:
+    """``os.execv`` (under ``os.execl``, ``os.execvp`` and every ``os.spawn*`` without an
+    environment) as ``os.execve`` with the child's environment."""
+
+    def execv(path: Any, args: Any) -> None:
+        if _active:
+            os.execve(path, args, child_environment(None))
+        original(path, args)
+
+    return execv
+
+
+def _system(original: Any) -> Any:
+    """``os.system`` through ``subprocess`` (which takes an environment), its wait status kept."""
+
+    def system(command: Any) -> int:
+        if not _active:
+            return int(original(command))
+        code = subprocess.call(command, shell=True, env=child_environment(None))
+        return code << 8 if code >= 0 else -code
+
+    return system
+
+
 _PATCHES = [Patch(subprocess.Popen, "__init__", _popen_init)]
+_PATCHES += [Patch(os, "system", _system), Patch(os, "execv", _execv), Patch(os, "execve", _execve)]
 _PATCHES += [Patch(os, name, _posix_spawn) for name in ("posix_spawn", "posix_spawnp") if hasattr(os, name)]
 
 
