@@ -19,9 +19,10 @@ from secrets_corpus import CREDENTIALS, PROVIDERS, Endpoint
 
 import ssemock
 from ssemock import Cassette, CassetteError
+from ssemock.cassette_scan import scan_cassette
 from ssemock.cli import main
 from ssemock.redact import find_secrets
-from ssemock.secrets import _SHAPES, scan_cassette
+from ssemock.secrets import _SHAPES
 from ssemock.server import running
 
 _SERVED: dict[tuple[str, str], Endpoint] = {}

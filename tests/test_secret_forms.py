@@ -31,11 +31,12 @@ from test_secrets import _secret_part, credentials
 import ssemock
 from ssemock import Cassette, CassetteError, UnmatchedRequestError, framing, protocols, synth
 from ssemock.cassette import SecretError
+from ssemock.cassette_scan import scan_cassette
 from ssemock.cli import main
 from ssemock.framing.eventstream import encode as frame
 from ssemock.keep import keep_masked
 from ssemock.plugin import cassette_name
-from ssemock.secrets import credential_name, mask_text, safe_message, scan_cassette
+from ssemock.secrets import credential_name, mask_text, safe_message
 from ssemock.server import running
 
 EXAMPLES = int(os.environ.get("SSEMOCK_SECRET_EXAMPLES", "25"))

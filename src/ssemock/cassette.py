@@ -33,7 +33,8 @@ import orjson
 
 from .cassette_body import body_ends as body_ends  # body_ends: inspect and vcr use it from here
 from .cassette_body import laid_out, pieces
-from .secrets import Finding, safe_message, scan_cassette
+from .cassette_scan import Finding, scan_cassette
+from .secrets import safe_message
 
 __all__ = ["Cassette", "CassetteError", "Interaction", "Request", "Response", "SecretError", "VERSION"]
 
@@ -333,7 +334,7 @@ class Cassette:
 
     def save(self, path: str | os.PathLike[str] | None = None, *, scan_secrets: bool = True) -> Path:
         """Write atomically (temp file in the same folder + os.replace), after the secret scan
-        (`ssemock.secrets.scan_cassette`): a cassette holding a secret raises
+        (`ssemock.cassette_scan.scan_cassette`): a cassette holding a secret raises
         `SecretError` and nothing is written. ``scan_secrets=False`` skips the scan: for
         data you have just scanned yourself, or fake keys you mean to keep (a test of your own
         scanner); never for a recording.

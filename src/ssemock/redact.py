@@ -18,7 +18,8 @@ from urllib.parse import urlsplit
 import orjson
 
 from .cassette import Cassette, Interaction, Request, Response
-from .secrets import SECRET_NAME, Secret, _query_spans, scan, scan_body, scan_cassette, scan_header, scan_url
+from .cassette_scan import scan_cassette
+from .secrets import SECRET_NAME, Secret, _query_spans, scan, scan_body, scan_header, scan_url
 from .secrets import escape_control as escape_control  # their home is ssemock.secrets
 from .secrets import mask_text as mask_text
 from .transforms import rewrite
@@ -164,7 +165,7 @@ def interaction_secrets(x: Interaction) -> Iterator[tuple[str, Secret]]:
 
 
 def find_secrets(cassette: Cassette) -> list[str]:
-    """Where a secret is left, one line each, never the secret itself (`ssemock.secrets.scan_cassette`):
+    """Where a secret is left, one line each, never the secret itself (`ssemock.cassette_scan.scan_cassette`):
     ``interaction 0 request.body: an Anthropic key (sk-ant-...) ('sk-ant-***', 108 chars: digits a-z A-Z -, at offset 12)``."""
     return [str(f) for f in scan_cassette(cassette)]
 

@@ -17,9 +17,9 @@ from . import keep as _keep
 from . import matching
 from .cassette import Cassette, CassetteError, Interaction, SecretError
 from .cassette_lock import lock_for
+from .cassette_scan import scan_cassette
 from .modes import RecordMode
 from .redact import mask_text
-from .secrets import scan_cassette
 
 __all__ = ["keep_partial", "recording", "recording_players", "save", "stat"]
 

@@ -1,7 +1,7 @@
 """Secrets masked where only a decoded form of a body shows them.
 
 The byte-level scrub (`ssemock.inspect.redaction`) masks what the scanner finds in a body as
-stored. The scan also reads decoded forms (`ssemock.secrets.scan_cassette`), and a secret found
+stored. The scan also reads decoded forms (`ssemock.cassette_scan.scan_cassette`), and a secret found
 only there needs masking there: a value under a credential name (``{"password": 12}``), a key
 inside a base64 value (Bedrock's ``{"bytes": ...}`` payloads), in a compressed layer, or split
 across the deltas of a stream (the model streams a key back 3 characters at a time).

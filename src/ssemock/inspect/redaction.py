@@ -12,17 +12,9 @@ from ..cassette import (
     Interaction,
     Response,
 )
+from ..cassette_scan import decode_content, is_stream, scan_interaction
 from ..redact import REDACTED, redact_request, redact_response, replace_spans
-from ..secrets import (
-    Secret,
-    decode_content,
-    is_stream,
-    scan,
-    scan_body,
-    scan_header,
-    scan_interaction,
-    scan_url,
-)
+from ..secrets import Secret, scan, scan_body, scan_header, scan_url
 from .masking import mask_body
 
 Edit = tuple[int, int, int]  # old start, old end, new length

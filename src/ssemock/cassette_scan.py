@@ -1,0 +1,519 @@
+"""One scan of a whole cassette, in every form a secret takes there.
+
+Every write of cassette data runs [`scan_cassette`][ssemock.cassette_scan.scan_cassette]: each
+field of each interaction is read as stored and decoded (JSON and percent escapes,
+``Content-Encoding`` layers, JSON, forms, multipart, URLs in headers, base64 values), a stream
+is walked event by event, and the text a stream splits into pieces (a key streamed back in
+deltas) is read reassembled, per JSON path and through the reference accumulator. The shapes
+and credential names it looks for are `ssemock.secrets`'; a finding never holds the value.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import unquote, urlsplit
+
+import orjson
+
+from . import framing
+from .secrets import (
+    _B64_RUN,
+    _B64_RUN_BYTES,
+    _FORM,
+    _FORM_MAX,
+    _WHOLE,
+    REDACTED,
+    _credential_value,
+    _query_spans,
+    base64_text,
+    credential_name,
+    scan,
+    scan_body,
+    scan_header,
+    scan_named,
+    scan_url,
+    value_shape,
+)
+
+__all__ = ["Finding", "decode_content", "is_stream", "scan_cassette", "scan_interaction"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One secret in a cassette: where (interaction, field, and the place inside the field's
+    decoded form), which rule found it, and what the value looks like -- never the value."""
+
+    interaction: int
+    """The index of the interaction it is in."""
+    field: str
+    """Which field: ``request.url``, ``request.headers['x']``, ``request.body``, ``response.body``, ..."""
+    rule: str
+    """What was found: ``an Anthropic key (sk-ant-...)``, ``a credential-named field 'password'``."""
+    shape: str
+    """The value's length and character classes, e.g. ``20 chars: digits - : T Z``."""
+    preview: str
+    """The shape's public prefix and ``***``, never a character of the secret."""
+    path: str = ""
+    """Where inside the field: ``$.messages[0].content``, ``event 3 $.delta.text``, ``gzip``, ``base64``."""
+    start: int | None = None
+    """Where it starts in the field as stored (None: found only in a decoded form)."""
+    end: int | None = None
+    """Where it ends in the field as stored (None: found only in a decoded form)."""
+
+    @property
+    def where(self) -> str:
+        """The field and the place inside it."""
+        return f"{self.field} {self.path}" if self.path else self.field
+
+    def __str__(self) -> str:
+        at = f", at offset {self.start}" if self.start is not None else ""
+        return (
+            f"interaction {self.interaction} {self.where}: {self.rule} ({self.preview!r}, {self.shape}{at})"
+        )
+
+
+class _InteractionLike(Protocol):
+    request: Any
+    response: Any
+
+
+class _CassetteLike(Protocol):
+    interactions: list[Any]
+
+
+_DEEP_MAX = 2 << 20  # a stream up to this size is walked event by event and folded by its accumulator
+_STRING_MEMBER = re.compile(rb'"([A-Za-z0-9_]{1,40})"\s*:\s*"((?:[^"\\]++|\\.)*+)"')
+_DATA_LINE = re.compile(rb"^data: ?([^\r\n]*)", re.M)
+_WINDOW = 1 << 20  # a reassembled join is scanned this many bytes at a time ...
+_OVERLAP = 1024  # ... with at least this much of the window before at its start (longer than any secret)
+
+
+class _Join:
+    """Pieces (one per event) joined and handed to ``scan`` a window at a time: whole pieces, about
+    `_WINDOW` bytes, each window starting with the last pieces of the one before (at least
+    `_OVERLAP` bytes), so that a secret split across pieces is whole in some window. Only a
+    join of two pieces or more is scanned (one piece was scanned where it is stored)."""
+
+    def __init__(self, scan: Callable[[list[bytes]], None]) -> None:
+        self._scan = scan
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._count = 0
+
+    def add(self, piece: bytes) -> None:
+        self._parts.append(piece)
+        self._size += len(piece)
+        self._count += 1
+        if self._size >= _WINDOW:
+            self._scan(self._parts)
+            kept: list[bytes] = []
+            size = 0
+            for part in reversed(self._parts):  # the tail the next window starts with
+                if size >= _OVERLAP:
+                    break
+                kept.append(part)
+                size += len(part)
+            self._parts, self._size = kept[::-1], size
+
+    def close(self) -> None:
+        if self._count >= 2 and (self._count > len(self._parts) or len(self._parts) >= 2):
+            self._scan(self._parts)
+        self._parts, self._size = [], 0
+
+
+_UPPER, _LOWER = re.compile(rb"[A-Z]"), re.compile(rb"[a-z]")  # base64 of text mixes cases
+_REASSEMBLE_MAX = 8 << 20  # reassembled text kept per path, at most (a key is short; a body may not be)
+_DEPTH = 4  # decoded forms nested in each other (base64 in JSON in base64 ...), at most
+_DECODED_MAX = 256 << 20  # bytes a Content-Encoding layer may decode to (no decompression bomb)
+
+
+@functools.lru_cache(maxsize=4096)
+def _json_key(path: str, key: str) -> str:
+    return f"{path}.{key}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key) else f"{path}[{key!r}]"
+
+
+@functools.lru_cache(maxsize=4096)
+def _piece_key(path: str) -> str:
+    """A JSON path with its list indices dropped: the pieces of one streamed field share it."""
+    return re.sub(r"\[\d+\]", "[]", path)
+
+
+_credential_key = functools.lru_cache(maxsize=4096)(lambda name: credential_name(name))
+# a string worth decoding further: JSON in it, a URL or a form, a base64 run
+_WORTH = re.compile(r"[{\[]|://|=|[A-Za-z0-9+/_\-]{16}")
+
+
+class _Scan:
+    """The findings of one interaction, and the string pieces of its decoded events by path (to
+    scan them reassembled: a key streamed back in deltas)."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.found: list[Finding] = []
+        self.pieces: dict[str, list[str]] = {}
+        self.sizes: dict[str, int] = {}
+        self.collect = False
+        self.prefix = ""  # where the JSON being walked sits ("event 3"), kept out of its paths
+        self.done: set[str] = set()  # strings already decoded further (an id repeated in every event)
+        self.runs: set[str] = set()  # base64 runs already decoded
+
+    def add(
+        self,
+        field: str,
+        rule: str,
+        value: str | bytes,
+        preview: str,
+        path: str = "",
+        start: int | None = None,
+        end: int | None = None,
+    ) -> None:
+        self.found.append(Finding(self.index, field, rule, value_shape(value), preview, path, start, end))
+
+    # -- text in any form -----------------------------------------------------------------------
+
+    def text(self, field: str, text: str, path: str, depth: int, shapes: bool = True) -> None:
+        """Scan ``text``, a decoded form of (part of) a field: shapes, then what it decodes to --
+        JSON (credential-named keys, nested JSON), form and URL parameters, base64 text."""
+        if shapes:
+            for s in scan(text):
+                self.add(field, s.what, text[s.start : s.end], s.preview, path)
+        parsed = _json_or_none(text) if depth < _DEPTH else _NOT_JSON
+        if parsed is not _NOT_JSON:
+            state, (self.prefix, self.collect) = (self.prefix, self.collect), (path, False)
+            self.json(field, parsed, "$", depth + 1)
+            self.prefix, self.collect = state
+            return
+        self.named(field, text, path)
+        if depth < _DEPTH and len(text) <= _WHOLE * 16:
+            for run in set(_B64_RUN.findall(text)) - self.runs:
+                self.runs.add(run)
+                decoded = base64_text(run)
+                if decoded is not None:
+                    self.text(field, decoded, f"{path} base64".strip(), depth + 1)
+
+    def named(self, field: str, text: str, path: str) -> None:
+        """Credential-named parameters in a form body, a query string or a URL's query or fragment."""
+        candidates = [text] if len(text) <= _FORM_MAX and _FORM.match(text.encode("utf-8", "replace")) else []
+        if "://" in text or text.startswith(("/", "?", "#")):
+            for m in re.finditer(r"""(?:[a-z][a-z0-9+.-]*://|^[/?#])[^\s"'<>]*""", text, re.I):
+                parts = urlsplit(m.group())
+                candidates += [parts.query, parts.fragment]
+                if parts.password and parts.password != REDACTED:
+                    self.add(field, "a password in the URL", parts.password, "***", path)
+        for form in candidates:
+            for name, a, b in _query_spans(form):
+                value = form[a:b]
+                if credential_name(name) and _credential_value(unquote(value.replace("+", " "))):
+                    self.add(field, f"a credential-named parameter {name!r}", value, "***", path)
+                else:
+                    named = scan_named(name, value)
+                    if named is not None:
+                        self.add(field, named.what, value, "***", path)
+
+    def json(self, field: str, value: Any, path: str, depth: int) -> None:
+        """Credential-named keys whatever their value; string leaves decoded further."""
+        if isinstance(value, dict):
+            for k, v in value.items():
+                key = str(k)
+                where = _json_key(path, key)
+                if _credential_key(key) and _credential_value(v):
+                    self.add(
+                        field,
+                        f"a credential-named field {key!r}",
+                        str(v),
+                        "***",
+                        f"{self.prefix} {where}".strip(),
+                    )
+                if isinstance(v, (dict, list, str)):
+                    self.json(field, v, where, depth)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                if isinstance(v, (dict, list, str)):
+                    self.json(field, v, f"{path}[{i}]", depth)
+        elif isinstance(value, str):
+            if self.collect:
+                key = _piece_key(path)
+                size = self.sizes.get(key, 0)
+                if size < _REASSEMBLE_MAX:
+                    self.pieces.setdefault(key, []).append(value)
+                    self.sizes[key] = size + len(value)
+            if depth < _DEPTH and value not in self.done and _WORTH.search(value):
+                self.done.add(value)
+                prefix, self.prefix = self.prefix, ""
+                self.text(field, value, f"{prefix} {path}".strip(), depth, shapes=False)
+                self.prefix = prefix
+
+    # -- the fields of an interaction ----------------------------------------------------------------
+
+    def header(self, side: str, name: str, value: str) -> None:
+        field = f"{side}.headers[{name!r}]"
+        for s in scan_header(name, value):
+            self.add(field, s.what, value[s.start : s.end], s.preview, "", s.start, s.end)
+        self.text(field, value, "", 1, shapes=False)
+
+    def url(self, url: str) -> None:
+        for s in scan_url(url):
+            self.add("request.url", s.what, url[s.start : s.end], s.preview, "", s.start, s.end)
+        self.named("request.url", url, "")
+        for m in _B64_RUN.finditer(url):
+            decoded = base64_text(m.group())
+            if decoded is not None:
+                self.text("request.url", decoded, "base64", 1)
+
+    def body(self, field: str, body: bytes, headers: list[tuple[str, str]], url: str, stream: bool) -> None:
+        """A body: raw, each Content-Encoding layer decoded, its events, their data reassembled."""
+        for s in scan_body(body):
+            self.add(field, s.what, body[s.start : s.end], s.preview, "", s.start, s.end)
+        content_type = next((v for k, v in headers if k.lower() == "content-type"), "") or ""
+        path = ""
+        encoding = next((v for k, v in headers if k.lower() == "content-encoding"), "")
+        if encoding:
+            decoded, layers = decode_content(body, encoding)
+            if layers:
+                body, path = decoded, " ".join(layers)
+                for s in scan(body):
+                    self.add(field, s.what, body[s.start : s.end], s.preview, path)
+        if "multipart/" in content_type.lower():
+            self.multipart(field, body, content_type, path)
+            return
+        if stream and len(body) > _DEEP_MAX:  # before any copy of the whole body: memory stays bounded
+            self.members(field, body, path)
+            return
+        text = body.decode("utf-8", "replace") if len(body) <= _DECODED_MAX else ""
+        if not stream or not body:
+            if text:
+                self.text(field, text, path, 0, shapes=False)
+            return
+        self.events(field, body, text, content_type, url, path)
+
+    def members(self, field: str, body: bytes, path: str) -> None:
+        """A stream too large to walk event by event: every JSON string member's values joined
+        per member name, in one regex pass (C speed), and the data of non-JSON SSE events joined;
+        each join is scanned a window at a time (about 1 MiB, whole pieces, the window before's
+        last ones kept at its start: a secret split across two windows is still whole in one), so
+        memory stays bounded however large the stream."""
+        joins: dict[bytes, _Join] = {}
+        for m in _STRING_MEMBER.finditer(body):
+            name = m.group(1)
+            join = joins.get(name)
+            if join is None:
+                join = joins[name] = _Join(functools.partial(self._joined, field, path, name))
+            join.add(m.group(2))
+        data = _Join(functools.partial(self._joined, field, path, b"data"))
+        for m in _DATA_LINE.finditer(body):
+            if body[m.start(1) : m.start(1) + 1] not in (b"{", b"["):
+                data.add(m.group(1))
+        for join in (data, *joins.values()):
+            join.close()
+        for run in set(_B64_RUN_BYTES.findall(body)):  # an id repeated in every event: decoded once
+            if _UPPER.search(run) and _LOWER.search(run):
+                decoded = base64_text(run)
+                if decoded is not None:
+                    self.text(field, decoded, f"{path} base64".strip(), 2)
+
+    def _joined(self, field: str, path: str, name: bytes, parts: list[bytes]) -> None:
+        try:
+            whole = (
+                orjson.loads(b'"' + b"".join(parts) + b'"')
+                if name != b"data"
+                else b"".join(parts).decode("utf-8", "replace")
+            )
+        except orjson.JSONDecodeError:
+            return
+        self.text(field, whole, f"{path} reassembled {name.decode('ascii')}".strip(), 2)
+
+    def multipart(self, field: str, body: bytes, content_type: str, path: str) -> None:
+        m = re.search(r'boundary="?([^";]+)"?', content_type, re.I)
+        if m is None:
+            return
+        for part in body.split(b"--" + m.group(1).encode("latin-1")):
+            head, sep, value = part.partition(b"\r\n\r\n")
+            if not sep:
+                head, sep, value = part.partition(b"\n\n")
+            name = re.search(rb'name="([^"]*)"', head)
+            text = value.rstrip(b"\r\n").decode("utf-8", "replace")
+            where = f"{path} part {name.group(1).decode('utf-8', 'replace')!r}".strip() if name else path
+            if name and credential_name(name.group(1).decode("utf-8", "replace")) and _credential_value(text):
+                self.add(
+                    field,
+                    f"a credential-named form field {name.group(1).decode('utf-8', 'replace')!r}",
+                    text,
+                    "***",
+                    where,
+                )
+            self.text(field, text, where, 1, shapes=bool(path))
+
+    def events(self, field: str, body: bytes, text: str, content_type: str, url: str, path: str) -> None:
+        """The decoded events' data, then the text reassembled from their pieces: every string at
+        one JSON path across events joined, and the reference accumulator's text and tool arguments."""
+        try:
+            kind = framing.detect(content_type, body)
+            events = kind.decode(body)
+        except (ValueError, TypeError):
+            if text:
+                self.text(field, text, path, 0, shapes=False)
+            return
+        self.collect = True
+        plain: list[str] = []
+        for k, event in enumerate(events):
+            where = f"{path} event {k}".strip()
+            data = getattr(event, "data", None)
+            payload = getattr(event, "payload", None)
+            text_form = (
+                data
+                if isinstance(data, str)
+                else (payload.decode("utf-8", "replace") if isinstance(payload, bytes) else None)
+            )
+            if text_form is not None:
+                parsed = _json_or_none(text_form)
+                if parsed is _NOT_JSON:
+                    plain.append(text_form)
+                    self.text(field, text_form, where, 1, shapes="\n" in text_form or bool(path))
+                    continue
+                event = parsed
+            self.prefix = where
+            self.json(field, event, "$", 1)
+            self.prefix = ""
+        self.collect = False
+        joined = {"data": "".join(plain), **{p: "".join(v) for p, v in self.pieces.items() if len(v) > 1}}
+        for where, whole in joined.items():
+            if whole:
+                self.text(field, whole, f"{path} reassembled {where}".strip(), 2)
+        self.pieces.clear()
+        self.sizes.clear()
+        self.accumulated(field, events, url, content_type, path)
+
+    def accumulated(self, field: str, events: list[Any], url: str, content_type: str, path: str) -> None:
+        from .accumulate import accumulate  # the meaning layer: only what it reassembles is asked of it
+
+        try:
+            result = accumulate(events, url=url, content_type=content_type)
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError):
+            return  # no protocol folds it: the per-path reassembly above stands alone
+        for choice in result.choices:
+            for what in ("text", "refusal", "thinking"):
+                value = getattr(choice, what, "")
+                if isinstance(value, str) and value:
+                    self.text(field, value, f"{path} accumulated {what} (choice {choice.index})".strip(), 2)
+            for call in getattr(choice, "tool_calls", []):
+                args = (
+                    call.arguments
+                    if isinstance(call.arguments, str)
+                    else orjson.dumps(call.arguments).decode()
+                )
+                self.text(field, args, f"{path} accumulated tool call {call.name!r} arguments".strip(), 2)
+
+
+_NOT_JSON = object()
+
+
+def _json_or_none(text: str) -> Any:
+    """``text`` parsed as a JSON object or array, else `_NOT_JSON`."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return _NOT_JSON
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return _NOT_JSON
+
+
+def decode_content(body: bytes, encoding: str) -> tuple[bytes, list[str]]:
+    """``body`` with each ``Content-Encoding`` layer removed (``gzip, gzip``: two; the last listed
+    is undone first), and the layers removed; stops at a layer it cannot decode."""
+    layers: list[str] = []
+    for name in reversed([e.strip().lower() for e in encoding.split(",") if e.strip()]):
+        if name == "identity":
+            continue
+        try:
+            if name in ("gzip", "x-gzip"):
+                z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                body = z.decompress(body, _DECODED_MAX)
+            elif name == "deflate":
+                try:
+                    body = zlib.decompressobj().decompress(body, _DECODED_MAX)
+                except zlib.error:
+                    body = zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, _DECODED_MAX)
+            elif name == "br":
+                import brotli
+
+                body = brotli.decompress(body)
+            elif name == "zstd":
+                import zstandard
+
+                body = zstandard.ZstdDecompressor().decompressobj().decompress(body)
+            else:
+                break
+        except (zlib.error, ImportError, ValueError, OSError, Exception):
+            break
+        layers.append(name)
+    return body, layers
+
+
+def is_stream(x: _InteractionLike) -> bool:
+    """Whether an interaction's response is a stream (its events are read one by one)."""
+    ct = (x.response.header("content-type") or "").lower()
+    return (
+        len(x.response.ends) > 1
+        or "event-stream" in ct
+        or "ndjson" in ct
+        or "eventstream" in ct
+        or "jsonl" in ct
+        or "json-seq" in ct
+        or ("json" in ct and x.response.body.lstrip()[:1] == b"[")
+    )
+
+
+def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
+    """Every secret in one interaction, in every form (see `scan_cassette`)."""
+    s = _Scan(index)
+    req, resp = x.request, x.response
+    for found in scan(req.method):
+        s.add("request.method", found.what, req.method[found.start : found.end], found.preview)
+    s.url(req.url)
+    for k, v in req.headers:
+        s.header("request", k, v)
+    if req.body:
+        s.body("request.body", req.body, req.headers, req.url, stream=False)
+    for k, v in resp.headers:
+        s.header("response", k, v)
+    if resp.body:
+        s.body("response.body", resp.body, resp.headers, req.url, stream=is_stream(x))
+    if resp.error:
+        s.text("response.error", orjson.dumps(resp.error).decode(), "", 0)
+    return _first_per_place(s.found)
+
+
+def _first_per_place(found: list[Finding]) -> list[Finding]:
+    """One finding per (field, rule): the one found where it is stored if any (it has offsets),
+    else the first one found decoded."""
+    out: dict[tuple[str, str], Finding] = {}
+    for f in sorted(found, key=lambda f: f.start is None):
+        out.setdefault((f.field, f.rule), f)
+    return sorted(out.values(), key=found.index)
+
+
+def scan_cassette(cassette: _CassetteLike) -> list[Finding]:
+    """Every secret in a cassette, in every form a secret takes there, in every field of every
+    interaction (request method, URL with its query and fragment, headers, body; response headers,
+    body, recorded error):
+
+    * the field as stored, and with JSON escapes and percent-encoding undone;
+    * every ``Content-Encoding`` layer decoded (stacked ones too);
+    * JSON parsed: keys named like credentials (``password``, ``api_key``, ``client_secret``,
+      ``access_token``, ...) whatever their value, and JSON nested in strings (tool arguments);
+    * form, multipart, query and fragment parameters named like credentials, URLs in headers
+      (``location``, ``link``) and bodies;
+    * base64 and base64url values that decode to text (Bedrock's ``{"bytes": ...}`` payloads);
+    * each decoded event's data (SSE, JSON lines, JSON arrays, AWS eventstream frames);
+    * the text reassembled from the events: every string at one JSON path joined across events,
+      and the reference accumulator's text, refusal, thinking and tool-call arguments (a key the
+      model streams back in 1-character deltas is found).
+
+    Every write of cassette data runs it (``Cassette.save`` refuses unless told
+    ``scan_secrets=False``); a finding never holds the value, only its shape."""
+    return [f for i, x in enumerate(cassette.interactions) for f in scan_interaction(x, i)]
