@@ -334,19 +334,36 @@ def test_every_record_mode_serves_it_as_it_arrives(tmp_path: Path, push_server: 
     assert recorded[2] == "RemoteProtocolError"
 
 
+@pytest.mark.parametrize(
+    "fault", ["disconnect:after_event=1", "error_event:kind=overloaded_error,after_event=1"]
+)
 @pytest.mark.parametrize("stack", READERS)
 def test_the_cassette_gets_the_whole_stream_the_fault_kept_from_the_client(
-    tmp_path: Path, push_server: str, stack: str
+    tmp_path: Path, push_server: str, stack: str, fault: str
 ) -> None:
-    """A push stream that does end: the client closes at the fault, and the rest is drained into
-    the recording (``drain_on_close``) as it arrives."""
-    options = {"faults": "disconnect:after_event=1"}
+    """A push stream that does end: the client stops at the fault, and the rest is drained into
+    the recording (``drain_on_close``) as it arrives; the replay of that whole recording gives the
+    client what the recording run gave it (the MCP error event fails the request the stream
+    answers next, which the recording run waited for)."""
     recorded, replayed, response = _record_and_replay(
-        push_server, "/ending", READERS[stack], tmp_path, options, drain_on_close=5.0
+        push_server, "/ending", READERS[stack], tmp_path, {"faults": fault}, drain_on_close=5.0
     )
-    assert recorded == replayed and recorded[2] is not None
-    assert b"".join(recorded[1]) == MCP[0]
-    assert response.body == b"".join(MCP) and response.complete is False or response.body == b"".join(MCP)
+    assert recorded == replayed
+    if fault.startswith("disconnect"):
+        assert response.body == b"".join(MCP) and response.complete  # all of it, as it arrived
+        assert b"".join(recorded[1]) == MCP[0] and recorded[2] is not None
+    else:  # the client closes after the answer it waited for: the protocol's end, nothing to drain
+        assert response.body == b"".join(MCP[:2]) and response.complete
+        assert b'"id":1,"error"' in b"".join(recorded[1]) and recorded[2] is None
+
+
+def test_a_stall_is_slept_on_the_clock_as_in_replay(
+    tmp_path: Path, push_server: str, fake_clock: Any
+) -> None:
+    options = {"faults": "stall:before_event=2,seconds=0.5", "timing": "recorded"}
+    recorded, replayed, response = _record_and_replay(push_server, "/mcp-sse", _httpx, tmp_path, options)
+    _assert_both_ways(recorded, replayed, response, MCP)
+    assert fake_clock.slept.count(0.5) == 2  # once on the recording run, once on the replay (and the gaps)
 
 
 # -- the declarations: a prefix's plan is the start of the whole's --------------------------------

@@ -20,7 +20,7 @@ inside an event that the replay would not give it).
 
 `Live` is the planner (no I/O, shared by every stack, sync and async); `LiveStream` pulls the
 live pieces through the stack's teed stream and paces what `Live` hands out, as
-[`ReplayStream`][ssemock.serving.ReplayStream] does.
+`ssemock.serving.ReplayStream` does.
 """
 
 from __future__ import annotations
@@ -47,8 +47,11 @@ class LiveSource:
     ``aclose`` close it as a client's close does (draining the rest into the recording)."""
 
     pieces: Iterator[object] | AsyncIterator[object]
+    """The live stream's pieces as the stack reads them (each read tees into the recording)."""
     close: Callable[[], object] | None = None
+    """Closes the live stream (sync stacks, and aiohttp's release)."""
     aclose: Callable[[], Awaitable[object]] | None = None
+    """Closes the live stream (async httpcore stacks)."""
     taken: bool = False
     """A [`LiveStream`][ssemock.live.LiveStream] serves from it and closes it; else the stack
     closes it (a refusal, or an HTTP error fault answered before any stream)."""
@@ -212,7 +215,9 @@ class LiveStream(ReplayStream):
         self._gone = False  # the live stream ended (or failed: recorded, served at its byte)
         self._shut = False
         self.failed = False
+        """The final plan's fault or timeout was raised."""
         self.closed = False
+        """The client closed it."""
 
     @property
     def consumed(self) -> bool:
@@ -298,9 +303,12 @@ class LiveStream(ReplayStream):
         self._shut_sync()
 
     def close(self) -> None:
+        """The client closes it: the live stream is closed as a client's close does (the rest
+        drained into the recording, by ``drain_on_close``)."""
         self.closed = True
         self._shut_sync()
 
     async def aclose(self) -> None:
+        """`close` for async clients."""
         self.closed = True
         await self._shut_async()
