@@ -8,6 +8,7 @@ shape), through every stack of the registry and every streamable variant of the 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import uuid
 import warnings
@@ -23,7 +24,7 @@ import pytest
 import requests
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import StreamingResponse
+from starlette.responses import PlainTextResponse, StreamingResponse
 from starlette.routing import Route
 
 import ssemock
@@ -79,7 +80,15 @@ async def _push(request: Request) -> StreamingResponse:
     return StreamingResponse(body(), media_type=SSE)
 
 
-APP = Starlette(routes=[Route(path, _push, methods=["GET"]) for path in WRITES])
+async def _ack(request: Request) -> PlainTextResponse:
+    """What an MCP client does with the ``endpoint`` event: POST to it (here: acknowledge it)."""
+    ACKS.setdefault(request.query_params["t"], threading.Event()).set()
+    return PlainTextResponse("Accepted", status_code=202)
+
+
+APP = Starlette(
+    routes=[Route(path, _push, methods=["GET"]) for path in WRITES] + [Route("/ack", _ack, methods=["POST"])]
+)
 
 
 @pytest.fixture(scope="module")
@@ -277,15 +286,17 @@ def test_every_variant_is_served_as_its_replay_or_refused_naming_it(
     options = VARIANTS[variant]
     refused = _refusals(options)
     if refused:  # (d): one clear error when the live response begins, naming the variant
-        url = f"{push_server}/mcp-sse?t={uuid.uuid4()}"
+        token = str(uuid.uuid4())
         with pytest.raises(ssemock.RecordingVariantError) as raised:
             with ssemock.use_cassette(tmp_path / "c.json", record_mode="once", **options):
-                _httpx(url)
+                assert httpx.post(f"{push_server}/ack?t={token}").status_code == 202
+                _httpx(f"{push_server}/mcp-sse?t={token}")
         message = str(raised.value)
         name = str(next(iter(options.values())))
         assert name in message and "server-push" in message and str(tmp_path / "c.json") in message
         assert "GET " in message and "record the cassette first without it" in message
-        assert not (tmp_path / "c.json").exists()  # nothing recorded of it
+        # what was recorded before is saved, and nothing of the refused stream
+        assert [x.request.method for x in ssemock.Cassette.load(tmp_path / "c.json").interactions] == ["POST"]
         return
     recorded, replayed, response = _record_and_replay(push_server, "/mcp-sse", _httpx, tmp_path, options)
     _assert_both_ways(recorded, replayed, response, MCP)
@@ -364,6 +375,66 @@ def test_a_stall_is_slept_on_the_clock_as_in_replay(
     recorded, replayed, response = _record_and_replay(push_server, "/mcp-sse", _httpx, tmp_path, options)
     _assert_both_ways(recorded, replayed, response, MCP)
     assert fake_clock.slept.count(0.5) == 2  # once on the recording run, once on the replay (and the gaps)
+
+
+def test_a_plan_that_would_change_what_the_client_has_is_an_error_naming_it(
+    tmp_path: Path, push_server: str
+) -> None:
+    """The client's bytes are never taken back: a hook that rewrites the body as a whole (here it
+    appends a trailer) makes the next plan disagree with what was served, which raises."""
+
+    def trailer(response: ssemock.Response) -> ssemock.Response:
+        body = response.body + b": recorded by ssemock\n\n"
+        return dataclasses.replace(
+            response,
+            body=body,
+            ends=[*response.ends, len(body)],
+            times=[*response.times, response.times[-1] if response.times else 0.0],
+        )
+
+    with pytest.raises(ssemock.RecordingVariantError, match=r"changes the \d+ bytes the client already has"):
+        with ssemock.use_cassette(
+            tmp_path / "c.json",
+            record_mode="once",
+            transform="crlf",
+            drain_on_close=False,
+            before_record_response=trailer,
+        ):
+            _httpx(f"{push_server}/mcp-sse?t={uuid.uuid4()}")
+
+
+def test_under_pytest_both_runs_pass_alike_with_no_warning(
+    pytester: pytest.Pytester, push_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugin: the recording run and the replay run of a test that reads a push stream (and
+    POSTs its acknowledgement, as an MCP client POSTs to the endpoint) pass alike, and neither
+    warns (the stream read to where the client stopped counts as read to its end both ways)."""
+    monkeypatch.setenv("SSEMOCK_PUSH_SERVER", push_server)
+    pytester.makepyfile(
+        test_push="""
+import os, httpx, pytest, ssemock
+
+@pytest.mark.ssemock(transform="crlf", chunking="mid_line", drain_on_close=False)
+def test_push(ssemock):
+    base, events = os.environ["SSEMOCK_PUSH_SERVER"], []
+    decoder = __import__("ssemock").sse.Decoder()
+    with httpx.stream("GET", base + "/mcp-sse?t=pytester") as response:
+        for chunk in response.iter_raw():
+            got = decoder.feed(chunk)
+            for event in got:
+                events.append(event.event)
+                if event.event == "endpoint":
+                    assert httpx.post(base + "/ack?t=pytester").status_code == 202
+            if any("done" in event.data for event in got):
+                break
+    assert events == ["endpoint", "message", "message", "message"]
+"""
+    )
+    for mode in ("once", "none"):
+        result = pytester.runpytest(
+            "-p", "no:cassetter", "-p", "no:randomly", f"--ssemock-record-mode={mode}"
+        )
+        result.assert_outcomes(passed=1, warnings=0)
 
 
 # -- the declarations: a prefix's plan is the start of the whole's --------------------------------

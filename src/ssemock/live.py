@@ -133,6 +133,15 @@ class Live:
             self._pending = plan
         return plan
 
+    def served_all(self) -> bool:
+        """Whether the client has every byte the replay of the recording serves: all handed out,
+        or the live stream ended (the client closed it, and it was drained) where the client
+        had got to, as a replay that delivered every chunk."""
+        if self.done:
+            return True
+        response, ended = self._recording()
+        return ended and len(self._plan(response, False).body) <= self.sent
+
     def _next(self, *, gone: bool) -> Plan | None:
         """The plan of the recording as it is now; None when no event completed since the last."""
         response, ended = self._recording()
@@ -160,7 +169,8 @@ class Live:
         body, ends, sent = plan.body, plan.ends, self.sent
         if len(body) < sent or body[:sent] != self._body[:sent]:
             raise self._refuse(
-                f"the plan of more of the stream changes the {sent} bytes the client already has"
+                f"the plan of more of the stream changes the {sent} bytes the client already has (a "
+                f"before_record_response hook that rewrites more than each event on its own does this)"
             )
         self._body = body
         first = bisect.bisect_right(ends, sent)
@@ -221,8 +231,9 @@ class LiveStream(ReplayStream):
 
     @property
     def consumed(self) -> bool:
-        """Every chunk of the final plan reached the client."""
-        return self._live.done and not self.failed
+        """Every chunk the replay of the recording serves reached the client (see
+        [`Live.served_all`][ssemock.live.Live.served_all])."""
+        return self._live.served_all()
 
     @property
     def delivered(self) -> int:

@@ -307,7 +307,7 @@ class Player:
         # Saved after an ordinary error (as vcrpy does: what was recorded is real), never after an
         # interrupt (KeyboardInterrupt, SystemExit): a half recording must not replace a good one;
         # it is kept beside it instead.
-        if exc is None or isinstance(exc, (Exception, UnmatchedRequestError)):
+        if exc is None or isinstance(exc, (Exception, UnmatchedRequestError, RecordingVariantError)):
             self.stop()
         else:
             self.interrupted()
@@ -430,7 +430,9 @@ class Player:
                 self.recorders = [r for r in self.recorders if r is not recorder]
                 self._latest = self.plays[-1] if self.plays else None
             recorder.finish(GeneratorExit())
-            raise refuse("; ".join(refused) + " (it waits for the whole stream)") from None
+            raise refuse(
+                "; ".join(refused) + ": it would wait for the whole stream, which may never come"
+            ) from None
 
         def plan(response: Response, more: bool) -> Plan:
             # as a replay picks them: an unaimed stream fault leaves a stream that ended empty alone
