@@ -216,14 +216,16 @@ class LiveStream(ReplayStream):
     hand out, and paces what it does, sync or async. Closing it closes the live stream as a
     client's close does."""
 
-    def __init__(self, live: Live, source: LiveSource) -> None:
+    def __init__(self, live: Live, source: LiveSource, *, hold: bool = False) -> None:
+        """``hold``: the live stream stays open when this one ends or closes (an HTTP error
+        answered in its place: a retry is served from it)."""
         source.taken = True
         self._live, self._source = live, source
         self._fast = False
         self._opened = False
         self._delivered = 0
         self._gone = False  # the live stream ended (or failed: recorded, served at its byte)
-        self._shut = False
+        self._shut = hold
         self.failed = False
         """The final plan's fault or timeout was raised."""
         self.closed = False

@@ -247,6 +247,8 @@ class Player:
         self.kept: list[_keep.Kept] = []  # refused or partial recordings kept beside the cassette, masked
         """The refused or partial recordings kept beside the cassette, secrets masked."""
         self._again: list[Recorder] = []  # recorded this run, to serve again (a fault did not consume them)
+        # of those, server-push streams still live, served to the retry as they go on
+        self._held: list[tuple[Recorder, _live.LiveSource]] = []
 
     def __repr__(self) -> str:
         return (
@@ -282,6 +284,7 @@ class Player:
         if not self._active:
             return
         self._active = False
+        self._close_held()
         _session.recording(self, False)
         self._requests.close()  # a stream still held gives up now: its requests can no longer come
         self._requests = _held.Requests()
@@ -291,6 +294,21 @@ class Player:
         _stacks.deactivate(self.router)
         if save:
             self.save()
+
+    def _close_held(self) -> None:
+        """Close the live server-push streams kept for a retry that never came, as a client's
+        close does (the rest drained into the recording); an async one that cannot be closed
+        here ends its recording where it got to."""
+        with self._lock:
+            held, self._held = self._held, []
+        for recorder, live in held:
+            if live.close is None:
+                recorder.finish(GeneratorExit())
+                continue
+            try:
+                live.close()
+            except Exception:  # the recording ends there (its error recorded by the stack); the save goes on
+                recorder.finish(GeneratorExit())
 
     @functools.cached_property
     def _no_proxy(self) -> list[str]:
@@ -373,6 +391,11 @@ class Player:
                     (r for r in self._again if not matching.differences(sent, r.request, self.match_on)), None
                 )
             if again is not None:  # as a replay serves it again: a retry after an http_error fault
+                held = next((live for r, live in self._held if r is again), None)
+                if held is not None:  # a server-push stream: the retry gets the live stream, as it goes on
+                    with self._lock:
+                        self._held = [(r, live) for r, live in self._held if r is not again]
+                    return self._serve_live(again, held, request)
                 return self._serve_recorded(again, request)
             varied = self.chunking.name != "as_recorded" or bool(self.transforms) or bool(self.faults)
             recorder = Recorder(
@@ -394,15 +417,17 @@ class Player:
         served as its replay will be, or, with ``live``, a server-push stream as it arrives."""
         return self._serve_recorded(recorder) if live is None else self._serve_live(recorder, live)
 
-    def _serve_live(self, recorder: Recorder, live: _live.LiveSource) -> httpx.Response:
+    def _serve_live(
+        self, recorder: Recorder, live: _live.LiveSource, request: httpx.Request | None = None
+    ) -> httpx.Response:
         """A recording run's answer for a server-push stream (it may never end) under a chunking,
         transform or fault: served as it arrives, each completed event planned as the replay will
         plan it (`ssemock.live`), attempts and aiming counted as in `_serve_recorded`. A variant
         that needs the whole stream is refused here, before any of it is served, with
         `RecordingVariantError`; an ``http_error`` fault answers at once, its body once the first
-        event arrived (its shape may follow the stream's protocol), and the client's close of it
-        closes the live stream."""
-        request = recorder.sent
+        event arrived (its shape may follow the stream's protocol), and the live stream stays open
+        for the retry a replay serves the recording to (closed at `stop` if none comes)."""
+        request = request if request is not None else recorder.sent
         interaction = recorder.interaction() or recorder.interaction(hooked=False)
         with self._lock:
             attempt, self.attempts = self.attempts, self.attempts + 1
@@ -459,10 +484,12 @@ class Player:
         t0 = _timing.clock.now() - (time.perf_counter() - recorder.t0)  # when the request was sent
         serving = _live.Live(recording=recording, plan=plan, content_type=content_type, t0=t0, refuse=refuse)
         first = serving.start()
-        stream = _live.LiveStream(serving, live)
+        stream = _live.LiveStream(serving, live, hold=not first.consumes)
         play = Play.of(-1, request, interaction, first, stream, self.chunking, self.transforms)
         serving.on_plan = functools.partial(_adopt, play)
         with self._lock:
+            if not first.consumes:
+                self._held.append((recorder, live))
             if first.consumes:
                 self._again = [r for r in self._again if r is not recorder]
             elif recorder not in self._again:
