@@ -391,10 +391,10 @@ class Player:
                     (r for r in self._again if not matching.differences(sent, r.request, self.match_on)), None
                 )
             if again is not None:  # as a replay serves it again: a retry after an http_error fault
-                held = next((live for r, live in self._held if r is again), None)
+                with self._lock:
+                    held = next((live for r, live in self._held if r is again), None)
+                    self._held = [(r, live) for r, live in self._held if r is not again]
                 if held is not None:  # a server-push stream: the retry gets the live stream, as it goes on
-                    with self._lock:
-                        self._held = [(r, live) for r, live in self._held if r is not again]
                     return self._serve_live(again, held, request)
                 return self._serve_recorded(again, request)
             varied = self.chunking.name != "as_recorded" or bool(self.transforms) or bool(self.faults)
