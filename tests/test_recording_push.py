@@ -377,6 +377,19 @@ def test_the_cassette_gets_the_whole_stream_the_fault_kept_from_the_client(
         assert b'"id":1,"error"' in b"".join(recorded[1]) and recorded[2] is None
 
 
+def test_a_recording_cut_at_max_body_bytes_ends_the_clients_stream_there_too(
+    tmp_path: Path, push_server: str
+) -> None:
+    url, options = f"{push_server}/mcp-sse?t={uuid.uuid4()}", {"transform": "crlf"}
+    with pytest.warns(ssemock.SsemockWarning, match="max_body_bytes=100"):
+        with ssemock.use_cassette(tmp_path / "c.json", record_mode="once", max_body_bytes=100, **options):
+            recorded = _httpx(url)
+    with ssemock.use_cassette(tmp_path / "c.json", **options):
+        replayed = _httpx(url)
+    assert recorded == replayed and recorded[2] == "RemoteProtocolError"
+    assert b"".join(recorded[1]) == b"".join(MCP)[:100].replace(b"\n", b"\r\n")
+
+
 def test_a_stall_is_slept_on_the_clock_as_in_replay(
     tmp_path: Path, push_server: str, fake_clock: Any
 ) -> None:
