@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     )
     from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
     from .cassette import Cassette, CassetteError, Interaction, Request, Response, SecretError
-    from .errors import NetworkBlockedError, SsemockWarning
+    from .errors import NetworkBlockedError, RecordingVariantError, SsemockWarning
     from .expect import Expected, StreamAssertionError
     from .explore import explore
     from .record import RequestHook, ResponseHook
@@ -47,7 +47,7 @@ _WHERE = {
     **dict.fromkeys(
         ("Cassette", "CassetteError", "Interaction", "Request", "Response", "SecretError"), "cassette"
     ),
-    **dict.fromkeys(("NetworkBlockedError", "SsemockWarning"), "errors"),
+    **dict.fromkeys(("NetworkBlockedError", "RecordingVariantError", "SsemockWarning"), "errors"),
     **dict.fromkeys(("Expected", "StreamAssertionError"), "expect"),
     **dict.fromkeys(("RequestHook", "ResponseHook"), "record"),
     **dict.fromkeys(
@@ -129,6 +129,7 @@ __all__ = [
     "Play",
     "Player",
     "ProtocolError",
+    "RecordingVariantError",
     "Request",
     "RequestHook",
     "Response",

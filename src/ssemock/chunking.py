@@ -56,6 +56,9 @@ class Chunking:
     # split given the body's content type too (per_event: the framing's events); used when one is known
     typed: Callable[[bytes, Sequence[int], str], Ends] | None = field(default=None, repr=False)
     """Like `split` but also given the content type (for framings that need it), or `None`."""
+    needs_end: str | None = field(default=None, repr=False)
+    """Why it can only cut a whole body (None: cutting a body that ends at an event boundary
+    gives the first chunks of cutting any longer body, so a live stream is cut as it arrives)."""
 
     def ends(
         self, body: bytes, recorded: Sequence[int] | None = None, *, content_type: str | None = None
@@ -261,7 +264,12 @@ as_recorded = Chunking("as_recorded", _as_recorded, normalized=True)
 """The boundaries as recorded: what the server's network actually delivered."""
 bytewise = Chunking("bytewise", _bytewise, normalized=True, step=1)
 """One byte per chunk: every boundary a client can meet."""
-coalesced = Chunking("coalesced", _coalesced, normalized=True)
+coalesced = Chunking(
+    "coalesced",
+    _coalesced,
+    normalized=True,
+    needs_end="it serves the whole body in one chunk, which only the end completes",
+)
 """The whole body in one chunk."""
 per_event = Chunking("per_event", _per_event, typed=_per_event)
 """One chunk per event (per SSE block, JSON line or frame)."""

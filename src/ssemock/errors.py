@@ -7,7 +7,7 @@ hide the real cause behind retries and a generic message.
 
 from __future__ import annotations
 
-__all__ = ["NetworkBlockedError", "SsemockWarning", "UnmatchedRequestError"]
+__all__ = ["NetworkBlockedError", "RecordingVariantError", "SsemockWarning", "UnmatchedRequestError"]
 
 
 def _safe(args: tuple[object, ...]) -> list[object]:
@@ -29,6 +29,17 @@ class UnmatchedRequestError(BaseException):
 class NetworkBlockedError(BaseException):
     """During a replay, code opened a connection that no intercepted client stack made, to a host
     that ``allowed_hosts`` does not allow. Its message is masked like `UnmatchedRequestError`'s."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*_safe(args))
+
+
+class RecordingVariantError(BaseException):
+    """A recording run cannot give the client what the replay run will: a chunking, transform or
+    fault that needs the whole stream (``coalesced``, ``truncate``, ...) on a server-push stream,
+    which the recording run serves as it arrives and which may never end. Its message names the
+    cassette, the request, the variant and what to do (aim the fault elsewhere, or record without
+    it, then replay with it); masked like `UnmatchedRequestError`'s."""
 
     def __init__(self, *args: object) -> None:
         super().__init__(*_safe(args))

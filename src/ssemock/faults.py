@@ -85,6 +85,10 @@ class Served:
     """The framing of the body as planned (before any fault cut it); None: detect."""
     cut_at: int | None = None
     """Where a fault cut the body (what the client gets ends there)"""
+    more: bool = False
+    """The body is an open prefix of a live stream (more may come, whole events so far): a
+    positioned fault does nothing until its position has arrived. A fault that decides the
+    stream's end (a cut, an error event, an HTTP error) sets it False."""
 
     @property
     def framing(self) -> str:
@@ -115,6 +119,15 @@ class Served:
             return 0
         return ends[events - 1] if events <= len(ends) else len(self.body)
 
+    def reached(self, *, events: int | None = None, size: int | None = None) -> bool:
+        """Whether a fault positioned after ``events`` events (or at byte ``size``) can be placed:
+        always on a whole body; on an open prefix (`more`) only once that many have arrived."""
+        if not self.more:
+            return True
+        if size is not None:
+            return len(self.body) >= size
+        return events is None or events <= 0 or events <= len(self.event_ends())
+
     def cut(self, offset: int) -> None:
         """Keep only the first ``offset`` bytes; the last kept chunk ends there."""
         keep = bisect.bisect_left(self.ends, offset)
@@ -123,6 +136,7 @@ class Served:
         self.times = self.times[:keep] + ([at] if offset else [])
         self.body = self.body[:offset]
         self.cut_at = offset if self.cut_at is None else min(self.cut_at, offset)
+        self.more = False  # the end is decided here, whatever more arrives
 
 
 def framing_of(content_type: str | None, body: bytes) -> str:
@@ -207,6 +221,13 @@ class Fault:
         """Why this fault has no meaning for a body of ``framing`` (None: it has one)."""
         return None
 
+    def needs_end(self, attempt: int = 0) -> str | None:
+        """Why this fault (at ``attempt``) can only be placed once the whole stream is known
+        (None: it is decided on a prefix of whole events, as a live stream arrives). A
+        recording run serves a server-push stream, which may never end, as it arrives: a fault
+        that needs the end is refused there. A subclass that cannot tell says it needs it."""
+        return "it does not say whether it can be placed on a stream still arriving"
+
     def takes_document(self, url: str, headers: Sequence[tuple[str, str]], body: bytes) -> bool:
         """Whether, unaimed, it applies to this plain JSON body (no stream): only where the
         response's protocol gives it a meaning (an MCP JSON answer takes an error_event)."""
@@ -270,7 +291,12 @@ class _Disconnect(Fault):
         self.after_event, self.after_byte = after_event, after_byte
         self.name = "disconnect" + _args(after_event=after_event, after_byte=after_byte)
 
+    def needs_end(self, attempt: int = 0) -> str | None:
+        return None
+
     def apply(self, served: Served, attempt: int) -> None:
+        if not served.reached(events=self.after_event, size=self.after_byte):
+            return
         offset = (
             served.offset_after(self.after_event)
             if self.after_event is not None
@@ -299,8 +325,12 @@ class _Stall(Fault):
         self.seconds = _seconds("stall", "seconds", seconds)
         self.name = f"stall:before_event={before_event},seconds={seconds:g}"
 
+    def needs_end(self, attempt: int = 0) -> str | None:
+        return None
+
     def apply(self, served: Served, attempt: int) -> None:
-        served.stalls[served.offset_after(self.before_event)] = self.seconds
+        if served.reached(events=self.before_event):
+            served.stalls[served.offset_after(self.before_event)] = self.seconds
 
 
 def stall(before_event: int, seconds: float, on: Target | str | int | None = None) -> Fault:
@@ -327,6 +357,9 @@ class _Truncate(Fault):
                 "(use truncate:at=mid_event or disconnect:after_byte=N to cut it)"
             )
         return None
+
+    def needs_end(self, attempt: int = 0) -> str | None:
+        return "it drops the stream's last event, and only the end says which event is last"
 
     def apply(self, served: Served, attempt: int) -> None:
         starts = [0, *served.event_ends()]
@@ -379,6 +412,9 @@ class _TrailingData(Fault):
         if self.at == "same_event" and framing != "sse":
             return "only an SSE event has lines a data line can join (use at=event or at=garbage)"
         return _REFUSED_TRAILING.get((self.at, framing))
+
+    def needs_end(self, attempt: int = 0) -> str | None:
+        return "it writes after the stream's last event, and only the end says which event is last"
 
     def apply(self, served: Served, attempt: int) -> None:
         kind = served.framing
@@ -491,7 +527,10 @@ class _HttpError(Fault):
         headers += [(k.lower(), v) for k, v in self.headers.items()]
         served.status, served.headers, served.body = self.status, headers, body
         served.ends, served.times, served.error, served.stalls = [len(body)], [0.0], None, {}
-        served.consumes = False
+        served.consumes, served.more = False, False
+
+    def needs_end(self, attempt: int = 0) -> str | None:
+        return None  # it replaces the response before any stream
 
 
 def http_error(
@@ -538,9 +577,14 @@ class _ErrorEvent(Fault):
         found = protocols.for_response(url, headers, body)
         return found is not None and protocols.speaks(found, "json")
 
+    def needs_end(self, attempt: int = 0) -> str | None:
+        if self.after_event is None:
+            return "without after_event= it goes mid-stream, at half the events, and only the end says how many there are"
+        return None
+
     def apply(self, served: Served, attempt: int) -> None:
         kind = served.framing
-        if self.refuses(kind):
+        if self.refuses(kind) or not served.reached(events=self.after_event):
             return
         ends = served.event_ends()
         n = self.after_event if self.after_event is not None else len(ends) // 2
@@ -551,13 +595,19 @@ class _ErrorEvent(Fault):
         protocol = _protocol(served.url, served.headers, served.body)
         if not protocols.speaks(protocol, kind):  # e.g. an unknown JSON-lines API: the framing's usual shape
             protocol = _speaker(kind) or protocol
+        owes = protocol.owed(served.body, offset, served.more) if protocol.owed else None
+        if served.more and protocol.owed is not None and owes is None:
+            # the request it fails is the next one answered, still to come: serve up to the cut, wait
+            served.cut(offset)
+            served.cut_at, served.more = None, True
+            return
         error = protocols.StreamError(
             self.kind,
             message,
             framing=kind,
             newline=_newline(served.body),
             after_first=offset > 0,
-            request_id=protocol.owed(served.body, offset) if protocol.owed else None,
+            request_id=owes,
         )
         event = protocol.error_event(error)
         served.cut(offset)
@@ -622,6 +672,10 @@ class _Sequence(Fault):
         self.name += f",on={self.on}"
         return self
 
+    def needs_end(self, attempt: int = 0) -> str | None:
+        fault = self.per_attempt[attempt] if attempt < len(self.per_attempt) else None
+        return None if fault is None else fault.needs_end(attempt)
+
     def apply(self, served: Served, attempt: int) -> None:
         fault = self.per_attempt[attempt] if attempt < len(self.per_attempt) else None
         if fault is not None:
@@ -652,12 +706,16 @@ class _AtAttempt(Fault):
 
     def __init__(self, fault: Fault, attempt: int) -> None:
         self.fault, self.attempt, self.name, self.on = fault, attempt, fault.name, fault.on
+        self.per_request = fault.per_request
 
     def apply(self, served: Served, attempt: int) -> None:
         self.fault.apply(served, self.attempt)
 
     def refuses(self, framing: str) -> str | None:
         return self.fault.refuses(framing)
+
+    def needs_end(self, attempt: int = 0) -> str | None:
+        return self.fault.needs_end(self.attempt)
 
 
 def _listed(interactions: Sequence[Interaction], most: int = 12) -> str:
@@ -715,18 +773,20 @@ class Aim:
                 )
 
     @staticmethod
-    def takes(fault: Fault, interaction: Interaction) -> bool:
-        """Whether an unaimed stream fault applies to ``interaction``'s response."""
+    def takes(fault: Fault, interaction: Interaction, *, arriving: bool = False) -> bool:
+        """Whether an unaimed stream fault applies to ``interaction``'s response (``arriving``:
+        a live stream whose body is still to come, so an empty body so far is no reason not to)."""
         response = interaction.response
-        if not response.body:
+        if not response.body and not arriving:
             return False
         kind = framing.detect(response.header("content-type"), response.body)
         if fault.refuses(kind.name) is not None:
             return False
         return kind.stream or fault.takes_document(interaction.request.url, response.headers, response.body)
 
-    def pick(self, index: int, interaction: Interaction) -> list[Fault]:
-        """The faults serving ``interaction`` (at ``index``) now goes through, each at its attempt."""
+    def pick(self, index: int, interaction: Interaction, *, arriving: bool = False) -> list[Fault]:
+        """The faults serving ``interaction`` (at ``index``) now goes through, each at its attempt
+        (``arriving``: its body is a live stream still to come; see [`takes`][ssemock.faults.Aim.takes])."""
         out: list[Fault] = []
         for n, fault in enumerate(self.faults):
             if fault.on is not None:
@@ -734,7 +794,7 @@ class Aim:
             elif fault.per_request:
                 hit = self._pins.setdefault(n, index) == index
             else:
-                hit = self.takes(fault, interaction)
+                hit = self.takes(fault, interaction, arriving=arriving)
             if hit:
                 attempt = self._attempts.get((n, index), 0)
                 self._attempts[n, index] = attempt + 1

@@ -27,7 +27,7 @@ import pytest
 
 from ._cassette_names import file_name, recording_name
 from ._names import unknown
-from .errors import NetworkBlockedError, SsemockWarning, UnmatchedRequestError
+from .errors import NetworkBlockedError, RecordingVariantError, SsemockWarning, UnmatchedRequestError
 from .modes import RECORD_MODES
 
 if TYPE_CHECKING:  # the rest is imported when a test uses ssemock: an unused plugin costs nothing
@@ -228,6 +228,7 @@ def _cut_short(exc: BaseException) -> bool:
         pytest.xfail.Exception,
         UnmatchedRequestError,
         NetworkBlockedError,
+        RecordingVariantError,
     )  # ssemock's own failures end a test too
     return not isinstance(exc, outcomes) or getattr(exc, _TIMED_OUT, False)
 

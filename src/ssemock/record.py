@@ -15,8 +15,13 @@ which replays under other chunkings and in other tests read further than this cl
 A recording run with a chunking, transform or fault set gives the client what the replay run
 will give it (`Recorder.replays`): the stack reads the live stream whole into the recording
 first, then serves the recording through the same plan a replay uses (`Recorder.served`),
-so one test passes both ways. A server-push stream (a GET event stream, which may never end) is
-the exception: it is served live, as it arrives, with a warning.
+so one test passes both ways. A server-push stream (`Recorder.pushes`: a GET event stream,
+which may never end) cannot be read whole first: it is served as it arrives, each completed
+event planned as the replay will plan it (`ssemock.live`), while the recording gets the
+whole live stream as it arrived. The client may then see one seam a replay does not give it: a
+chunk that ends at an event boundary where the recorded chunk went on into the next event. A
+variant that needs the whole stream (``coalesced``, ``truncate``, ...) is refused there, with
+`ssemock.RecordingVariantError` naming it.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import httpx
 
 from .cassette import Headers, Interaction, Request, Response
 from .errors import SsemockWarning
+from .live import LiveSource
 from .redact import mask_url, redact_request, redact_response
 
 __all__ = [
@@ -132,7 +138,7 @@ class Recorder:
         before_record_response: ResponseHook | None = None,
         max_body_bytes: int = MAX_BODY_BYTES,
         drain: float | None = DRAIN_SECONDS,
-        serve: Callable[[Recorder], httpx.Response] | None = None,
+        serve: Callable[[Recorder, LiveSource | None], httpx.Response] | None = None,
     ) -> None:
         self.t0 = time.perf_counter()
         self.max_body_bytes = max_body_bytes
@@ -157,27 +163,23 @@ class Recorder:
     def replays(self) -> bool:
         """Whether the client is to get the recording served as a replay of it (a chunking,
         transform or fault is set): the stack reads the live stream to its end into the recording,
-        then serves `served`. Asked once the status and headers arrived. Not for a
-        server-push stream (a GET event stream may never end): that one is served live, with a
-        warning that the variant applies on replay only."""
-        if self._serve is None:
-            return False
-        content_type = next((v for k, v in self.headers if k == "content-type"), "")
-        if self.request.method == "GET" and "event-stream" in content_type:
-            warnings.warn(
-                f"ssemock: recording {self.request.method} {mask_url(self.request.url)}: a server-push "
-                f"stream is served live as it arrives on a recording run (it may never end); its "
-                f"chunking, transforms and faults apply when it replays",
-                SsemockWarning,
-                stacklevel=3,
-            )
-            return False
-        return True
+        then serves `served`; or, for a server-push stream (`pushes`), serves it as it arrives
+        through ``served(live)``. Asked once the status and headers arrived."""
+        return self._serve is not None
 
-    def served(self) -> httpx.Response:
-        """The response a replay of this (finished) recording serves, to hand the client."""
+    def pushes(self) -> bool:
+        """Whether the live response is a server-push stream: an event stream answering a GET
+        (the legacy MCP transport's), which may never end, so it cannot be read whole before the
+        client gets it."""
+        content_type = next((v for k, v in self.headers if k == "content-type"), "")
+        return self.request.method == "GET" and "event-stream" in content_type
+
+    def served(self, live: LiveSource | None = None) -> httpx.Response:
+        """The response a replay of this (finished) recording serves, to hand the client; with
+        ``live`` (a server-push stream, `pushes`), the response that serves it as it arrives
+        (`ssemock.live`): if ``live.taken`` is False after it, the stack closes the live stream."""
         assert self._serve is not None, "served() is for a recording that replays()"
-        return self._serve(self)
+        return self._serve(self, live)
 
     def begin(self, status: int, headers: Sequence[tuple[str, str]]) -> None:
         """The live response's status and headers arrived (the stack tees its body next)."""

@@ -33,6 +33,7 @@ from . import diagnose as _diagnose
 from . import faults as _faults
 from . import held as _held
 from . import keep as _keep
+from . import live as _live
 from . import lock as _lock
 from . import matching
 from . import protocols as _protocols
@@ -43,8 +44,8 @@ from . import timing as _timing
 from . import transforms as _transforms
 from ._names import unknown
 from .accumulate import Accumulated
-from .cassette import Cassette, CassetteError, Interaction, Request
-from .errors import SsemockWarning, UnmatchedRequestError
+from .cassette import Cassette, CassetteError, Interaction, Request, Response
+from .errors import RecordingVariantError, SsemockWarning, UnmatchedRequestError
 from .expect import Expected, StreamAssertionError
 from .modes import RECORD_MODES, RecordMode
 from .record import MAX_BODY_BYTES, Recorder, RequestHook, ResponseHook, drain_seconds, request_from_httpx
@@ -59,6 +60,7 @@ from .serving import (
     TimingSpec,
     TransformSpec,
     _server_push,
+    _timeout_cut,
     plan_response,
 )
 from .stacks import Record
@@ -245,6 +247,8 @@ class Player:
         self.kept: list[_keep.Kept] = []  # refused or partial recordings kept beside the cassette, masked
         """The refused or partial recordings kept beside the cassette, secrets masked."""
         self._again: list[Recorder] = []  # recorded this run, to serve again (a fault did not consume them)
+        # of those, server-push streams still live, served to the retry as they go on
+        self._held: list[tuple[Recorder, _live.LiveSource]] = []
 
     def __repr__(self) -> str:
         return (
@@ -280,6 +284,7 @@ class Player:
         if not self._active:
             return
         self._active = False
+        self._close_held()
         _session.recording(self, False)
         self._requests.close()  # a stream still held gives up now: its requests can no longer come
         self._requests = _held.Requests()
@@ -289,6 +294,21 @@ class Player:
         _stacks.deactivate(self.router)
         if save:
             self.save()
+
+    def _close_held(self) -> None:
+        """Close the live server-push streams kept for a retry that never came, as a client's
+        close does (the rest drained into the recording); an async one that cannot be closed
+        here ends its recording where it got to."""
+        with self._lock:
+            held, self._held = self._held, []
+        for recorder, live in held:
+            if live.close is None:
+                recorder.finish(GeneratorExit())
+                continue
+            try:
+                live.close()
+            except Exception:  # the recording ends there (its error recorded by the stack); the save goes on
+                recorder.finish(GeneratorExit())
 
     @functools.cached_property
     def _no_proxy(self) -> list[str]:
@@ -305,7 +325,7 @@ class Player:
         # Saved after an ordinary error (as vcrpy does: what was recorded is real), never after an
         # interrupt (KeyboardInterrupt, SystemExit): a half recording must not replace a good one;
         # it is kept beside it instead.
-        if exc is None or isinstance(exc, (Exception, UnmatchedRequestError)):
+        if exc is None or isinstance(exc, (Exception, UnmatchedRequestError, RecordingVariantError)):
             self.stop()
         else:
             self.interrupted()
@@ -371,6 +391,11 @@ class Player:
                     (r for r in self._again if not matching.differences(sent, r.request, self.match_on)), None
                 )
             if again is not None:  # as a replay serves it again: a retry after an http_error fault
+                with self._lock:
+                    held = next((live for r, live in self._held if r is again), None)
+                    self._held = [(r, live) for r, live in self._held if r is not again]
+                if held is not None:  # a server-push stream: the retry gets the live stream, as it goes on
+                    return self._serve_live(again, held, request)
                 return self._serve_recorded(again, request)
             varied = self.chunking.name != "as_recorded" or bool(self.transforms) or bool(self.faults)
             recorder = Recorder(
@@ -380,12 +405,100 @@ class Player:
                 before_record_response=self._before_response,
                 max_body_bytes=self.max_body_bytes,
                 drain=self._drain,
-                serve=_weakly(self._serve_recorded) if varied else None,
+                serve=_weakly(self._serve_recording) if varied else None,
             )
             raise Record(request, recorder)
         if self.guard.allows(request.url.host):  # sent for real, unless an outer player matches it
             raise _stacks.Allowed(f"ssemock: {request.method} {request.url.host}: an allowed host")
         raise UnmatchedRequestError(self._explain(sent))
+
+    def _serve_recording(self, recorder: Recorder, live: _live.LiveSource | None) -> httpx.Response:
+        """A recording run's answer under a chunking, transform or fault: the finished recording
+        served as its replay will be, or, with ``live``, a server-push stream as it arrives."""
+        return self._serve_recorded(recorder) if live is None else self._serve_live(recorder, live)
+
+    def _serve_live(
+        self, recorder: Recorder, live: _live.LiveSource, request: httpx.Request | None = None
+    ) -> httpx.Response:
+        """A recording run's answer for a server-push stream (it may never end) under a chunking,
+        transform or fault: served as it arrives, each completed event planned as the replay will
+        plan it (`ssemock.live`), attempts and aiming counted as in `_serve_recorded`. A variant
+        that needs the whole stream is refused here, before any of it is served, with
+        `RecordingVariantError`; an ``http_error`` fault answers at once, its body once the first
+        event arrived (its shape may follow the stream's protocol), and the live stream stays open
+        for the retry a replay serves the recording to (closed at `stop` if none comes)."""
+        request = request if request is not None else recorder.sent
+        interaction = recorder.interaction() or recorder.interaction(hooked=False)
+        with self._lock:
+            attempt, self.attempts = self.attempts, self.attempts + 1
+            at = len(self.cassette.interactions) + next(
+                (n for n, r in enumerate(self.recorders) if r is recorder), len(self.recorders)
+            )
+            faults = self._aimed().pick(at, interaction, arriving=True)
+        content_type = interaction.response.header("content-type") or ""
+        refused = _live.needs_end(
+            self.chunking, self.transforms, faults, kind=_transforms.kind_of(content_type, b"")
+        )
+        where = str(self.path) if self.path else "the in-memory cassette"
+
+        def refuse(why: str) -> RecordingVariantError:
+            return RecordingVariantError(
+                f"ssemock: {where}: recording {recorder.request.method} {recorder.request.url}, a server-push "
+                f"stream (an event "
+                f"stream answering a GET, which may never end): a recording run serves it as it arrives, as "
+                f"its replay will, but {why}. Aim a fault at another interaction (on='POST */path' or an "
+                f"index), or record the cassette first without it, then replay with it"
+            )
+
+        if refused:
+            with self._lock:  # nothing of it is kept: the client gets the error, not the stream
+                self.recorders = [r for r in self.recorders if r is not recorder]
+                self._latest = self.plays[-1] if self.plays else None
+            recorder.finish(GeneratorExit())
+            raise refuse(
+                "; ".join(refused) + ": it would wait for the whole stream, which may never come"
+            ) from None
+
+        def plan(response: Response, more: bool) -> Plan:
+            # as a replay picks them: an unaimed stream fault leaves a stream that ended empty alone
+            picked = (
+                faults if response.body or more else [f for f in faults if f.on is not None or f.per_request]
+            )
+            return plan_response(
+                response,
+                url=str(request.url),
+                core=_stacks.errors_of(request),
+                chunking=self.chunking,
+                transforms=self.transforms,
+                timing=self.timing,
+                faults=picked,
+                attempt=attempt,
+                read_timeout=(request.extensions.get("timeout") or {}).get("read"),
+                more=more,
+            )
+
+        def recording() -> tuple[Response, bool]:
+            now = recorder.interaction() or recorder.interaction(hooked=False)
+            return now.response, recorder.ended
+
+        t0 = _timing.clock.now() - (time.perf_counter() - recorder.t0)  # when the request was sent
+        serving = _live.Live(recording=recording, plan=plan, content_type=content_type, t0=t0, refuse=refuse)
+        first = serving.start()
+        stream = _live.LiveStream(serving, live, hold=not first.consumes)
+        play = Play.of(-1, request, interaction, first, stream, self.chunking, self.transforms)
+        serving.on_plan = functools.partial(_adopt, play)
+        with self._lock:
+            if not first.consumes:
+                self._held.append((recorder, live))
+            if first.consumes:
+                self._again = [r for r in self._again if r is not recorder]
+            elif recorder not in self._again:
+                self._again.append(recorder)
+            self.plays.append(play)
+            self._latest = play
+        return httpx.Response(
+            first.status, headers=first.headers, stream=stream, extensions={"http_version": b"HTTP/1.1"}
+        )
 
     def _serve_recorded(self, recorder: Recorder, request: httpx.Request | None = None) -> httpx.Response:
         """A recording run's answer under a chunking, transform or fault: the whole recording
@@ -798,6 +911,12 @@ def _as_diff(difference: str) -> list[str]:
         return [difference]
     what = found["what"] + (f" {found['where']}" if found["where"] else "")
     return [f"- {what}: {found['rec']}  (recorded)", f"+ {what}: {found['sent']}  (sent)"]
+
+
+def _adopt(play: Play, plan: Plan, ends: list[int]) -> None:
+    """A live play follows its stream's latest plan (what `expected` and the assertions read)."""
+    play.body, play.ends, play.faults, play.status = plan.body, ends, plan.faults, plan.status
+    play.cut, play.framing, play.cut_at = _timeout_cut(plan), plan.framing, plan.cut_at
 
 
 def recording_refusals(faults: Sequence[_faults.Fault]) -> list[str]:

@@ -68,6 +68,7 @@ class Plan:
     faults: list[str] = field(default_factory=list)  # the faults that changed what is served
     framing: str = "sse"  # the served body's framing (before a fault cut it)
     cut_at: int | None = None  # where a fault cut the body short (disconnect, truncate)
+    open: bool = False  # the plan of an open prefix of a live stream: more may come (ssemock.live)
 
 
 class _Due(Sequence[float | None]):
@@ -116,6 +117,7 @@ def plan_response(
     attempt: int = 0,
     read_timeout: float | None = None,
     holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None,
+    more: bool = False,
 ) -> Plan:
     """Turn a recorded response into what to serve: transforms, then faults, chunking, timing.
 
@@ -123,7 +125,9 @@ def plan_response(
     them to its own. Used by the in-process player and by ``ssemock serve``. ``holds`` (for a
     server-push stream, `ssemock.protocols.holds`) says where the served body waits for
     requests: a chunk starts at each such offset (a chunk never spans a wait), and
-    ``Plan.holds`` names the requests each waits for.
+    ``Plan.holds`` names the requests each waits for. ``more``: the response is an open prefix
+    of a live stream, whole events so far (see [`ssemock.live`][ssemock.live]): a positioned
+    fault waits for its position, and ``Plan.open`` says whether more may still follow.
     """
     served = Served(
         response.status,
@@ -134,6 +138,7 @@ def plan_response(
         url,
         core,
         _recorded_error(core, response.error),
+        more=more,
     )
     content_type = response.header("content-type") or ""
     if transforms:
@@ -184,6 +189,7 @@ def plan_response(
         applied,
         served.kind,
         served.cut_at,
+        served.more,
     )
 
 

@@ -94,6 +94,10 @@ class Transform:
     """The body kinds (`"sse"`, `"ndjson"`, ...) it rewrites."""
     relevant: Callable[[bytes, str], bool] | None = None
     """None: applies to every body of its kinds."""
+    needs_end: str | None = None
+    """Why it can only rewrite a whole body (None: rewriting a body that ends at an event
+    boundary gives the start of rewriting any longer body, so a live stream is rewritten as it
+    arrives)."""
 
     def __str__(self) -> str:
         return self.name
@@ -295,7 +299,12 @@ def _no_ids(body: bytes, kind: str) -> bool:
     return _ID_LINE.search(body) is None
 
 
-ids = Transform("ids", _before_each(lambda i, nl: b"id: %d" % (i + 1) + nl), relevant=_no_ids)
+ids = Transform(
+    "ids",
+    _before_each(lambda i, nl: b"id: %d" % (i + 1) + nl),
+    relevant=_no_ids,
+    needs_end="it numbers the events only when the whole stream has no id, and a later event may have one",
+)
 """An `id:` field on each event."""
 
 
@@ -367,6 +376,7 @@ no_final_newline = Transform(
     _no_final_newline,
     frozenset({_NDJSON}),
     lambda body, kind: body.endswith((b"\n", b"\r")) and bool(body.strip()),
+    needs_end="it rewrites the last line's ending, and only the end says which line is last",
 )
 """The last JSON line without its line ending (a server that ends the stream right after it)"""
 
@@ -402,7 +412,13 @@ def _array_transform(
     name: str, element: Callable[[bytes], bytes], first: bytes, between: bytes, last: bytes
 ) -> Transform:
     edits = _array_layout(element, first, between, last)
-    return Transform(name, edits, frozenset({_ARRAY}), _changes(edits))
+    return Transform(
+        name,
+        edits,
+        frozenset({_ARRAY}),
+        _changes(edits),
+        needs_end="it lays out the array through its closing bracket",
+    )
 
 
 compact = _array_transform("compact", lambda el: orjson.dumps(orjson.loads(el)), b"[", b",", b"]")

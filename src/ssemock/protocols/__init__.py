@@ -104,8 +104,9 @@ class Protocol:
     sdk_request: Callable[[str, Any], bool] | None = field(default=None, compare=False)
     request_ids: Callable[[bytes | None], Sequence[Any]] | None = field(default=None, compare=False)
     holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = field(default=None, compare=False)
-    # the JSON-RPC id of the request a body cut at a byte offset still owes an answer (StreamError.request_id)
-    owed: Callable[[bytes, int], str | int | None] | None = field(default=None, compare=False)
+    # the JSON-RPC id of the request a body cut at a byte offset still owes an answer (StreamError.request_id);
+    # its third argument: the body is an open prefix of a live stream (None then: no answer after the cut yet)
+    owed: Callable[[bytes, int, bool], str | int | None] | None = field(default=None, compare=False)
     # framings other than ``framing`` its bodies come in, which its error_event also writes (Gemini: json_array)
     framings: tuple[str, ...] = ()
 

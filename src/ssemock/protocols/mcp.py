@@ -221,11 +221,13 @@ def error_event(error: StreamError) -> bytes:
     return _error(error.kind, error.message, error.request_id, error.newline, sse=error.framing == "sse")
 
 
-def owed(body: bytes, offset: int) -> RequestId | None:
+def owed(body: bytes, offset: int, more: bool = False) -> RequestId | None:
     """The id of the request a stream cut at byte ``offset`` still owes an answer: the first
     response (result or error) after the cut, else the token of a progress notification whose
     request is not answered before it (the mcp SDK's progress token is the request id); None when
-    the stream owes nothing. A JSON body (not a stream) owes the id of the answer it holds."""
+    the stream owes nothing. A JSON body (not a stream) owes the id of the answer it holds.
+    ``more``: the body is an open prefix of a live stream, so only an answer after the cut
+    decides (None: none has arrived yet; a later one may)."""
     if body.lstrip().startswith((b"{", b"[")):
         return next(iter(_answers(body.decode("utf-8", "replace"))[0]), None)
     starts = [0, *event_ends(body, sse=True)]
@@ -239,7 +241,7 @@ def owed(body: bytes, offset: int) -> RequestId | None:
             if b <= offset:
                 answered.update(ids)
             tokens += progress
-    return next((t for t in tokens if t not in answered), None)
+    return None if more else next((t for t in tokens if t not in answered), None)
 
 
 def http_error(status: int, message: str | None) -> HTTPErrorBody:

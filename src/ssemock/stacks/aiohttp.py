@@ -42,6 +42,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from respx.models import PassThrough
 from yarl import URL
 
+from ..live import LiveSource
 from ..record import Recorder
 from ..serving import ReplayStream
 from . import STACK_KEY, Patch, Record, adispatch, intercepting, passing
@@ -428,6 +429,21 @@ def _closing(resp: aiohttp.ClientResponse, live: _Live) -> None:
     resp.__class__ = _Closing
 
 
+def _waits_for(resp: aiohttp.ClientResponse, after: Callable[[], Awaitable[None]]) -> None:
+    """``resp.wait_for_close`` (awaited by ``async with``) also awaits ``after``: the live response
+    a recording run serves a server-push stream from, whose close drains it into the recording."""
+    base = type(resp)
+
+    class _Waiting(base):  # type: ignore[valid-type,misc]
+        __slots__ = ()
+
+        async def wait_for_close(self) -> None:
+            await base.wait_for_close(self)
+            await after()
+
+    resp.__class__ = _Waiting
+
+
 def _finish_exc(exc: BaseException) -> BaseException:
     return GeneratorExit() if _released(exc) else exc
 
@@ -464,7 +480,17 @@ async def _send(
     auto = getattr(session, "_auto_decompress", True) if auto is None else auto
     encoding = resp.headers.get(hdrs.CONTENT_ENCODING, "").strip().lower()
     _tee(resp, passed.recorder, decoded=bool(auto) and encoding in _DECODED)
-    if passed.recorder.replays():  # the whole live body into the recording, then its replay to the client
+    if passed.recorder.replays() and passed.recorder.pushes():  # it may never end: served as it arrives
+        live = LiveSource(resp.content.iter_any().__aiter__(), close=resp.release)
+        try:
+            served = await _to_aiohttp(session, method, url, headers, passed.recorder.served(live))
+        finally:
+            if not live.taken:
+                resp.release()
+                await resp.wait_for_close()
+        _waits_for(served, resp.wait_for_close)
+        resp = served
+    elif passed.recorder.replays():  # the whole live body into the recording, then its replay to the client
         try:
             await resp.read()
         except Exception:  # recorded: the replay raises it at the same byte

@@ -19,6 +19,7 @@ import httpx
 from respx.models import PassThrough
 from respx.patterns import parse_url
 
+from ..live import LiveSource
 from ..record import Recorder
 from . import STACK_KEY, Patch, Record, adispatch, dispatch, intercepting, passing
 
@@ -77,6 +78,13 @@ def pool_patches(core_name: str, stack: str) -> list[Patch]:
                 real = _teed(passed, real, _SyncTee)
                 if not (isinstance(passed, Record) and passed.recorder.replays()):
                     return real
+                if passed.recorder.pushes():  # it may never end: served as it arrives
+                    live = LiveSource(iter(real.stream), close=real.close)
+                    try:
+                        return _to_core(core, passed.recorder.served(live))
+                    finally:
+                        if not live.taken:
+                            real.close()
                 try:  # the whole live stream into the recording, then its replay to the client
                     for _ in real.stream:
                         pass
@@ -105,6 +113,13 @@ def pool_patches(core_name: str, stack: str) -> list[Patch]:
                 real = _teed(passed, real, _AsyncTee)
                 if not (isinstance(passed, Record) and passed.recorder.replays()):
                     return real
+                if passed.recorder.pushes():  # it may never end: served as it arrives
+                    live = LiveSource(real.stream.__aiter__(), aclose=real.aclose)
+                    try:
+                        return _to_core(core, passed.recorder.served(live))
+                    finally:
+                        if not live.taken:
+                            await real.aclose()
                 try:  # the whole live stream into the recording, then its replay to the client
                     async for _ in real.stream:
                         pass

@@ -25,6 +25,7 @@ into the recording first, in the close call (``drain_on_close``). Needs urllib3 
 from __future__ import annotations
 
 import contextvars
+import functools
 import http.client
 import inspect
 import io
@@ -45,6 +46,7 @@ from urllib3.response import BaseHTTPResponse, HTTPResponse
 from urllib3.util import SKIP_HEADER, Timeout
 from urllib3.util.request import body_to_chunks
 
+from ..live import LiveSource
 from ..record import Recorder
 from ..serving import ReplayStream
 from . import STACK_KEY, Patch, Record, dispatch, intercepting, passing
@@ -128,6 +130,17 @@ def _intercepting(original: Any) -> Any:
                 _teeing.reset(token)
             if not (isinstance(passed, Record) and passed.recorder.replays()):
                 return real
+            if passed.recorder.pushes():  # it may never end: served as it arrives
+                live = LiveSource(
+                    real.stream(1 << 16, decode_content=False), close=functools.partial(_close, real)
+                )
+                try:
+                    response = passed.recorder.served(live)
+                finally:
+                    if not live.taken:
+                        _close(real)
+                # the live response keeps its connection: the served one has none to give back
+                return _serve(self, {**call, "response_conn": None}, response)
             try:  # the whole live body into the recording, then its replay to the client
                 real.read(decode_content=False)
             except Exception:  # recorded: the replay raises it at the same byte
@@ -139,6 +152,12 @@ def _intercepting(original: Any) -> Any:
         return _serve(self, call, response)
 
     return _make_request
+
+
+def _close(real: BaseHTTPResponse) -> None:
+    """Close a live response as requests closes one (the rest drained into the recording first)."""
+    real.close()
+    real.release_conn()
 
 
 def _body(body: Any, method: str) -> tuple[bytes, Any]:
