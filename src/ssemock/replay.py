@@ -429,12 +429,7 @@ class Player:
         for the retry a replay serves the recording to (closed at `stop` if none comes)."""
         request = request if request is not None else recorder.sent
         interaction = recorder.interaction() or recorder.interaction(hooked=False)
-        with self._lock:
-            attempt, self.attempts = self.attempts, self.attempts + 1
-            at = len(self.cassette.interactions) + next(
-                (n for n, r in enumerate(self.recorders) if r is recorder), len(self.recorders)
-            )
-            faults = self._aimed().pick(at, interaction, arriving=True)
+        attempt, faults = self._attempt_of(recorder, interaction, arriving=True)
         content_type = interaction.response.header("content-type") or ""
         refused = _live.needs_end(
             self.chunking, self.transforms, faults, kind=_transforms.kind_of(content_type, b"")
@@ -464,18 +459,7 @@ class Player:
             picked = (
                 faults if response.body or more else [f for f in faults if f.on is not None or f.per_request]
             )
-            return plan_response(
-                response,
-                url=str(request.url),
-                core=_stacks.errors_of(request),
-                chunking=self.chunking,
-                transforms=self.transforms,
-                timing=self.timing,
-                faults=picked,
-                attempt=attempt,
-                read_timeout=(request.extensions.get("timeout") or {}).get("read"),
-                more=more,
-            )
+            return self._plan_recording(response, request, picked, attempt, more=more)
 
         def recording() -> tuple[Response, bool]:
             now = recorder.interaction() or recorder.interaction(hooked=False)
@@ -490,12 +474,7 @@ class Player:
         with self._lock:
             if not first.consumes:
                 self._held.append((recorder, live))
-            if first.consumes:
-                self._again = [r for r in self._again if r is not recorder]
-            elif recorder not in self._again:
-                self._again.append(recorder)
-            self.plays.append(play)
-            self._latest = play
+            self._served_recording(recorder, play, consumes=first.consumes)
         return httpx.Response(
             first.status, headers=first.headers, stream=stream, extensions={"http_version": b"HTTP/1.1"}
         )
@@ -507,15 +486,41 @@ class Player:
         again to the next request it matches, as in replay, instead of recording that one too."""
         request = request if request is not None else recorder.sent
         interaction = recorder.interaction() or recorder.interaction(hooked=False)
+        attempt, faults = self._attempt_of(recorder, interaction)
+        plan = self._plan_recording(interaction.response, request, faults, attempt)
+        t0 = _timing.clock.now() - (time.perf_counter() - recorder.t0)  # when the request was sent
+        stream = ReplayStream(plan, t0)
+        play = Play.of(-1, request, interaction, plan, stream, self.chunking, self.transforms)
+        with self._lock:
+            self._served_recording(recorder, play, consumes=plan.consumes)
+        return httpx.Response(
+            plan.status, headers=plan.headers, stream=stream, extensions={"http_version": b"HTTP/1.1"}
+        )
+
+    def _attempt_of(
+        self, recorder: Recorder, interaction: Interaction, *, arriving: bool = False
+    ) -> tuple[int, list[_faults.Fault]]:
+        """The attempt a recording run's answer counts as, and the faults aimed at it: as in the
+        replay, where the recording will be this interaction of the cassette."""
         with self._lock:
             attempt, self.attempts = self.attempts, self.attempts + 1
-            # aimed as in the replay, where the recording will be this interaction of the cassette
             at = len(self.cassette.interactions) + next(
                 (n for n, r in enumerate(self.recorders) if r is recorder), len(self.recorders)
             )
-            faults = self._aimed().pick(at, interaction)
-        plan = plan_response(
-            interaction.response,
+            return attempt, self._aimed().pick(at, interaction, arriving=arriving)
+
+    def _plan_recording(
+        self,
+        response: Response,
+        request: httpx.Request,
+        faults: Sequence[_faults.Fault],
+        attempt: int,
+        *,
+        more: bool = False,
+    ) -> Plan:
+        """A recording (or, with ``more``, the part of it arrived so far) planned as its replay."""
+        return plan_response(
+            response,
             url=str(request.url),
             core=_stacks.errors_of(request),
             chunking=self.chunking,
@@ -524,20 +529,18 @@ class Player:
             faults=faults,
             attempt=attempt,
             read_timeout=(request.extensions.get("timeout") or {}).get("read"),
+            more=more,
         )
-        t0 = _timing.clock.now() - (time.perf_counter() - recorder.t0)  # when the request was sent
-        stream = ReplayStream(plan, t0)
-        play = Play.of(-1, request, interaction, plan, stream, self.chunking, self.transforms)
-        with self._lock:
-            if plan.consumes:
-                self._again = [r for r in self._again if r is not recorder]
-            elif recorder not in self._again:
-                self._again.append(recorder)
-            self.plays.append(play)
-            self._latest = play
-        return httpx.Response(
-            plan.status, headers=plan.headers, stream=stream, extensions={"http_version": b"HTTP/1.1"}
-        )
+
+    def _served_recording(self, recorder: Recorder, play: Play, *, consumes: bool) -> None:
+        """Note a recording run's answer (under the lock): a fault that does not consume the
+        recording leaves it to answer the next request it matches, as the replay would."""
+        if consumes:
+            self._again = [r for r in self._again if r is not recorder]
+        elif recorder not in self._again:
+            self._again.append(recorder)
+        self.plays.append(play)
+        self._latest = play
 
     def _recorded(self, recorder: Recorder) -> None:
         with self._lock:
