@@ -26,15 +26,21 @@ from .. import framing
 from ..framing import eventstream
 from ..framing.json_array import _spans as _array_spans
 from ..redact import REDACTED
-from ..secrets import base64_text, credential_name, scan_form, secret_spans
+from ..secrets import (
+    _B64_RUN,
+    _FORM,
+    _credential_value,
+    base64_text,
+    credential_name,
+    scan_form,
+    secret_spans,
+)
 
 __all__ = ["Masked", "mask_body"]
 
 Edit = tuple[int, int, int]  # old start, old end, new length
 _DEPTH = 4  # decoded forms nested in each other, at most (as the scan reads them)
-_B64 = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
 _LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n|$)")
-_FORM = re.compile(r"^[\w.%~-]+=[^&\s]*(?:&[\w.%~-]+=[^&\s]*)*$")  # as the scan tells a form
 _NUMBER_VALUE = re.compile(r'"([A-Za-z0-9_.\-]{1,64})"\s*:\s*(-?\d[\d.eE+\-]*)')
 
 
@@ -51,14 +57,6 @@ class Masked:
 Visit = Callable[[str, str], "str | None"]
 
 
-def _credential(value: object) -> bool:
-    """A value worth masking under a credential name (not empty, not already masked)."""
-    if isinstance(value, bool) or value is None:
-        return False
-    text = str(value).strip()
-    return bool(text) and REDACTED not in text and text.strip("*xX.") != ""
-
-
 def _key(path: str, name: str) -> str:
     return f"{path}.{name}"
 
@@ -70,7 +68,7 @@ def _walk_json(value: Any, path: str, depth: int, visit: Visit, named: list[str]
         out, changed = {}, False
         for k, v in value.items():
             where = _key(path, str(k))
-            if credential_name(str(k)) and _credential(v) and not isinstance(v, (dict, list)):
+            if credential_name(str(k)) and _credential_value(v) and not isinstance(v, (dict, list)):
                 out[k], changed = REDACTED, True
                 named.append(where)
                 continue
@@ -101,7 +99,7 @@ def _walk_text(text: str, path: str, depth: int, visit: Visit, named: list[str])
             else:
                 new, changed = _walk_json(parsed, f"{path} $".strip(), depth + 1, visit, named)
                 return orjson.dumps(new).decode() if changed else None
-        if _B64.fullmatch(text):
+        if _B64_RUN.fullmatch(text):
             decoded = base64_text(text)
             if decoded is not None:
                 found = _walk_text(decoded, f"{path} base64".strip(), depth + 1, visit, named)
@@ -213,7 +211,9 @@ def _spans(text: str) -> list[tuple[int, int, str]]:
         for m in _NUMBER_VALUE.finditer(text)
         if credential_name(m.group(1))
     ]
-    found = [(s.start, s.end) for s in scan_form(text)] if _FORM.match(text) else []
+    found = (
+        [(s.start, s.end) for s in scan_form(text)] if _FORM.match(text.encode("utf-8", "replace")) else []
+    )
     for a, b in [*found, *((a, b) for a, b, _ in secret_spans(text))]:
         if not any(a < e and s < b for s, e, _ in spans):
             spans.append((a, b, REDACTED))
@@ -290,7 +290,7 @@ def mask_body(body: bytes, *, content_type: str, stream: bool) -> Masked:
     named.clear()
     for unit in units:
         if unit.name and credential_name(unit.name):
-            text: str | None = REDACTED if _credential(unit.text) else None
+            text: str | None = REDACTED if _credential_value(unit.text) else None
             if text is not None:
                 named.append(f"part {unit.name!r}")
         else:
