@@ -39,7 +39,7 @@ def main() -> None:
                 break
     server.close()
     a, b = statistics.median(free), statistics.median(locked)
-    from ssemock import lock
+    from ssemock.stacks import lock
 
     guard = lock.Guard(allowed_hosts=None, blocks=True, where="bench")
     lock.engage(guard)

@@ -4,7 +4,7 @@
 
 Each request matches a different interaction (same method and host, its own path and JSON
 body), through one httpx client built before the timing starts. Matching is indexed
-(ssemock.selection), so the cost per request stays flat as N grows; the ratio printed is
+(ssemock.plan.selection), so the cost per request stays flat as N grows; the ratio printed is
 per-request time at N against N = 10, measured in the same run (target: flat, <= 1.3x at
 N = 1000; an O(N) scan per request would make it ~100x).
 """

@@ -73,7 +73,7 @@ import stack_urllib3  # noqa: E402
 import timing as timing_bench  # noqa: E402
 
 import ssemock  # noqa: E402
-from ssemock.redact import find_secrets  # noqa: E402
+from ssemock.redaction.rules import find_secrets  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 SCALE = 10 if QUICK else 1

@@ -2,7 +2,7 @@
 
     python bench/secret_scan.py [MB]
 
-``Player.save`` runs ``ssemock.redact.find_secrets`` (every field, every shape, decoded forms)
+``Player.save`` runs ``ssemock.redaction.rules.find_secrets`` (every field, every shape, decoded forms)
 before ``Cassette.save``. Target: the scan costs <= 10% of the save on a 50 MB recording, and
 its time per byte stays flat from 0.5 to 50 MB (linear). Three bodies:
 
@@ -28,8 +28,8 @@ from decode import build_events  # noqa: E402
 from timer import best  # noqa: E402
 
 import ssemock  # noqa: E402
-import ssemock.secrets as scanner  # noqa: E402
-from ssemock.redact import find_secrets  # noqa: E402
+import ssemock.scan.shapes as scanner  # noqa: E402
+from ssemock.redaction.rules import find_secrets  # noqa: E402
 
 
 def bodies(size: int) -> dict[str, tuple[bytes, int]]:

@@ -20,7 +20,7 @@ from test_cassette_body import reference
 
 import ssemock
 from ssemock import Cassette, CassetteError
-from ssemock.inspect import rechunk
+from ssemock.commands import rechunk
 
 SSE_EVENTS = [
     b'event: message_start\ndata: {"type": "message_start"}\n\n',
@@ -403,7 +403,7 @@ def test_a_byte_by_byte_chunk_map_takes_a_line_a_byte() -> None:
 def test_both_layouts_load_the_same_and_save_in_the_compact_one(tmp_path: Path, chunking: str) -> None:
     """A file written before the chunk map took a line per pair (orjson's indent: a number a line)
     loads to the same cassette, on the small and the large-file path, and saves compact."""
-    import ssemock.cassette as cassette_module
+    import ssemock.store.cassette as cassette_module
 
     c = _sse_cassette()
     rechunk(c, ssemock.chunking.get(chunking))
@@ -855,14 +855,14 @@ def test_streamed_save_has_orjsons_exact_layout(spec: list[tuple[list[bytes], bo
 @pytest.fixture
 def lean(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every file takes the large-file path, in batches of a few lines."""
-    import ssemock.cassette as cassette_module
+    import ssemock.store.cassette as cassette_module
 
     monkeypatch.setattr(cassette_module, "LEAN_MIN_SIZE", 0)
     monkeypatch.setattr(cassette_module, "_BATCH", 64)
 
 
 def _read_bodies_apart(path: Path) -> Any:
-    from ssemock.cassette import _read_bodies_apart as read
+    from ssemock.store.cassette import _read_bodies_apart as read
 
     return read(path)
 
@@ -916,7 +916,7 @@ def test_large_file_loads_exactly_as_the_whole_document(
 def test_a_real_large_cassette_takes_the_large_file_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ssemock.cassette as cassette_module
+    import ssemock.store.cassette as cassette_module
 
     c = Cassette()
     events = [f"data: {i} {'é' * (i % 50)}\n\n".encode() for i in range(40_000)]
@@ -1015,7 +1015,8 @@ def test_broken_body_lines_give_the_same_error_on_the_large_file_path(
 )
 def test_the_value_count_is_the_same_with_and_without_the_accelerator(data: bytes) -> None:
     """The JSON value count behind the size check, in C where it was built, equals the pure count."""
-    from ssemock import _speedups, cassette
+    from ssemock.framing import _speedups
+    from ssemock.store import cassette
 
     assert cassette._values is _speedups.values
     assert (

@@ -1,4 +1,4 @@
-"""ssemock.cassette_body: response bodies laid out in bulk, byte-identical to orjson laying out
+"""ssemock.store.layout: response bodies laid out in bulk, byte-identical to orjson laying out
 the list of pieces, whatever the window size, the separators and the bytes in the body."""
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ssemock import Cassette, _speedups, cassette_body
-from ssemock.cassette import VERSION, _interaction_to_json
+from ssemock import Cassette
+from ssemock.framing import _speedups
+from ssemock.store import layout as cassette_body
+from ssemock.store.cassette import VERSION, _interaction_to_json
 
 OPTION = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
 CONTENT_TYPES = [

@@ -13,7 +13,7 @@ from streams import TEXT, openai_chat_events, writes
 
 import ssemock
 from ssemock import Cassette, sse
-from ssemock.cli import build_parser, main
+from ssemock.commands.cli import build_parser, main
 
 
 def ssemock_command() -> list[str]:

@@ -13,8 +13,8 @@ import pytest
 from rich.console import Console
 
 import ssemock
-from ssemock import demo
-from ssemock.demo import DemoResult, run_demo
+from ssemock.commands import demo
+from ssemock.commands.demo import DemoResult, run_demo
 
 
 def ssemock_command() -> list[str]:

@@ -9,7 +9,8 @@ import httpx
 import pytest
 
 import ssemock
-from ssemock import diagnose, faults, synth
+from ssemock import faults, synth
+from ssemock.plan import diagnose
 
 MATCH = ["method", "path"]
 CASSETTE = synth.openai_chat(

@@ -21,7 +21,7 @@ from types import ModuleType
 import pytest
 
 import ssemock
-from ssemock.cli import build_parser
+from ssemock.commands.cli import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -147,7 +147,7 @@ def test_the_api_reference_documents_every_public_name(site: Path) -> None:
     for name in ssemock.__all__:
         if name in submodules or name == "explore":
             continue
-        qualified = {"replay": "ssemock.replay.replay", "accumulate": "ssemock.accumulate.accumulate"}
+        qualified = {"replay": "ssemock.player.replay.replay", "accumulate": "ssemock.accumulate.accumulate"}
         assert qualified.get(name, f"ssemock.{name}") in api, f"ssemock.{name} is not in reference/api.md"
     # explore is documented once, on its own page (two headings for one name make links ambiguous)
     assert "ssemock.explore.explore" in _ids(site / "reference" / "explore" / "index.html")
@@ -180,7 +180,7 @@ def test_the_built_reference_has_no_raw_sphinx_role(site: Path) -> None:
         for page in site.rglob("*.html")
     }
     assert not {page: found for page, found in raw.items() if found}, (
-        "docstrings use mkdocstrings cross-references ([`replay`][ssemock.replay.replay]), not Sphinx roles"
+        "docstrings use mkdocstrings cross-references ([`replay`][ssemock.player.replay.replay]), not Sphinx roles"
     )
 
 
@@ -211,7 +211,7 @@ def test_player_shows_its_public_attributes_only_and_signatures_are_formatted(si
     assert {"plays", "router", "attempts", "cassette", "chunking"} <= public
     assert not {name for name in public if name.startswith("_")} and "guard" not in public
     html = page.read_text(encoding="utf-8")
-    start = html.index('id="ssemock.replay.replay"')
+    start = html.index('id="ssemock.player.replay.replay"')
     signature = html[html.index('class="doc-signature', start) :]
     signature = re.sub(r"<[^>]+>", "", signature[: signature.index("</code>")])
     # formatted (by ruff, in the docs extra): one parameter a line, not one long line
@@ -350,8 +350,8 @@ def test_the_doctest_examples_in_module_docstrings_hold(module: str) -> None:
 def test_the_replay_docstring_example_runs() -> None:
     import textwrap
 
-    doc = ssemock.replay.__doc__ or ""
+    doc = ssemock.player.replay.__doc__ or ""
     code = textwrap.dedent(doc.split("marker):\n", 1)[1])  # the indented block after it
     namespace: dict[str, object] = {}
-    exec(compile(code, "ssemock.replay.__doc__", "exec"), namespace)
+    exec(compile(code, "ssemock.player.replay.__doc__", "exec"), namespace)
     assert "player" in namespace

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 import ssemock
-from ssemock.cli import main
-from ssemock.doctor import EXTRAS, install_hint
+from ssemock.commands.cli import main
+from ssemock.commands.doctor import EXTRAS, install_hint
 
 
 def test_version_says_the_version_the_accelerator_and_the_python(capsys: pytest.CaptureFixture[str]) -> None:
@@ -23,7 +23,7 @@ def test_version_says_the_version_the_accelerator_and_the_python(capsys: pytest.
 def test_without_the_accelerator_version_says_pure_python_and_why() -> None:
     code = (
         "import sys; sys.modules['ssemock._speedups'] = None\n"
-        "from ssemock.cli import main; raise SystemExit(main(['--version']))"
+        "from ssemock.commands.cli import main; raise SystemExit(main(['--version']))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -18,7 +18,7 @@ import pytest
 from streams import TEXT, TOOL_ARGS, anthropic_events, openai_chat_events, writes
 
 import ssemock
-from ssemock.expect import StreamAssertionError
+from ssemock.plan.expect import StreamAssertionError
 
 URL = "https://api.openai.com/v1/chat/completions"
 MATRIX = [(c.name, t) for c in ssemock.chunking.ALL for t in (None, "crlf", "cr", "keepalive", "no_space")]

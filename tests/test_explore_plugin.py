@@ -8,7 +8,7 @@ import re
 import pytest
 from conftest import APP
 
-from ssemock.server import running
+from ssemock.commands.server import running
 
 HEADER = """
 import json, os

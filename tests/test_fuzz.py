@@ -281,7 +281,7 @@ def test_large_file_loader_agrees_with_the_whole_document_on_edited_files(
     import tempfile
     from unittest import mock
 
-    import ssemock.cassette as cassette_module
+    import ssemock.store.cassette as cassette_module
 
     raw = bytearray(cassette.dumps())
     for pos, how, byte in edits:  # structural bytes, where a body split could go wrong

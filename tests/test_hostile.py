@@ -28,8 +28,8 @@ from hypothesis import strategies as st
 
 import ssemock
 from ssemock import Cassette, CassetteError
-from ssemock.cli import main
-from ssemock.vcr import import_vcr
+from ssemock.commands.cli import main
+from ssemock.commands.import_vcr import import_vcr
 
 SCALE = int(os.environ.get("SSEMOCK_FUZZ_SCALE", "1"))  # as in test_fuzz.py: 50 for a deep run
 HOSTILE = settings(
@@ -204,7 +204,7 @@ def test_a_cassette_in_ssemocks_own_layout_is_never_too_many_values(tmp_path: Pa
 
 def _no_free_values(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the budget of one value per 16 bytes: what it allows shows at a small size."""
-    import ssemock.cassette as cassette_module
+    import ssemock.store.cassette as cassette_module
 
     monkeypatch.setattr(cassette_module, "FREE_VALUES", 0)
 
@@ -537,7 +537,7 @@ def test_vcr_shapes_that_are_refused(tmp_path: Path, text: str, says: str) -> No
 
 
 def test_text_that_cannot_be_written_as_utf8_is_refused() -> None:
-    from ssemock.vcr import from_vcr
+    from ssemock.commands.import_vcr import from_vcr
 
     doc = {
         "interactions": [
@@ -565,7 +565,7 @@ def vcr_like(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_an_ordinary_vcr_file_still_imports_as_yaml_load_reads_it(vcr_like: Path) -> None:
-    from ssemock.vcr import _yaml_loader, load_vcr
+    from ssemock.commands.import_vcr import _yaml_loader, load_vcr
 
     assert load_vcr(vcr_like) == yaml.load(vcr_like.read_bytes(), Loader=_yaml_loader())
     assert import_vcr(vcr_like).interactions[0].response.ends == [9, 18]

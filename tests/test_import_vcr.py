@@ -34,9 +34,9 @@ from starlette.routing import Route
 
 import ssemock
 from ssemock import Cassette, CassetteError, framing
-from ssemock.cli import main
-from ssemock.server import running
-from ssemock.vcr import ImportSummary, import_paths, import_vcr
+from ssemock.commands.cli import main
+from ssemock.commands.import_vcr import ImportSummary, import_paths, import_vcr
+from ssemock.commands.server import running
 
 SSE = b'data: {"a": 1}\n\nevent: x\ndata: \xe4\xb8\x96\n\ndata: [DONE]\n\n'
 NDJSON = b'{"message": {"content": "Hel"}}\n{"message": {"content": "lo"}, "done": true}\n'
@@ -202,7 +202,7 @@ def _expected(item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _actual(x: ssemock.cassette.Interaction) -> dict[str, Any]:
+def _actual(x: ssemock.store.cassette.Interaction) -> dict[str, Any]:
     return {
         "method": x.request.method,
         "url": x.request.url,

@@ -60,7 +60,7 @@ def test_an_inner_suite_run_in_process_again_and_again_passes_every_time(pyteste
 
 
 def test_a_public_name_is_the_one_of_the_module_imported_now(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As pytester does between runs: ``ssemock.errors`` dropped from sys.modules and imported
+    """As pytester does between runs: ``ssemock.plan.errors`` dropped from sys.modules and imported
     again; ``ssemock.SsemockWarning`` is then the new module's class, not the first one's."""
     import importlib
     import sys
@@ -68,8 +68,8 @@ def test_a_public_name_is_the_one_of_the_module_imported_now(monkeypatch: pytest
     import ssemock
 
     first = ssemock.SsemockWarning
-    monkeypatch.delitem(sys.modules, "ssemock.errors")
-    again = importlib.import_module("ssemock.errors")
+    monkeypatch.delitem(sys.modules, "ssemock.plan.errors")
+    again = importlib.import_module("ssemock.plan.errors")
     assert again.SsemockWarning is not first and ssemock.SsemockWarning is again.SsemockWarning
 
 

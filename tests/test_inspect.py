@@ -1,4 +1,4 @@
-"""ssemock.inspect: the logic behind show, validate, rechunk, redact and fix."""
+"""ssemock.commands: the logic behind show, validate, rechunk, redact and fix."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import pytest
 from streams import TEXT, TOOL_ARGS, openai_chat_events, writes
 
 from ssemock import Cassette, CassetteError, chunking, sse, transforms
-from ssemock.cassette import Response
-from ssemock.inspect import (
+from ssemock.commands import (
     decode_response,
     format_summary,
     format_validation,
@@ -26,8 +25,9 @@ from ssemock.inspect import (
     validate_cassette,
     validate_file,
 )
-from ssemock.inspect.redaction import _remap_offset
-from ssemock.redact import find_secrets
+from ssemock.redaction.rules import find_secrets
+from ssemock.redaction.scrub import _remap_offset
+from ssemock.store.cassette import Response
 
 CHAT = "https://api.openai.com/v1/chat/completions"
 KEY = "sk-test-0123456789abcdef"
@@ -166,7 +166,7 @@ def test_json_array_and_eventstream_cassettes_validate_and_show_as_streams(
 ) -> None:
     from ssemock import cassettes, framing
     from ssemock.accumulate import accumulate
-    from ssemock.cli import main
+    from ssemock.commands.cli import main
 
     x = cassettes.load(name).interactions[0]
     content_type = x.response.header("content-type")

@@ -1,4 +1,4 @@
-"""Nothing lost to a refusal or an interruption (ssemock.keep).
+"""Nothing lost to a refusal or an interruption (ssemock.redaction.keep).
 
 A recording refused for a secret is kept beside the cassette as ``<name>.refused.json`` with
 every secret masked, and ``ssemock accept`` makes it the cassette (no second paid call). A
@@ -27,10 +27,10 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 import ssemock
-from ssemock.cli import main
-from ssemock.modes import RecordMode
-from ssemock.redact import find_secrets
-from ssemock.server import running
+from ssemock.commands.cli import main
+from ssemock.commands.server import running
+from ssemock.core.modes import RecordMode
+from ssemock.redaction.rules import find_secrets
 
 KEY = "sk-proj-test" + "Q1w2E3r4T5y6U7i8O9p0" * 3  # fake, of the shape the scan refuses
 

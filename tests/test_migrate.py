@@ -24,10 +24,11 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 from vcr.record_mode import RecordMode
 
-from ssemock import Cassette, Player, Response, UnmatchedRequestError, vcr_compat
-from ssemock.cli import main
-from ssemock.migrate import VCR_MATCH_ON, plan
-from ssemock.modes import RECORD_MODES
+from ssemock import Cassette, Player, Response, UnmatchedRequestError
+from ssemock.commands.cli import main
+from ssemock.commands.migrate import VCR_MATCH_ON, plan
+from ssemock.core.modes import RECORD_MODES
+from ssemock.player import vcr_hooks as vcr_compat
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -263,7 +264,7 @@ PYTEST_INI = "[pytest]\n# replay only\naddopts = --record-mode=none -p no:cachep
 def record_suite(root: Path) -> None:
     """A pytest-recording suite in ``root``, its cassettes recorded by vcrpy from a loopback server
     that is gone when this returns (so every later run replays)."""
-    from ssemock.server import running
+    from ssemock.commands.server import running
 
     tests = root / "tests"
     with running(APP) as base:

@@ -8,8 +8,8 @@ import pytest
 
 import ssemock
 from ssemock import chunking, matching, transforms
-from ssemock._names import suggest, unknown
-from ssemock.cli import main
+from ssemock.commands.cli import main
+from ssemock.core.names import suggest, unknown
 
 
 def test_suggest_finds_the_closest_known_name() -> None:

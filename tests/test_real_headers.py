@@ -19,11 +19,11 @@ from secrets_corpus import CREDENTIALS, PROVIDERS, Endpoint
 
 import ssemock
 from ssemock import Cassette, CassetteError
-from ssemock.cassette_scan import scan_cassette
-from ssemock.cli import main
-from ssemock.redact import find_secrets
-from ssemock.secrets import _SHAPES
-from ssemock.server import running
+from ssemock.commands.cli import main
+from ssemock.commands.server import running
+from ssemock.redaction.rules import find_secrets
+from ssemock.scan.shapes import _SHAPES
+from ssemock.scan.walk import scan_cassette
 
 _SERVED: dict[tuple[str, str], Endpoint] = {}
 

@@ -409,7 +409,7 @@ def test_response_credential_headers_are_redacted() -> None:
         [],
         [],
     )
-    headers = dict(ssemock.redact.redact_response(response).headers)
+    headers = dict(ssemock.redaction.rules.redact_response(response).headers)
     assert headers == {
         "openai-organization": "REDACTED",
         "anthropic-organization-id": "REDACTED",

@@ -1,4 +1,4 @@
-"""A server-push stream on a recording run (ssemock.live): the client gets what the replay run
+"""A server-push stream on a recording run (ssemock.plan.live): the client gets what the replay run
 will give it (chunking, transform and fault applied) as the live stream arrives, never after its
 end, while the cassette gets the whole live stream as it arrived; a variant that needs the end
 is refused naming it. Against a loopback server whose GET event stream sends its first event,
@@ -29,11 +29,11 @@ from starlette.routing import Route
 
 import ssemock
 from ssemock import chunking, faults, framing, transforms
-from ssemock.cassette import Response
-from ssemock.live import needs_end, prefix
-from ssemock.server import running
-from ssemock.serving import plan_response
+from ssemock.commands.server import running
+from ssemock.plan.live import needs_end, prefix
+from ssemock.plan.serving import plan_response
 from ssemock.stacks import STACKS
+from ssemock.store.cassette import Response
 
 SSE = "text/event-stream"
 #: What the streams send, write by write: the first event alone, then (once the client has

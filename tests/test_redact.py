@@ -7,7 +7,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from ssemock import Cassette, Request, Response
-from ssemock.redact import (
+from ssemock.redaction.rules import (
     QUERY_PARAMS,
     REDACTED,
     REQUEST_HEADERS,
@@ -292,9 +292,9 @@ def test_find_secrets_in_non_utf8_body() -> None:
 
 
 def test_redact_module_is_importable_from_the_package() -> None:
-    import ssemock.redact
+    import ssemock.redaction.rules
 
-    assert ssemock.redact.REDACTED == "REDACTED"
+    assert ssemock.redaction.rules.REDACTED == "REDACTED"
 
 
 def test_redact_response_redacts_the_session_id_an_endpoint_event_hands_the_client() -> None:

@@ -29,8 +29,8 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 import ssemock
+from ssemock.commands.server import running
 from ssemock.plugin import cassette_name
-from ssemock.server import running
 
 
 async def _slow(request: Request) -> StreamingResponse:
@@ -185,7 +185,7 @@ def test_a_save_leaves_the_temp_file_of_a_live_save_alone_until_it_is_stale(
         ssemock.Cassette.load(path).save()
         ssemock.Cassette.load(other).save()  # another cassette's save never looks at it
         assert _others(tmp_path, path, other) == [live]
-        stale = time.time() - ssemock.cassette.STALE_AFTER - 60
+        stale = time.time() - ssemock.store.cassette.STALE_AFTER - 60
         os.utime(tmp_path / live, (stale, stale))
         ssemock.Cassette.load(path).save()
         assert _others(tmp_path, path, other) == []

@@ -30,14 +30,14 @@ from test_secrets import _secret_part, credentials
 
 import ssemock
 from ssemock import Cassette, CassetteError, UnmatchedRequestError, framing, protocols, synth
-from ssemock.cassette import SecretError
-from ssemock.cassette_scan import scan_cassette
-from ssemock.cli import main
+from ssemock.commands.cli import main
+from ssemock.commands.server import running
 from ssemock.framing.eventstream import encode as frame
-from ssemock.keep import keep_masked
 from ssemock.plugin import cassette_name
-from ssemock.secrets import credential_name, mask_text, safe_message
-from ssemock.server import running
+from ssemock.redaction.keep import keep_masked
+from ssemock.scan.shapes import credential_name, mask_text, safe_message
+from ssemock.scan.walk import scan_cassette
+from ssemock.store.cassette import SecretError
 
 EXAMPLES = int(os.environ.get("SSEMOCK_SECRET_EXAMPLES", "25"))
 ALNUM = string.ascii_letters + string.digits

@@ -1,4 +1,4 @@
-"""ssemock.secrets: one scanner on decoded forms; nothing it finds reaches a cassette, a log or a terminal.
+"""ssemock.scan.shapes: one scanner on decoded forms; nothing it finds reaches a cassette, a log or a terminal.
 
 Fake credentials only (``sk-test``-style prefixes, random bodies made here): each is built at run
 time in the shape of a real one. The property tests record through a real loopback server, in
@@ -28,11 +28,11 @@ from starlette.routing import Route
 
 import ssemock
 from ssemock import Cassette, CassetteError
-from ssemock.cli import main
-from ssemock.redact import escape_control, find_secrets, mask_text, mask_url
-from ssemock.secrets import scan, scan_header, scan_url
-from ssemock.serve import Replayer
-from ssemock.server import running
+from ssemock.commands.cli import main
+from ssemock.commands.serve import Replayer
+from ssemock.commands.server import running
+from ssemock.redaction.rules import escape_control, find_secrets, mask_text, mask_url
+from ssemock.scan.shapes import scan, scan_header, scan_url
 
 EXAMPLES = int(
     os.environ.get("SSEMOCK_SECRET_EXAMPLES", "25")

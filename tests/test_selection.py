@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ssemock import Interaction, Request, Response, matching
-from ssemock.selection import Selection
+from ssemock.plan.selection import Selection
 
 _methods = st.sampled_from(["GET", "POST"])
 _urls = st.builds(

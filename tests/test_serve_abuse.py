@@ -18,10 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ssemock
-from ssemock import serve, sse
-from ssemock.cli import main
-from ssemock.serve import app, resume_index, resume_offset
-from ssemock.server import running
+from ssemock import sse
+from ssemock.commands import serve
+from ssemock.commands.cli import main
+from ssemock.commands.serve import app, resume_index, resume_offset
+from ssemock.commands.server import running
 
 TIMEOUT = 10.0
 URL = "https://api.example.com/v1/chat/completions"
@@ -262,7 +263,7 @@ def test_a_held_stream_is_not_decoded_again_for_each_reconnection(monkeypatch: p
     for each of a flood of GETs (with or without a bogus Last-Event-ID)."""
     import ssemock.protocols
 
-    monkeypatch.setattr(ssemock.held, "HOLD_LIMIT", 0.05)
+    monkeypatch.setattr(ssemock.plan.held, "HOLD_LIMIT", 0.05)
     calls: list[int] = []
     real = ssemock.protocols.holds
 

@@ -40,7 +40,8 @@ from httpx_sse._decoders import SSELineDecoder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ssemock import _speedups, sse
+from ssemock import sse
+from ssemock.framing import _speedups
 from ssemock.sse import Decoder, ServerSentEvent, adecode, iter_decode
 
 E = ServerSentEvent

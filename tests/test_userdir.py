@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ssemock import runs
-from ssemock.cassette_lock import lock_for
-from ssemock.userdir import private_dir
+from ssemock.core import runs
+from ssemock.core.userdir import private_dir
+from ssemock.store.lock import lock_for
 
 
 @pytest.fixture
@@ -93,9 +93,11 @@ def _child(code: str) -> subprocess.Popen[str]:
 
 def test_a_crashed_run_leaves_nothing_behind_the_next(runtime: Path) -> None:
     alive = _child(
-        "import sys, ssemock.runs as r; r.folder('alive'); print('ready', flush=True); sys.stdin.read()"
+        "import sys, ssemock.core.runs as r; r.folder('alive'); print('ready', flush=True); sys.stdin.read()"
     )
-    crashed = _child("import os, ssemock.runs as r; (r.folder('crashed') / 'marker').touch(); os._exit(9)")
+    crashed = _child(
+        "import os, ssemock.core.runs as r; (r.folder('crashed') / 'marker').touch(); os._exit(9)"
+    )
     assert crashed.wait(timeout=60) == 9
     assert alive.stdout is not None and alive.stdout.readline() == "ready\n"
     assert (runtime / "runs" / "crashed" / "marker").exists()

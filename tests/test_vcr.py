@@ -14,8 +14,8 @@ import vcr  # vcrpy: a dev dependency (the importer is tested against what it re
 
 import ssemock
 from ssemock import Cassette, CassetteError, sse
-from ssemock.cli import main
-from ssemock.vcr import NO_BOUNDARIES, from_vcr, import_vcr
+from ssemock.commands.cli import main
+from ssemock.commands.import_vcr import NO_BOUNDARIES, from_vcr, import_vcr
 
 KEY = "sk-test-0123456789abcdef"
 ROUTES = [
@@ -64,11 +64,11 @@ def test_import_a_yaml_cassette_written_by_vcrpy_and_replay_it(
 
     cassette = Cassette.load(target)
     assert [x.request.method for x in cassette.interactions] == ["GET", "GET", "POST"]
-    assert KEY not in target.read_text() and ssemock.redact.find_secrets(cassette) == []
+    assert KEY not in target.read_text() and ssemock.redaction.rules.find_secrets(cassette) == []
     for x, body in zip(cassette.interactions, live):
         resp = x.response
         assert resp.body == body and resp.times == [0.0] * len(resp.ends)
-        assert resp.chunks == list(ssemock.cassette.split_body(body, "text/event-stream"))
+        assert resp.chunks == list(ssemock.store.cassette.split_body(body, "text/event-stream"))
         assert resp.header("content-encoding") is None and resp.header("transfer-encoding") is None
     assert dict(cassette.interactions[2].request.headers)["authorization"] == "REDACTED"
 
@@ -77,7 +77,7 @@ def test_import_a_yaml_cassette_written_by_vcrpy_and_replay_it(
             for (method, route, body), expected in zip(ROUTES, live):
                 got, chunks = fetch(client, server, method, route, body)
                 assert got == expected
-                assert chunks == list(ssemock.cassette.split_body(expected, "text/event-stream"))
+                assert chunks == list(ssemock.store.cassette.split_body(expected, "text/event-stream"))
     assert [e.data for e in sse.decode([live[0]])] == ["one", "two", "世"]
 
 
@@ -98,7 +98,7 @@ def test_import_a_json_cassette_written_by_vcrpy(
     assert main(["import-vcr", str(source)]) == 0
     assert "the ssemock plugin looks for stream.json" in capsys.readouterr().out
     assert (tmp_path / "stream.ssemock.json").is_file() and source.read_text().startswith("{")
-    assert not ssemock.vcr.is_ssemock_cassette(orjson.loads(source.read_bytes()))
+    assert not ssemock.commands.import_vcr.is_ssemock_cassette(orjson.loads(source.read_bytes()))
     # ... unless asked to
     assert main(["import-vcr", str(source), "--replace-json"]) == 0
     assert Cassette.load(source).interactions[0].response.body == live[0]

@@ -2,7 +2,7 @@
 
 ``docs/reference/cli.md`` holds the marker ``<!-- ssemock-cli-reference -->``; this hook replaces
 it with one section per subcommand (usage, description, arguments and options with their help),
-read from :func:`ssemock.cli.build_parser`. The reference cannot drift from the parser: it *is*
+read from :func:`ssemock.commands.cli.build_parser`. The reference cannot drift from the parser: it *is*
 the parser. ``tests/test_docs.py`` imports :func:`render` to check that every subcommand and
 option is listed.
 """
@@ -103,6 +103,6 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """Replace the marker with the rendered reference (other pages pass through unchanged)."""
     if MARKER not in markdown:
         return markdown
-    from ssemock.cli import build_parser
+    from ssemock.commands.cli import build_parser
 
     return markdown.replace(MARKER, render(build_parser()))

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
         chunking,
         conformance,
         faults,
-        held,
         matching,
         ndjson,
         sse,
@@ -30,46 +29,44 @@ if TYPE_CHECKING:
         timing,
         transforms,
     )
-    from .accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
-    from .cassette import Cassette, CassetteError, Interaction, Request, Response, SecretError
-    from .errors import NetworkBlockedError, RecordingVariantError, SsemockWarning
-    from .expect import Expected, StreamAssertionError
-    from .explore import explore
-    from .record import RequestHook, ResponseHook
-    from .replay import Play, Player, UnmatchedRequestError, plan_response, replay, use_cassette
-    from .sse import ServerSentEvent
+    from .framing.sse import ServerSentEvent
+    from .plan import held
+    from .plan.errors import NetworkBlockedError, RecordingVariantError, SsemockWarning
+    from .plan.expect import Expected, StreamAssertionError
+    from .plan.record import RequestHook, ResponseHook
+    from .player.explore import explore
+    from .player.replay import Play, Player, UnmatchedRequestError, plan_response, replay, use_cassette
+    from .protocols.accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
+    from .store.cassette import Cassette, CassetteError, Interaction, Request, Response, SecretError
 
-__version__ = "0.1.0"
+from .core import __version__ as __version__
 
 #: public name -> the module that defines it (a submodule itself when the name is one)
 _WHERE = {
-    **dict.fromkeys(("Accumulated", "ProtocolError", "accumulate", "detect_protocol"), "accumulate"),
     **dict.fromkeys(
-        ("Cassette", "CassetteError", "Interaction", "Request", "Response", "SecretError"), "cassette"
+        ("Accumulated", "ProtocolError", "accumulate", "detect_protocol"), "protocols.accumulate"
     ),
-    **dict.fromkeys(("NetworkBlockedError", "RecordingVariantError", "SsemockWarning"), "errors"),
-    **dict.fromkeys(("Expected", "StreamAssertionError"), "expect"),
-    **dict.fromkeys(("RequestHook", "ResponseHook"), "record"),
     **dict.fromkeys(
-        ("Play", "Player", "UnmatchedRequestError", "plan_response", "replay", "use_cassette"), "replay"
+        ("Cassette", "CassetteError", "Interaction", "Request", "Response", "SecretError"), "store.cassette"
     ),
-    "ServerSentEvent": "sse",
-    "explore": "explore",
+    **dict.fromkeys(("NetworkBlockedError", "RecordingVariantError", "SsemockWarning"), "plan.errors"),
+    **dict.fromkeys(("Expected", "StreamAssertionError"), "plan.expect"),
+    **dict.fromkeys(("RequestHook", "ResponseHook"), "plan.record"),
+    **dict.fromkeys(
+        ("Play", "Player", "UnmatchedRequestError", "plan_response", "replay", "use_cassette"),
+        "player.replay",
+    ),
+    "ServerSentEvent": "framing.sse",
+    "explore": "player.explore",
 }
-_SUBMODULES = (
-    "cassettes",
-    "chunking",
-    "conformance",
-    "faults",
-    "held",
-    "matching",
-    "ndjson",
-    "sse",
-    "strategies",
-    "synth",
-    "timing",
-    "transforms",
-)
+#: public submodule name -> the module it is (a front door at the top, or a module of a layer)
+_SUBMODULES = {
+    **{
+        name: name for name in ("cassettes", "chunking", "conformance", "faults", "matching", "ndjson", "sse")
+    },
+    **{name: name for name in ("strategies", "synth", "timing", "transforms")},
+    "held": "plan.held",
+}
 
 
 class _Package(types.ModuleType):
@@ -114,7 +111,7 @@ class _Package(types.ModuleType):
 #: public name -> the full name of the module it is read from (the submodule itself for one)
 _LAZY = {
     **{name: f"{__name__}.{where}" for name, where in _WHERE.items()},
-    **{name: f"{__name__}.{name}" for name in _SUBMODULES},
+    **{name: f"{__name__}.{where}" for name, where in _SUBMODULES.items()},
 }
 _SET: dict[str, Any] = {}  # public names set by hand (a test's monkeypatch), until set back or deleted
 sys.modules[__name__].__class__ = _Package

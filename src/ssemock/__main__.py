@@ -1,5 +1,5 @@
 """``python -m ssemock``: the command line."""
 
-from .cli import main
+from .commands.cli import main
 
 raise SystemExit(main())

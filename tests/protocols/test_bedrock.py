@@ -25,11 +25,11 @@ from starlette.routing import Route
 
 import ssemock
 from ssemock import synth
-from ssemock.cassette import Interaction, Request, Response
+from ssemock.commands.server import running
 from ssemock.framing import eventstream as es
 from ssemock.protocols import bedrock
 from ssemock.protocols.base import Accumulated, StreamError
-from ssemock.server import running
+from ssemock.store.cassette import Interaction, Request, Response
 
 SHIPPED = Path(bedrock.__file__).parents[1] / "cassettes" / "bedrock" / "converse_tool_use.json"
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"

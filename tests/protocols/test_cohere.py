@@ -18,8 +18,8 @@ from cohere import errors as cohere_errors
 
 import ssemock
 from ssemock import chunking, framing, synth, transforms
+from ssemock.commands.server import running
 from ssemock.protocols import cohere as cohere_protocol
-from ssemock.server import running
 
 WEATHER = {"name": "get_weather", "arguments": {"city": "東京", "unit": "celsius"}}
 TEXT = "Cohere v2 streams content-delta events — 日本語も 🌊 and U+0085 \u0085 too."

@@ -19,8 +19,8 @@ from google.genai import errors as genai_errors
 
 import ssemock
 from ssemock import cassettes, chunking, framing, synth
+from ssemock.commands.server import running
 from ssemock.protocols import gemini
-from ssemock.server import running
 
 WEATHER = {"name": "get_weather", "arguments": {"city": "東京", "unit": "celsius"}}
 TEXT = "Gemini streams CRLF events — 日本語 🌏 and U+2028 \u2028 inside text."
@@ -292,7 +292,7 @@ def test_json_array_disconnect_after_event_counts_elements(after: int) -> None:
 
 
 def test_json_array_rechunked_per_event_on_the_command_line(tmp_path: Path) -> None:
-    from ssemock.cli import main
+    from ssemock.commands.cli import main
 
     path = tmp_path / "array.json"
     cassettes.load("gemini/array_text").save(path)

@@ -27,11 +27,11 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 
 import ssemock
-import ssemock.held
-from ssemock.cassette import Request, Response
+import ssemock.plan.held
 from ssemock.protocols import mcp
 from ssemock.protocols.base import StreamError
 from ssemock.sse import decode
+from ssemock.store.cassette import Request, Response
 from ssemock.synth import SOURCE_HEADER
 
 SHIPPED = Path(mcp.__file__).parents[1] / "cassettes" / "mcp"

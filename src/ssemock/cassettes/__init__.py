@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..cassette import Cassette, CassetteError
+from ..store.cassette import Cassette, CassetteError
 
 __all__ = ["DIRECTORY", "load", "names", "path"]
 

@@ -1,24 +1,6 @@
 """A conformance corpus for Server-Sent Events client authors.
 
-Each [`Case`][ssemock.conformance.Case] is a small ``text/event-stream`` body, the events the WHATWG "event stream
-interpretation" yields for it (computed by the reference decoder [`ssemock.sse.decode`][ssemock.sse.decode]),
-and a note on what it tests -- which bug it catches. [`Case.check`][ssemock.conformance.Case.check] runs a decoder under
-every re-chunking in [`ssemock.chunking.ALL`][ssemock.chunking.ALL] plus ``fixed:1``..``fixed:3`` and raises
-[`ConformanceError`][ssemock.conformance.ConformanceError] naming the case, the chunking, the first differing event and where
-the chunk boundaries fell around it::
-
-    from ssemock import conformance
-
-    def my_decode(chunks: list[bytes]) -> list[MyEvent]: ...
-
-    for case in conformance.cases():
-        case.check(my_decode)
-
-``decode_fn(chunks)`` may return [`ssemock.sse.ServerSentEvent`][ssemock.ServerSentEvent] objects, any objects with
-``.event``/``.data``/``.id`` (and optionally ``.retry``) attributes such as
-``httpx_sse.ServerSentEvent`` (an empty or ``None`` event type counts as ``"message"``),
-``(event, data)`` tuples, or plain data strings -- only the fields it returns are compared.
-"""
+The implementation of [`ssemock.conformance`][ssemock.conformance], where its public names are documented."""
 
 from __future__ import annotations
 
@@ -28,9 +10,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import chunking as _chunking
-from .chunking import Chunking
-from .sse import Decoder, ServerSentEvent, decode
+from ..framing.sse import Decoder, ServerSentEvent, decode
+from ..variants import chunking as _chunking
+from ..variants.chunking import Chunking
 
 __all__ = [
     "DEFAULT_CHUNKINGS",

@@ -1,33 +1,6 @@
 """Synthesize realistic provider streams in code, from the result they should spell.
 
-Each function takes the final message a stream must accumulate to (text, tool calls, thinking,
-usage, ...) and returns a one-interaction [`Cassette`][ssemock.Cassette] whose response is that
-stream, event for event in the provider's documented wire format:
-
-* [`openai_chat`][ssemock.synth.openai_chat] -- Chat Completions ``chat.completion.chunk`` objects, ``data: [DONE]``
-  (n > 1 choices, parallel tool calls, refusals, ``stream_options.include_usage``, Azure's
-  content filter annotations, OpenAI-compatible servers that repeat tool call ids);
-* [`openai_responses`][ssemock.synth.openai_responses] -- Responses API events (``response.created`` ...
-  ``response.completed``), output text and function calls;
-* [`anthropic_messages`][ssemock.synth.anthropic_messages] -- Messages API events, with text, ``tool_use``, ``thinking`` +
-  signature, citations, ``ping`` and a mid-stream ``event: error``;
-* [`ollama_chat`][ssemock.synth.ollama_chat] -- Ollama ``/api/chat`` JSON lines (``application/x-ndjson``);
-* [`openrouter_chat`][ssemock.synth.openrouter_chat] -- OpenAI format with OpenRouter's ``: OPENROUTER PROCESSING`` comments.
-
-The body is cut into writes as a real server and network deliver it: one to three events per
-write, now and then a write that ends inside the next line (seeded by ``seed``, so the same call
-always gives the same bytes and boundaries). Write ``k`` arrives at ``first_token + k * gap``
-seconds. The request is the matching ``POST`` (model, messages, ``stream: true``) at the
-provider's real URL, so ``accumulate(decode(...))`` of the response gives back what was asked for,
-and the recorded request is what the provider's SDK sends for the same parameters.
-
-Every synthesized response carries an ``x-ssemock-source`` header saying it was synthesized.
-
-``python -m ssemock.synth --write-library`` regenerates the cassettes shipped in
-[`ssemock.cassettes`][ssemock.cassettes] by streaming each synthesized response through a real loopback HTTP
-server and recording it with [`ssemock.use_cassette`][ssemock.use_cassette] (``--check`` re-records into a temporary
-folder and compares the files byte for byte, times aside).
-"""
+The implementation of [`ssemock.synth`][ssemock.synth], where its public names are documented."""
 
 from __future__ import annotations
 
@@ -41,19 +14,19 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .cassette import Cassette, Interaction, Request, Response
-from .protocols import anthropic_messages as _anthropic
-from .protocols import ollama_chat as _ollama
-from .protocols import openai_chat as _openai_chat
-from .protocols import openai_responses as _openai_responses
+from ..protocols import anthropic_messages as _anthropic
+from ..protocols import ollama_chat as _ollama
+from ..protocols import openai_chat as _openai_chat
+from ..protocols import openai_responses as _openai_responses
 
 # The synthesizers by provider name; each lives in its protocol module (ssemock.protocols.*).
-from .protocols.anthropic_messages import synthesize as anthropic_messages
-from .protocols.ollama_chat import synthesize as ollama_chat
-from .protocols.openai_chat import synthesize as openai_chat
-from .protocols.openai_chat import synthesize_openrouter as openrouter_chat
-from .protocols.openai_responses import synthesize as openai_responses
-from .synthesis import DEFAULT_PROMPT, SOURCE_HEADER, SYNTH_SOURCE
+from ..protocols.anthropic_messages import synthesize as anthropic_messages
+from ..protocols.ollama_chat import synthesize as ollama_chat
+from ..protocols.openai_chat import synthesize as openai_chat
+from ..protocols.openai_chat import synthesize_openrouter as openrouter_chat
+from ..protocols.openai_responses import synthesize as openai_responses
+from ..protocols.synthesis import DEFAULT_PROMPT, SOURCE_HEADER, SYNTH_SOURCE
+from ..store.cassette import Cassette, Interaction, Request, Response
 
 __all__ = [
     "ANTHROPIC_URL",
@@ -115,7 +88,7 @@ _JA = (
 
 def _more_library() -> dict[str, Callable[[], Cassette]]:
     """The shipped cassettes of protocols whose synthesizer lives in their protocol module."""
-    from .protocols import cohere, gemini
+    from ..protocols import cohere, gemini
 
     return {
         "gemini/stream_text": lambda: gemini.synthesize(
@@ -318,7 +291,7 @@ def _serve(holder: dict[str, Interaction]) -> Any:
 
 def _through_sdk(base: str, synth: Interaction) -> bool:
     """Make the request with the provider's real SDK, if its protocol module knows how."""
-    from . import protocols
+    from .. import protocols
 
     found = protocols.detect(url=synth.request.url)
     return bool(found is not None and found.sdk_request is not None and found.sdk_request(base, synth))
@@ -327,7 +300,7 @@ def _through_sdk(base: str, synth: Interaction) -> bool:
 def _record_one(base: str, name: str, holder: dict[str, Interaction], target: Path, attempts: int) -> None:
     import httpx
 
-    from .replay import use_cassette
+    from ..player.replay import use_cassette
 
     synth = library_cassette(name).interactions[0]
     holder["interaction"] = synth
@@ -395,7 +368,7 @@ def write_library(
     response keeps the server's headers (``date`` dropped, for a stable file) and says how it
     was made in ``x-ssemock-source``.
     """
-    from .server import running
+    from ..commands.server import running
 
     out_dir = Path(directory) if directory is not None else _library_dir()
     holder: dict[str, Interaction] = {}

@@ -16,10 +16,10 @@ Everything here works on [`Cassette`][ssemock.Cassette] objects and returns plai
 
 from __future__ import annotations
 
+from ..redaction.scrub import redact, remap_ends
 from .decoding import Decoded, decode_response, stream_kind
 from .fix import Repair, repair, repair_file
 from .rechunk import Rechunked, rechunk, rechunk_response
-from .redaction import redact, remap_ends
 from .show import format_events, format_summary, size_histogram, summarize, timeline
 from .validate import FileReport, Finding, cassette_files, format_validation, validate_cassette, validate_file
 

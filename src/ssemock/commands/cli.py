@@ -7,7 +7,7 @@ the handlers, so ``ssemock --help`` works without the optional extras.
 """
 
 # One module for every command's parser and handler, on purpose: each is a short `_add_<name>`
-# and a handler that only parses and prints; the commands' logic lives elsewhere (ssemock.inspect,
+# and a handler that only parses and prints; the commands' logic lives elsewhere (ssemock.commands,
 # one module per command; demo, serve, vcr, migrate, keep).
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .cassette import CassetteError
+from ..redaction.rules import escape_control, mask_text
+from ..store.cassette import CassetteError
 from .doctor import install_hint
-from .redact import escape_control, mask_text
 
 __all__ = ["build_parser", "main"]
 
@@ -177,7 +177,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import threading
 
     try:
-        import uvicorn  # noqa: F401  (run by ssemock.server.running)
+        import uvicorn  # noqa: F401  (run by ssemock.commands.server.running)
 
         from .serve import DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, app
         from .server import running
@@ -269,8 +269,8 @@ def _add_show(subparsers: Subparsers) -> None:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from . import inspect
-    from .cassette import Cassette
+    from .. import commands as inspect
+    from ..store.cassette import Cassette
 
     cassette = Cassette.load(args.cassette)
     count = len(cassette.interactions)
@@ -338,8 +338,8 @@ def _add_validate(subparsers: Subparsers) -> None:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from . import inspect
-    from .protocols import names
+    from .. import commands as inspect
+    from ..protocols import names
 
     if args.protocol is not None and args.protocol not in names():
         raise _UsageError(f"unknown protocol {args.protocol!r}; known: {', '.join(names())}")
@@ -367,7 +367,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _add_rechunk(subparsers: Subparsers) -> None:
-    from . import chunking, transforms
+    from ..variants import chunking, transforms
 
     def strategy(name: str) -> chunking.Chunking:
         try:
@@ -418,7 +418,7 @@ def _add_rechunk(subparsers: Subparsers) -> None:
 
 
 def _cmd_rechunk(args: argparse.Namespace) -> int:
-    from . import inspect
+    from .. import commands as inspect
 
     cassette, repairs = inspect.repair_file(args.cassette)
     for fixed in repairs:
@@ -478,9 +478,9 @@ def _add_redact(subparsers: Subparsers) -> None:
 
 
 def _cmd_redact(args: argparse.Namespace) -> int:
-    from . import inspect
-    from .cassette import Cassette
-    from .redact import find_secrets
+    from .. import commands as inspect
+    from ..redaction.rules import find_secrets
+    from ..store.cassette import Cassette
 
     files = inspect.cassette_files(args.cassettes)
     if not files:
@@ -539,10 +539,10 @@ def _add_accept(subparsers: Subparsers) -> None:
 def _cmd_accept(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from .cassette import Cassette
-    from .cassette_lock import lock_for
-    from .keep import masked_fields, refused_target
-    from .redact import find_secrets
+    from ..redaction.keep import masked_fields, refused_target
+    from ..redaction.rules import find_secrets
+    from ..store.cassette import Cassette
+    from ..store.lock import lock_for
 
     source = Path(args.refused)
     try:
@@ -602,8 +602,8 @@ def _add_fix(subparsers: Subparsers) -> None:
 
 
 def _cmd_fix(args: argparse.Namespace) -> int:
-    from . import inspect
-    from .cassette import read_file
+    from .. import commands as inspect
+    from ..store.cassette import read_file
 
     try:
         raw = read_file(args.cassette)
@@ -694,7 +694,7 @@ def _add_import_vcr(subparsers: Subparsers) -> None:
 
 
 def _cmd_import_vcr(args: argparse.Namespace) -> int:
-    from .vcr import NO_BOUNDARIES, import_file, import_paths
+    from .import_vcr import NO_BOUNDARIES, import_file, import_paths
 
     if args.output is not None:
         if len(args.paths) != 1:

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import framing
-from ..accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
-from ..cassette import (
+from ..protocols.accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
+from ..store.cassette import (
     Interaction,
     Response,
 )

@@ -43,11 +43,11 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
-from . import chunking as _chunking
-from .cassette import Cassette, Interaction
-from .explore import Failure
-from .explore import explore as explore_search
-from .replay import Player, replay, use_cassette
+from ..player.explore import Failure
+from ..player.explore import explore as explore_search
+from ..player.replay import Player, replay, use_cassette
+from ..store.cassette import Cassette, Interaction
+from ..variants import chunking as _chunking
 from .server import running
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ import platform
 import sys
 from pathlib import Path
 
-from . import __version__
+from ..core import __version__
 
 __all__ = ["accelerator", "install_hint", "report"]
 
@@ -43,16 +43,16 @@ def install_hint(extra: str) -> str:
 
 def accelerator() -> str:
     """Whether the C accelerator of the decoder and cassette I/O is in use, and if not, why."""
-    if importlib.util.find_spec(f"{__package__}._speedups") is None:
+    if importlib.util.find_spec("ssemock.framing._speedups") is None:
         return (
             "pure Python: the accelerator was not built when ssemock was installed (no C compiler "
             "then); results are the same, only slower. To build it: install gcc, then reinstall ssemock"
         )
-    try:
-        from . import _speedups
-    except ImportError as exc:  # built, but it does not load here (another Python, a broken build)
-        return f"pure Python: the accelerator is there but does not load ({exc})"
-    return f"C accelerator in use ({Path(_speedups.__file__ or '').name})"
+    from ..framing.accelerator import MODULE
+
+    if MODULE is None:  # built, but it does not load here (another Python, a broken build)
+        return "pure Python: the accelerator is there but does not load (another Python, or a broken build)"
+    return f"C accelerator in use ({Path(MODULE.__file__ or '').name})"
 
 
 def _version(distribution: str) -> str | None:
@@ -65,7 +65,7 @@ def _version(distribution: str) -> str | None:
 def report(*, full: bool = True) -> list[str]:
     """The lines ``ssemock doctor`` prints (``full=False``: what ``ssemock --version`` prints)."""
     lines = [
-        f"ssemock {__version__} ({Path(__file__).resolve().parent})",
+        f"ssemock {__version__} ({Path(__file__).resolve().parents[1]})",
         f"accelerator: {accelerator()}",
         f"python: {platform.python_implementation()} {platform.python_version()} ({sys.executable})",
     ]

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..cassette import (
+from ..store.cassette import (
     MAX_T_MS,
     Cassette,
     CassetteError,

@@ -2,15 +2,15 @@
 
 vcrpy joins a streamed body into one blob and keeps no timing, so the imported responses get one
 chunk per event of their framing (SSE event, JSON line, JSON array element) and every chunk at
-t=0 -- [`NO_BOUNDARIES`][ssemock.vcr.NO_BOUNDARIES] says so. Bodies stored compressed (vcrpy's httpx stub keeps the bytes
+t=0 -- [`NO_BOUNDARIES`][ssemock.commands.import_vcr.NO_BOUNDARIES] says so. Bodies stored compressed (vcrpy's httpx stub keeps the bytes
 as they came off the wire) are decoded and their Content-Encoding dropped, as ssemock's recorder
 does. A body a custom serializer kept parsed (``parsed_body``) becomes the bytes it gave vcrpy
 back. Nothing is dropped silently: a field that cannot be carried over is a
 [`CassetteError`][ssemock.CassetteError] naming the file, the interaction and the field (``force`` drops
 it and lists it). The default redaction rules are applied; what they leave is for the caller to
-check with `ssemock.redact.find_secrets` ([`import_paths`][ssemock.vcr.import_paths] refuses such a file).
+check with `ssemock.redaction.rules.find_secrets` ([`import_paths`][ssemock.commands.import_vcr.import_paths] refuses such a file).
 
-[`import_paths`][ssemock.vcr.import_paths] imports files, folders and globs in one go and reports file by file.
+[`import_paths`][ssemock.commands.import_vcr.import_paths] imports files, folders and globs in one go and reports file by file.
 """
 
 # Long on purpose: one concern read top to bottom, every vcrpy layout, serializer and content
@@ -32,8 +32,9 @@ from typing import Any
 
 import orjson
 
-from ._cassette_names import file_name
-from .cassette import (
+from ..plan.record import HOP_HEADERS
+from ..redaction.rules import find_secrets, mask_url, redact_request, redact_response
+from ..store.cassette import (
     FREE_VALUES,
     MAX_DEPTH,
     VERSION,
@@ -46,9 +47,8 @@ from .cassette import (
     check_size,
     read_file,
 )
-from .chunking import framed_event_ends
-from .record import HOP_HEADERS
-from .redact import find_secrets, mask_url, redact_request, redact_response
+from ..store.naming import file_name
+from ..variants.chunking import framed_event_ends
 
 __all__ = [
     "NO_BOUNDARIES",
@@ -624,7 +624,7 @@ def import_vcr(
 ) -> Cassette:
     """Read a vcrpy cassette file into an (unsaved) ssemock cassette; its bodies may decode to
     at most ``BODY_EXPANSION`` times the file's size plus ``BODY_FREE`` bytes. ``force`` and
-    ``dropped``: as [`from_vcr`][ssemock.vcr.from_vcr]."""
+    ``dropped``: as [`from_vcr`][ssemock.commands.import_vcr.from_vcr]."""
     data = load_vcr(path)
     size = os.stat(path).st_size
     return from_vcr(
@@ -655,7 +655,7 @@ class Converted:
     scrubbed: tuple[str, ...] = ()
     """Secrets --scrub-bodies replaced."""
     note: str | None = None
-    """A note on the conversion (such as [`NO_BOUNDARIES`][ssemock.vcr.NO_BOUNDARIES]), if any."""
+    """A note on the conversion (such as [`NO_BOUNDARIES`][ssemock.commands.import_vcr.NO_BOUNDARIES]), if any."""
 
 
 @dataclass(frozen=True)
@@ -681,7 +681,7 @@ class Refused:
 
 @dataclass
 class ImportSummary:
-    """What [`import_paths`][ssemock.vcr.import_paths] did, file by file."""
+    """What [`import_paths`][ssemock.commands.import_vcr.import_paths] did, file by file."""
 
     converted: list[Converted] = field(default_factory=list)
     """The cassettes converted."""
@@ -856,7 +856,7 @@ def _import_one(
         return _refusal(source, exc)
     scrubbed: list[str] = []
     if scrub_bodies:
-        from .inspect import redact
+        from . import redact
 
         scrubbed = redact(cassette)
     leaks = find_secrets(cassette)
@@ -941,7 +941,7 @@ def import_file(
     force: bool = False,
     scrub_bodies: bool = False,
 ) -> ImportSummary:
-    """Import one vcrpy cassette file to the ssemock cassette ``target`` (as [`import_paths`][ssemock.vcr.import_paths])."""
+    """Import one vcrpy cassette file to the ssemock cassette ``target`` (as [`import_paths`][ssemock.commands.import_vcr.import_paths])."""
     summary = ImportSummary()
     source_path, target_path = Path(source), Path(target)
     if _same_file(source_path, target_path):

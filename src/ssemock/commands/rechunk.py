@@ -6,13 +6,13 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..cassette import (
+from ..store.cassette import (
     Cassette,
     Response,
 )
-from ..chunking import Chunking
-from ..transforms import Transform
-from ..transforms import apply as apply_transforms
+from ..variants.chunking import Chunking
+from ..variants.transforms import Transform
+from ..variants.transforms import apply as apply_transforms
 from .decoding import stream_kind
 
 

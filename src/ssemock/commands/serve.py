@@ -12,7 +12,7 @@ faults, re-chunking, timing -- with every chunk sent as its own HTTP write:
 * a ``stall`` fault really sends nothing for its seconds (scaled by ``scaled:F`` timing);
 * ``http_error`` answers with the error status and the provider's error body;
 * a GET event stream whose messages answer other requests (the legacy MCP transport's) holds
-  each such message until the request it answers has come ([`ssemock.held`][ssemock.held]), as the Player
+  each such message until the request it answers has come ([`ssemock.plan.held`][ssemock.plan.held]), as the Player
   does; when it never comes, the connection drops after ``held.HOLD_LIMIT`` with a log line.
 
 Browsers: ``EventSource`` can only send GET, so a GET with ``Accept: text/event-stream`` that
@@ -41,8 +41,8 @@ Several interactions matching the same request are served in turn (the least-pla
 so recorded retries replay in order and the server keeps answering after the last one; an
 ``http_error`` (or a ``sequence`` step) does not use up its interaction, as in the Player.
 
-[`app`][ssemock.serve.app] needs the ``serve`` extra (``pip install -e ".[serve]"`` in a clone): Starlette, and uvicorn
-to run it ([`ssemock.server.running`][ssemock.server.running], or ``ssemock serve``).
+[`app`][ssemock.commands.serve.app] needs the ``serve`` extra (``pip install -e ".[serve]"`` in a clone): Starlette, and uvicorn
+to run it ([`ssemock.commands.server.running`][ssemock.commands.server.running], or ``ssemock serve``).
 """
 
 from __future__ import annotations
@@ -61,20 +61,28 @@ from urllib.parse import urlsplit
 
 import httpcore
 
-from . import chunking as _chunking
-from . import faults as _faults
-from . import held as _held
-from . import matching
-from . import protocols as _protocols
-from . import timing as _timing
-from . import transforms as _transforms
-from .cassette import Cassette, Interaction, Request
-from .cassette import Response as CassetteResponse
-from .chunking import event_ends
-from .redact import escape_control, mask_text, mask_url, redact_request
-from .selection import Selection
-from .serving import ChunkingSpec, FaultSpec, Plan, ReplayStream, TimingSpec, TransformSpec, plan_response
-from .sse import Decoder, decode
+from .. import protocols as _protocols
+from ..framing.sse import Decoder, decode
+from ..plan import held as _held
+from ..plan import matching
+from ..plan.selection import Selection
+from ..plan.serving import (
+    ChunkingSpec,
+    FaultSpec,
+    Plan,
+    ReplayStream,
+    TimingSpec,
+    TransformSpec,
+    plan_response,
+)
+from ..redaction.rules import escape_control, mask_text, mask_url, redact_request
+from ..store.cassette import Cassette, Interaction, Request
+from ..store.cassette import Response as CassetteResponse
+from ..variants import chunking as _chunking
+from ..variants import faults as _faults
+from ..variants import timing as _timing
+from ..variants import transforms as _transforms
+from ..variants.chunking import event_ends
 
 try:
     from starlette.applications import Starlette
@@ -267,14 +275,14 @@ def prepare(
     holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None,
     resume: dict[str, Resume] | None = None,
 ) -> Prepared:
-    """What to send for a recorded interaction: [`ssemock.replay.plan_response`][ssemock.plan_response] (transforms,
+    """What to send for a recorded interaction: [`ssemock.player.replay.plan_response`][ssemock.plan_response] (transforms,
     faults, chunking, timing, as the Player serves respx), after resuming past ``last_event_id``.
 
     For a real server: stalls really wait (scaled by the timing's factor, if any), and a fault
     that ends the stream, or a failure recorded mid-stream, makes the plan end with
     `ConnectionDropped`. A resumption after which no event carries another ID is a
     ``204 No Content``. ``holds``: where a server-push stream waits for requests (see
-    [`ssemock.held`][ssemock.held]). ``resume``: the interaction's `resume_index`, when built already.
+    [`ssemock.plan.held`][ssemock.plan.held]). ``resume``: the interaction's `resume_index`, when built already.
     """
     response = interaction.response
     resumed_at = None
@@ -339,7 +347,7 @@ def _is_sse(response: CassetteResponse) -> bool:
 
 
 class Replayer:
-    """The state behind [`app`][ssemock.serve.app]: interactions, options, and what was served so far."""
+    """The state behind [`app`][ssemock.commands.serve.app]: interactions, options, and what was served so far."""
 
     def __init__(
         self,
@@ -611,7 +619,7 @@ class Replayer:
         return Response(status_code=204, headers=headers)
 
     def unmatched(self, sent: Request) -> dict[str, Any]:
-        """The 404 body: what was asked, and every recorded request (``#N`` of [`routes`][ssemock.serve.Replayer.routes]) with
+        """The 404 body: what was asked, and every recorded request (``#N`` of [`routes`][ssemock.commands.serve.Replayer.routes]) with
         what differs; secrets masked, no file paths (anyone who can reach the port reads it)."""
         parts = urlsplit(sent.url)
         recorded = []
@@ -638,7 +646,7 @@ class Replayer:
 
 
 def routes(replayer: Replayer) -> list[str]:
-    """Human-readable lines describing the interactions a [`Replayer`][ssemock.serve.Replayer] serves."""
+    """Human-readable lines describing the interactions a [`Replayer`][ssemock.commands.serve.Replayer] serves."""
     lines = []
     for i, x in enumerate(replayer.interactions):
         cassette, at = replayer.sources[i]
@@ -673,8 +681,8 @@ def app(
     ``cors``: the origin to allow (``"*"`` for any; default none); ``max_body``: the largest
     request body accepted (413 past it); ``log``: called with one masked line per request.
 
-    Run it with ``ssemock.server.running(app)`` (loopback, in a thread) or any ASGI server.
-    ``app.state.ssemock`` is the [`Replayer`][ssemock.serve.Replayer] (``.exchanges`` lists what was served).
+    Run it with ``ssemock.commands.server.running(app)`` (loopback, in a thread) or any ASGI server.
+    ``app.state.ssemock`` is the [`Replayer`][ssemock.commands.serve.Replayer] (``.exchanges`` lists what was served).
     """
     replayer = Replayer(
         cassettes,

@@ -10,12 +10,12 @@ from typing import Any
 
 import orjson
 
-from .. import sse
-from ..cassette import (
+from ..framing import sse
+from ..framing.eventstream import is_frame
+from ..redaction.rules import mask_url
+from ..store.cassette import (
     Interaction,
 )
-from ..framing.eventstream import is_frame
-from ..redact import mask_url
 from .decoding import _WHAT, _accumulate, decode_response
 
 

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import sse
-from ..cassette import (
+from ..framing import sse
+from ..redaction.rules import find_secrets
+from ..store.cassette import (
     Cassette,
     CassetteError,
 )
-from ..chunking import event_ends
-from ..redact import find_secrets
+from ..variants.chunking import event_ends
 from .decoding import _BOM, _WHAT, _accumulate, decode_response
 from .show import _short
 

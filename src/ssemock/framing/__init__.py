@@ -58,7 +58,7 @@ class Framing:
 _MODULES = (
     "eventstream",
     "sse",
-    "json",
+    "document",
     "ndjson",
     "json_array",
 )  # eventstream first: its sniff is an exact CRC

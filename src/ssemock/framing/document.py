@@ -1,10 +1,10 @@
 """A plain JSON body: one JSON document, not a stream (an error body, a non-streaming answer).
 
-It is one event: [`event_ends`][ssemock.framing.json.event_ends] is the end of the document. Detected by shape only (the
+It is one event: [`event_ends`][ssemock.framing.document.event_ends] is the end of the document. Detected by shape only (the
 content type ``application/json`` is shared with JSON array streams and some JSON-lines
 servers): a body that is one whole JSON object, compact or pretty-printed (a single line ending
 in LF is left to JSON lines: it decodes the same). A stream cut short
-or followed by other bytes is no document: [`decode`][ssemock.framing.json.decode] raises [`JSONBodyError`][ssemock.framing.json.JSONBodyError].
+or followed by other bytes is no document: [`decode`][ssemock.framing.document.decode] raises [`JSONBodyError`][ssemock.framing.document.JSONBodyError].
 """
 
 from __future__ import annotations

@@ -1,36 +1,6 @@
 """Reference Server-Sent Events decoder (WHATWG HTML "event stream interpretation").
 
-The decoder follows https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation
-to the letter:
-
-* the stream is UTF-8 decoded (a character may be split across chunks; invalid bytes become
-  U+FFFD, one per maximal invalid subpart, as the Encoding standard says) and one leading BOM is
-  stripped, even when it arrives split across chunks;
-* lines end at CRLF, LF or CR -- and only there (U+0085, U+2028, U+2029 are ordinary
-  characters); a CRLF split between two chunks is one line ending: a CR that ends a chunk ends
-  its line at once (so its event is not held back) and an LF that starts the next chunk is
-  then skipped;
-* a blank line dispatches the event, unless the data buffer is empty; the event type and the
-  block's ``retry`` are reset either way; the last event ID persists across events;
-* the spec's *last event ID string* (what a reconnection sends as ``Last-Event-ID``) is kept
-  apart from its *last event ID buffer*: an ``id`` field sets the buffer, and only a blank line
-  (the dispatch step, even of a block without data) copies the buffer to the string, so a block
-  cut off by the end of the stream never changes the string; a new connection (after
-  [`Decoder.close`][ssemock.sse.Decoder.close], or ``Decoder(last_event_id=...)``) starts from the string;
-* an event that is not terminated by a blank line when the stream ends is discarded;
-* ``retry`` takes any number of ASCII digits. A value of more than
-  [`RETRY_DIGITS`][ssemock.sse.RETRY_DIGITS] significant digits (over 10**4300 ms, past any
-  clock) is stored as [`MAX_RETRY`][ssemock.sse.MAX_RETRY], so no retry line is ignored.
-
-Use [`decode`][ssemock.sse.decode] on a whole stream, [`iter_decode`][ssemock.sse.iter_decode] or
-[`adecode`][ssemock.sse.adecode] to get each event as soon as it completes, or a
-[`Decoder`][ssemock.sse.Decoder] to feed chunks yourself. The events never depend on where the
-chunks are cut:
-
-    >>> from ssemock.sse import decode
-    >>> decode([b'event: delta\\ndata: {"text": "hel', b'lo"}\\n', b'\\ndata: [DONE]\\n\\n'])
-    [ServerSentEvent(event='delta', data='{"text": "hello"}', id='', retry=None), ServerSentEvent(event='message', data='[DONE]', id='', retry=None)]
-"""
+The implementation of [`ssemock.sse`][ssemock.sse], where its public names are documented."""
 
 # How it works (for contributors): the bytes LF (0x0A) and CR (0x0D) never occur inside a UTF-8
 # sequence and always decode to themselves (a truncated sequence before them becomes U+FFFD on its
@@ -39,7 +9,7 @@ chunks are cut:
 # once with ``bytes`` methods; a partial line is kept as a list of pieces and joined once, when its
 # line ending arrives, so the work is linear in the stream size however it is chunked. Whole blocks
 # of the shape nearly every LLM stream uses (``[id:] [event:] data:`` and a blank line) are taken in
-# one step by ``_blocks``; ``ssemock._speedups`` is the same step in C, built by the install where a
+# one step by ``_blocks``; ``ssemock.framing._speedups`` is the same step in C, built by the install where a
 # C compiler exists (the pure code, with identical results, is used where it does not). Its ``text``
 # decodes a value of 1 MiB or more whose text needs 2 or 4 bytes per character: when the new str's
 # memory comes fresh from the kernel (a str over 32 MiB, or the first large one), most of
@@ -57,13 +27,18 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TypeGuard
 
+from . import Framing
+from .ends import event_ends as _event_ends
+
 __all__ = [
+    "FRAMING",
     "MAX_RETRY",
     "RETRY_DIGITS",
     "Decoder",
     "ServerSentEvent",
     "adecode",
     "decode",
+    "event_ends",
     "is_event",
     "iter_decode",
 ]
@@ -159,7 +134,7 @@ def _py_blocks(chunk: bytes, pos: int, last_id: str, events: list[ServerSentEven
     ["event: " TYPE LF] "data: " DATA LF LF`` (no NUL in ID): the shape of nearly every LLM
     stream, taken without the line-by-line state machine. The first block of another shape, or
     not complete in ``chunk``, stops it; so does any CR in ``chunk[pos:]`` (nothing is taken:
-    [`Decoder.feed`][ssemock.sse.Decoder.feed] turns line endings into LFs first). ``ssemock._speedups.blocks`` is
+    [`Decoder.feed`][ssemock.sse.Decoder.feed] turns line endings into LFs first). ``ssemock.framing._speedups.blocks`` is
     the same function in C, used when it was built; it also takes CRLF-ended blocks.
     """
     if chunk.find(13, pos) >= 0:
@@ -230,17 +205,18 @@ def _py_blocks(chunk: bytes, pos: int, last_id: str, events: list[ServerSentEven
 
 
 _py_text: Callable[..., str] = partial(str, encoding="utf-8", errors="replace")
-"""A data value as text: what ``ssemock._speedups.text`` computes faster for a large one."""
+"""A data value as text: what ``ssemock.framing._speedups.text`` computes faster for a large one."""
 
+_blocks: Callable[[bytes, int, str, list[ServerSentEvent]], tuple[int, str]]
 try:  # the optional C accelerator: the same functions, several times faster
-    from ._speedups import blocks as _blocks
-    from ._speedups import init as _init_speedups
-    from ._speedups import text as _text
+    from . import _speedups
 except ImportError:  # not built (no compiler where it was installed): the pure code
     _blocks = _py_blocks
     _text = _py_text
 else:
-    _init_speedups(ServerSentEvent)
+    _blocks = _speedups.blocks
+    _text = _speedups.text
+    _speedups.init(ServerSentEvent)
 
 _BOM = b"\xef\xbb\xbf"
 _NORMAL, _SKIP_LF, _AT_START = 0, 1, 2
@@ -507,3 +483,30 @@ async def adecode(chunks: AsyncIterable[bytes]) -> AsyncIterator[ServerSentEvent
             pending.append(chunk)
     for event in decoder.close():
         yield event
+
+
+# The SSE framing's registry entry: where events end in a body (after each blank line: LF LF,
+# CR CR, CRLF CRLF and mixes), and the decoder above.
+
+
+def event_ends(body: bytes) -> list[int]:
+    """The byte offset after each blank line that ends an event block (comments count as blocks)."""
+    return _event_ends(body, sse=True)
+
+
+def _decode_body(body: bytes) -> list[ServerSentEvent]:
+    return decode([body])
+
+
+def _never(body: bytes) -> bool:
+    return False  # SSE is the fallback when nothing else fits
+
+
+FRAMING = Framing(
+    name="sse",
+    decode=_decode_body,
+    event_ends=event_ends,
+    content_type="text/event-stream".__eq__,
+    sniff=_never,
+    example=("text/event-stream", b'data: {"n": 1}\n\ndata: {"n": 2}\n\ndata: {"n": 3}\n\ndata: [DONE]\n\n'),
+)

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
 
-from . import sse
-from .chunking import Chunking, event_ends
+from ..framing import sse
+from ..redaction.rules import escape_control, mask_text, mask_url
+from ..variants.chunking import Chunking, event_ends
+from ..variants.faults import Fault, Served
+from ..variants.strategies import minimal_failing_split
 from .expect import StreamAssertionError
-from .faults import Fault, Served
-from .redact import escape_control, mask_text, mask_url
-from .strategies import minimal_failing_split
 
 if TYPE_CHECKING:
     from .serving import Play

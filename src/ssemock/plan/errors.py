@@ -11,7 +11,9 @@ __all__ = ["NetworkBlockedError", "RecordingVariantError", "SsemockWarning", "Un
 
 
 def _safe(args: tuple[object, ...]) -> list[object]:
-    from .secrets import safe_message  # here: the plugin imports this module before any test needs orjson
+    from ..scan.shapes import (
+        safe_message,  # here: the plugin imports this module before any test needs orjson
+    )
 
     return [safe_message(a) if isinstance(a, str) else a for a in args]
 
@@ -20,7 +22,7 @@ class UnmatchedRequestError(BaseException):
     """A request matched no recorded interaction and recording is off.
 
     Its message quotes what was sent: every secret and credential-named value in it is masked
-    and control characters are escaped (`ssemock.secrets.safe_message`)."""
+    and control characters are escaped (`ssemock.scan.shapes.safe_message`)."""
 
     def __init__(self, *args: object) -> None:
         super().__init__(*_safe(args))

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from . import framing, protocols, sse
-from .accumulate import Accumulated, ToolCall, accumulate
-from .chunking import event_ends
-from .framing.eventstream import Frame
-from .protocols.base import error_of
-from .redact import escape_control, mask_text
+from .. import framing, protocols
+from ..framing import sse
+from ..framing.eventstream import Frame
+from ..protocols.accumulate import Accumulated, ToolCall, accumulate
+from ..protocols.base import error_of
+from ..redaction.rules import escape_control, mask_text
+from ..variants.chunking import event_ends
 
 if TYPE_CHECKING:
     from .serving import Play
@@ -36,7 +37,7 @@ def decode_body(body: bytes, content_type: str) -> list[Any]:
 class StreamAssertionError(AssertionError):
     """The client's result differs from the reference result of the served stream.
 
-    Its message is masked (`ssemock.redact.mask_text`): it quotes stream and client data,
+    Its message is masked (`ssemock.redaction.rules.mask_text`): it quotes stream and client data,
     and lands in CI logs; ``Player.check``'s shrunk failure is one of these too."""
 
     def __init__(self, message: object = "", *args: object) -> None:

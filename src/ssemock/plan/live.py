@@ -12,7 +12,7 @@ its error included.
 
 That is exact for a chunking, transform or fault whose plan of a body ending at an event
 boundary is the start of its plan of any longer body: each declares it (``needs_end`` is None;
-[`needs_end`][ssemock.live.needs_end] lists the ones that do not, and the player refuses them
+[`needs_end`][ssemock.plan.live.needs_end] lists the ones that do not, and the player refuses them
 on a server-push stream with [`RecordingVariantError`][ssemock.RecordingVariantError]). The one
 difference a client can see is a seam: where a recorded chunk spanned an event boundary and the
 next event had not fully arrived, the client's chunk ends at that boundary (it never gets a cut
@@ -20,7 +20,7 @@ inside an event that the replay would not give it).
 
 `Live` is the planner (no I/O, shared by every stack, sync and async); `LiveStream` pulls the
 live pieces through the stack's teed stream and paces what `Live` hands out, as
-`ssemock.serving.ReplayStream` does.
+`ssemock.plan.serving.ReplayStream` does.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ import bisect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from . import chunking as _chunking
-from . import faults as _faults
-from . import framing as _framing
-from . import timing as _timing
-from . import transforms as _transforms
-from .cassette import Response
+from .. import framing as _framing
+from ..store.cassette import Response
+from ..variants import chunking as _chunking
+from ..variants import faults as _faults
+from ..variants import timing as _timing
+from ..variants import transforms as _transforms
 from .serving import Plan, ReplayStream
 
 __all__ = ["Live", "LiveSource", "LiveStream", "needs_end", "prefix"]
@@ -53,7 +53,7 @@ class LiveSource:
     aclose: Callable[[], Awaitable[object]] | None = None
     """Closes the live stream (async httpcore stacks)."""
     taken: bool = False
-    """A [`LiveStream`][ssemock.live.LiveStream] serves from it and closes it; else the stack
+    """A [`LiveStream`][ssemock.plan.live.LiveStream] serves from it and closes it; else the stack
     closes it (a refusal, or an HTTP error fault answered before any stream)."""
 
 
@@ -234,7 +234,7 @@ class LiveStream(ReplayStream):
     @property
     def consumed(self) -> bool:
         """Every chunk the replay of the recording serves reached the client (see
-        [`Live.served_all`][ssemock.live.Live.served_all])."""
+        [`Live.served_all`][ssemock.plan.live.Live.served_all])."""
         return self._live.served_all()
 
     @property

@@ -1,14 +1,6 @@
 """Request matching with vcrpy's matcher names, and the "closest recorded request" diagnosis.
 
-``match_on`` takes vcrpy's names (``method``, ``uri``/``url``, ``scheme``, ``host``, ``port``,
-``path``, ``query``, ``body``, ``raw_body``, ``headers``) and callables in vcrpy's convention:
-``matcher(sent, recorded)`` (two [`ssemock.Request`][ssemock.Request]) returns None or True when they match,
-False or raises AssertionError (its message says why) when they do not.
-
-Both sides are compared in their redacted form (`ssemock.redact`): a sent request is redacted
-before matching, and so is the recorded one here, so a cassette recorded under older, narrower
-rules still matches a request whose credentials the current rules replace.
-"""
+The implementation of [`ssemock.matching`][ssemock.matching], where its public names are documented."""
 
 from __future__ import annotations
 
@@ -16,10 +8,10 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from ._names import unknown
-from .cassette import Request
-from .redact import redact_request, redact_url
-from .secrets import credential_name, value_shape
+from ..core.names import unknown
+from ..redaction.rules import redact_request, redact_url
+from ..scan.shapes import credential_name, value_shape
+from ..store.cassette import Request
 
 __all__ = ["DEFAULT", "MATCHERS", "differences", "resolve"]
 
@@ -49,7 +41,7 @@ KEYS: dict[str, Callable[[Request], Hashable]] = {
 }
 """The matchers that compare one value of each request (`host`, `path`, `query`, ...): name -> how
 the value is read from a request."""
-# a request's values for these are a key, so ssemock.selection finds candidates in a dict instead
+# a request's values for these are a key, so ssemock.plan.selection finds candidates in a dict instead
 # of comparing every interaction
 
 

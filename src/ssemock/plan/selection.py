@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Literal
 
+from ..store.cassette import Interaction, Request
 from . import matching
-from .cassette import Interaction, Request
 
 __all__ = ["Selection"]
 

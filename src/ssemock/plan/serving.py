@@ -20,13 +20,13 @@ from typing import Any
 
 import httpx
 
-from . import chunking as _chunking
-from . import faults as _faults
+from ..store.cassette import Interaction, Response
+from ..variants import chunking as _chunking
+from ..variants import faults as _faults
+from ..variants import timing as _timing
+from ..variants import transforms as _transforms
+from ..variants.faults import Served
 from . import held as _held
-from . import timing as _timing
-from . import transforms as _transforms
-from .cassette import Interaction, Response
-from .faults import Served
 
 __all__ = [
     "ChunkingSpec",
@@ -68,7 +68,7 @@ class Plan:
     faults: list[str] = field(default_factory=list)  # the faults that changed what is served
     framing: str = "sse"  # the served body's framing (before a fault cut it)
     cut_at: int | None = None  # where a fault cut the body short (disconnect, truncate)
-    open: bool = False  # the plan of an open prefix of a live stream: more may come (ssemock.live)
+    open: bool = False  # the plan of an open prefix of a live stream: more may come (ssemock.plan.live)
 
 
 class _Due(Sequence[float | None]):
@@ -126,7 +126,7 @@ def plan_response(
     server-push stream, `ssemock.protocols.holds`) says where the served body waits for
     requests: a chunk starts at each such offset (a chunk never spans a wait), and
     ``Plan.holds`` names the requests each waits for. ``more``: the response is an open prefix
-    of a live stream, whole events so far (see [`ssemock.live`][ssemock.live]): a positioned
+    of a live stream, whole events so far (see [`ssemock.plan.live`][ssemock.plan.live]): a positioned
     fault waits for its position, and ``Plan.open`` says whether more may still follow.
     """
     served = Served(
@@ -197,7 +197,7 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
     """A single-pass response body, like a socket: lazily yields the planned chunks once.
 
     With a ``gate`` (a server-push stream whose messages answer other requests), each chunk the
-    plan holds waits until the requests it answers are made (see [`ssemock.held`][ssemock.held])."""
+    plan holds waits until the requests it answers are made (see [`ssemock.plan.held`][ssemock.plan.held])."""
 
     def __init__(self, plan: Plan, t0: float, gate: _held.Gate | None = None) -> None:
         self._plan = plan

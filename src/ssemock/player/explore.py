@@ -1,19 +1,6 @@
 """Explore: search the streams a network can deliver for one your client breaks on, and shrink it.
 
-A fixed matrix runs a test under a few chosen variants. Exploring draws many
-([`ssemock.strategies.Space`][ssemock.strategies.Space]: chunk boundaries biased to where decoders break, chains of
-transforms, optionally a fault; the same draw as the hypothesis strategy
-[`ssemock.strategies.variants`][ssemock.strategies.variants], from a seeded ``random.Random``, so
-thousands of variants run in seconds), runs the user's own code against
-each through one player, and shrinks the first failure (fewest boundaries, fewest transforms,
-earliest offsets, simplest fault), saying in words where each remaining boundary falls, with the
-marker that reproduces it. Failing variants are kept in a hypothesis example database (by their
-replay options, readable by any later version) and tried first on the next run.
-
-The property: the code passes under every variant; under a fault whose stream the reference
-rejects (cut short, data after the terminator), the client must raise (an AssertionError is the
-test failing, not the client rejecting), as [`ssemock.Player.assert_rejected`][ssemock.Player.assert_rejected] checks.
-"""
+The implementation of [`ssemock.explore`][ssemock.explore], where its public names are documented."""
 
 # The draw comes from a seeded random.Random rather than hypothesis's engine: a variant in tens of
 # microseconds where the engine takes milliseconds.
@@ -36,12 +23,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import faults as _faults
-from . import held as _held
-from .cassette import Cassette
-from .chunking import At, at
-from .expect import StreamAssertionError
-from .strategies import HAZARDS, Space, Tables, Variant, classify, describe_boundary, minimal_failing_split
+from ..plan import held as _held
+from ..plan.expect import StreamAssertionError
+from ..store.cassette import Cassette
+from ..variants import faults as _faults
+from ..variants.chunking import At, at
+from ..variants.strategies import (
+    HAZARDS,
+    Space,
+    Tables,
+    Variant,
+    classify,
+    describe_boundary,
+    minimal_failing_split,
+)
 
 if TYPE_CHECKING:
     from hypothesis.database import ExampleDatabase
@@ -311,8 +306,8 @@ def _spec(variant: Variant) -> bytes:
 
 def _parse(value: bytes) -> Variant | None:
     """A stored variant, or None for an entry this version cannot read (skipped, not an error)."""
-    from . import chunking as _chunking
-    from . import transforms as _transforms
+    from ..variants import chunking as _chunking
+    from ..variants import transforms as _transforms
 
     try:
         spec = json.loads(value)
@@ -490,7 +485,7 @@ def replaying_recorded(player: Player) -> Iterator[None]:
     if player.record_mode == "none" or not player.recorded:
         yield
         return
-    from .selection import Selection
+    from ..plan.selection import Selection
 
     saved = (
         player.cassette,
@@ -570,8 +565,8 @@ def run_item(
 
 def check_option(key: str, value: object) -> None:
     """ValueError unless ``value`` is usable for the explore option ``key``."""
-    from . import faults as _faults
-    from .strategies import FAULTS, transform_pool
+    from ..variants import faults as _faults
+    from ..variants.strategies import FAULTS, transform_pool
 
     if key == "explore":
         if value is False or type(value) is int and value == 0:

@@ -6,8 +6,8 @@ a single-pass stream handed to the client's own transport, which maps our ``http
 """
 
 # Long on purpose: Player is the object users hold, and its public methods (the SPEC's names)
-# stay on it; the work behind them lives below (ssemock.serving plans and streams, ssemock.diagnose
-# searches, ssemock.session saves), so what is left here is lifecycle, dispatch and the assertions.
+# stay on it; the work behind them lives below (ssemock.plan.serving plans and streams, ssemock.plan.diagnose
+# searches, ssemock.player.session saves), so what is left here is lifecycle, dispatch and the assertions.
 
 from __future__ import annotations
 
@@ -28,30 +28,26 @@ from urllib.parse import urlsplit
 import httpx
 import respx
 
-from . import chunking as _chunking
-from . import diagnose as _diagnose
-from . import faults as _faults
-from . import held as _held
-from . import keep as _keep
-from . import live as _live
-from . import lock as _lock
-from . import matching
-from . import protocols as _protocols
-from . import session as _session
-from . import stacks as _stacks
-from . import subprocesses as _subprocesses
-from . import timing as _timing
-from . import transforms as _transforms
-from ._names import unknown
-from .accumulate import Accumulated
-from .cassette import Cassette, CassetteError, Interaction, Request, Response
-from .errors import RecordingVariantError, SsemockWarning, UnmatchedRequestError
-from .expect import Expected, StreamAssertionError
-from .modes import RECORD_MODES, RecordMode
-from .record import MAX_BODY_BYTES, Recorder, RequestHook, ResponseHook, drain_seconds, request_from_httpx
-from .redact import escape_control, mask_text
-from .selection import Selection
-from .serving import (
+from .. import protocols as _protocols
+from .. import stacks as _stacks
+from ..core.modes import RECORD_MODES, RecordMode
+from ..core.names import unknown
+from ..plan import diagnose as _diagnose
+from ..plan import held as _held
+from ..plan import live as _live
+from ..plan import matching
+from ..plan.errors import RecordingVariantError, SsemockWarning, UnmatchedRequestError
+from ..plan.expect import Expected, StreamAssertionError
+from ..plan.record import (
+    MAX_BODY_BYTES,
+    Recorder,
+    RequestHook,
+    ResponseHook,
+    drain_seconds,
+    request_from_httpx,
+)
+from ..plan.selection import Selection
+from ..plan.serving import (
     ChunkingSpec,
     FaultSpec,
     Plan,
@@ -63,7 +59,18 @@ from .serving import (
     _timeout_cut,
     plan_response,
 )
-from .stacks import Record
+from ..protocols.accumulate import Accumulated
+from ..redaction import keep as _keep
+from ..redaction.rules import escape_control, mask_text
+from ..stacks import Record
+from ..stacks import lock as _lock
+from ..stacks import subprocesses as _subprocesses
+from ..store.cassette import Cassette, CassetteError, Interaction, Request, Response
+from ..variants import chunking as _chunking
+from ..variants import faults as _faults
+from ..variants import timing as _timing
+from ..variants import transforms as _transforms
+from . import session as _session
 
 __all__ = [
     "Play",
@@ -141,7 +148,7 @@ class Player:
     """Replays (and, by record mode, records) a cassette for every intercepted client stack
     (httpx, httpx2, aiohttp, urllib3: see [Client stacks](../guide/stacks.md)).
 
-    You get one from [`replay`][ssemock.replay.replay], [`use_cassette`][ssemock.use_cassette] or,
+    You get one from [`replay`][ssemock.player.replay.replay], [`use_cassette`][ssemock.use_cassette] or,
     under pytest, the ``ssemock`` fixture of a test marked ``@pytest.mark.ssemock``; it intercepts
     while its ``with`` block runs. Afterwards (or meanwhile) [`plays`][ssemock.Player.plays] says
     what was served, and [`assert_text`][ssemock.Player.assert_text] and the other ``assert_*``
@@ -350,7 +357,7 @@ class Player:
 
     def keep_partial(self) -> Path | None:
         """Write what was recorded so far beside the cassette as ``<name>.partial.json``,
-        scanned and masked like a refused save (see [`ssemock.keep`][ssemock.keep]), without stopping:
+        scanned and masked like a refused save (see [`ssemock.redaction.keep`][ssemock.redaction.keep]), without stopping:
         what an interruption that ends the process at once (pytest-timeout's thread method)
         still gets to keep. The cassette itself is never touched."""
         return _session.keep_partial(self.path, self.recorded, kept=self.kept)
@@ -422,7 +429,7 @@ class Player:
     ) -> httpx.Response:
         """A recording run's answer for a server-push stream (it may never end) under a chunking,
         transform or fault: served as it arrives, each completed event planned as the replay will
-        plan it (`ssemock.live`), attempts and aiming counted as in `_serve_recorded`. A variant
+        plan it (`ssemock.plan.live`), attempts and aiming counted as in `_serve_recorded`. A variant
         that needs the whole stream is refused here, before any of it is served, with
         `RecordingVariantError`; an ``http_error`` fault answers at once, its body once the first
         event arrived (its shape may follow the stream's protocol), and the live stream stays open
@@ -683,7 +690,7 @@ class Player:
         """Write what was recorded (atomically); refuse if a secret is left in it (the recording
         is then kept beside the cassette, masked). Under the cassette's lock: when another
         recorder (an xdist worker, another process) saved the file since it was loaded, its
-        interactions are merged in, never lost (`ssemock.session.save`)."""
+        interactions are merged in, never lost (`ssemock.player.session.save`)."""
         new = self.recorded
         if not new:
             return
@@ -1016,7 +1023,7 @@ def use_cassette(
     unmatched request to one is sent for real, a connection that no intercepted stack makes to
     any other is refused (a recording records every request, and warns of such connections).
     Requests to ``ignore_hosts`` (``ignore_localhost=True``: loopback) are never recorded nor
-    served, in every mode. ``block_subprocesses``: see [`replay`][ssemock.replay.replay].
+    served, in every mode. ``block_subprocesses``: see [`replay`][ssemock.player.replay.replay].
     ``max_body_bytes`` bounds one recorded body (64 MiB): past it the interaction is cut and
     marked truncated, with a warning. ``drain_on_close`` (on by default, up to 30 s; a number of
     seconds, or False) keeps reading a recorded stream the client closed before its end, so the

@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import keep as _keep
-from . import matching
-from .cassette import Cassette, CassetteError, Interaction, SecretError
-from .cassette_lock import lock_for
-from .cassette_scan import scan_cassette
-from .modes import RecordMode
-from .redact import mask_text
+from ..core.modes import RecordMode
+from ..plan import matching
+from ..redaction import keep as _keep
+from ..redaction.rules import mask_text
+from ..scan.walk import scan_cassette
+from ..store.cassette import Cassette, CassetteError, Interaction, SecretError
+from ..store.lock import lock_for
 
 __all__ = ["keep_partial", "recording", "recording_players", "save", "stat"]
 

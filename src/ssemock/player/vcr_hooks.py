@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .cassette import Headers, Request, Response, body_ends
+from ..store.cassette import Headers, Request, Response, body_ends
 
 __all__ = ["matcher", "request_hook", "response_hook"]
 
@@ -27,7 +27,7 @@ def _vcr_request(request: Request) -> Any:
         from vcr.request import Request as VcrRequest
     except ImportError as exc:  # pragma: no cover - the suites these wrap come from vcrpy
         raise ImportError(
-            "ssemock.vcr_compat runs vcrpy-style hooks with vcrpy's Request: pip install vcrpy, "
+            "ssemock.player.vcr_hooks runs vcrpy-style hooks with vcrpy's Request: pip install vcrpy, "
             "or port the hook to ssemock.Request"
         ) from exc
     headers: dict[str, str] = {}

@@ -25,16 +25,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ._cassette_names import file_name, recording_name
-from ._names import unknown
-from .errors import NetworkBlockedError, RecordingVariantError, SsemockWarning, UnmatchedRequestError
-from .modes import RECORD_MODES
+from ..core.modes import RECORD_MODES
+from ..core.names import unknown
+from ..plan.errors import NetworkBlockedError, RecordingVariantError, SsemockWarning, UnmatchedRequestError
+from ..store.naming import file_name, recording_name
 
 if TYPE_CHECKING:  # the rest is imported when a test uses ssemock: an unused plugin costs nothing
-    from . import chunking as _chunking
-    from . import transforms as _transforms
-    from .cassette import Interaction
-    from .replay import Player
+    from ..player.replay import Player
+    from ..store.cassette import Interaction
+    from ..variants import chunking as _chunking
+    from ..variants import transforms as _transforms
 
 _PARAM = "_ssemock_chunking"
 _CHECKS = ("ignore", "warn", "error")
@@ -275,7 +275,7 @@ def _keeping_partials(function: Any) -> Any:
     def keeping(*args: Any, **kwargs: Any) -> Any:
         import sys
 
-        from .replay import recording_players
+        from ..player.replay import recording_players
 
         for player in recording_players():
             try:
@@ -341,13 +341,13 @@ def _from_text(key: str, text: str) -> Any:
 
 def _problem(key: str, value: Any) -> str | None:
     """What is wrong with one option's value (None when it is usable)."""
-    from . import chunking as _chunking
-    from . import faults as _faults
-    from . import matching as _matching
-    from . import timing as _timing
-    from . import transforms as _transforms
-    from .lock import Guard
-    from .record import drain_seconds
+    from ..plan import matching as _matching
+    from ..plan.record import drain_seconds
+    from ..stacks.lock import Guard
+    from ..variants import chunking as _chunking
+    from ..variants import faults as _faults
+    from ..variants import timing as _timing
+    from ..variants import transforms as _transforms
 
     try:
         if key == "record_mode" and value not in RECORD_MODES:
@@ -371,7 +371,7 @@ def _problem(key: str, value: Any) -> str | None:
         elif key == "drain_on_close":
             drain_seconds(value)
         elif key.startswith("explore"):
-            from .explore import check_option
+            from ..player.explore import check_option
 
             check_option(key, value)
         elif key in ("check_unplayed", "check_unconsumed") and value not in _CHECKS:
@@ -452,8 +452,8 @@ def _setting(key: str, marker: dict[str, Any], defaults: dict[str, Any], config:
 
 
 def _variants(marker: dict[str, Any], defaults: dict[str, Any], config: pytest.Config) -> list[Variant]:
-    from . import chunking as _chunking
-    from . import transforms as _transforms
+    from ..variants import chunking as _chunking
+    from ..variants import transforms as _transforms
 
     chunking = _setting("chunking", marker, defaults, config)
     transform = _setting("transform", marker, defaults, config)
@@ -492,8 +492,8 @@ def _check_recordable(marker: dict[str, Any], config: pytest.Config) -> None:
     mode = _setting("record_mode", marker, {}, config) or "none"
     if mode == "none":
         return
-    from .faults import resolve
-    from .replay import recording_refusals
+    from ..player.replay import recording_refusals
+    from ..variants.faults import resolve
 
     refused = recording_refusals(resolve(_setting("faults", marker, {}, config)))
     if refused:
@@ -608,7 +608,7 @@ def _without_secrets(name: str) -> str:
     """A test id that holds a secret (a key used as a pytest parameter) with the parameters, or
     the whole id, replaced by a SHA-256 stand-in: stable across runs (replay finds the file),
     distinct per id, and no part of the key in the file name that gets committed."""
-    from .secrets import mask_text, scan
+    from ..scan.shapes import mask_text, scan
 
     # cut at each "-" too: pytest joins parameters with it, which would extend a fixed-length key
     cuts = [m.start() for m in re.finditer(r"[\]-]", name)]
@@ -628,7 +628,7 @@ def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str)
     id, ``secret-<sha256 prefix>``: stable across runs, distinct per value, so pytest's terminal
     and reports, and the cassette file named after the test, never show it. An ``ids=`` you
     write yourself is shown as written."""
-    from .secrets import credential_name, mask_text, scan
+    from ..scan.shapes import credential_name, mask_text, scan
 
     if isinstance(val, bytes):
         text = val.decode("utf-8", "surrogateescape")
@@ -673,9 +673,9 @@ def ssemock(
     request: pytest.FixtureRequest, ssemock_config: dict[str, Any], ssemock_cassette_dir: Path
 ) -> Iterator[Player]:
     """The active cassette player for this test (replay by default, network blocked)."""
-    from .cassette import Cassette
-    from .cassette_lock import lock_for
-    from .replay import Player, use_cassette
+    from ..player.replay import Player, use_cassette
+    from ..store.cassette import Cassette
+    from ..store.lock import lock_for
 
     config = request.config
     name = request.node.nodeid
@@ -738,7 +738,7 @@ def ssemock(
 
 def _idle_because(player: Player, variant: Variant) -> str:
     """Why the variant's transforms change no response: each one's reason for each framing."""
-    from . import transforms as _transforms
+    from ..variants import transforms as _transforms
 
     reasons = {
         str(
@@ -759,7 +759,7 @@ def _idle_transforms(interactions: list[Interaction], variant: Variant) -> str |
     run that would serve the same bytes as the run without it), else None."""
     if not variant.transforms or not interactions:
         return None
-    from . import transforms as _transforms
+    from ..variants import transforms as _transforms
 
     for x in interactions:
         kind = _transforms.kind_of(x.response.header("content-type") or "", x.response.body)
@@ -830,13 +830,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if config in _configs:
         _configs.remove(config)
     if _RUN in config.stash:  # the run's scratch folder goes (the last xdist worker out removes it)
-        from . import runs
+        from ..core import runs
 
         runs.finish(config.stash[_RUN])
 
 
 def _say(config: pytest.Config, line: str) -> None:
-    from .secrets import safe_message
+    from ..scan.shapes import safe_message
 
     line = safe_message(line)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -848,7 +848,7 @@ def _say(config: pytest.Config, line: str) -> None:
 
 def _recorded_marker(config: pytest.Config, path: Path, node: Any) -> Path:
     """A file that says: this run has recorded this test's cassette (shared by xdist workers)."""
-    from . import runs
+    from ..core import runs
 
     folder = runs.folder(config.stash[_RUN])
     key = f"{path.resolve()}\0{cassette_name(node)}"
@@ -856,7 +856,7 @@ def _recorded_marker(config: pytest.Config, path: Path, node: Any) -> Path:
 
 
 def _teardown_checks(player: Player, checks: dict[str, str]) -> None:
-    from .redact import mask_url
+    from ..redaction.rules import mask_url
 
     found = []
     if checks["check_unplayed"] != "ignore" and player.record_mode == "none":
@@ -874,7 +874,7 @@ def _teardown_checks(player: Player, checks: dict[str, str]) -> None:
                     f"was not read to the end under {play.chunking}",
                 )
             )
-    from .secrets import safe_message
+    from ..scan.shapes import safe_message
 
     for key, message in found:
         message = safe_message(message)
@@ -907,7 +907,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     setting = _setting("explore", marker, defaults, config)
     if not setting:
         return None
-    from .explore import run_item
+    from ..player.explore import run_item
 
     def call() -> object:
         pyfuncitem.stash[_EXPLORING] = True

@@ -10,9 +10,9 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from .. import synthesis as syn
-from ..cassette import Cassette
+from ..store.cassette import Cassette
 from . import Protocol, _path
+from . import synthesis as syn
 from .base import JSON, HTTPErrorBody, StreamError, TypedFold, error_of, obj, seq, sse_json, string
 
 __all__ = ["PROTOCOL", "URL", "synthesize"]

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, TypeAlias
 
 import orjson
 
-from ..sse import ServerSentEvent, is_event
+from ..framing.sse import ServerSentEvent, is_event
 
 __all__ = [
     "JSON",

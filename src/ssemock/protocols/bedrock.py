@@ -25,11 +25,11 @@ from urllib.parse import quote, unquote
 
 import orjson
 
-from .. import synthesis as syn
-from ..cassette import Cassette
 from ..framing import eventstream
 from ..framing.eventstream import Frame, is_frame
+from ..store.cassette import Cassette
 from . import Protocol, _path
+from . import synthesis as syn
 from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, string
 
 __all__ = ["EXCEPTIONS", "PROTOCOL", "URL", "frame", "synthesize"]

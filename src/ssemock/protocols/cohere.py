@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
-from .. import synthesis as syn
 from . import Protocol, _path
+from . import synthesis as syn
 from .base import JSON, HTTPErrorBody, StreamError, TypedFold, obj, sse_json, string
 
 __all__ = ["API_URL", "PROTOCOL", "synthesize"]

@@ -25,9 +25,9 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from .. import synthesis as syn
-from ..sse import is_event
+from ..framing.sse import is_event
 from . import Protocol, _path
+from . import synthesis as syn
 from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, seq, string
 
 __all__ = ["API_URL", "PROTOCOL", "synthesize"]

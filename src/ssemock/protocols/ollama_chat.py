@@ -8,9 +8,9 @@ from typing import Any
 
 import orjson
 
-from .. import synthesis as syn
-from ..cassette import Cassette
+from ..store.cassette import Cassette
 from . import Protocol, _path
+from . import synthesis as syn
 from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, error_of, obj, seq, string
 
 __all__ = ["PROTOCOL", "URL", "synthesize"]

@@ -10,14 +10,17 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
-from .. import synthesis as syn
-from ..cassette import Cassette
+from ..core.edits import rewrite
+from ..framing.ends import event_ends
+from ..store.cassette import Cassette
 from . import Protocol, _path
+from . import synthesis as syn
 from .base import (
     JSON,
     Event,
@@ -432,12 +435,20 @@ def synthesize(
 
 
 def _with_ids(chunks: list[bytes]) -> list[bytes]:
-    """The same writes with an ``id: N`` line opening every event (N counts from 1)."""
-    from ..transforms import apply, ids
-
+    """The same writes with an ``id: N`` line opening every event (N counts from 1), each in the
+    line ending of its event, the writes' ends carried along."""
+    body = b"".join(chunks)
     ends = list(itertools.accumulate(map(len, chunks)))
-    body, new_ends = apply([ids], b"".join(chunks), ends)
+    starts = [0, *(e for e in event_ends(body, sse=True) if e < len(body))]
+    edits = []
+    for i, start in enumerate(starts):
+        newline = _NEWLINE.search(body, start)
+        edits.append((start, start, b"id: %d" % (i + 1) + (newline.group() if newline else b"\n")))
+    body, new_ends = rewrite(body, edits, ends)
     return [body[a:b] for a, b in zip([0, *new_ends], new_ends)]
+
+
+_NEWLINE = re.compile(rb"\r\n|\r|\n")
 
 
 def synthesize_openrouter(

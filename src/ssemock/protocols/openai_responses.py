@@ -8,9 +8,9 @@ from typing import Any
 
 import orjson
 
-from .. import synthesis as syn
-from ..cassette import Cassette
+from ..store.cassette import Cassette
 from . import Protocol, _path
+from . import synthesis as syn
 from .base import (
     JSON,
     StreamError,

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from .cassette import Cassette
+from ..store.cassette import Cassette
 
 __all__ = [
     "CREATED",

@@ -2,8 +2,8 @@
 
 A recording the secret scan refuses, and one an interruption cuts short, is written beside the
 cassette (``<name>.refused.json`` / ``<name>.partial.json``) with every secret masked the way
-``ssemock redact`` masks it (`ssemock.inspect.redact`), then scanned again like any save
-(`ssemock.redact.find_secrets`): the paid call need not be made again, and no secret
+``ssemock redact`` masks it (`ssemock.commands.redact`), then scanned again like any save
+(`ssemock.redaction.rules.find_secrets`): the paid call need not be made again, and no secret
 reaches the folder. ``ssemock accept`` promotes a refused recording to the cassette.
 """
 
@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cassette import Cassette, Interaction
-from .redact import REDACTED, find_secrets
+from ..store.cassette import Cassette, Interaction
+from .rules import REDACTED, find_secrets
 
 __all__ = ["PARTIAL", "REFUSED", "Kept", "beside", "keep_masked", "masked_fields", "refused_target"]
 
@@ -44,7 +44,7 @@ def refused_target(path: str | os.PathLike[str]) -> Path:
 
 @dataclass
 class Kept:
-    """What [`keep_masked`][ssemock.keep.keep_masked] did: the file written (None when masking could not remove every
+    """What [`keep_masked`][ssemock.redaction.keep.keep_masked] did: the file written (None when masking could not remove every
     secret: then nothing is written), what was masked and what was left, one line per field,
     never a value (``interaction 0 request.body: an OpenAI key (sk-...) at byte 12``)."""
 
@@ -65,8 +65,8 @@ class Kept:
 def keep_masked(interactions: list[Interaction], path: str | os.PathLike[str]) -> Kept:
     """Write ``interactions`` to ``path`` (atomically) with every secret masked; the
     interactions given are not changed. Nothing is written when a secret is still found after
-    masking (a form ``ssemock redact`` cannot rewrite): [`Kept.left`][ssemock.keep.Kept.left] says where."""
-    from .inspect import redact  # the masking `ssemock redact` applies
+    masking (a form ``ssemock redact`` cannot rewrite): [`Kept.left`][ssemock.redaction.keep.Kept.left] says where."""
+    from .scrub import redact  # the masking `ssemock redact` applies
 
     masked = Cassette(copy.deepcopy(interactions), path=Path(path))
     changes = redact(masked)

@@ -1,7 +1,7 @@
 """Secrets masked where only a decoded form of a body shows them.
 
-The byte-level scrub (`ssemock.inspect.redaction`) masks what the scanner finds in a body as
-stored. The scan also reads decoded forms (`ssemock.cassette_scan.scan_cassette`), and a secret found
+The byte-level scrub (`ssemock.redaction.scrub`) masks what the scanner finds in a body as
+stored. The scan also reads decoded forms (`ssemock.scan.walk.scan_cassette`), and a secret found
 only there needs masking there: a value under a credential name (``{"password": 12}``), a key
 inside a base64 value (Bedrock's ``{"bytes": ...}`` payloads), in a compressed layer, or split
 across the deltas of a stream (the model streams a key back 3 characters at a time).
@@ -25,8 +25,7 @@ import orjson
 from .. import framing
 from ..framing import eventstream
 from ..framing.json_array import _spans as _array_spans
-from ..redact import REDACTED
-from ..secrets import (
+from ..scan.shapes import (
     _B64_RUN,
     _FORM,
     _credential_value,
@@ -35,6 +34,7 @@ from ..secrets import (
     scan_form,
     secret_spans,
 )
+from .rules import REDACTED
 
 __all__ = ["Masked", "mask_body"]
 

@@ -3,7 +3,7 @@
 * The default rules (`redact_request`, `redact_response`) replace credential headers
   and query parameters with ``REDACTED`` when recording; matching compares the redacted forms,
   so a redacted request still replays.
-* `find_secrets` runs the scanner (`ssemock.secrets`) over every field of every
+* `find_secrets` runs the scanner (`ssemock.scan.shapes`) over every field of every
   interaction before a save, and by ``ssemock validate`` and ``ssemock redact``.
 * `mask_text` / `mask_url` hide what the scanner finds in any message, and
   `escape_control` keeps a cassette's text from driving the terminal.
@@ -17,12 +17,12 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from .cassette import Cassette, Interaction, Request, Response
-from .cassette_scan import scan_cassette
-from .secrets import SECRET_NAME, Secret, _query_spans, scan, scan_body, scan_header, scan_url
-from .secrets import escape_control as escape_control  # their home is ssemock.secrets
-from .secrets import mask_text as mask_text
-from .transforms import rewrite
+from ..core.edits import rewrite
+from ..scan.shapes import SECRET_NAME, Secret, _query_spans, scan, scan_body, scan_header, scan_url
+from ..scan.shapes import escape_control as escape_control  # their home is ssemock.scan.shapes
+from ..scan.shapes import mask_text as mask_text
+from ..scan.walk import scan_cassette
+from ..store.cassette import Cassette, Interaction, Request, Response
 
 __all__ = [
     "QUERY_PARAMS",
@@ -42,7 +42,7 @@ __all__ = [
 
 REDACTED = "REDACTED"
 #: Request headers always redacted; so is any request header whose name says token, secret, key,
-#: auth, password, signature, session, cookie or credential (``ssemock.secrets.SECRET_NAME``).
+#: auth, password, signature, session, cookie or credential (``ssemock.scan.shapes.SECRET_NAME``).
 REQUEST_HEADERS = frozenset(
     {
         "authorization",
@@ -165,7 +165,7 @@ def interaction_secrets(x: Interaction) -> Iterator[tuple[str, Secret]]:
 
 
 def find_secrets(cassette: Cassette) -> list[str]:
-    """Where a secret is left, one line each, never the secret itself (`ssemock.cassette_scan.scan_cassette`):
+    """Where a secret is left, one line each, never the secret itself (`ssemock.scan.walk.scan_cassette`):
     ``interaction 0 request.body: an Anthropic key (sk-ant-...) ('sk-ant-***', 108 chars: digits a-z A-Z -, at offset 12)``."""
     return [str(f) for f in scan_cassette(cassette)]
 

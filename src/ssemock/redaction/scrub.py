@@ -7,15 +7,15 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..cassette import (
+from ..scan.shapes import Secret, scan, scan_body, scan_header, scan_url
+from ..scan.walk import decode_content, is_stream, scan_interaction
+from ..store.cassette import (
     Cassette,
     Interaction,
     Response,
 )
-from ..cassette_scan import decode_content, is_stream, scan_interaction
-from ..redact import REDACTED, redact_request, redact_response, replace_spans
-from ..secrets import Secret, scan, scan_body, scan_header, scan_url
 from .masking import mask_body
+from .rules import REDACTED, redact_request, redact_response, replace_spans
 
 Edit = tuple[int, int, int]  # old start, old end, new length
 
@@ -178,7 +178,7 @@ def redact(cassette: Cassette) -> list[str]:
 def _mask_decoded(i: int, x: Interaction) -> list[str]:
     """Mask, in place, what the scan still finds in a body's decoded forms only (a key split
     across a stream's deltas, a credential-named value, base64, a compressed layer): see
-    `ssemock.inspect.masking`. A compressed body is stored decoded (its header dropped)."""
+    `ssemock.redaction.masking`. A compressed body is stored decoded (its header dropped)."""
     fields = {f.field for f in scan_interaction(x, i)}
     changes = []
     for side in ("request", "response"):

@@ -1,7 +1,7 @@
 """The secret scanner: credentials found by their own shape, in every field, on decoded forms.
 
 One scanner serves recording (``Player.save``), ``ssemock validate``, ``ssemock redact`` and the
-masking of every message (`ssemock.redact`'s ``mask_text``). It finds:
+masking of every message (`ssemock.redaction.rules`'s ``mask_text``). It finds:
 
 * provider credentials by shape: OpenAI (``sk-``, ``sk-proj-``, ``sk-svcacct-``, ``sk-admin-``),
   Anthropic (``sk-ant-``), Google API keys (``AIza``) and OAuth tokens (``ya29.``), GitHub
@@ -728,7 +728,7 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
     as a credential (``password=...``, ``"api_key": "..."``: whatever it looks like), every
     credential-like value under a credential-like name (``x-auth-token: 9f8e...``) and every base64
     run that decodes to a secret: sorted, none overlapping. What `mask_text` masks, and what a
-    refused recording has masked (`ssemock.inspect.redact`)."""
+    refused recording has masked (`ssemock.commands.redact`)."""
     found = scan(text)
     spans = [(s.start, s.end, s.preview) for s in found]
 
@@ -782,10 +782,10 @@ _MOVED = frozenset({"Finding", "decode_content", "is_stream", "scan_cassette", "
 
 
 def __getattr__(name: str) -> Any:
-    """The cassette scan's names, which lived here: now in `ssemock.cassette_scan` (the walk over
+    """The cassette scan's names, which lived here: now in `ssemock.scan.walk` (the walk over
     a cassette, above these shapes), and still found here."""
     if name in _MOVED:
-        from . import cassette_scan
+        from . import walk as cassette_scan
 
         return getattr(cassette_scan, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,11 +1,11 @@
 """One scan of a whole cassette, in every form a secret takes there.
 
-Every write of cassette data runs [`scan_cassette`][ssemock.cassette_scan.scan_cassette]: each
+Every write of cassette data runs [`scan_cassette`][ssemock.scan.walk.scan_cassette]: each
 field of each interaction is read as stored and decoded (JSON and percent escapes,
 ``Content-Encoding`` layers, JSON, forms, multipart, URLs in headers, base64 values), a stream
 is walked event by event, and the text a stream splits into pieces (a key streamed back in
 deltas) is read reassembled, per JSON path and through the reference accumulator. The shapes
-and credential names it looks for are `ssemock.secrets`'; a finding never holds the value.
+and credential names it looks for are `ssemock.scan.shapes`'; a finding never holds the value.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 
-from . import framing
-from .secrets import (
+from .. import framing
+from .shapes import (
     _B64_RUN,
     _B64_RUN_BYTES,
     _FORM,
@@ -350,7 +350,7 @@ class _Scan:
 
     def events(self, field: str, body: bytes, text: str, content_type: str, url: str, path: str) -> None:
         """The decoded events' data, then the text reassembled from their pieces: every string at
-        one JSON path across events joined, and the reference accumulator's text and tool arguments."""
+        one JSON path across events joined (a key streamed a few characters an event, by any protocol)."""
         try:
             kind = framing.detect(content_type, body)
             events = kind.decode(body)
@@ -386,27 +386,6 @@ class _Scan:
                 self.text(field, whole, f"{path} reassembled {where}".strip(), 2)
         self.pieces.clear()
         self.sizes.clear()
-        self.accumulated(field, events, url, content_type, path)
-
-    def accumulated(self, field: str, events: list[Any], url: str, content_type: str, path: str) -> None:
-        from .accumulate import accumulate  # the meaning layer: only what it reassembles is asked of it
-
-        try:
-            result = accumulate(events, url=url, content_type=content_type)
-        except (ValueError, TypeError, KeyError, AttributeError, IndexError):
-            return  # no protocol folds it: the per-path reassembly above stands alone
-        for choice in result.choices:
-            for what in ("text", "refusal", "thinking"):
-                value = getattr(choice, what, "")
-                if isinstance(value, str) and value:
-                    self.text(field, value, f"{path} accumulated {what} (choice {choice.index})".strip(), 2)
-            for call in getattr(choice, "tool_calls", []):
-                args = (
-                    call.arguments
-                    if isinstance(call.arguments, str)
-                    else orjson.dumps(call.arguments).decode()
-                )
-                self.text(field, args, f"{path} accumulated tool call {call.name!r} arguments".strip(), 2)
 
 
 _NOT_JSON = object()

@@ -4,7 +4,7 @@ One module per stack: `httpcore` (httpx), `httpcore2` (httpx2, the OpenAI and
 Anthropic SDKs), `aiohttp`, `urllib3` (requests, botocore). Each turns its request
 into an ``httpx.Request`` tagged with its stack name and calls `dispatch`, which asks the
 active players' respx routers, innermost first. The answer is either a response to serve (a
-`ssemock.serving.ReplayStream` holds the plan, served lazily in the stack's own types), or
+`ssemock.plan.serving.ReplayStream` holds the plan, served lazily in the stack's own types), or
 `respx.models.PassThrough` (a route of the user's, or `Record`: send it for real
 and tee the live response into the recorder).
 
@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import httpx
 from respx.models import PassThrough
 
-from ..errors import UnmatchedRequestError
+from ..plan.errors import UnmatchedRequestError
 
 if TYPE_CHECKING:
-    from ..record import Recorder
+    from ..plan.record import Recorder
 
 __all__ = [
     "STACKS",

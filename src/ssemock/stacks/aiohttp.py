@@ -42,9 +42,9 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from respx.models import PassThrough
 from yarl import URL
 
-from ..live import LiveSource
-from ..record import Recorder
-from ..serving import ReplayStream
+from ..plan.live import LiveSource
+from ..plan.record import Recorder
+from ..plan.serving import ReplayStream
 from . import STACK_KEY, Patch, Record, adispatch, intercepting, passing
 
 __all__ = ["ERRORS", "patches"]
@@ -65,7 +65,7 @@ class _Silent(Exception):
     """Marker: no data within the read timeout (served as aiohttp's SocketTimeoutError)."""
 
 
-#: The exceptions a plan raises for this stack, by the names [`ssemock.serving.plan_response`][ssemock.plan_response]
+#: The exceptions a plan raises for this stack, by the names [`ssemock.plan.serving.plan_response`][ssemock.plan_response]
 #: asks for and the names a recording through any stack may have stored. The two markers become
 #: exactly what aiohttp raises for the socket event (see `_as_raised`).
 ERRORS = SimpleNamespace(

@@ -19,8 +19,8 @@ import httpx
 from respx.models import PassThrough
 from respx.patterns import parse_url
 
-from ..live import LiveSource
-from ..record import Recorder
+from ..plan.live import LiveSource
+from ..plan.record import Recorder
 from . import STACK_KEY, Patch, Record, adispatch, dispatch, intercepting, passing
 
 __all__ = ["ERRORS", "patches", "pool_patches"]

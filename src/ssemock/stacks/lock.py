@@ -26,9 +26,9 @@ import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .errors import NetworkBlockedError, SsemockWarning
-from .secrets import safe_message
-from .stacks import Patch, is_passing
+from ..plan.errors import NetworkBlockedError, SsemockWarning
+from ..scan.shapes import safe_message
+from . import Patch, is_passing
 
 __all__ = ["Guard", "Hosts", "engage", "release"]
 

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .stacks import Patch
+from . import Patch
 
 __all__ = ["child_environment", "engage", "release"]
 

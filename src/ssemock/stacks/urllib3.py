@@ -46,9 +46,9 @@ from urllib3.response import BaseHTTPResponse, HTTPResponse
 from urllib3.util import SKIP_HEADER, Timeout
 from urllib3.util.request import body_to_chunks
 
-from ..live import LiveSource
-from ..record import Recorder
-from ..serving import ReplayStream
+from ..plan.live import LiveSource
+from ..plan.record import Recorder
+from ..plan.serving import ReplayStream
 from . import STACK_KEY, Patch, Record, dispatch, intercepting, passing
 
 __all__ = ["ERRORS", "patches"]

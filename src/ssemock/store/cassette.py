@@ -31,10 +31,11 @@ from typing import IO, Any
 
 import orjson
 
-from .cassette_body import body_ends as body_ends  # body_ends: inspect and vcr use it from here
-from .cassette_body import laid_out, pieces
-from .cassette_scan import Finding, scan_cassette
-from .secrets import safe_message
+from ..framing.accelerator import values as _c_values
+from ..scan.shapes import safe_message
+from ..scan.walk import Finding, scan_cassette
+from .layout import body_ends as body_ends  # body_ends: inspect and vcr use it from here
+from .layout import laid_out, pieces
 
 __all__ = ["Cassette", "CassetteError", "Interaction", "Request", "Response", "SecretError", "VERSION"]
 
@@ -334,7 +335,7 @@ class Cassette:
 
     def save(self, path: str | os.PathLike[str] | None = None, *, scan_secrets: bool = True) -> Path:
         """Write atomically (temp file in the same folder + os.replace), after the secret scan
-        (`ssemock.cassette_scan.scan_cassette`): a cassette holding a secret raises
+        (`ssemock.scan.walk.scan_cassette`): a cassette holding a secret raises
         `SecretError` and nothing is written. ``scan_secrets=False`` skips the scan: for
         data you have just scanned yourself, or fake keys you mean to keep (a test of your own
         scanner); never for a recording.
@@ -506,10 +507,7 @@ def _py_values(data: bytes) -> int:
     return data.count(b",") + data.count(b"[") + data.count(b"{")
 
 
-try:  # the optional C accelerator (see ssemock.sse): the same count in one pass
-    from ._speedups import values as _values
-except ImportError:  # not built: the pure code
-    _values = _py_values
+_values = _c_values or _py_values  # the optional C accelerator: the same count in one pass
 
 
 def check_size(

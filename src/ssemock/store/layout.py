@@ -18,18 +18,15 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import orjson
 
-from .framing.ends import _EVENT_END, event_ends  # _EVENT_END: cut where event_ends cuts
-from .framing.eventstream import is_eventstream
+from ..framing import accelerator
+from ..framing.ends import _EVENT_END, event_ends  # _EVENT_END: cut where event_ends cuts
+from ..framing.eventstream import is_eventstream
 
-_c_escaped: Callable[[bytes, bytes, bytes], bytes | None] | None
-try:  # the optional C accelerator (see ssemock.sse): _escaped in one pass
-    from ._speedups import escaped as _c_escaped
-except ImportError:  # not built: the pure code, byte for byte the same
-    _c_escaped = None
+_c_escaped = accelerator.escaped  # the optional C accelerator: _escaped in one pass (None: the pure code)
 
 __all__ = ["WINDOW", "body_ends", "laid_out", "pieces"]
 

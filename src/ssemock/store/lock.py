@@ -3,7 +3,7 @@
 pytest-xdist workers and separate processes may record into one cassette: the plugin holds the
 lock for a recording test's whole run (load, record, save), and [`ssemock.Player.save`][ssemock.Player.save]
 takes it around its merge-and-write. One lock object per path in a process, so the two nest.
-The lock files live in the user's private folder (`ssemock.userdir`), where no other local
+The lock files live in the user's private folder (`ssemock.core.userdir`), where no other local
 user can plant a symlink, and filelock opens them without following one.
 """
 
@@ -15,7 +15,7 @@ import threading
 
 from filelock import FileLock
 
-from .userdir import private_dir
+from ..core.userdir import private_dir
 
 __all__ = ["lock_for"]
 

@@ -1,9 +1,6 @@
 """Re-chunking strategies: where chunk boundaries fall. The bytes never change.
 
-A strategy maps a body and its recorded chunk ends to new chunk ends (strictly increasing byte
-offsets, the last one ``len(body)``). Every strategy is deterministic and has a short name
-(``"mid_utf8"``, ``"fixed:3"``, ``"random:7"``) so a failing test id tells how to reproduce it.
-"""
+The implementation of [`ssemock.chunking`][ssemock.chunking], where its public names are documented."""
 
 from __future__ import annotations
 
@@ -15,8 +12,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import overload
 
-from ._names import unknown
-from .framing.ends import Ends, event_ends, framed_event_ends  # re-exported: where chunks are cut
+from ..core.names import unknown
+from ..framing.ends import Ends, event_ends, framed_event_ends  # re-exported: where chunks are cut
 
 __all__ = [
     "ALL",

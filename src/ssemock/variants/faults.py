@@ -1,17 +1,6 @@
 """Faults: what real networks, proxies and providers do to a stream, made deterministic.
 
-A fault rewrites what one response will be ([`Served`][ssemock.faults.Served]) before it is chunked: it may cut
-the body and end it with the client stack's own exception, add a stall, replace the response
-with an HTTP error, or insert a provider-format error event. Every fault has a short name
-(``"disconnect:after_event=3"``) so parametrized test ids say what happened.
-
-Every fault can be aimed (``on=``: a method and URL pattern, or an interaction index; see
-[`Target`][ssemock.faults.Target]). Unaimed, a stream fault applies to every interaction whose response is a stream
-it has a meaning for, and ``http_error`` / ``sequence`` to the first interaction matched
-([`Aim`][ssemock.faults.Aim]). A fault that has no meaning for a framing (``trailing_data:at=same_event`` on JSON
-lines, ``error_event`` on a plain JSON body) says so ([`Fault.refuses`][ssemock.faults.Fault.refuses]), and aiming it at
-such a response is an error before any request is served.
-"""
+The implementation of [`ssemock.faults`][ssemock.faults], where its public names are documented."""
 
 # Long on purpose: each fault is a small class, and all of them share Served, the framing-aware
 # cut points, Aim and the registry (_FACTORIES, VARIANTS) that the fault matrix iterates; a module
@@ -31,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from . import framing, protocols
-from ._names import suggest, unknown
+from .. import framing, protocols
+from ..core.names import suggest, unknown
 from .chunking import framed_event_ends
 
 if TYPE_CHECKING:
-    from .cassette import Interaction, Request
+    from ..store.cassette import Interaction, Request
 
 __all__ = [
     "VARIANTS",

@@ -1,17 +1,6 @@
 """Finding the chunk boundaries a decoder breaks on: a hypothesis strategy and a split minimiser.
 
-* [`chunkings`][ssemock.strategies.chunkings] draws arbitrary sets of chunk boundaries for one body (hypothesis is
-  imported lazily, so ``ssemock`` imports without it); it shrinks toward FEWER boundaries, and
-  each drawn [`At`][ssemock.strategies.At] chunking is named by its boundaries (``"at:17,1043"``) so a failing
-  example tells exactly how to reproduce it ([`get`][ssemock.strategies.get] parses that name back).
-* [`variants`][ssemock.strategies.variants] draws whole variants of a cassette's streams (an [`At`][ssemock.strategies.At] chunking, a chain
-  of transforms, optionally a fault), each a [`Variant`][ssemock.strategies.Variant] that is a set of replay options
-  (``ssemock.replay(cassette, **variant.options())``) and prints as a marker to paste.
-* [`hazards`][ssemock.strategies.hazards] names the offsets of a body where decoders break, by class; the draws favour them.
-* [`minimal_failing_split`][ssemock.strategies.minimal_failing_split] takes a split under which a check fails and removes boundaries
-  (delta debugging) until every remaining one is needed, then says in words where each falls:
-  inside which multi-byte character, CRLF, field name or ``data:`` prefix, in which event.
-"""
+The implementation of [`ssemock.strategies`][ssemock.strategies], where its public names are documented."""
 
 from __future__ import annotations
 
@@ -20,10 +9,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..store.cassette import Cassette
 from . import chunking as _chunking
 from . import faults as _faults
 from . import transforms as _transforms
-from .cassette import Cassette
 from .chunking import At, Chunking, at, event_ends
 
 if TYPE_CHECKING:
@@ -429,7 +418,7 @@ class Variant:
     """The fault applied, if any."""
 
     def options(self) -> dict[str, object]:
-        """Keywords for [`ssemock.replay`][ssemock.replay.replay] / [`ssemock.use_cassette`][ssemock.use_cassette] that serve this variant."""
+        """Keywords for [`ssemock.replay`][ssemock.player.replay.replay] / [`ssemock.use_cassette`][ssemock.use_cassette] that serve this variant."""
         return {
             "chunking": self.chunking,
             "transform": list(self.transforms),

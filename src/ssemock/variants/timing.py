@@ -1,4 +1,6 @@
-"""Timing policies: when each replayed chunk is delivered."""
+"""Timing policies: when each replayed chunk is delivered.
+
+The implementation of [`ssemock.timing`][ssemock.timing], where its public names are documented."""
 
 from __future__ import annotations
 

@@ -1,23 +1,6 @@
 """Transforms: rewrite a stream's bytes without changing what a conforming decoder yields.
 
-Pass them by name to ``transform=`` (``ssemock.replay(cassette, transform="crlf")``, the marker,
-``ssemock serve --transform``), or apply them yourself; the chunk ends move with the bytes:
-
-    >>> from ssemock import transforms
-    >>> transforms.apply([transforms.crlf], b"data: a\\n\\n", [3, 9])
-    (b'data: a\\r\\n\\r\\n', [3, 11])
-
-SSE transforms keep the events a WHATWG decoder yields (``ids`` gives events ids where the body
-had none; ``raw_unicode`` writes JSON escapes as the characters they stand for, the same JSON
-value). JSON-lines transforms (``crlf``, ``cr``, ``blank_lines``, ``raw_unicode``,
-``no_final_newline``) keep the decoded objects. JSON array transforms write the whitespace and
-line breaks real servers put around and inside elements (``compact``, ``pretty``,
-``bracket_lines``, ``crlf``, ``cr``) and keep the decoded elements. A transform that does not
-apply to a body (``keepalive`` on JSON lines, ``raw_unicode`` on a body without such escapes,
-``ids`` on a body that has ids, anything on a plain JSON body) leaves it as it is, and
-[`applies`][ssemock.transforms.applies] says so and [`skipped_because`][ssemock.transforms.skipped_because] why, so a matrix does not run the same bytes
-twice and says why it did not.
-"""
+The implementation of [`ssemock.transforms`][ssemock.transforms], where its public names are documented."""
 
 # How it works (for contributors): a transform is a list of edits (replace bytes [start, end) with
 # new bytes) computed in one pass over the body, so recorded chunk ends are carried over to the new
@@ -32,10 +15,11 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from . import framing
-from ._names import unknown
+from .. import framing
+from ..core.edits import Edit, rewrite
+from ..core.names import unknown
+from ..framing import json_array as _array
 from .chunking import event_ends
-from .framing import json_array as _array
 
 __all__ = [
     "ALL",
@@ -69,8 +53,6 @@ __all__ = [
     "skipped_because",
 ]
 
-Edit = tuple[int, int, bytes]
-"""Replace body[start:end] with the bytes."""
 Edits = Callable[[bytes, str], Iterable[Edit]]
 """`edits(body, kind)`: the edits a transform makes to a body of a kind, in order."""
 
@@ -156,32 +138,6 @@ def apply(
         if applies(t, body, kind):
             body, new_ends = rewrite(body, t.edits(body, kind or _SSE), new_ends)
     return body, new_ends
-
-
-def rewrite(body: bytes, edits: Iterable[Edit], ends: list[int]) -> tuple[bytes, list[int]]:
-    """``body`` with each (start, end, replacement) edit made (sorted, apart), and the (sorted) chunk
-    ``ends`` carried over as [`apply`][ssemock.transforms.apply] says: one merge walk over both."""
-    out: list[bytes] = []
-    new_ends: list[int] = []
-    pos = shift = j = 0
-    n = len(ends)
-    for s, t, r in edits:
-        while j < n and ends[j] <= s:
-            new_ends.append(ends[j] + shift)
-            j += 1
-        while j < n and ends[j] < t:
-            new_ends.append(s + shift + min(ends[j] - s, len(r)))
-            j += 1
-        out.append(body[pos:s])
-        out.append(r)
-        pos = t
-        shift += len(r) - (t - s)
-    new_ends.extend(e + shift for e in ends[j:])
-    out.append(body[pos:])
-    new = b"".join(out)
-    if new_ends and ends[-1] == len(body):  # the end of the stream stays its end
-        new_ends[-1] = len(new)
-    return new, new_ends
 
 
 def _spans(body: bytes, kind: str) -> list[tuple[int, int]]:

@@ -3,7 +3,7 @@
 It finds the vcrpy cassettes under a folder and converts them (one ssemock cassette beside each,
 named as the plugin looks for it), rewrites the test code with a syntax-tree rewriter (libcst,
 the ``migrate`` extra: comments and formatting stay as they were) and the ``--record-mode`` in
-the pytest ini files. Nothing is written until [`Migration.write`][ssemock.migrate.Migration.write]; [`Migration.diff`][ssemock.migrate.Migration.diff]
+the pytest ini files. Nothing is written until [`Migration.write`][ssemock.commands.migrate.Migration.write]; [`Migration.diff`][ssemock.commands.migrate.Migration.diff]
 shows what would change. A file that does not parse is reported and never touched; what cannot
 be converted is listed with its file and line.
 
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._migrate_parts import MODES as _MODES
-from ._migrate_parts import CassetteJob, Edit, Finding, ssemock_name
-from ._migrate_parts import literal_host as _literal_host
+from .findings import MODES as _MODES
+from .findings import CassetteJob, Edit, Finding, ssemock_name
+from .findings import literal_host as _literal_host
 
 if TYPE_CHECKING:
     pass
@@ -46,7 +46,7 @@ _SKIP_DIRS = {"node_modules", "__pycache__", "site-packages", "venv", "env", "bu
 
 @dataclass
 class Migration:
-    """What ``ssemock migrate`` would do to a suite; nothing is written until [`write`][ssemock.migrate.Migration.write]."""
+    """What ``ssemock migrate`` would do to a suite; nothing is written until [`write`][ssemock.commands.migrate.Migration.write]."""
 
     root: Path
     """The folder migrated."""
@@ -80,7 +80,7 @@ class Migration:
     def write(self, *, remove_originals: bool = False) -> list[Path]:
         """Write the converted cassettes and the edited files (each atomically); with
         ``remove_originals`` delete the vcrpy cassettes that were converted. Returns the paths
-        written. Cassettes that do not convert are added to [`refused`][ssemock.migrate.Migration.refused] and not written."""
+        written. Cassettes that do not convert are added to [`refused`][ssemock.commands.migrate.Migration.refused] and not written."""
         done, refused = import_cassettes(self.cassettes, write=True, keep_originals=not remove_originals)
         self.refused = _unique([*self.refused, *refused])
         written = [job.target for job in done]
@@ -136,9 +136,9 @@ def import_cassettes(
     done, and one finding per cassette that does not convert (it does not load, or a secret is
     left after redaction). A vcrpy cassette at its own target (vcrpy's JSON serializer) is kept as
     ``NAME.json.vcrpy`` unless ``keep_originals`` is false."""
-    from .cassette import Cassette, CassetteError
-    from .redact import find_secrets
-    from .vcr import import_vcr
+    from ...redaction.rules import find_secrets
+    from ...store.cassette import Cassette, CassetteError
+    from ..import_vcr import import_vcr
 
     done, refused = [], []
     for job in jobs:
@@ -267,7 +267,7 @@ def plan(root: str | os.PathLike[str], *, match_body: bool = False) -> Migration
         import libcst  # noqa: F401
     except ImportError as exc:
         raise ImportError(INSTALL) from exc
-    from . import _migrate_code
+    from . import code as _migrate_code
 
     base = Path(root)
     if not base.exists():

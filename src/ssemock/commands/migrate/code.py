@@ -4,7 +4,7 @@ It rewrites ``@pytest.mark.vcr`` (and ``default_cassette``, ``block_network``, `
 lists), the ``vcr_config`` / ``vcr_cassette_dir`` fixtures, ``vcr.use_cassette`` as a context
 manager, a call or a decorator, and the imports; the options vcrpy and ssemock share keep their
 names, the others are converted where ssemock has them and listed (file and line) where not.
-Imported by [`ssemock.migrate`][ssemock.migrate] only, once libcst is known to be installed.
+Imported by [`ssemock.commands.migrate`][ssemock.commands.migrate] only, once libcst is known to be installed.
 """
 
 # Long on purpose: one libcst transformer whose visitors share the suite's state (markers in
@@ -21,12 +21,12 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from ._migrate_parts import BODY_COMMENT as _BODY_COMMENT
-from ._migrate_parts import MODES as _MODES
-from ._migrate_parts import CassetteJob, Edit, Finding, ssemock_name
-from ._migrate_parts import literal_host as _literal_host
-from .redact import QUERY_PARAMS, REQUEST_HEADERS
-from .secrets import SECRET_NAME
+from ...redaction.rules import QUERY_PARAMS, REQUEST_HEADERS
+from ...scan.shapes import SECRET_NAME
+from .findings import BODY_COMMENT as _BODY_COMMENT
+from .findings import MODES as _MODES
+from .findings import CassetteJob, Edit, Finding, ssemock_name
+from .findings import literal_host as _literal_host
 
 _RENAMES = {"vcr_config": "ssemock_config", "vcr_cassette_dir": "ssemock_cassette_dir"}
 #: vcrpy / pytest-recording options ssemock has under the same name
@@ -348,7 +348,7 @@ class _Rewriter(cst.CSTTransformer):
         self.depth = 0
         self.replaced: cst.BaseExpression | None = None  # the marker the new one takes the place of
         self.quiet = False  # while an outer marker's options are copied (its own conversion reports them)
-        self.needs_compat = False  # a vcrpy hook or matcher is wrapped in ssemock.vcr_compat
+        self.needs_compat = False  # a vcrpy hook or matcher is wrapped in ssemock.player.vcr_hooks
         above = _conftest_fixtures(path, suite.root)
         own_dir = "vcr_cassette_dir" in scan.fixtures or "vcr_cassette_dir" in above
         self.covered = "vcr_config" in scan.fixtures or "vcr_config" in above
@@ -460,7 +460,7 @@ class _Rewriter(cst.CSTTransformer):
     def matchers(self, value: cst.BaseExpression, where: cst.CSTNode) -> cst.BaseExpression:
         if not isinstance(value, (cst.List, cst.Tuple)):
             return value
-        from .matching import MATCHERS
+        from ...plan.matching import MATCHERS
 
         kept = []
         for element in value.elements:
@@ -477,7 +477,7 @@ class _Rewriter(cst.CSTTransformer):
                 self.todo(
                     where,
                     f"match_on: {name!r} is not a matcher ssemock knows (a registered vcrpy matcher?): "
-                    "removed; pass the function in match_on as ssemock.vcr_compat.matcher(function)",
+                    "removed; pass the function in match_on as ssemock.player.vcr_hooks.matcher(function)",
                 )
                 continue
             kept.append(element.with_changes(comma=cst.MaybeSentinel.DEFAULT))
@@ -513,7 +513,7 @@ class _Rewriter(cst.CSTTransformer):
             )
 
     def hook(self, key: str, value: cst.BaseExpression, where: cst.CSTNode) -> cst.BaseExpression:
-        """A vcrpy hook, wrapped so that it gets vcrpy's types ([`ssemock.vcr_compat`][ssemock.vcr_compat])."""
+        """A vcrpy hook, wrapped so that it gets vcrpy's types ([`ssemock.player.vcr_hooks`][ssemock.player.vcr_hooks])."""
         if isinstance(value, (cst.List, cst.Tuple)):
             self.todo(where, f"{key}: a list of hooks: ssemock takes one; chain them in one function")
             return value

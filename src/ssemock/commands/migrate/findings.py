@@ -1,4 +1,4 @@
-"""The values a migration plans, shared by [`ssemock.migrate`][ssemock.migrate] (the plan, cassettes, ini
+"""The values a migration plans, shared by [`ssemock.commands.migrate`][ssemock.commands.migrate] (the plan, cassettes, ini
 files) and its libcst rewriter: findings, cassette jobs, file edits, and the record-mode and
 cassette-name mappings from vcrpy / pytest-recording to ssemock."""
 
@@ -65,7 +65,7 @@ class Edit:
 
 def ssemock_name(stem: str) -> str:
     """The file name ssemock's plugin gives the test that pytest-recording named ``stem``."""
-    from .plugin import cassette_name
+    from ...plugin import cassette_name
 
     return cassette_name(SimpleNamespace(name=stem))
 

@@ -1,0 +1,55 @@
+"""Faults: what real networks, proxies and providers do to a stream, made deterministic.
+
+A fault rewrites what one response will be ([`Served`][ssemock.faults.Served]) before it is chunked: it may cut
+the body and end it with the client stack's own exception, add a stall, replace the response
+with an HTTP error, or insert a provider-format error event. Every fault has a short name
+(``"disconnect:after_event=3"``) so parametrized test ids say what happened.
+
+Every fault can be aimed (``on=``: a method and URL pattern, or an interaction index; see
+[`Target`][ssemock.faults.Target]). Unaimed, a stream fault applies to every interaction whose response is a stream
+it has a meaning for, and ``http_error`` / ``sequence`` to the first interaction matched
+([`Aim`][ssemock.faults.Aim]). A fault that has no meaning for a framing (``trailing_data:at=same_event`` on JSON
+lines, ``error_event`` on a plain JSON body) says so ([`Fault.refuses`][ssemock.faults.Fault.refuses]), and aiming it at
+such a response is an error before any request is served.
+"""
+
+import sys
+
+from .variants import faults as _module
+from .variants.faults import (
+    VARIANTS,
+    Aim,
+    Fault,
+    Served,
+    Target,
+    disconnect,
+    error_event,
+    framing_of,
+    get,
+    http_error,
+    resolve,
+    sequence,
+    stall,
+    trailing_data,
+    truncate,
+)
+
+__all__ = [
+    "VARIANTS",
+    "Aim",
+    "Fault",
+    "Served",
+    "Target",
+    "disconnect",
+    "error_event",
+    "framing_of",
+    "get",
+    "http_error",
+    "resolve",
+    "sequence",
+    "stall",
+    "trailing_data",
+    "truncate",
+]
+
+sys.modules[__name__] = _module  # one module under both names: patching one patches both

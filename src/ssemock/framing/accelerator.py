@@ -1,0 +1,21 @@
+"""The optional C accelerator, as the other layers use it: the compiled module and its functions,
+or None each where the install built none (no C compiler then; the pure code gives the same
+results, only slower). The SSE decoder in this package uses it directly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+
+__all__ = ["MODULE", "escaped", "values"]
+
+MODULE: ModuleType | None
+try:
+    from . import _speedups as MODULE
+except ImportError:  # not built
+    MODULE = None
+
+escaped: Callable[[bytes, bytes, bytes], bytes | None] | None = getattr(MODULE, "escaped", None)
+"""A cassette body window laid out as JSON strings in one pass (`ssemock.store.layout`)."""
+values: Callable[[bytes], int] | None = getattr(MODULE, "values", None)
+"""The count of JSON values in a document, in one pass (`ssemock.store.cassette`)."""

@@ -1,0 +1,1 @@
+"""The plan: what a replay or a recording run serves. The plan of one response and the stream a stack reads it through, recording a live response, server-push streams, choosing the interaction that answers a request, the reference expectation and its diagnosis, and the errors a replay raises. Knows no client library."""

@@ -1,0 +1,1 @@
+"""The player: `replay` / `use_cassette` and the `Player` they start: lifecycle, dispatch from the stacks, the recording session's ends, assertions and reports; explore (many runs of the player) and vcrpy-style hooks."""

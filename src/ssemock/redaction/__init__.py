@@ -1,0 +1,1 @@
+"""Keeping secrets out: the default redaction rules, secrets scrubbed out of bodies with their boundary maps shifted, secrets masked in decoded forms, and refused or interrupted recordings kept masked."""

@@ -1,0 +1,1 @@
+"""The cassette file: the model (`Cassette`, `Interaction`, `Request`, `Response`), its JSON layout, loading with clear errors, the atomic save that the secret scan guards, the per-file lock and the naming of a test's cassette."""

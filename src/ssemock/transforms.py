@@ -1,0 +1,89 @@
+"""Transforms: rewrite a stream's bytes without changing what a conforming decoder yields.
+
+Pass them by name to ``transform=`` (``ssemock.replay(cassette, transform="crlf")``, the marker,
+``ssemock serve --transform``), or apply them yourself; the chunk ends move with the bytes:
+
+    >>> from ssemock import transforms
+    >>> transforms.apply([transforms.crlf], b"data: a\n\n", [3, 9])
+    (b'data: a\r\n\r\n', [3, 11])
+
+SSE transforms keep the events a WHATWG decoder yields (``ids`` gives events ids where the body
+had none; ``raw_unicode`` writes JSON escapes as the characters they stand for, the same JSON
+value). JSON-lines transforms (``crlf``, ``cr``, ``blank_lines``, ``raw_unicode``,
+``no_final_newline``) keep the decoded objects. JSON array transforms write the whitespace and
+line breaks real servers put around and inside elements (``compact``, ``pretty``,
+``bracket_lines``, ``crlf``, ``cr``) and keep the decoded elements. A transform that does not
+apply to a body (``keepalive`` on JSON lines, ``raw_unicode`` on a body without such escapes,
+``ids`` on a body that has ids, anything on a plain JSON body) leaves it as it is, and
+[`applies`][ssemock.transforms.applies] says so and [`skipped_because`][ssemock.transforms.skipped_because] why, so a matrix does not run the same bytes
+twice and says why it did not.
+"""
+
+import sys
+
+from .variants import transforms as _module
+from .variants.transforms import (
+    ALL,
+    CONFORMING,
+    NETWORK,
+    SETS,
+    Transform,
+    alternatives,
+    applies,
+    apply,
+    blank_lines,
+    bracket_lines,
+    comments,
+    compact,
+    cr,
+    crlf,
+    get,
+    ids,
+    keepalive,
+    kind_of,
+    meta,
+    mixed,
+    no_final_newline,
+    no_space,
+    pad,
+    pretty,
+    raw_unicode,
+    resolve,
+    retry,
+    rewrite,
+    skipped_because,
+)
+
+__all__ = [
+    "ALL",
+    "CONFORMING",
+    "NETWORK",
+    "SETS",
+    "Transform",
+    "alternatives",
+    "applies",
+    "apply",
+    "blank_lines",
+    "bracket_lines",
+    "comments",
+    "compact",
+    "cr",
+    "crlf",
+    "get",
+    "ids",
+    "keepalive",
+    "kind_of",
+    "meta",
+    "mixed",
+    "no_final_newline",
+    "no_space",
+    "pad",
+    "pretty",
+    "raw_unicode",
+    "resolve",
+    "retry",
+    "rewrite",
+    "skipped_because",
+]
+
+sys.modules[__name__] = _module  # one module under both names: patching one patches both
