@@ -12,7 +12,7 @@ from .eventstream import frame_ends, is_eventstream
 __all__ = ["event_ends", "framed_event_ends"]
 
 Ends = list[int]
-_EVENT_END = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)")  # a line ending, then a blank line
+EVENT_END = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r|\n)")  # a line ending, then a blank line
 
 
 def event_ends(body: bytes, sse: bool | None = None) -> Ends:
@@ -30,10 +30,10 @@ def event_ends(body: bytes, sse: bool | None = None) -> Ends:
 
 
 def _blank_line_ends(body: bytes) -> Ends:
-    """Ends of ``_EVENT_END`` matches; with only ``\n`` line endings, found by ``bytes.find``
+    """Ends of ``EVENT_END`` matches; with only ``\n`` line endings, found by ``bytes.find``
     (several times faster than the regex on a large body)."""
     if b"\r" in body:
-        return [m.end() for m in _EVENT_END.finditer(body)]
+        return [m.end() for m in EVENT_END.finditer(body)]
     ends, find, pos = [], body.find, body.find(b"\n\n")
     while pos >= 0:
         pos += 2

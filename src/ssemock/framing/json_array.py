@@ -30,7 +30,7 @@ class JSONArrayError(ValueError):
         self.offset = offset
 
 
-def _spans(body: bytes) -> list[tuple[int, int]]:
+def element_spans(body: bytes) -> list[tuple[int, int]]:
     """(start, end) of every complete top-level element; a trailing partial one is left out."""
     start = body.find(b"[")
     if start < 0 or body[:start].strip():
@@ -78,7 +78,7 @@ def _spans(body: bytes) -> list[tuple[int, int]]:
 def decode(body: bytes) -> list[object]:
     """The complete elements of a (possibly unfinished) JSON array stream, parsed."""
     values = []
-    for start, end in _spans(body):
+    for start, end in element_spans(body):
         try:
             values.append(orjson.loads(body[start:end]))
         except orjson.JSONDecodeError as exc:
@@ -89,7 +89,7 @@ def decode(body: bytes) -> list[object]:
 def event_ends(body: bytes) -> list[int]:
     """The byte offset after each element's closing bracket (the array's ']' is trailing)."""
     try:
-        return [end for _, end in _spans(body)]
+        return [end for _, end in element_spans(body)]
     except JSONArrayError:
         return []
 

@@ -337,7 +337,7 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
         self.closed = True
 
 
-def _timeout_cut(plan: Plan) -> int | None:
+def timeout_cut(plan: Plan) -> int | None:
     """The byte offset where a stall longer than the client's read timeout ends the stream."""
     if plan.read_timeout is None:
         return None
@@ -345,7 +345,7 @@ def _timeout_cut(plan: Plan) -> int | None:
     return (plan.ends[min(late) - 1] if min(late) else 0) if late else None
 
 
-def _server_push(interaction: Interaction) -> bool:
+def server_push(interaction: Interaction) -> bool:
     """Whether a recorded response is a server-push stream: an event stream answering a GET,
     whose messages may answer other requests (the legacy MCP transport's)."""
     return interaction.request.method == "GET" and "text/event-stream" in (
@@ -404,7 +404,7 @@ class Play:
             plan.body,
             plan.ends,
             plan.faults,
-            cut=_timeout_cut(plan),
+            cut=timeout_cut(plan),
             framing=plan.framing,
             cut_at=plan.cut_at,
             status=plan.status,

@@ -55,9 +55,9 @@ from ..plan.serving import (
     ReplayStream,
     TimingSpec,
     TransformSpec,
-    _server_push,
-    _timeout_cut,
     plan_response,
+    server_push,
+    timeout_cut,
 )
 from ..protocols.accumulate import Accumulated
 from ..redaction import keep as _keep
@@ -588,7 +588,7 @@ class Player:
             faults = self._aimed().pick(index, interaction)
         core = _stacks.errors_of(request)
         read_timeout = (request.extensions.get("timeout") or {}).get("read")
-        pushes = _server_push(interaction)
+        pushes = server_push(interaction)
         plan = plan_response(
             interaction.response,
             url=str(request.url),
@@ -926,7 +926,7 @@ def _as_diff(difference: str) -> list[str]:
 def _adopt(play: Play, plan: Plan, ends: list[int]) -> None:
     """A live play follows its stream's latest plan (what `expected` and the assertions read)."""
     play.body, play.ends, play.faults, play.status = plan.body, ends, plan.faults, plan.status
-    play.cut, play.framing, play.cut_at = _timeout_cut(plan), plan.framing, plan.cut_at
+    play.cut, play.framing, play.cut_at = timeout_cut(plan), plan.framing, plan.cut_at
 
 
 def recording_refusals(faults: Sequence[_faults.Fault]) -> list[str]:

@@ -24,13 +24,13 @@ import orjson
 
 from .. import framing
 from ..framing import eventstream
-from ..framing.json_array import _spans as _array_spans
+from ..framing.json_array import element_spans as _array_spans
 from ..scan.shapes import (
-    _B64_RUN,
-    _FORM,
-    _credential_value,
+    B64_RUN,
+    FORM,
     base64_text,
     credential_name,
+    credential_value,
     scan_form,
     secret_spans,
 )
@@ -68,7 +68,7 @@ def _walk_json(value: Any, path: str, depth: int, visit: Visit, named: list[str]
         out, changed = {}, False
         for k, v in value.items():
             where = _key(path, str(k))
-            if credential_name(str(k)) and _credential_value(v) and not isinstance(v, (dict, list)):
+            if credential_name(str(k)) and credential_value(v) and not isinstance(v, (dict, list)):
                 out[k], changed = REDACTED, True
                 named.append(where)
                 continue
@@ -99,7 +99,7 @@ def _walk_text(text: str, path: str, depth: int, visit: Visit, named: list[str])
             else:
                 new, changed = _walk_json(parsed, f"{path} $".strip(), depth + 1, visit, named)
                 return orjson.dumps(new).decode() if changed else None
-        if _B64_RUN.fullmatch(text):
+        if B64_RUN.fullmatch(text):
             decoded = base64_text(text)
             if decoded is not None:
                 found = _walk_text(decoded, f"{path} base64".strip(), depth + 1, visit, named)
@@ -211,9 +211,7 @@ def _spans(text: str) -> list[tuple[int, int, str]]:
         for m in _NUMBER_VALUE.finditer(text)
         if credential_name(m.group(1))
     ]
-    found = (
-        [(s.start, s.end) for s in scan_form(text)] if _FORM.match(text.encode("utf-8", "replace")) else []
-    )
+    found = [(s.start, s.end) for s in scan_form(text)] if FORM.match(text.encode("utf-8", "replace")) else []
     for a, b in [*found, *((a, b) for a, b, _ in secret_spans(text))]:
         if not any(a < e and s < b for s, e, _ in spans):
             spans.append((a, b, REDACTED))
@@ -290,7 +288,7 @@ def mask_body(body: bytes, *, content_type: str, stream: bool) -> Masked:
     named.clear()
     for unit in units:
         if unit.name and credential_name(unit.name):
-            text: str | None = REDACTED if _credential_value(unit.text) else None
+            text: str | None = REDACTED if credential_value(unit.text) else None
             if text is not None:
                 named.append(f"part {unit.name!r}")
         else:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from ..core.edits import rewrite
-from ..scan.shapes import SECRET_NAME, Secret, _query_spans, scan, scan_body, scan_header, scan_url
+from ..scan.shapes import SECRET_NAME, Secret, query_spans, scan, scan_body, scan_header, scan_url
 from ..scan.shapes import escape_control as escape_control  # their home is ssemock.scan.shapes
 from ..scan.shapes import mask_text as mask_text
 from ..scan.walk import scan_cassette
@@ -108,7 +108,7 @@ def redact_url(url: str) -> str:
     end = len(url) if end < 0 else end
     query = url[q + 1 : end]
     spans = [
-        (a, b) for name, a, b in _query_spans(query) if QUERY_PARAMS.match(name) and query[a:b] != REDACTED
+        (a, b) for name, a, b in query_spans(query) if QUERY_PARAMS.match(name) and query[a:b] != REDACTED
     ]
     if not spans:
         return url

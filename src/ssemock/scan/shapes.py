@@ -34,7 +34,6 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
 __all__ = [
@@ -428,7 +427,7 @@ def scan_named(name: str, value: str) -> Secret | None:
     return Secret(f"a credential-like value named {name!r}", 0, len(value), "***")
 
 
-def _query_spans(query: str) -> Iterator[tuple[str, int, int]]:
+def query_spans(query: str) -> Iterator[tuple[str, int, int]]:
     """(decoded name, start, end of the raw value) of each ``name=value`` in a query string."""
     pos = 0
     for part in query.split("&"):
@@ -443,9 +442,9 @@ def scan_form(text: str) -> list[Secret]:
     any value under a credential name (`credential_name`), a generated-looking one under a
     credential-like name (`scan_named`)."""
     out = []
-    for name, a, b in _query_spans(text):
+    for name, a, b in query_spans(text):
         value = text[a:b]
-        if credential_name(name) and _credential_value(unquote(value.replace("+", " "))):
+        if credential_name(name) and credential_value(unquote(value.replace("+", " "))):
             out.append(Secret(f"a credential-named parameter {name!r}", a, b, "***"))
             continue
         named = scan_named(name, value)
@@ -454,7 +453,7 @@ def scan_form(text: str) -> list[Secret]:
     return out
 
 
-_FORM = re.compile(rb"^[\w.%~-]+=[^&\s]*(?:&[\w.%~-]+=[^&\s]*)*$")
+FORM = re.compile(rb"^[\w.%~-]+=[^&\s]*(?:&[\w.%~-]+=[^&\s]*)*$")
 _FORM_MAX = 1 << 20
 # a credential word, then the JSON member it is part of: the words are rare, so they are found
 # first (bytes.find on the lower-cased data: C speed) and each is widened to its member
@@ -501,7 +500,7 @@ def scan_json_members(data: bytes) -> list[Secret]:
         if member is None or not re.fullmatch(rb"[A-Za-z0-9_.\-]+", name):
             continue
         end = member.end()
-        if credential_name(name.decode("ascii")) and _credential_value(
+        if credential_name(name.decode("ascii")) and credential_value(
             member.group(1).decode("utf-8", "replace")
         ):
             out.append(
@@ -520,7 +519,7 @@ def scan_body(body: bytes) -> list[Secret]:
     (``a=1&client_secret=...``)."""
     found = scan(body)
     named = scan_json_members(body) if b'"' in body else []
-    if len(body) <= _FORM_MAX and _FORM.match(body):
+    if len(body) <= _FORM_MAX and FORM.match(body):
         named += scan_form(body.decode("latin-1"))
     return _merged(found + named) if named else found
 
@@ -572,7 +571,7 @@ def scan_header(name: str, value: str) -> list[Secret]:
             Secret(f"a {m.group(1).capitalize()} credential", m.start(2), len(value), f"{m.group(1)} ***")
         )
     if (
-        not found and credential_name(name) and _credential_value(value)
+        not found and credential_name(name) and credential_value(value)
     ):  # what other rules say is more telling
         found.append(Secret(f"a credential-named header {name!r}", 0, len(value), "***"))
     return _merged(found)
@@ -622,7 +621,7 @@ def credential_name(name: str) -> bool:
     )
 
 
-def _credential_value(value: object) -> bool:
+def credential_value(value: object) -> bool:
     """A value worth refusing under a credential name: not empty, not a placeholder (``REDACTED``,
     ``***``), not null or a boolean."""
     if isinstance(value, bool) or value is None:
@@ -698,7 +697,7 @@ def _named_values(text: str) -> Iterator[tuple[int, int, str, bool]]:
             yield value.start(1), value.end(1), value.group(1), False
 
 
-_B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
+B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
 _B64_RUN_BYTES = re.compile(rb"[A-Za-z0-9+/_\-]{16,}={0,2}")
 
 
@@ -737,9 +736,9 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
             spans.append((a, b, "***"))
 
     for a, b, value, named in _named_values(text):
-        if named and _credential_value(value.strip("'\"")) or not named and looks_random(value):
+        if named and credential_value(value.strip("'\"")) or not named and looks_random(value):
             add(a, b)
-    for m in _B64_RUN.finditer(text) if len(text) <= _WHOLE else ():
+    for m in B64_RUN.finditer(text) if len(text) <= _WHOLE else ():
         decoded = base64_text(m.group())
         if decoded is not None and (scan(decoded) or any(named for *_, named in _named_values(decoded))):
             add(m.start(), m.end())
@@ -776,16 +775,3 @@ def escape_control(text: str) -> str:
 def safe_message(text: str) -> str:
     """A message fit for a terminal or a log: `mask_text`, then `escape_control`."""
     return escape_control(mask_text(text))
-
-
-_MOVED = frozenset({"Finding", "decode_content", "is_stream", "scan_cassette", "scan_interaction"})
-
-
-def __getattr__(name: str) -> Any:
-    """The cassette scan's names, which lived here: now in `ssemock.scan.walk` (the walk over
-    a cassette, above these shapes), and still found here."""
-    if name in _MOVED:
-        from . import walk as cassette_scan
-
-        return getattr(cassette_scan, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,16 +22,16 @@ import orjson
 
 from .. import framing
 from .shapes import (
-    _B64_RUN,
     _B64_RUN_BYTES,
-    _FORM,
     _FORM_MAX,
     _WHOLE,
+    B64_RUN,
+    FORM,
     REDACTED,
-    _credential_value,
-    _query_spans,
     base64_text,
     credential_name,
+    credential_value,
+    query_spans,
     scan,
     scan_body,
     scan_header,
@@ -190,7 +190,7 @@ class _Scan:
             return
         self.named(field, text, path)
         if depth < _DEPTH and len(text) <= _WHOLE * 16:
-            for run in set(_B64_RUN.findall(text)) - self.runs:
+            for run in set(B64_RUN.findall(text)) - self.runs:
                 self.runs.add(run)
                 decoded = base64_text(run)
                 if decoded is not None:
@@ -198,7 +198,7 @@ class _Scan:
 
     def named(self, field: str, text: str, path: str) -> None:
         """Credential-named parameters in a form body, a query string or a URL's query or fragment."""
-        candidates = [text] if len(text) <= _FORM_MAX and _FORM.match(text.encode("utf-8", "replace")) else []
+        candidates = [text] if len(text) <= _FORM_MAX and FORM.match(text.encode("utf-8", "replace")) else []
         if "://" in text or text.startswith(("/", "?", "#")):
             for m in re.finditer(r"""(?:[a-z][a-z0-9+.-]*://|^[/?#])[^\s"'<>]*""", text, re.I):
                 parts = urlsplit(m.group())
@@ -206,9 +206,9 @@ class _Scan:
                 if parts.password and parts.password != REDACTED:
                     self.add(field, "a password in the URL", parts.password, "***", path)
         for form in candidates:
-            for name, a, b in _query_spans(form):
+            for name, a, b in query_spans(form):
                 value = form[a:b]
-                if credential_name(name) and _credential_value(unquote(value.replace("+", " "))):
+                if credential_name(name) and credential_value(unquote(value.replace("+", " "))):
                     self.add(field, f"a credential-named parameter {name!r}", value, "***", path)
                 else:
                     named = scan_named(name, value)
@@ -221,7 +221,7 @@ class _Scan:
             for k, v in value.items():
                 key = str(k)
                 where = _json_key(path, key)
-                if _credential_key(key) and _credential_value(v):
+                if _credential_key(key) and credential_value(v):
                     self.add(
                         field,
                         f"a credential-named field {key!r}",
@@ -260,7 +260,7 @@ class _Scan:
         for s in scan_url(url):
             self.add("request.url", s.what, url[s.start : s.end], s.preview, "", s.start, s.end)
         self.named("request.url", url, "")
-        for m in _B64_RUN.finditer(url):
+        for m in B64_RUN.finditer(url):
             decoded = base64_text(m.group())
             if decoded is not None:
                 self.text("request.url", decoded, "base64", 1)
@@ -338,7 +338,7 @@ class _Scan:
             name = re.search(rb'name="([^"]*)"', head)
             text = value.rstrip(b"\r\n").decode("utf-8", "replace")
             where = f"{path} part {name.group(1).decode('utf-8', 'replace')!r}".strip() if name else path
-            if name and credential_name(name.group(1).decode("utf-8", "replace")) and _credential_value(text):
+            if name and credential_name(name.group(1).decode("utf-8", "replace")) and credential_value(text):
                 self.add(
                     field,
                     f"a credential-named form field {name.group(1).decode('utf-8', 'replace')!r}",

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 import orjson
 
 from ..framing import accelerator
-from ..framing.ends import _EVENT_END, event_ends  # _EVENT_END: cut where event_ends cuts
+from ..framing.ends import EVENT_END, event_ends  # EVENT_END: cut where event_ends cuts
 from ..framing.eventstream import is_eventstream
 
 _c_escaped = accelerator.escaped  # the optional C accelerator: _escaped in one pass (None: the pure code)
@@ -151,7 +151,7 @@ def _escaped(window: bytes, kind: str, layout: bytes) -> bytes:
     elif kind == "lf":
         marked = _BLANK_LINE.sub(b"\n\n" + marker, window)
     else:
-        marked = _EVENT_END.sub(b"\\g<0>" + marker, window)
+        marked = EVENT_END.sub(b"\\g<0>" + marker, window)
     return orjson.dumps(str(marked, "utf-8")).replace(quote, b'"').replace(newline, b"\n")
 
 

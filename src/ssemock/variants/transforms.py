@@ -345,7 +345,7 @@ def _array_layout(element: Callable[[bytes], bytes], first: bytes, between: byte
     each element as ``element(its bytes)`` (an incomplete trailing element is left alone)."""
 
     def edits(body: bytes, kind: str) -> Iterator[Edit]:
-        spans = _array._spans(body)
+        spans = _array.element_spans(body)
         if not spans:
             return
         yield 0, spans[0][0], first
