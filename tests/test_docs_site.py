@@ -350,8 +350,8 @@ def test_the_doctest_examples_in_module_docstrings_hold(module: str) -> None:
 def test_the_replay_docstring_example_runs() -> None:
     import textwrap
 
-    doc = ssemock.player.replay.__doc__ or ""
+    doc = ssemock.replay.__doc__ or ""
     code = textwrap.dedent(doc.split("marker):\n", 1)[1])  # the indented block after it
     namespace: dict[str, object] = {}
-    exec(compile(code, "ssemock.player.replay.__doc__", "exec"), namespace)
+    exec(compile(code, "ssemock.replay.__doc__", "exec"), namespace)
     assert "player" in namespace

@@ -565,7 +565,7 @@ def vcr_like(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_an_ordinary_vcr_file_still_imports_as_yaml_load_reads_it(vcr_like: Path) -> None:
-    from ssemock.commands.import_vcr import _yaml_loader, load_vcr
+    from ssemock.commands.import_vcr.reading import _yaml_loader, load_vcr
 
     assert load_vcr(vcr_like) == yaml.load(vcr_like.read_bytes(), Loader=_yaml_loader())
     assert import_vcr(vcr_like).interactions[0].response.ends == [9, 18]

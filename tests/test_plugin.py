@@ -683,7 +683,7 @@ def test_the_plugin_loads_no_http_library_until_a_test_uses_it() -> None:
 
     code = (
         "import sys, pytest, ssemock.plugin\n"
-        "heavy = [m for m in ('httpx', 'respx', 'orjson', 'httpcore', 'ssemock.replay', 'ssemock.store.cassette') "
+        "heavy = [m for m in ('httpx', 'respx', 'orjson', 'httpcore', 'ssemock.player.replay', 'ssemock.store.cassette') "
         "if m in sys.modules]\n"
         "print(heavy)\n"
     )

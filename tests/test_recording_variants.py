@@ -163,7 +163,7 @@ class _NeedsTheCassette(ssemock.faults.Fault):
 
 
 def test_a_fault_a_recording_run_cannot_serve_is_refused_naming_it(tmp_path: Path) -> None:
-    from ssemock.replay import recording_refusals
+    from ssemock.player.replay import recording_refusals
 
     assert recording_refusals([ssemock.faults.get(f) for f in FAULTS]) == []  # every built-in one can
     with pytest.raises(ValueError, match="needs_the_cassette: it is aimed at a recorded interaction"):

@@ -175,7 +175,7 @@ def test_per_byte_chunkings_replay_in_memory_bounded_by_the_body(chunking: str, 
     of ends and a list of chunks), on the fast path and on the timed one."""
     import tracemalloc
 
-    from ssemock.replay import ReplayStream, plan_response
+    from ssemock.player.replay import ReplayStream, plan_response
 
     response = _big().interactions[0].response
     strategy, pace = ssemock.chunking.get(chunking), ssemock.timing.get(timing)
@@ -196,7 +196,7 @@ def test_per_byte_chunkings_replay_in_memory_bounded_by_the_body(chunking: str, 
 
 
 def test_lazy_plans_equal_the_lists_they_stand_for() -> None:
-    from ssemock.replay import plan_response
+    from ssemock.player.replay import plan_response
 
     body = b"data: 1\n\ndata: 2\n\n"
     c = ssemock.Cassette()

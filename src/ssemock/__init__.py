@@ -35,7 +35,15 @@ if TYPE_CHECKING:
     from .plan.expect import Expected, StreamAssertionError
     from .plan.record import RequestHook, ResponseHook
     from .player.explore import explore
-    from .player.replay import Play, Player, UnmatchedRequestError, plan_response, replay, use_cassette
+    from .player.replay import (
+        Options,
+        Play,
+        Player,
+        UnmatchedRequestError,
+        plan_response,
+        replay,
+        use_cassette,
+    )
     from .protocols.accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
     from .store.cassette import Cassette, CassetteError, Interaction, Request, Response, SecretError
 
@@ -53,7 +61,7 @@ _WHERE = {
     **dict.fromkeys(("Expected", "StreamAssertionError"), "plan.expect"),
     **dict.fromkeys(("RequestHook", "ResponseHook"), "plan.record"),
     **dict.fromkeys(
-        ("Play", "Player", "UnmatchedRequestError", "plan_response", "replay", "use_cassette"),
+        ("Options", "Play", "Player", "UnmatchedRequestError", "plan_response", "replay", "use_cassette"),
         "player.replay",
     ),
     "ServerSentEvent": "framing.sse",
@@ -123,6 +131,7 @@ __all__ = [
     "Expected",
     "Interaction",
     "NetworkBlockedError",
+    "Options",
     "Play",
     "Player",
     "ProtocolError",

@@ -143,7 +143,7 @@ class Expected:
 
     # -- where things are in the body -------------------------------------------------------
 
-    def _under(self) -> str:
+    def under(self) -> str:
         return self.play.described()
 
     def _event_span(self, index: int) -> tuple[int, int]:
@@ -181,7 +181,7 @@ class Expected:
             inside = [c for c in cuts if start + pos < c < start + pos + len(encoded)]
             if inside:
                 return (
-                    f"{where}; under {self._under()} a boundary splits {char!r} at byte {inside[0]} "
+                    f"{where}; under {self.under()} a boundary splits {char!r} at byte {inside[0]} "
                     f"(byte {inside[0] - start} of event {k})"
                 )
         return f"{where}; chunk boundaries inside that event at bytes: {_list(cuts)}"
@@ -220,7 +220,7 @@ class Expected:
             return
         i = next((n for n, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
         raise StreamAssertionError(
-            f"ssemock: text of choice {choice} differs under {self._under()} at character {i}\n"
+            f"ssemock: text of choice {choice} differs under {self.under()} at character {i}\n"
             f"  expected: {_around(want, i)}\n"
             f"  got:      {_around(got, i)}\n"
             f"  {self.where_char(i, choice)}\n"
@@ -236,13 +236,13 @@ class Expected:
             want_args = w.arguments if isinstance(args, str) else w.parsed_arguments
             if g.get("name") != w.name or args != want_args:
                 raise StreamAssertionError(
-                    f"ssemock: tool call {n} differs under {self._under()}\n"
+                    f"ssemock: tool call {n} differs under {self.under()}\n"
                     f"  expected: name={w.name!r} arguments={want_args!r}\n"
                     f"  got:      name={g.get('name')!r} arguments={args!r}"
                 )
         if len(got) != len(want):
             raise StreamAssertionError(
-                f"ssemock: expected {len(want)} tool call(s) under {self._under()}, got {len(got)}: "
+                f"ssemock: expected {len(want)} tool call(s) under {self.under()}, got {len(got)}: "
                 f"expected names {[w.name for w in want]}, got {[g.get('name') for g in got]}"
             )
 
@@ -258,14 +258,14 @@ class Expected:
             if g != w:
                 start, end = self._event_span(self._raw_index(n))
                 raise StreamAssertionError(
-                    f"ssemock: event {n} differs under {self._under()}\n"
+                    f"ssemock: event {n} differs under {self.under()}\n"
                     f"  expected: {w!r}\n  got:      {g!r}\n"
                     f"  event {n} is bytes {start}-{end} of the body; chunk boundaries inside it at: "
                     f"{_list(self._boundaries(start, end))}"
                 )
         if len(pairs) != len(want):
             raise StreamAssertionError(
-                f"ssemock: expected {len(want)} events under {self._under()}, got {len(pairs)}"
+                f"ssemock: expected {len(want)} events under {self.under()}, got {len(pairs)}"
                 + (f"; the first missing is {want[len(pairs)]!r}" if len(pairs) < len(want) else "")
             )
 
@@ -283,7 +283,7 @@ class Expected:
                 )
             if value != want[key]:
                 raise StreamAssertionError(
-                    f"ssemock: accumulated {key!r} differs under {self._under()}\n"
+                    f"ssemock: accumulated {key!r} differs under {self.under()}\n"
                     f"  expected: {want[key]!r}\n  got:      {value!r}"
                 )
 

@@ -180,10 +180,10 @@ def _configure(player: Player, variant: Variant) -> None:
     player.faults = [variant.fault] if variant.fault is not None else []
     player.play_counts[:] = [0] * len(player.play_counts)
     player.attempts = 0
-    with player._lock:
+    with player.lock:
         player.plays.clear()
-        player._latest = None
-    player._notes.clear()
+        player.latest = None
+    player._assertions.forget()
     player._requests = _held.Requests()
 
 
@@ -200,15 +200,15 @@ def verdict(player: Player, variant: Variant, call: Callable[[], object]) -> Bas
     except Exception as exc:
         if variant.fault is None or isinstance(exc, AssertionError) or not player.plays:
             return exc
-        return exc if player._reference_rejects() is None else None
+        return exc if player._assertions.reference_rejects() is None else None
     if variant.fault is None or not player.plays:
         return None
-    reason = player._reference_rejects()
+    reason = player._assertions.reference_rejects()
     if reason is None:
         return None
     return StreamAssertionError(
         f"ssemock: the client accepted a stream a conforming client must reject under "
-        f"{player.expected._under()}: {reason}"
+        f"{player.expected.under()}: {reason}"
     )
 
 
@@ -486,13 +486,14 @@ def replaying_recorded(player: Player) -> Iterator[None]:
         yield
         return
     from ..plan.selection import Selection
+    from .recording import RecordingRun
 
     saved = (
         player.cassette,
         player._selection,
         player._replays,
         player._records,
-        player.recorders,
+        player._recording,
         player.chunking,
         player.transforms,
         player.faults,
@@ -500,7 +501,7 @@ def replaying_recorded(player: Player) -> Iterator[None]:
     kept = list(player.cassette.interactions)
     player.cassette = Cassette([*kept, *player.recorded], path=player.cassette.path)
     player._selection = Selection(player.cassette.interactions, player.match_on)
-    player._replays, player._records, player.recorders = True, False, []
+    player._replays, player._records, player._recording = True, False, RecordingRun(player)
     try:
         yield
     finally:
@@ -509,7 +510,7 @@ def replaying_recorded(player: Player) -> Iterator[None]:
             player._selection,
             player._replays,
             player._records,
-            player.recorders,
+            player._recording,
             player.chunking,
             player.transforms,
             player.faults,

@@ -673,7 +673,7 @@ def ssemock(
     request: pytest.FixtureRequest, ssemock_config: dict[str, Any], ssemock_cassette_dir: Path
 ) -> Iterator[Player]:
     """The active cassette player for this test (replay by default, network blocked)."""
-    from ..player.replay import Player, use_cassette
+    from ..player.replay import Options, Player, open_cassette
     from ..store.cassette import Cassette
     from ..store.lock import lock_for
 
@@ -708,9 +708,8 @@ def ssemock(
         yield Player(Cassette(path=path), path=path, chunking=variant.chunking)
         return
     if record_mode == "none":
-        player = use_cassette(
-            path, record_mode="none", chunking=variant.chunking, transform=list(variant.transforms), **kwargs
-        )
+        options = Options(chunking=variant.chunking, transform=list(variant.transforms), **kwargs)
+        player = open_cassette(path, options)
         idle = _idle_transforms(player.cassette.interactions, variant)
         if idle:
             pytest.skip(f"{_duplicate(idle, path)}: {_idle_because(player, variant)}")
@@ -720,13 +719,13 @@ def ssemock(
             done = _recorded_marker(config, path, request.node)
             if done.exists():  # another variant of this test recorded it in this run: replay that
                 record_mode = "new_episodes"
-            player = use_cassette(
-                path,
+            options = Options(
                 record_mode=record_mode,
                 chunking=variant.chunking,
                 transform=list(variant.transforms),
                 **kwargs,
             )
+            player = open_cassette(path, options)
             request.node.stash[_VARIANT] = variant  # a duplicate run is told after it (it records)
             yield from _run(player, config, request.node)
             cut_short = config.stash.get(_INTERRUPTED, False) or request.node.stash.get(_CUT_SHORT, False)

@@ -1,0 +1,213 @@
+"""What a test asserts on a player: the reference expectation of the last stream served (or
+recorded), the client's result compared with it, events handed on promptly, a stream the client
+must reject, and ``check``'s search for the boundaries a failure hangs on."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..plan import diagnose as _diagnose
+from ..plan.expect import Expected, StreamAssertionError
+from ..plan.record import Recorder
+from ..plan.serving import Play
+from ..protocols.accumulate import Accumulated
+from ..redaction.rules import mask_text
+from ..variants import chunking as _chunking
+from ..variants import faults as _faults
+
+if TYPE_CHECKING:
+    from .state import PlayerState as Player
+
+__all__ = ["Assertions"]
+
+_T = TypeVar("_T")
+
+
+class Assertions:
+    """A player's assertions (the public ``expected`` / ``assert_*`` / ``check`` of
+    [`Player`][ssemock.Player] call these)."""
+
+    def __init__(self, player: Player) -> None:
+        self._player = weakref.ref(player)  # no cycle: a finished player is freed at once
+        self._expected_of: tuple[Play, Expected] | None = None
+        self._notes: list[tuple[Play, int]] = []  # (play, chunks handed out) per handed() event
+
+    @property
+    def player(self) -> Player:
+        player = self._player()
+        if player is None:
+            raise RuntimeError("ssemock: the Player this belonged to is gone")
+        return player
+
+    @property
+    def expected(self) -> Expected:
+        """Reference events and result of the last response served, or, on a recording run, of
+        the last live response as recorded so far."""
+        p = self.player
+        with p.lock:
+            latest = p.latest
+        if latest is None:
+            raise StreamAssertionError(
+                f"ssemock: nothing was served or recorded yet by {p!r}, so nothing is expected"
+            )
+        if isinstance(latest, Recorder):
+            interaction = latest.interaction(hooked=False)
+            response = interaction.response
+            return Expected(
+                Play(
+                    -1,
+                    latest.sent,
+                    interaction,
+                    _chunking.as_recorded,
+                    [],
+                    None,
+                    response.body,
+                    response.ends,
+                    status=response.status,
+                ),
+                p.protocol,
+            )
+        cached = self._expected_of  # the last served stream's, until more of it was delivered
+        if cached is None or cached[0] is not latest or len(cached[1].body) != len(latest.reference_body):
+            self._expected_of = cached = (latest, Expected(latest, p.protocol))
+        return cached[1]
+
+    def assert_text(self, got: str, choice: int = 0) -> None:
+        self.expected.assert_text(got, choice)
+
+    def assert_tool_calls(self, got: Sequence[Mapping[str, Any]]) -> None:
+        self.expected.assert_tool_calls(got)
+
+    def assert_events(self, got: Sequence[Any]) -> None:
+        self.expected.assert_events(got)
+
+    def assert_accumulates(self, result: Mapping[str, Any] | Accumulated) -> None:
+        self.expected.assert_accumulates(result)
+
+    def check(self, run: Callable[[], object]) -> None:
+        """Run ``run``; if it fails, search the smallest set of chunk boundaries in the stream
+        served last that still makes it fail, and raise saying where they fall."""
+        p = self.player
+        state = (list(p.play_counts), len(p.plays), p.attempts)
+        try:
+            run()
+            return
+        except Exception as exc:
+            original: Exception = exc
+        if len(p.plays) == state[1]:  # no stream was served before the failure: no boundary to blame
+            raise original
+        chunking, faults = p.chunking, p.faults
+        after = (list(p.play_counts), len(p.plays), p.attempts, p.latest)
+
+        def fails_when(chunking_now: _chunking.Chunking, faults_now: list[_faults.Fault]) -> bool:
+            """Whether ``run`` fails, replayed from the test's start under this chunking and faults."""
+            p.chunking, p.faults = chunking_now, faults_now
+            p.play_counts[:], p.attempts = state[0], state[2]
+            try:
+                run()
+            except Exception:
+                return True
+            finally:
+                p.chunking, p.faults = chunking, faults
+            return False
+
+        try:
+            _diagnose.shrink(
+                p.plays[-1],
+                chunking=chunking,
+                transforms=p.transforms,
+                faults=faults,
+                original=original,
+                fails_when=fails_when,
+            )
+        finally:  # the search's own runs are not plays of the test (nor teardown warnings)
+            p.play_counts[:], p.attempts, p.latest = after[0], after[2], after[3]
+            del p.plays[after[1] :]
+
+    def forget(self) -> None:
+        """Forget the events noted and the expectation kept (explore serves anew)."""
+        self._notes.clear()
+        self._expected_of = None
+
+    def handed(self, item: _T) -> _T:
+        with self.player.lock:
+            latest = self.player.latest
+        if isinstance(latest, Play) and latest.stream is not None:
+            self._notes.append((latest, latest.stream.handed))
+        return item
+
+    def assert_prompt(self) -> None:
+        if not self._notes:
+            raise StreamAssertionError(
+                "ssemock: assert_prompt: no event was noted; wrap each event the client "
+                "yields with player.handed(event)"
+            )
+        by_play: dict[int, list[int]] = {}
+        plays: dict[int, Play] = {}
+        for play, handed in self._notes:
+            by_play.setdefault(id(play), []).append(handed)
+            plays[id(play)] = play
+        for key, counts in by_play.items():
+            play = plays[key]
+            content_type = play.interaction.response.header("content-type") or ""
+            events = [b for b in _diagnose.blocks(play.body, content_type) if b.event is not None]
+            ends = list(play.ends)
+            for n, handed in enumerate(counts):
+                if n >= len(events):
+                    raise StreamAssertionError(
+                        f"ssemock: the client handed on {len(counts)} events, but only "
+                        f"{len(events)} were served (under {play.chunking})"
+                    )
+                block = events[n]
+                need = _diagnose.chunk_of(ends, block.done_at(play.body))
+                if handed > need:
+                    raise StreamAssertionError(
+                        f"ssemock: {_diagnose.block_line(block)} was complete after chunk {need} of "
+                        f"{len(ends)} (byte {block.done_at(play.body)}), but the client handed it on only after "
+                        f"asking for chunk {handed}: it holds events back until more bytes arrive "
+                        f"(under {Expected(play, self.player.protocol).under()})"
+                    )
+
+    def assert_rejected(
+        self, run: Callable[[], _T], *, flagged: Callable[[_T], bool] | None = None
+    ) -> BaseException | _T:
+        try:
+            result = run()
+        except Exception as exc:
+            if self.reference_rejects() is None:
+                raise StreamAssertionError(
+                    f"ssemock: the client raised on a stream the reference accepts (complete, "
+                    f"{len(self.expected.events)} events) under {self.expected.under()}: {exc!r}"
+                ) from exc
+            return exc
+        reason = self.reference_rejects()
+        if reason is None:
+            raise StreamAssertionError(
+                f"ssemock: assert_rejected: the reference accepts the stream served under "
+                f"{self.expected.under()}, so there is nothing to reject; compare the "
+                f"result instead (assert_text, assert_accumulates)"
+            )
+        if flagged is not None and flagged(result):
+            return result
+        raise StreamAssertionError(
+            f"ssemock: the client accepted a stream a conforming client must reject or flag "
+            f"under {self.expected.under()}: {reason}; it returned {_short(result)}"
+        )
+
+    def reference_rejects(self) -> str | None:
+        """Why the reference decoder and accumulator reject the last stream, or None."""
+        expected = self.expected
+        try:
+            result = expected.result
+        except ValueError as exc:  # ProtocolError, NDJSONError
+            return f"the reference rejects it: {exc}"
+        if not result.complete:
+            return "it ends without its protocol's terminator (the reference marks it incomplete)"
+        return None
+
+
+def _short(value: object, most: int = 200) -> str:
+    text = repr(value)
+    return mask_text(text if len(text) <= most else text[:most] + "...")
