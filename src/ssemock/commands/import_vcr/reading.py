@@ -1,0 +1,152 @@
+"""Reading a vcrpy cassette file: vcrpy's JSON serializer, or YAML (with the benign Python tags old
+vcrpy cassettes hold), parsed without recursion and with caps on depth and size, so a hostile
+file is refused before it costs much."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import orjson
+
+from ...store.cassette import FREE_VALUES, MAX_DEPTH, CassetteError, check_size, read_file
+
+YAML_BYTES_PER_VALUE = 8
+"""A YAML file may hold FREE_VALUES values and one more per 8 bytes."""
+
+
+def _yaml_loader() -> Any:
+    """A safe YAML loader that also reads the benign Python tags old vcrpy cassettes contain."""
+    try:
+        import yaml
+    except ImportError as exc:  # pragma: no cover - PyYAML comes with vcrpy
+        raise ImportError("reading a YAML vcrpy cassette needs PyYAML: pip install pyyaml") from exc
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    c_module = getattr(yaml, "_yaml", None)
+    if (
+        base is not yaml.SafeLoader
+        and getattr(c_module, "SequenceStartEvent", None) is not yaml.SequenceStartEvent
+    ):
+        # yaml was imported again (pytester restores sys.modules) but its C extension cannot be:
+        # it would build events of the first import's classes, which this code would not know
+        base = yaml.SafeLoader
+    loader: Any = type("_VcrLoader", (base,), {})
+    loader.add_constructor("tag:yaml.org,2002:python/str", lambda ld, node: ld.construct_scalar(node))
+    loader.add_constructor("tag:yaml.org,2002:python/unicode", lambda ld, node: ld.construct_scalar(node))
+    loader.add_constructor(
+        "tag:yaml.org,2002:python/tuple", lambda ld, node: tuple(ld.construct_sequence(node))
+    )
+    return loader
+
+
+def load_vcr(path: str | os.PathLike[str]) -> Any:
+    """The parsed vcrpy cassette (JSON when it looks like JSON, else YAML).
+
+    Hostile files are refused with CassetteError before they cost much: more values than the
+    file's size allows, nesting deeper than `MAX_DEPTH`, unknown tags."""
+    raw = read_file(path)
+    if raw.lstrip().startswith(b"{"):
+        check_size(raw, path=path)
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass  # YAML flow mappings start with "{" too
+    try:
+        loader = _yaml_loader()
+    except ImportError as exc:
+        raise CassetteError(str(exc), path=path) from None
+    return _load_yaml(raw, loader, path)
+
+
+def _load_yaml(raw: bytes, loader_class: Any, path: str | os.PathLike[str]) -> Any:
+    """The first YAML document of ``raw``, built from the parser's events with an explicit stack:
+    no recursion (a 30,000-deep file crashed PyYAML's composer), no node graph (which costs
+    ~400 bytes a value), and a cap on depth and on the number of values."""
+    import yaml
+
+    limit = FREE_VALUES + len(raw) // YAML_BYTES_PER_VALUE
+    loader = loader_class(raw)
+    containers: list[tuple[Any, str | None, str | None, list[Any]]] = []  # (container, anchor, tag, key)
+    anchors: dict[str, Any] = {}
+    count = 0
+    done, document = False, None
+
+    def add(value: Any, line: int) -> None:
+        nonlocal done, document
+        if not containers:
+            done, document = True, value
+            return
+        container, _, _, key = containers[-1]
+        if isinstance(container, list):
+            container.append(value)
+        elif not key:
+            try:
+                hash(value)
+            except TypeError:
+                raise CassetteError(
+                    f"a YAML mapping key is a {type(value).__name__} (line {line})", path=path
+                ) from None
+            key.append(value)
+        else:
+            container[key.pop()] = value
+
+    try:
+        while not done and loader.check_event():
+            event = loader.get_event()
+            count += 1
+            if count > limit:
+                raise CassetteError(
+                    f"holds more than {limit:,} YAML values in {len(raw):,} bytes, more than a "
+                    f"vcrpy cassette of this size may ({FREE_VALUES:,} and one per "
+                    f"{YAML_BYTES_PER_VALUE} bytes)",
+                    path=path,
+                )
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                if len(containers) >= MAX_DEPTH:
+                    raise CassetteError(
+                        f"YAML nested deeper than {MAX_DEPTH} levels (line "
+                        f"{event.start_mark.line + 1}): not a vcrpy cassette",
+                        path=path,
+                    )
+                tag = event.tag if event.tag not in (None, "!") else None
+                if tag not in _COLLECTION_TAGS:
+                    raise CassetteError(
+                        f"unsupported YAML tag {tag} (line {event.start_mark.line + 1})", path=path
+                    )
+                new: list[Any] | dict[Any, Any] = [] if isinstance(event, yaml.SequenceStartEvent) else {}
+                containers.append((new, event.anchor, tag, []))
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                container, anchor, tag, _ = containers.pop()
+                value = tuple(container) if tag == _TUPLE else container
+                if anchor is not None:
+                    anchors[anchor] = value  # only once complete: an alias inside it is an error
+                add(value, event.start_mark.line + 1)
+            elif isinstance(event, yaml.ScalarEvent):
+                tag = event.tag
+                if tag is None or tag == "!":
+                    tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+                node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+                value = loader.construct_object(node)
+                loader.constructed_objects.clear()
+                if event.anchor is not None:
+                    anchors[event.anchor] = value
+                add(value, event.start_mark.line + 1)
+            elif isinstance(event, yaml.AliasEvent):
+                if event.anchor not in anchors:
+                    raise CassetteError(
+                        f"YAML alias *{event.anchor} refers to no complete anchor (line "
+                        f"{event.start_mark.line + 1})",
+                        path=path,
+                    )
+                add(anchors[event.anchor], event.start_mark.line + 1)
+    except yaml.YAMLError as exc:
+        raise CassetteError(
+            f"not a vcrpy cassette: YAML does not parse ({exc})".replace("\n", " "), path=path
+        ) from None
+    finally:
+        loader.dispose()
+    return document
+
+
+_TUPLE = "tag:yaml.org,2002:python/tuple"
+_COLLECTION_TAGS = {None, "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map", _TUPLE}
