@@ -22,6 +22,8 @@ from ssemock import sse
 from ssemock.commands import serve
 from ssemock.commands.cli import main
 from ssemock.commands.serve import app, resume_index, resume_offset
+from ssemock.commands.serve import replayer as serve_replayer
+from ssemock.commands.serve import resume as serve_resume
 from ssemock.commands.server import running
 
 TIMEOUT = 10.0
@@ -111,7 +113,7 @@ def test_bogus_last_event_ids_never_decode_a_stream_per_request(monkeypatch: pyt
             runs.append(1)
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(serve, "Decoder", Counted)
+    monkeypatch.setattr(serve_resume, "Decoder", Counted)
     sse_get = {"accept": "text/event-stream"}
     with running(asgi) as url:
         for k in range(40):
@@ -241,7 +243,7 @@ def test_a_client_that_leaves_mid_request_body_is_one_log_line(capfd: pytest.Cap
 
 
 def test_the_exchanges_kept_are_the_latest(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(serve, "MAX_EXCHANGES", 5)
+    monkeypatch.setattr(serve_replayer, "MAX_EXCHANGES", 5)
     asgi = app(_cassette())
     with running(asgi) as url:
         for k in range(12):

@@ -1,118 +1,37 @@
-"""``ssemock serve``: replay cassettes over a real HTTP server, for clients that are not httpx.
-
-requests, aiohttp, curl and browsers cannot be intercepted through respx, so this module turns
-cassettes into a Starlette (ASGI) app: an incoming request is matched to a recorded interaction
-(method, path, query and, when recorded, the JSON body, with [`ssemock.matching`][ssemock.matching]), and the
-response is replayed through the same pipeline as [`ssemock.Player`][ssemock.Player] -- transforms,
-faults, re-chunking, timing -- with every chunk sent as its own HTTP write:
-
-* a ``disconnect`` fault (or a failure recorded mid-stream) really drops the TCP connection in
-  the middle of the body, so the client's own stack raises (``requests``'
-  ChunkedEncodingError, aiohttp's ClientPayloadError, curl's exit code 18);
-* a ``stall`` fault really sends nothing for its seconds (scaled by ``scaled:F`` timing);
-* ``http_error`` answers with the error status and the provider's error body;
-* a GET event stream whose messages answer other requests (the legacy MCP transport's) holds
-  each such message until the request it answers has come ([`ssemock.plan.held`][ssemock.plan.held]), as the Player
-  does; when it never comes, the connection drops after ``held.HOLD_LIMIT`` with a log line.
-
-Browsers: ``EventSource`` can only send GET, so a GET with ``Accept: text/event-stream`` that
-matches no interaction exactly is matched on path and query alone against the recorded SSE
-streams (an OpenAI-style POST stream can be opened from a page). A reconnection carrying
-``Last-Event-ID`` resumes the stream after the first event block whose dispatch set the last
-event ID string to that ID (blocks are framed at blank lines and read with the reference
-decoder, so a block cut off by the end of the recording never counts); the faults then apply to
-what remains, so a dropped connection followed by the browser's automatic reconnection delivers
-every event exactly once. When no event with another ID follows, the client cannot tell the
-server whether it read the rest (it would reconnect with the same ID forever), so the
-resumption answers ``204 No Content``, which tells an ``EventSource`` to stop reconnecting;
-events without an ``id`` after the last one (such as ``data: [DONE]``) are then not served again. No response carries a CORS header unless ``cors=ORIGIN``
-(``--cors``) asks for it; then every response allows that origin and a preflight ``OPTIONS`` is
-answered unless one was recorded. Responses also carry
-``x-ssemock-interaction: N`` (the ``#N`` that `routes` prints) and, when resumed,
-``x-ssemock-resumed-after: ID``.
-
-A request body larger than ``max_body`` bytes (``--max-body``, default 8 MiB) is answered
-``413`` without being read further. An unmatched request gets a 404 that lists the recorded
-requests (method, path and query, what differs) with every secret masked and no file paths.
-``log`` (``ssemock serve`` prints it; ``--quiet`` silences it) gets one line per request, and one
-when a client leaves mid-stream; a client that leaves stops the stream at once, quietly.
-
-Several interactions matching the same request are served in turn (the least-played first),
-so recorded retries replay in order and the server keeps answering after the last one; an
-``http_error`` (or a ``sequence`` step) does not use up its interaction, as in the Player.
-
-[`app`][ssemock.commands.serve.app] needs the ``serve`` extra (``pip install -e ".[serve]"`` in a clone): Starlette, and uvicorn
-to run it ([`ssemock.commands.server.running`][ssemock.commands.server.running], or ``ssemock serve``).
-"""
+"""The state behind `ssemock serve`'s app: the cassettes' interactions and options, how a request
+picks the one it is answered with (least played first, an EventSource GET by path, a
+reconnection by its stream), the Starlette endpoint that streams it, and what was served."""
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import functools
-import logging
 import os
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpcore
+from starlette.requests import ClientDisconnect
+from starlette.requests import Request as HTTPRequest
+from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from .. import protocols as _protocols
-from ..framing.sse import Decoder, decode
-from ..plan import held as _held
-from ..plan import matching
-from ..plan.selection import Selection
-from ..plan.serving import (
-    ChunkingSpec,
-    FaultSpec,
-    Plan,
-    ReplayStream,
-    TimingSpec,
-    TransformSpec,
-    plan_response,
-)
-from ..redaction.rules import escape_control, mask_text, mask_url, redact_request
-from ..store.cassette import Cassette, Interaction, Request
-from ..store.cassette import Response as CassetteResponse
-from ..variants import chunking as _chunking
-from ..variants import faults as _faults
-from ..variants import timing as _timing
-from ..variants import transforms as _transforms
-from ..variants.chunking import event_ends
-
-try:
-    from starlette.applications import Starlette
-    from starlette.requests import ClientDisconnect
-    from starlette.requests import Request as HTTPRequest
-    from starlette.responses import JSONResponse, Response, StreamingResponse
-    from starlette.routing import Route
-except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    from .doctor import install_hint
-
-    raise ImportError(
-        f"ssemock serve needs the 'serve' extra ({exc.name} is missing): {install_hint('serve')}"
-    ) from exc
-
-__all__ = [
-    "DEFAULT_HEADER_TIMEOUT",
-    "DEFAULT_MATCH_ON",
-    "DEFAULT_MAX_BODY",
-    "DEFAULT_MAX_CONNECTIONS",
-    "MAX_EXCHANGES",
-    "Exchange",
-    "Prepared",
-    "Replayer",
-    "Resume",
-    "app",
-    "prepare",
-    "resume_index",
-    "resume_offset",
-    "routes",
-]
+from ... import protocols as _protocols
+from ...framing.sse import decode
+from ...plan import held as _held
+from ...plan import matching
+from ...plan.selection import Selection
+from ...plan.serving import ChunkingSpec, FaultSpec, Plan, ReplayStream, TimingSpec, TransformSpec
+from ...redaction.rules import escape_control, mask_text, mask_url, redact_request
+from ...store.cassette import Cassette, Interaction, Request
+from ...variants import chunking as _chunking
+from ...variants import faults as _faults
+from ...variants import timing as _timing
+from ...variants import transforms as _transforms
+from .prepare import ConnectionDropped, prepare
+from .resume import _is_sse, resume_index
 
 DEFAULT_MATCH_ON: tuple[str, ...] = ("method", "path", "query", "body")
 """What the server matches a request on by default: the server cannot see the recorded scheme,
@@ -121,42 +40,7 @@ DEFAULT_MAX_BODY = 8 << 20
 """The largest request body read (8 MiB, ``--max-body``); a larger one is answered ``413``."""
 MAX_EXCHANGES = 10_000
 """How many exchanges ``Replayer.exchanges`` keeps, the latest (the server runs for ever)."""
-DEFAULT_HEADER_TIMEOUT = 10.0
-"""``ssemock serve``'s default: the seconds a client has to send a request's headers."""
-DEFAULT_MAX_CONNECTIONS = 256
-"""``ssemock serve``'s default: how many connections are open at once (past it a new one is
-closed at once)."""
-_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-_DROP_HEADERS = frozenset(
-    {"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"}
-)
 CassetteSource = Cassette | str | os.PathLike[str]
-
-
-class ConnectionDropped(Exception):
-    """Raised inside a response body to make the server close the connection mid-body."""
-
-
-class _QuietDrops(logging.Filter):
-    """Keep uvicorn from logging our deliberate drops as application errors (only those)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[1] if record.exc_info else None
-        return not isinstance(exc, ConnectionDropped)
-
-
-def _quiet_drops() -> None:
-    logger = logging.getLogger("uvicorn.error")
-    if not any(isinstance(f, _QuietDrops) for f in logger.filters):
-        logger.addFilter(_QuietDrops())
-
-
-@dataclass
-class Prepared:
-    """One replayed response, ready to send: the plan (status, headers, timed chunks, how it ends)."""
-
-    plan: Plan
-    resumed_at: int | None = None  # byte offset of the recorded body the stream resumed at
 
 
 @dataclass
@@ -185,146 +69,6 @@ class Exchange:
     """The client closed the connection before the end."""
 
 
-def resume_offset(body: bytes, last_event_id: str) -> int | None:
-    """Byte offset just after the first event block whose dispatch sets the last event ID string to
-    ``last_event_id``.
-
-    Blocks end at a blank line; the reference decoder reads them, so ``id`` fields follow the
-    WHATWG rules (an ``id`` with NUL is ignored, the ID persists across blocks, a block cut off by
-    the end of the body never sets it). None: no such block.
-    """
-    if not last_event_id:
-        return None
-    decoder = Decoder()
-    start = 0
-    for end in event_ends(body, sse=True):
-        decoder.feed(body[start:end])
-        start = end
-        if decoder.last_event_id == last_event_id:
-            return end
-    return None
-
-
-@dataclass(frozen=True)
-class Resume:
-    """Where a reconnection carrying an ID resumes a recorded SSE stream: the offset after the
-    first block that set that last event ID (`resume_offset`), and whether the rest moves
-    the ID on (else the answer is ``204``)."""
-
-    offset: int
-    moves_on: bool
-
-
-def resume_index(body: bytes) -> dict[str, Resume]:
-    """Every last event ID a stream sets, with where a reconnection carrying it resumes: one
-    pass of the reference decoder over the body, so the server answers any ``Last-Event-ID`` with
-    a dictionary look-up (built once per interaction, never per request)."""
-    decoder = Decoder()
-    blocks: list[tuple[int, str, list[str]]] = []  # (end, last event ID after it, ids of its events)
-    start = 0
-    for end in event_ends(body, sse=True):
-        events = decoder.feed(body[start:end])
-        blocks.append((end, decoder.last_event_id, [e.id for e in events]))
-        start = end
-    final = decoder.last_event_id
-    # after block k: the one ID every later event carries ("" and no events: None; several: _MIXED)
-    uniform: list[object] = [None] * (len(blocks) + 1)
-    for k in range(len(blocks) - 1, -1, -1):
-        seen = uniform[k + 1]
-        for ident in blocks[k][2]:
-            seen = ident if seen is None or seen == ident else _MIXED
-        uniform[k] = seen
-    index: dict[str, Resume] = {}
-    for k, (end, ident, _) in enumerate(blocks):
-        if ident and ident not in index:
-            after = uniform[k + 1]
-            index[ident] = Resume(end, final != ident or (after is not None and after != ident))
-    return index
-
-
-_MIXED = object()
-
-
-def _resumed(response: CassetteResponse, offset: int) -> CassetteResponse:
-    """The response from byte ``offset`` on; chunk times restart from when that byte arrived."""
-    k = bisect.bisect_left(response.ends, offset)
-    since = response.times[k] if k < len(response.times) else (response.times[-1] if response.times else 0.0)
-    kept = [(e - offset, t) for e, t in zip(response.ends, response.times) if e > offset]
-    return CassetteResponse(
-        response.status,
-        list(response.headers),
-        response.body[offset:],
-        [e for e, _ in kept],
-        [max(t - since, 0.0) for _, t in kept],
-        response.complete,
-        response.error,
-    )
-
-
-def prepare(
-    interaction: Interaction,
-    *,
-    url: str = "",
-    chunking: _chunking.Chunking = _chunking.as_recorded,
-    transforms: Sequence[_transforms.Transform] = (),
-    timing: _timing.Timing = _timing.instant,
-    faults: Sequence[_faults.Fault] = (),
-    attempt: int = 0,
-    last_event_id: str | None = None,
-    cors: str | None = None,
-    holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None,
-    resume: dict[str, Resume] | None = None,
-) -> Prepared:
-    """What to send for a recorded interaction: [`ssemock.player.replay.plan_response`][ssemock.plan_response] (transforms,
-    faults, chunking, timing, as the Player serves respx), after resuming past ``last_event_id``.
-
-    For a real server: stalls really wait (scaled by the timing's factor, if any), and a fault
-    that ends the stream, or a failure recorded mid-stream, makes the plan end with
-    `ConnectionDropped`. A resumption after which no event carries another ID is a
-    ``204 No Content``. ``holds``: where a server-push stream waits for requests (see
-    [`ssemock.plan.held`][ssemock.plan.held]). ``resume``: the interaction's `resume_index`, when built already.
-    """
-    response = interaction.response
-    resumed_at = None
-    if last_event_id and _is_sse(response):
-        found = (resume if resume is not None else resume_index(response.body)).get(last_event_id)
-        if found is not None:
-            resumed_at = found.offset
-            if not found.moves_on:  # tell an EventSource to stop
-                return Prepared(
-                    Plan(204, _response_headers(response.headers, cors), b"", [], [], None), resumed_at
-                )
-            response = _resumed(response, resumed_at)
-    plan = plan_response(
-        response,
-        url=url,
-        core=httpcore,
-        chunking=chunking,
-        transforms=transforms,
-        timing=timing,
-        faults=faults,
-        attempt=attempt,
-        holds=holds,
-    )
-    error = plan.error
-    if error is not None and not isinstance(error, ConnectionDropped):
-        error = ConnectionDropped(str(error))
-    plan = replace(
-        plan,
-        headers=_response_headers(plan.headers, cors),
-        error=error,
-        stall_factor=1.0 if timing.factor is None else timing.factor,
-    )
-    return Prepared(plan, resumed_at)
-
-
-def _response_headers(headers: Sequence[tuple[str, str]], cors: str | None) -> list[tuple[str, str]]:
-    out = [(k, v) for k, v in headers if k not in _DROP_HEADERS]
-    if cors is not None and not any(k == "access-control-allow-origin" for k, _ in out):
-        out.append(("access-control-allow-origin", cors))
-    return out
-
-
 def _header_bytes(text: str) -> bytes:
     """Header text as recorded (latin-1, as HTTP/1.1 carries it); UTF-8 for text edited beyond it."""
     try:
@@ -340,10 +84,6 @@ def _load(source: CassetteSource) -> Cassette:
 def _holds(body: bytes) -> tuple[tuple[int, frozenset[Any]], ...]:
     """`ssemock.protocols.holds` as a tuple (for a cache of them per server)."""
     return tuple(_protocols.holds(body))
-
-
-def _is_sse(response: CassetteResponse) -> bool:
-    return "event-stream" in (response.header("content-type") or "")
 
 
 class Replayer:
@@ -662,40 +402,3 @@ def routes(replayer: Replayer) -> list[str]:
             f"#{i} {x.request.method} {mask_url(target)} -> {resp.status} {kind}, {what}{span} ({where} #{at})"
         )
     return lines
-
-
-def app(
-    cassettes: CassetteSource | Sequence[CassetteSource],
-    *,
-    chunking: ChunkingSpec = "as_recorded",
-    transform: TransformSpec = None,
-    timing: TimingSpec = "instant",
-    faults: FaultSpec = (),
-    match_on: matching.MatchOn | None = None,
-    cors: str | None = None,
-    max_body: int = DEFAULT_MAX_BODY,
-    log: Callable[[str], None] | None = None,
-) -> Starlette:
-    """An ASGI app replaying ``cassettes`` (Cassette objects or paths) to any HTTP client.
-
-    ``cors``: the origin to allow (``"*"`` for any; default none); ``max_body``: the largest
-    request body accepted (413 past it); ``log``: called with one masked line per request.
-
-    Run it with ``ssemock.commands.server.running(app)`` (loopback, in a thread) or any ASGI server.
-    ``app.state.ssemock`` is the [`Replayer`][ssemock.commands.serve.Replayer] (``.exchanges`` lists what was served).
-    """
-    replayer = Replayer(
-        cassettes,
-        chunking=chunking,
-        transform=transform,
-        timing=timing,
-        faults=faults,
-        match_on=match_on,
-        cors=cors,
-        max_body=max_body,
-        log=log,
-    )
-    _quiet_drops()
-    starlette = Starlette(routes=[Route("/{path:path}", replayer.handle, methods=_METHODS)])
-    starlette.state.ssemock = replayer
-    return starlette
