@@ -403,7 +403,7 @@ def test_a_byte_by_byte_chunk_map_takes_a_line_a_byte() -> None:
 def test_both_layouts_load_the_same_and_save_in_the_compact_one(tmp_path: Path, chunking: str) -> None:
     """A file written before the chunk map took a line per pair (orjson's indent: a number a line)
     loads to the same cassette, on the small and the large-file path, and saves compact."""
-    import ssemock.store.cassette as cassette_module
+    import ssemock.store.reading as reading
 
     c = _sse_cassette()
     rechunk(c, ssemock.chunking.get(chunking))
@@ -416,7 +416,7 @@ def test_both_layouts_load_the_same_and_save_in_the_compact_one(tmp_path: Path, 
         path.write_bytes(raw)
         for lean in (False, True):
             with pytest.MonkeyPatch.context() as mp:
-                mp.setattr(cassette_module, "LEAN_MIN_SIZE", 0 if lean else cassette_module.LEAN_MIN_SIZE)
+                mp.setattr(reading, "LEAN_MIN_SIZE", 0 if lean else reading.LEAN_MIN_SIZE)
                 loaded = Cassette.load(path)
             _same(loaded, expected)
             assert loaded.dumps() == compact
@@ -855,14 +855,14 @@ def test_streamed_save_has_orjsons_exact_layout(spec: list[tuple[list[bytes], bo
 @pytest.fixture
 def lean(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every file takes the large-file path, in batches of a few lines."""
-    import ssemock.store.cassette as cassette_module
+    import ssemock.store.reading as reading
 
-    monkeypatch.setattr(cassette_module, "LEAN_MIN_SIZE", 0)
-    monkeypatch.setattr(cassette_module, "_BATCH", 64)
+    monkeypatch.setattr(reading, "LEAN_MIN_SIZE", 0)
+    monkeypatch.setattr(reading, "_BATCH", 64)
 
 
 def _read_bodies_apart(path: Path) -> Any:
-    from ssemock.store.cassette import _read_bodies_apart as read
+    from ssemock.store.reading import _read_bodies_apart as read
 
     return read(path)
 
@@ -917,12 +917,13 @@ def test_a_real_large_cassette_takes_the_large_file_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import ssemock.store.cassette as cassette_module
+    import ssemock.store.reading as reading
 
     c = Cassette()
     events = [f"data: {i} {'é' * (i % 50)}\n\n".encode() for i in range(40_000)]
     c.add("GET", "http://h/stream", events)
     path = c.save(tmp_path / "big.json")
-    assert path.stat().st_size >= cassette_module.LEAN_MIN_SIZE
+    assert path.stat().st_size >= reading.LEAN_MIN_SIZE
     taken: list[Any] = []
     real = cassette_module._read_bodies_apart
     monkeypatch.setattr(cassette_module, "_read_bodies_apart", lambda p: taken.append(real(p)) or taken[-1])
@@ -1016,11 +1017,13 @@ def test_broken_body_lines_give_the_same_error_on_the_large_file_path(
 def test_the_value_count_is_the_same_with_and_without_the_accelerator(data: bytes) -> None:
     """The JSON value count behind the size check, in C where it was built, equals the pure count."""
     from ssemock.framing import _speedups
-    from ssemock.store import cassette
+    from ssemock.store import size_guard
 
-    assert cassette._values is _speedups.values
+    assert size_guard._values is _speedups.values
     assert (
-        _speedups.values(data) == cassette._py_values(data) == sum(data.count(c) for c in (b",", b"[", b"{"))
+        _speedups.values(data)
+        == size_guard._py_values(data)
+        == sum(data.count(c) for c in (b",", b"[", b"{"))
     )
     with pytest.raises(TypeError, match="values"):
         _speedups.values(bytearray(data))  # type: ignore[arg-type]

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from ssemock import Cassette
 from ssemock.framing import _speedups
 from ssemock.store import layout as cassette_body
-from ssemock.store.cassette import VERSION, _interaction_to_json
+from ssemock.store.cassette import VERSION
+from ssemock.store.dumping import _interaction_to_json
 
 OPTION = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
 CONTENT_TYPES = [

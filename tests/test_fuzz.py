@@ -281,7 +281,7 @@ def test_large_file_loader_agrees_with_the_whole_document_on_edited_files(
     import tempfile
     from unittest import mock
 
-    import ssemock.store.cassette as cassette_module
+    import ssemock.store.reading as reading
 
     raw = bytearray(cassette.dumps())
     for pos, how, byte in edits:  # structural bytes, where a body split could go wrong
@@ -294,8 +294,8 @@ def test_large_file_loader_agrees_with_the_whole_document_on_edited_files(
             raw.insert(pos, byte)
     with (
         tempfile.TemporaryDirectory() as tmp,
-        mock.patch.object(cassette_module, "LEAN_MIN_SIZE", 0),
-        mock.patch.object(cassette_module, "_BATCH", 16),
+        mock.patch.object(reading, "LEAN_MIN_SIZE", 0),
+        mock.patch.object(reading, "_BATCH", 16),
     ):
         path = Path(tmp) / "edited.json"
         path.write_bytes(raw)

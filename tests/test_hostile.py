@@ -204,9 +204,9 @@ def test_a_cassette_in_ssemocks_own_layout_is_never_too_many_values(tmp_path: Pa
 
 def _no_free_values(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the budget of one value per 16 bytes: what it allows shows at a small size."""
-    import ssemock.store.cassette as cassette_module
+    import ssemock.store.size_guard as size_guard
 
-    monkeypatch.setattr(cassette_module, "FREE_VALUES", 0)
+    monkeypatch.setattr(size_guard, "FREE_VALUES", 0)
 
 
 @pytest.mark.parametrize("layout", ["a pair a line", "a number a line"])

@@ -18,4 +18,4 @@ except ImportError:  # not built
 escaped: Callable[[bytes, bytes, bytes], bytes | None] | None = getattr(MODULE, "escaped", None)
 """A cassette body window laid out as JSON strings in one pass (`ssemock.store.layout`)."""
 values: Callable[[bytes], int] | None = getattr(MODULE, "values", None)
-"""The count of JSON values in a document, in one pass (`ssemock.store.cassette`)."""
+"""The count of JSON values in a document, in one pass (`ssemock.store.size_guard`)."""

@@ -1,0 +1,222 @@
+"""The model to cassette JSON, deterministic: fixed key order, 2-space indent, a trailing
+newline, each response body laid out a window at a time (one string per event or line; base64
+when it is not UTF-8) and each chunk map a ``[t_ms, end]`` pair a line. What would not load is
+never written."""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import itertools
+import math
+import operator
+import os
+import secrets
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import orjson
+
+from .layout import laid_out, pieces
+from .model import VERSION, CassetteError, Headers, Interaction
+from .parsing import _chunk_map_from_json, _chunk_map_loads, _Invalid, _json_in_layout
+
+__all__ = ["write_document"]
+
+
+def write_document(
+    interactions: Sequence[Interaction],
+    path: str | os.PathLike[str] | None,
+    write: Callable[[bytes | memoryview], object],
+    restart: Callable[[], object],
+) -> None:
+    """The JSON of [`dumps`][ssemock.Cassette.dumps], handed out in parts: orjson lays out everything but the
+    response bodies, which are laid out a window at a time (saving a large recording needs
+    no second copy of its body), and the chunk maps, a pair a line (orjson's indent would
+    give each number a line: four lines a chunk). ``path`` names the file in errors.
+
+    A body is taken for text when its first bytes are UTF-8, and the rest is checked as it is
+    laid out (no pass of its own); if it is not, ``restart()`` drops what was written and the
+    document is written again with that body in base64, and every body checked first."""
+    binary: set[int] = set()
+    while True:
+        try:
+            return _write_once(interactions, path, write, binary)
+        except _NotText as exc:
+            binary.add(exc.index)
+            restart()
+
+
+def _write_once(
+    interactions: Sequence[Interaction],
+    path: str | os.PathLike[str] | None,
+    write: Callable[[bytes | memoryview], object],
+    binary: set[int],
+) -> None:
+    bodies, items, maps = [], [], []
+    for i, x in enumerate(interactions):
+        # after a restart, every body is checked whole first: a second restart is never needed
+        text = i not in binary and _utf8_prefix(x.response.body, None if binary else _TEXT_PREFIX)
+        try:
+            item = _interaction_to_json(x, lazy=True, text=text)
+        except _Invalid as exc:  # never write a file that would not load
+            raise CassetteError(f"refusing to save: {exc}", path=path, interaction=i) from None
+        if text:
+            bodies.append((i, x.response))
+        maps.append(item["response"]["chunks"])
+        item["response"]["chunks"] = _MAP
+        items.append(item)
+    laid = orjson.dumps(
+        {"version": VERSION, "interactions": items},
+        option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE,
+    )
+    parts = laid.split(_BODY_JSON)
+    if len(parts) != len(bodies) + 1 or laid.count(_MAP_JSON) != len(maps):
+        raise CassetteError("a header, URL or body holds one of ssemock's internal placeholders", path=path)
+    pairs = iter(maps)
+    _write_maps(parts[0], pairs, write)
+    for before, (i, resp), after in zip(parts, bodies, parts[1:]):
+        line = before[before.rfind(b"\n") + 1 :]
+        nested = b"\n" + b" " * (len(line) - len(line.lstrip(b" ")))
+        try:
+            for part in laid_out(resp.body, resp.header("content-type"), nested):
+                write(part)
+        except UnicodeDecodeError:
+            raise _NotText(i) from None
+        _write_maps(after, pairs, write)
+
+
+class _NotText(Exception):
+    """The body of interaction ``index``, taken for UTF-8 text, is not: it is saved in base64."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(index)
+        self.index = index
+
+
+def _headers_to_json(headers: Headers) -> dict[str, str | list[str]]:
+    out: dict[str, str | list[str]] = {}
+    for k, v in sorted(headers, key=lambda kv: kv[0]):
+        prev = out.get(k)
+        out[k] = v if prev is None else [*([prev] if isinstance(prev, str) else prev), v]
+    return out
+
+
+# stands for a text body while the rest is laid out: random per process, so no header, URL or
+# body a cassette holds can be taken for it
+_BODY = f"\x00ssemock:body:{secrets.token_hex(16)}\x00"
+_BODY_JSON = orjson.dumps(_BODY)
+_MAP = f"\x00ssemock:chunks:{secrets.token_hex(16)}\x00"  # stands for a chunk map, the same way
+_MAP_JSON = orjson.dumps(_MAP)
+
+
+def _write_maps(
+    text: bytes, maps: Iterator[list[tuple[Any, int]]], write: Callable[[bytes | memoryview], object]
+) -> None:
+    """Write ``text`` (orjson's layout) with each chunk map placeholder in it replaced by the next
+    map of ``maps``, laid out by `_chunk_map_laid_out` at the placeholder's indent."""
+    segments = text.split(_MAP_JSON)
+    write(segments[0])
+    for before, after in zip(segments, segments[1:]):
+        line = before[before.rfind(b"\n") + 1 :]
+        write(_chunk_map_laid_out(next(maps), b"\n" + b" " * (len(line) - len(line.lstrip(b" ")))))
+        write(after)
+
+
+def _chunk_map_laid_out(pairs: list[tuple[Any, int]], nested: bytes) -> bytes:
+    """``pairs`` as orjson's OPT_INDENT_2 would lay out the list at the depth where a line starts
+    with ``nested``, but each pair on one line: ``[262.2, 304],``. Made in bulk: orjson writes the
+    numbers (compact, so exactly as its indented layout writes them) and two ``bytes.replace`` calls
+    lay them out; a number's JSON holds no comma."""
+    if not pairs:
+        return b"[]"
+    inner = orjson.dumps(pairs)[1:-1].replace(b",", b", ").replace(b"], [", b"]," + nested + b"  [")
+    return b"[" + nested + b"  " + inner + nested + b"]"
+
+
+_CHECK_BATCH = 1 << 20  # bytes of a body checked for UTF-8 at a time
+_TEXT_PREFIX = 4096  # bytes of a body checked for UTF-8 before it is taken for text
+
+
+def _utf8_prefix(body: bytes, size: int | None) -> bool:
+    """Whether the first ``size`` bytes of ``body`` (all of it: None) are UTF-8, checked 1 MB at
+    a time (no copy of the body); a multi-byte character cut at ``size`` counts as UTF-8."""
+    decode = codecs.getincrementaldecoder("utf-8")().decode
+    view = memoryview(body)[:size]
+    try:
+        for i in range(0, len(view), _CHECK_BATCH):
+            decode(view[i : i + _CHECK_BATCH])
+        decode(b"", len(view) == len(body))
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _body_to_json(
+    body: bytes, content_type: str | None, lazy: bool = False, text: bool = True
+) -> dict[str, Any]:
+    """``{"body": [pieces]}``, or ``{"body_base64": ...}`` for a body that is not UTF-8. With
+    ``lazy``, ``{"body": _BODY}`` (laid out later) when ``text``, else base64.
+
+    Pieces end at line breaks, so the body decodes exactly when every piece does."""
+    if lazy and text:
+        return {"body": _BODY}
+    if not lazy:
+        try:
+            return {"body": list(pieces(body, content_type))}
+        except UnicodeDecodeError:
+            pass
+    return {"body_base64": base64.b64encode(body).decode("ascii")}
+
+
+def _interaction_to_json(x: Interaction, lazy: bool = False, text: bool = True) -> dict[str, Any]:
+    req, resp = x.request, x.response
+    request: dict[str, Any] = {"method": req.method, "url": req.url, "headers": _headers_to_json(req.headers)}
+    parsed = req.json()
+    if parsed is not None and _json_in_layout(parsed) is not None:
+        request["json"] = parsed
+    elif req.body is not None:  # not JSON, or JSON too deep to lay out: kept as text, never lost
+        try:
+            request["body"] = req.body.decode("utf-8")
+        except UnicodeDecodeError:
+            request["body_base64"] = base64.b64encode(req.body).decode("ascii")
+    response: dict[str, Any] = {"status": resp.status, "headers": _headers_to_json(resp.headers)}
+    response.update(_body_to_json(resp.body, resp.header("content-type"), lazy, text))
+    t_ms = _times_ms(resp.times)
+    response["chunks"] = list(zip(t_ms, resp.ends))  # orjson writes a tuple as a list
+    if len(resp.times) != len(resp.ends):
+        raise _Invalid(f"response has {len(resp.ends)} chunk ends but {len(resp.times)} times")
+    if not (
+        t_ms and _chunk_map_loads(t_ms, resp.ends, len(resp.body))
+    ):  # what loads: checked as loading does
+        _chunk_map_from_json(list(map(list, response["chunks"])), len(resp.body))
+    response["complete"] = resp.complete
+    if resp.error is not None:
+        response["error"] = resp.error
+    return {"request": request, "response": response}
+
+
+_EXACT = 2.0**50  # below this, a float's ulp is far under 0.5, so y.5 is exact and rounding y cannot skip it
+
+
+def _times_ms(times: Sequence[float]) -> list[Any]:
+    """Arrival times (seconds) in milliseconds rounded to 0.1: ``round(t * 1000, 1)`` each, in bulk.
+
+    ``round(x, 1)`` is the double nearest the decimal ``d / 10``, ``d`` the integer nearest
+    ``10 x`` exactly (never a tie: a binary fraction times 10 is never an odd multiple of 0.5).
+    ``round(y)`` for the float ``y = x * 10`` is that ``d`` unless ``y`` landed exactly on a half,
+    and ``d / 10`` (int true division) is correctly rounded; so anything but floats from 0 to
+    `_EXACT` with no ``y`` on a half is left to ``round(x, 1)`` itself."""
+    repeat = itertools.repeat
+    if not times or set(map(type, times)) != {float}:
+        return [round(t * 1000, 1) for t in times]
+    y = list(map(operator.mul, map(operator.mul, times, repeat(1000)), repeat(10)))
+    low = min(y)
+    if not (0 <= low and sum(y) < _EXACT):  # NaN and inf make the sum NaN or inf
+        return [round(t * 1000, 1) for t in times]
+    d = list(map(round, y))
+    off = list(map(operator.sub, y, d))
+    if 0.5 in off or -0.5 in off:
+        return [round(t * 1000, 1) for t in times]
+    out = list(map(operator.truediv, d, repeat(10)))
+    return out if low else list(map(math.copysign, out, y))  # round(-0.0, 1) is -0.0
