@@ -1004,11 +1004,11 @@ def test_init_refuses_a_class_whose_slots_it_could_write_past() -> None:
 def test_without_the_accelerator_the_pure_code_runs() -> None:
     """Where the install could not build it (no C compiler), ``ssemock.sse`` imports and decodes."""
     script = (
-        "import sys; sys.modules['ssemock._speedups'] = None\n"
+        "import sys; sys.modules['ssemock.framing._speedups'] = None\n"
         "from ssemock import sse\n"
         "assert sse._blocks is sse._py_blocks and sse._text is sse._py_text\n"
-        "from ssemock import cassette, cassette_body\n"
-        "assert cassette._values is cassette._py_values and cassette_body._c_escaped is None\n"
+        "from ssemock.store import cassette, layout, size_guard\n"
+        "assert size_guard._values is size_guard._py_values and layout._c_escaped is None\n"
         "c = cassette.Cassette(); c.add('GET', 'http://h/s', [b'data: \\xc3\\xa9\\n\\n'])\n"
         "assert cassette.Cassette.loads(c.dumps()).interactions[0].response.body == 'data: \\u00e9\\n\\n'.encode()\n"
         "print(sse.decode([b'id: 1\\r\\nevent: e\\r\\ndata: x\\r\\n\\r\\ndata: y\\n\\n']))\n"
