@@ -28,7 +28,7 @@ from decode import build_events  # noqa: E402
 from timer import best  # noqa: E402
 
 import ssemock  # noqa: E402
-import ssemock.scan.shapes as scanner  # noqa: E402
+import ssemock.scan.credential_shapes as scanner  # noqa: E402
 from ssemock.redaction.rules import find_secrets  # noqa: E402
 
 

@@ -22,7 +22,7 @@ from ssemock import Cassette, CassetteError
 from ssemock.commands.cli import main
 from ssemock.commands.server import running
 from ssemock.redaction.rules import find_secrets
-from ssemock.scan.shapes import _SHAPES
+from ssemock.scan.credential_shapes import _SHAPES
 from ssemock.scan.walk import scan_cassette
 
 _SERVED: dict[tuple[str, str], Endpoint] = {}

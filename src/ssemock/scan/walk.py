@@ -21,24 +21,19 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from .. import framing
-from .shapes import (
-    _B64_RUN_BYTES,
+from .credential_shapes import _B64_RUN_BYTES, _WHOLE, B64_RUN, REDACTED, base64_text, scan
+from .fields import (
     _FORM_MAX,
-    _WHOLE,
-    B64_RUN,
     FORM,
-    REDACTED,
-    base64_text,
     credential_name,
     credential_value,
     query_spans,
-    scan,
     scan_body,
     scan_header,
     scan_named,
     scan_url,
-    value_shape,
 )
+from .messages import value_shape
 
 __all__ = ["Finding", "decode_content", "is_stream", "scan_cassette", "scan_interaction"]
 

@@ -1,0 +1,278 @@
+"""Credentials in the fields of a request or a response: a value under a name that says it is a
+credential (a header, a query or form parameter, a JSON member), a password in a URL, a
+``Bearer`` / ``Basic`` / ``Token`` header; and the names that say so."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterator
+from urllib.parse import unquote, urlsplit
+
+from .credential_shapes import REDACTED, Secret, _has_digit_and_letter, scan
+
+__all__ = [
+    "CREDENTIAL_NAME",
+    "FORM",
+    "SECRET_NAME",
+    "credential_name",
+    "credential_value",
+    "entropy",
+    "looks_random",
+    "query_spans",
+    "scan_body",
+    "scan_form",
+    "scan_header",
+    "scan_json_members",
+    "scan_named",
+    "scan_url",
+]
+
+#: A header, query parameter or form field with such a name holds a credential.
+#: ``tokens`` (a count: ``x-ratelimit-remaining-tokens``, ``anthropic-ratelimit-tokens-reset``) is not ``token``.
+SECRET_NAME = re.compile(r"token(?!s)|secret|key|auth|passw|signature|^sig$|session|cookie|credential", re.I)
+"""A header, query parameter or form field whose name matches holds a credential when its value
+looks generated (``tokens``, a count, is not ``token``)."""
+
+
+def entropy(value: str) -> float:
+    """Shannon entropy in bits per character."""
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values()) if n else 0.0
+
+
+# What real APIs send under names that say token/key/session and is never a credential: dates
+# (RFC 3339 / ISO 8601, compact ``20261126T160437Z``), epoch and other numbers, durations (``1m30s``,
+# ``59m59.992s``, ``412ms``).
+_NOT_CREDENTIAL = re.compile(
+    r"\d{4}-?\d{2}-?\d{2}(?:[T ]\d{2}:?\d{2}(?::?\d{2}(?:[.,]\d{1,9})?)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?"
+    r"|[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
+    r"|(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|h|m|s|d))+",
+    re.I,
+)
+
+
+def looks_random(value: str) -> bool:
+    """A value that reads like a generated credential rather than a word, number, date or duration."""
+    value = value.strip()
+    if len(value) < 10 or value == REDACTED or " " in value or _NOT_CREDENTIAL.fullmatch(value):
+        return False
+    return entropy(value) >= 3.0 and (
+        _has_digit_and_letter(value.encode("utf-8", "replace")) or len(value) >= 20
+    )
+
+
+def scan_named(name: str, value: str) -> Secret | None:
+    """A header, query parameter or form field whose name says it holds a credential and whose
+    value looks generated (``x-auth-token: 9f8e...``); offsets are into ``value``."""
+    if not SECRET_NAME.search(name) or not looks_random(unquote(value)):
+        return None
+    return Secret(f"a credential-like value named {name!r}", 0, len(value), "***")
+
+
+def query_spans(query: str) -> Iterator[tuple[str, int, int]]:
+    """(decoded name, start, end of the raw value) of each ``name=value`` in a query string."""
+    pos = 0
+    for part in query.split("&"):
+        name, eq, _ = part.partition("=")
+        if eq:
+            yield unquote(name.replace("+", " ")), pos + len(name) + 1, pos + len(part)
+        pos += len(part) + 1
+
+
+def scan_form(text: str) -> list[Secret]:
+    """Credentials named as such in ``a=1&client_secret=...`` (a query string or a form body):
+    any value under a credential name (`credential_name`), a generated-looking one under a
+    credential-like name (`scan_named`)."""
+    out = []
+    for name, a, b in query_spans(text):
+        value = text[a:b]
+        if credential_name(name) and credential_value(unquote(value.replace("+", " "))):
+            out.append(Secret(f"a credential-named parameter {name!r}", a, b, "***"))
+            continue
+        named = scan_named(name, value)
+        if named is not None:
+            out.append(Secret(named.what, a, b, named.preview))
+    return out
+
+
+FORM = re.compile(rb"^[\w.%~-]+=[^&\s]*(?:&[\w.%~-]+=[^&\s]*)*$")
+_FORM_MAX = 1 << 20
+# a credential word, then the JSON member it is part of: the words are rare, so they are found
+# first (bytes.find on the lower-cased data: C speed) and each is widened to its member
+_CREDENTIAL_WORDS = (
+    b"passw",
+    b"passphrase",
+    b"pwd",
+    b"secret",
+    b"apikey",
+    b"api_key",
+    b"token",
+    b"authorization",
+    b"private_key",
+    b"privatekey",
+)
+_MEMBER_AT = re.compile(rb'"\s*:\s*"((?:[^"\\]++|\\.)*+)"')
+
+
+def _word_hits(data: bytes) -> list[tuple[int, int]]:
+    lower, hits = data.lower(), []
+    for word in _CREDENTIAL_WORDS:
+        at = lower.find(word)
+        while at >= 0:
+            hits.append((at, at + len(word)))
+            at = lower.find(word, at + 1)
+    return sorted(hits)
+
+
+def scan_json_members(data: bytes) -> list[Secret]:
+    """String values of JSON members named like credentials (``"password": "..."``) whatever they
+    look like, where they stand in ``data`` (any JSON text: a body, an event); a number under such
+    a name is found by `scan_cassette`'s JSON walk."""
+    out: list[Secret] = []
+    end = 0
+    for hit_start, hit_end in _word_hits(data):
+        if hit_start < end:
+            continue
+        start = data.rfind(b'"', max(0, hit_start - 41), hit_start)
+        close = data.find(b'"', hit_end, hit_end + 41)
+        if start < 0 or close < 0:
+            continue
+        name = data[start + 1 : close]
+        member = _MEMBER_AT.match(data, close)
+        if member is None or not re.fullmatch(rb"[A-Za-z0-9_.\-]+", name):
+            continue
+        end = member.end()
+        if credential_name(name.decode("ascii")) and credential_value(
+            member.group(1).decode("utf-8", "replace")
+        ):
+            out.append(
+                Secret(
+                    f"a credential-named field {name.decode('ascii')!r}",
+                    member.start(1),
+                    member.end(1),
+                    "***",
+                )
+            )
+    return out
+
+
+def scan_body(body: bytes) -> list[Secret]:
+    """`scan`, plus credentials named as such in a JSON text (``"password": ...``) or a form body
+    (``a=1&client_secret=...``)."""
+    found = scan(body)
+    named = scan_json_members(body) if b'"' in body else []
+    if len(body) <= _FORM_MAX and FORM.match(body):
+        named += scan_form(body.decode("latin-1"))
+    return _merged(found + named) if named else found
+
+
+def scan_url(url: str) -> list[Secret]:
+    """`scan` plus a password in the userinfo and credentials named in the query."""
+    found = scan(url)
+    parts = urlsplit(url)
+    if parts.password and parts.password != REDACTED:
+        start = url.find("@")
+        colon = url.rfind(":", 0, start)
+        found.append(Secret("a password in the URL", colon + 1, start, "***"))
+    found += _url_parameters(url)  # the query and the fragment (``#access_token=...``)
+    return _merged(found)
+
+
+_URL_IN_TEXT = re.compile(
+    r"""[a-z][a-z0-9+.\-]*://[^\s"'<>]*|(?<![^\s<"'=;,])/[^\s"'<>]*[?#][^\s"'<>]*""", re.I
+)
+
+
+def _url_parameters(url: str, at: int = 0) -> list[Secret]:
+    """Credentials named in a URL's query and fragment (``#access_token=...``), offsets from ``at``."""
+    found = []
+    for mark in ("?", "#"):
+        start = url.find(mark)
+        if start < 0:
+            continue
+        end = url.find("#", start + 1) if mark == "?" else -1
+        part = url[start + 1 : end if end >= 0 else len(url)]
+        found += [
+            Secret(s.what, at + start + 1 + s.start, at + start + 1 + s.end, s.preview)
+            for s in scan_form(part)
+        ]
+    return found
+
+
+def scan_header(name: str, value: str) -> list[Secret]:
+    """`scan`, plus a credential-named value, plus any ``Bearer``/``Basic``/``Token`` value."""
+    found = scan(value)
+    named = scan_named(name, value)
+    if named is not None:
+        found.append(named)
+    for url in _URL_IN_TEXT.finditer(value):  # location, link, content-location, refresh: a URL's parameters
+        found += _url_parameters(url.group(), url.start())
+    m = re.match(r"(?i)(bearer|basic|token)\s+(\S+)", value)
+    if m and m.group(2) != REDACTED:
+        found.append(
+            Secret(f"a {m.group(1).capitalize()} credential", m.start(2), len(value), f"{m.group(1)} ***")
+        )
+    if (
+        not found and credential_name(name) and credential_value(value)
+    ):  # what other rules say is more telling
+        found.append(Secret(f"a credential-named header {name!r}", 0, len(value), "***"))
+    return _merged(found)
+
+
+def _merged(found: list[Secret]) -> list[Secret]:
+    """Sorted, overlapping finds joined (the first one's name and preview kept)."""
+    out: list[Secret] = []
+    for s in sorted(found, key=lambda s: (s.start, -s.end)):
+        if out and s.start < out[-1].end:
+            last = out[-1]
+            out[-1] = Secret(last.what, last.start, max(last.end, s.end), last.preview)
+        else:
+            out.append(s)
+    return out
+
+
+# -- credential names ---------------------------------------------------------------------------
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+#: Names that say the value IS a credential, whatever it looks like (words of the name, snake-cased):
+#: ``password``, ``x-api-key``, ``clientSecret``, ``AWS_SECRET_ACCESS_KEY``, ``access_token``.
+#: Counts and settings are not: ``max_tokens``, ``input_tokens``, ``*-tokens-reset``, ``next_page_token``.
+CREDENTIAL_NAME = re.compile(
+    r"(?:^|_)(?:password|passwd|passphrase|secret|client_secret|api_key|apikey|access_token|refresh_token|id_token"
+    r"|auth_token|bearer_token|private_key|secret_key|secret_access_key|session_token|security_token)$"
+    r"|^(?:token|pwd|authorization|proxy_authorization)$"
+)
+"""Names (in words, lower case, ``_`` between them) that hold a credential whatever their value."""
+
+
+#: the same names run together, as a header name stored in lower case has them (``accesstoken``)
+_CREDENTIAL_JOINED = re.compile(
+    r"(?:password|passwd|passphrase|clientsecret|apikey|accesstoken|refreshtoken|idtoken|authtoken|bearertoken"
+    r"|privatekey|secretkey|secretaccesskey|sessiontoken|securitytoken)$|^(?:proxyauthorization)$"
+)
+
+
+def credential_name(name: str) -> bool:
+    """Whether a field, header, parameter or JSON key named ``name`` holds a credential whatever
+    its value (see `CREDENTIAL_NAME`; also with its words run together, as HTTP header names are
+    stored in lower case: ``accessToken`` is kept as ``accesstoken``)."""
+    words = re.sub(r"[^a-z0-9]+", "_", _CAMEL.sub("_", name).lower()).strip("_")
+    return (
+        CREDENTIAL_NAME.search(words) is not None
+        or _CREDENTIAL_JOINED.search(words.replace("_", "")) is not None
+    )
+
+
+def credential_value(value: object) -> bool:
+    """A value worth refusing under a credential name: not empty, not a placeholder (``REDACTED``,
+    ``***``), not null or a boolean."""
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    if not isinstance(value, str):
+        return False
+    text = value.strip()
+    return bool(text) and REDACTED not in text and text.strip("*xX.") != ""
