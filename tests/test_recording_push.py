@@ -34,6 +34,7 @@ from ssemock.plan.live import needs_end, prefix
 from ssemock.plan.serving import plan_response
 from ssemock.stacks import STACKS
 from ssemock.store.cassette import Response
+from ssemock.variants.fault_aim import _AtAttempt
 
 SSE = "text/event-stream"
 #: What the streams send, write by write: the first event alone, then (once the client has
@@ -232,7 +233,7 @@ def _refusals(options: dict[str, Any]) -> list[str]:
     return needs_end(
         chunking.get(options.get("chunking", "as_recorded")),
         transforms.resolve(options.get("transform")),
-        [faults._AtAttempt(f, 0) for f in picked],
+        [_AtAttempt(f, 0) for f in picked],
         kind="sse",
     )
 
