@@ -267,7 +267,8 @@ def plan(root: str | os.PathLike[str], *, match_body: bool = False) -> Migration
         import libcst  # noqa: F401
     except ImportError as exc:
         raise ImportError(INSTALL) from exc
-    from . import code as _migrate_code
+    from .rewrite import Unparsable, rewrite_file
+    from .suite import Suite
 
     base = Path(root)
     if not base.exists():
@@ -286,9 +287,7 @@ def plan(root: str | os.PathLike[str], *, match_body: bool = False) -> Migration
             if new != text:
                 migration.edits.append(Edit(path, text, new))
     jobs = {_target(s): CassetteJob((s,), _target(s)) for s in sources}
-    suite = _migrate_code.Suite(
-        root=base, match_on=None if match_body else VCR_MATCH_ON, cassettes=set(sources)
-    )
+    suite = Suite(root=base, match_on=None if match_body else VCR_MATCH_ON, cassettes=set(sources))
     for path in python:
         try:
             text = _read(path)
@@ -299,8 +298,8 @@ def plan(root: str | os.PathLike[str], *, match_body: bool = False) -> Migration
         if not re.search(r"vcr|block_network|default_cassette", text) and path.name != "conftest.py":
             continue
         try:
-            new = suite.rewrite(path, text)
-        except _migrate_code.Unparsable as exc:
+            new = rewrite_file(suite, path, text)
+        except Unparsable as exc:
             migration.unparsable.append(
                 Finding(path, exc.line, f"does not parse, left as it is: {exc.message}")
             )
