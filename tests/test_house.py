@@ -107,3 +107,21 @@ def _private_attributes(module: str, path: Path, modules: dict[str, Path]) -> li
 def test_every_package_says_what_it_owns(package: str) -> None:
     doc = ast.get_docstring(ast.parse((SRC / package / "__init__.py").read_text()))
     assert doc, f"ssemock.{package} has no docstring saying what it owns"
+
+
+def test_every_package_but_framing_reads_its_submodules_fresh() -> None:
+    """pytester's in-process reruns drop the modules a run imported: a package that stays must
+    not hand out its dropped submodules (``ssemock.core.packages``). ``framing`` sits beside
+    ``core`` and cannot use it: nothing imports a framing submodule by ``from ..framing import``."""
+    import importlib
+
+    stale = []
+    for module, path in _modules().items():
+        if path.name == "__init__.py" and module != "ssemock" and not module.startswith("ssemock.framing"):
+            if type(importlib.import_module(module)).__name__ != "_FreshPackage":
+                stale.append(module)
+        elif path.name != "__init__.py":
+            for source, name, line in _imports(module, path):
+                if source == "ssemock.framing" and f"ssemock.framing.{name}" in _modules():
+                    stale.append(f"{module}:{line} imports the module {name} from ssemock.framing")
+    assert not stale, stale

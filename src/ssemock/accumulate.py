@@ -14,7 +14,6 @@ parsed JSON lines, and Gemini's JSON array form its parsed elements); this modul
 
 import sys
 
-from .protocols import accumulate as _module
 from .protocols.accumulate import (
     PROTOCOLS,
     Accumulated,
@@ -35,4 +34,6 @@ __all__ = [
     "detect_protocol",
 ]
 
-sys.modules[__name__] = _module  # one module under both names: patching one patches both
+# one module under both names (patching one patches both), taken from sys.modules: the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped
+sys.modules[__name__] = sys.modules[f"{__package__}.protocols.accumulate"]

@@ -7,7 +7,6 @@ offsets, the last one ``len(body)``). Every strategy is deterministic and has a 
 
 import sys
 
-from .variants import chunking as _module
 from .variants.chunking import (
     ALL,
     At,
@@ -48,4 +47,6 @@ __all__ = [
     "random",
 ]
 
-sys.modules[__name__] = _module  # one module under both names: patching one patches both
+# one module under both names (patching one patches both), taken from sys.modules: the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped
+sys.modules[__name__] = sys.modules[f"{__package__}.variants.chunking"]

@@ -22,7 +22,6 @@ the chunk boundaries fell around it::
 
 import sys
 
-from .cassettes import conformance as _module
 from .cassettes.conformance import (
     DEFAULT_CHUNKINGS,
     Case,
@@ -47,4 +46,6 @@ __all__ = [
     "normalize",
 ]
 
-sys.modules[__name__] = _module  # one module under both names: patching one patches both
+# one module under both names (patching one patches both), taken from sys.modules: the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped
+sys.modules[__name__] = sys.modules[f"{__package__}.cassettes.conformance"]

@@ -17,7 +17,6 @@ test failing, not the client rejecting), as [`ssemock.Player.assert_rejected`][s
 
 import sys
 
-from .player import explore as _module
 from .player.explore import (
     DATABASE,
     Coverage,
@@ -38,4 +37,6 @@ __all__ = [
     "verdict",
 ]
 
-sys.modules[__name__] = _module  # one module under both names: patching one patches both
+# one module under both names (patching one patches both), taken from sys.modules: the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped
+sys.modules[__name__] = sys.modules[f"{__package__}.player.explore"]

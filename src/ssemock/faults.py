@@ -15,7 +15,6 @@ such a response is an error before any request is served.
 
 import sys
 
-from .variants import faults as _module
 from .variants.faults import (
     VARIANTS,
     Aim,
@@ -52,4 +51,6 @@ __all__ = [
     "truncate",
 ]
 
-sys.modules[__name__] = _module  # one module under both names: patching one patches both
+# one module under both names (patching one patches both), taken from sys.modules: the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped
+sys.modules[__name__] = sys.modules[f"{__package__}.variants.faults"]

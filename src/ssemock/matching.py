@@ -12,7 +12,6 @@ rules still matches a request whose credentials the current rules replace.
 
 import sys
 
-from .plan import matching as _module
 from .plan.matching import (
     DEFAULT,
     MATCHERS,
@@ -27,4 +26,6 @@ __all__ = [
     "resolve",
 ]
 
-sys.modules[__name__] = _module  # one module under both names: patching one patches both
+# one module under both names (patching one patches both), taken from sys.modules: the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped
+sys.modules[__name__] = sys.modules[f"{__package__}.plan.matching"]

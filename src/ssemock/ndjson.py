@@ -2,9 +2,10 @@
 
 import sys
 
-from .framing import ndjson as _module
 from .framing.ndjson import Decoder, NDJSONError, adecode, decode, iter_decode
 
 __all__ = ["Decoder", "NDJSONError", "adecode", "decode", "iter_decode"]
 
-sys.modules[__name__] = _module  # one module under both names: patching one patches both
+# one module under both names (patching one patches both), taken from sys.modules: the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped
+sys.modules[__name__] = sys.modules[f"{__package__}.framing.ndjson"]

@@ -34,7 +34,6 @@ chunks are cut:
 
 import sys
 
-from .framing import sse as _module
 from .framing.sse import (
     FRAMING,
     MAX_RETRY,
@@ -61,4 +60,6 @@ __all__ = [
     "iter_decode",
 ]
 
-sys.modules[__name__] = _module  # one module under both names: patching one patches both
+# one module under both names (patching one patches both), taken from sys.modules: the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped
+sys.modules[__name__] = sys.modules[f"{__package__}.framing.sse"]

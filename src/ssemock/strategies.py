@@ -15,7 +15,6 @@
 
 import sys
 
-from .variants import strategies as _module
 from .variants.strategies import (
     BUFFER_SIZES,
     FAULTS,
@@ -56,4 +55,6 @@ __all__ = [
     "variants",
 ]
 
-sys.modules[__name__] = _module  # one module under both names: patching one patches both
+# one module under both names (patching one patches both), taken from sys.modules: the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped
+sys.modules[__name__] = sys.modules[f"{__package__}.variants.strategies"]

@@ -31,7 +31,6 @@ folder and compares the files byte for byte, times aside).
 
 import sys
 
-from .cassettes import synth as _module
 from .cassettes.synth import (
     ANTHROPIC_URL,
     AZURE_URL,
@@ -83,5 +82,7 @@ __all__ = [
 ]
 
 if __name__ == "__main__":
-    raise SystemExit(_module.main())
-sys.modules[__name__] = _module  # one module under both names: patching one patches both
+    raise SystemExit(sys.modules[f"{__package__}.cassettes.synth"].main())
+# one module under both names (patching one patches both), taken from sys.modules: the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped
+sys.modules[__name__] = sys.modules[f"{__package__}.cassettes.synth"]

@@ -2,7 +2,6 @@
 
 import sys
 
-from .variants import timing as _module
 from .variants.timing import (
     Clock,
     Timing,
@@ -23,4 +22,6 @@ __all__ = [
     "scaled",
 ]
 
-sys.modules[__name__] = _module  # one module under both names: patching one patches both
+# one module under both names (patching one patches both), taken from sys.modules: the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped
+sys.modules[__name__] = sys.modules[f"{__package__}.variants.timing"]

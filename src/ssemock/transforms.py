@@ -21,7 +21,6 @@ twice and says why it did not.
 
 import sys
 
-from .variants import transforms as _module
 from .variants.transforms import (
     ALL,
     CONFORMING,
@@ -86,4 +85,6 @@ __all__ = [
     "skipped_because",
 ]
 
-sys.modules[__name__] = _module  # one module under both names: patching one patches both
+# one module under both names (patching one patches both), taken from sys.modules: the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped
+sys.modules[__name__] = sys.modules[f"{__package__}.variants.transforms"]

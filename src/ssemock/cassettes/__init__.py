@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..core.packages import fresh
 from ..store.cassette import Cassette, CassetteError
 
 __all__ = ["DIRECTORY", "load", "names", "path"]
@@ -46,3 +47,6 @@ def path(name: str) -> Path:
 def load(name: str) -> Cassette:
     """The shipped cassette ``name`` as a [`ssemock.Cassette`][ssemock.Cassette], e.g. ``load("ollama/chat")``."""
     return Cassette.load(path(name))
+
+
+fresh(__name__)  # submodules read from sys.modules (pytester's in-process reruns drop them)

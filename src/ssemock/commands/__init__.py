@@ -16,6 +16,7 @@ Everything here works on [`Cassette`][ssemock.Cassette] objects and returns plai
 
 from __future__ import annotations
 
+from ..core.packages import fresh
 from ..redaction.scrub import redact, remap_ends
 from .decoding import Decoded, decode_response, stream_kind
 from .fix import Repair, repair, repair_file
@@ -47,3 +48,5 @@ __all__ = [
     "validate_file",
     "cassette_files",
 ]
+
+fresh(__name__)  # submodules read from sys.modules (pytester's in-process reruns drop them)

@@ -10,8 +10,8 @@ from typing import Any
 
 import orjson
 
-from ..framing import sse
 from ..framing.eventstream import is_frame
+from ..framing.sse import is_event
 from ..redaction.rules import mask_url
 from ..store.cassette import (
     Interaction,
@@ -79,7 +79,7 @@ def _short(text: str, size: int = 160) -> str:
 
 
 def _event_dict(event: Any) -> Any:
-    if sse.is_event(event):
+    if is_event(event):
         out: dict[str, Any] = {"event": event.event, "data": event.data}
         if event.id:
             out["id"] = event.id

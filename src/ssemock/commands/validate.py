@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..framing import sse
+from ..framing.sse import is_event
 from ..redaction.rules import find_secrets
 from ..store.cassette import (
     Cassette,
@@ -91,7 +91,7 @@ def _sse_oddities(body: bytes, events: Sequence[Any]) -> list[str]:
             f"unterminated last event: the last {len(tail)} bytes ({_short(repr(tail), 60)}) have "
             "no blank line after them, so a conforming decoder drops that event"
         )
-    done = next((k for k, e in enumerate(events) if sse.is_event(e) and e.data == "[DONE]"), None)
+    done = next((k for k, e in enumerate(events) if is_event(e) and e.data == "[DONE]"), None)
     if done is not None and done < len(events) - 1:
         found.append(
             f"{len(events) - 1 - done} event(s) after [DONE] (event {done}); clients stop reading there"

@@ -32,6 +32,7 @@ Adding a framing = one module + its tests + one line in `_MODULES`.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -64,16 +65,16 @@ _MODULES = (
 )  # eventstream first: its sniff is an exact CRC
 # check; json before ndjson: a body that is one whole JSON object (pretty or not) is a document, not JSON lines
 
-_loaded: dict[str, Framing] = {}
-
 
 def all_framings() -> list[Framing]:
     """Every registered framing, in detection order (modules are imported on first use)."""
-    if len(_loaded) < len(_MODULES):
-        for module in _MODULES:
-            if module not in _loaded:
-                _loaded[module] = importlib.import_module(f"{__name__}.{module}").FRAMING
-    return [_loaded[module] for module in _MODULES]
+    # read from sys.modules each time, never kept here: pytester's in-process runs drop the modules a
+    # run imported, and a member kept from an earlier run would decode into that run's classes
+    modules = sys.modules
+    return [
+        (modules.get(name) or importlib.import_module(name)).FRAMING
+        for name in (f"{__name__}.{module}" for module in _MODULES)
+    ]
 
 
 def get(name: str) -> Framing:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import orjson
 
-from ..framing import sse
+from ..framing.sse import decode as sse_decode
 from ..redaction.rules import escape_control, mask_text, mask_url
 from ..variants.chunking import Chunking, event_ends
 from ..variants.faults import Fault, Served
@@ -68,7 +68,7 @@ def blocks(body: bytes, content_type: str, upto: int | None = None) -> list[Bloc
             out.append(Block(i, a, b, seen if text else None, "json", text))
             seen += bool(text)
             continue
-        events = sse.decode([raw])  # an unterminated block dispatches nothing
+        events = sse_decode([raw])  # an unterminated block dispatches nothing
         if events:
             out.append(Block(i, a, b, seen, events[0].event, events[0].data))
             seen += 1

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .. import framing, protocols
-from ..framing import sse
 from ..framing.eventstream import Frame
+from ..framing.sse import ServerSentEvent
+from ..framing.sse import decode as sse_decode
 from ..protocols.accumulate import Accumulated, ToolCall, accumulate
 from ..protocols.base import error_of
 from ..redaction.rules import escape_control, mask_text
@@ -200,7 +201,7 @@ class Expected:
         seen = -1
         starts = [0, *event_ends(body, sse=True)]
         for i, (a, b) in enumerate(zip(starts, starts[1:])):
-            if sse.decode([body[a:b]]):
+            if sse_decode([body[a:b]]):
                 seen += 1
                 if seen == k:
                     return i
@@ -249,9 +250,9 @@ class Expected:
     def assert_events(self, got: Sequence[Any]) -> None:
         """Raise StreamAssertionError unless ``got`` (``(event, data)`` pairs or objects with
         ``.event`` and ``.data``) are the reference events, in order."""
-        want = [_pair(e) if isinstance(e, sse.ServerSentEvent) else _value(e) for e in self.events]
+        want = [_pair(e) if isinstance(e, ServerSentEvent) else _value(e) for e in self.events]
         pairs = [
-            _pair(e) if isinstance(e, (tuple, sse.ServerSentEvent)) or hasattr(e, "data") else _value(e)
+            _pair(e) if isinstance(e, (tuple, ServerSentEvent)) or hasattr(e, "data") else _value(e)
             for e in got
         ]
         for n, (g, w) in enumerate(zip(pairs, want)):

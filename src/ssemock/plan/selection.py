@@ -2,7 +2,7 @@
 
 The in-process player and ``ssemock serve`` both choose through `Selection`. Requests are
 indexed by the values of the matchers that compare one value each (method, URL parts: see
-[`ssemock.matching.KEYS`][ssemock.matching.KEYS]), so finding the candidates for a request costs a dict lookup and a
+`ssemock.plan.matching.KEYS`), so finding the candidates for a request costs a dict lookup and a
 comparison of the few interactions in its bucket (body, headers, callables), not a scan of the
 whole cassette: replaying N interactions is O(N), not O(N^2).
 """

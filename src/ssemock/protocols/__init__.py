@@ -62,11 +62,13 @@ Nothing else changes: detection, ``accumulate``, ``error_event`` and ``http_erro
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..core.packages import fresh
 from .base import Event, Fold, HTTPErrorBody, ProtocolError, StreamError
 
 __all__ = [
@@ -123,16 +125,16 @@ _MODULES = (
     "mcp",
 )
 
-_loaded: dict[str, Protocol] = {}
-
 
 def all_protocols() -> list[Protocol]:
     """Every registered protocol, in detection order (modules are imported on first use)."""
-    if len(_loaded) < len(_MODULES):
-        for module in _MODULES:
-            if module not in _loaded:
-                _loaded[module] = importlib.import_module(f"{__name__}.{module}").PROTOCOL
-    return [_loaded[module] for module in _MODULES]
+    # read from sys.modules each time, never kept here: pytester's in-process runs drop the modules a
+    # run imported, and a member kept from an earlier run would decode into that run's classes
+    modules = sys.modules
+    return [
+        (modules.get(name) or importlib.import_module(name)).PROTOCOL
+        for name in (f"{__name__}.{module}" for module in _MODULES)
+    ]
 
 
 def names() -> tuple[str, ...]:
@@ -214,3 +216,6 @@ def holds(body: bytes) -> list[tuple[int, frozenset[Any]]]:
 def _path(url: str) -> str:
     """The URL's path without a trailing slash (helpers for ``url`` detectors)."""
     return urlsplit(url).path.rstrip("/")
+
+
+fresh(__name__)  # submodules read from sys.modules (pytester's in-process reruns drop them)

@@ -25,8 +25,9 @@ from urllib.parse import quote, unquote
 
 import orjson
 
-from ..framing import eventstream
+from ..framing.eventstream import CONTENT_TYPE as EVENTSTREAM
 from ..framing.eventstream import Frame, is_frame
+from ..framing.eventstream import encode as encode_frame
 from ..store.cassette import Cassette
 from . import Protocol, _path
 from . import synthesis as syn
@@ -152,7 +153,7 @@ def frame(event_type: str, payload: Any, *, message_type: str = "event") -> byte
     ``:content-type`` and ``:message-type`` headers, a JSON payload."""
     name = ":exception-type" if message_type == "exception" else ":event-type"
     headers = {name: event_type, ":content-type": "application/json", ":message-type": message_type}
-    return eventstream.encode(headers, orjson.dumps(payload))
+    return encode_frame(headers, orjson.dumps(payload))
 
 
 def _exception_type(kind: str) -> str:
@@ -299,7 +300,7 @@ def synthesize(
         chunks,
         times=times,
         headers={
-            "content-type": eventstream.CONTENT_TYPE,
+            "content-type": EVENTSTREAM,
             "x-amzn-requestid": str(uuid.UUID(bytes=rng.ids.randbytes(16), version=4)),
             syn.SOURCE_HEADER: syn.SYNTH_SOURCE,
         },
@@ -316,7 +317,7 @@ PROTOCOL = Protocol(
     error_event=error_event,
     http_error=http_error,
     url=_is_converse,
-    content_type=lambda media: media == eventstream.CONTENT_TYPE,
+    content_type=lambda media: media == EVENTSTREAM,
     event=_telling,
     synthesize=synthesize,
 )

@@ -23,7 +23,9 @@ from typing import Any
 import orjson
 
 from .. import framing
-from ..framing import eventstream
+from ..framing.eventstream import decode as decode_frames
+from ..framing.eventstream import encode as encode_frame
+from ..framing.eventstream import frame_ends
 from ..framing.json_array import element_spans as _array_spans
 from ..scan.shapes import (
     B64_RUN,
@@ -140,14 +142,14 @@ def _units(body: bytes, content_type: str, stream: bool) -> Iterator[_Unit]:
     kind = framing.detect(content_type, body).name if stream else ""
     if kind == "eventstream":
         pos = 0
-        for end in eventstream.frame_ends(body):
-            [frame] = eventstream.decode(body[pos:end])
+        for end in frame_ends(body):
+            [frame] = decode_frames(body[pos:end])
             headers = frame.headers
             yield _Unit(
                 pos,
                 end,
                 frame.payload.decode("utf-8", "replace"),
-                lambda text, h=headers: eventstream.encode(h, text.encode()),  # type: ignore[misc]
+                lambda text, h=headers: encode_frame(h, text.encode()),  # type: ignore[misc]
             )
             pos = end
         return

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import httpx
 from respx.models import PassThrough
 
+from ..core.packages import fresh
 from ..plan.errors import UnmatchedRequestError
 
 if TYPE_CHECKING:
@@ -297,3 +298,6 @@ def errors_of(request: httpx.Request) -> Any:
     """The namespace whose ``RemoteProtocolError`` / ``ReadTimeout`` (and recorded error names)
     become the exceptions the request's own stack raises (its ``ERRORS``)."""
     return _stack_module(stack_of(request)).ERRORS
+
+
+fresh(__name__)  # submodules read from sys.modules (pytester's in-process reruns drop them)

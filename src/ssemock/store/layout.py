@@ -22,11 +22,9 @@ from collections.abc import Iterator
 
 import orjson
 
-from ..framing import accelerator
+from ..framing.accelerator import escaped as _c_escaped
 from ..framing.ends import EVENT_END, event_ends  # EVENT_END: cut where event_ends cuts
 from ..framing.eventstream import is_eventstream
-
-_c_escaped = accelerator.escaped  # the optional C accelerator: _escaped in one pass (None: the pure code)
 
 __all__ = ["WINDOW", "body_ends", "laid_out", "pieces"]
 

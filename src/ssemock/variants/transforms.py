@@ -18,7 +18,8 @@ import orjson
 from .. import framing
 from ..core.edits import Edit, rewrite
 from ..core.names import unknown
-from ..framing import json_array as _array
+from ..framing.json_array import element_spans as array_spans
+from ..framing.json_array import event_ends as array_event_ends
 from .chunking import event_ends
 
 __all__ = [
@@ -98,7 +99,7 @@ def kind_of(content_type: str, body: bytes) -> str | None:
     if "json" not in content_type:
         return None
     start = body.lstrip()[:1]
-    if start == b"[" and _array.event_ends(body):
+    if start == b"[" and array_event_ends(body):
         return _ARRAY
     if start == b"{" and b"\n" in body.rstrip() and framing.detect(content_type, body).name != "json":
         return _NDJSON
@@ -345,7 +346,7 @@ def _array_layout(element: Callable[[bytes], bytes], first: bytes, between: byte
     each element as ``element(its bytes)`` (an incomplete trailing element is left alone)."""
 
     def edits(body: bytes, kind: str) -> Iterator[Edit]:
-        spans = _array.element_spans(body)
+        spans = array_spans(body)
         if not spans:
             return
         yield 0, spans[0][0], first

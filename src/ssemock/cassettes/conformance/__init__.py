@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ...core.packages import fresh
 from .case import DEFAULT_CHUNKINGS, Case, ChunkingSpec, ConformanceError
 from .compare import DecodeFn, normalize
 from .corpus import _build
@@ -55,3 +56,6 @@ def failures(
         except ConformanceError as exc:
             out[case.name] = exc
     return out
+
+
+fresh(__name__)  # submodules read from sys.modules (pytester's in-process reruns drop them)

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ...core.packages import fresh
 from ...redaction.rules import escape_control, mask_text
 from ...store.cassette import CassetteError
 from .about import _add_demo, _add_doctor
@@ -118,3 +119,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+fresh(__name__)  # submodules read from sys.modules (pytester's in-process reruns drop them)

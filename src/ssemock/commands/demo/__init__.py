@@ -19,6 +19,7 @@ Needs the ``demo`` extra (starlette, uvicorn, openai, httpx-sse, rich).
 
 from __future__ import annotations
 
+from ...core.packages import fresh
 from .clients import Outcome, ToolCall
 from .results import ChunkingResult, DemoResult
 from .run import run_demo
@@ -44,3 +45,5 @@ __all__ = [
     "ToolCall",
     "run_demo",
 ]
+
+fresh(__name__)  # submodules read from sys.modules (pytester's in-process reruns drop them)

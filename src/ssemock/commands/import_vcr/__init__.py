@@ -15,6 +15,7 @@ check with `ssemock.redaction.rules.find_secrets` ([`import_paths`][ssemock.comm
 
 from __future__ import annotations
 
+from ...core.packages import fresh
 from .checks import BODY_EXPANSION as BODY_EXPANSION
 from .checks import BODY_FREE as BODY_FREE
 from .convert import NO_BOUNDARIES, from_vcr, import_vcr, is_ssemock_cassette, is_vcr_cassette
@@ -38,3 +39,5 @@ __all__ = [
     "is_vcr_cassette",
     "load_vcr",
 ]
+
+fresh(__name__)  # submodules read from sys.modules (pytester's in-process reruns drop them)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ...core.packages import fresh
 from .findings import MODES as _MODES
 from .findings import CassetteJob, Edit, Finding, ssemock_name
 from .findings import literal_host as _literal_host
@@ -333,3 +334,6 @@ def plan(root: str | os.PathLike[str], *, match_body: bool = False) -> Migration
             )
     _, migration.refused = import_cassettes(migration.cassettes, write=False)
     return migration
+
+
+fresh(__name__)  # submodules read from sys.modules (pytester's in-process reruns drop them)

@@ -60,6 +60,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         f"ssemock serve needs the 'serve' extra ({exc.name} is missing): {install_hint('serve')}"
     ) from exc
 
+from ...core.packages import fresh
 from ...plan import matching
 from ...plan.serving import ChunkingSpec, FaultSpec, TimingSpec, TransformSpec
 from .prepare import ConnectionDropped, Prepared, prepare
@@ -148,3 +149,6 @@ def app(
     starlette = Starlette(routes=[Route("/{path:path}", replayer.handle, methods=_METHODS)])
     starlette.state.ssemock = replayer
     return starlette
+
+
+fresh(__name__)  # submodules read from sys.modules (pytester's in-process reruns drop them)

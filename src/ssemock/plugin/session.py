@@ -1,0 +1,62 @@
+"""The session's start and end: the marker registered, every option given on the command line
+or in the ini file checked (one usage error before any test runs), the run's scratch folder; and
+a marked test given the fixture without naming it."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from .fixture import _RUN
+from .interrupts import _configs
+from .settings import _CLI, _INI, KEYWORDS, _disabled, _from_text, _problem
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    keywords = ", ".join(f"{k}=..." for k in KEYWORDS if k != "cassette")  # cassette leads, once
+    config.addinivalue_line(
+        "markers",
+        f"ssemock(cassette=None, *, {keywords}): replay (or record) the test's streaming HTTP through "
+        "an ssemock cassette; the first positional argument is the cassette name. Keywords: "
+        + "; ".join(f"{k}: {v}" for k, v in KEYWORDS.items()),
+    )
+    if _disabled(config):
+        return
+    for key in _CLI:
+        value = config.getoption(f"ssemock_{key}")
+        if value is not None:
+            problem = _problem(key, _from_text(key, value))
+            if problem:
+                raise pytest.UsageError(f"ssemock: --ssemock-{key.replace('_', '-')}: {problem}")
+    for key in _INI:
+        text = config.getini(f"ssemock_{key}")
+        if text:
+            problem = _problem(key, _from_text(key, text))
+            if problem:
+                raise pytest.UsageError(f"ssemock: ini option ssemock_{key}: {problem}")
+    _configs.append(config)
+    workerinput = getattr(config, "workerinput", None)
+    config.stash[_RUN] = workerinput["testrunuid"] if workerinput else uuid.uuid4().hex
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A marked test gets the player without naming the fixture (no autouse fixture: a test
+    without the marker pays nothing)."""
+    fixturenames = getattr(item, "fixturenames", None)
+    if (
+        fixturenames is not None
+        and "ssemock" not in fixturenames
+        and item.get_closest_marker("ssemock") is not None
+        and not _disabled(item.config)
+    ):
+        fixturenames.append("ssemock")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config in _configs:
+        _configs.remove(config)
+    if _RUN in config.stash:  # the run's scratch folder goes (the last xdist worker out removes it)
+        from ..core import runs
+
+        runs.finish(config.stash[_RUN])
