@@ -363,8 +363,8 @@ def test_a_migrated_suite_has_the_outcomes_it_had_under_vcrpy(
     assert "def ssemock_cassette_dir():" in other
     assert '@mark.ssemock(record_mode="none")\ndef test_mark_alias' in other  # the module's options it hid
     assert (
-        'return {"match_on": ["method", "host", "path"]}' in other
-    )  # dict(...) as a literal, tuple as a list
+        'return {"match_on": ["method", "host", "path"], "allowed_hosts": []}' in other
+    )  # dict(...) as a literal, tuple as a list; vcrpy's strictness kept beside its own matchers
     conftest = (tmp_path / "tests" / "conftest.py").read_text()
     assert "# every test of the suite: keys never reach a cassette" in conftest  # comments kept
     assert '"before_record_request": vcr_compat.request_hook(scrub_request)' in conftest
@@ -393,6 +393,28 @@ def test_match_body_keeps_ssemock_matchers(tmp_path: Path) -> None:
     assert [e.after for e in body.edits if e.path.name == "test_x.py"] == [
         "import pytest\n\n\n@pytest.mark.ssemock\ndef test_x():\n    pass\n"
     ]
+
+
+def test_strict_matching_is_kept_when_the_suite_names_its_own_matchers(tmp_path: Path) -> None:
+    """vcrpy lets no unmatched request through whatever its match_on: the migrated suite keeps
+    allowed_hosts=[] (else a request drifted to an unrecorded loopback URL would pass)."""
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.fixture\ndef vcr_config():\n"
+        '    return {"match_on": ["method", "uri"]}\n\n\n'
+        "@pytest.fixture\ndef other_config(vcr_config):\n    return {**vcr_config}\n"
+    )
+    (tmp_path / "test_x.py").write_text("import pytest\n\n\n@pytest.mark.vcr\ndef test_x():\n    pass\n")
+    conftest = next(e.after for e in plan(tmp_path).edits if e.path.name == "conftest.py")
+    assert 'return {"match_on": ["method", "uri"], "allowed_hosts": []}' in conftest
+    assert "# allowed_hosts=[]: as under vcrpy" in conftest
+    assert "vcrpy does not match the request body" not in conftest  # its matchers are its own
+    assert "return {**ssemock_config}" in conftest  # extends a config that says it
+
+
+def test_strict_matching_is_kept_with_match_body(tmp_path: Path) -> None:
+    (tmp_path / "test_x.py").write_text("import pytest\n\n\n@pytest.mark.vcr\ndef test_x():\n    pass\n")
+    conftest = next(e.after for e in plan(tmp_path, match_body=True).edits if e.path.name == "conftest.py")
+    assert 'return {"allowed_hosts": []}' in conftest and "match_on" not in conftest
 
 
 def test_a_file_that_does_not_parse_is_reported_and_left_alone(
@@ -544,7 +566,10 @@ def test_a_registered_matcher_is_wrapped_where_it_is_named(tmp_path: Path) -> No
     (tmp_path / "conftest.py").write_text(MATCHER_CONFTEST)
     (edit,) = plan(tmp_path).edits
     assert "pytest_recording_configure" not in edit.after  # it only registered the matcher
-    assert 'return {"match_on": ["method", "path", vcr_compat.matcher(same_stream)]}' in edit.after
+    assert (
+        'return {"match_on": ["method", "path", vcr_compat.matcher(same_stream)], "allowed_hosts": []}'
+        in (edit.after)
+    )
     assert edit.after.startswith("import json\n\nimport pytest\nfrom ssemock import vcr_compat\n")
 
 
@@ -657,7 +682,7 @@ FORMS = [  # (before, after): each form of pytest-recording / vcrpy usage the re
         "import vcr\n\n\n@vcr.use_cassette('c.yaml', record_mode='none', match_on=['method', 'uri'])\n"
         "async def test_x():\n    await go()\n",
         'import ssemock\n\n\nasync def test_x():\n    with ssemock.use_cassette("c.json", record_mode="none", '
-        "match_on=['method', 'uri']):\n        await go()\n",
+        "match_on=['method', 'uri'], allowed_hosts=[]):\n        await go()\n",
     ),
     (
         "from vcr import use_cassette\n\n\ndef test_x():\n    with use_cassette('c.yaml', allow_playback_repeats=True):\n"

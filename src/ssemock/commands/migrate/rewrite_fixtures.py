@@ -143,8 +143,8 @@ class _Rewriter(_MarkerRewriter):
             mapped.append(_kwarg("record_mode", _str("once")))
         if "match_on" not in keys and self.suite.match_on is not None:
             mapped.append(_kwarg("match_on", _list(list(self.suite.match_on))))
-            if "allowed_hosts" not in keys:  # vcrpy lets no unmatched request through, loopback included
-                mapped.append(_kwarg("allowed_hosts", _list([])))
+        if "allowed_hosts" not in keys:  # vcrpy lets no unmatched request through, whatever its matchers
+            mapped.append(_kwarg("allowed_hosts", _list([])))
         self.needs_ssemock = True
         func = cst.Attribute(cst.Name("ssemock"), cst.Name("use_cassette"))
         return cst.Call(func, _commas([cst.Arg(new_path), *mapped]))
@@ -186,19 +186,21 @@ class _Rewriter(_MarkerRewriter):
                     "(ssemock_config takes the ssemock marker's keywords)",
                 )
                 continue
-            comments = []
+            notes: tuple[str, ...] = ()
             if not has_match and self.suite.match_on is not None:
                 element = cst.DictElement(_str("match_on"), _list(list(self.suite.match_on)))
                 new = new.with_changes(elements=_append(list(new.elements), element))
-                if not any(
-                    isinstance(e, cst.DictElement) and _string(e.key) == "allowed_hosts" for e in new.elements
-                ):  # vcrpy lets no unmatched request through
-                    new = new.with_changes(
-                        elements=_append(
-                            list(new.elements), cst.DictElement(_str("allowed_hosts"), _list([]))
-                        )
-                    )
-                comments = [cst.EmptyLine(comment=cst.Comment(c)) for c in _BODY_COMMENT]
+                notes = _BODY_COMMENT
+            if not any(  # vcrpy lets no unmatched request through, whatever its matchers
+                isinstance(e, cst.StarredDictElement)  # extends another config, which says its own
+                or (isinstance(e, cst.DictElement) and _string(e.key) == "allowed_hosts")
+                for e in new.elements
+            ):
+                new = new.with_changes(
+                    elements=_append(list(new.elements), cst.DictElement(_str("allowed_hosts"), _list([])))
+                )
+                notes = notes or _BODY_COMMENT[-2:]
+            comments = [cst.EmptyLine(comment=cst.Comment(c)) for c in notes]
             lines[i] = stmt.with_changes(
                 body=[stmt.body[0].with_changes(value=new)], leading_lines=[*stmt.leading_lines, *comments]
             )

@@ -31,15 +31,22 @@ class Suite:
     def finish(self, edits: list[Edit]) -> list[Edit]:
         """An ``ssemock_config`` fixture with vcrpy's matchers in the suite's top conftest.py, when
         a test module used pytest-recording's markers with no ``vcr_config`` in its scope."""
-        if not (self.uncovered and self.match_on is not None):
+        if not self.uncovered:
             return []
         target = self._root_conftest() if self.root.is_dir() else self.root
+        # allowed_hosts=[] even with --match-body: vcrpy lets no unmatched request through
+        config = (
+            {"allowed_hosts": []}
+            if self.match_on is None
+            else {"match_on": list(self.match_on), "allowed_hosts": []}
+        )
+        notes = _BODY_COMMENT if self.match_on is not None else _BODY_COMMENT[-2:]
         fixture = "\n".join(
             [
                 '@pytest.fixture(scope="session")',
                 "def ssemock_config():",
-                *(f"    {line}" for line in _BODY_COMMENT),
-                f'    return {{"match_on": {list(self.match_on)!r}, "allowed_hosts": []}}'.replace("'", '"'),
+                *(f"    {line}" for line in notes),
+                f"    return {config!r}".replace("'", '"'),
                 "",
             ]
         )
