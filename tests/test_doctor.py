@@ -10,19 +10,20 @@ import pytest
 import ssemock
 from ssemock.commands.cli import main
 from ssemock.commands.doctor import EXTRAS, install_hint
+from ssemock.framing import _speedups
 
 
 def test_version_says_the_version_the_accelerator_and_the_python(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith(f"ssemock {ssemock.__version__} (")
-    assert lines[1] == f"accelerator: C accelerator in use ({ssemock._speedups.__file__.rsplit('/', 1)[-1]})"
+    assert lines[1] == f"accelerator: C accelerator in use ({_speedups.__file__.rsplit('/', 1)[-1]})"
     assert lines[2].startswith("python: ") and sys.executable in lines[2]
 
 
 def test_without_the_accelerator_version_says_pure_python_and_why() -> None:
     code = (
-        "import sys; sys.modules['ssemock._speedups'] = None\n"
+        "import sys; sys.modules['ssemock.framing._speedups'] = None\n"
         "from ssemock.commands.cli import main; raise SystemExit(main(['--version']))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -816,7 +816,7 @@ def test_httpx_sse_deviates_on_a_split_bom_too() -> None:
     assert decode(chunks) == [E(data="x")]
 
 
-# --- the C accelerator (ssemock._speedups, built by the install) against the pure code ----------
+# --- the C accelerator (ssemock.framing._speedups, built by the install) against the pure code ----------
 
 BLOCK_LINES = [
     b"id: 7",
@@ -973,7 +973,7 @@ def test_init_refuses_a_class_whose_slots_it_could_write_past() -> None:
     descriptors borrowed from a larger class, one slot twice, no slots) is a TypeError and leaves
     the accelerator as it was. Run in a child so that a regression crashes it, not this run."""
     script = (
-        "from ssemock import _speedups, sse\n"
+        "from ssemock import sse\nfrom ssemock.framing import _speedups\n"
         "class Big:\n"
         "    __slots__ = tuple(f's{i}' for i in range(64)) + ('event', 'data', 'id', 'retry')\n"
         "class Borrowed:\n"

@@ -72,7 +72,7 @@ _SUBMODULES = {
     **{
         name: name for name in ("cassettes", "chunking", "conformance", "faults", "matching", "ndjson", "sse")
     },
-    **{name: name for name in ("strategies", "synth", "timing", "transforms")},
+    **{name: name for name in ("strategies", "synth", "timing", "transforms", "vcr_compat")},
     "held": "plan.held",
 }
 

@@ -1,0 +1,13 @@
+"""``ssemock.vcr_compat``: vcrpy-style hooks and matchers under ssemock, unchanged (what ``ssemock
+migrate`` writes into a migrated suite's conftest: ``from ssemock import vcr_compat``). The public
+front door of [`ssemock.player.vcr_hooks`][ssemock.player.vcr_hooks]."""
+
+import sys
+
+from .player.vcr_hooks import matcher, request_hook, response_hook
+
+__all__ = ["matcher", "request_hook", "response_hook"]
+
+# one module under both names (patching one patches both), taken from sys.modules: the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped
+sys.modules[__name__] = sys.modules[f"{__package__}.player.vcr_hooks"]
