@@ -31,6 +31,7 @@ from ..scan.shapes import (
     B64_RUN,
     FORM,
     base64_text,
+    credential_member,
     credential_name,
     credential_value,
     scan_form,
@@ -70,7 +71,7 @@ def _walk_json(value: Any, path: str, depth: int, visit: Visit, named: list[str]
         out, changed = {}, False
         for k, v in value.items():
             where = _key(path, str(k))
-            if credential_name(str(k)) and credential_value(v) and not isinstance(v, (dict, list)):
+            if credential_member(str(k), v) and not isinstance(v, (dict, list)):
                 out[k], changed = REDACTED, True
                 named.append(where)
                 continue

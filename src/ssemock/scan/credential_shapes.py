@@ -64,10 +64,18 @@ def _has_digit_and_letter(value: bytes) -> bool:
     return any(48 <= c <= 57 for c in value) and any(65 <= (c | 32) - 32 <= 90 for c in value)
 
 
+_MAX_SK = 256  # the longest OpenAI key (sk-proj-, sk-svcacct-) is about 170 characters
+
+
 def _generic_sk(data: bytes, m: re.Match[bytes]) -> bool:
     """``sk-`` alone is a weak prefix ("risk-free"): a long random run after it, or a word
-    boundary before it in the decoded text (a letter that ends an escape is a boundary)."""
+    boundary before it in the decoded text (a letter that ends an escape is a boundary). A run
+    far longer than any key that starts inside a longer one is a stretch of a base64url blob
+    (a reasoning item's ``encrypted_content``), not a key."""
     value = m.group()[3:]
+    before = data[m.start() - 1 : m.start()]
+    if len(m.group()) > _MAX_SK and before and (before.isalnum() or before in b"-_"):
+        return False
     if any(len(run) >= 20 and _has_digit_and_letter(run) for run in re.split(rb"[-_]", value)):
         return True
     start = m.start()

@@ -16,6 +16,7 @@ __all__ = [
     "CREDENTIAL_NAME",
     "FORM",
     "SECRET_NAME",
+    "credential_member",
     "credential_name",
     "credential_value",
     "entropy",
@@ -31,7 +32,10 @@ __all__ = [
 
 #: A header, query parameter or form field with such a name holds a credential.
 #: ``tokens`` (a count: ``x-ratelimit-remaining-tokens``, ``anthropic-ratelimit-tokens-reset``) is not ``token``.
-SECRET_NAME = re.compile(r"token(?!s)|secret|key|auth|passw|signature|^sig$|session|cookie|credential", re.I)
+#: ``azureml-model-session`` (a routing id: ``d060-20240328183338``) is not a session.
+SECRET_NAME = re.compile(
+    r"token(?!s)|secret|key|auth|passw|signature|^sig$|(?<!model-)session|cookie|credential", re.I
+)
 """A header, query parameter or form field whose name matches holds a credential when its value
 looks generated (``tokens``, a count, is not ``token``)."""
 
@@ -97,7 +101,9 @@ def scan_form(text: str) -> list[Secret]:
     return out
 
 
-FORM = re.compile(rb"^[\w.%~-]+=[^&\s]*(?:&[\w.%~-]+=[^&\s]*)*$")
+# a form's values hold no ``( ) , "`` (encoders percent-encode them): a header such as
+# ``Permissions-Policy: publickey-credentials-create=(self),...`` is no form
+FORM = re.compile(rb'^[\w.%~-]+=[^&\s(),"]*(?:&[\w.%~-]+=[^&\s(),"]*)*$')
 _FORM_MAX = 1 << 20
 # a credential word, then the JSON member it is part of: the words are rare, so they are found
 # first (bytes.find on the lower-cased data: C speed) and each is widened to its member
@@ -144,9 +150,7 @@ def scan_json_members(data: bytes) -> list[Secret]:
         if member is None or not re.fullmatch(rb"[A-Za-z0-9_.\-]+", name):
             continue
         end = member.end()
-        if credential_name(name.decode("ascii")) and credential_value(
-            member.group(1).decode("utf-8", "replace")
-        ):
+        if credential_member(name.decode("ascii"), member.group(1).decode("utf-8", "replace")):
             out.append(
                 Secret(
                     f"a credential-named field {name.decode('ascii')!r}",
@@ -275,4 +279,37 @@ def credential_value(value: object) -> bool:
     if not isinstance(value, str):
         return False
     text = value.strip()
-    return bool(text) and REDACTED not in text and text.strip("*xX.") != ""
+    return bool(text) and PLACEHOLDER.fullmatch(text) is None
+
+
+#: A value that is wholly a placeholder (never a credential): masks and fillers (``***``,
+#: ``XXXX``, ``sk-***``, ``sk-...abcd``), template slots (``<API_KEY>``, ``{{key}}``, ``${KEY}``),
+#: what recorders write (``REDACTED``, ``FILTERED``, ``[removed]``), and words for a fake
+#: (``test_api_key``, ``dummy``, ``your-api-key``). Only the WHOLE value counts: a key with
+#: ``test`` inside it (``sk-test-`` and a key's length) is still a key.
+PLACEHOLDER = re.compile(
+    r"""(?:(?i:bearer|basic|token)\s+)?(?:
+    [*xX.\-_\#\s]+
+    | [A-Za-z0-9_-]{0,12}(?:\*{3,}|\.{3})[A-Za-z0-9_-]{0,4}
+    | <[^<>]{1,64}> | \{\{[^{}]{1,64}\}\} | \$\{[^{}]{1,64}\} | \$[A-Z_][A-Z0-9_]*
+    | \[?(?i:redacted|filtered|removed|masked|hidden|omitted|scrubbed|sanitized|censored|none|null|nil|undefined)\]?
+    | (?i:(?:my|your|fake|dummy|test|testing|example|sample|mock|placeholder|changeme|invalid|bogus)[-_.\s]?)+
+      (?i:(?:api|access|secret|private|auth|bearer|session|refresh|client|key|token|password|passwd|pass|pwd
+            |credentials?|value|id)[-_.\s]?)*
+    | [A-Z][A-Z_-]*XXX+
+    )""",
+    re.X,
+)
+"""A whole value that is a placeholder, never a credential."""
+
+_VALUE_DECIDES = frozenset({"token"})
+"""JSON member names that hold a credential only when the value looks generated: ``token`` is also
+the text token of a logprobs entry (``{"token": "The", "logprob": -0.1}``)."""
+
+
+def credential_member(name: str, value: object) -> bool:
+    """Whether a JSON member holds a credential: a credential name and a value that is no
+    placeholder; for ``token`` alone, a generated-looking string."""
+    if name.lower() in _VALUE_DECIDES:
+        return isinstance(value, str) and looks_random(value)
+    return credential_name(name) and credential_value(value)

@@ -90,7 +90,12 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
             spans.append((a, b, "***"))
 
     for a, b, value, named in _named_values(text):
-        if named and credential_value(value.strip("'\"")) or not named and looks_random(value):
+        # a bare value runs to the line's end (a password may hold ``&``): its first piece decides
+        # whether it is a placeholder (``REDACTED&n=1`` is what redaction left, then more parameters)
+        first = re.split(r"[&\s]", value.strip("'\""), maxsplit=1)[0]
+        if (named and credential_value(value.strip("'\"")) and credential_value(first)) or (
+            not named and looks_random(value)
+        ):
             add(a, b)
     for m in B64_RUN.finditer(text) if len(text) <= _WHOLE else ():
         decoded = base64_text(m.group())

@@ -39,6 +39,7 @@ from .fields import (
     scan_url,
 )
 from .fields import FORM as FORM
+from .fields import credential_member as credential_member
 from .fields import credential_value as credential_value
 from .fields import query_spans as query_spans
 from .messages import escape_control, mask_text, safe_message, secret_spans, value_shape

@@ -25,6 +25,7 @@ from .credential_shapes import _B64_RUN_BYTES, _WHOLE, B64_RUN, REDACTED, base64
 from .fields import (
     _FORM_MAX,
     FORM,
+    credential_member,
     credential_name,
     credential_value,
     query_spans,
@@ -138,7 +139,6 @@ def _piece_key(path: str) -> str:
     return re.sub(r"\[\d+\]", "[]", path)
 
 
-_credential_key = functools.lru_cache(maxsize=4096)(lambda name: credential_name(name))
 # a string worth decoding further: JSON in it, a URL or a form, a base64 run
 _WORTH = re.compile(r"[{\[]|://|=|[A-Za-z0-9+/_\-]{16}")
 
@@ -216,7 +216,7 @@ class _Scan:
             for k, v in value.items():
                 key = str(k)
                 where = _json_key(path, key)
-                if _credential_key(key) and credential_value(v):
+                if credential_member(key, v):
                     self.add(
                         field,
                         f"a credential-named field {key!r}",

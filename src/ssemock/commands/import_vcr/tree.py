@@ -196,6 +196,13 @@ def _empty(data: Any) -> bool:
     return isinstance(data, dict) and data.get("version") == VERSION and data.get("interactions") == []
 
 
+def _vcr_shaped(data: Any) -> bool:
+    """Whether some interaction is vcrpy's ``request``/``response`` mapping (a YAML file found in
+    a folder with an ``interactions`` list of another shape is some other tool's file)."""
+    items = data if isinstance(data, list) else data["interactions"]
+    return not items or any(isinstance(x, dict) and "request" in x and "response" in x for x in items)
+
+
 def _refusal(source: Path, exc: CassetteError) -> Refused:
     where = "" if exc.interaction is None else f"interaction {exc.interaction}: "
     return Refused(source, where + exc.reason)
@@ -224,6 +231,8 @@ def _import_one(
         if explicit:
             return Refused(source, "not a vcrpy cassette: no 'interactions' list")
         return Skipped(source, "not a vcrpy cassette")
+    if not explicit and not _vcr_shaped(data):  # pydantic-ai's request_stream/response_stream files
+        return Skipped(source, "not a vcrpy cassette (no interaction has a 'request' and a 'response')")
     if claimed is not None:
         other = claimed.setdefault(os.path.abspath(target), source)
         if other is not source:
