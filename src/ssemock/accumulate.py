@@ -14,26 +14,12 @@ parsed JSON lines, and Gemini's JSON array form its parsed elements); this modul
 
 import sys
 
-from .protocols.accumulate import (
-    PROTOCOLS,
-    Accumulated,
-    Choice,
-    ProtocolError,
-    ToolCall,
-    accumulate,
-    detect_protocol,
-)
+from .protocols.accumulate import *  # noqa: F403 (the public names, listed in its __all__)
+from .protocols.accumulate import __all__ as __all__
 
-__all__ = [
-    "PROTOCOLS",
-    "Accumulated",
-    "Choice",
-    "ProtocolError",
-    "ToolCall",
-    "accumulate",
-    "detect_protocol",
-]
-
-# one module under both names (patching one patches both), taken from sys.modules: the package
-# attribute may be a copy an earlier in-process pytest run imported and dropped
-sys.modules[__name__] = sys.modules[f"{__package__}.protocols.accumulate"]
+# One module under both names (patching one patches both), taken from sys.modules (the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped); it carries this
+# public docstring, which help() and doctest read.
+_module = sys.modules[f"{__package__}.protocols.accumulate"]
+_module.__doc__ = __doc__
+sys.modules[__name__] = _module

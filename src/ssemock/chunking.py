@@ -7,46 +7,12 @@ offsets, the last one ``len(body)``). Every strategy is deterministic and has a 
 
 import sys
 
-from .variants.chunking import (
-    ALL,
-    At,
-    Chunking,
-    Regular,
-    Slices,
-    as_recorded,
-    at,
-    bytewise,
-    coalesced,
-    event_ends,
-    fixed,
-    framed_event_ends,
-    get,
-    mid_line,
-    mid_utf8,
-    per_event,
-    random,
-)
+from .variants.chunking import *  # noqa: F403 (the public names, listed in its __all__)
+from .variants.chunking import __all__ as __all__
 
-__all__ = [
-    "ALL",
-    "At",
-    "Chunking",
-    "Regular",
-    "Slices",
-    "at",
-    "as_recorded",
-    "bytewise",
-    "coalesced",
-    "event_ends",
-    "fixed",
-    "framed_event_ends",
-    "get",
-    "mid_line",
-    "mid_utf8",
-    "per_event",
-    "random",
-]
-
-# one module under both names (patching one patches both), taken from sys.modules: the package
-# attribute may be a copy an earlier in-process pytest run imported and dropped
-sys.modules[__name__] = sys.modules[f"{__package__}.variants.chunking"]
+# One module under both names (patching one patches both), taken from sys.modules (the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped); it carries this
+# public docstring, which help() and doctest read.
+_module = sys.modules[f"{__package__}.variants.chunking"]
+_module.__doc__ = __doc__
+sys.modules[__name__] = _module

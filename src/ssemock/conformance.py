@@ -22,30 +22,12 @@ the chunk boundaries fell around it::
 
 import sys
 
-from .cassettes.conformance import (
-    DEFAULT_CHUNKINGS,
-    Case,
-    ChunkingSpec,
-    ConformanceError,
-    DecodeFn,
-    cases,
-    cases_by_name,
-    failures,
-    normalize,
-)
+from .cassettes.conformance import *  # noqa: F403 (the public names, listed in its __all__)
+from .cassettes.conformance import __all__ as __all__
 
-__all__ = [
-    "DEFAULT_CHUNKINGS",
-    "Case",
-    "ChunkingSpec",
-    "ConformanceError",
-    "DecodeFn",
-    "cases",
-    "cases_by_name",
-    "failures",
-    "normalize",
-]
-
-# one module under both names (patching one patches both), taken from sys.modules: the package
-# attribute may be a copy an earlier in-process pytest run imported and dropped
-sys.modules[__name__] = sys.modules[f"{__package__}.cassettes.conformance"]
+# One module under both names (patching one patches both), taken from sys.modules (the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped); it carries this
+# public docstring, which help() and doctest read.
+_module = sys.modules[f"{__package__}.cassettes.conformance"]
+_module.__doc__ = __doc__
+sys.modules[__name__] = _module

@@ -17,26 +17,12 @@ test failing, not the client rejecting), as [`ssemock.Player.assert_rejected`][s
 
 import sys
 
-from .player.explore import (
-    DATABASE,
-    Coverage,
-    Failure,
-    budget,
-    explore,
-    search,
-    verdict,
-)
+from .player.explore import *  # noqa: F403 (the public names, listed in its __all__)
+from .player.explore import __all__ as __all__
 
-__all__ = [
-    "DATABASE",
-    "Coverage",
-    "Failure",
-    "budget",
-    "explore",
-    "search",
-    "verdict",
-]
-
-# one module under both names (patching one patches both), taken from sys.modules: the package
-# attribute may be a copy an earlier in-process pytest run imported and dropped
-sys.modules[__name__] = sys.modules[f"{__package__}.player.explore"]
+# One module under both names (patching one patches both), taken from sys.modules (the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped); it carries this
+# public docstring, which help() and doctest read.
+_module = sys.modules[f"{__package__}.player.explore"]
+_module.__doc__ = __doc__
+sys.modules[__name__] = _module

@@ -15,42 +15,12 @@ such a response is an error before any request is served.
 
 import sys
 
-from .variants.faults import (
-    VARIANTS,
-    Aim,
-    Fault,
-    Served,
-    Target,
-    disconnect,
-    error_event,
-    framing_of,
-    get,
-    http_error,
-    resolve,
-    sequence,
-    stall,
-    trailing_data,
-    truncate,
-)
+from .variants.faults import *  # noqa: F403 (the public names, listed in its __all__)
+from .variants.faults import __all__ as __all__
 
-__all__ = [
-    "VARIANTS",
-    "Aim",
-    "Fault",
-    "Served",
-    "Target",
-    "disconnect",
-    "error_event",
-    "framing_of",
-    "get",
-    "http_error",
-    "resolve",
-    "sequence",
-    "stall",
-    "trailing_data",
-    "truncate",
-]
-
-# one module under both names (patching one patches both), taken from sys.modules: the package
-# attribute may be a copy an earlier in-process pytest run imported and dropped
-sys.modules[__name__] = sys.modules[f"{__package__}.variants.faults"]
+# One module under both names (patching one patches both), taken from sys.modules (the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped); it carries this
+# public docstring, which help() and doctest read.
+_module = sys.modules[f"{__package__}.variants.faults"]
+_module.__doc__ = __doc__
+sys.modules[__name__] = _module

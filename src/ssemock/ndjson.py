@@ -2,10 +2,10 @@
 
 import sys
 
-from .framing.ndjson import Decoder, NDJSONError, adecode, decode, iter_decode
+from .framing.ndjson import *  # noqa: F403 (the public names, listed in its __all__)
+from .framing.ndjson import __all__ as __all__
 
-__all__ = ["Decoder", "NDJSONError", "adecode", "decode", "iter_decode"]
-
-# one module under both names (patching one patches both), taken from sys.modules: the package
-# attribute may be a copy an earlier in-process pytest run imported and dropped
-sys.modules[__name__] = sys.modules[f"{__package__}.framing.ndjson"]
+# One module under both names (patching one patches both), taken from sys.modules (the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped).
+_module = sys.modules[f"{__package__}.framing.ndjson"]
+sys.modules[__name__] = _module

@@ -28,38 +28,18 @@ Use [`decode`][ssemock.sse.decode] on a whole stream, [`iter_decode`][ssemock.ss
 chunks are cut:
 
     >>> from ssemock.sse import decode
-    >>> decode([b'event: delta\ndata: {"text": "hel', b'lo"}\n', b'\ndata: [DONE]\n\n'])
+    >>> decode([b'event: delta\\ndata: {"text": "hel', b'lo"}\\n', b'\\ndata: [DONE]\\n\\n'])
     [ServerSentEvent(event='delta', data='{"text": "hello"}', id='', retry=None), ServerSentEvent(event='message', data='[DONE]', id='', retry=None)]
 """
 
 import sys
 
-from .framing.sse import (
-    FRAMING,
-    MAX_RETRY,
-    RETRY_DIGITS,
-    Decoder,
-    ServerSentEvent,
-    adecode,
-    decode,
-    event_ends,
-    is_event,
-    iter_decode,
-)
+from .framing.sse import *  # noqa: F403 (the public names, listed in its __all__)
+from .framing.sse import __all__ as __all__
 
-__all__ = [
-    "FRAMING",
-    "MAX_RETRY",
-    "RETRY_DIGITS",
-    "Decoder",
-    "ServerSentEvent",
-    "adecode",
-    "decode",
-    "event_ends",
-    "is_event",
-    "iter_decode",
-]
-
-# one module under both names (patching one patches both), taken from sys.modules: the package
-# attribute may be a copy an earlier in-process pytest run imported and dropped
-sys.modules[__name__] = sys.modules[f"{__package__}.framing.sse"]
+# One module under both names (patching one patches both), taken from sys.modules (the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped); it carries this
+# public docstring, which help() and doctest read.
+_module = sys.modules[f"{__package__}.framing.sse"]
+_module.__doc__ = __doc__
+sys.modules[__name__] = _module

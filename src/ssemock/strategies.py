@@ -15,46 +15,12 @@
 
 import sys
 
-from .variants.strategies import (
-    BUFFER_SIZES,
-    FAULTS,
-    HAZARDS,
-    At,
-    MinimalSplit,
-    Space,
-    Tables,
-    Variant,
-    at,
-    chunkings,
-    classify,
-    describe_boundary,
-    get,
-    hazards,
-    minimal_failing_split,
-    transform_pool,
-    variants,
-)
+from .variants.strategies import *  # noqa: F403 (the public names, listed in its __all__)
+from .variants.strategies import __all__ as __all__
 
-__all__ = [
-    "BUFFER_SIZES",
-    "FAULTS",
-    "HAZARDS",
-    "At",
-    "MinimalSplit",
-    "Variant",
-    "at",
-    "chunkings",
-    "classify",
-    "Space",
-    "Tables",
-    "describe_boundary",
-    "get",
-    "hazards",
-    "minimal_failing_split",
-    "transform_pool",
-    "variants",
-]
-
-# one module under both names (patching one patches both), taken from sys.modules: the package
-# attribute may be a copy an earlier in-process pytest run imported and dropped
-sys.modules[__name__] = sys.modules[f"{__package__}.variants.strategies"]
+# One module under both names (patching one patches both), taken from sys.modules (the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped); it carries this
+# public docstring, which help() and doctest read.
+_module = sys.modules[f"{__package__}.variants.strategies"]
+_module.__doc__ = __doc__
+sys.modules[__name__] = _module

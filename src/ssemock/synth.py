@@ -31,58 +31,14 @@ folder and compares the files byte for byte, times aside).
 
 import sys
 
-from .cassettes.synth import (
-    ANTHROPIC_URL,
-    AZURE_URL,
-    DEFAULT_PROMPT,
-    HAZARDS,
-    LIBRARY,
-    LIBRARY_SOURCE,
-    OLLAMA_URL,
-    OPENAI_CHAT_URL,
-    OPENAI_RESPONSES_URL,
-    OPENROUTER_KEEPALIVE,
-    OPENROUTER_URL,
-    SOURCE_HEADER,
-    SYNTH_SOURCE,
-    anthropic_messages,
-    check_library,
-    library_cassette,
-    main,
-    ollama_chat,
-    openai_chat,
-    openai_responses,
-    openrouter_chat,
-    write_library,
-)
-
-__all__ = [
-    "ANTHROPIC_URL",
-    "AZURE_URL",
-    "DEFAULT_PROMPT",
-    "HAZARDS",
-    "LIBRARY",
-    "LIBRARY_SOURCE",
-    "OLLAMA_URL",
-    "OPENAI_CHAT_URL",
-    "OPENAI_RESPONSES_URL",
-    "OPENROUTER_KEEPALIVE",
-    "OPENROUTER_URL",
-    "SOURCE_HEADER",
-    "SYNTH_SOURCE",
-    "anthropic_messages",
-    "check_library",
-    "library_cassette",
-    "main",
-    "ollama_chat",
-    "openai_chat",
-    "openai_responses",
-    "openrouter_chat",
-    "write_library",
-]
+from .cassettes.synth import *  # noqa: F403 (the public names, listed in its __all__)
+from .cassettes.synth import __all__ as __all__
 
 if __name__ == "__main__":
     raise SystemExit(sys.modules[f"{__package__}.cassettes.synth"].main())
-# one module under both names (patching one patches both), taken from sys.modules: the package
-# attribute may be a copy an earlier in-process pytest run imported and dropped
-sys.modules[__name__] = sys.modules[f"{__package__}.cassettes.synth"]
+# One module under both names (patching one patches both), taken from sys.modules (the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped); it carries this
+# public docstring, which help() and doctest read.
+_module = sys.modules[f"{__package__}.cassettes.synth"]
+_module.__doc__ = __doc__
+sys.modules[__name__] = _module

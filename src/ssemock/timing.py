@@ -2,26 +2,12 @@
 
 import sys
 
-from .variants.timing import (
-    Clock,
-    Timing,
-    clock,
-    get,
-    instant,
-    recorded,
-    scaled,
-)
+from .variants.timing import *  # noqa: F403 (the public names, listed in its __all__)
+from .variants.timing import __all__ as __all__
 
-__all__ = [
-    "Clock",
-    "Timing",
-    "clock",
-    "get",
-    "instant",
-    "recorded",
-    "scaled",
-]
-
-# one module under both names (patching one patches both), taken from sys.modules: the package
-# attribute may be a copy an earlier in-process pytest run imported and dropped
-sys.modules[__name__] = sys.modules[f"{__package__}.variants.timing"]
+# One module under both names (patching one patches both), taken from sys.modules (the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped); it carries this
+# public docstring, which help() and doctest read.
+_module = sys.modules[f"{__package__}.variants.timing"]
+_module.__doc__ = __doc__
+sys.modules[__name__] = _module

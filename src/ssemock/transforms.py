@@ -4,8 +4,8 @@ Pass them by name to ``transform=`` (``ssemock.replay(cassette, transform="crlf"
 ``ssemock serve --transform``), or apply them yourself; the chunk ends move with the bytes:
 
     >>> from ssemock import transforms
-    >>> transforms.apply([transforms.crlf], b"data: a\n\n", [3, 9])
-    (b'data: a\r\n\r\n', [3, 11])
+    >>> transforms.apply([transforms.crlf], b"data: a\\n\\n", [3, 9])
+    (b'data: a\\r\\n\\r\\n', [3, 11])
 
 SSE transforms keep the events a WHATWG decoder yields (``ids`` gives events ids where the body
 had none; ``raw_unicode`` writes JSON escapes as the characters they stand for, the same JSON
@@ -21,70 +21,12 @@ twice and says why it did not.
 
 import sys
 
-from .variants.transforms import (
-    ALL,
-    CONFORMING,
-    NETWORK,
-    SETS,
-    Transform,
-    alternatives,
-    applies,
-    apply,
-    blank_lines,
-    bracket_lines,
-    comments,
-    compact,
-    cr,
-    crlf,
-    get,
-    ids,
-    keepalive,
-    kind_of,
-    meta,
-    mixed,
-    no_final_newline,
-    no_space,
-    pad,
-    pretty,
-    raw_unicode,
-    resolve,
-    retry,
-    rewrite,
-    skipped_because,
-)
+from .variants.transforms import *  # noqa: F403 (the public names, listed in its __all__)
+from .variants.transforms import __all__ as __all__
 
-__all__ = [
-    "ALL",
-    "CONFORMING",
-    "NETWORK",
-    "SETS",
-    "Transform",
-    "alternatives",
-    "applies",
-    "apply",
-    "blank_lines",
-    "bracket_lines",
-    "comments",
-    "compact",
-    "cr",
-    "crlf",
-    "get",
-    "ids",
-    "keepalive",
-    "kind_of",
-    "meta",
-    "mixed",
-    "no_final_newline",
-    "no_space",
-    "pad",
-    "pretty",
-    "raw_unicode",
-    "resolve",
-    "retry",
-    "rewrite",
-    "skipped_because",
-]
-
-# one module under both names (patching one patches both), taken from sys.modules: the package
-# attribute may be a copy an earlier in-process pytest run imported and dropped
-sys.modules[__name__] = sys.modules[f"{__package__}.variants.transforms"]
+# One module under both names (patching one patches both), taken from sys.modules (the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped); it carries this
+# public docstring, which help() and doctest read.
+_module = sys.modules[f"{__package__}.variants.transforms"]
+_module.__doc__ = __doc__
+sys.modules[__name__] = _module

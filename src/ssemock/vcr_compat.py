@@ -4,10 +4,10 @@ front door of [`ssemock.player.vcr_hooks`][ssemock.player.vcr_hooks]."""
 
 import sys
 
-from .player.vcr_hooks import matcher, request_hook, response_hook
+from .player.vcr_hooks import *  # noqa: F403 (the public names, listed in its __all__)
+from .player.vcr_hooks import __all__ as __all__
 
-__all__ = ["matcher", "request_hook", "response_hook"]
-
-# one module under both names (patching one patches both), taken from sys.modules: the package
-# attribute may be a copy an earlier in-process pytest run imported and dropped
-sys.modules[__name__] = sys.modules[f"{__package__}.player.vcr_hooks"]
+# One module under both names (patching one patches both), taken from sys.modules (the package
+# attribute may be a copy an earlier in-process pytest run imported and dropped).
+_module = sys.modules[f"{__package__}.player.vcr_hooks"]
+sys.modules[__name__] = _module

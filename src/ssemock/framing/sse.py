@@ -31,7 +31,6 @@ from . import Framing
 from .ends import event_ends as _event_ends
 
 __all__ = [
-    "FRAMING",
     "MAX_RETRY",
     "RETRY_DIGITS",
     "Decoder",

@@ -145,6 +145,7 @@ class Expected:
     # -- where things are in the body -------------------------------------------------------
 
     def under(self) -> str:
+        """What the stream was served under (chunking, transforms, faults), as failure messages say it."""
         return self.play.described()
 
     def _event_span(self, index: int) -> tuple[int, int]:

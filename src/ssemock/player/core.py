@@ -131,7 +131,8 @@ class Player:
         """Every response replayed, in order: what was served and how (see [`Play`][ssemock.Play])."""
         self.kept: list[_keep.Kept] = []
         """The refused or partial recordings kept beside the cassette, secrets masked."""
-        self.lock = threading.Lock()  # plays, recorders, attempts and the latest, across client threads
+        self.lock = threading.Lock()
+        """Held while plays, recorders, attempts and the latest change (clients may call from several threads)."""
         self.latest: Play | Recorder | None = None
         """The last response served or recorded (what [`expected`][ssemock.Player.expected] reads)."""
         self.router = Router(weakly(self._handle))
@@ -258,6 +259,8 @@ class Player:
                     origin=None,  # type: ignore[arg-type]
                 )
             sent = hooked
+        if not self.existed and self.path is not None and self.record_mode == "none":
+            raise UnmatchedRequestError(reporting.missing(self, sent))  # not even to an allowed host
         if self._replays:
             with self.lock:
                 index = self.selection.take(sent, repeats="first" if self.allow_playback_repeats else "never")
