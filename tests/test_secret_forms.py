@@ -67,8 +67,15 @@ NAMES = [
 def _protocol_synthesizers() -> dict[str, Callable[..., Cassette]]:
     """Every registered protocol's synthesizer (its own, or ssemock.synth's of the same name)."""
     return {
-        p.name: p.synthesize or getattr(synth, p.name.replace(".", "_")) for p in protocols.all_protocols()
+        p.name: p.synthesize or getattr(synth, p.name.replace(".", "_"))
+        for p in protocols.all_protocols()
+        if p.name not in WEBSOCKET_ONLY
     }
+
+
+# spoken only over a WebSocket: no HTTP stream to synthesize (their sessions' messages are scanned
+# by the WebSocket cassette tests)
+WEBSOCKET_ONLY = {"openai.realtime", "gemini.live"}
 
 
 SYNTH = _protocol_synthesizers()

@@ -27,13 +27,16 @@ def test_registry_lists_every_protocol_with_the_whole_interface() -> None:
         "cohere.chat",
         "bedrock.converse",
         "mcp",
+        "openai.realtime",
+        "gemini.live",
     )
     assert importlib.import_module("ssemock.accumulate").PROTOCOLS == protocols.names()
     for protocol in protocols.all_protocols():
         assert issubclass(protocol.fold, Fold) and protocol.fold.protocol == protocol.name
         assert framing.get(protocol.framing).name == protocol.framing
         event = protocol.error_event(StreamError("server_error", "boom"))
-        assert isinstance(event, bytes) and b"boom" in event
+        # Gemini Live's own error message is goAway, which carries no text (errors are close frames)
+        assert isinstance(event, bytes) and (b"boom" in event or b"goAway" in event)
         body = protocol.http_error(503, None)
         assert isinstance(body, HTTPErrorBody) and json.loads(body.body)
     with pytest.raises(

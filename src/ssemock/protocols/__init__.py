@@ -46,6 +46,10 @@ shapes and defines one module-level object, ``PROTOCOL``, a `Protocol`:
     stream from the result it must accumulate to, with keyword parameters in the style of
     [`ssemock.synth`][ssemock.synth] (``text``, ``tool_calls``, ``usage``, ``finish_reason``, ``model``,
     ``chunk_size``, ``gap``, ``first_token``, ``seed``, ``prompt``, ``url``).
+``responses(events) -> list[list[int]]``
+    optional, for protocols spoken over a WebSocket: the positions of each response's events in
+    a session's received messages (one socket carries several responses); ``accumulate_session``
+    folds each. Without it a stream is one response.
 ``sdk_request(base_url, interaction) -> bool``
     optional: make ``interaction``'s request with the provider's own SDK against the loopback
     server at ``base_url`` and read the whole stream (how ``python -m ssemock.synth
@@ -111,6 +115,8 @@ class Protocol:
     owed: Callable[[bytes, int, bool], str | int | None] | None = field(default=None, compare=False)
     # framings other than ``framing`` its bodies come in, which its error_event also writes (Gemini: json_array)
     framings: tuple[str, ...] = ()
+    # the positions of each response's events in a WebSocket session's received messages
+    responses: Callable[[Sequence[Any]], list[list[int]]] | None = field(default=None, compare=False)
 
 
 #: The registry: module names under ssemock.protocols, in detection order (more specific first).
@@ -123,6 +129,8 @@ _MODULES = (
     "cohere",
     "bedrock",
     "mcp",
+    "openai_realtime",
+    "gemini_live",
 )
 
 

@@ -4,7 +4,7 @@ The implementation of [`ssemock.accumulate`][ssemock.accumulate], where its publ
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from .. import protocols as _protocols
 from .base import Accumulated, Choice, Event, ProtocolError, ToolCall
@@ -16,6 +16,7 @@ __all__ = [
     "ProtocolError",
     "ToolCall",
     "accumulate",
+    "accumulate_session",
     "detect_protocol",
 ]
 
@@ -44,6 +45,36 @@ def accumulate(
         fold.at = position
         fold.feed(event)
     return fold.finish()
+
+
+def accumulate_session(
+    events: Sequence[Event],
+    protocol: str | None = None,
+    *,
+    url: str | None = None,
+) -> list[Accumulated]:
+    """Fold a WebSocket session's received messages into one result per response it holds.
+
+    ``events``: the received messages in order (parsed JSON objects, or their text or bytes).
+    ``protocol=None`` detects it from ``url`` (the session's), else from the messages. Responses
+    are split by the protocol (``openai.realtime``: by response id, ``response.created`` to
+    ``response.done``; ``openai.responses``: one per ``response.create``; ``gemini.live``: one
+    per model turn, ending with ``turnComplete``); an error event outside any response is a
+    result of its own. A `ProtocolError` names the message's position in the session.
+    """
+    events = list(events)
+    if protocol is None:
+        protocol = detect_protocol(events, url=url)
+    found = _protocols.get(protocol)
+    groups = found.responses(events) if found.responses is not None else [list(range(len(events)))]
+    results = []
+    for group in groups:
+        fold = found.fold()
+        for position in group:
+            fold.at = position
+            fold.feed(events[position])
+        results.append(fold.finish())
+    return results
 
 
 def detect_protocol(

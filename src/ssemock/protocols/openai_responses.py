@@ -1,4 +1,8 @@
-"""OpenAI Responses (``openai.responses``): typed ``response.*`` events by ``output_index``."""
+"""OpenAI Responses (``openai.responses``): typed ``response.*`` events by ``output_index``.
+
+One protocol, two transports: the SSE stream of ``POST /v1/responses`` and the WebSocket mode
+(``/v1/responses`` upgraded), whose received messages are the same JSON events, one per message,
+several responses per socket (`responses` splits them)."""
 
 from __future__ import annotations
 
@@ -8,11 +12,13 @@ from typing import Any
 
 import orjson
 
+from ..framing.sse import is_event
 from ..store.cassette import Cassette
 from . import Protocol, _path
 from . import synthesis as syn
 from .base import (
     JSON,
+    Event,
     StreamError,
     ToolCall,
     TypedFold,
@@ -22,6 +28,7 @@ from .base import (
     sse_json,
     string,
 )
+from .messages import message, split
 
 __all__ = ["PROTOCOL", "URL", "synthesize"]
 
@@ -43,6 +50,13 @@ class _Responses(TypedFold):
 
     protocol = "openai.responses"
     container = "output item"
+
+    def feed(self, event: Event) -> None:
+        if is_event(event):  # the SSE stream
+            super().feed(event)
+        else:  # the WebSocket mode: each message is the event's JSON
+            payload = message(self, event)
+            self.on(string(payload.get("type")), payload)
 
     def on(self, kind: str, payload: JSON) -> None:
         if kind in _RESPONSE_TEXT_DELTAS:
@@ -97,6 +111,28 @@ class _Responses(TypedFold):
         reason = obj(response.get("incomplete_details")).get("reason") or response.get("status")
         self.choice(0).finish_reason = string(reason) or None
         self.result.complete = True
+
+
+_ENDS = ("response.completed", "response.incomplete", "response.failed")
+
+
+def _role(payload: JSON) -> tuple[str, str | None]:
+    kind = string(payload.get("type"))
+    if kind == "response.created":
+        return "start", None
+    if kind in _ENDS:
+        return "end", None
+    if kind == "error":
+        return "notice", None
+    return ("in", None) if kind.startswith("response.") else ("skip", None)
+
+
+def responses(events: Sequence[Event]) -> list[list[int]]:
+    """The positions of each response's events in a WebSocket session's received messages: one
+    per ``response.create`` the client sent, from ``response.created`` to its terminal event; an
+    ``error`` event (``previous_response_not_found`` ...) joins the response in progress or, with
+    none, stands alone."""
+    return split(events, _role)
 
 
 def _fill_call(call: ToolCall, item: JSON) -> None:
@@ -307,4 +343,5 @@ PROTOCOL = Protocol(
     url=lambda url: _path(url).endswith("/responses"),
     event=_is_response_event,
     synthesize=synthesize,
+    responses=responses,
 )

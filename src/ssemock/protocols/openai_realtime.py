@@ -1,0 +1,187 @@
+"""OpenAI Realtime (``openai.realtime``): the server events of a ``/v1/realtime`` WebSocket session.
+
+Each received message is one JSON event with its ``type`` (and an ``event_id``). A response runs
+from ``response.created`` to ``response.done``; its text arrives as ``response.output_text.delta``,
+its audio as base64 PCM in ``response.output_audio.delta`` with the transcript in
+``response.output_audio_transcript.delta``, its function calls' arguments in
+``response.function_call_arguments.delta`` by ``call_id``; ``response.done`` carries the status
+and the usage; ``error`` events carry ``{"error": {type, code, message, param, event_id}}``. The
+beta names (``response.text.delta``, ``response.audio.delta``, ``response.audio_transcript.delta``)
+are read too. Events outside a response (``session.*``, ``input_audio_buffer.*``,
+``conversation.item.*``, ``rate_limits.updated``) are skipped.
+
+The fold's result is a [`Spoken`][ssemock.protocols.messages.Spoken]: ``text`` is what the
+model said (text parts, and the transcripts of audio parts, in output order), ``transcript`` the
+transcripts alone, ``audio`` the decoded audio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from . import Protocol, _path
+from .base import JSON, Event, Fold, StreamError, ToolCall, error_of, obj, openai_error_body, seq, string
+from .messages import Spoken, audio_bytes, message, split
+
+__all__ = ["PROTOCOL", "URL", "responses"]
+
+URL = "wss://api.openai.com/v1/realtime?model=gpt-realtime"
+
+_TEXT = ("response.output_text.delta", "response.text.delta")
+_TRANSCRIPT = ("response.output_audio_transcript.delta", "response.audio_transcript.delta")
+_AUDIO = ("response.output_audio.delta", "response.audio.delta")
+_CALL = ("response.function_call_arguments.delta", "response.function_call_arguments.done")
+_PER_RESPONSE = ("response.created", "response.done")
+
+
+class _Realtime(Fold):
+    """Realtime server events: text, transcripts and audio keyed by (output, content) index;
+    function calls by call id; ``response.done`` ends the response."""
+
+    protocol = "openai.realtime"
+    container = "output item"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spoken = Spoken(self.protocol)
+        self.result = self.spoken
+        self._transcripts: dict[tuple[int, int], list[str]] = {}
+        self._audio: dict[tuple[int, int], list[bytes]] = {}
+        self._calls: dict[str, tuple[int, str]] = {}  # call id -> its key (output index, call id)
+
+    def feed(self, event: Event) -> None:
+        payload = message(self, event)
+        kind = string(payload.get("type"))
+        if kind in _TEXT or kind in _TRANSCRIPT:
+            key = self._key(payload, kind)
+            delta = string(payload.get("delta"))
+            self.add("text", delta, key=key)
+            if kind in _TRANSCRIPT and delta:
+                self._transcripts.setdefault(key, []).append(delta)
+        elif kind in _AUDIO:
+            key = self._key(payload, kind)
+            self.choice(0)
+            self._audio.setdefault(key, []).append(audio_bytes(self, payload.get("delta"), f"{kind}'s delta"))
+        elif kind in _CALL:
+            call = self._call(payload, kind)
+            if kind.endswith(".delta"):
+                call.arguments += string(payload.get("delta"))
+            else:
+                _fill(call, payload)
+        elif kind in ("response.output_item.added", "response.output_item.done"):
+            item = obj(payload.get("item"))
+            if item.get("type") == "function_call":
+                _fill(self._call({**item, "output_index": payload.get("output_index")}, kind), item)
+        elif kind == "response.created":
+            self.identify(obj(payload.get("response")))
+            self.choice(0)
+        elif kind == "response.done":
+            self._done(obj(payload.get("response")))
+        elif kind == "error":
+            self.result.error = error_of(payload.get("error", payload))
+
+    def _key(self, payload: JSON, kind: str) -> tuple[int, int]:
+        return (self.need_int(payload, "output_index", kind), self.need_int(payload, "content_index", kind))
+
+    def _call(self, payload: JSON, kind: str) -> ToolCall:
+        call_id = string(payload.get("call_id"))
+        if not call_id:
+            raise self.fail(f"{kind} has no call_id")
+        if call_id not in self._calls:
+            index = payload.get("output_index")
+            order = index if isinstance(index, int) and not isinstance(index, bool) else 1 << 30
+            self._calls[call_id] = (order, call_id)
+        call = self.tool(self._calls[call_id])
+        call.id = call_id
+        return call
+
+    def _done(self, response: JSON) -> None:
+        self.identify(response)
+        for index, item in enumerate(seq(response.get("output"))):
+            item = obj(item)
+            if item.get("type") == "function_call" and string(item.get("call_id")):
+                _fill(self._call({**item, "output_index": index}, "response.done"), item)
+        if isinstance(response.get("usage"), dict):
+            self.result.usage = response["usage"]
+        details = obj(response.get("status_details"))
+        if details.get("error") is not None:
+            self.result.error = error_of(details["error"])
+        reason = string(details.get("reason")) or string(response.get("status"))
+        self.choice(0).finish_reason = reason or None
+        self.result.complete = True
+
+    def finish(self) -> Spoken:
+        super().finish()
+        self.spoken.transcript = "".join(
+            piece for _, pieces in sorted(self._transcripts.items()) for piece in pieces
+        )
+        self.spoken.audio = b"".join(piece for _, pieces in sorted(self._audio.items()) for piece in pieces)
+        return self.spoken
+
+
+def _fill(call: ToolCall, item: Mapping[str, Any]) -> None:
+    """Fill the fields of a function call that the deltas left empty."""
+    call.name = call.name or string(item.get("name"))
+    call.arguments = call.arguments or string(item.get("arguments"))
+
+
+def _role(payload: JSON) -> tuple[str, str | None]:
+    kind = string(payload.get("type"))
+    if kind in _PER_RESPONSE:
+        key = string(obj(payload.get("response")).get("id")) or None
+        return ("start" if kind == "response.created" else "end"), key
+    if kind == "error":
+        return "notice", None
+    if kind.startswith("response."):
+        return "in", string(payload.get("response_id")) or None
+    return "skip", None
+
+
+def responses(events: Sequence[Event]) -> list[list[int]]:
+    """The positions of each response's events in a session's received messages: from
+    ``response.created`` to ``response.done`` by response id; an ``error`` event joins the
+    response in progress or, with none, stands alone."""
+    return split(events, _role)
+
+
+def error_event(error: StreamError) -> bytes:
+    """The ``error`` server event, one message: ``{"type": "error", "event_id", "error": {type,
+    code, message, param, event_id}}``."""
+    kind = "server_error" if error.kind in ("server_error", "overloaded_error") else "invalid_request_error"
+    payload = {
+        "type": "error",
+        "event_id": "event_ssemock_error",
+        "error": {
+            "type": kind,
+            "code": error.kind,
+            "message": error.message,
+            "param": None,
+            "event_id": None,
+        },
+    }
+    return orjson.dumps(payload) + error.newline.encode()
+
+
+def _is_realtime_event(event: Any) -> bool:
+    if not isinstance(event, Mapping):
+        return False
+    kind = string(event.get("type"))
+    return "event_id" in event and (
+        kind.startswith(("session.", "response.", "conversation.", "input_audio_buffer.", "rate_limits."))
+    )
+
+
+PROTOCOL = Protocol(
+    name="openai.realtime",
+    # over a WebSocket the events are the messages, one JSON object each, as JSON lines are
+    framing="ndjson",
+    fold=_Realtime,
+    error_event=error_event,
+    http_error=openai_error_body,
+    url=lambda url: _path(url).endswith("/realtime"),
+    event=_is_realtime_event,
+    responses=responses,
+)
