@@ -93,7 +93,9 @@ class _Package(types.ModuleType):
             return super().__getattribute__(name)
         if name in _SET:
             return _SET[name]
-        module = sys.modules.get(where) or importlib.import_module(where)
+        # importlib's own module locks: a module another thread is still importing is waited for
+        # (``sys.modules`` holds it half-imported until then), never read half-imported
+        module = importlib.import_module(where)
         return module if name in _SUBMODULES else getattr(module, name)
 
     def __getattr__(self, name: str) -> Any:
