@@ -136,7 +136,7 @@ class FrameParser:
     def feed(self, data: bytes) -> list[RawFrame]:
         """Take more bytes; the frames they complete, in order."""
         self._buffer += data
-        frames = []
+        frames: list[RawFrame] = []
         while True:
             frame = self._next()
             if frame is None:
