@@ -15,7 +15,9 @@ units that changed: the stream keeps its events, framing and boundaries.
 from __future__ import annotations
 
 import base64
+import gzip
 import re
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,16 +29,17 @@ from ..framing.eventstream import decode as decode_frames
 from ..framing.eventstream import encode as encode_frame
 from ..framing.eventstream import frame_ends
 from ..framing.json_array import element_spans as _array_spans
+from ..scan.credential_shapes import base64_layers
 from ..scan.shapes import (
     B64_RUN,
     FORM,
-    base64_text,
     credential_member,
     credential_name,
     credential_value,
     scan_form,
     secret_spans,
 )
+from ..scan.walk import plain_key, wide_charset
 from .rules import REDACTED
 
 __all__ = ["Masked", "mask_body"]
@@ -64,13 +67,26 @@ def _key(path: str, name: str) -> str:
     return f"{path}.{name}"
 
 
+_INDEX_NAME = re.compile(r"index|\w+_index|\w+Index")
+
+
+def _labels(value: dict[Any, Any]) -> str:
+    """The index members of an object, as the scan labels its piece keys (`ssemock.scan.walk`):
+    the pieces of two tool calls or two choices at one path are joined apart."""
+    return "".join(
+        f"{{{k}={v}}}" for k, v in value.items() if type(v) is int and _INDEX_NAME.fullmatch(str(k))
+    )
+
+
 def _walk_json(value: Any, path: str, depth: int, visit: Visit, named: list[str]) -> tuple[Any, bool]:
     """``value`` with every string visited and every credential-named value masked; whether it
-    changed. List indices are left out of the path: the pieces of one streamed field share it."""
+    changed. List indices are left out of the path and index members put in (the pieces of one
+    streamed field share it, as the scan joins them)."""
     if isinstance(value, dict):
         out, changed = {}, False
+        labelled = path + _labels(value)
         for k, v in value.items():
-            where = _key(path, str(k))
+            where = _key(labelled, str(k))
             if credential_member(str(k), v) and not isinstance(v, (dict, list)):
                 out[k], changed = REDACTED, True
                 named.append(where)
@@ -103,17 +119,22 @@ def _walk_text(text: str, path: str, depth: int, visit: Visit, named: list[str])
                 new, changed = _walk_json(parsed, f"{path} $".strip(), depth + 1, visit, named)
                 return orjson.dumps(new).decode() if changed else None
         if B64_RUN.fullmatch(text):
-            decoded = base64_text(text)
+            decoded = base64_layers(text)
             if decoded is not None:
-                found = _walk_text(decoded, f"{path} base64".strip(), depth + 1, visit, named)
-                inner = None if found is None else _rebase64(found, like=text)
+                found = _walk_text(decoded[0], f"{path} base64".strip(), depth + 1, visit, named)
+                inner = None if found is None else _rebase64(found, like=text, layer=decoded[1])
     outer = visit(path, text)
     return inner if inner is not None else outer
 
 
-def _rebase64(text: str, *, like: str) -> str:
-    """``text`` in base64 the way ``like`` was written (URL-safe alphabet, padding)."""
+def _rebase64(text: str, *, like: str, layer: str = "") -> str:
+    """``text`` in base64 the way ``like`` was written (URL-safe alphabet, padding, compressed
+    with gzip or zlib when it was)."""
     raw = text.encode()
+    if layer == "gzip":
+        raw = gzip.compress(raw, mtime=0)
+    elif layer == "zlib":
+        raw = zlib.compress(raw)
     encoded = base64.urlsafe_b64encode(raw) if ("-" in like or "_" in like) else base64.b64encode(raw)
     out = encoded.decode()
     return out if like.endswith("=") else out.rstrip("=")
@@ -257,8 +278,23 @@ def _mask_joined(pieces: list[str]) -> list[str]:
     return out
 
 
+def _mask_wide(body: bytes, charset: str, stream: bool) -> Masked:
+    """A UTF-16 or UTF-32 body masked in UTF-8, written back in its charset (one edit: all of it)."""
+    inner = mask_body(body.decode(charset, "replace").encode("utf-8"), content_type="", stream=stream)
+    if not inner.edits:
+        return Masked(body)
+    out = inner.body.decode("utf-8", "replace").encode(charset)
+    if body.startswith((b"\xff\xfe", b"\xfe\xff")) and not out.startswith((b"\xff\xfe", b"\xfe\xff")):
+        out = body[:2] + out
+    return Masked(out, [(0, len(body), len(out))], inner.masked)
+
+
 def mask_body(body: bytes, *, content_type: str, stream: bool) -> Masked:
-    """``body`` with every secret of its decoded forms masked (see the module's docstring)."""
+    """``body`` with every secret of its decoded forms masked (see the module's docstring); a
+    UTF-16 or UTF-32 body is masked in UTF-8 and written back in its own charset."""
+    charset = wide_charset(content_type, body)
+    if charset is not None:
+        return _mask_wide(body, charset, stream)
     units = list(_units(body, content_type, stream))
     leaves: list[tuple[str, str]] = []
     named: list[str] = []
@@ -273,13 +309,15 @@ def mask_body(body: bytes, *, content_type: str, stream: bool) -> Masked:
         _walk_text(unit.text, "", 0, collect, named)
     # each string masked alone, then the strings of one path joined across the units
     new = [_masked(text) for _, text in leaves]
-    by_path: dict[str, list[int]] = {}
-    for k, (path, _) in enumerate(leaves):
-        by_path.setdefault(path, []).append(k)
-    for indices in by_path.values():
-        if len(indices) > 1:
-            for k, piece in zip(indices, _mask_joined([new[k] for k in indices])):
-                new[k] = piece
+    # joined by path with index labels (two tool calls apart), then without (an event counter)
+    for key in (str, plain_key):
+        by_path: dict[str, list[int]] = {}
+        for k, (path, _) in enumerate(leaves):
+            by_path.setdefault(key(path), []).append(k)
+        for indices in by_path.values():
+            if len(indices) > 1:
+                for k, piece in zip(indices, _mask_joined([new[k] for k in indices])):
+                    new[k] = piece
     changed = {k for k, (_, text) in enumerate(leaves) if new[k] != text}
     counter = iter(range(len(leaves)))
 

@@ -24,10 +24,11 @@ import base64
 import binascii
 import bisect
 import re
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["B64_RUN", "REDACTED", "Finder", "Secret", "base64_text", "scan"]
+__all__ = ["B64_RUN", "REDACTED", "Finder", "Secret", "base64_layers", "base64_text", "scan"]
 
 REDACTED = "REDACTED"
 """What a redacted value is replaced with."""
@@ -184,7 +185,7 @@ _MAX_ANCHOR = max(map(len, _ANCHORS))
 # %25XX, encoded twice). A body full of other escapes (\n, \u003c, "50%") needs no second look.
 _CREDENTIAL_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.+/= "  # (Bearer x)
 _ESCAPES = sorted(
-    {b"\\/", b"%25"}
+    {b"\\/", b"%25", b"&#", b"&amp;#"}
     | {
         form % code
         for c in _CREDENTIAL_CHARS
@@ -193,7 +194,13 @@ _ESCAPES = sorted(
     }
 )
 _HEX_CREDENTIAL = rb"(?:2[0BDEFbdef]|3[0-9Dd]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff])"  # space+-./0-9=A-Z_a-z
-_ANY_ESCAPE = re.compile(rb"[%\\](?:(?:25)*" + _HEX_CREDENTIAL + rb"|\\*(?:u00" + _HEX_CREDENTIAL + rb"|/))")
+# HTML character references of printable ASCII (``&#115;``, ``&#x73;``, ``&amp;#115;``)
+_CHAR_REF = (
+    rb"&(?:amp;)*#(?:[xX]0*([2-7][0-9A-Fa-f])(?![0-9A-Fa-f])|0*(3[2-9]|[4-9]\d|1[01]\d|12[0-6])(?!\d));?"
+)
+_ANY_ESCAPE = re.compile(
+    rb"[%\\](?:(?:25)*" + _HEX_CREDENTIAL + rb"|\\*(?:u00" + _HEX_CREDENTIAL + rb"|/))|" + _CHAR_REF
+)
 Finder = Callable[[bytes], list[tuple[int, int]]]
 """A search over a field's bytes: (anchor index, start) of every shape anchor found."""
 
@@ -229,7 +236,7 @@ def _finders(accelerated: bool = True) -> tuple[Finder, Callable[[bytes], list[i
             return out
 
         def escapes(data: bytes) -> list[int]:
-            if b"%" not in data and b"\\" not in data:
+            if b"%" not in data and b"\\" not in data and b"&" not in data:
                 return []
             return [m.start() for m in _ANY_ESCAPE.finditer(data)]
 
@@ -297,18 +304,19 @@ def _scan_raw(data: bytes) -> list[Secret]:
     return found
 
 
-_UNESCAPE = re.compile(rb"\\+u00([2-7][0-9A-Fa-f])|\\+(/)|%(?:25)*([0-9A-Fa-f]{2})")
+_UNESCAPE = re.compile(rb"\\+u00([2-7][0-9A-Fa-f])|\\+(/)|%(?:25)*([0-9A-Fa-f]{2})|" + _CHAR_REF)
 
 
 def _decode(data: bytes) -> tuple[bytes, list[tuple[int, int]]]:
-    """``data`` with JSON ``\\u00XX`` (printable ASCII) and ``\\/`` escapes and percent-encoding
-    undone, at any depth; and (decoded offset, original offset) after each escape, in order."""
+    """``data`` with JSON ``\\u00XX`` (printable ASCII) and ``\\/`` escapes, percent-encoding and
+    HTML character references (``&#115;``, ``&#x73;``) undone, at any depth; and (decoded offset,
+    original offset) after each escape, in order."""
     pieces: list[bytes] = []
     marks: list[tuple[int, int]] = []
     pos = size = 0
     for m in _UNESCAPE.finditer(data):
-        hexa = m.group(1) or m.group(3)
-        char = bytes([int(hexa, 16)]) if hexa else b"/"
+        hexa = m.group(1) or m.group(3) or m.group(4)
+        char = bytes([int(hexa, 16)]) if hexa else bytes([int(m.group(5))]) if m.group(5) else b"/"
         pieces += [data[pos : m.start()], char]
         size += m.start() - pos + 1
         pos = m.end()
@@ -370,9 +378,33 @@ B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
 _B64_RUN_BYTES = re.compile(rb"[A-Za-z0-9+/_\-]{16,}={0,2}")
 
 
+_INFLATED_MAX = 16 << 20  # what a compressed base64 value may inflate to (no decompression bomb)
+
+
+def _inflated(data: bytes) -> tuple[bytes, str]:
+    """``data`` decompressed when it is gzip or zlib (at most `_INFLATED_MAX` bytes), and the layer."""
+    if data[:2] == b"\x1f\x8b":
+        wbits, layer = 16 + zlib.MAX_WBITS, "gzip"
+    elif len(data) >= 2 and data[0] == 0x78 and (data[0] << 8 | data[1]) % 31 == 0:
+        wbits, layer = zlib.MAX_WBITS, "zlib"
+    else:
+        return data, ""
+    try:
+        return zlib.decompressobj(wbits).decompress(data, _INFLATED_MAX), layer
+    except zlib.error:
+        return data, ""
+
+
 def base64_text(run: str | bytes) -> str | None:
     """``run`` decoded from base64 or base64url when that gives text (UTF-8, printable): the
-    form Bedrock wraps its event payloads in, and any JSON field a key may hide in; else None."""
+    form Bedrock wraps its event payloads in, and any JSON field a key may hide in; base64 of
+    gzip or zlib is inflated first (up to 16 MiB); else None."""
+    decoded = base64_layers(run)
+    return None if decoded is None else decoded[0]
+
+
+def base64_layers(run: str | bytes) -> tuple[str, str] | None:
+    """`base64_text`, and the compression layer the base64 held (``gzip``, ``zlib`` or ``""``)."""
     raw = run.encode("ascii", "replace") if isinstance(run, str) else run
     raw = raw.rstrip(b"=")
     if len(raw) % 4 == 1:
@@ -384,8 +416,9 @@ def base64_text(run: str | bytes) -> str | None:
             if (b"-" in raw or b"_" in raw)
             else base64.b64decode(padded, validate=True)
         )
+        decoded, layer = _inflated(decoded)
         text = decoded.decode("utf-8")
     except (binascii.Error, ValueError):
         return None
     printable = sum(c.isprintable() or c in "\n\r\t" for c in text)
-    return text if len(text) >= 8 and printable >= 0.95 * len(text) else None
+    return (text, layer) if len(text) >= 8 and printable >= 0.95 * len(text) else None

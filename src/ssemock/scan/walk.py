@@ -36,7 +36,15 @@ from .fields import (
 )
 from .messages import value_shape
 
-__all__ = ["Finding", "decode_content", "is_stream", "scan_cassette", "scan_interaction"]
+__all__ = [
+    "Finding",
+    "decode_content",
+    "is_stream",
+    "plain_key",
+    "scan_cassette",
+    "scan_interaction",
+    "wide_charset",
+]
 
 
 @dataclass(frozen=True)
@@ -133,10 +141,52 @@ def _json_key(path: str, key: str) -> str:
     return f"{path}.{key}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key) else f"{path}[{key!r}]"
 
 
+_INDEX_NAME = re.compile(r"index|\w+_index|\w+Index")  # index, output_index, contentBlockIndex
+_LABEL = re.compile(r"\{\w+=-?\d+\}")
+
+
+def _labels(value: dict[Any, Any]) -> str:
+    """The index members of an object (``{index=1}``): what tells apart the pieces of two streamed
+    fields at one JSON path (two tool calls, two choices, two content blocks), whatever the
+    protocol: ``$.choices[]{index=0}.delta.tool_calls[]{index=1}.function.arguments``."""
+    return "".join(
+        f"{{{k}={v}}}" for k, v in value.items() if type(v) is int and _INDEX_NAME.fullmatch(str(k))
+    )
+
+
 @functools.lru_cache(maxsize=4096)
-def _piece_key(path: str) -> str:
-    """A JSON path with its list indices dropped: the pieces of one streamed field share it."""
-    return re.sub(r"\[\d+\]", "[]", path)
+def plain_key(key: str) -> str:
+    """A piece key without its index labels: the pieces of one path whatever their index (an
+    ``index`` member that counts events rather than naming a field)."""
+    return _LABEL.sub("", key)
+
+
+_UTF16_BOMS = {
+    b"\xff\xfe\x00\x00": "utf-32",
+    b"\x00\x00\xfe\xff": "utf-32",
+    b"\xff\xfe": "utf-16",
+    b"\xfe\xff": "utf-16",
+}
+
+
+def wide_charset(content_type: str, body: bytes) -> str | None:
+    """The UTF-16 or UTF-32 codec a body is written in (its ``charset=``, else a byte order mark,
+    else every other byte NUL), or None (UTF-8, ASCII or another byte charset: read as stored)."""
+    m = re.search(r"charset=\"?([\w-]+)", content_type, re.I)
+    if m is not None:
+        name = m.group(1).lower().replace("_", "-")
+        return name if name.startswith(("utf-16", "utf-32", "ucs-2")) and name != "ucs-2" else None
+    for bom, codec in _UTF16_BOMS.items():
+        if body.startswith(bom):
+            return codec
+    head = body[:4096]
+    if len(head) >= 8:
+        even, odd = head[0::2].count(0), head[1::2].count(0)
+        if odd >= 0.3 * len(head) / 2 and even == 0:
+            return "utf-16-le"
+        if even >= 0.3 * len(head) / 2 and odd == 0:
+            return "utf-16-be"
+    return None
 
 
 # a string worth decoding further: JSON in it, a URL or a form, a base64 run
@@ -156,6 +206,10 @@ class _Scan:
         self.prefix = ""  # where the JSON being walked sits ("event 3"), kept out of its paths
         self.done: set[str] = set()  # strings already decoded further (an id repeated in every event)
         self.runs: set[str] = set()  # base64 runs already decoded
+        # the pieces a collected string's decoded forms gave (a base64 payload's JSON), by piece key
+        # and string: a repeated delta (two 1-character payloads alike) gives them again, undecoded
+        self.nested: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self.recording: list[list[tuple[str, str]]] = []
 
     def add(
         self,
@@ -171,25 +225,42 @@ class _Scan:
 
     # -- text in any form -----------------------------------------------------------------------
 
-    def text(self, field: str, text: str, path: str, depth: int, shapes: bool = True) -> None:
+    def text(
+        self, field: str, text: str, path: str, depth: int, shapes: bool = True, key: str | None = None
+    ) -> None:
         """Scan ``text``, a decoded form of (part of) a field: shapes, then what it decodes to --
-        JSON (credential-named keys, nested JSON), form and URL parameters, base64 text."""
+        JSON (credential-named keys, nested JSON), form and URL parameters, base64 text. ``key``:
+        the piece key of a collected string (a streamed delta): the strings of JSON it decodes to
+        (a base64 payload's event) are collected too, under keys that extend it."""
         if shapes:
             for s in scan(text):
                 self.add(field, s.what, text[s.start : s.end], s.preview, path)
         parsed = _json_or_none(text) if depth < _DEPTH else _NOT_JSON
         if parsed is not _NOT_JSON:
-            state, (self.prefix, self.collect) = (self.prefix, self.collect), (path, False)
-            self.json(field, parsed, "$", depth + 1)
+            state, (self.prefix, self.collect) = (self.prefix, self.collect), (path, key is not None)
+            self.json(field, parsed, "$", depth + 1, "$" if key is None else f"{key} json $")
             self.prefix, self.collect = state
             return
         self.named(field, text, path)
         if depth < _DEPTH and len(text) <= _WHOLE * 16:
-            for run in set(B64_RUN.findall(text)) - self.runs:
+            whole = text.strip()
+            for run in set(B64_RUN.findall(text)) - (self.runs if key is None else set()):
                 self.runs.add(run)
                 decoded = base64_text(run)
                 if decoded is not None:
-                    self.text(field, decoded, f"{path} base64".strip(), depth + 1)
+                    nested = f"{key} base64" if key is not None and run == whole else None
+                    self.text(field, decoded, f"{path} base64".strip(), depth + 1, key=nested)
+
+    def collected(self, key: str, value: str) -> None:
+        """A string piece of a streamed field, joined with the others under its piece key (with its
+        index labels, and without them)."""
+        for k in {key, plain_key(key)}:
+            size = self.sizes.get(k, 0)
+            if size < _REASSEMBLE_MAX:
+                self.pieces.setdefault(k, []).append(value)
+                self.sizes[k] = size + len(value)
+            for record in self.recording:
+                record.append((k, value))
 
     def named(self, field: str, text: str, path: str) -> None:
         """Credential-named parameters in a form body, a query string or a URL's query or fragment."""
@@ -210,38 +281,51 @@ class _Scan:
                     if named is not None:
                         self.add(field, named.what, value, "***", path)
 
-    def json(self, field: str, value: Any, path: str, depth: int) -> None:
-        """Credential-named keys whatever their value; string leaves decoded further."""
+    def json(self, field: str, value: Any, path: str, depth: int, key: str = "$") -> None:
+        """Credential-named keys whatever their value; string leaves decoded further. ``key``: the
+        piece key of ``value`` (its path without list positions, with its objects' index members:
+        `_labels`), under which a collected string joins the same field's other pieces."""
         if isinstance(value, dict):
+            labelled = key + _labels(value)
             for k, v in value.items():
-                key = str(k)
-                where = _json_key(path, key)
-                if credential_member(key, v):
+                name = str(k)
+                where = _json_key(path, name)
+                if credential_member(name, v):
                     self.add(
                         field,
-                        f"a credential-named field {key!r}",
+                        f"a credential-named field {name!r}",
                         str(v),
                         "***",
                         f"{self.prefix} {where}".strip(),
                     )
                 if isinstance(v, (dict, list, str)):
-                    self.json(field, v, where, depth)
+                    self.json(field, v, where, depth, _json_key(labelled, name))
         elif isinstance(value, list):
             for i, v in enumerate(value):
                 if isinstance(v, (dict, list, str)):
-                    self.json(field, v, f"{path}[{i}]", depth)
+                    self.json(field, v, f"{path}[{i}]", depth, key + "[]")
         elif isinstance(value, str):
             if self.collect:
-                key = _piece_key(path)
-                size = self.sizes.get(key, 0)
-                if size < _REASSEMBLE_MAX:
-                    self.pieces.setdefault(key, []).append(value)
-                    self.sizes[key] = size + len(value)
-            if depth < _DEPTH and value not in self.done and _WORTH.search(value):
-                self.done.add(value)
-                prefix, self.prefix = self.prefix, ""
+                self.collected(key, value)
+            if depth >= _DEPTH or not _WORTH.search(value):
+                return
+            if value in self.done:
+                if self.collect:  # a repeated delta: the pieces its decoded forms gave, again
+                    for k, piece in self.nested.get((key, value), ()):
+                        self.collected(k, piece)
+                return
+            self.done.add(value)
+            prefix, self.prefix = self.prefix, ""
+            if self.collect:
+                record: list[tuple[str, str]] = []
+                self.recording.append(record)
+                self.text(field, value, f"{prefix} {path}".strip(), depth, shapes=False, key=key)
+                self.recording.pop()
+                if record:
+                    self.nested[(key, value)] = record
+            else:
                 self.text(field, value, f"{prefix} {path}".strip(), depth, shapes=False)
-                self.prefix = prefix
+            self.prefix = prefix
 
     # -- the fields of an interaction ----------------------------------------------------------------
 
@@ -273,6 +357,12 @@ class _Scan:
                 body, path = decoded, " ".join(layers)
                 for s in scan(body):
                     self.add(field, s.what, body[s.start : s.end], s.preview, path)
+        charset = wide_charset(content_type, body) if len(body) <= _DECODED_MAX else None
+        if charset is not None:  # UTF-16/32: every ASCII character of a key has a NUL beside it
+            body = body.decode(charset, "replace").encode("utf-8")
+            path = f"{path} {charset}".strip()
+            for s in scan_body(body):
+                self.add(field, s.what, body[s.start : s.end], s.preview, path)
         if "multipart/" in content_type.lower():
             self.multipart(field, body, content_type, path)
             return
@@ -381,6 +471,7 @@ class _Scan:
                 self.text(field, whole, f"{path} reassembled {where}".strip(), 2)
         self.pieces.clear()
         self.sizes.clear()
+        self.nested.clear()
 
 
 _NOT_JSON = object()
