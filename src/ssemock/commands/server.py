@@ -21,12 +21,14 @@ def running(
     startup_timeout: float = 10.0,
     header_timeout: float | None = None,
     max_connections: int | None = None,
+    shutdown_timeout: float | None = None,
 ) -> Iterator[str]:
     """Serve an ASGI app on loopback for the duration of the block; yields its base URL.
 
     ``header_timeout``: seconds a connection has to send each request's headers (else it is
     closed); ``max_connections``: connections open at once (one past it is closed at once).
-    None: no limit."""
+    None: no limit. ``shutdown_timeout``: seconds the responses under way get to end when the
+    block exits, then they are cancelled (None: they are waited for, up to 5 s)."""
     import uvicorn
 
     if header_timeout is not None and not header_timeout > 0:
@@ -41,7 +43,14 @@ def running(
         if header_timeout is None and max_connections is None
         else _guarded(header_timeout, max_connections)
     )
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False, http=http)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="off",
+        access_log=False,
+        http=http,
+        timeout_graceful_shutdown=None if shutdown_timeout is None else max(1, round(shutdown_timeout)),
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -25,6 +25,7 @@ from .about import _add_demo, _add_doctor
 from .importing import _add_accept, _add_import_vcr, _add_migrate
 from .inspecting import _add_show, _add_validate
 from .output import Handler, _out, _UsageError
+from .proxying import _add_proxy
 from .repairing import _add_fix, _add_rechunk, _add_redact
 from .serving import _add_serve
 
@@ -37,6 +38,7 @@ __all__ = ["build_parser", "main"]
 _COMMANDS: list[Callable[[Subparsers], None]] = [
     _add_demo,
     _add_serve,
+    _add_proxy,
     _add_show,
     _add_validate,
     _add_rechunk,

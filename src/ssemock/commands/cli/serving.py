@@ -14,25 +14,9 @@ if TYPE_CHECKING:
     from .output import Subparsers
 
 
-# -- ssemock serve -----------------------------------------------------------------------------
-
-
-def _add_serve(subparsers: Subparsers) -> None:
-    parser = subparsers.add_parser(
-        "serve",
-        help="replay cassettes over a real HTTP server (for requests, aiohttp, curl, browsers)",
-        description="Serve the cassettes' interactions on a real HTTP server: a request is matched by "
-        "method, path, query (and JSON body, when recorded) and answered with the recorded "
-        "status, headers and chunks, each chunk its own write, re-chunked, transformed, timed "
-        "and faulted as asked. A disconnect fault really drops the connection; an "
-        "EventSource GET matches a recorded SSE stream by path, and a reconnection with "
-        "Last-Event-ID resumes after that event. Unmatched requests get a 404 listing the "
-        "recorded requests (secrets masked). One log line per request (--quiet: none). "
-        "No CORS header unless --cors. Needs the 'serve' extra.",
-    )
-    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE", help="cassette file(s) to serve")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=0, help="port to listen on (default: 0, any free port)")
+def add_replay_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a replay (``serve``'s, and the proxy's when it replays): chunking,
+    transform, timing, faults, matching, CORS, the largest request body."""
     parser.add_argument(
         "--chunking",
         default="as_recorded",
@@ -78,6 +62,28 @@ def _add_serve(subparsers: Subparsers) -> None:
         metavar="BYTES",
         help="the largest request body accepted, larger ones get 413 (default: 8 MiB)",
     )
+
+
+# -- ssemock serve -----------------------------------------------------------------------------
+
+
+def _add_serve(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="replay cassettes over a real HTTP server (for requests, aiohttp, curl, browsers)",
+        description="Serve the cassettes' interactions on a real HTTP server: a request is matched by "
+        "method, path, query (and JSON body, when recorded) and answered with the recorded "
+        "status, headers and chunks, each chunk its own write, re-chunked, transformed, timed "
+        "and faulted as asked. A disconnect fault really drops the connection; an "
+        "EventSource GET matches a recorded SSE stream by path, and a reconnection with "
+        "Last-Event-ID resumes after that event. Unmatched requests get a 404 listing the "
+        "recorded requests (secrets masked). One log line per request (--quiet: none). "
+        "No CORS header unless --cors. Needs the 'serve' extra.",
+    )
+    parser.add_argument("cassettes", nargs="+", metavar="CASSETTE", help="cassette file(s) to serve")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (default: 0, any free port)")
+    add_replay_options(parser)
     parser.add_argument(
         "--header-timeout",
         type=float,

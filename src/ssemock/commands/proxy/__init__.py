@@ -1,0 +1,107 @@
+"""``ssemock proxy``: a recording reverse proxy, so a client in any language records and replays
+the way a Python test does. The client only changes its base URL.
+
+A request is routed to an upstream (by path prefix when there are several), and to a cassette
+(``<cassette_dir>/<name>.json``: the upstream's default name, or the one the client chooses with
+the ``x-ssemock-cassette`` header or a ``/_ssemock/NAME/`` path prefix, neither forwarded).
+Then, as the plugin does under the same record mode (``none``, ``once``, ``new_episodes``,
+``all``, ``rewrite``):
+
+* a request a recorded interaction matches is replayed through `ssemock serve`'s
+  [`Replayer`][ssemock.commands.serve.Replayer], with its variants (chunking, transform, timing,
+  faults);
+* else, when the mode records, it is relayed to the upstream (httpx, HTTP/2 when ``h2`` is
+  installed, TLS verified against ``ca_bundle`` when given): each upstream chunk is written to the
+  client the moment it arrives, undecoded (a compressed body goes to the client as it asked for
+  it), and recorded decoded with its arrival time. When the response ends, the recording is
+  merged into the cassette and saved atomically under the cassette's lock (a concurrent writer's
+  interactions kept), after the same secret scan as every write: refused, it is kept masked as
+  ``<name>.refused.json``. A client that leaves mid-stream cancels the upstream request; what
+  arrived is saved, marked incomplete. Hop-by-hop headers and ``x-ssemock-*`` headers are not
+  forwarded;
+* else the answer is a 404 listing the recorded requests with what differs (secrets masked),
+  and the log line names the closest ones and what differs.
+
+An interruption (`Proxy.keep_in_flight`, which ``ssemock proxy`` calls on SIGTERM or Ctrl-C)
+keeps the recordings still under way as ``<name>.partial.json`` beside the cassette, masked;
+everything that ended before is in the cassette already.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from ...core.modes import RecordMode
+from ...core.packages import fresh
+from ...plan import matching
+from ...plan.serving import ChunkingSpec, FaultSpec, TimingSpec, TransformSpec
+from ..serve import DEFAULT_MAX_BODY
+from .book import Book, cassette_name
+from .relay import CASSETTE_HEADER, HOP_BY_HOP, PATH_PREFIX, Proxy, Upstream
+
+__all__ = [
+    "CASSETTE_HEADER",
+    "HOP_BY_HOP",
+    "PATH_PREFIX",
+    "Book",
+    "Proxy",
+    "Upstream",
+    "app",
+    "cassette_name",
+]
+
+_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+
+def app(
+    upstream: str | Upstream | Sequence[Upstream],
+    *,
+    cassette_dir: str | os.PathLike[str],
+    record_mode: RecordMode = "once",
+    cassette: str = "proxy",
+    chunking: ChunkingSpec = "as_recorded",
+    transform: TransformSpec = None,
+    timing: TimingSpec = "instant",
+    faults: FaultSpec = (),
+    match_on: matching.MatchOn | None = None,
+    cors: str | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    ca_bundle: str | os.PathLike[str] | None = None,
+    http2: bool | None = None,
+    log: Callable[[str], None] | None = None,
+) -> Starlette:
+    """An ASGI app proxying to ``upstream`` (a URL, or `Upstream`s by path prefix) and recording
+    into ``cassette_dir``; ``app.state.ssemock`` is the [`Proxy`][ssemock.commands.proxy.Proxy].
+    Run it with ``ssemock.commands.server.running(app)`` or any ASGI server."""
+    ups = (
+        [Upstream(upstream, cassette=cassette)]
+        if isinstance(upstream, str)
+        else [upstream]
+        if isinstance(upstream, Upstream)
+        else list(upstream)
+    )
+    proxy = Proxy(
+        ups,
+        cassette_dir=cassette_dir,
+        record_mode=record_mode,
+        chunking=chunking,
+        transform=transform,
+        timing=timing,
+        faults=faults,
+        match_on=match_on,
+        cors=cors,
+        max_body=max_body,
+        ca_bundle=ca_bundle,
+        http2=http2,
+        log=log,
+    )
+    starlette = Starlette(routes=[Route("/{path:path}", proxy.handle, methods=_METHODS)])
+    starlette.state.ssemock = proxy
+    return starlette
+
+
+fresh(__name__)  # submodules read from sys.modules (pytester's in-process reruns drop them)

@@ -1,0 +1,411 @@
+"""``ssemock proxy``: a recording reverse proxy on loopback, in front of the loopback stand-in
+upstream of conftest (``server``): chunks relayed as they arrive and recorded with their times,
+the record modes, the unmatched answer, the secret scan, clients that leave, concurrent clients,
+TLS, and the command line interrupted by SIGTERM and SIGINT.
+
+Every network call has a timeout; everything listens on 127.0.0.1 only."""
+
+from __future__ import annotations
+
+import datetime
+import gzip
+import json
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import ACK, GATED
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+import ssemock
+from ssemock import sse
+from ssemock.commands.proxy import app
+from ssemock.commands.server import running
+
+TIMEOUT = 10.0
+
+
+@contextmanager
+def proxy(upstream: str, tmp_path: Path, **options: Any) -> Iterator[tuple[str, Any, list[str]]]:
+    """The proxy on loopback: its URL, its Proxy state and its log lines."""
+    lines: list[str] = []
+    asgi = app(upstream, cassette_dir=tmp_path, log=lines.append, **options)
+    with running(asgi) as url:
+        yield url, asgi.state.ssemock, lines
+
+
+def saved(proxy_state: Any, count: int = 1, name: str = "proxy") -> ssemock.Cassette:
+    """The cassette once ``count`` recordings were saved into it (a save ends after the client's
+    last byte: wait for it, bounded)."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        book = proxy_state.books.get(name)
+        if book is not None and book.saved >= count:
+            return ssemock.Cassette.load(book.path)
+        assert time.monotonic() < deadline, f"no save into {name} after {TIMEOUT} s"
+        time.sleep(0.01)
+
+
+# -- relayed as it arrives, recorded with its times ----------------------------------------------
+
+
+def test_each_chunk_reaches_the_client_before_the_upstream_sends_the_next(
+    server: str, tmp_path: Path
+) -> None:
+    with proxy(server, tmp_path) as (url, state, _), httpx.Client(timeout=TIMEOUT) as client:
+        reads = []
+        with client.stream("POST", url + "/gated", json={"stream": True}) as resp:
+            for data in resp.iter_raw():
+                reads.append(data)
+                ACK.release()  # the stand-in sends chunk k+1 only now
+        cassette = saved(state)
+    assert reads == GATED  # no "data: late": nothing was held back
+    response = cassette.interactions[0].response
+    assert response.chunks == GATED and response.complete
+    assert response.times == sorted(response.times) and len(response.times) == len(GATED)
+    assert cassette.interactions[0].request.url == server + "/gated"
+
+
+def test_recorded_then_replayed_under_a_chunking_with_the_upstream_gone(server: str, tmp_path: Path) -> None:
+    with proxy(server, tmp_path) as (url, state, _):
+        first = httpx.post(url + "/v1/chat/completions", json={"stream": True}, timeout=TIMEOUT)
+        saved(state)
+    # the upstream is a closed port now: only the cassette can answer
+    with proxy("http://127.0.0.1:9", tmp_path, chunking="fixed:7") as (url, state, lines):
+        with httpx.stream(
+            "POST", url + "/v1/chat/completions", json={"stream": True}, timeout=TIMEOUT
+        ) as resp:
+            chunks = list(resp.iter_raw())
+    assert b"".join(chunks) == first.content
+    assert all(len(c) == 7 for c in chunks[:-1])
+    assert resp.headers["x-ssemock-interaction"] == "0"
+    assert sse.decode([first.content])[-1].data == "[DONE]"
+
+
+def test_compressed_upstream_forwarded_as_asked_and_recorded_decoded(server: str, tmp_path: Path) -> None:
+    with proxy(server, tmp_path) as (url, state, _), httpx.Client(timeout=TIMEOUT) as client:
+        with client.stream("GET", url + "/gzip", headers={"accept-encoding": "gzip"}) as resp:
+            raw = b"".join(resp.iter_raw())
+        cassette = saved(state)
+    assert resp.headers["content-encoding"] == "gzip"
+    assert gzip.decompress(raw) == b"data: one\n\ndata: two\n\n"  # the client decodes it itself
+    response = cassette.interactions[0].response
+    assert response.body == b"data: one\n\ndata: two\n\n"
+    assert response.header("content-encoding") is None
+
+
+def test_hop_by_hop_and_ssemock_headers_are_not_forwarded(server: str, tmp_path: Path) -> None:
+    headers = {
+        "x-ssemock-cassette": "echoes",
+        "x-ssemock-other": "1",
+        "proxy-authorization": "Basic dGVzdDp0ZXN0",
+        "te": "trailers",
+        "x-kept": "yes",
+    }
+    with proxy(server, tmp_path) as (url, state, _):
+        resp = httpx.get(url + "/echo?q=1", headers=headers, timeout=TIMEOUT)
+        cassette = saved(state, name="echoes")
+    seen = resp.json()["headers"]
+    assert seen["x-kept"] == "yes" and resp.json()["query"] == "q=1"
+    assert not {"x-ssemock-cassette", "x-ssemock-other", "proxy-authorization", "te"} & set(seen)
+    assert seen["host"] == server.removeprefix("http://")
+    assert cassette.path == tmp_path / "echoes.json" and not (tmp_path / "proxy.json").exists()
+    recorded = dict(cassette.interactions[0].request.headers)
+    assert "x-ssemock-cassette" not in recorded and recorded["x-kept"] == "yes"
+
+
+def test_a_path_prefix_names_the_cassette(server: str, tmp_path: Path) -> None:
+    with proxy(server, tmp_path) as (url, state, _):
+        resp = httpx.get(url + "/_ssemock/test_one/echo", timeout=TIMEOUT)
+        cassette = saved(state, name="test_one")
+        bad = httpx.get(url + "/_ssemock/..%2Fescape/echo", timeout=TIMEOUT)
+    assert resp.status_code == 200 and cassette.interactions[0].request.url == server + "/echo"
+    assert bad.status_code == 400 and "not allowed" in bad.json()["error"]
+
+
+def test_a_client_that_leaves_cancels_the_upstream_and_the_recording_is_kept_incomplete(
+    tmp_path: Path,
+) -> None:
+    cancelled = threading.Event()
+
+    async def endless(request: Request) -> StreamingResponse:
+        async def body() -> Any:
+            try:
+                i = 0
+                while True:
+                    yield b"data: %d\n\n" % i
+                    i += 1
+                    import asyncio
+
+                    await asyncio.sleep(0.01)
+            finally:
+                cancelled.set()
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    upstream = Starlette(routes=[Route("/endless", endless)])
+    with running(upstream) as up, proxy(up, tmp_path) as (url, state, lines):
+        with httpx.stream("GET", url + "/endless", timeout=TIMEOUT) as resp:
+            got = b""
+            for data in resp.iter_raw():
+                got += data
+                if got.count(b"\n\n") >= 3:
+                    break
+        cassette = saved(state)
+        assert cancelled.wait(TIMEOUT), "the upstream stream went on after the client left"
+    response = cassette.interactions[0].response
+    assert not response.complete
+    assert response.body.startswith(b"data: 0\n\ndata: 1\n\ndata: 2\n\n")
+    assert any("the client left: recorded as incomplete" in line for line in lines)
+
+
+def test_concurrent_clients_on_one_cassette_lose_nothing(server: str, tmp_path: Path) -> None:
+    with proxy(server, tmp_path) as (url, state, _):
+
+        def call(i: int) -> None:
+            httpx.get(f"{url}/echo?n={i}", timeout=TIMEOUT).raise_for_status()
+
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(TIMEOUT)
+        cassette = saved(state, 6)
+    urls = sorted(x.request.url for x in cassette.interactions)
+    assert urls == sorted(f"{server}/echo?n={i}" for i in range(6))
+
+
+# -- the record modes and the unmatched answer ---------------------------------------------------
+
+
+class Counting:
+    """A stand-in upstream that counts what it answered (an OpenAI-shaped stream)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+        async def chat(request: Request) -> Response:
+            self.calls += 1
+            body = await request.body()
+            return StreamingResponse(
+                iter([b'data: {"n": %d}\n\n' % self.calls, b"data: [DONE]\n\n"]),
+                media_type="text/event-stream",
+                headers={"x-echo": str(len(body))},
+            )
+
+        self.app = Starlette(routes=[Route("/v1/chat", chat, methods=["POST"])])
+
+
+@pytest.mark.parametrize(
+    ("mode", "upstream_calls", "interactions"),
+    [("none", 0, 1), ("once", 0, 1), ("new_episodes", 1, 2), ("all", 2, 2), ("rewrite", 2, 2)],
+)
+def test_record_modes(tmp_path: Path, mode: str, upstream_calls: int, interactions: int) -> None:
+    """A cassette holds {"q": 1}; the client asks {"q": 1} then {"q": 2}."""
+    stand_in = Counting()
+    with running(stand_in.app) as up:
+        with proxy(up, tmp_path, record_mode="once") as (url, state, _):
+            httpx.post(url + "/v1/chat", json={"q": 1}, timeout=TIMEOUT)
+            saved(state)
+        stand_in.calls = 0
+        with proxy(up, tmp_path, record_mode=mode) as (url, state, lines):
+            first = httpx.post(url + "/v1/chat", json={"q": 1}, timeout=TIMEOUT)
+            second = httpx.post(url + "/v1/chat", json={"q": 2}, timeout=TIMEOUT)
+            if upstream_calls:
+                saved(state, upstream_calls)
+    assert stand_in.calls == upstream_calls
+    cassette = ssemock.Cassette.load(tmp_path / "proxy.json")
+    assert len(cassette.interactions) == interactions
+    assert first.status_code == 200
+    if mode in ("none", "once"):
+        assert second.status_code == 404
+        answer = second.json()
+        assert "no recorded interaction matches POST /v1/chat" in answer["error"]
+        assert answer["recorded"][0]["differs"] and "body" in answer["recorded"][0]["differs"][0]
+        assert any("-> 404 proxy" in line and "closest: #0 POST /v1/chat: body" in line for line in lines)
+    else:
+        assert second.status_code == 200 and b"[DONE]" in second.content
+    if mode == "all":  # re-recorded: the new recording replaced the one it matches
+        assert [x.response.body.count(b'"n": 1') for x in cassette.interactions] == [1, 0]
+
+
+def test_a_secret_in_a_recording_is_refused_and_kept_masked(tmp_path: Path) -> None:
+    leak = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 3
+
+    async def chat(request: Request) -> JSONResponse:
+        return JSONResponse({"echo": leak})
+
+    with running(Starlette(routes=[Route("/v1/x", chat)])) as up:
+        with proxy(up, tmp_path) as (url, state, lines):
+            resp = httpx.get(url + "/v1/x", timeout=TIMEOUT)
+            deadline = time.monotonic() + TIMEOUT
+            while not any("NOT saved" in line for line in lines):
+                assert time.monotonic() < deadline, lines
+                time.sleep(0.01)
+    assert resp.json() == {"echo": leak}  # the client gets the live answer
+    assert not (tmp_path / "proxy.json").exists()
+    kept = (tmp_path / "proxy.refused.json").read_text()
+    assert leak not in kept and "REDACTED" in kept
+    assert leak not in "".join(lines)
+
+
+# -- TLS -------------------------------------------------------------------------------------------
+
+
+def _certificates(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A throwaway CA and a certificate for 127.0.0.1 signed by it: (ca.pem, cert.pem, key.pem)."""
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ssemock test CA")])
+    ca = (
+        x509.CertificateBuilder(ca_name, ca_name, ca_key.public_key(), 1, now, now + datetime.timedelta(1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    cert = (
+        x509.CertificateBuilder(
+            issuer_name=ca_name,
+            subject_name=x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]),
+            public_key=key.public_key(),
+            serial_number=2,
+            not_valid_before=now,
+            not_valid_after=now + datetime.timedelta(1),
+        )
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False
+        )
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    paths = tmp_path / "ca.pem", tmp_path / "cert.pem", tmp_path / "key.pem"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
+
+
+def test_a_tls_upstream_verified_against_the_ca_bundle(server: str, tmp_path: Path) -> None:
+    import uvicorn
+
+    ca, cert, key = _certificates(tmp_path)
+
+    async def hello(request: Request) -> JSONResponse:
+        return JSONResponse({"scheme": request.url.scheme})
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(
+        Starlette(routes=[Route("/hello", hello)]),
+        log_level="warning",
+        lifespan="off",
+        ssl_certfile=str(cert),
+        ssl_keyfile=str(key),
+    )
+    tls = uvicorn.Server(config)
+    thread = threading.Thread(target=tls.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not tls.started:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        upstream = f"https://127.0.0.1:{sock.getsockname()[1]}"
+        with proxy(upstream, tmp_path / "trusted", ca_bundle=ca) as (url, state, _):
+            assert httpx.get(url + "/hello", timeout=TIMEOUT).json() == {"scheme": "https"}
+            assert saved(state).interactions[0].request.url == upstream + "/hello"
+        with proxy(upstream, tmp_path / "untrusted") as (url, state, lines):  # the system CAs only
+            refused = httpx.get(url + "/hello", timeout=TIMEOUT)
+        assert refused.status_code == 502 and "ConnectError" in refused.json()["error"]
+    finally:
+        tls.should_exit = True
+        thread.join(TIMEOUT)
+        sock.close()
+
+
+# -- the command line, interrupted -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupted_proxy_keeps_what_it_recorded(tmp_path: Path, signum: int) -> None:
+    """One recording ended before the signal (in the cassette), one is under way (kept as a
+    partial beside it, masked); no temporary file is left."""
+    first_sent = threading.Event()
+
+    async def slow(request: Request) -> StreamingResponse:
+        async def body() -> Any:
+            import asyncio
+
+            yield b"data: first\n\n"
+            first_sent.set()
+            await asyncio.sleep(30)
+            yield b"data: never\n\n"
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    async def done(request: Request) -> JSONResponse:
+        return JSONResponse({"ok": True})
+
+    upstream = Starlette(routes=[Route("/slow", slow), Route("/done", done)])
+    with running(upstream) as up:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ssemock", "proxy", up, "--cassette-dir", str(tmp_path), "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None
+            banner = proc.stdout.readline()
+            match = re.search(r"proxying on (http://127\.0\.0\.1:\d+)", banner)
+            assert match, banner + proc.stderr.read() if proc.stderr else banner
+            url = match.group(1)
+            assert httpx.get(url + "/done", timeout=TIMEOUT).json() == {"ok": True}
+            deadline = time.monotonic() + TIMEOUT
+            while not (tmp_path / "proxy.json").exists():
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            with httpx.stream("GET", url + "/slow", timeout=TIMEOUT) as resp:
+                assert next(resp.iter_raw()) == b"data: first\n\n"
+                proc.send_signal(signum)
+                code = proc.wait(TIMEOUT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert code == 0, proc.stderr.read() if proc.stderr else code
+    cassette = ssemock.Cassette.load(tmp_path / "proxy.json")
+    assert [x.request.url for x in cassette.interactions] == [up + "/done"]
+    partial = ssemock.Cassette.load(tmp_path / "proxy.partial.json")
+    assert partial.interactions[0].response.body == b"data: first\n\n"
+    assert not partial.interactions[0].response.complete
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["proxy.json", "proxy.partial.json"]
+    assert json.loads((tmp_path / "proxy.json").read_text())  # whole JSON, not half-written
