@@ -500,3 +500,69 @@ def test_a_host_name_with_terminal_escapes_never_drives_the_terminal() -> None:
             socket.getaddrinfo("evil\x1b]0;owned\x07.invalid", 443)
     message = str(info.value)
     assert "\x1b" not in message and "\x07" not in message and "\\u001b" in message
+
+
+def _tcp_pair() -> tuple[socket.socket, socket.socket, socket.socket]:
+    """A loopback TCP listener, a client connected to it and the accepted connection."""
+    listening = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(listening.getsockname()[:2], timeout=5)
+    accepted, _ = listening.accept()
+    accepted.settimeout(5)
+    return listening, client, accepted
+
+
+@pytest.mark.parametrize("how", ["write", "writev", "sendfile"])
+def test_a_write_on_the_descriptor_of_a_connection_opened_before_the_replay_is_refused(
+    how: str, tmp_path: object
+) -> None:
+    import os
+    from pathlib import Path
+
+    payload = Path(str(tmp_path)) / "payload"
+    payload.write_bytes(b"old")
+    listening, client, accepted = _tcp_pair()
+    with listening, client, accepted, payload.open("rb") as source:
+        writes: dict[str, Callable[[], object]] = {
+            "write": lambda: os.write(client.fileno(), b"old"),
+            "writev": lambda: os.writev(client.fileno(), [b"o", b"ld"]),
+            "sendfile": lambda: os.sendfile(client.fileno(), source.fileno(), 0, 3),
+        }
+        with ssemock.replay(ssemock.Cassette(), allowed_hosts=[]):
+            with pytest.raises(
+                ssemock.NetworkBlockedError, match=rf"127\.0\.0\.1:{listening.getsockname()[1]}"
+            ):
+                writes[how]()
+        writes[how]()  # the player is gone: the descriptor works again
+        client.shutdown(socket.SHUT_WR)
+        received = b""
+        while chunk := accepted.recv(64):
+            received += chunk
+    assert received == b"old"  # only the write after the replay arrived
+
+
+def test_descriptor_writes_that_are_not_a_way_out_pass_during_a_replay_that_allows_nothing(
+    tmp_path: object, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import os
+    from pathlib import Path
+
+    read_end, write_end = os.pipe()
+    left, right = socket.socketpair()  # a Unix socket: not network
+    listening = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(listening.getsockname()[:2], timeout=5)
+    with open(Path(str(tmp_path)) / "log", "wb") as log, left, right, listening, client:
+        with ssemock.replay(ssemock.Cassette(), allowed_hosts=[]):
+            os.write(1, b"to pytest's capture\n")  # pytest's own output capture writes to descriptors
+            os.write(write_end, b"pipe")
+            os.write(log.fileno(), b"file")
+            os.write(left.fileno(), b"unix")
+            accepted, _ = listening.accept()  # a server of the test answering during the replay
+            with accepted:
+                os.write(accepted.fileno(), b"answer")
+        assert client.recv(16) == b"answer"
+        assert os.read(read_end, 16) == b"pipe"
+        assert right.recv(16) == b"unix"
+    os.close(read_end)
+    os.close(write_end)
+    assert (Path(str(tmp_path)) / "log").read_bytes() == b"file"
+    assert "to pytest's capture" in capfd.readouterr().out

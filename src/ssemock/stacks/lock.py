@@ -4,7 +4,8 @@ While a player is active, every way out of the process's Python sockets that no 
 client stack sends for real is checked against the innermost player's ``allowed_hosts`` (and its
 ``ignore_hosts``, which are always let through): TCP connects, datagrams (``sendto`` /
 ``sendmsg``, connected or not, TCP Fast Open, asyncio datagram endpoints), every name lookup of
-`socket`, and connections opened before the player started, checked when they send. Loopback
+`socket`, and connections opened before the player started, checked when they send (through
+the socket, or ``os.write`` / ``os.writev`` / ``os.sendfile`` on its file descriptor). Loopback
 is allowed by default (tests run their own local servers), ``[]`` allows nothing; entries are
 names (``api.x.com``, ``*.x.com``), addresses and networks (``10.0.0.0/8``), and a name covers
 every address it resolves to. A replay raises [`ssemock.NetworkBlockedError`][ssemock.NetworkBlockedError] naming host
@@ -18,8 +19,10 @@ import asyncio.selector_events
 import fnmatch
 import functools
 import ipaddress
+import os
 import socket
 import ssl
+import stat
 import threading
 import warnings
 import weakref
@@ -220,6 +223,45 @@ def _check_peer(sock: socket.socket) -> None:
     guard.known.add(sock)
 
 
+def _check_fd(fd: Any) -> None:
+    """Refuse a write on a file descriptor that is a socket connected to a host that is not
+    allowed (``os.write`` / ``os.writev`` / ``os.sendfile`` on a connection opened before the
+    replay). Anything else passes after one ``fstat``: files, pipes, terminals (pytest's own
+    output capture writes to file descriptors too), Unix sockets, a socket not connected."""
+    if not _guards or is_passing() or not isinstance(fd, int):
+        return
+    guard = _guards[-1]
+    if not guard.blocks:
+        return
+    try:
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            return
+        with socket.socket(fileno=os.dup(fd)) as sock:  # a copy: the caller's descriptor stays theirs
+            peer = sock.getpeername()
+    except (OSError, ValueError):  # closed, not connected, a family Python cannot name: its own error
+        return
+    if not isinstance(peer, tuple) or guard.allows(str(peer[0])) or is_passing(str(peer[0])):
+        return
+    if any(_fileno(known) == fd for known in list(guard.known)):  # seen connect or accept in the replay
+        return
+    guard.refuse(str(peer[0]), peer[1], "a write on a connection opened before the replay, to")
+
+
+def _fileno(sock: socket.socket) -> int:
+    try:
+        return sock.fileno()
+    except OSError:
+        return -1
+
+
+def _fd_write(original: Any) -> Any:
+    def write(fd: Any, *args: Any, **kwargs: Any) -> Any:  # os.write, os.writev, os.sendfile(out_fd, ...)
+        _check_fd(fd)
+        return original(fd, *args, **kwargs)
+
+    return write
+
+
 def _connect(original: Any) -> Any:
     def connect(self: socket.socket, address: Any) -> Any:
         guard = _check(address)
@@ -346,6 +388,7 @@ _PATCHES = [
         "sendto",
         _datagram_sendto,
     ),
+    *(Patch(os, name, _fd_write) for name in ("write", "writev", "sendfile") if hasattr(os, name)),
     Patch(socket, "getaddrinfo", _getaddrinfo),
     Patch(socket, "gethostbyname", _gethostbyname),
     Patch(socket, "gethostbyname_ex", _gethostbyname),
