@@ -42,6 +42,17 @@ SUBMODULES = [
 ]
 
 
+def _submodule(name: str) -> ModuleType:
+    """A public submodule: a front door (``ssemock.sse``), or a layer's module that the package
+    exports as an attribute (``ssemock.held`` is ``ssemock.plan.held``)."""
+    try:
+        return importlib.import_module(f"ssemock.{name}")
+    except ModuleNotFoundError:
+        module = getattr(ssemock, name)
+        assert isinstance(module, ModuleType), name
+        return module
+
+
 def _hook() -> ModuleType:
     spec = importlib.util.spec_from_file_location("cli_reference", DOCS / "hooks" / "cli_reference.py")
     assert spec is not None and spec.loader is not None
@@ -128,6 +139,129 @@ def test_mkdocs_builds_strictly_with_every_page(site: Path) -> None:
         assert built.exists(), built
 
 
+# -- the architecture picture: Mermaid, vendored, drawn offline --------------------------------
+
+MERMAID = DOCS / "js" / "mermaid.min.js"
+
+
+def test_the_architecture_page_loads_the_vendored_mermaid_and_no_cdn(site: Path) -> None:
+    html = (site / "architecture" / "index.html").read_text(encoding="utf-8")
+    scripts = re.findall(r'<script[^>]*\bsrc="([^"]+)"', html)
+    assert "../js/mermaid.min.js" in scripts, scripts
+    # mkdocs-material fetches Mermaid from unpkg only when no global `mermaid` is loaded; no page
+    # names a script that is not part of the site
+    assert not [src for src in scripts if "//" in src], scripts
+    built = site / "js" / "mermaid.min.js"
+    assert built.read_bytes() == MERMAID.read_bytes()
+    assert b'globalThis["mermaid"]' in built.read_bytes()[-4096:]  # the UMD build: a global
+    licence = (DOCS / "js" / "mermaid.LICENSE").read_text(encoding="utf-8")
+    assert "The MIT License" in licence and "registry.npmjs.org/mermaid/-/mermaid-11." in licence
+    # the diagram: a mermaid block (superfences' custom fence) naming every layer package
+    block = re.search(r'<pre class="mermaid"><code>(.*?)</code></pre>', html, re.S)
+    assert block is not None, "docs/architecture.md has no ```mermaid block, or the fence is not configured"
+    packages = ["core", "framing", "store", "scan", "protocols", "redaction", "variants", "plan", "stacks",
+                "player", "plugin", "commands", "cassettes"]  # fmt: skip
+    assert all(f"{name}/" in block.group(1) for name in packages), block.group(1)
+
+
+def test_every_layer_package_has_an_internals_page(site: Path) -> None:
+    layers = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    [contract] = [c for c in layers["contracts"] if c["type"] == "layers"]
+    packages = {name for layer in contract["layers"] for name in re.split(r"[|:]", layer) if name.strip()}
+    ids: set[str] = set()
+    for page in (site / "reference").glob("internals-*/index.html"):
+        ids |= _ids(page)
+    missing = {name.strip() for name in packages if f"ssemock.{name.strip()}" not in ids} - {"cassettes"}
+    assert not missing, f"no page under Reference > Internals renders these packages: {missing}"
+    assert "ssemock.cassettes" in _ids(site / "reference" / "cassettes" / "index.html")  # public already
+
+
+CHROMIUM = "/usr/bin/chromium"
+# The page as served, plus a script that runs first: it opens the shadow root mkdocs-material draws
+# the diagram in (closed otherwise, so invisible to --dump-dom) and copies what is drawn into the DOM.
+PROBE = """<script>
+(function () {
+  var attach = Element.prototype.attachShadow;
+  Element.prototype.attachShadow = function (init) {
+    return attach.call(this, Object.assign({}, init, {mode: "open"}));
+  };
+  var poll = setInterval(function () {
+    var host = document.querySelector("div.mermaid");
+    if (host && host.shadowRoot && host.shadowRoot.querySelector("svg")) {
+      clearInterval(poll);
+      var out = document.createElement("pre");
+      out.id = "drawn";
+      out.textContent = host.shadowRoot.innerHTML;
+      document.body.appendChild(out);
+    }
+  }, 50);
+})();
+</script>"""
+
+
+def test_the_architecture_diagram_is_drawn_offline_in_a_browser(site: Path, tmp_path: Path) -> None:
+    import html
+    import http.server
+    import threading
+    from functools import partial
+
+    if not os.path.exists(CHROMIUM):
+        missing = f"{CHROMIUM} is missing: this test needs Debian's chromium (apt-get install -y chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(missing)
+        pytest.skip(missing)
+    served: list[str] = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self) -> None:
+            served.append(self.path)
+            if self.path == "/architecture/probe.html":
+                page = (site / "architecture" / "index.html").read_text(encoding="utf-8")
+                body = page.replace("<head>", "<head>" + PROBE, 1).encode("utf-8")
+                self.send_response(200)
+                self.send_header("content-type", "text/html; charset=utf-8")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            super().do_GET()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        cmd = [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            # offline: every host name but loopback fails to resolve (a CDN fetch would fail)
+            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            f"http://127.0.0.1:{server.server_port}/architecture/probe.html",
+        ]
+        proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", timeout=45)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    drawn = re.search(r'<pre id="drawn">(.*?)</pre>', proc.stdout, re.S)
+    assert drawn is not None, f"no diagram was drawn; served: {served}"
+    svg = html.unescape(drawn.group(1))
+    assert svg.lstrip().startswith("<svg") and "1 · framing/" in svg and "axis: transport" in svg, svg[:500]
+    assert "/js/mermaid.min.js" in served
+
+
 def test_the_built_cli_reference_has_every_command_and_option(site: Path) -> None:
     page = site / "reference" / "cli" / "index.html"
     html = page.read_text(encoding="utf-8")
@@ -147,7 +281,7 @@ def test_the_api_reference_documents_every_public_name(site: Path) -> None:
     for name in ssemock.__all__:
         if name in submodules or name == "explore":
             continue
-        qualified = {"replay": "ssemock.player.replay.replay", "accumulate": "ssemock.accumulate.accumulate"}
+        qualified = {"accumulate": "ssemock.accumulate.accumulate"}
         assert qualified.get(name, f"ssemock.{name}") in api, f"ssemock.{name} is not in reference/api.md"
     # explore is documented once, on its own page (two headings for one name make links ambiguous)
     assert "ssemock.explore.explore" in _ids(site / "reference" / "explore" / "index.html")
@@ -156,7 +290,7 @@ def test_the_api_reference_documents_every_public_name(site: Path) -> None:
     ).read_text(encoding="utf-8")
     assert submodules <= set(ssemock.__all__)
     for sub in SUBMODULES:
-        module = importlib.import_module(f"ssemock.{sub}")
+        module = _submodule(sub)
         ids = _ids(site / "reference" / sub / "index.html")
         for name in module.__all__:
             assert f"ssemock.{sub}.{name}" in ids, f"ssemock.{sub}.{name} is not in reference/{sub}.md"
@@ -180,7 +314,7 @@ def test_the_built_reference_has_no_raw_sphinx_role(site: Path) -> None:
         for page in site.rglob("*.html")
     }
     assert not {page: found for page, found in raw.items() if found}, (
-        "docstrings use mkdocstrings cross-references ([`replay`][ssemock.player.replay.replay]), not Sphinx roles"
+        "docstrings use mkdocstrings cross-references ([`replay`][ssemock.replay]), not Sphinx roles"
     )
 
 
@@ -211,7 +345,7 @@ def test_player_shows_its_public_attributes_only_and_signatures_are_formatted(si
     assert {"plays", "router", "attempts", "cassette", "chunking"} <= public
     assert not {name for name in public if name.startswith("_")} and "guard" not in public
     html = page.read_text(encoding="utf-8")
-    start = html.index('id="ssemock.player.replay.replay"')
+    start = html.index('id="ssemock.replay"')
     signature = html[html.index('class="doc-signature', start) :]
     signature = re.sub(r"<[^>]+>", "", signature[: signature.index("</code>")])
     # formatted (by ruff, in the docs extra): one parameter a line, not one long line
@@ -222,7 +356,7 @@ def _public_callables() -> list[tuple[str, object]]:
     """Every public function, class, method and property of ssemock and its public submodules."""
     out: list[tuple[str, object]] = []
     seen: set[int] = set()
-    modules = [ssemock, *(importlib.import_module(f"ssemock.{s}") for s in SUBMODULES)]
+    modules = [ssemock, *(_submodule(s) for s in SUBMODULES)]
     for module in modules:
         for name in module.__all__:
             obj = getattr(module, name)

@@ -3,7 +3,7 @@
 The page holds the marker ``<!-- ssemock-fault-matrix -->``; this hook replaces it with one row
 per fault variant (:data:`ssemock.faults.VARIANTS`) and one column per framing (each registered
 framing's ``example`` body), every cell what the fault really does to that body: it runs
-:func:`ssemock.player.replay.plan_response` on it, or shows the refusal. ``tests/test_fault_matrix.py``
+:func:`ssemock.plan_response` on it, or shows the refusal. ``tests/test_fault_matrix.py``
 checks the same cells byte for byte through every client stack, and imports :func:`render` to
 check the table covers them.
 """
@@ -26,10 +26,8 @@ def _show(data: bytes, most: int = 48) -> str:
 def cell(variant: str, name: str) -> str:
     """What ``variant`` does to the example body of framing ``name`` (or why it is refused)."""
     import httpcore
-    from ssemock.replay import plan_response
 
-    from ssemock import faults, framing
-    from ssemock.store.cassette import Response
+    from ssemock import Response, faults, framing, plan_response
 
     fault = faults.get(variant)
     why = fault.refuses(name)
