@@ -409,3 +409,40 @@ def test_an_interrupted_proxy_keeps_what_it_recorded(tmp_path: Path, signum: int
     assert not partial.interactions[0].response.complete
     assert sorted(p.name for p in tmp_path.iterdir()) == ["proxy.json", "proxy.partial.json"]
     assert json.loads((tmp_path / "proxy.json").read_text())  # whole JSON, not half-written
+
+
+# -- the pytest fixture ------------------------------------------------------------------------------
+
+FIXTURE_TEST = """
+import subprocess
+
+UPSTREAM = {upstream!r}
+
+
+def test_curl_through_the_proxy(ssemock_proxy):
+    run = ssemock_proxy(UPSTREAM)
+    out = subprocess.run(
+        ["curl", "-sS", "--max-time", "10", "-H", "content-type: application/json",
+         "--data", '{{"stream": true}}', run.url + "/v1/chat/completions"],
+        capture_output=True, check=True,
+    ).stdout
+    assert out.endswith(b"data: [DONE]\\n\\n"), out
+    assert run.cassette.name == "test_curl_through_the_proxy.json"
+"""
+
+
+def test_the_fixture_records_a_subprocess_client_then_replays_it(
+    server: str, pytester: pytest.Pytester
+) -> None:
+    pytester.makepyfile(test_client=FIXTURE_TEST.format(upstream=server))
+    first = pytester.runpytest_inprocess(
+        "--ssemock-record-mode=once", "-p", "no:randomly", "-p", "no:cassetter", "-q"
+    )
+    first.assert_outcomes(passed=1)
+    cassette_path = pytester.path / "cassettes" / "test_client" / "test_curl_through_the_proxy.json"
+    recorded = ssemock.Cassette.load(cassette_path).interactions[0]
+    assert recorded.request.url == server + "/v1/chat/completions" and recorded.response.complete
+    # replay (the default mode is none), the upstream unreachable: only the cassette answers
+    pytester.makepyfile(test_client=FIXTURE_TEST.format(upstream="http://127.0.0.1:9"))
+    second = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cassetter", "-q")
+    second.assert_outcomes(passed=1)

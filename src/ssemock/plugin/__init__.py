@@ -17,6 +17,7 @@ from .fixture import ssemock, ssemock_cassette_dir, ssemock_config
 from .interrupts import pytest_keyboard_interrupt, pytest_timeout_set_timer
 from .matrix import pytest_collection_modifyitems, pytest_generate_tests
 from .naming import cassette_name, pytest_make_parametrize_id
+from .proxy import ssemock_proxy
 from .reports import pytest_runtest_makereport, pytest_terminal_summary
 from .session import pytest_configure, pytest_runtest_setup, pytest_unconfigure
 from .settings import KEYWORDS, pytest_addoption
@@ -39,6 +40,7 @@ __all__ = [
     "ssemock",
     "ssemock_cassette_dir",
     "ssemock_config",
+    "ssemock_proxy",
 ]
 
 fresh(__name__)  # submodules read from sys.modules (pytester's in-process reruns drop them)

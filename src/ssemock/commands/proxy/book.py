@@ -20,16 +20,16 @@ from ..serve import Replayer
 
 __all__ = ["Book", "cassette_name"]
 
-_NAME = re.compile(r"[A-Za-z0-9_.\-\[\]]{1,200}")
+_NAME = re.compile(r"[^/\\\x00-\x1f\x7f]{1,200}")
 
 
 def cassette_name(name: str, *, where: str) -> str:
-    """A cassette name a client chose (``x-ssemock-cassette``, a path prefix), checked: letters,
-    digits, ``_ . - [ ]``; never a path (no ``/``, no ``..``)."""
-    if not _NAME.fullmatch(name) or name in (".", "..") or name.startswith("."):
+    """A cassette name a client chose (``x-ssemock-cassette``, a path prefix), checked: a file
+    name, never a path (no ``/`` or ``\\``, not starting with ``.``, no control character)."""
+    if not _NAME.fullmatch(name) or name.startswith("."):
         raise ValueError(
-            f"the cassette name {name[:60]!r} from {where} is not allowed: use letters, digits, "
-            "'_', '-', '.', '[' and ']' (no '/', not starting with '.')"
+            f"the cassette name {name[:60]!r} from {where} is not allowed: a file name without "
+            "'/', '\\' or control characters, not starting with '.', at most 200 characters"
         )
     return name
 
