@@ -18,8 +18,9 @@ from typing import Any
 import orjson
 
 from .layout import laid_out, pieces
-from .model import VERSION, CassetteError, Headers, Interaction
+from .model import VERSION, WEBSOCKET_VERSION, CassetteError, Headers, Interaction
 from .parsing import _chunk_map_from_json, _chunk_map_loads, _Invalid, _json_in_layout
+from .websocket import dump_websocket, lines_laid_out
 
 __all__ = ["write_document"]
 
@@ -54,6 +55,7 @@ def _write_once(
     binary: set[int],
 ) -> None:
     bodies, items, maps = [], [], []
+    lines: dict[bytes, list[Any]] = {}  # a WebSocket session's messages, frames, wire: one a line
     for i, x in enumerate(interactions):
         # after a restart, every body is checked whole first: a second restart is never needed
         text = i not in binary and _utf8_prefix(x.response.body, None if binary else _TEXT_PREFIX)
@@ -65,11 +67,16 @@ def _write_once(
             bodies.append((i, x.response))
         maps.append(item["response"]["chunks"])
         item["response"]["chunks"] = _MAP
+        if x.websocket is not None:
+            item["websocket"], laid_apart = dump_websocket(x.websocket, f"{_LINES}{i}:")
+            lines.update(laid_apart)
         items.append(item)
     laid = orjson.dumps(
-        {"version": VERSION, "interactions": items},
+        {"version": WEBSOCKET_VERSION if lines else VERSION, "interactions": items},
         option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE,
     )
+    if lines:
+        laid = lines_laid_out(laid, lines)
     parts = laid.split(_BODY_JSON)
     if len(parts) != len(bodies) + 1 or laid.count(_MAP_JSON) != len(maps):
         raise CassetteError("a header, URL or body holds one of ssemock's internal placeholders", path=path)
@@ -108,6 +115,7 @@ _BODY = f"\x00ssemock:body:{secrets.token_hex(16)}\x00"
 _BODY_JSON = orjson.dumps(_BODY)
 _MAP = f"\x00ssemock:chunks:{secrets.token_hex(16)}\x00"  # stands for a chunk map, the same way
 _MAP_JSON = orjson.dumps(_MAP)
+_LINES = f"\x00ssemock:lines:{secrets.token_hex(16)}:"  # stands for a WebSocket session's messages
 
 
 def _write_maps(

@@ -12,11 +12,13 @@ import orjson
 
 from ..scan.shapes import safe_message
 from ..scan.walk import Finding
+from .websocket import WebSocket
 
 __all__ = [
     "MAX_DEPTH",
     "MAX_T_MS",
     "VERSION",
+    "WEBSOCKET_VERSION",
     "CassetteError",
     "Headers",
     "Interaction",
@@ -26,6 +28,7 @@ __all__ = [
 ]
 
 VERSION = 1
+WEBSOCKET_VERSION = 2  # a cassette holding a WebSocket interaction (HTTP-only ones stay 1, byte for byte)
 MAX_T_MS = 86_400_000  # a chunk time is at most a day after the request (ms), so timing can sleep it
 MAX_DEPTH = 250  # request.json and response.error nest at most this deep (orjson writes 254 levels)
 
@@ -147,7 +150,10 @@ class Interaction:
     request: Request
     """The request sent (already redacted)."""
     response: Response
-    """The response streamed back."""
+    """The response streamed back (for a WebSocket session: the handshake's 101)."""
+    websocket: WebSocket | None = None
+    """The WebSocket session after the handshake (`ssemock.store.websocket.WebSocket`), or None
+    for an HTTP interaction."""
 
 
 def _try_json(body: bytes | None) -> Any:

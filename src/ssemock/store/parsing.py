@@ -14,8 +14,19 @@ from typing import Any
 
 import orjson
 
-from .model import MAX_DEPTH, MAX_T_MS, VERSION, CassetteError, Headers, Interaction, Request, Response
+from .model import (
+    MAX_DEPTH,
+    MAX_T_MS,
+    VERSION,
+    WEBSOCKET_VERSION,
+    CassetteError,
+    Headers,
+    Interaction,
+    Request,
+    Response,
+)
 from .size_guard import check_size
+from .websocket import parse_websocket
 
 __all__ = ["parse_interaction", "read_document"]
 
@@ -34,8 +45,11 @@ def _interactions(data: Any, path: str | os.PathLike[str] | None) -> list[Any]:
     if not isinstance(data, dict):
         raise CassetteError("top level must be an object", path=path)
     version = data.get("version")
-    if type(version) is not int or version != VERSION:  # true and 1.0 are not version 1
-        raise CassetteError(f"unknown cassette version {version!r} (this ssemock reads {VERSION})", path=path)
+    if type(version) is not int or version not in (VERSION, WEBSOCKET_VERSION):  # true and 1.0 are not 1
+        raise CassetteError(
+            f"unknown cassette version {version!r} (this ssemock reads {VERSION} and {WEBSOCKET_VERSION})",
+            path=path,
+        )
     items = data.get("interactions")
     if not isinstance(items, list):
         raise CassetteError("'interactions' must be a list", path=path)
@@ -151,7 +165,13 @@ def _interaction_from_json(item: Any, consume: bool = False) -> Interaction:
     if error is not None and _json_in_layout(error) is None:
         raise _Invalid(f"response.error is nested deeper than a cassette keeps JSON ({MAX_DEPTH} levels)")
     headers = _headers_from_json(resp.get("headers"), "response.headers")
-    return Interaction(request, Response(status, headers, rbody, ends, times, complete, error))
+    websocket = None
+    if "websocket" in item:
+        try:
+            websocket = parse_websocket(item["websocket"])
+        except ValueError as exc:
+            raise _Invalid(str(exc)) from None
+    return Interaction(request, Response(status, headers, rbody, ends, times, complete, error), websocket)
 
 
 def _chunk_map_loads(t_ms: Sequence[Any], offsets: Sequence[Any], size: int) -> bool:

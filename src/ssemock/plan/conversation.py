@@ -1,0 +1,384 @@
+"""A WebSocket session replayed as a conversation, not a tape (sans-IO: bytes in, bytes out).
+
+The server frames recorded before the client's first message are released on open
+(`Conversation.opening`); each later group once the client has sent what preceded it in the
+recording (`Conversation.feed` takes the client's wire bytes and returns what it releases).
+Text messages are matched (JSON as JSON, ignoring paths such as ``$.event_id``); binary
+messages are counted by bytes, not compared; the client's pings are answered at once and never
+matched; a message that matches nothing raises `UnmatchedMessageError` with the closest
+recorded message and a JSON-path diff; `Conversation.unsent` lists what the recording's client
+sent that this one has not.
+
+A stack serves it: it writes `Conversation.handshake`'s answer and the `Release` items (each
+``delay`` seconds of recorded time after the release, timing applied by the stack), and feeds
+every byte the client writes. ``data=None`` in a release is the end of the stream (EOF).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ..framing.websocket import FrameParser, Opcode, accept_key, close_payload, encode_frame, parse_close
+from ..store.model import Interaction
+from ..store.websocket import Message
+from .errors import UnmatchedRequestError
+from .matching import _first_json_difference
+
+__all__ = [
+    "DEFAULT_IGNORE",
+    "Conversation",
+    "HandshakeMismatch",
+    "Release",
+    "UnmatchedMessageError",
+    "default_ignore",
+    "handshake_head",
+]
+
+DEFAULT_IGNORE: dict[str, tuple[str, ...]] = {
+    "/realtime": ("$.event_id",),  # openai.realtime: client event ids are random per run
+}
+"""Ignored JSON paths of the client's messages, by a fragment of the session's URL path."""
+
+
+def default_ignore(url: str) -> tuple[str, ...]:
+    """The JSON paths ignored by default when matching the client's messages of a session at ``url``."""
+    return tuple(p for frag, paths in DEFAULT_IGNORE.items() if frag in url for p in paths)
+
+
+class UnmatchedMessageError(UnmatchedRequestError):
+    """A message the client sent on a replayed WebSocket matches no message the recording's
+    client sent next: the message names the cassette, the interaction, the closest recorded
+    message and where they differ (a JSON path)."""
+
+
+class HandshakeMismatch(UnmatchedRequestError):
+    """The replaying client's handshake cannot be answered as recorded (a subprotocol the
+    recording never agreed to)."""
+
+
+@dataclass
+class Release:
+    """Server bytes a replay hands the client: ``delay`` seconds (recorded time, before timing)
+    after the moment they were released; ``data=None`` ends the stream (EOF)."""
+
+    delay: float
+    data: bytes | None
+
+
+@dataclass
+class _Unit:
+    gate: int  # how many client messages the recording had sent before it arrived
+    t: float
+    data: bytes
+
+
+def handshake_head(status: int, reason: str, headers: Sequence[tuple[str, str]]) -> bytes:
+    """An HTTP/1.1 response head."""
+    lines = [f"HTTP/1.1 {status} {reason}", *(f"{k}: {v}" for k, v in headers)]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _parse_request_head(head: bytes) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for line in head.decode("latin-1").split("\r\n")[1:]:
+        name, sep, value = line.partition(":")
+        if sep:
+            key = name.strip().lower()
+            headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
+    return headers
+
+
+def _drop(value: Any, path: str) -> None:
+    """Remove ``path`` (``$.a.b``, ``$.a[*].b``) from ``value`` in place."""
+    parts = path.removeprefix("$").replace("[*]", ".*").strip(".").split(".")
+
+    def walk(v: Any, rest: list[str]) -> None:
+        if not rest:
+            return
+        head, tail = rest[0], rest[1:]
+        if head == "*":
+            for item in v if isinstance(v, list) else []:
+                walk(item, tail)
+        elif isinstance(v, dict) and head in v:
+            if tail:
+                walk(v[head], tail)
+            else:
+                del v[head]
+
+    walk(value, parts)
+
+
+@dataclass
+class _Matcher:
+    ignore: tuple[str, ...]
+    binary: str = "count"  # or "compare"
+
+    def normal(self, m: Message | tuple[str, bytes]) -> Any:
+        kind, payload = (m.type, m.payload) if isinstance(m, Message) else m
+        try:
+            value = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            return None
+        if self.ignore and isinstance(value, dict):
+            value = copy.deepcopy(value)
+            for p in self.ignore:
+                _drop(value, p)
+        return value
+
+    def difference(self, sent: tuple[str, bytes], rec: Message) -> str | None:
+        kind, payload = sent
+        if kind != rec.type:
+            return f"a {rec.type} message recorded, a {kind} message sent"
+        a, b = self.normal(sent), self.normal(rec)
+        if a is not None and b is not None:
+            return _first_json_difference(a, b)
+        if payload == rec.payload:
+            return None
+        return f"{len(rec.payload)} bytes recorded, {len(payload)} sent, not the same"
+
+
+@dataclass
+class Conversation:
+    """The replay of one recorded WebSocket interaction (see the module's docstring).
+
+    ``interaction`` must have a ``websocket``; ``index`` and ``where`` (the cassette) name it in
+    errors; ``ignore`` lists JSON paths left out when matching text (default: by URL,
+    `default_ignore`); ``binary="compare"`` compares binary messages instead of counting bytes.
+    """
+
+    interaction: Interaction
+    index: int = 0
+    where: str = "the cassette"
+    ignore: tuple[str, ...] | None = None
+    binary: str = "count"
+    mismatches: list[str] = field(default_factory=list)
+    """Every message that matched nothing (the player fails the test with them at teardown)."""
+    _parser: FrameParser = field(default_factory=lambda: FrameParser(masked=True), repr=False)
+    _partial: list[bytes] = field(default_factory=list, repr=False)
+    _partial_kind: str = field(default="text", repr=False)
+    _cursor: int = field(default=0, repr=False)
+    _media: int = field(default=0, repr=False)  # binary bytes sent in the current binary run
+    _released: int = field(default=0, repr=False)  # units released so far
+    _closed: bool = field(default=False, repr=False)
+    _failed: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        ws = self.interaction.websocket
+        if ws is None:
+            raise ValueError("a Conversation needs an interaction with a websocket session")
+        self.ws = ws
+        self.recorded: list[Message] = ws.sent()
+        """The recording's client messages, in order."""
+        self.matcher = _Matcher(
+            default_ignore(self.interaction.request.url) if self.ignore is None else self.ignore, self.binary
+        )
+        self.units = self._units()
+
+    # -- the server side, encoded ---------------------------------------------------------------
+
+    def _units(self) -> list[_Unit]:
+        """The server's frames as it sent them, one unit per message (its pings before it), each
+        gated by the number of client messages sent before it in the recording."""
+        ws, units, gate, k = self.ws, [], 0, 0
+        pings: dict[int, list[bytes]] = {}
+        for note in ws.frame_map:
+            if note.direction == "recv" and note.kind == "ping":
+                pings.setdefault(note.index, []).append(encode_frame(Opcode.PING, note.data))
+        cuts = {n.index: n.offsets for n in ws.frame_map if n.direction == "recv" and n.kind == "fragments"}
+        for m in ws.messages:
+            if m.direction == "send":
+                gate += 1
+                continue
+            op = Opcode.TEXT if m.type == "text" else Opcode.BINARY
+            payload, bounds = m.payload, [0, *cuts.get(k, []), len(m.payload)]
+            frames = [
+                encode_frame(op if i == 0 else Opcode.CONTINUATION, payload[a:b], fin=i == len(bounds) - 2)
+                for i, (a, b) in enumerate(zip(bounds, bounds[1:]))
+            ]
+            units.append(_Unit(gate, m.t, b"".join([*pings.get(k, []), *frames])))
+            k += 1
+        close = ws.close
+        if close.by == "server" and close.code is not None:
+            t = close.t if close.t is not None else (ws.messages[-1].t if ws.messages else 0.0)
+            units.append(_Unit(gate, t, encode_frame(Opcode.CLOSE, close_payload(close.code, close.reason))))
+        return units
+
+    def _take(self, gate: int, since: float) -> list[Release]:
+        """Every unit not yet released whose gate is at most ``gate``, timed after ``since``."""
+        out = []
+        while self._released < len(self.units) and self.units[self._released].gate <= gate:
+            u = self.units[self._released]
+            out.append(Release(max(0.0, u.t - since), u.data))
+            self._released += 1
+        if self._released == len(self.units) and self.ws.close.by is None and gate >= len(self.recorded):
+            if not self._closed:  # no close frame recorded: the stream just ends
+                self._closed = True
+                out.append(Release(out[-1].delay if out else 0.0, None))
+        return out
+
+    # -- the handshake --------------------------------------------------------------------------
+
+    def handshake(self, request_head: bytes) -> bytes:
+        """The 101 answering the client's handshake ``request_head`` (its HTTP head): the
+        recorded response with ``Sec-WebSocket-Accept`` from the client's own key and the
+        subprotocol it asked for when the recording agreed to it. `HandshakeMismatch` when it
+        asks only for subprotocols the recording never had."""
+        asked = _parse_request_head(request_head)
+        key = asked.get("sec-websocket-key", "")
+        headers = [
+            (k, v)
+            for k, v in self.interaction.response.headers
+            if k
+            not in (
+                "sec-websocket-accept",
+                "sec-websocket-protocol",
+                "sec-websocket-extensions",
+                "content-length",
+            )
+        ]
+        if not any(k == "upgrade" for k, _ in headers):
+            headers.append(("upgrade", "websocket"))
+        if not any(k == "connection" for k, _ in headers):
+            headers.append(("connection", "Upgrade"))
+        headers.append(("sec-websocket-accept", accept_key(key)))
+        offered = [p.strip() for p in asked.get("sec-websocket-protocol", "").split(",") if p.strip()]
+        offered = [p for p in offered if not p.startswith("openai-insecure-api-key.")]
+        agreed = self.ws.subprotocol
+        if offered and agreed is None:
+            raise HandshakeMismatch(
+                f"ssemock: {self.where}, interaction #{self.index} ({self.interaction.request.url}): the client "
+                f"asks for the subprotocols {offered}, but the recorded session agreed to none. Record it again"
+            )
+        if agreed is not None and offered:
+            if agreed not in offered:
+                raise HandshakeMismatch(
+                    f"ssemock: {self.where}, interaction #{self.index} ({self.interaction.request.url}): the client "
+                    f"asks for the subprotocols {offered}, but the recorded session agreed to {agreed!r}. "
+                    "Ask for it, or record the session again"
+                )
+            headers.append(("sec-websocket-protocol", agreed))
+        return handshake_head(101, "Switching Protocols", headers)
+
+    def opening(self) -> list[Release]:
+        """What the server sent before the client's first message: released on open."""
+        return self._take(0, 0.0)
+
+    # -- the client side ------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list[Release]:
+        """The client wrote ``data`` (masked frames): what the server answers, in order. Raises
+        `UnmatchedMessageError` when a message matches nothing (it is kept in ``mismatches``, and
+        the stream is closed with 1008)."""
+        out: list[Release] = []
+        for frame in self._parser.feed(data):
+            if frame.opcode == Opcode.PING:
+                out.append(Release(0.0, encode_frame(Opcode.PONG, frame.payload)))
+            elif frame.opcode == Opcode.PONG:
+                continue
+            elif frame.opcode == Opcode.CLOSE:
+                out.extend(self._client_close(frame.payload))
+            else:
+                if frame.opcode != Opcode.CONTINUATION:
+                    self._partial_kind = "text" if frame.opcode == Opcode.TEXT else "binary"
+                    self._partial = []
+                self._partial.append(frame.payload)
+                if frame.fin:
+                    out.extend(self._message((self._partial_kind, b"".join(self._partial))))
+        return out
+
+    def _client_close(self, payload: bytes) -> list[Release]:
+        out = self._take(len(self.recorded), 0.0) if not self._failed else []
+        if self.ws.close.by != "server" and not self._closed:
+            code, reason = parse_close(payload)
+            echo = self.ws.close if self.ws.close.by == "client" else None
+            code = echo.code if echo is not None and echo.code is not None else code
+            out.append(
+                Release(0.0, encode_frame(Opcode.CLOSE, close_payload(code, echo.reason if echo else reason)))
+            )
+        if not self._closed:
+            self._closed = True
+            out.append(Release(0.0, None))
+        return [r for r in out if r.data is not None or r is out[-1]]
+
+    def _message(self, sent: tuple[str, bytes]) -> list[Release]:
+        kind, payload = sent
+        rec = self.recorded
+        if kind == "binary" and self.binary == "count":
+            if self._cursor < len(rec) and rec[self._cursor].type == "binary":
+                self._media += len(payload)
+                start = self._cursor
+                while self._cursor < len(rec) and rec[self._cursor].type == "binary":
+                    if self._media < sum(len(m.payload) for m in rec[start : self._cursor + 1]):
+                        break
+                    self._cursor += 1
+                if self._media >= sum(len(m.payload) for m in rec[start : self._cursor + 1]):
+                    self._media = 0
+                return self._after(self._cursor, rec[max(self._cursor - 1, 0)])
+            if self._cursor > 0 and rec[self._cursor - 1].type == "binary":  # more audio than recorded
+                return []
+        elif self._cursor < len(rec) and rec[self._cursor].type == "binary" and self._media:
+            while self._cursor < len(rec) and rec[self._cursor].type == "binary":  # less audio than recorded
+                self._cursor += 1
+            self._media = 0
+        if self._cursor < len(rec) and self.matcher.difference(sent, rec[self._cursor]) is None:
+            self._cursor += 1
+            return self._after(self._cursor, rec[self._cursor - 1])
+        raise self._unmatched(sent)
+
+    def _after(self, gate: int, gating: Message) -> list[Release]:
+        return self._take(gate, gating.t)
+
+    def _unmatched(self, sent: tuple[str, bytes]) -> UnmatchedMessageError:
+        kind, payload = sent
+        rec = self.recorded
+        candidates = list(enumerate(rec))[self._cursor :] or list(enumerate(rec))
+        best = None
+        for i, m in candidates:
+            diff = self.matcher.difference(sent, m)
+            if diff is not None and (best is None or (m.type == kind and best[1].type != kind)):
+                best = (i, m, diff)
+            if best is not None and best[1].type == kind and not best[2].endswith("only sent"):
+                break
+        shown = payload.decode("utf-8", "replace") if kind == "text" else f"<{len(payload)} bytes>"
+        if len(shown) > 200:
+            shown = shown[:197] + "..."
+        text = (
+            f"ssemock: {self.where}, interaction #{self.index} ({self.interaction.request.url}): the client sent "
+            f"a {kind} message that matches no message the recorded client sent next: {shown}"
+        )
+        if best is not None:
+            i, m, diff = best
+            text += f"\n  closest recorded: client message #{i}: {_excerpt(m)}\n  differs at {diff}"
+        elif self._cursor >= len(rec):
+            text += f"\n  the recorded client sent {len(rec)} messages, and all were matched already"
+        text += (
+            "\n  Send what the recording sent, ignore the field (message_ignore=[...]), or record it again"
+        )
+        self.mismatches.append(text)
+        self._failed = True
+        return UnmatchedMessageError(text)
+
+    def close_for_mismatch(self) -> list[Release]:
+        """What the server does after a mismatch: close 1008, then EOF."""
+        self._closed = True
+        return [
+            Release(0.0, encode_frame(Opcode.CLOSE, close_payload(1008, "ssemock: unmatched message"))),
+            Release(0.0, None),
+        ]
+
+    def unsent(self) -> list[Message]:
+        """The recording's client messages this client has not sent (reported at teardown)."""
+        return self.recorded[self._cursor :]
+
+
+def _excerpt(m: Message) -> str:
+    if m.type == "text" or m.json() is not None:
+        text = m.payload.decode("utf-8", "replace")
+        return text if len(text) <= 200 else text[:197] + "..."
+    return f"<{len(m.payload)} bytes: {base64.b64encode(m.payload[:12]).decode()}...>"
