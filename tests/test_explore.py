@@ -186,10 +186,13 @@ def test_in_ci_the_search_is_derandomized(monkeypatch: pytest.MonkeyPatch) -> No
 def test_explore_searches_a_binary_eventstream_too() -> None:
     """Bedrock's AWS eventstream: a decoder that takes each read for whole frames breaks at the
     first boundary inside a frame; the reference decoder survives every drawn cut."""
+    from ssemock.chunking import get
+    from ssemock.commands.rechunk import rechunk
     from ssemock.framing import eventstream
     from ssemock.protocols import bedrock
 
     cassette = bedrock.synthesize("Hello from Bedrock, 世界!", chunk_size=3)
+    rechunk(cassette, get("per_event"))  # whole frames as recorded: explore runs that first, and it passes
     request = cassette.interactions[0].request
 
     def frames(player: ssemock.Player, whole_reads: bool) -> None:

@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 
 from ..core import __version__
+from ..core.extras import install_hint
 
-__all__ = ["accelerator", "install_hint", "report"]
+__all__ = ["accelerator", "explore", "install_hint", "report"]
 
 #: the distributions whose versions a bug report wants, by the role they play here
 LIBRARIES = {
@@ -29,16 +30,9 @@ EXTRAS = {
     "serve": "uvicorn",
     "demo": "openai",
     "migrate": "libcst",
+    "explore": "hypothesis",
     "docs": "mkdocs",
 }
-
-
-def install_hint(extra: str) -> str:
-    """How to install an extra: ssemock is installed from a clone (or a git URL), not from PyPI."""
-    return (
-        f'pip install -e ".[{extra}]" in your ssemock clone '
-        f'(or pip install "ssemock[{extra}] @ git+<URL of the ssemock repository>")'
-    )
 
 
 def accelerator() -> str:
@@ -53,6 +47,14 @@ def accelerator() -> str:
     if MODULE is None:  # built, but it does not load here (another Python, a broken build)
         return "pure Python: the accelerator is there but does not load (another Python, or a broken build)"
     return f"C accelerator in use ({Path(MODULE.__file__ or '').name})"
+
+
+def explore() -> str:
+    """Whether ``explore`` (the marker's ``explore=``, ``--ssemock-explore``, ``ssemock.explore``,
+    ``ssemock.strategies``) can run here: it needs hypothesis, the ``explore`` extra."""
+    if importlib.util.find_spec("hypothesis") is None:
+        return f"unavailable: it needs hypothesis, the 'explore' extra ({install_hint('explore')})"
+    return f"available (hypothesis {_version('hypothesis') or 'of unknown version'})"
 
 
 def _version(distribution: str) -> str | None:
@@ -76,6 +78,7 @@ def report(*, full: bool = True) -> list[str]:
     lines.append(f"extras importable: {', '.join(present) or 'none'}")
     if missing:
         lines.append(f"extras missing: {', '.join(missing)} ({install_hint('NAME')})")
+    lines.append(f"explore: {explore()}")
     for role, names in LIBRARIES.items():
         found = [f"{name} {version}" for name in names if (version := _version(name))]
         lines.append(f"{role}: {', '.join(found) or 'none installed'}")

@@ -17,12 +17,12 @@ import random
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.extras import require
 from ..plan import held as _held
 from ..plan.expect import StreamAssertionError
 from ..store.cassette import Cassette
@@ -178,6 +178,11 @@ def _configure(player: Player, variant: Variant) -> None:
     player.chunking = variant.chunking
     player.transforms = list(variant.transforms)
     player.faults = [variant.fault] if variant.fault is not None else []
+    _reset(player)
+
+
+def _reset(player: Player) -> None:
+    """The player as if no request had been made (what it serves unchanged)."""
     player.play_counts[:] = [0] * len(player.play_counts)
     player.attempts = 0
     with player.lock:
@@ -212,6 +217,30 @@ def verdict(player: Player, variant: Variant, call: Callable[[], object]) -> Bas
     )
 
 
+def unmodified(player: Player, call: Callable[[], object]) -> None:
+    """Run ``call`` once on the streams as the player serves them without explore, before any
+    drawn variant (hypothesis's health-check way): an error there is the test's own failure,
+    raised as it is (with a note), never a stream finding shrunk to a bogus variant."""
+    _reset(player)
+    try:
+        call()
+    except BaseException as exc:
+        if not isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
+            exc.add_note(
+                "ssemock explore: the test fails on the streams as the cassette serves them, before "
+                "any drawn variant: the test's own failure, not a stream's (fix it, then explore)"
+            )
+        raise
+
+
+def _not_a_finding(error: BaseException) -> BaseException:
+    error.add_note(
+        "ssemock explore: the run played no recorded interaction, so no drawn stream caused this: "
+        "the test's own failure, not a stream finding"
+    )
+    return error
+
+
 # -- the search ------------------------------------------------------------------------------------
 
 
@@ -238,7 +267,9 @@ def search(
     [`ssemock.strategies.Space.draw`][ssemock.strategies.Space.draw] from a ``random.Random`` seeded by ``seed``, or by
     ``key`` when ``derandomize`` (default: when ``CI`` is set and no ``seed`` is given), else at
     random (the failure names the seed). A failing variant is shrunk (``shrink=False``: reported
-    as drawn) and stored."""
+    as drawn) and stored. ``call`` runs first on the streams unchanged (see `unmodified`): a
+    failure there, or under a variant that played no interaction, is raised as the test's own."""
+    require("hypothesis", "explore", "explore")
     from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
     tables = Tables(player.cassette)
@@ -271,6 +302,7 @@ def search(
     stored = sorted(db.fetch(digest)) if db is not None else []
     failing: tuple[Variant, BaseException] | None = None
     try:
+        unmodified(player, timed)
         drawn = (_parse(value) for value in stored)
         fresh = (space.draw(rng.randint) for _ in range(examples))
         for variant in itertools.chain((v for v in drawn if v is not None), fresh):
@@ -278,6 +310,8 @@ def search(
                 break
             error = attempt(variant)
             coverage.add(variant, classify(tables.of(variant.transforms)[1], variant.chunking.boundaries))
+            if error is not None and not player.plays:
+                raise _not_a_finding(error)
             if error is not None:
                 failing = variant, error
                 break
@@ -437,6 +471,7 @@ def explore(
     """
     from .replay import replay
 
+    require("hypothesis", "explore", "ssemock.explore")
     most, seconds = budget(examples)
     if database is True:
         database = DATABASE
@@ -473,116 +508,3 @@ def explore(
 
 async def _awaited(result: Any) -> object:
     return await result
-
-
-# -- inside pytest (called by the plugin's pytest_pyfunc_call) --------------------------------------
-
-
-@contextmanager
-def replaying_recorded(player: Player) -> Iterator[None]:
-    """On a recording run, serve what was just recorded (replay only) while exploring, then put
-    the player back as it was, so what it saves is unchanged."""
-    if player.record_mode == "none" or not player.recorded:
-        yield
-        return
-    from ..plan.selection import Selection
-    from .recording import RecordingRun
-
-    saved = (
-        player.cassette,
-        player._selection,
-        player._replays,
-        player._records,
-        player._recording,
-        player.chunking,
-        player.transforms,
-        player.faults,
-    )
-    kept = list(player.cassette.interactions)
-    player.cassette = Cassette([*kept, *player.recorded], path=player.cassette.path)
-    player._selection = Selection(player.cassette.interactions, player.match_on)
-    player._replays, player._records, player._recording = True, False, RecordingRun(player)
-    try:
-        yield
-    finally:
-        (
-            player.cassette,
-            player._selection,
-            player._replays,
-            player._records,
-            player._recording,
-            player.chunking,
-            player.transforms,
-            player.faults,
-        ) = saved
-
-
-def item_key(nodeid: str, player: Player) -> str:
-    """The database key of one test: its node id (relative to the rootdir already) and its
-    cassette's file name. Not the cassette's full path: a cassette made in a temporary folder (a
-    fixture's ``tmp_path_factory``) lands in another folder each run, and its failures must still
-    be replayed first."""
-    return f"{Path(player.path).name if player.path is not None else ''}\0{nodeid}"
-
-
-def run_item(
-    call: Callable[[], object],
-    player: Player,
-    *,
-    nodeid: str,
-    rootdir: Path,
-    setting: object,
-    transforms: object = None,
-    faults: object = None,
-    seed: int | None = None,
-    derandomize: bool | None = None,
-) -> Coverage:
-    """Explore one pytest item: ``call`` runs its body once. A recording run records first (the
-    body runs once live), then explores what it recorded. Raises StreamAssertionError (the
-    code's own error as its cause) with the shrunk variant, or returns the coverage."""
-    __tracebackhide__ = True
-    most, seconds = budget(setting)
-    if player.record_mode != "none":
-        call()
-    original = (player.chunking, player.transforms, player.faults)
-    with replaying_recorded(player):
-        failure, coverage = search(
-            player,
-            call,
-            examples=most,
-            seconds=seconds,
-            transforms=transforms if transforms is not None else "network",  # type: ignore[arg-type]
-            faults=faults if faults is not None else False,  # type: ignore[arg-type]
-            seed=seed,
-            database=rootdir / DATABASE,
-            key=item_key(nodeid, player),
-            derandomize=derandomize,
-        )
-    if failure is not None:
-        raise StreamAssertionError(str(failure)) from failure.error
-    player.chunking, player.transforms, player.faults = original
-    return coverage
-
-
-def check_option(key: str, value: object) -> None:
-    """ValueError unless ``value`` is usable for the explore option ``key``."""
-    from ..variants import faults as _faults
-    from ..variants.strategies import FAULTS, transform_pool
-
-    if key == "explore":
-        if value is False or type(value) is int and value == 0:
-            return  # off: a marker's explore=0 opts one test out of --ssemock-explore
-        budget(value)
-    elif key == "explore_transforms":
-        transform_pool(value)  # type: ignore[arg-type]
-    elif key == "explore_faults":
-        if isinstance(value, bool):
-            return
-        for name in (
-            [value] if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]
-        ):
-            if name not in FAULTS:
-                _faults.get(name)  # type: ignore[arg-type]
-    elif key == "explore_seed":
-        if not (type(value) is int or value == "random"):
-            raise ValueError(f"explore_seed takes a whole number or 'random', got {value!r}")

@@ -17,7 +17,7 @@ from ..store.cassette import Request
 if TYPE_CHECKING:
     from .state import PlayerState as Player
 
-__all__ = ["explain", "served_summary", "unconsumed", "unplayed"]
+__all__ = ["explain", "missing", "served_summary", "unconsumed", "unplayed"]
 
 
 def explain(player: Player, sent: Request) -> str:
@@ -34,8 +34,6 @@ def explain(player: Player, sent: Request) -> str:
     host = urlsplit(sent.url).hostname
     if count and all(urlsplit(x.request.url).hostname != host for x in interactions):
         lines.append(f"  the request goes to {host}, a host the cassette never saw")
-    if player.path and not player.existed:
-        lines.append("  the cassette file does not exist yet: record it first")
     ranked = player.selection.closest(sent)
     fixes = [
         "record it: pytest --ssemock-record-mode=new_episodes (or once for a new cassette), "
@@ -59,6 +57,20 @@ def explain(player: Player, sent: Request) -> str:
     lines.append("  to fix it:")
     lines.extend(f"    - {fix}" for fix in fixes)
     # what was sent may hold a key: never print it; a cassette's text never drives the terminal
+    return escape_control(mask_text("\n".join(lines)))
+
+
+def missing(player: Player, sent: Request) -> str:
+    """The UnmatchedRequestError message of a replay-only player whose cassette file does not
+    exist: the path it resolved to and how to record it (no request can match, loopback included)."""
+    lines = [
+        f"ssemock: {sent.method} {sent.url}: the cassette {player.where} does not exist, and "
+        f"record_mode={player.record_mode!r} only replays",
+        '  to record it: pytest --ssemock-record-mode=once (or the marker\'s record_mode="once"), '
+        'or use_cassette(..., record_mode="once")',
+        "  if it exists elsewhere: a name in the marker resolves in the test's cassette folder "
+        "(ssemock_cassette_dir); a relative path resolves from there too",
+    ]
     return escape_control(mask_text("\n".join(lines)))
 
 

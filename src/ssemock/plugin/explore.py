@@ -35,7 +35,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     setting = _setting("explore", marker, defaults, config)
     if not setting:
         return None
-    from ..player.explore import run_item
+    from ..player.explore_item import run_item
 
     def call() -> object:
         pyfuncitem.stash[_EXPLORING] = True

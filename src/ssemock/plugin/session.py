@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from ..core.names import unknown
 from .fixture import _RUN
 from .interrupts import _configs
 from .settings import _CLI, _INI, KEYWORDS, _disabled, _from_text, _problem
@@ -29,6 +30,10 @@ def pytest_configure(config: pytest.Config) -> None:
             problem = _problem(key, _from_text(key, value))
             if problem:
                 raise pytest.UsageError(f"ssemock: --ssemock-{key.replace('_', '-')}: {problem}")
+    known = [f"ssemock_{key}" for key in _INI]
+    for name in _ini_keys(config):  # a misspelt key, where pytest itself only warns
+        if name.lower().startswith("ssemock") and name not in known:
+            raise pytest.UsageError(f"ssemock: {config.inipath}: {unknown('ini option', name, known)}")
     for key in _INI:
         text = config.getini(f"ssemock_{key}")
         if text:
@@ -38,6 +43,22 @@ def pytest_configure(config: pytest.Config) -> None:
     _configs.append(config)
     workerinput = getattr(config, "workerinput", None)
     config.stash[_RUN] = workerinput["testrunuid"] if workerinput else uuid.uuid4().hex
+
+
+def _ini_keys(config: pytest.Config) -> list[str]:
+    """The keys of the pytest section of the run's configuration file (as written, known or not)."""
+    path = config.inipath
+    if path is None or not path.is_file():
+        return []
+    if path.suffix == ".toml":
+        import tomllib
+
+        tool = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get("pytest", {})
+        return [*tool.get("ini_options", {}), *(k for k in tool if k != "ini_options")]
+    import iniconfig
+
+    ini = iniconfig.IniConfig(path)
+    return [key for section in ("pytest", "tool:pytest") if section in ini for key in ini[section]]
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

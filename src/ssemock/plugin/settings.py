@@ -241,7 +241,7 @@ def _problem(key: str, value: Any) -> str | None:
         elif key == "drain_on_close":
             drain_seconds(value)
         elif key.startswith("explore"):
-            from ..player.explore import check_option
+            from ..player.explore_item import check_option
 
             check_option(key, value)
         elif key in ("check_unplayed", "check_unconsumed") and value not in _CHECKS:

@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from ..core.extras import require
 from . import chunking as _chunking
 from .chunking import At, at, event_ends
 
@@ -42,6 +43,7 @@ def chunkings(body: bytes, max_boundaries: int | None = None) -> SearchStrategy[
     ``id:``/``retry:`` prefixes, in a BOM) when the body has any. A failing example shrinks to
     as few boundaries as still fail, each as early in the body as it can be.
     """
+    require("hypothesis", "explore", "ssemock.strategies.chunkings")
     from hypothesis import strategies as st
 
     size = len(body)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..core.extras import require
 from ..store.cassette import Cassette
 from . import faults as _faults
 from . import transforms as _transforms
@@ -300,6 +301,7 @@ def _variants(
     faults: bool | str | Sequence[str],
     max_boundaries: int,
 ) -> SearchStrategy[Variant]:
+    require("hypothesis", "explore", "ssemock.strategies.variants")
     from hypothesis import strategies as st
 
     space = Space(tables, transforms=transforms, faults=faults, max_boundaries=max_boundaries)
