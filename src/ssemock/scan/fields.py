@@ -4,6 +4,7 @@ credential (a header, a query or form parameter, a JSON member), a password in a
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -17,6 +18,7 @@ __all__ = [
     "FORM",
     "SECRET_NAME",
     "credential_member",
+    "credential_member_name",
     "credential_name",
     "credential_value",
     "entropy",
@@ -258,6 +260,7 @@ _CREDENTIAL_JOINED = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=16384)  # a stream repeats its few member names in every event
 def credential_name(name: str) -> bool:
     """Whether a field, header, parameter or JSON key named ``name`` holds a credential whatever
     its value (see `CREDENTIAL_NAME`; also with its words run together, as HTTP header names are
@@ -305,6 +308,13 @@ PLACEHOLDER = re.compile(
 _VALUE_DECIDES = frozenset({"token"})
 """JSON member names that hold a credential only when the value looks generated: ``token`` is also
 the text token of a logprobs entry (``{"token": "The", "logprob": -0.1}``)."""
+
+
+@functools.lru_cache(maxsize=16384)
+def credential_member_name(name: str) -> bool:
+    """Whether a JSON member named ``name`` may hold a credential (`credential_member` is False for
+    any value when this is False): a stream's events repeat a few names, decided once each."""
+    return name.lower() in _VALUE_DECIDES or credential_name(name)
 
 
 def credential_member(name: str, value: object) -> bool:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import re
 import zlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
@@ -21,11 +20,12 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from .. import framing
-from .credential_shapes import _B64_RUN_BYTES, _WHOLE, B64_RUN, REDACTED, base64_text, scan
+from .credential_shapes import _WHOLE, B64_RUN, REDACTED, base64_text, scan
 from .fields import (
     _FORM_MAX,
     FORM,
     credential_member,
+    credential_member_name,
     credential_name,
     credential_value,
     query_spans,
@@ -34,6 +34,7 @@ from .fields import (
     scan_named,
     scan_url,
 )
+from .large_streams import large_stream
 from .messages import value_shape
 
 __all__ = [
@@ -91,46 +92,6 @@ class _CassetteLike(Protocol):
 
 
 _DEEP_MAX = 2 << 20  # a stream up to this size is walked event by event and folded by its accumulator
-_STRING_MEMBER = re.compile(rb'"([A-Za-z0-9_]{1,40})"\s*:\s*"((?:[^"\\]++|\\.)*+)"')
-_DATA_LINE = re.compile(rb"^data: ?([^\r\n]*)", re.M)
-_WINDOW = 1 << 20  # a reassembled join is scanned this many bytes at a time ...
-_OVERLAP = 1024  # ... with at least this much of the window before at its start (longer than any secret)
-
-
-class _Join:
-    """Pieces (one per event) joined and handed to ``scan`` a window at a time: whole pieces, about
-    `_WINDOW` bytes, each window starting with the last pieces of the one before (at least
-    `_OVERLAP` bytes), so that a secret split across pieces is whole in some window. Only a
-    join of two pieces or more is scanned (one piece was scanned where it is stored)."""
-
-    def __init__(self, scan: Callable[[list[bytes]], None]) -> None:
-        self._scan = scan
-        self._parts: list[bytes] = []
-        self._size = 0
-        self._count = 0
-
-    def add(self, piece: bytes) -> None:
-        self._parts.append(piece)
-        self._size += len(piece)
-        self._count += 1
-        if self._size >= _WINDOW:
-            self._scan(self._parts)
-            kept: list[bytes] = []
-            size = 0
-            for part in reversed(self._parts):  # the tail the next window starts with
-                if size >= _OVERLAP:
-                    break
-                kept.append(part)
-                size += len(part)
-            self._parts, self._size = kept[::-1], size
-
-    def close(self) -> None:
-        if self._count >= 2 and (self._count > len(self._parts) or len(self._parts) >= 2):
-            self._scan(self._parts)
-        self._parts, self._size = [], 0
-
-
-_UPPER, _LOWER = re.compile(rb"[A-Z]"), re.compile(rb"[a-z]")  # base64 of text mixes cases
 _REASSEMBLE_MAX = 8 << 20  # reassembled text kept per path, at most (a key is short; a body may not be)
 _DEPTH = 4  # decoded forms nested in each other (base64 in JSON in base64 ...), at most
 _DECODED_MAX = 256 << 20  # bytes a Content-Encoding layer may decode to (no decompression bomb)
@@ -149,9 +110,14 @@ def _labels(value: dict[Any, Any]) -> str:
     """The index members of an object (``{index=1}``): what tells apart the pieces of two streamed
     fields at one JSON path (two tool calls, two choices, two content blocks), whatever the
     protocol: ``$.choices[]{index=0}.delta.tool_calls[]{index=1}.function.arguments``."""
-    return "".join(
-        f"{{{k}={v}}}" for k, v in value.items() if type(v) is int and _INDEX_NAME.fullmatch(str(k))
-    )
+    names = _index_names(tuple(value))
+    return "".join(f"{{{k}={value[k]}}}" for k in names if type(value[k]) is int) if names else ""
+
+
+@functools.lru_cache(maxsize=4096)
+def _index_names(keys: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Which of an object's keys are named like an index (the events of a stream share a few key sets)."""
+    return tuple(k for k in keys if _INDEX_NAME.fullmatch(str(k)))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -254,7 +220,8 @@ class _Scan:
     def collected(self, key: str, value: str) -> None:
         """A string piece of a streamed field, joined with the others under its piece key (with its
         index labels, and without them)."""
-        for k in {key, plain_key(key)}:
+        plain = plain_key(key)
+        for k in (key,) if plain == key else (key, plain):
             size = self.sizes.get(k, 0)
             if size < _REASSEMBLE_MAX:
                 self.pieces.setdefault(k, []).append(value)
@@ -290,7 +257,7 @@ class _Scan:
             for k, v in value.items():
                 name = str(k)
                 where = _json_key(path, name)
-                if credential_member(name, v):
+                if credential_member_name(name) and credential_member(name, v):
                     self.add(
                         field,
                         f"a credential-named field {name!r}",
@@ -298,7 +265,10 @@ class _Scan:
                         "***",
                         f"{self.prefix} {where}".strip(),
                     )
-                if isinstance(v, (dict, list, str)):
+                if type(v) is str and (depth >= _DEPTH or not _WORTH.search(v)):  # a plain leaf, inline
+                    if self.collect:
+                        self.collected(_json_key(labelled, name), v)
+                elif isinstance(v, (dict, list, str)):
                     self.json(field, v, where, depth, _json_key(labelled, name))
         elif isinstance(value, list):
             for i, v in enumerate(value):
@@ -377,40 +347,8 @@ class _Scan:
         self.events(field, body, text, content_type, url, path)
 
     def members(self, field: str, body: bytes, path: str) -> None:
-        """A stream too large to walk event by event: every JSON string member's values joined
-        per member name, in one regex pass (C speed), and the data of non-JSON SSE events joined;
-        each join is scanned a window at a time (about 1 MiB, whole pieces, the window before's
-        last ones kept at its start: a secret split across two windows is still whole in one), so
-        memory stays bounded however large the stream."""
-        joins: dict[bytes, _Join] = {}
-        for m in _STRING_MEMBER.finditer(body):
-            name = m.group(1)
-            join = joins.get(name)
-            if join is None:
-                join = joins[name] = _Join(functools.partial(self._joined, field, path, name))
-            join.add(m.group(2))
-        data = _Join(functools.partial(self._joined, field, path, b"data"))
-        for m in _DATA_LINE.finditer(body):
-            if body[m.start(1) : m.start(1) + 1] not in (b"{", b"["):
-                data.add(m.group(1))
-        for join in (data, *joins.values()):
-            join.close()
-        for run in set(_B64_RUN_BYTES.findall(body)):  # an id repeated in every event: decoded once
-            if _UPPER.search(run) and _LOWER.search(run):
-                decoded = base64_text(run)
-                if decoded is not None:
-                    self.text(field, decoded, f"{path} base64".strip(), 2)
-
-    def _joined(self, field: str, path: str, name: bytes, parts: list[bytes]) -> None:
-        try:
-            whole = (
-                orjson.loads(b'"' + b"".join(parts) + b'"')
-                if name != b"data"
-                else b"".join(parts).decode("utf-8", "replace")
-            )
-        except orjson.JSONDecodeError:
-            return
-        self.text(field, whole, f"{path} reassembled {name.decode('ascii')}".strip(), 2)
+        """A stream too large to walk event by event: `ssemock.scan.large_streams.large_stream`."""
+        large_stream(body, path, functools.partial(self.text, field))
 
     def multipart(self, field: str, body: bytes, content_type: str, path: str) -> None:
         m = re.search(r'boundary="?([^";]+)"?', content_type, re.I)

@@ -1,0 +1,124 @@
+"""A stream too large to walk event by event (past 2 MiB): read about a MiB at a time, at C speed.
+
+Every JSON string member's values are joined per member name, the data of non-JSON SSE events
+joined, and each join scanned a window at a time (about 1 MiB of whole pieces, each window
+starting with the one before's last pieces: a secret split across two windows is still whole in
+one), so memory stays bounded however large the stream; every base64 run is decoded once. Per
+MiB of the body: one regex pass for the members (grouped per name in one loop), a count that
+skips the data-line pass when every event's data is JSON, and a split of the base64 runs.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+
+import orjson
+
+from .credential_shapes import base64_text
+
+__all__ = ["TextScan", "large_stream"]
+
+TextScan = Callable[[str, str, int], None]
+"""The scan of a decoded form: (its text, where it is in the field, its depth of decoding)."""
+
+# possessive and unrolled (no backtracking into a string): a pass over a large stream at C speed
+_STRING_MEMBER = re.compile(rb'"([A-Za-z0-9_]{1,40})"\s*+:\s*+"([^"\\]*+(?:\\.[^"\\]*+)*+)"')
+_TEXT_DATA_LINE = re.compile(rb"^data: ?+(?![{\[])([^\r\n]*)", re.M)  # the data of a non-JSON event
+_JSON_DATA = (b"data: {", b"data: [", b"data:{", b"data:[")
+# the bytes of a base64 or base64url run; every other byte a space (runs split at C speed)
+_B64_SPLIT = bytes(
+    c if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "+/_-") else 32 for c in range(256)
+)
+_WINDOW = 1 << 20  # a reassembled join is scanned this many bytes at a time ...
+_OVERLAP = 1024  # ... with at least this much of the window before at its start (longer than any secret)
+
+
+class _Join:
+    """Pieces (one per event) joined and handed to ``scan`` a window at a time: whole pieces, about
+    `_WINDOW` bytes, each window starting with the last pieces of the one before (at least
+    `_OVERLAP` bytes), so that a secret split across pieces is whole in some window. Only a
+    join of two pieces or more is scanned (one piece was scanned where it is stored)."""
+
+    def __init__(self, scan: Callable[[list[bytes]], None]) -> None:
+        self._scan = scan
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._count = 0
+
+    def _flush(self) -> None:
+        self._scan(self._parts)
+        kept: list[bytes] = []
+        size = 0
+        for part in reversed(self._parts):  # the tail the next window starts with
+            if size >= _OVERLAP:
+                break
+            kept.append(part)
+            size += len(part)
+        self._parts, self._size = kept[::-1], size
+
+    def extend(self, pieces: list[bytes]) -> None:
+        """The pieces of one segment, added at C speed (the window may run a batch of pieces past `_WINDOW`)."""
+        if not pieces:
+            return
+        self._parts += pieces
+        self._size += sum(map(len, pieces))
+        self._count += len(pieces)
+        if self._size >= _WINDOW:
+            self._flush()
+
+    def close(self) -> None:
+        if self._count >= 2 and (self._count > len(self._parts) or len(self._parts) >= 2):
+            self._scan(self._parts)
+        self._parts, self._size = [], 0
+
+
+_UPPER, _LOWER = re.compile(rb"[A-Z]"), re.compile(rb"[a-z]")  # base64 of text mixes cases
+
+
+def large_stream(body: bytes, path: str, text: TextScan) -> None:
+    """Hand ``text`` each join of a large stream's pieces (see the module), and its base64 runs decoded."""
+    joins: dict[bytes, _Join] = {}
+    data = _Join(functools.partial(_joined, text, path, b"data"))
+    runs: set[bytes] = set()
+    pos, size = 0, len(body)
+    while pos < size:  # a segment of about a window's bytes at a time, cut after a line
+        end = body.find(b"\n", pos + _WINDOW)
+        end = size if end < 0 else end + 1
+        groups: dict[bytes, list[bytes]] = {}
+        for name, value in _STRING_MEMBER.findall(body, pos, end):
+            group = groups.get(name)
+            if group is None:
+                groups[name] = [value]
+            else:
+                group.append(value)
+        for name, group in groups.items():
+            join = joins.get(name)
+            if join is None:
+                join = joins[name] = _Join(functools.partial(_joined, text, path, name))
+            join.extend(group)
+        if body.count(b"data:", pos, end) > sum(body.count(j, pos, end) for j in _JSON_DATA):
+            data.extend(_TEXT_DATA_LINE.findall(body, pos, end))  # some event's data is not JSON
+        # the base64 runs (an id repeated in every event: decoded once), as _B64_RUN_BYTES finds them
+        runs.update(r for r in set(body[pos:end].translate(_B64_SPLIT).split()) if len(r) >= 16)
+        pos = end
+    for join in (data, *joins.values()):
+        join.close()
+    for run in runs:
+        if _UPPER.search(run) and _LOWER.search(run):
+            decoded = base64_text(run)
+            if decoded is not None:
+                text(decoded, f"{path} base64".strip(), 2)
+
+
+def _joined(text: TextScan, path: str, name: bytes, parts: list[bytes]) -> None:
+    try:
+        whole = (
+            orjson.loads(b'"' + b"".join(parts) + b'"')
+            if name != b"data"
+            else b"".join(parts).decode("utf-8", "replace")
+        )
+    except orjson.JSONDecodeError:
+        return
+    text(whole, f"{path} reassembled {name.decode('ascii')}".strip(), 2)

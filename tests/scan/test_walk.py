@@ -1,0 +1,55 @@
+"""The walk of a stream too large to walk event by event (issue 33): it reads about a MiB at a time
+(member values grouped per name, the base64 runs split out, the data of non-JSON events) and must
+find what the per-match walk found, wherever the MiB cuts fall."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from ssemock import Cassette
+from ssemock.scan.large_streams import _WINDOW
+from ssemock.scan.walk import _DEEP_MAX, scan_cassette
+
+KEY = "sk-ant-api03-" + "Q1w2E3r4T5y6U7i8O9p0" * 3
+
+
+def _one(body: bytes) -> list[str]:
+    cassette = Cassette()
+    cassette.add("POST", "https://api.example.com/v1/chat/completions", [body, b"data: [DONE]\n\n"])
+    assert len(cassette.interactions[0].response.body) > _DEEP_MAX
+    return [f"{f.rule} @ {f.where}" for f in scan_cassette(cassette)]
+
+
+def _delta(text: str) -> bytes:
+    return b'data: {"choices":[{"index":0,"delta":{"content":%s}}]}\n\n' % json.dumps(text).encode()
+
+
+@pytest.mark.parametrize("at", [_WINDOW - 40, _WINDOW, _WINDOW + 7, 2 * _WINDOW + 100])
+def test_a_key_split_in_deltas_across_the_mib_cut_is_found(at: int) -> None:
+    filler = _delta("lorem ")
+    head = filler * (at // len(filler))
+    pieces = b"".join(_delta(KEY[i : i + 3]) for i in range(0, len(KEY), 3))
+    tail = filler * ((_DEEP_MAX + _WINDOW) // len(filler))
+    [found] = _one(head + pieces + tail)
+    assert found == "an Anthropic key (sk-ant-...) @ response.body reassembled content"
+
+
+def test_a_key_split_in_plain_text_events_of_a_large_stream_is_found() -> None:
+    filler = _delta("lorem ") * ((_DEEP_MAX + 100) // len(_delta("lorem ")))
+    pieces = b"".join(b"data: %s\n\n" % KEY[i : i + 4].encode() for i in range(0, len(KEY), 4))
+    [found] = _one(filler + pieces)
+    assert found == "an Anthropic key (sk-ant-...) @ response.body reassembled data"
+
+
+def test_a_key_in_a_base64_value_of_a_large_stream_is_found() -> None:
+    filler = _delta("lorem ") * ((_DEEP_MAX + 100) // len(_delta("lorem ")))
+    wrapped = base64.b64encode(f"note: {KEY} end".encode()).decode()
+    [found] = _one(filler + b'data: {"chunk":{"bytes":"%s"}}\n\n' % wrapped.encode() + filler)
+    assert found.startswith("an Anthropic key (sk-ant-...) @ response.body")
+
+
+def test_a_large_stream_without_a_secret_is_clean() -> None:
+    assert _one(_delta("lorem ipsum, dolor sit amet ") * (_DEEP_MAX // 60 + 10)) == []
