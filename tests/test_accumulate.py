@@ -403,13 +403,26 @@ def test_openai_chat_done_is_an_exact_sentinel(data: str, problem: str) -> None:
 
 
 def test_openai_chat_tool_call_delta_without_index() -> None:
-    bad = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": ""}}
+    """Mistral's tool-call deltas carry no ``index``: each goes by its id (issue 31); an index that
+    is there but no integer, or a delta with neither, is still refused."""
+    first = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
+    second = {"id": "call_2", "type": "function", "function": {"name": "g", "arguments": "{}"}}
+    result = accumulate(
+        [chunk(delta(content="")), chunk(delta(tool_calls=[first])), chunk(delta(tool_calls=[second]))],
+        "openai.chat",
+    )
+    assert [(c.id, c.name, c.arguments) for c in result.tool_calls] == [
+        ("call_1", "f", '{"a": 1}'),
+        ("call_2", "g", "{}"),
+    ]
     with pytest.raises(
-        ProtocolError,
-        match=r"^openai\.chat: event 1: tool call delta has no "
-        r"integer 'index': .*call_1",
+        ProtocolError, match=r"^openai\.chat: event 1: tool call delta has no integer 'index'"
     ):
-        accumulate([chunk(delta(content="")), chunk(delta(tool_calls=[bad]))], "openai.chat")
+        accumulate(
+            [chunk(delta(content="")), chunk(delta(tool_calls=[{**first, "index": "0"}]))], "openai.chat"
+        )
+    with pytest.raises(ProtocolError, match="neither 'index' nor 'id'"):
+        accumulate([chunk(delta(tool_calls=[{"function": {"arguments": "{}"}}]))], "openai.chat")
 
 
 # ---------------------------------------------------------------------------- anthropic.messages
@@ -799,7 +812,9 @@ def test_undetectable_and_unknown_protocol() -> None:
         accumulate([DONE], url="https://example.com/v1/embeddings", content_type="text/plain")
     with pytest.raises(ProtocolError, match="cannot detect the protocol"):
         detect_protocol([])
-    with pytest.raises(ProtocolError, match=r"unknown protocol 'gemini'; known: openai\.chat"):
+    with pytest.raises(
+        ProtocolError, match=r"unknown protocol 'gemini'; known: openai\.completions, openai\.chat"
+    ):
         accumulate([], "gemini")
 
 

@@ -19,13 +19,16 @@ from ssemock.protocols.base import Fold, HTTPErrorBody, StreamError
 
 def test_registry_lists_every_protocol_with_the_whole_interface() -> None:
     assert protocols.names() == (
+        "openai.completions",
         "openai.chat",
         "openai.responses",
         "anthropic.messages",
         "ollama.chat",
         "gemini.generate_content",
         "cohere.chat",
+        "bedrock.invoke",
         "bedrock.converse",
+        "a2a",
         "mcp",
         "openai.realtime",
         "gemini.live",
@@ -40,7 +43,8 @@ def test_registry_lists_every_protocol_with_the_whole_interface() -> None:
         body = protocol.http_error(503, None)
         assert isinstance(body, HTTPErrorBody) and json.loads(body.body)
     with pytest.raises(
-        ssemock.ProtocolError, match=r"unknown protocol 'x'; known: openai\.chat, .*cohere\.chat"
+        ssemock.ProtocolError,
+        match=r"unknown protocol 'x'; known: openai\.completions, openai\.chat, .*cohere\.chat",
     ):
         protocols.get("x")
 

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import orjson
+
 from .. import framing
 from ..protocols.accumulate import Accumulated, ProtocolError, accumulate, detect_protocol
 from ..store.cassette import (
@@ -66,6 +68,7 @@ class Decoded:
         default_factory=list
     )  # ServerSentEvents, parsed JSON values or eventstream Frames
     error: str | None = None  # where the body stops decoding (a bad JSON line, array element or frame)
+    note: str | None = None  # why a body served as a stream is read as no stream (a JSON error body)
 
 
 def decode_response(response: Response) -> Decoded:
@@ -74,9 +77,26 @@ def decode_response(response: Response) -> Decoded:
     if kind == "other":
         return Decoded(kind)
     try:
-        return Decoded(kind, list(framing.get(kind).decode(response.body)))
+        events = list(framing.get(kind).decode(response.body))
     except ValueError as exc:
         return Decoded(kind, [], str(exc))
+    if kind == "sse" and not events and _json_document(response.body):
+        return Decoded(
+            "other",
+            note=f"status {response.status}: a JSON document served as text/event-stream "
+            "(an error sent before any event): not decoded as SSE",
+        )
+    return Decoded(kind, events)
+
+
+def _json_document(body: bytes) -> bool:
+    """Whether ``body`` is one JSON object (what a server sends for an error, whatever the type)."""
+    if body.lstrip().removeprefix(_BOM)[:1] != b"{":
+        return False
+    try:
+        return isinstance(orjson.loads(body.strip().removeprefix(_BOM)), dict)
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _accumulate(

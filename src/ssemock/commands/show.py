@@ -121,6 +121,7 @@ def summarize(x: Interaction, index: int = 0, *, events: bool = False) -> dict[s
         "stream": decoded.kind,
         "events": len(decoded.events),
         "decode_error": decoded.error,
+        "note": decoded.note,
         "protocol": protocol,
         "accumulate_error": problem,
         "text": result.text if result else None,
@@ -185,6 +186,8 @@ def format_summary(s: dict[str, Any], width: int = 60) -> str:
         lines.append(f"    events: {s['events']} {what}; protocol {s['protocol'] or 'unknown'}")
     if s["decode_error"]:
         lines.append(f"    decode error: {s['decode_error']}")
+    if s.get("note"):
+        lines.append(f"    note: {s['note']}")
     if s["accumulate_error"]:
         lines.append(f"    accumulate error: {s['accumulate_error']}")
     if s["text"] is not None:

@@ -141,6 +141,8 @@ def validate_cassette(cassette: Cassette, path: str, *, protocol: str | None = N
                 add(Finding("warning", f"the reference accumulator ({found}) fails: {problem}", i))
             else:
                 add(Finding("detail", f"protocol {found}", i))
+        elif decoded.kind == "other" and decoded.note:
+            add(Finding("note", decoded.note, i))
         elif decoded.kind == "other" and resp.body:
             add(
                 Finding(

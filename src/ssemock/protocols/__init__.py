@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -121,13 +121,16 @@ class Protocol:
 
 #: The registry: module names under ssemock.protocols, in detection order (more specific first).
 _MODULES = (
+    "openai_completions",
     "openai_chat",
     "openai_responses",
     "anthropic_messages",
     "ollama_chat",
     "gemini",
     "cohere",
+    "bedrock_invoke",
     "bedrock",
+    "a2a",
     "mcp",
     "openai_realtime",
     "gemini_live",
@@ -172,15 +175,17 @@ def detect(
             if protocol.url(url):
                 return protocol
     media = _media(content_type)
-    if media:
-        for protocol in protocols:
-            if protocol.content_type(media):
-                return protocol
+    claimed = [p for p in protocols if p.content_type(media)] if media else []
+    if len(claimed) == 1:
+        return claimed[0]
+    # several protocols share a media type (Bedrock's two APIs: eventstream): the events decide
+    # among them, else the last of them (the older, more general one)
+    candidates = claimed or protocols
     for event in events:
-        for protocol in protocols:
+        for protocol in candidates:
             if protocol.event(event):
                 return protocol
-    return None
+    return claimed[-1] if claimed else None
 
 
 def for_response(
@@ -191,13 +196,15 @@ def for_response(
 
     pairs = headers.items() if isinstance(headers, Mapping) else headers
     content_type = next((v for k, v in pairs if k.lower() == "content-type"), "")
-    found = detect(url=url, content_type=content_type)
-    if found is None and body:
-        try:
-            found = detect(framing.decode(body, content_type), content_type=content_type)
-        except ValueError:
-            found = None
-    return found
+
+    def events() -> Iterator[Event]:  # decoded only when the URL and content type do not decide
+        if body:
+            try:
+                yield from framing.decode(body, content_type)
+            except ValueError:
+                return
+
+    return detect(events(), url=url, content_type=content_type)
 
 
 def speaks(protocol: Protocol, framing: str) -> bool:

@@ -18,7 +18,7 @@ from .base import JSON, HTTPErrorBody, StreamError, TypedFold, error_of, obj, se
 __all__ = ["PROTOCOL", "URL", "synthesize"]
 
 
-_TOOL_BLOCKS = ("tool_use", "server_tool_use")
+_TOOL_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
 # delta type -> the content block types it may extend
 _BLOCK_DELTAS: dict[str, tuple[str, ...]] = {
     "text_delta": ("text",),

@@ -94,6 +94,7 @@ class _Gemini(Fold):
         index = candidate.get("index", 0)
         if not isinstance(index, int) or isinstance(index, bool):
             raise self.fail(f"candidate index is not an integer: {index!r}")
+        self.choice(index)  # a candidate without text (executableCode only) is a choice not finished yet
         for raw in seq(obj(candidate.get("content")).get("parts")):
             part = obj(raw)
             if isinstance(part.get("text"), str):

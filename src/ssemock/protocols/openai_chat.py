@@ -81,8 +81,14 @@ class _OpenAIChat(Fold):
     def tool_delta(self, choice: int, delta: JSON) -> None:
         """Merge one tool-call delta: id, name and type are set once, arguments concatenated.
 
-        A new id at an index whose call already has another id starts a new call there."""
-        index = self.need_int(delta, "index", "tool call delta")
+        A new id at an index whose call already has another id starts a new call there. A delta
+        without ``index`` (Mistral's, whole calls) goes by its id: the call of that id, else a new
+        call at the next position; without an id either, the last call goes on."""
+        index = (
+            self.need_int(delta, "index", "tool call delta")
+            if "index" in delta
+            else self.unindexed(choice, delta)
+        )
         function = obj(delta.get("function"))
         kind = string(delta.get("type")) or "function"
         call_id = string(delta.get("id"))
@@ -95,6 +101,19 @@ class _OpenAIChat(Fold):
         call.id = call.id or call_id
         call.name = call.name or string(function.get("name"))
         call.arguments += string(function.get("arguments"))
+
+    def unindexed(self, choice: int, delta: JSON) -> int:
+        """The index of a tool call delta that has none: its id's call, else the next one."""
+        calls = [call for (c, _), call in self._tools.items() if c == choice]
+        call_id = string(delta.get("id"))
+        for call in calls:
+            if call_id and call.id == call_id:
+                return call.index
+        if call_id:
+            return max((call.index for call in calls), default=-1) + 1
+        if calls:
+            return calls[-1].index
+        raise self.fail("a tool call delta with neither 'index' nor 'id'")
 
 
 def error_event(error: StreamError) -> bytes:
