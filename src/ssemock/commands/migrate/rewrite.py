@@ -48,17 +48,29 @@ def rewrite_file(suite: Suite, path: Path, text: str) -> str:
     new = MetadataWrapper(module).visit(rewriter)
     if new.deep_equals(module):
         return text
-    new = new.visit(_Imports(scan, ssemock=rewriter.needs_ssemock, compat=rewriter.needs_compat))
+    elsewhere = {name: suite.used_elsewhere(path, name) for name in scan.instances}
+    new = new.visit(
+        _Imports(
+            scan,
+            ssemock=rewriter.needs_ssemock,
+            compat=rewriter.needs_compat,
+            keep=lambda name: elsewhere.get(name) is not None,
+        )
+    )
     code = new.code
     for name in scan.instances:
         pattern = re.compile(rf"^{re.escape(name)}\s*=.*\bVCR\(", re.M)
         kept, before = pattern.search(code), pattern.search(text)
         if kept and before:
+            why = elsewhere.get(name)
             suite.todo.append(
                 Finding(
                     path,
                     text.count("\n", 0, before.start()) + 1,
-                    f"{name} = vcr.VCR(...): used other than by use_cassette; ssemock has no "
+                    f"{name} = vcr.VCR(...): kept, as vcrpy, because {why}: migrate the uses there "
+                    "to ssemock.use_cassette (with its options), then remove it"
+                    if why
+                    else f"{name} = vcr.VCR(...): used other than by use_cassette; ssemock has no "
                     "configured recorder object: pass its options to ssemock.use_cassette",
                 )
             )

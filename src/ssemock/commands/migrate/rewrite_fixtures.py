@@ -34,8 +34,34 @@ _REGISTER = {
 }
 
 
+#: vcrpy Cassette attributes a ``with vcr.use_cassette(...) as cass`` block may read, and what
+#: ssemock's player (what ``ssemock.use_cassette`` gives) has instead
+_CASSETTE_ATTRS = {
+    "play_count": "sum(NAME.play_counts) (plays per interaction), or len(NAME.plays)",
+    "all_played": "not NAME.unplayed() (the indexes of interactions never served)",
+    "play_counts": "NAME.play_counts (a list, one count per interaction)",
+    "requests": "[play.request for play in NAME.plays], or NAME.cassette.interactions",
+    "responses": "[i.response for i in NAME.cassette.interactions]",
+    "responses_of": "NAME.cassette.interactions",
+    "data": "NAME.cassette.interactions",
+    "dirty": "NAME.recorded (the interactions recorded in this run)",
+    "rewound": "nothing: a player serves each interaction once unless allow_playback_repeats",
+    "write_protected": "nothing: the record mode decides (record_mode=)",
+}
+
+
 class _Rewriter(_MarkerRewriter):
     """pytest-recording / vcrpy test code as ssemock's, one module at a time."""
+
+    def visit_With(self, node: cst.With) -> None:
+        for item in node.items:  # with vcr.use_cassette(...) as cass: cass is an ssemock Player now
+            if (
+                item.asname is not None
+                and isinstance(item.asname.name, cst.Name)
+                and isinstance(item.item, cst.Call)
+                and self.is_use_cassette(item.item)
+            ):
+                self.cassette_names.add(item.asname.name.value)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.depth += 1
@@ -273,6 +299,13 @@ class _Rewriter(_MarkerRewriter):
         ):
             self.needs_ssemock = True
             return cst.Attribute(cst.Name("ssemock"), cst.Name("UnmatchedRequestError"))
+        owner, attr = original_node.value, original_node.attr.value
+        if isinstance(owner, cst.Name) and owner.value in self.cassette_names and attr in _CASSETTE_ATTRS:
+            self.todo(
+                original_node,
+                f"{owner.value}.{attr}: vcrpy's Cassette attribute, which the ssemock player that "
+                f"use_cassette gives has not: use {_CASSETTE_ATTRS[attr].replace('NAME', owner.value)}",
+            )
         if original_node.attr.value in _REGISTER:
             name = original_node.attr.value
             self.todo(original_node, f"{name}: {_REGISTER[name]}: not converted")

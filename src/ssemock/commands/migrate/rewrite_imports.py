@@ -4,6 +4,8 @@ uses any more."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from .bindings import _Scan
@@ -14,8 +16,11 @@ class _Imports(cst.CSTTransformer):
     """``import ssemock`` (and ``from ssemock import vcr_compat``) where the code now uses them, in
     the place of the vcrpy imports nothing uses any more (those are removed)."""
 
-    def __init__(self, scan: _Scan, *, ssemock: bool, compat: bool) -> None:
+    def __init__(
+        self, scan: _Scan, *, ssemock: bool, compat: bool, keep: Callable[[str], bool] = lambda name: False
+    ) -> None:
         super().__init__()
+        self.keep = keep  # a VCR object another module uses: never removed
         self.add: list[cst.BaseSmallStatement] = []
         if ssemock and not scan.ssemock_imported:
             self.add.append(cst.Import([cst.ImportAlias(cst.Name("ssemock"))]))
@@ -26,7 +31,7 @@ class _Imports(cst.CSTTransformer):
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         for stmt in list(updated_node.body):  # my_vcr = vcr.VCR(...) that no use_cassette needs any more
             name = _vcr_instance(stmt, self.scan)
-            if name is not None:
+            if name is not None and not self.keep(name):
                 rest = _Bound()
                 updated_node.with_changes(body=[s for s in updated_node.body if s is not stmt]).visit(rest)
                 if name not in rest.names:

@@ -80,6 +80,7 @@ class _OptionRewriter(cst.CSTTransformer):
         self.replaced: cst.BaseExpression | None = None  # the marker the new one takes the place of
         self.quiet = False  # while an outer marker's options are copied (its own conversion reports them)
         self.needs_compat = False  # a vcrpy hook or matcher is wrapped in ssemock.player.vcr_hooks
+        self.cassette_names: set[str] = set()  # bound by ``with vcr.use_cassette(...) as NAME``
         above = _conftest_fixtures(path, suite.root)
         own_dir = "vcr_cassette_dir" in scan.fixtures or "vcr_cassette_dir" in above
         self.covered = "vcr_config" in scan.fixtures or "vcr_config" in above

@@ -24,6 +24,19 @@ class Suite:
     uses_markers: bool = False
     #: test modules using pytest-recording's markers with no vcr_config fixture in scope
     uncovered: set[Path] = field(default_factory=set)
+    #: per Python file: the names it takes from other modules, and the names its __all__ lists
+    imports: dict[Path, set[str]] = field(default_factory=dict)
+    exports: dict[Path, set[str]] = field(default_factory=dict)
+
+    def used_elsewhere(self, path: Path, name: str) -> str | None:
+        """How another module may use ``name``, bound in ``path`` (None: nothing says it does)."""
+        if name in self.exports.get(path, ()):
+            return "its __all__ lists it"
+        others = sorted(p for p, names in self.imports.items() if p != path and name in names)
+        if others:
+            where = others[0].relative_to(self.root) if others[0].is_relative_to(self.root) else others[0]
+            return f"{where.as_posix()}{' and others' if len(others) > 1 else ''} may import it"
+        return None
 
     def _root_conftest(self) -> Path:
         return (self.root if self.root.is_dir() else self.root.parent) / "conftest.py"
