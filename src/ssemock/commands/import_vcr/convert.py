@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http
 import os
+import urllib.parse
 from typing import Any
 
 from ...plan.record import HOP_HEADERS
@@ -104,6 +105,11 @@ def _interaction(item: Any, budget: _Budget, fields: _Fields) -> Interaction:
     if not isinstance(uri, str) or not uri:
         raise _Invalid("request.uri is missing")
     method, uri = _text(method.upper(), "request.method"), _text(uri, "request.uri")
+    try:  # e.g. http://[::1 (an unclosed IPv6 address): refused here, never a traceback later
+        parts = urllib.parse.urlsplit(uri)
+        parts.port  # noqa: B018  (a port out of range or not a number raises here)
+    except ValueError as exc:
+        raise _Invalid(f"request.uri is not a URL ({exc}): {uri!r:.80}; fix or remove it") from None
     fields.label = f" ({method} {mask_url(uri)})"
     fields.unknown(item, _INTERACTION, "")
     fields.unknown(req, _REQUEST, "request")

@@ -126,7 +126,14 @@ def _load_yaml(raw: bytes, loader_class: Any, path: str | os.PathLike[str]) -> A
                 if tag is None or tag == "!":
                     tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
                 node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
-                value = loader.construct_object(node)
+                try:
+                    value = loader.construct_object(node)
+                except ValueError as exc:  # an integer over Python's 4,300 digits, a bad date
+                    raise CassetteError(
+                        f"a YAML value on line {event.start_mark.line + 1} does not convert "
+                        f"({str(exc).split(';')[0]:.100}): not a vcrpy cassette value; fix or remove it",
+                        path=path,
+                    ) from None
                 loader.constructed_objects.clear()
                 if event.anchor is not None:
                     anchors[event.anchor] = value
