@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import orjson
 import pytest
 from hypothesis import given, settings
@@ -291,3 +292,28 @@ def test_a_callable_matcher_through_replay() -> None:
 
     with ssemock.replay(cassette, match_on=["method", last_letter]):
         assert httpx.get("https://other.x.test/b").text == "data: b\n\n"
+
+
+def test_the_unmatched_request_shows_every_body_difference() -> None:
+    """Model AND prompt changed: both are in the diff, not only the first found."""
+    cassette = ssemock.Cassette()
+    url = "https://api.example.test/v1/chat/completions"
+    cassette.add("POST", url, [b"data: x\n\n"], request_json={"model": "big", "messages": ["Hi"], "n": 1})
+    with ssemock.replay(cassette), pytest.raises(ssemock.UnmatchedRequestError) as raised:
+        httpx.post(url, json={"model": "small", "messages": ["Bye"], "n": 1})
+    message = str(raised.value)
+    assert "- body $.model: 'big'  (recorded)" in message and "+ body $.model: 'small'  (sent)" in message
+    assert "- body $.messages[0]: 'Hi'  (recorded)" in message
+    assert "+ body $.messages[0]: 'Bye'  (sent)" in message
+    assert "$.n" not in message
+
+
+def test_many_body_differences_are_counted_past_a_dozen() -> None:
+    cassette = ssemock.Cassette()
+    url = "https://api.example.test/v1/x"
+    cassette.add("POST", url, [b"data: x\n\n"], request_json={f"k{i:02}": i for i in range(20)})
+    with ssemock.replay(cassette), pytest.raises(ssemock.UnmatchedRequestError) as raised:
+        httpx.post(url, json={f"k{i:02}": -i for i in range(20)})
+    message = str(raised.value)
+    assert "$.k12: 12" in message and "$.k13" not in message  # k00 is equal (0 == -0): k01..k12 shown
+    assert "and 7 more differences" in message

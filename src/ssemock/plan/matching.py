@@ -4,7 +4,8 @@ The implementation of [`ssemock.matching`][ssemock.matching], where its public n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+import itertools
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -51,30 +52,36 @@ def _kind(value: Any) -> type:
 
 
 def _first_json_difference(a: Any, b: Any, path: str = "$") -> str | None:
+    return next(_json_differences(a, b, path), None)
+
+
+#: the most body differences one unmatched request shows (the rest are counted)
+_MAX_BODY_DIFFERENCES = 12
+
+
+def _json_differences(a: Any, b: Any, path: str = "$") -> Iterator[str]:
+    """Every difference between a sent (``a``) and a recorded (``b``) JSON value, depth first in
+    key order: a changed model and a changed prompt are two lines, not the first one found."""
     if _kind(a) is not _kind(b):
-        return f"{path}: {b!r} recorded, {a!r} sent"
-    if isinstance(a, dict):
+        yield f"{path}: {b!r} recorded, {a!r} sent"
+    elif isinstance(a, dict):
         for key in sorted(set(a) | set(b), key=str):
             if key not in a or key not in b:
-                side = "only recorded" if key in b else "only sent"
-                return f"{path}.{key}: {side}"
-            diff = _first_json_difference(a[key], b[key], f"{path}.{key}")
-            if diff:
-                return diff
-        return None
-    if isinstance(a, list):
+                yield f"{path}.{key}: {'only recorded' if key in b else 'only sent'}"
+            else:
+                yield from _json_differences(a[key], b[key], f"{path}.{key}")
+    elif isinstance(a, list):
         for i, (x, y) in enumerate(zip(a, b)):
-            diff = _first_json_difference(x, y, f"{path}[{i}]")
-            if diff:
-                return diff
-        return None if len(a) == len(b) else f"{path}: {len(b)} items recorded, {len(a)} sent"
-    if a == b:
-        return None
-    if credential_name(
-        path.rsplit(".", 1)[-1].rsplit("[", 1)[0]
-    ):  # "$.password": never the values, only their shapes
-        return f"{path}: <a value of {value_shape(str(b))}> recorded, <a value of {value_shape(str(a))}> sent"
-    return f"{path}: {_short(b)} recorded, {_short(a)} sent"
+            yield from _json_differences(x, y, f"{path}[{i}]")
+        if len(a) != len(b):
+            yield f"{path}: {len(b)} items recorded, {len(a)} sent"
+    elif a != b:
+        if credential_name(
+            path.rsplit(".", 1)[-1].rsplit("[", 1)[0]
+        ):  # "$.password": never the values, only their shapes
+            yield f"{path}: <a value of {value_shape(str(b))}> recorded, <a value of {value_shape(str(a))}> sent"
+        else:
+            yield f"{path}: {_short(b)} recorded, {_short(a)} sent"
 
 
 def _short(value: Any) -> str:
@@ -86,8 +93,12 @@ def _body(sent: Request, rec: Request) -> str | None:
     if rec.body is None:  # recorded without a body: matches any
         return None
     a, b = sent.json(), rec.json()
-    if a is not None and b is not None:
-        return _first_json_difference(a, b)
+    if a is not None and b is not None:  # every difference, one per line (differences() splits them)
+        found = list(itertools.islice(_json_differences(a, b), _MAX_BODY_DIFFERENCES + 1))
+        if len(found) > _MAX_BODY_DIFFERENCES:
+            more = sum(1 for _ in _json_differences(a, b)) - _MAX_BODY_DIFFERENCES
+            found[-1] = f"$: and {more} more difference{'s' if more != 1 else ''}"
+        return "\n".join(found) or None
     if (sent.body or b"") == rec.body:
         return None
     return f"{len(rec.body)} bytes recorded, {len(sent.body or b'')} sent"
@@ -173,7 +184,8 @@ def _custom(matcher: CustomMatcher, sent: Request, recorded: Request) -> str | N
 
 
 def differences(sent: Request, recorded: Request, match_on: Sequence[str | CustomMatcher]) -> list[str]:
-    """What differs between a sent and a recorded request, one line per failing matcher."""
+    """What differs between a sent and a recorded request: one line per failing matcher, and one
+    per difference of a JSON body (a changed model and a changed prompt are two lines)."""
     out = []
     for matcher in match_on:
         diff = (
@@ -181,6 +193,6 @@ def differences(sent: Request, recorded: Request, match_on: Sequence[str | Custo
             if isinstance(matcher, str)
             else _custom(matcher, sent, recorded)
         )
-        if diff is not None:
-            out.append(f"{name_of(matcher)}: {diff}")
+        if diff is not None:  # a body differs in several places: one line each
+            out.extend(f"{name_of(matcher)}: {line}" for line in diff.splitlines() or [diff])
     return out
