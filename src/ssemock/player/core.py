@@ -24,11 +24,13 @@ from .. import protocols as _protocols
 from .. import stacks as _stacks
 from ..plan import held as _held
 from ..plan import matching
+from ..plan.conversation import Conversation
 from ..plan.errors import RecordingVariantError, SsemockWarning, UnmatchedRequestError
 from ..plan.expect import Expected
 from ..plan.record import Recorder, request_from_httpx
 from ..plan.selection import Selection
 from ..plan.serving import Play, ReplayStream, plan_response, server_push
+from ..plan.ws_record import WsRecorder
 from ..protocols.accumulate import Accumulated
 from ..redaction import keep as _keep
 from ..redaction.rules import mask_text
@@ -40,6 +42,7 @@ from ..variants import faults as _faults
 from ..variants import timing as _timing
 from ..variants import transforms as _transforms
 from . import reporting, session
+from . import websocket as _websocket
 from .assertions import Assertions
 from .options import Options
 from .recording import RecordingRun
@@ -129,6 +132,10 @@ class Player:
         self._selection = Selection(cassette.interactions, self.match_on)
         self.plays: list[Play] = []
         """Every response replayed, in order: what was served and how (see [`Play`][ssemock.Play])."""
+        self.conversations: list[Conversation] = []
+        """Every WebSocket session replayed, in order (see `ssemock.plan.conversation.Conversation`)."""
+        self.sessions: list[WsRecorder] = []
+        """Every WebSocket session recorded during this run, in order."""
         self.kept: list[_keep.Kept] = []
         """The refused or partial recordings kept beside the cassette, secrets masked."""
         self.lock = threading.Lock()
@@ -188,6 +195,12 @@ class Player:
         _stacks.deactivate(self.router)
         if save:
             self.save()
+        _websocket.teardown(self)
+
+    def started_session(self, recorder: WsRecorder) -> None:
+        """A WebSocket session being recorded was upgraded: it belongs to this run's recording."""
+        with self.lock:
+            self.sessions.append(recorder)
 
     @functools.cached_property
     def _no_proxy(self) -> list[str]:
@@ -261,6 +274,8 @@ class Player:
             sent = hooked
         if not self.existed and self.path is not None and self.record_mode == "none":
             raise UnmatchedRequestError(reporting.missing(self, sent))  # not even to an allowed host
+        if _websocket.is_websocket(request):
+            return _websocket.handle(self, request, sent)
         if self._replays:
             with self.lock:
                 index = self.selection.take(sent, repeats="first" if self.allow_playback_repeats else "never")

@@ -242,7 +242,10 @@ class RecordingRun:
         """Interactions recorded in this session (redacted, as they would be saved)."""
         with self.player.lock:
             recorders = list(self.recorders)
-        return [x for x in (r.interaction() for r in recorders) if x is not None]
+            sessions = list(getattr(self.player, "sessions", ()))  # WebSocket sessions, in order of start
+        made = [(r.t0, x) for r in recorders if (x := r.interaction()) is not None]
+        made += [(r.t0, x) for r in sessions if (x := r.interaction()) is not None]
+        return [x for _, x in sorted(made, key=lambda pair: pair[0])]
 
     def save(self) -> Selection | None:
         """Write what was recorded (atomically), merged under the cassette's lock with what another

@@ -39,6 +39,7 @@ from ..plan.errors import UnmatchedRequestError
 
 if TYPE_CHECKING:
     from ..plan.record import Recorder
+    from ..plan.ws_record import WsRecorder
 
 __all__ = [
     "STACKS",
@@ -46,6 +47,8 @@ __all__ = [
     "Allowed",
     "Patch",
     "Record",
+    "RecordSession",
+    "WS_STACKS",
     "activate",
     "adispatch",
     "deactivate",
@@ -64,7 +67,13 @@ STACKS: dict[str, str] = {
     "aiohttp": "aiohttp",
     "urllib3": "urllib3",
 }
-_LIBRARIES = {library: stack for stack, library in STACKS.items()}
+#: WebSocket stacks: stack name -> (the ssemock.stacks module that knows it, the library modules
+#: whose import installs its patches: SDKs import the ``websockets`` client modules directly).
+WS_STACKS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "websockets": ("websockets_asyncio", ("websockets.asyncio.client",)),
+}
+_LIBRARIES = {library: library for library in STACKS.values()}  # library -> its ssemock.stacks module
+_LIBRARIES.update({lib: module for module, libs in WS_STACKS.values() for lib in libs})
 
 _passing = contextvars.ContextVar("ssemock_passing", default=False)
 
@@ -80,6 +89,15 @@ class Record(PassThrough):
 
     def __init__(self, request: httpx.Request, recorder: Recorder) -> None:
         super().__init__("recording", request=request, origin=None)  # type: ignore[arg-type]
+        self.recorder = recorder
+
+
+class RecordSession(PassThrough):
+    """Raised by a player's router for a WebSocket handshake: open the real connection and tee
+    both directions into ``recorder`` (a `ssemock.plan.ws_record.WsRecorder`)."""
+
+    def __init__(self, request: httpx.Request, recorder: WsRecorder) -> None:
+        super().__init__("recording a WebSocket session", request=request, origin=None)  # type: ignore[arg-type]
         self.recorder = recorder
 
 
@@ -134,7 +152,8 @@ def _install(library: str) -> None:
     with _state:
         if library in _patches or not _routers:
             return
-        _patches[library] = patches = _stack_module(_LIBRARIES[library]).patches()
+        stack = importlib.import_module(f"{__name__}.{_LIBRARIES[library]}")
+        _patches[library] = patches = stack.patches()
         for patch in patches:
             patch.install()
 

@@ -1,0 +1,85 @@
+"""A player's WebSocket sessions: each handshake a WebSocket stack dispatches is answered from
+the cassette (a `ssemock.plan.conversation.Conversation`, handed to the stack in the 101's
+extensions), recorded (`ssemock.stacks.RecordSession` with a `ssemock.plan.ws_record.WsRecorder`),
+passed to an allowed host, or refused as unmatched; and, at the end, what the conversations say:
+messages that matched nothing fail the test, recorded messages never sent are reported."""
+
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING
+
+import httpx
+
+from .. import stacks as _stacks
+from ..plan.conversation import Conversation, UnmatchedMessageError
+from ..plan.errors import SsemockWarning, UnmatchedRequestError
+from ..plan.ws_record import WsRecorder
+from ..redaction.rules import mask_text
+from ..store.model import Request
+from . import reporting
+
+if TYPE_CHECKING:
+    from .core import Player
+
+__all__ = ["handle", "is_websocket", "teardown"]
+
+
+def is_websocket(request: httpx.Request) -> bool:
+    """Whether ``request`` is a WebSocket handshake dispatched by a WebSocket stack."""
+    return request.extensions.get("ssemock.transport") == "websocket"
+
+
+def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Response:
+    """Answer a handshake: a 101 carrying the conversation (replay), or raise
+    `ssemock.stacks.RecordSession` (record), `ssemock.stacks.Allowed` or `UnmatchedRequestError`."""
+    __tracebackhide__ = True
+    if player._replays:
+        with player.lock:
+            index = player.selection.take(sent, repeats="first" if player.allow_playback_repeats else "never")
+        if index is not None:
+            interaction = player.cassette.interactions[index]
+            if interaction.websocket is None:
+                raise UnmatchedRequestError(
+                    mask_text(
+                        f"ssemock: {player.where}, interaction #{index} ({interaction.request.url}) answered a "
+                        f"WebSocket handshake with HTTP {interaction.response.status}: refused handshakes are "
+                        "not replayed yet; record the session again"
+                    )
+                )
+            conversation = Conversation(interaction, index, player.where)
+            with player.lock:
+                player.conversations.append(conversation)
+            return httpx.Response(
+                101, extensions={"ssemock.conversation": conversation, "ssemock.timing": player.timing}
+            )
+    if player._records:
+        recorder = WsRecorder(
+            sent,
+            on_start=player.started_session,
+            before_record_response=player.options.before_record_response,
+        )
+        raise _stacks.RecordSession(request, recorder)
+    if player.guard.allows(request.url.host):
+        raise _stacks.Allowed(f"ssemock: WebSocket {request.url.host}: an allowed host")
+    raise UnmatchedRequestError(reporting.explain(player, sent))
+
+
+def teardown(player: Player) -> None:
+    """After a replay: raise the first message that matched nothing (an SDK may have swallowed
+    it as a closed connection); warn of recorded client messages never sent."""
+    for conversation in player.conversations:
+        if conversation.mismatches:
+            raise UnmatchedMessageError(conversation.mismatches[0])
+    for conversation in player.conversations:
+        unsent = conversation.unsent()
+        if unsent:
+            warnings.warn(
+                mask_text(
+                    f"ssemock: {player.where}, interaction #{conversation.index} "
+                    f"({conversation.interaction.request.url}): {len(unsent)} message(s) the recorded client "
+                    f"sent were never sent in this replay, the first: {str(unsent[0].data)[:120]!r}"
+                ),
+                SsemockWarning,
+                stacklevel=3,
+            )

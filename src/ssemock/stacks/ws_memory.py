@@ -1,0 +1,210 @@
+"""In-memory connections for WebSocket stacks: the client library keeps its own code (handshake,
+masking, framing, keepalive, close) and talks to a `ssemock.plan.conversation.Conversation`
+instead of a socket. `MemoryTransport` is the asyncio transport; `TeeTransport` records a real
+connection (both directions into a `ssemock.plan.ws_record.WsRecorder`)."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Sequence
+from typing import Any
+
+from ..plan.conversation import Conversation, Release, UnmatchedMessageError
+from ..plan.ws_record import WsRecorder
+from ..variants.timing import Timing
+
+__all__ = ["MemoryTransport", "TeeTransport", "tee_protocol"]
+
+_HEAD_END = b"\r\n\r\n"
+
+
+class MemoryTransport(asyncio.Transport):
+    """The asyncio transport of a replayed WebSocket: what the client writes goes to the
+    conversation; what it releases reaches ``protocol.data_received`` at its due time (under
+    ``timing``), one release per call, never joined."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        protocol: asyncio.Protocol,
+        conversation: Conversation,
+        timing: Timing,
+        peer: tuple[str, int] = ("127.0.0.1", 443),
+    ) -> None:
+        super().__init__()
+        self._loop, self._protocol, self.conversation, self._timing = loop, protocol, conversation, timing
+        self._head = b""
+        self._open = False
+        self._closing = False
+        self._lost = False
+        self._due = 0.0
+        self._queue: collections.deque[tuple[float, bytes | None]] = collections.deque()
+        self._timer: asyncio.TimerHandle | None = None
+        self._peer = peer
+
+    # -- what the client writes -----------------------------------------------------------------
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self._closing:
+            return
+        data = bytes(data)
+        if not self._open:
+            self._head += data
+            at = self._head.find(_HEAD_END)
+            if at < 0:
+                return
+            head, data = self._head[: at + 4], self._head[at + 4 :]
+            self._open = True
+            self._deliver([Release(0.0, self.conversation.handshake(head)), *self.conversation.opening()])
+            if not data:
+                return
+        try:
+            releases = self.conversation.feed(data)
+        except UnmatchedMessageError:
+            self._deliver(self.conversation.close_for_mismatch())
+            raise
+        self._deliver(releases)
+
+    def writelines(self, list_of_data: Any) -> None:
+        self.write(b"".join(list_of_data))
+
+    # -- what the server sends ------------------------------------------------------------------
+
+    def _deliver(self, releases: Sequence[Release]) -> None:
+        now = self._loop.time()
+        for r in releases:  # in order: the loop's timers do not keep the order of equal times
+            at = self._timing.at(r.delay)
+            self._due = max(self._due, now if at is None else now + at)
+            self._queue.append((self._due, r.data))
+        if self._queue and self._timer is None:
+            self._timer = self._loop.call_at(self._queue[0][0], self._pump)
+
+    def _pump(self) -> None:
+        self._timer = None
+        now = self._loop.time()
+        while self._queue and self._queue[0][0] <= now:
+            self._hand(self._queue.popleft()[1])
+        if self._queue:
+            self._timer = self._loop.call_at(self._queue[0][0], self._pump)
+
+    def _hand(self, data: bytes | None) -> None:
+        if self._lost:
+            return
+        if data is None:
+            keep = self._protocol.eof_received()
+            if not keep:
+                self.close()
+            return
+        self._protocol.data_received(data)
+
+    # -- asyncio.Transport ------------------------------------------------------------------------
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        if not self._closing:
+            self._closing = True
+            self._loop.call_soon(self._lose)
+
+    def _lose(self) -> None:
+        if not self._lost:
+            self._lost = True
+            self._protocol.connection_lost(None)
+
+    def abort(self) -> None:
+        self.close()
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def write_eof(self) -> None:
+        return None
+
+    def pause_reading(self) -> None:
+        return None
+
+    def resume_reading(self) -> None:
+        return None
+
+    def is_reading(self) -> bool:
+        return not self._closing
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        return None
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"peername": self._peer, "sockname": ("127.0.0.1", 50000)}.get(name, default)
+
+
+class TeeTransport(asyncio.Transport):
+    """A real transport whose writes are recorded (the client's bytes); everything else is the
+    real transport's."""
+
+    def __init__(self, real: asyncio.Transport, recorder: WsRecorder) -> None:
+        super().__init__()
+        self._real, self._recorder = real, recorder
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self._recorder.sent(bytes(data))
+        self._real.write(data)
+
+    def writelines(self, list_of_data: Any) -> None:
+        self.write(b"".join(list_of_data))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def is_closing(self) -> bool:
+        return self._real.is_closing()
+
+    def close(self) -> None:
+        self._real.close()
+
+    def abort(self) -> None:
+        self._real.abort()
+
+    def can_write_eof(self) -> bool:
+        return self._real.can_write_eof()
+
+    def write_eof(self) -> None:
+        self._real.write_eof()
+
+    def pause_reading(self) -> None:
+        self._real.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._real.resume_reading()
+
+    def is_reading(self) -> bool:
+        return self._real.is_reading()
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._real.set_write_buffer_limits(high, low)
+
+    def get_write_buffer_size(self) -> int:
+        return self._real.get_write_buffer_size()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._real.get_extra_info(name, default)
+
+
+def tee_protocol(protocol: Any, recorder: WsRecorder) -> None:
+    """Record what reaches ``protocol`` (an asyncio protocol over a real transport): its
+    ``data_received`` and ``connection_lost`` are wrapped on the instance."""
+    received, lost = protocol.data_received, protocol.connection_lost
+
+    def data_received(data: bytes) -> None:
+        recorder.received(bytes(data))
+        received(data)
+
+    def connection_lost(exc: BaseException | None) -> None:
+        recorder.finish(exc)
+        lost(exc)
+
+    protocol.data_received = data_received
+    protocol.connection_lost = connection_lost

@@ -1,0 +1,97 @@
+"""The ``websockets`` client stacks: a Realtime session recorded through the real client against a
+loopback server, the server stopped, then replayed with the network lock on; what the client saw
+is the same both ways. Every record mode; a message that matches nothing fails."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import websockets
+from ws_servers import realtime, running
+
+import ssemock
+from ssemock.plan.conversation import UnmatchedMessageError
+
+KEY = {"authorization": "Bearer sk-test-ws34abcdefghijklmnop"}
+
+
+async def _session(url: str, message: dict[str, Any] | None = None) -> list[Any]:
+    async with websockets.connect(url, additional_headers=KEY) as ws:
+        seen = [json.loads(await ws.recv())["type"]]
+        await ws.send(
+            json.dumps(
+                {"type": "session.update", "event_id": "evt_local1", "session": {"instructions": "Be brief."}}
+            )
+        )
+        seen.append(json.loads(await ws.recv())["session"]["instructions"])
+        await ws.send(json.dumps(message or {"type": "response.create", "event_id": "evt_local2"}))
+        while True:
+            event = json.loads(await ws.recv())
+            seen.append((event["type"], event.get("delta"), (event.get("response") or {}).get("usage")))
+            if event["type"] == "response.done":
+                return seen
+
+
+def _record(path: Path, mode: str = "once") -> tuple[list[Any], str]:
+    with running(realtime) as server:
+        url = server.url("/v1/realtime?model=gpt-realtime")
+        with ssemock.use_cassette(path, record_mode=mode):
+            live = asyncio.run(_session(url))
+    return live, url
+
+
+@pytest.mark.parametrize("mode", ["once", "all", "new_episodes"])
+def test_asyncio_session_records_then_replays_offline(tmp_path: Path, mode: str) -> None:
+    path = tmp_path / "realtime.json"
+    live, url = _record(path, mode)
+    assert live[0] == "session.created" and live[-1][0] == "response.done"
+    saved = json.loads(path.read_text())
+    assert saved["version"] == 2 and "sk-test" not in path.read_text()
+    ws = ssemock.Cassette.load(path).interactions[0].websocket
+    assert ws is not None and [m.direction for m in ws.messages][:3] == ["recv", "send", "recv"]
+    assert ws.close.by == "client" and ws.close.clean
+    with ssemock.use_cassette(
+        path, record_mode="none", timing="instant", allowed_hosts=[]
+    ) as player:  # the server is gone
+        again = asyncio.run(_session(url))
+    assert again == live
+    assert player.conversations[0].unsent() == []
+
+
+def test_event_ids_differ_but_match(tmp_path: Path) -> None:
+    path = tmp_path / "realtime.json"
+    live, url = _record(path)
+    with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]):
+        again = asyncio.run(_session(url, {"type": "response.create", "event_id": "evt_other"}))
+    assert again == live
+
+
+def test_an_unmatched_message_fails_with_the_closest_recorded_one(tmp_path: Path) -> None:
+    path = tmp_path / "realtime.json"
+    _, url = _record(path)
+    with pytest.raises(UnmatchedMessageError) as failed:
+        with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]):
+            asyncio.run(_session(url, {"type": "response.create", "response": {"instructions": "x"}}))
+    text = str(failed.value)
+    assert "closest recorded: client message #1" in text and "$.response: only sent" in text
+
+
+def test_an_unrecorded_session_is_unmatched_and_never_connects(tmp_path: Path) -> None:
+    path = tmp_path / "realtime.json"
+    _, url = _record(path)
+    with pytest.raises(ssemock.UnmatchedRequestError):
+        with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]):
+            asyncio.run(_session(url.replace("gpt-realtime", "other")))
+
+
+def test_allowed_hosts_pass_an_unrecorded_session_through(tmp_path: Path) -> None:
+    path = tmp_path / "realtime.json"
+    live, _ = _record(path)
+    with running(realtime) as server:  # a new server: the recorded URL's port is gone
+        with ssemock.use_cassette(path, record_mode="none", allowed_hosts=["127.0.0.1"]) as player:
+            passed = asyncio.run(_session(server.url("/v1/realtime?model=other")))
+    assert passed == live and player.conversations == [] and len(player.cassette.interactions) == 1

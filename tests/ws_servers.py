@@ -1,0 +1,127 @@
+"""Loopback WebSocket servers for the WebSocket tests, written with the ``websockets`` sync server:
+each speaks one protocol as its API reference documents it (a minimal, realistic subset)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from websockets.sync.server import ServerConnection, serve
+
+__all__ = ["Server", "realtime", "running"]
+
+
+def realtime(ws: ServerConnection) -> None:
+    """OpenAI Realtime (GA): session.created on open; a response per ``response.create``, with a
+    base64 audio delta, transcript and function-call argument deltas, and ``response.done`` usage."""
+    n = 0
+
+    def send(event: dict[str, Any]) -> None:
+        nonlocal n
+        n += 1
+        ws.send(json.dumps({**event, "event_id": f"event_{n}"}))
+
+    send(
+        {"type": "session.created", "session": {"type": "realtime", "id": "sess_1", "model": "gpt-realtime"}}
+    )
+    for raw in ws:
+        event = json.loads(raw)
+        kind = event.get("type")
+        if kind == "session.update":
+            send(
+                {
+                    "type": "session.updated",
+                    "session": {"type": "realtime", "id": "sess_1", **event["session"]},
+                }
+            )
+        elif kind == "input_audio_buffer.append":
+            continue
+        elif kind == "response.create":
+            send(
+                {
+                    "type": "response.created",
+                    "response": {"id": "resp_1", "status": "in_progress", "output": []},
+                }
+            )
+            send(
+                {
+                    "type": "response.output_audio.delta",
+                    "response_id": "resp_1",
+                    "item_id": "item_1",
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": "AAAA//8BAP7/",
+                }
+            )
+            for word in ("Sun", "ny."):
+                send(
+                    {
+                        "type": "response.output_audio_transcript.delta",
+                        "response_id": "resp_1",
+                        "item_id": "item_1",
+                        "output_index": 0,
+                        "content_index": 0,
+                        "delta": word,
+                    }
+                )
+            send(
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "response_id": "resp_1",
+                    "item_id": "item_2",
+                    "output_index": 1,
+                    "call_id": "call_1",
+                    "delta": '{"city":',
+                }
+            )
+            send(
+                {
+                    "type": "response.function_call_arguments.done",
+                    "response_id": "resp_1",
+                    "item_id": "item_2",
+                    "output_index": 1,
+                    "call_id": "call_1",
+                    "name": "get_weather",
+                    "arguments": '{"city":"Paris"}',
+                }
+            )
+            send(
+                {
+                    "type": "response.done",
+                    "response": {
+                        "id": "resp_1",
+                        "status": "completed",
+                        "output": [],
+                        "usage": {"total_tokens": 253, "input_tokens": 132, "output_tokens": 121},
+                    },
+                }
+            )
+
+
+class Server:
+    """A running loopback server: ``url(path)``; ``stop()`` shuts it down (the replay's proof)."""
+
+    def __init__(self, handler: Callable[[ServerConnection], None], **options: Any) -> None:
+        self._server = serve(handler, "127.0.0.1", 0, **options)
+        self.port = self._server.socket.getsockname()[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def url(self, path: str = "/", scheme: str = "ws") -> str:
+        return f"{scheme}://127.0.0.1:{self.port}{path}"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._thread.join(5)
+
+
+@contextmanager
+def running(handler: Callable[[ServerConnection], None], **options: Any) -> Iterator[Server]:
+    server = Server(handler, **options)
+    try:
+        yield server
+    finally:
+        server.stop()
