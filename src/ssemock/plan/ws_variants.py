@@ -1,0 +1,286 @@
+"""A recorded WebSocket session replayed under a variant (issue 35): its server frames re-framed
+(`ssemock.variants.ws_frames`), broken by a fault (`ssemock.variants.ws_faults`) and cut into
+reads by a wire chunking (`ssemock.variants.ws_chunking`), the conversation otherwise as
+recorded (`Conversation`: the client's messages matched, each group released when the client has
+sent what preceded it).
+
+``as_recorded`` everywhere serves what `Conversation` serves, cut at the recorded reads when the
+cassette's wire map fits the re-encoded frames (else one read per server message).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from ..framing.websocket import FrameParser, Inflater, Opcode, encode_frame
+from ..variants.chunking import Chunking
+from ..variants.ws_chunking import get as get_chunking
+from ..variants.ws_faults import Refusal, Session, WsFault
+from ..variants.ws_faults import get as get_fault
+from ..variants.ws_frames import FrameSpan, Reframing, ServerMessage, Wire, encode
+from ..variants.ws_frames import get as get_reframing
+from .conversation import Conversation, Release, _parse_request_head, _Unit, handshake_head
+
+__all__ = ["VariantRefused", "VariedConversation"]
+
+
+class VariantRefused(BaseException):
+    """A variant that cannot run against this client (``deflate`` for a client that offered no
+    permessage-deflate): the reason says why; a matrix skips the variant with it. A
+    BaseException, as the replay's other errors are, so an SDK's ``except Exception`` around its
+    connect does not hide it."""
+
+
+_NO_MASK = b"\x00\x00\x00\x00"  # frames handed on in memory, masked with a key that changes nothing
+_REASONS = {401: "Unauthorized", 403: "Forbidden", 429: "Too Many Requests", 503: "Service Unavailable"}
+
+
+@dataclass
+class VariedConversation(Conversation):
+    """A `Conversation` under a wire ``chunking``, a ``reframing`` and a ``fault`` (names or
+    objects), on connection ``attempt`` (a reconnect is the next attempt: ``sequence`` faults);
+    ``protocol`` names the session's protocol for the fault's own shapes (None: from the URL)."""
+
+    chunking: str | Chunking = "as_recorded"
+    reframing: str | Reframing = "as_recorded"
+    fault: str | WsFault | None = None
+    attempt: int = 0
+    protocol: str | None = None
+    pongs: list[bytes] = field(default_factory=list)
+    """The payloads of the pongs the client answered with."""
+    _deflate: bool = field(default=False, repr=False)
+    _wire: Wire = field(default_factory=Wire, repr=False)
+    _ending: str = field(default="recorded", repr=False)
+    _refused: Refusal | None = field(default=None, repr=False)
+    _stalls: dict[int, float] = field(default_factory=dict, repr=False)
+    _sent_bytes: int = field(default=0, repr=False)
+    _reads: list[int] = field(default_factory=list, repr=False)
+    _pong_parser: FrameParser = field(default_factory=lambda: FrameParser(masked=True), repr=False)
+    _client_frames: FrameParser = field(default_factory=lambda: FrameParser(masked=True), repr=False)
+    _inflater: Inflater = field(default_factory=Inflater, repr=False)
+    _client_message: tuple[Opcode, bool, list[bytes]] = field(
+        default_factory=lambda: (Opcode.TEXT, False, []), repr=False
+    )
+
+    def __post_init__(self) -> None:
+        self._chunking = get_chunking(self.chunking)
+        self._reframing = get_reframing(self.reframing)
+        self._fault = get_fault(self.fault) if self.fault is not None else None
+        if self.protocol is None:
+            from .. import protocols
+
+            found = protocols.detect(url=self.interaction.request.url)
+            self.protocol = found.name if found is not None else None
+        super().__post_init__()
+
+    # -- the server side under the variant ------------------------------------------------------
+
+    def _plain(self) -> bool:
+        return self._fault is None and self._reframing.name == "as_recorded" and not self._deflate
+
+    def _units(self) -> list[_Unit]:
+        recorded = super()._units()
+        if self._plain():
+            self._wire = _spans(b"".join(u.data for u in recorded))
+            return recorded
+        gates: list[int] = []
+        gate, received = 0, []
+        for m in self.ws.messages:
+            if m.direction == "send":
+                gate += 1
+            else:
+                received.append(m)
+                gates.append(gate)
+        messages = tuple(
+            ServerMessage(
+                Opcode.TEXT if m.type == "text" else Opcode.BINARY, m.payload, g, tuple(self._cuts(k))
+            )
+            for k, (m, g) in enumerate(zip(received, gates))
+        )
+        times = {id(s): m.t for s, m in zip(messages, received)}
+        close = self.ws.close
+        ending_close = (close.code, close.reason) if close.by == "server" and close.code is not None else None
+        session = Session(messages, protocol=self.protocol, close=ending_close)
+        if self._fault is not None:
+            session = self._fault.apply(session, self.attempt)
+        self._refused = session.refused
+        self._ending = "eof" if session.drop else "close" if session.close is not None else "recorded"
+        wire = encode(session.messages, self._reframing, agreed_deflate=self._deflate, close=session.close)
+        units, start, t = [], 0, 0.0
+        for served, end in zip(session.messages, wire.message_ends):
+            t = times.get(id(served), t)
+            units.append(_Unit(served.group, t, wire.data[start:end]))
+            start = end
+        if start < len(wire.data):  # the close frame
+            units.append(_Unit(session.messages[-1].group if session.messages else 0, t, wire.data[start:]))
+        if session.drop_after_byte is not None:
+            units = _truncate(units, session.drop_after_byte)
+        self._stalls = {k: s for k, s in session.stalls if k < len(units)}
+        self._wire = wire
+        return units
+
+    def _cuts(self, k: int) -> list[int]:
+        notes = [
+            n for n in self.ws.frame_map if n.direction == "recv" and n.kind == "fragments" and n.index == k
+        ]
+        return notes[0].offsets if notes else []
+
+    def _take(self, gate: int, since: float) -> list[Release]:
+        out: list[Release] = []
+        first = self._released
+        while self._released < len(self.units) and self.units[self._released].gate <= gate:
+            u = self.units[self._released]
+            out.append(Release(max(0.0, u.t - since) + self._stalls.get(self._released, 0.0), u.data))
+            self._released += 1
+        done = self._released == len(self.units)
+        if done and not self._closed:
+            if self._ending == "eof" or (
+                self._ending == "recorded" and self.ws.close.by is None and gate >= len(self.recorded)
+            ):
+                self._closed = True
+                out.append(Release(out[-1].delay if out else 0.0, None))
+        return self._cut(out, first)
+
+    def _cut(self, out: list[Release], first: int) -> list[Release]:
+        """The releases of one group cut into reads by the chunking (never across the group)."""
+        data = [r for r in out if r.data is not None]
+        if not data:
+            return out
+        joined = b"".join(r.data for r in data if r.data is not None)
+        bounds, at = [], 0
+        for r in data:
+            at += len(r.data or b"")
+            bounds.append(at)
+        offset = sum(len(u.data) for u in self.units[:first])
+        recorded = self._recorded_ends(offset, len(joined)) or bounds
+        ends = self._chunking.ends(joined, recorded)
+        reads, start = [], 0
+        for end in ends:
+            unit = bisect.bisect_right(bounds, start)
+            reads.append(Release(data[min(unit, len(data) - 1)].delay, joined[start:end]))
+            self._reads.append(offset + end)
+            start = end
+        return reads + [r for r in out if r.data is None]
+
+    def _recorded_ends(self, offset: int, size: int) -> list[int] | None:
+        """The recorded read ends inside ``[offset, offset + size)`` of the wire, when the cassette's
+        wire map fits the re-encoded frames (the variant changed no byte)."""
+        ends = self.ws.wire.ends
+        if not self._plain() or not ends or ends[-1] != len(self._wire.data):
+            return None
+        inside = [e - offset for e in ends if offset < e <= offset + size]
+        return inside if inside and inside[-1] == size else [*inside, size]
+
+    # -- the handshake and the client's side ----------------------------------------------------
+
+    def handshake(self, request_head: bytes) -> bytes:
+        """The 101 (`Conversation.handshake`), or the refusal a ``handshake:`` fault serves (its
+        head and body: the connection then ends); permessage-deflate agreed for ``deflate``
+        when the client offered it, `VariantRefused` when it did not."""
+        if self._refused is not None:
+            r = self._refused
+            return handshake_head(r.status, _REASONS.get(r.status, "Error"), list(r.headers)) + r.body
+        head = super().handshake(request_head)
+        if self._reframing.deflate:
+            offered = _parse_request_head(request_head).get("sec-websocket-extensions", "")
+            why = self._reframing.refuses("permessage-deflate" in offered)
+            if why is not None:
+                raise VariantRefused(f"ssemock: the WebSocket variant {self._reframing}: {why}")
+            self._deflate = True
+            self.units = self._units()
+            head = head[:-2] + b"sec-websocket-extensions: permessage-deflate\r\n\r\n"
+        return head
+
+    def opening(self) -> list[Release]:
+        if self._refused is not None:
+            self._closed = True
+            return [Release(0.0, None)]
+        return super().opening()
+
+    def feed(self, data: bytes) -> list[Release]:
+        if self._deflate:  # the client compresses too: hand the conversation its messages inflated
+            data = self._inflated(data)
+        if self._wire.pings:
+            self.pongs += [f.payload for f in self._pong_parser.feed(data) if f.opcode == Opcode.PONG]
+        return super().feed(data)
+
+    def _inflated(self, data: bytes) -> bytes:
+        out = []
+        for f in self._client_frames.feed(data):
+            if f.opcode in (Opcode.PING, Opcode.PONG, Opcode.CLOSE):
+                out.append(encode_frame(f.opcode, f.payload, mask=_NO_MASK))
+                continue
+            if f.opcode != Opcode.CONTINUATION:
+                self._client_message = (f.opcode, f.rsv1, [])
+            op, compressed, parts = self._client_message
+            parts.append(f.payload)
+            if f.fin:
+                whole = b"".join(parts)
+                out.append(
+                    encode_frame(op, self._inflater.decompress(whole) if compressed else whole, mask=_NO_MASK)
+                )
+        return b"".join(out)
+
+    def _client_close(self, payload: bytes) -> list[Release]:
+        if self._ending == "close":  # the server closed first (a close fault): its echo ends it
+            out = [] if self._closed else [Release(0.0, None)]
+            self._closed = True
+            return out
+        return super()._client_close(payload)
+
+    def unanswered_pings(self) -> list[bytes]:
+        """The pings the ``pings`` re-framing sent that the client never answered."""
+        answered = list(self.pongs)
+        missing = []
+        for ping in self._wire.pings[: self._pings_sent()]:
+            if ping in answered:
+                answered.remove(ping)
+            else:
+                missing.append(ping)
+        return missing
+
+    def _pings_sent(self) -> int:
+        sent = sum(len(u.data) for u in self.units[: self._released])
+        return sum(1 for f in self._wire.frames if f.opcode == Opcode.PING and f.end <= sent)
+
+    def at_byte(self, offset: int) -> str:
+        """The frame and the read boundary at wire byte ``offset`` (for a diagnosis)."""
+        frames = self._wire.frames
+        k = max(0, bisect.bisect_right([f.start for f in frames], offset) - 1) if frames else -1
+        text = f"wire byte {offset}"
+        if k >= 0:
+            f = frames[k]
+            part = "header" if offset < f.body else "payload"
+            kind = f.opcode.name.lower()
+            owner = f" of server message {f.message}" if f.message is not None else ""
+            text += f": frame {k} ({kind}{owner}, bytes {f.start}-{f.end}), in its {part}"
+        read = bisect.bisect_left(self._reads, offset)
+        if read < len(self._reads):
+            text += f"; read {read} ends at byte {self._reads[read]}"
+        return text
+
+
+def _spans(data: bytes) -> Wire:
+    """The frames of a server wire, each with the message it carries part of."""
+    wire, message = Wire(data=data), 0
+    for f in FrameParser(masked=False).feed(data):
+        data_frame = f.opcode not in (Opcode.PING, Opcode.PONG, Opcode.CLOSE)
+        body = f.end - len(f.payload)
+        wire.frames.append(
+            FrameSpan(f.start, body, f.end, f.opcode, f.fin, f.rsv1, message if data_frame else None)
+        )
+        if data_frame and f.fin:
+            wire.message_ends.append(f.end)
+            message += 1
+    return wire
+
+
+def _truncate(units: list[_Unit], size: int) -> list[_Unit]:
+    out, at = [], 0
+    for u in units:
+        if at >= size:
+            break
+        out.append(_Unit(u.gate, u.t, u.data[: size - at]))
+        at += len(u.data)
+    return out
