@@ -1,0 +1,145 @@
+"""Real traffic nobody on the project wrote, imported as a user imports it (issue 31).
+
+``../shared/corpora/realtraffic2`` (348 public vcrpy cassettes from six open-source LLM projects)
+and ``../shared/corpora/migration`` (pydantic-ai, llm-anthropic, llm-gemini) are converted by
+``ssemock import-vcr FOLDER --out OUT``, once per session (one subprocess per corpus). Then:
+nothing is refused but the one test JWT no scanner can tell from a real one, no body is lost,
+every stream is labelled with the protocol and accumulates to the text an independent decoder
+(`real_traffic_reference`, written from the providers' documentation) finds, and ``ssemock
+validate`` has no warning or problem on any imported file.
+
+The corpora sit beside the repository (CI clones them there); they are read, never copied in.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from real_traffic_reference import body_of, decode_tree
+
+import ssemock
+from ssemock import Cassette, framing
+
+CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"  # beside the repository
+# (corpus folder, the part of its tree under the folder import-vcr is given)
+ROOTS = {"realtraffic2": CORPORA / "realtraffic2" / "corpus", "migration": CORPORA / "migration"}
+#: the only refusals: an HS256 test JWT (``sub: noone@ibm...``) in two watsonx cassettes
+JWT_REFUSED = {
+    "traceloop+openllmetry/packages/opentelemetry-instrumentation-watsonx/tests/metrics/cassettes/"
+    "test_watsonx_metrics/test_generate_stream_metrics.yaml",
+    "traceloop+openllmetry/packages/opentelemetry-instrumentation-watsonx/tests/traces/cassettes/"
+    "test_generate/test_generate_text_stream.yaml",
+}
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[Path, str]]]:
+    """Each corpus imported by the CLI: {corpus: (output folder, what import-vcr printed)}."""
+    out: dict[str, tuple[Path, str]] = {}
+    for name, root in ROOTS.items():
+        target = tmp_path_factory.mktemp(name)
+        run = subprocess.run(
+            [sys.executable, "-m", "ssemock", "import-vcr", ".", "--out", str(target)],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        out[name] = (target, run.stdout + run.stderr)
+    yield out
+
+
+def _refused(output: str) -> set[str]:
+    return {
+        line.split("refused ", 1)[1].split(": ", 1)[0]
+        for line in output.splitlines()
+        if line.startswith("ssemock: error: refused ")
+    }
+
+
+@pytest.mark.parametrize("corpus", sorted(ROOTS))
+def test_nothing_is_refused_but_the_test_jwt(corpus: str, imported: dict[str, tuple[Path, str]]) -> None:
+    _, output = imported[corpus]
+    refused = _refused(output)
+    assert refused == (JWT_REFUSED if corpus == "realtraffic2" else set()), output[-3000:]
+    for name in refused:
+        assert "a JWT (eyJ...)" in next(line for line in output.splitlines() if name in line)
+    if corpus == "migration":  # pydantic-ai's gRPC files are no vcrpy cassettes: said so, skipped
+        assert output.count("not a vcrpy cassette") == 5
+
+
+@pytest.mark.parametrize("corpus", sorted(ROOTS))
+def test_no_body_is_lost(corpus: str, imported: dict[str, tuple[Path, str]]) -> None:
+    folder, _ = imported[corpus]
+    root = ROOTS[corpus]
+    converted = 0
+    for source in sorted(root.rglob("*.yaml")):
+        rel = str(source.relative_to(root))
+        data = yaml.load(source.read_bytes(), Loader=yaml.CSafeLoader)
+        items = data.get("interactions") or []
+        if rel in JWT_REFUSED or not items or "request" not in items[0]:
+            continue
+        cassette = Cassette.load((folder / rel).with_suffix(".json"))
+        assert len(cassette.interactions) == len(items), rel
+        for k, (item, x) in enumerate(zip(items, cassette.interactions)):
+            response = item["response"]
+            if "body" not in response and "parsed_body" in response:  # pydantic-ai's JSON form
+                assert json.loads(x.response.body) == response["parsed_body"], (rel, k)
+            else:
+                assert x.response.body == body_of(response), (rel, k)
+        converted += 1
+    assert converted >= (346 if corpus == "realtraffic2" else 97)
+
+
+@pytest.mark.parametrize("corpus", sorted(ROOTS))
+def test_every_stream_is_labelled_and_accumulated_as_the_reference_decodes_it(
+    corpus: str, imported: dict[str, tuple[Path, str]]
+) -> None:
+    folder, _ = imported[corpus]
+    expected = decode_tree(ROOTS[corpus])
+    checked = 0
+    for rel, streams in expected.items():
+        if rel in JWT_REFUSED:
+            continue
+        cassette = Cassette.load((folder / rel).with_suffix(".json"))
+        for k, want in streams.items():
+            x = cassette.interactions[k]
+            content_type = x.response.header("content-type")
+            where = f"{rel} interaction {k}"
+            if "family" in want:  # an API no protocol covers: plain events
+                if want["family"] == "json error body":
+                    continue
+                events = framing.decode(x.response.body, content_type)
+                with pytest.raises(ssemock.ProtocolError, match="cannot detect the protocol"):
+                    ssemock.detect_protocol(events, url=x.request.url, content_type=content_type)
+                continue
+            events = framing.decode(x.response.body, content_type)
+            protocol = ssemock.detect_protocol(events, url=x.request.url, content_type=content_type)
+            assert protocol == want["protocol"], where
+            assert ssemock.accumulate(events, protocol).text == want["text"], where
+            checked += 1
+    assert checked >= (400 if corpus == "realtraffic2" else 120)
+
+
+@pytest.mark.parametrize("corpus", sorted(ROOTS))
+def test_validate_finds_no_warning_or_problem(corpus: str, imported: dict[str, tuple[Path, str]]) -> None:
+    folder, _ = imported[corpus]
+    files = sorted(str(p) for p in folder.rglob("*.json"))
+    run = subprocess.run(
+        [sys.executable, "-m", "ssemock", "validate", "--json", *files],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    reports = json.loads(run.stdout)
+    assert len(reports) == len(files)
+    assert [
+        (r["path"], r["warnings"], r["problems"]) for r in reports if r["warnings"] or r["problems"]
+    ] == []
