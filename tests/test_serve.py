@@ -631,11 +631,24 @@ def test_an_access_log_line_per_request(serve: Server) -> None:
     requests.post(url + PATH, json=REQUEST, timeout=TIMEOUT)
     requests.get(url + "/v1/models?limit=2", timeout=TIMEOUT)
     requests.get(url + "/nope", timeout=TIMEOUT)
-    assert lines == [
+    assert lines[:3] == [
         f"POST {PATH} -> 200 #0, 6 chunk(s)",
         "GET /v1/models?limit=2 -> 200 #1, 1 chunk(s)",
-        "GET /nope -> 404 no recorded interaction matches",
+        "GET /nope -> 404 no recorded interaction matches (matching on method, path, query, body)",
     ]
+    assert lines[3:] == [  # the diff the 404's body carries, in the log too
+        f"  #0 POST {PATH}",
+        "      method: POST recorded, GET sent",
+        f"      path: '{PATH}' recorded, '/nope' sent",
+        "      body: 27 bytes recorded, 0 sent",
+        "  #1 GET /v1/models?limit=2",
+        "      path: '/v1/models' recorded, '/nope' sent",
+        "      query: [('limit', '2')] recorded, [] sent",
+    ]
+    lines.clear()
+    requests.post(url + PATH, json={**REQUEST, "model": "other", "stream": False}, timeout=TIMEOUT)
+    assert "      body: $.model: 'm' recorded, 'other' sent" in lines
+    assert "      body: $.stream: True recorded, False sent" in lines  # every body difference
 
 
 def test_a_client_that_leaves_mid_stream_stops_the_stream_quietly(capfd: pytest.CaptureFixture[str]) -> None:

@@ -240,8 +240,14 @@ class Replayer:
                 self.log(f"OPTIONS {target} -> 204 preflight")
                 return self._preflight(request)
             self.exchanges.append(Exchange(request.method, request.url.path, 404, None, last_event_id))
-            self.log(f"{request.method} {target} -> 404 no recorded interaction matches")
-            return JSONResponse(self.unmatched(sent), status_code=404, headers=self._cors_headers())
+            answer = self.unmatched(sent)
+            self.log(
+                f"{request.method} {target} -> 404 no recorded interaction matches "
+                f"(matching on {', '.join(map(str, answer['matching_on']))})"
+            )
+            for line in unmatched_lines(answer):  # what the 404's body says, in the log too
+                self.log(line)
+            return JSONResponse(answer, status_code=404, headers=self._cors_headers())
         attempt, self.attempts = self.attempts, self.attempts + 1
         interaction = self.interactions[index]
         pushes = sent.method == "GET" and _is_sse(interaction.response)
@@ -383,6 +389,22 @@ class Replayer:
     def routes(self) -> list[str]:
         """One line per interaction: ``#0 POST /v1/chat/completions -> 200 text/event-stream, 12 events``."""
         return routes(self)
+
+
+#: the most recorded requests an unmatched request's log lines list (the 404's body lists them all)
+_LOGGED = 10
+
+
+def unmatched_lines(answer: dict[str, Any]) -> list[str]:
+    """The 404 body of an unmatched request (`Replayer.unmatched`) as log lines: each recorded
+    request with what differs, the first ten of them."""
+    lines = []
+    for rec in answer["recorded"][:_LOGGED]:
+        lines.append(f"  #{rec['index']} {rec['method']} {rec['path']}")
+        lines.extend(f"      {d}" for d in rec["differs"])
+    if len(answer["recorded"]) > _LOGGED:
+        lines.append(f"  ... {len(answer['recorded']) - _LOGGED} more recorded requests: in the 404's body")
+    return lines
 
 
 def routes(replayer: Replayer) -> list[str]:
