@@ -172,6 +172,22 @@ def redact(cassette: Cassette) -> list[str]:
             resp.error = error
         x.response = resp
         changes += _mask_decoded(i, x)
+        changes += _mask_session(i, x)
+    return changes
+
+
+def _mask_session(i: int, x: Interaction) -> list[str]:
+    """Mask, in place, the secrets in a WebSocket session's messages (raw, then decoded forms)."""
+    session = getattr(x, "websocket", None)
+    changes: list[str] = []
+    for k, m in enumerate(session.messages if session is not None else []):
+        payload = m.payload
+        payload, _, found = _scrub(payload, scan_body(payload))
+        masked = mask_body(payload, content_type="application/json", stream=False)
+        found = [*found, *masked.masked]
+        if found:
+            changes += [f"interaction {i} websocket.messages[{k}]: {f}" for f in found]
+            m.data = masked.body.decode("utf-8", "replace") if m.type == "text" else masked.body
     return changes
 
 

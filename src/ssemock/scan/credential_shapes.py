@@ -123,6 +123,8 @@ _SHAPES: tuple[_Shape, ...] = (
         3,
     ),
     _shape("an OpenAI-style key (sk-...)", (b"sk-",), rb"sk-" + _TOKEN + rb"{12,}", 3, _generic_sk),
+    # an OpenAI Realtime ephemeral client secret (a beta session.created carried one; issue 34)
+    _shape("an OpenAI ephemeral key (ek_...)", (b"ek_",), rb"ek_" + _TOKEN + rb"{20,}", 3, _generic_sk),
     _shape("a Google API key (AIza...)", (b"AIza",), rb"AIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", 4),
     _shape("a Google OAuth token (ya29....)", (b"ya29.",), rb"ya29\.[0-9A-Za-z_\-]{20,}", 5),
     _shape(

@@ -488,6 +488,15 @@ def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
         s.body("response.body", resp.body, resp.headers, req.url, stream=is_stream(x))
     if resp.error:
         s.text("response.error", orjson.dumps(resp.error).decode(), "", 0)
+    session = getattr(x, "websocket", None)
+    if session is not None:  # a WebSocket session: every message, and every control frame's payload
+        for k, m in enumerate(session.messages):
+            s.body(f"websocket.messages[{k}]", m.payload, [], req.url, stream=False)
+        for k, note in enumerate(session.frame_map):
+            if note.data:
+                s.body(f"websocket.frames[{k}]", note.data, [], req.url, stream=False)
+        if session.close.reason:
+            s.text("websocket.close.reason", session.close.reason, "", 0)
     return _first_per_place(s.found)
 
 
