@@ -186,7 +186,7 @@ def _custom(matcher: CustomMatcher, sent: Request, recorded: Request) -> str | N
 def differences(sent: Request, recorded: Request, match_on: Sequence[str | CustomMatcher]) -> list[str]:
     """What differs between a sent and a recorded request: one line per failing matcher, and one
     per difference of a JSON body (a changed model and a changed prompt are two lines)."""
-    out = []
+    out: list[str] = []
     for matcher in match_on:
         diff = (
             MATCHERS[matcher](sent, recorded)
