@@ -28,6 +28,7 @@ from .output import Handler, _out, _UsageError
 from .proxying import _add_proxy
 from .repairing import _add_fix, _add_rechunk, _add_redact
 from .serving import _add_serve
+from .trading import _add_export_har, _add_import_har
 
 if TYPE_CHECKING:
     from .output import Subparsers
@@ -46,6 +47,8 @@ _COMMANDS: list[Callable[[Subparsers], None]] = [
     _add_accept,
     _add_fix,
     _add_import_vcr,
+    _add_import_har,
+    _add_export_har,
     _add_migrate,
     _add_doctor,
 ]
