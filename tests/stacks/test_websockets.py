@@ -95,3 +95,32 @@ def test_allowed_hosts_pass_an_unrecorded_session_through(tmp_path: Path) -> Non
         with ssemock.use_cassette(path, record_mode="none", allowed_hosts=["127.0.0.1"]) as player:
             passed = asyncio.run(_session(server.url("/v1/realtime?model=other")))
     assert passed == live and player.conversations == [] and len(player.cassette.interactions) == 1
+
+
+def _sync_session(url: str) -> list[Any]:
+    from websockets.sync.client import connect
+
+    with connect(url, additional_headers=KEY) as ws:
+        seen = [json.loads(ws.recv())["type"]]
+        ws.send(json.dumps({"type": "session.update", "event_id": "evt_s1", "session": {"instructions": "Hi."}}))
+        seen.append(json.loads(ws.recv())["session"]["instructions"])
+        ws.send(json.dumps({"type": "response.create", "event_id": "evt_s2"}))
+        while True:
+            event = json.loads(ws.recv())
+            seen.append((event["type"], event.get("delta")))
+            if event["type"] == "response.done":
+                return seen
+
+
+@pytest.mark.parametrize("mode", ["once", "all"])
+def test_sync_session_records_then_replays_offline(tmp_path: Path, mode: str) -> None:
+    path = tmp_path / "realtime.json"
+    with running(realtime) as server:
+        url = server.url("/v1/realtime?model=gpt-realtime")
+        with ssemock.use_cassette(path, record_mode=mode):
+            live = _sync_session(url)
+    assert live[-1][0] == "response.done" and "sk-test" not in path.read_text()
+    assert ssemock.Cassette.load(path).interactions[0].websocket is not None
+    with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]) as player:
+        again = _sync_session(url)
+    assert again == live and player.conversations[0].unsent() == []

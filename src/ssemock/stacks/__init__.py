@@ -71,6 +71,7 @@ STACKS: dict[str, str] = {
 #: whose import installs its patches: SDKs import the ``websockets`` client modules directly).
 WS_STACKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "websockets": ("websockets_asyncio", ("websockets.asyncio.client",)),
+    "websockets.sync": ("websockets_sync", ("websockets.sync.client",)),
 }
 _LIBRARIES = {library: library for library in STACKS.values()}  # library -> its ssemock.stacks module
 _LIBRARIES.update({lib: module for module, libs in WS_STACKS.values() for lib in libs})

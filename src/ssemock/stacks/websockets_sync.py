@@ -1,0 +1,81 @@
+"""The ``websockets`` sync client (13.0+), and every SDK built on it (openai's sync
+``realtime.connect``/``responses.connect``; AssemblyAI aliases its ``connect`` at import).
+
+The ``connect`` names are left alone: the module global ``socket`` of ``websockets.sync.client``
+becomes a shim whose ``create_connection`` returns a `ssemock.stacks.ws_socket.MemorySocket`
+while a player is active (every version looks it up at call time, in ``connect`` or, from 17.1,
+in ``reconnect.open_socket``); ``ssl.SSLContext.wrap_socket`` hands a MemorySocket back unwrapped
+and keeps the context for a relay. The handshake is dispatched when the client writes it.
+"""
+
+from __future__ import annotations
+
+import ssl
+import types
+from typing import Any
+
+import httpx
+
+from . import Patch, dispatch, intercepting
+from .websockets_asyncio import ERRORS, handshake_request
+from .ws_socket import MemorySocket
+
+__all__ = ["ERRORS", "patches"]
+
+
+def _head_request(head: bytes, sock: MemorySocket, stack: str) -> httpx.Request:
+    lines = head.decode("latin-1").split("\r\n")
+    target = lines[0].split(" ")[1] if len(lines[0].split(" ")) > 1 else "/"
+    headers = [
+        (k.strip(), v.strip())
+        for k, sep, v in (line.partition(":") for line in lines[1:])
+        if sep and k.strip().lower() not in ("sec-websocket-key", "host")
+    ]
+    host = next((line.partition(":")[2].strip() for line in lines[1:] if line.lower().startswith("host:")), "")
+    scheme = "wss" if sock.tls is not None else "ws"
+    return handshake_request(f"{scheme}://{host or sock.address[0]}{target}", headers, stack)
+
+
+def _dispatch(head: bytes, sock: MemorySocket) -> httpx.Response:
+    return dispatch(_head_request(head, sock, "websockets.sync"))
+
+
+def _shim(real: types.ModuleType) -> types.ModuleType:
+    shim = types.ModuleType(real.__name__)
+    shim.__dict__.update(real.__dict__)
+
+    def create_connection(address: Any = None, timeout: Any = None, source_address: Any = None, **kw: Any) -> Any:
+        if not intercepting() or address is None:
+            return real.create_connection(address, timeout, source_address, **kw)
+
+        def opener(sock: MemorySocket) -> Any:
+            opened = real.create_connection(address, timeout, source_address, **kw)
+            if sock.tls is not None:
+                context, server_hostname = sock.tls
+                opened = _real_wrap(context, opened, server_hostname=server_hostname)
+            return opened
+
+        return MemorySocket(tuple(address), _dispatch, opener)
+
+    shim.create_connection = create_connection  # type: ignore[attr-defined]
+    return shim
+
+
+_real_wrap: Any = ssl.SSLContext.wrap_socket
+
+
+def _wrap(original: Any) -> Any:
+    def wrap_socket(self: ssl.SSLContext, sock: Any, *args: Any, **kw: Any) -> Any:
+        if isinstance(sock, MemorySocket):
+            sock.tls = (self, kw.get("server_hostname"))
+            return sock
+        return original(self, sock, *args, **kw)
+
+    return wrap_socket
+
+
+def patches() -> list[Patch]:
+    """The ``socket`` global of ``websockets.sync.client`` and ``SSLContext.wrap_socket``."""
+    import websockets.sync.client as client
+
+    return [Patch(client, "socket", _shim), Patch(ssl.SSLContext, "wrap_socket", _wrap)]

@@ -1,0 +1,207 @@
+"""The in-memory socket of the sync WebSocket clients (``websockets.sync``): `MemorySocket` has
+the part of the socket API they use (``sendall``, ``recv``, ``fileno``, ``shutdown``, ...). Its
+first write is the handshake, dispatched to the players; then it serves the recorded conversation
+(replay) or relays to the real server, recording both directions (record, pass-through).
+
+``fileno()`` is the read end of a socketpair "doorbell" rung once per queued chunk (websockets
+17.3+ waits on it with a selector before each ``recv``)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from respx.models import PassThrough
+
+from ..plan.conversation import Conversation, Release, UnmatchedMessageError
+from ..plan.ws_record import WsRecorder
+from ..variants import timing as _timing
+from . import RecordSession, passing
+
+__all__ = ["MemorySocket"]
+
+_HEAD_END = b"\r\n\r\n"
+
+
+class MemorySocket:
+    """A socket whose peer is ssemock (see the module's docstring). ``dispatch(url_headers)`` is
+    called with the handshake head; ``opener()`` opens the real socket for a relay."""
+
+    type = socket.SOCK_STREAM
+    proto = 0
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        dispatch: Callable[[bytes, MemorySocket], httpx.Response],
+        opener: Callable[[MemorySocket], Any],
+    ) -> None:
+        self.family = socket.AF_INET6 if ":" in str(address[0]) else socket.AF_INET
+        self.address = address
+        self.tls: tuple[Any, str | None] | None = None  # (context, server_hostname) once wrapped
+        self._dispatch, self._opener = dispatch, opener
+        self._cond = threading.Condition()
+        self._inbox: deque[tuple[float, bytes | None]] = deque()
+        self._eof = self._closed = False
+        self._head = b""
+        self._conversation: Conversation | None = None
+        self._timing = _timing.instant
+        self._real: Any = None
+        self._recorder: WsRecorder | None = None
+        self._timeout: float | None = None
+        self._bell_r, self._bell_w = socket.socketpair()
+        self._bell_r.setblocking(False)
+
+    # -- the socket API ---------------------------------------------------------------------------
+
+    def settimeout(self, timeout: float | None) -> None:
+        self._timeout = timeout
+
+    def gettimeout(self) -> float | None:
+        return self._timeout
+
+    def setblocking(self, flag: bool) -> None:
+        return None
+
+    def setsockopt(self, *args: Any) -> None:
+        return None
+
+    def getsockname(self) -> tuple[str, int]:
+        return ("127.0.0.1", 50000)
+
+    def getpeername(self) -> tuple[str, int]:
+        return self.address
+
+    def fileno(self) -> int:
+        return self._bell_r.fileno()
+
+    def send(self, data: bytes) -> int:
+        self.sendall(data)
+        return len(data)
+
+    def sendall(self, data: bytes | bytearray | memoryview) -> None:
+        data = bytes(data)
+        if self._real is not None:
+            if self._recorder is not None:
+                self._recorder.sent(data)
+            self._real.sendall(data)
+            return
+        if self._conversation is None:
+            self._head += data
+            at = self._head.find(_HEAD_END)
+            if at < 0:
+                return
+            head, data = self._head[: at + 4], self._head[at + 4 :]
+            try:
+                answer = self._dispatch(head, self)
+            except RecordSession as rec:
+                self._relay(head, rec.recorder)
+                return
+            except PassThrough:
+                self._relay(head, None)
+                return
+            self._conversation = conversation = answer.extensions["ssemock.conversation"]
+            self._timing = answer.extensions["ssemock.timing"]
+            self._queue([Release(0.0, conversation.handshake(head)), *conversation.opening()])
+            if not data:
+                return
+        assert self._conversation is not None
+        try:
+            releases = self._conversation.feed(data)
+        except UnmatchedMessageError:
+            self._queue(self._conversation.close_for_mismatch())
+            raise
+        self._queue(releases)
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        with self._cond:
+            self._cond.wait_for(lambda: bool(self._inbox) or self._eof or self._closed)
+            if not self._inbox:
+                return b""
+            due, chunk = self._inbox[0]
+        wait = due - _timing.clock.now()
+        if wait > 0:
+            _timing.clock.sleep(wait)
+        with self._cond:
+            if chunk is None:
+                self._inbox.popleft()
+                self._eof = True
+                return b""
+            if len(chunk) > bufsize:
+                self._inbox[0] = (due, chunk[bufsize:])
+                return chunk[:bufsize]
+            self._inbox.popleft()
+            try:
+                self._bell_r.recv(1)
+            except BlockingIOError:
+                pass
+            return chunk
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        data = self.recv(nbytes or len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def shutdown(self, how: int) -> None:
+        if self._real is not None:
+            try:
+                self._real.shutdown(how)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._cond.notify_all()
+        if self._real is not None:
+            self._real.close()
+        self._bell_w.close()
+        self._bell_r.close()
+
+    # -- serving ----------------------------------------------------------------------------------
+
+    def _queue(self, releases: list[Release]) -> None:
+        now = _timing.clock.now()
+        with self._cond:
+            due = self._inbox[-1][0] if self._inbox else now
+            for r in releases:
+                at = self._timing.at(r.delay)
+                due = max(due, now if at is None else now + at)
+                self._inbox.append((due, r.data))
+                try:
+                    self._bell_w.send(b"!")
+                except OSError:
+                    pass
+            self._cond.notify_all()
+
+    def _relay(self, head: bytes, recorder: WsRecorder | None) -> None:
+        """Open the real connection and relay both ways (recording with ``recorder``)."""
+        with passing(self.address[0]):
+            self._real = self._opener(self)
+        self._recorder = recorder
+        if recorder is not None:
+            recorder.sent(head)
+        self._real.sendall(head)
+        threading.Thread(target=self._pump, name="ssemock-ws-relay", daemon=True).start()
+
+    def _pump(self) -> None:
+        error: BaseException | None = None
+        try:
+            while True:
+                data = self._real.recv(65536)
+                if not data:
+                    break
+                if self._recorder is not None:
+                    self._recorder.received(data)
+                self._queue([Release(0.0, data)])
+        except OSError as exc:
+            error = exc
+        if self._recorder is not None:
+            self._recorder.finish(error)
+        self._queue([Release(0.0, None)])
