@@ -168,4 +168,4 @@ def test_a_recorded_read_map_is_kept_as_recorded() -> None:
     x.websocket.wire.ends = [f.end for k, f in enumerate(frames.frames) if k not in (2, 4)]
     conv = VariedConversation(x)
     seen = drive(conv)
-    assert seen.messages == RECEIVED and conv._reads == x.websocket.wire.ends
+    assert seen.messages == RECEIVED and conv.reads == x.websocket.wire.ends

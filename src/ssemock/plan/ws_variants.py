@@ -14,6 +14,7 @@ import bisect
 from dataclasses import dataclass, field
 
 from ..framing.websocket import FrameParser, Inflater, Opcode, encode_frame
+from ..store.websocket import Message
 from ..variants.chunking import Chunking
 from ..variants.ws_chunking import get as get_chunking
 from ..variants.ws_faults import Refusal, Session, WsFault
@@ -55,7 +56,8 @@ class VariedConversation(Conversation):
     _refused: Refusal | None = field(default=None, repr=False)
     _stalls: dict[int, float] = field(default_factory=dict, repr=False)
     _sent_bytes: int = field(default=0, repr=False)
-    _reads: list[int] = field(default_factory=list, repr=False)
+    reads: list[int] = field(default_factory=list)
+    """The wire offsets where each read served so far ended (the read boundaries)."""
     _pong_parser: FrameParser = field(default_factory=lambda: FrameParser(masked=True), repr=False)
     _client_frames: FrameParser = field(default_factory=lambda: FrameParser(masked=True), repr=False)
     _inflater: Inflater = field(default_factory=Inflater, repr=False)
@@ -159,7 +161,7 @@ class VariedConversation(Conversation):
         for end in ends:
             unit = bisect.bisect_right(bounds, start)
             reads.append(Release(data[min(unit, len(data) - 1)].delay, joined[start:end]))
-            self._reads.append(offset + end)
+            self.reads.append(offset + end)
             start = end
         return reads + [r for r in out if r.data is None]
 
@@ -229,6 +231,13 @@ class VariedConversation(Conversation):
             return out
         return super()._client_close(payload)
 
+    def unsent(self) -> list[Message]:
+        """`Conversation.unsent`, but nothing when a fault ended the session early (a client
+        cannot send what it never got the chance to)."""
+        if self._refused is not None or self._ending in ("eof", "close"):
+            return []
+        return super().unsent()
+
     def unanswered_pings(self) -> list[bytes]:
         """The pings the ``pings`` re-framing sent that the client never answered."""
         answered = list(self.pongs)
@@ -255,9 +264,9 @@ class VariedConversation(Conversation):
             kind = f.opcode.name.lower()
             owner = f" of server message {f.message}" if f.message is not None else ""
             text += f": frame {k} ({kind}{owner}, bytes {f.start}-{f.end}), in its {part}"
-        read = bisect.bisect_left(self._reads, offset)
-        if read < len(self._reads):
-            text += f"; read {read} ends at byte {self._reads[read]}"
+        read = bisect.bisect_left(self.reads, offset)
+        if read < len(self.reads):
+            text += f"; read {read} ends at byte {self.reads[read]}"
         return text
 
 

@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING
 import httpx
 
 from .. import stacks as _stacks
-from ..plan.conversation import Conversation, UnmatchedMessageError
+from ..plan.conversation import UnmatchedMessageError
 from ..plan.errors import SsemockWarning, UnmatchedRequestError
 from ..plan.ws_record import WsRecorder
+from ..plan.ws_variants import VariedConversation
 from ..redaction.rules import mask_text
 from ..store.model import Request
+from ..variants import ws_chunking, ws_faults
 from . import reporting
 
 if TYPE_CHECKING:
@@ -47,7 +49,14 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
                         "not replayed yet; record the session again"
                     )
                 )
-            conversation = Conversation(interaction, index, player.where)
+            conversation = VariedConversation(  # under the test's chunking and WebSocket faults (issue 35)
+                interaction,
+                index,
+                player.where,
+                chunking=ws_chunking.for_http(player.chunking),
+                fault=next((f.ws for f in player.faults if isinstance(f, ws_faults.OnWebSocket)), None),
+                attempt=len(player.conversations),
+            )
             with player.lock:
                 player.conversations.append(conversation)
             return httpx.Response(

@@ -38,6 +38,7 @@ from .chunking import Chunking, as_recorded, bytewise, coalesced, random
 
 __all__ = [
     "ALL",
+    "for_http",
     "frames_of",
     "get",
     "group_ends",
@@ -154,6 +155,17 @@ def get(name: str | Chunking) -> Chunking:
             f"chunking {name!r} cuts HTTP bodies, not WebSocket frames; a WebSocket session takes {', '.join(_SHOWN)}"
         )
     raise unknown("WebSocket chunking", name, [*_NAMED, "random", "all"], shown=_SHOWN, head=head)
+
+
+_FOR_HTTP = {"mid_line": mid_header}  # the one HTTP name with no WebSocket meaning: its place in "all"
+
+
+def for_http(chunking: Chunking) -> Chunking:
+    """The wire chunking a WebSocket session of a test run under the HTTP ``chunking`` gets: the
+    one of the same name (``mid_utf8``, ``per_event`` cut frames, not lines), ``mid_header`` for
+    ``mid_line`` (its place in ``chunking="all"``), and the byte-count chunkings (``bytewise``,
+    ``fixed:N``, ``random:SEED``, ``at:...``, ``coalesced``) as they are."""
+    return _NAMED.get(chunking.name) or _FOR_HTTP.get(chunking.name) or chunking
 
 
 def resolve(spec: str | Chunking | Iterable[str | Chunking] | None) -> list[Chunking]:

@@ -32,11 +32,13 @@ from .. import protocols
 from ..core.names import unknown
 from ..framing.websocket import Opcode, close_payload
 from ..protocols.base import StreamError
-from .fault_model import MAX_SECONDS
+from .fault_model import MAX_SECONDS, Fault, Served
 from .ws_frames import ServerMessage
 
 __all__ = [
     "VARIANTS",
+    "OnWebSocket",
+    "is_websocket_fault",
     "Refusal",
     "Session",
     "WsFault",
@@ -292,3 +294,38 @@ def get(spec: str | WsFault) -> WsFault:
         return _FACTORIES[head](**kwargs)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"bad fault {spec!r}: {exc}") from None
+
+
+_WEBSOCKET_ONLY = ("close", "drop", "handshake")
+
+
+def is_websocket_fault(spec: str) -> bool:
+    """Whether a fault name is a WebSocket fault: ``close``, ``drop``, ``handshake``, a fault
+    counted in messages (``stall:before_message=``, ``error_event:after_message=``), or a
+    sequence of them."""
+    head, _, rest = spec.strip().partition(":")
+    if head == "sequence":
+        parts = [p.strip() for p in rest.split("|")]
+        named = [p for p in parts if p not in ("", "as_recorded", "none")]
+        return bool(named) and all(is_websocket_fault(p) for p in named)
+    return head in _WEBSOCKET_ONLY or "before_message=" in rest or "after_message=" in rest
+
+
+class OnWebSocket(Fault):
+    """A WebSocket fault among a player's ``faults=``: its WebSocket sessions serve it
+    (``ws``); HTTP responses are left alone."""
+
+    per_request = True  # never a stream fault to place on an HTTP body
+
+    def __init__(self, ws: WsFault) -> None:
+        self.ws = ws
+        self.name = ws.name
+
+    def apply(self, served: Served, attempt: int) -> None:
+        return None
+
+    def refuses(self, framing: str) -> str | None:
+        return f"a WebSocket fault: it applies to WebSocket sessions, not to a {framing} body"
+
+    def needs_end(self, attempt: int = 0) -> str | None:
+        return None
