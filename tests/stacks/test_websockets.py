@@ -102,7 +102,9 @@ def _sync_session(url: str) -> list[Any]:
 
     with connect(url, additional_headers=KEY) as ws:
         seen = [json.loads(ws.recv())["type"]]
-        ws.send(json.dumps({"type": "session.update", "event_id": "evt_s1", "session": {"instructions": "Hi."}}))
+        ws.send(
+            json.dumps({"type": "session.update", "event_id": "evt_s1", "session": {"instructions": "Hi."}})
+        )
         seen.append(json.loads(ws.recv())["session"]["instructions"])
         ws.send(json.dumps({"type": "response.create", "event_id": "evt_s2"}))
         while True:
@@ -123,4 +125,33 @@ def test_sync_session_records_then_replays_offline(tmp_path: Path, mode: str) ->
     assert ssemock.Cassette.load(path).interactions[0].websocket is not None
     with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]) as player:
         again = _sync_session(url)
+    assert again == live and player.conversations[0].unsent() == []
+
+
+async def _legacy_session(url: str) -> list[Any]:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from websockets.legacy.client import connect
+
+    async with connect(url, extra_headers=KEY) as ws:
+        seen = [json.loads(await ws.recv())["type"]]
+        await ws.send(json.dumps({"type": "response.create", "event_id": "evt_l1"}))
+        while True:
+            event = json.loads(await ws.recv())
+            seen.append((event["type"], event.get("delta")))
+            if event["type"] == "response.done":
+                return seen
+
+
+def test_legacy_session_records_then_replays_offline(tmp_path: Path) -> None:
+    path = tmp_path / "realtime.json"
+    with running(realtime) as server:
+        url = server.url("/v1/realtime?model=gpt-realtime")
+        with ssemock.use_cassette(path, record_mode="once"):
+            live = asyncio.run(_legacy_session(url))
+    assert live[-1][0] == "response.done" and "sk-test" not in path.read_text()
+    with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]) as player:
+        again = asyncio.run(_legacy_session(url))
     assert again == live and player.conversations[0].unsent() == []

@@ -72,6 +72,7 @@ STACKS: dict[str, str] = {
 WS_STACKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "websockets": ("websockets_asyncio", ("websockets.asyncio.client",)),
     "websockets.sync": ("websockets_sync", ("websockets.sync.client",)),
+    "websockets.legacy": ("websockets_legacy", ("websockets.legacy.client",)),
 }
 _LIBRARIES = {library: library for library in STACKS.values()}  # library -> its ssemock.stacks module
 _LIBRARIES.update({lib: module for module, libs in WS_STACKS.values() for lib in libs})

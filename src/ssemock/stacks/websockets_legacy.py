@@ -1,0 +1,68 @@
+"""The ``websockets`` legacy asyncio client (``websockets.legacy.client.connect``: what
+``websockets.connect`` is in 13.x; deprecated but still shipped up to 17.x).
+
+``Connect.__init__`` builds ``functools.partial(loop.create_connection, factory, host, port, **kw)``
+and ``handle_redirect`` rebuilds it from the partial's parts, so the hook wraps ``__init__`` and
+swaps the partial's function for one that dispatches the handshake (the URL from the instance,
+the user's ``extra_headers`` from the factory) and returns an in-memory transport (replay) or the
+real one, teed (record), keeping it a partial of the same arguments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import Any
+
+from respx.models import PassThrough
+
+from . import Patch, RecordSession, dispatch, intercepting, passing
+from .websockets_asyncio import ERRORS, handshake_request, uri_text
+from .ws_memory import MemoryTransport, TeeTransport, tee_protocol
+
+__all__ = ["ERRORS", "patches"]
+
+
+def _opener(real: Any, connect: Any) -> Any:
+    async def create_connection(factory: Any, host: Any = None, port: Any = None, **kw: Any) -> Any:
+        if not intercepting() or kw.get("sock") is not None:
+            return await real(factory, host, port, **kw)
+        uri = connect._wsuri
+        headers = getattr(factory, "keywords", {}).get("extra_headers")
+        try:
+            answer = dispatch(handshake_request(uri_text(uri), headers, "websockets.legacy"))
+        except RecordSession as rec:
+            with passing(uri.host):
+                transport, protocol = await real(factory, host, port, **kw)
+            protocol.transport = TeeTransport(transport, rec.recorder)
+            tee_protocol(protocol, rec.recorder)
+            return protocol.transport, protocol
+        except PassThrough:
+            with passing(uri.host):
+                return await real(factory, host, port, **kw)
+        protocol = factory()
+        loop = asyncio.get_running_loop()
+        transport = MemoryTransport(
+            loop, protocol, answer.extensions["ssemock.conversation"], answer.extensions["ssemock.timing"]
+        )
+        protocol.connection_made(transport)
+        return transport, protocol
+
+    return create_connection
+
+
+def _init(original: Any) -> Any:
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        made = self._create_connection
+        if isinstance(made, functools.partial) and made.func.__name__ == "create_connection":
+            self._create_connection = functools.partial(_opener(made.func, self), *made.args, **made.keywords)
+
+    return __init__
+
+
+def patches() -> list[Patch]:
+    """The hook on ``websockets.legacy.client.Connect.__init__``."""
+    import websockets.legacy.client as client
+
+    return [Patch(client.Connect, "__init__", _init)]
