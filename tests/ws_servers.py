@@ -125,3 +125,85 @@ def running(handler: Callable[[ServerConnection], None], **options: Any) -> Iter
         yield server
     finally:
         server.stop()
+
+
+def responses(ws: ServerConnection) -> None:
+    """OpenAI Responses WebSocket mode: each ``response.create`` answered with the SSE stream's
+    event objects, one per text message, ``sequence_number`` included; several per socket."""
+    count = 0
+    for raw in ws:
+        event = json.loads(raw)
+        if event.get("type") != "response.create":
+            ws.send(
+                json.dumps(
+                    {
+                        "type": "error",
+                        "status": 400,
+                        "error": {
+                            "type": "invalid_request_error",
+                            "code": "unknown_event",
+                            "message": "Unknown event.",
+                            "param": "type",
+                        },
+                    }
+                )
+            )
+            continue
+        count += 1
+        rid, seq = f"resp_C{count}", 0
+
+        def send(body: dict[str, Any]) -> None:
+            nonlocal seq
+            ws.send(json.dumps({**body, "sequence_number": seq}))
+            seq += 1
+
+        send(
+            {
+                "type": "response.created",
+                "response": {
+                    "id": rid,
+                    "object": "response",
+                    "status": "in_progress",
+                    "model": event.get("model", "gpt-5"),
+                    "output": [],
+                },
+            }
+        )
+        for piece in ("Hel", "lo."):
+            send(
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": "msg_C1",
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": piece,
+                    "logprobs": [],
+                }
+            )
+        send(
+            {
+                "type": "response.completed",
+                "response": {
+                    "id": rid,
+                    "object": "response",
+                    "status": "completed",
+                    "model": event.get("model", "gpt-5"),
+                    "output": [
+                        {
+                            "id": "msg_C1",
+                            "type": "message",
+                            "role": "assistant",
+                            "status": "completed",
+                            "content": [{"type": "output_text", "text": "Hello.", "annotations": []}],
+                        }
+                    ],
+                    "usage": {
+                        "input_tokens": 9,
+                        "input_tokens_details": {"cached_tokens": 0},
+                        "output_tokens": 3,
+                        "output_tokens_details": {"reasoning_tokens": 0},
+                        "total_tokens": 12,
+                    },
+                },
+            }
+        )
