@@ -17,6 +17,7 @@ from ..store.cassette import (
     Interaction,
 )
 from .decoding import _WHAT, _accumulate, decode_response
+from .show_websocket import format_session, summarize_session
 
 
 def _ms(seconds: float) -> float:
@@ -96,6 +97,8 @@ def _event_dict(event: Any) -> Any:
 
 def summarize(x: Interaction, index: int = 0, *, events: bool = False) -> dict[str, Any]:
     """Everything ``ssemock show`` tells about one interaction, as plain JSON-able data."""
+    if x.websocket is not None:
+        return summarize_session(x, index)
     resp = x.response
     sizes = [len(c) for c in resp.chunks]
     times = resp.times
@@ -106,6 +109,7 @@ def summarize(x: Interaction, index: int = 0, *, events: bool = False) -> dict[s
         "index": index,
         "method": x.request.method,
         "url": mask_url(x.request.url),
+        "rpc": _rpc_methods(x),
         "status": resp.status,
         "content_type": resp.header("content-type"),
         "complete": resp.complete,
@@ -135,13 +139,30 @@ def summarize(x: Interaction, index: int = 0, *, events: bool = False) -> dict[s
     return out
 
 
+def _rpc_methods(x: Interaction) -> list[str]:
+    """The JSON-RPC methods a request calls (MCP's ``initialize``, ``tools/call``; a batch's
+    each), so a session's POSTs to one URL tell apart; a reply (no method) is ``response``."""
+    body = x.request.json()
+    messages = body if isinstance(body, list) else [body]
+    if not any(isinstance(m, dict) and m.get("jsonrpc") == "2.0" for m in messages):
+        return []
+    return [
+        str(m["method"]) if "method" in m else "response"
+        for m in messages
+        if isinstance(m, dict) and m.get("jsonrpc") == "2.0"
+    ]
+
+
 def _num(value: float) -> str:
     return f"{value:.1f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
 
 
 def format_summary(s: dict[str, Any], width: int = 60) -> str:
     """The human form of `summarize`'s result."""
-    lines = [f"#{s['index']}  {s['method']} {s['url']}"]
+    if s.get("websocket"):
+        return format_session(s)
+    rpc = f"  ({', '.join(s['rpc'])})" if s.get("rpc") else ""  # the JSON-RPC methods of an MCP POST
+    lines = [f"#{s['index']}  {s['method']} {s['url']}{rpc}"]
     state = "complete" if s["complete"] else "INCOMPLETE"
     if s["error"]:
         err = s["error"]

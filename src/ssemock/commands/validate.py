@@ -19,6 +19,7 @@ from ..store.cassette import (
 from ..variants.chunking import event_ends
 from .decoding import _BOM, _WHAT, _accumulate, decode_response
 from .show import _short
+from .show_websocket import session_problems
 
 Level = Literal["problem", "warning", "note", "detail"]  # detail: shown with -v only
 
@@ -109,6 +110,11 @@ def validate_cassette(cassette: Cassette, path: str, *, protocol: str | None = N
     if not cassette.interactions:
         add(Finding("warning", "no interactions"))
     for i, x in enumerate(cassette.interactions):
+        if x.websocket is not None:  # a WebSocket session: its own checks (issue 34)
+            report.events += len(x.websocket.messages)
+            for problem in session_problems(x.websocket):
+                add(Finding("problem", problem, i))
+            continue
         resp = x.response
         decoded = decode_response(resp)
         report.events += len(decoded.events)
