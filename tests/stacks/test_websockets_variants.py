@@ -16,7 +16,7 @@ from ws_servers import realtime, running
 
 import ssemock
 from ssemock import chunking
-from ssemock.plan.ws_variants import VariedConversation
+from ssemock.plan.ws_variants import VariantRefused, VariedConversation
 
 KEY = {"authorization": "Bearer sk-test-ws35abcdefghijklmnop"}
 
@@ -104,3 +104,29 @@ def test_handshake_refused_then_the_reconnect_is_served(recorded: tuple[Path, st
 def test_the_realtime_error_event(recorded: tuple[Path, str, list[Any]]) -> None:
     again, _ = _replay(recorded, faults="error_event:after_message=3")
     assert again[3] == ("error", None) and again[4:] == recorded[2][3:]
+
+
+@pytest.mark.parametrize("reframing", ["fragments:3", "pings", "fragments:2+pings", "deflate", "no_deflate"])
+def test_reframings_given_as_transforms_leave_the_session_unchanged(
+    recorded: tuple[Path, str, list[Any]], reframing: str
+) -> None:
+    again, player = _replay(recorded, transform=reframing, chunking="mid_utf8")
+    assert again == recorded[2]
+    [conversation] = player.conversations
+    assert isinstance(conversation, VariedConversation) and conversation.unanswered_pings() == []
+    if "pings" in reframing:
+        assert conversation.pongs  # websockets answered every ping
+
+
+def test_deflate_for_a_client_that_offers_none_is_refused_with_the_reason(
+    recorded: tuple[Path, str, list[Any]],
+) -> None:
+    path, url, _ = recorded
+
+    async def plain() -> None:
+        async with websockets.connect(url, additional_headers=KEY, compression=None) as ws:
+            await ws.recv()
+
+    with pytest.raises(VariantRefused, match="offered no permessage-deflate"):
+        with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[], transform="deflate"):
+            asyncio.run(plain())

@@ -188,6 +188,7 @@ class VariedConversation(Conversation):
             offered = _parse_request_head(request_head).get("sec-websocket-extensions", "")
             why = self._reframing.refuses("permessage-deflate" in offered)
             if why is not None:
+                self._ending = "refused"  # nothing was served: nothing is owed
                 raise VariantRefused(f"ssemock: the WebSocket variant {self._reframing}: {why}")
             self._deflate = True
             self.units = self._units()
@@ -234,7 +235,7 @@ class VariedConversation(Conversation):
     def unsent(self) -> list[Message]:
         """`Conversation.unsent`, but nothing when a fault ended the session early (a client
         cannot send what it never got the chance to)."""
-        if self._refused is not None or self._ending in ("eof", "close"):
+        if self._refused is not None or self._ending in ("eof", "close", "refused"):
             return []
         return super().unsent()
 

@@ -19,6 +19,7 @@ from ..plan.ws_variants import VariedConversation
 from ..redaction.rules import mask_text
 from ..store.model import Request
 from ..variants import ws_chunking, ws_faults
+from ..variants.transforms import WEBSOCKET
 from . import reporting
 
 if TYPE_CHECKING:
@@ -54,6 +55,8 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
                 index,
                 player.where,
                 chunking=ws_chunking.for_http(player.chunking),
+                reframing="+".join(t.name for t in player.transforms if WEBSOCKET in t.kinds)
+                or "as_recorded",
                 fault=next((f.ws for f in player.faults if isinstance(f, ws_faults.OnWebSocket)), None),
                 attempt=len(player.conversations),
             )

@@ -20,6 +20,7 @@ from ..core.edits import Edit, rewrite
 from ..core.names import unknown
 from ..framing.json_array import element_spans as array_spans
 from ..framing.json_array import event_ends as array_event_ends
+from . import ws_frames
 from .chunking import event_ends
 
 __all__ = [
@@ -472,6 +473,16 @@ SETS: dict[str, tuple[Transform, ...]] = {"all": ALL, "network": NETWORK, "confo
 """The named sets: each runs as alternatives (none, then each member alone) in a matrix."""
 
 
+WEBSOCKET = "websocket"
+"""The kind of the re-framings of WebSocket sessions among ``transform=`` (``fragments:N``, ``pings``,
+``deflate``, ``no_deflate``; `ssemock.variants.ws_frames`): no HTTP body is of it, so they change
+no HTTP body."""
+
+
+def _no_edits(body: bytes, kind: str) -> Iterable[Edit]:
+    return ()
+
+
 def get(name: str | Transform) -> Transform:
     """A transform from its short name: ``crlf``, ``cr``, ``mixed``, ``no_space``, ``comments``,
     ``ids``, ``meta``, ``retry``, ``raw_unicode``, ``blank_lines``, ``no_final_newline``,
@@ -494,6 +505,8 @@ def get(name: str | Transform) -> Transform:
         if not rest.strip().isdigit():
             raise ValueError(f"pad: the shift is a number of bytes, e.g. 'pad:7', got {name!r}")
         return pad(int(rest))
+    if head in ("fragments", "pings", "deflate", "no_deflate"):  # a WebSocket session's re-framing
+        return Transform(ws_frames.get(name).name, _no_edits, kinds=frozenset({WEBSOCKET}))
     raise unknown("transform", name, [*_NAMED, "keepalive", "pad"], shown=_SHOWN, head=head)
 
 
