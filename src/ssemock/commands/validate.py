@@ -112,8 +112,8 @@ def validate_cassette(cassette: Cassette, path: str, *, protocol: str | None = N
     for i, x in enumerate(cassette.interactions):
         if x.websocket is not None:  # a WebSocket session: its own checks (issue 34)
             report.events += len(x.websocket.messages)
-            for problem in session_problems(x.websocket):
-                add(Finding("problem", problem, i))
+            for wrong in session_problems(x.websocket):
+                add(Finding("problem", wrong, i))
             continue
         resp = x.response
         decoded = decode_response(resp)
