@@ -5,6 +5,7 @@ arrives, and into a `Recorder` with its arrival time; the recording is saved whe
 
 from __future__ import annotations
 
+import html
 import os
 import ssl
 from collections.abc import Callable, Sequence
@@ -15,7 +16,7 @@ from typing import Any
 import anyio
 import httpx
 from starlette.requests import Request as HTTPRequest
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from ...core.modes import RECORD_MODES, RecordMode
@@ -23,8 +24,9 @@ from ...plan import matching
 from ...plan.record import Recorder, request_from_httpx
 from ...plan.serving import ChunkingSpec, FaultSpec, TimingSpec, TransformSpec
 from ...redaction.rules import escape_control, mask_text, mask_url
-from ...store.cassette import Cassette, Interaction, Request
+from ...store.cassette import Cassette, CassetteError, Interaction, Request
 from ..serve import DEFAULT_MATCH_ON, DEFAULT_MAX_BODY, Replayer
+from ..serve.page import render
 from .book import Book, cassette_name
 
 __all__ = ["CASSETTE_HEADER", "HOP_BY_HOP", "PATH_PREFIX", "Proxy", "Upstream"]
@@ -166,6 +168,20 @@ class Proxy:
         """The recordings under way (an interruption), kept as partials beside their cassettes."""
         return [p for p in (b.keep_in_flight() for b in list(self.books.values())) if p is not None]
 
+    def page(self) -> Response:
+        """The cassettes in the folder and their timelines (``GET /`` from a browser, or ``/_ssemock/``)."""
+        cassettes, broken = [], []
+        for path in sorted(self.cassette_dir.glob("*.json")):
+            try:
+                cassettes.append(Cassette.load(path))
+            except CassetteError as exc:
+                broken.append(str(exc))
+        page = render(cassettes, title=f"ssemock proxy: {self.cassette_dir}")
+        if broken:
+            items = "".join(f"<li>{html.escape(mask_text(b))}</li>" for b in broken)
+            page = page.replace("</body>", f'<ul class="unreadable">{items}</ul></body>')
+        return HTMLResponse(page)
+
     # -- routing ----------------------------------------------------------------------------
 
     def route(self, path: str, headers: Any) -> tuple[Upstream, str, str]:
@@ -186,6 +202,12 @@ class Proxy:
 
     async def handle(self, request: HTTPRequest) -> Response:
         """Replay, record or refuse one request."""
+        path = request.url.path
+        if request.method == "GET" and (
+            path.rstrip("/") == PATH_PREFIX.rstrip("/")
+            or (path == "/" and "text/html" in request.headers.get("accept", ""))
+        ):
+            return self.page()
         try:
             upstream, rest, name = self.route(request.url.path, request.headers)
         except (ValueError, StopIteration) as exc:

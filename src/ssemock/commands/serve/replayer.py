@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from starlette.requests import ClientDisconnect
 from starlette.requests import Request as HTTPRequest
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 
 from ... import protocols as _protocols
 from ...framing.sse import decode
@@ -30,6 +30,7 @@ from ...variants import chunking as _chunking
 from ...variants import faults as _faults
 from ...variants import timing as _timing
 from ...variants import transforms as _transforms
+from .page import render
 from .prepare import ConnectionDropped, prepare
 from .resume import _is_sse, resume_index
 
@@ -239,6 +240,9 @@ class Replayer:
             ):
                 self.log(f"OPTIONS {target} -> 204 preflight")
                 return self._preflight(request)
+            if request.method == "GET" and request.url.path == "/":  # nothing recorded at /: the page
+                self.log("GET / -> 200 the cassettes' timelines")
+                return HTMLResponse(render(self.cassettes, title="ssemock serve"))
             self.exchanges.append(Exchange(request.method, request.url.path, 404, None, last_event_id))
             answer = self.unmatched(sent)
             self.log(
