@@ -1,0 +1,223 @@
+"""WebSocket replay: what the same client (websockets' asyncio client reading a Realtime-shaped
+session) pays per received message, side by side in one run (issue 35, "How much").
+
+    python bench/websocket_replay.py [MESSAGES]
+
+Contestants, each serving the same MESSAGES server events after the client's ``response.create``:
+
+* ``hand-mocked socket``: the real client on one end of a ``socket.socketpair()``, the other end a
+  hand-written in-process server (handshake answered, the pre-encoded frames written at once):
+  the least a socket-level mock can do while keeping the client's own code;
+* ``ssemock as_recorded``: ``ssemock.replay`` of the session (one read per message, as recorded);
+* ``ssemock bytewise``: the same, one byte per read;
+* ``loopback server``: a ``websockets`` server in another process on 127.0.0.1;
+* ``AsyncMock-style recv()`` (reference only): a fake whose ``recv()`` returns the next text, what
+  SDK suites patch in (google-genai); no frame is parsed at all.
+
+Median of 5 interleaved rounds, wall time (the loopback server runs in another process), garbage
+collector off while timing. Target: ssemock as_recorded <= 1.5x the hand-mocked socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gc
+import hashlib
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Awaitable, Callable
+
+import websockets
+
+import ssemock
+from ssemock.framing.websocket import GUID, Opcode, encode_frame, parse_frames
+from ssemock.store.cassette import Cassette
+from ssemock.store.model import Interaction, Request, Response
+from ssemock.store.websocket import Close, Message, WebSocket
+
+URL = "ws://127.0.0.1:9/v1/realtime?model=gpt-realtime"
+
+
+def events(n: int) -> list[str]:
+    first = json.dumps({"type": "session.created", "event_id": "event_0", "session": {"id": "sess_1"}})
+    deltas = [
+        json.dumps(
+            {
+                "type": "response.output_text.delta",
+                "event_id": f"event_{k}",
+                "response_id": "resp_1",
+                "item_id": "item_1",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": f"word{k} ",
+            }
+        )
+        for k in range(1, n)
+    ]
+    done = json.dumps(
+        {"type": "response.done", "event_id": "event_x", "response": {"id": "resp_1", "status": "completed"}}
+    )
+    return [first, *deltas, done]
+
+
+CREATE = json.dumps({"type": "response.create"})
+
+
+def cassette(texts: list[str]) -> Cassette:
+    messages = [Message("recv", 0.0, "text", texts[0]), Message("send", 0.001, "text", CREATE)]
+    messages += [Message("recv", 0.002, "text", t) for t in texts[1:]]
+    ws = WebSocket(messages=messages, close=Close(1000, "", "client", True, 0.01))
+    return Cassette([Interaction(Request("GET", URL), Response(101, [("upgrade", "websocket")]), ws)])
+
+
+async def client(connect: Callable[[], object], n: int) -> float:
+    """The timed region: after the handshake, send response.create and read every message."""
+    async with connect() as ws:  # type: ignore[attr-defined]
+        await ws.recv()
+        start = time.perf_counter()
+        await ws.send(CREATE)
+        for _ in range(n):
+            json.loads(await ws.recv())
+        return time.perf_counter() - start
+
+
+async def hand_mocked(texts: list[str]) -> float:
+    a, b = socket.socketpair()
+    loop = asyncio.get_running_loop()
+    frames = b"".join(encode_frame(Opcode.TEXT, t.encode()) for t in texts[1:])
+
+    async def server() -> None:
+        b.setblocking(False)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += await loop.sock_recv(b, 4096)
+        key = next(
+            line.split(b":", 1)[1].strip()
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"sec-websocket-key")
+        )
+        accept = base64.b64encode(hashlib.sha1(key + GUID).digest())
+        await loop.sock_sendall(
+            b,
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "
+            + accept
+            + b"\r\n\r\n",
+        )
+        await loop.sock_sendall(b, encode_frame(Opcode.TEXT, texts[0].encode()))
+        got = b""
+        while not parse_frames(got, masked=True) if got else True:
+            got += await loop.sock_recv(b, 4096)
+        await loop.sock_sendall(b, frames)
+        while await loop.sock_recv(b, 4096):
+            pass
+
+    task = asyncio.create_task(server())
+    try:
+        return await client(lambda: websockets.connect(URL, sock=a, compression=None), len(texts) - 1)
+    finally:
+        task.cancel()
+        a.close()
+        b.close()
+
+
+async def replayed(texts: list[str], chunking: str) -> float:
+    with ssemock.replay(cassette(texts), chunking=chunking, allowed_hosts=[]):
+        return await client(lambda: websockets.connect(URL, compression=None), len(texts) - 1)
+
+
+SERVER = textwrap.dedent(
+    """
+    import json, sys
+    from websockets.sync.server import serve
+    texts = json.load(sys.stdin)
+    def handler(ws):
+        ws.send(texts[0])
+        ws.recv()
+        for t in texts[1:]:
+            ws.send(t)
+        try:
+            ws.recv()
+        except Exception:
+            pass
+    with serve(handler, "127.0.0.1", 0, compression=None) as server:
+        print(server.socket.getsockname()[1], flush=True)
+        server.serve_forever()
+    """
+)
+
+
+async def loopback(port: int, texts: list[str]) -> float:
+    url = f"ws://127.0.0.1:{port}/v1/realtime"
+    return await client(lambda: websockets.connect(url, compression=None), len(texts) - 1)
+
+
+class _Mocked:
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = iter(texts)
+
+    async def __aenter__(self) -> _Mocked:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def recv(self) -> str:
+        return next(self.texts)
+
+    async def send(self, data: str) -> None:
+        return None
+
+
+async def mocked(texts: list[str]) -> float:
+    return await client(lambda: _Mocked(texts), len(texts) - 1)
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    texts = events(n)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps(texts))
+    proc.stdin.close()
+    port = int(proc.stdout.readline())
+    contestants: dict[str, Callable[[], Awaitable[float]]] = {
+        "hand-mocked socket": lambda: hand_mocked(texts),
+        "ssemock as_recorded": lambda: replayed(texts, "as_recorded"),
+        "ssemock bytewise": lambda: replayed(texts, "bytewise"),
+        "loopback server": lambda: loopback(port, texts),
+        "AsyncMock-style recv()": lambda: mocked(texts),
+    }
+    times: dict[str, list[float]] = {name: [] for name in contestants}
+    try:
+        for _ in range(5):
+            for name, run in contestants.items():
+                gc.collect()
+                gc.disable()
+                try:
+                    times[name].append(asyncio.run(run()))
+                finally:
+                    gc.enable()
+    finally:
+        proc.kill()
+        proc.wait()
+    per = {name: statistics.median(t) / (n - 1) * 1e6 for name, t in times.items()}
+    base = per["hand-mocked socket"]
+    print(f"WebSocket replay, {n - 1} received messages per session, load {os.getloadavg()[0]:.2f}")
+    for name, us in per.items():
+        print(f"  {name:24s} {us:8.2f} us/message  {us / base:5.2f}x the hand-mocked socket")
+    print(
+        f"  target: ssemock as_recorded <= 1.50x: {'met' if per['ssemock as_recorded'] <= 1.5 * base else 'NOT met'}"
+    )
+
+
+if __name__ == "__main__":
+    main()
