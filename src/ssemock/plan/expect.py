@@ -11,7 +11,7 @@ import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -25,9 +25,48 @@ from ..redaction.rules import escape_control, mask_text
 from ..variants.chunking import event_ends
 
 if TYPE_CHECKING:
-    from .serving import Play
+    import httpx
 
-__all__ = ["Expected", "StreamAssertionError"]
+    from ..store.cassette import Interaction
+    from ..variants.chunking import Chunking
+
+__all__ = ["Expected", "ServedResponse", "StreamAssertionError"]
+
+
+class _Delivery(Protocol):
+    @property
+    def failed(self) -> bool: ...
+
+
+class ServedResponse(Protocol):
+    """What [`Expected`][ssemock.Expected] reads of a response served: a [`Play`][ssemock.Play]
+    (a protocol, so ``Play.expected`` can make one without an import cycle)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def request(self) -> httpx.Request: ...
+    @property
+    def interaction(self) -> Interaction: ...
+    @property
+    def chunking(self) -> Chunking: ...
+    @property
+    def stream(self) -> _Delivery | None: ...
+    @property
+    def body(self) -> bytes: ...
+    @property
+    def ends(self) -> Sequence[int]: ...
+    @property
+    def cut(self) -> int | None: ...
+    @property
+    def framing(self) -> str | None: ...
+    @property
+    def status(self) -> int: ...
+    @property
+    def cut_at(self) -> int | None: ...
+    @property
+    def reference_body(self) -> bytes: ...
+    def described(self) -> str: ...
 
 
 def decode_body(body: bytes, content_type: str) -> list[Any]:
@@ -51,8 +90,8 @@ class Expected:
     a plain JSON body (an error body among them), an empty body, a stream a fault cut short
     (then [`cut`][ssemock.Expected.cut] says so and [`events`][ssemock.Expected.events] are the whole events a conforming client got)."""
 
-    play: Play
-    """The response served, which this decodes."""
+    play: ServedResponse
+    """The response served (a [`Play`][ssemock.Play]), which this decodes."""
     protocol: str | None = None
     """The protocol the stream is folded with (`None`: detected)."""
 

@@ -27,6 +27,7 @@ from ..variants import timing as _timing
 from ..variants import transforms as _transforms
 from ..variants.faults import Served
 from . import held as _held
+from .expect import Expected
 
 __all__ = [
     "ChunkingSpec",
@@ -427,6 +428,8 @@ class Play:
     """The status served (an `http_error` fault's, or the recorded one)."""
     cut_at: int | None = None
     """Where a fault cut the body short (disconnect, truncate)"""
+    protocol: str | None = None
+    """The protocol the player reads streams as (its ``protocol`` option; `None`: detected)."""
 
     def __repr__(self) -> str:
         """One line: which interaction, the request, what it went through, how much was served and
@@ -448,6 +451,13 @@ class Play:
             f"<Play #{self.index} {self.request.method} {self.request.url} {self.described()}, "
             f"{served}/{len(self.body)} bytes served, {outcome}>"
         )
+
+    def expected(self, protocol: str | None = None) -> Expected:
+        """The reference decoding of this response (what [`Player.expected`][ssemock.Player.expected]
+        gives for the last stream served): check each response of a multi-request session (MCP,
+        a retry) on its own, ``for play in player.plays: play.expected().text``. ``protocol``
+        overrides the player's. Decoded on each call (a stream still arriving has more later)."""
+        return Expected(self, protocol if protocol is not None else self.protocol)
 
     @property
     def reference_body(self) -> bytes:

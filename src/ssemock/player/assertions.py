@@ -48,17 +48,31 @@ class Assertions:
         p = self.player
         with p.lock:
             latest = p.latest
+            earlier: list[Play | Recorder] = list(
+                reversed(p.plays if isinstance(latest, Play) else p.recorders)
+            )
         if latest is None:
             raise StreamAssertionError(
                 f"ssemock: nothing was served or recorded yet by {p!r}, so nothing is expected"
             )
-        if isinstance(latest, Recorder):
-            interaction = latest.interaction(hooked=False)
+        first = self._expected(latest)
+        if first.stream or first.play.status >= 400:
+            return first
+        for other in earlier:  # an answer that is no stream (a DELETE, a 202): the stream before it
+            if other is not latest and (found := self._expected(other)).stream:
+                return found
+        return first
+
+    def _expected(self, served: Play | Recorder) -> Expected:
+        """The reference of one response served, or recorded so far."""
+        p = self.player
+        if isinstance(served, Recorder):
+            interaction = served.interaction(hooked=False)
             response = interaction.response
             return Expected(
                 Play(
                     -1,
-                    latest.sent,
+                    served.sent,
                     interaction,
                     _chunking.as_recorded,
                     [],
@@ -66,12 +80,13 @@ class Assertions:
                     response.body,
                     response.ends,
                     status=response.status,
+                    protocol=p.protocol,
                 ),
                 p.protocol,
             )
         cached = self._expected_of  # the last served stream's, until more of it was delivered
-        if cached is None or cached[0] is not latest or len(cached[1].body) != len(latest.reference_body):
-            self._expected_of = cached = (latest, Expected(latest, p.protocol))
+        if cached is None or cached[0] is not served or len(cached[1].body) != len(served.reference_body):
+            self._expected_of = cached = (served, Expected(served, p.protocol))
         return cached[1]
 
     def assert_text(self, got: str, choice: int = 0) -> None:

@@ -319,6 +319,7 @@ class Player:
             gate = _held.Gate(self._requests, since, limit, self._never_requested(index, core))
         stream = ReplayStream(plan, t0, gate)
         play = Play.of(index, request, interaction, plan, stream, self.chunking, self.transforms)
+        play.protocol = self.protocol
         with self.lock:
             self.plays.append(play)
             self.latest = play
@@ -392,9 +393,11 @@ class Player:
 
     @property
     def expected(self) -> Expected:
-        """Reference events and result of the last response served, or, on a recording run, of
-        the last live response as recorded so far (so one test passes when it records and when
-        it replays)."""
+        """Reference events and result of the last stream served, or, on a recording run, of
+        the last live stream as recorded so far (so one test passes when it records and when
+        it replays). A later answer that is no stream and no error (an MCP session's DELETE, an
+        empty 202, a plain JSON reply) is passed over for the stream before it; each response's
+        own reference is [`Play.expected`][ssemock.Play.expected]."""
         return self._assertions.expected
 
     def assert_text(self, got: str, choice: int = 0) -> None:

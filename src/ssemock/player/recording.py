@@ -214,6 +214,7 @@ class RecordingRun:
             self._again = [r for r in self._again if r is not recorder]
         elif recorder not in self._again:
             self._again.append(recorder)
+        play.protocol = self.player.protocol
         self.player.plays.append(play)
         self.player.latest = play
 
