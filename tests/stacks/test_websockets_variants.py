@@ -130,3 +130,32 @@ def test_deflate_for_a_client_that_offers_none_is_refused_with_the_reason(
     with pytest.raises(VariantRefused, match="offered no permessage-deflate"):
         with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[], transform="deflate"):
             asyncio.run(plain())
+
+
+def test_assert_text_on_the_session_names_the_message_frame_and_read(
+    recorded: tuple[Path, str, list[Any]],
+) -> None:
+    path, url, live = recorded
+    with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[], chunking="mid_utf8") as player:
+        seen = asyncio.run(_session(url))
+        said = "".join(d for kind, d in seen[2:] if kind == "response.output_audio_transcript.delta")
+        player.assert_text(said)  # what the client read is the reference text
+        [result] = player.session_expected.results
+        assert result.text == "Sunny." and result.complete and result.usage == {"total_tokens": 253, "input_tokens": 132, "output_tokens": 121}  # fmt: skip
+        with pytest.raises(ssemock.StreamAssertionError) as failed:
+            player.assert_text("Sunnx.")
+    text = str(failed.value)
+    assert "differs under chunking=mid_utf8, reframing=as_recorded at character 4" in text
+    assert (
+        "in server message 5: wire byte" in text and "(text of server message 5" in text and "; read" in text
+    )
+
+
+def test_the_error_event_is_in_the_reference(recorded: tuple[Path, str, list[Any]]) -> None:
+    path, url, _ = recorded
+    with ssemock.use_cassette(
+        path, record_mode="none", allowed_hosts=[], faults="error_event:after_message=3"
+    ) as player:
+        asyncio.run(_session(url))
+        [result] = player.session_expected.results  # the error came inside resp_1
+        assert result.error is not None and result.error["message"] == "ssemock error_event"

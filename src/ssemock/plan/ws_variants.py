@@ -48,11 +48,14 @@ class VariedConversation(Conversation):
     fault: str | WsFault | None = None
     attempt: int = 0
     protocol: str | None = None
+    after_plays: int = 0
+    """How many HTTP responses the player had served when this session opened (which is latest)."""
     pongs: list[bytes] = field(default_factory=list)
     """The payloads of the pongs the client answered with."""
     _deflate: bool = field(default=False, repr=False)
     _wire: Wire = field(default_factory=Wire, repr=False)
     _ending: str = field(default="recorded", repr=False)
+    _served: list[bytes] = field(default_factory=list, repr=False)
     _refused: Refusal | None = field(default=None, repr=False)
     _stalls: dict[int, float] = field(default_factory=dict, repr=False)
     _sent_bytes: int = field(default=0, repr=False)
@@ -85,6 +88,7 @@ class VariedConversation(Conversation):
         recorded = super()._units()
         if self._plain():
             self._wire = _spans(b"".join(u.data for u in recorded))
+            self._served = [m.payload for m in self.ws.received()]
             return recorded
         gates: list[int] = []
         gate, received = 0, []
@@ -109,6 +113,8 @@ class VariedConversation(Conversation):
         self._refused = session.refused
         self._ending = "eof" if session.drop else "close" if session.close is not None else "recorded"
         wire = encode(session.messages, self._reframing, agreed_deflate=self._deflate, close=session.close)
+        cut = len(wire.data) if session.drop_after_byte is None else session.drop_after_byte
+        self._served = [m.data for m, end in zip(session.messages, wire.message_ends) if end <= cut]
         units, start, t = [], 0, 0.0
         for served, end in zip(session.messages, wire.message_ends):
             t = times.get(id(served), t)
@@ -231,6 +237,15 @@ class VariedConversation(Conversation):
             self._closed = True
             return out
         return super()._client_close(payload)
+
+    def served_messages(self) -> list[bytes]:
+        """The server messages this session serves under its variant, whole, in order (a fault's
+        error message included, messages a drop cuts left out)."""
+        return list(self._served)
+
+    def message_start(self, k: int) -> int:
+        """The wire offset of server message ``k``'s first frame (its first ping before it aside)."""
+        return next((f.start for f in self._wire.frames if f.message == k), len(self._wire.data))
 
     def unsent(self) -> list[Message]:
         """`Conversation.unsent`, but nothing when a fault ended the session early (a client

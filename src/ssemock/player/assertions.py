@@ -12,6 +12,8 @@ from ..plan import diagnose as _diagnose
 from ..plan.expect import Expected, StreamAssertionError
 from ..plan.record import Recorder
 from ..plan.serving import Play
+from ..plan.ws_expect import SessionExpected
+from ..plan.ws_variants import VariedConversation
 from ..protocols.accumulate import Accumulated
 from ..redaction.rules import mask_text
 from ..variants import chunking as _chunking
@@ -89,10 +91,30 @@ class Assertions:
             self._expected_of = cached = (served, Expected(served, p.protocol))
         return cached[1]
 
+    def session(self) -> SessionExpected | None:
+        """The reference of the last WebSocket session, when one opened after the last HTTP
+        response served (issue 35); None otherwise."""
+        p = self.player
+        with p.lock:
+            conversations = list(getattr(p, "conversations", ()))
+            plays = len(p.plays)
+        last = conversations[-1] if conversations else None
+        if isinstance(last, VariedConversation) and last.after_plays >= plays:
+            return SessionExpected(last, p.protocol)
+        return None
+
     def assert_text(self, got: str, choice: int = 0) -> None:
+        session = self.session()
+        if session is not None:  # the last response of the session
+            session.assert_text(got)
+            return
         self.expected.assert_text(got, choice)
 
     def assert_tool_calls(self, got: Sequence[Mapping[str, Any]]) -> None:
+        session = self.session()
+        if session is not None:
+            session.assert_tool_calls(got)
+            return
         self.expected.assert_tool_calls(got)
 
     def assert_events(self, got: Sequence[Any]) -> None:

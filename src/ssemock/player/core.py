@@ -26,10 +26,11 @@ from ..plan import held as _held
 from ..plan import matching
 from ..plan.conversation import Conversation
 from ..plan.errors import RecordingVariantError, SsemockWarning, UnmatchedRequestError
-from ..plan.expect import Expected
+from ..plan.expect import Expected, StreamAssertionError
 from ..plan.record import Recorder, request_from_httpx
 from ..plan.selection import Selection
 from ..plan.serving import Play, ReplayStream, plan_response, server_push
+from ..plan.ws_expect import SessionExpected
 from ..plan.ws_record import WsRecorder
 from ..protocols.accumulate import Accumulated
 from ..redaction import keep as _keep
@@ -399,6 +400,18 @@ class Player:
         empty 202, a plain JSON reply) is passed over for the stream before it; each response's
         own reference is [`Play.expected`][ssemock.Play.expected]."""
         return self._assertions.expected
+
+    @property
+    def session_expected(self) -> SessionExpected:
+        """The reference of the last WebSocket session replayed: ``results``, one per response
+        the session holds (folded by its protocol's reference accumulator from the messages
+        served under the variant), ``result`` the last; ``assert_text`` / ``assert_tool_calls``
+        name the message, the frame and the read boundary of a difference. ``assert_text`` and
+        ``assert_tool_calls`` on the player use it when a session was the last thing served."""
+        session = self._assertions.session()
+        if session is None:
+            raise StreamAssertionError(f"ssemock: no WebSocket session was replayed last by {self!r}")
+        return session
 
     def assert_text(self, got: str, choice: int = 0) -> None:
         """The text the client accumulated equals the reference text of the last stream."""

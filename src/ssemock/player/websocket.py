@@ -59,6 +59,7 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
                 or "as_recorded",
                 fault=next((f.ws for f in player.faults if isinstance(f, ws_faults.OnWebSocket)), None),
                 attempt=len(player.conversations),
+                after_plays=len(player.plays),
             )
             with player.lock:
                 player.conversations.append(conversation)

@@ -1,0 +1,105 @@
+"""The reference expectation of a replayed WebSocket session (issue 35): the messages the server
+sent under the variant, folded by the protocol's reference accumulator into one result per
+response, and the client's text and tool calls compared with them, a difference named by the
+message, the frame that carried it and the read boundary around it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..protocols import detect
+from ..protocols.accumulate import Accumulated, accumulate_session
+from .expect import StreamAssertionError
+from .ws_variants import VariedConversation
+
+__all__ = ["SessionExpected"]
+
+
+class SessionExpected:
+    """What a conforming client reads from a replayed WebSocket session: ``results`` (one
+    `Accumulated` per response, in order), ``result`` the last one."""
+
+    def __init__(self, conversation: VariedConversation, protocol: str | None = None) -> None:
+        self.conversation = conversation
+        url = conversation.interaction.request.url
+        found = detect(url=url) if protocol is None else None
+        self.protocol = protocol or (found.name if found is not None else None)
+        if self.protocol is None:
+            raise StreamAssertionError(
+                f"ssemock: the WebSocket session at {url} speaks no protocol ssemock knows; "
+                "pass protocol='openai.realtime' (or 'gemini.live', 'openai.responses')"
+            )
+        self.messages = conversation.served_messages()
+        """The server messages as served (a fault's error message included, a cut session cut)."""
+        self.results: list[Accumulated] = accumulate_session(self.messages, self.protocol)
+
+    @property
+    def result(self) -> Accumulated:
+        """The last response's reference result."""
+        if not self.results:
+            raise StreamAssertionError(
+                f"ssemock: the WebSocket session at {self.conversation.interaction.request.url} served no response"
+            )
+        return self.results[-1]
+
+    def under(self) -> str:
+        c = self.conversation
+        parts = [f"chunking={c._chunking}", f"reframing={c._reframing}"]
+        if c._fault is not None:
+            parts.append(f"fault={c._fault}")
+        return ", ".join(parts)
+
+    def where_char(self, index: int, response: int) -> str:
+        """The message, frame and read boundary that carried character ``index`` of a response's text."""
+        seen = 0
+        for k in self._positions(response):
+            before = accumulate_session(self.messages[: k + 1], self.protocol)
+            text = before[-1].text if before else ""
+            if len(text) > index and seen <= index:
+                return (
+                    f"in server message {k}: {self.conversation.at_byte(self.conversation.message_start(k))}"
+                )
+            seen = len(text)
+        return "after the last message"
+
+    def _positions(self, response: int) -> list[int]:
+        from ..protocols import get
+
+        found = get(self.protocol or "")
+        groups = found.responses(self.messages) if found.responses else [list(range(len(self.messages)))]
+        return groups[response] if groups else []
+
+    def assert_text(self, got: str, response: int = -1) -> None:
+        """Raise StreamAssertionError unless ``got`` is the text of ``response`` (default: the last),
+        naming the first differing character, the message and frame that carried it and the read
+        boundary around it."""
+        want = self.results[response].text if self.results else ""
+        if got == want:
+            return
+        i = next((n for n, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        number = response % len(self.results) if self.results else 0
+        raise StreamAssertionError(
+            f"ssemock: text of response {number} of the WebSocket session differs under {self.under()} "
+            f"at character {i}\n  expected: {want[max(0, i - 20) : i + 20]!r}\n  got:      {got[max(0, i - 20) : i + 20]!r}\n"
+            f"  {self.where_char(i, number)}\n  (expected {len(want)} characters, got {len(got)})"
+        )
+
+    def assert_tool_calls(self, got: Sequence[Mapping[str, Any]], response: int = -1) -> None:
+        """Raise StreamAssertionError unless ``got`` (``[{"name", "arguments"}]``) are the tool
+        calls of ``response`` (default: the last), in order."""
+        want = self.results[response].tool_calls if self.results else []
+        for n, (g, w) in enumerate(zip(got, want)):
+            args = g.get("arguments")
+            want_args = w.arguments if isinstance(args, str) else w.parsed_arguments
+            if g.get("name") != w.name or args != want_args:
+                raise StreamAssertionError(
+                    f"ssemock: tool call {n} of the WebSocket session differs under {self.under()}\n"
+                    f"  expected: name={w.name!r} arguments={want_args!r}\n"
+                    f"  got:      name={g.get('name')!r} arguments={args!r}"
+                )
+        if len(got) != len(want):
+            raise StreamAssertionError(
+                f"ssemock: expected {len(want)} tool call(s) in the WebSocket session under {self.under()}, "
+                f"got {len(got)}: expected names {[w.name for w in want]}, got {[g.get('name') for g in got]}"
+            )
