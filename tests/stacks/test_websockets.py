@@ -155,3 +155,30 @@ def test_legacy_session_records_then_replays_offline(tmp_path: Path) -> None:
     with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]) as player:
         again = asyncio.run(_legacy_session(url))
     assert again == live and player.conversations[0].unsent() == []
+
+
+async def _aiohttp_session(url: str) -> list[Any]:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session, session.ws_connect(url, headers=KEY) as ws:
+        seen = [(await ws.receive_json())["type"]]
+        await ws.send_json({"type": "response.create", "event_id": "evt_a1"})
+        while True:
+            event = await ws.receive_json()
+            seen.append((event["type"], event.get("delta")))
+            if event["type"] == "response.done":
+                return seen
+
+
+@pytest.mark.parametrize("mode", ["once", "all"])
+def test_aiohttp_ws_connect_records_then_replays_offline(tmp_path: Path, mode: str) -> None:
+    path = tmp_path / "realtime.json"
+    with running(realtime) as server:
+        url = server.url("/v1/realtime?model=gpt-realtime")
+        with ssemock.use_cassette(path, record_mode=mode):
+            live = asyncio.run(_aiohttp_session(url))
+    assert live[-1][0] == "response.done" and "sk-test" not in path.read_text()
+    assert ssemock.Cassette.load(path).interactions[0].websocket is not None
+    with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]) as player:
+        again = asyncio.run(_aiohttp_session(url))
+    assert again == live and player.conversations[0].unsent() == []

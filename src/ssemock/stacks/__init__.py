@@ -73,6 +73,7 @@ WS_STACKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "websockets": ("websockets_asyncio", ("websockets.asyncio.client",)),
     "websockets.sync": ("websockets_sync", ("websockets.sync.client",)),
     "websockets.legacy": ("websockets_legacy", ("websockets.legacy.client",)),
+    "aiohttp.ws": ("aiohttp_ws", ("aiohttp.connector",)),
 }
 _LIBRARIES = {library: library for library in STACKS.values()}  # library -> its ssemock.stacks module
 _LIBRARIES.update({lib: module for module, libs in WS_STACKS.values() for lib in libs})

@@ -198,13 +198,21 @@ def tee_protocol(protocol: Any, recorder: WsRecorder) -> None:
     ``data_received`` and ``connection_lost`` are wrapped on the instance."""
     received, lost = protocol.data_received, protocol.connection_lost
 
+    depth = [0]
+
     def data_received(data: bytes) -> None:
-        recorder.received(bytes(data))
-        received(data)
+        if not depth[0]:  # a protocol may feed itself again (aiohttp: the bytes after the 101)
+            recorder.received(bytes(data))
+        depth[0] += 1
+        try:
+            received(data)
+        finally:
+            depth[0] -= 1
 
     def connection_lost(exc: BaseException | None) -> None:
         recorder.finish(exc)
         lost(exc)
 
+    data_received.__wrapped__ = received  # type: ignore[attr-defined]
     protocol.data_received = data_received
     protocol.connection_lost = connection_lost
