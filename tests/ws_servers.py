@@ -207,3 +207,35 @@ def responses(ws: ServerConnection) -> None:
                 },
             }
         )
+
+
+def gemini_live(ws: ServerConnection) -> None:
+    """Gemini Live: ``setup`` then turns (``clientContent``/``client_content``) and tool responses;
+    the server answers in binary frames of JSON (``setupComplete``, ``serverContent`` with the
+    model's parts, ``toolCall``, ``turnComplete`` with ``usageMetadata``)."""
+
+    def send(body: dict[str, Any]) -> None:
+        ws.send(json.dumps(body).encode())
+
+    for raw in ws:
+        event = json.loads(raw)
+        if "setup" in event:
+            send({"setupComplete": {}})
+        elif "client_content" in event or "clientContent" in event:
+            send({"serverContent": {"modelTurn": {"role": "model", "parts": [{"text": "Let me check"}]}}})
+            send(
+                {
+                    "toolCall": {
+                        "functionCalls": [{"id": "fc_1", "name": "get_weather", "args": {"city": "Paris"}}]
+                    }
+                }
+            )
+        elif "tool_response" in event or "toolResponse" in event:
+            for piece in ("Sun", "ny."):
+                send({"serverContent": {"modelTurn": {"role": "model", "parts": [{"text": piece}]}}})
+            send(
+                {
+                    "serverContent": {"turnComplete": True},
+                    "usageMetadata": {"promptTokenCount": 9, "responseTokenCount": 2, "totalTokenCount": 11},
+                }
+            )
