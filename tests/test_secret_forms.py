@@ -139,6 +139,19 @@ def _deltas(what: str, protocol: str, size: int) -> Cassette:
     return make(text=f"here it is: {what} -- keep it safe", **options)
 
 
+def _carriers(what: str) -> list[str]:
+    """The protocols that can stream ``what``: a named value (``password=...``) is a credential as
+    structured data (tool arguments, an MCP call), not as prose, so only the protocols with tool
+    calls carry it (openai.completions, bedrock.invoke's and a2a's synthesizers stream text)."""
+    if _named(what) is None:
+        return sorted(SYNTH)
+    return sorted(
+        name
+        for name, make in SYNTH.items()
+        if {"tool_calls", "arguments"} & set(inspect.signature(make).parameters)
+    )
+
+
 def _bedrock_bytes(what: str) -> Cassette:
     """invoke-with-response-stream: every frame's payload is ``{"bytes": base64(JSON event)}``."""
     events = [
@@ -229,7 +242,7 @@ def _response_header(what: str, form: str) -> Cassette:
 
 FORMS: dict[str, Callable[[st.DrawFn, str], Cassette]] = {
     "deltas": lambda draw, what: _deltas(
-        what, draw(st.sampled_from(sorted(SYNTH))), draw(st.integers(1, 16))
+        what, draw(st.sampled_from(_carriers(what))), draw(st.integers(1, 16))
     ),
     "bedrock base64": lambda draw, what: _bedrock_bytes(what),
     "stacked encodings": lambda draw, what: _encoded(

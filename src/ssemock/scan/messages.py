@@ -93,7 +93,7 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
         # a bare value runs to the line's end (a password may hold ``&``): its first piece decides
         # whether it is a placeholder (``REDACTED&n=1`` is what redaction left, then more parameters)
         first = re.split(r"[&\s]", value.strip("'\""), maxsplit=1)[0]
-        if (named and credential_value(value.strip("'\"")) and credential_value(first)) or (
+        if (named and credential_value(value.strip("'\"")) and (not first or credential_value(first))) or (
             not named and looks_random(value)
         ):
             add(a, b)
