@@ -10,6 +10,12 @@ chunks beyond what it already has. At the live end (the server closed, the recor
 ``max_body_bytes``, the connection failed) the whole recording is planned and the rest served,
 its error included.
 
+When every variant cuts each event on its own (a chunking that says so, `Chunking.by_event`,
+and no transform, fault nor ``before_record_response`` hook), only the events that completed
+since the last plan are read from the recording (``since``) and planned, and their chunks follow
+what the client has: the work is proportional to what arrived, not to the whole recording at
+every event (``bench/push_stream.py``).
+
 That is exact for a chunking, transform or fault whose plan of a body ending at an event
 boundary is the start of its plan of any longer body: each declares it (``needs_end`` is None;
 [`needs_end`][ssemock.plan.live.needs_end] lists the ones that do not, and the player refuses them
@@ -102,8 +108,16 @@ class Live:
         t0: float,
         refuse: Callable[[str], BaseException],
         on_plan: Callable[[Plan, list[int]], None] | None = None,
+        since: Callable[[int], tuple[Response, bool]] | None = None,
     ) -> None:
         self._recording, self._plan, self._content_type = recording, plan, content_type
+        self._since = since
+        """Given: every variant cuts each event on its own (`Chunking.by_event`, no transform,
+        fault nor hook): ``since(offset)`` gives the recording from that byte on and whether it
+        has ended, and each plan is of the new events only (``plan`` redacts what it is given)."""
+        self._base = 0  # (since) served bytes of the plans before the latest
+        self._served = bytearray()  # (since) the served body planned so far
+        self._planned: list[int] = []  # (since) its chunk ends
         self._t0, self._last = t0, t0
         self._refuse = refuse
         self.on_plan = on_plan
@@ -139,11 +153,16 @@ class Live:
         had got to, as a replay that delivered every chunk."""
         if self.done:
             return True
+        if self._since is not None:
+            rest, ended = self._since(max(self._settled, 0))
+            return ended and self._base + len(self._plan(rest, False).body) <= self.sent
         response, ended = self._recording()
         return ended and len(self._plan(response, False).body) <= self.sent
 
     def _next(self, *, gone: bool) -> Plan | None:
         """The plan of the recording as it is now; None when no event completed since the last."""
+        if self._since is not None:
+            return self._next_events(gone=gone)
         response, ended = self._recording()
         self._status = response.status
         if ended or gone:
@@ -157,6 +176,48 @@ class Live:
         self._settled = settled
         return self._plan(prefix(response, settled), True)
 
+    def _next_events(self, *, gone: bool) -> Plan | None:
+        """The plan of the events completed since the last plan (of the rest, at the live end);
+        None when none did. Only what is new is read, cut and planned."""
+        start = max(self._settled, 0)
+        response, ended = self._since(start)  # type: ignore[misc]
+        self._status = response.status
+        if ended or gone:
+            self._ended = True
+            self._settled = start + len(response.body)
+            return self._plan(response, False)
+        ends = _framing.event_ends(response.body, self._content_type)
+        settled = ends[-1] if ends else 0
+        if settled == 0 and self._settled >= 0:
+            return None
+        self._settled = start + settled
+        return self._plan(prefix(response, settled), True)
+
+    def _steps_of_events(self, plan: Plan) -> Iterator[bytes | float]:
+        """`steps` for a plan of the new events only: every chunk of it, after what was handed."""
+        base = self._base
+        body, ends = plan.body, plan.ends
+        self._base += len(body)
+        self._served += body
+        self._planned.extend(base + end for end in ends)
+        if self.on_plan is not None:
+            self.on_plan(replace(plan, body=bytes(self._served), ends=self._planned), self._planned)
+        stalls = {(ends[i - 1] if i else 0): seconds for i, seconds in plan.stalls.items()}
+        at = 0
+        for k in range(len(ends)):
+            yield from self._wait(plan, stalls, at, plan.due[k] if plan.due is not None else None)
+            end = ends[k]
+            piece, at = body[at:end], end
+            self.sent = base + end
+            self.handed.append(self.sent)
+            yield piece
+            self._last = _timing.clock.now()
+        if not plan.open:
+            yield from self._wait(plan, stalls, len(body), None)
+            self.done = True
+            if plan.error is not None:
+                raise plan.error
+
     def steps(self, *, gone: bool = False) -> Iterator[bytes | float]:
         """What to hand the client now: the chunks planned beyond what it has, with a float
         (seconds to wait) before any that is not due yet or follows a stall. At the final plan's
@@ -165,6 +226,9 @@ class Live:
             return
         plan, self._pending = self._pending or self._next(gone=gone), None
         if plan is None:
+            return
+        if self._since is not None:
+            yield from self._steps_of_events(plan)
             return
         body, ends, sent = plan.body, plan.ends, self.sent
         if len(body) < sent or body[:sent] != self._body[:sent]:

@@ -26,6 +26,7 @@ variant that needs the whole stream (``coalesced``, ``truncate``, ...) is refuse
 
 from __future__ import annotations
 
+import bisect
 import math
 import sys
 import threading
@@ -350,6 +351,29 @@ class Recorder:
             ).complete
         except ValueError:
             return False
+
+    @property
+    def rewrites_responses(self) -> bool:
+        """Whether a ``before_record_response`` hook rewrites the recorded response."""
+        return self._before_response is not None
+
+    def since(self, offset: int) -> Response:
+        """The recording from byte ``offset`` of its body on, as a response of its own (chunk
+        ends and times counted from there; not redacted, no hook): what a server-push stream
+        planned as it arrives needs, in time proportional to what is new."""
+        with self._lock:
+            parts, need = self._parts, self._size - offset
+            got, k = 0, len(parts)
+            while got < need and k:
+                k -= 1
+                got += len(parts[k])
+            tail = b"".join(parts[k:])  # bytes, whatever the stack handed (a bytearray)
+            body = tail[got - need :] if got > need else tail
+            first = bisect.bisect_right(self._ends, offset)
+            ends = [end - offset for end in self._ends[first:]]
+            times = [round(t, 4) for t in self._times[first:]]
+            status, headers, complete, error = self.status, list(self.headers), self.complete, self.error
+        return Response(status, headers, body, ends, times, complete, error)
 
     @overload
     def interaction(self, *, hooked: Literal[True] = ...) -> Interaction | None: ...

@@ -19,6 +19,7 @@ from ..plan.errors import RecordingVariantError
 from ..plan.record import Recorder, drain_seconds
 from ..plan.selection import Selection
 from ..plan.serving import Plan, Play, ReplayStream, plan_response, timeout_cut
+from ..redaction.rules import redact_response
 from ..stacks import Record
 from ..store.cassette import Interaction, Request, Response
 from ..variants import faults as _faults
@@ -137,8 +138,20 @@ class RecordingRun:
             now = recorder.interaction() or recorder.interaction(hooked=False)
             return now.response, recorder.ended
 
+        since = None
+        if p.chunking.by_event and not p.transforms and not faults and not recorder.rewrites_responses:
+            # each event cut on its own: plan the new events only, not the whole recording again
+
+            def since(offset: int) -> tuple[Response, bool]:
+                return recorder.since(offset), recorder.ended
+
+            def plan(response: Response, more: bool) -> Plan:
+                return self._plan(redact_response(response), request, (), attempt, more=more)
+
         t0 = _timing.clock.now() - (time.perf_counter() - recorder.t0)  # when the request was sent
-        serving = _live.Live(recording=recording, plan=plan, content_type=content_type, t0=t0, refuse=refuse)
+        serving = _live.Live(
+            recording=recording, plan=plan, content_type=content_type, t0=t0, refuse=refuse, since=since
+        )
         first = serving.start()
         stream = _live.LiveStream(serving, live, hold=not first.consumes)
         play = Play.of(-1, request, interaction, first, stream, p.chunking, p.transforms)

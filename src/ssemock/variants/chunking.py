@@ -56,6 +56,12 @@ class Chunking:
     needs_end: str | None = field(default=None, repr=False)
     """Why it can only cut a whole body (None: cutting a body that ends at an event boundary
     gives the first chunks of cutting any longer body, so a live stream is cut as it arrives)."""
+    by_event: bool = field(default=False, repr=False)
+    """Whether it cuts each event on its own: its cuts of a body that ends at an event boundary,
+    followed by its cuts of the events after it cut apart, are its cuts of the two together. A
+    live stream is then planned one new event at a time, in time proportional to what arrived
+    (``fixed:N``, ``random``, ``at:`` count from the body's start: the whole arrival so far is
+    re-planned instead)."""
 
     def ends(
         self, body: bytes, recorded: Sequence[int] | None = None, *, content_type: str | None = None
@@ -257,9 +263,9 @@ def _mid_utf8(body: bytes, recorded: Sequence[int]) -> Ends:
     return out
 
 
-as_recorded = Chunking("as_recorded", _as_recorded, normalized=True)
+as_recorded = Chunking("as_recorded", _as_recorded, normalized=True, by_event=True)
 """The boundaries as recorded: what the server's network actually delivered."""
-bytewise = Chunking("bytewise", _bytewise, normalized=True, step=1)
+bytewise = Chunking("bytewise", _bytewise, normalized=True, step=1, by_event=True)
 """One byte per chunk: every boundary a client can meet."""
 coalesced = Chunking(
     "coalesced",
@@ -268,11 +274,11 @@ coalesced = Chunking(
     needs_end="it serves the whole body in one chunk, which only the end completes",
 )
 """The whole body in one chunk."""
-per_event = Chunking("per_event", _per_event, typed=_per_event)
+per_event = Chunking("per_event", _per_event, typed=_per_event, by_event=True)
 """One chunk per event (per SSE block, JSON line or frame)."""
-mid_line = Chunking("mid_line", _mid_line)
+mid_line = Chunking("mid_line", _mid_line, by_event=True)
 """Every chunk ends in the middle of a line."""
-mid_utf8 = Chunking("mid_utf8", _mid_utf8)
+mid_utf8 = Chunking("mid_utf8", _mid_utf8, by_event=True)
 """Every chunk ends in the middle of a multi-byte UTF-8 character where there is one."""
 
 
