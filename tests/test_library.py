@@ -45,8 +45,8 @@ EXPECTED_NAMES = [
     "openrouter/chat_keepalive",
 ]
 # the synthesized library; the protocol cassettes recorded through their SDKs (bedrock/, mcp/) are
-# tested with their protocols in tests/protocols/
-NAMES = [name for name in cassettes.names() if name.split("/")[0] not in ("bedrock", "mcp")]
+# tested with their protocols in tests/protocols/; the WebSocket sessions (realtime/) in tests/cassettes/
+NAMES = [name for name in cassettes.names() if name.split("/")[0] not in ("bedrock", "mcp", "realtime")]
 
 
 def _decode(x: ssemock.Interaction) -> list[Any]:

@@ -21,9 +21,11 @@ from ..protocols import openai_responses as _openai_responses
 
 # The synthesizers by provider name; each lives in its protocol module (ssemock.protocols.*).
 from ..protocols.anthropic_messages import synthesize as anthropic_messages
+from ..protocols.gemini_live import synthesize as gemini_live
 from ..protocols.ollama_chat import synthesize as ollama_chat
 from ..protocols.openai_chat import synthesize as openai_chat
 from ..protocols.openai_chat import synthesize_openrouter as openrouter_chat
+from ..protocols.openai_realtime import synthesize as openai_realtime
 from ..protocols.openai_responses import synthesize as openai_responses
 from ..protocols.synthesis import DEFAULT_PROMPT, SOURCE_HEADER, SYNTH_SOURCE
 from ..store.cassette import Cassette, Interaction, Request, Response
@@ -40,17 +42,21 @@ __all__ = [
     "OPENAI_RESPONSES_URL",
     "OPENROUTER_KEEPALIVE",
     "OPENROUTER_URL",
+    "REALTIME_LIBRARY",
     "SOURCE_HEADER",
     "SYNTH_SOURCE",
     "anthropic_messages",
     "check_library",
+    "gemini_live",
     "library_cassette",
     "main",
     "ollama_chat",
     "openai_chat",
+    "openai_realtime",
     "openai_responses",
     "openrouter_chat",
     "write_library",
+    "write_realtime_library",
 ]
 
 
@@ -84,6 +90,38 @@ _JA = (
     "こんにちは！ストリーミングは日本語でも動きます。🎌 Emoji too: 🌏🚀👩\u200d💻 — and ümlauts, ½, 𝄞. "
     + HAZARDS
 )
+
+
+WEATHER_PARIS = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
+REALTIME_LIBRARY: dict[str, Callable[[], Cassette]] = {
+    "realtime/openai_realtime_audio": lambda: openai_realtime(
+        "Grüße aus Paris — 22 °C, sonnig ☀.", prompt="Weather in Paris, in German?", seed=31
+    ),
+    "realtime/openai_realtime_text_tool_call": lambda: openai_realtime(
+        "Let me check.", tool_calls=[WEATHER_PARIS], audio=False, prompt="Weather in Paris?", seed=32
+    ),
+    "realtime/gemini_live_text": lambda: gemini_live(
+        "東京は晴れ — sunny in Tokyo 🌏.", prompt="Weather in Tokyo?", seed=33
+    ),
+    "realtime/gemini_live_audio_tool_call": lambda: gemini_live(
+        "Checking.", tool_calls=[WEATHER_PARIS], audio=True, prompt="Weather in Paris?", seed=34
+    ),
+}
+"""The shipped WebSocket sessions (``realtime/``), synthesized in each protocol's documented
+shape and written as they are (no loopback recording: ``write_realtime_library``)."""
+
+
+def write_realtime_library(directory: Path | None = None) -> list[Path]:
+    """Write the shipped WebSocket sessions (``REALTIME_LIBRARY``) under ``directory`` (default:
+    the package's cassettes folder); the paths written."""
+    root = directory or Path(__file__).resolve().parent
+    written = []
+    for name, make in sorted(REALTIME_LIBRARY.items()):
+        path = root / f"{name}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        make().save(path)
+        written.append(path)
+    return written
 
 
 def _more_library() -> dict[str, Callable[[], Cassette]]:

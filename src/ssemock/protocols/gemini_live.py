@@ -11,21 +11,23 @@ audio in ``serverContent.outputTranscription.text``; the turn ends with
 the server will close the connection (``timeLeft``): the result's ``error``.
 
 The fold's result is a [`Spoken`][ssemock.protocols.messages.Spoken]: ``audio`` joins the
-``audio/*`` inline data, ``media`` keeps the rest.
+``audio/*`` inline data, ``media`` keeps the rest; an audio turn's ``text`` is its transcript.
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
 from . import Protocol, _path
+from . import synthesis as syn
 from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, seq, string
-from .messages import Spoken, audio_bytes, message, split
+from .messages import Spoken, audio_bytes, message, one_session, split
 
-__all__ = ["PROTOCOL", "URL", "responses"]
+__all__ = ["PROTOCOL", "URL", "responses", "synthesize"]
 
 URL = "wss://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
 
@@ -104,6 +106,8 @@ class _Live(Fold):
     def finish(self) -> Spoken:
         super().finish()
         self.spoken.transcript = "".join(self._transcript)
+        if not self.spoken.text and self.spoken.choices:  # an audio turn: what it said is its transcript
+            self.spoken.choices[0].text = self.spoken.transcript
         self.spoken.audio = b"".join(self._audio)
         return self.spoken
 
@@ -149,6 +153,81 @@ def error_event(error: StreamError) -> bytes:
     return orjson.dumps({"goAway": {"timeLeft": "0s"}}) + error.newline.encode()
 
 
+def synthesize(
+    text: str = "",
+    *,
+    tool_calls: Sequence[syn.ToolCallSpec] = (),
+    usage: Mapping[str, Any] | None = None,
+    audio: bool = False,
+    model: str = "gemini-live-2.5-flash",
+    chunk_size: int = 4,
+    gap: float = 0.03,
+    first_token: float = 0.25,
+    seed: int = 0,
+    prompt: str = syn.DEFAULT_PROMPT,
+    url: str | None = None,
+) -> Any:
+    """A Live session: the client's ``setup`` and ``client_content`` (snake_case, as google-genai
+    sends it); ``setupComplete``; the model turn's parts in ``serverContent.modelTurn`` (text, or
+    with ``audio=True`` inline PCM and an ``outputTranscription``), a ``toolCall`` with every
+    function call, then ``turnComplete`` with ``usageMetadata``. Server messages are binary
+    frames of JSON, as the service sends them."""
+    syn.check_timing(chunk_size, gap, first_token)
+    rng = syn.Rng(seed)
+    calls = syn.calls(tool_calls, rng, "fc_")
+    messages: list[tuple[str, float, str, str | bytes]] = []
+    clock = [0.0]
+
+    def recv(after: float, value: JSON) -> None:
+        clock[0] += after
+        messages.append(("recv", round(clock[0], 4), "binary", syn.compact(value).encode()))
+
+    def send(value: JSON) -> None:
+        clock[0] += 0.01
+        messages.append(("send", round(clock[0], 4), "text", syn.compact(value)))
+
+    setup: JSON = {
+        "model": f"models/{model}",
+        "generationConfig": {"responseModalities": ["AUDIO" if audio else "TEXT"]},
+    }
+    if calls:
+        declarations = [{"name": t["name"], "parameters": t["parameters"]} for t in syn.tools(calls).values()]
+        setup["tools"] = [{"functionDeclarations": declarations}]
+    send({"setup": setup})
+    recv(0.05, {"setupComplete": {}})
+    send(
+        {"client_content": {"turns": [{"role": "user", "parts": [{"text": prompt}]}], "turn_complete": True}}
+    )
+    after = first_token
+    for piece in syn.pieces(text, chunk_size, rng.pieces) if text else []:
+        if audio:
+            pcm = bytes(rng.pieces.randrange(256) for _ in range(2 * 24 * len(piece)))
+            part = {
+                "inlineData": {"mimeType": "audio/pcm;rate=24000", "data": base64.b64encode(pcm).decode()}
+            }
+            recv(after, {"serverContent": {"modelTurn": {"role": "model", "parts": [part]}, "outputTranscription": {"text": piece}}})  # fmt: skip
+        else:
+            recv(after, {"serverContent": {"modelTurn": {"role": "model", "parts": [{"text": piece}]}}})
+        after = gap
+    if calls:
+        recv(
+            after,
+            {"toolCall": {"functionCalls": [{"id": c.id, "name": c.name, "args": c.value} for c in calls]}},
+        )
+    pieces = len(syn.pieces(text, chunk_size, syn.Rng(seed).pieces)) if text else 0
+    used = dict(usage) if usage is not None else {
+        "promptTokenCount": 9, "responseTokenCount": pieces + len(calls), "totalTokenCount": 9 + pieces + len(calls),
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 9}],
+        "responseTokensDetails": [{"modality": "AUDIO" if audio else "TEXT", "tokenCount": pieces + len(calls)}],
+    }  # fmt: skip
+    recv(gap, {"serverContent": {"turnComplete": True}, "usageMetadata": used})
+    return one_session(
+        url or URL,
+        messages,
+        request_headers={"user-agent": "google-genai-sdk/3.6.1"},
+    )
+
+
 def _is_live_message(event: Any) -> bool:
     return isinstance(event, Mapping) and any(key in event for key in _KEYS)
 
@@ -163,4 +242,5 @@ PROTOCOL = Protocol(
     url=lambda url: _path(url).endswith(("BidiGenerateContent", "BidiGenerateContentConstrained")),
     event=_is_live_message,
     responses=responses,
+    synthesize=synthesize,
 )

@@ -149,3 +149,37 @@ def split(events: Sequence[Event], role: Callable[[JSON], tuple[str, str | None]
         if kind == "end" and at in open_:
             open_.remove(at)
     return groups
+
+
+def one_session(
+    url: str,
+    messages: Sequence[tuple[str, float, str, str | bytes]],
+    *,
+    request_headers: Mapping[str, str] | None = None,
+    response_headers: Mapping[str, str] | None = None,
+) -> Any:
+    """The cassette a realtime synthesizer returns: one WebSocket interaction (the handshake's
+    request and 101, then ``messages`` as ``(direction, t seconds, "text" | "binary", data)``,
+    closed by the client with 1000), marked synthesized in the 101's headers."""
+    from ..store.cassette import Cassette
+    from ..store.model import Interaction, Request, Response
+    from ..store.websocket import Close, Message, WebSocket
+    from .synthesis import SOURCE_HEADER, SYNTH_SOURCE
+
+    session = [Message(d, t, kind, data) for d, t, kind, data in messages]
+    end = (messages[-1][1] if messages else 0.0) + 0.05
+    headers = {
+        "upgrade": "websocket",
+        "connection": "Upgrade",
+        **(response_headers or {}),
+        SOURCE_HEADER: SYNTH_SOURCE,
+    }
+    return Cassette(
+        [
+            Interaction(
+                Request("GET", url, list((request_headers or {}).items())),
+                Response(101, list(headers.items())),
+                WebSocket(messages=session, close=Close(1000, "", "client", True, end)),
+            )
+        ]
+    )

@@ -17,16 +17,18 @@ transcripts alone, ``audio`` the decoded audio.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
 from . import Protocol, _path
+from . import synthesis as syn
 from .base import JSON, Event, Fold, StreamError, ToolCall, error_of, obj, openai_error_body, seq, string
-from .messages import Spoken, audio_bytes, message, split
+from .messages import Spoken, audio_bytes, message, one_session, split
 
-__all__ = ["PROTOCOL", "URL", "responses"]
+__all__ = ["PROTOCOL", "URL", "responses", "synthesize"]
 
 URL = "wss://api.openai.com/v1/realtime?model=gpt-realtime"
 
@@ -165,6 +167,96 @@ def error_event(error: StreamError) -> bytes:
     return orjson.dumps(payload) + error.newline.encode()
 
 
+def synthesize(
+    text: str = "",
+    *,
+    tool_calls: Sequence[syn.ToolCallSpec] = (),
+    usage: Mapping[str, Any] | None = None,
+    audio: bool = True,
+    model: str = "gpt-realtime",
+    chunk_size: int = 4,
+    gap: float = 0.03,
+    first_token: float = 0.25,
+    seed: int = 0,
+    prompt: str = syn.DEFAULT_PROMPT,
+    url: str | None = None,
+) -> Any:
+    """A Realtime session (GA events): ``session.created``; the client's ``session.update``,
+    ``conversation.item.create`` (the prompt) and ``response.create``; then ``response.created``
+    and, per output item, the text (``audio=False``) or the audio (base64 PCM16 deltas) and its
+    transcript, or a function call's argument deltas, then ``response.done`` with the usage."""
+    syn.check_timing(chunk_size, gap, first_token)
+    rng = syn.Rng(seed)
+    calls = syn.calls(tool_calls, rng, "call_")
+    session_id, response_id = f"sess_{rng.token(20)}", f"resp_{rng.token(20)}"
+    counter = iter(range(1, 1_000_000))
+    messages: list[tuple[str, float, str, str | bytes]] = []
+    clock = [0.0]
+
+    def recv(kind: str, after: float, **fields: Any) -> None:
+        clock[0] += after
+        event = {"type": kind, "event_id": f"event_{rng.token(8)}{next(counter)}", **fields}
+        messages.append(("recv", round(clock[0], 4), "text", syn.compact(event)))
+
+    def send(event: JSON) -> None:
+        clock[0] += 0.01
+        messages.append(("send", round(clock[0], 4), "text", syn.compact(event)))
+
+    session = {"type": "realtime", "object": "realtime.session", "id": session_id, "model": model,
+               "output_modalities": ["audio" if audio else "text"]}  # fmt: skip
+    recv("session.created", 0.05, session=session)
+    tools = [{"type": "function", **t} for t in syn.tools(calls).values()]
+    send({"type": "session.update", "session": {"type": "realtime", "output_modalities": session["output_modalities"], "tools": tools}})  # fmt: skip
+    recv("session.updated", 0.02, session={**session, "tools": tools})
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}
+    send({"type": "conversation.item.create", "item": item})
+    send({"type": "response.create"})
+    recv("response.created", first_token, response={"object": "realtime.response", "id": response_id, "status": "in_progress", "output": [], "usage": None})  # fmt: skip
+    output: list[JSON] = []
+    deltas = 0
+    if text:
+        item_id, index = f"item_{rng.token(20)}", len(output)
+        recv("response.output_item.added", gap, response_id=response_id, output_index=index, item={"id": item_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []})  # fmt: skip
+        where = {"response_id": response_id, "item_id": item_id, "output_index": index, "content_index": 0}
+        for piece in syn.pieces(text, chunk_size, rng.pieces):
+            deltas += 1
+            if audio:
+                pcm = bytes(rng.pieces.randrange(256) for _ in range(2 * 24 * len(piece)))  # 1 ms a character
+                recv("response.output_audio.delta", gap, **where, delta=base64.b64encode(pcm).decode())
+                recv("response.output_audio_transcript.delta", 0.0, **where, delta=piece)
+            else:
+                recv("response.output_text.delta", gap, **where, delta=piece)
+        part = (
+            {"type": "output_audio", "transcript": text} if audio else {"type": "output_text", "text": text}
+        )
+        output.append(
+            {"id": item_id, "type": "message", "role": "assistant", "status": "completed", "content": [part]}
+        )
+    for call in calls:
+        item_id, index = f"item_{rng.token(20)}", len(output)
+        added = {"id": item_id, "type": "function_call", "status": "in_progress", "call_id": call.id, "name": call.name, "arguments": ""}  # fmt: skip
+        recv("response.output_item.added", gap, response_id=response_id, output_index=index, item=added)
+        where = {"response_id": response_id, "item_id": item_id, "output_index": index, "call_id": call.id}
+        for piece in syn.pieces(call.text, 5, rng.pieces):
+            deltas += 1
+            recv("response.function_call_arguments.delta", gap, **where, delta=piece)
+        recv("response.function_call_arguments.done", gap, **where, name=call.name, arguments=call.text)
+        output.append({**added, "status": "completed", "arguments": call.text})
+    used = dict(usage) if usage is not None else {
+        "total_tokens": 20 + deltas, "input_tokens": 20, "output_tokens": deltas,
+        "input_token_details": {"text_tokens": 20, "audio_tokens": 0, "cached_tokens": 0},
+        "output_token_details": {"text_tokens": deltas, "audio_tokens": deltas if audio else 0},
+    }  # fmt: skip
+    done = {"object": "realtime.response", "id": response_id, "status": "completed", "status_details": None, "output": output, "usage": used}  # fmt: skip
+    recv("response.done", gap, response=done)
+    return one_session(
+        url or URL,
+        messages,
+        request_headers={"user-agent": "OpenAI/Python 3.57.0"},
+        response_headers={"x-request-id": f"req_{rng.token(16)}"},
+    )
+
+
 def _is_realtime_event(event: Any) -> bool:
     if not isinstance(event, Mapping):
         return False
@@ -184,4 +276,5 @@ PROTOCOL = Protocol(
     url=lambda url: _path(url).endswith("/realtime"),
     event=_is_realtime_event,
     responses=responses,
+    synthesize=synthesize,
 )
