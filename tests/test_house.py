@@ -71,8 +71,11 @@ def test_no_private_name_crosses_a_package() -> None:
         for source, name, line in _imports(module, path):
             target = f"{source}.{name}" if f"{source}.{name}" in modules else source
             there = _package(target, modules[target]) if target in modules else source
-            private = name.startswith("_") or any(p.startswith("_") for p in target.split(".")[1:])
-            if private and there != here and name != "__version__":
+            dunder = name.startswith("__") and name.endswith("__")  # __all__, __version__: public by rule
+            private = (name.startswith("_") and not dunder) or any(
+                p.startswith("_") for p in target.split(".")[1:]
+            )
+            if private and there != here:
                 crossing.append(f"{module}:{line} imports {name} from {source}")
         crossing += _private_attributes(module, path, modules)
     assert not crossing, "\n".join(crossing)
