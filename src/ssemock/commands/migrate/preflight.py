@@ -47,13 +47,15 @@ class Module:
 
 
 def measure(text: str) -> Module:
-    """Check ``text`` (a Python file) against the bounds; note its imports and ``__all__``."""
+    """Check ``text`` (a Python file) against the bounds; note its imports and ``__all__`` (of a
+    file beyond the bounds, or one that does not parse here: every name in it, to be safe)."""
+    found = Module(imports=set(_WORD.findall(text)))
     if len(text) > MAX_CHARS:
-        return Module(
+        found.refused = (
             f"{len(text):,} characters, more than the {MAX_CHARS:,} ssemock migrate reads "
             "(MAX_CHARS): migrate it by hand"
         )
-    found = Module()
+        return found
     depth, line = _token_depth(text)
     if depth > MAX_NESTING:
         found.refused, found.line = _too_deep(depth), line
@@ -69,6 +71,7 @@ def measure(text: str) -> Module:
     if depth > MAX_NESTING:
         found.refused, found.line = _too_deep(depth), line
         return found
+    found.imports = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             found.imports.update(alias.name for alias in node.names)
