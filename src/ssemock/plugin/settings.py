@@ -22,7 +22,7 @@ KEYWORDS: dict[str, str] = {
     "cassette": "name in the test's cassette folder, or a path (also the first positional argument)",
     "record_mode": "|".join(RECORD_MODES),
     "chunking": "NAME, a list of names, or 'all' (one run per chunking)",
-    "transform": "NAME[+NAME], a list, or 'all' (one run per choice)",
+    "transform": "NAME[+NAME], a list, 'all' or a set: 'network', 'conforming', 'sse', 'ndjson', 'json_array' (one run per choice)",
     "timing": "instant|recorded|scaled:F",
     "faults": "a fault name or a list of them",
     "match_on": "vcrpy matcher names and callables",
@@ -94,7 +94,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--ssemock-transform",
         default=None,
         metavar="NAME[+NAME...][,...]|all",
-        help="crlf, cr, mixed, no_space, keepalive, comments, ids, meta, retry, pad, raw_unicode, blank_lines; '+' chains, ',' or 'all' runs each test once per choice ('network', 'conforming': each of that set)",
+        help="crlf, cr, mixed, no_space, keepalive, comments, ids, meta, retry, pad, raw_unicode, blank_lines; '+' chains, ',' or 'all' runs each test once per choice ('network', 'conforming', and 'sse', 'ndjson', 'json_array': what can rewrite that framing; each of that set)",
     )
     group.addoption(
         "--ssemock-timing",

@@ -26,8 +26,11 @@ from .chunking import event_ends
 __all__ = [
     "ALL",
     "CONFORMING",
+    "JSON_ARRAY",
+    "NDJSON",
     "NETWORK",
     "SETS",
+    "SSE",
     "Transform",
     "alternatives",
     "applies",
@@ -469,8 +472,26 @@ CONFORMING: tuple[Transform, ...] = (
     bracket_lines,
 )
 """What another conforming server may send (``transform="conforming"``): other line endings, no space after the colon, ids, ``retry:``, event-only and id-only blocks, JSON escapes written raw, blank JSON lines, a JSON array laid out otherwise, a last JSON line without its newline; a client that fails under one of these breaks against another server (or a gateway that re-encodes), not necessarily against the provider the cassette was recorded from."""
-SETS: dict[str, tuple[Transform, ...]] = {"all": ALL, "network": NETWORK, "conforming": CONFORMING}
-"""The named sets: each runs as alternatives (none, then each member alone) in a matrix."""
+SSE: tuple[Transform, ...] = tuple(t for t in ALL if _SSE in t.kinds)
+"""Every transform of [`ALL`][ssemock.transforms.ALL] that can rewrite an SSE body (``transform="sse"``):
+``"all"`` without the JSON-lines and JSON-array layouts, which an SSE cassette's matrix could only skip."""
+NDJSON: tuple[Transform, ...] = tuple(t for t in ALL if _NDJSON in t.kinds)
+"""Every transform that can rewrite a JSON-lines body (``transform="ndjson"``)."""
+JSON_ARRAY: tuple[Transform, ...] = tuple(t for t in ALL if _ARRAY in t.kinds)
+"""Every transform that can rewrite a JSON array stream (``transform="json_array"``)."""
+SETS: dict[str, tuple[Transform, ...]] = {
+    "all": ALL,
+    "network": NETWORK,
+    "conforming": CONFORMING,
+    "sse": SSE,
+    "ndjson": NDJSON,
+    "json_array": JSON_ARRAY,
+}
+"""The named sets: each runs as alternatives (none, then each member alone) in a matrix. A
+matrix's runs are fixed at collection, before a recording run has its cassette (and a recording
+run makes the same test ids as its replay), so ``"all"`` cannot leave out what the cassette's
+framing makes useless: those runs are reported skipped; name the framing's set to run only what
+can apply."""
 
 
 WEBSOCKET = "websocket"
