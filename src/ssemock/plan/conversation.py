@@ -357,9 +357,7 @@ class Conversation:
             text += f"\n  closest recorded: client message #{i}: {_excerpt(m)}\n  differs at {diff}"
         elif self._cursor >= len(rec):
             text += f"\n  the recorded client sent {len(rec)} messages, and all were matched already"
-        text += (
-            "\n  Send what the recording sent, ignore the field (message_ignore=[...]), or record it again"
-        )
+        text += "\n  Send what the recording sent, or record the session again"
         self.mismatches.append(text)
         self._failed = True
         return UnmatchedMessageError(text)
