@@ -25,7 +25,7 @@ pytest subprocesses, interleaved; their session times are wall time).
 The parts live in the per-topic scripts, imported here (each also runs alone): bench/decode.py
 (decoder peers), fixed_cost.py, replay.py (per chunk), pytest_cost.py (plugin unused; marked tests
 vs respx), matching.py, cassette_io.py, and record.py, chunking.py, secret_scan.py, matrix.py,
-memory.py, lazy_chunking.py for the other targets.
+memory.py, lazy_chunking.py, push_stream.py for the other targets.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ import lazy_chunking as lazy_bench  # noqa: E402
 import matching as matching_bench  # noqa: E402
 import matrix as matrix_bench  # noqa: E402
 import memory as memory_bench  # noqa: E402
+import push_stream as push_bench  # noqa: E402
 import pytest_cost  # noqa: E402
 import record as record_bench  # noqa: E402
 import replay as replay_bench  # noqa: E402
@@ -960,6 +961,7 @@ SECTIONS: list[tuple[str, Callable[[], None]]] = [
     ("chunking matrix", bench_matrix),
     ("memory", bench_memory),
     ("per-byte chunking replay", bench_lazy_chunking),
+    ("push stream recorded under a chunking (issue 32 item 2)", push_bench.main),
 ]
 
 
