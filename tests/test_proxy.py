@@ -446,3 +446,60 @@ def test_the_fixture_records_a_subprocess_client_then_replays_it(
     pytester.makepyfile(test_client=FIXTURE_TEST.format(upstream="http://127.0.0.1:9"))
     second = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cassetter", "-q")
     second.assert_outcomes(passed=1)
+
+
+# -- WebSocket upgrades ------------------------------------------------------------------------------
+
+
+def test_a_websocket_session_is_relayed_and_recorded(tmp_path: Path) -> None:
+    import asyncio
+
+    from starlette.routing import WebSocketRoute
+    from starlette.websockets import WebSocket
+    from websockets.asyncio.client import connect
+
+    async def echo(ws: WebSocket) -> None:
+        await ws.accept(subprotocol="chat.v1")
+        await ws.send_text('{"type": "hello"}')
+        while True:
+            text = await ws.receive_text()
+            if text == "bye":
+                await ws.close(4000, "done")
+                return
+            await ws.send_text(text.upper())
+
+    upstream = Starlette(routes=[WebSocketRoute("/v1/realtime", echo)])
+
+    async def client(url: str) -> tuple[list[str], int | None]:
+        got = []
+        async with connect(
+            url, subprotocols=["chat.v1"], additional_headers={"x-ssemock-cassette": "ws"}
+        ) as live:  # type: ignore[list-item]
+            got.append(await live.recv())
+            await live.send("one")
+            got.append(await live.recv())
+            await live.send("bye")
+            try:
+                await live.recv()
+            except Exception:
+                pass
+            return got, live.close_code
+
+    with running(upstream) as up, proxy(up, tmp_path) as (url, state, lines):
+        got, code = asyncio.run(client(url.replace("http://", "ws://") + "/v1/realtime"))
+        cassette = saved(state, name="ws")
+    assert got == ['{"type": "hello"}', "ONE"] and code == 4000
+    session = cassette.interactions[0].websocket
+    assert (
+        session is not None
+        and cassette.interactions[0].request.url == up.replace("http://", "ws://") + "/v1/realtime"
+    )
+    assert [(m.direction, m.data) for m in session.messages] == [
+        ("recv", '{"type": "hello"}'),
+        ("send", "one"),
+        ("recv", "ONE"),
+        ("send", "bye"),
+    ]
+    assert [m.t for m in session.messages] == sorted(m.t for m in session.messages)
+    assert (session.close.code, session.close.reason, session.close.by) == (4000, "done", "server")
+    assert session.subprotocol == "chat.v1"

@@ -22,6 +22,10 @@ Then, as the plugin does under the same record mode (``none``, ``once``, ``new_e
 * else the answer is a 404 listing the recorded requests with what differs (secrets masked),
   and the log line names the closest ones and what differs.
 
+A WebSocket upgrade is relayed and recorded the same way, message by message
+(`ssemock.commands.proxy.websocket`); its replay is ``ssemock serve``'s once that speaks
+WebSocket.
+
 An interruption (`Proxy.keep_in_flight`, which ``ssemock proxy`` calls on SIGTERM or Ctrl-C)
 keeps the recordings still under way as ``<name>.partial.json`` beside the cassette, masked;
 everything that ended before is in the cassette already.
@@ -33,7 +37,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from starlette.applications import Starlette
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 
 from ...core.modes import RecordMode
 from ...core.packages import fresh
@@ -99,7 +103,12 @@ def app(
         http2=http2,
         log=log,
     )
-    starlette = Starlette(routes=[Route("/{path:path}", proxy.handle, methods=_METHODS)])
+    starlette = Starlette(
+        routes=[
+            Route("/{path:path}", proxy.handle, methods=_METHODS),
+            WebSocketRoute("/{path:path}", proxy.handle_websocket),
+        ]
+    )
     starlette.state.ssemock = proxy
     return starlette
 

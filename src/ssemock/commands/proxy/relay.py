@@ -18,6 +18,7 @@ import httpx
 from starlette.requests import Request as HTTPRequest
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.types import Receive, Scope, Send
+from starlette.websockets import WebSocket
 
 from ...core.modes import RECORD_MODES, RecordMode
 from ...plan import matching
@@ -163,6 +164,16 @@ class Proxy:
                 trust_env=False,
             )
         return self._client
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """How TLS upstreams are verified (``ca_bundle``, else the system's CAs)."""
+        return self._verify if isinstance(self._verify, ssl.SSLContext) else ssl.create_default_context()
+
+    async def handle_websocket(self, ws: WebSocket) -> None:
+        """A WebSocket upgrade: relayed and recorded (`ssemock.commands.proxy.websocket`)."""
+        from .websocket import relay_websocket
+
+        await relay_websocket(self, ws)
 
     def keep_in_flight(self) -> list[Path]:
         """The recordings under way (an interruption), kept as partials beside their cassettes."""
