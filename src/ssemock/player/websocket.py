@@ -6,8 +6,9 @@ messages that matched nothing fail the test, recorded messages never sent are re
 
 from __future__ import annotations
 
+import threading
 import warnings
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import httpx
 
@@ -22,8 +23,31 @@ from ..variants import ws_chunking, ws_faults
 from ..variants.transforms import WEBSOCKET
 from . import reporting
 
-if TYPE_CHECKING:
-    from .core import Player
+
+class Player(Protocol):
+    """What a WebSocket handshake needs of the `ssemock.Player` (not imported: no cycle)."""
+
+    cassette: Any
+    options: Any
+    timing: Any
+    guard: Any
+    lock: threading.Lock
+    allow_playback_repeats: bool
+    conversations: list[Any]
+    chunking: Any
+    transforms: list[Any]
+    faults: list[Any]
+    plays: list[Any]
+    _replays: bool
+    _records: bool
+
+    @property
+    def where(self) -> str: ...
+
+    @property
+    def selection(self) -> Any: ...
+
+    def started_session(self, recorder: WsRecorder) -> None: ...
 
 __all__ = ["handle", "is_websocket", "teardown"]
 
@@ -75,7 +99,7 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
         raise _stacks.RecordSession(request, recorder)
     if player.guard.allows(request.url.host):
         raise _stacks.Allowed(f"ssemock: WebSocket {request.url.host}: an allowed host")
-    raise UnmatchedRequestError(reporting.explain(player, sent))
+    raise UnmatchedRequestError(reporting.explain(player, sent))  # type: ignore[arg-type]
 
 
 def teardown(player: Player) -> None:
