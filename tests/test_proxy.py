@@ -503,3 +503,38 @@ def test_a_websocket_session_is_relayed_and_recorded(tmp_path: Path) -> None:
     assert [m.t for m in session.messages] == sorted(m.t for m in session.messages)
     assert (session.close.code, session.close.reason, session.close.by) == (4000, "done", "server")
     assert session.subprotocol == "chat.v1"
+
+
+# -- several upstreams -------------------------------------------------------------------------------
+
+
+def test_path_prefixes_route_to_their_upstreams_and_cassettes(server: str, tmp_path: Path) -> None:
+    from ssemock.commands.proxy import Upstream
+
+    stand_in = Counting()
+    with running(stand_in.app) as other:
+        ups = [Upstream(server, prefix="/a", cassette="a"), Upstream(other, prefix="/b", cassette="b")]
+        with running(app(ups, cassette_dir=tmp_path)) as url:
+            echoed = httpx.get(url + "/a/echo?x=1", timeout=TIMEOUT)
+            streamed = httpx.post(url + "/b/v1/chat", json={"q": 1}, timeout=TIMEOUT)
+            nowhere = httpx.get(url + "/c/echo", timeout=TIMEOUT)
+    assert echoed.json()["query"] == "x=1" and b"[DONE]" in streamed.content
+    assert nowhere.status_code == 400 and "no upstream" in nowhere.json()["error"]
+    assert ssemock.Cassette.load(tmp_path / "a.json").interactions[0].request.url == server + "/echo?x=1"
+    assert ssemock.Cassette.load(tmp_path / "b.json").interactions[0].request.url == other + "/v1/chat"
+
+
+def test_a_bad_config_file_is_one_error_naming_the_file_and_the_upstream(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ssemock.commands.cli import main
+
+    config = tmp_path / "proxy.toml"
+    config.write_text(
+        '[[upstream]]\nurl = "http://127.0.0.1:9"\nprefix = "/a"\n\n[[upstream]]\nprefx = "/b"\n'
+    )
+    assert main(["proxy", "--config", str(config)]) == 1
+    err = capsys.readouterr().err
+    assert f"--config {config}: upstream 2: unknown key(s) prefx" in err
+    assert main(["proxy"]) == 1 and "give UPSTREAM_URL or --config FILE" in capsys.readouterr().err
+    assert main(["proxy", "ftp://x"]) == 1 and "must start with http://" in capsys.readouterr().err

@@ -165,6 +165,10 @@ class Proxy:
             )
         return self._client
 
+    def prefixes(self) -> str:
+        """The path prefixes routed, for a message."""
+        return ", ".join(u.prefix or "/" for u in self.upstreams)
+
     def ssl_context(self) -> ssl.SSLContext:
         """How TLS upstreams are verified (``ca_bundle``, else the system's CAs)."""
         return self._verify if isinstance(self._verify, ssl.SSLContext) else ssl.create_default_context()
@@ -222,7 +226,8 @@ class Proxy:
         try:
             upstream, rest, name = self.route(request.url.path, request.headers)
         except (ValueError, StopIteration) as exc:
-            return JSONResponse({"error": f"ssemock proxy: {exc or 'no upstream for this path'}"}, 400)
+            why = str(exc) or f"no upstream for this path (prefixes: {self.prefixes()})"
+            return JSONResponse({"error": f"ssemock proxy: {why}"}, 400)
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_body:
             return JSONResponse(

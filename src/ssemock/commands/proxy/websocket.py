@@ -58,7 +58,7 @@ async def relay_websocket(proxy: Proxy, ws: WebSocket) -> None:
     try:
         upstream, rest, name = proxy.route(ws.url.path, ws.headers)
     except (ValueError, StopIteration) as exc:
-        await ws.close(1008, f"ssemock proxy: {exc}"[:120])
+        await ws.close(1008, f"ssemock proxy: {str(exc) or 'no upstream for this path'}"[:120])
         return
     base = upstream.url.rstrip("/").replace("https://", "wss://", 1).replace("http://", "ws://", 1)
     url = base + rest + (f"?{ws.url.query}" if ws.url.query else "")
