@@ -1,0 +1,39 @@
+"""The facts the README and the guides state about the registries cannot drift from them: every
+registered protocol is in the README's list of reference accumulators and in the protocols
+guide's table, and the counts quoted (conformance cases, the matrix's chunkings and transforms)
+are the registries' own. A protocol added without its row fails here, naming it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import ssemock
+from ssemock import chunking, conformance, protocols, transforms
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+GUIDE = (ROOT / "docs" / "guide" / "protocols.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_lists_every_reference_accumulator() -> None:
+    found = re.search(r"reference\s+accumulators \(`ssemock\.accumulate`: (.*?);", README, re.S)
+    assert found, "README: the sentence listing the reference accumulators is gone"
+    listed = re.findall(r"`([a-z0-9_.]+)`", found[1])
+    assert listed == list(protocols.names()), "README's accumulator list vs the registry (in its order)"
+
+
+def test_the_protocols_guide_has_a_row_per_protocol() -> None:
+    rows = re.findall(r"^\| `([a-z0-9_.]+)` \|", GUIDE, re.M)
+    assert sorted(rows) == sorted(protocols.names()), (
+        f"docs/guide/protocols.md's table: missing {sorted(set(protocols.names()) - set(rows))}, "
+        f"stale {sorted(set(rows) - set(protocols.names()))}"
+    )
+
+
+def test_the_counts_quoted_are_the_registries() -> None:
+    cases = re.search(r"is a corpus of (\d+) named cases", README)
+    assert cases and int(cases[1]) == len(conformance.cases())
+    matrix = re.search(r"# (\d+) chunkings x (\d+) transform choices", README)
+    assert matrix and (int(matrix[1]), int(matrix[2])) == (len(chunking.ALL), 1 + len(transforms.ALL))
+    assert ssemock.conformance is conformance
