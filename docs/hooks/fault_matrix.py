@@ -13,6 +13,16 @@ from __future__ import annotations
 from typing import Any
 
 MARKER = "<!-- ssemock-fault-matrix -->"
+WS_MARKER = "<!-- ssemock-ws-fault-matrix -->"
+# which clients offer permessage-deflate as they connect by default (the deflate re-framing needs it)
+OFFERS_DEFLATE = {
+    "websockets": True,
+    "websockets.sync": True,
+    "websockets.legacy": True,
+    "aiohttp.ws": False,  # ws_connect(compress=0) by default; compress=15 offers it
+    "openai SDK": False,  # realtime.connect / responses.connect pass compression=None
+    "google-genai": True,  # websockets' default
+}
 
 
 def _show(data: bytes, most: int = 48) -> str:
@@ -89,8 +99,86 @@ def render() -> str:
     return "\n".join(lines) + "\n\nThe example bodies:\n\n" + "\n".join(examples) + "\n"
 
 
+def seen(variant: str) -> str:
+    """What websockets' own client (its sans-IO protocol) meets when a short Realtime session is
+    served under ``variant`` (a WebSocket fault, re-framing or wire chunking)."""
+    from websockets.client import ClientProtocol
+    from websockets.extensions.permessage_deflate import PerMessageDeflate
+    from websockets.frames import Opcode as WsOpcode
+    from websockets.protocol import State
+    from websockets.uri import parse_uri
+
+    from ssemock.framing.websocket import Opcode
+    from ssemock.variants import ws_chunking, ws_faults, ws_frames
+    from ssemock.variants.ws_serve import serve
+
+    texts = [b'{"type":"session.created"}', b'{"type":"response.output_text.delta","delta":"Gr\xc3\xbc\xc3\x9fe"}',
+             b'{"type":"response.done"}']  # fmt: skip
+    session = ws_faults.Session(
+        tuple(ws_frames.ServerMessage(Opcode.TEXT, t, min(i, 1)) for i, t in enumerate(texts)),
+        "openai.realtime",
+        (1000, ""),
+    )
+    kind = (
+        "chunking"
+        if variant in ws_chunking.names()
+        else "fault"
+        if ws_faults.is_websocket_fault(variant)
+        else "reframing"
+    )
+    served = serve(session, **{kind: variant}, agreed_deflate=False)  # type: ignore[arg-type]
+    if served.refused is not None:
+        retry = dict(served.refused.headers).get("retry-after")
+        return f"HTTP {served.refused.status}" + (f" (retry-after {retry})" if retry else "") + ", no session"
+    client = ClientProtocol(parse_uri("ws://127.0.0.1/"), state=State.OPEN)
+    if variant == "deflate":
+        client.extensions = [PerMessageDeflate(False, False, 15, 15)]
+    for read in served.reads:
+        client.receive_data(read.data)
+    if served.ending == "eof":
+        client.receive_eof()
+    frames = client.events_received()
+    messages = sum(1 for f in frames if f.fin and f.opcode in (WsOpcode.TEXT, WsOpcode.BINARY, WsOpcode.CONT))
+    stalls = [r.wait for r in served.reads if r.wait]
+    said = [
+        f"{messages} of {len(texts)} messages"
+        + (" (+ the provider's error message)" if messages > len(texts) else "")
+    ]
+    said.append(f"{len(served.reads)} reads")
+    if served.pings:
+        said.append(f"{len(served.pings)} pings to answer")
+    if stalls:
+        said.append(f"{stalls[0]:g} s of silence before a message")
+    code = client.close_rcvd.code if client.close_rcvd is not None else client.close_code
+    said.append(f"close {code}" if code is not None else "open")
+    return ", ".join(said)
+
+
+def render_websocket() -> str:
+    """The WebSocket table: a row per wire chunking, re-framing and fault; what websockets' own
+    client meets; then a column per WebSocket stack (and SDK): served, or refused and why."""
+    from ssemock import stacks
+    from ssemock.variants import ws_chunking, ws_faults, ws_frames
+
+    clients = [*stacks.WS_STACKS, "openai SDK", "google-genai"]
+    rows = [*ws_chunking.names(), *(r.name for r in ws_frames.ALL[1:]), *ws_faults.VARIANTS]
+    lines = [
+        "| variant | what websockets' client meets | " + " | ".join(clients) + " |",
+        "|---|---|" + "---|" * len(clients),
+    ]
+    for variant in rows:
+        cells = []
+        for client in clients:
+            why = ws_frames.get(variant).refuses(OFFERS_DEFLATE[client]) if variant in ("deflate",) else None
+            cells.append(f"**refused**: {why.split(' (')[0]}" if why else "served")
+        lines.append(f"| `{variant.replace('|', '&#124;')}` | {seen(variant)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    """Replace the marker with the table."""
-    if MARKER not in markdown:
-        return markdown
-    return markdown.replace(MARKER, render())
+    """Replace the markers with the tables."""
+    if MARKER in markdown:
+        markdown = markdown.replace(MARKER, render())
+    if WS_MARKER in markdown:
+        markdown = markdown.replace(WS_MARKER, render_websocket())
+    return markdown

@@ -212,3 +212,34 @@ def test_bad_reframing_names() -> None:
         ws_frames.get("deflate+no_deflate")
     with pytest.raises(ValueError, match="did you mean 'pings'"):
         ws_frames.get("ping")
+
+
+def test_the_docs_websocket_table_covers_every_variant_and_says_what_the_client_meets() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "docs" / "hooks" / "fault_matrix.py"
+    spec = importlib.util.spec_from_file_location("fault_matrix_hook_ws", path)
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    table = hook.render_websocket()
+    for variant in [
+        *ws_chunking.names(),
+        *ws_faults.VARIANTS,
+        "fragments:3",
+        "pings",
+        "deflate",
+        "no_deflate",
+    ]:
+        assert f"| `{variant.replace('|', '&#124;')}` |" in table, variant
+    rows = {line.split("`")[1]: line for line in table.splitlines()[2:]}
+    assert "close 1011" in rows["close:code=1011,after_message=1"]
+    assert "close 1006" in rows["drop:after_byte=5"] and "0 of 3 messages" in rows["drop:after_byte=5"]
+    assert "HTTP 429 (retry-after 1)" in rows["handshake:status=429,retry_after=1"]
+    assert (
+        "pings to answer" in rows["pings"] and "60 s of silence" in rows["stall:before_message=2,seconds=60"]
+    )
+    assert (
+        rows["deflate"].count("**refused**: the client offered no permessage-deflate") == 2
+    )  # aiohttp, openai
