@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import websockets
 from ws_servers import realtime, running
 
 import ssemock
@@ -20,7 +19,9 @@ KEY = {"authorization": "Bearer sk-test-ws34abcdefghijklmnop"}
 
 
 async def _session(url: str, message: dict[str, Any] | None = None) -> list[Any]:
-    async with websockets.connect(url, additional_headers=KEY) as ws:
+    from websockets.asyncio.client import connect  # websockets.connect is the legacy client in 13.x
+
+    async with connect(url, additional_headers=KEY) as ws:
         seen = [json.loads(await ws.recv())["type"]]
         await ws.send(
             json.dumps(

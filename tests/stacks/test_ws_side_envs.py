@@ -1,0 +1,53 @@
+"""The WebSocket scenarios on the websockets versions that cannot share the dev environment (issue
+34): 13.1 (``websockets.connect`` is the legacy client; the asyncio client opens TCP in
+``create_connection``) and 15.0.1 (what ``openai[realtime]`` resolves to). Each side environment
+is built before the run from pinned versions by ``bash .ci/side-env ws13|ws15`` (CI does;
+SSEMOCK_WS13_PYTHON / SSEMOCK_WS15_PYTHON name others); one subprocess per environment runs
+tests/stacks/ws_matrix.py, which records each scenario through the real client against a loopback
+server, stops it and replays it offline: what the client saw must be the same."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = {
+    "websockets.asyncio",
+    "websockets.sync",
+    "websockets.legacy",
+    "openai.realtime.async",
+    "openai.realtime.sync",
+    "google-genai.live",
+}
+
+
+@pytest.mark.parametrize(("env", "version"), [("ws13", "13.1"), ("ws15", "15.0.1")])
+def test_every_scenario_replays_what_it_recorded(env: str, version: str) -> None:
+    python = Path(os.environ.get(f"SSEMOCK_{env.upper()}_PYTHON") or ROOT / f".venv-{env}" / "bin" / "python")
+    if not python.exists():
+        missing = (
+            f"{python} is missing: build the side environment with `bash .ci/side-env {env}` "
+            f"(or set SSEMOCK_{env.upper()}_PYTHON to a Python that has its lock and this checkout)"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(missing)
+        pytest.skip(missing)
+    done = subprocess.run(
+        [str(python), str(Path(__file__).with_name("ws_matrix.py"))],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    results = {r["name"]: r for r in map(json.loads, done.stdout.strip().splitlines())}
+    assert set(results) == SCENARIOS, done.stderr
+    for name, result in results.items():
+        assert "error" not in result, f"{name}: {result.get('error')}"
+        assert result["websockets"] == version
+        assert result["live"] and result["replay"] == result["live"], name

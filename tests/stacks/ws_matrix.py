@@ -1,0 +1,85 @@
+"""The WebSocket scenarios, run in a side environment's Python by tests/stacks/test_ws_side_envs.py
+(websockets 13.1 and 15.0.1 cannot share the dev environment): each records a session through the
+real client against a loopback server, stops the server, replays it with the network lock on, and
+prints one JSON line per scenario: {"name", "websockets", "live", "replay"}.
+
+Usage: python tests/stacks/ws_matrix.py (with this checkout's tests/ on sys.path: it adds them)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE), str(HERE.parent / "sdk")]
+warnings.simplefilter("ignore", DeprecationWarning)
+
+import websockets  # noqa: E402
+from ws_servers import gemini_live, realtime, running  # noqa: E402
+
+import ssemock  # noqa: E402
+
+
+def scenario(name: str, handler: Any, run: Callable[[Any], Any], **server: Any) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "session.json"
+        with running(handler, **server) as srv:
+            with ssemock.use_cassette(path, record_mode="once"):
+                live = run(srv)
+        with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]):
+            replay = run(srv)
+    return {"name": name, "websockets": websockets.__version__, "live": live, "replay": replay}
+
+
+def main() -> None:
+    from test_openai_ws import _realtime_async, _realtime_sync
+    from test_websockets import _legacy_session, _session, _sync_session
+
+    realtime_url = "/v1/realtime?model=gpt-realtime"
+    cases: list[tuple[str, Any, Callable[[Any], Any], dict[str, Any]]] = [
+        ("websockets.asyncio", realtime, lambda s: asyncio.run(_session(s.url(realtime_url))), {}),
+        ("websockets.sync", realtime, lambda s: _sync_session(s.url(realtime_url)), {}),
+        ("websockets.legacy", realtime, lambda s: asyncio.run(_legacy_session(s.url(realtime_url))), {}),
+        ("openai.realtime.async", realtime, lambda s: asyncio.run(_realtime_async(s.url("/v1"))), {}),
+        ("openai.realtime.sync", realtime, lambda s: _realtime_sync(s.url("/v1")), {}),
+    ]
+    try:
+        import trustme
+        from test_gemini_live import _session as live_session
+    except ImportError:
+        pass
+    else:
+        ca = trustme.CA()
+        served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ca.issue_cert("127.0.0.1").configure_cert(served)
+        trusted = ssl.create_default_context()
+        ca.configure_trust(trusted)
+        cases.append(
+            (
+                "google-genai.live",
+                gemini_live,
+                lambda s: asyncio.run(live_session(s.port, trusted)),
+                {"ssl": served},
+            )
+        )
+    for name, handler, run, server in cases:
+        try:
+            out = scenario(name, handler, run, **server)
+        except BaseException as exc:  # reported, the next scenario still runs
+            out = {
+                "name": name,
+                "websockets": websockets.__version__,
+                "error": f"{type(exc).__name__}: {exc}",
+            }
+        print(json.dumps(out, default=repr), flush=True)
+
+
+if __name__ == "__main__":
+    main()
