@@ -538,3 +538,63 @@ def test_a_bad_config_file_is_one_error_naming_the_file_and_the_upstream(
     assert f"--config {config}: upstream 2: unknown key(s) prefx" in err
     assert main(["proxy"]) == 1 and "give UPSTREAM_URL or --config FILE" in capsys.readouterr().err
     assert main(["proxy", "ftp://x"]) == 1 and "must start with http://" in capsys.readouterr().err
+
+
+def test_an_http2_upstream_streams_through_the_proxy(tmp_path: Path) -> None:
+    import asyncio
+
+    from hypercorn.asyncio import serve as hypercorn_serve
+    from hypercorn.config import Config
+
+    ca, cert, key = _certificates(tmp_path)
+
+    async def stream(request: Request) -> StreamingResponse:
+        version = request.scope["http_version"]
+        return StreamingResponse(
+            iter([b"data: http/%s\n\n" % version.encode(), b"data: [DONE]\n\n"]),
+            media_type="text/event-stream",
+        )
+
+    config = Config()
+    port = _free_port()
+    config.bind = [f"127.0.0.1:{port}"]
+    config.certfile, config.keyfile, config.alpn_protocols = str(cert), str(key), ["h2"]
+    config.loglevel, config.graceful_timeout = "WARNING", 0.1
+    stop = threading.Event()
+
+    def run() -> None:
+        asyncio.run(
+            hypercorn_serve(
+                Starlette(routes=[Route("/v1/s", stream)]),  # type: ignore[arg-type]
+                config,
+                shutdown_trigger=lambda: asyncio.to_thread(stop.wait),  # type: ignore[arg-type]
+            )
+        )
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        upstream = f"https://127.0.0.1:{port}"
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+        with proxy(upstream, tmp_path / "h2", ca_bundle=ca) as (url, state, lines):
+            body = httpx.get(url + "/v1/s", timeout=TIMEOUT).content
+            cassette = saved(state)
+    finally:
+        stop.set()  # hypercorn then waits for the proxy's pooled HTTP/2 connection: not joined long
+        thread.join(1)
+    assert body == b"data: http/2\n\ndata: [DONE]\n\n"  # the upstream spoke HTTP/2
+    assert any("(HTTP/2)" in line for line in lines)
+    assert cassette.interactions[0].response.body == body and cassette.interactions[0].response.complete
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
