@@ -183,3 +183,50 @@ def test_aiohttp_ws_connect_records_then_replays_offline(tmp_path: Path, mode: s
     with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]) as player:
         again = asyncio.run(_aiohttp_session(url))
     assert again == live and player.conversations[0].unsent() == []
+
+
+def _httpx_ws_sync(url: str) -> list[Any]:
+    import httpx
+    from httpx_ws import connect_ws
+
+    with httpx.Client(headers=KEY) as client, connect_ws(url, client) as ws:
+        seen = [ws.receive_json()["type"]]
+        ws.send_json({"type": "response.create", "event_id": "evt_h1"})
+        while True:
+            event = ws.receive_json()
+            seen.append((event["type"], event.get("delta")))
+            if event["type"] == "response.done":
+                return seen
+
+
+async def _httpx_ws_async(url: str) -> list[Any]:
+    import httpx
+    from httpx_ws import aconnect_ws
+
+    async with httpx.AsyncClient(headers=KEY) as client, aconnect_ws(url, client) as ws:
+        seen = [(await ws.receive_json())["type"]]
+        await ws.send_json({"type": "response.create", "event_id": "evt_h2"})
+        while True:
+            event = await ws.receive_json()
+            seen.append((event["type"], event.get("delta")))
+            if event["type"] == "response.done":
+                return seen
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_httpx_ws_records_then_replays_offline(tmp_path: Path, flavour: str) -> None:
+    path = tmp_path / "realtime.json"
+
+    def run(url: str) -> list[Any]:
+        return _httpx_ws_sync(url) if flavour == "sync" else asyncio.run(_httpx_ws_async(url))
+
+    with running(realtime) as server:
+        url = server.url("/v1/realtime?model=gpt-realtime", scheme="http")
+        with ssemock.use_cassette(path, record_mode="once"):
+            live = run(url)
+    assert live[-1][0] == "response.done" and "sk-test" not in path.read_text()
+    recorded = ssemock.Cassette.load(path).interactions[0]
+    assert recorded.websocket is not None and recorded.request.url.startswith("ws://")
+    with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]) as player:
+        again = run(url)
+    assert again == live and player.conversations[0].unsent() == []

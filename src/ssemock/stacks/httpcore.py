@@ -21,7 +21,7 @@ from respx.patterns import parse_url
 
 from ..plan.live import LiveSource
 from ..plan.record import Recorder
-from . import STACK_KEY, Patch, Record, adispatch, dispatch, intercepting, passing
+from . import STACK_KEY, Patch, Record, RecordSession, adispatch, dispatch, httpx_ws, intercepting, passing
 
 __all__ = ["ERRORS", "patches", "pool_patches"]
 
@@ -30,12 +30,16 @@ ERRORS: ModuleType = importlib.import_module("httpcore")
 
 def _to_httpx(request: Any, stack: str) -> httpx.Request:
     url = request.url
+    extensions, scheme = {**request.extensions, STACK_KEY: stack}, url.scheme
+    if httpx_ws.is_upgrade(request):  # an httpx-ws handshake: a WebSocket session's (issue 34)
+        extensions, ws_scheme = httpx_ws.tag(extensions, url.scheme)
+        scheme = ws_scheme.encode()
     return httpx.Request(
         request.method.decode("ascii"),
-        parse_url((url.scheme, url.host, url.port, url.target)),
+        parse_url((scheme, url.host, url.port, url.target)),
         headers=request.headers,
         stream=request.stream,
-        extensions={**request.extensions, STACK_KEY: stack},
+        extensions=extensions,
     )
 
 
@@ -75,6 +79,8 @@ def pool_patches(core_name: str, stack: str) -> list[Patch]:
             except PassThrough as passed:
                 with passing(passed.request.url.host):
                     real = original(self, request)
+                if isinstance(passed, RecordSession):
+                    return httpx_ws.recorded(request, real, passed.recorder)
                 real = _teed(passed, real, _SyncTee)
                 if not (isinstance(passed, Record) and passed.recorder.replays()):
                     return real
@@ -93,6 +99,9 @@ def pool_patches(core_name: str, stack: str) -> list[Patch]:
                 finally:
                     real.close()
                 response = passed.recorder.served()
+            if "ssemock.conversation" in response.extensions:  # a replayed httpx-ws session
+                ext = response.extensions
+                return httpx_ws.answer(core, request, ext["ssemock.conversation"], ext["ssemock.timing"])
             return _to_core(core, response)
 
         return handle_request
@@ -110,6 +119,8 @@ def pool_patches(core_name: str, stack: str) -> list[Patch]:
             except PassThrough as passed:
                 with passing(passed.request.url.host):
                     real = await original(self, request)
+                if isinstance(passed, RecordSession):
+                    return httpx_ws.recorded(request, real, passed.recorder)
                 real = _teed(passed, real, _AsyncTee)
                 if not (isinstance(passed, Record) and passed.recorder.replays()):
                     return real
@@ -128,6 +139,11 @@ def pool_patches(core_name: str, stack: str) -> list[Patch]:
                 finally:
                     await real.aclose()
                 response = passed.recorder.served()
+            if "ssemock.conversation" in response.extensions:  # a replayed httpx-ws session
+                ext = response.extensions
+                return httpx_ws.answer_async(
+                    core, request, ext["ssemock.conversation"], ext["ssemock.timing"]
+                )
             return _to_core(core, response)
 
         return handle_async_request

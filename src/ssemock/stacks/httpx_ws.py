@@ -1,0 +1,221 @@
+"""httpx-ws (``connect_ws``/``aconnect_ws``, over httpx only): its handshake is an ordinary httpx
+request carrying ``Upgrade: websocket``, so the httpcore pool patches dispatch it, tagged as a
+WebSocket handshake (`tag`). Replay answers with a 101 whose ``extensions["network_stream"]`` is a
+`MemoryNetworkStream` over the recorded conversation (httpx-ws frames on it with wsproto);
+recording wraps the real 101's stream in a `TeeNetworkStream`."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any
+
+from ..plan.conversation import Conversation, Release, UnmatchedMessageError
+from ..plan.ws_record import WsRecorder
+from ..variants import timing as _timing
+from ..variants.timing import Timing
+from .websockets_asyncio import TRANSPORT_KEY
+
+__all__ = [
+    "MemoryNetworkStream",
+    "TeeNetworkStream",
+    "answer",
+    "answer_async",
+    "is_upgrade",
+    "recorded",
+    "tag",
+]
+
+_SCHEMES = {b"http": "ws", b"https": "wss", b"ws": "ws", b"wss": "wss"}
+
+
+def is_upgrade(request: Any) -> bool:
+    """Whether an httpcore request asks for a WebSocket upgrade."""
+    return any(k.lower() == b"upgrade" and v.lower() == b"websocket" for k, v in request.headers)
+
+
+def tag(extensions: dict[str, Any], scheme: bytes) -> tuple[dict[str, Any], str]:
+    """The extensions and the ws/wss scheme of a handshake dispatched for httpx-ws."""
+    return {**extensions, TRANSPORT_KEY: "websocket"}, _SCHEMES.get(scheme.lower(), scheme.decode())
+
+
+def _head(request: Any) -> bytes:
+    lines = [f"GET {request.url.target.decode('latin-1')} HTTP/1.1"]
+    lines += [f"{k.decode('latin-1')}: {v.decode('latin-1')}" for k, v in request.headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def _parse_head(head: bytes) -> list[tuple[bytes, bytes]]:
+    out = []
+    for line in head.split(b"\r\n")[1:]:
+        name, sep, value = line.partition(b":")
+        if sep:
+            out.append((name.strip(), value.strip()))
+    return out
+
+
+def answer(core: Any, request: Any, conversation: Conversation, timing: Timing) -> Any:
+    """The 101 ``httpcore.Response`` httpx-ws gets on replay."""
+    head = conversation.handshake(_head(request))
+    stream = MemoryNetworkStream(conversation, timing)
+    stream.queue(conversation.opening())
+    return core.Response(
+        status=101,
+        headers=_parse_head(head),
+        content=b"",
+        extensions={
+            "network_stream": stream,
+            "http_version": b"HTTP/1.1",
+            "reason_phrase": b"Switching Protocols",
+        },
+    )
+
+
+def recorded(request: Any, real: Any, recorder: WsRecorder) -> Any:
+    """The real 101, its network stream teed into ``recorder`` (a refused handshake: recorded as is)."""
+    recorder.sent(_head(request))
+    reason = real.extensions.get("reason_phrase", b"") or b""
+    lines = [b"HTTP/1.1 %d %s" % (real.status, reason)] + [k + b": " + v for k, v in real.headers]
+    recorder.received(b"\r\n".join(lines) + b"\r\n\r\n")
+    stream = real.extensions.get("network_stream")
+    if real.status == 101 and stream is not None:
+        real.extensions["network_stream"] = TeeNetworkStream(stream, recorder)
+    else:
+        recorder.finish(None)
+    return real
+
+
+class MemoryNetworkStream:
+    """An httpcore network stream, sync and async, served by a conversation: each read returns
+    (part of) one release at its due time, never two joined; ``b""`` at the end."""
+
+    def __init__(self, conversation: Conversation, timing: Timing) -> None:
+        self._conversation, self._timing = conversation, timing
+        self._inbox: deque[tuple[float, bytes | None]] = deque()
+        self._cond = threading.Condition()
+        self._closed = False
+
+    def queue(self, releases: list[Release]) -> None:
+        now = _timing.clock.now()
+        with self._cond:
+            due = self._inbox[-1][0] if self._inbox else now
+            for r in releases:
+                at = self._timing.at(r.delay)
+                due = max(due, now if at is None else now + at)
+                self._inbox.append((due, r.data))
+            self._cond.notify_all()
+
+    def _feed(self, data: bytes) -> None:
+        try:
+            self.queue(self._conversation.feed(bytes(data)))
+        except UnmatchedMessageError:
+            self.queue(self._conversation.close_for_mismatch())
+            raise
+
+    def _take(self, max_bytes: int) -> bytes:
+        with self._cond:
+            due, chunk = self._inbox[0]
+            if chunk is None:
+                return b""
+            if len(chunk) > max_bytes:
+                self._inbox[0] = (due, chunk[max_bytes:])
+                return chunk[:max_bytes]
+            self._inbox.popleft()
+            return chunk
+
+    # sync
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        with self._cond:
+            self._cond.wait_for(lambda: bool(self._inbox) or self._closed)
+            if not self._inbox:
+                return b""
+            due = self._inbox[0][0]
+        wait = due - _timing.clock.now()
+        if wait > 0:
+            _timing.clock.sleep(wait)
+        return self._take(max_bytes)
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._feed(buffer)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def get_extra_info(self, info: str) -> Any:
+        return None
+
+    def start_tls(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+
+class _AsyncMemoryNetworkStream(MemoryNetworkStream):
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # type: ignore[override]
+        while True:
+            with self._cond:
+                ready = bool(self._inbox) or self._closed
+                due = self._inbox[0][0] if self._inbox else 0.0
+            if ready:
+                break
+            await _timing.clock.asleep(0.001)  # the client's own write releases what comes next
+        if not self._inbox:
+            return b""
+        wait = due - _timing.clock.now()
+        if wait > 0:
+            await _timing.clock.asleep(wait)
+        return self._take(max_bytes)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # type: ignore[override]
+        self._feed(buffer)
+
+    async def aclose(self) -> None:
+        self.close()
+
+
+def answer_async(core: Any, request: Any, conversation: Conversation, timing: Timing) -> Any:
+    """`answer` for httpx's async client."""
+    response = answer(core, request, conversation, timing)
+    stream = response.extensions["network_stream"]
+    stream.__class__ = _AsyncMemoryNetworkStream
+    return response
+
+
+class TeeNetworkStream:
+    """A real network stream (sync or async) whose reads and writes are recorded."""
+
+    def __init__(self, stream: Any, recorder: WsRecorder) -> None:
+        self._stream, self._recorder = stream, recorder
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> Any:
+        result = self._stream.read(max_bytes, timeout)
+        if hasattr(result, "__await__"):
+            return self._aread(result)
+        self._got(result)
+        return result
+
+    async def _aread(self, pending: Any) -> bytes:
+        data: bytes = await pending
+        self._got(data)
+        return data
+
+    def _got(self, data: bytes) -> None:
+        if data:
+            self._recorder.received(data)
+        else:
+            self._recorder.finish(None)
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> Any:
+        self._recorder.sent(bytes(buffer))
+        return self._stream.write(buffer, timeout)
+
+    def close(self) -> Any:
+        self._recorder.finish(None)
+        return self._stream.close()
+
+    async def aclose(self) -> None:
+        self._recorder.finish(None)
+        await self._stream.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
