@@ -31,7 +31,9 @@ def _head_request(head: bytes, sock: MemorySocket, stack: str) -> httpx.Request:
         for k, sep, v in (line.partition(":") for line in lines[1:])
         if sep and k.strip().lower() not in ("sec-websocket-key", "host")
     ]
-    host = next((line.partition(":")[2].strip() for line in lines[1:] if line.lower().startswith("host:")), "")
+    host = next(
+        (line.partition(":")[2].strip() for line in lines[1:] if line.lower().startswith("host:")), ""
+    )
     scheme = "wss" if sock.tls is not None else "ws"
     return handshake_request(f"{scheme}://{host or sock.address[0]}{target}", headers, stack)
 
@@ -44,7 +46,9 @@ def _shim(real: types.ModuleType) -> types.ModuleType:
     shim = types.ModuleType(real.__name__)
     shim.__dict__.update(real.__dict__)
 
-    def create_connection(address: Any = None, timeout: Any = None, source_address: Any = None, **kw: Any) -> Any:
+    def create_connection(
+        address: Any = None, timeout: Any = None, source_address: Any = None, **kw: Any
+    ) -> Any:
         if not intercepting() or address is None:
             return real.create_connection(address, timeout, source_address, **kw)
 
