@@ -730,3 +730,20 @@ def test_a_configured_vcr_used_otherwise_stays_and_is_listed(tmp_path: Path) -> 
     assert [(f.line, f.message.split(":")[0]) for f in migration.todo if "VCR" in f.message] == [
         (3, "my_vcr = vcr.VCR(...)")
     ]
+
+
+def test_the_dry_run_diff_masks_values_never_header_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.fixture\ndef vcr_config():\n"
+        '    return {"filter_headers": ["authorization", "x-api-key", ("x-goog-api-key", None)]}\n'
+    )
+    key = "sk-ant-api03-" + "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ"
+    (tmp_path / "test_x.py").write_text(
+        f'import pytest\n\n\n@pytest.mark.vcr\ndef test_x():\n    headers = {{"x-api-key": "{key}"}}\n'
+    )
+    assert main(["migrate", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert '["authorization", "x-api-key", ("x-goog-api-key", None)]' in out  # names, shown as written
+    assert key not in out and '{"x-api-key": "sk-ant-***"}' in out  # the value, masked

@@ -56,17 +56,34 @@ _CREDENTIAL_WORD = re.compile(  # a whole name with a credential word in it; cre
 )
 
 
+# a header or field NAME in a list of names (``["authorization", "x-api-key"]``, vcrpy's
+# filter_headers): lower case words joined by dashes (or one of the bare names), never a value
+_HEADER_NAME = re.compile(
+    r"[a-z][a-z]*(?:-[a-z]+)+|authorization|cookie|api_?key|apikey|token|password|secret"
+)
+# a literal after a name (``("x-api-key", None)``): no value at all
+_NO_VALUE = re.compile(r"(?:None|null|true|false|True|False)(?![\w.])")
+
+
 def _named_values(text: str) -> Iterator[tuple[int, int, str, bool]]:
     """(start, end, value, named-as-a-credential) of values after a credential-like name:
-    ``client_secret=...``, ``"x-auth-token": "..."``, ``('token', '...')``, ``$.password: '...'``."""
+    ``client_secret=...``, ``"x-auth-token": "..."``, ``('token', '...')``, ``$.password: '...'``.
+    Not a name that follows another in a list (``"authorization", "x-api-key"``) nor a literal
+    such as ``None``: masking those hides what a message is about and protects nothing."""
     for m in _CREDENTIAL_WORD.finditer(text):
         if not credential_name(m.group()):
             continue
         value = _CREDENTIAL_VALUE.match(text, m.end())
         if value is not None:
             group = "quoted" if value.group("quoted") is not None else "bare"
-            if value.group(group):
-                yield value.start(group), value.end(group), value.group(group).rstrip(), True
+            found = value.group(group)
+            listed = "," in text[m.end() : value.start(group)]
+            if group == "quoted" and listed and _HEADER_NAME.fullmatch(found) and credential_name(found):
+                continue
+            if group == "bare" and (_NO_VALUE.match(found) or (listed and found[0] in "([{")):
+                continue  # no value, or the next element of a list in code: ("a", ("b", None))
+            if found:
+                yield value.start(group), value.end(group), found.rstrip(), True
     for m in _NAME_WORD.finditer(text):
         end = m.end()
         while end < len(text) and text[end] in _NAME_CHARS:
