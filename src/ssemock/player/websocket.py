@@ -49,6 +49,7 @@ class Player(Protocol):
 
     def started_session(self, recorder: WsRecorder) -> None: ...
 
+
 __all__ = ["handle", "is_websocket", "teardown"]
 
 
