@@ -346,6 +346,27 @@ class _Scan:
             return
         self.events(field, body, text, content_type, url, path)
 
+    def joined_messages(self, field: str, payloads: list[tuple[int, bytes]]) -> None:
+        """The strings of a WebSocket session's JSON messages (one direction) joined per piece key
+        across the messages, as a stream's events are (each message was scanned alone before)."""
+        if len(payloads) < 2:
+            return
+        self.collect = True
+        for k, payload in payloads:
+            parsed = (
+                _json_or_none(payload.decode("utf-8", "replace")) if len(payload) <= _DEEP_MAX else _NOT_JSON
+            )
+            if parsed is not _NOT_JSON:
+                self.prefix = f"message {k}"
+                self.json(field, parsed, "$", 1)
+        self.prefix, self.collect = "", False
+        for where, pieces in list(self.pieces.items()):
+            if len(pieces) > 1:
+                self.text(field, "".join(pieces), f"reassembled {where}", 2)
+        self.pieces.clear()
+        self.sizes.clear()
+        self.nested.clear()
+
     def members(self, field: str, body: bytes, path: str) -> None:
         """A stream too large to walk event by event: `ssemock.scan.large_streams.large_stream`."""
         large_stream(body, path, functools.partial(self.text, field))
@@ -492,6 +513,11 @@ def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
     if session is not None:  # a WebSocket session: every message, and every control frame's payload
         for k, m in enumerate(session.messages):
             s.body(f"websocket.messages[{k}]", m.payload, [], req.url, stream=False)
+        for direction in ("send", "recv"):  # a key streamed across messages: their pieces joined
+            s.joined_messages(
+                f"websocket.messages ({direction})",
+                [(k, m.payload) for k, m in enumerate(session.messages) if m.direction == direction],
+            )
         for k, note in enumerate(session.frame_map):
             if note.data:
                 s.body(f"websocket.frames[{k}]", note.data, [], req.url, stream=False)
