@@ -15,6 +15,7 @@ from rich.console import Console
 import ssemock
 from ssemock.commands import demo
 from ssemock.commands.demo import DemoResult, run_demo
+from ssemock.variants import ws_chunking
 
 
 def ssemock_command() -> list[str]:
@@ -196,9 +197,11 @@ def test_piped_output_keeps_each_sentence_on_one_line(tmp_path: Path) -> None:
         "Conclusion:",
         "The cassette",
         "  ssemock show",
+        "3. A WebSocket session",
     )
     table = [line for line in lines if not line.startswith(starts)]
-    assert len(table) == 3 + len(ssemock.chunking.ALL), table  # 2 header lines, the rule, one row each
+    # the HTTP table: 2 header lines, the rule, one row each; the WebSocket one: 1 header line, the rule
+    assert len(table) == 3 + len(ssemock.chunking.ALL) + 2 + len(ws_chunking.ALL), table
     assert next(line for line in lines if line.startswith("1. Recording")).endswith('record_mode="once"')
     assert next(line for line in lines if line.startswith("   live result: ")).endswith(
         f"tool call {demo.TOOL_NAME}({demo.TOOL_ARGS})"

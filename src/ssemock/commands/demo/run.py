@@ -28,6 +28,7 @@ from ..server import running
 from .clients import Outcome, _openai_client, _via_httpx_sse, _via_naive, _via_openai
 from .results import ChunkingResult, DemoResult
 from .stream import APP, CASSETTE_NAME
+from .websocket import print_websocket_rows
 
 
 def _say(console: Console, text: str, **options: Any) -> None:
@@ -225,6 +226,7 @@ def _run(console: Console, folder: Path, explore: int = 0) -> DemoResult:
     console.print(table)
     conclusion = _conclusion(rows)
     _say(console, conclusion, markup=False, highlight=False)
+    print_websocket_rows(console)  # the same cut on a WebSocket session's frames (issue 35)
     result = DemoResult(
         path, base_url, live, resp.chunks, list(resp.times), first_s, stream_s, rows, conclusion
     )
