@@ -239,3 +239,35 @@ def gemini_live(ws: ServerConnection) -> None:
                     "usageMetadata": {"promptTokenCount": 9, "responseTokenCount": 2, "totalTokenCount": 11},
                 }
             )
+
+
+def assemblyai_v3(ws: ServerConnection) -> None:
+    """AssemblyAI's v3 streaming API: ``Begin`` on open; binary PCM from the client; on
+    ``Terminate``, the last ``Turn``, ``Termination``, and the server closes."""
+    ws.send(json.dumps({"type": "Begin", "id": "sess-1", "expires_at": 1767225600}))
+    audio = 0
+    for raw in ws:
+        if isinstance(raw, bytes):
+            audio += len(raw)
+            continue
+        if json.loads(raw).get("type") == "Terminate":
+            ws.send(
+                json.dumps(
+                    {
+                        "type": "Turn",
+                        "turn_order": 0,
+                        "turn_is_formatted": True,
+                        "end_of_turn": True,
+                        "transcript": f"Hello ({audio} bytes).",
+                        "end_of_turn_confidence": 0.9,
+                        "words": [],
+                    }
+                )
+            )
+            ws.send(
+                json.dumps(
+                    {"type": "Termination", "audio_duration_seconds": 1, "session_duration_seconds": 1}
+                )
+            )
+            ws.close(1000)
+            return
