@@ -1,4 +1,5 @@
-"""The pytest plugin, driven as users drive it: test files run by pytest in a subprocess."""
+"""The pytest plugin, driven as users drive it: test files run by an inner pytest (in-process where
+the test allows: pytester restores sys.modules after each inner run)."""
 
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def live(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_record_once_then_replay_offline_with_chunking_matrix(pytester: pytest.Pytester, live: Any) -> None:
     pytester.makepyfile(test_stream=TEST_FILE)
-    first = pytester.runpytest_subprocess("--ssemock-record-mode=once", "-p", "no:cassetter", "-v")
+    first = pytester.runpytest_inprocess("--ssemock-record-mode=once", "-p", "no:cassetter", "-v")
     first.assert_outcomes(passed=9)
     cassettes = pytester.path / "cassettes" / "test_stream"
     assert sorted(p.name for p in cassettes.iterdir()) == [
@@ -77,13 +78,13 @@ def test_record_once_then_replay_offline_with_chunking_matrix(pytester: pytest.P
     saved = (cassettes / "test_openai.json").read_text()
     assert "sk-test-plugin-key" not in saved
     live.stop()
-    second = pytester.runpytest_subprocess("-p", "no:cassetter", "-v")
+    second = pytester.runpytest_inprocess("-p", "no:cassetter", "-v")
     second.assert_outcomes(passed=9)
     out = second.stdout.str()
     for c in ssemock.chunking.ALL:
         assert f"test_openai[ssemock-{c.name}] PASSED" in out
     # the whole matrix again from the command line, through the plain-marker test too
-    third = pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-chunking=mid_utf8,bytewise", "-q")
+    third = pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-chunking=mid_utf8,bytewise", "-q")
     third.assert_outcomes(passed=len(ssemock.chunking.ALL) + 2 * 2)
 
 
@@ -99,7 +100,7 @@ def test_unrecorded():
         client.get(os.environ["SSEMOCK_TEST_SERVER"] + "/events")
 """
     )
-    result = pytester.runpytest_subprocess("-p", "no:cassetter")
+    result = pytester.runpytest_inprocess("-p", "no:cassetter")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "UnmatchedRequestError" in out
@@ -144,29 +145,27 @@ def test_two_requests():
 """
     )
     path = pytester.path / "cassettes" / "test_modes" / "test_two_requests.json"
-    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=once").assert_outcomes(
-        passed=1
-    )
+    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-record-mode=once").assert_outcomes(passed=1)
     assert len(json.loads(path.read_text())["interactions"]) == 1
     # once with an existing cassette: replay only, a new request is an error
     live_env = {"SECOND": "1"}
     for k, v in live_env.items():
         pytester._monkeypatch.setenv(k, v)
-    pytester.runpytest_subprocess(
+    pytester.runpytest_inprocess(
         "-p", "no:cassetter", "--ssemock-record-mode=once", "--ssemock-allowed-hosts=none"
     ).assert_outcomes(failed=1)
     # new_episodes: replays the first, records the second
-    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=new_episodes").assert_outcomes(
+    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-record-mode=new_episodes").assert_outcomes(
         passed=1
     )
     urls = [x["request"]["url"] for x in json.loads(path.read_text())["interactions"]]
     assert [u.rsplit("/", 1)[1] for u in urls] == ["events", "gzip"]
     # all: records both again, replacing (not duplicating) what it re-records
-    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=all").assert_outcomes(passed=1)
+    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-record-mode=all").assert_outcomes(passed=1)
     assert len(json.loads(path.read_text())["interactions"]) == 2
     # rewrite: starts from empty
     pytester._monkeypatch.delenv("SECOND")
-    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=rewrite").assert_outcomes(
+    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-record-mode=rewrite").assert_outcomes(
         passed=1
     )
     assert len(json.loads(path.read_text())["interactions"]) == 1
@@ -174,11 +173,11 @@ def test_two_requests():
 
 def test_xdist_two_workers(pytester: pytest.Pytester, live: Any) -> None:
     pytester.makepyfile(test_stream=TEST_FILE)
-    pytester.runpytest_subprocess(
+    pytester.runpytest_inprocess(
         "-p", "no:cassetter", "-n", "2", "--ssemock-record-mode=once"
     ).assert_outcomes(passed=9)
     live.stop()
-    pytester.runpytest_subprocess("-p", "no:cassetter", "-n", "2").assert_outcomes(passed=9)
+    pytester.runpytest_inprocess("-p", "no:cassetter", "-n", "2").assert_outcomes(passed=9)
     leftovers = [p for p in (pytester.path / "cassettes").rglob("*") if p.name.endswith(".tmp")]
     assert leftovers == []
 
@@ -194,11 +193,11 @@ def test_options(request):
     assert request.config.getoption("record_mode") in ("none", "once", "new_episodes", "all", "rewrite", "ci")
 """
     )
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         "-p", f"no:{block}", "--ssemock-record-mode=none", "--record-mode=none"
     )
     result.assert_outcomes(passed=1)
-    help_text = pytester.runpytest_subprocess("-p", f"no:{block}", "--help").stdout.str()
+    help_text = pytester.runpytest_inprocess("-p", f"no:{block}", "--help").stdout.str()
     assert "--ssemock-record-mode" in help_text and "--record-mode" in help_text
 
 
@@ -229,7 +228,7 @@ def test_partial(ssemock):
     assert ssemock.path.parent.name == "my_cassettes"
 """
     )
-    result = pytester.runpytest_subprocess("-p", "no:cassetter")
+    result = pytester.runpytest_inprocess("-p", "no:cassetter")
     result.assert_outcomes(passed=1, errors=1)
     assert "was not read to the end under as_recorded" in result.stdout.str()
 
@@ -267,7 +266,7 @@ def test_ini(ssemock):
         assert client.get("https://example.test/s").text == "data: 世\\n\\ndata: 2\\n\\n"
 """
     )
-    result = pytester.runpytest_subprocess("-p", "no:cassetter", "-v")
+    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-v")
     # every transform of "all" but those that change nothing here (no JSON escape to write raw,
     # no JSON lines or JSON array to rewrite): those are skipped as duplicates, saying why
     result.assert_outcomes(passed=13, skipped=6)
@@ -323,7 +322,7 @@ def test_config_matrix(ssemock):
     pass
 """
     )
-    result = pytester.runpytest_subprocess("-p", "no:cassetter", "-v")
+    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-v")
     result.assert_outcomes(passed=2, errors=1)
     out = result.stdout.str()
     assert "test_one.py::test_marked PASSED" in out and "test_one.py::test_fixture PASSED" in out
@@ -400,18 +399,18 @@ def test_a_matrix_records_once_and_asserts_on_the_recording_run(
 ) -> None:
     pytester.makepyfile(test_m=MATRIX_TEST)
     runs = len(ssemock.chunking.ALL)
-    pytester.runpytest_subprocess("-p", "no:cassetter", f"--ssemock-record-mode={mode}").assert_outcomes(
+    pytester.runpytest_inprocess("-p", "no:cassetter", f"--ssemock-record-mode={mode}").assert_outcomes(
         passed=runs
     )
     assert counting.counts == {"/v1/chat/completions": 1}  # one request recorded, the variants replayed it
     counting.stop()
-    pytester.runpytest_subprocess("-p", "no:cassetter").assert_outcomes(passed=runs)
+    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=runs)
 
 
 def test_a_matrix_records_once_under_xdist(pytester: pytest.Pytester, counting: Any) -> None:
     pytester.makepyfile(test_m=MATRIX_TEST)
     runs = len(ssemock.chunking.ALL)
-    result = pytester.runpytest_subprocess("-p", "no:cassetter", "-n", "2", "--ssemock-record-mode=all")
+    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-n", "2", "--ssemock-record-mode=all")
     result.assert_outcomes(passed=runs)
     assert counting.counts == {"/v1/chat/completions": 1}
 
@@ -443,13 +442,11 @@ def test_chat(ssemock):
     ssemock.assert_text("".join(c.choices[0].delta.content or "" for c in stream if c.choices))
 """
     )
-    pytester.runpytest_subprocess("-p", "no:cassetter", "--ssemock-record-mode=once").assert_outcomes(
-        passed=1
-    )
+    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-record-mode=once").assert_outcomes(passed=1)
     saved = (pytester.path / "cassettes" / "test_scrub" / "test_chat.json").read_text()
     assert "alice@example.com" not in saved and "SCRUBBED" in saved
     counting.stop()
-    pytester.runpytest_subprocess("-p", "no:cassetter").assert_outcomes(passed=1)
+    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=1)
 
 
 def test_class_positional_and_relative_names(pytester: pytest.Pytester) -> None:
@@ -782,7 +779,7 @@ def test_check():
 
 def test_a_failing_assertion_shows_the_users_lines_and_no_ssemock_frame(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_failing=FAILING)
-    result = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly", "-k", "test_text")
+    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:randomly", "-k", "test_text")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     package = str(Path(ssemock.__file__).parent)
@@ -791,13 +788,13 @@ def test_a_failing_assertion_shows_the_users_lines_and_no_ssemock_frame(pytester
     assert "text of choice 0 differs under chunking bytewise" in out  # ssemock's message
     failure = out[out.index("_ test_text _") : out.index("short test summary")]
     assert len(failure.splitlines()) <= 30, failure
-    checked = pytester.runpytest_subprocess(
+    checked = pytester.runpytest_inprocess(
         "-p", "no:cassetter", "-p", "no:randomly", "-k", "test_check"
     ).stdout.str()
     assert package not in checked and "def check" not in checked
     assert "player.check(run)" in checked and 'reproduce with chunking="at:' in checked
     # --full-trace still shows everything
-    full = pytester.runpytest_subprocess(
+    full = pytester.runpytest_inprocess(
         "-p", "no:cassetter", "-p", "no:randomly", "-k", "test_text", "--full-trace"
     )
     assert package in full.stdout.str()
