@@ -45,7 +45,7 @@ def _record(path: Path, mode: str = "once") -> tuple[list[Any], str]:
     return live, url
 
 
-@pytest.mark.parametrize("mode", ["once", "all", "new_episodes"])
+@pytest.mark.parametrize("mode", ["once", "all", "new_episodes", "rewrite"])
 def test_asyncio_session_records_then_replays_offline(tmp_path: Path, mode: str) -> None:
     path = tmp_path / "realtime.json"
     live, url = _record(path, mode)
@@ -230,3 +230,51 @@ def test_httpx_ws_records_then_replays_offline(tmp_path: Path, flavour: str) -> 
     with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]) as player:
         again = run(url)
     assert again == live and player.conversations[0].unsent() == []
+
+
+def _timed_cassette(path: Path) -> str:
+    from ssemock.store.model import Interaction, Request, Response
+    from ssemock.store.websocket import Close, Message, WebSocket
+
+    url = "wss://api.example/v1/realtime?model=gpt-realtime"
+    session = WebSocket(
+        [
+            Message("recv", 0.010, "text", json.dumps({"type": "session.created"})),
+            Message("send", 0.020, "text", json.dumps({"type": "response.create"})),
+            Message("recv", 0.150, "text", json.dumps({"type": "response.output_text.delta", "delta": "Hi"})),
+            Message("recv", 0.200, "text", json.dumps({"type": "response.done"})),
+        ],
+        close=Close(1000, "", "client", True),
+    )
+    ssemock.Cassette([Interaction(Request("GET", url), Response(101), session)]).save(path)
+    return url
+
+
+@pytest.mark.parametrize(("timing", "factor"), [("recorded", 1.0), ("scaled:0.5", 0.5)])
+def test_timing_paces_received_messages_from_the_message_that_released_them(
+    tmp_path: Path, fake_clock: Any, timing: str, factor: float
+) -> None:
+    from websockets.sync.client import connect
+
+    url = _timed_cassette(tmp_path / "timed.json")
+    with ssemock.use_cassette(tmp_path / "timed.json", record_mode="none", timing=timing):
+        with connect(url) as ws:
+            first = json.loads(ws.recv())["type"]
+            ws.send(json.dumps({"type": "response.create"}))
+            rest = [json.loads(ws.recv())["type"] for _ in range(2)]
+    assert [first, *rest] == ["session.created", "response.output_text.delta", "response.done"]
+    # on open: 10 ms; then 130 ms after the client's message (recorded 20 -> 150), then 50 more
+    assert [round(s, 4) for s in fake_clock.slept] == [round(x * factor, 4) for x in (0.010, 0.130, 0.050)]
+
+
+def test_instant_timing_never_sleeps(tmp_path: Path, fake_clock: Any) -> None:
+    from websockets.sync.client import connect
+
+    url = _timed_cassette(tmp_path / "timed.json")
+    with ssemock.use_cassette(tmp_path / "timed.json", record_mode="none", timing="instant"):
+        with connect(url) as ws:
+            ws.recv()
+            ws.send(json.dumps({"type": "response.create"}))
+            assert json.loads(ws.recv())["delta"] == "Hi"
+            ws.recv()
+    assert fake_clock.slept == []
