@@ -278,3 +278,20 @@ def test_instant_timing_never_sleeps(tmp_path: Path, fake_clock: Any) -> None:
             assert json.loads(ws.recv())["delta"] == "Hi"
             ws.recv()
     assert fake_clock.slept == []
+
+
+def test_each_reconnect_is_a_new_interaction_replayed_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "realtime.json"
+    with running(realtime) as server:
+        url = server.url("/v1/realtime?model=gpt-realtime")
+        with ssemock.use_cassette(path, record_mode="once"):
+            live = [asyncio.run(_session(url)), _sync_session(url)]
+    assert len(ssemock.Cassette.load(path).interactions) == 2
+    with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]) as player:
+        again = [asyncio.run(_session(url)), _sync_session(url)]
+        with pytest.raises(ssemock.UnmatchedRequestError):  # both were played: no third session
+            asyncio.run(_session(url))
+    assert again == live and [c.index for c in player.conversations] == [0, 1]
+    with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[], allow_playback_repeats=True):
+        repeated = [asyncio.run(_session(url)), _sync_session(url), asyncio.run(_session(url))]
+    assert repeated == [*live, live[0]]  # the unplayed first, then a repeat of the first that matches
