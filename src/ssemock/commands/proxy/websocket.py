@@ -14,7 +14,8 @@ then a request the record mode does not record is refused with close code 1008, 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+import ssl
+from typing import Any, Protocol
 
 import anyio
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -23,11 +24,19 @@ from ...framing.websocket import Opcode, close_payload, encode_frame
 from ...plan.ws_record import WsRecorder
 from ...redaction.rules import redact_request
 from ...store.cassette import Interaction, Request
+from .book import Book
 
-if TYPE_CHECKING:
-    from .relay import Proxy
 
-__all__ = ["relay_websocket"]
+class Relaying(Protocol):
+    """What the relay needs of the proxy (`ssemock.commands.proxy.Proxy`)."""
+
+    def route(self, path: str, headers: Any) -> tuple[Any, str, str]: ...
+    def book(self, name: str) -> Book: ...
+    def log(self, line: str) -> None: ...
+    def ssl_context(self) -> ssl.SSLContext: ...
+
+
+__all__ = ["Relaying", "relay_websocket"]
 
 _NOT_FORWARDED = frozenset(
     {
@@ -53,7 +62,7 @@ def _head(first: str, headers: list[tuple[str, str]]) -> bytes:
     )
 
 
-async def relay_websocket(proxy: Proxy, ws: WebSocket) -> None:
+async def relay_websocket(proxy: Relaying, ws: WebSocket) -> None:
     """Relay and record one WebSocket session (the proxy's WebSocket endpoint)."""
     try:
         upstream, rest, name = proxy.route(ws.url.path, ws.headers)
