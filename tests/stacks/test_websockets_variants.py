@@ -159,3 +159,65 @@ def test_the_error_event_is_in_the_reference(recorded: tuple[Path, str, list[Any
         asyncio.run(_session(url))
         [result] = player.session_expected.results  # the error came inside resp_1
         assert result.error is not None and result.error["message"] == "ssemock error_event"
+
+
+def _sync_session(url: str) -> list[Any]:
+    from websockets.sync.client import connect
+
+    seen: list[Any] = []
+    try:
+        with connect(url, additional_headers=KEY) as ws:
+            seen.append(json.loads(ws.recv())["type"])
+            ws.send(json.dumps({"type": "session.update", "session": {"instructions": "Be brief."}}))
+            seen.append(json.loads(ws.recv())["type"])
+            ws.send(json.dumps({"type": "response.create"}))
+            while True:
+                event = json.loads(ws.recv())
+                seen.append((event["type"], event.get("delta")))
+                if event["type"] == "response.done":
+                    return seen
+    except ConnectionClosedError as closed:
+        seen.append(("closed", closed.rcvd.code if closed.rcvd else 1006))
+        return seen
+
+
+async def _aiohttp_session(url: str) -> list[Any]:
+    import aiohttp
+
+    seen: list[Any] = []
+    async with aiohttp.ClientSession() as http, http.ws_connect(url, headers=KEY) as ws:
+        seen.append(json.loads(await ws.receive_str())["type"])
+        await ws.send_str(json.dumps({"type": "session.update", "session": {"instructions": "Be brief."}}))
+        seen.append(json.loads(await ws.receive_str())["type"])
+        try:
+            await ws.send_str(json.dumps({"type": "response.create"}))
+        except aiohttp.ClientConnectionResetError:  # the connection was dropped: aiohttp cannot write
+            seen.append(("closed", 1006))
+            return seen
+        while True:
+            message = await ws.receive()
+            if message.type != aiohttp.WSMsgType.TEXT:
+                seen.append(("closed", ws.close_code))
+                return seen
+            event = json.loads(message.data)
+            seen.append((event["type"], event.get("delta")))
+            if event["type"] == "response.done":
+                return seen
+
+
+@pytest.mark.parametrize("stack", ["websockets.sync", "aiohttp.ws"])
+@pytest.mark.parametrize(
+    "options, ending",
+    [
+        ({"chunking": "mid_header", "transform": "fragments:3+pings"}, None),
+        ({"chunking": "mid_utf8", "faults": "close:code=1011,after_message=2"}, 1011),
+        ({"chunking": "coalesced", "faults": "drop:after_message=2"}, 1006),
+    ],
+)
+def test_the_other_stacks_take_the_same_variants(
+    recorded: tuple[Path, str, list[Any]], stack: str, options: dict[str, Any], ending: int | None
+) -> None:
+    path, url, live = recorded
+    with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[], **options):
+        seen = _sync_session(url) if stack == "websockets.sync" else asyncio.run(_aiohttp_session(url))
+    assert seen == (live if ending is None else [*live[:2], ("closed", ending)])

@@ -392,6 +392,8 @@ def get(name: str | Chunking) -> Chunking:
             return fixed(*args) if head == "fixed" else random(*args)
         except ValueError as exc:
             raise ValueError(f"bad chunking {name!r}: {exc}; valid: {', '.join(_SHOWN)}") from None
+    if head == "mid_header" and not sep:  # a WebSocket wire chunking: an HTTP body is cut mid-line
+        return Chunking("mid_header", _mid_line)
     error = unknown("chunking", name, _HEADS, shown=_SHOWN, head=head)
     if head in _NAMED:  # "bytewise:3": a name that takes no argument
         error = ValueError(f"bad chunking {name!r}: {head} takes no argument; valid: {', '.join(_SHOWN)}")
