@@ -295,3 +295,13 @@ def test_each_reconnect_is_a_new_interaction_replayed_in_order(tmp_path: Path) -
     with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[], allow_playback_repeats=True):
         repeated = [asyncio.run(_session(url)), _sync_session(url), asyncio.run(_session(url))]
     assert repeated == [*live, live[0]]  # the unplayed first, then a repeat of the first that matches
+
+
+def test_a_stall_longer_than_recv_timeout_times_out_at_once(tmp_path: Path) -> None:
+    from websockets.sync.client import connect
+
+    url = _timed_cassette(tmp_path / "timed.json")
+    with ssemock.use_cassette(tmp_path / "timed.json", record_mode="none", timing="scaled:6000"):
+        with connect(url) as ws:  # the first message is due a minute after open (10 ms x 6000)
+            with pytest.raises(TimeoutError, match=r"timed out in 2\.0s"):
+                ws.recv(timeout=2)  # ends as the client's own timeout ends, without waiting for it

@@ -69,6 +69,10 @@ class Release:
 
     delay: float
     data: bytes | None
+    ends_pending: bool = False
+    """Whether what is still pending (not yet handed to the client) is dropped first: the
+    answer to the client's close frame, which a server sends at once, and after which it sends
+    nothing more."""
 
 
 @dataclass
@@ -293,7 +297,7 @@ class Conversation:
         return out
 
     def _client_close(self, payload: bytes) -> list[Release]:
-        out = self._take(len(self.recorded), 0.0) if not self._failed else []
+        out: list[Release] = []  # what the recording's server sent later is never sent now
         if self.ws.close.by != "server" and not self._closed:
             code, reason = parse_close(payload)
             echo = self.ws.close if self.ws.close.by == "client" else None
@@ -304,7 +308,9 @@ class Conversation:
         if not self._closed:
             self._closed = True
             out.append(Release(0.0, None))
-        return [r for r in out if r.data is not None or r is out[-1]]
+        if out:
+            out[0].ends_pending = True
+        return out
 
     def _message(self, sent: tuple[str, bytes]) -> list[Release]:
         kind, payload = sent

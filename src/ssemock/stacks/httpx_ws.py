@@ -98,6 +98,8 @@ class MemoryNetworkStream:
     def queue(self, releases: list[Release]) -> None:
         now = _timing.clock.now()
         with self._cond:
+            if any(r.ends_pending for r in releases):
+                self._inbox.clear()
             due = self._inbox[-1][0] if self._inbox else now
             for r in releases:
                 at = self._timing.at(r.delay)

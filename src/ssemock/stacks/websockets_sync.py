@@ -78,8 +78,34 @@ def _wrap(original: Any) -> Any:
     return wrap_socket
 
 
-def patches() -> list[Patch]:
-    """The ``socket`` global of ``websockets.sync.client`` and ``SSLContext.wrap_socket``."""
-    import websockets.sync.client as client
+def _recv(original: Any) -> Any:
+    """``Connection.recv(timeout=)`` on a replayed session that stalls longer than ``timeout``
+    times out at once, as its own timeout does (no sleep): a message already received is still
+    returned first."""
 
-    return [Patch(client, "socket", _shim), Patch(ssl.SSLContext, "wrap_socket", _wrap)]
+    def recv(self: Any, timeout: float | None = None, *args: Any, **kwargs: Any) -> Any:
+        sock = getattr(self, "socket", None)
+        if timeout is None or timeout <= 0 or not isinstance(sock, MemorySocket):
+            return original(self, timeout, *args, **kwargs)
+        try:  # a message already received comes first
+            return original(self, 0, *args, **kwargs)
+        except TimeoutError:
+            pass
+        if not sock.stalls_past(timeout):
+            return original(self, timeout, *args, **kwargs)
+        raise TimeoutError(f"timed out in {timeout:.1f}s")
+
+    return recv
+
+
+def patches() -> list[Patch]:
+    """The ``socket`` global of ``websockets.sync.client``, ``SSLContext.wrap_socket``, and
+    ``Connection.recv`` (a stall longer than its ``timeout=`` ends as that timeout does)."""
+    import websockets.sync.client as client
+    import websockets.sync.connection as connection
+
+    return [
+        Patch(client, "socket", _shim),
+        Patch(ssl.SSLContext, "wrap_socket", _wrap),
+        Patch(connection.Connection, "recv", _recv),
+    ]

@@ -73,6 +73,9 @@ class MemoryTransport(asyncio.Transport):
 
     def _deliver(self, releases: Sequence[Release]) -> None:
         now = self._loop.time()
+        if any(r.ends_pending for r in releases):
+            self._queue.clear()
+            self._due = 0.0
         for r in releases:  # in order: the loop's timers do not keep the order of equal times
             at = self._timing.at(r.delay)
             self._due = max(self._due, now if at is None else now + at)

@@ -8,6 +8,7 @@ first write is the handshake, dispatched to the players; then it serves the reco
 
 from __future__ import annotations
 
+import functools
 import socket
 import threading
 from collections import deque
@@ -118,15 +119,28 @@ class MemorySocket:
         self._queue(releases)
 
     def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._inbox) or self._eof or self._closed)
+                if not self._inbox:
+                    return b""
+                head = self._inbox[0]
+            wait = head[0] - _timing.clock.now()
+            if wait <= 0:
+                break
+            if type(_timing.clock) is not _timing.Clock:  # a fake clock: what was slept is the test's
+                _timing.clock.sleep(wait)
+                break
+            with self._cond:  # the real clock: a close, or the client's close answered, ends the wait
+                self._cond.wait_for(functools.partial(self._moved, head), wait)
+                if self._closed:
+                    return b""
+                if self._inbox and self._inbox[0] is head:
+                    break
+        due, chunk = head
         with self._cond:
-            self._cond.wait_for(lambda: bool(self._inbox) or self._eof or self._closed)
-            if not self._inbox:
-                return b""
-            due, chunk = self._inbox[0]
-        wait = due - _timing.clock.now()
-        if wait > 0:
-            _timing.clock.sleep(wait)
-        with self._cond:
+            if not self._inbox or self._inbox[0] is not head:  # dropped meanwhile: read again
+                return self.recv(bufsize, flags)
             if chunk is None:
                 self._inbox.popleft()
                 self._eof = True
@@ -140,6 +154,9 @@ class MemorySocket:
             except BlockingIOError:
                 pass
             return chunk
+
+    def _moved(self, head: tuple[float, bytes | None]) -> bool:
+        return self._closed or not self._inbox or self._inbox[0] is not head
 
     def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
         data = self.recv(nbytes or len(buffer))
@@ -164,11 +181,24 @@ class MemorySocket:
         self._bell_w.close()
         self._bell_r.close()
 
+    def stalls_past(self, timeout: float) -> bool:
+        """Whether the next release is due more than ``timeout`` seconds from now: a recorded
+        stall longer than the client's timeout (nothing due until the client sends is not one:
+        another thread of the client may send, as it would live)."""
+        if self._conversation is None:
+            return False
+        with self._cond:
+            if self._closed or self._eof or not self._inbox:
+                return False
+            return self._inbox[0][0] - _timing.clock.now() > timeout
+
     # -- serving ----------------------------------------------------------------------------------
 
     def _queue(self, releases: list[Release]) -> None:
         now = _timing.clock.now()
         with self._cond:
+            if any(r.ends_pending for r in releases):
+                self._inbox.clear()
             due = self._inbox[-1][0] if self._inbox else now
             for r in releases:
                 at = self._timing.at(r.delay)
