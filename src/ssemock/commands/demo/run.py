@@ -4,6 +4,7 @@ and, asked, explore the streams a network can deliver for the naive decoder's sm
 
 from __future__ import annotations
 
+import copy
 import shlex
 import shutil
 import tempfile
@@ -24,6 +25,7 @@ from ...player.explore import explore as explore_search
 from ...player.replay import Player, replay, use_cassette
 from ...store.cassette import Cassette, Interaction
 from ...variants import chunking as _chunking
+from ..rechunk import rechunk
 from ..server import running
 from .clients import Outcome, _openai_client, _via_httpx_sse, _via_naive, _via_openai
 from .results import ChunkingResult, DemoResult
@@ -259,8 +261,13 @@ def _explore(
                     got.error or f"it decoded {got.chunks} of {live.chunks} chunks, text {got.text!r}"
                 )
 
+        # explore starts from a stream the naive decoder reads right (one event a chunk: as the
+        # recording is cut, it already fails, and explore reports a failure of the unmodified stream
+        # as the test's own, not a stream's), then draws the cuts that break it
+        start = copy.deepcopy(cassette)
+        rechunk(start, _chunking.per_event)
         failure = explore_search(
-            cassette,
+            start,
             naive_gets_the_live_result,
             examples,
             transforms=None,
