@@ -6,7 +6,9 @@ Per page, in a fresh temporary folder (the current directory while the page runs
   is not installed);
 * ``# file: NAME`` writes the block to NAME (an app module, a conftest.py, ...);
 * ``# test file: NAME.py [PYTEST ARGS]`` writes the block to NAME.py and runs it with
-  ``pytester.runpytest_subprocess(NAME.py, "-p", "no:cassetter", *ARGS)``: it must pass;
+  ``pytester.runpytest_inprocess(NAME.py, "-p", "no:cassetter", *ARGS)``: it must pass (in-process:
+  pytester restores sys.modules after it; pytest-randomly orders it as in a user's run, unless
+  ARGS hold ``-p no:randomly``: the block's inner run then needs its written order);
 * any other block is executed, in one namespace shared by the page's blocks.
 
 A page that holds the comment ``<!-- docs-test: bash -->`` also runs its ```bash blocks, in the
@@ -232,7 +234,7 @@ def _run_blocks(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(block.code, encoding="utf-8")
         if block.kind == "test file":
-            result = pytester.runpytest_subprocess(
+            result = pytester.runpytest_inprocess(
                 name,
                 "-p",
                 "no:cassetter",
