@@ -128,3 +128,15 @@ def test_every_package_but_framing_reads_its_submodules_fresh() -> None:
                 if source == "ssemock.framing" and f"ssemock.framing.{name}" in _modules():
                     stale.append(f"{module}:{line} imports the module {name} from ssemock.framing")
     assert not stale, stale
+
+
+def test_no_module_or_package_is_named_after_a_standard_library_module() -> None:
+    import sys
+
+    clashes = sorted(
+        str(path.relative_to(SRC))
+        for path in SRC.rglob("*")
+        if (path.suffix == ".py" and path.stem in sys.stdlib_module_names)
+        or (path.is_dir() and (path / "__init__.py").exists() and path.name in sys.stdlib_module_names)
+    )
+    assert not clashes, f"named like a standard-library module (an import of it reads wrong): {clashes}"
