@@ -1210,6 +1210,7 @@ CREDENTIALS: dict[str, str] = {
     "an Anthropic key (sk-ant-...)": "sk-ant-api03-" + _K + _K,
     "an OpenAI key (sk-proj-/sk-svcacct-/sk-admin-...)": "sk-proj-" + _K + _K,
     "an OpenAI-style key (sk-...)": "sk-" + _K + "abcd",
+    "an OpenAI ephemeral key (ek_...)": "ek_" + _K[:32],  # a Realtime client secret (session.created)
     "a Google API key (AIza...)": "AIza" + (_K + _K)[:35],
     "a Google OAuth token (ya29....)": "ya29." + _K,
     "a GitHub token (gh?_...)": "ghp_" + _K[:36],

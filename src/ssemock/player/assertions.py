@@ -58,8 +58,8 @@ class Assertions:
                 f"ssemock: nothing was served or recorded yet by {p!r}, so nothing is expected"
             )
         first = self._expected(latest)
-        if first.stream or first.play.status >= 400:
-            return first
+        if first.stream or first.play.status >= 400 or getattr(first.play, "faults", None):
+            return first  # a stream, an error, or a stream a fault cut (to no event, maybe): this one
         for other in earlier:  # an answer that is no stream (a DELETE, a 202): the stream before it
             if other is not latest and (found := self._expected(other)).stream:
                 return found
