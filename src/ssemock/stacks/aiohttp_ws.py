@@ -82,6 +82,6 @@ def _untee_tail(proto: Any) -> None:
 
 def patches() -> list[Patch]:
     """The hook on ``aiohttp.connector.BaseConnector.connect``."""
-    import aiohttp.connector
+    import aiohttp.connector as connector  # (read from sys.modules: aiohttp may be mid-import)
 
-    return [Patch(aiohttp.connector.BaseConnector, "connect", _connect)]
+    return [Patch(connector.BaseConnector, "connect", _connect)]
