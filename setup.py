@@ -6,4 +6,6 @@ uses its pure-Python code, which gives the same results.
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("ssemock.framing._speedups", ["src/ssemock/framing/_speedups.c"], optional=True)])
+setup(
+    ext_modules=[Extension("ssemock.framing._speedups", ["src/ssemock/framing/_speedups.c"], optional=True)]
+)

@@ -391,7 +391,10 @@ def test_commands_in_a_subprocess(tmp_path: Path) -> None:
     assert f"{bad}: problem: unknown cassette version 99" in proc.stdout
     proc = run("show", str(bad))
     assert proc.returncode == 1
-    assert proc.stderr.strip() == f"ssemock: error: {bad}: unknown cassette version 99 (this ssemock reads 1 and 2)"
+    assert (
+        proc.stderr.strip()
+        == f"ssemock: error: {bad}: unknown cassette version 99 (this ssemock reads 1 and 2)"
+    )
     proc = run("show", str(good), "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["shown"][0]["protocol"] == "openai.chat"
     proc = run("rechunk", str(good), "--chunking", "mid_utf8", "--in-place")

@@ -19,7 +19,16 @@ def test_each_play_has_its_expected_and_the_players_is_the_last_stream() -> None
                 content=x.request.body,
                 headers={"content-type": "application/json"} if x.request.body else {},
             ).read()
-    assert [p.request.method for p in player.plays] == ["POST", "POST", "GET", "POST", "POST", "POST", "POST", "DELETE"]
+    assert [p.request.method for p in player.plays] == [
+        "POST",
+        "POST",
+        "GET",
+        "POST",
+        "POST",
+        "POST",
+        "POST",
+        "DELETE",
+    ]
     streams = [p.expected().stream for p in player.plays]
     assert streams == [True, False, False, True, True, True, True, False]  # 202, empty GET, DELETE: none
     last = player.expected
