@@ -29,8 +29,8 @@ from starlette.requests import Request  # noqa: E402
 from starlette.responses import StreamingResponse  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
+from ssemock.commands.loopback import running  # noqa: E402
 from ssemock.commands.proxy import app  # noqa: E402
-from ssemock.commands.server import running  # noqa: E402
 
 EVENTS, GAP = 20, 0.005
 TTFB_GOAL, GAP_GOAL = 0.005, 0.002

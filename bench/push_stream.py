@@ -3,7 +3,7 @@
     python bench/push_stream.py
 
 A server-push stream (an event stream answering a GET) recorded under a chunking is served to the
-client as it arrives, planned as its replay will be (`ssemock.plan.live`). The loopback server
+client as it arrives, planned as its replay will be (`ssemock.plan.push_recording`). The loopback server
 sends N one-event writes then ends; the client (httpx) reads them all. The same run is timed
 plain (no chunking: the recording is teed, nothing planned) and under ``mid_line`` and
 ``bytewise``, at 500 and 4,000 events, side by side in one process (interleaved rounds, medians).
@@ -30,7 +30,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 import ssemock
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 
 SIZES = (500, 4_000)
 CHUNKINGS = (None, "mid_line", "bytewise")

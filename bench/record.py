@@ -23,7 +23,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 import ssemock
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 
 BIG_CHUNK = b"data: " + b"x" * 16_000 + b"\n\n"
 BIG_COUNT = 2_000  # ~32 MB

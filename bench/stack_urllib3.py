@@ -32,7 +32,7 @@ from starlette.routing import Route
 from timer import best
 
 import ssemock
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 
 URL = "https://api.example.test/v1/chat/completions"
 SIZE = 64

@@ -36,7 +36,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 from streams import anthropic_events, openai_chat_events, writes
 
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 
 GAP = 0.03
 

@@ -44,7 +44,7 @@ SUBMODULES = [
 
 def _submodule(name: str) -> ModuleType:
     """A public submodule: a front door (``ssemock.sse``), or a layer's module that the package
-    exports as an attribute (``ssemock.held`` is ``ssemock.plan.held``)."""
+    exports as an attribute (``ssemock.held`` is ``ssemock.plan.push_replay``)."""
     try:
         return importlib.import_module(f"ssemock.{name}")
     except ModuleNotFoundError:

@@ -8,7 +8,7 @@ import re
 import pytest
 from conftest import APP
 
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 
 HEADER = """
 import json, os

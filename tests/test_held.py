@@ -1,4 +1,4 @@
-"""A server-push stream held until the requests it answers are made (ssemock.plan.held), through every
+"""A server-push stream held until the requests it answers are made (ssemock.plan.push_replay), through every
 client stack: a sync reader released by POSTs from another thread, an async reader by POSTs from
 the same event loop; ids counted from when the stream opened; a clear, bounded failure when the
 request never comes; chunkings, transforms and faults still applied."""
@@ -19,7 +19,7 @@ import pytest
 import requests
 
 import ssemock
-import ssemock.plan.held
+import ssemock.plan.push_replay
 from ssemock.protocols import mcp
 
 ORIGIN = "http://127.0.0.1:8000"
@@ -230,7 +230,7 @@ def test_only_requests_made_since_the_stream_opened_count() -> None:
 
 
 def test_with_no_read_timeout_the_wait_is_bounded_by_hold_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ssemock.plan.held, "HOLD_LIMIT", 0.1)
+    monkeypatch.setattr(ssemock.plan.push_replay, "HOLD_LIMIT", 0.1)
     with (
         ssemock.replay(_cassette()),
         httpx.Client(timeout=None) as client,

@@ -36,7 +36,7 @@ import ssemock
 from ssemock import Cassette, CassetteError, framing
 from ssemock.commands.cli import main
 from ssemock.commands.import_vcr import ImportSummary, import_paths, import_vcr
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 
 SSE = b'data: {"a": 1}\n\nevent: x\ndata: \xe4\xb8\x96\n\ndata: [DONE]\n\n'
 NDJSON = b'{"message": {"content": "Hel"}}\n{"message": {"content": "lo"}, "done": true}\n'

@@ -28,7 +28,7 @@ from starlette.routing import Route
 
 import ssemock
 from ssemock.commands.cli import main
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 from ssemock.core.modes import RecordMode
 from ssemock.redaction.rules import find_secrets
 

@@ -264,7 +264,7 @@ PYTEST_INI = "[pytest]\n# replay only\naddopts = --record-mode=none -p no:cachep
 def record_suite(root: Path) -> None:
     """A pytest-recording suite in ``root``, its cassettes recorded by vcrpy from a loopback server
     that is gone when this returns (so every later run replays)."""
-    from ssemock.commands.server import running
+    from ssemock.commands.loopback import running
 
     tests = root / "tests"
     with running(APP) as base:

@@ -15,7 +15,7 @@ import pytest
 from conftest import APP
 
 import ssemock
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 
 TEST_FILE = """
 import asyncio, os

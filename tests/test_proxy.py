@@ -32,8 +32,8 @@ from starlette.routing import Route
 
 import ssemock
 from ssemock import sse
+from ssemock.commands.loopback import running
 from ssemock.commands.proxy import app
-from ssemock.commands.server import running
 
 TIMEOUT = 10.0
 

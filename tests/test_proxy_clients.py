@@ -34,8 +34,8 @@ import ssemock
 from ssemock import sse
 from ssemock.accumulate import accumulate
 from ssemock.commands import serve
+from ssemock.commands.loopback import running
 from ssemock.commands.proxy import app as proxy_app
-from ssemock.commands.server import running
 
 NODE_DIR = Path(__file__).parent / "node"
 MATRIX_PAGE = Path(__file__).parent / "browser" / "matrix.html"

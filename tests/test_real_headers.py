@@ -20,7 +20,7 @@ from secrets_corpus import CREDENTIALS, PROVIDERS, Endpoint
 import ssemock
 from ssemock import Cassette, CassetteError
 from ssemock.commands.cli import main
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 from ssemock.redaction.rules import find_secrets
 from ssemock.scan.credential_shapes import _SHAPES
 from ssemock.scan.walk import scan_cassette

@@ -1,4 +1,4 @@
-"""A server-push stream on a recording run (ssemock.plan.live): the client gets what the replay run
+"""A server-push stream on a recording run (ssemock.plan.push_recording): the client gets what the replay run
 will give it (chunking, transform and fault applied) as the live stream arrives, never after its
 end, while the cassette gets the whole live stream as it arrived; a variant that needs the end
 is refused naming it. Against a loopback server whose GET event stream sends its first event,
@@ -29,8 +29,8 @@ from starlette.routing import Route
 
 import ssemock
 from ssemock import chunking, faults, framing, transforms
-from ssemock.commands.server import running
-from ssemock.plan.live import needs_end, prefix
+from ssemock.commands.loopback import running
+from ssemock.plan.push_recording import needs_end, prefix
 from ssemock.plan.serving import plan_response
 from ssemock.stacks import STACKS
 from ssemock.store.cassette import Response

@@ -29,7 +29,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 import ssemock
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 from ssemock.plugin import cassette_name
 
 

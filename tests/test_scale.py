@@ -29,7 +29,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 import ssemock
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 
 EVENTS = 6
 
@@ -321,7 +321,7 @@ from starlette.applications import Starlette
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 import ssemock
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 
 SIZE, PATH, MODE = int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 EVENT = b"data: " + b"x" * 16376 + b"\n\n"

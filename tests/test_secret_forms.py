@@ -31,7 +31,7 @@ from test_secrets import _secret_part, credentials
 import ssemock
 from ssemock import Cassette, CassetteError, UnmatchedRequestError, framing, protocols, synth
 from ssemock.commands.cli import main
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 from ssemock.framing.eventstream import encode as frame
 from ssemock.plugin import cassette_name
 from ssemock.redaction.keep import keep_masked

@@ -29,8 +29,8 @@ from starlette.routing import Route
 import ssemock
 from ssemock import Cassette, CassetteError
 from ssemock.commands.cli import main
+from ssemock.commands.loopback import running
 from ssemock.commands.serve import Replayer
-from ssemock.commands.server import running
 from ssemock.redaction.rules import escape_control, find_secrets, mask_text, mask_url
 from ssemock.scan.shapes import scan, scan_header, scan_url
 

@@ -31,11 +31,11 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Mount, Route
 
 import ssemock
-import ssemock.plan.held
+import ssemock.plan.push_replay
 from ssemock import chunking, sse, transforms
 from ssemock.commands.cli import main
+from ssemock.commands.loopback import running
 from ssemock.commands.serve import Replayer, app, resume_offset
-from ssemock.commands.server import running
 
 URL = "https://api.example.com/v1/chat/completions"
 PATH = "/v1/chat/completions"
@@ -750,7 +750,7 @@ def test_the_mcp_sdks_sse_client_replays_a_legacy_session_over_the_server() -> N
 
 
 def test_a_held_stream_whose_request_never_comes_drops_and_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ssemock.plan.held, "HOLD_LIMIT", 0.2)
+    monkeypatch.setattr(ssemock.plan.push_replay, "HOLD_LIMIT", 0.2)
     lines: list[str] = []
     served = app(ssemock.cassettes.load("mcp/sse_session"), log=lines.append)
     with running(served) as base, requests.get(f"{base}/sse", stream=True, timeout=TIMEOUT) as response:

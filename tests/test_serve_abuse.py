@@ -21,10 +21,10 @@ import ssemock
 from ssemock import sse
 from ssemock.commands import serve
 from ssemock.commands.cli import main
+from ssemock.commands.loopback import running
 from ssemock.commands.serve import app, resume_index, resume_offset
 from ssemock.commands.serve import replayer as serve_replayer
 from ssemock.commands.serve import resume as serve_resume
-from ssemock.commands.server import running
 
 TIMEOUT = 10.0
 URL = "https://api.example.com/v1/chat/completions"
@@ -265,7 +265,7 @@ def test_a_held_stream_is_not_decoded_again_for_each_reconnection(monkeypatch: p
     for each of a flood of GETs (with or without a bogus Last-Event-ID)."""
     import ssemock.protocols
 
-    monkeypatch.setattr(ssemock.plan.held, "HOLD_LIMIT", 0.05)
+    monkeypatch.setattr(ssemock.plan.push_replay, "HOLD_LIMIT", 0.05)
     calls: list[int] = []
     real = ssemock.protocols.holds
 

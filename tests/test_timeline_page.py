@@ -16,9 +16,9 @@ import pytest
 from test_serve import CHROMIUM, _dump_dom
 
 import ssemock
+from ssemock.commands.loopback import running
 from ssemock.commands.proxy import app as proxy_app
 from ssemock.commands.serve import app
-from ssemock.commands.server import running
 
 CHUNK_BLUE = (0x3B, 0x6F, 0xD8)
 

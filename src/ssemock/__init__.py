@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         transforms,
     )
     from .framing.sse import ServerSentEvent
-    from .plan import held
+    from .plan import push_replay as held
     from .plan.errors import NetworkBlockedError, RecordingVariantError, SsemockWarning
     from .plan.expect import Expected, StreamAssertionError
     from .plan.record import RequestHook, ResponseHook
@@ -73,7 +73,7 @@ _SUBMODULES = {
         name: name for name in ("cassettes", "chunking", "conformance", "faults", "matching", "ndjson", "sse")
     },
     **{name: name for name in ("strategies", "synth", "timing", "transforms", "vcr_compat")},
-    "held": "plan.held",
+    "held": "plan.push_replay",
 }
 
 

@@ -1,5 +1,5 @@
 """A server-push stream recorded under a chunking that cuts each event on its own is planned one
-new event at a time (ssemock.plan.live): the chunking is given each recorded byte about once, not
+new event at a time (ssemock.plan.push_recording): the chunking is given each recorded byte about once, not
 the whole recording again at every event, and the client still gets what the replay serves."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 import ssemock
 from ssemock.chunking import Chunking, mid_line
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 
 EVENTS = 300
 

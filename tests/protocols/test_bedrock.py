@@ -25,7 +25,7 @@ from starlette.routing import Route
 
 import ssemock
 from ssemock import synth
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 from ssemock.framing import eventstream as es
 from ssemock.protocols import bedrock
 from ssemock.protocols.base import Accumulated, StreamError

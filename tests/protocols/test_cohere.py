@@ -18,7 +18,7 @@ from cohere import errors as cohere_errors
 
 import ssemock
 from ssemock import chunking, framing, synth, transforms
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 from ssemock.protocols import cohere as cohere_protocol
 
 WEATHER = {"name": "get_weather", "arguments": {"city": "東京", "unit": "celsius"}}

@@ -19,7 +19,7 @@ from google.genai import errors as genai_errors
 
 import ssemock
 from ssemock import cassettes, chunking, framing, synth
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 from ssemock.protocols import gemini
 
 WEATHER = {"name": "get_weather", "arguments": {"city": "東京", "unit": "celsius"}}

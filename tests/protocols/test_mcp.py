@@ -27,7 +27,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 
 import ssemock
-import ssemock.plan.held
+import ssemock.plan.push_replay
 from ssemock.protocols import mcp
 from ssemock.protocols.base import StreamError
 from ssemock.sse import decode

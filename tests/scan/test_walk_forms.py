@@ -26,7 +26,7 @@ import yaml
 import ssemock
 from ssemock import Cassette, CassetteError, synth
 from ssemock.commands.cli import main
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 from ssemock.protocols.bedrock_invoke import URL as INVOKE_URL
 from ssemock.protocols.bedrock_invoke import chunk_frame
 from ssemock.scan.walk import scan_cassette

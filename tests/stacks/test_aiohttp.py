@@ -26,7 +26,7 @@ from starlette.routing import Route
 from streams import TEXT, anthropic_events, openai_chat_events, writes
 
 import ssemock
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 
 TRANSFORMS = [None, "crlf", "cr", "keepalive", "no_space"]
 GAP = 0.02

@@ -33,7 +33,7 @@ from starlette.routing import Route
 from streams import openai_chat_events
 
 import ssemock
-from ssemock.commands.server import running
+from ssemock.commands.loopback import running
 
 WRITES = [b"data: one\n\n", b"data: t", b"wo\n\nevent: x\ndata: \xe4\xb8", b"\x96\n\n"]
 GAP = 0.02

@@ -406,7 +406,7 @@ def write_library(
     response keeps the server's headers (``date`` dropped, for a stable file) and says how it
     was made in ``x-ssemock-source``.
     """
-    from ..commands.server import running
+    from ..commands.loopback import running
 
     out_dir = Path(directory) if directory is not None else _library_dir()
     holder: dict[str, Interaction] = {}

@@ -18,7 +18,7 @@ every event (``bench/push_stream.py``).
 
 That is exact for a chunking, transform or fault whose plan of a body ending at an event
 boundary is the start of its plan of any longer body: each declares it (``needs_end`` is None;
-[`needs_end`][ssemock.plan.live.needs_end] lists the ones that do not, and the player refuses them
+[`needs_end`][ssemock.plan.push_recording.needs_end] lists the ones that do not, and the player refuses them
 on a server-push stream with [`RecordingVariantError`][ssemock.RecordingVariantError]). The one
 difference a client can see is a seam: where a recorded chunk spanned an event boundary and the
 next event had not fully arrived, the client's chunk ends at that boundary (it never gets a cut
@@ -59,7 +59,7 @@ class LiveSource:
     aclose: Callable[[], Awaitable[object]] | None = None
     """Closes the live stream (async httpcore stacks)."""
     taken: bool = False
-    """A [`LiveStream`][ssemock.plan.live.LiveStream] serves from it and closes it; else the stack
+    """A [`LiveStream`][ssemock.plan.push_recording.LiveStream] serves from it and closes it; else the stack
     closes it (a refusal, or an HTTP error fault answered before any stream)."""
 
 
@@ -298,7 +298,7 @@ class LiveStream(ReplayStream):
     @property
     def consumed(self) -> bool:
         """Every chunk the replay of the recording serves reached the client (see
-        [`Live.served_all`][ssemock.plan.live.Live.served_all])."""
+        [`Live.served_all`][ssemock.plan.push_recording.Live.served_all])."""
         return self._live.served_all()
 
     @property

@@ -3,14 +3,14 @@
 The legacy MCP transport (HTTP+SSE) opens one long-lived ``GET`` stream and POSTs every request
 apart; each response arrives on the stream, correlated by JSON-RPC id alone. Replayed at once,
 the stream would hand the client answers to requests it has not made yet. So a player keeps the
-correlation ids of every request it matched ([`Requests`][ssemock.plan.held.Requests]), and a replayed server-push
+correlation ids of every request it matched ([`Requests`][ssemock.plan.push_replay.Requests]), and a replayed server-push
 stream waits before each message that answers a request (where the protocol's ``holds`` says)
-until that request has been made since the stream opened ([`Gate`][ssemock.plan.held.Gate]). Everything else keeps
+until that request has been made since the stream opened ([`Gate`][ssemock.plan.push_replay.Gate]). Everything else keeps
 its recorded order and timing. Only requests that can come are waited for: those whose id a
-request recorded after the stream opened carries ([`holds_for`][ssemock.plan.held.holds_for]); a message answering any
+request recorded after the stream opened carries ([`holds_for`][ssemock.plan.push_replay.holds_for]); a message answering any
 other id (a hand-made stream, a request the recording never made) plays straight away. A request
 that never comes ends the wait with the client's own
-read timeout, after at most the client's read timeout or [`HOLD_LIMIT`][ssemock.plan.held.HOLD_LIMIT].
+read timeout, after at most the client's read timeout or [`HOLD_LIMIT`][ssemock.plan.push_replay.HOLD_LIMIT].
 """
 
 # One core serves every stack: the replay stream's steps are the same for sync and async reads,
@@ -64,7 +64,7 @@ class Requests:
     for them, in any thread or event loop.
 
     ``only_wanted=True`` (``ssemock serve``, which runs for ever): only the ids an open held
-    stream waits for ([`want`][ssemock.plan.held.Requests.want]) are kept, and dropped when no open stream wants them any
+    stream waits for ([`want`][ssemock.plan.push_replay.Requests.want]) are kept, and dropped when no open stream wants them any
     more, so the ledger never holds more ids than the cassettes' held streams wait for,
     however many requests come."""
 
@@ -89,7 +89,7 @@ class Requests:
 
     def want(self, ids: Iterable[Any]) -> int:
         """A held stream waiting for ``ids`` opens now: they are kept from here (see
-        ``only_wanted``) until [`unwant`][ssemock.plan.held.Requests.unwant]; returns [`mark`][ssemock.plan.held.Requests.mark]."""
+        ``only_wanted``) until [`unwant`][ssemock.plan.push_replay.Requests.unwant]; returns [`mark`][ssemock.plan.push_replay.Requests.mark]."""
         with self._changed:
             if self._wanted is not None:
                 self._wanted.update(ids)
@@ -152,7 +152,7 @@ class Requests:
                 self._changed.wait(left)
 
     async def wait_async(self, ids: Collection[Any], since: int, timeout: float) -> list[Any]:
-        """[`wait`][ssemock.plan.held.Requests.wait] without blocking the event loop (the request is usually made by another
+        """[`wait`][ssemock.plan.push_replay.Requests.wait] without blocking the event loop (the request is usually made by another
         task on the same loop): an asyncio.Event the player sets, or short sleeps under trio."""
         deadline = time.monotonic() + timeout
         try:
@@ -229,7 +229,7 @@ class Hold:
             raise gate.fail(missing)
 
     async def wait_async(self) -> None:
-        """[`wait`][ssemock.plan.held.Hold.wait] on an event loop."""
+        """[`wait`][ssemock.plan.push_replay.Hold.wait] on an event loop."""
         gate = self.gate
         missing = await gate.requests.wait_async(self.ids, gate.since, gate.timeout)
         if missing:

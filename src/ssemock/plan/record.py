@@ -17,7 +17,7 @@ will give it (`Recorder.replays`): the stack reads the live stream whole into th
 first, then serves the recording through the same plan a replay uses (`Recorder.served`),
 so one test passes both ways. A server-push stream (`Recorder.pushes`: a GET event stream,
 which may never end) cannot be read whole first: it is served as it arrives, each completed
-event planned as the replay will plan it (`ssemock.plan.live`), while the recording gets the
+event planned as the replay will plan it (`ssemock.plan.push_recording`), while the recording gets the
 whole live stream as it arrived. The client may then see one seam a replay does not give it: a
 chunk that ends at an event boundary where the recorded chunk went on into the next event. A
 variant that needs the whole stream (``coalesced``, ``truncate``, ...) is refused there, with
@@ -41,7 +41,7 @@ import httpx
 from ..redaction.rules import mask_url, redact_request, redact_response
 from ..store.cassette import Headers, Interaction, Request, Response
 from .errors import SsemockWarning
-from .live import LiveSource
+from .push_recording import LiveSource
 
 __all__ = [
     "DRAIN_SECONDS",
@@ -178,7 +178,7 @@ class Recorder:
     def served(self, live: LiveSource | None = None) -> httpx.Response:
         """The response a replay of this (finished) recording serves, to hand the client; with
         ``live`` (a server-push stream, `pushes`), the response that serves it as it arrives
-        (`ssemock.plan.live`): if ``live.taken`` is False after it, the stack closes the live stream."""
+        (`ssemock.plan.push_recording`): if ``live.taken`` is False after it, the stack closes the live stream."""
         assert self._serve is not None, "served() is for a recording that replays()"
         return self._serve(self, live)
 

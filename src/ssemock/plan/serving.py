@@ -26,7 +26,7 @@ from ..variants import faults as _faults
 from ..variants import timing as _timing
 from ..variants import transforms as _transforms
 from ..variants.faults import Served
-from . import held as _held
+from . import push_replay as _held
 from .expect import Expected
 
 __all__ = [
@@ -69,7 +69,9 @@ class Plan:
     faults: list[str] = field(default_factory=list)  # the faults that changed what is served
     framing: str = "sse"  # the served body's framing (before a fault cut it)
     cut_at: int | None = None  # where a fault cut the body short (disconnect, truncate)
-    open: bool = False  # the plan of an open prefix of a live stream: more may come (ssemock.plan.live)
+    open: bool = (
+        False  # the plan of an open prefix of a live stream: more may come (ssemock.plan.push_recording)
+    )
 
 
 class _Due(Sequence[float | None]):
@@ -127,7 +129,7 @@ def plan_response(
     server-push stream, `ssemock.protocols.holds`) says where the served body waits for
     requests: a chunk starts at each such offset (a chunk never spans a wait), and
     ``Plan.holds`` names the requests each waits for. ``more``: the response is an open prefix
-    of a live stream, whole events so far (see [`ssemock.plan.live`][ssemock.plan.live]): a positioned
+    of a live stream, whole events so far (see [`ssemock.plan.push_recording`][ssemock.plan.push_recording]): a positioned
     fault waits for its position, and ``Plan.open`` says whether more may still follow.
     """
     served = Served(
@@ -198,7 +200,7 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
     """A single-pass response body, like a socket: lazily yields the planned chunks once.
 
     With a ``gate`` (a server-push stream whose messages answer other requests), each chunk the
-    plan holds waits until the requests it answers are made (see [`ssemock.plan.held`][ssemock.plan.held])."""
+    plan holds waits until the requests it answers are made (see [`ssemock.plan.push_replay`][ssemock.plan.push_replay])."""
 
     def __init__(self, plan: Plan, t0: float, gate: _held.Gate | None = None) -> None:
         self._plan = plan

@@ -22,8 +22,8 @@ import respx
 
 from .. import protocols as _protocols
 from .. import stacks as _stacks
-from ..plan import held as _held
 from ..plan import matching
+from ..plan import push_replay as _held
 from ..plan.conversation import Conversation
 from ..plan.errors import RecordingVariantError, SsemockWarning, UnmatchedRequestError
 from ..plan.expect import Expected, StreamAssertionError

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.extras import require
-from ..plan import held as _held
+from ..plan import push_replay as _held
 from ..plan.expect import StreamAssertionError
 from ..store.cassette import Cassette
 from ..variants import faults as _faults

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import httpx
 
 from .. import stacks as _stacks
-from ..plan import live as _live
 from ..plan import matching
+from ..plan import push_recording as _live
 from ..plan.errors import RecordingVariantError
 from ..plan.record import Recorder, drain_seconds
 from ..plan.selection import Selection
@@ -95,7 +95,7 @@ class RecordingRun:
     ) -> httpx.Response:
         """A recording run's answer for a server-push stream (it may never end) under a chunking,
         transform or fault: served as it arrives, each completed event planned as the replay will
-        plan it (`ssemock.plan.live`), attempts and aiming counted as in `_serve_recorded`. A variant
+        plan it (`ssemock.plan.push_recording`), attempts and aiming counted as in `_serve_recorded`. A variant
         that needs the whole stream is refused here, before any of it is served, with
         `RecordingVariantError`; an ``http_error`` fault answers at once, its body once the first
         event arrived (its shape may follow the stream's protocol), and the live stream stays open

@@ -45,8 +45,8 @@ def ssemock_proxy(
     record_mode=None, **options)`` (``options``: those of `ssemock.commands.proxy.app`, such as
     ``chunking`` or ``faults`` for the replay) returns a [`ProxyRun`][ssemock.plugin.proxy.ProxyRun]. Each
     proxy stops after the test; a response still streaming then is saved marked incomplete."""
+    from ..commands.loopback import running
     from ..commands.proxy import app
-    from ..commands.server import running
 
     stem = cassette_name(request.node).removesuffix(".json")
     default_mode = _setting("record_mode", {}, ssemock_config, request.config) or "none"

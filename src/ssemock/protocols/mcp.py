@@ -8,7 +8,7 @@ stream for server-initiated messages. The session is the ``Mcp-Session-Id`` resp
 ``initialize``, echoed on every later request. The legacy HTTP+SSE transport opens a ``GET``
 stream first, whose ``event: endpoint`` names the URL to POST to; every response then arrives on
 that stream, correlated by id alone: replay holds each of its messages until the request it
-answers is made (see [`holds`][ssemock.protocols.mcp.holds] and [`ssemock.plan.held`][ssemock.plan.held]).
+answers is made (see [`holds`][ssemock.protocols.mcp.holds] and [`ssemock.plan.push_replay`][ssemock.plan.push_replay]).
 
 The reference fold reads SSE events (or parsed JSON bodies) and gives an [`McpResult`][ssemock.protocols.mcp.McpResult]: the
 results and errors by request id, notifications and server requests in order, the text content of

@@ -42,7 +42,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from respx.models import PassThrough
 from yarl import URL
 
-from ..plan.live import LiveSource
+from ..plan.push_recording import LiveSource
 from ..plan.record import Recorder
 from ..plan.serving import ReplayStream
 from . import STACK_KEY, Patch, Record, adispatch, intercepting, passing

@@ -19,7 +19,7 @@ import httpx
 from respx.models import PassThrough
 from respx.patterns import parse_url
 
-from ..plan.live import LiveSource
+from ..plan.push_recording import LiveSource
 from ..plan.record import Recorder
 from . import STACK_KEY, Patch, Record, RecordSession, adispatch, dispatch, httpx_ws, intercepting, passing
 

@@ -46,7 +46,7 @@ from urllib3.response import BaseHTTPResponse, HTTPResponse
 from urllib3.util import SKIP_HEADER, Timeout
 from urllib3.util.request import body_to_chunks
 
-from ..plan.live import LiveSource
+from ..plan.push_recording import LiveSource
 from ..plan.record import Recorder
 from ..plan.serving import ReplayStream
 from . import STACK_KEY, Patch, Record, dispatch, intercepting, passing

@@ -116,11 +116,11 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
 
     try:
-        import uvicorn  # noqa: F401  (run by ssemock.commands.server.running)
+        import uvicorn  # noqa: F401  (run by ssemock.commands.loopback.running)
 
+        from ..loopback import running
         from ..proxy import app
         from ..serve import DEFAULT_MAX_BODY
-        from ..server import running
     except ImportError as exc:
         raise _UsageError(
             f"proxy needs the 'serve' extra ({exc.name or exc}): {install_hint('serve')}"

@@ -107,10 +107,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import threading
 
     try:
-        import uvicorn  # noqa: F401  (run by ssemock.commands.server.running)
+        import uvicorn  # noqa: F401  (run by ssemock.commands.loopback.running)
 
+        from ..loopback import running
         from ..serve import DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, app
-        from ..server import running
     except ImportError as exc:
         raise _UsageError(
             f"serve needs the 'serve' extra ({exc.name or exc}): {install_hint('serve')}"

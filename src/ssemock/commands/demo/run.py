@@ -25,8 +25,8 @@ from ...player.explore import explore as explore_search
 from ...player.replay import Player, replay, use_cassette
 from ...store.cassette import Cassette, Interaction
 from ...variants import chunking as _chunking
+from ..loopback import running
 from ..rechunk import rechunk
-from ..server import running
 from .clients import Outcome, _openai_client, _via_httpx_sse, _via_naive, _via_openai
 from .results import ChunkingResult, DemoResult
 from .stream import APP, CASSETTE_NAME

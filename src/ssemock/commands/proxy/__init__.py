@@ -80,7 +80,7 @@ def app(
 ) -> Starlette:
     """An ASGI app proxying to ``upstream`` (a URL, or `Upstream`s by path prefix) and recording
     into ``cassette_dir``; ``app.state.ssemock`` is the [`Proxy`][ssemock.commands.proxy.Proxy].
-    Run it with ``ssemock.commands.server.running(app)`` or any ASGI server."""
+    Run it with ``ssemock.commands.loopback.running(app)`` or any ASGI server."""
     ups = (
         [Upstream(upstream, cassette=cassette)]
         if isinstance(upstream, str)

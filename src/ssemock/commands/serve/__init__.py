@@ -12,7 +12,7 @@ faults, re-chunking, timing -- with every chunk sent as its own HTTP write:
 * a ``stall`` fault really sends nothing for its seconds (scaled by ``scaled:F`` timing);
 * ``http_error`` answers with the error status and the provider's error body;
 * a GET event stream whose messages answer other requests (the legacy MCP transport's) holds
-  each such message until the request it answers has come ([`ssemock.plan.held`][ssemock.plan.held]), as the Player
+  each such message until the request it answers has come ([`ssemock.plan.push_replay`][ssemock.plan.push_replay]), as the Player
   does; when it never comes, the connection drops after ``held.HOLD_LIMIT`` with a log line.
 
 Browsers: ``EventSource`` can only send GET, so a GET with ``Accept: text/event-stream`` that
@@ -42,7 +42,7 @@ so recorded retries replay in order and the server keeps answering after the las
 ``http_error`` (or a ``sequence`` step) does not use up its interaction, as in the Player.
 
 [`app`][ssemock.commands.serve.app] needs the ``serve`` extra (``pip install -e ".[serve]"`` in a clone): Starlette, and uvicorn
-to run it ([`ssemock.commands.server.running`][ssemock.commands.server.running], or ``ssemock serve``).
+to run it ([`ssemock.commands.loopback.running`][ssemock.commands.loopback.running], or ``ssemock serve``).
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def app(
     ``cors``: the origin to allow (``"*"`` for any; default none); ``max_body``: the largest
     request body accepted (413 past it); ``log``: called with one masked line per request.
 
-    Run it with ``ssemock.commands.server.running(app)`` (loopback, in a thread) or any ASGI server.
+    Run it with ``ssemock.commands.loopback.running(app)`` (loopback, in a thread) or any ASGI server.
     ``app.state.ssemock`` is the [`Replayer`][ssemock.commands.serve.Replayer] (``.exchanges`` lists what was served).
     """
     replayer = Replayer(

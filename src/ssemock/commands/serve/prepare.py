@@ -56,7 +56,7 @@ def prepare(
     that ends the stream, or a failure recorded mid-stream, makes the plan end with
     `ConnectionDropped`. A resumption after which no event carries another ID is a
     ``204 No Content``. ``holds``: where a server-push stream waits for requests (see
-    [`ssemock.plan.held`][ssemock.plan.held]). ``resume``: the interaction's `resume_index`, when built already.
+    [`ssemock.plan.push_replay`][ssemock.plan.push_replay]). ``resume``: the interaction's `resume_index`, when built already.
     """
     response = interaction.response
     resumed_at = None

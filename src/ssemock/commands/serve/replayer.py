@@ -20,8 +20,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 
 from ... import protocols as _protocols
 from ...framing.sse import decode
-from ...plan import held as _held
 from ...plan import matching
+from ...plan import push_replay as _held
 from ...plan.selection import Selection
 from ...plan.serving import ChunkingSpec, FaultSpec, Plan, ReplayStream, TimingSpec, TransformSpec
 from ...redaction.rules import escape_control, mask_text, mask_url, redact_request
