@@ -7,6 +7,7 @@ import threading
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import brotli
 import httpcore  # noqa: F401  imported here, not lazily inside a pytester test: pytester
@@ -202,3 +203,28 @@ def assert_paced(times: list[float], gap: float) -> None:
     machine delivers late, never early)."""
     assert times == sorted(times), times
     assert all(t >= k * gap - 0.002 for k, t in enumerate(times)), (times, gap)
+
+
+@pytest.fixture(autouse=True)
+def _inner_runs_import_their_own_test_files(request: pytest.FixtureRequest) -> Iterator[None]:
+    """An in-process inner run (pytester) imports its test files by basename: an outer test module
+    of the same name (tests/test_cli.py, imported by this xdist worker) must not answer for the
+    inner test_cli.py ("import file mismatch", depending on which worker ran what). The outer
+    test modules leave sys.modules for the test (they are collected already) and come back after."""
+    if "pytester" not in request.fixturenames:
+        yield
+        return
+    import sys
+
+    here = str(Path(__file__).resolve().parent)
+    outer = {
+        name: module
+        for name, module in list(sys.modules.items())
+        if "." not in name
+        and name.startswith(("test_", "conftest"))
+        and str(getattr(module, "__file__", "") or "").startswith(here)
+    }
+    for name in outer:
+        del sys.modules[name]
+    yield
+    sys.modules.update(outer)
