@@ -52,7 +52,7 @@ def main() -> None:
     ]
     try:
         import trustme
-        from test_gemini_live import _session as live_session
+        from test_gemini_live_sdk import _session as live_session
     except ImportError:
         pass
     else:
