@@ -13,10 +13,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("libcst", reason="ssemock migrate needs the migrate extra")
-
 CASSETTE = """interactions:
 - request:
     body: null
