@@ -43,7 +43,10 @@ def test_assemblyai_streaming_records_then_replays_offline(tmp_path: Path) -> No
             live = _transcribe(host, [b"\x00\x01" * 800] * 2)
     assert live == [("Begin", "sess-1"), ("Turn", "Hello (3200 bytes)."), ("Termination", 1)]
     ws = ssemock.Cassette.load(path).interactions[0].websocket
-    assert ws is not None and ws.close.by == "server" and "test-assemblyai-key" not in path.read_text()
+    assert ws is not None and "test-assemblyai-key" not in path.read_text()
+    # The server closes right after Termination while the client tears down on it: either close
+    # frame can cross first on a real network, and the cassette keeps whichever did.
+    assert (ws.close.code, ws.close.clean) == (1000, True) and ws.close.by in ("server", "client")
     assert [m.type for m in ws.sent()] == ["binary", "binary", "text"]
     with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]) as player:
         again = _transcribe(host, [b"\x00\x01" * 1600])  # the same audio in one chunk: counted by bytes
