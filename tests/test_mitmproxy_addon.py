@@ -10,12 +10,12 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 from conftest import ACK, GATED
+from waiting import accepts, until
 
 import ssemock
 import ssemock.commands.mitmproxy_addon as addon
@@ -61,16 +61,8 @@ def test_forward_mode_records_each_chunk_as_it_arrives(server: str, tmp_path: Pa
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, (
-                    proc.stderr.read() if proc.stderr else ""
-                )
-                time.sleep(0.05)
+        up = until(lambda: accepts(port) or proc.poll() is not None, "mitmdump's start")
+        assert up and proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         with httpx.Client(proxy=f"http://127.0.0.1:{port}", timeout=10, trust_env=False) as client:
             reads = []
             with client.stream("POST", server + "/gated", json={"stream": True}) as resp:
@@ -79,10 +71,11 @@ def test_forward_mode_records_each_chunk_as_it_arrives(server: str, tmp_path: Pa
                     ACK.release()  # the upstream sends chunk k+1 only now
             with client.stream("GET", server + "/gzip", headers={"accept-encoding": "gzip"}) as resp:
                 raw = b"".join(resp.iter_raw())
-        deadline = time.monotonic() + 10
-        while not path.exists() or len(ssemock.Cassette.load(path).interactions) < 2:
-            assert time.monotonic() < deadline, "the addon saved nothing"
-            time.sleep(0.05)
+        until(
+            lambda: path.exists() and len(ssemock.Cassette.load(path).interactions) >= 2,
+            "the addon's save of both interactions",
+            every=0.05,
+        )
     finally:
         proc.send_signal(signal.SIGTERM)
         try:

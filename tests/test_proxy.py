@@ -16,7 +16,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,13 +28,14 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from waiting import accepts, until
 
 import ssemock
 from ssemock import sse
 from ssemock.commands.loopback import running
 from ssemock.commands.proxy import app
 
-TIMEOUT = 10.0
+TIMEOUT = 60.0
 
 
 @contextmanager
@@ -50,13 +50,11 @@ def proxy(upstream: str, tmp_path: Path, **options: Any) -> Iterator[tuple[str, 
 def saved(proxy_state: Any, count: int = 1, name: str = "proxy") -> ssemock.Cassette:
     """The cassette once ``count`` recordings were saved into it (a save ends after the client's
     last byte: wait for it, bounded)."""
-    deadline = time.monotonic() + TIMEOUT
-    while True:
-        book = proxy_state.books.get(name)
-        if book is not None and book.saved >= count:
-            return ssemock.Cassette.load(book.path)
-        assert time.monotonic() < deadline, f"no save into {name} after {TIMEOUT} s"
-        time.sleep(0.01)
+    book = until(
+        lambda: (b := proxy_state.books.get(name)) is not None and b.saved >= count and b,
+        f"{count} save(s) into {name}",
+    )
+    return ssemock.Cassette.load(book.path)
 
 
 # -- relayed as it arrives, recorded with its times ----------------------------------------------
@@ -251,10 +249,7 @@ def test_a_secret_in_a_recording_is_refused_and_kept_masked(tmp_path: Path) -> N
     with running(Starlette(routes=[Route("/v1/x", chat)])) as up:
         with proxy(up, tmp_path) as (url, state, lines):
             resp = httpx.get(url + "/v1/x", timeout=TIMEOUT)
-            deadline = time.monotonic() + TIMEOUT
-            while not any("NOT saved" in line for line in lines):
-                assert time.monotonic() < deadline, lines
-                time.sleep(0.01)
+            until(lambda: any("NOT saved" in line for line in lines), f"a refusal in {lines}")
     assert resp.json() == {"echo": leak}  # the client gets the live answer
     assert not (tmp_path / "proxy.json").exists()
     kept = (tmp_path / "proxy.refused.json").read_text()
@@ -334,10 +329,7 @@ def test_a_tls_upstream_verified_against_the_ca_bundle(server: str, tmp_path: Pa
     thread = threading.Thread(target=tls.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + TIMEOUT
-        while not tls.started:
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
+        until(lambda: tls.started, "the TLS upstream's start")
         upstream = f"https://127.0.0.1:{sock.getsockname()[1]}"
         with proxy(upstream, tmp_path / "trusted", ca_bundle=ca) as (url, state, _):
             assert httpx.get(url + "/hello", timeout=TIMEOUT).json() == {"scheme": "https"}
@@ -389,10 +381,7 @@ def test_an_interrupted_proxy_keeps_what_it_recorded(tmp_path: Path, signum: int
             assert match, banner + proc.stderr.read() if proc.stderr else banner
             url = match.group(1)
             assert httpx.get(url + "/done", timeout=TIMEOUT).json() == {"ok": True}
-            deadline = time.monotonic() + TIMEOUT
-            while not (tmp_path / "proxy.json").exists():
-                assert time.monotonic() < deadline
-                time.sleep(0.01)
+            until((tmp_path / "proxy.json").exists, "the first save")
             with httpx.stream("GET", url + "/slow", timeout=TIMEOUT) as resp:
                 reads = resp.iter_raw()  # kept: a dropped iterator closes the response (the client leaves)
                 assert next(reads) == b"data: first\n\n"
@@ -576,14 +565,7 @@ def test_an_http2_upstream_streams_through_the_proxy(tmp_path: Path) -> None:
     thread.start()
     try:
         upstream = f"https://127.0.0.1:{port}"
-        deadline = time.monotonic() + TIMEOUT
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline
-                time.sleep(0.02)
+        until(lambda: accepts(port), "the HTTP/2 upstream's start")
         with proxy(upstream, tmp_path / "h2", ca_bundle=ca) as (url, state, lines):
             body = httpx.get(url + "/v1/s", timeout=TIMEOUT).content
             cassette = saved(state)

@@ -29,6 +29,7 @@ from starlette.responses import HTMLResponse, StreamingResponse
 from starlette.routing import Route
 from streams import anthropic_events, openai_chat_events, writes
 from test_serve import _dump_dom
+from waiting import until
 
 import ssemock
 from ssemock import sse
@@ -143,12 +144,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, d
 
 
 def _wait_for(path: Path) -> None:
-    import time
-
-    deadline = time.monotonic() + 10
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} was never saved"
-        time.sleep(0.01)
+    until(path.exists, f"{path}'s save")
 
 
 def _browser(url: str, profile: Path) -> dict[str, list[str]]:

@@ -27,6 +27,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
+from waiting import until
 
 import ssemock
 from ssemock.commands.loopback import running
@@ -276,10 +277,7 @@ def test_abandoned_stream_stops_growing_when_the_client_closes(tmp_path: Path, e
             size = recorder._size
             _settle()
             assert recorder._size == size
-            deadline = time.monotonic() + 3
-            while GATE.active and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert GATE.active == 0, "the server still streams to a closed client"
+            until(lambda: GATE.active == 0, "the server's stop streaming to a closed client")
     (x,) = ssemock.Cassette.load(path).interactions
     assert x.response.complete is False and x.response.error is None
     assert x.response.body == b"".join(got)

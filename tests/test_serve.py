@@ -29,6 +29,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Mount, Route
+from waiting import until
 
 import ssemock
 import ssemock.plan.push_replay
@@ -662,9 +663,7 @@ def test_a_client_that_leaves_mid_stream_stops_the_stream_quietly(capfd: pytest.
     with running(asgi) as url:
         with requests.get(url + "/long", stream=True, timeout=TIMEOUT) as resp:
             next(resp.iter_content(chunk_size=100))
-        deadline = time.monotonic() + TIMEOUT
-        while not asgi.state.ssemock.exchanges[-1].left and time.monotonic() < deadline:
-            time.sleep(0.02)
+        until(lambda: asgi.state.ssemock.exchanges[-1].left, "the server's notice that the client left")
     exchange = asgi.state.ssemock.exchanges[-1]
     assert exchange.left and not exchange.dropped
     assert len(lines) == 2 and "the client left after" in lines[1], lines
