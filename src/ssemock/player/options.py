@@ -23,21 +23,47 @@ class Options:
     ``ValueError`` naming it, before anything is intercepted."""
 
     record_mode: RecordMode = "none"
+    """``none`` replays only; ``once`` records a missing cassette; ``new_episodes`` records what
+    matches nothing; ``all`` re-records; ``rewrite`` starts from empty (as vcrpy's modes)."""
     chunking: ChunkingSpec = "as_recorded"
+    """How replayed bytes are cut into reads: a chunking name (``bytewise``, ``random:SEED``...) or
+    a `Chunking`; the marker also takes a list, or ``"all"``, and parametrizes over it."""
     transform: TransformSpec = None
+    """Edits to the replayed stream (or a list of them, or ``"all"``) that a correct client must
+    survive: CRLF line ends, comments, retry fields..."""
     timing: TimingSpec = "instant"
+    """When replayed chunks arrive: ``instant``, ``recorded`` (the recorded gaps) or ``scaled:F``."""
     faults: FaultSpec = ()
+    """Failures to inject into replayed streams (a fault name, a `Fault`, or several), aimed with
+    ``on=`` at the interactions they apply to."""
     match_on: MatchOn | None = None
+    """Which parts of a request pick its recorded interaction: matcher names or callables
+    (default: method, URL parts and body)."""
     allow_playback_repeats: bool = False
+    """Whether one recorded interaction may answer several requests."""
     protocol: str | None = None
+    """The stream's protocol for decoding and accumulation (``openai.chat``...); None detects it
+    from each interaction."""
     before_record_request: RequestHook | None = None
+    """Gets each request before it is matched or recorded: returns it (edited: it is matched and
+    saved so) or None to send it for real, neither matched nor recorded."""
     before_record_response: ResponseHook | None = None
+    """Gets each response before it is saved: returns it (edited) or None to leave it out."""
     allowed_hosts: Sequence[str] | None = None
+    """Hosts a replay may still reach (default: loopback only); any other connection is refused."""
     max_body_bytes: int = MAX_BODY_BYTES
+    """The most one recorded body keeps (64 MiB); past it the interaction is cut, marked
+    truncated, with a warning."""
     drain_on_close: bool | float = True
+    """Keep reading a recorded stream the client closed early, so the cassette holds all of it:
+    True (up to 30 s), a number of seconds, or False."""
     ignore_hosts: Sequence[str] | None = None
+    """Hosts whose requests are never recorded nor served, in every mode."""
     ignore_localhost: bool = False
+    """Add loopback to ``ignore_hosts``."""
     block_subprocesses: bool = False
+    """Point the proxy variables of child processes started meanwhile at a port that refuses every
+    connection (a child process is out of the in-process lock's reach)."""
 
     def __post_init__(self) -> None:
         if self.record_mode not in RECORD_MODES:
