@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import ssemock
 from ssemock.commands.cli import main
-from ssemock.commands.doctor import EXTRAS, install_hint
+from ssemock.commands.doctor import EXTRAS, install_hint, report
 from ssemock.framing import _speedups
 
 
@@ -47,3 +49,29 @@ def test_doctor_lists_extras_and_library_versions(capsys: pytest.CaptureFixture[
 def test_install_hints_are_for_a_clone() -> None:
     hint = install_hint("serve")
     assert 'pip install -e ".[serve]"' in hint and "git+" in hint
+
+
+def test_doctor_lists_each_websocket_stack_its_version_and_its_hook(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import websockets.asyncio.client
+
+    from ssemock.stacks import WS_STACKS
+
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    section = out[out.index("websocket stacks (patched while a player is active):") + 1 :]
+    assert [line.split(":")[0].strip() for line in section] == [*WS_STACKS, "httpx-ws"]
+    version = importlib.metadata.version("websockets")
+    assert section[0] == (
+        f"  websockets: websockets {version}, hook websockets.asyncio.client.connect.open_tcp_connection"
+    )
+    assert section[3].startswith(f"  aiohttp.ws: aiohttp {importlib.metadata.version('aiohttp')}, hook ")
+    with ssemock.use_cassette(tmp_path / "none.json", record_mode="none"):  # a player patches them
+        assert websockets.asyncio.client  # imported: its stack is installed now
+        during = report()
+    assert (
+        f"  websockets: websockets {version}, hook websockets.asyncio.client.connect.open_tcp_connection (patched now)"
+        in during
+    )
+    assert not any("patched now" in line for line in report())

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..core import __version__
 from ..core.extras import install_hint
 
-__all__ = ["accelerator", "explore", "install_hint", "report"]
+__all__ = ["accelerator", "explore", "install_hint", "report", "websocket_stacks"]
 
 #: the distributions whose versions a bug report wants, by the role they play here
 LIBRARIES = {
@@ -57,6 +57,37 @@ def explore() -> str:
     return f"available (hypothesis {_version('hypothesis') or 'of unknown version'})"
 
 
+def websocket_stacks() -> list[str]:
+    """One line per WebSocket stack (the registry's, then httpx-ws): the library's version and
+    where ssemock hooks it, or why it cannot (not installed, a version it does not support)."""
+    import importlib
+
+    from .. import stacks
+
+    now = stacks.installed()
+    lines = []
+    for name, (module, libraries) in stacks.WS_STACKS.items():
+        distribution = libraries[0].split(".")[0]
+        version = _version(distribution)
+        if version is None:
+            lines.append(f"  {name}: not installed ({distribution})")
+            continue
+        try:
+            where = importlib.import_module(f"ssemock.stacks.{module}").hook()
+        except ImportError as exc:
+            lines.append(f"  {name}: {distribution} {version}, not hooked: {exc}")
+            continue
+        active = " (patched now)" if any(lib in now for lib in libraries) else ""
+        lines.append(f"  {name}: {distribution} {version}, hook {where}{active}")
+    version = _version("httpx-ws")
+    lines.append(
+        f"  httpx-ws: httpx-ws {version}, through the httpx stack (its upgrade request, at the httpcore pool)"
+        if version
+        else "  httpx-ws: not installed (httpx-ws)"
+    )
+    return lines
+
+
 def _version(distribution: str) -> str | None:
     try:
         return importlib.metadata.version(distribution)
@@ -82,4 +113,6 @@ def report(*, full: bool = True) -> list[str]:
     for role, names in LIBRARIES.items():
         found = [f"{name} {version}" for name in names if (version := _version(name))]
         lines.append(f"{role}: {', '.join(found) or 'none installed'}")
+    lines.append("websocket stacks (patched while a player is active):")
+    lines += websocket_stacks()
     return lines

@@ -33,6 +33,33 @@ def _head(raw: bytes) -> tuple[int, str, Headers]:
     return status, (first[2] if len(first) > 2 else ""), headers
 
 
+def _refused(status: int, headers: Headers, raw: bytes, t: float) -> Response:
+    """The HTTP answer to a refused upgrade: its body de-chunked and cut at its length (the bytes
+    after it, if any, are not the answer's), as one chunk."""
+    names = {k for k, _ in headers}
+    body = raw
+    if any(k == "transfer-encoding" and "chunked" in v.lower() for k, v in headers):
+        body, rest = b"", raw
+        while True:
+            size_line, sep, rest = rest.partition(b"\r\n")
+            try:
+                size = int(size_line.split(b";")[0].strip(), 16) if sep else 0
+            except ValueError:  # not chunked after all: kept as received
+                body = raw
+                break
+            if size <= 0:
+                break
+            body, rest = body + rest[:size], rest[size + 2 :]
+        headers = [(k, v) for k, v in headers if k != "transfer-encoding"]
+        names.discard("transfer-encoding")
+    length = next((v for k, v in headers if k == "content-length"), None)
+    if length is not None and length.strip().isdigit():
+        body = body[: int(length)]
+    if "content-length" not in names:
+        headers = [*headers, ("content-length", str(len(body)))]
+    return Response(status, headers, body, [len(body)] if body else [], [t] if body else [], True, None)
+
+
 class _Side:
     """One direction's bytes: the head until its blank line, then frames."""
 
@@ -86,6 +113,8 @@ class WsRecorder:
         self._closes: list[tuple[str, int | None, str, float]] = []
         self.ended = False
         self.error: str | None = None
+        self.refusal = b""
+        """What came after the head of a refused handshake (not a 101): its body, as received."""
 
     def _now(self) -> float:
         return time.perf_counter() - self.t0
@@ -126,13 +155,14 @@ class WsRecorder:
                 self.status, self.reason, self.headers = _head(head)
                 self.response_t = t
                 self._negotiated()
-                if data:
+                if data and self.status == 101:
                     self.wire.head = len(data)
-                if self._on_start is not None and self.status == 101:
+                if self._on_start is not None:  # a refusal belongs to the recording too
                     self._on_start(self)
             if not data:
                 return
         if side is self._server and self.status != 101:
+            self.refusal += data
             return
         if side is self._server:
             side.bytes += len(data)
@@ -217,9 +247,11 @@ class WsRecorder:
                 for k, v in self.headers
                 if k not in ("sec-websocket-accept", "sec-websocket-protocol", "sec-websocket-extensions")
             ]
-            response = redact_response(Response(self.status, headers, b"", [], [], True, None))
             if self.status != 101:
-                return Interaction(self.request, response)
+                response = redact_response(_refused(self.status, headers, self.refusal, self.response_t))
+                hooked = response if self._hook is None else self._hook(response)
+                return None if hooked is None else Interaction(self.request, hooked)
+            response = redact_response(Response(self.status, headers, b"", [], [], True, None))
             if not self.ended:
                 self._finish_close()
             offered = [

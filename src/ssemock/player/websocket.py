@@ -16,6 +16,7 @@ from .. import stacks as _stacks
 from ..plan.conversation import UnmatchedMessageError
 from ..plan.errors import SsemockWarning, UnmatchedRequestError
 from ..plan.ws_record import WsRecorder
+from ..plan.ws_refused import refused_conversation
 from ..plan.ws_variants import VariedConversation
 from ..redaction.rules import mask_text
 from ..store.model import Request
@@ -67,13 +68,12 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
             index = player.selection.take(sent, repeats="first" if player.allow_playback_repeats else "never")
         if index is not None:
             interaction = player.cassette.interactions[index]
-            if interaction.websocket is None:
-                raise UnmatchedRequestError(
-                    mask_text(
-                        f"ssemock: {player.where}, interaction #{index} ({interaction.request.url}) answered a "
-                        f"WebSocket handshake with HTTP {interaction.response.status}: refused handshakes are "
-                        "not replayed yet; record the session again"
-                    )
+            if interaction.websocket is None:  # a refused upgrade, served as recorded
+                refused = refused_conversation(interaction, index, player.where)
+                with player.lock:
+                    player.conversations.append(refused)
+                return httpx.Response(
+                    101, extensions={"ssemock.conversation": refused, "ssemock.timing": player.timing}
                 )
             conversation = VariedConversation(  # under the test's chunking and WebSocket faults (issue 35)
                 interaction,

@@ -54,6 +54,7 @@ __all__ = [
     "deactivate",
     "dispatch",
     "errors_of",
+    "installed",
     "passing",
     "stack_of",
 ]
@@ -205,6 +206,12 @@ class _PatchingLoader(importlib.abc.Loader):
 
 
 _watcher = _ImportWatcher()
+
+
+def installed() -> list[str]:
+    """The libraries whose patches are installed now (while a player is active)."""
+    with _state:
+        return list(_patches)
 
 
 def activate(router: Router) -> None:

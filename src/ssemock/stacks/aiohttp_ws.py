@@ -16,7 +16,7 @@ from . import Patch, RecordSession, dispatch, intercepting, passing
 from .websockets_asyncio import ERRORS, handshake_request
 from .ws_memory import MemoryTransport, TeeTransport, tee_protocol
 
-__all__ = ["ERRORS", "patches"]
+__all__ = ["ERRORS", "hook", "patches"]
 
 _SCHEMES = {"http": "ws", "https": "wss", "ws": "ws", "wss": "wss"}
 
@@ -85,3 +85,10 @@ def patches() -> list[Patch]:
     import aiohttp.connector as connector  # (read from sys.modules: aiohttp may be mid-import)
 
     return [Patch(connector.BaseConnector, "connect", _connect)]
+
+
+def hook() -> str:
+    """Where the patch goes (for ``ssemock doctor``)."""
+    import aiohttp.connector  # noqa: F401
+
+    return "aiohttp.connector.BaseConnector.connect (ws_connect's upgrade)"

@@ -55,8 +55,21 @@ def _parse_head(head: bytes) -> list[tuple[bytes, bytes]]:
 
 
 def answer(core: Any, request: Any, conversation: Conversation, timing: Timing) -> Any:
-    """The 101 ``httpcore.Response`` httpx-ws gets on replay."""
+    """The 101 ``httpcore.Response`` httpx-ws gets on replay (or the refusal recorded: an HTTP
+    response of its status, headers and body, which httpx-ws raises as its upgrade error)."""
     head = conversation.handshake(_head(request))
+    status_line = head.split(b"\r\n", 1)[0].split(b" ", 2)
+    if status_line[1:2] != [b"101"]:
+        at = head.find(b"\r\n\r\n") + 4
+        return core.Response(
+            status=int(status_line[1]),
+            headers=_parse_head(head[:at]),
+            content=head[at:],
+            extensions={
+                "http_version": b"HTTP/1.1",
+                "reason_phrase": status_line[2] if len(status_line) > 2 else b"",
+            },
+        )
     stream = MemoryNetworkStream(conversation, timing)
     stream.queue(conversation.opening())
     return core.Response(
@@ -80,9 +93,38 @@ def recorded(request: Any, real: Any, recorder: WsRecorder) -> Any:
     stream = real.extensions.get("network_stream")
     if real.status == 101 and stream is not None:
         real.extensions["network_stream"] = TeeNetworkStream(stream, recorder)
-    else:
-        recorder.finish(None)
+    else:  # refused: its body is recorded as the client reads it
+        real.stream = _TeeBody(real.stream, recorder)
     return real
+
+
+class _TeeBody:
+    """The body of a refused upgrade (an httpcore response stream, sync or async), recorded."""
+
+    def __init__(self, stream: Any, recorder: WsRecorder) -> None:
+        self._stream, self._recorder = stream, recorder
+
+    def __iter__(self) -> Any:
+        for chunk in self._stream:
+            self._recorder.received(chunk)
+            yield chunk
+        self._recorder.finish(None)
+
+    async def __aiter__(self) -> Any:
+        async for chunk in self._stream:
+            self._recorder.received(chunk)
+            yield chunk
+        self._recorder.finish(None)
+
+    def close(self) -> None:
+        self._recorder.finish(None)
+        if hasattr(self._stream, "close"):
+            self._stream.close()
+
+    async def aclose(self) -> None:
+        self._recorder.finish(None)
+        if hasattr(self._stream, "aclose"):
+            await self._stream.aclose()
 
 
 class MemoryNetworkStream:
@@ -106,6 +148,10 @@ class MemoryNetworkStream:
                 due = max(due, now if at is None else now + at)
                 self._inbox.append((due, r.data))
             self._cond.notify_all()
+        self._notify()
+
+    def _notify(self) -> None:
+        """Wake an async read waiting for data (the sync reads wait on the condition)."""
 
     def _feed(self, data: bytes) -> None:
         try:
@@ -144,6 +190,7 @@ class MemoryNetworkStream:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+        self._notify()
 
     def get_extra_info(self, info: str) -> Any:
         return None
@@ -153,14 +200,25 @@ class MemoryNetworkStream:
 
 
 class _AsyncMemoryNetworkStream(MemoryNetworkStream):
+    _waiter: Any = None  # the anyio.Event a read waits on until something is queued or closed
+
+    def _notify(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            waiter.set()
+
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # type: ignore[override]
+        import anyio
+
         while True:
             with self._cond:
                 ready = bool(self._inbox) or self._closed
                 due = self._inbox[0][0] if self._inbox else 0.0
+                if not ready:
+                    self._waiter = waiter = anyio.Event()
             if ready:
                 break
-            await _timing.clock.asleep(0.001)  # the client's own write releases what comes next
+            await waiter.wait()  # the client's own write (or its close) releases what comes next
         if not self._inbox:
             return b""
         wait = due - _timing.clock.now()
@@ -178,8 +236,9 @@ class _AsyncMemoryNetworkStream(MemoryNetworkStream):
 def answer_async(core: Any, request: Any, conversation: Conversation, timing: Timing) -> Any:
     """`answer` for httpx's async client."""
     response = answer(core, request, conversation, timing)
-    stream = response.extensions["network_stream"]
-    stream.__class__ = _AsyncMemoryNetworkStream
+    stream = response.extensions.get("network_stream")
+    if stream is not None:  # (a refusal has none)
+        stream.__class__ = _AsyncMemoryNetworkStream
     return response
 
 

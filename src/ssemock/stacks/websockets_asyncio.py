@@ -24,7 +24,7 @@ from respx.models import PassThrough
 from . import STACK_KEY, Patch, RecordSession, dispatch, intercepting, passing
 from .ws_memory import MemoryTransport, TeeTransport, tee_protocol
 
-__all__ = ["ERRORS", "TRANSPORT_KEY", "handshake_request", "patches", "uri_text"]
+__all__ = ["ERRORS", "TRANSPORT_KEY", "handshake_request", "hook", "patches", "uri_text"]
 
 TRANSPORT_KEY = "ssemock.transport"
 """The extension that tags a handshake dispatched by a WebSocket stack (value ``"websocket"``)."""
@@ -108,3 +108,11 @@ def patches() -> list[Patch]:
 
     name = "open_tcp_connection" if hasattr(client.connect, "open_tcp_connection") else "create_connection"
     return [Patch(client.connect, name, _open)]
+
+
+def hook() -> str:
+    """Where the patch goes in the installed ``websockets`` (for ``ssemock doctor``)."""
+    import websockets.asyncio.client as client
+
+    name = "open_tcp_connection" if hasattr(client.connect, "open_tcp_connection") else "create_connection"
+    return f"websockets.asyncio.client.connect.{name}"

@@ -20,7 +20,7 @@ from . import Patch, RecordSession, dispatch, intercepting, passing
 from .websockets_asyncio import ERRORS, handshake_request, uri_text
 from .ws_memory import MemoryTransport, TeeTransport, tee_protocol
 
-__all__ = ["ERRORS", "patches"]
+__all__ = ["ERRORS", "hook", "patches"]
 
 
 def _opener(real: Any, connect: Any) -> Any:
@@ -66,3 +66,14 @@ def patches() -> list[Patch]:
     import websockets.legacy.client as client
 
     return [Patch(client.Connect, "__init__", _init)]
+
+
+def hook() -> str:
+    """Where the patch goes (for ``ssemock doctor``)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import websockets.legacy.client  # noqa: F401  (ImportError: no legacy client here)
+
+    return "websockets.legacy.client.Connect.__init__"

@@ -20,7 +20,7 @@ from . import Patch, dispatch, intercepting
 from .websockets_asyncio import ERRORS, handshake_request
 from .ws_socket import MemorySocket
 
-__all__ = ["ERRORS", "patches"]
+__all__ = ["ERRORS", "hook", "patches"]
 
 
 def _head_request(head: bytes, sock: MemorySocket, stack: str) -> httpx.Request:
@@ -109,3 +109,10 @@ def patches() -> list[Patch]:
         Patch(ssl.SSLContext, "wrap_socket", _wrap),
         Patch(connection.Connection, "recv", _recv),
     ]
+
+
+def hook() -> str:
+    """Where the patches go (for ``ssemock doctor``)."""
+    import websockets.sync.client  # noqa: F401  (ImportError: no sync client here)
+
+    return "websockets.sync.client.socket, ssl.SSLContext.wrap_socket, websockets.sync.connection.Connection.recv"
