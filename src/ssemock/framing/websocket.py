@@ -19,6 +19,7 @@ from enum import IntEnum
 __all__ = [
     "CONTROL",
     "GUID",
+    "DeflateAgreement",
     "Deflater",
     "FrameError",
     "FrameParser",
@@ -26,8 +27,10 @@ __all__ = [
     "Opcode",
     "RawFrame",
     "accept_key",
+    "agree_deflate",
     "close_payload",
     "encode_frame",
+    "extension_offers",
     "header_size",
     "parse_close",
     "parse_frames",
@@ -230,15 +233,17 @@ def _bits(bits: int) -> int:
 
 class Deflater:
     """permessage-deflate for one direction: each message's payload, compressed and without the
-    RFC 7692 tail; ``no_context_takeover`` starts each message afresh."""
+    RFC 7692 tail; ``no_context_takeover`` starts each message afresh. ``mem_level`` is zlib's
+    (8, its default; the ``websockets`` server uses 5): it changes the bytes, not their meaning."""
 
-    def __init__(self, *, no_context_takeover: bool = False, max_window_bits: int = 15):
+    def __init__(self, *, no_context_takeover: bool = False, max_window_bits: int = 15, mem_level: int = 8):
         self.no_context_takeover = no_context_takeover
         self.bits = _bits(max_window_bits)
+        self.mem_level = mem_level
         self._z = self._new()
 
     def _new(self) -> zlib._Compress:
-        return zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -self.bits)
+        return zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -self.bits, self.mem_level)
 
     def compress(self, message: bytes) -> bytes:
         if self.no_context_takeover:
@@ -262,3 +267,129 @@ class Inflater:
             return self._z.decompress(payload + _TAIL)
         except zlib.error as exc:
             raise ValueError(f"a compressed message that does not inflate: {exc}") from None
+
+
+# -- permessage-deflate negotiation (RFC 7692 §7.1) ---------------------------------------------
+
+_DEFLATE_PARAMS = (
+    "server_no_context_takeover",
+    "client_no_context_takeover",
+    "server_max_window_bits",
+    "client_max_window_bits",
+)
+
+
+def extension_offers(header: str) -> list[tuple[str, dict[str, str | None]]]:
+    """The extensions of a ``Sec-WebSocket-Extensions`` value, in order: each name with its
+    parameters (a value unquoted; None for a parameter without one). A parameter named twice
+    keeps its first value and adds the name under ``"\x00duplicate"``, which no extension knows."""
+    out: list[tuple[str, dict[str, str | None]]] = []
+    for offer in header.split(","):
+        name, *params = (p.strip() for p in offer.split(";"))
+        if not name:
+            continue
+        found: dict[str, str | None] = {}
+        for param in params:
+            key, sep, value = param.partition("=")
+            key = key.strip().lower()
+            if not key:
+                continue
+            if key in found:
+                found["\x00duplicate"] = key
+            else:
+                found[key] = value.strip().strip('"') if sep else None
+        out.append((name.lower(), found))
+    return out
+
+
+def _window(value: str | None) -> int | None:
+    return int(value) if value is not None and value.isdigit() and 8 <= int(value) <= 15 else None
+
+
+@dataclass(frozen=True)
+class DeflateAgreement:
+    """A permessage-deflate agreement as a server's handshake answer states it (RFC 7692 §7.1):
+    whether each side resets its compression per message, and the windows (None: 15, unstated)."""
+
+    server_no_context_takeover: bool = False
+    client_no_context_takeover: bool = False
+    server_max_window_bits: int | None = None
+    client_max_window_bits: int | None = None
+
+    @classmethod
+    def parse(cls, header: str | None) -> DeflateAgreement | None:
+        """The agreement a server's ``Sec-WebSocket-Extensions`` answer states (None: no
+        permessage-deflate in it)."""
+        for name, params in extension_offers(header or ""):
+            if name == "permessage-deflate":
+                return cls(
+                    "server_no_context_takeover" in params,
+                    "client_no_context_takeover" in params,
+                    _window(params.get("server_max_window_bits")),
+                    _window(params.get("client_max_window_bits")),
+                )
+        return None
+
+    def header(self) -> str:
+        """The answer's ``Sec-WebSocket-Extensions`` value."""
+        parts = ["permessage-deflate"]
+        if self.server_no_context_takeover:
+            parts.append("server_no_context_takeover")
+        if self.client_no_context_takeover:
+            parts.append("client_no_context_takeover")
+        if self.server_max_window_bits is not None:
+            parts.append(f"server_max_window_bits={self.server_max_window_bits}")
+        if self.client_max_window_bits is not None:
+            parts.append(f"client_max_window_bits={self.client_max_window_bits}")
+        return "; ".join(parts)
+
+    def deflater(self, *, mem_level: int = 8) -> Deflater:
+        """The server's compressor under this agreement."""
+        return Deflater(
+            no_context_takeover=self.server_no_context_takeover,
+            max_window_bits=self.server_max_window_bits or 15,
+            mem_level=mem_level,
+        )
+
+
+def agree_deflate(offered: str, like: DeflateAgreement | None = None) -> DeflateAgreement | None:
+    """What a server answers to the client's ``Sec-WebSocket-Extensions`` ``offered``: the first
+    permessage-deflate offer it can accept, with the parameters of ``like`` (a recorded agreement)
+    where the offer allows them; None when the client offered none it can accept (an unknown or
+    repeated parameter, a bad value, or a server window of 8 bits, which zlib cannot write).
+
+    RFC 7692 §7.1: a server accepts the client's ``server_no_context_takeover`` and
+    ``server_max_window_bits`` by answering them (the window no larger than offered), states
+    ``client_max_window_bits`` only when the client offered it, and may always ask for
+    ``client_no_context_takeover``."""
+    like = like or DeflateAgreement()
+    for name, params in extension_offers(offered):
+        if name != "permessage-deflate" or any(p not in _DEFLATE_PARAMS for p in params):
+            continue
+        if any(
+            params.get(p) is not None for p in ("server_no_context_takeover", "client_no_context_takeover")
+        ):
+            continue
+        server_bits = like.server_max_window_bits
+        if "server_max_window_bits" in params:
+            limit = _window(params["server_max_window_bits"])
+            if limit is None or limit < 9:
+                continue
+            server_bits = min(server_bits or 15, limit)
+        if server_bits is not None:
+            server_bits = max(9, server_bits)  # what `Deflater` writes with
+        client_bits = None
+        if "client_max_window_bits" in params:
+            value = params["client_max_window_bits"]
+            limit = 15 if value is None else _window(value)
+            if limit is None:
+                continue
+            if like.client_max_window_bits is not None:
+                client_bits = min(like.client_max_window_bits, limit)
+        return DeflateAgreement(
+            like.server_no_context_takeover or "server_no_context_takeover" in params,
+            like.client_no_context_takeover,
+            server_bits,
+            client_bits,
+        )
+    return None
