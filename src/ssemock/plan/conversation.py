@@ -9,6 +9,14 @@ matched; a message that matches nothing raises `UnmatchedMessageError` with the 
 recorded message and a JSON-path diff; `Conversation.unsent` lists what the recording's client
 sent that this one has not.
 
+permessage-deflate: when the recording agreed to it and the replaying client offers it, the
+handshake agrees again (the recorded parameters, as the client's offer allows:
+`ssemock.framing.websocket.agree_deflate`) and the server's messages are compressed anew from
+the recorded (decompressed) messages, so an edited message stays valid; the client's compressed
+messages are inflated before they are matched. The recorded reads (the wire map) are kept only
+when the frames re-encoded are the bytes recorded (`Conversation.wire_fits`: the wire's SHA-256,
+or its length in a cassette written before it was kept).
+
 A stack serves it: it writes `Conversation.handshake`'s answer and the `Release` items (each
 ``delay`` seconds of recorded time after the release, timing applied by the stack), and feeds
 every byte the client writes. ``data=None`` in a release is the end of the stream (EOF).
@@ -18,13 +26,25 @@ from __future__ import annotations
 
 import base64
 import copy
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from ..framing.websocket import FrameParser, Opcode, accept_key, close_payload, encode_frame, parse_close
+from ..framing.websocket import (
+    DeflateAgreement,
+    Deflater,
+    FrameParser,
+    Inflater,
+    Opcode,
+    accept_key,
+    agree_deflate,
+    close_payload,
+    encode_frame,
+    parse_close,
+)
 from ..store.model import Interaction
 from ..store.websocket import Message
 from .errors import UnmatchedRequestError
@@ -166,6 +186,8 @@ class Conversation:
     _parser: FrameParser = field(default_factory=lambda: FrameParser(masked=True), repr=False)
     _partial: list[bytes] = field(default_factory=list, repr=False)
     _partial_kind: str = field(default="text", repr=False)
+    _partial_rsv1: bool = field(default=False, repr=False)
+    _inflater: Inflater = field(default_factory=Inflater, repr=False)
     _cursor: int = field(default=0, repr=False)
     _media: int = field(default=0, repr=False)  # binary bytes sent in the current binary run
     _released: int = field(default=0, repr=False)  # units released so far
@@ -182,13 +204,29 @@ class Conversation:
         self.matcher = _Matcher(
             default_ignore(self.interaction.request.url) if self.ignore is None else self.ignore, self.binary
         )
+        self.deflate: DeflateAgreement | None = None
+        """The permessage-deflate the replay's handshake agreed to (None: none, frames go plain)."""
+        self._mem_level = 8
         self.units = self._units()
 
     # -- the server side, encoded ---------------------------------------------------------------
 
     def _units(self) -> list[_Unit]:
         """The server's frames as it sent them, one unit per message (its pings before it), each
-        gated by the number of client messages sent before it in the recording."""
+        gated by the number of client messages sent before it in the recording; compressed when
+        the handshake agreed permessage-deflate, with the zlib memory level that gives the
+        recorded bytes back where one does (8, zlib's default, or 5, the websockets server's)."""
+        if self.deflate is None:
+            return self._encoded(None)
+        for level in (8, 5):
+            units = self._encoded(self.deflate.deflater(mem_level=level))
+            if self._fits(units):
+                self._mem_level = level
+                return units
+        self._mem_level = 8
+        return self._encoded(self.deflate.deflater())
+
+    def _encoded(self, deflater: Deflater | None) -> list[_Unit]:
         ws, units, gate, k = self.ws, [], 0, 0
         pings: dict[int, list[bytes]] = {}
         for note in ws.frame_map:
@@ -200,9 +238,16 @@ class Conversation:
                 gate += 1
                 continue
             op = Opcode.TEXT if m.type == "text" else Opcode.BINARY
-            payload, bounds = m.payload, [0, *cuts.get(k, []), len(m.payload)]
+            payload = m.payload if deflater is None else deflater.compress(m.payload)
+            # the recorder notes a compressed message's fragments in compressed bytes
+            bounds = [0, *(c for c in cuts.get(k, []) if 0 < c < len(payload)), len(payload)]
             frames = [
-                encode_frame(op if i == 0 else Opcode.CONTINUATION, payload[a:b], fin=i == len(bounds) - 2)
+                encode_frame(
+                    op if i == 0 else Opcode.CONTINUATION,
+                    payload[a:b],
+                    fin=i == len(bounds) - 2,
+                    rsv1=deflater is not None and i == 0,
+                )
                 for i, (a, b) in enumerate(zip(bounds, bounds[1:]))
             ]
             units.append(_Unit(gate, m.t, b"".join([*pings.get(k, []), *frames])))
@@ -212,6 +257,48 @@ class Conversation:
             t = close.t if close.t is not None else (ws.messages[-1].t if ws.messages else 0.0)
             units.append(_Unit(gate, t, encode_frame(Opcode.CLOSE, close_payload(close.code, close.reason))))
         return units
+
+    # -- the recorded wire ----------------------------------------------------------------------
+
+    def _fits(self, units: list[_Unit]) -> bool:
+        """Whether ``units`` are the server bytes recorded (followed, or not, by the answer to
+        the client's close, where the recorded client closed cleanly): the wire's SHA-256 when
+        the cassette has it, else its length."""
+        wire, close = self.ws.wire, self.ws.close
+        if not wire.ends:
+            return False
+        data = b"".join(u.data for u in units)
+        candidates = [data]
+        if close.by == "client" and close.clean and close.code is not None:
+            candidates.append(data + encode_frame(Opcode.CLOSE, close_payload(close.code, close.reason)))
+        if wire.sha256 is not None:
+            return any(hashlib.sha256(c).hexdigest() == wire.sha256 for c in candidates)
+        return any(len(c) == wire.ends[-1] for c in candidates)
+
+    def wire_fits(self) -> bool:
+        """Whether the server frames this replay serves are, byte for byte, those the recording
+        received, so that its reads can end where the recorded reads ended."""
+        return self._fits(self.units)
+
+    def wire_note(self) -> str | None:
+        """Why the recorded reads are not kept (None: they are, or none were recorded): said once
+        per session in the replay's warnings."""
+        if not self.ws.wire.ends or self.wire_fits():
+            return None
+        recorded = DeflateAgreement.parse(self.ws.extensions)
+        if (recorded is None) != (self.deflate is None):
+            why = (
+                "the recording agreed to permessage-deflate and this client did not offer it"
+                if self.deflate is None
+                else "this client agreed to permessage-deflate and the recording did not"
+            )
+        else:
+            why = "a message, the frame map or the compression differs from what was recorded"
+        return (
+            f"ssemock: {self.where}, interaction #{self.index} ({self.interaction.request.url}): the "
+            f"replayed frames are not the bytes recorded ({why}): each server message is served in "
+            "its own read, not in the recorded reads"
+        )
 
     def _take(self, gate: int, since: float) -> list[Release]:
         """Every unit not yet released whose gate is at most ``gate``, timed after ``since``."""
@@ -228,11 +315,23 @@ class Conversation:
 
     # -- the handshake --------------------------------------------------------------------------
 
+    def _deflate_policy(self) -> str:
+        """``"recorded"`` (agree to permessage-deflate when the recording did and the client
+        offers it), ``"always"`` (whenever the client offers it) or ``"never"``."""
+        return "recorded"
+
+    def _agree(self, offered: str) -> DeflateAgreement | None:
+        policy, recorded = self._deflate_policy(), DeflateAgreement.parse(self.ws.extensions)
+        if policy == "never" or (policy == "recorded" and recorded is None):
+            return None
+        return agree_deflate(offered, recorded)
+
     def handshake(self, request_head: bytes) -> bytes:
         """The 101 answering the client's handshake ``request_head`` (its HTTP head): the
-        recorded response with ``Sec-WebSocket-Accept`` from the client's own key and the
-        subprotocol it asked for when the recording agreed to it. `HandshakeMismatch` when it
-        asks only for subprotocols the recording never had."""
+        recorded response with ``Sec-WebSocket-Accept`` from the client's own key, the
+        subprotocol it asked for when the recording agreed to it, and permessage-deflate when
+        the recording agreed to it and the client offers it (see the module). `HandshakeMismatch`
+        when it asks only for subprotocols the recording never had."""
         asked = _parse_request_head(request_head)
         key = asked.get("sec-websocket-key", "")
         headers = [
@@ -267,6 +366,12 @@ class Conversation:
                     "Ask for it, or record the session again"
                 )
             headers.append(("sec-websocket-protocol", agreed))
+        deflate = self._agree(asked.get("sec-websocket-extensions", ""))
+        if deflate is not None:
+            headers.append(("sec-websocket-extensions", deflate.header()))
+        if deflate != self.deflate:
+            self.deflate = deflate
+            self.units = self._units()
         return handshake_head(101, "Switching Protocols", headers)
 
     def opening(self) -> list[Release]:
@@ -290,10 +395,16 @@ class Conversation:
             else:
                 if frame.opcode != Opcode.CONTINUATION:
                     self._partial_kind = "text" if frame.opcode == Opcode.TEXT else "binary"
+                    self._partial_rsv1 = frame.rsv1
                     self._partial = []
                 self._partial.append(frame.payload)
                 if frame.fin:
-                    out.extend(self._message((self._partial_kind, b"".join(self._partial))))
+                    whole = b"".join(self._partial)
+                    if (
+                        self._partial_rsv1
+                    ):  # compressed (permessage-deflate): the message is the inflated bytes
+                        whole = self._inflater.decompress(whole)
+                    out.extend(self._message((self._partial_kind, whole)))
         return out
 
     def _client_close(self, payload: bytes) -> list[Release]:

@@ -6,6 +6,7 @@ the frame map, the received chunks as the wire map, and how the session ended.""
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Callable
@@ -75,6 +76,7 @@ class _Side:
         self.count = 0
         self.inflater: Inflater | None = None
         self.bytes = 0  # frame bytes seen after the head
+        self.digest = hashlib.sha256()  # of those bytes
 
 
 class WsRecorder:
@@ -166,6 +168,7 @@ class WsRecorder:
             return
         if side is self._server:
             side.bytes += len(data)
+            side.digest.update(data)
             self.wire.ends.append(side.bytes)
             self.wire.times.append(t)
         try:
@@ -267,7 +270,12 @@ class WsRecorder:
             ws = WebSocket(
                 messages,
                 list(self.notes),
-                Wire(self.wire.head, list(self.wire.ends), list(self.wire.times)),
+                Wire(
+                    self.wire.head,
+                    list(self.wire.ends),
+                    list(self.wire.times),
+                    self._server.digest.hexdigest() if self.wire.ends else None,
+                ),
                 self.close,
                 offered,
                 agreed,

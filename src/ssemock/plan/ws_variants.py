@@ -5,7 +5,8 @@ recorded (`Conversation`: the client's messages matched, each group released whe
 sent what preceded it).
 
 ``as_recorded`` everywhere serves what `Conversation` serves, cut at the recorded reads when the
-cassette's wire map fits the re-encoded frames (else one read per server message).
+frames re-encoded are the bytes recorded (`Conversation.wire_fits`; else one read per server
+message, and `Conversation.wire_note` says why).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from ..framing.websocket import FrameParser, Inflater, Opcode, encode_frame
+from ..framing.websocket import FrameParser, Opcode
 from ..store.websocket import Message
 from ..variants.chunking import Chunking
 from ..variants.ws_chunking import get as get_chunking
@@ -33,7 +34,6 @@ class VariantRefused(BaseException):
     connect does not hide it."""
 
 
-_NO_MASK = b"\x00\x00\x00\x00"  # frames handed on in memory, masked with a key that changes nothing
 _REASONS = {401: "Unauthorized", 403: "Forbidden", 429: "Too Many Requests", 503: "Service Unavailable"}
 
 
@@ -52,7 +52,6 @@ class VariedConversation(Conversation):
     """How many HTTP responses the player had served when this session opened (which is latest)."""
     pongs: list[bytes] = field(default_factory=list)
     """The payloads of the pongs the client answered with."""
-    _deflate: bool = field(default=False, repr=False)
     _wire: Wire = field(default_factory=Wire, repr=False)
     _ending: str = field(default="recorded", repr=False)
     _served: list[bytes] = field(default_factory=list, repr=False)
@@ -62,11 +61,6 @@ class VariedConversation(Conversation):
     reads: list[int] = field(default_factory=list)
     """The wire offsets where each read served so far ended (the read boundaries)."""
     _pong_parser: FrameParser = field(default_factory=lambda: FrameParser(masked=True), repr=False)
-    _client_frames: FrameParser = field(default_factory=lambda: FrameParser(masked=True), repr=False)
-    _inflater: Inflater = field(default_factory=Inflater, repr=False)
-    _client_message: tuple[Opcode, bool, list[bytes]] = field(
-        default_factory=lambda: (Opcode.TEXT, False, []), repr=False
-    )
 
     def __post_init__(self) -> None:
         self._chunking = get_chunking(self.chunking)
@@ -82,7 +76,11 @@ class VariedConversation(Conversation):
     # -- the server side under the variant ------------------------------------------------------
 
     def _plain(self) -> bool:
-        return self._fault is None and self._reframing.name == "as_recorded" and not self._deflate
+        return self._fault is None and self._reframing.name == "as_recorded"
+
+    def _deflate_policy(self) -> str:
+        flag = self._reframing.deflate
+        return "recorded" if flag is None else "always" if flag else "never"
 
     def _units(self) -> list[_Unit]:
         recorded = super()._units()
@@ -112,7 +110,15 @@ class VariedConversation(Conversation):
             session = self._fault.apply(session, self.attempt)
         self._refused = session.refused
         self._ending = "eof" if session.drop else "close" if session.close is not None else "recorded"
-        wire = encode(session.messages, self._reframing, agreed_deflate=self._deflate, close=session.close)
+        agreed = self.deflate
+        wire = encode(
+            session.messages,
+            self._reframing,
+            agreed_deflate=agreed is not None,
+            no_context_takeover=agreed is not None and agreed.server_no_context_takeover,
+            max_window_bits=(agreed.server_max_window_bits if agreed is not None else None) or 15,
+            close=session.close,
+        )
         cut = len(wire.data) if session.drop_after_byte is None else session.drop_after_byte
         self._served = [m.data for m, end in zip(session.messages, wire.message_ends) if end <= cut]
         units, start, t = [], 0, 0.0
@@ -175,7 +181,7 @@ class VariedConversation(Conversation):
         """The recorded read ends inside ``[offset, offset + size)`` of the wire, when the cassette's
         wire map fits the re-encoded frames (the variant changed no byte)."""
         ends = self.ws.wire.ends
-        if not self._plain() or not ends or ends[-1] != len(self._wire.data):
+        if not self._plain() or not self.wire_fits():
             return None
         inside = [e - offset for e in ends if offset < e <= offset + size]
         return inside if inside and inside[-1] == size else [*inside, size]
@@ -189,17 +195,13 @@ class VariedConversation(Conversation):
         if self._refused is not None:
             r = self._refused
             return handshake_head(r.status, _REASONS.get(r.status, "Error"), list(r.headers)) + r.body
-        head = super().handshake(request_head)
         if self._reframing.deflate:
             offered = _parse_request_head(request_head).get("sec-websocket-extensions", "")
             why = self._reframing.refuses("permessage-deflate" in offered)
             if why is not None:
                 self._ending = "refused"  # nothing was served: nothing is owed
                 raise VariantRefused(f"ssemock: the WebSocket variant {self._reframing}: {why}")
-            self._deflate = True
-            self.units = self._units()
-            head = head[:-2] + b"sec-websocket-extensions: permessage-deflate\r\n\r\n"
-        return head
+        return super().handshake(request_head)  # agrees to permessage-deflate as `_deflate_policy` says
 
     def opening(self) -> list[Release]:
         if self._refused is not None:
@@ -208,28 +210,9 @@ class VariedConversation(Conversation):
         return super().opening()
 
     def feed(self, data: bytes) -> list[Release]:
-        if self._deflate:  # the client compresses too: hand the conversation its messages inflated
-            data = self._inflated(data)
         if self._wire.pings:
             self.pongs += [f.payload for f in self._pong_parser.feed(data) if f.opcode == Opcode.PONG]
         return super().feed(data)
-
-    def _inflated(self, data: bytes) -> bytes:
-        out = []
-        for f in self._client_frames.feed(data):
-            if f.opcode in (Opcode.PING, Opcode.PONG, Opcode.CLOSE):
-                out.append(encode_frame(f.opcode, f.payload, mask=_NO_MASK))
-                continue
-            if f.opcode != Opcode.CONTINUATION:
-                self._client_message = (f.opcode, f.rsv1, [])
-            op, compressed, parts = self._client_message
-            parts.append(f.payload)
-            if f.fin:
-                whole = b"".join(parts)
-                out.append(
-                    encode_frame(op, self._inflater.decompress(whole) if compressed else whole, mask=_NO_MASK)
-                )
-        return b"".join(out)
 
     def _client_close(self, payload: bytes) -> list[Release]:
         if self._ending == "close":  # the server closed first (a close fault): its echo ends it
@@ -246,6 +229,13 @@ class VariedConversation(Conversation):
     def message_start(self, k: int) -> int:
         """The wire offset of server message ``k``'s first frame (its first ping before it aside)."""
         return next((f.start for f in self._wire.frames if f.message == k), len(self._wire.data))
+
+    def wire_note(self) -> str | None:
+        """`Conversation.wire_note` under the ``as_recorded`` chunking of a plain replay (a
+        variant changes the bytes on purpose)."""
+        if not self._plain() or self._chunking.name != "as_recorded":
+            return None
+        return super().wire_note()
 
     def unsent(self) -> list[Message]:
         """`Conversation.unsent`, but nothing when a fault ended the session early (a client

@@ -105,11 +105,15 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
 
 def teardown(player: Player) -> None:
     """After a replay: raise the first message that matched nothing (an SDK may have swallowed
-    it as a closed connection); warn of recorded client messages never sent."""
+    it as a closed connection); warn of recorded client messages never sent, and of sessions
+    whose recorded reads could not be kept (`ssemock.plan.conversation.Conversation.wire_note`)."""
     for conversation in player.conversations:
         if conversation.mismatches:
             raise UnmatchedMessageError(conversation.mismatches[0])
     for conversation in player.conversations:
+        note = conversation.wire_note() if hasattr(conversation, "wire_note") else None
+        if note:  # the recorded reads were not kept: once per session
+            warnings.warn(mask_text(note), SsemockWarning, stacklevel=3)
         unsent = conversation.unsent()
         if unsent:
             warnings.warn(

@@ -188,6 +188,8 @@ def _mask_session(i: int, x: Interaction) -> list[str]:
         if found:
             changes += [f"interaction {i} websocket.messages[{k}]: {f}" for f in found]
             m.data = masked.body.decode("utf-8", "replace") if m.type == "text" else masked.body
+    if changes and session is not None:
+        session.wire.sha256 = None  # a digest of the unmasked bytes is not kept beside the masked ones
     return changes
 
 

@@ -15,7 +15,7 @@ On disk (the interaction's ``websocket`` key; cassette ``version`` 2 whenever on
         ["recv", 30.0, "binary-text", "{\\"setupComplete\\":{}}"]       (a binary frame of UTF-8)
       ],
       "frames": [["recv", 4, "fragments", [100, 200]], ["recv", 5, "ping", 40.0, ""]],
-      "wire": {"head": 0, "chunks": [[12.4, 40], [30.0, 72]]},
+      "wire": {"head": 0, "sha256": "9f86...", "chunks": [[12.4, 40], [30.0, 72]]},
       "close": {"code": 1000, "reason": "", "by": "client", "clean": true, "t": 50.2}
     }
 
@@ -124,6 +124,10 @@ class Wire:
     head: int = 0
     ends: list[int] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
+    sha256: str | None = None
+    """The SHA-256 (hex) of the received bytes the ends count: a replay compares it with the
+    frames it re-encodes, and keeps the recorded reads only when they are the same bytes
+    (None: not recorded, or dropped because a secret was masked in a message)."""
 
 
 @dataclass
@@ -269,7 +273,11 @@ def dump_websocket(ws: WebSocket, placeholder: str) -> tuple[dict[str, Any], dic
         "extensions": {"agreed": ws.extensions},
         "messages": keys["messages"],
         "frames": keys["frames"],
-        "wire": {"head": ws.wire.head, "chunks": keys["chunks"]},
+        "wire": {
+            "head": ws.wire.head,
+            **({"sha256": ws.wire.sha256} if ws.wire.sha256 else {}),
+            "chunks": keys["chunks"],
+        },
         "close": close,
     }
     return out, {orjson.dumps(keys[name]): items for name, items in lists.items()}
@@ -407,7 +415,12 @@ def _wire(value: Any) -> Wire:
             raise ValueError(f"{where}: end {pair[1]} must be positive")
         ends.append(pair[1])
         times.append(t)
-    return Wire(head, ends, times)
+    digest = value.get("sha256")
+    if digest is not None and not (
+        isinstance(digest, str) and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
+    ):
+        raise ValueError(f"websocket.wire.sha256 must be 64 lowercase hex digits, got {str(digest)[:80]!r}")
+    return Wire(head, ends, times, digest)
 
 
 def _close(value: Any) -> Close:

@@ -183,15 +183,21 @@ def encode(
     *,
     agreed_deflate: bool = False,
     no_context_takeover: bool = False,
+    max_window_bits: int = 15,
     close: tuple[int | None, str] | None = None,
     ping_payload: str = "ssemock-ping-{}",
 ) -> Wire:
     """The server's wire for ``messages`` under ``reframing``; ``agreed_deflate``: the handshake
-    agreed permessage-deflate (what ``as_recorded`` then does); ``close``: a close frame to end
+    agreed permessage-deflate (what ``as_recorded`` then does), with ``no_context_takeover`` and
+    ``max_window_bits`` as it agreed them for the server; ``close``: a close frame to end
     with, ``(code, reason)``, code None for an empty close (the client reports 1005)."""
     reframing = get(reframing)
     compress = agreed_deflate if reframing.deflate is None else reframing.deflate
-    deflater = Deflater(no_context_takeover=no_context_takeover) if compress else None
+    deflater = (
+        Deflater(no_context_takeover=no_context_takeover, max_window_bits=max_window_bits)
+        if compress
+        else None
+    )
     wire = Wire()
     out = bytearray()
     group = messages[0].group if messages else 0

@@ -1,0 +1,296 @@
+"""permessage-deflate and the recorded TCP reads on replay (issue 34 item 2, issue 35 item 2),
+through every stack of `ssemock.stacks.WS_STACKS` with the real client library: a Realtime session
+recorded against a loopback ``websockets`` server (which agrees to permessage-deflate when it is
+offered), the server stopped, then replayed offline. What the client library reads is observed
+where it reads it (its protocol's ``receive_data``/``data_received``), so the reads, their sizes
+and their RSV1 bits are the client's own."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ws_servers import realtime, running
+
+import ssemock
+from ssemock.framing.websocket import FrameParser, Opcode
+from ssemock.plan.errors import SsemockWarning
+from ssemock.plan.ws_variants import VariantRefused
+from ssemock.stacks import WS_STACKS
+
+KEY = {"authorization": "Bearer sk-test-ws34deflateabcdefgh"}
+URL_PATH = "/v1/realtime?model=gpt-realtime"
+UPDATE = {"type": "session.update", "session": {"instructions": "Be brief."}}
+CREATE = {"type": "response.create"}
+STACKS = sorted(WS_STACKS)
+
+
+# -- one Realtime session per stack: (texts received, whether permessage-deflate was agreed) --------
+
+
+async def _asyncio(url: str, deflate: bool, extensions: Any = None) -> tuple[list[str], bool]:
+    from websockets.asyncio.client import connect
+
+    options: dict[str, Any] = {"extensions": extensions} if extensions else {}
+    async with connect(
+        url, additional_headers=KEY, compression="deflate" if deflate else None, **options
+    ) as ws:
+        seen = [str(await ws.recv())]
+        await ws.send(json.dumps(UPDATE))
+        seen.append(str(await ws.recv()))
+        await ws.send(json.dumps(CREATE))
+        seen += [str(await ws.recv()) for _ in range(7)]
+        return seen, bool(ws.protocol.extensions)
+
+
+def _sync(url: str, deflate: bool) -> tuple[list[str], bool]:
+    from websockets.sync.client import connect
+
+    with connect(url, additional_headers=KEY, compression="deflate" if deflate else None) as ws:
+        seen = [str(ws.recv())]
+        ws.send(json.dumps(UPDATE))
+        seen.append(str(ws.recv()))
+        ws.send(json.dumps(CREATE))
+        seen += [str(ws.recv()) for _ in range(7)]
+        return seen, bool(ws.protocol.extensions)
+
+
+async def _legacy(url: str, deflate: bool) -> tuple[list[str], bool]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from websockets.legacy.client import connect
+
+    async with connect(url, extra_headers=KEY, compression="deflate" if deflate else None) as ws:
+        seen = [str(await ws.recv())]
+        await ws.send(json.dumps(UPDATE))
+        seen.append(str(await ws.recv()))
+        await ws.send(json.dumps(CREATE))
+        seen += [str(await ws.recv()) for _ in range(7)]
+        return seen, bool(ws.extensions)
+
+
+async def _aiohttp(url: str, deflate: bool) -> tuple[list[str], bool]:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as http:
+        async with http.ws_connect(url, headers=KEY, compress=15 if deflate else 0) as ws:
+            seen = [await ws.receive_str()]
+            await ws.send_str(json.dumps(UPDATE))
+            seen.append(await ws.receive_str())
+            await ws.send_str(json.dumps(CREATE))
+            seen += [await ws.receive_str() for _ in range(7)]
+            return seen, bool(ws.compress)
+
+
+def _run(stack: str, url: str, deflate: bool = True) -> tuple[list[str], bool]:
+    if stack == "websockets":
+        return asyncio.run(_asyncio(url, deflate))
+    if stack == "websockets.sync":
+        return _sync(url, deflate)
+    if stack == "websockets.legacy":
+        return asyncio.run(_legacy(url, deflate))
+    assert stack == "aiohttp.ws", f"a WebSocket stack this test does not know: {stack}"
+    return asyncio.run(_aiohttp(url, deflate))
+
+
+# -- the client's reads ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every read the client libraries take in (the 101 head's first), wherever each reads."""
+    import aiohttp.client_proto
+    import websockets.protocol
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import websockets.legacy.protocol
+
+    seen: list[bytes] = []
+    refeeding = [False]
+
+    def watch(cls: Any, name: str) -> None:
+        original = getattr(cls, name)
+
+        def wrapped(self: Any, data: bytes, *args: Any, **kwargs: Any) -> Any:
+            if not refeeding[0]:
+                seen.append(bytes(data))
+            return original(self, data, *args, **kwargs)
+
+        monkeypatch.setattr(cls, name, wrapped)
+
+    watch(websockets.protocol.Protocol, "receive_data")  # the asyncio and sync clients
+    watch(websockets.legacy.protocol.WebSocketCommonProtocol, "data_received")
+    handler = aiohttp.client_proto.ResponseHandler
+    watch(handler, "data_received")
+    set_parser = handler.set_parser
+
+    def set_parser_again(self: Any, *args: Any, **kwargs: Any) -> Any:
+        refeeding[0] = True  # aiohttp hands itself again what came after the 101: not a read
+        try:
+            return set_parser(self, *args, **kwargs)
+        finally:
+            refeeding[0] = False
+
+    monkeypatch.setattr(handler, "set_parser", set_parser_again)
+    return seen
+
+
+def _after_head(seen: list[bytes]) -> list[bytes]:
+    """The reads after the one that ended the handshake's answer (a replay serves it alone)."""
+    assert seen and seen[0].endswith(b"\r\n\r\n"), seen[:1]
+    return seen[1:]
+
+
+def _compressed(server_reads: list[bytes]) -> list[bool]:
+    """RSV1 of each data frame the server's bytes carry."""
+    frames = FrameParser(masked=False).feed(b"".join(server_reads))
+    return [f.rsv1 for f in frames if f.opcode in (Opcode.TEXT, Opcode.BINARY)]
+
+
+def _sizes(ends: list[int]) -> list[int]:
+    return [b - a for a, b in zip([0, *ends], ends)]
+
+
+@pytest.fixture(scope="module")
+def recordings(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[[str, bool], tuple[Path, str, list[str]]]]:
+    """``record(stack, deflate)``: the session recorded once per stack and offer (cached), the
+    server stopped afterwards."""
+    folder = tmp_path_factory.mktemp("ws-deflate")
+    done: dict[tuple[str, bool], tuple[Path, str, list[str]]] = {}
+    with running(realtime) as server:
+        url = server.url(URL_PATH)
+
+        def record(stack: str, deflate: bool = True) -> tuple[Path, str, list[str]]:
+            if (stack, deflate) not in done:
+                path = folder / f"{stack}-{deflate}.json"
+                with ssemock.use_cassette(path, record_mode="once"):
+                    live, agreed = _run(stack, url, deflate)
+                assert agreed == deflate  # the loopback server agrees whenever it is offered
+                done[(stack, deflate)] = (path, url, live)
+            return done[(stack, deflate)]
+
+        yield record
+
+
+def _replay(
+    path: Path, stack: str, url: str, deflate: bool = True, **options: Any
+) -> tuple[list[str], bool, Any]:
+    with ssemock.use_cassette(
+        path, record_mode="none", allowed_hosts=[], timing="instant", **options
+    ) as player:
+        seen, agreed = _run(stack, url, deflate)
+    return seen, agreed, player
+
+
+def _notes(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [
+        str(w.message)
+        for w in caught
+        if issubclass(w.category, SsemockWarning) and "not the bytes recorded" in str(w.message)
+    ]
+
+
+# -- the tests -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_deflate_is_agreed_again_and_the_recorded_reads_are_served(
+    recordings: Callable[..., tuple[Path, str, list[str]]], reads: list[bytes], stack: str
+) -> None:
+    path, url, live = recordings(stack)
+    reads.clear()  # the recording's own reads (a first run records)
+    session = ssemock.Cassette.load(path).interactions[0].websocket
+    assert session is not None and session.extensions is not None
+    assert "permessage-deflate" in session.extensions and session.wire.sha256 is not None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        again, agreed, player = _replay(path, stack, url)
+    assert again == live and agreed  # the handshake's answer agreed to it, and the client took it
+    server = _after_head(reads)
+    assert all(_compressed(server)) and len(_compressed(server)) == len(live)  # RSV1 on every message
+    assert [len(r) for r in server] == _sizes(session.wire.ends)  # the client's reads are the recorded ones
+    [conversation] = player.conversations
+    assert conversation.wire_fits() and conversation.wire_note() is None and not _notes(caught)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_an_edited_message_replays_valid_one_read_per_message_said_once(
+    recordings: Callable[..., tuple[Path, str, list[str]]], reads: list[bytes], stack: str, tmp_path: Path
+) -> None:
+    path, url, live = recordings(stack)
+    reads.clear()  # the recording's own reads (a first run records)
+    edited = tmp_path / "edited.json"
+    text = path.read_text()
+    assert text.count('\\"delta\\": \\"Sun\\"') == 1
+    edited.write_text(text.replace('\\"delta\\": \\"Sun\\"', '\\"delta\\": \\"Mond über Köln\\"'))
+    with pytest.warns(SsemockWarning) as caught:
+        again, agreed, player = _replay(edited, stack, url)
+    assert agreed and again == [m.replace('"delta": "Sun"', '"delta": "Mond über Köln"') for m in live]
+    server = _after_head(reads)
+    assert all(_compressed(server))  # compressed anew from the edited (decompressed) message
+    messages = [f for f in FrameParser(masked=False).feed(b"".join(server)) if f.opcode != Opcode.CLOSE]
+    assert [len(r) for r in server][: len(messages)] == [f.end - f.start for f in messages]  # one read each
+    [note] = _notes(list(caught))  # said once, not per frame
+    assert "interaction #0" in note and "each server message is served in its own read" in note
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_client_that_offers_no_deflate_gets_plain_frames(
+    recordings: Callable[..., tuple[Path, str, list[str]]], reads: list[bytes], stack: str
+) -> None:
+    path, url, live = recordings(stack)
+    reads.clear()  # the recording's own reads (a first run records)
+    with pytest.warns(SsemockWarning) as caught:
+        again, agreed, _ = _replay(path, stack, url, deflate=False)
+    assert again == live and not agreed
+    assert _compressed(_after_head(reads)) == [False] * len(live)
+    [note] = _notes(list(caught))
+    assert "the recording agreed to permessage-deflate and this client did not offer it" in note
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_no_deflate_refuses_the_extension_deflate_agrees_where_offered(
+    recordings: Callable[..., tuple[Path, str, list[str]]], reads: list[bytes], stack: str
+) -> None:
+    path, url, live = recordings(stack)
+    reads.clear()  # the recording's own reads (a first run records)
+    again, agreed, _ = _replay(path, stack, url, transform="no_deflate")
+    assert again == live and not agreed and _compressed(_after_head(reads)) == [False] * len(live)
+    plain, _, plain_live = recordings(stack, deflate=False)  # recorded with no deflate at all
+    reads.clear()
+    again, agreed, _ = _replay(plain, stack, url, transform="deflate")
+    assert again == plain_live and agreed and _compressed(_after_head(reads)) == [True] * len(live)
+    with pytest.raises(VariantRefused, match="offered no permessage-deflate.*openai SDK offers none"):
+        _replay(plain, stack, url, deflate=False, transform="deflate")
+
+
+def test_the_answer_follows_the_client_s_own_offer(
+    recordings: Callable[..., tuple[Path, str, list[str]]], reads: list[bytes]
+) -> None:
+    """A client that asks for the server's window at 10 bits and no context takeover gets them
+    (websockets' client refuses an answer that breaks its offer); the bytes then differ from the
+    recording's (12 bits, context kept): the messages are the same, the reads one per message."""
+    from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
+
+    path, url, live = recordings("websockets")
+    reads.clear()
+    offer = ClientPerMessageDeflateFactory(server_no_context_takeover=True, server_max_window_bits=10)
+    with pytest.warns(SsemockWarning, match="a message, the frame map or the compression differs"):
+        with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[], timing="instant") as player:
+            again, agreed = asyncio.run(_asyncio(url, True, extensions=[offer]))
+    assert again == live and agreed
+    [conversation] = player.conversations
+    assert conversation.deflate is not None
+    assert (
+        conversation.deflate.header()
+        == "permessage-deflate; server_no_context_takeover; server_max_window_bits=10; client_max_window_bits=12"
+    )
+    assert all(_compressed(_after_head(reads)))
