@@ -28,7 +28,11 @@ def running(
     ``header_timeout``: seconds a connection has to send each request's headers (else it is
     closed); ``max_connections``: connections open at once (one past it is closed at once).
     None: no limit. ``shutdown_timeout``: seconds the responses under way get to end when the
-    block exits, then they are cancelled (None: they are waited for, up to 5 s)."""
+    block exits, then they are cancelled (None: they are waited for, up to 5 s).
+
+    An app made by ``ssemock.commands.serve.app`` or ``ssemock.commands.proxy.app`` carries
+    ``app.state.ws_protocol``: uvicorn hands WebSocket upgrades to it (its ``ws=`` option), so
+    sessions are replayed on the raw connection (`ssemock.commands.serve.websocket`)."""
     import uvicorn
 
     if header_timeout is not None and not header_timeout > 0:
@@ -49,6 +53,8 @@ def running(
         lifespan="off",
         access_log=False,
         http=http,
+        # an app of ssemock serve or proxy answers WebSocket upgrades on the raw connection itself
+        ws=getattr(getattr(app, "state", None), "ws_protocol", None) or "auto",
         timeout_graceful_shutdown=None if shutdown_timeout is None else max(1, round(shutdown_timeout)),
     )
     server = uvicorn.Server(config)

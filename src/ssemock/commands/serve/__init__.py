@@ -63,6 +63,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 from ...core.packages import fresh
 from ...plan import matching
 from ...plan.serving import ChunkingSpec, FaultSpec, TimingSpec, TransformSpec
+from . import websocket as _websocket
 from .prepare import ConnectionDropped, Prepared, prepare
 from .replayer import (
     DEFAULT_MATCH_ON,
@@ -148,6 +149,8 @@ def app(
     _quiet_drops()
     starlette = Starlette(routes=[Route("/{path:path}", replayer.handle, methods=_METHODS)])
     starlette.state.ssemock = replayer
+    # WebSocket upgrades: answered on the raw connection (uvicorn's ws= option, see .websocket)
+    starlette.state.ws_protocol = _websocket.protocol(_websocket.serving(replayer))
     return starlette
 
 

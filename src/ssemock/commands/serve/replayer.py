@@ -78,6 +78,12 @@ def _header_bytes(text: str) -> bytes:
         return text.encode("utf-8")
 
 
+def is_upgrade(interaction: Interaction) -> bool:
+    """Whether ``interaction`` answers a WebSocket handshake: a recorded session, or a handshake
+    the server refused (its request a ``ws://`` or ``wss://`` URL)."""
+    return interaction.websocket is not None or interaction.request.url.startswith(("ws://", "wss://"))
+
+
 def _load(source: CassetteSource) -> Cassette:
     return source if isinstance(source, Cassette) else Cassette.load(source)
 
@@ -147,6 +153,11 @@ class Replayer:
         self._resume = [
             resume_index(x.response.body) if _is_sse(x.response) else {} for x in self.interactions
         ]
+        self.upgrades = [is_upgrade(x) for x in self.interactions]
+        """Per interaction: whether it answers a WebSocket handshake (a session, or a refusal)."""
+        self.sessions: deque[Any] = deque(maxlen=MAX_EXCHANGES)
+        """The WebSocket sessions served (`ssemock.plan.ws_variants.VariedConversation`), oldest first."""
+        self._ws_attempts: dict[int, int] = {}
 
     @property
     def held_ids(self) -> int:
@@ -161,9 +172,12 @@ class Replayer:
         """How many times each interaction was served."""
         return self.selection.play_counts
 
-    def candidates(self, sent: Request) -> list[int]:
-        """Interactions the request matches; for an EventSource GET, also SSE streams by path and query."""
-        found = self.selection.candidates(sent)
+    def candidates(self, sent: Request, *, websocket: bool = False) -> list[int]:
+        """Interactions the request matches; for an EventSource GET, also SSE streams by path and
+        query. ``websocket``: the handshakes it matches (else only HTTP interactions)."""
+        found = [i for i in self.selection.candidates(sent) if self.upgrades[i] == websocket]
+        if websocket:
+            return found
         accept = next((v for k, v in sent.headers if k == "accept"), "")
         if not found and sent.method == "GET" and "text/event-stream" in accept:
             loose = [m for m in self.match_on if m not in ("method", "body")]
@@ -183,6 +197,17 @@ class Replayer:
                 if i in found and last_event_id in self._resume[i]:
                     return self.selection.take(sent, repeats="least_played", among=[i])
         return self.selection.take(sent, repeats="least_played", among=found)
+
+    def take_websocket(self, sent: Request) -> int | None:
+        """The recorded WebSocket handshake answering ``sent`` (least played first), counted as played."""
+        return self.selection.take(sent, repeats="least_played", among=self.candidates(sent, websocket=True))
+
+    def websocket_attempt(self, index: int) -> int:
+        """How many times the session at ``index`` was opened before (a reconnect is the next
+        attempt: a ``sequence`` fault's steps)."""
+        attempt = self._ws_attempts.get(index, 0)
+        self._ws_attempts[index] = attempt + 1
+        return attempt
 
     # -- serving ----------------------------------------------------------------------------
 
@@ -243,6 +268,18 @@ class Replayer:
             if request.method == "GET" and request.url.path == "/":  # nothing recorded at /: the page
                 self.log("GET / -> 200 the cassettes' timelines")
                 return HTMLResponse(render(self.cassettes, title="ssemock serve"))
+            sessions = self.candidates(sent, websocket=True)
+            if sessions:  # a WebSocket session asked for without an upgrade
+                self.exchanges.append(Exchange(request.method, request.url.path, 426, None))
+                self.log(f"{request.method} {target} -> 426 #{sessions[0]} is a WebSocket session")
+                return JSONResponse(
+                    {
+                        "error": f"ssemock: {request.method} {target} is a recorded WebSocket session "
+                        f"(#{sessions[0]}): open it with a WebSocket client (ws://)"
+                    },
+                    status_code=426,
+                    headers={**self._cors_headers(), "upgrade": "websocket"},
+                )
             self.exchanges.append(Exchange(request.method, request.url.path, 404, None, last_event_id))
             answer = self.unmatched(sent)
             self.log(
@@ -422,6 +459,9 @@ def routes(replayer: Replayer) -> list[str]:
         kind = (resp.header("content-type") or "no content-type").split(";")[0]
         # events as a decoder dispatches them (a comment block is none), as show and validate count
         what = f"{len(decode([resp.body]))} events" if _is_sse(resp) else f"{len(resp.body)} bytes"
+        if x.websocket is not None:
+            kind = "WebSocket"
+            what = f"{len(x.websocket.received())} message(s) received, {len(x.websocket.sent())} sent"
         span = f", {resp.times[-1]:.2f} s" if resp.times and resp.times[-1] else ""
         where = Path(cassette.path).name if cassette.path else "(memory)"
         lines.append(

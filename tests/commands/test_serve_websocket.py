@@ -1,0 +1,138 @@
+"""``ssemock serve`` answers WebSocket upgrades from WebSocket cassettes on a real socket
+(`ssemock.commands.serve.websocket`), driven here by the ``websockets`` sync client: the shipped
+OpenAI Realtime session (recorded by the Python SDK's messages) under wire chunkings,
+re-framings and faults; an unmatched message, an unmatched handshake, a plain GET of a session,
+a refused handshake as recorded, a subprotocol the recording never agreed. Every server runs on
+127.0.0.1 and stops at the end of its block."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import connect
+
+import ssemock
+from ssemock.commands import serve
+from ssemock.commands.loopback import running
+from ssemock.commands.serve import Replayer
+from ssemock.store.cassette import Cassette, Interaction, Request, Response
+
+CASSETTE = Path(ssemock.__file__).parent / "cassettes" / "realtime" / "openai_realtime_text_tool_call.json"
+PATH = "/v1/realtime?model=gpt-realtime"
+
+
+def session() -> Any:
+    found = Cassette.load(CASSETTE).interactions[0].websocket
+    assert found is not None
+    return found
+
+
+@contextmanager
+def served(cassettes: Any = CASSETTE, **options: Any) -> Iterator[tuple[str, Replayer, list[str]]]:
+    log: list[str] = []
+    asgi = serve.app(cassettes, log=log.append, **options)
+    with running(asgi) as url:
+        yield url.replace("http://", "ws://"), asgi.state.ssemock, log
+
+
+def converse(url: str, **options: Any) -> tuple[list[str], int | None, str]:
+    """Speak the recorded client's part: each recorded client message once what preceded it came;
+    what the server sent, and how it closed."""
+    got: list[str] = []
+    with connect(url, **options) as conn:
+        try:
+            for m in session().messages:
+                if m.direction == "send":
+                    conn.send(m.data)
+                else:
+                    got.append(str(conn.recv(timeout=30)))
+        except ConnectionClosed:
+            pass
+    return got, conn.close_code, conn.close_reason or ""
+
+
+@pytest.mark.parametrize(
+    ("chunking", "transform"),
+    [("as_recorded", None), ("bytewise", None), ("mid_header", None), ("random:5", "fragments:3+pings")],
+)
+def test_the_session_is_replayed_under_each_variant(chunking: str, transform: str | None) -> None:
+    want = [str(m.data) for m in session().received()]
+    with served(chunking=chunking, transform=transform) as (url, replayer, log):
+        got, code, _ = converse(url + PATH)
+    assert (got, code) == (want, 1000)
+    (conversation,) = replayer.sessions
+    assert not conversation.mismatches and not conversation.unsent() and not conversation.unanswered_pings()
+    wire = sum(len(u.data) for u in conversation.units)
+    assert conversation.reads[-1] == wire  # every byte served, the reads as the chunking cut them
+    if chunking == "bytewise":
+        assert conversation.reads == list(range(1, wire + 1))
+    assert log[0].startswith(f"WebSocket {PATH} -> 101 #0, 20 server message(s), chunking={chunking}")
+    (exchange,) = replayer.exchanges
+    assert (exchange.status, exchange.index, exchange.chunks) == (101, 0, len(conversation.reads) + 1)
+
+
+def test_an_unmatched_message_is_closed_with_1008_and_the_diff_is_logged() -> None:
+    with served() as (url, replayer, log):
+        with connect(url + PATH) as conn:
+            first = json.loads(conn.recv(timeout=30))
+            conn.send(json.dumps({"type": "session.update", "session": {"type": "transcription"}}))
+            with pytest.raises(ConnectionClosed):
+                conn.recv(timeout=30)
+    assert first["type"] == "session.created"
+    assert conn.close_code == 1008
+    assert conn.close_reason == (
+        "ssemock: unmatched message, differs at $.session.output_modalities: only recorded; see the server log"
+    )
+    assert any(line.startswith("  closest recorded: client message #0") for line in log), log
+    assert replayer.sessions[0].mismatches
+
+
+def test_handshakes_that_match_no_session() -> None:
+    with served() as (url, replayer, log):
+        with pytest.raises(InvalidStatus) as refused:
+            connect(url + "/v1/realtime?model=other")
+        plain = httpx.get(url.replace("ws://", "http://") + PATH)
+        with pytest.raises(InvalidStatus) as protocol:
+            connect(url + PATH, subprotocols=["chat.v9"])  # type: ignore[list-item]
+    assert refused.value.response.status_code == 404
+    assert b"no recorded interaction matches GET" in (refused.value.response.body or b"")
+    assert "query: [('model', 'gpt-realtime')] recorded, [('model', 'other')] sent" in "\n".join(log)
+    assert plain.status_code == 426 and "WebSocket session" in plain.json()["error"]
+    assert protocol.value.response.status_code == 400
+    assert "agreed to none" in (protocol.value.response.body or b"").decode()
+    assert [x.status for x in replayer.exchanges] == [404, 426, 400]
+
+
+def test_faults_close_refuse_and_the_reconnect_is_served() -> None:
+    want = [str(m.data) for m in session().received()]
+    with served(faults="close:code=1012,after_message=3") as (url, _, _):
+        got, code, _ = converse(url + PATH)
+    assert (got, code) == (want[:3], 1012)
+    with served(faults="sequence:handshake:status=429,retry_after=1|as_recorded") as (url, replayer, _):
+        with pytest.raises(InvalidStatus) as refused:
+            connect(url + PATH)
+        again, code, _ = converse(url + PATH)
+    assert refused.value.response.status_code == 429
+    assert refused.value.response.headers["retry-after"] == "1"
+    assert (again, code) == (want, 1000)
+    assert [x.faults for x in replayer.exchanges] == [[replayer.faults[0].name]] * 2
+
+
+def test_a_handshake_the_server_refused_is_answered_as_recorded() -> None:
+    refusal = Interaction(
+        Request("GET", "wss://api.openai.com" + PATH, [("authorization", "Bearer <redacted>")], None),
+        Response(401, [("content-type", "application/json")], b'{"error": {"code": "invalid_api_key"}}'),
+    )
+    with served(Cassette([refusal])) as (url, _, log):
+        with pytest.raises(InvalidStatus) as refused:
+            connect(url + PATH)
+    assert refused.value.response.status_code == 401
+    assert refused.value.response.body == b'{"error": {"code": "invalid_api_key"}}'
+    assert log == [f"WebSocket {PATH} -> 401 #0, the handshake refused as recorded"]
