@@ -8,12 +8,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from ..protocols import detect
 from ..protocols.accumulate import Accumulated, accumulate_session
+from ..protocols.base import ToolCall
 from .expect import StreamAssertionError
 from .ws_variants import VariedConversation
 
-__all__ = ["SessionExpected"]
+__all__ = ["SessionExpected", "served_wire"]
+
+
+def served_wire(conversation: VariedConversation) -> bytes:
+    """The server's wire of a session under its variant (the frames after the 101 head)."""
+    return conversation._wire.data
 
 
 class SessionExpected:
@@ -34,6 +42,37 @@ class SessionExpected:
         """The server messages as served (a fault's error message included, a cut session cut)."""
         self.results: list[Accumulated] = accumulate_session(self.messages, self.protocol)
 
+    stream = True
+    """A session is a stream of messages (the HTTP `Expected.stream`'s meaning)."""
+
+    @property
+    def cut(self) -> bool:
+        """Whether a fault ended the session early (a close, a dropped connection, a refusal)."""
+        c = self.conversation
+        return c._refused is not None or c._ending in ("eof", "close")
+
+    @property
+    def events(self) -> list[Any]:
+        """The server messages served, each parsed (a JSON message as its value, else its text or
+        bytes), in order: what a conforming client receives."""
+        out: list[Any] = []
+        for data in self.messages:
+            try:
+                out.append(orjson.loads(data))
+            except orjson.JSONDecodeError:
+                out.append(data)
+        return out
+
+    @property
+    def text(self) -> str:
+        """The last response's reference text."""
+        return self.result.text
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The last response's reference tool calls."""
+        return self.result.tool_calls
+
     @property
     def result(self) -> Accumulated:
         """The last response's reference result."""
@@ -42,6 +81,21 @@ class SessionExpected:
                 f"ssemock: the WebSocket session at {self.conversation.interaction.request.url} served no response"
             )
         return self.results[-1]
+
+    def rejects(self) -> str | None:
+        """Why a conforming client must reject or flag this session as served, or None: a
+        refused handshake, a session a fault ended before its last response was done, or a
+        connection dropped with no close frame."""
+        c = self.conversation
+        if c._refused is not None:
+            return f"the handshake was refused with HTTP {c._refused.status}"
+        if c._fault is None:
+            return None
+        if c._ending == "eof":
+            return "the connection ended with no close frame (the client sees 1006)"
+        if not self.results or not self.results[-1].complete:
+            return "the session ended before its last response was done"
+        return None
 
     def under(self) -> str:
         c = self.conversation
@@ -103,3 +157,53 @@ class SessionExpected:
                 f"ssemock: expected {len(want)} tool call(s) in the WebSocket session under {self.under()}, "
                 f"got {len(got)}: expected names {[w.name for w in want]}, got {[g.get('name') for g in got]}"
             )
+
+    def assert_events(self, got: Sequence[Any]) -> None:
+        """Raise StreamAssertionError unless ``got`` (the messages the client received: parsed
+        JSON, text or bytes) are the server messages served, in order; a difference names the
+        message, the frame that carried it and the read boundary."""
+        want = self.events
+        for k, (g, w) in enumerate(zip(got, want)):
+            if _value(g) != w:
+                raise StreamAssertionError(
+                    f"ssemock: server message {k} of the WebSocket session differs under {self.under()}\n"
+                    f"  expected: {str(w)[:200]}\n  got:      {str(g)[:200]}\n"
+                    f"  {self.conversation.at_byte(self.conversation.message_start(k))}"
+                )
+        if len(got) != len(want):
+            missing = (
+                f"; the first missing is server message {len(got)}: "
+                f"{self.conversation.at_byte(self.conversation.message_start(len(got)))}"
+                if len(got) < len(want)
+                else ""
+            )
+            raise StreamAssertionError(
+                f"ssemock: expected {len(want)} server messages in the WebSocket session under "
+                f"{self.under()}, got {len(got)}{missing}"
+            )
+
+    def assert_accumulates(self, result: Mapping[str, Any] | Accumulated, response: int = -1) -> None:
+        """Raise StreamAssertionError unless every field given in ``result`` equals the reference
+        result of ``response`` (default: the last)."""
+        got = result.to_dict() if hasattr(result, "to_dict") else dict(result)
+        want = (self.results[response] if self.results else self.result).to_dict()
+        for key, value in got.items():
+            if key not in want:
+                raise StreamAssertionError(
+                    f"ssemock: {key!r} is not a field of the accumulated result (fields: {sorted(want)})"
+                )
+            if value != want[key]:
+                raise StreamAssertionError(
+                    f"ssemock: accumulated {key!r} of the WebSocket session differs under {self.under()}\n"
+                    f"  expected: {want[key]!r}\n  got:      {value!r}"
+                )
+
+
+def _value(message: Any) -> Any:
+    """A received message as `SessionExpected.events` has it (JSON text or bytes parsed)."""
+    if isinstance(message, (str, bytes)):
+        try:
+            return orjson.loads(message)
+        except orjson.JSONDecodeError:
+            return message.encode() if isinstance(message, str) else message
+    return message

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..framing.websocket import FrameParser, Opcode
 from ..store.websocket import Message
-from ..variants.chunking import Chunking
+from ..variants.chunking import At, Chunking
 from ..variants.ws_chunking import get as get_chunking
 from ..variants.ws_faults import Refusal, Session, WsFault
 from ..variants.ws_faults import get as get_fault
@@ -157,7 +157,9 @@ class VariedConversation(Conversation):
         return self._cut(out, first)
 
     def _cut(self, out: list[Release], first: int) -> list[Release]:
-        """The releases of one group cut into reads by the chunking (never across the group)."""
+        """The releases of one group cut into reads by the chunking (never across the group); an
+        ``at:`` chunking's offsets count from the first byte of the session's wire (the group's
+        own end is a read end too: ``at:`` with no offset serves each group in one read)."""
         data = [r for r in out if r.data is not None]
         if not data:
             return out
@@ -167,8 +169,12 @@ class VariedConversation(Conversation):
             at += len(r.data or b"")
             bounds.append(at)
         offset = sum(len(u.data) for u in self.units[:first])
-        recorded = self._recorded_ends(offset, len(joined)) or bounds
-        ends = self._chunking.ends(joined, recorded)
+        if isinstance(self._chunking, At):  # offsets in the session's whole wire (explore's reproducers)
+            cuts = self._chunking.boundaries
+            ends = [b - offset for b in cuts if offset < b < offset + len(joined)] + [len(joined)]
+        else:
+            recorded = self._recorded_ends(offset, len(joined)) or bounds
+            ends = self._chunking.ends(joined, recorded)
         reads, start = [], 0
         for end in ends:
             unit = bisect.bisect_right(bounds, start)

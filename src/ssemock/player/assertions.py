@@ -44,9 +44,17 @@ class Assertions:
         return player
 
     @property
-    def expected(self) -> Expected:
+    def expected(self) -> Expected | SessionExpected:
         """Reference events and result of the last response served, or, on a recording run, of
-        the last live response as recorded so far."""
+        the last live response as recorded so far; of the last WebSocket session replayed when
+        it opened after the last HTTP response (issue 35)."""
+        session = self.session()
+        if session is not None:
+            return session
+        return self.http_expected()
+
+    def http_expected(self) -> Expected:
+        """`expected` of the last HTTP response served or recorded."""
         p = self.player
         with p.lock:
             latest = p.latest
@@ -108,14 +116,14 @@ class Assertions:
         if session is not None:  # the last response of the session
             session.assert_text(got)
             return
-        self.expected.assert_text(got, choice)
+        self.http_expected().assert_text(got, choice)
 
     def assert_tool_calls(self, got: Sequence[Mapping[str, Any]]) -> None:
         session = self.session()
         if session is not None:
             session.assert_tool_calls(got)
             return
-        self.expected.assert_tool_calls(got)
+        self.http_expected().assert_tool_calls(got)
 
     def assert_events(self, got: Sequence[Any]) -> None:
         self.expected.assert_events(got)
@@ -125,14 +133,20 @@ class Assertions:
 
     def check(self, run: Callable[[], object]) -> None:
         """Run ``run``; if it fails, search the smallest set of chunk boundaries in the stream
-        served last that still makes it fail, and raise saying where they fall."""
+        served last (or read boundaries in the WebSocket session served last) that still makes
+        it fail, and raise saying where they fall."""
         p = self.player
         state = (list(p.play_counts), len(p.plays), p.attempts)
+        sessions = len(p.conversations)
         try:
             run()
             return
         except Exception as exc:
             original: Exception = exc
+        if len(p.conversations) > sessions and self.session() is not None:  # a WebSocket session last
+            from .explore_ws import check_session
+
+            check_session(p, run, original, (state[0], state[2]))
         if len(p.plays) == state[1]:  # no stream was served before the failure: no boundary to blame
             raise original
         chunking, faults = p.chunking, p.faults
@@ -235,7 +249,10 @@ class Assertions:
 
     def reference_rejects(self) -> str | None:
         """Why the reference decoder and accumulator reject the last stream, or None."""
-        expected = self.expected
+        session = self.session()
+        if session is not None:
+            return session.rejects()
+        expected = self.http_expected()
         try:
             result = expected.result
         except ValueError as exc:  # ProtocolError, NDJSONError

@@ -393,12 +393,14 @@ class Player:
     # -- what a test asserts (delegated to Assertions) -----------------------------------------
 
     @property
-    def expected(self) -> Expected:
+    def expected(self) -> Expected | SessionExpected:
         """Reference events and result of the last stream served, or, on a recording run, of
         the last live stream as recorded so far (so one test passes when it records and when
         it replays). A later answer that is no stream and no error (an MCP session's DELETE, an
         empty 202, a plain JSON reply) is passed over for the stream before it; each response's
-        own reference is [`Play.expected`][ssemock.Play.expected]."""
+        own reference is [`Play.expected`][ssemock.Play.expected]. When a WebSocket session was
+        replayed after the last HTTP response, its reference ([`session_expected`][ssemock.Player.session_expected]:
+        ``results`` one per response, ``events`` the messages served, ``text``, ``assert_*``)."""
         return self._assertions.expected
 
     @property

@@ -37,6 +37,7 @@ from ..variants.strategies import (
     describe_boundary,
     minimal_failing_split,
 )
+from . import explore_ws as _ws
 
 if TYPE_CHECKING:
     from hypothesis.database import ExampleDatabase
@@ -107,7 +108,7 @@ class Coverage:
 
     def report(self) -> str:
         """Two or three lines: hazard classes by examples, transforms and faults drawn."""
-        order = [*HAZARDS, "1-byte run", "keep-alive after CRLF"]
+        order = [*HAZARDS, *_ws.HAZARDS, "1-byte run", "keep-alive after CRLF"]
         found = ", ".join(f"{name} {self.hazards[name]}" for name in order if self.hazards[name])
         lines = [f"{self.examples} examples; boundaries exercised (examples per hazard): {found or 'none'}"]
         lines.append(
@@ -137,6 +138,8 @@ class Failure:
     """What the search covered."""
     seed: int | None = None
     """The seed that reproduces the search (`None`: drawn by hypothesis)."""
+    websocket: bool = False
+    """Whether the boundaries are in a WebSocket session's wire (the server's frames)."""
 
     @property
     def reproducer(self) -> str:
@@ -150,7 +153,12 @@ class Failure:
             f"examples), shrunk to:"
         ]
         if self.boundaries:
-            lines.extend(f"  a chunk boundary at byte {b}" for b in self.boundaries)
+            what = "a read boundary at wire byte" if self.websocket else "a chunk boundary at byte"
+            lines.extend(f"  {what} {b}" for b in self.boundaries)
+        elif self.websocket:
+            lines.append(
+                "  no read boundary inside a group (each group of frames in one read): it does not depend on the wire's cuts"
+            )
         else:
             lines.append("  no chunk boundary (the whole body in one chunk): it does not depend on chunking")
         if v.transforms:
@@ -187,6 +195,7 @@ def _reset(player: Player) -> None:
     player.attempts = 0
     with player.lock:
         player.plays.clear()
+        player.conversations.clear()  # WebSocket sessions: attempts count from 0 again
         player.latest = None
     player._assertions.forget()
     player._requests = _held.Requests()
@@ -203,10 +212,10 @@ def verdict(player: Player, variant: Variant, call: Callable[[], object]) -> Bas
     try:
         call()
     except Exception as exc:
-        if variant.fault is None or isinstance(exc, AssertionError) or not player.plays:
+        if variant.fault is None or isinstance(exc, AssertionError) or not _played(player):
             return exc
         return exc if player._assertions.reference_rejects() is None else None
-    if variant.fault is None or not player.plays:
+    if variant.fault is None or not _played(player):
         return None
     reason = player._assertions.reference_rejects()
     if reason is None:
@@ -215,6 +224,11 @@ def verdict(player: Player, variant: Variant, call: Callable[[], object]) -> Bas
         f"ssemock: the client accepted a stream a conforming client must reject under "
         f"{player.expected.under()}: {reason}"
     )
+
+
+def _played(player: Player) -> bool:
+    """Whether the run played a recorded interaction (an HTTP response or a WebSocket session)."""
+    return bool(player.plays or player.conversations)
 
 
 def unmodified(player: Player, call: Callable[[], object]) -> None:
@@ -272,8 +286,15 @@ def search(
     require("hypothesis", "explore", "explore")
     from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
-    tables = Tables(player.cassette)
-    space = Space(tables, transforms=transforms, faults=faults, max_boundaries=6)
+    websocket = _ws.has_websocket(player.cassette)
+    tables: Tables | _ws.WsTables
+    space: Space | _ws.WsSpace
+    if websocket:  # boundaries in the sessions' wire, re-framings, WebSocket faults (issue 35)
+        tables = _ws.WsTables(player.cassette)
+        space = _ws.WsSpace(tables, transforms=transforms, faults=faults, max_boundaries=6)
+    else:
+        tables = Tables(player.cassette)
+        space = Space(tables, transforms=transforms, faults=faults, max_boundaries=6)
     coverage = Coverage()
     db: ExampleDatabase | None
     if database is None or isinstance(database, ExampleDatabase):
@@ -310,7 +331,7 @@ def search(
                 break
             error = attempt(variant)
             coverage.add(variant, classify(tables.of(variant.transforms)[1], variant.chunking.boundaries))
-            if error is not None and not player.plays:
+            if error is not None and not _played(player):
                 raise _not_a_finding(error)
             if error is not None:
                 failing = variant, error
@@ -318,13 +339,19 @@ def search(
         first = coverage.examples
         if failing is None:
             return None, coverage
-        variant = _shrink(player, space, failing[0], attempt) if shrink else failing[0]
+        if not shrink:
+            variant = failing[0]
+        elif isinstance(space, _ws.WsSpace):
+            variant = _ws.shrink(player, space, failing[0], attempt)
+        else:
+            variant = _shrink(player, space, failing[0], attempt)
         error = attempt(variant) or failing[1]  # the code's own error under exactly the variant reported
     finally:
         coverage.seconds = time.perf_counter() - started
     if db is not None:
         db.save(digest, _spec(variant))
-    return Failure(variant, error, _boundaries(player, variant), first, coverage, seed), coverage
+    where = _ws.describe(player, variant.chunking.boundaries) if websocket else _boundaries(player, variant)
+    return Failure(variant, error, where, first, coverage, seed, websocket), coverage
 
 
 def _spec(variant: Variant) -> bytes:

@@ -37,6 +37,7 @@ class PlayerState(Protocol):
     match_on: tuple[Any, ...]
     protocol: str | None
     plays: list[Play]
+    conversations: list[Any]  # the WebSocket sessions replayed (`ssemock.plan.conversation.Conversation`)
     latest: Play | Recorder | None
     attempts: int
     kept: list[Kept]

@@ -1,0 +1,100 @@
+"""A hand-written WebSocket client for the replay tests of issue 35: the handshake through httpx
+(its ``Upgrade: websocket`` request goes through the httpcore pool ssemock patches), then frames
+read from the 101's network stream by a frame reader of the catalogue
+(``tests/variants/test_ws_readers.py``) and written masked by hand. It talks the recorded OpenAI
+Realtime session of ``realtime/openai_realtime_text_tool_call`` (shipped) and returns what a user
+of it would: the text and the tool calls of the response."""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import os
+import struct
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ssemock import cassettes
+from ssemock.framing.websocket import Opcode, close_payload, encode_frame
+
+_spec = importlib.util.spec_from_file_location(
+    "ws_reader_catalogue", Path(__file__).parent / "variants" / "test_ws_readers.py"
+)
+assert _spec is not None and _spec.loader is not None
+catalogue = sys.modules.get(_spec.name) or importlib.util.module_from_spec(_spec)
+if _spec.name not in sys.modules:
+    sys.modules[_spec.name] = catalogue
+    _spec.loader.exec_module(catalogue)
+
+Correct = catalogue.Correct
+IgnoresContinuation = catalogue.IgnoresContinuation
+
+
+class HeaderInOneRead(Correct):  # type: ignore[misc, valid-type]
+    """Buffers a payload across reads, but takes a read that starts a frame to hold its whole
+    header (the bug of a reader that parses the header straight from ``recv()``)."""
+
+    def feed(self, data: bytes) -> None:
+        if not self.buffer:
+            if data[1] & 0x7F == 126:
+                struct.unpack("!H", data[2:4])
+        super().feed(data)
+
+
+NAME = "realtime/openai_realtime_text_tool_call"
+URL = "https://api.openai.com/v1/realtime?model=gpt-realtime"
+CASSETTE = cassettes.path(NAME)
+SENT = [str(m.data) for m in cassettes.load(NAME).interactions[0].websocket.messages if m.direction == "send"]
+
+
+def session(reader_type: Any = Correct) -> tuple[str, list[dict[str, str]], list[Any]]:
+    """One Realtime session through ``reader_type``: (the response's text, its tool calls, every
+    message received, parsed)."""
+    reader = reader_type()
+    key = base64.b64encode(os.urandom(16)).decode()
+    headers = {
+        "Upgrade": "websocket",
+        "Connection": "Upgrade",
+        "Sec-WebSocket-Key": key,
+        "Sec-WebSocket-Version": "13",
+    }
+    with httpx.Client() as client, client.stream("GET", URL, headers=headers) as response:
+        assert response.status_code == 101, response.status_code
+        stream = response.extensions["network_stream"]
+
+        def until(kind: str) -> None:
+            def seen() -> bool:
+                return any(json.loads(m)["type"] == kind for m in reader.out.messages)
+
+            while not seen():
+                data = stream.read(65536)
+                if not data:
+                    raise ConnectionError(f"the connection ended before {kind} (1006)")
+                reader.feed(data)
+                if reader.out.clean and not seen():
+                    raise ConnectionError(f"the server closed ({reader.out.code}) before {kind}")
+
+        def send(text: str) -> None:
+            stream.write(encode_frame(Opcode.TEXT, text.encode(), mask=os.urandom(4)))
+
+        until("session.created")
+        send(SENT[0])
+        until("session.updated")
+        send(SENT[1])
+        send(SENT[2])
+        until("response.done")
+        stream.write(encode_frame(Opcode.CLOSE, close_payload(1000), mask=os.urandom(4)))
+        while stream.read(65536):
+            pass
+    events = [json.loads(m) for m in reader.out.messages]
+    text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+    calls = [
+        {"name": e["name"], "arguments": e["arguments"]}
+        for e in events
+        if e["type"] == "response.function_call_arguments.done"
+    ]
+    return text, calls, events
