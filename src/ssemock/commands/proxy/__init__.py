@@ -22,9 +22,9 @@ Then, as the plugin does under the same record mode (``none``, ``once``, ``new_e
 * else the answer is a 404 listing the recorded requests with what differs (secrets masked),
   and the log line names the closest ones and what differs.
 
-A WebSocket upgrade is relayed and recorded the same way, message by message
-(`ssemock.commands.proxy.websocket`); its replay is ``ssemock serve``'s once that speaks
-WebSocket.
+A WebSocket upgrade is replayed or relayed and recorded the same way, message by message
+(`ssemock.commands.proxy.websocket`); the replay is ``ssemock serve``'s
+(`ssemock.commands.serve.websocket`), on the raw connection, under the same variants.
 
 An interruption (`Proxy.keep_in_flight`, which ``ssemock proxy`` calls on SIGTERM or Ctrl-C)
 keeps the recordings still under way as ``<name>.partial.json`` beside the cassette, masked;
@@ -44,8 +44,10 @@ from ...core.packages import fresh
 from ...plan import matching
 from ...plan.serving import ChunkingSpec, FaultSpec, TimingSpec, TransformSpec
 from ..serve import DEFAULT_MAX_BODY
+from ..serve.websocket import protocol
 from .book import Book, cassette_name
 from .relay import CASSETTE_HEADER, HOP_BY_HOP, PATH_PREFIX, Proxy, Upstream
+from .websocket import replaying
 
 __all__ = [
     "CASSETTE_HEADER",
@@ -110,6 +112,11 @@ def app(
         ]
     )
     starlette.state.ssemock = proxy
+    # a handshake the mode replays is answered on the raw connection, as ssemock serve does; one
+    # it records goes to uvicorn's own WebSocket protocol, then the relay above
+    from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
+
+    starlette.state.ws_protocol = protocol(replaying(proxy), fallback=AutoWebSocketsProtocol)  # type: ignore[arg-type]
     return starlette
 
 

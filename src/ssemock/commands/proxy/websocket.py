@@ -8,13 +8,17 @@ writes (client frames masked), so the session's messages, times, subprotocol and
 real ones, while the wire chunk map is one chunk per message, and fragments and pings are not
 seen. permessage-deflate is not asked of the upstream (the recording holds the messages).
 
-Replaying a WebSocket session needs ``ssemock serve`` to speak WebSocket (issue 35): until
-then a request the record mode does not record is refused with close code 1008, saying so."""
+A handshake the record mode replays (``none``, ``once`` with the cassette there,
+``new_episodes`` when a session matches) never reaches the relay: `replaying` answers it with
+``ssemock serve``'s WebSocket replay (`ssemock.commands.serve.websocket`), on the raw connection,
+under the proxy's variants; one no session matches and the mode does not record gets serve's 404
+with what differs."""
 
 from __future__ import annotations
 
 import os
 import ssl
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -22,8 +26,9 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ...framing.websocket import Opcode, close_payload, encode_frame
 from ...plan.ws_record import WsRecorder
-from ...redaction.rules import redact_request
+from ...redaction.rules import mask_url, redact_request
 from ...store.cassette import Interaction, Request
+from ..serve.websocket import Replay, Resolve
 from .book import Book
 
 
@@ -36,7 +41,7 @@ class Relaying(Protocol):
     def ssl_context(self) -> ssl.SSLContext: ...
 
 
-__all__ = ["Relaying", "relay_websocket"]
+__all__ = ["Relaying", "relay_websocket", "replaying"]
 
 _NOT_FORWARDED = frozenset(
     {
@@ -79,11 +84,9 @@ async def relay_websocket(proxy: Relaying, ws: WebSocket) -> None:
     offered = [p.strip() for p in ws.headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
     book = proxy.book(name)
     target = f"WebSocket {url}"
-    if not book.records:
+    if not book.records:  # (replays are answered before the relay, by `replaying`)
         proxy.log(f"{target} -> refused: record mode {book.record_mode!r} records nothing new into {name}")
-        await ws.close(
-            1008, "ssemock proxy: this record mode replays, and WebSocket replay is ssemock serve's"
-        )
+        await ws.close(1008, f"ssemock proxy: record mode {book.record_mode} records nothing new")
         return
     try:
         from websockets.asyncio.client import connect
@@ -183,6 +186,40 @@ async def relay_websocket(proxy: Relaying, ws: WebSocket) -> None:
                         else f"{target}: saved into {name}, {len(interaction.websocket.messages) if interaction.websocket else 0} "
                         f"message(s), closed {closed.code if closed else None}"
                     )
+
+
+def replaying(proxy: Relaying) -> Resolve:
+    """The proxy's answer to a handshake (`ssemock.commands.serve.websocket.Resolve`): a replay
+    from its cassette when the record mode replays and a session matches, the relay (None) when
+    the mode records, else a replay that answers 404 with what differs and why nothing is
+    recorded. The cassette is the request's (``x-ssemock-cassette``, ``/_ssemock/NAME/``), neither
+    matched on."""
+
+    def resolve(target: str, headers: Sequence[tuple[str, str]]) -> Replay | None:
+        path, _, query = target.partition("?")
+        try:
+            upstream, rest, name = proxy.route(path, dict(headers))
+        except (ValueError, StopIteration):
+            return None  # the relay refuses it, saying why
+        book: Book = proxy.book(name)
+        base = upstream.url.rstrip("/").replace("https://", "wss://", 1).replace("http://", "ws://", 1)
+        url = base + rest + (f"?{query}" if query else "")
+        kept = [(k, v) for k, v in headers if not k.startswith("x-ssemock-")]
+        sent = redact_request(Request("GET", url, kept, None))
+        replayer = book.replayer()
+        shown = f"{mask_url(url)} ({name})"
+        if book.replays and replayer.candidates(sent, websocket=True):
+            return Replay(replayer, sent, shown)
+        if book.records:
+            return None
+        why = (
+            f" in cassette {name!r} (record mode {book.record_mode!r}"
+            + (" and the cassette existed" if book.record_mode == "once" else "")
+            + " records nothing new)"
+        )
+        return Replay(replayer, sent, shown, why)
+
+    return resolve
 
 
 def _snapshot(recorder: WsRecorder) -> Interaction:
