@@ -8,13 +8,14 @@ directions teed (record), or the real one untouched (an allowed host, a user's r
 from __future__ import annotations
 
 import asyncio
+import importlib
 from typing import Any
 
 from respx.models import PassThrough
 
 from . import Patch, RecordSession, dispatch, intercepting, passing
 from .websockets_asyncio import ERRORS, handshake_request
-from .ws_memory import MemoryTransport, TeeTransport, tee_protocol
+from .ws_memory import MemoryTransport, TeeTransport, Watchdog, tee_protocol
 
 __all__ = ["ERRORS", "hook", "patches"]
 
@@ -80,11 +81,70 @@ def _untee_tail(proto: Any) -> None:
     proto.set_parser = set_parser_once
 
 
-def patches() -> list[Patch]:
-    """The hook on ``aiohttp.connector.BaseConnector.connect``."""
-    import aiohttp.connector as connector  # (read from sys.modules: aiohttp may be mid-import)
+def _memory(ws: Any) -> MemoryTransport | None:
+    """The in-memory transport under a ``ClientWebSocketResponse``, when it replays."""
+    conn = getattr(ws, "_conn", None) or getattr(getattr(ws, "_response", None), "connection", None)
+    transport = getattr(getattr(conn, "protocol", None), "transport", None)
+    return transport if isinstance(transport, MemoryTransport) else None
 
-    return [Patch(connector.BaseConnector, "connect", _connect)]
+
+def _receive_timeout(ws: Any, timeout: float | None) -> float | None:
+    """The timeout ``receive()`` applies: its own, else ``ws_connect``'s ``receive_timeout``."""
+    if timeout:
+        return timeout
+    limits = getattr(ws, "_timeout", None)
+    return getattr(limits, "ws_receive", None) or getattr(ws, "_receive_timeout", None)
+
+
+_AT_ONCE = 1e-9  # a timeout that ends at the loop's next turn
+
+
+def _receive(original: Any) -> Any:
+    """``receive()`` on a replayed session that stalls past its timeout (``receive(timeout=)``,
+    ``ws_connect(receive_timeout=)``) times out at once through aiohttp's own timeout (its
+    ``TimeoutError``, close code 1006): a message already received still comes first."""
+
+    async def receive(self: Any, timeout: float | None = None) -> Any:
+        transport, limit = _memory(self), _receive_timeout(self, timeout)
+        if transport is not None and limit and transport.stalls_past(limit):
+            return await original(self, _AT_ONCE)
+        return await original(self, timeout)
+
+    return receive
+
+
+def _init(original: Any) -> Any:
+    """``ClientWebSocketResponse.__init__`` on a replayed session with ``heartbeat=``: a stall
+    past the heartbeat's ping and its pong wait (``heartbeat`` x 1.5) ends as aiohttp's own
+    missing-pong timer ends it (``ServerTimeoutError``, close code 1006), at once."""
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        transport, beat = _memory(self), getattr(self, "_heartbeat", None)
+        expire = getattr(self, "_pong_not_received", None)
+        if transport is None or not beat or expire is None:
+            return
+
+        def ends(since: float, due: float) -> bool:
+            return bool(since + beat * 1.5 < due)
+
+        transport.watchdogs.append(Watchdog("heartbeat", ends, expire))
+
+    return __init__
+
+
+def patches() -> list[Patch]:
+    """The hook on ``aiohttp.connector.BaseConnector.connect``, and ``ClientWebSocketResponse``'s
+    ``receive`` and ``__init__`` (its timeouts on a replayed session)."""
+    import sys
+
+    connector = sys.modules.get("aiohttp.connector") or importlib.import_module("aiohttp.connector")
+    client_ws = sys.modules.get("aiohttp.client_ws") or importlib.import_module("aiohttp.client_ws")
+    return [
+        Patch(connector.BaseConnector, "connect", _connect),
+        Patch(client_ws.ClientWebSocketResponse, "receive", _receive),
+        Patch(client_ws.ClientWebSocketResponse, "__init__", _init),
+    ]
 
 
 def hook() -> str:

@@ -22,9 +22,17 @@ import httpx
 from respx.models import PassThrough
 
 from . import STACK_KEY, Patch, RecordSession, dispatch, intercepting, passing
-from .ws_memory import MemoryTransport, TeeTransport, tee_protocol
+from .ws_memory import MemoryTransport, TeeTransport, Watchdog, keepalive, tee_protocol
 
-__all__ = ["ERRORS", "TRANSPORT_KEY", "handshake_request", "hook", "patches", "uri_text"]
+__all__ = [
+    "ERRORS",
+    "TRANSPORT_KEY",
+    "handshake_request",
+    "hook",
+    "keepalive_watchdog",
+    "patches",
+    "uri_text",
+]
 
 TRANSPORT_KEY = "ssemock.transport"
 """The extension that tags a handshake dispatched by a WebSocket stack (value ``"websocket"``)."""
@@ -94,12 +102,42 @@ def _open(original: Any) -> Any:
         factory = self.factory if hasattr(self, "factory") else self.protocol_factory
         connection = factory(uri)
         loop = asyncio.get_running_loop()
-        connection.connection_made(
-            MemoryTransport(loop, connection, conversation, timing, (uri.host, uri.port))
-        )
+        transport = MemoryTransport(loop, connection, conversation, timing, (uri.host, uri.port))
+        transport.watchdogs.append(keepalive_watchdog(connection, transport))
+        connection.connection_made(transport)
         return connection
 
     return open_connection
+
+
+_failing: set[asyncio.Task[None]] = set()  # keepalive failures under way (kept from the collector)
+
+
+def keepalive_watchdog(connection: Any, transport: MemoryTransport) -> Watchdog:
+    """The connection's keepalive (``ping_interval``, ``ping_timeout``) on a replayed session: a
+    stall past it fails the connection as the keepalive does (close code 1011, "keepalive ping
+    timeout"), at once."""
+
+    def expire() -> None:
+        from websockets.frames import CloseCode
+
+        async def fail() -> None:
+            try:
+                async with connection.send_context():
+                    connection.protocol.fail(CloseCode.INTERNAL_ERROR, "keepalive ping timeout")
+            except Exception:  # closed meanwhile (ConnectionClosed): nothing left to end
+                pass
+
+        task = connection.loop.create_task(fail())
+        _failing.add(task)
+        task.add_done_callback(_failing.discard)
+
+    ends = keepalive(
+        getattr(connection, "ping_interval", None),
+        getattr(connection, "ping_timeout", None),
+        transport.opened,
+    )
+    return Watchdog("keepalive", ends, expire)
 
 
 def patches() -> list[Patch]:

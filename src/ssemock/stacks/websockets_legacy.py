@@ -18,7 +18,7 @@ from respx.models import PassThrough
 
 from . import Patch, RecordSession, dispatch, intercepting, passing
 from .websockets_asyncio import ERRORS, handshake_request, uri_text
-from .ws_memory import MemoryTransport, TeeTransport, tee_protocol
+from .ws_memory import MemoryTransport, TeeTransport, Watchdog, keepalive, tee_protocol
 
 __all__ = ["ERRORS", "hook", "patches"]
 
@@ -44,6 +44,10 @@ def _opener(real: Any, connect: Any) -> Any:
         loop = asyncio.get_running_loop()
         transport = MemoryTransport(
             loop, protocol, answer.extensions["ssemock.conversation"], answer.extensions["ssemock.timing"]
+        )
+        ends = keepalive(protocol.ping_interval, protocol.ping_timeout, transport.opened)
+        transport.watchdogs.append(  # a stall past the keepalive fails as it does: 1011, at once
+            Watchdog("keepalive", ends, lambda: protocol.fail_connection(1011, "keepalive ping timeout"))
         )
         protocol.connection_made(transport)
         return transport, protocol

@@ -16,8 +16,10 @@ from typing import Any
 
 import httpx
 
+from ..variants import timing as _timing
 from . import Patch, dispatch, intercepting
 from .websockets_asyncio import ERRORS, handshake_request
+from .ws_memory import Watchdog, keepalive
 from .ws_socket import MemorySocket
 
 __all__ = ["ERRORS", "hook", "patches"]
@@ -98,17 +100,44 @@ def _recv(original: Any) -> Any:
     return recv
 
 
+def _start_keepalive(original: Any) -> Any:
+    """``Connection.start_keepalive`` (15.0+) on a replayed session: a stall past the keepalive
+    (``ping_interval``, ``ping_timeout``) fails the connection as its keepalive thread does (close
+    code 1011, "keepalive ping timeout"), at once."""
+
+    def start_keepalive(self: Any) -> None:
+        original(self)
+        sock = getattr(self, "socket", None)
+        if not isinstance(sock, MemorySocket):
+            return
+
+        def expire() -> None:
+            from websockets.frames import CloseCode
+
+            with self.send_context():
+                self.protocol.fail(CloseCode.INTERNAL_ERROR, "keepalive ping timeout")
+
+        ends = keepalive(self.ping_interval, self.ping_timeout, _timing.clock.now())
+        sock.watchdogs.append(Watchdog("keepalive", ends, expire))
+
+    return start_keepalive
+
+
 def patches() -> list[Patch]:
-    """The ``socket`` global of ``websockets.sync.client``, ``SSLContext.wrap_socket``, and
-    ``Connection.recv`` (a stall longer than its ``timeout=`` ends as that timeout does)."""
+    """The ``socket`` global of ``websockets.sync.client``, ``SSLContext.wrap_socket``,
+    ``Connection.recv`` (a stall longer than its ``timeout=`` ends as that timeout does) and,
+    from 15.0, ``Connection.start_keepalive`` (so does a stall longer than the keepalive)."""
     import websockets.sync.client as client
     import websockets.sync.connection as connection
 
-    return [
+    found = [
         Patch(client, "socket", _shim),
         Patch(ssl.SSLContext, "wrap_socket", _wrap),
         Patch(connection.Connection, "recv", _recv),
     ]
+    if hasattr(connection.Connection, "start_keepalive"):  # 15.0+: the sync client has a keepalive
+        found.append(Patch(connection.Connection, "start_keepalive", _start_keepalive))
+    return found
 
 
 def hook() -> str:

@@ -7,16 +7,47 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..plan.conversation import Conversation, Release, UnmatchedMessageError
 from ..plan.ws_record import WsRecorder
 from ..variants.timing import Timing
 
-__all__ = ["MemoryTransport", "TeeTransport", "tee_protocol"]
+__all__ = ["MemoryTransport", "TeeTransport", "Watchdog", "keepalive", "tee_protocol"]
 
 _HEAD_END = b"\r\n\r\n"
+
+
+@dataclass
+class Watchdog:
+    """A timer of the client's own that ends a silent connection (websockets' keepalive, aiohttp's
+    heartbeat): ``ends(since, due)`` says whether it ends a silence from ``since`` until ``due``
+    (times on the replay's clock); then ``expire()`` ends the connection the way that timer does,
+    at once instead of after the wait (no sleeping: nothing could have arrived meanwhile)."""
+
+    name: str
+    ends: Callable[[float, float], bool]
+    expire: Callable[[], None]
+
+
+def keepalive(
+    ping_interval: float | None, ping_timeout: float | None, started: float
+) -> Callable[[float, float], bool]:
+    """``Watchdog.ends`` of a keepalive started at ``started`` that pings every ``ping_interval``
+    and gives up when no pong came within ``ping_timeout``: the first ping sent during the silence
+    waits for a pong queued behind it, so the silence ends the connection when that ping's
+    deadline comes before the silence does."""
+
+    def ends(since: float, due: float) -> bool:
+        if not ping_interval or ping_interval <= 0 or ping_timeout is None:
+            return False
+        ticks = max(1, math.ceil((since - started) / ping_interval))
+        return started + ticks * ping_interval + ping_timeout < due
+
+    return ends
 
 
 class MemoryTransport(asyncio.Transport):
@@ -40,8 +71,13 @@ class MemoryTransport(asyncio.Transport):
         self._lost = False
         self._due = 0.0
         self._queue: collections.deque[tuple[float, bytes | None]] = collections.deque()
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
         self._peer = peer
+        self.watchdogs: list[Watchdog] = []
+        """The client's own timers on silence (the stack adds them): a stall one ends is ended."""
+        self.opened = self.now()
+        """When the handshake was answered (on `now`'s clock)."""
+        self._quiet_since = self.opened
 
     # -- what the client writes -----------------------------------------------------------------
 
@@ -71,29 +107,63 @@ class MemoryTransport(asyncio.Transport):
 
     # -- what the server sends ------------------------------------------------------------------
 
+    def now(self) -> float:
+        """The replay's clock: the event loop's (its timers serve each release at its due time)."""
+        return self._loop.time()
+
+    def stalls_past(self, timeout: float) -> bool:
+        """Whether the next release is due more than ``timeout`` seconds from now: a stall longer
+        than the client's timeout (nothing due until the client sends is not one: another task
+        of the client may send, as it would live)."""
+        if self._lost or not self._queue:
+            return False
+        return self._queue[0][0] - self.now() > timeout
+
     def _deliver(self, releases: Sequence[Release]) -> None:
-        now = self._loop.time()
+        now = self.now()
         if any(r.ends_pending for r in releases):
             self._queue.clear()
             self._due = 0.0
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
         for r in releases:  # in order: the loop's timers do not keep the order of equal times
             at = self._timing.at(r.delay)
             self._due = max(self._due, now if at is None else now + at)
             self._queue.append((self._due, r.data))
-        if self._queue and self._timer is None:
-            self._timer = self._loop.call_at(self._queue[0][0], self._pump)
+        self._arm()
+
+    def _arm(self) -> None:
+        """Serve the next release at its due time; a stall one of the client's timers ends is
+        ended at once, the way that timer ends it."""
+        if self._timer is not None or not self._queue:
+            return
+        due = self._queue[0][0]
+        if due > self.now():
+            for dog in self.watchdogs:
+                if dog.ends(self._quiet_since, due):
+                    self.watchdogs = []  # once
+                    self._timer = self._loop.call_soon(self._expire, dog)
+                    return
+        self._timer = self._loop.call_at(due, self._pump)
+
+    def _expire(self, dog: Watchdog) -> None:
+        self._timer = None
+        if not self._lost:
+            dog.expire()
+        self._arm()
 
     def _pump(self) -> None:
         self._timer = None
-        now = self._loop.time()
+        now = self.now()
         while self._queue and self._queue[0][0] <= now:
             self._hand(self._queue.popleft()[1])
-        if self._queue:
-            self._timer = self._loop.call_at(self._queue[0][0], self._pump)
+        self._arm()
 
     def _hand(self, data: bytes | None) -> None:
         if self._lost:
             return
+        self._quiet_since = self.now()
         if data is None:
             keep = self._protocol.eof_received()
             if not keep:

@@ -22,6 +22,7 @@ from ..plan.conversation import Conversation, Release, UnmatchedMessageError
 from ..plan.ws_record import WsRecorder
 from ..variants import timing as _timing
 from . import RecordSession, passing
+from .ws_memory import Watchdog
 
 __all__ = ["MemorySocket"]
 
@@ -56,6 +57,9 @@ class MemorySocket:
         self._timeout: float | None = None
         self._bell_r, self._bell_w = socket.socketpair()
         self._bell_r.setblocking(False)
+        self.watchdogs: list[Watchdog] = []
+        """The client's own timers on silence (the stack adds them): a stall one ends is ended."""
+        self._quiet_since = _timing.clock.now()
 
     # -- the socket API ---------------------------------------------------------------------------
 
@@ -128,6 +132,10 @@ class MemorySocket:
             wait = head[0] - _timing.clock.now()
             if wait <= 0:
                 break
+            self._watch(head[0])
+            with self._cond:
+                if self._closed or not self._inbox or self._inbox[0] is not head:
+                    continue  # the timer's end changed what comes next
             if type(_timing.clock) is not _timing.Clock:  # a fake clock: what was slept is the test's
                 _timing.clock.sleep(wait)
                 break
@@ -149,11 +157,36 @@ class MemorySocket:
                 self._inbox[0] = (due, chunk[bufsize:])
                 return chunk[:bufsize]
             self._inbox.popleft()
+            self._quiet_since = _timing.clock.now()
             try:
                 self._bell_r.recv(1)
             except BlockingIOError:
                 pass
             return chunk
+
+    def _watch(self, due: float) -> None:
+        """A stall until ``due`` that one of the client's timers ends is ended at once, the way
+        that timer ends it (in its own thread, as the timer's thread would; what it writes
+        answers it)."""
+        dog = next((d for d in self.watchdogs if d.ends(self._quiet_since, due)), None)
+        if dog is None:
+            return
+        self.watchdogs = []  # once
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                dog.expire()
+            finally:
+                done.set()
+                with self._cond:
+                    self._cond.notify_all()
+
+        threading.Thread(target=run, name=f"ssemock-ws-{dog.name}", daemon=True).start()
+        with self._cond:  # until its close frame is answered (or the socket closed)
+            self._cond.wait_for(
+                lambda: self._closed or not self._inbox or self._inbox[0][0] != due or done.is_set()
+            )
 
     def _moved(self, head: tuple[float, bytes | None]) -> bool:
         return self._closed or not self._inbox or self._inbox[0] is not head

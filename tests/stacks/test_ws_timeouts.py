@@ -1,0 +1,241 @@
+"""A replayed WebSocket stall longer than a timeout the client library knows ends the way that
+timeout ends, at once (issue 34, item 4): websockets' keepalive (asyncio, sync and legacy
+clients: close code 1011 "keepalive ping timeout"), aiohttp's ``receive_timeout`` (its
+TimeoutError, close code 1006) and ``heartbeat`` (its missing-pong ServerTimeoutError). A shorter
+stall is served, waited on the timing clock (scaled). Every test replays on a fake clock: it
+asserts what replay slept and what the client saw, never how long it took; the client's own
+timers are minutes long, so a replay that waited for them would never finish."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from conftest import FakeClock
+
+import ssemock
+from ssemock.store.model import Interaction, Request, Response
+from ssemock.store.websocket import Close, Message, WebSocket
+
+URL = "wss://api.example/v1/realtime?model=gpt-realtime"
+EVENTS = ["session.created", "response.created", "response.output_text.delta", "response.done"]
+KEEPALIVE = {"ping_interval": 600, "ping_timeout": 600}  # first ping at 600 s; given up at 1,200 s
+
+
+def _cassette(path: Path, stall: float) -> Path:
+    """A Realtime session whose delta arrived ``stall`` seconds after ``response.created``."""
+    session = WebSocket(
+        [
+            Message("recv", 0.010, "text", json.dumps({"type": EVENTS[0]})),
+            Message("send", 0.020, "text", json.dumps({"type": "response.create"})),
+            Message("recv", 0.030, "text", json.dumps({"type": EVENTS[1]})),
+            Message("recv", 0.030 + stall, "text", json.dumps({"type": EVENTS[2], "delta": "Hi"})),
+            Message("recv", 0.040 + stall, "text", json.dumps({"type": EVENTS[3]})),
+        ],
+        close=Close(1000, "", "client", True),
+    )
+    ssemock.Cassette([Interaction(Request("GET", URL), Response(101), session)]).save(path)
+    return path
+
+
+def _closed(exc: Any) -> tuple[Any, ...]:
+    return ("closed", exc.sent.code if exc.sent else None, exc.sent.reason if exc.sent else None, exc.rcvd)
+
+
+async def _asyncio_client(**options: Any) -> list[Any]:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosedError
+
+    seen: list[Any] = []
+    async with connect(URL, **options) as ws:
+        seen.append(json.loads(await ws.recv())["type"])
+        await ws.send(json.dumps({"type": "response.create"}))
+        try:
+            while seen[-1] != "response.done":
+                seen.append(json.loads(await ws.recv())["type"])
+        except ConnectionClosedError as exc:
+            seen.append(_closed(exc))
+    return seen
+
+
+def _sync_client(**options: Any) -> list[Any]:
+    from websockets.exceptions import ConnectionClosedError
+    from websockets.sync.client import connect
+
+    seen: list[Any] = []
+    with connect(URL, **options) as ws:
+        seen.append(json.loads(ws.recv())["type"])
+        ws.send(json.dumps({"type": "response.create"}))
+        try:
+            while seen[-1] != "response.done":
+                seen.append(json.loads(ws.recv())["type"])
+        except ConnectionClosedError as exc:
+            seen.append(_closed(exc))
+    return seen
+
+
+async def _legacy_client(**options: Any) -> list[Any]:
+    from websockets.exceptions import ConnectionClosedError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from websockets.legacy.client import connect
+
+    seen: list[Any] = []
+    async with connect(URL, **options) as ws:
+        seen.append(json.loads(await ws.recv())["type"])
+        await ws.send(json.dumps({"type": "response.create"}))
+        try:
+            while seen[-1] != "response.done":
+                seen.append(json.loads(await ws.recv())["type"])
+        except ConnectionClosedError as exc:
+            seen.append(_closed(exc))
+    return seen
+
+
+KEEPALIVE_CLIENTS: dict[str, Callable[..., list[Any]]] = {
+    "websockets": lambda **o: asyncio.run(_asyncio_client(**o)),
+    "websockets.sync": _sync_client,
+    "websockets.legacy": lambda **o: asyncio.run(_legacy_client(**o)),
+}
+
+
+@pytest.mark.parametrize("stack", list(KEEPALIVE_CLIENTS))
+def test_a_stall_past_the_keepalive_fails_as_the_keepalive_does_at_once(
+    tmp_path: Path, fake_clock: FakeClock, stack: str
+) -> None:
+    path = _cassette(tmp_path / "stall.json", stall=3600)
+    with ssemock.use_cassette(path, record_mode="none", timing="recorded"):
+        seen = KEEPALIVE_CLIENTS[stack](**KEEPALIVE)
+    # what a stalled server does to the client's keepalive: its ping is never answered
+    assert seen == [*EVENTS[:2], ("closed", 1011, "keepalive ping timeout", None)]
+    assert all(s < 1 for s in fake_clock.slept)  # the hour was not waited for, not even on the fake clock
+
+
+@pytest.mark.parametrize(("stall", "ends"), [(900, False), (1300, True)])
+@pytest.mark.parametrize("stack", list(KEEPALIVE_CLIENTS))
+def test_the_keepalive_ends_a_stall_only_when_its_ping_would_go_unanswered(
+    tmp_path: Path, fake_clock: FakeClock, stack: str, stall: float, ends: bool
+) -> None:
+    # scaled by 1/5000: pings every 0.12 s, given up 0.12 s later; silent from 0 to 0.18 s (900)
+    # or 0.26 s (1300): the first ping (0.12 s) is answered in time (0.18 < 0.24), or never is
+    path = _cassette(tmp_path / "stall.json", stall=stall)
+    with ssemock.use_cassette(path, record_mode="none", timing="scaled:0.0002"):
+        seen = KEEPALIVE_CLIENTS[stack](ping_interval=0.12, ping_timeout=0.12)
+    assert seen == ([*EVENTS[:2], ("closed", 1011, "keepalive ping timeout", None)] if ends else EVENTS)
+
+
+def test_the_stall_fault_past_the_keepalive_fails_as_the_keepalive_does(tmp_path: Path) -> None:
+    path = _cassette(tmp_path / "plain.json", stall=0.01)
+    fault = "stall:before_message=3,seconds=3600"
+    with ssemock.use_cassette(path, record_mode="none", timing="recorded", faults=fault):
+        seen = asyncio.run(_asyncio_client(**KEEPALIVE))
+    assert seen == [*EVENTS[:2], ("closed", 1011, "keepalive ping timeout", None)]
+    # scaled, the same stall (0.36 s) is shorter than the keepalive: served after its time
+    with ssemock.use_cassette(path, record_mode="none", timing="scaled:0.0001", faults=fault):
+        assert asyncio.run(_asyncio_client(**KEEPALIVE)) == EVENTS
+
+
+@pytest.mark.parametrize(("timeout", "served"), [(30, True), (0.05, False)])
+def test_a_timeout_of_your_own_sees_the_stall_on_the_timing_clock(
+    tmp_path: Path, timeout: float, served: bool
+) -> None:
+    from websockets.asyncio.client import connect
+
+    path = _cassette(tmp_path / "stall.json", stall=3600)
+
+    async def run() -> list[Any]:
+        async with connect(URL, ping_interval=None) as ws:  # no keepalive: only the user's timeout
+            seen = [json.loads(await ws.recv())["type"]]
+            await ws.send(json.dumps({"type": "response.create"}))
+            try:
+                for _ in range(3):
+                    seen.append(json.loads(await asyncio.wait_for(ws.recv(), timeout))["type"])
+            except TimeoutError:
+                seen.append("timed out")
+            return seen
+
+    # the hour, scaled to 0.36 s: a 30 s timeout of the user's sees the message, a 50 ms one times out
+    with ssemock.use_cassette(path, record_mode="none", timing="scaled:0.0001"):
+        assert asyncio.run(run()) == (EVENTS if served else [*EVENTS[:2], "timed out"])
+
+
+async def _aiohttp_client(**options: Any) -> list[Any]:
+    seen: list[Any] = []
+    async with aiohttp.ClientSession() as session, session.ws_connect(URL, **options) as ws:
+        seen.append((await ws.receive_json())["type"])
+        await ws.send_json({"type": "response.create"})
+        try:
+            while seen[-1] != "response.done":
+                message = await ws.receive()
+                if message.type != aiohttp.WSMsgType.TEXT:
+                    seen.append((message.type.name, repr(message.data), ws.close_code))
+                    break
+                seen.append(json.loads(message.data)["type"])
+        except TimeoutError as exc:
+            seen.append((type(exc).__name__, ws.close_code))
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("options", "ending"),
+    [
+        ({"timeout": aiohttp.ClientWSTimeout(ws_receive=600)}, ("TimeoutError", 1006)),
+        ({"heartbeat": 600}, ("ERROR", "ServerTimeoutError('No PONG received after 300.0 seconds')", 1006)),
+    ],
+    ids=["receive_timeout", "heartbeat"],
+)
+def test_aiohttp_ends_a_stall_past_its_timeout_as_it_does_at_once(
+    tmp_path: Path, options: dict[str, Any], ending: tuple[Any, ...]
+) -> None:
+    path = _cassette(tmp_path / "stall.json", stall=3600)
+    with ssemock.use_cassette(path, record_mode="none", timing="recorded"):
+        seen = asyncio.run(_aiohttp_client(**options))
+    assert seen == [*EVENTS[:2], ending]
+    with ssemock.use_cassette(path, record_mode="none", timing="scaled:0.00005"):  # 0.18 s: served
+        assert asyncio.run(_aiohttp_client(**options)) == EVENTS
+
+
+def test_aiohttp_receive_with_its_own_timeout(tmp_path: Path) -> None:
+    path = _cassette(tmp_path / "stall.json", stall=3600)
+
+    async def run() -> list[Any]:
+        async with aiohttp.ClientSession() as session, session.ws_connect(URL) as ws:
+            seen = [(await ws.receive_json())["type"]]
+            await ws.send_json({"type": "response.create"})
+            seen.append((await ws.receive_json(timeout=5))["type"])  # received already: returned
+            with pytest.raises(TimeoutError):
+                await ws.receive(timeout=5)
+            return [*seen, ws.close_code]
+
+    with ssemock.use_cassette(path, record_mode="none", timing="recorded"):
+        assert asyncio.run(run()) == [*EVENTS[:2], 1006]
+
+
+def test_httpx_ws_async_replay_waits_for_the_clients_message_without_polling(
+    tmp_path: Path, fake_clock: FakeClock
+) -> None:
+    import httpx
+    from httpx_ws import aconnect_ws
+
+    path = _cassette(tmp_path / "session.json", stall=0.5)
+
+    async def run() -> list[Any]:
+        async with httpx.AsyncClient() as client, aconnect_ws(URL.replace("wss", "https"), client) as ws:
+            seen = [(await ws.receive_json())["type"]]
+            await asyncio.sleep(0)  # the reader waits for the client's message meanwhile
+            await ws.send_json({"type": "response.create"})
+            while seen[-1] != "response.done":
+                seen.append((await ws.receive_json())["type"])
+            return seen
+
+    with ssemock.use_cassette(path, record_mode="none", timing="instant"):
+        assert asyncio.run(run()) == EVENTS
+    # before: a 1 ms sleep on the timing clock per turn while the client had not sent yet
+    assert fake_clock.slept == []
