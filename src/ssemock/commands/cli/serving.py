@@ -22,13 +22,14 @@ def add_replay_options(parser: argparse.ArgumentParser) -> None:
         default="as_recorded",
         metavar="NAME",
         help="as_recorded (default), bytewise, mid_line, mid_utf8, coalesced, per_event, "
-        "fixed:N, random:SEED",
+        "fixed:N, random:SEED; WebSocket sessions also mid_header",
     )
     parser.add_argument(
         "--transform",
         default=None,
         metavar="NAME",
-        help="crlf, cr, mixed, no_space, keepalive[:COMMENT], comments, ids, meta, retry, pad[:N], raw_unicode, blank_lines; chain with '+'",
+        help="crlf, cr, mixed, no_space, keepalive[:COMMENT], comments, ids, meta, retry, pad[:N], raw_unicode, "
+        "blank_lines; WebSocket sessions: fragments:N, pings, deflate, no_deflate; chain with '+'",
     )
     parser.add_argument(
         "--timing",
@@ -41,7 +42,8 @@ def add_replay_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="SPEC",
         help="e.g. disconnect:after_event=3, stall:before_event=2,seconds=5, "
-        "http_error:status=429; several separated by ';'",
+        "http_error:status=429; WebSocket: close:code=1011,after_message=3, drop:after_message=2, "
+        "handshake:status=429; several separated by ';'",
     )
     parser.add_argument(
         "--match-on",
@@ -76,7 +78,9 @@ def _add_serve(subparsers: Subparsers) -> None:
         "status, headers and chunks, each chunk its own write, re-chunked, transformed, timed "
         "and faulted as asked. A disconnect fault really drops the connection; an "
         "EventSource GET matches a recorded SSE stream by path, and a reconnection with "
-        "Last-Event-ID resumes after that event. Unmatched requests get a 404 listing the "
+        "Last-Event-ID resumes after that event. A WebSocket upgrade is answered from a recorded "
+        "session on the raw connection (the client's messages matched, the wire re-cut, re-framed "
+        "and faulted by the same options). Unmatched requests get a 404 listing the "
         "recorded requests (secrets masked). One log line per request (--quiet: none). "
         "No CORS header unless --cors. Needs the 'serve' extra.",
     )
