@@ -536,7 +536,9 @@ def test_write_library_records_through_loopback(tmp_path: Path) -> None:
     assert synth._without_times(new) == synth._without_times(old)
     assert new != old  # the times are measured again
     times = ssemock.Cassette.load(tmp_path / "ollama" / "chat.json").interactions[0].response.times
-    assert 0.25 <= times[0] < 0.35 and all(0.01 < b - a < 0.1 for a, b in zip(times, times[1:]))
+    # The server waits 0.25 s for the first token, then 0.03 s a piece: lower bounds only (a
+    # loaded machine delays a read, never hastens one).
+    assert all(t >= 0.25 + 0.03 * k - 0.001 for k, t in enumerate(times)) and times == sorted(times)
 
 
 def test_event_ids_and_a_charset_less_content_type() -> None:
