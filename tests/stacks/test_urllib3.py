@@ -195,7 +195,7 @@ def test_recorded_boundaries_are_the_server_writes_and_replay_needs_no_server(tm
     for x in (first, second):
         assert x.response.chunks == WRITES and x.response.complete and x.response.error is None
         spread = x.response.times[-1] - x.response.times[0]  # arrival times, not read times
-        assert 0.8 * GAP * (len(WRITES) - 1) <= spread < 1.0, x.response.times
+        assert 0.8 * GAP * (len(WRITES) - 1) <= spread, x.response.times  # no upper bound: load delays
     assert first.request.url == f"{url}/events"
     # the server is gone: the replay makes no connection
     with ssemock.use_cassette(path) as player:
