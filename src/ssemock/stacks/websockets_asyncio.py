@@ -140,11 +140,75 @@ def keepalive_watchdog(connection: Any, transport: MemoryTransport) -> Watchdog:
     return Watchdog("keepalive", ends, expire)
 
 
+def _init_13_0(original: Any) -> Any:
+    """13.0.x: ``connect.__init__`` creates the ``loop.create_connection(factory, ...)`` coroutine
+    that ``__await__`` awaits (no method in between), so the hook wraps ``__init__`` and swaps
+    that coroutine for one that dispatches the handshake first (`_opened_13_0`)."""
+
+    def __init__(self: Any, uri: str, *args: Any, **kwargs: Any) -> None:
+        original(self, uri, *args, **kwargs)
+        made = getattr(self, "_create_connection", None)
+        if not intercepting() or kwargs.get("sock") is not None or kwargs.get("unix"):
+            return
+        if getattr(getattr(made, "cr_code", None), "co_name", None) != "create_connection":
+            return
+        self._create_connection = _opened_13_0(made, uri, kwargs.get("additional_headers"))
+
+    return __init__
+
+
+async def _opened_13_0(made: Any, uri: str, headers: Any) -> Any:
+    """What ``await loop.create_connection(factory, ...)`` returns in websockets 13.0.x: the real
+    one (record: teed; an allowed host: untouched) or an in-memory transport (replay)."""
+    from websockets.uri import parse_uri
+
+    wsuri = parse_uri(uri)
+    try:
+        answer = dispatch(handshake_request(uri_text(wsuri), headers, "websockets"))
+    except RecordSession as rec:
+        with passing(wsuri.host):
+            _, connection = await made
+        connection.transport = TeeTransport(connection.transport, rec.recorder)
+        tee_protocol(connection, rec.recorder)
+        return connection.transport, connection
+    except PassThrough:
+        with passing(wsuri.host):
+            return await made
+    except BaseException:
+        made.close()
+        raise
+    factory = made.cr_frame.f_locals["protocol_factory"]  # (the arguments of a coroutine not yet run)
+    made.close()
+    connection = factory()
+    loop = asyncio.get_running_loop()
+    transport = MemoryTransport(
+        loop,
+        connection,
+        answer.extensions["ssemock.conversation"],
+        answer.extensions["ssemock.timing"],
+        (wsuri.host, wsuri.port),
+    )
+    transport.watchdogs.append(keepalive_watchdog(connection, transport))
+    connection.connection_made(transport)
+    return transport, connection
+
+
+def _tcp_step(client: Any) -> str | None:
+    """The name of ``connect``'s TCP step in this version (None: 13.0.x, where there is none)."""
+    for name in ("open_tcp_connection", "create_connection"):
+        if hasattr(client.connect, name):
+            return name
+    return None
+
+
 def patches() -> list[Patch]:
-    """The hook on ``websockets.asyncio.client.connect``'s TCP step, by version."""
+    """The hook on ``websockets.asyncio.client.connect``'s TCP step, by version (13.0.x: on
+    ``connect.__init__``)."""
     import websockets.asyncio.client as client
 
-    name = "open_tcp_connection" if hasattr(client.connect, "open_tcp_connection") else "create_connection"
+    name = _tcp_step(client)
+    if name is None:
+        return [Patch(client.connect, "__init__", _init_13_0)]
     return [Patch(client.connect, name, _open)]
 
 
@@ -152,5 +216,4 @@ def hook() -> str:
     """Where the patch goes in the installed ``websockets`` (for ``ssemock doctor``)."""
     import websockets.asyncio.client as client
 
-    name = "open_tcp_connection" if hasattr(client.connect, "open_tcp_connection") else "create_connection"
-    return f"websockets.asyncio.client.connect.{name}"
+    return f"websockets.asyncio.client.connect.{_tcp_step(client) or '__init__'}"
