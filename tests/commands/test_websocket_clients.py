@@ -1,13 +1,14 @@
 """Real WebSocket clients against ``ssemock serve`` and ``ssemock proxy`` over real sockets: the npm
-``ws`` package (tests/node/realtime.mjs; Node 20 has no global ``WebSocket``) and a headless
-Chromium's ``WebSocket`` (tests/browser/websocket.html) speak an OpenAI Realtime-shaped session.
+``ws`` package (tests/node/realtime.mjs; Node 20 has no global ``WebSocket``), the openai Node
+SDK's Realtime client (``OpenAIRealtimeWS``, on ws) and a headless Chromium's ``WebSocket``
+(tests/browser/websocket.html) speak an OpenAI Realtime-shaped session.
 
-Node records it through the proxy from a loopback stand-in (issue 36), replays it through the
-proxy (record mode ``none``), and both clients replay it through ``serve`` under several wire
-chunkings and a re-framing (issue 35, item 6): each sees the messages the recording holds, in
-order, and closes cleanly. A client that sends another message is closed with 1008 and a reason,
-and the server's log has the diff. Node runs twice (recording, then every replay in one
-process), Chromium once (every variant, one page)."""
+ws and the SDK record it through the proxy from a loopback stand-in (issue 36), ws replays it
+through the proxy (record mode ``none``), and the three clients replay it through ``serve`` under
+several wire chunkings and a re-framing (issue 35, item 6): each sees the messages the recording
+holds, in order, and closes cleanly. A client that sends another message is closed with 1008 and a reason,
+and the server's log has the diff. Node runs three times (recording, the
+proxy's replays, every serve replay), Chromium once (every variant, one page)."""
 
 from __future__ import annotations
 
@@ -97,9 +98,12 @@ def _ws(url: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any], list[str]]]:
-    """Node records the session through the proxy (cassette ``realtime``): the cassette, what Node
-    saw live, and the proxy's log."""
+def recorded(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Path, dict[str, dict[str, Any]], list[str]]]:
+    """Node records the session through the proxy, with ws (cassette ``realtime``) and with the
+    openai SDK's OpenAIRealtimeWS (cassette ``sdk``): the first cassette, what each client saw
+    live (by label: ``live``, ``sdk``), and the proxy's log."""
     if not (NODE_DIR / "node_modules" / "ws").is_dir():
         _node()  # (the same skip, or CI failure, as the other Node tests)
         pytest.fail("tests/node/node_modules/ws is missing: npm ci --prefix tests/node")
@@ -109,8 +113,14 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, d
         ws_running(stand_in) as up,
         running(proxy_app(f"http://127.0.0.1:{up.port}", cassette_dir=folder, log=log.append)) as proxy,
     ):
-        live = run_node([{"url": _ws(proxy) + "/_ssemock/realtime" + PATH, "label": "live"}])["live"]
+        live = run_node(
+            [
+                {"url": _ws(proxy) + "/_ssemock/realtime" + PATH, "label": "live"},
+                {"client": "openai", "base": proxy + "/_ssemock/sdk/v1", "label": "sdk"},
+            ]
+        )
         until((folder / "realtime.json").exists, "the proxy's save of the session")
+        until((folder / "sdk.json").exists, "the proxy's save of the SDK's session")
     yield folder / "realtime.json", live, log
 
 
@@ -121,12 +131,18 @@ def received(path: Path) -> list[str]:
 
 
 def test_node_records_through_the_proxy_and_replays_through_it(
-    recorded: tuple[Path, dict[str, Any], list[str]],
+    recorded: tuple[Path, dict[str, dict[str, Any]], list[str]],
 ) -> None:
-    path, live, log = recorded
+    path, clients, log = recorded
+    live, sdk = clients["live"], clients["sdk"]
     assert (live["error"], live["close"]) == (None, 1000), live
     want = received(path)
     assert live["messages"] == want and len(want) == 11
+    # the SDK recorded the same session (its events parsed), its key never written
+    assert (sdk["error"], sdk["close"]) == (None, 1000), sdk
+    assert received(path.parent / "sdk.json") == want
+    assert [json.loads(m) for m in sdk["messages"]] == [json.loads(m) for m in want]
+    assert "sk-test-node" not in (path.parent / "sdk.json").read_text(encoding="utf-8")
     assert "".join(json.loads(m).get("delta", "") for m in want) == "".join(DELTAS)
     session = ssemock.Cassette.load(path).interactions[0].websocket
     assert session is not None and session.close.code == 1000
@@ -172,7 +188,7 @@ async def _page(request: Request) -> HTMLResponse:
 
 
 def test_node_and_chromium_replay_through_serve_under_every_wire_chunking(
-    recorded: tuple[Path, dict[str, Any], list[str]], tmp_path: Path
+    recorded: tuple[Path, dict[str, dict[str, Any]], list[str]], tmp_path: Path
 ) -> None:
     path, _, _ = recorded
     want = received(path)
@@ -181,8 +197,12 @@ def test_node_and_chromium_replay_through_serve_under_every_wire_chunking(
             (chunking, transform): serve.app(path, chunking=chunking, transform=transform)
             for chunking, transform in VARIANTS
         }
-        bases = {v: _ws(stack.enter_context(running(a))) + PATH for v, a in apps.items()}
-        results = run_node([{"url": url, "label": f"{v}"} for v, url in bases.items()])
+        http = {v: stack.enter_context(running(a)) for v, a in apps.items()}
+        bases = {v: _ws(url) + PATH for v, url in http.items()}
+        results = run_node(
+            [{"url": url, "label": f"{v}"} for v, url in bases.items()]
+            + [{"client": "openai", "base": f"{url}/v1", "label": f"sdk {v}"} for v, url in http.items()]
+        )
         pages = stack.enter_context(running(Starlette(routes=[Route("/websocket.html", _page)])))
         sources = "&".join(f"src={url}" for url in bases.values())
         browser = _page_lists(
@@ -192,9 +212,12 @@ def test_node_and_chromium_replay_through_serve_under_every_wire_chunking(
     for variant, url in bases.items():
         node = results[f"{variant}"]
         assert (node["messages"], node["close"], node["error"]) == (want, 1000, None), (variant, node)
+        sdk = results[f"sdk {variant}"]
+        assert (sdk["close"], sdk["error"]) == (1000, None), (variant, sdk)
+        assert [json.loads(m) for m in sdk["messages"]] == [json.loads(m) for m in want], variant
         assert browser[url] == (want, "1000"), (variant, browser[url])
         sessions = list(replayers[variant].sessions)
-        assert len(sessions) == 2 and all(not s.mismatches and not s.unsent() for s in sessions), variant
+        assert len(sessions) == 3 and all(not s.mismatches and not s.unsent() for s in sessions), variant
     # the wire was cut as asked: bytewise wrote every byte on its own (the same bytes, in order)
     wire = sum(len(u.data) for u in replayers[("as_recorded", None)].sessions[0].units)
     bytewise = replayers[("bytewise", None)].sessions[0]
