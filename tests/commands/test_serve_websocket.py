@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,10 @@ def test_handshakes_that_match_no_session() -> None:
     assert protocol.value.response.status_code == 400
     assert "agreed to none" in (protocol.value.response.body or b"").decode()
     assert [x.status for x in replayer.exchanges] == [404, 426, 400]
+    assert replayer.routes() == [  # what ssemock serve prints at start
+        "#0 GET /v1/realtime?model=gpt-realtime -> 101 WebSocket, 20 message(s) received, 3 sent "
+        "(openai_realtime_text_tool_call.json #0)"
+    ]
 
 
 def test_faults_close_refuse_and_the_reconnect_is_served() -> None:
@@ -136,3 +140,15 @@ def test_a_handshake_the_server_refused_is_answered_as_recorded() -> None:
     assert refused.value.response.status_code == 401
     assert refused.value.response.body == b'{"error": {"code": "invalid_api_key"}}'
     assert log == [f"WebSocket {PATH} -> 401 #0, the handshake refused as recorded"]
+
+
+def test_stopping_the_server_closes_an_open_session_with_1001() -> None:
+    with ExitStack() as client:
+        with served() as (url, _, _):
+            conn = client.enter_context(connect(url + PATH))
+            first = json.loads(conn.recv(timeout=30))  # session.created; the session waits for the client
+        # the block ended: the server stopped, and said so to the client still connected
+        with pytest.raises(ConnectionClosed):
+            conn.recv(timeout=30)
+    assert first["type"] == "session.created"
+    assert (conn.close_code, conn.close_reason) == (1001, "ssemock: server stopped")
