@@ -119,6 +119,9 @@ def test_faults_close_refuse_and_the_reconnect_is_served() -> None:
     with served(faults="close:code=1012,after_message=3") as (url, _, _):
         got, code, _ = converse(url + PATH)
     assert (got, code) == (want[:3], 1012)
+    with served(faults="drop:after_byte=300", chunking="bytewise") as (url, _, _):
+        got, code, _ = converse(url + PATH)  # the TCP connection ends inside a frame: no close frame
+    assert (got, code) == (want[:1], 1006)
     with served(faults="sequence:handshake:status=429,retry_after=1|as_recorded") as (url, replayer, _):
         with pytest.raises(InvalidStatus) as refused:
             connect(url + PATH)
