@@ -118,7 +118,7 @@ class ReplaySocket(asyncio.Protocol):
         self._uvicorn = {"config": config, "server_state": server_state, "app_state": app_state}
         self._connections: set[Any] = server_state.connections if server_state is not None else set()
         self.transport: asyncio.Transport | None = None
-        self._loop = asyncio.get_event_loop()
+        self._loop = asyncio.get_running_loop()  # (made by uvicorn inside its loop)
         self._head = b""
         self._delegate: asyncio.Protocol | None = None
         self.conversation: VariedConversation | None = None
