@@ -1,0 +1,113 @@
+"""``ssemock proxy`` with WebSocket sessions under each record mode (`ssemock.commands.proxy.websocket`):
+a session the mode replays is answered from the cassette the way ``ssemock serve`` answers it
+(the upstream never reached), one it records is relayed and saved, one it does neither gets a
+404 with what differs. The ``websockets`` sync client; a loopback Realtime stand-in that counts
+the sessions it serves."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from waiting import until
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
+from websockets.sync.server import ServerConnection
+from ws_servers import realtime
+from ws_servers import running as ws_running
+
+import ssemock
+from ssemock.commands.loopback import running
+from ssemock.commands.proxy import app as proxy_app
+
+PATH = "/v1/realtime?model=gpt-realtime"
+
+
+def session(url: str) -> list[str]:
+    """A Realtime client's session: session.update, response.create, until response.done."""
+    got = []
+    with connect(url) as ws:
+        got.append(str(ws.recv(timeout=30)))
+        ws.send(json.dumps({"type": "session.update", "session": {"type": "realtime", "instructions": "hi"}}))
+        got.append(str(ws.recv(timeout=30)))
+        ws.send(json.dumps({"type": "response.create"}))
+        while json.loads(got[-1])["type"] != "response.done":
+            got.append(str(ws.recv(timeout=30)))
+    return got
+
+
+@pytest.fixture
+def upstream() -> Iterator[tuple[str, list[str]]]:
+    """The stand-in's base URL, and the paths of the sessions it served."""
+    served: list[str] = []
+
+    def handler(ws: ServerConnection) -> None:
+        assert ws.request is not None
+        served.append(ws.request.path)
+        realtime(ws)
+
+    with ws_running(handler) as server:
+        yield f"http://127.0.0.1:{server.port}", served
+
+
+def _saved(folder: Path, count: int) -> ssemock.Cassette:
+    path = folder / "proxy.json"
+    until(lambda: path.exists() and len(ssemock.Cassette.load(path).interactions) == count, f"{count} saved")
+    return ssemock.Cassette.load(path)
+
+
+def test_once_records_then_replays_with_the_variants(upstream: tuple[str, list[str]], tmp_path: Path) -> None:
+    base, served = upstream
+    with running(proxy_app(base, cassette_dir=tmp_path)) as proxy:
+        live = session(proxy.replace("http://", "ws://") + PATH)
+        _saved(tmp_path, 1)
+    log: list[str] = []
+    options: dict[str, Any] = {"chunking": "mid_header", "transform": "fragments:2"}
+    with running(proxy_app(base, cassette_dir=tmp_path, log=log.append, **options)) as proxy:
+        again = session(proxy.replace("http://", "ws://") + PATH)
+    assert again == live and len(live) == 9
+    assert served == [PATH]  # the replay never reached the upstream
+    assert any(
+        "-> 101 #0" in line and "chunking=mid_header, reframing=fragments:2" in line for line in log
+    ), log
+
+
+def test_new_episodes_replays_what_matches_and_records_the_rest(
+    upstream: tuple[str, list[str]], tmp_path: Path
+) -> None:
+    base, served = upstream
+    with running(proxy_app(base, cassette_dir=tmp_path)) as proxy:
+        session(proxy.replace("http://", "ws://") + PATH)
+        _saved(tmp_path, 1)
+    other = "/v1/realtime?model=gpt-realtime-mini"
+    with running(proxy_app(base, cassette_dir=tmp_path, record_mode="new_episodes")) as proxy:
+        url = proxy.replace("http://", "ws://")
+        session(url + PATH)  # replayed
+        session(url + other)  # recorded
+        cassette = _saved(tmp_path, 2)
+    assert served == [PATH, other]
+    assert [x.request.url.split("/", 3)[-1] for x in cassette.interactions] == [PATH[1:], other[1:]]
+
+
+def test_none_answers_an_unrecorded_session_with_404_and_the_diff(
+    upstream: tuple[str, list[str]], tmp_path: Path
+) -> None:
+    base, served = upstream
+    with running(proxy_app(base, cassette_dir=tmp_path)) as proxy:
+        session(proxy.replace("http://", "ws://") + PATH)
+        _saved(tmp_path, 1)
+    log: list[str] = []
+    with running(proxy_app(base, cassette_dir=tmp_path, record_mode="none", log=log.append)) as proxy:
+        with pytest.raises(InvalidStatus) as refused:
+            connect(proxy.replace("http://", "ws://") + "/v1/realtime?model=other")
+    assert refused.value.response.status_code == 404
+    body = json.loads(refused.value.response.body or b"{}")
+    assert "record mode 'none' records nothing new" in body["error"]
+    assert body["recorded"][0]["differs"] == [
+        "query: [('model', 'gpt-realtime')] recorded, [('model', 'other')] sent"
+    ]
+    assert served == [PATH]
+    assert any("model=other" in line and "-> 404" in line for line in log), log
