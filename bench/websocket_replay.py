@@ -16,6 +16,12 @@ Contestants, each serving the same MESSAGES server events after the client's ``r
 
 Median of 5 interleaved rounds, wall time (the loopback server runs in another process), garbage
 collector off while timing. Target: ssemock as_recorded <= 1.5x the hand-mocked socket.
+
+Then the sync stack beside the asyncio one: a 100-message session replayed bytewise (one byte per
+read, ~17,000 reads) through ``websockets.sync.client`` and through the asyncio client, CPU time
+of the whole process (both of the sync client's threads), median of 9 interleaved rounds. Before
+issue 35's fix the sync one never finished: the in-memory socket's doorbell took one byte per
+queued chunk and the writer blocked on the full socketpair under the lock the reader needed.
 """
 
 from __future__ import annotations
@@ -179,6 +185,42 @@ async def mocked(texts: list[str]) -> float:
     return await client(lambda: _Mocked(texts), len(texts) - 1)
 
 
+def _sync_bytewise(texts: list[str]) -> float:
+    from websockets.sync.client import connect as sync_connect
+
+    with ssemock.replay(cassette(texts), chunking="bytewise", allowed_hosts=[]):
+        start = time.process_time()
+        with sync_connect(URL, compression=None) as ws:
+            ws.recv()
+            ws.send(CREATE)
+            for _ in range(len(texts) - 1):
+                json.loads(ws.recv())
+        return time.process_time() - start
+
+
+async def _async_bytewise(texts: list[str]) -> float:
+    with ssemock.replay(cassette(texts), chunking="bytewise", allowed_hosts=[]):
+        start = time.process_time()
+        async with websockets.connect(URL, compression=None) as ws:
+            await ws.recv()
+            await ws.send(CREATE)
+            for _ in range(len(texts) - 1):
+                json.loads(await ws.recv())
+        return time.process_time() - start
+
+
+def sync_versus_async(n: int = 100, rounds: int = 9) -> tuple[float, float]:
+    """Median CPU seconds of an ``n``-message session replayed bytewise: (sync client, asyncio client)."""
+    texts = events(n)
+    sync, asynchronous = [], []
+    for _ in range(rounds):
+        gc.collect()
+        asynchronous.append(asyncio.run(_async_bytewise(texts)))
+        gc.collect()
+        sync.append(_sync_bytewise(texts))
+    return statistics.median(sync), statistics.median(asynchronous)
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
     texts = events(n)
@@ -216,6 +258,13 @@ def main() -> None:
         print(f"  {name:24s} {us:8.2f} us/message  {us / base:5.2f}x the hand-mocked socket")
     print(
         f"  target: ssemock as_recorded <= 1.50x: {'met' if per['ssemock as_recorded'] <= 1.5 * base else 'NOT met'}"
+    )
+    sync, asynchronous = sync_versus_async()
+    wire = sum(len(encode_frame(Opcode.TEXT, t.encode())) for t in events(100))
+    print(f"bytewise, a 100-message session ({wire} bytes, one per read), CPU time of the process:")
+    print(f"  websockets asyncio client   {asynchronous * 1e3:8.1f} ms")
+    print(
+        f"  websockets sync client      {sync * 1e3:8.1f} ms  {sync / asynchronous:5.2f}x the asyncio client"
     )
 
 

@@ -70,6 +70,45 @@ def _shim(real: types.ModuleType) -> types.ModuleType:
 _real_wrap: Any = ssl.SSLContext.wrap_socket
 
 
+class _Selector:
+    """The selector websockets' receiving thread waits on before each read (17.3+): a
+    `MemorySocket` with a chunk due now is reported ready at once, with no system call (a
+    bytewise replay reads thousands of one-byte chunks); anything else waits on the real one."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+        self._memory: MemorySocket | None = None
+        self._key: Any = None
+
+    def register(self, fileobj: Any, events: int, data: Any = None) -> Any:
+        key = self._real.register(fileobj, events, data)
+        if isinstance(fileobj, MemorySocket):
+            self._memory, self._key = fileobj, key
+        return key
+
+    def select(self, timeout: float | None = None) -> Any:
+        if self._memory is not None and self._memory.ready():
+            return [(self._key, self._key.events)]
+        return self._real.select(timeout)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def __enter__(self) -> _Selector:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._real.close()
+
+
+def _selectors(real: types.ModuleType) -> types.ModuleType:
+    """``websockets.sync.connection``'s ``selectors`` global, its ``DefaultSelector`` a `_Selector`."""
+    shim = types.ModuleType(real.__name__)
+    shim.__dict__.update(real.__dict__)
+    shim.DefaultSelector = lambda: _Selector(real.DefaultSelector())  # type: ignore[attr-defined]
+    return shim
+
+
 def _wrap(original: Any) -> Any:
     def wrap_socket(self: ssl.SSLContext, sock: Any, *args: Any, **kw: Any) -> Any:
         if isinstance(sock, MemorySocket):
@@ -125,8 +164,9 @@ def _start_keepalive(original: Any) -> Any:
 
 def patches() -> list[Patch]:
     """The ``socket`` global of ``websockets.sync.client``, ``SSLContext.wrap_socket``,
-    ``Connection.recv`` (a stall longer than its ``timeout=`` ends as that timeout does) and,
-    from 15.0, ``Connection.start_keepalive`` (so does a stall longer than the keepalive)."""
+    ``Connection.recv`` (a stall longer than its ``timeout=`` ends as that timeout does),
+    from 15.0, ``Connection.start_keepalive`` (so does a stall longer than the keepalive) and,
+    from 17.3, the ``selectors`` global of ``websockets.sync.connection`` (`_Selector`)."""
     import websockets.sync.client as client
     import websockets.sync.connection as connection
 
@@ -137,6 +177,8 @@ def patches() -> list[Patch]:
     ]
     if hasattr(connection.Connection, "start_keepalive"):  # 15.0+: the sync client has a keepalive
         found.append(Patch(connection.Connection, "start_keepalive", _start_keepalive))
+    if hasattr(connection, "selectors"):  # 17.3+: a selector before each read (issue 35: bytewise speed)
+        found.append(Patch(connection, "selectors", _selectors))
     return found
 
 

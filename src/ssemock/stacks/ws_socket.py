@@ -3,8 +3,11 @@ the part of the socket API they use (``sendall``, ``recv``, ``fileno``, ``shutdo
 first write is the handshake, dispatched to the players; then it serves the recorded conversation
 (replay) or relays to the real server, recording both directions (record, pass-through).
 
-``fileno()`` is the read end of a socketpair "doorbell" rung once per queued chunk (websockets
-17.3+ waits on it with a selector before each ``recv``)."""
+``fileno()`` is the read end of a socketpair "doorbell", readable while something is queued
+(websockets 17.3+ waits on it with a selector before each ``recv``): one byte rung when the
+queue fills, taken back when it empties. (It was one byte per queued chunk: a bytewise replay
+of a few kilobytes filled the socketpair's buffer and the writer blocked under the lock the
+reader needed, issue 35.)"""
 
 from __future__ import annotations
 
@@ -46,7 +49,8 @@ class MemorySocket:
         self.address = address
         self.tls: tuple[Any, str | None] | None = None  # (context, server_hostname) once wrapped
         self._dispatch, self._opener = dispatch, opener
-        self._cond = threading.Condition()
+        self._lock = threading.RLock()  # taken directly on the hot paths (C-level enter and exit)
+        self._cond = threading.Condition(self._lock)
         self._inbox: deque[tuple[float, bytes | None]] = deque()
         self._eof = self._closed = False
         self._head = b""
@@ -57,6 +61,8 @@ class MemorySocket:
         self._timeout: float | None = None
         self._bell_r, self._bell_w = socket.socketpair()
         self._bell_r.setblocking(False)
+        self._rung = False  # a byte is in the doorbell
+        self._due: tuple[float, bytes | None] | None = None  # the chunk `ready` found due
         self.watchdogs: list[Watchdog] = []
         """The client's own timers on silence (the stack adds them): a stall one ends is ended."""
         self._quiet_since = _timing.clock.now()
@@ -123,6 +129,20 @@ class MemorySocket:
         self._queue(releases)
 
     def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        with self._lock:  # the common case, one lock and one look at the clock: a chunk due now
+            if self._inbox:
+                head = self._inbox[0]
+                due, chunk = head
+                now = self._quiet_since if head is self._due else _timing.clock.now()
+                if chunk is not None and due <= now:
+                    if len(chunk) > bufsize:
+                        self._inbox[0] = (due, chunk[bufsize:])
+                        return chunk[:bufsize]
+                    self._inbox.popleft()
+                    self._quiet_since = now
+                    if not self._inbox:
+                        self._unring()
+                    return chunk
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: bool(self._inbox) or self._eof or self._closed)
@@ -152,17 +172,35 @@ class MemorySocket:
             if chunk is None:
                 self._inbox.popleft()
                 self._eof = True
+                if not self._inbox:
+                    self._unring()
                 return b""
             if len(chunk) > bufsize:
                 self._inbox[0] = (due, chunk[bufsize:])
                 return chunk[:bufsize]
             self._inbox.popleft()
             self._quiet_since = _timing.clock.now()
-            try:
-                self._bell_r.recv(1)
-            except BlockingIOError:
-                pass
+            if not self._inbox:
+                self._unring()
             return chunk
+
+    def ready(self) -> bool:
+        """Whether a ``recv`` now returns at once: a chunk due now, or the end (for a selector
+        that asks before each read, without a system call)."""
+        if self._closed:
+            return False
+        try:  # no lock: only the reading thread takes chunks out, and it is the one asking
+            head = self._inbox[0]
+        except IndexError:
+            return False
+        due, chunk = head
+        if chunk is None:
+            return True
+        now = _timing.clock.now()
+        if due > now:
+            return False
+        self._due, self._quiet_since = head, now  # recv need not look at the clock again for it
+        return True
 
     def _watch(self, due: float) -> None:
         """A stall until ``due`` that one of the client's timers ends is ended at once, the way
@@ -237,11 +275,22 @@ class MemorySocket:
                 at = self._timing.at(r.delay)
                 due = max(due, now if at is None else now + at)
                 self._inbox.append((due, r.data))
+            if self._inbox and not self._rung:
                 try:
                     self._bell_w.send(b"!")
+                    self._rung = True
                 except OSError:
                     pass
             self._cond.notify_all()
+
+    def _unring(self) -> None:
+        """Take the doorbell's byte back (the queue is empty; under the lock)."""
+        if self._rung:
+            try:
+                self._bell_r.recv(1)
+            except (BlockingIOError, OSError):
+                pass
+            self._rung = False
 
     def _relay(self, head: bytes, recorder: WsRecorder | None) -> None:
         """Open the real connection and relay both ways (recording with ``recorder``)."""
