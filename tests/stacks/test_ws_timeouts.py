@@ -118,6 +118,54 @@ def test_a_stall_past_the_keepalive_fails_as_the_keepalive_does_at_once(
     assert all(s < 1 for s in fake_clock.slept)  # the hour was not waited for, not even on the fake clock
 
 
+def test_a_shorter_timeout_of_the_users_comes_first_then_the_keepalive(
+    tmp_path: Path, fake_clock: FakeClock
+) -> None:
+    from websockets.exceptions import ConnectionClosedError
+    from websockets.sync.client import connect
+
+    path = _cassette(tmp_path / "stall.json", stall=3600)
+    with ssemock.use_cassette(path, record_mode="none", timing="recorded"), connect(URL, **KEEPALIVE) as ws:
+        ws.recv()
+        ws.send(json.dumps({"type": "response.create"}))
+        assert json.loads(ws.recv())["type"] == "response.created"
+        with pytest.raises(TimeoutError, match=r"timed out in 2\.0s"):  # 2 s: before the keepalive's 1,200
+            ws.recv(timeout=2)
+        with pytest.raises(ConnectionClosedError) as closed:  # waiting on: the keepalive ends it
+            ws.recv()
+    assert _closed(closed.value) == ("closed", 1011, "keepalive ping timeout", None)
+    assert all(s < 1 for s in fake_clock.slept)
+
+
+def test_a_wait_for_of_the_users_comes_first_then_the_keepalive(tmp_path: Path) -> None:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosedError
+
+    path = _cassette(tmp_path / "stall.json", stall=3600)
+
+    async def run() -> list[Any]:
+        async with connect(URL, **KEEPALIVE) as ws:
+            seen = [json.loads(await ws.recv())["type"]]
+            await ws.send(json.dumps({"type": "response.create"}))
+            seen.append(json.loads(await ws.recv())["type"])
+            try:
+                await asyncio.wait_for(ws.recv(), 0.05)  # live: 50 ms, long before the keepalive's 1,200 s
+            except TimeoutError:
+                seen.append("timed out")
+            try:
+                await ws.recv()
+            except ConnectionClosedError as exc:
+                seen.append(_closed(exc))
+            return seen
+
+    with ssemock.use_cassette(path, record_mode="none", timing="recorded"):
+        assert asyncio.run(run()) == [
+            *EVENTS[:2],
+            "timed out",
+            ("closed", 1011, "keepalive ping timeout", None),
+        ]
+
+
 @pytest.mark.parametrize(("stall", "ends"), [(900, False), (1300, True)])
 @pytest.mark.parametrize("stack", list(KEEPALIVE_CLIENTS))
 def test_the_keepalive_ends_a_stall_only_when_its_ping_would_go_unanswered(
@@ -200,6 +248,22 @@ def test_aiohttp_ends_a_stall_past_its_timeout_as_it_does_at_once(
     assert seen == [*EVENTS[:2], ending]
     with ssemock.use_cassette(path, record_mode="none", timing="scaled:0.00005"):  # 0.18 s: served
         assert asyncio.run(_aiohttp_client(**options)) == EVENTS
+
+
+@pytest.mark.parametrize(
+    ("receive", "ending"),
+    [
+        (600, ("TimeoutError", 1006)),
+        (1000, ("ERROR", "ServerTimeoutError('No PONG received after 300.0 seconds')", 1006)),
+    ],
+)
+def test_aiohttp_the_first_of_receive_timeout_and_heartbeat_ends_the_stall(
+    tmp_path: Path, receive: float, ending: tuple[Any, ...]
+) -> None:
+    path = _cassette(tmp_path / "stall.json", stall=3600)
+    options = {"timeout": aiohttp.ClientWSTimeout(ws_receive=receive), "heartbeat": 600}  # heartbeat: 900 s
+    with ssemock.use_cassette(path, record_mode="none", timing="recorded"):
+        assert asyncio.run(_aiohttp_client(**options)) == [*EVENTS[:2], ending]
 
 
 def test_aiohttp_receive_with_its_own_timeout(tmp_path: Path) -> None:

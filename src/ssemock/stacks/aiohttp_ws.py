@@ -106,8 +106,13 @@ def _receive(original: Any) -> Any:
 
     async def receive(self: Any, timeout: float | None = None) -> Any:
         transport, limit = _memory(self), _receive_timeout(self, timeout)
-        if transport is not None and limit and transport.stalls_past(limit):
-            return await original(self, _AT_ONCE)
+        if (
+            transport is not None
+            and limit
+            and transport.stalls_past(limit)
+            and not transport.ends_within(limit)
+        ):
+            return await original(self, _AT_ONCE)  # (its heartbeat, ending the stall first, ends it)
         return await original(self, timeout)
 
     return receive
@@ -125,10 +130,11 @@ def _init(original: Any) -> Any:
         if transport is None or not beat or expire is None:
             return
 
-        def ends(since: float, due: float) -> bool:
-            return bool(since + beat * 1.5 < due)
+        def ends(since: float, due: float) -> float | None:
+            end = float(since + beat * 1.5)
+            return end if end < due else None
 
-        transport.watchdogs.append(Watchdog("heartbeat", ends, expire))
+        transport.watchdogs.append(Watchdog("heartbeat", ends, expire, owner=self))
 
     return __init__
 

@@ -137,7 +137,7 @@ def keepalive_watchdog(connection: Any, transport: MemoryTransport) -> Watchdog:
         getattr(connection, "ping_timeout", None),
         transport.opened,
     )
-    return Watchdog("keepalive", ends, expire)
+    return Watchdog("keepalive", ends, expire, owner=connection)
 
 
 def _init_13_0(original: Any) -> Any:

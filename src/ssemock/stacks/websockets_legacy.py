@@ -47,7 +47,9 @@ def _opener(real: Any, connect: Any) -> Any:
         )
         ends = keepalive(protocol.ping_interval, protocol.ping_timeout, transport.opened)
         transport.watchdogs.append(  # a stall past the keepalive fails as it does: 1011, at once
-            Watchdog("keepalive", ends, lambda: protocol.fail_connection(1011, "keepalive ping timeout"))
+            Watchdog(
+                "keepalive", ends, lambda: protocol.fail_connection(1011, "keepalive ping timeout"), protocol
+            )
         )
         protocol.connection_made(transport)
         return transport, protocol

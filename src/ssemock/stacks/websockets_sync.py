@@ -121,18 +121,27 @@ def _wrap(original: Any) -> Any:
 
 def _recv(original: Any) -> Any:
     """``Connection.recv(timeout=)`` on a replayed session that stalls longer than ``timeout``
-    times out at once, as its own timeout does (no sleep): a message already received is still
+    times out at once, as its own timeout does (no sleep), and a stall the keepalive ends first
+    ends as the keepalive ends it (`MemorySocket.stalled`): a message already received is still
     returned first."""
 
     def recv(self: Any, timeout: float | None = None, *args: Any, **kwargs: Any) -> Any:
         sock = getattr(self, "socket", None)
-        if timeout is None or timeout <= 0 or not isinstance(sock, MemorySocket):
+        if (timeout is not None and timeout <= 0) or not isinstance(sock, MemorySocket):
             return original(self, timeout, *args, **kwargs)
         try:  # a message already received comes first
             return original(self, 0, *args, **kwargs)
         except TimeoutError:
             pass
-        if not sock.stalls_past(timeout):
+        dog = sock.stalled(timeout)
+        if dog is not None:
+            try:  # (received while the reading thread got to the stall)
+                return original(self, 0, *args, **kwargs)
+            except TimeoutError:
+                pass
+            sock.expire(dog)  # the keepalive ends the stall: recv raises its close
+            return original(self, timeout, *args, **kwargs)
+        if timeout is None or not sock.stalls_past(timeout):
             return original(self, timeout, *args, **kwargs)
         raise TimeoutError(f"timed out in {timeout:.1f}s")
 

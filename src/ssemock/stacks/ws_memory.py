@@ -24,30 +24,51 @@ _HEAD_END = b"\r\n\r\n"
 @dataclass
 class Watchdog:
     """A timer of the client's own that ends a silent connection (websockets' keepalive, aiohttp's
-    heartbeat): ``ends(since, due)`` says whether it ends a silence from ``since`` until ``due``
-    (times on the replay's clock); then ``expire()`` ends the connection the way that timer does,
-    at once instead of after the wait (no sleeping: nothing could have arrived meanwhile)."""
+    heartbeat): ``ends(since, due)`` is when it ends a silence from ``since`` until ``due`` (times
+    on the replay's clock), or None when it does not; then ``expire()`` ends the connection the
+    way that timer does, at once instead of after the wait (nothing could have arrived meanwhile).
+    ``owner``: the object whose own loop timers are that timer's (not someone else's deadline)."""
 
     name: str
-    ends: Callable[[float, float], bool]
+    ends: Callable[[float, float], float | None]
     expire: Callable[[], None]
+    owner: Any = None
 
 
 def keepalive(
     ping_interval: float | None, ping_timeout: float | None, started: float
-) -> Callable[[float, float], bool]:
+) -> Callable[[float, float], float | None]:
     """``Watchdog.ends`` of a keepalive started at ``started`` that pings every ``ping_interval``
     and gives up when no pong came within ``ping_timeout``: the first ping sent during the silence
     waits for a pong queued behind it, so the silence ends the connection when that ping's
     deadline comes before the silence does."""
 
-    def ends(since: float, due: float) -> bool:
+    def ends(since: float, due: float) -> float | None:
         if not ping_interval or ping_interval <= 0 or ping_timeout is None:
-            return False
+            return None
         ticks = max(1, math.ceil((since - started) / ping_interval))
-        return started + ticks * ping_interval + ping_timeout < due
+        end = started + ticks * ping_interval + ping_timeout
+        return end if end < due else None
 
     return ends
+
+
+def _first_deadline(loop: asyncio.AbstractEventLoop, before: float, owners: set[Any]) -> float | None:
+    """The first deadline on ``loop``'s timers due before ``before``: a timeout's (``wait_for``,
+    ``asyncio.timeout``, async_timeout), not a sleep's, a replay's or the ``owners``' own timers.
+    (CPython's loop keeps them in ``_scheduled``; another loop: None, nothing known.)"""
+    whens = []
+    for handle in getattr(loop, "_scheduled", ()):
+        if handle.cancelled() or handle.when() >= before:
+            continue
+        callback = getattr(handle, "_callback", None)
+        bound = getattr(callback, "__self__", None)
+        name = getattr(callback, "__name__", "")
+        if bound is not None and (bound in owners or isinstance(bound, MemoryTransport)):
+            continue
+        if name == "_release_waiter" or (name == "_on_timeout" and type(bound).__name__ == "Timeout"):
+            whens.append(handle.when())
+    return min(whens) if whens else None
 
 
 class MemoryTransport(asyncio.Transport):
@@ -119,6 +140,16 @@ class MemoryTransport(asyncio.Transport):
             return False
         return self._queue[0][0] - self.now() > timeout
 
+    def ends_within(self, seconds: float) -> bool:
+        """Whether one of the client's timers ends the stall ahead within ``seconds`` from now."""
+        if self._lost or not self._queue:
+            return False
+        due, now = self._queue[0][0], self.now()
+        return any(
+            (end := d.ends(self._quiet_since, due)) is not None and end < now + seconds
+            for d in self.watchdogs
+        )
+
     def _deliver(self, releases: Sequence[Release]) -> None:
         now = self.now()
         if any(r.ends_pending for r in releases):
@@ -139,19 +170,34 @@ class MemoryTransport(asyncio.Transport):
         if self._timer is not None or not self._queue:
             return
         due = self._queue[0][0]
-        if due > self.now():
-            for dog in self.watchdogs:
-                if dog.ends(self._quiet_since, due):
-                    self.watchdogs = []  # once
-                    self._timer = self._loop.call_soon(self._expire, dog)
-                    return
+        if due > self.now() and any(d.ends(self._quiet_since, due) is not None for d in self.watchdogs):
+            # once the client has had its turn (a wait_for of its own around its next read)
+            self._timer = self._loop.call_soon(self._settle)
+            return
         self._timer = self._loop.call_at(due, self._pump)
 
-    def _expire(self, dog: Watchdog) -> None:
+    def _settle(self) -> None:
+        """A stall one of the client's timers ends: the first to end it ends it now, unless a
+        deadline of someone else's on the loop (the user's ``wait_for``, ``asyncio.timeout``)
+        comes first: then it is waited for, as it would be live, and the stall looked at again."""
         self._timer = None
-        if not self._lost:
-            dog.expire()
-        self._arm()
+        if self._lost or not self._queue:
+            return
+        due, now = self._queue[0][0], self.now()
+        ends = [(end, d) for d in self.watchdogs if (end := d.ends(self._quiet_since, due)) is not None]
+        if due <= now or not ends:
+            self._arm()
+            return
+        end, dog = min(ends, key=lambda pair: pair[0])
+        first = _first_deadline(self._loop, end, {d.owner for d in self.watchdogs} - {None})
+        if first is not None:
+            self._timer = self._loop.call_at(first, self._after_deadline)
+            return
+        self.watchdogs = []  # once
+        dog.expire()
+
+    def _after_deadline(self) -> None:
+        self._timer = self._loop.call_soon(self._settle)  # after what that deadline wakes
 
     def _pump(self) -> None:
         self._timer = None

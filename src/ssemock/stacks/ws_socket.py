@@ -65,6 +65,7 @@ class MemorySocket:
         self._due: tuple[float, bytes | None] | None = None  # the chunk `ready` found due
         self.watchdogs: list[Watchdog] = []
         """The client's own timers on silence (the stack adds them): a stall one ends is ended."""
+        self._waiting: tuple[float, bytes | None] | None = None  # the chunk the reader waits for
         self._quiet_since = _timing.clock.now()
 
     # -- the socket API ---------------------------------------------------------------------------
@@ -152,15 +153,15 @@ class MemorySocket:
             wait = head[0] - _timing.clock.now()
             if wait <= 0:
                 break
-            self._watch(head[0])
-            with self._cond:
-                if self._closed or not self._inbox or self._inbox[0] is not head:
-                    continue  # the timer's end changed what comes next
-            if type(_timing.clock) is not _timing.Clock:  # a fake clock: what was slept is the test's
+            fake = type(_timing.clock) is not _timing.Clock
+            if fake and not self._watched(head[0]):  # a fake clock: what was slept is the test's
                 _timing.clock.sleep(wait)
                 break
-            with self._cond:  # the real clock: a close, or the client's close answered, ends the wait
-                self._cond.wait_for(functools.partial(self._moved, head), wait)
+            with self._cond:  # a close, or the client's close answered, ends the wait (or the stall)
+                self._waiting = head  # (a stall one of the client's timers ends: see `stalled`)
+                self._cond.notify_all()
+                self._cond.wait_for(functools.partial(self._moved, head), None if fake else wait)
+                self._waiting = None
                 if self._closed:
                     return b""
                 if self._inbox and self._inbox[0] is head:
@@ -202,14 +203,35 @@ class MemorySocket:
         self._due, self._quiet_since = head, now  # recv need not look at the clock again for it
         return True
 
-    def _watch(self, due: float) -> None:
-        """A stall until ``due`` that one of the client's timers ends is ended at once, the way
-        that timer ends it (in its own thread, as the timer's thread would; what it writes
-        answers it)."""
-        dog = next((d for d in self.watchdogs if d.ends(self._quiet_since, due)), None)
-        if dog is None:
-            return
+    def _watched(self, due: float) -> bool:
+        """Whether one of the client's timers ends a stall until ``due``."""
+        return any(d.ends(self._quiet_since, due) is not None for d in self.watchdogs)
+
+    def stalled(self, timeout: float | None) -> Watchdog | None:
+        """The client waits ``timeout`` seconds (None: for ever) for a message that is not there:
+        the timer of the client's (its keepalive) that ends the stall ahead before that wait
+        ends, once the reading thread waits for the stalled chunk (all before it read); None when
+        there is no such stall, or the wait comes first."""
+        with self._cond:
+            if self._closed or not self._inbox or self._inbox[0][0] <= _timing.clock.now():
+                return None  # no stall ahead
+            self._cond.wait_for(
+                lambda: self._closed or not self._inbox or self._waiting is self._inbox[0], 5.0
+            )
+            if self._closed or not self._inbox or self._waiting is not self._inbox[0]:
+                return None
+            due, now = self._inbox[0][0], _timing.clock.now()
+            ends = [(end, d) for d in self.watchdogs if (end := d.ends(self._quiet_since, due)) is not None]
+        if not ends:
+            return None
+        end, dog = min(ends, key=lambda pair: pair[0])
+        return None if timeout is not None and end - now >= timeout else dog
+
+    def expire(self, dog: Watchdog) -> None:
+        """``dog`` ends the stall now, the way it does (in its own thread, as the keepalive thread
+        would): back once its close is answered (or the socket closed)."""
         self.watchdogs = []  # once
+        due = self._inbox[0][0] if self._inbox else None
         done = threading.Event()
 
         def run() -> None:
@@ -221,7 +243,7 @@ class MemorySocket:
                     self._cond.notify_all()
 
         threading.Thread(target=run, name=f"ssemock-ws-{dog.name}", daemon=True).start()
-        with self._cond:  # until its close frame is answered (or the socket closed)
+        with self._cond:
             self._cond.wait_for(
                 lambda: self._closed or not self._inbox or self._inbox[0][0] != due or done.is_set()
             )
