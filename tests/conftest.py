@@ -2,6 +2,30 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+
+
+def _compile_once() -> None:
+    """Under PYTHONDONTWRITEBYTECODE every Python process the suite starts (the xdist workers, the
+    CLI and pytest subprocesses) compiled ssemock, the test modules and the plugins' modules that
+    pytest rewrites again: about half of the suite's CPU (issue 33). The suite then keeps its
+    bytecode outside the tree instead (PYTHONPYCACHEPREFIX, in the temporary folder, or where that
+    variable already points): still nothing written into the checkout or the environment."""
+    if not sys.dont_write_bytecode:
+        return
+    prefix = os.environ.get("PYTHONPYCACHEPREFIX") or os.path.join(
+        tempfile.gettempdir(), f"ssemock-suite-pycache-{os.getuid()}"
+    )
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.pycache_prefix = prefix
+    sys.dont_write_bytecode = False
+
+
+_compile_once()
+
 import asyncio
 import threading
 import zlib
