@@ -31,7 +31,22 @@ class Variant:
 
     @property
     def id(self) -> str:
-        return "+".join(["ssemock-" + self.chunking.name, *(t.name for t in self.transforms)])
+        return self.named(None)
+
+    def named(self, transports: frozenset[str] | None) -> str:
+        """The test id part: ``ssemock-<chunking>[+<transform>...]``. The chunking is named as
+        the cassette's transports take it (``transports``: ``{"http", "ws"}`` as far as known at
+        collection, None: not known, the HTTP name): a WebSocket session's wire chunking where
+        the cassette holds only sessions (``mid_header`` for ``mid_line``), both where it mixes
+        them and the names differ: ``ssemock-http=mid_line,ws=mid_header``."""
+        name = self.chunking.name
+        if transports and "ws" in transports:
+            from ..variants.ws_chunking import for_http
+
+            ws = for_http(self.chunking).name
+            if ws != name:
+                name = f"http={name},ws={ws}" if "http" in transports else ws
+        return "+".join(["ssemock-" + name, *(t.name for t in self.transforms)])
 
 
 _VARIANT = pytest.StashKey["Variant"]()  # a recording run's variant: told a duplicate once recorded
@@ -69,7 +84,36 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if len(variants) > 1:  # one run: no parameter (the fixture takes the one variant itself)
         if _PARAM not in metafunc.fixturenames:
             metafunc.fixturenames.append(_PARAM)
-        metafunc.parametrize(_PARAM, variants, ids=[v.id for v in variants])
+        transports = _transports(metafunc, options, variants)
+        metafunc.parametrize(_PARAM, variants, ids=[v.named(transports) for v in variants])
+
+
+def _transports(
+    metafunc: pytest.Metafunc, options: dict[str, Any], variants: list[Variant]
+) -> frozenset[str] | None:
+    """The transports of the test's cassette (``"http"``, ``"ws"``) when it can be read at
+    collection (the marker's ``cassette=``, or the default file in ``cassettes/<module>/``) and a
+    chunking of the matrix has another name on a WebSocket session; None otherwise (a cassette
+    not recorded yet: its ids name the HTTP chunkings)."""
+    from ..variants.ws_chunking import for_http
+
+    if all(for_http(v.chunking).name == v.chunking.name for v in variants):
+        return None
+    from .naming import _cassette_path
+
+    node = metafunc.definition
+    default = Path(node.path).parent / "cassettes" / Path(node.path).stem
+    try:
+        path = _cassette_path(options.get("cassette"), default, node)
+        if not path.is_file():
+            return None
+        import orjson
+
+        data = orjson.loads(path.read_bytes())
+        kinds = {"ws" if x.get("websocket") else "http" for x in data.get("interactions", [])}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None  # the fixture reports a bad cassette; the ids stay the HTTP names
+    return frozenset(kinds) or None
 
 
 def _check_recordable(marker: dict[str, Any], config: pytest.Config) -> None:
