@@ -106,6 +106,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     """Every read the client libraries take in (the 101 head's first), wherever each reads."""
     import aiohttp.client_proto
     import websockets.protocol
+    import wsproto.connection
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -126,6 +127,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
 
     watch(websockets.protocol.Protocol, "receive_data")  # the asyncio and sync clients
     watch(websockets.legacy.protocol.WebSocketCommonProtocol, "data_received")
+    watch(wsproto.connection.Connection, "receive_data")  # httpx-ws (its handshake's answer is httpcore's)
     handler = aiohttp.client_proto.ResponseHandler
     watch(handler, "data_received")
     set_parser = handler.set_parser
@@ -155,6 +157,15 @@ def _compressed(server_reads: list[bytes]) -> list[bool]:
 
 def _sizes(ends: list[int]) -> list[int]:
     return [b - a for a, b in zip([0, *ends], ends)]
+
+
+def _assert_same_reads(reads: list[bytes], ends: list[int]) -> None:
+    """The sizes of ``reads`` are the recorded chunks' (``ends``), but for the answer to the
+    client's close (a 4-byte close frame), which either run may have left unread."""
+    recorded, got = _sizes(ends), [len(r) for r in reads]
+    n = min(len(recorded), len(got))
+    assert n >= 3 and got[:n] == recorded[:n], (got, recorded)
+    assert recorded[n:] + got[n:] in ([], [4]), (got, recorded)
 
 
 @pytest.fixture(scope="module")
@@ -216,9 +227,35 @@ def test_deflate_is_agreed_again_and_the_recorded_reads_are_served(
     assert again == live and agreed  # the handshake's answer agreed to it, and the client took it
     server = _after_head(reads)
     assert all(_compressed(server)) and len(_compressed(server)) == len(live)  # RSV1 on every message
-    assert [len(r) for r in server] == _sizes(session.wire.ends)  # the client's reads are the recorded ones
+    _assert_same_reads(server, session.wire.ends)  # the client's reads are the recorded ones
     [conversation] = player.conversations
     assert conversation.wire_fits() and conversation.wire_note() is None and not _notes(caught)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_reads_are_cut_where_the_wire_map_says(
+    recordings: Callable[..., tuple[Path, str, list[str]]], reads: list[bytes], stack: str, tmp_path: Path
+) -> None:
+    """The wire map decides the reads: a map cut again by hand (the same bytes: its SHA-256 still
+    holds), 2 bytes into every recorded read (inside a frame header) and 3 bytes before its end
+    (inside a compressed payload), is what the client reads (the last read, maybe the answer to
+    the client's close, aside)."""
+    path, url, live = recordings(stack)
+    reads.clear()
+    raw = json.loads(path.read_text())
+    wire = raw["interactions"][0]["websocket"]["wire"]
+    ends = [end for _, end in wire["chunks"]]
+    inner = ends[:-1]  # the last read may be the answer to the client's close, which is not cut
+    cut = sorted({*ends, *(a + 2 for a in [0, *inner[:-1]]), *(e - 3 for e in inner)})
+    assert len(cut) > len(ends) and all(b > a for a, b in zip([0, *cut], cut))
+    wire["chunks"] = [[k / 10, end] for k, end in enumerate(cut)]
+    recut = tmp_path / "recut.json"
+    recut.write_text(json.dumps(raw))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        again, agreed, _ = _replay(recut, stack, url)
+    assert again == live and agreed and not _notes(caught)
+    _assert_same_reads(_after_head(reads), cut)
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -294,3 +331,32 @@ def test_the_answer_follows_the_client_s_own_offer(
         == "permessage-deflate; server_no_context_takeover; server_max_window_bits=10; client_max_window_bits=12"
     )
     assert all(_compressed(_after_head(reads)))
+
+
+def test_httpx_ws_reads_are_the_recorded_ones(tmp_path: Path, reads: list[bytes]) -> None:
+    """httpx-ws (over httpx's pool patch, beside the registry) offers no compression: the
+    recording is plain, and the replay's reads are the recorded ones too."""
+    import httpx
+    from httpx_ws import connect_ws
+
+    def run(url: str) -> list[str]:
+        with httpx.Client(headers=KEY) as client, connect_ws(url, client) as ws:
+            seen = [ws.receive_text()]
+            ws.send_text(json.dumps(UPDATE))
+            seen.append(ws.receive_text())
+            ws.send_text(json.dumps(CREATE))
+            return seen + [ws.receive_text() for _ in range(7)]
+
+    path = tmp_path / "httpx-ws.json"
+    with running(realtime) as server:
+        url = server.url(URL_PATH, scheme="http")
+        with ssemock.use_cassette(path, record_mode="once"):
+            live = run(url)
+    session = ssemock.Cassette.load(path).interactions[0].websocket
+    assert session is not None and session.extensions is None and session.wire.sha256 is not None
+    reads.clear()
+    with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[], timing="instant") as player:
+        assert run(url) == live
+    served = [r for r in reads if r]  # its handshake's answer never reaches wsproto on replay
+    _assert_same_reads(served, session.wire.ends)
+    assert _compressed(served) == [False] * len(live) and player.conversations[0].wire_note() is None
