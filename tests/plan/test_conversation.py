@@ -360,3 +360,27 @@ def test_httpx_ws_reads_are_the_recorded_ones(tmp_path: Path, reads: list[bytes]
     served = [r for r in reads if r]  # its handshake's answer never reaches wsproto on replay
     _assert_same_reads(served, session.wire.ends)
     assert _compressed(served) == [False] * len(live) and player.conversations[0].wire_note() is None
+
+
+def test_a_recorded_read_is_due_when_it_arrived() -> None:
+    """Sans-IO: the first 100 bytes of a 300-byte message came 60 ms before the rest; the replay
+    hands them to the client at their own recorded time, not at the message's."""
+    from ssemock.framing.websocket import encode_frame
+    from ssemock.plan.ws_variants import VariedConversation
+    from ssemock.store.model import Interaction, Request, Response
+    from ssemock.store.websocket import Close, Message, WebSocket, Wire
+
+    messages = [
+        Message("recv", 0.10, "text", "a" * 300),  # 304 bytes on the wire
+        Message("send", 0.20, "text", "go"),
+        Message("recv", 0.35, "text", "b" * 10),  # 12 bytes
+        Message("recv", 0.36, "text", "c" * 20),  # 22 bytes
+    ]
+    wire = Wire(0, [100, 304, 321, 338], [0.04, 0.10, 0.35, 0.36])
+    session = WebSocket(messages, wire=wire, close=Close(1000, "", "client", True, 0.4))
+    conv = VariedConversation(Interaction(Request("GET", "ws://127.0.0.1:9/x"), Response(101), session))
+    assert conv.wire_fits()  # no SHA-256 in this map: its length decides
+    opening = conv.opening()
+    assert [(len(r.data or b""), round(r.delay, 6)) for r in opening] == [(100, 0.04), (204, 0.10)]
+    later = conv.feed(encode_frame(Opcode.TEXT, b"go", mask=b"abcd"))
+    assert [(len(r.data or b""), round(r.delay, 6)) for r in later] == [(17, 0.15), (17, 0.16)]

@@ -169,16 +169,27 @@ class VariedConversation(Conversation):
             at += len(r.data or b"")
             bounds.append(at)
         offset = sum(len(u.data) for u in self.units[:first])
+        kept = None
         if isinstance(self._chunking, At):  # offsets in the session's whole wire (explore's reproducers)
             cuts = self._chunking.boundaries
             ends = [b - offset for b in cuts if offset < b < offset + len(joined)] + [len(joined)]
         else:
-            recorded = self._recorded_ends(offset, len(joined)) or bounds
-            ends = self._chunking.ends(joined, recorded)
+            kept = self._recorded_ends(offset, len(joined))
+            ends = self._chunking.ends(joined, kept or bounds)
+        times = (
+            dict(zip(self.ws.wire.ends, self.ws.wire.times))
+            if kept is not None and self._chunking.name == "as_recorded"
+            else {}
+        )
         reads, start = [], 0
         for end in ends:
             unit = bisect.bisect_right(bounds, start)
-            reads.append(Release(data[min(unit, len(data) - 1)].delay, joined[start:end]))
+            delay = data[min(unit, len(data) - 1)].delay
+            if offset + end in times:  # a recorded read: when it arrived, against the message it ends in
+                last = min(bisect.bisect_left(bounds, end), len(data) - 1)
+                early = max(0.0, self.units[first + last].t - times[offset + end])
+                delay = max(0.0, data[last].delay - early)
+            reads.append(Release(delay, joined[start:end]))
             self.reads.append(offset + end)
             start = end
         return reads + [r for r in out if r.data is None]
