@@ -26,6 +26,26 @@ def _compile_once() -> None:
 
 _compile_once()
 
+
+def _trust_no_public_ca() -> None:
+    """The suite talks to loopback servers only, so it trusts no public CA: SSL_CERT_FILE names one
+    throwaway CA certificate (made once, in the temporary folder) for this process and every process
+    it starts. Loading certifi's bundle for each HTTP client (httpx, httpx2, the SDKs' clients) cost
+    30-40 ms of CPU a client, thousands of times a run (issue 33); a TLS test brings its own CA
+    (trustme) as before, and a request that would reach a real server cannot verify it."""
+    path = os.path.join(tempfile.gettempdir(), f"ssemock-suite-ca-{os.getuid()}.pem")
+    if not os.path.exists(path):
+        import trustme
+
+        part = f"{path}.{os.getpid()}"
+        trustme.CA().cert_pem.write_to_path(part)
+        os.replace(part, path)
+    os.environ["SSL_CERT_FILE"] = path
+    os.environ.pop("SSL_CERT_DIR", None)
+
+
+_trust_no_public_ca()
+
 import asyncio
 import threading
 import zlib
@@ -229,6 +249,31 @@ def assert_paced(times: list[float], gap: float) -> None:
     assert all(t >= k * gap - 0.002 for k, t in enumerate(times)), (times, gap)
 
 
+# What the inner runs' test files (the docs pages', the plugin tests') import. Imported once, before
+# pytester's snapshot of sys.modules, they stay; otherwise every inner run imported them again
+# (pytester drops the modules a run imported first): about a second of CPU a run (issue 33).
+INNER_RUN_IMPORTS = (
+    "pydantic",
+    "openai",
+    "anthropic",
+    "google.genai",
+    "mcp",
+    "starlette.applications",
+    "sse_starlette",
+    "uvicorn",
+    "websockets",
+    "httpx_sse",
+    "hypothesis",
+)
+
+
+def _import_what_inner_runs_use() -> None:
+    import importlib
+
+    for name in INNER_RUN_IMPORTS:
+        importlib.import_module(name)
+
+
 @pytest.fixture(autouse=True)
 def _inner_runs_import_their_own_test_files(request: pytest.FixtureRequest) -> Iterator[None]:
     """An in-process inner run (pytester) imports its test files by basename: an outer test module
@@ -238,7 +283,7 @@ def _inner_runs_import_their_own_test_files(request: pytest.FixtureRequest) -> I
     if "pytester" not in request.fixturenames:
         yield
         return
-    import sys
+    _import_what_inner_runs_use()
 
     here = str(Path(__file__).resolve().parent)
     outer = {
