@@ -17,6 +17,7 @@ import os
 import string
 import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -64,21 +65,22 @@ NAMES = [
 ]
 
 
-def _protocol_synthesizers() -> dict[str, Callable[..., Cassette]]:
-    """Every registered protocol's synthesizer (its own, or ssemock.synth's of the same name)."""
+def _protocol_synthesizers(sessions: bool) -> dict[str, Callable[..., Cassette]]:
+    """Every registered protocol's synthesizer (its own, or ssemock.synth's of the same name):
+    those whose cassette is an HTTP stream (``sessions=False``), or a WebSocket session
+    (``openai.realtime``, ``gemini.live``, and any protocol registered later that speaks one)."""
+    found = {
+        p.name: p.synthesize or getattr(synth, p.name.replace(".", "_")) for p in protocols.all_protocols()
+    }
     return {
-        p.name: p.synthesize or getattr(synth, p.name.replace(".", "_"))
-        for p in protocols.all_protocols()
-        if p.name not in WEBSOCKET_ONLY
+        name: make
+        for name, make in found.items()
+        if any(x.websocket is not None for x in make().interactions) == sessions
     }
 
 
-# spoken only over a WebSocket: no HTTP stream to synthesize (their sessions' messages are scanned
-# by the WebSocket cassette tests)
-WEBSOCKET_ONLY = {"openai.realtime", "gemini.live"}
-
-
-SYNTH = _protocol_synthesizers()
+SYNTH = _protocol_synthesizers(sessions=False)
+SESSIONS = _protocol_synthesizers(sessions=True)
 
 
 @st.composite
@@ -139,17 +141,60 @@ def _deltas(what: str, protocol: str, size: int) -> Cassette:
     return make(text=f"here it is: {what} -- keep it safe", **options)
 
 
-def _carriers(what: str) -> list[str]:
+def _carriers(what: str, synthesizers: dict[str, Callable[..., Cassette]] = SYNTH) -> list[str]:
     """The protocols that can stream ``what``: a named value (``password=...``) is a credential as
     structured data (tool arguments, an MCP call), not as prose, so only the protocols with tool
     calls carry it (openai.completions, bedrock.invoke's and a2a's synthesizers stream text)."""
     if _named(what) is None:
-        return sorted(SYNTH)
+        return sorted(synthesizers)
     return sorted(
         name
-        for name, make in SYNTH.items()
+        for name, make in synthesizers.items()
         if {"tool_calls", "arguments"} & set(inspect.signature(make).parameters)
     )
+
+
+def _session_deltas(what: str, protocol: str, size: int) -> Cassette:
+    """A WebSocket session's server messages stream it back (text deltas, or tool-call arguments)."""
+    make = SESSIONS[protocol]
+    named = _named(what)
+    if named:
+        return make(
+            tool_calls=[{"name": "save", "arguments": {"config": {named[0]: named[1]}}}], chunk_size=size
+        )
+    return make(text=f"here it is: {what} -- keep it safe", chunk_size=size)
+
+
+#: where a session's handshake or first message carries a key: by a credential name (any value),
+#: or by a place only a key's own shape gives away (Gemini's ``?key=``, the browser subprotocol)
+NAMED_PLACES = ["authorization", "x-goog-api-key", "session.created"]
+SHAPED_PLACES = ["?key=", "openai-insecure-api-key"]
+
+
+def _session_handshake(what: str, protocol: str, place: str) -> Cassette:
+    """A synthesized session of ``protocol`` whose handshake (or first server message, as OpenAI's
+    ephemeral ``ek_`` key in ``session.created``) carries the secret of ``what`` at ``place``."""
+    named = _named(what)
+    value = named[1] if named else what
+    x = SESSIONS[protocol]().interactions[0]
+    assert x.websocket is not None
+    request, ws = x.request, x.websocket
+    if place in ("authorization", "x-goog-api-key"):
+        header = f"Bearer {value}" if place == "authorization" else value
+        request = replace(request, headers=[*request.headers, (place, header)])
+    elif place == "?key=":
+        request = replace(request, url=f"{request.url}{'&' if '?' in request.url else '?'}key={quote(value)}")
+    elif place == "openai-insecure-api-key":
+        protocol_header = ("sec-websocket-protocol", f"realtime, openai-insecure-api-key.{value}")
+        request = replace(request, headers=[*request.headers, protocol_header])
+    else:  # the first server message: a key as OpenAI's client secret in session.created, a named value by its name
+        k = next(i for i, m in enumerate(ws.messages) if m.direction == "recv")
+        first = ws.messages[k]
+        carried = {named[0]: value} if named else {"client_secret": {"value": value, "expires_at": 1}}
+        body = {**json.loads(first.data), **carried}
+        text: str | bytes = json.dumps(body) if first.type == "text" else json.dumps(body).encode()
+        ws = replace(ws, messages=[*ws.messages[:k], replace(first, data=text), *ws.messages[k + 1 :]])
+    return Cassette([replace(x, request=request, websocket=ws)])
 
 
 def _bedrock_bytes(what: str) -> Cassette:
@@ -254,6 +299,14 @@ FORMS: dict[str, Callable[[st.DrawFn, str], Cassette]] = {
     "response header": lambda draw, what: _response_header(
         what, draw(st.sampled_from(["location", "link", "fragment location", "named header"]))
     ),
+    "session deltas": lambda draw, what: _session_deltas(
+        what, draw(st.sampled_from(_carriers(what, SESSIONS))), draw(st.integers(1, 16))
+    ),
+    "session handshake": lambda draw, what: _session_handshake(
+        what,
+        draw(st.sampled_from(sorted(SESSIONS))),
+        draw(st.sampled_from(NAMED_PLACES if _named(what) else NAMED_PLACES + SHAPED_PLACES)),
+    ),
 }
 
 
@@ -323,6 +376,9 @@ def test_every_form_is_kept_masked_with_its_events_whole(
             assert len(framing.decode(after.response.body, content_type)) == len(
                 framing.decode(response.body, content_type)
             )
+        if before.websocket is not None:  # every message of a session kept
+            assert after.websocket is not None
+            assert len(after.websocket.messages) == len(before.websocket.messages)
 
 
 def test_a_secret_parameter_never_shows_in_a_test_id(pytester: pytest.Pytester) -> None:
@@ -522,3 +578,25 @@ def test_a_key_in_deltas_of_a_stream_too_large_to_walk_is_found_too() -> None:
     assert len(cassette.interactions[0].response.body) > 2 << 20
     [found] = scan_cassette(cassette)
     assert found.rule == "an Anthropic key (sk-ant-...)" and "reassembled content" in found.where
+
+
+@pytest.mark.parametrize(
+    ("protocol", "place"), [(p, place) for p in sorted(SESSIONS) for place in NAMED_PLACES + SHAPED_PLACES]
+)
+def test_every_session_protocol_carries_a_key_in_every_place_and_it_is_found(
+    protocol: str, place: str, tmp_path: Path
+) -> None:
+    """Each WebSocket protocol of the registry (its synthesized session), each place a session's
+    key goes (issue 35): found where it is, the save refused, the kept copy masked."""
+    key = "sk-" + "test-" + "ws35forms0123456789abcdefghij"  # put together: no key-shaped literal here
+    cassette = _session_handshake(key, protocol, place)
+    fields = {f.field for f in scan_cassette(cassette)}
+    ws = cassette.interactions[0].websocket
+    assert ws is not None
+    first = next(k for k, m in enumerate(ws.messages) if m.direction == "recv")
+    where = {"session.created": f"websocket.messages[{first}]", "?key=": "request.url"}.get(place)
+    assert fields and (where is None or where in fields), fields
+    with pytest.raises(SecretError):
+        cassette.save(tmp_path / "s.json")
+    kept = keep_masked(cassette.interactions, tmp_path / "s.refused.json")
+    assert kept.masked and key[8:] not in (tmp_path / "s.refused.json").read_text("utf-8")

@@ -7,6 +7,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
+
 from ..scan.shapes import Secret, scan, scan_body, scan_header, scan_url
 from ..scan.walk import decode_content, is_stream, scan_interaction
 from ..store.cassette import (
@@ -188,9 +190,43 @@ def _mask_session(i: int, x: Interaction) -> list[str]:
         if found:
             changes += [f"interaction {i} websocket.messages[{k}]: {f}" for f in found]
             m.data = masked.body.decode("utf-8", "replace") if m.type == "text" else masked.body
+    groups: dict[tuple[str, Any], list[tuple[int, Any]]] = {}
+    for k, m in enumerate(session.messages if session is not None else []):  # then together (issue 35)
+        payload = m.payload
+        if b"\n" in payload or payload.lstrip()[:1] != b"{":
+            continue
+        try:
+            kind = orjson.loads(payload).get("type")
+        except orjson.JSONDecodeError:
+            continue
+        groups.setdefault((m.direction, kind if isinstance(kind, str) else None), []).append((k, m))
+    for picked in groups.values():
+        changes += _mask_across(i, picked)
     if changes and session is not None:
         session.wire.sha256 = None  # a digest of the unmasked bytes is not kept beside the masked ones
     return changes
+
+
+def _mask_across(i: int, picked: list[tuple[int, Any]]) -> list[str]:
+    """Mask, in place, what only the ``picked`` messages together hold: a key streamed back split
+    across a session's deltas, a credential-named value in tool-call arguments sent in pieces.
+    One-line JSON messages of one direction and one ``type`` (text deltas apart from the audio
+    deltas whose ``delta`` interleaves with theirs) are masked as the lines of one JSON-lines
+    stream, the way a stream's events are (`ssemock.redaction.masking.mask_body`), then put back
+    one a message."""
+    if len(picked) < 2:
+        return []
+    joined = b"".join(m.payload + b"\n" for _, m in picked)
+    masked = mask_body(joined, content_type="application/x-ndjson", stream=True)
+    lines = masked.body.split(b"\n")[:-1]
+    if not masked.masked or len(lines) != len(picked):
+        return []  # nothing, or no longer one a message: what is left, the scan after says
+    first = None
+    for (k, m), line in zip(picked, lines):
+        if line != m.payload:
+            first = k if first is None else first
+            m.data = line.decode("utf-8", "replace") if m.type == "text" else line
+    return [f"interaction {i} websocket.messages[{first}] and after: {what}" for what in masked.masked]
 
 
 def _mask_decoded(i: int, x: Interaction) -> list[str]:
