@@ -121,7 +121,11 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
         def wrapped(self: Any, data: bytes, *args: Any, **kwargs: Any) -> Any:
             if not refeeding[0]:
                 seen.append(bytes(data))
-            return original(self, data, *args, **kwargs)
+            was, refeeding[0] = refeeding[0], True  # aiohttp hands itself the tail again, inside
+            try:
+                return original(self, data, *args, **kwargs)
+            finally:
+                refeeding[0] = was
 
         monkeypatch.setattr(cls, name, wrapped)
 
@@ -130,23 +134,26 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     watch(wsproto.connection.Connection, "receive_data")  # httpx-ws (its handshake's answer is httpcore's)
     handler = aiohttp.client_proto.ResponseHandler
     watch(handler, "data_received")
-    set_parser = handler.set_parser
+    name = "_drain_tail" if hasattr(handler, "_drain_tail") else "set_parser"  # aiohttp 3.14 / before
+    drain = getattr(handler, name)
 
-    def set_parser_again(self: Any, *args: Any, **kwargs: Any) -> Any:
-        refeeding[0] = True  # aiohttp hands itself again what came after the 101: not a read
+    def drain_again(self: Any, *args: Any, **kwargs: Any) -> Any:
+        was, refeeding[0] = refeeding[0], True  # aiohttp hands itself again what came after the 101
         try:
-            return set_parser(self, *args, **kwargs)
+            return drain(self, *args, **kwargs)
         finally:
-            refeeding[0] = False
+            refeeding[0] = was
 
-    monkeypatch.setattr(handler, "set_parser", set_parser_again)
+    monkeypatch.setattr(handler, name, drain_again)
     return seen
 
 
 def _after_head(seen: list[bytes]) -> list[bytes]:
-    """The reads after the one that ended the handshake's answer (a replay serves it alone)."""
-    assert seen and seen[0].endswith(b"\r\n\r\n"), seen[:1]
-    return seen[1:]
+    """The reads of the server's frames: the first read's bytes after the handshake's answer (a
+    replay serves them with it when the recording got them with it), then the others."""
+    assert seen and seen[0].startswith(b"HTTP/1.1 101 "), seen[:1]
+    first = seen[0][seen[0].index(b"\r\n\r\n") + 4 :]
+    return [first, *seen[1:]] if first else seen[1:]
 
 
 def _compressed(server_reads: list[bytes]) -> list[bool]:
@@ -256,6 +263,29 @@ def test_the_reads_are_cut_where_the_wire_map_says(
         again, agreed, _ = _replay(recut, stack, url)
     assert again == live and agreed and not _notes(caught)
     _assert_same_reads(_after_head(reads), cut)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_frames_that_came_with_the_101_come_with_it_again(
+    recordings: Callable[..., tuple[Path, str, list[str]]], reads: list[bytes], stack: str, tmp_path: Path
+) -> None:
+    """A recording whose first read held the 101 and the first server frames (``wire.head``, set
+    here by hand) is replayed so: the client reads the answer and those frames in one read."""
+    path, url, live = recordings(stack)
+    reads.clear()
+    raw = json.loads(path.read_text())
+    wire = raw["interactions"][0]["websocket"]["wire"]
+    ends = [end for _, end in wire["chunks"]]
+    wire["head"] = ends[0]
+    joined = tmp_path / "joined.json"
+    joined.write_text(json.dumps(raw))
+    again, agreed, _ = _replay(joined, stack, url)
+    assert again == live and agreed
+    first = reads[0]
+    assert first.startswith(b"HTTP/1.1 101 ") and len(first) == first.index(b"\r\n\r\n") + 4 + ends[0]
+    frames = FrameParser(masked=False).feed(first[first.index(b"\r\n\r\n") + 4 :])
+    assert [f.opcode for f in frames] == [Opcode.TEXT] and frames[0].rsv1  # session.created, compressed
+    _assert_same_reads(reads[1:], [e - ends[0] for e in ends[1:]])
 
 
 @pytest.mark.parametrize("stack", STACKS)

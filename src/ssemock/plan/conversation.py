@@ -379,6 +379,26 @@ class Conversation:
         """What the server sent before the client's first message: released on open."""
         return self._take(0, 0.0)
 
+    def answer(self, request_head: bytes) -> list[Release]:
+        """`handshake` then `opening`, as a stack serves them on open: the 101 in a read of its
+        own, unless the recording received server frames in the same read as the 101
+        (``wire.head``) and this replay keeps the recorded reads: then that read, as recorded."""
+        head = self.handshake(request_head)
+        releases = [Release(0.0, head), *self.opening()]
+        first = releases[1] if len(releases) > 1 else None
+        if (
+            self.ws.wire.head
+            and first is not None
+            and first.data is not None
+            and len(first.data) == self.ws.wire.head
+            and self._keeps_recorded_reads()
+        ):
+            releases[:2] = [Release(0.0, head + first.data)]
+        return releases
+
+    def _keeps_recorded_reads(self) -> bool:
+        return self.wire_fits()
+
     # -- the client side ------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[Release]:

@@ -247,6 +247,9 @@ class VariedConversation(Conversation):
         """The wire offset of server message ``k``'s first frame (its first ping before it aside)."""
         return next((f.start for f in self._wire.frames if f.message == k), len(self._wire.data))
 
+    def _keeps_recorded_reads(self) -> bool:
+        return self._plain() and self._chunking.name == "as_recorded" and self.wire_fits()
+
     def wire_note(self) -> str | None:
         """`Conversation.wire_note` under the ``as_recorded`` chunking of a plain replay (a
         variant changes the bytes on purpose)."""

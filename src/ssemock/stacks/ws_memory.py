@@ -113,7 +113,7 @@ class MemoryTransport(asyncio.Transport):
                 return
             head, data = self._head[: at + 4], self._head[at + 4 :]
             self._open = True
-            self._deliver([Release(0.0, self.conversation.handshake(head)), *self.conversation.opening()])
+            self._deliver(self.conversation.answer(head))
             if not data:
                 return
         try:

@@ -118,7 +118,7 @@ class MemorySocket:
                 return
             self._conversation = conversation = answer.extensions["ssemock.conversation"]
             self._timing = answer.extensions["ssemock.timing"]
-            self._queue([Release(0.0, conversation.handshake(head)), *conversation.opening()])
+            self._queue(conversation.answer(head))
             if not data:
                 return
         assert self._conversation is not None
