@@ -414,3 +414,48 @@ def test_a_recorded_read_is_due_when_it_arrived() -> None:
     assert [(len(r.data or b""), round(r.delay, 6)) for r in opening] == [(100, 0.04), (204, 0.10)]
     later = conv.feed(encode_frame(Opcode.TEXT, b"go", mask=b"abcd"))
     assert [(len(r.data or b""), round(r.delay, 6)) for r in later] == [(17, 0.15), (17, 0.16)]
+
+
+def test_a_deflate_run_for_a_client_that_offers_none_is_skipped_with_the_reason(
+    pytester: pytest.Pytester,
+) -> None:
+    """Under pytest, ``transform="deflate"`` for a client that offers no permessage-deflate is a
+    skipped run saying why; for one that offers it, a run that passes."""
+    pytester.makepyfile(
+        test_deflate_cells="""
+import json
+
+import pytest
+from websockets.sync.client import connect
+
+import ssemock
+from ssemock.store.model import Interaction, Request, Response
+from ssemock.store.websocket import Close, Message, WebSocket
+
+URL = "ws://127.0.0.1:9/v1/realtime?model=gpt-realtime"
+
+
+@pytest.fixture
+def cassette(tmp_path):
+    session = WebSocket(
+        [Message("recv", 0.01, "text", json.dumps({"type": "session.created"}))],
+        close=Close(1000, "", "client", True),
+    )
+    path = tmp_path / "plain.json"
+    ssemock.Cassette([Interaction(Request("GET", URL), Response(101), session)]).save(path)
+    return path
+
+
+@pytest.mark.parametrize("compression", ["deflate", None])
+def test_cell(cassette, compression):
+    with ssemock.use_cassette(cassette, record_mode="none", transform="deflate"):
+        with connect(URL, compression=compression) as ws:
+            assert json.loads(ws.recv())["type"] == "session.created"
+            assert bool(ws.protocol.extensions) is True
+"""
+    )
+    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:randomly", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["*SKIPPED*the WebSocket variant deflate: the client offered no permessage-deflate*"]
+    )

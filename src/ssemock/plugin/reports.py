@@ -50,6 +50,21 @@ def _hide_own_frames(error: BaseException) -> None:
         exc = exc.__cause__ or exc.__context__
 
 
+def _refused_variant(item: pytest.Item, exc: BaseException, report: pytest.TestReport) -> bool:
+    """A WebSocket variant the client cannot take (``deflate`` for a client that offered no
+    permessage-deflate, `ssemock.plan.ws_variants.VariantRefused`): the run is reported skipped,
+    with the reason."""
+    if type(exc).__name__ != "VariantRefused":  # (imported only then: an unused plugin costs nothing)
+        return False
+    from ..plan.ws_variants import VariantRefused
+
+    if not isinstance(exc, VariantRefused):
+        return False
+    report.outcome = "skipped"
+    report.longrepr = (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {exc}")
+    return True
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Remember whether a test using ssemock failed: its teardown checks then stay quiet (an
@@ -58,6 +73,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.excinfo is not None and not item.config.option.fulltrace:
         _hide_own_frames(call.excinfo.value)
     report = yield
+    if (
+        report.when == "call"
+        and call.excinfo is not None
+        and _refused_variant(item, call.excinfo.value, report)
+    ):
+        return report
     if report.when == "call" and call.excinfo is not None and _cut_short(call.excinfo.value):
         item.stash[_CUT_SHORT] = True
     if report.when == "call" and report.passed:

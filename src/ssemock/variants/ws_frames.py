@@ -10,10 +10,12 @@ messages unchanged. Pure: messages in, wire bytes and their frame boundaries out
     a ping before every frame after the first of each group (so between frames and between
     fragments); the client must answer each with a pong carrying its payload (`Wire.pings`).
 ``deflate`` / ``no_deflate``
-    every message compressed (permessage-deflate) / none. ``deflate`` needs a client that
-    offered permessage-deflate (`Reframing.refuses` says why not: the openai SDK offers none by
-    default); ``no_deflate`` sends plain frames even where deflate was agreed (RSV1 is per
-    message, so a conforming client reads both).
+    permessage-deflate agreed in the replay's handshake whenever the client offers it, every
+    message compressed / the extension refused in the handshake, no message compressed.
+    ``deflate`` needs a client that offered permessage-deflate (`Reframing.refuses` says why
+    not: the openai SDK offers none by default; under pytest the run is skipped with that
+    reason). Without either, a replay agrees to it as the recording did
+    (`ssemock.plan.conversation.Conversation.handshake`).
 
 A session is written group by group (`ServerMessage.group`: the client message it waits for),
 so `Wire.group_ends` says where each group's bytes end: the read boundaries a replay keeps.
