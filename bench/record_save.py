@@ -209,7 +209,10 @@ def main() -> None:
                 for i in range(rounds):  # interleaved: both see the same machine load
                     for name, make in (("ssemock", ssemock_recorder), ("vcrpy", vcrpy_recorder)):
                         ext = "json" if name == "ssemock" else "yaml"
-                        wall, cpu = timed_save(make(Path(tmp) / f"{name}{i}.{ext}"), url, size)
+                        # a file of its own: a cassette left by another shape or size would be merged into
+                        # (and scanned, written) again by the save, by ssemock and vcrpy alike
+                        cassette = Path(tmp) / f"{name}-{shape}-{mb:g}-{i}.{ext}"
+                        wall, cpu = timed_save(make(cassette), url, size)
                         old = best.get(name)
                         best[name] = (min(wall, old[0]), min(cpu, old[1])) if old else (wall, cpu)
                 (sw, sc), (vw, vc) = best["ssemock"], best["vcrpy"]

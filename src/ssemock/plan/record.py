@@ -39,6 +39,7 @@ from typing import Any, Literal, overload
 import httpx
 
 from ..redaction.rules import mask_url, redact_request, redact_response
+from ..scan.incremental import BodyScan, scanned_as_recorded
 from ..store.cassette import Headers, Interaction, Request, Response
 from .errors import SsemockWarning
 from .push_recording import LiveSource
@@ -160,6 +161,7 @@ class Recorder:
         self._lock = threading.Lock()
         self._decode: Callable[[bytes], bytes] | None = None
         self._serve = serve  # a recording run's variant: how to serve the whole recording as replay would
+        self._scan: BodyScan | None = None  # an event stream's secret scan, done as it arrives
 
     def replays(self) -> bool:
         """Whether the client is to get the recording served as a replay of it (a chunking,
@@ -190,6 +192,9 @@ class Recorder:
         self._decode = _decoder(encoding)
         drop = HOP_HEADERS | ({"content-encoding"} if self._decode else set())
         self.headers = [(k, v) for k, v in headers if k not in drop]
+        content_type = next((v for k, v in self.headers if k == "content-type"), "")
+        if "content-encoding" not in {k for k, _ in self.headers} and BodyScan.wanted(content_type):
+            self._scan = BodyScan(content_type)  # the save at exit need not scan the body again
         self._on_response(self)
 
     def chunk(self, data: bytes) -> None:
@@ -211,6 +216,8 @@ class Recorder:
                     self._size += len(data)
                     self._ends.append(self._size)
                     self._times.append(t)
+                    if self._scan is not None:
+                        self._scan.feed(bytes(data))
 
     def _truncate(self) -> None:
         self.ended = True
@@ -401,4 +408,6 @@ class Recorder:
             if changed is None:
                 return None
             response = changed
+        if self._scan is not None:
+            scanned_as_recorded(response, self._scan, body)
         return Interaction(self.request, response)

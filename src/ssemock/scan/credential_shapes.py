@@ -28,7 +28,18 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["B64_RUN", "REDACTED", "Finder", "Secret", "base64_layers", "base64_text", "scan"]
+__all__ = [
+    "B64_RUN",
+    "REDACTED",
+    "Finder",
+    "Hits",
+    "Secret",
+    "base64_layers",
+    "base64_text",
+    "find_hits",
+    "has_b64_run",
+    "scan",
+]
 
 REDACTED = "REDACTED"
 """What a redacted value is replaced with."""
@@ -281,10 +292,10 @@ def _aws_secret_near(data: bytes, key: Secret) -> Secret | None:
     return None
 
 
-def _scan_raw(data: bytes) -> list[Secret]:
-    """Shapes in ``data`` as it is."""
+def _scan_raw(data: bytes, anchors: list[tuple[int, int]] | None = None) -> list[Secret]:
+    """Shapes in ``data`` as it is (``anchors``: what `_find_anchors` finds in it, when known)."""
     found: list[Secret] = []
-    hits = _find_anchors(data)
+    hits = _find_anchors(data) if anchors is None else list(anchors)
     k = 0
     while k < len(hits):
         anchor, start = hits[k]
@@ -350,13 +361,27 @@ def _windows(escapes: list[int], size: int) -> list[tuple[int, int]]:
     return out
 
 
-def scan(data: str | bytes) -> list[Secret]:
-    """Every credential shape in ``data``, found as it is and with escapes undone.
+Hits = tuple[list[tuple[int, int]], list[int]]
+"""What the two searches find in a text: (anchor index, start) of each shape anchor, the escapes."""
+
+
+def find_hits(data: bytes, at: int = 0) -> Hits:
+    """The two searches over ``data``, offsets moved by ``at``: pieces of a text cut after a newline
+    (no anchor or escape holds one) give, moved and put together, what the whole text gives."""
+    anchors, escapes = _find_anchors(data), _find_escapes(data)
+    if at:
+        anchors, escapes = [(i, s + at) for i, s in anchors], [e + at for e in escapes]
+    return anchors, escapes
+
+
+def scan(data: str | bytes, hits: Hits | None = None) -> list[Secret]:
+    """Every credential shape in ``data``, found as it is and with escapes undone (``hits``: what
+    `find_hits` gives for ``data``, when known: the searches are not run again).
 
     Offsets are into ``data`` (characters for a str). Sorted by start; none overlap."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    found = _scan_raw(raw)
-    escapes = _find_escapes(raw)
+    found = _scan_raw(raw, None if hits is None else hits[0])
+    escapes = _find_escapes(raw) if hits is None else hits[1]
     if escapes:
         seen = [(s.start, s.end) for s in found]
         for lo, hi in _windows(escapes, len(raw)):
@@ -377,6 +402,18 @@ def _chars(raw: bytes, offset: int) -> int:
 
 
 B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{16,}={0,2}")
+# every byte of a base64 or base64url run an ``a``, every other one a space: a run of 16 or more is
+# then a substring search (C speed), where B64_RUN's search costs a try at every position
+_B64_CLASS = bytes(
+    97 if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "+/_-") else 32 for c in range(256)
+)
+
+
+def has_b64_run(text: str) -> bool:
+    """Whether `B64_RUN` finds anything in ``text`` (most text holds no run: its search is skipped)."""
+    return b"a" * 16 in text.encode("utf-8", "surrogatepass").translate(_B64_CLASS)
+
+
 _B64_RUN_BYTES = re.compile(rb"[A-Za-z0-9+/_\-]{16,}={0,2}")
 
 

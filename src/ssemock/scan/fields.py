@@ -8,12 +8,13 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from urllib.parse import unquote, urlsplit
 
-from .credential_shapes import REDACTED, Secret, _has_digit_and_letter, scan
+from .credential_shapes import REDACTED, Hits, Secret, _has_digit_and_letter, scan
 
 __all__ = [
+    "BodyHits",
     "CREDENTIAL_NAME",
     "FORM",
     "SECRET_NAME",
@@ -30,6 +31,7 @@ __all__ = [
     "scan_json_members",
     "scan_named",
     "scan_url",
+    "word_hits",
 ]
 
 #: A header, query parameter or form field with such a name holds a credential.
@@ -124,23 +126,48 @@ _CREDENTIAL_WORDS = (
 _MEMBER_AT = re.compile(rb'"\s*:\s*"((?:[^"\\]++|\\.)*+)"')
 
 
-def _word_hits(data: bytes) -> list[tuple[int, int]]:
-    lower, hits = data.lower(), []
-    for word in _CREDENTIAL_WORDS:
-        at = lower.find(word)
-        while at >= 0:
-            hits.append((at, at + len(word)))
-            at = lower.find(word, at + 1)
-    return sorted(hits)
+def _words() -> Callable[[bytes], list[tuple[int, int]]]:
+    """(start, end) of every credential word in lower-cased data, overlapping ones too, sorted:
+    one pass of ahocorasick-rs when it is installed, else one ``bytes.find`` loop per word."""
+    try:
+        import ahocorasick_rs
+    except ImportError:
+
+        def finds(lower: bytes) -> list[tuple[int, int]]:
+            hits = []
+            for word in _CREDENTIAL_WORDS:
+                at = lower.find(word)
+                while at >= 0:
+                    hits.append((at, at + len(word)))
+                    at = lower.find(word, at + 1)
+            return sorted(hits)
+
+        return finds
+    words = ahocorasick_rs.BytesAhoCorasick(_CREDENTIAL_WORDS, matchkind=ahocorasick_rs.MATCHKIND_STANDARD)
+    return lambda lower: sorted((s, e) for _, s, e in words.find_matches_as_indexes(lower, overlapping=True))
 
 
-def scan_json_members(data: bytes) -> list[Secret]:
+_find_words = _words()
+
+
+def word_hits(data: bytes, at: int = 0) -> list[tuple[int, int]]:
+    """Where a credential word stands in ``data`` (any case), offsets moved by ``at``: pieces cut
+    after a newline give, moved and put together, what the whole text gives."""
+    hits = _find_words(data.lower())
+    return [(s + at, e + at) for s, e in hits] if at else hits
+
+
+BodyHits = tuple[Hits, list[tuple[int, int]]]
+"""What `scan_body` searches a body for: `find_hits`'s, and `word_hits`'."""
+
+
+def scan_json_members(data: bytes, words: list[tuple[int, int]] | None = None) -> list[Secret]:
     """String values of JSON members named like credentials (``"password": "..."``) whatever they
     look like, where they stand in ``data`` (any JSON text: a body, an event); a number under such
-    a name is found by `scan_cassette`'s JSON walk."""
+    a name is found by `scan_cassette`'s JSON walk. ``words``: `word_hits` of ``data``, when known."""
     out: list[Secret] = []
     end = 0
-    for hit_start, hit_end in _word_hits(data):
+    for hit_start, hit_end in word_hits(data) if words is None else words:
         if hit_start < end:
             continue
         start = data.rfind(b'"', max(0, hit_start - 41), hit_start)
@@ -164,11 +191,12 @@ def scan_json_members(data: bytes) -> list[Secret]:
     return out
 
 
-def scan_body(body: bytes) -> list[Secret]:
+def scan_body(body: bytes, hits: BodyHits | None = None) -> list[Secret]:
     """`scan`, plus credentials named as such in a JSON text (``"password": ...``) or a form body
-    (``a=1&client_secret=...``)."""
-    found = scan(body)
-    named = scan_json_members(body) if b'"' in body else []
+    (``a=1&client_secret=...``). ``hits``: what the searches find in ``body``, when known (a
+    recording searches each piece as it arrives: `ssemock.scan.incremental`)."""
+    found = scan(body, None if hits is None else hits[0])
+    named = (scan_json_members(body, None if hits is None else hits[1])) if b'"' in body else []
     if len(body) <= _FORM_MAX and FORM.match(body):
         named += scan_form(body.decode("latin-1"))
     return _merged(found + named) if named else found

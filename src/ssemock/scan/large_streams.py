@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from .credential_shapes import base64_text
 
-__all__ = ["TextScan", "large_stream"]
+__all__ = ["LargeStream", "TextScan", "large_stream", "segment_end"]
 
 TextScan = Callable[[str, str, int], None]
 """The scan of a decoded form: (its text, where it is in the field, its depth of decoding)."""
@@ -88,13 +88,34 @@ _UPPER, _LOWER = re.compile(rb"[A-Z]"), re.compile(rb"[a-z]")  # base64 of text 
 
 def large_stream(body: bytes, path: str, text: TextScan) -> None:
     """Hand ``text`` each join of a large stream's pieces (see the module), and its base64 runs decoded."""
-    joins: dict[bytes, _Join] = {}
-    data = _Join(functools.partial(_joined, text, path, b"data"))
-    runs: set[bytes] = set()
+    stream = LargeStream(path, text)
     pos, size = 0, len(body)
     while pos < size:  # a segment at a time
-        end = body.find(b"\n", pos + _SEGMENT)
-        end = size if end < 0 else end + 1
+        end = segment_end(body, pos)
+        stream.segment(body, pos, end)
+        pos = end
+    stream.close()
+
+
+def segment_end(body: bytes, pos: int) -> int:
+    """Where the segment of ``body`` that starts at ``pos`` ends: after the first newline at least
+    `_SEGMENT` bytes on, else at the end (`LargeStream.segment` is fed these cuts)."""
+    end = body.find(b"\n", pos + _SEGMENT)
+    return len(body) if end < 0 else end + 1
+
+
+class LargeStream:
+    """`large_stream` a segment at a time: a recording feeds each segment as it arrives
+    (`ssemock.scan.incremental`), cut where `segment_end` cuts the whole body."""
+
+    def __init__(self, path: str, text: TextScan) -> None:
+        self._path, self._text = path, text
+        self._joins: dict[bytes, _Join] = {}
+        self._data = _Join(functools.partial(_joined, text, path, b"data"))
+        self._runs: set[bytes] = set()
+
+    def segment(self, body: bytes, pos: int, end: int) -> None:
+        """``body[pos:end]``, the next segment."""
         groups: dict[bytes, list[bytes]] = {}
         for name, value in _STRING_MEMBER.findall(body, pos, end):
             group = groups.get(name)
@@ -102,23 +123,26 @@ def large_stream(body: bytes, path: str, text: TextScan) -> None:
                 groups[name] = [value]
             else:
                 group.append(value)
+        joins = self._joins
         for name, group in groups.items():
             join = joins.get(name)
             if join is None:
-                join = joins[name] = _Join(functools.partial(_joined, text, path, name))
+                join = joins[name] = _Join(functools.partial(_joined, self._text, self._path, name))
             join.extend(group)
         if body.count(b"data:", pos, end) > sum(body.count(j, pos, end) for j in _JSON_DATA):
-            data.extend(_TEXT_DATA_LINE.findall(body, pos, end))  # some event's data is not JSON
+            self._data.extend(_TEXT_DATA_LINE.findall(body, pos, end))  # some event's data is not JSON
         # the base64 runs (an id repeated in every event: decoded once), as _B64_RUN_BYTES finds them
-        runs.update(r for r in set(body[pos:end].translate(_B64_SPLIT).split()) if len(r) >= 16)
-        pos = end
-    for join in (data, *joins.values()):
-        join.close()
-    for run in runs:
-        if _UPPER.search(run) and _LOWER.search(run):
-            decoded = base64_text(run)
-            if decoded is not None:
-                text(decoded, f"{path} base64".strip(), 2)
+        self._runs.update(r for r in set(body[pos:end].translate(_B64_SPLIT).split()) if len(r) >= 16)
+
+    def close(self) -> None:
+        """After the last segment: the joins' last windows and the base64 runs scanned."""
+        for join in (self._data, *self._joins.values()):
+            join.close()
+        for run in self._runs:
+            if _UPPER.search(run) and _LOWER.search(run):
+                decoded = base64_text(run)
+                if decoded is not None:
+                    self._text(decoded, f"{self._path} base64".strip(), 2)
 
 
 def _joined(text: TextScan, path: str, name: bytes, parts: list[bytes]) -> None:

@@ -10,6 +10,7 @@ and credential names it looks for are `ssemock.scan.shapes`'; a finding never ho
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import zlib
@@ -20,10 +21,11 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from .. import framing
-from .credential_shapes import _WHOLE, B64_RUN, REDACTED, base64_text, scan
+from .credential_shapes import _WHOLE, B64_RUN, REDACTED, base64_text, has_b64_run, scan
 from .fields import (
     _FORM_MAX,
     FORM,
+    BodyHits,
     credential_member,
     credential_member_name,
     credential_name,
@@ -36,6 +38,7 @@ from .fields import (
 )
 from .large_streams import large_stream
 from .messages import value_shape
+from .prescanned import prescanned
 
 __all__ = [
     "Finding",
@@ -208,7 +211,7 @@ class _Scan:
             self.prefix, self.collect = state
             return
         self.named(field, text, path)
-        if depth < _DEPTH and len(text) <= _WHOLE * 16:
+        if depth < _DEPTH and len(text) <= _WHOLE * 16 and has_b64_run(text):
             whole = text.strip()
             for run in set(B64_RUN.findall(text)) - (self.runs if key is None else set()):
                 self.runs.add(run)
@@ -231,7 +234,11 @@ class _Scan:
 
     def named(self, field: str, text: str, path: str) -> None:
         """Credential-named parameters in a form body, a query string or a URL's query or fragment."""
-        candidates = [text] if len(text) <= _FORM_MAX and FORM.match(text.encode("utf-8", "replace")) else []
+        candidates = (
+            [text]
+            if len(text) <= _FORM_MAX and "=" in text and FORM.match(text.encode("utf-8", "replace"))
+            else []
+        )
         if "://" in text or text.startswith(("/", "?", "#")):
             for m in re.finditer(r"""(?:[a-z][a-z0-9+.-]*://|^[/?#])[^\s"'<>]*""", text, re.I):
                 parts = urlsplit(m.group())
@@ -316,8 +323,7 @@ class _Scan:
 
     def body(self, field: str, body: bytes, headers: list[tuple[str, str]], url: str, stream: bool) -> None:
         """A body: raw, each Content-Encoding layer decoded, its events, their data reassembled."""
-        for s in scan_body(body):
-            self.add(field, s.what, body[s.start : s.end], s.preview, "", s.start, s.end)
+        self.raw(field, body)
         content_type = next((v for k, v in headers if k.lower() == "content-type"), "") or ""
         path = ""
         encoding = next((v for k, v in headers if k.lower() == "content-encoding"), "")
@@ -345,6 +351,11 @@ class _Scan:
                 self.text(field, text, path, 0, shapes=False)
             return
         self.events(field, body, text, content_type, url, path)
+
+    def raw(self, field: str, body: bytes, hits: BodyHits | None = None) -> None:
+        """A body as stored: shapes, escapes, credential-named members (`scan_body`)."""
+        for s in scan_body(body, hits):
+            self.add(field, s.what, body[s.start : s.end], s.preview, "", s.start, s.end)
 
     def joined_messages(self, field: str, payloads: list[tuple[int, bytes]]) -> None:
         """The strings of a WebSocket session's JSON messages (one direction) joined per piece key
@@ -402,31 +413,44 @@ class _Scan:
             if text:
                 self.text(field, text, path, 0, shapes=False)
             return
-        self.collect = True
         plain: list[str] = []
         for k, event in enumerate(events):
-            where = f"{path} event {k}".strip()
-            data = getattr(event, "data", None)
-            payload = getattr(event, "payload", None)
-            text_form = (
-                data
-                if isinstance(data, str)
-                else (payload.decode("utf-8", "replace") if isinstance(payload, bytes) else None)
-            )
-            if text_form is not None:
-                parsed = _json_or_none(text_form)
-                if parsed is _NOT_JSON:
-                    plain.append(text_form)
-                    self.text(field, text_form, where, 1, shapes="\n" in text_form or bool(path))
-                    continue
-                event = parsed
-            self.prefix = where
-            self.json(field, event, "$", 1)
-            self.prefix = ""
+            self.event(field, k, event, path, plain)
+        self.joined(field, path, plain)
+
+    def event(self, field: str, k: int, event: Any, path: str, plain: list[str]) -> None:
+        """Event ``k`` of a stream: its data scanned, its string pieces collected (the data of a
+        non-JSON one appended to ``plain``). `events` calls it for each event of a whole body;
+        `ssemock.scan.incremental` for each one as a recording decodes it."""
+        self.collect = True
+        where = f"{path} event {k}".strip()
+        data = getattr(event, "data", None)
+        payload = getattr(event, "payload", None)
+        text_form = (
+            data
+            if isinstance(data, str)
+            else (payload.decode("utf-8", "replace") if isinstance(payload, bytes) else None)
+        )
+        if text_form is not None:
+            parsed = _json_or_none(text_form)
+            if parsed is _NOT_JSON:
+                plain.append(text_form)
+                self.text(field, text_form, where, 1, shapes="\n" in text_form or bool(path))
+                self.collect = False
+                return
+            event = parsed
+        self.prefix = where
+        self.json(field, event, "$", 1)
+        self.prefix = ""
         self.collect = False
+
+    def joined(self, field: str, path: str, plain: list[str]) -> None:
+        """The text reassembled from a stream's events (after the last `event`)."""
         joined = {"data": "".join(plain), **{p: "".join(v) for p, v in self.pieces.items() if len(v) > 1}}
-        for where, whole in joined.items():
-            if whole:
+        seen: set[str] = set()  # a text joined under two keys (with and without its index labels)
+        for where, whole in joined.items():  # is scanned once: the second finds nothing new
+            if whole and whole not in seen:
+                seen.add(whole)
                 self.text(field, whole, f"{path} reassembled {where}".strip(), 2)
         self.pieces.clear()
         self.sizes.clear()
@@ -506,7 +530,11 @@ def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
     for k, v in resp.headers:
         s.header("response", k, v)
     if resp.body:
-        s.body("response.body", resp.body, resp.headers, req.url, stream=is_stream(x))
+        known = prescanned(resp) if is_stream(x) else None
+        if known is None:
+            s.body("response.body", resp.body, resp.headers, req.url, stream=is_stream(x))
+        else:  # scanned as it was recorded (`ssemock.scan.incremental`): the same findings
+            s.found += [dataclasses.replace(f, interaction=index) for f in known]
     if resp.error:
         s.text("response.error", orjson.dumps(resp.error).decode(), "", 0)
     session = getattr(x, "websocket", None)

@@ -1,0 +1,182 @@
+"""A response body scanned while it is recorded, so the save at exit does not scan it again.
+
+A recording (`ssemock.plan.record.Recorder`) feeds a `BodyScan` every piece of an event stream's
+body as it arrives. The scan is the one `ssemock.scan.walk.scan_interaction` runs on a whole
+body, done a segment at a time: up to 2 MiB each event is decoded (the SSE decoder does not
+depend on where the body is cut) and walked as it completes, its string pieces collected per JSON
+path; past 2 MiB the large-stream pass (`ssemock.scan.large_streams.LargeStream`) reads it in the
+very segments it cuts a whole body into, from the first byte on. What is left for the end is what
+only the whole body can give: the shapes, escapes and credential-named members of the body as
+stored (C-speed passes), and the text reassembled across events. The findings are those of the
+scan at save, in the same order; `findings` hands them over only for the body that was fed, under
+the headers it was scanned with (a hook that rewrites the response gets the whole scan again).
+
+Memory stays bounded as in the scan at save: the event walk keeps what it keeps for a body of
+2 MiB at most, the large-stream pass about a MiB per member name, and the segments fed are the
+recording's own bytes (one segment joined at a time).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import framing
+from ..framing.sse import Decoder
+from .credential_shapes import find_hits
+from .fields import word_hits
+from .large_streams import _SEGMENT, LargeStream
+from .prescanned import scanned_as_recorded
+from .walk import _DEEP_MAX, Finding, _Scan, wide_charset
+
+__all__ = ["BodyScan", "scanned_as_recorded"]
+
+_FIELD = "response.body"
+_STEP = 16 << 10  # events are decoded and walked at least this many bytes at a time (cut after a newline)
+
+
+def _content_type(response: Any) -> str:
+    return next((v for k, v in response.headers if k.lower() == "content-type"), "") or ""
+
+
+class BodyScan:
+    """The scan of one response body, fed as it arrives (`feed`), read at the save (`findings`).
+
+    Made for a body whose content type alone says it is an SSE stream, stored as received (no
+    ``Content-Encoding`` left on it); `wanted` says whether a response is one."""
+
+    def __init__(self, content_type: str) -> None:
+        self.content_type = content_type
+        self._size = 0  # bytes fed
+        self._line: list[bytes] = []  # bytes fed since the last piece (cut after a newline)
+        self._line_size = 0
+        self._at = 0  # where the next piece starts in the body
+        self._anchors: list[tuple[int, int]] = []  # what the searches find in the pieces so far
+        self._escapes: list[int] = []
+        self._words: list[tuple[int, int]] = []
+        self._kept: list[bytes] = []  # the pieces, while the body is small enough to walk
+        self._walk: _Scan | None = _Scan(0)
+        self._decoder: Decoder | None = Decoder()
+        self._events = 0
+        self._plain: list[str] = []
+        self._large = _Scan(0)
+        self._stream: LargeStream | None = None
+        self._segment: list[bytes] = []  # the large-stream pass's segment so far
+        self._segment_size = 0
+        self._done: list[Finding] | None = None
+        self.broken = False  # something went wrong: the save scans the body itself
+
+    @staticmethod
+    def wanted(content_type: str) -> bool:
+        """Whether a body of this content type is scanned as it arrives (an SSE stream)."""
+        media = content_type.split(";")[0].strip().lower()
+        return bool(media) and framing.detect(media).name == "sse" and wide_charset(content_type, b"") is None
+
+    def feed(self, data: bytes) -> None:
+        """The next bytes of the body, in order."""
+        if self.broken or not data:
+            return
+        if self._done is not None:  # more after the findings were read: the save scans it whole
+            self.broken = True
+            return
+        try:
+            self._size += len(data)
+            self._line.append(data)
+            self._line_size += len(data)
+            if self._line_size >= _STEP and b"\n" in data:
+                line = b"".join(self._line)
+                end = line.rfind(b"\n") + 1
+                rest = line[end:]
+                self._line, self._line_size = ([rest] if rest else []), len(rest)
+                self._piece(line[:end] if rest else line)
+        except Exception:  # never fail a recording: the save scans the body as a whole instead
+            self.broken = True
+
+    def _piece(self, piece: bytes) -> None:
+        """The next piece of the body (it ends after a newline, but for the last)."""
+        (anchors, escapes), words = find_hits(piece, self._at), word_hits(piece, self._at)
+        self._anchors += anchors
+        self._escapes += escapes
+        self._words += words
+        self._at += len(piece)
+        if self._walk is not None and self._size > _DEEP_MAX:  # too large to walk: the large-stream pass
+            self._walk = self._decoder = None
+            self._plain = []
+            self._stream = LargeStream(
+                "", lambda text, where, depth: self._large.text(_FIELD, text, where, depth)
+            )
+            kept, self._kept = self._kept, []
+            for earlier in kept:
+                self._large_piece(earlier)
+        if self._stream is not None:
+            self._large_piece(piece)
+            return
+        assert self._walk is not None and self._decoder is not None
+        self._kept.append(piece)
+        for event in self._decoder.feed(piece):
+            self._walk.event(_FIELD, self._events, event, "", self._plain)
+            self._events += 1
+
+    def _large_piece(self, piece: bytes) -> None:
+        """Cut the segments `ssemock.scan.large_streams.segment_end` cuts a whole body into: each
+        ends after the first newline at least `_SEGMENT` bytes after its start."""
+        assert self._stream is not None
+        self._segment.append(piece)
+        self._segment_size += len(piece)
+        if self._segment_size > _SEGMENT:
+            self._cut(final=False)
+
+    def _cut(self, final: bool) -> None:
+        assert self._stream is not None
+        segment = b"".join(self._segment)
+        pos = 0
+        while pos < len(segment):
+            end = segment.find(b"\n", pos + _SEGMENT)
+            if end < 0 and not final:
+                break
+            end = len(segment) if end < 0 else end + 1
+            self._stream.segment(segment, pos, end)
+            pos = end
+        rest = segment[pos:]
+        self._segment, self._segment_size = ([rest] if rest else []), len(rest)
+
+    def findings(self, response: Any) -> list[Finding] | None:
+        """What the scan at save finds in ``response``'s body (as interaction 0), or None: not the
+        body fed (another length), another content type, an encoding or a charset the scan
+        decodes first, or the scan broke off."""
+        body = response.body
+        if (
+            self.broken
+            or len(body) != self._size
+            or _content_type(response) != self.content_type
+            or any(k.lower() == "content-encoding" for k, _ in response.headers)
+            or wide_charset(self.content_type, body) is not None
+        ):
+            return None
+        if self._done is None:
+            try:
+                self._done = self._finish(body)
+            except Exception:
+                self.broken = True
+                return None
+        return self._done
+
+    def _finish(self, body: bytes) -> list[Finding]:
+        if self._line:
+            last = b"".join(self._line)
+            self._line, self._line_size = [], 0
+            self._piece(last)
+        head = _Scan(0)  # the body as stored: shapes, escapes, credential-named members
+        head.raw(_FIELD, body, ((self._anchors, self._escapes), self._words))
+        self._anchors, self._escapes, self._words, self._kept = [], [], [], []  # let go before the write
+        if self._stream is not None:
+            self._cut(final=True)
+            self._stream.close()
+            found = head.found + self._large.found
+        else:
+            assert self._walk is not None and self._decoder is not None
+            for event in self._decoder.close():
+                self._walk.event(_FIELD, self._events, event, "", self._plain)
+            self._walk.joined(_FIELD, "", self._plain)
+            found = head.found + self._walk.found
+        self._walk, self._decoder, self._stream, self._plain = None, None, None, []
+        return found

@@ -1,0 +1,161 @@
+"""A response body scanned while it is recorded (issue 33): the save at exit takes the findings of
+the scan done as the body arrived, which must be the findings of the scan of the whole body, so a
+secret split across the pieces the recording scanned one at a time is still refused."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request as StarletteRequest
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
+
+import ssemock
+from ssemock.commands.loopback import running
+from ssemock.scan import walk
+from ssemock.scan.incremental import BodyScan
+from ssemock.scan.walk import scan_interaction
+from ssemock.store.cassette import Interaction, Request, Response
+
+# a fake key, put together at run time (no key-shaped literal in the repository)
+KEY = "sk-" + "ant-" + "api03-" + "Zq8Xw2Lm9Rt4Vb7Nc1Pd6Hs3Jk5Fg0Ty"
+
+
+def _event(content: str, index: int = 0) -> bytes:
+    delta = {"choices": [{"index": index, "delta": {"content": content}, "finish_reason": None}]}
+    return b"data: " + json.dumps(delta, separators=(",", ":")).encode() + b"\n\n"
+
+
+def _stream(size: int, at: int, secret: list[bytes]) -> bytes:
+    """Filler events to ``size`` bytes, with the ``secret`` events from byte ``at`` on."""
+    out: list[bytes] = []
+    n = k = 0
+    placed = False
+    while n < size or not placed:
+        if not placed and n >= at:
+            out += secret
+            n += sum(map(len, secret))
+            placed = True
+        out.append(_event(f" word{k % 97} and more"))
+        n += len(out[-1])
+        k += 1
+    return b"".join(out) + b"data: [DONE]\n\n"
+
+
+def _split(key: str) -> list[bytes]:
+    return [_event(c) for c in key]  # a key streamed back one character an event
+
+
+FORMS = {
+    "whole": lambda: [_event("my key is " + KEY)],
+    "split": lambda: _split(KEY),
+    "split, interleaved with another choice": lambda: [
+        e for c in KEY for e in (_event(c, index=1), _event(" and", index=0))
+    ],
+    "JSON-escaped": lambda: [
+        b'data: {"delta":{"text":"' + KEY[:9].encode() + b"\\u0061" + KEY[10:].encode() + b'"}}\n\n'
+    ],
+    "credential-named member": lambda: [b'data: {"password":"hunter2-hunter2"}\n\n'],
+    "base64": lambda: [_event(base64.b64encode(f"the key {KEY}".encode()).decode())],
+    "split plain data": lambda: [b"data: " + c.encode() + b"\n\n" for c in KEY],
+}
+
+
+def _fed(body: bytes, seed: int) -> BodyScan:
+    scan, rng, pos = BodyScan("text/event-stream"), random.Random(seed), 0
+    while pos < len(body):
+        n = rng.choice([1, 5, 400, 4096, 70_000, 300_000])
+        scan.feed(body[pos : pos + n])
+        pos += n
+    return scan
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+@pytest.mark.parametrize(
+    ("size", "at"),
+    [
+        (3_000, 0),
+        (600_000, (256 << 10) - 900),  # across the first cut of a large stream's segments
+        (2_400_000, (2 << 20) - 1_500),  # across the size where the walk gives way to the large pass
+    ],
+)
+def test_the_scan_as_it_arrives_finds_what_the_scan_of_the_whole_body_finds(
+    form: str, size: int, at: int
+) -> None:
+    body = _stream(size, at, FORMS[form]())
+    response = Response(200, [("content-type", "text/event-stream")], body, [len(body)], [0.0])
+    whole = scan_interaction(Interaction(Request("POST", "http://127.0.0.1/v1/chat", [], b"{}"), response))
+    for seed in (1, 2):
+        found = _fed(body, seed).findings(response)
+        assert found is not None
+        assert [str(f) for f in walk._first_per_place(found)] == [str(f) for f in whole]
+    if form != "split, interleaved with another choice" or size < 2 << 20:  # the large pass joins per name
+        assert whole, f"{form} at {at} of {size} bytes: not found"
+
+
+def _app(body: bytes) -> Starlette:
+    async def stream(request: StarletteRequest) -> StreamingResponse:
+        async def chunks() -> AsyncIterator[bytes]:
+            for a in range(0, len(body), 997):  # pieces that cut events anywhere
+                yield body[a : a + 997]
+
+        return StreamingResponse(chunks(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/v1/chat", stream, methods=["POST"])])
+
+
+def _record(url: str, path: Path, **options: object) -> None:
+    with ssemock.use_cassette(path, record_mode="all", **options):  # type: ignore[arg-type]
+        with httpx.Client() as client, client.stream("POST", f"{url}/v1/chat", json={"stream": True}) as r:
+            for _ in r.iter_raw():
+                pass
+
+
+@pytest.mark.parametrize(
+    ("size", "at"), [(600_000, (256 << 10) - 600), (2_400_000, (2 << 20) - 1_500)], ids=["walked", "large"]
+)
+def test_a_recording_whose_key_is_split_across_the_pieces_scanned_is_refused(
+    tmp_path: Path, size: int, at: int
+) -> None:
+    body = _stream(size, at, _split(KEY))
+    with running(_app(body)) as url:
+        with pytest.raises(ssemock.SecretError) as refused:
+            _record(url, tmp_path / "c.json")
+    assert "reassembled" in str(refused.value) and KEY not in str(refused.value)
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_the_save_takes_the_findings_of_the_scan_done_as_it_arrived(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = _stream(300_000, 0, [])
+    with running(_app(body)) as url:
+
+        def walked_again(*args: object) -> None:
+            raise AssertionError("the body was walked again at the save")
+
+        with monkeypatch.context() as m:  # only the save is watched: the recording walks as it arrives
+            _record(url, tmp_path / "warm.json")  # imports and caches first
+            m.setattr(walk._Scan, "events", walked_again)
+            _record(url, tmp_path / "c.json")
+    assert ssemock.Cassette.load(tmp_path / "c.json").interactions[0].response.body == body
+
+
+def test_a_hook_that_puts_a_key_in_the_body_is_refused_all_the_same(tmp_path: Path) -> None:
+    placeholder = "x" * len(KEY)
+    body = _stream(300_000, 1_000, [_event(placeholder)])
+
+    def same_length(response: ssemock.Response) -> ssemock.Response:  # the scan as it arrived is of no use
+        response.body = response.body.replace(placeholder.encode(), KEY.encode())
+        return response
+
+    with running(_app(body)) as url:
+        with pytest.raises(ssemock.SecretError):
+            _record(url, tmp_path / "c.json", before_record_response=same_length)
