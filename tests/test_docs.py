@@ -7,8 +7,10 @@ Per page, in a fresh temporary folder (the current directory while the page runs
 * ``# file: NAME`` writes the block to NAME (an app module, a conftest.py, ...);
 * ``# test file: NAME.py [PYTEST ARGS]`` writes the block to NAME.py and runs it with
   ``pytester.runpytest_inprocess(NAME.py, "-p", "no:cassetter", *ARGS)``: it must pass (in-process:
-  pytester restores sys.modules after it; pytest-randomly orders it as in a user's run, unless
-  ARGS hold ``-p no:randomly``: the block's inner run then needs its written order);
+  pytester restores sys.modules after it). Each inner run says what order it needs: shuffled by
+  pytest-randomly as in a user's run, with a seed the docs test names (``-p randomly
+  --randomly-seed=N``; ``test_inner_runs_pass_in_any_order`` runs each such page under other seeds),
+  unless ARGS hold ``-p no:randomly``: the block's inner run then needs its written order;
 * any other block is executed, in one namespace shared by the page's blocks.
 
 A page that holds the comment ``<!-- docs-test: bash -->`` also runs its ```bash blocks, in the
@@ -189,8 +191,19 @@ class Shell:
                     proc.stdout.close()
 
 
-def run_page(page_blocks: list[Block], pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> int:
-    """Run the blocks in order; returns how many ran (executed or tested)."""
+# The order seeds of the inner runs: test_page_runs uses the first, test_inner_runs_pass_in_any_order
+# the others (an inner run that passed only in its written order would fail one of them).
+SEEDS = (1, 2, 3)
+
+
+def run_page(
+    page_blocks: list[Block],
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    seed: int = SEEDS[0],
+) -> int:
+    """Run the blocks in order; returns how many ran (executed or tested). An inner pytest run is
+    shuffled by pytest-randomly with ``seed`` unless its block says ``-p no:randomly``."""
     monkeypatch.chdir(pytester.path)
     monkeypatch.syspath_prepend(str(pytester.path))
     namespace: dict[str, object] = {"__name__": "__docs__"}
@@ -200,14 +213,26 @@ def run_page(page_blocks: list[Block], pytester: pytest.Pytester, monkeypatch: p
         port = (m.group(1), str(_free_port())) if m and m.group(1) else None
         shell = Shell(pytester.path, port)
     try:
-        return _run_blocks(page_blocks, pytester, namespace, shell)
+        return _run_blocks(page_blocks, pytester, namespace, shell, seed)
     finally:
         if shell is not None:
             shell.stop()
 
 
+def _order(args: list[str], seed: int) -> list[str]:
+    """What order an inner run needs, said on its command line: the block's written order when its
+    arguments turn pytest-randomly off, else shuffled with this seed."""
+    if "no:randomly" in args:
+        return []
+    return ["-p", "randomly", f"--randomly-seed={seed}"]
+
+
 def _run_blocks(
-    page_blocks: list[Block], pytester: pytest.Pytester, namespace: dict[str, object], shell: Shell | None
+    page_blocks: list[Block],
+    pytester: pytest.Pytester,
+    namespace: dict[str, object],
+    shell: Shell | None,
+    seed: int,
 ) -> int:
     ran = 0
     for block in page_blocks:
@@ -242,11 +267,13 @@ def _run_blocks(
                 "no:cacheprovider",
                 "-o",
                 "asyncio_default_fixture_loop_scope=function",
+                *_order(args, seed),
                 *args,
             )
             outcomes = result.parseoutcomes()
             assert result.ret == 0 and outcomes.get("passed", 0) > 0, (
-                f"{block.where()}: the test file {name} did not pass:\n" + "\n".join(result.outlines[-60:])
+                f"{block.where()}: the test file {name} did not pass ({' '.join(_order(args, seed))}):\n"
+                + "\n".join(result.outlines[-60:])
             )
             ran += 1
     return ran
@@ -256,6 +283,23 @@ def _run_blocks(
 def test_page_runs(page: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     page_blocks = blocks(page, "run")
     assert run_page(page_blocks, pytester, monkeypatch) > 0, f"{page}: no python block runs"
+
+
+SHUFFLED = [
+    p for p in WRITTEN if any(b.kind == "test file" and _order(b.target()[1], 0) for b in blocks(p, "run"))
+]
+
+
+@pytest.mark.parametrize("seed", SEEDS[1:])
+@pytest.mark.parametrize("page", SHUFFLED, ids=[str(p.relative_to(DOCS)) for p in SHUFFLED])
+def test_inner_runs_pass_in_any_order(
+    page: Path, seed: int, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each page whose inner pytest runs are shuffled passes under other seeds too: the blocks up
+    to its last inner run, in a fresh folder, the inner runs ordered by ``seed``."""
+    page_blocks = blocks(page, "run")
+    last = max(i for i, b in enumerate(page_blocks) if b.kind == "test file")
+    assert run_page(page_blocks[: last + 1], pytester, monkeypatch, seed) > 0
 
 
 def test_readme_runnable_blocks(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
