@@ -207,6 +207,7 @@ class Conversation:
         self.deflate: DeflateAgreement | None = None
         """The permessage-deflate the replay's handshake agreed to (None: none, frames go plain)."""
         self._mem_level = 8
+        self._fit: tuple[list[_Unit], bool] | None = None  # wire_fits, for the units it was computed for
         self.units = self._units()
 
     # -- the server side, encoded ---------------------------------------------------------------
@@ -278,8 +279,13 @@ class Conversation:
 
     def wire_fits(self) -> bool:
         """Whether the server frames this replay serves are, byte for byte, those the recording
-        received, so that its reads can end where the recorded reads ended."""
-        return self._fits(self.units)
+        received, so that its reads can end where the recorded reads ended (computed once per
+        encoding: a replay asks at every group)."""
+        if self._fit is not None and self._fit[0] is self.units:
+            return self._fit[1]
+        fits = self._fits(self.units)
+        self._fit = (self.units, fits)
+        return fits
 
     def wire_note(self) -> str | None:
         """Why the recorded reads are not kept (None: they are, or none were recorded): said once
