@@ -9,6 +9,8 @@ stream, event for event in the provider's documented wire format:
   content filter annotations, OpenAI-compatible servers that repeat tool call ids);
 * [`openai_responses`][ssemock.synth.openai_responses] -- Responses API events (``response.created`` ...
   ``response.completed``), output text and function calls;
+* [`openai_responses_websocket`][ssemock.synth.openai_responses_websocket] -- the same events in
+  Responses API WebSocket mode: a session of turns, each a ``response.create`` and its events;
 * [`anthropic_messages`][ssemock.synth.anthropic_messages] -- Messages API events, with text, ``tool_use``, ``thinking`` +
   signature, citations, ``ping`` and a mid-stream ``event: error``;
 * [`ollama_chat`][ssemock.synth.ollama_chat] -- Ollama ``/api/chat`` JSON lines (``application/x-ndjson``);

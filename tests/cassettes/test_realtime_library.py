@@ -13,6 +13,7 @@ import websockets
 from google.genai import types
 from openai._models import validate_type
 from openai.types.realtime import RealtimeServerEvent
+from openai.types.responses import ResponseStreamEvent
 
 import ssemock
 from ssemock import cassettes, synth
@@ -35,12 +36,24 @@ def test_each_session_is_in_its_protocol_s_shape_and_folds_to_what_was_synthesiz
     assert x.response.header(synth.SOURCE_HEADER) == synth.SYNTH_SOURCE
     received = [m.payload for m in x.websocket.received()]
     for data in received:
-        if "openai" in name:
+        if "openai_responses" in name:
+            assert validate_type(type_=ResponseStreamEvent, value=json.loads(data))  # type: ignore[arg-type]
+        elif "openai" in name:
             assert validate_type(type_=RealtimeServerEvent, value=json.loads(data))  # type: ignore[arg-type]
         else:
             assert types.LiveServerMessage.model_validate_json(data)
-    [result] = accumulate_session(received, url=x.request.url)
+    *before, result = accumulate_session(received, url=x.request.url)
     assert result.complete and result.usage
+    if (
+        name == "realtime/openai_responses_websocket"
+    ):  # two responses on one socket: a tool call, then its answer
+        [first] = before
+        assert first.complete and [(c.name, c.parsed_arguments) for c in first.tool_calls] == [
+            ("get_weather", {"city": "Paris", "unit": "celsius"})
+        ]
+        assert result.text == "Sunny, 22 °C in Paris ☀." and not result.tool_calls
+    else:
+        assert before == []
     if "tool_call" in name:
         assert [(c.name, c.parsed_arguments) for c in result.tool_calls] == [
             ("get_weather", {"city": "Paris", "unit": "celsius"})
@@ -77,3 +90,50 @@ def test_the_realtime_session_replays_through_websockets(chunking: str) -> None:
         said = "".join(json.loads(g).get("delta", "") for g in got if "transcript.delta" in g)
         player.assert_text(said)
     assert got == [m.data for m in x.websocket.received()]
+
+
+@pytest.mark.parametrize("chunking", ["as_recorded", "mid_utf8"])
+def test_the_responses_websocket_session_replays_through_the_openai_sdk(chunking: str) -> None:
+    """The shipped Responses WebSocket mode session through openai's ``beta.responses.connect``:
+    a tool call, its output sent with ``previous_response_id``, the answer; ``player.expected``
+    has one reference result per response."""
+    import openai
+
+    cassette = cassettes.load("realtime/openai_responses_websocket")
+    (x,) = cassette.interactions
+    assert x.websocket is not None
+    first, second = (json.loads(m.data) for m in x.websocket.sent())
+    client = openai.OpenAI(
+        api_key="sk-test-ws35shipped0123456789", websocket_base_url="wss://api.openai.com/v1"
+    )
+    seen: list[str] = []
+    with ssemock.replay(cassette, chunking=chunking, allowed_hosts=[]) as player:
+        with client.beta.responses.connect() as conn:
+            conn.response.create(model="gpt-5", input=first["input"], store=False, tools=first["tools"])
+            for event in conn:
+                if event.type == "response.completed":
+                    calls = [o for o in event.response.output if o.type == "function_call"]
+                    break
+            conn.response.create(
+                model="gpt-5",
+                input=[
+                    {
+                        "type": "function_call_output",
+                        "call_id": calls[0].call_id,
+                        "output": second["input"][0]["output"],
+                    }
+                ],
+                previous_response_id=event.response.id,
+                store=False,
+            )
+            for event in conn:
+                if event.type == "response.output_text.delta":
+                    seen.append(event.delta)
+                if event.type == "response.completed":
+                    break
+        expected = player.expected
+        assert len(expected.results) == 2
+        assert [c.name for c in expected.results[0].tool_calls] == [calls[0].name] == ["get_weather"]
+        player.assert_text("".join(seen))
+        assert player.conversations[0].unsent() == []
+    assert "".join(seen) == "Sunny, 22 °C in Paris ☀."

@@ -27,6 +27,7 @@ from ..protocols.openai_chat import synthesize as openai_chat
 from ..protocols.openai_chat import synthesize_openrouter as openrouter_chat
 from ..protocols.openai_realtime import synthesize as openai_realtime
 from ..protocols.openai_responses import synthesize as openai_responses
+from ..protocols.openai_responses import synthesize_websocket as openai_responses_websocket
 from ..protocols.synthesis import DEFAULT_PROMPT, SOURCE_HEADER, SYNTH_SOURCE
 from ..store.cassette import Cassette, Interaction, Request, Response
 
@@ -40,6 +41,7 @@ __all__ = [
     "OLLAMA_URL",
     "OPENAI_CHAT_URL",
     "OPENAI_RESPONSES_URL",
+    "OPENAI_RESPONSES_WEBSOCKET_URL",
     "OPENROUTER_KEEPALIVE",
     "OPENROUTER_URL",
     "REALTIME_LIBRARY",
@@ -54,6 +56,7 @@ __all__ = [
     "openai_chat",
     "openai_realtime",
     "openai_responses",
+    "openai_responses_websocket",
     "openrouter_chat",
     "write_library",
     "write_realtime_library",
@@ -70,6 +73,8 @@ OPENROUTER_KEEPALIVE = _openai_chat.OPENROUTER_KEEPALIVE
 """The comment OpenRouter sends while a model is queued."""
 OPENAI_RESPONSES_URL = _openai_responses.URL
 """The OpenAI Responses API URL synthesized cassettes record."""
+OPENAI_RESPONSES_WEBSOCKET_URL = _openai_responses.WEBSOCKET_URL
+"""The OpenAI Responses API WebSocket mode URL (``wss://.../v1/responses``)."""
 ANTHROPIC_URL = _anthropic.URL
 """The Anthropic Messages API URL synthesized cassettes record."""
 OLLAMA_URL = _ollama.URL
@@ -105,6 +110,13 @@ REALTIME_LIBRARY: dict[str, Callable[[], Cassette]] = {
     ),
     "realtime/gemini_live_audio_tool_call": lambda: gemini_live(
         "Checking.", tool_calls=[WEATHER_PARIS], audio=True, prompt="Weather in Paris?", seed=34
+    ),
+    "realtime/openai_responses_websocket": lambda: openai_responses_websocket(
+        [
+            {"text": "Let me check.", "tool_calls": [WEATHER_PARIS], "input": "Weather in Paris?"},
+            {"text": "Sunny, 22 °C in Paris ☀.", "outputs": ['{"temperature": 22, "sky": "sunny"}']},
+        ],
+        seed=35,
     ),
 }
 """The shipped WebSocket sessions (``realtime/``), synthesized in each protocol's documented

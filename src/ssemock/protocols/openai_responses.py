@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from ..framing.sse import is_event
+from ..framing.sse import decode, is_event
 from ..store.cassette import Cassette
 from . import Protocol, _path
 from . import synthesis as syn
@@ -28,7 +28,7 @@ from .base import (
     sse_json,
     string,
 )
-from .messages import message, split
+from .messages import message, one_session, split
 
 __all__ = ["PROTOCOL", "URL", "synthesize"]
 
@@ -332,6 +332,73 @@ def synthesize(
             "x-request-id": f"req_{rng.token(32).lower()}",
         },
     )
+
+
+WEBSOCKET_URL = "wss://api.openai.com/v1/responses"
+"""Where Responses API WebSocket mode connects (one socket, many responses)."""
+
+
+def synthesize_websocket(
+    turns: Sequence[Mapping[str, Any]] = ({"text": "Hello."},),
+    *,
+    model: str = "gpt-5",
+    chunk_size: int = 4,
+    gap: float = 0.03,
+    first_token: float = 0.25,
+    seed: int = 0,
+    url: str | None = None,
+) -> Cassette:
+    """A Responses API WebSocket mode session: per turn the client's ``response.create`` (what a
+    POST's body would hold, ``"type": "response.create"`` instead of ``stream``, ``store: false``,
+    ``previous_response_id`` after the first), then the events of `synthesize`'s stream for that
+    turn, each a JSON text message (no SSE framing; ``sequence_number`` from 0 per response).
+
+    A turn is a mapping: ``text``, ``tool_calls`` (as for `synthesize`), and ``input`` (the
+    prompt), or ``outputs`` (one string per function call of the turn before: sent as its
+    ``function_call_output`` items)."""
+    messages: list[tuple[str, float, str, str | bytes]] = []
+    clock, previous = 0.0, None
+    pending: list[JSON] = []
+    for k, turn in enumerate(turns):
+        prompt = str(turn.get("input") or syn.DEFAULT_PROMPT)
+        stream = synthesize(str(turn.get("text", "")), tool_calls=turn.get("tool_calls", ()), model=model,
+                            chunk_size=chunk_size, gap=gap, first_token=first_token, seed=seed + k,
+                            prompt=prompt).interactions[0]  # fmt: skip
+        events = [orjson.loads(e.data) for e in decode([stream.response.body])]
+        used = events[-1]["response"].get("usage") or {}
+        used.get("input_tokens_details", {}).setdefault(
+            "cache_write_tokens", 0
+        )  # (the openai SDK 3.57 models require it)
+        create: JSON = {"type": "response.create", "model": model}
+        outputs = turn.get("outputs")
+        if outputs is not None:
+            create["input"] = [
+                {"type": "function_call_output", "call_id": c["call_id"], "output": o}
+                for c, o in zip(pending, outputs)
+            ]
+        else:
+            create["input"] = prompt
+        if previous is not None:
+            create["previous_response_id"] = previous
+        create["store"] = False
+        tools = (stream.request.json() or {}).get("tools")
+        if tools:
+            create["tools"] = tools
+        clock += 0.01
+        messages.append(("send", round(clock, 4), "text", syn.compact(create)))
+        clock += first_token
+        for j, event in enumerate(events):
+            messages.append(("recv", round(clock + j * gap, 4), "text", syn.compact(event)))
+        clock += len(events) * gap
+        done = events[-1]["response"]
+        previous, pending = done["id"], [o for o in done["output"] if o["type"] == "function_call"]
+    session: Cassette = one_session(
+        url or WEBSOCKET_URL,
+        messages,
+        request_headers={"user-agent": "OpenAI/Python 3.57.0"},
+        response_headers={"x-request-id": f"req_{syn.Rng(seed).token(32).lower()}"},
+    )
+    return session
 
 
 PROTOCOL = Protocol(
