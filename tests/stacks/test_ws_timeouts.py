@@ -303,3 +303,70 @@ def test_httpx_ws_async_replay_waits_for_the_clients_message_without_polling(
         assert asyncio.run(run()) == EVENTS
     # before: a 1 ms sleep on the timing clock per turn while the client had not sent yet
     assert fake_clock.slept == []
+
+
+def _httpx_ws_sync(**options: Any) -> list[Any]:
+    import queue
+
+    import httpx
+    from httpx_ws import WebSocketNetworkError, connect_ws
+
+    seen: list[Any] = []
+    with httpx.Client() as client, connect_ws(URL.replace("wss", "https"), client, **options) as ws:
+        seen.append(ws.receive_json()["type"])
+        ws.send_json({"type": "response.create"})
+        seen.append(ws.receive_json()["type"])
+        try:
+            seen.append(ws.receive_json(timeout=2)["type"])
+        except queue.Empty:  # httpx-ws's own sync timeout
+            seen.append("timed out")
+        try:
+            while seen[-1] != "response.done":
+                seen.append(ws.receive_json()["type"])
+        except WebSocketNetworkError:
+            seen.append("keepalive ping timeout")
+    return seen
+
+
+async def _httpx_ws_async(**options: Any) -> list[Any]:
+    import httpx
+    from httpx_ws import WebSocketNetworkError, aconnect_ws
+
+    seen: list[Any] = []
+    async with (
+        httpx.AsyncClient() as client,
+        aconnect_ws(URL.replace("wss", "https"), client, **options) as ws,
+    ):
+        seen.append((await ws.receive_json())["type"])
+        await ws.send_json({"type": "response.create"})
+        seen.append((await ws.receive_json())["type"])
+        try:
+            seen.append((await ws.receive_json(timeout=2))["type"])
+        except TimeoutError:
+            seen.append("timed out")
+        try:
+            while seen[-1] != "response.done":
+                seen.append((await ws.receive_json())["type"])
+        except WebSocketNetworkError:
+            seen.append("keepalive ping timeout")
+    return seen
+
+
+HTTPX_WS: dict[str, Callable[..., list[Any]]] = {
+    "sync": _httpx_ws_sync,
+    "async": lambda **o: asyncio.run(_httpx_ws_async(**o)),
+}
+
+
+@pytest.mark.parametrize("flavour", list(HTTPX_WS))
+def test_httpx_ws_ends_a_stall_as_its_receive_timeout_then_its_keepalive_do(
+    tmp_path: Path, flavour: str
+) -> None:
+    keepalive = {"keepalive_ping_interval_seconds": 600, "keepalive_ping_timeout_seconds": 600}
+    path = _cassette(tmp_path / "stall.json", stall=3600)
+    with ssemock.use_cassette(path, record_mode="none", timing="recorded"):
+        seen = HTTPX_WS[flavour](**keepalive)
+    # receive(timeout=2) ends first (2 s), then the keepalive (1,200 s): neither waited for
+    assert seen == [*EVENTS[:2], "timed out", "keepalive ping timeout"]
+    with ssemock.use_cassette(path, record_mode="none", timing="scaled:0.00005"):  # 0.18 s: served
+        assert HTTPX_WS[flavour](**keepalive) == [*EVENTS[:2], *EVENTS[2:]]

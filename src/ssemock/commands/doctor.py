@@ -81,7 +81,8 @@ def websocket_stacks() -> list[str]:
         lines.append(f"  {name}: {distribution} {version}, hook {where}{active}")
     version = _version("httpx-ws")
     lines.append(
-        f"  httpx-ws: httpx-ws {version}, through the httpx stack (its upgrade request, at the httpcore pool)"
+        f"  httpx-ws: httpx-ws {version}, through the httpx stack (its upgrade request, at the httpcore pool), "
+        "hook WebSocketSession.receive, AsyncWebSocketSession.receive"
         if version
         else "  httpx-ws: not installed (httpx-ws)"
     )

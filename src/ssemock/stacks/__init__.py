@@ -78,6 +78,7 @@ WS_STACKS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 _LIBRARIES = {library: library for library in STACKS.values()}  # library -> its ssemock.stacks module
 _LIBRARIES.update({lib: module for module, libs in WS_STACKS.values() for lib in libs})
+_LIBRARIES["httpx_ws"] = "httpx_ws"  # its sessions' timers (its handshake is the httpx stack's)
 
 _passing = contextvars.ContextVar("ssemock_passing", default=False)
 

@@ -6,6 +6,7 @@ recording wraps the real 101's stream in a `TeeNetworkStream`."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import deque
 from typing import Any
@@ -14,10 +15,13 @@ from ..plan.conversation import Conversation, Release, UnmatchedMessageError
 from ..plan.ws_record import WsRecorder
 from ..variants import timing as _timing
 from ..variants.timing import Timing
+from . import Patch
 from .websockets_asyncio import TRANSPORT_KEY
+from .ws_memory import keepalive
 
 __all__ = [
     "MemoryNetworkStream",
+    "patches",
     "TeeNetworkStream",
     "answer",
     "answer_async",
@@ -136,6 +140,35 @@ class MemoryNetworkStream:
         self._inbox: deque[tuple[float, bytes | None]] = deque()
         self._cond = threading.Condition()
         self._closed = False
+        self.opened = self.quiet_since = _timing.clock.now()
+        """When the session opened; when the reader last got data (on the timing clock)."""
+        self._reading: tuple[float, bytes | None] | None = None  # the chunk a read waits for
+
+    def stalled(self) -> float | None:
+        """When the chunk the reader waits for is due, if it waits for one due later (a stall;
+        everything before it read), else None."""
+        with self._cond:
+            if self._closed or not self._inbox or self._reading is not self._inbox[0]:
+                return None
+            due = self._inbox[0][0]
+        return due if due > _timing.clock.now() else None
+
+    def _moved(self, head: tuple[float, bytes | None]) -> bool:
+        return self._closed or not self._inbox or self._inbox[0] is not head
+
+    def stall_ahead(self) -> bool:
+        """Whether the next chunk is due later (the reader may not have got to it yet)."""
+        with self._cond:
+            return not self._closed and bool(self._inbox) and self._inbox[0][0] > _timing.clock.now()
+
+    def wait_stalled(self, seconds: float = 5.0) -> float | None:
+        """`stalled`, once the reading thread got to the stall (at most ``seconds`` later)."""
+        if not self.stall_ahead():
+            return None
+        with self._cond:
+            head = self._inbox[0] if self._inbox else None
+            self._cond.wait_for(lambda: head is None or self._moved(head) or self._reading is head, seconds)
+        return self.stalled()
 
     def queue(self, releases: list[Release]) -> None:
         now = _timing.clock.now()
@@ -169,18 +202,32 @@ class MemoryNetworkStream:
                 self._inbox[0] = (due, chunk[max_bytes:])
                 return chunk[:max_bytes]
             self._inbox.popleft()
+            self.quiet_since = _timing.clock.now()
             return chunk
 
     # sync
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        with self._cond:
-            self._cond.wait_for(lambda: bool(self._inbox) or self._closed)
-            if not self._inbox:
-                return b""
-            due = self._inbox[0][0]
-        wait = due - _timing.clock.now()
-        if wait > 0:
-            _timing.clock.sleep(wait)
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._inbox) or self._closed)
+                if not self._inbox:
+                    return b""
+                head = self._inbox[0]
+            wait = head[0] - _timing.clock.now()
+            if wait <= 0:
+                break
+            if type(_timing.clock) is not _timing.Clock:  # a fake clock: what was slept is the test's
+                _timing.clock.sleep(wait)
+                break
+            with self._cond:  # a close, or what ends the pending, ends the wait
+                self._reading = head
+                self._cond.notify_all()
+                self._cond.wait_for(functools.partial(self._moved, head), wait)
+                self._reading = None
+                if self._closed:
+                    return b""
+                if self._inbox and self._inbox[0] is head:
+                    break
         return self._take(max_bytes)
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
@@ -222,8 +269,19 @@ class _AsyncMemoryNetworkStream(MemoryNetworkStream):
         if not self._inbox:
             return b""
         wait = due - _timing.clock.now()
-        if wait > 0:
+        if wait > 0 and type(_timing.clock) is not _timing.Clock:  # a fake clock: the test's
             await _timing.clock.asleep(wait)
+        elif wait > 0:  # a close, or what ends the pending (the answer to a close), ends the wait
+            head = self._inbox[0]
+            self._reading = head
+            while not self._moved(head) and (left := head[0] - _timing.clock.now()) > 0:
+                with self._cond:
+                    self._waiter = waiter = anyio.Event()
+                with anyio.move_on_after(left):
+                    await waiter.wait()
+            self._reading = None
+            if not self._inbox or self._closed:
+                return b""
         return self._take(max_bytes)
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # type: ignore[override]
@@ -280,3 +338,92 @@ class TeeNetworkStream:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+_KEEPALIVE_FAILED = "Keepalive ping timeout"  # httpx-ws's own close reason
+
+
+def _first(session: Any, stream: MemoryNetworkStream, due: float, timeout: float | None) -> str | None:
+    """Which of the session's timers ends a stall until ``due`` first: ``"keepalive"`` (its
+    ``keepalive_ping_*_seconds``), ``"timeout"`` (the receive's), or None (neither: served)."""
+    now = _timing.clock.now()
+    ends = keepalive(
+        getattr(session, "_keepalive_ping_interval_seconds", None),
+        getattr(session, "_keepalive_ping_timeout_seconds", None),
+        stream.opened,
+    )(stream.quiet_since, due)
+    if ends is not None and (timeout is None or ends - now < timeout):
+        return "keepalive"
+    return "timeout" if timeout is not None and due - now > timeout else None
+
+
+def _receive(original: Any) -> Any:
+    """``WebSocketSession.receive(timeout=)`` on a replayed session: a stall past its timeout
+    raises its ``queue.Empty`` at once; one its keepalive ends first ends as the keepalive ends
+    it (close 1011 "Keepalive ping timeout", ``WebSocketNetworkError``), at once."""
+
+    def receive(self: Any, timeout: float | None = None) -> Any:
+        stream = getattr(self, "stream", None)
+        if type(stream) is not MemoryNetworkStream or not self._events.empty():
+            return original(self, timeout)
+        due = stream.wait_stalled()
+        first = None if due is None or not self._events.empty() else _first(self, stream, due, timeout)
+        if first == "keepalive":
+            from httpx_ws import WebSocketNetworkError
+            from wsproto.frame_protocol import CloseReason
+
+            # (the error first: the answer to the close, which a stalled server never sends, is
+            # not what this receive returns)
+            self._events.put(WebSocketNetworkError())
+            self.close(CloseReason.INTERNAL_ERROR, _KEEPALIVE_FAILED)
+        elif first == "timeout":
+            import queue
+
+            raise queue.Empty
+        return original(self, timeout)
+
+    return receive
+
+
+def _areceive(original: Any) -> Any:
+    """`_receive` for ``AsyncWebSocketSession`` (its timeout raises ``TimeoutError``)."""
+
+    async def receive(self: Any, timeout: float | None = None) -> Any:
+        import anyio
+
+        stream = getattr(self, "stream", None)
+        if (
+            not isinstance(stream, _AsyncMemoryNetworkStream)
+            or self._receive_event.statistics().current_buffer_used
+        ):
+            return await original(self, timeout)
+        for _ in range(100):  # the reading task's turns, until it waits for the stalled chunk
+            if not stream.stall_ahead() or stream.stalled() is not None:
+                break
+            await anyio.sleep(0)
+        due = stream.stalled()
+        busy = self._receive_event.statistics().current_buffer_used
+        first = None if due is None or busy else _first(self, stream, due, timeout)
+        if first == "keepalive":
+            from httpx_ws import WebSocketNetworkError
+            from wsproto.frame_protocol import CloseReason
+
+            await self.close(CloseReason.INTERNAL_ERROR, _KEEPALIVE_FAILED)
+            # from a task, as httpx-ws's keepalive task sends it (the channel holds nothing)
+            self._background_task_group.start_soon(self._send_event.send, WebSocketNetworkError())
+        elif first == "timeout":
+            raise TimeoutError
+        return await original(self, timeout)
+
+    return receive
+
+
+def patches() -> list[Patch]:
+    """``receive`` of httpx-ws's sessions (their timers on a replayed session's stalls); the
+    handshake itself goes through the httpx stack's pool patches."""
+    import httpx_ws
+
+    return [
+        Patch(httpx_ws.WebSocketSession, "receive", _receive),
+        Patch(httpx_ws.AsyncWebSocketSession, "receive", _areceive),
+    ]
