@@ -459,3 +459,21 @@ def test_cell(cassette, compression):
     result.stdout.fnmatch_lines(
         ["*SKIPPED*the WebSocket variant deflate: the client offered no permessage-deflate*"]
     )
+
+
+def test_the_wire_digest_is_kept_and_a_bad_one_named(tmp_path: Path) -> None:
+    from ssemock.store.model import Interaction, Request, Response
+    from ssemock.store.websocket import Message, WebSocket, Wire
+
+    digest = "ab" * 32
+    session = WebSocket([Message("recv", 0.01, "text", "{}")], wire=Wire(0, [4], [0.01], digest))
+    path = tmp_path / "digest.json"
+    ssemock.Cassette([Interaction(Request("GET", "ws://127.0.0.1:9/x"), Response(101), session)]).save(path)
+    loaded = ssemock.Cassette.load(path).interactions[0].websocket
+    assert loaded is not None and loaded.wire.sha256 == digest
+    path.write_text(path.read_text().replace(digest, "not-a-digest"))
+    with pytest.raises(ssemock.CassetteError) as failed:
+        ssemock.Cassette.load(path)
+    text = str(failed.value)
+    assert "digest.json" in text and "websocket.wire.sha256" in text and "'not-a-digest'" in text
+    assert "delete it" in text

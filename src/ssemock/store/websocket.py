@@ -419,7 +419,10 @@ def _wire(value: Any) -> Wire:
     if digest is not None and not (
         isinstance(digest, str) and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)
     ):
-        raise ValueError(f"websocket.wire.sha256 must be 64 lowercase hex digits, got {str(digest)[:80]!r}")
+        raise ValueError(
+            f"websocket.wire.sha256 must be 64 lowercase hex digits, got {str(digest)[:80]!r} "
+            "(delete it: a replay then compares the wire's length only)"
+        )
     return Wire(head, ends, times, digest)
 
 
