@@ -4,6 +4,7 @@ the test allows: pytester restores sys.modules after each inner run)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 from collections.abc import Iterator
@@ -169,17 +170,6 @@ def test_two_requests():
         passed=1
     )
     assert len(json.loads(path.read_text())["interactions"]) == 1
-
-
-def test_xdist_two_workers(pytester: pytest.Pytester, live: Any) -> None:
-    pytester.makepyfile(test_stream=TEST_FILE)
-    pytester.runpytest_inprocess(
-        "-p", "no:cassetter", "-n", "2", "--ssemock-record-mode=once"
-    ).assert_outcomes(passed=9)
-    live.stop()
-    pytester.runpytest_inprocess("-p", "no:cassetter", "-n", "2").assert_outcomes(passed=9)
-    leftovers = [p for p in (pytester.path / "cassettes").rglob("*") if p.name.endswith(".tmp")]
-    assert leftovers == []
 
 
 @pytest.mark.parametrize("other, block", [("recording", "cassetter"), ("cassetter", "recording")])
@@ -407,12 +397,32 @@ def test_a_matrix_records_once_and_asserts_on_the_recording_run(
     pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=runs)
 
 
-def test_a_matrix_records_once_under_xdist(pytester: pytest.Pytester, counting: Any) -> None:
-    pytester.makepyfile(test_m=MATRIX_TEST)
-    runs = len(ssemock.chunking.ALL)
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-n", "2", "--ssemock-record-mode=all")
-    result.assert_outcomes(passed=runs)
-    assert counting.counts == {"/v1/chat/completions": 1}
+def test_xdist_two_workers_record_each_matrix_once_then_replay_offline(
+    pytester: pytest.Pytester, live: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers record (no cassette exists yet: ``all`` records as ``once`` would), a chunking
+    matrix from one request however its variants are spread over the workers; then both replay
+    offline and no temporary file is left. One inner session for the two files: each xdist run
+    starts two Python workers (issue 33)."""
+    streams = os.environ["SSEMOCK_TEST_SERVER"]  # the live server's
+    counting = Counting(monkeypatch)  # points SSEMOCK_TEST_SERVER at the counting server
+    monkeypatch.setenv("SSEMOCK_COUNTING_SERVER", os.environ["SSEMOCK_TEST_SERVER"])
+    monkeypatch.setenv("SSEMOCK_TEST_SERVER", streams)
+    pytester.makepyfile(
+        test_stream=TEST_FILE, test_m=MATRIX_TEST.replace("SSEMOCK_TEST_SERVER", "SSEMOCK_COUNTING_SERVER")
+    )
+    runs = 9 + len(ssemock.chunking.ALL)
+    try:
+        pytester.runpytest_inprocess(
+            "-p", "no:cassetter", "-n", "2", "--ssemock-record-mode=all"
+        ).assert_outcomes(passed=runs)
+        assert counting.counts == {"/v1/chat/completions": 1}
+    finally:
+        counting.stop()
+    live.stop()
+    pytester.runpytest_inprocess("-p", "no:cassetter", "-n", "2").assert_outcomes(passed=runs)
+    leftovers = [p for p in (pytester.path / "cassettes").rglob("*") if p.name.endswith(".tmp")]
+    assert leftovers == []
 
 
 def test_a_scrubbed_body_field_still_replays(pytester: pytest.Pytester, counting: Any) -> None:
