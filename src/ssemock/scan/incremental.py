@@ -31,7 +31,7 @@ from .walk import _DEEP_MAX, Finding, _Scan, wide_charset
 __all__ = ["BodyScan", "scanned_as_recorded"]
 
 _FIELD = "response.body"
-_STEP = 16 << 10  # events are decoded and walked at least this many bytes at a time (cut after a newline)
+_STEP = 4 << 10  # events are decoded and walked at least this many bytes at a time (cut after a newline)
 
 
 def _content_type(response: Any) -> str:
