@@ -306,7 +306,7 @@ def test_an_edited_message_replays_valid_one_read_per_message_said_once(
     messages = [f for f in FrameParser(masked=False).feed(b"".join(server)) if f.opcode != Opcode.CLOSE]
     assert [len(r) for r in server][: len(messages)] == [f.end - f.start for f in messages]  # one read each
     [note] = _notes(list(caught))  # said once, not per frame
-    assert "interaction #0" in note and "each server message is served in its own read" in note
+    assert "interaction #0" in note and "each frame is served in its own read" in note
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -477,3 +477,17 @@ def test_the_wire_digest_is_kept_and_a_bad_one_named(tmp_path: Path) -> None:
     text = str(failed.value)
     assert "digest.json" in text and "websocket.wire.sha256" in text and "'not-a-digest'" in text
     assert "delete it" in text
+
+
+def test_reads_that_cannot_be_kept_are_one_frame_each() -> None:
+    """Sans-IO: a fragmented message (two frames) whose wire map no longer fits (the message was
+    edited by hand) is served one frame a read."""
+    from ssemock.plan.ws_variants import VariedConversation
+    from ssemock.store.model import Interaction, Request, Response
+    from ssemock.store.websocket import FrameNote, Message, WebSocket, Wire
+
+    edited = Message("recv", 0.01, "text", "hello, edited world")  # recorded: 10 bytes, cut at 5
+    session = WebSocket([edited], [FrameNote("recv", 0, "fragments", [5])], Wire(0, [8, 14], [0.0, 0.01]))
+    conv = VariedConversation(Interaction(Request("GET", "ws://127.0.0.1:9/x"), Response(101), session))
+    assert [len(r.data or b"") for r in conv.opening() if r.data] == [2 + 5, 2 + 14]
+    assert not conv.wire_fits() and "each frame is served in its own read" in (conv.wire_note() or "")

@@ -303,9 +303,11 @@ class Conversation:
             why = "a message, the frame map or the compression differs from what was recorded"
         return (
             f"ssemock: {self.where}, interaction #{self.index} ({self.interaction.request.url}): the "
-            f"replayed frames are not the bytes recorded ({why}): each server message is served in "
-            "its own read, not in the recorded reads"
+            f"replayed frames are not the bytes recorded ({why}): {self._fallback_reads}, not the "
+            "recorded reads"
         )
+
+    _fallback_reads = "each server message is served in its own read"
 
     def _take(self, gate: int, since: float) -> list[Release]:
         """Every unit not yet released whose gate is at most ``gate``, timed after ``since``."""

@@ -5,8 +5,8 @@ recorded (`Conversation`: the client's messages matched, each group released whe
 sent what preceded it).
 
 ``as_recorded`` everywhere serves what `Conversation` serves, cut at the recorded reads when the
-frames re-encoded are the bytes recorded (`Conversation.wire_fits`; else one read per server
-message, and `Conversation.wire_note` says why).
+frames re-encoded are the bytes recorded (`Conversation.wire_fits`; else one read per frame,
+and `Conversation.wire_note` says why).
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ class VariedConversation(Conversation):
             ends = [b - offset for b in cuts if offset < b < offset + len(joined)] + [len(joined)]
         else:
             kept = self._recorded_ends(offset, len(joined))
-            ends = self._chunking.ends(joined, kept or bounds)
+            ends = self._chunking.ends(joined, kept or self._frame_ends(offset, len(joined)) or bounds)
         times = (
             dict(zip(self.ws.wire.ends, self.ws.wire.times))
             if kept is not None and self._chunking.name == "as_recorded"
@@ -193,6 +193,14 @@ class VariedConversation(Conversation):
             self.reads.append(offset + end)
             start = end
         return reads + [r for r in out if r.data is None]
+
+    def _frame_ends(self, offset: int, size: int) -> list[int] | None:
+        """Where each frame inside ``[offset, offset + size)`` of the wire ends: the reads of a
+        plain replay that cannot keep the recorded ones (one frame each)."""
+        if not self._plain():
+            return None
+        ends = [f.end - offset for f in self._wire.frames if offset < f.end <= offset + size]
+        return ends if ends and ends[-1] == size else None
 
     def _recorded_ends(self, offset: int, size: int) -> list[int] | None:
         """The recorded read ends inside ``[offset, offset + size)`` of the wire, when the cassette's
@@ -246,6 +254,8 @@ class VariedConversation(Conversation):
     def message_start(self, k: int) -> int:
         """The wire offset of server message ``k``'s first frame (its first ping before it aside)."""
         return next((f.start for f in self._wire.frames if f.message == k), len(self._wire.data))
+
+    _fallback_reads = "each frame is served in its own read"
 
     def _keeps_recorded_reads(self) -> bool:
         return self._plain() and self._chunking.name == "as_recorded" and self.wire_fits()
