@@ -170,10 +170,9 @@ print(json.dumps(out))
 """
 
 
-def memory(sizes: list[float]) -> None:
-    print(
-        f"{'shape':10} {'size':>6}  save peak: {'tracemalloc':>11} {'RSS':>6}  (x the body; target <= 2.5x)"
-    )
+def memory_rows(sizes: list[float]) -> list[dict[str, object]]:
+    """One row per shape and size: the save's peak as multiples of the body (tracemalloc, RSS)."""
+    rows: list[dict[str, object]] = []
     with loopback() as base:
         for shape in ("openai", "anthropic"):
             for mb in sizes:
@@ -185,20 +184,25 @@ def memory(sizes: list[float]) -> None:
                     check=True,
                 )
                 got = json.loads(proc.stdout.strip().splitlines()[-1])
-                print(
-                    f"{shape:10} {mb:5g}MB  {'':10} {got['tracemalloc']:10.2f}x {got['rss']:5.2f}x",
-                    flush=True,
-                )
+                rows.append({"shape": shape, "mb": mb, **got})
+    return rows
 
 
-def main() -> None:
-    if sys.argv[1:2] == ["--memory"]:
-        memory([float(a) for a in sys.argv[2:]] or [5.0, 20.0])
-        return
-    sizes = [float(a) for a in sys.argv[1:]] or [1.0, 5.0, 20.0]
+def memory(sizes: list[float]) -> None:
     print(
-        f"{'shape':10} {'size':>6}  {'ssemock wall':>12} {'cpu':>8}  {'vcrpy wall':>10} {'cpu':>8}  {'ratio wall':>10} {'cpu':>6}"
+        f"{'shape':10} {'size':>6}  save peak: {'tracemalloc':>11} {'RSS':>6}  (x the body; target <= 2.5x)"
     )
+    for got in memory_rows(sizes):
+        print(
+            f"{got['shape']:10} {got['mb']:5g}MB  {'':10} {got['tracemalloc']:10.2f}x {got['rss']:5.2f}x",
+            flush=True,
+        )
+
+
+def measure(sizes: list[float]) -> list[dict[str, object]]:
+    """One row per shape and size: the best (wall, CPU) seconds of the save at exit for ssemock and
+    vcrpy, rounds interleaved (both see the same machine load)."""
+    rows: list[dict[str, object]] = []
     with loopback() as base, tempfile.TemporaryDirectory() as tmp:
         for shape in ("openai", "anthropic"):
             for mb in sizes:
@@ -215,12 +219,25 @@ def main() -> None:
                         wall, cpu = timed_save(make(cassette), url, size)
                         old = best.get(name)
                         best[name] = (min(wall, old[0]), min(cpu, old[1])) if old else (wall, cpu)
-                (sw, sc), (vw, vc) = best["ssemock"], best["vcrpy"]
-                print(
-                    f"{shape:10} {mb:5g}MB  {sw * 1e3:10.1f}ms {sc * 1e3:6.1f}ms  {vw * 1e3:8.1f}ms "
-                    f"{vc * 1e3:6.1f}ms  {sw / vw:9.2f}x {sc / vc:5.2f}x",
-                    flush=True,
-                )
+                rows.append({"shape": shape, "mb": mb, "ssemock": best["ssemock"], "vcrpy": best["vcrpy"]})
+    return rows
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--memory"]:
+        memory([float(a) for a in sys.argv[2:]] or [5.0, 20.0])
+        return
+    sizes = [float(a) for a in sys.argv[1:]] or [1.0, 5.0, 20.0]
+    print(
+        f"{'shape':10} {'size':>6}  {'ssemock wall':>12} {'cpu':>8}  {'vcrpy wall':>10} {'cpu':>8}  {'ratio wall':>10} {'cpu':>6}"
+    )
+    for row in measure(sizes):
+        (sw, sc), (vw, vc) = row["ssemock"], row["vcrpy"]  # type: ignore[misc]
+        print(
+            f"{row['shape']:10} {row['mb']:5g}MB  {sw * 1e3:10.1f}ms {sc * 1e3:6.1f}ms  {vw * 1e3:8.1f}ms "
+            f"{vc * 1e3:6.1f}ms  {sw / vw:9.2f}x {sc / vc:5.2f}x",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

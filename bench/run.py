@@ -66,6 +66,7 @@ import memory as memory_bench  # noqa: E402
 import push_stream as push_bench  # noqa: E402
 import pytest_cost  # noqa: E402
 import record as record_bench  # noqa: E402
+import record_save as record_save_bench  # noqa: E402
 import replay as replay_bench  # noqa: E402
 import respx  # noqa: E402
 import secret_scan as secret_scan_bench  # noqa: E402
@@ -579,6 +580,44 @@ def bench_secret_scan() -> None:
             )
 
 
+def bench_record_save() -> None:
+    """bench/record_save.py: the save at exit, from the recording's last byte to the file on disk,
+    against vcrpy's for the same recording (issue 33 item 1: at most 1x at 1, 5 and 20 MB), and its
+    peak memory (item 2: at most 2.5x the body at 5 and 20 MB)."""
+    sizes = [1.0 / SCALE, 5.0 / SCALE, 20.0 / SCALE]
+    for row in record_save_bench.measure(sizes):
+        (sw, sc), (vw, vc) = row["ssemock"], row["vcrpy"]  # type: ignore[misc]
+        label = f"{row['shape']} {row['mb']:g} MB"
+        REPORT.figure(
+            "save at exit",
+            f"{label}: ssemock {sw * 1e3:.1f} ms wall / {sc * 1e3:.1f} ms CPU, vcrpy {vw * 1e3:.1f} ms wall / "
+            f"{vc * 1e3:.1f} ms CPU: {sw / vw:.2f}x wall, {sc / vc:.2f}x CPU",
+        )
+        REPORT.target(
+            f"the save at exit, {label} recording (CPU; wall {sw / vw:.2f}x)",
+            f"{sc * 1e3:.1f} ms",
+            f"{vc * 1e3:.1f} ms (vcrpy)",
+            sc / vc,
+            "<= 1.00x",
+            sc <= vc,
+        )
+    for row in record_save_bench.memory_rows(sizes[1:]):
+        peak = max(float(row["tracemalloc"]), float(row["rss"]))  # type: ignore[arg-type]
+        REPORT.figure(
+            "save at exit",
+            f"{row['shape']} {row['mb']:g} MB: the save's peak {float(row['tracemalloc']):.2f}x the body "  # type: ignore[arg-type]
+            f"(tracemalloc), {float(row['rss']):.2f}x (RSS growth)",  # type: ignore[arg-type]
+        )
+        REPORT.target(
+            f"peak memory of the save at exit, {row['shape']} {row['mb']:g} MB",
+            f"{peak:.2f}x the body",
+            "the body",
+            peak,
+            "<= 2.5x the body",
+            peak <= 2.5,
+        )
+
+
 def bench_matrix() -> None:
     sdk = matrix_bench.in_process(20, repeat=5)
     results = matrix_bench.curve((20, 200, 2000 // SCALE))
@@ -957,6 +996,7 @@ SECTIONS: list[tuple[str, Callable[[], None]]] = [
     ("timing accuracy", bench_timing),
     ("chunking computation", bench_chunking),
     ("secret scan", bench_secret_scan),
+    ("save at exit vs vcrpy (issue 33)", bench_record_save),
     ("chunking matrix", bench_matrix),
     ("memory", bench_memory),
     ("per-byte chunking replay", bench_lazy_chunking),
