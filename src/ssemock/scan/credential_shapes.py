@@ -257,10 +257,14 @@ def _finders(accelerated: bool = True) -> tuple[Finder, Callable[[bytes], list[i
     kind, dfa = ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST, ahocorasick_rs.Implementation.DFA
     shapes = ahocorasick_rs.BytesAhoCorasick(_ANCHORS, matchkind=kind, implementation=dfa)
     escaped = ahocorasick_rs.BytesAhoCorasick(_ESCAPES, matchkind=kind, implementation=dfa)
-    return (
-        (lambda data: [(i, s) for i, s, _ in shapes.find_matches_as_indexes(data)]),
-        (lambda data: [s for _, s, _ in escaped.find_matches_as_indexes(data)]),
-    )
+
+    def escape_hits(data: bytes) -> list[int]:
+        # every escape starts with one of three bytes: text without them (most decoded text) needs no pass
+        if b"\\" not in data and b"%" not in data and b"&" not in data:
+            return []
+        return [s for _, s, _ in escaped.find_matches_as_indexes(data)]
+
+    return (lambda data: [(i, s) for i, s, _ in shapes.find_matches_as_indexes(data)]), escape_hits
 
 
 _find_anchors, _find_escapes = _finders()

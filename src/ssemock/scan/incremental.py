@@ -115,6 +115,11 @@ class BodyScan:
         for event in self._decoder.feed(piece):
             self._walk.event(_FIELD, self._events, event, "", self._plain)
             self._events += 1
+        for pieces in self._walk.pieces.values():  # joined as they come (two parts kept: still a join)
+            if len(pieces) > 256:
+                pieces[:-1] = ["".join(pieces[:-1])]
+        if len(self._plain) > 256:
+            self._plain[:-1] = ["".join(self._plain[:-1])]
 
     def _large_piece(self, piece: bytes) -> None:
         """Cut the segments `ssemock.scan.large_streams.segment_end` cuts a whole body into: each
