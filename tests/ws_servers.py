@@ -271,3 +271,60 @@ def assemblyai_v3(ws: ServerConnection) -> None:
             )
             ws.close(1000)
             return
+
+
+@contextmanager
+def eager(greeting: str, *, delay: float = 0.0) -> Iterator[int]:
+    """A raw asyncio server (wsproto speaking the protocol) that answers the handshake, after
+    ``delay`` seconds, with the 101 and its first message (``greeting``) in ONE write, as a
+    server may (the client then reads frames in the 101's read); then echoes each text message
+    and answers a close. Yields its port."""
+    import asyncio
+
+    from wsproto import ConnectionType, WSConnection
+    from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessage
+
+    async def session(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        ws = WSConnection(ConnectionType.SERVER)
+        try:
+            while data := await reader.read(65536):
+                ws.receive_data(data)
+                out = b""
+                for event in ws.events():
+                    if isinstance(event, Request):
+                        await asyncio.sleep(delay)
+                        out += ws.send(AcceptConnection()) + ws.send(TextMessage(greeting))
+                    elif isinstance(event, TextMessage) and event.message_finished:
+                        out += ws.send(TextMessage(event.data))
+                    elif isinstance(event, CloseConnection):
+                        writer.write(out + ws.send(event.response()))
+                        return  # the server closes the TCP connection first (RFC 6455 7.1.1)
+                if out:
+                    writer.write(out)  # one write: one TCP segment on loopback
+                    await writer.drain()
+        finally:
+            writer.close()
+
+    ready: list[Any] = []
+    started = threading.Event()
+
+    def serve_forever() -> None:
+        async def main() -> None:
+            server = await asyncio.start_server(session, "127.0.0.1", 0)
+            stop = asyncio.Event()
+            ready.extend([server.sockets[0].getsockname()[1], asyncio.get_running_loop(), stop])
+            started.set()
+            async with server:
+                await stop.wait()
+
+        asyncio.run(main())
+
+    thread = threading.Thread(target=serve_forever, daemon=True)
+    thread.start()
+    started.wait(5)
+    port, loop, stop = ready
+    try:
+        yield port
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(5)

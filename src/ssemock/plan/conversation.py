@@ -263,15 +263,14 @@ class Conversation:
 
     def _fits(self, units: list[_Unit]) -> bool:
         """Whether ``units`` are the server bytes recorded (followed, or not, by the answer to
-        the client's close, where the recorded client closed first: the recorder may have read
-        the answer after it called the session over, so ``clean`` does not say): the wire's
-        SHA-256 when the cassette has it, else its length."""
+        the client's close, where the recorded client closed cleanly): the wire's SHA-256 when
+        the cassette has it, else its length."""
         wire, close = self.ws.wire, self.ws.close
         if not wire.ends:
             return False
         data = b"".join(u.data for u in units)
         candidates = [data]
-        if close.by == "client" and close.code is not None:
+        if close.by == "client" and close.clean and close.code is not None:
             candidates.append(data + encode_frame(Opcode.CLOSE, close_payload(close.code, close.reason)))
         if wire.sha256 is not None:
             return any(hashlib.sha256(c).hexdigest() == wire.sha256 for c in candidates)

@@ -207,6 +207,8 @@ class WsRecorder:
         if op == Opcode.CLOSE:
             code, reason = parse_close(frame.payload)
             self._closes.append((side.direction, code, reason, t))
+            if self.ended:  # read after the stack called the session over (httpx-ws's reader
+                self._finish_close()  # thread): the close says what the wire holds
             return
         if op != Opcode.CONTINUATION:
             side.partial, side.partial_op, side.partial_rsv1, side.cuts = [], op, frame.rsv1, []

@@ -93,10 +93,14 @@ def recorded(request: Any, real: Any, recorder: WsRecorder) -> Any:
     recorder.sent(_head(request))
     reason = real.extensions.get("reason_phrase", b"") or b""
     lines = [b"HTTP/1.1 %d %s" % (real.status, reason)] + [k + b": " + v for k, v in real.headers]
-    recorder.received(b"\r\n".join(lines) + b"\r\n\r\n")
     stream = real.extensions.get("network_stream")
-    if real.status == 101 and stream is not None:
-        real.extensions["network_stream"] = TeeNetworkStream(stream, recorder)
+    upgraded = real.status == 101 and stream is not None
+    # httpcore's upgrade stream hands the bytes that came in the 101's read as its first read:
+    # they are recorded with the 101, as they arrived (the wire map's ``head``), and not again
+    leading = bytes(getattr(stream, "_leading_data", b"") or b"") if upgraded else b""
+    recorder.received(b"\r\n".join(lines) + b"\r\n\r\n" + leading)
+    if upgraded:
+        real.extensions["network_stream"] = TeeNetworkStream(stream, recorder, skip=len(leading))
     else:  # refused: its body is recorded as the client reads it
         real.stream = _TeeBody(real.stream, recorder)
     return real
@@ -303,8 +307,9 @@ def answer_async(core: Any, request: Any, conversation: Conversation, timing: Ti
 class TeeNetworkStream:
     """A real network stream (sync or async) whose reads and writes are recorded."""
 
-    def __init__(self, stream: Any, recorder: WsRecorder) -> None:
+    def __init__(self, stream: Any, recorder: WsRecorder, skip: int = 0) -> None:
         self._stream, self._recorder = stream, recorder
+        self._skip = skip  # bytes read already recorded (with the 101)
 
     def read(self, max_bytes: int, timeout: float | None = None) -> Any:
         result = self._stream.read(max_bytes, timeout)
@@ -319,6 +324,10 @@ class TeeNetworkStream:
         return data
 
     def _got(self, data: bytes) -> None:
+        if self._skip and data:
+            data, self._skip = data[self._skip :], max(0, self._skip - len(data))
+            if not data:
+                return
         if data:
             self._recorder.received(data)
         else:
