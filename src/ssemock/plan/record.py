@@ -194,7 +194,7 @@ class Recorder:
         self.headers = [(k, v) for k, v in headers if k not in drop]
         content_type = next((v for k, v in self.headers if k == "content-type"), "")
         if "content-encoding" not in {k for k, _ in self.headers} and BodyScan.wanted(content_type):
-            self._scan = BodyScan(content_type)  # the save at exit need not scan the body again
+            self._scan = BodyScan(content_type, self._body)  # the save at exit need not scan the body again
         self._on_response(self)
 
     def chunk(self, data: bytes) -> None:

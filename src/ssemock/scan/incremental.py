@@ -18,6 +18,7 @@ recording's own bytes (one segment joined at a time).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .. import framing
@@ -44,8 +45,11 @@ class BodyScan:
     Made for a body whose content type alone says it is an SSE stream, stored as received (no
     ``Content-Encoding`` left on it); `wanted` says whether a response is one."""
 
-    def __init__(self, content_type: str) -> None:
+    def __init__(self, content_type: str, so_far: Callable[[], bytes] | None = None) -> None:
+        """``so_far``: the body fed so far (the recording's own bytes: the scan then keeps no copy
+        of them for the large-stream pass, should the body pass 2 MiB)."""
         self.content_type = content_type
+        self._so_far = so_far
         self._size = 0  # bytes fed
         self._line: list[bytes] = []  # bytes fed since the last piece (cut after a newline)
         self._line_size = 0
@@ -53,7 +57,7 @@ class BodyScan:
         self._anchors: list[tuple[int, int]] = []  # what the searches find in the pieces so far
         self._escapes: list[int] = []
         self._words: list[tuple[int, int]] = []
-        self._kept: list[bytes] = []  # the pieces, while the body is small enough to walk
+        self._kept: list[bytes] = []  # the pieces, while the body is small enough to walk (no so_far)
         self._walk: _Scan | None = _Scan(0)
         self._decoder: Decoder | None = Decoder()
         self._events = 0
@@ -105,13 +109,16 @@ class BodyScan:
                 "", lambda text, where, depth: self._large.text(_FIELD, text, where, depth)
             )
             kept, self._kept = self._kept, []
+            if self._so_far is not None:  # the pieces before this one
+                kept = [self._so_far()[: self._at - len(piece)]]
             for earlier in kept:
                 self._large_piece(earlier)
         if self._stream is not None:
             self._large_piece(piece)
             return
         assert self._walk is not None and self._decoder is not None
-        self._kept.append(piece)
+        if self._so_far is None:
+            self._kept.append(piece)
         for event in self._decoder.feed(piece):
             self._walk.event(_FIELD, self._events, event, "", self._plain)
             self._events += 1
