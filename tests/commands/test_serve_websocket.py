@@ -8,20 +8,24 @@ a refused handshake as recorded, a subprotocol the recording never agreed. Every
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
+from ws_servers import eager
 
 import ssemock
 from ssemock.commands import serve
 from ssemock.commands.loopback import running
 from ssemock.commands.serve import Replayer
+from ssemock.framing.websocket import Opcode, accept_key, close_payload, encode_frame, parse_frames
 from ssemock.store.cassette import Cassette, Interaction, Request, Response
 
 CASSETTE = Path(ssemock.__file__).parent / "cassettes" / "realtime" / "openai_realtime_text_tool_call.json"
@@ -155,3 +159,47 @@ def test_stopping_the_server_closes_an_open_session_with_1001() -> None:
             conn.recv(timeout=30)
     assert first["type"] == "session.created"
     assert (conn.close_code, conn.close_reason) == (1001, "ssemock: server stopped")
+
+
+def test_frames_recorded_in_the_101s_read_come_in_it_again(tmp_path: Path) -> None:
+    """A server that answered the handshake and its first message in one write (after 0.2 s):
+    served under the default chunking, a raw socket's first read is that recorded read, the
+    101 and the message, though the recorded time puts the message 0.2 s after the request
+    (``timing='recorded'``: the 101 apart would come at once, the message 0.2 s later)."""
+    greeting, ask = '{"type": "session.created"}', '{"type": "response.create"}'
+    path = tmp_path / "eager.json"
+    with eager(greeting, delay=0.2) as port:
+        with (
+            ssemock.use_cassette(path, record_mode="once"),
+            connect(f"ws://127.0.0.1:{port}/v1/realtime", compression=None) as conn,
+        ):
+            assert conn.recv(timeout=10) == greeting
+            conn.send(ask)
+            assert conn.recv(timeout=10) == ask
+    ws = Cassette.load(path).interactions[0].websocket
+    assert ws is not None and ws.wire.head == len(encode_frame(Opcode.TEXT, greeting.encode()))
+    assert ws.messages[0].t >= 0.2  # (so a message apart from the 101 would come 0.2 s later)
+    key = "dGhlIHNhbXBsZSBub25jZQ=="
+    with served(path, timing="recorded") as (url, replayer, _):
+        where = urlsplit(url)
+        with socket.create_connection((where.hostname, where.port), timeout=10) as sock:
+            sock.sendall(
+                f"GET /v1/realtime HTTP/1.1\r\nHost: {where.netloc}\r\nUpgrade: websocket\r\n"
+                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+            )
+            head, _, rest = sock.recv(65536).partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 101 ")
+            assert f"sec-websocket-accept: {accept_key(key)}".encode() in head
+            assert rest == encode_frame(Opcode.TEXT, greeting.encode())  # in the 101's read, whole
+            sock.sendall(encode_frame(Opcode.TEXT, ask.encode(), mask=b"\x01\x02\x03\x04"))
+            sock.sendall(encode_frame(Opcode.CLOSE, close_payload(1000), mask=b"\x05\x06\x07\x08"))
+            got = b""
+            while chunk := sock.recv(65536):
+                got += chunk
+    frames = parse_frames(got)
+    assert [(f.opcode, f.payload) for f in frames] == [
+        (Opcode.TEXT, ask.encode()),
+        (Opcode.CLOSE, close_payload(1000)),
+    ]
+    (exchange,) = replayer.exchanges
+    assert (exchange.status, exchange.chunks) == (101, 3)  # the 101 with the greeting, the echo, the close

@@ -15,7 +15,9 @@ connection's bytes both ways; every other request stays with the HTTP app.
 The session is served by the replay conversation the in-process stacks use
 (`ssemock.plan.ws_variants.VariedConversation`): the handshake answered with the client's own
 ``Sec-WebSocket-Accept`` and the recorded subprotocol, the server's frames released once the
-client has sent what preceded them in the recording, text messages matched as JSON. Each read
+client has sent what preceded them in the recording, text messages matched as JSON; the 101 and
+the opening come from `Conversation.answer`, as on the in-process stacks (the frames recorded in
+the 101's read come in that read again, under the recorded reads). Each read
 of the chunking is its own ``send()`` on the connection (asyncio sockets are ``TCP_NODELAY``), so it
 leaves as its own TCP segment; a client that has not read yet may still get two in one read, as
 on any network. A message that matches nothing closes the connection with 1008 and a reason
@@ -131,6 +133,7 @@ class ReplaySocket(asyncio.Protocol):
         self._linger: asyncio.TimerHandle | None = None
         self.writes = 0
         """How many writes (reads of the chunking) were sent."""
+        self._head_alone = True  # the 101 went in a write of its own
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
 
@@ -244,8 +247,8 @@ class ReplaySocket(asyncio.Protocol):
             fault=fault,
             attempt=replayer.websocket_attempt(index),
         )
-        try:
-            answer_head = conversation.handshake(head)
+        try:  # the 101 and the opening as the in-process stacks serve them: one core
+            releases = conversation.answer(head)
         except (HandshakeMismatch, VariantRefused) as exc:
             replayer.exchanges.append(Exchange("GET", _path(replay.target), 400, index))
             replayer.log(f"{where} -> 400 #{index}: {str(exc).splitlines()[0]}")
@@ -253,7 +256,10 @@ class ReplaySocket(asyncio.Protocol):
             return
         self.conversation = conversation
         replayer.sessions.append(conversation)
-        status = int(answer_head.split(b" ", 2)[1])
+        first = releases[0].data or b""
+        status = int(first.split(b" ", 2)[1])
+        # the frames the recording received with the 101 come in its read again (wire.head)
+        self._head_alone = len(first) == first.find(_HEAD_END) + len(_HEAD_END) or status != 101
         self._exchange = Exchange(
             "GET", _path(replay.target), status, index, faults=[fault.name] if fault else []
         )
@@ -266,7 +272,7 @@ class ReplaySocket(asyncio.Protocol):
         replayer.log(
             f"{where} -> {status} #{index}, {len(conversation.ws.received())} server message(s), {', '.join(variant)}"
         )
-        self._deliver([Release(0.0, answer_head), *conversation.opening()])
+        self._deliver(releases)
 
     def _hand_over(self, head: bytes) -> None:
         """Not ours to replay: the fallback protocol gets the connection (the proxy's recording relay)."""
@@ -384,7 +390,7 @@ class ReplaySocket(asyncio.Protocol):
         conversation, replay, exchange = self.conversation, self._replay, self._exchange
         if conversation is None or replay is None or exchange is None:
             return
-        exchange.chunks = self.writes - 1  # the 101 aside
+        exchange.chunks = self.writes - int(self._head_alone)  # the 101 aside, unless frames came with it
         exchange.left = not self._ended
         unsent = conversation.unsent()
         replay.replayer.log(
