@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 import zlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, overload
@@ -194,7 +195,13 @@ class Recorder:
         self.headers = [(k, v) for k, v in headers if k not in drop]
         content_type = next((v for k, v in self.headers if k == "content-type"), "")
         if "content-encoding" not in {k for k, _ in self.headers} and BodyScan.wanted(content_type):
-            self._scan = BodyScan(content_type, self._body)  # the save at exit need not scan the body again
+            recorder = weakref.ref(self)  # no cycle: a finished recording is freed at once
+
+            def so_far() -> bytes | None:
+                alive = recorder()
+                return None if alive is None else alive._body()
+
+            self._scan = BodyScan(content_type, so_far)  # the save at exit need not scan the body again
         self._on_response(self)
 
     def chunk(self, data: bytes) -> None:

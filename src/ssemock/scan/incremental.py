@@ -45,9 +45,10 @@ class BodyScan:
     Made for a body whose content type alone says it is an SSE stream, stored as received (no
     ``Content-Encoding`` left on it); `wanted` says whether a response is one."""
 
-    def __init__(self, content_type: str, so_far: Callable[[], bytes] | None = None) -> None:
+    def __init__(self, content_type: str, so_far: Callable[[], bytes | None] | None = None) -> None:
         """``so_far``: the body fed so far (the recording's own bytes: the scan then keeps no copy
-        of them for the large-stream pass, should the body pass 2 MiB)."""
+        of them for the large-stream pass, should the body pass 2 MiB); None when it is gone (the
+        save then scans the body itself)."""
         self.content_type = content_type
         self._so_far = so_far
         self._size = 0  # bytes fed
@@ -110,7 +111,10 @@ class BodyScan:
             )
             kept, self._kept = self._kept, []
             if self._so_far is not None:  # the pieces before this one
-                kept = [self._so_far()[: self._at - len(piece)]]
+                body = self._so_far()
+                if body is None:
+                    raise LookupError("the recording is gone")  # broken: the save scans the body itself
+                kept = [body[: self._at - len(piece)]]
             for earlier in kept:
                 self._large_piece(earlier)
         if self._stream is not None:
