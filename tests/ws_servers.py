@@ -278,10 +278,11 @@ def eager(greeting: str, *, delay: float = 0.0) -> Iterator[int]:
     """A raw asyncio server (wsproto speaking the protocol) that answers the handshake, after
     ``delay`` seconds, with the 101 and its first message (``greeting``) in ONE write, as a
     server may (the client then reads frames in the 101's read); then echoes each text message
-    and answers a close. Yields its port."""
+    but ``bye``, which it answers by closing (1000, "done"), and answers a close. Yields its port."""
     import asyncio
 
     from wsproto import ConnectionType, WSConnection
+    from wsproto.connection import ConnectionState
     from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessage
 
     async def session(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -294,10 +295,15 @@ def eager(greeting: str, *, delay: float = 0.0) -> Iterator[int]:
                     if isinstance(event, Request):
                         await asyncio.sleep(delay)
                         out += ws.send(AcceptConnection()) + ws.send(TextMessage(greeting))
+                    elif isinstance(event, TextMessage) and event.data == "bye":
+                        out += ws.send(CloseConnection(1000, "done"))  # the server closes first
                     elif isinstance(event, TextMessage) and event.message_finished:
                         out += ws.send(TextMessage(event.data))
                     elif isinstance(event, CloseConnection):
-                        writer.write(out + ws.send(event.response()))
+                        answer = (
+                            ws.send(event.response()) if ws.state is ConnectionState.REMOTE_CLOSING else b""
+                        )
+                        writer.write(out + answer)
                         return  # the server closes the TCP connection first (RFC 6455 7.1.1)
                 if out:
                     writer.write(out)  # one write: one TCP segment on loopback

@@ -2,9 +2,10 @@
 `ssemock.stacks.WS_STACKS` and httpx-ws, with the real client libraries against a loopback
 server that sends its first message in the same TCP write as the 101 (`ws_servers.eager`):
 each message recorded once (aiohttp 3.14 hands itself the bytes after the 101 again), the
-frames that came with the 101 kept as that read (``wire.head``), and a close the client began
-and the server answered recorded clean, with the answer in the wire, even when the stack read
-the answer after it called the session over (httpx-ws's reader thread)."""
+frames that came with the 101 kept as that read (``wire.head``), and a close recorded clean
+exactly when both close frames went over the wire (the client's or the server's first), the
+answer in the wire, even when the stack read the answer after it called the session over
+(httpx-ws's reader thread)."""
 
 from __future__ import annotations
 
@@ -28,62 +29,85 @@ ASK = json.dumps({"type": "response.create"})
 STACKS = [*sorted(WS_STACKS), "httpx-ws"]
 
 
-async def _asyncio(url: str) -> list[str]:
+async def _asyncio(url: str, ask: str) -> list[str]:
     from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosedOK
 
     async with connect(url, compression=None) as ws:
         seen = [str(await ws.recv())]
-        await ws.send(ASK)
-        return [*seen, str(await ws.recv())]
+        await ws.send(ask)
+        try:
+            seen.append(str(await ws.recv()))
+        except ConnectionClosedOK as closed:
+            seen.append(f"closed {closed.rcvd and closed.rcvd.code}")
+        return seen
 
 
-def _sync(url: str) -> list[str]:
+def _sync(url: str, ask: str) -> list[str]:
+    from websockets.exceptions import ConnectionClosedOK
     from websockets.sync.client import connect
 
     with connect(url, compression=None) as ws:
         seen = [str(ws.recv())]
-        ws.send(ASK)
-        return [*seen, str(ws.recv())]
+        ws.send(ask)
+        try:
+            seen.append(str(ws.recv()))
+        except ConnectionClosedOK as closed:
+            seen.append(f"closed {closed.rcvd and closed.rcvd.code}")
+        return seen
 
 
-async def _legacy(url: str) -> list[str]:
+async def _legacy(url: str, ask: str) -> list[str]:
+    from websockets.exceptions import ConnectionClosedOK
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         from websockets.legacy.client import connect
 
     async with connect(url, compression=None) as ws:
         seen = [str(await ws.recv())]
-        await ws.send(ASK)
-        return [*seen, str(await ws.recv())]
+        await ws.send(ask)
+        try:
+            seen.append(str(await ws.recv()))
+        except ConnectionClosedOK as closed:
+            seen.append(f"closed {closed.rcvd and closed.rcvd.code}")
+        return seen
 
 
-async def _aiohttp(url: str) -> list[str]:
+async def _aiohttp(url: str, ask: str) -> list[str]:
     import aiohttp
 
     async with aiohttp.ClientSession() as http, http.ws_connect(url, compress=0) as ws:
         seen = [await ws.receive_str()]
-        await ws.send_str(ASK)
-        return [*seen, await ws.receive_str()]
+        await ws.send_str(ask)
+        got = await ws.receive()
+        seen.append(str(got.data) if got.type == aiohttp.WSMsgType.TEXT else f"closed {ws.close_code}")
+        return seen
 
 
-def _httpx_ws(url: str) -> list[str]:
+def _httpx_ws(url: str, ask: str) -> list[str]:
     import httpx
-    from httpx_ws import connect_ws
+    from httpx_ws import WebSocketDisconnect, connect_ws
 
     with httpx.Client() as client, connect_ws(url, client) as ws:
         seen = [ws.receive_text()]
-        ws.send_text(ASK)
-        return [*seen, ws.receive_text()]
+        ws.send_text(ask)
+        try:
+            seen.append(ws.receive_text())
+        except WebSocketDisconnect as closed:
+            seen.append(f"closed {closed.code}")
+        return seen
 
 
-def converse(stack: str, url: str) -> list[str]:
-    """One session through ``stack``: the greeting, one message and its echo, the client's close."""
+def converse(stack: str, url: str, ask: str = ASK) -> list[str]:
+    """One session through ``stack``: the greeting, then ``ask`` and its echo, then the client's
+    close (``ask="bye"``: the server closes instead, and the client answers)."""
     runs = {
-        "websockets": lambda: asyncio.run(_asyncio(url)),
-        "websockets.sync": lambda: _sync(url),
-        "websockets.legacy": lambda: asyncio.run(_legacy(url)),
-        "aiohttp.ws": lambda: asyncio.run(_aiohttp(url)),
-        "httpx-ws": lambda: _httpx_ws(url),
+        "websockets": lambda: asyncio.run(_asyncio(url, ask)),
+        "websockets.sync": lambda: _sync(url, ask),
+        "websockets.legacy": lambda: asyncio.run(_legacy(url, ask)),
+        "aiohttp.ws": lambda: asyncio.run(_aiohttp(url, ask)),
+        "httpx-ws": lambda: _httpx_ws(url, ask),
     }
     assert set(WS_STACKS) <= set(runs), "a WebSocket stack this test does not know"
     return runs[stack]()
@@ -120,6 +144,25 @@ def test_a_session_is_recorded_as_the_wire_carried_it(tmp_path: Path, stack: str
     assert Conversation(interaction).wire_fits()  # so the replay keeps the recorded reads
     with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]):
         assert converse(stack, url) == live  # the server is gone
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_close_the_server_began_and_the_client_answered_is_clean(tmp_path: Path, stack: str) -> None:
+    path = tmp_path / "bye.json"
+    with eager(GREETING) as port:
+        url = f"ws://127.0.0.1:{port}/v1/realtime"
+        with ssemock.use_cassette(path, record_mode="once"):
+            live = converse(stack, url, "bye")
+    assert live == [GREETING, "closed 1000"]
+    (interaction,) = Cassette.load(path).interactions
+    ws = interaction.websocket
+    assert ws is not None
+    assert (ws.close.by, ws.close.code, ws.close.reason, ws.close.clean) == ("server", 1000, "done", True)
+    server_close = encode_frame(Opcode.CLOSE, close_payload(1000, "done"))
+    assert ws.wire.ends[-1] == len(_frame(GREETING) + server_close)
+    assert Conversation(interaction).wire_fits()
+    with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]):
+        assert converse(stack, url, "bye") == live  # the server is gone
 
 
 def test_a_close_answer_read_after_the_session_was_called_over_makes_it_clean() -> None:
