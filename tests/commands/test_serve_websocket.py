@@ -161,11 +161,13 @@ def test_stopping_the_server_closes_an_open_session_with_1001() -> None:
     assert (conn.close_code, conn.close_reason) == (1001, "ssemock: server stopped")
 
 
-def test_frames_recorded_in_the_101s_read_come_in_it_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("timing", ["instant", "recorded"])
+def test_frames_recorded_in_the_101s_read_come_in_it_again(tmp_path: Path, timing: str) -> None:
     """A server that answered the handshake and its first message in one write (after 0.2 s):
     served under the default chunking, a raw socket's first read is that recorded read, the
-    101 and the message, though the recorded time puts the message 0.2 s after the request
-    (``timing='recorded'``: the 101 apart would come at once, the message 0.2 s later)."""
+    101 and the message, under serve's default timing and under ``timing='recorded'``, where
+    the recorded time puts the message 0.2 s after the request (a 101 apart would come at
+    once, the message 0.2 s later)."""
     greeting, ask = '{"type": "session.created"}', '{"type": "response.create"}'
     path = tmp_path / "eager.json"
     with eager(greeting, delay=0.2) as port:
@@ -180,7 +182,7 @@ def test_frames_recorded_in_the_101s_read_come_in_it_again(tmp_path: Path) -> No
     assert ws is not None and ws.wire.head == len(encode_frame(Opcode.TEXT, greeting.encode()))
     assert ws.messages[0].t >= 0.2  # (so a message apart from the 101 would come 0.2 s later)
     key = "dGhlIHNhbXBsZSBub25jZQ=="
-    with served(path, timing="recorded") as (url, replayer, _):
+    with served(path, timing=timing) as (url, replayer, _):
         where = urlsplit(url)
         with socket.create_connection((where.hostname, where.port), timeout=10) as sock:
             sock.sendall(
