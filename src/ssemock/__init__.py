@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         synth,
         timing,
         transforms,
+        websocket,
     )
     from .framing.sse import ServerSentEvent
     from .plan import push_replay as held
@@ -72,7 +73,7 @@ _SUBMODULES = {
     **{
         name: name for name in ("cassettes", "chunking", "conformance", "faults", "matching", "ndjson", "sse")
     },
-    **{name: name for name in ("strategies", "synth", "timing", "transforms", "vcr_compat")},
+    **{name: name for name in ("strategies", "synth", "timing", "transforms", "vcr_compat", "websocket")},
     "held": "plan.push_replay",
 }
 
@@ -165,4 +166,5 @@ __all__ = [
     "timing",
     "transforms",
     "use_cassette",
+    "websocket",
 ]

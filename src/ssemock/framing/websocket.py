@@ -45,11 +45,17 @@ class Opcode(IntEnum):
     """A frame's opcode (RFC 6455 §5.2)."""
 
     CONTINUATION = 0x0
+    """A later frame of a fragmented message."""
     TEXT = 0x1
+    """A text message (UTF-8), or its first fragment."""
     BINARY = 0x2
+    """A binary message, or its first fragment."""
     CLOSE = 0x8
+    """The close handshake: a code and a reason."""
     PING = 0x9
+    """A keepalive the other side answers with a pong."""
     PONG = 0xA
+    """The answer to a ping."""
 
 
 CONTROL = frozenset({Opcode.CLOSE, Opcode.PING, Opcode.PONG})

@@ -108,11 +108,17 @@ class FrameNote:
     ``"ping"``/``"pong"`` (a control frame of ``data`` at ``t`` before message ``index``)."""
 
     direction: str
+    """``"send"`` or ``"recv"``: whose frames these are."""
     index: int
+    """The message it is about (fragments), or that the control frame came before (pings)."""
     kind: str
+    """``"fragments"``, ``"ping"`` or ``"pong"``."""
     offsets: list[int] = field(default_factory=list)
+    """Where the message's payload was split into frames (fragments only)."""
     t: float = 0.0
+    """When the control frame was sent or arrived (seconds since the handshake request)."""
     data: bytes = b""
+    """The control frame's payload."""
 
 
 @dataclass
@@ -122,8 +128,11 @@ class Wire:
     counts the bytes that came in the same read as the 101 head."""
 
     head: int = 0
+    """How many bytes of server frames came in the same read as the 101 head."""
     ends: list[int] = field(default_factory=list)
+    """Where each read ended, counted in the server's bytes after the 101 head."""
     times: list[float] = field(default_factory=list)
+    """When each read arrived (seconds since the handshake request), one per end."""
     sha256: str | None = None
     """The SHA-256 (hex) of the received bytes the ends count: a replay compares it with the
     frames it re-encodes, and keeps the recorded reads only when they are the same bytes
@@ -137,10 +146,15 @@ class Close:
     1006), whether both close frames were exchanged (``clean``) and when (``t``, seconds)."""
 
     code: int | None = 1006
+    """The close code (1005: a close frame without one; 1006: no close frame was seen)."""
     reason: str = ""
+    """The close frame's reason text."""
     by: str | None = None
+    """``"client"`` or ``"server"``: who sent the first close frame (None: nobody did)."""
     clean: bool = False
+    """Whether both close frames were exchanged."""
     t: float | None = None
+    """When the first close frame was sent or arrived (seconds since the handshake request)."""
 
 
 @dataclass

@@ -57,26 +57,32 @@ class Refusal:
     """The HTTP answer to a refused upgrade."""
 
     status: int
+    """The status code (401, 403, 429, 503...)."""
     headers: tuple[tuple[str, str], ...]
+    """Its headers, in order."""
     body: bytes
+    """Its body."""
 
 
 @dataclass(frozen=True)
 class Session:
-    """What one socket serves: the server's messages, how it ends, its stalls, or a refusal.
-
-    ``close``: the server's close frame at the end, ``(code, reason)`` (code None: an empty
-    one), or None for the recording's own ending; ``drop_after_byte``: the connection ends at
-    this wire byte with no close frame; ``drop``: it ends after the messages with no close frame;
-    ``stalls``: ``(message index, seconds)`` waits before a message (0-based index)."""
+    """What one socket serves: the server's messages, how it ends, its stalls, or a refusal."""
 
     messages: tuple[ServerMessage, ...]
+    """The server's messages, in order."""
     protocol: str | None = None
+    """The session's protocol (``openai.realtime``...): the shape of its error event."""
     close: tuple[int | None, str] | None = None
+    """The server's close frame at the end, ``(code, reason)`` (code None: an empty one); None
+    ends as the recording did."""
     drop: bool = False
+    """The connection ends after the messages with no close frame."""
     drop_after_byte: int | None = None
+    """The connection ends at this byte of the wire with no close frame."""
     stalls: tuple[tuple[int, float], ...] = ()
+    """``(message index, seconds)``: waits before a message (0-based)."""
     refused: Refusal | None = None
+    """The handshake is refused with this answer."""
 
 
 class WsFault:

@@ -49,9 +49,13 @@ class ServerMessage:
     group it belongs to, and its recorded fragment offsets (``()``: one frame)."""
 
     opcode: Opcode
+    """``Opcode.TEXT`` or ``Opcode.BINARY``."""
     data: bytes
+    """The whole message, uncompressed (text as UTF-8)."""
     group: int = 0
+    """How many client messages precede it: it is sent once the client has sent that many."""
     fragments: tuple[int, ...] = ()
+    """Where the recording split its payload into frames (``()``: one frame)."""
 
 
 @dataclass(frozen=True)

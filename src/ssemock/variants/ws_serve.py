@@ -23,8 +23,11 @@ class Read:
     waits for) and the seconds of silence before it (a stall)."""
 
     data: bytes
+    """The bytes this read returns."""
     group: int
+    """How many client messages must have been sent before it."""
     wait: float = 0.0
+    """Seconds of silence before it (a stall)."""
 
 
 @dataclass
@@ -35,10 +38,15 @@ class Served:
     answer; ``wire``: the frames and their offsets (for diagnosis)."""
 
     reads: list[Read] = field(default_factory=list)
+    """The client's reads, in order."""
     ending: str = "recorded"
+    """``"close"``, ``"eof"``, ``"recorded"``, or ``"refused"``."""
     refused: Refusal | None = None
+    """The HTTP answer to a refused upgrade (then there are no reads)."""
     pings: list[bytes] = field(default_factory=list)
+    """The payloads of the pings the client must answer."""
     wire: Wire = field(default_factory=Wire)
+    """The frames and where each sits in the bytes (for diagnosis)."""
 
 
 def serve(
