@@ -39,6 +39,7 @@ SUBMODULES = [
     "conformance",
     "strategies",
     "held",
+    "serve",
     "websocket",
 ]
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         faults,
         matching,
         ndjson,
+        serve,
         sse,
         strategies,
         synth,
@@ -73,7 +74,10 @@ _SUBMODULES = {
     **{
         name: name for name in ("cassettes", "chunking", "conformance", "faults", "matching", "ndjson", "sse")
     },
-    **{name: name for name in ("strategies", "synth", "timing", "transforms", "vcr_compat", "websocket")},
+    **{
+        name: name
+        for name in ("serve", "strategies", "synth", "timing", "transforms", "vcr_compat", "websocket")
+    },
     "held": "plan.push_replay",
 }
 
@@ -160,6 +164,7 @@ __all__ = [
     "ndjson",
     "plan_response",
     "replay",
+    "serve",
     "sse",
     "strategies",
     "synth",
