@@ -109,12 +109,26 @@ _INDEX_NAME = re.compile(r"index|\w+_index|\w+Index")  # index, output_index, co
 _LABEL = re.compile(r"\{\w+=-?\d+\}")
 
 
-def _labels(value: dict[Any, Any]) -> str:
+def _labels(value: dict[Any, Any], keys: tuple[Any, ...]) -> str:
     """The index members of an object (``{index=1}``): what tells apart the pieces of two streamed
     fields at one JSON path (two tool calls, two choices, two content blocks), whatever the
     protocol: ``$.choices[]{index=0}.delta.tool_calls[]{index=1}.function.arguments``."""
-    names = _index_names(tuple(value))
+    names = _index_names(keys)
     return "".join(f"{{{k}={value[k]}}}" for k in names if type(value[k]) is int) if names else ""
+
+
+@functools.lru_cache(maxsize=4096)  # a stream's events repeat a few objects' keys at a few paths
+def _members(keys: tuple[Any, ...], path: str, labelled: str) -> tuple[Any, ...]:
+    """Per key of an object at ``path`` whose piece key is ``labelled``: (key, name, its path, its
+    piece key, the keys its strings join under, whether its name may say credential)."""
+    out = [(k, str(k), _json_key(path, str(k)), _json_key(labelled, str(k))) for k in keys]
+    return tuple((k, n, w, p, _piece_keys(p), credential_member_name(n)) for k, n, w, p in out)
+
+
+@functools.lru_cache(maxsize=4096)
+def _piece_keys(key: str) -> tuple[str, ...]:
+    plain = plain_key(key)
+    return (key,) if plain == key else (key, plain)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -220,11 +234,10 @@ class _Scan:
                     nested = f"{key} base64" if key is not None and run == whole else None
                     self.text(field, decoded, f"{path} base64".strip(), depth + 1, key=nested)
 
-    def collected(self, key: str, value: str) -> None:
+    def collected(self, key: str, value: str, keys: tuple[str, ...] | None = None) -> None:
         """A string piece of a streamed field, joined with the others under its piece key (with its
-        index labels, and without them)."""
-        plain = plain_key(key)
-        for k in (key,) if plain == key else (key, plain):
+        index labels, and without them: ``keys``, when known)."""
+        for k in _piece_keys(key) if keys is None else keys:
             size = self.sizes.get(k, 0)
             if size < _REASSEMBLE_MAX:
                 self.pieces.setdefault(k, []).append(value)
@@ -260,11 +273,10 @@ class _Scan:
         piece key of ``value`` (its path without list positions, with its objects' index members:
         `_labels`), under which a collected string joins the same field's other pieces."""
         if isinstance(value, dict):
-            labelled = key + _labels(value)
-            for k, v in value.items():
-                name = str(k)
-                where = _json_key(path, name)
-                if credential_member_name(name) and credential_member(name, v):
+            keys = tuple(value)
+            for k, name, where, piece, pieces, named in _members(keys, path, key + _labels(value, keys)):
+                v = value[k]
+                if named and credential_member(name, v):
                     self.add(
                         field,
                         f"a credential-named field {name!r}",
@@ -274,9 +286,9 @@ class _Scan:
                     )
                 if type(v) is str and (depth >= _DEPTH or not _WORTH.search(v)):  # a plain leaf, inline
                     if self.collect:
-                        self.collected(_json_key(labelled, name), v)
+                        self.collected(piece, v, pieces)
                 elif isinstance(v, (dict, list, str)):
-                    self.json(field, v, where, depth, _json_key(labelled, name))
+                    self.json(field, v, where, depth, piece)
         elif isinstance(value, list):
             for i, v in enumerate(value):
                 if isinstance(v, (dict, list, str)):
