@@ -71,12 +71,12 @@ def session(reader_type: Any = Correct) -> tuple[str, list[dict[str, str]], list
                 return any(json.loads(m)["type"] == kind for m in reader.out.messages)
 
             while not seen():
+                if reader.out.clean:  # the server closed (a real client would echo it and stop)
+                    raise ConnectionError(f"the server closed ({reader.out.code}) before {kind}")
                 data = stream.read(65536)
                 if not data:
                     raise ConnectionError(f"the connection ended before {kind} (1006)")
                 reader.feed(data)
-                if reader.out.clean and not seen():
-                    raise ConnectionError(f"the server closed ({reader.out.code}) before {kind}")
 
         def send(text: str) -> None:
             stream.write(encode_frame(Opcode.TEXT, text.encode(), mask=os.urandom(4)))
