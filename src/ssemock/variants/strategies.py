@@ -58,6 +58,25 @@ def variants(
     faults: bool | str | Sequence[str] = False,
     max_boundaries: int = 6,
 ) -> SearchStrategy[Variant]:
+    """A hypothesis strategy of whole variants ([`Variant`][ssemock.strategies.Variant]) of
+    ``cassette``'s streams, for ``@given``: ``@given(variant=ssemock.strategies.variants(cassette))``
+    then ``with ssemock.replay(cassette, **variant.options()) as player: ...``.
+
+    For HTTP streams: a chain of up to three transforms drawn from ``transforms``
+    ([`transform_pool`][ssemock.strategies.transform_pool]: the network set by default), maybe a
+    padding last (``pad`` or ``pad:N``, N often chosen to put a CR or a multi-byte character on
+    the last byte of a client's 64- or 1024-byte buffer), at most one fault when ``faults`` is True
+    ([`FAULTS`][ssemock.strategies.FAULTS]) or names some, then up to ``max_boundaries`` groups of
+    boundaries in the transformed body, favouring the [`hazards`][ssemock.strategies.hazards].
+
+    On a cassette holding a WebSocket session, the session's variants
+    (`ssemock.variants.ws_draws`): read boundaries in the server's wire (an ``at:`` chunking whose
+    offsets count from the session's first byte after the 101 head; a cut inside a frame header,
+    inside a multi-byte character, at a frame's end favoured), the re-framings ``fragments:2``,
+    ``fragments:3`` and ``pings``, and WebSocket faults when ``faults`` is True or names them.
+
+    Examples shrink toward fewer boundaries, earlier offsets, fewer transforms, the simplest
+    fault."""
     if not has_websocket(cassette):
         return _http_variants(cassette, transforms=transforms, faults=faults, max_boundaries=max_boundaries)
     require("hypothesis", "explore", "ssemock.strategies.variants")
@@ -77,14 +96,3 @@ def variants(
         return space.draw(lambda lo, hi: draw(st.integers(lo, hi)))
 
     return draw()
-
-
-variants.__doc__ = (
-    (_http_variants.__doc__ or "")
-    + """
-    On a cassette holding a WebSocket session, the variants are the session's
-    (`ssemock.variants.ws_draws`): read boundaries in the server's wire (an ``at:`` chunking whose
-    offsets count from the session's first byte after the 101 head), the re-framings
-    ``fragments:2``, ``fragments:3`` and ``pings``, and WebSocket faults when ``faults`` is True
-    or names them."""
-)
