@@ -1,7 +1,8 @@
 """A hand-written WebSocket client for the replay tests of issue 35: the handshake through httpx
 (its ``Upgrade: websocket`` request goes through the httpcore pool ssemock patches), then frames
 read from the 101's network stream by a frame reader of the catalogue
-(``tests/variants/test_ws_readers.py``) and written masked by hand. It talks the recorded OpenAI
+(``tests/variants/test_ws_readers.py``) and written masked by hand (a pong for each ping the reader
+answers: the catalogue's ``IgnoresPings`` answers none). It talks the recorded OpenAI
 Realtime session of ``realtime/openai_realtime_text_tool_call`` (shipped) and returns what a user
 of it would: the text and the tool calls of the response."""
 
@@ -65,6 +66,7 @@ def session(reader_type: Any = Correct) -> tuple[str, list[dict[str, str]], list
     with httpx.Client() as client, client.stream("GET", URL, headers=headers) as response:
         assert response.status_code == 101, response.status_code
         stream = response.extensions["network_stream"]
+        answered: list[bytes] = []
 
         def until(kind: str) -> None:
             def seen() -> bool:
@@ -77,6 +79,9 @@ def session(reader_type: Any = Correct) -> tuple[str, list[dict[str, str]], list
                 if not data:
                     raise ConnectionError(f"the connection ended before {kind} (1006)")
                 reader.feed(data)
+                for ping in reader.out.pongs[len(answered) :]:  # a reader that answers pings: pong each
+                    stream.write(encode_frame(Opcode.PONG, ping, mask=os.urandom(4)))
+                    answered.append(ping)
 
         def send(text: str) -> None:
             stream.write(encode_frame(Opcode.TEXT, text.encode(), mask=os.urandom(4)))

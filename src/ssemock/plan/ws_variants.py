@@ -61,6 +61,8 @@ class VariedConversation(Conversation):
     reads: list[int] = field(default_factory=list)
     """The wire offsets where each read served so far ended (the read boundaries)."""
     _pong_parser: FrameParser = field(default_factory=lambda: FrameParser(masked=True), repr=False)
+    _eof_from: int | None = field(default=None, repr=False)
+    """The first unit released with the end of the connection (None: not ended so)."""
 
     def __post_init__(self) -> None:
         self._chunking = get_chunking(self.chunking)
@@ -153,6 +155,7 @@ class VariedConversation(Conversation):
                 self._ending == "recorded" and self.ws.close.by is None and gate >= len(self.recorded)
             ):
                 self._closed = True
+                self._eof_from = first
                 out.append(Release(out[-1].delay if out else 0.0, None))
         return self._cut(out, first)
 
@@ -275,7 +278,10 @@ class VariedConversation(Conversation):
         return super().unsent()
 
     def unanswered_pings(self) -> list[bytes]:
-        """The pings the ``pings`` re-framing sent that the client never answered."""
+        """The pings the ``pings`` re-framing sent that the client never answered. The pings
+        released together with the end of the connection (a ``drop`` fault, a recording that
+        ended with no close) are not counted: the connection was gone before a client could
+        answer them."""
         answered = list(self.pongs)
         missing = []
         for ping in self._wire.pings[: self._pings_sent()]:
@@ -286,7 +292,8 @@ class VariedConversation(Conversation):
         return missing
 
     def _pings_sent(self) -> int:
-        sent = sum(len(u.data) for u in self.units[: self._released])
+        released = self._released if self._eof_from is None else self._eof_from
+        sent = sum(len(u.data) for u in self.units[:released])
         return sum(1 for f in self._wire.frames if f.opcode == Opcode.PING and f.end <= sent)
 
     def at_byte(self, offset: int) -> str:

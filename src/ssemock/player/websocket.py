@@ -2,7 +2,8 @@
 the cassette (a `ssemock.plan.conversation.Conversation`, handed to the stack in the 101's
 extensions), recorded (`ssemock.stacks.RecordSession` with a `ssemock.plan.ws_record.WsRecorder`),
 passed to an allowed host, or refused as unmatched; and, at the end, what the conversations say:
-messages that matched nothing fail the test, recorded messages never sent are reported."""
+messages that matched nothing fail the test, recorded messages never sent and pings of the
+``pings`` re-framing never answered with a pong are reported."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ class Player(Protocol):
     def started_session(self, recorder: WsRecorder) -> None: ...
 
 
-__all__ = ["handle", "is_websocket", "teardown"]
+__all__ = ["handle", "is_websocket", "teardown", "unanswered"]
 
 
 def is_websocket(request: httpx.Request) -> bool:
@@ -106,7 +107,8 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
 def teardown(player: Player) -> None:
     """After a replay: raise the first message that matched nothing (an SDK may have swallowed
     it as a closed connection); warn of recorded client messages never sent, and of sessions
-    whose recorded reads could not be kept (`ssemock.plan.conversation.Conversation.wire_note`)."""
+    whose recorded reads could not be kept (`ssemock.plan.conversation.Conversation.wire_note`)
+    and of pings never answered with a pong (`VariedConversation.unanswered_pings`)."""
     for conversation in player.conversations:
         if conversation.mismatches:
             raise UnmatchedMessageError(conversation.mismatches[0])
@@ -125,3 +127,19 @@ def teardown(player: Player) -> None:
                 SsemockWarning,
                 stacklevel=3,
             )
+        pings = conversation.unanswered_pings() if hasattr(conversation, "unanswered_pings") else []
+        if pings:
+            warnings.warn(
+                mask_text(unanswered(player.where, conversation, pings)), SsemockWarning, stacklevel=3
+            )
+
+
+def unanswered(where: str, conversation: Any, pings: list[bytes]) -> str:
+    """The report of the pings a replay sent (the ``pings`` re-framing) that the client never
+    answered with a pong: RFC 6455 5.5.2 says it must, and a server that pings may close on it."""
+    return (
+        f"ssemock: {where}, interaction #{conversation.index} ({conversation.interaction.request.url}): "
+        f"{len(pings)} ping(s) served under the re-framing {conversation.reframing} were never answered "
+        f"with a pong, the first: {pings[0][:120]!r} (a client must answer every ping with a pong "
+        "carrying its payload, RFC 6455 section 5.5.2)"
+    )

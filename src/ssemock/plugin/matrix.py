@@ -166,6 +166,8 @@ def _idle_transforms(interactions: list[Interaction], variant: Variant) -> str |
     from ..variants import transforms as _transforms
 
     for x in interactions:
+        if x.websocket is not None and any(_transforms.WEBSOCKET in t.kinds for t in variant.transforms):
+            return None  # a session's re-framing (pings, fragments:N, ...) changes its frames
         kind = _transforms.kind_of(x.response.header("content-type") or "", x.response.body)
         if any(_transforms.applies(t, x.response.body, kind) for t in variant.transforms):
             return None

@@ -8,7 +8,9 @@ messages unchanged. Pure: messages in, wire bytes and their frame boundaries out
     boundary inside a multi-byte character wherever the message has one.
 ``pings``
     a ping before every frame after the first of each group (so between frames and between
-    fragments); the client must answer each with a pong carrying its payload (`Wire.pings`).
+    fragments); the client must answer each with a pong carrying its payload (`Wire.pings`):
+    a replay reports the pings never answered when the player stops
+    (`ssemock.plan.ws_variants.VariedConversation.unanswered_pings`).
 ``deflate`` / ``no_deflate``
     permessage-deflate agreed in the replay's handshake whenever the client offers it, every
     message compressed / the extension refused in the handshake, no message compressed.

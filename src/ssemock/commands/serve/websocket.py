@@ -393,6 +393,7 @@ class ReplaySocket(asyncio.Protocol):
         exchange.chunks = self.writes - int(self._head_alone)  # the 101 aside, unless frames came with it
         exchange.left = not self._ended
         unsent = conversation.unsent()
+        pings = conversation.unanswered_pings()
         replay.replayer.log(
             f"WebSocket {replay.target}: "
             + ("the client left" if exchange.left else "ended")
@@ -400,6 +401,12 @@ class ReplaySocket(asyncio.Protocol):
             + (
                 f"; {len(unsent)} recorded client message(s) never sent"
                 if unsent and not conversation.mismatches
+                else ""
+            )
+            + (
+                f"; {len(pings)} ping(s) of {conversation.reframing} never answered with a pong, "
+                f"the first: {pings[0][:120]!r}"
+                if pings
                 else ""
             )
         )
