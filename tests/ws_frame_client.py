@@ -75,7 +75,7 @@ def session(reader_type: Any = Correct) -> tuple[str, list[dict[str, str]], list
             while not seen():
                 if reader.out.clean:  # the server closed (a real client would echo it and stop)
                     raise ConnectionError(f"the server closed ({reader.out.code}) before {kind}")
-                data = stream.read(65536)
+                data = stream.read(65536, timeout=60)  # a hang guard: fails, never hangs
                 if not data:
                     raise ConnectionError(f"the connection ended before {kind} (1006)")
                 reader.feed(data)

@@ -370,3 +370,45 @@ def test_httpx_ws_ends_a_stall_as_its_receive_timeout_then_its_keepalive_do(
     assert seen == [*EVENTS[:2], "timed out", "keepalive ping timeout"]
     with ssemock.use_cassette(path, record_mode="none", timing="scaled:0.00005"):  # 0.18 s: served
         assert HTTPX_WS[flavour](**keepalive) == [*EVENTS[:2], *EVENTS[2:]]
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["sync", "async"])
+def test_a_read_of_the_101s_stream_with_a_timeout_ends_when_the_session_waits_for_the_client(
+    tmp_path: Path, sync: bool
+) -> None:
+    """The session sends nothing until the client's ``response.create``: a read of the replayed
+    101's network stream given a timeout raises httpcore's ReadTimeout, as a real socket's does
+    (it waited forever, so a client that lost its place hung instead of failing)."""
+    import httpcore
+    import httpx
+
+    path = _cassette(tmp_path / "session.json", stall=0.0)
+    headers = {
+        "Upgrade": "websocket",
+        "Connection": "Upgrade",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+        "Sec-WebSocket-Version": "13",
+    }
+    url = URL.replace("wss", "https")
+
+    async def read_twice() -> tuple[bytes, type[BaseException] | None]:
+        async with httpx.AsyncClient() as client, client.stream("GET", url, headers=headers) as response:
+            stream = response.extensions["network_stream"]
+            first = await stream.read(65536, timeout=5)
+            try:
+                await stream.read(65536, timeout=0.01)
+            except httpcore.ReadTimeout as e:
+                return first, type(e)
+            return first, None
+
+    with ssemock.use_cassette(path, record_mode="none"):
+        if sync:
+            with httpx.Client() as client, client.stream("GET", url, headers=headers) as response:
+                stream = response.extensions["network_stream"]
+                first = stream.read(65536, timeout=5)
+                with pytest.raises(httpcore.ReadTimeout, match="sends nothing more until the client"):
+                    stream.read(65536, timeout=0.01)
+        else:
+            first, raised = asyncio.run(read_twice())
+            assert raised is httpcore.ReadTimeout
+    assert b"session.created" in first

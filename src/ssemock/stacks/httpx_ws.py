@@ -213,7 +213,8 @@ class MemoryNetworkStream:
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: bool(self._inbox) or self._closed)
+                if not self._cond.wait_for(lambda: bool(self._inbox) or self._closed, timeout):
+                    raise _nothing_within(timeout)
                 if not self._inbox:
                     return b""
                 head = self._inbox[0]
@@ -250,6 +251,18 @@ class MemoryNetworkStream:
         return self
 
 
+def _nothing_within(timeout: float | None) -> Exception:
+    """httpcore's own read timeout, as a real stream raises it: the recorded session has nothing
+    more to send until the client sends what preceded it (a read with no timeout waits, as on a
+    real socket)."""
+    import httpcore
+
+    return httpcore.ReadTimeout(
+        f"nothing to read within {timeout} s: the recorded session sends nothing more until the "
+        "client sends the message it answered"
+    )
+
+
 class _AsyncMemoryNetworkStream(MemoryNetworkStream):
     _waiter: Any = None  # the anyio.Event a read waits on until something is queued or closed
 
@@ -269,7 +282,10 @@ class _AsyncMemoryNetworkStream(MemoryNetworkStream):
                     self._waiter = waiter = anyio.Event()
             if ready:
                 break
-            await waiter.wait()  # the client's own write (or its close) releases what comes next
+            with anyio.move_on_after(timeout) as waited:
+                await waiter.wait()  # the client's own write (or its close) releases what comes next
+            if waited.cancelled_caught:
+                raise _nothing_within(timeout)
         if not self._inbox:
             return b""
         wait = due - _timing.clock.now()
