@@ -363,7 +363,35 @@ def test_every_form_is_kept_masked_with_its_events_whole(
     what, secret = what.replace("\n", " "), secret.replace("\n", " ")
     cassette = FORMS[form](data.draw, what)
     assume(scan_cassette(cassette))
-    target = tmp_path_factory.mktemp("kept") / "c.refused.json"
+    _assert_kept_masked(cassette, secret, tmp_path_factory.mktemp("kept") / "c.refused.json")
+
+
+#: the scheme word and the token in different deltas, the token cut mid-way; between the text
+#: deltas, audio deltas whose base64 the scan joins with them (one path): draw 1 of a falsifying
+#: example ('session deltas', openai.realtime, 4-character deltas), and its Bearer twin
+SPLIT_CREDENTIALS = [
+    ("Basic dXNlcjAwMDAwYTowMDAwMDAwMDAwMDAwMDBh", "dXNlcjAwMDAwYTowMDAwMDAwMDAwMDAwMDBh"),
+    ("Bearer 9f8e7d6c5b4a3f2e1d0cQ7w8", "9f8e7d6c5b4a3f2e1d0cQ7w8"),
+]
+
+
+@pytest.mark.parametrize("size", [1, 4, 7, 16])
+@pytest.mark.parametrize("protocol", sorted(SESSIONS))
+@pytest.mark.parametrize(("what", "secret"), SPLIT_CREDENTIALS, ids=["basic", "bearer"])
+def test_a_credential_split_across_session_deltas_is_kept_masked_in_every_message(
+    what: str, secret: str, protocol: str, size: int, tmp_path: Path
+) -> None:
+    """A Bearer/Basic credential streamed back in a session's deltas is masked out of every
+    message it spans, its scheme word too (left alone, the word reads as a credential again
+    with the audio delta the scan joins after it), and the masked copy is written."""
+    cassette = _session_deltas(what, protocol, size)
+    assert scan_cassette(cassette)
+    _assert_kept_masked(cassette, secret, tmp_path / "c.refused.json")
+
+
+def _assert_kept_masked(cassette: Cassette, secret: str, target: Path) -> None:
+    """The masked copy of ``cassette`` is written to ``target``, holds no part of ``secret`` and
+    keeps every event of each stream and every message of each session."""
     kept = keep_masked(cassette.interactions, target)
     assert kept.path == target and not kept.left and kept.masked, kept
     _assert_hidden(secret, target.read_text("utf-8"), kept.describe())
@@ -379,6 +407,9 @@ def test_every_form_is_kept_masked_with_its_events_whole(
         if before.websocket is not None:  # every message of a session kept
             assert after.websocket is not None
             assert len(after.websocket.messages) == len(before.websocket.messages)
+            assert all(
+                json.loads(m.payload) is not None for m in after.websocket.messages if m.type == "text"
+            )
 
 
 def test_a_secret_parameter_never_shows_in_a_test_id(pytester: pytest.Pytester) -> None:

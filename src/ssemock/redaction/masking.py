@@ -8,7 +8,8 @@ across the deltas of a stream (the model streams a key back 3 characters at a ti
 `mask_body` decodes the body into its units (SSE data lines, JSON lines, JSON array elements,
 eventstream frames, multipart parts, the whole document), walks each unit's strings, joins the
 strings at one JSON path across units as the scan does, masks every secret span (a span
-across pieces: ``REDACTED`` in the first, the rest of it removed), and writes back only the
+across pieces: ``REDACTED`` in the first, the rest of it removed, and the ``Bearer``/``Basic``
+word before it with it), and writes back only the
 units that changed: the stream keeps its events, framing and boundaries.
 """
 
@@ -251,6 +252,17 @@ def _masked(text: str) -> str:
     return "".join(out)
 
 
+_SCHEME = re.compile(r"(?:Bearer|Basic|Token)(?:\s|\+)+\Z", re.IGNORECASE)
+
+
+def _with_scheme(joined: str, start: int) -> int:
+    """Where a span of a join starts once the ``Bearer``/``Basic``/``Token`` word right before it
+    is taken too: left in its own piece, the word would read as a credential again with whatever
+    follows it in a wider join (the scan joins a session's audio and text deltas at one path)."""
+    m = _SCHEME.search(joined, max(0, start - 16), start)
+    return m.start() if m is not None and (m.start() == 0 or not joined[m.start() - 1].isalnum()) else start
+
+
 def _mask_joined(pieces: list[str]) -> list[str]:
     """The pieces of one field with every secret of their join masked: a span over several
     pieces becomes the mask in the first and is removed from the others."""
@@ -264,6 +276,7 @@ def _mask_joined(pieces: list[str]) -> list[str]:
         pos += len(piece)
     edits: list[list[tuple[int, int, str]]] = [[] for _ in pieces]
     for a, b, new in spans:
+        a = _with_scheme(joined, a) if new == REDACTED else a
         first = True
         for k, (s, piece) in enumerate(zip(starts, pieces)):
             lo, hi = max(a, s), min(b, s + len(piece))
