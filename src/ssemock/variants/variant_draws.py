@@ -19,7 +19,7 @@ from .chunking import At, at, event_ends
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-__all__ = ["FAULTS", "Space", "Tables", "Variant", "transform_pool", "variants"]
+__all__ = ["FAULTS", "Space", "Tables", "Variant", "draw_cuts", "transform_pool", "variants"]
 
 
 FAULTS = (
@@ -181,6 +181,30 @@ class Tables:
 _BIG = 1 << 24
 
 
+def draw_cuts(
+    choose: Callable[[int, int], int], size: int, classes: Sequence[Sequence[int]], max_boundaries: int
+) -> set[int]:
+    """Read boundaries in ``size`` bytes, drawn in up to ``max_boundaries`` groups: each 0 one
+    hazard offset (class a, item b), 1 offset a anywhere, 2 a run of 2 + b % 15 one-byte reads
+    from a, 3 every offset of class a (``classes``: the hazard offsets, by class)."""
+    cuts: set[int] = set()
+    if not max_boundaries or size <= 1:
+        return cuts
+    for _ in range(choose(1, max_boundaries)):
+        kind, a, b = choose(0, 3), choose(0, _BIG), choose(0, _BIG)
+        if kind == 0 and classes:
+            offsets = classes[a % len(classes)]
+            cuts.add(offsets[b % len(offsets)])
+        elif kind == 3 and classes:
+            cuts.update(classes[a % len(classes)][:512])
+        elif kind == 2:
+            start = 1 + a % (size - 1)
+            cuts.update(range(start, min(start + 2 + b % 15, size)))
+        else:
+            cuts.add(1 + a % (size - 1))
+    return cuts
+
+
 def variants(
     cassette: Cassette,
     *,
@@ -274,24 +298,7 @@ class Space:
                     after_event=choose(0, max(self.events - 1, 0))
                 )
         size, found = self.tables.of(chain)
-        classes = list(found.values())
-        cuts: set[int] = set()
-        if self.max_boundaries and size > 1:
-            # each group: 0 one hazard offset (class a, item b), 1 offset a anywhere, 2 a run of
-            # 2 + b % 15 one-byte chunks from a, 3 every offset of class a
-            for _ in range(choose(1, self.max_boundaries)):
-                kind, a, b = choose(0, 3), choose(0, _BIG), choose(0, _BIG)
-                if kind == 0 and classes:
-                    offsets = classes[a % len(classes)]
-                    cuts.add(offsets[b % len(offsets)])
-                elif kind == 3 and classes:
-                    cuts.update(classes[a % len(classes)][:512])
-                elif kind == 2:
-                    start = 1 + a % (size - 1)
-                    cuts.update(range(start, min(start + 2 + b % 15, size)))
-                else:
-                    cuts.add(1 + a % (size - 1))
-        return Variant(at(*cuts), chain, chosen)
+        return Variant(at(*draw_cuts(choose, size, list(found.values()), self.max_boundaries)), chain, chosen)
 
 
 def _variants(

@@ -15,7 +15,7 @@ from . import faults as _faults
 from . import transforms as _transforms
 from . import ws_frames
 from .chunking import at
-from .variant_draws import Variant
+from .variant_draws import Variant, draw_cuts
 from .ws_chunking import frames_of, text_payloads
 
 __all__ = [
@@ -46,8 +46,6 @@ WS_FAULTS = (
 HAZARDS = ("frame header", "inside a character", "frame end")
 """The hazard classes of a server wire: a cut inside a frame header (after its first byte, inside
 an extended length), inside a multi-byte character of a text payload, at a frame's end."""
-
-_BIG = 1 << 24
 
 
 def has_websocket(cassette: Cassette) -> bool:
@@ -161,23 +159,7 @@ class WsSpace:
         if self.faults and (k := choose(0, len(self.faults))):
             fault = self.faults[k - 1]
         size, found = self.tables.of(chain)
-        classes = list(found.values())
-        cuts: set[int] = set()
-        if self.max_boundaries and size > 1:
-            # each group: 0 one hazard offset, 1 one anywhere, 2 a run of one-byte reads, 3 a whole class
-            for _ in range(choose(1, self.max_boundaries)):
-                kind, a, b = choose(0, 3), choose(0, _BIG), choose(0, _BIG)
-                if kind == 0 and classes:
-                    offsets = classes[a % len(classes)]
-                    cuts.add(offsets[b % len(offsets)])
-                elif kind == 3 and classes:
-                    cuts.update(classes[a % len(classes)][:512])
-                elif kind == 2:
-                    start = 1 + a % (size - 1)
-                    cuts.update(range(start, min(start + 2 + b % 15, size)))
-                else:
-                    cuts.add(1 + a % (size - 1))
-        return Variant(at(*cuts), chain, fault)
+        return Variant(at(*draw_cuts(choose, size, list(found.values()), self.max_boundaries)), chain, fault)
 
 
 _WS_HEADS = ("close", "drop", "stall", "handshake", "error_event", "sequence")
