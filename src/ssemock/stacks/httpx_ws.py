@@ -17,7 +17,7 @@ from ..variants import timing as _timing
 from ..variants.timing import Timing
 from . import Patch
 from .websockets_asyncio import TRANSPORT_KEY
-from .ws_memory import keepalive
+from .ws_memory import keepalive, schedule
 
 __all__ = [
     "MemoryNetworkStream",
@@ -177,13 +177,7 @@ class MemoryNetworkStream:
     def queue(self, releases: list[Release]) -> None:
         now = _timing.clock.now()
         with self._cond:
-            if any(r.ends_pending for r in releases):
-                self._inbox.clear()
-            due = self._inbox[-1][0] if self._inbox else now
-            for r in releases:
-                at = self._timing.at(r.delay)
-                due = max(due, now if at is None else now + at)
-                self._inbox.append((due, r.data))
+            schedule(self._inbox, releases, self._timing, now)
             self._cond.notify_all()
         self._notify()
 

@@ -16,7 +16,7 @@ from ..plan.conversation import Conversation, Release, UnmatchedMessageError
 from ..plan.ws_record import WsRecorder
 from ..variants.timing import Timing
 
-__all__ = ["MemoryTransport", "TeeTransport", "Watchdog", "keepalive", "tee_protocol"]
+__all__ = ["MemoryTransport", "TeeTransport", "Watchdog", "keepalive", "schedule", "tee_protocol"]
 
 _HEAD_END = b"\r\n\r\n"
 
@@ -33,6 +33,24 @@ class Watchdog:
     ends: Callable[[float, float], float | None]
     expire: Callable[[], None]
     owner: Any = None
+
+
+def schedule(
+    inbox: collections.deque[tuple[float, bytes | None]],
+    releases: Sequence[Release],
+    timing: Timing,
+    now: float,
+) -> None:
+    """Queue ``releases`` on a threaded stack's ``inbox`` as ``(due, data)``, each due no earlier
+    than the one before it (a release that ends what is pending drops what was queued first). The
+    caller holds the lock its reads wait on."""
+    if any(r.ends_pending for r in releases):
+        inbox.clear()
+    due = inbox[-1][0] if inbox else now
+    for r in releases:
+        at = timing.at(r.delay)
+        due = max(due, now if at is None else now + at)
+        inbox.append((due, r.data))
 
 
 def keepalive(

@@ -25,7 +25,7 @@ from ..plan.conversation import Conversation, Release, UnmatchedMessageError
 from ..plan.ws_record import WsRecorder
 from ..variants import timing as _timing
 from . import RecordSession, passing
-from .ws_memory import Watchdog
+from .ws_memory import Watchdog, schedule
 
 __all__ = ["MemorySocket"]
 
@@ -290,13 +290,7 @@ class MemorySocket:
     def _queue(self, releases: list[Release]) -> None:
         now = _timing.clock.now()
         with self._cond:
-            if any(r.ends_pending for r in releases):
-                self._inbox.clear()
-            due = self._inbox[-1][0] if self._inbox else now
-            for r in releases:
-                at = self._timing.at(r.delay)
-                due = max(due, now if at is None else now + at)
-                self._inbox.append((due, r.data))
+            schedule(self._inbox, releases, self._timing, now)
             if self._inbox and not self._rung:
                 try:
                     self._bell_w.send(b"!")
