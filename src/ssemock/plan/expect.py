@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..store.cassette import Interaction
     from ..variants.chunking import Chunking
 
-__all__ = ["Expected", "ServedResponse", "StreamAssertionError"]
+__all__ = ["Expected", "ServedResponse", "StreamAssertionError", "check_tool_calls"]
 
 
 class _Delivery(Protocol):
@@ -82,6 +82,29 @@ class StreamAssertionError(AssertionError):
 
     def __init__(self, message: object = "", *args: object) -> None:
         super().__init__(escape_control(mask_text(str(message))), *args)
+
+
+def check_tool_calls(
+    got: Sequence[Mapping[str, Any]], want: Sequence[ToolCall], *, under: str, session: bool = False
+) -> None:
+    """Raise StreamAssertionError unless ``got`` (``[{"name": ..., "arguments": {...} or "..."}]``,
+    ids not compared) are ``want``, in order; ``under``: the variant, as the message says it;
+    ``session``: they came over a WebSocket session."""
+    of, in_ = (" of the WebSocket session", " in the WebSocket session") if session else ("", "")
+    for n, (g, w) in enumerate(zip(got, want)):
+        args = g.get("arguments")
+        want_args = w.arguments if isinstance(args, str) else w.parsed_arguments
+        if g.get("name") != w.name or args != want_args:
+            raise StreamAssertionError(
+                f"ssemock: tool call {n}{of} differs under {under}\n"
+                f"  expected: name={w.name!r} arguments={want_args!r}\n"
+                f"  got:      name={g.get('name')!r} arguments={args!r}"
+            )
+    if len(got) != len(want):
+        raise StreamAssertionError(
+            f"ssemock: expected {len(want)} tool call(s){in_} under {under}, got {len(got)}: "
+            f"expected names {[w.name for w in want]}, got {[g.get('name') for g in got]}"
+        )
 
 
 @dataclass
@@ -271,21 +294,7 @@ class Expected:
     def assert_tool_calls(self, got: Sequence[Mapping[str, Any]]) -> None:
         """Raise StreamAssertionError unless ``got`` (``[{"name": ..., "arguments": {...} or "..."}]``,
         ids are not compared) are the reference tool calls, in order."""
-        want = self.result.tool_calls
-        for n, (g, w) in enumerate(zip(got, want)):
-            args = g.get("arguments")
-            want_args = w.arguments if isinstance(args, str) else w.parsed_arguments
-            if g.get("name") != w.name or args != want_args:
-                raise StreamAssertionError(
-                    f"ssemock: tool call {n} differs under {self.under()}\n"
-                    f"  expected: name={w.name!r} arguments={want_args!r}\n"
-                    f"  got:      name={g.get('name')!r} arguments={args!r}"
-                )
-        if len(got) != len(want):
-            raise StreamAssertionError(
-                f"ssemock: expected {len(want)} tool call(s) under {self.under()}, got {len(got)}: "
-                f"expected names {[w.name for w in want]}, got {[g.get('name') for g in got]}"
-            )
+        check_tool_calls(got, self.result.tool_calls, under=self.under())
 
     def assert_events(self, got: Sequence[Any]) -> None:
         """Raise StreamAssertionError unless ``got`` (``(event, data)`` pairs or objects with

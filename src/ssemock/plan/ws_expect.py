@@ -13,7 +13,7 @@ import orjson
 from ..protocols import detect
 from ..protocols.accumulate import Accumulated, accumulate_session
 from ..protocols.base import ToolCall
-from .expect import StreamAssertionError
+from .expect import StreamAssertionError, check_tool_calls
 from .ws_variants import VariedConversation
 
 __all__ = ["SessionExpected", "served_wire"]
@@ -143,20 +143,7 @@ class SessionExpected:
         """Raise StreamAssertionError unless ``got`` (``[{"name", "arguments"}]``) are the tool
         calls of ``response`` (default: the last), in order."""
         want = self.results[response].tool_calls if self.results else []
-        for n, (g, w) in enumerate(zip(got, want)):
-            args = g.get("arguments")
-            want_args = w.arguments if isinstance(args, str) else w.parsed_arguments
-            if g.get("name") != w.name or args != want_args:
-                raise StreamAssertionError(
-                    f"ssemock: tool call {n} of the WebSocket session differs under {self.under()}\n"
-                    f"  expected: name={w.name!r} arguments={want_args!r}\n"
-                    f"  got:      name={g.get('name')!r} arguments={args!r}"
-                )
-        if len(got) != len(want):
-            raise StreamAssertionError(
-                f"ssemock: expected {len(want)} tool call(s) in the WebSocket session under {self.under()}, "
-                f"got {len(got)}: expected names {[w.name for w in want]}, got {[g.get('name') for g in got]}"
-            )
+        check_tool_calls(got, want, under=self.under(), session=True)
 
     def assert_events(self, got: Sequence[Any]) -> None:
         """Raise StreamAssertionError unless ``got`` (the messages the client received: parsed
