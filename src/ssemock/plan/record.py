@@ -222,7 +222,7 @@ class Recorder:
                     self._parts.append(data)
                     self._size += len(data)
                     self._ends.append(self._size)
-                    self._times.append(t)
+                    self._times.append(round(t, 4))  # as stored: the save copies them
                     if self._scan is not None:
                         self._scan.feed(bytes(data))
 
@@ -385,7 +385,7 @@ class Recorder:
             body = tail[got - need :] if got > need else tail
             first = bisect.bisect_right(self._ends, offset)
             ends = [end - offset for end in self._ends[first:]]
-            times = [round(t, 4) for t in self._times[first:]]
+            times = self._times[first:]
             status, headers, complete, error = self.status, list(self.headers), self.complete, self.error
         return Response(status, headers, body, ends, times, complete, error)
 
@@ -405,7 +405,7 @@ class Recorder:
                 list(self.headers),
                 body,
                 ends,
-                [round(t, 4) for t in times],
+                times,
                 self.complete,
                 self.error,
             )
