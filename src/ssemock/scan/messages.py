@@ -50,8 +50,10 @@ _CREDENTIAL_VALUE = re.compile(
     r"""\\?['"]?\s*(?:[:=]|',|",)\s*(?:(?P<q>\\?['"])(?P<quoted>(?:\\.|(?!(?P=q)).)*)(?P=q)"""
     r"""|(?P<bare>[^\s'"<*][^\n\r]*))"""
 )  # <...>, ***: a placeholder or a shape
+# (tried only where a name starts, the lookbehind: the same matches, in linear time; tried at every
+# position of a long run of name characters without a credential word, it was quadratic)
 _CREDENTIAL_WORD = re.compile(  # a whole name with a credential word in it; credential_name decides
-    r"(?i)[A-Za-z0-9_.\-]*(?:passw|passphrase|pwd|secret|api[-_]?key|apikey|token|authorization|private[-_]?key)"
+    r"(?i)(?<![A-Za-z0-9_.\-])[A-Za-z0-9_.\-]*(?:passw|passphrase|pwd|secret|api[-_]?key|apikey|token|authorization|private[-_]?key)"
     r"[A-Za-z0-9_.\-]*"
 )
 
