@@ -74,7 +74,20 @@ def _import_all() -> None:
             importlib.import_module(found.name)
 
 
-_import_all()
+def pytest_configure(config: pytest.Config) -> None:
+    """Every ssemock module imported before any test runs (`_import_all`), in each process that
+    runs tests; not in pytest-xdist's controller, which runs none (about 2 CPU-s a run: the demo's
+    openai client, libcst, ...; issue 33)."""
+    controller = (
+        not hasattr(config, "workerinput")
+        and config.getoption("dist", "no") != "no"
+        and bool(config.getoption("tx", None))
+        and not config.getoption("collectonly")
+    )
+    if not controller:
+        _import_all()
+
+
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
