@@ -8,20 +8,16 @@ import tempfile
 
 
 def _compile_once() -> None:
-    """Under PYTHONDONTWRITEBYTECODE every Python process the suite starts (the xdist workers, the
-    CLI and pytest subprocesses) compiled ssemock, the test modules and the plugins' modules that
-    pytest rewrites again: about half of the suite's CPU (issue 33). The suite then keeps its
-    bytecode outside the tree instead (PYTHONPYCACHEPREFIX, in the temporary folder, or where that
-    variable already points): still nothing written into the checkout or the environment."""
-    if not sys.dont_write_bytecode:
-        return
-    prefix = os.environ.get("PYTHONPYCACHEPREFIX") or os.path.join(
-        tempfile.gettempdir(), f"ssemock-suite-pycache-{os.getuid()}"
-    )
-    os.environ["PYTHONPYCACHEPREFIX"] = prefix
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    sys.pycache_prefix = prefix
-    sys.dont_write_bytecode = False
+    """The suite's bytecode outside the tree under PYTHONDONTWRITEBYTECODE: done by
+    ``tests/boot/ssemock_suite_boot.py``, which pyproject's addopts load before any other plugin;
+    again here for a run with other options (``-o addopts=...``)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "boot"))
+    try:
+        import ssemock_suite_boot
+
+        ssemock_suite_boot.compile_once()
+    finally:
+        sys.path.pop(0)
 
 
 _compile_once()

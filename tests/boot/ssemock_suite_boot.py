@@ -1,0 +1,34 @@
+"""Loaded first by the suite's pytest (``-p ssemock_suite_boot`` in pyproject's addopts, from
+``pythonpath``), before the plugins installed in the environment: under PYTHONDONTWRITEBYTECODE
+the suite keeps its bytecode outside the tree from the start (issue 33).
+
+Every Python process the suite starts (the xdist workers, the CLI and pytest subprocesses)
+compiled ssemock, the test modules and the plugins' modules that pytest rewrites again: about
+half of the suite's CPU. The suite then keeps its bytecode in the temporary folder instead
+(PYTHONPYCACHEPREFIX, or where that variable already points): still nothing written into the
+checkout or the environment. Set here, not in tests/conftest.py, so the plugins pytest loads
+before the conftest (pytest-recording, respx, xdist, anyio, ... rewritten for their asserts) read
+their rewritten bytecode from there too instead of rewriting it in every process (~0.5 CPU-s each)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+
+def compile_once() -> None:
+    """Bytecode written and read under a prefix in the temporary folder, if this process was
+    told not to write any (PYTHONDONTWRITEBYTECODE); the processes it starts inherit it."""
+    if not sys.dont_write_bytecode:
+        return
+    prefix = os.environ.get("PYTHONPYCACHEPREFIX") or os.path.join(
+        tempfile.gettempdir(), f"ssemock-suite-pycache-{os.getuid()}"
+    )
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.pycache_prefix = prefix
+    sys.dont_write_bytecode = False
+
+
+compile_once()
