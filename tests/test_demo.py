@@ -142,8 +142,18 @@ def _run_command(*args: str, env: dict[str, str] | None = None) -> subprocess.Co
     return proc
 
 
-def test_ssemock_demo_command_with_dir_keeps_the_cassette_and_says_how_to_show_it(tmp_path: Path) -> None:
-    proc = _run_command("--dir", str(tmp_path))
+@pytest.fixture(scope="module")
+def with_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """One ``ssemock demo --dir DIR`` run and its DIR, for the tests that read what it printed
+    and kept (neither changes either)."""
+    directory = tmp_path_factory.mktemp("demo-dir")
+    return _run_command("--dir", str(directory)), directory
+
+
+def test_ssemock_demo_command_with_dir_keeps_the_cassette_and_says_how_to_show_it(
+    with_dir: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    proc, tmp_path = with_dir
     for name in ("as_recorded", "bytewise", "mid_line", "mid_utf8", "coalesced", "per_event", "random:7"):
         assert name in proc.stdout
     assert "Conclusion:" in proc.stdout
@@ -180,8 +190,10 @@ def test_ssemock_demo_command_without_dir_removes_its_temp_folder(tmp_path: Path
     )
 
 
-def test_piped_output_keeps_each_sentence_on_one_line(tmp_path: Path) -> None:
-    proc = _run_command("--dir", str(tmp_path))
+def test_piped_output_keeps_each_sentence_on_one_line(
+    with_dir: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    proc = with_dir[0]
     lines = proc.stdout.splitlines()
     conclusion = [line for line in lines if line.startswith("Conclusion:")]
     assert len(conclusion) == 1 and conclusion[0].endswith("."), lines
