@@ -9,8 +9,9 @@ Per page, in a fresh temporary folder (the current directory while the page runs
   ``pytester.runpytest_inprocess(NAME.py, "-p", "no:cassetter", *ARGS)``: it must pass (in-process:
   pytester restores sys.modules after it). Each inner run says what order it needs: shuffled by
   pytest-randomly as in a user's run, with a seed the docs test names (``-p randomly
-  --randomly-seed=N``; ``test_inner_runs_pass_in_any_order`` runs each such page under another seed),
-  unless ARGS hold ``-p no:randomly``: the block's inner run then needs its written order;
+  --randomly-seed=N``), and run again under each other seed of ``SEEDS``, in a copy of the folder
+  as it was before the block (so an inner run that passed only in one order fails), unless ARGS hold
+  ``-p no:randomly``: the block's inner run then needs its written order;
 * any other block is executed, in one namespace shared by the page's blocks.
 
 A page that holds the comment ``<!-- docs-test: bash -->`` also runs its ```bash blocks, in the
@@ -34,10 +35,12 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -191,9 +194,10 @@ class Shell:
                     proc.stdout.close()
 
 
-# The order seeds of the inner runs: test_page_runs uses the first, test_inner_runs_pass_in_any_order
-# the others (an inner run that passed only in its written order would fail one of them). Each more
-# seed costs about 20 CPU-s a suite run (13 pages, the xdist page's two workers a third of it).
+# The order seeds of a shuffled inner run: its page runs it under the first, then under each other
+# one in a copy of the folder as it was before the run (an inner run that passed only in its
+# written order would fail one of them). Each more seed costs an inner run of every shuffled page
+# (~10 CPU-s a suite run, the xdist page's two workers half of it).
 SEEDS = (1, 2)
 
 
@@ -201,10 +205,10 @@ def run_page(
     page_blocks: list[Block],
     pytester: pytest.Pytester,
     monkeypatch: pytest.MonkeyPatch,
-    seed: int = SEEDS[0],
+    seeds: tuple[int, ...] = SEEDS,
 ) -> int:
     """Run the blocks in order; returns how many ran (executed or tested). An inner pytest run is
-    shuffled by pytest-randomly with ``seed`` unless its block says ``-p no:randomly``."""
+    shuffled by pytest-randomly, once per seed, unless its block says ``-p no:randomly``."""
     monkeypatch.chdir(pytester.path)
     monkeypatch.syspath_prepend(str(pytester.path))
     namespace: dict[str, object] = {"__name__": "__docs__"}
@@ -214,7 +218,7 @@ def run_page(
         port = (m.group(1), str(_free_port())) if m and m.group(1) else None
         shell = Shell(pytester.path, port)
     try:
-        return _run_blocks(page_blocks, pytester, namespace, shell, seed)
+        return _run_blocks(page_blocks, pytester, namespace, shell, seeds)
     finally:
         if shell is not None:
             shell.stop()
@@ -228,12 +232,53 @@ def _order(args: list[str], seed: int) -> list[str]:
     return ["-p", "randomly", f"--randomly-seed={seed}"]
 
 
+def _inner_run(block: Block, pytester: pytest.Pytester, seed: int) -> None:
+    """The block's test file, run by an in-process pytest in the current folder: it must pass."""
+    name, args = block.target()
+    result = pytester.runpytest_inprocess(
+        name,
+        "-p",
+        "no:cassetter",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        *_order(args, seed),
+        *args,
+    )
+    outcomes = result.parseoutcomes()
+    assert result.ret == 0 and outcomes.get("passed", 0) > 0, (
+        f"{block.where()}: the test file {name} did not pass ({' '.join(_order(args, seed))}):\n"
+        + "\n".join(result.outlines[-60:])
+    )
+
+
+def _run_shuffled(block: Block, pytester: pytest.Pytester, seeds: tuple[int, ...]) -> None:
+    """The block's inner run under the first seed, here; under each other seed in a copy of this
+    folder made before that run (the same files, cassettes and conftest the run found), as its own
+    session: one copy per seed, then removed."""
+    copies = []
+    for seed in seeds[1:]:
+        copy = Path(tempfile.mkdtemp(prefix=f"seed{seed}-", dir=pytester.path.parent))
+        shutil.copytree(pytester.path, copy, symlinks=True, dirs_exist_ok=True)
+        copies.append((seed, copy))
+    _inner_run(block, pytester, seeds[0])
+    here = Path.cwd()
+    for seed, copy in copies:
+        os.chdir(copy)
+        try:
+            _inner_run(block, pytester, seed)
+        finally:
+            os.chdir(here)
+            shutil.rmtree(copy, ignore_errors=True)
+
+
 def _run_blocks(
     page_blocks: list[Block],
     pytester: pytest.Pytester,
     namespace: dict[str, object],
     shell: Shell | None,
-    seed: int,
+    seeds: tuple[int, ...],
 ) -> int:
     ran = 0
     for block in page_blocks:
@@ -260,28 +305,19 @@ def _run_blocks(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(block.code, encoding="utf-8")
         if block.kind == "test file":
-            result = pytester.runpytest_inprocess(
-                name,
-                "-p",
-                "no:cassetter",
-                "-p",
-                "no:cacheprovider",
-                "-o",
-                "asyncio_default_fixture_loop_scope=function",
-                *_order(args, seed),
-                *args,
-            )
-            outcomes = result.parseoutcomes()
-            assert result.ret == 0 and outcomes.get("passed", 0) > 0, (
-                f"{block.where()}: the test file {name} did not pass ({' '.join(_order(args, seed))}):\n"
-                + "\n".join(result.outlines[-60:])
-            )
+            if _order(args, 0):
+                _run_shuffled(block, pytester, seeds)
+            else:
+                _inner_run(block, pytester, seeds[0])
             ran += 1
     return ran
 
 
 @pytest.mark.parametrize("page", WRITTEN, ids=[str(p.relative_to(DOCS)) for p in WRITTEN])
 def test_page_runs(page: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The page's blocks run in order, and each inner run it shuffles passes under every seed of
+    ``SEEDS`` (the others in a copy of the folder as the run found it: one page run, not one more
+    per seed, issue 33)."""
     page_blocks = blocks(page, "run")
     assert run_page(page_blocks, pytester, monkeypatch) > 0, f"{page}: no python block runs"
 
@@ -291,16 +327,33 @@ SHUFFLED = [
 ]
 
 
-@pytest.mark.parametrize("seed", SEEDS[1:])
-@pytest.mark.parametrize("page", SHUFFLED, ids=[str(p.relative_to(DOCS)) for p in SHUFFLED])
-def test_inner_runs_pass_in_any_order(
-    page: Path, seed: int, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Each page whose inner pytest runs are shuffled passes under another seed too: the blocks up
-    to its last inner run, in a fresh folder, the inner runs ordered by ``seed``."""
-    page_blocks = blocks(page, "run")
-    last = max(i for i, b in enumerate(page_blocks) if b.kind == "test file")
-    assert run_page(page_blocks[: last + 1], pytester, monkeypatch, seed) > 0
+def test_inner_runs_pass_in_any_order(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """test_page_runs runs every shuffled inner run under each seed of ``SEEDS`` (the pages hold
+    such runs: the guarantee is not vacuous). Here, what that catches: a test file that passes only
+    in its written order fails under each seed; a second seed's run finds the folder as the first
+    run found it (a test that needs a fresh folder passes under both)."""
+    assert len(SEEDS) >= 2 and len(SHUFFLED) >= 10, SHUFFLED
+    page = DOCS / "order.md"
+
+    def test_file(code: str, args: str = "") -> Block:
+        block = Block(page, 1, "python", f"# test file: test_order.py {args}\n{code}")
+        assert block.kind == "test file"
+        return block
+
+    written = "ORDER = []\n" + "".join(
+        f"\n\ndef test_{k}():\n    ORDER.append({k})\n    assert ORDER == list(range({k} + 1))\n"
+        for k in range(6)
+    )
+    for seed in SEEDS:
+        with pytest.raises(AssertionError, match=f"did not pass \\(-p randomly --randomly-seed={seed}\\)"):
+            run_page([test_file(written)], pytester, monkeypatch, seeds=(seed,))
+    assert run_page([test_file(written, "-p no:randomly")], pytester, monkeypatch) == 1  # the order failed
+    fresh = (
+        "from pathlib import Path\n\n\ndef test_fresh():\n"
+        "    assert not Path('ran').exists()\n    Path('ran').write_text('')\n"
+    )
+    assert run_page([test_file(fresh)], pytester, monkeypatch) == 1
+    assert (pytester.path / "ran").exists() and not list(pytester.path.parent.glob("seed*-*"))
 
 
 def test_readme_runnable_blocks(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
