@@ -707,13 +707,15 @@ def test_bedrock():
 def test_a_marked_test_records_once_then_replays_offline(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # in-process (the inner runs need nothing this process lacks: boto3, requests and sseclient
+    # are imported above, ssemock's modules by the conftest; their order is their own)
     pytester.makepyfile(test_user=USER_TESTS)
     with running(APP) as url:
         monkeypatch.setenv("SSEMOCK_TEST_SERVER", url)
-        pytester.runpytest_subprocess("--ssemock-record-mode=once", "-p", "no:cassetter").assert_outcomes(
+        pytester.runpytest_inprocess("--ssemock-record-mode=once", "-p", "no:cassetter").assert_outcomes(
             passed=8
         )
-    replayed = pytester.runpytest_subprocess("-p", "no:cassetter", "-v")  # the server is gone
+    replayed = pytester.runpytest_inprocess("-p", "no:cassetter", "-v")  # the server is gone
     replayed.assert_outcomes(passed=8)
     for chunking in ssemock.chunking.ALL:
         assert f"test_requests_sse[ssemock-{chunking.name}] PASSED" in replayed.stdout.str()
