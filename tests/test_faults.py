@@ -257,7 +257,7 @@ def test_cli(ssemock):
         client.get("https://example.test/s")
 """
     )
-    pytester.runpytest_subprocess(
+    pytester.runpytest_inprocess(
         "-p", "no:cassetter", "--ssemock-faults=disconnect:after_event=2"
     ).assert_outcomes(passed=2)
 
