@@ -282,10 +282,14 @@ def test_an_interrupted_pytest_recording_keeps_the_good_cassette_and_a_masked_pa
         if how.startswith("timeout")
         else []
     )
+    # only the plugins the run needs (ssemock, pytest-timeout for its routes): the environment's
+    # others (hypothesis, anyio, respx, xdist, ...) cost ~0.5 CPU-s a start and play no part here
     argv = [
         sys.executable,
         "-m",
         "pytest",
+        "-p",
+        "ssemock",
         "-p",
         "no:cassetter",
         "-p",
@@ -297,7 +301,7 @@ def test_an_interrupted_pytest_recording_keeps_the_good_cassette_and_a_masked_pa
         *timeout,
         "test_int.py",
     ]
-    out = _run(argv, {"URL": url, "HOW": how}, tmp_path, send)
+    out = _run(argv, {"URL": url, "HOW": how, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, tmp_path, send)
     _check(path, good, kept, out)
     if kept:
         assert f"{path} is unchanged" in out and "partial recording is kept in" in out, out

@@ -475,7 +475,7 @@ def test_ctrl_c_during_a_pytest_rerecording_keeps_the_good_cassette(tmp_path: Pa
             "-m",
             "pytest",
             "-p",
-            "no:cassetter",
+            "ssemock",  # the one plugin the run needs (the others cost ~0.5 CPU-s a start)
             "-p",
             "no:cacheprovider",
             "-s",
@@ -483,7 +483,8 @@ def test_ctrl_c_during_a_pytest_rerecording_keeps_the_good_cassette(tmp_path: Pa
             "test_int.py",
         ],
         cwd=tmp_path,
-        env={**os.environ, "SLOW": f"{slow}/slow"},  # never ends: interrupted mid-stream
+        # SLOW never ends: interrupted mid-stream
+        env={**os.environ, "SLOW": f"{slow}/slow", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
