@@ -578,7 +578,12 @@ def test_a_pytest_recording_suite_finds_its_imported_cassettes(
     and a test in a class included."""
     monkeypatch.setenv("IMPORT_VCR_BASE", base)
     pytester.makepyfile(test_suite=SUITE.replace("{marker}", "vcr"))
-    result = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly", "--record-mode=once")
+    # in-process (pytester restores sys.modules after each run); said for pytest-asyncio, which
+    # warns into the outer run otherwise
+    loop = ("-o", "asyncio_default_fixture_loop_scope=function")
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cassetter", "-p", "no:randomly", *loop, "--record-mode=once"
+    )
     result.assert_outcomes(passed=4)
     folder = pytester.path / "cassettes" / "test_suite"
     names = sorted(p.name for p in folder.iterdir())
@@ -587,8 +592,8 @@ def test_a_pytest_recording_suite_finds_its_imported_cassettes(
     assert main(["import-vcr", str(pytester.path)]) == 0
     pytester.makepyfile(test_suite=SUITE.replace("{marker}", "ssemock"))
     hits = APP.state.hits
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cassetter", "-p", "no:recording", "-p", "no:randomly", "--ssemock-record-mode=none"
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cassetter", "-p", "no:recording", "-p", "no:randomly", *loop, "--ssemock-record-mode=none"
     )
     result.assert_outcomes(passed=4)  # replayed from the imported cassettes ...
     assert APP.state.hits == hits  # ... not one request reached the server

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import textwrap
 import xml.etree.ElementTree as ET
@@ -29,8 +28,6 @@ from ssemock.commands.cli import main
 from ssemock.commands.migrate import VCR_MATCH_ON, plan
 from ssemock.core.modes import RECORD_MODES
 from ssemock.player import vcr_hooks as vcr_compat
-
-SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 def _sse(obj: object, event: str | None = None) -> str:
@@ -292,31 +289,29 @@ def record_suite(root: Path) -> None:
     (tests / "test_manual.py").write_text(TEST_MANUAL)
 
 
-def outcomes(root: Path, *plugins: str) -> dict[str, str]:
-    """Each test's outcome from ``python -m pytest`` in ``root`` (its junit report)."""
+def outcomes(root: Path, pytester: pytest.Pytester, *plugins: str) -> dict[str, str]:
+    """Each test's outcome from a pytest run in ``root`` (its junit report): in-process (pytester
+    restores sys.modules and sys.path after it; the outer run's conftest and test modules of the
+    same names leave sys.modules meanwhile, tests/conftest.py)."""
     report = root / "report.xml"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(root / "tests")])}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
+    here = Path.cwd()
+    os.chdir(root)
+    try:
+        result = pytester.runpytest_inprocess(
             "-p",
             "no:cassetter",
             "-p",
             "no:randomly",
+            "-o",
+            "asyncio_default_fixture_loop_scope=function",  # pytest-asyncio warns into the outer run else
             *(f"-pno:{p}" for p in plugins),
             f"--junitxml={report}",
             "-q",
             "tests",
-        ],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert report.exists(), proc.stdout + proc.stderr
+        )
+    finally:
+        os.chdir(here)
+    assert report.exists(), "\n".join(result.outlines + result.errlines)
     found = {}
     for case in ET.parse(report).iter("testcase"):
         kind = next((c.tag for c in case if c.tag in ("failure", "error", "skipped")), "passed")
@@ -330,10 +325,10 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 
 def test_a_migrated_suite_has_the_outcomes_it_had_under_vcrpy(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], pytester: pytest.Pytester
 ) -> None:
     record_suite(tmp_path)
-    before = outcomes(tmp_path)
+    before = outcomes(tmp_path, pytester)
     assert before["tests.test_chat::test_wrong"] == "failure"
     assert sum(v == "passed" for v in before.values()) == 15, before
 
@@ -380,7 +375,7 @@ def test_a_migrated_suite_has_the_outcomes_it_had_under_vcrpy(
     )
     assert "merged into test_two.json" in out
 
-    after = outcomes(tmp_path, "recording")  # pytest-recording not even loaded
+    after = outcomes(tmp_path, pytester, "recording")  # pytest-recording not even loaded
     assert after == before
 
 
