@@ -401,9 +401,12 @@ def test_xdist_two_workers_record_each_matrix_once_then_replay_offline(
     pytester: pytest.Pytester, live: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two workers record (no cassette exists yet: ``all`` records as ``once`` would), a chunking
-    matrix from one request however its variants are spread over the workers; then both replay
-    offline and no temporary file is left. One inner session for the two files: each xdist run
-    starts two Python workers (issue 33)."""
+    matrix from one request however its variants are spread over the workers; then what they
+    wrote replays offline and no temporary file is left. One inner session for the two files: each
+    xdist run starts two Python workers, each importing pytest, its plugins and the SDKs (issue 33).
+    The replay runs in-process (as test_scale's does): replaying reads the cassettes, with nothing
+    shared between workers, and replay under two workers, a chunking matrix spread over them, is
+    what docs/recipes/xdist.md's page runs (twice) and test_explore_under_xdist does."""
     streams = os.environ["SSEMOCK_TEST_SERVER"]  # the live server's
     counting = Counting(monkeypatch)  # points SSEMOCK_TEST_SERVER at the counting server
     monkeypatch.setenv("SSEMOCK_COUNTING_SERVER", os.environ["SSEMOCK_TEST_SERVER"])
@@ -420,7 +423,7 @@ def test_xdist_two_workers_record_each_matrix_once_then_replay_offline(
     finally:
         counting.stop()
     live.stop()
-    pytester.runpytest_inprocess("-p", "no:cassetter", "-n", "2").assert_outcomes(passed=runs)
+    pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:xdist").assert_outcomes(passed=runs)
     leftovers = [p for p in (pytester.path / "cassettes").rglob("*") if p.name.endswith(".tmp")]
     assert leftovers == []
 
