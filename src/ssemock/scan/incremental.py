@@ -123,9 +123,9 @@ class BodyScan:
         assert self._walk is not None and self._decoder is not None
         if self._so_far is None:
             self._kept.append(piece)
-        for event in self._decoder.feed(piece):
-            self._walk.event(_FIELD, self._events, event, "", self._plain)
-            self._events += 1
+        events = self._decoder.feed(piece)
+        self._walk.stream(_FIELD, self._events, events, "", self._plain)
+        self._events += len(events)
         for pieces in self._walk.pieces.values():  # joined as they come (two parts kept: still a join)
             if len(pieces) > 256:
                 pieces[:-1] = ["".join(pieces[:-1])]
@@ -190,8 +190,7 @@ class BodyScan:
             found = head.found + self._large.found
         else:
             assert self._walk is not None and self._decoder is not None
-            for event in self._decoder.close():
-                self._walk.event(_FIELD, self._events, event, "", self._plain)
+            self._walk.stream(_FIELD, self._events, list(self._decoder.close()), "", self._plain)
             self._walk.joined(_FIELD, "", self._plain)
             found = head.found + self._walk.found
         self._walk, self._decoder, self._stream, self._plain = None, None, None, []

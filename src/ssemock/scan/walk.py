@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 import re
-import zlib
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
@@ -21,13 +21,15 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from .. import framing
+from .body_forms import DECODED_MAX, decode_content, wide_charset
 from .credential_shapes import _WHOLE, B64_RUN, REDACTED, base64_text, has_b64_run, scan
+from .event_plans import REASSEMBLE_MAX as _REASSEMBLE_MAX
+from .event_plans import Shapes, labels, members, piece_keys, plain_key, worth
 from .fields import (
     _FORM_MAX,
     FORM,
     BodyHits,
     credential_member,
-    credential_member_name,
     credential_name,
     credential_value,
     query_spans,
@@ -94,86 +96,11 @@ class _CassetteLike(Protocol):
     interactions: list[Any]
 
 
+_BATCH = 64  # events read together at most (`_Scan.stream`)
+_DATA = operator.attrgetter("data")
 _DEEP_MAX = 2 << 20  # a stream up to this size is walked event by event and folded by its accumulator
-_REASSEMBLE_MAX = 8 << 20  # reassembled text kept per path, at most (a key is short; a body may not be)
 _DEPTH = 4  # decoded forms nested in each other (base64 in JSON in base64 ...), at most
-_DECODED_MAX = 256 << 20  # bytes a Content-Encoding layer may decode to (no decompression bomb)
-
-
-@functools.lru_cache(maxsize=4096)
-def _json_key(path: str, key: str) -> str:
-    return f"{path}.{key}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key) else f"{path}[{key!r}]"
-
-
-_INDEX_NAME = re.compile(r"index|\w+_index|\w+Index")  # index, output_index, contentBlockIndex
-_LABEL = re.compile(r"\{\w+=-?\d+\}")
-
-
-def _labels(value: dict[Any, Any], keys: tuple[Any, ...]) -> str:
-    """The index members of an object (``{index=1}``): what tells apart the pieces of two streamed
-    fields at one JSON path (two tool calls, two choices, two content blocks), whatever the
-    protocol: ``$.choices[]{index=0}.delta.tool_calls[]{index=1}.function.arguments``."""
-    names = _index_names(keys)
-    return "".join(f"{{{k}={value[k]}}}" for k in names if type(value[k]) is int) if names else ""
-
-
-@functools.lru_cache(maxsize=4096)  # a stream's events repeat a few objects' keys at a few paths
-def _members(keys: tuple[Any, ...], path: str, labelled: str) -> tuple[Any, ...]:
-    """Per key of an object at ``path`` whose piece key is ``labelled``: (key, name, its path, its
-    piece key, the keys its strings join under, whether its name may say credential)."""
-    out = [(k, str(k), _json_key(path, str(k)), _json_key(labelled, str(k))) for k in keys]
-    return tuple((k, n, w, p, _piece_keys(p), credential_member_name(n)) for k, n, w, p in out)
-
-
-@functools.lru_cache(maxsize=4096)
-def _piece_keys(key: str) -> tuple[str, ...]:
-    plain = plain_key(key)
-    return (key,) if plain == key else (key, plain)
-
-
-@functools.lru_cache(maxsize=4096)
-def _index_names(keys: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Which of an object's keys are named like an index (the events of a stream share a few key sets)."""
-    return tuple(k for k in keys if _INDEX_NAME.fullmatch(str(k)))
-
-
-@functools.lru_cache(maxsize=4096)
-def plain_key(key: str) -> str:
-    """A piece key without its index labels: the pieces of one path whatever their index (an
-    ``index`` member that counts events rather than naming a field)."""
-    return _LABEL.sub("", key)
-
-
-_UTF16_BOMS = {
-    b"\xff\xfe\x00\x00": "utf-32",
-    b"\x00\x00\xfe\xff": "utf-32",
-    b"\xff\xfe": "utf-16",
-    b"\xfe\xff": "utf-16",
-}
-
-
-def wide_charset(content_type: str, body: bytes) -> str | None:
-    """The UTF-16 or UTF-32 codec a body is written in (its ``charset=``, else a byte order mark,
-    else every other byte NUL), or None (UTF-8, ASCII or another byte charset: read as stored)."""
-    m = re.search(r"charset=\"?([\w-]+)", content_type, re.I)
-    if m is not None:
-        name = m.group(1).lower().replace("_", "-")
-        return name if name.startswith(("utf-16", "utf-32", "ucs-2")) and name != "ucs-2" else None
-    for bom, codec in _UTF16_BOMS.items():
-        if body.startswith(bom):
-            return codec
-    head = body[:4096]
-    if len(head) >= 8:
-        even, odd = head[0::2].count(0), head[1::2].count(0)
-        if odd >= 0.3 * len(head) / 2 and even == 0:
-            return "utf-16-le"
-        if even >= 0.3 * len(head) / 2 and odd == 0:
-            return "utf-16-be"
-    return None
-
-
-# a string worth decoding further: JSON in it, a URL or a form, a base64 run
-_WORTH = re.compile(r"[{\[]|://|=|[A-Za-z0-9+/_\-]{16}")
+_DECODED_MAX = DECODED_MAX  # bytes a Content-Encoding layer may decode to (no decompression bomb)
 
 
 class _Scan:
@@ -184,7 +111,11 @@ class _Scan:
         self.index = index
         self.found: list[Finding] = []
         self.pieces: dict[str, list[str]] = {}
-        self.sizes: dict[str, int] = {}
+        # characters collected under every piece key together (at least): while under the cap, no
+        # piece list is near it; past it, each key's size (`sizes`, worked out then) is kept
+        self.total = 0
+        self.sizes: dict[str, int] | None = None
+        self.shapes = Shapes()  # the plans of a stream's event shapes
         self.collect = False
         self.prefix = ""  # where the JSON being walked sits ("event 3"), kept out of its paths
         self.done: set[str] = set()  # strings already decoded further (an id repeated in every event)
@@ -237,11 +168,17 @@ class _Scan:
     def collected(self, key: str, value: str, keys: tuple[str, ...] | None = None) -> None:
         """A string piece of a streamed field, joined with the others under its piece key (with its
         index labels, and without them: ``keys``, when known)."""
-        for k in _piece_keys(key) if keys is None else keys:
-            size = self.sizes.get(k, 0)
-            if size < _REASSEMBLE_MAX:
+        for k in piece_keys(key) if keys is None else keys:
+            if self.total < _REASSEMBLE_MAX:  # every key's size is at most the total: under the cap
                 self.pieces.setdefault(k, []).append(value)
-                self.sizes[k] = size + len(value)
+                self.total += len(value)
+            else:
+                if self.sizes is None:
+                    self.sizes = {p: sum(map(len, v)) for p, v in self.pieces.items()}
+                size = self.sizes.get(k, 0)
+                if size < _REASSEMBLE_MAX:
+                    self.pieces.setdefault(k, []).append(value)
+                    self.sizes[k] = size + len(value)
             for record in self.recording:
                 record.append((k, value))
 
@@ -271,10 +208,10 @@ class _Scan:
     def json(self, field: str, value: Any, path: str, depth: int, key: str = "$") -> None:
         """Credential-named keys whatever their value; string leaves decoded further. ``key``: the
         piece key of ``value`` (its path without list positions, with its objects' index members:
-        `_labels`), under which a collected string joins the same field's other pieces."""
+        `ssemock.scan.event_plans.labels`), under which a collected string joins the same field's other pieces."""
         if isinstance(value, dict):
             keys = tuple(value)
-            for k, name, where, piece, pieces, named in _members(keys, path, key + _labels(value, keys)):
+            for k, name, where, piece, pieces, named in members(keys, path, key + labels(value, keys)):
                 v = value[k]
                 if named and credential_member(name, v):
                     self.add(
@@ -284,7 +221,7 @@ class _Scan:
                         "***",
                         f"{self.prefix} {where}".strip(),
                     )
-                if type(v) is str and (depth >= _DEPTH or not _WORTH.search(v)):  # a plain leaf, inline
+                if type(v) is str and (depth >= _DEPTH or not worth(v)):  # a plain leaf, inline
                     if self.collect:
                         self.collected(piece, v, pieces)
                 elif isinstance(v, (dict, list, str)):
@@ -296,7 +233,7 @@ class _Scan:
         elif isinstance(value, str):
             if self.collect:
                 self.collected(key, value)
-            if depth >= _DEPTH or not _WORTH.search(value):
+            if depth >= _DEPTH or not worth(value):
                 return
             if value in self.done:
                 if self.collect:  # a repeated delta: the pieces its decoded forms gave, again
@@ -357,12 +294,12 @@ class _Scan:
         if stream and len(body) > _DEEP_MAX:  # before any copy of the whole body: memory stays bounded
             self.members(field, body, path)
             return
-        text = body.decode("utf-8", "replace") if len(body) <= _DECODED_MAX else ""
         if not stream or not body:
+            text = body.decode("utf-8", "replace") if len(body) <= _DECODED_MAX else ""
             if text:
                 self.text(field, text, path, 0, shapes=False)
             return
-        self.events(field, body, text, content_type, url, path)
+        self.events(field, body, content_type, url, path)
 
     def raw(self, field: str, body: bytes, hits: BodyHits | None = None) -> None:
         """A body as stored: shapes, escapes, credential-named members (`scan_body`)."""
@@ -386,9 +323,7 @@ class _Scan:
         for where, pieces in list(self.pieces.items()):
             if len(pieces) > 1:
                 self.text(field, "".join(pieces), f"reassembled {where}", 2)
-        self.pieces.clear()
-        self.sizes.clear()
-        self.nested.clear()
+        self.forget()
 
     def members(self, field: str, body: bytes, path: str) -> None:
         """A stream too large to walk event by event: `ssemock.scan.large_streams.large_stream`."""
@@ -415,35 +350,59 @@ class _Scan:
                 )
             self.text(field, text, where, 1, shapes=bool(path))
 
-    def events(self, field: str, body: bytes, text: str, content_type: str, url: str, path: str) -> None:
+    def events(self, field: str, body: bytes, content_type: str, url: str, path: str) -> None:
         """The decoded events' data, then the text reassembled from their pieces: every string at
         one JSON path across events joined (a key streamed a few characters an event, by any protocol)."""
         try:
             kind = framing.detect(content_type, body)
             events = kind.decode(body)
         except (ValueError, TypeError):
-            if text:
-                self.text(field, text, path, 0, shapes=False)
+            if body:  # (a stream is walked only up to _DEEP_MAX: no larger than _DECODED_MAX)
+                self.text(field, body.decode("utf-8", "replace"), path, 0, shapes=False)
             return
         plain: list[str] = []
-        for k, event in enumerate(events):
-            self.event(field, k, event, path, plain)
+        self.stream(field, 0, list(events), path, plain)
         self.joined(field, path, plain)
+
+    def stream(self, field: str, k: int, events: list[Any], path: str, plain: list[str]) -> None:
+        """Events ``k``, ``k + 1``, ... of a stream, each as `event` reads it; runs of them whose
+        data are text of the shape the last one had are read together (`Shapes.bulk`)."""
+        i, n = 0, len(events)
+        skip = wait = 0  # after a run could not be read together: events read one by one first
+        while i < n:
+            if wait:
+                wait -= 1
+            elif isinstance(getattr(events[i], "data", None), str):
+                try:
+                    texts = list(map(_DATA, events[i : i + _BATCH]))
+                except AttributeError:
+                    texts = []
+                read = self.shapes.bulk(self, texts) if set(map(type, texts)) == {str} else 0
+                if read:
+                    i += read
+                    skip = 0
+                    continue
+                skip = wait = min(2 * skip or 1, _BATCH)
+            self.event(field, k + i, events[i], path, plain)
+            i += 1
 
     def event(self, field: str, k: int, event: Any, path: str, plain: list[str]) -> None:
         """Event ``k`` of a stream: its data scanned, its string pieces collected (the data of a
         non-JSON one appended to ``plain``). `events` calls it for each event of a whole body;
         `ssemock.scan.incremental` for each one as a recording decodes it."""
-        self.collect = True
-        where = f"{path} event {k}".strip()
         data = getattr(event, "data", None)
-        payload = getattr(event, "payload", None)
-        text_form = (
-            data
-            if isinstance(data, str)
-            else (payload.decode("utf-8", "replace") if isinstance(payload, bytes) else None)
-        )
+        if isinstance(data, str):
+            text_form: str | None = data
+        else:
+            payload = getattr(event, "payload", None)
+            text_form = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else None
+        self.collect = True
+        where = ""
         if text_form is not None:
+            if self.shapes.read(self, field, path, k, text_form):  # an event of a shape seen before
+                self.collect = False
+                return
+            where = f"{path} event {k}".strip()
             parsed = _json_or_none(text_form)
             if parsed is _NOT_JSON:
                 plain.append(text_form)
@@ -451,10 +410,19 @@ class _Scan:
                 self.collect = False
                 return
             event = parsed
-        self.prefix = where
+        self.prefix = where or f"{path} event {k}".strip()
         self.json(field, event, "$", 1)
         self.prefix = ""
         self.collect = False
+        if text_form is not None:
+            self.shapes.learn(self.pieces, text_form, event)
+
+    def forget(self) -> None:
+        """Drop the pieces collected (after their joins were scanned), and the plans that fill them."""
+        self.pieces.clear()
+        self.total, self.sizes = 0, None
+        self.nested.clear()
+        self.shapes.clear()
 
     def joined(self, field: str, path: str, plain: list[str]) -> None:
         """The text reassembled from a stream's events (after the last `event`)."""
@@ -464,9 +432,7 @@ class _Scan:
             if whole and whole not in seen:
                 seen.add(whole)
                 self.text(field, whole, f"{path} reassembled {where}".strip(), 2)
-        self.pieces.clear()
-        self.sizes.clear()
-        self.nested.clear()
+        self.forget()
 
 
 _NOT_JSON = object()
@@ -480,38 +446,6 @@ def _json_or_none(text: str) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         return _NOT_JSON
-
-
-def decode_content(body: bytes, encoding: str) -> tuple[bytes, list[str]]:
-    """``body`` with each ``Content-Encoding`` layer removed (``gzip, gzip``: two; the last listed
-    is undone first), and the layers removed; stops at a layer it cannot decode."""
-    layers: list[str] = []
-    for name in reversed([e.strip().lower() for e in encoding.split(",") if e.strip()]):
-        if name == "identity":
-            continue
-        try:
-            if name in ("gzip", "x-gzip"):
-                z = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                body = z.decompress(body, _DECODED_MAX)
-            elif name == "deflate":
-                try:
-                    body = zlib.decompressobj().decompress(body, _DECODED_MAX)
-                except zlib.error:
-                    body = zlib.decompressobj(-zlib.MAX_WBITS).decompress(body, _DECODED_MAX)
-            elif name == "br":
-                import brotli
-
-                body = brotli.decompress(body)
-            elif name == "zstd":
-                import zstandard
-
-                body = zstandard.ZstdDecompressor().decompressobj().decompress(body)
-            else:
-                break
-        except (zlib.error, ImportError, ValueError, OSError, Exception):
-            break
-        layers.append(name)
-    return body, layers
 
 
 def is_stream(x: _InteractionLike) -> bool:

@@ -1,0 +1,426 @@
+"""The piece keys of a JSON walk (`ssemock.scan.walk`), and plans that collect the strings of a
+stream's events without walking them again.
+
+A stream's events repeat a few shapes: the same keys at the same paths, the same numbers and
+literals; only their strings' values differ (a delta's text, an id). An event's text cut at its
+quotes (``str.split``, C speed) gives its shape (what lies outside its strings) and its strings.
+Once an event of a shape has been walked, a `Plan` of that shape says, per string value in text
+order, its path, its piece key and the piece lists it joins: the events of that shape seen after
+it are read from their cut text (their values taken out by ``operator.itemgetter``, JSON escapes
+undone by one ``orjson`` parse of all of them), never walked in Python.
+
+A plan is made only where the cut is sound: no ``\\"`` in the text (every quote then ends or
+starts a string), every object's keys distinct (the parsed object then holds the strings in text
+order), no credential name on a member whose value is not a string. An event read by a plan is
+valid JSON of the same shape: what lies outside its strings is, character for character, that
+of an event that parsed; its keys are checked; its values are valid JSON strings (``orjson``
+parsed them; or they hold no backslash, no control character and no surrogate).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import chain, cycle, repeat
+from operator import add, call, itemgetter, methodcaller
+from typing import Any, Protocol
+
+import orjson
+
+from .credential_shapes import has_b64_run
+from .fields import credential_member, credential_member_name
+
+__all__ = [
+    "Plan",
+    "Shapes",
+    "Slot",
+    "cut",
+    "json_key",
+    "labels",
+    "members",
+    "piece_keys",
+    "plain_key",
+    "plan_of",
+    "worth",
+]
+
+
+def worth(text: str) -> bool:
+    """Whether a string is worth decoding further: JSON in it, a URL or a form, a base64 run (16
+    characters of base64 or base64url in a row). What ``re.search(r"[{\\[]|://|=|[A-Za-z0-9+/_\\-]{16}",
+    text)`` finds, at C speed (that search tries every alternative at every position)."""
+    return "{" in text or "[" in text or "=" in text or "://" in text or has_b64_run(text)
+
+
+_UNFIT = re.compile("[\x00-\x1f\ud800-\udfff]")  # in a JSON string, only escaped
+
+
+@functools.lru_cache(maxsize=4096)
+def json_key(path: str, key: str) -> str:
+    """The JSON path of member ``key`` of the object at ``path``."""
+    return f"{path}.{key}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", key) else f"{path}[{key!r}]"
+
+
+_INDEX_NAME = re.compile(r"index|\w+_index|\w+Index")  # index, output_index, contentBlockIndex
+_LABEL = re.compile(r"\{\w+=-?\d+\}")
+
+
+def labels(value: dict[Any, Any], keys: tuple[Any, ...]) -> str:
+    """The index members of an object (``{index=1}``): what tells apart the pieces of two streamed
+    fields at one JSON path (two tool calls, two choices, two content blocks), whatever the
+    protocol: ``$.choices[]{index=0}.delta.tool_calls[]{index=1}.function.arguments``."""
+    names = _index_names(keys)
+    return "".join(f"{{{k}={value[k]}}}" for k in names if type(value[k]) is int) if names else ""
+
+
+@functools.lru_cache(maxsize=4096)  # a stream's events repeat a few objects' keys at a few paths
+def members(keys: tuple[Any, ...], path: str, labelled: str) -> tuple[Any, ...]:
+    """Per key of an object at ``path`` whose piece key is ``labelled``: (key, name, its path, its
+    piece key, the keys its strings join under, whether its name may say credential)."""
+    out = [(k, str(k), json_key(path, str(k)), json_key(labelled, str(k))) for k in keys]
+    return tuple((k, n, w, p, piece_keys(p), credential_member_name(n)) for k, n, w, p in out)
+
+
+@functools.lru_cache(maxsize=4096)
+def piece_keys(key: str) -> tuple[str, ...]:
+    """The keys a string with piece key ``key`` joins under: with its index labels and without."""
+    plain = plain_key(key)
+    return (key,) if plain == key else (key, plain)
+
+
+@functools.lru_cache(maxsize=4096)
+def _index_names(keys: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Which of an object's keys are named like an index (the events of a stream share a few key sets)."""
+    return tuple(k for k in keys if _INDEX_NAME.fullmatch(str(k)))
+
+
+@functools.lru_cache(maxsize=4096)
+def plain_key(key: str) -> str:
+    """A piece key without its index labels: the pieces of one path whatever their index (an
+    ``index`` member that counts events rather than naming a field)."""
+    return _LABEL.sub("", key)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A string value of a planned event: its path, its piece key, the keys it joins under, and
+    its member's name when that name may say credential (else None)."""
+
+    where: str
+    piece: str
+    pieces: tuple[str, ...]
+    name: str | None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How to read an event of one shape."""
+
+    regex: re.Pattern[str]
+    """Matches (whole) the events cut (`cut`) into that shape with the same keys and index labels
+    (its parts outside strings written out, but for their digits: ``0``, or ``[1-9]``), and
+    captures their string values, as written (escapes not undone)."""
+    slots: tuple[Slot, ...]
+    """Where each value goes."""
+    named: bool
+    """Whether some slot's name may say credential."""
+    spread: int
+    """The most piece keys a value joins under (what its size counts for, at most)."""
+
+
+_JSON_SPACE = " \t\r\n"
+# the shape keeps which digits of a number are zeros (what makes it valid JSON: ``01`` is not) ...
+_DIGITS = str.maketrans("23456789", "11111111")
+# ... and a number of that pattern may overflow to infinity (orjson refuses it): no plan then
+_HUGE = re.compile(r"\d{200}|[eE][+-]?\d{3}")
+
+
+def cut(text: str) -> tuple[list[str], str] | None:
+    """``text`` cut at its quotes, and its shape (what lies outside its strings: the even parts,
+    their digits but 0 written 1), or None when a quote may be escaped (``\\"``) or the quotes
+    are not paired."""
+    if "\\" in text and '\\"' in text:
+        return None
+    parts = text.split('"')
+    if not len(parts) & 1:
+        return None
+    return parts, '"'.join(parts[::2]).translate(_DIGITS)
+
+
+class _NoPlan(Exception):
+    pass
+
+
+def plan_of(parts: list[str], parsed: Any) -> Plan | None:
+    """The plan of the event whose cut text is ``parts`` and which parsed to ``parsed`` (its walk
+    from ``$`` as `ssemock.scan.walk` walks it), or None when its strings cannot be read by one."""
+    key_at = [i for i in range(1, len(parts), 2) if parts[i + 1].lstrip(_JSON_SPACE)[:1] == ":"]
+    slots: list[Slot] = []
+    exact_at: set[int] = set()
+    seen = [0]  # keys walked, in text order
+
+    def walk(value: Any, path: str, key: str) -> None:
+        if isinstance(value, dict):
+            keys = tuple(value)
+            for k, name, where, piece, pieces, named in members(keys, path, key + labels(value, keys)):
+                at = seen[0]
+                seen[0] += 1
+                v = value[k]
+                if type(v) is str:
+                    slots.append(Slot(where, piece, pieces, name if named else None))
+                elif named:  # decided by its value: a number, null, an object (never planned)
+                    raise _NoPlan
+                elif isinstance(v, (dict, list)):
+                    walk(v, where, piece)
+                elif k in _index_names(keys) and at < len(key_at):
+                    exact_at.add(key_at[at] + 1)  # the part after the key (``:1,``): written out
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                where = f"{path}[{i}]"
+                if type(v) is str:
+                    slots.append(Slot(where, key + "[]", piece_keys(key + "[]"), None))
+                elif isinstance(v, (dict, list)):
+                    walk(v, where, key + "[]")
+
+    try:
+        walk(parsed, "$", "$")
+    except _NoPlan:
+        return None
+    keys = set(key_at)
+    if seen[0] != len(keys) or len(slots) != len(parts) // 2 - len(keys):  # a key repeated in an object
+        return None
+    if _HUGE.search("".join(parts[::2])):
+        return None
+    pattern = [
+        (re.escape(part) if i in exact_at else re.sub("[1-9]", "[1-9]", re.escape(part)))
+        if not i & 1
+        else (re.escape(part) if i in keys else '([^"]*)')
+        for i, part in enumerate(parts)
+    ]
+    return Plan(
+        re.compile('"'.join(pattern), re.S),
+        tuple(slots),
+        any(s.name is not None for s in slots),
+        max((len(s.pieces) for s in slots), default=1),
+    )
+
+
+Getter = Callable[[tuple[str, ...]], tuple[str, ...]]
+
+
+def _getter(at: list[int]) -> Getter:
+    """The items at ``at``, as a tuple (`itemgetter` of one index returns the item alone)."""
+    if not at:
+        return lambda values: ()
+    if len(at) == 1:
+        one = at[0]
+        return lambda values: (values[one],)
+    return itemgetter(*at)
+
+
+class Walker(Protocol):
+    """What `Shapes` reads an event into (`ssemock.scan.walk._Scan`)."""
+
+    total: int
+    prefix: str
+    recording: list[list[tuple[str, str]]]
+    done: set[str]
+    nested: dict[tuple[str, str], list[tuple[str, str]]]
+
+    def json(self, field: str, value: Any, path: str, depth: int, key: str = "$") -> None: ...
+
+    def add(self, field: str, rule: str, value: str | bytes, preview: str, path: str = "") -> None: ...
+
+
+REASSEMBLE_MAX = 8 << 20
+"""Characters of reassembled text kept per piece key, at most (a key is short; a body may not be)."""
+_PLANS = 1024  # event shapes remembered per stream, at most
+_GROUPS = methodcaller("groups")
+
+
+class _Planned:
+    """A plan, the appends of its values to their piece lists, and which of its values are
+    ``stable``: the same, as written, in the last two events it read one by one, and known to
+    need only collecting (no credential name, nothing to decode, or decoded already: an id repeated
+    in every event). An event whose stable values are those again is read in bulk: its other
+    values alone undone, checked and tested, every value collected by C-level calls."""
+
+    def __init__(self, plan: Plan, pieces: dict[str, list[str]]) -> None:
+        self.plan = plan
+        self.appends = tuple(tuple(pieces.setdefault(k, []).append for k in s.pieces) for s in plan.slots)
+        self.last: tuple[str, ...] | None = None  # the values of the last event read one by one
+        self.settle((), (), ())
+
+    def settle(self, raw: tuple[str, ...], values: tuple[str, ...], stable: tuple[int, ...]) -> None:
+        """The slots at ``stable`` hold stable values: ``raw`` as written, ``values`` decoded."""
+        slots = range(len(self.plan.slots))
+        vary = [i for i in slots if i not in stable]
+        self.stable_at = _getter(list(stable))
+        self.stable = self.stable_at(raw)
+        self.stable_values = self.stable_at(values)
+        self.stable_size = sum(map(len, self.stable))
+        self.vary_at = _getter(vary)
+        order = [*stable, *vary]  # where each slot's value is in stable values + vary values
+        self.flat_appends = tuple(a for appends in self.appends for a in appends)
+        self.flat_at = _getter([order.index(i) for i in slots for _ in self.appends[i]])
+
+
+class Shapes:
+    """The event shapes of one stream: each seen once (False), with no plan (True), or planned."""
+
+    def __init__(self) -> None:
+        self._plans: dict[str, _Planned | bool] = {}
+        self._last: _Planned | None = None  # the plan that read the last event read
+        self._cut: tuple[str, tuple[list[str], str] | None] | None = None  # the last event cut
+
+    def clear(self) -> None:
+        self._plans.clear()
+        self._last = self._cut = None
+
+    def learn(self, pieces: dict[str, list[str]], text: str, parsed: Any) -> None:
+        """Event text ``text`` parsed to ``parsed`` and was walked: the second event of a shape
+        makes its plan (its values will join ``pieces``, the walk's piece lists)."""
+        shape = self._cut[1] if self._cut is not None and self._cut[0] is text else cut(text)
+        self._cut = None
+        if shape is None:
+            return
+        known = self._plans.get(shape[1])
+        if known is None:
+            if len(self._plans) < _PLANS:
+                self._plans[shape[1]] = False
+        elif known is False:
+            plan = plan_of(shape[0], parsed)
+            self._plans[shape[1]] = True if plan is None else _Planned(plan, pieces)
+
+    def read(self, walker: Walker, field: str, path: str, k: int, text: str) -> bool:
+        """Event ``k`` of the stream at ``path``, whose data is ``text``, read by the plan of its
+        shape into ``walker``: its strings collected, each one worth decoding walked
+        (``walker.json``), as its walk would do; False: nothing done, it must be walked."""
+        last = self._last
+        m = None if last is None else last.plan.regex.fullmatch(text)
+        if last is not None and m is not None:
+            known = last
+        else:
+            shape = cut(text)
+            self._cut = (text, shape)
+            found = None if shape is None else self._plans.get(shape[1])
+            if not isinstance(found, _Planned):
+                return False
+            m = found.plan.regex.fullmatch(text)
+            if m is None:
+                return False
+            self._last = known = found
+        if "\\" in text and '\\"' in text:  # a quote may be escaped: not cut where JSON cuts
+            return False
+        plan = known.plan
+        if walker.recording:
+            return False
+        raw: tuple[str, ...] = m.groups()
+        if known.stable_at(raw) == known.stable and not plan.named:  # in bulk
+            vary = known.vary_at(raw)
+            joined = " ".join(vary)
+            if "\\" in joined:  # escapes: undone by one parse of the values (which checks them)
+                try:
+                    vary = tuple(orjson.loads('["' + '","'.join(vary) + '"]'))
+                except orjson.JSONDecodeError:
+                    return False
+                joined = " ".join(vary)
+            elif not joined.isprintable() and _UNFIT.search(joined):  # what no JSON string holds unescaped
+                return False
+            if not worth(joined):  # (a space joins no match)
+                size = plan.spread * (len(joined) + known.stable_size)  # what the lists get, at most
+                if walker.total + size >= REASSEMBLE_MAX:
+                    return False
+                walker.total += size
+                deque(map(call, known.flat_appends, known.flat_at(known.stable_values + vary)), 0)
+                return True
+        return self._one_by_one(walker, field, path, k, text, known, raw)
+
+    def bulk(self, walker: Walker, texts: list[str]) -> int:
+        """Read the first events whose data are ``texts`` (one after the other) together, as `read`
+        reads each one in bulk, by the plan that read the last event: how many it read (0: none,
+        the first must be read by `read` or walked). Every step is one C-level call for them all."""
+        known = self._last
+        if known is None or known.plan.named or walker.recording or not texts:
+            return 0
+        matches = list(map(known.plan.regex.fullmatch, texts))
+        if None in matches:
+            matches = matches[: matches.index(None)]
+        if any(map(str.__contains__, texts[: len(matches)], repeat('\\"'))):
+            return 0  # a quote may be escaped: not cut where JSON cuts
+        raws = list(map(_GROUPS, matches))
+        stables = list(map(known.stable_at, raws))
+        if stables.count(known.stable) != len(stables):
+            raws = raws[: next(i for i, s in enumerate(stables) if s != known.stable)]
+        if not raws:
+            return 0
+        varys: list[tuple[str, ...]] = list(map(known.vary_at, raws))
+        flat = list(chain.from_iterable(varys))
+        joined = " ".join(flat)
+        if "\\" in joined:  # escapes: undone by one parse of all the values (which checks them)
+            try:
+                decoded = orjson.loads('["' + '","'.join(flat) + '"]') if flat else flat
+            except orjson.JSONDecodeError:
+                return 0
+            if len(decoded) != len(flat):  # (a value ending in a lone backslash: no JSON string)
+                return 0
+            flat = decoded
+            width = len(varys[0])
+            varys = list(zip(*[iter(flat)] * width)) if width else varys
+            joined = " ".join(flat)
+        elif not joined.isprintable() and _UNFIT.search(joined):  # what no JSON string holds unescaped
+            return 0
+        if worth(joined):  # (a space joins no match): the events before the first worth decoding
+            first = next(i for i, v in enumerate(varys) if worth(" ".join(v)))
+            return self.bulk(walker, texts[:first]) if first else 0
+        size = known.plan.spread * (len(joined) + len(raws) * known.stable_size)  # the lists get, at most
+        if walker.total + size >= REASSEMBLE_MAX:
+            return 0
+        walker.total += size
+        values = chain.from_iterable(map(known.flat_at, map(add, repeat(known.stable_values), varys)))
+        deque(map(call, cycle(known.flat_appends), values), 0)
+        return len(raws)
+
+    def _one_by_one(
+        self, walker: Walker, field: str, path: str, k: int, text: str, known: _Planned, raw: tuple[str, ...]
+    ) -> bool:
+        """`read`, a value at a time (a credential name, a value to decode, a stable value changed)."""
+        plan, values = known.plan, raw
+        if "\\" in text:
+            try:
+                values = tuple(orjson.loads('["' + '","'.join(raw) + '"]')) if raw else raw
+            except orjson.JSONDecodeError:
+                return False
+            if len(values) != len(raw):  # (a value ending in a lone backslash: no JSON string)
+                return False
+        elif any(not v.isprintable() and _UNFIT.search(v) for v in raw):
+            return False
+        size = plan.spread * sum(map(len, values))
+        if walker.total + size >= REASSEMBLE_MAX:
+            return False
+        walker.total += size
+        walker.prefix = where = f"{path} event {k}".strip()
+        settled: list[int] = []
+        for i, (slot, appends, value) in enumerate(zip(plan.slots, known.appends, values)):
+            if slot.name is not None and credential_member(slot.name, value):
+                walker.add(
+                    field, f"a credential-named field {slot.name!r}", value, "***", f"{where} {slot.where}"
+                )
+            if not worth(value):
+                for append in appends:
+                    append(value)
+                settled.append(i)
+            else:
+                walker.json(field, value, slot.where, 1, slot.piece)
+                if value in walker.done and (slot.piece, value) not in walker.nested:
+                    settled.append(i)  # the same value again is only collected
+        walker.prefix = ""
+        last, known.last = known.last, raw
+        if last is not None:  # stable: settled, with no credential name, and as the last time
+            known.settle(
+                raw, values, tuple(i for i in settled if plan.slots[i].name is None and last[i] == raw[i])
+            )
+        return True

@@ -1,0 +1,327 @@
+"""The event plans of the scan (issue 33): an event of a shape seen before is read from its text
+cut at its quotes, alone or in a run of them, instead of walked; it must give exactly what the
+walk gives (findings, the pieces collected per key, the data of non-JSON events), and every
+form the walk finds must still be found through it."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ssemock import Cassette
+from ssemock.scan import event_plans, walk
+from ssemock.scan.event_plans import Shapes, worth
+
+KEY = "sk-proj-test" + "Q1w2E3r4T5y6U7i8O9p0" * 3
+OTHER = "chatcmpl-another-one-1234567"
+
+
+class _Event:
+    def __init__(self, data: str) -> None:
+        self.data = data
+
+
+@contextmanager
+def _walked_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The scan with no plan read: every event walked, as before plans."""
+    with monkeypatch.context() as m:
+        m.setattr(Shapes, "read", lambda *a: False)
+        m.setattr(Shapes, "bulk", lambda *a: 0)
+        yield
+
+
+@contextmanager
+def _counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """The scan as it is, counting the events read by a plan (alone or in runs)."""
+    read, bulk = Shapes.read, Shapes.bulk
+    count = [0]
+
+    def counted_read(self: Shapes, *a: Any) -> bool:
+        done = read(self, *a)
+        count[0] += done
+        return done
+
+    def counted_bulk(self: Shapes, *a: Any) -> int:
+        done = bulk(self, *a)
+        count[0] += done
+        return done
+
+    with monkeypatch.context() as m:
+        m.setattr(Shapes, "read", counted_read)
+        m.setattr(Shapes, "bulk", counted_bulk)
+        yield count
+
+
+def _scan(texts: list[str]) -> tuple[list[walk.Finding], dict[str, list[str]], list[str]]:
+    """What a stream of events with these data gives: findings, pieces per key, non-JSON data."""
+    s = walk._Scan(0)
+    plain: list[str] = []
+    s.stream("response.body", 0, [_Event(t) for t in texts], "", plain)
+    pieces = {k: list(v) for k, v in s.pieces.items() if v}
+    s.joined("response.body", "", plain)
+    return s.found, pieces, plain
+
+
+def _both(texts: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, int]:
+    with _walked_only(monkeypatch):
+        reference = _scan(texts)
+    with _counted(monkeypatch) as count:
+        planned = _scan(texts)
+    return reference, planned, count[0]
+
+
+def _sse(texts: list[str]) -> Cassette:
+    body = b"".join(
+        b"".join(b"data: " + line.encode("utf-8", "surrogatepass") + b"\n" for line in t.split("\n")) + b"\n"
+        for t in texts
+    )
+    c = Cassette()
+    c.add(
+        "POST",
+        "https://api.example.com/v1/chat/completions",
+        [body[: len(body) // 2], body[len(body) // 2 :]],
+    )
+    return c
+
+
+# -- worth ----------------------------------------------------------------------------------------
+
+_WORTH = re.compile(r"[{\[]|://|=|[A-Za-z0-9+/_\-]{16}")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from("aZ09+/_-{[=:/ é\ud800.") | st.characters(), max_size=40))
+def test_worth_finds_what_the_search_it_replaces_finds(text: str) -> None:
+    assert worth(text) == (_WORTH.search(text) is not None)
+
+
+# -- any stream: the same as the walk ---------------------------------------------------------------
+
+_VALUES = [
+    "",
+    " ",
+    "Hello",
+    "wörld 🙂",
+    "50% <",
+    "a=b",
+    "see https://x.example/?token=abc",
+    '{"k": 1}',
+    "[1]",
+    "line\nnext",
+    'say "hi"',
+    "back\\slash\\",
+    "\x00\x1f",
+    "\u2028\u00a0",
+    "\ud800",
+    "A" * 16,
+    "sk-",
+    KEY[:10],
+    KEY[10:30],
+    KEY[30:],
+    KEY,
+    base64.b64encode(json.dumps({"text": KEY}).encode()).decode(),
+    base64.b64encode(b"hello there, a plain note").decode(),
+    "hunter2hunter2",
+]
+_NUMBERS = ["0", "7", "01", "-0", "1.5", "1e5", "1e300", "1e400", "12345678901234567890123", "-3"]
+
+
+def _raw(value: str, ident: str = "chatcmpl-9Q8x7f3kLmN2pQrStUvWxYz") -> str:
+    """An OpenAI chat chunk with ``value`` written in as it is (no escape added)."""
+    return '{"id":"' + ident + '","choices":[{"index":0,"delta":{"content":"' + value + '"}}]}'
+
+
+def _dumps(value: Any, style: int) -> str:
+    if style == 0:
+        return json.dumps(value)
+    if style == 1:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(value, indent=1)
+
+
+_TEMPLATES: list[Callable[[str, int, str, int], str]] = [
+    lambda v, i, n, s: _dumps(
+        {"id": "chatcmpl-9Q8x7f3kLmN2pQrStUvWxYz", "choices": [{"index": i, "delta": {"content": v}}]}, s
+    ),
+    lambda v, i, n, s: _dumps({"type": "content_block_delta", "index": i, "delta": {"text": v}}, s),
+    lambda v, i, n, s: _dumps(
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "function": {"arguments": v}}]}}]}, s
+    ),
+    lambda v, i, n, s: _dumps({"token": v, "logprob": -0.5}, s),
+    lambda v, i, n, s: _dumps({"delta": {"password": v, "text": "x"}}, s),
+    lambda v, i, n, s: _dumps({"api_key": i, "text": v}, s),
+    lambda v, i, n, s: _dumps(["a", v, {"output_index": i, "t": [v]}], s),
+    lambda v, i, n, s: _dumps(
+        {"bytes": base64.b64encode(json.dumps({"delta": {"text": v}}).encode()).decode()}, s
+    ),
+    lambda v, i, n, s: '{"a":' + json.dumps(v) + ',"b":1,"a":' + json.dumps(v[:1]) + "}",  # a key repeated
+    lambda v, i, n, s: '{"b":1,"a":' + json.dumps(v) + ',"b":' + json.dumps(v + "!") + "}",
+    lambda v, i, n, s: '{"n":' + n + ',"index":' + n + ',"t":' + json.dumps(v, ensure_ascii=s == 0) + "}",
+    lambda v, i, n, s: ' { "t" : ' + json.dumps(v) + f' , "n" : {i} }} ',
+    lambda v, i, n, s: _raw(v),  # written raw: a quote, a backslash or a control character breaks it
+    lambda v, i, n, s: "[DONE]" if i else f"plain {v}",
+]
+
+
+@st.composite
+def _streams(draw: st.DrawFn) -> list[str]:
+    """Events of one to three templates (a shape repeats: plans are made and read), their values
+    drawn from the forms above or any text, the same value often repeated (an id)."""
+    kinds = draw(st.lists(st.sampled_from(range(len(_TEMPLATES))), min_size=1, max_size=3))
+    values = draw(st.lists(st.sampled_from(_VALUES) | st.text(max_size=4), min_size=1, max_size=4))
+    events = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(kinds),
+                st.sampled_from(values),
+                st.sampled_from([0, 0, 0, 1, 2]),
+                st.sampled_from(["1e5", "1e5", "1e5", *_NUMBERS]),
+                st.sampled_from([1, 1, 0, 2]),
+            ),
+            min_size=8,
+            max_size=80,
+        )
+    )
+    return [_TEMPLATES[t](v, i, n, s) for t, v, i, n, s in events]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=_streams())
+def test_a_stream_read_by_plans_gives_what_its_walk_gives(
+    texts: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reference, planned, _ = _both(texts, monkeypatch)
+    assert planned == reference
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=_streams())
+def test_a_recorded_stream_is_scanned_with_plans_as_without(
+    texts: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cassette = _sse(texts)
+    with _walked_only(monkeypatch):
+        reference = walk.scan_cassette(cassette)
+    assert walk.scan_cassette(cassette) == reference
+
+
+def test_the_plans_read_most_events_of_a_steady_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The differential tests mean something: plans do read the events they are handed."""
+    texts = [_TEMPLATES[0](w, 0, "0", 1) for w in ["Hello", " there", ",", " how", " are", " you"] * 50]
+    reference, planned, read = _both(texts, monkeypatch)
+    assert planned == reference
+    assert read >= len(texts) - 5
+
+
+# -- the forms a plan must hand to the walk, or read as the walk does ------------------------------
+
+_FILLER = [_TEMPLATES[0](w, 0, "0", 1) for w in ["lorem", " ipsum", " dolor"] * 40]
+
+
+def _found(texts: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], int]:
+    reference, planned, read = _both(texts, monkeypatch)
+    assert planned == reference
+    assert read > 0
+    return [f"{f.rule} @ {f.path}" for f in planned[0]], read
+
+
+def _chunk(index: int, text: str) -> str:
+    return json.dumps({"choices": [{"index": index, "delta": {"content": text}}]}, separators=(",", ":"))
+
+
+def test_a_key_in_1_char_deltas_across_two_interleaved_choices_is_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    texts = [_chunk(i % 2, "z") for i in range(60)]
+    for c in KEY:
+        texts += [_chunk(1, c), _chunk(0, "z")]
+    found, _ = _found(texts, monkeypatch)
+    assert (
+        "an OpenAI key (sk-proj-/sk-svcacct-/sk-admin-...) @ reassembled $.choices[]{index=1}.delta.content"
+        in found
+    )
+
+
+def test_a_key_in_nested_json_of_interleaved_tool_arguments_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    def call(index: int, args: str) -> str:
+        return _TEMPLATES[2](args, index, "0", 1)
+
+    args = json.dumps({"note": f"use {KEY}"})
+    texts = [call(i % 2, "ab") for i in range(60)]
+    for k in range(0, len(args), 3):
+        texts += [call(0, args[k : k + 3]), call(1, "xy")]
+    found, _ = _found(texts, monkeypatch)
+    assert any(f.startswith("an OpenAI key") and "{index=0}.function.arguments" in f for f in found), found
+
+
+def test_a_key_in_1_char_base64_payloads_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [_TEMPLATES[7](w, 0, "0", 1) for w in ["lorem", " ipsum"] * 30]
+    texts += [_TEMPLATES[7](c, 0, "0", 1) for c in f"here: {KEY} ok"]
+    found, _ = _found(texts, monkeypatch)
+    assert any(f.startswith("an OpenAI key") and "base64" in f for f in found), found
+
+
+def test_a_credential_named_member_of_a_planned_shape_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [json.dumps({"delta": {"api_key": "", "text": "x"}}) for _ in range(60)]
+    texts.append(json.dumps({"delta": {"api_key": "hunter2hunter2", "text": "x"}}))
+    texts += [json.dumps({"token": w, "logprob": -0.1}) for w in ["The", " cat"] * 30]
+    texts.append(json.dumps({"token": "Zx81kQ0pLm2nB7vC", "logprob": -0.1}))
+    found, _ = _found(texts, monkeypatch)
+    assert "a credential-named field 'api_key' @ event 60 $.delta.api_key" in found
+    assert "a credential-named field 'token' @ event 121 $.token" in found
+
+
+def test_a_key_in_escaped_1_char_deltas_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each character written as a JSON escape (``\\u0073``): only the values undone and joined hold the key."""
+    texts = list(_FILLER)
+    texts += [_raw(f"\\u{ord(c):04x}") for c in KEY]
+    texts += [_raw(f'\\"{c}\\"') for c in "quoted"]
+    found, read = _found(texts, monkeypatch)
+    assert (
+        "an OpenAI key (sk-proj-/sk-svcacct-/sk-admin-...) @ reassembled $.choices[]{index=0}.delta.content"
+        in found
+    )
+    assert read >= len(texts) - 10  # the escaped ones too (but those with an escaped quote)
+
+
+def test_a_stream_of_events_that_are_no_json_after_all_is_walked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Events of a planned shape whose values no JSON string holds as written (a control
+    character, a lone surrogate, a bad escape, a number out of range) are walked: not JSON."""
+    texts = [_raw(w) for w in ["lorem", " ipsum", " dolor"] * 20]
+    texts += [_raw(v) for v in ["a\tb", "\ud800", "\\x41", KEY, "\\"]]
+    texts += [_raw("a\tb", OTHER)]  # read a value at a time (its id is not the one before)
+    texts += ['{"n":' + n + ',"t":"a"}' for n in ["1e300", "1e300", "1e300", "1e400", "01", "1e5"]]
+    reference, planned, read = _both(texts, monkeypatch)
+    assert planned == reference
+    no_json = [_raw(v) for v in ["a\tb", "\ud800", "\\x41", "\\"]] + [_raw("a\tb", OTHER)]
+    no_json += ['{"n":1e400,"t":"a"}', '{"n":01,"t":"a"}']
+    assert planned[2] == no_json  # walked: their data joined as text
+    assert read >= 60 - 5
+
+
+def test_plans_are_sound_for_the_event_shapes_a_cut_cannot_read() -> None:
+    assert event_plans.cut('{"a":"x\\"y"}') is None  # a quote escaped: cut elsewhere than JSON cuts
+    assert event_plans.cut('{"a":"x}') is None  # an odd number of quotes
+    parts, shape = event_plans.cut('{"a":"x","n":1718000001}') or ([], "")
+    assert parts[1::2] == ["a", "x", "n"] and shape == '{":",":1111000001}'
+
+
+@pytest.mark.parametrize("ids", [1, 2], ids=["in runs", "one at a time"])
+def test_the_pieces_kept_per_key_stop_at_the_same_size(ids: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past `REASSEMBLE_MAX` characters of a key's pieces no more are kept, plans or not."""
+    idents = [OTHER, KEY][:ids]  # one id: events read in runs; two taking turns: each one by one
+    texts = [_raw(f"{i} " + "x y " * 25_000, idents[i % ids]) for i in range(90)]  # 9 MB under one key
+    reference, planned, read = _both(texts, monkeypatch)
+    assert planned[1] == reference[1]
+    assert (
+        sum(map(len, planned[1]["$.choices[]{index=0}.delta.content"])) < event_plans.REASSEMBLE_MAX + 100_010
+    )
+    assert read > 0
