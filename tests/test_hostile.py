@@ -257,44 +257,94 @@ def test_a_flood_of_pairs_outside_the_layout_is_refused(
         Cassette.load(path)
 
 
-@pytest.mark.parametrize("make", ["fifo", "dev_zero", "directory", "socket"])
-@pytest.mark.parametrize("command", ["show", "validate", "rechunk", "redact", "fix", "import-vcr", "serve"])
-def test_commands_refuse_files_that_are_not_regular_without_hanging(
-    tmp_path: Path, make: str, command: str
-) -> None:
-    """A FIFO hung every command; /dev/zero was read until MemoryError. Now: one line, exit 1."""
+_NOT_REGULAR = ["fifo", "dev_zero", "directory", "socket"]
+_COMMANDS = ["show", "validate", "rechunk", "redact", "fix", "import-vcr", "serve"]
+
+# One Python process runs every command on every kind of file, as `python -m ssemock` would
+# (`raise SystemExit(main())`): main()'s exit code, what it printed, and a traceback if anything
+# escaped it. Each command gets 20 s (SIGALRM: a hang is reported as one, not waited on) and the
+# process 4 GiB (a read of /dev/zero ends in MemoryError here, never in the test run's worker).
+# One process instead of 28 (~0.22 CPU-s each to start and import the command line; issue 33).
+_RUN_EACH = r"""
+import contextlib, io, json, resource, signal, sys, traceback
+resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+from ssemock.commands.cli import main
+
+def hung(*_):
+    raise TimeoutError("hung for 20 s")
+
+signal.signal(signal.SIGALRM, hung)
+done = {}
+for key, argv in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        signal.alarm(20)
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        finally:
+            signal.alarm(0)
+    done[key] = [code, out.getvalue(), err.getvalue()]
+print(json.dumps(done))
+"""
+
+
+@pytest.fixture(scope="module")
+def not_regular(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[Path, int, str, str]]]:
+    """Per ``make/command``: the target, and the exit code, stdout and stderr of the command on it."""
     import socket
 
-    if make == "fifo":
-        target = tmp_path / "pipe.json"
-        os.mkfifo(target)
-    elif make == "dev_zero":
-        target = Path("/dev/zero")
-    elif make == "socket":
-        target = tmp_path / "s.json"
-        sock = socket.socket(socket.AF_UNIX)
-        sock.bind(str(target))
-    else:
-        target = tmp_path
-    extra = {
-        "rechunk": ["--chunking", "bytewise", "--preview"],
-        "import-vcr": ["-o", str(tmp_path / "o.json")],
-    }
-    proc = subprocess.run(
-        [sys.executable, "-m", "ssemock", command, str(target), *extra.get(command, [])],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    if make == "socket":
+    tmp = tmp_path_factory.mktemp("not-regular")
+    fifo, sock_path = tmp / "pipe.json", tmp / "s.json"
+    os.mkfifo(fifo)
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(sock_path))
+    targets = {"fifo": fifo, "dev_zero": Path("/dev/zero"), "socket": sock_path}
+    cases, where = [], {}
+    for make in _NOT_REGULAR:
+        for command in _COMMANDS:
+            key = f"{make}/{command}"
+            scratch = tmp / make / command
+            scratch.mkdir(parents=True)
+            target = targets.get(make, scratch)  # a directory: an empty one of its own
+            extra = {
+                "rechunk": ["--chunking", "bytewise", "--preview"],
+                "import-vcr": ["-o", str(scratch / "o.json")],
+            }
+            cases.append([key, [command, str(target), *extra.get(command, [])]])
+            where[key] = target
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", _RUN_EACH, json.dumps(cases)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
         sock.close()
-    assert proc.returncode == 1
+    assert proc.returncode == 0, proc.stderr
+    done = json.loads(proc.stdout.splitlines()[-1])
+    yield {key: (where[key], *done[key]) for key in where}
+
+
+@pytest.mark.parametrize("make", _NOT_REGULAR)
+@pytest.mark.parametrize("command", _COMMANDS)
+def test_commands_refuse_files_that_are_not_regular_without_hanging(
+    not_regular: dict[str, tuple[Path, int, str, str]], make: str, command: str
+) -> None:
+    """A FIFO hung every command; /dev/zero was read until MemoryError. Now: one line, exit 1."""
+    target, code, stdout, stderr = not_regular[f"{make}/{command}"]
+    assert code == 1, stdout + stderr
     if make == "directory" and command in ("validate", "redact"):  # they search folders: none here
-        assert proc.stderr.strip() == f"ssemock: error: no cassette (*.json) in {target}"
+        assert stderr.strip() == f"ssemock: error: no cassette (*.json) in {target}"
         return
-    lines = (proc.stdout if command == "validate" else proc.stderr).strip().splitlines()
-    assert "not a regular file" in lines[-1] and "Traceback" not in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == (0 if command == "validate" else 1)
+    lines = (stdout if command == "validate" else stderr).strip().splitlines()
+    assert "not a regular file" in lines[-1] and "Traceback" not in stderr
+    assert len(stderr.strip().splitlines()) == (0 if command == "validate" else 1)
 
 
 def test_chunk_times_out_of_range_never_reach_timing(tmp_path: Path) -> None:
