@@ -123,6 +123,10 @@ class Plan:
     """Matches (whole) the events cut (`cut`) into that shape with the same keys and index labels
     (its parts outside strings written out, but for their digits: ``0``, or ``[1-9]``), and
     captures their string values, as written (escapes not undone)."""
+    pattern: tuple[str, ...]
+    """The pattern of each part of the cut text (``regex``'s, joined by quotes)."""
+    value_parts: tuple[int, ...]
+    """Which part each value is."""
     slots: tuple[Slot, ...]
     """Where each value goes."""
     named: bool
@@ -201,7 +205,9 @@ def plan_of(parts: list[str], parsed: Any) -> Plan | None:
         for i, part in enumerate(parts)
     ]
     return Plan(
-        re.compile('"'.join(pattern), re.S),
+        re.compile('"'.join(pattern)),
+        tuple(pattern),
+        tuple(i for i in range(1, len(parts), 2) if i not in keys),
         tuple(slots),
         any(s.name is not None for s in slots),
         max((len(s.pieces) for s in slots), default=1),
@@ -213,11 +219,8 @@ Getter = Callable[[tuple[str, ...]], tuple[str, ...]]
 
 def _getter(at: list[int]) -> Getter:
     """The items at ``at``, as a tuple (`itemgetter` of one index returns the item alone)."""
-    if not at:
-        return lambda values: ()
-    if len(at) == 1:
-        one = at[0]
-        return lambda values: (values[one],)
+    if len(at) < 2:
+        return itemgetter(slice(at[0], at[0] + 1) if at else slice(0, 0))
     return itemgetter(*at)
 
 
@@ -252,12 +255,14 @@ class _Planned:
         self.plan = plan
         self.appends = tuple(tuple(pieces.setdefault(k, []).append for k in s.pieces) for s in plan.slots)
         self.last: tuple[str, ...] | None = None  # the values of the last event read one by one
+        self.settles = 0
         self.settle((), (), ())
 
     def settle(self, raw: tuple[str, ...], values: tuple[str, ...], stable: tuple[int, ...]) -> None:
         """The slots at ``stable`` hold stable values: ``raw`` as written, ``values`` decoded."""
         slots = range(len(self.plan.slots))
         vary = [i for i in slots if i not in stable]
+        self.stable_slots = stable
         self.stable_at = _getter(list(stable))
         self.stable = self.stable_at(raw)
         self.stable_values = self.stable_at(values)
@@ -266,6 +271,18 @@ class _Planned:
         order = [*stable, *vary]  # where each slot's value is in stable values + vary values
         self.flat_appends = tuple(a for appends in self.appends for a in appends)
         self.flat_at = _getter([order.index(i) for i in slots for _ in self.appends[i]])
+        self.settles += 1
+        self.fast: re.Pattern[str] | None = None  # made when a run is read
+
+    def faster(self) -> re.Pattern[str] | None:
+        """``plan.regex`` with the stable values written in: it captures only the others (made
+        for the first few stable sets: an id that changes every few events is not worth it)."""
+        if self.fast is None and self.stable and self.settles <= 8:
+            pattern = list(self.plan.pattern)
+            for i, value in zip(self.stable_slots, self.stable):
+                pattern[self.plan.value_parts[i]] = re.escape(value)
+            self.fast = re.compile('"'.join(pattern))
+        return self.fast
 
 
 class Shapes:
@@ -346,21 +363,23 @@ class Shapes:
         known = self._last
         if known is None or known.plan.named or walker.recording or not texts:
             return 0
-        matches = list(map(known.plan.regex.fullmatch, texts))
+        fast = known.faster()
+        matches = list(map((fast or known.plan.regex).fullmatch, texts))
         if None in matches:
             matches = matches[: matches.index(None)]
-        if any(map(str.__contains__, texts[: len(matches)], repeat('\\"'))):
-            return 0  # a quote may be escaped: not cut where JSON cuts
-        raws = list(map(_GROUPS, matches))
-        stables = list(map(known.stable_at, raws))
-        if stables.count(known.stable) != len(stables):
-            raws = raws[: next(i for i, s in enumerate(stables) if s != known.stable)]
-        if not raws:
+        varys: list[tuple[str, ...]] = list(map(_GROUPS, matches))
+        if fast is None:  # the stable values checked, the others taken
+            stables = list(map(known.stable_at, varys))
+            if stables.count(known.stable) != len(stables):
+                varys = varys[: next(i for i, s in enumerate(stables) if s != known.stable)]
+            varys = list(map(known.vary_at, varys))
+        if not varys:
             return 0
-        varys: list[tuple[str, ...]] = list(map(known.vary_at, raws))
         flat = list(chain.from_iterable(varys))
         joined = " ".join(flat)
         if "\\" in joined:  # escapes: undone by one parse of all the values (which checks them)
+            if any(map(methodcaller("endswith", "\\"), flat)):
+                return 0  # a quote escaped: the text is not cut where JSON cuts it
             try:
                 decoded = orjson.loads('["' + '","'.join(flat) + '"]') if flat else flat
             except orjson.JSONDecodeError:
@@ -376,13 +395,13 @@ class Shapes:
         if worth(joined):  # (a space joins no match): the events before the first worth decoding
             first = next(i for i, v in enumerate(varys) if worth(" ".join(v)))
             return self.bulk(walker, texts[:first]) if first else 0
-        size = known.plan.spread * (len(joined) + len(raws) * known.stable_size)  # the lists get, at most
+        size = known.plan.spread * (len(joined) + len(varys) * known.stable_size)  # the lists get, at most
         if walker.total + size >= REASSEMBLE_MAX:
             return 0
         walker.total += size
         values = chain.from_iterable(map(known.flat_at, map(add, repeat(known.stable_values), varys)))
         deque(map(call, cycle(known.flat_appends), values), 0)
-        return len(raws)
+        return len(varys)
 
     def _one_by_one(
         self, walker: Walker, field: str, path: str, k: int, text: str, known: _Planned, raw: tuple[str, ...]
