@@ -5,6 +5,7 @@ secret split across the pieces the recording scanned one at a time is still refu
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import random
 from collections.abc import AsyncIterator
@@ -28,6 +29,7 @@ from ssemock.store.cassette import Interaction, Request, Response
 KEY = "sk-" + "ant-" + "api03-" + "Zq8Xw2Lm9Rt4Vb7Nc1Pd6Hs3Jk5Fg0Ty"
 
 
+@functools.lru_cache(maxsize=256)  # the filler repeats 97 events: each written once
 def _event(content: str, index: int = 0) -> bytes:
     delta = {"choices": [{"index": index, "delta": {"content": content}, "finish_reason": None}]}
     return b"data: " + json.dumps(delta, separators=(",", ":")).encode() + b"\n\n"

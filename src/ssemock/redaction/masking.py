@@ -31,6 +31,8 @@ from ..framing.eventstream import encode as encode_frame
 from ..framing.eventstream import frame_ends
 from ..framing.json_array import element_spans as _array_spans
 from ..scan.credential_shapes import base64_layers
+from ..scan.event_plans import labels
+from ..scan.fields import credential_member_name
 from ..scan.shapes import (
     B64_RUN,
     FORM,
@@ -68,27 +70,22 @@ def _key(path: str, name: str) -> str:
     return f"{path}.{name}"
 
 
-_INDEX_NAME = re.compile(r"index|\w+_index|\w+Index")
-
-
-def _labels(value: dict[Any, Any]) -> str:
-    """The index members of an object, as the scan labels its piece keys (`ssemock.scan.walk`):
-    the pieces of two tool calls or two choices at one path are joined apart."""
-    return "".join(
-        f"{{{k}={v}}}" for k, v in value.items() if type(v) is int and _INDEX_NAME.fullmatch(str(k))
-    )
-
-
 def _walk_json(value: Any, path: str, depth: int, visit: Visit, named: list[str]) -> tuple[Any, bool]:
     """``value`` with every string visited and every credential-named value masked; whether it
     changed. List indices are left out of the path and index members put in (the pieces of one
     streamed field share it, as the scan joins them)."""
     if isinstance(value, dict):
         out, changed = {}, False
-        labelled = path + _labels(value)
+        # the index members of an object, as the scan labels its piece keys: the pieces of two
+        # tool calls or two choices at one path are joined apart
+        labelled = path + labels(value, tuple(value))
         for k, v in value.items():
             where = _key(labelled, str(k))
-            if credential_member(str(k), v) and not isinstance(v, (dict, list)):
+            if (
+                credential_member_name(str(k))
+                and credential_member(str(k), v)
+                and not isinstance(v, (dict, list))
+            ):
                 out[k], changed = REDACTED, True
                 named.append(where)
                 continue
@@ -316,12 +313,16 @@ def mask_body(body: bytes, *, content_type: str, stream: bool) -> Masked:
         leaves.append((path, text))
         return None
 
+    walked: list[tuple[int, int, bool]] = []  # per unit: its leaves (first, end), whether a name masked
     for unit in units:
-        if unit.name and credential_name(unit.name):
-            continue
-        _walk_text(unit.text, "", 0, collect, named)
-    # each string masked alone, then the strings of one path joined across the units
-    new = [_masked(text) for _, text in leaves]
+        first, names = len(leaves), len(named)
+        if not (unit.name and credential_name(unit.name)):
+            _walk_text(unit.text, "", 0, collect, named)
+        walked.append((first, len(leaves), len(named) > names))
+    # each string masked alone (a stream repeats its ids: each text once), then the strings of
+    # one path joined across the units
+    alone: dict[str, str] = {}
+    new = [alone[text] if text in alone else alone.setdefault(text, _masked(text)) for _, text in leaves]
     # joined by path with index labels (two tool calls apart), then without (an event counter)
     for key in (str, plain_key):
         by_path: dict[str, list[int]] = {}
@@ -332,7 +333,7 @@ def mask_body(body: bytes, *, content_type: str, stream: bool) -> Masked:
                 for k, piece in zip(indices, _mask_joined([new[k] for k in indices])):
                     new[k] = piece
     changed = {k for k, (_, text) in enumerate(leaves) if new[k] != text}
-    counter = iter(range(len(leaves)))
+    counter: Iterator[int] = iter(())
 
     def replace(path: str, text: str) -> str | None:
         k = next(counter)
@@ -340,13 +341,16 @@ def mask_body(body: bytes, *, content_type: str, stream: bool) -> Masked:
 
     pieces, edits, pos = [], [], 0
     named.clear()
-    for unit in units:
+    for unit, (first, end, masks_name) in zip(units, walked):
         if unit.name and credential_name(unit.name):
             text: str | None = REDACTED if credential_value(unit.text) else None
             if text is not None:
                 named.append(f"part {unit.name!r}")
-        else:
+        elif masks_name or not changed.isdisjoint(range(first, end)):
+            counter = iter(range(first, end))
             text = _walk_text(unit.text, "", 0, replace, named)
+        else:  # nothing of it changes: its walk would give None
+            continue
         if text is None:
             continue
         raw = unit.write(text)
