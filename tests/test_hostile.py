@@ -199,7 +199,8 @@ def test_a_cassette_in_ssemocks_own_layout_is_never_too_many_values(tmp_path: Pa
     c = Cassette()
     body = b"data: x\n\n" * 50_000
     c.add("GET", "http://h.test/", [body[i : i + 1] for i in range(len(body))])
-    path = c.save(tmp_path / "dense.json")
+    # saved as a recording is (the same file), without the secret scan: the load is under test
+    path = c.save(tmp_path / "dense.json", scan_secrets=False)
     assert Cassette.load(path).interactions[0].response.ends == list(range(1, len(body) + 1))
 
 
