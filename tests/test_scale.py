@@ -236,7 +236,7 @@ def test_two_xdist_workers_record_different_cassettes_at_the_same_time(pytester:
     GATE.peak = 0
     with running(APP) as url:
         pytester._monkeypatch.setenv("SSEMOCK_SCALE_SERVER", url)
-        first = pytester.runpytest_subprocess("-p", "no:cassetter", "-n", "2", "--ssemock-record-mode=once")
+        first = pytester.runpytest_inprocess("-p", "no:cassetter", "-n", "2", "--ssemock-record-mode=once")
         first.assert_outcomes(passed=2)
     assert GATE.peak == 2, "the two workers did not record at the same time"
     folder = pytester.path / "cassettes" / "test_pair"
