@@ -154,9 +154,9 @@ def test_async_context_manager() -> None:
 
 # -- per-byte chunkings replay lazily ---------------------------------------------------------
 
-# ~55 KB in 4 recorded chunks: a per-byte plan of the old kind held ~50x it (~2.7 MB); a lazy one
-# holds a few KB whatever the body's size (under 4 KB here and at 300 KB), so 0.25x tells them apart
-BIG = b'data: {"choices": [{"delta": {"content": "h\xc3\xa9llo"}}]}\n\n' * 1_000
+# ~110 KB in 7 recorded chunks: a per-byte plan of the old kind held ~50x it (~5.5 MB); a lazy one
+# holds 2-4 KB whatever the body's size (as at 300 KB before), so 0.25x (27 KB) tells them apart
+BIG = b'data: {"choices": [{"delta": {"content": "h\xc3\xa9llo"}}]}\n\n' * 2_000
 
 
 def _big() -> ssemock.Cassette:
