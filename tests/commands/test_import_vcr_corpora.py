@@ -2,7 +2,8 @@
 
 ``../shared/corpora/realtraffic2`` (348 public vcrpy cassettes from six open-source LLM projects)
 and ``../shared/corpora/migration`` (pydantic-ai, llm-anthropic, llm-gemini) are converted by
-``ssemock import-vcr FOLDER --out OUT``, once per session (one subprocess per corpus). Then:
+``ssemock import-vcr FOLDER --out OUT``, once per session (the command line's ``main`` as ``python -m
+ssemock`` runs it, in this process: a subprocess per command only added an interpreter's start). Then:
 nothing is refused but the one test JWT no scanner can tell from a real one, no body is lost,
 every stream is labelled with the protocol and accumulates to the text an independent decoder
 (`real_traffic_reference`, written from the providers' documentation) finds, and ``ssemock
@@ -13,9 +14,10 @@ The corpora sit beside the repository (CI clones them there); they are read, nev
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import subprocess
-import sys
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from real_traffic_reference import body_of, decode_tree
 
 import ssemock
 from ssemock import Cassette, framing
+from ssemock.commands.cli import main
 
 CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"  # beside the repository
 # (corpus folder, the part of its tree under the folder import-vcr is given)
@@ -44,15 +47,23 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tup
     out: dict[str, tuple[Path, str]] = {}
     for name, root in ROOTS.items():
         target = tmp_path_factory.mktemp(name)
-        run = subprocess.run(
-            [sys.executable, "-m", "ssemock", "import-vcr", ".", "--out", str(target)],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        out[name] = (target, run.stdout + run.stderr)
+        here = Path.cwd()
+        os.chdir(root)
+        try:
+            _, stdout, stderr = _ssemock("import-vcr", ".", "--out", str(target))
+        finally:
+            os.chdir(here)
+        out[name] = (target, stdout + stderr)
     yield out
+
+
+def _ssemock(*args: str) -> tuple[int, str, str]:
+    """``python -m ssemock ARGS`` as its ``__main__`` runs it (``main(ARGS)``), in this process:
+    (exit code, stdout, stderr)."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        code = main(list(args))
+    return code, stdout.getvalue(), stderr.getvalue()
 
 
 def _refused(output: str) -> set[str]:
@@ -131,14 +142,9 @@ def test_every_stream_is_labelled_and_accumulated_as_the_reference_decodes_it(
 def test_validate_finds_no_warning_or_problem(corpus: str, imported: dict[str, tuple[Path, str]]) -> None:
     folder, _ = imported[corpus]
     files = sorted(str(p) for p in folder.rglob("*.json"))
-    run = subprocess.run(
-        [sys.executable, "-m", "ssemock", "validate", "--json", *files],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    reports = json.loads(run.stdout)
+    code, stdout, stderr = _ssemock("validate", "--json", *files)
+    assert code == 0, stdout[-3000:] + stderr[-3000:]
+    reports = json.loads(stdout)
     assert len(reports) == len(files)
     assert [
         (r["path"], r["warnings"], r["problems"]) for r in reports if r["warnings"] or r["problems"]
