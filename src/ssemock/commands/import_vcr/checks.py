@@ -59,10 +59,15 @@ class _Fields:
     def unknown(self, mapping: dict[Any, Any], known: frozenset[str], where: str) -> None:
         for key in mapping:
             if key not in known:
-                self.cannot_carry(
-                    f"{where}.{key}" if where else str(key),
-                    "a field vcrpy does not write (a custom serializer's?)",
-                )
+                self.cannot_carry(_field(where, key), "a field vcrpy does not write (a custom serializer's?)")
+
+
+def _field(where: str, key: Any) -> str:
+    """``where.key``; ``where[key!r]`` for a key that is no plain name (a newline, a space at
+    an end, an empty or non-string key): the message stays on one line, the key readable."""
+    if isinstance(key, str) and key and key.isprintable() and key.strip() == key:
+        return f"{where}.{key}" if where else key
+    return f"{where}[{key!r}]" if where else repr(key)
 
 
 _INTERACTION = frozenset({"request", "response"})
