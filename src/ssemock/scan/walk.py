@@ -369,18 +369,20 @@ class _Scan:
         data are text of the shape the last one had are read together (`Shapes.bulk`)."""
         i, n = 0, len(events)
         skip = wait = 0  # after a run could not be read together: events read one by one first
+        size = _BATCH  # events tried together: about twice the last run read (runs may be short)
         while i < n:
             if wait:
                 wait -= 1
             elif isinstance(getattr(events[i], "data", None), str):
                 try:
-                    texts = list(map(_DATA, events[i : i + _BATCH]))
+                    texts = list(map(_DATA, events[i : i + size]))
                 except AttributeError:
                     texts = []
                 read = self.shapes.bulk(self, texts) if set(map(type, texts)) == {str} else 0
                 if read:
                     i += read
                     skip = 0
+                    size = min(_BATCH, 2 * size if read == len(texts) else max(8, 2 * read))
                     continue
                 skip = wait = min(2 * skip or 1, _BATCH)
             self.event(field, k + i, events[i], path, plain)
