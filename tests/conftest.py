@@ -84,6 +84,19 @@ def pytest_configure(config: pytest.Config) -> None:
         _import_all()
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What is alive once the tests are collected (every module the suite imports, the SDKs, the
+    items) stays alive to the end: frozen (gc.freeze), the cyclic collector stops walking it at
+    each full collection. With the whole suite collected, test_plugin.py and test_explore_plugin.py
+    (inner pytest sessions: much garbage) spent 3.3-3.4 CPU-s in full collections, 1.8-1.9 frozen;
+    the process 33.1 and 28.1 CPU-s, 25.9 and 24.3 frozen (back to back; issue 33). Objects made
+    later are collected as before."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
