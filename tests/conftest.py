@@ -43,6 +43,7 @@ def _trust_no_public_ca() -> None:
 _trust_no_public_ca()
 
 import asyncio
+import socket
 import threading
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -82,6 +83,18 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not controller:
         _import_all()
+    _deliver_sigint()
+
+
+def _deliver_sigint() -> None:
+    """Ctrl-C reaches the commands the tests start: a suite started with SIGINT ignored (a
+    background job of a script: the shell ignores it there) would pass that on to every process it
+    starts, and the tests that stop a server, a proxy or a recording with Ctrl-C would wait on it
+    in vain. A handler, unlike an ignored signal, is not inherited across exec."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -317,5 +330,15 @@ def _inner_runs_import_their_own_test_files(request: pytest.FixtureRequest) -> I
     }
     for name in outer:
         del sys.modules[name]
+    # pytest-recording's network block, run in an inner session, "unblocks" by setting the
+    # methods it wrapped on socket.socket, where they were inherited: put the class back as it was
+    patched = {name: socket.socket.__dict__.get(name) for name in ("connect", "connect_ex")}
+    socketpair = socket.socketpair
     yield
     sys.modules.update(outer)
+    for name, method in patched.items():
+        if method is not None:
+            setattr(socket.socket, name, method)
+        elif name in socket.socket.__dict__:
+            delattr(socket.socket, name)
+    socket.socketpair = socketpair

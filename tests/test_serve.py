@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -697,7 +696,8 @@ def test_cli_serve_match_on_cors_and_quiet(tmp_path: Path) -> None:
                 if "Ctrl-C" in line:
                     ready.set()
 
-        threading.Thread(target=read, daemon=True).start()
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
         try:
             assert ready.wait(TIMEOUT), lines
             match = re.search(r"serving on (http://127\.0\.0\.1:\d+)", lines[0])
@@ -708,10 +708,14 @@ def test_cli_serve_match_on_cors_and_quiet(tmp_path: Path) -> None:
             else:  # the body is not matched on, and the origin asked for is allowed
                 assert resp.status_code == 200 and resp.content == BODY
                 assert resp.headers["access-control-allow-origin"] == "http://localhost:3000"
-            time.sleep(0.2)
         finally:
             proc.send_signal(signal.SIGINT)
-            proc.wait(TIMEOUT)
+            try:
+                proc.wait(TIMEOUT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise
+        reader.join(TIMEOUT)  # everything it logged, up to its exit
         logged = [line for line in lines if line.startswith("POST ")]
         assert logged == ([] if quiet else [f"POST {PATH} -> 200 #0, 6 chunk(s)\n"]), lines
 
