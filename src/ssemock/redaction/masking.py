@@ -32,7 +32,6 @@ from ..framing.eventstream import frame_ends
 from ..framing.json_array import element_spans as _array_spans
 from ..scan.credential_shapes import base64_layers
 from ..scan.event_plans import labels
-from ..scan.fields import credential_member_name
 from ..scan.shapes import (
     B64_RUN,
     FORM,
@@ -81,11 +80,7 @@ def _walk_json(value: Any, path: str, depth: int, visit: Visit, named: list[str]
         labelled = path + labels(value, tuple(value))
         for k, v in value.items():
             where = _key(labelled, str(k))
-            if (
-                credential_member_name(str(k))
-                and credential_member(str(k), v)
-                and not isinstance(v, (dict, list))
-            ):
+            if credential_member(str(k), v) and not isinstance(v, (dict, list)):
                 out[k], changed = REDACTED, True
                 named.append(where)
                 continue

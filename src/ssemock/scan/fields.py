@@ -347,7 +347,10 @@ def credential_member_name(name: str) -> bool:
 
 def credential_member(name: str, value: object) -> bool:
     """Whether a JSON member holds a credential: a credential name and a value that is no
-    placeholder; for ``token`` alone, a generated-looking string."""
+    placeholder; for ``token`` alone, a generated-looking string. The name is decided once
+    (`credential_member_name`, cached): most members are not named like a credential."""
+    if not credential_member_name(name):
+        return False
     if name.lower() in _VALUE_DECIDES:
         return isinstance(value, str) and looks_random(value)
-    return credential_name(name) and credential_value(value)
+    return credential_value(value)
