@@ -19,7 +19,7 @@ from .chunking import At, at, event_ends
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-__all__ = ["FAULTS", "Space", "Tables", "Variant", "draw_cuts", "transform_pool", "variants"]
+__all__ = ["FAULTS", "Space", "Tables", "Variant", "draw_cuts", "fault_names", "transform_pool", "variants"]
 
 
 FAULTS = (
@@ -205,6 +205,14 @@ def draw_cuts(
     return cuts
 
 
+def fault_names(faults: bool | str | Sequence[str], every: Sequence[str]) -> list[str]:
+    """The fault names a ``faults=`` option asks for: ``every`` when True, none when False, else
+    the one or the several it names."""
+    if isinstance(faults, bool):
+        return list(every) if faults else []
+    return [faults] if isinstance(faults, str) else list(faults)
+
+
 def variants(
     cassette: Cassette,
     *,
@@ -258,15 +266,7 @@ class Space:
         """Whether ``pad`` is among the transforms: it is drawn apart, last (a shift of the whole stream)."""
         self.pool = [t for t in pool if t.name != "pad"]
         """The transforms drawn from."""
-        self.fault_names = (
-            list(FAULTS)
-            if faults is True
-            else []
-            if faults is False
-            else [faults]
-            if isinstance(faults, str)
-            else list(faults)
-        )
+        self.fault_names = fault_names(faults, FAULTS)
         """The names of the faults drawn from."""
         self.faults = [None if name == "disconnect" else _faults.get(name) for name in self.fault_names]
         """The faults drawn from (`None` stands for `disconnect`)."""

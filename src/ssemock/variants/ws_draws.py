@@ -15,7 +15,7 @@ from . import faults as _faults
 from . import transforms as _transforms
 from . import ws_frames
 from .chunking import at
-from .variant_draws import Variant, draw_cuts
+from .variant_draws import Variant, draw_cuts, fault_names
 from .ws_chunking import frames_of, text_payloads
 
 __all__ = [
@@ -136,15 +136,7 @@ class WsSpace:
             t for n in named if n.split(":")[0] in ("fragments", "pings") for t in _transforms.resolve(n)
         ]
         self.pool = picked or [_transforms.get(n) for n in REFRAMINGS]
-        names = (
-            list(WS_FAULTS)
-            if faults is True
-            else []
-            if faults is False
-            else [faults]
-            if isinstance(faults, str)
-            else list(faults)
-        )
+        names = fault_names(faults, WS_FAULTS)
         self.faults = [f for f in (_faults.get(n) for n in names) if f.name.split(":")[0] in _WS_HEADS]
         self.max_boundaries = max_boundaries
 
