@@ -13,6 +13,7 @@ import asyncio
 import json
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ws_servers import eager
@@ -29,11 +30,12 @@ ASK = json.dumps({"type": "response.create"})
 STACKS = [*sorted(WS_STACKS), "httpx-ws"]
 
 
-async def _asyncio(url: str, ask: str) -> list[str]:
-    from websockets.asyncio.client import connect
+async def _asyncio(url: str, ask: str, connect: Any = None) -> list[str]:
+    """The exchange through the asyncio client, or through ``connect`` (the legacy one: the same API)."""
+    from websockets.asyncio.client import connect as asyncio_connect
     from websockets.exceptions import ConnectionClosedOK
 
-    async with connect(url, compression=None) as ws:
+    async with (connect or asyncio_connect)(url, compression=None) as ws:
         seen = [str(await ws.recv())]
         await ws.send(ask)
         try:
@@ -58,20 +60,11 @@ def _sync(url: str, ask: str) -> list[str]:
 
 
 async def _legacy(url: str, ask: str) -> list[str]:
-    from websockets.exceptions import ConnectionClosedOK
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         from websockets.legacy.client import connect
 
-    async with connect(url, compression=None) as ws:
-        seen = [str(await ws.recv())]
-        await ws.send(ask)
-        try:
-            seen.append(str(await ws.recv()))
-        except ConnectionClosedOK as closed:
-            seen.append(f"closed {closed.rcvd and closed.rcvd.code}")
-        return seen
+    return await _asyncio(url, ask, connect)
 
 
 async def _aiohttp(url: str, ask: str) -> list[str]:

@@ -50,11 +50,12 @@ def _script() -> list[tuple[str, str]]:
 # -- the recorded client's part, spoken by each stack's client library: what it received ---------
 
 
-async def _websockets(url: str) -> list[str]:
-    from websockets.asyncio.client import connect
+async def _websockets(url: str, connect: Any = None) -> list[str]:
+    """Through the asyncio client, or through ``connect`` (the legacy one: the same API)."""
+    from websockets.asyncio.client import connect as asyncio_connect
 
     got = []
-    async with connect(url) as ws:
+    async with (connect or asyncio_connect)(url) as ws:
         for direction, data in _script():
             if direction == "send":
                 await ws.send(data)
@@ -81,14 +82,7 @@ async def _websockets_legacy(url: str) -> list[str]:
         warnings.simplefilter("ignore", DeprecationWarning)
         from websockets.legacy.client import connect
 
-    got = []
-    async with connect(url) as ws:
-        for direction, data in _script():
-            if direction == "send":
-                await ws.send(data)
-            else:
-                got.append(str(await ws.recv()))
-    return got
+    return await _websockets(url, connect)
 
 
 async def _aiohttp(url: str, autoping: bool = True) -> list[str]:
