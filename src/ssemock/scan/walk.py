@@ -100,7 +100,6 @@ _BATCH = 64  # events read together at most (`_Scan.stream`)
 _DATA = operator.attrgetter("data")
 _DEEP_MAX = 2 << 20  # a stream up to this size is walked event by event and folded by its accumulator
 _DEPTH = 4  # decoded forms nested in each other (base64 in JSON in base64 ...), at most
-_DECODED_MAX = DECODED_MAX  # bytes a Content-Encoding layer may decode to (no decompression bomb)
 
 
 class _Scan:
@@ -282,7 +281,7 @@ class _Scan:
                 body, path = decoded, " ".join(layers)
                 for s in scan(body):
                     self.add(field, s.what, body[s.start : s.end], s.preview, path)
-        charset = wide_charset(content_type, body) if len(body) <= _DECODED_MAX else None
+        charset = wide_charset(content_type, body) if len(body) <= DECODED_MAX else None
         if charset is not None:  # UTF-16/32: every ASCII character of a key has a NUL beside it
             body = body.decode(charset, "replace").encode("utf-8")
             path = f"{path} {charset}".strip()
@@ -295,7 +294,7 @@ class _Scan:
             self.members(field, body, path)
             return
         if not stream or not body:
-            text = body.decode("utf-8", "replace") if len(body) <= _DECODED_MAX else ""
+            text = body.decode("utf-8", "replace") if len(body) <= DECODED_MAX else ""
             if text:
                 self.text(field, text, path, 0, shapes=False)
             return
@@ -357,7 +356,7 @@ class _Scan:
             kind = framing.detect(content_type, body)
             events = kind.decode(body)
         except (ValueError, TypeError):
-            if body:  # (a stream is walked only up to _DEEP_MAX: no larger than _DECODED_MAX)
+            if body:  # (a stream is walked only up to _DEEP_MAX: no larger than DECODED_MAX)
                 self.text(field, body.decode("utf-8", "replace"), path, 0, shapes=False)
             return
         plain: list[str] = []
