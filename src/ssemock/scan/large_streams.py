@@ -4,8 +4,10 @@ Every JSON string member's values are joined per member name, the data of non-JS
 joined, and each join scanned a window at a time (about 1 MiB of whole pieces, each window
 starting with the one before's last pieces: a secret split across two windows is still whole in
 one), so memory stays bounded however large the stream; every base64 run is decoded once. Per
-MiB of the body: one regex pass for the members (grouped per name in one loop), a count that
-skips the data-line pass when every event's data is JSON, and a split of the base64 runs.
+segment of the body: one regex pass for the members (events of a repeated shape split by their
+plan, `ssemock.scan.segment_plans`; else every member found and grouped per name in one loop),
+a count that skips the data-line pass when every event's data is JSON, and a split of the base64
+runs (of the strings and the text between them, each once, where a plan read the segment).
 """
 
 from __future__ import annotations
@@ -16,14 +18,13 @@ import re
 from collections.abc import Callable
 
 from .credential_shapes import base64_text
+from .segment_plans import SegmentPlans, members
 
 __all__ = ["LargeStream", "TextScan", "large_stream", "segment_end"]
 
 TextScan = Callable[[str, str, int], None]
 """The scan of a decoded form: (its text, where it is in the field, its depth of decoding)."""
 
-# possessive and unrolled (no backtracking into a string): a pass over a large stream at C speed
-_STRING_MEMBER = re.compile(rb'"([A-Za-z0-9_]{1,40})"\s*+:\s*+"([^"\\]*+(?:\\.[^"\\]*+)*+)"')
 _TEXT_DATA_LINE = re.compile(rb"^data: ?+(?![{\[])([^\r\n]*)", re.M)  # the data of a non-JSON event
 _JSON_DATA = (b"data: {", b"data: [", b"data:{", b"data:[")
 # the bytes of a base64 or base64url run; every other byte a space (runs split at C speed)
@@ -108,31 +109,30 @@ class LargeStream:
     """`large_stream` a segment at a time: a recording feeds each segment as it arrives
     (`ssemock.scan.incremental`), cut where `segment_end` cuts the whole body."""
 
-    def __init__(self, path: str, text: TextScan) -> None:
+    def __init__(self, path: str, text: TextScan, *, plans: bool = True) -> None:
+        """``plans``: read segments of repeated events by `SegmentPlans` (off: every member by the
+        member regex, the reference the plans are tested against)."""
         self._path, self._text = path, text
+        self._plans = SegmentPlans() if plans else None
         self._joins: dict[bytes, _Join] = {}
         self._data = _Join(functools.partial(_joined, text, path, b"data"))
         self._runs: set[bytes] = set()
 
     def segment(self, body: bytes, pos: int, end: int) -> None:
         """``body[pos:end]``, the next segment."""
-        groups: dict[bytes, list[bytes]] = {}
-        for name, value in _STRING_MEMBER.findall(body, pos, end):
-            group = groups.get(name)
-            if group is None:
-                groups[name] = [value]
-            else:
-                group.append(value)
+        segment = body[pos:end]
+        read = self._plans.read(segment) if self._plans is not None else None
+        groups, runs = read if read is not None else (members(segment), segment)
         joins = self._joins
         for name, group in groups.items():
             join = joins.get(name)
             if join is None:
                 join = joins[name] = _Join(functools.partial(_joined, self._text, self._path, name))
             join.extend(group)
-        if body.count(b"data:", pos, end) > sum(body.count(j, pos, end) for j in _JSON_DATA):
-            self._data.extend(_TEXT_DATA_LINE.findall(body, pos, end))  # some event's data is not JSON
+        if _text_data(segment):
+            self._data.extend(_TEXT_DATA_LINE.findall(segment))
         # the base64 runs (an id repeated in every event: decoded once), as _B64_RUN_BYTES finds them
-        self._runs.update(r for r in set(body[pos:end].translate(_B64_SPLIT).split()) if len(r) >= 16)
+        self._runs.update(r for r in set(runs.translate(_B64_SPLIT).split()) if len(r) >= 16)
 
     def close(self) -> None:
         """After the last segment: the joins' last windows and the base64 runs scanned."""
@@ -143,6 +143,17 @@ class LargeStream:
                 decoded = base64_text(run)
                 if decoded is not None:
                     self._text(decoded, f"{self._path} base64".strip(), 2)
+
+
+def _text_data(segment: bytes) -> bool:
+    """Whether some event's data in ``segment`` is not JSON (counted: the data lines against
+    the JSON ones, form by form until they are all accounted for)."""
+    data, json_data = segment.count(b"data:"), 0
+    for form in _JSON_DATA:
+        if json_data == data:
+            return False
+        json_data += segment.count(form)
+    return json_data < data
 
 
 def _joined(text: TextScan, path: str, name: bytes, parts: list[bytes]) -> None:
