@@ -286,19 +286,42 @@ def assert_paced(times: list[float], gap: float) -> None:
 
 # What the inner runs' test files (the docs pages', the plugin tests') import. Imported once, before
 # pytester's snapshot of sys.modules, they stay; otherwise every inner run imported them again
-# (pytester drops the modules a run imported first): about a second of CPU a run (issue 33).
+# (pytester drops the modules a run imported first): about a second of CPU a run (issue 33). The
+# SDKs' resources and uvicorn's loop and protocol are imported lazily, on a client's first use and
+# at a server's start: named too (0.1-0.2 CPU-s an inner run that was the first to use them), and
+# the plugins that the suite's addopts leave unloaded but an inner run loads (pytest-randomly,
+# pytest-recording, respx's, anyio's, platformdirs', xdist's controller).
 INNER_RUN_IMPORTS = (
     "pydantic",
     "openai",
+    "openai.pagination",
+    "openai.resources.chat.chat",
+    "openai.resources.chat.completions.completions",
+    "openai.resources.chat.completions.messages",
+    "openai.resources.responses",
+    "openai.lib.streaming.chat",
+    "openai.types.chat.completions",
     "anthropic",
     "google.genai",
     "mcp",
     "starlette.applications",
     "sse_starlette",
     "uvicorn",
+    "uvicorn.lifespan.off",
+    "uvicorn.loops.auto",
+    "uvicorn.loops.asyncio",
+    "uvicorn.protocols.http.auto",
+    "uvicorn.protocols.http.h11_impl",
     "websockets",
     "httpx_sse",
     "hypothesis",
+    "pytest_randomly",
+    "pytest_recording.plugin",
+    "respx.plugin",
+    "anyio.pytest_plugin",
+    "platformdirs.pytest_plugin",
+    "xdist.dsession",
+    "xdist.remote",
 )
 
 
