@@ -173,7 +173,7 @@ def test_events(ssemock):
     assert (pytester.path / "cassettes" / "test_rec" / "test_events.json").exists()
 
 
-def test_explore_under_xdist(pytester: pytest.Pytester) -> None:
+def test_explore_under_xdist(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two workers explore their own tests, each in one item; the failure and its reproducer come
     back through xdist's report, and the failing variants are stored for the next run."""
     pytester.makepyfile(
@@ -190,7 +190,10 @@ def test_whatwg(ssemock):
         ssemock.assert_text(text_of(whatwg(response)))
 """
     )
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:randomly", "-n", "2")
+    # the workers load only the plugins the file uses (the environment's others cost each worker
+    # ~0.3 CPU-s to start and play no part here)
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    result = pytester.runpytest_inprocess("-p", "xdist", "-p", "ssemock", "-n", "2")
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
     assert re.search(r"reproduce with: @pytest\.mark\.ssemock\(chunking=\"at:\d+", out)

@@ -416,9 +416,13 @@ def test_xdist_two_workers_record_each_matrix_once_then_replay_offline(
     )
     runs = 9 + len(ssemock.chunking.ALL)
     try:
-        pytester.runpytest_inprocess(
-            "-p", "no:cassetter", "-n", "2", "--ssemock-record-mode=all"
-        ).assert_outcomes(passed=runs)
+        with monkeypatch.context() as only:
+            # the workers load only the plugins the files use (the environment's others cost each
+            # worker ~0.3 CPU-s to start and play no part here)
+            only.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+            pytester.runpytest_inprocess(
+                "-p", "xdist", "-p", "ssemock", "-p", "asyncio", "-n", "2", "--ssemock-record-mode=all"
+            ).assert_outcomes(passed=runs)
         assert counting.counts == {"/v1/chat/completions": 1}
     finally:
         counting.stop()
