@@ -14,6 +14,7 @@ from rich.console import Console
 
 import ssemock
 from ssemock.commands import demo
+from ssemock.commands.cli import main
 from ssemock.commands.demo import DemoResult, run_demo
 from ssemock.variants import ws_chunking
 
@@ -230,15 +231,31 @@ def test_run_demo_without_directory_removes_its_folder() -> None:
     assert "removed now" in out.getvalue()
 
 
-def test_ssemock_demo_explore_shows_the_naive_decoders_smallest_failing_stream() -> None:
-    proc = _run_command("--explore", "60", "--json")
-    found = json.loads(proc.stdout)["explore"]
+def _main(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str) -> str:
+    """``ssemock demo ARGS`` as ``python -m ssemock`` runs it (``main(ARGS)``), in this process, its
+    output read from file descriptors 1 and 2 as a pipe gets it (no terminal, no COLUMNS): what it
+    printed to stdout. A subprocess per run only added an interpreter's start and the demo's
+    imports, ~1.3 CPU-s (issue 33); the console script and the piped output are
+    test_ssemock_demo_command_*'s and test_piped_output_keeps_each_sentence_on_one_line's."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+    capfd.readouterr()
+    code = main(["demo", *args])
+    out, err = capfd.readouterr()
+    assert code == 0, out + err
+    return out
+
+
+def test_ssemock_demo_explore_shows_the_naive_decoders_smallest_failing_stream(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found = json.loads(_main(capfd, monkeypatch, "--explore", "60", "--json"))["explore"]
     assert found["examples"] == 60
     failure = found["failure"]
     assert failure is not None and len(failure["boundaries"]) == 1  # shrunk to one boundary
     assert failure["reproducer"].startswith('@pytest.mark.ssemock(chunking="at:')
     # printed beside the matrix's table, with the marker to pin it
-    printed = _run_command("--explore", "60").stdout
+    printed = _main(capfd, monkeypatch, "--explore", "60")
     assert (
         "3. Exploring" in printed
         and 'pin it as a regression test: @pytest.mark.ssemock(chunking="at:' in printed
