@@ -11,7 +11,9 @@ Per page, in a fresh temporary folder (the current directory while the page runs
   pytest-randomly as in a user's run, with a seed the docs test names (``-p randomly
   --randomly-seed=N``), and run again under each other seed of ``SEEDS``, in a copy of the folder
   as it was before the block (so an inner run that passed only in one order fails), unless ARGS hold
-  ``-p no:randomly``: the block's inner run then needs its written order;
+  ``-p no:randomly``: the block's inner run then needs its written order. An inner run under
+  pytest-xdist (``-n`` in ARGS) loads only ssemock, xdist, pytest-asyncio and the order's
+  pytest-randomly (``XDIST_PLUGINS``), in its workers too;
 * any other block is executed, in one namespace shared by the page's blocks.
 
 A page that holds the comment ``<!-- docs-test: bash -->`` also runs its ```bash blocks, in the
@@ -232,20 +234,37 @@ def _order(args: list[str], seed: int) -> list[str]:
     return ["-p", "randomly", f"--randomly-seed={seed}"]
 
 
+# The plugins an xdist inner run's workers load: each worker is a Python process of its own, and
+# loading every plugin of this suite's environment (hypothesis, respx, anyio, pytest-recording,
+# cassetter, ...) cost each ~0.3 CPU-s at its start for nothing (issue 33); pytest-randomly comes
+# with the run's order (``_order``).
+XDIST_PLUGINS = ("-p", "xdist", "-p", "ssemock", "-p", "asyncio")
+
+
 def _inner_run(block: Block, pytester: pytest.Pytester, seed: int) -> None:
     """The block's test file, run by an in-process pytest in the current folder: it must pass."""
     name, args = block.target()
-    result = pytester.runpytest_inprocess(
-        name,
-        "-p",
-        "no:cassetter",
-        "-p",
-        "no:cacheprovider",
-        "-o",
-        "asyncio_default_fixture_loop_scope=function",
-        *_order(args, seed),
-        *args,
-    )
+    xdist = "-n" in args
+    autoload = os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+    if xdist:
+        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    try:
+        result = pytester.runpytest_inprocess(
+            name,
+            *(XDIST_PLUGINS if xdist else ()),
+            "-p",
+            "no:cassetter",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "asyncio_default_fixture_loop_scope=function",
+            *_order(args, seed),
+            *args,
+        )
+    finally:
+        os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        if autoload is not None:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = autoload
     outcomes = result.parseoutcomes()
     assert result.ret == 0 and outcomes.get("passed", 0) > 0, (
         f"{block.where()}: the test file {name} did not pass ({' '.join(_order(args, seed))}):\n"
