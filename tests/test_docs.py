@@ -134,8 +134,13 @@ class Shell:
         }
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
         # This suite's environment (the dev extra) has both cassetter and pytest-recording, which
-        # cannot load together; a user's project has neither.
-        env["PYTEST_ADDOPTS"] = "-p no:cassetter -o asyncio_default_fixture_loop_scope=function"
+        # cannot load together; a user's project has neither. Nor has it hypothesis, xdist or
+        # pytest-timeout, which no page's pytest command uses: their plugins cost each command
+        # ~0.3 CPU-s to load (issue 33).
+        env["PYTEST_ADDOPTS"] = (
+            "-p no:cassetter -p no:hypothesispytest -p no:xdist -p no:timeout"
+            " -o asyncio_default_fixture_loop_scope=function"
+        )
         self.env = env
         self.background: list[tuple[Block, subprocess.Popen[str]]] = []
         self.state.write_text(f"cd {shlex.quote(str(home))}\n", encoding="utf-8")
