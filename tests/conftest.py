@@ -104,7 +104,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     (inner pytest sessions: much garbage) spent 3.3-3.4 CPU-s in full collections, 1.8-1.9 frozen;
     the process 33.1 and 28.1 CPU-s, 25.9 and 24.3 frozen (back to back; issue 33). Objects made
     later are collected as before, the youngest two generations as often as before; a full
-    collection waits for 100 collections of the middle one, not 10: the inner pytest sessions
+    collection waits for 100 collections of the middle one, not 10 (set by ssemock_suite_boot,
+    and here again for a run with other options): the inner pytest sessions
     and hypothesis's tests made each full one walk millions of objects (80-200 ms), about 20-35 a
     hundred tests of test_docs/test_plugin/test_fuzz. Measured on 4 files each (one process, CPU
     in the collector): test_fuzz, test_plugin, test_sse, test_library 4.1 -> 2.5 s; test_docs,
