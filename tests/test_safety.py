@@ -270,16 +270,42 @@ def _mentions(exc: BaseException, path: Path) -> bool:
 FAILURES = {
     "replace-EACCES": ("replace", PermissionError(errno.EACCES, "Permission denied")),
     "replace-EROFS": ("replace", OSError(errno.EROFS, "Read-only file system")),
-    "fsync-ENOSPC": ("fsync", OSError(errno.ENOSPC, "No space left on device")),
+    "write-ENOSPC": ("write", OSError(errno.ENOSPC, "No space left on device")),
     "open-EACCES": ("open", PermissionError(errno.EACCES, "Permission denied")),
 }
 
 
 def _inject(monkeypatch: pytest.MonkeyPatch, where: str, error: OSError) -> None:
+    """``error`` raised where the save calls ``where``; ``write``: by every write to the temp
+    file (a full disk; the save no longer syncs the file, so ENOSPC comes from a write)."""
+
     def fail(*args: Any, **kwargs: Any) -> Any:
         raise error
 
-    target = {"replace": (os, "replace"), "fsync": (os, "fsync"), "open": (os, "open")}[where]
+    if where == "write":
+        fdopen = os.fdopen
+
+        class Full:
+            def __init__(self, fd: int, *args: Any, **kwargs: Any) -> None:
+                self.file = fdopen(fd, *args, **kwargs)
+
+            def __enter__(self) -> Full:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                self.file.close()
+
+            write = fail
+
+            def seek(self, *args: Any) -> Any:
+                return self.file.seek(*args)
+
+            def truncate(self, *args: Any) -> Any:
+                return self.file.truncate(*args)
+
+        monkeypatch.setattr(os, "fdopen", Full)
+        return
+    target = {"replace": (os, "replace"), "open": (os, "open")}[where]
     monkeypatch.setattr(*target, fail)
 
 
@@ -300,7 +326,7 @@ def test_a_failing_save_raises_the_os_error_and_leaves_no_temp_file(
 
 def test_a_failing_save_names_the_cassette(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path, _ = _old(tmp_path)
-    _inject(monkeypatch, "fsync", OSError(errno.ENOSPC, "No space left on device"))
+    _inject(monkeypatch, "write", OSError(errno.ENOSPC, "No space left on device"))
     with pytest.raises(OSError) as info:
         _cassette().save(path)
     assert _mentions(info.value, path), str(info.value)
