@@ -70,12 +70,13 @@ class SegmentPlan:
         outside, strings = pieces[0::2], pieces[1::2]
         pattern = [_ANY_NUMBER.join(map(re.escape, _NUMBER.split(outside[0])))]
         names: dict[bytes, list[int]] = {}
+        keys: list[bytes] = []
         key: bytes | None = None  # the key of the value that comes next
         captured = 0
         for string, after in zip(strings, outside[1:], strict=True):
-            if _is_key(after):
+            if after.lstrip().startswith(b":"):  # a key
                 pattern.append(b'"' + re.escape(string) + b'"')
-                key = string
+                keys.append(key := string)
             else:
                 pattern.append(_VALUE)
                 if key is not None and _NAME.fullmatch(key):
@@ -84,7 +85,7 @@ class SegmentPlan:
             pattern.append(_ANY_NUMBER.join(map(re.escape, _NUMBER.split(after))))
         self.pattern = re.compile(b"".join(pattern))
         self.names = names  # member name -> its captured values' places in an event, in order
-        self.literal = b" ".join(chain(outside, compress(strings, map(_is_key, outside[1:]))))
+        self.literal = b" ".join(chain(outside, keys))
 
     def read(self, segment: bytes) -> Read | None:
         """The members of ``segment`` and its base64 text, or None where the shape does not fit it
@@ -98,10 +99,11 @@ class SegmentPlan:
         quoted = list(compress(range(len(gaps)), map(contains, gaps, repeat(b'"'))))
         if len(quoted) * _QUOTED_SHARE > events:
             return None
-        columns = {name: _column(parts, places, stride) for name, places in self.names.items()}
+        captures = [parts[g::stride] for g in range(1, stride)]  # each captured value, event by event
+        columns = {name: _column(captures, places) for name, places in self.names.items()}
         if quoted:
             columns = self._interleaved(columns, gaps, quoted)
-        values = set(chain.from_iterable(parts[g::stride] for g in range(1, stride)))
+        values = set(chain.from_iterable(captures))
         return columns, b" ".join(chain(values, set(gaps), (self.literal,)))
 
     def _interleaved(
@@ -182,13 +184,8 @@ def _is_object(text: bytes) -> bool:
         return False
 
 
-def _is_key(after: bytes) -> bool:
-    """Whether the string before this text outside strings is a key."""
-    return after.lstrip().startswith(b":")
-
-
-def _column(parts: list[bytes], places: list[int], stride: int) -> list[bytes]:
-    """A name's values in text order: the captures at its places in each event, event by event."""
+def _column(captures: list[list[bytes]], places: list[int]) -> list[bytes]:
+    """A name's values in text order: its captures at ``places`` in each event, event by event."""
     if len(places) == 1:
-        return parts[places[0] + 1 :: stride]
-    return list(chain.from_iterable(zip(*(parts[p + 1 :: stride] for p in places), strict=True)))
+        return captures[places[0]]
+    return list(chain.from_iterable(zip(*(captures[p] for p in places), strict=True)))

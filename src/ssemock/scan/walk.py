@@ -23,8 +23,7 @@ import orjson
 from .. import framing
 from .body_forms import DECODED_MAX, decode_content, wide_charset
 from .credential_shapes import _WHOLE, B64_RUN, REDACTED, base64_text, has_b64_run, scan
-from .event_plans import REASSEMBLE_MAX as _REASSEMBLE_MAX
-from .event_plans import Shapes, labels, members, piece_keys, plain_key, worth
+from .event_plans import REASSEMBLE_MAX, Shapes, labels, members, piece_keys, plain_key, worth
 from .fields import (
     _FORM_MAX,
     FORM,
@@ -168,14 +167,14 @@ class _Scan:
         """A string piece of a streamed field, joined with the others under its piece key (with its
         index labels, and without them: ``keys``, when known)."""
         for k in piece_keys(key) if keys is None else keys:
-            if self.total < _REASSEMBLE_MAX:  # every key's size is at most the total: under the cap
+            if self.total < REASSEMBLE_MAX:  # every key's size is at most the total: under the cap
                 self.pieces.setdefault(k, []).append(value)
                 self.total += len(value)
             else:
                 if self.sizes is None:
                     self.sizes = {p: sum(map(len, v)) for p, v in self.pieces.items()}
                 size = self.sizes.get(k, 0)
-                if size < _REASSEMBLE_MAX:
+                if size < REASSEMBLE_MAX:
                     self.pieces.setdefault(k, []).append(value)
                     self.sizes[k] = size + len(value)
             for record in self.recording:
