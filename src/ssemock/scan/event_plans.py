@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, cycle, repeat
 from operator import add, call, itemgetter, methodcaller
@@ -285,6 +285,35 @@ class _Planned:
         return self.fast
 
 
+def _undone(raw: Sequence[str]) -> tuple[tuple[str, ...], str] | None:
+    """String values as written between a JSON text's quotes, as JSON reads them, and joined by
+    spaces (what `worth` tests: a space joins no match): their escapes undone by one parse of them
+    all (which checks them). None where one is no JSON string's content, or may not end where
+    JSON ends it: a control character or a surrogate unescaped, a backslash at its end (a quote
+    escaped: the text is not cut where JSON cuts it)."""
+    joined = " ".join(raw)
+    if "\\" not in joined:
+        if not joined.isprintable() and _UNFIT.search(joined):
+            return None
+        return tuple(raw), joined
+    if any(map(methodcaller("endswith", "\\"), raw)):
+        return None
+    try:
+        values = tuple(orjson.loads('["' + '","'.join(raw) + '"]'))
+    except orjson.JSONDecodeError:
+        return None
+    return (values, " ".join(values)) if len(values) == len(raw) else None
+
+
+def _reserve(walker: Walker, size: int) -> bool:
+    """Whether ``size`` more characters fit the walker's piece lists under `REASSEMBLE_MAX`
+    (counted then)."""
+    if walker.total + size >= REASSEMBLE_MAX:
+        return False
+    walker.total += size
+    return True
+
+
 class Shapes:
     """The event shapes of one stream: each seen once (False), with no plan (True), or planned."""
 
@@ -337,24 +366,16 @@ class Shapes:
             return False
         raw: tuple[str, ...] = m.groups()
         if known.stable_at(raw) == known.stable and not plan.named:  # in bulk
-            vary = known.vary_at(raw)
-            joined = " ".join(vary)
-            if "\\" in joined:  # escapes: undone by one parse of the values (which checks them)
-                try:
-                    vary = tuple(orjson.loads('["' + '","'.join(vary) + '"]'))
-                except orjson.JSONDecodeError:
-                    return False
-                joined = " ".join(vary)
-            elif not joined.isprintable() and _UNFIT.search(joined):  # what no JSON string holds unescaped
+            undone = _undone(known.vary_at(raw))
+            if undone is None:
                 return False
+            vary, joined = undone
             if not worth(joined):  # (a space joins no match)
-                size = plan.spread * (len(joined) + known.stable_size)  # what the lists get, at most
-                if walker.total + size >= REASSEMBLE_MAX:
+                if not _reserve(walker, plan.spread * (len(joined) + known.stable_size)):
                     return False
-                walker.total += size
                 deque(map(call, known.flat_appends, known.flat_at(known.stable_values + vary)), 0)
                 return True
-        return self._one_by_one(walker, field, path, k, text, known, raw)
+        return self._one_by_one(walker, field, path, k, known, raw)
 
     def bulk(self, walker: Walker, texts: list[str]) -> int:
         """Read the first events whose data are ``texts`` (one after the other) together, as `read`
@@ -375,52 +396,30 @@ class Shapes:
             varys = list(map(known.vary_at, varys))
         if not varys:
             return 0
-        flat = list(chain.from_iterable(varys))
-        joined = " ".join(flat)
-        if "\\" in joined:  # escapes: undone by one parse of all the values (which checks them)
-            if any(map(methodcaller("endswith", "\\"), flat)):
-                return 0  # a quote escaped: the text is not cut where JSON cuts it
-            try:
-                decoded = orjson.loads('["' + '","'.join(flat) + '"]') if flat else flat
-            except orjson.JSONDecodeError:
-                return 0
-            if len(decoded) != len(flat):  # (a value ending in a lone backslash: no JSON string)
-                return 0
-            flat = decoded
-            width = len(varys[0])
-            varys = list(zip(*[iter(flat)] * width)) if width else varys
-            joined = " ".join(flat)
-        elif not joined.isprintable() and _UNFIT.search(joined):  # what no JSON string holds unescaped
+        undone = _undone(list(chain.from_iterable(varys)))
+        if undone is None:
             return 0
+        flat, joined = undone
+        width = len(varys[0])
+        varys = list(zip(*[iter(flat)] * width)) if width else varys  # (escapes undone)
         if worth(joined):  # (a space joins no match): the events before the first worth decoding
             first = next(i for i, v in enumerate(varys) if worth(" ".join(v)))
             return self.bulk(walker, texts[:first]) if first else 0
-        size = known.plan.spread * (len(joined) + len(varys) * known.stable_size)  # the lists get, at most
-        if walker.total + size >= REASSEMBLE_MAX:
+        if not _reserve(walker, known.plan.spread * (len(joined) + len(varys) * known.stable_size)):
             return 0
-        walker.total += size
         values = chain.from_iterable(map(known.flat_at, map(add, repeat(known.stable_values), varys)))
         deque(map(call, cycle(known.flat_appends), values), 0)
         return len(varys)
 
     def _one_by_one(
-        self, walker: Walker, field: str, path: str, k: int, text: str, known: _Planned, raw: tuple[str, ...]
+        self, walker: Walker, field: str, path: str, k: int, known: _Planned, raw: tuple[str, ...]
     ) -> bool:
         """`read`, a value at a time (a credential name, a value to decode, a stable value changed)."""
-        plan, values = known.plan, raw
-        if "\\" in text:
-            try:
-                values = tuple(orjson.loads('["' + '","'.join(raw) + '"]')) if raw else raw
-            except orjson.JSONDecodeError:
-                return False
-            if len(values) != len(raw):  # (a value ending in a lone backslash: no JSON string)
-                return False
-        elif any(not v.isprintable() and _UNFIT.search(v) for v in raw):
+        plan = known.plan
+        undone = _undone(raw)
+        if undone is None or not _reserve(walker, plan.spread * sum(map(len, undone[0]))):
             return False
-        size = plan.spread * sum(map(len, values))
-        if walker.total + size >= REASSEMBLE_MAX:
-            return False
-        walker.total += size
+        values = undone[0]
         walker.prefix = where = f"{path} event {k}".strip()
         settled: list[int] = []
         for i, (slot, appends, value) in enumerate(zip(plan.slots, known.appends, values)):
