@@ -334,6 +334,21 @@ INNER_RUN_IMPORTS = (
 )
 
 
+# The plugins an in-process inner run under pytest-xdist loads, in its workers too: each worker is a
+# Python process of its own, and loading every plugin of this suite's environment (hypothesis,
+# respx, anyio, pytest-recording, cassetter, ...) cost each ~0.3 CPU-s at its start for nothing
+# (issue 33).
+XDIST_PLUGINS = ("-p", "xdist", "-p", "ssemock", "-p", "asyncio")
+
+
+def run_xdist_inprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """``pytester.runpytest_inprocess(*args)`` (``-n`` among them) with plugin autoload off: the
+    run and its workers load `XDIST_PLUGINS` and the plugins ``args`` name, no other."""
+    with pytest.MonkeyPatch.context() as only:
+        only.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+        return pytester.runpytest_inprocess(*XDIST_PLUGINS, *args)
+
+
 def _import_what_inner_runs_use() -> None:
     import importlib
 

@@ -13,7 +13,7 @@ Per page, in a fresh temporary folder (the current directory while the page runs
   as it was before the block (so an inner run that passed only in one order fails), unless ARGS hold
   ``-p no:randomly``: the block's inner run then needs its written order. An inner run under
   pytest-xdist (``-n`` in ARGS) loads only ssemock, xdist, pytest-asyncio and the order's
-  pytest-randomly (``XDIST_PLUGINS``), in its workers too;
+  pytest-randomly (``conftest.run_xdist_inprocess``), in its workers too;
 * any other block is executed, in one namespace shared by the page's blocks.
 
 A page that holds the comment ``<!-- docs-test: bash -->`` also runs its ```bash blocks, in the
@@ -49,6 +49,7 @@ from pathlib import Path
 import httpcore  # noqa: F401 - see below
 import httpcore2  # noqa: F401
 import pytest
+from conftest import run_xdist_inprocess
 
 # pytester restores sys.modules after each test. httpx and httpx2 import httpcore / httpcore2
 # lazily and cache its exception classes in a module global on first use; if that first use
@@ -239,37 +240,26 @@ def _order(args: list[str], seed: int) -> list[str]:
     return ["-p", "randomly", f"--randomly-seed={seed}"]
 
 
-# The plugins an xdist inner run's workers load: each worker is a Python process of its own, and
-# loading every plugin of this suite's environment (hypothesis, respx, anyio, pytest-recording,
-# cassetter, ...) cost each ~0.3 CPU-s at its start for nothing (issue 33); pytest-randomly comes
-# with the run's order (``_order``).
-XDIST_PLUGINS = ("-p", "xdist", "-p", "ssemock", "-p", "asyncio")
-
-
 def _inner_run(block: Block, pytester: pytest.Pytester, seed: int) -> None:
     """The block's test file, run by an in-process pytest in the current folder: it must pass."""
     name, args = block.target()
-    xdist = "-n" in args
-    autoload = os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-    if xdist:
-        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    try:
-        result = pytester.runpytest_inprocess(
-            name,
-            *(XDIST_PLUGINS if xdist else ()),
-            "-p",
-            "no:cassetter",
-            "-p",
-            "no:cacheprovider",
-            "-o",
-            "asyncio_default_fixture_loop_scope=function",
-            *_order(args, seed),
-            *args,
-        )
-    finally:
-        os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-        if autoload is not None:
-            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = autoload
+    run_args = (
+        name,
+        "-p",
+        "no:cassetter",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        *_order(args, seed),
+        *args,
+    )
+    if "-n" in args:  # pytest-randomly comes with the run's order (``_order``)
+        result = run_xdist_inprocess(pytester, *run_args)
+    else:
+        with pytest.MonkeyPatch.context() as env:
+            env.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+            result = pytester.runpytest_inprocess(*run_args)
     outcomes = result.parseoutcomes()
     assert result.ret == 0 and outcomes.get("passed", 0) > 0, (
         f"{block.where()}: the test file {name} did not pass ({' '.join(_order(args, seed))}):\n"

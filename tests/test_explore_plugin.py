@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import APP
+from conftest import APP, run_xdist_inprocess
 
 from ssemock.commands.loopback import running
 
@@ -173,7 +173,7 @@ def test_events(ssemock):
     assert (pytester.path / "cassettes" / "test_rec" / "test_events.json").exists()
 
 
-def test_explore_under_xdist(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_explore_under_xdist(pytester: pytest.Pytester) -> None:
     """Two workers explore their own tests, each in one item; the failure and its reproducer come
     back through xdist's report, and the failing variants are stored for the next run."""
     pytester.makepyfile(
@@ -190,10 +190,7 @@ def test_whatwg(ssemock):
         ssemock.assert_text(text_of(whatwg(response)))
 """
     )
-    # the workers load only the plugins the file uses (the environment's others cost each worker
-    # ~0.3 CPU-s to start and play no part here)
-    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    result = pytester.runpytest_inprocess("-p", "xdist", "-p", "ssemock", "-n", "2")
+    result = run_xdist_inprocess(pytester, "-n", "2")
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
     assert re.search(r"reproduce with: @pytest\.mark\.ssemock\(chunking=\"at:\d+", out)

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import APP
+from conftest import APP, run_xdist_inprocess
 
 import ssemock
 from ssemock.commands.loopback import running
@@ -416,13 +416,7 @@ def test_xdist_two_workers_record_each_matrix_once_then_replay_offline(
     )
     runs = 9 + len(ssemock.chunking.ALL)
     try:
-        with monkeypatch.context() as only:
-            # the workers load only the plugins the files use (the environment's others cost each
-            # worker ~0.3 CPU-s to start and play no part here)
-            only.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-            pytester.runpytest_inprocess(
-                "-p", "xdist", "-p", "ssemock", "-p", "asyncio", "-n", "2", "--ssemock-record-mode=all"
-            ).assert_outcomes(passed=runs)
+        run_xdist_inprocess(pytester, "-n", "2", "--ssemock-record-mode=all").assert_outcomes(passed=runs)
         assert counting.counts == {"/v1/chat/completions": 1}
     finally:
         counting.stop()

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
+from conftest import run_xdist_inprocess
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -236,13 +237,7 @@ def test_two_xdist_workers_record_different_cassettes_at_the_same_time(pytester:
     GATE.peak = 0
     with running(APP) as url:
         pytester._monkeypatch.setenv("SSEMOCK_SCALE_SERVER", url)
-        with pytest.MonkeyPatch.context() as only:
-            # the workers load only the plugins the file uses (the environment's others cost each
-            # worker ~0.3 CPU-s to start and play no part here)
-            only.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-            first = pytester.runpytest_inprocess(
-                "-p", "xdist", "-p", "ssemock", "-p", "asyncio", "-n", "2", "--ssemock-record-mode=once"
-            )
+        first = run_xdist_inprocess(pytester, "-n", "2", "--ssemock-record-mode=once")
         first.assert_outcomes(passed=2)
     assert GATE.peak == 2, "the two workers did not record at the same time"
     folder = pytester.path / "cassettes" / "test_pair"
