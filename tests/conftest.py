@@ -49,6 +49,7 @@ import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import brotli
 import httpcore  # noqa: F401  imported here, not lazily inside a pytester test: pytester
@@ -332,6 +333,33 @@ INNER_RUN_IMPORTS = (
     "xdist.dsession",
     "xdist.remote",
 )
+
+
+def fill_the_disk(monkeypatch: pytest.MonkeyPatch, error: OSError, *, after: int = 0) -> None:
+    """A disk that fills up during a save: each file ``os.fdopen`` opens (the atomic save's temp
+    file) raises ``error`` at every write after its first ``after``."""
+    fdopen = os.fdopen
+
+    class Full:
+        def __init__(self, fd: int, *args: Any, **kwargs: Any) -> None:
+            self._file, self._writes = fdopen(fd, *args, **kwargs), 0
+
+        def write(self, data: bytes) -> int:
+            self._writes += 1
+            if self._writes > after:
+                raise error
+            return int(self._file.write(data))
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._file, name)
+
+        def __enter__(self) -> Full:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self._file.close()
+
+    monkeypatch.setattr(os, "fdopen", Full)
 
 
 # The plugins an in-process inner run under pytest-xdist loads, in its workers too: each worker is a

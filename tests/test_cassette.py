@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
+from conftest import fill_the_disk
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from streams import TEXT, openai_chat_events
@@ -568,28 +569,6 @@ def test_save_without_path_needs_one() -> None:
         Cassette().save()
 
 
-class _FullDisk:
-    """A file whose writes fail after the first, as on a disk that fills up during the save."""
-
-    def __init__(self, fh: Any) -> None:
-        self._fh, self._writes = fh, 0
-
-    def write(self, data: bytes) -> int:
-        self._writes += 1
-        if self._writes > 1:
-            raise OSError(28, "No space left on device")
-        return int(self._fh.write(data))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._fh, name)
-
-    def __enter__(self) -> _FullDisk:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._fh.close()
-
-
 @pytest.mark.parametrize("fail_in", ["replace", "chmod", "write"])
 def test_failed_save_keeps_previous_file_and_no_temp(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_in: str
@@ -603,9 +582,8 @@ def test_failed_save_keeps_previous_file_and_no_temp(
     def boom(*args: Any, **kwargs: Any) -> None:
         raise OSError(28, "No space left on device")
 
-    if fail_in == "write":
-        fdopen = os.fdopen
-        monkeypatch.setattr(os, "fdopen", lambda *a, **k: _FullDisk(fdopen(*a, **k)))
+    if fail_in == "write":  # the first write goes through, the next ones find the disk full
+        fill_the_disk(monkeypatch, OSError(28, "No space left on device"), after=1)
     else:
         monkeypatch.setattr(os, fail_in, boom)
     with pytest.raises(OSError, match="No space"):

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import fill_the_disk
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.applications import Starlette
@@ -283,27 +284,7 @@ def _inject(monkeypatch: pytest.MonkeyPatch, where: str, error: OSError) -> None
         raise error
 
     if where == "write":
-        fdopen = os.fdopen
-
-        class Full:
-            def __init__(self, fd: int, *args: Any, **kwargs: Any) -> None:
-                self.file = fdopen(fd, *args, **kwargs)
-
-            def __enter__(self) -> Full:
-                return self
-
-            def __exit__(self, *exc: object) -> None:
-                self.file.close()
-
-            write = fail
-
-            def seek(self, *args: Any) -> Any:
-                return self.file.seek(*args)
-
-            def truncate(self, *args: Any) -> Any:
-                return self.file.truncate(*args)
-
-        monkeypatch.setattr(os, "fdopen", Full)
+        fill_the_disk(monkeypatch, error)
         return
     target = {"replace": (os, "replace"), "open": (os, "open")}[where]
     monkeypatch.setattr(*target, fail)
