@@ -45,6 +45,7 @@ from ..framing.websocket import (
     encode_frame,
     parse_close,
 )
+from ..redaction.rules import redact_subprotocol
 from ..store.model import Interaction
 from ..store.websocket import Message
 from .errors import UnmatchedRequestError
@@ -358,9 +359,14 @@ class Conversation:
         if not any(k == "connection" for k, _ in headers):
             headers.append(("connection", "Upgrade"))
         headers.append(("sec-websocket-accept", accept_key(key)))
-        offered = [p.strip() for p in asked.get("sec-websocket-protocol", "").split(",") if p.strip()]
-        offered = [p for p in offered if not p.startswith("openai-insecure-api-key.")]
+        asking = [p.strip() for p in asked.get("sec-websocket-protocol", "").split(",") if p.strip()]
+        # a credential offered as a subprotocol is stored redacted: it matches any key, is never
+        # named in a message, and is answered with the client's own when the recording agreed to it
+        offered = [p for p in asking if redact_subprotocol(p) == p]
         agreed = self.ws.subprotocol
+        if agreed is not None and agreed not in offered:
+            agreed = next((p for p in asking if redact_subprotocol(p) == agreed), agreed)
+            offered = [*offered, agreed] if agreed in asking else offered
         if offered and agreed is None:
             raise HandshakeMismatch(
                 f"ssemock: {self.where}, interaction #{self.index} ({self.interaction.request.url}): the client "

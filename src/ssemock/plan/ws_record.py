@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..framing.websocket import FrameError, FrameParser, Inflater, Opcode, RawFrame, parse_close
-from ..redaction.rules import redact_response
+from ..redaction.rules import redact_response, redact_subprotocol
 from ..store.model import Headers, Interaction, Request, Response
 from ..store.websocket import Close, FrameNote, Message, WebSocket, Wire
 
@@ -260,13 +260,14 @@ class WsRecorder:
             if not self.ended:
                 self._finish_close()
             offered = [
-                p.strip()
+                redact_subprotocol(p.strip())
                 for k, v in self.request.headers
                 if k == "sec-websocket-protocol"
                 for p in v.split(",")
                 if p.strip()
             ]
             agreed = next((v for k, v in self.headers if k == "sec-websocket-protocol"), None)
+            agreed = None if agreed is None else redact_subprotocol(agreed)
             ext = next((v for k, v in self.headers if k == "sec-websocket-extensions"), None)
             messages = [Message(m.direction, max(0.0, m.t), m.type, m.data) for m in self.messages]
             ws = WebSocket(

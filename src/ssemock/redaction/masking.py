@@ -30,7 +30,7 @@ from ..framing.eventstream import decode as decode_frames
 from ..framing.eventstream import encode as encode_frame
 from ..framing.eventstream import frame_ends
 from ..framing.json_array import element_spans as _array_spans
-from ..scan.credential_shapes import base64_layers
+from ..scan.credential_shapes import base64_bytes, bytes_text, scan
 from ..scan.event_plans import labels
 from ..scan.shapes import (
     B64_RUN,
@@ -44,7 +44,7 @@ from ..scan.shapes import (
 from ..scan.walk import plain_key, wide_charset
 from .rules import REDACTED
 
-__all__ = ["Masked", "mask_body"]
+__all__ = ["Masked", "compressed", "mask_body", "mask_pieces"]
 
 Edit = tuple[int, int, int]  # old start, old end, new length
 _DEPTH = 4  # decoded forms nested in each other, at most (as the scan reads them)
@@ -82,7 +82,7 @@ def _walk_json(value: Any, path: str, depth: int, visit: Visit, named: list[str]
             where = _key(labelled, str(k))
             if credential_member(str(k), v) and not isinstance(v, (dict, list)):
                 out[k], changed = REDACTED, True
-                named.append(where)
+                named.append(f"a credential-named value {where}")
                 continue
             out[k], c = _walk_json(v, where, depth, visit, named)
             changed |= c
@@ -112,22 +112,47 @@ def _walk_text(text: str, path: str, depth: int, visit: Visit, named: list[str])
                 new, changed = _walk_json(parsed, f"{path} $".strip(), depth + 1, visit, named)
                 return orjson.dumps(new).decode() if changed else None
         if B64_RUN.fullmatch(text):
-            decoded = base64_layers(text)
+            raw = base64_bytes(text)
+            decoded = None if raw is None else bytes_text(*raw)
             if decoded is not None:
                 found = _walk_text(decoded[0], f"{path} base64".strip(), depth + 1, visit, named)
-                inner = None if found is None else _rebase64(found, like=text, layer=decoded[1])
+                inner = None if found is None else _rebase64(found.encode(), like=text, layer=decoded[1])
+            elif raw is not None and (keys := scan(raw[0])):  # binary data: the keys' own shapes
+                inner = _rebase64(
+                    _masked_bytes(raw[0], [(k.start, k.end) for k in keys]), like=text, layer=raw[1]
+                )
+                named.append(f"a key in the binary data of {path} base64".replace("  ", " "))
     outer = visit(path, text)
     return inner if inner is not None else outer
 
 
-def _rebase64(text: str, *, like: str, layer: str = "") -> str:
-    """``text`` in base64 the way ``like`` was written (URL-safe alphabet, padding, compressed
-    with gzip or zlib when it was)."""
-    raw = text.encode()
+def _masked_bytes(data: bytes, spans: list[tuple[int, int]]) -> bytes:
+    """``data`` with each span (overlapping ones as one) replaced by ``REDACTED``."""
+    out, pos = [], 0
+    for a, b in sorted(spans):
+        if b > pos:
+            out += [data[pos : max(a, pos)], REDACTED.encode() if a >= pos else b""]
+            pos = b
+    return b"".join([*out, data[pos:]])
+
+
+def compressed(data: bytes, layer: str) -> bytes:
+    """``data`` compressed as ``layer`` says (``gzip``, ``zlib``, raw ``deflate``; ``""``: as is):
+    a masked value written back in the form it was found in."""
     if layer == "gzip":
-        raw = gzip.compress(raw, mtime=0)
-    elif layer == "zlib":
-        raw = zlib.compress(raw)
+        return gzip.compress(data, mtime=0)
+    if layer == "zlib":
+        return zlib.compress(data)
+    if layer == "deflate":
+        z = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+        return z.compress(data) + z.flush()
+    return data
+
+
+def _rebase64(raw: bytes, *, like: str, layer: str = "") -> str:
+    """``raw`` in base64 the way ``like`` was written (URL-safe alphabet, padding, compressed
+    with gzip or zlib when it was)."""
+    raw = compressed(raw, layer)
     encoded = base64.urlsafe_b64encode(raw) if ("-" in like or "_" in like) else base64.b64encode(raw)
     out = encoded.decode()
     return out if like.endswith("=") else out.rstrip("=")
@@ -283,6 +308,13 @@ def _mask_joined(pieces: list[str]) -> list[str]:
     return out
 
 
+def mask_pieces(pieces: list[str]) -> list[str]:
+    """The pieces of one stream of text (a session's plain-text messages of one direction) with
+    every secret their join holds masked: a span over several pieces is ``REDACTED`` in the
+    first and removed from the others."""
+    return _mask_joined(pieces)
+
+
 def _mask_wide(body: bytes, charset: str, stream: bool) -> Masked:
     """A UTF-16 or UTF-32 body masked in UTF-8, written back in its charset (one edit: all of it)."""
     inner = mask_body(body.decode(charset, "replace").encode("utf-8"), content_type="", stream=stream)
@@ -340,7 +372,7 @@ def mask_body(body: bytes, *, content_type: str, stream: bool) -> Masked:
         if unit.name and credential_name(unit.name):
             text: str | None = REDACTED if credential_value(unit.text) else None
             if text is not None:
-                named.append(f"part {unit.name!r}")
+                named.append(f"a credential-named value part {unit.name!r}")
         elif masks_name or not changed.isdisjoint(range(first, end)):
             counter = iter(range(first, end))
             text = _walk_text(unit.text, "", 0, replace, named)
@@ -356,7 +388,5 @@ def mask_body(body: bytes, *, content_type: str, stream: bool) -> Masked:
         return Masked(body)
     pieces.append(body[pos:])
     paths = sorted({leaves[k][0] for k in changed})
-    masked = [f"a secret in the decoded {p}" for p in paths] + [
-        f"a credential-named value {p}" for p in named
-    ]
+    masked = [f"a secret in the decoded {p}" for p in paths] + named
     return Masked(b"".join(pieces), edits, masked)

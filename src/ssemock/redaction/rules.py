@@ -21,6 +21,7 @@ from ..core.edits import rewrite
 from ..scan.shapes import SECRET_NAME, Secret, query_spans, scan, scan_body, scan_header, scan_url
 from ..scan.shapes import escape_control as escape_control  # their home is ssemock.scan.shapes
 from ..scan.shapes import mask_text as mask_text
+from ..scan.subprotocols import credential_start, subprotocols
 from ..scan.walk import scan_cassette
 from ..store.cassette import Cassette, Interaction, Request, Response
 
@@ -36,6 +37,8 @@ __all__ = [
     "mask_url",
     "redact_request",
     "redact_response",
+    "redact_subprotocol",
+    "redact_subprotocols",
     "redact_url",
     "replace_spans",
 ]
@@ -115,9 +118,37 @@ def redact_url(url: str) -> str:
     return url[: q + 1] + replace_spans(query, spans, REDACTED) + url[end:]
 
 
+def redact_subprotocol(subprotocol: str) -> str:
+    """A WebSocket subprotocol as stored: the credential after a credential name replaced
+    (``openai-insecure-api-key.REDACTED``: `ssemock.scan.subprotocols`), and any key the scanner
+    finds by its shape in it; everything else byte for byte."""
+    start = credential_start(subprotocol)
+    if start is not None:
+        return subprotocol[:start] + REDACTED
+    found = scan(subprotocol)
+    return replace_spans(subprotocol, [(s.start, s.end) for s in found], REDACTED) if found else subprotocol
+
+
+def redact_subprotocols(header: str) -> str:
+    """A ``Sec-WebSocket-Protocol`` value with each subprotocol redacted (`redact_subprotocol`)."""
+    spans = subprotocols(header)
+    return replace_spans(header, spans, [redact_subprotocol(header[a:b]) for a, b in spans])
+
+
 def redact_request(request: Request) -> Request:
-    """The request as stored: credential headers and query values replaced (a new Request)."""
-    headers = [(k, REDACTED if _request_header_secret(k) else v) for k, v in request.headers]
+    """The request as stored: credential headers and query values replaced, and the credentials
+    a client offers as WebSocket subprotocols (a new Request)."""
+    headers = [
+        (
+            k,
+            REDACTED
+            if _request_header_secret(k)
+            else redact_subprotocols(v)
+            if k.lower() == "sec-websocket-protocol"
+            else v,
+        )
+        for k, v in request.headers
+    ]
     return Request(request.method, redact_url(request.url), headers, request.body)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from ..scan.body_forms import inflated_message
 from ..scan.shapes import Secret, scan, scan_body, scan_header, scan_url
 from ..scan.walk import decode_content, is_stream, scan_interaction
 from ..store.cassette import (
@@ -16,8 +17,9 @@ from ..store.cassette import (
     Interaction,
     Response,
 )
-from .masking import mask_body
-from .rules import REDACTED, redact_request, redact_response, replace_spans
+from ..store.websocket import Message
+from .masking import compressed, mask_body, mask_pieces
+from .rules import REDACTED, redact_request, redact_response, redact_subprotocol, replace_spans
 
 Edit = tuple[int, int, int]  # old start, old end, new length
 
@@ -179,19 +181,34 @@ def redact(cassette: Cassette) -> list[str]:
 
 
 def _mask_session(i: int, x: Interaction) -> list[str]:
-    """Mask, in place, the secrets in a WebSocket session's messages (raw, then decoded forms)."""
+    """Mask, in place, the secrets in a WebSocket session: its subprotocols, each message (raw,
+    inflated when it is compressed binary data, then decoded forms), then the messages together."""
     session = getattr(x, "websocket", None)
+    if session is None:
+        return []
     changes: list[str] = []
-    for k, m in enumerate(session.messages if session is not None else []):
-        payload = m.payload
+    offered = [redact_subprotocol(p) for p in session.subprotocols]  # as Sec-WebSocket-Protocol is
+    agreed = None if session.subprotocol is None else redact_subprotocol(session.subprotocol)
+    if offered != session.subprotocols or agreed != session.subprotocol:
+        changes.append(f"interaction {i} websocket.subprotocols: a credential")
+        session.subprotocols, session.subprotocol = offered, agreed
+    for k, m in enumerate(session.messages):
+        payload, layer = inflated_message(m.data) if isinstance(m.data, bytes) else (m.payload, "")
         payload, _, found = _scrub(payload, scan_body(payload))
         masked = mask_body(payload, content_type="application/json", stream=False)
         found = [*found, *masked.masked]
         if found:
-            changes += [f"interaction {i} websocket.messages[{k}]: {f}" for f in found]
-            m.data = masked.body.decode("utf-8", "replace") if m.type == "text" else masked.body
+            where = f"interaction {i} websocket.messages[{k}]" + (f" {layer}" if layer else "")
+            changes += [f"{where}: {f}" for f in found]
+            m.data = (
+                masked.body.decode("utf-8", "replace") if m.type == "text" else compressed(masked.body, layer)
+            )
+    for direction in ("send", "recv"):  # plain-text messages of one direction: one stream
+        changes += _mask_plain(
+            i, [(k, m) for k, m in enumerate(session.messages) if m.direction == direction]
+        )
     groups: dict[tuple[str, Any], list[tuple[int, Any]]] = {}
-    for k, m in enumerate(session.messages if session is not None else []):  # then together (issue 35)
+    for k, m in enumerate(session.messages):  # then together (issue 35)
         payload = m.payload
         if b"\n" in payload or payload.lstrip()[:1] != b"{":
             continue
@@ -202,9 +219,27 @@ def _mask_session(i: int, x: Interaction) -> list[str]:
         groups.setdefault((m.direction, kind if isinstance(kind, str) else None), []).append((k, m))
     for picked in groups.values():
         changes += _mask_across(i, picked)
-    if changes and session is not None:
+    if changes:
         session.wire.sha256 = None  # a digest of the unmasked bytes is not kept beside the masked ones
     return changes
+
+
+def _mask_plain(i: int, mine: list[tuple[int, Message]]) -> list[str]:
+    """Mask, in place, what the plain-text (non-JSON) ``mine`` messages hold read together as one
+    stream, as the scan reads them (`ssemock.scan.walk`): a key sent or streamed back across them."""
+    plain = [(k, m) for k, m in mine if isinstance(m.data, str) and m.data.lstrip()[:1] not in ("{", "[")]
+    if len(plain) < 2:
+        return []
+    touched = []
+    for (k, m), piece in zip(plain, mask_pieces([str(m.data) for _, m in plain])):
+        if piece != m.data:
+            touched.append(k)
+            m.data = piece
+    return (
+        [f"interaction {i} websocket.messages[{touched[0]}] and after: a secret across text messages"]
+        if touched
+        else []
+    )
 
 
 def _mask_across(i: int, picked: list[tuple[int, Any]]) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import zlib
 
-__all__ = ["DECODED_MAX", "decode_content", "wide_charset"]
+__all__ = ["DECODED_MAX", "decode_content", "inflated", "inflated_message", "wide_charset"]
 
 DECODED_MAX = 256 << 20
 """Bytes a Content-Encoding layer may decode to (no decompression bomb)."""
@@ -69,3 +69,37 @@ def decode_content(body: bytes, encoding: str) -> tuple[bytes, list[str]]:
             break
         layers.append(name)
     return body, layers
+
+
+def inflated(data: bytes, limit: int = DECODED_MAX, *, raw: bool = False) -> tuple[bytes, str]:
+    """``data`` decompressed (at most ``limit`` bytes) when it is gzip (its magic bytes) or zlib
+    (its header's checksum), or with ``raw``, a raw deflate stream that decodes to its end with
+    nothing after it (a compressed WebSocket binary message names no encoding); and the layer
+    (``gzip``, ``zlib``, ``deflate``). Else ``data`` and ``""``."""
+    if data[:2] == b"\x1f\x8b":
+        wbits, layer = 16 + zlib.MAX_WBITS, "gzip"
+    elif len(data) >= 2 and data[0] & 0x0F == 8 and data[0] >> 4 <= 7 and (data[0] << 8 | data[1]) % 31 == 0:
+        wbits, layer = zlib.MAX_WBITS, "zlib"
+    elif raw and data:
+        wbits, layer = -zlib.MAX_WBITS, "deflate"
+    else:
+        return data, ""
+    z = zlib.decompressobj(wbits)
+    try:
+        out = z.decompress(data, limit)
+    except zlib.error:
+        return data, ""
+    if layer == "deflate" and not (z.eof and not z.unused_data and out):
+        return data, ""  # not a deflate stream after all (most bytes fail in their first block)
+    return out, layer
+
+
+def inflated_message(data: bytes) -> tuple[bytes, str]:
+    """A WebSocket binary message inflated when it is a gzip, zlib or raw deflate stream (no
+    header names a message's encoding; bounded as `inflated` is), and the layer; text (UTF-8)
+    never is compressed: as is, and ``""``."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return inflated(data, raw=True)
+    return data, ""

@@ -24,9 +24,10 @@ import base64
 import binascii
 import bisect
 import re
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from .body_forms import inflated
 
 __all__ = [
     "B64_RUN",
@@ -34,8 +35,10 @@ __all__ = [
     "Finder",
     "Hits",
     "Secret",
+    "base64_bytes",
     "base64_layers",
     "base64_text",
+    "bytes_text",
     "find_hits",
     "has_b64_run",
     "scan",
@@ -426,16 +429,7 @@ _INFLATED_MAX = 16 << 20  # what a compressed base64 value may inflate to (no de
 
 def _inflated(data: bytes) -> tuple[bytes, str]:
     """``data`` decompressed when it is gzip or zlib (at most `_INFLATED_MAX` bytes), and the layer."""
-    if data[:2] == b"\x1f\x8b":
-        wbits, layer = 16 + zlib.MAX_WBITS, "gzip"
-    elif len(data) >= 2 and data[0] == 0x78 and (data[0] << 8 | data[1]) % 31 == 0:
-        wbits, layer = zlib.MAX_WBITS, "zlib"
-    else:
-        return data, ""
-    try:
-        return zlib.decompressobj(wbits).decompress(data, _INFLATED_MAX), layer
-    except zlib.error:
-        return data, ""
+    return inflated(data, _INFLATED_MAX)
 
 
 def base64_text(run: str | bytes) -> str | None:
@@ -446,8 +440,9 @@ def base64_text(run: str | bytes) -> str | None:
     return None if decoded is None else decoded[0]
 
 
-def base64_layers(run: str | bytes) -> tuple[str, str] | None:
-    """`base64_text`, and the compression layer the base64 held (``gzip``, ``zlib`` or ``""``)."""
+def base64_bytes(run: str | bytes) -> tuple[bytes, str] | None:
+    """``run`` decoded from base64 or base64url (gzip or zlib inflated, up to 16 MiB), and the
+    compression layer it held (``gzip``, ``zlib`` or ``""``); None when it is no base64."""
     raw = run.encode("ascii", "replace") if isinstance(run, str) else run
     raw = raw.rstrip(b"=")
     if len(raw) % 4 == 1:
@@ -459,9 +454,23 @@ def base64_layers(run: str | bytes) -> tuple[str, str] | None:
             if (b"-" in raw or b"_" in raw)
             else base64.b64decode(padded, validate=True)
         )
-        decoded, layer = _inflated(decoded)
-        text = decoded.decode("utf-8")
     except (binascii.Error, ValueError):
+        return None
+    return _inflated(decoded)
+
+
+def base64_layers(run: str | bytes) -> tuple[str, str] | None:
+    """`base64_text`, and the compression layer the base64 held (``gzip``, ``zlib`` or ``""``)."""
+    found = base64_bytes(run)
+    return None if found is None else bytes_text(*found)
+
+
+def bytes_text(decoded: bytes, layer: str = "") -> tuple[str, str] | None:
+    """``(text, layer)`` when ``decoded`` is text (UTF-8, printable, 8 characters or more), else
+    None: binary data (audio, an image), read for key shapes only (`scan`)."""
+    try:
+        text = decoded.decode("utf-8")
+    except ValueError:
         return None
     printable = sum(c.isprintable() or c in "\n\r\t" for c in text)
     return (text, layer) if len(text) >= 8 and printable >= 0.95 * len(text) else None

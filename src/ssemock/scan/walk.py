@@ -21,8 +21,17 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from .. import framing
-from .body_forms import DECODED_MAX, decode_content, wide_charset
-from .credential_shapes import _WHOLE, B64_RUN, REDACTED, base64_text, has_b64_run, scan
+from .body_forms import DECODED_MAX, decode_content, inflated_message, wide_charset
+from .credential_shapes import (
+    _WHOLE,
+    B64_RUN,
+    REDACTED,
+    base64_bytes,
+    base64_text,
+    bytes_text,
+    has_b64_run,
+    scan,
+)
 from .event_plans import REASSEMBLE_MAX, Shapes, labels, members, piece_keys, plain_key, worth
 from .fields import (
     _FORM_MAX,
@@ -40,6 +49,7 @@ from .fields import (
 from .large_streams import large_stream
 from .messages import value_shape
 from .prescanned import prescanned
+from .subprotocols import credential_start, subprotocols
 
 __all__ = [
     "Finding",
@@ -158,10 +168,19 @@ class _Scan:
             whole = text.strip()
             for run in set(B64_RUN.findall(text)) - (self.runs if key is None else set()):
                 self.runs.add(run)
-                decoded = base64_text(run)
+                found = base64_bytes(run)
+                decoded = None if found is None else bytes_text(*found)
                 if decoded is not None:
                     nested = f"{key} base64" if key is not None and run == whole else None
-                    self.text(field, decoded, f"{path} base64".strip(), depth + 1, key=nested)
+                    self.text(field, decoded[0], f"{path} base64".strip(), depth + 1, key=nested)
+                elif found is not None:  # binary data (audio, an image): a key's own shape in it
+                    self.binary(field, found[0], f"{path} base64".strip())
+
+    def binary(self, field: str, data: bytes, path: str) -> None:
+        """Binary data decoded from a field (base64 of audio, an image): the keys found by their
+        shape in it (no name says what a byte means there)."""
+        for s in scan(data):
+            self.add(field, s.what, data[s.start : s.end], s.preview, f"{path} binary")
 
     def collected(self, key: str, value: str, keys: tuple[str, ...] | None = None) -> None:
         """A string piece of a streamed field, joined with the others under its piece key (with its
@@ -257,7 +276,26 @@ class _Scan:
         field = f"{side}.headers[{name!r}]"
         for s in scan_header(name, value):
             self.add(field, s.what, value[s.start : s.end], s.preview, "", s.start, s.end)
+        if name.lower() == "sec-websocket-protocol":
+            self.subprotocols(field, value)
         self.text(field, value, "", 1, shapes=False)
+
+    def subprotocols(self, field: str, value: str) -> None:
+        """WebSocket subprotocols (a ``Sec-WebSocket-Protocol`` value, or one the session kept):
+        a credential after a credential name, whatever it looks like (`ssemock.scan.subprotocols`)."""
+        for a, b in subprotocols(value):
+            start = credential_start(value[a:b])
+            if start is not None and credential_value(value[a + start : b]):
+                name = value[a : a + start - 1]
+                self.add(
+                    field,
+                    f"a credential in the subprotocol {name!r}",
+                    value[a + start : b],
+                    "***",
+                    "",
+                    a + start,
+                    b,
+                )
 
     def url(self, url: str) -> None:
         for s in scan_url(url):
@@ -322,6 +360,19 @@ class _Scan:
             if len(pieces) > 1:
                 self.text(field, "".join(pieces), f"reassembled {where}", 2)
         self.forget()
+
+    def joined_text(self, field: str, texts: list[str]) -> None:
+        """A session's plain-text (non-JSON) messages of one direction read together, as one
+        stream (a key sent or streamed back across them), up to `REASSEMBLE_MAX` characters."""
+        plain, size = [], 0
+        for text in texts:
+            if size >= REASSEMBLE_MAX:
+                break
+            if _json_or_none(text) is _NOT_JSON:
+                plain.append(text[: REASSEMBLE_MAX - size])
+                size += len(plain[-1])
+        if len(plain) > 1:
+            self.text(field, "".join(plain), "reassembled text", 1)
 
     def members(self, field: str, body: bytes, path: str) -> None:
         """A stream too large to walk event by event: `ssemock.scan.large_streams.large_stream`."""
@@ -485,12 +536,23 @@ def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
         s.text("response.error", orjson.dumps(resp.error).decode(), "", 0)
     session = getattr(x, "websocket", None)
     if session is not None:  # a WebSocket session: every message, and every control frame's payload
+        offered = [(f"websocket.subprotocols.offered[{k}]", p) for k, p in enumerate(session.subprotocols)]
+        agreed = [("websocket.subprotocols.agreed", session.subprotocol)] if session.subprotocol else []
+        for where, p in offered + agreed:  # as the Sec-WebSocket-Protocol header is
+            for found in scan_header("sec-websocket-protocol", p):
+                s.add(
+                    where, found.what, p[found.start : found.end], found.preview, "", found.start, found.end
+                )
+            s.subprotocols(where, p)
         for k, m in enumerate(session.messages):
-            s.body(f"websocket.messages[{k}]", m.payload, [], req.url, stream=False)
+            layer = inflated_message(m.data)[1] if isinstance(m.data, bytes) else ""
+            encoding = [("content-encoding", {"zlib": "deflate"}.get(layer, layer))]  # raw deflate too
+            s.body(f"websocket.messages[{k}]", m.payload, encoding, req.url, stream=False)
         for direction in ("send", "recv"):  # a key streamed across messages: their pieces joined
-            s.joined_messages(
-                f"websocket.messages ({direction})",
-                [(k, m.payload) for k, m in enumerate(session.messages) if m.direction == direction],
+            mine = [(k, m) for k, m in enumerate(session.messages) if m.direction == direction]
+            s.joined_messages(f"websocket.messages ({direction})", [(k, m.payload) for k, m in mine])
+            s.joined_text(
+                f"websocket.messages ({direction})", [m.data for _, m in mine if isinstance(m.data, str)]
             )
         for k, note in enumerate(session.frame_map):
             if note.data:
