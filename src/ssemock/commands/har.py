@@ -27,7 +27,8 @@ from typing import Any
 
 import orjson
 
-from ..redaction.rules import redact_request, redact_response
+from ..redaction.keep import masked_copy
+from ..redaction.rules import REDACTED, redact_request, redact_response
 from ..store.cassette import Cassette, CassetteError, Interaction, Request, Response
 from ..store.websocket import Close, Message, WebSocket
 
@@ -278,6 +279,11 @@ def _entries(cassette: Cassette, notes: dict[str, int]) -> Iterator[dict[str, An
 def export_har(cassette: Cassette) -> tuple[dict[str, Any], list[str]]:
     """``cassette`` as a HAR 1.2 document, and what HAR cannot hold of it, one note per kind."""
     counts = {"chunks": 0, "sockets": 0, "frame_map": 0, "close": 0}
+    cassette, masked, left = masked_copy(cassette.interactions, cassette.path)  # a file written unscanned
+    if left:
+        raise HarError(
+            f"{cassette.path or 'the cassette'}: not exported, a secret masking cannot remove: {'; '.join(left)}"
+        )
     entries = list(_entries(cassette, counts))
     har = {
         "log": {
@@ -287,7 +293,7 @@ def export_har(cassette: Cassette) -> tuple[dict[str, Any], list[str]]:
             "entries": entries,
         }
     }
-    notes = []
+    notes = [f"secrets: {len(masked)} masked as {REDACTED} ({'; '.join(masked)})"] if masked else []
     if counts["chunks"]:
         notes.append(
             f"{counts['chunks']} response(s) arrived in several chunks: HAR keeps one body; the chunk "

@@ -18,7 +18,16 @@ from pathlib import Path
 from ..store.cassette import Cassette, Interaction
 from .rules import REDACTED, find_secrets
 
-__all__ = ["PARTIAL", "REFUSED", "Kept", "beside", "keep_masked", "masked_fields", "refused_target"]
+__all__ = [
+    "PARTIAL",
+    "REFUSED",
+    "Kept",
+    "beside",
+    "keep_masked",
+    "masked_copy",
+    "masked_fields",
+    "refused_target",
+]
 
 REFUSED = ".refused.json"
 """The suffix of a kept refused recording."""
@@ -62,15 +71,24 @@ class Kept:
         return "\n".join(lines)
 
 
+def masked_copy(
+    interactions: list[Interaction], path: Path | None = None
+) -> tuple[Cassette, list[str], list[str]]:
+    """A copy of ``interactions`` with every secret masked the way ``ssemock redact`` masks it,
+    what was masked, and what is still found after (a form masking cannot rewrite), one line per
+    field, never a value; the interactions given are not changed."""
+    from .scrub import redact  # the masking `ssemock redact` applies
+
+    masked = Cassette(copy.deepcopy(interactions), path=path)
+    changes = redact(masked)
+    return masked, changes, find_secrets(masked)
+
+
 def keep_masked(interactions: list[Interaction], path: str | os.PathLike[str]) -> Kept:
     """Write ``interactions`` to ``path`` (atomically) with every secret masked; the
     interactions given are not changed. Nothing is written when a secret is still found after
     masking (a form ``ssemock redact`` cannot rewrite): [`Kept.left`][ssemock.redaction.keep.Kept.left] says where."""
-    from .scrub import redact  # the masking `ssemock redact` applies
-
-    masked = Cassette(copy.deepcopy(interactions), path=Path(path))
-    changes = redact(masked)
-    left = find_secrets(masked)
+    masked, changes, left = masked_copy(interactions, Path(path))
     if left:
         return Kept(None, changes, left)
     return Kept(masked.save(path, scan_secrets=False), changes, [])  # scanned just above

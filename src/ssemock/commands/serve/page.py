@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from ...framing import detect
-from ...redaction.rules import mask_text, mask_url
+from ...redaction.rules import mask_text, mask_url, redact_url
 from ...store.cassette import Cassette, Interaction
 
 __all__ = ["render"]
@@ -79,7 +79,7 @@ def _timeline(x: Interaction, cassette: str, index: int) -> str:
         parts.append(
             f'<line class="event" data-end="{end}" x1="{at(t):.1f}" x2="{at(t):.1f}" y1="0" y2="6"/>'
         )
-    url = urlsplit(x.request.url)
+    url = urlsplit(redact_url(x.request.url))  # its userinfo password too
     target = mask_url(url.path + (f"?{url.query}" if url.query else ""))
     facts = [
         f"{resp.status} {html.escape((content_type or 'no content-type').split(';')[0])}",
