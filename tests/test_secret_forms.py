@@ -14,6 +14,7 @@ import gzip
 import inspect
 import json
 import os
+import re
 import string
 import zlib
 from collections.abc import Callable, Iterator
@@ -36,9 +37,11 @@ from ssemock.commands.loopback import running
 from ssemock.framing.eventstream import encode as frame
 from ssemock.plugin import cassette_name
 from ssemock.redaction.keep import keep_masked
+from ssemock.scan.body_forms import inflated_message
 from ssemock.scan.shapes import credential_name, mask_text, safe_message
 from ssemock.scan.walk import scan_cassette
 from ssemock.store.cassette import SecretError
+from ssemock.store.websocket import Message
 
 EXAMPLES = int(os.environ.get("SSEMOCK_SECRET_EXAMPLES", "25"))
 ALNUM = string.ascii_letters + string.digits
@@ -197,6 +200,86 @@ def _session_handshake(what: str, protocol: str, place: str) -> Cassette:
     return Cassette([replace(x, request=request, websocket=ws)])
 
 
+def _session_adding(
+    protocol: str,
+    messages: list[tuple[str, str | bytes]],
+    offered: list[str] | None = None,
+    agreed: str | None = None,
+) -> Cassette:
+    """A synthesized session of ``protocol`` with ``messages`` (direction, data) after its own, and
+    the subprotocols given (offered ones also in the handshake's ``Sec-WebSocket-Protocol``)."""
+    x = SESSIONS[protocol]().interactions[0]
+    assert x.websocket is not None
+    request, ws = x.request, x.websocket
+    t = max((m.t for m in ws.messages), default=0.0)
+    added = [
+        Message(d, t + 0.01 * (k + 1), "text" if isinstance(data, str) else "binary", data)
+        for k, (d, data) in enumerate(messages)
+    ]
+    if offered:
+        request = replace(request, headers=[*request.headers, ("sec-websocket-protocol", ", ".join(offered))])
+    ws = replace(
+        ws,
+        messages=[*ws.messages, *added],
+        subprotocols=offered or ws.subprotocols,
+        subprotocol=agreed or ws.subprotocol,
+    )
+    return Cassette([replace(x, request=request, websocket=ws)])
+
+
+def _credential_subprotocol(what: str) -> str:
+    """The subprotocol a browser carries ``what`` in: OpenAI Realtime's for a key, Kubernetes'
+    bearer token (base64url) for a named value."""
+    named = _named(what)
+    if named:
+        token = base64.urlsafe_b64encode(named[1].encode()).decode().rstrip("=")
+        return f"base64url.bearer.authorization.k8s.io.{token}"
+    return f"openai-insecure-api-key.{what}"
+
+
+def _session_subprotocol(what: str, protocol: str, place: str) -> Cassette:
+    """The credential offered as a subprotocol (with ``realtime``), or the one the server agreed to."""
+    carried = _credential_subprotocol(what)
+    if place == "offered":
+        return _session_adding(protocol, [], ["realtime", carried], "realtime")
+    return _session_adding(protocol, [], [carried], carried)
+
+
+def _session_plain_text(what: str, protocol: str, size: int, direction: str) -> Cassette:
+    """Plain-text (non-JSON) messages of one direction carry it ``size`` characters a message
+    (a named value as a form line: ``password=...``)."""
+    named = _named(what)
+    text = f"{quote(named[0])}={quote(named[1])}" if named else f"here it is: {what} -- keep it safe"
+    return _session_adding(protocol, [(direction, text[i : i + size]) for i in range(0, len(text), size)])
+
+
+_PCM = bytes(range(128, 256)) * 2  # audio-like binary data: no byte of it is text
+
+
+def _compress(data: bytes, layer: str) -> bytes:
+    if layer == "deflate":  # raw deflate: what a compressed binary message names no header for
+        z = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+        return z.compress(data) + z.flush()
+    return {"gzip": gzip.compress, "zlib": zlib.compress}[layer](data)
+
+
+def _session_compressed(what: str, protocol: str, layer: str) -> Cassette:
+    """A binary message of JSON compressed with gzip, zlib or raw deflate, each way."""
+    data = _compress(json.dumps(_json_value(what)).encode(), layer)
+    return _session_adding(protocol, [("recv", data), ("send", data)])
+
+
+def _session_audio(what: str, protocol: str) -> Cassette:
+    """A client's audio message whose base64 binary data holds a key between audio bytes (a named
+    value, which no byte of binary data names, rides beside it as a JSON member)."""
+    named = _named(what)
+    pcm = _PCM + (b"" if named else what.encode() + _PCM)
+    event: dict[str, Any] = {"type": "input_audio_buffer.append", "audio": base64.b64encode(pcm).decode()}
+    if named:
+        event[named[0]] = named[1]
+    return _session_adding(protocol, [("send", json.dumps(event))])
+
+
 def _bedrock_bytes(what: str) -> Cassette:
     """invoke-with-response-stream: every frame's payload is ``{"bytes": base64(JSON event)}``."""
     events = [
@@ -307,6 +390,21 @@ FORMS: dict[str, Callable[[st.DrawFn, str], Cassette]] = {
         draw(st.sampled_from(sorted(SESSIONS))),
         draw(st.sampled_from(NAMED_PLACES if _named(what) else NAMED_PLACES + SHAPED_PLACES)),
     ),
+    # issue 41: a subprotocol the session keeps, plain-text messages read as a stream, compressed
+    # binary messages, a key in the base64 of binary data
+    "session subprotocol": lambda draw, what: _session_subprotocol(
+        what, draw(st.sampled_from(sorted(SESSIONS))), draw(st.sampled_from(["offered", "agreed"]))
+    ),
+    "session plain text": lambda draw, what: _session_plain_text(
+        what,
+        draw(st.sampled_from(sorted(SESSIONS))),
+        draw(st.integers(1, 16)),
+        draw(st.sampled_from(["send", "recv"])),
+    ),
+    "session compressed binary": lambda draw, what: _session_compressed(
+        what, draw(st.sampled_from(sorted(SESSIONS))), draw(st.sampled_from(["gzip", "zlib", "deflate"]))
+    ),
+    "session base64 binary": lambda draw, what: _session_audio(what, draw(st.sampled_from(sorted(SESSIONS)))),
 }
 
 
@@ -407,9 +505,11 @@ def _assert_kept_masked(cassette: Cassette, secret: str, target: Path) -> None:
         if before.websocket is not None:  # every message of a session kept
             assert after.websocket is not None
             assert len(after.websocket.messages) == len(before.websocket.messages)
-            assert all(
-                json.loads(m.payload) is not None for m in after.websocket.messages if m.type == "text"
-            )
+            for m, kept in zip(before.websocket.messages, after.websocket.messages):
+                if isinstance(m.json(), (dict, list)):  # JSON stays JSON, compressed data compressed
+                    assert isinstance(kept.json(), (dict, list))
+                elif m.type == "binary":
+                    assert bool(inflated_message(m.payload)[1]) == bool(inflated_message(kept.payload)[1])
 
 
 def test_a_secret_parameter_never_shows_in_a_test_id(pytester: pytest.Pytester) -> None:
@@ -631,3 +731,224 @@ def test_every_session_protocol_carries_a_key_in_every_place_and_it_is_found(
         cassette.save(tmp_path / "s.json")
     kept = keep_masked(cassette.interactions, tmp_path / "s.refused.json")
     assert kept.masked and key[8:] not in (tmp_path / "s.refused.json").read_text("utf-8")
+
+
+# -- issue 41: each new session form recorded through a real client, and imported from a browser's HAR
+
+
+#: a key of OpenAI's project shape, put together: no key-shaped literal sits in this file
+KEY41 = "sk-" + "proj-" + "test41" + "Ws0rm5Q1w2E3r4T5y6U7i8O9p0ZxCvBnMlKj"
+#: the same session replayed with another key
+OTHER41 = "sk-" + "proj-" + "test41" + "0therKeyQ1w2E3r4T5y6U7i8O9p0ZxCvBnM"
+
+
+def _views(text: str) -> Iterator[str]:
+    """``text``, and what each base64 run in it decodes to, inflated when it is compressed."""
+    yield text
+    for run in re.findall(r"[A-Za-z0-9+/_\-]{16,}={0,2}", text):
+        for decode in (base64.b64decode, base64.urlsafe_b64decode):
+            try:
+                raw = decode(run + "=" * (-len(run) % 4))
+            except ValueError:
+                continue
+            yield raw.decode("latin-1")
+            yield inflated_message(raw)[0].decode("latin-1")
+
+
+def _assert_nowhere(key: str, *texts: str) -> None:
+    """No part of ``key`` past its public prefix in ``texts`` or what their base64 decodes to,
+    plain, URL-encoded or base64 (at each of the three byte alignments, either alphabet)."""
+    secret = key[8:]
+    needles = {secret, quote(key, safe="")[8:]}
+    for pad in range(3):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            needles.add(encode(b"\x00" * pad + key.encode()).decode()[12:-4])
+    for text in texts:
+        for view in _views(text):
+            for needle in needles:
+                assert needle not in view, (needle, view[:300])
+
+
+def _session_server(form: str) -> Callable[[Any], None]:
+    """A loopback server: a Realtime-like ``session.created``, then what ``form`` needs of it
+    (a compressed binary message holding the key, or an answer to each client message)."""
+
+    def serve(ws: Any) -> None:
+        ws.send(json.dumps({"type": "session.created", "session": {"id": "sess_41"}}))
+        if form in ("gzip", "zlib", "deflate"):
+            ws.send(_compress(json.dumps({"type": "note", "text": f"your key: {KEY41}"}).encode(), form))
+        for raw in ws:
+            ws.send(json.dumps({"type": "ack", "size": len(raw)}))
+
+    return serve
+
+
+async def _client(url: str, form: str, key: str = KEY41) -> list[Any]:
+    """What a browser-like client does in ``form``: the key in a subprotocol, sent as plain text
+    in pieces, or in the base64 of its audio; every server message it got (binary ones inflated)."""
+    from websockets.asyncio.client import connect
+
+    subprotocols = {
+        "subprotocol": ["realtime", f"openai-insecure-api-key.{key}"],
+        "agreed subprotocol": [f"openai-insecure-api-key.{key}"],
+    }.get(form)
+    async with connect(url, subprotocols=subprotocols) as ws:  # type: ignore[arg-type]
+        got: list[Any] = [ws.subprotocol is not None, json.loads(await ws.recv())]
+        if form in ("gzip", "zlib", "deflate"):
+            got.append(json.loads(inflated_message(await ws.recv())[0]))
+        sent = {
+            "plain text": [f"my key is {key[:9]}", key[9:20], f"{key[20:]} -- keep it"],
+            "base64 binary": [
+                json.dumps(
+                    {
+                        "type": "input_audio_buffer.append",
+                        "audio": base64.b64encode(_PCM + key.encode() + _PCM).decode(),
+                    }
+                )
+            ],
+        }.get(form, ['{"type": "response.create"}'])
+        for message in sent:
+            await ws.send(message)
+            got.append(json.loads(await ws.recv()))
+        return got
+
+
+def _record41(form: str, path: Path) -> tuple[list[Any], str]:
+    """``form`` recorded through the real websockets client against a loopback server."""
+    import asyncio
+
+    from ws_servers import running as ws_running
+
+    agreed = {"subprotocol": ["realtime"], "agreed subprotocol": [f"openai-insecure-api-key.{KEY41}"]}
+    with ws_running(_session_server(form), subprotocols=agreed.get(form)) as server:
+        url = server.url("/v1/realtime?model=gpt-realtime")
+        with ssemock.use_cassette(path, record_mode="all"):
+            return asyncio.run(_client(url, form)), url
+
+
+@pytest.mark.parametrize("form", ["subprotocol", "agreed subprotocol"])
+def test_a_key_in_a_subprotocol_is_recorded_masked_and_replays_with_another_key(
+    form: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The browser's ``openai-insecure-api-key.<key>`` subprotocol, offered (the server agrees to
+    ``realtime``) or agreed to: masked by default, as ``authorization`` is, so the recording is
+    kept as the cassette; a client offering another key replays it, and gets its own back."""
+    import asyncio
+
+    path = tmp_path / "rt.json"
+    live, url = _record41(form, path)
+    ws = Cassette.load(path).interactions[0].websocket
+    assert ws is not None and any(p.endswith(".REDACTED") for p in [*ws.subprotocols, ws.subprotocol or ""])
+    with ssemock.use_cassette(path, record_mode="none"):
+        assert asyncio.run(_client(url, form, key=OTHER41)) == live
+    out = capsys.readouterr()
+    _assert_nowhere(KEY41, path.read_text(), out.out, out.err, caplog.text)
+
+
+@pytest.mark.parametrize("form", ["plain text", "gzip", "zlib", "deflate", "base64 binary"])
+def test_a_key_a_session_carries_in_any_new_form_is_refused_and_kept_masked(
+    form: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A key split across plain-text messages, in a gzip / zlib / raw deflate binary message, or
+    in the base64 of a client's audio, recorded for real: the save refused, the recording kept
+    beside it masked (every message kept), nothing holding the key in any encoding."""
+    path = tmp_path / "rt.json"
+    with pytest.raises(CassetteError) as info:
+        _record41(form, path)
+    assert not path.exists() and sorted(os.listdir(tmp_path)) == ["rt.refused.json"]
+    kept = Cassette.load(tmp_path / "rt.refused.json")
+    assert scan_cassette(kept) == []
+    ws = kept.interactions[0].websocket
+    assert ws is not None and len(ws.messages) == {"plain text": 7, "base64 binary": 3}.get(form, 4)
+    out = capsys.readouterr()
+    _assert_nowhere(
+        KEY41, (tmp_path / "rt.refused.json").read_text(), str(info.value), out.out, out.err, caplog.text
+    )
+
+
+def _browser_har(form: str, key: str = KEY41) -> dict[str, Any]:
+    """A Chrome DevTools HAR of a Realtime session carrying ``key`` in ``form``."""
+    messages = [("receive", 1, json.dumps({"type": "session.created"}))]
+    headers = [{"name": "Upgrade", "value": "websocket"}, {"name": "Sec-WebSocket-Version", "value": "13"}]
+    if form == "subprotocol":
+        headers.append(
+            {"name": "Sec-WebSocket-Protocol", "value": f"realtime, openai-insecure-api-key.{key}"}
+        )
+    elif form == "plain text":
+        messages += [("send", 1, key[:9]), ("send", 1, key[9:20]), ("send", 1, key[20:])]
+    elif form == "base64 binary":
+        audio = base64.b64encode(_PCM + key.encode() + _PCM).decode()
+        messages.append(("send", 1, json.dumps({"type": "input_audio_buffer.append", "audio": audio})))
+    else:
+        data = _compress(json.dumps({"type": "note", "text": key}).encode(), form)
+        messages.append(("receive", 2, base64.b64encode(data).decode()))
+    entry = {
+        "startedDateTime": "2026-11-26T16:00:00.000Z",
+        "time": 900,
+        "request": {
+            "method": "GET",
+            "url": "wss://api.openai.com/v1/realtime?model=gpt-realtime",
+            "headers": headers,
+        },
+        "response": {"status": 101, "headers": [{"name": "Sec-WebSocket-Protocol", "value": "realtime"}]},
+        "_resourceType": "websocket",
+        "_webSocketMessages": [
+            {"type": kind, "time": 1795773600.25 + 0.25 * k, "opcode": opcode, "data": data}
+            for k, (kind, opcode, data) in enumerate(messages)
+        ],
+    }
+    return {"log": {"version": "1.2", "entries": [entry]}}
+
+
+@pytest.mark.parametrize("form", ["subprotocol", "plain text", "gzip", "zlib", "deflate", "base64 binary"])
+def test_import_har_of_a_browser_session_never_writes_its_key(
+    form: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ssemock import-har`` of a browser's Realtime session: a key in the subprotocol is masked
+    as a header's is and the cassette written; in any other form the import is refused and
+    nothing written; neither the file nor the terminal holds the key."""
+    har, out = tmp_path / "rt.har", tmp_path / "rt.json"
+    har.write_text(json.dumps(_browser_har(form)))
+    code = main(["import-har", str(har), "-o", str(out)])
+    printed = capsys.readouterr()
+    if form == "subprotocol":
+        assert code == 0 and Cassette.load(out).interactions[0].websocket is not None
+        [(name, value)] = [
+            h for h in Cassette.load(out).interactions[0].request.headers if "protocol" in h[0]
+        ]
+        assert value == "realtime, openai-insecure-api-key.REDACTED"
+        _assert_nowhere(KEY41, out.read_text())
+    else:
+        assert code == 1 and not out.exists() and "websocket.messages" in printed.err
+    _assert_nowhere(KEY41, printed.out, printed.err)
+
+
+def test_export_har_and_the_timeline_page_never_show_a_key(tmp_path: Path) -> None:
+    """A cassette holding a key in every new form (saved unscanned, as a hand-edited file or a
+    refused recording's original could): ``export-har`` writes it masked and says so, and
+    ``serve``'s page shows none of it."""
+    import httpx as client
+
+    from ssemock.commands.serve import app
+
+    forms = [
+        _session_subprotocol(KEY41, "openai.realtime", "offered"),
+        _session_subprotocol(KEY41, "openai.realtime", "agreed"),
+        _session_plain_text(KEY41, "openai.realtime", 5, "send"),
+        *(_session_compressed(KEY41, "openai.realtime", layer) for layer in ("gzip", "zlib", "deflate")),
+        _session_audio(KEY41, "openai.realtime"),
+    ]
+    cassette = Cassette([x for c in forms for x in c.interactions])
+    x = cassette.interactions[0]
+    cassette.interactions[0] = replace(
+        x, request=replace(x.request, url=x.request.url.replace("wss://", f"wss://u:{KEY41}@"))
+    )
+    path = tmp_path / "held.json"
+    cassette.save(path, scan_secrets=False)
+    har = tmp_path / "held.har"
+    assert main(["export-har", str(path), "-o", str(har)]) == 0
+    assert len(json.loads(har.read_text())["log"]["entries"]) == len(forms)
+    with running(app(path)) as url:
+        page = client.get(url + "/").text
+    assert page.count('class="interaction websocket"') == len(forms)
+    _assert_nowhere(KEY41, har.read_text(), page)

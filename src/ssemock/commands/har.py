@@ -293,7 +293,11 @@ def export_har(cassette: Cassette) -> tuple[dict[str, Any], list[str]]:
             "entries": entries,
         }
     }
-    notes = [f"secrets: {len(masked)} masked as {REDACTED} ({'; '.join(masked)})"] if masked else []
+    notes = (
+        [f"secrets: {len(masked)} masked as {REDACTED} (`ssemock redact --check` lists them)"]
+        if masked
+        else []
+    )
     if counts["chunks"]:
         notes.append(
             f"{counts['chunks']} response(s) arrived in several chunks: HAR keeps one body; the chunk "

@@ -259,9 +259,12 @@ class WsRecorder:
             response = redact_response(Response(self.status, headers, b"", [], [], True, None))
             if not self.ended:
                 self._finish_close()
+            asked = self.request.headers
+            if not any(k == "sec-websocket-protocol" for k, _ in asked) and self._client.head_done:
+                asked = _head(self._client.head)[2]  # a stack that sets it in the head it writes
             offered = [
                 redact_subprotocol(p.strip())
-                for k, v in self.request.headers
+                for k, v in asked
                 if k == "sec-websocket-protocol"
                 for p in v.split(",")
                 if p.strip()
