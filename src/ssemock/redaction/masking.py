@@ -30,7 +30,7 @@ from ..framing.eventstream import decode as decode_frames
 from ..framing.eventstream import encode as encode_frame
 from ..framing.eventstream import frame_ends
 from ..framing.json_array import element_spans as _array_spans
-from ..scan.credential_shapes import base64_bytes, bytes_text, scan
+from ..scan.credential_shapes import base64_bytes, bytes_text, scan_binary
 from ..scan.event_plans import labels
 from ..scan.shapes import (
     B64_RUN,
@@ -117,7 +117,7 @@ def _walk_text(text: str, path: str, depth: int, visit: Visit, named: list[str])
             if decoded is not None:
                 found = _walk_text(decoded[0], f"{path} base64".strip(), depth + 1, visit, named)
                 inner = None if found is None else _rebase64(found.encode(), like=text, layer=decoded[1])
-            elif raw is not None and (keys := scan(raw[0])):  # binary data: the keys' own shapes
+            elif raw is not None and (keys := scan_binary(raw[0])):  # binary data: the keys' own shapes
                 inner = _rebase64(
                     _masked_bytes(raw[0], [(k.start, k.end) for k in keys]), like=text, layer=raw[1]
                 )

@@ -31,6 +31,7 @@ from .credential_shapes import (
     bytes_text,
     has_b64_run,
     scan,
+    scan_binary,
 )
 from .event_plans import REASSEMBLE_MAX, Shapes, labels, members, piece_keys, plain_key, worth
 from .fields import (
@@ -179,7 +180,7 @@ class _Scan:
     def binary(self, field: str, data: bytes, path: str) -> None:
         """Binary data decoded from a field (base64 of audio, an image): the keys found by their
         shape in it (no name says what a byte means there)."""
-        for s in scan(data):
+        for s in scan_binary(data):
             self.add(field, s.what, data[s.start : s.end], s.preview, f"{path} binary")
 
     def collected(self, key: str, value: str, keys: tuple[str, ...] | None = None) -> None:
