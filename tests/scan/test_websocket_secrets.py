@@ -12,6 +12,9 @@ import pytest
 
 from ssemock import Cassette, SecretError
 from ssemock.redaction.keep import keep_masked
+from ssemock.redaction.rules import redact_request, redact_subprotocol
+from ssemock.redaction.scrub import redact
+from ssemock.scan.shapes import mask_text
 from ssemock.scan.walk import scan_cassette
 from ssemock.store.model import Interaction, Request, Response
 from ssemock.store.websocket import Close, Message, WebSocket, Wire
@@ -67,3 +70,42 @@ def test_a_refused_recording_is_kept_masked(tmp_path: Path) -> None:
     assert EK not in text and SK not in text and GOOGLE not in text
     ws = Cassette.load(kept.path).interactions[0].websocket
     assert ws is not None and ws.messages[0].json()["type"] == "session.created"
+
+
+#: a value no shape gives away: only the subprotocol's name says it is a credential
+PLAIN = "Zq7xWv9Lp2Rt8" + "YmK4"
+
+
+@pytest.mark.parametrize(
+    ("offered", "stored"),
+    [
+        (f"realtime, openai-insecure-api-key.{PLAIN}", "realtime, openai-insecure-api-key.REDACTED"),
+        (
+            f"base64url.bearer.authorization.k8s.io.{PLAIN}, base64.binary.k8s.io",
+            "base64url.bearer.authorization.k8s.io.REDACTED, base64.binary.k8s.io",
+        ),
+        (f"x-api-key.{PLAIN}.more,graphql-ws", "x-api-key.REDACTED,graphql-ws"),
+        (f"realtime, {SK}", "realtime, REDACTED"),
+        ("openai-beta.realtime-v1, mqtt, v12.stomp", "openai-beta.realtime-v1, mqtt, v12.stomp"),
+    ],
+)
+def test_a_credential_subprotocol_is_masked_by_default_and_found_in_the_session(
+    offered: str, stored: str
+) -> None:
+    """As ``authorization`` is: the header redacted, and a session keeping the subprotocols
+    unredacted (a hand-edited file) is found at each place and masked there."""
+    request = Request("GET", "wss://api.example/v1/realtime", [("sec-websocket-protocol", offered)])
+    assert redact_request(request).headers == [("sec-websocket-protocol", stored)]
+    subprotocols = [p.strip() for p in offered.split(",")]
+    agreed = next((p for p in subprotocols if redact_subprotocol(p) != p), subprotocols[0])
+    ws = WebSocket([], [], Wire(), Close(), subprotocols, agreed)
+    cassette = Cassette([Interaction(request, Response(101, []), ws)])
+    found = {f.field for f in scan_cassette(cassette)}
+    secret = offered != stored
+    assert bool(found) == secret
+    if secret:
+        assert {"request.headers['sec-websocket-protocol']", "websocket.subprotocols.agreed"} <= found
+        shown = mask_text(f"the client offered {subprotocols}")  # a message about the handshake
+        assert PLAIN not in shown and SK not in shown
+        redact(cassette)
+        assert scan_cassette(cassette) == [] and ws.subprotocols == [p.strip() for p in stored.split(",")]

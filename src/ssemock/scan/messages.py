@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .credential_shapes import _WHOLE, B64_RUN, base64_text, scan
+from .credential_shapes import _WHOLE, B64_RUN, REDACTED, base64_text, scan
 from .fields import credential_name, credential_value, looks_random
 
 __all__ = ["escape_control", "mask_text", "safe_message", "secret_spans", "value_shape"]
@@ -55,6 +55,13 @@ _CREDENTIAL_VALUE = re.compile(
 _CREDENTIAL_WORD = re.compile(  # a whole name with a credential word in it; credential_name decides
     r"(?i)(?<![A-Za-z0-9_.\-])[A-Za-z0-9_.\-]*(?:passw|passphrase|pwd|secret|api[-_]?key|apikey|token|authorization|private[-_]?key)"
     r"[A-Za-z0-9_.\-]*"
+)
+
+
+# the credential subprotocols a browser offers (`ssemock.scan.subprotocols`), in a message that
+# shows a handshake or a subprotocol list: the value to the end of the subprotocol
+_SUBPROTOCOL = re.compile(
+    r"(?i)(?<![\w.-])(?:base64url\.bearer\.authorization\.k8s\.io|[\w-]*api[-_]?key)\.([^\s,'\"\]]+)"
 )
 
 
@@ -116,6 +123,9 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
             not named and looks_random(value)
         ):
             add(a, b)
+    for m in _SUBPROTOCOL.finditer(text):  # a credential subprotocol, whatever its value looks like
+        if m.group(1) != REDACTED:
+            add(m.start(1), m.end(1))
     for m in B64_RUN.finditer(text) if len(text) <= _WHOLE else ():
         decoded = base64_text(m.group())
         if decoded is not None and (scan(decoded) or any(named for *_, named in _named_values(decoded))):
