@@ -943,12 +943,17 @@ def test_export_har_and_the_timeline_page_never_show_a_key(tmp_path: Path) -> No
     cassette.interactions[0] = replace(
         x, request=replace(x.request, url=x.request.url.replace("wss://", f"wss://u:{KEY41}@"))
     )
+    # and an HTTP stream whose URL's userinfo holds a password no shape gives away (the page
+    # draws its timeline)
+    password = "Zq7xWv9Lp2" + "Rt8YmK4"
+    cassette.add("GET", f"https://u:{password}@api.example.com/v1/s", [b"data: ok\n\n"])
     path = tmp_path / "held.json"
     cassette.save(path, scan_secrets=False)
     har = tmp_path / "held.har"
     assert main(["export-har", str(path), "-o", str(har)]) == 0
-    assert len(json.loads(har.read_text())["log"]["entries"]) == len(forms)
+    assert len(json.loads(har.read_text())["log"]["entries"]) == len(forms) + 1
     with running(app(path)) as url:
         page = client.get(url + "/").text
-    assert page.count('class="interaction websocket"') == len(forms)
+    assert page.count('class="interaction websocket"') == len(forms) and "api.example.com" in page
     _assert_nowhere(KEY41, har.read_text(), page)
+    assert password not in har.read_text() and password not in page
