@@ -6,7 +6,9 @@ coroutine itself: no method to hook; the websockets clients only) and 15.0.1 (wh
 versions by ``bash .ci/side-env ws13|ws130|ws15`` (CI does; SSEMOCK_WS13_PYTHON,
 SSEMOCK_WS130_PYTHON and SSEMOCK_WS15_PYTHON name others); one subprocess per environment runs
 tests/stacks/ws_matrix.py, which records each scenario through the real client against a loopback
-server, stops it and replays it offline: what the client saw must be the same."""
+server, stops it and replays it offline, then again with a proxy in the environment (15.0 honours
+``HTTPS_PROXY``: issue 41 item 5): what the client saw must be the same, and the proxy reached
+by nothing."""
 
 from __future__ import annotations
 
@@ -59,3 +61,4 @@ def test_every_scenario_replays_what_it_recorded(env: str, version: str, scenari
         assert "error" not in result, f"{name}: {result.get('error')}"
         assert result["websockets"] == version
         assert result["live"] and result["replay"] == result["live"], name
+        assert result["proxied"] == result["live"] and result["proxy_reached"] == 0, name

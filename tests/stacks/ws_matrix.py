@@ -1,7 +1,9 @@
 """The WebSocket scenarios, run in a side environment's Python by tests/stacks/test_ws_side_envs.py
 (websockets 13.1 and 15.0.1 cannot share the dev environment): each records a session through the
 real client against a loopback server, stops the server, replays it with the network lock on, and
-prints one JSON line per scenario: {"name", "websockets", "live", "replay"}.
+again with a proxy in the environment (``HTTPS_PROXY`` and the like, as on many CI machines: a
+loopback listener that must get no connection), and prints one JSON line per scenario:
+{"name", "websockets", "live", "replay", "proxied", "proxy_reached"}.
 
 Usage: python tests/stacks/ws_matrix.py (with this checkout's tests/ on sys.path: it adds them)."""
 
@@ -9,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import socket
 import ssl
 import sys
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +32,39 @@ from ws_servers import gemini_live, realtime, running  # noqa: E402
 import ssemock  # noqa: E402
 
 
+@contextmanager
+def proxy_in_the_environment() -> Iterator[Callable[[], int]]:
+    """A loopback listener named by every proxy variable; yields how many connections reached it."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    names = [f"{s}_PROXY" for s in ("HTTPS", "HTTP", "WSS", "WS", "ALL")]
+    saved = {n: os.environ.get(n) for n in [*names, *map(str.lower, names), "NO_PROXY", "no_proxy"]}
+    os.environ.update(dict.fromkeys([*names, *map(str.lower, names)], url))
+    os.environ.pop("NO_PROXY", None)
+    os.environ.pop("no_proxy", None)
+    reached = 0
+
+    def count() -> int:
+        nonlocal reached
+        while True:
+            try:
+                listener.accept()[0].close()
+            except BlockingIOError:
+                return reached
+            reached += 1
+
+    try:
+        yield count
+    finally:
+        listener.close()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def scenario(name: str, handler: Any, run: Callable[[Any], Any], **server: Any) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "session.json"
@@ -35,7 +73,18 @@ def scenario(name: str, handler: Any, run: Callable[[Any], Any], **server: Any) 
                 live = run(srv)
         with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]):
             replay = run(srv)
-    return {"name": name, "websockets": websockets.__version__, "live": live, "replay": replay}
+        with proxy_in_the_environment() as reached:  # (the proxy's address is allowed: loopback)
+            with ssemock.use_cassette(path, record_mode="none"):
+                proxied = run(srv)
+            proxy_reached = reached()
+    return {
+        "name": name,
+        "websockets": websockets.__version__,
+        "live": live,
+        "replay": replay,
+        "proxied": proxied,
+        "proxy_reached": proxy_reached,
+    }
 
 
 def main() -> None:

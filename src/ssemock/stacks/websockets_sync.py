@@ -6,6 +6,12 @@ becomes a shim whose ``create_connection`` returns a `ssemock.stacks.ws_socket.M
 while a player is active (every version looks it up at call time, in ``connect`` or, from 17.1,
 in ``reconnect.open_socket``); ``ssl.SSLContext.wrap_socket`` hands a MemorySocket back unwrapped
 and keeps the context for a relay. The handshake is dispatched when the client writes it.
+
+A proxy (``proxy=``, or ``HTTPS_PROXY`` and the like, which 15.0+ honours by default) is opened
+by ``connect_http_proxy`` / ``connect_socks_proxy``: while a player is active they return a
+MemorySocket for the target itself, so the handshake dispatched is the target URL's and a replay
+never reaches the proxy; a relay (record, pass-through) opens the tunnel through the proxy as the
+client would (TLS over it as the client asked, ``SSLSSLSocket`` through an HTTPS proxy).
 """
 
 from __future__ import annotations
@@ -55,11 +61,7 @@ def _shim(real: types.ModuleType) -> types.ModuleType:
             return real.create_connection(address, timeout, source_address, **kw)
 
         def opener(sock: MemorySocket) -> Any:
-            opened = real.create_connection(address, timeout, source_address, **kw)
-            if sock.tls is not None:
-                context, server_hostname = sock.tls
-                opened = _real_wrap(context, opened, server_hostname=server_hostname)
-            return opened
+            return _secured(sock, real.create_connection(address, timeout, source_address, **kw))
 
         return MemorySocket(tuple(address), _dispatch, opener)
 
@@ -68,6 +70,40 @@ def _shim(real: types.ModuleType) -> types.ModuleType:
 
 
 _real_wrap: Any = ssl.SSLContext.wrap_socket
+
+
+def _secured(sock: MemorySocket, opened: Any) -> Any:
+    """The real socket of a relay, with the TLS the client asked of ``sock`` (none: as is)."""
+    return opened if sock.tls is None else sock.tls(opened)
+
+
+def _through_proxy(original: Any) -> Any:
+    """``connect_http_proxy`` / ``connect_socks_proxy`` (15.0+): a MemorySocket for the target
+    while a player is active; a relay opens the real tunnel through the proxy."""
+
+    def connect_proxy(proxy: Any, ws_uri: Any, deadline: Any, **kw: Any) -> Any:
+        if not intercepting():
+            return original(proxy, ws_uri, deadline, **kw)
+
+        def opener(sock: MemorySocket) -> Any:
+            return _secured(sock, original(proxy, ws_uri, deadline, **kw))
+
+        return MemorySocket((ws_uri.host, ws_uri.port), _dispatch, opener)
+
+    return connect_proxy
+
+
+def _tls_in_tls(original: Any) -> Any:
+    """``SSLSSLSocket`` (TLS to the target inside an HTTPS proxy's TLS, ``proxy_ssl=``): a
+    MemorySocket is handed back as it is, the wrapping kept for a relay."""
+
+    def wrap(sock: Any, context: ssl.SSLContext, server_hostname: str | None = None) -> Any:
+        if isinstance(sock, MemorySocket):
+            sock.tls = lambda real: original(real, context, server_hostname=server_hostname)
+            return sock
+        return original(sock, context, server_hostname=server_hostname)
+
+    return wrap
 
 
 class _Selector:
@@ -112,7 +148,8 @@ def _selectors(real: types.ModuleType) -> types.ModuleType:
 def _wrap(original: Any) -> Any:
     def wrap_socket(self: ssl.SSLContext, sock: Any, *args: Any, **kw: Any) -> Any:
         if isinstance(sock, MemorySocket):
-            sock.tls = (self, kw.get("server_hostname"))
+            name = kw.get("server_hostname")
+            sock.tls = lambda real: _real_wrap(self, real, server_hostname=name)
             return sock
         return original(self, sock, *args, **kw)
 
@@ -174,7 +211,8 @@ def _start_keepalive(original: Any) -> Any:
 def patches() -> list[Patch]:
     """The ``socket`` global of ``websockets.sync.client``, ``SSLContext.wrap_socket``,
     ``Connection.recv`` (a stall longer than its ``timeout=`` ends as that timeout does),
-    from 15.0, ``Connection.start_keepalive`` (so does a stall longer than the keepalive) and,
+    from 15.0, its proxy openers and ``SSLSSLSocket`` (`_through_proxy`), and
+    ``Connection.start_keepalive`` (so does a stall longer than the keepalive) and,
     from 17.3, the ``selectors`` global of ``websockets.sync.connection`` (`_Selector`)."""
     import websockets.sync.client as client
     import websockets.sync.connection as connection
@@ -184,6 +222,11 @@ def patches() -> list[Patch]:
         Patch(ssl.SSLContext, "wrap_socket", _wrap),
         Patch(connection.Connection, "recv", _recv),
     ]
+    for name in ("connect_http_proxy", "connect_socks_proxy"):  # 15.0+: proxies
+        if hasattr(client, name):
+            found.append(Patch(client, name, _through_proxy))
+    if hasattr(client, "SSLSSLSocket"):
+        found.append(Patch(client, "SSLSSLSocket", _tls_in_tls))
     if hasattr(connection.Connection, "start_keepalive"):  # 15.0+: the sync client has a keepalive
         found.append(Patch(connection.Connection, "start_keepalive", _start_keepalive))
     if hasattr(connection, "selectors"):  # 17.3+: a selector before each read (issue 35: bytewise speed)

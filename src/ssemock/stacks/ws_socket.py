@@ -47,7 +47,8 @@ class MemorySocket:
     ) -> None:
         self.family = socket.AF_INET6 if ":" in str(address[0]) else socket.AF_INET
         self.address = address
-        self.tls: tuple[Any, str | None] | None = None  # (context, server_hostname) once wrapped
+        self.tls: Callable[[Any], Any] | None = None
+        """Once the client wrapped this socket in TLS: the same wrapping of a relay's real socket."""
         self._dispatch, self._opener = dispatch, opener
         self._lock = threading.RLock()  # taken directly on the hot paths (C-level enter and exit)
         self._cond = threading.Condition(self._lock)
