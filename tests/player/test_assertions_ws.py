@@ -4,6 +4,8 @@ diagnosis names the frame and the read boundary; the reference is per response i
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import ws_frame_client as client
 
@@ -71,3 +73,98 @@ def test_expected_is_the_sessions_reference_per_response() -> None:
             StreamAssertionError, match=r"accumulated 'text' of the WebSocket session differs"
         ):
             expected.assert_accumulates({"text": text + "!"})
+
+
+RECORDED_SESSION_TEST = """
+import json
+
+from pathlib import Path
+
+import pytest
+from websockets.sync.client import connect
+
+URL = "{url}"
+
+
+def talk():
+    with connect(URL, additional_headers={{"authorization": "Bearer sk-test-record-assert-0000"}}) as ws:
+        assert json.loads(ws.recv())["type"] == "session.created"
+        ws.send(json.dumps({{"type": "response.create", "event_id": "evt_1"}}))
+        text, calls, arguments = "", [], ""
+        while True:
+            event = json.loads(ws.recv())
+            if event["type"] == "response.output_audio_transcript.delta":
+                text += event["delta"]
+            elif event["type"] == "response.function_call_arguments.delta":  # as they stream
+                arguments += event["delta"]
+            elif event["type"] == "response.function_call_arguments.done":
+                calls.append({{"name": event["name"], "arguments": arguments}})
+            elif event["type"] == "response.done":
+                return text, calls
+
+
+@pytest.mark.ssemock
+def test_realtime(ssemock):
+    text, calls = talk()
+    ssemock.assert_text(text)
+    ssemock.assert_tool_calls(calls)
+    assert ssemock.expected.text == text == "Sunny."
+    assert ssemock.expected.results[-1].complete
+    with pytest.raises(AssertionError, match="text of response 0 of the WebSocket session differs"):
+        ssemock.assert_text(text + "!")
+"""
+
+
+def test_a_recording_run_asserts_on_the_session_just_recorded(pytester: pytest.Pytester) -> None:
+    """Issue 43 item 2: ``assert_text``, ``assert_tool_calls`` and ``expected`` on the run that
+    records a WebSocket session (the first recording, then a re-record) compare with that
+    session, as on its replay."""
+    from ws_servers import realtime, running
+
+    options = ("-p", "no:cassetter", "-p", "no:randomly")
+    with running(realtime) as server:
+        url = server.url("/v1/realtime?model=gpt-realtime")
+        pytester.makepyfile(test_rt=RECORDED_SESSION_TEST.format(url=url))
+        for mode in ("once", "all"):
+            pytester.runpytest_inprocess(*options, f"--ssemock-record-mode={mode}").assert_outcomes(passed=1)
+    cassette = next(pytester.path.rglob("*.json"))
+    assert ssemock.Cassette.load(cassette).interactions[0].websocket is not None
+    replay = pytester.runpytest_inprocess(*options, "--ssemock-allowed-hosts=none")  # the server is gone
+    replay.assert_outcomes(passed=1)
+
+
+def test_on_a_recording_run_the_reference_is_what_was_recorded_last(tmp_path: Path, server: str) -> None:
+    """An HTTP stream recorded after the session is the reference from then on, and a session
+    recorded after a stream is, as on a replay."""
+    import httpx
+    from ws_servers import realtime, running
+
+    from ssemock.plan.ws_expect import SessionExpected
+
+    def chat() -> None:
+        with httpx.stream("POST", f"{server}/v1/chat/completions", json={"stream": True}) as response:
+            response.read()
+
+    with (
+        running(realtime) as ws_server,
+        ssemock.use_cassette(tmp_path / "mixed.json", record_mode="once") as player,
+    ):
+        chat()
+        http_text = player.expected.text
+        _realtime_session(ws_server.url("/v1/realtime?model=gpt-realtime"))
+        assert isinstance(player.expected, SessionExpected) and player.expected.text == "Sunny."
+        chat()
+        assert not isinstance(player.expected, SessionExpected) and player.expected.text == http_text
+    assert http_text and http_text != "Sunny."
+
+
+def _realtime_session(url: str) -> None:
+    import json
+
+    from websockets.sync.client import connect
+
+    with connect(url) as ws:
+        ws.recv()
+        ws.send(json.dumps({"type": "response.create"}))
+        while json.loads(ws.recv())["type"] != "response.done":
+            pass

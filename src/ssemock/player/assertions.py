@@ -13,11 +13,14 @@ from ..plan.expect import Expected, StreamAssertionError
 from ..plan.record import Recorder
 from ..plan.serving import Play
 from ..plan.ws_expect import SessionExpected
+from ..plan.ws_record import WsRecorder
+from ..plan.ws_refused import refused_conversation
 from ..plan.ws_variants import VariedConversation
 from ..protocols.accumulate import Accumulated
 from ..redaction.rules import mask_text
 from ..variants import chunking as _chunking
 from ..variants import faults as _faults
+from .state import opened_count
 
 if TYPE_CHECKING:
     from .state import PlayerState as Player
@@ -101,15 +104,31 @@ class Assertions:
 
     def session(self) -> SessionExpected | None:
         """The reference of the last WebSocket session, when one opened after the last HTTP
-        response served (issue 35); None otherwise."""
+        response served (issue 35) or recorded; on a recording run, of the session recorded so
+        far when nothing opened after it (issue 43); None otherwise."""
         p = self.player
         with p.lock:
             conversations = list(getattr(p, "conversations", ()))
             plays = len(p.plays)
+            recorded = p.sessions[-1] if getattr(p, "sessions", None) else None
+            latest = recorded is not None and p.session_opened_after.get(recorded) == opened_count(p)
+        if recorded is not None and latest:
+            return self._recorded(recorded)
         last = conversations[-1] if conversations else None
         if isinstance(last, VariedConversation) and last.after_plays >= plays:
             return SessionExpected(last, p.protocol)
         return None
+
+    def _recorded(self, recorder: WsRecorder) -> SessionExpected | None:
+        """The reference of a session being recorded: the messages the server sent so far, as a
+        replay of what is recorded serves them (a refused handshake as refused)."""
+        interaction = recorder.interaction()
+        if interaction is None:  # dropped by before_record_response
+            return None
+        p = self.player
+        if interaction.websocket is None:
+            return SessionExpected(refused_conversation(interaction, -1, p.where), p.protocol)
+        return SessionExpected(VariedConversation(interaction, -1, p.where, protocol=p.protocol), p.protocol)
 
     def assert_text(self, got: str, choice: int = 0) -> None:
         session = self.session()

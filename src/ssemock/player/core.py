@@ -48,6 +48,7 @@ from .assertions import Assertions
 from .options import Options
 from .recording import RecordingRun
 from .router import Router, weakly
+from .state import opened_count
 
 __all__ = ["Player", "recording_refusals"]
 
@@ -137,6 +138,9 @@ class Player:
         """Every WebSocket session replayed, in order (see `ssemock.plan.conversation.Conversation`)."""
         self.sessions: list[WsRecorder] = []
         """Every WebSocket session recorded during this run, in order."""
+        self.session_opened_after: dict[WsRecorder, tuple[int, int, int]] = {}
+        """Per session recorded: how many responses were replayed, responses recorded and sessions
+        replayed when it opened (the assertions' reference is the last thing opened)."""
         self.kept: list[_keep.Kept] = []
         """The refused or partial recordings kept beside the cassette, secrets masked."""
         self.lock = threading.Lock()
@@ -202,6 +206,7 @@ class Player:
         """A WebSocket session being recorded was upgraded: it belongs to this run's recording."""
         with self.lock:
             self.sessions.append(recorder)
+            self.session_opened_after[recorder] = opened_count(self)
 
     @functools.cached_property
     def _no_proxy(self) -> list[str]:
@@ -399,20 +404,23 @@ class Player:
         it replays). A later answer that is no stream and no error (an MCP session's DELETE, an
         empty 202, a plain JSON reply) is passed over for the stream before it; each response's
         own reference is [`Play.expected`][ssemock.Play.expected]. When a WebSocket session was
-        replayed after the last HTTP response, its reference ([`session_expected`][ssemock.Player.session_expected]:
+        replayed (or recorded) after the last HTTP response, its reference ([`session_expected`][ssemock.Player.session_expected]:
         ``results`` one per response, ``events`` the messages served, ``text``, ``assert_*``)."""
         return self._assertions.expected
 
     @property
     def session_expected(self) -> SessionExpected:
-        """The reference of the last WebSocket session replayed: ``results``, one per response
-        the session holds (folded by its protocol's reference accumulator from the messages
-        served under the variant), ``result`` the last; ``assert_text`` / ``assert_tool_calls``
-        name the message, the frame and the read boundary of a difference. ``assert_text`` and
-        ``assert_tool_calls`` on the player use it when a session was the last thing served."""
+        """The reference of the last WebSocket session replayed (on a recording run: recorded,
+        as recorded so far): ``results``, one per response the session holds (folded by its
+        protocol's reference accumulator from the messages served under the variant), ``result``
+        the last; ``assert_text`` / ``assert_tool_calls`` name the message, the frame and the
+        read boundary of a difference. ``assert_text`` and ``assert_tool_calls`` on the player
+        use it when a session was the last thing served or recorded."""
         session = self._assertions.session()
         if session is None:
-            raise StreamAssertionError(f"ssemock: no WebSocket session was replayed last by {self!r}")
+            raise StreamAssertionError(
+                f"ssemock: no WebSocket session was replayed or recorded last by {self!r}"
+            )
         return session
 
     def assert_text(self, got: str, choice: int = 0) -> None:

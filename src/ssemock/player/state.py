@@ -11,6 +11,7 @@ from ..core.modes import RecordMode
 from ..plan.record import Recorder
 from ..plan.selection import Selection
 from ..plan.serving import Play
+from ..plan.ws_record import WsRecorder
 from ..redaction.keep import Kept
 from ..store.cassette import Cassette
 from ..variants.chunking import Chunking
@@ -19,7 +20,7 @@ from ..variants.timing import Timing
 from ..variants.transforms import Transform
 from .options import Options
 
-__all__ = ["PlayerState"]
+__all__ = ["PlayerState", "opened_count"]
 
 
 class PlayerState(Protocol):
@@ -38,6 +39,8 @@ class PlayerState(Protocol):
     protocol: str | None
     plays: list[Play]
     conversations: list[Any]  # the WebSocket sessions replayed (`ssemock.plan.conversation.Conversation`)
+    sessions: list[WsRecorder]  # the WebSocket sessions recorded
+    session_opened_after: dict[WsRecorder, tuple[int, int, int]]  # `opened_count` when each opened
     latest: Play | Recorder | None
     attempts: int
     kept: list[Kept]
@@ -56,3 +59,9 @@ class PlayerState(Protocol):
     def recorders(self) -> list[Recorder]: ...
 
     def aimed(self) -> Aim: ...
+
+
+def opened_count(player: PlayerState) -> tuple[int, int, int]:
+    """How many responses the player replayed and recorded, and WebSocket sessions it replayed,
+    so far (under its ``lock``): a recorded session is the latest while this has not grown."""
+    return (len(player.plays), len(player.recorders), len(player.conversations))
