@@ -1,6 +1,8 @@
 """allowed_hosts and ignore_hosts for the intercepted client stacks: in a replay an unmatched
 request to an allowed host goes to the network for real (a matched one is still served from the
-cassette); requests to an ignored host are never served nor recorded, in every mode."""
+cassette) unless the cassette recorded that host and port, where it is an UnmatchedRequestError
+with the diff (issue 43); requests to an ignored host are never served nor recorded, in every
+mode."""
 
 from __future__ import annotations
 
@@ -76,6 +78,9 @@ def _cassette(server: str) -> ssemock.Cassette:
     return cassette
 
 
+ELSEWHERE = "http://127.0.0.1:9"  # a loopback port the recording was made on, never the live server's
+
+
 def _echoed(body: bytes) -> dict[str, Any]:
     found: dict[str, Any] = json.loads(body)
     assert "headers" in found  # the loopback server's /echo answered, not the cassette
@@ -85,9 +90,24 @@ def _echoed(body: bytes) -> dict[str, Any]:
 @pytest.mark.parametrize(("stack", "mode"), CASES)
 def test_an_unmatched_request_to_an_allowed_host_reaches_it(stack: str, mode: str, server: str) -> None:
     get = _client(stack, mode)
+    with ssemock.replay(_cassette(ELSEWHERE)) as player:  # loopback is allowed by default
+        assert get(f"{ELSEWHERE}/events") == RECORDED  # matched: served from the cassette
+        _echoed(get(f"{server}/echo?stack={stack}"))  # unmatched, a port never recorded: sent for real
+    assert [play.index for play in player.plays] == [0]
+
+
+@pytest.mark.parametrize(("stack", "mode"), CASES)
+def test_an_unmatched_request_to_a_recorded_host_and_port_is_reported_though_allowed(
+    stack: str, mode: str, server: str
+) -> None:
+    get = _client(stack, mode)
     with ssemock.replay(_cassette(server)) as player:  # loopback is allowed by default
-        assert get(f"{server}/events") == RECORDED  # matched: served from the cassette
-        _echoed(get(f"{server}/echo?stack={stack}"))  # unmatched: sent for real
+        with pytest.raises(ssemock.UnmatchedRequestError) as unmatched:
+            get(f"{server}/echo?stack={stack}")  # (the live server would answer it)
+        assert get(f"{server}/events") == RECORDED
+    text = str(unmatched.value)
+    assert f"#0 GET {server}/events" in text and "- path: '/events'  (recorded)" in text
+    assert "127.0.0.1 is an allowed host, but the cassette recorded this host and port" in text
     assert [play.index for play in player.plays] == [0]
 
 
@@ -95,14 +115,14 @@ def test_an_unmatched_request_to_an_allowed_host_reaches_it(stack: str, mode: st
 def test_allowed_hosts_names_what_passes(stack: str, mode: str, server: str) -> None:
     get = _client(stack, mode)
     named = server.replace("127.0.0.1", "localhost")
-    with ssemock.replay(_cassette(server), allowed_hosts=["localhost"]):
+    with ssemock.replay(_cassette(ELSEWHERE), allowed_hosts=["localhost"]):
         _echoed(get(f"{named}/echo"))
         _echoed(get(f"{server}/echo"))  # a name covers the addresses it resolves to
-    with ssemock.replay(_cassette(server), allowed_hosts=["127.0.0.1"]):
+    with ssemock.replay(_cassette(ELSEWHERE), allowed_hosts=["127.0.0.1"]):
         _echoed(get(f"{server}/echo"))
         with pytest.raises(ssemock.UnmatchedRequestError):  # a name is judged by name: never looked up
             get(f"{named}/echo")
-    with ssemock.replay(_cassette(server), allowed_hosts=[]):
+    with ssemock.replay(_cassette(ELSEWHERE), allowed_hosts=[]):
         with pytest.raises(ssemock.UnmatchedRequestError):
             get(f"{server}/echo")
 
@@ -247,3 +267,56 @@ def test_bad_plugin_values_are_named(pytester: pytest.Pytester) -> None:
         "-p", "no:randomly", "-p", "no:cassetter", "-o", "asyncio_default_fixture_loop_scope=function"
     )
     result.stderr.fnmatch_lines(["*ignore_localhost: must be True or False, got 'yes'*"])
+
+
+MODEL_CHANGED = """
+import json
+import os
+
+import httpx
+import pytest
+from websockets.sync.client import connect
+
+MODEL = os.environ.get("SSEMOCK_TEST_MODEL", "gpt-realtime")
+
+
+@pytest.mark.ssemock
+def test_realtime():
+    url = os.environ.get("SSEMOCK_TEST_WS", "{ws}")
+    with connect(f"{{url}}/v1/realtime?model={{MODEL}}") as ws:
+        assert json.loads(ws.recv())["type"] == "session.created"
+
+
+@pytest.mark.ssemock
+def test_chat():
+    body = {{"model": MODEL, "stream": True, "messages": [{{"role": "user", "content": "hi"}}]}}
+    with httpx.stream("POST", "{http}/v1/chat/completions", json=body) as response:
+        assert response.read().endswith(b"data: [DONE]\\n\\n")
+"""
+
+
+def test_a_request_the_recording_does_not_match_fails_with_the_diff_on_loopback(
+    pytester: pytest.Pytester, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43 item 3, through the marker: a session and a stream recorded against loopback
+    stand-ins, replayed with another model: each an UnmatchedRequestError with the diff (loopback
+    is allowed: the session went out and was refused, the stream went to the live server and
+    passed); a session to a port the cassettes never recorded still goes out for real."""
+    from ws_servers import realtime, running
+
+    options = ("-p", "no:cassetter", "-p", "no:randomly", "-o", "asyncio_default_fixture_loop_scope=function")
+    with running(realtime) as stand_in:
+        pytester.makepyfile(test_models=MODEL_CHANGED.format(ws=stand_in.url(""), http=server))
+        pytester.runpytest_inprocess(*options, "--ssemock-record-mode=once").assert_outcomes(passed=2)
+    monkeypatch.setenv("SSEMOCK_TEST_MODEL", "gpt-realtime-mini")
+    result = pytester.runpytest_inprocess(*options)  # the stream's server still runs
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert out.count("UnmatchedRequestError: ssemock: no recorded interaction matches") == 2
+    assert "- query: [('model', 'gpt-realtime')]  (recorded)" in out
+    assert "+ query: [('model', 'gpt-realtime-mini')]  (sent)" in out
+    assert "- body $.model: 'gpt-realtime'  (recorded)" in out
+    assert "ConnectionRefusedError" not in out
+    with running(realtime) as elsewhere:  # a port never recorded: an allowed host, passed through
+        monkeypatch.setenv("SSEMOCK_TEST_WS", elsewhere.url(""))
+        pytester.runpytest_inprocess(*options, "-k", "realtime").assert_outcomes(passed=1)

@@ -5,7 +5,7 @@ The implementation of [`ssemock.matching`][ssemock.matching], where its public n
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -14,16 +14,29 @@ from ..redaction.rules import redact_request, redact_url
 from ..scan.shapes import credential_name, value_shape
 from ..store.cassette import Request
 
-__all__ = ["DEFAULT", "MATCHERS", "differences", "resolve"]
+__all__ = ["DEFAULT", "MATCHERS", "differences", "origin", "records_origin", "resolve"]
 
 DEFAULT = ("method", "scheme", "host", "port", "path", "query", "body")
 """The request parts matched when `match_on` is not given."""
-_PORTS = {"http": 80, "https": 443}
+_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 
 
 def _port(url: str) -> int | None:
     parts = urlsplit(url)
     return parts.port or _PORTS.get(parts.scheme)
+
+
+def origin(url: str) -> tuple[str | None, int | None]:
+    """The host (lower case) and port (the scheme's default when none is written) of ``url``."""
+    return urlsplit(url).hostname, _port(url)
+
+
+def records_origin(recorded: Iterable[Request], url: str) -> bool:
+    """Whether a request of ``recorded`` went to the host and port of ``url``: an unmatched
+    request there is a mismatch to report, not one to send for real, even to an allowed host
+    (issue 43)."""
+    wanted = origin(url)
+    return any(origin(r.url) == wanted for r in recorded)
 
 
 def _query(url: str) -> list[tuple[str, str]]:

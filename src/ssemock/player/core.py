@@ -290,7 +290,8 @@ class Player:
                 return self._serve(index, request)
         if self._records:
             return self._recording.record(request, sent)
-        if self.guard.allows(request.url.host):  # sent for real, unless an outer player matches it
+        # sent for real, unless an outer player matches it (never to a host and port recorded)
+        if reporting.passes(self.guard, self.cassette, request.url.host, sent):
             raise _stacks.Allowed(f"ssemock: {request.method} {request.url.host}: an allowed host")
         raise UnmatchedRequestError(reporting.explain(self, sent))
 

@@ -12,12 +12,22 @@ from ..plan import diagnose as _diagnose
 from ..plan import matching
 from ..plan.serving import Play
 from ..redaction.rules import escape_control, mask_text
-from ..store.cassette import Request
+from ..stacks.lock import Guard
+from ..store.cassette import Cassette, Request
 
 if TYPE_CHECKING:
     from .state import PlayerState as Player
 
-__all__ = ["explain", "missing", "served_summary", "unconsumed", "unplayed"]
+__all__ = ["explain", "missing", "passes", "served_summary", "unconsumed", "unplayed"]
+
+
+def passes(guard: Guard, cassette: Cassette, host: str, sent: Request) -> bool:
+    """Whether a request (or handshake) to ``host`` that no interaction matches is sent for
+    real: ``host`` is allowed and the cassette never recorded the host and port of ``sent`` (issue
+    43: a recorded endpoint that gets something else is a mismatch to report, even on loopback)."""
+    return guard.allows(host) and not matching.records_origin(
+        (x.request for x in cassette.interactions), sent.url
+    )
 
 
 def explain(player: Player, sent: Request) -> str:
@@ -34,6 +44,13 @@ def explain(player: Player, sent: Request) -> str:
     host = urlsplit(sent.url).hostname
     if count and all(urlsplit(x.request.url).hostname != host for x in interactions):
         lines.append(f"  the request goes to {host}, a host the cassette never saw")
+    elif player.guard.allows(host or "") and matching.records_origin(
+        (x.request for x in interactions), sent.url
+    ):
+        lines.append(
+            f"  {host} is an allowed host, but the cassette recorded this host and port: what it "
+            "does not match fails here rather than going out for real"
+        )
     ranked = player.selection.closest(sent)
     fixes = [
         "record it: pytest --ssemock-record-mode=new_episodes (or once for a new cassette), "

@@ -13,6 +13,7 @@ from ..plan.selection import Selection
 from ..plan.serving import Play
 from ..plan.ws_record import WsRecorder
 from ..redaction.keep import Kept
+from ..stacks.lock import Guard
 from ..store.cassette import Cassette
 from ..variants.chunking import Chunking
 from ..variants.faults import Aim, Fault
@@ -44,6 +45,7 @@ class PlayerState(Protocol):
     latest: Play | Recorder | None
     attempts: int
     kept: list[Kept]
+    guard: Guard
     lock: threading.Lock
 
     @property

@@ -99,7 +99,7 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
             before_record_response=player.options.before_record_response,
         )
         raise _stacks.RecordSession(request, recorder)
-    if player.guard.allows(request.url.host):
+    if reporting.passes(player.guard, player.cassette, request.url.host, sent):
         raise _stacks.Allowed(f"ssemock: WebSocket {request.url.host}: an allowed host")
     raise UnmatchedRequestError(reporting.explain(player, sent))  # type: ignore[arg-type]
 
