@@ -215,8 +215,9 @@ def test_the_recorded_session_replays_under_the_clients_proxy_settings(
 
 
 @contextmanager
-def _tunnel() -> Iterator[tuple[str, list[str]]]:
-    """A loopback HTTP proxy that opens ``CONNECT`` tunnels: its URL, and the targets asked of it."""
+def _tunnel(tls: ssl.SSLContext | None = None) -> Iterator[tuple[str, list[str]]]:
+    """A loopback HTTP proxy that opens ``CONNECT`` tunnels (an HTTPS proxy with ``tls``): its
+    URL, and the targets asked of it."""
     listener = socket.create_server(("127.0.0.1", 0))
     targets: list[str] = []
 
@@ -229,6 +230,8 @@ def _tunnel() -> Iterator[tuple[str, list[str]]]:
             pass
 
     def serve(client: socket.socket) -> None:
+        if tls is not None:
+            client = tls.wrap_socket(client, server_side=True)
         head = b""
         while b"\r\n\r\n" not in head and (data := client.recv(4096)):
             head += data
@@ -256,11 +259,21 @@ def _tunnel() -> Iterator[tuple[str, list[str]]]:
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}", targets
+        yield f"{'http' if tls is None else 'https'}://127.0.0.1:{listener.getsockname()[1]}", targets
     finally:
         listener.shutdown(socket.SHUT_RDWR)
         listener.close()
         thread.join(5)
+
+
+def _contexts() -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A server's TLS context for 127.0.0.1 and a client's that trusts it (a throwaway CA)."""
+    ca = trustme.CA()
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(served)
+    trusted = ssl.create_default_context()
+    ca.configure_trust(trusted)
+    return served, trusted
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -268,11 +281,7 @@ def test_a_session_recorded_through_the_proxy_keeps_the_target_and_replays_witho
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stack: str
 ) -> None:
     client = CLIENTS[stack][0]
-    ca = trustme.CA()
-    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert("127.0.0.1").configure_cert(served)
-    trusted = ssl.create_default_context()
-    ca.configure_trust(trusted)
+    served, trusted = _contexts()
     path = tmp_path / "realtime.json"
     with _tunnel() as (proxy_url, targets):
         _settings(monkeypatch, proxy_url, "environment")
@@ -292,6 +301,40 @@ def test_a_session_recorded_through_the_proxy_keeps_the_target_and_replays_witho
     assert all(i.websocket is not None for i in recorded)
     assert live[0] == "session.created" and live[-1][0] == "response.done"
     assert again == live and [c.index for c in player.conversations] == list(range(sessions))
+
+
+@pytest.mark.parametrize("flavour", ["asyncio", "sync"])
+def test_websockets_records_and_replays_through_an_https_proxy(tmp_path: Path, flavour: str) -> None:
+    """``proxy="https://..."`` with ``proxy_ssl=``: TLS to the target inside the proxy's TLS (the
+    sync client's ``SSLSSLSocket``) when recording; nothing of it when replaying."""
+    served, trusted = _contexts()
+
+    def run(url: str, proxy: str) -> list[Any]:
+        kw = {"ssl": trusted, "proxy": proxy, "proxy_ssl": trusted}
+        if flavour == "sync":
+            from websockets.sync.client import connect as sync_connect
+
+            with sync_connect(url, **kw) as ws:
+                return asyncio.run(_talk(_blocking(ws.recv), _blocking(ws.send)))
+        from websockets.asyncio.client import connect
+
+        async def session() -> list[Any]:
+            async with connect(url, **kw) as ws:
+                return await _talk(ws.recv, ws.send)
+
+        return asyncio.run(session())
+
+    path = tmp_path / "realtime.json"
+    with _tunnel(served) as (proxy_url, targets):
+        with running(realtime, ssl=served) as server:
+            url = server.url("/v1/realtime?model=gpt-realtime", scheme="wss")
+            with ssemock.use_cassette(path, record_mode="once"):
+                live = run(url, proxy_url)
+        with ssemock.use_cassette(path, record_mode="none"):
+            again = run(url, proxy_url)
+    assert proxy_url.startswith("https://") and targets == [f"127.0.0.1:{server.port}"]
+    assert [i.request.url for i in ssemock.Cassette.load(path).interactions] == [url]
+    assert live[-1][0] == "response.done" and again == live
 
 
 def test_every_websocket_stack_has_a_client_here() -> None:
