@@ -9,12 +9,13 @@ import html
 import os
 import ssl
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import anyio
 import httpx
+from starlette.requests import ClientDisconnect
 from starlette.requests import Request as HTTPRequest
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.types import Receive, Scope, Send
@@ -28,7 +29,9 @@ from ...redaction.rules import escape_control, mask_text, mask_url
 from ...store.cassette import Cassette, CassetteError, Interaction, Request
 from ..serve import DEFAULT_MATCH_ON, DEFAULT_MAX_BODY, Replayer
 from ..serve.page import render
+from ..serve.replayer import read_body
 from .book import Book, cassette_name
+from .routing import Routed, Upstream, check_upstream_url, forward_url, pick, raw_target
 
 __all__ = ["CASSETTE_HEADER", "HOP_BY_HOP", "PATH_PREFIX", "Proxy", "Upstream"]
 
@@ -52,19 +55,6 @@ HOP_BY_HOP = frozenset(
 )
 """Headers of one connection (RFC 9110 7.6.1), never forwarded either way."""
 _NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length"}  # httpx writes its own
-
-
-@dataclass(frozen=True)
-class Upstream:
-    """One upstream behind the proxy: requests whose path starts with ``prefix`` go to ``url``
-    (the prefix removed), recorded into ``cassette`` unless the client names another."""
-
-    url: str
-    """The upstream's base URL (``https://api.openai.com``; a path is kept before the request's)."""
-    prefix: str = ""
-    """The proxy path prefix routed to it ("" routes every path)."""
-    cassette: str = "proxy"
-    """The cassette name used when the client names none."""
 
 
 def _http2() -> bool:
@@ -100,8 +90,7 @@ class Proxy:
         if not upstreams:
             raise ValueError("the proxy needs at least one upstream URL")
         for up in upstreams:
-            if not up.url.startswith(("http://", "https://")):
-                raise ValueError(f"the upstream URL {up.url!r} must start with http:// or https://")
+            check_upstream_url(up.url)
             cassette_name(up.cassette, where=f"the upstream {up.url}")
         # the longest prefix first: /openai/v2 before /openai
         self.upstreams = sorted(upstreams, key=lambda u: len(u.prefix), reverse=True)
@@ -199,19 +188,23 @@ class Proxy:
 
     # -- routing ----------------------------------------------------------------------------
 
-    def route(self, path: str, headers: Any) -> tuple[Upstream, str, str]:
-        """The upstream, the path to forward and the cassette name of a request."""
-        upstream = next(u for u in self.upstreams if path.startswith(u.prefix) or not u.prefix)
-        rest = path[len(upstream.prefix) :] or "/"
+    def route(self, path: str, query: str, headers: Any, *, websocket: bool = False) -> Routed:
+        """Where a request goes (`ssemock.commands.proxy.routing`): ``path`` and ``query`` as
+        the client sent them (raw, latin-1). A ValueError says why it goes nowhere (no prefix
+        matches, a cassette name not allowed, `OffUpstream`)."""
+        found = pick(self.upstreams, path)
+        if found is None:
+            raise ValueError(f"no upstream for this path (prefixes: {self.prefixes()})")
+        upstream, rest = found
         name = upstream.cassette
         if rest.startswith(PATH_PREFIX):
             name, _, tail = rest[len(PATH_PREFIX) :].partition("/")
-            name = cassette_name(name, where=f"the path prefix {PATH_PREFIX}")
+            name = cassette_name(unquote(name, "latin-1"), where=f"the path prefix {PATH_PREFIX}")
             rest = "/" + tail
         chosen = headers.get(CASSETTE_HEADER)
         if chosen:
             name = cassette_name(chosen, where=f"the {CASSETTE_HEADER} header")
-        return upstream, rest, name
+        return Routed(upstream, forward_url(upstream.url, rest, query, websocket=websocket), name)
 
     # -- the endpoint -----------------------------------------------------------------------
 
@@ -223,19 +216,24 @@ class Proxy:
             or (path == "/" and "text/html" in request.headers.get("accept", ""))
         ):
             return self.page()
+        raw_path, query = raw_target(request.scope)
         try:
-            upstream, rest, name = self.route(request.url.path, request.headers)
-        except (ValueError, StopIteration) as exc:
-            why = str(exc) or f"no upstream for this path (prefixes: {self.prefixes()})"
-            return JSONResponse({"error": f"ssemock proxy: {why}"}, 400)
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.max_body:
+            routed = self.route(raw_path, query, request.headers)
+        except ValueError as exc:
+            self.log(f"{request.method} {mask_url(raw_path)} -> 400 {exc}")
+            return JSONResponse({"error": f"ssemock proxy: {exc}"}, 400)
+        try:
+            body = await read_body(request, self.max_body)
+        except ClientDisconnect:
+            self.log(f"{request.method} {mask_url(routed.url)}: the client left while sending its request body")
+            return Response(status_code=499)
+        if body is None:
+            self.log(f"{request.method} {mask_url(routed.url)} -> 413 body larger than {self.max_body} bytes")
             return JSONResponse(
-                {"error": f"ssemock proxy: the request body is larger than {self.max_body} bytes"}, 413
+                {"error": f"ssemock proxy: the request body is larger than --max-body ({self.max_body} bytes)"},
+                413,
             )
-        body = await request.body()
-        query = request.url.query
-        url = upstream.url.rstrip("/") + rest + (f"?{query}" if query else "")
+        url, name = routed.url, routed.cassette
         forwarded = [
             (k.decode("latin-1"), v.decode("latin-1"))
             for k, v in request.headers.raw
@@ -247,15 +245,19 @@ class Proxy:
         book = self.book(name)
         target = f"{request.method} {mask_url(url)}"
         if book.matches(sent):
-            return await self._replay(book, request, rest, body)
+            return await self._replay(book, request, url, body)
         if not book.records:
             return self._unmatched(book, sent, target, name)
         return await self._record(book, up, sent, target, name)
 
-    async def _replay(self, book: Book, request: HTTPRequest, rest: str, body: bytes) -> Response:
-        """Served by the cassette's Replayer (variants, faults, resumption), as ``ssemock serve``."""
+    async def _replay(self, book: Book, request: HTTPRequest, url: str, body: bytes) -> Response:
+        """Served by the cassette's Replayer (variants, faults, resumption), as ``ssemock serve``:
+        it sees the forwarded URL's path and query, as they were recorded (percent-encoding
+        kept, so the URL it matches is the one recorded)."""
         scope = dict(request.scope)
-        scope["path"], scope["raw_path"] = rest, rest.encode("latin-1", "replace")
+        parts = urlsplit(url)
+        scope["path"], scope["raw_path"] = parts.path, parts.path.encode("latin-1")
+        scope["query_string"] = parts.query.encode("latin-1")
         scope["headers"] = [(k, v) for k, v in request.scope["headers"] if not k.startswith(b"x-ssemock-")]
         inner = HTTPRequest(scope, request.receive)
         inner._body = body  # read once already (Starlette's own cache of it)

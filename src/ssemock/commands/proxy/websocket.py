@@ -19,9 +19,11 @@ from __future__ import annotations
 import os
 import ssl
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 from typing import Any, Protocol
 
 import anyio
+from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ...framing.websocket import Opcode, close_payload, encode_frame
@@ -30,12 +32,13 @@ from ...redaction.rules import mask_url, redact_request
 from ...store.cassette import Interaction, Request
 from ..serve.websocket import Replay, Resolve
 from .book import Book
+from .routing import Routed, raw_target
 
 
 class Relaying(Protocol):
     """What the relay needs of the proxy (`ssemock.commands.proxy.Proxy`)."""
 
-    def route(self, path: str, headers: Any) -> tuple[Any, str, str]: ...
+    def route(self, path: str, query: str, headers: Any, *, websocket: bool = False) -> Routed: ...
     def book(self, name: str) -> Book: ...
     def log(self, line: str) -> None: ...
     def ssl_context(self) -> ssl.SSLContext: ...
@@ -69,13 +72,17 @@ def _head(first: str, headers: list[tuple[str, str]]) -> bytes:
 
 async def relay_websocket(proxy: Relaying, ws: WebSocket) -> None:
     """Relay and record one WebSocket session (the proxy's WebSocket endpoint)."""
+    path, query = raw_target(ws.scope)
     try:
-        upstream, rest, name = proxy.route(ws.url.path, ws.headers)
-    except (ValueError, StopIteration) as exc:
-        await ws.close(1008, f"ssemock proxy: {str(exc) or 'no upstream for this path'}"[:120])
+        routed = proxy.route(path, query, ws.headers, websocket=True)
+    except ValueError as exc:  # refused as the HTTP requests are: 400, one log line
+        proxy.log(f"WebSocket {mask_url(path)} -> 400 {exc}")
+        if "websocket.http.response" in ws.scope.get("extensions", {}):
+            await ws.send_denial_response(JSONResponse({"error": f"ssemock proxy: {exc}"}, 400))
+        else:  # (an ASGI server without the denial extension answers 403)
+            await ws.close(1008, f"ssemock proxy: {exc}"[:120])
         return
-    base = upstream.url.rstrip("/").replace("https://", "wss://", 1).replace("http://", "ws://", 1)
-    url = base + rest + (f"?{ws.url.query}" if ws.url.query else "")
+    url, name = routed.url, routed.cassette
     headers = [
         (k.decode("latin-1").lower(), v.decode("latin-1"))
         for k, v in ws.scope["headers"]
@@ -83,7 +90,7 @@ async def relay_websocket(proxy: Relaying, ws: WebSocket) -> None:
     ]
     offered = [p.strip() for p in ws.headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
     book = proxy.book(name)
-    target = f"WebSocket {url}"
+    target = f"WebSocket {mask_url(url)}"
     if not book.records:  # (replays are answered before the relay, by `replaying`)
         proxy.log(f"{target} -> refused: record mode {book.record_mode!r} records nothing new into {name}")
         await ws.close(1008, f"ssemock proxy: record mode {book.record_mode} records nothing new")
@@ -113,7 +120,7 @@ async def relay_websocket(proxy: Relaying, ws: WebSocket) -> None:
         await ws.close(1011, "ssemock proxy: the upstream refused the WebSocket")
         return
     host = live.request.headers.get("host", "") if live.request is not None else ""
-    recorder.sent(_head(f"GET {rest} HTTP/1.1", [("host", host), *sent_headers]))
+    recorder.sent(_head(f"GET {urlsplit(url).path} HTTP/1.1", [("host", host), *sent_headers]))
     answer = live.response
     assert answer is not None  # connect() returns once the upstream answered 101
     recorder.received(
@@ -198,12 +205,11 @@ def replaying(proxy: Relaying) -> Resolve:
     def resolve(target: str, headers: Sequence[tuple[str, str]]) -> Replay | None:
         path, _, query = target.partition("?")
         try:
-            upstream, rest, name = proxy.route(path, dict(headers))
-        except (ValueError, StopIteration):
+            routed = proxy.route(path, query, dict(headers), websocket=True)
+        except ValueError:
             return None  # the relay refuses it, saying why
-        book: Book = proxy.book(name)
-        base = upstream.url.rstrip("/").replace("https://", "wss://", 1).replace("http://", "ws://", 1)
-        url = base + rest + (f"?{query}" if query else "")
+        book: Book = proxy.book(routed.cassette)
+        url, name = routed.url, routed.cassette
         kept = [(k, v) for k, v in headers if not k.startswith("x-ssemock-")]
         sent = redact_request(Request("GET", url, kept, None))
         replayer = book.replayer()

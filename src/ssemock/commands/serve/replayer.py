@@ -70,6 +70,23 @@ class Exchange:
     """The client closed the connection before the end."""
 
 
+async def read_body(request: HTTPRequest, max_body: int) -> bytes | None:
+    """The request body, or None when it is larger than ``max_body`` bytes: refused on its
+    declared length, else read part by part and given up past the cap (a chunked body is never
+    read whole past it). ``ssemock serve``'s and ``ssemock proxy``'s (413 for None). Raises
+    ClientDisconnect when the client leaves while sending it."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_body:
+        return None
+    parts, size = [], 0
+    async for part in request.stream():
+        size += len(part)
+        if size > max_body:
+            return None
+        parts.append(part)
+    return b"".join(parts)
+
+
 def _header_bytes(text: str) -> bytes:
     """Header text as recorded (latin-1, as HTTP/1.1 carries it); UTF-8 for text edited beyond it."""
     try:
@@ -216,25 +233,12 @@ class Replayer:
         if self._log is not None:
             self._log(escape_control(mask_text(line)))
 
-    async def _read_body(self, request: HTTPRequest) -> bytes | None:
-        """The request body, or None when it is larger than ``max_body`` (read no further)."""
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.max_body:
-            return None
-        parts, size = [], 0
-        async for part in request.stream():
-            size += len(part)
-            if size > self.max_body:
-                return None
-            parts.append(part)
-        return b"".join(parts)
-
     async def handle(self, request: HTTPRequest) -> Response:
         """The Starlette endpoint: match, prepare, stream."""
         t0 = _timing.clock.now()
         target = mask_url(request.url.path + (f"?{request.url.query}" if request.url.query else ""))
         try:
-            body = await self._read_body(request)
+            body = await read_body(request, self.max_body)
         except ClientDisconnect:  # left while sending its body: one line, no traceback
             self.exchanges.append(Exchange(request.method, request.url.path, 499, None, left=True))
             self.log(f"{request.method} {target}: the client left while sending its request body")
