@@ -37,7 +37,9 @@ import os
 from collections.abc import Callable, Sequence
 
 from starlette.applications import Starlette
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import Route, WebSocketRoute, request_response
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket
 
 from ...core.modes import RecordMode
 from ...core.packages import fresh
@@ -111,6 +113,7 @@ def app(
             WebSocketRoute("/{path:path}", proxy.handle_websocket),
         ]
     )
+    starlette.router.default = _not_a_path(proxy)
     starlette.state.ssemock = proxy
     # a handshake the mode replays is answered on the raw connection, as ssemock serve does; one
     # it records goes to uvicorn's own WebSocket protocol, then the relay above
@@ -118,6 +121,20 @@ def app(
 
     starlette.state.ws_protocol = protocol(replaying(proxy), fallback=AutoWebSocketsProtocol)  # type: ignore[arg-type]
     return starlette
+
+
+def _not_a_path(proxy: Proxy) -> ASGIApp:
+    """What answers a request target no route takes (one not starting with "/": absolute-form,
+    authority-form): the proxy's endpoints, whose routing refuses it (400, one log line)."""
+    http = request_response(proxy.handle)
+
+    async def answer(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await proxy.handle_websocket(WebSocket(scope, receive, send))
+        else:
+            await http(scope, receive, send)
+
+    return answer
 
 
 fresh(__name__)  # submodules read from sys.modules (pytester's in-process reruns drop them)

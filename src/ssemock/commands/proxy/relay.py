@@ -225,12 +225,16 @@ class Proxy:
         try:
             body = await read_body(request, self.max_body)
         except ClientDisconnect:
-            self.log(f"{request.method} {mask_url(routed.url)}: the client left while sending its request body")
+            self.log(
+                f"{request.method} {mask_url(routed.url)}: the client left while sending its request body"
+            )
             return Response(status_code=499)
         if body is None:
             self.log(f"{request.method} {mask_url(routed.url)} -> 413 body larger than {self.max_body} bytes")
             return JSONResponse(
-                {"error": f"ssemock proxy: the request body is larger than --max-body ({self.max_body} bytes)"},
+                {
+                    "error": f"ssemock proxy: the request body is larger than --max-body ({self.max_body} bytes)"
+                },
                 413,
             )
         url, name = routed.url, routed.cassette

@@ -71,11 +71,11 @@ def raw_target(scope: Mapping[str, Any]) -> tuple[str, str]:
 
 def pick(upstreams: Sequence[Upstream], path: str) -> tuple[Upstream, str] | None:
     """The upstream routing ``path`` (the raw path, as sent) and the rest of the path after its
-    prefix ("/" at least); the longest prefix first. None: no prefix matches at a segment
-    boundary, and no upstream routes every path."""
+    prefix ("/" at least); the longest prefix first, then the upstream without one (it routes
+    every path). None: no prefix matches at a segment boundary, and none routes every path."""
     for upstream in sorted(upstreams, key=lambda u: len(u.prefix.rstrip("/")), reverse=True):
         prefix = upstream.prefix.rstrip("/")
-        if path == prefix or path.startswith(prefix + "/"):
+        if not prefix or path == prefix or path.startswith(prefix + "/"):
             return upstream, path[len(prefix) :] or "/"
     return None
 

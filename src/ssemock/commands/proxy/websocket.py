@@ -19,8 +19,8 @@ from __future__ import annotations
 import os
 import ssl
 from collections.abc import Sequence
-from urllib.parse import urlsplit
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import anyio
 from starlette.responses import JSONResponse
