@@ -111,3 +111,23 @@ def test_none_answers_an_unrecorded_session_with_404_and_the_diff(
     ]
     assert served == [PATH]
     assert any("model=other" in line and "-> 404" in line for line in log), log
+
+
+def test_the_log_lines_of_a_session_mask_the_secrets_in_its_url(
+    upstream: tuple[str, list[str]], tmp_path: Path
+) -> None:
+    """As the HTTP lines do: ``?sig=`` (by its name, whatever its shape) recorded, then replayed."""
+    base, served = upstream
+    secret = "s3cr3tSigNoKnownShape42"
+    target = PATH + f"&sig={secret}"
+    log: list[str] = []
+    for mode in ("once", "none"):  # recorded (the relay's lines), then replayed (serve's)
+        with running(proxy_app(base, cassette_dir=tmp_path, record_mode=mode, log=log.append)) as proxy:
+            session(proxy.replace("http://", "ws://") + target)
+            if mode == "once":
+                _saved(tmp_path, 1)
+    assert len(served) == 1 and secret in served[0]  # the upstream got it; the log did not
+    assert any("recording into" in line for line in log) and any("-> 101 #0" in line for line in log), log
+    assert all(secret not in line for line in log), log
+    assert any("sig=REDACTED" in line for line in log), log
+    assert secret not in (tmp_path / "proxy.json").read_text()
