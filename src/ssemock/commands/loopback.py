@@ -91,6 +91,11 @@ def _guarded(header_timeout: float | None, max_connections: int | None) -> type[
                 return
             self._arm()
 
+        def handle_websocket_upgrade(self, event: Any) -> None:
+            if self._deadline is not None:  # the handshake's head came whole: the session is no slow head
+                self._deadline.cancel()
+            super().handle_websocket_upgrade(event)
+
         def on_response_complete(self) -> None:
             super().on_response_complete()
             self._arm()  # the next request on this connection gets its own deadline

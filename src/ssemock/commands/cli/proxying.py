@@ -12,7 +12,7 @@ from ...core.modes import RECORD_MODES
 from ...store.cassette import CassetteError
 from ..doctor import install_hint
 from .output import _out, _UsageError
-from .serving import add_replay_options
+from .serving import add_replay_options, add_server_limits, server_limits
 
 if TYPE_CHECKING:
     from .output import Subparsers
@@ -64,6 +64,7 @@ def _add_proxy(subparsers: Subparsers) -> None:
         help="verify TLS upstreams against these CA certificates (default: the system's)",
     )
     add_replay_options(parser)
+    add_server_limits(parser)
     parser.add_argument("--quiet", "-q", action="store_true", help="no log line per request")
     parser.set_defaults(handler=_cmd_proxy)
 
@@ -126,6 +127,7 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
             f"proxy needs the 'serve' extra ({exc.name or exc}): {install_hint('serve')}"
         ) from exc
     by_port = _upstreams(args)
+    limits = server_limits(args)
     try:
         match_on = [m.strip() for m in args.match_on.split(",") if m.strip()] if args.match_on else None
         apps = {
@@ -159,7 +161,9 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
         with ExitStack() as stack:
             try:
                 for port, asgi in apps.items():
-                    url = stack.enter_context(running(asgi, host=args.host, port=port, shutdown_timeout=1))
+                    url = stack.enter_context(
+                        running(asgi, host=args.host, port=port, shutdown_timeout=1, **limits)
+                    )
                     for up in asgi.state.ssemock.upstreams:
                         _out(f"ssemock: proxying on {url}{up.prefix} -> {up.url} (cassette {up.cassette})")
             except OSError as exc:

@@ -4,7 +4,7 @@ Ctrl-C (or SIGTERM), and prints what it serves."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...store.cassette import CassetteError
 from ..doctor import install_hint
@@ -66,6 +66,40 @@ def add_replay_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_server_limits(parser: argparse.ArgumentParser) -> None:
+    """The limits of a server anyone who reaches its port can talk to (``serve``'s and the
+    proxy's): the seconds a request's headers may take, the connections open at once."""
+    parser.add_argument(
+        "--header-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="close a connection that has not sent a request's headers within SECONDS (default: 10)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="connections open at once; one past it is closed at once (default: 256)",
+    )
+
+
+def server_limits(args: argparse.Namespace) -> dict[str, Any]:
+    """``--header-timeout`` and ``--max-connections`` (their defaults when not given), checked,
+    as the keyword arguments of `ssemock.commands.loopback.running`."""
+    from ..serve import DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS
+
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT if args.header_timeout is None else args.header_timeout
+    max_connections: int = DEFAULT_MAX_CONNECTIONS if args.max_connections is None else args.max_connections
+    if not header_timeout > 0 or max_connections < 1:
+        raise _UsageError(
+            f"--header-timeout must be > 0 seconds and --max-connections >= 1, got "
+            f"{header_timeout:g} and {max_connections}"
+        )
+    return {"header_timeout": header_timeout, "max_connections": max_connections}
+
+
 # -- ssemock serve -----------------------------------------------------------------------------
 
 
@@ -88,20 +122,7 @@ def _add_serve(subparsers: Subparsers) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: 0, any free port)")
     add_replay_options(parser)
-    parser.add_argument(
-        "--header-timeout",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="close a connection that has not sent a request's headers within SECONDS (default: 10)",
-    )
-    parser.add_argument(
-        "--max-connections",
-        type=int,
-        default=None,
-        metavar="N",
-        help="connections open at once; one past it is closed at once (default: 256)",
-    )
+    add_server_limits(parser)
     parser.add_argument("--quiet", "-q", action="store_true", help="no access log line per request")
     parser.set_defaults(handler=_cmd_serve)
 
@@ -114,7 +135,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         import uvicorn  # noqa: F401  (run by ssemock.commands.loopback.running)
 
         from ..loopback import running
-        from ..serve import DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, app
+        from ..serve import DEFAULT_MAX_BODY, app
     except ImportError as exc:
         raise _UsageError(
             f"serve needs the 'serve' extra ({exc.name or exc}): {install_hint('serve')}"
@@ -137,26 +158,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise _UsageError(str(exc)) from exc
     replayer = asgi.state.ssemock
-    header_timeout: float = DEFAULT_HEADER_TIMEOUT if args.header_timeout is None else args.header_timeout
-    max_connections: int = DEFAULT_MAX_CONNECTIONS if args.max_connections is None else args.max_connections
-    if not header_timeout > 0 or max_connections < 1:
-        raise _UsageError(
-            f"--header-timeout must be > 0 seconds and --max-connections >= 1, got "
-            f"{header_timeout:g} and {max_connections}"
-        )
+    limits = server_limits(args)
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)  # a plain `kill` stops it cleanly, as Ctrl-C does
     try:
-        with running(
-            asgi,
-            host=args.host,
-            port=args.port,
-            header_timeout=header_timeout,
-            max_connections=max_connections,
-        ) as url:
+        with running(asgi, host=args.host, port=args.port, **limits) as url:
             _out(f"ssemock: serving on {url}")
             _out(f"{len(replayer.interactions)} interaction(s) from {len(replayer.cassettes)} cassette(s):")
             for line in replayer.routes():
