@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -581,3 +582,117 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+# -- what a client sends is bounded, as under serve ---------------------------------------------------
+
+
+def test_a_chunked_request_body_past_max_body_is_refused_before_it_ends(tmp_path: Path) -> None:
+    """413 once the body passes --max-body, though its end never comes: it is read part by part,
+    never whole (and never forwarded)."""
+    stand_in = Counting()
+    with running(stand_in.app) as up, proxy(up, tmp_path, max_body=1000) as (url, _, lines):
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as sock:
+            head = b"POST /v1/chat HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            sock.sendall(head + b"%x\r\n%s\r\n" % (1500, b"a" * 1500))  # no last chunk: the body never ends
+            answer = sock.recv(65536)
+            while b"\r\n\r\n" not in answer or not answer.endswith(b"}"):  # to the JSON body's end
+                answer += sock.recv(65536) or b"}"
+        small = httpx.post(url + "/v1/chat", content=b"b" * 1000, timeout=TIMEOUT)
+    assert answer.startswith(b"HTTP/1.1 413 ") and b"--max-body (1000 bytes)" in answer
+    assert small.status_code == 200 and small.headers["x-echo"] == "1000"
+    assert stand_in.calls == 1  # only the small one was forwarded
+    assert [line for line in lines if "-> 413" in line] == [
+        "POST http://" + up[7:] + "/v1/chat -> 413 body larger than 1000 bytes"
+    ]
+
+
+def _proxy_process(upstream: str, tmp_path: Path, *options: str) -> tuple[subprocess.Popen[str], int]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ssemock", "proxy", upstream, "--cassette-dir", str(tmp_path), *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    banner = proc.stdout.readline()
+    match = re.search(r"proxying on http://127\.0\.0\.1:(\d+)", banner)
+    assert match, banner
+    return proc, int(match.group(1))
+
+
+def _half_head(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+    sock.sendall(b"POST /v1/chat HTTP/1.1\r\nHost: x\r\n")  # the headers never finish
+    return sock
+
+
+def _closed_by_server(sock: socket.socket) -> bool:
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def test_ssemock_proxy_caps_its_connections(tmp_path: Path) -> None:
+    stand_in = Counting()
+    with running(stand_in.app) as up:
+        proc, port = _proxy_process(up, tmp_path, "--max-connections", "3", "--header-timeout", "60")
+        try:
+            held = [_half_head(port) for _ in range(3)]
+            flood = [_half_head(port) for _ in range(20)]
+            assert all(_closed_by_server(s) for s in flood)  # past the cap: closed at once
+            for s in flood:
+                s.close()
+            for s in held:  # within it: answered once their headers finish
+                s.sendall(b"Content-Length: 0\r\n\r\n")
+                assert s.recv(12) == b"HTTP/1.1 200"
+                s.close()
+        finally:
+            proc.kill()  # (how it stops is not what this tests)
+            proc.wait(TIMEOUT)
+    assert stand_in.calls == 3
+
+
+def test_ssemock_proxy_closes_slow_heads_but_not_long_websocket_sessions(tmp_path: Path) -> None:
+    """--header-timeout closes a connection whose headers never finish; a WebSocket session (its
+    head came whole) outlives it, through the relay."""
+    from starlette.routing import WebSocketRoute
+    from starlette.websockets import WebSocket
+    from websockets.sync.client import connect
+
+    async def upper(ws: WebSocket) -> None:
+        await ws.accept()
+        async for text in ws.iter_text():
+            await ws.send_text(text.upper())
+
+    upstream = Starlette(routes=[WebSocketRoute("/v1/realtime", upper)])
+    with running(upstream) as up:
+        proc, port = _proxy_process(up, tmp_path, "--header-timeout", "0.2")
+        try:
+            slow = [_half_head(port) for _ in range(5)]
+            with connect(f"ws://127.0.0.1:{port}/v1/realtime") as ws:
+                ws.send("one")
+                first = ws.recv(timeout=TIMEOUT)
+                assert all(_closed_by_server(s) for s in slow)  # their header timeout passed
+                time.sleep(0.4)  # (twice the header timeout, the session idle)
+                ws.send("two")
+                second = ws.recv(timeout=TIMEOUT)
+            for s in slow:
+                s.close()
+        finally:
+            proc.kill()  # (how it stops is not what this tests)
+            proc.wait(TIMEOUT)
+    assert (first, second) == ("ONE", "TWO")
+
+
+def test_cli_proxy_checks_its_limits(capsys: pytest.CaptureFixture[str]) -> None:
+    from ssemock.commands.cli import main
+
+    assert main(["proxy", "http://127.0.0.1:9", "--header-timeout", "0"]) == 1
+    assert main(["proxy", "http://127.0.0.1:9", "--max-connections", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("--header-timeout must be > 0 seconds and --max-connections >= 1") == 2
