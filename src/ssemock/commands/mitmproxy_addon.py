@@ -5,10 +5,15 @@ mitmproxy holds a response until its end unless ``flow.response.stream`` is set;
 callable, mitmproxy hands it every chunk as it arrives and forwards what it returns, but keeps
 no body (its issue #4469). This addon sets that callable for every response: the client gets
 each chunk at once, unchanged, and the addon keeps the chunk (decoded, when the body is
-compressed) with its time since the request started. When the response ends (or breaks off:
-then it is kept marked incomplete), the interaction is redacted, merged into the cassette and
-saved under the cassette's lock after the secret scan, as a Python recording is
-(`ssemock.player.session.save`); a refused recording is kept masked beside the cassette.
+compressed) with its time since the request started. What it keeps is bounded: past
+``ssemock_max_body_bytes`` decoded bytes (64 MiB; a compressed body is inflated a bounded piece
+at a time, `ssemock.framing.content_coding`) the recording stops there, marked incomplete as a
+Python recording cut at ``max_body_bytes`` is, while the client still gets every byte. When the
+response ends (or breaks off: then it is kept marked incomplete), the interaction is redacted,
+merged into the cassette and saved under the cassette's lock after the secret scan, as a
+Python recording is
+(`ssemock.player.session.save`); a refused recording is kept masked beside the cassette. Its
+log line masks the URL's secrets (``?sig=``) as ``ssemock proxy``'s do.
 
 mitmproxy cannot share ssemock's environment (its newest release for Python 3.11 pins
 ``h11<=0.14``, which httpcore rejects), so it runs from a side environment holding mitmproxy,
@@ -27,52 +32,33 @@ from __future__ import annotations
 
 import threading
 import time
-import zlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 # absolute imports: mitmproxy loads this file by its path, as a top-level module
+from ssemock.framing.content_coding import InflateLimit, decoder
 from ssemock.plan import matching
 from ssemock.player.session import save, stat
 from ssemock.redaction import keep as _keep
-from ssemock.redaction.rules import mask_text, redact_request, redact_response
+from ssemock.redaction.rules import mask_text, mask_url, redact_request, redact_response
 from ssemock.store.cassette import Cassette, Interaction, Request, Response, SecretError
 
 __all__ = ["SsemockRecorder", "addons"]
 
 _HOP = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive"})
-
-
-def _decoder(encoding: str) -> Callable[[bytes], bytes] | None:
-    """A streaming decoder for one content coding mitmproxy forwards untouched (None: stored as is)."""
-    encoding = encoding.strip().lower()
-    if encoding in ("gzip", "x-gzip"):
-        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress
-    if encoding == "deflate":
-        return zlib.decompressobj().decompress
-    try:
-        if encoding == "br":
-            import brotli  # mitmproxy's own dependency
-
-            return brotli.Decompressor().process  # type: ignore[no-any-return]
-        if encoding == "zstd":
-            import zstandard  # mitmproxy's own dependency
-
-            return zstandard.ZstdDecompressor().decompressobj().decompress
-    except ImportError:
-        return None
-    return None
+MAX_BODY_BYTES = 64 * 1024 * 1024
+"""The default of ``ssemock_max_body_bytes``: the most of one body recorded, decoded (a Python
+recording's default ``max_body_bytes``); past it the recording stops, marked incomplete."""
 
 
 class _Take:
-    """One response being recorded: its chunks (decoded) and their times."""
+    """One response being recorded: its chunks (decoded, at most ``limit`` bytes) and their times."""
 
-    def __init__(self, flow: Any) -> None:
+    def __init__(self, flow: Any, limit: int) -> None:
         self.t0 = flow.request.timestamp_start or time.time()
         headers = [(k.lower(), v) for k, v in flow.response.headers.items(multi=True)]
         encoding = next((v for k, v in headers if k == "content-encoding"), "identity")
-        self.decode = None if encoding.strip().lower() == "identity" else _decoder(encoding)
+        self.decode = decoder(encoding, limit)
         drop = _HOP | ({"content-encoding"} if self.decode else set())
         self.status = flow.response.status_code
         self.headers = [(k, v) for k, v in headers if k not in drop]
@@ -80,21 +66,42 @@ class _Take:
         self.ends: list[int] = []
         self.times: list[float] = []
         self.size = 0
+        self.limit = limit
+        self.truncated = False
+        """The body passed ``limit`` (decoded): the recording stopped there."""
         self.ended = False
 
     def __call__(self, data: bytes) -> bytes:
         """mitmproxy's stream callable: every chunk as it arrives (b"" at the end), forwarded as is."""
-        if data:
+        if not data:
+            self.ended = True
+        elif not self.truncated:
             t = time.time() - self.t0
-            kept = self.decode(data) if self.decode is not None else data
+            try:
+                kept = self.decode(data) if self.decode is not None else data
+            except InflateLimit as exc:  # a bomb, or a long stream: the recording ends at the limit
+                kept, self.truncated = exc.kept, True
+            if self.size + len(kept) > self.limit:
+                kept, self.truncated = kept[: self.limit - self.size], True
             if kept:
                 self.parts.append(kept)
                 self.size += len(kept)
                 self.ends.append(self.size)
                 self.times.append(round(t, 4))
-        else:
-            self.ended = True
         return data
+
+    def error(self, broken: str | None) -> dict[str, Any] | None:
+        """Why the recording is incomplete (None: it is whole)."""
+        if self.truncated:
+            return {
+                "type": "RecordingTruncated",
+                "at_byte": self.size,
+                "message": f"the recording stopped at ssemock_max_body_bytes={self.limit} decoded bytes "
+                "(ssemock); replay ends the stream there",
+            }
+        if broken is not None:
+            return {"type": "MitmproxyError", "message": broken, "at_byte": self.size}
+        return None
 
 
 class SsemockRecorder:
@@ -114,12 +121,18 @@ class SsemockRecorder:
             "ssemock_cassette", str, "cassettes/mitmproxy.json", "the ssemock cassette to record into"
         )
         loader.add_option("ssemock_hosts", str, "", "comma-separated hosts to record (empty: every host)")
+        loader.add_option(
+            "ssemock_max_body_bytes",
+            int,
+            MAX_BODY_BYTES,
+            "the most of one response body recorded, decoded (past it: recorded up to there, incomplete)",
+        )
 
-    def _options(self) -> tuple[Path, set[str]]:
+    def _options(self) -> tuple[Path, set[str], int]:
         from mitmproxy import ctx  # only ever called inside mitmproxy
 
         hosts = {h.strip().lower() for h in str(ctx.options.ssemock_hosts).split(",") if h.strip()}
-        return Path(str(ctx.options.ssemock_cassette)), hosts
+        return Path(str(ctx.options.ssemock_cassette)), hosts, int(ctx.options.ssemock_max_body_bytes)
 
     def _log(self, message: str) -> None:
         import logging
@@ -127,10 +140,10 @@ class SsemockRecorder:
         logging.getLogger("ssemock").warning(mask_text(message))
 
     def responseheaders(self, flow: Any) -> None:
-        _, hosts = self._options()
+        _, hosts, limit = self._options()
         if hosts and flow.request.pretty_host.lower() not in hosts:
             return
-        take = _Take(flow)
+        take = _Take(flow, limit)
         flow.metadata["ssemock"] = take
         flow.response.stream = take
 
@@ -144,8 +157,8 @@ class SsemockRecorder:
         take = flow.metadata.pop("ssemock", None)
         if not isinstance(take, _Take):
             return
-        path, _ = self._options()
-        complete = error is None
+        path, _, _ = self._options()
+        why = take.error(error)
         request = Request(
             flow.request.method,
             flow.request.pretty_url,
@@ -158,8 +171,8 @@ class SsemockRecorder:
             b"".join(take.parts),
             take.ends,
             take.times,
-            complete,
-            None if complete else {"type": "MitmproxyError", "message": error or "", "at_byte": take.size},
+            why is None,
+            why,
         )
         new = Interaction(redact_request(request), redact_response(response))
         with self._lock:
@@ -185,8 +198,9 @@ class SsemockRecorder:
             self._existed = True
             self.saved += 1
         self._log(
-            f"ssemock: {flow.request.method} {flow.request.pretty_url} -> {take.status}, {len(take.ends)} "
-            f"chunk(s) saved into {path}{'' if complete else ' (incomplete)'}"
+            f"ssemock: {flow.request.method} {mask_url(flow.request.pretty_url)} -> {take.status}, "
+            f"{len(take.ends)} chunk(s) saved into {path}"
+            + ("" if why is None else f" (incomplete: {why['type']} at byte {why['at_byte']})")
         )
 
 
