@@ -3,9 +3,11 @@ secret scan reads) is the decoded body, and a small compressed body that inflate
 (a "bomb") must not fill the memory. Each layer is inflated a bounded piece at a time, and past
 the limit the decoder raises `InflateLimit`, having made at most the limit and one piece.
 
-gzip and deflate (zlib), zstd (``zstandard``) and br (``brotli`` 1.2 or later, whose decoder can
-bound its output; an older one cannot, so br is then a coding it does not undo) are undone;
-``identity`` is no layer. This module imports no client library (the mitmproxy addon uses it)."""
+gzip and deflate (zlib), zstd (``zstandard``) and br (``brotli``) are undone; ``identity`` is no
+layer. Brotli 1.2 and later bound each call's output; an older Brotli (mitmproxy 11's pin)
+cannot, so it is fed a byte at a time: one byte ends at most two meta-blocks, 16 MiB of output
+each (a compressed byte costs about a microsecond then). This module imports no client library
+(the mitmproxy addon uses it)."""
 
 from __future__ import annotations
 
@@ -137,15 +139,19 @@ class _Brotli(_Counted):
             import brotli
         except ImportError:
             return None
-        found = brotli.Decompressor()
-        return cls(found, limit) if hasattr(found, "can_accept_more_data") else None  # (Brotli < 1.2)
+        return cls(brotli.Decompressor(), limit)
 
     def __init__(self, decompressor: Any, limit: int) -> None:
         super().__init__(limit)
         self._d = decompressor
+        self._bounded = hasattr(decompressor, "can_accept_more_data")  # Brotli 1.2+
 
     def __call__(self, data: bytes) -> bytes:
         out: list[bytes] = []
+        if not self._bounded:
+            for at in range(len(data)):
+                self.keep(self._d.process(data[at : at + 1]), out)
+            return b"".join(out)
         self.keep(self._d.process(data, output_buffer_limit=_PIECE), out)
         while not self._d.is_finished() and not self._d.can_accept_more_data():
             self.keep(self._d.process(b"", output_buffer_limit=_PIECE), out)
