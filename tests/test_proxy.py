@@ -515,6 +515,20 @@ def test_path_prefixes_route_to_their_upstreams_and_cassettes(server: str, tmp_p
     assert ssemock.Cassette.load(tmp_path / "b.json").interactions[0].request.url == other + "/v1/chat"
 
 
+def test_a_recording_under_an_upstream_with_a_path_replays_with_the_path_as_sent(tmp_path: Path) -> None:
+    """The upstream URL's path comes before the request's, and the replay matches the URL that
+    was forwarded and recorded (its percent-encoding kept)."""
+    stand_in = Counting()
+    with running(stand_in.app) as up:
+        with proxy(up + "/v1", tmp_path) as (url, state, _):
+            live = httpx.post(url + "/chat", json={"q": 1}, timeout=TIMEOUT)
+            cassette = saved(state)
+    with proxy("http://127.0.0.1:9/v1", tmp_path, record_mode="none") as (url, _, lines):
+        again = httpx.post(url + "/chat", json={"q": 1}, timeout=TIMEOUT)
+    assert cassette.interactions[0].request.url == up + "/v1/chat"
+    assert again.status_code == 200 and again.content == live.content, lines
+
+
 def test_a_bad_config_file_is_one_error_naming_the_file_and_the_upstream(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

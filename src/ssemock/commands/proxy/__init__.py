@@ -1,12 +1,16 @@
 """``ssemock proxy``: a recording reverse proxy, so a client in any language records and replays
 the way a Python test does. The client only changes its base URL.
 
-A request is routed to an upstream (by path prefix when there are several), and to a cassette
+A request is routed to an upstream (by path prefix, at a segment boundary, when there are
+several; its path joined as a path onto the upstream's URL, and refused with 400 when it would
+leave it: `ssemock.commands.proxy.routing`), and to a cassette
 (``<cassette_dir>/<name>.json``: the upstream's default name, or the one the client chooses with
 the ``x-ssemock-cassette`` header or a ``/_ssemock/NAME/`` path prefix, neither forwarded).
 Then, as the plugin does under the same record mode (``none``, ``once``, ``new_episodes``,
 ``all``, ``rewrite``):
 
+* a request body past ``max_body`` gets 413 (read part by part, never whole past it, as
+  ``ssemock serve`` reads it);
 * a request a recorded interaction matches is replayed through `ssemock serve`'s
   [`Replayer`][ssemock.commands.serve.Replayer], with its variants (chunking, transform, timing,
   faults);
