@@ -665,3 +665,37 @@ def test_drain_on_close_zero_is_off(tmp_path: Path, server: str) -> None:
     with ssemock.use_cassette(path, record_mode="once", drain_on_close=0):
         assert READ_TWO["httpx-sync"](f"{server}/ten") == ["data: 0", "data: 1"]
     assert not ssemock.Cassette.load(path).interactions[0].response.complete
+
+
+def test_a_compressed_bomb_is_recorded_up_to_max_body_bytes_never_inflated_whole(tmp_path: Path) -> None:
+    """32 MiB of zeros gzip-compressed (under 150 KiB on the wire): the recording inflates it a
+    bounded piece at a time (`ssemock.framing.content_coding`) and stops at max_body_bytes."""
+    import gzip
+    import tracemalloc
+
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from ssemock.commands.loopback import running
+
+    bomb = gzip.compress(b"\0" * (32 << 20), 1)
+
+    async def serve_bomb(request: Any) -> Response:
+        return Response(bomb, media_type="text/event-stream", headers={"content-encoding": "gzip"})
+
+    path = tmp_path / "bomb.json"
+    with running(Starlette(routes=[Route("/bomb", serve_bomb)])) as url:
+        tracemalloc.start()
+        try:
+            with pytest.warns(ssemock.SsemockWarning, match="cut at max_body_bytes=1048576"):
+                with ssemock.use_cassette(path, record_mode="once", max_body_bytes=1 << 20):
+                    with httpx.Client() as client, client.stream("GET", url + "/bomb") as resp:
+                        raw = b"".join(resp.iter_raw())
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert raw == bomb  # the client got every byte, as sent
+    (x,) = ssemock.Cassette.load(path).interactions
+    assert x.response.body == b"\0" * (1 << 20) and x.response.error["type"] == "RecordingTruncated"
+    assert peak < 12 << 20  # the bomb, the limit and a few pieces; never the 32 MiB

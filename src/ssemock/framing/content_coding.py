@@ -85,7 +85,7 @@ class _Counted:
     def keep(self, piece: bytes, out: list[bytes]) -> None:
         """``piece`` appended to this call's ``out``; past the limit, `InflateLimit` with
         ``out`` and the piece up to the limit."""
-        room = self.limit - self.size
+        room = max(self.limit - self.size, 0)  # (0 once past it: a call after the limit keeps nothing)
         self.size += len(piece)
         if len(piece) > room:
             raise InflateLimit(f"the decoded body passed {self.limit} bytes", b"".join(out) + piece[:room])

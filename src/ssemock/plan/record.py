@@ -4,7 +4,8 @@ Each client stack (`ssemock.stacks`) tees its live response into a `Recorder`:
 ``begin`` with the status and headers, ``chunk`` per arrival, ``finish`` at the end. The client
 gets every chunk the moment the network delivers it; the cassette gets the same chunk with its
 arrival time. Content-Encoding is removed for storage so boundaries and re-chunking
-apply to what an SSE decoder sees.
+apply to what an SSE decoder sees, a bounded piece at a time (`ssemock.framing.content_coding`):
+a compressed bomb stops at ``max_body_bytes`` like any long body, never inflated whole.
 
 A client that closes the stream before its end (an SDK that stops at the answer it wanted, a
 ``break``) would leave the recording cut there. With ``drain`` seconds (``drain_on_close``, on by
@@ -33,12 +34,12 @@ import threading
 import time
 import warnings
 import weakref
-import zlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, overload
 
 import httpx
 
+from ..framing.content_coding import InflateLimit, decoder
 from ..redaction.rules import mask_url, redact_request, redact_response
 from ..scan.incremental import BodyScan, scanned_as_recorded
 from ..store.cassette import Headers, Interaction, Request, Response
@@ -92,41 +93,6 @@ def drain_seconds(drain_on_close: bool | float) -> float | None:
     raise ValueError(
         f"drain_on_close must be True, False or a number of seconds >= 0, got {drain_on_close!r}"
     )
-
-
-def _decoder(encoding: str) -> Callable[[bytes], bytes] | None:
-    """A streaming decompressor for the encoding, stacked ones included (``gzip, gzip``: the last
-    listed is undone first), so the stored body is what the client decoded and the secret scan
-    sees inside; None when a layer is one it cannot undo: stored as it is, header kept."""
-    layers = [e.strip() for e in encoding.split(",") if e.strip() and e.strip() != "identity"]
-    if len(layers) != 1:
-        steps = [_decoder(layer) for layer in reversed(layers)]
-        if not layers or None in steps:
-            return None
-
-        def stacked(data: bytes) -> bytes:
-            for step in steps:
-                data = step(data) if data else data  # type: ignore[misc]
-            return data
-
-        return stacked
-    encoding = layers[0]
-    if encoding in ("gzip", "x-gzip"):
-        return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress
-    if encoding == "deflate":
-        return zlib.decompressobj().decompress
-    try:
-        if encoding == "br":
-            import brotli
-
-            return brotli.Decompressor().process  # type: ignore[no-any-return]
-        if encoding == "zstd":
-            import zstandard
-
-            return zstandard.ZstdDecompressor().decompressobj().decompress
-    except ImportError:  # then httpx could not have asked for it either
-        pass
-    return None
 
 
 class Recorder:
@@ -190,7 +156,7 @@ class Recorder:
         self.status = status
         headers = [(k.lower(), v) for k, v in headers]
         encoding = next((v.strip().lower() for k, v in headers if k == "content-encoding"), "identity")
-        self._decode = _decoder(encoding)
+        self._decode = decoder(encoding, self.max_body_bytes)  # bounded: a bomb inflates no further
         drop = HOP_HEADERS | ({"content-encoding"} if self._decode else set())
         self.headers = [(k, v) for k, v in headers if k not in drop]
         content_type = next((v for k, v in self.headers if k == "content-type"), "")
@@ -210,12 +176,16 @@ class Recorder:
         t = time.perf_counter() - self.t0
         if self.ended:
             return
+        over = False
         if self._decode is not None:
-            data = self._decode(data)
-        if data:
+            try:
+                data = self._decode(data)
+            except InflateLimit as exc:  # decoded past max_body_bytes: what fits is kept
+                data, over = exc.kept, True
+        if data or over:
             with self._lock:
                 room = self.max_body_bytes - self._size
-                if len(data) > room:
+                if over or len(data) > room:
                     data = data[:room]
                     self._truncate()
                 if data:
