@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import gc
 import socket
+import time
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -16,6 +18,7 @@ import pytest
 import requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from websockets.sync.client import connect
 
 import ssemock
 from ssemock import sse
@@ -286,3 +289,25 @@ def test_a_held_stream_is_not_decoded_again_for_each_reconnection(monkeypatch: p
                 reads = stream.iter_content(chunk_size=None)
                 assert next(reads).startswith(b"event: endpoint")
     assert len(calls) == 1
+
+
+def test_a_websocket_session_outlives_the_header_timeout() -> None:
+    """The header timeout is for heads: a replayed session whose client is idle past it (its
+    handshake came whole) is served to its end."""
+    cassette = (
+        Path(ssemock.__file__).parent / "cassettes" / "realtime" / "openai_realtime_text_tool_call.json"
+    )
+    recorded = ssemock.Cassette.load(cassette).interactions[0]
+    assert recorded.websocket is not None
+    target = recorded.request.url.split("/", 3)[3]
+    got = []
+    with running(app(cassette), header_timeout=0.2) as url:
+        with connect(url.replace("http://", "ws://") + "/" + target) as conn:
+            for k, m in enumerate(recorded.websocket.messages):
+                if m.direction == "send":
+                    if k == 1:
+                        time.sleep(0.4)  # (twice the header timeout, the session idle)
+                    conn.send(m.data)
+                else:
+                    got.append(conn.recv(timeout=TIMEOUT))
+    assert got == [m.data for m in recorded.websocket.received()]
