@@ -535,6 +535,79 @@ def test_old_layouts_written_by_hand(tmp_path: Path) -> None:
     assert httpx_old.response.chunks == [b'{"a": 1}\n', b'{"b": 2}\n']
 
 
+AIOHTTP_RECORDED = """\
+interactions:
+- request:
+    body: '{"stream": true}'
+    headers:
+      ? !!python/object/apply:multidict._multidict.istr
+      - Content-Type
+      : - application/json
+      ? !!python/object/new:multidict._multidict_py.istr
+      - X-Stainless-Lang
+      : - python
+      ? !!python/object/apply:multidict.istr
+      - Accept
+      : - text/event-stream
+    method: POST
+    uri: https://api.openai.com/v1/chat/completions
+  response:
+    body:
+      string: "data: {}\\n\\ndata: [DONE]\\n\\n"
+    headers:
+      ? !!python/object/apply:multidict._multidict.istr
+      - Content-Type
+      : - text/event-stream
+    status:
+      code: 200
+      message: OK
+"""
+
+
+def test_an_aiohttp_recorded_cassette_reads_its_istr_header_names_as_strings(tmp_path: Path) -> None:
+    """aiohttp's header names are multidict ``istr`` (a str subclass): vcrpy wrote their tag
+    (dd-trace-py's cassettes), and each reads as the name it wraps (issue 42 item 2)."""
+    (tmp_path / "aiohttp.yaml").write_text(AIOHTTP_RECORDED)
+    summary = import_paths([tmp_path])
+    assert summary.ok and len(summary.converted) == 1, summary.refused
+    (x,) = Cassette.load(tmp_path / "aiohttp.json").interactions
+    assert sorted((k.lower(), v) for k, v in x.request.headers) == [
+        ("accept", "text/event-stream"),
+        ("content-type", "application/json"),
+        ("x-stainless-lang", "python"),
+    ]
+    assert (x.response.header("content-type"), x.response.body) == (
+        "text/event-stream",
+        b"data: {}\n\ndata: [DONE]\n\n",
+    )
+
+
+@pytest.mark.parametrize(
+    "tagged",
+    [
+        "!!python/object/apply:os.system\n      - Accept",
+        "!!python/object/apply:multidict._multidict.istr\n      - Accept\n      - Other",
+        "!!python/object/apply:multidict._multidict.istr\n      - [Accept]",
+        "!!python/object/apply:multidict._multidict.istr []",
+        "!!python/object/new:yarl.URL\n      - http://h/",
+        "!!python/name:os.system",
+        "!!python/object:multidict._multidict.istr {}",
+    ],
+)
+def test_every_other_python_tag_is_still_refused(tmp_path: Path, tagged: str) -> None:
+    """Only the tags that wrap one string read as it: a callable applied to anything else, or
+    any other Python object, is refused with the tag and its line."""
+    text = AIOHTTP_RECORDED.replace(
+        "? !!python/object/apply:multidict.istr\n      - Accept", f"? {tagged}", 1
+    )
+    assert text != AIOHTTP_RECORDED
+    (tmp_path / "odd.yaml").write_text(text)
+    summary = import_paths([tmp_path / "odd.yaml"])
+    (refused,) = summary.refused
+    assert "unsupported YAML tag" in refused.reason or "YAML does not parse" in refused.reason
+    assert not (tmp_path / "odd.json").exists()
+
+
 # -- pytest-recording: its folder naming is where the ssemock plugin looks -----------------------
 
 SUITE = """
