@@ -15,6 +15,7 @@ import functools
 import operator
 import re
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
@@ -49,6 +50,7 @@ from .fields import (
 )
 from .large_streams import large_stream
 from .messages import value_shape
+from .model_content import exempt, path_keys, prose_words, raw_keys
 from .prescanned import prescanned
 from .subprotocols import credential_start, subprotocols
 
@@ -110,6 +112,11 @@ _BATCH = 64  # events read together at most (`_Scan.stream`)
 _DATA = operator.attrgetter("data")
 _DEEP_MAX = 2 << 20  # a stream up to this size is walked event by event and folded by its accumulator
 _DEPTH = 4  # decoded forms nested in each other (base64 in JSON in base64 ...), at most
+_NAMED_FIELD = "a credential-named field "  # the rule `model_content.exempt` may clear
+
+
+def _no_prose() -> frozenset[str]:
+    return frozenset()
 
 
 class _Scan:
@@ -133,6 +140,7 @@ class _Scan:
         # and string: a repeated delta (two 1-character payloads alike) gives them again, undecoded
         self.nested: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self.recording: list[list[tuple[str, str]]] = []
+        self.prose: Callable[[], frozenset[str]] = _no_prose  # the words of the request's prose
 
     def add(
         self,
@@ -144,6 +152,12 @@ class _Scan:
         start: int | None = None,
         end: int | None = None,
     ) -> None:
+        if (
+            rule.startswith(_NAMED_FIELD)
+            and isinstance(value, str)
+            and exempt(value, lambda: path_keys(path), self.prose)
+        ):
+            return  # a word of the prompt, or a model's tool-call argument (`ssemock.scan.model_content`)
         self.found.append(Finding(self.index, field, rule, value_shape(value), preview, path, start, end))
 
     # -- text in any form -----------------------------------------------------------------------
@@ -339,8 +353,11 @@ class _Scan:
         self.events(field, body, content_type, url, path)
 
     def raw(self, field: str, body: bytes, hits: BodyHits | None = None) -> None:
-        """A body as stored: shapes, escapes, credential-named members (`scan_body`)."""
+        """A body as stored: shapes, escapes, credential-named members (`scan_body`; a member in
+        a model's tool-call arguments is judged by the JSON that encloses it: `raw_keys`)."""
         for s in scan_body(body, hits):
+            if s.what.startswith(_NAMED_FIELD) and _raw_exempt(body, s.start, s.end, self.prose):
+                continue
             self.add(field, s.what, body[s.start : s.end], s.preview, "", s.start, s.end)
 
     def joined_messages(self, field: str, payloads: list[tuple[int, bytes]]) -> None:
@@ -487,6 +504,16 @@ class _Scan:
         self.forget()
 
 
+def _raw_exempt(body: bytes, start: int, end: int, prose: Callable[[], frozenset[str]]) -> bool:
+    """`exempt` for the JSON member whose string value is ``body[start:end]`` as stored."""
+    try:
+        value = orjson.loads(b'"' + body[start:end] + b'"')
+    except orjson.JSONDecodeError:
+        return False
+    name_end = body.rfind(b'"', 0, start - 1)
+    return exempt(value, lambda: raw_keys(body, body.rfind(b'"', 0, name_end)), prose)
+
+
 _NOT_JSON = object()
 
 
@@ -518,6 +545,8 @@ def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
     """Every secret in one interaction, in every form (see `scan_cassette`)."""
     s = _Scan(index)
     req, resp = x.request, x.response
+    if req.body and len(req.body) <= DECODED_MAX:
+        s.prose = functools.cache(functools.partial(prose_words, req.body))
     for found in scan(req.method):
         s.add("request.method", found.what, req.method[found.start : found.end], found.preview)
     s.url(req.url)
@@ -529,6 +558,8 @@ def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
         s.header("response", k, v)
     if resp.body:
         known = prescanned(resp) if is_stream(x) else None
+        if known is not None and any(f.rule.startswith(_NAMED_FIELD) for f in known):
+            known = None  # scanned again, with the request's prose (`model_content.exempt`)
         if known is None:
             s.body("response.body", resp.body, resp.headers, req.url, stream=is_stream(x))
         else:  # scanned as it was recorded (`ssemock.scan.incremental`): the same findings
