@@ -14,8 +14,8 @@ import dataclasses
 import functools
 import operator
 import re
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
@@ -93,10 +93,12 @@ class Finding:
         return f"{self.field} {self.path}" if self.path else self.field
 
     def __str__(self) -> str:
+        """``interaction 0 response.body: a credential-named field 'password' at event 3 $.password
+        ('***', 6 chars: a-z)``: the path after the rule, so no masking of a message takes what
+        follows a credential-named path (``$.password: ...``) for its value."""
         at = f", at offset {self.start}" if self.start is not None else ""
-        return (
-            f"interaction {self.interaction} {self.where}: {self.rule} ({self.preview!r}, {self.shape}{at})"
-        )
+        inside = f" at {self.path}" if self.path else ""
+        return f"interaction {self.interaction} {self.field}: {self.rule}{inside} ({self.preview!r}, {self.shape}{at})"
 
 
 class _InteractionLike(Protocol):

@@ -164,7 +164,12 @@ _COLLECTION_TAGS = {None, "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map", _TUP
 _STRING_WRAPPERS = frozenset(
     f"tag:yaml.org,2002:python/object/{how}:{name}"
     for how in ("apply", "new")
-    for name in ("multidict._multidict.istr", "multidict._multidict_py.istr", "multidict.istr", "multidict._istr.istr")
+    for name in (
+        "multidict._multidict.istr",
+        "multidict._multidict_py.istr",
+        "multidict.istr",
+        "multidict._istr.istr",
+    )
 )
 """Tags of the str subclasses a recorder's header names are (multidict's case-insensitive
 ``istr``, which aiohttp's headers hold: dd-trace-py's cassettes), applied to one string."""
@@ -173,7 +178,5 @@ _STRING_WRAPPERS = frozenset(
 def _wrapped_string(args: list[Any], tag: str, line: int, path: str | os.PathLike[str]) -> str:
     """The one string a `_STRING_WRAPPERS` tag wraps; anything else under it is refused."""
     if len(args) != 1 or not isinstance(args[0], str):
-        raise CassetteError(
-            f"unsupported YAML tag {tag} (line {line}): it wraps no single string", path=path
-        )
+        raise CassetteError(f"unsupported YAML tag {tag} (line {line}): it wraps no single string", path=path)
     return args[0]
