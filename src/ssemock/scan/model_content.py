@@ -23,8 +23,8 @@ from .fields import credential_name, looks_random
 
 __all__ = ["exempt", "generated", "path_keys", "prose_words", "raw_keys"]
 
-#: members whose value a model wrote: a tool call's arguments (a JSON string or an object)
-_GENERATED = frozenset({"arguments", "partial_json"})
+#: members whose value a model wrote: a tool call's arguments (a JSON string or an object), a stream's deltas
+_GENERATED = frozenset({"arguments", "partial_json", "delta"})
 #: members a model wrote only under these parents: Gemini's ``functionCall.args``, Anthropic's
 #: ``content[i].input`` (a ``tool_use`` block), Bedrock's ``toolUse.input``; not GraphQL's
 #: ``variables.input`` (a login mutation's fields)

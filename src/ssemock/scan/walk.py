@@ -359,6 +359,9 @@ class _Scan:
         a model's tool-call arguments is judged by the JSON that encloses it: `raw_keys`)."""
         for s in scan_body(body, hits):
             if s.what.startswith(_NAMED_FIELD) and _raw_exempt(body, s.start, s.end, self.prose):
+                for shape in scan(body[s.start : s.end]):  # a key the member's find was merged with
+                    a, b = s.start + shape.start, s.start + shape.end
+                    self.add(field, shape.what, body[a:b], shape.preview, "", a, b)
                 continue
             self.add(field, s.what, body[s.start : s.end], s.preview, "", s.start, s.end)
 
