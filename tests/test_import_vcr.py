@@ -608,6 +608,69 @@ def test_every_other_python_tag_is_still_refused(tmp_path: Path, tagged: str) ->
     assert not (tmp_path / "odd.json").exists()
 
 
+def _leaky_vcr(path: Path, passwords: int) -> None:
+    """A vcrpy cassette of ``passwords`` interactions, each sending a password inside a JSON string
+    (found at ``$.payload $.password``) and getting an OpenAI key back."""
+    item = {
+        "request": {
+            "method": "POST",
+            "uri": "https://auth.example.com/login",
+            "body": json.dumps({"payload": json.dumps({"password": "hunter2"})}),
+            "headers": {"Content-Type": ["application/json"]},
+        },
+        "response": {
+            "status": {"code": 200, "message": "OK"},
+            "headers": {"Content-Type": ["application/json"]},
+            "body": {"string": json.dumps({"key": "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 3})},
+        },
+    }
+    path.write_text(json.dumps({"version": 1, "interactions": [item] * passwords}))
+
+
+def test_a_refusal_lists_every_finding_then_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each finding on its line, whole: the masking of a printed line takes only values, never
+    what follows a credential-named path such as ``$.password`` (issue 42 item 3)."""
+    source, target = tmp_path / "leak.json", tmp_path / "out.json"
+    _leaky_vcr(source, 1)
+    assert main(["import-vcr", str(source), "-o", str(target)]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"ssemock: error: refused {source}: a secret is left after redaction (2 findings): refusing to write {target}:",
+        "  interaction 0 request.body: a credential-named field 'password' at $.payload $.password "
+        "('***', 7 chars: digits a-z)",
+        "  interaction 0 response.body: an OpenAI key (sk-proj-/sk-svcacct-/sk-admin-...) "
+        "('sk-***', 68 chars: digits - a-z A-Z, at offset 9)",
+        "  what to do: remove the secrets from the vcrpy cassette (or filter them when recording), or "
+        "import with --scrub-bodies (each one replaced with REDACTED)",
+    ]
+    assert not target.exists()
+
+
+def test_a_long_refusal_shows_a_screenful_and_json_shows_every_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ssemock.commands.cli.output import SCREENFUL
+
+    source, target = tmp_path / "leak.json", tmp_path / "out.json"
+    _leaky_vcr(source, SCREENFUL)  # two findings each
+    assert main(["import-vcr", str(source), "-o", str(target)]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].endswith(f"({2 * SCREENFUL} findings): refusing to write {target}:")
+    assert [line.split(" ", 4)[3] for line in lines[1:SCREENFUL]] == [
+        f"{k // 2}" for k in range(SCREENFUL - 1)
+    ]
+    assert lines[SCREENFUL:] == [
+        f"  and {SCREENFUL + 1} more (--json lists them all)",
+        lines[-1],
+    ] and lines[-1].startswith("  what to do: ")
+    assert main(["import-vcr", str(source), "-o", str(target), "--json"]) == 1
+    (refused,) = json.loads(capsys.readouterr().out)["refused"]
+    assert len(refused["findings"]) == 2 * SCREENFUL
+    assert refused["findings"][-1].startswith(f"interaction {SCREENFUL - 1} response.body: an OpenAI key")
+    assert "--scrub-bodies" in refused["what_to_do"] and not target.exists()
+
+
 # -- pytest-recording: its folder naming is where the ssemock plugin looks -----------------------
 
 SUITE = """
