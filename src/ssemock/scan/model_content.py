@@ -21,10 +21,13 @@ import orjson
 
 from .fields import credential_name, looks_random
 
-__all__ = ["exempt", "generated", "path_keys", "prose_words", "raw_keys"]
+__all__ = ["exempt", "generated", "path_keys", "prose_words", "raw_generated"]
 
-#: members whose value a model wrote: a tool call's arguments (a JSON string or an object), a stream's deltas
-_GENERATED = frozenset({"arguments", "partial_json", "delta"})
+#: members whose value a model wrote: a tool call's arguments (a JSON string or an object), and
+#: the JSON text a stream's ``delta`` strings join to (Responses streams arguments so); not a
+#: member of a ``delta`` object
+_DELTA_TEXT = "delta json"
+_GENERATED = frozenset({"arguments", "partial_json", _DELTA_TEXT})
 #: members a model wrote only under these parents: Gemini's ``functionCall.args``, Anthropic's
 #: ``content[i].input`` (a ``tool_use`` block), Bedrock's ``toolUse.input``; not GraphQL's
 #: ``variables.input`` (a login mutation's fields)
@@ -33,7 +36,7 @@ _GENERATED_UNDER = {
     "input": frozenset({"content", "toolUse", "tool_use"}),
 }
 _LABELS = re.compile(r"\{[^{}]*\}")  # a piece key's index labels: {index=0}
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_PATH_KEY = re.compile(r"\b(delta(?=\s+\$))|([A-Za-z_][A-Za-z0-9_-]*)")  # a delta string's JSON, or a name
 _RAW_BACK = 1 << 16  # how far back a raw member's enclosing keys are looked for, at most
 
 
@@ -51,14 +54,15 @@ def generated(keys: Sequence[str]) -> bool:
 def path_keys(path: str) -> list[str]:
     """The member names along a finding's path (``event 3 $.choices[0].delta.tool_calls[0].function
     .arguments $.password``, a piece key ``${index=1}.delta.partial_json``), outermost first."""
-    return _KEY.findall(re.sub(r"\[\d*\]", "", _LABELS.sub("", path)))
+    plain = re.sub(r"\[\d*\]", "", _LABELS.sub("", path))
+    return [_DELTA_TEXT if m.group(1) else m.group(2) for m in _PATH_KEY.finditer(plain)]
 
 
-def raw_keys(data: bytes, start: int) -> list[str]:
-    """The names of the members that enclose the JSON member whose name's opening quote is at
-    ``start`` in ``data`` (JSON as stored), outermost first: read backwards, strings skipped, up to
-    `_RAW_BACK` bytes back."""
-    keys: list[str] = []
+def raw_generated(data: bytes, start: int) -> bool:
+    """Whether the JSON member whose name's opening quote is at ``start`` in ``data`` (JSON as
+    stored) is in model-generated content: the names of the members enclosing it, read backwards
+    (strings skipped) until one decides, up to `_RAW_BACK` bytes back."""
+    inner = ""  # the name of the member inside the one read last
     depth, i, stop = 0, start - 1, max(0, start - _RAW_BACK)
     while i >= stop:
         c = data[i]
@@ -73,10 +77,11 @@ def raw_keys(data: bytes, start: int) -> list[str]:
                 depth -= 1
             else:
                 name = _name_before(data, i, stop)
-                if name:
-                    keys.append(name)
+                if name in _GENERATED or name in _GENERATED_UNDER.get(inner, ()):
+                    return True
+                inner = name or inner  # a list's element has no name: its list's is next
         i -= 1
-    return keys[::-1]
+    return False
 
 
 def _string_start(data: bytes, end: int, stop: int) -> int:
@@ -122,11 +127,12 @@ def prose_words(body: bytes) -> frozenset[str]:
 _WORD = re.compile(r"[^\s,;:!?\"'`()\[\]{}<>]+(?<![.])")
 
 
-def exempt(value: str, keys: Callable[[], Sequence[str]], prose: Callable[[], frozenset[str]]) -> bool:
+def exempt(value: str, model: Callable[[], bool], prose: Callable[[], frozenset[str]]) -> bool:
     """Whether a credential-named field's ``value`` is no secret: a word of the interaction's
-    prose, or, under model-generated ``keys``, a value that does not look generated. ``keys`` and
-    ``prose`` are worked out only when asked (a finding is rare; a request's prose may be long)."""
+    prose, or, in model-generated content (``model``), a value that does not look generated.
+    ``prose`` and ``model`` are worked out only when asked (a finding is rare; a request's prose
+    may be long)."""
     text = value.strip()
-    if generated(keys()) and not looks_random(text):
-        return True
-    return bool(text) and text in prose()
+    if not text:
+        return False
+    return text in prose() or (not looks_random(text) and model())

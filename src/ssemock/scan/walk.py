@@ -50,7 +50,7 @@ from .fields import (
 )
 from .large_streams import large_stream
 from .messages import value_shape
-from .model_content import exempt, path_keys, prose_words, raw_keys
+from .model_content import exempt, generated, path_keys, prose_words, raw_generated
 from .prescanned import prescanned
 from .subprotocols import credential_start, subprotocols
 
@@ -157,7 +157,7 @@ class _Scan:
         if (
             rule.startswith(_NAMED_FIELD)
             and isinstance(value, str)
-            and exempt(value, lambda: path_keys(path), self.prose)
+            and exempt(value, lambda: generated(path_keys(path)), self.prose)
         ):
             return  # a word of the prompt, or a model's tool-call argument (`ssemock.scan.model_content`)
         self.found.append(Finding(self.index, field, rule, value_shape(value), preview, path, start, end))
@@ -356,7 +356,7 @@ class _Scan:
 
     def raw(self, field: str, body: bytes, hits: BodyHits | None = None) -> None:
         """A body as stored: shapes, escapes, credential-named members (`scan_body`; a member in
-        a model's tool-call arguments is judged by the JSON that encloses it: `raw_keys`)."""
+        a model's tool-call arguments is judged by the JSON that encloses it: `raw_generated`)."""
         for s in scan_body(body, hits):
             if s.what.startswith(_NAMED_FIELD) and _raw_exempt(body, s.start, s.end, self.prose):
                 for shape in scan(body[s.start : s.end]):  # a key the member's find was merged with
@@ -516,7 +516,7 @@ def _raw_exempt(body: bytes, start: int, end: int, prose: Callable[[], frozenset
     except orjson.JSONDecodeError:
         return False
     name_end = body.rfind(b'"', 0, start - 1)
-    return exempt(value, lambda: raw_keys(body, body.rfind(b'"', 0, name_end)), prose)
+    return exempt(value, lambda: raw_generated(body, body.rfind(b'"', 0, name_end)), prose)
 
 
 _NOT_JSON = object()
