@@ -372,8 +372,8 @@ def _response_header(what: str, form: str) -> Cassette:
     return c
 
 
-#: the forms that put a named value in a model's tool-call arguments
-MODEL_FORMS = {"deltas", "session deltas"}
+#: the forms that put a named value in a model's tool-call arguments (Bedrock's: in partial_json)
+MODEL_FORMS = {"deltas", "session deltas", "bedrock base64"}
 FORMS: dict[str, Callable[[st.DrawFn, str], Cassette]] = {
     "deltas": lambda draw, what: _deltas(
         what, draw(st.sampled_from(_carriers(what))), draw(st.integers(1, 16))
