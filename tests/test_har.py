@@ -167,3 +167,34 @@ def test_the_commands_write_files_and_name_what_is_wrong(
     har.write_text(json.dumps(leaky))
     assert main(["import-har", str(har), "-o", str(tmp_path / "y.json")]) == 1
     assert "secret" in capsys.readouterr().err and not (tmp_path / "y.json").exists()
+
+
+def test_a_refused_har_lists_every_finding_and_json_lists_them_all(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each secret left on its line (a screenful at most), then what to do; ``--json`` has every
+    one (issue 42 item 3)."""
+    from ssemock.commands.cli.output import SCREENFUL
+
+    leaky = chrome_har()
+    entry = leaky["log"]["entries"][0]
+    entry["request"]["postData"]["text"] = json.dumps({"payload": json.dumps({"password": "hunter2"})})
+    leaky["log"]["entries"] = [entry] * (SCREENFUL + 2)
+    har, out = tmp_path / "leaky.har", tmp_path / "c.json"
+    har.write_text(json.dumps(leaky))
+    assert main(["import-har", str(har), "-o", str(out)]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert (
+        lines[0]
+        == f"ssemock: error: {har}: not written to {out}: a secret is left ({SCREENFUL + 2} findings):"
+    )
+    assert lines[1] == (
+        "  interaction 0 request.body: a credential-named field 'password' at $.payload $.password "
+        "('***', 7 chars: digits a-z)"
+    )
+    assert len(lines) == SCREENFUL + 2 and lines[SCREENFUL] == "  and 3 more (--json lists them all)"
+    assert lines[-1].startswith("  what to do: remove the secrets from the HAR file")
+    assert main(["import-har", str(har), "-o", str(out), "--json"]) == 1
+    findings = json.loads(capsys.readouterr().out)["refused"]["findings"]
+    assert [f.split(" ", 2)[1] for f in findings] == [str(k) for k in range(SCREENFUL + 2)]
+    assert not out.exists()

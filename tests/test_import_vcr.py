@@ -535,6 +535,142 @@ def test_old_layouts_written_by_hand(tmp_path: Path) -> None:
     assert httpx_old.response.chunks == [b'{"a": 1}\n', b'{"b": 2}\n']
 
 
+AIOHTTP_RECORDED = """\
+interactions:
+- request:
+    body: '{"stream": true}'
+    headers:
+      ? !!python/object/apply:multidict._multidict.istr
+      - Content-Type
+      : - application/json
+      ? !!python/object/new:multidict._multidict_py.istr
+      - X-Stainless-Lang
+      : - python
+      ? !!python/object/apply:multidict.istr
+      - Accept
+      : - text/event-stream
+    method: POST
+    uri: https://api.openai.com/v1/chat/completions
+  response:
+    body:
+      string: "data: {}\\n\\ndata: [DONE]\\n\\n"
+    headers:
+      ? !!python/object/apply:multidict._multidict.istr
+      - Content-Type
+      : - text/event-stream
+    status:
+      code: 200
+      message: OK
+"""
+
+
+def test_an_aiohttp_recorded_cassette_reads_its_istr_header_names_as_strings(tmp_path: Path) -> None:
+    """aiohttp's header names are multidict ``istr`` (a str subclass): vcrpy wrote their tag
+    (dd-trace-py's cassettes), and each reads as the name it wraps (issue 42 item 2)."""
+    (tmp_path / "aiohttp.yaml").write_text(AIOHTTP_RECORDED)
+    summary = import_paths([tmp_path])
+    assert summary.ok and len(summary.converted) == 1, summary.refused
+    (x,) = Cassette.load(tmp_path / "aiohttp.json").interactions
+    assert sorted((k.lower(), v) for k, v in x.request.headers) == [
+        ("accept", "text/event-stream"),
+        ("content-type", "application/json"),
+        ("x-stainless-lang", "python"),
+    ]
+    assert (x.response.header("content-type"), x.response.body) == (
+        "text/event-stream",
+        b"data: {}\n\ndata: [DONE]\n\n",
+    )
+
+
+@pytest.mark.parametrize(
+    "tagged",
+    [
+        "!!python/object/apply:os.system\n      - Accept",
+        "!!python/object/apply:multidict._multidict.istr\n      - Accept\n      - Other",
+        "!!python/object/apply:multidict._multidict.istr\n      - [Accept]",
+        "!!python/object/apply:multidict._multidict.istr []",
+        "!!python/object/new:yarl.URL\n      - http://h/",
+        "!!python/name:os.system",
+        "!!python/object:multidict._multidict.istr {}",
+    ],
+)
+def test_every_other_python_tag_is_still_refused(tmp_path: Path, tagged: str) -> None:
+    """Only the tags that wrap one string read as it: a callable applied to anything else, or
+    any other Python object, is refused with the tag and its line."""
+    text = AIOHTTP_RECORDED.replace(
+        "? !!python/object/apply:multidict.istr\n      - Accept", f"? {tagged}", 1
+    )
+    assert text != AIOHTTP_RECORDED
+    (tmp_path / "odd.yaml").write_text(text)
+    summary = import_paths([tmp_path / "odd.yaml"])
+    (refused,) = summary.refused
+    assert "unsupported YAML tag" in refused.reason or "YAML does not parse" in refused.reason
+    assert not (tmp_path / "odd.json").exists()
+
+
+def _leaky_vcr(path: Path, passwords: int) -> None:
+    """A vcrpy cassette of ``passwords`` interactions, each sending a password inside a JSON string
+    (found at ``$.payload $.password``) and getting an OpenAI key back."""
+    item = {
+        "request": {
+            "method": "POST",
+            "uri": "https://auth.example.com/login",
+            "body": json.dumps({"payload": json.dumps({"password": "hunter2"})}),
+            "headers": {"Content-Type": ["application/json"]},
+        },
+        "response": {
+            "status": {"code": 200, "message": "OK"},
+            "headers": {"Content-Type": ["application/json"]},
+            "body": {"string": json.dumps({"key": "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 3})},
+        },
+    }
+    path.write_text(json.dumps({"version": 1, "interactions": [item] * passwords}))
+
+
+def test_a_refusal_lists_every_finding_then_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each finding on its line, whole: the masking of a printed line takes only values, never
+    what follows a credential-named path such as ``$.password`` (issue 42 item 3)."""
+    source, target = tmp_path / "leak.json", tmp_path / "out.json"
+    _leaky_vcr(source, 1)
+    assert main(["import-vcr", str(source), "-o", str(target)]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"ssemock: error: refused {source}: a secret is left after redaction (2 findings): refusing to write {target}:",
+        "  interaction 0 request.body: a credential-named field 'password' at $.payload $.password "
+        "('***', 7 chars: digits a-z)",
+        "  interaction 0 response.body: an OpenAI key (sk-proj-/sk-svcacct-/sk-admin-...) "
+        "('sk-***', 68 chars: digits - a-z A-Z, at offset 9)",
+        "  what to do: remove the secrets from the vcrpy cassette (or filter them when recording), or "
+        "import with --scrub-bodies (each one replaced with REDACTED)",
+    ]
+    assert not target.exists()
+
+
+def test_a_long_refusal_shows_a_screenful_and_json_shows_every_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ssemock.commands.cli.output import SCREENFUL
+
+    source, target = tmp_path / "leak.json", tmp_path / "out.json"
+    _leaky_vcr(source, SCREENFUL)  # two findings each
+    assert main(["import-vcr", str(source), "-o", str(target)]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].endswith(f"({2 * SCREENFUL} findings): refusing to write {target}:")
+    assert [line.split(" ", 4)[3] for line in lines[1:SCREENFUL]] == [
+        f"{k // 2}" for k in range(SCREENFUL - 1)
+    ]
+    assert lines[SCREENFUL:] == [
+        f"  and {SCREENFUL + 1} more (--json lists them all)",
+        lines[-1],
+    ] and lines[-1].startswith("  what to do: ")
+    assert main(["import-vcr", str(source), "-o", str(target), "--json"]) == 1
+    (refused,) = json.loads(capsys.readouterr().out)["refused"]
+    assert len(refused["findings"]) == 2 * SCREENFUL
+    assert refused["findings"][-1].startswith(f"interaction {SCREENFUL - 1} response.body: an OpenAI key")
+    assert "--scrub-bodies" in refused["what_to_do"] and not target.exists()
+
+
 # -- pytest-recording: its folder naming is where the ssemock plugin looks -----------------------
 
 SUITE = """

@@ -79,8 +79,10 @@ def test_nothing_is_refused_but_the_test_jwt(corpus: str, imported: dict[str, tu
     _, output = imported[corpus]
     refused = _refused(output)
     assert refused == (JWT_REFUSED if corpus == "realtraffic2" else set()), output[-3000:]
-    for name in refused:
-        assert "a JWT (eyJ...)" in next(line for line in output.splitlines() if name in line)
+    lines = output.splitlines()
+    for name in refused:  # its findings, one a line under it
+        at = next(k for k, line in enumerate(lines) if name in line)
+        assert lines[at + 1].startswith("  interaction 0 response.body: a JWT (eyJ...)"), lines[at : at + 4]
     if corpus == "migration":  # pydantic-ai's gRPC files are no vcrpy cassettes: said so, skipped
         assert output.count("not a vcrpy cassette") == 5
 

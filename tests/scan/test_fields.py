@@ -64,7 +64,14 @@ def _place(place: str, value: str) -> Cassette:
             [b"data: ok\n\n"],
             headers={"content-type": sse, "permissions-policy": value},
         )
-    elif place in ("api_key", "secret_access_key"):
+    elif place.startswith("header "):  # a rate-limit, deployment or model-bucket header
+        c.add(
+            "POST",
+            "https://example.openai.azure.com/openai/deployments/d/chat/completions",
+            [b"data: ok\n\n"],
+            headers={"content-type": sse, place.removeprefix("header "): value},
+        )
+    elif place in ("api_key", "secret_access_key", "sessionToken"):
         c.add(
             "POST",
             "https://api.example.com/v1/agents",
@@ -125,6 +132,16 @@ REAL = [
     ("secret_access_key", "test_secret_access_key"),
     ("secret_access_key", "test-secret"),
     ("form apikey", "test_api_key"),
+    # recorders' placeholders named for the field (issue 42: an AWS SSO refresh's, in chatlas)
+    ("secret_access_key", "SCRUBBED_SECRET_ACCESS_KEY"),
+    ("sessionToken", "SCRUBBED_SESSION_TOKEN"),
+    ("api_key", "API_KEY_REDACTED"),
+    ("form apikey", "FILTERED_API_KEY"),
+    # rate-limit, deployment and model-bucket headers (LiteLLM's Azure bucket: issue 42)
+    ("header x-ratelimit-key", "gpt-5.2_2025-12-11"),
+    ("header x-ratelimit-bucket-key", "acct9f8e7d6c:gpt-4o-2024-08-06"),
+    ("header x-ms-deployment-key", "eastus2-gpt4o-20250115-a1b2c3"),
+    ("header x-model-session-key", "m-20260101-9f8e7d6c5b4a"),
     ("logprobs token", "The"),
     ("logprobs token", " Paris"),
     ("encrypted_content", _fernet_like(1)),
@@ -145,6 +162,8 @@ NOT_PLACEHOLDERS = [
     "testpassword1",
     "REDACTEDhunter2",
     "FILTERED-9f8e7d6c5b4a",
+    "SCRUBBED_hunter2",
+    "hunter_REDACTED2",
 ]
 
 

@@ -165,3 +165,27 @@ def test_a_hook_that_puts_a_key_in_the_body_is_refused_all_the_same(tmp_path: Pa
     with running(_app(body)) as url:
         with pytest.raises(ssemock.SecretError):
             _record(url, tmp_path / "c.json", before_record_response=same_length)
+
+
+@pytest.mark.parametrize("prompt", ["Log in; passwords: mellon,radiance", "Log in"])
+def test_a_recorded_prompt_word_under_a_credential_name_is_saved_and_another_word_refused(
+    tmp_path: Path, prompt: str
+) -> None:
+    """The scan as it arrived has no request: a credential-named finding there is judged again
+    at the save, with the request's prose (issue 42 item 1)."""
+    body = _stream(300_000, 1_000, [b'data: {"login": {"password": "mellon"}}\n\n'])
+    path = tmp_path / "c.json"
+
+    def record() -> None:
+        with running(_app(body)) as url, ssemock.use_cassette(path, record_mode="all"):
+            request = {"messages": [{"role": "user", "content": prompt}]}
+            with httpx.Client() as client, client.stream("POST", f"{url}/v1/chat", json=request) as r:
+                assert b"".join(r.iter_raw()) == body
+
+    if "mellon" in prompt:
+        record()
+        assert ssemock.Cassette.load(path).interactions[0].response.body == body
+    else:
+        with pytest.raises(ssemock.SecretError) as refused:
+            record()
+        assert "a credential-named field 'password'" in str(refused.value) and not path.exists()

@@ -36,9 +36,13 @@ __all__ = [
 
 #: A header, query parameter or form field with such a name holds a credential.
 #: ``tokens`` (a count: ``x-ratelimit-remaining-tokens``, ``anthropic-ratelimit-tokens-reset``) is not ``token``.
-#: ``azureml-model-session`` (a routing id: ``d060-20240328183338``) is not a session.
+#: ``azureml-model-session`` (a routing id: ``d060-20240328183338``) is not a session. Nor is
+#: anything a rate-limit, deployment or model-bucket header names (``x-ratelimit-key:
+#: gpt-5.2_2025-12-11``, LiteLLM's Azure bucket): a key shape in one is still found by its shape.
 SECRET_NAME = re.compile(
-    r"token(?!s)|secret|key|auth|passw|signature|^sig$|(?<!model-)session|cookie|credential", re.I
+    r"^(?!.*(?:rate-?limit|rate_limit|deployment|model))"
+    r".*?(?:token(?!s)|secret|key|auth|passw|signature|^sig$|session|cookie|credential)",
+    re.I,
 )
 """A header, query parameter or form field whose name matches holds a credential when its value
 looks generated (``tokens``, a count, is not ``token``)."""
@@ -315,7 +319,8 @@ def credential_value(value: object) -> bool:
 
 #: A value that is wholly a placeholder (never a credential): masks and fillers (``***``,
 #: ``XXXX``, ``sk-***``, ``sk-...abcd``), template slots (``<API_KEY>``, ``{{key}}``, ``${KEY}``),
-#: what recorders write (``REDACTED``, ``FILTERED``, ``[removed]``), and words for a fake
+#: what recorders write (``REDACTED``, ``FILTERED``, ``[removed]``, ``SCRUBBED_SESSION_TOKEN``,
+#: ``API_KEY_REDACTED``), and words for a fake
 #: (``test_api_key``, ``dummy``, ``your-api-key``). Only the WHOLE value counts: a key with
 #: ``test`` inside it (``sk-test-`` and a key's length) is still a key.
 PLACEHOLDER = re.compile(
@@ -324,6 +329,8 @@ PLACEHOLDER = re.compile(
     | [A-Za-z0-9_-]{0,12}(?:\*{3,}|\.{3})[A-Za-z0-9_-]{0,4}
     | <[^<>]{1,64}> | \{\{[^{}]{1,64}\}\} | \$\{[^{}]{1,64}\} | \$[A-Z_][A-Z0-9_]*
     | \[?(?i:redacted|filtered|removed|masked|hidden|omitted|scrubbed|sanitized|censored|none|null|nil|undefined)\]?
+    | (?i:redacted|filtered|removed|masked|hidden|omitted|scrubbed|sanitized|censored)(?:[-_.][A-Za-z]+)+
+    | (?:[A-Za-z]+[-_.])+(?i:redacted|filtered|removed|masked|hidden|omitted|scrubbed|sanitized|censored)
     | (?i:(?:my|your|fake|dummy|test|testing|example|sample|mock|placeholder|changeme|invalid|bogus)[-_.\s]?)+
       (?i:(?:api|access|secret|private|auth|bearer|session|refresh|client|key|token|password|passwd|pass|pwd
             |credentials?|value|id)[-_.\s]?)*

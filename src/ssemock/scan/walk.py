@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
@@ -49,6 +50,7 @@ from .fields import (
 )
 from .large_streams import large_stream
 from .messages import value_shape
+from .model_content import exempt, generated, path_keys, prose_words, raw_generated
 from .prescanned import prescanned
 from .subprotocols import credential_start, subprotocols
 
@@ -91,10 +93,12 @@ class Finding:
         return f"{self.field} {self.path}" if self.path else self.field
 
     def __str__(self) -> str:
+        """``interaction 0 response.body: a credential-named field 'password' at event 3 $.password
+        ('***', 6 chars: a-z)``: the path after the rule, so no masking of a message takes what
+        follows a credential-named path (``$.password: ...``) for its value."""
         at = f", at offset {self.start}" if self.start is not None else ""
-        return (
-            f"interaction {self.interaction} {self.where}: {self.rule} ({self.preview!r}, {self.shape}{at})"
-        )
+        inside = f" at {self.path}" if self.path else ""
+        return f"interaction {self.interaction} {self.field}: {self.rule}{inside} ({self.preview!r}, {self.shape}{at})"
 
 
 class _InteractionLike(Protocol):
@@ -110,6 +114,11 @@ _BATCH = 64  # events read together at most (`_Scan.stream`)
 _DATA = operator.attrgetter("data")
 _DEEP_MAX = 2 << 20  # a stream up to this size is walked event by event and folded by its accumulator
 _DEPTH = 4  # decoded forms nested in each other (base64 in JSON in base64 ...), at most
+_NAMED_FIELD = "a credential-named field "  # the rule `model_content.exempt` may clear
+
+
+def _no_prose() -> frozenset[str]:
+    return frozenset()
 
 
 class _Scan:
@@ -133,6 +142,7 @@ class _Scan:
         # and string: a repeated delta (two 1-character payloads alike) gives them again, undecoded
         self.nested: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self.recording: list[list[tuple[str, str]]] = []
+        self.prose: Callable[[], frozenset[str]] = _no_prose  # the words of the request's prose
 
     def add(
         self,
@@ -144,6 +154,12 @@ class _Scan:
         start: int | None = None,
         end: int | None = None,
     ) -> None:
+        if (
+            rule.startswith(_NAMED_FIELD)
+            and isinstance(value, str)
+            and exempt(value, lambda: generated(path_keys(path)), self.prose)
+        ):
+            return  # a word of the prompt, or a model's tool-call argument (`ssemock.scan.model_content`)
         self.found.append(Finding(self.index, field, rule, value_shape(value), preview, path, start, end))
 
     # -- text in any form -----------------------------------------------------------------------
@@ -339,8 +355,14 @@ class _Scan:
         self.events(field, body, content_type, url, path)
 
     def raw(self, field: str, body: bytes, hits: BodyHits | None = None) -> None:
-        """A body as stored: shapes, escapes, credential-named members (`scan_body`)."""
+        """A body as stored: shapes, escapes, credential-named members (`scan_body`; a member in
+        a model's tool-call arguments is judged by the JSON that encloses it: `raw_generated`)."""
         for s in scan_body(body, hits):
+            if s.what.startswith(_NAMED_FIELD) and _raw_exempt(body, s.start, s.end, self.prose):
+                for shape in scan(body[s.start : s.end]):  # a key the member's find was merged with
+                    a, b = s.start + shape.start, s.start + shape.end
+                    self.add(field, shape.what, body[a:b], shape.preview, "", a, b)
+                continue
             self.add(field, s.what, body[s.start : s.end], s.preview, "", s.start, s.end)
 
     def joined_messages(self, field: str, payloads: list[tuple[int, bytes]]) -> None:
@@ -487,6 +509,16 @@ class _Scan:
         self.forget()
 
 
+def _raw_exempt(body: bytes, start: int, end: int, prose: Callable[[], frozenset[str]]) -> bool:
+    """`exempt` for the JSON member whose string value is ``body[start:end]`` as stored."""
+    try:
+        value = orjson.loads(b'"' + body[start:end] + b'"')
+    except orjson.JSONDecodeError:
+        return False
+    name_end = body.rfind(b'"', 0, start - 1)
+    return exempt(value, lambda: raw_generated(body, body.rfind(b'"', 0, name_end)), prose)
+
+
 _NOT_JSON = object()
 
 
@@ -518,6 +550,8 @@ def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
     """Every secret in one interaction, in every form (see `scan_cassette`)."""
     s = _Scan(index)
     req, resp = x.request, x.response
+    if req.body and len(req.body) <= DECODED_MAX:
+        s.prose = functools.cache(functools.partial(prose_words, req.body))
     for found in scan(req.method):
         s.add("request.method", found.what, req.method[found.start : found.end], found.preview)
     s.url(req.url)
@@ -529,6 +563,8 @@ def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
         s.header("response", k, v)
     if resp.body:
         known = prescanned(resp) if is_stream(x) else None
+        if known is not None and any(f.rule.startswith(_NAMED_FIELD) for f in known):
+            known = None  # scanned again, with the request's prose (`model_content.exempt`)
         if known is None:
             s.body("response.body", resp.body, resp.headers, req.url, stream=is_stream(x))
         else:  # scanned as it was recorded (`ssemock.scan.incremental`): the same findings

@@ -4,13 +4,15 @@ in as cassettes (vcrpy's, a whole pytest-recording suite, a recording refused fo
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import TYPE_CHECKING
 
 from ...redaction.rules import escape_control, mask_text
-from .output import _out, _UsageError
+from .output import _findings, _out, _UsageError
 
 if TYPE_CHECKING:
+    from ..import_vcr import ImportSummary
     from .output import Subparsers
 
 
@@ -68,7 +70,19 @@ def _add_import_vcr(subparsers: Subparsers) -> None:
         help="also replace secrets found in bodies and other headers with REDACTED "
         "(as `ssemock redact` does)",
     )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON report (converted, skipped, refused: each with every secret found)",
+    )
     parser.set_defaults(handler=_cmd_import_vcr)
+
+
+#: what to do about a vcrpy cassette refused for a secret
+IMPORT_ADVICE = (
+    "remove the secrets from the vcrpy cassette (or filter them when recording), or import with "
+    "--scrub-bodies (each one replaced with REDACTED)"
+)
 
 
 def _cmd_import_vcr(args: argparse.Namespace) -> int:
@@ -86,6 +100,9 @@ def _cmd_import_vcr(args: argparse.Namespace) -> int:
             scrub_bodies=args.scrub_bodies,
             replace_json=args.replace_json,
         )
+    if args.json:
+        _out(json.dumps(_report(summary), indent=2, ensure_ascii=False))
+        return 0 if summary.ok else 1
     if summary.converted:
         _out(f"ssemock: note: {NO_BOUNDARIES}", err=True)
     for c in summary.converted:
@@ -101,9 +118,39 @@ def _cmd_import_vcr(args: argparse.Namespace) -> int:
     for s in summary.skipped:
         _out(f"skipped {s.source}: {s.reason}")
     for r in summary.refused:
-        _out(f"ssemock: error: refused {r.source}: {r.reason}", err=True)
+        _out(f"ssemock: error: refused {r.source}: {r.reason}{':' if r.findings else ''}", err=True)
+        if r.findings:
+            for line in _findings(r.findings, IMPORT_ADVICE):
+                _out(line, err=True)
     _out(f"import-vcr: {summary.counts()}")
     return 0 if summary.ok else 1
+
+
+def _report(summary: ImportSummary) -> dict[str, object]:
+    """``import-vcr --json``: every file and what happened to it, every finding of a refusal."""
+    return {
+        "converted": [
+            {
+                "source": str(c.source),
+                "target": str(c.target),
+                "interactions": c.interactions,
+                "dropped": list(c.dropped),
+                "scrubbed": list(c.scrubbed),
+                **({"note": c.note} if c.note else {}),
+            }
+            for c in summary.converted
+        ],
+        "skipped": [{"source": str(s.source), "reason": s.reason} for s in summary.skipped],
+        "refused": [
+            {
+                "source": str(r.source),
+                "reason": r.reason,
+                **({"findings": list(r.findings), "what_to_do": IMPORT_ADVICE} if r.findings else {}),
+            }
+            for r in summary.refused
+        ],
+        "counts": summary.counts(),
+    }
 
 
 # -- ssemock migrate ---------------------------------------------------------------------------

@@ -4,11 +4,12 @@ Playwright and mitmproxy (HAR 1.2), each saying what the other format cannot hol
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...store.cassette import Cassette, SecretError
-from .output import _out, _UsageError
+from .output import _findings, _out, _UsageError
 
 if TYPE_CHECKING:
     from .output import Subparsers
@@ -26,7 +27,14 @@ def _add_import_har(subparsers: Subparsers) -> None:
     )
     parser.add_argument("har", metavar="HAR", help="the .har file")
     parser.add_argument("-o", "--out", required=True, metavar="CASSETTE", help="the cassette file to write")
+    parser.add_argument(
+        "--json", action="store_true", help="print a JSON report (a refusal: with every secret found)"
+    )
     parser.set_defaults(handler=_cmd_import_har)
+
+
+#: what to do about a HAR file refused for a secret
+HAR_ADVICE = "remove the secrets from the HAR file (DevTools can export it sanitized) and import it again"
 
 
 def _cmd_import_har(args: argparse.Namespace) -> int:
@@ -36,7 +44,27 @@ def _cmd_import_har(args: argparse.Namespace) -> int:
     try:
         written = cassette.save(args.out)
     except SecretError as exc:
-        raise _UsageError(f"{args.har}: not written to {args.out}: {exc}") from exc
+        findings = [str(f) for f in exc.findings]
+        if args.json:
+            _out(json.dumps({"har": args.har, "refused": {"findings": findings, "what_to_do": HAR_ADVICE}}))
+            return 1
+        count = f"{len(findings)} finding{'s' if len(findings) != 1 else ''}"
+        _out(f"ssemock: error: {args.har}: not written to {args.out}: a secret is left ({count}):", err=True)
+        for line in _findings(findings, HAR_ADVICE):
+            _out(line, err=True)
+        return 1
+    if args.json:
+        _out(
+            json.dumps(
+                {
+                    "har": args.har,
+                    "written": str(written),
+                    "interactions": len(cassette.interactions),
+                    "notes": notes,
+                }
+            )
+        )
+        return 0
     _out(f"{args.har}: {len(cassette.interactions)} interaction(s) written to {written}")
     for note in notes:
         _out(f"  HAR cannot hold: {note}")

@@ -109,7 +109,9 @@ def _load_yaml(raw: bytes, loader_class: Any, path: str | os.PathLike[str]) -> A
                         path=path,
                     )
                 tag = event.tag if event.tag not in (None, "!") else None
-                if tag not in _COLLECTION_TAGS:
+                if tag not in _COLLECTION_TAGS and not (
+                    tag in _STRING_WRAPPERS and isinstance(event, yaml.SequenceStartEvent)
+                ):
                     raise CassetteError(
                         f"unsupported YAML tag {tag} (line {event.start_mark.line + 1})", path=path
                     )
@@ -118,6 +120,8 @@ def _load_yaml(raw: bytes, loader_class: Any, path: str | os.PathLike[str]) -> A
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 container, anchor, tag, _ = containers.pop()
                 value = tuple(container) if tag == _TUPLE else container
+                if tag in _STRING_WRAPPERS:
+                    value = _wrapped_string(container, tag, event.start_mark.line + 1, path)
                 if anchor is not None:
                     anchors[anchor] = value  # only once complete: an alias inside it is an error
                 add(value, event.start_mark.line + 1)
@@ -157,3 +161,22 @@ def _load_yaml(raw: bytes, loader_class: Any, path: str | os.PathLike[str]) -> A
 
 _TUPLE = "tag:yaml.org,2002:python/tuple"
 _COLLECTION_TAGS = {None, "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map", _TUPLE}
+_STRING_WRAPPERS = frozenset(
+    f"tag:yaml.org,2002:python/object/{how}:{name}"
+    for how in ("apply", "new")
+    for name in (
+        "multidict._multidict.istr",
+        "multidict._multidict_py.istr",
+        "multidict.istr",
+        "multidict._istr.istr",
+    )
+)
+"""Tags of the str subclasses a recorder's header names are (multidict's case-insensitive
+``istr``, which aiohttp's headers hold: dd-trace-py's cassettes), applied to one string."""
+
+
+def _wrapped_string(args: list[Any], tag: str, line: int, path: str | os.PathLike[str]) -> str:
+    """The one string a `_STRING_WRAPPERS` tag wraps; anything else under it is refused."""
+    if len(args) != 1 or not isinstance(args[0], str):
+        raise CassetteError(f"unsupported YAML tag {tag} (line {line}): it wraps no single string", path=path)
+    return args[0]

@@ -63,6 +63,8 @@ class Refused:
     """The vcrpy cassette."""
     reason: str
     """Why it could not be converted."""
+    findings: tuple[str, ...] = ()
+    """Each secret left, one line each (`ssemock.redaction.rules.find_secrets`), when that is why."""
 
 
 @dataclass
@@ -258,9 +260,9 @@ def _import_one(
     if leaks:
         return Refused(
             source,
-            f"a secret is left after redaction: {'; '.join(leaks)}: refusing to write "
-            f"{target}: remove the secrets from the vcrpy cassette (or filter them when "
-            "recording), or import with --scrub-bodies",
+            f"a secret is left after redaction ({len(leaks)} finding{'s' if len(leaks) != 1 else ''}): "
+            f"refusing to write {target}",
+            tuple(leaks),
         )
     try:
         cassette.save(target, scan_secrets=False)  # scanned just above
