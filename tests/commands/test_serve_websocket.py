@@ -8,6 +8,7 @@ a refused handshake as recorded, a subprotocol the recording never agreed. Every
 from __future__ import annotations
 
 import json
+import logging
 import socket
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -25,7 +26,15 @@ import ssemock
 from ssemock.commands import serve
 from ssemock.commands.loopback import running
 from ssemock.commands.serve import Replayer
-from ssemock.framing.websocket import Opcode, accept_key, close_payload, encode_frame, parse_frames
+from ssemock.framing.websocket import (
+    Deflater,
+    Opcode,
+    accept_key,
+    close_payload,
+    encode_frame,
+    parse_close,
+    parse_frames,
+)
 from ssemock.store.cassette import Cassette, Interaction, Request, Response
 
 CASSETTE = Path(ssemock.__file__).parent / "cassettes" / "realtime" / "openai_realtime_text_tool_call.json"
@@ -205,3 +214,95 @@ def test_frames_recorded_in_the_101s_read_come_in_it_again(tmp_path: Path, timin
     ]
     (exchange,) = replayer.exchanges
     assert (exchange.status, exchange.chunks) == (101, 3)  # the 101 with the greeting, the echo, the close
+
+
+# -- what a client sends, bounded and checked (issue 41 item 3) -------------------------------------
+
+_KEY = b"\x01\x02\x03\x04"
+
+
+def _raw(first: int, payload: bytes = b"") -> bytes:
+    """A masked client frame whose first byte (FIN, RSV bits, opcode) is ``first``, as given."""
+    return bytes([first]) + encode_frame(Opcode.BINARY, payload, mask=_KEY)[1:]
+
+
+def _length(first: int, length: int) -> bytes:
+    """A masked client frame header declaring a 64-bit payload ``length`` (no payload follows)."""
+    return bytes([first, 0x80 | 127]) + length.to_bytes(8, "big") + _KEY
+
+
+def _violate(url: str, data: bytes, *, deflate: bool = False) -> tuple[int | None, str]:
+    """Open a session on a raw socket (offering permessage-deflate or not), send ``data``, read
+    until the server ends the connection: the code and reason of the close frame it ends with."""
+    where = urlsplit(url)
+    with socket.create_connection((where.hostname, where.port), timeout=30) as sock:
+        sock.sendall(
+            f"GET {PATH} HTTP/1.1\r\nHost: {where.netloc}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            f"{'Sec-WebSocket-Extensions: permessage-deflate' + chr(13) + chr(10) if deflate else ''}\r\n".encode()
+        )
+        got = b""
+        while b"\r\n\r\n" not in got:
+            got += sock.recv(65536)
+        head, _, got = got.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 101 ")
+        assert (b"permessage-deflate" in head) == deflate
+        sock.sendall(data)
+        while chunk := sock.recv(65536):
+            got += chunk
+    last = parse_frames(got)[-1]
+    assert last.opcode == Opcode.CLOSE
+    code, reason = parse_close(last.payload)
+    return code, reason
+
+
+_MIB = 1 << 20
+_VIOLATIONS: dict[
+    str, tuple[bytes, bool, int]
+] = {  # what the client sends, whether it offers deflate, the close
+    "unmasked": (encode_frame(Opcode.TEXT, b"{}"), False, 1002),
+    "reserved opcode": (_raw(0x83), False, 1002),
+    "RSV2": (_raw(0xA1, b"{}"), False, 1002),
+    "RSV1 with no deflate agreed": (_raw(0xC1, b"{}"), False, 1002),
+    "RSV1 on a continuation": (_raw(0x01, b"{") + _raw(0xC0, b"}"), True, 1002),
+    "a 2^63 length": (_length(0x82, 1 << 63), False, 1002),
+    "a 2^62 length": (_length(0x82, 1 << 62), False, 1009),
+    "a fragmented ping": (_raw(0x09), False, 1002),
+    "a ping of 126 bytes": (_raw(0x89, b"p" * 126), False, 1002),
+    "a close payload of 1 byte": (_raw(0x88, b"\x03"), False, 1002),
+    "close code 1005": (_raw(0x88, b"\x03\xed"), False, 1002),
+    "a close reason not UTF-8": (_raw(0x88, b"\x03\xe8\xff"), False, 1007),
+    "a text message not UTF-8": (_raw(0x81, b'"\xc3"'), False, 1007),
+    "a continuation with no message": (_raw(0x80, b"{}"), False, 1002),
+    "a message before the last one ended": (_raw(0x01, b"{") + _raw(0x81, b"{}"), False, 1002),
+    "fragments past the cap": (
+        _raw(0x02, bytes(_MIB // 2)) + _raw(0x00, bytes(_MIB // 2)) + _raw(0x80, b"a"),
+        False,
+        1009,
+    ),
+    "bad deflate data": (_raw(0xC1, b"\xff\xff\xff\xff"), True, 1002),
+    "a deflate bomb": (_raw(0xC2, Deflater().compress(bytes(16 * _MIB))), True, 1009),
+}
+
+
+def test_a_client_that_breaks_the_protocol_gets_the_close_code_and_one_log_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Each violation closes its session with the RFC's code (a reason saying what broke) and
+    logs one line, never a traceback; the 16 MiB bomb is inflated no further than the cap (1
+    MiB); the server then serves a whole session to the next client."""
+    want = [str(m.data) for m in session().received()]
+    deflating = Cassette.load(CASSETTE)  # as if recorded with permessage-deflate: agreed when offered
+    assert deflating.interactions[0].websocket is not None
+    deflating.interactions[0].websocket.extensions = "permessage-deflate"
+    with served(deflating, max_body=_MIB) as (url, _, log):
+        for name, (data, deflate, code) in _VIOLATIONS.items():
+            before = len(log)
+            closed = _violate(url, data, deflate=deflate)
+            assert closed[0] == code, (name, closed)
+            assert closed[1].startswith("ssemock: WebSocket frame at byte"), (name, closed)
+            said = [line for line in log[before:] if f": closed {code}: WebSocket frame at byte" in line]
+            assert len(said) == 1, (name, log[before:])
+        got, code, _ = converse(url + PATH)
+    assert (got, code) == (want, 1000)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # (asyncio's traceback, before)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from websockets.client import ClientProtocol
 from websockets.extensions.permessage_deflate import PerMessageDeflate
+from websockets.frames import CloseCode
 from websockets.frames import Opcode as WsOpcode
 from websockets.protocol import State
 from websockets.server import ServerProtocol
@@ -20,6 +21,7 @@ from ssemock.framing.websocket import (
     FrameError,
     FrameParser,
     Inflater,
+    MessageReader,
     Opcode,
     accept_key,
     close_payload,
@@ -167,3 +169,128 @@ def test_ssemock_reads_what_websockets_clients_write(sent: list[tuple[Opcode, by
     assert [(int(f.opcode), bytes(f.data)) for f in server.events_received()] == [
         (int(op), d) for op, d in sent
     ]
+
+
+# -- a server's reader of its client (issue 41 item 3): websockets' sans-IO server as the oracle ----
+
+
+def _frame(first: int, payload: bytes, masked: bool = True) -> bytes:
+    """A frame with the first byte (FIN, RSV bits, opcode) as given, masked or not."""
+    return bytes([first]) + encode_frame(Opcode.BINARY, payload, mask=os.urandom(4) if masked else None)[1:]
+
+
+def _oracle(wire: bytes, max_size: int, deflate: bool) -> tuple[list[tuple[str, bytes]], int | None]:
+    """What websockets' server reads in ``wire`` up to the first close: the messages (text
+    decoded as its connections decode it) and control frames, and the close code it fails with."""
+    server = ServerProtocol(state=State.OPEN, max_size=max_size)
+    if deflate:
+        server.extensions = [PerMessageDeflate(False, False, 15, 15)]
+    server.receive_data(wire)
+    got: list[tuple[str, bytes]] = []
+    kind, parts = "", b""
+    for f in server.events_received():
+        if f.opcode in (WsOpcode.PING, WsOpcode.PONG, WsOpcode.CLOSE):
+            got.append((f.opcode.name.lower(), bytes(f.data)))
+            continue
+        kind = {WsOpcode.TEXT: "text", WsOpcode.BINARY: "binary"}.get(f.opcode, kind)
+        parts += bytes(f.data)
+        if f.fin:
+            if kind == "text":
+                try:
+                    parts.decode("utf-8")
+                except UnicodeDecodeError:
+                    return got, CloseCode.INVALID_DATA
+            got.append((kind, parts))
+            parts = b""
+    failed = server.close_sent.code if server.parser_exc is not None and server.close_sent else None
+    return got, failed
+
+
+def _ours(wire: list[bytes], max_size: int, deflate: bool) -> tuple[list[tuple[str, bytes]], int | None]:
+    """What the reader reads in ``wire``'s frames, fed one by one, up to the first close."""
+    reader, got = MessageReader(max_size=max_size, deflate=deflate), []
+    try:
+        for frame in wire:
+            got += [(r.kind, r.payload) for r in reader.feed(frame)]
+    except FrameError as exc:
+        return got[: _closed(got)], exc.code
+    return got[: _closed(got)], None
+
+
+def _closed(got: list[tuple[str, bytes]]) -> int:
+    return next((i + 1 for i, (kind, _) in enumerate(got) if kind == "close"), len(got))
+
+
+def _close_mid_message(firsts: list[int]) -> bool:
+    """Whether a close frame comes inside a fragmented message: RFC 6455 lets control frames
+    come between fragments; websockets fails the connection on a close there, the reader reads
+    the close (either way the session ends)."""
+    open_ = False
+    for first in firsts:
+        op = first & 0x0F
+        if op == 0x8 and open_:
+            return True
+        if op in (0x0, 0x1, 0x2):
+            open_ = not first & 0x80
+    return False
+
+
+_first_bytes = st.sampled_from(
+    [0x81, 0x82, 0x01, 0x02, 0x00, 0x80, 0x89, 0x8A, 0x88, 0xC1, 0xC2, 0x41, 0xC0, 0x40]  # ordinary, RSV1
+    + [0x83, 0x8B, 0xA1, 0x91, 0x09, 0xC9]  # reserved opcodes and bits, a fragmented or compressed ping
+)
+_payloads = st.one_of(
+    st.binary(max_size=40),
+    st.text(max_size=20).map(str.encode),
+    st.binary(max_size=130),
+    st.builds(
+        lambda code, reason: code.to_bytes(2, "big") + reason, st.integers(0, 5100), st.binary(max_size=6)
+    ),
+    st.binary(max_size=400).map(lambda b: Deflater().compress(b)),
+    st.just(Deflater().compress(bytes(5000))),  # a small bomb
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(_first_bytes, _payloads), max_size=6),
+    st.sampled_from([64, 1000]),
+    st.booleans(),
+)
+def test_the_reader_reads_and_fails_as_websockets_server_does(
+    frames: list[tuple[int, bytes]], max_size: int, deflate: bool
+) -> None:
+    """Frames a client might send, good and bad (reserved opcodes and bits, RSV1 with or without
+    deflate agreed, control frames fragmented, compressed or over 125 bytes, close codes and
+    reasons of every kind, text not UTF-8, messages over ``max_size`` whole, fragmented or once
+    inflated): the reader gives what websockets' server gives, and fails where it fails, with
+    the same close code."""
+    assume(not _close_mid_message([first for first, _ in frames]))
+    wire = [_frame(first, payload) for first, payload in frames]
+    (ours, code), (theirs, want) = _ours(wire, max_size, deflate), _oracle(b"".join(wire), max_size, deflate)
+    assert ours == theirs
+    # a frame that is too big and breaks another rule too (a new message before the last one
+    # ended, say) is answered 1002 or 1009 by the order of the checks, which the RFC leaves open
+    assert code == want or {code, want} == {1002, 1009}
+
+
+def test_the_reader_fails_where_websockets_is_silent_and_stays_failed() -> None:
+    """An unmasked client frame, and a 64-bit length with its top bit set (RFC 6455 §5.2: it
+    MUST be 0): 1002 at once; a spent reader raises the same error on every later feed."""
+    for wire in (encode_frame(Opcode.TEXT, b"{}"), bytes([0x82, 0xFF]) + (1 << 63).to_bytes(8, "big")):
+        reader = MessageReader()
+        with pytest.raises(FrameError) as first:
+            reader.feed(wire)
+        assert first.value.code == 1002
+        with pytest.raises(FrameError) as again:
+            reader.feed(encode_frame(Opcode.TEXT, b"{}", mask=b"abcd"))
+        assert again.value is first.value
+
+
+def test_a_bomb_is_inflated_no_further_than_the_cap() -> None:
+    bomb = Deflater().compress(bytes(64 << 20))  # 64 MiB of zeros in about 64 KiB
+    assert len(Inflater().decompress(bomb, 1 << 20)) == (1 << 20) + 1
+    reader = MessageReader(max_size=1 << 20, deflate=True)
+    with pytest.raises(FrameError, match="over 1048576 bytes once inflated") as exc:
+        reader.feed(encode_frame(Opcode.BINARY, bomb, rsv1=True, mask=b"abcd"))
+    assert exc.value.code == 1009

@@ -5,6 +5,9 @@ A replay writes the server's frames itself (unmasked, byte-exact, with the fragm
 control frames and compression a variant asks for) and reads the client's (masked); a recorder
 parses both directions. `FrameParser` is incremental: it takes bytes as they arrive, cut
 anywhere, and gives each frame once it is whole, with its byte offsets in the stream.
+`MessageReader` reads a client's messages as a server must (RFC 6455 §5 to §8, RFC 7692): every
+rule a frame, a fragmented message or a compressed one can break, and a cap on a message's size
+once reassembled and inflated, each broken one a `FrameError` with the close code that answers it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import base64
 import hashlib
 import struct
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -24,8 +28,10 @@ __all__ = [
     "FrameError",
     "FrameParser",
     "Inflater",
+    "MessageReader",
     "Opcode",
     "RawFrame",
+    "Received",
     "accept_key",
     "agree_deflate",
     "close_payload",
@@ -65,10 +71,13 @@ CONTROL = frozenset({Opcode.CLOSE, Opcode.PING, Opcode.PONG})
 class FrameError(ValueError):
     """Bytes that are no valid frame: the message names the byte offset in the stream."""
 
-    def __init__(self, message: str, *, offset: int):
+    def __init__(self, message: str, *, offset: int, code: int = 1002):
         super().__init__(f"WebSocket frame at byte {offset}: {message}")
         self.offset = offset
         """Where the bad frame starts in the stream parsed."""
+        self.code = code
+        """The close code a reader answers it with (RFC 6455 §7.4.1): 1002, a protocol error;
+        1007, text that is not UTF-8; 1009, a message over the reader's size cap."""
 
 
 @dataclass(frozen=True)
@@ -144,13 +153,14 @@ class FrameParser:
 
     def feed(self, data: bytes) -> list[RawFrame]:
         """Take more bytes; the frames they complete, in order."""
+        return list(self.frames(data))
+
+    def frames(self, data: bytes) -> Iterator[RawFrame]:
+        """`feed`, one frame at a time: each frame's header is checked against ``max_size`` as
+        it is then (a reader lowers it while a fragmented message grows)."""
         self._buffer += data
-        frames: list[RawFrame] = []
-        while True:
-            frame = self._next()
-            if frame is None:
-                return frames
-            frames.append(frame)
+        while (frame := self._next()) is not None:
+            yield frame
 
     def _next(self) -> RawFrame | None:
         buf, start = self._buffer, self._offset
@@ -174,10 +184,12 @@ class FrameParser:
                 return None
             length = int.from_bytes(buf[2 : 2 + size], "big")
             at += size
+        if length >> 63:
+            raise FrameError("a 64-bit length with its most significant bit set", offset=start)
         if op in CONTROL and (not fin or length > 125):
             raise FrameError(f"a {op.name} frame fragmented or over 125 bytes", offset=start)
         if length > self.max_size:
-            raise FrameError(f"a payload of {length} bytes (over {self.max_size})", offset=start)
+            raise FrameError(f"a payload of {length} bytes (over {self.max_size})", offset=start, code=1009)
         key = b""
         if masked:
             if len(buf) < at + 4:
@@ -191,6 +203,132 @@ class FrameParser:
         del buf[: at + length]
         self._offset += at + length
         return RawFrame(op, fin, rsv1, payload, start, start + at + length)
+
+
+_CLOSE_CODES = frozenset({1000, 1001, 1002, 1003, *range(1007, 1015), *range(3000, 5000)})
+"""The close codes an endpoint may send (RFC 6455 §7.4, and IANA's registry to 1014)."""
+
+
+@dataclass(frozen=True)
+class Received:
+    """What `MessageReader` gives: a whole message (``"text"``, ``"binary"``: reassembled and
+    inflated) or a control frame (``"ping"``, ``"pong"``, ``"close"``: its payload, checked)."""
+
+    kind: str
+    payload: bytes
+
+
+class MessageReader:
+    """A server's reader of its client's bytes: the messages and control frames they hold, in
+    order, each checked as RFC 6455 and RFC 7692 ask. ``max_size``: the largest message, once
+    reassembled and inflated (bytes; its frames are refused from their headers on, nothing past
+    it is read or inflated); ``deflate``: whether the handshake agreed to permessage-deflate
+    (RSV1 is a protocol error otherwise).
+
+    A rule broken raises `FrameError` with the close code that answers it (``code``): 1009 for a
+    message over ``max_size``; 1007 for a text message or a close reason that is not UTF-8; 1002
+    for the rest (an unmasked frame, a reserved bit or opcode, a control frame fragmented, over
+    125 bytes or compressed, a close payload of 1 byte or a code no endpoint sends, a
+    continuation with no message to continue or a message before the last one's end, RSV1
+    without permessage-deflate or on a continuation, compressed data that does not inflate).
+    The reader is then spent: every later `feed` raises the same error. After the client's close
+    frame, nothing more is read."""
+
+    def __init__(self, *, max_size: int = 1 << 26, deflate: bool = False) -> None:
+        self.max_size = max_size
+        self.deflate = deflate
+        self._parser = FrameParser(masked=True, max_size=max_size)
+        self._inflater = Inflater()
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._kind: str | None = None  # the message under way (its first frame read)
+        self._rsv1 = False
+        self._start = 0
+        self._error: FrameError | None = None
+        self.closed = False
+        """Whether the client's close frame came: nothing after it is read (RFC 6455 §5.5.1)."""
+
+    def feed(self, data: bytes) -> list[Received]:
+        """Take more bytes; what they complete, in order."""
+        if self._error is not None:
+            raise self._error
+        out: list[Received] = []
+        try:
+            for frame in self._parser.frames(data) if not self.closed else ():
+                out += self._frame(frame)
+                self.closed = frame.opcode == Opcode.CLOSE
+                if self.closed:
+                    break
+        except FrameError as exc:
+            if (
+                exc.code == 1009 and self._kind is not None and exc.offset != self._start
+            ):  # a later fragment's
+                exc = FrameError(f"a message over {self.max_size} bytes", offset=self._start, code=1009)
+            self._error = exc
+            raise exc from None
+        return out
+
+    def _frame(self, frame: RawFrame) -> list[Received]:
+        op, at = frame.opcode, frame.start
+        if op in CONTROL:
+            if frame.rsv1:
+                raise FrameError(f"RSV1 set on a {op.name} frame", offset=at)
+            if op == Opcode.CLOSE:
+                _check_close(frame)
+            return [Received(op.name.lower(), frame.payload)]
+        if frame.rsv1 and op == Opcode.CONTINUATION:
+            raise FrameError("RSV1 set on a continuation frame", offset=at)
+        if frame.rsv1 and not self.deflate:
+            raise FrameError("RSV1 set, and no permessage-deflate was agreed", offset=at)
+        if op == Opcode.CONTINUATION:
+            if self._kind is None:
+                raise FrameError("a continuation frame with no message to continue", offset=at)
+        elif self._kind is not None:
+            raise FrameError(f"a {op.name} frame before the last message's final frame", offset=at)
+        else:
+            self._kind, self._rsv1, self._start = ("text" if op == Opcode.TEXT else "binary"), frame.rsv1, at
+        payload = frame.payload
+        if self._rsv1:  # inflated as it comes, never past the cap
+            try:
+                payload = self._inflater.decompress(payload, self.max_size - self._size, final=frame.fin)
+            except ValueError as exc:
+                raise FrameError(str(exc), offset=at) from None
+            if self._size + len(payload) > self.max_size:
+                raise FrameError(
+                    f"a message over {self.max_size} bytes once inflated", offset=self._start, code=1009
+                )
+        self._parts.append(payload)
+        self._size += len(payload)
+        if not frame.fin:
+            self._parser.max_size = self.max_size - self._size
+            return []
+        kind, whole = self._kind, b"".join(self._parts)
+        self._kind, self._parts, self._size = None, [], 0
+        self._parser.max_size = self.max_size
+        if kind == "text":
+            try:
+                whole.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise FrameError(
+                    f"a text message that is not UTF-8 ({exc.reason} at byte {exc.start})",
+                    offset=self._start,
+                    code=1007,
+                ) from None
+        return [Received(kind, whole)]
+
+
+def _check_close(frame: RawFrame) -> None:
+    payload = frame.payload
+    if len(payload) == 1:
+        raise FrameError("a close payload of 1 byte (the code is 2)", offset=frame.start)
+    if payload:
+        try:
+            payload[2:].decode("utf-8")
+        except UnicodeDecodeError:
+            raise FrameError("a close reason that is not UTF-8", offset=frame.start, code=1007) from None
+        code = struct.unpack("!H", payload[:2])[0]
+        if code not in _CLOSE_CODES:
+            raise FrameError(f"close code {code}, which no endpoint sends", offset=frame.start)
 
 
 def parse_frames(data: bytes, masked: bool = False) -> list[RawFrame]:
@@ -265,12 +403,19 @@ class Inflater:
         self.no_context_takeover = no_context_takeover
         self.bits = 15  # a window as large as any sender's reads every sender's
         self._z = zlib.decompressobj(-self.bits)
+        self._starts = True  # the next payload starts a message
 
-    def decompress(self, payload: bytes) -> bytes:
-        if self.no_context_takeover:
+    def decompress(self, payload: bytes, limit: int | None = None, *, final: bool = True) -> bytes:
+        """The message; with a ``limit``, at most ``limit + 1`` bytes of it (inflating no further:
+        more than ``limit`` says the message is larger; the inflater is then spent). A fragmented
+        message's frames are inflated as they come, ``final=False`` for all but the last."""
+        if self.no_context_takeover and self._starts:
             self._z = zlib.decompressobj(-self.bits)
+        self._starts = final
         try:
-            return self._z.decompress(payload + _TAIL)
+            return self._z.decompress(
+                payload + _TAIL if final else payload, 0 if limit is None else limit + 1
+            )
         except zlib.error as exc:
             raise ValueError(f"a compressed message that does not inflate: {exc}") from None
 

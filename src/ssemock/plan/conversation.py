@@ -36,8 +36,7 @@ import orjson
 from ..framing.websocket import (
     DeflateAgreement,
     Deflater,
-    FrameParser,
-    Inflater,
+    MessageReader,
     Opcode,
     accept_key,
     agree_deflate,
@@ -174,7 +173,10 @@ class Conversation:
 
     ``interaction`` must have a ``websocket``; ``index`` and ``where`` (the cassette) name it in
     errors; ``ignore`` lists JSON paths left out when matching text (default: by URL,
-    `default_ignore`); ``binary="compare"`` compares binary messages instead of counting bytes.
+    `default_ignore`); ``binary="compare"`` compares binary messages instead of counting bytes;
+    ``max_size``: the largest message the client may send, reassembled and inflated (bytes).
+    What the client sends is read as RFC 6455 asks (`ssemock.framing.websocket.MessageReader`):
+    a rule broken raises `FrameError` with the close code that answers it.
     """
 
     interaction: Interaction
@@ -182,13 +184,9 @@ class Conversation:
     where: str = "the cassette"
     ignore: tuple[str, ...] | None = None
     binary: str = "count"
+    max_size: int = 1 << 26
     mismatches: list[str] = field(default_factory=list)
     """Every message that matched nothing (the player fails the test with them at teardown)."""
-    _parser: FrameParser = field(default_factory=lambda: FrameParser(masked=True), repr=False)
-    _partial: list[bytes] = field(default_factory=list, repr=False)
-    _partial_kind: str = field(default="text", repr=False)
-    _partial_rsv1: bool = field(default=False, repr=False)
-    _inflater: Inflater = field(default_factory=Inflater, repr=False)
     _cursor: int = field(default=0, repr=False)
     _media: int = field(default=0, repr=False)  # binary bytes sent in the current binary run
     _released: int = field(default=0, repr=False)  # units released so far
@@ -209,6 +207,7 @@ class Conversation:
         """The permessage-deflate the replay's handshake agreed to (None: none, frames go plain)."""
         self._mem_level = 8
         self._fit: tuple[list[_Unit], bool] | None = None  # wire_fits, for the units it was computed for
+        self._reader = MessageReader(max_size=self.max_size)
         self.units = self._units()
 
     # -- the server side, encoded ---------------------------------------------------------------
@@ -383,6 +382,7 @@ class Conversation:
         deflate = self._agree(asked.get("sec-websocket-extensions", ""))
         if deflate is not None:
             headers.append(("sec-websocket-extensions", deflate.header()))
+        self._reader.deflate = deflate is not None
         if deflate != self.deflate:
             self.deflate = deflate
             self.units = self._units()
@@ -417,29 +417,21 @@ class Conversation:
     def feed(self, data: bytes) -> list[Release]:
         """The client wrote ``data`` (masked frames): what the server answers, in order. Raises
         `UnmatchedMessageError` when a message matches nothing (it is kept in ``mismatches``, and
-        the stream is closed with 1008)."""
+        the stream is closed with 1008), `FrameError` when the client broke the protocol."""
         out: list[Release] = []
-        for frame in self._parser.feed(data):
-            if frame.opcode == Opcode.PING:
-                out.append(Release(0.0, encode_frame(Opcode.PONG, frame.payload)))
-            elif frame.opcode == Opcode.PONG:
-                continue
-            elif frame.opcode == Opcode.CLOSE:
-                out.extend(self._client_close(frame.payload))
+        for got in self._reader.feed(data):
+            if got.kind == "ping":
+                out.append(Release(0.0, encode_frame(Opcode.PONG, got.payload)))
+            elif got.kind == "pong":
+                self._pong(got.payload)
+            elif got.kind == "close":
+                out.extend(self._client_close(got.payload))
             else:
-                if frame.opcode != Opcode.CONTINUATION:
-                    self._partial_kind = "text" if frame.opcode == Opcode.TEXT else "binary"
-                    self._partial_rsv1 = frame.rsv1
-                    self._partial = []
-                self._partial.append(frame.payload)
-                if frame.fin:
-                    whole = b"".join(self._partial)
-                    if (
-                        self._partial_rsv1
-                    ):  # compressed (permessage-deflate): the message is the inflated bytes
-                        whole = self._inflater.decompress(whole)
-                    out.extend(self._message((self._partial_kind, whole)))
+                out.extend(self._message((got.kind, got.payload)))
         return out
+
+    def _pong(self, payload: bytes) -> None:
+        """The client answered a ping (a re-framing's pings count the answers)."""
 
     def _client_close(self, payload: bytes) -> list[Release]:
         out: list[Release] = []  # what the recording's server sent later is never sent now

@@ -60,7 +60,6 @@ class VariedConversation(Conversation):
     _sent_bytes: int = field(default=0, repr=False)
     reads: list[int] = field(default_factory=list)
     """The wire offsets where each read served so far ended (the read boundaries)."""
-    _pong_parser: FrameParser = field(default_factory=lambda: FrameParser(masked=True), repr=False)
     _eof_from: int | None = field(default=None, repr=False)
     """The first unit released with the end of the connection (None: not ended so)."""
 
@@ -237,10 +236,8 @@ class VariedConversation(Conversation):
             return [Release(0.0, None)]
         return super().opening()
 
-    def feed(self, data: bytes) -> list[Release]:
-        if self._wire.pings:
-            self.pongs += [f.payload for f in self._pong_parser.feed(data) if f.opcode == Opcode.PONG]
-        return super().feed(data)
+    def _pong(self, payload: bytes) -> None:
+        self.pongs.append(payload)
 
     def _client_close(self, payload: bytes) -> list[Release]:
         if self._ending == "close":  # the server closed first (a close fault): its echo ends it

@@ -62,7 +62,8 @@ def add_replay_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="BYTES",
-        help="the largest request body accepted, larger ones get 413 (default: 8 MiB)",
+        help="the largest request body accepted, larger ones get 413, and the largest WebSocket message, "
+        "larger ones get close 1009 (default: 8 MiB)",
     )
 
 

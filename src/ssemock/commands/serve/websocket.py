@@ -22,6 +22,10 @@ of the chunking is its own ``send()`` on the connection (asyncio sockets are ``T
 leaves as its own TCP segment; a client that has not read yet may still get two in one read, as
 on any network. A message that matches nothing closes the connection with 1008 and a reason
 naming where it differs; the log gets the whole diff, as an unmatched HTTP request's 404 does.
+What the client sends is read as RFC 6455 asks (`ssemock.framing.websocket.MessageReader`), a
+message at most the replayer's ``max_body`` bytes once reassembled and inflated: a client that
+breaks a rule gets the close code it calls for (1002, 1007, 1009) with the reason, and the log one
+line; the server reads nothing more from it.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...framing.websocket import Opcode, close_payload, encode_frame
+from ...framing.websocket import FrameError, Opcode, close_payload, encode_frame
 from ...plan.conversation import HandshakeMismatch, Release, UnmatchedMessageError, handshake_head
 from ...plan.ws_variants import VariantRefused, VariedConversation
 from ...redaction.rules import mask_text, redact_request
@@ -246,6 +250,7 @@ class ReplaySocket(asyncio.Protocol):
             reframing="+".join(t.name for t in replayer.transforms if WEBSOCKET in t.kinds) or "as_recorded",
             fault=fault,
             attempt=replayer.websocket_attempt(index),
+            max_size=replayer.max_body,
         )
         try:  # the 101 and the opening as the in-process stacks serve them: one core
             releases = conversation.answer(head)
@@ -323,6 +328,15 @@ class ReplaySocket(asyncio.Protocol):
         assert self.conversation is not None and self._replay is not None
         try:
             releases = self.conversation.feed(data)
+        except FrameError as exc:  # the client broke the protocol: one line, the close it calls for, at once
+            self._replay.replayer.log(
+                f"WebSocket {self._replay.target}: closed {exc.code}: {mask_text(str(exc))}"
+            )
+            self._queue.clear()
+            self._write(encode_frame(Opcode.CLOSE, close_payload(exc.code, _reason(f"ssemock: {exc}"))))
+            self._ended = True
+            self._end()
+            return
         except UnmatchedMessageError as exc:
             lines = str(exc).splitlines()
             for line in lines:
