@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import gzip
 import json
+import os
 import re
 import signal
 import socket
@@ -18,6 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -710,3 +712,140 @@ def test_cli_proxy_checks_its_limits(capsys: pytest.CaptureFixture[str]) -> None
     assert main(["proxy", "http://127.0.0.1:9", "--max-connections", "0"]) == 1
     err = capsys.readouterr().err
     assert err.count("--header-timeout must be > 0 seconds and --max-connections >= 1") == 2
+
+
+# -- every stop is clean (issue 41 item 6) -----------------------------------------------------------
+
+_FORKS = """
+import json, os, sys
+import encodings.idna, stringprep, anyio._backends._asyncio, httpx, websockets  # imported once: each
+import uvicorn.protocols.http.h11_impl, uvicorn.protocols.websockets.auto, uvicorn.lifespan.off  # command
+import ssemock.commands.proxy, ssemock.framing.document, ssemock.framing.ndjson  # forks from here
+from ssemock.commands.cli import main
+
+for pipes in sys.argv[1:]:  # a lane: a process of its own, forked, reading and writing its pipes
+    commands, answers = map(int, pipes.split(","))
+    if os.fork() == 0:
+        os.dup2(answers, 1)
+        for line in open(commands):
+            pid = os.fork()
+            if pid == 0:
+                code = main(json.loads(line))
+                sys.stdout.flush()
+                os._exit(code)
+            print("pid", pid, flush=True)
+            print("exited", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+        os._exit(0)
+for _ in sys.argv[1:]:
+    os.wait()
+"""
+"""Runs ``ssemock proxy ARGS`` for each line of JSON a lane reads from its commands pipe
+(``python -c _FORKS R,W ...``: a lane for each pair of descriptors), one at a time in each lane,
+each command forked from a process that imported everything it imports already: the command as
+a user runs it, for 0.1 CPU-s a cycle rather than an interpreter's start and imports (0.6 CPU-s
+more)."""
+
+_TGKILL = {"x86_64": 234, "aarch64": 131}  # the tgkill syscall's number: a signal to one thread
+
+
+def _signal_thread(pid: int, tid: int, signum: int) -> None:
+    """SIGINT or SIGTERM to thread ``tid`` of process ``pid`` (as the kernel may choose any thread
+    for a signal to the process; to the process where tgkill is not known here)."""
+    import ctypes
+    import platform
+
+    number = _TGKILL.get(platform.machine())
+    if number is None or pid == tid:
+        os.kill(pid, signum)
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.syscall(number, pid, tid, signum) == 0, os.strerror(ctypes.get_errno())
+
+
+def test_every_stop_is_clean_with_both_cores_busy(tmp_path: Path) -> None:
+    """50 times with both cores busy (two busy-loop processes, niced: the cores never idle, the
+    stops still run at once): ``ssemock proxy`` starts, records a response, and gets SIGINT or
+    SIGTERM (in turn) at one of its threads (the main one, the server's, a worker's, in turn):
+    it exits with 0 within 5 s every time, the recording kept. Five lanes of ten, side by side."""
+
+    async def hello(request: Request) -> Response:
+        return Response(b"data: hello\n\n", media_type="text/event-stream")
+
+    busy = [
+        subprocess.Popen([sys.executable, "-c", "import os\nos.nice(19)\nwhile True: pass"]) for _ in range(2)
+    ]
+    pipes = [(os.pipe(), os.pipe()) for _ in range(5)]  # each lane's commands and answers
+    theirs = [(commands[0], answers[1]) for commands, answers in pipes]
+    forks = subprocess.Popen(
+        [sys.executable, "-c", _FORKS, *(f"{r},{w}" for r, w in theirs)],
+        pass_fds=[fd for p in theirs for fd in p],
+        start_new_session=True,  # its lanes and their commands in its process group: all stopped at the end
+    )
+    for fd in (fd for p in theirs for fd in p):
+        os.close(fd)
+    try:
+        with running(Starlette(routes=[Route("/hello", hello)])) as up, ThreadPoolExecutor(5) as lanes:
+            runs = [
+                lanes.submit(_stop_cycles, up, tmp_path, range(k, 50, 5), commands[1], answers[0])
+                for k, (commands, answers) in enumerate(pipes)
+            ]
+            for run in runs:
+                run.result()
+    finally:
+        for commands, answers in pipes:
+            os.close(commands[1])  # (the lane ends)
+            os.close(answers[0])
+        os.killpg(forks.pid, signal.SIGKILL)  # (and a command that hung)
+        for proc in busy:
+            proc.kill()
+        for proc in (*busy, forks):
+            proc.wait()
+    assert len(list(tmp_path.iterdir())) == 50
+
+
+def _stop_cycles(up: str, folder: Path, cycles: range, commands: int, answers: int) -> None:
+    """Cycles of `test_every_stop_is_clean_with_both_cores_busy`, one after the other, each
+    command forked by a lane of `_FORKS` that reads ``commands`` and writes ``answers``."""
+    lines = _Lines(answers)
+    with httpx.Client(timeout=TIMEOUT) as client:
+        for i in cycles:
+            signum = (signal.SIGINT, signal.SIGTERM)[i % 2]
+            argv = ["proxy", up, "--cassette-dir", str(folder), "--cassette", f"c{i}", "--quiet"]
+            os.write(commands, json.dumps(argv).encode() + b"\n")
+            pid = int(lines.next(TIMEOUT).split()[1])
+            url = re.search(r"proxying on (http://127\.0\.0\.1:\d+)", lines.next(TIMEOUT))
+            assert url and lines.next(TIMEOUT).startswith("cassettes in ")
+            assert client.get(url.group(1) + "/hello").content == b"data: hello\n\n"
+            threads = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+            _signal_thread(pid, threads[i // 2 % len(threads)], signum)
+            while not (line := lines.next(5.0, f"cycle {i}: no exit within 5 s of {signum!r}")).startswith(
+                "exited"
+            ):
+                assert line.startswith("ssemock: interrupted: the recordings under way are kept in"), line
+            assert line == "exited 0", (i, line)
+            kept = [p for p in (folder / f"c{i}.json", folder / f"c{i}.partial.json") if p.exists()]
+            assert [ssemock.Cassette.load(p).interactions[0].response.body for p in kept] == [
+                b"data: hello\n\n"
+            ]
+
+
+class _Lines:
+    """The lines a process writes to the pipe ``fd``, each waited for no longer than asked (read
+    from the descriptor: a buffered reader could hold a line that ``select`` does not see)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buffer = fd, b""
+
+    def next(self, within: float, what: str = "a line") -> str:
+        import select
+        import time
+
+        deadline = time.monotonic() + within
+        while b"\n" not in self.buffer:
+            ready, _, _ = select.select([self.fd], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, what
+            data = os.read(self.fd, 65536)
+            assert data, f"{what}: the process ended"
+            self.buffer += data
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line.decode()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ...core.modes import RECORD_MODES
 from ...store.cassette import CassetteError
 from ..doctor import install_hint
+from ..stopping import Stop
 from .output import _out, _UsageError
 from .serving import add_replay_options, add_server_limits, server_limits
 
@@ -112,8 +113,6 @@ def _upstreams(args: argparse.Namespace) -> dict[int, list[Any]]:
 
 
 def _cmd_proxy(args: argparse.Namespace) -> int:
-    import signal
-    import threading
     from contextlib import ExitStack
 
     try:
@@ -152,32 +151,24 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise _UsageError(str(exc)) from exc
 
-    def stop(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)  # a plain `kill` stops it as Ctrl-C does
     proxies = [asgi.state.ssemock for asgi in apps.values()]
-    try:
-        with ExitStack() as stack:
-            try:
-                for port, asgi in apps.items():
-                    url = stack.enter_context(
-                        running(asgi, host=args.host, port=port, shutdown_timeout=1, **limits)
-                    )
-                    for up in asgi.state.ssemock.upstreams:
-                        _out(f"ssemock: proxying on {url}{up.prefix} -> {up.url} (cassette {up.cassette})")
-            except OSError as exc:
-                raise _UsageError(f"cannot listen on {args.host}: {exc.strerror or exc}") from exc
-            _out(
-                f"cassettes in {args.cassette_dir}, record mode {args.record_mode}; "
-                "x-ssemock-cassette: NAME or /_ssemock/NAME/ picks the cassette; Ctrl-C to stop"
-            )
-            try:
-                threading.Event().wait()
-            except KeyboardInterrupt:
-                for proxy in proxies:  # before the server stops: what is under way is kept
-                    for kept in proxy.keep_in_flight():
-                        _out(f"ssemock: interrupted: the recordings under way are kept in {kept}")
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    # the first SIGINT or SIGTERM stops it, whichever thread the kernel gives it to
+    with Stop() as stop, ExitStack() as stack:
+        try:
+            for port, asgi in apps.items():
+                url = stack.enter_context(
+                    running(asgi, host=args.host, port=port, shutdown_timeout=1, **limits)
+                )
+                for up in asgi.state.ssemock.upstreams:
+                    _out(f"ssemock: proxying on {url}{up.prefix} -> {up.url} (cassette {up.cassette})")
+        except OSError as exc:
+            raise _UsageError(f"cannot listen on {args.host}: {exc.strerror or exc}") from exc
+        _out(
+            f"cassettes in {args.cassette_dir}, record mode {args.record_mode}; "
+            "x-ssemock-cassette: NAME or /_ssemock/NAME/ picks the cassette; Ctrl-C to stop"
+        )
+        stop.wait()
+        for proxy in proxies:  # before the servers stop: what is under way is kept
+            for kept in proxy.keep_in_flight():
+                _out(f"ssemock: interrupted: the recordings under way are kept in {kept}")
     return 0

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...store.cassette import CassetteError
 from ..doctor import install_hint
+from ..stopping import Stop
 from .output import _out, _UsageError
 
 if TYPE_CHECKING:
@@ -129,9 +130,6 @@ def _add_serve(subparsers: Subparsers) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    import signal
-    import threading
-
     try:
         import uvicorn  # noqa: F401  (run by ssemock.commands.loopback.running)
 
@@ -161,12 +159,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     replayer = asgi.state.ssemock
     limits = server_limits(args)
 
-    def stop(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)  # a plain `kill` stops it cleanly, as Ctrl-C does
     try:
-        with running(asgi, host=args.host, port=args.port, **limits) as url:
+        # the first SIGINT or SIGTERM stops it, whichever thread the kernel gives it to
+        with Stop() as stop, running(asgi, host=args.host, port=args.port, **limits) as url:
             _out(f"ssemock: serving on {url}")
             _out(f"{len(replayer.interactions)} interaction(s) from {len(replayer.cassettes)} cassette(s):")
             for line in replayer.routes():
@@ -176,11 +171,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                 f"timing={replayer.timing} faults={';'.join(map(str, replayer.faults)) or None}; "
                 "Ctrl-C to stop"
             )
-            threading.Event().wait()
+            stop.wait()
     except OSError as exc:
         raise _UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from exc
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     return 0
