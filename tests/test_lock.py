@@ -3,6 +3,7 @@ a recording warns of every connection it cannot tee."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -189,6 +190,7 @@ def test_every_patch_is_removed_after_the_last_player() -> None:
         socket,
         subprocess.Popen,
         asyncio.selector_events._SelectorDatagramTransport,
+        asyncio.selector_events._SelectorSocketTransport,
     ]
     before = [dict(vars(owner)) for owner in owners]
     with ssemock.replay(ssemock.Cassette(), block_subprocesses=True):
@@ -566,3 +568,48 @@ def test_descriptor_writes_that_are_not_a_way_out_pass_during_a_replay_that_allo
     os.close(write_end)
     assert (Path(str(tmp_path)) / "log").read_bytes() == b"file"
     assert "to pytest's capture" in capfd.readouterr().out
+
+
+@pytest.mark.parametrize("tls", [False, True])
+def test_an_asyncio_connection_opened_before_the_replay_raises_the_lock_error_where_it_writes(
+    tls: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An asyncio stream (plain or TLS) opened before a replay that allows nothing: the code that
+    writes on it gets `NetworkBlockedError` from ``write``, not a ``ConnectionResetError`` later
+    with asyncio's "Fatal write error" traceback in the log."""
+    import asyncio
+    import ssl
+
+    import trustme
+
+    ca = trustme.CA()
+    server_ssl = client_ssl = None
+    if tls:
+        server_ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ca.issue_cert("127.0.0.1").configure_cert(server_ssl)
+        client_ssl = ssl.create_default_context()
+        ca.configure_trust(client_ssl)
+
+    async def run() -> None:
+        held: list[asyncio.StreamWriter] = []
+
+        async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            held.append(writer)  # the connection stays open, no task waits on it
+
+        server = await asyncio.start_server(hold, "127.0.0.1", 0, ssl=server_ssl)
+        port = server.sockets[0].getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_ssl)
+        try:
+            with ssemock.replay(ssemock.Cassette(), allowed_hosts=[]):
+                with pytest.raises(
+                    ssemock.NetworkBlockedError, match=rf"opened before the replay, to 127\.0\.0\.1:{port}"
+                ):
+                    writer.write(b"GET / HTTP/1.1\r\n\r\n")
+        finally:
+            for each in (writer, *held):
+                each.close()
+            server.close()
+            await server.wait_closed()
+
+    asyncio.run(run())
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

@@ -5,7 +5,8 @@ client stack sends for real is checked against the innermost player's ``allowed_
 ``ignore_hosts``, which are always let through): TCP connects, datagrams (``sendto`` /
 ``sendmsg``, connected or not, TCP Fast Open, asyncio datagram endpoints), every name lookup of
 `socket`, and connections opened before the player started, checked when they send (through
-the socket, or ``os.write`` / ``os.writev`` / ``os.sendfile`` on its file descriptor). Loopback
+the socket, an asyncio transport, or ``os.write`` / ``os.writev`` / ``os.sendfile`` on its file
+descriptor). Loopback
 is allowed by default (tests run their own local servers), ``[]`` allows nothing; entries are
 names (``api.x.com``, ``*.x.com``), addresses and networks (``10.0.0.0/8``), and a name covers
 every address it resolves to. A replay raises [`ssemock.NetworkBlockedError`][ssemock.NetworkBlockedError] naming host
@@ -323,6 +324,21 @@ def _datagram_sendto(original: Any) -> Any:
     return sendto
 
 
+def _transport_write(original: Any) -> Any:
+    """asyncio's socket transport turns an error of its socket's send into a logged fatal error
+    (a traceback) and hands its caller a ``ConnectionResetError``: the lock checks the peer
+    before it, so the code that writes (``StreamWriter.write``, through a TLS transport too) gets
+    the lock's error."""
+
+    def write(self: Any, data: Any) -> None:
+        sock = getattr(self, "_sock", None)
+        if isinstance(sock, socket.socket):
+            _check_peer(sock)
+        original(self, data)
+
+    return write
+
+
 def _lookup_check(name: Any, port: Any, learn: bool) -> tuple[Guard | None, str]:
     """Refuse a lookup of a name that is not allowed; the guard to teach the answer to."""
     if not _guards or name is None:
@@ -387,6 +403,10 @@ _PATCHES = [
         getattr(asyncio.selector_events, "_SelectorDatagramTransport"),  # noqa: B009  (private: not in the stubs)
         "sendto",
         _datagram_sendto,
+    ),
+    *(
+        Patch(getattr(asyncio.selector_events, "_SelectorSocketTransport"), name, _transport_write)  # noqa: B009
+        for name in ("write", "writelines")
     ),
     *(Patch(os, name, _fd_write) for name in ("write", "writev", "sendfile") if hasattr(os, name)),
     Patch(socket, "getaddrinfo", _getaddrinfo),
