@@ -1,4 +1,5 @@
-"""A hand-written WebSocket client for the replay tests of issue 35: the handshake through httpx
+"""Hand-written WebSocket clients: `close_after`, a raw socket that sends any bytes after its
+handshake (issue 41); and for the replay tests of issue 35: the handshake through httpx
 (its ``Upgrade: websocket`` request goes through the httpcore pool ssemock patches), then frames
 read from the 101's network stream by a frame reader of the catalogue
 (``tests/variants/test_ws_readers.py``) and written masked by hand (a pong for each ping the reader
@@ -12,15 +13,17 @@ import base64
 import importlib.util
 import json
 import os
+import socket
 import struct
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
 from ssemock import cassettes
-from ssemock.framing.websocket import Opcode, close_payload, encode_frame
+from ssemock.framing.websocket import Opcode, close_payload, encode_frame, parse_close, parse_frames
 
 _spec = importlib.util.spec_from_file_location(
     "ws_reader_catalogue", Path(__file__).parent / "variants" / "test_ws_readers.py"
@@ -103,3 +106,30 @@ def session(reader_type: Any = Correct) -> tuple[str, list[dict[str, str]], list
         if e["type"] == "response.function_call_arguments.done"
     ]
     return text, calls, events
+
+
+def close_after(url: str, data: bytes, *, deflate: bool = False) -> tuple[int | None, str]:
+    """Open a WebSocket session at ``url`` (``ws://host:port/path``) on a raw socket, offering
+    permessage-deflate or not, send ``data`` (any bytes, frames valid or not) and read until the
+    server ends the connection: the code and reason of the close frame it ends with."""
+    where = urlsplit(url)
+    assert where.hostname is not None and where.port is not None
+    offer = "Sec-WebSocket-Extensions: permessage-deflate\r\n" if deflate else ""
+    with socket.create_connection((where.hostname, where.port), timeout=30) as sock:
+        sock.sendall(
+            f"GET {where.path}?{where.query} HTTP/1.1\r\nHost: {where.netloc}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            f"{offer}\r\n".encode()
+        )
+        got = b""
+        while b"\r\n\r\n" not in got:
+            got += sock.recv(65536)
+        head, _, got = got.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 101 "), head
+        assert (b"permessage-deflate" in head.lower()) == deflate, head
+        sock.sendall(data)
+        while chunk := sock.recv(65536):
+            got += chunk
+    last = parse_frames(got)[-1]
+    assert last.opcode == Opcode.CLOSE, last
+    return parse_close(last.payload)

@@ -16,12 +16,14 @@ from waiting import until
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 from websockets.sync.server import ServerConnection
+from ws_frame_client import close_after
 from ws_servers import realtime
 from ws_servers import running as ws_running
 
 import ssemock
 from ssemock.commands.loopback import running
 from ssemock.commands.proxy import app as proxy_app
+from ssemock.framing.websocket import Deflater, Opcode, encode_frame
 
 PATH = "/v1/realtime?model=gpt-realtime"
 
@@ -131,3 +133,29 @@ def test_the_log_lines_of_a_session_mask_the_secrets_in_its_url(
     assert all(secret not in line for line in log), log
     assert any("sig=REDACTED" in line for line in log), log
     assert secret not in (tmp_path / "proxy.json").read_text()
+
+
+def test_a_message_past_max_body_is_closed_with_1009_relayed_or_replayed(
+    upstream: tuple[str, list[str]], tmp_path: Path
+) -> None:
+    """The proxy caps a client's message at ``max_body`` (1 MiB here) once inflated, on both of
+    its WebSocket paths: the relay of a session it records (uvicorn's protocol) and the replay of
+    one it has (serve's reader); a 16 MiB deflate bomb gets 1009, and the next session is served."""
+    base, _ = upstream
+    bomb = bytes([0xC2]) + encode_frame(Opcode.BINARY, Deflater().compress(bytes(16 << 20)), mask=b"abcd")[1:]
+    log: list[str] = []
+    with running(
+        proxy_app(base, cassette_dir=tmp_path, record_mode="all", max_body=1 << 20, log=log.append)
+    ) as proxy:
+        relayed = close_after(proxy.replace("http://", "ws://") + PATH, bomb, deflate=True)
+        live = session(proxy.replace("http://", "ws://") + PATH)  # recorded over the one cut short
+        until(lambda: sum(": saved into proxy" in line for line in log) == 2, "both sessions saved")
+    # (the relay asks the upstream for no permessage-deflate: the deflate re-framing agrees to it)
+    replaying = proxy_app(
+        base, cassette_dir=tmp_path, record_mode="none", max_body=1 << 20, transform="deflate"
+    )
+    with running(replaying) as proxy:
+        replayed = close_after(proxy.replace("http://", "ws://") + PATH, bomb, deflate=True)
+        again = session(proxy.replace("http://", "ws://") + PATH)
+    assert (relayed[0], replayed[0]) == (1009, 1009)
+    assert again == live

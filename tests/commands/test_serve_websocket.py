@@ -20,6 +20,7 @@ import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
+from ws_frame_client import close_after
 from ws_servers import eager
 
 import ssemock
@@ -32,7 +33,6 @@ from ssemock.framing.websocket import (
     accept_key,
     close_payload,
     encode_frame,
-    parse_close,
     parse_frames,
 )
 from ssemock.store.cassette import Cassette, Interaction, Request, Response
@@ -231,31 +231,6 @@ def _length(first: int, length: int) -> bytes:
     return bytes([first, 0x80 | 127]) + length.to_bytes(8, "big") + _KEY
 
 
-def _violate(url: str, data: bytes, *, deflate: bool = False) -> tuple[int | None, str]:
-    """Open a session on a raw socket (offering permessage-deflate or not), send ``data``, read
-    until the server ends the connection: the code and reason of the close frame it ends with."""
-    where = urlsplit(url)
-    with socket.create_connection((where.hostname, where.port), timeout=30) as sock:
-        sock.sendall(
-            f"GET {PATH} HTTP/1.1\r\nHost: {where.netloc}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            f"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
-            f"{'Sec-WebSocket-Extensions: permessage-deflate' + chr(13) + chr(10) if deflate else ''}\r\n".encode()
-        )
-        got = b""
-        while b"\r\n\r\n" not in got:
-            got += sock.recv(65536)
-        head, _, got = got.partition(b"\r\n\r\n")
-        assert head.startswith(b"HTTP/1.1 101 ")
-        assert (b"permessage-deflate" in head) == deflate
-        sock.sendall(data)
-        while chunk := sock.recv(65536):
-            got += chunk
-    last = parse_frames(got)[-1]
-    assert last.opcode == Opcode.CLOSE
-    code, reason = parse_close(last.payload)
-    return code, reason
-
-
 _MIB = 1 << 20
 _VIOLATIONS: dict[
     str, tuple[bytes, bool, int]
@@ -298,7 +273,7 @@ def test_a_client_that_breaks_the_protocol_gets_the_close_code_and_one_log_line(
     with served(deflating, max_body=_MIB) as (url, _, log):
         for name, (data, deflate, code) in _VIOLATIONS.items():
             before = len(log)
-            closed = _violate(url, data, deflate=deflate)
+            closed = close_after(url + PATH, data, deflate=deflate)
             assert closed[0] == code, (name, closed)
             assert closed[1].startswith("ssemock: WebSocket frame at byte"), (name, closed)
             said = [line for line in log[before:] if f": closed {code}: WebSocket frame at byte" in line]

@@ -32,7 +32,10 @@ def running(
 
     An app made by ``ssemock.commands.serve.app`` or ``ssemock.commands.proxy.app`` carries
     ``app.state.ws_protocol``: uvicorn hands WebSocket upgrades to it (its ``ws=`` option), so
-    sessions are replayed on the raw connection (`ssemock.commands.serve.websocket`)."""
+    sessions are replayed on the raw connection (`ssemock.commands.serve.websocket`). One of
+    ``proxy.app`` also carries ``app.state.ws_max_size``, its ``max_body``: the largest message a
+    client may send over uvicorn's own WebSocket protocol (the proxy's relay; else uvicorn's
+    16 MiB), as the replays cap it."""
     import uvicorn
 
     if header_timeout is not None and not header_timeout > 0:
@@ -47,6 +50,8 @@ def running(
         if header_timeout is None and max_connections is None
         else _guarded(header_timeout, max_connections)
     )
+    state = getattr(app, "state", None)
+    ws_max_size = getattr(state, "ws_max_size", None)
     config = uvicorn.Config(
         app,
         log_level="warning",
@@ -54,7 +59,8 @@ def running(
         access_log=False,
         http=http,
         # an app of ssemock serve or proxy answers WebSocket upgrades on the raw connection itself
-        ws=getattr(getattr(app, "state", None), "ws_protocol", None) or "auto",
+        ws=getattr(state, "ws_protocol", None) or "auto",
+        ws_max_size=16 * 1024 * 1024 if ws_max_size is None else ws_max_size,
         timeout_graceful_shutdown=None if shutdown_timeout is None else max(1, round(shutdown_timeout)),
     )
     server = uvicorn.Server(config)

@@ -124,6 +124,7 @@ def app(
     from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
 
     starlette.state.ws_protocol = protocol(replaying(proxy), fallback=AutoWebSocketsProtocol)  # type: ignore[arg-type]
+    starlette.state.ws_max_size = max_body  # a client's message, relayed or replayed: 1009 past it
     return starlette
 
 
