@@ -32,7 +32,7 @@ answered unless one was recorded. Responses also carry
 ``x-ssemock-resumed-after: ID``.
 
 A request body larger than ``max_body`` bytes (``--max-body``, default 8 MiB) is answered
-``413`` without being read further. An unmatched request gets a 404 that lists the recorded
+``413`` without being read further; a WebSocket message, close ``1009``. An unmatched request gets a 404 that lists the recorded
 requests (method, path and query, what differs) with every secret masked and no file paths.
 ``log`` (``ssemock serve`` prints it; ``--quiet`` silences it) gets one line per request, and one
 when a client leaves mid-stream; a client that leaves stops the stream at once, quietly.
@@ -130,7 +130,8 @@ def app(
     """An ASGI app replaying ``cassettes`` (Cassette objects or paths) to any HTTP client.
 
     ``cors``: the origin to allow (``"*"`` for any; default none); ``max_body``: the largest
-    request body accepted (413 past it); ``log``: called with one masked line per request.
+    request body accepted (413 past it) and WebSocket message (close 1009 past it); ``log``:
+    called with one masked line per request.
 
     Run it with ``ssemock.commands.loopback.running(app)`` (loopback, in a thread) or any ASGI server.
     ``app.state.ssemock`` is the [`Replayer`][ssemock.commands.serve.Replayer] (``.exchanges`` lists what was served).

@@ -38,7 +38,8 @@ DEFAULT_MATCH_ON: tuple[str, ...] = ("method", "path", "query", "body")
 """What the server matches a request on by default: the server cannot see the recorded scheme,
 host and port, so it matches on the rest."""
 DEFAULT_MAX_BODY = 8 << 20
-"""The largest request body read (8 MiB, ``--max-body``); a larger one is answered ``413``."""
+"""The largest request body read (8 MiB, ``--max-body``), a larger one answered ``413``; and the
+largest WebSocket message a client sends, reassembled and inflated (a larger one: close ``1009``)."""
 MAX_EXCHANGES = 10_000
 """How many exchanges ``Replayer.exchanges`` keeps, the latest (the server runs for ever)."""
 CassetteSource = Cassette | str | os.PathLike[str]
