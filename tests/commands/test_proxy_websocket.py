@@ -139,10 +139,11 @@ def test_a_message_past_max_body_is_closed_with_1009_relayed_or_replayed(
     upstream: tuple[str, list[str]], tmp_path: Path
 ) -> None:
     """The proxy caps a client's message at ``max_body`` (1 MiB here) once inflated, on both of
-    its WebSocket paths: the relay of a session it records (uvicorn's protocol) and the replay of
-    one it has (serve's reader); a 16 MiB deflate bomb gets 1009, and the next session is served."""
+    its WebSocket paths: the relay of a session it records (uvicorn's protocol, whose own cap of
+    16 MiB let it through before) and the replay of one it has (serve's reader); a 4 MiB deflate
+    bomb gets 1009, and the next session is served."""
     base, _ = upstream
-    bomb = bytes([0xC2]) + encode_frame(Opcode.BINARY, Deflater().compress(bytes(16 << 20)), mask=b"abcd")[1:]
+    bomb = bytes([0xC2]) + encode_frame(Opcode.BINARY, Deflater().compress(bytes(4 << 20)), mask=b"abcd")[1:]
     log: list[str] = []
     with running(
         proxy_app(base, cassette_dir=tmp_path, record_mode="all", max_body=1 << 20, log=log.append)

@@ -256,7 +256,7 @@ _VIOLATIONS: dict[
         1009,
     ),
     "bad deflate data": (_raw(0xC1, b"\xff\xff\xff\xff"), True, 1002),
-    "a deflate bomb": (_raw(0xC2, Deflater().compress(bytes(16 * _MIB))), True, 1009),
+    "a deflate bomb": (_raw(0xC2, Deflater().compress(bytes(4 * _MIB))), True, 1009),
 }
 
 
@@ -264,7 +264,7 @@ def test_a_client_that_breaks_the_protocol_gets_the_close_code_and_one_log_line(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Each violation closes its session with the RFC's code (a reason saying what broke) and
-    logs one line, never a traceback; the 16 MiB bomb is inflated no further than the cap (1
+    logs one line, never a traceback; the 4 MiB bomb is inflated no further than the cap (1
     MiB); the server then serves a whole session to the next client."""
     want = [str(m.data) for m in session().received()]
     deflating = Cassette.load(CASSETTE)  # as if recorded with permessage-deflate: agreed when offered
