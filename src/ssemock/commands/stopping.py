@@ -36,14 +36,19 @@ class Stop:
         """The signals that stop the command."""
         self.received: int | None = None
         """The first of them that came (None: none yet)."""
-        self._reader, self._writer = socket.socketpair()
         self._previous: dict[int, Any] = {}
         self._previous_fd = -1
 
     def __enter__(self) -> Stop:
+        self._reader, self._writer = socket.socketpair()
         for s in (self._reader, self._writer):
             s.setblocking(False)
-        self._previous_fd = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
+        try:
+            self._previous_fd = signal.set_wakeup_fd(self._writer.fileno(), warn_on_full_buffer=False)
+        except ValueError:  # not the main thread
+            self._reader.close()
+            self._writer.close()
+            raise
         for signum in self.signals:
             self._previous[signum] = signal.signal(signum, _noted)
         return self
