@@ -30,7 +30,7 @@ import orjson
 
 from ..core.names import suggest, unknown
 from ..store.websocket import Message
-from .matching import _first_json_difference, first_difference
+from .matching import _first_json_difference, around, first_difference
 
 __all__ = ["STRICT", "MessageMatcher", "Measured", "parse_path", "resolve"]
 
@@ -81,7 +81,7 @@ def resolve(value: str | Sequence[str] | None) -> tuple[bool, tuple[str, ...]]:
     paths = tuple(entries[1:] if strict else entries)
     for path in paths:
         if isinstance(path, str) and path.strip().lower() == STRICT:
-            raise ValueError(f"{STRICT!r} comes first in ignore_message_paths: {entries!r}")
+            raise ValueError(f"{STRICT!r} must come first (it drops the protocol's defaults): {entries!r}")
         parse_path(path)
     return strict, paths
 
@@ -183,17 +183,12 @@ class MessageMatcher:
         if payload == rec.payload:
             return None
         if kind == "text":
-            at, recorded, shown = first_difference(
-                rec.payload.decode("utf-8", "replace"), payload.decode("utf-8", "replace")
+            at, lines = _offset_lines(
+                rec.payload.decode("utf-8", "replace"), payload.decode("utf-8", "replace"), "character"
             )
-            unit = "character"
-        else:
-            at, recorded, shown = first_difference(rec.payload, payload, width=8)
-            unit = "byte"
-        return (
-            f"{unit} {at} ({len(rec.payload)} bytes recorded, {len(payload)} sent)\n"
-            f"    recorded: {recorded}\n    sent:     {shown}"
-        )
+            return f"character {at} ({len(rec.payload)} bytes recorded, {len(payload)} sent){lines}"
+        at, lines = _offset_lines(rec.payload, payload, "byte")
+        return f"byte {at} ({len(rec.payload)} bytes recorded, {len(payload)} sent){lines}"
 
 
 def _with_offset(found: str, sent: Any, recorded: Any) -> str:
@@ -203,12 +198,21 @@ def _with_offset(found: str, sent: Any, recorded: Any) -> str:
     b, a = _at(recorded, path), _at(sent, path)
     if not (isinstance(a, str) and isinstance(b, str)) or max(len(a), len(b)) <= 40:
         return found
-    at, recorded_text, sent_text = first_difference(b, a)
+    at, lines = _offset_lines(b, a, "character")
     return (
-        f"{path}, character {at} ({len(b)} characters recorded, {len(a)} sent{_base64_byte(b, a, at)}; "
-        f"ignore_message_paths=[{path!r}] skips it)\n"
-        f"    recorded: {recorded_text}\n    sent:     {sent_text}"
+        f"{path}, character {at} ({len(b)} characters recorded, {len(a)} sent"
+        f"{_base64_byte(b, a, at)}; ignore_message_paths=[{path!r}] skips it){lines}"
     )
+
+
+def _offset_lines(recorded: str | bytes, sent: str | bytes, unit: str) -> tuple[int, str]:
+    """The first differing offset, and the lines showing each side around it, with a caret
+    under it when both sides put it in the same column."""
+    width = 20 if unit == "character" else 8
+    at, recorded_text, sent_text = first_difference(recorded, sent, width)
+    leads = {len(around(v[:at], at, width)) for v in (recorded, sent)}
+    caret = f"\n    {' ' * (10 + leads.pop())}^" if len(leads) == 1 and unit == "character" else ""
+    return at, f"\n    recorded: {recorded_text}\n    sent:     {sent_text}{caret}"
 
 
 def _at(value: Any, path: str) -> Any:
@@ -222,7 +226,7 @@ def _at(value: Any, path: str) -> Any:
 
 
 def _base64_byte(recorded: str, sent: str, at: int) -> str:
-    """``, byte N of the decoded data`` when both texts are base64 (audio inside JSON)."""
+    """``; byte N of the decoded data`` when both texts are base64 (audio inside JSON)."""
     try:
         for text in (recorded, sent):
             base64.b64decode(text, validate=True)
