@@ -106,7 +106,7 @@ def _json_differences(a: Any, b: Any, path: str = "$") -> Iterator[str]:
             at, recorded, sent = first_difference(b, a)  # two long texts: where they part
             yield (
                 f"{path}: character {at} differs ({len(b)} recorded, {len(a)} sent): "
-                f"recorded {recorded}, sent {sent}"
+                f"recorded '{recorded}', sent '{sent}'"
             )
         else:
             yield f"{path}: {_short(b)} recorded, {_short(a)} sent"
