@@ -111,7 +111,7 @@ def tell(player: Player, error: BaseException) -> list[str]:
     again at teardown); returned, those ``error`` does not carry itself (an SDK turned the
     mismatch into a closed connection), for the failure's report to say."""
     carried = set(_messages(error))
-    untold = []
+    untold: list[str] = []
     for conversation in player.conversations:
         if conversation.mismatches and not conversation.told:
             conversation.told = True
