@@ -163,13 +163,10 @@ def test_strict_matching_names_the_first_differing_offset_with_context(
     )
     assert f"byte {at * 3 // 4} of the base64-decoded data" in message
     lines = message.splitlines()
-    shown = {
-        line.split(":", 1)[0].strip(): line.split(":", 1)[1].strip()
-        for line in lines
-        if line.startswith("    ")
-    }
-    assert shown["recorded"] == f"...{recorded[at - 20 : at + 20]}..."
-    assert shown["sent"] == f"...{sent[at - 20 : at + 20]}..."
+    where = next(i for i, line in enumerate(lines) if line.startswith("    recorded: "))
+    assert lines[where] == f"    recorded: ...{recorded[at - 20 : at + 20]}..."
+    assert lines[where + 1] == f"    sent:     ...{sent[at - 20 : at + 20]}..."
+    assert lines[where + 2] == " " * len("    recorded: ...") + " " * 20 + "^"  # under the first difference
 
 
 def test_a_path_of_the_users_is_ignored_and_the_defaults_kept(voice: tuple[Path, str, list[Any]]) -> None:
