@@ -140,11 +140,12 @@ def test_paths_read_as_keys_indexes_and_wildcards(path: str, parts: tuple[object
     "value, words",
     [
         (["audio"], "did you mean '$.audio'?"),
-        (["strikt"], "did you mean 'strict'?"),
+        (["strikt"], "unknown entry 'strikt': did you mean 'strict'?"),
         (["$.a[x]"], "is not a JSON path (at character 3)"),
         (["$"], "the whole message"),
         (["$.a", "strict"], "'strict' must come first"),
         ([3], "a JSON path is a string"),
+        ([["$.audio"]], "a JSON path is a string"),
     ],
 )
 def test_a_bad_entry_says_what_a_path_looks_like(value: list[object], words: str) -> None:

@@ -45,13 +45,9 @@ _SEGMENT = re.compile(r"\.([^.\[\]]+)|\[(\*|\d+)\]")
 def parse_path(text: str) -> tuple[object, ...]:
     """A JSON path's segments: keys (str), list indexes (int) and ``[*]``/``.*`` wildcards; a
     ValueError saying what a path looks like otherwise."""
-    if not isinstance(text, str):
-        raise ValueError(f"a JSON path is a string such as '$.audio', got {text!r}")
     if not text.startswith("$"):
         if suggest(text, [STRICT]) is not None:
-            raise unknown(
-                "ignore_message_paths entry", text, [STRICT], shown=[STRICT, "a JSON path ($.name)"]
-            )
+            raise unknown("entry", text, [STRICT], shown=[STRICT, "a JSON path ($.name)"])
         hint = f": did you mean '$.{text}'?" if text.isidentifier() else ""
         raise ValueError(f"{text!r} is not a JSON path (a path starts with '$', e.g. '$.audio'){hint}")
     parts: list[object] = []
@@ -80,7 +76,9 @@ def resolve(value: str | Sequence[str] | None) -> tuple[bool, tuple[str, ...]]:
     strict = bool(entries) and isinstance(entries[0], str) and entries[0].strip().lower() == STRICT
     paths = tuple(entries[1:] if strict else entries)
     for path in paths:
-        if isinstance(path, str) and path.strip().lower() == STRICT:
+        if not isinstance(path, str):
+            raise ValueError(f"a JSON path is a string such as '$.audio', got {path!r}")
+        if path.strip().lower() == STRICT:
             raise ValueError(f"{STRICT!r} must come first (it drops the protocol's defaults): {entries!r}")
         parse_path(path)
     return strict, paths
