@@ -186,6 +186,17 @@ def test_long_values_are_shortened_in_messages() -> None:
     assert len(diffs) == 1 and "..." in diffs[0] and len(diffs[0]) < 200
 
 
+def test_long_texts_differ_at_their_first_differing_character_with_context() -> None:
+    """Two long prompts that look alike at their start (issue 43 item 4): where they part."""
+    recorded = "Summarize: " + "a" * 300 + "b" * 100
+    sent = "Summarize: " + "a" * 300 + "c" * 100
+    (diff,) = matching.differences(jreq({"p": sent}), jreq({"p": recorded}), ["body"])
+    assert diff == (
+        f"body: $.p: character 311 differs (411 recorded, 411 sent): "
+        f"recorded '...{'a' * 20}{'b' * 20}...', sent '...{'a' * 20}{'c' * 20}...'"
+    )
+
+
 def test_json_against_non_json_body() -> None:
     diffs = matching.differences(req(body=b"not json"), jreq({"a": 1}), ["body"])
     assert diffs and diffs[0].startswith("body: ")

@@ -70,6 +70,8 @@ def test_the_player_rejects_a_misspelt_name_with_the_suggestion() -> None:
         ssemock.replay(ssemock.Cassette(), chunking="mid_utf")
     with pytest.raises(ValueError, match="did you mean 'crlf'"):
         ssemock.replay(ssemock.Cassette(), transform="crlff")
+    with pytest.raises(ValueError, match="did you mean 'strict'"):
+        ssemock.replay(ssemock.Cassette(), ignore_message_paths=["stric", "$.event_id"])
 
 
 @pytest.mark.parametrize(

@@ -509,6 +509,8 @@ def test_relative(ssemock):
         ('chunkng="mid_line"', "did you mean 'chunking'?"),
         ('timing="scaled:x"', "scaled"),
         ('drain_on_close="soon"', "drain_on_close must be True, False or a number of seconds"),
+        ('ignore_message_paths=["audio"]', "did you mean '$.audio'?"),
+        ('ignore_messages_paths=["$.audio"]', "did you mean 'ignore_message_paths'?"),
     ],
 )
 def test_a_bad_option_is_one_usage_error_naming_the_test(
@@ -542,6 +544,12 @@ def test_fine():
         ([], "ssemock_check_unplayed = eror", "did you mean 'error'?"),
         (["--ssemock-drain-on-close=soon"], "", "--ssemock-drain-on-close: drain_on_close must be"),
         ([], "ssemock_drain_on_close = -1", "ini option ssemock_drain_on_close: "),
+        (
+            ["--ssemock-ignore-message-paths=$.a[x]"],
+            "",
+            "--ssemock-ignore-message-paths: '$.a[x]' is not a JSON path",
+        ),
+        ([], "ssemock_ignore_message_paths = strikt", "did you mean 'strict'?"),
     ],
 )
 def test_a_bad_command_line_or_ini_option_is_one_usage_error(

@@ -211,3 +211,19 @@ def test_synth_reuses_index_zero_and_the_reference_keeps_the_calls_apart() -> No
             )
     with pytest.raises(ValueError, match="reuse_tool_index and interleave_tool_calls cannot be combined"):
         synth.openai_chat(tool_calls=[{"name": "f"}], reuse_tool_index=True, interleave_tool_calls=True)
+
+
+def test_every_protocols_client_message_defaults_are_json_paths() -> None:
+    """A protocol's defaults for matching its client's WebSocket messages (issue 43 item 4): each
+    one a path ``ignore_message_paths`` takes, none listed twice; the voice protocols have some."""
+    from ssemock.plan.message_matching import parse_path
+
+    for protocol in protocols.all_protocols():
+        paths = [*protocol.client_messages.ignore, *protocol.client_messages.by_length]
+        assert len(set(paths)) == len(paths), protocol.name
+        for path in paths:
+            assert parse_path(path), (protocol.name, path)
+    defaults = {p.name: p.client_messages for p in protocols.all_protocols()}
+    assert defaults["openai.realtime"].ignore == ("$.event_id",)
+    assert "$.audio" in defaults["openai.realtime"].by_length
+    assert "$.realtime_input.audio.data" in defaults["gemini.live"].by_length

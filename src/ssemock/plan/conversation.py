@@ -3,8 +3,9 @@
 The server frames recorded before the client's first message are released on open
 (`Conversation.opening`); each later group once the client has sent what preceded it in the
 recording (`Conversation.feed` takes the client's wire bytes and returns what it releases).
-Text messages are matched (JSON as JSON, ignoring paths such as ``$.event_id``); binary
-messages are counted by bytes, not compared; the client's pings are answered at once and never
+Text messages are matched (JSON as JSON, without the paths ignored and with base64 audio
+compared by length: `ssemock.plan.message_matching`); binary messages are counted by bytes, not
+compared (unless matching is strict); the client's pings are answered at once and never
 matched; a message that matches nothing raises `UnmatchedMessageError` with the closest
 recorded message and a JSON-path diff; `Conversation.unsent` lists what the recording's client
 sent that this one has not.
@@ -25,14 +26,11 @@ every byte the client writes. ``data=None`` in a release is the end of the strea
 from __future__ import annotations
 
 import base64
-import copy
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-import orjson
-
+from .. import protocols
 from ..framing.websocket import (
     DeflateAgreement,
     Deflater,
@@ -48,10 +46,9 @@ from ..redaction.rules import redact_subprotocol
 from ..store.model import Interaction
 from ..store.websocket import Message
 from .errors import UnmatchedRequestError
-from .matching import _first_json_difference
+from .message_matching import MessageMatcher
 
 __all__ = [
-    "DEFAULT_IGNORE",
     "Conversation",
     "HandshakeMismatch",
     "Release",
@@ -60,15 +57,12 @@ __all__ = [
     "handshake_head",
 ]
 
-DEFAULT_IGNORE: dict[str, tuple[str, ...]] = {
-    "/realtime": ("$.event_id",),  # openai.realtime: client event ids are random per run
-}
-"""Ignored JSON paths of the client's messages, by a fragment of the session's URL path."""
-
 
 def default_ignore(url: str) -> tuple[str, ...]:
-    """The JSON paths ignored by default when matching the client's messages of a session at ``url``."""
-    return tuple(p for frag, paths in DEFAULT_IGNORE.items() if frag in url for p in paths)
+    """The JSON paths ignored by default when matching the client's messages of a session at
+    ``url``: those of its protocol (found from the URL), `ssemock.protocols.base.MessageMatching`."""
+    found = protocols.detect(url=url)
+    return found.client_messages.ignore if found is not None else ()
 
 
 class UnmatchedMessageError(UnmatchedRequestError):
@@ -118,62 +112,15 @@ def _parse_request_head(head: bytes) -> dict[str, str]:
     return headers
 
 
-def _drop(value: Any, path: str) -> None:
-    """Remove ``path`` (``$.a.b``, ``$.a[*].b``) from ``value`` in place."""
-    parts = path.removeprefix("$").replace("[*]", ".*").strip(".").split(".")
-
-    def walk(v: Any, rest: list[str]) -> None:
-        if not rest:
-            return
-        head, tail = rest[0], rest[1:]
-        if head == "*":
-            for item in v if isinstance(v, list) else []:
-                walk(item, tail)
-        elif isinstance(v, dict) and head in v:
-            if tail:
-                walk(v[head], tail)
-            else:
-                del v[head]
-
-    walk(value, parts)
-
-
-@dataclass
-class _Matcher:
-    ignore: tuple[str, ...]
-    binary: str = "count"  # or "compare"
-
-    def normal(self, m: Message | tuple[str, bytes]) -> Any:
-        kind, payload = (m.type, m.payload) if isinstance(m, Message) else m
-        try:
-            value = orjson.loads(payload)
-        except orjson.JSONDecodeError:
-            return None
-        if self.ignore and isinstance(value, dict):
-            value = copy.deepcopy(value)
-            for p in self.ignore:
-                _drop(value, p)
-        return value
-
-    def difference(self, sent: tuple[str, bytes], rec: Message) -> str | None:
-        kind, payload = sent
-        if kind != rec.type:
-            return f"a {rec.type} message recorded, a {kind} message sent"
-        a, b = self.normal(sent), self.normal(rec)
-        if a is not None and b is not None:
-            return _first_json_difference(a, b)
-        if payload == rec.payload:
-            return None
-        return f"{len(rec.payload)} bytes recorded, {len(payload)} sent, not the same"
-
-
 @dataclass
 class Conversation:
     """The replay of one recorded WebSocket interaction (see the module's docstring).
 
     ``interaction`` must have a ``websocket``; ``index`` and ``where`` (the cassette) name it in
-    errors; ``ignore`` lists JSON paths left out when matching text (default: by URL,
-    `default_ignore`); ``binary="compare"`` compares binary messages instead of counting bytes;
+    errors; ``ignore`` is the ``ignore_message_paths`` option (JSON paths left out when matching
+    text, added to the defaults of the session's protocol; ``"strict"`` first drops them:
+    `ssemock.plan.message_matching`); ``binary="compare"`` compares binary messages instead of
+    counting bytes; ``protocol`` names the session's protocol (None: found from the URL);
     ``max_size``: the largest message the client may send, reassembled and inflated (bytes).
     What the client sends is read as RFC 6455 asks (`ssemock.framing.websocket.MessageReader`):
     a rule broken raises `FrameError` with the close code that answers it.
@@ -182,11 +129,16 @@ class Conversation:
     interaction: Interaction
     index: int = 0
     where: str = "the cassette"
-    ignore: tuple[str, ...] | None = None
+    ignore: str | Sequence[str] | None = None
     binary: str = "count"
     max_size: int = 1 << 26
+    protocol: str | None = None
     mismatches: list[str] = field(default_factory=list)
-    """Every message that matched nothing (the player fails the test with them at teardown)."""
+    """Every message that matched nothing (the player fails the test with them at teardown,
+    unless the test was already told: `told`)."""
+    told: bool = False
+    """Whether the mismatches reached the test already (it failed with one, or its report says
+    them): the player then does not report them again at teardown."""
     _cursor: int = field(default=0, repr=False)
     _media: int = field(default=0, repr=False)  # binary bytes sent in the current binary run
     _released: int = field(default=0, repr=False)  # units released so far
@@ -200,8 +152,11 @@ class Conversation:
         self.ws = ws
         self.recorded: list[Message] = ws.sent()
         """The recording's client messages, in order."""
-        self.matcher = _Matcher(
-            default_ignore(self.interaction.request.url) if self.ignore is None else self.ignore, self.binary
+        if self.protocol is None:
+            found = protocols.detect(url=self.interaction.request.url)
+            self.protocol = found.name if found is not None else None
+        self.matcher = MessageMatcher.for_session(
+            protocols.get(self.protocol) if self.protocol is not None else None, self.ignore, self.binary
         )
         self.deflate: DeflateAgreement | None = None
         """The permessage-deflate the replay's handshake agreed to (None: none, frames go plain)."""
@@ -452,7 +407,7 @@ class Conversation:
     def _message(self, sent: tuple[str, bytes]) -> list[Release]:
         kind, payload = sent
         rec = self.recorded
-        if kind == "binary" and self.binary == "count":
+        if kind == "binary" and self.matcher.binary == "count":
             if self._cursor < len(rec) and rec[self._cursor].type == "binary":
                 self._media += len(payload)
                 start = self._cursor

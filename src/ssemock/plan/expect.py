@@ -23,6 +23,7 @@ from ..protocols.accumulate import Accumulated, ToolCall, accumulate
 from ..protocols.base import error_of
 from ..redaction.rules import escape_control, mask_text
 from ..variants.chunking import event_ends
+from .matching import around
 
 if TYPE_CHECKING:
     import httpx
@@ -285,8 +286,8 @@ class Expected:
         i = next((n for n, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
         raise StreamAssertionError(
             f"ssemock: text of choice {choice} differs under {self.under()} at character {i}\n"
-            f"  expected: {_around(want, i)}\n"
-            f"  got:      {_around(got, i)}\n"
+            f"  expected: {around(want, i)}\n"
+            f"  got:      {around(got, i)}\n"
             f"  {self.where_char(i, choice)}\n"
             f'  (expected {len(want)} characters, got {len(got)}; reproduce with chunking="{self.play.chunking}")'
         )
@@ -341,15 +342,6 @@ class Expected:
 def _list(offsets: Sequence[int], most: int = 12) -> str:
     return (
         ", ".join(map(str, offsets[:most])) + (" ..." if len(offsets) > most else "") if offsets else "none"
-    )
-
-
-def _around(text: str, i: int, width: int = 24) -> str:
-    start = max(i - width, 0)
-    return (
-        ("..." if start else "")
-        + repr(text[start : i + width])[1:-1]
-        + ("..." if i + width < len(text) else "")
     )
 
 

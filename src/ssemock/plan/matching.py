@@ -14,7 +14,16 @@ from ..redaction.rules import redact_request, redact_url
 from ..scan.shapes import credential_name, value_shape
 from ..store.cassette import Request
 
-__all__ = ["DEFAULT", "MATCHERS", "differences", "origin", "records_origin", "resolve"]
+__all__ = [
+    "DEFAULT",
+    "MATCHERS",
+    "around",
+    "differences",
+    "first_difference",
+    "origin",
+    "records_origin",
+    "resolve",
+]
 
 DEFAULT = ("method", "scheme", "host", "port", "path", "query", "body")
 """The request parts matched when `match_on` is not given."""
@@ -93,13 +102,43 @@ def _json_differences(a: Any, b: Any, path: str = "$") -> Iterator[str]:
             path.rsplit(".", 1)[-1].rsplit("[", 1)[0]
         ):  # "$.password": never the values, only their shapes
             yield f"{path}: <a value of {value_shape(str(b))}> recorded, <a value of {value_shape(str(a))}> sent"
+        elif isinstance(a, str) and isinstance(b, str) and max(len(repr(a)), len(repr(b))) > _SHORT:
+            at, recorded, sent = first_difference(b, a)  # two long texts: where they part
+            yield (
+                f"{path}: character {at} differs ({len(b)} recorded, {len(a)} sent): "
+                f"recorded '{recorded}', sent '{sent}'"
+            )
         else:
             yield f"{path}: {_short(b)} recorded, {_short(a)} sent"
 
 
+_SHORT = 60
+
+
 def _short(value: Any) -> str:
     text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text) <= _SHORT else text[: _SHORT - 3] + "..."
+
+
+def first_difference(recorded: str | bytes, sent: str | bytes, width: int = 20) -> tuple[int, str, str]:
+    """Where two texts (or byte strings) first differ, and each around that offset: ``width``
+    characters (bytes, in hex) on both sides, so two values that look alike at their start show
+    where they part (one sample of base64 audio in 40 KB)."""
+    at = next((i for i, (x, y) in enumerate(zip(recorded, sent)) if x != y), min(len(recorded), len(sent)))
+    return at, around(recorded, at, width), around(sent, at, width)
+
+
+def around(text: str | bytes, at: int, width: int = 24) -> str:
+    """``text`` from ``width`` before ``at`` to ``width`` after it, ``...`` where it is cut; a
+    text as its repr's inside, bytes in hex with the one at ``at`` bracketed."""
+    start, end = max(at - width, 0), at + width
+    if isinstance(text, bytes):
+        shown = " ".join(
+            f"[{b:02x}]" if start + i == at else f"{b:02x}" for i, b in enumerate(text[start:end])
+        )
+    else:
+        shown = repr(text[start:end])[1:-1]
+    return ("..." if start else "") + shown + ("..." if end < len(text) else "")
 
 
 def _body(sent: Request, rec: Request) -> str | None:

@@ -41,13 +41,12 @@ _REASONS = {401: "Unauthorized", 403: "Forbidden", 429: "Too Many Requests", 503
 class VariedConversation(Conversation):
     """A `Conversation` under a wire ``chunking``, a ``reframing`` and a ``fault`` (names or
     objects), on connection ``attempt`` (a reconnect is the next attempt: ``sequence`` faults);
-    ``protocol`` names the session's protocol for the fault's own shapes (None: from the URL)."""
+    its ``protocol`` (`Conversation`'s) gives the fault its own shapes."""
 
     chunking: str | Chunking = "as_recorded"
     reframing: str | Reframing = "as_recorded"
     fault: str | WsFault | None = None
     attempt: int = 0
-    protocol: str | None = None
     after_plays: int = 0
     """How many HTTP responses the player had served when this session opened (which is latest)."""
     pongs: list[bytes] = field(default_factory=list)
@@ -67,11 +66,6 @@ class VariedConversation(Conversation):
         self._chunking = get_chunking(self.chunking)
         self._reframing = get_reframing(self.reframing)
         self._fault = get_fault(self.fault) if self.fault is not None else None
-        if self.protocol is None:
-            from .. import protocols
-
-            found = protocols.detect(url=self.interaction.request.url)
-            self.protocol = found.name if found is not None else None
         super().__post_init__()
 
     # -- the server side under the variant ------------------------------------------------------

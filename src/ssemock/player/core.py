@@ -223,6 +223,9 @@ class Player:
         # Saved after an ordinary error (as vcrpy does: what was recorded is real), never after an
         # interrupt (KeyboardInterrupt, SystemExit): a half recording must not replace a good one;
         # it is kept beside it instead.
+        if exc is not None:  # a message that matched nothing is told once: with this error
+            for untold in _websocket.tell(self, exc):
+                exc.add_note(untold)
         if exc is None or isinstance(exc, (Exception, UnmatchedRequestError, RecordingVariantError)):
             self.stop()
         else:

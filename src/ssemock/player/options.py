@@ -10,6 +10,7 @@ from dataclasses import dataclass, fields
 from ..core.modes import RECORD_MODES, RecordMode
 from ..core.names import unknown
 from ..plan.matching import MatchOn
+from ..plan.message_matching import resolve as resolve_message_paths
 from ..plan.record import MAX_BODY_BYTES, RequestHook, ResponseHook
 from ..plan.serving import ChunkingSpec, FaultSpec, TimingSpec, TransformSpec
 
@@ -64,6 +65,11 @@ class Options:
     block_subprocesses: bool = False
     """Point the proxy variables of child processes started meanwhile at a port that refuses every
     connection (a child process is out of the in-process lock's reach)."""
+    ignore_message_paths: str | Sequence[str] | None = None
+    """JSON paths of the client's WebSocket messages that matching skips (``$.session.instructions``),
+    added to the defaults of the session's protocol (Realtime: ``$.event_id`` ignored, base64
+    audio compared by its length); ``"strict"`` first drops the defaults: every field, audio and
+    binary message compared exactly, but the paths listed after it."""
 
     def __post_init__(self) -> None:
         if self.record_mode not in RECORD_MODES:
@@ -72,6 +78,10 @@ class Options:
             raise ValueError(
                 f"max_body_bytes must be a positive number of bytes, got {self.max_body_bytes!r}"
             )
+        try:
+            resolve_message_paths(self.ignore_message_paths)
+        except ValueError as exc:
+            raise ValueError(f"ignore_message_paths: {exc}") from None
 
     @classmethod
     def names(cls) -> list[str]:

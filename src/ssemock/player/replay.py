@@ -59,6 +59,7 @@ def replay(
     ignore_hosts: Sequence[str] | None = None,
     ignore_localhost: bool = False,
     block_subprocesses: bool = False,
+    ignore_message_paths: str | Sequence[str] | None = None,
 ) -> Player:
     """A player over an in-memory cassette: ``with ssemock.replay(c) as player: ...``.
 
@@ -69,6 +70,9 @@ def replay(
     [`NetworkBlockedError`][ssemock.NetworkBlockedError]. Requests to ``ignore_hosts`` (``ignore_localhost=True``: loopback) are
     always sent for real, never served. ``block_subprocesses=True`` points the proxy variables
     of child processes started meanwhile at a port that refuses every connection.
+    ``ignore_message_paths`` lists JSON paths of a WebSocket client's messages that matching
+    skips (``["$.session.instructions"]``), added to the protocol's defaults (Realtime: the event
+    ids, and base64 audio compared by its length); ``["strict"]`` drops the defaults.
 
     Use it for a cassette built in code or loaded yourself; for a cassette file, use
     [`use_cassette`][ssemock.use_cassette] (or, under pytest, the ``ssemock`` marker):
@@ -97,6 +101,7 @@ def replay(
         ignore_hosts=ignore_hosts,
         ignore_localhost=ignore_localhost,
         block_subprocesses=block_subprocesses,
+        ignore_message_paths=ignore_message_paths,
     )
     return Player(cassette, options)
 
@@ -120,6 +125,7 @@ def use_cassette(
     ignore_hosts: Sequence[str] | None = None,
     ignore_localhost: bool = False,
     block_subprocesses: bool = False,
+    ignore_message_paths: str | Sequence[str] | None = None,
 ) -> Player:
     """Replay (and record, by ``record_mode``) the cassette file at ``path``.
 
@@ -130,7 +136,8 @@ def use_cassette(
     unmatched request to one is sent for real, a connection that no intercepted stack makes to
     any other is refused (a recording records every request, and warns of such connections).
     Requests to ``ignore_hosts`` (``ignore_localhost=True``: loopback) are never recorded nor
-    served, in every mode. ``block_subprocesses``: see [`replay`][ssemock.player.replay.replay].
+    served, in every mode. ``block_subprocesses`` and ``ignore_message_paths``: see
+    [`replay`][ssemock.player.replay.replay].
     ``max_body_bytes`` bounds one recorded body (64 MiB): past it the interaction is cut and
     marked truncated, with a warning. ``drain_on_close`` (on by default, up to 30 s; a number of
     seconds, or False) keeps reading a recorded stream the client closed before its end, so the
@@ -160,6 +167,7 @@ def use_cassette(
         ignore_hosts=ignore_hosts,
         ignore_localhost=ignore_localhost,
         block_subprocesses=block_subprocesses,
+        ignore_message_paths=ignore_message_paths,
     )
     return open_cassette(path, options)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import warnings
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import httpx
@@ -52,7 +53,7 @@ class Player(Protocol):
     def started_session(self, recorder: WsRecorder) -> None: ...
 
 
-__all__ = ["handle", "is_websocket", "teardown", "unanswered"]
+__all__ = ["handle", "is_websocket", "teardown", "tell", "unanswered"]
 
 
 def is_websocket(request: httpx.Request) -> bool:
@@ -86,6 +87,7 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
                 fault=next((f.ws for f in player.faults if isinstance(f, ws_faults.OnWebSocket)), None),
                 attempt=len(player.conversations),
                 after_plays=len(player.plays),
+                ignore=player.options.ignore_message_paths,
             )
             with player.lock:
                 player.conversations.append(conversation)
@@ -104,19 +106,49 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
     raise UnmatchedRequestError(reporting.explain(player, sent))  # type: ignore[arg-type]
 
 
-def teardown(player: Player) -> None:
-    """After a replay: raise the first message that matched nothing (an SDK may have swallowed
-    it as a closed connection); warn of recorded client messages never sent, and of sessions
-    whose recorded reads could not be kept (`ssemock.plan.conversation.Conversation.wire_note`)
-    and of pings never answered with a pong (`VariedConversation.unanswered_pings`)."""
+def tell(player: Player, error: BaseException) -> list[str]:
+    """The test failed with ``error``: the messages that matched nothing are told now, once (not
+    again at teardown); returned, those ``error`` does not carry itself (an SDK turned the
+    mismatch into a closed connection), for the failure's report to say."""
+    carried = set(_messages(error))
+    untold: list[str] = []
     for conversation in player.conversations:
-        if conversation.mismatches:
+        if conversation.mismatches and not conversation.told:
+            conversation.told = True
+            untold.extend(m for m in conversation.mismatches[:1] if m not in carried)
+    return untold
+
+
+def _messages(error: BaseException) -> Iterator[str]:
+    """The messages of ``error``, of the errors it chains and of those an exception group holds."""
+    seen: set[int] = set()
+    todo = [error]
+    while todo:
+        exc = todo.pop()
+        if id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        yield str(exc)
+        todo.extend(e for e in (exc.__cause__, exc.__context__) if e is not None)
+        if isinstance(exc, BaseExceptionGroup):
+            todo.extend(exc.exceptions)
+
+
+def teardown(player: Player) -> None:
+    """After a replay: raise the first message that matched nothing, unless the test was told
+    already (`tell`; an SDK may have swallowed it as a closed connection); warn of recorded client
+    messages never sent, and of sessions whose recorded reads could not be kept
+    (`ssemock.plan.conversation.Conversation.wire_note`) and of pings never answered with a pong
+    (`VariedConversation.unanswered_pings`)."""
+    for conversation in player.conversations:
+        if conversation.mismatches and not conversation.told:
+            conversation.told = True
             raise UnmatchedMessageError(conversation.mismatches[0])
     for conversation in player.conversations:
         note = conversation.wire_note() if hasattr(conversation, "wire_note") else None
         if note:  # the recorded reads were not kept: once per session
             warnings.warn(mask_text(note), SsemockWarning, stacklevel=3)
-        unsent = conversation.unsent()
+        unsent = [] if conversation.mismatches else conversation.unsent()  # a mismatch said why
         if unsent:
             warnings.warn(
                 mask_text(

@@ -95,6 +95,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 summary = f"ssemock: could not describe what was served: {exc!r}"
             if summary:
                 report.sections.append(("ssemock: what was served before the failure", summary))
+            if call.excinfo is not None and hasattr(
+                player, "conversations"
+            ):  # told once, not again at teardown
+                from ..player.websocket import tell
+
+                for untold in tell(player, call.excinfo.value):
+                    report.sections.append(("ssemock: a WebSocket message matched nothing", untold))
     return report
 
 

@@ -32,6 +32,8 @@ KEYWORDS: dict[str, str] = {
     "ignore_hosts": "hosts never recorded nor served: their requests always go to the network",
     "ignore_localhost": "True to ignore loopback hosts (as ignore_hosts)",
     "block_subprocesses": "True: children started during a replay get proxy variables pointing at a refusing port",
+    "ignore_message_paths": "JSON paths of WebSocket client messages that matching skips, e.g. ['$.session.instructions'], "
+    "added to the protocol's defaults (event ids; base64 audio compared by length); 'strict' first drops them",
     "before_record_request": "hook(Request) -> Request | None",
     "before_record_response": "hook(Response) -> Response | None",
     "drain_on_close": "while recording, keep reading a stream the client closed before its end: "
@@ -58,6 +60,7 @@ _CLI = (
     "ignore_hosts",
     "ignore_localhost",
     "block_subprocesses",
+    "ignore_message_paths",
     "explore",
     "explore_seed",
 )
@@ -142,6 +145,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="vcrpy matcher names: method, uri, scheme, host, port, path, query, body, raw_body, headers",
     )
     group.addoption(
+        "--ssemock-ignore-message-paths",
+        default=None,
+        metavar="PATH[,PATH...]|strict[,PATH...]",
+        help="JSON paths of WebSocket client messages that matching skips (e.g. '$.session.instructions'), "
+        "added to the protocol's defaults (event ids; base64 audio compared by length); 'strict' first "
+        "drops the defaults",
+    )
+    group.addoption(
         "--ssemock-drain-on-close",
         default=None,
         metavar="true|false|SECONDS",
@@ -179,7 +190,7 @@ def _from_text(key: str, text: str) -> Any:
     """An option's value as written on the command line or in the ini file."""
     if key in ("allowed_hosts", "ignore_hosts"):
         return [] if text.strip().lower() == "none" else [h.strip() for h in text.split(",") if h.strip()]
-    if key == "match_on":
+    if key in ("match_on", "ignore_message_paths"):
         return [m.strip() for m in re.split(r"[,\s]+", text) if m.strip()]
     if key in _FLAGS:
         return text.strip().lower() in ("1", "true", "yes", "on")
@@ -212,6 +223,7 @@ def _from_text(key: str, text: str) -> Any:
 def _problem(key: str, value: Any) -> str | None:
     """What is wrong with one option's value (None when it is usable)."""
     from ..plan import matching as _matching
+    from ..plan import message_matching as _message_matching
     from ..plan.record import drain_seconds
     from ..stacks.lock import Guard
     from ..variants import chunking as _chunking
@@ -232,6 +244,8 @@ def _problem(key: str, value: Any) -> str | None:
             _faults.resolve(value)
         elif key == "match_on":
             _matching.resolve(value)
+        elif key == "ignore_message_paths":
+            _message_matching.resolve(value)
         elif key == "allowed_hosts":
             Guard(allowed_hosts=value, blocks=True, where="")
         elif key == "ignore_hosts":

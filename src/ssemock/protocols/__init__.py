@@ -50,6 +50,11 @@ shapes and defines one module-level object, ``PROTOCOL``, a `Protocol`:
     optional, for protocols spoken over a WebSocket: the positions of each response's events in
     a session's received messages (one socket carries several responses); ``accumulate_session``
     folds each. Without it a stream is one response.
+``client_messages``
+    optional, for protocols spoken over a WebSocket: a `ssemock.protocols.base.MessageMatching`,
+    the JSON paths of the client's messages a replay leaves out (random event ids) or compares by
+    length only (base64 audio inside JSON) unless the test asks for strict matching; the
+    session's protocol is found from its URL.
 ``sdk_request(base_url, interaction) -> bool``
     optional: make ``interaction``'s request with the provider's own SDK against the loopback
     server at ``base_url`` and read the whole stream (how ``python -m ssemock.synth
@@ -73,12 +78,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..core.packages import fresh
-from .base import Event, Fold, HTTPErrorBody, ProtocolError, StreamError
+from .base import Event, Fold, HTTPErrorBody, MessageMatching, ProtocolError, StreamError
 
 __all__ = [
     "Protocol",
     "StreamError",
     "HTTPErrorBody",
+    "MessageMatching",
     "all_protocols",
     "detect",
     "for_response",
@@ -117,6 +123,8 @@ class Protocol:
     framings: tuple[str, ...] = ()
     # the positions of each response's events in a WebSocket session's received messages
     responses: Callable[[Sequence[Any]], list[list[int]]] | None = field(default=None, compare=False)
+    # the client's messages over a WebSocket: paths a replay ignores or compares by length by default
+    client_messages: MessageMatching = MessageMatching()
 
 
 #: The registry: module names under ssemock.protocols, in detection order (more specific first).

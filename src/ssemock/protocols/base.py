@@ -23,6 +23,7 @@ __all__ = [
     "Event",
     "Fold",
     "HTTPErrorBody",
+    "MessageMatching",
     "ProtocolError",
     "StreamError",
     "ToolCall",
@@ -352,6 +353,21 @@ class StreamError:
     newline: str = "\n"
     after_first: bool = True
     request_id: str | int | None = None
+
+
+@dataclass(frozen=True)
+class MessageMatching:
+    """How a replay matches the client's messages of a protocol spoken over a WebSocket, unless
+    the test asks for strict matching (``ignore_message_paths=["strict"]``).
+
+    ``ignore``: JSON paths of the client's messages left out (ids the client draws at random);
+    ``by_length``: JSON paths whose text is compared by its length only (the base64 audio a voice
+    app sends inside JSON: a replay matches it by its place in the conversation and its length,
+    not by samples that differ from one run to the next). Paths as ``ignore_message_paths``
+    takes them: ``$.name``, ``[N]``, ``[*]``."""
+
+    ignore: tuple[str, ...] = ()
+    by_length: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

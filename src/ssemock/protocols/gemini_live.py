@@ -24,10 +24,10 @@ import orjson
 
 from . import Protocol, _path
 from . import synthesis as syn
-from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, seq, string
+from .base import JSON, Event, Fold, HTTPErrorBody, MessageMatching, StreamError, obj, seq, string
 from .messages import Spoken, audio_bytes, message, one_session, split
 
-__all__ = ["PROTOCOL", "URL", "responses", "synthesize"]
+__all__ = ["CLIENT_MESSAGES", "PROTOCOL", "URL", "responses", "synthesize"]
 
 URL = "wss://generativelanguage.googleapis.com/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
 
@@ -232,6 +232,22 @@ def _is_live_message(event: Any) -> bool:
     return isinstance(event, Mapping) and any(key in event for key in _KEYS)
 
 
+CLIENT_MESSAGES = MessageMatching(
+    # the base64 data of the audio, video and media chunks of realtimeInput (google-genai writes
+    # realtime_input, the API reference realtimeInput) and of inline data in a turn's parts
+    by_length=tuple(
+        f"$.{head}.{blob}.data"
+        for head in ("realtimeInput", "realtime_input")
+        for blob in ("audio", "video", "mediaChunks[*]", "media_chunks[*]")
+    )
+    + tuple(
+        f"$.{head}.turns[*].parts[*].{inline}.data"
+        for head in ("clientContent", "client_content")
+        for inline in ("inlineData", "inline_data")
+    ),
+)
+"""How a replay matches a Live client's messages by default (its messages carry no ids)."""
+
 PROTOCOL = Protocol(
     name="gemini.live",
     # over a WebSocket the events are the messages, one JSON object each, as JSON lines are
@@ -243,4 +259,5 @@ PROTOCOL = Protocol(
     event=_is_live_message,
     responses=responses,
     synthesize=synthesize,
+    client_messages=CLIENT_MESSAGES,
 )

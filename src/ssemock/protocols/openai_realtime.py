@@ -25,10 +25,22 @@ import orjson
 
 from . import Protocol, _path
 from . import synthesis as syn
-from .base import JSON, Event, Fold, StreamError, ToolCall, error_of, obj, openai_error_body, seq, string
+from .base import (
+    JSON,
+    Event,
+    Fold,
+    MessageMatching,
+    StreamError,
+    ToolCall,
+    error_of,
+    obj,
+    openai_error_body,
+    seq,
+    string,
+)
 from .messages import Spoken, audio_bytes, message, one_session, split
 
-__all__ = ["PROTOCOL", "URL", "responses", "synthesize"]
+__all__ = ["CLIENT_MESSAGES", "PROTOCOL", "URL", "responses", "synthesize"]
 
 URL = "wss://api.openai.com/v1/realtime?model=gpt-realtime"
 
@@ -266,6 +278,14 @@ def _is_realtime_event(event: Any) -> bool:
     )
 
 
+CLIENT_MESSAGES = MessageMatching(
+    # client event ids are the client's own, drawn at random per run
+    ignore=("$.event_id",),
+    # the base64 audio of input_audio_buffer.append and of an input_audio content part
+    by_length=("$.audio", "$.item.content[*].audio"),
+)
+"""How a replay matches a Realtime client's messages by default."""
+
 PROTOCOL = Protocol(
     name="openai.realtime",
     # over a WebSocket the events are the messages, one JSON object each, as JSON lines are
@@ -277,4 +297,5 @@ PROTOCOL = Protocol(
     event=_is_realtime_event,
     responses=responses,
     synthesize=synthesize,
+    client_messages=CLIENT_MESSAGES,
 )
