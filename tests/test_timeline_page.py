@@ -185,7 +185,19 @@ def test_a_websocket_session_is_two_lanes_with_sizes_types_and_the_close(page: t
     heights = [float(m["height"]) for m in marks]
     assert heights[4] < heights[5] < heights[6] < heights[7] < heights[8]  # taller for bigger
     assert ">sent ↑</text>" in section and ">received ↓</text>" in section
-    assert re.search(r'<text [^>]*class="what"[^>]*>response\.audio\.delta</text>', section)
+    labels = [
+        (_attrs(a), text) for a, text in re.findall(r'<text ([^>]*class="what"[^>]*)>([^<]*)</text>', section)
+    ]
+    shown = [text for a, text in labels if a["visibility"] == "visible"]  # where the page's script put them
+    assert shown == [
+        "session.created",
+        "session.update",
+        "response.create",
+        "response.created",
+        "response.audio.delta",  # a run named once
+        "response.done",
+    ]
+    assert len(labels) == len(SESSION) - 1  # the binary message has no JSON type
     assert "<title>sent #2 at 1.00 s: binary, 2048 bytes</title>" in section
     [close] = [_attrs(t) for t in re.findall(r'<line [^>]*class="close"[^>]*>', section)]
     assert close["data-code"] == "1000" and close["data-t"] == "1.4200"
@@ -321,3 +333,24 @@ def test_the_proxy_answers_a_browser_at_root_and_relays_the_rest(server: str, tm
     assert page.status_code == 200 and "chat.json" in page.text and 'data-chunks="4"' in page.text
     assert also.text == page.text
     assert relayed.json()["headers"]["host"] == server.removeprefix("http://")
+
+
+def test_a_long_session_without_a_close_frame_has_second_ticks_and_a_dashed_close() -> None:
+    """Past 2 s the axis counts seconds; a session that ended with no close frame (1006) is
+    closed by a dashed line at its last message, and says so."""
+    c = ssemock.Cassette()
+    c.add("GET", "https://api.example.com/v1/s", [b"data: a\n\n"], times=[0.5])
+    c.interactions.append(
+        ssemock.Interaction(
+            ssemock.Request("GET", "wss://api.example.com/v1/realtime", [], None),
+            ssemock.Response(101, [], b""),
+            WebSocket(messages=[_text("send", t=1.0, type="a"), _text("recv", t=7.3, type="b")]),
+        )
+    )
+    text = render([c])
+    rows = re.findall(r'<svg [^>]*class="timeline".*?</svg>', text, flags=re.S)
+    for row in rows:
+        assert re.findall(r'class="tick"[^>]*>([^<]*)<', row) == [f"{s} s" for s in range(9)]
+    [close] = [_attrs(t) for t in re.findall(r'<line [^>]*class="close none"[^>]*>', rows[1])]
+    assert close["data-code"] == "1006" and close["data-t"] == "7.3000"
+    assert "no close frame (1006)" in rows[1]

@@ -29,7 +29,7 @@ _STYLE = """
 body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.6em}
 section.interaction{margin:.8em 0 1.2em;padding:.5em .8em;border:1px solid #ddd;border-radius:6px}
-.req{font-family:ui-monospace,monospace}.facts{color:#555;font-size:.9em}
+.req{font-family:ui-monospace,monospace;overflow-wrap:anywhere}.facts{color:#555;font-size:.9em}
 .strip{overflow-x:auto;margin-top:.4em}svg{background:#fff;display:block}
 svg text{font:11px system-ui,sans-serif;fill:#555}text.lane-name{font-weight:600;fill:#333}
 line.grid{stroke:#e2e2e2}line.axis{stroke:#999}text.tick{fill:#666}
@@ -39,7 +39,7 @@ rect.lane.sent{fill:#eef7f0}rect.lane.recv{fill:#eef3fc}
 rect.msg.sent{fill:#2a9d3a}rect.msg.recv{fill:#3b6fd8}rect.msg.binary{fill:#8e44ad}
 text.what{font-size:10px;fill:#333;paint-order:stroke;stroke:#fff;stroke-width:3px}
 line.close{stroke:#c0392b;stroke-width:2}line.close.none{stroke-dasharray:4 3}
-text.close{fill:#c0392b;font-weight:600}
+text.close{fill:#c0392b;font-weight:600;paint-order:stroke;stroke:#fff;stroke-width:3px}
 .legend span{margin-right:1.2em;font-size:.85em}.axis-note{color:#555;font-size:.9em}
 details{margin-top:.3em;font-size:.85em}summary{cursor:pointer;color:#555}
 table.details{border-collapse:collapse;margin-top:.3em}
@@ -68,11 +68,27 @@ _SCRIPT = """
     }
     document.body.dataset.zoom = z;
   }
-  pick.addEventListener('change', () => zoom(+pick.value));
+  function place() {  // a label where it fits in one of its lane's two rows; a run named once
+    for (const svg of document.querySelectorAll('svg.timeline')) {
+      const ends = {}, last = {};
+      for (const el of svg.querySelectorAll('text.what')) {
+        const lane = el.dataset.lane, x = +el.getAttribute('x'), rows = el.dataset.rows.split(' ');
+        ends[lane] ||= rows.map(() => -Infinity);
+        const row = el.textContent === last[lane] ? -1 : ends[lane].findIndex(e => x >= e);
+        el.setAttribute('visibility', row < 0 ? 'hidden' : 'visible');
+        if (row < 0) continue;
+        el.setAttribute('y', rows[row]);
+        ends[lane][row] = x + el.getComputedTextLength() + 8;
+        last[lane] = el.textContent;
+      }
+    }
+  }
+  pick.addEventListener('change', () => { zoom(+pick.value); place(); });
+  place();
   for (const s of strips) s.addEventListener('scroll', () => {
     for (const o of strips) if (o !== s && o.scrollLeft !== s.scrollLeft) o.scrollLeft = s.scrollLeft;
   });
-  window.ssemockZoom = zoom;
+  window.ssemockZoom = z => { zoom(z); place(); };
 })();
 """
 

@@ -1,7 +1,7 @@
 """A WebSocket session on the timeline page: two lanes on the page's shared axis, what the
 client sent above the middle line and what the server sent below it, one bar per message at its
 time (height: its size on the page's size scale; green sent, blue received, purple binary), its
-JSON ``type`` written by it where there is room, and the close as a red line (dashed: no close
+JSON ``type`` written by it where there is room (two rows a lane; a run of one type named once), and the close as a red line (dashed: no close
 frame was seen); a tooltip on every mark, and the details table of every message and the close.
 Everything shown is masked by the page and escaped here; the subprotocol is redacted as a
 cassette stores it."""
@@ -20,7 +20,6 @@ __all__ = ["session", "session_end"]
 
 _TOP, _LANE = 6.0, 60.0
 _MID, _BOTTOM = _TOP + _LANE, _TOP + 2 * _LANE
-_CHAR = 5.6  # pixels per character of a 10px label, to keep labels apart
 
 
 def session_end(x: Interaction) -> float:
@@ -44,7 +43,7 @@ def _close(s: dict[str, Any], t: float, scale: Scale) -> tuple[str, str]:
         "text",
         t,
         scale,
-        f'class="close" y="{_TOP + 26:g}" text-anchor="{"end" if near_end else "start"}"',
+        f'class="close" y="{_MID - 8:g}" text-anchor="{"end" if near_end else "start"}"',
         words,
         dx=-5 if near_end else 5,
     )
@@ -72,8 +71,6 @@ def session(x: Interaction, cassette: str, index: int, scale: Scale, heights: He
         f'<text class="lane-name" x="8" y="{_MID + _LANE / 2 + 4:g}">received ↓</text>',
         f'<line class="axis" x1="0" x2="100%" y1="{_MID:g}" y2="{_MID:g}"/>',
     ]
-    labels_end = {"send": 0.0, "recv": 0.0}
-    last_label = {"send": "", "recv": ""}
     counts = {"send": 0, "recv": 0}
     rows = []
     for m in s["messages"]:
@@ -95,11 +92,11 @@ def session(x: Interaction, cassette: str, index: int, scale: Scale, heights: He
                 dx=-1.5,
             )
         )
-        at = scale.x(t)
-        if what and what != last_label[d] and at >= labels_end[d]:
-            y = _TOP + 11 if d == "send" else _BOTTOM - 4
-            parts.append(mark("text", t, scale, f'class="what" y="{y:g}"', what, dx=3))
-            labels_end[d], last_label[d] = at + 3 + len(m["what"]) * _CHAR + 6, what
+        if what:  # the page's script shows the labels that fit (`page._SCRIPT`: place)
+            rows_y = f"{_TOP + 11:g} {_TOP + 23:g}" if d == "send" else f"{_BOTTOM - 4:g} {_BOTTOM - 16:g}"
+            parts.append(
+                mark("text", t, scale, f'class="what" data-lane="{lane}" data-rows="{rows_y}"', what, dx=3)
+            )
         rows.append(
             f'<tr class="{lane}"><td>{k}</td><td>{fmt(t)}</td><td>{"→ sent" if d == "send" else "← received"}</td>'
             f'<td>{m["type"]}</td><td>{m["bytes"]}</td><td class="what">{what}</td></tr>'
