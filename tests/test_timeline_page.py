@@ -233,6 +233,11 @@ def _pixels(png: bytes) -> tuple[int, int, list[bytes]]:
     for y in range(height):
         line = raw[y * (stride + 1) : (y + 1) * (stride + 1)]
         kind, row = line[0], bytearray(line[1:])
+        if kind in (0, 2) and not any(row):  # the row above again (most of a page): no loop
+            row = bytearray(prev) if kind == 2 else row
+            rows.append(bytes(row))
+            prev = row
+            continue
         for i in range(stride):
             left = row[i - bpp] if i >= bpp else 0
             up, corner = prev[i], prev[i - bpp] if i >= bpp else 0
@@ -252,8 +257,15 @@ def _pixels(png: bytes) -> tuple[int, int, list[bytes]]:
 
 
 def _colored(rows: list[bytes], width: int, bpp: int, color: tuple[int, int, int]) -> set[tuple[int, int]]:
-    want = bytes(color)
-    return {(x, y) for y, row in enumerate(rows) for x in range(width) if row[x * bpp : x * bpp + 3] == want}
+    """The pixels of exactly ``color``."""
+    want, found = bytes(color), set()
+    for y, row in enumerate(rows):
+        at = row.find(want)
+        while at >= 0:
+            if at % bpp == 0:
+                found.add((at // bpp, y))
+            at = row.find(want, at + 1)
+    return found
 
 
 def test_the_screenshot_shows_the_axis_the_lanes_and_the_close(page: tuple[str, Path]) -> None:
