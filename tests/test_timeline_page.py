@@ -22,7 +22,7 @@ from ssemock.commands.loopback import running
 from ssemock.commands.proxy import app as proxy_app
 from ssemock.commands.serve import app
 from ssemock.commands.serve.page import render
-from ssemock.store.websocket import Close, Message, WebSocket
+from ssemock.store.websocket import Close, FrameNote, Message, WebSocket
 
 CHUNK_BLUE = (0x3B, 0x6F, 0xD8)  # a chunk, a received message
 SENT_GREEN = (0x2A, 0x9D, 0x3A)
@@ -69,7 +69,10 @@ def cassette(path: Path) -> ssemock.Cassette:
             ssemock.Request("GET", "wss://api.example.com/v1/realtime?model=gpt-realtime", [], None),
             ssemock.Response(101, [], b""),
             WebSocket(
-                messages=list(SESSION), close=Close(1000, "bye", "client", True, 1.42), subprotocol="realtime"
+                messages=list(SESSION),
+                frame_map=[FrameNote("recv", 2, "ping", t=0.4, data=b"hi")],  # before response.created
+                close=Close(1000, "bye", "client", True, 1.42),
+                subprotocol="realtime",
             ),
         )
     )
@@ -199,6 +202,9 @@ def test_a_websocket_session_is_two_lanes_with_sizes_types_and_the_close(page: t
     ]
     assert len(labels) == len(SESSION) - 1  # the binary message has no JSON type
     assert "<title>sent #2 at 1.00 s: binary, 2048 bytes</title>" in section
+    [ping] = [_attrs(t) for t in re.findall(r'<rect [^>]*class="control recv"[^>]*>', section)]
+    assert ping["data-kind"] == "ping" and ping["data-t"] == "0.4000" and float(ping["y"]) == middle
+    assert "<title>recv ping at 400.0 ms, 2 bytes</title>" in section and "7 received, 1 ping/pong" in section
     [close] = [_attrs(t) for t in re.findall(r'<line [^>]*class="close"[^>]*>', section)]
     assert close["data-code"] == "1000" and close["data-t"] == "1.4200"
     assert float(close["x1"]) == pytest.approx(GUTTER + 1.42 * PER_SECOND)

@@ -36,7 +36,7 @@ line.grid{stroke:#e2e2e2}line.axis{stroke:#999}text.tick{fill:#666}
 rect.chunk{fill:#3b6fd8}line.event{stroke:#e07b00;stroke-width:1.5}
 line.ttfc{stroke:#2a9d3a;stroke-dasharray:3 2;stroke-width:1.5}rect.gap{fill:#f6dcdc}
 rect.lane.sent{fill:#eef7f0}rect.lane.recv{fill:#eef3fc}
-rect.msg.sent{fill:#2a9d3a}rect.msg.recv{fill:#3b6fd8}rect.msg.binary{fill:#8e44ad}
+rect.control{fill:#777}rect.msg.sent{fill:#2a9d3a}rect.msg.recv{fill:#3b6fd8}rect.msg.binary{fill:#8e44ad}
 text.what{font-size:10px;fill:#333;paint-order:stroke;stroke:#fff;stroke-width:3px}
 line.close{stroke:#c0392b;stroke-width:2}line.close.none{stroke-dasharray:4 3}
 text.close{fill:#c0392b;font-weight:600;paint-order:stroke;stroke:#fff;stroke-width:3px}

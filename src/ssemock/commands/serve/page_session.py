@@ -1,9 +1,10 @@
 """A WebSocket session on the timeline page: two lanes on the page's shared axis, what the
 client sent above the middle line and what the server sent below it, one bar per message at its
 time (height: its size on the page's size scale; green sent, blue received, purple binary), its
-JSON ``type`` written by it where there is room (two rows a lane; a run of one type named once), and the close as a red line (dashed: no close
-frame was seen); a tooltip on every mark, and the details table of every message and the close.
-Everything shown is masked by the page and escaped here; the subprotocol is redacted as a
+JSON ``type`` written by it where there is room (two rows a lane; a run of one type named once),
+pings and pongs as small grey marks on the middle line, and the close as a red line (dashed: no
+close frame was seen); a tooltip on every mark, and the details table of every message and the
+close. Everything shown is masked by the page and escaped here; the subprotocol is redacted as a
 cassette stores it."""
 
 from __future__ import annotations
@@ -101,6 +102,20 @@ def session(x: Interaction, cassette: str, index: int, scale: Scale, heights: He
             f'<tr class="{lane}"><td>{k}</td><td>{fmt(t)}</td><td>{"→ sent" if d == "send" else "← received"}</td>'
             f'<td>{m["type"]}</td><td>{m["bytes"]}</td><td class="what">{what}</td></tr>'
         )
+    for n in ws.frame_map:  # pings and pongs: a small grey mark on the middle line
+        if n.kind in ("ping", "pong"):
+            lane = "sent" if n.direction == "send" else "recv"
+            parts.append(
+                mark(
+                    "rect",
+                    n.t,
+                    scale,
+                    f'class="control {lane}" data-kind="{n.kind}" y="{_MID - 5 if lane == "sent" else _MID:g}" '
+                    'width="5" height="5"',
+                    f"<title>{lane} {n.kind} at {fmt(n.t)}, {len(n.data)} bytes</title>",
+                    dx=-2.5,
+                )
+            )
     close_t = ws.close.t if ws.close.t is not None else (ws.messages[-1].t if ws.messages else 0.0)
     close_mark, words = _close(s, close_t, scale)
     parts.append(close_mark)
@@ -116,7 +131,8 @@ def session(x: Interaction, cassette: str, index: int, scale: Scale, heights: He
     facts = [
         f"{x.response.status}",
         f"subprotocol {html.escape(mask_text(redact_subprotocol(agreed)))}" if agreed else "",
-        f"{s['sent']} sent, {s['received']} received",
+        f"{s['sent']} sent, {s['received']} received"
+        + (f", {s['control_frames']} ping/pong" if s["control_frames"] else ""),
         words,
     ]
     data = (
