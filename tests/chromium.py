@@ -6,6 +6,7 @@ wall-clock bound but the hang guard."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -51,9 +52,17 @@ class _Pipe:
         return dict(json.loads(data[:-1]))
 
 
-def settled_dom(url: str, profile: Path, promise: str) -> str:
+def settled_dom(
+    url: str,
+    profile: Path,
+    promise: str,
+    *,
+    screenshot: Path | None = None,
+    size: tuple[int, int] = (1000, 700),
+) -> str:
     """Open ``url`` in a headless Chromium, await the page's ``promise`` (a JavaScript expression,
-    such as ``window.finished``), and return the page's DOM then."""
+    such as ``window.finished``), and return the page's DOM then; with ``screenshot``, also write
+    a PNG of the ``size`` (CSS pixels, scale 1) viewport there (one browser start for both)."""
     if not os.path.exists(CHROMIUM):
         missing = (
             f"{CHROMIUM} is missing: the browser tests need Debian's chromium (apt-get install -y chromium)"
@@ -97,6 +106,15 @@ def settled_dom(url: str, profile: Path, promise: str) -> str:
     try:
         target = pipe.call("Target.createTarget", url="about:blank")["targetId"]
         session = pipe.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        if screenshot is not None:
+            pipe.call(
+                "Emulation.setDeviceMetricsOverride",
+                session,
+                width=size[0],
+                height=size[1],
+                deviceScaleFactor=1,
+                mobile=False,
+            )
         pipe.call("Page.navigate", session, url=url)  # answered once the page's document is committed
         expression = (
             "new Promise((ok, fail) => { const go = () => Promise.resolve(" + promise + ")"
@@ -113,6 +131,9 @@ def settled_dom(url: str, profile: Path, promise: str) -> str:
         )
         dom = str(found["result"]["value"])
         assert not dom.startswith(("failed:", "hang:")), dom
+        if screenshot is not None:
+            shot = pipe.call("Page.captureScreenshot", session, format="png")
+            screenshot.write_bytes(base64.b64decode(shot["data"]))
         return dom
     finally:
         try:
