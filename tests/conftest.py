@@ -1,4 +1,13 @@
-"""A real loopback SSE server with scripted writes and gaps, started once per test session."""
+"""The suite's shared fixtures: a real loopback SSE server with scripted writes and gaps, started
+once per test session; a fake clock; the public corpora.
+
+The public corpora (real vcrpy cassettes of open-source projects, not in this repository) are
+read from ``--ssemock-corpora DIR`` or ``SSEMOCK_CORPORA=DIR`` (CI passes ``../shared/corpora``).
+A test that reads them asks for the ``corpora`` fixture (the folder, a `Path`) or carries the
+``corpora`` marker (``pytestmark = pytest.mark.corpora`` for a module); without the option
+those tests are deselected, and the header says how to run them, so a fresh clone's run is
+green. An option naming a missing folder is a usage error.
+"""
 
 from __future__ import annotations
 
@@ -85,6 +94,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if not controller:
         _import_all()
     _deliver_sigint()
+    config.addinivalue_line(
+        "markers", "corpora: reads the public corpora (deselected without --ssemock-corpora)"
+    )
+    corpora_dir(config)  # a folder that is not there stops the run before collection
 
 
 def _deliver_sigint() -> None:
@@ -257,6 +270,79 @@ def scripts() -> dict[str, Script]:
 
 
 pytest_plugins = ["pytester"]
+
+
+# -- the public corpora ------------------------------------------------------------------------
+
+CORPORA_ENV = "SSEMOCK_CORPORA"
+HOW_TO_RUN_CORPORA = f"--ssemock-corpora DIR or {CORPORA_ENV}=DIR (a checkout of the public corpora; CI passes ../shared/corpora)"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--ssemock-corpora",
+        metavar="DIR",
+        default=None,
+        help=f"the public corpora's folder: runs the tests that read them (default: ${CORPORA_ENV}; "
+        "without either they are deselected)",
+    )
+
+
+def corpora_dir(config: pytest.Config) -> Path | None:
+    """The corpora folder ``--ssemock-corpora`` or ``SSEMOCK_CORPORA`` names (relative to where
+    pytest was started), or None when neither is given; a usage error if it is not a folder."""
+    given = config.getoption("ssemock_corpora") or os.environ.get(CORPORA_ENV)
+    if not given:
+        return None
+    path = (config.invocation_params.dir / given).resolve()
+    if not path.is_dir():
+        source = "--ssemock-corpora" if config.getoption("ssemock_corpora") else CORPORA_ENV
+        raise pytest.UsageError(
+            f"{source}={given}: {path} is not a folder; give the public corpora's folder "
+            f"(CI clones them to ../shared/corpora) or unset {source} to deselect the corpus tests"
+        )
+    return path
+
+
+def _reads_corpora(item: pytest.Item) -> bool:
+    return item.get_closest_marker("corpora") is not None or "corpora" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without a corpora folder, the tests that read it are deselected (not failed, not skipped)."""
+    if corpora_dir(config) is not None:
+        return
+    deselected = [item for item in items if _reads_corpora(item)]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if not _reads_corpora(item)]
+
+
+def _corpora_line(config: pytest.Config) -> str:
+    found = corpora_dir(config)
+    if found is None:
+        return f"corpora: none given, the tests that read them are deselected; run them with {HOW_TO_RUN_CORPORA}"
+    return f"corpora: {found}"
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return _corpora_line(config)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """Under ``-q`` there is no header (nor, under xdist, a count of the deselected): the same line
+    at the end instead, when the corpus tests did not run."""
+    if config.option.verbose < 0 and corpora_dir(config) is None:
+        terminalreporter.write_line(_corpora_line(config))
+
+
+@pytest.fixture(scope="session")
+def corpora(pytestconfig: pytest.Config) -> Path:
+    """The public corpora's folder (``--ssemock-corpora`` / ``SSEMOCK_CORPORA``): a test asking
+    for it is deselected when none is given, so it always gets a folder."""
+    found = corpora_dir(pytestconfig)
+    assert found is not None, "deselected by pytest_collection_modifyitems without a corpora folder"
+    return found
 
 
 class FakeClock(ssemock.timing.Clock):
