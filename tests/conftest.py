@@ -272,6 +272,27 @@ def scripts() -> dict[str, Script]:
 pytest_plugins = ["pytester"]
 
 
+def side_env_python(name: str) -> Path:
+    """The Python of side environment ``name`` (a library pinning versions the dev environment
+    cannot hold), built before the run from ``requirements/NAME.lock`` by ``bash .ci/side-env
+    NAME`` into ``.venv-NAME`` (CI does; ``SSEMOCK_<NAME>_PYTHON`` names another one). The test
+    never installs anything itself: when it is missing the test fails in CI, else skips saying
+    how to build it."""
+    variable = f"SSEMOCK_{name.upper()}_PYTHON"
+    python = Path(
+        os.environ.get(variable) or Path(__file__).resolve().parents[1] / f".venv-{name}" / "bin" / "python"
+    )
+    if not python.exists():
+        missing = (
+            f"{python} is missing: build the side environment with `bash .ci/side-env {name}` "
+            f"(or set {variable} to a Python that has requirements/{name}.lock and this checkout)"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(missing)
+        pytest.skip(missing)
+    return python
+
+
 # -- the public corpora ------------------------------------------------------------------------
 
 CORPORA_ENV = "SSEMOCK_CORPORA"
@@ -450,7 +471,7 @@ def fill_the_disk(monkeypatch: pytest.MonkeyPatch, error: OSError, *, after: int
 
 # The plugins an in-process inner run under pytest-xdist loads, in its workers too: each worker is a
 # Python process of its own, and loading every plugin of this suite's environment (hypothesis,
-# respx, anyio, pytest-recording, cassetter, ...) cost each ~0.3 CPU-s at its start for nothing
+# respx, anyio, pytest-recording, ...) cost each ~0.3 CPU-s at its start for nothing
 # (issue 33).
 XDIST_PLUGINS = ("-p", "xdist", "-p", "ssemock", "-p", "asyncio")
 

@@ -426,16 +426,14 @@ def test_the_fixture_records_a_subprocess_client_then_replays_it(
     server: str, pytester: pytest.Pytester
 ) -> None:
     pytester.makepyfile(test_client=FIXTURE_TEST.format(upstream=server))
-    first = pytester.runpytest_inprocess(
-        "--ssemock-record-mode=once", "-p", "no:randomly", "-p", "no:cassetter", "-q"
-    )
+    first = pytester.runpytest_inprocess("--ssemock-record-mode=once", "-p", "no:randomly", "-q")
     first.assert_outcomes(passed=1)
     cassette_path = pytester.path / "cassettes" / "test_client" / "test_curl_through_the_proxy.json"
     recorded = ssemock.Cassette.load(cassette_path).interactions[0]
     assert recorded.request.url == server + "/v1/chat/completions" and recorded.response.complete
     # replay (the default mode is none), the upstream unreachable: only the cassette answers
     pytester.makepyfile(test_client=FIXTURE_TEST.format(upstream="http://127.0.0.1:9"))
-    second = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cassetter", "-q")
+    second = pytester.runpytest_inprocess("-p", "no:randomly", "-q")
     second.assert_outcomes(passed=1)
 
 
