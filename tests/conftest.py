@@ -111,6 +111,23 @@ def _deliver_sigint() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionfinish(session: pytest.Session) -> Iterator[None]:
+    """An xdist worker whose tests and fixtures are done ignores SIGINT: its controller stops it
+    while it is still finishing, and execnet sends the worker a SIGINT when that takes over 5 s,
+    which it does on a loaded machine (pytest's unraisable-exception check runs full garbage
+    collections at unconfigure, about 2 s at no load). The KeyboardInterrupt then landed in a
+    garbage-collector callback (hypothesis') and printed its traceback among the progress dots
+    (issue 43 item 1); ignored, the worker ends on its own, or execnet ends it 10 s later."""
+    try:
+        return (yield)
+    finally:
+        if hasattr(session.config, "workerinput"):
+            import signal
+
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """What is alive once the tests are collected (every module the suite imports, the SDKs, the
     items) stays alive to the end: frozen (gc.freeze), the cyclic collector stops walking it at
