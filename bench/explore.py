@@ -120,8 +120,6 @@ def _session(folder: Path, name: str, source: str, *args: str) -> dict[str, floa
             "pytest",
             "-q",
             "-p",
-            "no:cassetter",
-            "-p",
             "no:randomly",
             "-p",
             "no:cacheprovider",

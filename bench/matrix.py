@@ -127,8 +127,6 @@ def under_pytest(repeat: int = 2) -> dict[str, float]:
                         "-p",
                         "no:cacheprovider",
                         "-p",
-                        "no:cassetter",
-                        "-p",
                         "no:randomly",
                         f"test_{label}.py",
                     ],

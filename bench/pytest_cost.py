@@ -160,8 +160,6 @@ def _session(folder: Path, test_file: str, plugin: bool, count: int) -> Session:
         "-p",
         "no:cacheprovider",
         "-p",
-        "no:cassetter",
-        "-p",
         "no:randomly",
         *([] if plugin else ["-p", "no:ssemock"]),
         test_file,

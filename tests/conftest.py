@@ -1,4 +1,13 @@
-"""A real loopback SSE server with scripted writes and gaps, started once per test session."""
+"""The suite's shared fixtures: a real loopback SSE server with scripted writes and gaps, started
+once per test session; a fake clock; the public corpora.
+
+The public corpora (real vcrpy cassettes of open-source projects, not in this repository) are
+read from ``--ssemock-corpora DIR`` or ``SSEMOCK_CORPORA=DIR`` (CI passes ``../shared/corpora``).
+A test that reads them asks for the ``corpora`` fixture (the folder, a `Path`) or carries the
+``corpora`` marker (``pytestmark = pytest.mark.corpora`` for a module); without the option
+those tests are deselected, and the header says how to run them, so a fresh clone's run is
+green. An option naming a missing folder is a usage error.
+"""
 
 from __future__ import annotations
 
@@ -85,6 +94,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if not controller:
         _import_all()
     _deliver_sigint()
+    config.addinivalue_line(
+        "markers", "corpora: reads the public corpora (deselected without --ssemock-corpora)"
+    )
+    corpora_dir(config)  # a folder that is not there stops the run before collection
 
 
 def _deliver_sigint() -> None:
@@ -96,6 +109,23 @@ def _deliver_sigint() -> None:
 
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionfinish(session: pytest.Session) -> Iterator[None]:
+    """An xdist worker whose tests and fixtures are done ignores SIGINT: its controller stops it
+    while it is still finishing, and execnet sends the worker a SIGINT when that takes over 5 s,
+    which it does on a loaded machine (pytest's unraisable-exception check runs full garbage
+    collections at unconfigure, about 2 s at no load). The KeyboardInterrupt then landed in a
+    garbage-collector callback (hypothesis') and printed its traceback among the progress dots
+    (issue 43 item 1); ignored, the worker ends on its own, or execnet ends it 10 s later."""
+    try:
+        return (yield)
+    finally:
+        if hasattr(session.config, "workerinput"):
+            import signal
+
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -259,6 +289,100 @@ def scripts() -> dict[str, Script]:
 pytest_plugins = ["pytester"]
 
 
+def side_env_python(name: str) -> Path:
+    """The Python of side environment ``name`` (a library pinning versions the dev environment
+    cannot hold), built before the run from ``requirements/NAME.lock`` by ``bash .ci/side-env
+    NAME`` into ``.venv-NAME`` (CI does; ``SSEMOCK_<NAME>_PYTHON`` names another one). The test
+    never installs anything itself: when it is missing the test fails in CI, else skips saying
+    how to build it."""
+    variable = f"SSEMOCK_{name.upper()}_PYTHON"
+    python = Path(
+        os.environ.get(variable) or Path(__file__).resolve().parents[1] / f".venv-{name}" / "bin" / "python"
+    )
+    if not python.exists():
+        missing = (
+            f"{python} is missing: build the side environment with `bash .ci/side-env {name}` "
+            f"(or set {variable} to a Python that has requirements/{name}.lock and this checkout)"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(missing)
+        pytest.skip(missing)
+    return python
+
+
+# -- the public corpora ------------------------------------------------------------------------
+
+CORPORA_ENV = "SSEMOCK_CORPORA"
+HOW_TO_RUN_CORPORA = f"--ssemock-corpora DIR or {CORPORA_ENV}=DIR (a checkout of the public corpora; CI passes ../shared/corpora)"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--ssemock-corpora",
+        metavar="DIR",
+        default=None,
+        help=f"the public corpora's folder: runs the tests that read them (default: ${CORPORA_ENV}; "
+        "without either they are deselected)",
+    )
+
+
+def corpora_dir(config: pytest.Config) -> Path | None:
+    """The corpora folder ``--ssemock-corpora`` or ``SSEMOCK_CORPORA`` names (relative to where
+    pytest was started), or None when neither is given; a usage error if it is not a folder."""
+    given = config.getoption("ssemock_corpora") or os.environ.get(CORPORA_ENV)
+    if not given:
+        return None
+    path = (config.invocation_params.dir / given).resolve()
+    if not path.is_dir():
+        source = "--ssemock-corpora" if config.getoption("ssemock_corpora") else CORPORA_ENV
+        raise pytest.UsageError(
+            f"{source}={given}: {path} is not a folder; give the public corpora's folder "
+            f"(CI clones them to ../shared/corpora) or unset {source} to deselect the corpus tests"
+        )
+    return path
+
+
+def _reads_corpora(item: pytest.Item) -> bool:
+    return item.get_closest_marker("corpora") is not None or "corpora" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without a corpora folder, the tests that read it are deselected (not failed, not skipped)."""
+    if corpora_dir(config) is not None:
+        return
+    deselected = [item for item in items if _reads_corpora(item)]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if not _reads_corpora(item)]
+
+
+def _corpora_line(config: pytest.Config) -> str:
+    found = corpora_dir(config)
+    if found is None:
+        return f"corpora: none given, the tests that read them are deselected; run them with {HOW_TO_RUN_CORPORA}"
+    return f"corpora: {found}"
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return _corpora_line(config)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    """Under ``-q`` there is no header (nor, under xdist, a count of the deselected): the same line
+    at the end instead, when the corpus tests did not run."""
+    if config.option.verbose < 0 and corpora_dir(config) is None:
+        terminalreporter.write_line(_corpora_line(config))
+
+
+@pytest.fixture(scope="session")
+def corpora(pytestconfig: pytest.Config) -> Path:
+    """The public corpora's folder (``--ssemock-corpora`` / ``SSEMOCK_CORPORA``): a test asking
+    for it is deselected when none is given, so it always gets a folder."""
+    found = corpora_dir(pytestconfig)
+    assert found is not None, "deselected by pytest_collection_modifyitems without a corpora folder"
+    return found
+
+
 class FakeClock(ssemock.timing.Clock):
     """Time that moves only when replay sleeps: a timing test asserts what replay slept (and in
     what order chunks came), never how long the test took, so a loaded machine cannot fail it."""
@@ -364,7 +488,7 @@ def fill_the_disk(monkeypatch: pytest.MonkeyPatch, error: OSError, *, after: int
 
 # The plugins an in-process inner run under pytest-xdist loads, in its workers too: each worker is a
 # Python process of its own, and loading every plugin of this suite's environment (hypothesis,
-# respx, anyio, pytest-recording, cassetter, ...) cost each ~0.3 CPU-s at its start for nothing
+# respx, anyio, pytest-recording, ...) cost each ~0.3 CPU-s at its start for nothing
 # (issue 33).
 XDIST_PLUGINS = ("-p", "xdist", "-p", "ssemock", "-p", "asyncio")
 

@@ -188,7 +188,7 @@ def test_client(ssemock):
                 json.loads(line[6:])["choices"][0]
 """
     )
-    result = pytester.runpytest_inprocess("-p", "no:cassetter")
+    result = pytester.runpytest_inprocess()
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "ssemock: what was served before the failure" in out

@@ -6,7 +6,7 @@ Per page, in a fresh temporary folder (the current directory while the page runs
   is not installed);
 * ``# file: NAME`` writes the block to NAME (an app module, a conftest.py, ...);
 * ``# test file: NAME.py [PYTEST ARGS]`` writes the block to NAME.py and runs it with
-  ``pytester.runpytest_inprocess(NAME.py, "-p", "no:cassetter", *ARGS)``: it must pass (in-process:
+  ``pytester.runpytest_inprocess(NAME.py, *ARGS)``: it must pass (in-process:
   pytester restores sys.modules after it). Each inner run says what order it needs: shuffled by
   pytest-randomly as in a user's run, with a seed the docs test names (``-p randomly
   --randomly-seed=N``), and run again under each other seed of ``SEEDS``, in a copy of the folder
@@ -134,13 +134,11 @@ class Shell:
             if not k.startswith(("OPENAI_", "ANTHROPIC_", "PYTEST_", "COV_"))
         }
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-        # This suite's environment (the dev extra) has both cassetter and pytest-recording, which
-        # cannot load together; a user's project has neither. Nor has it hypothesis, xdist or
-        # pytest-timeout, which no page's pytest command uses: their plugins cost each command
-        # ~0.3 CPU-s to load (issue 33).
+        # A user's project has no hypothesis, xdist or pytest-timeout, which this suite's
+        # environment (the dev extra) has and no page's pytest command uses: their plugins cost
+        # each command ~0.3 CPU-s to load (issue 33).
         env["PYTEST_ADDOPTS"] = (
-            "-p no:cassetter -p no:hypothesispytest -p no:xdist -p no:timeout"
-            " -o asyncio_default_fixture_loop_scope=function"
+            "-p no:hypothesispytest -p no:xdist -p no:timeout -o asyncio_default_fixture_loop_scope=function"
         )
         self.env = env
         self.background: list[tuple[Block, subprocess.Popen[str]]] = []
@@ -245,8 +243,6 @@ def _inner_run(block: Block, pytester: pytest.Pytester, seed: int) -> None:
     name, args = block.target()
     run_args = (
         name,
-        "-p",
-        "no:cassetter",
         "-p",
         "no:cacheprovider",
         "-o",

@@ -454,7 +454,6 @@ DEV_TOOLS = {
     "pytest-xdist",
     "hypothesis",
     "pytest-recording",
-    "cassetter",
     "vcrpy",
     "pytest-timeout",
     "pytest-asyncio",
@@ -476,14 +475,36 @@ def test_user_extras_hold_no_dev_tools_and_dev_holds_them_all() -> None:
             # explore's search and its example database are hypothesis's: a user extra of its own
             allowed = {"hypothesis"} if extra == "explore" else set()
             assert not (installed & DEV_TOOLS) - allowed, (extra, installed & DEV_TOOLS)
-            # together they stop pytest from starting: never in an extra a user installs
-            assert not {"cassetter", "pytest-recording"} <= installed, extra
+        # together they stop pytest from starting (both register --record-mode): cassetter lives
+        # in its side environment (test_every_installed_pytest_plugin_loads_in_a_bare_project)
+        assert "cassetter" not in _resolved(extra, extras), extra
     dev = _resolved("dev", extras)
     assert DEV_TOOLS <= dev
     assert {"mkdocs-material", "mkdocstrings", "openai", "httpx-sse", "uvicorn", "rich"} <= dev
     assert _resolved("docs", extras) == {"mkdocs-material", "mkdocstrings", "ruff"}  # ruff formats signatures
     assert _resolved("serve", extras) == {"uvicorn", "starlette"}
     assert _resolved("explore", extras) == {"hypothesis"}
+
+
+def test_every_installed_pytest_plugin_loads_in_a_bare_project(pytester: pytest.Pytester) -> None:
+    """This environment holds every extra (the dev extra includes the others): pytest, with every
+    installed plugin loaded as in a user's project (no ini, no addopts), starts and runs a test,
+    so no two of the extras' plugins register the same option (pytest refuses to start on the
+    second) and pytest stays usable in any project that installs any of the extras."""
+    from importlib.metadata import entry_points
+
+    names = sorted({ep.name for ep in entry_points(group="pytest11")})
+    assert {"ssemock", "recording", "xdist", "asyncio", "hypothesispytest"} <= set(names)
+    pytester.makepyfile(
+        test_bare=f"""
+def test_every_plugin_is_loaded(pytestconfig):
+    missing = [name for name in {names!r} if not pytestconfig.pluginmanager.has_plugin(name)]
+    assert missing == []
+"""
+    )
+    pytester._monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    result = pytester.runpytest_inprocess("-o", "asyncio_default_fixture_loop_scope=function")
+    result.assert_outcomes(passed=1)
 
 
 def test_ci_and_the_readme_use_the_dev_extra_and_build_the_docs() -> None:

@@ -297,7 +297,7 @@ def test_chat(ssemock):
     ssemock.assert_text(text[:-1])  # fails on purpose, with the chunking named
 """
     )
-    result = pytester.runpytest_inprocess("-p", "no:cassetter")
+    result = pytester.runpytest_inprocess()
     result.assert_outcomes(failed=len(ssemock.chunking.ALL))
     out = result.stdout.str()
     assert "differs under chunking mid_utf8, transform crlf" in out

@@ -78,7 +78,7 @@ def test_strict(ssemock):
 
 def test_explore_marker_sync_async_faults_coverage_and_database(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_explored=TESTS)
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-v", "-p", "no:randomly")
+    result = pytester.runpytest_inprocess("-v", "-p", "no:randomly")
     result.assert_outcomes(passed=2, failed=3)
     out = result.stdout.str()
     # one item each, even with a chunking/transform matrix in the marker
@@ -97,7 +97,7 @@ def test_explore_marker_sync_async_faults_coverage_and_database(pytester: pytest
     assert re.search(r"transforms drawn: .*(keepalive|comments|pad)", out)
     # failing variants are kept where the docs say, and replayed first
     assert any((pytester.path / ".hypothesis" / "ssemock").iterdir())
-    again = pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:randomly", "-k", "test_naive")
+    again = pytester.runpytest_inprocess("-p", "no:randomly", "-k", "test_naive")
     again.assert_outcomes(failed=1)
     assert "first failure after 1 examples" in again.stdout.str()
     # the reproducer, pasted as a pinned regression test, fails the same way without exploring
@@ -111,7 +111,7 @@ def test_pinned(ssemock):
         ssemock.assert_text(naive(response))
 """
     )
-    pinned = pytester.runpytest_inprocess("-p", "no:cassetter", "test_pinned.py")
+    pinned = pytester.runpytest_inprocess("test_pinned.py")
     pinned.assert_outcomes(failed=1)
     assert "UnicodeDecodeError" in pinned.stdout.str()
 
@@ -127,17 +127,16 @@ def test_naive(ssemock):
 """
     )
     runs = [
-        pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-explore=30", "--ssemock-explore-seed=4")
-        for _ in range(2)
+        pytester.runpytest_inprocess("--ssemock-explore=30", "--ssemock-explore-seed=4") for _ in range(2)
     ]
     for run in runs:
         run.assert_outcomes(failed=1)
     found = [re.search(r"reproduce with: .*", r.stdout.str()) for r in runs]
     assert found[0] and found[1] and found[0].group() == found[1].group()  # the seed reproduces the run
-    bad = pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-explore=soon")
+    bad = pytester.runpytest_inprocess("--ssemock-explore=soon")
     assert "number of examples" in bad.stderr.str()
     pytester.makeini("[pytest]\nssemock_explore = 25\n")
-    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(failed=1)
+    pytester.runpytest_inprocess().assert_outcomes(failed=1)
     # explore=0 in the marker opts one test out: it runs once, as recorded, and passes
     pytester.makepyfile(
         test_cli=HEADER
@@ -148,7 +147,7 @@ def test_naive(ssemock):
         ssemock.assert_text(naive(response))
 """
     )
-    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-explore=30").assert_outcomes(passed=1)
+    pytester.runpytest_inprocess("--ssemock-explore=30").assert_outcomes(passed=1)
 
 
 def test_a_recording_run_explores_what_it_recorded(
@@ -167,7 +166,7 @@ def test_events(ssemock):
     )
     with running(APP) as url:
         monkeypatch.setenv("SSEMOCK_TEST_SERVER", url)
-        result = pytester.runpytest_inprocess("-p", "no:cassetter", "-v", "--ssemock-record-mode=once")
+        result = pytester.runpytest_inprocess("-v", "--ssemock-record-mode=once")
     result.assert_outcomes(passed=1)
     assert "test_rec.py::test_events: 20 examples" in result.stdout.str()  # explored after recording
     assert (pytester.path / "cassettes" / "test_rec" / "test_events.json").exists()

@@ -257,9 +257,7 @@ def test_cli(ssemock):
         client.get("https://example.test/s")
 """
     )
-    pytester.runpytest_inprocess(
-        "-p", "no:cassetter", "--ssemock-faults=disconnect:after_event=2"
-    ).assert_outcomes(passed=2)
+    pytester.runpytest_inprocess("--ssemock-faults=disconnect:after_event=2").assert_outcomes(passed=2)
 
 
 def test_an_unread_error_response_is_not_an_unconsumed_stream() -> None:

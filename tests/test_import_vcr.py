@@ -717,9 +717,7 @@ def test_a_pytest_recording_suite_finds_its_imported_cassettes(
     # in-process (pytester restores sys.modules after each run); said for pytest-asyncio, which
     # warns into the outer run otherwise
     loop = ("-o", "asyncio_default_fixture_loop_scope=function")
-    result = pytester.runpytest_inprocess(
-        "-p", "no:cassetter", "-p", "no:randomly", *loop, "--record-mode=once"
-    )
+    result = pytester.runpytest_inprocess("-p", "no:randomly", *loop, "--record-mode=once")
     result.assert_outcomes(passed=4)
     folder = pytester.path / "cassettes" / "test_suite"
     names = sorted(p.name for p in folder.iterdir())
@@ -729,7 +727,7 @@ def test_a_pytest_recording_suite_finds_its_imported_cassettes(
     pytester.makepyfile(test_suite=SUITE.replace("{marker}", "ssemock"))
     hits = APP.state.hits
     result = pytester.runpytest_inprocess(
-        "-p", "no:cassetter", "-p", "no:recording", "-p", "no:randomly", *loop, "--ssemock-record-mode=none"
+        "-p", "no:recording", "-p", "no:randomly", *loop, "--ssemock-record-mode=none"
     )
     result.assert_outcomes(passed=4)  # replayed from the imported cassettes ...
     assert APP.state.hits == hits  # ... not one request reached the server

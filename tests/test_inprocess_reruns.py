@@ -44,7 +44,7 @@ def test_runs_the_inner_suite_three_times(pytester):
     shutil.copy(ssemock.cassettes.path("openai/chat_text"), folder / "chat_text.json")
     pytester.makepyfile(test_inner=INNER)
     for _ in range(3):
-        pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:randomly",
+        pytester.runpytest_inprocess("-p", "no:randomly",
                                      "-W", "error::ssemock.SsemockWarning").assert_outcomes(passed=2)
 '''
 
@@ -55,7 +55,7 @@ def test_an_inner_suite_run_in_process_again_and_again_passes_every_time(pyteste
     the package and the pytest plugin stay those of the first."""
     pytester.makeconftest('pytest_plugins = ["pytester"]')
     pytester.makepyfile(test_author=AUTHOR)
-    result = pytester.runpytest_subprocess("-p", "no:cassetter", "-p", "no:randomly")
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(passed=1)
 
 

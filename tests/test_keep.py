@@ -291,8 +291,6 @@ def test_an_interrupted_pytest_recording_keeps_the_good_cassette_and_a_masked_pa
         "-p",
         "ssemock",
         "-p",
-        "no:cassetter",
-        "-p",
         "no:cacheprovider",
         "-p",
         "no:randomly",

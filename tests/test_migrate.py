@@ -299,8 +299,6 @@ def outcomes(root: Path, pytester: pytest.Pytester, *plugins: str) -> dict[str, 
     try:
         result = pytester.runpytest_inprocess(
             "-p",
-            "no:cassetter",
-            "-p",
             "no:randomly",
             "-o",
             "asyncio_default_fixture_loop_scope=function",  # pytest-asyncio warns into the outer run else

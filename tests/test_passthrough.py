@@ -189,8 +189,6 @@ def test_the_plugin_takes_ignore_hosts_everywhere(pytester: pytest.Pytester, ser
     result = pytester.runpytest_inprocess(
         "-p",
         "no:randomly",
-        "-p",
-        "no:cassetter",
         "-o",
         "asyncio_default_fixture_loop_scope=function",
         "-k",
@@ -201,8 +199,6 @@ def test_the_plugin_takes_ignore_hosts_everywhere(pytester: pytest.Pytester, ser
         result = pytester.runpytest_inprocess(
             "-p",
             "no:randomly",
-            "-p",
-            "no:cassetter",
             "-o",
             "asyncio_default_fixture_loop_scope=function",
             "-k",
@@ -220,8 +216,6 @@ def test_the_plugin_takes_ignore_hosts_everywhere(pytester: pytest.Pytester, ser
     result = pytester.runpytest_inprocess(
         "-p",
         "no:randomly",
-        "-p",
-        "no:cassetter",
         "-o",
         "asyncio_default_fixture_loop_scope=function",
         "-k",
@@ -233,8 +227,6 @@ def test_the_plugin_takes_ignore_hosts_everywhere(pytester: pytest.Pytester, ser
     result = pytester.runpytest_inprocess(
         "-p",
         "no:randomly",
-        "-p",
-        "no:cassetter",
         "-o",
         "asyncio_default_fixture_loop_scope=function",
         "-k",
@@ -244,8 +236,6 @@ def test_the_plugin_takes_ignore_hosts_everywhere(pytester: pytest.Pytester, ser
     result = pytester.runpytest_inprocess(
         "-p",
         "no:randomly",
-        "-p",
-        "no:cassetter",
         "-o",
         "asyncio_default_fixture_loop_scope=function",
         "-k",
@@ -264,7 +254,7 @@ def test_bad_plugin_values_are_named(pytester: pytest.Pytester) -> None:
             pass
     """)
     result = pytester.runpytest_inprocess(
-        "-p", "no:randomly", "-p", "no:cassetter", "-o", "asyncio_default_fixture_loop_scope=function"
+        "-p", "no:randomly", "-o", "asyncio_default_fixture_loop_scope=function"
     )
     result.stderr.fnmatch_lines(["*ignore_localhost: must be True or False, got 'yes'*"])
 

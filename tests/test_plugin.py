@@ -7,13 +7,14 @@ import json
 import os
 import re
 import socket
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from conftest import APP, run_xdist_inprocess
+from conftest import APP, run_xdist_inprocess, side_env_python
 
 import ssemock
 from ssemock.commands.loopback import running
@@ -68,7 +69,7 @@ def live(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_record_once_then_replay_offline_with_chunking_matrix(pytester: pytest.Pytester, live: Any) -> None:
     pytester.makepyfile(test_stream=TEST_FILE)
-    first = pytester.runpytest_inprocess("--ssemock-record-mode=once", "-p", "no:cassetter", "-v")
+    first = pytester.runpytest_inprocess("--ssemock-record-mode=once", "-v")
     first.assert_outcomes(passed=9)
     cassettes = pytester.path / "cassettes" / "test_stream"
     assert sorted(p.name for p in cassettes.iterdir()) == [
@@ -79,13 +80,13 @@ def test_record_once_then_replay_offline_with_chunking_matrix(pytester: pytest.P
     saved = (cassettes / "test_openai.json").read_text()
     assert "sk-test-plugin-key" not in saved
     live.stop()
-    second = pytester.runpytest_inprocess("-p", "no:cassetter", "-v")
+    second = pytester.runpytest_inprocess("-v")
     second.assert_outcomes(passed=9)
     out = second.stdout.str()
     for c in ssemock.chunking.ALL:
         assert f"test_openai[ssemock-{c.name}] PASSED" in out
     # the whole matrix again from the command line, through the plain-marker test too
-    third = pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-chunking=mid_utf8,bytewise", "-q")
+    third = pytester.runpytest_inprocess("--ssemock-chunking=mid_utf8,bytewise", "-q")
     third.assert_outcomes(passed=len(ssemock.chunking.ALL) + 2 * 2)
 
 
@@ -101,7 +102,7 @@ def test_unrecorded():
         client.get(os.environ["SSEMOCK_TEST_SERVER"] + "/events")
 """
     )
-    result = pytester.runpytest_inprocess("-p", "no:cassetter")
+    result = pytester.runpytest_inprocess()
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "UnmatchedRequestError" in out
@@ -146,49 +147,67 @@ def test_two_requests():
 """
     )
     path = pytester.path / "cassettes" / "test_modes" / "test_two_requests.json"
-    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-record-mode=once").assert_outcomes(passed=1)
+    pytester.runpytest_inprocess("--ssemock-record-mode=once").assert_outcomes(passed=1)
     assert len(json.loads(path.read_text())["interactions"]) == 1
     # once with an existing cassette: replay only, a new request is an error
     live_env = {"SECOND": "1"}
     for k, v in live_env.items():
         pytester._monkeypatch.setenv(k, v)
     pytester.runpytest_inprocess(
-        "-p", "no:cassetter", "--ssemock-record-mode=once", "--ssemock-allowed-hosts=none"
+        "--ssemock-record-mode=once", "--ssemock-allowed-hosts=none"
     ).assert_outcomes(failed=1)
     # new_episodes: replays the first, records the second
-    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-record-mode=new_episodes").assert_outcomes(
-        passed=1
-    )
+    pytester.runpytest_inprocess("--ssemock-record-mode=new_episodes").assert_outcomes(passed=1)
     urls = [x["request"]["url"] for x in json.loads(path.read_text())["interactions"]]
     assert [u.rsplit("/", 1)[1] for u in urls] == ["events", "gzip"]
     # all: records both again, replacing (not duplicating) what it re-records
-    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-record-mode=all").assert_outcomes(passed=1)
+    pytester.runpytest_inprocess("--ssemock-record-mode=all").assert_outcomes(passed=1)
     assert len(json.loads(path.read_text())["interactions"]) == 2
     # rewrite: starts from empty
     pytester._monkeypatch.delenv("SECOND")
-    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-record-mode=rewrite").assert_outcomes(
-        passed=1
-    )
+    pytester.runpytest_inprocess("--ssemock-record-mode=rewrite").assert_outcomes(passed=1)
     assert len(json.loads(path.read_text())["interactions"]) == 1
 
 
-@pytest.mark.parametrize("other, block", [("recording", "cassetter"), ("cassetter", "recording")])
-def test_coexists_with_other_recorders(pytester: pytest.Pytester, other: str, block: str) -> None:
-    """pytest-recording and cassetter both own --record-mode; ssemock's options are namespaced."""
-    pytester.makepyfile(
-        test_co="""
+COEXISTS = """
 import pytest
 def test_options(request):
+    assert request.config.pluginmanager.has_plugin({other!r})
     assert request.config.getoption("ssemock_record_mode") == "none"
-    assert request.config.getoption("record_mode") in ("none", "once", "new_episodes", "all", "rewrite", "ci")
+    assert request.config.getoption("record_mode") == "none"
 """
-    )
-    result = pytester.runpytest_inprocess(
-        "-p", f"no:{block}", "--ssemock-record-mode=none", "--record-mode=none"
-    )
+
+
+def test_coexists_with_pytest_recording(pytester: pytest.Pytester) -> None:
+    """pytest-recording owns --record-mode; ssemock's options are namespaced."""
+    pytester.makepyfile(test_co=COEXISTS.format(other="recording"))
+    loop_scope = ("-o", "asyncio_default_fixture_loop_scope=function")
+    result = pytester.runpytest_inprocess(*loop_scope, "--ssemock-record-mode=none", "--record-mode=none")
     result.assert_outcomes(passed=1)
-    help_text = pytester.runpytest_inprocess("-p", f"no:{block}", "--help").stdout.str()
+    help_text = pytester.runpytest_inprocess(*loop_scope, "--help").stdout.str()
     assert "--ssemock-record-mode" in help_text and "--record-mode" in help_text
+
+
+def test_coexists_with_cassetter(pytester: pytest.Pytester) -> None:
+    """cassetter owns --record-mode too (so it cannot share an environment with pytest-recording:
+    it lives in the cassetter side environment, `conftest.side_env_python`); ssemock's options
+    are namespaced."""
+    python = str(side_env_python("cassetter"))
+    pytester.makepyfile(test_co=COEXISTS.format(other="cassetter"))
+    run = [python, "-m", "pytest", "-p", "no:cacheprovider"]
+    done = subprocess.run(
+        [*run, "--ssemock-record-mode=none", "--record-mode=none"],
+        cwd=pytester.path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
+    help_text = subprocess.run(
+        [*run, "--help"], cwd=pytester.path, capture_output=True, text=True, timeout=120
+    )
+    assert "--ssemock-record-mode" in help_text.stdout and "--record-mode" in help_text.stdout
 
 
 def test_config_fixtures_and_teardown_checks(pytester: pytest.Pytester) -> None:
@@ -218,7 +237,7 @@ def test_partial(ssemock):
     assert ssemock.path.parent.name == "my_cassettes"
 """
     )
-    result = pytester.runpytest_inprocess("-p", "no:cassetter")
+    result = pytester.runpytest_inprocess()
     result.assert_outcomes(passed=1, errors=1)
     assert "was not read to the end under as_recorded" in result.stdout.str()
 
@@ -256,7 +275,7 @@ def test_ini(ssemock):
         assert client.get("https://example.test/s").text == "data: 世\\n\\ndata: 2\\n\\n"
 """
     )
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-v")
+    result = pytester.runpytest_inprocess("-v")
     # every transform of "all" but those that change nothing here (no JSON escape to write raw,
     # no JSON lines or JSON array to rewrite): those are skipped as duplicates, saying why
     result.assert_outcomes(passed=13, skipped=6)
@@ -312,7 +331,7 @@ def test_config_matrix(ssemock):
     pass
 """
     )
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-v")
+    result = pytester.runpytest_inprocess("-v")
     result.assert_outcomes(passed=2, errors=1)
     out = result.stdout.str()
     assert "test_one.py::test_marked PASSED" in out and "test_one.py::test_fixture PASSED" in out
@@ -389,12 +408,10 @@ def test_a_matrix_records_once_and_asserts_on_the_recording_run(
 ) -> None:
     pytester.makepyfile(test_m=MATRIX_TEST)
     runs = len(ssemock.chunking.ALL)
-    pytester.runpytest_inprocess("-p", "no:cassetter", f"--ssemock-record-mode={mode}").assert_outcomes(
-        passed=runs
-    )
+    pytester.runpytest_inprocess(f"--ssemock-record-mode={mode}").assert_outcomes(passed=runs)
     assert counting.counts == {"/v1/chat/completions": 1}  # one request recorded, the variants replayed it
     counting.stop()
-    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=runs)
+    pytester.runpytest_inprocess().assert_outcomes(passed=runs)
 
 
 def test_xdist_two_workers_record_each_matrix_once_then_replay_offline(
@@ -421,7 +438,7 @@ def test_xdist_two_workers_record_each_matrix_once_then_replay_offline(
     finally:
         counting.stop()
     live.stop()
-    pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:xdist").assert_outcomes(passed=runs)
+    pytester.runpytest_inprocess("-p", "no:xdist").assert_outcomes(passed=runs)
     leftovers = [p for p in (pytester.path / "cassettes").rglob("*") if p.name.endswith(".tmp")]
     assert leftovers == []
 
@@ -453,11 +470,11 @@ def test_chat(ssemock):
     ssemock.assert_text("".join(c.choices[0].delta.content or "" for c in stream if c.choices))
 """
     )
-    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-record-mode=once").assert_outcomes(passed=1)
+    pytester.runpytest_inprocess("--ssemock-record-mode=once").assert_outcomes(passed=1)
     saved = (pytester.path / "cassettes" / "test_scrub" / "test_chat.json").read_text()
     assert "alice@example.com" not in saved and "SCRUBBED" in saved
     counting.stop()
-    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=1)
+    pytester.runpytest_inprocess().assert_outcomes(passed=1)
 
 
 def test_class_positional_and_relative_names(pytester: pytest.Pytester) -> None:
@@ -494,7 +511,7 @@ def test_relative(ssemock):
 """
     )
     pytester._monkeypatch.chdir(pytester.path / "elsewhere")  # a name never resolves in the working directory
-    result = pytester.runpytest_inprocess(str(pytester.path / "test_names.py"), "-p", "no:cassetter")
+    result = pytester.runpytest_inprocess(str(pytester.path / "test_names.py"))
     result.assert_outcomes(passed=4)
 
 
@@ -528,7 +545,7 @@ def test_fine():
     pass
 """
     )
-    result = pytester.runpytest_inprocess("-p", "no:cassetter")
+    result = pytester.runpytest_inprocess()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert "test_bad.py::test_broken" in err and expected in err
@@ -558,13 +575,13 @@ def test_a_bad_command_line_or_ini_option_is_one_usage_error(
     pytester.makepyfile(test_any="def test_x():\n    pass\n")
     if ini:
         pytester.makeini(f"[pytest]\n{ini}\n")
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", *args)
+    result = pytester.runpytest_inprocess(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert expected in result.stderr.str() and "Traceback" not in result.stderr.str()
 
 
 def test_markers_list_every_keyword(pytester: pytest.Pytester) -> None:
-    out = pytester.runpytest_inprocess("-p", "no:cassetter", "--markers").stdout.str()
+    out = pytester.runpytest_inprocess("--markers").stdout.str()
     line = next(x for x in out.splitlines() if x.startswith("@pytest.mark.ssemock"))
     signature = line[: line.index("):")]
     for keyword in ssemock.plugin.KEYWORDS:
@@ -601,10 +618,8 @@ def test_marker_wins(ssemock):
     assert httpx.get("https://example.test/s").text == "data: 1\\n\\ndata: 2\\n\\n"
 """
     )
-    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=2)
-    result = pytester.runpytest_inprocess(
-        "-p", "no:cassetter", "--ssemock-allowed-hosts=none", "-k", "options"
-    )
+    pytester.runpytest_inprocess().assert_outcomes(passed=2)
+    result = pytester.runpytest_inprocess("--ssemock-allowed-hosts=none", "-k", "options")
     result.assert_outcomes(failed=1)
     assert "allowed_hosts == ['127.0.0.1']" in result.stdout.str() or "[] ==" in result.stdout.str()
 
@@ -639,11 +654,11 @@ def test_configured(ssemock):
 """
     )
     pytester._monkeypatch.setenv("EXPECTED", "")
-    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=3)  # the ini's false
+    pytester.runpytest_inprocess().assert_outcomes(passed=3)  # the ini's false
     pytester._monkeypatch.setenv("EXPECTED", "2.5")
-    pytester.runpytest_inprocess(
-        "-p", "no:cassetter", "--ssemock-drain-on-close=2.5", "-k", "default or marker"
-    ).assert_outcomes(passed=2)
+    pytester.runpytest_inprocess("--ssemock-drain-on-close=2.5", "-k", "default or marker").assert_outcomes(
+        passed=2
+    )
 
 
 def test_disable_turns_the_plugin_off(pytester: pytest.Pytester) -> None:
@@ -657,7 +672,7 @@ def test_unpatched(ssemock):
         vars(httpcore.ConnectionPool)["handle_request"].__module__.startswith("httpcore")
 """
     )
-    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-disable").assert_outcomes(passed=1)
+    pytester.runpytest_inprocess("--ssemock-disable").assert_outcomes(passed=1)
 
 
 def test_an_unmatched_request_is_a_short_error_with_each_fix(pytester: pytest.Pytester) -> None:
@@ -682,7 +697,7 @@ def test_no_cassette():
     httpx.get("https://api.example.test/v1/models")
 """
     )
-    result = pytester.runpytest_inprocess("-p", "no:cassetter")
+    result = pytester.runpytest_inprocess()
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
     assert "AllMockedAssertionError" not in out and "During handling" not in out
@@ -738,9 +753,9 @@ def test_marker(ssemock):
 """
     )
     monkeypatch.setenv("EXPECTED", "0.5")  # ssemock_config over the ini
-    pytester.runpytest_inprocess("-p", "no:cassetter").assert_outcomes(passed=2)
+    pytester.runpytest_inprocess().assert_outcomes(passed=2)
     monkeypatch.setenv("EXPECTED", "2.0")  # the command line over ssemock_config
-    pytester.runpytest_inprocess("-p", "no:cassetter", "--ssemock-timing=scaled:2").assert_outcomes(passed=2)
+    pytester.runpytest_inprocess("--ssemock-timing=scaled:2").assert_outcomes(passed=2)
 
 
 def test_a_relative_cassette_name_with_dots_resolves_lexically(pytester: pytest.Pytester) -> None:
@@ -763,7 +778,7 @@ def test_missing():
 """
     )
     assert not (pytester.path / "cassettes" / "test_other").exists()
-    result = pytester.runpytest_inprocess("-p", "no:cassetter")
+    result = pytester.runpytest_inprocess()
     result.assert_outcomes(passed=1, failed=1)
     assert str(pytester.path / "cassettes" / "nowhere" / "y.json") in result.stdout.str()
 
@@ -798,7 +813,7 @@ def test_check():
 
 def test_a_failing_assertion_shows_the_users_lines_and_no_ssemock_frame(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_failing=FAILING)
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:randomly", "-k", "test_text")
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-k", "test_text")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     package = str(Path(ssemock.__file__).parent)
@@ -807,13 +822,9 @@ def test_a_failing_assertion_shows_the_users_lines_and_no_ssemock_frame(pytester
     assert "text of choice 0 differs under chunking bytewise" in out  # ssemock's message
     failure = out[out.index("_ test_text _") : out.index("short test summary")]
     assert len(failure.splitlines()) <= 30, failure
-    checked = pytester.runpytest_inprocess(
-        "-p", "no:cassetter", "-p", "no:randomly", "-k", "test_check"
-    ).stdout.str()
+    checked = pytester.runpytest_inprocess("-p", "no:randomly", "-k", "test_check").stdout.str()
     assert package not in checked and "def check" not in checked
     assert "player.check(run)" in checked and 'reproduce with chunking="at:' in checked
     # --full-trace still shows everything
-    full = pytester.runpytest_inprocess(
-        "-p", "no:cassetter", "-p", "no:randomly", "-k", "test_text", "--full-trace"
-    )
+    full = pytester.runpytest_inprocess("-p", "no:randomly", "-k", "test_text", "--full-trace")
     assert package in full.stdout.str()

@@ -44,9 +44,7 @@ def test_matrix(ssemock):
 
 def _outcomes(pytester: pytest.Pytester, *args: str) -> dict[str, list[str]]:
     """Each outcome's test ids (sorted), with ssemock's warnings as errors."""
-    reprec = pytester.inline_run(
-        "-p", "no:cassetter", "-p", "no:randomly", "-W", "error::ssemock.SsemockWarning", *args
-    )
+    reprec = pytester.inline_run("-p", "no:randomly", "-W", "error::ssemock.SsemockWarning", *args)
     passed, skipped, failed = reprec.listoutcomes()
     return {
         "passed": sorted(r.nodeid for r in passed),
@@ -99,9 +97,7 @@ def test_429(ssemock):
             model="m", messages=[], stream=True)
 """
     )
-    result = pytester.runpytest(
-        "-p", "no:cassetter", "-p", "no:randomly", "-W", "error::ssemock.SsemockWarning"
-    )
+    result = pytester.runpytest("-p", "no:randomly", "-W", "error::ssemock.SsemockWarning")
     result.assert_outcomes(passed=1)
 
 
@@ -137,7 +133,7 @@ def test_x(ssemock):
     pass
 """
     )
-    result = pytester.runpytest("-p", "no:cassetter", "--ssemock-record-mode=once")
+    result = pytester.runpytest("--ssemock-record-mode=once")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
@@ -146,7 +142,7 @@ def test_x(ssemock):
             "interaction by its index*"
         ]
     )
-    assert pytester.runpytest("-p", "no:cassetter").ret != pytest.ExitCode.USAGE_ERROR  # replay: collected
+    assert pytester.runpytest().ret != pytest.ExitCode.USAGE_ERROR  # replay: collected
 
 
 def test_a_recorded_stream_left_unread_is_named_as_the_recorded_response(
@@ -165,7 +161,7 @@ def test_first_byte_only(ssemock):
         assert next(response.iter_raw()) == b"d"
 """
     )
-    result = pytester.runpytest("-p", "no:cassetter", "-p", "no:randomly", "--ssemock-record-mode=once")
+    result = pytester.runpytest("-p", "no:randomly", "--ssemock-record-mode=once")
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(
         [

@@ -454,9 +454,7 @@ def test_push(ssemock):
 """
     )
     for mode in ("once", "none"):
-        result = pytester.runpytest(
-            "-p", "no:cassetter", "-p", "no:randomly", f"--ssemock-record-mode={mode}"
-        )
+        result = pytester.runpytest("-p", "no:randomly", f"--ssemock-record-mode={mode}")
         result.assert_outcomes(passed=1, warnings=0)
 
 

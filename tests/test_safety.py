@@ -449,9 +449,7 @@ def test_hostile_parametrize_ids_record_inside_the_cassette_directory(
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester._monkeypatch.setenv("SSEMOCK_SAFETY_SERVER", slow)
     before = set(pytester.path.parent.iterdir())
-    pytester.runpytest_inprocess(
-        "-p", "no:cassetter", "-p", "no:xdist", "--ssemock-record-mode=once"
-    ).assert_outcomes(passed=5)
+    pytester.runpytest_inprocess("-p", "no:xdist", "--ssemock-record-mode=once").assert_outcomes(passed=5)
     folder = (pytester.path / "cassettes" / "test_names").resolve()
     written = [p.resolve() for p in (pytester.path / "cassettes").rglob("*") if p.is_file()]
     assert len(written) == 5 and all(p.parent == folder for p in written), written

@@ -247,7 +247,7 @@ def test_two_xdist_workers_record_different_cassettes_at_the_same_time(pytester:
         (x,) = ssemock.Cassette.load(folder / f"test_record[{who}].json").interactions
         _check_own(who, x.response.body)
     # the server is gone: both replay offline (in process: a third xdist start-up would cost ~6 s)
-    pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:xdist").assert_outcomes(passed=2)
+    pytester.runpytest_inprocess("-p", "no:xdist").assert_outcomes(passed=2)
     assert sorted(p.name for p in folder.iterdir()) == files  # no temp files left behind
 
 

@@ -537,7 +537,7 @@ def test_a_secret_parameter_never_shows_in_a_test_id(pytester: pytest.Pytester) 
             assert password
         """
     )
-    result = pytester.runpytest_inprocess("-v", "-p", "no:cacheprovider", "-p", "no:cassetter")
+    result = pytester.runpytest_inprocess("-v", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
     out = result.stdout.str()
     assert key[10:] not in out and "hunter2" not in out

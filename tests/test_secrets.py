@@ -404,9 +404,7 @@ def test_leak(ssemock, name):
                     headers={{"x-note": "%3D" + KEYS[name]}})
 """
     )
-    result = pytester.runpytest(
-        "--ssemock-record-mode=all", "-p", "no:cacheprovider", "-p", "no:cassetter", "-rA"
-    )
+    result = pytester.runpytest("--ssemock-record-mode=all", "-p", "no:cacheprovider", "-rA")
     output = "\n".join(result.outlines + result.errlines)
     assert "refusing to save" in output, output
     for key in keys.values():

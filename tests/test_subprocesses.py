@@ -91,7 +91,7 @@ def test_the_marker_takes_it(pytester: pytest.Pytester) -> None:
             assert json.loads(out)["HTTP_PROXY"].startswith("http://127.0.0.1:")
     """)
     result = pytester.runpytest_inprocess(
-        "-p", "no:randomly", "-p", "no:cassetter", "-o", "asyncio_default_fixture_loop_scope=function"
+        "-p", "no:randomly", "-o", "asyncio_default_fixture_loop_scope=function"
     )
     result.assert_outcomes(passed=1)
 

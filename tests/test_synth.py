@@ -541,6 +541,27 @@ def test_write_library_records_through_loopback(tmp_path: Path) -> None:
     assert all(t >= 0.25 + 0.03 * k - 0.001 for k, t in enumerate(times)) and times == sorted(times)
 
 
+def test_a_late_recording_is_recorded_again_and_the_most_punctual_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine too busy to read on time never fails the library: with every recording counted
+    late (PUNCTUAL below zero), each attempt is made and one of them written, chunks as shipped."""
+    monkeypatch.setattr(synth, "PUNCTUAL", -1.0)
+    made = []
+    through_sdk = synth._through_sdk
+
+    def counted(base: str, interaction: Any) -> bool:
+        made.append(interaction)
+        return through_sdk(base, interaction)
+
+    monkeypatch.setattr(synth, "_through_sdk", counted)
+    (path,) = synth.write_library(tmp_path, names=["ollama/chat"], attempts=2)
+    assert len(made) == 2
+    assert synth._without_times(path.read_bytes()) == synth._without_times(
+        cassettes.path("ollama/chat").read_bytes()
+    )
+
+
 def test_event_ids_and_a_charset_less_content_type() -> None:
     plain = synth.openai_chat("Numbered \u2028 events.", seed=4)
     numbered = synth.openai_chat("Numbered \u2028 events.", seed=4, event_ids=True, charset=False)

@@ -113,6 +113,6 @@ def test_the_plugin_skips_a_transform_with_no_meaning_and_says_why(pytester: pyt
             httpx.post("https://ollama.test/api/chat").read()
     """
     )
-    result = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cassetter", "-rs")
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-rs")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["*keepalive has no meaning for ndjson (it rewrites sse)*"])

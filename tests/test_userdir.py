@@ -121,8 +121,6 @@ def test_the_plugin_removes_its_run_folder(pytester: pytest.Pytester, runtime: P
     result = pytester.runpytest_inprocess(
         "-p",
         "no:randomly",
-        "-p",
-        "no:cassetter",
         "-o",
         "asyncio_default_fixture_loop_scope=function",
         "--ssemock-record-mode=once",

@@ -9,7 +9,8 @@ every stream is labelled with the protocol and accumulates to the text an indepe
 (`real_traffic_reference`, written from the providers' documentation) finds, and ``ssemock
 validate`` has no warning or problem on any imported file.
 
-The corpora sit beside the repository (CI clones them there); they are read, never copied in.
+The corpora sit beside the repository (CI clones them there and passes ``--ssemock-corpora``; see
+tests/conftest.py): without them these tests are deselected. They are read, never copied in.
 """
 
 from __future__ import annotations
@@ -29,9 +30,8 @@ import ssemock
 from ssemock import Cassette, framing
 from ssemock.commands.cli import main
 
-CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"  # beside the repository
-# (corpus folder, the part of its tree under the folder import-vcr is given)
-ROOTS = {"realtraffic2": CORPORA / "realtraffic2" / "corpus", "migration": CORPORA / "migration"}
+#: corpus -> the part of its tree import-vcr is given, under the corpora folder
+ROOTS = {"realtraffic2": Path("realtraffic2", "corpus"), "migration": Path("migration")}
 #: the only refusals: an HS256 test JWT (``sub: noone@ibm...``) in two watsonx cassettes
 JWT_REFUSED = {
     "traceloop+openllmetry/packages/opentelemetry-instrumentation-watsonx/tests/metrics/cassettes/"
@@ -42,13 +42,15 @@ JWT_REFUSED = {
 
 
 @pytest.fixture(scope="module")
-def imported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[Path, str]]]:
+def imported(
+    corpora: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, tuple[Path, str]]]:
     """Each corpus imported by the CLI: {corpus: (output folder, what import-vcr printed)}."""
     out: dict[str, tuple[Path, str]] = {}
     for name, root in ROOTS.items():
         target = tmp_path_factory.mktemp(name)
         here = Path.cwd()
-        os.chdir(root)
+        os.chdir(corpora / root)
         try:
             _, stdout, stderr = _ssemock("import-vcr", ".", "--out", str(target))
         finally:
@@ -88,9 +90,9 @@ def test_nothing_is_refused_but_the_test_jwt(corpus: str, imported: dict[str, tu
 
 
 @pytest.mark.parametrize("corpus", sorted(ROOTS))
-def test_no_body_is_lost(corpus: str, imported: dict[str, tuple[Path, str]]) -> None:
+def test_no_body_is_lost(corpus: str, imported: dict[str, tuple[Path, str]], corpora: Path) -> None:
     folder, _ = imported[corpus]
-    root = ROOTS[corpus]
+    root = corpora / ROOTS[corpus]
     converted = 0
     for source in sorted(root.rglob("*.yaml")):
         rel = str(source.relative_to(root))
@@ -112,10 +114,10 @@ def test_no_body_is_lost(corpus: str, imported: dict[str, tuple[Path, str]]) -> 
 
 @pytest.mark.parametrize("corpus", sorted(ROOTS))
 def test_every_stream_is_labelled_and_accumulated_as_the_reference_decodes_it(
-    corpus: str, imported: dict[str, tuple[Path, str]]
+    corpus: str, imported: dict[str, tuple[Path, str]], corpora: Path
 ) -> None:
     folder, _ = imported[corpus]
-    expected = decode_tree(ROOTS[corpus])
+    expected = decode_tree(corpora / ROOTS[corpus])
     checked = 0
     for rel, streams in expected.items():
         if rel in JWT_REFUSED:

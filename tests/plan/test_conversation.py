@@ -454,7 +454,7 @@ def test_cell(cassette, compression):
             assert bool(ws.protocol.extensions) is True
 """
     )
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:randomly", "-rs")
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-rs")
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(
         ["*SKIPPED*the WebSocket variant deflate: the client offered no permessage-deflate*"]

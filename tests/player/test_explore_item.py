@@ -74,7 +74,7 @@ def test_chat():
     httpx.get(os.environ["SSEMOCK_TEST_SERVER"] + "/events")  # loopback, allowed by default
 """
     )
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:randomly")
+    result = pytester.runpytest_inprocess("-p", "no:randomly")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     missing = Path(pytester.path) / "cassettes" / "test_other" / "chat.json"

@@ -30,9 +30,7 @@ def test_explore_shrinks_a_header_split_and_the_pasted_marker_fails_the_same_way
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(test_drawn=INNER.replace("MARK, ", "explore=30, "))
-    drawn = pytester.runpytest_inprocess(
-        "-p", "no:randomly", "-p", "no:cassetter", "--ssemock-explore-seed=5"
-    )
+    drawn = pytester.runpytest_inprocess("-p", "no:randomly", "--ssemock-explore-seed=5")
     drawn.assert_outcomes(failed=1)
     out = drawn.stdout.str()
     found = re.search(r"reproduce with: (@pytest\.mark\.ssemock\((.*)\))", out)
@@ -44,7 +42,7 @@ def test_explore_shrinks_a_header_split_and_the_pasted_marker_fails_the_same_way
     assert "IndexError" in out
     pasted = INNER.replace("@pytest.mark.ssemock(MARK, ", found.group(1)[:-1] + ", ")
     pytester.makepyfile(test_pasted=pasted)
-    again = pytester.runpytest_inprocess("-p", "no:randomly", "-p", "no:cassetter", "test_pasted.py")
+    again = pytester.runpytest_inprocess("-p", "no:randomly", "test_pasted.py")
     again.assert_outcomes(failed=1)
     assert "IndexError: index out of range" in again.stdout.str()
 

@@ -223,8 +223,6 @@ def test_the_marker_reports_it_in_the_warnings_summary(pytester: pytest.Pytester
     pytester.makepyfile(test_pings=INNER)
     result = pytester.runpytest_inprocess(
         "-p",
-        "no:cassetter",
-        "-p",
         "no:randomly",
         "-W",
         "default",

@@ -24,7 +24,7 @@ def test_the_sse_set_runs_only_what_can_rewrite_sse(pytester: pytest.Pytester) -
     c.add("GET", "https://api.example.test/s", [BODY], headers={"content-type": "text/event-stream"})
     c.save(pytester.path / "cassettes" / "test_m" / "test_x.json")
     pytester.makepyfile(test_m=TEST.format(spec="sse"))
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:randomly", "-v")
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-v")
     sse = [t for t in transforms.ALL if "sse" in t.kinds]
     assert [t.name for t in transforms.SETS["sse"]] == [t.name for t in sse]
     changes = [t for t in sse if transforms.applies(t, BODY, "sse")]

@@ -44,7 +44,7 @@ def _write(folder: Path, *, http: bool) -> None:
 
 
 def _ran(pytester: pytest.Pytester) -> list[tuple[str, ...]]:
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:randomly", "-s", "-v")
+    result = pytester.runpytest_inprocess("-p", "no:randomly", "-s", "-v")
     result.assert_outcomes(passed=7)
     return [
         tuple(m.group(1).split()) for line in result.stdout.lines if (m := re.search(r"\bRAN (.*)", line))
@@ -85,6 +85,6 @@ def test_a_session_only_cassette_names_the_wire_chunking(pytester: pytest.Pytest
 
 def test_before_the_cassette_exists_the_ids_are_the_http_names(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_new=INNER)
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", "--collect-only", "-q")
+    result = pytester.runpytest_inprocess("--collect-only", "-q")
     ids = re.findall(r"test_session\[(.*)\]", result.stdout.str())
     assert "ssemock-mid_line" in ids and len(ids) == 7

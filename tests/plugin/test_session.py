@@ -15,7 +15,7 @@ def test_a_misspelt_ini_key_is_a_usage_error_naming_the_closest(pytester: pytest
     else:
         pytester.makefile(".cfg", setup="[tool:pytest]\nssemock_chunkng = mid_line\n")
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
-    result = pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:randomly")
+    result = pytester.runpytest_inprocess("-p", "no:randomly")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert (
@@ -28,4 +28,4 @@ def test_a_misspelt_ini_key_is_a_usage_error_naming_the_closest(pytester: pytest
 def test_known_ini_keys_pass(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nssemock_chunking = mid_line\nssemock_check_unplayed = warn\n")
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
-    pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:randomly").assert_outcomes(passed=1)
+    pytester.runpytest_inprocess("-p", "no:randomly").assert_outcomes(passed=1)

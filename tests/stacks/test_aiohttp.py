@@ -18,7 +18,7 @@ import httpx
 import httpx2
 import openai
 import pytest
-from conftest import FakeClock, assert_paced
+from conftest import FakeClock, assert_paced, side_env_python
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -599,24 +599,12 @@ def test_google_genai_async_records_and_replays_through_aiohttp(
 
 # -- litellm's async path (its own venv: litellm needs openai < 3, the suite openai >= 3) ---------
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="session")
 def litellm_python() -> Path:
-    """The litellm side environment's Python, built before the run from pinned versions by
-    ``bash .ci/litellm-env`` (CI does; SSEMOCK_LITELLM_PYTHON names another one). The test never
-    installs anything itself."""
-    python = Path(os.environ.get("SSEMOCK_LITELLM_PYTHON") or ROOT / ".venv-litellm" / "bin" / "python")
-    if not python.exists():
-        missing = (
-            f"{python} is missing: build the litellm side environment with `bash .ci/litellm-env` "
-            "(or set SSEMOCK_LITELLM_PYTHON to a Python that has litellm and this checkout)"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(missing)
-        pytest.skip(missing)
-    return python
+    """The litellm side environment's Python (``bash .ci/litellm-env`` builds it; see
+    `conftest.side_env_python`)."""
+    return side_env_python("litellm")
 
 
 def test_litellm_acompletion_stream_records_and_replays_through_aiohttp(

@@ -712,10 +712,8 @@ def test_a_marked_test_records_once_then_replays_offline(
     pytester.makepyfile(test_user=USER_TESTS)
     with running(APP) as url:
         monkeypatch.setenv("SSEMOCK_TEST_SERVER", url)
-        pytester.runpytest_inprocess("--ssemock-record-mode=once", "-p", "no:cassetter").assert_outcomes(
-            passed=8
-        )
-    replayed = pytester.runpytest_inprocess("-p", "no:cassetter", "-v")  # the server is gone
+        pytester.runpytest_inprocess("--ssemock-record-mode=once").assert_outcomes(passed=8)
+    replayed = pytester.runpytest_inprocess("-v")  # the server is gone
     replayed.assert_outcomes(passed=8)
     for chunking in ssemock.chunking.ALL:
         assert f"test_requests_sse[ssemock-{chunking.name}] PASSED" in replayed.stdout.str()

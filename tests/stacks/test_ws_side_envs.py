@@ -13,11 +13,11 @@ by nothing."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import side_env_python
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = {
@@ -38,15 +38,7 @@ CLIENTS_ONLY = {"websockets.asyncio", "websockets.sync", "websockets.legacy"}  #
     [("ws13", "13.1", SCENARIOS), ("ws130", "13.0.1", CLIENTS_ONLY), ("ws15", "15.0.1", SCENARIOS)],
 )
 def test_every_scenario_replays_what_it_recorded(env: str, version: str, scenarios: set[str]) -> None:
-    python = Path(os.environ.get(f"SSEMOCK_{env.upper()}_PYTHON") or ROOT / f".venv-{env}" / "bin" / "python")
-    if not python.exists():
-        missing = (
-            f"{python} is missing: build the side environment with `bash .ci/side-env {env}` "
-            f"(or set SSEMOCK_{env.upper()}_PYTHON to a Python that has its lock and this checkout)"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(missing)
-        pytest.skip(missing)
+    python = side_env_python(env)
     done = subprocess.run(
         [str(python), str(Path(__file__).with_name("ws_matrix.py"))],
         capture_output=True,
