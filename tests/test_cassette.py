@@ -448,7 +448,7 @@ def test_headers_are_sorted_in_the_file() -> None:
 # -- hypothesis ------------------------------------------------------------------------------
 
 _header_name = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-0123456789", min_size=1, max_size=12)
-_header_value = st.text(max_size=20)
+_header_value = st.text(st.characters(exclude_characters="\r\n\x00"), max_size=20)  # add() refuses those
 _sse_text_body = st.lists(
     st.builds(
         lambda d, ev: (f"event: {ev}\n" if ev else "") + "".join(f"data: {x}\n" for x in d) + "\n",
@@ -540,6 +540,28 @@ def test_add_rejects_or_round_trips(chunks: list[bytes], times: list[float] | No
         return
     loaded = Cassette.loads(c.dumps())
     assert loaded.interactions[0].response.body == b"".join(chunks)
+
+
+@pytest.mark.parametrize("bad", ["a\r\nx-injected: 1", "a\nb", "a\x00b"])
+@pytest.mark.parametrize("part", ["name", "value"])
+def test_a_header_holding_a_line_break_or_nul_is_refused_at_add_and_at_load(
+    tmp_path: Path, bad: str, part: str
+) -> None:
+    """A header that would end its line where `serve` or a handshake writes it: `add` refuses it,
+    and a file holding one (edited, or written by another tool) names the file, interaction and
+    header."""
+    header = (bad, "v") if part == "name" else ("x-note", bad)
+    with pytest.raises(ValueError, match="which no HTTP message may carry"):
+        Cassette().add("GET", "http://h/", [b"data: 1\n\n"], headers=[header])
+    doc = orjson.loads(_sse_cassette().dumps())
+    doc["interactions"][0]["response"]["headers"][header[0]] = header[1]
+    path = tmp_path / "edited.json"
+    path.write_bytes(orjson.dumps(doc))
+    with pytest.raises(CassetteError) as failed:
+        Cassette.load(path)
+    message = str(failed.value)
+    assert message.startswith(f"{path}: interaction 0: response.headers[")
+    assert f"the header's {part} holds" in message and "\n" not in message
 
 
 # -- atomic save -----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ Example counts are modest so the whole file runs in well under 30 s.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -30,7 +31,14 @@ from streams import anthropic_events, openai_chat_events
 
 from ssemock import Cassette, CassetteError, ndjson, sse
 from ssemock.accumulate import PROTOCOLS, Accumulated, ProtocolError, accumulate
+from ssemock.commands.har import export_har
+from ssemock.commands.show import format_summary, summarize
+from ssemock.commands.validate import validate_cassette
+from ssemock.framing.websocket import Opcode, encode_frame
+from ssemock.plan.conversation import Conversation, UnmatchedMessageError
 from ssemock.sse import ServerSentEvent
+from ssemock.store.model import Interaction, Request, Response
+from ssemock.store.websocket import DIRECTIONS, Close, FrameNote, Message, WebSocket, Wire
 
 # SSEMOCK_FUZZ_SCALE=50 pytest tests/test_fuzz.py: a deep run (50x the examples)
 SCALE = int(os.environ.get("SSEMOCK_FUZZ_SCALE", "1"))
@@ -368,6 +376,108 @@ def test_loader_on_extreme_numbers() -> None:
 def test_version_true_is_not_version_1() -> None:
     with pytest.raises(CassetteError):
         Cassette.loads(b'{"version": true, "interactions": []}')
+
+
+# -- WebSocket sessions -----------------------------------------------------------------------
+
+_HEAD = b"GET /v1/realtime HTTP/1.1\r\nHost: h.test\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+
+
+@st.composite
+def valid_sessions(draw: st.DrawFn) -> Cassette:
+    """A cassette of a WebSocket session (messages both ways, fragments, pings, wire chunks, a
+    close), after an HTTP interaction half the time: what mutations start from."""
+    messages, last = [], {"send": 0.0, "recv": 0.0}
+    for _ in range(draw(st.integers(0, 5))):
+        direction = draw(st.sampled_from(DIRECTIONS))
+        last[direction] += draw(st.floats(0, 2, allow_nan=False))
+        if draw(st.booleans()):
+            data: str | bytes = draw(st.sampled_from(['{"type":"session.created"}', "caf\u00e9", ""]))
+            messages.append(Message(direction, round(last[direction], 4), "text", data))
+        else:
+            data = draw(st.sampled_from([b"\x00\xff\x01", b'{"setupComplete":{}}', b"abcdef"]))
+            messages.append(Message(direction, round(last[direction], 4), "binary", data))
+    received = [m for m in messages if m.direction == "recv"]
+    notes = []
+    if received and draw(st.booleans()):
+        notes.append(FrameNote("recv", 0, "ping", t=0.0, data=b"hi"))
+    big = next((k for k, m in enumerate(received) if len(m.payload) > 2), None)
+    if big is not None and draw(st.booleans()):
+        notes.append(FrameNote("recv", big, "fragments", [1, 2]))
+    ends = sorted(draw(st.sets(st.integers(1, 500), max_size=3)))
+    wire = Wire(draw(st.integers(0, 3)), ends, [0.001 * k for k in range(len(ends))])
+    by = draw(st.sampled_from(["client", "server", None]))
+    code = draw(st.sampled_from([1000, 1001, 1011, 4000])) if by else 1006
+    close = Close(code, draw(st.sampled_from(["", "bye", "\u00e9" * 61])) if by else "", by, by is not None)
+    session = WebSocket(
+        messages,
+        notes,
+        wire,
+        close,
+        draw(st.sampled_from([[], ["realtime"]])),
+        draw(st.sampled_from([None, "realtime"])),
+        draw(st.sampled_from([None, "permessage-deflate", "permessage-deflate; server_max_window_bits=10"])),
+    )
+    cassette = Cassette()
+    if draw(st.booleans()):
+        cassette.add("POST", "http://h.test/v1/chat/completions", [b"data: 1\n\n"], times=[0.01])
+    handshake = Response(101, [("upgrade", "websocket"), ("connection", "Upgrade")])
+    cassette.interactions.append(Interaction(Request("GET", "ws://h.test/v1/realtime"), handshake, session))
+    return cassette
+
+
+def _every_reader(cassette: Cassette) -> None:
+    """What ``validate``, ``show``, ``export-har`` and a replay do with a loaded cassette: none
+    may raise."""
+    validate_cassette(cassette, "fuzz.json")
+    for i, x in enumerate(cassette.interactions):
+        format_summary(summarize(x, i))
+    export_har(cassette)
+    for i, x in enumerate(cassette.interactions):
+        if x.websocket is None:
+            continue
+        conversation = Conversation(x, i)
+        conversation.answer(_HEAD)
+        for m in x.websocket.sent():
+            op = Opcode.TEXT if m.type == "text" else Opcode.BINARY
+            try:
+                conversation.feed(encode_frame(op, m.payload, mask=b"abcd"))
+            except UnmatchedMessageError:
+                break
+        x.websocket.frames  # noqa: B018 (the frames a replay reports)
+
+
+_HOSTILE = st.sampled_from(
+    [0, -1, 2**63, 2**64, 1.5, -0.5, 1e300, "", "x" * 130, "a\r\nb", "\x00", [], {}, None, True, [1, 2]]
+)
+
+
+@SOME
+@given(valid_sessions(), st.data())
+def test_loader_on_websocket_cassettes_with_random_mutations(cassette: Cassette, data: st.DataObject) -> None:
+    """A WebSocket cassette mutated anywhere (a value replaced by another of any type, deleted,
+    duplicated, negated) loads or raises one CassetteError naming the file; what loads,
+    ``validate``, ``show``, ``export-har`` and a replay read without an exception."""
+    doc = orjson.loads(cassette.dumps())
+    last = len(cassette.interactions) - 1  # the session's interaction: most mutations go there
+    for _ in range(data.draw(st.integers(1, 3))):
+        paths = [p for p in _paths(doc) if p[:2] == ("interactions", last)] or _paths(doc)
+        path = data.draw(st.sampled_from(paths))
+        how = data.draw(st.sampled_from(["replace", "delete", "duplicate", "negate"]))
+        new = copy.deepcopy(data.draw(st.one_of(json_values, _HOSTILE)))  # a later mutation may edit it
+        doc = _mutate(doc, path, how, new)
+    loaded = _load_or_cassette_error(_serialize(doc))
+    if loaded is not None:
+        _every_reader(loaded)
+
+
+@FAST
+@given(valid_sessions())
+def test_valid_websocket_cassettes_round_trip_and_read(cassette: Cassette) -> None:
+    loaded = _load_or_cassette_error(cassette.dumps())
+    assert loaded is not None
+    assert loaded.dumps() == cassette.dumps()
+    _every_reader(loaded)
 
 
 # -- the SSE decoder --------------------------------------------------------------------------

@@ -58,7 +58,7 @@ def test_validate_passes_a_session_and_names_a_bad_close_code(
     assert main(["validate", str(good)]) == 0
     data = json.loads(good.read_text())
     data["interactions"][0]["websocket"]["close"] = {
-        "code": 1005,
+        "code": 1015,  # TLS failure: reported, never sent
         "reason": "",
         "by": "server",
         "clean": False,
@@ -66,4 +66,4 @@ def test_validate_passes_a_session_and_names_a_bad_close_code(
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(data))
     assert main(["validate", str(bad)]) != 0
-    assert "websocket.close.code 1005" in capsys.readouterr().out
+    assert "websocket.close.code 1015" in capsys.readouterr().out

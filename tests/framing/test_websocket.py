@@ -88,7 +88,10 @@ def test_close_payloads() -> None:
     assert parse_close(close_payload(1000)) == (1000, "")
     assert parse_close(close_payload(4001, "bye ☀")) == (4001, "bye ☀")
     assert close_payload(None) == b"" and parse_close(b"") == (None, "")
-    for code in (1005, 1006, 1015, 999, 5000):
+    assert close_payload(1005) == b""  # what a receiver reports for a frame with no code
+    with pytest.raises(ValueError, match="needs a code"):
+        close_payload(1005, "bye")
+    for code in (1006, 1015, 999, 5000):
         with pytest.raises(ValueError, match=f"close code {code} cannot be sent"):
             close_payload(code)
     with pytest.raises(ValueError, match="at most 123 bytes"):

@@ -305,3 +305,41 @@ def test_a_stall_longer_than_recv_timeout_times_out_at_once(tmp_path: Path) -> N
         with connect(url) as ws:  # the first message is due a minute after open (10 ms x 6000)
             with pytest.raises(TimeoutError, match=r"timed out in 2\.0s"):
                 ws.recv(timeout=2)  # ends as the client's own timeout ends, without waiting for it
+
+
+def _closes_without_a_code(ws: Any) -> None:
+    """Sends one message, then a close frame with no code (its payload empty)."""
+    ws.send('{"type": "bye"}')
+    with ws.protocol_mutex:
+        ws.protocol.send_close()  # no code: an empty payload
+        ws.send_data()
+    ws.recv_events_thread.join(5)  # until the client's close answers it
+
+
+async def _until_closed(url: str) -> tuple[list[str], int | None]:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    seen = []
+    async with connect(url) as ws:
+        try:
+            while True:
+                seen.append(str(await ws.recv()))
+        except ConnectionClosed as closed:
+            return seen, closed.rcvd.code if closed.rcvd is not None else None
+    return seen, None
+
+
+def test_a_server_close_without_a_code_records_loads_and_replays(tmp_path: Path) -> None:
+    """The recorder keeps an empty close frame as 1005 (what the client reports): the cassette
+    loads, and the replay sends the same empty close frame."""
+    path = tmp_path / "closed.json"
+    with running(_closes_without_a_code) as server:
+        url = server.url("/v1/x")
+        with ssemock.use_cassette(path, record_mode="once"):
+            live = asyncio.run(_until_closed(url))
+    assert live == (['{"type": "bye"}'], 1005)
+    close = ssemock.Cassette.load(path).interactions[0].websocket.close  # type: ignore[union-attr]
+    assert (close.code, close.by) == (1005, "server")
+    with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]):
+        assert asyncio.run(_until_closed(url)) == live

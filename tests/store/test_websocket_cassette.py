@@ -5,11 +5,13 @@ interaction and the message or frame."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from ssemock import Cassette, CassetteError
+from ssemock.commands.cli import main
 from ssemock.store.model import Interaction, Request, Response
 from ssemock.store.websocket import Close, FrameNote, Message, WebSocket, Wire
 
@@ -76,6 +78,20 @@ def test_http_only_cassettes_stay_version_1() -> None:
         (lambda w: w["frames"][0].__setitem__(1, 99), "websocket.frames[0]: message index 99"),
         (lambda w: w["close"].__setitem__("code", 1006), "websocket.close.code 1006"),
         (lambda w: w["wire"]["chunks"][1].__setitem__(1, 10), "websocket.wire.chunks[1]"),
+        (lambda w: w.__setitem__("subprotocols", ["realtime"]), "websocket.subprotocols must be an object"),
+        (lambda w: w["subprotocols"].__setitem__("offered", "realtime"), "websocket.subprotocols.offered"),
+        (lambda w: w["subprotocols"].__setitem__("agreed", 7), "websocket.subprotocols.agreed must be"),
+        (lambda w: w["subprotocols"].__setitem__("agreed", "a\r\nx: y"), "subprotocols.agreed holds a CR"),
+        (
+            lambda w: w.__setitem__("extensions", "permessage-deflate"),
+            "websocket.extensions must be an object",
+        ),
+        (lambda w: w["extensions"].__setitem__("agreed", ["x"]), "websocket.extensions.agreed must be"),
+        (lambda w: w["wire"].__setitem__("chunks", 5), "websocket.wire.chunks must be a list"),
+        (lambda w: w["close"].__setitem__("reason", "\u00e9" * 62), "websocket.close.reason is 124 bytes"),
+        (lambda w: w["close"].update(by=None, code=99999), "websocket.close.code 99999 is out of range"),
+        (lambda w: w["close"].update(code="1000"), "websocket.close.code must be an integer"),
+        (lambda w: w["close"].update(code=1005, reason="bye"), "websocket.close.code 1005"),
     ],
 )
 def test_malformed_sessions_name_the_file_interaction_and_frame(tmp_path: Path, edit, named: str) -> None:  # type: ignore[no-untyped-def]
@@ -87,3 +103,45 @@ def test_malformed_sessions_name_the_file_interaction_and_frame(tmp_path: Path, 
         Cassette.load(path)
     assert str(path) in str(failed.value) and "interaction 0" in str(failed.value)
     assert named in str(failed.value)
+
+
+def test_a_close_frame_without_a_code_loads_and_replays_as_one(tmp_path: Path) -> None:
+    """A server's empty close frame, recorded as code 1005 (what the receiver reports), loads and
+    is served again as an empty close frame."""
+    cassette = _cassette()
+    session = cassette.interactions[0].websocket
+    assert session is not None
+    session.close = Close(1005, "", "server", True, 0.06)
+    loaded = Cassette.load(cassette.save(tmp_path / "ws.json")).interactions[0]
+    assert loaded.websocket is not None and loaded.websocket.close == session.close
+    closes = [f for f in loaded.websocket.frames if f.type == "close"]
+    assert [(f.direction, f.data) for f in closes] == [("recv", b""), ("send", b"")]
+
+
+@pytest.mark.parametrize("command", ["validate", "show", "export-har"])
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        (lambda w: w.__setitem__("subprotocols", ["realtime"]), "websocket.subprotocols"),
+        (lambda w: w["wire"].__setitem__("chunks", 5), "websocket.wire.chunks"),
+        (lambda w: w["close"].__setitem__("reason", "x" * 124), "websocket.close.reason"),
+    ],
+)
+def test_the_commands_give_the_one_error_for_a_malformed_session(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    edit,
+    named: str,  # type: ignore[no-untyped-def]
+) -> None:
+    data = json.loads(_cassette().dumps())
+    edit(data["interactions"][0]["websocket"])
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    args = [command, str(path), *(["-o", str(tmp_path / "out.har")] if command == "export-har" else [])]
+    assert main(args) == 1
+    out, err = capsys.readouterr()
+    shown = out + err
+    assert re.search(rf"{re.escape(str(path))}: interaction 0: (problem: )?{re.escape(named)}", shown)
+    assert "Traceback" not in shown
+    assert not (tmp_path / "out.har").exists()

@@ -88,7 +88,7 @@ def format_session(s: dict[str, Any]) -> str:
 
 def session_problems(ws: WebSocket) -> list[str]:
     """What is wrong with a session as stored: text messages that are not UTF-8, times that go
-    back, frames noted past their messages, close codes no frame may carry."""
+    back, frames noted past their messages, close codes and reasons no frame may carry."""
     problems = []
     last = {"send": 0.0, "recv": 0.0}
     for k, m in enumerate(ws.messages):
@@ -107,5 +107,8 @@ def session_problems(ws: WebSocket) -> list[str]:
                 f"websocket.frames[{k}]: notes message {n.index}, past the {counts[n.direction]} messages"
             )
     if ws.close.by is not None and ws.close.code is not None and not valid_close_code(ws.close.code):
-        problems.append(f"websocket.close: code {ws.close.code} may not appear in a close frame")
+        if not (ws.close.code == 1005 and not ws.close.reason):  # 1005: a close frame with no code
+            problems.append(f"websocket.close: code {ws.close.code} may not appear in a close frame")
+    if len(ws.close.reason.encode("utf-8", "surrogatepass")) > 123:
+        problems.append("websocket.close: a reason over 123 bytes, more than a close frame carries")
     return problems

@@ -344,12 +344,13 @@ def parse_frames(data: bytes, masked: bool = False) -> list[RawFrame]:
 
 def close_payload(code: int | None, reason: str = "") -> bytes:
     """A close frame's payload: the code (big-endian) and the UTF-8 reason; empty for no code
-    (what the receiver reports as 1005). 1005, 1006 and 1015 never go on the wire."""
-    if code is None:
+    or 1005 (what the receiver reports for a frame with no code, as a recording keeps it).
+    1005, 1006 and 1015 never go on the wire."""
+    if code is None or code == 1005:
         if reason:
             raise ValueError("a close reason needs a code")
         return b""
-    if code in (1005, 1006, 1015) or not (1000 <= code <= 4999):
+    if code in (1006, 1015) or not (1000 <= code <= 4999):
         raise ValueError(f"close code {code} cannot be sent in a close frame")
     data = struct.pack("!H", code) + reason.encode()
     if len(data) > 125:

@@ -97,9 +97,14 @@ class _Unit:
 
 
 def handshake_head(status: int, reason: str, headers: Sequence[tuple[str, str]]) -> bytes:
-    """An HTTP/1.1 response head."""
+    """An HTTP/1.1 response head: latin-1, as HTTP/1.1 carries it (a header edited beyond it,
+    or imported from a HAR, in UTF-8, as `serve` writes it)."""
     lines = [f"HTTP/1.1 {status} {reason}", *(f"{k}: {v}" for k, v in headers)]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+    text = "\r\n".join(lines) + "\r\n\r\n"
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:
+        return text.encode("utf-8")
 
 
 def _parse_request_head(head: bytes) -> dict[str, str]:

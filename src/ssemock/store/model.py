@@ -12,6 +12,7 @@ import orjson
 
 from ..scan.shapes import safe_message
 from ..scan.walk import Finding
+from .header_text import header_text_problem
 from .websocket import WebSocket
 
 __all__ = [
@@ -85,8 +86,14 @@ Headers = list[tuple[str, str]]
 
 
 def _headers(value: Mapping[str, str] | Iterable[tuple[str, str]] | None) -> Headers:
+    """Headers given in code as pairs; ValueError for one a cassette cannot hold (a CR, LF or NUL)."""
     items = value.items() if isinstance(value, Mapping) else (value or [])
-    return [(str(k).lower(), str(v)) for k, v in items]
+    out = [(str(k).lower(), str(v)) for k, v in items]
+    for k, v in out:
+        problem = header_text_problem(k) or header_text_problem(v)
+        if problem is not None:
+            raise ValueError(f"header {k[:40]!r}: {problem}, which no HTTP message may carry")
+    return out
 
 
 @dataclass

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from .header_text import header_text_problem
 from .model import (
     MAX_DEPTH,
     MAX_T_MS,
@@ -83,8 +84,20 @@ def _headers_from_json(value: Any, where: str) -> Headers:
         for one in v if isinstance(v, list) else [v]:
             if not isinstance(one, str):
                 raise _Invalid(f"{where}[{k!r}] must be a string or a list of strings")
+            _check_header_text(k, one, where)
             out.append((k.lower(), one))
     return out
+
+
+def _check_header_text(name: str, value: str, where: str) -> None:
+    """A header whose name or value would break the line it is written on: refused."""
+    for part, text in (("name", name), ("value", value)):
+        problem = header_text_problem(text)
+        if problem is not None:
+            raise _Invalid(
+                f"{where}[{name[:40]!r}]: the header's {part} {problem}, which no HTTP message may "
+                "carry (it would end the header line): remove it or the header"
+            )
 
 
 def _body_from_json(obj: dict[str, Any], where: str, consume: bool = False) -> bytes:

@@ -37,6 +37,7 @@ from typing import Any, Literal
 import orjson
 
 from ..framing.websocket import close_payload
+from .header_text import header_text_problem
 
 __all__ = [
     "DIRECTIONS",
@@ -394,18 +395,62 @@ def parse_websocket(value: Any) -> WebSocket:
     if not isinstance(rawf, list):
         raise ValueError("websocket.frames must be a list")
     notes = [_note_from_json(item, k, counts, sizes) for k, item in enumerate(rawf)]
-    sub = value.get("subprotocols") or {}
-    offered, agreed = sub.get("offered") or [], sub.get("agreed")
-    if not (isinstance(offered, list) and all(isinstance(s, str) for s in offered)):
-        raise ValueError("websocket.subprotocols.offered must be a list of strings")
-    if agreed is not None and not isinstance(agreed, str):
-        raise ValueError("websocket.subprotocols.agreed must be a string or null")
-    ext = (value.get("extensions") or {}).get("agreed")
-    if ext is not None and not isinstance(ext, str):
-        raise ValueError("websocket.extensions.agreed must be a string or null")
+    offered, agreed = _subprotocols(value.get("subprotocols"))
     return WebSocket(
-        messages, notes, _wire(value.get("wire")), _close(value.get("close")), offered, agreed, ext
+        messages,
+        notes,
+        _wire(value.get("wire")),
+        _close(value.get("close")),
+        offered,
+        agreed,
+        _extensions(value.get("extensions")),
     )
+
+
+def _handshake_text(value: Any, where: str) -> str | None:
+    """A handshake header's text (a subprotocol, the extensions): a string that may go in a
+    header line, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{where} must be a string or null, got {str(value)[:80]!r}")
+    problem = header_text_problem(value)
+    if problem is not None:
+        raise ValueError(f"{where} {problem}, which no handshake header may carry: remove it")
+    return value
+
+
+def _subprotocols(value: Any) -> tuple[list[str], str | None]:
+    """The offered subprotocols and the agreed one, of ``{"offered": [...], "agreed": ...}``."""
+    if value is None:
+        return [], None
+    if not isinstance(value, dict):
+        raise ValueError(
+            f"websocket.subprotocols must be an object {{'offered': [...], 'agreed': ...}}, got {str(value)[:80]!r}"
+        )
+    offered = value.get("offered")
+    if offered is None:
+        offered = []
+    if not isinstance(offered, list):
+        raise ValueError(
+            f"websocket.subprotocols.offered must be a list of strings, got {str(offered)[:80]!r}"
+        )
+    names = [_handshake_text(s, f"websocket.subprotocols.offered[{k}]") for k, s in enumerate(offered)]
+    if None in names:
+        raise ValueError("websocket.subprotocols.offered must be a list of strings, not null")
+    return [s for s in names if s is not None], _handshake_text(
+        value.get("agreed"), "websocket.subprotocols.agreed"
+    )
+
+
+def _extensions(value: Any) -> str | None:
+    """The agreed ``Sec-WebSocket-Extensions`` of ``{"agreed": ...}`` (an ``offered`` is checked too)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError(f"websocket.extensions must be an object {{'agreed': ...}}, got {str(value)[:80]!r}")
+    _handshake_text(value.get("offered"), "websocket.extensions.offered")
+    return _handshake_text(value.get("agreed"), "websocket.extensions.agreed")
 
 
 def _wire(value: Any) -> Wire:
@@ -418,7 +463,14 @@ def _wire(value: Any) -> Wire:
         raise ValueError(f"websocket.wire.head must be a byte count, got {head!r}")
     ends: list[int] = []
     times: list[float] = []
-    for k, pair in enumerate(value.get("chunks") or []):
+    chunks = value.get("chunks")
+    if chunks is None:
+        chunks = []
+    if not isinstance(chunks, list):
+        raise ValueError(
+            f"websocket.wire.chunks must be a list of [t_ms, end_offset], got {str(chunks)[:80]!r}"
+        )
+    for k, pair in enumerate(chunks):
         where = f"websocket.wire.chunks[{k}]"
         if not (isinstance(pair, list) and len(pair) == 2 and type(pair[1]) is int):
             raise ValueError(f"{where} must be [t_ms, end_offset], got {pair!r}")
@@ -451,16 +503,33 @@ def _close(value: Any) -> Close:
         value.get("by"),
         value.get("clean", False),
     )
-    if code is not None and (type(code) is not int or (by is not None and not valid_close_code(code))):
-        raise ValueError(
-            f"websocket.close.code {code!r} is not a close code a frame may carry (1000-1014 but 1004-1006, 3000-4999)"
-        )
     if by not in (None, "client", "server"):
         raise ValueError(f"websocket.close.by must be 'client', 'server' or null, got {by!r}")
     if not isinstance(reason, str) or not isinstance(clean, bool):
         raise ValueError("websocket.close.reason must be a string and clean true or false")
+    _check_close(code, reason, by)
     t = value.get("t")
     return Close(code, reason, by, clean, None if t is None else _time(t, "websocket.close"))
+
+
+def _check_close(code: Any, reason: str, by: str | None) -> None:
+    """A close a replay can send: a code a frame may carry (1005: a frame with none, and then no
+    reason) and a reason of at most 123 bytes, when a side sent it; 1000-4999 or null when none did."""
+    if code is not None and type(code) is not int:
+        raise ValueError(f"websocket.close.code must be an integer or null, got {str(code)[:80]!r}")
+    if by is None:
+        if code is not None and not 1000 <= code <= 4999:
+            raise ValueError(f"websocket.close.code {code!r} is out of range (1000-4999, or null)")
+    elif code is not None and not (valid_close_code(code) or (code == 1005 and not reason)):
+        raise ValueError(
+            f"websocket.close.code {code!r} is not a close code a frame may carry (1000-1014 but 1004-1006, "
+            "3000-4999; 1005 for a frame with no code and no reason)"
+        )
+    size = len(reason.encode("utf-8"))
+    if size > 123:
+        raise ValueError(
+            f"websocket.close.reason is {size} bytes of UTF-8: a close frame carries at most 123: shorten it"
+        )
 
 
 def lines_laid_out(laid: bytes, lines: dict[bytes, list[Any]]) -> bytes:
