@@ -48,15 +48,45 @@ def write_document(
             restart()
 
 
+_BATCH = 256  # interactions laid out at a time: the layout of all of them is never in memory at once
+
+
 def _write_once(
     interactions: Sequence[Interaction],
     path: str | os.PathLike[str] | None,
     write: Callable[[bytes | memoryview], object],
     binary: set[int],
 ) -> None:
+    version = WEBSOCKET_VERSION if any(x.websocket is not None for x in interactions) else VERSION
+    if not interactions:
+        write(
+            orjson.dumps({"version": version, "interactions": []}, option=_INDENT | orjson.OPT_APPEND_NEWLINE)
+        )
+        return
+    head = orjson.dumps({"version": version, "interactions": [0]}, option=_INDENT | orjson.OPT_APPEND_NEWLINE)
+    before, after = head.split(b"\n    0\n")
+    write(before)
+    for start in range(0, len(interactions), _BATCH):
+        if start:
+            write(b",")
+        _write_batch(interactions, start, path, write, binary)
+    write(b"\n" + after)
+
+
+def _write_batch(
+    interactions: Sequence[Interaction],
+    start: int,
+    path: str | os.PathLike[str] | None,
+    write: Callable[[bytes | memoryview], object],
+    binary: set[int],
+) -> None:
+    """Interactions ``start`` to ``start + _BATCH`` laid out as the items of the document's list
+    (orjson's layout of the list, its brackets left out, four spaces in), with their bodies,
+    chunk maps and WebSocket lines put in as they are written."""
     bodies, items, maps = [], [], []
     lines: dict[bytes, list[Any]] = {}  # a WebSocket session's messages, frames, wire: one a line
-    for i, x in enumerate(interactions):
+    for i in range(start, min(start + _BATCH, len(interactions))):
+        x = interactions[i]
         # after a restart, every body is checked whole first: a second restart is never needed
         text = i not in binary and _utf8_prefix(x.response.body, None if binary else _TEXT_PREFIX)
         try:
@@ -71,10 +101,9 @@ def _write_once(
             item["websocket"], laid_apart = dump_websocket(x.websocket, f"{_LINES}{i}:")
             lines.update(laid_apart)
         items.append(item)
-    laid = orjson.dumps(
-        {"version": WEBSOCKET_VERSION if lines else VERSION, "interactions": items},
-        option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE,
-    )
+    # "[\n  {...},\n  {...}\n]" -> "\n    {...},\n    {...}": no JSON string holds a line break
+    laid = orjson.dumps(items, option=_INDENT)[1:-2].replace(b"\n", b"\n  ")
+    del items
     if lines:
         laid = lines_laid_out(laid, lines)
     parts = laid.split(_BODY_JSON)
@@ -109,6 +138,7 @@ def _headers_to_json(headers: Headers) -> dict[str, str | list[str]]:
     return out
 
 
+_INDENT = orjson.OPT_INDENT_2
 # stands for a text body while the rest is laid out: random per process, so no header, URL or
 # body a cassette holds can be taken for it
 _BODY = f"\x00ssemock:body:{secrets.token_hex(16)}\x00"
