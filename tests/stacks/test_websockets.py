@@ -343,3 +343,15 @@ def test_a_server_close_without_a_code_records_loads_and_replays(tmp_path: Path)
     assert (close.code, close.by) == (1005, "server")
     with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]):
         assert asyncio.run(_until_closed(url)) == live
+
+
+def test_a_handshake_header_beyond_latin_1_replays(tmp_path: Path) -> None:
+    """A handshake header edited (or imported from a HAR) beyond latin-1 is written in UTF-8, as
+    serve writes one, not a UnicodeEncodeError in the replay."""
+    path = tmp_path / "realtime.json"
+    live, url = _record(path)
+    doc = json.loads(path.read_text())
+    doc["interactions"][0]["response"]["headers"]["x-note"] = "sunny \u2600"
+    path.write_text(json.dumps(doc))
+    with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]):
+        assert asyncio.run(_session(url)) == live
