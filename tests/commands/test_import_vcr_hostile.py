@@ -1,5 +1,6 @@
 """``ssemock import-vcr`` on values Python refuses to build: an integer over the 4,300 digits
-Python converts, and a URL that does not split (``http://[::1``). Each gives one clear error line
+Python converts, a URL that does not split (``http://[::1``), and a header holding a CR and an
+LF (a cassette refuses it at load, so it is never written). Each gives one clear error line
 naming the file, the interaction and the field, no traceback, and the other files still convert.
 One subprocess for all of them (the CLI takes many files)."""
 
@@ -36,6 +37,9 @@ def test_an_integer_too_long_for_python_and_a_url_that_does_not_split_are_one_er
         "huge.yaml": CASSETTE.format(uri="http://127.0.0.1/a", code=huge),
         "huge_json.json": JSON.format(code=huge),
         "bad_url.yaml": CASSETTE.format(uri="http://[::1", code=200),
+        "crlf.yaml": CASSETTE.format(uri="http://127.0.0.1/a", code=200).replace(
+            "    headers: {}\n    status", '    headers: {X-Bad: ["a\\r\\nX-Injected: 1"]}\n    status'
+        ),
         "good.yaml": CASSETTE.format(uri="http://127.0.0.1/a", code=200),
     }
     for name, text in files.items():
@@ -62,6 +66,7 @@ def test_an_integer_too_long_for_python_and_a_url_that_does_not_split_are_one_er
         ("huge.yaml", "Exceeds the limit (4300 digits)"),
         ("huge_json.json", "Exceeds the limit (4300 digits)"),
         ("bad_url.yaml", "interaction 0: request.uri is not a URL (Invalid IPv6 URL)"),
+        ("crlf.yaml", "interaction 0: GET http://127.0.0.1/a: response.headers['X-Bad'] holds a CR at 1"),
     ):
         (line,) = [x for x in lines if f"refused {tmp_path / name}" in x]
         assert says in line and "fix or remove it" in line, line

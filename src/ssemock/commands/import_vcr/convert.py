@@ -11,6 +11,7 @@ from typing import Any
 from ...plan.record import HOP_HEADERS
 from ...redaction.rules import mask_url, redact_request, redact_response
 from ...store.cassette import VERSION, Cassette, CassetteError, Headers, Interaction, Request, Response
+from ...store.header_text import header_text_problem
 from ...variants.chunking import framed_event_ends
 from .bodies import _body, _decode_body
 from .checks import (
@@ -49,6 +50,11 @@ def _headers(value: Any, where: str) -> Headers:
                 raise _Invalid(f"{where}[{name!r}] must be text (or a list of texts), got {type(v).__name__}")
             v = v.decode("latin-1") if isinstance(v, bytes) else v
             out.append((_text(name.lower(), where), _text(str(v), f"{where}[{name!r}]")))
+            problem = header_text_problem(out[-1][0]) or header_text_problem(out[-1][1])
+            if problem is not None:  # a cassette refuses it at load: never written
+                raise _Invalid(
+                    f"{where}[{name[:40]!r}] {problem}, which no HTTP message may carry; fix or remove it"
+                )
     return out
 
 
