@@ -471,7 +471,7 @@ def test_loader_on_websocket_cassettes_with_random_mutations(cassette: Cassette,
         _every_reader(loaded)
 
 
-@FAST
+@SOME
 @given(valid_sessions())
 def test_valid_websocket_cassettes_round_trip_and_read(cassette: Cassette) -> None:
     loaded = _load_or_cassette_error(cassette.dumps())
