@@ -160,3 +160,25 @@ def test_a_message_past_max_body_is_closed_with_1009_relayed_or_replayed(
         again = session(proxy.replace("http://", "ws://") + PATH)
     assert (relayed[0], replayed[0]) == (1009, 1009)
     assert again == live
+
+
+def test_a_client_gone_without_a_close_frame_is_recorded_as_such(
+    upstream: tuple[str, list[str]], tmp_path: Path
+) -> None:
+    """A client that drops its connection mid-session (no close frame: 1006) leaves the messages
+    exchanged so far recorded, with no close frame of the client's in them (1006 never goes on
+    the wire), and the proxy's log with no error."""
+    base, _ = upstream
+    log: list[str] = []
+    with running(proxy_app(base, cassette_dir=tmp_path, log=log.append)) as proxy:
+        ws = connect(proxy.replace("http://", "ws://") + PATH)
+        first = str(ws.recv(timeout=30))
+        ws.send(json.dumps({"type": "session.update", "session": {"type": "realtime", "instructions": "hi"}}))
+        ws.recv(timeout=30)
+        ws.socket.close()  # gone: no close frame
+        cassette = _saved(tmp_path, 1)
+    session_ = cassette.interactions[0].websocket
+    assert session_ is not None
+    assert [m.json()["type"] for m in session_.sent()] == ["session.update"]
+    assert session_.received()[0].json() == json.loads(first)
+    assert not any("Traceback" in line or "ValueError" in line for line in log), log

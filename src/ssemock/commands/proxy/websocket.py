@@ -138,7 +138,8 @@ async def relay_websocket(proxy: Relaying, ws: WebSocket) -> None:
                 message = await ws.receive()
                 if message["type"] == "websocket.disconnect":
                     code = int(message.get("code", 1000))
-                    recorder.sent(encode_frame(Opcode.CLOSE, close_payload(code), mask=os.urandom(4)))
+                    if code not in (1006, 1015):  # those say no close frame came: none is recorded
+                        recorder.sent(encode_frame(Opcode.CLOSE, close_payload(code), mask=os.urandom(4)))
                     await live.close(code if code not in (1005, 1006) else 1000)
                     break
                 text, data = message.get("text"), message.get("bytes")
