@@ -7,6 +7,7 @@ the sessions it serves."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -160,3 +161,18 @@ def test_a_message_past_max_body_is_closed_with_1009_relayed_or_replayed(
         again = session(proxy.replace("http://", "ws://") + PATH)
     assert (relayed[0], replayed[0]) == (1009, 1009)
     assert again == live
+
+
+def test_a_replayed_stall_is_waited_for_real_under_instant_timing(tmp_path: Path) -> None:
+    """As ``ssemock serve`` (and HTTP) waits it (issue 43 item 7): the proxy's replay is silent for
+    the stall, so the client's own shorter timeout ends its read; a longer one gets the message."""
+    shipped = Path(ssemock.__file__).parent / "cassettes" / "realtime" / "openai_realtime_text_tool_call.json"
+    shutil.copy(shipped, tmp_path / "proxy.json")
+    want = ssemock.Cassette.load(shipped).interactions[0].websocket
+    assert want is not None
+    options: dict[str, Any] = {"record_mode": "none", "faults": "stall:before_message=1,seconds=0.5"}
+    with running(proxy_app("http://127.0.0.1:9", cassette_dir=tmp_path, **options)) as proxy:
+        with connect(proxy.replace("http://", "ws://") + PATH) as ws:
+            with pytest.raises(TimeoutError):
+                ws.recv(timeout=0.05)  # nothing for 0.5 s
+            assert str(ws.recv(timeout=30)) == str(want.received()[0].data)
