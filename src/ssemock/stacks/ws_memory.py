@@ -62,9 +62,9 @@ def schedule(
 
 
 def skip_stall(inbox: collections.deque[tuple[float, bytes | None]], now: float) -> float:
-    """The stall ahead of a threaded stack's ``inbox`` served now (under ``instant`` timing, when
-    no timeout of the client's ends it): every queued release moved as much earlier; the seconds
-    skipped (0: no stall ahead). The caller holds the lock its reads wait on, and wakes them."""
+    """The stall ahead of a replay's queue ``inbox`` served now (under ``instant`` timing, when no
+    timeout of the client's ends it): every queued release moved as much earlier; the seconds
+    skipped (0: no stall ahead). A threaded stack holds the lock its reads wait on, and wakes them."""
     if not inbox or inbox[0][0] <= now:
         return 0.0
     gap = inbox[0][0] - now
@@ -240,8 +240,7 @@ class MemoryTransport(asyncio.Transport):
                 self._seen = True
                 self._timer = self._loop.call_at(first, self._after_deadline)
                 return
-            seen = self._seen or _first_deadline(self._loop, math.inf, owners) is not None
-            self._skip(due - now, seen=seen)
+            self._skip(seen=self._seen or _first_deadline(self._loop, math.inf, owners) is not None)
             return
         if due <= now or not ends:
             self._arm()
@@ -254,11 +253,11 @@ class MemoryTransport(asyncio.Transport):
         self.watchdogs = []  # once
         dog.expire()
 
-    def _skip(self, gap: float, *, seen: bool) -> None:
+    def _skip(self, *, seen: bool) -> None:
         """Under ``instant``: the stall ahead served now, everything queued moved as much earlier;
         a warning says so unless a timeout of the client's was seen (one longer than the stall
         reads on after it; one shorter has ended, as it would live)."""
-        self._queue = collections.deque((max(self.now(), due - gap), data) for due, data in self._queue)
+        gap = skip_stall(self._queue, self.now())
         self._due -= gap
         self._seen = False
         if not seen:
