@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import gzip
 import json
+import logging
 import os
 import re
 import signal
@@ -24,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from conftest import ACK, GATED
@@ -173,6 +175,78 @@ def test_a_client_that_leaves_cancels_the_upstream_and_the_recording_is_kept_inc
     assert any("the client left: recorded as incomplete" in line for line in lines)
 
 
+@pytest.mark.parametrize("terminated", [True, False])
+def test_an_interruption_after_the_streams_end_event_saves_it_complete(
+    tmp_path: Path, terminated: bool
+) -> None:
+    """Interrupted (what ``ssemock proxy`` does on SIGTERM) after the client got ``[DONE]`` but
+    before the upstream's EOF: the stream is whole and goes into the cassette, complete; without
+    its terminator it is kept as a partial, the cassette untouched."""
+    release = threading.Event()
+    events = [b'data: {"choices": [{"index": 0, "delta": {"content": "hi"}}]}\n\n']
+    events += [b"data: [DONE]\n\n"] if terminated else []
+
+    async def chat(request: Request) -> StreamingResponse:
+        async def body() -> Any:
+            for event in events:
+                yield event
+            while not release.is_set():  # EOF only once the test says so
+                await anyio.sleep(0.01)
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    upstream = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    with running(upstream) as up, proxy(up, tmp_path) as (url, state, lines):
+        try:
+            with httpx.stream("POST", url + "/v1/chat/completions", json={"q": 1}, timeout=TIMEOUT) as resp:
+                reads = resp.iter_raw()
+                got = b""
+                while got != b"".join(events):
+                    got += next(reads)
+                kept = state.keep_in_flight()
+        finally:
+            release.set()
+    if terminated:
+        assert kept == []
+        response = ssemock.Cassette.load(tmp_path / "proxy.json").interactions[0].response
+        assert response.complete and response.body == b"".join(events)
+        assert not (tmp_path / "proxy.partial.json").exists()
+    else:
+        assert kept == [tmp_path / "proxy.partial.json"]
+        assert not ssemock.Cassette.load(kept[0]).interactions[0].response.complete
+        assert not (tmp_path / "proxy.json").exists()
+
+
+def test_a_client_that_leaves_after_the_end_event_is_recorded_complete(tmp_path: Path) -> None:
+    """The openai SDK closes right after ``[DONE]``, before the upstream's EOF: nothing is
+    missing, so the recording is complete (as the plugin records it)."""
+    release = threading.Event()
+
+    async def chat(request: Request) -> StreamingResponse:
+        async def body() -> Any:
+            yield b'data: {"choices": [{"index": 0, "delta": {"content": "hi"}}]}\n\n'
+            yield b"data: [DONE]\n\n"
+            while not release.is_set():
+                await anyio.sleep(0.01)
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    upstream = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    with running(upstream) as up, proxy(up, tmp_path) as (url, state, lines):
+        try:
+            with httpx.stream("POST", url + "/v1/chat/completions", json={"q": 1}, timeout=TIMEOUT) as resp:
+                got = b""
+                for data in resp.iter_raw():
+                    got += data
+                    if got.endswith(b"[DONE]\n\n"):
+                        break
+            cassette = saved(state)
+        finally:
+            release.set()
+    assert cassette.interactions[0].response.complete
+    assert any(line.endswith("chunk(s), complete") for line in lines)
+
+
 def test_concurrent_clients_on_one_cassette_lose_nothing(server: str, tmp_path: Path) -> None:
     with proxy(server, tmp_path) as (url, state, _):
 
@@ -241,6 +315,49 @@ def test_record_modes(tmp_path: Path, mode: str, upstream_calls: int, interactio
         assert second.status_code == 200 and b"[DONE]" in second.content
     if mode == "all":  # re-recorded: the new recording replaced the one it matches
         assert [x.response.body.count(b'"n": 1') for x in cassette.interactions] == [1, 0]
+
+
+def test_once_records_repeats_in_the_run_that_creates_the_cassette(tmp_path: Path) -> None:
+    """``once`` as vcrpy's: the run that creates the cassette records every request, a repeat
+    too (the docs' table says so); the next run replays them in order, the upstream unasked."""
+    stand_in = Counting()
+    with running(stand_in.app) as up:
+        with proxy(up, tmp_path, record_mode="once") as (url, state, _):
+            first = [httpx.post(url + "/v1/chat", json={"q": 1}, timeout=TIMEOUT) for _ in range(2)]
+            saved(state, 2)
+        assert stand_in.calls == 2
+        with proxy(up, tmp_path, record_mode="once") as (url, state, _):
+            again = [httpx.post(url + "/v1/chat", json={"q": 1}, timeout=TIMEOUT) for _ in range(2)]
+    assert stand_in.calls == 2
+    assert [r.content for r in first] == [
+        b'data: {"n": 1}\n\ndata: [DONE]\n\n',
+        b'data: {"n": 2}\n\ndata: [DONE]\n\n',
+    ]
+    assert [r.content for r in again] == [r.content for r in first]
+
+
+def test_a_replayed_disconnect_fault_is_one_log_line_and_no_traceback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """uvicorn logs an app's exception before it closes the connection, so the client's error
+    comes after anything it would have logged."""
+    stand_in = Counting()
+    uvicorn_log = logging.getLogger("uvicorn.error")  # (uvicorn's loggers do not propagate)
+    with running(stand_in.app) as up:
+        with proxy(up, tmp_path) as (url, state, _):
+            httpx.post(url + "/v1/chat", json={"q": 1}, timeout=TIMEOUT)
+            saved(state)
+        with proxy(up, tmp_path, faults="disconnect:after_event=1") as (url, state, lines):
+            uvicorn_log.addHandler(caplog.handler)  # (after the start: uvicorn's config resets them)
+            try:
+                with pytest.raises(httpx.RemoteProtocolError):
+                    httpx.post(url + "/v1/chat", json={"q": 1}, timeout=TIMEOUT)
+            finally:
+                uvicorn_log.removeHandler(caplog.handler)
+    assert [line for line in lines if "disconnect" in line] == [
+        "POST /v1/chat -> 200 #0, 1 chunk(s), faults disconnect:after_event=1"
+    ]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 def test_a_secret_in_a_recording_is_refused_and_kept_masked(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ the sessions it serves."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -182,3 +183,18 @@ def test_a_client_gone_without_a_close_frame_is_recorded_as_such(
     assert [m.json()["type"] for m in session_.sent()] == ["session.update"]
     assert session_.received()[0].json() == json.loads(first)
     assert not any("Traceback" in line or "ValueError" in line for line in log), log
+
+
+def test_a_replayed_stall_is_waited_for_real_under_instant_timing(tmp_path: Path) -> None:
+    """As ``ssemock serve`` (and HTTP) waits it (issue 43 item 7): the proxy's replay is silent for
+    the stall, so the client's own shorter timeout ends its read; a longer one gets the message."""
+    shipped = Path(ssemock.__file__).parent / "cassettes" / "realtime" / "openai_realtime_text_tool_call.json"
+    shutil.copy(shipped, tmp_path / "proxy.json")
+    want = ssemock.Cassette.load(shipped).interactions[0].websocket
+    assert want is not None
+    options: dict[str, Any] = {"record_mode": "none", "faults": "stall:before_message=1,seconds=2"}
+    with running(proxy_app("http://127.0.0.1:9", cassette_dir=tmp_path, **options)) as proxy:
+        with connect(proxy.replace("http://", "ws://") + PATH) as ws:
+            with pytest.raises(TimeoutError):
+                ws.recv(timeout=0.05)  # nothing for 2 s (room for a loaded machine)
+            assert str(ws.recv(timeout=30)) == str(want.received()[0].data)

@@ -281,3 +281,15 @@ def test_a_client_that_breaks_the_protocol_gets_the_close_code_and_one_log_line(
         got, code, _ = converse(url + PATH)
     assert (got, code) == (want, 1000)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # (asyncio's traceback, before)
+
+
+@pytest.mark.parametrize("timing", ["instant", "scaled:1"])
+def test_a_stall_is_waited_for_real_under_every_timing(timing: str) -> None:
+    """As HTTP ``serve`` waits it (issue 43 item 7): the server is silent for the stall, so the
+    client's own shorter timeout ends its read, and a longer one gets the message after it."""
+    want = [str(m.data) for m in session().received()]
+    with served(faults="stall:before_message=1,seconds=0.5", timing=timing) as (url, _, _):
+        with connect(url + PATH) as conn:
+            with pytest.raises(TimeoutError):
+                conn.recv(timeout=0.05)  # the server sends nothing for 0.5 s
+            assert str(conn.recv(timeout=30)) == want[0]

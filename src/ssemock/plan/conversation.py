@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .. import protocols
 from ..framing.websocket import (
@@ -45,8 +47,11 @@ from ..framing.websocket import (
 from ..redaction.rules import redact_subprotocol
 from ..store.model import Interaction
 from ..store.websocket import Message
-from .errors import UnmatchedRequestError
+from .errors import SsemockWarning, UnmatchedRequestError
 from .message_matching import MessageMatcher
+
+if TYPE_CHECKING:
+    from ..variants.timing import Timing
 
 __all__ = [
     "Conversation",
@@ -55,6 +60,7 @@ __all__ = [
     "UnmatchedMessageError",
     "default_ignore",
     "handshake_head",
+    "skipped_stall",
 ]
 
 
@@ -87,6 +93,31 @@ class Release:
     """Whether what is still pending (not yet handed to the client) is dropped first: the
     answer to the client's close frame, which a server sends at once, and after which it sends
     nothing more."""
+    stall: float = 0.0
+    """Seconds of silence a ``stall`` fault adds before it (recorded time, as ``delay``)."""
+
+    def due_in(self, timing: Timing) -> float:
+        """Seconds after its release it is due: its delay and stall under a scaling timing; under
+        ``instant`` its stall alone, in real seconds (a stack waits it, ends it with a timeout of
+        the client's it can see, or skips it with a warning: `skipped_stall`)."""
+        factor = timing.factor
+        return self.stall if factor is None else (self.delay + self.stall) * factor
+
+
+def skipped_stall(conversation: Conversation, seconds: float) -> None:
+    """Say that ``instant`` timing skipped a stall no timeout of the client's could be seen to end
+    (a `ssemock.SsemockWarning` naming the fault), so a test meant to exercise it is not silently
+    green."""
+    fault = getattr(conversation, "fault", None)
+    name = fault if isinstance(fault, str) else str(fault) if fault is not None else "stall"
+    warnings.warn(
+        f"ssemock: the fault {name} was skipped ({seconds:g} s of silence not waited) in "
+        f"{conversation.where}, interaction #{conversation.index}: timing 'instant', and no timeout "
+        "of the client's that ssemock can see ends it (a read with a timeout shorter than the stall "
+        "ends with the client's own timeout at once); timing='scaled:F' or 'recorded' waits it",
+        SsemockWarning,
+        stacklevel=2,
+    )
 
 
 @dataclass

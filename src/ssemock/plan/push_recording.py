@@ -41,7 +41,7 @@ from ..variants import chunking as _chunking
 from ..variants import faults as _faults
 from ..variants import timing as _timing
 from ..variants import transforms as _transforms
-from .serving import Plan, ReplayStream
+from .serving import Plan, ReplayStream, skipped_stall
 
 __all__ = ["Live", "LiveSource", "LiveStream", "needs_end", "prefix"]
 
@@ -268,6 +268,8 @@ class Live:
         if silence and plan.stall_factor is not None:
             yield silence * plan.stall_factor
             self._t0 += silence * plan.stall_factor
+        elif silence and plan.read_timeout is None:
+            skipped_stall(plan, silence)
         if at is not None:
             wait = self._t0 + at - _timing.clock.now()
             if wait > 0:

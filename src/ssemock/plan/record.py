@@ -217,7 +217,7 @@ class Recorder:
         if self.ended:
             return
         self.ended = True
-        self.complete = exc is None or (isinstance(exc, GeneratorExit) and self._saw_terminator())
+        self.complete = exc is None or (isinstance(exc, GeneratorExit) and self.saw_terminator())
         if isinstance(exc, Exception):
             self.error = {"type": type(exc).__name__, "message": str(exc), "at_byte": self._size}
 
@@ -234,7 +234,7 @@ class Recorder:
             return False
         unwinding = sys.exc_info()[1]
         interrupted = unwinding is not None and not isinstance(unwinding, (Exception, GeneratorExit))
-        saw = self._saw_terminator()
+        saw = self.saw_terminator()
         if self.drain_limit is None or interrupted or saw:
             self.ended, self.complete = True, saw
             return False
@@ -320,9 +320,10 @@ class Recorder:
         self._parts = [body]
         return body
 
-    def _saw_terminator(self) -> bool:
-        """Closed by the client before EOF: complete if the protocol's terminator had arrived
-        (the openai SDK closes right after ``[DONE]``)."""
+    def saw_terminator(self) -> bool:
+        """Whether the protocol's terminator (``[DONE]``, ``message_stop``, ...) has arrived: a
+        stream closed or interrupted before EOF is complete then (the openai SDK closes right
+        after ``[DONE]``)."""
         from ..protocols.accumulate import accumulate
         from .expect import decode_body
 

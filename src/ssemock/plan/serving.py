@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -27,6 +28,7 @@ from ..variants import timing as _timing
 from ..variants import transforms as _transforms
 from ..variants.faults import Served
 from . import push_replay as _held
+from .errors import SsemockWarning
 from .expect import Expected
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "TimingSpec",
     "TransformSpec",
     "plan_response",
+    "skipped_stall",
 ]
 
 ChunkingSpec = str | _chunking.Chunking
@@ -278,6 +281,8 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
             if silence and plan.stall_factor is not None:
                 yield silence * plan.stall_factor
                 t0 += silence * plan.stall_factor
+            elif silence and plan.read_timeout is None:
+                skipped_stall(plan, silence)
             if at is not None:
                 wait = t0 + at - _timing.clock.now()
                 if wait > 0:
@@ -338,6 +343,22 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         self.closed = True
+
+
+def skipped_stall(plan: Plan, seconds: float) -> None:
+    """Say that ``instant`` timing skipped a stall the client's read timeout could not be seen to
+    end (a `ssemock.SsemockWarning` naming the fault): a test meant to exercise it is not
+    silently green. (A stall past a read timeout ssemock sees raises that timeout at once; one
+    shorter is skipped without a word: the client reads on after it, as it would live.)"""
+    names = ", ".join(f for f in plan.faults if f.startswith("stall")) or "stall"
+    warnings.warn(
+        f"ssemock: the fault {names} was skipped ({seconds:g} s of silence not waited): timing "
+        "'instant', and the client's read timeout is not one ssemock can see (none set); a read "
+        "timeout shorter than the stall raises the client's own timeout at once; timing='scaled:F' "
+        "or 'recorded' waits it",
+        SsemockWarning,
+        stacklevel=2,
+    )
 
 
 def timeout_cut(plan: Plan) -> int | None:

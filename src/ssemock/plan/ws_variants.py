@@ -140,7 +140,7 @@ class VariedConversation(Conversation):
         first = self._released
         while self._released < len(self.units) and self.units[self._released].gate <= gate:
             u = self.units[self._released]
-            out.append(Release(max(0.0, u.t - since) + self._stalls.get(self._released, 0.0), u.data))
+            out.append(Release(max(0.0, u.t - since), u.data, stall=self._stalls.get(self._released, 0.0)))
             self._released += 1
         done = self._released == len(self.units)
         if done and not self._closed:
@@ -180,12 +180,12 @@ class VariedConversation(Conversation):
         reads, start = [], 0
         for end in ends:
             unit = bisect.bisect_right(bounds, start)
-            delay = data[min(unit, len(data) - 1)].delay
+            delay, stall = data[min(unit, len(data) - 1)].delay, data[min(unit, len(data) - 1)].stall
             if offset + end in times:  # a recorded read: when it arrived, against the message it ends in
                 last = min(bisect.bisect_left(bounds, end), len(data) - 1)
                 early = max(0.0, self.units[first + last].t - times[offset + end])
                 delay = max(0.0, data[last].delay - early)
-            reads.append(Release(delay, joined[start:end]))
+            reads.append(Release(delay, joined[start:end], stall=stall))
             self.reads.append(offset + end)
             start = end
         return reads + [r for r in out if r.data is None]

@@ -11,13 +11,13 @@ import threading
 from collections import deque
 from typing import Any
 
-from ..plan.conversation import Conversation, Release, UnmatchedMessageError
+from ..plan.conversation import Conversation, Release, UnmatchedMessageError, skipped_stall
 from ..plan.ws_record import WsRecorder
 from ..variants import timing as _timing
 from ..variants.timing import Timing
 from . import Patch
 from .websockets_asyncio import TRANSPORT_KEY
-from .ws_memory import keepalive, schedule
+from .ws_memory import keepalive, schedule, skip_stall
 
 __all__ = [
     "MemoryNetworkStream",
@@ -174,6 +174,23 @@ class MemoryNetworkStream:
             self._cond.wait_for(lambda: head is None or self._moved(head) or self._reading is head, seconds)
         return self.stalled()
 
+    def _faked(self) -> bool:
+        """Whether a wait is slept on a fake clock (a test's); never a stall under ``instant``
+        timing, which the client's read ends or skips (`skip_stall`)."""
+        return type(_timing.clock) is not _timing.Clock and self._timing.factor is not None
+
+    def skip_stall(self, *, warn: bool) -> None:
+        """Under ``instant`` timing, the stall the reader waits at served now, a warning saying so
+        when ``warn`` (no timeout of the client's was seen: one longer than the stall reads on)."""
+        if self._timing.factor is not None or self.stalled() is None:
+            return
+        with self._cond:
+            gap = skip_stall(self._inbox, _timing.clock.now())
+            self._cond.notify_all()
+        self._notify()
+        if gap and warn:
+            skipped_stall(self._conversation, gap)
+
     def queue(self, releases: list[Release]) -> None:
         now = _timing.clock.now()
         with self._cond:
@@ -215,7 +232,7 @@ class MemoryNetworkStream:
             wait = head[0] - _timing.clock.now()
             if wait <= 0:
                 break
-            if type(_timing.clock) is not _timing.Clock:  # a fake clock: what was slept is the test's
+            if self._faked():  # a fake clock: what was slept is the test's
                 _timing.clock.sleep(wait)
                 break
             with self._cond:  # a close, or what ends the pending, ends the wait
@@ -283,7 +300,7 @@ class _AsyncMemoryNetworkStream(MemoryNetworkStream):
         if not self._inbox:
             return b""
         wait = due - _timing.clock.now()
-        if wait > 0 and type(_timing.clock) is not _timing.Clock:  # a fake clock: the test's
+        if wait > 0 and self._faked():  # a fake clock: the test's
             await _timing.clock.asleep(wait)
         elif wait > 0:  # a close, or what ends the pending (the answer to a close), ends the wait
             head = self._inbox[0]
@@ -399,6 +416,8 @@ def _receive(original: Any) -> Any:
             import queue
 
             raise queue.Empty
+        elif due is not None and self._events.empty():
+            stream.skip_stall(warn=timeout is None)  # (instant timing: nothing ends it, it is not waited)
         return original(self, timeout)
 
     return receive
@@ -432,6 +451,8 @@ def _areceive(original: Any) -> Any:
             self._background_task_group.start_soon(self._send_event.send, WebSocketNetworkError())
         elif first == "timeout":
             raise TimeoutError
+        elif due is not None and not busy:
+            stream.skip_stall(warn=timeout is None)  # (instant timing: nothing ends it, it is not waited)
         return await original(self, timeout)
 
     return receive

@@ -160,7 +160,8 @@ def _recv(original: Any) -> Any:
     """``Connection.recv(timeout=)`` on a replayed session that stalls longer than ``timeout``
     times out at once, as its own timeout does (no sleep), and a stall the keepalive ends first
     ends as the keepalive ends it (`MemorySocket.stalled`): a message already received is still
-    returned first."""
+    returned first. Under ``instant`` timing a stall neither ends is skipped
+    (`MemorySocket.skip_stall`: with a warning when ``timeout`` is None)."""
 
     def recv(self: Any, timeout: float | None = None, *args: Any, **kwargs: Any) -> Any:
         sock = getattr(self, "socket", None)
@@ -171,16 +172,17 @@ def _recv(original: Any) -> Any:
         except TimeoutError:
             pass
         dog = sock.stalled(timeout)
+        try:  # (received while the reading thread got to the stall)
+            return original(self, 0, *args, **kwargs)
+        except TimeoutError:
+            pass
         if dog is not None:
-            try:  # (received while the reading thread got to the stall)
-                return original(self, 0, *args, **kwargs)
-            except TimeoutError:
-                pass
             sock.expire(dog)  # the keepalive ends the stall: recv raises its close
             return original(self, timeout, *args, **kwargs)
-        if timeout is None or not sock.stalls_past(timeout):
-            return original(self, timeout, *args, **kwargs)
-        raise TimeoutError(f"timed out in {timeout:.1f}s")
+        if timeout is not None and sock.stalls_past(timeout):
+            raise TimeoutError(f"timed out in {timeout:.1f}s")
+        sock.skip_stall(warn=timeout is None)  # (instant timing: nothing ends it, it is not waited)
+        return original(self, timeout, *args, **kwargs)
 
     return recv
 

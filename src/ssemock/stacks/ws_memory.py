@@ -12,13 +12,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..plan.conversation import Conversation, Release, UnmatchedMessageError
+from ..plan.conversation import Conversation, Release, UnmatchedMessageError, skipped_stall
 from ..plan.ws_record import WsRecorder
 from ..variants.timing import Timing
 
-__all__ = ["MemoryTransport", "TeeTransport", "Watchdog", "keepalive", "schedule", "tee_protocol"]
+__all__ = [
+    "MemoryTransport",
+    "TeeTransport",
+    "Watchdog",
+    "keepalive",
+    "schedule",
+    "skip_stall",
+    "tee_protocol",
+]
 
 _HEAD_END = b"\r\n\r\n"
+_TURNS = 5  # the loop turns a client has, after its write, to begin its next read (and its timeout)
 
 
 @dataclass
@@ -48,9 +57,20 @@ def schedule(
         inbox.clear()
     due = inbox[-1][0] if inbox else now
     for r in releases:
-        at = timing.at(r.delay)
-        due = max(due, now if at is None else now + at)
+        due = max(due, now + r.due_in(timing))
         inbox.append((due, r.data))
+
+
+def skip_stall(inbox: collections.deque[tuple[float, bytes | None]], now: float) -> float:
+    """The stall ahead of a replay's queue ``inbox`` served now (under ``instant`` timing, when no
+    timeout of the client's ends it): every queued release moved as much earlier; the seconds
+    skipped (0: no stall ahead). A threaded stack holds the lock its reads wait on, and wakes them."""
+    if not inbox or inbox[0][0] <= now:
+        return 0.0
+    gap = inbox[0][0] - now
+    for i, (due, data) in enumerate(list(inbox)):
+        inbox[i] = (max(now, due - gap), data)
+    return gap
 
 
 def keepalive(
@@ -111,6 +131,8 @@ class MemoryTransport(asyncio.Transport):
         self._due = 0.0
         self._queue: collections.deque[tuple[float, bytes | None]] = collections.deque()
         self._timer: asyncio.Handle | None = None
+        self._turns = 0
+        self._seen = False  # a timeout of the client's was waited for during the stall ahead
         self._peer = peer
         self.watchdogs: list[Watchdog] = []
         """The client's own timers on silence (the stack adds them): a stall one ends is ended."""
@@ -177,8 +199,7 @@ class MemoryTransport(asyncio.Transport):
                 self._timer.cancel()
                 self._timer = None
         for r in releases:  # in order: the loop's timers do not keep the order of equal times
-            at = self._timing.at(r.delay)
-            self._due = max(self._due, now if at is None else now + at)
+            self._due = max(self._due, now + r.due_in(self._timing))
             self._queue.append((self._due, r.data))
         self._arm()
 
@@ -188,8 +209,12 @@ class MemoryTransport(asyncio.Transport):
         if self._timer is not None or not self._queue:
             return
         due = self._queue[0][0]
-        if due > self.now() and any(d.ends(self._quiet_since, due) is not None for d in self.watchdogs):
-            # once the client has had its turn (a wait_for of its own around its next read)
+        if due > self.now() and (
+            self._timing.factor is None  # (under instant, only a stall is due later)
+            or any(d.ends(self._quiet_since, due) is not None for d in self.watchdogs)
+        ):
+            # once the client has had its turns (a wait_for of its own around its next read)
+            self._turns = _TURNS
             self._timer = self._loop.call_soon(self._settle)
             return
         self._timer = self._loop.call_at(due, self._pump)
@@ -197,12 +222,26 @@ class MemoryTransport(asyncio.Transport):
     def _settle(self) -> None:
         """A stall one of the client's timers ends: the first to end it ends it now, unless a
         deadline of someone else's on the loop (the user's ``wait_for``, ``asyncio.timeout``)
-        comes first: then it is waited for, as it would be live, and the stall looked at again."""
+        comes first: then it is waited for, as it would be live, and the stall looked at again.
+        Under ``instant`` timing a stall nothing ends is skipped (`_skip`)."""
         self._timer = None
         if self._lost or not self._queue:
             return
         due, now = self._queue[0][0], self.now()
         ends = [(end, d) for d in self.watchdogs if (end := d.ends(self._quiet_since, due)) is not None]
+        if due > now and not ends and self._timing.factor is None:
+            if self._turns > 0:  # the client's next read may not have begun yet
+                self._turns -= 1
+                self._timer = self._loop.call_soon(self._settle)
+                return
+            owners = {d.owner for d in self.watchdogs} - {None}
+            first = _first_deadline(self._loop, due, owners)
+            if first is not None:  # a timeout of the client's ends it first: waited, as live
+                self._seen = True
+                self._timer = self._loop.call_at(first, self._after_deadline)
+                return
+            self._skip(seen=self._seen or _first_deadline(self._loop, math.inf, owners) is not None)
+            return
         if due <= now or not ends:
             self._arm()
             return
@@ -213,6 +252,17 @@ class MemoryTransport(asyncio.Transport):
             return
         self.watchdogs = []  # once
         dog.expire()
+
+    def _skip(self, *, seen: bool) -> None:
+        """Under ``instant``: the stall ahead served now, everything queued moved as much earlier;
+        a warning says so unless a timeout of the client's was seen (one longer than the stall
+        reads on after it; one shorter has ended, as it would live)."""
+        gap = skip_stall(self._queue, self.now())
+        self._due -= gap
+        self._seen = False
+        if not seen:
+            skipped_stall(self.conversation, gap)
+        self._pump()
 
     def _after_deadline(self) -> None:
         self._timer = self._loop.call_soon(self._settle)  # after what that deadline wakes

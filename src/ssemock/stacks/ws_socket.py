@@ -21,11 +21,11 @@ from typing import Any
 import httpx
 from respx.models import PassThrough
 
-from ..plan.conversation import Conversation, Release, UnmatchedMessageError
+from ..plan.conversation import Conversation, Release, UnmatchedMessageError, skipped_stall
 from ..plan.ws_record import WsRecorder
 from ..variants import timing as _timing
 from . import RecordSession, passing
-from .ws_memory import Watchdog, schedule
+from .ws_memory import Watchdog, schedule, skip_stall
 
 __all__ = ["MemorySocket"]
 
@@ -154,7 +154,8 @@ class MemorySocket:
             wait = head[0] - _timing.clock.now()
             if wait <= 0:
                 break
-            fake = type(_timing.clock) is not _timing.Clock
+            instant = self._timing.factor is None  # (a stall: the client's read ends or skips it)
+            fake = type(_timing.clock) is not _timing.Clock and not instant
             if fake and not self._watched(head[0]):  # a fake clock: what was slept is the test's
                 _timing.clock.sleep(wait)
                 break
@@ -227,6 +228,25 @@ class MemorySocket:
             return None
         end, dog = min(ends, key=lambda pair: pair[0])
         return None if timeout is not None and end - now >= timeout else dog
+
+    def skip_stall(self, *, warn: bool) -> None:
+        """Under ``instant`` timing, the stall the reading thread waits at (once it got there, as
+        `stalled`) served now, a warning saying so when ``warn`` (no timeout of the client's was
+        seen: one longer than the stall reads on, as it would live)."""
+        if self._conversation is None or self._timing.factor is not None:
+            return
+        with self._cond:
+            if self._closed or not self._inbox or self._inbox[0][0] <= _timing.clock.now():
+                return
+            self._cond.wait_for(
+                lambda: self._closed or not self._inbox or self._waiting is self._inbox[0], 5.0
+            )
+            if self._closed or not self._inbox or self._waiting is not self._inbox[0]:
+                return
+            gap = skip_stall(self._inbox, _timing.clock.now())
+            self._cond.notify_all()
+        if gap and warn:
+            skipped_stall(self._conversation, gap)
 
     def expire(self, dog: Watchdog) -> None:
         """``dog`` ends the stall now, the way it does (in its own thread, as the keepalive thread

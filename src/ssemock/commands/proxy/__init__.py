@@ -21,7 +21,8 @@ Then, as the plugin does under the same record mode (``none``, ``once``, ``new_e
   merged into the cassette and saved atomically under the cassette's lock (a concurrent writer's
   interactions kept), after the same secret scan as every write: refused, it is kept masked as
   ``<name>.refused.json``. A client that leaves mid-stream cancels the upstream request; what
-  arrived is saved, marked incomplete. Hop-by-hop headers and ``x-ssemock-*`` headers are not
+  arrived is saved, marked incomplete unless the protocol's end event (``[DONE]``) had arrived.
+  Hop-by-hop headers and ``x-ssemock-*`` headers are not
   forwarded;
 * else the answer is a 404 listing the recorded requests with what differs (secrets masked),
   and the log line names the closest ones and what differs.
@@ -32,7 +33,9 @@ A WebSocket upgrade is replayed or relayed and recorded the same way, message by
 
 An interruption (`Proxy.keep_in_flight`, which ``ssemock proxy`` calls on SIGTERM or Ctrl-C)
 keeps the recordings still under way as ``<name>.partial.json`` beside the cassette, masked;
-everything that ended before is in the cassette already.
+everything that ended before is in the cassette already, and so is a stream whose end had
+arrived (EOF or its end event) though the upstream had not closed it yet. A fault a replay
+injects is one log line, as under ``ssemock serve`` (no ASGI traceback).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from ...core.modes import RecordMode
 from ...core.packages import fresh
 from ...plan import matching
 from ...plan.serving import ChunkingSpec, FaultSpec, TimingSpec, TransformSpec
-from ..serve import DEFAULT_MAX_BODY
+from ..serve import DEFAULT_MAX_BODY, quiet_drops
 from ..serve.websocket import protocol
 from .book import Book, cassette_name
 from .relay import CASSETTE_HEADER, HOP_BY_HOP, PATH_PREFIX, Proxy, Upstream
@@ -111,6 +114,7 @@ def app(
         http2=http2,
         log=log,
     )
+    quiet_drops()  # a replayed fault's drop: one log line, as serve's
     starlette = Starlette(
         routes=[
             Route("/{path:path}", proxy.handle, methods=_METHODS),

@@ -122,12 +122,17 @@ class Book:
             return self.in_flight.pop(key, None) is not None
 
     def keep_in_flight(self) -> Path | None:
-        """The recordings still under way, as recorded so far, kept beside the cassette as
-        ``<name>.partial.json`` (masked); the cassette itself is not touched."""
+        """The recordings still under way, as recorded so far: one whose end had arrived (EOF,
+        or the protocol's terminator such as ``[DONE]``) is saved into the cassette as any
+        other; the rest are kept beside it as ``<name>.partial.json`` (masked), the cassette
+        not touched by them."""
         with self._lock:
             taken = [snapshot() for snapshot in self.in_flight.values()]
             self.in_flight.clear()
-        return keep_partial(self.path, taken, kept=self.kept) if taken else None
+        for whole in [x for x in taken if x.response.complete]:
+            self.save(whole)  # (refused: kept masked beside the cassette, as any save)
+        cut = [x for x in taken if not x.response.complete]
+        return keep_partial(self.path, cut, kept=self.kept) if cut else None
 
     def describe(self) -> dict[str, Any]:
         return {"path": str(self.path), "interactions": len(self.interactions), "mode": self.record_mode}

@@ -301,9 +301,10 @@ class Proxy:
         self._recordings += 1
         key = self._recordings
 
-        def snapshot() -> Interaction:
+        def snapshot() -> Interaction:  # what an interruption keeps: whole once its end arrived
             found = recorder.interaction(hooked=False)
-            found.response.complete = False
+            if not recorder.ended:
+                found.response.complete = recorder.saw_terminator()
             return found
 
         book.begin(key, snapshot)
@@ -357,6 +358,7 @@ class _Relay(Response):
                         await send({"type": "http.response.body", "body": data, "more_body": True})
                         chunks += 1
                     whole = True
+                    self.recorder.finish(None)  # whole now: an interruption from here saves it complete
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                 except httpx.HTTPError as exc:
                     failed = exc
@@ -364,9 +366,9 @@ class _Relay(Response):
         finally:
             with anyio.CancelScope(shield=True):
                 await self.live.aclose()
-                ended = not left and failed is None and self.recorder.status
-                self.recorder.finish(None if ended else (failed or GeneratorExit()))
-                if left or failed is not None:
+                # a client that left after the protocol's terminator left nothing missing
+                self.recorder.finish(failed or GeneratorExit())  # (nothing once it ended whole)
+                if failed is not None:
                     self.recorder.complete = False
                 await self._save(chunks, left, failed)
 
@@ -376,11 +378,13 @@ class _Relay(Response):
         interaction = self.recorder.interaction(hooked=False)
         refused = await anyio.to_thread.run_sync(self.book.save, interaction)
         how = (
-            "the client left: recorded as incomplete"
-            if left
+            "complete"
+            if self.recorder.complete
             else f"the upstream failed ({type(failed).__name__}): recorded as incomplete"
             if failed is not None
-            else "complete"
+            else "the client left: recorded as incomplete"
+            if left
+            else "cut before its end: recorded as incomplete"
         )
         if refused:
             self.proxy.log(f"{self.target}: NOT saved into {self.name}: {refused}")

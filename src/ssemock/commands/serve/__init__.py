@@ -88,6 +88,7 @@ __all__ = [
     "Resume",
     "app",
     "prepare",
+    "quiet_drops",
     "resume_index",
     "resume_offset",
     "routes",
@@ -109,7 +110,8 @@ class _QuietDrops(logging.Filter):
         return not isinstance(exc, ConnectionDropped)
 
 
-def _quiet_drops() -> None:
+def quiet_drops() -> None:
+    """uvicorn logs a fault's deliberate drop as one line (the replayer's), not an ASGI traceback."""
     logger = logging.getLogger("uvicorn.error")
     if not any(isinstance(f, _QuietDrops) for f in logger.filters):
         logger.addFilter(_QuietDrops())
@@ -147,7 +149,7 @@ def app(
         max_body=max_body,
         log=log,
     )
-    _quiet_drops()
+    quiet_drops()
     starlette = Starlette(routes=[Route("/{path:path}", replayer.handle, methods=_METHODS)])
     starlette.state.ssemock = replayer
     # WebSocket upgrades: answered on the raw connection (uvicorn's ws= option, see .websocket)

@@ -355,7 +355,9 @@ class ReplaySocket(asyncio.Protocol):
         self._deliver(releases)
 
     def _deliver(self, releases: Sequence[Release]) -> None:
-        """Each release at its due time (the replayer's timing), in order, one write each."""
+        """Each release at its due time (the replayer's timing), in order, one write each; a
+        stall is waited for real under every timing (scaled under a scaling one), as HTTP
+        ``serve`` waits it: the client's own timers end it."""
         assert self._replay is not None
         now = self._loop.time()
         if any(r.ends_pending for r in releases):
@@ -363,8 +365,7 @@ class ReplaySocket(asyncio.Protocol):
             self._due = 0.0
         timing = self._replay.replayer.timing
         for r in releases:
-            at = timing.at(r.delay)
-            self._due = max(self._due, now if at is None else now + at)
+            self._due = max(self._due, now + r.due_in(timing))
             self._queue.append((self._due, r.data))
         if self._queue and self._timer is None:
             self._timer = self._loop.call_at(self._queue[0][0], self._pump)
