@@ -344,7 +344,9 @@ class StreamError:
     the body's line ending (``"\r\n"`` for CRLF streams); ``after_first``: for a JSON array
     body, whether an element precedes the error (then it starts with the separator);
     ``request_id``: the JSON-RPC id of the request the stream still owes an answer (MCP: the
-    error answers it, so the client fails that call), None when there is none.
+    error answers it, so the client fails that call), None when there is none; ``before``: the
+    body's bytes before the error (a protocol with several shapes writes the one the stream
+    speaks: A2A's JSON-RPC or HTTP+JSON).
     """
 
     kind: str
@@ -353,6 +355,7 @@ class StreamError:
     newline: str = "\n"
     after_first: bool = True
     request_id: str | int | None = None
+    before: bytes = b""
 
 
 @dataclass(frozen=True)

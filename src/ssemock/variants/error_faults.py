@@ -141,6 +141,7 @@ class _ErrorEvent(Fault):
             newline=_newline(served.body),
             after_first=offset > 0,
             request_id=owes,
+            before=served.body[:offset],
         )
         event = protocol.error_event(error)
         served.cut(offset)
