@@ -9,6 +9,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from .. import protocols as _protocols
 from ..core.names import unknown
 from ..redaction.rules import redact_request, redact_url
 from ..scan.shapes import credential_name, value_shape
@@ -146,6 +147,8 @@ def _body(sent: Request, rec: Request) -> str | None:
         return None
     a, b = sent.json(), rec.json()
     if a is not None and b is not None:  # every difference, one per line (differences() splits them)
+        # not the ids a client makes up (JSON-RPC request ids): a2a-sdk draws a random one per call
+        a, b = _protocols.without_client_ids(a), _protocols.without_client_ids(b)
         found = list(itertools.islice(_json_differences(a, b), _MAX_BODY_DIFFERENCES + 1))
         if len(found) > _MAX_BODY_DIFFERENCES:
             more = sum(1 for _ in _json_differences(a, b)) - _MAX_BODY_DIFFERENCES

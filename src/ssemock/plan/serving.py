@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from ..core.edits import Edit, rewrite
 from ..store.cassette import Interaction, Response
 from ..variants import chunking as _chunking
 from ..variants import faults as _faults
@@ -124,6 +125,7 @@ def plan_response(
     read_timeout: float | None = None,
     holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None,
     more: bool = False,
+    answer: Sequence[Edit] = (),
 ) -> Plan:
     """Turn a recorded response into what to serve: transforms, then faults, chunking, timing.
 
@@ -134,6 +136,9 @@ def plan_response(
     ``Plan.holds`` names the requests each waits for. ``more``: the response is an open prefix
     of a live stream, whole events so far (see [`ssemock.plan.push_recording`][ssemock.plan.push_recording]): a positioned
     fault waits for its position, and ``Plan.open`` says whether more may still follow.
+    ``answer``: edits giving the recorded body the ids this run's client sent
+    (`ssemock.protocols.answer_edits`: a JSON-RPC answer to a request whose random id differs),
+    made first, the chunk ends carried along.
     """
     served = Served(
         response.status,
@@ -146,6 +151,8 @@ def plan_response(
         _recorded_error(core, response.error),
         more=more,
     )
+    if answer:
+        served.body, served.ends = rewrite(served.body, answer, list(served.ends))
     content_type = response.header("content-type") or ""
     if transforms:
         kind = _transforms.kind_of(content_type, served.body)

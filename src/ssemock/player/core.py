@@ -37,7 +37,7 @@ from ..redaction import keep as _keep
 from ..redaction.rules import mask_text
 from ..stacks import lock as _lock
 from ..stacks import subprocesses as _subprocesses
-from ..store.cassette import Cassette, CassetteError, Interaction
+from ..store.cassette import Cassette, CassetteError, Interaction, Request
 from ..variants import chunking as _chunking
 from ..variants import faults as _faults
 from ..variants import timing as _timing
@@ -290,7 +290,7 @@ class Player:
                 index = self.selection.take(sent, repeats="first" if self.allow_playback_repeats else "never")
             if index is not None:
                 self._requests.add(_protocols.request_ids(sent.body))
-                return self._serve(index, request)
+                return self._serve(index, request, sent)
         if self._records:
             return self._recording.record(request, sent)
         # sent for real, unless an outer player matches it (never to a host and port recorded)
@@ -298,7 +298,7 @@ class Player:
             raise _stacks.Allowed(f"ssemock: {request.method} {request.url.host}: an allowed host")
         raise UnmatchedRequestError(reporting.explain(self, sent))
 
-    def _serve(self, index: int, request: httpx.Request) -> httpx.Response:
+    def _serve(self, index: int, request: httpx.Request, sent: Request) -> httpx.Response:
         t0 = _timing.clock.now()
         since = self._requests.mark()
         interaction = self.cassette.interactions[index]
@@ -319,6 +319,7 @@ class Player:
             attempt=attempt,
             read_timeout=read_timeout,
             holds=_held.holds_for(self.cassette.interactions, index) if pushes else None,
+            answer=_protocols.answer_edits(sent.body, interaction.request.body, interaction.response.body),
         )
         if not plan.consumes:
             with self.lock:

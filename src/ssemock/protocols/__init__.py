@@ -55,6 +55,11 @@ shapes and defines one module-level object, ``PROTOCOL``, a `Protocol`:
     the JSON paths of the client's messages a replay leaves out (random event ids) or compares by
     length only (base64 audio inside JSON) unless the test asks for strict matching; the
     session's protocol is found from its URL.
+``client_ids``
+    optional: a `ssemock.protocols.jsonrpc_ids.ClientIds`, ids its clients make up in their
+    requests (``mcp`` and ``a2a`` declare JSON-RPC's, `ssemock.protocols.jsonrpc_ids.RULE`): a
+    replay matches a request whatever they are and answers with the ids sent
+    (`without_client_ids`, `answer_edits`).
 ``sdk_request(base_url, interaction) -> bool``
     optional: make ``interaction``'s request with the provider's own SDK against the loopback
     server at ``base_url`` and read the whole stream (how ``python -m ssemock.synth
@@ -77,8 +82,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+import orjson
+
+from ..core.edits import Edit
 from ..core.packages import fresh
 from .base import Event, Fold, HTTPErrorBody, MessageMatching, ProtocolError, StreamError
+from .jsonrpc_ids import ClientIds
 
 __all__ = [
     "Protocol",
@@ -86,6 +95,7 @@ __all__ = [
     "HTTPErrorBody",
     "MessageMatching",
     "all_protocols",
+    "answer_edits",
     "detect",
     "for_response",
     "get",
@@ -93,6 +103,7 @@ __all__ = [
     "names",
     "request_ids",
     "speaks",
+    "without_client_ids",
 ]
 
 
@@ -125,6 +136,8 @@ class Protocol:
     responses: Callable[[Sequence[Any]], list[list[int]]] | None = field(default=None, compare=False)
     # the client's messages over a WebSocket: paths a replay ignores or compares by length by default
     client_messages: MessageMatching = MessageMatching()
+    # ids its clients make up in their requests (JSON-RPC's): matched whatever they are, answered with the sent ones
+    client_ids: ClientIds | None = field(default=None, compare=False)
 
 
 #: The registry: module names under ssemock.protocols, in detection order (more specific first).
@@ -224,6 +237,39 @@ def request_ids(body: bytes | None) -> list[Any]:
     """The correlation ids of the requests in a request body, by every protocol that correlates
     (the JSON-RPC ids of an MCP POST); [] for any other body."""
     return [i for p in all_protocols() if p.request_ids is not None for i in p.request_ids(body)]
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _client_ids() -> list[ClientIds]:
+    return list(dict.fromkeys(p.client_ids for p in all_protocols() if p.client_ids is not None))
+
+
+def without_client_ids(value: Any) -> Any:
+    """A parsed request body without the ids clients make up (JSON-RPC request ids), by every
+    protocol's rule: what matching compares."""
+    for rule in _client_ids():
+        value = rule.without_ids(value)
+    return value
+
+
+def answer_edits(sent: bytes | None, recorded: bytes | None, answer: bytes) -> list[Edit]:
+    """The edits giving a recorded ``answer`` the ids the client sent where they differ from the
+    recorded request's (``sent``, ``recorded``: the request bodies); [] when none differ."""
+    if not sent or not recorded or sent == recorded or b'"jsonrpc"' not in recorded:
+        return []  # no JSON-RPC (most bodies a player serves): not parsed
+    sent_json, recorded_json = _json(sent), _json(recorded)
+    for rule in _client_ids():
+        then, now = rule.ids(recorded_json), rule.ids(sent_json)
+        replaced = {a: b for a, b in zip(then, now, strict=False) if a != b}
+        if replaced and len(then) == len(now):
+            return rule.answer_edits(answer, replaced)
+    return []
 
 
 def holds(body: bytes) -> list[tuple[int, frozenset[Any]]]:

@@ -29,7 +29,7 @@ import orjson
 
 from ..framing.sse import decode as decode_sse
 from ..store.cassette import Cassette
-from . import Protocol, _path
+from . import Protocol, _path, jsonrpc_ids
 from . import synthesis as syn
 from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, error_of, obj, seq, sse_json, string
 
@@ -38,7 +38,12 @@ __all__ = ["PROTOCOL", "URL", "stream_response", "synthesize"]
 URL = "http://localhost:9999/"
 _KINDS = frozenset({"task", "message", "status-update", "artifact-update"})
 # 1.0's StreamResponse members -> the v0.3 kind of the event each holds
-_MEMBERS = {"task": "task", "message": "message", "statusUpdate": "status-update", "artifactUpdate": "artifact-update"}
+_MEMBERS = {
+    "task": "task",
+    "message": "message",
+    "statusUpdate": "status-update",
+    "artifactUpdate": "artifact-update",
+}
 _TERMINAL = frozenset({"completed", "failed", "canceled", "rejected"})
 # 1.0 has no ``final``: a2a-sdk's server ends a stream on these states (its EventConsumer)
 _ENDS_1_0 = _TERMINAL | {"input-required"}
@@ -274,6 +279,7 @@ PROTOCOL = Protocol(
     error_event=error_event,
     http_error=http_error,
     url=_url,
+    client_ids=jsonrpc_ids.RULE,
     event=_telling,
     synthesize=synthesize,
 )

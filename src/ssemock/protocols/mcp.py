@@ -28,7 +28,7 @@ import orjson
 from ..framing.ends import event_ends
 from ..framing.sse import decode, is_event
 from ..store.cassette import Cassette
-from . import Protocol, _path
+from . import Protocol, _path, jsonrpc_ids
 from . import synthesis as syn
 from .base import JSON, Accumulated, Event, Fold, HTTPErrorBody, StreamError, excerpt, obj, seq, string
 
@@ -436,6 +436,7 @@ PROTOCOL = Protocol(
     error_event=error_event,
     http_error=http_error,
     url=_is_mcp,
+    client_ids=jsonrpc_ids.RULE,
     event=_telling,
     synthesize=synthesize,
     request_ids=request_ids,

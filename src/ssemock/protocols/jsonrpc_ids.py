@@ -1,0 +1,70 @@
+"""JSON-RPC ids a client makes up: a replay matches a request whatever its ids are, and answers
+with the ids this run's client sent.
+
+a2a-sdk gives every JSON-RPC call a random id (a UUID), so a recorded request never has the id
+the replaying client sends. A protocol spoken over JSON-RPC declares `RULE` as its
+``client_ids`` (`ssemock.protocols.Protocol`): matching compares a request's JSON without the
+``id`` of each JSON-RPC request in it (`without_ids`), and the recorded answer served to a
+request whose ids differ has each recorded id replaced by the one sent (`answer_edits`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ..core.edits import Edit
+
+__all__ = ["RULE", "ClientIds", "answer_edits", "ids", "without_ids"]
+
+
+def _requests(value: Any) -> Iterator[dict[str, Any]]:
+    """The JSON-RPC requests of one message or a batch (notifications and responses aside)."""
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, dict) and item.get("jsonrpc") == "2.0" and "method" in item and "id" in item:
+            yield item
+
+
+def ids(value: Any) -> list[Any]:
+    """The ids of the JSON-RPC requests in a parsed request body, in order."""
+    return [item["id"] for item in _requests(value)]
+
+
+def without_ids(value: Any) -> Any:
+    """A parsed request body with the ``id`` of each JSON-RPC request left out (anything else
+    as it is): two calls that differ only by the ids their clients drew compare equal."""
+    if not any(True for _ in _requests(value)):
+        return value
+    if isinstance(value, list):
+        return [without_ids(item) for item in value]
+    return {k: v for k, v in value.items() if k != "id"}
+
+
+def answer_edits(body: bytes, replaced: Mapping[Any, Any]) -> list[Edit]:
+    """The edits that give a recorded answer (a JSON body or a stream of JSON-RPC messages) the
+    ids this run's client sent: each ``"id": <recorded>`` member becomes ``"id": <sent>``
+    (``replaced``: recorded id -> sent id; ids are drawn at random, so a nested member of the
+    same value is no concern)."""
+    if not replaced:
+        return []
+    by_text = {orjson.dumps(old): orjson.dumps(new) for old, new in replaced.items()}
+    pattern = re.compile(rb'("id"\s*:\s*)(' + b"|".join(re.escape(k) for k in by_text) + rb")(?=\s*[,}])")
+    return [(m.start(2), m.end(2), by_text[m.group(2)]) for m in pattern.finditer(body)]
+
+
+@dataclass(frozen=True)
+class ClientIds:
+    """How a protocol's requests carry ids their clients make up (`RULE`: JSON-RPC's): the ids
+    of a parsed request body, the body without them, the edits giving an answer the sent ids."""
+
+    ids: Callable[[Any], list[Any]]
+    without_ids: Callable[[Any], Any]
+    answer_edits: Callable[[bytes, Mapping[Any, Any]], list[Edit]]
+
+
+RULE = ClientIds(ids, without_ids, answer_edits)
+"""JSON-RPC's rule, which ``mcp`` and ``a2a`` declare."""
