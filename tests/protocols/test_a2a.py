@@ -1,19 +1,49 @@
-"""a2a (Agent2Agent JSON-RPC over SSE, issue 31): the synthesized ``message/stream`` answer replayed
+"""a2a (Agent2Agent over SSE, issues 31 and 45): the synthesized ``message/stream`` answer replayed
 to httpx-sse under several chunkings folds to the agent's text; every event answers the one
 request id (no 'answered twice' as MCP would say); a JSON-RPC error event and error body carry the
-request's id and code; a status message, a direct message and artifacts with ``append`` read right."""
+request's id and code; a status message, a direct message and artifacts with ``append`` read right.
+A2A 1.0: a2a-sdk 1.3.0's client against its own server on loopback, over JSON-RPC
+(``SendStreamingMessage``, a random id per call) and HTTP+JSON (``POST /message:stream``),
+recorded, then replayed with the server stopped under every chunking; labelled ``a2a`` by
+``show`` and ``validate``; the error event fault raises the SDK's error in each binding."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import httpx_sse
 import pytest
+import uvicorn
+from a2a.client import ClientConfig, ClientFactory
+from a2a.helpers.proto_helpers import new_task_from_user_message
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+)
+from a2a.utils.errors import InternalError
+from starlette.applications import Starlette
+from waiting import until
 
 import ssemock
 from ssemock import Cassette, framing
+from ssemock.commands.cli import main
 from ssemock.framing.sse import ServerSentEvent
 from ssemock.protocols import a2a
 from ssemock.protocols.base import StreamError
@@ -123,3 +153,191 @@ def test_the_error_event_and_the_http_error_body_are_json_rpc_errors() -> None:
 def test_the_fold_refuses_what_is_not_json_rpc() -> None:
     with pytest.raises(ssemock.ProtocolError, match="a2a: event 0: not a JSON-RPC 2.0 message"):
         ssemock.accumulate([ServerSentEvent(data='{"result": {"kind": "task"}}')], "a2a")
+
+
+# --- A2A 1.0 through a2a-sdk 1.3.0 (issue 45 item 3): its own server on loopback, its own client ---
+
+WEATHER = "Looking. Sunny ☀️, 21 °C."
+BINDINGS = ("JSONRPC", "HTTP+JSON")
+
+
+class _Weather(AgentExecutor):
+    """A streaming agent: the task, working (with a status message), two artifact chunks, completed."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        task = context.current_task or new_task_from_user_message(context.message)
+        await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        await updater.start_work(updater.new_agent_message([Part(text="Looking. ")]))
+        await updater.add_artifact([Part(text="Sunny ☀️, ")], artifact_id="forecast", last_chunk=False)
+        await updater.add_artifact(
+            [Part(text="21 °C.")], artifact_id="forecast", append=True, last_chunk=True
+        )
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+def _card(base: str) -> AgentCard:
+    return AgentCard(
+        name="weather",
+        description="the weather",
+        version="1",
+        default_input_modes=["text"],
+        default_output_modes=["text"],
+        capabilities=AgentCapabilities(streaming=True),
+        supported_interfaces=[
+            AgentInterface(protocol_binding="JSONRPC", url=f"{base}/rpc", protocol_version="1.0"),
+            AgentInterface(protocol_binding="HTTP+JSON", url=f"{base}/rest", protocol_version="1.0"),
+        ],
+    )
+
+
+async def _ask(card: AgentCard, binding: str) -> list[Any]:
+    """What a2a-sdk's client yields for one streamed message over ``binding``."""
+    async with httpx.AsyncClient() as http:
+        config = ClientConfig(httpx_client=http, supported_protocol_bindings=[binding])
+        client = ClientFactory(config).create(card)
+        message = Message(role=Role.ROLE_USER, message_id="m-1", parts=[Part(text="Weather in Berlin?")])
+        return [event async for event in client.send_message(SendMessageRequest(message=message))]
+
+
+@pytest.fixture(scope="module")
+def recorded(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[AgentCard, dict[str, tuple[Path, list[Any]]]]]:
+    """Each binding's stream recorded from a2a-sdk's server (stopped before any replay)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    card = _card(f"http://127.0.0.1:{sock.getsockname()[1]}")
+    handler = DefaultRequestHandler(_Weather(), InMemoryTaskStore(), card)
+    app = Starlette(
+        routes=[*create_jsonrpc_routes(handler, "/rpc"), *create_rest_routes(handler, path_prefix="/rest")]
+    )
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    until(lambda: server.started, "the A2A server's start")
+    out = {}
+    for binding in BINDINGS:
+        path = tmp_path_factory.mktemp("a2a") / "stream.json"
+        with ssemock.use_cassette(path, record_mode="all"):
+            out[binding] = (path, asyncio.run(_ask(card, binding)))
+    server.should_exit = True
+    thread.join(timeout=5)
+    sock.close()
+    yield card, out
+
+
+@pytest.mark.parametrize("chunking", ssemock.chunking.ALL, ids=str)
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_a2a_sdk_replays_what_it_got_live(
+    recorded: tuple[AgentCard, dict[str, tuple[Path, list[Any]]]], binding: str, chunking: Any
+) -> None:
+    card, runs = recorded
+    path, live = runs[binding]
+    with ssemock.use_cassette(path, chunking=chunking) as player:
+        got = asyncio.run(_ask(card, binding))
+    assert got == live
+    assert [e.WhichOneof("payload") for e in got] == [
+        "task",
+        "status_update",
+        "artifact_update",
+        "artifact_update",
+        "status_update",
+    ]
+    [play] = player.plays
+    sent = json.loads(play.request.content)
+    events = framing.decode(play.body, "text/event-stream")
+    if binding == "JSONRPC":  # a fresh random id this run: matched anyway, and answered with it
+        assert sent["method"] == "SendStreamingMessage"
+        assert sent["id"] != json.loads(play.interaction.request.body)["id"]
+        assert {json.loads(e.data)["id"] for e in events} == {sent["id"]}
+    result = ssemock.accumulate(events, "a2a")
+    assert (result.text, result.finish_reason, result.complete) == (WEATHER, "TASK_STATE_COMPLETED", True)
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_both_bindings_are_labelled_a2a_by_show_and_validate(
+    recorded: tuple[AgentCard, dict[str, tuple[Path, list[Any]]]],
+    binding: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path, live = recorded[1][binding]
+    task_id = live[0].task.id
+    assert main(["show", "--json", str(path)]) == 0
+    [shown] = json.loads(capsys.readouterr().out)["shown"]
+    assert (shown["protocol"], shown["text"], shown["finish_reason"]) == (
+        "a2a",
+        WEATHER,
+        "TASK_STATE_COMPLETED",
+    )
+    assert main(["validate", "--json", str(path)]) == 0
+    [report] = json.loads(capsys.readouterr().out)
+    assert report["ok"] is True
+    [x] = ssemock.Cassette.load(path).interactions
+    events = framing.decode(x.response.body, "text/event-stream")
+    assert ssemock.detect_protocol(events) == "a2a"  # the events alone tell, whatever the URL
+    assert ssemock.accumulate(events, "a2a").id == task_id
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_the_error_event_fault_is_the_sdks_internal_error(
+    recorded: tuple[AgentCard, dict[str, tuple[Path, list[Any]]]], binding: str
+) -> None:
+    card, runs = recorded
+    path, _ = runs[binding]
+    with ssemock.use_cassette(path, faults=ssemock.faults.error_event("server_error", after_event=2)):
+        with pytest.raises(InternalError):
+            asyncio.run(_ask(card, binding))
+
+
+def _rest(result: dict[str, Any]) -> ServerSentEvent:
+    return ServerSentEvent(data=json.dumps(result))
+
+
+def test_1_0_shapes_fold_and_input_required_ends_the_stream() -> None:
+    working = {"statusUpdate": {"taskId": "t9", "status": {"state": "TASK_STATE_WORKING"}}}
+    asked = {
+        "statusUpdate": {
+            "taskId": "t9",
+            "status": {
+                "state": "TASK_STATE_INPUT_REQUIRED",
+                "message": {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "Which city?"}]},
+            },
+        }
+    }
+    for events in ([_rest(working), _rest(asked)], [_event(working), _event(asked)]):
+        assert ssemock.detect_protocol(events) == "a2a"
+        result = ssemock.accumulate(events, "a2a")
+        assert (result.id, result.text, result.finish_reason, result.complete) == (
+            "t9",
+            "Which city?",
+            "TASK_STATE_INPUT_REQUIRED",
+            True,
+        )
+    status = {"error": {"code": 500, "status": "INTERNAL", "message": "agent crashed"}}
+    failed = ssemock.accumulate(
+        [_rest(working), ServerSentEvent(event="error", data=json.dumps(status))], "a2a"
+    )
+    assert failed.error == status["error"] and failed.complete
+
+
+def test_an_mcp_task_result_is_no_a2a_event() -> None:
+    """MCP 2025-11-25's CreateTaskResult is ``{"task": {"taskId", "status": "working"}}``: MCP's."""
+    created = {"task": {"taskId": "t1", "status": "working", "createdAt": "2026-01-01T00:00:00Z"}}
+    event = ServerSentEvent(data=json.dumps({"jsonrpc": "2.0", "id": 1, "result": created}))
+    assert ssemock.detect_protocol([event]) == "mcp"
+
+
+def test_the_rest_routes_are_a2a_by_url() -> None:
+    for url in (
+        "http://agent/message:stream",
+        "http://agent/t1/tasks/abc-1:subscribe",
+        "http://a/v1/message:stream",
+    ):
+        assert ssemock.detect_protocol([], url=url) == "a2a"
+    with pytest.raises(ssemock.ProtocolError, match="cannot detect"):  # not a stream's route
+        ssemock.detect_protocol([], url="http://agent/message:send")

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpcore
 
+from ... import protocols as _protocols
 from ...plan.serving import Plan, plan_response
 from ...store.cassette import Interaction
 from ...variants import chunking as _chunking
@@ -48,6 +49,7 @@ def prepare(
     cors: str | None = None,
     holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None,
     resume: dict[str, Resume] | None = None,
+    sent: bytes | None = None,
 ) -> Prepared:
     """What to send for a recorded interaction: [`ssemock.player.replay.plan_response`][ssemock.plan_response] (transforms,
     faults, chunking, timing, as the Player serves respx), after resuming past ``last_event_id``.
@@ -57,6 +59,7 @@ def prepare(
     `ConnectionDropped`. A resumption after which no event carries another ID is a
     ``204 No Content``. ``holds``: where a server-push stream waits for requests (see
     [`ssemock.plan.push_replay`][ssemock.plan.push_replay]). ``resume``: the interaction's `resume_index`, when built already.
+    ``sent``: the request body sent, whose JSON-RPC ids the answer carries (`ssemock.protocols.answer_edits`).
     """
     response = interaction.response
     resumed_at = None
@@ -79,6 +82,7 @@ def prepare(
         faults=faults,
         attempt=attempt,
         holds=holds,
+        answer=_protocols.answer_edits(sent, interaction.request.body, response.body),
     )
     error = plan.error
     if error is not None and not isinstance(error, ConnectionDropped):

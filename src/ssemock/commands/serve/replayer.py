@@ -309,6 +309,7 @@ class Replayer:
             cors=self.cors,
             holds=_held.holds_for(self.interactions, index, found=self._holds) if pushes else None,
             resume=self._resume[index],
+            sent=sent.body,
         )
         plan = prepared.plan
         wanted = [i for ids in plan.holds.values() for i in ids]
