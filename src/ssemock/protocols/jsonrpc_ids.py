@@ -44,16 +44,34 @@ def without_ids(value: Any) -> Any:
     return {k: v for k, v in value.items() if k != "id"}
 
 
+# a JSON string (on one line) or a bracket: the tokens that say how deep a member is
+_TOKENS = re.compile(rb'"(?:[^"\\\n]|\\.)*"|[{}\[\]]')
+# where a message's top-level "id" member sits: in an object, or an object in a batch
+_TOP = ([b"{"], [b"[", b"{"])
+
+
 def answer_edits(body: bytes, replaced: Mapping[Any, Any]) -> list[Edit]:
-    """The edits that give a recorded answer (a JSON body or a stream of JSON-RPC messages) the
-    ids this run's client sent: each ``"id": <recorded>`` member becomes ``"id": <sent>``
-    (``replaced``: recorded id -> sent id; ids are drawn at random, so a nested member of the
-    same value is no concern)."""
+    """The edits that give a recorded answer (a JSON body, a batch, or a stream of JSON-RPC
+    messages) the ids this run's client sent: each message's top-level ``"id": <recorded>``
+    becomes ``"id": <sent>`` (``replaced``: recorded id -> sent id); an ``id`` nested in a
+    result is left as it is."""
     if not replaced:
         return []
     by_text = {orjson.dumps(old): orjson.dumps(new) for old, new in replaced.items()}
-    pattern = re.compile(rb'("id"\s*:\s*)(' + b"|".join(re.escape(k) for k in by_text) + rb")(?=\s*[,}])")
-    return [(m.start(2), m.end(2), by_text[m.group(2)]) for m in pattern.finditer(body)]
+    value = re.compile(rb"\s*:\s*(" + b"|".join(re.escape(k) for k in by_text) + rb")(?=\s*[,}])")
+    edits: list[Edit] = []
+    stack: list[bytes] = []
+    for token in _TOKENS.finditer(body):
+        text = token.group()
+        if text in (b"{", b"["):
+            stack.append(text)
+        elif text in (b"}", b"]"):
+            del stack[-1:]
+        elif text == b'"id"' and stack in _TOP:
+            found = value.match(body, token.end())
+            if found is not None:
+                edits.append((found.start(1), found.end(1), by_text[found.group(1)]))
+    return edits
 
 
 @dataclass(frozen=True)
