@@ -3,8 +3,8 @@ to httpx-sse under several chunkings folds to the agent's text; every event answ
 request id (no 'answered twice' as MCP would say); a JSON-RPC error event and error body carry the
 request's id and code; a status message, a direct message and artifacts with ``append`` read right.
 A2A 1.0: a2a-sdk 1.3.0's client against its own server on loopback, over JSON-RPC
-(``SendStreamingMessage``, a random id per call) and HTTP+JSON (``POST /message:stream``),
-recorded, then replayed with the server stopped under every chunking; labelled ``a2a`` by
+(``SendStreamingMessage``, a random id per call) and HTTP+JSON (``POST /message:stream``), and
+a subscription to a running task (``SubscribeToTask``, ``POST /tasks/{id}:subscribe``), recorded, then replayed with the server stopped under every chunking; labelled ``a2a`` by
 ``show`` and ``validate``; the error event fault raises the SDK's error in each binding."""
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from a2a.types import (
     Part,
     Role,
     SendMessageRequest,
+    SubscribeToTaskRequest,
+    TaskState,
 )
 from a2a.utils.errors import InternalError
 from starlette.applications import Starlette
@@ -158,11 +160,16 @@ def test_the_fold_refuses_what_is_not_json_rpc() -> None:
 # --- A2A 1.0 through a2a-sdk 1.3.0 (issue 45 item 3): its own server on loopback, its own client ---
 
 WEATHER = "Looking. Sunny ☀️, 21 °C."
+WAIT = "Weather in Berlin? I will subscribe."
 BINDINGS = ("JSONRPC", "HTTP+JSON")
 
 
 class _Weather(AgentExecutor):
-    """A streaming agent: the task, working (with a status message), two artifact chunks, completed."""
+    """A streaming agent: the task, working (with a status message), two artifact chunks, completed;
+    asked to wait, it holds after working until ``gate`` is set (a subscriber has joined)."""
+
+    def __init__(self, gate: threading.Event) -> None:
+        self.gate = gate
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.message is not None
@@ -170,6 +177,8 @@ class _Weather(AgentExecutor):
         await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         await updater.start_work(updater.new_agent_message([Part(text="Looking. ")]))
+        while context.message.parts[0].text == WAIT and not self.gate.is_set():
+            await asyncio.sleep(0.01)
         await updater.add_artifact([Part(text="Sunny ☀️, ")], artifact_id="forecast", last_chunk=False)
         await updater.add_artifact(
             [Part(text="21 °C.")], artifact_id="forecast", append=True, last_chunk=True
@@ -195,13 +204,34 @@ def _card(base: str) -> AgentCard:
     )
 
 
+def _client(http: httpx.AsyncClient, card: AgentCard, binding: str) -> Any:
+    config = ClientConfig(httpx_client=http, supported_protocol_bindings=[binding])
+    return ClientFactory(config).create(card)
+
+
 async def _ask(card: AgentCard, binding: str) -> list[Any]:
     """What a2a-sdk's client yields for one streamed message over ``binding``."""
     async with httpx.AsyncClient() as http:
-        config = ClientConfig(httpx_client=http, supported_protocol_bindings=[binding])
-        client = ClientFactory(config).create(card)
+        client = _client(http, card, binding)
         message = Message(role=Role.ROLE_USER, message_id="m-1", parts=[Part(text="Weather in Berlin?")])
         return [event async for event in client.send_message(SendMessageRequest(message=message))]
+
+
+async def _subscribe(card: AgentCard, binding: str, gate: threading.Event) -> list[Any]:
+    """A streamed message's task joined by ``subscribe`` (SubscribeToTask, ``/tasks/{id}:subscribe``)
+    once it is working: what the subscription yields."""
+    async with httpx.AsyncClient() as http:
+        client = _client(http, card, binding)
+        message = Message(role=Role.ROLE_USER, message_id="m-2", parts=[Part(text=WAIT)])
+        sent = aiter(client.send_message(SendMessageRequest(message=message)))
+        task = (await anext(sent)).task
+        subscription = aiter(client.subscribe(SubscribeToTaskRequest(id=task.id)))
+        got = [await anext(subscription)]
+        gate.set()  # the agent goes on: both streams see the rest
+        got += [event async for event in subscription]
+        async for _ in sent:
+            pass
+        return got
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +242,8 @@ def recorded(
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     card = _card(f"http://127.0.0.1:{sock.getsockname()[1]}")
-    handler = DefaultRequestHandler(_Weather(), InMemoryTaskStore(), card)
+    gate = threading.Event()
+    handler = DefaultRequestHandler(_Weather(gate), InMemoryTaskStore(), card)
     app = Starlette(
         routes=[*create_jsonrpc_routes(handler, "/rpc"), *create_rest_routes(handler, path_prefix="/rest")]
     )
@@ -225,6 +256,10 @@ def recorded(
         path = tmp_path_factory.mktemp("a2a") / "stream.json"
         with ssemock.use_cassette(path, record_mode="all"):
             out[binding] = (path, asyncio.run(_ask(card, binding)))
+        gate.clear()
+        path = tmp_path_factory.mktemp("a2a") / "subscribed.json"
+        with ssemock.use_cassette(path, record_mode="all"):
+            out[f"{binding} subscribe"] = (path, asyncio.run(_subscribe(card, binding, gate)))
     server.should_exit = True
     thread.join(timeout=5)
     sock.close()
@@ -256,6 +291,35 @@ def test_a2a_sdk_replays_what_it_got_live(
         assert sent["id"] != json.loads(play.interaction.request.body)["id"]
         assert {json.loads(e.data)["id"] for e in events} == {sent["id"]}
     result = ssemock.accumulate(events, "a2a")
+    assert (result.text, result.finish_reason, result.complete) == (WEATHER, "TASK_STATE_COMPLETED", True)
+
+
+@pytest.mark.parametrize("chunking", ["as_recorded", "bytewise", "mid_utf8"])
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_a_subscription_to_a_task_replays(
+    recorded: tuple[AgentCard, dict[str, tuple[Path, list[Any]]]], binding: str, chunking: str
+) -> None:
+    card, runs = recorded
+    path, live = runs[f"{binding} subscribe"]
+    with ssemock.use_cassette(path, chunking=chunking) as player:
+        got = asyncio.run(_subscribe(card, binding, threading.Event()))
+    assert got == live
+    assert got[0].HasField("task") and got[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    _, subscribed = player.plays  # the message's stream, then the subscription's
+    if binding == "JSONRPC":
+        assert [json.loads(p.request.content)["method"] for p in player.plays] == [
+            "SendStreamingMessage",
+            "SubscribeToTask",
+        ]
+    else:
+        assert [p.request.url.path for p in player.plays] == [
+            "/rest/message:stream",
+            f"/rest/tasks/{got[0].task.id}:subscribe",
+        ]
+    events = framing.decode(subscribed.body, "text/event-stream")
+    assert ssemock.detect_protocol(events, url=str(subscribed.request.url)) == "a2a"
+    result = ssemock.accumulate(events, "a2a")
+    # the task it starts with holds the working status's message
     assert (result.text, result.finish_reason, result.complete) == (WEATHER, "TASK_STATE_COMPLETED", True)
 
 
