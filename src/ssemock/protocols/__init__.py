@@ -140,6 +140,7 @@ _MODULES = (
     "bedrock",
     "a2a",
     "mcp",
+    "openai_live",
     "openai_realtime",
     "gemini_live",
 )
