@@ -74,7 +74,9 @@ def summarize_session(x: Interaction, index: int = 0) -> dict[str, Any]:
         "responses": [
             {
                 "text": r.text,
-                "tool_calls": [{"type": c.type, "name": c.name, "arguments": c.arguments} for c in r.tool_calls],
+                "tool_calls": [
+                    {"type": c.type, "name": c.name, "arguments": c.arguments} for c in r.tool_calls
+                ],
                 "complete": r.complete,
             }
             for r in results
@@ -109,11 +111,15 @@ def format_session(s: dict[str, Any]) -> str:
     if s["protocol"] is None:
         lines.append("    protocol unknown")
     elif s["accumulate_error"]:
-        lines.append(f"    protocol {s['protocol']}; the reference accumulator fails: {s['accumulate_error']}")
+        lines.append(
+            f"    protocol {s['protocol']}; the reference accumulator fails: {s['accumulate_error']}"
+        )
     else:
         done = sum(r["complete"] for r in s["responses"])
         count = len(s["responses"])
-        lines.append(f"    protocol {s['protocol']}: {count} response{'s' if count != 1 else ''}, {done} complete")
+        lines.append(
+            f"    protocol {s['protocol']}: {count} response{'s' if count != 1 else ''}, {done} complete"
+        )
         for r in s["responses"]:
             calls = ", ".join(c["name"] or c["type"] for c in r["tool_calls"])
             lines.append(f"      text {r['text']!r}" + (f"; calls {calls}" if calls else ""))

@@ -31,7 +31,18 @@ import orjson
 
 from . import Protocol, _path
 from . import synthesis as syn
-from .base import JSON, Event, Fold, MessageMatching, StreamError, error_of, obj, openai_error_body, string
+from .base import (
+    JSON,
+    Event,
+    Fold,
+    MessageMatching,
+    StreamError,
+    ToolCall,
+    error_of,
+    obj,
+    openai_error_body,
+    string,
+)
 from .messages import Spoken, audio_bytes, is_live_event, message, one_session, split
 
 __all__ = ["CLIENT_MESSAGES", "PROTOCOL", "URL", "responses", "synthesize"]
@@ -54,7 +65,7 @@ class _Live(Fold):
         self.result = self.spoken
         self._transcript: list[str] = []
         self._audio: list[bytes] = []
-        self._order = 0
+        self._arrived: dict[tuple[str, str], int] = {}  # (delegation or "delegation", id) -> arrival
 
     def feed(self, event: Event) -> None:
         payload = message(self, event)
@@ -87,10 +98,10 @@ class _Live(Fold):
         elif kind == "error":
             self.result.error = error_of(payload.get("error", payload))
 
-    def _call(self, key: tuple[str, str], *, type: str = "function") -> Any:
-        if (0, key) not in self._tools:
-            self._order += 1
-        return self.tool(key, type=type)
+    def _call(self, key: tuple[str, str], *, type: str = "function") -> ToolCall:
+        """The call under ``key``, kept in arrival order (the fold sorts its calls by key)."""
+        arrived = self._arrived.setdefault(key, len(self._arrived))
+        return self.tool((arrived, *key), type=type)
 
     def _nested(self, event: JSON, delegation: str) -> None:
         """One event of a delegated Responses stream: its function calls, keyed by item id."""
