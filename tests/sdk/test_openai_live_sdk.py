@@ -17,7 +17,9 @@ import pytest
 from ws_servers import gpt_live, running
 
 import ssemock
+from ssemock import cassettes
 from ssemock.accumulate import accumulate_session
+from ssemock.variants import ws_chunking
 
 KEY = "sk-test-live44openai0123456789"
 PCM = bytes(range(256)) * 19  # the microphone's 0.1 s, as base64 inside JSON
@@ -161,3 +163,54 @@ def test_the_marker_replays_a_live_session_offline(pytester: pytest.Pytester) ->
             _primary_sync(base)
     replayed = pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:randomly")
     replayed.assert_outcomes(passed=1)
+
+
+# -- the shipped session under every WebSocket variant ---------------------------------------------
+
+SHIPPED = "realtime/openai_live_audio_delegation"
+
+
+def _ask_shipped(client: openai.OpenAI, pcm: bytes) -> tuple[str, list[str], str]:
+    """The shipped session's client, as the recipe writes it: what was said, the delegated
+    calls, the close reason; an ``error`` event ends it with its code."""
+    said, calls = "", []
+    with client.live.connect() as conn:
+        fmt = {"format": {"type": "audio/pcm", "rate": 24000}}
+        conn.send({"type": "session.start", "session": {"model": "gpt-live-1", "audio": fmt}})
+        assert conn.recv().type == "session.started"
+        conn.send({"type": "session.input_audio.append", "audio": base64.b64encode(pcm).decode()})
+        for event in conn:
+            if event.type == "session.output_transcript.delta":
+                said += event.delta
+            if event.type == "response.event" and event.event["type"] == "response.output_item.done":
+                calls.append(str(event.event["item"]["name"]))  # type: ignore[index]
+            if event.type == "session.usage.updated":
+                conn.send({"type": "session.close"})
+            if event.type in ("session.closed", "error"):
+                return said, calls, event.reason if event.type == "session.closed" else event.error.code
+    return said, calls, "ended"
+
+
+@pytest.mark.parametrize("transform", [None, "fragments:3", "pings", "fragments:2+pings"])
+@pytest.mark.parametrize("chunking", ws_chunking.names())
+def test_the_shipped_session_replays_through_the_sdk_under_every_variant(
+    chunking: str, transform: str | None
+) -> None:
+    client = openai.OpenAI(api_key=KEY, websocket_base_url="wss://api.openai.com/v1")
+    with ssemock.replay(
+        cassettes.load(SHIPPED), chunking=chunking, transform=transform, allowed_hosts=[]
+    ) as player:
+        said, calls, reason = _ask_shipped(client, bytes(816))
+        player.assert_text(said)
+    assert (said, calls, reason) == ("Sunny, 22 °C in Paris ☀ — Grüße!", ["get_weather"], "close_requested")
+
+
+def test_an_error_event_fault_is_gpt_live_s_own_error_and_a_drop_ends_the_session() -> None:
+    client = openai.OpenAI(api_key=KEY, websocket_base_url="wss://api.openai.com/v1")
+    with ssemock.replay(cassettes.load(SHIPPED), faults="error_event:after_message=14", allowed_hosts=[]):
+        said, calls, code = _ask_shipped(client, bytes(816))
+    assert calls == ["get_weather"] and said and code == "server_error"  # parsed as the SDK's ErrorEvent
+    with ssemock.replay(cassettes.load(SHIPPED), faults="drop:after_message=14", allowed_hosts=[]):
+        with pytest.raises(Exception) as dropped:  # the websockets client's own error for a lost connection
+            _ask_shipped(client, bytes(816))
+    assert "ConnectionClosed" in type(dropped.value).__name__
