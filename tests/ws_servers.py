@@ -334,3 +334,68 @@ def eager(greeting: str, *, delay: float = 0.0) -> Iterator[int]:
     finally:
         loop.call_soon_threadsafe(stop.set)
         thread.join(5)
+
+
+def gpt_live(ws: ServerConnection) -> None:
+    """OpenAI GPT-Live, as openai's ``types.live`` describe it, on its three paths: the primary
+    ``/live/sessions`` and a fork ``/live/sessions/{id}/fork`` (``session.start`` answered with
+    ``session.started``; the first ``session.input_audio.append`` with its input transcript, a
+    Responses delegation whose function call arrives in ``response.event``, then the model's
+    speech as audio and transcript deltas and the usage), and a sideband
+    ``/live/sessions/{id}/attach`` (``session.updated`` on open; ``session.instructions.append``
+    answered with ``session.instructions.appended``). ``session.close``: ``session.closed``.
+    Every event it sends, and every one it receives, validates as the SDK's own pydantic types."""
+    from openai._models import validate_type
+    from openai.types.live import ConnectClientEvent, ConnectServerEvent, ForkClientEvent, ForkServerEvent
+    from openai.types.live.client_event import ClientEvent
+    from openai.types.live.server_event import ServerEvent
+
+    path = (ws.request.path if ws.request else "").split("?")[0]
+    sideband, fork = path.endswith("/attach"), path.endswith("/fork")
+    server_type: Any = ConnectServerEvent if sideband else ForkServerEvent if fork else ServerEvent
+    client_type: Any = ConnectClientEvent if sideband else ForkClientEvent if fork else ClientEvent
+    session = {"id": "sess_F1" if fork else "sess_L1", "expires_at": 1767229200, "model": "gpt-live-1",
+               "status": "active", "audio": {"format": {"type": "audio/pcm", "rate": 24000}}}  # fmt: skip
+    n = 0
+
+    def send(event: dict[str, Any], event_id: bool = True) -> None:
+        nonlocal n
+        n += 1
+        body = {**event, "event_id": f"event_{n}"} if event_id else event
+        validate_type(type_=server_type, value=body)
+        ws.send(json.dumps(body))
+
+    if sideband:
+        send({"type": "session.updated", "session": session})
+    heard = False
+    for raw in ws:
+        event = json.loads(raw)
+        validate_type(type_=client_type, value=event)
+        kind = event["type"]
+        if kind == "session.start":
+            send({"type": "session.started", "session": session})
+        elif kind == "session.instructions.append":
+            send({"type": "session.instructions.appended", "start_ms": 900, "end_ms": 900})
+        elif kind == "session.input_audio.append" and not heard:
+            heard = True
+            send(
+                {"type": "session.input_transcript.delta", "delta": "Weather?", "start_ms": 0, "end_ms": 800}
+            )
+            send({"type": "session.delegation.created", "offset_ms": 850,
+                  "delegation": {"id": "dlg_1", "target": "responses", "type": "delegation", "response_id": "resp_1"}})  # fmt: skip
+            call = {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "get_weather"}
+            for nested in (
+                {"type": "response.output_item.added", "output_index": 0, "item": {**call, "arguments": ""}},
+                {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": '{"city":'},
+                {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": '"Paris"}'},
+                {"type": "response.output_item.done", "output_index": 0, "item": {**call, "arguments": '{"city":"Paris"}'}},
+            ):  # fmt: skip
+                send({"type": "response.event", "delegation_id": "dlg_1", "event": nested})
+            for at, word in enumerate(("Sun", "ny.")):
+                send({"type": "session.output_audio.delta", "delta": "AAAA//8BAP7/"}, event_id=False)
+                send({"type": "session.output_transcript.delta", "delta": word,
+                      "start_ms": 1000 + 100 * at, "end_ms": 1100 + 100 * at})  # fmt: skip
+            send({"type": "session.usage.updated", "usage": {"seconds": 1.2}})
+        elif kind == "session.close":
+            send({"type": "session.closed", "reason": "close_requested", "session": session,
+                  "usage": {"seconds": 1.5}})  # fmt: skip

@@ -12,6 +12,8 @@ import pytest
 import websockets
 from google.genai import types
 from openai._models import validate_type
+from openai.types.live.client_event import ClientEvent as LiveClientEvent
+from openai.types.live.server_event import ServerEvent as LiveServerEvent
 from openai.types.realtime import RealtimeServerEvent
 from openai.types.responses import ResponseStreamEvent
 
@@ -38,6 +40,8 @@ def test_each_session_is_in_its_protocol_s_shape_and_folds_to_what_was_synthesiz
     for data in received:
         if "openai_responses" in name:
             assert validate_type(type_=ResponseStreamEvent, value=json.loads(data))  # type: ignore[arg-type]
+        elif "openai_live" in name:
+            assert validate_type(type_=LiveServerEvent, value=json.loads(data))  # type: ignore[arg-type]
         elif "openai" in name:
             assert validate_type(type_=RealtimeServerEvent, value=json.loads(data))  # type: ignore[arg-type]
         else:
@@ -54,10 +58,16 @@ def test_each_session_is_in_its_protocol_s_shape_and_folds_to_what_was_synthesiz
         assert result.text == "Sunny, 22 °C in Paris ☀." and not result.tool_calls
     else:
         assert before == []
-    if "tool_call" in name:
-        assert [(c.name, c.parsed_arguments) for c in result.tool_calls] == [
+    if "tool_call" in name or "delegation" in name:
+        assert [(c.name, c.parsed_arguments) for c in result.tool_calls if c.type == "function"] == [
             ("get_weather", {"city": "Paris", "unit": "celsius"})
         ]
+    if "openai_live" in name:  # the client's messages too: GPT-Live's own client events
+        for m in x.websocket.sent():
+            assert validate_type(type_=LiveClientEvent, value=json.loads(m.data))  # type: ignore[arg-type]
+        assert result.text == result.transcript == "Sunny, 22 °C in Paris ☀ — Grüße!"  # type: ignore[attr-defined]
+        assert len(result.audio) == 48 * len(result.text) and result.finish_reason == "close_requested"  # type: ignore[attr-defined]
+        assert [c.type for c in result.tool_calls] == ["delegation", "function"]
     if name == "realtime/openai_realtime_audio":
         assert result.text == "Grüße aus Paris — 22 °C, sonnig ☀." and len(result.audio) > 0  # type: ignore[attr-defined]
     if name == "realtime/gemini_live_text":

@@ -30,6 +30,7 @@ def test_registry_lists_every_protocol_with_the_whole_interface() -> None:
         "bedrock.converse",
         "a2a",
         "mcp",
+        "openai.live",
         "openai.realtime",
         "gemini.live",
     )
@@ -227,3 +228,6 @@ def test_every_protocols_client_message_defaults_are_json_paths() -> None:
     assert defaults["openai.realtime"].ignore == ("$.event_id",)
     assert "$.audio" in defaults["openai.realtime"].by_length
     assert "$.realtime_input.audio.data" in defaults["gemini.live"].by_length
+    assert defaults["openai.live"].ignore == ("$.event_id",) and defaults["openai.live"].by_length == (
+        "$.audio",
+    )

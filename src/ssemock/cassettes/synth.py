@@ -25,6 +25,7 @@ from ..protocols.gemini_live import synthesize as gemini_live
 from ..protocols.ollama_chat import synthesize as ollama_chat
 from ..protocols.openai_chat import synthesize as openai_chat
 from ..protocols.openai_chat import synthesize_openrouter as openrouter_chat
+from ..protocols.openai_live import synthesize as openai_live
 from ..protocols.openai_realtime import synthesize as openai_realtime
 from ..protocols.openai_responses import synthesize as openai_responses
 from ..protocols.openai_responses import synthesize_websocket as openai_responses_websocket
@@ -54,6 +55,7 @@ __all__ = [
     "main",
     "ollama_chat",
     "openai_chat",
+    "openai_live",
     "openai_realtime",
     "openai_responses",
     "openai_responses_websocket",
@@ -110,6 +112,9 @@ REALTIME_LIBRARY: dict[str, Callable[[], Cassette]] = {
     ),
     "realtime/gemini_live_audio_tool_call": lambda: gemini_live(
         "Checking.", tool_calls=[WEATHER_PARIS], audio=True, prompt="Weather in Paris?", seed=34
+    ),
+    "realtime/openai_live_audio_delegation": lambda: openai_live(
+        "Sunny, 22 °C in Paris ☀ — Grüße!", tool_calls=[WEATHER_PARIS], prompt="Weather in Paris?", seed=36
     ),
     "realtime/openai_responses_websocket": lambda: openai_responses_websocket(
         [

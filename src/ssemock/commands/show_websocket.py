@@ -1,17 +1,19 @@
-"""``ssemock show`` and ``ssemock validate`` for a WebSocket interaction: the handshake, then the
-conversation (per message its direction, time, kind, size and a summary of its JSON ``type``, or
-Gemini's top-level key); and the checks of a session as stored (frame order, UTF-8 of text
+"""``ssemock show`` and ``ssemock validate`` for a WebSocket interaction: the handshake, the
+session's protocol (from its URL, else its received messages) and what its responses fold to, then
+the conversation (per message its direction, time, kind, size and a summary of its JSON ``type``,
+or Gemini's top-level key); and the checks of a session as stored (frame order, UTF-8 of text
 messages, close codes)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..protocols.accumulate import Accumulated, ProtocolError, accumulate_session, detect_protocol
 from ..redaction.rules import mask_text, mask_url
 from ..store.model import Interaction
 from ..store.websocket import WebSocket, valid_close_code
 
-__all__ = ["format_session", "session_problems", "summarize_session"]
+__all__ = ["format_session", "session_problems", "session_protocol", "summarize_session"]
 
 
 def _what(value: Any) -> str:
@@ -23,6 +25,26 @@ def _what(value: Any) -> str:
         if keys:
             return keys[0] if len(keys) == 1 else f"{keys[0]} +{len(keys) - 1}"
     return ""
+
+
+def session_protocol(
+    x: Interaction, protocol: str | None = None
+) -> tuple[str | None, list[Accumulated], str | None]:
+    """(protocol, one result per response, problem): the session's protocol, detected from its
+    URL, else from its received messages (or the one given), and its received messages folded by
+    it; (None, [], None) when no protocol claims the session."""
+    ws = x.websocket
+    assert ws is not None
+    received = [m.payload for m in ws.received()]
+    if protocol is None:
+        try:
+            protocol = detect_protocol([m.json() for m in ws.received()], url=x.request.url)
+        except ProtocolError:
+            return None, [], None
+    try:
+        return protocol, accumulate_session(received, protocol), None
+    except ProtocolError as exc:
+        return protocol, [], str(exc)
 
 
 def summarize_session(x: Interaction, index: int = 0) -> dict[str, Any]:
@@ -40,12 +62,25 @@ def summarize_session(x: Interaction, index: int = 0) -> dict[str, Any]:
                 "what": _what(m.json()),
             }
         )
+    protocol, results, problem = session_protocol(x)
     return {
         "index": index,
         "method": x.request.method,
         "url": mask_url(x.request.url),
         "status": x.response.status,
         "websocket": True,
+        "protocol": protocol,
+        "accumulate_error": problem,
+        "responses": [
+            {
+                "text": r.text,
+                "tool_calls": [
+                    {"type": c.type, "name": c.name, "arguments": c.arguments} for c in r.tool_calls
+                ],
+                "complete": r.complete,
+            }
+            for r in results
+        ],
         "subprotocol": ws.subprotocol,
         "extensions": ws.extensions,
         "sent": len(ws.sent()),
@@ -73,6 +108,21 @@ def format_session(s: dict[str, Any]) -> str:
         ]
     )
     lines.append(f"    handshake {s['status']}{extra}")
+    if s["protocol"] is None:
+        lines.append("    protocol unknown")
+    elif s["accumulate_error"]:
+        lines.append(
+            f"    protocol {s['protocol']}; the reference accumulator fails: {s['accumulate_error']}"
+        )
+    else:
+        done = sum(r["complete"] for r in s["responses"])
+        count = len(s["responses"])
+        lines.append(
+            f"    protocol {s['protocol']}: {count} response{'s' if count != 1 else ''}, {done} complete"
+        )
+        for r in s["responses"]:
+            calls = ", ".join(c["name"] or c["type"] for c in r["tool_calls"])
+            lines.append(f"      text {r['text']!r}" + (f"; calls {calls}" if calls else ""))
     lines.append(
         f"    {s['sent']} sent, {s['received']} received, {s['control_frames']} control frames, "
         f"{s['fragmented']} fragmented, {s['wire_chunks']} wire chunks"

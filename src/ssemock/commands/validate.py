@@ -19,7 +19,7 @@ from ..store.cassette import (
 from ..variants.chunking import event_ends
 from .decoding import _BOM, _WHAT, _accumulate, decode_response
 from .show import _short
-from .show_websocket import session_problems
+from .show_websocket import session_problems, session_protocol
 
 Level = Literal["problem", "warning", "note", "detail"]  # detail: shown with -v only
 
@@ -114,6 +114,11 @@ def validate_cassette(cassette: Cassette, path: str, *, protocol: str | None = N
             report.events += len(x.websocket.messages)
             for wrong in session_problems(x.websocket):
                 add(Finding("problem", wrong, i))
+            found, _, problem = session_protocol(x, protocol)
+            if problem:
+                add(Finding("warning", f"the reference accumulator ({found}) fails: {problem}", i))
+            elif found is not None:
+                add(Finding("detail", f"protocol {found}", i))
             continue
         resp = x.response
         decoded = decode_response(resp)

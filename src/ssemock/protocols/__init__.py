@@ -153,6 +153,7 @@ _MODULES = (
     "bedrock",
     "a2a",
     "mcp",
+    "openai_live",
     "openai_realtime",
     "gemini_live",
 )

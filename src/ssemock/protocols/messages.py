@@ -1,8 +1,9 @@
 """What the realtime (WebSocket) protocols share: a session's messages read as JSON objects, the
-spoken result (audio and transcripts), and the split of a session into the responses it holds.
+spoken result (audio and transcripts), the split of a session into the responses it holds, and
+which server events only GPT-Live sends (so the Realtime detector leaves them to ``openai.live``).
 
-Not a protocol (no ``PROTOCOL``): ``openai_realtime``, ``gemini_live`` and ``openai_responses``
-import these pieces, as synthesizers import `ssemock.protocols.synthesis`.
+Not a protocol (no ``PROTOCOL``): ``openai_realtime``, ``openai_live``, ``gemini_live`` and
+``openai_responses`` import these pieces, as synthesizers import `ssemock.protocols.synthesis`.
 
 Over a WebSocket the events a fold takes are the received messages themselves: a parsed JSON
 object, or the message's text (``str``) or bytes (Gemini Live sends JSON in binary frames).
@@ -18,9 +19,9 @@ from typing import Any
 
 import orjson
 
-from .base import JSON, Accumulated, Event, Fold, excerpt
+from .base import JSON, Accumulated, Event, Fold, excerpt, obj, string
 
-__all__ = ["Spoken", "audio_bytes", "lenient", "message", "split"]
+__all__ = ["Spoken", "audio_bytes", "is_live_event", "lenient", "message", "split"]
 
 
 @dataclass
@@ -183,3 +184,48 @@ def one_session(
             )
         ]
     )
+
+
+# the server event types only GPT-Live sends (session.updated it shares with Realtime)
+_LIVE_EVENTS = frozenset(
+    {
+        "session.started",
+        "session.closed",
+        "session.resumed",
+        "session.paused",
+        "session.usage.updated",
+        "session.delegation.created",
+        "session.input_audio.append",
+        "session.input_audio.muted",
+        "session.input_audio.unmuted",
+        "session.input_transcript.delta",
+        "session.output_transcript.delta",
+        "session.output_audio.delta",
+        "session.output_audio.fixture.playing",
+        "session.output_audio.fixture.played",
+        "session.instructions.appended",
+        "session.thinking.appended",
+        "session.commentary.appended",
+        "response.event",
+        "decision.event",
+        "decision.item.created",
+        "decision.item.deleted",
+        "transport.dtmf.received",
+        "transport.dtmf.send",
+        "transport.dtmf.sent",
+        "transport.ringing",
+        "transport.answered",
+        "transport.failed",
+    }
+)
+
+
+def is_live_event(event: Any) -> bool:
+    """One server event only GPT-Live sends (a ``session.updated`` counts when its session's
+    model is a ``gpt-live`` one)."""
+    if not isinstance(event, Mapping):
+        return False
+    kind = string(event.get("type"))
+    if kind == "session.updated":
+        return string(obj(event.get("session")).get("model")).startswith("gpt-live")
+    return kind in _LIVE_EVENTS

@@ -38,7 +38,7 @@ from .base import (
     seq,
     string,
 )
-from .messages import Spoken, audio_bytes, message, one_session, split
+from .messages import Spoken, audio_bytes, is_live_event, message, one_session, split
 
 __all__ = ["CLIENT_MESSAGES", "PROTOCOL", "URL", "responses", "synthesize"]
 
@@ -270,11 +270,14 @@ def synthesize(
 
 
 def _is_realtime_event(event: Any) -> bool:
-    if not isinstance(event, Mapping):
+    """A Realtime server event: its own ``session.created``/``session.updated`` and
+    ``response.*``, ``conversation.*``, ``input_audio_buffer.*``, ``rate_limits.*`` events, with an
+    ``event_id``; never a GPT-Live one (``session.started``, ``response.event``, ...)."""
+    if not isinstance(event, Mapping) or "event_id" not in event or is_live_event(event):
         return False
     kind = string(event.get("type"))
-    return "event_id" in event and (
-        kind.startswith(("session.", "response.", "conversation.", "input_audio_buffer.", "rate_limits."))
+    return kind in ("session.created", "session.updated") or kind.startswith(
+        ("response.", "conversation.", "input_audio_buffer.", "rate_limits.")
     )
 
 

@@ -65,7 +65,7 @@ def json_key(path: str, key: str) -> str:
 
 
 _INDEX_NAME = re.compile(r"index|\w+_index|\w+Index")  # index, output_index, contentBlockIndex
-_LABEL = re.compile(r"\{\w+=-?\d+\}")
+_LABEL = re.compile(r"\{\w+=(?:-?\d+|'[^']*')\}")  # {index=1}, and a message's {type='...'}
 
 
 def labels(value: dict[Any, Any], keys: tuple[Any, ...]) -> str:

@@ -377,7 +377,10 @@ class _Scan:
             )
             if parsed is not _NOT_JSON:
                 self.prefix = f"message {k}"
-                self.json(field, parsed, "$", 1)
+                # a message's type labels its pieces too: a key spoken in transcript deltas is
+                # joined apart from the audio deltas between them at the same path (GPT-Live)
+                kind = parsed.get("type") if isinstance(parsed, dict) else None
+                self.json(field, parsed, "$", 1, f"${{type={kind!r}}}" if isinstance(kind, str) else "$")
         self.prefix, self.collect = "", False
         for where, pieces in list(self.pieces.items()):
             if len(pieces) > 1:
