@@ -297,14 +297,17 @@ def _serve_outputs(path: Path, text: str) -> str:
 
 
 def _secret_cassette(text: str) -> Cassette:
-    """A cassette holding ``text`` in every field (written by hand, as an edited file could be)."""
+    """A cassette holding ``text`` in every field (written by hand, as an edited file could be);
+    in the headers with CR, LF and NUL as spaces, which no header may hold (the cassette refuses
+    them)."""
     c = Cassette()
+    in_header = text.translate({10: " ", 13: " ", 0: " "})
     c.add(
         "POST",
         f"https://api.example.com/v1/{quote(text, safe='')}?q={quote(text, safe='')}",
         [f"data: {json.dumps({'echo': text})}\n\n".encode(), b"data: [DONE]\n\n"],
-        headers={"x-echo": text, "content-type": "text/event-stream"},
-        request_headers={"x-debug-note": text},
+        headers={"x-echo": in_header, "content-type": "text/event-stream"},
+        request_headers={"x-debug-note": in_header},
         request_body=f"note: {text}".encode(),
         complete=False,
         error={"type": "ReadError", "message": text},

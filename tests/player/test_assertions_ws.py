@@ -121,7 +121,7 @@ def test_a_recording_run_asserts_on_the_session_just_recorded(pytester: pytest.P
     session, as on its replay."""
     from ws_servers import realtime, running
 
-    options = ("-p", "no:cassetter", "-p", "no:randomly", "-o", "asyncio_default_fixture_loop_scope=function")
+    options = ("-p", "no:randomly", "-o", "asyncio_default_fixture_loop_scope=function")
     with running(realtime) as server:
         url = server.url("/v1/realtime?model=gpt-realtime")
         pytester.makepyfile(test_rt=RECORDED_SESSION_TEST.format(url=url))

@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 import ssemock
 from ssemock.commands.loopback import running
-from ssemock.scan import walk
+from ssemock.scan import findings, walk
 from ssemock.scan.incremental import BodyScan
 from ssemock.scan.walk import scan_interaction
 from ssemock.store.cassette import Interaction, Request, Response
@@ -101,7 +101,7 @@ def test_the_scan_as_it_arrives_finds_what_the_scan_of_the_whole_body_finds(
     for seed in (1, 2):
         found = _fed(body, seed).findings(response)
         assert found is not None
-        assert [str(f) for f in walk._first_per_place(found)] == [str(f) for f in whole]
+        assert [str(f) for f in findings.first_per_place(found)] == [str(f) for f in whole]
     if form != "split, interleaved with another choice" or size < 2 << 20:  # the large pass joins per name
         assert whole, f"{form} at {at} of {size} bytes: not found"
 

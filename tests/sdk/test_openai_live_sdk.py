@@ -161,7 +161,7 @@ def test_the_marker_replays_a_live_session_offline(pytester: pytest.Pytester) ->
         pytester.makepyfile(test_marked=MARKED.format(base=base, pcm=bytes(reversed(PCM))))
         with ssemock.use_cassette(cassette, record_mode="once"):
             _primary_sync(base)
-    replayed = pytester.runpytest_inprocess("-p", "no:cassetter", "-p", "no:randomly")
+    replayed = pytester.runpytest_inprocess("-p", "no:randomly")
     replayed.assert_outcomes(passed=1)
 
 

@@ -15,7 +15,6 @@ import functools
 import operator
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
@@ -48,6 +47,7 @@ from .fields import (
     scan_named,
     scan_url,
 )
+from .findings import Finding, first_per_place
 from .large_streams import large_stream
 from .messages import value_shape
 from .model_content import exempt, generated, path_keys, prose_words, raw_generated
@@ -63,42 +63,6 @@ __all__ = [
     "scan_interaction",
     "wide_charset",
 ]
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One secret in a cassette: where (interaction, field, and the place inside the field's
-    decoded form), which rule found it, and what the value looks like -- never the value."""
-
-    interaction: int
-    """The index of the interaction it is in."""
-    field: str
-    """Which field: ``request.url``, ``request.headers['x']``, ``request.body``, ``response.body``, ..."""
-    rule: str
-    """What was found: ``an Anthropic key (sk-ant-...)``, ``a credential-named field 'password'``."""
-    shape: str
-    """The value's length and character classes, e.g. ``20 chars: digits - : T Z``."""
-    preview: str
-    """The shape's public prefix and ``***``, never a character of the secret."""
-    path: str = ""
-    """Where inside the field: ``$.messages[0].content``, ``event 3 $.delta.text``, ``gzip``, ``base64``."""
-    start: int | None = None
-    """Where it starts in the field as stored (None: found only in a decoded form)."""
-    end: int | None = None
-    """Where it ends in the field as stored (None: found only in a decoded form)."""
-
-    @property
-    def where(self) -> str:
-        """The field and the place inside it."""
-        return f"{self.field} {self.path}" if self.path else self.field
-
-    def __str__(self) -> str:
-        """``interaction 0 response.body: a credential-named field 'password' at event 3 $.password
-        ('***', 6 chars: a-z)``: the path after the rule, so no masking of a message takes what
-        follows a credential-named path (``$.password: ...``) for its value."""
-        at = f", at offset {self.start}" if self.start is not None else ""
-        inside = f" at {self.path}" if self.path else ""
-        return f"interaction {self.interaction} {self.field}: {self.rule}{inside} ({self.preview!r}, {self.shape}{at})"
 
 
 class _InteractionLike(Protocol):
@@ -599,16 +563,7 @@ def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
                 s.body(f"websocket.frames[{k}]", note.data, [], req.url, stream=False)
         if session.close.reason:
             s.text("websocket.close.reason", session.close.reason, "", 0)
-    return _first_per_place(s.found)
-
-
-def _first_per_place(found: list[Finding]) -> list[Finding]:
-    """One finding per (field, rule): the one found where it is stored if any (it has offsets),
-    else the first one found decoded."""
-    out: dict[tuple[str, str], Finding] = {}
-    for f in sorted(found, key=lambda f: f.start is None):
-        out.setdefault((f.field, f.rule), f)
-    return sorted(out.values(), key=found.index)
+    return first_per_place(s.found)
 
 
 def scan_cassette(cassette: _CassetteLike) -> list[Finding]:
