@@ -46,7 +46,7 @@ from ...variants import ws_chunking, ws_faults
 from ...variants.transforms import WEBSOCKET
 from .replayer import Exchange, Replayer, unmatched_lines
 
-__all__ = ["Replay", "Resolve", "protocol", "serving"]
+__all__ = ["Refusal", "Replay", "Resolve", "protocol", "serving"]
 
 _HEAD_END = b"\r\n\r\n"
 _MAX_HEAD = 64 << 10
@@ -67,9 +67,20 @@ class Replay:
     why: str = ""
 
 
-Resolve = Callable[[str, Sequence[tuple[str, str]]], Replay | None]
+@dataclass(frozen=True)
+class Refusal:
+    """A handshake refused before any session is looked for (the proxy's routing): answered
+    ``status`` with ``error`` as its JSON body, on the raw connection; whoever refused it logged
+    why."""
+
+    status: int
+    error: str
+
+
+Resolve = Callable[[str, Sequence[tuple[str, str]]], Replay | Refusal | None]
 """What a server does with a handshake (its request target and headers, names lower-case): a
-`Replay`, or None to hand the connection to the fallback protocol (the proxy's relay)."""
+`Replay`, a `Refusal`, or None to hand the connection to the fallback protocol (the proxy's
+relay)."""
 
 
 def parse_head(head: bytes) -> tuple[str, str, list[tuple[str, str]]]:
@@ -206,6 +217,9 @@ class ReplaySocket(asyncio.Protocol):
         replay = self._resolve(target, headers)
         if replay is None:
             self._hand_over(head)
+            return
+        if isinstance(replay, Refusal):
+            self._refuse(replay.status, {"error": replay.error})
             return
         self._replay = replay
         replayer, sent = replay.replayer, replay.sent
