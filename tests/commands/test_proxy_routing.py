@@ -7,7 +7,6 @@ listener that must never be reached, takes the same targets over raw sockets."""
 
 from __future__ import annotations
 
-import logging
 import socket
 import threading
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.testclient import TestClient, WebSocketDenialResponse
 from starlette.websockets import WebSocket
 from websockets.uri import parse_uri
+from ws_frame_client import server_log
 
 from ssemock.commands.loopback import running
 from ssemock.commands.proxy import Upstream, app
@@ -228,20 +228,6 @@ def _hostile(evil: int) -> list[str]:
     ]
 
 
-@contextmanager
-def _server_log() -> Iterator[list[str]]:
-    """What the proxy's server (uvicorn) logs meanwhile, whose log does not reach pytest's."""
-    found: list[str] = []
-    handler = logging.Handler()
-    handler.emit = lambda record: found.append(record.getMessage())  # type: ignore[method-assign]
-    logger = logging.getLogger("uvicorn.error")
-    logger.addHandler(handler)
-    try:
-        yield found
-    finally:
-        logger.removeHandler(handler)
-
-
 @pytest.mark.parametrize("websocket", [False, True], ids=["http", "websocket"])
 def test_no_target_reaches_another_host_through_a_real_proxy(tmp_path: Path, websocket: bool) -> None:
     lines: list[str] = []
@@ -249,7 +235,7 @@ def test_no_target_reaches_another_host_through_a_real_proxy(tmp_path: Path, web
         asgi = app(
             [Upstream(up, prefix="/openai")], cassette_dir=tmp_path, record_mode="all", log=lines.append
         )
-        with running(asgi) as url, _server_log() as server_lines:  # (after uvicorn set its logging up)
+        with running(asgi) as url, server_log() as server_lines:  # (after uvicorn set its logging up)
             port = int(url.rsplit(":", 1)[1])
             answers = {target: _exchange(port, target, websocket=websocket) for target in _hostile(evil)}
     assert heard == []  # the evil listener was never reached, not even connected to
