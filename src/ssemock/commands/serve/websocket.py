@@ -40,7 +40,7 @@ from typing import Any
 from ...framing.websocket import FrameError, Opcode, close_payload, encode_frame
 from ...plan.conversation import HandshakeMismatch, Release, UnmatchedMessageError, handshake_head
 from ...plan.ws_variants import VariantRefused, VariedConversation
-from ...redaction.rules import mask_text, redact_request
+from ...redaction.rules import mask_text, mask_url, redact_request
 from ...store.cassette import Request
 from ...variants import ws_chunking, ws_faults
 from ...variants.transforms import WEBSOCKET
@@ -97,12 +97,13 @@ def parse_head(head: bytes) -> tuple[str, str, list[tuple[str, str]]]:
 
 
 def serving(replayer: Replayer) -> Resolve:
-    """``ssemock serve``'s answer to every handshake: its cassettes' sessions."""
+    """``ssemock serve``'s answer to every handshake: its cassettes' sessions (the log names the
+    target with its URL's secrets masked, as the HTTP lines do)."""
 
     def resolve(target: str, headers: Sequence[tuple[str, str]]) -> Replay:
         host = next((v for k, v in headers if k == "host"), "127.0.0.1")
         sent = redact_request(Request("GET", f"ws://{host}{target}", list(headers), None))
-        return Replay(replayer, sent, target)
+        return Replay(replayer, sent, mask_url(target))
 
     return resolve
 
