@@ -54,8 +54,6 @@ def _mitmdump(tmp_path: Path, *options: str) -> Iterator[tuple[int, list[str]]]:
     proc = subprocess.Popen(
         [
             mitmdump,
-            "--set",
-            "flow_detail=0",  # (mitmdump's own flow lines: only the addon's log line is printed)
             "--listen-host",
             "127.0.0.1",
             "--listen-port",
@@ -152,4 +150,5 @@ def test_what_the_addon_inflates_is_capped_and_its_log_line_masks_the_url(tmp_pa
     assert response.body == b"data: " + b"0" * (limit - 6) and response.header("content-encoding") is None
     saved = [line for line in printed if "saved into" in line]
     assert len(saved) == 1 and "sig=REDACTED" in saved[0] and "incomplete: RecordingTruncated" in saved[0]
-    assert not any(secret in line for line in printed), printed
+    # not even a piece of it (mitmdump's own flow line, on by default, shows the URL cut short)
+    assert not any(secret[:6] in line for line in printed), printed

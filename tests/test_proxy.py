@@ -33,7 +33,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from waiting import accepts, until
+from waiting import accepts, closed_by_server, half_head, until
 
 import ssemock
 from ssemock import sse
@@ -762,29 +762,14 @@ def _proxy_process(upstream: str, tmp_path: Path, *options: str) -> tuple[subpro
     return proc, int(match.group(1))
 
 
-def _half_head(port: int) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
-    sock.sendall(b"POST /v1/chat HTTP/1.1\r\nHost: x\r\n")  # the headers never finish
-    return sock
-
-
-def _closed_by_server(sock: socket.socket) -> bool:
-    try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
-
-
 def test_ssemock_proxy_caps_its_connections(tmp_path: Path) -> None:
     stand_in = Counting()
     with running(stand_in.app) as up:
         proc, port = _proxy_process(up, tmp_path, "--max-connections", "3", "--header-timeout", "60")
         try:
-            held = [_half_head(port) for _ in range(3)]
-            flood = [_half_head(port) for _ in range(20)]
-            assert all(_closed_by_server(s) for s in flood)  # past the cap: closed at once
+            held = [half_head(port, "/v1/chat", TIMEOUT) for _ in range(3)]
+            flood = [half_head(port, "/v1/chat", TIMEOUT) for _ in range(20)]
+            assert all(closed_by_server(s) for s in flood)  # past the cap: closed at once
             for s in flood:
                 s.close()
             for s in held:  # within it: answered once their headers finish
@@ -813,11 +798,11 @@ def test_ssemock_proxy_closes_slow_heads_but_not_long_websocket_sessions(tmp_pat
     with running(upstream) as up:
         proc, port = _proxy_process(up, tmp_path, "--header-timeout", "0.2")
         try:
-            slow = [_half_head(port) for _ in range(5)]
+            slow = [half_head(port, "/v1/chat", TIMEOUT) for _ in range(5)]
             with connect(f"ws://127.0.0.1:{port}/v1/realtime") as ws:
                 ws.send("one")
                 first = ws.recv(timeout=TIMEOUT)
-                assert all(_closed_by_server(s) for s in slow)  # their header timeout passed
+                assert all(closed_by_server(s) for s in slow)  # their header timeout passed
                 time.sleep(0.4)  # (twice the header timeout, the session idle)
                 ws.send("two")
                 second = ws.recv(timeout=TIMEOUT)

@@ -7,7 +7,6 @@ clock), and well-behaved clients keep being served, in order.
 from __future__ import annotations
 
 import gc
-import socket
 import time
 import tracemalloc
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 import requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from waiting import closed_by_server, half_head
 from websockets.sync.client import connect
 
 import ssemock
@@ -178,29 +178,12 @@ def test_the_resume_index_says_what_decoding_per_request_said(lines: list[bytes]
             assert found.moves_on == _moves_on(body[found.offset :], ident)
 
 
-def _open(url: str) -> socket.socket:
-    host, port = url.split("//", 1)[1].rsplit(":", 1)
-    sock = socket.create_connection((host, int(port)), timeout=TIMEOUT)
-    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")  # the headers never finish
-    return sock
-
-
-def _closed_by_server(sock: socket.socket) -> bool:
-    """The server closed the connection (EOF or reset) before TIMEOUT."""
-    try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
-
-
 def test_connections_past_the_cap_are_closed_at_once_and_those_within_it_are_served() -> None:
     with running(app(_cassette()), max_connections=4, header_timeout=60.0) as url:
-        held = [_open(url) for _ in range(4)]
+        held = [half_head(_port(url), "/v1/chat/completions", TIMEOUT) for _ in range(4)]
         try:
-            flood = [_open(url) for _ in range(40)]
-            assert all(_closed_by_server(s) for s in flood)  # past the cap: closed, the fds given back
+            flood = [half_head(_port(url), "/v1/chat/completions", TIMEOUT) for _ in range(40)]
+            assert all(closed_by_server(s) for s in flood)  # past the cap: closed, the fds given back
             for s in flood:
                 s.close()
             for s in held:  # within the cap: still open, and answered once the headers finish
@@ -217,8 +200,8 @@ def test_a_connection_whose_headers_never_finish_is_closed() -> None:
     finish theirs exhausted the file limit. A well-behaved client on a kept-alive connection is
     served request after request."""
     with running(app(_cassette()), header_timeout=0.3) as url:
-        slow = [_open(url) for _ in range(20)]
-        assert all(_closed_by_server(s) for s in slow)
+        slow = [half_head(_port(url), "/v1/chat/completions", TIMEOUT) for _ in range(20)]
+        assert all(closed_by_server(s) for s in slow)
         for s in slow:
             s.close()
         with requests.Session() as session:
@@ -238,7 +221,7 @@ def test_a_client_that_leaves_mid_request_body_is_one_log_line(capfd: pytest.Cap
     asgi = app(_cassette(), log=lines.append)
     with running(asgi) as url:
         for _ in range(3):
-            sock = _open(url)
+            sock = half_head(_port(url), "/v1/chat/completions", TIMEOUT)
             sock.sendall(b'Content-Length: 1000\r\n\r\n{"model":')
             sock.close()
         assert requests.post(url + "/v1/chat/completions", timeout=TIMEOUT).ok  # still serving
@@ -311,3 +294,7 @@ def test_a_websocket_session_outlives_the_header_timeout() -> None:
                 else:
                     got.append(conn.recv(timeout=TIMEOUT))
     assert got == [m.data for m in recorded.websocket.received()]
+
+
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])

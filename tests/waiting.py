@@ -31,3 +31,22 @@ def accepts(port: int) -> bool:
     except OSError:
         return False
     return True
+
+
+def half_head(port: int, path: str, timeout: float) -> socket.socket:
+    """A connection to 127.0.0.1:``port`` whose request (a POST to ``path``) has headers that
+    never finish, unless the caller sends the rest (a server's header timeout and connection cap
+    are what end it)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\n".encode())
+    return sock
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    """The server closed the connection (EOF or reset) before the socket's timeout."""
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False

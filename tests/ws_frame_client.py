@@ -1,5 +1,5 @@
 """Hand-written WebSocket clients: `close_after`, a raw socket that sends any bytes after its
-handshake (issue 41); and for the replay tests of issue 35: the handshake through httpx
+handshake, and `server_log`, what the loopback server logged meanwhile (issue 41); and for the replay tests of issue 35: the handshake through httpx
 (its ``Upgrade: websocket`` request goes through the httpcore pool ssemock patches), then frames
 read from the 101's network stream by a frame reader of the catalogue
 (``tests/variants/test_ws_readers.py``) and written masked by hand (a pong for each ping the reader
@@ -12,10 +12,13 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import logging
 import os
 import socket
 import struct
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -133,3 +136,18 @@ def close_after(url: str, data: bytes, *, deflate: bool = False) -> tuple[int | 
     last = parse_frames(got)[-1]
     assert last.opcode == Opcode.CLOSE, last
     return parse_close(last.payload)
+
+
+@contextmanager
+def server_log() -> Iterator[list[str]]:
+    """What the loopback server (uvicorn) logs meanwhile, which does not reach pytest's log:
+    enter it once the server is running (uvicorn sets its logging up as it starts)."""
+    found: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: found.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("uvicorn.error")
+    logger.addHandler(handler)
+    try:
+        yield found
+    finally:
+        logger.removeHandler(handler)

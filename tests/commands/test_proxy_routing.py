@@ -22,8 +22,10 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route, WebSocketRoute
+from starlette.testclient import TestClient, WebSocketDenialResponse
 from starlette.websockets import WebSocket
 from websockets.uri import parse_uri
+from ws_frame_client import server_log
 
 from ssemock.commands.loopback import running
 from ssemock.commands.proxy import Upstream, app
@@ -233,7 +235,7 @@ def test_no_target_reaches_another_host_through_a_real_proxy(tmp_path: Path, web
         asgi = app(
             [Upstream(up, prefix="/openai")], cassette_dir=tmp_path, record_mode="all", log=lines.append
         )
-        with running(asgi) as url:
+        with running(asgi) as url, server_log() as server_lines:  # (after uvicorn set its logging up)
             port = int(url.rsplit(":", 1)[1])
             answers = {target: _exchange(port, target, websocket=websocket) for target in _hostile(evil)}
     assert heard == []  # the evil listener was never reached, not even connected to
@@ -245,6 +247,24 @@ def test_no_target_reaches_another_host_through_a_real_proxy(tmp_path: Path, web
             assert b"upstream /" in got, (target, got[-200:])  # answered by the upstream
     assert f"/openai@127.0.0.1:{evil}/x" in refused and f"/openai%40127.0.0.1:{evil}/x" in refused
     assert f"/openai.127.0.0.1:{evil}/x" in refused
-    # one log line per refusal, the key nowhere
+    # one log line per refusal (the server's log says nothing of it), the key nowhere
     assert len([line for line in lines if "-> 400 " in line]) == len(refused)
+    assert server_lines == []
     assert not any("sk-test-route" in line for line in lines)
+
+
+def test_a_websocket_target_off_its_upstream_is_refused_under_any_asgi_server(tmp_path: Path) -> None:
+    """Served by another ASGI server than ssemock's (Starlette's test client here), the proxy's
+    WebSocket endpoint refuses the target itself: 400 with the reason, one log line."""
+    lines: list[str] = []
+    asgi = app(
+        [Upstream("http://127.0.0.1:9", prefix="/openai")],
+        cassette_dir=tmp_path,
+        record_mode="all",
+        log=lines.append,
+    )
+    with TestClient(asgi) as client, pytest.raises(WebSocketDenialResponse) as denied:
+        with client.websocket_connect("/openai@127.0.0.1:1/x"):
+            pass  # (not reached: the handshake is refused)
+    assert denied.value.status_code == 400 and "no upstream for this path" in denied.value.json()["error"]
+    assert lines == ["WebSocket /openai@127.0.0.1:1/x -> 400 no upstream for this path (prefixes: /openai)"]

@@ -17,7 +17,7 @@ from waiting import until
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 from websockets.sync.server import ServerConnection
-from ws_frame_client import close_after
+from ws_frame_client import close_after, server_log
 from ws_servers import realtime
 from ws_servers import running as ws_running
 
@@ -198,3 +198,22 @@ def test_a_replayed_stall_is_waited_for_real_under_instant_timing(tmp_path: Path
             with pytest.raises(TimeoutError):
                 ws.recv(timeout=0.05)  # nothing for 2 s (room for a loaded machine)
             assert str(ws.recv(timeout=30)) == str(want.received()[0].data)
+
+
+def test_a_relayed_text_message_that_is_not_utf8_is_closed_1007_without_a_traceback(
+    upstream: tuple[str, list[str]], tmp_path: Path
+) -> None:
+    """The relay of a session the proxy records (uvicorn's protocol) answers a text message that
+    is not UTF-8 with 1007 and its reason, as the replays do; the server logs nothing (uvicorn
+    printed a traceback), the relay's line says it closed 1007, and the next session is served."""
+    base, _ = upstream
+    log: list[str] = []
+    with running(proxy_app(base, cassette_dir=tmp_path, record_mode="all", log=log.append)) as proxy:
+        with server_log() as server_lines:
+            url = proxy.replace("http://", "ws://") + PATH
+            code, reason = close_after(url, encode_frame(Opcode.TEXT, b"\xff\xfehello", mask=b"abcd"))
+            live = session(url)
+    assert (code, reason) == (1007, "ssemock proxy: a text message that is not UTF-8")
+    assert server_lines == []
+    assert any("closed 1007" in line for line in log), log
+    assert live

@@ -293,3 +293,18 @@ def test_a_stall_is_waited_for_real_under_every_timing(timing: str) -> None:
             with pytest.raises(TimeoutError):
                 conn.recv(timeout=0.05)  # the server sends nothing for 0.5 s
             assert str(conn.recv(timeout=30)) == want[0]
+
+
+def test_the_log_lines_mask_a_secret_in_the_handshake_url() -> None:
+    """``?sig=`` (by its name, whatever its shape) in a handshake's URL is masked in every line
+    serve logs of the session, served or unmatched, as its HTTP lines mask it (it printed the
+    WebSocket target as sent)."""
+    secret = "s3cr3tSigNoKnownShape42"
+    with served(match_on=["method", "path"]) as (url, _, log):
+        got, code, _ = converse(url + PATH + f"&sig={secret}")
+        with pytest.raises(InvalidStatus):
+            connect(url + f"/v1/other?sig={secret}")
+    assert code == 1000 and got
+    assert log[0].startswith(f"WebSocket {PATH}&sig=REDACTED -> 101 #0"), log
+    assert any(line.startswith("WebSocket /v1/other?sig=REDACTED -> 404") for line in log), log
+    assert not any(secret in line for line in log), log

@@ -13,7 +13,8 @@ response ends (or breaks off: then it is kept marked incomplete), the interactio
 merged into the cassette and saved under the cassette's lock after the secret scan, as a
 Python recording is
 (`ssemock.player.session.save`); a refused recording is kept masked beside the cassette. Its
-log line masks the URL's secrets (``?sig=``) as ``ssemock proxy``'s do.
+log line masks the URL's secrets (``?sig=``) as ``ssemock proxy``'s do; mitmdump's own flow
+lines, which print URLs and headers unmasked, are turned off unless ``flow_detail`` is set.
 
 mitmproxy cannot share ssemock's environment (its newest release for Python 3.11 pins
 ``h11<=0.14``, which httpcore rejects), so it runs from a side environment holding mitmproxy,
@@ -127,6 +128,15 @@ class SsemockRecorder:
             MAX_BODY_BYTES,
             "the most of one response body recorded, decoded (past it: recorded up to there, incomplete)",
         )
+
+    def running(self) -> None:
+        """mitmdump's own flow lines print each URL and, from ``flow_detail=2``, the headers as
+        they are (``?sig=``, ``authorization``): left at their default they are turned off, the
+        addon's masked line naming each recording instead; a level the user set is kept."""
+        from mitmproxy import ctx  # only ever called inside mitmproxy
+
+        if "flow_detail" in ctx.options and not ctx.options.has_changed("flow_detail"):
+            ctx.options.update(flow_detail=0)
 
     def _options(self) -> tuple[Path, set[str], int]:
         from mitmproxy import ctx  # only ever called inside mitmproxy

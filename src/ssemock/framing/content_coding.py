@@ -11,6 +11,7 @@ each (a compressed byte costs about a microsecond then). This module imports no 
 
 from __future__ import annotations
 
+import importlib
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -70,10 +71,20 @@ def _layer(name: str, limit: int) -> Decode | None:
     if name == "deflate":
         return _Zlib(zlib.MAX_WBITS, limit)
     if name == "zstd":
-        return _Zstd.made(limit)
+        zstandard = _optional("zstandard")
+        return None if zstandard is None else _Zstd(zstandard, limit)
     if name == "br":
-        return _Brotli.made(limit)
+        brotli = _optional("brotli")
+        return None if brotli is None else _Brotli(brotli.Decompressor(), limit)
     return None
+
+
+def _optional(module: str) -> Any:
+    """The module called ``module``, or None when it is not installed (its coding is then kept)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
 
 
 class _Counted:
@@ -106,14 +117,6 @@ class _Zlib(_Counted):
 
 
 class _Zstd(_Counted):
-    @classmethod
-    def made(cls, limit: int) -> _Zstd | None:
-        try:
-            import zstandard
-        except ImportError:
-            return None
-        return cls(zstandard, limit)
-
     def __init__(self, zstandard: Any, limit: int) -> None:
         super().__init__(limit)
         self._out: list[bytes] = []
@@ -133,14 +136,6 @@ class _Zstd(_Counted):
 
 
 class _Brotli(_Counted):
-    @classmethod
-    def made(cls, limit: int) -> _Brotli | None:
-        try:
-            import brotli
-        except ImportError:
-            return None
-        return cls(brotli.Decompressor(), limit)
-
     def __init__(self, decompressor: Any, limit: int) -> None:
         super().__init__(limit)
         self._d = decompressor

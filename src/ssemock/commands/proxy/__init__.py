@@ -56,6 +56,7 @@ from ..serve import DEFAULT_MAX_BODY, quiet_drops
 from ..serve.websocket import protocol
 from .book import Book, cassette_name
 from .relay import CASSETTE_HEADER, HOP_BY_HOP, PATH_PREFIX, Proxy, Upstream
+from .relay_protocol import relay_protocol
 from .websocket import replaying
 
 __all__ = [
@@ -125,9 +126,7 @@ def app(
     starlette.state.ssemock = proxy
     # a handshake the mode replays is answered on the raw connection, as ssemock serve does; one
     # it records goes to uvicorn's own WebSocket protocol, then the relay above
-    from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
-
-    starlette.state.ws_protocol = protocol(replaying(proxy), fallback=AutoWebSocketsProtocol)  # type: ignore[arg-type]
+    starlette.state.ws_protocol = protocol(replaying(proxy), fallback=relay_protocol())
     starlette.state.ws_max_size = max_body  # a client's message, relayed or replayed: 1009 past it
     return starlette
 

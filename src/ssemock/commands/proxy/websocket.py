@@ -30,7 +30,7 @@ from ...framing.websocket import Opcode, close_payload, encode_frame
 from ...plan.ws_record import WsRecorder
 from ...redaction.rules import mask_url, redact_request
 from ...store.cassette import Interaction, Request
-from ..serve.websocket import Replay, Resolve
+from ..serve.websocket import Refusal, Replay, Resolve
 from .book import Book
 from .routing import Routed, raw_target
 
@@ -75,10 +75,10 @@ async def relay_websocket(proxy: Relaying, ws: WebSocket) -> None:
     path, query = raw_target(ws.scope)
     try:
         routed = proxy.route(path, query, ws.headers, websocket=True)
-    except ValueError as exc:  # refused as the HTTP requests are: 400, one log line
-        proxy.log(f"WebSocket {mask_url(path)} -> 400 {exc}")
+    except ValueError as exc:  # (under another ASGI server: `replaying` refuses it under uvicorn)
+        refusal = _off_route(proxy, path, exc)
         if "websocket.http.response" in ws.scope.get("extensions", {}):
-            await ws.send_denial_response(JSONResponse({"error": f"ssemock proxy: {exc}"}, 400))
+            await ws.send_denial_response(JSONResponse({"error": refusal.error}, refusal.status))
         else:  # (an ASGI server without the denial extension answers 403)
             await ws.close(1008, f"ssemock proxy: {exc}"[:120])
         return
@@ -197,18 +197,18 @@ async def relay_websocket(proxy: Relaying, ws: WebSocket) -> None:
 
 
 def replaying(proxy: Relaying) -> Resolve:
-    """The proxy's answer to a handshake (`ssemock.commands.serve.websocket.Resolve`): a replay
-    from its cassette when the record mode replays and a session matches, the relay (None) when
-    the mode records, else a replay that answers 404 with what differs and why nothing is
-    recorded. The cassette is the request's (``x-ssemock-cassette``, ``/_ssemock/NAME/``), neither
+    """The proxy's answer to a handshake (`ssemock.commands.serve.websocket.Resolve`): a 400
+    when its routing refuses the target, a replay from its cassette when the record mode replays
+    and a session matches, the relay (None) when the mode records, else a replay that answers
+    404 with what differs and why nothing is recorded. The cassette is the request's (``x-ssemock-cassette``, ``/_ssemock/NAME/``), neither
     matched on."""
 
-    def resolve(target: str, headers: Sequence[tuple[str, str]]) -> Replay | None:
+    def resolve(target: str, headers: Sequence[tuple[str, str]]) -> Replay | Refusal | None:
         path, _, query = target.partition("?")
         try:
             routed = proxy.route(path, query, dict(headers), websocket=True)
-        except ValueError:
-            return None  # the relay refuses it, saying why
+        except ValueError as exc:
+            return _off_route(proxy, path, exc)
         book: Book = proxy.book(routed.cassette)
         url, name = routed.url, routed.cassette
         kept = [(k, v) for k, v in headers if not k.startswith("x-ssemock-")]
@@ -227,6 +227,13 @@ def replaying(proxy: Relaying) -> Resolve:
         return Replay(replayer, sent, shown, why)
 
     return resolve
+
+
+def _off_route(proxy: Relaying, path: str, exc: ValueError) -> Refusal:
+    """A handshake the proxy's routing refuses, as it refuses an HTTP request: 400 and one log
+    line (answered on the raw connection: uvicorn's own protocol logs an error after a denial)."""
+    proxy.log(f"WebSocket {mask_url(path)} -> 400 {exc}")
+    return Refusal(400, f"ssemock proxy: {exc}")
 
 
 def _snapshot(recorder: WsRecorder) -> Interaction:

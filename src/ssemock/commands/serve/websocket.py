@@ -40,13 +40,13 @@ from typing import Any
 from ...framing.websocket import FrameError, Opcode, close_payload, encode_frame
 from ...plan.conversation import HandshakeMismatch, Release, UnmatchedMessageError, handshake_head
 from ...plan.ws_variants import VariantRefused, VariedConversation
-from ...redaction.rules import mask_text, redact_request
+from ...redaction.rules import mask_text, mask_url, redact_request
 from ...store.cassette import Request
 from ...variants import ws_chunking, ws_faults
 from ...variants.transforms import WEBSOCKET
 from .replayer import Exchange, Replayer, unmatched_lines
 
-__all__ = ["Replay", "Resolve", "protocol", "serving"]
+__all__ = ["Refusal", "Replay", "Resolve", "protocol", "serving"]
 
 _HEAD_END = b"\r\n\r\n"
 _MAX_HEAD = 64 << 10
@@ -67,9 +67,20 @@ class Replay:
     why: str = ""
 
 
-Resolve = Callable[[str, Sequence[tuple[str, str]]], Replay | None]
+@dataclass(frozen=True)
+class Refusal:
+    """A handshake refused before any session is looked for (the proxy's routing): answered
+    ``status`` with ``error`` as its JSON body, on the raw connection; whoever refused it logged
+    why."""
+
+    status: int
+    error: str
+
+
+Resolve = Callable[[str, Sequence[tuple[str, str]]], Replay | Refusal | None]
 """What a server does with a handshake (its request target and headers, names lower-case): a
-`Replay`, or None to hand the connection to the fallback protocol (the proxy's relay)."""
+`Replay`, a `Refusal`, or None to hand the connection to the fallback protocol (the proxy's
+relay)."""
 
 
 def parse_head(head: bytes) -> tuple[str, str, list[tuple[str, str]]]:
@@ -86,12 +97,13 @@ def parse_head(head: bytes) -> tuple[str, str, list[tuple[str, str]]]:
 
 
 def serving(replayer: Replayer) -> Resolve:
-    """``ssemock serve``'s answer to every handshake: its cassettes' sessions."""
+    """``ssemock serve``'s answer to every handshake: its cassettes' sessions (the log names the
+    target with its URL's secrets masked, as the HTTP lines do)."""
 
     def resolve(target: str, headers: Sequence[tuple[str, str]]) -> Replay:
         host = next((v for k, v in headers if k == "host"), "127.0.0.1")
         sent = redact_request(Request("GET", f"ws://{host}{target}", list(headers), None))
-        return Replay(replayer, sent, target)
+        return Replay(replayer, sent, mask_url(target))
 
     return resolve
 
@@ -206,6 +218,9 @@ class ReplaySocket(asyncio.Protocol):
         replay = self._resolve(target, headers)
         if replay is None:
             self._hand_over(head)
+            return
+        if isinstance(replay, Refusal):
+            self._refuse(replay.status, {"error": replay.error})
             return
         self._replay = replay
         replayer, sent = replay.replayer, replay.sent
