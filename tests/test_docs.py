@@ -31,8 +31,8 @@ variables and ``cd`` carry over from block to block), ``set -euo pipefail``, the
 page's folder the ``node_modules`` of tests/node (``npm ci --prefix tests/node``, as .ci/run does),
 standing for the page's ``npm install``: the suite installs nothing from the registry.
 
-README.md's python blocks are shown, not run (they need a key), unless the first line is
-``# runnable``.
+README.md's python and bash blocks are shown, not run (they need a key), unless the first line is
+``# runnable``: those run in order, as a page's (the bash ones in one shell session).
 """
 
 from __future__ import annotations
@@ -384,8 +384,12 @@ def test_inner_runs_pass_in_any_order(pytester: pytest.Pytester, monkeypatch: py
 
 
 def test_readme_runnable_blocks(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    marked = [b for b in blocks(ROOT / "README.md") if b.first.startswith("# runnable")]
-    assert run_page(marked, pytester, monkeypatch) > 0, "README.md has no python block marked '# runnable'"
+    readme = [*blocks(ROOT / "README.md"), *blocks(ROOT / "README.md", "bash")]
+    marked = sorted((b for b in readme if b.first.startswith("# runnable")), key=lambda b: b.line)
+    assert {b.lang for b in marked} == {"python", "bash"}, (
+        "README.md: no python or no bash block marked '# runnable'"
+    )
+    assert run_page(marked, pytester, monkeypatch) == len(marked)
 
 
 def test_the_docs_exist_and_every_page_is_linked_from_the_index() -> None:
