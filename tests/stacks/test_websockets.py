@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trustme
 from ws_servers import realtime, running
 
 import ssemock
@@ -364,6 +363,7 @@ def test_a_tls_failure_while_recording_is_the_clients_own_error_first(tmp_path: 
     """A certificate the client does not trust, while recording: the user's traceback shows the
     client's own ``SSLCertVerificationError`` and where it was raised, with none of ssemock's
     control flow (``RecordSession``) above it (issue 43 item 9); nothing is recorded."""
+    import trustme  # (here: tests/stacks/ws_matrix.py imports this module where trustme is not)
     from websockets.asyncio.client import connect as aconnect
     from websockets.sync.client import connect
 
