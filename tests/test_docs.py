@@ -26,10 +26,13 @@ variables and ``cd`` carry over from block to block), ``set -euo pipefail``, the
   background, as in a second terminal; the page goes on once it has printed its first line;
 * ``# after stopping the server`` on the first line: the background commands get SIGINT (Ctrl-C)
   first and are waited for, so what follows runs with the server gone.
-``<!-- docs-test: bash port=8765 -->`` replaces that port number in the bash blocks by a free one.
+``<!-- docs-test: bash port=8765 -->`` replaces that port number in the bash blocks by a free one
+(``port=8767,8768``: each of them). ``<!-- docs-test: bash node -->`` (after any ``port=``) gives the
+page's folder the ``node_modules`` of tests/node (``npm ci --prefix tests/node``, as .ci/run does),
+standing for the page's ``npm install``: the suite installs nothing from the registry.
 
-README.md's python blocks are shown, not run (they need a key), unless the first line is
-``# runnable``.
+README.md's python and bash blocks are shown, not run (they need a key), unless the first line is
+``# runnable``: those run in order, as a page's (the bash ones in one shell session).
 """
 
 from __future__ import annotations
@@ -64,7 +67,8 @@ PAGES = sorted(DOCS.rglob("*.md"))
 # reference from the argparse parser, the API reference from the docstrings by mkdocstrings)
 WRITTEN = [p for p in PAGES if p.parent.name != "reference"]
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
-_BASH = re.compile(r"<!-- docs-test: bash(?: port=(\d+))? -->")
+_BASH = re.compile(r"<!-- docs-test: bash(?: port=([\d,]+))?( node)? -->")
+NODE_MODULES = ROOT / "tests" / "node" / "node_modules"
 
 
 @dataclass
@@ -124,10 +128,10 @@ def _free_port() -> int:
 class Shell:
     """One user's shell session over several bash blocks, with background 'terminals'."""
 
-    def __init__(self, home: Path, port: tuple[str, str] | None) -> None:
+    def __init__(self, home: Path, ports: list[tuple[str, str]]) -> None:
         self.home = home
         self.state = home / ".docs-shell-state"
-        self.port = port
+        self.ports = ports
         env = {
             k: v
             for k, v in os.environ.items()
@@ -146,8 +150,8 @@ class Shell:
 
     def _script(self, block: Block) -> str:
         code = block.code
-        if self.port is not None:
-            code = code.replace(*self.port)
+        for port in self.ports:
+            code = code.replace(*port)
         return f"set -euo pipefail\n. {shlex.quote(str(self.state))}\n{code}\n"
 
     def run(self, block: Block) -> None:
@@ -221,13 +225,26 @@ def run_page(
     shell: Shell | None = None
     if any(b.lang == "bash" for b in page_blocks):
         m = _BASH.search(page_blocks[0].page.read_text(encoding="utf-8"))
-        port = (m.group(1), str(_free_port())) if m and m.group(1) else None
-        shell = Shell(pytester.path, port)
+        ports = [(p, str(_free_port())) for p in m.group(1).split(",")] if m and m.group(1) else []
+        if m and m.group(2):
+            _node_modules(pytester.path)
+        shell = Shell(pytester.path, ports)
     try:
         return _run_blocks(page_blocks, pytester, namespace, shell, seeds)
     finally:
         if shell is not None:
             shell.stop()
+
+
+def _node_modules(home: Path) -> None:
+    """The page's ``npm install``: tests/node's packages, linked into its folder (node and
+    them are needed: .ci/run installs both, and in CI the page never skips)."""
+    if shutil.which("node") is None or not (NODE_MODULES / "openai").is_dir():
+        missing = "node and tests/node/node_modules are needed: npm ci --prefix tests/node (.ci/run does it)"
+        if os.environ.get("CI"):
+            pytest.fail(missing)
+        pytest.skip(missing)
+    (home / "node_modules").symlink_to(NODE_MODULES, target_is_directory=True)
 
 
 def _order(args: list[str], seed: int) -> list[str]:
@@ -367,8 +384,12 @@ def test_inner_runs_pass_in_any_order(pytester: pytest.Pytester, monkeypatch: py
 
 
 def test_readme_runnable_blocks(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    marked = [b for b in blocks(ROOT / "README.md") if b.first.startswith("# runnable")]
-    assert run_page(marked, pytester, monkeypatch) > 0, "README.md has no python block marked '# runnable'"
+    readme = [*blocks(ROOT / "README.md"), *blocks(ROOT / "README.md", "bash")]
+    marked = sorted((b for b in readme if b.first.startswith("# runnable")), key=lambda b: b.line)
+    assert {b.lang for b in marked} == {"python", "bash"}, (
+        "README.md: no python or no bash block marked '# runnable'"
+    )
+    assert run_page(marked, pytester, monkeypatch) == len(marked)
 
 
 def test_the_docs_exist_and_every_page_is_linked_from_the_index() -> None:

@@ -37,3 +37,16 @@ def test_the_counts_quoted_are_the_registries() -> None:
     matrix = re.search(r"# (\d+) chunkings x (\d+) transform choices", README)
     assert matrix and (int(matrix[1]), int(matrix[2])) == (len(chunking.ALL), 1 + len(transforms.ALL))
     assert ssemock.conformance is conformance
+
+
+def test_the_readmes_proxy_example_is_what_the_node_quickstart_runs() -> None:
+    """The README's proxy example is the Node quickstart's (which the docs test runs against a
+    loopback stand-in): the same proxy command, and an app run with the same base URL."""
+    example = re.search(r"```bash\n(ssemock proxy .*?)```", README, re.S)
+    assert example, "README: the ssemock proxy example is gone"
+    proxy, app = (line.split("  #")[0].strip() for line in example[1].strip().splitlines())
+    quickstart = (ROOT / "docs" / "quickstart-node.md").read_text(encoding="utf-8")
+    assert proxy in quickstart
+    assert proxy.replace("https://api.openai.com", "http://127.0.0.1:8767") in quickstart
+    base, command = app.split(" ", 1)
+    assert any(line.startswith(base) and command in line for line in quickstart.splitlines()), app

@@ -31,8 +31,41 @@ def test_a_failure_on_the_unmodified_stream_is_the_tests_own(cassette: ssemock.C
 
     with pytest.raises(AssertionError, match="the test's own bug") as raised:
         ssemock.explore(cassette, run, 50, database=False, seed=1)
-    assert runs == [1]  # no variant was drawn
+    assert runs == [1, 1]  # no variant was drawn (the second run: each stream whole, failing too)
     assert any("before any drawn variant" in note for note in raised.value.__notes__)
+
+
+def test_a_failure_on_the_recordings_own_boundaries_is_worded_a_stream_bug() -> None:
+    """The unmodified streams break the code, each stream whole does not: the note says stream
+    bug, not the test's own failure (issue 43 item 9); the player serves as before afterwards."""
+    cut = ssemock.Cassette()
+    cut.add("GET", URL, [b"data: o", b"ne\n\ndata: two\n\n"])  # as recorded: mid-event
+    runs: list[tuple[bytes, ...]] = []
+
+    def run(player: ssemock.Player) -> None:
+        with httpx.Client() as client, client.stream("GET", URL) as r:
+            chunks = tuple(r.iter_raw())
+        runs.append(chunks)
+        assert all(c.endswith(b"\n\n") for c in chunks), "one event a chunk"  # a naive decoder
+
+    with pytest.raises(AssertionError, match="one event a chunk") as raised:
+        ssemock.explore(cut, run, 50, database=False, seed=1)
+    notes = raised.value.__notes__
+    assert any("a stream bug" in note and "recording's own chunk boundaries" in note for note in notes), notes
+    assert not any("the test's own failure" in note for note in notes), notes
+    assert runs == [(b"data: o", b"ne\n\ndata: two\n\n"), (b"data: one\n\ndata: two\n\n",)]
+
+
+def test_a_failure_served_whole_too_is_the_tests_own(cassette: ssemock.Cassette) -> None:
+    def run(player: ssemock.Player) -> None:
+        assert httpx.get(URL).text == "data: one\n\n", "the test's own bug"
+
+    with pytest.raises(AssertionError) as raised:
+        ssemock.explore(cassette, run, 50, database=False, seed=1)
+    notes = raised.value.__notes__
+    assert any("the test's own failure" in note for note in notes) and not any(
+        "stream bug" in n for n in notes
+    )
 
 
 def test_a_run_that_played_nothing_is_not_a_stream_finding(cassette: ssemock.Cassette) -> None:

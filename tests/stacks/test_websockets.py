@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -355,3 +357,42 @@ def test_a_handshake_header_beyond_latin_1_replays(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc))
     with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]):
         assert asyncio.run(_session(url)) == live
+
+
+def test_a_tls_failure_while_recording_is_the_clients_own_error_first(tmp_path: Path) -> None:
+    """A certificate the client does not trust, while recording: the user's traceback shows the
+    client's own ``SSLCertVerificationError`` and where it was raised, with none of ssemock's
+    control flow (``RecordSession``) above it (issue 43 item 9); nothing is recorded."""
+    import trustme  # (here: tests/stacks/ws_matrix.py imports this module where trustme is not)
+    from websockets.asyncio.client import connect as aconnect
+    from websockets.sync.client import connect
+
+    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    trustme.CA().issue_cert("127.0.0.1").configure_cert(server_side)  # a CA no client trusts
+
+    async def main() -> list[BaseException]:
+        async def refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.close()
+
+        server = await asyncio.start_server(refuse, "127.0.0.1", 0, ssl=server_side)
+        url = f"wss://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1/realtime"
+        failures = []
+        async with server:
+            with ssemock.use_cassette(tmp_path / "realtime.json", record_mode="all"):
+                with pytest.raises(ssl.SSLCertVerificationError) as failed:
+                    async with aconnect(url):
+                        pass
+                failures.append(failed.value)
+                # the sync client, in a thread: its TLS handshake runs when its WebSocket
+                # handshake is sent, which websockets reports as a closed connection caused by it
+                with pytest.raises(Exception) as failed:
+                    await asyncio.to_thread(connect, url)
+                assert isinstance(failed.value.__cause__, ssl.SSLCertVerificationError)
+                failures.append(failed.value)
+        return failures
+
+    for failure in asyncio.run(main()):
+        shown = "".join(traceback.format_exception(failure))
+        assert "RecordSession" not in shown and "PassThrough" not in shown, shown
+        assert "During handling of the above exception" not in shown, shown
+    assert not (tmp_path / "realtime.json").exists()

@@ -233,18 +233,40 @@ def _played(player: Player) -> bool:
 
 def unmodified(player: Player, call: Callable[[], object]) -> None:
     """Run ``call`` once on the streams as the player serves them without explore, before any
-    drawn variant (hypothesis's health-check way): an error there is the test's own failure,
-    raised as it is (with a note), never a stream finding shrunk to a bogus variant."""
+    drawn variant (hypothesis's health-check way): an error there is raised as it is (with a
+    note), never a stream finding shrunk to a bogus variant. The note says which it is: a
+    stream bug when the run passes with each stream served whole (the recording's own chunk
+    boundaries break the code), else the test's own failure."""
     _reset(player)
     try:
         call()
     except BaseException as exc:
         if not isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
-            exc.add_note(
-                "ssemock explore: the test fails on the streams as the cassette serves them, before "
-                "any drawn variant: the test's own failure, not a stream's (fix it, then explore)"
-            )
+            exc.add_note(_unmodified_note(player, call))
         raise
+
+
+def _unmodified_note(player: Player, call: Callable[[], object]) -> str:
+    """What a failure on the unmodified streams is: ``call`` runs once more with each stream whole
+    (one chunk; a WebSocket session one read per group of frames), and the player's options are
+    restored after it."""
+    failed = (
+        "ssemock explore: the test fails on the streams as the cassette serves them, before any drawn variant"
+    )
+    if _played(player):
+        options = player.chunking, player.transforms, player.faults
+        try:
+            whole = verdict(player, Variant(at(), (), None), call)
+        finally:
+            player.chunking, player.transforms, player.faults = options
+            _reset(player)
+        if whole is None:
+            return (
+                f"{failed}, and passes with each stream served whole: a stream bug, the code under "
+                "test breaks on the recording's own chunk boundaries (the test without explore "
+                "reproduces it)"
+            )
+    return f"{failed}: the test's own failure, not a stream's (fix it, then explore)"
 
 
 def _not_a_finding(error: BaseException) -> BaseException:

@@ -301,6 +301,9 @@ def passing(host: str | None = None) -> Iterator[None]:
             _passing_hosts[host] = _passing_hosts.get(host, 0) + 1
     try:
         yield
+    except BaseException as exc:
+        _unchain_passthrough(exc)
+        raise
     finally:
         _passing.reset(token)
         if host is not None:
@@ -311,6 +314,20 @@ def passing(host: str | None = None) -> Iterator[None]:
 
 
 _passing_hosts: dict[str, int] = {}  # hosts of requests being sent for real, and how many
+
+
+def _unchain_passthrough(exc: BaseException) -> None:
+    """Drop ssemock's control flow from ``exc``'s chain: a request sent for real is sent while
+    the router's `PassThrough` (`Record`, `RecordSession`) is being handled, so its failure (a
+    refused connection, an untrusted certificate) would show that internal exception first, with
+    "During handling of the above exception, another exception occurred". The link skips it."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        while isinstance(link.__context__, PassThrough):
+            link.__context__ = link.__context__.__context__
+        link = link.__cause__ or link.__context__
 
 
 def is_passing(host: str | None = None) -> bool:

@@ -262,8 +262,8 @@ def _explore(
                 )
 
         # explore starts from a stream the naive decoder reads right (one event a chunk: as the
-        # recording is cut, it already fails, and explore reports a failure of the unmodified stream
-        # as the test's own, not a stream's), then draws the cuts that break it
+        # recording is cut, it already fails, and explore would report that failure of the
+        # unmodified stream without a search), then draws the cuts that break it
         start = copy.deepcopy(cassette)
         rechunk(start, _chunking.per_event)
         failure = explore_search(
