@@ -12,8 +12,10 @@ green. An option naming a missing folder is a usage error.
 from __future__ import annotations
 
 import os
+import resource
 import sys
 import tempfile
+import time
 
 
 def _compile_once() -> None:
@@ -81,6 +83,9 @@ def _import_all() -> None:
             importlib.import_module(found.name)
 
 
+_STARTED = pytest.StashKey[float]()  # when the run began (time.monotonic), for its cost line
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Every ssemock module imported before any test runs (`_import_all`), in each process that
     runs tests; not in pytest-xdist's controller, which runs none (about 2 CPU-s a run: the demo's
@@ -98,6 +103,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "corpora: reads the public corpora (deselected without --ssemock-corpora)"
     )
     corpora_dir(config)  # a folder that is not there stops the run before collection
+    config.stash[_STARTED] = time.monotonic()
 
 
 def _deliver_sigint() -> None:
@@ -369,9 +375,19 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     """Under ``-q`` there is no header (nor, under xdist, a count of the deselected): the same line
-    at the end instead, when the corpus tests did not run."""
+    at the end instead, when the corpus tests did not run. Then what the run cost, as the README
+    states it (issue 43 item 1, issue 48 item 4): the CPU of pytest and of every process it ran
+    (xdist's workers are ended by now, and each waited for what it started), and the wall time."""
     if config.option.verbose < 0 and corpora_dir(config) is None:
         terminalreporter.write_line(_corpora_line(config))
+    if not hasattr(config, "workerinput"):
+        mine, theirs = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = mine.ru_utime + mine.ru_stime + theirs.ru_utime + theirs.ru_stime
+        wall = time.monotonic() - config.stash[_STARTED]
+        load = os.getloadavg()[0]
+        terminalreporter.write_line(
+            f"suite: {cpu:.0f} CPU-s, {wall:.0f} s wall (load average {load:.1f} at the end)"
+        )
 
 
 @pytest.fixture(scope="session")
