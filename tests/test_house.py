@@ -128,13 +128,16 @@ def test_every_package_says_what_it_owns(package: str) -> None:
 def test_every_package_but_framing_reads_its_submodules_fresh() -> None:
     """pytester's in-process reruns drop the modules a run imported: a package that stays must
     not hand out its dropped submodules (``ssemock.core.packages``). ``framing`` sits beside
-    ``core`` and cannot use it: nothing imports a framing submodule by ``from ..framing import``."""
+    ``core`` and cannot use it: nothing imports a framing submodule by ``from ..framing import``.
+    The top package too: ``from .. import stacks`` must not bind a dropped ``stacks`` (issue 42)."""
     import importlib
+
+    from ssemock.core.packages import FreshPackage
 
     stale = []
     for module, path in _modules().items():
-        if path.name == "__init__.py" and module != "ssemock" and not module.startswith("ssemock.framing"):
-            if type(importlib.import_module(module)).__name__ != "_FreshPackage":
+        if path.name == "__init__.py" and not module.startswith("ssemock.framing"):
+            if not isinstance(importlib.import_module(module), FreshPackage):
                 stale.append(module)
         elif path.name != "__init__.py":
             for source, name, line in _imports(module, path):

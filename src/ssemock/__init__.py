@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from .store.cassette import Cassette, CassetteError, Interaction, Request, Response, SecretError
 
 from .core import __version__ as __version__
+from .core.packages import FreshPackage
 
 #: public name -> the module that defines it (a submodule itself when the name is one)
 _WHERE = {
@@ -82,10 +83,13 @@ _SUBMODULES = {
 }
 
 
-class _Package(types.ModuleType):
+class _Package(FreshPackage):
     """The package module: resolves public names on use, and keeps ``ssemock.replay`` and
     ``ssemock.accumulate`` the functions when their submodules are imported (the import system
-    would otherwise set the package attribute to the submodule).
+    would otherwise set the package attribute to the submodule). Its other submodules (``stacks``,
+    ``player``, ...) are read from ``sys.modules`` as well: ``from .. import stacks`` in a module
+    imported after an inner run must not bind the inner run's dropped copy, whose players no
+    stack's patch asks.
 
     A name is looked up in the defining module as ``sys.modules`` holds it now, never kept on the
     package: pytester's in-process runs drop the modules a run imported, and the next run imports

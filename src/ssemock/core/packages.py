@@ -13,10 +13,12 @@ import sys
 import types
 from typing import Any
 
-__all__ = ["fresh"]
+__all__ = ["FreshPackage", "fresh"]
 
 
-class _FreshPackage(types.ModuleType):
+class FreshPackage(types.ModuleType):
+    """A package whose submodule attributes are the modules ``sys.modules`` holds now."""
+
     def __getattribute__(self, name: str) -> Any:
         value = super().__getattribute__(name)
         if isinstance(value, types.ModuleType):
@@ -31,4 +33,4 @@ class _FreshPackage(types.ModuleType):
 def fresh(name: str) -> None:
     """Make the package called ``name`` (its ``__init__`` calls ``fresh(__name__)``) read its
     submodules from ``sys.modules``."""
-    sys.modules[name].__class__ = _FreshPackage
+    sys.modules[name].__class__ = FreshPackage
