@@ -1,8 +1,9 @@
 """bedrock.invoke (InvokeModelWithResponseStream) through the real boto3 client (issue 31): the
 synthesized stream replayed to boto3 under every chunking is what the reference fold reads; an
 exception frame and an HTTP error body are botocore's own errors; each model family the corpora
-hold (Anthropic messages, Claude v2 completion, Titan, Nova) folds to its text; and detection
-tells it from ConverseStream, which shares its content type."""
+hold (Anthropic messages, Claude v2 completion, Titan, Nova; and, issue 42, Cohere Command and
+Command R, Meta Llama, Mistral ``outputs``, the ``choices`` of AI21 Jamba and Mistral Large 2)
+folds to its text; and detection tells it from ConverseStream, which shares its content type."""
 
 from __future__ import annotations
 
@@ -134,6 +135,92 @@ FAMILIES = {
         "Bonjour",
         "end_turn",
     ),
+    # the families realtraffic3 holds besides (issue 42 item 4), as dd-trace-py recorded them
+    "cohere command": (
+        [
+            {"is_finished": False, "text": " I"},
+            {"is_finished": False, "text": " am"},
+            {"finish_reason": "MAX_TOKENS", "is_finished": True},
+        ],
+        " I am",
+        "MAX_TOKENS",
+    ),
+    "cohere command generations": (
+        [
+            {"generations": [{"text": "Hola", "finish_reason": None}]},
+            {"generations": [{"text": ".", "finish_reason": "COMPLETE"}]},
+        ],
+        "Hola.",
+        "COMPLETE",
+    ),
+    "cohere command r": (
+        [
+            {"is_finished": False, "event_type": "stream-start", "generation_id": "g"},
+            {"is_finished": False, "event_type": "text-generation", "text": "Salut"},
+            {
+                "is_finished": True,
+                "event_type": "stream-end",
+                "finish_reason": "COMPLETE",
+                "response": {"text": "Salut"},
+            },
+        ],
+        "Salut",
+        "COMPLETE",
+    ),
+    "meta llama": (
+        [
+            {"generation": "\n", "prompt_token_count": 10, "generation_token_count": 1, "stop_reason": None},
+            {
+                "generation": "The",
+                "prompt_token_count": None,
+                "generation_token_count": 2,
+                "stop_reason": None,
+            },
+            {
+                "generation": ".",
+                "prompt_token_count": None,
+                "generation_token_count": 3,
+                "stop_reason": "length",
+            },
+        ],
+        "\nThe.",
+        "length",
+    ),
+    "mistral outputs": (
+        [
+            {"outputs": [{"text": "Ciao", "stop_reason": None}]},
+            {"outputs": [{"text": "!", "stop_reason": "stop"}]},
+        ],
+        "Ciao!",
+        "stop",
+    ),
+    "ai21 jamba choices": (
+        [
+            {
+                "id": "c",
+                "choices": [
+                    {"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}
+                ],
+            },
+            {"id": "c", "choices": [{"index": 0, "delta": {"content": "Shalom"}, "finish_reason": None}]},
+            {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        ],
+        "Shalom",
+        "stop",
+    ),
+    "mistral large 2 choices": (
+        [
+            {
+                "id": "m",
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": "Bon"}, "stop_reason": None}
+                ],
+            },
+            {"id": "m", "choices": [{"index": 0, "message": {"content": "soir"}, "stop_reason": "stop"}]},
+        ],
+        "Bonsoir",
+        "stop",
+    ),
 }
 
 
@@ -153,6 +240,28 @@ def test_each_model_family_folds_to_its_text(family: str) -> None:
     result = ssemock.accumulate(decoded, "bedrock.invoke")
     assert (result.text, result.finish_reason, result.complete) == (text, reason, True)
     assert result.usage == metrics["amazon-bedrock-invocationMetrics"]
+
+
+def test_cohere_command_with_several_generations_folds_each_as_a_choice() -> None:
+    """``num_generations: 2``: each chunk's ``index`` names its generation; the last chunk's
+    ``finish_reason`` (no index) ends them all."""
+    events = [
+        {"index": 0, "is_finished": False, "text": " In"},
+        {"index": 0, "is_finished": False, "text": " short"},
+        {"index": 1, "is_finished": False, "text": " A"},
+        {"index": 1, "is_finished": False, "text": " chain"},
+        {
+            "finish_reason": "MAX_TOKENS",
+            "is_finished": True,
+            "amazon-bedrock-invocationMetrics": {"inputTokenCount": 40, "outputTokenCount": 4},
+        },
+    ]
+    decoded = framing.get("eventstream").decode(b"".join(bedrock_invoke.chunk_frame(e) for e in events))
+    result = ssemock.accumulate(decoded, "bedrock.invoke")
+    assert [(c.index, c.text, c.finish_reason) for c in result.choices] == [
+        (0, " In short", "MAX_TOKENS"),
+        (1, " A chain", "MAX_TOKENS"),
+    ]
 
 
 def test_detection_tells_invoke_from_converse() -> None:

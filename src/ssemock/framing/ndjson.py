@@ -169,6 +169,7 @@ _MEDIA_TYPES = frozenset(
         "application/json-lines",
         "application/x-jsonlines",
         "application/jsonlines",
+        "application/stream+json",  # Cohere v1 chat, Spring WebFlux's JSON streams
     }
 )
 

@@ -8,7 +8,13 @@ model family's own streaming event:
   ``message_stop``, as the Anthropic API streams them;
 * Claude v2 Text Completions: ``{"completion": ..., "stop_reason": ...}``;
 * Amazon Titan Text: ``{"outputText": ..., "completionReason": ...}``;
-* Amazon Nova: the ConverseStream shapes, one per chunk (``{"contentBlockDelta": {...}}``).
+* Amazon Nova: the ConverseStream shapes, one per chunk (``{"contentBlockDelta": {...}}``);
+* Cohere Command: ``{"text", "index", "is_finished"}`` (``index`` when ``num_generations`` > 1),
+  or ``{"generations": [...]}``, the last chunk ``{"is_finished": true, "finish_reason"}``;
+  Command R: Cohere's v1 chat events (``event_type`` ``text-generation``, ``stream-end``);
+* Meta Llama: ``{"generation", "stop_reason", ...}``;
+* Mistral: ``{"outputs": [{"text", "stop_reason"}]}``; Mistral Large 2, AI21 Jamba and DeepSeek:
+  OpenAI-like ``{"choices": [...]}`` (``delta.content``, ``message.content`` or ``text``).
 
 The last chunk carries ``amazon-bedrock-invocationMetrics`` (token counts and latency), which ends
 the stream. An exception frame (``:message-type`` ``exception``) is the stream's error. The fold
@@ -32,7 +38,7 @@ from ..framing.eventstream import is_frame
 from ..store.cassette import Cassette
 from . import Protocol, _path
 from . import synthesis as syn
-from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, string
+from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, seq, string
 
 __all__ = ["PROTOCOL", "URL", "chunk_frame", "synthesize"]
 
@@ -86,12 +92,21 @@ class _InvokeFold(Fold):
             self.anthropic(inner)
         elif "completion" in inner:
             self.add("text", string(inner.get("completion")))
-            if inner.get("stop_reason") is not None:
-                self.choice(0).finish_reason = string(inner["stop_reason"]) or None
+            self.finished(inner.get("stop_reason"))
         elif "outputText" in inner:
             self.add("text", string(inner.get("outputText")))
-            if inner.get("completionReason") is not None:
-                self.choice(0).finish_reason = string(inner["completionReason"]) or None
+            self.finished(inner.get("completionReason"))
+        elif "generation" in inner:  # Meta Llama
+            self.add("text", string(inner.get("generation")))
+            self.finished(inner.get("stop_reason"))
+        elif "outputs" in inner:  # Mistral 7B, Mixtral, Mistral Large (2402)
+            for k, output in enumerate(seq(inner.get("outputs"))):
+                self.add("text", string(obj(output).get("text")), choice=k)
+                self.finished(obj(output).get("stop_reason"), k)
+        elif "choices" in inner:  # AI21 Jamba, Mistral Large 2, DeepSeek: OpenAI-like chunks
+            self.choices(seq(inner.get("choices")))
+        elif {"text", "generations", "event_type", "is_finished"} & inner.keys():  # Cohere Command, Command R
+            self.cohere(inner)
         else:
             for kind, payload in inner.items():
                 if kind in _NOVA:
@@ -132,6 +147,37 @@ class _InvokeFold(Fold):
         if not isinstance(inner, dict):
             raise self.fail("chunk bytes are not a JSON object")
         return inner
+
+    def finished(self, reason: Any, choice: int = 0) -> None:
+        """Choice ``choice``'s finish reason, when the chunk gives one."""
+        if reason is not None:
+            self.choice(choice).finish_reason = string(reason) or None
+
+    def choices(self, choices: list[Any]) -> None:
+        """OpenAI-like choices: ``delta.content`` (AI21 Jamba), ``message.content`` (Mistral
+        Large 2) or ``text`` (DeepSeek), each with ``finish_reason`` or ``stop_reason``."""
+        for k, raw in enumerate(choices):
+            choice = obj(raw)
+            index = choice.get("index")
+            index = index if isinstance(index, int) else k
+            content = obj(choice.get("delta")) or obj(choice.get("message"))
+            self.add("text", string(content.get("content")) or string(choice.get("text")), choice=index)
+            self.finished(choice.get("finish_reason") or choice.get("stop_reason"), index)
+
+    def cohere(self, chunk: JSON) -> None:
+        """Cohere Command (``text`` by ``index``, or ``generations``; ``is_finished`` and
+        ``finish_reason`` last) and Command R (the v1 chat events by ``event_type``)."""
+        for k, generation in enumerate(seq(chunk.get("generations"))):
+            index = obj(generation).get("index")
+            index = index if isinstance(index, int) else k
+            self.add("text", string(obj(generation).get("text")), choice=index)
+            self.finished(obj(generation).get("finish_reason"), index)
+        index = chunk.get("index")
+        if chunk.get("event_type", "text-generation") == "text-generation":
+            self.add("text", string(chunk.get("text")), choice=index if isinstance(index, int) else 0)
+        if chunk.get("is_finished") is True and chunk.get("finish_reason") is not None:
+            for choice in ([index] if isinstance(index, int) else list(self._choices)) or [0]:
+                self.finished(chunk["finish_reason"], choice)
 
     def anthropic(self, event: JSON) -> None:
         kind = string(event.get("type"))
