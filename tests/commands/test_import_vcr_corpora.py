@@ -1,4 +1,5 @@
-"""Real traffic nobody on the project wrote, imported as a user imports it (issue 31).
+"""Real traffic nobody on the project wrote, imported as a user imports it (issue 31; realtraffic3's
+streams, issue 42).
 
 ``../shared/corpora/realtraffic2`` (348 public vcrpy cassettes from six open-source LLM projects)
 and ``../shared/corpora/migration`` (pydantic-ai, llm-anthropic, llm-gemini) are converted by
@@ -8,6 +9,12 @@ nothing is refused but the one test JWT no scanner can tell from a real one, no 
 every stream is labelled with the protocol and accumulates to the text an independent decoder
 (`real_traffic_reference`, written from the providers' documentation) finds, and ``ssemock
 validate`` has no warning or problem on any imported file.
+
+``../shared/corpora/realtraffic3`` (482 vcrpy files from ten more projects) is imported too: every
+stream of the files it converts (its refusals are the refusal tests' business) is labelled,
+accumulated (text and tool calls) and shown as the reference decodes it, with no warning from
+``validate`` (issue 42 item 4: Cohere's v1 chat, Bedrock Agents, and the Cohere Command and Meta
+Llama families of InvokeModel were unlabelled, mislabelled or empty).
 
 The corpora sit beside the repository (CI clones them there and passes ``--ssemock-corpora``; see
 tests/conftest.py): without them these tests are deselected. They are read, never copied in.
@@ -29,9 +36,14 @@ from real_traffic_reference import body_of, decode_tree
 import ssemock
 from ssemock import Cassette, framing
 from ssemock.commands.cli import main
+from ssemock.redaction.rules import mask_text
 
 #: corpus -> the part of its tree import-vcr is given, under the corpora folder
 ROOTS = {"realtraffic2": Path("realtraffic2", "corpus"), "migration": Path("migration")}
+#: the corpora whose streams are checked (labels, text, tool calls, show, validate)
+STREAM_ROOTS = {**ROOTS, "realtraffic3": Path("realtraffic3", "corpus")}
+#: how many streams each holds, at least (realtraffic3: all but the refused SSO file's)
+STREAMS = {"realtraffic2": 400, "migration": 120, "realtraffic3": 835}
 #: the only refusals: an HS256 test JWT (``sub: noone@ibm...``) in two watsonx cassettes
 JWT_REFUSED = {
     "traceloop+openllmetry/packages/opentelemetry-instrumentation-watsonx/tests/metrics/cassettes/"
@@ -47,7 +59,7 @@ def imported(
 ) -> Iterator[dict[str, tuple[Path, str]]]:
     """Each corpus imported by the CLI: {corpus: (output folder, what import-vcr printed)}."""
     out: dict[str, tuple[Path, str]] = {}
-    for name, root in ROOTS.items():
+    for name, root in STREAM_ROOTS.items():
         target = tmp_path_factory.mktemp(name)
         here = Path.cwd()
         os.chdir(corpora / root)
@@ -112,17 +124,22 @@ def test_no_body_is_lost(corpus: str, imported: dict[str, tuple[Path, str]], cor
     assert converted >= (346 if corpus == "realtraffic2" else 97)
 
 
-@pytest.mark.parametrize("corpus", sorted(ROOTS))
-def test_every_stream_is_labelled_and_accumulated_as_the_reference_decodes_it(
+@pytest.mark.parametrize("corpus", sorted(STREAM_ROOTS))
+def test_every_stream_is_labelled_accumulated_and_shown_as_the_reference_decodes_it(
     corpus: str, imported: dict[str, tuple[Path, str]], corpora: Path
 ) -> None:
-    folder, _ = imported[corpus]
-    expected = decode_tree(corpora / ROOTS[corpus])
+    folder, output = imported[corpus]
+    expected = decode_tree(corpora / STREAM_ROOTS[corpus])
+    refused = _refused(output)
     checked = 0
     for rel, streams in expected.items():
-        if rel in JWT_REFUSED:
+        if rel in refused:
             continue
-        cassette = Cassette.load((folder / rel).with_suffix(".json"))
+        path = (folder / rel).with_suffix(".json")
+        cassette = Cassette.load(path)
+        code, stdout, _ = _ssemock("show", "--json", str(path))
+        assert code == 0, rel
+        shown = {item["index"]: item for item in json.loads(stdout)["shown"]}
         for k, want in streams.items():
             x = cassette.interactions[k]
             content_type = x.response.header("content-type")
@@ -133,16 +150,28 @@ def test_every_stream_is_labelled_and_accumulated_as_the_reference_decodes_it(
                 events = framing.decode(x.response.body, content_type)
                 with pytest.raises(ssemock.ProtocolError, match="cannot detect the protocol"):
                     ssemock.detect_protocol(events, url=x.request.url, content_type=content_type)
+                assert shown[k]["protocol"] is None, where
                 continue
             events = framing.decode(x.response.body, content_type)
             protocol = ssemock.detect_protocol(events, url=x.request.url, content_type=content_type)
             assert protocol == want["protocol"], where
-            assert ssemock.accumulate(events, protocol).text == want["text"], where
+            result = ssemock.accumulate(events, protocol)
+            assert result.text == want["text"], where
+            if "tools" in want:
+                assert [(c.name, c.parsed_arguments) for c in result.tool_calls] == want["tools"], where
+            show = shown[k]
+            # show prints the text as it prints everything: what looks like a credential masked
+            assert (show["protocol"], show["text"], show["accumulate_error"]) == (
+                protocol,
+                mask_text(result.text),
+                None,
+            ), where
+            assert [c["name"] for c in show["tool_calls"]] == [c.name for c in result.tool_calls], where
             checked += 1
-    assert checked >= (400 if corpus == "realtraffic2" else 120)
+    assert checked >= STREAMS[corpus], checked
 
 
-@pytest.mark.parametrize("corpus", sorted(ROOTS))
+@pytest.mark.parametrize("corpus", sorted(STREAM_ROOTS))
 def test_validate_finds_no_warning_or_problem(corpus: str, imported: dict[str, tuple[Path, str]]) -> None:
     folder, _ = imported[corpus]
     files = sorted(str(p) for p in folder.rglob("*.json"))

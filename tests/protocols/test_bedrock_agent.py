@@ -95,7 +95,7 @@ def _frame(kind: str, payload: dict[str, Any]) -> bytes:
 
 # an InvokeAgent answer as dd-trace-py recorded it: trace frames, then the text as one raw chunk
 RECORDED = _frame("trace", {"agentId": "EITYAHSOCJ", "trace": {"orchestrationTrace": {}}}) + _frame(
-    "chunk", {"bytes": base64.b64encode("Based on your preferences, Costa Rica.".encode()).decode()}
+    "chunk", {"bytes": base64.b64encode(b"Based on your preferences, Costa Rica.").decode()}
 )
 URL = "https://bedrock-agent-runtime.us-east-1.amazonaws.com/agents/A1/agentAliases/B2/sessions/s-3/text"
 

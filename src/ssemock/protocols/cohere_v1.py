@@ -20,6 +20,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -128,6 +129,11 @@ def error_event(error: StreamError) -> bytes:
 def http_error(status: int, message: str | None) -> HTTPErrorBody:
     """``{"message": ...}``."""
     return HTTPErrorBody(orjson.dumps({"message": message or f"ssemock http_error {status}"}))
+
+
+def _is_v1_chat(url: str) -> bool:
+    """Cohere's own ``/v1/chat`` (Writer's API has one too, in SSE): elsewhere the lines decide."""
+    return _path(url).endswith("/v1/chat") and "cohere" in urlsplit(url).netloc
 
 
 def _is_v1_line(event: Any) -> bool:
@@ -265,7 +271,7 @@ PROTOCOL = Protocol(
     fold=_CohereV1,
     error_event=error_event,
     http_error=http_error,
-    url=lambda url: _path(url).endswith("/v1/chat"),
+    url=_is_v1_chat,
     event=_is_v1_line,
     synthesize=synthesize,
     sdk_request=sdk_request,
