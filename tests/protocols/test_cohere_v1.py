@@ -157,3 +157,12 @@ def test_tool_calls_given_only_whole_fold_from_the_generation_event() -> None:
 def test_the_fold_refuses_a_line_no_server_sends(line: Any, problem: str) -> None:
     with pytest.raises(ssemock.ProtocolError, match=f"cohere.v1: event 0: {problem}"):
         ssemock.accumulate([line], "cohere.v1")
+
+
+def test_another_apis_v1_chat_is_not_cohere_v1() -> None:
+    """Writer's API serves OpenAI-like SSE at ``/v1/chat`` too (realtraffic2): only Cohere's host
+    says cohere.v1 by its URL; elsewhere the events decide."""
+    data = '{"id":"w","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}'
+    events = framing.decode(f"data: {data}\n\n".encode(), "text/event-stream")
+    assert ssemock.detect_protocol(events, url="https://api.writer.com/v1/chat") == "openai.chat"
+    assert ssemock.detect_protocol(url="https://api.cohere.ai/v1/chat") == "cohere.v1"
