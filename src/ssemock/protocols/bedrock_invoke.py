@@ -269,9 +269,23 @@ def _is_invoke(url: str) -> bool:
 
 
 def _telling(event: Any) -> bool:
+    """A ``chunk`` whose bytes are base64 of a JSON object (an InvokeAgent chunk holds raw text)."""
     if is_frame(event):
-        return event.event_type == "chunk"
-    return isinstance(event, Mapping) and len(event) == 1 and isinstance(event.get("chunk"), Mapping)
+        if event.event_type != "chunk":
+            return False
+        try:
+            payload = event.json()
+        except ValueError:
+            return False
+    elif isinstance(event, Mapping) and len(event) == 1 and isinstance(event.get("chunk"), Mapping):
+        payload = event["chunk"]
+    else:
+        return False
+    raw = obj(payload).get("bytes")
+    try:
+        return isinstance(json.loads(raw if isinstance(raw, bytes) else base64.b64decode(string(raw))), dict)
+    except (binascii.Error, ValueError):
+        return False
 
 
 def synthesize(

@@ -69,8 +69,12 @@ def http_error(status: int, message: str | None) -> HTTPErrorBody:
 
 
 def _is_line(event: Any) -> bool:
-    return isinstance(event, Mapping) and any(
-        k in event for k in ("done", "created_at", "message", "response")
+    """An Ollama line (or a compatible server's); never Cohere v1's, whose ``stream-end`` has a
+    ``response`` too but every line an ``is_finished``."""
+    return (
+        isinstance(event, Mapping)
+        and "is_finished" not in event
+        and any(k in event for k in ("done", "created_at", "message", "response"))
     )
 
 
