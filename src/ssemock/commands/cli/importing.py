@@ -4,12 +4,11 @@ in as cassettes (vcrpy's, a whole pytest-recording suite, a recording refused fo
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING
 
 from ...redaction.rules import escape_control, mask_text
-from .output import _findings, _out, _UsageError
+from .output import _findings, _out, _out_json, _UsageError
 
 if TYPE_CHECKING:
     from ..import_vcr import ImportSummary
@@ -101,7 +100,7 @@ def _cmd_import_vcr(args: argparse.Namespace) -> int:
             replace_json=args.replace_json,
         )
     if args.json:
-        _out(json.dumps(_report(summary), indent=2, ensure_ascii=False))
+        _out_json(_report(summary))
         return 0 if summary.ok else 1
     if summary.converted:
         _out(f"ssemock: note: {NO_BOUNDARIES}", err=True)

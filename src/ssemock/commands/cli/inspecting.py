@@ -4,10 +4,9 @@ and `ssemock.commands.validate`; these parse arguments and print)."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
-from .output import _out, _UsageError
+from .output import _out, _out_json, _UsageError
 
 if TYPE_CHECKING:
     from .output import Subparsers
@@ -57,13 +56,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
         indexes = [args.interaction % count]
     summaries = [inspect.summarize(cassette.interactions[i], i, events=args.events) for i in indexes]
     if args.json:
-        _out(
-            json.dumps(
-                {"path": str(args.cassette), "interactions": count, "shown": summaries},
-                indent=2,
-                ensure_ascii=False,
-            )
-        )
+        _out_json({"path": str(args.cassette), "interactions": count, "shown": summaries})
         return 0
     _out(f"{args.cassette}: {count} interaction{'s' if count != 1 else ''}")
     for summary in summaries:
@@ -120,7 +113,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     reports = [inspect.validate_file(path, protocol=args.protocol) for path in files]
     bad = sum(not r.ok for r in reports)
     if args.json:
-        _out(json.dumps([r.to_dict() for r in reports], indent=2, ensure_ascii=False))
+        _out_json([r.to_dict() for r in reports])
     else:
         for report in reports:
             for line in inspect.format_validation(report, verbose=args.verbose):
