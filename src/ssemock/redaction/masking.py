@@ -16,6 +16,7 @@ units that changed: the stream keeps its events, framing and boundaries.
 from __future__ import annotations
 
 import base64
+import binascii
 import gzip
 import re
 import zlib
@@ -308,6 +309,21 @@ def _mask_joined(pieces: list[str]) -> list[str]:
     return out
 
 
+def _mask_base64_joined(pieces: list[str]) -> list[str] | None:
+    """AWS payload parts (``{"bytes": base64}``) of raw text, a few bytes each (Bedrock Agents'
+    chunks): every secret their bytes spell together masked across them, each part written back
+    in base64; None when one is no base64 or nothing changes. Bytes read one character each
+    (latin-1), so the parts' joins are offsets into the bytes (a key's shapes are ASCII)."""
+    try:
+        raws = [base64.b64decode(piece, validate=True).decode("latin-1") for piece in pieces]
+    except (binascii.Error, ValueError):
+        return None
+    masked = _mask_joined(raws)
+    if masked == raws:
+        return None
+    return [_rebase64(m.encode("latin-1"), like=p) if m != r else p for m, r, p in zip(masked, raws, pieces)]
+
+
 def mask_pieces(pieces: list[str]) -> list[str]:
     """The pieces of one stream of text (a session's plain-text messages of one direction) with
     every secret their join holds masked: a span over several pieces is ``REDACTED`` in the
@@ -355,9 +371,12 @@ def mask_body(body: bytes, *, content_type: str, stream: bool) -> Masked:
         by_path: dict[str, list[int]] = {}
         for k, (path, _) in enumerate(leaves):
             by_path.setdefault(key(path), []).append(k)
-        for indices in by_path.values():
+        for where, indices in by_path.items():
             if len(indices) > 1:
-                for k, piece in zip(indices, _mask_joined([new[k] for k in indices])):
+                joined = _mask_joined([new[k] for k in indices])
+                if where.endswith("bytes") and joined == [new[k] for k in indices]:
+                    joined = _mask_base64_joined(joined) or joined
+                for k, piece in zip(indices, joined):
                     new[k] = piece
     changed = {k for k, (_, text) in enumerate(leaves) if new[k] != text}
     counter: Iterator[int] = iter(())

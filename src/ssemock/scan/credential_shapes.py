@@ -36,6 +36,7 @@ __all__ = [
     "Hits",
     "Secret",
     "base64_bytes",
+    "base64_joined",
     "base64_layers",
     "base64_text",
     "bytes_text",
@@ -446,6 +447,15 @@ def base64_text(run: str | bytes) -> str | None:
     gzip or zlib is inflated first (up to 16 MiB); else None."""
     decoded = base64_layers(run)
     return None if decoded is None else decoded[0]
+
+
+def base64_joined(pieces: list[str]) -> str | None:
+    """The text the bytes of base64 ``pieces`` spell together (a character may span two: Bedrock
+    Agents' raw text chunks), or None when one is no base64 or the bytes are no UTF-8."""
+    try:
+        return b"".join(base64.b64decode(piece, validate=True) for piece in pieces).decode()
+    except (binascii.Error, ValueError):
+        return None
 
 
 def base64_bytes(run: str | bytes) -> tuple[bytes, str] | None:

@@ -27,6 +27,7 @@ from .credential_shapes import (
     B64_RUN,
     REDACTED,
     base64_bytes,
+    base64_joined,
     base64_text,
     bytes_text,
     has_b64_run,
@@ -468,6 +469,11 @@ class _Scan:
     def joined(self, field: str, path: str, plain: list[str]) -> None:
         """The text reassembled from a stream's events (after the last `event`)."""
         joined = {"data": "".join(plain), **{p: "".join(v) for p, v in self.pieces.items() if len(v) > 1}}
+        for p, v in self.pieces.items():  # AWS payload parts ({"bytes": base64}) of raw text, one
+            if len(v) > 1 and p.endswith(".bytes"):  # piece each (Bedrock Agents): their bytes joined
+                text = base64_joined(v)
+                if text is not None:
+                    joined[f"{p} base64"] = text
         seen: set[str] = set()  # a text joined under two keys (with and without its index labels)
         for where, whole in joined.items():  # is scanned once: the second finds nothing new
             if whole and whole not in seen:
