@@ -22,15 +22,21 @@ def _test_name(node: Any) -> tuple[str, list[str]]:
     return name, [c.name for c in getattr(node, "listchain", list)() if isinstance(c, pytest.Class)]
 
 
+_ASSIGNED = re.compile(r"([A-Za-z_][\w.]*)\s*[=:]")  # a name given a value in a test id
+
+
 def _without_secrets(name: str) -> str:
     """A test id that holds a secret (a key used as a pytest parameter) with the parameters, or
     the whole id, replaced by a SHA-256 stand-in: stable across runs (replay finds the file),
     distinct per id, and no part of the key in the file name that gets committed."""
-    from ..scan.shapes import mask_text, scan
+    from ..scan.shapes import credential_name, mask_text, scan
 
     # cut at each "-" too: pytest joins parameters with it, which would extend a fixed-length key
     cuts = [m.start() for m in re.finditer(r"[\]-]", name)]
-    if mask_text(name) == name and not any(scan(name[:k]) or scan(name[k + 1 :]) for k in cuts):
+    # a credential-named assignment, whatever its value: in an id, the value runs to the next "-"
+    # or "]" ("password=X&0070": not a one-letter form value followed by another parameter)
+    named = any(credential_name(m[1]) for m in _ASSIGNED.finditer(name))
+    if not named and mask_text(name) == name and not any(scan(name[:k]) or scan(name[k + 1 :]) for k in cuts):
         return name
     digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     base, bracket, _ = name.partition("[")
