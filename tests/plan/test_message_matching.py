@@ -159,3 +159,29 @@ def test_strict_first_drops_the_defaults_and_keeps_the_paths_after_it() -> None:
     assert resolve("strict") == (True, ())
     assert resolve(["STRICT", "$.event_id"]) == (True, ("$.event_id",))
     assert resolve(["$.session.instructions"]) == (False, ("$.session.instructions",))
+
+
+CHAT = "ws://127.0.0.1:9/v1/chat"
+
+
+def _say(text: str, ignore: list[str] | None = None) -> str:
+    """A client that sends one user message and reads the answer, replayed offline."""
+    cassette = _cassette(
+        CHAT,
+        [
+            Message("send", 0.01, "text", json.dumps({"type": "say", "item": {"content": [{"text": "hi"}]}})),
+            Message("recv", 0.05, "text", json.dumps({"type": "said"})),
+        ],
+    )
+    with ssemock.replay(cassette, ignore_message_paths=ignore), connect(CHAT) as ws:
+        ws.send(json.dumps({"type": "say", "item": {"content": [{"text": text}]}}))
+        return str(json.loads(ws.recv())["type"])
+
+
+def test_a_short_difference_names_the_path_that_skips_it() -> None:
+    with pytest.raises(UnmatchedMessageError) as failed:
+        _say("bye")
+    assert "differs at $.item.content[0].text: 'hi' recorded, 'bye' sent" in str(failed.value)
+    hint = "skip the field with ignore_message_paths=['$.item.content[0].text']"
+    assert hint in str(failed.value).splitlines()[-1]
+    assert _say("bye", ignore=["$.item.content[0].text"]) == "said"  # the hint, taken, replays

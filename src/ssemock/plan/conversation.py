@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -486,12 +487,14 @@ class Conversation:
             f"ssemock: {self.where}, interaction #{self.index} ({self.interaction.request.url}): the client sent "
             f"a {kind} message that matches no message the recorded client sent next: {shown}"
         )
+        skip = ""
         if best is not None:
             i, m, diff = best
             text += f"\n  closest recorded: client message #{i}: {_excerpt(m)}\n  differs at {diff}"
+            skip = _skip_hint(diff)
         elif self._cursor >= len(rec):
             text += f"\n  the recorded client sent {len(rec)} messages, and all were matched already"
-        text += "\n  Send what the recording sent, or record the session again"
+        text += f"\n  Send what the recording sent{skip}, or record the session again"
         self.mismatches.append(text)
         self._failed = True
         return UnmatchedMessageError(text)
@@ -514,3 +517,13 @@ def _excerpt(m: Message) -> str:
         text = m.payload.decode("utf-8", "replace")
         return text if len(text) <= 200 else text[:197] + "..."
     return f"<{len(m.payload)} bytes: {base64.b64encode(m.payload[:12]).decode()}...>"
+
+
+def _skip_hint(diff: str) -> str:
+    """For a difference at a JSON path below the top (a field that may change from run to run:
+    a date in the instructions, an id of the client's), the ``ignore_message_paths`` entry
+    that skips it; nothing when the difference already names it or is not at a path."""
+    path = re.match(r"(\$[^:,]+)[:,] ", diff)
+    if path is None or "ignore_message_paths" in diff:
+        return ""
+    return f", skip the field with ignore_message_paths=[{path[1]!r}]"
