@@ -8,6 +8,7 @@ import asyncio
 import json
 import ssl
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,9 @@ import pytest
 from ws_servers import realtime, running
 
 import ssemock
+from ssemock import Interaction, Request, Response
 from ssemock.plan.conversation import UnmatchedMessageError
+from ssemock.websocket import Close, Message, WebSocket
 
 KEY = {"authorization": "Bearer sk-test-ws34abcdefghijklmnop"}
 
@@ -396,3 +399,20 @@ def test_a_tls_failure_while_recording_is_the_clients_own_error_first(tmp_path: 
         assert "RecordSession" not in shown and "PassThrough" not in shown, shown
         assert "During handling of the above exception" not in shown, shown
     assert not (tmp_path / "realtime.json").exists()
+
+
+def test_the_clients_own_warning_points_at_its_caller_not_at_ssemock() -> None:
+    """websockets 17.1+ warns a ``connect()`` used without ``with`` (as the openai SDK uses it) at
+    its first call: through ssemock's ``recv`` it still names the line that called ``recv``."""
+    from websockets.sync.client import connect
+
+    url = "wss://api.openai.com/v1/realtime?model=gpt-realtime"
+    created = '{"type": "session.created"}'
+    session = WebSocket([Message("recv", 0.0, "text", created)], close=Close(1000, by="server", clean=True))
+    with ssemock.replay(ssemock.Cassette([Interaction(Request("GET", url), Response(101), session)])):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            ws = connect(url)
+            assert ws.recv() == created
+        ws.close()
+    assert {w.filename for w in seen if issubclass(w.category, DeprecationWarning)} <= {__file__}

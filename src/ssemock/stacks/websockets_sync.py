@@ -164,6 +164,9 @@ def _recv(original: Any) -> Any:
     (`MemorySocket.skip_stall`: with a warning when ``timeout`` is None)."""
 
     def recv(self: Any, timeout: float | None = None, *args: Any, **kwargs: Any) -> Any:
+        # websockets 17.1+ warns a connect() used without `with` at its first call, pointing two
+        # frames up: warned from here, that is the caller's line, not this wrapper's
+        getattr(self, "maybe_raise_legacy_warning", lambda: None)()
         sock = getattr(self, "socket", None)
         if (timeout is not None and timeout <= 0) or not isinstance(sock, MemorySocket):
             return original(self, timeout, *args, **kwargs)
