@@ -124,7 +124,8 @@ def pytest_sessionfinish(session: pytest.Session) -> Iterator[None]:
     which it does on a loaded machine (pytest's unraisable-exception check runs full garbage
     collections at unconfigure, about 2 s at no load). The KeyboardInterrupt then landed in a
     garbage-collector callback (hypothesis') and printed its traceback among the progress dots
-    (issue 43 item 1); ignored, the worker ends on its own, or execnet ends it 10 s later."""
+    (issue 43 item 1); ignored, the worker ends on its own, or execnet ends it 10 s later.
+    The run (not a worker) fails when its CPU is over ``SSEMOCK_SUITE_CPU_MAX`` (`_over_bound`)."""
     try:
         return (yield)
     finally:
@@ -132,6 +133,8 @@ def pytest_sessionfinish(session: pytest.Session) -> Iterator[None]:
             import signal
 
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+        elif _over_bound(_cost(session.config)[0]):  # the workers are ended: their CPU is counted
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -381,13 +384,30 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     if config.option.verbose < 0 and corpora_dir(config) is None:
         terminalreporter.write_line(_corpora_line(config))
     if not hasattr(config, "workerinput"):
-        mine, theirs = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = mine.ru_utime + mine.ru_stime + theirs.ru_utime + theirs.ru_stime
-        wall = time.monotonic() - config.stash[_STARTED]
+        cpu, wall = _cost(config)
         load = os.getloadavg()[0]
         terminalreporter.write_line(
             f"suite: {cpu:.0f} CPU-s, {wall:.0f} s wall (load average {load:.1f} at the end)"
         )
+        if _over_bound(cpu):
+            terminalreporter.write_line(
+                f"suite: over the README's bound of {_over_bound(cpu)} CPU-s", red=True
+            )
+
+
+def _cost(config: pytest.Config) -> tuple[float, float]:
+    """The CPU seconds of this process and of every process it waited for (xdist's workers, once
+    ended: each waited for what it started), and the seconds since the run began."""
+    mine, theirs = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return mine.ru_utime + mine.ru_stime + theirs.ru_utime + theirs.ru_stime, time.monotonic() - config.stash[
+        _STARTED
+    ]
+
+
+def _over_bound(cpu: float) -> str:
+    """The bound ``SSEMOCK_SUITE_CPU_MAX`` sets (.ci/run: the README's) when ``cpu`` is over it."""
+    bound = os.environ.get("SSEMOCK_SUITE_CPU_MAX", "")
+    return bound if bound and cpu > float(bound) else ""
 
 
 @pytest.fixture(scope="session")
