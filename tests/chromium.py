@@ -13,9 +13,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
+import needs
+from needs import CHROMIUM
 
-CHROMIUM = "/usr/bin/chromium"
 BOUND = 90.0
 """Seconds before a page that never settles fails the test: a hang guard, never a measure."""
 
@@ -63,13 +63,7 @@ def settled_dom(
     """Open ``url`` in a headless Chromium, await the page's ``promise`` (a JavaScript expression,
     such as ``window.finished``), and return the page's DOM then; with ``screenshot``, also write
     a PNG of the ``size`` (CSS pixels, scale 1) viewport there (one browser start for both)."""
-    if not os.path.exists(CHROMIUM):
-        missing = (
-            f"{CHROMIUM} is missing: the browser tests need Debian's chromium (apt-get install -y chromium)"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(missing)
-        pytest.skip(missing)
+    needs.chromium("the browser tests")
     to_read, to_browser = os.pipe()  # chromium reads commands on fd 3
     from_browser, to_write = os.pipe()  # and writes answers on fd 4
     cmd = [

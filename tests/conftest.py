@@ -65,6 +65,7 @@ from typing import Any
 import brotli
 import httpcore  # noqa: F401  imported here, not lazily inside a pytester test: pytester
 import httpcore2  # noqa: F401  drops modules first imported during a test, and httpx2 caches them
+import needs
 import pytest
 import zstandard
 
@@ -309,13 +310,10 @@ def side_env_python(name: str) -> Path:
         os.environ.get(variable) or Path(__file__).resolve().parents[1] / f".venv-{name}" / "bin" / "python"
     )
     if not python.exists():
-        missing = (
+        needs.missing(
             f"{python} is missing: build the side environment with `bash .ci/side-env {name}` "
             f"(or set {variable} to a Python that has requirements/{name}.lock and this checkout)"
         )
-        if os.environ.get("CI"):
-            pytest.fail(missing)
-        pytest.skip(missing)
     return python
 
 

@@ -51,8 +51,10 @@ from pathlib import Path
 
 import httpcore  # noqa: F401 - see below
 import httpcore2  # noqa: F401
+import needs
 import pytest
 from conftest import run_xdist_inprocess
+from needs import NODE_MODULES
 
 # pytester restores sys.modules after each test. httpx and httpx2 import httpcore / httpcore2
 # lazily and cache its exception classes in a module global on first use; if that first use
@@ -68,7 +70,6 @@ PAGES = sorted(DOCS.rglob("*.md"))
 WRITTEN = [p for p in PAGES if p.parent.name != "reference"]
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 _BASH = re.compile(r"<!-- docs-test: bash(?: port=([\d,]+))?( node)? -->")
-NODE_MODULES = ROOT / "tests" / "node" / "node_modules"
 
 
 @dataclass
@@ -239,11 +240,7 @@ def run_page(
 def _node_modules(home: Path) -> None:
     """The page's ``npm install``: tests/node's packages, linked into its folder (node and
     them are needed: .ci/run installs both, and in CI the page never skips)."""
-    if shutil.which("node") is None or not (NODE_MODULES / "openai").is_dir():
-        missing = "node and tests/node/node_modules are needed: npm ci --prefix tests/node (.ci/run does it)"
-        if os.environ.get("CI"):
-            pytest.fail(missing)
-        pytest.skip(missing)
+    needs.node()
     (home / "node_modules").symlink_to(NODE_MODULES, target_is_directory=True)
 
 

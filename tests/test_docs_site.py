@@ -18,7 +18,9 @@ import tomllib
 from pathlib import Path
 from types import ModuleType
 
+import needs
 import pytest
+from needs import CHROMIUM
 
 import ssemock
 from ssemock.commands.cli import build_parser
@@ -209,7 +211,6 @@ def test_every_layer_package_has_an_internals_page(site: Path) -> None:
     assert "ssemock.cassettes" in _ids(site / "reference" / "cassettes" / "index.html")  # public already
 
 
-CHROMIUM = "/usr/bin/chromium"
 # The page as served, plus a script that runs first: it opens the shadow root mkdocs-material draws
 # the diagram in (closed otherwise, so invisible to --dump-dom) and copies what is drawn into the DOM.
 PROBE = """<script>
@@ -238,11 +239,7 @@ def test_the_architecture_diagram_is_drawn_offline_in_a_browser(site: Path, tmp_
     import threading
     from functools import partial
 
-    if not os.path.exists(CHROMIUM):
-        missing = f"{CHROMIUM} is missing: this test needs Debian's chromium (apt-get install -y chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(missing)
-        pytest.skip(missing)
+    needs.chromium("this test")
     served: list[str] = []
 
     class Handler(http.server.SimpleHTTPRequestHandler):

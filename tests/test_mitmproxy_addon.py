@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-import pytest
+import needs
 from conftest import ACK, GATED
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -33,10 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def _mitmdump_path() -> str:
     found = os.environ.get("SSEMOCK_MITMDUMP") or str(ROOT / ".venv-mitmproxy" / "bin" / "mitmdump")
     if not os.path.exists(found):
-        missing = f"{found} is missing: build the side environment with bash .ci/mitmproxy-env (.ci/run does)"
-        if os.environ.get("CI"):
-            pytest.fail(missing)
-        pytest.skip(missing)
+        needs.missing(
+            f"{found} is missing: build the side environment with bash .ci/mitmproxy-env (.ci/run does)"
+        )
     return found
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import needs
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -54,20 +54,10 @@ TIMEOUT = 60.0
 CURL = shutil.which("curl") or "/usr/bin/curl"
 
 
-def _node() -> str:
-    node = shutil.which("node")
-    if node is None or not (NODE_DIR / "node_modules" / "openai").is_dir():
-        missing = "node and tests/node/node_modules are needed: npm ci --prefix tests/node (.ci/run does it)"
-        if os.environ.get("CI"):
-            pytest.fail(missing)
-        pytest.skip(missing)
-    return node
-
-
 def run_node(runs: list[dict[str, str]]) -> dict[str, dict[str, Any]]:
     """Run the Node clients (tests/node/clients.mjs) once for all ``runs``; results by label."""
     proc = subprocess.run(
-        [_node(), str(NODE_DIR / "clients.mjs"), json.dumps(runs)],
+        [needs.node(), str(NODE_DIR / "clients.mjs"), json.dumps(runs)],
         capture_output=True,
         text=True,
         encoding="utf-8",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import os
 import re
 import shutil
 import signal
@@ -21,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import needs
 import pytest
 import requests
 from conftest import FakeClock
+from needs import CHROMIUM
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -51,7 +52,7 @@ BODY = b"".join(EVENTS)
 TIMES = [0.1 * i for i in range(len(EVENTS))]  # recorded: one event every 100 ms
 TIMEOUT = 10.0
 CURL = shutil.which("curl") or "/usr/bin/curl"
-CHROMIUM = "/usr/bin/chromium"
+
 PAGE = Path(__file__).parent / "browser" / "eventsource.html"
 
 
@@ -529,12 +530,7 @@ def _browser_page(
 
 
 def _dump_dom(url: str, profile: Path) -> str:
-    if not os.path.exists(CHROMIUM):
-        # CI (.ci/run installs it) must run this test; a developer machine without a browser may not
-        missing = f"{CHROMIUM} is missing: the EventSource test needs Debian's chromium (apt-get install -y chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(missing)
-        pytest.skip(missing)
+    needs.chromium("the EventSource test")
     cmd = [
         CHROMIUM,
         "--headless",
