@@ -24,7 +24,7 @@ import pytest
 
 from ssemock.commands.cli import main
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "realtraffic3"
+pytestmark = pytest.mark.corpora  # deselected without --ssemock-corpora (tests/conftest.py)
 SSO = "posit-dev+chatlas/tests/_vcr/test_provider_bedrock/test_anthropic_simple_request.yaml"
 #: the SSO refresh's real token fields: the client secret (a JWT), the refresh token it sends, the
 #: access and refresh tokens it gets back
@@ -46,11 +46,17 @@ def _ssemock(*args: str) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def vcr_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def corpus(corpora: Path) -> Path:
+    """realtraffic3's folder in the corpora the run was given."""
+    return corpora / "realtraffic3"
+
+
+@pytest.fixture(scope="module")
+def vcr_report(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """``import-vcr . --out OUT --json`` in realtraffic3's ``corpus/``: its report."""
     out = tmp_path_factory.mktemp("realtraffic3")
     here = Path.cwd()
-    os.chdir(CORPUS / "corpus")
+    os.chdir(corpus / "corpus")
     try:
         code, stdout = _ssemock("import-vcr", ".", "--out", str(out), "--json")
     finally:
@@ -61,13 +67,16 @@ def vcr_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def har_reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, dict[str, Any]]]:
+def har_reports(
+    corpus: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, tuple[int, dict[str, Any]]]:
     """``import-har HAR -o OUT --json`` for each HAR of realtraffic3: {HAR: (exit code, report)}."""
     out = tmp_path_factory.mktemp("har")
     reports = {}
-    for k, har in enumerate(sorted((CORPUS / "har").rglob("*.har"))):
+    for k, har in enumerate(sorted((corpus / "har").rglob("*.har"))):
         code, stdout = _ssemock("import-har", str(har), "-o", str(out / f"{k}.json"), "--json")
-        reports[str(har.relative_to(CORPUS / "har"))] = (code, json.loads(stdout))
+        reports[str(har.relative_to(corpus / "har"))] = (code, json.loads(stdout))
+    assert reports, f"no HAR under {corpus / 'har'}"
     return reports
 
 

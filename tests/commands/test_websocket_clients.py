@@ -21,13 +21,14 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import needs
 import pytest
 from chromium import settled_dom
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
-from test_proxy_clients import NODE_DIR, TIMEOUT, _node
+from test_proxy_clients import NODE_DIR, TIMEOUT
 from waiting import until
 from websockets.sync.server import ServerConnection
 from ws_servers import running as ws_running
@@ -82,7 +83,7 @@ def stand_in(ws: ServerConnection) -> None:
 def run_node(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """tests/node/realtime.mjs once for all ``runs``; the results by label."""
     proc = subprocess.run(
-        [_node(), str(NODE_DIR / "realtime.mjs"), json.dumps(runs)],
+        [needs.node(), str(NODE_DIR / "realtime.mjs"), json.dumps(runs)],
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -105,7 +106,7 @@ def recorded(
     openai SDK's OpenAIRealtimeWS (cassette ``sdk``): the first cassette, what each client saw
     live (by label: ``live``, ``sdk``), and the proxy's log."""
     if not (NODE_DIR / "node_modules" / "ws").is_dir():
-        _node()  # (the same skip, or CI failure, as the other Node tests)
+        needs.node()  # (the same skip, or CI failure, as the other Node tests)
         pytest.fail("tests/node/node_modules/ws is missing: npm ci --prefix tests/node")
     folder = tmp_path_factory.mktemp("ws-clients")
     log: list[str] = []
