@@ -16,7 +16,7 @@ import ssemock
 from ssemock.commands import demo
 from ssemock.commands.cli import main
 from ssemock.commands.demo import DemoResult, run_demo
-from ssemock.variants import ws_chunking
+from ssemock.variants.websocket import chunking as ws_chunking
 
 
 def ssemock_command() -> list[str]:

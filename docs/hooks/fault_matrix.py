@@ -109,8 +109,10 @@ def seen(variant: str) -> str:
     from websockets.uri import parse_uri
 
     from ssemock.framing.websocket import Opcode
-    from ssemock.variants import ws_chunking, ws_faults, ws_frames
-    from ssemock.variants.ws_serve import serve
+    from ssemock.variants.websocket import chunking as ws_chunking
+    from ssemock.variants.websocket import faults as ws_faults
+    from ssemock.variants.websocket import frames as ws_frames
+    from ssemock.variants.websocket.serve import serve
 
     texts = [b'{"type":"session.created"}', b'{"type":"response.output_text.delta","delta":"Gr\xc3\xbc\xc3\x9fe"}',
              b'{"type":"response.done"}']  # fmt: skip
@@ -158,7 +160,9 @@ def render_websocket() -> str:
     """The WebSocket table: a row per wire chunking, re-framing and fault; what websockets' own
     client meets; then a column per WebSocket stack (and SDK): served, or refused and why."""
     from ssemock import stacks
-    from ssemock.variants import ws_chunking, ws_faults, ws_frames
+    from ssemock.variants.websocket import chunking as ws_chunking
+    from ssemock.variants.websocket import faults as ws_faults
+    from ssemock.variants.websocket import frames as ws_frames
 
     clients = [*stacks.WS_STACKS, "openai SDK", "google-genai"]
     rows = [*ws_chunking.names(), *(r.name for r in ws_frames.ALL[1:]), *ws_faults.VARIANTS]

@@ -19,9 +19,9 @@ as the `Read` list a client would get).
 
 from .framing.websocket import Opcode
 from .store.websocket import Close, FrameNote, Message, WebSocket, Wire
-from .variants.ws_faults import Session
-from .variants.ws_frames import ServerMessage
-from .variants.ws_serve import Read, Served, serve
+from .variants.websocket.faults import Session
+from .variants.websocket.frames import ServerMessage
+from .variants.websocket.serve import Read, Served, serve
 
 __all__ = [
     "Close",

@@ -9,7 +9,7 @@ import io
 from rich.console import Console
 
 from ssemock.commands.demo.websocket import print_websocket_rows, websocket_rows
-from ssemock.variants import ws_chunking
+from ssemock.variants.websocket import chunking as ws_chunking
 
 
 def test_websockets_reads_every_chunking_and_the_naive_reader_fails_where_reads_cut_frames() -> None:

@@ -20,7 +20,7 @@ from ws_servers import realtime, running
 import ssemock
 from ssemock.framing.websocket import FrameParser, Opcode
 from ssemock.plan.errors import SsemockWarning
-from ssemock.plan.ws_variants import VariantRefused
+from ssemock.plan.websocket.variants import VariantRefused
 from ssemock.stacks import WS_STACKS
 
 KEY = {"authorization": "Bearer sk-test-ws34deflateabcdefgh"}
@@ -396,7 +396,7 @@ def test_a_recorded_read_is_due_when_it_arrived() -> None:
     """Sans-IO: the first 100 bytes of a 300-byte message came 60 ms before the rest; the replay
     hands them to the client at their own recorded time, not at the message's."""
     from ssemock.framing.websocket import encode_frame
-    from ssemock.plan.ws_variants import VariedConversation
+    from ssemock.plan.websocket.variants import VariedConversation
     from ssemock.store.model import Interaction, Request, Response
     from ssemock.store.websocket import Close, Message, WebSocket, Wire
 
@@ -482,7 +482,7 @@ def test_the_wire_digest_is_kept_and_a_bad_one_named(tmp_path: Path) -> None:
 def test_reads_that_cannot_be_kept_are_one_frame_each() -> None:
     """Sans-IO: a fragmented message (two frames) whose wire map no longer fits (the message was
     edited by hand) is served one frame a read."""
-    from ssemock.plan.ws_variants import VariedConversation
+    from ssemock.plan.websocket.variants import VariedConversation
     from ssemock.store.model import Interaction, Request, Response
     from ssemock.store.websocket import FrameNote, Message, WebSocket, Wire
 

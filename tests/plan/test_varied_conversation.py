@@ -16,11 +16,11 @@ from websockets.http11 import Response
 from websockets.uri import parse_uri
 
 from ssemock.accumulate import accumulate_session
-from ssemock.plan.ws_variants import VariantRefused, VariedConversation
+from ssemock.plan.websocket.variants import VariantRefused, VariedConversation
 from ssemock.store.model import Interaction, Request
 from ssemock.store.model import Response as StoredResponse
 from ssemock.store.websocket import Close, Message, WebSocket
-from ssemock.variants import ws_chunking
+from ssemock.variants.websocket import chunking as ws_chunking
 
 URL = "ws://127.0.0.1:9/v1/realtime?model=gpt-realtime"
 

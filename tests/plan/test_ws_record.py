@@ -1,4 +1,4 @@
-"""What `ssemock.plan.ws_record.WsRecorder` records is true to the wire, on every stack of
+"""What `ssemock.plan.websocket.record.WsRecorder` records is true to the wire, on every stack of
 `ssemock.stacks.WS_STACKS` and httpx-ws, with the real client libraries against a loopback
 server that sends its first message in the same TCP write as the 101 (`ws_servers.eager`):
 each message recorded once (aiohttp 3.14 hands itself the bytes after the 101 again), the
@@ -21,7 +21,7 @@ from ws_servers import eager
 import ssemock
 from ssemock.framing.websocket import Opcode, close_payload, encode_frame
 from ssemock.plan.conversation import Conversation
-from ssemock.plan.ws_record import WsRecorder
+from ssemock.plan.websocket.record import WsRecorder
 from ssemock.stacks import WS_STACKS
 from ssemock.store.cassette import Cassette, Request
 

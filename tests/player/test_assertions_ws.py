@@ -139,7 +139,7 @@ def test_on_a_recording_run_the_reference_is_what_was_recorded_last(tmp_path: Pa
     import httpx
     from ws_servers import realtime, running
 
-    from ssemock.plan.ws_expect import SessionExpected
+    from ssemock.plan.websocket.expect import SessionExpected
 
     def chat() -> None:
         with httpx.stream("POST", f"{server}/v1/chat/completions", json={"stream": True}) as response:

@@ -20,7 +20,7 @@ import ws_frame_client as client
 import ssemock
 from ssemock import cassettes
 from ssemock.plan.errors import SsemockWarning
-from ssemock.plan.ws_variants import VariedConversation
+from ssemock.plan.websocket.variants import VariedConversation
 from ssemock.stacks import WS_STACKS
 
 NAME = "realtime/openai_realtime_text_tool_call"

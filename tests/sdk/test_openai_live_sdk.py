@@ -19,7 +19,7 @@ from ws_servers import gpt_live, running
 import ssemock
 from ssemock import cassettes
 from ssemock.accumulate import accumulate_session
-from ssemock.variants import ws_chunking
+from ssemock.variants.websocket import chunking as ws_chunking
 
 KEY = "sk-test-live44openai0123456789"
 PCM = bytes(range(256)) * 19  # the microphone's 0.1 s, as base64 inside JSON

@@ -631,7 +631,7 @@ def test_litellm_acompletion_stream_records_and_replays_through_aiohttp(
 
 def test_nothing_aiohttp_sends_in_replay_reaches_a_listener(tmp_path: Path) -> None:
     """An unmatched request fails as unmatched; so does a WebSocket handshake (intercepted since
-    issue 34, by ssemock.stacks.aiohttp_ws); the loopback listener accepts nothing either way."""
+    issue 34, by ssemock.stacks.websocket.aiohttp); the loopback listener accepts nothing either way."""
     listener = socket.create_server(("127.0.0.1", 0))
     listener.setblocking(False)
     base = f"127.0.0.1:{listener.getsockname()[1]}"

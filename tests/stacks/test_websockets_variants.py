@@ -16,7 +16,7 @@ from ws_servers import realtime, running
 
 import ssemock
 from ssemock import chunking
-from ssemock.plan.ws_variants import VariantRefused, VariedConversation
+from ssemock.plan.websocket.variants import VariantRefused, VariedConversation
 
 KEY = {"authorization": "Bearer sk-test-ws35abcdefghijklmnop"}
 

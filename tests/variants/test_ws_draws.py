@@ -10,7 +10,7 @@ from hypothesis import given, settings
 import ssemock
 from ssemock import cassettes, strategies
 from ssemock.framing.websocket import Opcode, encode_frame
-from ssemock.variants.ws_draws import WS_FAULTS, wire_hazards
+from ssemock.variants.websocket.draws import WS_FAULTS, wire_hazards
 
 CASSETTE = cassettes.load(client.NAME)
 

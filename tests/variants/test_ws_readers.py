@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 import pytest
 
 from ssemock.framing.websocket import Opcode
-from ssemock.variants import ws_chunking, ws_faults, ws_frames
-from ssemock.variants.ws_faults import Session
-from ssemock.variants.ws_frames import ServerMessage
-from ssemock.variants.ws_serve import Served, serve
+from ssemock.variants.websocket import chunking as ws_chunking
+from ssemock.variants.websocket import faults as ws_faults
+from ssemock.variants.websocket import frames as ws_frames
+from ssemock.variants.websocket.faults import Session
+from ssemock.variants.websocket.frames import ServerMessage
+from ssemock.variants.websocket.serve import Served, serve
 
 SESSION = Session(
     (

@@ -14,10 +14,12 @@ from websockets.protocol import State
 from websockets.uri import parse_uri
 
 from ssemock.framing.websocket import Opcode, parse_frames
-from ssemock.variants import ws_chunking, ws_faults, ws_frames
-from ssemock.variants.ws_faults import Session
-from ssemock.variants.ws_frames import ServerMessage
-from ssemock.variants.ws_serve import serve
+from ssemock.variants.websocket import chunking as ws_chunking
+from ssemock.variants.websocket import faults as ws_faults
+from ssemock.variants.websocket import frames as ws_frames
+from ssemock.variants.websocket.faults import Session
+from ssemock.variants.websocket.frames import ServerMessage
+from ssemock.variants.websocket.serve import serve
 
 TEXTS = ['{"type":"session.created"}', '{"delta":"Grüße — 東京 🌏"}', "x" * 300, '{"type":"response.done"}']
 MESSAGES = tuple(ServerMessage(Opcode.TEXT, t.encode(), group=0 if i < 2 else 1) for i, t in enumerate(TEXTS))

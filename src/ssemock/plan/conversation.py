@@ -122,7 +122,7 @@ def skipped_stall(conversation: Conversation, seconds: float) -> None:
 
 
 @dataclass
-class _Unit:
+class Unit:
     gate: int  # how many client messages the recording had sent before it arrived
     t: float
     data: bytes
@@ -139,7 +139,7 @@ def handshake_head(status: int, reason: str, headers: Sequence[tuple[str, str]])
         return text.encode("utf-8")
 
 
-def _parse_request_head(head: bytes) -> dict[str, str]:
+def parse_request_head(head: bytes) -> dict[str, str]:
     headers: dict[str, str] = {}
     for line in head.decode("latin-1").split("\r\n")[1:]:
         name, sep, value = line.partition(":")
@@ -198,13 +198,13 @@ class Conversation:
         self.deflate: DeflateAgreement | None = None
         """The permessage-deflate the replay's handshake agreed to (None: none, frames go plain)."""
         self._mem_level = 8
-        self._fit: tuple[list[_Unit], bool] | None = None  # wire_fits, for the units it was computed for
+        self._fit: tuple[list[Unit], bool] | None = None  # wire_fits, for the units it was computed for
         self._reader = MessageReader(max_size=self.max_size)
         self.units = self._units()
 
     # -- the server side, encoded ---------------------------------------------------------------
 
-    def _units(self) -> list[_Unit]:
+    def _units(self) -> list[Unit]:
         """The server's frames as it sent them, one unit per message (its pings before it), each
         gated by the number of client messages sent before it in the recording; compressed when
         the handshake agreed permessage-deflate, with the zlib memory level that gives the
@@ -219,7 +219,7 @@ class Conversation:
         self._mem_level = 8
         return self._encoded(self.deflate.deflater())
 
-    def _encoded(self, deflater: Deflater | None) -> list[_Unit]:
+    def _encoded(self, deflater: Deflater | None) -> list[Unit]:
         ws, units, gate, k = self.ws, [], 0, 0
         pings: dict[int, list[bytes]] = {}
         for note in ws.frame_map:
@@ -243,17 +243,17 @@ class Conversation:
                 )
                 for i, (a, b) in enumerate(zip(bounds, bounds[1:]))
             ]
-            units.append(_Unit(gate, m.t, b"".join([*pings.get(k, []), *frames])))
+            units.append(Unit(gate, m.t, b"".join([*pings.get(k, []), *frames])))
             k += 1
         close = ws.close
         if close.by == "server" and close.code is not None:
             t = close.t if close.t is not None else (ws.messages[-1].t if ws.messages else 0.0)
-            units.append(_Unit(gate, t, encode_frame(Opcode.CLOSE, close_payload(close.code, close.reason))))
+            units.append(Unit(gate, t, encode_frame(Opcode.CLOSE, close_payload(close.code, close.reason))))
         return units
 
     # -- the recorded wire ----------------------------------------------------------------------
 
-    def _fits(self, units: list[_Unit]) -> bool:
+    def _fits(self, units: list[Unit]) -> bool:
         """Whether ``units`` are the server bytes recorded (followed, or not, by the answer to
         the client's close, where the recorded client closed cleanly): the wire's SHA-256 when
         the cassette has it, else its length."""
@@ -332,7 +332,7 @@ class Conversation:
         subprotocol it asked for when the recording agreed to it, and permessage-deflate when
         the recording agreed to it and the client offers it (see the module). `HandshakeMismatch`
         when it asks only for subprotocols the recording never had."""
-        asked = _parse_request_head(request_head)
+        asked = parse_request_head(request_head)
         key = asked.get("sec-websocket-key", "")
         headers = [
             (k, v)

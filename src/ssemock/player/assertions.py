@@ -12,10 +12,10 @@ from ..plan import diagnose as _diagnose
 from ..plan.expect import Expected, StreamAssertionError
 from ..plan.record import Recorder
 from ..plan.serving import Play
-from ..plan.ws_expect import SessionExpected
-from ..plan.ws_record import WsRecorder
-from ..plan.ws_refused import refused_conversation
-from ..plan.ws_variants import VariedConversation
+from ..plan.websocket.expect import SessionExpected
+from ..plan.websocket.record import WsRecorder
+from ..plan.websocket.refused import refused_conversation
+from ..plan.websocket.variants import VariedConversation
 from ..protocols.accumulate import Accumulated
 from ..redaction.rules import mask_text
 from ..variants import chunking as _chunking

@@ -30,8 +30,8 @@ from ..plan.expect import Expected, StreamAssertionError
 from ..plan.record import Recorder, request_from_httpx
 from ..plan.selection import Selection
 from ..plan.serving import Play, ReplayStream, plan_response, server_push
-from ..plan.ws_expect import SessionExpected
-from ..plan.ws_record import WsRecorder
+from ..plan.websocket.expect import SessionExpected
+from ..plan.websocket.record import WsRecorder
 from ..protocols.accumulate import Accumulated
 from ..redaction import keep as _keep
 from ..redaction.rules import mask_text

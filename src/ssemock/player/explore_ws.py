@@ -16,12 +16,20 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..plan.expect import StreamAssertionError
-from ..plan.ws_expect import served_wire
-from ..plan.ws_variants import VariedConversation
+from ..plan.websocket.expect import served_wire
+from ..plan.websocket.variants import VariedConversation
 from ..variants import transforms as _transforms
 from ..variants.chunking import at
 from ..variants.strategies import Variant, minimal_failing_split
-from ..variants.ws_draws import HAZARDS, REFRAMINGS, WS_FAULTS, WsSpace, WsTables, has_websocket, wire_hazards
+from ..variants.websocket.draws import (
+    HAZARDS,
+    REFRAMINGS,
+    WS_FAULTS,
+    WsSpace,
+    WsTables,
+    has_websocket,
+    wire_hazards,
+)
 
 if TYPE_CHECKING:
     from .state import PlayerState as Player

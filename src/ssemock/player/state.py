@@ -11,7 +11,7 @@ from ..core.modes import RecordMode
 from ..plan.record import Recorder
 from ..plan.selection import Selection
 from ..plan.serving import Play
-from ..plan.ws_record import WsRecorder
+from ..plan.websocket.record import WsRecorder
 from ..redaction.keep import Kept
 from ..stacks.lock import Guard
 from ..store.cassette import Cassette

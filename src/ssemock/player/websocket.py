@@ -1,6 +1,6 @@
 """A player's WebSocket sessions: each handshake a WebSocket stack dispatches is answered from
 the cassette (a `ssemock.plan.conversation.Conversation`, handed to the stack in the 101's
-extensions), recorded (`ssemock.stacks.RecordSession` with a `ssemock.plan.ws_record.WsRecorder`),
+extensions), recorded (`ssemock.stacks.RecordSession` with a `ssemock.plan.websocket.record.WsRecorder`),
 passed to an allowed host, or refused as unmatched; and, at the end, what the conversations say:
 messages that matched nothing fail the test, recorded messages never sent and pings of the
 ``pings`` re-framing never answered with a pong are reported."""
@@ -17,13 +17,14 @@ import httpx
 from .. import stacks as _stacks
 from ..plan.conversation import UnmatchedMessageError
 from ..plan.errors import SsemockWarning, UnmatchedRequestError
-from ..plan.ws_record import WsRecorder
-from ..plan.ws_refused import refused_conversation
-from ..plan.ws_variants import VariedConversation
+from ..plan.websocket.record import WsRecorder
+from ..plan.websocket.refused import refused_conversation
+from ..plan.websocket.variants import VariedConversation
 from ..redaction.rules import mask_text
 from ..store.model import Request
-from ..variants import ws_chunking, ws_faults
 from ..variants.transforms import WEBSOCKET
+from ..variants.websocket import chunking as ws_chunking
+from ..variants.websocket import faults as ws_faults
 from . import reporting
 
 

@@ -41,7 +41,7 @@ class Variant:
         them and the names differ: ``ssemock-http=mid_line,ws=mid_header``."""
         name = self.chunking.name
         if transports and "ws" in transports:
-            from ..variants.ws_chunking import for_http
+            from ..variants.websocket.chunking import for_http
 
             ws = for_http(self.chunking).name
             if ws != name:
@@ -95,7 +95,7 @@ def _transports(
     collection (the marker's ``cassette=``, or the default file in ``cassettes/<module>/``) and a
     chunking of the matrix has another name on a WebSocket session; None otherwise (a cassette
     not recorded yet: its ids name the HTTP chunkings)."""
-    from ..variants.ws_chunking import for_http
+    from ..variants.websocket.chunking import for_http
 
     if all(for_http(v.chunking).name == v.chunking.name for v in variants):
         return None

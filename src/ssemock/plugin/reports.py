@@ -52,11 +52,11 @@ def _hide_own_frames(error: BaseException) -> None:
 
 def _refused_variant(item: pytest.Item, exc: BaseException, report: pytest.TestReport) -> bool:
     """A WebSocket variant the client cannot take (``deflate`` for a client that offered no
-    permessage-deflate, `ssemock.plan.ws_variants.VariantRefused`): the run is reported skipped,
+    permessage-deflate, `ssemock.plan.websocket.variants.VariantRefused`): the run is reported skipped,
     with the reason."""
     if type(exc).__name__ != "VariantRefused":  # (imported only then: an unused plugin costs nothing)
         return False
-    from ..plan.ws_variants import VariantRefused
+    from ..plan.websocket.variants import VariantRefused
 
     if not isinstance(exc, VariantRefused):
         return False

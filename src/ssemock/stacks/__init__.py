@@ -39,7 +39,7 @@ from ..plan.errors import UnmatchedRequestError
 
 if TYPE_CHECKING:
     from ..plan.record import Recorder
-    from ..plan.ws_record import WsRecorder
+    from ..plan.websocket.record import WsRecorder
 
 __all__ = [
     "STACKS",
@@ -71,14 +71,14 @@ STACKS: dict[str, str] = {
 #: WebSocket stacks: stack name -> (the ssemock.stacks module that knows it, the library modules
 #: whose import installs its patches: SDKs import the ``websockets`` client modules directly).
 WS_STACKS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "websockets": ("websockets_asyncio", ("websockets.asyncio.client",)),
-    "websockets.sync": ("websockets_sync", ("websockets.sync.client",)),
-    "websockets.legacy": ("websockets_legacy", ("websockets.legacy.client",)),
-    "aiohttp.ws": ("aiohttp_ws", ("aiohttp.connector",)),
+    "websockets": ("websocket.websockets_asyncio", ("websockets.asyncio.client",)),
+    "websockets.sync": ("websocket.websockets_sync", ("websockets.sync.client",)),
+    "websockets.legacy": ("websocket.websockets_legacy", ("websockets.legacy.client",)),
+    "aiohttp.ws": ("websocket.aiohttp", ("aiohttp.connector",)),
 }
 _LIBRARIES = {library: library for library in STACKS.values()}  # library -> its ssemock.stacks module
 _LIBRARIES.update({lib: module for module, libs in WS_STACKS.values() for lib in libs})
-_LIBRARIES["httpx_ws"] = "httpx_ws"  # its sessions' timers (its handshake is the httpx stack's)
+_LIBRARIES["httpx_ws"] = "websocket.httpx_ws"  # its sessions' timers (its handshake is the httpx stack's)
 
 _passing = contextvars.ContextVar("ssemock_passing", default=False)
 
@@ -99,7 +99,7 @@ class Record(PassThrough):
 
 class RecordSession(PassThrough):
     """Raised by a player's router for a WebSocket handshake: open the real connection and tee
-    both directions into ``recorder`` (a `ssemock.plan.ws_record.WsRecorder`)."""
+    both directions into ``recorder`` (a `ssemock.plan.websocket.record.WsRecorder`)."""
 
     def __init__(self, request: httpx.Request, recorder: WsRecorder) -> None:
         super().__init__("recording a WebSocket session", request=request, origin=None)  # type: ignore[arg-type]

@@ -21,7 +21,8 @@ from respx.patterns import parse_url
 
 from ..plan.push_recording import LiveSource
 from ..plan.record import Recorder
-from . import STACK_KEY, Patch, Record, RecordSession, adispatch, dispatch, httpx_ws, intercepting, passing
+from . import STACK_KEY, Patch, Record, RecordSession, adispatch, dispatch, intercepting, passing
+from .websocket import httpx_ws
 
 __all__ = ["ERRORS", "patches", "pool_patches"]
 

@@ -18,13 +18,13 @@ from typing import Any
 import orjson
 
 from ..core.names import unknown
-from . import ws_faults
 from .error_faults import error_body as error_body
 from .error_faults import error_event, http_error
 from .fault_aim import Aim
 from .fault_model import MAX_SECONDS as MAX_SECONDS
 from .fault_model import Fault, Served, Target, framing_of
 from .stream_faults import disconnect, stall, trailing_data, truncate
+from .websocket import faults as ws_faults
 
 __all__ = [
     "VARIANTS",
@@ -172,7 +172,9 @@ def get(spec: str | Fault) -> Fault:
             f"a fault is a name such as 'disconnect:after_event=3' or a Fault, "
             f"got {type(spec).__name__} {spec!r}"
         )
-    if ws_faults.is_websocket_fault(spec):  # served by the WebSocket sessions (ssemock.variants.ws_faults)
+    if ws_faults.is_websocket_fault(
+        spec
+    ):  # served by the WebSocket sessions (ssemock.variants.websocket.faults)
         return ws_faults.OnWebSocket(ws_faults.get(spec))
     head, _, rest = spec.strip().partition(":")
     if head == "sequence":

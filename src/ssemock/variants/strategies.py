@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 from .variant_draws import FAULTS, Space, Tables, Variant, transform_pool
 from .variant_draws import variants as _http_variants
-from .ws_draws import WsSpace, WsTables, has_websocket
+from .websocket.draws import WsSpace, WsTables, has_websocket
 
 __all__ = [
     "BUFFER_SIZES",
@@ -70,7 +70,7 @@ def variants(
     boundaries in the transformed body, favouring the [`hazards`][ssemock.strategies.hazards].
 
     On a cassette holding a WebSocket session, the session's variants
-    (`ssemock.variants.ws_draws`): read boundaries in the server's wire (an ``at:`` chunking whose
+    (`ssemock.variants.websocket.draws`): read boundaries in the server's wire (an ``at:`` chunking whose
     offsets count from the session's first byte after the 101 head; a cut inside a frame header,
     inside a multi-byte character, at a frame's end favoured), the re-framings ``fragments:2``,
     ``fragments:3`` and ``pings``, and WebSocket faults when ``faults`` is True or names them.

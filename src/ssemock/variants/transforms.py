@@ -20,8 +20,8 @@ from ..core.edits import Edit, rewrite
 from ..core.names import unknown
 from ..framing.json_array import element_spans as array_spans
 from ..framing.json_array import event_ends as array_event_ends
-from . import ws_frames
 from .chunking import event_ends
+from .websocket import frames as ws_frames
 
 __all__ = [
     "ALL",
@@ -496,7 +496,7 @@ can apply."""
 
 WEBSOCKET = "websocket"
 """The kind of the re-framings of WebSocket sessions among ``transform=`` (``fragments:N``, ``pings``,
-``deflate``, ``no_deflate``; `ssemock.variants.ws_frames`): no HTTP body is of it, so they change
+``deflate``, ``no_deflate``; `ssemock.variants.websocket.frames`): no HTTP body is of it, so they change
 no HTTP body."""
 
 

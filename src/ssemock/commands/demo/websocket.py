@@ -8,8 +8,8 @@ import struct
 from dataclasses import dataclass
 
 from ...cassettes import load
-from ...plan.ws_variants import VariedConversation
-from ...variants import ws_chunking
+from ...plan.websocket.variants import VariedConversation
+from ...variants.websocket import chunking as ws_chunking
 
 __all__ = ["WsRow", "naive_frames", "websocket_rows"]
 

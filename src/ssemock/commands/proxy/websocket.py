@@ -1,7 +1,7 @@
 """WebSocket upgrades through the proxy: the client's session is relayed to the upstream's
 (the ``websockets`` library, TLS verified as the proxy's HTTP requests are), each message
 forwarded the moment it arrives, both ways, and recorded with its time by the WebSocket recorder
-(`ssemock.plan.ws_record.WsRecorder`) into the cassette the request names.
+(`ssemock.plan.websocket.record.WsRecorder`) into the cassette the request names.
 
 The proxy sees messages, not the upstream's wire: each is recorded as the one frame the relay
 writes (client frames masked), so the session's messages, times, subprotocol and close are the
@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ...framing.websocket import Opcode, close_payload, encode_frame
-from ...plan.ws_record import WsRecorder
+from ...plan.websocket.record import WsRecorder
 from ...redaction.rules import mask_url, redact_request
 from ...store.cassette import Interaction, Request
 from ..serve.websocket import Refusal, Replay, Resolve

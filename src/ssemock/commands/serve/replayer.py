@@ -174,7 +174,7 @@ class Replayer:
         self.upgrades = [is_upgrade(x) for x in self.interactions]
         """Per interaction: whether it answers a WebSocket handshake (a session, or a refusal)."""
         self.sessions: deque[Any] = deque(maxlen=MAX_EXCHANGES)
-        """The WebSocket sessions served (`ssemock.plan.ws_variants.VariedConversation`), oldest first."""
+        """The WebSocket sessions served (`ssemock.plan.websocket.variants.VariedConversation`), oldest first."""
         self._ws_attempts: dict[int, int] = {}
 
     @property

@@ -13,7 +13,7 @@ connection's bytes both ways; every other request stays with the HTTP app.
 ``app.state.ws_protocol`` (``serve.app`` and ``proxy.app`` set it).
 
 The session is served by the replay conversation the in-process stacks use
-(`ssemock.plan.ws_variants.VariedConversation`): the handshake answered with the client's own
+(`ssemock.plan.websocket.variants.VariedConversation`): the handshake answered with the client's own
 ``Sec-WebSocket-Accept`` and the recorded subprotocol, the server's frames released once the
 client has sent what preceded them in the recording, text messages matched as JSON; the 101 and
 the opening come from `Conversation.answer`, as on the in-process stacks (the frames recorded in
@@ -39,11 +39,12 @@ from typing import Any
 
 from ...framing.websocket import FrameError, Opcode, close_payload, encode_frame
 from ...plan.conversation import HandshakeMismatch, Release, UnmatchedMessageError, handshake_head
-from ...plan.ws_variants import VariantRefused, VariedConversation
+from ...plan.websocket.variants import VariantRefused, VariedConversation
 from ...redaction.rules import mask_text, mask_url, redact_request
 from ...store.cassette import Request
-from ...variants import ws_chunking, ws_faults
 from ...variants.transforms import WEBSOCKET
+from ...variants.websocket import chunking as ws_chunking
+from ...variants.websocket import faults as ws_faults
 from .replayer import Exchange, Replayer, unmatched_lines
 
 __all__ = ["Refusal", "Replay", "Resolve", "protocol", "serving"]

@@ -7,12 +7,12 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from .chunking import Chunking
-from .ws_chunking import get as get_chunking
-from .ws_chunking import group_ends
-from .ws_faults import Refusal, Session, WsFault
-from .ws_faults import get as get_fault
-from .ws_frames import Reframing, Wire, encode
+from ..chunking import Chunking
+from .chunking import get as get_chunking
+from .chunking import group_ends
+from .faults import Refusal, Session, WsFault
+from .faults import get as get_fault
+from .frames import Reframing, Wire, encode
 
 __all__ = ["Read", "Served", "serve"]
 

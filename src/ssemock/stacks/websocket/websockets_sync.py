@@ -2,7 +2,7 @@
 ``realtime.connect``/``responses.connect``; AssemblyAI aliases its ``connect`` at import).
 
 The ``connect`` names are left alone: the module global ``socket`` of ``websockets.sync.client``
-becomes a shim whose ``create_connection`` returns a `ssemock.stacks.ws_socket.MemorySocket`
+becomes a shim whose ``create_connection`` returns a `ssemock.stacks.websocket.memory_socket.MemorySocket`
 while a player is active (every version looks it up at call time, in ``connect`` or, from 17.1,
 in ``reconnect.open_socket``); ``ssl.SSLContext.wrap_socket`` hands a MemorySocket back unwrapped
 and keeps the context for a relay. The handshake is dispatched when the client writes it.
@@ -22,11 +22,11 @@ from typing import Any
 
 import httpx
 
-from ..variants import timing as _timing
-from . import Patch, dispatch, intercepting
+from ...variants import timing as _timing
+from .. import Patch, dispatch, intercepting
+from .memory import Watchdog, keepalive
+from .memory_socket import MemorySocket
 from .websockets_asyncio import ERRORS, handshake_request
-from .ws_memory import Watchdog, keepalive
-from .ws_socket import MemorySocket
 
 __all__ = ["ERRORS", "hook", "patches"]
 

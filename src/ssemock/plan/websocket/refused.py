@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..store.model import Interaction
-from ..store.websocket import WebSocket
-from ..variants.ws_faults import Refusal, Session, WsFault
-from .ws_variants import VariedConversation
+from ...store.model import Interaction
+from ...store.websocket import WebSocket
+from ...variants.websocket.faults import Refusal, Session, WsFault
+from .variants import VariedConversation
 
 __all__ = ["AsRecorded", "refused_conversation"]
 

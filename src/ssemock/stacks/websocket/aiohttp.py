@@ -13,9 +13,9 @@ from typing import Any
 
 from respx.models import PassThrough
 
-from . import Patch, RecordSession, dispatch, intercepting, passing
+from .. import Patch, RecordSession, dispatch, intercepting, passing
+from .memory import MemoryTransport, TeeTransport, Watchdog, tee_protocol
 from .websockets_asyncio import ERRORS, handshake_request
-from .ws_memory import MemoryTransport, TeeTransport, Watchdog, tee_protocol
 
 __all__ = ["ERRORS", "hook", "patches"]
 

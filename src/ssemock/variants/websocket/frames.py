@@ -10,7 +10,7 @@ messages unchanged. Pure: messages in, wire bytes and their frame boundaries out
     a ping before every frame after the first of each group (so between frames and between
     fragments); the client must answer each with a pong carrying its payload (`Wire.pings`):
     a replay reports the pings never answered when the player stops
-    (`ssemock.plan.ws_variants.VariedConversation.unanswered_pings`).
+    (`ssemock.plan.websocket.variants.VariedConversation.unanswered_pings`).
 ``deflate`` / ``no_deflate``
     permessage-deflate agreed in the replay's handshake whenever the client offers it, every
     message compressed / the extension refused in the handshake, no message compressed.
@@ -29,8 +29,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..core.names import unknown
-from ..framing.websocket import Deflater, Opcode, close_payload, encode_frame
+from ...core.names import unknown
+from ...framing.websocket import Deflater, Opcode, close_payload, encode_frame
 
 __all__ = [
     "ALL",

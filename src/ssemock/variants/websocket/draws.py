@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..framing.websocket import Opcode
-from ..store.cassette import Cassette, Interaction
-from . import faults as _faults
-from . import transforms as _transforms
-from . import ws_frames
-from .chunking import at
-from .variant_draws import Variant, draw_cuts, fault_names
-from .ws_chunking import frames_of, text_payloads
+from ...framing.websocket import Opcode
+from ...store.cassette import Cassette, Interaction
+from .. import faults as _faults
+from .. import transforms as _transforms
+from ..chunking import at
+from ..variant_draws import Variant, draw_cuts, fault_names
+from . import frames as ws_frames
+from .chunking import frames_of, text_payloads
 
 __all__ = [
     "HAZARDS",

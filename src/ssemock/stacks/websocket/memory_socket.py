@@ -21,11 +21,11 @@ from typing import Any
 import httpx
 from respx.models import PassThrough
 
-from ..plan.conversation import Conversation, Release, UnmatchedMessageError, skipped_stall
-from ..plan.ws_record import WsRecorder
-from ..variants import timing as _timing
-from . import RecordSession, passing
-from .ws_memory import Watchdog, schedule, skip_stall
+from ...plan.conversation import Conversation, Release, UnmatchedMessageError, skipped_stall
+from ...plan.websocket.record import WsRecorder
+from ...variants import timing as _timing
+from .. import RecordSession, passing
+from .memory import Watchdog, schedule, skip_stall
 
 __all__ = ["MemorySocket"]
 

@@ -28,12 +28,12 @@ from typing import Any
 
 import orjson
 
-from .. import protocols
-from ..core.names import unknown
-from ..framing.websocket import Opcode, close_payload
-from ..protocols.base import StreamError
-from .fault_model import MAX_SECONDS, Fault, Served
-from .ws_frames import ServerMessage
+from ... import protocols
+from ...core.names import unknown
+from ...framing.websocket import Opcode, close_payload
+from ...protocols.base import StreamError
+from ..fault_model import MAX_SECONDS, Fault, Served
+from .frames import ServerMessage
 
 __all__ = [
     "VARIANTS",

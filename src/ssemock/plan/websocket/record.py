@@ -12,10 +12,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..framing.websocket import FrameError, FrameParser, Inflater, Opcode, RawFrame, parse_close
-from ..redaction.rules import redact_response, redact_subprotocol
-from ..store.model import Headers, Interaction, Request, Response
-from ..store.websocket import Close, FrameNote, Message, WebSocket, Wire
+from ...framing.websocket import FrameError, FrameParser, Inflater, Opcode, RawFrame, parse_close
+from ...redaction.rules import redact_response, redact_subprotocol
+from ...store.model import Headers, Interaction, Request, Response
+from ...store.websocket import Close, FrameNote, Message, WebSocket, Wire
 
 __all__ = ["WsRecorder"]
 

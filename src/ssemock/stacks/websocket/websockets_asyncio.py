@@ -6,7 +6,7 @@ connection (``open_tcp_connection`` from 17.0, ``create_connection`` in 13.1 to 
 on the instance at call time, so aliases and subclasses go through it. It dispatches the
 handshake (URL and the user's headers) to the players first:
 
-* replay: the client's own connection object gets a `ssemock.stacks.ws_memory.MemoryTransport`
+* replay: the client's own connection object gets a `ssemock.stacks.websocket.memory.MemoryTransport`
   over the recorded conversation (no socket, no TLS: the hook sits above both);
 * record: the real connection is opened by the library's own code (proxies, ``ssl=``, ...) under
   `ssemock.stacks.passing`, and both directions are teed into the recorder;
@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 from respx.models import PassThrough
 
-from . import STACK_KEY, Patch, RecordSession, dispatch, intercepting, passing
-from .ws_memory import MemoryTransport, TeeTransport, Watchdog, keepalive, tee_protocol
+from .. import STACK_KEY, Patch, RecordSession, dispatch, intercepting, passing
+from .memory import MemoryTransport, TeeTransport, Watchdog, keepalive, tee_protocol
 
 __all__ = [
     "ERRORS",

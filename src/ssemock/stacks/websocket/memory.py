@@ -1,7 +1,7 @@
 """In-memory connections for WebSocket stacks: the client library keeps its own code (handshake,
 masking, framing, keepalive, close) and talks to a `ssemock.plan.conversation.Conversation`
 instead of a socket. `MemoryTransport` is the asyncio transport; `TeeTransport` records a real
-connection (both directions into a `ssemock.plan.ws_record.WsRecorder`)."""
+connection (both directions into a `ssemock.plan.websocket.record.WsRecorder`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..plan.conversation import Conversation, Release, UnmatchedMessageError, skipped_stall
-from ..plan.ws_record import WsRecorder
-from ..variants.timing import Timing
+from ...plan.conversation import Conversation, Release, UnmatchedMessageError, skipped_stall
+from ...plan.websocket.record import WsRecorder
+from ...variants.timing import Timing
 
 __all__ = [
     "MemoryTransport",

@@ -10,11 +10,11 @@ from typing import Any
 
 import orjson
 
-from ..protocols import detect
-from ..protocols.accumulate import Accumulated, accumulate_session
-from ..protocols.base import ToolCall
-from .expect import StreamAssertionError, check_tool_calls
-from .ws_variants import VariedConversation
+from ...protocols import detect
+from ...protocols.accumulate import Accumulated, accumulate_session
+from ...protocols.base import ToolCall
+from ..expect import StreamAssertionError, check_tool_calls
+from .variants import VariedConversation
 
 __all__ = ["SessionExpected", "served_wire"]
 
@@ -118,7 +118,7 @@ class SessionExpected:
         return "after the last message"
 
     def _positions(self, response: int) -> list[int]:
-        from ..protocols import get
+        from ...protocols import get
 
         found = get(self.protocol or "")
         groups = found.responses(self.messages) if found.responses else [list(range(len(self.messages)))]

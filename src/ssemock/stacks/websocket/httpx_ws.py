@@ -11,13 +11,13 @@ import threading
 from collections import deque
 from typing import Any
 
-from ..plan.conversation import Conversation, Release, UnmatchedMessageError, skipped_stall
-from ..plan.ws_record import WsRecorder
-from ..variants import timing as _timing
-from ..variants.timing import Timing
-from . import Patch
+from ...plan.conversation import Conversation, Release, UnmatchedMessageError, skipped_stall
+from ...plan.websocket.record import WsRecorder
+from ...variants import timing as _timing
+from ...variants.timing import Timing
+from .. import Patch
+from .memory import keepalive, schedule, skip_stall
 from .websockets_asyncio import TRANSPORT_KEY
-from .ws_memory import keepalive, schedule, skip_stall
 
 __all__ = [
     "MemoryNetworkStream",

@@ -31,10 +31,10 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 
-from ..core.names import unknown
-from ..framing.ends import Ends
-from ..framing.websocket import CONTROL, FrameParser, Opcode, RawFrame
-from .chunking import Chunking, as_recorded, bytewise, coalesced, random
+from ...core.names import unknown
+from ...framing.ends import Ends
+from ...framing.websocket import CONTROL, FrameParser, Opcode, RawFrame
+from ..chunking import Chunking, as_recorded, bytewise, coalesced, random
 
 __all__ = [
     "ALL",

@@ -1,6 +1,6 @@
 """A recorded WebSocket session replayed under a variant (issue 35): its server frames re-framed
-(`ssemock.variants.ws_frames`), broken by a fault (`ssemock.variants.ws_faults`) and cut into
-reads by a wire chunking (`ssemock.variants.ws_chunking`), the conversation otherwise as
+(`ssemock.variants.websocket.frames`), broken by a fault (`ssemock.variants.websocket.faults`) and cut into
+reads by a wire chunking (`ssemock.variants.websocket.chunking`), the conversation otherwise as
 recorded (`Conversation`: the client's messages matched, each group released when the client has
 sent what preceded it).
 
@@ -14,15 +14,15 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from ..framing.websocket import FrameParser, Opcode
-from ..store.websocket import Message
-from ..variants.chunking import At, Chunking
-from ..variants.ws_chunking import get as get_chunking
-from ..variants.ws_faults import Refusal, Session, WsFault
-from ..variants.ws_faults import get as get_fault
-from ..variants.ws_frames import FrameSpan, Reframing, ServerMessage, Wire, encode
-from ..variants.ws_frames import get as get_reframing
-from .conversation import Conversation, Release, _parse_request_head, _Unit, handshake_head
+from ...framing.websocket import FrameParser, Opcode
+from ...store.websocket import Message
+from ...variants.chunking import At, Chunking
+from ...variants.websocket.chunking import get as get_chunking
+from ...variants.websocket.faults import Refusal, Session, WsFault
+from ...variants.websocket.faults import get as get_fault
+from ...variants.websocket.frames import FrameSpan, Reframing, ServerMessage, Wire, encode
+from ...variants.websocket.frames import get as get_reframing
+from ..conversation import Conversation, Release, Unit, handshake_head, parse_request_head
 
 __all__ = ["VariantRefused", "VariedConversation"]
 
@@ -77,7 +77,7 @@ class VariedConversation(Conversation):
         flag = self._reframing.deflate
         return "recorded" if flag is None else "always" if flag else "never"
 
-    def _units(self) -> list[_Unit]:
+    def _units(self) -> list[Unit]:
         recorded = super()._units()
         if self._plain():
             self._wire = _spans(b"".join(u.data for u in recorded))
@@ -119,10 +119,10 @@ class VariedConversation(Conversation):
         units, start, t = [], 0, 0.0
         for served, end in zip(session.messages, wire.message_ends):
             t = times.get(id(served), t)
-            units.append(_Unit(served.group, t, wire.data[start:end]))
+            units.append(Unit(served.group, t, wire.data[start:end]))
             start = end
         if start < len(wire.data):  # the close frame
-            units.append(_Unit(session.messages[-1].group if session.messages else 0, t, wire.data[start:]))
+            units.append(Unit(session.messages[-1].group if session.messages else 0, t, wire.data[start:]))
         if session.drop_after_byte is not None:
             units = _truncate(units, session.drop_after_byte)
         self._stalls = {k: s for k, s in session.stalls if k < len(units)}
@@ -217,7 +217,7 @@ class VariedConversation(Conversation):
             r = self._refused
             return handshake_head(r.status, _REASONS.get(r.status, "Error"), list(r.headers)) + r.body
         if self._reframing.deflate:
-            offered = _parse_request_head(request_head).get("sec-websocket-extensions", "")
+            offered = parse_request_head(request_head).get("sec-websocket-extensions", "")
             why = self._reframing.refuses("permessage-deflate" in offered)
             if why is not None:
                 self._ending = "refused"  # nothing was served: nothing is owed
@@ -319,11 +319,11 @@ def _spans(data: bytes) -> Wire:
     return wire
 
 
-def _truncate(units: list[_Unit], size: int) -> list[_Unit]:
+def _truncate(units: list[Unit], size: int) -> list[Unit]:
     out, at = [], 0
     for u in units:
         if at >= size:
             break
-        out.append(_Unit(u.gate, u.t, u.data[: size - at]))
+        out.append(Unit(u.gate, u.t, u.data[: size - at]))
         at += len(u.data)
     return out

@@ -1,0 +1,7 @@
+"""WebSocket sessions in the plan: what a recording keeps (`record`), what a replay expects
+(`expect`), a session refused with the difference (`refused`) and a session served under a variant
+(`variants`). The conversation itself (shared with the other transports that talk) is `ssemock.plan.conversation`."""
+
+from ...core.packages import fresh
+
+fresh(__name__)  # submodules read from sys.modules (pytester's in-process reruns drop them)
