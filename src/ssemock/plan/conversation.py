@@ -29,7 +29,8 @@ import base64
 import hashlib
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -53,6 +54,7 @@ from .message_matching import MessageMatcher
 
 if TYPE_CHECKING:
     from ..variants.timing import Timing
+    from .session_group import SessionGroup
 
 __all__ = [
     "Conversation",
@@ -126,6 +128,7 @@ class Unit:
     gate: int  # how many client messages the recording had sent before it arrived
     t: float
     data: bytes
+    part: int | None = None  # its message's part of a group (1 + its place in the messages)
 
 
 def handshake_head(status: int, reason: str, headers: Sequence[tuple[str, str]]) -> bytes:
@@ -170,6 +173,13 @@ class Conversation:
     binary: str = "count"
     max_size: int = 1 << 26
     protocol: str | None = None
+    group: SessionGroup | None = None
+    """The session spanning connections this one belongs to (`ssemock.plan.session_group`):
+    its messages are released only once what was recorded before them on the group's other
+    connections has been (None: on its own, released as the client's messages allow)."""
+    on_release: Callable[[list[Release]], None] | None = None
+    """Set by the stack serving a grouped conversation: takes what another connection's progress
+    released (the stack queues it as it queues `feed`'s answer)."""
     mismatches: list[str] = field(default_factory=list)
     """Every message that matched nothing (the player fails the test with them at teardown,
     unless the test was already told: `told`)."""
@@ -181,6 +191,11 @@ class Conversation:
     _released: int = field(default=0, repr=False)  # units released so far
     _closed: bool = field(default=False, repr=False)
     _failed: bool = field(default=False, repr=False)
+    _gate: int = field(default=0, repr=False)  # the client messages matched so far (the last gate taken)
+    _since: float = field(default=0.0, repr=False)  # the recorded time of the last gating message
+    _busy: bool = field(default=False, repr=False)  # telling the group what was released
+    _told: int = field(default=0, repr=False)  # the client messages told to the group as matched
+    _open: bool = field(default=False, repr=False)  # the handshake was answered (told to the group)
 
     def __post_init__(self) -> None:
         ws = self.interaction.websocket
@@ -201,6 +216,9 @@ class Conversation:
         self._fit: tuple[list[Unit], bool] | None = None  # wire_fits, for the units it was computed for
         self._reader = MessageReader(max_size=self.max_size)
         self.units = self._units()
+        self._parts = [1 + p for p, m in enumerate(ws.messages) if m.direction == "send"]
+        if self.group is not None:
+            self.group.join(self.index, self._wake)
 
     # -- the server side, encoded ---------------------------------------------------------------
 
@@ -226,7 +244,7 @@ class Conversation:
             if note.direction == "recv" and note.kind == "ping":
                 pings.setdefault(note.index, []).append(encode_frame(Opcode.PING, note.data))
         cuts = {n.index: n.offsets for n in ws.frame_map if n.direction == "recv" and n.kind == "fragments"}
-        for m in ws.messages:
+        for p, m in enumerate(ws.messages):
             if m.direction == "send":
                 gate += 1
                 continue
@@ -243,7 +261,7 @@ class Conversation:
                 )
                 for i, (a, b) in enumerate(zip(bounds, bounds[1:]))
             ]
-            units.append(Unit(gate, m.t, b"".join([*pings.get(k, []), *frames])))
+            units.append(Unit(gate, m.t, b"".join([*pings.get(k, []), *frames]), 1 + p))
             k += 1
         close = ws.close
         if close.by == "server" and close.code is not None:
@@ -301,17 +319,70 @@ class Conversation:
     _fallback_reads = "each server message is served in its own read"
 
     def _take(self, gate: int, since: float) -> list[Release]:
-        """Every unit not yet released whose gate is at most ``gate``, timed after ``since``."""
-        out = []
-        while self._released < len(self.units) and self.units[self._released].gate <= gate:
-            u = self.units[self._released]
-            out.append(Release(max(0.0, u.t - since), u.data))
-            self._released += 1
+        """Every unit not yet released whose gate is at most ``gate`` (and that its group lets
+        go), timed after ``since``."""
+        out = [Release(max(0.0, u.t - since), u.data) for u in self._next_units(gate, since)]
         if self._released == len(self.units) and self.ws.close.by is None and gate >= len(self.recorded):
             if not self._closed:  # no close frame recorded: the stream just ends
-                self._closed = True
+                self._close()
                 out.append(Release(out[-1].delay if out else 0.0, None))
         return out
+
+    # -- a session spanning connections ---------------------------------------------------------
+
+    def _next_units(self, gate: int, since: float) -> list[Unit]:
+        """The units not yet released whose gate is at most ``gate``, in order, as far as the
+        group lets them go (each told to the group as released: that may free more of them)."""
+        self._gate, self._since = max(self._gate, gate), since
+        out: list[Unit] = []
+        group = self.group
+        if group is None:
+            while self._released < len(self.units) and self.units[self._released].gate <= gate:
+                out.append(self.units[self._released])
+                self._released += 1
+            return out
+        with group.lock:
+            self._busy = True
+            try:
+                if not self._open:
+                    self._open = True
+                    group.done(self.index, [0])  # the handshake was answered
+                while True:
+                    start = len(out)
+                    while self._released < len(self.units) and self.units[self._released].gate <= gate:
+                        u = self.units[self._released]
+                        if u.part is not None and not group.allows(self.index, u.part):
+                            break
+                        out.append(u)
+                        self._released += 1
+                    if len(out) == start:
+                        return out
+                    group.done(self.index, [u.part for u in out[start:] if u.part is not None])
+            finally:
+                self._busy = False
+
+    def _wake(self) -> None:
+        """Another connection of the group moved: what it lets go is handed to the stack."""
+        if not self._open or self._busy or self._closed or self.on_release is None or self.group is None:
+            return
+        with self.group.lock:
+            if self._released >= len(self.units):
+                return
+            releases = self._take(self._gate, self.units[self._released].t)
+        if releases:
+            self.on_release(releases)
+
+    def _close(self) -> None:
+        """The session ended here: what it recorded later holds its group back no more."""
+        self._closed = True
+        if self.group is not None:
+            self.group.end(self.index)
+
+    def _matched(self, gate: int) -> None:
+        """The client's messages up to ``gate`` were matched: told to the group."""
+        if self.group is not None and gate > self._told:
+            told, self._told = self._told, gate
+            self.group.done(self.index, self._parts[told:gate])
 
     # -- the handshake --------------------------------------------------------------------------
 
@@ -382,7 +453,12 @@ class Conversation:
 
     def opening(self) -> list[Release]:
         """What the server sent before the client's first message: released on open."""
-        return self._take(0, 0.0)
+        with self._hold():
+            return self._take(0, 0.0)
+
+    def _hold(self) -> AbstractContextManager[object]:
+        """The group's lock (a grouped conversation moves under it, whichever thread moves it)."""
+        return self.group.lock if self.group is not None else nullcontext()
 
     def answer(self, request_head: bytes) -> list[Release]:
         """`handshake` then `opening`, as a stack serves them on open: the 101 in a read of its
@@ -410,6 +486,10 @@ class Conversation:
         """The client wrote ``data`` (masked frames): what the server answers, in order. Raises
         `UnmatchedMessageError` when a message matches nothing (it is kept in ``mismatches``, and
         the stream is closed with 1008), `FrameError` when the client broke the protocol."""
+        with self._hold():
+            return self._feed(data)
+
+    def _feed(self, data: bytes) -> list[Release]:
         out: list[Release] = []
         for got in self._reader.feed(data):
             if got.kind == "ping":
@@ -435,7 +515,7 @@ class Conversation:
                 Release(0.0, encode_frame(Opcode.CLOSE, close_payload(code, echo.reason if echo else reason)))
             )
         if not self._closed:
-            self._closed = True
+            self._close()
             out.append(Release(0.0, None))
         if out:
             out[0].ends_pending = True
@@ -467,6 +547,7 @@ class Conversation:
         raise self._unmatched(sent)
 
     def _after(self, gate: int, gating: Message) -> list[Release]:
+        self._matched(gate)
         return self._take(gate, gating.t)
 
     def _unmatched(self, sent: tuple[str, bytes]) -> UnmatchedMessageError:
@@ -501,7 +582,8 @@ class Conversation:
 
     def close_for_mismatch(self) -> list[Release]:
         """What the server does after a mismatch: close 1008, then EOF."""
-        self._closed = True
+        with self._hold():
+            self._close()
         return [
             Release(0.0, encode_frame(Opcode.CLOSE, close_payload(1008, "ssemock: unmatched message"))),
             Release(0.0, None),

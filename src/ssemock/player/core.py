@@ -30,6 +30,7 @@ from ..plan.expect import Expected, StreamAssertionError
 from ..plan.record import Recorder, request_from_httpx
 from ..plan.selection import Selection
 from ..plan.serving import Play, ReplayStream, plan_response, server_push
+from ..plan.session_group import SessionGroup, groups_of
 from ..plan.websocket.expect import SessionExpected
 from ..plan.websocket.record import WsRecorder
 from ..protocols.accumulate import Accumulated
@@ -150,6 +151,7 @@ class Player:
         self.router = Router(weakly(self._handle))
         """The [respx](https://lundberg.github.io/respx/) router the player serves through: routes
         added to it answer before the cassette, and `router.calls` lists every request served."""
+        self._groups: tuple[list[Interaction], dict[int, SessionGroup]] | None = None
         self._active = False
         self._requests = _held.Requests()  # the correlation ids of the requests matched, for held streams
         self._recording = RecordingRun(self)
@@ -334,9 +336,21 @@ class Player:
         with self.lock:
             self.plays.append(play)
             self.latest = play
+        group = self.session_group(index)
+        if group is not None:  # a REST call of a session spanning connections: its answer was released
+            group.done(index, [0])
         return httpx.Response(
             plan.status, headers=plan.headers, stream=stream, extensions={"http_version": b"HTTP/1.1"}
         )
+
+    def session_group(self, index: int) -> SessionGroup | None:
+        """The replay's progress through the session spanning connections that interaction
+        ``index`` belongs to (`ssemock.plan.session_group`), or None: it is on its own."""
+        interactions = self.cassette.interactions
+        with self.lock:
+            if self._groups is None or self._groups[0] is not interactions:
+                self._groups = (interactions, groups_of(interactions, self.where))
+            return self._groups[1].get(index)
 
     def _never_requested(self, index: int, core: Any) -> Callable[[list[Any], str], BaseException]:
         """The error a held stream raises when the requests it answers never come: the client

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from .. import stacks as _stacks
-from ..plan import matching
+from ..plan import matching, session_join
 from ..plan import push_recording as _live
 from ..plan.errors import RecordingVariantError
 from ..plan.record import Recorder, drain_seconds
@@ -257,9 +257,15 @@ class RecordingRun:
         with self.player.lock:
             recorders = list(self.recorders)
             sessions = list(getattr(self.player, "sessions", ()))  # WebSocket sessions, in order of start
-        made = [(r.t0, x) for r in recorders if (x := r.interaction()) is not None]
-        made += [(r.t0, x) for r in sessions if (x := r.interaction()) is not None]
-        return [x for _, x in sorted(made, key=lambda pair: pair[0])]
+        made = [
+            (r.t0, r.t0 + (x.response.times[-1] if x.response.times else 0.0), x)
+            for r in recorders
+            if (x := r.interaction()) is not None
+        ]
+        made += [(r.t0, r.t0 + r.response_t, x) for r in sessions if (x := r.interaction()) is not None]
+        made.sort(key=lambda item: item[0])
+        session_join.join(made)  # a session spanning connections is one group (issue 44 item 2)
+        return [x for _, _, x in made]
 
     def save(self) -> Selection | None:
         """Write what was recorded (atomically), merged under the cassette's lock with what another

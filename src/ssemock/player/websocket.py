@@ -53,6 +53,8 @@ class Player(Protocol):
 
     def started_session(self, recorder: WsRecorder) -> None: ...
 
+    def session_group(self, index: int) -> Any: ...
+
 
 __all__ = ["handle", "is_websocket", "teardown", "tell", "unanswered"]
 
@@ -89,6 +91,7 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
                 attempt=len(player.conversations),
                 after_plays=len(player.plays),
                 ignore=player.options.ignore_message_paths,
+                group=player.session_group(index),  # a session spanning connections (issue 44 item 2)
             )
             with player.lock:
                 player.conversations.append(conversation)

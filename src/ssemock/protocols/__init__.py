@@ -60,6 +60,11 @@ shapes and defines one module-level object, ``PROTOCOL``, a `Protocol`:
     requests (``mcp`` and ``a2a`` declare JSON-RPC's, `ssemock.protocols.jsonrpc_ids.RULE`): a
     replay matches a request whatever they are and answers with the ids sent
     (`without_client_ids`, `answer_edits`).
+``session_ids(url, received) -> frozenset[str]``
+    optional, for sessions that span connections: the ids of the sessions a connection belongs
+    to, from its request URL and what it received (an HTTP response's body and a WebSocket's
+    messages, each parsed as JSON, or None); a recording keeps the connections that share one in
+    one group, their order across connections kept (`ssemock.store.group`).
 ``sdk_request(base_url, interaction) -> bool``
     optional: make ``interaction``'s request with the provider's own SDK against the loopback
     server at ``base_url`` and read the whole stream (how ``python -m ssemock.synth
@@ -138,6 +143,8 @@ class Protocol:
     client_messages: MessageMatching = MessageMatching()
     # ids its clients make up in their requests (JSON-RPC's): matched whatever they are, answered with the sent ones
     client_ids: ClientIds | None = field(default=None, compare=False)
+    # the sessions a connection belongs to, from its URL and what it received (JSON values)
+    session_ids: Callable[[str, Sequence[Any]], frozenset[str]] | None = field(default=None, compare=False)
 
 
 #: The registry: module names under ssemock.protocols, in detection order (more specific first).

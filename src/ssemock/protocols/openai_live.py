@@ -45,11 +45,12 @@ from .base import (
 )
 from .messages import Spoken, audio_bytes, is_live_event, message, one_session, split
 
-__all__ = ["CLIENT_MESSAGES", "PROTOCOL", "URL", "responses", "synthesize"]
+__all__ = ["CLIENT_MESSAGES", "PROTOCOL", "URL", "responses", "session_ids", "synthesize"]
 
 URL = "wss://api.openai.com/v1/live/sessions"
 
 _PATH = re.compile(r"/live/sessions(?:/[^/]+/(?:attach|fork))?$")
+_NAMED = re.compile(r"/live/sessions/([^/]+)/")
 
 
 class _Live(Fold):
@@ -245,6 +246,18 @@ def synthesize(
     )
 
 
+def session_ids(url: str, received: Sequence[Any]) -> frozenset[str]:
+    """The GPT-Live sessions a connection belongs to: the one its URL names (a sideband's
+    ``.../{id}/attach``, a fork's ``.../{id}/fork``, a REST control call's) and the one its
+    answers name (``{"session": {"id": ...}}``: the REST create's answer, ``session.started``)."""
+    found = {m[1] for m in [_NAMED.search(_path(url))] if m is not None}
+    for value in received:
+        session = value.get("session") if isinstance(value, dict) else None
+        if isinstance(session, dict) and isinstance(session.get("id"), str) and session["id"]:
+            found.add(session["id"])
+    return frozenset(found)
+
+
 CLIENT_MESSAGES = MessageMatching(
     # client event ids are optional and the client's own, drawn at random per run
     ignore=("$.event_id",),
@@ -265,4 +278,5 @@ PROTOCOL = Protocol(
     responses=responses,
     synthesize=synthesize,
     client_messages=CLIENT_MESSAGES,
+    session_ids=session_ids,
 )

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from .group import dump_group, parse_group
 from .layout import laid_out, pieces
 from .model import VERSION, WEBSOCKET_VERSION, CassetteError, Headers, Interaction
 from .parsing import _chunk_map_from_json, _chunk_map_loads, _Invalid, _json_in_layout
@@ -231,7 +232,14 @@ def _interaction_to_json(x: Interaction, lazy: bool = False, text: bool = True) 
     response["complete"] = resp.complete
     if resp.error is not None:
         response["error"] = resp.error
-    return {"request": request, "response": response}
+    out: dict[str, Any] = {"request": request, "response": response}
+    if x.group is not None:
+        out["group"] = group = dump_group(x.group)
+        try:  # what loads: checked as loading does
+            parse_group(group, None if x.websocket is None else len(x.websocket.messages))
+        except ValueError as exc:
+            raise _Invalid(str(exc)) from None
+    return out
 
 
 _EXACT = 2.0**50  # below this, a float's ulp is far under 0.5, so y.5 is exact and rounding y cannot skip it

@@ -12,6 +12,7 @@ import orjson
 
 from ..scan.shapes import safe_message
 from ..scan.walk import Finding
+from .group import Group
 from .header_text import header_text_problem
 from .websocket import WebSocket
 
@@ -161,6 +162,9 @@ class Interaction:
     websocket: WebSocket | None = None
     """The WebSocket session after the handshake (`ssemock.store.websocket.WebSocket`), or None
     for an HTTP interaction."""
+    group: Group | None = None
+    """The session spanning connections it belongs to, and where its parts are on that session's
+    timeline (`ssemock.store.group.Group`), or None: an interaction on its own."""
 
 
 def _try_json(body: bytes | None) -> Any:

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from .group import parse_group
 from .header_text import header_text_problem
 from .model import (
     MAX_DEPTH,
@@ -184,7 +185,15 @@ def _interaction_from_json(item: Any, consume: bool = False) -> Interaction:
             websocket = parse_websocket(item["websocket"])
         except ValueError as exc:
             raise _Invalid(str(exc)) from None
-    return Interaction(request, Response(status, headers, rbody, ends, times, complete, error), websocket)
+    group = None
+    if "group" in item:
+        try:
+            group = parse_group(item["group"], None if websocket is None else len(websocket.messages))
+        except ValueError as exc:
+            raise _Invalid(str(exc)) from None
+    return Interaction(
+        request, Response(status, headers, rbody, ends, times, complete, error), websocket, group
+    )
 
 
 def _chunk_map_loads(t_ms: Sequence[Any], offsets: Sequence[Any], size: int) -> bool:

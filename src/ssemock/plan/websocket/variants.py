@@ -84,13 +84,14 @@ class VariedConversation(Conversation):
             self._served = [m.payload for m in self.ws.received()]
             return recorded
         gates: list[int] = []
-        gate, received = 0, []
-        for m in self.ws.messages:
+        gate, received, parts = 0, [], []
+        for p, m in enumerate(self.ws.messages):
             if m.direction == "send":
                 gate += 1
             else:
                 received.append(m)
                 gates.append(gate)
+                parts.append(1 + p)
         messages = tuple(
             ServerMessage(
                 Opcode.TEXT if m.type == "text" else Opcode.BINARY, m.payload, g, tuple(self._cuts(k))
@@ -98,6 +99,7 @@ class VariedConversation(Conversation):
             for k, (m, g) in enumerate(zip(received, gates))
         )
         times = {id(s): m.t for s, m in zip(messages, received)}
+        places = {id(s): p for s, p in zip(messages, parts)}  # a message a fault adds: none (order only)
         close = self.ws.close
         ending_close = (close.code, close.reason) if close.by == "server" and close.code is not None else None
         session = Session(messages, protocol=self.protocol, close=ending_close)
@@ -119,7 +121,7 @@ class VariedConversation(Conversation):
         units, start, t = [], 0, 0.0
         for served, end in zip(session.messages, wire.message_ends):
             t = times.get(id(served), t)
-            units.append(Unit(served.group, t, wire.data[start:end]))
+            units.append(Unit(served.group, t, wire.data[start:end], places.get(id(served))))
             start = end
         if start < len(wire.data):  # the close frame
             units.append(Unit(session.messages[-1].group if session.messages else 0, t, wire.data[start:]))
@@ -138,16 +140,14 @@ class VariedConversation(Conversation):
     def _take(self, gate: int, since: float) -> list[Release]:
         out: list[Release] = []
         first = self._released
-        while self._released < len(self.units) and self.units[self._released].gate <= gate:
-            u = self.units[self._released]
-            out.append(Release(max(0.0, u.t - since), u.data, stall=self._stalls.get(self._released, 0.0)))
-            self._released += 1
+        for k, u in enumerate(self._next_units(gate, since), first):
+            out.append(Release(max(0.0, u.t - since), u.data, stall=self._stalls.get(k, 0.0)))
         done = self._released == len(self.units)
         if done and not self._closed:
             if self._ending == "eof" or (
                 self._ending == "recorded" and self.ws.close.by is None and gate >= len(self.recorded)
             ):
-                self._closed = True
+                self._close()
                 self._eof_from = first
                 out.append(Release(out[-1].delay if out else 0.0, None))
         return self._cut(out, first)
@@ -226,7 +226,7 @@ class VariedConversation(Conversation):
 
     def opening(self) -> list[Release]:
         if self._refused is not None:
-            self._closed = True
+            self._close()
             return [Release(0.0, None)]
         return super().opening()
 
@@ -236,7 +236,7 @@ class VariedConversation(Conversation):
     def _client_close(self, payload: bytes) -> list[Release]:
         if self._ending == "close":  # the server closed first (a close fault): its echo ends it
             out = [] if self._closed else [Release(0.0, None)]
-            self._closed = True
+            self._close()
             return out
         return super()._client_close(payload)
 
@@ -324,6 +324,6 @@ def _truncate(units: list[Unit], size: int) -> list[Unit]:
     for u in units:
         if at >= size:
             break
-        out.append(Unit(u.gate, u.t, u.data[: size - at]))
+        out.append(Unit(u.gate, u.t, u.data[: size - at], u.part))
         at += len(u.data)
     return out

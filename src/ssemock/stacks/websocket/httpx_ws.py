@@ -75,6 +75,7 @@ def answer(core: Any, request: Any, conversation: Conversation, timing: Timing) 
             },
         )
     stream = MemoryNetworkStream(conversation, timing)
+    conversation.on_release = stream.queue  # what another connection of its group lets go
     stream.queue(conversation.opening())
     return core.Response(
         status=101,

@@ -139,6 +139,19 @@ class MemoryTransport(asyncio.Transport):
         self.opened = self.now()
         """When the handshake was answered (on `now`'s clock)."""
         self._quiet_since = self.opened
+        conversation.on_release = self._elsewhere
+
+    def _elsewhere(self, releases: list[Release]) -> None:
+        """What another connection of the conversation's group let go: queued now on this loop's
+        thread (after what is queued already), from another thread through the loop."""
+        try:
+            here = asyncio.get_running_loop() is self._loop
+        except RuntimeError:
+            here = False
+        if here:
+            self._deliver(releases)
+        elif not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._deliver, releases)
 
     # -- what the client writes -----------------------------------------------------------------
 

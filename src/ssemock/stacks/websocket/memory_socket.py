@@ -119,6 +119,7 @@ class MemorySocket:
                 return
             self._conversation = conversation = answer.extensions["ssemock.conversation"]
             self._timing = answer.extensions["ssemock.timing"]
+            conversation.on_release = self._queue  # what another connection of its group lets go
             self._queue(conversation.answer(head))
             if not data:
                 return
