@@ -336,7 +336,7 @@ def eager(greeting: str, *, delay: float = 0.0) -> Iterator[int]:
         thread.join(5)
 
 
-def gpt_live(ws: ServerConnection) -> None:
+def gpt_live(ws: ServerConnection, closing: threading.Event | None = None) -> None:
     """OpenAI GPT-Live, as openai's ``types.live`` describe it, on its three paths: the primary
     ``/live/sessions`` and a fork ``/live/sessions/{id}/fork`` (``session.start`` answered with
     ``session.started``; the first ``session.input_audio.append`` with its input transcript, a
@@ -344,7 +344,9 @@ def gpt_live(ws: ServerConnection) -> None:
     speech as audio and transcript deltas and the usage), and a sideband
     ``/live/sessions/{id}/attach`` (``session.updated`` on open; ``session.instructions.append``
     answered with ``session.instructions.appended``). ``session.close``: ``session.closed``.
-    Every event it sends, and every one it receives, validates as the SDK's own pydantic types."""
+    Every event it sends, and every one it receives, validates as the SDK's own pydantic types.
+    ``closing`` (`gpt_live_joined`): a sideband says ``session.updated`` only once the primary
+    was asked to close (the sessions of one group depend on each other, as live)."""
     from openai._models import validate_type
     from openai.types.live import ConnectClientEvent, ConnectServerEvent, ForkClientEvent, ForkServerEvent
     from openai.types.live.client_event import ClientEvent
@@ -366,6 +368,8 @@ def gpt_live(ws: ServerConnection) -> None:
         ws.send(json.dumps(body))
 
     if sideband:
+        if closing is not None:
+            closing.wait(5)
         send({"type": "session.updated", "session": session})
     heard = False
     for raw in ws:
@@ -397,5 +401,53 @@ def gpt_live(ws: ServerConnection) -> None:
                       "start_ms": 1000 + 100 * at, "end_ms": 1100 + 100 * at})  # fmt: skip
             send({"type": "session.usage.updated", "usage": {"seconds": 1.2}})
         elif kind == "session.close":
+            if closing is not None and not sideband and not fork:
+                closing.set()
             send({"type": "session.closed", "reason": "close_requested", "session": session,
                   "usage": {"seconds": 1.5}})  # fmt: skip
+
+
+def gpt_live_joined() -> Callable[[ServerConnection], None]:
+    """`gpt_live` whose sideband waits for the primary's ``session.close`` before it speaks."""
+    closing = threading.Event()
+    return lambda ws: gpt_live(ws, closing)
+
+
+@contextmanager
+def gpt_live_rest() -> Iterator[str]:
+    """GPT-Live's REST calls on a loopback HTTP server (its base URL, ``.../v1``): ``POST
+    /v1/live/sessions`` answers openai's ``LiveCreateResponse`` (session ``sess_L1``, an SDP
+    answer); ``POST /v1/live/sessions/{id}/hangup`` answers 200 with no body."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from openai._models import validate_type
+    from openai.types.live import LiveCreateResponse
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            if self.path == "/v1/live/sessions":
+                body = {"session": {"id": "sess_L1"}, "transport": {"type": "webrtc", "sdp": "v=0\r\n"}}
+                validate_type(type_=LiveCreateResponse, value=body)
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+            else:
+                data = b""
+                self.send_response(200 if self.path.endswith("/hangup") else 404)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

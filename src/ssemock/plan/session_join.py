@@ -7,7 +7,7 @@ group, each part numbered by when it happened on the recorder's one clock
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -24,18 +24,22 @@ there) and when its exchange was done (an HTTP response's last chunk, a handshak
 
 
 def _ids(x: Interaction) -> frozenset[str]:
-    found = protocols.detect(url=x.request.url)
-    if found is None or found.session_ids is None:
+    """The sessions ``x`` belongs to, as the protocols that know sessions spanning connections
+    say (each answers for its own URLs only: a control call's URL may be no stream's)."""
+    asking = [p.session_ids for p in protocols.all_protocols() if p.session_ids is not None]
+    if not asking:
         return frozenset()
-    received: list[Any]
-    if x.websocket is not None:
-        received = [m.json() for m in x.websocket.received()]
+    received: Iterable[Any]
+    if x.websocket is not None:  # parsed only when a protocol reads them
+        received = (m.json() for m in x.websocket.messages if m.direction == "recv")
     else:
         try:
             received = [orjson.loads(x.response.body)] if x.response.body else []
         except orjson.JSONDecodeError:
             received = []
-    return found.session_ids(x.request.url, received)
+    if len(asking) > 1:
+        received = list(received)
+    return frozenset().union(*(ask(x.request.url, received) for ask in asking))
 
 
 def _times(t0: float, done: float, x: Interaction) -> list[float]:

@@ -144,7 +144,7 @@ class Protocol:
     # ids its clients make up in their requests (JSON-RPC's): matched whatever they are, answered with the sent ones
     client_ids: ClientIds | None = field(default=None, compare=False)
     # the sessions a connection belongs to, from its URL and what it received (JSON values)
-    session_ids: Callable[[str, Sequence[Any]], frozenset[str]] | None = field(default=None, compare=False)
+    session_ids: Callable[[str, Iterable[Any]], frozenset[str]] | None = field(default=None, compare=False)
 
 
 #: The registry: module names under ssemock.protocols, in detection order (more specific first).

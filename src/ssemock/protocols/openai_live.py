@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -51,6 +51,7 @@ URL = "wss://api.openai.com/v1/live/sessions"
 
 _PATH = re.compile(r"/live/sessions(?:/[^/]+/(?:attach|fork))?$")
 _NAMED = re.compile(r"/live/sessions/([^/]+)/")
+_SESSIONS = re.compile(r"/live/sessions(?:/|$)")
 
 
 class _Live(Fold):
@@ -246,11 +247,15 @@ def synthesize(
     )
 
 
-def session_ids(url: str, received: Sequence[Any]) -> frozenset[str]:
+def session_ids(url: str, received: Iterable[Any]) -> frozenset[str]:
     """The GPT-Live sessions a connection belongs to: the one its URL names (a sideband's
     ``.../{id}/attach``, a fork's ``.../{id}/fork``, a REST control call's) and the one its
-    answers name (``{"session": {"id": ...}}``: the REST create's answer, ``session.started``)."""
-    found = {m[1] for m in [_NAMED.search(_path(url))] if m is not None}
+    answers name (``{"session": {"id": ...}}``: the REST create's answer, ``session.started``);
+    none for a URL that is not GPT-Live's."""
+    path = _path(url)
+    if not _SESSIONS.search(path):
+        return frozenset()
+    found = {m[1] for m in [_NAMED.search(path)] if m is not None}
     for value in received:
         session = value.get("session") if isinstance(value, dict) else None
         if isinstance(session, dict) and isinstance(session.get("id"), str) and session["id"]:
