@@ -182,19 +182,56 @@ def test_a_live_session_spanning_connections_records_as_one_group_and_replays_in
     _never_earlier(group, recorded)
 
 
-def test_a_cassette_without_groups_replays_as_before(tmp_path: Path) -> None:
-    """The same recording with its groups deleted (a cassette written before them) loads and
-    replays, each connection on its own."""
-    path = tmp_path / "joined.json"
+@pytest.fixture(scope="module")
+def joined(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str, list[tuple[str, str]]]:
+    """The async client's session recorded once (the stand-ins stopped after): the cassette,
+    the REST and WebSocket base URLs, the order log."""
+    path = tmp_path_factory.mktemp("joined") / "joined.json"
     with gpt_live_rest() as rest, running(gpt_live_joined()) as server:
         base = server.url("/v1")
         with ssemock.use_cassette(path, record_mode="once"):
             live = asyncio.run(_session(rest, base))
-    doc = json.loads(path.read_text())
+    return path, rest, base, live
+
+
+def test_a_cassette_without_groups_replays_as_before(
+    tmp_path: Path, joined: tuple[Path, str, str, list[tuple[str, str]]]
+) -> None:
+    """The same recording with its groups deleted (a cassette written before them) loads and
+    replays, each connection on its own."""
+    recorded, rest, base, live = joined
+    doc = json.loads(recorded.read_text())
     for item in doc["interactions"]:
         del item["group"]
+    path = tmp_path / "plain.json"
     path.write_text(json.dumps(doc))
     with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]) as player:
         again = asyncio.run(_session(rest, base))
         assert player.session_group(1) is None
     assert sorted(again) == sorted(live)
+
+
+def test_a_fault_aimed_at_one_connection_of_the_group_breaks_that_one_alone(
+    joined: tuple[Path, str, str, list[tuple[str, str]]],
+) -> None:
+    """``on=`` aims a WebSocket fault at the fork (its URL): the fork gets GPT-Live's error event
+    where the recording had its close; the primary and the sideband replay as recorded."""
+    path, rest, base, live = joined
+    with ssemock.use_cassette(
+        path, record_mode="none", allowed_hosts=[], faults="error_event:after_message=1,on=*/fork"
+    ):
+        again = asyncio.run(_session(rest, base))
+    assert _lane(again, "fork") == ["session.started sess_F1", "error"]
+    for who in ("rest", "primary", "sideband"):
+        assert _lane(again, who) == _lane(live, who)
+
+
+def test_a_websocket_fault_aimed_at_a_rest_call_is_refused_naming_it(
+    joined: tuple[Path, str, str, list[tuple[str, str]]],
+) -> None:
+    path, rest, base, _ = joined
+    with pytest.raises(ValueError, match=r"interaction #0 \(POST .*/live/sessions\).* no WebSocket session"):
+        with ssemock.use_cassette(
+            path, record_mode="none", allowed_hosts=[], faults="drop:after_message=1,on=POST */live/sessions"
+        ):
+            asyncio.run(_session(rest, base))

@@ -87,7 +87,7 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
                 chunking=ws_chunking.for_http(player.chunking),
                 reframing="+".join(t.name for t in player.transforms if WEBSOCKET in t.kinds)
                 or "as_recorded",
-                fault=next((f.ws for f in player.faults if isinstance(f, ws_faults.OnWebSocket)), None),
+                fault=ws_faults.aimed(player.faults, index, interaction.request),
                 attempt=len(player.conversations),
                 after_plays=len(player.plays),
                 ignore=player.options.ignore_message_paths,

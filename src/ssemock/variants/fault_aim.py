@@ -66,6 +66,14 @@ class Aim:
                         f"of {where}; its requests: {_listed(interactions)}"
                     )
                 for i in matched:
+                    if fault.websocket:  # served by the sessions it matches: an HTTP exchange cannot take it
+                        if interactions[i].websocket is None:
+                            raise ValueError(
+                                f"ssemock: fault {fault}: its target {str(fault.on)!r} matches interaction "
+                                f"#{i} ({interactions[i].request.method} {interactions[i].request.url}) of "
+                                f"{where}, which is no WebSocket session: aim it at a session's URL"
+                            )
+                        continue
                     response = interactions[i].response
                     kind = framing_of(response.header("content-type"), response.body)
                     why = fault.refuses(kind)

@@ -176,6 +176,8 @@ class Fault:
     """Aimed at these interactions; None: the default (see [`Aim`][ssemock.faults.Aim])"""
     per_request = False
     """True: unaimed, it applies to the first interaction matched (http_error, sequence)"""
+    websocket = False
+    """True: a WebSocket fault, served by WebSocket sessions (aimed, at the sessions it matches)"""
 
     def apply(self, served: Served, attempt: int) -> None:
         """Change ``served`` in place; ``attempt`` counts the requests served before (from 0)."""

@@ -172,10 +172,13 @@ def get(spec: str | Fault) -> Fault:
             f"a fault is a name such as 'disconnect:after_event=3' or a Fault, "
             f"got {type(spec).__name__} {spec!r}"
         )
-    if ws_faults.is_websocket_fault(
-        spec
-    ):  # served by the WebSocket sessions (ssemock.variants.websocket.faults)
-        return ws_faults.OnWebSocket(ws_faults.get(spec))
+    if ws_faults.is_websocket_fault(spec):  # served by the WebSocket sessions (variants.websocket.faults)
+        # ",on=TARGET": aimed at the sessions it matches (one connection of a group, issue 44 item 2)
+        base, sep, target = spec.rpartition(",on=") if ",on=" in spec else (spec, "", "")
+        try:
+            return ws_faults.OnWebSocket(ws_faults.get(base)).aimed(target.strip() if sep else None)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace(repr(base), repr(spec), 1)) from None
     head, _, rest = spec.strip().partition(":")
     if head == "sequence":
         parts = rest.split("|")

@@ -247,15 +247,7 @@ class ReplaySocket(asyncio.Protocol):
         if interaction.websocket is None:  # a handshake the recording's server refused: as recorded
             self._recorded_refusal(index)
             return
-        fault = next(
-            (
-                f.ws
-                for f in replayer.faults
-                if isinstance(f, ws_faults.OnWebSocket)
-                and (f.on is None or f.on.matches(index, interaction.request))
-            ),
-            None,
-        )
+        fault = ws_faults.aimed(replayer.faults, index, interaction.request)
         cassette, at = replayer.sources[index]
         name = cassette.path.name if cassette.path else "an in-memory cassette"
         conversation = VariedConversation(

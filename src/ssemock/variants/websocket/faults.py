@@ -24,7 +24,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -35,9 +35,13 @@ from ...protocols.base import StreamError
 from ..fault_model import MAX_SECONDS, Fault, Served
 from .frames import ServerMessage
 
+if TYPE_CHECKING:
+    from ..store.model import Request
+
 __all__ = [
     "VARIANTS",
     "OnWebSocket",
+    "aimed",
     "is_websocket_fault",
     "Refusal",
     "Session",
@@ -322,6 +326,7 @@ class OnWebSocket(Fault):
     (``ws``); HTTP responses are left alone."""
 
     per_request = True  # never a stream fault to place on an HTTP body
+    websocket = True
 
     def __init__(self, ws: WsFault) -> None:
         self.ws = ws
@@ -335,3 +340,17 @@ class OnWebSocket(Fault):
 
     def needs_end(self, attempt: int = 0) -> str | None:
         return None
+
+
+def aimed(faults: Sequence[Fault], index: int, request: Request) -> WsFault | None:
+    """The WebSocket fault the session at ``index`` (its recorded handshake ``request``) serves:
+    the first of ``faults`` that is a WebSocket fault not aimed (``on=``) at other interactions
+    (one connection of a session spanning several, issue 44 item 2)."""
+    return next(
+        (
+            f.ws
+            for f in faults
+            if isinstance(f, OnWebSocket) and (f.on is None or f.on.matches(index, request))
+        ),
+        None,
+    )
