@@ -133,6 +133,7 @@ def summarize(x: Interaction, index: int = 0, *, events: bool = False) -> dict[s
         if result
         else [],
         "finish_reason": result.finish_reason if result else None,
+        "group": None if x.group is None else {"id": x.group.id, "order": list(x.group.order)},
     }
     if events:
         out["event_list"] = [_event_dict(e) for e in decoded.events]
@@ -170,6 +171,8 @@ def format_summary(s: dict[str, Any], width: int = 60) -> str:
         if "at_byte" in err:
             state += f" at byte {err['at_byte']}"
     lines.append(f"    status {s['status']}  {s['content_type'] or '(no content-type)'}  {state}")
+    if s.get("group"):
+        lines.append(f"    part of session {s['group']['id']} (its timeline below)")
     lines.append(f"    body {s['body_bytes']} bytes in {s['chunks']} chunk{'s' if s['chunks'] != 1 else ''}")
     if s["chunks"]:
         lines.append(

@@ -11,9 +11,9 @@ from typing import Any
 from ..protocols.accumulate import Accumulated, ProtocolError, accumulate_session, detect_protocol
 from ..redaction.rules import mask_text, mask_url
 from ..store.model import Interaction
-from ..store.websocket import WebSocket, valid_close_code
+from ..store.websocket import Message, WebSocket, valid_close_code
 
-__all__ = ["format_session", "session_problems", "session_protocol", "summarize_session"]
+__all__ = ["format_session", "message_what", "session_problems", "session_protocol", "summarize_session"]
 
 
 def _what(value: Any) -> str:
@@ -25,6 +25,12 @@ def _what(value: Any) -> str:
         if keys:
             return keys[0] if len(keys) == 1 else f"{keys[0]} +{len(keys) - 1}"
     return ""
+
+
+def message_what(m: Message) -> str:
+    """A message's summary: its JSON ``type`` (or its one top-level key), else its kind and size."""
+    what = _what(m.json())
+    return what or f"<{m.type}, {len(m.payload)} B>"
 
 
 def session_protocol(
@@ -95,6 +101,7 @@ def summarize_session(x: Interaction, index: int = 0) -> dict[str, Any]:
             "clean": ws.close.clean,
         },
         "messages": messages,
+        "group": None if x.group is None else {"id": x.group.id, "order": list(x.group.order)},
     }
 
 
@@ -108,6 +115,8 @@ def format_session(s: dict[str, Any]) -> str:
         ]
     )
     lines.append(f"    handshake {s['status']}{extra}")
+    if s.get("group"):
+        lines.append(f"    part of session {s['group']['id']} (its timeline below)")
     if s["protocol"] is None:
         lines.append("    protocol unknown")
     elif s["accumulate_error"]:

@@ -41,6 +41,7 @@ def _add_show(subparsers: Subparsers) -> None:
 def _cmd_show(args: argparse.Namespace) -> int:
     from ... import commands as inspect
     from ...store.cassette import Cassette
+    from ..show_group import format_group, summarize_groups
 
     cassette = Cassette.load(args.cassette)
     count = len(cassette.interactions)
@@ -55,13 +56,17 @@ def _cmd_show(args: argparse.Namespace) -> int:
             return 2
         indexes = [args.interaction % count]
     summaries = [inspect.summarize(cassette.interactions[i], i, events=args.events) for i in indexes]
+    groups = summarize_groups(cassette.interactions, indexes)  # sessions spanning connections
     if args.json:
-        _out_json({"path": str(args.cassette), "interactions": count, "shown": summaries})
+        _out_json({"path": str(args.cassette), "interactions": count, "shown": summaries, "groups": groups})
         return 0
     _out(f"{args.cassette}: {count} interaction{'s' if count != 1 else ''}")
     for summary in summaries:
         _out()
         _out(inspect.format_summary(summary))
+    for group in groups:
+        _out()
+        _out(format_group(group))
     return 0
 
 

@@ -20,7 +20,9 @@ from urllib.parse import urlsplit
 from ...framing import detect
 from ...redaction.rules import mask_text, mask_url, redact_url
 from ...store.cassette import Cassette, Interaction
+from ..show_group import summarize_groups
 from .page_axis import Heights, Scale, fmt, mark, scale_for
+from .page_group import group
 from .page_session import session, session_end
 
 __all__ = ["render"]
@@ -46,6 +48,7 @@ table.details{border-collapse:collapse;margin-top:.3em}
 table.details th,table.details td{padding:1px 8px;text-align:right;border-bottom:1px solid #eee}
 table.details td.what,table.details th.what{text-align:left;font-family:ui-monospace,monospace}
 tr.sent td{color:#1d6e2a}tr.recv td{color:#2a55aa}tr.close td{color:#c0392b;font-weight:600}
+rect.part.sent{fill:#2a9d3a}rect.part.recv{fill:#3b6fd8}rect.part.exchange{fill:#777}
 """
 
 _SCRIPT = """
@@ -225,6 +228,10 @@ def render(cassettes: Sequence[Cassette], *, title: str = "ssemock") -> str:
                 body.append(session(x, name, i, scale, heights))
             else:
                 body.append(_stream(x, name, i, scale, heights))
+        everything = range(len(cassette.interactions))  # sessions spanning connections: one timeline each
+        body.extend(
+            group(g, cassette.interactions, name) for g in summarize_groups(cassette.interactions, everything)
+        )
     if not cassettes:
         body.append("<p>No cassettes yet.</p>")
     head = (
