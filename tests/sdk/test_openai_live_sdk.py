@@ -14,12 +14,16 @@ from typing import Any
 
 import openai
 import pytest
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from ws_servers import gpt_live, running
 
 import ssemock
 from ssemock import cassettes
 from ssemock.accumulate import accumulate_session
+from ssemock.plan.websocket.variants import VariantRefused
 from ssemock.variants.websocket import chunking as ws_chunking
+from ssemock.variants.websocket import faults as ws_faults
+from ssemock.variants.websocket import frames as ws_frames
 
 KEY = "sk-test-live44openai0123456789"
 PCM = bytes(range(256)) * 19  # the microphone's 0.1 s, as base64 inside JSON
@@ -191,7 +195,13 @@ def _ask_shipped(client: openai.OpenAI, pcm: bytes) -> tuple[str, list[str], str
     return said, calls, "ended"
 
 
-@pytest.mark.parametrize("transform", [None, "fragments:3", "pings", "fragments:2+pings"])
+# every re-framing of the registry the SDK can take (it offers no permessage-deflate: below)
+REFRAMINGS = [None if r.name == "as_recorded" else r.name for r in ws_frames.ALL if r.deflate is None] + [
+    "fragments:2+pings"
+]
+
+
+@pytest.mark.parametrize("transform", REFRAMINGS)
 @pytest.mark.parametrize("chunking", ws_chunking.names())
 def test_the_shipped_session_replays_through_the_sdk_under_every_variant(
     chunking: str, transform: str | None
@@ -203,6 +213,47 @@ def test_the_shipped_session_replays_through_the_sdk_under_every_variant(
         said, calls, reason = _ask_shipped(client, bytes(816))
         player.assert_text(said)
     assert (said, calls, reason) == ("Sunny, 22 °C in Paris ☀ — Grüße!", ["get_weather"], "close_requested")
+
+
+def test_a_deflate_reframing_is_refused_for_the_sdk_which_offers_none() -> None:
+    client = openai.OpenAI(api_key=KEY, websocket_base_url="wss://api.openai.com/v1")
+    for name in [r.name for r in ws_frames.ALL if r.deflate]:
+        with pytest.raises(VariantRefused, match="permessage-deflate"):
+            with ssemock.replay(cassettes.load(SHIPPED), transform=name, allowed_hosts=[]):
+                _ask_shipped(client, bytes(816))
+
+
+def _outcome(client: openai.OpenAI) -> tuple[str, object]:
+    """How the shipped session ended for the SDK's user: ("ended", the close reason or error
+    code), ("closed", the close code received, None: none) or ("refused", the HTTP status)."""
+    try:
+        return "ended", _ask_shipped(client, bytes(816))[2]
+    except ConnectionClosed as closed:
+        return "closed", closed.rcvd.code if closed.rcvd is not None else None
+    except InvalidStatus as refused:
+        return "refused", refused.response.status_code
+
+
+def _expected(fault: str) -> tuple[str, object]:
+    """What a fault of the registry does to the SDK's session, from its own parameters."""
+    head, _, rest = fault.partition(":")
+    params = dict(p.split("=", 1) for p in rest.split(",") if "=" in p)
+    if head == "sequence":  # the first connection takes the first part
+        return _expected(rest.split("|")[0])
+    return {
+        "close": lambda: ("closed", int(params["code"])),
+        "drop": lambda: ("closed", None),
+        "stall": lambda: ("closed", None),  # the SDK's keepalive, shorter than the stall, ends it
+        "handshake": lambda: ("refused", int(params["status"])),
+        "error_event": lambda: ("ended", "server_error"),  # GPT-Live's own error event, its code
+    }[head]()
+
+
+@pytest.mark.parametrize("fault", ws_faults.VARIANTS)
+def test_every_websocket_fault_of_the_registry_breaks_a_gpt_live_session_its_way(fault: str) -> None:
+    client = openai.OpenAI(api_key=KEY, websocket_base_url="wss://api.openai.com/v1")
+    with ssemock.replay(cassettes.load(SHIPPED), faults=fault, allowed_hosts=[]):
+        assert _outcome(client) == _expected(fault)
 
 
 def test_an_error_event_fault_is_gpt_live_s_own_error_and_a_drop_ends_the_session() -> None:
