@@ -18,6 +18,9 @@ messages are inflated before they are matched. The recorded reads (the wire map)
 when the frames re-encoded are the bytes recorded (`Conversation.wire_fits`: the wire's SHA-256,
 or its length in a cassette written before it was kept).
 
+A session spanning connections (``group``, `ssemock.plan.session_group`) also holds each server
+message until what was recorded before it on the group's other connections was released.
+
 A stack serves it: it writes `Conversation.handshake`'s answer and the `Release` items (each
 ``delay`` seconds of recorded time after the release, timing applied by the stack), and feeds
 every byte the client writes. ``data=None`` in a release is the end of the stream (EOF).
@@ -25,9 +28,7 @@ every byte the client writes. ``data=None`` in a release is the end of the strea
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import re
 import warnings
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -50,7 +51,7 @@ from ..redaction.rules import redact_subprotocol
 from ..store.model import Interaction
 from ..store.websocket import Message
 from .errors import SsemockWarning, UnmatchedRequestError
-from .message_matching import MessageMatcher
+from .message_matching import MessageMatcher, recorded_excerpt, skip_hint
 
 if TYPE_CHECKING:
     from ..variants.timing import Timing
@@ -571,8 +572,8 @@ class Conversation:
         skip = ""
         if best is not None:
             i, m, diff = best
-            text += f"\n  closest recorded: client message #{i}: {_excerpt(m)}\n  differs at {diff}"
-            skip = _skip_hint(diff)
+            text += f"\n  closest recorded: client message #{i}: {recorded_excerpt(m)}\n  differs at {diff}"
+            skip = skip_hint(diff)
         elif self._cursor >= len(rec):
             text += f"\n  the recorded client sent {len(rec)} messages, and all were matched already"
         text += f"\n  Send what the recording sent{skip}, or record the session again"
@@ -592,20 +593,3 @@ class Conversation:
     def unsent(self) -> list[Message]:
         """The recording's client messages this client has not sent (reported at teardown)."""
         return self.recorded[self._cursor :]
-
-
-def _excerpt(m: Message) -> str:
-    if m.type == "text" or m.json() is not None:
-        text = m.payload.decode("utf-8", "replace")
-        return text if len(text) <= 200 else text[:197] + "..."
-    return f"<{len(m.payload)} bytes: {base64.b64encode(m.payload[:12]).decode()}...>"
-
-
-def _skip_hint(diff: str) -> str:
-    """For a difference at a JSON path below the top (a field that may change from run to run:
-    a date in the instructions, an id of the client's), the ``ignore_message_paths`` entry
-    that skips it; nothing when the difference already names it or is not at a path."""
-    path = re.match(r"(\$[^:,]+)[:,] ", diff)
-    if path is None or "ignore_message_paths" in diff:
-        return ""
-    return f", skip the field with ignore_message_paths=[{path[1]!r}]"

@@ -32,7 +32,7 @@ from ..core.names import suggest, unknown
 from ..store.websocket import Message
 from .matching import _first_json_difference, around, first_difference
 
-__all__ = ["STRICT", "MessageMatcher", "Measured", "parse_path", "resolve"]
+__all__ = ["STRICT", "MessageMatcher", "Measured", "parse_path", "recorded_excerpt", "resolve", "skip_hint"]
 
 STRICT = "strict"
 """The ``ignore_message_paths`` entry that drops the protocol's defaults."""
@@ -231,3 +231,21 @@ def _base64_byte(recorded: str, sent: str, at: int) -> str:
     except (binascii.Error, ValueError):
         return ""
     return f"; byte {at * 3 // 4} of the base64-decoded data"
+
+
+def recorded_excerpt(m: Message) -> str:
+    """A recorded client message as a mismatch report quotes it: its text, or its size and first bytes."""
+    if m.type == "text" or m.json() is not None:
+        text = m.payload.decode("utf-8", "replace")
+        return text if len(text) <= 200 else text[:197] + "..."
+    return f"<{len(m.payload)} bytes: {base64.b64encode(m.payload[:12]).decode()}...>"
+
+
+def skip_hint(diff: str) -> str:
+    """For a difference at a JSON path below the top (a field that may change from run to run:
+    a date in the instructions, an id of the client's), the ``ignore_message_paths`` entry
+    that skips it; nothing when the difference already names it or is not at a path."""
+    path = re.match(r"(\$[^:,]+)[:,] ", diff)
+    if path is None or "ignore_message_paths" in diff:
+        return ""
+    return f", skip the field with ignore_message_paths=[{path[1]!r}]"
