@@ -235,3 +235,45 @@ def test_a_websocket_fault_aimed_at_a_rest_call_is_refused_naming_it(
             path, record_mode="none", allowed_hosts=[], faults="drop:after_message=1,on=POST */live/sessions"
         ):
             asyncio.run(_session(rest, base))
+
+
+MARKED = """
+import openai
+import pytest
+
+REST, BASE = {rest!r}, {base!r}
+
+
+@pytest.mark.ssemock
+def test_live_session():
+    client = openai.OpenAI(api_key="sk-test-live44marker0123456789", base_url=REST, websocket_base_url=BASE, max_retries=0)
+    sid = client.live.create(session={{"model": "gpt-live-1"}}, transport={{"type": "webrtc", "sdp": "v=0"}}).session.id
+    with client.live.connect() as conn:
+        conn.send({{"type": "session.start", "session": {{"model": "gpt-live-1"}}}})
+        assert conn.recv().type == "session.started"
+        conn.send({{"type": "session.close"}})
+        assert conn.recv().type == "session.closed"
+    with client.live.sideband.connect(session_id=sid) as conn:
+        assert conn.recv().type == "session.updated"
+        conn.send({{"type": "session.close"}})
+        assert conn.recv().type == "session.closed"
+    client.live.sessions.hangup(sid)
+"""
+
+
+def test_the_marker_records_and_replays_the_rest_calls_and_sockets_of_one_session(
+    pytester: pytest.Pytester,
+) -> None:
+    """Under the marker: recorded once against the stand-ins (REST over openai's httpx2 stack,
+    the sockets over websockets; in a pytest of its own), then replayed offline with them
+    stopped, as one group."""
+    with gpt_live_rest() as rest, running(gpt_live_joined()) as server:
+        pytester.makepyfile(test_marked=MARKED.format(rest=rest, base=server.url("/v1")))
+        recorded = pytester.runpytest_subprocess("-p", "no:randomly", "--ssemock-record-mode=once")
+        recorded.assert_outcomes(passed=1)
+    (path,) = (pytester.path / "cassettes").rglob("*.json")
+    interactions = ssemock.Cassette.load(path).interactions
+    assert [x.request.method for x in interactions] == ["POST", "GET", "GET", "POST"]
+    assert {x.group.id if x.group else None for x in interactions} == {"sess_L1"}
+    replayed = pytester.runpytest_inprocess("-p", "no:randomly")
+    replayed.assert_outcomes(passed=1)

@@ -73,8 +73,11 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
             index = player.selection.take(sent, repeats="first" if player.allow_playback_repeats else "never")
         if index is not None:
             interaction = player.cassette.interactions[index]
+            group = player.session_group(index)  # a session spanning connections (issue 44 item 2)
             if interaction.websocket is None:  # a refused upgrade, served as recorded
                 refused = refused_conversation(interaction, index, player.where)
+                if group is not None:  # its answer is all it had: released now
+                    group.done(index, [0])
                 with player.lock:
                     player.conversations.append(refused)
                 return httpx.Response(
@@ -91,7 +94,7 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
                 attempt=len(player.conversations),
                 after_plays=len(player.plays),
                 ignore=player.options.ignore_message_paths,
-                group=player.session_group(index),  # a session spanning connections (issue 44 item 2)
+                group=group,
             )
             with player.lock:
                 player.conversations.append(conversation)
