@@ -36,7 +36,7 @@ from ..fault_model import MAX_SECONDS, Fault, Served
 from .frames import ServerMessage
 
 if TYPE_CHECKING:
-    from ..store.model import Request
+    from ...store.model import Request
 
 __all__ = [
     "VARIANTS",
