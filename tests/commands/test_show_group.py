@@ -97,3 +97,16 @@ def test_the_timeline_page_shows_the_group_as_one_timeline(tmp_path: Path) -> No
     kind = {None: "exchange", "send": "sent", "recv": "recv"}
     assert marks == [(kind[d], str(seq), str(i), html.escape(what)) for seq, i, d, what in TIMELINE]
     assert section.count('class="lane-name"') == 3
+
+
+def test_validate_names_two_parts_of_a_group_with_one_number(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _save(tmp_path / "g.json")
+    assert main(["validate", str(path)]) == 0
+    doc = json.loads(path.read_text())
+    doc["interactions"][2]["group"]["order"] = [3, 4]  # 4 is the primary's session.started too
+    path.write_text(json.dumps(doc))
+    assert main(["validate", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "interactions #1 and #2 of the group 'sess_1' both hold part 4 of its order" in out

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..framing.sse import is_event
+from ..plan.session_group import groups_of
 from ..redaction.rules import find_secrets
 from ..store.cassette import (
     Cassette,
@@ -109,6 +110,10 @@ def validate_cassette(cassette: Cassette, path: str, *, protocol: str | None = N
     add = report.findings.append
     if not cassette.interactions:
         add(Finding("warning", "no interactions"))
+    try:  # a session spanning connections: one timeline, no part twice (issue 44 item 2)
+        groups_of(cassette.interactions, path)
+    except ValueError as exc:
+        add(Finding("problem", str(exc).removeprefix(f"ssemock: {path}: ")))
     for i, x in enumerate(cassette.interactions):
         if x.websocket is not None:  # a WebSocket session: its own checks (issue 34)
             report.events += len(x.websocket.messages)
