@@ -7,7 +7,7 @@ group, each part numbered by when it happened on the recorder's one clock
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -23,23 +23,23 @@ Recorded = tuple[float, float, Interaction]
 there) and when its exchange was done (an HTTP response's last chunk, a handshake's 101)."""
 
 
+def _received(x: Interaction) -> Iterator[Any]:
+    """What ``x`` received, each parsed as JSON (None: not JSON), parsed only as it is read."""
+    if x.websocket is not None:
+        yield from (m.json() for m in x.websocket.messages if m.direction == "recv")
+    elif x.response.body:
+        try:
+            yield orjson.loads(x.response.body)
+        except orjson.JSONDecodeError:
+            yield None
+
+
 def _ids(x: Interaction) -> frozenset[str]:
     """The sessions ``x`` belongs to, as the protocols that know sessions spanning connections
-    say (each answers for its own URLs only: a control call's URL may be no stream's)."""
+    say (each answers for its own URLs only, before it reads what was received: a control call's
+    URL may be no stream's)."""
     asking = [p.session_ids for p in protocols.all_protocols() if p.session_ids is not None]
-    if not asking:
-        return frozenset()
-    received: Iterable[Any]
-    if x.websocket is not None:  # parsed only when a protocol reads them
-        received = (m.json() for m in x.websocket.messages if m.direction == "recv")
-    else:
-        try:
-            received = [orjson.loads(x.response.body)] if x.response.body else []
-        except orjson.JSONDecodeError:
-            received = []
-    if len(asking) > 1:
-        received = list(received)
-    return frozenset().union(*(ask(x.request.url, received) for ask in asking))
+    return frozenset().union(*(ask(x.request.url, _received(x)) for ask in asking))
 
 
 def _times(t0: float, done: float, x: Interaction) -> list[float]:
