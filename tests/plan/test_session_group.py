@@ -16,6 +16,7 @@ from ssemock.framing.websocket import FrameParser, Opcode, encode_frame
 from ssemock.plan.conversation import Conversation, Release
 from ssemock.plan.session_group import groups_of
 from ssemock.plan.session_join import join
+from ssemock.plan.websocket.variants import VariedConversation
 from ssemock.store.group import Group
 from ssemock.store.model import Interaction, Request, Response
 from ssemock.store.websocket import Close, Message, WebSocket
@@ -165,3 +166,17 @@ def test_join_leaves_a_connection_that_shares_no_session_alone() -> None:
     )
     join([(1.0, 1.1, alone)])
     assert alone.group is None
+
+
+def test_a_connection_whose_handshake_a_fault_refuses_holds_the_others_back_no_more() -> None:
+    """A ``handshake:`` fault aimed at the sideband: the refusal is all it serves (a stack may
+    never ask for its opening), and the primary's answer recorded after the sideband's first
+    event goes when the client's close is matched."""
+    groups = groups_of(CASSETTE, "the cassette")
+    primary = Conversation(CASSETTE[0], 0, group=groups[0])
+    sideband = VariedConversation(CASSETTE[1], 1, group=groups[1], fault="handshake:status=503")
+    primary.handshake(HEAD)
+    primary.opening()
+    assert sideband.handshake(HEAD).startswith(b"HTTP/1.1 503 ")
+    assert _texts(primary.feed(_send("session.start"))) == ["session.started"]
+    assert _texts(primary.feed(_send("session.close"))) == ["session.closed"]

@@ -215,12 +215,14 @@ class VariedConversation(Conversation):
         when the client offered it, `VariantRefused` when it did not."""
         if self._refused is not None:
             r = self._refused
+            self._close()  # ends here: holds its group back no more (a stack may not ask for the opening)
             return handshake_head(r.status, _REASONS.get(r.status, "Error"), list(r.headers)) + r.body
         if self._reframing.deflate:
             offered = parse_request_head(request_head).get("sec-websocket-extensions", "")
             why = self._reframing.refuses("permessage-deflate" in offered)
             if why is not None:
                 self._ending = "refused"  # nothing was served: nothing is owed
+                self._close()
                 raise VariantRefused(f"ssemock: the WebSocket variant {self._reframing}: {why}")
         return super().handshake(request_head)  # agrees to permessage-deflate as `_deflate_policy` says
 
