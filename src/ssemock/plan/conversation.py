@@ -193,7 +193,6 @@ class Conversation:
     _closed: bool = field(default=False, repr=False)
     _failed: bool = field(default=False, repr=False)
     _gate: int = field(default=0, repr=False)  # the client messages matched so far (the last gate taken)
-    _since: float = field(default=0.0, repr=False)  # the recorded time of the last gating message
     _busy: bool = field(default=False, repr=False)  # telling the group what was released
     _told: int = field(default=0, repr=False)  # the client messages told to the group as matched
     _open: bool = field(default=False, repr=False)  # the handshake was answered (told to the group)
@@ -322,7 +321,7 @@ class Conversation:
     def _take(self, gate: int, since: float) -> list[Release]:
         """Every unit not yet released whose gate is at most ``gate`` (and that its group lets
         go), timed after ``since``."""
-        out = [Release(max(0.0, u.t - since), u.data) for u in self._next_units(gate, since)]
+        out = [Release(max(0.0, u.t - since), u.data) for u in self._next_units(gate)]
         if self._released == len(self.units) and self.ws.close.by is None and gate >= len(self.recorded):
             if not self._closed:  # no close frame recorded: the stream just ends
                 self._close()
@@ -331,10 +330,10 @@ class Conversation:
 
     # -- a session spanning connections ---------------------------------------------------------
 
-    def _next_units(self, gate: int, since: float) -> list[Unit]:
+    def _next_units(self, gate: int) -> list[Unit]:
         """The units not yet released whose gate is at most ``gate``, in order, as far as the
         group lets them go (each told to the group as released: that may free more of them)."""
-        self._gate, self._since = max(self._gate, gate), since
+        self._gate = max(self._gate, gate)
         out: list[Unit] = []
         group = self.group
         if group is None:

@@ -140,7 +140,7 @@ class VariedConversation(Conversation):
     def _take(self, gate: int, since: float) -> list[Release]:
         out: list[Release] = []
         first = self._released
-        for k, u in enumerate(self._next_units(gate, since), first):
+        for k, u in enumerate(self._next_units(gate), first):
             out.append(Release(max(0.0, u.t - since), u.data, stall=self._stalls.get(k, 0.0)))
         done = self._released == len(self.units)
         if done and not self._closed:
