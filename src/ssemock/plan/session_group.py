@@ -3,7 +3,8 @@ connection of a recorded group (`ssemock.store.group.Group`) and tells a connect
 part of it may be released now: only once every part recorded before it on the other connections
 of the group has been released (a server message, an HTTP response served, a handshake answered)
 or has happened (a client message matched). Never earlier; a connection waits, as it would live,
-for what the others have still to do.
+for what the others have still to do. Only server messages are held: a handshake and an HTTP
+answer are served when the client asks for them, and count as done then.
 
 A connection that has ended (closed, dropped by a fault, its handshake refused) counts as done:
 what it recorded after its end can no longer hold the others back. Each connection's conversation
@@ -59,12 +60,6 @@ class SessionGroup:
         with self.lock:
             seq = self._members[index].order[part]
             return all(m.frontier() > seq for i, m in self._members.items() if i != index)
-
-    def held_by(self, index: int, part: int) -> list[int]:
-        """The members whose parts not yet done hold part ``part`` of member ``index`` back."""
-        with self.lock:
-            seq = self._members[index].order[part]
-            return [i for i, m in self._members.items() if i != index and m.frontier() < seq]
 
     def done(self, index: int, parts: Sequence[int]) -> None:
         """Parts ``parts`` of member ``index`` were released or happened: the others are woken
