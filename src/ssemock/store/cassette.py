@@ -29,6 +29,7 @@ from .model import VERSION, CassetteError, Interaction, Request, Response, Secre
 from .model import Headers as Headers
 from .parsing import parse_interaction as parse_interaction
 from .parsing import read_document as read_document
+from .parsing import read_parts
 from .reading import LEAN_MIN_SIZE as LEAN_MIN_SIZE
 from .reading import _read_bodies_apart
 from .reading import open_regular as open_regular
@@ -38,6 +39,7 @@ from .saving import save_atomically
 from .size_guard import BYTES_PER_VALUE as BYTES_PER_VALUE
 from .size_guard import FREE_VALUES as FREE_VALUES
 from .size_guard import check_size as check_size
+from .stdio import StdioSession
 
 __all__ = ["Cassette", "CassetteError", "Interaction", "Request", "Response", "SecretError", "VERSION"]
 
@@ -52,10 +54,17 @@ class Cassette:
     """An ordered list of interactions, loadable from and savable to one JSON file."""
 
     def __init__(
-        self, interactions: Iterable[Interaction] = (), *, path: str | os.PathLike[str] | None = None
+        self,
+        interactions: Iterable[Interaction] = (),
+        *,
+        path: str | os.PathLike[str] | None = None,
+        stdio: Iterable[StdioSession] = (),
     ) -> None:
         self.interactions: list[Interaction] = list(interactions)
         """The recorded exchanges, in the order they were recorded (and replayed)."""
+        self.stdio: list[StdioSession] = list(stdio)
+        """The child processes recorded through their pipes (``stdio=[...]``), in the order they
+        started (see [stdio servers](../guide/stdio.md))."""
         self.path = None if path is None else Path(path)
         """The JSON file the cassette was loaded from or is saved to (`None`: in memory only)."""
 
@@ -123,21 +132,24 @@ class Cassette:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Cassette:
         """Read a cassette file; any problem raises CassetteError naming the file."""
-        items = _read_bodies_apart(path)
-        if items is None:
-            items = read_document(read_file(path), path=path)  # the file's bytes are freed here
-        return cls._parsed(items, path)
+        parts = _read_bodies_apart(path)
+        if parts is None:
+            parts = read_parts(read_file(path), path=path)  # the file's bytes are freed here
+        return cls._parsed(*parts, path)
 
     @classmethod
     def loads(cls, raw: bytes | str, *, path: str | os.PathLike[str] | None = None) -> Cassette:
         """Parse cassette JSON text; ``path`` is only used in error messages."""
-        return cls._parsed(read_document(raw, path=path), path)
+        return cls._parsed(*read_parts(raw, path=path), path)
 
     @classmethod
-    def _parsed(cls, items: list[Any], path: str | os.PathLike[str] | None) -> Cassette:
+    def _parsed(
+        cls, items: list[Any], stdio: list[StdioSession], path: str | os.PathLike[str] | None
+    ) -> Cassette:
         return cls(
             [parse_interaction(item, path=path, index=i, consume=True) for i, item in enumerate(items)],
             path=path,
+            stdio=stdio,
         )
 
     def dumps(self) -> bytes:
@@ -150,7 +162,7 @@ class Cassette:
     def _write(self, write: Callable[[bytes | memoryview], object], restart: Callable[[], object]) -> None:
         """The JSON of [`dumps`][ssemock.Cassette.dumps], handed out in parts as it is made
         (`ssemock.store.dumping.write_document`): ``restart()`` drops what was written so far."""
-        write_document(self.interactions, self.path, write, restart)
+        write_document(self.interactions, self.path, write, restart, self.stdio)
 
     def save(self, path: str | os.PathLike[str] | None = None, *, scan_secrets: bool = True) -> Path:
         """Write atomically (temp file in the same folder + os.replace), after the secret scan

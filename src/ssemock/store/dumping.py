@@ -21,6 +21,7 @@ from .group import dump_group, parse_group
 from .layout import laid_out, pieces
 from .model import VERSION, WEBSOCKET_VERSION, CassetteError, Headers, Interaction
 from .parsing import _chunk_map_from_json, _chunk_map_loads, _Invalid, _json_in_layout
+from .stdio import StdioSession, dump_stdio
 from .websocket import dump_websocket, lines_laid_out
 
 __all__ = ["write_document"]
@@ -31,11 +32,13 @@ def write_document(
     path: str | os.PathLike[str] | None,
     write: Callable[[bytes | memoryview], object],
     restart: Callable[[], object],
+    stdio: Sequence[StdioSession] = (),
 ) -> None:
     """The JSON of [`dumps`][ssemock.Cassette.dumps], handed out in parts: orjson lays out everything but the
     response bodies, which are laid out a window at a time (saving a large recording needs
     no second copy of its body), and the chunk maps, a pair a line (orjson's indent would
-    give each number a line: four lines a chunk). ``path`` names the file in errors.
+    give each number a line: four lines a chunk). ``path`` names the file in errors; ``stdio``
+    (the child processes recorded, `ssemock.store.stdio`) follows the interactions, a line a line.
 
     A body is taken for text when its first bytes are UTF-8, and the rest is checked as it is
     laid out (no pass of its own); if it is not, ``restart()`` drops what was written and the
@@ -43,7 +46,7 @@ def write_document(
     binary: set[int] = set()
     while True:
         try:
-            return _write_once(interactions, path, write, binary)
+            return _write_once(interactions, path, write, binary, stdio)
         except _NotText as exc:
             binary.add(exc.index)
             restart()
@@ -57,15 +60,25 @@ def _write_once(
     path: str | os.PathLike[str] | None,
     write: Callable[[bytes | memoryview], object],
     binary: set[int],
+    stdio: Sequence[StdioSession],
 ) -> None:
-    version = WEBSOCKET_VERSION if any(x.websocket is not None for x in interactions) else VERSION
+    newer = stdio or any(x.websocket is not None for x in interactions)
+    version = WEBSOCKET_VERSION if newer else VERSION
+    document: dict[str, Any] = {"version": version, "interactions": [0] if interactions else []}
+    lines: dict[bytes, list[Any]] = {}
+    if stdio:
+        document["stdio"] = []
+        for k, session in enumerate(stdio):
+            key = f"{_LINES}stdio:{k}"
+            item, lines[orjson.dumps(key)] = dump_stdio(session, key)
+            document["stdio"].append(item)
+    head = orjson.dumps(document, option=_INDENT | orjson.OPT_APPEND_NEWLINE)
+    if lines:
+        head = lines_laid_out(head, lines)
     if not interactions:
-        write(
-            orjson.dumps({"version": version, "interactions": []}, option=_INDENT | orjson.OPT_APPEND_NEWLINE)
-        )
+        write(head)
         return
-    head = orjson.dumps({"version": version, "interactions": [0]}, option=_INDENT | orjson.OPT_APPEND_NEWLINE)
-    before, after = head.split(b"\n    0\n")
+    before, after = head.split(b"\n    0\n", 1)
     write(before)
     for start in range(0, len(interactions), _BATCH):
         if start:

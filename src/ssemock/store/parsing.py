@@ -28,19 +28,39 @@ from .model import (
     Response,
 )
 from .size_guard import check_size
+from .stdio import StdioSession, parse_stdio
 from .websocket import parse_websocket
 
-__all__ = ["parse_interaction", "read_document"]
+__all__ = ["parse_interaction", "read_document", "read_parts", "stdio_of"]
 
 
 def read_document(raw: bytes | str, *, path: str | os.PathLike[str] | None = None) -> list[Any]:
     """The raw interaction list of cassette JSON, after checking the JSON and its version."""
+    return read_parts(raw, path=path)[0]
+
+
+def read_parts(
+    raw: bytes | str, *, path: str | os.PathLike[str] | None = None
+) -> tuple[list[Any], list[StdioSession]]:
+    """The raw interaction list of cassette JSON and its child processes (`stdio_of`)."""
     check_size(raw, path=path)
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise CassetteError(f"not valid JSON ({exc})", path=path) from exc
-    return _interactions(data, path)
+    return _interactions(data, path), stdio_of(data, path)
+
+
+def stdio_of(data: dict[str, Any], path: str | os.PathLike[str] | None) -> list[StdioSession]:
+    """The child processes a cassette document recorded (its ``stdio`` list, `ssemock.store.stdio`);
+    CassetteError naming the file, the session, its line and field."""
+    raw = data.get("stdio", [])
+    if not isinstance(raw, list):
+        raise CassetteError("'stdio' must be a list of child processes", path=path)
+    try:
+        return [parse_stdio(item, k) for k, item in enumerate(raw)]
+    except ValueError as exc:
+        raise CassetteError(str(exc), path=path) from None
 
 
 def _interactions(data: Any, path: str | os.PathLike[str] | None) -> list[Any]:

@@ -13,8 +13,9 @@ from typing import IO, Any
 import orjson
 
 from .model import CassetteError
-from .parsing import _interactions
+from .parsing import _interactions, stdio_of
 from .size_guard import check_size
+from .stdio import StdioSession
 
 __all__ = ["LEAN_MIN_SIZE", "open_regular", "read_file"]
 
@@ -70,8 +71,8 @@ _BODY_END = b"\n        ]"
 _BATCH = 1 << 20
 
 
-def _read_bodies_apart(path: str | os.PathLike[str]) -> list[Any] | None:
-    """The interaction list of a large cassette in the layout ``write_document`` makes, read
+def _read_bodies_apart(path: str | os.PathLike[str]) -> tuple[list[Any], list[StdioSession]] | None:
+    """The interaction list (and the child processes) of a large cassette in the layout ``write_document`` makes, read
     without the file, the parsed document and the bodies in memory at once (about 2x the body at
     the peak instead of 3x): the lines of each body list are parsed ~1 MB at a time and encoded
     at once, the rest of the file is parsed as one small document with a placeholder for each
@@ -107,7 +108,8 @@ def _read_bodies_apart(path: str | os.PathLike[str]) -> list[Any] | None:
         return None
     check_size(document, path=path, size=size)  # the file's own error: raised, not retried whole
     try:
-        items = _interactions(orjson.loads(document), path)
+        data = orjson.loads(document)
+        items, stdio = _interactions(data, path), stdio_of(data, path)
     except (ValueError, CassetteError):  # orjson.JSONDecodeError is a ValueError
         return None
     found = 0
@@ -116,7 +118,7 @@ def _read_bodies_apart(path: str | os.PathLike[str]) -> list[Any] | None:
             if isinstance(side, dict) and side.get("body") == [f"{token}{found}"]:
                 side["body"] = bodies[found]  # bytes: _body_from_json takes them as they are
                 found += 1
-    return items if found == len(bodies) else None
+    return (items, stdio) if found == len(bodies) else None
 
 
 def _read_body_lines(mm: mmap.mmap, start: int, end: int) -> bytes | None:
