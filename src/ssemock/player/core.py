@@ -50,6 +50,7 @@ from .options import Options
 from .recording import RecordingRun
 from .router import Router, weakly
 from .state import opened_count
+from .stdio import StdioRun
 
 __all__ = ["Player", "recording_refusals"]
 
@@ -155,6 +156,9 @@ class Player:
         self._active = False
         self._requests = _held.Requests()  # the correlation ids of the requests matched, for held streams
         self._recording = RecordingRun(self)
+        self.stdio = StdioRun(self)
+        """The child processes of ``stdio=[...]``: ``stdio.recorded`` (sessions recorded in this
+        run), ``stdio.replayed`` (the cassette's sessions served); see [stdio servers](../guide/stdio.md)."""
         self._assertions = Assertions(self)
 
     def __repr__(self) -> str:
@@ -183,6 +187,7 @@ class Player:
         _lock.engage(self.guard)
         if self.block_subprocesses:
             _subprocesses.engage(self._no_proxy)
+        self.stdio.start()  # after the subprocess patch: its Popen patch wraps that one
         self._active = True
         if self._records:
             session.recording(self, True)
@@ -197,12 +202,15 @@ class Player:
         self._requests.close()  # a stream still held gives up now: its requests can no longer come
         self._requests = _held.Requests()
         _lock.release(self.guard)
-        if self.block_subprocesses:
-            _subprocesses.release(self._no_proxy)
-        _stacks.deactivate(self.router)
-        if save:
-            self.save()
-        _websocket.teardown(self)
+        try:
+            self.stdio.stop()  # first: its Popen patch wraps the subprocess one
+        finally:
+            if self.block_subprocesses:
+                _subprocesses.release(self._no_proxy)
+            _stacks.deactivate(self.router)
+            if save:
+                self.save()
+            _websocket.teardown(self)
 
     def started_session(self, recorder: WsRecorder) -> None:
         """A WebSocket session being recorded was upgraded: it belongs to this run's recording."""

@@ -13,6 +13,7 @@ from ..plan.matching import MatchOn
 from ..plan.message_matching import resolve as resolve_message_paths
 from ..plan.record import MAX_BODY_BYTES, RequestHook, ResponseHook
 from ..plan.serving import ChunkingSpec, FaultSpec, TimingSpec, TransformSpec
+from ..plan.stdio import check_entries as check_stdio
 
 __all__ = ["Options"]
 
@@ -71,6 +72,11 @@ class Options:
     audio compared by its length); ``"strict"`` first drops the defaults: every field, audio and
     binary message compared exactly, but the paths listed after it."""
 
+    stdio: Sequence[str] | None = None
+    """Child processes recorded and replayed through their pipes (MCP stdio servers): entries
+    matched against each child's command line (``"server.py"`` matches ``python /x/server.py``);
+    a matching child is recorded line by line and, in replay, not started."""
+
     def __post_init__(self) -> None:
         if self.record_mode not in RECORD_MODES:
             raise unknown("record_mode", self.record_mode, RECORD_MODES)
@@ -78,6 +84,7 @@ class Options:
             raise ValueError(
                 f"max_body_bytes must be a positive number of bytes, got {self.max_body_bytes!r}"
             )
+        check_stdio(self.stdio)
         try:
             resolve_message_paths(self.ignore_message_paths)
         except ValueError as exc:

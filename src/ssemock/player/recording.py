@@ -272,10 +272,10 @@ class RecordingRun:
         recorder saved since (`ssemock.player.session.save`); the new selection, or None when
         nothing was recorded."""
         p = self.player
-        new = self.recorded
-        if not new:
+        new, stdio = self.recorded, p.stdio.recorded
+        if not new and not stdio:
             return None
-        out, self._disk = _session.save(
+        out, self._disk = _session.save_cassette(
             p.path,
             p.cassette.interactions,
             new,
@@ -284,9 +284,10 @@ class RecordingRun:
             match_on=p.match_on,
             existed=p.existed,
             kept=p.kept,
+            stdio=(p.cassette.stdio, stdio),
         )
-        p.cassette.interactions = out
-        return Selection(out, p.match_on)
+        p.cassette.interactions, p.cassette.stdio = out.interactions, out.stdio
+        return Selection(out.interactions, p.match_on)
 
 
 def _adopt(play: Play, plan: Plan, ends: list[int]) -> None:

@@ -60,6 +60,7 @@ def replay(
     ignore_localhost: bool = False,
     block_subprocesses: bool = False,
     ignore_message_paths: str | Sequence[str] | None = None,
+    stdio: Sequence[str] | None = None,
 ) -> Player:
     """A player over an in-memory cassette: ``with ssemock.replay(c) as player: ...``.
 
@@ -73,6 +74,9 @@ def replay(
     ``ignore_message_paths`` lists JSON paths of a WebSocket client's messages that matching
     skips (``["$.session.instructions"]``), added to the protocol's defaults (Realtime: the event
     ids, and base64 audio compared by its length); ``["strict"]`` drops the defaults.
+    ``stdio`` lists child processes (MCP stdio servers) recorded and replayed through their
+    pipes, by program name or script path: a matching child is not started in replay (see
+    [stdio servers](../guide/stdio.md)).
 
     Use it for a cassette built in code or loaded yourself; for a cassette file, use
     [`use_cassette`][ssemock.use_cassette] (or, under pytest, the ``ssemock`` marker):
@@ -102,6 +106,7 @@ def replay(
         ignore_localhost=ignore_localhost,
         block_subprocesses=block_subprocesses,
         ignore_message_paths=ignore_message_paths,
+        stdio=stdio,
     )
     return Player(cassette, options)
 
@@ -126,6 +131,7 @@ def use_cassette(
     ignore_localhost: bool = False,
     block_subprocesses: bool = False,
     ignore_message_paths: str | Sequence[str] | None = None,
+    stdio: Sequence[str] | None = None,
 ) -> Player:
     """Replay (and record, by ``record_mode``) the cassette file at ``path``.
 
@@ -136,7 +142,7 @@ def use_cassette(
     unmatched request to one is sent for real, a connection that no intercepted stack makes to
     any other is refused (a recording records every request, and warns of such connections).
     Requests to ``ignore_hosts`` (``ignore_localhost=True``: loopback) are never recorded nor
-    served, in every mode. ``block_subprocesses`` and ``ignore_message_paths``: see
+    served, in every mode. ``block_subprocesses``, ``ignore_message_paths`` and ``stdio``: see
     [`replay`][ssemock.player.replay.replay].
     ``max_body_bytes`` bounds one recorded body (64 MiB): past it the interaction is cut and
     marked truncated, with a warning. ``drain_on_close`` (on by default, up to 30 s; a number of
@@ -168,6 +174,7 @@ def use_cassette(
         ignore_localhost=ignore_localhost,
         block_subprocesses=block_subprocesses,
         ignore_message_paths=ignore_message_paths,
+        stdio=stdio,
     )
     return open_cassette(path, options)
 

@@ -20,6 +20,7 @@ from ..redaction.rules import mask_text
 from ..scan.walk import scan_cassette
 from ..store.cassette import Cassette, CassetteError, Interaction, SecretError
 from ..store.lock import lock_for
+from ..store.stdio import StdioSession
 
 __all__ = ["keep_partial", "recording", "recording_players", "save", "stat"]
 
@@ -86,20 +87,64 @@ def save(
     existed: bool,
     kept: list[_keep.Kept],
 ) -> tuple[list[Interaction], tuple[int, int] | None]:
+    """`save_cassette` with no child processes recorded: the interactions saved and the file's
+    new ``stat``."""
+    out, disk = save_cassette(
+        path,
+        interactions,
+        new,
+        disk=disk,
+        record_mode=record_mode,
+        match_on=match_on,
+        existed=existed,
+        kept=kept,
+    )
+    return out.interactions, disk
+
+
+def save_cassette(
+    path: Path | None,
+    interactions: list[Interaction],
+    new: list[Interaction],
+    *,
+    disk: tuple[int, int] | None,
+    record_mode: RecordMode,
+    match_on: matching.MatchOn,
+    existed: bool,
+    kept: list[_keep.Kept],
+    stdio: tuple[list[StdioSession], list[StdioSession]] = ([], []),
+) -> tuple[Cassette, tuple[int, int] | None]:
     """Merge ``new`` into the cassette (``interactions``, as loaded when the file was ``disk``)
-    and write it: the interactions saved and the file's new ``stat``. A file someone else saved
+    and write it: the cassette saved and the file's new ``stat``. A file someone else saved
     meanwhile is started from instead; with ``all``/``rewrite`` a new interaction replaces the
-    recorded one it matches. Refused (SecretError) when a secret is left: then the recording is
-    kept beside the cassette, masked, and appended to ``kept``."""
+    recorded one it matches. ``stdio`` is (the child processes the cassette held, those recorded
+    now), merged alike (a new one replaces those of its ``stdio=`` entry under ``all``/``rewrite``).
+    Refused (SecretError) when a secret is left: then the recording is kept beside the cassette,
+    masked, and appended to ``kept``."""
     if path is None:
         return _write(
-            None, interactions, new, record_mode=record_mode, match_on=match_on, existed=existed, kept=kept
+            None,
+            interactions,
+            new,
+            record_mode=record_mode,
+            match_on=match_on,
+            existed=existed,
+            kept=kept,
+            stdio=stdio,
         ), None
     with lock_for(path):
         if stat(path) != disk:  # someone else saved it meanwhile: start from theirs
-            interactions = Cassette.load(path).interactions
+            theirs = Cassette.load(path)
+            interactions, stdio = theirs.interactions, (theirs.stdio, stdio[1])
         out = _write(
-            path, interactions, new, record_mode=record_mode, match_on=match_on, existed=existed, kept=kept
+            path,
+            interactions,
+            new,
+            record_mode=record_mode,
+            match_on=match_on,
+            existed=existed,
+            kept=kept,
+            stdio=stdio,
         )
         return out, stat(path)
 
@@ -113,12 +158,15 @@ def _write(
     match_on: matching.MatchOn,
     existed: bool,
     kept: list[_keep.Kept],
-) -> list[Interaction]:
+    stdio: tuple[list[StdioSession], list[StdioSession]],
+) -> Cassette:
+    old_stdio, new_stdio = stdio
     if record_mode in ("all", "rewrite"):
         interactions = [
             x for x in interactions if all(matching.differences(n.request, x.request, match_on) for n in new)
         ]
-    out = Cassette([*interactions, *new], path=path)
+        old_stdio = [s for s in old_stdio if all(s.match != n.match for n in new_stdio)]
+    out = Cassette([*interactions, *new], path=path, stdio=[*old_stdio, *new_stdio])
     findings = scan_cassette(out)  # the one scan every write of cassette data goes through
     if findings:  # refused: the recording is kept beside the cassette, masked (_refused says how)
         raise SecretError(
@@ -128,7 +176,7 @@ def _write(
         )
     if path is not None:
         out.save(path, scan_secrets=False)  # scanned just above
-    return out.interactions
+    return out
 
 
 def _refused(

@@ -15,13 +15,20 @@ from ..plan.websocket.record import WsRecorder
 from ..redaction.keep import Kept
 from ..stacks.lock import Guard
 from ..store.cassette import Cassette
+from ..store.stdio import StdioSession
 from ..variants.chunking import Chunking
 from ..variants.faults import Aim, Fault
 from ..variants.timing import Timing
 from ..variants.transforms import Transform
 from .options import Options
 
-__all__ = ["PlayerState", "opened_count"]
+__all__ = ["PlayerState", "StdioRecorded", "opened_count"]
+
+
+class StdioRecorded(Protocol):
+    """The child processes a run recorded (`ssemock.player.stdio.StdioRun`)."""
+
+    recorded: list[StdioSession]
 
 
 class PlayerState(Protocol):
@@ -47,6 +54,9 @@ class PlayerState(Protocol):
     kept: list[Kept]
     guard: Guard
     lock: threading.Lock
+
+    @property
+    def stdio(self) -> StdioRecorded: ...
 
     @property
     def where(self) -> str: ...

@@ -34,6 +34,8 @@ KEYWORDS: dict[str, str] = {
     "block_subprocesses": "True: children started during a replay get proxy variables pointing at a refusing port",
     "ignore_message_paths": "JSON paths of WebSocket client messages that matching skips, e.g. ['$.session.instructions'], "
     "added to the protocol's defaults (event ids; base64 audio compared by length); 'strict' first drops them",
+    "stdio": "child processes recorded and replayed through their pipes, e.g. ['server.py', 'mcp-server-git'] "
+    "(a program name or script path matched against the child's command line; not started in replay)",
     "before_record_request": "hook(Request) -> Request | None",
     "before_record_response": "hook(Response) -> Response | None",
     "drain_on_close": "while recording, keep reading a stream the client closed before its end: "
@@ -224,6 +226,7 @@ def _problem(key: str, value: Any) -> str | None:
     """What is wrong with one option's value (None when it is usable)."""
     from ..plan import matching as _matching
     from ..plan import message_matching as _message_matching
+    from ..plan import stdio as _stdio
     from ..plan.record import drain_seconds
     from ..stacks.lock import Guard
     from ..variants import chunking as _chunking
@@ -250,6 +253,8 @@ def _problem(key: str, value: Any) -> str | None:
             Guard(allowed_hosts=value, blocks=True, where="")
         elif key == "ignore_hosts":
             Guard(allowed_hosts=None, ignore_hosts=value, blocks=True, where="")
+        elif key == "stdio":
+            _stdio.check_entries(value)
         elif key in ("ignore_localhost", "block_subprocesses") and not isinstance(value, bool):
             return f"must be True or False, got {value!r}"
         elif key == "drain_on_close":

@@ -84,7 +84,12 @@ def dump_stdio(session: StdioSession, placeholder: str) -> tuple[dict[str, Any],
     """The session's JSON object with its ``lines`` as ``placeholder``, and those lines (the
     dumper lays them out one a line)."""
     lines = [[x.stream, round(x.t * 1000, 1), _data_to_json(x.data)] for x in session.lines]
-    return {"match": session.match, "argv": list(session.argv), "lines": placeholder, "exit": session.exit}, lines
+    return {
+        "match": session.match,
+        "argv": list(session.argv),
+        "lines": placeholder,
+        "exit": session.exit,
+    }, lines
 
 
 def _line(item: Any, k: int) -> Line:
@@ -94,9 +99,7 @@ def _line(item: Any, k: int) -> Line:
     stream, t_ms, data = item
     if stream not in STREAMS:
         raise ValueError(f"{where}: stream must be one of {', '.join(STREAMS)}, got {stream!r}")
-    if not (
-        type(t_ms) in (int, float) and math.isfinite(t_ms) and 0 <= t_ms <= _MAX_T_MS
-    ):  # true is no time
+    if not (type(t_ms) in (int, float) and math.isfinite(t_ms) and 0 <= t_ms <= _MAX_T_MS):  # true is no time
         raise ValueError(f"{where}: t_ms must be a number of milliseconds from 0 to a day, got {t_ms!r}")
     if data is None:
         if stream != "stdin":
@@ -135,4 +138,3 @@ def parse_stdio(value: Any, k: int) -> StdioSession:
     except ValueError as exc:
         raise ValueError(f"{where}: {exc}") from None
     return StdioSession(match, argv, parsed, status)
-

@@ -1,0 +1,144 @@
+"""What a ``stdio=[...]`` child is given: which entry its command line matches, the recorded
+session a replay serves it, the session a recording keeps (from the relay's log, secrets
+masked), and the error a replayed child's different stdin line raises.
+
+An entry matches a command line when it equals one of its elements (``"mcp-server-git"``,
+``"/abs/path/server.py"``), or, written without a folder, when it is the file name of one
+(``"server.py"`` matches ``python /abs/path/server.py``).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from ..scan.fields import scan_named
+from ..scan.messages import mask_text
+from ..store.stdio import Line, StdioSession
+from ..store.websocket import Message
+from .errors import UnmatchedRequestError
+from .message_matching import MessageMatcher
+
+__all__ = [
+    "StdioMismatchError",
+    "check_entries",
+    "entry_of",
+    "env_secrets",
+    "masked",
+    "mismatch",
+    "session_from_log",
+]
+
+
+class StdioMismatchError(UnmatchedRequestError):
+    """A replayed ``stdio`` child was sent a stdin line that differs from the recording's (or
+    one more than it has), or a matching child started with no recorded session left: the
+    message names the cassette, the session, the line and where they differ."""
+
+
+def check_entries(entries: Any) -> tuple[str, ...]:
+    """The ``stdio`` option as a tuple of entries; ValueError saying what it takes."""
+    if entries is None:
+        return ()
+    if isinstance(entries, str):
+        entries = [entries]
+    if not isinstance(entries, (list, tuple)) or not all(isinstance(e, str) and e.strip() for e in entries):
+        raise ValueError(
+            f"stdio takes a list of program names or script paths (['server.py', 'mcp-server-git']), "
+            f"got {entries!r}"
+        )
+    return tuple(entries)
+
+
+def entry_of(entries: Sequence[str], argv: Sequence[str]) -> str | None:
+    """The first entry that matches the command line ``argv``, or None."""
+    for entry in entries:
+        bare = os.sep not in entry and "/" not in entry
+        if any(a == entry or (bare and os.path.basename(a) == entry) for a in argv):
+            return entry
+    return None
+
+
+def env_secrets(env: Mapping[str, str] | None) -> list[str]:
+    """The values of a child's environment that are credentials (``OPENAI_API_KEY=sk-...``,
+    ``GITHUB_TOKEN=...``): masked wherever the child's command line or output repeats them."""
+    env = os.environ if env is None else env
+    return sorted(
+        {v for k, v in env.items() if isinstance(v, str) and len(v) >= 8 and scan_named(k, v)},
+        key=len,
+        reverse=True,
+    )
+
+
+def masked(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with each of ``secrets`` and every secret the scan knows masked."""
+    for value in secrets:
+        text = text.replace(value, "***")
+    return mask_text(text)
+
+
+def _masked_line(data: bytes, secrets: Sequence[str]) -> bytes:
+    if not secrets:
+        return data
+    for value in secrets:
+        data = data.replace(value.encode(), b"***")
+    return data
+
+
+def session_from_log(
+    log: bytes, entry: str, argv: Sequence[str], secrets: Sequence[str] = ()
+) -> StdioSession:
+    """The session the relay's log (`ssemock.stacks.stdio_relay`) recorded: each stream's reads
+    cut into lines (a line's time is the read that completed it), the environment's secrets
+    masked in the command line and the lines."""
+    session = StdioSession(entry, [masked(a, secrets) for a in argv])
+    partial: dict[str, tuple[bytes, float]] = {}
+    for raw in log.splitlines():
+        try:
+            item = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue  # a line cut short by a kill: what came before it is kept
+        if item[0] == "exit":
+            session.exit = int(item[1])
+            continue
+        stream, t = item[0], item[1] / 1000
+        if item[2] is None:
+            session.lines.append(Line(stream, t, None))
+            continue
+        held = partial.pop(stream, (b"", t))[0] + base64.b64decode(item[2])
+        *whole, rest = held.split(b"\n")
+        session.lines += [Line(stream, t, _masked_line(line + b"\n", secrets)) for line in whole]
+        if rest:
+            partial[stream] = (rest, t)
+    end = next((k for k, x in enumerate(session.lines) if x.stream == "stdin" and x.data is None), None)
+    for stream, (rest, t) in partial.items():  # a last line with no newline
+        at = end if stream == "stdin" and end is not None else len(session.lines)
+        session.lines.insert(at, Line(stream, t, _masked_line(rest, secrets)))
+    return session
+
+
+def mismatch(where: str, index: int, session: StdioSession, note: list[Any]) -> str:
+    """The message of a replayed child's stdin that differs (``note``: the relay's ``mismatch``
+    or ``extra`` entry)."""
+    head = f"{where}: stdio session {index} ({' '.join(session.argv)[:120]})"
+    if note[0] == "extra":
+        sent = base64.b64decode(note[1])
+        return (
+            f"{head}: the client sent a stdin line after the recording's last: "
+            f"{sent[:200].decode('utf-8', 'replace')!r}; record it again (record_mode='all')"
+        )
+    k, sent = int(note[1]), base64.b64decode(note[2])
+    recorded = session.of("stdin")[k]
+    diff = MessageMatcher().difference(
+        ("text", sent), Message("send", 0.0, "text", recorded.decode("utf-8", "replace"))
+    )
+    return (
+        f"{head}: stdin line {k} differs from the recording's at {diff}\n"
+        f"    recorded: {recorded[:200].decode('utf-8', 'replace').rstrip()}\n"
+        f"    sent:     {sent[:200].decode('utf-8', 'replace').rstrip()}\n"
+        "the child was not started: record it again (record_mode='all') if the client now sends this"
+    )
