@@ -29,6 +29,7 @@ __all__ = [
     "entry_of",
     "env_secrets",
     "masked",
+    "masked_argv",
     "mismatch",
     "session_from_log",
 ]
@@ -81,6 +82,20 @@ def masked(text: str, secrets: Iterable[str]) -> str:
     return mask_text(text)
 
 
+def masked_argv(argv: Sequence[str], secrets: Sequence[str]) -> list[str]:
+    """A command line as a cassette keeps it: `masked`, and a value after (``--api-key V``) or in
+    (``--token=V``) a credential-named flag masked when it looks generated."""
+    out: list[str] = []
+    for k, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        if eq and flag.startswith("-") and scan_named(flag.lstrip("-"), value):
+            arg = f"{flag}=***"
+        elif k and argv[k - 1].startswith("-") and scan_named(argv[k - 1].lstrip("-"), arg):
+            arg = "***"
+        out.append(masked(arg, secrets))
+    return out
+
+
 def _masked_line(data: bytes, secrets: Sequence[str]) -> bytes:
     if not secrets:
         return data
@@ -95,7 +110,7 @@ def session_from_log(
     """The session the relay's log (`ssemock.stacks.stdio_relay`) recorded: each stream's reads
     cut into lines (a line's time is the read that completed it), the environment's secrets
     masked in the command line and the lines."""
-    session = StdioSession(entry, [masked(a, secrets) for a in argv])
+    session = StdioSession(entry, masked_argv(argv, secrets))
     partial: dict[str, tuple[bytes, float]] = {}
     for raw in log.splitlines():
         try:

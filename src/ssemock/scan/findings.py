@@ -14,7 +14,7 @@ class Finding:
     decoded form), which rule found it, and what the value looks like -- never the value."""
 
     interaction: int
-    """The index of the interaction it is in."""
+    """The index of the interaction it is in (of the child process, for a ``stdio[k]`` field)."""
     field: str
     """Which field: ``request.url``, ``request.headers['x']``, ``request.body``, ``response.body``, ..."""
     rule: str
@@ -41,7 +41,10 @@ class Finding:
         follows a credential-named path (``$.password: ...``) for its value."""
         at = f", at offset {self.start}" if self.start is not None else ""
         inside = f" at {self.path}" if self.path else ""
-        return f"interaction {self.interaction} {self.field}: {self.rule}{inside} ({self.preview!r}, {self.shape}{at})"
+        place = (
+            self.field if self.field.startswith("stdio[") else f"interaction {self.interaction} {self.field}"
+        )
+        return f"{place}: {self.rule}{inside} ({self.preview!r}, {self.shape}{at})"
 
 
 def first_per_place(found: list[Finding]) -> list[Finding]:

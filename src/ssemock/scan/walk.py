@@ -73,6 +73,7 @@ class _InteractionLike(Protocol):
 
 class _CassetteLike(Protocol):
     interactions: list[Any]
+    stdio: list[Any]
 
 
 _BATCH = 64  # events read together at most (`_Scan.stream`)
@@ -589,6 +590,22 @@ def scan_cassette(cassette: _CassetteLike) -> list[Finding]:
       and the reference accumulator's text, refusal, thinking and tool-call arguments (a key the
       model streams back in 1-character deltas is found).
 
+    The child processes' pipes (``cassette.stdio``) are scanned too (`scan_stdio`).
+
     Every write of cassette data runs it (``Cassette.save`` refuses unless told
     ``scan_secrets=False``); a finding never holds the value, only its shape."""
-    return [f for i, x in enumerate(cassette.interactions) for f in scan_interaction(x, i)]
+    found = [f for i, x in enumerate(cassette.interactions) for f in scan_interaction(x, i)]
+    return found + [f for k, session in enumerate(cassette.stdio) for f in scan_stdio(session, k)]
+
+
+def scan_stdio(session: Any, index: int) -> list[Finding]:
+    """Every secret in a child process's recording (`ssemock.store.stdio.StdioSession`): its
+    command line and each line of its pipes, as JSON lines."""
+    s = _Scan(index)
+    for k, arg in enumerate(session.argv):
+        s.text(f"stdio[{index}].argv[{k}]", arg, "", 0)
+    lines = [("content-type", "application/x-ndjson")]
+    for n, line in enumerate(session.lines):
+        if line.data:
+            s.body(f"stdio[{index}].lines[{n}]", line.data, lines, "", stream=False)
+    return first_per_place(s.found)

@@ -12,7 +12,8 @@ names (written as it happens, so a killed relay loses nothing it saw):
 * ``replay``: runs the plan's steps: ``["expect", k, base64]`` reads the client's next stdin line
   and compares it (as JSON when both sides are JSON) with the recorded one, ``["end"]`` waits for
   stdin's end, ``["write", fd, base64]``, ``["sleep", s]``, ``["stall", s]`` (silence, ended early
-  by stdin's end), ``["exit", status]``. A different line is logged (``["mismatch", k,
+  by stdin's end), ``["exit", status]``; after ``["lenient"]`` (a fault acted) stdin lines are
+  read but no longer compared. A different line is logged (``["mismatch", k,
   base64]`` or ``["extra", base64]``), said on stderr, and ends the relay with status 70; the
   client closing stdin early is logged (``["ended", k]``). After the steps it waits for stdin's
   end, then exits with the recorded status.
@@ -143,10 +144,12 @@ def _same(sent: bytes, recorded: bytes) -> bool:
 
 def _replay(spec: dict[str, Any], log: _Log) -> None:
     stdin = _Stdin()
-    waits_end = True
+    waits_end, lenient = True, False
     for step in spec["steps"]:
         kind = step[0]
-        if kind == "write":
+        if kind == "lenient":
+            lenient = True
+        elif kind == "write":
             _write_all(step[1], base64.b64decode(step[2]))
         elif kind == "sleep":
             time.sleep(step[1])
@@ -160,12 +163,14 @@ def _replay(spec: dict[str, Any], log: _Log) -> None:
                 log.note("ended", step[1])
                 waits_end = False
                 break
-            if not _same(line, base64.b64decode(step[2])):
+            if not lenient and not _same(line, base64.b64decode(step[2])):
                 log.note("mismatch", step[1], _b64(line))
                 sys.stderr.write(f"ssemock: stdin line {step[1]} differs from the recording's\n")
                 _exit(MISMATCH_STATUS)
         elif kind == "end":
             line = stdin.lines.get()
+            while lenient and line is not None:
+                line = stdin.lines.get()
             if line is not None:
                 log.note("extra", _b64(line))
                 sys.stderr.write("ssemock: stdin has a line after the recording's last\n")

@@ -84,11 +84,14 @@ class _Steps:
 
 def _stdout_faults(
     lines: list[bytes], faults: Sequence[Fault]
-) -> tuple[list[bytes], int | None, dict[int, float]]:
+) -> tuple[list[bytes], int | None, dict[int, float], int | None]:
     """The stdout lines as the faults leave them, after how many of them the child exits
-    mid-stream (None: as recorded), and the stalls before line N (seconds)."""
-    lines, exit_after, stalls = list(lines), None, {}
+    mid-stream (None: as recorded), the stalls before line N (seconds), and the first line a
+    fault changed, left out or held back (None: none did)."""
+    lines, exit_after, stalls, changed = list(lines), None, {}, []
     for fault in faults:
+        if fault.on is not None:  # aimed at HTTP interactions
+            continue
         if isinstance(fault, _Disconnect):
             if fault.after_event is not None:
                 exit_after = min(fault.after_event, len(lines))
@@ -101,34 +104,47 @@ def _stdout_faults(
                     kept.append(line[:size])
                     size -= len(line)
                 lines, exit_after = kept, len(kept)
+            changed.append(exit_after)
         elif isinstance(fault, _Stall):
             stalls[fault.before_event] = fault.seconds
+            changed.append(fault.before_event)
         elif isinstance(fault, _TrailingData) and lines:
             if fault.at == "garbage":
                 last = lines[-1]
                 body = last.rstrip(b"\r\n")
                 lines[-1] = body + _GARBAGE + last[len(body) :]
+                changed.append(len(lines) - 1)
             else:
                 lines.append(_TRAILING)
+                changed.append(len(lines) - 1)
         elif isinstance(fault, _Truncate) and lines:
             if fault.at == "mid_event":
                 lines[-1] = lines[-1][: max(1, len(lines[-1]) // 2)]
                 exit_after = len(lines)
             else:
                 lines.pop()
-    return lines, exit_after, stalls
+            changed.append(len(lines) - 1 if fault.at == "mid_event" else len(lines))
+    return lines, exit_after, stalls, min(changed, default=None)
 
 
 def steps(
     session: StdioSession, chunking: Chunking, timing: Timing, faults: Sequence[Fault] = ()
 ) -> list[list[Any]]:
-    """The relay's steps that replay ``session`` under these variants."""
+    """The relay's steps that replay ``session`` under these variants. From the first stdout
+    line a fault changes on, the client's stdin is no longer compared (``["lenient"]``): a client
+    answers a fault in its own way (a cancellation after its timeout, a retry)."""
     recorded = [x for x in session.lines if x.stream == "stdout" and x.data is not None]
-    faulted, exit_after, stalls = _stdout_faults([x.data for x in recorded if x.data is not None], faults)
+    faulted, exit_after, stalls, changed = _stdout_faults(
+        [x.data for x in recorded if x.data is not None], faults
+    )
     plan = _Steps(chunking, timing)
     k = written = 0
     for x in session.lines:
         if x.stream == "stdout":
+            if changed == written:
+                plan.flush()
+                plan.out.append(["lenient"])
+                changed = None
             if written == exit_after or written >= len(faulted):
                 continue
             if written in stalls:
@@ -137,6 +153,10 @@ def steps(
             plan.pending.append((faulted[written], x.t))
             written += 1
             if written == len(recorded):  # a line a fault adds after the last
+                if changed == written:
+                    plan.flush()
+                    plan.out.append(["lenient"])
+                    changed = None
                 plan.pending += [(line, x.t) for line in faulted[written:]]
             if written == exit_after:
                 plan.flush()
