@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .plan.errors import NetworkBlockedError, RecordingVariantError, SsemockWarning
     from .plan.expect import Expected, StreamAssertionError
     from .plan.record import RequestHook, ResponseHook
+    from .plan.stdio import StdioMismatchError
     from .player.explore import explore
     from .player.replay import (
         Options,
@@ -68,6 +69,7 @@ _WHERE = {
         "player.replay",
     ),
     "ServerSentEvent": "framing.sse",
+    "StdioMismatchError": "plan.stdio",
     "explore": "player.explore",
 }
 #: public submodule name -> the module it is (a front door at the top, or a module of a layer)
@@ -154,6 +156,7 @@ __all__ = [
     "SecretError",
     "ServerSentEvent",
     "SsemockWarning",
+    "StdioMismatchError",
     "StreamAssertionError",
     "UnmatchedRequestError",
     "accumulate",

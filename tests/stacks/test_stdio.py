@@ -1,0 +1,255 @@
+"""stdio=[...]: a child process whose command line matches is recorded through its pipes, and in
+replay is not started (ssemock.stacks.stdio, ssemock.stacks.stdio_relay).
+
+The real mcp 2.3.0 client against a real stdio server written with the mcp package (recorded
+once, its script deleted before every replay, no socket connected meanwhile), and plain line
+servers through subprocess.Popen and asyncio's subprocesses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+
+import ssemock
+
+KEY = "sk-test-stdio0123456789abcdefghijklmnop"
+TOKEN = "9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+
+MCP_SERVER = '''
+import os, sys
+from mcp.server.mcpserver import Context, MCPServer
+
+mcp = MCPServer("demo")
+print("starting with", os.environ.get("DEMO_API_KEY"), file=sys.stderr, flush=True)
+
+
+@mcp.tool()
+async def count(n: int, ctx: Context) -> str:
+    """Count to n, logging and reporting progress on the way."""
+    for k in range(n):
+        await ctx.info(f"step {k} \\u2713")
+        await ctx.report_progress(k + 1, n)
+    return f"counted to {n} \\u2713"
+
+
+if __name__ == "__main__":
+    mcp.run()
+'''
+
+# The socket audit: every connection the test process opens while a replay runs.
+_connections: list[Any] = []
+_auditing: list[bool] = []
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if _auditing and event == "socket.connect":
+        _connections.append(args[1])
+
+
+sys.addaudithook(_audit)
+
+
+async def _session(params: StdioServerParameters, timeout: float | None = None) -> dict[str, Any]:
+    logs: list[str] = []
+    progress: list[float] = []
+
+    async def on_log(params: Any) -> None:
+        logs.append(params.data)
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(done)
+
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(
+            read, write, read_timeout_seconds=timeout, logging_callback=on_log
+        ) as session:
+            await session.initialize()
+            tools = await session.list_tools()
+            result = await session.call_tool("count", {"n": 3}, progress_callback=on_progress)
+    return {
+        "tools": [t.name for t in tools.tools],
+        "text": result.content[0].text,  # type: ignore[union-attr]
+        "logs": logs,
+        "progress": progress,
+    }
+
+
+@pytest.fixture(scope="module")
+def recorded(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Path, StdioServerParameters, dict[str, Any]]]:
+    """The mcp server recorded once, then its script deleted."""
+    folder = tmp_path_factory.mktemp("mcp-stdio")
+    script = folder / "server.py"
+    script.write_text(MCP_SERVER)
+    params = StdioServerParameters(
+        command=sys.executable, args=[str(script), "--api-key", TOKEN], env={"DEMO_API_KEY": KEY}
+    )
+    cassette = folder / "mcp.json"
+    with ssemock.use_cassette(cassette, record_mode="once", stdio=["server.py"]) as player:
+        live = anyio.run(_session, params)
+    assert [s.match for s in player.stdio.recorded] == ["server.py"]
+    script.unlink()
+    yield cassette, params, live
+
+
+@pytest.mark.parametrize("chunking", [str(c) for c in ssemock.chunking.ALL])
+def test_an_mcp_stdio_server_replays_with_its_script_deleted(
+    recorded: tuple[Path, StdioServerParameters, dict[str, Any]], chunking: str
+) -> None:
+    cassette, params, live = recorded
+    assert live["text"] == "counted to 3 \u2713" and len(live["logs"]) == 3 and live["progress"] == [1, 2, 3]
+    del _connections[:]
+    _auditing.append(True)
+    try:
+        with ssemock.use_cassette(cassette, stdio=["server.py"], chunking=chunking) as player:
+            replayed = anyio.run(_session, params)
+    finally:
+        _auditing.clear()
+    assert replayed == live
+    assert player.stdio.replayed == [0] and not player.stdio.recorded
+    assert _connections == []
+
+
+def test_the_cassette_keeps_each_line_stderr_apart_and_no_secret(
+    recorded: tuple[Path, StdioServerParameters, dict[str, Any]],
+) -> None:
+    cassette, _, _ = recorded
+    text = cassette.read_text()
+    assert KEY not in text and TOKEN not in text
+    (session,) = ssemock.Cassette.load(cassette).stdio
+    assert session.argv[-2:] == ["--api-key", "***"] and session.exit is not None
+    stdin = [json.loads(line) for line in session.of("stdin")]
+    assert [m.get("method") for m in stdin] == [
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+        "tools/call",
+    ]
+    assert any(b"starting with ***" in line for line in session.of("stderr"))
+    assert all(json.loads(line)["jsonrpc"] == "2.0" for line in session.of("stdout"))
+    assert session.lines[-1].stream == "stdin" and session.lines[-1].data is None  # the client closed it
+
+
+async def _ignore(done: float, total: float | None, message: str | None) -> None:
+    pass
+
+
+def test_a_different_call_fails_naming_the_difference(
+    recorded: tuple[Path, StdioServerParameters, dict[str, Any]],
+) -> None:
+    cassette, params, _ = recorded
+
+    async def other() -> None:
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                await session.list_tools()
+                await session.call_tool("count", {"n": 4}, progress_callback=_ignore)
+
+    with pytest.raises(ssemock.StdioMismatchError) as caught:
+        with ssemock.use_cassette(cassette, stdio=["server.py"]):
+            anyio.run(other)
+    message = str(caught.value)
+    assert "stdin line 3" in message and "$.params.arguments.n" in message and str(cassette) in message
+
+
+@pytest.mark.parametrize(
+    "fault",
+    ["stall:before_event=2,seconds=60", "trailing_data:at=garbage", "truncate", "disconnect:after_event=2"],
+)
+def test_a_faulted_server_fails_the_client_at_once(
+    recorded: tuple[Path, StdioServerParameters, dict[str, Any]], fault: str
+) -> None:
+    """A stall past the client's read timeout, garbage, a missing answer or an exit mid-stream:
+    the client's own error (no 60 s waited: the client's timeout ends the stall, its exit the relay)."""
+    cassette, params, _ = recorded
+    with pytest.raises(BaseException) as caught:
+        with ssemock.use_cassette(cassette, stdio=["server.py"], faults=fault):
+            anyio.run(_session, params, 0.5)
+    assert any(isinstance(e, MCPError) for e in _leaves(caught.value))
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
+LINE_SERVER = """
+import sys
+print("ready", file=sys.stderr, flush=True)
+for line in sys.stdin:
+    sys.stdout.write(line.upper())
+    sys.stdout.flush()
+sys.exit(3)
+"""
+
+
+def _line_server(tmp_path: Path) -> Path:
+    script = tmp_path / "upper.py"
+    script.write_text(textwrap.dedent(LINE_SERVER))
+    return script
+
+
+def test_popen_records_and_asyncio_replays_with_the_exit_status(tmp_path: Path) -> None:
+    script, cassette = _line_server(tmp_path), tmp_path / "c.json"
+    with ssemock.use_cassette(cassette, record_mode="once", stdio=["upper.py"]):
+        child = subprocess.Popen(
+            [sys.executable, script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        out, err = child.communicate(b'{"a": "x"}\n{"b": "\xc3\xa9"}\n', timeout=60)
+    assert (out, err, child.returncode) == (b'{"A": "X"}\n{"B": "\xc3\x89"}\n', b"ready\n", 3)
+    script.unlink()
+
+    async def replay() -> tuple[bytes, bytes, int | None]:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(script),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        got, errs = await proc.communicate(b'{"a": "x"}\n{"b": "\xc3\xa9"}\n')
+        return got, errs, proc.returncode
+
+    with ssemock.use_cassette(cassette, stdio=["upper.py"], chunking="bytewise"):
+        assert asyncio.run(replay()) == (out, err, 3)
+
+
+def test_a_child_with_no_recorded_session_left_is_refused(tmp_path: Path) -> None:
+    script, cassette = _line_server(tmp_path), tmp_path / "c.json"
+    ssemock.Cassette().save(cassette)
+    with ssemock.use_cassette(cassette, stdio=["upper.py"]):
+        with pytest.raises(ssemock.StdioMismatchError, match=r"upper\.py.*no recorded session of it is left"):
+            subprocess.run([sys.executable, script], input=b"x\n", check=False)
+
+
+SHOW = "import json, os; print(json.dumps(dict(os.environ)))"
+
+
+def test_the_network_lock_still_reaches_a_child_that_is_not_replayed(tmp_path: Path) -> None:
+    script, cassette = _line_server(tmp_path), tmp_path / "c.json"
+    with ssemock.use_cassette(cassette, record_mode="once", stdio=["upper.py"]):
+        subprocess.run([sys.executable, script], input=b"x\n", capture_output=True, check=False)
+    with ssemock.use_cassette(cassette, stdio=["upper.py"], block_subprocesses=True):
+        replayed = subprocess.run([sys.executable, script], input=b"x\n", capture_output=True, check=False)
+        other = subprocess.run([sys.executable, "-c", SHOW], capture_output=True, check=True)
+    assert (replayed.stdout, replayed.returncode) == (b"X\n", 3)
+    assert json.loads(other.stdout)["HTTP_PROXY"].startswith("http://127.0.0.1:")
+    assert "HTTP_PROXY" not in os.environ or not os.environ["HTTP_PROXY"].startswith("http://127.0.0.1:")
