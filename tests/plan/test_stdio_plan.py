@@ -1,0 +1,75 @@
+"""Which ``stdio=`` entry a command line matches, the session a relay's log records (reads cut
+into lines, secrets masked), and the option's checking (ssemock.plan.stdio)."""
+
+from __future__ import annotations
+
+import base64
+
+import orjson
+import pytest
+
+import ssemock
+from ssemock.plan.stdio import entry_of, env_secrets, session_from_log
+
+
+@pytest.mark.parametrize(
+    ("entries", "argv", "found"),
+    [
+        (["server.py"], ["python", "/abs/path/server.py"], "server.py"),
+        (["server.py"], ["python", "/abs/path/my_server.py"], None),
+        (["/abs/path/server.py"], ["python", "/abs/path/server.py"], "/abs/path/server.py"),
+        (["/other/server.py"], ["python", "/abs/path/server.py"], None),
+        (["mcp-server-git"], ["/usr/local/bin/mcp-server-git", "--repo", "."], "mcp-server-git"),
+        (["uvx", "server.py"], ["uvx", "mcp-server-fetch"], "uvx"),
+        ([], ["python", "server.py"], None),
+    ],
+)
+def test_an_entry_matches_an_element_or_its_file_name(
+    entries: list[str], argv: list[str], found: str | None
+) -> None:
+    assert entry_of(entries, argv) == found
+
+
+def _log(*entries: list[object]) -> bytes:
+    return b"".join(orjson.dumps(e) + b"\n" for e in entries)
+
+
+def _b(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def test_reads_are_cut_into_lines_timed_by_the_read_that_ends_them() -> None:
+    log = _log(
+        ["stdin", 1.0, _b(b'{"id":0}\n{"id"')],
+        ["stdout", 2.0, _b(b'{"r":')],
+        ["stdin", 3.0, _b(b":1}\n")],
+        ["stdout", 4.0, _b(b'0}\n{"r":1}\n')],
+        ["stderr", 4.5, _b(b"no newline")],
+        ["stdin", 5.0, None],
+        ["exit", -15],
+        [b"cut short by a kill".decode()],
+    )[:-3]
+    session = session_from_log(log, "s.py", ["s.py"])
+    assert [(x.stream, x.t, x.data) for x in session.lines] == [
+        ("stdin", 0.001, b'{"id":0}\n'),
+        ("stdin", 0.003, b'{"id":1}\n'),
+        ("stdout", 0.004, b'{"r":0}\n'),
+        ("stdout", 0.004, b'{"r":1}\n'),
+        ("stdin", 0.005, None),
+        ("stderr", 0.0045, b"no newline"),
+    ]
+    assert session.exit == -15
+
+
+def test_the_environments_credentials_are_masked_in_the_command_line_and_the_lines() -> None:
+    env = {"GITHUB_TOKEN": "9f8e7d6c5b4a39281706f5e4d3c2b1a0", "HOME": "/home/me"}
+    log = _log(["stderr", 1.0, _b(b"token 9f8e7d6c5b4a39281706f5e4d3c2b1a0 loaded\n")])
+    session = session_from_log(log, "s", ["s", "--repo=/x", "--token", env["GITHUB_TOKEN"]], env_secrets(env))
+    assert session.argv == ["s", "--repo=/x", "--token", "***"]
+    assert session.of("stderr") == [b"token *** loaded\n"]
+
+
+@pytest.mark.parametrize("bad", ["", [""], [3], {"server.py": 1}])
+def test_a_bad_stdio_option_is_refused_before_anything_starts(bad: object) -> None:
+    with pytest.raises(ValueError, match="stdio takes a list of program names or script paths"):
+        ssemock.replay(ssemock.Cassette(), stdio=bad)  # type: ignore[arg-type]
