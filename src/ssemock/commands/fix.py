@@ -15,9 +15,9 @@ from ..store.cassette import (
     Interaction,
     body_ends,
     parse_interaction,
-    read_document,
     read_file,
 )
+from ..store.parsing import read_parts
 
 
 @dataclass
@@ -104,7 +104,7 @@ def repair(raw: bytes | str, path: str | os.PathLike[str] | None = None) -> tupl
     Raises [`CassetteError`][ssemock.CassetteError] when the file cannot be repaired (not JSON, unknown version, an
     interaction broken in a way other than its boundary map).
     """
-    items = read_document(raw, path=path)
+    items, stdio = read_parts(raw, path=path)
     interactions: list[Interaction] = []
     repairs: list[Repair] = []
 
@@ -139,7 +139,7 @@ def repair(raw: bytes | str, path: str | os.PathLike[str] | None = None) -> tupl
             x.response.error = {**error, "at_byte": len(x.response.body)}
         interactions.append(x)
         repairs.append(Repair(i, True, f"{first.split(' — ')[0]}; {what}"))
-    return Cassette(interactions, path=path), repairs
+    return Cassette(interactions, path=path, stdio=stdio), repairs
 
 
 def repair_file(path: str | os.PathLike[str]) -> tuple[Cassette, list[Repair]]:
