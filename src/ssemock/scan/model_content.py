@@ -21,7 +21,7 @@ import orjson
 
 from .fields import credential_name, looks_random
 
-__all__ = ["exempt", "generated", "path_keys", "prose_words", "raw_generated"]
+__all__ = ["exempt", "generated", "path_keys", "prose_words", "raw_exempt", "raw_generated"]
 
 #: members whose value a model wrote: a tool call's arguments (a JSON string or an object), and
 #: the JSON text a stream's ``delta`` strings join to (Responses streams arguments so); not a
@@ -136,3 +136,13 @@ def exempt(value: str, model: Callable[[], bool], prose: Callable[[], frozenset[
     if not text:
         return False
     return text in prose() or (not looks_random(text) and model())
+
+
+def raw_exempt(body: bytes, start: int, end: int, prose: Callable[[], frozenset[str]]) -> bool:
+    """`exempt` for the JSON member whose string value is ``body[start:end]`` as stored."""
+    try:
+        value = orjson.loads(b'"' + body[start:end] + b'"')
+    except orjson.JSONDecodeError:
+        return False
+    name_end = body.rfind(b'"', 0, start - 1)
+    return exempt(value, lambda: raw_generated(body, body.rfind(b'"', 0, name_end)), prose)

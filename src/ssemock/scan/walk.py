@@ -51,7 +51,7 @@ from .fields import (
 from .findings import Finding, first_per_place
 from .large_streams import large_stream
 from .messages import value_shape
-from .model_content import exempt, generated, path_keys, prose_words, raw_generated
+from .model_content import exempt, generated, path_keys, prose_words, raw_exempt
 from .prescanned import prescanned
 from .subprotocols import credential_start, subprotocols
 
@@ -324,7 +324,7 @@ class _Scan:
         """A body as stored: shapes, escapes, credential-named members (`scan_body`; a member in
         a model's tool-call arguments is judged by the JSON that encloses it: `raw_generated`)."""
         for s in scan_body(body, hits):
-            if s.what.startswith(_NAMED_FIELD) and _raw_exempt(body, s.start, s.end, self.prose):
+            if s.what.startswith(_NAMED_FIELD) and raw_exempt(body, s.start, s.end, self.prose):
                 for shape in scan(body[s.start : s.end]):  # a key the member's find was merged with
                     a, b = s.start + shape.start, s.start + shape.end
                     self.add(field, shape.what, body[a:b], shape.preview, "", a, b)
@@ -483,16 +483,6 @@ class _Scan:
         self.forget()
 
 
-def _raw_exempt(body: bytes, start: int, end: int, prose: Callable[[], frozenset[str]]) -> bool:
-    """`exempt` for the JSON member whose string value is ``body[start:end]`` as stored."""
-    try:
-        value = orjson.loads(b'"' + body[start:end] + b'"')
-    except orjson.JSONDecodeError:
-        return False
-    name_end = body.rfind(b'"', 0, start - 1)
-    return exempt(value, lambda: raw_generated(body, body.rfind(b'"', 0, name_end)), prose)
-
-
 _NOT_JSON = object()
 
 
@@ -590,8 +580,6 @@ def scan_cassette(cassette: _CassetteLike) -> list[Finding]:
       and the reference accumulator's text, refusal, thinking and tool-call arguments (a key the
       model streams back in 1-character deltas is found).
 
-    The child processes' pipes (``cassette.stdio``) are scanned too (`scan_stdio`).
-
     Every write of cassette data runs it (``Cassette.save`` refuses unless told
     ``scan_secrets=False``); a finding never holds the value, only its shape."""
     found = [f for i, x in enumerate(cassette.interactions) for f in scan_interaction(x, i)]
@@ -599,8 +587,8 @@ def scan_cassette(cassette: _CassetteLike) -> list[Finding]:
 
 
 def scan_stdio(session: Any, index: int) -> list[Finding]:
-    """Every secret in a child process's recording (`ssemock.store.stdio.StdioSession`): its
-    command line and each line of its pipes, as JSON lines."""
+    """Every secret in a child process's recording (a cassette's ``stdio``, `ssemock.store.stdio`):
+    its command line and each line of its pipes, as JSON lines."""
     s = _Scan(index)
     for k, arg in enumerate(session.argv):
         s.text(f"stdio[{index}].argv[{k}]", arg, "", 0)
