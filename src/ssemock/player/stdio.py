@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 import threading
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,27 +64,33 @@ class StdioRun:
     """The children of one player's run (``player.stdio``)."""
 
     def __init__(self, player: Player) -> None:
-        self.player = player
+        self._player = weakref.ref(player)  # no cycle: a finished player is freed at once
         self.entries = check_entries(player.options.stdio)
         """The ``stdio=`` entries: program names, script paths or file names."""
         self.recorded: list[StdioSession] = []
         """The sessions recorded in this run, read when the player stopped."""
         self.replayed: list[int] = []
         """The recorded sessions served (their index in ``cassette.stdio``), in order."""
-        self.launch: _stdio.Launcher = self._launch  # one bound method: released by identity
         self._children: list[_Child] = []
         self._dir: Path | None = None
 
+    @property
+    def player(self) -> Player:
+        player = self._player()
+        if player is None:
+            raise RuntimeError("ssemock: the Player these children belonged to is gone")
+        return player
+
     def start(self) -> None:
         if self.entries:
-            _stdio.engage(self.launch)
+            _stdio.engage(self)
 
     def stop(self) -> None:
         """Stop matching children, and read what their relays saw: the recordings kept in
         ``recorded``; the first stdin line that differed raised (after the caller saved)."""
         if not self.entries:
             return
-        _stdio.release(self.launch)
+        _stdio.release(self)
         children, self._children = self._children, []
         problems: list[str] = []
         for child in children:
@@ -102,7 +109,9 @@ class StdioRun:
         if problems:
             raise StdioMismatchError("\n".join(problems))
 
-    def _launch(self, argv: list[str], executable: str | None, env: Mapping[str, str] | None) -> str | None:
+    def __call__(self, argv: list[str], executable: str | None, env: Mapping[str, str] | None) -> str | None:
+        """The relay spec a child started with ``argv`` runs instead (`ssemock.stacks.stdio.Launcher`),
+        or None when no entry matches it."""
         entry = entry_of(self.entries, argv)
         if entry is None:
             return None
