@@ -108,7 +108,7 @@ def validate_cassette(cassette: Cassette, path: str, *, protocol: str | None = N
     of no known protocol is plain SSE or JSON lines, which is fine: a detail (``-v``), not a warning."""
     report = FileReport(path, len(cassette.interactions))
     add = report.findings.append
-    if not cassette.interactions:
+    if not cassette.interactions and not cassette.stdio:
         add(Finding("warning", "no interactions"))
     try:  # a session spanning connections: one timeline, no part twice (issue 44 item 2)
         groups_of(cassette.interactions, path)

@@ -42,6 +42,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     from ... import commands as inspect
     from ...store.cassette import Cassette
     from ..show_group import format_group, summarize_groups
+    from ..show_stdio import format_stdio, summarize_stdio
 
     cassette = Cassette.load(args.cassette)
     count = len(cassette.interactions)
@@ -57,8 +58,10 @@ def _cmd_show(args: argparse.Namespace) -> int:
         indexes = [args.interaction % count]
     summaries = [inspect.summarize(cassette.interactions[i], i, events=args.events) for i in indexes]
     groups = summarize_groups(cassette.interactions, indexes)  # sessions spanning connections
+    children = summarize_stdio(cassette) if args.interaction is None else []
     if args.json:
-        _out_json({"path": str(args.cassette), "interactions": count, "shown": summaries, "groups": groups})
+        shown = {"path": str(args.cassette), "interactions": count, "shown": summaries, "groups": groups}
+        _out_json({**shown, "stdio": children} if children else shown)
         return 0
     _out(f"{args.cassette}: {count} interaction{'s' if count != 1 else ''}")
     for summary in summaries:
@@ -67,6 +70,9 @@ def _cmd_show(args: argparse.Namespace) -> int:
     for group in groups:
         _out()
         _out(format_group(group))
+    for child in children:
+        _out()
+        _out(format_stdio(child))
     return 0
 
 
