@@ -240,6 +240,13 @@ def test_a_child_with_no_recorded_session_left_is_refused(tmp_path: Path) -> Non
             subprocess.run([sys.executable, script], input=b"x\n", check=False)
 
 
+def test_a_program_that_cannot_be_run_fails_as_it_would_without_ssemock(tmp_path: Path) -> None:
+    with ssemock.use_cassette(tmp_path / "c.json", record_mode="once", stdio=["no-such-server"]) as player:
+        with pytest.raises(FileNotFoundError):
+            subprocess.Popen(["no-such-server", "--stdio"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert player.stdio.recorded == [] and not (tmp_path / "c.json").exists()
+
+
 SHOW = "import json, os; print(json.dumps(dict(os.environ)))"
 
 

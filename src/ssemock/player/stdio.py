@@ -60,6 +60,12 @@ class _Child:
     secrets: list[str]
 
 
+def _runnable(program: str, env: Mapping[str, str] | None) -> bool:
+    """Whether ``program`` names a file that can be run (found on the child's ``PATH``)."""
+    path = (os.environ if env is None else env).get("PATH", os.defpath)
+    return shutil.which(program, path=path) is not None
+
+
 class StdioRun:
     """The children of one player's run (``player.stdio``)."""
 
@@ -130,6 +136,8 @@ class StdioRun:
                     f"no recorded session of it is left to replay (the cassette has {recorded}); record "
                     "it with record_mode='once' (no cassette yet) or 'new_episodes'"
                 )
+            if index is None and not _runnable(executable or argv[0], env):
+                return None  # started as it is: Popen raises as it would without ssemock
             if self._dir is None:
                 self._dir = Path(tempfile.mkdtemp(prefix="ssemock-stdio-"))  # 0700: the spec holds argv
             n = len(self._children)

@@ -32,7 +32,7 @@ import threading
 import time
 from typing import IO, Any
 
-__all__ = ["MISMATCH_STATUS", "main"]
+__all__ = ["MISMATCH_STATUS", "NOT_STARTED", "main"]
 
 MISMATCH_STATUS = 70  # EX_SOFTWARE: the client sent what the recording's client did not
 
@@ -73,14 +73,24 @@ def _exit(status: int) -> None:
     os._exit(status & 0xFF)
 
 
+NOT_STARTED = 127  # the shell's status for a command that could not be run
+
+
 def _record(spec: dict[str, Any], log: _Log) -> None:
-    child = subprocess.Popen(
-        spec["argv"],
-        executable=spec.get("executable"),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    try:
+        child = subprocess.Popen(
+            spec["argv"],
+            executable=spec.get("executable"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except OSError as exc:  # as the client would see it without ssemock: nothing runs
+        message = f"ssemock: could not start {spec['argv'][0]!r}: {exc.strerror or exc}\n".encode()
+        log.note("stderr", log.ms(), _b64(message))
+        _write_all(2, message)
+        log.note("exit", NOT_STARTED)
+        _exit(NOT_STARTED)
     assert child.stdin is not None and child.stdout is not None and child.stderr is not None
     signal.signal(signal.SIGTERM, lambda *_: child.terminate())
 
