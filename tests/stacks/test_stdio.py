@@ -232,6 +232,23 @@ def test_popen_records_and_asyncio_replays_with_the_exit_status(tmp_path: Path) 
         assert asyncio.run(replay()) == (out, err, 3)
 
 
+def test_record_modes_add_and_replace_sessions(tmp_path: Path) -> None:
+    script, cassette = _line_server(tmp_path), tmp_path / "c.json"
+
+    def shout(text: bytes) -> bytes:
+        return subprocess.run([sys.executable, script], input=text, capture_output=True, check=False).stdout
+
+    with ssemock.use_cassette(cassette, record_mode="once", stdio=["upper.py"]):
+        assert shout(b"one\n") == b"ONE\n"
+    with ssemock.use_cassette(cassette, record_mode="new_episodes", stdio=["upper.py"]) as player:
+        assert shout(b"one\n") == b"ONE\n" and shout(b"two\n") == b"TWO\n"  # replayed, then recorded
+    assert player.stdio.replayed == [0] and len(player.stdio.recorded) == 1
+    assert [s.of("stdin") for s in ssemock.Cassette.load(cassette).stdio] == [[b"one\n"], [b"two\n"]]
+    with ssemock.use_cassette(cassette, record_mode="all", stdio=["upper.py"]):
+        assert shout(b"three\n") == b"THREE\n"
+    assert [s.of("stdin") for s in ssemock.Cassette.load(cassette).stdio] == [[b"three\n"]]
+
+
 def test_a_child_with_no_recorded_session_left_is_refused(tmp_path: Path) -> None:
     script, cassette = _line_server(tmp_path), tmp_path / "c.json"
     ssemock.Cassette().save(cassette)
