@@ -154,8 +154,19 @@ def _same(sent: bytes, recorded: bytes) -> bool:
 
 def _replay(spec: dict[str, Any], log: _Log) -> None:
     stdin = _Stdin()
+    try:
+        waits_end = _steps(spec["steps"], stdin, log)
+    except BrokenPipeError:  # the client closed its end of stdout: nothing more to write
+        waits_end = False
+    if waits_end:
+        stdin.closed.wait()
+    _exit(spec["exit"] if spec["exit"] is not None else 0)
+
+
+def _steps(steps: list[list[Any]], stdin: _Stdin, log: _Log) -> bool:
+    """Run the steps; whether stdin's end is still to wait for."""
     waits_end, lenient = True, False
-    for step in spec["steps"]:
+    for step in steps:
         kind = step[0]
         if kind == "lenient":
             lenient = True
@@ -186,9 +197,7 @@ def _replay(spec: dict[str, Any], log: _Log) -> None:
                 sys.stderr.write("ssemock: stdin has a line after the recording's last\n")
                 _exit(MISMATCH_STATUS)
             waits_end = False
-    if waits_end:
-        stdin.closed.wait()
-    _exit(spec["exit"] if spec["exit"] is not None else 0)
+    return waits_end
 
 
 def main(argv: list[str]) -> None:
