@@ -232,6 +232,22 @@ def test_popen_records_and_asyncio_replays_with_the_exit_status(tmp_path: Path) 
         assert asyncio.run(replay()) == (out, err, 3)
 
 
+def test_ignore_message_paths_leaves_a_stdin_field_out_of_matching(tmp_path: Path) -> None:
+    script, cassette = _line_server(tmp_path), tmp_path / "c.json"
+
+    def send(line: bytes) -> bytes:
+        return subprocess.run([sys.executable, script], input=line, capture_output=True, check=False).stdout
+
+    with ssemock.use_cassette(cassette, record_mode="once", stdio=["upper.py"]):
+        assert send(b'{"id": 1, "sent_at": "10:00"}\n') == b'{"ID": 1, "SENT_AT": "10:00"}\n'
+    script.unlink()
+    with ssemock.use_cassette(cassette, stdio=["upper.py"], ignore_message_paths=["$.sent_at"]):
+        assert send(b'{"id": 1, "sent_at": "11:30"}\n') == b'{"ID": 1, "SENT_AT": "10:00"}\n'
+    with pytest.raises(ssemock.StdioMismatchError, match=r"stdin line 0 differs .* at \$\.sent_at"):
+        with ssemock.use_cassette(cassette, stdio=["upper.py"]):
+            assert send(b'{"id": 1, "sent_at": "11:30"}\n') == b""  # the child said nothing more
+
+
 def test_record_modes_add_and_replace_sessions(tmp_path: Path) -> None:
     script, cassette = _line_server(tmp_path), tmp_path / "c.json"
 

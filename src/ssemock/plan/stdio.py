@@ -21,13 +21,14 @@ from ..scan.messages import mask_text
 from ..store.stdio import Line, StdioSession
 from ..store.websocket import Message
 from .errors import UnmatchedRequestError
-from .message_matching import MessageMatcher
+from .message_matching import _ANY, MessageMatcher, parse_path, resolve
 
 __all__ = [
     "StdioMismatchError",
     "check_entries",
     "entry_of",
     "env_secrets",
+    "ignored_paths",
     "masked",
     "masked_argv",
     "mismatch",
@@ -62,6 +63,12 @@ def entry_of(entries: Sequence[str], argv: Sequence[str]) -> str | None:
         if any(a == entry or (bare and os.path.basename(a) == entry) for a in argv):
             return entry
     return None
+
+
+def ignored_paths(option: str | Sequence[str] | None) -> list[list[str | int | None]]:
+    """The ``ignore_message_paths`` of the option as the relay reads them: each path's keys,
+    indexes and None for a ``[*]``/``.*`` wildcard."""
+    return [[None if p is _ANY else p for p in parse_path(path)] for path in resolve(option)[1]]  # type: ignore[misc]
 
 
 def env_secrets(env: Mapping[str, str] | None) -> list[str]:
@@ -136,9 +143,11 @@ def session_from_log(
     return session
 
 
-def mismatch(where: str, index: int, session: StdioSession, note: list[Any]) -> str:
+def mismatch(
+    where: str, index: int, session: StdioSession, note: list[Any], ignore: Sequence[str] = ()
+) -> str:
     """The message of a replayed child's stdin that differs (``note``: the relay's ``mismatch``
-    or ``extra`` entry)."""
+    or ``extra`` entry; ``ignore``: the JSON paths matching skipped)."""
     head = f"{where}: stdio session {index} ({' '.join(session.argv)[:120]})"
     if note[0] == "extra":
         sent = base64.b64decode(note[1])
@@ -148,7 +157,7 @@ def mismatch(where: str, index: int, session: StdioSession, note: list[Any]) -> 
         )
     k, sent = int(note[1]), base64.b64decode(note[2])
     recorded = session.of("stdin")[k]
-    diff = MessageMatcher().difference(
+    diff = MessageMatcher(tuple(ignore)).difference(
         ("text", sent), Message("send", 0.0, "text", recorded.decode("utf-8", "replace"))
     )
     return (

@@ -23,7 +23,16 @@ from typing import Any, Protocol
 
 import orjson
 
-from ..plan.stdio import StdioMismatchError, check_entries, entry_of, env_secrets, mismatch, session_from_log
+from ..plan.message_matching import resolve
+from ..plan.stdio import (
+    StdioMismatchError,
+    check_entries,
+    entry_of,
+    env_secrets,
+    ignored_paths,
+    mismatch,
+    session_from_log,
+)
 from ..stacks import stdio as _stdio
 from ..store.cassette import Cassette
 from ..store.stdio import StdioSession
@@ -108,7 +117,8 @@ class StdioRun:
                 note = orjson.loads(raw)
                 if note[0] in ("mismatch", "extra"):
                     session = self.player.cassette.stdio[child.replays]
-                    problems.append(mismatch(self.player.where, child.replays, session, note))
+                    ignore = resolve(self.player.options.ignore_message_paths)[1]
+                    problems.append(mismatch(self.player.where, child.replays, session, note, ignore))
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
@@ -149,7 +159,10 @@ class StdioRun:
                 self.replayed.append(index)
                 session = p.cassette.stdio[index]
                 spec.update(
-                    mode="replay", steps=steps(session, p.chunking, p.timing, p.faults), exit=session.exit
+                    mode="replay",
+                    steps=steps(session, p.chunking, p.timing, p.faults),
+                    exit=session.exit,
+                    ignore=ignored_paths(p.options.ignore_message_paths),
                 )
             self._children.append(_Child(entry, argv, log, index, env_secrets(env)))
         path = self._dir / f"{n}.json"

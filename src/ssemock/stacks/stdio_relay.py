@@ -10,13 +10,13 @@ names (written as it happens, so a killed relay loses nothing it saw):
   each read (``[stream, t_ms, base64]``, stdin's end as ``["stdin", t_ms, null]``) before
   passing it on, then ``["exit", status]``; it exits as the child did (a SIGTERM is passed on).
 * ``replay``: runs the plan's steps: ``["expect", k, base64]`` reads the client's next stdin line
-  and compares it (as JSON when both sides are JSON) with the recorded one, ``["end"]`` waits for
-  stdin's end, ``["write", fd, base64]``, ``["sleep", s]``, ``["stall", s]`` (silence, ended early
-  by stdin's end), ``["exit", status]``; after ``["lenient"]`` (a fault acted) stdin lines are
-  read but no longer compared. A different line is logged (``["mismatch", k,
-  base64]`` or ``["extra", base64]``), said on stderr, and ends the relay with status 70; the
-  client closing stdin early is logged (``["ended", k]``). After the steps it waits for stdin's
-  end, then exits with the recorded status.
+  and compares it with the recorded one (as JSON, without the spec's ``ignore`` paths, when both
+  are JSON), ``["end"]`` waits for stdin's end, ``["write", fd, base64]``, ``["sleep", s]``,
+  ``["stall", s]`` (silence, ended early by stdin's end), ``["exit", status]``; after
+  ``["lenient"]`` (a fault acted) stdin lines are read but no longer compared. A different line
+  is logged (``["mismatch", k, base64]`` or ``["extra", base64]``), said on stderr, and ends the
+  relay with status 70; the client closing stdin early is logged (``["ended", k]``). After the
+  steps it waits for stdin's end, then exits with the recorded status.
 """
 
 from __future__ import annotations
@@ -145,17 +145,48 @@ class _Stdin:
         self.closed.set()
 
 
-def _same(sent: bytes, recorded: bytes) -> bool:
+def _leave_out(value: Any, path: list[Any]) -> None:
+    """Remove what ``path`` (keys, indexes, None for any) reaches in ``value``: a key deleted, a
+    list item made null (the list keeps its length)."""
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        keys = list(value) if head is None else [head] if head in value else []
+    elif isinstance(value, list):
+        keys = (
+            list(range(len(value)))
+            if head is None
+            else [head]
+            if isinstance(head, int) and head < len(value)
+            else []
+        )
+    else:
+        keys = []
+    for key in keys:
+        if rest:
+            _leave_out(value[key], rest)
+        elif isinstance(value, dict):
+            del value[key]
+        else:
+            value[key] = None
+
+
+def _same(sent: bytes, recorded: bytes, ignore: list[list[Any]]) -> bool:
+    """Whether a stdin line matches the recorded one: as JSON without the ignored paths when
+    both are JSON, else byte for byte (line ends aside)."""
     try:
-        return bool(json.loads(sent) == json.loads(recorded))
+        a, b = json.loads(sent), json.loads(recorded)
     except ValueError:
         return sent.rstrip(b"\r\n") == recorded.rstrip(b"\r\n")
+    for path in ignore:
+        _leave_out(a, path)
+        _leave_out(b, path)
+    return bool(a == b)
 
 
 def _replay(spec: dict[str, Any], log: _Log) -> None:
     stdin = _Stdin()
     try:
-        waits_end = _steps(spec["steps"], stdin, log)
+        waits_end = _steps(spec["steps"], stdin, log, spec.get("ignore", []))
     except BrokenPipeError:  # the client closed its end of stdout: nothing more to write
         waits_end = False
     if waits_end:
@@ -163,7 +194,7 @@ def _replay(spec: dict[str, Any], log: _Log) -> None:
     _exit(spec["exit"] if spec["exit"] is not None else 0)
 
 
-def _steps(steps: list[list[Any]], stdin: _Stdin, log: _Log) -> bool:
+def _steps(steps: list[list[Any]], stdin: _Stdin, log: _Log, ignore: list[list[Any]]) -> bool:
     """Run the steps; whether stdin's end is still to wait for."""
     waits_end, lenient = True, False
     for step in steps:
@@ -184,7 +215,7 @@ def _steps(steps: list[list[Any]], stdin: _Stdin, log: _Log) -> bool:
                 log.note("ended", step[1])
                 waits_end = False
                 break
-            if not lenient and not _same(line, base64.b64decode(step[2])):
+            if not lenient and not _same(line, base64.b64decode(step[2]), ignore):
                 log.note("mismatch", step[1], _b64(line))
                 sys.stderr.write(f"ssemock: stdin line {step[1]} differs from the recording's\n")
                 _exit(MISMATCH_STATUS)
