@@ -67,9 +67,9 @@ class Options:
     """Point the proxy variables of child processes started meanwhile at a port that refuses every
     connection (a child process is out of the in-process lock's reach)."""
     ignore_message_paths: str | Sequence[str] | None = None
-    """JSON paths of the client's WebSocket messages that matching skips (``$.session.instructions``),
-    added to the defaults of the session's protocol (Realtime: ``$.event_id`` ignored, base64
-    audio compared by its length); ``"strict"`` first drops the defaults: every field, audio and
+    """JSON paths of the client's WebSocket messages (and ``stdio`` children's stdin lines) that
+    matching skips (``$.session.instructions``), added to the defaults of the session's protocol
+    (Realtime: ``$.event_id`` ignored, base64 audio compared by its length); ``"strict"`` first drops the defaults: every field, audio and
     binary message compared exactly, but the paths listed after it."""
 
     stdio: Sequence[str] | None = None
