@@ -96,6 +96,12 @@ class StdioRun:
             raise RuntimeError("ssemock: the Player these children belonged to is gone")
         return player
 
+    def unplayed(self) -> list[int]:
+        """The cassette's sessions of this run's entries that no child replayed (their index)."""
+        served = set(self.replayed)
+        stdio = self.player.cassette.stdio
+        return [k for k, s in enumerate(stdio) if s.match in self.entries and k not in served]
+
     def start(self) -> None:
         if self.entries:
             _stdio.engage(self)

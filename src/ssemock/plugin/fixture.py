@@ -164,6 +164,9 @@ def _teardown_checks(player: Player, checks: dict[str, str]) -> None:
         unplayed = player.unplayed()
         if unplayed:
             found.append(("check_unplayed", f"interactions never played: {unplayed} of {player.path}"))
+        never = player.stdio.unplayed()
+        if never:
+            found.append(("check_unplayed", f"stdio sessions never started: {never} of {player.path}"))
     if checks["check_unconsumed"] != "ignore":
         for play in player.unconsumed():
             which = f"interaction {play.index}" if play.index >= 0 else "the response recorded"
