@@ -7,6 +7,8 @@ import base64
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import ssemock
 from ssemock.plan.stdio import entry_of, env_secrets, session_from_log
@@ -73,3 +75,18 @@ def test_the_environments_credentials_are_masked_in_the_command_line_and_the_lin
 def test_a_bad_stdio_option_is_refused_before_anything_starts(bad: object) -> None:
     with pytest.raises(ValueError, match="stdio takes a list of program names or script paths"):
         ssemock.replay(ssemock.Cassette(), stdio=bad)  # type: ignore[arg-type]
+
+
+@given(
+    lines=st.lists(
+        st.binary(min_size=1, max_size=30).map(lambda b: b.replace(b"\n", b"") + b"\n"), max_size=8
+    ),
+    cuts=st.lists(st.integers(min_value=1, max_value=300), max_size=12),
+)
+def test_however_the_reads_fell_the_lines_are_the_same(lines: list[bytes], cuts: list[int]) -> None:
+    """A JSON-RPC line across reads, reads holding several lines, a byte a read: the same lines."""
+    data = b"".join(lines)
+    ends = sorted({c for c in cuts if c < len(data)} | {len(data)}) if data else []
+    reads = [data[a:b] for a, b in zip([0, *ends], ends)]
+    log = _log(*(["stdout", float(k), _b(r)] for k, r in enumerate(reads)))
+    assert session_from_log(log, "s", ["s"]).of("stdout") == lines
