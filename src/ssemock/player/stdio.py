@@ -120,7 +120,10 @@ class StdioRun:
                 self.recorded.append(session_from_log(log, child.entry, child.argv, child.secrets))
                 continue
             for raw in log.splitlines():
-                note = orjson.loads(raw)
+                try:
+                    note = orjson.loads(raw)
+                except orjson.JSONDecodeError:  # a line cut short by a kill
+                    continue
                 if note[0] in ("mismatch", "extra"):
                     session = self.player.cassette.stdio[child.replays]
                     ignore = resolve(self.player.options.ignore_message_paths)[1]
