@@ -248,6 +248,21 @@ def test_ignore_message_paths_leaves_a_stdin_field_out_of_matching(tmp_path: Pat
             assert send(b'{"id": 1, "sent_at": "11:30"}\n') == b""  # the child said nothing more
 
 
+def test_a_secret_in_a_childs_output_refuses_the_save_and_keeps_it_masked(tmp_path: Path) -> None:
+    script, cassette = _line_server(tmp_path), tmp_path / "c.json"
+    with pytest.raises(ssemock.SecretError, match=r"stdio\[0\]\.lines\[\d\]"):
+        with ssemock.use_cassette(cassette, record_mode="once", stdio=["upper.py"]):
+            subprocess.run([sys.executable, script], input=f'{{"token": "{TOKEN}"}}\n'.encode(), check=False)
+    refused = tmp_path / "c.refused.json"
+    assert (
+        not cassette.exists()
+        and TOKEN.upper() not in refused.read_text()
+        and TOKEN not in refused.read_text()
+    )
+    (session,) = ssemock.Cassette.load(refused).stdio
+    assert session.of("stdin") == [b'{"token": "***"}\n'] and session.of("stdout") == [b'{"TOKEN": "***"}\n']
+
+
 def test_record_modes_add_and_replace_sessions(tmp_path: Path) -> None:
     script, cassette = _line_server(tmp_path), tmp_path / "c.json"
 

@@ -172,7 +172,14 @@ def _write(
         raise SecretError(
             findings,
             path=path,
-            message=_refused(path, out.interactions, [str(f) for f in findings], existed=existed, kept=kept),
+            message=_refused(
+                path,
+                out.interactions,
+                [str(f) for f in findings],
+                existed=existed,
+                kept=kept,
+                stdio=out.stdio,
+            ),
         )
     if path is not None:
         out.save(path, scan_secrets=False)  # scanned just above
@@ -186,9 +193,10 @@ def _refused(
     *,
     existed: bool,
     kept: list[_keep.Kept],
+    stdio: Sequence[StdioSession] = (),
 ) -> str:
-    """Keep a recording the scan refused beside the cassette, masked (no second paid call to
-    record it again), and say what was masked and how to accept it."""
+    """Keep a recording the scan refused (its child processes too) beside the cassette, masked
+    (no second paid call to record it again), and say what was masked and how to accept it."""
     message = (
         "refusing to save: a secret is left in the cassette: "
         + "; ".join(leaks)
@@ -197,7 +205,7 @@ def _refused(
     if path is None:
         return message
     try:
-        found = _keep.keep_masked(interactions, _keep.beside(path, _keep.REFUSED))
+        found = _keep.keep_masked(interactions, _keep.beside(path, _keep.REFUSED), stdio)
     except (OSError, CassetteError) as exc:
         return f"{message}; the recording could not be kept beside it either: {mask_text(str(exc))}"
     kept.append(found)

@@ -12,10 +12,13 @@ from __future__ import annotations
 import copy
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..scan.messages import mask_text
 from ..store.cassette import Cassette, Interaction
+from ..store.stdio import StdioSession
 from .rules import REDACTED, find_secrets
 
 __all__ = [
@@ -72,23 +75,42 @@ class Kept:
 
 
 def masked_copy(
-    interactions: list[Interaction], path: Path | None = None
+    interactions: list[Interaction], path: Path | None = None, stdio: Sequence[StdioSession] = ()
 ) -> tuple[Cassette, list[str], list[str]]:
-    """A copy of ``interactions`` with every secret masked the way ``ssemock redact`` masks it,
-    what was masked, and what is still found after (a form masking cannot rewrite), one line per
-    field, never a value; the interactions given are not changed."""
+    """A copy of ``interactions`` (and of the child processes ``stdio``) with every secret masked
+    the way ``ssemock redact`` masks it, what was masked, and what is still found after (a form
+    masking cannot rewrite), one line per field, never a value; what is given is not changed."""
     from .scrub import redact  # the masking `ssemock redact` applies
 
-    masked = Cassette(copy.deepcopy(interactions), path=path)
+    masked = Cassette(copy.deepcopy(interactions), path=path, stdio=copy.deepcopy(list(stdio)))
     changes = redact(masked)
+    for k, session in enumerate(masked.stdio):
+        changes += _mask_session(session, k)
     return masked, changes, find_secrets(masked)
 
 
-def keep_masked(interactions: list[Interaction], path: str | os.PathLike[str]) -> Kept:
-    """Write ``interactions`` to ``path`` (atomically) with every secret masked; the
-    interactions given are not changed. Nothing is written when a secret is still found after
-    masking (a form ``ssemock redact`` cannot rewrite): [`Kept.left`][ssemock.redaction.keep.Kept.left] says where."""
-    masked, changes, left = masked_copy(interactions, Path(path))
+def _mask_session(session: StdioSession, k: int) -> list[str]:
+    """Mask the secrets of a child's command line and lines in place; what was masked."""
+    changes = []
+    for n, arg in enumerate(session.argv):
+        if (new := mask_text(arg)) != arg:
+            session.argv[n] = new
+            changes.append(f"stdio[{k}].argv[{n}]")
+    for n, line in enumerate(session.lines):
+        text = line.data.decode("utf-8", "surrogateescape") if line.data is not None else ""
+        if (new := mask_text(text)) != text:
+            line.data = new.encode("utf-8", "surrogateescape")
+            changes.append(f"stdio[{k}].lines[{n}]")
+    return changes
+
+
+def keep_masked(
+    interactions: list[Interaction], path: str | os.PathLike[str], stdio: Sequence[StdioSession] = ()
+) -> Kept:
+    """Write ``interactions`` (and the child processes ``stdio``) to ``path`` (atomically) with
+    every secret masked; what is given is not changed. Nothing is written when a secret is still
+    found after masking (a form ``ssemock redact`` cannot rewrite): [`Kept.left`][ssemock.redaction.keep.Kept.left] says where."""
+    masked, changes, left = masked_copy(interactions, Path(path), stdio)
     if left:
         return Kept(None, changes, left)
     return Kept(masked.save(path, scan_secrets=False), changes, [])  # scanned just above
