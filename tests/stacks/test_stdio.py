@@ -263,6 +263,17 @@ def test_a_secret_in_a_childs_output_refuses_the_save_and_keeps_it_masked(tmp_pa
     assert session.of("stdin") == [b'{"token": "***"}\n'] and session.of("stdout") == [b'{"TOKEN": "***"}\n']
 
 
+def test_an_interrupted_recording_keeps_its_children_beside_the_cassette(tmp_path: Path) -> None:
+    script, cassette = _line_server(tmp_path), tmp_path / "c.json"
+    with pytest.raises(KeyboardInterrupt):
+        with ssemock.use_cassette(cassette, record_mode="once", stdio=["upper.py"]):
+            subprocess.run([sys.executable, script], input=b"kept\n", capture_output=True, check=False)
+            raise KeyboardInterrupt
+    assert not cassette.exists()
+    (session,) = ssemock.Cassette.load(tmp_path / "c.partial.json").stdio
+    assert session.of("stdout") == [b"KEPT\n"] and session.exit == 3
+
+
 def test_record_modes_add_and_replace_sessions(tmp_path: Path) -> None:
     script, cassette = _line_server(tmp_path), tmp_path / "c.json"
 

@@ -272,7 +272,7 @@ class Player:
         scanned and masked like a refused save (see [`ssemock.redaction.keep`][ssemock.redaction.keep]), without stopping:
         what an interruption that ends the process at once (pytest-timeout's thread method)
         still gets to keep. The cassette itself is never touched."""
-        return session.keep_partial(self.path, self.recorded, kept=self.kept)
+        return session.keep_partial(self.path, self.recorded, kept=self.kept, stdio=self.stdio.recorded)
 
     # -- dispatch ----------------------------------------------------------------------------
 

@@ -224,13 +224,17 @@ def _refused(
 
 
 def keep_partial(
-    path: Path | None, recorded: Sequence[Interaction], *, kept: list[_keep.Kept]
+    path: Path | None,
+    recorded: Sequence[Interaction],
+    *,
+    kept: list[_keep.Kept],
+    stdio: Sequence[StdioSession] = (),
 ) -> Path | None:
-    """What was recorded so far, written beside the cassette as ``<name>.partial.json``, scanned
-    and masked like a refused save; the cassette itself is never touched (None: nothing to keep,
-    or no file)."""
-    if path is None or not recorded:
+    """What was recorded so far (``stdio``: the child processes), written beside the cassette as
+    ``<name>.partial.json``, scanned and masked like a refused save; the cassette itself is never
+    touched (None: nothing to keep, or no file)."""
+    if path is None or not (recorded or stdio):
         return None
-    found = _keep.keep_masked(list(recorded), _keep.beside(path, _keep.PARTIAL))
+    found = _keep.keep_masked(list(recorded), _keep.beside(path, _keep.PARTIAL), stdio)
     kept.append(found)
     return found.path
