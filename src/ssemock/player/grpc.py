@@ -1,0 +1,141 @@
+"""A player's gRPC calls: each call a gRPC stack dispatches is answered from the cassette (a
+`ssemock.plan.grpc.serving.ServedCall`, handed to the stack in the answer's extensions), recorded
+(`ssemock.stacks.RecordCall` with a `ssemock.plan.grpc.record.GrpcRecorder`), passed to an allowed
+host, or refused as unmatched, naming the method and the first differing field."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import httpx
+
+from .. import stacks as _stacks
+from ..core.extras import require
+from ..plan.errors import UnmatchedRequestError
+from ..plan.grpc import matching
+from ..plan.grpc.record import GrpcRecorder
+from ..plan.grpc.serving import CALL, Call, ServedCall
+from ..store.model import Interaction, Request
+from ..variants.grpc.faults import CallFault, call_fault
+from . import reporting
+
+__all__ = ["handle", "is_grpc", "require_extra"]
+
+
+class Player(Protocol):
+    """What a gRPC call needs of the `ssemock.Player` (not imported: no cycle)."""
+
+    cassette: Any
+    timing: Any
+    guard: Any
+    faults: list[Any]
+    lock: threading.Lock
+    allow_playback_repeats: bool
+    grpc_calls: list[GrpcRecorder]
+    served_calls: list[ServedCall]
+    _replays: bool
+    _records: bool
+
+    @property
+    def where(self) -> str: ...
+
+    @property
+    def selection(self) -> Any: ...
+
+
+def is_grpc(request: httpx.Request) -> bool:
+    """Whether ``request`` is a gRPC call dispatched by a gRPC stack."""
+    return CALL in request.extensions
+
+
+def require_extra(interactions: Sequence[Interaction]) -> None:
+    """A cassette holding gRPC calls is replayed with grpcio installed: MissingExtraError naming
+    the ``grpc`` extra otherwise."""
+    if any(x.grpc is not None for x in interactions):
+        require("grpc", "grpc", "replaying a cassette of gRPC calls")
+
+
+def _faults(player: Player, index: int, interaction: Interaction) -> list[CallFault]:
+    """The player's faults that apply to the call at ``index``: aimed ones where their target
+    matches it, the others on every call."""
+    out = []
+    for fault in player.faults:
+        found = call_fault(fault)
+        if found is not None and (fault.on is None or fault.on.matches(index, interaction.request)):
+            out.append(found)
+    return out
+
+
+def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Response:
+    """Answer a call: a response carrying the `ServedCall` (replay), or raise
+    `ssemock.stacks.RecordCall` (record), `ssemock.stacks.Allowed` or `UnmatchedRequestError`."""
+    __tracebackhide__ = True
+    call: Call = request.extensions[CALL]
+    sent = dataclasses.replace(sent, body=None)  # the messages are the call's, not a body
+    method = urlsplit(sent.url).path
+    first = [] if call.request is None else [call.request]
+    interactions = player.cassette.interactions
+    if player._replays:
+        with player.lock:
+            selection = player.selection
+            bucket = [
+                i
+                for i in selection.candidates(sent)
+                if (g := interactions[i].grpc) is not None and g.kind == call.kind and g.method == method
+            ]
+            fitting = matching.pick(interactions, bucket, first)
+            repeats = "first" if player.allow_playback_repeats else "never"
+            index = selection.take(sent, repeats=repeats, among=fitting) if fitting else None
+        if index is not None:
+
+            def rematch(current: int, messages: Sequence[bytes], ended: bool) -> tuple[int, Interaction]:
+                with player.lock:
+                    fits = matching.pick(interactions, bucket, messages, ended=ended)
+                    if current in fits:
+                        return current, interactions[current]
+                    choice = selection.take(sent, repeats=repeats, among=fits) if fits else None
+                    if choice is None:
+                        raise UnmatchedRequestError(
+                            matching.explain(
+                                player.where,
+                                sent.url,
+                                method,
+                                interactions,
+                                bucket,
+                                messages,
+                                ended=ended,
+                                decode=call.decode,
+                            )
+                        )
+                    selection.release(current)
+                    return choice, interactions[choice]
+
+            interaction = interactions[index]
+            served = ServedCall(
+                interaction,
+                index,
+                faults=_faults(player, index, interaction),
+                timing=player.timing,
+                timeout=call.timeout,
+                sent=first,
+                rematch=rematch,
+            )
+            with player.lock:
+                player.served_calls.append(served)
+            return httpx.Response(200, extensions={CALL: served})
+    if player._records:
+        recorder = GrpcRecorder(sent, method, call.kind)
+        with player.lock:
+            player.grpc_calls.append(recorder)
+        raise _stacks.RecordCall(request, recorder)
+    if reporting.passes(player.guard, player.cassette, request.url.host or "", sent):
+        raise _stacks.Allowed(f"ssemock: gRPC {request.url.host}: an allowed host")
+    with player.lock:
+        bucket = [i for i, x in enumerate(interactions) if x.grpc is not None and x.grpc.method == method]
+    raise UnmatchedRequestError(
+        matching.explain(player.where, sent.url, method, interactions, bucket, first, decode=call.decode)
+    )
