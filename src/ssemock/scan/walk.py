@@ -569,6 +569,19 @@ def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
                 s.body(f"websocket.frames[{k}]", note.data, [], req.url, stream=False)
         if session.close.reason:
             s.text("websocket.close.reason", session.close.reason, "", 0)
+    call = getattr(x, "grpc", None)
+    if call is not None:  # a gRPC call: every message's bytes (protobuf strings sit in them as they are)
+        for k, m in enumerate(call.messages):
+            s.body(f"grpc.messages[{k}]", m.data, [], req.url, stream=False)
+        for direction in ("send", "recv"):  # a key streamed across messages
+            s.joined_text(
+                f"grpc.messages ({direction})",
+                [m.data.decode("utf-8", "replace") for m in call.messages if m.direction == direction],
+            )
+        for k, v in call.trailers:
+            s.header("grpc.trailers", k, v)
+        if call.status.details:
+            s.text("grpc.status.details", call.status.details, "", 0)
     return first_per_place(s.found)
 
 
