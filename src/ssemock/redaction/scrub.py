@@ -199,12 +199,12 @@ def _mask_call(i: int, x: Interaction) -> list[str]:
         m.data = bytes(data)
     trailers = []
     for k, v in call.trailers:
-        v, found = _scrub_text(v, scan_header(k, v))
-        changes += [f"interaction {i} grpc.trailers[{k!r}]: {f}" for f in found]
+        v, said = _scrub_text(v, scan_header(k, v))
+        changes += [f"interaction {i} grpc.trailers[{k!r}]: {f}" for f in said]
         trailers.append((k, v))
     call.trailers = trailers
-    details, found = _scrub_text(call.status.details, scan(call.status.details))
-    changes += [f"interaction {i} grpc.status.details: {f}" for f in found]
+    details, said = _scrub_text(call.status.details, scan(call.status.details))
+    changes += [f"interaction {i} grpc.status.details: {f}" for f in said]
     call.status.details = details
     return changes
 
