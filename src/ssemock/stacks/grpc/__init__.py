@@ -90,12 +90,12 @@ def start(
     return Started(served=served)
 
 
-def decoder(serializer: Any) -> Decode | None:
-    """The request message class's parser, when ``serializer`` is a protobuf class's
-    ``SerializeToString`` (what generated stubs pass): the mismatch then names fields."""
-    owner = getattr(serializer, "__objclass__", None) or getattr(serializer, "__self__", None)
-    parse = getattr(owner, "FromString", None)
-    return parse if callable(parse) else None
+def decoder(message: Any) -> Decode | None:
+    """The parser of a request message's class, when it is a protobuf message (a generated
+    class with its descriptor): the mismatch then names fields, not wire field numbers."""
+    kind = type(message)
+    parse = getattr(kind, "FromString", None)
+    return parse if callable(parse) and getattr(kind, "DESCRIPTOR", None) is not None else None
 
 
 def status_code(name: str) -> grpc.StatusCode:

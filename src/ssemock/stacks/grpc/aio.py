@@ -299,7 +299,7 @@ def _call(kind: str) -> Callable[[Any], Any]:
                 first = request if serializer is None else serializer(request)
             channel = self._python_channel
             target = str(getattr(channel, "_ssemock_target", "unknown"))
-            call = Call(kind, first, timeout, decoder(serializer))
+            call = Call(kind, first, timeout, decoder(request) if kind in _UNARY_REQUEST else None)
             started = start(target, is_secure(channel), self._method, call, metadata)
             if started.served is not None:
                 requests = None if kind in _UNARY_REQUEST else request

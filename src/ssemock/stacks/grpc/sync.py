@@ -241,7 +241,7 @@ def _begin(multicallable: Any, kind: str, request: Any, timeout: float | None, m
     first = None
     if kind in _UNARY_REQUEST:
         first = request if serializer is None else serializer(request)
-    call = Call(kind, first, timeout, decoder(serializer))
+    call = Call(kind, first, timeout, decoder(request) if kind in _UNARY_REQUEST else None)
     return start(target, secure, multicallable._method, call, metadata)
 
 
