@@ -5,7 +5,7 @@ checks of a call as stored."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from ..redaction.rules import mask_text, mask_url
 from ..store.model import Interaction
@@ -79,13 +79,13 @@ def format_call(s: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def call_problems(x: Interaction) -> list[tuple[str, str]]:
+def call_problems(x: Interaction) -> list[tuple[Literal["problem", "detail"], str]]:
     """What a call as stored tells a user: ``(severity, message)``: a failed status (a detail: a
     recording of an error is often what a test wants), a unary call that ended OK without its
     response (a problem: a client gets nothing to return)."""
     call = x.grpc
     assert call is not None
-    found: list[tuple[str, str]] = []
+    found: list[tuple[Literal["problem", "detail"], str]] = []
     if call.status.code != "OK":
         found.append(
             ("detail", f"the call ended with {call.status.code}: {mask_text(call.status.details)!r}")
