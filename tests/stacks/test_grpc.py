@@ -137,6 +137,13 @@ def test_each_call_shape_replays_with_the_server_stopped(replaying: tuple[Path, 
         assert list(method(channel, "Talk")(iter([b"x", b"y"]))) == [b"echo x", b"echo y"]
 
 
+def test_channel_ready_future_is_ready_at_once_without_connecting(replaying: tuple[Path, str]) -> None:
+    path, target = replaying
+    with ssemock.use_cassette(path), _channel(target) as channel:
+        grpc.channel_ready_future(channel).result(timeout=30)  # a stopped server: grpcio would wait
+        assert method(channel, "Say")(b"bob") == b"hello bob"
+
+
 def test_a_failed_call_replays_its_status_details_and_bin_trailers(replaying: tuple[Path, str]) -> None:
     path, target = replaying
     with ssemock.use_cassette(path), _channel(target) as channel:

@@ -6,6 +6,7 @@ deadlines and recorded timing on a fake clock; a request stream that strays is u
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -70,8 +71,6 @@ EXPECTED = [
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, socket.socket]]:
     """The cassette of every shape, recorded through an aio channel (checked against what the
     live server answered); then the server is stopped and a plain listener holds its port."""
-    import asyncio
-
     path = tmp_path_factory.mktemp("grpc_aio") / "calls.json"
 
     async def record(target: str) -> list[Any]:
@@ -94,6 +93,8 @@ async def test_every_shape_replays_with_the_server_stopped(recorded: tuple[Path,
     path, target, listener = recorded
     async with ssemock.use_cassette(path) as player:
         async with grpc.aio.insecure_channel(target) as channel:
+            await asyncio.wait_for(channel.channel_ready(), 30)  # a stopped server: grpcio would wait
+            assert channel.get_state(try_to_connect=True) == grpc.ChannelConnectivity.READY
             assert await _calls(channel) == EXPECTED
     assert player.play_counts == [1, 1, 1, 1, 1, 1]
     with pytest.raises(BlockingIOError):

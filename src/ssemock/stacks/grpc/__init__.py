@@ -9,7 +9,9 @@ channel connecting: grpcio's C core opens its sockets outside Python, where the 
 cannot see them, so a replayed call never reaches it), a recording (the real call, its serializers
 teeing each message's wire bytes into a `ssemock.plan.grpc.record.GrpcRecorder`), or the real
 call to an allowed host. A call no player answers raises the unmatched-request error before
-anything is sent.
+anything is sent. While a replay holds the network lock, a channel asked to connect
+(``grpc.channel_ready_future``, ``subscribe(try_to_connect=True)``, aio's ``channel_ready()``)
+is READY at once, and its C core never connects.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ from ...plan.grpc.matching import Decode
 from ...plan.grpc.record import GrpcRecorder
 from ...plan.grpc.serving import CALL, ServedCall
 from ...store.grpc import metadata_headers
-from .. import STACK_KEY, Patch, RecordCall, dispatch
+from .. import STACK_KEY, Patch, RecordCall, dispatch, intercepting
+from ..lock import blocking
 
-__all__ = ["Started", "decoder", "patches", "start", "status_code", "tee"]
+__all__ = ["Started", "decoder", "is_secure", "patches", "start", "status_code", "sync_target", "tee"]
 
 _secure: weakref.WeakSet[Any] = weakref.WeakSet()  # aio channels made with credentials
 _secure_targets: set[str] = set()  # targets of sync channels made with credentials
@@ -143,12 +146,49 @@ def is_secure(channel: Any) -> bool:
     return channel in _secure
 
 
+def _ready_in_replay(original: Callable[..., Any], ready: Callable[..., Any]) -> Callable[..., Any]:
+    """A channel's connectivity method that, while a replay holds the lock, answers READY
+    (``ready``) instead of letting grpcio's C core connect: a replayed call needs no connection,
+    and the C core's sockets are beyond the lock (``grpc.channel_ready_future(channel).result()``
+    would wait on a stopped server, or reach a host no test may)."""
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if intercepting() and blocking():
+            return ready(*args, **kwargs)
+        return original(self, *args, **kwargs)
+
+    return method
+
+
+def _subscribed(callback: Callable[[Any], None], try_to_connect: bool | None = None) -> None:
+    callback(grpc.ChannelConnectivity.READY)
+
+
+async def _ready(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+async def _state_changed(last_observed_state: Any) -> None:
+    return None
+
+
 def patches() -> list[Patch]:
     from . import aio, sync
 
+    aio_channel = grpc.aio._channel.Channel
     return [
         Patch(grpc._channel.Channel, "__init__", lambda original: _noting_secure(original, aio=False)),
-        Patch(grpc.aio._channel.Channel, "__init__", lambda original: _noting_secure(original, aio=True)),
+        Patch(aio_channel, "__init__", lambda original: _noting_secure(original, aio=True)),
+        Patch(grpc._channel.Channel, "subscribe", lambda original: _ready_in_replay(original, _subscribed)),
+        Patch(aio_channel, "channel_ready", lambda original: _ready_in_replay(original, _ready)),
+        Patch(
+            aio_channel,
+            "get_state",
+            lambda original: _ready_in_replay(original, lambda *a, **k: grpc.ChannelConnectivity.READY),
+        ),
+        Patch(
+            aio_channel, "wait_for_state_change", lambda original: _ready_in_replay(original, _state_changed)
+        ),
         *sync.patches(),
         *aio.patches(),
     ]
