@@ -75,30 +75,37 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
     `ssemock.stacks.RecordCall` (record), `ssemock.stacks.Allowed` or `UnmatchedRequestError`."""
     __tracebackhide__ = True
     call: Call = request.extensions[CALL]
-    sent = dataclasses.replace(sent, body=None)  # the messages are the call's, not a body
+    # the messages are the call's, not a body; httpx's own Host and Content-Length are no metadata
+    # (gRPC reserves both names)
+    headers = [(k, v) for k, v in sent.headers if k not in ("host", "content-length")]
+    sent = dataclasses.replace(sent, headers=headers, body=None)
     method = urlsplit(sent.url).path
     first = [] if call.request is None else [call.request]
     interactions = player.cassette.interactions
     if player._replays:
+        repeats = "first" if player.allow_playback_repeats else "never"
+
+        def fits(i: int, messages: Sequence[bytes] = first, ended: bool = False) -> bool:
+            g = interactions[i].grpc
+            return (
+                g is not None
+                and g.kind == call.kind
+                and g.method == method
+                and bool(matching.pick(interactions, [i], messages, ended=ended))
+            )
+
         with player.lock:
             selection = player.selection
-            bucket = [
-                i
-                for i in selection.candidates(sent)
-                if (g := interactions[i].grpc) is not None and g.kind == call.kind and g.method == method
-            ]
-            fitting = matching.pick(interactions, bucket, first)
-            repeats = "first" if player.allow_playback_repeats else "never"
-            index = selection.take(sent, repeats=repeats, among=fitting) if fitting else None
+            index = selection.take_where(sent, fits, repeats=repeats)
         if index is not None:
 
             def rematch(current: int, messages: Sequence[bytes], ended: bool) -> tuple[int, Interaction]:
                 with player.lock:
-                    fits = matching.pick(interactions, bucket, messages, ended=ended)
-                    if current in fits:
+                    if fits(current, messages, ended):
                         return current, interactions[current]
-                    choice = selection.take(sent, repeats=repeats, among=fits) if fits else None
+                    choice = selection.take_where(sent, lambda i: fits(i, messages, ended), repeats=repeats)
                     if choice is None:
+                        bucket = [i for i in selection.candidates(sent) if fits(i, (), False)]
                         raise UnmatchedRequestError(
                             matching.explain(
                                 player.where,

@@ -16,6 +16,7 @@ is READY at once, and its C core never connects.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -61,6 +62,9 @@ def _authority(target: str) -> str:
     return target
 
 
+_url = functools.lru_cache(maxsize=512)(httpx.URL)  # a stub calls a few URLs many times: parsed once
+
+
 def start(
     target: str,
     secure: bool,
@@ -72,12 +76,9 @@ def start(
     `ssemock.player.grpc.Call`); raises the unmatched-request error when none answers it."""
     __tracebackhide__ = True
     path = method.decode("ascii") if isinstance(method, bytes) else method
-    url = f"{'https' if secure else 'http'}://{_authority(target)}{path}"
-    headers = [(k, v) for k, v in metadata_headers(tuple(metadata or ()))]
+    url = _url(f"{'https' if secure else 'http'}://{_authority(target)}{path}")
+    headers = metadata_headers(tuple(metadata or ()))
     request = httpx.Request("POST", url, headers=headers, extensions={CALL: call, STACK_KEY: "grpc"})
-    for added in ("host", "content-length"):  # httpx's own: no metadata of the call
-        if not any(k == added for k, _ in headers):
-            del request.headers[added]
     try:
         response = dispatch(request)
     except RecordCall as recording:
