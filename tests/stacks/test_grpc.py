@@ -393,3 +393,12 @@ def test_a_grpc_cassette_without_grpcio_names_the_extra(monkeypatch: pytest.Monk
     with pytest.raises(MissingExtraError, match=r'the \'grpc\' extra installs: pip install -e "\.\[grpc\]"'):
         with ssemock.replay(_count_cassette()):
             pass
+
+
+def test_a_recording_run_refuses_a_grpc_fault_it_would_not_serve(tmp_path: Path) -> None:
+    with pytest.raises(
+        ValueError, match="status:code=INTERNAL,after_message=1: a gRPC call is recorded as it goes"
+    ):
+        ssemock.use_cassette(
+            tmp_path / "c.json", record_mode="all", faults="status:code=INTERNAL,after_message=1"
+        )

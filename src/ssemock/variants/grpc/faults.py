@@ -123,6 +123,7 @@ class OnGrpc(Fault):
     responses and WebSocket sessions are left alone."""
 
     per_request = True  # never a stream fault to place on an HTTP body
+    replay_only = "a gRPC call is recorded as it goes, unfaulted; its faults are served when it is replayed"
 
     def __init__(self, call: CallFault) -> None:
         self.call = call
