@@ -49,6 +49,7 @@ from .fields import (
     scan_url,
 )
 from .findings import Finding, first_per_place
+from .grpc_calls import scan_call
 from .large_streams import large_stream
 from .messages import value_shape
 from .model_content import exempt, generated, path_keys, prose_words, raw_generated
@@ -570,18 +571,8 @@ def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
         if session.close.reason:
             s.text("websocket.close.reason", session.close.reason, "", 0)
     call = getattr(x, "grpc", None)
-    if call is not None:  # a gRPC call: every message's bytes (protobuf strings sit in them as they are)
-        for k, m in enumerate(call.messages):
-            s.body(f"grpc.messages[{k}]", m.data, [], req.url, stream=False)
-        for direction in ("send", "recv"):  # a key streamed across messages
-            s.joined_text(
-                f"grpc.messages ({direction})",
-                [m.data.decode("utf-8", "replace") for m in call.messages if m.direction == direction],
-            )
-        for k, v in call.trailers:
-            s.header("grpc.trailers", k, v)
-        if call.status.details:
-            s.text("grpc.status.details", call.status.details, "", 0)
+    if call is not None:  # a gRPC call: its messages, trailers and status details
+        scan_call(call, req.url, s.body, s.joined_text, s.header)
     return first_per_place(s.found)
 
 

@@ -21,7 +21,8 @@ import grpc.aio._channel as _aio_channel
 from ...plan.grpc.serving import Call, End, ServedCall
 from ...variants import timing as _timing
 from .. import Patch, intercepting
-from . import decoder, is_secure, start, status_code, tee
+from .channels import is_secure
+from .dispatch import decoder, start, status_code, tee
 
 __all__ = ["AioCall", "Watched", "patches"]
 

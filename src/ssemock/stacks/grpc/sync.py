@@ -16,7 +16,8 @@ import grpc._channel as _channel
 from ...plan.grpc.serving import Call, End, ServedCall
 from ...variants import timing as _timing
 from .. import Patch, intercepting
-from . import Started, decoder, start, status_code, sync_target, tee
+from .channels import sync_target
+from .dispatch import Started, decoder, start, status_code, tee
 
 __all__ = ["Rendezvous", "patches"]
 
