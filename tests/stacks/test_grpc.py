@@ -209,10 +209,19 @@ def test_an_unmatched_request_names_the_method_and_the_first_differing_byte(
     assert f"the cassette has no call of /{SERVICE}/Nope; its methods: /{SERVICE}/Count" in str(absent.value)
 
 
-def test_a_request_stream_that_strays_raises_at_the_message_that_differs(replaying: tuple[Path, str]) -> None:
-    path, target = replaying
-    with ssemock.use_cassette(path), _channel(target) as channel:
-        responses = method(channel, "Talk")(iter([b"x", b"other"]))
+def test_a_request_stream_that_strays_raises_at_the_message_that_differs() -> None:
+    messages = [
+        GrpcMessage("send", 0.0, b"x"),
+        GrpcMessage("recv", 0.1, b"echo x"),
+        GrpcMessage("send", 0.2, b"y"),
+        GrpcMessage("recv", 0.3, b"echo y"),
+    ]
+    call = GrpcCall("/s.S/Talk", "stream_stream", messages, status=GrpcStatus("OK", "", 0.4))
+    cassette = ssemock.Cassette(
+        [Interaction(Request("POST", "http://svc:50051/s.S/Talk"), Response(200), grpc=call)]
+    )
+    with ssemock.replay(cassette), grpc.insecure_channel("svc:50051") as channel:
+        responses = channel.stream_stream("/s.S/Talk")(iter([b"x", b"other"]))
         assert next(responses) == b"echo x"
         with pytest.raises(
             ssemock.UnmatchedRequestError, match="request message 2 differs at byte 0: recorded 'y'"
@@ -320,6 +329,8 @@ def test_every_grpc_fault_of_the_registry_is_served(fault: str, fake_clock: Fake
         )
     elif fault.startswith("drop"):
         assert got == [b"n:0"] and error.code() == grpc.StatusCode.UNAVAILABLE
+    elif fault.startswith("sequence"):  # its first attempt
+        assert got == [] and error.code() == grpc.StatusCode.UNAVAILABLE
     else:  # a stall before message 2: waited on the replay's clock, then served whole
         assert got == [b"n:0", b"n:1", b"n:2"] and error is None
         assert fake_clock.slept == [60.0]
@@ -402,3 +413,23 @@ def test_a_recording_run_refuses_a_grpc_fault_it_would_not_serve(tmp_path: Path)
         ssemock.use_cassette(
             tmp_path / "c.json", record_mode="all", faults="status:code=INTERNAL,after_message=1"
         )
+
+
+def test_a_sequence_fails_the_first_attempt_and_the_retry_gets_the_recorded_call() -> None:
+    cassette = _count_cassette()
+    cassette.interactions.append(_call("/s.S/Say", "unary_unary", [b"hi"], [b"yo"]))
+    with ssemock.replay(
+        cassette, faults="sequence:status:code=UNAVAILABLE,after_message=0|as_recorded"
+    ) as player:
+        with grpc.insecure_channel("svc:50051") as channel:
+            say = channel.unary_unary("/s.S/Say")
+            with pytest.raises(grpc.RpcError) as first:
+                say(b"hi")
+            assert say(b"hi") == b"yo"  # the retry
+            assert list(channel.unary_stream("/s.S/Count")(b"3")) == [
+                b"n:0",
+                b"n:1",
+                b"n:2",
+            ]  # not pinned here
+    assert first.value.code() == grpc.StatusCode.UNAVAILABLE  # type: ignore[attr-defined]
+    assert player.play_counts == [1, 1]

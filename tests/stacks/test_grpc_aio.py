@@ -146,6 +146,8 @@ async def test_every_grpc_fault_of_the_registry_is_served(fault: str, fake_clock
         assert got == [b"n:0", b"n:1", b"n:2"][:after] and error.code().name == code
     elif fault.startswith("drop"):
         assert got == [b"n:0"] and error.code() == grpc.StatusCode.UNAVAILABLE
+    elif fault.startswith("sequence"):  # its first attempt
+        assert got == [] and error.code() == grpc.StatusCode.UNAVAILABLE
     else:
         assert got == [b"n:0", b"n:1", b"n:2"] and error is None and fake_clock.slept == [60.0]
 

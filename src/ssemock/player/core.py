@@ -146,6 +146,9 @@ class Player:
         """Every gRPC call replayed, in order (see `ssemock.plan.grpc.serving.ServedCall`)."""
         self.grpc_calls: list[GrpcRecorder] = []
         """Every gRPC call recorded during this run, in order."""
+        self.call_attempts: dict[tuple[int, int], int] = {}
+        """Per (gRPC fault sequence's position, interaction): the attempts it served (index -1: the
+        interaction an unaimed sequence is pinned to)."""
         self.session_opened_after: dict[WsRecorder, tuple[int, int, int]] = {}
         """Per session recorded: how many responses were replayed, responses recorded and sessions
         replayed when it opened (the assertions' reference is the last thing opened)."""

@@ -20,7 +20,7 @@ from ..plan.grpc import matching
 from ..plan.grpc.record import GrpcRecorder
 from ..plan.grpc.serving import CALL, Call, ServedCall
 from ..store.model import Interaction, Request
-from ..variants.grpc.faults import CallFault, call_fault
+from ..variants.grpc.faults import CallFault, CallSequence, call_fault
 from . import reporting
 
 __all__ = ["handle", "is_grpc", "require_extra"]
@@ -37,6 +37,7 @@ class Player(Protocol):
     allow_playback_repeats: bool
     grpc_calls: list[GrpcRecorder]
     served_calls: list[ServedCall]
+    call_attempts: dict[tuple[int, int], int]
     _replays: bool
     _records: bool
 
@@ -59,15 +60,30 @@ def require_extra(interactions: Sequence[Interaction]) -> None:
         require("grpc", "grpc", "replaying a cassette of gRPC calls")
 
 
-def _faults(player: Player, index: int, interaction: Interaction) -> list[CallFault]:
-    """The player's faults that apply to the call at ``index``: aimed ones where their target
-    matches it, the others on every call."""
-    out = []
-    for fault in player.faults:
+def _faults(player: Player, index: int, interaction: Interaction) -> tuple[list[CallFault], bool]:
+    """The player's faults that apply to the call at ``index`` (aimed ones where their target
+    matches it, the others on every call; a sequence at its attempt: unaimed, on the first call
+    matched and its retries), and whether the call uses up its interaction (a sequence's faulted
+    attempt does not: the retry gets the recorded call)."""
+    out, consumes = [], True
+    for n, fault in enumerate(player.faults):
         found = call_fault(fault)
-        if found is not None and (fault.on is None or fault.on.matches(index, interaction.request)):
-            out.append(found)
-    return out
+        if found is None:
+            continue
+        if fault.on is not None:
+            if not fault.on.matches(index, interaction.request):
+                continue
+        elif isinstance(found, CallSequence) and player.call_attempts.setdefault((n, -1), index) != index:
+            continue
+        if isinstance(found, CallSequence):
+            attempt = player.call_attempts.get((n, index), 0)
+            player.call_attempts[n, index] = attempt + 1
+            found = found.at(attempt)
+            if found is None:
+                continue
+            consumes = False
+        out.append(found)
+    return out, consumes
 
 
 def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Response:
@@ -122,10 +138,14 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
                     return choice, interactions[choice]
 
             interaction = interactions[index]
+            with player.lock:
+                faults, consumes = _faults(player, index, interaction)
+                if not consumes:
+                    selection.release(index)
             served = ServedCall(
                 interaction,
                 index,
-                faults=_faults(player, index, interaction),
+                faults=faults,
                 timing=player.timing,
                 timeout=call.timeout,
                 sent=first,

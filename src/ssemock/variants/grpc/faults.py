@@ -11,6 +11,11 @@ serves (`Served`: the server's messages, the status, the waits) and gives what i
 ``stall:before_message=N,seconds=S``
     nothing arrives for S seconds before message N (1-based); a deadline (``timeout=``) that ends
     first raises ``DEADLINE_EXCEEDED`` at once, without waiting.
+``sequence:F1|F2|...``
+    one fault per attempt at a call (``as_recorded`` serves it as recorded), for a client's retry
+    path: ``sequence:status:code=UNAVAILABLE,after_message=0|as_recorded``. A faulted attempt does
+    not use up the recorded call, so the retry gets it. Unaimed, the attempts are the calls the
+    first call matched answers; aimed, the calls its target matches.
 
 Aimed with ``on=`` like the other faults (``status:code=UNAVAILABLE,after_message=1,on=/chat.Chat/*``);
 unaimed, a fault applies to every call.
@@ -33,6 +38,7 @@ from ..websocket.faults import OnWebSocket, WsFault
 __all__ = [
     "VARIANTS",
     "CallFault",
+    "CallSequence",
     "OnGrpc",
     "Outcome",
     "call_fault",
@@ -94,6 +100,22 @@ class _Status(CallFault):
         end_t = kept[-1][0] if kept else 0.0
         details = self.details or f"ssemock fault {self.name}"
         return replace(outcome, messages=kept, code=self.code, details=details, trailers=(), end_t=end_t)
+
+
+class CallSequence(CallFault):
+    """One fault per attempt at a call (None: as recorded), then the call as recorded."""
+
+    def __init__(self, per_attempt: list[CallFault | None]) -> None:
+        self.per_attempt = per_attempt
+        self.name = "sequence:" + "|".join(str(f) if f else "as_recorded" for f in per_attempt)
+
+    def at(self, attempt: int) -> CallFault | None:
+        """The fault of attempt ``attempt`` (from 0), None when it is served as recorded."""
+        return self.per_attempt[attempt] if attempt < len(self.per_attempt) else None
+
+    def apply(self, outcome: Outcome) -> Outcome:
+        first = self.at(0)
+        return outcome if first is None else first.apply(outcome)
 
 
 def status(code: str | int = "UNAVAILABLE", after_message: int = 0, details: str = "") -> CallFault:
@@ -164,18 +186,46 @@ VARIANTS: tuple[str, ...] = (
     "status:code=INTERNAL,after_message=2,details=upstream reset",
     "drop:after_message=1",
     "stall:before_message=2,seconds=60",
+    "sequence:status:code=UNAVAILABLE,after_message=0|as_recorded",
 )
 """Every gRPC fault in each of its modes: what the fault x call-shape tests run."""
 
 
 def is_grpc_fault(spec: str) -> bool:
-    """Whether a fault name is a gRPC-only fault (``status:...``)."""
-    return spec.strip().partition(":")[0] in _FACTORIES
+    """Whether a fault name is a gRPC-only fault (``status:...``, or a sequence holding one)."""
+    head, _, rest = spec.strip().partition(":")
+    if head == "sequence":
+        return any(is_grpc_fault(part) for part in rest.split("|"))
+    return head in _FACTORIES
+
+
+def _part(spec: str) -> CallFault | None:
+    """One attempt of a sequence: a gRPC fault, a drop or stall, or None (``as_recorded``)."""
+    spec = spec.strip()
+    if spec in ("", "as_recorded", "none"):
+        return None
+    if is_grpc_fault(spec):
+        return get(spec).call
+    from ..websocket.faults import get as websocket_fault
+
+    found = call_fault(OnWebSocket(websocket_fault(spec)))
+    if found is None:
+        raise ValueError(f"{spec!r} does nothing to a gRPC call (status, drop:after_message=N or stall do)")
+    return found
 
 
 def get(spec: str) -> OnGrpc:
     """A gRPC fault from its name (see the module); one ValueError naming the spec for any problem."""
     head, _, rest = spec.strip().partition(":")
+    if head == "sequence":
+        parts = rest.split("|")
+        last, _, target = parts[-1].partition(",on=")
+        try:
+            sequenced = OnGrpc(CallSequence([_part(p) for p in [*parts[:-1], last]]))
+        except ValueError as exc:
+            raise ValueError(f"bad fault {spec!r}: {exc}") from None
+        sequenced.aimed(target.strip() or None)
+        return sequenced
     if head not in _FACTORIES:
         raise unknown("gRPC fault", spec, list(_FACTORIES), head=head)
     params = list(inspect.signature(_FACTORIES[head]).parameters)
