@@ -433,3 +433,12 @@ def test_a_sequence_fails_the_first_attempt_and_the_retry_gets_the_recorded_call
             ]  # not pinned here
     assert first.value.code() == grpc.StatusCode.UNAVAILABLE  # type: ignore[attr-defined]
     assert player.play_counts == [1, 1]
+
+
+def test_a_target_the_cassette_never_saw_is_refused_before_grpc_connects(replaying: tuple[Path, str]) -> None:
+    path, target = replaying  # the listener on the recorded port hears nothing
+    with ssemock.use_cassette(path, allowed_hosts=[]), grpc.insecure_channel("127.0.0.1:9") as channel:
+        with pytest.raises(
+            ssemock.UnmatchedRequestError, match=f"no recorded gRPC call matches /{SERVICE}/Say"
+        ):
+            method(channel, "Say")(b"bob")

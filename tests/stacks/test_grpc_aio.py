@@ -157,3 +157,15 @@ async def test_deadlines_and_recorded_timing(fake_clock: FakeClock) -> None:
     assert got == [b"n:0"] and error.code() == grpc.StatusCode.DEADLINE_EXCEEDED and fake_clock.slept == []
     got, error = await _counted(timing="recorded")
     assert error is None and fake_clock.slept == pytest.approx([0.1, 0.1, 0.1, 0.1])
+
+
+async def test_a_secure_aio_channel_s_call_replays_from_its_https_url() -> None:
+    call = GrpcCall(
+        "/s.S/Say", "unary_unary", [GrpcMessage("send", 0.0, b"hi"), GrpcMessage("recv", 0.1, b"yo")]
+    )
+    cassette = ssemock.Cassette(
+        [Interaction(Request("POST", "https://api.example:443/s.S/Say"), Response(200), grpc=call)]
+    )
+    async with ssemock.replay(cassette):
+        async with grpc.aio.secure_channel("api.example:443", grpc.ssl_channel_credentials()) as channel:
+            assert await channel.unary_unary("/s.S/Say")(b"hi") == b"yo"
