@@ -442,3 +442,22 @@ def test_a_target_the_cassette_never_saw_is_refused_before_grpc_connects(replayi
             ssemock.UnmatchedRequestError, match=f"no recorded gRPC call matches /{SERVICE}/Say"
         ):
             method(channel, "Say")(b"bob")
+
+
+def test_with_call_and_future_record_their_calls_whole(tmp_path: Path) -> None:
+    path = tmp_path / "recorded.json"
+    with serving() as target, ssemock.use_cassette(path, record_mode="all"), _channel(target) as channel:
+        response, call = method(channel, "Say").with_call(b"ann")
+        assert response == b"hello ann" and dict(call.trailing_metadata()) == dict(TRAILERS)
+        assert method(channel, "Sum").future(iter([b"p", b"q"])).result() == b"p+q"
+        with pytest.raises(grpc.RpcError):
+            method(channel, "Fail").with_call(b"z")
+    calls = [x.grpc for x in ssemock.Cassette.load(path).interactions]
+    assert [(c.method, [m.data for m in c.messages], c.status.code) for c in calls if c] == [
+        (f"/{SERVICE}/Say", [b"ann", b"hello ann"], "OK"),
+        (f"/{SERVICE}/Sum", [b"p", b"q", b"p+q"], "OK"),
+        (f"/{SERVICE}/Fail", [b"z"], "RESOURCE_EXHAUSTED"),
+    ]
+    with ssemock.use_cassette(path), _channel(target) as channel:
+        assert method(channel, "Say")(b"ann") == b"hello ann"
+        assert method(channel, "Sum")(iter([b"p", b"q"])) == b"p+q"
