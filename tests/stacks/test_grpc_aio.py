@@ -169,3 +169,62 @@ async def test_a_secure_aio_channel_s_call_replays_from_its_https_url() -> None:
     async with ssemock.replay(cassette):
         async with grpc.aio.secure_channel("api.example:443", grpc.ssl_channel_credentials()) as channel:
             assert await channel.unary_unary("/s.S/Say")(b"hi") == b"yo"
+
+
+class _Tagging:
+    """Notes each method an interceptor saw and adds ``x-tag`` (what SDKs' auth and timeout
+    interceptors do); grpcio files an interceptor under one call shape, so one class per shape."""
+
+    def __init__(self, seen: list[str]) -> None:
+        self.seen = seen
+
+    def _details(self, details: Any) -> Any:
+        self.seen.append(details.method.decode() if isinstance(details.method, bytes) else details.method)
+        metadata = grpc.aio.Metadata(*(details.metadata or ()), ("x-tag", "t"))
+        return grpc.aio.ClientCallDetails(
+            details.method, details.timeout, metadata, details.credentials, details.wait_for_ready
+        )
+
+
+class _TaggingUnary(_Tagging, grpc.aio.UnaryUnaryClientInterceptor):
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(self._details(details), request)
+
+
+class _TaggingStream(_Tagging, grpc.aio.UnaryStreamClientInterceptor):
+    async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(self._details(details), request)
+
+
+async def test_aio_interceptors_run_around_replayed_calls(recorded: tuple[Path, str, socket.socket]) -> None:
+    path, target, listener = recorded
+    seen: list[str] = []
+    interceptors = [_TaggingUnary(seen), _TaggingStream(seen)]
+    async with ssemock.use_cassette(path, allow_playback_repeats=True):
+        async with grpc.aio.insecure_channel(target, interceptors=interceptors) as channel:
+            assert await method(channel, "Say")(b"bob") == b"hello bob"
+            count = method(channel, "Count")(b"3")
+            assert [m async for m in count] == [b"n:0", b"n:1", b"n:2"]
+            assert dict(await count.trailing_metadata()) == dict(TRAILERS)
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await method(channel, "Fail")(b"z")
+    assert failed.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert seen == [f"/{SERVICE}/Say", f"/{SERVICE}/Count", f"/{SERVICE}/Fail"]
+    with pytest.raises(BlockingIOError):
+        listener.accept()
+
+
+async def test_calls_through_aio_interceptors_are_recorded_whole(tmp_path: Path) -> None:
+    path, seen = tmp_path / "intercepted.json", []
+    with serving() as target:
+        async with ssemock.use_cassette(path, record_mode="all"):
+            interceptors = [_TaggingUnary(seen), _TaggingStream(seen)]
+            async with grpc.aio.insecure_channel(target, interceptors=interceptors) as channel:
+                assert await method(channel, "Say")(b"ann") == b"hello ann"
+                assert [m async for m in method(channel, "Count")(b"2")] == [b"n:0", b"n:1"]
+    calls = [x.grpc for x in ssemock.Cassette.load(path).interactions]
+    assert [(c.method, [m.data for m in c.messages], c.status.code) for c in calls if c] == [
+        (f"/{SERVICE}/Say", [b"ann", b"hello ann"], "OK"),
+        (f"/{SERVICE}/Count", [b"2", b"n:0", b"n:1"], "OK"),
+    ]
+    assert seen == [f"/{SERVICE}/Say", f"/{SERVICE}/Count"]

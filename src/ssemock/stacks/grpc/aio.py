@@ -4,12 +4,14 @@ or ``read()`` for a stream, ``write()`` / ``done_writing()`` for a request strea
 iterator); a failure raises ``grpc.aio.AioRpcError``. A recorded call is the real one, watched
 (`Watched`) so its end is recorded before the client sees it.
 
-Interceptors given to ``grpc.aio.*_channel(interceptors=...)`` run when a call is recorded or sent
-for real; a replayed call is served without them."""
+Interceptors given to ``grpc.aio.*_channel(interceptors=...)`` run around a replayed call too: the
+call is matched as the code made it, then grpcio's interceptor chain runs, and its last
+continuation makes the replayed call (`_replayed_inside`) instead of a real one."""
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 from collections.abc import AsyncIterator, Callable, Generator
 from typing import Any
@@ -17,6 +19,7 @@ from typing import Any
 import grpc
 import grpc.aio
 import grpc.aio._channel as _aio_channel
+import grpc.aio._interceptor as _aio_interceptor
 
 from ...plan.grpc.serving import Call, End, ServedCall
 from ...variants import timing as _timing
@@ -303,12 +306,86 @@ def _call(kind: str) -> Callable[[Any], Any]:
             call = Call(kind, first, timeout, decoder(request) if kind in _UNARY_REQUEST else None)
             started = start(target, is_secure(channel), self._method, call, metadata)
             if started.served is not None:
+                if self._interceptors:  # they run, around the replayed call (`_replayed_inside`)
+                    token = _served.set(started.served)
+                    try:
+                        return original(self, request, *args, **kw)
+                    finally:
+                        _served.reset(token)
                 requests = None if kind in _UNARY_REQUEST else request
-                return AioCall(started.served, requests, serializer, self._response_deserializer)
+                return _CALLS[kind](started.served, requests, serializer, self._response_deserializer)
             if started.recorder is None:
                 return original(self, request, *args, **kw)
             real = _recording(self, started.recorder)
             return Watched(original(real, request, *args, **kw), started.recorder)
+
+        return call
+
+    return make
+
+
+class _UnaryUnary(AioCall, grpc.aio.UnaryUnaryCall):  # type: ignore[misc]
+    """A replayed unary call, an instance of ``grpc.aio.UnaryUnaryCall`` (interceptors check)."""
+
+
+class _UnaryStream(AioCall, grpc.aio.UnaryStreamCall):  # type: ignore[misc]
+    """A replayed server stream, an instance of ``grpc.aio.UnaryStreamCall``."""
+
+
+class _StreamUnary(AioCall, grpc.aio.StreamUnaryCall):  # type: ignore[misc]
+    """A replayed client stream, an instance of ``grpc.aio.StreamUnaryCall``."""
+
+
+class _StreamStream(AioCall, grpc.aio.StreamStreamCall):  # type: ignore[misc]
+    """A replayed bidirectional call, an instance of ``grpc.aio.StreamStreamCall``."""
+
+
+_CALLS: dict[str, type[AioCall]] = {
+    "unary_unary": _UnaryUnary,
+    "unary_stream": _UnaryStream,
+    "stream_unary": _StreamUnary,
+    "stream_stream": _StreamStream,
+}
+_served: contextvars.ContextVar[ServedCall | None] = contextvars.ContextVar(
+    "ssemock_grpc_served", default=None
+)
+"""The replayed call a multi-callable with interceptors is making: its interceptors run in a task
+that copies this context, and their last continuation makes the call (`_replayed_inside`)."""
+
+
+def _replayed_inside(kind: str) -> Callable[[Any], Any]:
+    """What grpcio's interceptor chain calls last to make the call (``UnaryUnaryCall(...)`` in
+    ``grpc.aio._interceptor``): the replayed call when one is being made, else grpcio's own."""
+
+    def make(original: Any) -> Any:
+        def call(
+            request: Any,
+            deadline: Any,
+            metadata: Any,
+            credentials: Any,
+            wait_for_ready: Any,
+            channel: Any,
+            method: Any,
+            serializer: Any,
+            deserializer: Any,
+            *rest: Any,
+        ) -> Any:
+            served = _served.get()
+            if served is None:
+                return original(
+                    request,
+                    deadline,
+                    metadata,
+                    credentials,
+                    wait_for_ready,
+                    channel,
+                    method,
+                    serializer,
+                    deserializer,
+                    *rest,
+                )
+            requests = None if kind in _UNARY_REQUEST else request
+            return _CALLS[kind](served, requests, serializer, deserializer)
 
         return call
 
@@ -330,4 +407,13 @@ def patches() -> list[Patch]:
         Patch(_aio_channel.UnaryStreamMultiCallable, "__call__", _call("unary_stream")),
         Patch(_aio_channel.StreamUnaryMultiCallable, "__call__", _call("stream_unary")),
         Patch(_aio_channel.StreamStreamMultiCallable, "__call__", _call("stream_stream")),
+        *(
+            Patch(_aio_interceptor, name, _replayed_inside(kind))
+            for kind, name in (
+                ("unary_unary", "UnaryUnaryCall"),
+                ("unary_stream", "UnaryStreamCall"),
+                ("stream_unary", "StreamUnaryCall"),
+                ("stream_stream", "StreamStreamCall"),
+            )
+        ),
     ]
