@@ -398,7 +398,7 @@ def test_commands_in_a_subprocess(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert (
         proc.stderr.strip()
-        == f"ssemock: error: {bad}: unknown cassette version 99 (this ssemock reads 1 and 2)"
+        == f"ssemock: error: {bad}: unknown cassette version 99 (this ssemock reads 1, 2 and 3)"
     )
     proc = run("show", str(good), "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["shown"][0]["protocol"] == "openai.chat"

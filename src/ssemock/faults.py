@@ -11,6 +11,11 @@ it has a meaning for, and ``http_error`` / ``sequence`` to the first interaction
 ([`Aim`][ssemock.faults.Aim]). A fault that has no meaning for a framing (``trailing_data:at=same_event`` on JSON
 lines, ``error_event`` on a plain JSON body) says so ([`Fault.refuses`][ssemock.faults.Fault.refuses]), and aiming it at
 such a response is an error before any request is served.
+
+gRPC calls take their own: ``status:code=UNAVAILABLE,after_message=2`` (the client's ``RpcError``
+with that code after two messages), ``drop:after_message=N`` (``UNAVAILABLE``), ``stall`` and
+``sequence:`` of them, aimed with ``on=`` too (see [gRPC calls](../guide/grpc.md) and
+`ssemock.variants.grpc.faults`).
 """
 
 import sys

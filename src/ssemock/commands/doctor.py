@@ -18,7 +18,7 @@ __all__ = ["accelerator", "explore", "install_hint", "report", "websocket_stacks
 #: the distributions whose versions a bug report wants, by the role they play here
 LIBRARIES = {
     "core": ("httpx", "respx", "orjson", "pytest", "filelock"),
-    "stacks": ("httpx2", "aiohttp", "urllib3", "requests", "botocore"),
+    "stacks": ("httpx2", "aiohttp", "urllib3", "requests", "botocore", "grpcio"),
     "SDKs": ("openai", "anthropic", "google-genai", "cohere", "mcp"),
     "extras": ("uvicorn", "starlette", "rich", "hypothesis", "libcst", "vcrpy", "pyyaml"),
 }
@@ -32,6 +32,7 @@ EXTRAS = {
     "migrate": "libcst",
     "explore": "hypothesis",
     "docs": "mkdocs",
+    "grpc": "grpc",
 }
 
 

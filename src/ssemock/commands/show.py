@@ -17,6 +17,7 @@ from ..store.cassette import (
     Interaction,
 )
 from .decoding import _WHAT, _accumulate, decode_response
+from .show_grpc import format_call, summarize_call
 from .show_websocket import format_session, summarize_session
 
 
@@ -99,6 +100,8 @@ def summarize(x: Interaction, index: int = 0, *, events: bool = False) -> dict[s
     """Everything ``ssemock show`` tells about one interaction, as plain JSON-able data."""
     if x.websocket is not None:
         return summarize_session(x, index)
+    if x.grpc is not None:
+        return summarize_call(x, index)
     resp = x.response
     sizes = [len(c) for c in resp.chunks]
     times = resp.times
@@ -162,6 +165,8 @@ def format_summary(s: dict[str, Any], width: int = 60) -> str:
     """The human form of `summarize`'s result."""
     if s.get("websocket"):
         return format_session(s)
+    if s.get("grpc"):
+        return format_call(s)
     rpc = f"  ({', '.join(s['rpc'])})" if s.get("rpc") else ""  # the JSON-RPC methods of an MCP POST
     lines = [f"#{s['index']}  {s['method']} {s['url']}{rpc}"]
     state = "complete" if s["complete"] else "INCOMPLETE"

@@ -20,6 +20,7 @@ from ..store.cassette import (
 from ..variants.chunking import event_ends
 from .decoding import _BOM, _WHAT, _accumulate, decode_response
 from .show import _short
+from .show_grpc import call_problems
 from .show_websocket import session_problems, session_protocol
 
 Level = Literal["problem", "warning", "note", "detail"]  # detail: shown with -v only
@@ -115,6 +116,11 @@ def validate_cassette(cassette: Cassette, path: str, *, protocol: str | None = N
     except ValueError as exc:
         add(Finding("problem", str(exc).removeprefix(f"ssemock: {path}: ")))
     for i, x in enumerate(cassette.interactions):
+        if x.grpc is not None:  # a gRPC call: its own checks (issue 46)
+            report.events += len(x.grpc.messages)
+            for severity, said in call_problems(x):
+                add(Finding(severity, said, i))
+            continue
         if x.websocket is not None:  # a WebSocket session: its own checks (issue 34)
             report.events += len(x.websocket.messages)
             for wrong in session_problems(x.websocket):

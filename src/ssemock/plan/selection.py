@@ -9,7 +9,7 @@ whole cassette: replaying N interactions is O(N), not O(N^2).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Literal
 
 from ..store.cassette import Interaction, Request
@@ -69,6 +69,27 @@ class Selection:
                 index = found[0]
         if index is not None:
             self.play_counts[index] += 1
+        return index
+
+    def take_where(
+        self, sent: Request, fits: Callable[[int], bool], *, repeats: Literal["never", "first"] = "never"
+    ) -> int | None:
+        """The first interaction the request matches that ``fits`` accepts (counted as played):
+        an unplayed one, else (``repeats="first"``) the first played one; None when none. Lazy: a
+        replay that takes its calls in recorded order compares each with one interaction, not
+        with every other of its bucket (a gRPC method called a thousand times)."""
+        bucket = self._index.get(self._key(sent), [])
+        rest, interactions = self._rest, self.interactions
+
+        def matches(i: int) -> bool:
+            return fits(i) and (not rest or not matching.differences(sent, interactions[i].request, rest))
+
+        counts = self.play_counts
+        index = next((i for i in bucket if counts[i] == 0 and matches(i)), None)
+        if index is None and repeats == "first":
+            index = next((i for i in bucket if matches(i)), None)
+        if index is not None:
+            counts[index] += 1
         return index
 
     def release(self, index: int) -> None:

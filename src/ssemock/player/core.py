@@ -27,6 +27,8 @@ from ..plan import push_replay as _held
 from ..plan.conversation import Conversation
 from ..plan.errors import RecordingVariantError, SsemockWarning, UnmatchedRequestError
 from ..plan.expect import Expected, StreamAssertionError
+from ..plan.grpc.record import GrpcRecorder
+from ..plan.grpc.serving import ServedCall
 from ..plan.record import Recorder, request_from_httpx
 from ..plan.selection import Selection
 from ..plan.serving import Play, ReplayStream, plan_response, server_push
@@ -43,6 +45,7 @@ from ..variants import chunking as _chunking
 from ..variants import faults as _faults
 from ..variants import timing as _timing
 from ..variants import transforms as _transforms
+from . import grpc as _grpc
 from . import reporting, session
 from . import websocket as _websocket
 from .assertions import Assertions
@@ -140,6 +143,13 @@ class Player:
         """Every WebSocket session replayed, in order (see `ssemock.plan.conversation.Conversation`)."""
         self.sessions: list[WsRecorder] = []
         """Every WebSocket session recorded during this run, in order."""
+        self.served_calls: list[ServedCall] = []
+        """Every gRPC call replayed, in order (see `ssemock.plan.grpc.serving.ServedCall`)."""
+        self.grpc_calls: list[GrpcRecorder] = []
+        """Every gRPC call recorded during this run, in order."""
+        self.call_attempts: dict[tuple[int, int], int] = {}
+        """Per (gRPC fault sequence's position, interaction): the attempts it served (index -1: the
+        interaction an unaimed sequence is pinned to)."""
         self.session_opened_after: dict[WsRecorder, tuple[int, int, int]] = {}
         """Per session recorded: how many responses were replayed, responses recorded and sessions
         replayed when it opened (the assertions' reference is the last thing opened)."""
@@ -183,6 +193,8 @@ class Player:
         if self._active:
             raise RuntimeError(f"ssemock: {self!r} is already active (a player is entered once at a time)")
         self.aimed().check(self.cassette.interactions, self.where, complete=not self._records)
+        if self._replays:
+            _grpc.require_extra(self.cassette.interactions)
         _stacks.activate(self.router)
         _lock.engage(self.guard)
         if self.block_subprocesses:
@@ -293,6 +305,8 @@ class Player:
             sent = hooked
         if not self.existed and self.path is not None and self.record_mode == "none":
             raise UnmatchedRequestError(reporting.missing(self, sent))  # not even to an allowed host
+        if _grpc.is_grpc(request):
+            return _grpc.handle(self, request, sent)
         if _websocket.is_websocket(request):
             return _websocket.handle(self, request, sent)
         if self._replays:

@@ -257,12 +257,14 @@ class RecordingRun:
         with self.player.lock:
             recorders = list(self.recorders)
             sessions = list(getattr(self.player, "sessions", ()))  # WebSocket sessions, in order of start
+            calls = list(getattr(self.player, "grpc_calls", ()))  # gRPC calls, in order of start
         made = [
             (r.t0, r.t0 + (x.response.times[-1] if x.response.times else 0.0), x)
             for r in recorders
             if (x := r.interaction()) is not None
         ]
         made += [(r.t0, r.t0 + r.response_t, x) for r in sessions if (x := r.interaction()) is not None]
+        made += [(r.t0, r.t0, r.interaction()) for r in calls]
         made.sort(key=lambda item: item[0])
         session_join.join(made)  # a session spanning connections is one group (issue 44 item 2)
         return [x for _, _, x in made]

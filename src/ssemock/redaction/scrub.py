@@ -177,6 +177,35 @@ def redact(cassette: Cassette) -> list[str]:
         x.response = resp
         changes += _mask_decoded(i, x)
         changes += _mask_session(i, x)
+        changes += _mask_call(i, x)
+    return changes
+
+
+def _mask_call(i: int, x: Interaction) -> list[str]:
+    """Mask, in place, the secrets in a gRPC call: each message's, each the length it was (a
+    protobuf string keeps its length prefix right), then the trailers' and the status details'."""
+    call = getattr(x, "grpc", None)
+    if call is None:
+        return []
+    changes: list[str] = []
+    for k, m in enumerate(call.messages):
+        found = scan_body(m.data)
+        if not found:
+            continue
+        data = bytearray(m.data)
+        for a, b, kind in _spans(m.data, found):
+            data[a:b] = (REDACTED.encode() * (1 + (b - a) // len(REDACTED)))[: b - a]
+            changes.append(f"interaction {i} grpc.messages[{k}]: {kind} at byte {a}")
+        m.data = bytes(data)
+    trailers = []
+    for k, v in call.trailers:
+        v, said = _scrub_text(v, scan_header(k, v))
+        changes += [f"interaction {i} grpc.trailers[{k!r}]: {f}" for f in said]
+        trailers.append((k, v))
+    call.trailers = trailers
+    details, said = _scrub_text(call.status.details, scan(call.status.details))
+    changes += [f"interaction {i} grpc.status.details: {f}" for f in said]
+    call.status.details = details
     return changes
 
 

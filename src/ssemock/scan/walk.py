@@ -49,6 +49,7 @@ from .fields import (
     scan_url,
 )
 from .findings import Finding, first_per_place
+from .grpc_calls import scan_call
 from .large_streams import large_stream
 from .messages import value_shape
 from .model_content import exempt, generated, path_keys, prose_words, raw_exempt
@@ -560,6 +561,9 @@ def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
                 s.body(f"websocket.frames[{k}]", note.data, [], req.url, stream=False)
         if session.close.reason:
             s.text("websocket.close.reason", session.close.reason, "", 0)
+    call = getattr(x, "grpc", None)
+    if call is not None:  # a gRPC call: its messages, trailers and status details
+        scan_call(call, req.url, s.body, s.joined_text, s.header)
     return first_per_place(s.found)
 
 

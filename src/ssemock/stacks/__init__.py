@@ -38,6 +38,7 @@ from ..core.packages import fresh
 from ..plan.errors import UnmatchedRequestError
 
 if TYPE_CHECKING:
+    from ..plan.grpc.record import GrpcRecorder
     from ..plan.record import Recorder
     from ..plan.websocket.record import WsRecorder
 
@@ -47,6 +48,7 @@ __all__ = [
     "Allowed",
     "Patch",
     "Record",
+    "RecordCall",
     "RecordSession",
     "WS_STACKS",
     "activate",
@@ -79,6 +81,7 @@ WS_STACKS: dict[str, tuple[str, tuple[str, ...]]] = {
 _LIBRARIES = {library: library for library in STACKS.values()}  # library -> its ssemock.stacks module
 _LIBRARIES.update({lib: module for module, libs in WS_STACKS.values() for lib in libs})
 _LIBRARIES["httpx_ws"] = "websocket.httpx_ws"  # its sessions' timers (its handshake is the httpx stack's)
+_LIBRARIES["grpc"] = "grpc"  # gRPC channels, sync and aio (ssemock.stacks.grpc)
 
 _passing = contextvars.ContextVar("ssemock_passing", default=False)
 
@@ -103,6 +106,15 @@ class RecordSession(PassThrough):
 
     def __init__(self, request: httpx.Request, recorder: WsRecorder) -> None:
         super().__init__("recording a WebSocket session", request=request, origin=None)  # type: ignore[arg-type]
+        self.recorder = recorder
+
+
+class RecordCall(PassThrough):
+    """Raised by a player's router for a gRPC call: make the real call and tee its messages,
+    metadata and status into ``recorder`` (a `ssemock.plan.grpc.record.GrpcRecorder`)."""
+
+    def __init__(self, request: httpx.Request, recorder: GrpcRecorder) -> None:
+        super().__init__("recording a gRPC call", request=request, origin=None)  # type: ignore[arg-type]
         self.recorder = recorder
 
 

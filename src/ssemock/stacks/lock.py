@@ -34,7 +34,7 @@ from ..plan.errors import NetworkBlockedError, SsemockWarning
 from ..scan.shapes import safe_message
 from . import Patch, is_passing
 
-__all__ = ["Guard", "Hosts", "engage", "release"]
+__all__ = ["Guard", "Hosts", "blocking", "engage", "release"]
 
 _LOOPBACK = ("localhost", "127.0.0.0/8", "::1/128")
 _STACKS = "httpx, httpx2, aiohttp, urllib3 (requests, botocore)"
@@ -415,6 +415,11 @@ _PATCHES = [
     Patch(socket, "gethostbyaddr", _gethostbyaddr),
     Patch(socket, "getnameinfo", _getnameinfo),
 ]
+
+
+def blocking() -> bool:
+    """Whether the innermost player replays with the lock on (its guard refuses, not warns)."""
+    return bool(_guards) and _guards[-1].blocks
 
 
 def engage(guard: Guard) -> None:

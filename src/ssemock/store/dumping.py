@@ -18,8 +18,9 @@ from typing import Any
 import orjson
 
 from .group import dump_group, parse_group
+from .grpc import dump_grpc
 from .layout import laid_out, pieces
-from .model import VERSION, WEBSOCKET_VERSION, CassetteError, Headers, Interaction
+from .model import GRPC_VERSION, VERSION, WEBSOCKET_VERSION, CassetteError, Headers, Interaction
 from .parsing import _chunk_map_from_json, _chunk_map_loads, _Invalid, _json_in_layout
 from .stdio import StdioSession, dump_stdio
 from .websocket import dump_websocket, lines_laid_out
@@ -62,8 +63,13 @@ def _write_once(
     binary: set[int],
     stdio: Sequence[StdioSession],
 ) -> None:
-    newer = stdio or any(x.websocket is not None for x in interactions)
-    version = WEBSOCKET_VERSION if newer else VERSION
+    version = (
+        GRPC_VERSION
+        if any(x.grpc is not None for x in interactions)
+        else WEBSOCKET_VERSION
+        if stdio or any(x.websocket is not None for x in interactions)
+        else VERSION
+    )
     document: dict[str, Any] = {"version": version, "interactions": [0] if interactions else []}
     lines: dict[bytes, list[Any]] = {}
     if stdio:
@@ -98,7 +104,7 @@ def _write_batch(
     (orjson's layout of the list, its brackets left out, four spaces in), with their bodies,
     chunk maps and WebSocket lines put in as they are written."""
     bodies, items, maps = [], [], []
-    lines: dict[bytes, list[Any]] = {}  # a WebSocket session's messages, frames, wire: one a line
+    lines: dict[bytes, list[Any]] = {}  # a WebSocket session's or gRPC call's messages, wire: one a line
     for i in range(start, min(start + _BATCH, len(interactions))):
         x = interactions[i]
         # after a restart, every body is checked whole first: a second restart is never needed
@@ -113,6 +119,12 @@ def _write_batch(
         item["response"]["chunks"] = _MAP
         if x.websocket is not None:
             item["websocket"], laid_apart = dump_websocket(x.websocket, f"{_LINES}{i}:")
+            lines.update(laid_apart)
+        if x.grpc is not None:
+            try:
+                item["grpc"], laid_apart = dump_grpc(x.grpc, f"{_LINES}{i}:")
+            except ValueError as exc:
+                raise CassetteError(f"refusing to save: {exc}", path=path, interaction=i) from None
             lines.update(laid_apart)
         items.append(item)
     # "[\n  {...},\n  {...}\n]" -> "\n    {...},\n    {...}": no JSON string holds a line break

@@ -13,12 +13,14 @@ import orjson
 from ..scan.shapes import safe_message
 from ..scan.walk import Finding
 from .group import Group
+from .grpc import GrpcCall
 from .header_text import header_text_problem
 from .websocket import WebSocket
 
 __all__ = [
     "MAX_DEPTH",
     "MAX_T_MS",
+    "GRPC_VERSION",
     "VERSION",
     "WEBSOCKET_VERSION",
     "CassetteError",
@@ -31,6 +33,7 @@ __all__ = [
 
 VERSION = 1
 WEBSOCKET_VERSION = 2  # a cassette holding a WebSocket interaction (HTTP-only ones stay 1, byte for byte)
+GRPC_VERSION = 3  # a cassette holding a gRPC call: an older ssemock refuses it rather than read it as HTTP
 MAX_T_MS = 86_400_000  # a chunk time is at most a day after the request (ms), so timing can sleep it
 MAX_DEPTH = 250  # request.json and response.error nest at most this deep (orjson writes 254 levels)
 
@@ -165,6 +168,9 @@ class Interaction:
     group: Group | None = None
     """The session spanning connections it belongs to, and where its parts are on that session's
     timeline (`ssemock.store.group.Group`), or None: an interaction on its own."""
+    grpc: GrpcCall | None = None
+    """The gRPC call after its request and initial metadata (`ssemock.store.grpc.GrpcCall`), or
+    None for an HTTP interaction."""
 
 
 def _try_json(body: bytes | None) -> Any:

@@ -11,12 +11,15 @@ import operator
 import os
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
 from .group import parse_group
+from .grpc import parse_grpc
 from .header_text import header_text_problem
 from .model import (
+    GRPC_VERSION,
     MAX_DEPTH,
     MAX_T_MS,
     VERSION,
@@ -67,9 +70,14 @@ def _interactions(data: Any, path: str | os.PathLike[str] | None) -> list[Any]:
     if not isinstance(data, dict):
         raise CassetteError("top level must be an object", path=path)
     version = data.get("version")
-    if type(version) is not int or version not in (VERSION, WEBSOCKET_VERSION):  # true and 1.0 are not 1
+    if type(version) is not int or version not in (
+        VERSION,
+        WEBSOCKET_VERSION,
+        GRPC_VERSION,
+    ):  # true, 1.0 are not 1
         raise CassetteError(
-            f"unknown cassette version {version!r} (this ssemock reads {VERSION} and {WEBSOCKET_VERSION})",
+            f"unknown cassette version {version!r} (this ssemock reads {VERSION}, {WEBSOCKET_VERSION} "
+            f"and {GRPC_VERSION})",
             path=path,
         )
     items = data.get("interactions")
@@ -211,9 +219,16 @@ def _interaction_from_json(item: Any, consume: bool = False) -> Interaction:
             group = parse_group(item["group"], None if websocket is None else len(websocket.messages))
         except ValueError as exc:
             raise _Invalid(str(exc)) from None
-    return Interaction(
-        request, Response(status, headers, rbody, ends, times, complete, error), websocket, group
-    )
+    grpc = None
+    if "grpc" in item:
+        if websocket is not None:
+            raise _Invalid("an interaction is a WebSocket session or a gRPC call, not both")
+        try:
+            grpc = parse_grpc(item["grpc"], urlsplit(url).path)
+        except ValueError as exc:
+            raise _Invalid(str(exc)) from None
+    response = Response(status, headers, rbody, ends, times, complete, error)
+    return Interaction(request, response, websocket, group, grpc)
 
 
 def _chunk_map_loads(t_ms: Sequence[Any], offsets: Sequence[Any], size: int) -> bool:

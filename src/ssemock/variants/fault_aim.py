@@ -75,7 +75,11 @@ class Aim:
                             )
                         continue
                     response = interactions[i].response
-                    kind = framing_of(response.header("content-type"), response.body)
+                    kind = (
+                        "grpc"
+                        if getattr(interactions[i], "grpc", None) is not None
+                        else framing_of(response.header("content-type"), response.body)
+                    )
                     why = fault.refuses(kind)
                     if why:
                         raise ValueError(

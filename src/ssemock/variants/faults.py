@@ -23,6 +23,7 @@ from .error_faults import error_event, http_error
 from .fault_aim import Aim
 from .fault_model import MAX_SECONDS as MAX_SECONDS
 from .fault_model import Fault, Served, Target, framing_of
+from .grpc import faults as grpc_faults
 from .stream_faults import disconnect, stall, trailing_data, truncate
 from .websocket import faults as ws_faults
 
@@ -172,8 +173,11 @@ def get(spec: str | Fault) -> Fault:
             f"a fault is a name such as 'disconnect:after_event=3' or a Fault, "
             f"got {type(spec).__name__} {spec!r}"
         )
+    if grpc_faults.is_grpc_fault(spec):  # served by the gRPC calls (ssemock.variants.grpc.faults)
+        return grpc_faults.get(spec)
     if ws_faults.is_websocket_fault(spec):  # served by the WebSocket sessions (variants.websocket.faults)
-        # ",on=TARGET": aimed at the sessions it matches (one connection of a group, issue 44 item 2)
+        # ",on=TARGET": aimed at the sessions it matches (one connection of a group, issue 44 item 2;
+        # a gRPC call too, for a drop or stall: ssemock.variants.grpc.faults)
         base, sep, target = spec.rpartition(",on=") if ",on=" in spec else (spec, "", "")
         try:
             return ws_faults.OnWebSocket(ws_faults.get(base)).aimed(target.strip() if sep else None)

@@ -336,6 +336,10 @@ class OnWebSocket(Fault):
         return None
 
     def refuses(self, framing: str) -> str | None:
+        if framing == "grpc" and (
+            isinstance(self.ws, _Stall) or (isinstance(self.ws, _Drop) and self.ws.byte is None)
+        ):
+            return None  # a gRPC call serves it too (ssemock.variants.grpc.faults)
         return f"a WebSocket fault: it applies to WebSocket sessions, not to a {framing} body"
 
     def needs_end(self, attempt: int = 0) -> str | None:

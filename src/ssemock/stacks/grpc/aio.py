@@ -1,0 +1,419 @@
+"""grpcio's aio calls, replayed and recorded: the aio multi-callables' ``__call__`` patched. A
+replayed call is an `AioCall` in ``grpc.aio``'s shape (awaited for a unary response, ``async for``
+or ``read()`` for a stream, ``write()`` / ``done_writing()`` for a request stream given no
+iterator); a failure raises ``grpc.aio.AioRpcError``. A recorded call is the real one, watched
+(`Watched`) so its end is recorded before the client sees it.
+
+Interceptors given to ``grpc.aio.*_channel(interceptors=...)`` run around a replayed call too: the
+call is matched as the code made it, then grpcio's interceptor chain runs, and its last
+continuation makes the replayed call (`_replayed_inside`) instead of a real one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+from collections.abc import AsyncIterator, Callable, Generator
+from typing import Any
+
+import grpc
+import grpc.aio
+import grpc.aio._channel as _aio_channel
+import grpc.aio._interceptor as _aio_interceptor
+
+from ...plan.grpc.serving import Call, End, ServedCall
+from ...variants import timing as _timing
+from .. import Patch, intercepting
+from .channels import is_secure
+from .dispatch import decoder, start, status_code, tee
+
+__all__ = ["AioCall", "Watched", "patches"]
+
+_UNARY_REQUEST = ("unary_unary", "unary_stream")
+
+
+def _metadata(pairs: Any) -> grpc.aio.Metadata:
+    return grpc.aio.Metadata.from_tuple(tuple(pairs))
+
+
+class AioCall:
+    """A replayed call in ``grpc.aio``'s shape (every kind: the methods a kind lacks are unused)."""
+
+    def __init__(
+        self,
+        served: ServedCall,
+        requests: Any,
+        serialize: Callable[[Any], bytes] | None,
+        deserialize: Callable[[bytes], Any] | None,
+    ) -> None:
+        self._served, self._requests = served, requests
+        self._iterator: Any = None
+        self._serialize, self._deserialize = serialize, deserialize
+        self._clock = _timing.clock
+        self._t0 = self._clock.now()
+        self._end: End | None = None
+        self._response: Any = None
+        self._written = asyncio.Event()
+        self._steps = asyncio.Lock()
+        self._done_callbacks: list[Callable[[Any], None]] = []
+
+    def _bytes(self, message: Any) -> bytes:
+        return message if self._serialize is None else self._serialize(message)
+
+    def _message(self, data: bytes) -> Any:
+        return data if self._deserialize is None else self._deserialize(data)
+
+    async def _next_request(self) -> Any:
+        """The next message of the request iterator (sync or async); StopAsyncIteration at its end."""
+        if self._iterator is None:
+            requests = self._requests
+            self._iterator = aiter(requests) if hasattr(requests, "__aiter__") else iter(requests)
+        if hasattr(self._iterator, "__anext__"):
+            return await anext(self._iterator)
+        try:
+            return next(self._iterator)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    async def _pump(self, needs: int) -> None:
+        """Send the client's request messages up to ``needs``: from its iterator, or wait for
+        its ``write()`` calls."""
+        served = self._served
+        while len(served.sent) < needs and not served.ended:
+            if self._requests is None:
+                self._written.clear()
+                await self._written.wait()
+                continue
+            try:
+                message = await self._next_request()
+            except StopAsyncIteration:
+                served.end_stream()
+                break
+            served.send(self._bytes(message))
+
+    async def _step(self) -> bytes | None:
+        async with self._steps:
+            if self._end is not None:
+                return None
+            served = self._served
+            await self._pump(served.next().needs)
+            step = served.next()
+            wait = served.wait(step, self._clock.now() - self._t0)
+            if wait:
+                await self._clock.asleep(wait)
+            served.advance()
+            if step.data is not None:
+                return step.data
+            if self._requests is not None and not served.ended and step.end and step.end.code == "OK":
+                await self._pump(len(served.sent) + 1)
+            self._finish(step.end or End("OK", "", ()))
+            return None
+
+    def _finish(self, end: End) -> None:
+        self._end = end
+        for done in self._done_callbacks:
+            done(self)
+
+    def _error(self) -> BaseException:
+        end = self._end
+        assert end is not None
+        if end.code == "CANCELLED" and self._cancelled:
+            return asyncio.CancelledError()
+        error: BaseException = grpc.aio.AioRpcError(
+            status_code(end.code),
+            _metadata(self._served.initial_metadata),
+            _metadata(end.trailers),
+            end.details,
+            f"ssemock replay: {end.details}",
+        )
+        return error
+
+    _cancelled = False
+
+    # -- responses ---------------------------------------------------------------------------
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._result().__await__()
+
+    async def _result(self) -> Any:
+        while (data := await self._step()) is not None:
+            self._response = self._message(data)
+        if self._end is not None and self._end.code != "OK":
+            raise self._error()
+        return self._response
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._responses()
+
+    async def _responses(self) -> AsyncIterator[Any]:
+        while (data := await self._step()) is not None:
+            yield self._message(data)
+        if self._end is not None and self._end.code != "OK":
+            raise self._error()
+
+    async def read(self) -> Any:
+        data = await self._step()
+        if data is not None:
+            return self._message(data)
+        if self._end is not None and self._end.code != "OK":
+            raise self._error()
+        return grpc.aio.EOF
+
+    # -- requests ----------------------------------------------------------------------------
+
+    async def write(self, request: Any) -> None:
+        if self._requests is not None:
+            raise grpc.aio.UsageError("write() is not allowed when the call was given a request iterator")
+        if self._served.ended:
+            raise grpc.aio.UsageError("write() after done_writing()")
+        try:
+            self._served.send(self._bytes(request))
+        finally:
+            self._written.set()
+
+    async def done_writing(self) -> None:
+        if self._requests is not None:
+            raise grpc.aio.UsageError(
+                "done_writing() is not allowed when the call was given a request iterator"
+            )
+        try:
+            self._served.end_stream()
+        finally:
+            self._written.set()
+
+    # -- grpc.aio.Call -------------------------------------------------------------------------
+
+    def _final(self) -> End:
+        return self._end or self._served.final
+
+    async def initial_metadata(self) -> grpc.aio.Metadata:
+        return _metadata(self._served.initial_metadata)
+
+    async def trailing_metadata(self) -> grpc.aio.Metadata:
+        return _metadata(self._final().trailers)
+
+    async def code(self) -> grpc.StatusCode:
+        return status_code(self._final().code)
+
+    async def details(self) -> str:
+        return self._final().details
+
+    async def wait_for_connection(self) -> None:
+        return None
+
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def done(self) -> bool:
+        return self._end is not None
+
+    def time_remaining(self) -> float | None:
+        return None
+
+    def cancel(self) -> bool:
+        if self._end is not None:
+            return False
+        self._cancelled = True
+        self._finish(End("CANCELLED", "Locally cancelled by application!", ()))
+        return True
+
+    def add_done_callback(self, callback: Callable[[Any], None]) -> None:
+        if self._end is None:
+            self._done_callbacks.append(callback)
+        else:
+            callback(self)
+
+    def __repr__(self) -> str:
+        end = self._end
+        return (
+            f"<ssemock replayed gRPC aio call: {'active' if end is None else f'{end.code}: {end.details}'}>"
+        )
+
+
+class Watched:
+    """A real aio call being recorded: every use delegated to it, and its end (metadata, code,
+    details) recorded before the client gets the last response or the error."""
+
+    def __init__(self, real: Any, recorder: Any) -> None:
+        self._real, self._recorder = real, recorder
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    async def _finish(self) -> None:
+        real = self._real
+        code = await real.code()
+        self._recorder.finish(
+            await real.initial_metadata(), await real.trailing_metadata(), code.name, await real.details()
+        )
+
+    def _failed(self, error: grpc.aio.AioRpcError) -> None:
+        self._recorder.finish(
+            error.initial_metadata(), error.trailing_metadata(), error.code().name, error.details()
+        )
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._result().__await__()
+
+    async def _result(self) -> Any:
+        try:
+            response = await self._real
+        except grpc.aio.AioRpcError as error:
+            self._failed(error)
+            raise
+        await self._finish()
+        return response
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._responses()
+
+    async def _responses(self) -> AsyncIterator[Any]:
+        try:
+            async for response in self._real:
+                yield response
+        except grpc.aio.AioRpcError as error:
+            self._failed(error)
+            raise
+        await self._finish()
+
+    async def read(self) -> Any:
+        try:
+            response = await self._real.read()
+        except grpc.aio.AioRpcError as error:
+            self._failed(error)
+            raise
+        if response is grpc.aio.EOF:
+            await self._finish()
+        return response
+
+
+def _call(kind: str) -> Callable[[Any], Any]:
+    """The ``__call__`` of an aio multi-callable of ``kind``."""
+
+    def make(original: Any) -> Any:
+        def call(self: Any, request: Any = None, *args: Any, **kw: Any) -> Any:
+            __tracebackhide__ = True
+            if not intercepting():
+                return original(self, request, *args, **kw)
+            timeout = kw.get("timeout", args[0] if args else None)
+            metadata = kw.get("metadata", args[1] if len(args) > 1 else None)
+            serializer = self._request_serializer
+            first = None
+            if kind in _UNARY_REQUEST:
+                first = request if serializer is None else serializer(request)
+            channel = self._python_channel
+            target = str(getattr(channel, "_ssemock_target", "unknown"))
+            call = Call(kind, first, timeout, decoder(request) if kind in _UNARY_REQUEST else None)
+            started = start(target, is_secure(channel), self._method, call, metadata)
+            if started.served is not None:
+                if self._interceptors:  # they run, around the replayed call (`_replayed_inside`)
+                    token = _served.set(started.served)
+                    try:
+                        return original(self, request, *args, **kw)
+                    finally:
+                        _served.reset(token)
+                requests = None if kind in _UNARY_REQUEST else request
+                return _CALLS[kind](started.served, requests, serializer, self._response_deserializer)
+            if started.recorder is None:
+                return original(self, request, *args, **kw)
+            real = _recording(self, started.recorder)
+            return Watched(original(real, request, *args, **kw), started.recorder)
+
+        return call
+
+    return make
+
+
+class _UnaryUnary(AioCall, grpc.aio.UnaryUnaryCall):  # type: ignore[misc]
+    """A replayed unary call, an instance of ``grpc.aio.UnaryUnaryCall`` (interceptors check)."""
+
+
+class _UnaryStream(AioCall, grpc.aio.UnaryStreamCall):  # type: ignore[misc]
+    """A replayed server stream, an instance of ``grpc.aio.UnaryStreamCall``."""
+
+
+class _StreamUnary(AioCall, grpc.aio.StreamUnaryCall):  # type: ignore[misc]
+    """A replayed client stream, an instance of ``grpc.aio.StreamUnaryCall``."""
+
+
+class _StreamStream(AioCall, grpc.aio.StreamStreamCall):  # type: ignore[misc]
+    """A replayed bidirectional call, an instance of ``grpc.aio.StreamStreamCall``."""
+
+
+_CALLS: dict[str, type[AioCall]] = {
+    "unary_unary": _UnaryUnary,
+    "unary_stream": _UnaryStream,
+    "stream_unary": _StreamUnary,
+    "stream_stream": _StreamStream,
+}
+_served: contextvars.ContextVar[ServedCall | None] = contextvars.ContextVar(
+    "ssemock_grpc_served", default=None
+)
+"""The replayed call a multi-callable with interceptors is making: its interceptors run in a task
+that copies this context, and their last continuation makes the call (`_replayed_inside`)."""
+
+
+def _replayed_inside(kind: str) -> Callable[[Any], Any]:
+    """What grpcio's interceptor chain calls last to make the call (``UnaryUnaryCall(...)`` in
+    ``grpc.aio._interceptor``): the replayed call when one is being made, else grpcio's own."""
+
+    def make(original: Any) -> Any:
+        def call(
+            request: Any,
+            deadline: Any,
+            metadata: Any,
+            credentials: Any,
+            wait_for_ready: Any,
+            channel: Any,
+            method: Any,
+            serializer: Any,
+            deserializer: Any,
+            *rest: Any,
+        ) -> Any:
+            served = _served.get()
+            if served is None:
+                return original(
+                    request,
+                    deadline,
+                    metadata,
+                    credentials,
+                    wait_for_ready,
+                    channel,
+                    method,
+                    serializer,
+                    deserializer,
+                    *rest,
+                )
+            requests = None if kind in _UNARY_REQUEST else request
+            return _CALLS[kind](served, requests, serializer, deserializer)
+
+        return call
+
+    return make
+
+
+def _recording(multicallable: Any, recorder: Any) -> Any:
+    """A copy of an aio multi-callable whose serializers tee into ``recorder``."""
+    copied = copy.copy(multicallable)
+    copied._request_serializer, copied._response_deserializer = tee(
+        multicallable._request_serializer, multicallable._response_deserializer, recorder
+    )
+    return copied
+
+
+def patches() -> list[Patch]:
+    return [
+        Patch(_aio_channel.UnaryUnaryMultiCallable, "__call__", _call("unary_unary")),
+        Patch(_aio_channel.UnaryStreamMultiCallable, "__call__", _call("unary_stream")),
+        Patch(_aio_channel.StreamUnaryMultiCallable, "__call__", _call("stream_unary")),
+        Patch(_aio_channel.StreamStreamMultiCallable, "__call__", _call("stream_stream")),
+        *(
+            Patch(_aio_interceptor, name, _replayed_inside(kind))
+            for kind, name in (
+                ("unary_unary", "UnaryUnaryCall"),
+                ("unary_stream", "UnaryStreamCall"),
+                ("stream_unary", "StreamUnaryCall"),
+                ("stream_stream", "StreamStreamCall"),
+            )
+        ),
+    ]
