@@ -54,6 +54,7 @@ from .large_streams import large_stream
 from .messages import value_shape
 from .model_content import exempt, generated, path_keys, prose_words, raw_exempt
 from .prescanned import prescanned
+from .stdio_sessions import scan_session
 from .subprotocols import credential_start, subprotocols
 
 __all__ = [
@@ -587,17 +588,8 @@ def scan_cassette(cassette: _CassetteLike) -> list[Finding]:
     Every write of cassette data runs it (``Cassette.save`` refuses unless told
     ``scan_secrets=False``); a finding never holds the value, only its shape."""
     found = [f for i, x in enumerate(cassette.interactions) for f in scan_interaction(x, i)]
-    return found + [f for k, session in enumerate(cassette.stdio) for f in scan_stdio(session, k)]
-
-
-def scan_stdio(session: Any, index: int) -> list[Finding]:
-    """Every secret in a child process's recording (a cassette's ``stdio``, `ssemock.store.stdio`):
-    its command line and each line of its pipes, as JSON lines."""
-    s = _Scan(index)
-    for k, arg in enumerate(session.argv):
-        s.text(f"stdio[{index}].argv[{k}]", arg, "", 0)
-    lines = [("content-type", "application/x-ndjson")]
-    for n, line in enumerate(session.lines):
-        if line.data:
-            s.body(f"stdio[{index}].lines[{n}]", line.data, lines, "", stream=False)
-    return first_per_place(s.found)
+    for k, session in enumerate(cassette.stdio):  # a child process's recording
+        s = _Scan(k)
+        scan_session(session, k, s.text, s.body)
+        found += first_per_place(s.found)
+    return found
