@@ -1,0 +1,343 @@
+"""``ssemock serve``'s gRPC side: the cassettes' recorded calls answered over HTTP/2 cleartext
+(h2c with prior knowledge, as gRPC clients speak it), on the HTTP port (`ssemock.commands.preface`
+tells the connections apart).
+
+A call is matched by its method path and the messages the client sends (never its metadata: a
+replay sends other keys), least played first, as the in-process replay does; a bidirectional call
+is a conversation: the server's recorded messages go out as the client's messages that came
+before them arrive, and each is checked against the recording. The response is the recorded
+initial metadata, the messages as DATA frames cut by the wire chunking
+(`ssemock.variants.grpc_chunking`: ``--chunking per_message``, ``mid_header``, ``bytewise``...),
+timed by ``--timing``, then the recorded trailers with the status. A call no recording matches
+ends with ``NOT_FOUND`` (``UNIMPLEMENTED`` for a method never recorded), its details saying what
+differs, and a log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import zlib
+from collections.abc import Callable, Sequence
+from urllib.parse import quote
+
+import h2.events
+
+from ...framing.grpc import STATUS_CODES, Decoder, GrpcFramingError
+from ...plan.grpc_wire import wire_frames
+from ...redaction.rules import mask_text
+from ...store.grpc import GrpcCall
+from ...store.model import Request
+from ...variants import grpc_chunking
+from ..h2conn import Closed, H2Endpoint, Headers
+from .replayer import Exchange, Replayer
+
+__all__ = ["GrpcServing", "serving"]
+
+UNMATCHED = "NOT_FOUND"
+"""The status of a call no recording matches (its details say what differs)."""
+_DROP_HEADERS = frozenset(
+    {"content-length", "content-type", "grpc-encoding", "transfer-encoding", "connection", "keep-alive", "te"}
+)
+_DECOMPRESS: dict[str, Callable[[bytes], bytes]] = {
+    "identity": lambda data: data,
+    "gzip": gzip.decompress,
+    "deflate": zlib.decompress,
+}
+
+
+def serving(replayer: Replayer) -> Callable[[], asyncio.Protocol]:
+    """The h2c protocol factory of ``replayer``'s app (``app.state.h2c_protocol``)."""
+    return lambda: GrpcServing(replayer)
+
+
+def grpc_calls(replayer: Replayer, path: str) -> list[int]:
+    """The interactions recording a call of the method ``path``."""
+    return [i for i, x in enumerate(replayer.interactions) if x.grpc is not None and x.grpc.method == path]
+
+
+def grpc_message(details: str) -> str:
+    """``details`` as the ``grpc-message`` trailer carries it (percent-encoded past printable ASCII)."""
+    return quote(details, safe=" !\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+class GrpcServing(H2Endpoint):
+    """One h2c connection: each stream a gRPC call answered from the replayer's recordings."""
+
+    def __init__(self, replayer: Replayer) -> None:
+        super().__init__(client_side=False)
+        self.replayer = replayer
+        self.calls: dict[int, _Call] = {}
+
+    def event(self, event: h2.events.Event) -> None:
+        if isinstance(event, h2.events.RequestReceived):
+            self.calls[event.stream_id] = _Call(
+                self, event.stream_id, [(str(k), str(v)) for k, v in event.headers or []]
+            )
+            return
+        call = self.calls.get(getattr(event, "stream_id", 0) or 0)
+        if call is None:
+            return
+        if isinstance(event, h2.events.DataReceived):
+            call.feed(event.data or b"")
+        elif isinstance(event, h2.events.StreamEnded):
+            call.end_of_request()
+        elif isinstance(event, h2.events.StreamReset):
+            call.task.cancel()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        for call in self.calls.values():
+            call.task.cancel()
+
+    def shutdown(self) -> None:
+        """uvicorn stops: GOAWAY, then the connection closes."""
+        if not self.closed:
+            self.h2.close_connection()
+            self.flush()
+        self.close()
+
+
+class _Call:
+    """One stream: the client's messages as they come, and the task answering them."""
+
+    def __init__(self, conn: GrpcServing, stream_id: int, headers: Headers) -> None:
+        self.conn, self.stream_id = conn, stream_id
+        self.replayer = conn.replayer
+        self.head = dict(headers)
+        self.path = self.head.get(":path", "")
+        self.got: list[bytes] = []
+        self.half_closed = False
+        self.refused: tuple[str, str] | None = None  # a request the server cannot read: its status
+        self.headed = False  # the response's head went
+        self._decoder = Decoder(max_message=self.replayer.max_body)
+        self._decompress = _DECOMPRESS.get(self.head.get("grpc-encoding", "identity"))
+        self._changed = asyncio.Event()
+        self.task = asyncio.get_running_loop().create_task(self.run())
+
+    # -- the request --------------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> None:
+        if self.refused is not None:
+            return
+        try:
+            for message in self._decoder.feed(data):
+                if message.compressed and self._decompress is None:
+                    self._refuse(
+                        "UNIMPLEMENTED",
+                        f"ssemock: grpc-encoding {self.head.get('grpc-encoding')!r} is not read",
+                    )
+                    return
+                self.got.append(
+                    self._decompress(message.data)
+                    if message.compressed and self._decompress
+                    else message.data
+                )
+        except (GrpcFramingError, OSError, zlib.error) as exc:
+            code = "RESOURCE_EXHAUSTED" if "over the" in str(exc) else "INTERNAL"
+            self._refuse(code, f"ssemock: the request's messages cannot be read: {exc}")
+            return
+        self._changed.set()
+
+    def end_of_request(self) -> None:
+        self.half_closed = True
+        try:
+            self._decoder.close()
+        except GrpcFramingError as exc:
+            self._refuse("INTERNAL", f"ssemock: the request's messages cannot be read: {exc}")
+        self._changed.set()
+
+    def _refuse(self, code: str, details: str) -> None:
+        self.refused = (code, details)
+        self._changed.set()
+
+    async def _more(self) -> None:
+        await self._changed.wait()
+        self._changed.clear()
+
+    # -- the answer ---------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            await self._answer()
+        except Closed:
+            pass  # the client went: nothing more to send
+        except asyncio.CancelledError:
+            if not self.conn.closed:  # the client reset the stream
+                self.replayer.log(f"gRPC {self.path}: the client cancelled the call")
+        finally:
+            self.conn.calls.pop(self.stream_id, None)
+
+    async def _answer(self) -> None:
+        replayer = self.replayer
+        if self.head.get(":method") != "POST" or not self.head.get("content-type", "").startswith(
+            "application/grpc"
+        ):
+            self._end("UNIMPLEMENTED", "ssemock: not a gRPC call (a POST of application/grpc)")
+            return
+        candidates = grpc_calls(replayer, self.path)
+        if not candidates:
+            self._unmatched("UNIMPLEMENTED", f"ssemock: no call of {self.path} was recorded")
+            return
+        index = await self._choose(candidates)
+        if index is None:
+            if self.refused is None:
+                self._unmatched(UNMATCHED, self._why(candidates))
+            return
+        interaction = replayer.interactions[index]
+        call = interaction.grpc
+        assert call is not None
+        chunking = grpc_chunking.for_http(replayer.chunking)
+        timed = replayer.timing.factor is not None
+        frames = wire_frames(call, chunking, timed=timed)
+        exchange = Exchange("POST", self.path, 200, index, chunks=len(frames))
+        replayer.exchanges.append(exchange)
+        replayer.log(
+            f"gRPC {self.path} -> {call.status.code} #{index}, {len(call.received())} message(s), chunking={chunking}"
+        )
+        recorded_sends = [m.data for m in call.sent()]
+        send_times = [m.t for m in call.sent()]
+        if frames or call.status.code == "OK":
+            self.conn.send_headers(self.stream_id, self._head(interaction.response.headers))
+            self.headed = True
+        last_t = 0.0
+        for wire_frame in frames:
+            if not await self._sent(wire_frame.after_sends, recorded_sends, index):
+                return
+            if wire_frame.after_sends:
+                last_t = max(last_t, send_times[wire_frame.after_sends - 1])
+            await self._wait(wire_frame.t - last_t)
+            last_t = max(last_t, wire_frame.t)
+            await self.conn.send_data(self.stream_id, wire_frame.data)
+        if not await self._sent(len(recorded_sends), recorded_sends, index):
+            return
+        if call.status.t is not None:
+            await self._wait(call.status.t - last_t)
+        self._finish(call.status.code, call.status.details, interaction.response.headers, call.trailers)
+
+    async def _choose(self, candidates: list[int]) -> int | None:
+        """The recorded call answering this one, once the client has sent enough to tell (least
+        played first); None when none can."""
+        while True:
+            if self.refused is not None:
+                self._end(*self.refused)
+                return None
+            calls = self.replayer.interactions
+            consistent = [i for i in candidates if self._consistent(calls[i].grpc)]
+            if not consistent:
+                return None
+            ready = [i for i in consistent if self._ready(calls[i].grpc)]
+            if ready:
+                sent = Request("POST", self.path, [], None)
+                return self.replayer.selection.take(sent, repeats="least_played", among=ready)
+            await self._more()
+
+    def _consistent(self, call: GrpcCall | None) -> bool:
+        assert call is not None
+        sends = [m.data for m in call.sent()]
+        return sends[: len(self.got)] == self.got and (not self.half_closed or len(sends) == len(self.got))
+
+    def _ready(self, call: GrpcCall | None) -> bool:
+        """Whether ``call`` would answer now: the client closed its side; a unary request came;
+        or, in a bidirectional call, the recording's server spoke after as many client messages."""
+        assert call is not None
+        if self.half_closed:
+            return True
+        if call.kind.startswith("unary_"):
+            return len(self.got) >= 1
+        if call.kind == "stream_unary":
+            return False
+        seen = 0
+        for message in call.messages:
+            if message.direction == "send":
+                seen += 1
+                if seen > len(self.got):
+                    return False
+            elif seen == len(self.got):
+                return True
+        return False
+
+    async def _sent(self, count: int, recorded: Sequence[bytes], index: int) -> bool:
+        """Wait for the client's first ``count`` messages and check them against the recording
+        (False: the call was ended with what differs)."""
+        while len(self.got) < count and not self.half_closed and self.refused is None:
+            await self._more()
+        if self.refused is not None:
+            self._end(*self.refused)
+            return False
+        got = self.got[:count]
+        if got != list(recorded[:count]):
+            self._end(
+                UNMATCHED,
+                f"ssemock: the call of {self.path} left recording #{index}: {_differs(got, recorded[:count])}",
+            )
+            return False
+        return True
+
+    async def _wait(self, recorded_gap: float) -> None:
+        delay = self.replayer.timing.at(max(0.0, recorded_gap))
+        if delay:
+            await asyncio.sleep(delay)
+
+    # -- what goes out ------------------------------------------------------------------------------
+
+    def _head(self, recorded: Sequence[tuple[str, str]]) -> Headers:
+        kind = next((v for k, v in recorded if k == "content-type"), "application/grpc")
+        return [
+            (":status", "200"),
+            ("content-type", kind),
+            *((k, v) for k, v in recorded if k not in _DROP_HEADERS and not k.startswith(":")),
+        ]
+
+    @staticmethod
+    def _status(code: str, details: str) -> Headers:
+        out = [("grpc-status", str(STATUS_CODES[code]))]
+        return [*out, ("grpc-message", grpc_message(details))] if details else out
+
+    def _finish(
+        self,
+        code: str,
+        details: str,
+        head: Sequence[tuple[str, str]] = (),
+        trailers: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        """The trailers (status ``code``, ``details`` and ``trailers``); trailers-only, with the
+        response's ``head``, when no head went yet (a call answered with no message, as gRPC
+        servers answer it)."""
+        status = self._status(code, details) + list(trailers)
+        if not self.headed:
+            status = self._head(head) + status
+        self.headed = True
+        self.conn.send_headers(self.stream_id, status, end_stream=True)
+
+    def _end(self, code: str, details: str) -> None:
+        """End the call early with ``code`` (a logged, masked ``details``)."""
+        self.replayer.log(f"gRPC {self.path} -> {code}: {details}")
+        self._finish(code, mask_text(details))
+
+    def _unmatched(self, code: str, details: str) -> None:
+        self.replayer.exchanges.append(Exchange("POST", self.path, 200, None))
+        self._end(code, details)
+
+    def _why(self, candidates: list[int]) -> str:
+        """What differs between the client's messages and each recorded call of its method."""
+        parts = []
+        for i in candidates[:5]:
+            call = self.replayer.interactions[i].grpc
+            assert call is not None
+            parts.append(f"#{i}: {_differs(self.got, [m.data for m in call.sent()])}")
+        more = f"; {len(candidates) - 5} more" if len(candidates) > 5 else ""
+        return (
+            f"ssemock: no recorded call of {self.path} matches the messages sent ({'; '.join(parts)}{more})"
+        )
+
+
+def _differs(got: Sequence[bytes], recorded: Sequence[bytes]) -> str:
+    """The first difference between the messages sent and those recorded, in words."""
+    for k, (a, b) in enumerate(zip(got, recorded)):
+        if a != b:
+            at = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            return f"message {k + 1} differs at byte {at} ({len(a)} bytes sent, {len(b)} recorded)"
+    if len(got) < len(recorded):
+        return f"{len(got)} message(s) sent, {len(recorded)} recorded"
+    return f"{len(got)} message(s) sent, only {len(recorded)} recorded"
