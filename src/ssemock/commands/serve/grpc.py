@@ -19,6 +19,7 @@ import asyncio
 import gzip
 import zlib
 from collections.abc import Callable, Sequence
+from typing import Protocol
 from urllib.parse import quote
 
 import h2.events
@@ -32,7 +33,7 @@ from ...variants import grpc_chunking
 from ..h2conn import Closed, H2Endpoint, Headers
 from .replayer import Exchange, Replayer
 
-__all__ = ["GrpcServing", "serving"]
+__all__ = ["GrpcConnection", "GrpcServing", "ReplayedCall", "Stream", "grpc_calls", "grpc_message", "serving"]
 
 UNMATCHED = "NOT_FOUND"
 """The status of a call no recording matches (its details say what differs)."""
@@ -61,19 +62,22 @@ def grpc_message(details: str) -> str:
     return quote(details, safe=" !\"#$&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
-class GrpcServing(H2Endpoint):
-    """One h2c connection: each stream a gRPC call answered from the replayer's recordings."""
+class GrpcConnection(H2Endpoint):
+    """One h2c connection whose streams are gRPC calls, each answered by what `open` gives."""
 
-    def __init__(self, replayer: Replayer) -> None:
+    def __init__(self) -> None:
         super().__init__(client_side=False)
-        self.replayer = replayer
-        self.calls: dict[int, _Call] = {}
+        self.calls: dict[int, Stream] = {}
+        """The calls under way, by stream."""
+
+    def open(self, stream_id: int, headers: Headers) -> Stream:
+        """What answers a new stream (``headers``: its request head)."""
+        raise NotImplementedError
 
     def event(self, event: h2.events.Event) -> None:
         if isinstance(event, h2.events.RequestReceived):
-            self.calls[event.stream_id] = _Call(
-                self, event.stream_id, [(str(k), str(v)) for k, v in event.headers or []]
-            )
+            headers = [(str(k), str(v)) for k, v in event.headers or []]
+            self.calls[event.stream_id] = self.open(event.stream_id, headers)
             return
         call = self.calls.get(getattr(event, "stream_id", 0) or 0)
         if call is None:
@@ -87,7 +91,7 @@ class GrpcServing(H2Endpoint):
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
-        for call in self.calls.values():
+        for call in list(self.calls.values()):
             call.task.cancel()
 
     def shutdown(self) -> None:
@@ -98,12 +102,36 @@ class GrpcServing(H2Endpoint):
         self.close()
 
 
-class _Call:
-    """One stream: the client's messages as they come, and the task answering them."""
+class GrpcServing(GrpcConnection):
+    """``ssemock serve``'s h2c connection: each call a replay of the replayer's recordings."""
 
-    def __init__(self, conn: GrpcServing, stream_id: int, headers: Headers) -> None:
+    def __init__(self, replayer: Replayer) -> None:
+        super().__init__()
+        self.replayer = replayer
+
+    def open(self, stream_id: int, headers: Headers) -> Stream:
+        return ReplayedCall(self, stream_id, headers, self.replayer)
+
+
+class Stream(Protocol):
+    """What a connection feeds one stream's request to; its task answers it."""
+
+    task: asyncio.Task[None]
+
+    def feed(self, data: bytes) -> None:
+        """A DATA frame's bytes from the client."""
+
+    def end_of_request(self) -> None:
+        """The client closed its side."""
+
+
+class ReplayedCall:
+    """One stream answered from ``replayer``'s recorded calls: the client's messages as they
+    come, and the task answering them."""
+
+    def __init__(self, conn: GrpcConnection, stream_id: int, headers: Headers, replayer: Replayer) -> None:
         self.conn, self.stream_id = conn, stream_id
-        self.replayer = conn.replayer
+        self.replayer = replayer
         self.head = dict(headers)
         self.path = self.head.get(":path", "")
         self.got: list[bytes] = []
