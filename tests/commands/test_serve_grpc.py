@@ -1,0 +1,195 @@
+"""``ssemock serve`` answers gRPC over HTTP/2 cleartext on its HTTP port
+(`ssemock.commands.serve.grpc`, `ssemock.commands.preface`): calls recorded through ``ssemock
+proxy`` from a generic grpcio servicer (tests/grpc_servers.py), the servicer then stopped, are
+replayed to grpcio under every gRPC wire chunking of the registry (the same messages, metadata,
+-bin trailers and status), and a raw h2 client sees the DATA frames each chunking cuts; an
+unmatched call and an unknown method end with the status naming what differs; HTTP/1.1 is still
+answered on the same port; ``ssemock serve`` run as a command answers grpcio and Node's
+``@grpc/grpc-js`` from other processes."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import grpc
+import h2.config
+import h2.connection
+import h2.events
+import httpx
+import needs
+import pytest
+from grpc_servers import FAIL, STREAM, TALK, calls, generic_server
+
+from ssemock.commands import serve
+from ssemock.commands.loopback import running
+from ssemock.commands.proxy import app as proxy_app
+from ssemock.framing.grpc import frame, frame_all
+from ssemock.store.cassette import Cassette
+from ssemock.variants import grpc_chunking
+
+NODE_DIR = Path(__file__).parents[1] / "node"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The generic servicer's calls recorded through ``ssemock proxy`` (the servicer stopped
+    after): the cassette, and what the client saw live."""
+    folder = tmp_path_factory.mktemp("grpc")
+    with generic_server() as port:
+        live = calls(f"127.0.0.1:{port}")
+        with running(proxy_app(f"http://127.0.0.1:{port}", cassette_dir=folder)) as url:
+            assert calls(url.removeprefix("http://")) == live
+    return folder / "proxy.json", live
+
+
+@contextmanager
+def served(cassette: Any, **options: Any) -> Iterator[tuple[str, list[str]]]:
+    log: list[str] = []
+    with running(serve.app(cassette, log=log.append, **options)) as url:
+        yield url.removeprefix("http://"), log
+
+
+@pytest.mark.parametrize("chunking", grpc_chunking.names())
+def test_every_chunking_replays_what_the_client_saw_live(
+    recorded: tuple[Path, dict[str, Any]], chunking: str
+) -> None:
+    cassette, live = recorded
+    with served(cassette, chunking=chunking) as (target, log):
+        assert calls(target) == live
+    assert any(f"gRPC {STREAM} -> OK" in line and f"chunking={chunking}" in line for line in log)
+
+
+def h2_call(target: str, path: str, messages: list[bytes]) -> tuple[list[bytes], dict[str, str]]:
+    """One call by a raw h2 client: the payload of every DATA frame received, and the trailers."""
+    host, port = target.split(":")
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+    conn.initiate_connection()
+    headers = [(":method", "POST"), (":scheme", "http"), (":authority", target), (":path", path)]
+    conn.send_headers(1, [*headers, ("content-type", "application/grpc"), ("te", "trailers")])
+    conn.send_data(1, frame_all(messages), end_stream=True)
+    sock.sendall(conn.data_to_send())
+    frames: list[bytes] = []
+    trailers: dict[str, str] = {}
+    with sock:
+        while not trailers:
+            data = sock.recv(65536)
+            assert data, "the server closed the connection before the trailers"
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.DataReceived):
+                    frames.append(event.data)
+                    conn.acknowledge_received_data(event.flow_controlled_length, 1)
+                elif isinstance(event, h2.events.TrailersReceived):
+                    trailers = dict(event.headers)
+                elif isinstance(event, h2.events.ResponseReceived) and event.stream_ended:
+                    trailers = dict(event.headers)
+            sock.sendall(conn.data_to_send())
+    return frames, trailers
+
+
+def test_the_data_frames_are_cut_as_each_chunking_says(recorded: tuple[Path, dict[str, Any]]) -> None:
+    cassette, live = recorded
+    messages = [frame(m) for m in live["stream"][0]]
+    call = Cassette.load(cassette).interactions[0].grpc
+    assert call is not None and call.wire.ends  # the proxy kept the DATA frames received
+    expected = {
+        "per_message": messages,
+        "mid_header": [part for m in messages for part in (m[:1], m[1:3], m[3:])],
+        "bytewise": [bytes([b]) for b in b"".join(messages)],
+        "coalesced": [b"".join(messages)],
+        "as_recorded": [b"".join(messages)[a:b] for a, b in zip([0, *call.wire.ends], call.wire.ends)],
+    }
+    for chunking, frames in expected.items():
+        with served(cassette, chunking=chunking) as (target, _):
+            got, trailers = h2_call(target, STREAM, [b"hi"])
+        assert got == frames, chunking
+        assert trailers["grpc-status"] == "0" and trailers["x-served-by"] == "b"
+    with served(cassette, chunking="random:5") as (target, _):
+        got, _ = h2_call(target, STREAM, [b"hi"])
+    whole = b"".join(messages)
+    assert b"".join(got) == whole and [len(g) for g in got] != [len(m) for m in messages]
+
+
+def test_a_call_no_recording_matches_ends_naming_what_differs(recorded: tuple[Path, dict[str, Any]]) -> None:
+    cassette, _ = recorded
+    with served(cassette) as (target, log), grpc.insecure_channel(target) as channel:
+        with pytest.raises(grpc.RpcError) as unmatched:
+            list(channel.unary_stream(STREAM)(b"hello", timeout=10))
+        with pytest.raises(grpc.RpcError) as unknown:
+            channel.unary_unary("/demo.Chat/Nope")(b"x", timeout=10)
+        with pytest.raises(grpc.RpcError) as bidi:  # the conversation leaves the recording at message 2
+            list(channel.stream_stream(TALK)(iter([b"a", b"x", b"c"]), timeout=10))
+    assert unmatched.value.code() == grpc.StatusCode.NOT_FOUND
+    assert STREAM in unmatched.value.details() and "message 1 differs at byte 1" in unmatched.value.details()
+    assert (
+        unknown.value.code() == grpc.StatusCode.UNIMPLEMENTED and "/demo.Chat/Nope" in unknown.value.details()
+    )
+    assert (
+        bidi.value.code() == grpc.StatusCode.NOT_FOUND
+        and "message 2 differs at byte 0" in bidi.value.details()
+    )
+    assert any("/demo.Chat/Nope -> UNIMPLEMENTED" in line for line in log)
+
+
+def test_http_is_still_answered_on_the_grpc_port(recorded: tuple[Path, dict[str, Any]]) -> None:
+    cassette, live = recorded
+    with served(cassette) as (target, _):
+        answer = httpx.get(f"http://{target}/nothing")
+        assert calls(target) == live
+    assert answer.status_code == 404 and answer.json()["error"].startswith("ssemock: no recorded interaction")
+
+
+def test_a_recorded_error_status_replays_after_its_messages(recorded: tuple[Path, dict[str, Any]]) -> None:
+    cassette, live = recorded
+    assert live["fail"] == [[b"one", b"two"], grpc.StatusCode.RESOURCE_EXHAUSTED, "slow down: 100% used"]
+    with served(cassette, chunking="bytewise") as (target, _):
+        got, trailers = h2_call(target, FAIL, [b"go"])
+    assert b"".join(got) == frame(b"one") + frame(b"two")
+    assert trailers["grpc-status"] == "8" and trailers["grpc-message"] == "slow down: 100%25 used"
+
+
+def test_ssemock_serve_answers_grpcio_and_grpc_js_from_other_processes(
+    recorded: tuple[Path, dict[str, Any]],
+) -> None:
+    cassette, live = recorded
+    node = needs.node("@grpc/grpc-js")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ssemock", "serve", str(cassette), "--port", "0", "--chunking", "mid_header"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("ssemock: serving on http://"), first + (
+            proc.stderr.read() if proc.poll() else ""
+        )
+        target = first.split("http://")[1].strip()
+        assert calls(target) == live
+        done = subprocess.run(
+            [node, str(NODE_DIR / "grpc.mjs"), target],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=NODE_DIR,
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert done.returncode == 0, done.stderr[-3000:]
+    node_saw = json.loads(done.stdout)
+    assert node_saw["stream"]["messages"] == [m.decode() for m in live["stream"][0]]
+    assert node_saw["stream"]["trailers"]["x-served-by"] == "b"
+    assert node_saw["stream"]["trailers"]["x-trace-bin"] == "0001fe"
+    assert node_saw["stream"]["initial"]["x-initial"] == "yes"
+    assert node_saw["say"] == live["say"].decode()
+    assert node_saw["talk"] == [m.decode() for m in live["talk"]]
+    assert node_saw["fail"] == {"messages": ["one", "two"], "code": 8, "details": "slow down: 100% used"}
