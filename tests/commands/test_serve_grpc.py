@@ -25,14 +25,14 @@ import h2.events
 import httpx
 import needs
 import pytest
-from grpc_servers import FAIL, STREAM, TALK, calls, generic_server
+from grpc_servers import FAIL, SAY, STREAM, TALK, calls, generic_server
 
 from ssemock.commands import serve
 from ssemock.commands.loopback import running
 from ssemock.commands.proxy import app as proxy_app
 from ssemock.framing.grpc import frame, frame_all
 from ssemock.store.cassette import Cassette
-from ssemock.variants import grpc_chunking
+from ssemock.variants.grpc import chunking as grpc_chunking
 
 NODE_DIR = Path(__file__).parents[1] / "node"
 
@@ -193,3 +193,42 @@ def test_ssemock_serve_answers_grpcio_and_grpc_js_from_other_processes(
     assert node_saw["say"] == live["say"].decode()
     assert node_saw["talk"] == [m.decode() for m in live["talk"]]
     assert node_saw["fail"] == {"messages": ["one", "two"], "code": 8, "details": "slow down: 100% used"}
+
+
+def _stream_outcome(target: str, timeout: float = 10) -> tuple[list[bytes], grpc.StatusCode, str]:
+    with grpc.insecure_channel(target) as channel:
+        call = channel.unary_stream(STREAM)(b"hi", timeout=timeout)
+        got: list[bytes] = []
+        try:
+            got.extend(call)
+        except grpc.RpcError:
+            pass
+        return got, call.code(), call.details() or ""
+
+
+def test_faults_end_calls_on_the_wire_as_servers_and_networks_do(
+    recorded: tuple[Path, dict[str, Any]],
+) -> None:
+    cassette, live = recorded
+    messages = live["stream"][0]
+    with served(cassette, faults="status:code=UNAVAILABLE,after_message=1", chunking="mid_header") as (
+        target,
+        log,
+    ):
+        assert _stream_outcome(target) == (
+            messages[:1],
+            grpc.StatusCode.UNAVAILABLE,
+            "ssemock fault status:code=UNAVAILABLE,after_message=1",
+        )
+    assert any("fault status:code=UNAVAILABLE,after_message=1" in line for line in log)
+    with served(cassette, faults="drop:after_message=2") as (target, _):
+        got, code, _ = _stream_outcome(target)
+    assert (got, code) == (messages[:2], grpc.StatusCode.UNAVAILABLE)  # the connection broke
+    with served(cassette, faults="status:code=INTERNAL,after_message=0,on=/demo.Chat/Say") as (target, _):
+        assert _stream_outcome(target) == (messages, grpc.StatusCode.OK, "")  # aimed at another method
+        with grpc.insecure_channel(target) as channel, pytest.raises(grpc.RpcError) as aimed:
+            channel.unary_unary(SAY)(b"yo", timeout=10)
+    assert aimed.value.code() == grpc.StatusCode.INTERNAL
+    with served(cassette, faults="stall:before_message=3,seconds=60") as (target, _):
+        got, code, _ = _stream_outcome(target, timeout=2)  # the client's deadline ends the stall
+    assert (got, code) == (messages[:2], grpc.StatusCode.DEADLINE_EXCEEDED)

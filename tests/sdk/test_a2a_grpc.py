@@ -37,7 +37,7 @@ from ssemock.commands.loopback import running
 from ssemock.commands.proxy import app as proxy_app
 from ssemock.commands.serve import app as serve_app
 from ssemock.store.cassette import Cassette
-from ssemock.variants import grpc_chunking
+from ssemock.variants.grpc import chunking as grpc_chunking
 
 METHOD = "/lf.a2a.v1.A2AService/SendStreamingMessage"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from conftest import side_env_python
 
 from ssemock.store.cassette import Cassette
-from ssemock.variants import grpc_chunking
+from ssemock.variants.grpc import chunking as grpc_chunking
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "xai-test-0123456789abcdefghijklmnopqrstuvwxyz"  # the script's fake key

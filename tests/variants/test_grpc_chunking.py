@@ -1,8 +1,8 @@
-"""The gRPC wire chunkings (`ssemock.variants.grpc_chunking`), driven by the registry: each cuts
+"""The gRPC wire chunkings (`ssemock.variants.grpc.chunking`), driven by the registry: each cuts
 the framed messages without changing a byte; ``per_message`` at every message's end,
 ``mid_header`` inside every 5-byte prefix; names of the HTTP registry map onto them; the HTTP-only
 ones are refused naming the valid ones. And the frames a replayed call is planned into
-(`ssemock.plan.grpc_wire`): turns of a bidirectional call and, when timed, messages never share
+(`ssemock.plan.grpc.wire`): turns of a bidirectional call and, when timed, messages never share
 a frame."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ssemock.framing.grpc import event_ends, frame_all
-from ssemock.plan.grpc_wire import wire_frames
+from ssemock.plan.grpc.wire import wire_frames
 from ssemock.store.grpc import GrpcCall, GrpcMessage, GrpcWire
 from ssemock.variants import chunking as http_chunking
-from ssemock.variants import grpc_chunking
+from ssemock.variants.grpc import chunking as grpc_chunking
 
 messages = st.lists(st.binary(max_size=40), min_size=1, max_size=8)
 

@@ -37,6 +37,7 @@ class H2Endpoint(asyncio.Protocol):
         self.closed = False
         """The transport is gone (or closing)."""
         self._window: asyncio.Future[None] | None = None
+        self._pong: asyncio.Future[None] | None = None
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
 
@@ -63,12 +64,20 @@ class H2Endpoint(asyncio.Protocol):
             elif isinstance(event, h2.events.ConnectionTerminated):
                 self.flush()
                 self.close()
+            elif (
+                isinstance(event, h2.events.PingAckReceived)
+                and self._pong is not None
+                and not self._pong.done()
+            ):
+                self._pong.set_result(None)
             self.event(event)
         self.flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self._wake()
+        if self._pong is not None and not self._pong.done():
+            self._pong.set_result(None)
 
     # -- for subclasses ---------------------------------------------------------------------------
 
@@ -121,6 +130,19 @@ class H2Endpoint(asyncio.Protocol):
             view = view[room:]
             if last or (not view and not end_stream):
                 return
+
+    async def drain(self, timeout: float = 5.0) -> None:
+        """Wait until the peer has read everything sent so far (a PING's answer comes after it),
+        up to ``timeout`` seconds: a drop then cuts the connection where the plan says."""
+        if self.closed:
+            return
+        self._pong = asyncio.get_running_loop().create_future()
+        self.h2.ping(b"ssemock!")
+        self.flush()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._pong), timeout)
+        except TimeoutError:
+            pass
 
     async def _window_opens(self) -> None:
         if self._window is None or self._window.done():

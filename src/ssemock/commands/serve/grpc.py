@@ -7,7 +7,7 @@ replay sends other keys), least played first, as the in-process replay does; a b
 is a conversation: the server's recorded messages go out as the client's messages that came
 before them arrive, and each is checked against the recording. The response is the recorded
 initial metadata, the messages as DATA frames cut by the wire chunking
-(`ssemock.variants.grpc_chunking`: ``--chunking per_message``, ``mid_header``, ``bytewise``...),
+(`ssemock.variants.grpc.chunking`: ``--chunking per_message``, ``mid_header``, ``bytewise``...),
 timed by ``--timing``, then the recorded trailers with the status. A call no recording matches
 ends with ``NOT_FOUND`` (``UNIMPLEMENTED`` for a method never recorded), its details saying what
 differs, and a log line.
@@ -25,11 +25,12 @@ from urllib.parse import quote
 import h2.events
 
 from ...framing.grpc import STATUS_CODES, Decoder, GrpcFramingError
-from ...plan.grpc_wire import wire_frames
+from ...plan.grpc.wire import wire_frames
 from ...redaction.rules import mask_text
 from ...store.grpc import GrpcCall
 from ...store.model import Request
-from ...variants import grpc_chunking
+from ...variants.grpc import chunking as grpc_chunking
+from ...variants.grpc.faults import Outcome, call_fault
 from ..h2conn import Closed, H2Endpoint, Headers
 from .replayer import Exchange, Replayer
 
@@ -215,33 +216,60 @@ class ReplayedCall:
         interaction = replayer.interactions[index]
         call = interaction.grpc
         assert call is not None
+        faults = [
+            found
+            for fault in replayer.faults
+            if (found := call_fault(fault)) is not None
+            and (fault.on is None or fault.on.matches(index, interaction.request))
+        ]
+        outcome = Outcome(
+            tuple((m.t, m.data) for m in call.received()),
+            call.status.code,
+            call.status.details,
+            tuple(call.trailers),
+            call.status.t or 0.0,
+        )
+        for fault in faults:
+            outcome = fault.apply(outcome)
+        dropped = any(f.name.startswith("drop:") for f in faults)
         chunking = grpc_chunking.for_http(replayer.chunking)
         timed = replayer.timing.factor is not None
-        frames = wire_frames(call, chunking, timed=timed)
-        exchange = Exchange("POST", self.path, 200, index, chunks=len(frames))
+        frames = wire_frames(call, chunking, timed=timed, upto=len(outcome.messages))
+        exchange = Exchange(
+            "POST", self.path, 200, index, faults=[f.name for f in faults], chunks=len(frames)
+        )
         replayer.exchanges.append(exchange)
         replayer.log(
-            f"gRPC {self.path} -> {call.status.code} #{index}, {len(call.received())} message(s), chunking={chunking}"
+            f"gRPC {self.path} -> {outcome.code} #{index}, {len(outcome.messages)} message(s), chunking={chunking}"
+            + "".join(f", fault {f.name}" for f in faults)
         )
         recorded_sends = [m.data for m in call.sent()]
         send_times = [m.t for m in call.sent()]
-        if frames or call.status.code == "OK":
+        if frames or outcome.code == "OK" or dropped:
             self.conn.send_headers(self.stream_id, self._head(interaction.response.headers))
             self.headed = True
-        last_t = 0.0
+        stalls = dict(outcome.stalls)
+        last_t, held = 0.0, 0
         for wire_frame in frames:
             if not await self._sent(wire_frame.after_sends, recorded_sends, index):
                 return
             if wire_frame.after_sends:
                 last_t = max(last_t, send_times[wire_frame.after_sends - 1])
+            await self._stall(stalls.pop(held, 0.0))
             await self._wait(wire_frame.t - last_t)
             last_t = max(last_t, wire_frame.t)
             await self.conn.send_data(self.stream_id, wire_frame.data)
+            held = wire_frame.messages
         if not await self._sent(len(recorded_sends), recorded_sends, index):
             return
-        if call.status.t is not None:
-            await self._wait(call.status.t - last_t)
-        self._finish(call.status.code, call.status.details, interaction.response.headers, call.trailers)
+        await self._stall(stalls.pop(held, 0.0))
+        if dropped:  # the connection breaks: the client sees UNAVAILABLE, as on a real drop
+            replayer.log(f"gRPC {self.path}: {outcome.details}")
+            await self.conn.drain()  # the client has read the messages before the drop
+            self.conn.close()
+            return
+        await self._wait(outcome.end_t - last_t)
+        self._finish(outcome.code, outcome.details, interaction.response.headers, outcome.trailers)
 
     async def _choose(self, candidates: list[int]) -> int | None:
         """The recorded call answering this one, once the client has sent enough to tell (least
@@ -301,6 +329,12 @@ class ReplayedCall:
             )
             return False
         return True
+
+    async def _stall(self, seconds: float) -> None:
+        """A stall fault's wait (scaled by ``scaled:F`` timing, as the HTTP stalls are)."""
+        if seconds:
+            factor = self.replayer.timing.factor
+            await asyncio.sleep(seconds * (1.0 if factor is None else factor))
 
     async def _wait(self, recorded_gap: float) -> None:
         delay = self.replayer.timing.at(max(0.0, recorded_gap))

@@ -1,5 +1,5 @@
 """The HTTP/2 DATA frames a replayed gRPC call sends (``ssemock serve``): its received messages
-framed (`ssemock.framing.grpc.frame_all`), cut by a wire chunking (`ssemock.variants.grpc_chunking`),
+framed (`ssemock.framing.grpc.frame_all`), cut by a wire chunking (`ssemock.variants.grpc.chunking`),
 each frame with when it is due and how many of the client's messages must have come before it.
 
 Pure: the server's protocol sends what this plans. A frame never spans two groups: the messages
@@ -11,10 +11,10 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from ..framing.grpc import frame
-from ..store.grpc import GrpcCall
-from ..variants.chunking import Chunking, as_recorded
-from ..variants.grpc_chunking import group_ends
+from ...framing.grpc import frame
+from ...store.grpc import GrpcCall
+from ...variants.chunking import Chunking, as_recorded
+from ...variants.grpc.chunking import group_ends
 
 __all__ = ["WireFrame", "wire_frames"]
 

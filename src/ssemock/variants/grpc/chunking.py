@@ -28,11 +28,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..core.names import unknown
-from ..framing.ends import Ends
-from ..framing.grpc import event_ends
-from .chunking import Chunking, as_recorded, bytewise, coalesced, random
-from .ws_chunking import group_ends
+from ...core.names import unknown
+from ...framing.ends import Ends
+from ...framing.grpc import event_ends
+from ..chunking import Chunking, as_recorded, bytewise, coalesced, random
+from ..ws_chunking import group_ends
 
 __all__ = ["ALL", "for_http", "get", "group_ends", "mid_header", "names", "per_message", "resolve"]
 
