@@ -56,7 +56,7 @@ def running(
     state = getattr(app, "state", None)
     h2c = getattr(state, "h2c_protocol", None)
     if h2c is not None:  # gRPC on the same port: h2c with prior knowledge, told by its preface
-        http = sniffing(_http_class(http), h2c, header_timeout)
+        http = sniffing(_http_class(http), h2c, header_timeout, max_connections)
     ws_max_size = getattr(state, "ws_max_size", None)
     config = uvicorn.Config(
         app,

@@ -26,14 +26,18 @@ H2c = Callable[[], asyncio.Protocol]
 
 
 def sniffing(
-    http: type[asyncio.Protocol], h2c: H2c, header_timeout: float | None = None
+    http: type[asyncio.Protocol],
+    h2c: H2c,
+    header_timeout: float | None = None,
+    max_connections: int | None = None,
 ) -> type[asyncio.Protocol]:
     """The protocol class for uvicorn's ``http=`` option: each connection goes to ``h2c()`` when
-    it opens with HTTP/2's preface, else to ``http`` (made as uvicorn makes it)."""
+    it opens with HTTP/2's preface, else to ``http`` (made as uvicorn makes it). One past
+    ``max_connections`` open at once is closed at once, before it says anything."""
 
     class Sniffing(_Sniffer):
         def __init__(self, **uvicorn: Any) -> None:
-            super().__init__(http, h2c, header_timeout, uvicorn)
+            super().__init__(http, h2c, header_timeout, max_connections, uvicorn)
 
     return Sniffing
 
@@ -43,9 +47,15 @@ class _Sniffer(asyncio.Protocol):
     (every later call is handed on)."""
 
     def __init__(
-        self, http: type[asyncio.Protocol], h2c: H2c, header_timeout: float | None, uvicorn: dict[str, Any]
+        self,
+        http: type[asyncio.Protocol],
+        h2c: H2c,
+        header_timeout: float | None,
+        max_connections: int | None,
+        uvicorn: dict[str, Any],
     ) -> None:
         self._http, self._h2c, self._uvicorn = http, h2c, uvicorn
+        self._max_connections = max_connections
         state = uvicorn.get("server_state")
         self._connections: set[Any] = state.connections if state is not None else set()
         self._header_timeout = header_timeout
@@ -58,6 +68,10 @@ class _Sniffer(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
         self._connections.add(self)  # uvicorn's shutdown reaches it (and, once h2c, its delegate)
+        if self._max_connections is not None and len(self._connections) > self._max_connections:
+            self._connections.discard(self)  # (at once: those within the cap never count it)
+            transport.close()
+            return
         if self._header_timeout is not None:
             self._deadline = asyncio.get_running_loop().call_later(self._header_timeout, transport.close)
 
