@@ -2,8 +2,9 @@
 ``PredictionServiceClient.stream_generate_content`` and the async client's, on insecure channels
 to a loopback servicer (grpcio's generic handlers with the GAPIC's own message types), recorded
 through ``ssemock proxy`` and replayed by ``ssemock serve`` with the servicer stopped, under
-every gRPC wire chunking. google-cloud-aiplatform 2.7.0 pins google-genai below the dev
-environment's, so tests/sdk/vertex_grpc.py runs in the vertex side environment (``bash
+every gRPC wire chunking; and recorded in-process (``use_cassette``), replayed in-process with
+the servicer stopped, and served over the wire. google-cloud-aiplatform 2.7.0 pins google-genai
+below the dev environment's, so tests/sdk/vertex_grpc.py runs in the vertex side environment (``bash
 .ci/side-env vertex``; CI does, SSEMOCK_VERTEX_PYTHON names another): one subprocess for the
 whole matrix."""
 
@@ -46,7 +47,8 @@ def test_gapic_stream_generate_content_records_and_replays_sync_and_async_under_
             "model_version": "gemini-test-001",
         }
     )
-    assert out["proxied"] == live
+    assert out["proxied"] == out["recorded"] == live
+    assert out["inprocess"] == out["served_inprocess"] == live  # recorded in-process: replayed both ways
     assert set(out["replays"]) == set(chunkings)
     for chunking, replay in out["replays"].items():
         assert replay == live, chunking

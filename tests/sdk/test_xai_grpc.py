@@ -1,7 +1,8 @@
 """xai-sdk (gRPC only) recorded and replayed (issue 46 item 6): its chat streaming, sync and
 async, against a loopback servicer built from its own generated stubs, recorded through
 ``ssemock proxy`` and replayed by ``ssemock serve`` with the servicer stopped, under every gRPC
-wire chunking of the registry. xai-sdk pins packaging<26, below what the dev environment's pipx
+wire chunking of the registry; and recorded in-process (``use_cassette``: grpcio's channels
+intercepted), replayed in-process with the servicer stopped, and served over the wire. xai-sdk pins packaging<26, below what the dev environment's pipx
 needs, so tests/sdk/xai_grpc.py runs in the xai side environment (``bash .ci/side-env xai``; CI
 does, SSEMOCK_XAI_PYTHON names another): one subprocess for the whole matrix."""
 
@@ -42,14 +43,15 @@ def test_xai_chat_streaming_records_and_replays_sync_and_async_under_every_chunk
             "finish": "REASON_STOP",
         }
     )
-    assert out["proxied"] == live
+    assert out["proxied"] == out["recorded"] == live
+    assert out["inprocess"] == out["served_inprocess"] == live  # recorded in-process: replayed both ways
     assert set(out["replays"]) == set(chunkings)
     for chunking, replay in out["replays"].items():
         assert replay == live, chunking
     # the servicer got the SDK's key live and through the proxy; the cassette never holds it
-    assert out["seen"] == [f"Bearer {KEY}"] * 4
-    text = Path(out["cassette"]).read_text()
-    assert KEY not in text
+    assert out["seen"] == [f"Bearer {KEY}"] * 6  # live, recorded in-process, through the proxy
+    for cassette in (Path(out["cassette"]), tmp_path / "inprocess.json"):
+        assert KEY not in cassette.read_text()
     calls = [x.grpc for x in Cassette.load(out["cassette"]).interactions]
     assert [c.method if c else None for c in calls] == ["/xai_api.Chat/GetCompletionChunk"] * 2
     assert all(c is not None and len(c.received()) == 4 and c.status.code == "OK" for c in calls)

@@ -4,7 +4,9 @@ pins google-genai below the dev environment's: requirements/vertex.in): the GAPI
 insecure channel to a loopback servicer (grpcio's generic handlers with the GAPIC's own message
 types, which have no generated servicer), recorded through ``ssemock proxy`` (h2c), then replayed
 by ``ssemock serve`` with the servicer stopped, under each gRPC wire chunking named on the
-command line. Prints one JSON line: what the client saw live, proxied and per replay.
+command line; and recorded in-process (``ssemock.use_cassette``: grpcio's channels intercepted),
+replayed in-process with the servicer stopped and served over the wire. Prints one JSON line:
+what the client saw each way, and the proxy's cassette.
 
 Usage: python vertex_grpc.py CASSETTE_DIR CHUNKING[,CHUNKING...]"""
 
@@ -26,6 +28,7 @@ from google.cloud.aiplatform_v1.services.prediction_service.transports import (
     PredictionServiceGrpcTransport,
 )
 
+import ssemock
 from ssemock.commands.loopback import running
 from ssemock.commands.proxy import app as proxy_app
 from ssemock.commands.serve import app as serve_app
@@ -104,8 +107,11 @@ def main(folder: Path, chunkings: list[str]) -> dict[str, Any]:
     server.add_generic_rpc_handlers([handler])
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
+    target = f"127.0.0.1:{port}"
     try:
-        live = both(f"127.0.0.1:{port}")
+        live = both(target)
+        with ssemock.use_cassette(folder / "inprocess.json", record_mode="all"):  # grpcio intercepted
+            recorded = both(target)
         with running(proxy_app(f"http://127.0.0.1:{port}", cassette_dir=folder, cassette="vertex")) as url:
             proxied = both(url.removeprefix("http://"))
     finally:
@@ -114,7 +120,19 @@ def main(folder: Path, chunkings: list[str]) -> dict[str, Any]:
     for chunking in chunkings:
         with running(serve_app(folder / "vertex.json", chunking=chunking)) as url:
             replays[chunking] = both(url.removeprefix("http://"))
-    return {"live": live, "proxied": proxied, "replays": replays, "cassette": str(folder / "vertex.json")}
+    with ssemock.use_cassette(folder / "inprocess.json", record_mode="none"):  # the servicer is stopped
+        inprocess = both(target)
+    with running(serve_app(folder / "inprocess.json", chunking="mid_header")) as url:
+        served_inprocess = both(url.removeprefix("http://"))  # an in-process recording, over the wire
+    return {
+        "live": live,
+        "recorded": recorded,
+        "inprocess": inprocess,
+        "served_inprocess": served_inprocess,
+        "proxied": proxied,
+        "replays": replays,
+        "cassette": str(folder / "vertex.json"),
+    }
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 requirements/xai.in): xai-sdk's chat streaming, sync and async, against a loopback servicer built
 from xai-sdk's own generated stubs (``chat_pb2_grpc.ChatServicer``), recorded through ``ssemock
 proxy`` (h2c), then replayed by ``ssemock serve`` with the servicer stopped, under each gRPC wire
-chunking named on the command line. Prints one JSON line: what the SDK saw live, proxied and per
-replay, the authorization metadata the servicer received, and the cassette's path.
+chunking named on the command line; and recorded in-process (``ssemock.use_cassette``: grpcio's
+channels intercepted), replayed in-process with the servicer stopped and served over the wire.
+Prints one JSON line: what the SDK saw each way, the authorization metadata the servicer
+received, and the proxy's cassette.
 
 Usage: python xai_grpc.py CASSETTE_DIR CHUNKING[,CHUNKING...]"""
 
@@ -22,6 +24,7 @@ from xai_sdk import AsyncClient, Client
 from xai_sdk.chat import user
 from xai_sdk.proto import chat_pb2, chat_pb2_grpc, sample_pb2
 
+import ssemock
 from ssemock.commands.loopback import running
 from ssemock.commands.proxy import app as proxy_app
 from ssemock.commands.serve import app as serve_app
@@ -86,8 +89,11 @@ def main(folder: Path, chunkings: list[str]) -> dict[str, Any]:
     chat_pb2_grpc.add_ChatServicer_to_server(Chat(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
+    target = f"127.0.0.1:{port}"
     try:
-        live = both(f"127.0.0.1:{port}")
+        live = both(target)
+        with ssemock.use_cassette(folder / "inprocess.json", record_mode="all"):  # grpcio intercepted
+            recorded = both(target)
         with running(proxy_app(f"http://127.0.0.1:{port}", cassette_dir=folder, cassette="xai")) as url:
             proxied = both(url.removeprefix("http://"))
     finally:
@@ -96,8 +102,15 @@ def main(folder: Path, chunkings: list[str]) -> dict[str, Any]:
     for chunking in chunkings:
         with running(serve_app(folder / "xai.json", chunking=chunking)) as url:
             replays[chunking] = both(url.removeprefix("http://"))
+    with ssemock.use_cassette(folder / "inprocess.json", record_mode="none"):  # the servicer is stopped
+        inprocess = both(target)
+    with running(serve_app(folder / "inprocess.json", chunking="mid_header")) as url:
+        served_inprocess = both(url.removeprefix("http://"))  # an in-process recording, over the wire
     return {
         "live": live,
+        "recorded": recorded,
+        "inprocess": inprocess,
+        "served_inprocess": served_inprocess,
         "proxied": proxied,
         "replays": replays,
         "seen": SEEN,
