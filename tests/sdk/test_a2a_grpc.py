@@ -2,7 +2,8 @@
 (``supported_protocol_bindings=["GRPC"]``, a ``grpc.aio`` channel) streaming a message
 (``SendStreamingMessage``) from its own gRPC server (``GrpcHandler`` over ``DefaultRequestHandler``,
 a streaming agent) on loopback, recorded through ``ssemock proxy`` and replayed by ``ssemock
-serve`` with the server stopped, under every gRPC wire chunking. The binding needs grpcio only
+serve`` with the server stopped, under every gRPC wire chunking; and recorded in-process
+(``use_cassette``: the ``grpc.aio`` channel intercepted), replayed in-process and over the wire. The binding needs grpcio only
 (``a2a.client.transports.grpc`` and ``a2a.server.request_handlers.grpc_handler`` import grpc and
 the protobuf packages a2a-sdk depends on; the ``grpc`` extra's grpcio-tools is never imported)."""
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import grpc
 import pytest
@@ -33,6 +35,7 @@ from a2a.types import (
     a2a_pb2_grpc,
 )
 
+import ssemock
 from ssemock.commands.loopback import running
 from ssemock.commands.proxy import app as proxy_app
 from ssemock.commands.serve import app as serve_app
@@ -96,6 +99,8 @@ async def _live_and_proxied(folder: Path) -> tuple[list[Any], list[Any]]:
         live = await _ask(f"127.0.0.1:{port}")
         with running(proxy_app(f"http://127.0.0.1:{port}", cassette_dir=folder, cassette="a2a")) as url:
             proxied = await _ask(url.removeprefix("http://"))
+        with ssemock.use_cassette(folder / "inprocess.json", record_mode="all"):  # grpc.aio intercepted
+            await _ask(f"127.0.0.1:{port}")
     finally:
         await server.stop(None)
     return live, proxied
@@ -134,4 +139,18 @@ def test_a2a_grpc_streaming_replays_what_was_recorded(
     assert replayed == proxied  # the recorded task ids too: the server is stopped
     [call] = [x.grpc for x in Cassette.load(cassette).interactions]
     assert call is not None and call.method == METHOD and len(call.received()) == 5
+    assert replayed[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+def test_a2a_grpc_recorded_in_process_replays_in_process_and_over_the_wire(
+    recorded: tuple[Path, list[Any], list[Any]],
+) -> None:
+    cassette, live, _ = recorded
+    inprocess = cassette.with_name("inprocess.json")
+    target = urlsplit(Cassette.load(inprocess).interactions[0].request.url).netloc  # the stopped server's
+    with ssemock.use_cassette(inprocess, record_mode="none"):
+        replayed = asyncio.run(_ask(target))
+    with running(serve_app(inprocess, chunking="mid_header")) as url:
+        served = asyncio.run(_ask(url.removeprefix("http://")))
+    assert _shape(replayed) == _shape(live) and served == replayed
     assert replayed[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
