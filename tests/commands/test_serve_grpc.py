@@ -9,6 +9,7 @@ answered on the same port; ``ssemock serve`` run as a command answers grpcio and
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import subprocess
@@ -66,15 +67,23 @@ def test_every_chunking_replays_what_the_client_saw_live(
     assert any(f"gRPC {STREAM} -> OK" in line and f"chunking={chunking}" in line for line in log)
 
 
-def h2_call(target: str, path: str, messages: list[bytes]) -> tuple[list[bytes], dict[str, str]]:
-    """One call by a raw h2 client: the payload of every DATA frame received, and the trailers."""
+def h2_call(
+    target: str,
+    path: str,
+    messages: list[bytes],
+    *,
+    body: bytes | None = None,
+    head: tuple[tuple[str, str], ...] = (),
+) -> tuple[list[bytes], dict[str, str]]:
+    """One call by a raw h2 client (``body``: the request's bytes, else ``messages`` framed; ``head``:
+    more headers): the payload of every DATA frame received, and the trailers."""
     host, port = target.split(":")
     sock = socket.create_connection((host, int(port)), timeout=10)
     conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
     conn.initiate_connection()
     headers = [(":method", "POST"), (":scheme", "http"), (":authority", target), (":path", path)]
-    conn.send_headers(1, [*headers, ("content-type", "application/grpc"), ("te", "trailers")])
-    conn.send_data(1, frame_all(messages), end_stream=True)
+    conn.send_headers(1, [*headers, ("content-type", "application/grpc"), ("te", "trailers"), *head])
+    conn.send_data(1, frame_all(messages) if body is None else body, end_stream=True)
     sock.sendall(conn.data_to_send())
     frames: list[bytes] = []
     trailers: dict[str, str] = {}
@@ -232,3 +241,22 @@ def test_faults_end_calls_on_the_wire_as_servers_and_networks_do(
     with served(cassette, faults="stall:before_message=3,seconds=60") as (target, _):
         got, code, _ = _stream_outcome(target, timeout=2)  # the client's deadline ends the stall
     assert (got, code) == (messages[:2], grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def test_a_compressed_request_matches_and_a_large_one_is_refused(
+    recorded: tuple[Path, dict[str, Any]],
+) -> None:
+    cassette, live = recorded
+    with served(cassette) as (target, _), grpc.insecure_channel(target) as channel:
+        call = channel.unary_stream(STREAM)(b"hi", compression=grpc.Compression.Gzip, timeout=10)
+        assert list(call) == live["stream"][0]  # read inflated, matched as recorded
+    bomb = gzip.compress(b"x" * 100_000)  # small on the wire, past --max-body inflated
+    with served(cassette, max_body=1000) as (target, _):
+        _, large = h2_call(target, STREAM, [b"y" * 2000])
+        _, inflated = h2_call(
+            target, STREAM, [], body=frame(bomb, compressed=True), head=(("grpc-encoding", "gzip"),)
+        )
+    assert large["grpc-status"] == inflated["grpc-status"] == "8"  # RESOURCE_EXHAUSTED
+    assert (
+        "over the 1,000 accepted" in large["grpc-message"] and "inflates to over" in inflated["grpc-message"]
+    )

@@ -171,11 +171,19 @@ class _Relayed:
         self.t0 = time.monotonic()
         self.messages: list[GrpcMessage] = []
         self._requests: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._pending = 0  # bytes of the client's not yet passed to the upstream
         self._sent = Decoder(max_message=conn.proxy.max_body)
         self._received = Decoder(max_message=conn.proxy.max_body)
         self.task = asyncio.get_running_loop().create_task(self.run())
 
     def feed(self, data: bytes) -> None:
+        self._pending += len(data)
+        if self._pending > self.conn.proxy.max_body:  # the upstream reads slower than the client sends
+            self.conn.proxy.log(f"gRPC {mask_url(self.url)}: over --max-body waiting for the upstream: reset")
+            self.conn.h2.reset_stream(self.stream_id, h2.errors.ErrorCodes.ENHANCE_YOUR_CALM)
+            self.conn.flush()
+            self.task.cancel()
+            return
         self._requests.put_nowait(data)
         self._record("send", self._sent, data)
 
@@ -280,6 +288,7 @@ class _Relayed:
         try:
             while (data := await self._requests.get()) is not None:
                 await upstream.send_data(up_id, data)
+                self._pending -= len(data)
             await upstream.send_data(up_id, b"", end_stream=True)
         except Closed:
             pass

@@ -16,7 +16,6 @@ differs, and a log line.
 from __future__ import annotations
 
 import asyncio
-import gzip
 import zlib
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -41,11 +40,23 @@ UNMATCHED = "NOT_FOUND"
 _DROP_HEADERS = frozenset(
     {"content-length", "content-type", "grpc-encoding", "transfer-encoding", "connection", "keep-alive", "te"}
 )
-_DECOMPRESS: dict[str, Callable[[bytes], bytes]] = {
-    "identity": lambda data: data,
-    "gzip": gzip.decompress,
-    "deflate": zlib.decompress,
-}
+_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}  # grpc-encoding -> zlib's format
+
+
+def _inflater(encoding: str, limit: int) -> Callable[[bytes], bytes] | None:
+    """What reads a compressed message of ``encoding`` (None: not one gRPC defines); past
+    ``limit`` bytes inflated, a ValueError (no message inflates without bound)."""
+    wbits = _WBITS.get(encoding)
+    if wbits is None:
+        return (lambda data: data) if encoding == "identity" else None
+
+    def inflate(data: bytes) -> bytes:
+        out = zlib.decompressobj(wbits).decompress(data, limit + 1)
+        if len(out) > limit:
+            raise ValueError(f"a message inflates to over the {limit:,} bytes accepted")
+        return out
+
+    return inflate
 
 
 def serving(replayer: Replayer) -> Callable[[], asyncio.Protocol]:
@@ -140,7 +151,16 @@ class ReplayedCall:
         self.refused: tuple[str, str] | None = None  # a request the server cannot read: its status
         self.headed = False  # the response's head went
         self._decoder = Decoder(max_message=self.replayer.max_body)
-        self._decompress = _DECOMPRESS.get(self.head.get("grpc-encoding", "identity"))
+        self._decompress = _inflater(self.head.get("grpc-encoding", "identity"), self.replayer.max_body)
+        # the most messages a recorded call of this method took, and one more: past it, none matches
+        self._most = 1 + max(
+            (
+                len(x.grpc.sent())
+                for i in grpc_calls(replayer, self.path)
+                if (x := replayer.interactions[i]).grpc
+            ),
+            default=0,
+        )
         self._changed = asyncio.Event()
         self.task = asyncio.get_running_loop().create_task(self.run())
 
@@ -157,12 +177,13 @@ class ReplayedCall:
                         f"ssemock: grpc-encoding {self.head.get('grpc-encoding')!r} is not read",
                     )
                     return
-                self.got.append(
-                    self._decompress(message.data)
-                    if message.compressed and self._decompress
-                    else message.data
-                )
-        except (GrpcFramingError, OSError, zlib.error) as exc:
+                if len(self.got) < self._most:  # (what the client sends past it is read, not kept)
+                    self.got.append(
+                        self._decompress(message.data)
+                        if message.compressed and self._decompress
+                        else message.data
+                    )
+        except (GrpcFramingError, ValueError, zlib.error) as exc:
             code = "RESOURCE_EXHAUSTED" if "over the" in str(exc) else "INTERNAL"
             self._refuse(code, f"ssemock: the request's messages cannot be read: {exc}")
             return
@@ -171,7 +192,8 @@ class ReplayedCall:
     def end_of_request(self) -> None:
         self.half_closed = True
         try:
-            self._decoder.close()
+            if self.refused is None:  # (a refusal says why already)
+                self._decoder.close()
         except GrpcFramingError as exc:
             self._refuse("INTERNAL", f"ssemock: the request's messages cannot be read: {exc}")
         self._changed.set()
