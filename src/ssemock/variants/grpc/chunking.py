@@ -32,7 +32,7 @@ from ...core.names import unknown
 from ...framing.ends import Ends
 from ...framing.grpc import event_ends
 from ..chunking import Chunking, as_recorded, bytewise, coalesced, random
-from ..ws_chunking import group_ends
+from ..websocket.chunking import group_ends
 
 __all__ = ["ALL", "for_http", "get", "group_ends", "mid_header", "names", "per_message", "resolve"]
 
