@@ -238,6 +238,12 @@ def test_faults_end_calls_on_the_wire_as_servers_and_networks_do(
         with grpc.insecure_channel(target) as channel, pytest.raises(grpc.RpcError) as aimed:
             channel.unary_unary(SAY)(b"yo", timeout=10)
     assert aimed.value.code() == grpc.StatusCode.INTERNAL
+    with served(cassette, faults="sequence:status:code=UNAVAILABLE,after_message=0|as_recorded") as (
+        target,
+        _,
+    ):
+        first, retry = _stream_outcome(target), _stream_outcome(target)  # a client's retry path
+    assert first[:2] == ([], grpc.StatusCode.UNAVAILABLE) and retry == (messages, grpc.StatusCode.OK, "")
     with served(cassette, faults="stall:before_message=3,seconds=60") as (target, _):
         got, code, _ = _stream_outcome(target, timeout=2)  # the client's deadline ends the stall
     assert (got, code) == (messages[:2], grpc.StatusCode.DEADLINE_EXCEEDED)

@@ -29,7 +29,7 @@ from ...redaction.rules import mask_text
 from ...store.grpc import GrpcCall
 from ...store.model import Request
 from ...variants.grpc import chunking as grpc_chunking
-from ...variants.grpc.faults import Outcome, call_fault
+from ...variants.grpc.faults import Outcome, for_call
 from ..h2conn import Closed, H2Endpoint, Headers
 from .replayer import Exchange, Replayer
 
@@ -238,12 +238,9 @@ class ReplayedCall:
         interaction = replayer.interactions[index]
         call = interaction.grpc
         assert call is not None
-        faults = [
-            found
-            for fault in replayer.faults
-            if (found := call_fault(fault)) is not None
-            and (fault.on is None or fault.on.matches(index, interaction.request))
-        ]
+        faults, consumes = for_call(replayer.faults, replayer.call_attempts, index, interaction.request)
+        if not consumes:  # a sequence's faulted attempt: the client's retry gets the recorded call
+            replayer.selection.release(index)
         outcome = Outcome(
             tuple((m.t, m.data) for m in call.received()),
             call.status.code,

@@ -176,6 +176,8 @@ class Replayer:
         self.sessions: deque[Any] = deque(maxlen=MAX_EXCHANGES)
         """The WebSocket sessions served (`ssemock.plan.websocket.variants.VariedConversation`), oldest first."""
         self._ws_attempts: dict[int, int] = {}
+        self.call_attempts: dict[tuple[int, int], int] = {}
+        """A gRPC ``sequence`` fault's attempts so far (`ssemock.variants.grpc.faults.for_call`)."""
 
     @property
     def held_ids(self) -> int:
