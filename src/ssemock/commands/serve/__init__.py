@@ -31,6 +31,11 @@ answered unless one was recorded. Responses also carry
 ``x-ssemock-interaction: N`` (the ``#N`` that `routes` prints) and, when resumed,
 ``x-ssemock-resumed-after: ID``.
 
+A cassette's gRPC calls are answered over HTTP/2 cleartext on the same port (h2c with prior
+knowledge, told from HTTP/1.1 by the connection's preface: `ssemock.commands.preface`), matched by
+method path and request messages, their DATA frames cut by the gRPC wire chunkings
+(`ssemock.commands.serve.grpc`; the ``grpc`` extra).
+
 A request body larger than ``max_body`` bytes (``--max-body``, default 8 MiB) is answered
 ``413`` without being read further; a WebSocket message, close ``1009``. An unmatched request gets a 404 that lists the recorded
 requests (method, path and query, what differs) with every secret masked and no file paths.
