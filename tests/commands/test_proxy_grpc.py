@@ -3,10 +3,13 @@ port (h2c, told by the preface) are relayed to an HTTP/2 upstream over TLS (ALPN
 against ``ca_bundle``; the h2c upstream is tests/commands/test_serve_grpc's recording) and
 recorded with the metadata credential redacted; the same proxy in record mode ``none``, the
 upstream stopped, answers them from the cassette; a call it can neither replay nor record ends
-``UNIMPLEMENTED`` naming the cassette."""
+``UNIMPLEMENTED`` naming the cassette; an interrupted proxy keeps a call under way as a partial."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from concurrent import futures
 from pathlib import Path
 
 import grpc
@@ -63,3 +66,39 @@ def test_an_upstream_that_cannot_be_reached_is_unavailable(tmp_path: Path) -> No
     assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
     assert "the upstream failed" in (failed.value.details() or "")
     assert not (tmp_path / "proxy.json").exists()
+
+
+def test_an_interrupted_proxy_keeps_a_call_under_way_as_a_partial(tmp_path: Path) -> None:
+    release = threading.Event()
+
+    def slow(request: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
+        yield b"one"
+        yield b"two"
+        release.wait(30)
+        yield b"three"
+
+    handler = grpc.method_handlers_generic_handler(
+        "demo.Slow", {"Go": grpc.unary_stream_rpc_method_handler(slow)}
+    )
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    server.add_generic_rpc_handlers([handler])
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    app = proxy_app(f"http://127.0.0.1:{port}", cassette_dir=tmp_path)
+    try:
+        with running(app) as url, grpc.insecure_channel(url.removeprefix("http://")) as channel:
+            call = channel.unary_stream("/demo.Slow/Go")(b"q", timeout=30)
+            assert [next(call), next(call)] == [b"one", b"two"]
+            [kept] = app.state.ssemock.keep_in_flight()  # as on SIGTERM
+            release.set()
+            assert list(call) == [b"three"]  # the call goes on for the client
+    finally:
+        server.stop(None)
+    [partial] = Cassette.load(kept).interactions
+    assert partial.grpc is not None and not partial.response.complete
+    assert [m.data for m in partial.grpc.received()] == [b"one", b"two"]
+    assert (
+        partial.grpc.status.code == "UNKNOWN"
+        and "cut before the call's status" in partial.grpc.status.details
+    )
+    assert not (tmp_path / "proxy.json").exists()  # kept as a partial: not saved into the cassette too

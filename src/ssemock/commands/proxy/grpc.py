@@ -15,6 +15,7 @@ every recording; a call the upstream resets or the client cancels is not saved (
 from __future__ import annotations
 
 import asyncio
+import itertools
 import ssl
 import time
 from collections.abc import Callable
@@ -36,6 +37,7 @@ from .relay import HOP_BY_HOP, Proxy
 
 __all__ = ["GrpcProxying", "relaying"]
 
+_KEYS = itertools.count(1)  # a recording's key among the cassette's in-flight ones
 _NOT_FORWARDED = HOP_BY_HOP - {"te"} | {"host", "content-length"}  # gRPC needs "te: trailers"
 
 
@@ -170,6 +172,8 @@ class _Relayed:
         self.headers = headers
         self.t0 = time.monotonic()
         self.messages: list[GrpcMessage] = []
+        self.recorded: dict[str, Any] = {"head": [], "trailers": [], "ends": [], "times": [], "status": None}
+        """The response so far: its head, trailers, DATA frames' ends and times, when the status came."""
         self._requests: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._pending = 0  # bytes of the client's not yet passed to the upstream
         self._sent = Decoder(max_message=conn.proxy.max_body)
@@ -234,8 +238,10 @@ class _Relayed:
             return
         up_id, events = upstream.start(forwarded)
         pump = asyncio.get_running_loop().create_task(self._forward(upstream, up_id))
-        recorded: dict[str, Any] = {"head": [], "trailers": [], "ends": [], "times": [], "status": None}
+        recorded = self.recorded
         size = 0
+        key = -next(_KEYS)  # (the HTTP relay's keys count up from 1)
+        self.book.begin(key, self.interaction)  # an interrupted proxy keeps it as recorded so far
         try:
             while True:
                 event = await events.get()
@@ -278,10 +284,13 @@ class _Relayed:
         finally:
             pump.cancel()
             self.conn.calls.pop(self.stream_id, None)
+            ended = self.book.end(key)  # False: an interruption kept it as a partial already
+        if not ended:
+            return
         if recorded["status"] is None or self.unreadable:
             self.conn.proxy.log(f"{target}: no status or unreadable messages: not saved")
             return
-        await self._save(recorded)
+        await self._save()
 
     async def _forward(self, upstream: _Upstream, up_id: int) -> None:
         """The client's DATA to the upstream, as it comes."""
@@ -293,8 +302,10 @@ class _Relayed:
         except Closed:
             pass
 
-    async def _save(self, recorded: dict[str, Any]) -> None:
-        target = f"gRPC {mask_url(self.url)}"
+    def interaction(self) -> Interaction:
+        """The call as recorded so far (complete once its status came; before it, its status is
+        ``UNKNOWN``, saying it was cut, and the DATA frames are left out when a message was)."""
+        recorded = self.recorded
         trailers = recorded["trailers"]
         code = next((v for k, v in trailers if k == "grpc-status"), "2")
         details = unquote(next((v for k, v in trailers if k == "grpc-message"), ""))
@@ -302,6 +313,8 @@ class _Relayed:
             name = status_name(int(code))
         except ValueError:
             name = "UNKNOWN"
+        if recorded["status"] is None:
+            details = "ssemock proxy: the recording was cut before the call's status"
         head = [(k, v) for k, v in recorded["head"] if not k.startswith(":")]
         if recorded["head"] is trailers:  # trailers-only: the metadata is all trailers
             head = [(k, v) for k, v in head if k == "content-type"]
@@ -310,25 +323,39 @@ class _Relayed:
             for k, v in trailers
             if not k.startswith(":") and k not in ("grpc-status", "grpc-message") and (k, v) not in head
         ]
-        sends = sum(m.direction == "send" for m in self.messages)
-        recvs = len(self.messages) - sends
+        messages = list(self.messages)
+        sends = sum(m.direction == "send" for m in messages)
+        recvs = len(messages) - sends
         kind = f"{'stream' if sends != 1 else 'unary'}_{'stream' if recvs != 1 else 'unary'}"
-        method = urlsplit(self.url).path
+        whole = sum(5 + len(m.data) for m in messages if m.direction == "recv")
+        ends, times = list(recorded["ends"]), list(recorded["times"])
+        wire = GrpcWire(ends, times) if ends and ends[-1] == whole else GrpcWire()
         request = redact_request(
             Request("POST", self.url, [(k, v) for k, v in self.headers if not k.startswith(":")], None)
         )
         response = redact_response(
-            Response(int(dict(recorded["head"]).get(":status", "200")), head, b"", [], [], True, None)
+            Response(
+                int(dict(recorded["head"]).get(":status", "200")),
+                head,
+                b"",
+                [],
+                [],
+                recorded["status"] is not None,
+                None,
+            )
         )
         call = GrpcCall(
-            method,
-            kind,
-            self.messages,
-            rest,
-            GrpcStatus(name, details, recorded["status"]),
-            GrpcWire(recorded["ends"], recorded["times"]),
+            urlsplit(self.url).path, kind, messages, rest, GrpcStatus(name, details, recorded["status"]), wire
         )
-        refused = await asyncio.to_thread(self.book.save, Interaction(request, response, grpc=call))
+        return Interaction(request, response, grpc=call)
+
+    async def _save(self) -> None:
+        target = f"gRPC {mask_url(self.url)}"
+        interaction = self.interaction()
+        call = interaction.grpc
+        assert call is not None
+        name, recvs, sends = call.status.code, len(call.received()), len(call.sent())
+        refused = await asyncio.to_thread(self.book.save, interaction)
         if refused:
             self.conn.proxy.log(f"{target}: NOT saved into {self.name}: {refused}")
         else:
