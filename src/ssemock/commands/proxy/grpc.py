@@ -9,7 +9,8 @@ connection per client connection, every frame passed on the moment it arrives, a
 the client's metadata (redacted), the initial metadata, every message both ways with its time,
 the DATA frames the client received (ends and times, the call's ``wire``), the trailers and the
 status. It is saved into the cassette when the call ends, under the same secret scan and lock as
-every recording; a call the upstream resets or the client cancels is not saved (one log line).
+every recording; a call the upstream resets or the client cancels is not saved (one log line);
+an interrupted proxy keeps one under way as ``<name>.partial.json`` (`Book.keep_in_flight`).
 """
 
 from __future__ import annotations
