@@ -29,9 +29,9 @@ def chromium(use: str) -> str:
     return CHROMIUM
 
 
-def node() -> str:
-    """Node, with tests/node's packages installed (the openai npm package among them)."""
+def node(package: str = "openai") -> str:
+    """Node, with tests/node's packages installed (``package`` among them)."""
     found = shutil.which("node")
-    if found is None or not (NODE_MODULES / "openai").is_dir():
+    if found is None or not (NODE_MODULES / package).is_dir():
         missing("node and tests/node/node_modules are needed: npm ci --prefix tests/node (.ci/run does it)")
     return found

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .preface import sniffing
+
 __all__ = ["running"]
 
 
@@ -35,7 +37,8 @@ def running(
     sessions are replayed on the raw connection (`ssemock.commands.serve.websocket`). One of
     ``proxy.app`` also carries ``app.state.ws_max_size``, its ``max_body``: the largest message a
     client may send over uvicorn's own WebSocket protocol (the proxy's relay; else uvicorn's
-    16 MiB), as the replays cap it."""
+    16 MiB), as the replays cap it. An app carrying ``app.state.h2c_protocol`` (a gRPC server or
+    proxy) also answers HTTP/2 cleartext on the same port (`ssemock.commands.preface`)."""
     import uvicorn
 
     if header_timeout is not None and not header_timeout > 0:
@@ -51,6 +54,9 @@ def running(
         else _guarded(header_timeout, max_connections)
     )
     state = getattr(app, "state", None)
+    h2c = getattr(state, "h2c_protocol", None)
+    if h2c is not None:  # gRPC on the same port: h2c with prior knowledge, told by its preface
+        http = sniffing(_http_class(http), h2c, header_timeout, max_connections)
     ws_max_size = getattr(state, "ws_max_size", None)
     config = uvicorn.Config(
         app,
@@ -79,6 +85,15 @@ def running(
         server.should_exit = True
         thread.join(timeout=5)
         sock.close()
+
+
+def _http_class(http: str | type[Any]) -> type[Any]:
+    """The class of uvicorn's HTTP/1.1 protocol ``http`` names (``"auto"``) or is."""
+    if isinstance(http, str):
+        from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+        return AutoHTTPProtocol
+    return http
 
 
 def _guarded(header_timeout: float | None, max_connections: int | None) -> type[Any]:

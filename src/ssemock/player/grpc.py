@@ -20,7 +20,7 @@ from ..plan.grpc import matching
 from ..plan.grpc.record import GrpcRecorder
 from ..plan.grpc.serving import CALL, Call, ServedCall
 from ..store.model import Interaction, Request
-from ..variants.grpc.faults import CallFault, CallSequence, call_fault
+from ..variants.grpc.faults import CallFault, for_call
 from . import reporting
 
 __all__ = ["handle", "is_grpc", "require_extra"]
@@ -61,29 +61,8 @@ def require_extra(interactions: Sequence[Interaction]) -> None:
 
 
 def _faults(player: Player, index: int, interaction: Interaction) -> tuple[list[CallFault], bool]:
-    """The player's faults that apply to the call at ``index`` (aimed ones where their target
-    matches it, the others on every call; a sequence at its attempt: unaimed, on the first call
-    matched and its retries), and whether the call uses up its interaction (a sequence's faulted
-    attempt does not: the retry gets the recorded call)."""
-    out, consumes = [], True
-    for n, fault in enumerate(player.faults):
-        found = call_fault(fault)
-        if found is None:
-            continue
-        if fault.on is not None:
-            if not fault.on.matches(index, interaction.request):
-                continue
-        elif isinstance(found, CallSequence) and player.call_attempts.setdefault((n, -1), index) != index:
-            continue
-        if isinstance(found, CallSequence):
-            attempt = player.call_attempts.get((n, index), 0)
-            player.call_attempts[n, index] = attempt + 1
-            found = found.at(attempt)
-            if found is None:
-                continue
-            consumes = False
-        out.append(found)
-    return out, consumes
+    """The player's faults that apply to the call at ``index`` (`ssemock.variants.grpc.faults.for_call`)."""
+    return for_call(player.faults, player.call_attempts, index, interaction.request)
 
 
 def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Response:

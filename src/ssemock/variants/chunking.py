@@ -392,8 +392,10 @@ def get(name: str | Chunking) -> Chunking:
             return fixed(*args) if head == "fixed" else random(*args)
         except ValueError as exc:
             raise ValueError(f"bad chunking {name!r}: {exc}; valid: {', '.join(_SHOWN)}") from None
-    if head == "mid_header" and not sep:  # a WebSocket wire chunking: an HTTP body is cut mid-line
+    if head == "mid_header" and not sep:  # a WebSocket and gRPC wire chunking: an HTTP body is cut mid-line
         return Chunking("mid_header", _mid_line)
+    if head == "per_message" and not sep:  # a gRPC wire chunking: an HTTP body is cut per event
+        return Chunking("per_message", _per_event, typed=_per_event, by_event=True)
     error = unknown("chunking", name, _HEADS, shown=_SHOWN, head=head)
     if head in _NAMED:  # "bytewise:3": a name that takes no argument
         error = ValueError(f"bad chunking {name!r}: {head} takes no argument; valid: {', '.join(_SHOWN)}")

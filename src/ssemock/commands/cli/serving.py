@@ -23,7 +23,8 @@ def add_replay_options(parser: argparse.ArgumentParser) -> None:
         default="as_recorded",
         metavar="NAME",
         help="as_recorded (default), bytewise, mid_line, mid_utf8, coalesced, per_event, "
-        "fixed:N, random:SEED; WebSocket sessions also mid_header",
+        "fixed:N, random:SEED; WebSocket sessions also mid_header; gRPC calls (DATA frames) "
+        "per_message and mid_header",
     )
     parser.add_argument(
         "--transform",
@@ -44,7 +45,8 @@ def add_replay_options(parser: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="e.g. disconnect:after_event=3, stall:before_event=2,seconds=5, "
         "http_error:status=429; WebSocket: close:code=1011,after_message=3, drop:after_message=2, "
-        "handshake:status=429; several separated by ';'",
+        "handshake:status=429; gRPC: status:code=UNAVAILABLE,after_message=2, drop:after_message=2; "
+        "several separated by ';'",
     )
     parser.add_argument(
         "--match-on",
@@ -116,7 +118,8 @@ def _add_serve(subparsers: Subparsers) -> None:
         "EventSource GET matches a recorded SSE stream by path, and a reconnection with "
         "Last-Event-ID resumes after that event. A WebSocket upgrade is answered from a recorded "
         "session on the raw connection (the client's messages matched, the wire re-cut, re-framed "
-        "and faulted by the same options). Unmatched requests get a 404 listing the "
+        "and faulted by the same options). gRPC calls are answered over HTTP/2 cleartext (h2c) on "
+        "the same port, told by the connection's preface (the 'grpc' extra). Unmatched requests get a 404 listing the "
         "recorded requests (secrets masked). One log line per request (--quiet: none). "
         "No CORS header unless --cors. Needs the 'serve' extra.",
     )

@@ -29,7 +29,9 @@ Then, as the plugin does under the same record mode (``none``, ``once``, ``new_e
 
 A WebSocket upgrade is replayed or relayed and recorded the same way, message by message
 (`ssemock.commands.proxy.websocket`); the replay is ``ssemock serve``'s
-(`ssemock.commands.serve.websocket`), on the raw connection, under the same variants.
+(`ssemock.commands.serve.websocket`), on the raw connection, under the same variants. A gRPC
+call (HTTP/2 cleartext on the same port, told by its preface) is relayed to an h2 or h2c
+upstream and recorded call by call (`ssemock.commands.proxy.grpc`; needs h2, the ``grpc`` extra).
 
 An interruption (`Proxy.keep_in_flight`, which ``ssemock proxy`` calls on SIGTERM or Ctrl-C)
 keeps the recordings still under way as ``<name>.partial.json`` beside the cassette, masked;
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from importlib.util import find_spec
 
 from starlette.applications import Starlette
 from starlette.routing import Route, WebSocketRoute, request_response
@@ -128,6 +131,10 @@ def app(
     # it records goes to uvicorn's own WebSocket protocol, then the relay above
     starlette.state.ws_protocol = protocol(replaying(proxy), fallback=relay_protocol())
     starlette.state.ws_max_size = max_body  # a client's message, relayed or replayed: 1009 past it
+    if find_spec("h2") is not None:  # gRPC (h2c with prior knowledge) on the same port: the grpc extra's h2
+        from .grpc import relaying
+
+        starlette.state.h2c_protocol = relaying(proxy)
     return starlette
 
 

@@ -31,6 +31,11 @@ answered unless one was recorded. Responses also carry
 ``x-ssemock-interaction: N`` (the ``#N`` that `routes` prints) and, when resumed,
 ``x-ssemock-resumed-after: ID``.
 
+A cassette's gRPC calls are answered over HTTP/2 cleartext on the same port (h2c with prior
+knowledge, told from HTTP/1.1 by the connection's preface: `ssemock.commands.preface`), matched by
+method path and request messages, their DATA frames cut by the gRPC wire chunkings
+(`ssemock.commands.serve.grpc`; the ``grpc`` extra).
+
 A request body larger than ``max_body`` bytes (``--max-body``, default 8 MiB) is answered
 ``413`` without being read further; a WebSocket message, close ``1009``. An unmatched request gets a 404 that lists the recorded
 requests (method, path and query, what differs) with every secret masked and no file paths.
@@ -49,6 +54,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import Any
 
 try:
     from starlette.applications import Starlette
@@ -154,7 +160,22 @@ def app(
     starlette.state.ssemock = replayer
     # WebSocket upgrades: answered on the raw connection (uvicorn's ws= option, see .websocket)
     starlette.state.ws_protocol = _websocket.protocol(_websocket.serving(replayer))
+    if any(x.grpc is not None for x in replayer.interactions):  # gRPC calls: h2c on the same port
+        starlette.state.h2c_protocol = _grpc_serving(replayer)
     return starlette
+
+
+def _grpc_serving(replayer: Replayer) -> Callable[[], Any]:
+    """The h2c protocol answering the replayer's gRPC calls (`.grpc`); it needs h2 (the ``grpc`` extra)."""
+    try:
+        from .grpc import serving
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        from ..doctor import install_hint
+
+        raise ImportError(
+            f"serving gRPC calls needs the 'grpc' extra ({exc.name} is missing): {install_hint('grpc')}"
+        ) from exc
+    return serving(replayer)
 
 
 fresh(__name__)  # submodules read from sys.modules (pytester's in-process reruns drop them)

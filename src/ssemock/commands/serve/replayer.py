@@ -176,6 +176,8 @@ class Replayer:
         self.sessions: deque[Any] = deque(maxlen=MAX_EXCHANGES)
         """The WebSocket sessions served (`ssemock.plan.websocket.variants.VariedConversation`), oldest first."""
         self._ws_attempts: dict[int, int] = {}
+        self.call_attempts: dict[tuple[int, int], int] = {}
+        """A gRPC ``sequence`` fault's attempts so far (`ssemock.variants.grpc.faults.for_call`)."""
 
     @property
     def held_ids(self) -> int:
@@ -192,8 +194,13 @@ class Replayer:
 
     def candidates(self, sent: Request, *, websocket: bool = False) -> list[int]:
         """Interactions the request matches; for an EventSource GET, also SSE streams by path and
-        query. ``websocket``: the handshakes it matches (else only HTTP interactions)."""
-        found = [i for i in self.selection.candidates(sent) if self.upgrades[i] == websocket]
+        query. ``websocket``: the handshakes it matches (else only HTTP interactions; a gRPC call
+        is answered over HTTP/2 only, `ssemock.commands.serve.grpc`)."""
+        found = [
+            i
+            for i in self.selection.candidates(sent)
+            if self.upgrades[i] == websocket and self.interactions[i].grpc is None  # gRPC: over h2c only
+        ]
         if websocket:
             return found
         accept = next((v for k, v in sent.headers if k == "accept"), "")
@@ -468,6 +475,9 @@ def routes(replayer: Replayer) -> list[str]:
         if x.websocket is not None:
             kind = "WebSocket"
             what = f"{len(x.websocket.received())} message(s) received, {len(x.websocket.sent())} sent"
+        if x.grpc is not None:
+            kind = "gRPC"
+            what = f"{len(x.grpc.received())} message(s) received, {len(x.grpc.sent())} sent, {x.grpc.status.code}"
         span = f", {resp.times[-1]:.2f} s" if resp.times and resp.times[-1] else ""
         where = Path(cassette.path).name if cassette.path else "(memory)"
         lines.append(

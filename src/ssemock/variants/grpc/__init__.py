@@ -1,4 +1,4 @@
-"""What a replay does to a gRPC call: its faults (status, drop, stall) and its pacing under timing= and deadlines."""
+"""What a replay does to a gRPC call: its faults (status, drop, stall), its pacing under timing= and deadlines, and its wire chunkings (the DATA frames ssemock serve sends)."""
 
 from ...core.packages import fresh
 

@@ -24,9 +24,9 @@ unaimed, a fault applies to every call.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -35,6 +35,9 @@ from ...framing.grpc import status_name
 from ..fault_model import Fault, Served
 from ..websocket.faults import OnWebSocket, WsFault
 
+if TYPE_CHECKING:
+    from ...store.model import Request
+
 __all__ = [
     "VARIANTS",
     "CallFault",
@@ -42,6 +45,7 @@ __all__ = [
     "OnGrpc",
     "Outcome",
     "call_fault",
+    "for_call",
     "get",
     "is_grpc_fault",
     "status",
@@ -172,6 +176,36 @@ def call_fault(fault: Fault) -> CallFault | None:
     if isinstance(inner, OnWebSocket) and inner.refuses("grpc") is None:
         return _FromWebSocket(inner.ws)
     return None
+
+
+def for_call(
+    faults: Sequence[Fault], attempts: dict[tuple[int, int], int], index: int, request: Request
+) -> tuple[list[CallFault], bool]:
+    """The faults that apply to the call answered by interaction ``index`` (its recorded
+    ``request``): aimed ones where their target matches it, the others on every call; a sequence
+    at its attempt (unaimed: on the first call matched and its retries), counted in ``attempts``
+    (the player's or the server's, kept between calls). And whether the call uses up its
+    interaction (a sequence's faulted attempt does not: the retry gets the recorded call). The
+    in-process player and ``ssemock serve`` both choose so."""
+    out, consumes = [], True
+    for n, fault in enumerate(faults):
+        found = call_fault(fault)
+        if found is None:
+            continue
+        if fault.on is not None:
+            if not fault.on.matches(index, request):
+                continue
+        elif isinstance(found, CallSequence) and attempts.setdefault((n, -1), index) != index:
+            continue
+        if isinstance(found, CallSequence):
+            attempt = attempts.get((n, index), 0)
+            attempts[n, index] = attempt + 1
+            found = found.at(attempt)
+            if found is None:
+                continue
+            consumes = False
+        out.append(found)
+    return out, consumes
 
 
 def takes(fault: Fault) -> bool:
