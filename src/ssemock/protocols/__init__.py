@@ -65,6 +65,15 @@ shapes and defines one module-level object, ``PROTOCOL``, a `Protocol`:
     to, from its request URL and what it received (an HTTP response's body and a WebSocket's
     messages, each parsed as JSON, or None); a recording keeps the connections that share one in
     one group, their order across connections kept (`ssemock.store.group`).
+``follows(body) -> list[int]``
+    optional: the offsets of the events of a stream that announce what the client's later
+    requests did, not what its own request asked (MCP 2026-07-28's ``subscriptions/listen``
+    stream: its change notifications); replay holds each until a request recorded after the
+    stream opened is made (`ssemock.plan.push_replay.holds_for`).
+``resumption(request) -> str | None``
+    optional: why a stream answering this recorded request cannot be resumed with
+    ``Last-Event-ID`` (a protocol version without resumption: MCP 2026-07-28); ``faults.resume``
+    is refused there with this reason.
 ``sdk_request(base_url, interaction) -> bool``
     optional: make ``interaction``'s request with the provider's own SDK against the loopback
     server at ``base_url`` and read the whole stream (how ``python -m ssemock.synth
@@ -102,6 +111,7 @@ __all__ = [
     "all_protocols",
     "answer_edits",
     "detect",
+    "follows",
     "for_response",
     "get",
     "holds",
@@ -145,6 +155,10 @@ class Protocol:
     client_ids: ClientIds | None = field(default=None, compare=False)
     # the sessions a connection belongs to, from its URL and what it received (JSON values)
     session_ids: Callable[[str, Iterable[Any]], frozenset[str]] | None = field(default=None, compare=False)
+    # where a stream's events announce what later requests did (MCP's listen stream): held until one is made
+    follows: Callable[[bytes], Sequence[int]] | None = field(default=None, compare=False)
+    # why a stream answering this request cannot be resumed by Last-Event-ID (None: it may be); faults.resume asks
+    resumption: Callable[[Any], str | None] | None = field(default=None, compare=False)
 
 
 #: The registry: module names under ssemock.protocols, in detection order (more specific first).
@@ -287,6 +301,16 @@ def holds(body: bytes) -> list[tuple[int, frozenset[Any]]]:
     by the first protocol that finds any; [] when its messages answer no request."""
     for p in all_protocols():
         found = list(p.holds(body)) if p.holds is not None else []
+        if found:
+            return found
+    return []
+
+
+def follows(body: bytes) -> list[int]:
+    """Where a stream's events announce what later requests did (see ``follows`` above), by
+    the first protocol that finds any; [] for most bodies."""
+    for p in all_protocols():
+        found = list(p.follows(body)) if p.follows is not None else []
         if found:
             return found
     return []

@@ -23,8 +23,8 @@ from .error_faults import error_event, http_error
 from .fault_aim import Aim
 from .fault_model import MAX_SECONDS as MAX_SECONDS
 from .fault_model import Fault, Served, Target, framing_of
-from .stream_faults import disconnect, stall, trailing_data, truncate
 from .websocket import faults as ws_faults
+from .stream_faults import disconnect, resume, stall, trailing_data, truncate
 
 __all__ = [
     "VARIANTS",
@@ -38,6 +38,7 @@ __all__ = [
     "get",
     "http_error",
     "resolve",
+    "resume",
     "sequence",
     "stall",
     "trailing_data",
@@ -102,6 +103,7 @@ def sequence(*per_attempt: Fault | str | None, on: Target | str | int | None = N
 
 _FACTORIES: dict[str, Callable[..., Fault]] = {
     "disconnect": disconnect,
+    "resume": resume,
     "stall": stall,
     "truncate": truncate,
     "http_error": http_error,
@@ -125,6 +127,7 @@ VARIANTS: tuple[str, ...] = (
 """Every fault in each of its modes, by name: what a fault x framing x stack matrix runs."""
 _EXAMPLES = {
     "disconnect": "disconnect:after_event=3",
+    "resume": "resume:after_event=3",
     "stall": "stall:before_event=2,seconds=5",
     "truncate": "truncate",
     "http_error": "http_error:status=429,retry_after=1",

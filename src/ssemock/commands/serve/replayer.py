@@ -22,6 +22,8 @@ from ... import protocols as _protocols
 from ...framing.sse import decode
 from ...plan import matching
 from ...plan import push_replay as _held
+from ...plan.resume import is_sse as _is_sse
+from ...plan.resume import resume_index
 from ...plan.selection import Selection
 from ...plan.serving import ChunkingSpec, FaultSpec, Plan, ReplayStream, TimingSpec, TransformSpec
 from ...redaction.rules import escape_control, mask_text, mask_url, redact_request
@@ -32,7 +34,6 @@ from ...variants import timing as _timing
 from ...variants import transforms as _transforms
 from .page import render
 from .prepare import ConnectionDropped, prepare
-from .resume import _is_sse, resume_index
 
 DEFAULT_MATCH_ON: tuple[str, ...] = ("method", "path", "query", "body")
 """What the server matches a request on by default: the server cannot see the recorded scheme,
