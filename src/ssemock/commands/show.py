@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from .. import protocols
 from ..framing.eventstream import is_frame
 from ..framing.sse import is_event
 from ..redaction.rules import mask_url
@@ -127,6 +128,7 @@ def summarize(x: Interaction, index: int = 0, *, events: bool = False) -> dict[s
         "decode_error": decoded.error,
         "note": decoded.note,
         "protocol": protocol,
+        "protocol_version": _version(x),
         "accumulate_error": problem,
         "text": result.text if result else None,
         "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in result.tool_calls]
@@ -138,6 +140,12 @@ def summarize(x: Interaction, index: int = 0, *, events: bool = False) -> dict[s
     if events:
         out["event_list"] = [_event_dict(e) for e in decoded.events]
     return out
+
+
+def _version(x: Interaction) -> str | None:
+    """The protocol version this exchange speaks, for protocols that have several (MCP)."""
+    found = protocols.labels([x])
+    return found[0] if found else None
 
 
 def _rpc_methods(x: Interaction) -> list[str]:
@@ -163,6 +171,8 @@ def format_summary(s: dict[str, Any], width: int = 60) -> str:
     if s.get("websocket"):
         return format_session(s)
     rpc = f"  ({', '.join(s['rpc'])})" if s.get("rpc") else ""  # the JSON-RPC methods of an MCP POST
+    if s.get("protocol_version"):  # what it speaks: "mcp 2026-07-28"
+        rpc += f"  [{s['protocol_version']}]"
     lines = [f"#{s['index']}  {s['method']} {s['url']}{rpc}"]
     state = "complete" if s["complete"] else "INCOMPLETE"
     if s["error"]:

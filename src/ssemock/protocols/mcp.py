@@ -50,6 +50,7 @@ __all__ = [
     "RequestId",
     "MODERN_VERSIONS",
     "deliverable",
+    "exchange_version",
     "follows",
     "holds",
     "message",
@@ -432,15 +433,22 @@ def _answer(body: bytes, content_type: str) -> Any:
     return None
 
 
+def exchange_version(x: Interaction) -> str | None:
+    """[`version`][ssemock.protocols.mcp.version] of a recorded exchange that speaks MCP (its
+    header, or a JSON-RPC body); None for any other."""
+    if x.websocket is not None or (b'"jsonrpc"' not in (x.request.body or b"") and not _has_header(x.request)):
+        return None
+    return version(x.request, x.response)
+
+
+def _has_header(request: Request) -> bool:
+    return any(k == VERSION_HEADER for k, _ in request.headers)
+
+
 def versions(interactions: Iterable[Interaction]) -> list[str]:
     """The protocol versions a recording's MCP exchanges speak, in the order first seen (one,
     mostly; a client that fell back from 2026-07-28 to ``initialize`` shows both)."""
-    found: dict[str, None] = {}
-    for x in interactions:
-        v = version(x.request, x.response) if b'"jsonrpc"' in (x.request.body or b"{") else None
-        if v:
-            found[v] = None
-    return list(found)
+    return list(dict.fromkeys(v for x in interactions if (v := exchange_version(x))))
 
 
 def resumption(request: Request) -> str | None:
@@ -560,6 +568,7 @@ PROTOCOL = Protocol(
     request_ids=request_ids,
     holds=holds,
     follows=follows,
+    version=exchange_version,
     owed=owed,
     resumption=resumption,
 )

@@ -40,6 +40,7 @@ def _add_show(subparsers: Subparsers) -> None:
 
 def _cmd_show(args: argparse.Namespace) -> int:
     from ... import commands as inspect
+    from ...protocols import versions
     from ...store.cassette import Cassette
     from ..show_group import format_group, summarize_groups
 
@@ -57,10 +58,20 @@ def _cmd_show(args: argparse.Namespace) -> int:
         indexes = [args.interaction % count]
     summaries = [inspect.summarize(cassette.interactions[i], i, events=args.events) for i in indexes]
     groups = summarize_groups(cassette.interactions, indexes)  # sessions spanning connections
+    speaks = versions(cassette.interactions)
     if args.json:
-        _out_json({"path": str(args.cassette), "interactions": count, "shown": summaries, "groups": groups})
+        _out_json(
+            {
+                "path": str(args.cassette),
+                "interactions": count,
+                "versions": speaks,
+                "shown": summaries,
+                "groups": groups,
+            }
+        )
         return 0
-    _out(f"{args.cassette}: {count} interaction{'s' if count != 1 else ''}")
+    spoken = "; ".join(f"{name} {', '.join(seen)}" for name, seen in speaks.items())
+    _out(f"{args.cassette}: {count} interaction{'s' if count != 1 else ''}" + (f" ({spoken})" if spoken else ""))
     for summary in summaries:
         _out()
         _out(inspect.format_summary(summary))
