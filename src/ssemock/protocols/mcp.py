@@ -436,7 +436,9 @@ def _answer(body: bytes, content_type: str) -> Any:
 def exchange_version(x: Interaction) -> str | None:
     """[`version`][ssemock.protocols.mcp.version] of a recorded exchange that speaks MCP (its
     header, or a JSON-RPC body); None for any other."""
-    if x.websocket is not None or (b'"jsonrpc"' not in (x.request.body or b"") and not _has_header(x.request)):
+    if x.websocket is not None or (
+        b'"jsonrpc"' not in (x.request.body or b"") and not _has_header(x.request)
+    ):
         return None
     return version(x.request, x.response)
 

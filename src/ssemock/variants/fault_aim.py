@@ -76,7 +76,9 @@ class Aim:
                         continue
                     response = interactions[i].response
                     kind = framing_of(response.header("content-type"), response.body)
-                    why = fault.refuses(kind) or fault.refuses_interaction(interactions[i])
+                    why = fault.refuses(kind) or (
+                        fault.refuses_interaction(interactions[i]) if response.body else None
+                    )
                     if why:
                         raise ValueError(
                             f"ssemock: fault {fault} cannot apply to interaction #{i} "

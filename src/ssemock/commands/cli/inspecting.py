@@ -71,7 +71,10 @@ def _cmd_show(args: argparse.Namespace) -> int:
         )
         return 0
     spoken = "; ".join(f"{name} {', '.join(seen)}" for name, seen in speaks.items())
-    _out(f"{args.cassette}: {count} interaction{'s' if count != 1 else ''}" + (f" ({spoken})" if spoken else ""))
+    _out(
+        f"{args.cassette}: {count} interaction{'s' if count != 1 else ''}"
+        + (f" ({spoken})" if spoken else "")
+    )
     for summary in summaries:
         _out()
         _out(inspect.format_summary(summary))
