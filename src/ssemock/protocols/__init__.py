@@ -174,6 +174,7 @@ _MODULES = (
     "openai_completions",
     "openai_chat",
     "openai_responses",
+    "anthropic_sessions",
     "anthropic_messages",
     "ollama_chat",
     "cohere_v1",
