@@ -264,7 +264,7 @@ def test_show_validate_and_the_page_name_the_version(
     assert main(["show", str(path)]) == 0
     shown = capsys.readouterr().out
     assert shown.splitlines()[0].endswith(f"interactions (mcp {version})")
-    assert f"(tools/call)  [mcp {version}]" in shown
+    assert f"SSE events; protocol mcp {version}" in shown  # each stream's own
     assert main(["show", str(path), "--json"]) == 0
     as_json = json.loads(capsys.readouterr().out)
     assert as_json["versions"] == {"mcp": [version]}

@@ -171,8 +171,6 @@ def format_summary(s: dict[str, Any], width: int = 60) -> str:
     if s.get("websocket"):
         return format_session(s)
     rpc = f"  ({', '.join(s['rpc'])})" if s.get("rpc") else ""  # the JSON-RPC methods of an MCP POST
-    if s.get("protocol_version"):  # what it speaks: "mcp 2026-07-28"
-        rpc += f"  [{s['protocol_version']}]"
     lines = [f"#{s['index']}  {s['method']} {s['url']}{rpc}"]
     state = "complete" if s["complete"] else "INCOMPLETE"
     if s["error"]:
@@ -217,7 +215,8 @@ def format_summary(s: dict[str, Any], width: int = 60) -> str:
     if s["stream"] == "other":
         lines.append(f"    events: none ({what})")
     else:
-        lines.append(f"    events: {s['events']} {what}; protocol {s['protocol'] or 'unknown'}")
+        spoken = s.get("protocol_version") or s["protocol"]  # with its version where it has several
+        lines.append(f"    events: {s['events']} {what}; protocol {spoken or 'unknown'}")
     if s["decode_error"]:
         lines.append(f"    decode error: {s['decode_error']}")
     if s.get("note"):
