@@ -30,6 +30,8 @@ from waiting import until
 
 import ssemock
 from ssemock.commands.cli import main
+from ssemock.commands.loopback import running
+from ssemock.commands.serve import app
 from ssemock.commands.serve.page import render
 from ssemock.protocols import mcp
 from ssemock.sse import decode
@@ -219,6 +221,17 @@ def test_replayed_with_the_server_stopped_under_every_chunking(
         # the change was held until the call that made it: only the acknowledgement came before
         body = _listen_play(player).body
         assert got["before_touch"] == mcp.follows(body)[0] == body.index(b"event: message", 1)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_ssemock_serve_replays_each_version_to_the_client(
+    recorded: dict[str, tuple[Path, dict[str, Any]]], version: str
+) -> None:
+    """Over a real loopback connection: the listen stream held, its frames carrying this run's id."""
+    path, live = recorded[version]
+    with running(app(path, chunking="mid_utf8")) as base:
+        got = asyncio.run(_session(f"{base}/mcp", VERSIONS[version]))
+    _same(got, live)
 
 
 def test_the_resume_fault_is_answered_from_the_cassette_each_notification_once(

@@ -297,7 +297,9 @@ class Replayer:
             return JSONResponse(answer, status_code=404, headers=self._cors_headers())
         attempt, self.attempts = self.attempts, self.attempts + 1
         interaction = self.interactions[index]
-        pushes = sent.method == "GET" and _is_sse(interaction.response)
+        pushes = (sent.method == "GET" and _is_sse(interaction.response)) or bool(
+            _protocols.follows(interaction.response.body)  # an MCP listen stream's changes
+        )
         prepared = prepare(
             interaction,
             url=sent.url,
@@ -315,7 +317,10 @@ class Replayer:
         plan = prepared.plan
         wanted = [i for ids in plan.holds.values() for i in ids]
         since = self._requests.want(wanted)  # (no await since the match: no request came in between)
-        self._requests.add(_protocols.request_ids(sent.body))
+        # the ids sent, and the recorded ones a held stream may name (a client's own ids differ)
+        self._requests.add(
+            [*_protocols.request_ids(sent.body), *_protocols.request_ids(interaction.request.body)]
+        )
         gate = (
             _held.Gate(self._requests, since, _held.HOLD_LIMIT, self._never_requested(index, target))
             if plan.holds
