@@ -251,6 +251,18 @@ def test_the_resume_fault_is_answered_from_the_cassette_each_notification_once(
     assert forecast.index in {p.index for p in resumed}  # ... and the rest served to its reconnection
 
 
+def test_ssemock_serve_answers_the_reconnection_of_a_resume_fault(
+    recorded: dict[str, tuple[Path, dict[str, Any]]],
+) -> None:
+    """Over a real connection: the dropped stream resumed by the client's GET with Last-Event-ID."""
+    path, live = recorded["2025-11-25"]
+    lines: list[str] = []
+    with running(app(path, faults="resume:after_event=2,on=POST */mcp", log=lines.append)) as base:
+        got = asyncio.run(_session(f"{base}/mcp", "legacy"))
+    _same(got, live)
+    assert any("resumed after id" in line for line in lines)
+
+
 def test_the_resume_fault_is_refused_naming_a_version_without_resumption(
     recorded: dict[str, tuple[Path, dict[str, Any]]],
 ) -> None:
