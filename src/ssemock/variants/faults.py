@@ -23,8 +23,8 @@ from .error_faults import error_event, http_error
 from .fault_aim import Aim
 from .fault_model import MAX_SECONDS as MAX_SECONDS
 from .fault_model import Fault, Served, Target, framing_of
-from .websocket import faults as ws_faults
 from .stream_faults import disconnect, resume, stall, trailing_data, truncate
+from .websocket import faults as ws_faults
 
 __all__ = [
     "VARIANTS",
