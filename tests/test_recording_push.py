@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import threading
 import uuid
 import warnings
@@ -220,8 +221,19 @@ def _variants() -> dict[str, dict[str, Any]]:
     }
     out |= {f"transform={t}": {"transform": t} for t in transforms.ALL if "sse" in t.kinds}
     names = dict.fromkeys([*faults.VARIANTS, *faults._EXAMPLES.values()])
-    out |= {f"faults={f}": {"faults": f} for f in names}
+    out |= {f"faults={f}": {"faults": f} for f in names if not _replay_only(f)}
     return out
+
+
+def _replay_only(name: str) -> str | None:
+    """Why a fault is served by a replay only (a recording run refuses it: see below)."""
+    return getattr(faults.get(name), "replay_only", None)
+
+
+@pytest.mark.parametrize("name", [f for f in faults._EXAMPLES.values() if _replay_only(f)])
+def test_a_replay_only_fault_is_refused_by_a_recording_run_naming_it(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ValueError, match=rf"record_mode='once': .*{re.escape(name)}: .*record without them"):
+        ssemock.use_cassette(tmp_path / "c.json", record_mode="once", faults=name)
 
 
 VARIANTS = _variants()

@@ -27,7 +27,7 @@ from ssemock.commands.cli import main
 from ssemock.commands.loopback import running
 from ssemock.commands.serve import app, resume_index, resume_offset
 from ssemock.commands.serve import replayer as serve_replayer
-from ssemock.commands.serve import resume as serve_resume
+from ssemock.plan import resume as serve_resume
 
 TIMEOUT = 10.0
 URL = "https://api.example.com/v1/chat/completions"

@@ -340,7 +340,9 @@ def test_both_bindings_are_labelled_a2a_by_show_and_validate(
     )
     assert main(["validate", "--json", str(path)]) == 0
     [report] = json.loads(capsys.readouterr().out)
-    assert report["ok"] is True
+    assert report["ok"] is True and report["warnings"] == []  # its events decode and fold as a2a
+    assert main(["validate", "-v", str(path)]) == 0
+    assert "interaction 0: protocol a2a" in capsys.readouterr().out
     [x] = ssemock.Cassette.load(path).interactions
     events = framing.decode(x.response.body, "text/event-stream")
     assert ssemock.detect_protocol(events) == "a2a"  # the events alone tell, whatever the URL

@@ -92,3 +92,42 @@ def test_serve_answers_with_the_sent_id() -> None:
     with running(app(cassette, chunking="bytewise")) as base, httpx.Client() as client:
         body = client.post(base + path, content=_with_id(cassette, 4711)).read()
     assert _ids(body) == {4711}
+
+
+@settings(max_examples=40, deadline=None)
+@given(recorded=ID, sent=ID, chunking=st.sampled_from(["as_recorded", "bytewise", "mid_utf8", "fixed:5"]))
+def test_a_listen_stream_carries_the_sent_id_in_every_frames_meta(
+    recorded: Any, sent: Any, chunking: str
+) -> None:
+    """The mcp SDK names each subscriptions/listen request from a process-wide counter and routes
+    the stream's frames by _meta["io.modelcontextprotocol/subscriptionId"]: whatever the recorded
+    and the sent ids, the request matches and every frame's subscription id is the sent one (a
+    notification's own members, and an id inside a result, as recorded)."""
+    url = "http://127.0.0.1:8000/mcp"
+    meta = {"io.modelcontextprotocol/subscriptionId": recorded}
+    frames = [
+        {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {"_meta": meta}},
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"_meta": meta, "uri": "x://a"},
+        },
+        {"jsonrpc": "2.0", "id": recorded, "result": {"item": {"id": recorded}, "_meta": meta}},
+    ]
+    cassette = Cassette()
+    cassette.add(
+        "POST",
+        url,
+        [f"event: message\r\ndata: {json.dumps(f, ensure_ascii=False)}\r\n\r\n".encode() for f in frames],
+        headers={"content-type": "text/event-stream"},
+        request_json={"jsonrpc": "2.0", "id": recorded, "method": "subscriptions/listen", "params": {}},
+    )
+    request = {"jsonrpc": "2.0", "id": sent, "method": "subscriptions/listen", "params": {}}
+    with ssemock.replay(cassette, chunking=chunking), httpx.Client() as client:
+        body = client.post(url, json=request).read()
+    got = [json.loads(e.data) for e in framing.decode(body, "text/event-stream")]
+    assert [
+        m.get("params", m.get("result"))["_meta"]["io.modelcontextprotocol/subscriptionId"] for m in got
+    ] == [sent] * 3
+    assert got[2]["id"] == sent and got[2]["result"]["item"] == {"id": recorded}
+    assert got[1]["params"]["uri"] == "x://a"

@@ -22,6 +22,7 @@ def test_registry_lists_every_protocol_with_the_whole_interface() -> None:
         "openai.completions",
         "openai.chat",
         "openai.responses",
+        "anthropic.sessions",
         "anthropic.messages",
         "ollama.chat",
         "cohere.v1",

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from .. import protocols
 from ..framing.eventstream import is_frame
 from ..framing.sse import is_event
 from ..redaction.rules import mask_url
@@ -130,6 +131,7 @@ def summarize(x: Interaction, index: int = 0, *, events: bool = False) -> dict[s
         "decode_error": decoded.error,
         "note": decoded.note,
         "protocol": protocol,
+        "protocol_version": _version(x),
         "accumulate_error": problem,
         "text": result.text if result else None,
         "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in result.tool_calls]
@@ -141,6 +143,12 @@ def summarize(x: Interaction, index: int = 0, *, events: bool = False) -> dict[s
     if events:
         out["event_list"] = [_event_dict(e) for e in decoded.events]
     return out
+
+
+def _version(x: Interaction) -> str | None:
+    """The protocol version this exchange speaks, for protocols that have several (MCP)."""
+    found = protocols.labels([x])
+    return found[0] if found else None
 
 
 def _rpc_methods(x: Interaction) -> list[str]:
@@ -212,7 +220,8 @@ def format_summary(s: dict[str, Any], width: int = 60) -> str:
     if s["stream"] == "other":
         lines.append(f"    events: none ({what})")
     else:
-        lines.append(f"    events: {s['events']} {what}; protocol {s['protocol'] or 'unknown'}")
+        spoken = s.get("protocol_version") or s["protocol"]  # with its version where it has several
+        lines.append(f"    events: {s['events']} {what}; protocol {spoken or 'unknown'}")
     if s["decode_error"]:
         lines.append(f"    decode error: {s['decode_error']}")
     if s.get("note"):

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from ..framing.sse import is_event
 from ..plan.session_group import groups_of
+from ..protocols import versions
 from ..redaction.rules import find_secrets
 from ..store.cassette import (
     Cassette,
@@ -186,6 +187,8 @@ def validate_cassette(cassette: Cassette, path: str, *, protocol: str | None = N
                     i,
                 )
             )
+    for name, seen in versions(cassette.interactions).items():
+        add(Finding("note", f"speaks {name} {', '.join(seen)}"))
     for leak in find_secrets(cassette):
         m = re.match(r"interaction (\d+) (.*)", leak, re.DOTALL)
         add(

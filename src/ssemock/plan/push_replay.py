@@ -46,14 +46,24 @@ def holds_for(
     """Where the server-push stream of ``interactions[index]`` waits (``(offset, ids)``, as
     `ssemock.protocols.holds`), for the requests that can come only: those whose correlation
     id a request recorded after the stream opened (a later interaction) carries. Waiting for any
-    other id would end in a read timeout, since no request could ever be matched for it.
+    other id would end in a read timeout, since no request could ever be matched for it. An
+    event that announces what later requests did (`ssemock.protocols.follows`: an MCP listen
+    stream's change notifications) waits for the first request recorded after the stream opened.
     ``found``: where the body answers which ids (default `ssemock.protocols.holds`; serve
     passes a cache of it per body)."""
-    later = {i for x in interactions[index + 1 :] for i in _protocols.request_ids(x.request.body)}
+    asked = [ids for x in interactions[index + 1 :] if (ids := _protocols.request_ids(x.request.body))]
+    later = {i for ids in asked for i in ids}
+    first = frozenset(asked[0]) if asked else frozenset()
     find = found or _protocols.holds
 
     def holds(body: bytes) -> list[tuple[int, frozenset[Any]]]:
-        return [(offset, ids & later) for offset, ids in find(body) if ids & later]
+        waits = [(offset, ids & later) for offset, ids in find(body) if ids & later]
+        if first:  # what later requests did (a listen stream's changes) waits for the next request
+            waits += [(offset, first) for offset in _protocols.follows(body)]
+        merged: dict[int, frozenset[Any]] = {}
+        for offset, ids in waits:
+            merged[offset] = merged.get(offset, frozenset()) | ids
+        return sorted(merged.items())
 
     return holds
 

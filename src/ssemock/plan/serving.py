@@ -41,6 +41,7 @@ __all__ = [
     "TimingSpec",
     "TransformSpec",
     "plan_response",
+    "skipped_silence",
     "skipped_stall",
 ]
 
@@ -76,6 +77,7 @@ class Plan:
     open: bool = (
         False  # the plan of an open prefix of a live stream: more may come (ssemock.plan.push_recording)
     )
+    skipped: tuple[float, int] | None = None  # instant: the longest recorded silence not waited (s, chunk)
 
 
 class _Due(Sequence[float | None]):
@@ -182,6 +184,9 @@ def plan_response(
     due: Sequence[float | None] | None = None
     if timing.factor is not None and served.times:
         due = _Due(timing, served.times, served.ends, ends)
+    skipped = _timing.longest_silence(served.times) if timing.factor is None else None
+    if skipped is not None and read_timeout is not None and skipped[0] > read_timeout:
+        skipped_silence(skipped, read_timeout, len(served.times))
     stalls = {(bisect.bisect_left(ends, o) + 1 if o else 0): s for o, s in served.stalls.items()}
     waits = {(bisect.bisect_left(ends, o) + 1 if o else 0): ids for o, ids in held if o < size}
     headers = [(k, v) for k, v in served.headers if k not in ("content-length", "content-encoding")]
@@ -203,6 +208,7 @@ def plan_response(
         served.kind,
         served.cut_at,
         served.more,
+        skipped,
     )
 
 
@@ -368,6 +374,21 @@ def skipped_stall(plan: Plan, seconds: float) -> None:
     )
 
 
+def skipped_silence(skipped: tuple[float, int], read_timeout: float, chunks: int) -> None:
+    """Say that ``instant`` timing skipped a recorded silence longer than the client's read
+    (idle) timeout (a `ssemock.SsemockWarning`): live, the client would have timed out there,
+    keep-alives or not, so a long-lived stream's test is not silently green."""
+    seconds, index = skipped
+    warnings.warn(
+        f"ssemock: timing 'instant' skipped a recorded silence of {seconds:g} s (before chunk "
+        f"{index + 1} of {chunks}), longer than the client's read timeout ({read_timeout:g} s): live, "
+        "this client would have timed out there; timing='recorded' or 'scaled:F' replays the gaps "
+        "(a gap past the read timeout raises the client's own timeout at once, without waiting)",
+        SsemockWarning,
+        stacklevel=3,
+    )
+
+
 def timeout_cut(plan: Plan) -> int | None:
     """The byte offset where a stall longer than the client's read timeout ends the stream."""
     if plan.read_timeout is None:
@@ -439,6 +460,7 @@ class Play:
             framing=plan.framing,
             cut_at=plan.cut_at,
             status=plan.status,
+            skipped=plan.skipped,
         )
 
     def described(self) -> str:
@@ -460,6 +482,8 @@ class Play:
     """Where a fault cut the body short (disconnect, truncate)"""
     protocol: str | None = None
     """The protocol the player reads streams as (its ``protocol`` option; `None`: detected)."""
+    skipped: tuple[float, int] | None = None
+    """Under ``instant`` timing, the longest recorded silence not waited: ``(seconds, chunk index)``."""
 
     def __repr__(self) -> str:
         """One line: which interaction, the request, what it went through, how much was served and

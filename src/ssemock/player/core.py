@@ -24,6 +24,7 @@ from .. import protocols as _protocols
 from .. import stacks as _stacks
 from ..plan import matching
 from ..plan import push_replay as _held
+from ..plan import resume as _resumption
 from ..plan.conversation import Conversation
 from ..plan.errors import RecordingVariantError, SsemockWarning, UnmatchedRequestError
 from ..plan.expect import Expected, StreamAssertionError
@@ -312,9 +313,13 @@ class Player:
         if self._replays:
             with self.lock:
                 index = self.selection.take(sent, repeats="first" if self.allow_playback_repeats else "never")
-            if index is not None:
-                self._requests.add(_protocols.request_ids(sent.body))
+            if index is not None:  # the ids sent, and the recorded ones a held stream may name
+                recorded = self.cassette.interactions[index].request.body
+                self._requests.add([*_protocols.request_ids(sent.body), *_protocols.request_ids(recorded)])
                 return self._serve(index, request, sent)
+            resumed = self._resume(request)
+            if resumed is not None:
+                return resumed
         if self._records:
             return self._recording.record(request, sent)
         # sent for real, unless an outer player matches it (never to a host and port recorded)
@@ -323,15 +328,46 @@ class Player:
         raise UnmatchedRequestError(reporting.explain(self, sent))
 
     def _serve(self, index: int, request: httpx.Request, sent: Request) -> httpx.Response:
-        t0 = _timing.clock.now()
-        since = self._requests.mark()
         interaction = self.cassette.interactions[index]
         with self.lock:
-            attempt, self.attempts = self.attempts, self.attempts + 1
             faults = self.aimed().pick(index, interaction)
+        return self._play(index, request, interaction, sent.body, faults)
+
+    def _resume(self, request: httpx.Request) -> httpx.Response | None:
+        """A client's reconnection after a stream it was reading dropped (a ``GET`` with
+        ``Last-Event-ID``, as the MCP 2025-11-25 client resumes a ``resume`` fault's cut): the
+        rest of that stream after the event with that ID, as a resumable server answers it
+        (no fault again); None for any other request (matched as usual)."""
+        last_event_id = request.headers.get("last-event-id")
+        if request.method != "GET" or not last_event_id:
+            return None
+        with self.lock:
+            plays = list(self.plays)
+        streams = [(str(play.request.url), play.interaction.response) for play in plays]
+        found = _resumption.reconnection(streams, str(request.url), last_event_id)
+        if found is None:
+            return None
+        k, response, _ = found
+        play = plays[k]
+        interaction = Interaction(play.interaction.request, response)
+        return self._play(play.index, request, interaction, play.request.content, [])
+
+    def _play(
+        self,
+        index: int,
+        request: httpx.Request,
+        interaction: Interaction,
+        sent: bytes | None,
+        faults: Sequence[_faults.Fault],
+    ) -> httpx.Response:
+        """Serve ``interaction`` (at ``index``) to ``request`` through its plan, as a play."""
+        t0 = _timing.clock.now()
+        since = self._requests.mark()
+        with self.lock:
+            attempt, self.attempts = self.attempts, self.attempts + 1
         core = _stacks.errors_of(request)
         read_timeout = (request.extensions.get("timeout") or {}).get("read")
-        pushes = server_push(interaction)
+        pushes = server_push(interaction) or bool(_protocols.follows(interaction.response.body))
         plan = plan_response(
             interaction.response,
             url=str(request.url),
@@ -343,7 +379,7 @@ class Player:
             attempt=attempt,
             read_timeout=read_timeout,
             holds=_held.holds_for(self.cassette.interactions, index) if pushes else None,
-            answer=_protocols.answer_edits(sent.body, interaction.request.body, interaction.response.body),
+            answer=_protocols.answer_edits(sent, interaction.request.body, interaction.response.body),
         )
         if not plan.consumes:
             with self.lock:

@@ -65,6 +65,19 @@ shapes and defines one module-level object, ``PROTOCOL``, a `Protocol`:
     to, from its request URL and what it received (an HTTP response's body and a WebSocket's
     messages, each parsed as JSON, or None); a recording keeps the connections that share one in
     one group, their order across connections kept (`ssemock.store.group`).
+``follows(body) -> list[int]``
+    optional: the offsets of the events of a stream that announce what the client's later
+    requests did, not what its own request asked (MCP 2026-07-28's ``subscriptions/listen``
+    stream: its change notifications); replay holds each until a request recorded after the
+    stream opened is made (`ssemock.plan.push_replay.holds_for`).
+``version(interaction) -> str | None``
+    optional: the protocol version a recorded exchange speaks, for protocols that have several
+    on the wire (MCP: ``"2025-11-25"``, ``"2026-07-28"``); `versions` collects a recording's,
+    which ``ssemock show``, ``ssemock validate`` and the timeline page print.
+``resumption(request) -> str | None``
+    optional: why a stream answering this recorded request cannot be resumed with
+    ``Last-Event-ID`` (a protocol version without resumption: MCP 2026-07-28); ``faults.resume``
+    is refused there with this reason.
 ``sdk_request(base_url, interaction) -> bool``
     optional: make ``interaction``'s request with the provider's own SDK against the loopback
     server at ``base_url`` and read the whole stream (how ``python -m ssemock.synth
@@ -102,12 +115,15 @@ __all__ = [
     "all_protocols",
     "answer_edits",
     "detect",
+    "follows",
     "for_response",
     "get",
     "holds",
+    "labels",
     "names",
     "request_ids",
     "speaks",
+    "versions",
     "without_client_ids",
 ]
 
@@ -145,6 +161,12 @@ class Protocol:
     client_ids: ClientIds | None = field(default=None, compare=False)
     # the sessions a connection belongs to, from its URL and what it received (JSON values)
     session_ids: Callable[[str, Iterable[Any]], frozenset[str]] | None = field(default=None, compare=False)
+    # where a stream's events announce what later requests did (MCP's listen stream): held until one is made
+    follows: Callable[[bytes], Sequence[int]] | None = field(default=None, compare=False)
+    # the protocol version a recorded exchange speaks (MCP's "2025-11-25", "2026-07-28"), None: it says none
+    version: Callable[[Any], str | None] | None = field(default=None, compare=False)
+    # why a stream answering this request cannot be resumed by Last-Event-ID (None: it may be); faults.resume asks
+    resumption: Callable[[Any], str | None] | None = field(default=None, compare=False)
 
 
 #: The registry: module names under ssemock.protocols, in detection order (more specific first).
@@ -152,6 +174,7 @@ _MODULES = (
     "openai_completions",
     "openai_chat",
     "openai_responses",
+    "anthropic_sessions",
     "anthropic_messages",
     "ollama_chat",
     "cohere_v1",
@@ -290,6 +313,35 @@ def holds(body: bytes) -> list[tuple[int, frozenset[Any]]]:
         if found:
             return found
     return []
+
+
+def follows(body: bytes) -> list[int]:
+    """Where a stream's events announce what later requests did (see ``follows`` above), by
+    the first protocol that finds any; [] for most bodies."""
+    for p in all_protocols():
+        found = list(p.follows(body)) if p.follows is not None else []
+        if found:
+            return found
+    return []
+
+
+def versions(interactions: Iterable[Any]) -> dict[str, list[str]]:
+    """The protocol versions a recording speaks, by protocol name (``{"mcp": ["2026-07-28"]}``),
+    each in the order first seen; only protocols that tell a version appear."""
+    found: dict[str, dict[str, None]] = {}
+    interactions = list(interactions)
+    for p in all_protocols():
+        if p.version is not None:
+            for x in interactions:
+                v = p.version(x)
+                if v:
+                    found.setdefault(p.name, {})[v] = None
+    return {name: list(seen) for name, seen in found.items()}
+
+
+def labels(interactions: Iterable[Any]) -> list[str]:
+    """`versions` as labels: ``["mcp 2026-07-28"]``."""
+    return [f"{name} {v}" for name, seen in versions(interactions).items() for v in seen]
 
 
 def _path(url: str) -> str:

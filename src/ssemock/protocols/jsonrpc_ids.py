@@ -6,12 +6,18 @@ the replaying client sends. A protocol spoken over JSON-RPC declares `RULE` as i
 ``client_ids`` (`ssemock.protocols.Protocol`): matching compares a request's JSON without the
 ``id`` of each JSON-RPC request in it (`without_ids`), and the recorded answer served to a
 request whose ids differ has each recorded id replaced by the one sent (`answer_edits`).
+
+An answer may carry a request's id elsewhere too: the mcp SDK names each ``subscriptions/listen``
+request from a process-wide counter (``"listen-1"``, ``"listen-2"``, ...) and routes the frames of
+its stream by ``_meta["io.modelcontextprotocol/subscriptionId"]``, that very id. Such members
+(`ECHOES`) get the sent id as well, wherever they are, so a replay in a process that listened
+before routes the recorded frames to this run's subscription.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +25,11 @@ import orjson
 
 from ..core.edits import Edit
 
-__all__ = ["RULE", "ClientIds", "answer_edits", "ids", "without_ids"]
+__all__ = ["ECHOES", "RULE", "ClientIds", "answer_edits", "ids", "without_ids"]
+
+ECHOES = ("io.modelcontextprotocol/subscriptionId",)
+"""Member names whose value, anywhere in an answer, is the id of the request it answers (MCP's
+subscription id in a listen stream's ``_meta``): replaced by the sent id like the top-level ``id``."""
 
 
 def _requests(value: Any) -> Iterator[dict[str, Any]]:
@@ -50,15 +60,16 @@ _TOKENS = re.compile(rb'"(?:[^"\\\n]|\\.)*"|[{}\[\]]')
 _TOP = ([b"{"], [b"[", b"{"])
 
 
-def answer_edits(body: bytes, replaced: Mapping[Any, Any]) -> list[Edit]:
+def answer_edits(body: bytes, replaced: Mapping[Any, Any], echoes: Sequence[str] = ECHOES) -> list[Edit]:
     """The edits that give a recorded answer (a JSON body, a batch, or a stream of JSON-RPC
     messages) the ids this run's client sent: each message's top-level ``"id": <recorded>``
-    becomes ``"id": <sent>`` (``replaced``: recorded id -> sent id); an ``id`` nested in a
-    result is left as it is."""
+    becomes ``"id": <sent>`` (``replaced``: recorded id -> sent id), and so does the value of a
+    member named in ``echoes`` at any depth; an ``id`` nested in a result is left as it is."""
     if not replaced:
         return []
     by_text = {orjson.dumps(old): orjson.dumps(new) for old, new in replaced.items()}
     value = re.compile(rb"\s*:\s*(" + b"|".join(re.escape(k) for k in by_text) + rb")(?=\s*[,}])")
+    echoed = {orjson.dumps(name) for name in echoes}
     edits: list[Edit] = []
     stack: list[bytes] = []
     for token in _TOKENS.finditer(body):
@@ -67,7 +78,7 @@ def answer_edits(body: bytes, replaced: Mapping[Any, Any]) -> list[Edit]:
             stack.append(text)
         elif text in (b"}", b"]"):
             del stack[-1:]
-        elif text == b'"id"' and stack in _TOP:
+        elif (text == b'"id"' and stack in _TOP) or text in echoed:
             found = value.match(body, token.end())
             if found is not None:
                 edits.append((found.start(1), found.end(1), by_text[found.group(1)]))

@@ -10,6 +10,18 @@ stream first, whose ``event: endpoint`` names the URL to POST to; every response
 that stream, correlated by id alone: replay holds each of its messages until the request it
 answers is made (see [`holds`][ssemock.protocols.mcp.holds] and [`ssemock.plan.push_replay`][ssemock.plan.push_replay]).
 
+Two protocol versions are spoken (the mcp 2.3.0 SDK speaks both): **2025-11-25** (and the
+handshake versions before it) opens with ``initialize``, names a session (``Mcp-Session-Id``) and
+may resume a dropped stream: a server with an event store gives its events ids, and a client
+reconnects with a ``GET`` carrying ``Last-Event-ID``. **2026-07-28** is stateless: no
+``initialize``, no session, no resumption; every request carries ``MCP-Protocol-Version`` and
+``Mcp-Method`` (and ``Mcp-Name``) headers and its version in ``_meta``, change notifications
+ride a ``subscriptions/listen`` POST whose answer is a stream (each frame stamped with the listen
+request's id, ``_meta["io.modelcontextprotocol/subscriptionId"]``), and a request may take
+several round trips (an ``InputRequiredResult``, then the same call again with
+``inputResponses`` and the echoed ``requestState``). [`version`][ssemock.protocols.mcp.version]
+reads an exchange's version, [`versions`][ssemock.protocols.mcp.versions] a recording's.
+
 The reference fold reads SSE events (or parsed JSON bodies) and gives an [`McpResult`][ssemock.protocols.mcp.McpResult]: the
 results and errors by request id, notifications and server requests in order, the text content of
 the results; ``complete`` when at least one response arrived. A message that is no JSON-RPC 2.0
@@ -27,7 +39,7 @@ import orjson
 
 from ..framing.ends import event_ends
 from ..framing.sse import decode, is_event
-from ..store.cassette import Cassette
+from ..store.cassette import Cassette, Interaction, Request, Response
 from . import Protocol, _path, jsonrpc_ids
 from . import synthesis as syn
 from .base import JSON, Accumulated, Event, Fold, HTTPErrorBody, StreamError, excerpt, obj, seq, string
@@ -36,19 +48,32 @@ __all__ = [
     "PROTOCOL",
     "McpResult",
     "RequestId",
+    "MODERN_VERSIONS",
     "deliverable",
+    "exchange_version",
+    "follows",
     "holds",
     "message",
     "owed",
     "request_ids",
     "session_id",
     "synthesize",
+    "version",
+    "versions",
 ]
 
 RequestId: TypeAlias = str | int
 """A JSON-RPC request id."""
 SESSION_HEADER = "mcp-session-id"
 """The header carrying the MCP session id."""
+VERSION_HEADER = "mcp-protocol-version"
+"""The header carrying the protocol version on every request after the first (each, at 2026-07-28)."""
+VERSION_META = "io.modelcontextprotocol/protocolVersion"
+"""The ``_meta`` member carrying a 2026-07-28 request's protocol version."""
+LISTEN = "subscriptions/listen"
+"""The 2026-07-28 request whose answer is the stream of change notifications."""
+MODERN_VERSIONS = frozenset({"2026-07-28"})
+"""The stateless versions: no initialize, no session, no stream resumption."""
 
 # JSON-RPC error codes (https://www.jsonrpc.org/specification#error_object)
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
@@ -327,6 +352,39 @@ def holds(body: bytes) -> list[tuple[int, frozenset[RequestId]]]:
     return found
 
 
+_SUBSCRIPTION_ID = b'"io.modelcontextprotocol/subscriptionId"'
+_CHANGES = frozenset(
+    {
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+    }
+)
+
+
+def follows(body: bytes) -> list[int]:
+    """Where a 2026-07-28 ``subscriptions/listen`` stream announces what later requests did: the
+    start of each change notification (a list changed, a resource updated) stamped with a
+    subscription id. The server acknowledges first and sends these when something changes,
+    mostly through the client's own later calls; replay holds them until a request recorded
+    after the stream opened is made (`ssemock.plan.push_replay.holds_for`). [] for any other body."""
+    if _SUBSCRIPTION_ID not in body:
+        return []
+    starts = [0, *event_ends(body, sse=True)]
+    found = []
+    for a, b in zip(starts, starts[1:]):
+        for sse_event in decode([body[a:b]]):
+            try:
+                item = orjson.loads(sse_event.data)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(item, dict) and item.get("method") in _CHANGES:
+                found.append(a)
+                break
+    return found
+
+
 def deliverable(body: bytes, requested: Iterable[RequestId]) -> int:
     """How many bytes of a recorded server-push stream may be delivered once the requests with
     ids ``requested`` have been made (see [`holds`][ssemock.protocols.mcp.holds]).
@@ -336,6 +394,76 @@ def deliverable(body: bytes, requested: Iterable[RequestId]) -> int:
     held)."""
     made = set(requested)
     return next((offset for offset, ids in holds(body) if not ids <= made), len(body))
+
+
+def version(request: Request, response: Response | None = None) -> str | None:
+    """The protocol version an MCP exchange speaks: the request's ``MCP-Protocol-Version``
+    header, else its ``_meta`` version (2026-07-28), else the version ``initialize`` settled (the
+    answer's ``protocolVersion``, else the one the client asked for); None when it says none
+    (a ``DELETE``, a notification before the header was known)."""
+    found = next((v for k, v in request.headers if k == VERSION_HEADER), None)
+    if found:
+        return found
+    body = obj(request.json())
+    params = obj(body.get("params"))
+    meta = obj(params.get("_meta")).get(VERSION_META)
+    if isinstance(meta, str):
+        return meta
+    if body.get("method") != "initialize":
+        return None
+    answered = _answer(response.body, response.header("content-type") or "") if response else {}
+    settled = obj(obj(answered).get("result")).get("protocolVersion") or params.get("protocolVersion")
+    return settled if isinstance(settled, str) else None
+
+
+def _answer(body: bytes, content_type: str) -> Any:
+    """The first JSON-RPC response in a JSON body or an SSE stream (None: none)."""
+    if content_type.startswith("application/json"):
+        try:
+            return orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None
+    for sse_event in decode([body]):
+        try:
+            value = orjson.loads(sse_event.data)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and "method" not in value and "id" in value:
+            return value
+    return None
+
+
+def exchange_version(x: Interaction) -> str | None:
+    """[`version`][ssemock.protocols.mcp.version] of a recorded exchange that speaks MCP (its
+    header, or a JSON-RPC body); None for any other."""
+    if x.websocket is not None or (
+        b'"jsonrpc"' not in (x.request.body or b"") and not _has_header(x.request)
+    ):
+        return None
+    return version(x.request, x.response)
+
+
+def _has_header(request: Request) -> bool:
+    return any(k == VERSION_HEADER for k, _ in request.headers)
+
+
+def versions(interactions: Iterable[Interaction]) -> list[str]:
+    """The protocol versions a recording's MCP exchanges speak, in the order first seen (one,
+    mostly; a client that fell back from 2026-07-28 to ``initialize`` shows both)."""
+    return list(dict.fromkeys(v for x in interactions if (v := exchange_version(x))))
+
+
+def resumption(request: Request) -> str | None:
+    """Why a stream answering ``request`` cannot be resumed (None: its version may resume):
+    2026-07-28 has no resumption (a dropped stream is lost; the client sends the request again,
+    or listens again and refetches)."""
+    v = version(request)
+    if v in MODERN_VERSIONS:
+        return (
+            f"MCP {v} has no stream resumption (no Last-Event-ID, no event ids: a dropped stream is "
+            "lost, and the client sends its request again or listens again); disconnect: drops it"
+        )
+    return None
 
 
 def _is_mcp(url: str) -> bool:
@@ -441,6 +569,9 @@ PROTOCOL = Protocol(
     synthesize=synthesize,
     request_ids=request_ids,
     holds=holds,
+    follows=follows,
+    version=exchange_version,
     owed=owed,
+    resumption=resumption,
 )
 """The `mcp` protocol, as registered in `ssemock.protocols`."""

@@ -80,7 +80,9 @@ class Aim:
                         if getattr(interactions[i], "grpc", None) is not None
                         else framing_of(response.header("content-type"), response.body)
                     )
-                    why = fault.refuses(kind)
+                    why = fault.refuses(kind) or (
+                        fault.refuses_interaction(interactions[i]) if response.body else None
+                    )
                     if why:
                         raise ValueError(
                             f"ssemock: fault {fault} cannot apply to interaction #{i} "
@@ -88,6 +90,16 @@ class Aim:
                             f"{where}, a {kind} body: {why}"
                         )
             elif complete and not fault.per_request and not any(self.takes(fault, x) for x in interactions):
+                refused = [
+                    (i, why) for i, x in enumerate(interactions) if (why := fault.refuses_interaction(x))
+                ]
+                if refused:
+                    i, why = refused[0]
+                    raise ValueError(
+                        f"ssemock: fault {fault} cannot apply to interaction #{i} "
+                        f"({interactions[i].request.method} {interactions[i].request.url}) of {where}: "
+                        f"{why}; nor to any other response of it"
+                    )
                 kinds = sorted(
                     {framing_of(x.response.header("content-type"), x.response.body) for x in interactions}
                 )
@@ -105,7 +117,7 @@ class Aim:
         if not response.body and not arriving:
             return False
         kind = framing.detect(response.header("content-type"), response.body)
-        if fault.refuses(kind.name) is not None:
+        if fault.refuses(kind.name) is not None or fault.refuses_interaction(interaction) is not None:
             return False
         return kind.stream or fault.takes_document(interaction.request.url, response.headers, response.body)
 

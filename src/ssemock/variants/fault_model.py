@@ -16,7 +16,7 @@ from .. import framing
 from .chunking import framed_event_ends
 
 if TYPE_CHECKING:
-    from ..store.cassette import Request
+    from ..store.cassette import Interaction, Request
 
 __all__ = ["MAX_SECONDS", "Fault", "Served", "Target", "framing_of"]
 
@@ -193,6 +193,12 @@ class Fault:
         recording run serves a server-push stream, which may never end, as it arrives: a fault
         that needs the end is refused there. A subclass that cannot tell says it needs it."""
         return "it does not say whether it can be placed on a stream still arriving"
+
+    def refuses_interaction(self, interaction: Interaction) -> str | None:
+        """Why this fault has no meaning for this recorded exchange as a whole, beyond its
+        framing (None: it has one): a `resume` fault on a stream whose protocol version has no
+        resumption. Aimed at it, the player refuses to start, saying this."""
+        return None
 
     def takes_document(self, url: str, headers: Sequence[tuple[str, str]], body: bytes) -> bool:
         """Whether, unaimed, it applies to this plain JSON body (no stream): only where the

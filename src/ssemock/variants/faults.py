@@ -24,7 +24,7 @@ from .fault_aim import Aim
 from .fault_model import MAX_SECONDS as MAX_SECONDS
 from .fault_model import Fault, Served, Target, framing_of
 from .grpc import faults as grpc_faults
-from .stream_faults import disconnect, stall, trailing_data, truncate
+from .stream_faults import disconnect, resume, stall, trailing_data, truncate
 from .websocket import faults as ws_faults
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "get",
     "http_error",
     "resolve",
+    "resume",
     "sequence",
     "stall",
     "trailing_data",
@@ -103,6 +104,7 @@ def sequence(*per_attempt: Fault | str | None, on: Target | str | int | None = N
 
 _FACTORIES: dict[str, Callable[..., Fault]] = {
     "disconnect": disconnect,
+    "resume": resume,
     "stall": stall,
     "truncate": truncate,
     "http_error": http_error,
@@ -126,6 +128,7 @@ VARIANTS: tuple[str, ...] = (
 """Every fault in each of its modes, by name: what a fault x framing x stack matrix runs."""
 _EXAMPLES = {
     "disconnect": "disconnect:after_event=3",
+    "resume": "resume:after_event=3",
     "stall": "stall:before_event=2,seconds=5",
     "truncate": "truncate",
     "http_error": "http_error:status=429,retry_after=1",

@@ -1,12 +1,20 @@
-"""Faults on the stream's own bytes and time: it breaks off (`disconnect`), pauses (`stall`), ends
-early (`truncate`) or goes on after its end (`trailing_data`)."""
+"""Faults on the stream's own bytes and time: it breaks off (`disconnect`), breaks off for the
+client to resume (`resume`), pauses (`stall`), ends early (`truncate`) or goes on after its end
+(`trailing_data`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from .. import protocols
 from ..core.names import suggest
+from ..framing.sse import Decoder
 from .fault_model import Fault, Served, Target, _args, _count, _newline, _seconds
 
-__all__ = ["disconnect", "stall", "trailing_data", "truncate"]
+if TYPE_CHECKING:
+    from ..store.cassette import Interaction
+
+__all__ = ["disconnect", "resume", "stall", "trailing_data", "truncate"]
 
 
 class _Disconnect(Fault):
@@ -44,6 +52,45 @@ def disconnect(
     An event is an SSE event, a JSON line, a JSON array's element (the cut falls after its closing
     brace, before the separator), an eventstream frame; a plain JSON body is one event."""
     return _Disconnect(after_event, after_byte).aimed(on)
+
+
+class _Resume(_Disconnect):
+    replay_only = (
+        "the client's reconnection is answered from the cassette's stream, which a recording run "
+        "has not recorded yet"
+    )
+
+    def __init__(self, after_event: int | None, after_byte: int | None) -> None:
+        super().__init__(after_event, after_byte)
+        self.name = "resume" + self.name.removeprefix("disconnect")
+
+    def refuses(self, framing: str) -> str | None:
+        return None if framing == "sse" else "a client resumes an SSE stream only (Last-Event-ID)"
+
+    def refuses_interaction(self, interaction: Interaction) -> str | None:
+        request, response = interaction.request, interaction.response
+        protocol = protocols.for_response(request.url, response.headers, response.body)
+        why = protocol.resumption(request) if protocol is not None and protocol.resumption else None
+        if why:
+            return why
+        decoder = Decoder()
+        if not any(event.id for event in decoder.feed(response.body)) and not decoder.last_event_id:
+            return (
+                "the recorded stream sets no event id, so a client has no Last-Event-ID to resume "
+                "from (its server offered no resumption); disconnect: drops it for good"
+            )
+        return None
+
+
+def resume(
+    after_event: int | None = None, after_byte: int | None = None, on: Target | str | int | None = None
+) -> Fault:
+    """Drop the connection after N whole events (or N bytes) of an SSE stream that sets event
+    ids, for the client to resume: its reconnection (a ``GET`` with ``Last-Event-ID``) is answered
+    with the rest of the stream after that event, as a resumable server answers it (MCP
+    2025-11-25 with an event store). Refused, naming why, on a stream that cannot be resumed: one
+    whose protocol version has none (MCP 2026-07-28), or that sets no event id."""
+    return _Resume(after_event, after_byte).aimed(on)
 
 
 class _Stall(Fault):

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Clock", "Timing", "clock", "get", "instant", "recorded", "scaled"]
+__all__ = ["Clock", "Timing", "clock", "get", "instant", "longest_silence", "recorded", "scaled"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,19 @@ def get(spec: str | float | Timing | None) -> Timing:
         except ValueError:
             pass
     raise ValueError(f"unknown timing {spec!r}; known: instant, recorded, scaled:FACTOR")
+
+
+def longest_silence(times: Sequence[float]) -> tuple[float, int] | None:
+    """The longest recorded silence of a stream and the chunk it ended at: ``(seconds, index)``
+    (before the first chunk: from the request), None for no chunks. What ``instant`` skips,
+    and what a client's read (idle) timeout is measured against."""
+    best: tuple[float, int] | None = None
+    last = 0.0
+    for index, at in enumerate(times):
+        if best is None or at - last > best[0]:
+            best = (at - last, index)
+        last = at
+    return best
 
 
 class Clock:

@@ -40,6 +40,7 @@ def _add_show(subparsers: Subparsers) -> None:
 
 def _cmd_show(args: argparse.Namespace) -> int:
     from ... import commands as inspect
+    from ...protocols import versions
     from ...store.cassette import Cassette
     from ..show_group import format_group, summarize_groups
     from ..show_stdio import format_stdio, summarize_stdio
@@ -59,11 +60,22 @@ def _cmd_show(args: argparse.Namespace) -> int:
     summaries = [inspect.summarize(cassette.interactions[i], i, events=args.events) for i in indexes]
     groups = summarize_groups(cassette.interactions, indexes)  # sessions spanning connections
     children = summarize_stdio(cassette) if args.interaction is None else []
+    speaks = versions(cassette.interactions)
     if args.json:
-        shown = {"path": str(args.cassette), "interactions": count, "shown": summaries, "groups": groups}
+        shown = {
+            "path": str(args.cassette),
+            "interactions": count,
+            "versions": speaks,
+            "shown": summaries,
+            "groups": groups,
+        }
         _out_json({**shown, "stdio": children} if children else shown)
         return 0
-    _out(f"{args.cassette}: {count} interaction{'s' if count != 1 else ''}")
+    spoken = "; ".join(f"{name} {', '.join(seen)}" for name, seen in speaks.items())
+    _out(
+        f"{args.cassette}: {count} interaction{'s' if count != 1 else ''}"
+        + (f" ({spoken})" if spoken else "")
+    )
     for summary in summaries:
         _out()
         _out(inspect.format_summary(summary))

@@ -68,6 +68,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 from ...core.packages import fresh
 from ...plan import matching
+from ...plan.resume import Resume, resume_index, resume_offset
 from ...plan.serving import ChunkingSpec, FaultSpec, TimingSpec, TransformSpec
 from . import websocket as _websocket
 from .prepare import ConnectionDropped, Prepared, prepare
@@ -80,7 +81,6 @@ from .replayer import (
     Replayer,
     routes,
 )
-from .resume import Resume, resume_index, resume_offset
 
 __all__ = [
     "DEFAULT_HEADER_TIMEOUT",

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from ...framing import detect
+from ...protocols import labels
 from ...redaction.rules import mask_text, mask_url, redact_url
 from ...store.cassette import Cassette, Interaction
 from ..show_group import summarize_groups
@@ -30,6 +31,7 @@ __all__ = ["render"]
 _STYLE = """
 body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}
 h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.6em}
+.speaks{font-size:.8em;font-weight:normal;background:#eef;border-radius:3px;padding:0 .4em;margin-left:.4em}
 section.interaction{margin:.8em 0 1.2em;padding:.5em .8em;border:1px solid #ddd;border-radius:6px}
 .req{font-family:ui-monospace,monospace;overflow-wrap:anywhere}.facts{color:#555;font-size:.9em}
 .strip{overflow-x:auto;margin-top:.4em}svg{background:#fff;display:block}
@@ -220,8 +222,12 @@ def render(cassettes: Sequence[Cassette], *, title: str = "ssemock") -> str:
     body = []
     for cassette in cassettes:
         name = cassette.path.name if cassette.path is not None else "(in memory)"
+        spoken = "".join(
+            f' <span class="speaks" data-protocol="{html.escape(label)}">{html.escape(label)}</span>'
+            for label in labels(cassette.interactions)
+        )
         body.append(
-            f'<h2 class="cassette">{html.escape(name)} <small>({len(cassette.interactions)})</small></h2>'
+            f'<h2 class="cassette">{html.escape(name)} <small>({len(cassette.interactions)})</small>{spoken}</h2>'
         )
         for i, x in enumerate(cassette.interactions):
             if x.websocket is not None:

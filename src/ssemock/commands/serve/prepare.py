@@ -11,13 +11,15 @@ from typing import Any
 import httpcore
 
 from ... import protocols as _protocols
+from ...plan.resume import Resume, resume_index
+from ...plan.resume import is_sse as _is_sse
+from ...plan.resume import resumed as _resumed
 from ...plan.serving import Plan, plan_response
 from ...store.cassette import Interaction
 from ...variants import chunking as _chunking
 from ...variants import faults as _faults
 from ...variants import timing as _timing
 from ...variants import transforms as _transforms
-from .resume import Resume, _is_sse, _resumed, resume_index
 
 _DROP_HEADERS = frozenset(
     {"content-length", "content-encoding", "transfer-encoding", "connection", "keep-alive"}

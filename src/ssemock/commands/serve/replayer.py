@@ -22,6 +22,8 @@ from ... import protocols as _protocols
 from ...framing.sse import decode
 from ...plan import matching
 from ...plan import push_replay as _held
+from ...plan.resume import is_sse as _is_sse
+from ...plan.resume import resume_index
 from ...plan.selection import Selection
 from ...plan.serving import ChunkingSpec, FaultSpec, Plan, ReplayStream, TimingSpec, TransformSpec
 from ...redaction.rules import escape_control, mask_text, mask_url, redact_request
@@ -32,7 +34,6 @@ from ...variants import timing as _timing
 from ...variants import transforms as _transforms
 from .page import render
 from .prepare import ConnectionDropped, prepare
-from .resume import _is_sse, resume_index
 
 DEFAULT_MATCH_ON: tuple[str, ...] = ("method", "path", "query", "body")
 """What the server matches a request on by default: the server cannot see the recorded scheme,
@@ -205,21 +206,27 @@ class Replayer:
             return found
         accept = next((v for k, v in sent.headers if k == "accept"), "")
         if not found and sent.method == "GET" and "text/event-stream" in accept:
-            loose = [m for m in self.match_on if m not in ("method", "body")]
-            found = [
-                i
-                for i, x in enumerate(self.interactions)
-                if _is_sse(x.response) and not matching.differences(sent, x.request, loose)
-            ]
+            found = self._streams_at(sent)
         return found
+
+    def _streams_at(self, sent: Request) -> list[int]:
+        """The SSE streams recorded at ``sent``'s URL, whatever their method and body (an
+        EventSource's GET, or a reconnection to a stream a POST opened)."""
+        loose = [m for m in self.match_on if m not in ("method", "body")]
+        return [
+            i
+            for i, x in enumerate(self.interactions)
+            if _is_sse(x.response) and not matching.differences(sent, x.request, loose)
+        ]
 
     def take(self, sent: Request, last_event_id: str | None) -> int | None:
         """The interaction to serve (least played first: the server answers forever), counted as
         played; a reconnection gets the stream it was reading when that can be told."""
         found = self.candidates(sent)
-        if last_event_id:  # a reconnection: the stream it was reading, if we can tell
+        if last_event_id:  # a reconnection: the stream it was reading, if we can tell (a POST's too:
+            streams = [*found, *self._streams_at(sent)]  # MCP 2025-11-25 resumes one with a GET)
             for i in reversed(self._last_served):
-                if i in found and last_event_id in self._resume[i]:
+                if i in streams and last_event_id in self._resume[i]:
                     return self.selection.take(sent, repeats="least_played", among=[i])
         return self.selection.take(sent, repeats="least_played", among=found)
 
@@ -303,14 +310,16 @@ class Replayer:
             return JSONResponse(answer, status_code=404, headers=self._cors_headers())
         attempt, self.attempts = self.attempts, self.attempts + 1
         interaction = self.interactions[index]
-        pushes = sent.method == "GET" and _is_sse(interaction.response)
+        pushes = (sent.method == "GET" and _is_sse(interaction.response)) or bool(
+            _protocols.follows(interaction.response.body)  # an MCP listen stream's changes
+        )
         prepared = prepare(
             interaction,
             url=sent.url,
             chunking=self.chunking,
             transforms=self.transforms,
             timing=self.timing,
-            faults=self.aim.pick(index, interaction),
+            faults=self._faults(index, last_event_id),
             attempt=attempt,
             last_event_id=last_event_id,
             cors=self.cors,
@@ -321,7 +330,10 @@ class Replayer:
         plan = prepared.plan
         wanted = [i for ids in plan.holds.values() for i in ids]
         since = self._requests.want(wanted)  # (no await since the match: no request came in between)
-        self._requests.add(_protocols.request_ids(sent.body))
+        # the ids sent, and the recorded ones a held stream may name (a client's own ids differ)
+        self._requests.add(
+            [*_protocols.request_ids(sent.body), *_protocols.request_ids(interaction.request.body)]
+        )
         gate = (
             _held.Gate(self._requests, since, _held.HOLD_LIMIT, self._never_requested(index, target))
             if plan.holds
@@ -354,6 +366,14 @@ class Replayer:
         )
         response.raw_headers = [(_header_bytes(k), _header_bytes(v)) for k, v in headers]
         return response
+
+    def _faults(self, index: int, last_event_id: str | None) -> list[Any]:
+        """The faults serving ``interactions[index]`` goes through; a reconnection that resumes it
+        is served without the ``resume`` fault that dropped it (the rest comes whole, once)."""
+        picked = self.aim.pick(index, self.interactions[index])
+        if last_event_id and last_event_id in self._resume[index]:
+            return [f for f in picked if not str(f).startswith("resume")]
+        return picked
 
     def _never_requested(self, index: int, target: str) -> Callable[[list[Any], str], BaseException]:
         """What a held stream ends with when the requests it answers never come: a dropped

@@ -1,15 +1,20 @@
 """Resuming a recorded SSE stream for a reconnection that carries ``Last-Event-ID``: where each
 last event ID a stream sets leaves off (read with the reference decoder), and the response from
-there on."""
+there on. ``ssemock serve`` answers an EventSource's reconnection with it, and the in-process
+player a client's ``GET`` with ``Last-Event-ID`` after a dropped stream (the MCP 2025-11-25
+Streamable HTTP client's resumption)."""
 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...framing.sse import Decoder
-from ...store.cassette import Response as CassetteResponse
-from ...variants.chunking import event_ends
+from ..framing.sse import Decoder
+from ..store.cassette import Response as CassetteResponse
+from ..variants.chunking import event_ends
+
+__all__ = ["Resume", "is_sse", "reconnection", "resume_index", "resume_offset", "resumed"]
 
 
 def resume_offset(body: bytes, last_event_id: str) -> int | None:
@@ -72,7 +77,7 @@ def resume_index(body: bytes) -> dict[str, Resume]:
 _MIXED = object()
 
 
-def _resumed(response: CassetteResponse, offset: int) -> CassetteResponse:
+def resumed(response: CassetteResponse, offset: int) -> CassetteResponse:
     """The response from byte ``offset`` on; chunk times restart from when that byte arrived."""
     k = bisect.bisect_left(response.ends, offset)
     since = response.times[k] if k < len(response.times) else (response.times[-1] if response.times else 0.0)
@@ -88,5 +93,23 @@ def _resumed(response: CassetteResponse, offset: int) -> CassetteResponse:
     )
 
 
-def _is_sse(response: CassetteResponse) -> bool:
+def is_sse(response: CassetteResponse) -> bool:
     return "event-stream" in (response.header("content-type") or "")
+
+
+def reconnection(
+    streams: Sequence[tuple[str, CassetteResponse]], url: str, last_event_id: str
+) -> tuple[int, CassetteResponse, int] | None:
+    """What answers a client's reconnection (a ``GET`` to ``url`` with ``Last-Event-ID``) from
+    the streams served before it (``(url, recorded response)``, oldest first): the latest SSE
+    stream to the same URL that set that ID, as ``(its position, the response after it, the
+    offset resumed at)``; None when none did (the request is then matched as any other).
+    A stream after which no event moves the ID on has nothing more to say: its rest is empty."""
+    for k in range(len(streams) - 1, -1, -1):
+        served_url, response = streams[k]
+        if served_url != url or not is_sse(response):
+            continue
+        found = resume_index(response.body).get(last_event_id)
+        if found is not None:
+            return k, resumed(response, found.offset), found.offset
+    return None
