@@ -172,6 +172,8 @@ def _json_error(status: int) -> Callable[[bytes], bool]:
 ORACLES: dict[str, Callable[[str, bytes, list[int], int], Want]] = {
     "disconnect:after_event=1": lambda kind, body, ends, attempt: (200, body[: ends[0]], "dropped"),
     "disconnect:after_byte=5": lambda kind, body, ends, attempt: (200, body[:5], "dropped"),
+    # resumed by a client that reconnects with Last-Event-ID; these clients do not, so it drops
+    "resume:after_event=1": lambda kind, body, ends, attempt: (200, body[: ends[0]], "dropped"),
     "stall:before_event=1,seconds=60": lambda kind, body, ends, attempt: (200, body[: ends[0]], "timeout"),
     "truncate": lambda kind, body, ends, attempt: (200, body[: ends[-2]], None),
     "truncate:at=mid_event": lambda kind, body, ends, attempt: (200, body[: _mid(ends)], None),
@@ -230,11 +232,12 @@ def test_every_registered_fault_framing_and_stack_can_run_in_the_matrix() -> Non
 def test_fault_in_framing_through_stack(variant: str, kind: str, stack: str, mode: str) -> None:
     cassette, body = _cassette(kind)
     spec = _aimed(variant)
-    why = faults.get(spec).refuses(kind)
-    if why is not None:  # refused before any request, naming the fault and the framing
+    fault = faults.get(spec)
+    why = fault.refuses(kind) or fault.refuses_interaction(cassette.interactions[0])
+    if why is not None:  # refused before any request, naming the fault, the framing and why
         with pytest.raises(ValueError) as refused:
             ssemock.replay(cassette, faults=spec).start()
-        assert spec in str(refused.value) and f"a {kind} body" in str(refused.value)
+        assert spec in str(refused.value) and f"a {kind} body: {why}" in str(refused.value)
         return
     ends = framing.get(kind).event_ends(body)
     with ssemock.replay(cassette, faults=spec, allow_playback_repeats=True) as player:
@@ -263,6 +266,12 @@ def test_unaimed_fault_with_no_meaning_for_the_cassette_is_refused(variant: str,
     refuses, a plain JSON body) fails the player before any request, naming the fault."""
     cassette, _ = _cassette(kind)
     fault = faults.get(variant)
+    why = fault.refuses_interaction(cassette.interactions[0])
+    if why is not None:  # a fault no response of it can take (resume: no event id to resume from)
+        with pytest.raises(ValueError) as refused:
+            ssemock.replay(cassette, faults=variant).start()
+        assert variant in str(refused.value) and why in str(refused.value)
+        return
     if fault.per_request or (framing.get(kind).stream and fault.refuses(kind) is None):
         with ssemock.replay(cassette, faults=variant):
             pass

@@ -115,6 +115,7 @@ _KNOWN = [*_FACTORIES, "sequence"]
 VARIANTS: tuple[str, ...] = (
     "disconnect:after_event=1",
     "disconnect:after_byte=5",
+    "resume:after_event=1",
     "stall:before_event=1,seconds=60",
     "truncate",
     "truncate:at=mid_event",
