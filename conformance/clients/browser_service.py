@@ -176,7 +176,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the harness's stop ends Chromium too
     service = _Service(args.port, version)
     threading.Thread(target=service.serve_forever, daemon=True).start()
-    with tempfile.TemporaryDirectory(prefix="ssemock-chromium-") as profile:
+    with tempfile.TemporaryDirectory(prefix="ssemock-chromium-", ignore_cleanup_errors=True) as profile:
         browser = subprocess.Popen(
             [
                 CHROMIUM,
@@ -195,6 +195,7 @@ def main() -> None:
             browser.wait()
         finally:
             browser.terminate()
+            browser.wait(timeout=10)
 
 
 if __name__ == "__main__":

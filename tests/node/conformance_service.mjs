@@ -8,14 +8,13 @@
 // openai-node (openai's _iterSSEMessages, the reader under its Stream).
 // GET / answers the capabilities; POST / opens a stream and posts each event to callbackUrl/N,
 // then one {"kind": "error"} when the stream ends or fails; DELETE /streams/N closes it.
-import { createRequire } from "node:module";
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import { EventSource } from "eventsource";
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import { fetchEventSource } from "@microsoft/fetch-event-source";
 import { _iterSSEMessages } from "openai/core/streaming";
 
-const require = createRequire(import.meta.url);
 const [clientName, port] = process.argv.slice(2);
 
 // fetch-event-source is written for a page: it calls window.setTimeout and document's listeners.
@@ -23,7 +22,8 @@ globalThis.window ??= globalThis;
 globalThis.document ??= { hidden: false, addEventListener() {}, removeEventListener() {} };
 
 function version(pkg) {
-  return require(`${pkg}/package.json`).version;
+  // read from node_modules: a package's exports map may not export its package.json
+  return JSON.parse(readFileSync(new URL(`./node_modules/${pkg}/package.json`, import.meta.url), "utf8")).version;
 }
 
 // Each client: { pkg, capabilities, open(stream) } where open reads stream.url, calls

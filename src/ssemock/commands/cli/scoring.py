@@ -65,6 +65,9 @@ def _conformance(args: argparse.Namespace) -> int:
         except RuntimeError as exc:
             raise _UsageError(str(exc)) from None
         _out(f"wrote {out / 'results.json'}: {len(results['clients'])} clients, {results['seconds']:.1f} s")
+        broken = [c["name"] for c in results["clients"] if "error" in c]
+        if broken:
+            raise _UsageError(f"the test service of {', '.join(broken)} did not start (see above); the others were scored")
         if args.budget is not None and results["seconds"] > args.budget:
             raise _UsageError(f"the run took {results['seconds']:.1f} s, over the budget of {args.budget:.0f} s")
     if args.page:

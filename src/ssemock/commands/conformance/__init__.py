@@ -59,10 +59,16 @@ def run(
     with running(hub) as base:
         for entry in entries:
             t0 = time.monotonic()
-            with started(entry, root) as service:
-                workers = int(service.status.get("parallel", 6)) if isinstance(service.status.get("parallel", 6), int) else 6
-                results = score(hub, base, service, cases, workers=workers, progress=progress)
-                status = service.status
+            try:
+                with started(entry, root) as service:
+                    parallel = service.status.get("parallel", 6)
+                    workers = parallel if isinstance(parallel, int) and parallel > 0 else 6
+                    results = score(hub, base, service, cases, workers=workers, progress=progress)
+                    status = service.status
+            except RuntimeError as exc:  # its service never answered: said, and the others still run
+                progress(str(exc))
+                clients.append({"name": entry.name, "language": entry.language, "error": str(exc)})
+                continue
             seconds = time.monotonic() - t0
             progress(f"{entry.name}: {sum(not r.failed for r in results)}/{len(results)} cases pass ({seconds:.1f} s)")
             clients.append(_client(entry, status, results, out, seconds))

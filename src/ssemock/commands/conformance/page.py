@@ -43,7 +43,7 @@ def _anchor(client: str, case: str) -> str:
 def render(results: dict[str, Any]) -> str:
     """The page, as Markdown."""
     groups: dict[str, str] = results["groups"]
-    clients: list[dict[str, Any]] = results["clients"]
+    clients: list[dict[str, Any]] = [c for c in results["clients"] if "error" not in c]
     cases: list[dict[str, Any]] = results["cases"]
     streams = sum(c["streams"] for c in clients)
     lines = [
