@@ -14,8 +14,8 @@ import json
 import queue
 import signal
 import subprocess
-import tempfile
 import sys
+import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -93,7 +93,9 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet."""
 
-    def _answer(self, status: int, body: bytes = b"", kind: str = "application/json", location: str = "") -> None:
+    def _answer(
+        self, status: int, body: bytes = b"", kind: str = "application/json", location: str = ""
+    ) -> None:
         self.send_response(status)
         self.send_header("content-type", kind)
         self.send_header("content-length", str(len(body)))
@@ -172,7 +174,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    version = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, check=True).stdout.split()[1]
+    version = subprocess.run(
+        [CHROMIUM, "--version"], capture_output=True, text=True, check=True
+    ).stdout.split()[1]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the harness's stop ends Chromium too
     service = _Service(args.port, version)
     threading.Thread(target=service.serve_forever, daemon=True).start()

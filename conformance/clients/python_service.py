@@ -84,7 +84,11 @@ def _aiohttp_sse_client(opened: Opened) -> Iterator[Event]:
         delay = datetime.timedelta(milliseconds=max(opened.initial_delay_ms, 1))
         async with aiohttp.ClientSession() as session:
             source = client.EventSource(
-                opened.url, session=session, reconnection_time=delay, max_connect_retry=2, headers=opened.headers
+                opened.url,
+                session=session,
+                reconnection_time=delay,
+                max_connect_retry=2,
+                headers=opened.headers,
             )
             async with source:
                 async for ev in source:
@@ -149,7 +153,11 @@ def main() -> None:
     read, dist, capabilities = CLIENTS[args.client]
     client: Client = read
     with serving(
-        client, name=args.client, version=importlib.metadata.version(dist), capabilities=capabilities, port=args.port
+        client,
+        name=args.client,
+        version=importlib.metadata.version(dist),
+        capabilities=capabilities,
+        port=args.port,
     ):
         threading.Event().wait()
 

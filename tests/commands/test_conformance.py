@@ -21,7 +21,14 @@ from ssemock.framing.sse import Decoder
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "conformance" / "run"
 # a case of each group but the providers' (their streams are long: the full run scores them)
-CASES = ["whatwg_stock_ticker", "wpt_format_utf8", "multibyte_utf8", "crlf_split", "event_without_data", "reconnect_id_persists"]
+CASES = [
+    "whatwg_stock_ticker",
+    "wpt_format_utf8",
+    "multibyte_utf8",
+    "crlf_split",
+    "event_without_data",
+    "reconnect_id_persists",
+]
 
 
 def per_chunk_utf8(opened: Opened) -> Iterator[Event]:
@@ -80,10 +87,14 @@ def test_the_docs_page_is_the_committed_run_rendered() -> None:
     assert {c["name"] for c in results["cases"]} == {c.name for c in corpus()}
 
 
-def test_render_only_writes_the_page_from_a_results_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_render_only_writes_the_page_from_a_results_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     page = tmp_path / "page.md"
     assert main(["conformance", "--render-only", "--out", str(RUN), "--page", str(page)]) == 0
-    assert page.read_text(encoding="utf-8") == (ROOT / "docs" / "guide" / "scoreboard.md").read_text(encoding="utf-8")
+    assert page.read_text(encoding="utf-8") == (ROOT / "docs" / "guide" / "scoreboard.md").read_text(
+        encoding="utf-8"
+    )
 
 
 @pytest.mark.parametrize(

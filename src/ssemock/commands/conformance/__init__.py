@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ... import __version__
+from ...core import __version__
 from ...core.packages import fresh
 from ..loopback import running
 from .cases import AMBIGUITIES, GROUPS, Scored, corpus
@@ -45,12 +45,11 @@ def run(
     groups: Sequence[str] = (),
     progress: Callable[[str], None] = lambda line: None,
 ) -> dict[str, Any]:
-    """Score every entry; write ``out/results.json`` and each case's cassette in ``out/cases``
-    (what the reproducers serve); the results. ``only``: case names; ``groups``: group names."""
-    cases = [
-        c for c in corpus() if (not only or c.name in only) and (not groups or c.group in groups)
-    ]
+    """Score every entry; write ``out/results.json``, each case's cassette in ``out/cases``
+    (what the reproducers serve) and what each test service printed in ``out/logs``; the results. ``only``: case names; ``groups``: group names."""
+    cases = [c for c in corpus() if (not only or c.name in only) and (not groups or c.group in groups)]
     (out / "cases").mkdir(parents=True, exist_ok=True)
+    (out / "logs").mkdir(exist_ok=True)
     for case in cases:
         cassette_of(case).save(out / "cases" / f"{case.name}.json")
     hub = Hub()
@@ -60,7 +59,7 @@ def run(
         for entry in entries:
             t0 = time.monotonic()
             try:
-                with started(entry, root) as service:
+                with started(entry, root, out / "logs" / f"{entry.name}.log") as service:
                     parallel = service.status.get("parallel", 6)
                     workers = parallel if isinstance(parallel, int) and parallel > 0 else 6
                     results = score(hub, base, service, cases, workers=workers, progress=progress)
@@ -70,7 +69,9 @@ def run(
                 clients.append({"name": entry.name, "language": entry.language, "error": str(exc)})
                 continue
             seconds = time.monotonic() - t0
-            progress(f"{entry.name}: {sum(not r.failed for r in results)}/{len(results)} cases pass ({seconds:.1f} s)")
+            progress(
+                f"{entry.name}: {sum(not r.failed for r in results)}/{len(results)} cases pass ({seconds:.1f} s)"
+            )
             clients.append(_client(entry, status, results, out, seconds))
     results_doc = {
         "ssemock": __version__,
@@ -83,11 +84,15 @@ def run(
         ],
         "clients": clients,
     }
-    (out / "results.json").write_text(json.dumps(results_doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "results.json").write_text(
+        json.dumps(results_doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     return results_doc
 
 
-def _client(entry: Entry, status: dict[str, Any], results: list[CaseResult], out: Path, seconds: float) -> dict[str, Any]:
+def _client(
+    entry: Entry, status: dict[str, Any], results: list[CaseResult], out: Path, seconds: float
+) -> dict[str, Any]:
     failed = []
     for r in results:
         if not r.failed:
@@ -128,7 +133,6 @@ def _reproducer(entry: Entry, result: CaseResult, out: Path) -> str:
     parts.append("--cors '*' --port 8000 &")
     call = entry.call.replace("{url}", f"http://127.0.0.1:8000/{case.name}") or "(your client)"
     return " ".join(parts) + " " + call
-
 
 
 fresh(__name__)

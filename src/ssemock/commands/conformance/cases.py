@@ -90,7 +90,11 @@ _WPT: tuple[tuple[str, bytes, str], ...] = (
     ),
     (
         "wpt_format_comments",
-        b"data:1\r:\x00\n:\r\ndata:2\n:" + b"x" * 300 + b"\rdata:3\n:data:fail\r:" + b"y" * 300 + b"\ndata:4\n\n",
+        b"data:1\r:\x00\n:\r\ndata:2\n:"
+        + b"x" * 300
+        + b"\rdata:3\n:data:fail\r:"
+        + b"y" * 300
+        + b"\ndata:4\n\n",
         "wpt format-comments: comment lines of any length and ending, even holding 'data:', inside an event",
     ),
     (
@@ -129,14 +133,14 @@ _RECONNECT: tuple[tuple[str, bytes, str, str], ...] = (
     (
         "reconnect_last_event_id",
         b"retry: 1\n\nid: 1\ndata: first\n\nid: 2\ndata: second\n\nid: 3\ndata: third\n\n",
-        "disconnect:after_event=2",
+        "disconnect:after_event=3",
         "the stream drops after the event with id 2: the client reconnects (after 'retry: 1' ms) sending "
         "Last-Event-ID: 2 and gets 'third' once, no event twice",
     ),
     (
         "reconnect_id_persists",
         b"retry: 1\n\nid: a\ndata: one\n\ndata: two\n\nid: b\ndata: three\n\ndata: four\n\n",
-        "disconnect:after_event=2",
+        "disconnect:after_event=3",
         "the stream drops after 'two', which has no id field: the last event ID ('a') persists, so the "
         "client reconnects with Last-Event-ID: a and is sent 'two' again, then the rest",
     ),

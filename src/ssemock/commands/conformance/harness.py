@@ -7,6 +7,7 @@ service a client's entry starts as a command is started and stopped here."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import socket
 import subprocess
@@ -50,7 +51,14 @@ class Entry:
             raise ValueError(
                 f"{where}: client {name!r} has neither 'command' (to start its test service) nor 'url'"
             )
-        return cls(name, fields["language"] or "?", fields["call"], fields["command"], fields["url"], fields["cwd"] or ".")
+        return cls(
+            name,
+            fields["language"] or "?",
+            fields["call"],
+            fields["command"],
+            fields["url"],
+            fields["cwd"] or ".",
+        )
 
 
 @dataclass
@@ -91,10 +99,11 @@ def _free_port() -> int:
 
 class started:
     """``with started(entry, root) as service``: the entry's test service, started from its
-    command (and stopped after) or reached at its URL; RuntimeError when it never answers."""
+    command (its output to ``log``; and stopped after) or reached at its URL; RuntimeError when
+    it never answers."""
 
-    def __init__(self, entry: Entry, root: Path) -> None:
-        self.entry, self.root = entry, root
+    def __init__(self, entry: Entry, root: Path, log: Path | None = None) -> None:
+        self.entry, self.root, self.log = entry, root, log
         self.proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> TestService:
@@ -102,9 +111,10 @@ class started:
         if self.entry.command:
             port = _free_port()
             argv = [part.replace("{port}", str(port)) for part in shlex.split(self.entry.command)]
-            self.proc = subprocess.Popen(
-                argv, cwd=self.root / self.entry.cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
-            )
+            with open(self.log or os.devnull, "wb") as log:  # what the client prints, kept apart
+                self.proc = subprocess.Popen(
+                    argv, cwd=self.root / self.entry.cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+                )
             url = f"http://127.0.0.1:{port}"
         service = TestService(url.rstrip("/"))
         deadline = time.monotonic() + _START

@@ -89,8 +89,6 @@ class Hub:
                 return
             track._keep(int(parts[2]), message if isinstance(message, dict) else {"kind": "?"})
             await _answer(send, 200)
-        elif scope["method"] == "OPTIONS":  # a browser's preflight of a callback
-            await _answer(send, 204, cors=True)
         else:
             await _answer(send, 404)
 
@@ -122,7 +120,7 @@ async def _read(receive: Receive) -> bytes:
     body = b""
     while True:
         message = await receive()
-        body += message.get("body", b"")
+        body += bytes(message.get("body", b""))
         if not message.get("more_body"):
             return body
 

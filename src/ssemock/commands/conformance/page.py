@@ -73,11 +73,19 @@ def render(results: dict[str, Any]) -> str:
             if not ran:
                 cells.append("n/a")
             elif bad:
-                cells.append(f"🔴 [{len(ran) - len(bad)}/{len(ran)}](#{_anchor(client['name'], bad[0]['case'])})")
+                cells.append(
+                    f"🔴 [{len(ran) - len(bad)}/{len(ran)}](#{_anchor(client['name'], bad[0]['case'])})"
+                )
             else:
                 cells.append(f"🟢 {len(ran)}/{len(ran)}")
-        lines.append(f"| {client['name']} | {client['language']} | {client['version']} | " + " | ".join(cells) + " |")
-    lines += ["", "n/a: the group does not apply (the reconnection cases run for clients that reconnect on their own).", ""]
+        lines.append(
+            f"| {client['name']} | {client['language']} | {client['version']} | " + " | ".join(cells) + " |"
+        )
+    lines += [
+        "",
+        "n/a: the group does not apply (the reconnection cases run for clients that reconnect on their own).",
+        "",
+    ]
     lines += ["## Groups", ""] + [f"- **{g}**: {text}" for g, text in groups.items()] + [""]
     lines += ["## Not scored: what the specification leaves open", ""]
     lines += [f"- **{name}**: {text}" for name, text in results["ambiguities"].items()]
@@ -93,7 +101,9 @@ def render(results: dict[str, Any]) -> str:
             continue
         lines += [f"### {client['name']} {client['version']}", ""]
         for f in client["failed"]:
-            shown = ", ".join(f["variants"][:6]) + (f" and {len(f['variants']) - 6} more" if len(f["variants"]) > 6 else "")
+            shown = ", ".join(f["variants"][:6]) + (
+                f" and {len(f['variants']) - 6} more" if len(f["variants"]) > 6 else ""
+            )
             lines += [
                 f'<a id="{_anchor(client["name"], f["case"])}"></a>',
                 f"**{f['case']}** ({f['group']}), fails under {shown}: {f['why']}",

@@ -21,23 +21,34 @@ from ...variants.split_minimiser import minimal_failing_split
 from ..serve import app as serve_app
 from .cases import Scored
 from .expected import Delivery, Served, served
-from .harness import Entry, TestService
+from .harness import TestService
 from .hub import Hub, Track
 
 __all__ = ["CHUNKINGS", "TRANSFORMS", "CaseResult", "Variant", "cassette_of", "score", "variants"]
 
-CHUNKINGS: tuple[str, ...] = ("coalesced", "as_recorded", "per_event", "mid_line", "mid_utf8", "bytewise", "random:7", "fixed:3")
+CHUNKINGS: tuple[str, ...] = (
+    "coalesced",
+    "as_recorded",
+    "per_event",
+    "mid_line",
+    "mid_utf8",
+    "bytewise",
+    "random:7",
+    "fixed:3",
+)
 """Every chunking of the registry (`ssemock.chunking.ALL`) and ``fixed:3``; of those that cut a
 case's body at the same places, only the first runs."""
 TRANSFORMS: tuple[str, ...] = tuple(t.name for t in _transforms.SSE)
 """Every transform of the registry that rewrites an SSE body."""
-TRANSFORMED_UNDER = "bytewise"
-"""The chunking each transform runs under (every byte its own write: a failure is shrunk to the
+TRANSFORMED_UNDER = "fixed:3"
+"""The chunking each transform runs under (a boundary every three bytes: inside every field name,
+prefix and most line endings, at a third of bytewise's writes; a failure is shrunk to the
 boundaries it needs, none when the transform alone breaks the client)."""
 _PROVIDER_CHUNKINGS = ("coalesced", "as_recorded", "per_event", "mid_line", "mid_utf8", "random:7", "fixed:3")
 _RECONNECT_CHUNKINGS = ("coalesced", "per_event", "bytewise")
 _WAIT = 8.0  # seconds a stream may take before its run is reported as never ended
-_GRACE = 0.05  # seconds for callbacks still on their way when a stream ends by a reconnection
+_QUIET = 0.3  # seconds without a callback or connection after a stream ended by a 204
+_GAVE_UP = 3.0  # seconds without either after a reconnection case's error: the client gave up
 
 
 @dataclass(frozen=True)
@@ -73,7 +84,9 @@ def cassette_of(case: Scored) -> Cassette:
     cassette = Cassette()
     cuts = [e for e in sorted(set(case.ends)) if 0 < e < len(case.body)]
     chunks = [case.body[a:b] for a, b in zip([0, *cuts], [*cuts, len(case.body)])]
-    cassette.add("GET", f"http://127.0.0.1/{case.name}", chunks, headers={"content-type": "text/event-stream"})
+    cassette.add(
+        "GET", f"http://127.0.0.1/{case.name}", chunks, headers={"content-type": "text/event-stream"}
+    )
     return cassette
 
 
@@ -149,9 +162,7 @@ class _Context:
                 for kind in sorted(types - {"message"}):
                     self.service.listen(stream, kind)
             track.released.set()
-            ended = track.done.wait(_WAIT)
-            if ended and (track.reconnects or len(track.last_event_ids) > 1):
-                time.sleep(_GRACE)
+            ended = _settled(track)
             self.service.close(stream)
         finally:
             self.hub.drop(token)
@@ -162,6 +173,28 @@ class _Context:
             ended,
             list(track.last_event_ids),
         )
+
+
+def _settled(track: Track) -> bool:
+    """Wait for the end of a stream run: the client's first report of the end, with every
+    callback before it (a single connection); else a 204 (the server's end of a reconnecting
+    client) and then a quiet moment for the callbacks still on their way (a browser relays
+    them through its page); else, in a reconnection case, an error with neither a callback nor a
+    connection after it for a while (the client gave up). False: none of those in time."""
+    begun = changed = time.monotonic()
+    seen = (0, 0)
+    while time.monotonic() - begun < _WAIT:
+        if track.done.wait(0.02) and not track.reconnects and len(track.last_event_ids) < 2:
+            return True
+        now = (len(track.messages), len(track.last_event_ids))
+        if now != seen:
+            seen, changed = now, time.monotonic()
+        quiet = time.monotonic() - changed
+        if track.done.is_set() and quiet >= _QUIET:
+            return True
+        if track.reconnects and quiet >= _GAVE_UP and any(m.get("kind") == "error" for m in track.posted()):
+            return True
+    return False
 
 
 def _differs(want: Sequence[Delivery], got: Sequence[dict[str, Any]]) -> tuple[str | None, bool]:

@@ -158,7 +158,9 @@ class _Handler(BaseHTTPRequestHandler):
             last = body.get("lastEventId")
             if isinstance(last, str) and last:
                 headers["last-event-id"] = last
-            opened = Opened(url, headers, last if isinstance(last, str) else None, int(body.get("initialDelayMs") or 0))
+            opened = Opened(
+                url, headers, last if isinstance(last, str) else None, int(body.get("initialDelayMs") or 0)
+            )
             ident = self.server.add(opened)
             threading.Thread(target=_run, args=(self.server.client, opened, callback), daemon=True).start()
             return self._answer(201, location=f"/streams/{ident}")
