@@ -40,6 +40,10 @@ def _anchor(client: str, case: str) -> str:
     return f"{client}-{case}".lower().replace("_", "-").replace(".", "-")
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def render(results: dict[str, Any]) -> str:
     """The page, as Markdown."""
     groups: dict[str, str] = results["groups"]
@@ -89,7 +93,7 @@ def render(results: dict[str, Any]) -> str:
     lines += ["## Groups", ""] + [f"- **{g}**: {text}" for g, text in groups.items()] + [""]
     lines += ["## Not scored: what the specification leaves open", ""]
     lines += [f"- **{name}**: {text}" for name, text in results["ambiguities"].items()]
-    own = [f"{c['name']} ({len(c['own_ids'])} cases)" for c in clients if c["own_ids"]]
+    own = [f"{c['name']} ({_count(len(c['own_ids']), 'case')})" for c in clients if c["own_ids"]]
     blind = [c["name"] for c in clients if not c["reports_ids"]]
     if own:
         lines.append(f"- Events carrying only their own block's ID: {', '.join(own)}.")

@@ -176,15 +176,15 @@ class _Context:
 
 
 def _settled(track: Track) -> bool:
-    """Wait for the end of a stream run: the client's first report of the end, with every
-    callback before it (a single connection); else a 204 (the server's end of a reconnecting
-    client) and then a quiet moment for the callbacks still on their way (a browser relays
-    them through its page); else, in a reconnection case, an error with neither a callback nor a
+    """Wait for the end of a stream run: the client's first report of the end with every
+    callback before it, or its second connection (answered 204); in a reconnection case, the
+    204 that ends the resumptions and then a quiet moment for the callbacks still on their way
+    (a browser relays them through its page), or an error with neither a callback nor a
     connection after it for a while (the client gave up). False: none of those in time."""
     begun = changed = time.monotonic()
     seen = (0, 0)
     while time.monotonic() - begun < _WAIT:
-        if track.done.wait(0.02) and not track.reconnects and len(track.last_event_ids) < 2:
+        if track.done.wait(0.02) and not track.reconnects:
             return True
         now = (len(track.messages), len(track.last_event_ids))
         if now != seen:
@@ -236,8 +236,8 @@ def _judge(ctx: _Context, case: Scored, variant: Variant) -> tuple[str | None, b
     why, own = _differs(expected.events, outcome.events)
     if why is not None and not outcome.ended:
         why += f" (no end of stream within {_WAIT:.0f} s)"
-    if why is not None and outcome.errors and outcome.errors[0]:
-        why += f"; the client reported: {outcome.errors[0][:160]}"
+    if why is not None and len(outcome.events) < len(expected.events) and outcome.errors:
+        why += f"; the client reported: {outcome.errors[0][:160]}"  # why it stopped
     return why, own, any("id" in e for e in outcome.events)
 
 
