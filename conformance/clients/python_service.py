@@ -9,9 +9,8 @@ import argparse
 import asyncio
 import datetime
 import importlib.metadata
-import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import requests
 
@@ -73,14 +72,12 @@ def _requests_sse(opened: Opened) -> Iterator[Event]:
 
 
 def _aiohttp_sse_client(opened: Opened) -> Iterator[Event]:
-    """aiohttp-sse-client's EventSource (it reconnects on its own), run on its own event loop."""
+    """aiohttp-sse-client's EventSource (it reconnects on its own), stepped on an event loop of
+    this thread: each event is reported before the client reads on (or reconnects)."""
     import aiohttp
     from aiohttp_sse_client import client
 
-    found: queue.Queue[Event | BaseException | None] = queue.Queue()
-    loop = asyncio.new_event_loop()
-
-    async def read() -> None:
+    async def events() -> AsyncIterator[Event]:
         delay = datetime.timedelta(milliseconds=max(opened.initial_delay_ms, 1))
         async with aiohttp.ClientSession() as session:
             source = client.EventSource(
@@ -92,24 +89,20 @@ def _aiohttp_sse_client(opened: Opened) -> Iterator[Event]:
             )
             async with source:
                 async for ev in source:
-                    found.put(Event(ev.type or "message", ev.data, ev.last_event_id))
+                    yield Event(ev.type or "message", ev.data, ev.last_event_id)
 
-    def main() -> None:
-        task = loop.create_task(read())
-        opened.closers.append(lambda: loop.call_soon_threadsafe(task.cancel))
-        try:
-            loop.run_until_complete(task)
-            found.put(None)
-        except BaseException as exc:  # reported as the stream's end
-            found.put(exc)
-        finally:
-            loop.close()
-
-    threading.Thread(target=main, daemon=True).start()
-    while (item := found.get()) is not None:
-        if isinstance(item, BaseException):
-            raise item
-        yield item
+    loop = asyncio.new_event_loop()
+    stream = events()
+    try:
+        while True:
+            try:
+                item = loop.run_until_complete(anext(stream))
+            except StopAsyncIteration:
+                return
+            yield item
+    finally:
+        loop.run_until_complete(stream.aclose())
+        loop.close()
 
 
 def _launchdarkly(opened: Opened) -> Iterator[Event | Comment]:

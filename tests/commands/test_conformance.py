@@ -76,7 +76,9 @@ def test_a_per_chunk_utf8_decoder_is_red_where_a_boundary_splits_a_character(tmp
     )
     assert utf8["reproducer"].endswith("read('http://127.0.0.1:8000/wpt_format_utf8')")
     page = render(results)
-    assert "🔴 [1/2](#mine-wpt-format-utf8)" in page and '<a id="mine-multibyte-utf8"></a>' in page
+    whatwg = sum(len(c["variants"]) for c in results["cases"] if c["group"] == "whatwg")
+    assert f"🔴 [1/2](#mine-wpt-format-utf8) ({len(utf8['variants'])}/{whatwg} runs fail)" in page
+    assert '<a id="mine-multibyte-utf8"></a>' in page
 
 
 def test_the_docs_page_is_the_committed_run_rendered() -> None:

@@ -60,7 +60,8 @@ def render(results: dict[str, Any]) -> str:
         "`ssemock serve` over loopback, to the client's own test service), "
         f"{streams:,} streams in all ({results['seconds']:.0f} s, ssemock {results['ssemock']}). "
         "A cell counts the cases whose every variant the client delivers exactly as the "
-        "specification says (what the reference decoder reads from the bytes served); "
+        "specification says (what the reference decoder reads from the bytes served), and how "
+        "many of the group's runs (a case under a variant) fail; "
         "a red cell links its failures, each with the smallest failing chunking (shrunk as "
         "`explore` does) and a one-line reproducer. A client is red only where the SSE "
         "specification (or the provider's documented format) says it is wrong: what it leaves "
@@ -69,6 +70,7 @@ def render(results: dict[str, Any]) -> str:
         "| client | language | version | " + " | ".join(groups) + " |",
         "|---|---|---|" + "---|" * len(groups),
     ]
+    runs = {c["name"]: len(c["variants"]) for c in cases}
     for client in clients:
         cells = []
         for group in groups:
@@ -77,9 +79,10 @@ def render(results: dict[str, Any]) -> str:
             if not ran:
                 cells.append("n/a")
             elif bad:
-                cells.append(
-                    f"🔴 [{len(ran) - len(bad)}/{len(ran)}](#{_anchor(client['name'], bad[0]['case'])})"
-                )
+                failing = sum(len(f["variants"]) for f in bad)
+                total = sum(runs[name] for name in ran)
+                link = f"#{_anchor(client['name'], bad[0]['case'])}"
+                cells.append(f"🔴 [{len(ran) - len(bad)}/{len(ran)}]({link}) ({failing}/{total} runs fail)")
             else:
                 cells.append(f"🟢 {len(ran)}/{len(ran)}")
         lines.append(
