@@ -27,6 +27,7 @@ from .inspecting import _add_show, _add_validate
 from .output import Handler, _out, _UsageError
 from .proxying import _add_proxy
 from .repairing import _add_fix, _add_rechunk, _add_redact
+from .scoring import _add_conformance
 from .serving import _add_serve
 from .trading import _add_export_har, _add_import_har
 
@@ -50,6 +51,7 @@ _COMMANDS: list[Callable[[Subparsers], None]] = [
     _add_import_har,
     _add_export_har,
     _add_migrate,
+    _add_conformance,
     _add_doctor,
 ]
 

@@ -1,0 +1,301 @@
+"""Scoring one client: every case under every variant (a chunking of the registry, alone or
+with a transform), each a real stream `ssemock serve`'s app sends to the client's test service
+over loopback; the client's events against what a conforming client delivers; for each case
+that fails, its first failing variant's chunking shrunk to the fewest boundaries that still fail
+(explore's `minimal_failing_split`) and a one-line reproducer."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...store.cassette import Cassette, Interaction
+from ...variants import chunking as _chunking
+from ...variants import faults as _faults
+from ...variants import transforms as _transforms
+from ...variants.split_minimiser import minimal_failing_split
+from ..serve import app as serve_app
+from .cases import Scored
+from .expected import Delivery, Served, served
+from .harness import TestService
+from .hub import Hub, Track
+
+__all__ = ["CHUNKINGS", "TRANSFORMS", "CaseResult", "Variant", "cassette_of", "score", "variants"]
+
+CHUNKINGS: tuple[str, ...] = (
+    "coalesced",
+    "as_recorded",
+    "per_event",
+    "mid_line",
+    "mid_utf8",
+    "bytewise",
+    "random:7",
+    "fixed:3",
+)
+"""Every chunking of the registry (`ssemock.chunking.ALL`) and ``fixed:3``; of those that cut a
+case's body at the same places, only the first runs."""
+TRANSFORMS: tuple[str, ...] = tuple(t.name for t in _transforms.SSE)
+"""Every transform of the registry that rewrites an SSE body."""
+TRANSFORMED_UNDER = "fixed:3"
+"""The chunking each transform runs under (a boundary every three bytes: inside every field name,
+prefix and most line endings, at a third of bytewise's writes; a failure is shrunk to the
+boundaries it needs, none when the transform alone breaks the client)."""
+_PROVIDER_CHUNKINGS = ("coalesced", "as_recorded", "per_event", "mid_line", "mid_utf8", "random:7", "fixed:3")
+_RECONNECT_CHUNKINGS = ("coalesced", "per_event", "bytewise")
+_WAIT = 8.0  # seconds a stream may take before its run is reported as never ended
+_QUIET = 0.3  # seconds without a callback or connection after a stream ended by a 204
+_GAVE_UP = 3.0  # seconds without either after a reconnection case's error: the client gave up
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A chunking, and a transform ('' for none)."""
+
+    chunking: str
+    transform: str = ""
+
+    @property
+    def name(self) -> str:
+        """``mid_line``, or ``bytewise+crlf``."""
+        return f"{self.chunking}+{self.transform}" if self.transform else self.chunking
+
+
+def variants(case: Scored) -> list[Variant]:
+    """The variants a case runs under: every chunking untransformed, and each transform that
+    changes its body under `TRANSFORMED_UNDER` (a provider stream: under its recorded chunks)."""
+    if case.group == "reconnect":
+        return [Variant(c) for c in _RECONNECT_CHUNKINGS]
+    chunkings = _PROVIDER_CHUNKINGS if case.group == "providers" else CHUNKINGS
+    under = "as_recorded" if case.group == "providers" else TRANSFORMED_UNDER
+    cuts = {tuple(_chunking.get(c).lazy_ends(case.body, list(case.ends))): c for c in reversed(chunkings)}
+    out = [Variant(c) for c in chunkings if c in cuts.values()]
+    for name in TRANSFORMS:
+        if _transforms.applies(_transforms.get(name), case.body, "sse"):
+            out.append(Variant(under, name))
+    return out
+
+
+def cassette_of(case: Scored) -> Cassette:
+    """A cassette holding the case as one GET of ``/NAME``, in its recorded chunks."""
+    cassette = Cassette()
+    cuts = [e for e in sorted(set(case.ends)) if 0 < e < len(case.body)]
+    chunks = [case.body[a:b] for a, b in zip([0, *cuts], [*cuts, len(case.body)])]
+    cassette.add(
+        "GET", f"http://127.0.0.1/{case.name}", chunks, headers={"content-type": "text/event-stream"}
+    )
+    return cassette
+
+
+@dataclass
+class Outcome:
+    """What the client posted back for one stream run."""
+
+    events: list[dict[str, Any]]
+    errors: list[str]
+    ended: bool
+    last_event_ids: list[str | None]
+
+
+@dataclass
+class CaseResult:
+    """One case for one client: the variants run, those that failed (with why, for the first),
+    and the first one's smallest failing chunking."""
+
+    case: Scored
+    ran: int = 0
+    failed: list[str] = field(default_factory=list)
+    why: str = ""
+    cut: str | None = None
+    explanation: str = ""
+    own_ids: bool = False  # passed only by reading the block's own ID (an ambiguity)
+    ids_seen: bool = False
+
+
+class _Context:
+    """One client's run: the hub and its URL, the test service, the expected events (cached)."""
+
+    def __init__(self, hub: Hub, base: str, service: TestService) -> None:
+        self.hub, self.base, self.service = hub, base, service
+        self.listens = "event-type-listeners" in service.capabilities
+        self._served: dict[tuple[str, str], Served] = {}
+        self._interactions: dict[str, Interaction] = {}
+
+    def interaction(self, case: Scored) -> Interaction:
+        if case.name not in self._interactions:
+            self._interactions[case.name] = cassette_of(case).interactions[0]
+        return self._interactions[case.name]
+
+    def expected(self, case: Scored, variant: Variant) -> Served:
+        key = (case.name, variant.name)
+        if key not in self._served:
+            self._served[key] = served(
+                self.interaction(case),
+                _chunking.get(variant.chunking),
+                _transforms.resolve(variant.transform or None),
+                _faults.resolve(case.faults),
+            )
+        return self._served[key]
+
+    def run(
+        self, case: Scored, chunking: _chunking.Chunking | str, transform: str, types: set[str], tag: str
+    ) -> Outcome:
+        """One real stream: the serve app for this variant, the client told to open it."""
+        cassette = Cassette()
+        cassette.interactions.append(self.interaction(case))
+        app = serve_app(
+            cassette,
+            chunking=chunking,
+            transform=transform or None,
+            faults=case.faults,
+            cors="*",
+            match_on=["method", "path"],
+        )
+        track = Track(app, f"/{case.name}", reconnects=case.group == "reconnect")
+        token = self.hub.open(track)
+        try:
+            stream = self.service.create(f"{self.base}/s/{token}", f"{self.base}/cb/{token}", tag)
+            if self.listens:
+                for kind in sorted(types - {"message"}):
+                    self.service.listen(stream, kind)
+            track.released.set()
+            ended = _settled(track)
+            self.service.close(stream)
+        finally:
+            self.hub.drop(token)
+        posted = track.posted()
+        return Outcome(
+            [m["event"] for m in posted if m.get("kind") == "event" and isinstance(m.get("event"), dict)],
+            [str(m.get("comment", "")) for m in posted if m.get("kind") == "error"],
+            ended,
+            list(track.last_event_ids),
+        )
+
+
+def _settled(track: Track) -> bool:
+    """Wait for the end of a stream run: the client's first report of the end with every
+    callback before it, or its second connection (answered 204); in a reconnection case, the
+    204 that ends the resumptions and then a quiet moment for the callbacks still on their way
+    (a browser relays them through its page), or an error with neither a callback nor a
+    connection after it for a while (the client gave up). False: none of those in time."""
+    begun = changed = time.monotonic()
+    seen = (0, 0)
+    while time.monotonic() - begun < _WAIT:
+        if track.done.wait(0.02) and not track.reconnects:
+            return True
+        now = (len(track.messages), len(track.last_event_ids))
+        if now != seen:
+            seen, changed = now, time.monotonic()
+        quiet = time.monotonic() - changed
+        if track.done.is_set() and quiet >= _QUIET:
+            return True
+        if track.reconnects and quiet >= _GAVE_UP and any(m.get("kind") == "error" for m in track.posted()):
+            return True
+    return False
+
+
+def _differs(want: Sequence[Delivery], got: Sequence[dict[str, Any]]) -> tuple[str | None, bool]:
+    """Why ``got`` is not what a conforming client delivers (None: it is), and whether an ID
+    matched only as the block's own ID."""
+    own = False
+    for i, (w, g) in enumerate(zip(want, got)):
+        kind = g.get("type") or "message"
+        data = g.get("data")
+        if kind != w.type or data != w.data:
+            return f"event {i}: expected {_show(w.type, w.data)}, got {_show(kind, data)}", own
+        if "id" in g:
+            ident = g.get("id") or ""
+            if ident != w.id:
+                if ident != w.own_id:
+                    return f"event {i}: expected id {w.id!r}, got {ident!r}", own
+                own = True
+    if len(got) != len(want):
+        extra = (
+            f"; first extra: {_show(got[len(want)].get('type') or 'message', got[len(want)].get('data'))}"
+            if len(got) > len(want)
+            else f"; first missing: {_show(want[len(got)].type, want[len(got)].data)}"
+        )
+        return f"expected {len(want)} events, got {len(got)}{extra}", own
+    return None, own
+
+
+def _show(kind: str, data: object) -> str:
+    text = repr(data)
+    text = text if len(text) <= 60 else text[:44] + "..." + text[-12:]
+    return text if kind == "message" else f"{kind}: {text}"
+
+
+def _judge(ctx: _Context, case: Scored, variant: Variant) -> tuple[str | None, bool, bool]:
+    """Run one variant: why it fails (None: it passes), own-ID use, whether any ID was reported."""
+    expected = ctx.expected(case, variant)
+    types = {e.type for e in expected.events}
+    outcome = ctx.run(case, variant.chunking, variant.transform, types, f"{case.name}/{variant.name}")
+    why, own = _differs(expected.events, outcome.events)
+    if why is not None and not outcome.ended:
+        why += f" (no end of stream within {_WAIT:.0f} s)"
+    if why is not None and len(outcome.events) < len(expected.events) and outcome.errors:
+        why += f"; the client reported: {outcome.errors[0][:160]}"  # why it stopped
+    return why, own, any("id" in e for e in outcome.events)
+
+
+def _shrink(ctx: _Context, result: CaseResult, variant: Variant) -> None:
+    """The smallest chunking of the served body under which the first failing variant still fails."""
+    case = result.case
+    expected = ctx.expected(case, variant)
+    if case.group == "reconnect":
+        result.cut = variant.chunking
+        result.explanation = "reconnection cases are not shrunk"
+        return
+
+    def fails(chunks: list[bytes]) -> bool:
+        cuts = list(itertools.accumulate(map(len, chunks)))[:-1]
+        types = {e.type for e in expected.events}
+        outcome = ctx.run(case, _chunking.at(*cuts), variant.transform, types, f"{case.name}/shrink")
+        return _differs(expected.events, outcome.events)[0] is not None
+
+    try:
+        split = minimal_failing_split(expected.body, fails, list(expected.ends))
+    except ValueError:
+        result.cut = variant.chunking
+        result.explanation = "failed once, but passed when run again under the same chunking (flaky)"
+        return
+    result.cut = "at:" + ",".join(map(str, split.boundaries)) if split.boundaries else "coalesced"
+    result.explanation = split.explanation
+
+
+def score(
+    hub: Hub,
+    base: str,
+    service: TestService,
+    cases: Sequence[Scored],
+    *,
+    workers: int = 6,
+    progress: Callable[[str], None] | None = None,
+) -> list[CaseResult]:
+    """Every case under every variant against one client's test service."""
+    ctx = _Context(hub, base, service)
+    reconnects = bool({"reconnect", "restart"} & service.capabilities)
+    runnable = [c for c in cases if c.group != "reconnect" or reconnects]
+    jobs = [(case, v) for case in runnable for v in variants(case)]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        judged = list(pool.map(lambda job: _judge(ctx, *job), jobs))
+        results = {c.name: CaseResult(c) for c in runnable}
+        firsts: dict[str, Variant] = {}
+        for (case, variant), (why, own, ids) in zip(jobs, judged):
+            result = results[case.name]
+            result.ran += 1
+            result.ids_seen |= ids
+            if why is None:
+                result.own_ids |= own
+                continue
+            if not result.failed:
+                result.why, firsts[case.name] = why, variant
+            result.failed.append(variant.name)
+        if progress is not None:
+            failing = sum(1 for r in results.values() if r.failed)
+            progress(f"{len(jobs)} streams, {failing} failing cases; shrinking their first failing chunkings")
+        list(pool.map(lambda name: _shrink(ctx, results[name], firsts[name]), list(firsts)))
+    return list(results.values())
