@@ -53,6 +53,20 @@ def _trust_no_public_ca() -> None:
 
 _trust_no_public_ca()
 
+
+def _no_hypothesis_deadline() -> None:
+    """Hypothesis' tests run with no deadline (its default fails an example that took over 200 ms
+    of wall time): a wall-clock assertion, which a loaded machine fails (test_ndjson's
+    test_any_chunking_of_json_lines did at load 15, issue 48 item 4). Loaded before the test
+    modules are imported, so a test's own ``@settings(...)`` starts from it."""
+    from hypothesis import settings
+
+    settings.register_profile("ssemock-suite", deadline=None)
+    settings.load_profile("ssemock-suite")
+
+
+_no_hypothesis_deadline()
+
 import asyncio
 import socket
 import threading
@@ -415,6 +429,32 @@ def corpora(pytestconfig: pytest.Config) -> Path:
     found = corpora_dir(pytestconfig)
     assert found is not None, "deselected by pytest_collection_modifyitems without a corpora folder"
     return found
+
+
+@pytest.fixture(scope="session")
+def realtraffic3_vcr(corpora: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """realtraffic3's vcrpy files imported once a run, by ``ssemock import-vcr . --out OUT --json``
+    run in its ``corpus/`` (the command line's ``main``, in this process): (OUT, the report).
+    test_import_refusals_corpora reads its refusals, test_import_vcr_corpora the streams it wrote:
+    each imported the 482 files itself (~10 CPU-s a run, issue 48 item 4)."""
+    import contextlib
+    import io
+    import json
+
+    from ssemock.commands.cli import main
+
+    out = tmp_path_factory.mktemp("realtraffic3")
+    stdout = io.StringIO()
+    here = Path.cwd()
+    os.chdir(corpora / "realtraffic3" / "corpus")
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
+            code = main(["import-vcr", ".", "--out", str(out), "--json"])
+    finally:
+        os.chdir(here)
+    report: dict[str, Any] = json.loads(stdout.getvalue())
+    assert code == (1 if report["refused"] else 0)
+    return out, report
 
 
 class FakeClock(ssemock.timing.Clock):

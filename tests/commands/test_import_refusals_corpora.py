@@ -2,8 +2,9 @@
 
 ``../shared/corpora/realtraffic3`` (10 projects' vcrpy cassettes under ``corpus/``, 95 HAR files
 under ``har/``) is converted by ``ssemock import-vcr . --out OUT --json`` run in ``corpus/`` and
-``ssemock import-har HAR -o OUT --json`` for each HAR, once per module, in this process (the command
-line's ``main``). The only file refused is chatlas's AWS SSO token refresh, for its real token
+``ssemock import-har HAR -o OUT --json`` for each HAR, in this process (the command line's
+``main``): the HARs once per module, the vcrpy files once per run (tests/conftest.py's
+``realtraffic3_vcr``, whose output test_import_vcr_corpora checks). The only file refused is chatlas's AWS SSO token refresh, for its real token
 fields and only for them (not the recorder's ``SCRUBBED_...`` placeholders beside them), and its
 refusal lists every finding. realtraffic2 and the migration corpus are imported by
 ``test_import_vcr_corpora``, which asserts the same there.
@@ -16,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -52,18 +52,10 @@ def corpus(corpora: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def vcr_report(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """``import-vcr . --out OUT --json`` in realtraffic3's ``corpus/``: its report."""
-    out = tmp_path_factory.mktemp("realtraffic3")
-    here = Path.cwd()
-    os.chdir(corpus / "corpus")
-    try:
-        code, stdout = _ssemock("import-vcr", ".", "--out", str(out), "--json")
-    finally:
-        os.chdir(here)
-    report: dict[str, Any] = json.loads(stdout)
-    assert code == (1 if report["refused"] else 0)
-    return report
+def vcr_report(realtraffic3_vcr: tuple[Path, dict[str, Any]]) -> dict[str, Any]:
+    """``import-vcr . --out OUT --json`` in realtraffic3's ``corpus/``: its report (imported once a
+    run, test_import_vcr_corpora reads what it wrote: tests/conftest.py)."""
+    return realtraffic3_vcr[1]
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -55,11 +56,15 @@ JWT_REFUSED = {
 
 @pytest.fixture(scope="module")
 def imported(
-    corpora: Path, tmp_path_factory: pytest.TempPathFactory
+    corpora: Path, tmp_path_factory: pytest.TempPathFactory, realtraffic3_vcr: tuple[Path, dict[str, Any]]
 ) -> Iterator[dict[str, tuple[Path, str]]]:
-    """Each corpus imported by the CLI: {corpus: (output folder, what import-vcr printed)}."""
-    out: dict[str, tuple[Path, str]] = {}
-    for name, root in STREAM_ROOTS.items():
+    """Each corpus imported by the CLI: {corpus: (output folder, what import-vcr printed)};
+    realtraffic3 as the run imported it once (tests/conftest.py), its refusals as the text
+    import-vcr prints them (`_refused` reads)."""
+    folder, report = realtraffic3_vcr
+    refusals = "".join(f"ssemock: error: refused {r['source']}: {r['reason']}\n" for r in report["refused"])
+    out: dict[str, tuple[Path, str]] = {"realtraffic3": (folder, refusals)}
+    for name, root in ROOTS.items():
         target = tmp_path_factory.mktemp(name)
         here = Path.cwd()
         os.chdir(corpora / root)
