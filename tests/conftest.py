@@ -436,7 +436,7 @@ def realtraffic3_vcr(corpora: Path, tmp_path_factory: pytest.TempPathFactory) ->
     """realtraffic3's vcrpy files imported once a run, by ``ssemock import-vcr . --out OUT --json``
     run in its ``corpus/`` (the command line's ``main``, in this process): (OUT, the report).
     test_import_refusals_corpora reads its refusals, test_import_vcr_corpora the streams it wrote:
-    each imported the 482 files itself (~10 CPU-s a run, issue 48 item 4)."""
+    each imported the 482 files itself (5.7 CPU-s more a run, issue 48 item 4)."""
     import contextlib
     import io
     import json
