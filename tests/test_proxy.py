@@ -871,6 +871,22 @@ def _signal_thread(pid: int, tid: int, signum: int) -> None:
         os.kill(pid, signum)
 
 
+# The load: two niced busy loops, forked by a launcher that exits at once, so that no process of the
+# suite waits for them: the suite's CPU count (its processes and those they waited for) leaves out
+# the load the test makes, which would fill every idle moment of an idle machine. Each loop ends
+# by itself after five minutes, should the test's process die before it kills them.
+_BUSY = """
+import os, time
+for _ in range(2):
+    if os.fork() == 0:
+        os.nice(19)
+        end = time.monotonic() + 300
+        while time.monotonic() < end:
+            pass
+        os._exit(0)
+"""
+
+
 def test_every_stop_is_clean_with_both_cores_busy(tmp_path: Path) -> None:
     """50 times with both cores busy (two busy-loop processes, niced: the cores never idle, the
     stops still run at once): ``ssemock proxy`` starts, records a response, and gets SIGINT or
@@ -880,9 +896,8 @@ def test_every_stop_is_clean_with_both_cores_busy(tmp_path: Path) -> None:
     async def hello(request: Request) -> Response:
         return Response(b"data: hello\n\n", media_type="text/event-stream")
 
-    busy = [
-        subprocess.Popen([sys.executable, "-c", "import os\nos.nice(19)\nwhile True: pass"]) for _ in range(2)
-    ]
+    busy = subprocess.Popen([sys.executable, "-c", _BUSY], start_new_session=True)
+    busy.wait()  # its two loops run on in its process group, children of no process of the suite's
     pipes = [(os.pipe(), os.pipe()) for _ in range(5)]  # each lane's commands and answers
     theirs = [(commands[0], answers[1]) for commands, answers in pipes]
     forks = subprocess.Popen(
@@ -905,10 +920,8 @@ def test_every_stop_is_clean_with_both_cores_busy(tmp_path: Path) -> None:
             os.close(commands[1])  # (the lane ends)
             os.close(answers[0])
         os.killpg(forks.pid, signal.SIGKILL)  # (and a command that hung)
-        for proc in busy:
-            proc.kill()
-        for proc in (*busy, forks):
-            proc.wait()
+        os.killpg(busy.pid, signal.SIGKILL)
+        forks.wait()
     assert len(list(tmp_path.iterdir())) == 50
 
 
