@@ -299,6 +299,25 @@ def test_a_child_with_no_recorded_session_left_is_refused(tmp_path: Path) -> Non
             subprocess.run([sys.executable, script], input=b"x\n", check=False)
 
 
+@pytest.mark.parametrize("entries", [["lower.py"], None])
+def test_a_recorded_child_stdio_does_not_name_is_refused_naming_its_entry(
+    tmp_path: Path, entries: list[str] | None
+) -> None:
+    script, cassette = _line_server(tmp_path), tmp_path / "c.json"
+    with ssemock.use_cassette(cassette, record_mode="once", stdio=["upper.py"]):
+        subprocess.run([sys.executable, script], input=b"x\n", capture_output=True, check=False)
+    script.unlink()
+    with ssemock.use_cassette(cassette, stdio=entries):
+        other = subprocess.run([sys.executable, "-c", "print(2)"], capture_output=True, check=True)
+        with pytest.raises(ssemock.StdioMismatchError) as refused:
+            subprocess.run([sys.executable, script], input=b"x\n", check=False)
+    assert other.stdout == b"2\n"  # a child no session recorded starts as it is
+    assert f"{cassette}: stdio session 0 was recorded" in str(refused.value)
+    assert f"under the entry 'upper.py', which stdio={list(entries or [])!r} does not name" in str(
+        refused.value
+    )
+
+
 def test_a_program_that_cannot_be_run_fails_as_it_would_without_ssemock(tmp_path: Path) -> None:
     with ssemock.use_cassette(tmp_path / "c.json", record_mode="once", stdio=["no-such-server"]) as player:
         with pytest.raises(FileNotFoundError):

@@ -88,6 +88,7 @@ class StdioRun:
         """The recorded sessions served (their index in ``cassette.stdio``), in order."""
         self._children: list[_Child] = []
         self._dir: Path | None = None
+        self._engaged = False
 
     @property
     def player(self) -> Player:
@@ -103,14 +104,19 @@ class StdioRun:
         return [k for k, s in enumerate(stdio) if s.match in self.entries and k not in served]
 
     def start(self) -> None:
-        if self.entries:
+        """Watch the children started from now on: those of the entries, and in a replay that
+        records nothing those of the cassette's sessions too (`_unnamed` refuses them)."""
+        p = self.player
+        if self.entries or (p.cassette.stdio and not p._records):
             _stdio.engage(self)
+            self._engaged = True
 
     def stop(self) -> None:
         """Stop matching children, and read what their relays saw: the recordings kept in
         ``recorded``; the first stdin line that differed raised (after the caller saved)."""
-        if not self.entries:
+        if not self._engaged:
             return
+        self._engaged = False
         _stdio.release(self)
         children, self._children = self._children, []
         problems: list[str] = []
@@ -134,13 +140,28 @@ class StdioRun:
         if problems:
             raise StdioMismatchError("\n".join(problems))
 
+    def _unnamed(self, argv: list[str]) -> None:
+        """Refuse a child no entry names that the cassette recorded under another entry: in a
+        replay it would be started for real (its script long gone, or the server reached)."""
+        p = self.player
+        for k, session in enumerate(p.cassette.stdio):
+            if entry_of([session.match], argv) is not None:
+                raise StdioMismatchError(
+                    f"{p.where}: stdio session {k} was recorded for the child {' '.join(argv)[:200]!r} "
+                    f"under the entry {session.match!r}, which stdio={list(self.entries)!r} does not "
+                    f"name, so it would be started for real; add {session.match!r} to stdio= (the "
+                    "marker's or use_cassette's)"
+                )
+
     def __call__(self, argv: list[str], executable: str | None, env: Mapping[str, str] | None) -> str | None:
         """The relay spec a child started with ``argv`` runs instead (`ssemock.stacks.stdio.Launcher`),
         or None when no entry matches it."""
         entry = entry_of(self.entries, argv)
-        if entry is None:
-            return None
         p = self.player
+        if entry is None:
+            if not p._records:
+                self._unnamed(argv)
+            return None
         with p.lock:
             index = None
             if p._replays:
