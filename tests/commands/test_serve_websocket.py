@@ -36,6 +36,8 @@ from ssemock.framing.websocket import (
     parse_frames,
 )
 from ssemock.store.cassette import Cassette, Interaction, Request, Response
+from ssemock.store.group import Group
+from ssemock.store.websocket import Close, Message, WebSocket
 
 CASSETTE = Path(ssemock.__file__).parent / "cassettes" / "realtime" / "openai_realtime_text_tool_call.json"
 PATH = "/v1/realtime?model=gpt-realtime"
@@ -308,3 +310,70 @@ def test_the_log_lines_mask_a_secret_in_the_handshake_url() -> None:
     assert log[0].startswith(f"WebSocket {PATH}&sig=REDACTED -> 101 #0"), log
     assert any(line.startswith("WebSocket /v1/other?sig=REDACTED -> 404") for line in log), log
     assert not any(secret in line for line in log), log
+
+
+# -- a session spanning connections (issue 44 item 2) -----------------------------------------------
+
+
+def _grouped(url: str, messages: list[tuple[str, str]], order: list[int]) -> Interaction:
+    ws = WebSocket(
+        [Message(d, 0.01 * k, "text", json.dumps({"type": what})) for k, (d, what) in enumerate(messages)],
+        close=Close(1000, "", "client", True, 1.0),
+    )
+    return Interaction(Request("GET", url), Response(101), ws, Group("sess_1", order))
+
+
+LIVE = "ws://127.0.0.1/v1/live/sessions"
+GROUPED = Cassette(
+    [
+        # the primary: started, then (after the client's close) closed
+        _grouped(
+            LIVE,
+            [
+                ("send", "session.start"),
+                ("recv", "session.started"),
+                ("send", "session.close"),
+                ("recv", "session.closed"),
+            ],
+            [0, 1, 2, 4, 6],
+        ),
+        # the sideband: its first event came after the primary's close was sent
+        _grouped(
+            LIVE + "/sess_1/attach",
+            [("recv", "session.updated"), ("recv", "session.instructions.appended")],
+            [3, 5, 7],
+        ),
+    ]
+)
+
+
+def test_a_session_spanning_connections_is_served_in_its_recorded_order() -> None:
+    """The sideband's first event was recorded after the primary's close was sent: served,
+    it is released only once that close came, though the sideband connected first (the order
+    log of the clients, and the group's own log of what was released and what happened)."""
+    log: list[str] = []
+    with served(GROUPED) as (url, replayer, _):
+        with connect(url + "/v1/live/sessions/sess_1/attach") as sideband:
+            with connect(url + "/v1/live/sessions") as primary:
+                primary.send(json.dumps({"type": "session.start"}))
+                log.append(json.loads(primary.recv(timeout=30))["type"])
+                log.append("close sent")
+                primary.send(json.dumps({"type": "session.close"}))
+                log.append(json.loads(sideband.recv(timeout=30))["type"])
+                log.append(json.loads(primary.recv(timeout=30))["type"])
+                log.append(json.loads(sideband.recv(timeout=30))["type"])
+        group = replayer.session_group(0)
+    assert log == [
+        "session.started",
+        "close sent",
+        "session.updated",
+        "session.closed",
+        "session.instructions.appended",
+    ]
+    assert group is not None and group is replayer.session_group(1)
+    seqs = [group.orders[i][part] for i, part in group.log]
+    assert sorted(seqs) == list(range(8))  # every part released or seen
+    for at, (i, part) in enumerate(group.log):  # a server message after all recorded before it elsewhere
+        if part and GROUPED.interactions[i].websocket.messages[part - 1].direction == "recv":  # type: ignore[union-attr]
+            earlier = {group.orders[j][q] for j, q in group.log[:at] if j != i}
+            assert earlier >= {n for j, o in group.orders.items() if j != i for n in o if n < seqs[at]}

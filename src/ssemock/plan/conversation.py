@@ -580,6 +580,11 @@ class Conversation:
         self._failed = True
         return UnmatchedMessageError(text)
 
+    def gone(self) -> None:
+        """The client's connection went away (closed or not): it holds its group back no more."""
+        with self._hold():
+            self._close()
+
     def close_for_mismatch(self) -> list[Release]:
         """What the server does after a mismatch: close 1008, then EOF."""
         with self._hold():

@@ -26,6 +26,7 @@ from ...plan.resume import is_sse as _is_sse
 from ...plan.resume import resume_index
 from ...plan.selection import Selection
 from ...plan.serving import ChunkingSpec, FaultSpec, Plan, ReplayStream, TimingSpec, TransformSpec
+from ...plan.session_group import SessionGroup, groups_of
 from ...redaction.rules import escape_control, mask_text, mask_url, redact_request
 from ...store.cassette import Cassette, Interaction, Request
 from ...variants import chunking as _chunking
@@ -179,6 +180,10 @@ class Replayer:
         self._ws_attempts: dict[int, int] = {}
         self.call_attempts: dict[tuple[int, int], int] = {}
         """A gRPC ``sequence`` fault's attempts so far (`ssemock.variants.grpc.faults.for_call`)."""
+        # each cassette's sessions spanning connections, by the index of a member there (issue 44 item 2)
+        self._groups = {
+            id(c): groups_of(c.interactions, str(c.path or "an in-memory cassette")) for c in self.cassettes
+        }
 
     @property
     def held_ids(self) -> int:
@@ -240,6 +245,14 @@ class Replayer:
         attempt = self._ws_attempts.get(index, 0)
         self._ws_attempts[index] = attempt + 1
         return attempt
+
+    def session_group(self, index: int) -> SessionGroup | None:
+        """The session spanning connections that interaction ``index`` belongs to, keyed by the
+        member's index in its own cassette (``sources[index][1]``), or None: it is on its own. One
+        progress for the server's life: the first replay of a group keeps its recorded order
+        across connections; once every part of it was served, later ones are not held."""
+        cassette, at = self.sources[index]
+        return self._groups[id(cassette)].get(at)
 
     # -- serving ----------------------------------------------------------------------------
 
@@ -342,6 +355,9 @@ class Replayer:
         if not plan.consumes:
             self.selection.release(index)
         self._last_served = [i for i in self._last_served if i != index] + [index]
+        group = self.session_group(index)
+        if group is not None:  # a REST call of a session spanning connections: its answer was released
+            group.done(self.sources[index][1], [0])
         exchange = Exchange(
             request.method,
             request.url.path,

@@ -244,11 +244,14 @@ class ReplaySocket(asyncio.Protocol):
             self._refuse(404, answer)
             return
         interaction = replayer.interactions[index]
+        cassette, at = replayer.sources[index]
+        group = replayer.session_group(index)  # a session spanning connections (issue 44 item 2)
         if interaction.websocket is None:  # a handshake the recording's server refused: as recorded
+            if group is not None:  # its answer is all it had: released now
+                group.done(at, [0])
             self._recorded_refusal(index)
             return
         fault = ws_faults.aimed(replayer.faults, index, interaction.request)
-        cassette, at = replayer.sources[index]
         name = cassette.path.name if cassette.path else "an in-memory cassette"
         conversation = VariedConversation(
             interaction,
@@ -259,7 +262,10 @@ class ReplaySocket(asyncio.Protocol):
             fault=fault,
             attempt=replayer.websocket_attempt(index),
             max_size=replayer.max_body,
+            group=group,
         )
+        if group is not None:  # what another connection's progress lets go, sent from the loop
+            conversation.on_release = self._elsewhere
         try:  # the 101 and the opening as the in-process stacks serve them: one core
             releases = conversation.answer(head)
         except (HandshakeMismatch, VariantRefused) as exc:
@@ -362,6 +368,11 @@ class ReplaySocket(asyncio.Protocol):
             return
         self._deliver(releases)
 
+    def _elsewhere(self, releases: list[Release]) -> None:
+        """What another connection of its group let go: delivered from the loop (the group calls
+        it under its lock, from whichever connection moved)."""
+        self._loop.call_soon_threadsafe(self._deliver, releases)
+
     def _deliver(self, releases: Sequence[Release]) -> None:
         """Each release at its due time (the replayer's timing), in order, one write each; a
         stall is waited for real under every timing (scaled under a scaling one), as HTTP
@@ -413,6 +424,7 @@ class ReplaySocket(asyncio.Protocol):
         conversation, replay, exchange = self.conversation, self._replay, self._exchange
         if conversation is None or replay is None or exchange is None:
             return
+        conversation.gone()  # what it never got to holds the rest of its group back no more
         exchange.chunks = self.writes - int(self._head_alone)  # the 101 aside, unless frames came with it
         exchange.left = not self._ended
         unsent = conversation.unsent()
