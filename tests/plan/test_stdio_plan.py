@@ -89,4 +89,21 @@ def test_however_the_reads_fell_the_lines_are_the_same(lines: list[bytes], cuts:
     ends = sorted({c for c in cuts if c < len(data)} | {len(data)}) if data else []
     reads = [data[a:b] for a, b in zip([0, *ends], ends)]
     log = _log(*(["stdout", float(k), _b(r)] for k, r in enumerate(reads)))
-    assert session_from_log(log, "s", ["s"]).of("stdout") == lines
+    session = session_from_log(log, "s", ["s"])
+    assert session.of("stdout") == lines
+    kept, at = [], 0  # the reads, as the lines keep them (as_recorded replays them)
+    for x in session.lines:
+        assert x.data is not None
+        kept += [at + r for r in (x.reads if x.reads is not None else (len(x.data),))]
+        at += len(x.data)
+    assert kept == ends
+
+
+def test_a_read_that_ends_in_a_masked_secret_ends_with_its_line() -> None:
+    token = "9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+    log = _log(
+        ["stdout", 1.0, _b(b'{"t":"' + token[:20].encode())],
+        ["stdout", 2.0, _b(token[20:].encode() + b'"}\n')],
+    )
+    (line,) = session_from_log(log, "s", ["s"], [token]).lines
+    assert (line.data, line.reads) == (b'{"t":"***"}\n', None)  # its read ends at the line's end

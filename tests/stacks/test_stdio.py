@@ -232,6 +232,42 @@ def test_popen_records_and_asyncio_replays_with_the_exit_status(tmp_path: Path) 
         assert asyncio.run(replay()) == (out, err, 3)
 
 
+HALVES = """
+import os, sys, time
+sys.stdout.buffer.write(b'{"a":')
+sys.stdout.flush()
+while not os.path.exists(sys.argv[1]):  # the client saw the first half
+    time.sleep(0.01)
+sys.stdout.buffer.write(b'1}\\n{"b":2}\\n')
+sys.stdout.flush()
+"""
+
+
+def test_the_childs_reads_are_kept_for_as_recorded(tmp_path: Path) -> None:
+    """A line read in two, then a read holding the rest and a whole line: the cassette keeps
+    where the reads ended, and the replay gives the same bytes back with the script deleted."""
+    script, cassette, go = tmp_path / "halves.py", tmp_path / "c.json", tmp_path / "go"
+    script.write_text(HALVES)
+    argv = [sys.executable, str(script), str(go)]
+    with ssemock.use_cassette(cassette, record_mode="once", stdio=["halves.py"]):
+        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+        assert child.stdout is not None
+        first = os.read(child.stdout.fileno(), 100)  # the relay passes each read on at once
+        go.touch()
+        rest = child.stdout.read()
+        child.wait(60)
+    assert (first, rest) == (b'{"a":', b'1}\n{"b":2}\n')
+    (session,) = ssemock.Cassette.load(cassette).stdio
+    assert [(x.data, x.reads) for x in session.lines if x.stream == "stdout"] == [
+        (b'{"a":1}\n', (5,)),
+        (b'{"b":2}\n', None),
+    ]
+    script.unlink()
+    with ssemock.use_cassette(cassette, stdio=["halves.py"]):
+        replayed = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=True)
+    assert replayed.stdout == first + rest
+
+
 def test_ignore_message_paths_leaves_a_stdin_field_out_of_matching(tmp_path: Path) -> None:
     script, cassette = _line_server(tmp_path), tmp_path / "c.json"
 

@@ -19,6 +19,7 @@ SESSION = StdioSession(
         Line("stderr", 0.002, b"starting\n"),
         Line("stdout", 0.0105, b'{"id":0,"result":{"text":"caf\xc3\xa9"}}\n'),
         Line("stdout", 0.011, b"\xff\xfe not UTF-8\n"),
+        Line("stdout", 0.012, b'{"id":1}\n', (3, 9)),  # read in two
         Line("stdin", 0.02, None),
     ],
     0,
@@ -31,6 +32,7 @@ def test_a_session_round_trips_one_line_a_line(tmp_path: Path) -> None:
     text = path.read_text()
     assert '        ["stdin",0.4,"{\\"id\\":0,\\"method\\":\\"initialize\\"}\\n"],\n' in text
     assert '{"base64":"//4gbm90IFVURi04Cg=="}' in text and orjson.loads(text)["version"] == 2
+    assert '        ["stdout",12.0,"{\\"id\\":1}\\n",[3,9]],\n' in text
     loaded = ssemock.Cassette.load(path)
     assert loaded.stdio == [SESSION] and loaded.interactions == []
     assert loaded.dumps() == path.read_bytes()
@@ -55,6 +57,18 @@ def test_a_cassette_without_children_is_unchanged() -> None:
         ({"match": "s", "argv": ["x"], "lines": [["stdout", 1, None]], "exit": 0}, "is stdin's only"),
         ({"match": "s", "argv": ["x"], "lines": [["stdout", 1, {"base64": "!"}]], "exit": 0}, "not base64"),
         ({"match": "s", "argv": ["x"], "lines": [["stdout", 1, ""]], "exit": 0}, "line 0: data is empty"),
+        (
+            {"match": "s", "argv": ["x"], "lines": [["stdout", 1, "ab\n", [4]]], "exit": 0},
+            "line 0: reads must be",
+        ),
+        (
+            {"match": "s", "argv": ["x"], "lines": [["stdout", 1, "ab\n", [2, 1]]], "exit": 0},
+            "line 0: reads must be",
+        ),
+        (
+            {"match": "s", "argv": ["x"], "lines": [["stdin", 1, "ab\n", [3]]], "exit": 0},
+            "only a stdout line has reads",
+        ),
     ],
 )
 def test_a_malformed_session_names_its_place(tmp_path: Path, session: object, said: str) -> None:

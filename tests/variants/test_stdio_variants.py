@@ -61,6 +61,31 @@ def test_the_cuts_fall_where_the_chunking_says() -> None:
     assert not {A, B, C} & set(cut["mid_line"]) and len(cut["mid_line"]) > 3  # each line across writes
 
 
+def test_as_recorded_writes_the_reads_the_child_made() -> None:
+    """A line read in two, then a read holding two lines: written so (one write a line before)."""
+    read = StdioSession(
+        "s.py",
+        ["s.py"],
+        [
+            Line("stdout", 0.1, A, (5,)),
+            Line("stdout", 0.3, B, ()),
+            Line("stdout", 0.3, C),
+            Line("stdin", 0.6, None),
+        ],
+        0,
+    )
+    writes = _writes(steps(read, ssemock.chunking.get("as_recorded"), ssemock.timing.instant))
+    assert writes == [A[:5], A[5:] + B + C]
+    assert _writes(steps(read, ssemock.chunking.get("per_event"), ssemock.timing.instant)) == [A, B, C]
+    faulted = steps(
+        read,
+        ssemock.chunking.get("as_recorded"),
+        ssemock.timing.instant,
+        ssemock.faults.resolve("trailing_data:at=garbage"),
+    )
+    assert _writes(faulted)[:2] == [A[:5], A[5:] + B] and _writes(faulted)[-1].startswith(C.rstrip())
+
+
 def test_recorded_timing_sleeps_the_gaps_and_scaled_scales_them() -> None:
     plan = steps(SESSION, ssemock.chunking.per_event, ssemock.timing.scaled(0.5))
     sleeps = [round(s[1], 3) for s in plan if s[0] == "sleep"]

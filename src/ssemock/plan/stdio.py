@@ -119,6 +119,7 @@ def session_from_log(
     masked in the command line and the lines."""
     session = StdioSession(entry, masked_argv(argv, secrets))
     partial: dict[str, tuple[bytes, float]] = {}
+    cuts: list[int] = []  # where stdout's reads ended in its unfinished line
     for raw in log.splitlines():
         try:
             item = orjson.loads(raw)
@@ -133,14 +134,37 @@ def session_from_log(
             continue
         held = partial.pop(stream, (b"", t))[0] + base64.b64decode(item[2])
         *whole, rest = held.split(b"\n")
-        session.lines += [Line(stream, t, _masked_line(line + b"\n", secrets)) for line in whole]
+        ends = [*cuts, len(held)] if stream == "stdout" else []
+        start = 0
+        for line in whole:
+            kept = _masked_line(line + b"\n", secrets)
+            reads = _reads(ends, start, len(line) + 1, len(kept)) if stream == "stdout" else None
+            session.lines.append(Line(stream, t, kept, reads))
+            start += len(line) + 1
         if rest:
             partial[stream] = (rest, t)
+        if stream == "stdout":
+            cuts = [c - start for c in ends if c > start]
     end = next((k for k, x in enumerate(session.lines) if x.stream == "stdin" and x.data is None), None)
     for stream, (rest, t) in partial.items():  # a last line with no newline
         at = end if stream == "stdin" and end is not None else len(session.lines)
-        session.lines.insert(at, Line(stream, t, _masked_line(rest, secrets)))
+        kept = _masked_line(rest, secrets)
+        reads = _reads(cuts, 0, len(rest), len(kept)) if stream == "stdout" else None
+        session.lines.insert(at, Line(stream, t, kept, reads))
     return session
+
+
+def _reads(ends: Sequence[int], start: int, size: int, kept: int) -> tuple[int, ...] | None:
+    """The read ends (``ends``, offsets in what was held) inside the line at ``start`` of
+    ``size`` bytes, as offsets in the line kept (``kept`` bytes once masked: an end inside a
+    masked secret moves to the line's end); None when the one read end is the line's end."""
+    out: list[int] = []
+    for c in ends:
+        if start < c <= start + size:
+            at = kept if c == start + size else min(c - start, kept)
+            if not out or at > out[-1]:
+                out.append(at)
+    return None if out == [kept] else tuple(out)
 
 
 def mismatch(

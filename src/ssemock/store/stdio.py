@@ -13,6 +13,7 @@ On disk (the cassette's top-level ``stdio`` list; cassette ``version`` 2 wheneve
           ["stdout", 80.2, "{\\"jsonrpc\\":\\"2.0\\",\\"id\\":0,...}\\n"],
           ["stderr", 12.0, "INFO starting\\n"],
           ["stdout", 90.0, {"base64": "/w=="}],                       (bytes that are not UTF-8)
+          ["stdout", 91.0, "{\"id\":1,...}\n", [9, 40]],              (read in two: see below)
           ["stdin", 95.1, null]                                       (the client closed stdin)
         ],
         "exit": 0
@@ -21,7 +22,10 @@ On disk (the cassette's top-level ``stdio`` list; cassette ``version`` 2 wheneve
 
 Times are milliseconds since the child started (0.1 ms) on disk, seconds in the model. ``exit`` is
 the status (negative: the signal that ended it), or null when the child was still running when the
-recording ended. Every malformed part raises ``ValueError`` naming the session's line and field
+recording ended. A stdout line's optional fourth element says where the child's reads ended in
+it, when not just with it (the default): offsets into the line, its length last when a read ended
+with it (``[9, 40]``: a read ended 9 bytes in, the next with the line; ``[]``: the read went on into
+the next line), so ``as_recorded`` replays the recorded reads. Every malformed part raises ``ValueError`` naming the session's line and field
 (`parse_stdio`; the cassette parser adds the file).
 """
 
@@ -50,6 +54,9 @@ class Line:
     """Seconds since the child started: when it was written (stdin) or read (stdout, stderr)."""
     data: bytes | None
     """The line's bytes; None for stdin's end."""
+    reads: tuple[int, ...] | None = None
+    """stdout: where the child's reads ended inside the line (offsets; its length when one ended
+    with it); None: one read ended with it, as most servers write."""
 
 
 @dataclass
@@ -83,7 +90,15 @@ def _data_to_json(data: bytes | None) -> Any:
 def dump_stdio(session: StdioSession, placeholder: str) -> tuple[dict[str, Any], list[Any]]:
     """The session's JSON object with its ``lines`` as ``placeholder``, and those lines (the
     dumper lays them out one a line)."""
-    lines = [[x.stream, round(x.t * 1000, 1), _data_to_json(x.data)] for x in session.lines]
+    lines = [
+        [
+            x.stream,
+            round(x.t * 1000, 1),
+            _data_to_json(x.data),
+            *([list(x.reads)] if x.reads is not None else []),
+        ]
+        for x in session.lines
+    ]
     return {
         "match": session.match,
         "argv": list(session.argv),
@@ -94,9 +109,9 @@ def dump_stdio(session: StdioSession, placeholder: str) -> tuple[dict[str, Any],
 
 def _line(item: Any, k: int) -> Line:
     where = f"line {k}"
-    if not (isinstance(item, list) and len(item) == 3):
-        raise ValueError(f"{where} must be [stream, t_ms, data]")
-    stream, t_ms, data = item
+    if not (isinstance(item, list) and len(item) in (3, 4)):
+        raise ValueError(f"{where} must be [stream, t_ms, data] (a stdout line: and its reads)")
+    stream, t_ms, data = item[:3]
     if stream not in STREAMS:
         raise ValueError(f"{where}: stream must be one of {', '.join(STREAMS)}, got {stream!r}")
     if not (type(t_ms) in (int, float) and math.isfinite(t_ms) and 0 <= t_ms <= _MAX_T_MS):  # true is no time
@@ -116,7 +131,24 @@ def _line(item: Any, k: int) -> Line:
         raise ValueError(f'{where}: data must be a string, {{"base64": "..."}} or null')
     if not raw:
         raise ValueError(f"{where}: data is empty (a line has at least one byte)")
-    return Line(stream, t_ms / 1000, raw)
+    return Line(
+        stream, t_ms / 1000, raw, _reads(item[3], stream, len(raw), where) if len(item) == 4 else None
+    )
+
+
+def _reads(reads: Any, stream: str, size: int, where: str) -> tuple[int, ...]:
+    """A stdout line's read ends (see the module); ``ValueError`` saying what they must be."""
+    if stream != "stdout":
+        raise ValueError(f"{where}: only a stdout line has reads (a fourth element)")
+    if not (
+        isinstance(reads, list)
+        and all(type(r) is int and 0 < r <= size for r in reads)
+        and all(a < b for a, b in zip(reads, reads[1:], strict=False))
+    ):
+        raise ValueError(
+            f"{where}: reads must be increasing offsets from 1 to the line's {size} bytes, got {reads!r}"
+        )
+    return tuple(reads)
 
 
 def parse_stdio(value: Any, k: int) -> StdioSession:

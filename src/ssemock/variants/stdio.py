@@ -3,9 +3,10 @@
 
 The recording is a conversation: the stdout lines the child wrote after the client's stdin line
 k are written once the client has sent line k (its stdin is checked against the recording's, in
-order). The stdout bytes between two stdin lines are cut into writes by the chunking (a JSON-RPC
-line across writes under ``mid_line``, the lines coalesced into one write, ``bytewise``...; the
-lines are JSON lines, so ``per_event`` writes one line a write); ``timing`` sleeps the recorded
+order). The stdout bytes between two stdin lines are cut into writes by the chunking (the reads
+the child made under ``as_recorded``, a JSON-RPC line across writes under ``mid_line``, the lines
+coalesced into one write, ``bytewise``...; the lines are JSON lines, so ``per_event`` writes one
+line a write); ``timing`` sleeps the recorded
 gaps (``recorded``, ``scaled:F``). Faults, counted over the session's stdout lines (its events):
 
 * ``disconnect:after_event=N`` / ``after_byte=N``: the child exits (status 1) after N lines /
@@ -54,18 +55,24 @@ class _Steps:
     def __init__(self, chunking: Chunking, timing: Timing) -> None:
         self.out: list[list[Any]] = []
         self.chunking, self.factor = chunking, timing.factor
-        self.pending: list[tuple[bytes, float]] = []  # (stdout line, its time)
+        self.pending: list[
+            tuple[bytes, float, tuple[int, ...] | None]
+        ] = []  # (stdout line, its time, its reads)
         self.last_t = 0.0
 
     def flush(self) -> None:
         if not self.pending:
             return
-        body = b"".join(line for line, _ in self.pending)
-        line_ends = [0]
-        for line, _ in self.pending:
+        body = b"".join(line for line, _, _ in self.pending)
+        line_ends, read_ends = [0], []
+        for line, _, reads in self.pending:
+            read_ends += [line_ends[-1] + r for r in (reads if reads is not None else (len(line),))]
             line_ends.append(line_ends[-1] + len(line))
+        recorded = line_ends[1:]
+        if self.chunking.name == "as_recorded":  # the child's own reads (the last one ends here)
+            recorded = [e for e in read_ends if e < len(body)] + [len(body)]
         start = 0
-        for end in self.chunking.ends(body, line_ends[1:], content_type=_NDJSON):
+        for end in self.chunking.ends(body, recorded, content_type=_NDJSON):
             if self.factor is not None:  # the chunk is due when the line it ends in arrived
                 t = self.pending[min(bisect.bisect_left(line_ends, end) - 1, len(self.pending) - 1)][1]
                 if t > self.last_t:
@@ -150,14 +157,15 @@ def steps(
             if written in stalls:
                 plan.flush()
                 plan.out.append(["stall", stalls[written]])
-            plan.pending.append((faulted[written], x.t))
+            line = faulted[written]
+            plan.pending.append((line, x.t, x.reads if line == x.data else None))  # a changed line: one read
             written += 1
             if written == len(recorded):  # a line a fault adds after the last
                 if changed == written:
                     plan.flush()
                     plan.out.append(["lenient"])
                     changed = None
-                plan.pending += [(line, x.t) for line in faulted[written:]]
+                plan.pending += [(line, x.t, None) for line in faulted[written:]]
             if written == exit_after:
                 plan.flush()
                 plan.out.append(["exit", EXIT_MID_STREAM])
