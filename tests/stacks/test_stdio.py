@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -308,6 +309,31 @@ def test_an_interrupted_recording_keeps_its_children_beside_the_cassette(tmp_pat
     assert not cassette.exists()
     (session,) = ssemock.Cassette.load(tmp_path / "c.partial.json").stdio
     assert session.of("stdout") == [b"KEPT\n"] and session.exit == 3
+
+
+def test_ctrl_c_during_a_recording_is_the_childs_and_its_exit_is_kept(tmp_path: Path) -> None:
+    """Ctrl-C reaches the whole process group (the relay and the child): the child ends as it
+    would, its exit by the signal is recorded, and the relay writes no traceback of its own."""
+    script, cassette = _line_server(tmp_path), tmp_path / "c.json"
+    with ssemock.use_cassette(cassette, record_mode="once", stdio=["upper.py"]):
+        child = subprocess.Popen(
+            [sys.executable, script],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own group, as a terminal's foreground job
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a runner may ignore it
+        )
+        assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+        child.stdin.write(b"one\n")
+        child.stdin.flush()
+        assert child.stdout.readline() == b"ONE\n"
+        os.killpg(child.pid, signal.SIGINT)
+        err = child.stderr.read()
+        child.wait(60)
+    assert child.returncode == -signal.SIGINT and b"stdio_relay" not in err and b"KeyboardInterrupt" in err
+    (session,) = ssemock.Cassette.load(cassette).stdio
+    assert session.exit == -signal.SIGINT and session.of("stdout") == [b"ONE\n"]
 
 
 def test_record_modes_add_and_replace_sessions(tmp_path: Path) -> None:

@@ -93,6 +93,8 @@ def _record(spec: dict[str, Any], log: _Log) -> None:
         _exit(NOT_STARTED)
     assert child.stdin is not None and child.stdout is not None and child.stderr is not None
     signal.signal(signal.SIGTERM, lambda *_: child.terminate())
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # Ctrl-C is the child's: its exit is recorded
+        signal.signal(signal.SIGINT, lambda *_: child.send_signal(signal.SIGINT))
 
     def pump(source: IO[bytes], fd: int, stream: str) -> None:
         while chunk := os.read(source.fileno(), 65536):
@@ -236,6 +238,8 @@ def main(argv: list[str]) -> None:
     with open(argv[1], encoding="utf-8") as fh:
         spec = json.load(fh)
     log = _Log(spec["log"])
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # Ctrl-C ends it quietly, as by the signal
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     (_record if spec["mode"] == "record" else _replay)(spec, log)
 
 
