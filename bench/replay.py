@@ -27,10 +27,10 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from unittest.mock import patch
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "src"), str(Path(__file__).resolve().parent)]
 

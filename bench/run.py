@@ -65,8 +65,8 @@ import lazy_chunking as lazy_bench  # noqa: E402
 import matching as matching_bench  # noqa: E402
 import matrix as matrix_bench  # noqa: E402
 import memory as memory_bench  # noqa: E402
-import push_stream as push_bench  # noqa: E402
 import proxy as proxy_bench  # noqa: E402
+import push_stream as push_bench  # noqa: E402
 import pytest_cost  # noqa: E402
 import record as record_bench  # noqa: E402
 import record_save as record_save_bench  # noqa: E402
