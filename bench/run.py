@@ -340,7 +340,14 @@ def bench_replay() -> None:
     events = 200_000 // SCALE
     us = replay_bench.measure(events, rounds=5 if QUICK else 9, clock=CLOCK)
     for name, value in us.items():
-        REPORT.figure("replay", f"{name:<26} {value:6.3f} us/chunk ({events:,} chunks of ~40 bytes)")
+        REPORT.figure("replay", f"{name:<36} {value:6.3f} us/chunk ({events:,} chunks of ~40 bytes)")
+    REPORT.figure(
+        "replay",
+        "httpx2's peer is a hand-written pool mock on httpx2 (respx's own way, patching the pool's "
+        "handle_request, written for httpcore2, which respx does not patch), not respx on httpx: "
+        "httpx2's layers above the pool cost more per chunk than httpx's, and a mock below them "
+        "cannot take that away (issue 48 item 2: <= 1.05x that stack's pool mock)",
+    )
     for lib in ("httpx", "httpx2"):
         for mode in ("sync", "async"):
             # httpx2's layers above the pool cost more per chunk than httpx's, and respx does not
@@ -618,6 +625,21 @@ def bench_record_save() -> None:
             "<= 1.00x",
             sc <= vc,
         )
+        (tw, tc), (uw, uc) = row["ssemock total"], row["vcrpy total"]  # type: ignore[misc]
+        REPORT.figure(
+            "save at exit",
+            f"{label}: record + save, ssemock {tw * 1e3:.1f} ms wall / {tc * 1e3:.1f} ms CPU, vcrpy "
+            f"{uw * 1e3:.1f} ms wall / {uc * 1e3:.1f} ms CPU: {tw / uw:.2f}x wall, {tc / uc:.2f}x CPU",
+        )
+        REPORT.target(
+            f"record + save, {label} recording (CPU; wall {tw / uw:.2f}x)",
+            f"{tc * 1e3:.1f} ms",
+            f"{uc * 1e3:.1f} ms (vcrpy)",
+            tc / uc,
+            "<= 1.00x",
+            tc <= uc,
+            item="48.1",
+        )
     for row in record_save_bench.memory_rows(sizes[1:]):
         peak = max(float(row["tracemalloc"]), float(row["rss"]))  # type: ignore[arg-type]
         REPORT.figure(
@@ -800,13 +822,14 @@ def bench_record() -> None:
         live_mb, rec_mb = 1e3 / curve_live[-1], 1e3 / curve_rec[-1]
         ratio = rec_mb / live_mb
         REPORT.target(
-            "recording throughput",
+            "recording throughput, SSE",
             f"{rec_mb:.0f} MB/s",
             f"{live_mb:.0f} MB/s (no recorder)",
             ratio,
-            ">= 0.95x",
-            ratio >= 0.95,
+            ">= 0.50x",
+            ratio >= 0.50,
             profile=lambda: _recorded(Path(tmp) / "p.json", stream(big), save=False),
+            item="48.1",
         )
         REPORT.target(
             "recording throughput vs a client that keeps the chunks (info)",
@@ -858,6 +881,7 @@ def bench_record() -> None:
             "none",
             True,
         )
+        _record_framings(client, url, Path(tmp), big)
         labels = [f"{s / 1e6:g} MB" for s in sizes]
         REPORT.curve(
             "record a loopback stream",
@@ -900,6 +924,37 @@ def bench_record() -> None:
             "<= 0.10x",
             share <= 0.10,
             profile=lambda: find_secrets(part),
+        )
+
+
+def _record_framings(client: httpx.Client, url: str, tmp: Path, size: int) -> None:
+    """Recording throughput of the other framings (issue 48 item 1: >= 0.5x no recorder): the same
+    16 KB events as JSON lines, one JSON array and AWS eventstream frames, best of 5 interleaved;
+    and the save at exit of each (the scan the recording left to it, and the write)."""
+    for framing in ("ndjson", "json", "eventstream"):
+        link = f"{url}/stream?size={size}&chunk=16384&framing={framing}"
+        read = lambda: record_bench.throughput(client, link)  # noqa: E731
+        live, rec = [], []
+        for _ in range(5):
+            gc.collect()
+            live.append(read())
+            gc.collect()
+            rec.append(_recorded(tmp / f"{framing}.json", read, save=False)[0])
+        _, save = _recorded(tmp / f"{framing}.json", read)
+        ratio = max(rec) / max(live)
+        REPORT.figure(
+            "record",
+            f"{framing}: no recorder {max(live):.0f} MB/s, recording {max(rec):.0f} MB/s ({ratio:.2f}x); "
+            f"the save at exit {save * 1e3:.0f} ms ({size / 1e6:.0f} MB)",
+        )
+        REPORT.target(
+            f"recording throughput, {framing}",
+            f"{max(rec):.0f} MB/s",
+            f"{max(live):.0f} MB/s (no recorder)",
+            ratio,
+            ">= 0.50x",
+            ratio >= 0.50,
+            item="48.1",
         )
 
 
@@ -1009,7 +1064,7 @@ def bench_websocket() -> None:
     for name, us in per.items():
         REPORT.figure("websocket", f"{name:<24} {us:8.2f} us/message ({n - 1:,} messages per session)")
     ratio_row(
-        "3",
+        "48.3",
         "WebSocket replay per message (websockets asyncio, as recorded)",
         per["ssemock as_recorded"],
         per["hand-mocked socket"],
@@ -1025,7 +1080,7 @@ def bench_websocket() -> None:
         per["ssemock as_recorded"] / per["loopback server"],
         "none",
         True,
-        item="3",
+        item="48.3",
     )
     sizes = (20, 80, 320) if QUICK else (50, 200, 800)
     curve = websocket_bench.bytewise(sizes, rounds=3)
@@ -1088,7 +1143,7 @@ def bench_grpc() -> None:
             float("nan"),
             f"<= {GRPC_TARGET:.2f}x",
             False,
-            item="3",
+            item="48.3",
         )
         return
     import grpc_replay
@@ -1097,7 +1152,7 @@ def bench_grpc() -> None:
     for name, us in per.items():
         REPORT.figure("grpc", f"{name:<24} {us:8.2f} us/message")
     ratio_row(
-        "3",
+        "48.3",
         "gRPC replay per message",
         per["ssemock"],
         per["hand-written servicer"],
@@ -1138,7 +1193,8 @@ def summary() -> None:
     print("\n## summary: targets, each ratio measured side by side in this run\n")
     print("| item | benchmark | ssemock | peer | ratio | target | result |")
     print("|---|---|---|---|---|---|---|")
-    ordered = sorted(REPORT.targets, key=lambda t: (t.item == "", t.item))  # issue 16's items first
+    # issue 16's items first ("1"-"6"), then issue 48's ("48.1": its item 1), then the others
+    ordered = sorted(REPORT.targets, key=lambda t: (t.item == "", t.item))
     for t in ordered:
         verdict = "info" if t.target.startswith("none") else ("PASS" if t.met else "**BELOW**")
         print(
