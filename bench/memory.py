@@ -30,26 +30,43 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 SERVER = r"""
 import asyncio, sys
+sys.path.insert(0, sys.argv[1])
 import uvicorn
 from starlette.applications import Starlette
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
+from ssemock.framing import eventstream
 
-def event(size):
+def event(size, framing="sse"):
+    if framing == "ndjson":
+        return b'{"text":"' + b"x" * max(0, size - 12) + b'"}\n'
+    if framing == "json":  # one element of an array, its comma after it
+        return b'{"text":"' + b"x" * max(0, size - 12) + b'"},'
+    if framing == "eventstream":
+        headers = {":event-type": "chunk", ":message-type": "event", ":content-type": "application/json"}
+        return eventstream.encode(headers, b'{"text":"' + b"x" * max(0, size - 120) + b'"}')
     return b"data: " + b"x" * max(0, size - 8) + b"\n\n"
+
+MEDIA = {"sse": "text/event-stream", "ndjson": "application/x-ndjson", "json": "application/json",
+         "eventstream": "application/vnd.amazon.eventstream"}
 
 async def stream(request):
     q = request.query_params
     total, size = int(q.get("size", "1000000")), int(q.get("chunk", "16384"))
-    one = event(size)
+    framing = q.get("framing", "sse")
+    one = event(size, framing)
     async def body():
         sent = 0
+        if framing == "json":
+            yield b"["
         while sent + len(one) <= total:
             yield one
             sent += len(one)
-        if total - sent > 8:
+        if framing == "json":
+            yield b'{"end":true}]'
+        elif total - sent > 8 and framing == "sse":
             yield event(total - sent)
-    return StreamingResponse(body(), media_type="text/event-stream")
+    return StreamingResponse(body(), media_type=MEDIA[framing])
 
 async def first(request):
     async def body():
@@ -78,10 +95,11 @@ asyncio.run(main())
 def loopback_server() -> Iterator[str]:
     """A streaming server in its own process; yields its base URL.
 
-    Routes: ``/stream?size=BYTES&chunk=BYTES`` (SSE events of ``chunk`` bytes, ``size`` in all)
+    Routes: ``/stream?size=BYTES&chunk=BYTES`` (SSE events of ``chunk`` bytes, ``size`` in all;
+    ``&framing=ndjson``, ``json`` (one JSON array) or ``eventstream``: the same in that framing)
     and ``/first`` (one event, a 20 ms pause, one more).
     """
-    proc = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(SRC)], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().strip()

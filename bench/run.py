@@ -25,7 +25,9 @@ pytest subprocesses, interleaved; their session times are wall time).
 The parts live in the per-topic scripts, imported here (each also runs alone): bench/decode.py
 (decoder peers), fixed_cost.py, replay.py (per chunk), pytest_cost.py (plugin unused; marked tests
 vs respx), matching.py, cassette_io.py, and record.py, chunking.py, secret_scan.py, matrix.py,
-memory.py, lazy_chunking.py, push_stream.py for the other targets.
+memory.py, lazy_chunking.py, push_stream.py, websocket_replay.py, proxy.py and grpc_replay.py
+(when it exists: its ``measure()`` gives microseconds per message keyed ``ssemock`` and
+``hand-written servicer``) for the other targets.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ import lazy_chunking as lazy_bench  # noqa: E402
 import matching as matching_bench  # noqa: E402
 import matrix as matrix_bench  # noqa: E402
 import memory as memory_bench  # noqa: E402
+import proxy as proxy_bench  # noqa: E402
 import push_stream as push_bench  # noqa: E402
 import pytest_cost  # noqa: E402
 import record as record_bench  # noqa: E402
@@ -73,6 +76,7 @@ import secret_scan as secret_scan_bench  # noqa: E402
 import stack_aiohttp  # noqa: E402
 import stack_urllib3  # noqa: E402
 import timing as timing_bench  # noqa: E402
+import websocket_replay as websocket_bench  # noqa: E402
 
 import ssemock  # noqa: E402
 from ssemock.redaction.rules import find_secrets  # noqa: E402
@@ -336,20 +340,40 @@ def bench_replay() -> None:
     events = 200_000 // SCALE
     us = replay_bench.measure(events, rounds=5 if QUICK else 9, clock=CLOCK)
     for name, value in us.items():
-        REPORT.figure("replay", f"{name:<26} {value:6.3f} us/chunk ({events:,} chunks of ~40 bytes)")
+        REPORT.figure("replay", f"{name:<36} {value:6.3f} us/chunk ({events:,} chunks of ~40 bytes)")
+    REPORT.figure(
+        "replay",
+        "httpx2's peer is a hand-written pool mock on httpx2 (respx's own way, patching the pool's "
+        "handle_request, written for httpcore2, which respx does not patch), not respx on httpx: "
+        "httpx2's layers above the pool cost more per chunk than httpx's, and a mock below them "
+        "cannot take that away (issue 48 item 2: <= 1.05x that stack's pool mock)",
+    )
     for lib in ("httpx", "httpx2"):
         for mode in ("sync", "async"):
-            mine, peer = us[f"ssemock {lib} {mode}"], us[f"respx httpx {mode}"]
+            # httpx2's layers above the pool cost more per chunk than httpx's, and respx does not
+            # patch httpx2: its peer is respx's way written by hand for httpcore2's pools (replay.py)
+            peer_name = f"respx httpx {mode}" if lib == "httpx" else f"hand-written pool mock httpx2 {mode}"
             ratio_row(
                 "2",
                 f"replay per chunk, {lib} {mode}",
-                mine,
-                peer,
-                f"hand-written respx, httpx {mode}",
+                us[f"ssemock {lib} {mode}"],
+                us[peer_name],
+                peer_name.replace("respx", "hand-written respx,"),
                 "us",
                 1.05,
                 fmt=".3f",
             )
+        if lib == "httpx2":
+            for mode in ("sync", "async"):
+                REPORT.target(
+                    f"replay per chunk, httpx2 {mode} vs respx on httpx (info: httpx2's own layers)",
+                    f"{us[f'ssemock httpx2 {mode}']:.3f} us",
+                    f"{us[f'respx httpx {mode}']:.3f} us (hand-written respx, httpx {mode})",
+                    us[f"ssemock httpx2 {mode}"] / us[f"respx httpx {mode}"],
+                    "none (the stack's own cost per chunk differs)",
+                    True,
+                    item="2",
+                )
     for lib, mode in (("httpx", "sync"), ("httpx2", "sync"), ("httpx", "async")):
         mine, peer = us[f"ssemock {lib} {mode}"], us[f"{lib}.MockTransport {mode}"]
         REPORT.target(
@@ -601,6 +625,21 @@ def bench_record_save() -> None:
             "<= 1.00x",
             sc <= vc,
         )
+        (tw, tc), (uw, uc) = row["ssemock total"], row["vcrpy total"]  # type: ignore[misc]
+        REPORT.figure(
+            "save at exit",
+            f"{label}: record + save, ssemock {tw * 1e3:.1f} ms wall / {tc * 1e3:.1f} ms CPU, vcrpy "
+            f"{uw * 1e3:.1f} ms wall / {uc * 1e3:.1f} ms CPU: {tw / uw:.2f}x wall, {tc / uc:.2f}x CPU",
+        )
+        REPORT.target(
+            f"record + save, {label} recording (CPU; wall {tw / uw:.2f}x)",
+            f"{tc * 1e3:.1f} ms",
+            f"{uc * 1e3:.1f} ms (vcrpy)",
+            tc / uc,
+            "<= 1.00x",
+            tc <= uc,
+            item="48.1",
+        )
     for row in record_save_bench.memory_rows(sizes[1:]):
         peak = max(float(row["tracemalloc"]), float(row["rss"]))  # type: ignore[arg-type]
         REPORT.figure(
@@ -783,13 +822,14 @@ def bench_record() -> None:
         live_mb, rec_mb = 1e3 / curve_live[-1], 1e3 / curve_rec[-1]
         ratio = rec_mb / live_mb
         REPORT.target(
-            "recording throughput",
+            "recording throughput, SSE",
             f"{rec_mb:.0f} MB/s",
             f"{live_mb:.0f} MB/s (no recorder)",
             ratio,
-            ">= 0.95x",
-            ratio >= 0.95,
+            ">= 0.50x",
+            ratio >= 0.50,
             profile=lambda: _recorded(Path(tmp) / "p.json", stream(big), save=False),
+            item="48.1",
         )
         REPORT.target(
             "recording throughput vs a client that keeps the chunks (info)",
@@ -841,6 +881,7 @@ def bench_record() -> None:
             "none",
             True,
         )
+        _record_framings(client, url, Path(tmp), big)
         labels = [f"{s / 1e6:g} MB" for s in sizes]
         REPORT.curve(
             "record a loopback stream",
@@ -883,6 +924,37 @@ def bench_record() -> None:
             "<= 0.10x",
             share <= 0.10,
             profile=lambda: find_secrets(part),
+        )
+
+
+def _record_framings(client: httpx.Client, url: str, tmp: Path, size: int) -> None:
+    """Recording throughput of the other framings (issue 48 item 1: >= 0.5x no recorder): the same
+    16 KB events as JSON lines, one JSON array and AWS eventstream frames, best of 5 interleaved;
+    and the save at exit of each (the scan the recording left to it, and the write)."""
+    for framing in ("ndjson", "json", "eventstream"):
+        link = f"{url}/stream?size={size}&chunk=16384&framing={framing}"
+        read = lambda: record_bench.throughput(client, link)  # noqa: E731
+        live, rec = [], []
+        for _ in range(5):
+            gc.collect()
+            live.append(read())
+            gc.collect()
+            rec.append(_recorded(tmp / f"{framing}.json", read, save=False)[0])
+        _, save = _recorded(tmp / f"{framing}.json", read)
+        ratio = max(rec) / max(live)
+        REPORT.figure(
+            "record",
+            f"{framing}: no recorder {max(live):.0f} MB/s, recording {max(rec):.0f} MB/s ({ratio:.2f}x); "
+            f"the save at exit {save * 1e3:.0f} ms ({size / 1e6:.0f} MB)",
+        )
+        REPORT.target(
+            f"recording throughput, {framing}",
+            f"{max(rec):.0f} MB/s",
+            f"{max(live):.0f} MB/s (no recorder)",
+            ratio,
+            ">= 0.50x",
+            ratio >= 0.50,
+            item="48.1",
         )
 
 
@@ -981,6 +1053,131 @@ def bench_timing() -> None:
             )
 
 
+# -- other targets: WebSocket, the proxy, gRPC ----------------------------------------------------
+
+
+def bench_websocket() -> None:
+    """bench/websocket_replay.py: per received message against a hand-mocked socket (issue 48
+    item 3), and the bytewise chunking's cost per byte at three sizes."""
+    n = 2000 // SCALE
+    per = websocket_bench.measure(n, rounds=3 if QUICK else 7)
+    for name, us in per.items():
+        REPORT.figure("websocket", f"{name:<24} {us:8.2f} us/message ({n - 1:,} messages per session)")
+    ratio_row(
+        "48.3",
+        "WebSocket replay per message (websockets asyncio, as recorded)",
+        per["ssemock as_recorded"],
+        per["hand-mocked socket"],
+        "hand-mocked socket",
+        "us",
+        websocket_bench.TARGET,
+        fmt=".2f",
+    )
+    REPORT.target(
+        "WebSocket replay per message vs a loopback server (info)",
+        f"{per['ssemock as_recorded']:.2f} us",
+        f"{per['loopback server']:.2f} us (websockets server in another process, wall time)",
+        per["ssemock as_recorded"] / per["loopback server"],
+        "none",
+        True,
+        item="48.3",
+    )
+    live, rec = websocket_bench.record_throughput(200 if QUICK else 1000)
+    REPORT.figure(
+        "websocket",
+        f"recording 16 KB messages from a loopback server: no recorder {live:.0f} MB/s, "
+        f"recording {rec:.0f} MB/s (best of 5 interleaved; the save at exit apart)",
+    )
+    REPORT.target(
+        "recording throughput, WebSocket messages",
+        f"{rec:.0f} MB/s",
+        f"{live:.0f} MB/s (no recorder)",
+        rec / live,
+        ">= 0.50x",
+        rec / live >= 0.50,
+        item="48.1",
+    )
+    sizes = (20, 80, 320) if QUICK else (50, 200, 800)
+    curve = websocket_bench.bytewise(sizes, rounds=3)
+    for size, ns in curve:
+        REPORT.figure("websocket", f"bytewise: {size:,} wire bytes, {ns:.0f} ns/byte (CPU time)")
+    REPORT.curve(
+        "WebSocket replay, bytewise (one byte per read)",
+        "ns/byte",
+        [f"{size / 1e3:.0f} KB" for size, _ in curve],
+        [ns for _, ns in curve],
+        f"sessions of {'/'.join(map(str, sizes))} messages (1x/4x/16x); linear: about equal",
+    )
+
+
+def bench_proxy() -> None:
+    """bench/proxy.py: what recording through ``ssemock proxy`` adds to the first byte and the
+    p95 gap between chunks, against the same upstream straight."""
+    got = proxy_bench.measure(10 if QUICK else 50)
+    ms = 1e3
+    for name in ("direct", "proxy"):
+        REPORT.figure(
+            "proxy",
+            f"{name:6}  median time to first byte {got[f'ttfb {name}'] * ms:7.2f} ms, "
+            f"p95 gap {got[f'gap {name}'] * ms:6.2f} ms ({proxy_bench.EVENTS} events "
+            f"{proxy_bench.GAP * ms:g} ms apart)",
+        )
+    added = got["ttfb proxy"] - got["ttfb direct"]
+    REPORT.target(
+        "time to first byte while recording through ssemock proxy",
+        f"{got['ttfb proxy'] * ms:.2f} ms",
+        f"{got['ttfb direct'] * ms:.2f} ms (straight to the upstream)",
+        got["ttfb proxy"] / got["ttfb direct"],
+        f"within {proxy_bench.TTFB_GOAL * ms:g} ms",
+        added < proxy_bench.TTFB_GOAL,
+    )
+    added = got["gap proxy"] - got["gap direct"]
+    REPORT.target(
+        "p95 gap between chunks while recording through ssemock proxy",
+        f"{got['gap proxy'] * ms:.2f} ms",
+        f"{got['gap direct'] * ms:.2f} ms (straight to the upstream)",
+        got["gap proxy"] / got["gap direct"],
+        f"within {proxy_bench.GAP_GOAL * ms:g} ms",
+        added < proxy_bench.GAP_GOAL,
+    )
+
+
+GRPC_TARGET = 1.5  # issue 48 item 3: gRPC replay per message / a hand-written fake servicer's
+
+
+def bench_grpc() -> None:
+    """bench/grpc_replay.py (written with the gRPC transport): its ``measure()`` gives
+    microseconds per message keyed ``ssemock`` and ``hand-written servicer`` (and any others,
+    printed as figures). Until that script exists the summary says so."""
+    if not (HERE / "grpc_replay.py").is_file():
+        REPORT.figure("grpc", "bench/grpc_replay.py is not written yet: no gRPC figure")
+        REPORT.target(
+            "gRPC replay per message (bench/grpc_replay.py not written yet)",
+            "-",
+            "- (hand-written servicer)",
+            float("nan"),
+            f"<= {GRPC_TARGET:.2f}x",
+            False,
+            item="48.3",
+        )
+        return
+    import grpc_replay
+
+    per: dict[str, float] = grpc_replay.measure()
+    for name, us in per.items():
+        REPORT.figure("grpc", f"{name:<24} {us:8.2f} us/message")
+    ratio_row(
+        "48.3",
+        "gRPC replay per message",
+        per["ssemock"],
+        per["hand-written servicer"],
+        "hand-written servicer",
+        "us",
+        GRPC_TARGET,
+        fmt=".2f",
+    )
+
+
 # -- main -------------------------------------------------------------------------------------
 
 SECTIONS: list[tuple[str, Callable[[], None]]] = [
@@ -1001,6 +1198,9 @@ SECTIONS: list[tuple[str, Callable[[], None]]] = [
     ("memory", bench_memory),
     ("per-byte chunking replay", bench_lazy_chunking),
     ("push stream recorded under a chunking (issue 32 item 2)", push_bench.main),
+    ("WebSocket replay (issue 48 item 3)", bench_websocket),
+    ("gRPC replay (issue 48 item 3)", bench_grpc),
+    ("proxy recording", bench_proxy),
 ]
 
 
@@ -1008,7 +1208,8 @@ def summary() -> None:
     print("\n## summary: targets, each ratio measured side by side in this run\n")
     print("| item | benchmark | ssemock | peer | ratio | target | result |")
     print("|---|---|---|---|---|---|---|")
-    ordered = sorted(REPORT.targets, key=lambda t: (t.item == "", t.item))  # issue 16's items first
+    # issue 16's items first ("1"-"6"), then issue 48's ("48.1": its item 1), then the others
+    ordered = sorted(REPORT.targets, key=lambda t: (t.item == "", t.item))
     for t in ordered:
         verdict = "info" if t.target.startswith("none") else ("PASS" if t.met else "**BELOW**")
         print(

@@ -1,12 +1,20 @@
 """A large stream's joins (issue 33): pieces kept joined a segment at a time, the JSON escapes of a
 join undone by json's scanner, and a window with a lone surrogate still scanned (orjson refused
-it, and the window was skipped)."""
+it, and the window was skipped); the accelerator's passes over its segments give what the pure
+code gives (issue 48)."""
 
 from __future__ import annotations
 
+import base64
 import json
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from ssemock import Cassette
+from ssemock.framing import _speedups
+from ssemock.scan import large_streams
 from ssemock.scan.large_streams import _SEGMENT
 from ssemock.scan.walk import _DEEP_MAX, scan_cassette
 
@@ -41,3 +49,59 @@ def test_a_key_split_in_deltas_of_many_short_segments_is_found() -> None:
     spread = b"".join(p + other * (_SEGMENT // len(other) // 3) for p in pieces)  # a few per segment
     [found] = _found(head + spread)
     assert found == "an Anthropic key (sk-ant-...) @ response.body reassembled content"
+
+
+# -- the accelerator's passes (issue 48 item 1) ----------------------------------------------------
+
+_SSE_BITS = st.sampled_from(
+    [b"data:", b"data: ", b"data:  ", b"event: x\n", b"{", b"[", b'"k":"v"}', b" ", b"\r", b"\n", b"\r\n"]
+    + [b"Q1w2E3r4", b"+/", b"_-", b"=", b"\x00", b"\xff", b"\xc3\xa9", KEY.encode()]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_SSE_BITS, max_size=60).map(b"".join))
+def test_the_accelerator_finds_the_data_lines_and_base64_runs_the_pure_code_finds(segment: bytes) -> None:
+    """The C passes a large stream's segments go through give what the pure code gives: the
+    data of the non-JSON data lines (the regex), the distinct base64 runs (translate and split)."""
+    assert large_streams._data_lines is _speedups.data_lines
+    assert large_streams._b64_runs is _speedups.b64_runs
+    assert _speedups.data_lines(segment) == large_streams._py_data_lines(segment)
+    assert _speedups.data_lines(segment) == large_streams._TEXT_DATA_LINE.findall(segment)
+    for least in (1, 16):
+        assert _speedups.b64_runs(segment, least) == large_streams._py_b64_runs(segment, least)
+    with pytest.raises(TypeError, match="data_lines"):
+        _speedups.data_lines(bytearray(segment))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="b64_runs"):
+        _speedups.b64_runs(segment, "16")  # type: ignore[arg-type]
+
+
+def _plain_split(key: str, filler: bytes) -> bytes:
+    """A key streamed one character per non-JSON event, after a large stream's worth of filler."""
+    head = filler * ((_DEEP_MAX + _SEGMENT) // len(filler))
+    return head + b"".join(b"data: " + c.encode() + b"\r\n\r\n" for c in key) + filler * 50
+
+
+@pytest.mark.parametrize("form", ["split", "base64"])
+@pytest.mark.parametrize(
+    "filler",
+    [b"data: plain text, no JSON\n\n", _delta("word and more"), b": ping\n\n"],
+    ids=["text", "json", "comment"],
+)
+def test_a_large_stream_gives_the_same_findings_with_and_without_the_accelerator(
+    monkeypatch: pytest.MonkeyPatch, filler: bytes, form: str
+) -> None:
+    """The findings of a large stream (a key split across its non-JSON events, or a base64 run
+    holding one) are those of the pure passes."""
+    if form == "base64":
+        body = filler * ((_DEEP_MAX + _SEGMENT) // len(filler))
+        body += _delta(base64.b64encode(f"the key is {KEY}".encode()).decode()) + filler * 50
+    else:
+        body = _plain_split(KEY, filler)
+    fast = _found(body)
+    with monkeypatch.context() as m:
+        m.setattr(large_streams, "_data_lines", large_streams._py_data_lines)
+        m.setattr(large_streams, "_b64_runs", large_streams._py_b64_runs)
+        pure = _found(body)
+    assert fast == pure
+    assert fast, "the key was not found"

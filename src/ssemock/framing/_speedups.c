@@ -34,6 +34,18 @@
  * values(data) -> int
  *   data.count(b",") + data.count(b"[") + data.count(b"{") in one pass, for the check that a
  *   cassette file holds no more JSON values than its size allows (ssemock.cassette._values).
+ *
+ * data_lines(segment) -> list[bytes]
+ *   The data of every SSE data line of segment whose value is not JSON, for the secret scan of a
+ *   large stream (ssemock.scan.large_streams): what re.findall(rb"^data: ?+(?![{\[])([^\r\n]*)",
+ *   segment, re.M) gives (a line starts at the segment's start or after an LF; one space after
+ *   "data:" is taken; a value starting with '{' or '[' is left out; it ends at CR, LF or the
+ *   end), in one pass of memchr instead of a regex tried at every line (tests/scan compare both).
+ *
+ * b64_runs(data, least) -> set[bytes]
+ *   Every distinct maximal run of base64 / base64url bytes (A-Z a-z 0-9 + / _ -) in data at least
+ *   `least` bytes long, for the same scan: what {r for r in data.translate(table).split() if
+ *   len(r) >= least} gives with every other byte made a space, without the translated copy.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -426,6 +438,100 @@ values(PyObject *module, PyObject *data)
     return PyLong_FromSsize_t(count);
 }
 
+/* -- data_lines(): the data of non-JSON data lines ------------------------------------------ */
+
+static PyObject *
+data_lines(PyObject *module, PyObject *segment)
+{
+    if (!PyBytes_CheckExact(segment)) {
+        PyErr_SetString(PyExc_TypeError, "data_lines(segment: bytes)");
+        return NULL;
+    }
+    const char *p = PyBytes_AS_STRING(segment);
+    const char *end = p + PyBytes_GET_SIZE(segment);
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        return NULL;
+    }
+    while (p < end) {
+        const char *lf = memchr(p, '\n', end - p);
+        const char *line_end = lf != NULL ? lf : end;
+        if (line_end - p >= 5 && memcmp(p, "data:", 5) == 0) {
+            const char *v = p + 5;
+            if (v < line_end && *v == ' ') {
+                v++;
+            }
+            if (v == line_end || (*v != '{' && *v != '[')) {
+                const char *cr = memchr(v, '\r', line_end - v);
+                const char *stop = cr != NULL ? cr : line_end;
+                PyObject *value = PyBytes_FromStringAndSize(v, stop - v);
+                if (value == NULL || PyList_Append(out, value) < 0) {
+                    Py_XDECREF(value);
+                    Py_DECREF(out);
+                    return NULL;
+                }
+                Py_DECREF(value);
+            }
+        }
+        if (lf == NULL) {
+            break;
+        }
+        p = lf + 1;
+    }
+    return out;
+}
+
+/* -- b64_runs(): the base64 runs ------------------------------------------------------------ */
+
+static unsigned char b64_byte[256];
+
+static void
+init_b64_byte(void)
+{
+    for (int c = 0; c < 256; c++) {
+        b64_byte[c] = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+                      || c == '+' || c == '/' || c == '_' || c == '-';
+    }
+}
+
+static PyObject *
+b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyBytes_CheckExact(args[0]) || !PyLong_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "b64_runs(data: bytes, least: int)");
+        return NULL;
+    }
+    Py_ssize_t least = PyLong_AsSsize_t(args[1]);
+    if (least == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    const unsigned char *base = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]), i = 0;
+    PyObject *out = PySet_New(NULL);
+    if (out == NULL) {
+        return NULL;
+    }
+    while (i < n) {
+        while (i < n && !b64_byte[base[i]]) {
+            i++;
+        }
+        Py_ssize_t start = i;
+        while (i < n && b64_byte[base[i]]) {
+            i++;
+        }
+        if (i > start && i - start >= least) {
+            PyObject *run = PyBytes_FromStringAndSize((const char *)base + start, i - start);
+            if (run == NULL || PySet_Add(out, run) < 0) {
+                Py_XDECREF(run);
+                Py_DECREF(out);
+                return NULL;
+            }
+            Py_DECREF(run);
+        }
+    }
+    return out;
+}
+
 /* -- blocks(): whole simple blocks ------------------------------------------------------------ */
 
 static PyObject *
@@ -616,6 +722,10 @@ static PyMethodDef methods[] = {
     {"escaped", (PyCFunction)(void (*)(void))escaped, METH_FASTCALL,
      "escaped(window, sep, layout) -> bytes | None: a cassette body window as one JSON string."},
     {"values", values, METH_O, "values(data) -> int: how many of data's bytes are ',', '[' or '{'."},
+    {"b64_runs", (PyCFunction)(void (*)(void))b64_runs, METH_FASTCALL,
+     "b64_runs(data, least) -> set[bytes]: the distinct base64 runs of at least `least` bytes."},
+    {"data_lines", data_lines, METH_O,
+     "data_lines(segment) -> list[bytes]: the data of the SSE data lines whose value is not JSON."},
     {"init", init, METH_O, "init(ServerSentEvent): the class whose slots blocks() fills."},
     {NULL, NULL, 0, NULL},
 };
@@ -629,5 +739,6 @@ PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     init_json_escape();
+    init_b64_byte();
     return PyModule_Create(&module);
 }

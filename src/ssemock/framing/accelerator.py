@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import ModuleType
 
-__all__ = ["MODULE", "escaped", "values"]
+__all__ = ["MODULE", "b64_runs", "data_lines", "escaped", "values"]
 
 MODULE: ModuleType | None
 try:
@@ -19,3 +19,7 @@ escaped: Callable[[bytes, bytes, bytes], bytes | None] | None = getattr(MODULE, 
 """A cassette body window laid out as JSON strings in one pass (`ssemock.store.layout`)."""
 values: Callable[[bytes], int] | None = getattr(MODULE, "values", None)
 """The count of JSON values in a document, in one pass (`ssemock.store.size_guard`)."""
+data_lines: Callable[[bytes], list[bytes]] | None = getattr(MODULE, "data_lines", None)
+"""The data of a segment's non-JSON SSE data lines, in one pass (`ssemock.scan.large_streams`)."""
+b64_runs: Callable[[bytes, int], set[bytes]] | None = getattr(MODULE, "b64_runs", None)
+"""The distinct base64 runs of a segment, in one pass (`ssemock.scan.large_streams`)."""

@@ -86,7 +86,7 @@ class HandshakeMismatch(UnmatchedRequestError):
     recording never agreed to)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Release:
     """Server bytes a replay hands the client: ``delay`` seconds (recorded time, before timing)
     after the moment they were released; ``data=None`` ends the stream (EOF)."""
@@ -124,7 +124,7 @@ def skipped_stall(conversation: Conversation, seconds: float) -> None:
     )
 
 
-@dataclass
+@dataclass(slots=True)
 class Unit:
     gate: int  # how many client messages the recording had sent before it arrived
     t: float

@@ -6,7 +6,8 @@ starting with the one before's last pieces: a secret split across two windows is
 one), so memory stays bounded however large the stream; every base64 run is decoded once. Per
 segment of the body: one regex pass for the members (events of a repeated shape split by their
 plan, `ssemock.scan.segment_plans`; else every member found and grouped per name in one loop),
-a count that skips the data-line pass when every event's data is JSON, and a split of the base64
+the data lines that are not JSON (one C pass with the accelerator, else a count that skips the
+regex when every event's data is JSON), and a split of the base64
 runs (of the strings and the text between them, each once, where a plan read the segment).
 """
 
@@ -17,6 +18,8 @@ import json
 import re
 from collections.abc import Callable
 
+from ..framing.accelerator import b64_runs as _c_b64_runs
+from ..framing.accelerator import data_lines as _c_data_lines
 from .credential_shapes import base64_text
 from .segment_plans import SegmentPlans, members
 
@@ -129,10 +132,9 @@ class LargeStream:
             if join is None:
                 join = joins[name] = _Join(functools.partial(_joined, self._text, self._path, name))
             join.extend(group)
-        if _text_data(segment):
-            self._data.extend(_TEXT_DATA_LINE.findall(segment))
+        self._data.extend(_data_lines(segment))
         # the base64 runs (an id repeated in every event: decoded once), as _B64_RUN_BYTES finds them
-        self._runs.update(r for r in set(runs.translate(_B64_SPLIT).split()) if len(r) >= 16)
+        self._runs.update(_b64_runs(runs, 16))
 
     def close(self) -> None:
         """After the last segment: the joins' last windows and the base64 runs scanned."""
@@ -143,6 +145,24 @@ class LargeStream:
                 decoded = base64_text(run)
                 if decoded is not None:
                     self._text(decoded, f"{self._path} base64".strip(), 2)
+
+
+def _py_data_lines(segment: bytes) -> list[bytes]:
+    """The data of every data line of ``segment`` whose value is not JSON (the reference of the
+    accelerator's one pass): none looked for where every ``data:`` in it starts JSON."""
+    return _TEXT_DATA_LINE.findall(segment) if _text_data(segment) else []
+
+
+_data_lines = _c_data_lines or _py_data_lines  # the optional C accelerator: the same lines in one pass
+
+
+def _py_b64_runs(data: bytes, least: int) -> set[bytes]:
+    """The distinct base64 runs of ``data`` at least ``least`` bytes long (split at C speed: the
+    reference of the accelerator's pass)."""
+    return {r for r in data.translate(_B64_SPLIT).split() if len(r) >= least}
+
+
+_b64_runs = _c_b64_runs or _py_b64_runs
 
 
 def _text_data(segment: bytes) -> bool:

@@ -211,9 +211,13 @@ class MemoryTransport(asyncio.Transport):
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
+        due, timing, queue = self._due, self._timing, self._queue
         for r in releases:  # in order: the loop's timers do not keep the order of equal times
-            self._due = max(self._due, now + r.due_in(self._timing))
-            self._queue.append((self._due, r.data))
+            at = now + r.due_in(timing)
+            if at > due:
+                due = at
+            queue.append((due, r.data))
+        self._due = due
         self._arm()
 
     def _arm(self) -> None:
