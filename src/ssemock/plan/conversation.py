@@ -52,6 +52,7 @@ from ..store.model import Interaction
 from ..store.websocket import Message
 from .errors import SsemockWarning, UnmatchedRequestError
 from .message_matching import MessageMatcher, recorded_excerpt, skip_hint
+from .websocket.lanes import LaneRoutes
 
 if TYPE_CHECKING:
     from ..variants.timing import Timing
@@ -130,6 +131,8 @@ class Unit:
     t: float
     data: bytes
     part: int | None = None  # its message's part of a group (1 + its place in the messages)
+    lane: str | None = None  # its lane (None: the default lane, or a session without lanes)
+    lane_gate: int = 0  # how many client messages its lane had sent before it
 
 
 def handshake_head(status: int, reason: str, headers: Sequence[tuple[str, str]]) -> bytes:
@@ -190,6 +193,7 @@ class Conversation:
     _cursor: int = field(default=0, repr=False)
     _media: int = field(default=0, repr=False)  # binary bytes sent in the current binary run
     _released: int = field(default=0, repr=False)  # units released so far
+    _done: set[int] = field(default_factory=set, repr=False)  # which (a session with lanes)
     _closed: bool = field(default=False, repr=False)
     _failed: bool = field(default=False, repr=False)
     _gate: int = field(default=0, repr=False)  # the client messages matched so far (the last gate taken)
@@ -207,9 +211,10 @@ class Conversation:
         if self.protocol is None:
             found = protocols.detect(url=self.interaction.request.url)
             self.protocol = found.name if found is not None else None
-        self.matcher = MessageMatcher.for_session(
-            protocols.get(self.protocol) if self.protocol is not None else None, self.ignore, self.binary
-        )
+        found = protocols.get(self.protocol) if self.protocol is not None else None
+        self.matcher = MessageMatcher.for_session(found, self.ignore, self.binary)
+        self.routes = LaneRoutes.of(found.lanes if found is not None else None, ws.messages)
+        """The session's lanes (None: it names none, and replays as a tape: `ssemock.plan.websocket.lanes`)."""
         self.deflate: DeflateAgreement | None = None
         """The permessage-deflate the replay's handshake agreed to (None: none, frames go plain)."""
         self._mem_level = 8
@@ -261,7 +266,10 @@ class Conversation:
                 )
                 for i, (a, b) in enumerate(zip(bounds, bounds[1:]))
             ]
-            units.append(Unit(gate, m.t, b"".join([*pings.get(k, []), *frames]), 1 + p))
+            lane, lane_gate = self.routes.received[k] if self.routes is not None else (None, 0)
+            units.append(
+                Unit(gate, m.t, b"".join([*pings.get(k, []), *frames]), 1 + p, lane=lane, lane_gate=lane_gate)
+            )
             k += 1
         close = ws.close
         if close.by == "server" and close.code is not None:
@@ -318,10 +326,28 @@ class Conversation:
 
     _fallback_reads = "each server message is served in its own read"
 
+    def _due(self, gate: int) -> list[int]:
+        """The units not yet released that go now that the client sent ``gate`` messages, in
+        order: the next ones whose gate is at most ``gate``; in a session with lanes, as its
+        routes say (`ssemock.plan.websocket.lanes`)."""
+        if self.routes is not None:
+            return self.routes.due(self.units, self._done)
+        due, k = [], self._released
+        while k < len(self.units) and self.units[k].gate <= gate:
+            due.append(k)
+            k += 1
+        return due
+
+    def _mark(self, k: int) -> None:
+        """Unit ``k`` is released."""
+        self._done.add(k)
+        self._released += 1
+
     def _take(self, gate: int, since: float) -> list[Release]:
         """Every unit not yet released whose gate is at most ``gate`` (and that its group lets
         go), timed after ``since``."""
-        out = [Release(max(0.0, u.t - since), u.data) for u in self._next_units(gate)]
+        units = [self.units[k] for k in self._next_units(gate)]
+        out = [Release(max(0.0, u.t - since), u.data) for u in units]
         if self._released == len(self.units) and self.ws.close.by is None and gate >= len(self.recorded):
             if not self._closed:  # no close frame recorded: the stream just ends
                 self._close()
@@ -330,17 +356,18 @@ class Conversation:
 
     # -- a session spanning connections ---------------------------------------------------------
 
-    def _next_units(self, gate: int) -> list[Unit]:
-        """The units not yet released whose gate is at most ``gate``, in order, as far as the
-        group lets them go (each told to the group as released: that may free more of them)."""
+    def _next_units(self, gate: int) -> list[int]:
+        """The positions of the units not yet released whose gate is at most ``gate``, in order, as
+        far as the group lets them go (each told to the group as released: that may free more of
+        them); in a session with lanes, as its lanes let them go (`_due`)."""
         self._gate = max(self._gate, gate)
-        out: list[Unit] = []
+        out: list[int] = []
         group = self.group
-        if group is None:
-            while self._released < len(self.units) and self.units[self._released].gate <= gate:
-                out.append(self.units[self._released])
-                self._released += 1
-            return out
+        if group is None:  # (a session with lanes releases by lane: `_due`)
+            taken = self._due(gate)
+            for k in taken:
+                self._mark(k)
+            return taken
         with group.lock:
             self._busy = True
             try:
@@ -350,14 +377,15 @@ class Conversation:
                 while True:
                     start = len(out)
                     while self._released < len(self.units) and self.units[self._released].gate <= gate:
-                        u = self.units[self._released]
-                        if u.part is not None and not group.allows(self.index, u.part):
+                        part = self.units[self._released].part
+                        if part is not None and not group.allows(self.index, part):
                             break
-                        out.append(u)
+                        out.append(self._released)
                         self._released += 1
                     if len(out) == start:
                         return out
-                    group.done(self.index, [u.part for u in out[start:] if u.part is not None])
+                    parts = (self.units[k].part for k in out[start:])
+                    group.done(self.index, [p for p in parts if p is not None])
             finally:
                 self._busy = False
 
@@ -522,6 +550,8 @@ class Conversation:
         return out
 
     def _message(self, sent: tuple[str, bytes]) -> list[Release]:
+        if self.routes is not None:
+            return self._on_lane(sent, self.routes)
         kind, payload = sent
         rec = self.recorded
         if kind == "binary" and self.matcher.binary == "count":
@@ -544,6 +574,18 @@ class Conversation:
         if self._cursor < len(rec) and self.matcher.difference(sent, rec[self._cursor]) is None:
             self._cursor += 1
             return self._after(self._cursor, rec[self._cursor - 1])
+        raise self._unmatched(sent)
+
+    def _on_lane(self, sent: tuple[str, bytes], routes: LaneRoutes) -> list[Release]:
+        """A message of a session with lanes: matched against the next recorded message of its
+        lane (`ssemock.plan.websocket.lanes`)."""
+        k = routes.next_on(routes.lane_of(sent[1]))
+        if k is not None and self.matcher.difference(sent, self.recorded[k]) is None:
+            routes.matched[k] = True
+            self._cursor = routes.first_unmatched()
+            return self._after(sum(routes.matched), self.recorded[k])
+        if k is not None:
+            self._cursor = k  # the closest is its lane's next message
         raise self._unmatched(sent)
 
     def _after(self, gate: int, gating: Message) -> list[Release]:
@@ -591,4 +633,6 @@ class Conversation:
 
     def unsent(self) -> list[Message]:
         """The recording's client messages this client has not sent (reported at teardown)."""
+        if self.routes is not None:
+            return [m for m, done in zip(self.recorded, self.routes.matched) if not done]
         return self.recorded[self._cursor :]

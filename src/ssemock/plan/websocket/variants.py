@@ -12,7 +12,7 @@ and `Conversation.wire_note` says why).
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...framing.websocket import FrameParser, Opcode
 from ...store.websocket import Message
@@ -60,7 +60,10 @@ class VariedConversation(Conversation):
     reads: list[int] = field(default_factory=list)
     """The wire offsets where each read served so far ended (the read boundaries)."""
     _eof_from: int | None = field(default=None, repr=False)
-    """The first unit released with the end of the connection (None: not ended so)."""
+    """The wire bytes served before the group released with the end of the connection (None: not
+    ended so)."""
+    _served_bytes: int = field(default=0, repr=False)
+    """The wire bytes released so far (a session with lanes may release its units out of order)."""
 
     def __post_init__(self) -> None:
         self._chunking = get_chunking(self.chunking)
@@ -92,11 +95,17 @@ class VariedConversation(Conversation):
                 received.append(m)
                 gates.append(gate)
                 parts.append(1 + p)
+        lanes = self.routes.received if self.routes is not None else [(None, 0)] * len(received)
         messages = tuple(
             ServerMessage(
-                Opcode.TEXT if m.type == "text" else Opcode.BINARY, m.payload, g, tuple(self._cuts(k))
+                Opcode.TEXT if m.type == "text" else Opcode.BINARY,
+                m.payload,
+                g,
+                tuple(self._cuts(k)),
+                lane,
+                lane_gate,
             )
-            for k, (m, g) in enumerate(zip(received, gates))
+            for k, (m, g, (lane, lane_gate)) in enumerate(zip(received, gates, lanes))
         )
         times = {id(s): m.t for s, m in zip(messages, received)}
         places = {id(s): p for s, p in zip(messages, parts)}  # a message a fault adds: none (order only)
@@ -121,7 +130,9 @@ class VariedConversation(Conversation):
         units, start, t = [], 0, 0.0
         for served, end in zip(session.messages, wire.message_ends):
             t = times.get(id(served), t)
-            units.append(Unit(served.group, t, wire.data[start:end], places.get(id(served))))
+            units.append(
+                Unit(served.group, t, wire.data[start:end], places.get(id(served)), served.lane, served.lane_group)
+            )
             start = end
         if start < len(wire.data):  # the close frame
             units.append(Unit(session.messages[-1].group if session.messages else 0, t, wire.data[start:]))
@@ -139,20 +150,22 @@ class VariedConversation(Conversation):
 
     def _take(self, gate: int, since: float) -> list[Release]:
         out: list[Release] = []
-        first = self._released
-        for k, u in enumerate(self._next_units(gate), first):
+        offset, taken = self._served_bytes, self._next_units(gate)
+        for k in taken:
+            u = self.units[k]
             out.append(Release(max(0.0, u.t - since), u.data, stall=self._stalls.get(k, 0.0)))
+            self._served_bytes += len(u.data)
         done = self._released == len(self.units)
         if done and not self._closed:
             if self._ending == "eof" or (
                 self._ending == "recorded" and self.ws.close.by is None and gate >= len(self.recorded)
             ):
                 self._close()
-                self._eof_from = first
+                self._eof_from = offset
                 out.append(Release(out[-1].delay if out else 0.0, None))
-        return self._cut(out, first)
+        return self._cut(out, offset, taken)
 
-    def _cut(self, out: list[Release], first: int) -> list[Release]:
+    def _cut(self, out: list[Release], offset: int, taken: list[int]) -> list[Release]:
         """The releases of one group cut into reads by the chunking (never across the group); an
         ``at:`` chunking's offsets count from the first byte of the session's wire (the group's
         own end is a read end too: ``at:`` with no offset serves each group in one read)."""
@@ -164,7 +177,6 @@ class VariedConversation(Conversation):
         for r in data:
             at += len(r.data or b"")
             bounds.append(at)
-        offset = sum(len(u.data) for u in self.units[:first])
         kept = None
         if isinstance(self._chunking, At):  # offsets in the session's whole wire (explore's reproducers)
             cuts = self._chunking.boundaries
@@ -183,7 +195,7 @@ class VariedConversation(Conversation):
             delay, stall = data[min(unit, len(data) - 1)].delay, data[min(unit, len(data) - 1)].stall
             if offset + end in times:  # a recorded read: when it arrived, against the message it ends in
                 last = min(bisect.bisect_left(bounds, end), len(data) - 1)
-                early = max(0.0, self.units[first + last].t - times[offset + end])
+                early = max(0.0, self.units[taken[last]].t - times[offset + end])
                 delay = max(0.0, data[last].delay - early)
             reads.append(Release(delay, joined[start:end], stall=stall))
             self.reads.append(offset + end)
@@ -285,8 +297,7 @@ class VariedConversation(Conversation):
         return missing
 
     def _pings_sent(self) -> int:
-        released = self._released if self._eof_from is None else self._eof_from
-        sent = sum(len(u.data) for u in self.units[:released])
+        sent = self._served_bytes if self._eof_from is None else self._eof_from
         return sum(1 for f in self._wire.frames if f.opcode == Opcode.PING and f.end <= sent)
 
     def at_byte(self, offset: int) -> str:
@@ -326,6 +337,6 @@ def _truncate(units: list[Unit], size: int) -> list[Unit]:
     for u in units:
         if at >= size:
             break
-        out.append(Unit(u.gate, u.t, u.data[: size - at], u.part))
+        out.append(replace(u, data=u.data[: size - at]))
         at += len(u.data)
     return out
