@@ -581,7 +581,7 @@ class Conversation:
         lane (`ssemock.plan.websocket.lanes`)."""
         k = routes.next_on(routes.lane_of(sent[1]))
         if k is not None and self.matcher.difference(sent, self.recorded[k]) is None:
-            routes.matched[k] = True
+            routes.match(k)
             self._cursor = routes.first_unmatched()
             return self._after(sum(routes.matched), self.recorded[k])
         if k is not None:

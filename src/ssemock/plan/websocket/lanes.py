@@ -4,12 +4,14 @@ messages its sends release.
 
 A session whose recording names no lane is replayed as a tape (`Conversation`'s prefix rule).
 One that does: the client's message is matched against the next recorded message of ITS lane
-(lanes may be sent in another order than recorded); a server message of a named lane goes once
-the client has sent what its lane had sent before it in the recording, after its lane's earlier
-messages (and the default lane's earlier ones); a message of the default lane (a connection's
-error, a response created with no ``stream_id``, the close) waits for every client message and
-every server message recorded before it. Lanes interleave as recorded when the client sends as
-recorded, else as its sends release them; a lane's own order never changes.
+(lanes may be sent in another order than recorded). While the client sends in the recorded
+order, the server's messages go as on a tape (each once every client message recorded before it
+was sent): the lanes interleave as recorded. Once it sends out of that order (the other lane
+first), a server message of a named lane goes once its own lane has sent what it had sent before
+it in the recording, after its lane's earlier messages (and the default lane's earlier ones): the
+lanes interleave as the client's sends release them. A message of the default lane (a
+connection's error, a response created with no ``stream_id``, the close) always waits for every
+client message and every server message recorded before it. A lane's own order never changes.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class LaneRoutes:
     """Response id -> lane, as the recording's server messages started them (where a live
     ``response.steer`` aiming at a recorded response goes)."""
     matched: list[bool] = field(default_factory=list)
+    reordered: bool = False
+    """Whether the client sent a message before one recorded earlier (lanes then go by lane)."""
 
     @classmethod
     def of(cls, lanes: Lanes | None, messages: Sequence[Message]) -> LaneRoutes | None:
@@ -89,6 +93,11 @@ class LaneRoutes:
             None,
         )
 
+    def match(self, k: int) -> None:
+        """Recorded client message ``k`` was sent now."""
+        self.reordered = self.reordered or k != self.first_unmatched()
+        self.matched[k] = True
+
     def first_unmatched(self) -> int:
         """The first recorded client message not matched yet (their count when all are)."""
         return next((k for k, done in enumerate(self.matched) if not done), len(self.matched))
@@ -108,7 +117,12 @@ class LaneRoutes:
                     out.append(k)
                 else:
                     waiting = barrier = True
-            elif not barrier and u.lane not in waiting_lanes and self._sent_on(u.lane) >= u.lane_gate:
+            elif (
+                not barrier
+                and u.lane not in waiting_lanes
+                and self._sent_on(u.lane) >= u.lane_gate
+                and (self.reordered or all(self.matched[: u.gate]))
+            ):
                 out.append(k)
             else:
                 waiting = True

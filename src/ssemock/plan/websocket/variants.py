@@ -29,7 +29,8 @@ __all__ = ["VariantRefused", "VariedConversation"]
 
 class VariantRefused(BaseException):
     """A variant that cannot run against this client (``deflate`` for a client that offered no
-    permessage-deflate): the reason says why; a matrix skips the variant with it. A
+    permessage-deflate) or this session (a fault aimed at a lane it does not have): the reason
+    says why; a matrix skips the variant with it. A
     BaseException, as the replay's other errors are, so an SDK's ``except Exception`` around its
     connect does not hide it."""
 
@@ -113,7 +114,12 @@ class VariedConversation(Conversation):
         ending_close = (close.code, close.reason) if close.by == "server" and close.code is not None else None
         session = Session(messages, protocol=self.protocol, close=ending_close)
         if self._fault is not None:
-            session = self._fault.apply(session, self.attempt)
+            try:
+                session = self._fault.apply(session, self.attempt)
+            except ValueError as exc:  # a fault aimed at what this session has not (a lane)
+                raise VariantRefused(
+                    f"ssemock: {self.where}, interaction #{self.index} ({self.interaction.request.url}): {exc}"
+                ) from None
         self._refused = session.refused
         self._ending = "eof" if session.drop else "close" if session.close is not None else "recorded"
         agreed = self.deflate
