@@ -99,7 +99,10 @@ class _Run:
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": 9 + len(words),
         }
-        yield {"type": "response.completed", "response": _response(self.rid, "completed", [done_item], usage=usage)}
+        yield {
+            "type": "response.completed",
+            "response": _response(self.rid, "completed", [done_item], usage=usage),
+        }
 
 
 def lanes(ws: ServerConnection) -> None:

@@ -31,7 +31,12 @@ def _created(lane: str | None, rid: str) -> tuple[str, str]:
 
 
 def _create(lane: str | None, prompt: str) -> tuple[str, str]:
-    body = {"type": "response.create", "model": "gpt-5", "input": prompt, **({"stream_id": lane} if lane else {})}
+    body = {
+        "type": "response.create",
+        "model": "gpt-5",
+        "input": prompt,
+        **({"stream_id": lane} if lane else {}),
+    }
     return ("send", json.dumps(body))
 
 
@@ -145,12 +150,20 @@ def test_out_of_order_a_steer_releases_its_response_s_lane() -> None:
 def test_a_message_is_matched_against_its_own_lane_s_next() -> None:
     conversation = Conversation(_interaction(RECORDED))
     conversation.opening()
-    with pytest.raises(UnmatchedMessageError, match=r"(?s)closest recorded: client message #1: .*Say hi.*differs at \$\.input"):
+    with pytest.raises(
+        UnmatchedMessageError,
+        match=r"(?s)closest recorded: client message #1: .*Say hi.*differs at \$\.input",
+    ):
         conversation.feed(_frame(_create("b", "Say bye.")[1]))
 
 
 def test_the_default_lane_waits_for_everything_before_it() -> None:
-    order = [_create("a", "Tell a story."), _create(None, "Say hi."), _created(None, "resp_9"), _created("a", "resp_1")]
+    order = [
+        _create("a", "Tell a story."),
+        _create(None, "Say hi."),
+        _created(None, "resp_9"),
+        _created("a", "resp_1"),
+    ]
     conversation = Conversation(_interaction(order))
     sent = [t for d, t in order if d == "send"]
     assert _replay(conversation, [sent[1]]) == []  # the default lane's waits for a's create

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +90,10 @@ async def _lanes_async(base: str, first: str) -> Seen:
     """The SDK's lane session, one task per lane, the ``first`` lane's create sent first."""
     client = openai.AsyncOpenAI(api_key=KEY, websocket_base_url=base)
     seen: Seen = {"story": [], "hello": []}
-    async with client.responses.connect() as conn, AsyncResponsesWebSocketSession(conn, limits=LIMITS) as session:
+    async with (
+        client.responses.connect() as conn,
+        AsyncResponsesWebSocketSession(conn, limits=LIMITS) as session,
+    ):
         story, hello = session.lane("story"), session.lane("hello")
         go = asyncio.Event()
 
@@ -107,7 +110,11 @@ async def _lanes_async(base: str, first: str) -> Seen:
                     rid = event.response.id
                 if event.type == "response.output_text.delta" and event.delta == "Once":
                     await story.send(
-                        {"type": "response.steer", "previous_response_id": rid, "input": "Make it a short story."}
+                        {
+                            "type": "response.steer",
+                            "previous_response_id": rid,
+                            "input": "Make it a short story.",
+                        }
                     )
                 if event.type == "response.completed":
                     return
@@ -115,7 +122,9 @@ async def _lanes_async(base: str, first: str) -> Seen:
         async def greet() -> None:
             if first != "hello":
                 await go.wait()
-            await hello.send({"type": "response.create", "model": "gpt-5", "input": "Say hello.", "store": False})
+            await hello.send(
+                {"type": "response.create", "model": "gpt-5", "input": "Say hello.", "store": False}
+            )
             go.set()
             response = await hello.get_final_response()
             seen["hello"].append((response.status, response.output_text))
@@ -180,7 +189,10 @@ def test_the_sdk_lane_session_replays_whichever_lane_sends_first(
         with ssemock.use_cassette(path, record_mode="once"):
             live = asyncio.run(_lanes_async(base, "story"))
     assert live["hello"] == [("completed", "Hello there.")]
-    assert ("response.incomplete", None) in live["story"] and live["story"][-1] == ("response.completed", None)
+    assert ("response.incomplete", None) in live["story"] and live["story"][-1] == (
+        "response.completed",
+        None,
+    )
     audited.clear()
     with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]) as player:
         again = asyncio.run(_lanes_async(base, first))
@@ -195,7 +207,9 @@ def test_the_lanes_replay_under_every_variant(
     recorded: tuple[Path, str, Seen], chunking: str, transform: str | None
 ) -> None:
     path, base, live = recorded
-    with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[], chunking=chunking, transform=transform):
+    with ssemock.use_cassette(
+        path, record_mode="none", allowed_hosts=[], chunking=chunking, transform=transform
+    ):
         assert _per_lane(_two_lanes_and_a_steer(base)) == _per_lane(live)
 
 
@@ -217,7 +231,9 @@ def test_a_drop_aimed_at_a_lane_cuts_that_lane_only(recorded: tuple[Path, str, S
         ssemock.use_cassette(path, allowed_hosts=[], faults="drop:after_message=2,lane=hello"),
     ):
         with client.responses.connect() as conn:
-            conn.response.create(stream_id="story", model="gpt-5", input="Tell a story, steer me.", store=False)
+            conn.response.create(
+                stream_id="story", model="gpt-5", input="Tell a story, steer me.", store=False
+            )
             conn.response.create(stream_id="hello", model="gpt-5", input="Say hello.", store=False)
             got: Seen = {"story": [], "hello": []}
             for event in conn:

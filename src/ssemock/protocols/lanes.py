@@ -66,4 +66,3 @@ class Lanes:
     def named(lanes: Iterable[str]) -> bool:
         """Whether any of ``lanes`` is a named one (a session that multiplexes)."""
         return any(lane != DEFAULT for lane in lanes)
-

@@ -180,7 +180,9 @@ def error_event(error: StreamError) -> bytes:
     nl = error.newline.encode()
     first = {"type": "error", "code": error.kind, "message": error.message, "param": None}
     if error.framing != "sse":
-        kind = "server_error" if error.kind in ("server_error", "overloaded_error") else "invalid_request_error"
+        kind = (
+            "server_error" if error.kind in ("server_error", "overloaded_error") else "invalid_request_error"
+        )
         detail = {"type": kind, "code": error.kind, "message": error.message, "param": None}
         status = 500 if kind == "server_error" else 400
         return orjson.dumps({"type": "error", "status": status, "error": detail}) + nl

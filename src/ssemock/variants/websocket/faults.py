@@ -188,7 +188,9 @@ class _Drop(WsFault):
         assert self.after is not None
         if self.lane is not None:  # that lane's remaining messages: the socket goes on
             dropped = set(_on_lane(session, self.lane, self.name)[self.after :])
-            return replace(session, messages=tuple(m for k, m in enumerate(session.messages) if k not in dropped))
+            return replace(
+                session, messages=tuple(m for k, m in enumerate(session.messages) if k not in dropped)
+            )
         return replace(session, messages=_cut(session, self.after), drop=True, close=None)
 
 
@@ -279,7 +281,9 @@ class _ErrorEvent(WsFault):
         if self.lane is not None:  # the lane's own error: it echoes the stream_id
             at, gating = _after_lane(session, self.lane, self.after, self.name)
             data = orjson.dumps({**orjson.loads(data), "stream_id": self.lane})
-            added = ServerMessage(gating.opcode, data, gating.group, lane=self.lane, lane_group=gating.lane_group)
+            added = ServerMessage(
+                gating.opcode, data, gating.group, lane=self.lane, lane_group=gating.lane_group
+            )
             return replace(session, messages=(*session.messages[:at], added, *session.messages[at:]))
         before = session.messages[: self.after]
         last = before[-1] if before else (session.messages[0] if session.messages else None)
