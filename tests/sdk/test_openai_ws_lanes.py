@@ -23,6 +23,7 @@ from ws_servers_lanes import lanes
 import ssemock
 from ssemock.accumulate import accumulate_session
 from ssemock.plan.errors import SsemockWarning
+from ssemock.plan.ws_expect import SessionExpected
 from ssemock.plan.ws_variants import VariantRefused
 from ssemock.variants import ws_chunking, ws_faults
 
@@ -175,6 +176,26 @@ def test_accumulate_session_gives_one_result_per_response(recorded: tuple[Path, 
         ("resp_L2", "Hello there.", True, "completed"),
         ("resp_L3", "The fox ran home.", True, "completed"),
     ]
+
+
+def test_expected_holds_one_result_per_response(recorded: tuple[Path, str, Seen]) -> None:
+    """The replay's reference: a response picked by its id, each lane's own text."""
+    path, base, _ = recorded
+    with ssemock.use_cassette(path, allowed_hosts=[]) as player:
+        _two_lanes_and_a_steer(base)
+        expected = player.expected
+        assert isinstance(expected, SessionExpected)
+        expected.assert_text("Hello there.", response="resp_L2")
+        expected.assert_accumulates({"text": "Once", "finish_reason": "steered"}, response="resp_L1")
+        with pytest.raises(
+            ssemock.StreamAssertionError, match=r"at character 4.*\n.*expected: 'The fox ran home\.'"
+        ):
+            expected.assert_text("The cat ran home.", response="resp_L3")
+        with pytest.raises(
+            ssemock.StreamAssertionError,
+            match="no response 'resp_X'; its responses: resp_L1, resp_L2, resp_L3",
+        ):
+            expected.assert_text("", response="resp_X")
 
 
 @pytest.mark.parametrize("first", ["story", "hello"])
