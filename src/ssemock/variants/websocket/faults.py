@@ -54,6 +54,7 @@ __all__ = [
     "close",
     "drop",
     "error_event",
+    "factories",
     "get",
     "handshake",
     "sequence",
@@ -321,6 +322,13 @@ _FACTORIES: dict[str, Callable[..., WsFault]] = {
     "handshake": handshake,
     "error_event": error_event,
 }
+
+
+def factories() -> dict[str, Callable[..., Any]]:
+    """Every fault's factory by its name (``sequence`` aside): what the docs' fault tables list."""
+    return dict(_FACTORIES)
+
+
 VARIANTS: tuple[str, ...] = (
     "close:code=1000,after_message=1",
     "close:code=1001,after_message=1",
