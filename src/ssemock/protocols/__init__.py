@@ -196,6 +196,7 @@ _MODULES = (
     "openai_live",
     "openai_realtime",
     "gemini_live",
+    "deepgram_listen",
 )
 
 

@@ -140,8 +140,12 @@ class VariedConversation(Conversation):
                 Unit(served.group, t, wire.data[start:end], places.get(id(served)), served.lane, served.lane_group)
             )
             start = end
-        if start < len(wire.data):  # the close frame
-            units.append(Unit(session.messages[-1].group if session.messages else 0, t, wire.data[start:]))
+        if start < len(wire.data):  # the close frame: the recorded one once the client sent all it had
+            # sent before it (a re-framing served it after the last server message: too early for a
+            # client still sending, Deepgram's CloseStream); a close fault's right after its messages
+            as_recorded = session.close is ending_close and ending_close is not None
+            after = gate if as_recorded else session.messages[-1].group if session.messages else 0
+            units.append(Unit(after, t, wire.data[start:]))
         if session.drop_after_byte is not None:
             units = _truncate(units, session.drop_after_byte)
         self._stalls = {k: s for k, s in session.stalls if k < len(units)}
