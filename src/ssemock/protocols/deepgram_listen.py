@@ -105,8 +105,10 @@ def synthesize(
 ) -> Any:
     """A Flux session: ``Connected``; the client's audio, one binary message (``chunk``, 0.1 s of
     16 kHz PCM16) per word of ``text`` (per ``chunk_size`` characters when given), each answered
-    with the turn's transcript so far (``StartOfTurn``, then ``Update``), ``EndOfTurn`` after the
-    last; the client's ``CloseStream``."""
+    with the turn's transcript so far, its whole words only (``StartOfTurn``, then ``Update``),
+    ``EndOfTurn`` after the last; the client's ``CloseStream``. Its ``words`` are left empty: a
+    word list would hold a credential read aloud as a bare word, which the secret scan cannot tell
+    from any other word."""
     if chunk_size < 0:
         raise ValueError(f"chunk_size is a whole number >= 0, got {chunk_size!r}")
     if chunk_size:
@@ -133,6 +135,9 @@ def synthesize(
         clock += gap
         messages.append(("send", round(clock, 4), "binary", chunk))
         heard = "".join(pieces[: n + 1])
+        last = n == len(pieces) - 1
+        if not last:  # recognised words only: a word still being heard is not in the transcript yet
+            heard = heard[: heard.rfind(" ") + 1].rstrip() if " " in heard else ""
         for kind in (
             "StartOfTurn" if n == 0 else "Update",
             *(("EndOfTurn",) if n == len(pieces) - 1 else ()),
@@ -140,7 +145,7 @@ def synthesize(
             clock += 0.01
             recv({"type": "TurnInfo", "request_id": request_id, "event": kind, "turn_index": 0,
                   "audio_window_start": 0.0, "audio_window_end": round((n + 1) * gap, 4),
-                  "transcript": heard, "words": [{"word": w, "confidence": 0.98} for w in heard.split()],
+                  "transcript": heard, "words": [],
                   "end_of_turn_confidence": 0.95 if kind == "EndOfTurn" else 0.05})  # fmt: skip
     messages.append(("send", round(clock + 0.05, 4), "text", '{"type":"CloseStream"}'))
     return one_session(url or URL, messages, request_headers={"user-agent": "deepgram-sdk/7.17.0"})
