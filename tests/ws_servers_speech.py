@@ -2,7 +2,8 @@
 ``websockets`` sync server, each speaking what its SDK's own types describe and validating every
 server event with them before it is sent: OpenAI Realtime transcription
 (``/v1/realtime?intent=transcription``), OpenAI Realtime translation
-(``/v1/realtime/translations``) and Deepgram Flux (``/v2/listen``)."""
+(``/v1/realtime/translations``), Deepgram Flux (``/v2/listen``) and Gemini Live Interactions
+(``/v1beta/interactions/live``)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ from openai.types.realtime.realtime_server_event import RealtimeServerEvent
 from openai.types.realtime.realtime_translation_server_event import RealtimeTranslationServerEvent
 from websockets.sync.server import ServerConnection
 
-__all__ = ["AUDIO_OUT", "deepgram_flux", "realtime_transcription", "realtime_translation"]
+__all__ = [
+    "AUDIO_OUT",
+    "deepgram_flux",
+    "gemini_interactions",
+    "realtime_transcription",
+    "realtime_translation",
+]
 
 AUDIO_OUT = bytes(range(0, 256, 3))  # the translation's spoken audio (PCM16 as sent)
 
@@ -111,3 +118,34 @@ def deepgram_flux(ws: ServerConnection) -> None:
                 turn, heard = turn + 1, []
         elif json.loads(raw).get("type") == "CloseStream":
             return
+
+
+def gemini_interactions(ws: ServerConnection) -> None:
+    """Gemini Live Interactions: ``interaction.connected`` once the client connects to its
+    interaction; per ``input``, a ``model_output`` step (its text deltas, then ``step.stop``) with
+    the first two events in one ``{"events": [...]}`` batch; ``interaction.completed`` once the
+    client completes it."""
+    from google.genai._gaos.types.interactions.serverevent import ServerEvent
+
+    adapter: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(ServerEvent)
+
+    def send(*events: dict[str, Any]) -> None:
+        for event in events:
+            assert adapter.validate_python(event).event_type == event["event_type"], event
+        ws.send(json.dumps(events[0] if len(events) == 1 else {"events": list(events)}))
+
+    steps = itertools.count()
+    for raw in ws:
+        event = json.loads(raw)
+        kind = event.get("event_type")
+        if kind == "interaction.connect":
+            send({"event_type": "interaction.connected"})
+        elif kind == "input":
+            index = next(steps)
+            send({"event_type": "step.start", "index": index, "step": {"type": "model_output"}},
+                 {"event_type": "step.delta", "index": index, "delta": {"type": "text", "text": "Sunny "}})  # fmt: skip
+            send({"event_type": "step.delta", "index": index, "delta": {"type": "text", "text": "in Paris."}})
+            send({"event_type": "step.stop", "index": index, "usage": {"total_output_tokens": 3}})
+        elif kind == "interaction.complete":
+            send({"event_type": "interaction.completed", "usage": {"total_input_tokens": 5,
+                  "total_output_tokens": 3}})  # fmt: skip

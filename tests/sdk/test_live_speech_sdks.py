@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,15 @@ import openai
 import pytest
 from deepgram import AsyncDeepgramClient, DeepgramClient
 from deepgram.environment import DeepgramClientEnvironment
+from google import genai
 from ws_servers import running
-from ws_servers_speech import AUDIO_OUT, deepgram_flux, realtime_transcription, realtime_translation
+from ws_servers_speech import (
+    AUDIO_OUT,
+    deepgram_flux,
+    gemini_interactions,
+    realtime_transcription,
+    realtime_translation,
+)
 
 import ssemock
 from ssemock.accumulate import accumulate_session, detect_protocol
@@ -29,6 +37,7 @@ from ssemock.variants import ws_chunking
 
 KEY = "sk-test-speech44openai0123456789"
 DEEPGRAM_KEY = "dg-test-0123456789abcdef0123456789abcdef"
+GOOGLE_KEY = "AIzaSyTest-speech44-0123456789abcdefghij"
 PCM = bytes(range(256)) * 25  # 0.13 s of 24 kHz PCM16 from the microphone
 _CONNECTS: list[Any] = []
 _AUDITING: list[bool] = []
@@ -132,6 +141,24 @@ async def _listen_async(base: str) -> list[Any]:
     return seen
 
 
+async def _interact(base: str) -> list[Any]:
+    """google-genai's Live Interactions (experimental): connect to an interaction, send a text
+    input, read its step to the end, complete it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # (the SDK's own "experimental" warning)
+        client = genai.Client(api_key=GOOGLE_KEY, http_options={"base_url": base.replace("ws", "http", 1)})
+        context = client.aio.interactions.connect(id="v1_interaction1")
+    seen: list[Any] = []
+    async with context as conn:
+        await conn.send("What is the weather in Paris?")
+        async for event in conn.receive():
+            delta = getattr(event, "delta", None)
+            seen.append((event.event_type, getattr(delta, "text", None)))
+            if event.event_type == "step.stop":
+                await conn.complete()
+    return seen
+
+
 CASES: dict[str, tuple[Any, Callable[[str], list[Any]], str, list[tuple[str, str, bool]]]] = {
     "transcription": (
         realtime_transcription,
@@ -145,6 +172,12 @@ CASES: dict[str, tuple[Any, Callable[[str], list[Any]], str, list[tuple[str, str
         _listen_sync,
         "deepgram.listen",
         [("turn 0", "the weather in", True), ("turn 1", "paris", False)],
+    ),
+    "gemini-interactions": (
+        gemini_interactions,
+        lambda base: asyncio.run(_interact(base)),
+        "gemini.interactions",
+        [("", "Sunny in Paris.", True)],
     ),
     "deepgram-async": (
         deepgram_flux,
@@ -162,7 +195,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, 
     for case, (handler, run, _, _) in CASES.items():
         path = tmp_path_factory.mktemp(case) / "session.json"
         with running(handler) as server:
-            base = server.url("/v1" if not case.startswith("deepgram") else "")
+            base = server.url("/v1" if case.startswith(("transcription", "translation")) else "")
             with ssemock.use_cassette(path, record_mode="once"):
                 live = run(base)
         out[case] = (path, base, live)
@@ -175,7 +208,7 @@ def test_the_sdk_sees_the_same_session_replayed_offline(
 ) -> None:
     path, base, live = recorded[case]
     text = path.read_text()
-    assert live and KEY not in text and DEEPGRAM_KEY not in text
+    assert live and KEY not in text and DEEPGRAM_KEY not in text and GOOGLE_KEY not in text
     with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]) as player:
         again = CASES[case][1](base)
     assert again == live

@@ -197,6 +197,7 @@ _MODULES = (
     "openai_realtime",
     "gemini_live",
     "deepgram_listen",
+    "gemini_interactions",
 )
 
 
