@@ -14,7 +14,7 @@ import pytest
 
 from ssemock import faults, protocols
 from ssemock.protocols.base import StreamError
-from ssemock.variants import ws_faults
+from ssemock.variants.websocket import faults as ws_faults
 
 DOCS = Path(__file__).parents[1] / "docs"
 

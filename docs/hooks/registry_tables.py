@@ -5,7 +5,7 @@ protocol (`ssemock.protocols.all_protocols`), what its module says it is, its fr
 endpoints, whether it speaks over a WebSocket (and multiplexes lanes), and the bytes of its
 ``error_event`` and ``http_error`` as the faults write them. ``docs/guide/faults.md`` holds
 ``<!-- ssemock-fault-table -->`` and ``<!-- ssemock-ws-fault-table -->``: a row per fault of
-`ssemock.faults` and of WebSocket sessions (`ssemock.variants.ws_faults`), its name and
+`ssemock.faults` and of WebSocket sessions (`ssemock.variants.websocket.faults`), its name and
 parameters from the factory's signature and what it does from its docstring. A new member shows
 up without editing a page; ``tests/test_registry_tables.py`` checks every member is a row.
 """
@@ -125,9 +125,9 @@ def render_faults() -> str:
 
 
 def render_ws_faults() -> str:
-    from ssemock.variants import ws_faults
+    from ssemock.variants.websocket import faults as ws_faults
 
-    head = ("fault", "Python (`ssemock.variants.ws_faults`)", "what it does")
+    head = ("fault", "Python (`ssemock.variants.websocket.faults`)", "what it does")
     return _table(head, fault_rows(ws_faults.factories(), ws_faults.sequence))
 
 

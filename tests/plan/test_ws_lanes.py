@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from ssemock.framing.websocket import FrameParser, Opcode, encode_frame
 from ssemock.plan.conversation import Conversation, Release, UnmatchedMessageError
-from ssemock.plan.ws_variants import VariedConversation
+from ssemock.plan.websocket.variants import VariedConversation
 from ssemock.store.model import Interaction, Request, Response
 from ssemock.store.websocket import Close, Message, WebSocket
 

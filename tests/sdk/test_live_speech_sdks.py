@@ -33,7 +33,7 @@ from ws_servers_speech import (
 
 import ssemock
 from ssemock.accumulate import accumulate_session, detect_protocol
-from ssemock.variants import ws_chunking
+from ssemock.variants.websocket import chunking as ws_chunking
 
 KEY = "sk-test-speech44openai0123456789"
 DEEPGRAM_KEY = "dg-test-0123456789abcdef0123456789abcdef"

@@ -23,9 +23,10 @@ from ws_servers_lanes import lanes
 import ssemock
 from ssemock.accumulate import accumulate_session
 from ssemock.plan.errors import SsemockWarning
-from ssemock.plan.ws_expect import SessionExpected
-from ssemock.plan.ws_variants import VariantRefused
-from ssemock.variants import ws_chunking, ws_faults
+from ssemock.plan.websocket.expect import SessionExpected
+from ssemock.plan.websocket.variants import VariantRefused
+from ssemock.variants.websocket import chunking as ws_chunking
+from ssemock.variants.websocket import faults as ws_faults
 
 KEY = "sk-test-lanes44openai0123456789"
 _CONNECTS: list[Any] = []
