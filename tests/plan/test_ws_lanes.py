@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ssemock.framing.websocket import FrameParser, Opcode, encode_frame
@@ -170,6 +170,7 @@ def test_the_default_lane_waits_for_everything_before_it() -> None:
     assert _said(conversation.feed(_frame(sent[0]))) == [("-", "response.created"), ("a", "response.created")]
 
 
+@settings(deadline=None)  # (a loaded machine must not fail it: no wall clock)
 @given(st.lists(st.sampled_from(["created", "delta", "send"]), max_size=12))
 def test_a_session_with_no_lane_replays_as_a_tape(steps: list[str]) -> None:
     order = [_create(None, f"prompt {k}") if s == "send" else _delta(None, s) for k, s in enumerate(steps)]
@@ -187,3 +188,25 @@ def test_a_session_with_no_lane_replays_as_a_tape(steps: list[str]) -> None:
             sent += 1
             log += _said(conversation.feed(_frame(t)))
     assert log == _log(order)
+
+
+@settings(deadline=None)
+@given(st.permutations(range(4)))
+def test_any_send_order_keeps_each_lane_s_order_and_releases_everything(order: list[int]) -> None:
+    """Four lanes, each a create and its response: whatever order the creates come in, every lane
+    gets its events in its recorded order, and nothing is left unsent or unreleased."""
+    lanes = [f"l{n}" for n in range(4)]
+    recorded = [_create(lane, f"prompt {lane}") for lane in lanes]
+    for k, lane in enumerate(lanes):  # interleaved: created, delta, done per lane, round-robin
+        recorded += [_created(lane, f"resp_{k}")]
+    recorded += [_delta(lane, lane) for lane in lanes] + [
+        _done(lane, f"resp_{k}") for k, lane in enumerate(lanes)
+    ]
+    conversation = Conversation(_interaction(recorded))
+    sends = [t for d, t in recorded if d == "send"]
+    log = _replay(conversation, [sends[k] for k in order])
+    for lane in lanes:
+        assert [e for e in log if e[0] == lane] == [e for e in _log(recorded) if e[0] == lane]
+    assert sorted(log) == sorted(_log(recorded)) and conversation.unsent() == []
+    first = lanes[order[0]]
+    assert log[0] == (first, "response.created")  # the lane sent first goes first

@@ -9,7 +9,7 @@ import json
 
 import pytest
 from deepgram.listen.v2.types import ListenV2FatalError, ListenV2TurnInfo
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ssemock
@@ -68,6 +68,7 @@ def test_a_turn_without_its_index_is_named() -> None:
         accumulate_session([bad], protocol="deepgram.listen")
 
 
+@settings(deadline=None)
 @given(st.lists(st.from_regex(r"[a-zà-ÿ]{1,8}", fullmatch=True), min_size=1, max_size=8))
 def test_the_synthesized_session_folds_to_its_words(words: list[str]) -> None:
     (x,) = FLUX.synthesize(" ".join(words)).interactions  # type: ignore[misc]
