@@ -137,7 +137,14 @@ class VariedConversation(Conversation):
         for served, end in zip(session.messages, wire.message_ends):
             t = times.get(id(served), t)
             units.append(
-                Unit(served.group, t, wire.data[start:end], places.get(id(served)), served.lane, served.lane_group)
+                Unit(
+                    served.group,
+                    t,
+                    wire.data[start:end],
+                    places.get(id(served)),
+                    served.lane,
+                    served.lane_group,
+                )
             )
             start = end
         if start < len(wire.data):  # the close frame: the recorded one once the client sent all it had
