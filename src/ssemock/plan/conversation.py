@@ -33,6 +33,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from itertools import takewhile
 from typing import TYPE_CHECKING
 
 from .. import protocols
@@ -52,6 +53,7 @@ from ..store.model import Interaction
 from ..store.websocket import Message
 from .errors import SsemockWarning, UnmatchedRequestError
 from .message_matching import MessageMatcher, recorded_excerpt, skip_hint
+from .websocket.handshake import handshake_head, parse_request_head
 from .websocket.lanes import LaneRoutes
 
 if TYPE_CHECKING:
@@ -133,27 +135,6 @@ class Unit:
     part: int | None = None  # its message's part of a group (1 + its place in the messages)
     lane: str | None = None  # its lane (None: the default lane, or a session without lanes)
     lane_gate: int = 0  # how many client messages its lane had sent before it
-
-
-def handshake_head(status: int, reason: str, headers: Sequence[tuple[str, str]]) -> bytes:
-    """An HTTP/1.1 response head: latin-1, as HTTP/1.1 carries it (a header edited beyond it,
-    or imported from a HAR, in UTF-8, as `serve` writes it)."""
-    lines = [f"HTTP/1.1 {status} {reason}", *(f"{k}: {v}" for k, v in headers)]
-    text = "\r\n".join(lines) + "\r\n\r\n"
-    try:
-        return text.encode("latin-1")
-    except UnicodeEncodeError:
-        return text.encode("utf-8")
-
-
-def parse_request_head(head: bytes) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for line in head.decode("latin-1").split("\r\n")[1:]:
-        name, sep, value = line.partition(":")
-        if sep:
-            key = name.strip().lower()
-            headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
-    return headers
 
 
 @dataclass
@@ -266,10 +247,8 @@ class Conversation:
                 )
                 for i, (a, b) in enumerate(zip(bounds, bounds[1:]))
             ]
-            lane, lane_gate = self.routes.received[k] if self.routes is not None else (None, 0)
-            units.append(
-                Unit(gate, m.t, b"".join([*pings.get(k, []), *frames]), 1 + p, lane=lane, lane_gate=lane_gate)
-            )
+            lane = self.routes.received[k] if self.routes is not None else (None, 0)
+            units.append(Unit(gate, m.t, b"".join([*pings.get(k, []), *frames]), 1 + p, *lane))
             k += 1
         close = ws.close
         if close.by == "server" and close.code is not None:
@@ -326,28 +305,13 @@ class Conversation:
 
     _fallback_reads = "each server message is served in its own read"
 
-    def _due(self, gate: int) -> list[int]:
-        """The units not yet released that go now that the client sent ``gate`` messages, in
-        order: the next ones whose gate is at most ``gate``; in a session with lanes, as its
-        routes say (`ssemock.plan.websocket.lanes`)."""
-        if self.routes is not None:
-            return self.routes.due(self.units, self._done)
-        due, k = [], self._released
-        while k < len(self.units) and self.units[k].gate <= gate:
-            due.append(k)
-            k += 1
-        return due
-
-    def _mark(self, k: int) -> None:
-        """Unit ``k`` is released."""
-        self._done.add(k)
-        self._released += 1
-
     def _take(self, gate: int, since: float) -> list[Release]:
         """Every unit not yet released whose gate is at most ``gate`` (and that its group lets
         go), timed after ``since``."""
-        units = [self.units[k] for k in self._next_units(gate)]
-        out = [Release(max(0.0, u.t - since), u.data) for u in units]
+        out = [
+            Release(max(0.0, u.t - since), u.data)
+            for u in map(self.units.__getitem__, self._next_units(gate))
+        ]
         if self._released == len(self.units) and self.ws.close.by is None and gate >= len(self.recorded):
             if not self._closed:  # no close frame recorded: the stream just ends
                 self._close()
@@ -357,16 +321,17 @@ class Conversation:
     # -- a session spanning connections ---------------------------------------------------------
 
     def _next_units(self, gate: int) -> list[int]:
-        """The positions of the units not yet released whose gate is at most ``gate``, in order, as
-        far as the group lets them go (each told to the group as released: that may free more of
-        them); in a session with lanes, as its lanes let them go (`_due`)."""
+        """Where the units not yet released whose gate is at most ``gate`` are, in order, as far as
+        the group (or the session's lanes) lets them go (each told to the group as released)."""
         self._gate = max(self._gate, gate)
         out: list[int] = []
         group = self.group
-        if group is None:  # (a session with lanes releases by lane: `_due`)
-            taken = self._due(gate)
-            for k in taken:
-                self._mark(k)
+        if group is None:  # in order, or as the session's lanes let them go
+            at, units = self._released, self.units
+            taken = list(takewhile(lambda k: units[k].gate <= gate, range(at, len(units))))
+            taken = self.routes.due(units, self._done) if self.routes is not None else taken
+            self._done.update(taken)
+            self._released += len(taken)
             return taken
         with group.lock:
             self._busy = True
@@ -384,8 +349,7 @@ class Conversation:
                         self._released += 1
                     if len(out) == start:
                         return out
-                    parts = (self.units[k].part for k in out[start:])
-                    group.done(self.index, [p for p in parts if p is not None])
+                    group.done(self.index, [p for k in out[start:] if (p := self.units[k].part) is not None])
             finally:
                 self._busy = False
 
@@ -550,8 +514,13 @@ class Conversation:
         return out
 
     def _message(self, sent: tuple[str, bytes]) -> list[Release]:
-        if self.routes is not None:
-            return self._on_lane(sent, self.routes)
+        if self.routes is not None:  # a session with lanes: the next recorded message of its lane
+            k = self.routes.next_on(self.routes.lane_of(sent[1]))
+            self._cursor = self._cursor if k is None else k  # (the closest)
+            if k is None or self.matcher.difference(sent, self.recorded[k]) is not None:
+                raise self._unmatched(sent)
+            self._cursor = self.routes.match(k)
+            return self._after(sum(self.routes.matched), self.recorded[k])
         kind, payload = sent
         rec = self.recorded
         if kind == "binary" and self.matcher.binary == "count":
@@ -574,18 +543,6 @@ class Conversation:
         if self._cursor < len(rec) and self.matcher.difference(sent, rec[self._cursor]) is None:
             self._cursor += 1
             return self._after(self._cursor, rec[self._cursor - 1])
-        raise self._unmatched(sent)
-
-    def _on_lane(self, sent: tuple[str, bytes], routes: LaneRoutes) -> list[Release]:
-        """A message of a session with lanes: matched against the next recorded message of its
-        lane (`ssemock.plan.websocket.lanes`)."""
-        k = routes.next_on(routes.lane_of(sent[1]))
-        if k is not None and self.matcher.difference(sent, self.recorded[k]) is None:
-            routes.match(k)
-            self._cursor = routes.first_unmatched()
-            return self._after(sum(routes.matched), self.recorded[k])
-        if k is not None:
-            self._cursor = k  # the closest is its lane's next message
         raise self._unmatched(sent)
 
     def _after(self, gate: int, gating: Message) -> list[Release]:

@@ -93,10 +93,11 @@ class LaneRoutes:
             None,
         )
 
-    def match(self, k: int) -> None:
-        """Recorded client message ``k`` was sent now."""
+    def match(self, k: int) -> int:
+        """Recorded client message ``k`` was sent now: the first one not matched yet after it."""
         self.reordered = self.reordered or k != self.first_unmatched()
         self.matched[k] = True
+        return self.first_unmatched()
 
     def first_unmatched(self) -> int:
         """The first recorded client message not matched yet (their count when all are)."""

@@ -22,7 +22,8 @@ from ...variants.websocket.faults import Refusal, Session, WsFault
 from ...variants.websocket.faults import get as get_fault
 from ...variants.websocket.frames import FrameSpan, Reframing, ServerMessage, Wire, encode
 from ...variants.websocket.frames import get as get_reframing
-from ..conversation import Conversation, Release, Unit, handshake_head, parse_request_head
+from ..conversation import Conversation, Release, Unit
+from .handshake import handshake_head, parse_request_head
 
 __all__ = ["VariantRefused", "VariedConversation"]
 
