@@ -36,6 +36,8 @@ def test_registry_lists_every_protocol_with_the_whole_interface() -> None:
         "openai.live",
         "openai.realtime",
         "gemini.live",
+        "deepgram.listen",
+        "gemini.interactions",
     )
     assert importlib.import_module("ssemock.accumulate").PROTOCOLS == protocols.names()
     for protocol in protocols.all_protocols():

@@ -33,6 +33,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from itertools import takewhile
 from typing import TYPE_CHECKING
 
 from .. import protocols
@@ -52,6 +53,8 @@ from ..store.model import Interaction
 from ..store.websocket import Message
 from .errors import SsemockWarning, UnmatchedRequestError
 from .message_matching import MessageMatcher, recorded_excerpt, skip_hint
+from .websocket.handshake import handshake_head, parse_request_head
+from .websocket.lanes import LaneRoutes
 
 if TYPE_CHECKING:
     from ..variants.timing import Timing
@@ -130,27 +133,8 @@ class Unit:
     t: float
     data: bytes
     part: int | None = None  # its message's part of a group (1 + its place in the messages)
-
-
-def handshake_head(status: int, reason: str, headers: Sequence[tuple[str, str]]) -> bytes:
-    """An HTTP/1.1 response head: latin-1, as HTTP/1.1 carries it (a header edited beyond it,
-    or imported from a HAR, in UTF-8, as `serve` writes it)."""
-    lines = [f"HTTP/1.1 {status} {reason}", *(f"{k}: {v}" for k, v in headers)]
-    text = "\r\n".join(lines) + "\r\n\r\n"
-    try:
-        return text.encode("latin-1")
-    except UnicodeEncodeError:
-        return text.encode("utf-8")
-
-
-def parse_request_head(head: bytes) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for line in head.decode("latin-1").split("\r\n")[1:]:
-        name, sep, value = line.partition(":")
-        if sep:
-            key = name.strip().lower()
-            headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
-    return headers
+    lane: str | None = None  # its lane (None: the default lane, or a session without lanes)
+    lane_gate: int = 0  # how many client messages its lane had sent before it
 
 
 @dataclass
@@ -190,6 +174,7 @@ class Conversation:
     _cursor: int = field(default=0, repr=False)
     _media: int = field(default=0, repr=False)  # binary bytes sent in the current binary run
     _released: int = field(default=0, repr=False)  # units released so far
+    _done: set[int] = field(default_factory=set, repr=False)  # which (a session with lanes)
     _closed: bool = field(default=False, repr=False)
     _failed: bool = field(default=False, repr=False)
     _gate: int = field(default=0, repr=False)  # the client messages matched so far (the last gate taken)
@@ -207,9 +192,10 @@ class Conversation:
         if self.protocol is None:
             found = protocols.detect(url=self.interaction.request.url)
             self.protocol = found.name if found is not None else None
-        self.matcher = MessageMatcher.for_session(
-            protocols.get(self.protocol) if self.protocol is not None else None, self.ignore, self.binary
-        )
+        found = protocols.get(self.protocol) if self.protocol is not None else None
+        self.matcher = MessageMatcher.for_session(found, self.ignore, self.binary)
+        self.routes = LaneRoutes.of(found.lanes if found is not None else None, ws.messages)
+        """The session's lanes (None: it names none, and replays as a tape: `ssemock.plan.websocket.lanes`)."""
         self.deflate: DeflateAgreement | None = None
         """The permessage-deflate the replay's handshake agreed to (None: none, frames go plain)."""
         self._mem_level = 8
@@ -261,7 +247,8 @@ class Conversation:
                 )
                 for i, (a, b) in enumerate(zip(bounds, bounds[1:]))
             ]
-            units.append(Unit(gate, m.t, b"".join([*pings.get(k, []), *frames]), 1 + p))
+            lane = self.routes.received[k] if self.routes is not None else (None, 0)
+            units.append(Unit(gate, m.t, b"".join([*pings.get(k, []), *frames]), 1 + p, *lane))
             k += 1
         close = ws.close
         if close.by == "server" and close.code is not None:
@@ -321,7 +308,10 @@ class Conversation:
     def _take(self, gate: int, since: float) -> list[Release]:
         """Every unit not yet released whose gate is at most ``gate`` (and that its group lets
         go), timed after ``since``."""
-        out = [Release(max(0.0, u.t - since), u.data) for u in self._next_units(gate)]
+        out = [
+            Release(max(0.0, u.t - since), u.data)
+            for u in map(self.units.__getitem__, self._next_units(gate))
+        ]
         if self._released == len(self.units) and self.ws.close.by is None and gate >= len(self.recorded):
             if not self._closed:  # no close frame recorded: the stream just ends
                 self._close()
@@ -330,17 +320,19 @@ class Conversation:
 
     # -- a session spanning connections ---------------------------------------------------------
 
-    def _next_units(self, gate: int) -> list[Unit]:
-        """The units not yet released whose gate is at most ``gate``, in order, as far as the
-        group lets them go (each told to the group as released: that may free more of them)."""
+    def _next_units(self, gate: int) -> list[int]:
+        """Where the units not yet released whose gate is at most ``gate`` are, in order, as far as
+        the group (or the session's lanes) lets them go (each told to the group as released)."""
         self._gate = max(self._gate, gate)
-        out: list[Unit] = []
+        out: list[int] = []
         group = self.group
-        if group is None:
-            while self._released < len(self.units) and self.units[self._released].gate <= gate:
-                out.append(self.units[self._released])
-                self._released += 1
-            return out
+        if group is None:  # in order, or as the session's lanes let them go
+            at, units = self._released, self.units
+            taken = list(takewhile(lambda k: units[k].gate <= gate, range(at, len(units))))
+            taken = self.routes.due(units, self._done) if self.routes is not None else taken
+            self._done.update(taken)
+            self._released += len(taken)
+            return taken
         with group.lock:
             self._busy = True
             try:
@@ -350,14 +342,14 @@ class Conversation:
                 while True:
                     start = len(out)
                     while self._released < len(self.units) and self.units[self._released].gate <= gate:
-                        u = self.units[self._released]
-                        if u.part is not None and not group.allows(self.index, u.part):
+                        part = self.units[self._released].part
+                        if part is not None and not group.allows(self.index, part):
                             break
-                        out.append(u)
+                        out.append(self._released)
                         self._released += 1
                     if len(out) == start:
                         return out
-                    group.done(self.index, [u.part for u in out[start:] if u.part is not None])
+                    group.done(self.index, [p for k in out[start:] if (p := self.units[k].part) is not None])
             finally:
                 self._busy = False
 
@@ -522,6 +514,13 @@ class Conversation:
         return out
 
     def _message(self, sent: tuple[str, bytes]) -> list[Release]:
+        if self.routes is not None:  # a session with lanes: the next recorded message of its lane
+            k = self.routes.next_on(self.routes.lane_of(sent[1]))
+            self._cursor = self._cursor if k is None else k  # (the closest)
+            if k is None or self.matcher.difference(sent, self.recorded[k]) is not None:
+                raise self._unmatched(sent)
+            self._cursor = self.routes.match(k)
+            return self._after(sum(self.routes.matched), self.recorded[k])
         kind, payload = sent
         rec = self.recorded
         if kind == "binary" and self.matcher.binary == "count":
@@ -596,4 +595,6 @@ class Conversation:
 
     def unsent(self) -> list[Message]:
         """The recording's client messages this client has not sent (reported at teardown)."""
+        if self.routes is not None:
+            return [m for m, done in zip(self.recorded, self.routes.matched) if not done]
         return self.recorded[self._cursor :]

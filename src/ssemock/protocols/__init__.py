@@ -55,6 +55,11 @@ shapes and defines one module-level object, ``PROTOCOL``, a `Protocol`:
     the JSON paths of the client's messages a replay leaves out (random event ids) or compares by
     length only (base64 audio inside JSON) unless the test asks for strict matching; the
     session's protocol is found from its URL.
+``lanes``
+    optional, for protocols that multiplex responses on one WebSocket: a
+    `ssemock.protocols.lanes.Lanes` saying each message's lane (the Responses API's
+    ``stream_id``); a replay routes the client's messages and the server's by it, and a
+    WebSocket fault takes ``lane=``.
 ``client_ids``
     optional: a `ssemock.protocols.jsonrpc_ids.ClientIds`, ids its clients make up in their
     requests (``mcp`` and ``a2a`` declare JSON-RPC's, `ssemock.protocols.jsonrpc_ids.RULE`): a
@@ -106,6 +111,7 @@ from ..core.edits import Edit
 from ..core.packages import fresh
 from .base import Event, Fold, HTTPErrorBody, MessageMatching, ProtocolError, StreamError
 from .jsonrpc_ids import ClientIds
+from .lanes import Lanes
 
 __all__ = [
     "Protocol",
@@ -157,6 +163,8 @@ class Protocol:
     responses: Callable[[Sequence[Any]], list[list[int]]] | None = field(default=None, compare=False)
     # the client's messages over a WebSocket: paths a replay ignores or compares by length by default
     client_messages: MessageMatching = MessageMatching()
+    # the lanes of a protocol that multiplexes responses on one WebSocket (Responses' stream_id)
+    lanes: Lanes | None = field(default=None, compare=False)
     # ids its clients make up in their requests (JSON-RPC's): matched whatever they are, answered with the sent ones
     client_ids: ClientIds | None = field(default=None, compare=False)
     # the sessions a connection belongs to, from its URL and what it received (JSON values)
@@ -188,6 +196,8 @@ _MODULES = (
     "openai_live",
     "openai_realtime",
     "gemini_live",
+    "deepgram_listen",
+    "gemini_interactions",
 )
 
 

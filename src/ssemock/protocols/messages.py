@@ -105,7 +105,8 @@ def split(events: Sequence[Event], role: Callable[[JSON], tuple[str, str | None]
     ``role(message)`` says what a message is to the split: ``("start", id)`` opens a response,
     ``("end", id)`` ends it (after taking the message), ``("in", id)`` belongs to the response
     ``id`` (``None``: the open one), ``("notice", None)`` belongs to the open response or, with none
-    open, stands alone (an error event, a go-away), ``("late", None)`` belongs to the open response
+    open, stands alone (an error event, a go-away; ``("notice", id)``: the response ``id`` while it
+    is open), ``("late", None)`` belongs to the open response
     or else to the last one (usage sent after the end), ``("skip", None)`` is a session event.
     A message that is not JSON goes to the open response (whose fold then names it) or is skipped.
     """
@@ -139,7 +140,8 @@ def split(events: Sequence[Event], role: Callable[[JSON], tuple[str, str | None]
         elif kind == "late":
             found = current() if open_ else (len(groups) - 1 if groups else start(None))
         elif kind == "notice":
-            found = current()
+            found = current() if key is None else by_id.get(key)
+            found = found if found is None or found in open_ else None
             if found is None:
                 groups.append([position])
                 continue

@@ -8,7 +8,16 @@ its audio as base64 PCM in ``response.output_audio.delta`` with the transcript i
 and the usage; ``error`` events carry ``{"error": {type, code, message, param, event_id}}``. The
 beta names (``response.text.delta``, ``response.audio.delta``, ``response.audio_transcript.delta``)
 are read too. Events outside a response (``session.*``, ``input_audio_buffer.*``,
-``conversation.item.*``, ``rate_limits.updated``) are skipped.
+``conversation.item.*``, ``rate_limits.updated``) are skipped, but for the two sessions that
+have no responses:
+
+- a transcription session (``/v1/realtime?intent=transcription``): one result per transcribed
+  input item, ``conversation.item.input_audio_transcription.delta`` building its text (and
+  transcript) by ``item_id``, ``.completed`` (its whole ``transcript`` and ``usage``) or
+  ``.failed`` ending it;
+- a translation session (``/v1/realtime/translations``, ``client.realtime.translations``): the
+  session is one result, ``session.output_transcript.delta`` its text and transcript,
+  ``session.output_audio.delta`` its audio, complete once ``session.closed`` arrived.
 
 The fold's result is a [`Spoken`][ssemock.protocols.messages.Spoken]: ``text`` is what the
 model said (text parts, and the transcripts of audio parts, in output order), ``transcript`` the
@@ -49,6 +58,8 @@ _TRANSCRIPT = ("response.output_audio_transcript.delta", "response.audio_transcr
 _AUDIO = ("response.output_audio.delta", "response.audio.delta")
 _CALL = ("response.function_call_arguments.delta", "response.function_call_arguments.done")
 _PER_RESPONSE = ("response.created", "response.done")
+_HEARD = "conversation.item.input_audio_transcription."  # + delta / completed / failed
+_TRANSLATED = ("session.output_transcript.delta", "session.output_audio.delta")
 
 
 class _Realtime(Fold):
@@ -96,6 +107,47 @@ class _Realtime(Fold):
             self._done(obj(payload.get("response")))
         elif kind == "error":
             self.result.error = error_of(payload.get("error", payload))
+        elif kind.startswith(_HEARD):
+            self._heard(payload, kind)
+        elif kind in _TRANSLATED or kind == "session.closed":
+            self._translated(payload, kind)
+
+    def _heard(self, payload: JSON, kind: str) -> None:
+        """A transcription session's input item: its transcript deltas, then its end."""
+        self.result.id = self.result.id or string(payload.get("item_id"))
+        index = payload.get("content_index")
+        key = (0, index if isinstance(index, int) else 0)
+        if kind.endswith(".delta"):
+            delta = string(payload.get("delta"))
+            self.add("text", delta, key=key)
+            self._transcripts.setdefault(key, []).append(delta)
+        elif kind.endswith(".completed"):
+            if not self._transcripts.get(key):  # no deltas (whisper-1 sends none): the whole
+                self.add("text", string(payload.get("transcript")), key=key)
+                self._transcripts[key] = [string(payload.get("transcript"))]
+            if isinstance(payload.get("usage"), dict):
+                self.result.usage = payload["usage"]
+            self.choice(0).finish_reason = "completed"
+            self.result.complete = True
+        elif kind.endswith(".failed"):
+            self.result.error = error_of(payload.get("error", payload))
+            self.choice(0).finish_reason = "failed"
+            self.result.complete = True
+
+    def _translated(self, payload: JSON, kind: str) -> None:
+        """A translation session: what it said in the output language, until it closed."""
+        if kind == "session.output_transcript.delta":
+            delta = string(payload.get("delta"))
+            self.add("text", delta, key=(0, 0))
+            self._transcripts.setdefault((0, 0), []).append(delta)
+        elif kind == "session.output_audio.delta":
+            self.choice(0)
+            self._audio.setdefault((0, 0), []).append(
+                audio_bytes(self, payload.get("delta"), f"{kind}'s delta")
+            )
+        else:
+            self.choice(0).finish_reason = "closed"
+            self.result.complete = True
 
     def _key(self, payload: JSON, kind: str) -> tuple[int, int]:
         return (self.need_int(payload, "output_index", kind), self.need_int(payload, "content_index", kind))
@@ -144,6 +196,12 @@ def _fill(call: ToolCall, item: Mapping[str, Any]) -> None:
 
 def _role(payload: JSON) -> tuple[str, str | None]:
     kind = string(payload.get("type"))
+    if kind.startswith(_HEARD):  # a transcription session's input item
+        return ("in" if kind.endswith(".delta") else "end"), f"item {string(payload.get('item_id'))}"
+    if kind in _TRANSLATED:  # a translation session: one result
+        return "in", "translation"
+    if kind == "session.closed":
+        return "late", None
     if kind in _PER_RESPONSE:
         key = string(obj(payload.get("response")).get("id")) or None
         return ("start" if kind == "response.created" else "end"), key
@@ -296,7 +354,7 @@ PROTOCOL = Protocol(
     fold=_Realtime,
     error_event=error_event,
     http_error=openai_error_body,
-    url=lambda url: _path(url).endswith("/realtime"),
+    url=lambda url: _path(url).endswith(("/realtime", "/realtime/translations")),
     event=_is_realtime_event,
     responses=responses,
     synthesize=synthesize,

@@ -28,6 +28,7 @@ from .base import (
     sse_json,
     string,
 )
+from .lanes import DEFAULT, Lanes
 from .messages import message, one_session, split
 
 __all__ = ["PROTOCOL", "URL", "synthesize"]
@@ -114,24 +115,55 @@ class _Responses(TypedFold):
 
 
 _ENDS = ("response.completed", "response.incomplete", "response.failed")
+# steering's answers: about a queued input, not part of a response's output
+_STEERING = ("response.steer.accepted", "response.steer.pending", "response.steer.failed")
+
+
+def _stream_id(message: JSON) -> str | None:
+    value = message.get("stream_id")
+    return value if isinstance(value, str) else None
+
+
+def _steered(message: JSON) -> str | None:
+    """The response a ``response.steer`` aims at (steering sends no ``stream_id``)."""
+    if message.get("type") != "response.steer":
+        return None
+    value = message.get("previous_response_id")
+    return value if isinstance(value, str) else None
+
+
+def _started(message: JSON) -> str | None:
+    if message.get("type") != "response.created":
+        return None
+    value = obj(message.get("response")).get("id")
+    return value if isinstance(value, str) else None
+
+
+LANES = Lanes(key=_stream_id, target=_steered, starts=_started)
+"""The WebSocket mode's lanes: ``response.create(stream_id=...)`` opens one, every event of its
+responses echoes it, and ``response.steer`` joins the lane of the response it steers."""
 
 
 def _role(payload: JSON) -> tuple[str, str | None]:
     kind = string(payload.get("type"))
+    lane = _stream_id(payload) or DEFAULT
     if kind == "response.created":
-        return "start", None
+        return "start", lane
     if kind in _ENDS:
-        return "end", None
+        return "end", lane
     if kind == "error":
-        return "notice", None
-    return ("in", None) if kind.startswith("response.") else ("skip", None)
+        return "notice", _stream_id(payload)
+    if kind in _STEERING:
+        return "skip", None
+    return ("in", lane) if kind.startswith("response.") else ("skip", None)
 
 
 def responses(events: Sequence[Event]) -> list[list[int]]:
     """The positions of each response's events in a WebSocket session's received messages: one
-    per ``response.create`` the client sent, from ``response.created`` to its terminal event; an
-    ``error`` event (``previous_response_not_found`` ...) joins the response in progress or, with
-    none, stands alone."""
+    per ``response.create`` the client sent (or successor a steer started), from
+    ``response.created`` to its terminal event, each on its lane (``stream_id``: lanes
+    interleave); an ``error`` event (``previous_response_not_found`` ...) joins the response in
+    progress on its lane or, with none, stands alone. Steering's answers are no response's."""
     return split(events, _role)
 
 
@@ -143,9 +175,17 @@ def _fill_call(call: ToolCall, item: JSON) -> None:
 
 
 def error_event(error: StreamError) -> bytes:
-    """An ``error`` event, then ``response.failed`` carrying the same error (the stream ends)."""
+    """An ``error`` event, then ``response.failed`` carrying the same error (the stream ends);
+    over a WebSocket (any framing but SSE) the WebSocket mode's one ``error`` message."""
     nl = error.newline.encode()
     first = {"type": "error", "code": error.kind, "message": error.message, "param": None}
+    if error.framing != "sse":
+        kind = (
+            "server_error" if error.kind in ("server_error", "overloaded_error") else "invalid_request_error"
+        )
+        detail = {"type": kind, "code": error.kind, "message": error.message, "param": None}
+        status = 500 if kind == "server_error" else 400
+        return orjson.dumps({"type": "error", "status": status, "error": detail}) + nl
     failed = {
         "type": "response.failed",
         "response": {
@@ -411,4 +451,5 @@ PROTOCOL = Protocol(
     event=_is_response_event,
     synthesize=synthesize,
     responses=responses,
+    lanes=LANES,
 )

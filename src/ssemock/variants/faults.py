@@ -35,6 +35,7 @@ __all__ = [
     "Target",
     "disconnect",
     "error_event",
+    "factories",
     "framing_of",
     "get",
     "http_error",
@@ -112,6 +113,13 @@ _FACTORIES: dict[str, Callable[..., Fault]] = {
     "trailing_data": trailing_data,
 }
 _KNOWN = [*_FACTORIES, "sequence"]
+
+
+def factories() -> dict[str, Callable[..., Any]]:
+    """Every fault's factory by its name (``sequence`` aside): what the docs' fault tables list."""
+    return dict(_FACTORIES)
+
+
 VARIANTS: tuple[str, ...] = (
     "disconnect:after_event=1",
     "disconnect:after_byte=5",

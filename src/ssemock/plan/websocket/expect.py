@@ -26,7 +26,9 @@ def served_wire(conversation: VariedConversation) -> bytes:
 
 class SessionExpected:
     """What a conforming client reads from a replayed WebSocket session: ``results`` (one
-    `Accumulated` per response, in order), ``result`` the last one."""
+    `Accumulated` per response, in the order they started), ``result`` the last one. The
+    assertions take ``response=``: a position in ``results`` (default: the last) or a response
+    id (``"resp_..."``: the one response of a lane of a multiplexed session)."""
 
     def __init__(self, conversation: VariedConversation, protocol: str | None = None) -> None:
         self.conversation = conversation
@@ -104,11 +106,30 @@ class SessionExpected:
             parts.append(f"fault={c._fault}")
         return ", ".join(parts)
 
+    def by_id(self, response_id: str) -> Accumulated:
+        """The result of the response ``response_id``; StreamAssertionError naming the ids served
+        when none has it."""
+        found = [r for r in self.results if r.id == response_id]
+        if not found:
+            ids = ", ".join(r.id or "(no id)" for r in self.results) or "none"
+            raise StreamAssertionError(
+                f"ssemock: the WebSocket session at {self.conversation.interaction.request.url} served no "
+                f"response {response_id!r}; its responses: {ids}"
+            )
+        return found[0]
+
+    def _index(self, response: int | str) -> int:
+        """The position in ``results`` of ``response`` (a position, or a response id)."""
+        if isinstance(response, str):
+            return self.results.index(self.by_id(response))
+        return response % len(self.results) if self.results else 0
+
     def where_char(self, index: int, response: int) -> str:
         """The message, frame and read boundary that carried character ``index`` of a response's text."""
         seen = 0
-        for k in self._positions(response):
-            before = accumulate_session(self.messages[: k + 1], self.protocol)
+        positions = self._positions(response)
+        for n, k in enumerate(positions):
+            before = accumulate_session([self.messages[j] for j in positions[: n + 1]], self.protocol)
             text = before[-1].text if before else ""
             if len(text) > index and seen <= index:
                 return (
@@ -124,25 +145,25 @@ class SessionExpected:
         groups = found.responses(self.messages) if found.responses else [list(range(len(self.messages)))]
         return groups[response] if groups else []
 
-    def assert_text(self, got: str, response: int = -1) -> None:
-        """Raise StreamAssertionError unless ``got`` is the text of ``response`` (default: the last),
-        naming the first differing character, the message and frame that carried it and the read
-        boundary around it."""
-        want = self.results[response].text if self.results else ""
+    def assert_text(self, got: str, response: int | str = -1) -> None:
+        """Raise StreamAssertionError unless ``got`` is the text of ``response`` (default: the last;
+        a response id picks one lane's), naming the first differing character, the message and
+        frame that carried it and the read boundary around it."""
+        number = self._index(response)
+        want = self.results[number].text if self.results else ""
         if got == want:
             return
         i = next((n for n, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-        number = response % len(self.results) if self.results else 0
         raise StreamAssertionError(
             f"ssemock: text of response {number} of the WebSocket session differs under {self.under()} "
             f"at character {i}\n  expected: {want[max(0, i - 20) : i + 20]!r}\n  got:      {got[max(0, i - 20) : i + 20]!r}\n"
             f"  {self.where_char(i, number)}\n  (expected {len(want)} characters, got {len(got)})"
         )
 
-    def assert_tool_calls(self, got: Sequence[Mapping[str, Any]], response: int = -1) -> None:
+    def assert_tool_calls(self, got: Sequence[Mapping[str, Any]], response: int | str = -1) -> None:
         """Raise StreamAssertionError unless ``got`` (``[{"name", "arguments"}]``) are the tool
-        calls of ``response`` (default: the last), in order."""
-        want = self.results[response].tool_calls if self.results else []
+        calls of ``response`` (default: the last; or a response id), in order."""
+        want = self.results[self._index(response)].tool_calls if self.results else []
         check_tool_calls(got, want, under=self.under(), session=True)
 
     def assert_events(self, got: Sequence[Any]) -> None:
@@ -169,11 +190,11 @@ class SessionExpected:
                 f"{self.under()}, got {len(got)}{missing}"
             )
 
-    def assert_accumulates(self, result: Mapping[str, Any] | Accumulated, response: int = -1) -> None:
+    def assert_accumulates(self, result: Mapping[str, Any] | Accumulated, response: int | str = -1) -> None:
         """Raise StreamAssertionError unless every field given in ``result`` equals the reference
-        result of ``response`` (default: the last)."""
+        result of ``response`` (default: the last; or a response id)."""
         got = result.to_dict() if hasattr(result, "to_dict") else dict(result)
-        want = (self.results[response] if self.results else self.result).to_dict()
+        want = (self.results[self._index(response)] if self.results else self.result).to_dict()
         for key, value in got.items():
             if key not in want:
                 raise StreamAssertionError(

@@ -12,7 +12,7 @@ and `Conversation.wire_note` says why).
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...framing.websocket import FrameParser, Opcode
 from ...store.websocket import Message
@@ -22,14 +22,16 @@ from ...variants.websocket.faults import Refusal, Session, WsFault
 from ...variants.websocket.faults import get as get_fault
 from ...variants.websocket.frames import FrameSpan, Reframing, ServerMessage, Wire, encode
 from ...variants.websocket.frames import get as get_reframing
-from ..conversation import Conversation, Release, Unit, handshake_head, parse_request_head
+from ..conversation import Conversation, Release, Unit
+from .handshake import handshake_head, parse_request_head
 
 __all__ = ["VariantRefused", "VariedConversation"]
 
 
 class VariantRefused(BaseException):
     """A variant that cannot run against this client (``deflate`` for a client that offered no
-    permessage-deflate): the reason says why; a matrix skips the variant with it. A
+    permessage-deflate) or this session (a fault aimed at a lane it does not have): the reason
+    says why; a matrix skips the variant with it. A
     BaseException, as the replay's other errors are, so an SDK's ``except Exception`` around its
     connect does not hide it."""
 
@@ -60,7 +62,10 @@ class VariedConversation(Conversation):
     reads: list[int] = field(default_factory=list)
     """The wire offsets where each read served so far ended (the read boundaries)."""
     _eof_from: int | None = field(default=None, repr=False)
-    """The first unit released with the end of the connection (None: not ended so)."""
+    """The wire bytes served before the group released with the end of the connection (None: not
+    ended so)."""
+    _served_bytes: int = field(default=0, repr=False)
+    """The wire bytes released so far (a session with lanes may release its units out of order)."""
 
     def __post_init__(self) -> None:
         self._chunking = get_chunking(self.chunking)
@@ -92,11 +97,17 @@ class VariedConversation(Conversation):
                 received.append(m)
                 gates.append(gate)
                 parts.append(1 + p)
+        lanes = self.routes.received if self.routes is not None else [(None, 0)] * len(received)
         messages = tuple(
             ServerMessage(
-                Opcode.TEXT if m.type == "text" else Opcode.BINARY, m.payload, g, tuple(self._cuts(k))
+                Opcode.TEXT if m.type == "text" else Opcode.BINARY,
+                m.payload,
+                g,
+                tuple(self._cuts(k)),
+                lane,
+                lane_gate,
             )
-            for k, (m, g) in enumerate(zip(received, gates))
+            for k, (m, g, (lane, lane_gate)) in enumerate(zip(received, gates, lanes))
         )
         times = {id(s): m.t for s, m in zip(messages, received)}
         places = {id(s): p for s, p in zip(messages, parts)}  # a message a fault adds: none (order only)
@@ -104,7 +115,12 @@ class VariedConversation(Conversation):
         ending_close = (close.code, close.reason) if close.by == "server" and close.code is not None else None
         session = Session(messages, protocol=self.protocol, close=ending_close)
         if self._fault is not None:
-            session = self._fault.apply(session, self.attempt)
+            try:
+                session = self._fault.apply(session, self.attempt)
+            except ValueError as exc:  # a fault aimed at what this session has not (a lane)
+                raise VariantRefused(
+                    f"ssemock: {self.where}, interaction #{self.index} ({self.interaction.request.url}): {exc}"
+                ) from None
         self._refused = session.refused
         self._ending = "eof" if session.drop else "close" if session.close is not None else "recorded"
         agreed = self.deflate
@@ -121,10 +137,23 @@ class VariedConversation(Conversation):
         units, start, t = [], 0, 0.0
         for served, end in zip(session.messages, wire.message_ends):
             t = times.get(id(served), t)
-            units.append(Unit(served.group, t, wire.data[start:end], places.get(id(served))))
+            units.append(
+                Unit(
+                    served.group,
+                    t,
+                    wire.data[start:end],
+                    places.get(id(served)),
+                    served.lane,
+                    served.lane_group,
+                )
+            )
             start = end
-        if start < len(wire.data):  # the close frame
-            units.append(Unit(session.messages[-1].group if session.messages else 0, t, wire.data[start:]))
+        if start < len(wire.data):  # the close frame: the recorded one once the client sent all it had
+            # sent before it (a re-framing served it after the last server message: too early for a
+            # client still sending, Deepgram's CloseStream); a close fault's right after its messages
+            as_recorded = session.close is ending_close and ending_close is not None
+            after = gate if as_recorded else session.messages[-1].group if session.messages else 0
+            units.append(Unit(after, t, wire.data[start:]))
         if session.drop_after_byte is not None:
             units = _truncate(units, session.drop_after_byte)
         self._stalls = {k: s for k, s in session.stalls if k < len(units)}
@@ -139,20 +168,22 @@ class VariedConversation(Conversation):
 
     def _take(self, gate: int, since: float) -> list[Release]:
         out: list[Release] = []
-        first = self._released
-        for k, u in enumerate(self._next_units(gate), first):
+        offset, taken = self._served_bytes, self._next_units(gate)
+        for k in taken:
+            u = self.units[k]
             out.append(Release(max(0.0, u.t - since), u.data, stall=self._stalls.get(k, 0.0)))
+            self._served_bytes += len(u.data)
         done = self._released == len(self.units)
         if done and not self._closed:
             if self._ending == "eof" or (
                 self._ending == "recorded" and self.ws.close.by is None and gate >= len(self.recorded)
             ):
                 self._close()
-                self._eof_from = first
+                self._eof_from = offset
                 out.append(Release(out[-1].delay if out else 0.0, None))
-        return self._cut(out, first)
+        return self._cut(out, offset, taken)
 
-    def _cut(self, out: list[Release], first: int) -> list[Release]:
+    def _cut(self, out: list[Release], offset: int, taken: list[int]) -> list[Release]:
         """The releases of one group cut into reads by the chunking (never across the group); an
         ``at:`` chunking's offsets count from the first byte of the session's wire (the group's
         own end is a read end too: ``at:`` with no offset serves each group in one read)."""
@@ -164,7 +195,6 @@ class VariedConversation(Conversation):
         for r in data:
             at += len(r.data or b"")
             bounds.append(at)
-        offset = sum(len(u.data) for u in self.units[:first])
         kept = None
         if isinstance(self._chunking, At):  # offsets in the session's whole wire (explore's reproducers)
             cuts = self._chunking.boundaries
@@ -186,7 +216,7 @@ class VariedConversation(Conversation):
             delay, stall = data[min(unit, len(data) - 1)].delay, data[min(unit, len(data) - 1)].stall
             if offset + end in times:  # a recorded read: when it arrived, against the message it ends in
                 last = min(bisect.bisect_left(bounds, end), len(data) - 1)
-                early = max(0.0, self.units[first + last].t - times[offset + end])
+                early = max(0.0, self.units[taken[last]].t - times[offset + end])
                 delay = max(0.0, data[last].delay - early)
             reads.append(Release(delay, joined[start:end], stall=stall))
             self.reads.append(offset + end)
@@ -288,8 +318,7 @@ class VariedConversation(Conversation):
         return missing
 
     def _pings_sent(self) -> int:
-        released = self._released if self._eof_from is None else self._eof_from
-        sent = sum(len(u.data) for u in self.units[:released])
+        sent = self._served_bytes if self._eof_from is None else self._eof_from
         return sum(1 for f in self._wire.frames if f.opcode == Opcode.PING and f.end <= sent)
 
     def at_byte(self, offset: int) -> str:
@@ -329,6 +358,6 @@ def _truncate(units: list[Unit], size: int) -> list[Unit]:
     for u in units:
         if at >= size:
             break
-        out.append(Unit(u.gate, u.t, u.data[: size - at], u.part))
+        out.append(replace(u, data=u.data[: size - at]))
         at += len(u.data)
     return out

@@ -14,6 +14,11 @@ Pure: each takes what a socket would serve (`Session`) and gives what it serves 
 ``error_event:after_message=N[,kind=K]``
     the provider's own error message after message N (OpenAI Realtime's ``error`` event, Gemini
     Live's ``goAway``); the session then goes on as recorded.
+``...,lane=STREAM_ID`` (``drop:after_message=``, ``stall:``, ``error_event:``)
+    the fault acts on one lane of a session that multiplexes responses (the Responses API's
+    WebSocket mode, ``response.create(stream_id=...)``): N counts that lane's messages, a drop
+    cuts that lane's remaining messages (the socket and the other lanes go on), a stall holds
+    that lane, an error event is the lane's own (it echoes the ``stream_id``).
 ``sequence:F1|F2|...``
     one fault per connection attempt (each reconnect is a new handshake): ``sequence:
     close:code=1012,after_message=2|as_recorded`` tests a client's reconnect path.
@@ -49,6 +54,7 @@ __all__ = [
     "close",
     "drop",
     "error_event",
+    "factories",
     "get",
     "handshake",
     "sequence",
@@ -111,6 +117,40 @@ def _cut(session: Session, after: int) -> tuple[ServerMessage, ...]:
     return session.messages[:after]
 
 
+def _lane(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int) or str(value) == "":
+        raise ValueError(f"lane is a stream_id (1-256 letters, digits, '_', '-', '.'), got {value!r}")
+    return str(value)
+
+
+def _on_lane(session: Session, lane: str, what: str) -> list[int]:
+    """The positions of ``lane``'s messages in the session; a ValueError naming the lanes it has
+    when it has not this one (or none: its protocol multiplexes no responses)."""
+    found = protocols.get(session.protocol) if session.protocol else None
+    if found is None or found.lanes is None:
+        raise ValueError(
+            f"{what}: lane= aims at one lane of a session that multiplexes responses (openai.responses' "
+            f"stream_id); this session's protocol is {session.protocol or 'unknown'}"
+        )
+    positions = [k for k, m in enumerate(session.messages) if m.lane == lane]
+    if not positions:
+        named = sorted({m.lane for m in session.messages if m.lane is not None})
+        raise ValueError(
+            f"{what}: the session has no lane {lane!r}; its lanes: {', '.join(named) or 'none (no stream_id)'}"
+        )
+    return positions
+
+
+def _after_lane(session: Session, lane: str, n: int, what: str) -> tuple[int, ServerMessage]:
+    """Where "after ``lane``'s message n" falls in the session (0: before its first; past its
+    last: after it), and the lane's message that gates what goes there."""
+    positions = _on_lane(session, lane, what)
+    k = positions[min(n, len(positions)) - 1] if n else positions[0]
+    return (k + 1 if n else k), session.messages[k]
+
+
 class _Close(WsFault):
     def __init__(self, code: int, after_message: int, reason: str) -> None:
         if code != 1005:
@@ -131,29 +171,38 @@ def close(code: int = 1011, after_message: int = 1, reason: str = "") -> WsFault
 
 
 class _Drop(WsFault):
-    def __init__(self, after_message: int | None, after_byte: int | None) -> None:
+    def __init__(self, after_message: int | None, after_byte: int | None, lane: str | None) -> None:
         if (after_message is None) == (after_byte is None):
             raise ValueError("drop takes one of after_message=N or after_byte=K")
+        if lane is not None and after_message is None:
+            raise ValueError("drop's lane= takes after_message=N (the lane's messages), not after_byte=")
         self.after = None if after_message is None else _count(after_message, "after_message")
         self.byte = None if after_byte is None else _count(after_byte, "after_byte")
+        self.lane = lane
         self.name = (
             f"drop:after_message={self.after}" if self.byte is None else f"drop:after_byte={self.byte}"
-        )
+        ) + (f",lane={lane}" if lane is not None else "")
 
     def apply(self, session: Session, attempt: int = 0) -> Session:
         if self.byte is not None:
             return replace(session, drop_after_byte=self.byte, drop=True, close=None)
         assert self.after is not None
+        if self.lane is not None:  # that lane's remaining messages: the socket goes on
+            dropped = set(_on_lane(session, self.lane, self.name)[self.after :])
+            return replace(
+                session, messages=tuple(m for k, m in enumerate(session.messages) if k not in dropped)
+            )
         return replace(session, messages=_cut(session, self.after), drop=True, close=None)
 
 
-def drop(after_message: int | None = None, after_byte: int | None = None) -> WsFault:
-    """The connection ends with no close frame (the client sees 1006)."""
-    return _Drop(after_message, after_byte)
+def drop(after_message: int | None = None, after_byte: int | None = None, lane: str | None = None) -> WsFault:
+    """The connection ends with no close frame (the client sees 1006); with ``lane``, that lane's
+    messages after its ``after_message``-th are never sent (the socket and other lanes go on)."""
+    return _Drop(after_message, after_byte, _lane(lane))
 
 
 class _Stall(WsFault):
-    def __init__(self, before_message: int, seconds: float) -> None:
+    def __init__(self, before_message: int, seconds: float, lane: str | None = None) -> None:
         if (
             not isinstance(seconds, int | float)
             or isinstance(seconds, bool)
@@ -162,16 +211,25 @@ class _Stall(WsFault):
             raise ValueError(f"seconds is a number in (0, {MAX_SECONDS}], got {seconds!r}")
         if type(before_message) is not int or before_message < 1:
             raise ValueError(f"before_message is a whole number >= 1, got {before_message!r}")
-        self.before, self.seconds = before_message, float(seconds)
-        self.name = f"stall:before_message={before_message},seconds={seconds}"
+        self.before, self.seconds, self.lane = before_message, float(seconds), lane
+        self.name = f"stall:before_message={before_message},seconds={seconds}" + (
+            f",lane={lane}" if lane is not None else ""
+        )
 
     def apply(self, session: Session, attempt: int = 0) -> Session:
-        return replace(session, stalls=(*session.stalls, (self.before - 1, self.seconds)))
+        at = self.before - 1
+        if self.lane is not None:
+            positions = _on_lane(session, self.lane, self.name)
+            if at >= len(positions):
+                return session  # the lane has fewer messages: nothing to hold
+            at = positions[at]
+        return replace(session, stalls=(*session.stalls, (at, self.seconds)))
 
 
-def stall(before_message: int = 1, seconds: float = 60) -> WsFault:
-    """Nothing arrives for ``seconds`` before message ``before_message`` (1-based)."""
-    return _Stall(before_message, seconds)
+def stall(before_message: int = 1, seconds: float = 60, lane: str | None = None) -> WsFault:
+    """Nothing arrives for ``seconds`` before message ``before_message`` (1-based; of ``lane``'s
+    messages when given)."""
+    return _Stall(before_message, seconds, _lane(lane))
 
 
 _REFUSED = (401, 403, 429, 503)
@@ -208,10 +266,12 @@ def handshake(status: int = 503, retry_after: float | None = None) -> WsFault:
 
 
 class _ErrorEvent(WsFault):
-    def __init__(self, after_message: int, kind: str) -> None:
-        self.after, self.kind = _count(after_message, "after_message"), kind
-        self.name = f"error_event:after_message={self.after}" + (
-            f",kind={kind}" if kind != "server_error" else ""
+    def __init__(self, after_message: int, kind: str, lane: str | None = None) -> None:
+        self.after, self.kind, self.lane = _count(after_message, "after_message"), kind, lane
+        self.name = (
+            f"error_event:after_message={self.after}"
+            + (f",kind={kind}" if kind != "server_error" else "")
+            + (f",lane={lane}" if lane is not None else "")
         )
 
     def apply(self, session: Session, attempt: int = 0) -> Session:
@@ -219,6 +279,13 @@ class _ErrorEvent(WsFault):
             raise ValueError(f"{self.name}: the session's protocol is not known, so its error message is not")
         found = protocols.get(session.protocol)
         data = found.error_event(StreamError(self.kind, "ssemock error_event", framing="ndjson", newline=""))
+        if self.lane is not None:  # the lane's own error: it echoes the stream_id
+            at, gating = _after_lane(session, self.lane, self.after, self.name)
+            data = orjson.dumps({**orjson.loads(data), "stream_id": self.lane})
+            added = ServerMessage(
+                gating.opcode, data, gating.group, lane=self.lane, lane_group=gating.lane_group
+            )
+            return replace(session, messages=(*session.messages[:at], added, *session.messages[at:]))
         before = session.messages[: self.after]
         last = before[-1] if before else (session.messages[0] if session.messages else None)
         opcode = last.opcode if last is not None else Opcode.TEXT  # Gemini Live: binary frames of JSON
@@ -227,9 +294,10 @@ class _ErrorEvent(WsFault):
         return replace(session, messages=(*before, added, *session.messages[self.after :]))
 
 
-def error_event(after_message: int = 1, kind: str = "server_error") -> WsFault:
-    """The provider's own error message after message ``after_message``."""
-    return _ErrorEvent(after_message, kind)
+def error_event(after_message: int = 1, kind: str = "server_error", lane: str | None = None) -> WsFault:
+    """The provider's own error message after message ``after_message`` (of ``lane``'s messages,
+    and on that lane, when given)."""
+    return _ErrorEvent(after_message, kind, _lane(lane))
 
 
 class _Sequence(WsFault):
@@ -254,6 +322,13 @@ _FACTORIES: dict[str, Callable[..., WsFault]] = {
     "handshake": handshake,
     "error_event": error_event,
 }
+
+
+def factories() -> dict[str, Callable[..., Any]]:
+    """Every fault's factory by its name (``sequence`` aside): what the docs' fault tables list."""
+    return dict(_FACTORIES)
+
+
 VARIANTS: tuple[str, ...] = (
     "close:code=1000,after_message=1",
     "close:code=1001,after_message=1",

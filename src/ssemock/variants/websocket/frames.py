@@ -58,6 +58,10 @@ class ServerMessage:
     """How many client messages precede it: it is sent once the client has sent that many."""
     fragments: tuple[int, ...] = ()
     """Where the recording split its payload into frames (``()``: one frame)."""
+    lane: str | None = None
+    """Its lane in a session that multiplexes responses (None: the default lane, or none)."""
+    lane_group: int = 0
+    """How many client messages of its lane precede it (`ssemock.plan.websocket.lanes`)."""
 
 
 @dataclass(frozen=True)
