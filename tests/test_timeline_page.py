@@ -22,6 +22,7 @@ from ssemock.commands.loopback import running
 from ssemock.commands.proxy import app as proxy_app
 from ssemock.commands.serve import app
 from ssemock.commands.serve.page import render
+from ssemock.store.grpc import GrpcCall, GrpcMessage, GrpcStatus
 from ssemock.store.websocket import Close, FrameNote, Message, WebSocket
 
 CHUNK_BLUE = (0x3B, 0x6F, 0xD8)  # a chunk, a received message
@@ -372,3 +373,39 @@ def test_a_long_session_without_a_close_frame_has_second_ticks_and_a_dashed_clos
     [close] = [_attrs(t) for t in re.findall(r'<line [^>]*class="close none"[^>]*>', rows[1])]
     assert close["data-code"] == "1006" and close["data-t"] == "7.3000"
     assert "no close frame (1006)" in rows[1]
+
+
+def _grpc_cassette(details: str) -> ssemock.Cassette:
+    """A server-streaming gRPC call: one request, three responses, a failed status."""
+    call = GrpcCall(
+        "/test.Chat/Count",
+        "unary_stream",
+        [
+            GrpcMessage("send", 0.0, b"3"),
+            *(GrpcMessage("recv", 0.1 * (k + 1), b"n:%d" % k) for k in range(3)),
+        ],
+        status=GrpcStatus("RESOURCE_EXHAUSTED", details, 0.45),
+    )
+    request = ssemock.Request("POST", "http://127.0.0.1:50051/test.Chat/Count", [], None)
+    return ssemock.Cassette([ssemock.Interaction(request, ssemock.Response(200, [], b""), grpc=call)])
+
+
+def test_a_grpc_call_is_two_lanes_with_its_method_messages_and_status() -> None:
+    """A gRPC call's section names its method path, puts each message on its side of the shared
+    axis at its time, and marks the status where it arrived; a key in the details never shows."""
+    key = "sk-proj-" + "Q7rT2mV9xK4bN8cW1zL5hJ3fD6gS0aP2eR7tY9uI4oA1sD"
+    text = render([_grpc_cassette(f"<b>slow</b> down {key}")])
+    (section,) = [s for s in _sections(text) if 'class="interaction grpc"' in s]
+    head = _attrs(section.split(">", 1)[0])
+    assert (head["data-method"], head["data-kind"]) == ("/test.Chat/Count", "unary_stream")
+    assert (head["data-sent"], head["data-received"], head["data-status"]) == ("1", "3", "RESOURCE_EXHAUSTED")
+    sent = [_attrs(t) for t in re.findall(r"<rect [^>]*class=\"msg sent[^>]*>", section)]
+    received = [_attrs(t) for t in re.findall(r"<rect [^>]*class=\"msg recv[^>]*>", section)]
+    assert [m["data-t"] for m in sent] == ["0.0000"]
+    assert [m["data-t"] for m in received] == ["0.1000", "0.2000", "0.3000"]
+    assert [m["data-size"] for m in received] == ["3", "3", "3"]
+    (status,) = [_attrs(t) for t in re.findall(r"<line [^>]*class=\"close status[^>]*>", section)]
+    assert (status["data-code"], status["data-t"]) == ("RESOURCE_EXHAUSTED", "0.4500")
+    assert "/test.Chat/Count" in section.split("</div>", 1)[0]
+    assert "<b>slow" not in text and "&lt;b&gt;slow" in text
+    assert key not in text and key[:12] not in text

@@ -5,7 +5,8 @@ Every row shares one time axis (`page_axis`: ticks with labels, one scale for th
 zoomed together) and one size scale (bar height: bytes, log scale, the page's biggest the
 tallest), so rows compare at a glance. An HTTP response is a strip: one bar per recorded chunk
 at its arrival time, a tick where each event of its framing ends, the time to the first chunk
-and the longest gap marked. A WebSocket session is two lanes (`page_session`). Every mark has a
+and the longest gap marked. A WebSocket session is two lanes (`page_session`), and so is a gRPC
+call, with its method path and status (`page_grpc`). Every mark has a
 tooltip, every row a details table, and every figure is also in the DOM (``data-*``
 attributes), for a test or a script to read. Everything shown is masked (the page goes to
 whoever reaches the port) and escaped."""
@@ -24,6 +25,7 @@ from ...store.cassette import Cassette, Interaction
 from ..show_group import summarize_groups
 from .page_axis import Heights, Scale, fmt, mark, scale_for
 from .page_group import group
+from .page_grpc import call, call_end, call_sizes
 from .page_session import session, session_end
 
 __all__ = ["render"]
@@ -107,13 +109,19 @@ _LEGEND = (
 _TOP, _BOTTOM = 6.0, 70.0  # an HTTP row's plot, the bars standing on its bottom
 
 
-def _stream_end(x: Interaction) -> float:
+def _end(x: Interaction) -> float:
+    if x.websocket is not None:
+        return session_end(x)
+    if x.grpc is not None:
+        return call_end(x)
     return max(x.response.times, default=0.0)
 
 
 def _sizes(x: Interaction) -> list[int]:
     if x.websocket is not None:
         return [len(m.payload) for m in x.websocket.messages]
+    if x.grpc is not None:
+        return call_sizes(x)
     ends = list(x.response.ends)
     return [e - s for s, e in zip([0, *ends], ends, strict=False)]
 
@@ -215,9 +223,7 @@ def _stream(x: Interaction, cassette: str, index: int, scale: Scale, heights: He
 def render(cassettes: Sequence[Cassette], *, title: str = "ssemock") -> str:
     """The HTML page of ``cassettes`` and their interactions' timelines."""
     every = [x for c in cassettes for x in c.interactions]
-    scale = scale_for(
-        max((session_end(x) if x.websocket is not None else _stream_end(x) for x in every), default=0.0)
-    )
+    scale = scale_for(max((_end(x) for x in every), default=0.0))
     heights = Heights(max((s for x in every for s in _sizes(x)), default=1))
     body = []
     for cassette in cassettes:
@@ -232,6 +238,8 @@ def render(cassettes: Sequence[Cassette], *, title: str = "ssemock") -> str:
         for i, x in enumerate(cassette.interactions):
             if x.websocket is not None:
                 body.append(session(x, name, i, scale, heights))
+            elif x.grpc is not None:
+                body.append(call(x, name, i, scale, heights))
             else:
                 body.append(_stream(x, name, i, scale, heights))
         everything = range(len(cassette.interactions))  # sessions spanning connections: one timeline each
