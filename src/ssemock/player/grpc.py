@@ -30,6 +30,7 @@ class Player(Protocol):
     """What a gRPC call needs of the `ssemock.Player` (not imported: no cycle)."""
 
     cassette: Any
+    options: Any
     timing: Any
     guard: Any
     faults: list[Any]
@@ -134,7 +135,7 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
                 player.served_calls.append(served)
             return httpx.Response(200, extensions={CALL: served})
     if player._records:
-        recorder = GrpcRecorder(sent, method, call.kind)
+        recorder = GrpcRecorder(sent, method, call.kind, player.options.before_record_response)
         with player.lock:
             player.grpc_calls.append(recorder)
         raise _stacks.RecordCall(request, recorder)

@@ -264,7 +264,7 @@ class RecordingRun:
             if (x := r.interaction()) is not None
         ]
         made += [(r.t0, r.t0 + r.response_t, x) for r in sessions if (x := r.interaction()) is not None]
-        made += [(r.t0, r.t0, r.interaction()) for r in calls]
+        made += [(r.t0, r.t0, x) for r in calls if (x := r.kept()) is not None]
         made.sort(key=lambda item: item[0])
         session_join.join(made)  # a session spanning connections is one group (issue 44 item 2)
         return [x for _, _, x in made]

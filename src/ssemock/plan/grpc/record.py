@@ -1,10 +1,12 @@
 """Recording a gRPC call: `GrpcRecorder` takes each message as the channel serializes or
 deserializes it (the wire bytes, in order both ways, with their times), the server's initial
 metadata, and the end (trailing metadata, status code and details), and builds the cassette's
-`ssemock.store.grpc.GrpcCall` from them, redacted as it will be saved."""
+`ssemock.store.grpc.GrpcCall` from them, redacted as it will be saved, then given to the
+``before_record_response`` hook as an HTTP response is (`GrpcRecorder.kept`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -22,7 +24,13 @@ Metadata = Iterable[tuple[str, Any]] | None
 class GrpcRecorder:
     """One live call being recorded (thread-safe: grpcio serializes a request stream on its own thread)."""
 
-    def __init__(self, request: Request, method: str, kind: str) -> None:
+    def __init__(
+        self,
+        request: Request,
+        method: str,
+        kind: str,
+        before_record_response: Callable[[Response], Response | None] | None = None,
+    ) -> None:
         self.request = request
         """The call's request as stored (URL, the client's metadata redacted)."""
         self.method, self.kind = method, kind
@@ -33,6 +41,7 @@ class GrpcRecorder:
         self._initial: list[tuple[str, str]] = []
         self._trailers: list[tuple[str, str]] = []
         self._status: GrpcStatus | None = None
+        self._hook = before_record_response
         self.late_end: Callable[[], object] | None = None
         """Set by the stack: records the end from the real call when it has ended but the stack
         has not been told yet (grpcio runs its done-callbacks on its own thread, maybe after the save)."""
@@ -78,3 +87,13 @@ class GrpcRecorder:
             trailers = redact_response(Response(200, list(self._trailers), b"", [], [], True, None)).headers
             call = GrpcCall(self.method, self.kind, list(self._messages), trailers, status)
         return Interaction(self.request, response, grpc=call)
+
+    def kept(self) -> Interaction | None:
+        """The recording as it is saved: `interaction` after the ``before_record_response`` hook,
+        which gets the call's initial metadata as the response's headers (the messages are the
+        call's, not a body) and returns it, edited, or None to leave the call out."""
+        interaction = self.interaction()
+        if self._hook is None:
+            return interaction
+        response = self._hook(interaction.response)
+        return None if response is None else dataclasses.replace(interaction, response=response)

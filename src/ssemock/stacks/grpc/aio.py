@@ -4,15 +4,17 @@ or ``read()`` for a stream, ``write()`` / ``done_writing()`` for a request strea
 iterator); a failure raises ``grpc.aio.AioRpcError``. A recorded call is the real one, watched
 (`Watched`) so its end is recorded before the client sees it.
 
-Interceptors given to ``grpc.aio.*_channel(interceptors=...)`` run around a replayed call too: the
-call is matched as the code made it, then grpcio's interceptor chain runs, and its last
-continuation makes the replayed call (`_replayed_inside`) instead of a real one."""
+Interceptors given to ``grpc.aio.*_channel(interceptors=...)`` run first, live and in replay: the
+players are asked at the chain's last continuation (`_chain_end`), so a call is recorded and
+matched as it goes out, with the request and metadata the interceptors made (as a sync
+``intercept_channel``'s calls are), and the replayed or watched call is what the chain gets."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
 import copy
+import time
 from collections.abc import AsyncIterator, Callable, Generator
 from typing import Any
 
@@ -24,8 +26,8 @@ import grpc.aio._interceptor as _aio_interceptor
 from ...plan.grpc.serving import Call, End, ServedCall
 from ...variants import timing as _timing
 from .. import Patch, intercepting
-from .channels import is_secure
-from .dispatch import decoder, start, status_code, tee
+from .channels import is_secure, target_of
+from .dispatch import Started, decoder, start, status_code, tee
 
 __all__ = ["AioCall", "Watched", "patches"]
 
@@ -240,6 +242,43 @@ class Watched:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
 
+    # grpc.aio's call ABCs (an interceptor chain checks them, `_WATCHED`) want these defined
+    def cancelled(self) -> bool:
+        return bool(self._real.cancelled())
+
+    def done(self) -> bool:
+        return bool(self._real.done())
+
+    def time_remaining(self) -> float | None:
+        return self._real.time_remaining()  # type: ignore[no-any-return]
+
+    def cancel(self) -> bool:
+        return bool(self._real.cancel())
+
+    def add_done_callback(self, callback: Callable[[Any], None]) -> None:
+        self._real.add_done_callback(callback)
+
+    async def initial_metadata(self) -> Any:
+        return await self._real.initial_metadata()
+
+    async def trailing_metadata(self) -> Any:
+        return await self._real.trailing_metadata()
+
+    async def code(self) -> grpc.StatusCode:
+        return await self._real.code()
+
+    async def details(self) -> str:
+        return await self._real.details()  # type: ignore[no-any-return]
+
+    async def wait_for_connection(self) -> None:
+        await self._real.wait_for_connection()
+
+    async def write(self, request: Any) -> None:
+        await self._real.write(request)
+
+    async def done_writing(self) -> None:
+        await self._real.done_writing()
+
     async def _finish(self) -> None:
         real = self._real
         code = await real.code()
@@ -287,6 +326,25 @@ class Watched:
         return response
 
 
+def _ask(
+    kind: str,
+    where: tuple[str, bool],
+    method: str | bytes,
+    request: Any,
+    serializer: Any,
+    metadata: Any,
+    timeout: float | None,
+) -> Started:
+    """Ask the players about a call to ``method`` on ``where`` (the channel's target and whether
+    it has credentials), with its request as it goes out."""
+    __tracebackhide__ = True
+    first = None
+    if kind in _UNARY_REQUEST:
+        first = request if serializer is None else serializer(request)
+    call = Call(kind, first, timeout, decoder(request) if kind in _UNARY_REQUEST else None)
+    return start(where[0], where[1], method, call, metadata)
+
+
 def _call(kind: str) -> Callable[[Any], Any]:
     """The ``__call__`` of an aio multi-callable of ``kind``."""
 
@@ -295,23 +353,19 @@ def _call(kind: str) -> Callable[[Any], Any]:
             __tracebackhide__ = True
             if not intercepting():
                 return original(self, request, *args, **kw)
+            channel = self._python_channel
+            where = (target_of(channel), is_secure(channel))
+            if self._interceptors:  # they run first; their chain's end asks the players (`_chain_end`)
+                token = _deferred.set(where)
+                try:
+                    return original(self, request, *args, **kw)
+                finally:
+                    _deferred.reset(token)
             timeout = kw.get("timeout", args[0] if args else None)
             metadata = kw.get("metadata", args[1] if len(args) > 1 else None)
             serializer = self._request_serializer
-            first = None
-            if kind in _UNARY_REQUEST:
-                first = request if serializer is None else serializer(request)
-            channel = self._python_channel
-            target = str(getattr(channel, "_ssemock_target", "unknown"))
-            call = Call(kind, first, timeout, decoder(request) if kind in _UNARY_REQUEST else None)
-            started = start(target, is_secure(channel), self._method, call, metadata)
+            started = _ask(kind, where, self._method, request, serializer, metadata, timeout)
             if started.served is not None:
-                if self._interceptors:  # they run, around the replayed call (`_replayed_inside`)
-                    token = _served.set(started.served)
-                    try:
-                        return original(self, request, *args, **kw)
-                    finally:
-                        _served.reset(token)
                 requests = None if kind in _UNARY_REQUEST else request
                 return _CALLS[kind](started.served, requests, serializer, self._response_deserializer)
             if started.recorder is None:
@@ -346,16 +400,30 @@ _CALLS: dict[str, type[AioCall]] = {
     "stream_unary": _StreamUnary,
     "stream_stream": _StreamStream,
 }
-_served: contextvars.ContextVar[ServedCall | None] = contextvars.ContextVar(
-    "ssemock_grpc_served", default=None
+_WATCHED: dict[str, type[Watched]] = {
+    kind: type(
+        f"_Watched{base.__name__}", (Watched, base), {"__doc__": f"A recorded call, a {base.__name__}."}
+    )
+    for kind, base in (
+        ("unary_unary", grpc.aio.UnaryUnaryCall),
+        ("unary_stream", grpc.aio.UnaryStreamCall),
+        ("stream_unary", grpc.aio.StreamUnaryCall),
+        ("stream_stream", grpc.aio.StreamStreamCall),
+    )
+}
+_deferred: contextvars.ContextVar[tuple[str, bool] | None] = contextvars.ContextVar(
+    "ssemock_grpc_deferred", default=None
 )
-"""The replayed call a multi-callable with interceptors is making: its interceptors run in a task
-that copies this context, and their last continuation makes the call (`_replayed_inside`)."""
+"""The channel (target, has credentials) of a call a multi-callable with interceptors is making:
+its interceptors run in a task that copies this context, and their last continuation asks the
+players (`_chain_end`)."""
 
 
-def _replayed_inside(kind: str) -> Callable[[Any], Any]:
+def _chain_end(kind: str) -> Callable[[Any], Any]:
     """What grpcio's interceptor chain calls last to make the call (``UnaryUnaryCall(...)`` in
-    ``grpc.aio._interceptor``): the replayed call when one is being made, else grpcio's own."""
+    ``grpc.aio._interceptor``), with the request, metadata and method the interceptors made: the
+    players are asked there, and the replayed call, or the real one watched (recording) or as it
+    is (passed through), is what the chain gets."""
 
     def make(original: Any) -> Any:
         def call(
@@ -370,8 +438,9 @@ def _replayed_inside(kind: str) -> Callable[[Any], Any]:
             deserializer: Any,
             *rest: Any,
         ) -> Any:
-            served = _served.get()
-            if served is None:
+            __tracebackhide__ = True
+            where = _deferred.get()
+            if where is None or not intercepting():
                 return original(
                     request,
                     deadline,
@@ -384,8 +453,29 @@ def _replayed_inside(kind: str) -> Callable[[Any], Any]:
                     deserializer,
                     *rest,
                 )
-            requests = None if kind in _UNARY_REQUEST else request
-            return _CALLS[kind](served, requests, serializer, deserializer)
+            timeout = (
+                None if deadline is None else max(0.0, deadline - time.time())
+            )  # grpcio's deadline: time.time()
+            started = _ask(kind, where, method, request, serializer, metadata, timeout)
+            if started.served is not None:
+                requests = None if kind in _UNARY_REQUEST else request
+                return _CALLS[kind](started.served, requests, serializer, deserializer)
+            recorder = started.recorder
+            if recorder is not None:
+                serializer, deserializer = tee(serializer, deserializer, recorder)
+            real = original(
+                request,
+                deadline,
+                metadata,
+                credentials,
+                wait_for_ready,
+                channel,
+                method,
+                serializer,
+                deserializer,
+                *rest,
+            )
+            return real if recorder is None else _WATCHED[kind](real, recorder)
 
         return call
 
@@ -408,7 +498,7 @@ def patches() -> list[Patch]:
         Patch(_aio_channel.StreamUnaryMultiCallable, "__call__", _call("stream_unary")),
         Patch(_aio_channel.StreamStreamMultiCallable, "__call__", _call("stream_stream")),
         *(
-            Patch(_aio_interceptor, name, _replayed_inside(kind))
+            Patch(_aio_interceptor, name, _chain_end(kind))
             for kind, name in (
                 ("unary_unary", "UnaryUnaryCall"),
                 ("unary_stream", "UnaryStreamCall"),

@@ -16,7 +16,7 @@ import grpc.aio._channel
 from .. import Patch, intercepting
 from ..lock import blocking
 
-__all__ = ["is_secure", "patches", "sync_target"]
+__all__ = ["is_secure", "patches", "sync_target", "target_of"]
 
 _secure: weakref.WeakSet[Any] = weakref.WeakSet()  # aio channels made with credentials
 _secure_targets: set[str] = set()  # targets of sync channels made with credentials
@@ -32,10 +32,18 @@ def _noting_secure(original: Callable[..., Any], aio: bool) -> Callable[..., Any
                 _secure.add(self)
             else:
                 _secure_targets.add(target)
-        if aio:
-            self._ssemock_target = target
 
     return __init__
+
+
+def _text(target: Any) -> str:
+    return target.decode("utf-8", "replace") if isinstance(target, bytes) else str(target or "unknown")
+
+
+def target_of(channel: Any) -> str:
+    """An aio channel's target, as grpcio's core channel holds it (so a channel made before the
+    player started has its own, too)."""
+    return _text(getattr(getattr(channel, "_channel", None), "target", None))
 
 
 def is_secure(channel: Any) -> bool:
@@ -45,10 +53,8 @@ def is_secure(channel: Any) -> bool:
 
 def sync_target(multicallable: Any) -> tuple[str, bool]:
     """A sync multi-callable's channel target, and whether its channel has credentials."""
-    target = getattr(multicallable, "_target", None) or "unknown"
-    if isinstance(target, bytes):
-        target = target.decode("utf-8", "replace")
-    return str(target), target in _secure_targets
+    target = _text(getattr(multicallable, "_target", None))
+    return target, target in _secure_targets
 
 
 def _ready_in_replay(original: Callable[..., Any], ready: Callable[..., Any]) -> Callable[..., Any]:
