@@ -229,6 +229,26 @@ def test_a_request_stream_that_strays_raises_at_the_message_that_differs() -> No
             next(responses)
 
 
+def test_a_request_stream_of_protobuf_messages_that_strays_names_the_field() -> None:
+    """A request stream's mismatch decodes by its messages' class, as a unary request's does."""
+    asked = [wrappers_pb2.StringValue(value=v).SerializeToString() for v in ("weather", "in Paris")]
+    messages = [GrpcMessage("send", 0.0, asked[0]), GrpcMessage("send", 0.1, asked[1])]
+    messages.append(GrpcMessage("recv", 0.2, b"sunny"))
+    call = GrpcCall("/s.S/Ask", "stream_unary", messages, status=GrpcStatus("OK", "", 0.3))
+    cassette = ssemock.Cassette(
+        [Interaction(Request("POST", "http://svc:50051/s.S/Ask"), Response(200), grpc=call)]
+    )
+    serialize = wrappers_pb2.StringValue.SerializeToString
+    with ssemock.replay(cassette), grpc.insecure_channel("svc:50051") as channel:
+        ask = channel.stream_unary("/s.S/Ask", request_serializer=serialize)
+        sent = [wrappers_pb2.StringValue(value=v) for v in ("weather", "in Rome")]
+        with pytest.raises(ssemock.UnmatchedRequestError) as unmatched:
+            ask(iter(sent))
+    assert "request message 2 differs at field value: recorded 'in Paris', sent 'in Rome'" in str(
+        unmatched.value
+    )
+
+
 def _call(
     method_name: str, kind: str, sends: list[bytes], recvs: list[bytes], url: str = "http://svc:50051"
 ) -> Interaction:

@@ -228,3 +228,25 @@ async def test_calls_through_aio_interceptors_are_recorded_whole(tmp_path: Path)
         (f"/{SERVICE}/Count", [b"2", b"n:0", b"n:1"], "OK"),
     ]
     assert seen == [f"/{SERVICE}/Say", f"/{SERVICE}/Count"]
+
+
+async def test_a_written_protobuf_request_that_strays_names_the_field() -> None:
+    """``write()``'s messages are decoded by their class in the mismatch, as a unary request is."""
+    from google.protobuf import wrappers_pb2
+
+    asked = [wrappers_pb2.StringValue(value=v).SerializeToString() for v in ("weather", "in Paris")]
+    messages = [GrpcMessage("send", 0.0, asked[0]), GrpcMessage("send", 0.1, asked[1])]
+    call = GrpcCall("/s.S/Ask", "stream_stream", messages, status=GrpcStatus("OK", "", 0.3))
+    cassette = ssemock.Cassette(
+        [Interaction(Request("POST", "http://svc:50051/s.S/Ask"), Response(200), grpc=call)]
+    )
+    serialize = wrappers_pb2.StringValue.SerializeToString
+    with ssemock.replay(cassette):
+        async with grpc.aio.insecure_channel("svc:50051") as channel:
+            talk = channel.stream_stream("/s.S/Ask", request_serializer=serialize)()
+            await talk.write(wrappers_pb2.StringValue(value="weather"))
+            with pytest.raises(ssemock.UnmatchedRequestError) as unmatched:
+                await talk.write(wrappers_pb2.StringValue(value="in Rome"))
+    assert "request message 2 differs at field value: recorded 'in Paris', sent 'in Rome'" in str(
+        unmatched.value
+    )

@@ -111,7 +111,7 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
                                 bucket,
                                 messages,
                                 ended=ended,
-                                decode=call.decode,
+                                decode=call.decode or served.decode,
                             )
                         )
                     selection.release(current)

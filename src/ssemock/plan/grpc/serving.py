@@ -99,6 +99,8 @@ class ServedCall:
         self._rematch = rematch
         self.sent: list[bytes] = list(sent)
         """The request messages the client sent so far."""
+        self.decode: Decode | None = None
+        """The request message class's parser, from a request stream's first message (`send`)."""
         self.position = 0
         """How many steps were served."""
         self.ended = False
@@ -182,10 +184,12 @@ class ServedCall:
         """Seconds to wait before serving ``step``, ``elapsed`` seconds after the call started."""
         return 0.0 if step.due is None else max(0.0, step.due - elapsed)
 
-    def send(self, data: bytes) -> None:
+    def send(self, data: bytes, decode: Decode | None = None) -> None:
         """The client sent request message ``data``: it must be the recorded call's next one, or
-        another recorded call's (which is then served); UnmatchedRequestError otherwise."""
+        another recorded call's (which is then served); UnmatchedRequestError otherwise, naming
+        the field by ``decode`` (the message's class's parser, when the stack knows it)."""
         with self._lock:
+            self.decode = self.decode or decode
             self.sent.append(bytes(data))
             self._check(ended=False)
 

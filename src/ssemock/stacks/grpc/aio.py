@@ -91,7 +91,7 @@ class AioCall:
             except StopAsyncIteration:
                 served.end_stream()
                 break
-            served.send(self._bytes(message))
+            served.send(self._bytes(message), decoder(message))
 
     async def _step(self) -> bytes | None:
         async with self._steps:
@@ -169,7 +169,7 @@ class AioCall:
         if self._served.ended:
             raise grpc.aio.UsageError("write() after done_writing()")
         try:
-            self._served.send(self._bytes(request))
+            self._served.send(self._bytes(request), decoder(request))
         finally:
             self._written.set()
 

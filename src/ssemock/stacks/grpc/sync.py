@@ -58,7 +58,7 @@ class Rendezvous(grpc.RpcError, grpc.Call, grpc.Future):  # type: ignore[misc]
             except StopIteration:
                 served.end_stream()
                 break
-            served.send(message if self._serialize is None else self._serialize(message))
+            served.send(message if self._serialize is None else self._serialize(message), decoder(message))
 
     def _step(self) -> bytes | None:
         """Serve the next step: a response message's bytes, or None once the call ended."""
