@@ -61,6 +61,13 @@ def test_a_bad_fault_name_is_one_error_naming_it(name: str, said: str) -> None:
     assert said in str(caught.value)
 
 
+def test_a_misspelt_grpc_fault_is_named_with_its_correction_and_every_transport_s_faults() -> None:
+    with pytest.raises(ValueError, match="did you mean 'status:code=UNAVAILABLE'") as caught:
+        faults.get("statu:code=UNAVAILABLE")
+    valid = str(caught.value).split("valid: ", 1)[1].split(", ")
+    assert {"status", "drop", "close", "disconnect", "stall"} <= set(valid)
+
+
 def test_http_and_websocket_only_faults_do_nothing_to_a_call() -> None:
     assert call_fault(faults.get("disconnect:after_event=1")) is None
     assert call_fault(faults.get("close:code=1000,after_message=1")) is None

@@ -206,8 +206,10 @@ def get(spec: str | Fault) -> Fault:
             return sequence(*[None if p.strip() in ("", "as_recorded", "none") else p for p in parts], on=on)
         except ValueError as exc:
             raise ValueError(f"bad fault {spec!r}: {exc}") from None
-    if head not in _FACTORIES:
-        raise unknown("fault", spec, _KNOWN, head=head)
+    if head not in _FACTORIES:  # the WebSocket and gRPC faults' names offered too (a "statu" typo)
+        raise unknown(
+            "fault", spec, dict.fromkeys([*_KNOWN, *ws_faults.NAMES, *grpc_faults.NAMES]), head=head
+        )
     kwargs = _parse_kwargs(spec, head, rest)
     params = inspect.signature(_FACTORIES[head]).parameters
     missing = [k for k, p in params.items() if p.default is p.empty and k not in kwargs]

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from ...store.model import Request
 
 __all__ = [
+    "NAMES",
     "VARIANTS",
     "CallFault",
     "CallSequence",
@@ -223,6 +224,8 @@ VARIANTS: tuple[str, ...] = (
     "sequence:status:code=UNAVAILABLE,after_message=0|as_recorded",
 )
 """Every gRPC fault in each of its modes: what the fault x call-shape tests run."""
+NAMES: tuple[str, ...] = tuple(_FACTORIES)
+"""The faults' names (an unknown name's error lists them)."""
 
 
 def is_grpc_fault(spec: str) -> bool:

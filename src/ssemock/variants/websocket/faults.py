@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from ...store.model import Request
 
 __all__ = [
+    "NAMES",
     "VARIANTS",
     "OnWebSocket",
     "aimed",
@@ -348,6 +349,8 @@ VARIANTS: tuple[str, ...] = (
     "sequence:close:code=1012,after_message=1|as_recorded",
 )
 """Every WebSocket fault in each of its modes: what the fault x stack table runs."""
+NAMES: tuple[str, ...] = tuple(_FACTORIES)
+"""The faults' names (an unknown name's error lists them)."""
 
 
 def get(spec: str | WsFault) -> WsFault:
