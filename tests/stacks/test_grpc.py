@@ -481,3 +481,16 @@ def test_with_call_and_future_record_their_calls_whole(tmp_path: Path) -> None:
     with ssemock.use_cassette(path), _channel(target) as channel:
         assert method(channel, "Say")(b"ann") == b"hello ann"
         assert method(channel, "Sum")(iter([b"p", b"q"])) == b"p+q"
+
+
+def test_a_call_to_another_url_than_the_recorded_one_says_so() -> None:
+    """A secure channel made before the player started is recorded as http (grpcio keeps no trace
+    of its credentials); replayed against an https recording, the error names both URLs."""
+    cassette = ssemock.Cassette([_call("/s.S/Say", "unary_unary", [b"x"], [b"y"], url="https://svc:443")])
+    channel = grpc.secure_channel("svc:443", grpc.ssl_channel_credentials())
+    with ssemock.replay(cassette), pytest.raises(ssemock.UnmatchedRequestError) as unmatched:
+        channel.unary_unary("/s.S/Say")(b"x")
+    channel.close()
+    said = str(unmatched.value)
+    assert "no recorded gRPC call matches /s.S/Say (http://svc:443/s.S/Say)" in said
+    assert "calls of /s.S/Say are to https://svc:443/s.S/Say: the scheme or the target differs" in said

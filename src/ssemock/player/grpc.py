@@ -142,7 +142,19 @@ def handle(player: Player, request: httpx.Request, sent: Request) -> httpx.Respo
     if reporting.passes(player.guard, player.cassette, request.url.host or "", sent):
         raise _stacks.Allowed(f"ssemock: gRPC {request.url.host}: an allowed host")
     with player.lock:
-        bucket = [i for i, x in enumerate(interactions) if x.grpc is not None and x.grpc.method == method]
+        same = [i for i, x in enumerate(interactions) if x.grpc is not None and x.grpc.method == method]
+        reachable = set(player.selection.candidates(sent)) if player._replays else set(same)
+    bucket = [i for i in same if i in reachable]  # what match_on (the URL's parts) lets it reach
+    elsewhere = [interactions[i].request.url for i in same if i not in reachable]
     raise UnmatchedRequestError(
-        matching.explain(player.where, sent.url, method, interactions, bucket, first, decode=call.decode)
+        matching.explain(
+            player.where,
+            sent.url,
+            method,
+            interactions,
+            bucket,
+            first,
+            decode=call.decode,
+            elsewhere=elsewhere,
+        )
     )

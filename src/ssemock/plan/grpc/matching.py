@@ -151,11 +151,19 @@ def explain(
     *,
     ended: bool = False,
     decode: Decode | None = None,
+    elsewhere: Sequence[str] = (),
 ) -> str:
     """The UnmatchedRequestError message of a call no recorded call answers: the method, the
-    cassette, the closest recorded call of the method and the first field that differs."""
+    cassette, the closest recorded call of the method and the first field that differs; or, when
+    the method's recorded calls are all to other URLs (``elsewhere``), those URLs."""
     lines = [f"ssemock: no recorded gRPC call matches {method} ({url})", f"  cassette: {where}"]
-    if not among:
+    if not among and elsewhere:
+        urls = ", ".join(sorted(set(elsewhere))[:3])
+        lines.append(
+            f"  the cassette's calls of {method} are to {urls}: the scheme or the target differs (a "
+            "channel made before the player started is recorded as http://, even a secure one)"
+        )
+    elif not among:
         methods = sorted({x.grpc.method for x in interactions if x.grpc is not None})
         lines.append(
             f"  the cassette has no call of {method}"
