@@ -93,13 +93,14 @@ def _timed(run: Callable[[], Any]) -> float:
         gc.enable()
 
 
-def main(messages: int = 2000) -> dict[str, float]:
+def main(messages: int = 2000) -> dict[str, tuple[float, float]]:
+    """Print and return each shape's microseconds per message: (fake servicer, ssemock replay)."""
     server, target = _server()
     shapes = {
         "server stream": (_stream(target, messages), messages),
         "unary calls": (_unary(target, messages // 10), messages // 10),
     }
-    out: dict[str, float] = {}
+    out: dict[str, tuple[float, float]] = {}
     print(f"gRPC replay per message, median of 7 interleaved rounds (load average {os.getloadavg()[0]:.1f}):")
     for shape, (calls, count) in shapes.items():
         cassette = Path(tempfile.mkdtemp()) / "grpc_bench.json"
@@ -117,13 +118,28 @@ def main(messages: int = 2000) -> dict[str, float]:
             replayed.append(_timed(replay))
         fake_us = statistics.median(fake[1:]) / count * 1e6
         replay_us = statistics.median(replayed[1:]) / count * 1e6
-        ratio = out[shape] = replay_us / fake_us
+        out[shape] = fake_us, replay_us
+        ratio = replay_us / fake_us
         print(
             f"  {shape} ({count}): fake servicer {fake_us:7.2f} us, ssemock replay {replay_us:7.2f} us "
             f"({ratio:.2f}x; target <= 1.5x: {'met' if ratio <= 1.5 else 'NOT met'})"
         )
     server.stop(None).wait()
     return out
+
+
+def measure(messages: int = 2000) -> dict[str, float]:
+    """bench/run.py's figures, microseconds per message: ``ssemock`` and ``hand-written servicer``
+    for the unary calls (the shape where replay costs the most against the servicer: one message
+    each way a call), the server stream's beside them."""
+    shapes = main(messages)
+    (fake_unary, replay_unary), (fake_stream, replay_stream) = shapes["unary calls"], shapes["server stream"]
+    return {
+        "ssemock": replay_unary,
+        "hand-written servicer": fake_unary,
+        "ssemock, server stream": replay_stream,
+        "servicer, server stream": fake_stream,
+    }
 
 
 if __name__ == "__main__":
