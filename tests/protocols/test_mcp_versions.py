@@ -6,22 +6,26 @@ under every chunking of the registry; the version each recording speaks shown by
 ``validate`` and the timeline page; the resume fault answered from the cassette where the
 version resumes (2025-11-25, a server with an event store) and refused naming the version where
 it does not; the listen requests' process-wide ids matched whatever they are and answered with
-this run's."""
+this run's; a listen stream the client closed while it was open stays open in replay (calls made
+after its last change, then closed: no SubscriptionLost), one the server ended ends as recorded."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import socket
 import threading
 from pathlib import Path
 from typing import Annotated, Any
 
+import anyio
+import httpx
 import mcp_types
 import pytest
 import uvicorn
 from mcp import Client
-from mcp.client.subscriptions import ResourceUpdated
+from mcp.client.subscriptions import ResourceUpdated, Subscription
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
@@ -42,6 +46,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprec
 URL = "http://127.0.0.1:8000/mcp"  # where the recorded requests are said to go (the port varies)
 VERSIONS = {"2025-11-25": "legacy", "2026-07-28": "2026-07-28"}  # the version -> the Client's mode
 SUBSCRIPTION = "io.modelcontextprotocol/subscriptionId"
+LIMIT = 20.0  # seconds a session may take before it fails (nothing may hang)
 
 
 class Units(BaseModel):
@@ -117,6 +122,13 @@ async def _session(url: str, mode: str, player: Any = None) -> dict[str, Any]:
         logs.append(params.data)
 
     got: dict[str, Any] = {}
+    with anyio.fail_after(LIMIT):
+        await _talk(url, mode, player, got, on_progress, on_log)
+    got["progress"], got["logs"] = progress, logs
+    return got
+
+
+async def _talk(url: str, mode: str, player: Any, got: dict[str, Any], on_progress: Any, on_log: Any) -> None:
     async with Client(
         url, mode=mode, log_level="info", logging_callback=on_log, elicitation_callback=_accept
     ) as client:
@@ -133,8 +145,20 @@ async def _session(url: str, mode: str, player: Any = None) -> dict[str, Any]:
                     got["before_touch"] = _listen_play(player).stream.delivered
                 await client.call_tool("touch", {})
                 got["event"] = await subscription.__anext__()
-    got["progress"], got["logs"] = progress, logs
-    return got
+                # a call after the last change (the refetch it calls for), then the stream is still open
+                read = await client.read_resource("weather://tokyo")
+                got["refetched"] = read.contents[0].text  # type: ignore[union-attr]
+                got["open"] = await _still_open(subscription)
+
+
+async def _still_open(subscription: Subscription) -> bool:
+    """Whether the listen stream is still open once every task waits: its next event is not
+    there (an ended stream raises SubscriptionLost at once, without waiting)."""
+    await anyio.wait_all_tasks_blocked()
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await subscription.__anext__()
+    return scope.cancelled_caught
 
 
 def _listen_play(player: Any) -> Any:
@@ -198,6 +222,8 @@ def test_each_version_records_what_it_speaks(
         frames = [json.loads(e.data) for e in decode([listen.response.body])]
         assert {f["params"]["_meta"][SUBSCRIPTION] for f in frames} == {live["listen_id"]}
         assert live["event"] == ResourceUpdated(uri="weather://tokyo")
+        assert live["refetched"] == "sunny" and live["open"]
+        assert mcp.stays_open(listen)  # the client closed it while it was open: no graceful close
     else:  # a session; the elicitation asked mid-call on the call's own stream, answered by a POST
         assert methods[0] == "initialize" and "response" not in methods
         assert len(calls) == 1 and b'"elicitation/create"' in calls[0].response.body
@@ -221,6 +247,8 @@ def test_replayed_with_the_server_stopped_under_every_chunking(
         # the change was held until the call that made it: only the acknowledgement came before
         body = _listen_play(player).body
         assert got["before_touch"] == mcp.follows(body)[0] == body.index(b"event: message", 1)
+        # kept open after its last frame, as live, and closed by the client: no SubscriptionLost
+        assert got["open"] and _listen_play(player).stream.consumed
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -298,3 +326,78 @@ def test_show_validate_and_the_page_name_the_version(
     assert f"speaks mcp {version}" in capsys.readouterr().out
     page = render([ssemock.Cassette.load(path)])
     assert f'data-protocol="mcp {version}"' in page
+
+
+def _listen(path: Path) -> ssemock.Interaction:
+    return next(
+        x
+        for x in ssemock.Cassette.load(path).interactions
+        if x.request.body and b'"subscriptions/listen"' in x.request.body
+    )
+
+
+def test_a_listen_stream_the_server_ended_ends_as_recorded(
+    recorded: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
+) -> None:
+    """The server's graceful close (the listen request answered) recorded: the replayed stream
+    ends there, and the SDK's subscription loop ends (no SubscriptionLost, nothing kept open)."""
+    path, _ = recorded["2026-07-28"]
+    cassette = ssemock.Cassette.load(path)
+    k, listen = next(
+        (k, x) for k, x in enumerate(cassette.interactions) if x.request.body and b"listen" in x.request.body
+    )
+    listen_id = json.loads(listen.request.body or b"")["id"]
+    close = f'event: message\r\ndata: {{"jsonrpc":"2.0","id":"{listen_id}","result":{{}}}}\r\n\r\n'.encode()
+    body = listen.response.body + close
+    ended = dataclasses.replace(
+        listen.response,
+        body=body,
+        ends=[*listen.response.ends, len(body)],
+        times=[*listen.response.times, 0.1],
+        complete=True,
+    )
+    cassette.interactions[k] = dataclasses.replace(listen, response=ended)
+    assert mcp.stays_open(listen) and not mcp.stays_open(cassette.interactions[k])
+    cassette.save(tmp_path / "ended.json")
+
+    async def listen_to_the_end() -> list[Any]:
+        with anyio.fail_after(LIMIT):
+            async with Client(
+                URL, mode="2026-07-28", log_level="info", elicitation_callback=_accept
+            ) as client:
+                async with client.listen(resource_subscriptions=["weather://tokyo"]) as subscription:
+                    await client.call_tool("touch", {})
+                    return [event async for event in subscription]  # ends at the graceful close
+
+    with ssemock.use_cassette(tmp_path / "ended.json", allow_playback_repeats=True) as player:
+        events = asyncio.run(listen_to_the_end())
+    assert events == [ResourceUpdated(uri="weather://tokyo")]
+    assert _listen_play(player).stream.consumed
+
+
+def test_a_listen_stream_kept_open_is_released_when_the_player_stops(
+    recorded: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
+) -> None:
+    """A client that reads on past the last frame (its acknowledgement, here) with no read timeout
+    waits, and the player's stop ends its stream; with a read timeout it gets its own ReadTimeout."""
+    listen = _listen(recorded["2026-07-28"][0])
+    ack = listen.response.body[: listen.response.ends[0]]
+    assert b"notifications/subscriptions/acknowledged" in ack and not mcp.follows(ack)
+    only = dataclasses.replace(listen.response, body=ack, ends=[len(ack)], times=[0.0])
+    ssemock.Cassette([dataclasses.replace(listen, response=only)]).save(tmp_path / "ack.json")
+    got: list[bytes] = []
+
+    def read(timeout: float | None) -> None:
+        with httpx.Client(timeout=httpx.Timeout(LIMIT, read=timeout)) as client:
+            with client.stream("POST", URL, headers=listen.request.headers, content=listen.request.body) as r:
+                got.extend(r.iter_bytes())
+
+    with ssemock.use_cassette(tmp_path / "ack.json", allow_playback_repeats=True) as player:
+        reader = threading.Thread(target=read, args=(None,), daemon=True)
+        reader.start()
+        until(lambda: player.plays and player.plays[0].stream.consumed, "the listen stream's last frame")
+        assert reader.is_alive()  # kept open after it
+        with pytest.raises(httpx.ReadTimeout):
+            read(0.05)
+    reader.join(timeout=LIMIT)
+    assert not reader.is_alive() and got == [ack, ack]

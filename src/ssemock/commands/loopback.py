@@ -38,7 +38,9 @@ def running(
     ``proxy.app`` also carries ``app.state.ws_max_size``, its ``max_body``: the largest message a
     client may send over uvicorn's own WebSocket protocol (the proxy's relay; else uvicorn's
     16 MiB), as the replays cap it. An app carrying ``app.state.h2c_protocol`` (a gRPC server or
-    proxy) also answers HTTP/2 cleartext on the same port (`ssemock.commands.preface`)."""
+    proxy) also answers HTTP/2 cleartext on the same port (`ssemock.commands.preface`). One
+    carrying ``app.state.on_stop`` has it called as the block exits, before the server stops
+    (``serve`` ends the streams it keeps open, which would otherwise hold the shutdown)."""
     import uvicorn
 
     if header_timeout is not None and not header_timeout > 0:
@@ -82,6 +84,9 @@ def running(
     try:
         yield f"http://{host}:{sock.getsockname()[1]}"
     finally:
+        on_stop = getattr(state, "on_stop", None)
+        if on_stop is not None:
+            on_stop()
         server.should_exit = True
         thread.join(timeout=5)
         sock.close()

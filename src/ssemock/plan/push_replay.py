@@ -20,6 +20,7 @@ read timeout, after at most the client's read timeout or [`HOLD_LIMIT`][ssemock.
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 from collections import Counter
@@ -30,7 +31,7 @@ from typing import Any
 from .. import protocols as _protocols
 from ..store.cassette import Interaction
 
-__all__ = ["HOLD_LIMIT", "Gate", "Hold", "Requests", "holds_for"]
+__all__ = ["HOLD_LIMIT", "Gate", "Hold", "Idle", "Requests", "holds_for"]
 
 HOLD_LIMIT = 30.0
 """The longest a replayed stream waits for a request it answers (seconds) when the client's read timeout is longer or unset: a test whose client never makes the request fails, never hangs."""
@@ -152,19 +153,36 @@ class Requests:
     def wait(self, ids: Collection[Any], since: int, timeout: float) -> list[Any]:
         """Block this thread until every one of ``ids`` was requested since ``since`` or
         ``timeout`` seconds pass; the ids still missing ([] when all came)."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                missing = self.missing(ids, since)
-                left = deadline - time.monotonic()
-                if not missing or left <= 0 or self.closed:
-                    return missing
-                self._changed.wait(left)
+        self.until(lambda: not self.missing(ids, since), timeout)
+        return self.missing(ids, since)
 
     async def wait_async(self, ids: Collection[Any], since: int, timeout: float) -> list[Any]:
         """[`wait`][ssemock.plan.push_replay.Requests.wait] without blocking the event loop (the request is usually made by another
-        task on the same loop): an asyncio.Event the player sets, or short sleeps under trio."""
-        deadline = time.monotonic() + timeout
+        task on the same loop)."""
+        await self.until_async(lambda: not self.missing(ids, since), timeout)
+        return self.missing(ids, since)
+
+    def wake(self) -> None:
+        """Have every waiter look again (a stream its client closed stops idling)."""
+        self._wake()
+
+    def until(self, done: Callable[[], bool], timeout: float | None) -> bool:
+        """Block this thread until ``done()`` or the player stopped (True), or ``timeout`` seconds
+        passed (False; None: no limit). ``done`` is asked again at each `add`, `wake` and `close`."""
+        deadline = time.monotonic() + (math.inf if timeout is None else timeout)
+        with self._changed:
+            while True:
+                if done() or self.closed:
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(None if left == math.inf else left)
+
+    async def until_async(self, done: Callable[[], bool], timeout: float | None) -> bool:
+        """[`until`][ssemock.plan.push_replay.Requests.until] without blocking the event loop: an
+        asyncio.Event the player sets, or short sleeps under trio."""
+        deadline = time.monotonic() + (math.inf if timeout is None else timeout)
         try:
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:  # not asyncio: trio through anyio
@@ -172,10 +190,11 @@ class Requests:
         while True:
             event = asyncio.Event() if loop is not None else None
             with self._changed:
-                missing = self.missing(ids, since)
+                if done() or self.closed:
+                    return True
                 left = deadline - time.monotonic()
-                if not missing or left <= 0 or self.closed:
-                    return missing
+                if left <= 0:
+                    return False
                 if loop is not None and event is not None:
                     self._loops.append((loop, event))
             if loop is None or event is None:
@@ -184,7 +203,7 @@ class Requests:
                 await anyio.sleep(min(left, _POLL))
                 continue
             try:
-                await asyncio.wait_for(event.wait(), left)
+                await asyncio.wait_for(event.wait(), None if left == math.inf else left)
             except TimeoutError:
                 pass
             finally:
@@ -211,6 +230,10 @@ class Gate:
     def hold(self, ids: frozenset[Any]) -> Hold:
         """The step that waits for the requests ``ids`` (what the replay core yields)."""
         return Hold(self, ids)
+
+    def idle(self, closed: Callable[[], bool], timeout: float | None, error: BaseException | None) -> Idle:
+        """The step that keeps the stream open after its last chunk (see `Idle`)."""
+        return Idle(self.requests, closed, timeout, error)
 
     def fail(self, missing: list[Any]) -> BaseException:
         """The error for requests ``missing`` that never came (or could no longer come)."""
@@ -244,3 +267,30 @@ class Hold:
         missing = await gate.requests.wait_async(self.ids, gate.since, gate.timeout)
         if missing:
             raise gate.fail(missing)
+
+
+@dataclass(frozen=True)
+class Idle:
+    """A step of a replayed stream after its last chunk, where the recorded stream was still open
+    when its client closed it (`ssemock.protocols.stays_open`: an MCP listen stream): as a live
+    one, it stays open sending nothing until the client closes it (``closed()``, or its task is
+    cancelled), the player stops, or the client's read timeout passes (``error`` raised then)."""
+
+    requests: Requests
+    """The player's requests (their `close` releases the stream)."""
+    closed: Callable[[], bool]
+    """Whether the client closed the stream."""
+    timeout: float | None
+    """The client's read timeout in seconds (None: none)."""
+    error: BaseException | None
+    """The client stack's read timeout error, raised when ``timeout`` passes."""
+
+    def wait(self) -> None:
+        """Block until released; raise the read timeout when it passes first."""
+        if not self.requests.until(self.closed, self.timeout):
+            raise self.error or TimeoutError("read timeout")
+
+    async def wait_async(self) -> None:
+        """[`wait`][ssemock.plan.push_replay.Idle.wait] on an event loop."""
+        if not await self.requests.until_async(self.closed, self.timeout):
+            raise self.error or TimeoutError("read timeout")

@@ -78,6 +78,7 @@ class Plan:
         False  # the plan of an open prefix of a live stream: more may come (ssemock.plan.push_recording)
     )
     skipped: tuple[float, int] | None = None  # instant: the longest recorded silence not waited (s, chunk)
+    idles: bool = False  # after its last chunk the stream stays open, sending nothing (push_replay.Idle)
 
 
 class _Due(Sequence[float | None]):
@@ -128,6 +129,7 @@ def plan_response(
     holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None,
     more: bool = False,
     answer: Sequence[Edit] = (),
+    stays_open: bool = False,
 ) -> Plan:
     """Turn a recorded response into what to serve: transforms, then faults, chunking, timing.
 
@@ -140,7 +142,9 @@ def plan_response(
     fault waits for its position, and ``Plan.open`` says whether more may still follow.
     ``answer``: edits giving the recorded body the ids this run's client sent
     (`ssemock.protocols.answer_edits`: a JSON-RPC answer to a request whose random id differs),
-    made first, the chunk ends carried along.
+    made first, the chunk ends carried along. ``stays_open``: the recorded stream was still
+    open when its client closed it (`ssemock.protocols.stays_open`): unless a fault ends it,
+    the served stream stays open after its last chunk (``Plan.idles``, `ssemock.plan.push_replay.Idle`).
     """
     served = Served(
         response.status,
@@ -209,6 +213,7 @@ def plan_response(
         served.cut_at,
         served.more,
         skipped,
+        stays_open and served.error is None and served.cut_at is None and served.status == response.status,
     )
 
 
@@ -220,10 +225,11 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
 
     def __init__(self, plan: Plan, t0: float, gate: _held.Gate | None = None) -> None:
         self._plan = plan
-        self._fast = not _needs_core(plan) and not (gate is not None and plan.holds)
+        self._fast = not _needs_core(plan) and not (gate is not None and (plan.holds or plan.idles))
+        self._gate = gate
         self._left: Iterator[Any]  # exhausted once the last chunk is handed out (fast path)
         if not self._fast:
-            self._steps = self._core(plan, t0, gate)
+            self._steps = self._core(self, plan, t0, gate)
         elif isinstance(plan.chunks, _chunking.Slices):
             self._steps, self._left = plan.chunks.iterate()
         else:
@@ -270,9 +276,12 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
         return self.consumed or self.failed
 
     @staticmethod
-    def _core(plan: Plan, t0: float, gate: _held.Gate | None) -> Iterator[bytes | float | _held.Hold]:
+    def _core(
+        stream: ReplayStream, plan: Plan, t0: float, gate: _held.Gate | None
+    ) -> Iterator[bytes | float | _held.Hold | _held.Idle]:
         """Chunks, with a float (seconds to wait) before any that is not due yet, and a Hold
-        (wait for requests) before any that answers a request not made yet.
+        (wait for requests) before any that answers a request not made yet; an Idle after the
+        last when the plan idles.
 
         A wait longer than the client's read timeout raises its ReadTimeout at once. A hold
         delays what follows by as long as it waited past the held chunk's time (recorded gaps
@@ -306,6 +315,8 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
             last = _timing.clock.now()
         if plan.error is not None:
             raise plan.error
+        if plan.idles and gate is not None:  # open as recorded, until the client closes it
+            yield gate.idle(lambda: stream.closed, plan.read_timeout, plan.timeout_error)
 
     def __iter__(self) -> Iterator[bytes]:
         # The fast path hands out the chunks' own iterator: no generator step per chunk.
@@ -318,7 +329,7 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
                 if step.__class__ is bytes:
                     self._delivered += 1
                     yield step
-                elif step.__class__ is _held.Hold:
+                elif step.__class__ is _held.Hold or step.__class__ is _held.Idle:
                     step.wait()
                 else:
                     _timing.clock.sleep(step)  # type: ignore[arg-type]
@@ -343,7 +354,7 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
                 if step.__class__ is bytes:
                     self._delivered += 1
                     yield step
-                elif step.__class__ is _held.Hold:
+                elif step.__class__ is _held.Hold or step.__class__ is _held.Idle:
                     await step.wait_async()
                 else:
                     await _timing.clock.asleep(step)  # type: ignore[arg-type]
@@ -353,9 +364,11 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
 
     def close(self) -> None:
         self.closed = True
+        if self._gate is not None:  # a read idling in another thread ends
+            self._gate.requests.wake()
 
     async def aclose(self) -> None:
-        self.closed = True
+        self.close()
 
 
 def skipped_stall(plan: Plan, seconds: float) -> None:
@@ -406,7 +419,7 @@ def server_push(interaction: Interaction) -> bool:
 
 
 def _needs_core(plan: Plan) -> bool:
-    return plan.error is not None or plan.due is not None or bool(plan.stalls)
+    return plan.error is not None or plan.due is not None or bool(plan.stalls) or plan.idles
 
 
 @dataclass

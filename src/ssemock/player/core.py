@@ -380,12 +380,13 @@ class Player:
             read_timeout=read_timeout,
             holds=_held.holds_for(self.cassette.interactions, index) if pushes else None,
             answer=_protocols.answer_edits(sent, interaction.request.body, interaction.response.body),
+            stays_open=_protocols.stays_open(interaction),
         )
         if not plan.consumes:
             with self.lock:
                 self.selection.release(index)
         gate = None
-        if plan.holds:
+        if plan.holds or plan.idles:  # (an idle stream is released when the player stops)
             limit = min(read_timeout, _held.HOLD_LIMIT) if read_timeout is not None else _held.HOLD_LIMIT
             gate = _held.Gate(self._requests, since, limit, self._never_requested(index, core))
         stream = ReplayStream(plan, t0, gate)

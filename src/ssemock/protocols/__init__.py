@@ -75,6 +75,12 @@ shapes and defines one module-level object, ``PROTOCOL``, a `Protocol`:
     requests did, not what its own request asked (MCP 2026-07-28's ``subscriptions/listen``
     stream: its change notifications); replay holds each until a request recorded after the
     stream opened is made (`ssemock.plan.push_replay.holds_for`).
+``stays_open(interaction) -> bool``
+    optional: the recorded stream was still open when its client closed it, and live such a
+    stream stays open until the client closes it (MCP 2026-07-28's ``subscriptions/listen``
+    stream with no graceful close): replay keeps it open after its last chunk, sending nothing,
+    until the client closes it or the player stops (`ssemock.plan.push_replay.Idle`); a stream
+    the server ended ends as recorded.
 ``version(interaction) -> str | None``
     optional: the protocol version a recorded exchange speaks, for protocols that have several
     on the wire (MCP: ``"2025-11-25"``, ``"2026-07-28"``); `versions` collects a recording's,
@@ -129,6 +135,7 @@ __all__ = [
     "names",
     "request_ids",
     "speaks",
+    "stays_open",
     "versions",
     "without_client_ids",
 ]
@@ -171,6 +178,8 @@ class Protocol:
     session_ids: Callable[[str, Iterable[Any]], frozenset[str]] | None = field(default=None, compare=False)
     # where a stream's events announce what later requests did (MCP's listen stream): held until one is made
     follows: Callable[[bytes], Sequence[int]] | None = field(default=None, compare=False)
+    # the recorded stream was open when its client closed it, as such streams stay live: replay keeps it open
+    stays_open: Callable[[Any], bool] | None = field(default=None, compare=False)
     # the protocol version a recorded exchange speaks (MCP's "2025-11-25", "2026-07-28"), None: it says none
     version: Callable[[Any], str | None] | None = field(default=None, compare=False)
     # why a stream answering this request cannot be resumed by Last-Event-ID (None: it may be); faults.resume asks
@@ -333,6 +342,12 @@ def follows(body: bytes) -> list[int]:
         if found:
             return found
     return []
+
+
+def stays_open(interaction: Any) -> bool:
+    """Whether a replay keeps the stream of ``interaction`` open after its last chunk (see
+    ``stays_open`` above), by any protocol that says so; False for most."""
+    return any(p.stays_open is not None and p.stays_open(interaction) for p in all_protocols())
 
 
 def versions(interactions: Iterable[Any]) -> dict[str, list[str]]:

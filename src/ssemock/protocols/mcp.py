@@ -57,6 +57,7 @@ __all__ = [
     "owed",
     "request_ids",
     "session_id",
+    "stays_open",
     "synthesize",
     "version",
     "versions",
@@ -385,6 +386,20 @@ def follows(body: bytes) -> list[int]:
     return found
 
 
+def stays_open(interaction: Interaction) -> bool:
+    """Whether a recorded 2026-07-28 ``subscriptions/listen`` stream was still open when its
+    client closed it: no answer to the listen request (the server's graceful close) and no
+    failure recorded, the recording marked incomplete. Live such a stream stays open (idle) until
+    the client closes it, so replay keeps it open after its last frame rather than ending it (the
+    SDK's ``SubscriptionLost``); a stream the server ended, or that broke, ends as recorded."""
+    request, response = interaction.request, interaction.response
+    if response.complete or response.error is not None or interaction.websocket is not None:
+        return False
+    if "event-stream" not in (response.header("content-type") or ""):
+        return False
+    return obj(request.json()).get("method") == LISTEN and _answer(response.body, "text/event-stream") is None
+
+
 def deliverable(body: bytes, requested: Iterable[RequestId]) -> int:
     """How many bytes of a recorded server-push stream may be delivered once the requests with
     ids ``requested`` have been made (see [`holds`][ssemock.protocols.mcp.holds]).
@@ -570,6 +585,7 @@ PROTOCOL = Protocol(
     request_ids=request_ids,
     holds=holds,
     follows=follows,
+    stays_open=stays_open,
     version=exchange_version,
     owed=owed,
     resumption=resumption,

@@ -158,6 +158,7 @@ def app(
     quiet_drops()
     starlette = Starlette(routes=[Route("/{path:path}", replayer.handle, methods=_METHODS)])
     starlette.state.ssemock = replayer
+    starlette.state.on_stop = replayer.stop  # (running() calls it as the server stops)
     # WebSocket upgrades: answered on the raw connection (uvicorn's ws= option, see .websocket)
     starlette.state.ws_protocol = _websocket.protocol(_websocket.serving(replayer))
     if any(x.grpc is not None for x in replayer.interactions):  # gRPC calls: h2c on the same port

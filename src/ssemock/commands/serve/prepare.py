@@ -52,6 +52,7 @@ def prepare(
     holds: Callable[[bytes], Sequence[tuple[int, frozenset[Any]]]] | None = None,
     resume: dict[str, Resume] | None = None,
     sent: bytes | None = None,
+    stays_open: bool = False,
 ) -> Prepared:
     """What to send for a recorded interaction: [`ssemock.player.replay.plan_response`][ssemock.plan_response] (transforms,
     faults, chunking, timing, as the Player serves respx), after resuming past ``last_event_id``.
@@ -62,6 +63,7 @@ def prepare(
     ``204 No Content``. ``holds``: where a server-push stream waits for requests (see
     [`ssemock.plan.push_replay`][ssemock.plan.push_replay]). ``resume``: the interaction's `resume_index`, when built already.
     ``sent``: the request body sent, whose JSON-RPC ids the answer carries (`ssemock.protocols.answer_edits`).
+    ``stays_open``: keep the stream open after its last chunk (`ssemock.protocols.stays_open`).
     """
     response = interaction.response
     resumed_at = None
@@ -85,6 +87,7 @@ def prepare(
         attempt=attempt,
         holds=holds,
         answer=_protocols.answer_edits(sent, interaction.request.body, response.body),
+        stays_open=stays_open,
     )
     error = plan.error
     if error is not None and not isinstance(error, ConnectionDropped):

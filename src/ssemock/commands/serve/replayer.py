@@ -185,6 +185,12 @@ class Replayer:
             id(c): groups_of(c.interactions, str(c.path or "an in-memory cassette")) for c in self.cassettes
         }
 
+    def stop(self) -> None:
+        """The server stops: a stream still held, or kept open after its last chunk, ends now
+        (a later start begins afresh)."""
+        self._requests.close()
+        self._requests = _held.Requests(only_wanted=True)
+
     @property
     def held_ids(self) -> int:
         """How many request ids the server keeps for held streams: only those an open held
@@ -339,6 +345,7 @@ class Replayer:
             holds=_held.holds_for(self.interactions, index, found=self._holds) if pushes else None,
             resume=self._resume[index],
             sent=sent.body,
+            stays_open=_protocols.stays_open(interaction),
         )
         plan = prepared.plan
         wanted = [i for ids in plan.holds.values() for i in ids]
@@ -349,7 +356,7 @@ class Replayer:
         )
         gate = (
             _held.Gate(self._requests, since, _held.HOLD_LIMIT, self._never_requested(index, target))
-            if plan.holds
+            if plan.holds or plan.idles  # (an idle stream ends when the client leaves or the server stops)
             else None
         )
         if not plan.consumes:
@@ -434,7 +441,11 @@ class Replayer:
             raise
         finally:
             self._requests.unwant(wanted)
-            if not ended:
+            if not ended and plan.idles and sent == len(plan.chunks):
+                self.log(
+                    f"{request.method} {target}: the client closed the stream kept open after its last chunk"
+                )
+            elif not ended:
                 exchange.left = True
                 self.log(
                     f"{request.method} {target}: the client left after {sent} of {len(plan.chunks)} chunk(s)"
