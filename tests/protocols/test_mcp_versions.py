@@ -375,22 +375,36 @@ def test_a_listen_stream_the_server_ended_ends_as_recorded(
     assert _listen_play(player).stream.consumed
 
 
+def _acknowledged_only(path: Path, to: Path) -> tuple[ssemock.Interaction, bytes]:
+    """The recorded listen interaction alone, its stream cut to the acknowledgement (no change to
+    hold), saved at ``to``; and that acknowledgement."""
+    listen = _listen(path)
+    ack = listen.response.body[: listen.response.ends[0]]
+    assert b"notifications/subscriptions/acknowledged" in ack and not mcp.follows(ack)
+    only = dataclasses.replace(listen.response, body=ack, ends=[len(ack)], times=[0.0])
+    ssemock.Cassette([dataclasses.replace(listen, response=only)]).save(to)
+    return listen, ack
+
+
+def _read_listen(url: str, listen: ssemock.Interaction, timeout: float | None, into: list[bytes]) -> None:
+    """The listen request sent as recorded, its stream read into ``into`` to the end
+    (``timeout``: the read timeout)."""
+    with httpx.Client(timeout=httpx.Timeout(LIMIT, read=timeout)) as client:
+        with client.stream("POST", url, headers=listen.request.headers, content=listen.request.body) as r:
+            for chunk in r.iter_bytes():
+                into.append(chunk)
+
+
 def test_a_listen_stream_kept_open_is_released_when_the_player_stops(
     recorded: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
 ) -> None:
     """A client that reads on past the last frame (its acknowledgement, here) with no read timeout
     waits, and the player's stop ends its stream; with a read timeout it gets its own ReadTimeout."""
-    listen = _listen(recorded["2026-07-28"][0])
-    ack = listen.response.body[: listen.response.ends[0]]
-    assert b"notifications/subscriptions/acknowledged" in ack and not mcp.follows(ack)
-    only = dataclasses.replace(listen.response, body=ack, ends=[len(ack)], times=[0.0])
-    ssemock.Cassette([dataclasses.replace(listen, response=only)]).save(tmp_path / "ack.json")
+    listen, ack = _acknowledged_only(recorded["2026-07-28"][0], tmp_path / "ack.json")
     got: list[bytes] = []
 
     def read(timeout: float | None) -> None:
-        with httpx.Client(timeout=httpx.Timeout(LIMIT, read=timeout)) as client:
-            with client.stream("POST", URL, headers=listen.request.headers, content=listen.request.body) as r:
-                got.extend(r.iter_bytes())
+        _read_listen(URL, listen, timeout, got)
 
     with ssemock.use_cassette(tmp_path / "ack.json", allow_playback_repeats=True) as player:
         reader = threading.Thread(target=read, args=(None,), daemon=True)
@@ -401,3 +415,20 @@ def test_a_listen_stream_kept_open_is_released_when_the_player_stops(
             read(0.05)
     reader.join(timeout=LIMIT)
     assert not reader.is_alive() and got == [ack, ack]
+
+
+def test_ssemock_serve_releases_a_listen_stream_kept_open_when_it_stops(
+    recorded: dict[str, tuple[Path, dict[str, Any]]], tmp_path: Path
+) -> None:
+    """Over the wire: the stream stays open after its acknowledgement, and ends when serve stops."""
+    listen, ack = _acknowledged_only(recorded["2026-07-28"][0], tmp_path / "ack.json")
+    got: list[bytes] = []
+    lines: list[str] = []
+    served = app(tmp_path / "ack.json", log=lines.append)
+    with running(served) as base:
+        reader = threading.Thread(target=_read_listen, args=(f"{base}/mcp", listen, None, got), daemon=True)
+        reader.start()
+        until(lambda: served.state.ssemock.exchanges, "the listen request's answer")
+        assert reader.is_alive()
+    reader.join(timeout=LIMIT)
+    assert not reader.is_alive() and b"".join(got) == ack
