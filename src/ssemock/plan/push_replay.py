@@ -35,7 +35,8 @@ __all__ = ["HOLD_LIMIT", "Gate", "Hold", "Idle", "Requests", "holds_for"]
 
 HOLD_LIMIT = 30.0
 """The longest a replayed stream waits for a request it answers (seconds) when the client's read timeout is longer or unset: a test whose client never makes the request fails, never hangs."""
-_POLL = 0.002  # seconds between looks where no asyncio loop can be woken (trio)
+_POLL = 0.002  # seconds between looks where no asyncio loop can be woken (trio), doubling ...
+_POLL_MAX = 0.05  # ... up to this: a stream kept open for minutes looks 20 times a second
 
 
 def holds_for(
@@ -181,8 +182,9 @@ class Requests:
 
     async def until_async(self, done: Callable[[], bool], timeout: float | None) -> bool:
         """[`until`][ssemock.plan.push_replay.Requests.until] without blocking the event loop: an
-        asyncio.Event the player sets, or short sleeps under trio."""
+        asyncio.Event the player sets, or short sleeps under trio (growing: no busy loop)."""
         deadline = time.monotonic() + (math.inf if timeout is None else timeout)
+        poll = _POLL
         try:
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:  # not asyncio: trio through anyio
@@ -200,7 +202,8 @@ class Requests:
             if loop is None or event is None:
                 import anyio
 
-                await anyio.sleep(min(left, _POLL))
+                await anyio.sleep(min(left, poll))
+                poll = min(poll * 2, _POLL_MAX)
                 continue
             try:
                 await asyncio.wait_for(event.wait(), None if left == math.inf else left)
