@@ -1,14 +1,17 @@
-"""ssemock conformance, the SSE client scoreboard: the runner against two clients of ssemock's
-own, each a LaunchDarkly-protocol test service in this process (the reference decoder: every
-case green; one that decodes UTF-8 chunk by chunk: red exactly where a boundary splits a
-character, shrunk to that one boundary), the docs page made from the committed run, and the
-clients file's errors."""
+"""ssemock conformance, the SSE client scoreboard: the runner against clients of ssemock's own,
+each a LaunchDarkly-protocol test service in this process (the reference decoder: every case and
+shape green; one that decodes UTF-8 chunk by chunk: red exactly where a boundary splits a
+character, shrunk to that one boundary; one that dispatches data-less blocks: red in that shape's
+column and the case that has one, green elsewhere), the docs page made from the committed run,
+and the clients file's errors."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,9 +44,37 @@ def per_chunk_utf8(opened: Opened) -> Iterator[Event]:
                 yield Event(ev.event, ev.data, ev.id)
 
 
-def _score(client: object, tmp_path: Path, capabilities: tuple[str, ...] = ()) -> dict:
+def dispatches_dataless_blocks(opened: Opened) -> Iterator[Event]:
+    """A broken client: the whole body read, then parsed as the specification says except that a
+    block with any field but no data (``event:``, ``id:`` or ``retry:`` alone) is dispatched
+    with empty data (openai-python's decoder's rule); comment-only blocks dispatch nothing."""
+    text = loopback().get(opened.url, headers=opened.headers).content.decode("utf-8", "replace")
+    kind, last_id, fields = "", "", False
+    data: list[str] = []
+    for line in re.split(r"\r\n|\r|\n", text.removeprefix("\ufeff"))[:-1]:
+        if not line:
+            if fields:
+                yield Event(kind or "message", "\n".join(data), last_id)
+            kind, data, fields = "", [], False
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        fields = fields or name in ("event", "data", "id", "retry")
+        if name == "event":
+            kind = value
+        elif name == "data":
+            data.append(value)
+        elif name == "id" and "\0" not in value:
+            last_id = value
+
+
+def _score(
+    client: object, tmp_path: Path, capabilities: tuple[str, ...] = (), cases: list[str] = CASES
+) -> dict[str, Any]:
     with serving(client, name="mine", version="1", capabilities=capabilities) as url:  # type: ignore[arg-type]
-        return run([Entry("mine", "Python", "read('{url}')", url=url)], ROOT, tmp_path, only=CASES)
+        return run([Entry("mine", "Python", "read('{url}')", url=url)], ROOT, tmp_path, only=cases)
 
 
 def test_the_reference_decoder_is_green_in_every_group(tmp_path: Path) -> None:
@@ -53,6 +84,8 @@ def test_the_reference_decoder_is_green_in_every_group(tmp_path: Path) -> None:
     assert {g for g, ran in client["ran"].items() if ran} == {"spec", "whatwg", "bugs", "reconnect"}
     assert client["streams"] == sum(len(c["variants"]) for c in results["cases"])
     assert client["own_ids"] == [] and client["reports_ids"]
+    # every transform ran on the cases it applies to, and broke none
+    assert client["transforms"] and all(t["ran"] and not t["failed"] for t in client["transforms"])
     # the reproducers' cassettes are written: one per case
     assert sorted(p.stem for p in (tmp_path / "cases").iterdir()) == sorted(CASES)
 
@@ -65,8 +98,10 @@ def test_a_per_chunk_utf8_decoder_is_red_where_a_boundary_splits_a_character(tmp
     assert client["ran"]["reconnect"] == []  # it does not reconnect: the group is not scored
     utf8 = failed["wpt_format_utf8"]
     ran = next(c["variants"] for c in results["cases"] if c["name"] == "wpt_format_utf8")
-    # every variant but the whole body in one chunk splits a character
-    assert utf8["variants"] == [v for v in ran if v != "coalesced"]
+    # every chunking but the whole body in one chunk splits a character (the transforms run under
+    # fixed:3, which fails untransformed: they are not scored for this case)
+    assert utf8["variants"] == [v for v in ran if v != "coalesced" and "+" not in v]
+    assert not any("wpt_format_utf8" in t["ran"] for t in client["transforms"])
     # the first, mid_line, cuts at bytes 10 and 20: shrunk to 10, inside '…' (bytes 8..11)
     assert utf8["cut"] == "at:10"
     assert "inside '…' (U+2026, a 3-byte character, after its byte 2)" in utf8["explanation"]
@@ -76,9 +111,32 @@ def test_a_per_chunk_utf8_decoder_is_red_where_a_boundary_splits_a_character(tmp
     )
     assert utf8["reproducer"].endswith("read('http://127.0.0.1:8000/wpt_format_utf8')")
     page = render(results)
-    whatwg = sum(len(c["variants"]) for c in results["cases"] if c["group"] == "whatwg")
+    whatwg = sum(sum("+" not in v for v in c["variants"]) for c in results["cases"] if c["group"] == "whatwg")
     assert f"🔴 [1/2](#mine-wpt-format-utf8) ({len(utf8['variants'])}/{whatwg} runs fail)" in page
     assert '<a id="mine-multibyte-utf8"></a>' in page
+
+
+def test_a_client_that_dispatches_data_less_blocks_is_red_in_that_shape_alone(tmp_path: Path) -> None:
+    results = _score(dispatches_dataless_blocks, tmp_path, cases=["crlf_split", "event_without_data"])
+    (client,) = results["clients"]
+    # the case made of a data-less block is red under every chunking; the other is green
+    assert [(f["case"], f["cut"]) for f in client["failed"]] == [("event_without_data", "coalesced")]
+    broken = {t["transform"]: t for t in client["transforms"] if t["failed"]}
+    # the transforms adding event-only, id-only and retry-only blocks break it, on the case it
+    # decodes untransformed; comment-only blocks, line endings and the rest do not
+    assert sorted(broken) == ["meta", "retry"]
+    assert broken["meta"]["failed"] == broken["meta"]["ran"] == ["crlf_split"]
+    assert broken["meta"]["cut"] == "coalesced"
+    assert "--chunking coalesced --transform meta" in broken["meta"]["reproducer"]
+    assert {t["transform"] for t in client["transforms"]} >= {"keepalive", "comments", "crlf", "cr", "pad"}
+    page = render(results)
+    row = next(line for line in page.splitlines() if line.startswith(("| mine | 🔴", "| mine | 🟢")))
+    cells = dict(zip(list(dict.fromkeys(results["shapes"].values())), row.split(" | ")[1:]))
+    assert cells["data-less blocks"].startswith("🔴 [0/2](#mine-meta)")
+    assert all(
+        cell.startswith(("🟢", "n/a")) for column, cell in cells.items() if column != "data-less blocks"
+    )
+    assert '<a id="mine-meta"></a>' in page
 
 
 def test_the_docs_page_is_the_committed_run_rendered() -> None:

@@ -23,7 +23,15 @@ def _add_conformance(subparsers: Subparsers) -> None:
         "web-platform-tests cases, the catalogue's bug shapes, reconnection, real provider streams) "
         "against each client of a clients file, each case under every chunking and transform of the "
         "registry over real sockets; write DIR/results.json (a failing case's smallest failing "
-        "chunking and a reproducer each) and, with --page, the scoreboard's docs page.",
+        "chunking and a reproducer each) and, with --page, the scoreboard's docs page. A case is "
+        "scored under the chunkings; each transform (a stream shape: data-less blocks, comment-only "
+        "blocks, line endings, ...) on the cases the client decodes without it.",
+        epilog="Plugging in a client: any test service of LaunchDarkly's SSE contract tests "
+        "(github.com/launchdarkly/sse-contract-tests) works unchanged. Add a [[client]] table to the "
+        "clients file with name, language, call (the client call a reproducer shows, {url}: the "
+        'stream) and either url = "http://127.0.0.1:8000" (a service already running) or '
+        'command = "env PORT={port} ./service" ({port}: a free port; run from cwd, no shell), then '
+        "run: ssemock conformance --client NAME. docs/guide/scoreboard.md, 'Adding a client', has more.",
     )
     parser.add_argument(
         "--clients",

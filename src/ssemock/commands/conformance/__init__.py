@@ -19,7 +19,7 @@ from ..loopback import running
 from .cases import AMBIGUITIES, GROUPS, Scored, corpus
 from .harness import Entry, started
 from .hub import Hub
-from .runner import CaseResult, cassette_of, score, variants
+from .runner import SHAPES, CaseResult, ShapeResult, cassette_of, score, variants
 
 __all__ = ["Entry", "Scored", "clients_file", "corpus", "run"]
 
@@ -62,7 +62,7 @@ def run(
                 with started(entry, root, out / "logs" / f"{entry.name}.log") as service:
                     parallel = service.status.get("parallel", 6)
                     workers = parallel if isinstance(parallel, int) and parallel > 0 else 6
-                    results = score(hub, base, service, cases, workers=workers, progress=progress)
+                    results, shapes = score(hub, base, service, cases, workers=workers, progress=progress)
                     status = service.status
             except RuntimeError as exc:  # its service never answered: said, and the others still run
                 progress(str(exc))
@@ -70,13 +70,15 @@ def run(
                 continue
             seconds = time.monotonic() - t0
             progress(
-                f"{entry.name}: {sum(not r.failed for r in results)}/{len(results)} cases pass ({seconds:.1f} s)"
+                f"{entry.name}: {sum(not r.failed for r in results)}/{len(results)} cases pass, "
+                f"{sum(not s.failed for s in shapes)}/{len(shapes)} transforms ({seconds:.1f} s)"
             )
-            clients.append(_client(entry, status, results, out, seconds))
+            clients.append(_client(entry, status, results, shapes, out, seconds))
     results_doc = {
         "ssemock": __version__,
         "seconds": round(time.monotonic() - began, 1),
         "groups": GROUPS,
+        "shapes": SHAPES,
         "ambiguities": AMBIGUITIES,
         "cases": [
             {"name": c.name, "group": c.group, "note": c.note, "variants": [v.name for v in variants(c)]}
@@ -91,23 +93,41 @@ def run(
 
 
 def _client(
-    entry: Entry, status: dict[str, Any], results: list[CaseResult], out: Path, seconds: float
+    entry: Entry,
+    status: dict[str, Any],
+    results: list[CaseResult],
+    shapes: list[ShapeResult],
+    out: Path,
+    seconds: float,
 ) -> dict[str, Any]:
-    failed = []
-    for r in results:
-        if not r.failed:
-            continue
-        failed.append(
-            {
-                "case": r.case.name,
-                "group": r.case.group,
-                "variants": r.failed,
-                "why": r.why,
-                "cut": r.cut,
-                "explanation": r.explanation,
-                "reproducer": _reproducer(entry, r, out),
-            }
-        )
+    failed = [
+        {
+            "case": r.case.name,
+            "group": r.case.group,
+            "variants": r.failed,
+            "why": r.why,
+            "cut": r.cut,
+            "explanation": r.explanation,
+            "reproducer": _reproducer(entry, r.case, r.cut, "", out),
+        }
+        for r in results
+        if r.failed
+    ]
+    by_name = {r.case.name: r.case for r in results}
+    transforms = [
+        {
+            "transform": s.transform,
+            "ran": s.ran,
+            "failed": s.failed,
+            "why": s.why,
+            "cut": s.cut,
+            "explanation": s.explanation,
+            "reproducer": _reproducer(entry, by_name[s.failed[0]], s.cut, s.transform, out)
+            if s.failed
+            else "",
+        }
+        for s in shapes
+    ]
     return {
         "name": entry.name,
         "language": entry.language,
@@ -115,17 +135,16 @@ def _client(
         "capabilities": sorted(c for c in status.get("capabilities", []) if isinstance(c, str)),
         "seconds": round(seconds, 1),
         "ran": {g: sorted(r.case.name for r in results if r.case.group == g) for g in GROUPS},
-        "streams": sum(r.ran for r in results),
+        "streams": sum(len(variants(r.case)) for r in results),
         "own_ids": sorted(r.case.name for r in results if r.own_ids),
         "reports_ids": any(r.ids_seen for r in results),
         "failed": failed,
+        "transforms": transforms,
     }
 
 
-def _reproducer(entry: Entry, result: CaseResult, out: Path) -> str:
-    case = result.case
-    transform = next((v.split("+", 1)[1] for v in result.failed[:1] if "+" in v), "")
-    parts = [f"ssemock serve {out.as_posix()}/cases/{case.name}.json --chunking {result.cut}"]
+def _reproducer(entry: Entry, case: Scored, cut: str | None, transform: str, out: Path) -> str:
+    parts = [f"ssemock serve {out.as_posix()}/cases/{case.name}.json --chunking {cut}"]
     if transform:
         parts.append(f"--transform {transform}")
     if case.faults:

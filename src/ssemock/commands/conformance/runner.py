@@ -24,7 +24,18 @@ from .expected import Delivery, Served, served
 from .harness import TestService
 from .hub import Hub, Track
 
-__all__ = ["CHUNKINGS", "TRANSFORMS", "CaseResult", "Variant", "cassette_of", "score", "variants"]
+__all__ = [
+    "CHUNKINGS",
+    "SHAPES",
+    "TRANSFORMS",
+    "CaseResult",
+    "ShapeResult",
+    "Variant",
+    "base_of",
+    "cassette_of",
+    "score",
+    "variants",
+]
 
 CHUNKINGS: tuple[str, ...] = (
     "coalesced",
@@ -44,6 +55,21 @@ TRANSFORMED_UNDER = "fixed:3"
 """The chunking each transform runs under (a boundary every three bytes: inside every field name,
 prefix and most line endings, at a third of bytewise's writes; a failure is shrunk to the
 boundaries it needs, none when the transform alone breaks the client)."""
+SHAPES: dict[str, str] = {
+    "meta": "data-less blocks",
+    "retry": "data-less blocks",
+    "keepalive": "comment-only blocks",
+    "comments": "comment-only blocks",
+    "pad": "comment lines",
+    "crlf": "line endings",
+    "cr": "line endings",
+    "mixed": "line endings",
+    "no_space": "no space",
+    "ids": "ids",
+    "raw_unicode": "raw unicode",
+}
+"""The stream shape (a column of its own) each transform adds: a transform's runs are scored
+apart from the case's, so a client that breaks one rule is red in that one column."""
 _PROVIDER_CHUNKINGS = ("coalesced", "as_recorded", "per_event", "mid_line", "mid_utf8", "random:7", "fixed:3")
 _RECONNECT_CHUNKINGS = ("coalesced", "per_event", "bytewise")
 _WAIT = 8.0  # seconds a stream may take before its run is reported as never ended
@@ -79,6 +105,19 @@ def variants(case: Scored) -> list[Variant]:
     return out
 
 
+def base_of(case: Scored) -> str:
+    """The chunking that ran in place of the one a case's transforms run under (of those that
+    cut its body alike, the first): a transform's failure counts for its shape only when the
+    case passes under it untransformed."""
+    chunkings = _PROVIDER_CHUNKINGS if case.group == "providers" else CHUNKINGS
+    under = "as_recorded" if case.group == "providers" else TRANSFORMED_UNDER
+
+    def cut(name: str) -> tuple[int, ...]:
+        return tuple(_chunking.get(name).lazy_ends(case.body, list(case.ends)))
+
+    return next(c for c in chunkings if cut(c) == cut(under))
+
+
 def cassette_of(case: Scored) -> Cassette:
     """A cassette holding the case as one GET of ``/NAME``, in its recorded chunks."""
     cassette = Cassette()
@@ -102,8 +141,8 @@ class Outcome:
 
 @dataclass
 class CaseResult:
-    """One case for one client: the variants run, those that failed (with why, for the first),
-    and the first one's smallest failing chunking."""
+    """One case for one client: the untransformed variants run, those that failed (with why,
+    for the first), and the first one's smallest failing chunking."""
 
     case: Scored
     ran: int = 0
@@ -113,6 +152,19 @@ class CaseResult:
     explanation: str = ""
     own_ids: bool = False  # passed only by reading the block's own ID (an ambiguity)
     ids_seen: bool = False
+
+
+@dataclass
+class ShapeResult:
+    """One transform for one client: the cases it ran on that pass untransformed (``ran``),
+    those it breaks (``failed``), why the first fails, and its smallest failing chunking."""
+
+    transform: str
+    ran: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    why: str = ""
+    cut: str | None = None
+    explanation: str = ""
 
 
 class _Context:
@@ -241,14 +293,12 @@ def _judge(ctx: _Context, case: Scored, variant: Variant) -> tuple[str | None, b
     return why, own, any("id" in e for e in outcome.events)
 
 
-def _shrink(ctx: _Context, result: CaseResult, variant: Variant) -> None:
-    """The smallest chunking of the served body under which the first failing variant still fails."""
-    case = result.case
+def _shrink(ctx: _Context, case: Scored, variant: Variant) -> tuple[str, str]:
+    """The smallest chunking of the served body under which a failing variant still fails, and
+    what it splits."""
     expected = ctx.expected(case, variant)
     if case.group == "reconnect":
-        result.cut = variant.chunking
-        result.explanation = "reconnection cases are not shrunk"
-        return
+        return variant.chunking, "reconnection cases are not shrunk"
 
     def fails(chunks: list[bytes]) -> bool:
         cuts = list(itertools.accumulate(map(len, chunks)))[:-1]
@@ -259,11 +309,10 @@ def _shrink(ctx: _Context, result: CaseResult, variant: Variant) -> None:
     try:
         split = minimal_failing_split(expected.body, fails, list(expected.ends))
     except ValueError:
-        result.cut = variant.chunking
-        result.explanation = "failed once, but passed when run again under the same chunking (flaky)"
-        return
-    result.cut = "at:" + ",".join(map(str, split.boundaries)) if split.boundaries else "coalesced"
-    result.explanation = split.explanation
+        return variant.chunking, "failed once, but passed when run again under the same chunking (flaky)"
+    return (
+        "at:" + ",".join(map(str, split.boundaries)) if split.boundaries else "coalesced"
+    ), split.explanation
 
 
 def score(
@@ -274,8 +323,9 @@ def score(
     *,
     workers: int = 6,
     progress: Callable[[str], None] | None = None,
-) -> list[CaseResult]:
-    """Every case under every variant against one client's test service."""
+) -> tuple[list[CaseResult], list[ShapeResult]]:
+    """Every case under every variant against one client's test service: each case scored under
+    the chunkings, each transform (its shape) on the cases that pass without it."""
     ctx = _Context(hub, base, service)
     reconnects = bool({"reconnect", "restart"} & service.capabilities)
     runnable = [c for c in cases if c.group != "reconnect" or reconnects]
@@ -283,19 +333,41 @@ def score(
     with ThreadPoolExecutor(max_workers=workers) as pool:
         judged = list(pool.map(lambda job: _judge(ctx, *job), jobs))
         results = {c.name: CaseResult(c) for c in runnable}
-        firsts: dict[str, Variant] = {}
+        passed: set[tuple[str, str]] = set()
         for (case, variant), (why, own, ids) in zip(jobs, judged):
             result = results[case.name]
-            result.ran += 1
             result.ids_seen |= ids
             if why is None:
+                passed.add((case.name, variant.name))
                 result.own_ids |= own
+            if variant.transform:
                 continue
-            if not result.failed:
-                result.why, firsts[case.name] = why, variant
-            result.failed.append(variant.name)
+            result.ran += 1
+            if why is not None:
+                if not result.failed:
+                    result.why = why
+                result.failed.append(variant.name)
+        shapes: dict[str, ShapeResult] = {}
+        firsts: list[tuple[CaseResult | ShapeResult, Scored, Variant]] = [
+            (r, r.case, Variant(r.failed[0])) for r in results.values() if r.failed
+        ]
+        for (case, variant), (why, _, _) in zip(jobs, judged):
+            if not variant.transform or (case.name, base_of(case)) not in passed:
+                continue  # the case fails untransformed: its own cell says so
+            shape = shapes.setdefault(variant.transform, ShapeResult(variant.transform))
+            shape.ran.append(case.name)
+            if why is not None:
+                if not shape.failed:
+                    shape.why = why
+                    firsts.append((shape, case, variant))
+                shape.failed.append(case.name)
         if progress is not None:
-            failing = sum(1 for r in results.values() if r.failed)
-            progress(f"{len(jobs)} streams, {failing} failing cases; shrinking their first failing chunkings")
-        list(pool.map(lambda name: _shrink(ctx, results[name], firsts[name]), list(firsts)))
-    return list(results.values())
+            progress(
+                f"{len(jobs)} streams, {len(firsts)} failing cases and shapes; shrinking their first failures"
+            )
+
+        def shrink(job: tuple[CaseResult | ShapeResult, Scored, Variant]) -> None:
+            job[0].cut, job[0].explanation = _shrink(ctx, job[1], job[2])
+
+        list(pool.map(shrink, firsts))
+    return list(results.values()), sorted(shapes.values(), key=lambda s: TRANSFORMS.index(s.transform))
