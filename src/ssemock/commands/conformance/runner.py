@@ -1,8 +1,10 @@
 """Scoring one client: every case under every variant (a chunking of the registry, alone or
 with a transform), each a real stream `ssemock serve`'s app sends to the client's test service
-over loopback; the client's events against what a conforming client delivers; for each case
-that fails, its first failing variant's chunking shrunk to the fewest boundaries that still fail
-(explore's `minimal_failing_split`) and a one-line reproducer."""
+over loopback; the client's events against what a conforming client delivers. A case is scored
+under its chunkings; a transform (the stream shape it adds, `SHAPES`) on the cases the client
+decodes without it, so each rule a client breaks shows apart. Each failing case's first failing
+chunking, and each failing transform's first failing case, is shrunk to the fewest boundaries
+that still fail (explore's `minimal_failing_split`)."""
 
 from __future__ import annotations
 
