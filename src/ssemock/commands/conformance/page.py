@@ -127,7 +127,9 @@ def render(results: dict[str, Any]) -> str:
         "Does the client take what servers add to a stream it already decodes? Each transform of "
         "ssemock's registry rewrites every case it applies to; a run counts only where the client "
         "decodes the case untransformed under the same chunking, so a failure here is the shape's "
-        "alone. A cell counts the runs that pass.",
+        "alone (its smallest failing chunking says whether a boundary is needed too: one that is "
+        "not `coalesced` is a chunk-splitting bug the shape moved to a new place). A cell counts "
+        "the runs that pass; n/a: the transform rewrites none of the cases the client decodes.",
         "",
         "| client | " + " | ".join(columns) + " |",
         "|---|" + "---|" * len(columns),
