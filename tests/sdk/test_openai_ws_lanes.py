@@ -58,17 +58,20 @@ LIMITS = ResponsesWebSocketLimits(
 )
 
 
-def _two_lanes_and_a_steer(base: str) -> Seen:
-    """Two lanes on one socket: a story (steered once its first words arrive) and a hello; then
-    a steer at the hello, which has ended. What each lane saw, in order."""
+def _two_lanes_and_a_steer(base: str, first: str = "story") -> Seen:
+    """Two lanes on one socket: a story (steered once its first words arrive) and a hello (the
+    ``first`` one's create sent first); then a steer at the hello, which has ended. What each lane
+    saw, in order; ``order``, the lane of each event as it came; ``raw``, each event as sent."""
     client = openai.OpenAI(api_key=KEY, websocket_base_url=base)
-    seen: Seen = {"story": [], "hello": [], "order": []}
+    seen: Seen = {"story": [], "hello": [], "order": [], "raw": []}
+    creates = {"story": "Tell a story, steer me.", "hello": "Say hello."}
     with client.responses.connect() as conn:
-        conn.response.create(stream_id="story", model="gpt-5", input="Tell a story, steer me.", store=False)
-        conn.response.create(stream_id="hello", model="gpt-5", input="Say hello.", store=False)
+        for stream_id in sorted(creates, key=lambda lane: lane != first):
+            conn.response.create(stream_id=stream_id, model="gpt-5", input=creates[stream_id], store=False)
         ids: dict[str, str] = {}
         done = 0
         for event in conn:
+            seen["raw"].append(event.to_dict())
             lane = getattr(event, "stream_id", None) or "default"
             seen[lane].append((event.type, getattr(event, "delta", None)))
             seen["order"].append(lane)
@@ -136,7 +139,7 @@ async def _lanes_async(base: str, first: str) -> Seen:
 
 
 def _per_lane(seen: Seen) -> Seen:
-    return {lane: events for lane, events in seen.items() if lane != "order"}
+    return {lane: events for lane, events in seen.items() if lane not in ("order", "raw")}
 
 
 @pytest.fixture(scope="module")
@@ -197,6 +200,35 @@ def test_expected_holds_one_result_per_response(recorded: tuple[Path, str, Seen]
             match="no response 'resp_X'; its responses: resp_L1, resp_L2, resp_L3",
         ):
             expected.assert_text("", response="resp_X")
+
+
+def test_assert_events_compares_each_lane_in_its_order(recorded: tuple[Path, str, Seen]) -> None:
+    """The hello's create sent first: the events come in another order than recorded across the
+    lanes, each lane's in its own; ``assert_events`` takes them, and fails a swap within a lane."""
+    path, base, live = recorded
+    with ssemock.use_cassette(path, record_mode="none", allowed_hosts=[]) as player:
+        again = _two_lanes_and_a_steer(base, first="hello")
+        expected = player.expected
+        assert isinstance(expected, SessionExpected)
+        assert _per_lane(again) == _per_lane(live)
+        assert again["raw"] != expected.events  # not the recorded order across the lanes
+        expected.assert_events(again["raw"])
+        hello = [p for p, lane in enumerate(again["order"]) if lane == "hello"]
+        swapped = list(again["raw"])
+        swapped[hello[1]], swapped[hello[2]] = swapped[hello[2]], swapped[hello[1]]
+        server = [k for k, e in enumerate(expected.events) if e.get("stream_id") == "hello"]
+        with pytest.raises(
+            ssemock.StreamAssertionError,
+            match=rf"server message {server[1]} of the WebSocket session differs on lane 'hello' "
+            r"\(the lane's message 1\)",
+        ):
+            expected.assert_events(swapped)
+        with pytest.raises(
+            ssemock.StreamAssertionError,
+            match=rf"expected {len(server)} server messages on lane 'hello' .* got {len(server) - 1}; "
+            rf"the first missing is server message {server[-1]}: ",
+        ):
+            expected.assert_events([e for p, e in enumerate(again["raw"]) if p != hello[-1]])
 
 
 @pytest.mark.parametrize("first", ["story", "hello"])

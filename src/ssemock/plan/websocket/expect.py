@@ -10,9 +10,10 @@ from typing import Any
 
 import orjson
 
-from ...protocols import detect
+from ...protocols import detect, get
 from ...protocols.accumulate import Accumulated, accumulate_session
 from ...protocols.base import ToolCall
+from ...protocols.lanes import DEFAULT, Lanes
 from ..expect import StreamAssertionError, check_tool_calls
 from .variants import VariedConversation
 
@@ -139,8 +140,6 @@ class SessionExpected:
         return "after the last message"
 
     def _positions(self, response: int) -> list[int]:
-        from ...protocols import get
-
         found = get(self.protocol or "")
         groups = found.responses(self.messages) if found.responses else [list(range(len(self.messages)))]
         return groups[response] if groups else []
@@ -169,25 +168,46 @@ class SessionExpected:
     def assert_events(self, got: Sequence[Any]) -> None:
         """Raise StreamAssertionError unless ``got`` (the messages the client received: parsed
         JSON, text or bytes) are the server messages served, in order; a difference names the
-        message, the frame that carried it and the read boundary."""
+        message, the frame that carried it and the read boundary. A session with lanes (its
+        recording names some) is compared lane by lane: each lane's messages in its order, the
+        lanes interleaved in any order (as the client's sends released them)."""
         want = self.events
-        for k, (g, w) in enumerate(zip(got, want)):
-            if _value(g) != w:
+        values = [_value(g) for g in got]
+        want_lanes, got_lanes = self._lanes(want), self._lanes(values)
+        named = Lanes.named(want_lanes)
+        for lane in dict.fromkeys([*want_lanes, *got_lanes]):
+            served = {k: want[k] for k, on in enumerate(want_lanes) if on == lane}
+            seen = [values[p] for p, on in enumerate(got_lanes) if on == lane]
+            self._assert_lane(lane if named else None, served, seen)
+
+    def _lanes(self, messages: Sequence[Any]) -> list[str]:
+        """The lane of each message (all on the default lane when the session has no lanes)."""
+        lanes = get(self.protocol or "").lanes if self.conversation.routes is not None else None
+        if lanes is None:
+            return [DEFAULT] * len(messages)
+        return lanes.of(("recv", m if isinstance(m, dict) else None) for m in messages)
+
+    def _assert_lane(self, lane: str | None, served: dict[int, Any], seen: list[Any]) -> None:
+        """Raise StreamAssertionError unless ``seen`` are the server messages ``served`` (by their
+        positions in the session) of ``lane`` (None: a session without lanes), in order."""
+        where = "" if lane is None else " on the default lane" if lane == DEFAULT else f" on lane {lane!r}"
+        for n, (g, (k, w)) in enumerate(zip(seen, served.items())):
+            if g != w:
+                nth = "" if lane is None else f" (the lane's message {n})"
                 raise StreamAssertionError(
-                    f"ssemock: server message {k} of the WebSocket session differs under {self.under()}\n"
-                    f"  expected: {str(w)[:200]}\n  got:      {str(g)[:200]}\n"
+                    f"ssemock: server message {k} of the WebSocket session differs{where}{nth} under "
+                    f"{self.under()}\n  expected: {str(w)[:200]}\n  got:      {str(g)[:200]}\n"
                     f"  {self.conversation.at_byte(self.conversation.message_start(k))}"
                 )
-        if len(got) != len(want):
-            missing = (
-                f"; the first missing is server message {len(got)}: "
-                f"{self.conversation.at_byte(self.conversation.message_start(len(got)))}"
-                if len(got) < len(want)
-                else ""
-            )
+        if len(seen) != len(served):
+            missing = ""
+            if len(seen) < len(served):
+                first = list(served)[len(seen)]
+                at = self.conversation.at_byte(self.conversation.message_start(first))
+                missing = f"; the first missing is server message {first}: {at}"
             raise StreamAssertionError(
-                f"ssemock: expected {len(want)} server messages in the WebSocket session under "
-                f"{self.under()}, got {len(got)}{missing}"
+                f"ssemock: expected {len(served)} server messages{where} in the WebSocket session under "
+                f"{self.under()}, got {len(seen)}{missing}"
             )
 
     def assert_accumulates(self, result: Mapping[str, Any] | Accumulated, response: int | str = -1) -> None:
