@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pydantic
@@ -92,14 +93,16 @@ def realtime_translation(ws: ServerConnection) -> None:
             return
 
 
-def deepgram_flux(ws: ServerConnection) -> None:
+def deepgram_flux(
+    ws: ServerConnection, said: Sequence[str] = ("the", "weather", "in", "paris", "is", "sunny")
+) -> None:
     """Deepgram Flux: ``Connected``; the audio's turns as ``TurnInfo`` (``StartOfTurn``, an
-    ``Update`` per audio message, ``EndOfTurn`` every second message, the whole transcript each
-    time); ``CloseStream`` ends it."""
+    ``Update`` per audio message, ``EndOfTurn`` every third message, the whole transcript and its
+    word list each time), a word of ``said`` heard per audio message; ``CloseStream`` ends it."""
     send = _sender(ws, V2SocketClientResponse, ids=False)
     sequence = itertools.count()
     send({"type": "Connected", "request_id": "req_D1", "sequence_id": next(sequence)})
-    words = iter(["the", "weather", "in", "paris", "is", "sunny"])
+    words = iter(said)
     turn, heard, audio = 0, [], 0
 
     def info(kind: str) -> None:

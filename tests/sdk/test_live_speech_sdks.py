@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
+import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -32,7 +34,9 @@ from ws_servers_speech import (
 )
 
 import ssemock
+from ssemock import Cassette, CassetteError
 from ssemock.accumulate import accumulate_session, detect_protocol
+from ssemock.scan.walk import scan_cassette
 from ssemock.variants.websocket import chunking as ws_chunking
 
 KEY = "sk-test-speech44openai0123456789"
@@ -243,3 +247,48 @@ def test_every_variant_replays(
     path, base, live = recorded[case]
     with ssemock.use_cassette(path, allowed_hosts=[], chunking=chunking, transform=transform):
         assert CASES[case][1](base) == live
+
+
+TOKEN = "Zq9xR2vL8mT4kW7pN3bY6cH1sD5fG0jA"  # an opaque token: a credential only after "Bearer"
+SPOKEN_KEY = ("sk-proj-", "Flux44Spoken9Key0123456789abcd")  # a key heard as two words
+
+
+def _listen_turns(base: str, words: int) -> list[Any]:
+    """deepgram-sdk's sync Flux client: an audio message per word, each answered (and every
+    third, the turn's end); what it heard, per message."""
+    client = DeepgramClient(api_key=DEEPGRAM_KEY, environment=_deepgram_env(base))
+    seen: list[Any] = []
+    with client.listen.v2.connect(model="flux-general-en", encoding="linear16", sample_rate=16000) as socket:
+        socket.recv()
+        for n in range(words):
+            socket.send_media(bytes([n]) * 3200)
+            for _ in range(2 if n % 3 == 2 else 1):
+                event = socket.recv()
+                seen.append((event.event, [w.word for w in event.words]))  # type: ignore[union-attr]
+        socket.send_close_stream()
+    return seen
+
+
+def test_a_credential_spoken_into_the_word_lists_is_refused_and_kept_masked(tmp_path: Path) -> None:
+    """A Bearer token and a key read aloud reach Flux's word lists as separate words (the key in
+    two, neither a key alone; the transcripts cumulative): the recording is refused, naming the
+    message and the word list, and the recording kept beside it holds neither, in any message."""
+    said = ("Bearer", TOKEN, "please", *SPOKEN_KEY, "thanks")
+    path = tmp_path / "flux.json"
+    with running(functools.partial(deepgram_flux, said=said)) as server:
+        with pytest.raises(CassetteError) as refused, ssemock.use_cassette(path, record_mode="once"):
+            heard = _listen_turns(server.url(""), len(said))
+    assert ("Update", list(SPOKEN_KEY)) in heard  # the stand-in spoke them as separate words
+    message = str(refused.value)
+    assert "websocket.messages[" in message and "$.words[].word joined" in message
+    assert not path.exists() and sorted(os.listdir(tmp_path)) == ["flux.refused.json"]
+    kept_text = (tmp_path / "flux.refused.json").read_text()
+    for secret in (TOKEN, SPOKEN_KEY[1], TOKEN[:12], SPOKEN_KEY[1][:12], "".join(SPOKEN_KEY)):
+        assert secret not in kept_text and secret not in message
+    kept = Cassette.load(tmp_path / "flux.refused.json")
+    assert scan_cassette(kept) == []
+    ws = kept.interactions[0].websocket
+    assert ws is not None
+    turns = [m.json() for m in ws.received() if m.json().get("type") == "TurnInfo"]  # type: ignore[union-attr]
+    assert len(turns) == len(heard)  # every message kept, JSON still
+    assert turns[2]["words"][-1]["word"] == "please" and turns[2]["transcript"].endswith(" please")

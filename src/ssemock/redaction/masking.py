@@ -43,6 +43,7 @@ from ..scan.shapes import (
     secret_spans,
 )
 from ..scan.walk import plain_key, wide_charset
+from ..scan.word_lists import WORD, spellings, words_of
 from .rules import REDACTED
 
 __all__ = ["Masked", "compressed", "mask_body", "mask_pieces"]
@@ -87,7 +88,7 @@ def _walk_json(value: Any, path: str, depth: int, visit: Visit, named: list[str]
                 continue
             out[k], c = _walk_json(v, where, depth, visit, named)
             changed |= c
-        return out, changed
+        return out, _respelled(value, out) or changed
     if isinstance(value, list):
         items = [_walk_json(v, path + "[]", depth, visit, named) for v in value]
         return [v for v, _ in items], any(c for _, c in items)
@@ -95,6 +96,23 @@ def _walk_json(value: Any, path: str, depth: int, visit: Visit, named: list[str]
         new = _walk_text(value, path, depth, visit, named)
         return (value, False) if new is None else (new, True)
     return value, False
+
+
+def _respelled(before: dict[Any, Any], after: dict[Any, Any]) -> bool:
+    """A member that spelled a word list's words (Deepgram's ``transcript``: the words joined by
+    spaces, `ssemock.scan.word_lists`) spells them as masked, set in ``after``: a key cut into
+    words reads whole in neither then. Whether one changed."""
+    changed = False
+    for name, value in before.items():
+        words, now = words_of(value), words_of(after[name])
+        if words is None or now is None or now == words:
+            continue
+        spelled = spellings(words)[0]
+        for other, text in before.items():
+            if type(text) is str and text == spelled:
+                after[other] = " ".join(w for w in now if w)
+                changed = True
+    return changed
 
 
 def _walk_text(text: str, path: str, depth: int, visit: Visit, named: list[str]) -> str | None:
@@ -324,6 +342,13 @@ def _mask_base64_joined(pieces: list[str]) -> list[str] | None:
     return [_rebase64(m.encode("latin-1"), like=p) if m != r else p for m, r, p in zip(masked, raws, pieces)]
 
 
+def _mask_spelled(words: list[str]) -> list[str]:
+    """The words of word lists with every secret they spell joined by spaces masked (``Bearer``
+    and the token after it: the scheme word goes with it)."""
+    spelled = _mask_joined([w + " " for w in words])
+    return [w[:-1] if w.endswith(" ") else w for w in spelled]
+
+
 def mask_pieces(pieces: list[str]) -> list[str]:
     """The pieces of one stream of text (a session's plain-text messages of one direction) with
     every secret their join holds masked: a span over several pieces is ``REDACTED`` in the
@@ -376,6 +401,8 @@ def mask_body(body: bytes, *, content_type: str, stream: bool) -> Masked:
                 joined = _mask_joined([new[k] for k in indices])
                 if where.endswith("bytes") and joined == [new[k] for k in indices]:
                     joined = _mask_base64_joined(joined) or joined
+                if where.endswith(f"[].{WORD}"):  # a word list's words, as a transcript spells them
+                    joined = _mask_spelled(joined)
                 for k, piece in zip(indices, joined):
                     new[k] = piece
     changed = {k for k, (_, text) in enumerate(leaves) if new[k] != text}

@@ -32,6 +32,7 @@ import orjson
 
 from .credential_shapes import has_b64_run
 from .fields import credential_member, credential_member_name
+from .word_lists import words_of
 
 __all__ = [
     "Plan",
@@ -182,6 +183,8 @@ def plan_of(parts: list[str], parsed: Any) -> Plan | None:
                 elif k in _index_names(keys) and at < len(key_at):
                     exact_at.add(key_at[at] + 1)  # the part after the key (``:1,``): written out
         elif isinstance(value, list):
+            if words_of(value) is not None:  # read joined too (`ssemock.scan.walk`): walked
+                raise _NoPlan
             for i, v in enumerate(value):
                 where = f"{path}[{i}]"
                 if type(v) is str:
