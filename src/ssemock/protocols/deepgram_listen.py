@@ -106,9 +106,9 @@ def synthesize(
     """A Flux session: ``Connected``; the client's audio, one binary message (``chunk``, 0.1 s of
     16 kHz PCM16) per word of ``text`` (per ``chunk_size`` characters when given), each answered
     with the turn's transcript so far, its whole words only (``StartOfTurn``, then ``Update``),
-    ``EndOfTurn`` after the last; the client's ``CloseStream``. Its ``words`` are left empty: a
-    word list would hold a credential read aloud as a bare word, which the secret scan cannot tell
-    from any other word."""
+    ``EndOfTurn`` after the last, each with its word list (a credential read aloud is spread over
+    it: the secret scan reads its words joined, `ssemock.scan.word_lists`); the client's
+    ``CloseStream``."""
     if chunk_size < 0:
         raise ValueError(f"chunk_size is a whole number >= 0, got {chunk_size!r}")
     if chunk_size:
@@ -145,7 +145,7 @@ def synthesize(
             clock += 0.01
             recv({"type": "TurnInfo", "request_id": request_id, "event": kind, "turn_index": 0,
                   "audio_window_start": 0.0, "audio_window_end": round((n + 1) * gap, 4),
-                  "transcript": heard, "words": [],
+                  "transcript": heard, "words": [{"word": w, "confidence": 0.98} for w in heard.split()],
                   "end_of_turn_confidence": 0.95 if kind == "EndOfTurn" else 0.05})  # fmt: skip
     messages.append(("send", round(clock + 0.05, 4), "text", '{"type":"CloseStream"}'))
     return one_session(url or URL, messages, request_headers={"user-agent": "deepgram-sdk/7.17.0"})
