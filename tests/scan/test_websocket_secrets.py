@@ -109,3 +109,55 @@ def test_a_credential_subprotocol_is_masked_by_default_and_found_in_the_session(
         assert PLAIN not in shown and SK not in shown
         redact(cassette)
         assert scan_cassette(cassette) == [] and ws.subprotocols == [p.strip() for p in stored.split(",")]
+
+
+SPOKEN = ("sk-" + "proj-", "Flux44Spoken9" + "Key0123456789abcd")  # a key heard as two words
+
+
+def _flux(*heard: tuple[str, ...]) -> Cassette:
+    """A Deepgram Flux session whose turn's transcript and word list grow by what is ``heard``."""
+    messages = [Message("recv", 0.0, "text", json.dumps({"type": "Connected", "request_id": "r"}))]
+    for n, words in enumerate(heard):
+        info = {"type": "TurnInfo", "event": "Update", "turn_index": 0, "transcript": " ".join(words),
+                "words": [{"word": w, "confidence": 0.9} for w in words]}  # fmt: skip
+        messages += [
+            Message("send", n + 0.1, "binary", bytes(64)),
+            Message("recv", n + 0.2, "text", json.dumps(info)),
+        ]
+    request = Request("GET", "wss://api.deepgram.example/v2/listen?model=flux-general-en", [])
+    return Cassette(
+        [
+            Interaction(
+                request, Response(101, [("upgrade", "websocket")]), WebSocket(messages, [], Wire(), Close())
+            )
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    "heard",
+    [
+        [("my", "key"), ("my", "key", SPOKEN[0]), ("my", "key", *SPOKEN), ("my", "key", *SPOKEN, "thanks")],
+        [("key", SPOKEN[0] + SPOKEN[1][:8]), ("key", SPOKEN[0] + SPOKEN[1][:16]), ("key", "".join(SPOKEN))],
+        [("key", SPOKEN[0], SPOKEN[1][:9]), ("key", *SPOKEN)],
+    ],
+    ids=["words", "partial-word", "partial-words"],
+)
+def test_a_key_spoken_into_cumulative_transcripts_is_masked_in_every_message(
+    heard: list[tuple[str, ...]], tmp_path: Path
+) -> None:
+    """Each message's transcript and word list hold the turn so far: the earlier ones a prefix
+    of the key (a word still being heard); the kept recording holds no 6 characters of it."""
+    cassette = _flux(*heard)
+    assert scan_cassette(cassette)
+    kept = keep_masked(cassette.interactions, tmp_path / "flux.refused.json")
+    assert kept.path is not None and kept.left == []
+    text = kept.path.read_text()
+    secret = SPOKEN[1]
+    assert not [secret[a : a + 6] for a in range(len(secret) - 5) if secret[a : a + 6] in text]
+    masked = Cassette.load(kept.path)
+    assert scan_cassette(masked) == []
+    ws = masked.interactions[0].websocket
+    assert ws is not None and [m.json()["type"] for m in ws.received()] == ["Connected"] + ["TurnInfo"] * len(
+        heard
+    )  # type: ignore[index]
