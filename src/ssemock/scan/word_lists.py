@@ -18,8 +18,8 @@ WORD = "word"
 def words_of(value: Any) -> list[str] | None:
     """The words of a word list (a list of two or more objects, each with a string ``word``),
     or None when ``value`` is none."""
-    if type(value) is not list or len(value) < 2:
-        return None
+    if type(value) is not list or len(value) < 2 or type(value[0]) is not dict:
+        return None  # (the first item tells most lists apart: a vector, a list of messages)
     words = [item.get(WORD) if type(item) is dict else None for item in value]
     return words if all(type(w) is str for w in words) else None  # type: ignore[return-value]
 
