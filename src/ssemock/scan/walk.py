@@ -56,7 +56,7 @@ from .model_content import exempt, generated, path_keys, prose_words, raw_exempt
 from .prescanned import prescanned
 from .stdio_sessions import scan_session
 from .subprotocols import credential_start, subprotocols
-from .word_lists import WORD, spellings, words_of
+from .word_lists import scan_spoken, words_of
 
 __all__ = [
     "Finding",
@@ -232,7 +232,7 @@ class _Scan:
         elif isinstance(value, list):
             words = words_of(value)
             if words is not None:
-                self.spoken(field, words, path, depth, key)
+                scan_spoken(self, field, words, path, depth, key)
             for i, v in enumerate(value):
                 if isinstance(v, (dict, list, str)):
                     self.json(field, v, f"{path}[{i}]", depth, key + "[]")
@@ -258,17 +258,6 @@ class _Scan:
             else:
                 self.text(field, value, f"{prefix} {path}".strip(), depth, shapes=False)
             self.prefix = prefix
-
-    def spoken(self, field: str, words: list[str], path: str, depth: int, key: str) -> None:
-        """A word list's words (`ssemock.scan.word_lists`) read joined: in one message, as its
-        transcript spells them and run together; collected (across messages), spelled, under a
-        piece key of their own (the plain words join run together under the words' own)."""
-        if self.collect:
-            for word in words:
-                self.collected(f"{key}[].{WORD} spelled", word + " ")
-            return
-        for joined in dict.fromkeys(spellings(words)):
-            self.text(field, joined, f"{self.prefix} {path}[].{WORD} joined".strip(), max(depth, 1))
 
     # -- the fields of an interaction ----------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["WORD", "spellings", "words_of"]
+__all__ = ["WORD", "scan_spoken", "spellings", "words_of"]
 
 WORD = "word"
 """The member of each entry that holds its word."""
@@ -27,3 +27,15 @@ def words_of(value: Any) -> list[str] | None:
 def spellings(words: list[str]) -> tuple[str, str]:
     """A word list's words as its transcript spells them (joined by spaces), and run together."""
     return " ".join(words), "".join(words)
+
+
+def scan_spoken(scan: Any, field: str, words: list[str], path: str, depth: int, key: str) -> None:
+    """A word list's words read joined by the walk's ``scan`` (`ssemock.scan.walk`): in one message,
+    as its transcript spells them and run together; collected (across messages), spelled, under a
+    piece key of their own (the plain words join run together under the words' own)."""
+    if scan.collect:
+        for word in words:
+            scan.collected(f"{key}[].{WORD} spelled", word + " ")
+        return
+    for joined in dict.fromkeys(spellings(words)):
+        scan.text(field, joined, f"{scan.prefix} {path}[].{WORD} joined".strip(), max(depth, 1))
