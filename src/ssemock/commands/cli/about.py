@@ -7,7 +7,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from ..doctor import install_hint
+from ...core.extras import install_hint
 from .output import _out, _UsageError
 
 if TYPE_CHECKING:

@@ -8,9 +8,9 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...core.extras import install_hint
 from ...core.modes import RECORD_MODES
 from ...store.cassette import CassetteError
-from ..doctor import install_hint
 from ..stopping import Stop
 from .output import _out, _UsageError
 from .serving import add_replay_options, add_server_limits, server_limits

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from ...core.extras import install_hint
 from ...store.cassette import CassetteError
-from ..doctor import install_hint
 from ..stopping import Stop
 from .output import _out, _UsageError
 
