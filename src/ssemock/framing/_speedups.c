@@ -44,8 +44,10 @@
  *
  * b64_runs(data, least) -> set[bytes]
  *   Every distinct maximal run of base64 / base64url bytes (A-Z a-z 0-9 + / _ -) in data at least
- *   `least` bytes long, for the same scan: what {r for r in data.translate(table).split() if
- *   len(r) >= least} gives with every other byte made a space, without the translated copy.
+ *   `least` bytes long and holding both an upper- and a lower-case letter (base64 of text mixes
+ *   cases: the only runs the scan decodes), for the same scan: what {r for r in
+ *   data.translate(table).split() if len(r) >= least and mixed(r)} gives with every other byte
+ *   made a space, without the translated copy (nor a bytes object for a run of one case).
  *
  * words(data, words) -> list[tuple[int, int]]
  *   (start, end) of every occurrence of each of `words` (lower-case ASCII bytes, each at least three
@@ -494,9 +496,10 @@ static unsigned char b64_byte[256];
 static void
 init_b64_byte(void)
 {
-    for (int c = 0; c < 256; c++) {
-        b64_byte[c] = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
-                      || c == '+' || c == '/' || c == '_' || c == '-';
+    for (int c = 0; c < 256; c++) { /* 1: a base64 byte, 2: an upper-case letter, 4: a lower-case one */
+        b64_byte[c] = (c >= 'A' && c <= 'Z')   ? 3
+                      : (c >= 'a' && c <= 'z') ? 5
+                      : ((c >= '0' && c <= '9') || c == '+' || c == '/' || c == '_' || c == '-');
     }
 }
 
@@ -522,10 +525,12 @@ b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             i++;
         }
         Py_ssize_t start = i;
+        unsigned int kinds = 0;
         while (i < n && b64_byte[base[i]]) {
+            kinds |= b64_byte[base[i]];
             i++;
         }
-        if (i > start && i - start >= least) {
+        if (i > start && i - start >= least && kinds == 7) {
             PyObject *run = PyBytes_FromStringAndSize((const char *)base + start, i - start);
             if (run == NULL || PySet_Add(out, run) < 0) {
                 Py_XDECREF(run);
@@ -833,7 +838,7 @@ static PyMethodDef methods[] = {
      "escaped(window, sep, layout) -> bytes | None: a cassette body window as one JSON string."},
     {"values", values, METH_O, "values(data) -> int: how many of data's bytes are ',', '[' or '{'."},
     {"b64_runs", (PyCFunction)(void (*)(void))b64_runs, METH_FASTCALL,
-     "b64_runs(data, least) -> set[bytes]: the distinct base64 runs of at least `least` bytes."},
+     "b64_runs(data, least) -> set[bytes]: the distinct mixed-case base64 runs of `least` bytes or more."},
     {"data_lines", data_lines, METH_O,
      "data_lines(segment) -> list[bytes]: the data of the SSE data lines whose value is not JSON."},
     {"words", (PyCFunction)(void (*)(void))words, METH_FASTCALL,
