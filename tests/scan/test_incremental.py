@@ -13,6 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.requests import Request as StarletteRequest
 from starlette.responses import StreamingResponse
@@ -20,7 +22,8 @@ from starlette.routing import Route
 
 import ssemock
 from ssemock.commands.loopback import running
-from ssemock.scan import findings, walk
+from ssemock.framing import _speedups
+from ssemock.scan import fields, findings, walk
 from ssemock.scan.incremental import BodyScan
 from ssemock.scan.walk import scan_interaction
 from ssemock.store.cassette import Interaction, Request, Response
@@ -189,3 +192,38 @@ def test_a_recorded_prompt_word_under_a_credential_name_is_saved_and_another_wor
         with pytest.raises(ssemock.SecretError) as refused:
             record()
         assert "a credential-named field 'password'" in str(refused.value) and not path.exists()
+
+
+# -- the accelerator's word pass (issue 48 item 1) ---------------------------------------------------
+
+_WORD_BITS = st.sampled_from(
+    [w[:n] for w in fields._CREDENTIAL_WORDS for n in (1, 2, 3, len(w))]
+    + [b"PASSW", b"Api_Key", b"tOkEn", b"x", b" ", b"\n", b'"', b"\xc4\xb0", b"\xff", b"AUTHORIZATION"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_WORD_BITS, max_size=40).map(b"".join))
+def test_the_accelerator_finds_the_credential_words_the_pure_code_finds(data: bytes) -> None:
+    """Any case, overlapping, at odd and even offsets, cut at the end: the C pass gives the
+    lower-cased copy's hits, in the same order."""
+    assert fields._word_hits is fields._c_word_hits
+    assert fields._c_word_hits(data) == fields._py_word_hits(data)
+    with pytest.raises(TypeError, match="three or more"):
+        _speedups.words(data, (b"pw",))
+    with pytest.raises(ValueError, match="lower-case"):
+        _speedups.words(data, (b"Token",))
+
+
+@pytest.mark.parametrize("form", ["credential-named member", "whole", "split plain data"])
+def test_the_scan_as_it_arrives_finds_the_same_with_and_without_the_accelerator(
+    monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    body = _stream(600_000, (256 << 10) - 900, FORMS[form]())
+    response = Response(200, [("content-type", "text/event-stream")], body, [len(body)], [0.0])
+    fast = _fed(body, 2).findings(response)
+    monkeypatch.setattr(fields, "_word_hits", fields._py_word_hits)
+    pure = _fed(body, 2).findings(response)
+    assert fast is not None and pure is not None
+    assert [str(f) for f in fast] == [str(f) for f in pure]
+    assert fast, f"{form}: not found"

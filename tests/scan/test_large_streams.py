@@ -55,7 +55,8 @@ def test_a_key_split_in_deltas_of_many_short_segments_is_found() -> None:
 
 _SSE_BITS = st.sampled_from(
     [b"data:", b"data: ", b"data:  ", b"event: x\n", b"{", b"[", b'"k":"v"}', b" ", b"\r", b"\n", b"\r\n"]
-    + [b"Q1w2E3r4", b"+/", b"_-", b"=", b"\x00", b"\xff", b"\xc3\xa9", KEY.encode()]
+    + [b"Q1w2E3r4", b"abcdefgh", b"ABCDEFGH", b"01234567", b"+/", b"_-", b"=", b"\x00", b"\xff", b"\xc3\xa9"]
+    + [KEY.encode()]
 )
 
 
@@ -63,7 +64,8 @@ _SSE_BITS = st.sampled_from(
 @given(st.lists(_SSE_BITS, max_size=60).map(b"".join))
 def test_the_accelerator_finds_the_data_lines_and_base64_runs_the_pure_code_finds(segment: bytes) -> None:
     """The C passes a large stream's segments go through give what the pure code gives: the
-    data of the non-JSON data lines (the regex), the distinct base64 runs (translate and split)."""
+    data of the non-JSON data lines (the regex), the distinct base64 runs that mix cases (translate
+    and split; a run of one case, or of digits, is none)."""
     assert large_streams._data_lines is _speedups.data_lines
     assert large_streams._b64_runs is _speedups.b64_runs
     assert _speedups.data_lines(segment) == large_streams._py_data_lines(segment)

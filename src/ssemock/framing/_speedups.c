@@ -44,8 +44,16 @@
  *
  * b64_runs(data, least) -> set[bytes]
  *   Every distinct maximal run of base64 / base64url bytes (A-Z a-z 0-9 + / _ -) in data at least
- *   `least` bytes long, for the same scan: what {r for r in data.translate(table).split() if
- *   len(r) >= least} gives with every other byte made a space, without the translated copy.
+ *   `least` bytes long and holding both an upper- and a lower-case letter (base64 of text mixes
+ *   cases: the only runs the scan decodes), for the same scan: what {r for r in
+ *   data.translate(table).split() if len(r) >= least and mixed(r)} gives with every other byte
+ *   made a space, without the translated copy (nor a bytes object for a run of one case).
+ *
+ * words(data, words) -> list[tuple[int, int]]
+ *   (start, end) of every occurrence of each of `words` (lower-case ASCII bytes, each at least three
+ *   long) in data, any ASCII case, overlapping ones too, sorted: what finding each word in
+ *   data.lower() gives (ssemock.scan.fields.word_hits), in one pass without the lower-cased copy
+ *   (a bitmap of the words' byte pairs, looked up at every other offset).
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -488,9 +496,10 @@ static unsigned char b64_byte[256];
 static void
 init_b64_byte(void)
 {
-    for (int c = 0; c < 256; c++) {
-        b64_byte[c] = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
-                      || c == '+' || c == '/' || c == '_' || c == '-';
+    for (int c = 0; c < 256; c++) { /* 1: a base64 byte, 2: an upper-case letter, 4: a lower-case one */
+        b64_byte[c] = (c >= 'A' && c <= 'Z')   ? 3
+                      : (c >= 'a' && c <= 'z') ? 5
+                      : ((c >= '0' && c <= '9') || c == '+' || c == '/' || c == '_' || c == '-');
     }
 }
 
@@ -516,10 +525,12 @@ b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             i++;
         }
         Py_ssize_t start = i;
+        unsigned int kinds = 0;
         while (i < n && b64_byte[base[i]]) {
+            kinds |= b64_byte[base[i]];
             i++;
         }
-        if (i > start && i - start >= least) {
+        if (i > start && i - start >= least && kinds == 7) {
             PyObject *run = PyBytes_FromStringAndSize((const char *)base + start, i - start);
             if (run == NULL || PySet_Add(out, run) < 0) {
                 Py_XDECREF(run);
@@ -714,6 +725,110 @@ init(PyObject *module, PyObject *cls)
     Py_RETURN_NONE;
 }
 
+/* -- words(): credential words, any case -------------------------------------------------- */
+
+#define MAX_WORDS 64
+
+/* Whether word (lower-case, n bytes) stands at data + i, any ASCII case. */
+static int
+word_at(const unsigned char *data, Py_ssize_t len, Py_ssize_t i, const unsigned char *word, Py_ssize_t n)
+{
+    if (i < 0 || n > len - i) {
+        return 0;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        unsigned int c = data[i + k];
+        if ((c | ((c >= 'A' && c <= 'Z') ? 32u : 0u)) != word[k]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int
+add_hit(PyObject *out, Py_ssize_t start, Py_ssize_t end)
+{
+    PyObject *hit = Py_BuildValue("(nn)", start, end);
+    if (hit == NULL) {
+        return -1;
+    }
+    int r = PyList_Append(out, hit);
+    Py_DECREF(hit);
+    return r;
+}
+
+/* Every word is at least 3 bytes, so a word starting at s holds the byte pair at s (its first
+ * two bytes) when s is even and the pair at s + 1 (its second and third) when s is odd: only the
+ * pairs at even offsets are looked up, in a bitmap of both kinds of pair; a pair found is checked
+ * as the start of a word one byte back (odd) and then here (even): the hits come sorted. */
+static PyObject *
+words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyBytes_CheckExact(args[0]) || !PyTuple_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "words(data: bytes, words: tuple[bytes, ...])");
+        return NULL;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(args[1]);
+    if (count > MAX_WORDS) {
+        PyErr_SetString(PyExc_ValueError, "words(): at most 64 words");
+        return NULL;
+    }
+    const unsigned char *word[MAX_WORDS];
+    Py_ssize_t size[MAX_WORDS];
+    unsigned char pair[65536 / 8], low[256];
+    memset(pair, 0, sizeof(pair));
+    for (int c = 0; c < 256; c++) {
+        low[c] = (unsigned char)((c >= 'A' && c <= 'Z') ? c + 32 : c);
+    }
+    for (Py_ssize_t i = 0; i < count; i++) { /* by length: the hits at one start come sorted */
+        PyObject *w = PyTuple_GET_ITEM(args[1], i);
+        if (!PyBytes_CheckExact(w) || PyBytes_GET_SIZE(w) < 3) {
+            PyErr_SetString(PyExc_TypeError, "words(): each word bytes of three or more");
+            return NULL;
+        }
+        const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(w);
+        Py_ssize_t n = PyBytes_GET_SIZE(w), j = i;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            if (p[k] >= 'A' && p[k] <= 'Z') {
+                PyErr_SetString(PyExc_ValueError, "words(): each word lower-case");
+                return NULL;
+            }
+        }
+        while (j > 0 && size[j - 1] > n) {
+            word[j] = word[j - 1];
+            size[j] = size[j - 1];
+            j--;
+        }
+        word[j] = p;
+        size[j] = n;
+        for (int k = 0; k < 2; k++) {
+            unsigned int key = ((unsigned int)p[k] << 8) | p[k + 1];
+            pair[key >> 3] |= (unsigned char)(1u << (key & 7));
+        }
+    }
+    const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+    Py_ssize_t len = PyBytes_GET_SIZE(args[0]);
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t j = 0; j + 1 < len; j += 2) {
+        unsigned int key = ((unsigned int)low[data[j]] << 8) | low[data[j + 1]];
+        if (!(pair[key >> 3] & (1u << (key & 7)))) {
+            continue;
+        }
+        for (Py_ssize_t at = j - 1; at <= j; at++) {
+            for (Py_ssize_t w = 0; w < count; w++) {
+                if (word_at(data, len, at, word[w], size[w]) && add_hit(out, at, at + size[w]) < 0) {
+                    Py_DECREF(out);
+                    return NULL;
+                }
+            }
+        }
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"blocks", (PyCFunction)(void (*)(void))blocks, METH_FASTCALL,
      "blocks(chunk, pos, last_id, events) -> (pos, last_id): the whole simple blocks at chunk[pos:]."},
@@ -723,9 +838,11 @@ static PyMethodDef methods[] = {
      "escaped(window, sep, layout) -> bytes | None: a cassette body window as one JSON string."},
     {"values", values, METH_O, "values(data) -> int: how many of data's bytes are ',', '[' or '{'."},
     {"b64_runs", (PyCFunction)(void (*)(void))b64_runs, METH_FASTCALL,
-     "b64_runs(data, least) -> set[bytes]: the distinct base64 runs of at least `least` bytes."},
+     "b64_runs(data, least) -> set[bytes]: the distinct mixed-case base64 runs of `least` bytes or more."},
     {"data_lines", data_lines, METH_O,
      "data_lines(segment) -> list[bytes]: the data of the SSE data lines whose value is not JSON."},
+    {"words", (PyCFunction)(void (*)(void))words, METH_FASTCALL,
+     "words(data, words) -> list[tuple[int, int]]: where each lower-case word stands, any case."},
     {"init", init, METH_O, "init(ServerSentEvent): the class whose slots blocks() fills."},
     {NULL, NULL, 0, NULL},
 };

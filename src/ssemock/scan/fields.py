@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from urllib.parse import unquote, urlsplit
 
+from ..framing.accelerator import words as _c_words
 from .credential_shapes import REDACTED, Hits, Secret, _has_digit_and_letter, scan
 
 __all__ = [
@@ -154,10 +155,25 @@ def _words() -> Callable[[bytes], list[tuple[int, int]]]:
 _find_words = _words()
 
 
+def _py_word_hits(data: bytes) -> list[tuple[int, int]]:
+    """Where a credential word stands in ``data`` (any case): the words found in the lower-cased
+    copy (the reference of the accelerator's one pass)."""
+    return _find_words(data.lower())
+
+
+def _c_word_hits(data: bytes) -> list[tuple[int, int]]:
+    """`_py_word_hits` in one C pass, without the lower-cased copy (about 4x faster)."""
+    assert _c_words is not None
+    return _c_words(data, _CREDENTIAL_WORDS)
+
+
+_word_hits = _c_word_hits if _c_words is not None else _py_word_hits
+
+
 def word_hits(data: bytes, at: int = 0) -> list[tuple[int, int]]:
     """Where a credential word stands in ``data`` (any case), offsets moved by ``at``: pieces cut
     after a newline give, moved and put together, what the whole text gives."""
-    hits = _find_words(data.lower())
+    hits = _word_hits(data)
     return [(s + at, e + at) for s, e in hits] if at else hits
 
 

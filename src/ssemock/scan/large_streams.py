@@ -133,7 +133,7 @@ class LargeStream:
                 join = joins[name] = _Join(functools.partial(_joined, self._text, self._path, name))
             join.extend(group)
         self._data.extend(_data_lines(segment))
-        # the base64 runs (an id repeated in every event: decoded once), as _B64_RUN_BYTES finds them
+        # the base64 runs that mix cases (an id repeated in every event: decoded once), as _B64_RUN_BYTES finds them
         self._runs.update(_b64_runs(runs, 16))
 
     def close(self) -> None:
@@ -141,10 +141,9 @@ class LargeStream:
         for join in (self._data, *self._joins.values()):
             join.close()
         for run in self._runs:
-            if _UPPER.search(run) and _LOWER.search(run):
-                decoded = base64_text(run)
-                if decoded is not None:
-                    self._text(decoded, f"{self._path} base64".strip(), 2)
+            decoded = base64_text(run)
+            if decoded is not None:
+                self._text(decoded, f"{self._path} base64".strip(), 2)
 
 
 def _py_data_lines(segment: bytes) -> list[bytes]:
@@ -157,9 +156,10 @@ _data_lines = _c_data_lines or _py_data_lines  # the optional C accelerator: the
 
 
 def _py_b64_runs(data: bytes, least: int) -> set[bytes]:
-    """The distinct base64 runs of ``data`` at least ``least`` bytes long (split at C speed: the
-    reference of the accelerator's pass)."""
-    return {r for r in data.translate(_B64_SPLIT).split() if len(r) >= least}
+    """The distinct base64 runs of ``data`` at least ``least`` bytes long that mix cases (base64 of
+    text does: the only runs decoded; split at C speed: the reference of the accelerator's pass)."""
+    runs = data.translate(_B64_SPLIT).split()
+    return {r for r in runs if len(r) >= least and _UPPER.search(r) and _LOWER.search(r)}
 
 
 _b64_runs = _c_b64_runs or _py_b64_runs

@@ -192,7 +192,8 @@ class _Scan:
             if len(text) <= _FORM_MAX and "=" in text and FORM.match(text.encode("utf-8", "replace"))
             else []
         )
-        if "://" in text or text.startswith(("/", "?", "#")):
+        # ":" first: one memchr (a 3-character search costs ~10x more on text without a colon)
+        if (":" in text and "://" in text) or text.startswith(("/", "?", "#")):
             for m in re.finditer(r"""(?:[a-z][a-z0-9+.-]*://|^[/?#])[^\s"'<>]*""", text, re.I):
                 parts = urlsplit(m.group())
                 candidates += [parts.query, parts.fragment]
