@@ -16,6 +16,7 @@ from ssemock.plan.grpc.wire import wire_frames
 from ssemock.store.grpc import GrpcCall, GrpcMessage, GrpcWire
 from ssemock.variants import chunking as http_chunking
 from ssemock.variants.grpc import chunking as grpc_chunking
+from ssemock.variants.websocket import chunking as ws_chunking
 
 messages = st.lists(st.binary(max_size=40), min_size=1, max_size=8)
 
@@ -96,3 +97,13 @@ def test_as_recorded_serves_the_recorded_frames_at_their_times() -> None:
     frames = wire_frames(call, grpc_chunking.get("as_recorded"))
     assert [len(f.data) for f in frames] == [3, 14] and [f.t for f in frames] == [0.005, 0.025]
     assert [f.messages for f in frames] == [0, 2]
+
+
+@pytest.mark.parametrize("module", [http_chunking, grpc_chunking, ws_chunking])
+def test_every_transport_reads_a_chunking_spec_alike(module: object) -> None:
+    """One reading of a spec for every transport (`ssemock.variants.chunking.resolve_among`):
+    names split at the commas before them, "all" the transport's registry, None as recorded."""
+    got = module.resolve("coalesced, random:7:32:8")  # type: ignore[attr-defined]
+    assert [c.name for c in got] == ["coalesced", "random:7:32:8"]
+    assert module.resolve(None) == [http_chunking.as_recorded]  # type: ignore[attr-defined]
+    assert len(module.resolve("all")) == len(module.ALL)  # type: ignore[attr-defined]

@@ -406,14 +406,26 @@ def resolve(spec: str | Chunking | Iterable[str | Chunking] | None) -> list[Chun
     """A list of strategies from ``"all"``, a name, a comma list, or a list of names/strategies.
 
     A comma splits names only where a name follows, so ``"coalesced,at:17,40"`` is two."""
+    return resolve_among(spec, every=ALL, get=get)
+
+
+def resolve_among(
+    spec: str | Chunking | Iterable[str | Chunking] | None,
+    *,
+    every: Sequence[Chunking],
+    get: Callable[[str | Chunking], Chunking],
+) -> list[Chunking]:
+    """`resolve` over one transport's registry: ``every`` is its ``"all"``, ``get`` its lookup by
+    name (the WebSocket and gRPC wire chunkings read their specs so too); None or empty: as
+    recorded."""
     if not spec:
         return [as_recorded]
     if isinstance(spec, Chunking):
         return [spec]
     if isinstance(spec, str):
         if spec.strip() == "all":
-            return list(ALL)
+            return list(every)
         return [get(part) for part in _NAME_START.split(spec) if part.strip()]
     if not isinstance(spec, Iterable):
         return [get(spec)]  # the ValueError for a value that is no name
-    return [c for item in spec for c in resolve(item)]
+    return [c for item in spec for c in resolve_among(item, every=every, get=get)]

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from ...core.names import unknown
 from ...framing.ends import Ends
 from ...framing.grpc import event_ends
-from ..chunking import Chunking, as_recorded, bytewise, coalesced, random
+from ..chunking import Chunking, as_recorded, bytewise, coalesced, random, resolve_among
 from ..websocket.chunking import group_ends
 
 __all__ = ["ALL", "for_http", "get", "group_ends", "mid_header", "names", "per_message", "resolve"]
@@ -102,12 +102,4 @@ def for_http(chunking: Chunking) -> Chunking:
 
 def resolve(spec: str | Chunking | Iterable[str | Chunking] | None) -> list[Chunking]:
     """gRPC wire chunkings from ``"all"``, a name, a comma list or a list (None: as recorded)."""
-    if not spec:
-        return [as_recorded]
-    if isinstance(spec, Chunking):
-        return [spec]
-    if isinstance(spec, str):
-        if spec.strip() == "all":
-            return list(ALL)
-        return [get(part) for part in spec.split(",") if part.strip()]
-    return [c for item in spec for c in resolve(item)]
+    return resolve_among(spec, every=ALL, get=get)

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from ...core.names import unknown
 from ...framing.ends import Ends
 from ...framing.websocket import CONTROL, FrameParser, Opcode, RawFrame
-from ..chunking import Chunking, as_recorded, bytewise, coalesced, random
+from ..chunking import Chunking, as_recorded, bytewise, coalesced, random, resolve_among
 
 __all__ = [
     "ALL",
@@ -170,15 +170,7 @@ def for_http(chunking: Chunking) -> Chunking:
 
 def resolve(spec: str | Chunking | Iterable[str | Chunking] | None) -> list[Chunking]:
     """Wire chunkings from ``"all"``, a name, a comma list or a list (None: as recorded)."""
-    if not spec:
-        return [as_recorded]
-    if isinstance(spec, Chunking):
-        return [spec]
-    if isinstance(spec, str):
-        if spec.strip() == "all":
-            return list(ALL)
-        return [get(part) for part in spec.split(",") if part.strip()]
-    return [c for item in spec for c in resolve(item)]
+    return resolve_among(spec, every=ALL, get=get)
 
 
 def group_ends(
