@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["GUTTER", "Heights", "Scale", "fmt", "mark", "scale_for"]
+__all__ = ["GUTTER", "LANES", "Heights", "Scale", "fmt", "mark", "scale_for", "two_lanes"]
 
 GUTTER = 86
 """Pixels left of time 0: the row's lane names."""
@@ -115,3 +115,22 @@ def mark(tag: str, t: float, scale: Scale, attrs: str, inner: str = "", *, dx: f
     where = f'x1="{x:.1f}" x2="{x:.1f}"' if tag == "line" else f'x="{x:.1f}"'
     keep = f'data-t="{t:.4f}"' + (f' data-dx="{dx:g}"' if dx else "")
     return f"<{tag} {keep} {where} {attrs}>{inner}</{tag}>"
+
+
+LANES = (6.0, 60.0, 66.0, 126.0)
+"""A two-lane row (a WebSocket session, a gRPC call): its top, a lane's height, the axis between
+the lanes, its bottom, in pixels."""
+
+
+def two_lanes(scale: Scale) -> list[str]:
+    """The background of a two-lane row: the sent lane above the axis, the received one below,
+    the time grid over both and each lane's name."""
+    top, lane, mid, bottom = LANES
+    return [
+        f'<rect class="lane sent" x="0" y="{top:g}" width="100%" height="{lane:g}"/>',
+        f'<rect class="lane recv" x="0" y="{mid:g}" width="100%" height="{lane:g}"/>',
+        scale.grid(top, bottom),
+        f'<text class="lane-name" x="8" y="{top + lane / 2 + 4:g}">sent ↑</text>',
+        f'<text class="lane-name" x="8" y="{mid + lane / 2 + 4:g}">received ↓</text>',
+        f'<line class="axis" x1="0" x2="100%" y1="{mid:g}" y2="{mid:g}"/>',
+    ]

@@ -15,12 +15,11 @@ from typing import Any
 from ...redaction.rules import mask_text, mask_url, redact_subprotocol
 from ...store.model import Interaction
 from ..show_websocket import summarize_session
-from .page_axis import Heights, Scale, fmt, mark
+from .page_axis import LANES, Heights, Scale, fmt, mark, two_lanes
 
 __all__ = ["session", "session_end"]
 
-_TOP, _LANE = 6.0, 60.0
-_MID, _BOTTOM = _TOP + _LANE, _TOP + 2 * _LANE
+_TOP, _LANE, _MID, _BOTTOM = LANES
 
 
 def session_end(x: Interaction) -> float:
@@ -64,14 +63,7 @@ def session(x: Interaction, cassette: str, index: int, scale: Scale, heights: He
     ws = x.websocket
     assert ws is not None
     s = summarize_session(x, index)
-    parts = [
-        f'<rect class="lane sent" x="0" y="{_TOP:g}" width="100%" height="{_LANE:g}"/>',
-        f'<rect class="lane recv" x="0" y="{_MID:g}" width="100%" height="{_LANE:g}"/>',
-        scale.grid(_TOP, _BOTTOM),
-        f'<text class="lane-name" x="8" y="{_TOP + _LANE / 2 + 4:g}">sent ↑</text>',
-        f'<text class="lane-name" x="8" y="{_MID + _LANE / 2 + 4:g}">received ↓</text>',
-        f'<line class="axis" x1="0" x2="100%" y1="{_MID:g}" y2="{_MID:g}"/>',
-    ]
+    parts = two_lanes(scale)
     counts = {"send": 0, "recv": 0}
     rows = []
     for m in s["messages"]:
