@@ -2,21 +2,17 @@
 pins google-genai below the dev environment's: requirements/vertex.in): the GAPIC
 ``PredictionServiceClient.stream_generate_content`` (sync, and the async client's), over an
 insecure channel to a loopback servicer (grpcio's generic handlers with the GAPIC's own message
-types, which have no generated servicer), recorded through ``ssemock proxy`` (h2c), then replayed
-by ``ssemock serve`` with the servicer stopped, under each gRPC wire chunking named on the
-command line; and recorded in-process (``ssemock.use_cassette``: grpcio's channels intercepted),
-replayed in-process with the servicer stopped and served over the wire. Prints one JSON line:
-what the client saw each way, and the proxy's cassette.
+types, which have no generated servicer), recorded and replayed every way of
+tests/sdk/grpc_stand_in.py's matrix under each gRPC wire chunking named on the command line.
+Prints one JSON line: what the client saw each way, and the proxy's cassette.
 
 Usage: python vertex_grpc.py CASSETTE_DIR CHUNKING[,CHUNKING...]"""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Iterator
-from concurrent import futures
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +23,7 @@ from google.cloud.aiplatform_v1.services.prediction_service.transports import (
     PredictionServiceGrpcAsyncIOTransport,
     PredictionServiceGrpcTransport,
 )
-
-import ssemock
-from ssemock.commands.loopback import running
-from ssemock.commands.proxy import app as proxy_app
-from ssemock.commands.serve import app as serve_app
+from grpc_stand_in import matrix
 
 SERVICE = "google.cloud.aiplatform.v1.PredictionService"
 MODEL = "projects/p/locations/us-central1/publishers/google/models/gemini-test"
@@ -88,11 +80,7 @@ async def stream_async(target: str) -> dict[str, Any]:
         await channel.close()
 
 
-def both(target: str) -> dict[str, Any]:
-    return {"sync": stream_sync(target), "async": asyncio.run(stream_async(target))}
-
-
-def main(folder: Path, chunkings: list[str]) -> dict[str, Any]:
+def _add(server: grpc.Server) -> None:
     handler = grpc.method_handlers_generic_handler(
         SERVICE,
         {
@@ -103,37 +91,9 @@ def main(folder: Path, chunkings: list[str]) -> dict[str, Any]:
             )
         },
     )
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     server.add_generic_rpc_handlers([handler])
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    target = f"127.0.0.1:{port}"
-    try:
-        live = both(target)
-        with ssemock.use_cassette(folder / "inprocess.json", record_mode="all"):  # grpcio intercepted
-            recorded = both(target)
-        with running(proxy_app(f"http://127.0.0.1:{port}", cassette_dir=folder, cassette="vertex")) as url:
-            proxied = both(url.removeprefix("http://"))
-    finally:
-        server.stop(None)
-    replays = {}
-    for chunking in chunkings:
-        with running(serve_app(folder / "vertex.json", chunking=chunking)) as url:
-            replays[chunking] = both(url.removeprefix("http://"))
-    with ssemock.use_cassette(folder / "inprocess.json", record_mode="none"):  # the servicer is stopped
-        inprocess = both(target)
-    with running(serve_app(folder / "inprocess.json", chunking="mid_header")) as url:
-        served_inprocess = both(url.removeprefix("http://"))  # an in-process recording, over the wire
-    return {
-        "live": live,
-        "recorded": recorded,
-        "inprocess": inprocess,
-        "served_inprocess": served_inprocess,
-        "proxied": proxied,
-        "replays": replays,
-        "cassette": str(folder / "vertex.json"),
-    }
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(Path(sys.argv[1]), sys.argv[2].split(","))))
+    out = matrix(Path(sys.argv[1]), sys.argv[2].split(","), "vertex", _add, stream_sync, stream_async)
+    print(json.dumps(out))
