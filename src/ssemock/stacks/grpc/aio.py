@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import copy
 import time
 from collections.abc import AsyncIterator, Callable, Generator
 from typing import Any
@@ -23,22 +22,20 @@ import grpc.aio
 import grpc.aio._channel as _aio_channel
 import grpc.aio._interceptor as _aio_interceptor
 
-from ...plan.grpc.serving import Call, End, ServedCall
-from ...variants import timing as _timing
+from ...plan.grpc.serving import ServedCall
 from .. import Patch, intercepting
 from .channels import is_secure, target_of
-from .dispatch import Started, decoder, start, status_code, tee
+from .dispatch import UNARY_REQUEST, ask, decoder, recording, status_code, tee
+from .replayed import Replayed
 
 __all__ = ["AioCall", "Watched", "patches"]
-
-_UNARY_REQUEST = ("unary_unary", "unary_stream")
 
 
 def _metadata(pairs: Any) -> grpc.aio.Metadata:
     return grpc.aio.Metadata.from_tuple(tuple(pairs))
 
 
-class AioCall:
+class AioCall(Replayed):
     """A replayed call in ``grpc.aio``'s shape (every kind: the methods a kind lacks are unused)."""
 
     def __init__(
@@ -48,22 +45,10 @@ class AioCall:
         serialize: Callable[[Any], bytes] | None,
         deserialize: Callable[[bytes], Any] | None,
     ) -> None:
-        self._served, self._requests = served, requests
+        super().__init__(served, requests, serialize, deserialize)
         self._iterator: Any = None
-        self._serialize, self._deserialize = serialize, deserialize
-        self._clock = _timing.clock
-        self._t0 = self._clock.now()
-        self._end: End | None = None
-        self._response: Any = None
         self._written = asyncio.Event()
         self._steps = asyncio.Lock()
-        self._done_callbacks: list[Callable[[Any], None]] = []
-
-    def _bytes(self, message: Any) -> bytes:
-        return message if self._serialize is None else self._serialize(message)
-
-    def _message(self, data: bytes) -> Any:
-        return data if self._deserialize is None else self._deserialize(data)
 
     async def _next_request(self) -> Any:
         """The next message of the request iterator (sync or async); StopAsyncIteration at its end."""
@@ -97,24 +82,17 @@ class AioCall:
         async with self._steps:
             if self._end is not None:
                 return None
-            served = self._served
-            await self._pump(served.next().needs)
-            step = served.next()
-            wait = served.wait(step, self._clock.now() - self._t0)
-            if wait:
-                await self._clock.asleep(wait)
-            served.advance()
-            if step.data is not None:
-                return step.data
-            if self._requests is not None and not served.ended and step.end and step.end.code == "OK":
-                await self._pump(len(served.sent) + 1)
-            self._finish(step.end or End("OK", "", ()))
-            return None
-
-    def _finish(self, end: End) -> None:
-        self._end = end
-        for done in self._done_callbacks:
-            done(self)
+            serving = self._serving()
+            while True:
+                try:
+                    what, amount = next(serving)
+                except StopIteration as stop:
+                    data: bytes | None = stop.value
+                    return data
+                if what == "send":
+                    await self._pump(int(amount))
+                else:
+                    await self._clock.asleep(amount)
 
     def _error(self) -> BaseException:
         end = self._end
@@ -185,9 +163,6 @@ class AioCall:
 
     # -- grpc.aio.Call -------------------------------------------------------------------------
 
-    def _final(self) -> End:
-        return self._end or self._served.final
-
     async def initial_metadata(self) -> grpc.aio.Metadata:
         return _metadata(self._served.initial_metadata)
 
@@ -206,18 +181,10 @@ class AioCall:
     def cancelled(self) -> bool:
         return self._cancelled
 
-    def done(self) -> bool:
-        return self._end is not None
-
-    def time_remaining(self) -> float | None:
-        return None
-
     def cancel(self) -> bool:
-        if self._end is not None:
-            return False
-        self._cancelled = True
-        self._finish(End("CANCELLED", "Locally cancelled by application!", ()))
-        return True
+        if self._end is None:
+            self._cancelled = True  # before the done callbacks run
+        return self._cancel()
 
     def add_done_callback(self, callback: Callable[[Any], None]) -> None:
         if self._end is None:
@@ -226,10 +193,7 @@ class AioCall:
             callback(self)
 
     def __repr__(self) -> str:
-        end = self._end
-        return (
-            f"<ssemock replayed gRPC aio call: {'active' if end is None else f'{end.code}: {end.details}'}>"
-        )
+        return self._describe("gRPC aio call")
 
 
 class Watched:
@@ -326,25 +290,6 @@ class Watched:
         return response
 
 
-def _ask(
-    kind: str,
-    where: tuple[str, bool],
-    method: str | bytes,
-    request: Any,
-    serializer: Any,
-    metadata: Any,
-    timeout: float | None,
-) -> Started:
-    """Ask the players about a call to ``method`` on ``where`` (the channel's target and whether
-    it has credentials), with its request as it goes out."""
-    __tracebackhide__ = True
-    first = None
-    if kind in _UNARY_REQUEST:
-        first = request if serializer is None else serializer(request)
-    call = Call(kind, first, timeout, decoder(request) if kind in _UNARY_REQUEST else None)
-    return start(where[0], where[1], method, call, metadata)
-
-
 def _call(kind: str) -> Callable[[Any], Any]:
     """The ``__call__`` of an aio multi-callable of ``kind``."""
 
@@ -364,13 +309,12 @@ def _call(kind: str) -> Callable[[Any], Any]:
             timeout = kw.get("timeout", args[0] if args else None)
             metadata = kw.get("metadata", args[1] if len(args) > 1 else None)
             serializer = self._request_serializer
-            started = _ask(kind, where, self._method, request, serializer, metadata, timeout)
+            started = ask(kind, where, self._method, request, serializer, metadata, timeout)
             if started.served is not None:
-                requests = None if kind in _UNARY_REQUEST else request
-                return _CALLS[kind](started.served, requests, serializer, self._response_deserializer)
+                return _replay(kind, started.served, request, serializer, self._response_deserializer)
             if started.recorder is None:
                 return original(self, request, *args, **kw)
-            real = _recording(self, started.recorder)
+            real = recording(self, started.recorder)
             return Watched(original(real, request, *args, **kw), started.recorder)
 
         return call
@@ -400,6 +344,14 @@ _CALLS: dict[str, type[AioCall]] = {
     "stream_unary": _StreamUnary,
     "stream_stream": _StreamStream,
 }
+
+
+def _replay(kind: str, served: ServedCall, request: Any, serializer: Any, deserializer: Any) -> AioCall:
+    """The replayed call of shape ``kind`` (a request stream's ``request``: its iterator, or None
+    for ``write()``)."""
+    return _CALLS[kind](served, None if kind in UNARY_REQUEST else request, serializer, deserializer)
+
+
 _WATCHED: dict[str, type[Watched]] = {
     kind: type(
         f"_Watched{base.__name__}", (Watched, base), {"__doc__": f"A recorded call, a {base.__name__}."}
@@ -426,69 +378,26 @@ def _chain_end(kind: str) -> Callable[[Any], Any]:
     is (passed through), is what the chain gets."""
 
     def make(original: Any) -> Any:
-        def call(
-            request: Any,
-            deadline: Any,
-            metadata: Any,
-            credentials: Any,
-            wait_for_ready: Any,
-            channel: Any,
-            method: Any,
-            serializer: Any,
-            deserializer: Any,
-            *rest: Any,
-        ) -> Any:
+        def call(*args: Any) -> Any:
+            """``args``: request, deadline, metadata, credentials, wait_for_ready, channel,
+            method, serializer, deserializer, then grpcio's rest."""
             __tracebackhide__ = True
             where = _deferred.get()
             if where is None or not intercepting():
-                return original(
-                    request,
-                    deadline,
-                    metadata,
-                    credentials,
-                    wait_for_ready,
-                    channel,
-                    method,
-                    serializer,
-                    deserializer,
-                    *rest,
-                )
-            timeout = (
-                None if deadline is None else max(0.0, deadline - time.time())
-            )  # grpcio's deadline: time.time()
-            started = _ask(kind, where, method, request, serializer, metadata, timeout)
+                return original(*args)
+            request, deadline, metadata, *_, method, serializer, deserializer = args[:9]
+            timeout = None if deadline is None else max(0.0, deadline - time.time())  # grpcio's: time.time()
+            started = ask(kind, where, method, request, serializer, metadata, timeout)
             if started.served is not None:
-                requests = None if kind in _UNARY_REQUEST else request
-                return _CALLS[kind](started.served, requests, serializer, deserializer)
-            recorder = started.recorder
-            if recorder is not None:
-                serializer, deserializer = tee(serializer, deserializer, recorder)
-            real = original(
-                request,
-                deadline,
-                metadata,
-                credentials,
-                wait_for_ready,
-                channel,
-                method,
-                serializer,
-                deserializer,
-                *rest,
-            )
-            return real if recorder is None else _WATCHED[kind](real, recorder)
+                return _replay(kind, started.served, request, serializer, deserializer)
+            if started.recorder is None:
+                return original(*args)
+            teeing = tee(serializer, deserializer, started.recorder)
+            return _WATCHED[kind](original(*args[:7], *teeing, *args[9:]), started.recorder)
 
         return call
 
     return make
-
-
-def _recording(multicallable: Any, recorder: Any) -> Any:
-    """A copy of an aio multi-callable whose serializers tee into ``recorder``."""
-    copied = copy.copy(multicallable)
-    copied._request_serializer, copied._response_deserializer = tee(
-        multicallable._request_serializer, multicallable._response_deserializer, recorder
-    )
-    return copied
 
 
 def patches() -> list[Patch]:

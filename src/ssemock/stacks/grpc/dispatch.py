@@ -1,8 +1,10 @@
-"""A gRPC call asks the players what to do (`start`): replay it, record it, or send it for real;
-and what the sync and aio edges share to serve or tee it (`decoder`, `status_code`, `tee`)."""
+"""A gRPC call asks the players what to do (`start`, `ask`): replay it, record it, or send it for
+real; and what the sync and aio edges share to serve or tee it (`decoder`, `status_code`, `tee`,
+`recording`)."""
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -15,11 +17,14 @@ from respx.models import PassThrough
 
 from ...plan.grpc.matching import Decode
 from ...plan.grpc.record import GrpcRecorder
-from ...plan.grpc.serving import CALL, ServedCall
+from ...plan.grpc.serving import CALL, Call, ServedCall
 from ...store.grpc import metadata_headers
 from .. import STACK_KEY, RecordCall, dispatch
 
-__all__ = ["Started", "decoder", "start", "status_code", "tee"]
+__all__ = ["UNARY_REQUEST", "Started", "ask", "decoder", "recording", "start", "status_code", "tee"]
+
+UNARY_REQUEST = ("unary_unary", "unary_stream")
+"""The call shapes whose request is one message, given when the call starts."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,26 @@ def start(
     return Started(served=served)
 
 
+def ask(
+    kind: str,
+    where: tuple[str, bool],
+    method: str | bytes,
+    request: Any,
+    serializer: Callable[[Any], bytes] | None,
+    metadata: Iterable[tuple[str, str | bytes]] | None,
+    timeout: float | None,
+) -> Started:
+    """`start` a call of shape ``kind`` to ``method`` on ``where`` (the channel's target and
+    whether it has credentials) as it goes out: a unary request serialized, a request stream's
+    messages sent later."""
+    __tracebackhide__ = True
+    first = None
+    if kind in UNARY_REQUEST:
+        first = request if serializer is None else serializer(request)
+    call = Call(kind, first, timeout, decoder(request) if kind in UNARY_REQUEST else None)
+    return start(where[0], where[1], method, call, metadata)
+
+
 def decoder(message: Any) -> Decode | None:
     """The parser of a request message's class, when it is a protobuf message (a generated
     class with its descriptor): the mismatch then names fields, not wire field numbers."""
@@ -105,3 +130,12 @@ def tee(
         return data if deserializer is None else deserializer(data)
 
     return serialize, deserialize
+
+
+def recording(multicallable: Any, recorder: GrpcRecorder) -> Any:
+    """A copy of a real multi-callable (sync or aio) whose serializers tee into ``recorder``."""
+    copied = copy.copy(multicallable)
+    copied._request_serializer, copied._response_deserializer = tee(
+        multicallable._request_serializer, multicallable._response_deserializer, recorder
+    )
+    return copied

@@ -5,7 +5,6 @@ a unary response's failure raises grpcio's own ``_InactiveRpcError``."""
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -13,18 +12,16 @@ from typing import Any
 import grpc
 import grpc._channel as _channel
 
-from ...plan.grpc.serving import Call, End, ServedCall
-from ...variants import timing as _timing
+from ...plan.grpc.serving import End, ServedCall
 from .. import Patch, intercepting
 from .channels import sync_target
-from .dispatch import Started, decoder, start, status_code, tee
+from .dispatch import UNARY_REQUEST, Started, ask, decoder, recording, status_code
+from .replayed import Replayed
 
 __all__ = ["Rendezvous", "patches"]
 
-_UNARY_REQUEST = ("unary_unary", "unary_stream")
 
-
-class Rendezvous(grpc.RpcError, grpc.Call, grpc.Future):  # type: ignore[misc]
+class Rendezvous(Replayed, grpc.RpcError, grpc.Call, grpc.Future):  # type: ignore[misc]
     """A replayed call in grpcio's sync shape: iterate it for the responses (a streaming
     response), ``result()`` for the one response; ``code()``, ``details()``, metadata and the
     future's methods as grpcio's; raised as the ``grpc.RpcError`` of a failed streaming call."""
@@ -36,16 +33,9 @@ class Rendezvous(grpc.RpcError, grpc.Call, grpc.Future):  # type: ignore[misc]
         serialize: Callable[[Any], bytes] | None,
         deserialize: Callable[[bytes], Any] | None,
     ) -> None:
-        super().__init__()
-        self._served, self._requests = served, requests
-        self._serialize, self._deserialize = serialize, deserialize
-        self._clock = _timing.clock
-        self._t0 = self._clock.now()
+        Replayed.__init__(self, served, requests, serialize, deserialize)
+        grpc.RpcError.__init__(self)
         self._lock = threading.RLock()
-        self._end: End | None = None
-        self._response: Any = None
-        self._callbacks: list[Callable[[], None]] = []
-        self._done_callbacks: list[Callable[[Any], None]] = []
 
     # -- serving -----------------------------------------------------------------------
 
@@ -58,34 +48,24 @@ class Rendezvous(grpc.RpcError, grpc.Call, grpc.Future):  # type: ignore[misc]
             except StopIteration:
                 served.end_stream()
                 break
-            served.send(message if self._serialize is None else self._serialize(message), decoder(message))
+            served.send(self._bytes(message), decoder(message))
 
     def _step(self) -> bytes | None:
         """Serve the next step: a response message's bytes, or None once the call ended."""
         with self._lock:
             if self._end is not None:
                 return None
-            served = self._served
-            step = served.next()
-            self._pump(step.needs)
-            step = served.next()  # the client's messages may have moved the call to another recording
-            wait = served.wait(step, self._clock.now() - self._t0)
-            if wait:
-                self._clock.sleep(wait)
-            served.advance()
-            if step.data is not None:
-                return step.data
-            if step.end is not None and step.end.code == "OK" and not served.ended:
-                self._pump(len(served.sent) + 1)  # a request stream the server read to its end
-            self._finish(step.end)
-            return None
-
-    def _finish(self, end: End | None) -> None:
-        self._end = end or End("OK", "", ())
-        for callback in self._callbacks:
-            callback()
-        for done in self._done_callbacks:
-            done(self)
+            serving = self._serving()
+            while True:
+                try:
+                    what, amount = next(serving)
+                except StopIteration as stop:
+                    data: bytes | None = stop.value
+                    return data
+                if what == "send":
+                    self._pump(int(amount))
+                else:
+                    self._clock.sleep(amount)
 
     def _run(self) -> None:
         """Serve the whole call (a unary response): keeps the one response."""
@@ -93,7 +73,7 @@ class Rendezvous(grpc.RpcError, grpc.Call, grpc.Future):  # type: ignore[misc]
             data = self._step()
             if data is None:
                 return
-            self._response = data if self._deserialize is None else self._deserialize(data)
+            self._response = self._message(data)
 
     def _ended(self) -> End:
         with self._lock:
@@ -111,7 +91,7 @@ class Rendezvous(grpc.RpcError, grpc.Call, grpc.Future):  # type: ignore[misc]
             if self._ended().code == "OK":
                 raise StopIteration
             raise self
-        return data if self._deserialize is None else self._deserialize(data)
+        return self._message(data)
 
     next = __next__
 
@@ -126,11 +106,6 @@ class Rendezvous(grpc.RpcError, grpc.Call, grpc.Future):  # type: ignore[misc]
 
     def initial_metadata(self) -> Any:
         return self._served.initial_metadata
-
-    def _final(self) -> End:
-        """How the call ends (the end to come, for a call still being served: grpcio's
-        ``code()`` waits for it; a replay knows it)."""
-        return self._end or self._served.final
 
     def trailing_metadata(self) -> Any:
         return self._final().trailers
@@ -147,15 +122,9 @@ class Rendezvous(grpc.RpcError, grpc.Call, grpc.Future):  # type: ignore[misc]
     def is_active(self) -> bool:
         return self._end is None
 
-    def time_remaining(self) -> float | None:
-        return None
-
     def cancel(self) -> bool:
         with self._lock:
-            if self._end is not None:
-                return False
-            self._finish(End("CANCELLED", "Locally cancelled by application!", ()))
-            return True
+            return self._cancel()
 
     def add_callback(self, callback: Callable[[], None]) -> bool:
         with self._lock:
@@ -171,9 +140,6 @@ class Rendezvous(grpc.RpcError, grpc.Call, grpc.Future):  # type: ignore[misc]
 
     def running(self) -> bool:
         return self._end is None
-
-    def done(self) -> bool:
-        return self._end is not None
 
     def result(self, timeout: float | None = None) -> Any:
         end = self._ended()
@@ -195,8 +161,7 @@ class Rendezvous(grpc.RpcError, grpc.Call, grpc.Future):  # type: ignore[misc]
         fn(self)
 
     def __str__(self) -> str:
-        end = self._end
-        return f"<ssemock replayed gRPC call: {'active' if end is None else f'{end.code}: {end.details}'}>"
+        return self._describe("gRPC call")
 
     __repr__ = __str__
 
@@ -224,38 +189,30 @@ def _finish_if_done(recorder: Any, call: Any) -> None:
         _finish_from(recorder, call)
 
 
-def _recording(multicallable: Any, recorder: Any) -> Any:
-    """A copy of a real multi-callable whose serializers tee into ``recorder``."""
-    copied = copy.copy(multicallable)
-    copied._request_serializer, copied._response_deserializer = tee(
-        multicallable._request_serializer, multicallable._response_deserializer, recorder
-    )
-    return copied
-
-
 # -- the patches ---------------------------------------------------------------------------
 
 
 def _begin(multicallable: Any, kind: str, request: Any, timeout: float | None, metadata: Any) -> Started:
-    target, secure = sync_target(multicallable)
     serializer = multicallable._request_serializer
-    first = None
-    if kind in _UNARY_REQUEST:
-        first = request if serializer is None else serializer(request)
-    call = Call(kind, first, timeout, decoder(request) if kind in _UNARY_REQUEST else None)
-    return start(target, secure, multicallable._method, call, metadata)
-
-
-def _replay(multicallable: Any, started: Started, kind: str, request: Any) -> Rendezvous:
-    assert started.served is not None
-    requests = None if kind in _UNARY_REQUEST else iter(request)
-    return Rendezvous(
-        started.served, requests, multicallable._request_serializer, multicallable._response_deserializer
+    return ask(
+        kind, sync_target(multicallable), multicallable._method, request, serializer, metadata, timeout
     )
 
 
-def _unary_response(kind: str, how: str) -> Callable[[Any], Any]:
-    """``__call__`` / ``with_call`` / ``future`` of a unary-response multi-callable."""
+def _replay(multicallable: Any, served: ServedCall, kind: str, request: Any) -> Rendezvous:
+    requests = None if kind in UNARY_REQUEST else iter(request)
+    return Rendezvous(
+        served, requests, multicallable._request_serializer, multicallable._response_deserializer
+    )
+
+
+_THE_CALL = ("future", "stream")
+"""The ways of calling that give the client the call itself (a future, a response stream)."""
+
+
+def _patched(kind: str, how: str) -> Callable[[Any], Any]:
+    """``__call__`` / ``with_call`` / ``future`` of a unary-response multi-callable (``how``:
+    ``call``, ``with_call``, ``future``), or ``__call__`` of a streaming-response one (``stream``)."""
 
     def make(original: Any) -> Any:
         def call(
@@ -266,15 +223,15 @@ def _unary_response(kind: str, how: str) -> Callable[[Any], Any]:
                 return original(self, request, timeout, metadata, *rest, **kw)
             started = _begin(self, kind, request, timeout, metadata)
             if started.served is not None:
-                rendezvous = _replay(self, started, kind, request)
-                if how == "future":
+                rendezvous = _replay(self, started.served, kind, request)
+                if how in _THE_CALL:
                     return rendezvous
                 response = rendezvous.unary_result()
                 return (response, rendezvous) if how == "with_call" else response
             if started.recorder is None:
                 return original(self, request, timeout, metadata, *rest, **kw)
-            recorder, real = started.recorder, _recording(self, started.recorder)
-            if how == "future":
+            recorder, real = started.recorder, recording(self, started.recorder)
+            if how in _THE_CALL:
                 future = original(real, request, timeout, metadata, *rest, **kw)
                 recorder.late_end = lambda: _finish_if_done(recorder, future)
                 future.add_done_callback(lambda done: _finish_from(recorder, done))
@@ -287,32 +244,6 @@ def _unary_response(kind: str, how: str) -> Callable[[Any], Any]:
                 raise
             _finish_from(recorder, done)
             return (response, done) if how == "with_call" else response
-
-        return call
-
-    return make
-
-
-def _stream_response(kind: str) -> Callable[[Any], Any]:
-    """``__call__`` of a streaming-response multi-callable."""
-
-    def make(original: Any) -> Any:
-        def call(
-            self: Any, request: Any, timeout: float | None = None, metadata: Any = None, *rest: Any, **kw: Any
-        ) -> Any:
-            __tracebackhide__ = True
-            if not intercepting():
-                return original(self, request, timeout, metadata, *rest, **kw)
-            started = _begin(self, kind, request, timeout, metadata)
-            if started.served is not None:
-                return _replay(self, started, kind, request)
-            if started.recorder is None:
-                return original(self, request, timeout, metadata, *rest, **kw)
-            recorder = started.recorder
-            rendezvous = original(_recording(self, recorder), request, timeout, metadata, *rest, **kw)
-            recorder.late_end = lambda: _finish_if_done(recorder, rendezvous)
-            rendezvous.add_done_callback(lambda done: _finish_from(recorder, done))
-            return rendezvous
 
         return call
 
@@ -338,11 +269,11 @@ def patches() -> list[Patch]:
         ("stream_unary", _channel._StreamUnaryMultiCallable),
     ):
         for how, name in (("call", "__call__"), ("with_call", "with_call"), ("future", "future")):
-            out.append(Patch(owner, name, _keeping_original(_unary_response(kind, how))))
+            out.append(Patch(owner, name, _keeping_original(_patched(kind, how))))
     for kind, owner in (
         ("unary_stream", _channel._UnaryStreamMultiCallable),
         ("unary_stream", _channel._SingleThreadedUnaryStreamMultiCallable),
         ("stream_stream", _channel._StreamStreamMultiCallable),
     ):
-        out.append(Patch(owner, "__call__", _stream_response(kind)))
+        out.append(Patch(owner, "__call__", _patched(kind, "stream")))
     return out
