@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from . import Protocol, _path
+from . import synthesis as syn
 from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, string
 from .messages import message, one_session, split
 
@@ -116,24 +117,15 @@ def synthesize(
     else:
         pieces = [(" " if n else "") + w for n, w in enumerate(text.split())] or [""]
     request_id = f"{seed:08x}-0000-4000-8000-{seed:012x}"
-    messages: list[tuple[str, float, str, str | bytes]] = []
+    session = syn.Timeline(0.05)
     sequence = iter(range(1_000_000))
-    clock = 0.05
 
-    def recv(payload: JSON) -> None:
-        messages.append(
-            (
-                "recv",
-                round(clock, 4),
-                "text",
-                orjson.dumps({**payload, "sequence_id": next(sequence)}).decode(),
-            )
-        )
+    def recv(after: float, payload: JSON) -> None:
+        session.recv(after, orjson.dumps({**payload, "sequence_id": next(sequence)}).decode())
 
-    recv({"type": "Connected", "request_id": request_id})
+    recv(0.0, {"type": "Connected", "request_id": request_id})
     for n in range(len(pieces)):
-        clock += gap
-        messages.append(("send", round(clock, 4), "binary", chunk))
+        session.send(chunk, gap)
         heard = "".join(pieces[: n + 1])
         last = n == len(pieces) - 1
         if not last:  # recognised words only: a word still being heard is not in the transcript yet
@@ -142,13 +134,12 @@ def synthesize(
             "StartOfTurn" if n == 0 else "Update",
             *(("EndOfTurn",) if n == len(pieces) - 1 else ()),
         ):
-            clock += 0.01
-            recv({"type": "TurnInfo", "request_id": request_id, "event": kind, "turn_index": 0,
-                  "audio_window_start": 0.0, "audio_window_end": round((n + 1) * gap, 4),
-                  "transcript": heard, "words": [{"word": w, "confidence": 0.98} for w in heard.split()],
-                  "end_of_turn_confidence": 0.95 if kind == "EndOfTurn" else 0.05})  # fmt: skip
-    messages.append(("send", round(clock + 0.05, 4), "text", '{"type":"CloseStream"}'))
-    return one_session(url or URL, messages, request_headers={"user-agent": "deepgram-sdk/7.17.0"})
+            recv(0.01, {"type": "TurnInfo", "request_id": request_id, "event": kind, "turn_index": 0,
+                        "audio_window_start": 0.0, "audio_window_end": round((n + 1) * gap, 4),
+                        "transcript": heard, "words": [{"word": w, "confidence": 0.98} for w in heard.split()],
+                        "end_of_turn_confidence": 0.95 if kind == "EndOfTurn" else 0.05})  # fmt: skip
+    session.send('{"type":"CloseStream"}', 0.05)
+    return one_session(url or URL, session.messages, request_headers={"user-agent": "deepgram-sdk/7.17.0"})
 
 
 PROTOCOL = Protocol(

@@ -24,8 +24,8 @@ import orjson
 
 from . import Protocol, _path
 from . import synthesis as syn
-from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, error_of, obj, seq, string
-from .messages import Spoken, audio_bytes, message, one_session
+from .base import JSON, Event, HTTPErrorBody, StreamError, error_of, obj, seq, string
+from .messages import Spoken, SpokenFold, audio_bytes, message, one_session
 
 __all__ = ["PROTOCOL", "URL", "synthesize"]
 
@@ -42,7 +42,7 @@ def _events(payload: JSON) -> Iterator[JSON]:
         yield payload
 
 
-class _Interactions(Fold):
+class _Interactions(SpokenFold):
     """Live Interactions events: text and audio deltas by step index; the interaction's end."""
 
     protocol = "gemini.interactions"
@@ -50,8 +50,6 @@ class _Interactions(Fold):
 
     def __init__(self) -> None:
         super().__init__()
-        self.spoken = Spoken(self.protocol)
-        self.result = self.spoken
         self._audio: dict[int, list[bytes]] = {}
 
     def feed(self, event: Event) -> None:
@@ -129,25 +127,18 @@ def synthesize(
     syn.check_timing(chunk_size, gap, first_token)
     rng = syn.Rng(seed)
     interaction = f"v1_{rng.token(24)}"
-    messages: list[tuple[str, float, str, str | bytes]] = []
-    clock = 0.0
-
-    def add(direction: str, after: float, event: JSON) -> None:
-        nonlocal clock
-        clock += after
-        messages.append((direction, round(clock, 4), "text", syn.compact(event)))
-
-    add("send", 0.01, {"event_type": "interaction.connect", "id": interaction})
-    add("recv", 0.05, {"event_type": "interaction.connected"})
-    add("send", 0.01, {"event_type": "input", "content": [{"type": "text", "text": prompt}]})
-    add("recv", first_token, {"event_type": "step.start", "index": 0, "step": {"type": "model_output"}})
+    session = syn.Timeline()
+    session.send({"event_type": "interaction.connect", "id": interaction})
+    session.recv(0.05, {"event_type": "interaction.connected"})
+    session.send({"event_type": "input", "content": [{"type": "text", "text": prompt}]})
+    session.recv(first_token, {"event_type": "step.start", "index": 0, "step": {"type": "model_output"}})
     for piece in syn.pieces(text, chunk_size, rng.pieces):
-        add("recv", gap, {"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": piece}})
+        session.recv(gap, {"event_type": "step.delta", "index": 0, "delta": {"type": "text", "text": piece}})
     used = {"total_input_tokens": 8 + len(prompt) // 4, "total_output_tokens": max(1, len(text) // 4)}
-    add("recv", gap, {"event_type": "step.stop", "index": 0, "usage": used})
-    add("send", 0.01, {"event_type": "interaction.complete"})
-    add("recv", 0.05, {"event_type": "interaction.completed", "usage": used})
-    return one_session(url or URL, messages, request_headers={"user-agent": "google-genai-sdk/3.6.1"})
+    session.recv(gap, {"event_type": "step.stop", "index": 0, "usage": used})
+    session.send({"event_type": "interaction.complete"})
+    session.recv(0.05, {"event_type": "interaction.completed", "usage": used})
+    return one_session(url or URL, session.messages, request_headers={"user-agent": "google-genai-sdk/3.6.1"})
 
 
 PROTOCOL = Protocol(

@@ -24,8 +24,8 @@ import orjson
 
 from . import Protocol, _path
 from . import synthesis as syn
-from .base import JSON, Event, Fold, HTTPErrorBody, MessageMatching, StreamError, obj, seq, string
-from .messages import Spoken, audio_bytes, message, one_session, split
+from .base import JSON, Event, HTTPErrorBody, MessageMatching, StreamError, obj, seq, string
+from .messages import Spoken, SpokenFold, audio_bytes, message, one_session, split
 
 __all__ = ["CLIENT_MESSAGES", "PROTOCOL", "URL", "responses", "synthesize"]
 
@@ -41,7 +41,7 @@ _KEYS = (
 )
 
 
-class _Live(Fold):
+class _Live(SpokenFold):
     """Gemini Live server messages: one model turn's parts, tool calls, usage, ``turnComplete``."""
 
     protocol = "gemini.live"
@@ -49,8 +49,6 @@ class _Live(Fold):
 
     def __init__(self) -> None:
         super().__init__()
-        self.spoken = Spoken(self.protocol)
-        self.result = self.spoken
         self._transcript: list[str] = []
         self._audio: list[bytes] = []
         self._calls = 0
@@ -175,16 +173,10 @@ def synthesize(
     syn.check_timing(chunk_size, gap, first_token)
     rng = syn.Rng(seed)
     calls = syn.calls(tool_calls, rng, "fc_")
-    messages: list[tuple[str, float, str, str | bytes]] = []
-    clock = [0.0]
+    session = syn.Timeline()
 
     def recv(after: float, value: JSON) -> None:
-        clock[0] += after
-        messages.append(("recv", round(clock[0], 4), "binary", syn.compact(value).encode()))
-
-    def send(value: JSON) -> None:
-        clock[0] += 0.01
-        messages.append(("send", round(clock[0], 4), "text", syn.compact(value)))
+        session.recv(after, value, binary=True)  # JSON in binary frames, as the service sends it
 
     setup: JSON = {
         "model": f"models/{model}",
@@ -193,9 +185,9 @@ def synthesize(
     if calls:
         declarations = [{"name": t["name"], "parameters": t["parameters"]} for t in syn.tools(calls).values()]
         setup["tools"] = [{"functionDeclarations": declarations}]
-    send({"setup": setup})
+    session.send({"setup": setup})
     recv(0.05, {"setupComplete": {}})
-    send(
+    session.send(
         {"client_content": {"turns": [{"role": "user", "parts": [{"text": prompt}]}], "turn_complete": True}}
     )
     after = first_token
@@ -223,7 +215,7 @@ def synthesize(
     recv(gap, {"serverContent": {"turnComplete": True}, "usageMetadata": used})
     return one_session(
         url or URL,
-        messages,
+        session.messages,
         request_headers={"user-agent": "google-genai-sdk/3.6.1"},
     )
 

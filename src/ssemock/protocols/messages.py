@@ -21,7 +21,7 @@ import orjson
 
 from .base import JSON, Accumulated, Event, Fold, excerpt, obj, string
 
-__all__ = ["Spoken", "audio_bytes", "is_live_event", "lenient", "message", "split"]
+__all__ = ["Spoken", "SpokenFold", "audio_bytes", "is_live_event", "lenient", "message", "split"]
 
 
 @dataclass
@@ -49,6 +49,15 @@ class Spoken(Accumulated):
             "audio_bytes": len(self.audio),
             "media": [{"mime_type": mime, "bytes": len(data)} for mime, data in self.media],
         }
+
+
+class SpokenFold(Fold):
+    """A realtime fold, whose result is a `Spoken` (``spoken``: the same object, as its type)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.spoken = Spoken(self.protocol)
+        self.result = self.spoken
 
 
 def message(fold: Fold, event: Event) -> JSON:

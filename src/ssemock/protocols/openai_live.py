@@ -34,7 +34,6 @@ from . import synthesis as syn
 from .base import (
     JSON,
     Event,
-    Fold,
     MessageMatching,
     StreamError,
     ToolCall,
@@ -43,7 +42,7 @@ from .base import (
     openai_error_body,
     string,
 )
-from .messages import Spoken, audio_bytes, is_live_event, message, one_session, split
+from .messages import Spoken, SpokenFold, audio_bytes, is_live_event, message, one_session, split
 
 __all__ = ["CLIENT_MESSAGES", "PROTOCOL", "URL", "responses", "session_ids", "synthesize"]
 
@@ -54,7 +53,7 @@ _NAMED = re.compile(r"/live/sessions/([^/]+)/")
 _SESSIONS = re.compile(r"/live/sessions(?:/|$)")
 
 
-class _Live(Fold):
+class _Live(SpokenFold):
     """GPT-Live server events: output transcript and audio, delegations and the function calls
     of delegated Responses streams, usage; ``session.closed`` ends the session."""
 
@@ -63,8 +62,6 @@ class _Live(Fold):
 
     def __init__(self) -> None:
         super().__init__()
-        self.spoken = Spoken(self.protocol)
-        self.result = self.spoken
         self._transcript: list[str] = []
         self._audio: list[bytes] = []
         self._arrived: dict[tuple[str, str], int] = {}  # (delegation or "delegation", id) -> arrival
@@ -179,21 +176,16 @@ def synthesize(
     rng = syn.Rng(seed)
     calls = syn.calls(tool_calls, rng, "call_")
     session_id = f"sess_{rng.token(20)}"
-    messages: list[tuple[str, float, str, str | bytes]] = []
-    clock = [0.0]
+    timeline = syn.Timeline()
+    send = timeline.send
     counter = iter(range(1, 1_000_000))
 
     def ms() -> int:
-        return round(clock[0] * 1000)
+        return round(timeline.clock * 1000)
 
     def recv(kind: str, after: float, *, event_id: bool = True, **fields: Any) -> None:
-        clock[0] += after
         head = {"event_id": f"event_{rng.token(8)}{next(counter)}"} if event_id else {}
-        messages.append(("recv", round(clock[0], 4), "text", syn.compact({"type": kind, **head, **fields})))
-
-    def send(event: JSON, after: float = 0.01) -> None:
-        clock[0] += after
-        messages.append(("send", round(clock[0], 4), "text", syn.compact(event)))
+        timeline.recv(after, {"type": kind, **head, **fields})
 
     def pcm(characters: int) -> str:  # 1 ms of 24 kHz PCM16 a character
         return base64.b64encode(bytes(rng.pieces.randrange(256) for _ in range(48 * characters))).decode()
@@ -235,13 +227,13 @@ def synthesize(
         start = ms()
         recv("session.output_transcript.delta", 0.0, delta=piece, start_ms=start, end_ms=start + len(piece))
         after = gap
-    used = dict(usage) if usage is not None else {"seconds": round(clock[0] + 0.5, 2)}
+    used = dict(usage) if usage is not None else {"seconds": round(timeline.clock + 0.5, 2)}
     recv("session.usage.updated", after, usage=used)
     send({"type": "session.close"})
     recv("session.closed", gap, reason="close_requested", session=session, usage=used)
     return one_session(
         url or URL,
-        messages,
+        timeline.messages,
         request_headers={"user-agent": "OpenAI/Python 3.57.0"},
         response_headers={"x-request-id": f"req_{rng.token(16)}"},
     )

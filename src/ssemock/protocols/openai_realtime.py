@@ -37,7 +37,6 @@ from . import synthesis as syn
 from .base import (
     JSON,
     Event,
-    Fold,
     MessageMatching,
     StreamError,
     ToolCall,
@@ -47,7 +46,7 @@ from .base import (
     seq,
     string,
 )
-from .messages import Spoken, audio_bytes, is_live_event, message, one_session, split
+from .messages import Spoken, SpokenFold, audio_bytes, is_live_event, message, one_session, split
 
 __all__ = ["CLIENT_MESSAGES", "PROTOCOL", "URL", "responses", "synthesize"]
 
@@ -62,7 +61,7 @@ _HEARD = "conversation.item.input_audio_transcription."  # + delta / completed /
 _TRANSLATED = ("session.output_transcript.delta", "session.output_audio.delta")
 
 
-class _Realtime(Fold):
+class _Realtime(SpokenFold):
     """Realtime server events: text, transcripts and audio keyed by (output, content) index;
     function calls by call id; ``response.done`` ends the response."""
 
@@ -71,8 +70,6 @@ class _Realtime(Fold):
 
     def __init__(self) -> None:
         super().__init__()
-        self.spoken = Spoken(self.protocol)
-        self.result = self.spoken
         self._transcripts: dict[tuple[int, int], list[str]] = {}
         self._audio: dict[tuple[int, int], list[bytes]] = {}
         self._calls: dict[str, tuple[int, str]] = {}  # call id -> its key (output index, call id)
@@ -260,17 +257,11 @@ def synthesize(
     calls = syn.calls(tool_calls, rng, "call_")
     session_id, response_id = f"sess_{rng.token(20)}", f"resp_{rng.token(20)}"
     counter = iter(range(1, 1_000_000))
-    messages: list[tuple[str, float, str, str | bytes]] = []
-    clock = [0.0]
+    timeline = syn.Timeline()
+    send = timeline.send
 
     def recv(kind: str, after: float, **fields: Any) -> None:
-        clock[0] += after
-        event = {"type": kind, "event_id": f"event_{rng.token(8)}{next(counter)}", **fields}
-        messages.append(("recv", round(clock[0], 4), "text", syn.compact(event)))
-
-    def send(event: JSON) -> None:
-        clock[0] += 0.01
-        messages.append(("send", round(clock[0], 4), "text", syn.compact(event)))
+        timeline.recv(after, {"type": kind, "event_id": f"event_{rng.token(8)}{next(counter)}", **fields})
 
     session = {"type": "realtime", "object": "realtime.session", "id": session_id, "model": model,
                "output_modalities": ["audio" if audio else "text"]}  # fmt: skip
@@ -321,7 +312,7 @@ def synthesize(
     recv("response.done", gap, response=done)
     return one_session(
         url or URL,
-        messages,
+        timeline.messages,
         request_headers={"user-agent": "OpenAI/Python 3.57.0"},
         response_headers={"x-request-id": f"req_{rng.token(16)}"},
     )

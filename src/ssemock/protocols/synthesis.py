@@ -28,6 +28,7 @@ __all__ = [
     "SYNTH_SOURCE",
     "Call",
     "Rng",
+    "Timeline",
     "ToolCallSpec",
     "calls",
     "check_timing",
@@ -193,6 +194,36 @@ def one_interaction(
         request_json=request_json,
     )
     return cassette
+
+
+class Timeline:
+    """A synthesized WebSocket session's messages as they happen, each ``after`` seconds past the
+    one before (the clock starts at ``start``): ``messages`` is what
+    `ssemock.protocols.messages.one_session` takes."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.clock = start
+        """Seconds since the session opened, at the last message."""
+        self.messages: list[tuple[str, float, str, str | bytes]] = []
+        """``(direction, t seconds, "text" | "binary", data)``, in order."""
+
+    def add(self, direction: str, after: float, data: JSON | str | bytes, *, binary: bool = False) -> None:
+        """A message ``direction`` (``send``: the client's, ``recv``: the server's): a JSON object
+        (compact, in a binary frame with ``binary``), a text, or bytes (a binary frame)."""
+        self.clock += after
+        if isinstance(data, dict):
+            data = compact(data).encode() if binary else compact(data)
+        self.messages.append(
+            (direction, round(self.clock, 4), "binary" if isinstance(data, bytes) else "text", data)
+        )
+
+    def send(self, data: JSON | str | bytes, after: float = 0.01) -> None:
+        """The client's message, ``after`` seconds (10 ms) on."""
+        self.add("send", after, data)
+
+    def recv(self, after: float, data: JSON | str | bytes, *, binary: bool = False) -> None:
+        """The server's message, ``after`` seconds on."""
+        self.add("recv", after, data, binary=binary)
 
 
 def user(prompt: str) -> list[JSON]:
