@@ -28,6 +28,7 @@ from ..store.cassette import Cassette
 from . import Protocol, _path
 from . import synthesis as syn
 from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, seq, string
+from .cohere import chat_stream, usage_of
 
 __all__ = ["API_URL", "PROTOCOL", "synthesize"]
 
@@ -203,15 +204,7 @@ def synthesize(
     if error is not None:
         lines.append(error_event(StreamError("server_error", error, framing="ndjson")))
     else:
-        prompt_tokens = 4 + len(prompt) // 4
-        meta = (
-            dict(usage)
-            if usage is not None
-            else {
-                "billed_units": {"input_tokens": prompt_tokens, "output_tokens": count},
-                "tokens": {"input_tokens": prompt_tokens + 60, "output_tokens": count + 2},
-            }
-        )
+        meta = dict(usage) if usage is not None else usage_of(prompt, count)
         reason = finish_reason or "COMPLETE"
         response: JSON = {
             "response_id": str(uuid.UUID(int=rng.ids.getrandbits(128))),
@@ -254,15 +247,7 @@ def synthesize(
     )
 
 
-def sdk_request(base_url: str, interaction: Any) -> bool:
-    """Stream the interaction's request through cohere's v1 ``Client.chat_stream``."""
-    import cohere
-
-    body = {k: v for k, v in interaction.request.json().items() if k != "stream"}
-    client = cohere.Client(api_key="test-key-0000", base_url=base_url)
-    for _ in client.chat_stream(**body):
-        pass
-    return True
+sdk_request = chat_stream("Client")
 
 
 PROTOCOL = Protocol(
