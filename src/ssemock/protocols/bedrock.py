@@ -33,7 +33,7 @@ from . import Protocol, _path
 from . import synthesis as syn
 from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, string
 
-__all__ = ["EXCEPTIONS", "PROTOCOL", "URL", "frame", "synthesize"]
+__all__ = ["EXCEPTIONS", "PROTOCOL", "URL", "error_body", "frame", "synthesize"]
 
 URL = "https://bedrock-runtime.us-east-1.amazonaws.com/model/{model}/converse-stream"
 """The ConverseStream URL, with a `{model}` placeholder."""
@@ -173,16 +173,22 @@ def error_event(error: StreamError) -> bytes:
     return frame(member, {"message": message}, message_type="exception")
 
 
-def http_error(status: int, message: str | None) -> HTTPErrorBody:
-    """Bedrock's JSON error body; ``__type`` names the error, which botocore reads as its code."""
-    code, text = _HTTP.get(
-        status,
-        (
-            "InternalServerException" if status >= 500 else "ValidationException",
-            f"ssemock http_error {status}",
-        ),
+def error_body(
+    status: int, message: str | None, known: Mapping[int, tuple[str, str | None]]
+) -> HTTPErrorBody:
+    """Bedrock's JSON error body (every Bedrock API's); ``__type`` names the error, which botocore
+    reads as its code: ``known[status]`` (the code, and the message when none is given; None:
+    ssemock's), else ``InternalServerException`` (5xx) or ``ValidationException``."""
+    fallback = "InternalServerException" if status >= 500 else "ValidationException"
+    code, text = known.get(status, (fallback, None))
+    return HTTPErrorBody(
+        orjson.dumps({"message": message or text or f"ssemock http_error {status}", "__type": code})
     )
-    return HTTPErrorBody(orjson.dumps({"message": message or text, "__type": code}))
+
+
+def http_error(status: int, message: str | None) -> HTTPErrorBody:
+    """Bedrock's JSON error body, with the model runtime's codes and messages."""
+    return error_body(status, message, _HTTP)
 
 
 def _is_converse(url: str) -> bool:

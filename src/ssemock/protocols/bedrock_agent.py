@@ -28,12 +28,12 @@ from urllib.parse import quote, unquote
 import orjson
 
 from ..framing.eventstream import CONTENT_TYPE as EVENTSTREAM
-from ..framing.eventstream import encode as encode_frame
 from ..framing.eventstream import is_frame
 from ..store.cassette import Cassette
 from . import Protocol, _path
 from . import synthesis as syn
 from .base import JSON, Accumulated, Event, Fold, HTTPErrorBody, StreamError, obj, seq, string
+from .bedrock import error_body, frame
 
 __all__ = ["PROTOCOL", "URL", "synthesize"]
 
@@ -51,14 +51,14 @@ _EXCEPTIONS = {
     "rate_limit_exceeded": "throttlingException",
     "invalid_request_error": "validationException",
 }
-_HTTP = {
-    400: "ValidationException",
-    403: "AccessDeniedException",
-    404: "ResourceNotFoundException",
-    409: "ConflictException",
-    424: "DependencyFailedException",
-    429: "ThrottlingException",
-    502: "BadGatewayException",
+_HTTP: dict[int, tuple[str, str | None]] = {
+    400: ("ValidationException", None),
+    403: ("AccessDeniedException", None),
+    404: ("ResourceNotFoundException", None),
+    409: ("ConflictException", None),
+    424: ("DependencyFailedException", None),
+    429: ("ThrottlingException", None),
+    502: ("BadGatewayException", None),
 }
 
 
@@ -119,22 +119,15 @@ class _AgentFold(Fold):
         return super().finish()
 
 
-def _frame(kind: str, payload: JSON) -> bytes:
-    headers = {":event-type": kind, ":content-type": "application/json", ":message-type": "event"}
-    return encode_frame(headers, orjson.dumps(payload))
-
-
 def error_event(error: StreamError) -> bytes:
     """An exception frame (``:exception-type`` such as ``throttlingException``)."""
     member = _EXCEPTIONS.get(error.kind, error.kind)
-    headers = {":exception-type": member, ":content-type": "application/json", ":message-type": "exception"}
-    return encode_frame(headers, orjson.dumps({"message": error.message or member}))
+    return frame(member, {"message": error.message or member}, message_type="exception")
 
 
 def http_error(status: int, message: str | None) -> HTTPErrorBody:
-    """Bedrock's JSON error body; ``__type`` names the error, which botocore reads as its code."""
-    code = _HTTP.get(status, "InternalServerException" if status >= 500 else "ValidationException")
-    return HTTPErrorBody(orjson.dumps({"message": message or f"ssemock http_error {status}", "__type": code}))
+    """Bedrock's JSON error body, with InvokeAgent's codes."""
+    return error_body(status, message, _HTTP)
 
 
 def _is_agent(url: str) -> bool:
@@ -185,17 +178,15 @@ def synthesize(
     calls = syn.calls(tool_calls, rng, "")
     agent, alias, session = rng.token(10).upper(), rng.token(10).upper(), f"session-{rng.token(8)}"
     trace = {"orchestrationTrace": {"rationale": {"traceId": f"{rng.token(8)}-0", "text": "Answering."}}}
-    frames = [
-        _frame("trace", {"agentId": agent, "agentAliasId": alias, "sessionId": session, "trace": trace})
-    ]
+    frames = [frame("trace", {"agentId": agent, "agentAliasId": alias, "sessionId": session, "trace": trace})]
     data, at = text.encode(), 0
     for piece in syn.pieces(text, chunk_size, rng.pieces):  # now and then a byte more or less
         cut = min(len(data), at + len(piece.encode()) + rng.pieces.choice((-1, 0, 0, 1)))
         if cut > at:
-            frames.append(_frame("chunk", {"bytes": base64.b64encode(data[at:cut]).decode()}))
+            frames.append(frame("chunk", {"bytes": base64.b64encode(data[at:cut]).decode()}))
             at = cut
     if at < len(data):
-        frames.append(_frame("chunk", {"bytes": base64.b64encode(data[at:]).decode()}))
+        frames.append(frame("chunk", {"bytes": base64.b64encode(data[at:]).decode()}))
     if calls:
         inputs = [
             {
@@ -211,7 +202,7 @@ def synthesize(
             for c in calls
         ]
         frames.append(
-            _frame("returnControl", {"invocationId": str(rng.token(12)), "invocationInputs": inputs})
+            frame("returnControl", {"invocationId": str(rng.token(12)), "invocationInputs": inputs})
         )
     chunks, times = syn.schedule(frames, rng.writes, first_token=first_token, gap=gap)
     return syn.one_interaction(

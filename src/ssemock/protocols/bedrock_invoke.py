@@ -33,12 +33,12 @@ from urllib.parse import quote, unquote
 import orjson
 
 from ..framing.eventstream import CONTENT_TYPE as EVENTSTREAM
-from ..framing.eventstream import encode as encode_frame
 from ..framing.eventstream import is_frame
 from ..store.cassette import Cassette
 from . import Protocol, _path
 from . import synthesis as syn
-from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, seq, string
+from .base import JSON, Event, Fold, StreamError, obj, seq, string
+from .bedrock import frame, http_error
 
 __all__ = ["PROTOCOL", "URL", "chunk_frame", "synthesize"]
 
@@ -52,19 +52,6 @@ _EXCEPTIONS = {
     "rate_limit_exceeded": "throttlingException",
     "invalid_request_error": "validationException",
     "timeout": "modelTimeoutException",
-}
-_HTTP = {
-    400: ("ValidationException", "Malformed input request, please reformat your input and try again."),
-    403: ("AccessDeniedException", "You don't have access to the model with the specified model ID."),
-    404: ("ResourceNotFoundException", "The provided model identifier is invalid."),
-    408: ("ModelTimeoutException", "Model has timed out in processing the request. Try your request again."),
-    424: ("ModelErrorException", "The model encountered an error processing the request."),
-    429: ("ThrottlingException", "Too many requests, please wait before trying again."),
-    500: (
-        "InternalServerException",
-        "The server encountered an internal error while processing the request.",
-    ),
-    503: ("ServiceUnavailableException", "Bedrock is unable to process your request."),
 }
 _NOVA = frozenset(
     {"messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop", "messageStop", "metadata"}
@@ -239,28 +226,13 @@ class _InvokeFold(Fold):
 
 def chunk_frame(event: Any) -> bytes:
     """One ``chunk`` frame as Bedrock writes it: ``{"bytes": base64(JSON event)}``."""
-    payload = {"bytes": base64.b64encode(orjson.dumps(event)).decode()}
-    headers = {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
-    return encode_frame(headers, orjson.dumps(payload))
+    return frame("chunk", {"bytes": base64.b64encode(orjson.dumps(event)).decode()})
 
 
 def error_event(error: StreamError) -> bytes:
     """An exception frame (``:exception-type`` such as ``throttlingException``)."""
     member = _EXCEPTIONS.get(error.kind, error.kind)
-    headers = {":exception-type": member, ":content-type": "application/json", ":message-type": "exception"}
-    return encode_frame(headers, orjson.dumps({"message": error.message or member}))
-
-
-def http_error(status: int, message: str | None) -> HTTPErrorBody:
-    """Bedrock's JSON error body; ``__type`` names the error, which botocore reads as its code."""
-    code, text = _HTTP.get(
-        status,
-        (
-            "InternalServerException" if status >= 500 else "ValidationException",
-            f"ssemock http_error {status}",
-        ),
-    )
-    return HTTPErrorBody(orjson.dumps({"message": message or text, "__type": code}))
+    return frame(member, {"message": error.message or member}, message_type="exception")
 
 
 def _is_invoke(url: str) -> bool:
