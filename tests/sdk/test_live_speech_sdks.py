@@ -13,7 +13,6 @@ import asyncio
 import base64
 import functools
 import os
-import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ import pytest
 from deepgram import AsyncDeepgramClient, DeepgramClient
 from deepgram.environment import DeepgramClientEnvironment
 from google import genai
+from socket_audit import connections
 from ws_servers import running
 from ws_servers_speech import (
     AUDIO_OUT,
@@ -43,27 +43,13 @@ KEY = "sk-test-speech44openai0123456789"
 DEEPGRAM_KEY = "dg-test-0123456789abcdef0123456789abcdef"
 GOOGLE_KEY = "AIzaSyTest-speech44-0123456789abcdefghij"
 PCM = bytes(range(256)) * 25  # 0.13 s of 24 kHz PCM16 from the microphone
-_CONNECTS: list[Any] = []
-_AUDITING: list[bool] = []
-
-
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if event == "socket.connect" and _AUDITING:
-        _CONNECTS.append(args[1])
-
-
-sys.addaudithook(_audit)
 
 
 @pytest.fixture
 def audited() -> Iterator[list[Any]]:
     """The socket connections made while it is active (Python's audit hook, ``socket.connect``)."""
-    _CONNECTS.clear()
-    _AUDITING.append(True)
-    try:
-        yield _CONNECTS
-    finally:
-        _AUDITING.clear()
+    with connections() as made:
+        yield made
 
 
 def _transcribe(base: str) -> list[Any]:

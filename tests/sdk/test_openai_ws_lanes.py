@@ -9,7 +9,6 @@ every WebSocket variant of the registry; ``accumulate_session`` gives one result
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import openai
 import pytest
 from openai.lib.responses_websocket import AsyncResponsesWebSocketSession, ResponsesWebSocketLimits
+from socket_audit import connections
 from ws_servers import running
 from ws_servers_lanes import lanes
 
@@ -29,27 +29,13 @@ from ssemock.variants.websocket import chunking as ws_chunking
 from ssemock.variants.websocket import faults as ws_faults
 
 KEY = "sk-test-lanes44openai0123456789"
-_CONNECTS: list[Any] = []
-_AUDITING: list[bool] = []
-
-
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if event == "socket.connect" and _AUDITING:
-        _CONNECTS.append(args[1])
-
-
-sys.addaudithook(_audit)
 
 
 @pytest.fixture
 def audited() -> Iterator[list[Any]]:
     """The socket connections made while it is active (Python's audit hook, ``socket.connect``)."""
-    _CONNECTS.clear()
-    _AUDITING.append(True)
-    try:
-        yield _CONNECTS
-    finally:
-        _AUDITING.clear()
+    with connections() as made:
+        yield made
 
 
 Seen = dict[str, list[Any]]

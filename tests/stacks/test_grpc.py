@@ -18,6 +18,7 @@ import pytest
 from conftest import FakeClock
 from google.protobuf import wrappers_pb2
 from grpc_servicer import INITIAL, SERVICE, TRAILERS, method, serving
+from socket_audit import connections, holding
 
 import ssemock
 import ssemock.redaction.scrub
@@ -28,16 +29,6 @@ from ssemock.variants.grpc import faults as grpc_faults
 
 KEY = "sk-test-" + "q7Lx2Vb9Nc4Rt6Wm8Ke3Jd5Hf1Gs0Pa"
 GOOGLE_KEY = "AIza" + "SyFakeFakeFakeFakeFakeFakeFake0123"
-_connects: list[Any] = []
-
-
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if event == "socket.connect" and _auditing:
-        _connects.append(args[1])
-
-
-_auditing = False
-sys.addaudithook(_audit)
 
 
 def _record(target: str) -> None:
@@ -60,13 +51,8 @@ def listened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
     with serving() as target:
         with ssemock.use_cassette(path, record_mode="all"):
             _record(target)
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", int(target.rsplit(":", 1)[1])))
-    listener.listen()
-    listener.setblocking(False)
-    yield path, target, listener
-    listener.close()
+    with holding(int(target.rsplit(":", 1)[1])) as listener:
+        yield path, target, listener
 
 
 @pytest.fixture
@@ -79,15 +65,10 @@ def recorded(listened: tuple[Path, str, socket.socket]) -> tuple[Path, str]:
 def replaying(listened: tuple[Path, str, socket.socket]) -> Iterator[tuple[Path, str]]:
     """A replay test: afterwards, nothing connected (Python's sockets audited, grpcio's C core
     by the listener on the recorded port)."""
-    global _auditing
     path, target, listener = listened
-    _connects.clear()
-    _auditing = True
-    try:
+    with connections() as made:
         yield path, target
-    finally:
-        _auditing = False
-    assert _connects == []
+    assert made == []
     with pytest.raises(BlockingIOError):
         listener.accept()
 

@@ -17,6 +17,7 @@ import grpc.aio
 import pytest
 from conftest import FakeClock
 from grpc_servicer import INITIAL, SERVICE, TRAILERS, method, serving
+from socket_audit import holding
 
 import ssemock
 from ssemock.store.grpc import GrpcCall, GrpcMessage, GrpcStatus
@@ -80,13 +81,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
 
     with serving() as target:
         assert asyncio.run(record(target)) == EXPECTED
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", int(target.rsplit(":", 1)[1])))
-    listener.listen()
-    listener.setblocking(False)
-    yield path, target, listener
-    listener.close()
+    with holding(int(target.rsplit(":", 1)[1])) as listener:
+        yield path, target, listener
 
 
 async def test_every_shape_replays_with_the_server_stopped(recorded: tuple[Path, str, socket.socket]) -> None:

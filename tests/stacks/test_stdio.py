@@ -23,6 +23,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
+from socket_audit import connections
 
 import ssemock
 
@@ -49,18 +50,6 @@ async def count(n: int, ctx: Context) -> str:
 if __name__ == "__main__":
     mcp.run()
 '''
-
-# The socket audit: every connection the test process opens while a replay runs.
-_connections: list[Any] = []
-_auditing: list[bool] = []
-
-
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if _auditing and event == "socket.connect":
-        _connections.append(args[1])
-
-
-sys.addaudithook(_audit)
 
 
 async def _session(params: StdioServerParameters, timeout: float | None = None) -> dict[str, Any]:
@@ -113,16 +102,12 @@ def test_an_mcp_stdio_server_replays_with_its_script_deleted(
 ) -> None:
     cassette, params, live = recorded
     assert live["text"] == "counted to 3 \u2713" and len(live["logs"]) == 3 and live["progress"] == [1, 2, 3]
-    del _connections[:]
-    _auditing.append(True)
-    try:
+    with connections() as made:
         with ssemock.use_cassette(cassette, stdio=["server.py"], chunking=chunking) as player:
             replayed = anyio.run(_session, params)
-    finally:
-        _auditing.clear()
     assert replayed == live
     assert player.stdio.replayed == [0] and not player.stdio.recorded
-    assert _connections == []
+    assert made == []
 
 
 def test_the_cassette_keeps_each_line_stderr_apart_and_no_secret(
