@@ -8,7 +8,7 @@ import bisect
 import itertools
 import random as _random
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import overload
 
@@ -407,6 +407,42 @@ def resolve(spec: str | Chunking | Iterable[str | Chunking] | None) -> list[Chun
 
     A comma splits names only where a name follows, so ``"coalesced,at:17,40"`` is two."""
     return resolve_among(spec, every=ALL, get=get)
+
+
+def get_among(
+    name: str | Chunking,
+    *,
+    named: Mapping[str, Chunking],
+    http_only: Collection[str],
+    transport: str,
+    cuts: str,
+    takes: str,
+) -> Chunking:
+    """`get` over one wire transport's registry (the WebSocket and gRPC wire chunkings read names
+    so): ``named`` its chunkings by name, ``random[:SEED[:AVG:VAR]]`` made; an HTTP name of
+    ``http_only`` refused saying it does not cut the ``transport``'s ``cuts`` (``"gRPC"``,
+    ``"messages"``) and what its ``takes`` (``"call"``) takes; any other name unknown, with the
+    closest."""
+    if isinstance(name, Chunking):
+        return name
+    shown = [*named, "random:SEED[:AVG:VAR]", "all"]
+    head, sep, rest = name.strip().partition(":")
+    if head in named and not sep:
+        return named[head]
+    if head == "random":
+        try:
+            args = [int(a) for a in rest.split(":")] if rest else []
+            return random(*args)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"bad chunking {name!r}: random is written random, random:SEED or random:SEED:AVG:VAR"
+            ) from None
+    if head in http_only:
+        raise ValueError(
+            f"chunking {name!r} cuts HTTP bodies, not {transport} {cuts}; "
+            f"a {transport} {takes} takes {', '.join(shown)}"
+        )
+    raise unknown(f"{transport} chunking", name, [*named, "random", "all"], shown=shown, head=head)
 
 
 def resolve_among(

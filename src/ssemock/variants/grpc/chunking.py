@@ -28,10 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ...core.names import unknown
 from ...framing.ends import Ends
 from ...framing.grpc import event_ends
-from ..chunking import Chunking, as_recorded, bytewise, coalesced, random, resolve_among
+from ..chunking import Chunking, as_recorded, bytewise, coalesced, get_among, random, resolve_among
 from ..websocket.chunking import group_ends
 
 __all__ = ["ALL", "for_http", "get", "group_ends", "mid_header", "names", "per_message", "resolve"]
@@ -59,7 +58,6 @@ ALL: tuple[Chunking, ...] = (as_recorded, per_message, mid_header, bytewise, coa
 """What ``chunking="all"`` runs on a gRPC call's wire."""
 
 _NAMED = {c.name: c for c in ALL[:-1]}
-_SHOWN = [*_NAMED, "random:SEED[:AVG:VAR]", "all"]
 # the HTTP names with a meaning on this wire: their place in "all" (mid_line, mid_utf8 cut inside a message's prefix)
 _FOR_HTTP = {"per_event": per_message, "mid_line": mid_header, "mid_utf8": mid_header}
 
@@ -72,24 +70,8 @@ def names() -> tuple[str, ...]:
 def get(name: str | Chunking) -> Chunking:
     """A gRPC wire chunking from its name (``"mid_header"``, ``"random:7"``); the HTTP-only
     names (``mid_line``, ``fixed:N``, ``at:...``) are refused with the names that apply."""
-    if isinstance(name, Chunking):
-        return name
-    head, sep, rest = name.strip().partition(":")
-    if head in _NAMED and not sep:
-        return _NAMED[head]
-    if head == "random":
-        try:
-            args = [int(a) for a in rest.split(":")] if rest else []
-            return random(*args)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"bad chunking {name!r}: random is written random, random:SEED or random:SEED:AVG:VAR"
-            ) from None
-    if head in ("mid_line", "mid_utf8", "per_event", "fixed", "at"):
-        raise ValueError(
-            f"chunking {name!r} cuts HTTP bodies, not gRPC messages; a gRPC call takes {', '.join(_SHOWN)}"
-        )
-    raise unknown("gRPC chunking", name, [*_NAMED, "random", "all"], shown=_SHOWN, head=head)
+    http_only = ("mid_line", "mid_utf8", "per_event", "fixed", "at")
+    return get_among(name, named=_NAMED, http_only=http_only, transport="gRPC", cuts="messages", takes="call")
 
 
 def for_http(chunking: Chunking) -> Chunking:

@@ -31,10 +31,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 
-from ...core.names import unknown
 from ...framing.ends import Ends
 from ...framing.websocket import CONTROL, FrameParser, Opcode, RawFrame
-from ..chunking import Chunking, as_recorded, bytewise, coalesced, random, resolve_among
+from ..chunking import Chunking, as_recorded, bytewise, coalesced, get_among, random, resolve_among
 
 __all__ = [
     "ALL",
@@ -126,7 +125,6 @@ ALL: tuple[Chunking, ...] = (as_recorded, bytewise, mid_header, mid_utf8, coales
 """What ``chunking="all"`` runs on a WebSocket session."""
 
 _NAMED = {c.name: c for c in ALL[:-1]}
-_SHOWN = [*_NAMED, "random:SEED[:AVG:VAR]", "all"]
 
 
 def names() -> tuple[str, ...]:
@@ -137,24 +135,10 @@ def names() -> tuple[str, ...]:
 def get(name: str | Chunking) -> Chunking:
     """A wire chunking from its name (``"mid_header"``, ``"random:7"``); the HTTP-only names
     (``mid_line``, ``fixed:N``, ``at:...``) are refused with the names that apply."""
-    if isinstance(name, Chunking):
-        return name
-    head, sep, rest = name.strip().partition(":")
-    if head in _NAMED and not sep:
-        return _NAMED[head]
-    if head == "random":
-        try:
-            args = [int(a) for a in rest.split(":")] if rest else []
-            return random(*args)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"bad chunking {name!r}: random is written random, random:SEED or random:SEED:AVG:VAR"
-            ) from None
-    if head in ("mid_line", "fixed", "at"):
-        raise ValueError(
-            f"chunking {name!r} cuts HTTP bodies, not WebSocket frames; a WebSocket session takes {', '.join(_SHOWN)}"
-        )
-    raise unknown("WebSocket chunking", name, [*_NAMED, "random", "all"], shown=_SHOWN, head=head)
+    http_only = ("mid_line", "fixed", "at")
+    return get_among(
+        name, named=_NAMED, http_only=http_only, transport="WebSocket", cuts="frames", takes="session"
+    )
 
 
 _FOR_HTTP = {"mid_line": mid_header}  # the one HTTP name with no WebSocket meaning: its place in "all"
