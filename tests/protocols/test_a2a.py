@@ -22,24 +22,16 @@ import httpx_sse
 import pytest
 import uvicorn
 from a2a.client import ClientConfig, ClientFactory
-from a2a.helpers.proto_helpers import new_task_from_user_message
-from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import (
-    AgentCapabilities,
     AgentCard,
-    AgentInterface,
-    Message,
-    Part,
-    Role,
-    SendMessageRequest,
     SubscribeToTaskRequest,
     TaskState,
 )
 from a2a.utils.errors import InternalError
+from a2a_agent import WAIT, Weather, card, request
 from starlette.applications import Starlette
 from waiting import until
 
@@ -160,48 +152,11 @@ def test_the_fold_refuses_what_is_not_json_rpc() -> None:
 # --- A2A 1.0 through a2a-sdk 1.3.0 (issue 45 item 3): its own server on loopback, its own client ---
 
 WEATHER = "Looking. Sunny ☀️, 21 °C."
-WAIT = "Weather in Berlin? I will subscribe."
 BINDINGS = ("JSONRPC", "HTTP+JSON")
 
 
-class _Weather(AgentExecutor):
-    """A streaming agent: the task, working (with a status message), two artifact chunks, completed;
-    asked to wait, it holds after working until ``gate`` is set (a subscriber has joined)."""
-
-    def __init__(self, gate: threading.Event) -> None:
-        self.gate = gate
-
-    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.message is not None
-        task = context.current_task or new_task_from_user_message(context.message)
-        await event_queue.enqueue_event(task)
-        updater = TaskUpdater(event_queue, task.id, task.context_id)
-        await updater.start_work(updater.new_agent_message([Part(text="Looking. ")]))
-        while context.message.parts[0].text == WAIT and not self.gate.is_set():
-            await asyncio.sleep(0.01)
-        await updater.add_artifact([Part(text="Sunny ☀️, ")], artifact_id="forecast", last_chunk=False)
-        await updater.add_artifact(
-            [Part(text="21 °C.")], artifact_id="forecast", append=True, last_chunk=True
-        )
-        await updater.complete()
-
-    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        raise NotImplementedError
-
-
 def _card(base: str) -> AgentCard:
-    return AgentCard(
-        name="weather",
-        description="the weather",
-        version="1",
-        default_input_modes=["text"],
-        default_output_modes=["text"],
-        capabilities=AgentCapabilities(streaming=True),
-        supported_interfaces=[
-            AgentInterface(protocol_binding="JSONRPC", url=f"{base}/rpc", protocol_version="1.0"),
-            AgentInterface(protocol_binding="HTTP+JSON", url=f"{base}/rest", protocol_version="1.0"),
-        ],
-    )
+    return card(("JSONRPC", f"{base}/rpc"), ("HTTP+JSON", f"{base}/rest"))
 
 
 def _client(http: httpx.AsyncClient, card: AgentCard, binding: str) -> Any:
@@ -213,8 +168,7 @@ async def _ask(card: AgentCard, binding: str) -> list[Any]:
     """What a2a-sdk's client yields for one streamed message over ``binding``."""
     async with httpx.AsyncClient() as http:
         client = _client(http, card, binding)
-        message = Message(role=Role.ROLE_USER, message_id="m-1", parts=[Part(text="Weather in Berlin?")])
-        return [event async for event in client.send_message(SendMessageRequest(message=message))]
+        return [event async for event in client.send_message(request())]
 
 
 async def _subscribe(card: AgentCard, binding: str, gate: threading.Event) -> list[Any]:
@@ -222,8 +176,7 @@ async def _subscribe(card: AgentCard, binding: str, gate: threading.Event) -> li
     once it is working: what the subscription yields."""
     async with httpx.AsyncClient() as http:
         client = _client(http, card, binding)
-        message = Message(role=Role.ROLE_USER, message_id="m-2", parts=[Part(text=WAIT)])
-        sent = aiter(client.send_message(SendMessageRequest(message=message)))
+        sent = aiter(client.send_message(request(WAIT, "m-2")))
         task = (await anext(sent)).task
         subscription = aiter(client.subscribe(SubscribeToTaskRequest(id=task.id)))
         got = [await anext(subscription)]
@@ -243,7 +196,7 @@ def recorded(
     sock.bind(("127.0.0.1", 0))
     card = _card(f"http://127.0.0.1:{sock.getsockname()[1]}")
     gate = threading.Event()
-    handler = DefaultRequestHandler(_Weather(gate), InMemoryTaskStore(), card)
+    handler = DefaultRequestHandler(Weather(gate), InMemoryTaskStore(), card)
     app = Starlette(
         routes=[*create_jsonrpc_routes(handler, "/rpc"), *create_rest_routes(handler, path_prefix="/rest")]
     )

@@ -17,23 +17,14 @@ from urllib.parse import urlsplit
 import grpc
 import pytest
 from a2a.client import ClientConfig, ClientFactory
-from a2a.helpers.proto_helpers import new_task_from_user_message
-from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.request_handlers.grpc_handler import GrpcHandler
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import (
-    AgentCapabilities,
-    AgentCard,
-    AgentInterface,
-    Message,
-    Part,
-    Role,
-    SendMessageRequest,
     TaskState,
     a2a_pb2_grpc,
 )
+from a2a_agent import Weather, card, request
 
 import ssemock
 from ssemock.commands.loopback import running
@@ -45,46 +36,14 @@ from ssemock.variants.grpc import chunking as grpc_chunking
 METHOD = "/lf.a2a.v1.A2AService/SendStreamingMessage"
 
 
-class _Weather(AgentExecutor):
-    """A streaming agent: the task, working (with a status message), two artifact chunks, completed."""
-
-    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.message is not None
-        task = context.current_task or new_task_from_user_message(context.message)
-        await event_queue.enqueue_event(task)
-        updater = TaskUpdater(event_queue, task.id, task.context_id)
-        await updater.start_work(updater.new_agent_message([Part(text="Looking. ")]))
-        await updater.add_artifact([Part(text="Sunny ☀️, ")], artifact_id="forecast", last_chunk=False)
-        await updater.add_artifact(
-            [Part(text="21 °C.")], artifact_id="forecast", append=True, last_chunk=True
-        )
-        await updater.complete()
-
-    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        raise NotImplementedError
-
-
-def _card(target: str) -> AgentCard:
-    return AgentCard(
-        name="weather",
-        description="the weather",
-        version="1",
-        default_input_modes=["text"],
-        default_output_modes=["text"],
-        capabilities=AgentCapabilities(streaming=True),
-        supported_interfaces=[AgentInterface(protocol_binding="GRPC", url=target, protocol_version="1.0")],
-    )
-
-
 async def _ask(target: str) -> list[Any]:
     """What a2a-sdk's gRPC client yields for one streamed message to ``target`` (host:port)."""
     config = ClientConfig(
         grpc_channel_factory=grpc.aio.insecure_channel, supported_protocol_bindings=["GRPC"]
     )
-    client = ClientFactory(config).create(_card(target))
-    message = Message(role=Role.ROLE_USER, message_id="m-1", parts=[Part(text="Weather in Berlin?")])
+    client = ClientFactory(config).create(card(("GRPC", target)))
     try:
-        return [event async for event in client.send_message(SendMessageRequest(message=message))]
+        return [event async for event in client.send_message(request())]
     finally:
         await client.close()
 
@@ -92,7 +51,7 @@ async def _ask(target: str) -> list[Any]:
 async def _live_and_proxied(folder: Path) -> tuple[list[Any], list[Any]]:
     server = grpc.aio.server()
     port = server.add_insecure_port("127.0.0.1:0")
-    handler = DefaultRequestHandler(_Weather(), InMemoryTaskStore(), _card(f"127.0.0.1:{port}"))
+    handler = DefaultRequestHandler(Weather(), InMemoryTaskStore(), card(("GRPC", f"127.0.0.1:{port}")))
     a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), server)
     await server.start()
     try:
