@@ -15,7 +15,7 @@ from . import Protocol, _path
 from . import synthesis as syn
 from .base import JSON, HTTPErrorBody, StreamError, TypedFold, error_of, obj, seq, sse_json, string
 
-__all__ = ["PROTOCOL", "URL", "synthesize"]
+__all__ = ["PROTOCOL", "URL", "error_body", "error_event", "synthesize"]
 
 
 _TOOL_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
@@ -110,18 +110,24 @@ _KINDS = {
 
 
 def error_event(error: StreamError) -> bytes:
-    """``event: error`` with ``{"type": "error", "error": {type, message}}``."""
+    """``event: error`` with ``{"type": "error", "error": {type, message}}``, as Anthropic's API
+    writes a mid-stream error (the SDK raises it)."""
     nl = error.newline.encode()
     payload = {"type": "error", "error": {"type": error.kind, "message": error.message}}
     return b"event: error" + nl + b"data: " + orjson.dumps(payload) + nl + nl
 
 
-def http_error(status: int, message: str | None) -> HTTPErrorBody:
-    """``{"type": "error", "error": {type, message}}`` with the type Anthropic uses for ``status``."""
-    kind = _KINDS.get(status, "api_error")
+def error_body(kind: str, message: str | None) -> HTTPErrorBody:
+    """Anthropic's error body, ``{"type": "error", "error": {type, message}}`` (no ``message``:
+    the type's words)."""
     return HTTPErrorBody(
         orjson.dumps({"type": "error", "error": {"type": kind, "message": message or kind.replace("_", " ")}})
     )
+
+
+def http_error(status: int, message: str | None) -> HTTPErrorBody:
+    """`error_body` with the type Anthropic uses for ``status``."""
+    return error_body(_KINDS.get(status, "api_error"), message)
 
 
 def _is_message_event(event: Any) -> bool:

@@ -30,7 +30,8 @@ from ..framing.sse import is_event
 from ..store.cassette import Cassette
 from . import Protocol, _path
 from . import synthesis as syn
-from .base import JSON, Accumulated, Event, Fold, HTTPErrorBody, StreamError, obj, seq, sse_json, string
+from .anthropic_messages import error_body, error_event
+from .base import JSON, Accumulated, Event, Fold, HTTPErrorBody, obj, seq, sse_json, string
 
 __all__ = ["PROTOCOL", "SessionResult", "synthesize"]
 
@@ -125,20 +126,9 @@ class _SessionFold(Fold):
         return super().finish()
 
 
-def error_event(error: StreamError) -> bytes:
-    """``event: error`` with ``{"type": "error", "error": {type, message}}``, as Anthropic's API
-    writes a mid-stream error (the SDK raises it)."""
-    nl = error.newline.encode()
-    payload = {"type": "error", "error": {"type": error.kind, "message": error.message}}
-    return b"event: error" + nl + b"data: " + orjson.dumps(payload) + nl + nl
-
-
 def http_error(status: int, message: str | None) -> HTTPErrorBody:
-    """Anthropic's error body for ``status``."""
-    kind = _KINDS.get(status, "api_error")
-    return HTTPErrorBody(
-        orjson.dumps({"type": "error", "error": {"type": kind, "message": message or kind.replace("_", " ")}})
-    )
+    """Anthropic's error body for ``status`` (the sessions API has no 413 of its own)."""
+    return error_body(_KINDS.get(status, "api_error"), message)
 
 
 _URL = re.compile(r"/v1/sessions/[^/]+/events/stream$")
