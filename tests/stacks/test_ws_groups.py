@@ -51,23 +51,45 @@ def _type(raw: Any) -> str:
     return str(json.loads(raw)["type"])
 
 
+async def _converse(
+    log: Log, side: Callable[[], Any], send: Callable[[str], Any], recv: Callable[[], Any]
+) -> None:
+    """The scenario through an async client: the sideband read (``side()``) in another task, the
+    primary's start and close sent (``send``) and their answers read (``recv()``)."""
+
+    async def watch() -> None:
+        log.append(("sideband", _type(await side())))
+
+    watching = asyncio.create_task(watch())
+    await send(START)
+    log.append(("primary", _type(await recv())))
+    log.append(("sent", "session.close"))
+    await send(CLOSE)
+    await asyncio.wait_for(watching, 10)  # a guard: never a hang if nothing frees it
+    log.append(("primary", _type(await recv())))
+
+
+def _converse_sync(
+    log: Log, side: Callable[[], Any], send: Callable[[str], Any], recv: Callable[[], Any]
+) -> None:
+    """The scenario through a sync client, the sideband read (``side()``, with a timeout) in another thread."""
+    watching = threading.Thread(target=lambda: log.append(("sideband", _type(side()))))
+    watching.start()
+    send(START)
+    log.append(("primary", _type(recv())))
+    log.append(("sent", "session.close"))
+    send(CLOSE)
+    watching.join(10)
+    log.append(("primary", _type(recv())))
+
+
 async def _websockets(log: Log, legacy: bool = False) -> None:
     if legacy:
         from websockets.legacy.client import connect
     else:
         from websockets.asyncio.client import connect  # type: ignore[assignment]
     async with connect(SIDEBAND) as side, connect(PRIMARY) as primary:
-
-        async def watch() -> None:
-            log.append(("sideband", _type(await side.recv())))
-
-        watching = asyncio.create_task(watch())
-        await primary.send(START)
-        log.append(("primary", _type(await primary.recv())))
-        log.append(("sent", "session.close"))
-        await primary.send(CLOSE)
-        await asyncio.wait_for(watching, 10)  # a guard: never a hang if nothing frees it
-        log.append(("primary", _type(await primary.recv())))
+        await _converse(log, side.recv, primary.send, primary.recv)
 
 
 async def _aiohttp(log: Log) -> None:
@@ -75,31 +97,14 @@ async def _aiohttp(log: Log) -> None:
 
     async with aiohttp.ClientSession() as session, session.ws_connect(SIDEBAND) as side:
         async with session.ws_connect(PRIMARY) as primary:
-
-            async def watch() -> None:
-                log.append(("sideband", _type(await side.receive_str())))
-
-            watching = asyncio.create_task(watch())
-            await primary.send_str(START)
-            log.append(("primary", _type(await primary.receive_str())))
-            log.append(("sent", "session.close"))
-            await primary.send_str(CLOSE)
-            await asyncio.wait_for(watching, 10)  # a guard: never a hang if nothing frees it
-            log.append(("primary", _type(await primary.receive_str())))
+            await _converse(log, side.receive_str, primary.send_str, primary.receive_str)
 
 
 def _sync(log: Log) -> None:
     from websockets.sync.client import connect
 
     with connect(SIDEBAND) as side, connect(PRIMARY) as primary:
-        watching = threading.Thread(target=lambda: log.append(("sideband", _type(side.recv(timeout=10)))))
-        watching.start()
-        primary.send(START)
-        log.append(("primary", _type(primary.recv())))
-        log.append(("sent", "session.close"))
-        primary.send(CLOSE)
-        watching.join(10)
-        log.append(("primary", _type(primary.recv())))
+        _converse_sync(log, lambda: side.recv(timeout=10), primary.send, primary.recv)
 
 
 def _httpx_ws(log: Log) -> None:
@@ -111,16 +116,7 @@ def _httpx_ws(log: Log) -> None:
         connect_ws(SIDEBAND, client) as side,
         connect_ws(PRIMARY, client) as primary,
     ):
-        watching = threading.Thread(
-            target=lambda: log.append(("sideband", _type(side.receive_text(timeout=10))))
-        )
-        watching.start()
-        primary.send_text(START)
-        log.append(("primary", _type(primary.receive_text())))
-        log.append(("sent", "session.close"))
-        primary.send_text(CLOSE)
-        watching.join(10)
-        log.append(("primary", _type(primary.receive_text())))
+        _converse_sync(log, lambda: side.receive_text(timeout=10), primary.send_text, primary.receive_text)
 
 
 CLIENTS: dict[str, Callable[[Log], None]] = {
