@@ -8,14 +8,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-import orjson
-
 from ..store.cassette import Cassette
 from . import Protocol, _path
 from . import synthesis as syn
-from .base import JSON, HTTPErrorBody, StreamError, TypedFold, error_of, obj, seq, sse_json, string
+from .base import (
+    JSON,
+    HTTPErrorBody,
+    TypedFold,
+    anthropic_error_body,
+    anthropic_error_event,
+    error_of,
+    obj,
+    seq,
+    sse_json,
+    string,
+)
 
-__all__ = ["PROTOCOL", "URL", "error_body", "error_event", "synthesize"]
+__all__ = ["PROTOCOL", "URL", "synthesize"]
 
 
 _TOOL_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
@@ -109,25 +118,13 @@ _KINDS = {
 }
 
 
-def error_event(error: StreamError) -> bytes:
-    """``event: error`` with ``{"type": "error", "error": {type, message}}``, as Anthropic's API
-    writes a mid-stream error (the SDK raises it)."""
-    nl = error.newline.encode()
-    payload = {"type": "error", "error": {"type": error.kind, "message": error.message}}
-    return b"event: error" + nl + b"data: " + orjson.dumps(payload) + nl + nl
-
-
-def error_body(kind: str, message: str | None) -> HTTPErrorBody:
-    """Anthropic's error body, ``{"type": "error", "error": {type, message}}`` (no ``message``:
-    the type's words)."""
-    return HTTPErrorBody(
-        orjson.dumps({"type": "error", "error": {"type": kind, "message": message or kind.replace("_", " ")}})
-    )
+error_event = anthropic_error_event
+"""``event: error`` with ``{"type": "error", "error": {type, message}}`` (the SDK raises it)."""
 
 
 def http_error(status: int, message: str | None) -> HTTPErrorBody:
-    """`error_body` with the type Anthropic uses for ``status``."""
-    return error_body(_KINDS.get(status, "api_error"), message)
+    """``{"type": "error", "error": {type, message}}`` with the type Anthropic uses for ``status``."""
+    return anthropic_error_body(_KINDS.get(status, "api_error"), message)
 
 
 def _is_message_event(event: Any) -> bool:

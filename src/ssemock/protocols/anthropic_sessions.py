@@ -30,8 +30,19 @@ from ..framing.sse import is_event
 from ..store.cassette import Cassette
 from . import Protocol, _path
 from . import synthesis as syn
-from .anthropic_messages import error_body, error_event
-from .base import JSON, Accumulated, Event, Fold, HTTPErrorBody, obj, seq, sse_json, string
+from .base import (
+    JSON,
+    Accumulated,
+    Event,
+    Fold,
+    HTTPErrorBody,
+    anthropic_error_body,
+    anthropic_error_event,
+    obj,
+    seq,
+    sse_json,
+    string,
+)
 
 __all__ = ["PROTOCOL", "SessionResult", "synthesize"]
 
@@ -126,9 +137,14 @@ class _SessionFold(Fold):
         return super().finish()
 
 
+error_event = anthropic_error_event
+"""``event: error`` with ``{"type": "error", "error": {type, message}}``, as Anthropic's API
+writes a mid-stream error (the SDK raises it)."""
+
+
 def http_error(status: int, message: str | None) -> HTTPErrorBody:
     """Anthropic's error body for ``status`` (the sessions API has no 413 of its own)."""
-    return error_body(_KINDS.get(status, "api_error"), message)
+    return anthropic_error_body(_KINDS.get(status, "api_error"), message)
 
 
 _URL = re.compile(r"/v1/sessions/[^/]+/events/stream$")

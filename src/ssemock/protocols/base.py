@@ -2,7 +2,9 @@
 
 A protocol module's reference accumulator subclasses `Fold`; its result is an
 [`Accumulated`][ssemock.Accumulated]. `StreamError` and `HTTPErrorBody` are what a protocol's
-``error_event`` and ``http_error`` take and give (see `ssemock.protocols`).
+``error_event`` and ``http_error`` take and give (see `ssemock.protocols`). What one provider's
+protocols share (protocols never import each other) is here too: OpenAI's error body,
+Anthropic's, Bedrock's frames and error body, Cohere's token counts and SDK stream.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, ClassVar, TypeAlias
 
 import orjson
 
+from ..framing.eventstream import encode as encode_frame
 from ..framing.sse import ServerSentEvent, is_event
 
 __all__ = [
@@ -28,6 +31,12 @@ __all__ = [
     "StreamError",
     "ToolCall",
     "TypedFold",
+    "anthropic_error_body",
+    "anthropic_error_event",
+    "bedrock_error_body",
+    "bedrock_frame",
+    "cohere_stream",
+    "cohere_usage",
     "error_of",
     "excerpt",
     "obj",
@@ -411,3 +420,75 @@ def openai_error_body(status: int, message: str | None) -> HTTPErrorBody:
             }
         )
     )
+
+
+def anthropic_error_body(kind: str, message: str | None) -> HTTPErrorBody:
+    """Anthropic's error body, ``{"type": "error", "error": {type, message}}`` (no ``message``:
+    the type's words): the HTTP error body of the Messages and the sessions protocols."""
+    return HTTPErrorBody(
+        orjson.dumps({"type": "error", "error": {"type": kind, "message": message or kind.replace("_", " ")}})
+    )
+
+
+def anthropic_error_event(error: StreamError) -> bytes:
+    """``event: error`` with ``{"type": "error", "error": {type, message}}``, as Anthropic's API
+    writes a mid-stream error (the SDK raises it)."""
+    nl = error.newline.encode()
+    payload = {"type": "error", "error": {"type": error.kind, "message": error.message}}
+    return b"event: error" + nl + b"data: " + orjson.dumps(payload) + nl + nl
+
+
+def bedrock_frame(event_type: str, payload: Any, *, message_type: str = "event") -> bytes:
+    """One eventstream frame as Bedrock writes it (ConverseStream, InvokeModel's, InvokeAgent's):
+    ``:event-type`` (or ``:exception-type``), ``:content-type`` and ``:message-type`` headers, a
+    JSON payload."""
+    name = ":exception-type" if message_type == "exception" else ":event-type"
+    headers = {name: event_type, ":content-type": "application/json", ":message-type": message_type}
+    return encode_frame(headers, orjson.dumps(payload))
+
+
+_BEDROCK_RUNTIME: dict[int, tuple[str, str | None]] = {
+    400: ("ValidationException", "Malformed input request, please reformat your input and try again."),
+    403: ("AccessDeniedException", "You don't have access to the model with the specified model ID."),
+    404: ("ResourceNotFoundException", "The provided model identifier is invalid."),
+    408: ("ModelTimeoutException", "Model has timed out in processing the request. Try your request again."),
+    424: ("ModelErrorException", "The model encountered an error processing the request."),
+    429: ("ThrottlingException", "Too many requests, please wait before trying again."),
+    500: (
+        "InternalServerException",
+        "The server encountered an internal error while processing the request.",
+    ),
+    503: ("ServiceUnavailableException", "Bedrock is unable to process your request."),
+}  # HTTP status -> (error code, message) of bedrock-runtime's operations (ConverseStream, InvokeModel...)
+
+
+def bedrock_error_body(
+    status: int, message: str | None, known: Mapping[int, tuple[str, str | None]] = _BEDROCK_RUNTIME
+) -> HTTPErrorBody:
+    """Bedrock's JSON error body; ``__type`` names the error, which botocore reads as its code:
+    ``known[status]`` (the code, and the message when none is given; None: ssemock's; by default
+    bedrock-runtime's), else ``InternalServerException`` (5xx) or ``ValidationException``."""
+    fallback = "InternalServerException" if status >= 500 else "ValidationException"
+    code, text = known.get(status, (fallback, None))
+    return HTTPErrorBody(
+        orjson.dumps({"message": message or text or f"ssemock http_error {status}", "__type": code})
+    )
+
+
+def cohere_usage(prompt: str, count: int) -> JSON:
+    """The token counts of a synthesized Cohere answer of ``count`` pieces to ``prompt``, as v2's
+    ``usage`` and v1's ``meta`` give them."""
+    prompt_tokens = 4 + len(prompt) // 4
+    return {
+        "billed_units": {"input_tokens": prompt_tokens, "output_tokens": count},
+        "tokens": {"input_tokens": prompt_tokens + 60, "output_tokens": count + 2},
+    }
+
+
+def cohere_stream(client: Any, interaction: Any) -> bool:
+    """An interaction's request streamed through a cohere SDK client's ``chat_stream`` (v2's
+    ``ClientV2``, v1's ``Client``), read to its end."""
+    body = {k: v for k, v in interaction.request.json().items() if k != "stream"}
+    for _ in client.chat_stream(**body):
+        pass
+    return True

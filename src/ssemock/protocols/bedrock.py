@@ -23,17 +23,24 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, unquote
 
-import orjson
-
 from ..framing.eventstream import CONTENT_TYPE as EVENTSTREAM
 from ..framing.eventstream import Frame, is_frame
-from ..framing.eventstream import encode as encode_frame
 from ..store.cassette import Cassette
 from . import Protocol, _path
 from . import synthesis as syn
-from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, string
+from .base import (
+    JSON,
+    Event,
+    Fold,
+    HTTPErrorBody,
+    StreamError,
+    bedrock_error_body,
+    bedrock_frame,
+    obj,
+    string,
+)
 
-__all__ = ["EXCEPTIONS", "PROTOCOL", "URL", "error_body", "frame", "synthesize"]
+__all__ = ["EXCEPTIONS", "PROTOCOL", "URL", "frame", "synthesize"]
 
 URL = "https://bedrock-runtime.us-east-1.amazonaws.com/model/{model}/converse-stream"
 """The ConverseStream URL, with a `{model}` placeholder."""
@@ -62,17 +69,6 @@ _MESSAGES = {
     "validationException": "Malformed input request, please reformat your input and try again.",
     "throttlingException": "Too many requests, please wait before trying again.",
     "serviceUnavailableException": "Bedrock is unable to process your request.",
-}
-# HTTP status -> (error code, message) of ConverseStream's operation errors
-_HTTP = {
-    400: ("ValidationException", _MESSAGES["validationException"]),
-    403: ("AccessDeniedException", "You don't have access to the model with the specified model ID."),
-    404: ("ResourceNotFoundException", "The provided model identifier is invalid."),
-    408: ("ModelTimeoutException", "Model has timed out in processing the request. Try your request again."),
-    424: ("ModelErrorException", "The model encountered an error processing the request."),
-    429: ("ThrottlingException", _MESSAGES["throttlingException"]),
-    500: ("InternalServerException", _MESSAGES["internalServerException"]),
-    503: ("ServiceUnavailableException", _MESSAGES["serviceUnavailableException"]),
 }
 
 
@@ -148,12 +144,8 @@ class _ConverseFold(Fold):
             self.result.citations.append(delta["citation"])
 
 
-def frame(event_type: str, payload: Any, *, message_type: str = "event") -> bytes:
-    """One ConverseStream frame as Bedrock writes it: ``:event-type`` (or ``:exception-type``),
-    ``:content-type`` and ``:message-type`` headers, a JSON payload."""
-    name = ":exception-type" if message_type == "exception" else ":event-type"
-    headers = {name: event_type, ":content-type": "application/json", ":message-type": message_type}
-    return encode_frame(headers, orjson.dumps(payload))
+frame = bedrock_frame
+"""One ConverseStream frame as Bedrock writes it (`ssemock.protocols.base.bedrock_frame`)."""
 
 
 def _exception_type(kind: str) -> str:
@@ -173,22 +165,9 @@ def error_event(error: StreamError) -> bytes:
     return frame(member, {"message": message}, message_type="exception")
 
 
-def error_body(
-    status: int, message: str | None, known: Mapping[int, tuple[str, str | None]]
-) -> HTTPErrorBody:
-    """Bedrock's JSON error body (every Bedrock API's); ``__type`` names the error, which botocore
-    reads as its code: ``known[status]`` (the code, and the message when none is given; None:
-    ssemock's), else ``InternalServerException`` (5xx) or ``ValidationException``."""
-    fallback = "InternalServerException" if status >= 500 else "ValidationException"
-    code, text = known.get(status, (fallback, None))
-    return HTTPErrorBody(
-        orjson.dumps({"message": message or text or f"ssemock http_error {status}", "__type": code})
-    )
-
-
 def http_error(status: int, message: str | None) -> HTTPErrorBody:
     """Bedrock's JSON error body, with the model runtime's codes and messages."""
-    return error_body(status, message, _HTTP)
+    return bedrock_error_body(status, message)
 
 
 def _is_converse(url: str) -> bool:

@@ -32,8 +32,19 @@ from ..framing.eventstream import is_frame
 from ..store.cassette import Cassette
 from . import Protocol, _path
 from . import synthesis as syn
-from .base import JSON, Accumulated, Event, Fold, HTTPErrorBody, StreamError, obj, seq, string
-from .bedrock import error_body, frame
+from .base import (
+    JSON,
+    Accumulated,
+    Event,
+    Fold,
+    HTTPErrorBody,
+    StreamError,
+    bedrock_error_body,
+    bedrock_frame,
+    obj,
+    seq,
+    string,
+)
 
 __all__ = ["PROTOCOL", "URL", "synthesize"]
 
@@ -122,12 +133,12 @@ class _AgentFold(Fold):
 def error_event(error: StreamError) -> bytes:
     """An exception frame (``:exception-type`` such as ``throttlingException``)."""
     member = _EXCEPTIONS.get(error.kind, error.kind)
-    return frame(member, {"message": error.message or member}, message_type="exception")
+    return bedrock_frame(member, {"message": error.message or member}, message_type="exception")
 
 
 def http_error(status: int, message: str | None) -> HTTPErrorBody:
     """Bedrock's JSON error body, with InvokeAgent's codes."""
-    return error_body(status, message, _HTTP)
+    return bedrock_error_body(status, message, _HTTP)
 
 
 def _is_agent(url: str) -> bool:
@@ -178,15 +189,19 @@ def synthesize(
     calls = syn.calls(tool_calls, rng, "")
     agent, alias, session = rng.token(10).upper(), rng.token(10).upper(), f"session-{rng.token(8)}"
     trace = {"orchestrationTrace": {"rationale": {"traceId": f"{rng.token(8)}-0", "text": "Answering."}}}
-    frames = [frame("trace", {"agentId": agent, "agentAliasId": alias, "sessionId": session, "trace": trace})]
+    frames = [
+        bedrock_frame(
+            "trace", {"agentId": agent, "agentAliasId": alias, "sessionId": session, "trace": trace}
+        )
+    ]
     data, at = text.encode(), 0
     for piece in syn.pieces(text, chunk_size, rng.pieces):  # now and then a byte more or less
         cut = min(len(data), at + len(piece.encode()) + rng.pieces.choice((-1, 0, 0, 1)))
         if cut > at:
-            frames.append(frame("chunk", {"bytes": base64.b64encode(data[at:cut]).decode()}))
+            frames.append(bedrock_frame("chunk", {"bytes": base64.b64encode(data[at:cut]).decode()}))
             at = cut
     if at < len(data):
-        frames.append(frame("chunk", {"bytes": base64.b64encode(data[at:]).decode()}))
+        frames.append(bedrock_frame("chunk", {"bytes": base64.b64encode(data[at:]).decode()}))
     if calls:
         inputs = [
             {
@@ -202,7 +217,7 @@ def synthesize(
             for c in calls
         ]
         frames.append(
-            frame("returnControl", {"invocationId": str(rng.token(12)), "invocationInputs": inputs})
+            bedrock_frame("returnControl", {"invocationId": str(rng.token(12)), "invocationInputs": inputs})
         )
     chunks, times = syn.schedule(frames, rng.writes, first_token=first_token, gap=gap)
     return syn.one_interaction(

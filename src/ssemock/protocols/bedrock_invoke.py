@@ -37,8 +37,18 @@ from ..framing.eventstream import is_frame
 from ..store.cassette import Cassette
 from . import Protocol, _path
 from . import synthesis as syn
-from .base import JSON, Event, Fold, StreamError, obj, seq, string
-from .bedrock import frame, http_error
+from .base import (
+    JSON,
+    Event,
+    Fold,
+    HTTPErrorBody,
+    StreamError,
+    bedrock_error_body,
+    bedrock_frame,
+    obj,
+    seq,
+    string,
+)
 
 __all__ = ["PROTOCOL", "URL", "chunk_frame", "synthesize"]
 
@@ -226,13 +236,18 @@ class _InvokeFold(Fold):
 
 def chunk_frame(event: Any) -> bytes:
     """One ``chunk`` frame as Bedrock writes it: ``{"bytes": base64(JSON event)}``."""
-    return frame("chunk", {"bytes": base64.b64encode(orjson.dumps(event)).decode()})
+    return bedrock_frame("chunk", {"bytes": base64.b64encode(orjson.dumps(event)).decode()})
 
 
 def error_event(error: StreamError) -> bytes:
     """An exception frame (``:exception-type`` such as ``throttlingException``)."""
     member = _EXCEPTIONS.get(error.kind, error.kind)
-    return frame(member, {"message": error.message or member}, message_type="exception")
+    return bedrock_frame(member, {"message": error.message or member}, message_type="exception")
+
+
+def http_error(status: int, message: str | None) -> HTTPErrorBody:
+    """Bedrock's JSON error body, with the model runtime's codes and messages."""
+    return bedrock_error_body(status, message)
 
 
 def _is_invoke(url: str) -> bool:

@@ -13,16 +13,26 @@ hands it to the application; it raises nothing). HTTP errors are ``{"id", "messa
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
 from . import Protocol, _path
 from . import synthesis as syn
-from .base import JSON, HTTPErrorBody, StreamError, TypedFold, obj, sse_json, string
+from .base import (
+    JSON,
+    HTTPErrorBody,
+    StreamError,
+    TypedFold,
+    cohere_stream,
+    cohere_usage,
+    obj,
+    sse_json,
+    string,
+)
 
-__all__ = ["API_URL", "PROTOCOL", "chat_stream", "synthesize", "usage_of"]
+__all__ = ["API_URL", "PROTOCOL", "synthesize"]
 
 API_URL = "https://api.cohere.com/v2/chat"
 
@@ -211,7 +221,7 @@ def synthesize(
     if error is not None:
         events.append(error_event(StreamError("server_error", error)))
     else:
-        totals = dict(usage) if usage is not None else usage_of(prompt, count)
+        totals = dict(usage) if usage is not None else cohere_usage(prompt, count)
         reason = finish_reason or ("TOOL_CALL" if calls else "COMPLETE")
         events.append(_sse("message-end", {"delta": {"finish_reason": reason, "usage": totals}}))
     chunks, times = syn.schedule(events, rng.writes, first_token=first_token, gap=gap)
@@ -229,33 +239,11 @@ def synthesize(
     )
 
 
-def usage_of(prompt: str, count: int) -> JSON:
-    """The token counts of a synthesized answer of ``count`` pieces to ``prompt``, as v2's
-    ``usage`` and v1's ``meta`` give them."""
-    prompt_tokens = 4 + len(prompt) // 4
-    return {
-        "billed_units": {"input_tokens": prompt_tokens, "output_tokens": count},
-        "tokens": {"input_tokens": prompt_tokens + 60, "output_tokens": count + 2},
-    }
+def sdk_request(base_url: str, interaction: Any) -> bool:
+    """Stream the interaction's request through cohere's ``ClientV2.chat_stream``."""
+    import cohere
 
-
-def chat_stream(client: str) -> Callable[[str, Any], bool]:
-    """A protocol's ``sdk_request``: the interaction's request streamed through
-    ``cohere.CLIENT(...).chat_stream`` (``ClientV2``, v1's ``Client``)."""
-
-    def sdk_request(base_url: str, interaction: Any) -> bool:
-        import cohere
-
-        body = {k: v for k, v in interaction.request.json().items() if k != "stream"}
-        for _ in getattr(cohere, client)(api_key="test-key-0000", base_url=base_url).chat_stream(**body):
-            pass
-        return True
-
-    sdk_request.__doc__ = f"Stream the interaction's request through cohere's ``{client}.chat_stream``."
-    return sdk_request
-
-
-sdk_request = chat_stream("ClientV2")
+    return cohere_stream(cohere.ClientV2(api_key="test-key-0000", base_url=base_url), interaction)
 
 
 PROTOCOL = Protocol(

@@ -27,8 +27,7 @@ import orjson
 from ..store.cassette import Cassette
 from . import Protocol, _path
 from . import synthesis as syn
-from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, obj, seq, string
-from .cohere import chat_stream, usage_of
+from .base import JSON, Event, Fold, HTTPErrorBody, StreamError, cohere_stream, cohere_usage, obj, seq, string
 
 __all__ = ["API_URL", "PROTOCOL", "synthesize"]
 
@@ -204,7 +203,7 @@ def synthesize(
     if error is not None:
         lines.append(error_event(StreamError("server_error", error, framing="ndjson")))
     else:
-        meta = dict(usage) if usage is not None else usage_of(prompt, count)
+        meta = dict(usage) if usage is not None else cohere_usage(prompt, count)
         reason = finish_reason or "COMPLETE"
         response: JSON = {
             "response_id": str(uuid.UUID(int=rng.ids.getrandbits(128))),
@@ -247,7 +246,11 @@ def synthesize(
     )
 
 
-sdk_request = chat_stream("Client")
+def sdk_request(base_url: str, interaction: Any) -> bool:
+    """Stream the interaction's request through cohere's v1 ``Client.chat_stream``."""
+    import cohere
+
+    return cohere_stream(cohere.Client(api_key="test-key-0000", base_url=base_url), interaction)
 
 
 PROTOCOL = Protocol(
