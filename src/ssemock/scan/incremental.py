@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import framing
-from ..framing.sse import Decoder
+from . import incremental_framings
 from .credential_shapes import find_hits
 from .fields import word_hits
 from .large_streams import _SEGMENT, LargeStream
@@ -60,7 +60,7 @@ class BodyScan:
         self._words: list[tuple[int, int]] = []
         self._kept: list[bytes] = []  # the pieces, while the body is small enough to walk (no so_far)
         self._walk: _Scan | None = _Scan(0)
-        self._decoder: Decoder | None = Decoder()
+        self._decoder: incremental_framings.Framed | None = incremental_framings.decoder(content_type)
         self._events = 0
         self._plain: list[str] = []
         self._large = _Scan(0)
@@ -72,9 +72,10 @@ class BodyScan:
 
     @staticmethod
     def wanted(content_type: str) -> bool:
-        """Whether a body of this content type is scanned as it arrives (an SSE stream)."""
+        """Whether a body of this content type is scanned as it arrives (a stream of a framing
+        `ssemock.scan.incremental_framings` decodes)."""
         media = content_type.split(";")[0].strip().lower()
-        return bool(media) and framing.detect(media).name == "sse" and wide_charset(content_type, b"") is None
+        return incremental_framings.wanted(media) and wide_charset(content_type, b"") is None
 
     def feed(self, data: bytes) -> None:
         """The next bytes of the body, in order."""
@@ -191,6 +192,8 @@ class BodyScan:
         else:
             assert self._walk is not None and self._decoder is not None
             self._walk.stream(_FIELD, self._events, list(self._decoder.close()), "", self._plain)
+            if self._decoder.name != framing.detect(self.content_type, body).name:
+                raise LookupError("the save decodes another framing")  # (a JSON body that is no array)
             self._walk.joined(_FIELD, "", self._plain)
             found = head.found + self._walk.found
         self._walk, self._decoder, self._stream, self._plain = None, None, None, []

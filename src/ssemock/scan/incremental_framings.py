@@ -1,0 +1,192 @@
+"""The decoder a response body is scanned with as it arrives (`ssemock.scan.incremental.BodyScan`),
+one per framing: SSE, JSON lines, a JSON array (Gemini's ``streamGenerateContent`` without
+``alt=sse``), AWS eventstream (Bedrock).
+
+Each gives, fed the body in any pieces, the events the framing's ``decode`` gives the whole body
+(the scan at save reads those: `ssemock.scan.walk._Scan.events`), and raises where ``decode``
+raises (the scan as it arrives then breaks off and the save scans the body itself). The framing
+the content type names is known at the headers; ``application/json`` says nothing of a stream, so
+its decoder waits for the body's first byte (``[``: a JSON array, else what `ssemock.framing.detect`
+falls back to). `Framed.name` is the framing decoded, which the save checks against the one it
+would detect in the whole body.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+import orjson
+
+from .. import framing
+from ..framing.eventstream import Decoder as _FrameDecoder
+from ..framing.json_array import JSONArrayError
+from ..framing.ndjson import Decoder as _LineDecoder
+from ..framing.sse import Decoder as _EventDecoder
+
+__all__ = ["Framed", "JSONArrayDecoder", "decoder", "wanted"]
+
+_SPECIAL = re.compile(rb'["{}\[\]]')  # as `ssemock.framing.json_array.element_spans` searches
+_IN_STRING = re.compile(rb'["\\]')
+_SPACE = b" \t\n\r\x0b\x0c"  # what bytes.strip() strips
+_SNIFFED = ("application/json",)  # a media type that may be a JSON array stream, told by its first byte
+
+
+class _Decoder(Protocol):
+    def feed(self, data: bytes) -> list[Any]: ...
+
+    def close(self) -> list[Any] | None: ...
+
+
+def wanted(media: str) -> bool:
+    """Whether a body of this media type (lower case, no parameters) is decoded as it arrives."""
+    return bool(media) and (media in _SNIFFED or framing.detect(media).name in _DECODERS)
+
+
+def decoder(content_type: str) -> Framed:
+    """The decoder of a body of ``content_type`` (one `wanted` says yes to)."""
+    media = content_type.split(";")[0].strip().lower()
+    return Framed(None if media in _SNIFFED else framing.detect(media).name)
+
+
+class Framed:
+    """A framing's incremental decoder; ``name``: the framing (None until the body's first byte
+    tells it, for a content type that does not)."""
+
+    def __init__(self, name: str | None) -> None:
+        self.name = name
+        self._inner: _Decoder | None = None if name is None else _DECODERS[name]()
+        self._head = b""  # the body's leading whitespace, while the framing waits for a byte
+
+    def feed(self, data: bytes) -> list[Any]:
+        """The events completed by ``data``."""
+        if self._inner is None:
+            head = self._head + data
+            if not head.lstrip(_SPACE):
+                self._head = head
+                return []
+            self.name = "json_array" if head.lstrip(_SPACE)[:1] == b"[" else framing.detect("").name
+            self._inner, self._head, data = _DECODERS[self.name](), b"", head
+        return self._inner.feed(data)
+
+    def close(self) -> list[Any]:
+        """The events the end of the body completes."""
+        return list(self._inner.close() or ()) if self._inner is not None else []
+
+
+class JSONArrayDecoder:
+    """`ssemock.framing.json_array.decode` a piece at a time: each element parsed once its
+    closing bracket arrives; an error where the whole body would raise one (a byte that is neither
+    an element nor a separator, a stray bracket, an element that is not JSON: its offset is into
+    the bytes held); after the array's ``]``, nothing more is read. The bytes held are those of
+    the element being read."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._started = False  # the '[' was read
+        self._done = False  # the ']' was read
+        self._pos = 0  # where the search goes on in the buffer
+        self._in_string = False
+        self._depth = 0
+        self._element = -1  # where the element being read starts in the buffer
+        self._after = 0  # where the bytes after the last element (or the '[') start
+        self._count = 0  # elements read
+
+    def feed(self, data: bytes) -> list[Any]:
+        """The elements ``data`` completes, parsed."""
+        if self._done or not data:
+            return []
+        buf = self._buf
+        buf += data
+        if not self._started:
+            start = buf.find(b"[")
+            if start < 0 or buf[:start].strip(_SPACE):
+                if buf.strip(_SPACE):
+                    raise JSONArrayError(0, "does not start with '['", bytes(buf))
+                return []
+            self._started, self._pos, self._after = True, start + 1, start + 1
+        values = self._read(buf)
+        keep = self._element if self._depth else self._after
+        if keep > 0:
+            del buf[:keep]
+            self._pos -= keep
+            self._after -= keep
+            self._element -= keep
+        return values
+
+    def _read(self, buf: bytearray) -> list[Any]:
+        values: list[Any] = []
+        pos = self._pos
+        while True:
+            if self._in_string:
+                s = _IN_STRING.search(buf, pos)
+                if s is None:
+                    break
+                pos = s.end() + (1 if buf[s.start()] == 0x5C else 0)
+                if buf[s.start()] == 0x22:
+                    self._in_string = False
+                continue
+            m = _SPECIAL.search(buf, pos)
+            if m is None:
+                break
+            char, pos = buf[m.start()], m.end()
+            if char == 0x22:
+                self._in_string = True
+            elif char in b"{[":
+                if self._depth == 0:
+                    between = bytes(buf[self._after : m.start()].strip(_SPACE))
+                    if between != (b"," if self._count else b""):
+                        raise JSONArrayError(m.start(), "elements must be separated by one ','", bytes(buf))
+                    self._element = m.start()
+                self._depth += 1
+            else:
+                if self._depth == 0:
+                    if char == 0x5D:
+                        if buf[self._after : m.start()].strip(_SPACE):
+                            raise JSONArrayError(
+                                self._after,
+                                "bytes that are no element before the array's ']'",
+                                bytes(buf),
+                            )
+                        self._done = True
+                        break
+                    raise JSONArrayError(m.start(), "unbalanced '}'", bytes(buf))
+                self._depth -= 1
+                if self._depth == 0:
+                    try:
+                        values.append(orjson.loads(buf[self._element : pos]))
+                    except orjson.JSONDecodeError as exc:
+                        raise JSONArrayError(
+                            self._element, f"element is not valid JSON ({exc})", bytes(buf)
+                        ) from None
+                    self._after, self._count = pos, self._count + 1
+        self._pos = pos
+        return values
+
+    def close(self) -> list[Any]:
+        """End of the body: a partial element is left out, as `decode` leaves it."""
+        self._buf.clear()
+        self._done = True
+        return []
+
+
+class _Frames:
+    """The eventstream decoder, whose ``close`` returns nothing (an unfinished frame is dropped)."""
+
+    def __init__(self) -> None:
+        self._decoder = _FrameDecoder()
+
+    def feed(self, data: bytes) -> list[Any]:
+        return list(self._decoder.feed(data))
+
+    def close(self) -> list[Any]:
+        self._decoder.close()
+        return []
+
+
+_DECODERS: dict[str, type[_Decoder]] = {
+    "sse": _EventDecoder,
+    "ndjson": _LineDecoder,
+    "json_array": JSONArrayDecoder,
+    "eventstream": _Frames,
+}

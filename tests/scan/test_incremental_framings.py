@@ -1,0 +1,251 @@
+"""The scan as a recording arrives of the framings other than SSE (JSON lines, a JSON array,
+AWS eventstream): the findings of the scan at save, however the body is cut (issue 48 item 1)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from starlette.applications import Starlette
+from starlette.requests import Request as StarletteRequest
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
+
+import ssemock
+from ssemock.commands.loopback import running
+from ssemock.framing import eventstream, json_array
+from ssemock.scan import findings, walk
+from ssemock.scan.incremental import BodyScan
+from ssemock.scan.incremental_framings import JSONArrayDecoder
+from ssemock.scan.walk import scan_interaction
+from ssemock.store.cassette import Interaction, Request, Response
+
+# a fake key, put together at run time (no key-shaped literal in the repository)
+KEY = "sk-" + "ant-" + "api03-" + "Zq8Xw2Lm9Rt4Vb7Nc1Pd6Hs3Jk5Fg0Ty"
+
+Event = dict[str, object]
+
+
+def _delta(text: str, index: int = 0) -> Event:
+    return {"candidates": [{"index": index, "content": {"parts": [{"text": text}]}}]}
+
+
+def _lines(events: list[Event]) -> bytes:
+    return b"".join(json.dumps(e).encode() + b"\n" for e in events)
+
+
+def _array(events: list[Event]) -> bytes:
+    return b"[" + b"\n,\r\n".join(json.dumps(e).encode() for e in events) + b"\n]"
+
+
+def _frames(events: list[Event]) -> bytes:
+    """Bedrock's frames: each event's JSON in a base64 ``bytes`` member."""
+    headers = {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
+    return b"".join(
+        eventstream.encode(
+            headers, json.dumps({"bytes": base64.b64encode(json.dumps(e).encode()).decode()}).encode()
+        )
+        for e in events
+    )
+
+
+FRAMINGS: dict[str, tuple[str, Callable[[list[Event]], bytes]]] = {
+    "ndjson": ("application/x-ndjson", _lines),
+    "json_array": ("application/json; charset=utf-8", _array),
+    "eventstream": (eventstream.CONTENT_TYPE, _frames),
+}
+
+FORMS: dict[str, Callable[[], list[Event]]] = {
+    "whole": lambda: [_delta("my key is " + KEY)],
+    "split": lambda: [_delta(c) for c in KEY],  # a key streamed back one character an event
+    "split, interleaved with another candidate": lambda: [
+        e for c in KEY for e in (_delta(c, index=1), _delta(" and", index=0))
+    ],
+    "credential-named member": lambda: [{"password": "hunter2-hunter2"}],
+    "base64": lambda: [_delta(base64.b64encode(f"the key {KEY}".encode()).decode())],
+    "none": list,
+}
+
+
+def _events(size: int, at: int, secret: list[Event]) -> list[Event]:
+    """Filler events to about ``size`` bytes of JSON, with the ``secret`` events from byte ``at`` on."""
+    out: list[Event] = []
+    n = k = 0
+    placed = False
+    while n < size or not placed:
+        if not placed and n >= at:
+            out += secret
+            placed = True
+        out.append(_delta(f" word{k % 97} and more"))
+        n += 90
+        k += 1
+    return out
+
+
+def _saved(content_type: str, body: bytes) -> tuple[Response, list[str]]:
+    response = Response(200, [("content-type", content_type)], body, [len(body)], [0.0])
+    request = Request("POST", "http://127.0.0.1/v1/stream", [], b"{}")
+    return response, [str(f) for f in scan_interaction(Interaction(request, response))]
+
+
+def _fed(content_type: str, body: bytes, cuts: list[int], keep: bool) -> BodyScan:
+    """The scan fed ``body`` cut at ``cuts``; with ``keep`` it reads the body so far as a
+    recording hands it (else it keeps the pieces itself)."""
+    pos = 0
+    scan = BodyScan(content_type, (lambda: body[:pos]) if keep else None)
+    for end in [*sorted(set(cuts)), len(body)]:
+        if end > pos:
+            scan.feed(body[pos:end])
+            pos = end
+    return scan
+
+
+def _incremental(content_type: str, body: bytes, cuts: list[int], keep: bool) -> list[str] | None:
+    response = Response(200, [("content-type", content_type)], body, [len(body)], [0.0])
+    found = _fed(content_type, body, cuts, keep).findings(response)
+    return None if found is None else [str(f) for f in findings.first_per_place(found)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.sampled_from(sorted(FRAMINGS)),
+    form=st.sampled_from(sorted(FORMS)),
+    before=st.integers(0, 12),
+    after=st.integers(0, 12),
+    data=st.data(),
+)
+def test_the_scan_as_it_arrives_finds_what_the_save_finds_however_the_body_is_cut(
+    name: str, form: str, before: int, after: int, data: st.DataObject
+) -> None:
+    content_type, encode = FRAMINGS[name]
+    events = (
+        [_delta(f"w{k}") for k in range(before)] + FORMS[form]() + [_delta(f"v{k}") for k in range(after)]
+    )
+    body = encode(events)
+    cuts = data.draw(st.lists(st.integers(0, len(body)), max_size=40))
+    response, whole = _saved(content_type, body)
+    assert _incremental(content_type, body, cuts, keep=bool(len(cuts) % 2)) == whole
+    if form != "none":
+        assert whole, f"{form} in {name}: not found"
+
+
+@pytest.mark.parametrize("name", sorted(FRAMINGS))
+@pytest.mark.parametrize(
+    ("size", "at", "form"),
+    [
+        (600_000, (256 << 10) - 900, "split"),  # across the first cut of a large stream's segments
+        (
+            2_400_000,
+            (2 << 20) - 1_500,
+            "base64",
+        ),  # across the size where the walk gives way to the large pass
+    ],
+)
+def test_a_large_body_is_scanned_as_it_arrives_as_the_save_scans_it(
+    name: str, size: int, at: int, form: str
+) -> None:
+    content_type, encode = FRAMINGS[name]
+    body = encode(_events(size, at, FORMS[form]()))
+    _, whole = _saved(content_type, body)
+    rng = random.Random(size + at)
+    cuts = [rng.randrange(len(body)) for _ in range(len(body) // 8000)]
+    assert _incremental(content_type, body, cuts, keep=True) == whole
+    assert _incremental(content_type, body, cuts[::2], keep=False) == whole
+    assert whole, f"{form} in {name} at {at} of {size} bytes: not found"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'[{"a": 1}, {"b": "x]"}, {"c": [1, {"d": "\\""}]}]',
+        b'  [ {"a": 1} , [2, 3] ]  trailing bytes that are never read',
+        b'[{"a": 1}, {"b": 2',  # cut short: the partial element is left out
+        b'[{"a": 1} {"b": 2}]',  # no comma
+        b'[{"a": 1},, {"b": 2}]',
+        b'[{"a": 1}, }',
+        b'[{"a": 1},]',
+        b'x[{"a": 1}]',
+        b'[{"a": 1e}]',
+        b"   ",
+    ],
+)
+def test_the_json_array_decoder_decodes_and_fails_as_the_whole_body_does(body: bytes) -> None:
+    try:
+        expected: list[object] | type[Exception] = json_array.decode(body)
+    except json_array.JSONArrayError:
+        expected = json_array.JSONArrayError
+    for size in (1, 2, 3, 7, len(body) or 1):
+        decoder, got = JSONArrayDecoder(), []
+        try:
+            for a in range(0, len(body), size):
+                got += decoder.feed(body[a : a + size])
+            got += decoder.close()
+        except json_array.JSONArrayError:
+            assert expected is json_array.JSONArrayError
+        else:
+            assert got == expected
+
+
+def test_a_json_body_that_is_no_array_is_scanned_at_the_save() -> None:
+    """``application/json`` is decoded as a JSON array only when the body says so; a document
+    cut in pieces (no stream) is scanned whole at the save, as its framing differs."""
+    body = json.dumps({"note": "x" * 5000, "password": "hunter2-hunter2"}).encode()
+    response = Response(200, [("content-type", "application/json")], body, [len(body)], [0.0])
+    assert _fed("application/json", body, [100, 4500], keep=True).findings(response) is None
+    assert _saved("application/json", body)[1]
+
+
+# -- recordings through the public API ----------------------------------------------------------
+
+
+def _app(content_type: str, body: bytes) -> Starlette:
+    async def stream(request: StarletteRequest) -> StreamingResponse:
+        async def chunks() -> AsyncIterator[bytes]:
+            for a in range(0, len(body), 997):  # pieces that cut events anywhere
+                yield body[a : a + 997]
+
+        return StreamingResponse(chunks(), media_type=content_type)
+
+    return Starlette(routes=[Route("/v1/stream", stream, methods=["POST"])])
+
+
+def _record(url: str, path: Path) -> bytes:
+    with ssemock.use_cassette(path, record_mode="all"):
+        with httpx.Client() as client, client.stream("POST", f"{url}/v1/stream", json={"stream": True}) as r:
+            return b"".join(r.iter_raw())
+
+
+@pytest.mark.parametrize("name", sorted(FRAMINGS))
+def test_a_recording_whose_key_is_split_across_events_is_refused(tmp_path: Path, name: str) -> None:
+    content_type, encode = FRAMINGS[name]
+    body = encode(_events(300_000, 100_000, FORMS["split"]()))
+    with running(_app(content_type, body)) as url:
+        with pytest.raises(ssemock.SecretError) as refused:
+            _record(url, tmp_path / "c.json")
+    assert "reassembled" in str(refused.value) and KEY not in str(refused.value)
+    assert not (tmp_path / "c.json").exists()
+
+
+@pytest.mark.parametrize("name", sorted(FRAMINGS))
+def test_the_save_takes_the_findings_of_the_scan_done_as_it_arrived(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    content_type, encode = FRAMINGS[name]
+    body = encode(_events(300_000, 0, []))
+    with running(_app(content_type, body)) as url:
+
+        def walked_again(*args: object) -> None:
+            raise AssertionError("the body was walked again at the save")
+
+        with monkeypatch.context() as m:  # only the save is watched: the recording walks as it arrives
+            _record(url, tmp_path / "warm.json")
+            m.setattr(walk._Scan, "events", walked_again)
+            assert _record(url, tmp_path / "c.json") == body
+    assert ssemock.Cassette.load(tmp_path / "c.json").interactions[0].response.body == body
