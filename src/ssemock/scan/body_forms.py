@@ -6,7 +6,14 @@ from __future__ import annotations
 import re
 import zlib
 
-__all__ = ["DECODED_MAX", "decode_content", "inflated", "inflated_message", "wide_charset"]
+__all__ = [
+    "DECODED_MAX",
+    "decode_content",
+    "inflated",
+    "inflated_message",
+    "message_encoding",
+    "wide_charset",
+]
 
 DECODED_MAX = 256 << 20
 """Bytes a Content-Encoding layer may decode to (no decompression bomb)."""
@@ -92,6 +99,13 @@ def inflated(data: bytes, limit: int = DECODED_MAX, *, raw: bool = False) -> tup
     if layer == "deflate" and not (z.eof and not z.unused_data and out):
         return data, ""  # not a deflate stream after all (most bytes fail in their first block)
     return out, layer
+
+
+def message_encoding(data: str | bytes) -> list[tuple[str, str]]:
+    """The headers a WebSocket message is scanned under as a body: the ``Content-Encoding`` of
+    its compression (`inflated_message`'s layer; a raw deflate stream is ``deflate`` too)."""
+    layer = inflated_message(data)[1] if isinstance(data, bytes) else ""
+    return [("content-encoding", {"zlib": "deflate"}.get(layer, layer))]
 
 
 def inflated_message(data: bytes) -> tuple[bytes, str]:

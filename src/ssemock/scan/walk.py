@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from .. import framing
-from .body_forms import DECODED_MAX, decode_content, inflated_message, wide_charset
+from .body_forms import DECODED_MAX, decode_content, message_encoding, wide_charset
 from .credential_shapes import (
     _WHOLE,
     B64_RUN,
@@ -53,7 +53,7 @@ from .grpc_calls import scan_call
 from .large_streams import large_stream
 from .messages import value_shape
 from .model_content import exempt, generated, path_keys, prose_words, raw_exempt
-from .prescanned import prescanned
+from .prescanned import prescanned, prescanned_messages
 from .stdio_sessions import scan_session
 from .subprotocols import credential_start, subprotocols
 from .word_lists import scan_spoken, words_of
@@ -552,10 +552,10 @@ def scan_interaction(x: _InteractionLike, index: int = 0) -> list[Finding]:
                     where, found.what, p[found.start : found.end], found.preview, "", found.start, found.end
                 )
             s.subprotocols(where, p)
-        for k, m in enumerate(session.messages):
-            layer = inflated_message(m.data)[1] if isinstance(m.data, bytes) else ""
-            encoding = [("content-encoding", {"zlib": "deflate"}.get(layer, layer))]  # raw deflate too
-            s.body(f"websocket.messages[{k}]", m.payload, encoding, req.url, stream=False)
+        scanned = prescanned_messages(session)  # as they arrived: `ssemock.scan.incremental_messages`
+        if scanned is None or not scanned.adopt(s):
+            for k, m in enumerate(session.messages):
+                s.body(f"websocket.messages[{k}]", m.payload, message_encoding(m.data), req.url, stream=False)
         for direction in ("send", "recv"):  # a key streamed across messages: their pieces joined
             mine = [(k, m) for k, m in enumerate(session.messages) if m.direction == direction]
             s.joined_messages(f"websocket.messages ({direction})", [(k, m.payload) for k, m in mine])

@@ -14,6 +14,7 @@ from typing import Any
 
 from ...framing.websocket import FrameError, FrameParser, Inflater, Opcode, RawFrame, parse_close
 from ...redaction.rules import redact_response, redact_subprotocol
+from ...scan.incremental_messages import MessageScan, messages_scanned
 from ...store.model import Headers, Interaction, Request, Response
 from ...store.websocket import Close, FrameNote, Message, WebSocket, Wire
 
@@ -117,6 +118,7 @@ class WsRecorder:
         self.error: str | None = None
         self.refusal = b""
         """What came after the head of a refused handshake (not a 101): its body, as received."""
+        self._scan = MessageScan(request.url)  # the messages' secret scan, done as they arrive
 
     def _now(self) -> float:
         return time.perf_counter() - self.t0
@@ -226,6 +228,7 @@ class WsRecorder:
             self.messages.append(Message(side.direction, t, "text", payload.decode("utf-8", "replace")))
         else:
             self.messages.append(Message(side.direction, t, "binary", payload))
+        self._scan.message(self.messages[-1])
         side.count += 1
         side.partial = []
 
@@ -287,6 +290,7 @@ class WsRecorder:
                 agreed,
                 ext,
             )
+            messages_scanned(ws, self._scan)  # the save need not scan the messages again
         if self._hook is not None:
             hooked = self._hook(response)
             if hooked is None:

@@ -1,0 +1,73 @@
+"""A WebSocket session's messages scanned as they arrive, so the save at exit does not scan each
+again.
+
+A recording (`ssemock.plan.websocket.record.WsRecorder`) hands a `MessageScan` each message as it
+is reassembled; the scan reads it as the scan at save does (`ssemock.scan.walk.scan_interaction`:
+the message as a body, inflated when it is compressed). What is left for the save is what needs
+the whole session: the text joined across the messages of each direction, the frames' payloads
+and the close reason. The save takes the findings (`adopt`) when nothing it read before the
+messages (the URL, the headers) was one of the strings or base64 runs the messages' scan decoded:
+the scan at save decodes each only once, so it would have skipped it in the messages; else, or
+when a finding under a credential name must be judged with the request's prose, it scans the
+messages itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .body_forms import message_encoding
+from .prescanned import messages_scanned
+from .walk import _NAMED_FIELD, _no_prose, _Scan
+
+__all__ = ["MessageScan", "messages_scanned"]
+
+
+class MessageScan:
+    """The scan of one session's messages, fed in order as they arrive (`message`)."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._scan = _Scan(0)
+        self._data: list[str | bytes] = []  # the messages scanned (the recording's own objects)
+        self.broken = False  # something went wrong: the save scans the messages itself
+
+    def message(self, message: Any) -> None:
+        """The next message of the session (a `ssemock.store.websocket.Message`)."""
+        if self.broken:
+            return
+        try:
+            k = len(self._data)
+            self._scan.body(
+                f"websocket.messages[{k}]",
+                message.payload,
+                message_encoding(message.data),
+                self._url,
+                stream=False,
+            )
+            self._data.append(message.data)
+        except Exception:  # never fail a recording: the save scans the messages instead
+            self.broken = True
+
+    def holds(self, messages: list[Any]) -> bool:
+        """Whether ``messages`` are the very messages scanned, in order."""
+        data = self._data
+        return (
+            not self.broken
+            and len(messages) == len(data)
+            and all(m.data is d for m, d in zip(messages, data, strict=True))
+        )
+
+    def adopt(self, scan: _Scan) -> bool:
+        """Add to ``scan`` (the scan at save, at the session's messages) the findings and the
+        strings decoded of the messages, as if it had scanned them; False when it must."""
+        mine = self._scan
+        if scan.done & mine.done or scan.runs & mine.runs:
+            return False
+        if scan.prose is not _no_prose and any(f.rule.startswith(_NAMED_FIELD) for f in mine.found):
+            return False
+        scan.found += [dataclasses.replace(f, interaction=scan.index) for f in mine.found]
+        scan.done |= mine.done
+        scan.runs |= mine.runs
+        return True
