@@ -18,6 +18,7 @@ __all__ = [
 DECODED_MAX = 256 << 20
 """Bytes a Content-Encoding layer may decode to (no decompression bomb)."""
 
+_CHARSET = re.compile(r"charset=\"?([\w-]+)", re.I)
 _UTF16_BOMS = {
     b"\xff\xfe\x00\x00": "utf-32",
     b"\x00\x00\xfe\xff": "utf-32",
@@ -29,7 +30,7 @@ _UTF16_BOMS = {
 def wide_charset(content_type: str, body: bytes) -> str | None:
     """The UTF-16 or UTF-32 codec a body is written in (its ``charset=``, else a byte order mark,
     else every other byte NUL), or None (UTF-8, ASCII or another byte charset: read as stored)."""
-    m = re.search(r"charset=\"?([\w-]+)", content_type, re.I)
+    m = _CHARSET.search(content_type) if content_type else None
     if m is not None:
         name = m.group(1).lower().replace("_", "-")
         return name if name.startswith(("utf-16", "utf-32", "ucs-2")) and name != "ucs-2" else None
@@ -37,7 +38,7 @@ def wide_charset(content_type: str, body: bytes) -> str | None:
         if body.startswith(bom):
             return codec
     head = body[:4096]
-    if len(head) >= 8:
+    if len(head) >= 8 and 0 in head:  # (one memchr: text holds no NUL, the counts need one)
         even, odd = head[0::2].count(0), head[1::2].count(0)
         if odd >= 0.3 * len(head) / 2 and even == 0:
             return "utf-16-le"

@@ -425,9 +425,20 @@ _B64_CLASS = bytes(
 )
 
 
+_LAST_RUN: tuple[str, bool] = ("", False)  # has_b64_run's last text and answer
+
+
 def has_b64_run(text: str) -> bool:
-    """Whether `B64_RUN` finds anything in ``text`` (most text holds no run: its search is skipped)."""
-    return b"a" * 16 in text.encode("utf-8", "surrogatepass").translate(_B64_CLASS)
+    """Whether `B64_RUN` finds anything in ``text`` (most text holds no run: its search is skipped).
+    The walk asks it up to three times of one string in a row (is a member worth decoding, is
+    the string, does its text hold a run): the last answer is kept for that very object."""
+    global _LAST_RUN
+    last = _LAST_RUN
+    if last[0] is text:
+        return last[1]
+    found = b"a" * 16 in text.encode("utf-8", "surrogatepass").translate(_B64_CLASS)
+    _LAST_RUN = (text, found)
+    return found
 
 
 _B64_RUN_BYTES = re.compile(rb"[A-Za-z0-9+/_\-]{16,}={0,2}")
