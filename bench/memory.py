@@ -40,8 +40,8 @@ from ssemock.framing import eventstream
 def event(size, framing="sse"):
     if framing == "ndjson":
         return b'{"text":"' + b"x" * max(0, size - 12) + b'"}\n'
-    if framing == "json":  # one element of an array, its comma after it
-        return b'{"text":"' + b"x" * max(0, size - 12) + b'"},'
+    if framing == "json":  # one element of an array, its comma after it on the next line, as Gemini's
+        return b'{"text":"' + b"x" * max(0, size - 15) + b'"}\n,\r\n'
     if framing == "eventstream":
         headers = {":event-type": "chunk", ":message-type": "event", ":content-type": "application/json"}
         return eventstream.encode(headers, b'{"text":"' + b"x" * max(0, size - 120) + b'"}')

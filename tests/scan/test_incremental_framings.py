@@ -193,6 +193,32 @@ def test_the_json_array_decoder_decodes_and_fails_as_the_whole_body_does(body: b
             assert got == expected
 
 
+_TEXT = st.text(alphabet='ab"\\[]{},\n é', max_size=12)
+_ELEMENT = st.recursive(
+    st.dictionaries(_TEXT, _TEXT, max_size=3),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_TEXT, inner, max_size=3)),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    elements=st.lists(_ELEMENT, max_size=6),
+    separator=st.sampled_from([",", "\n,\r\n", " , "]),
+    data=st.data(),
+)
+def test_the_json_array_decoder_fed_in_any_pieces_gives_the_elements(
+    elements: list[object], separator: str, data: st.DataObject
+) -> None:
+    body = ("[" + separator.join(json.dumps(e) for e in elements) + "]").encode()
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(body)), max_size=20))))
+    decoder, got, pos = JSONArrayDecoder(), [], 0
+    for end in [*cuts, len(body)]:
+        got += decoder.feed(body[pos:end])
+        pos = max(pos, end)
+    assert got + decoder.close() == json_array.decode(body) == elements
+
+
 def test_a_json_body_that_is_no_array_is_scanned_at_the_save() -> None:
     """``application/json`` is decoded as a JSON array only when the body says so; a document
     cut in pieces (no stream) is scanned whole at the save, as its framing differs."""

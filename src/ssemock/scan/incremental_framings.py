@@ -27,7 +27,6 @@ from ..framing.sse import Decoder as _EventDecoder
 __all__ = ["Framed", "JSONArrayDecoder", "decoder", "wanted"]
 
 _SPECIAL = re.compile(rb'["{}\[\]]')  # as `ssemock.framing.json_array.element_spans` searches
-_IN_STRING = re.compile(rb'["\\]')
 _SPACE = b" \t\n\r\x0b\x0c"  # what bytes.strip() strips
 _SNIFFED = ("application/json",)  # a media type that may be a JSON array stream, told by its first byte
 
@@ -118,13 +117,16 @@ class JSONArrayDecoder:
         values: list[Any] = []
         pos = self._pos
         while True:
-            if self._in_string:
-                s = _IN_STRING.search(buf, pos)
-                if s is None:
+            if self._in_string:  # to the closing quote: two memchr, not a regex over every byte
+                quote = buf.find(b'"', pos)
+                escape = buf.find(b"\\", pos, len(buf) if quote < 0 else quote)
+                if escape >= 0:
+                    pos = escape + 2  # the escaped byte skipped
+                elif quote >= 0:
+                    pos, self._in_string = quote + 1, False
+                else:
+                    pos = max(pos, len(buf))  # (past it: an escape's byte still to come)
                     break
-                pos = s.end() + (1 if buf[s.start()] == 0x5C else 0)
-                if buf[s.start()] == 0x22:
-                    self._in_string = False
                 continue
             m = _SPECIAL.search(buf, pos)
             if m is None:
