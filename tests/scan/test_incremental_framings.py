@@ -83,8 +83,8 @@ def _events(size: int, at: int, secret: list[Event]) -> list[Event]:
         if not placed and n >= at:
             out += secret
             placed = True
-        out.append(_delta(f" word{k % 97} and more"))
-        n += 90
+        out.append(_delta(f" word{k % 97} and more" * 12))  # about 300 bytes an event
+        n += 300
         k += 1
     return out
 
@@ -251,7 +251,7 @@ def _record(url: str, path: Path) -> bytes:
 @pytest.mark.parametrize("name", sorted(FRAMINGS))
 def test_a_recording_whose_key_is_split_across_events_is_refused(tmp_path: Path, name: str) -> None:
     content_type, encode = FRAMINGS[name]
-    body = encode(_events(300_000, 100_000, FORMS["split"]()))
+    body = encode(_events(150_000, 60_000, FORMS["split"]()))
     with running(_app(content_type, body)) as url:
         with pytest.raises(ssemock.SecretError) as refused:
             _record(url, tmp_path / "c.json")
@@ -264,7 +264,7 @@ def test_the_save_takes_the_findings_of_the_scan_done_as_it_arrived(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
     content_type, encode = FRAMINGS[name]
-    body = encode(_events(300_000, 0, []))
+    body = encode(_events(150_000, 0, []))
     with running(_app(content_type, body)) as url:
 
         def walked_again(*args: object) -> None:
