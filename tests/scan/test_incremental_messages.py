@@ -19,7 +19,7 @@ from websockets.sync.server import ServerConnection
 from ws_servers import running
 
 import ssemock
-from ssemock.scan import walk
+from ssemock.scan import incremental_messages, walk
 from ssemock.scan.incremental_messages import MessageScan, messages_scanned
 from ssemock.scan.walk import scan_interaction
 from ssemock.store.model import Interaction, Request, Response
@@ -125,6 +125,14 @@ def test_messages_changed_after_the_scan_are_scanned_at_the_save() -> None:
     ws.messages[1] = Message("recv", 0.02, "text", _delta(f"my key is {KEY}"))
     found, read = _watched(lambda: scan_interaction(_interaction(ws, [])))
     assert read == 2 and any("websocket.messages[1]" in f for f in found)
+
+
+def test_a_session_past_the_bytes_kept_is_scanned_at_the_save(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(incremental_messages, "_MAX", 200)
+    messages: list[str | bytes] = [_delta("x" * 80), _delta("y" * 80), _delta("z" * 80), _delta(f"key {KEY}")]
+    ws = _scanned(_session(messages, [False] * 4))
+    found, read = _watched(lambda: scan_interaction(_interaction(ws, [])))
+    assert read == 4 and any("websocket.messages[3]" in f for f in found)
 
 
 # -- a recording through the public API -------------------------------------------------------------

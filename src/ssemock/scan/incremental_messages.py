@@ -9,7 +9,8 @@ and the close reason. The save takes the findings (`adopt`) when nothing it read
 messages (the URL, the headers) was one of the strings or base64 runs the messages' scan decoded:
 the scan at save decodes each only once, so it would have skipped it in the messages; else, or
 when a finding under a credential name must be judged with the request's prose, it scans the
-messages itself.
+messages itself. The scan keeps the strings it decoded (the save's scan keeps them too, while it
+runs): past `_MAX` bytes of messages it lets them go and leaves the session to the save.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from .walk import _NAMED_FIELD, _no_prose, _Scan
 
 __all__ = ["MessageScan", "messages_scanned"]
 
+_MAX = 64 << 20  # bytes of messages scanned as they arrive, at most: past it the save scans them all
+
 
 class MessageScan:
     """The scan of one session's messages, fed in order as they arrive (`message`)."""
@@ -31,17 +34,22 @@ class MessageScan:
         self._url = url
         self._scan = _Scan(0)
         self._data: list[str | bytes] = []  # the messages scanned (the recording's own objects)
-        self.broken = False  # something went wrong: the save scans the messages itself
+        self._size = 0  # their bytes
+        self.broken = False  # something went wrong, or too much to keep: the save scans the messages
 
     def message(self, message: Any) -> None:
         """The next message of the session (a `ssemock.store.websocket.Message`)."""
         if self.broken:
             return
         try:
-            k = len(self._data)
+            k, payload = len(self._data), message.payload
+            self._size += len(payload)
+            if self._size > _MAX:
+                self._scan, self._data, self.broken = _Scan(0), [], True  # what it kept let go
+                return
             self._scan.body(
                 f"websocket.messages[{k}]",
-                message.payload,
+                payload,
                 message_encoding(message.data),
                 self._url,
                 stream=False,
