@@ -196,3 +196,14 @@ def test_a_base64_key_in_a_planned_value_or_in_a_ping_is_found(ping: bool, where
         f"an Anthropic key (sk-ant-...) @ response.body {where}",
         f"a credential-named field 'api_key' @ response.body {where} $.api_key",
     ]
+
+
+def test_a_string_in_an_array_is_no_member_of_the_key_before_it() -> None:
+    """``"stop":["a","b"]``: STRING_MEMBER reads no member there, so neither does a plan made from
+    such an event (hypothesis found a plan that read ``stop``'s first string as its member)."""
+    segment = b"".join(
+        b'data: {"stop":["%d","sk-ant-ap"],"content":"c%d","n":[1,2.5]}\n\n' % (i, i) for i in range(8)
+    )
+    read = SegmentPlan(segment.split(b"\n")[0][len(b"data: ") :]).read(segment)
+    assert read is not None
+    assert read[0] == members(segment) == {b"content": [b"c%d" % i for i in range(8)]}

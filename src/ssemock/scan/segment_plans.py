@@ -32,6 +32,7 @@ __all__ = ["STRING_MEMBER", "SegmentPlan", "SegmentPlans", "Read", "members"]
 # possessive and unrolled (no backtracking into a string): a pass over a large stream at C speed
 STRING_MEMBER = re.compile(rb'"([A-Za-z0-9_]{1,40})"\s*+:\s*+"([^"\\]*+(?:\\.[^"\\]*+)*+)"')
 _NAME = re.compile(rb"[A-Za-z0-9_]{1,40}")  # a member name STRING_MEMBER reads
+_COLON = re.compile(rb"\s*+:\s*+")  # what STRING_MEMBER allows between a name and its string
 _STRING = re.compile(rb'"((?:[^"\\]|\\.)*+)"')  # a string of a JSON text that parsed
 _VALUE = rb'"([^"\\]*+(?:\\.[^"\\]*+)*+)"'  # any string, captured
 _NUMBER = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")  # a number of a JSON text that parsed
@@ -78,7 +79,8 @@ class SegmentPlan:
         for string, after in zip(strings, outside[1:], strict=True):
             if after.lstrip().startswith(b":"):  # a key
                 pattern.append(b'"' + re.escape(string) + b'"')
-                keys.append(key := string)
+                keys.append(string)
+                key = string if _COLON.fullmatch(after) else None  # not a string in an array
             else:
                 pattern.append(_VALUE)
                 if key is not None and _NAME.fullmatch(key):
