@@ -431,28 +431,54 @@ def corpora(pytestconfig: pytest.Config) -> Path:
     return found
 
 
-@pytest.fixture(scope="session")
-def realtraffic3_vcr(corpora: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    """realtraffic3's vcrpy files imported once a run, by ``ssemock import-vcr . --out OUT --json``
-    run in its ``corpus/`` (the command line's ``main``, in this process): (OUT, the report).
-    test_import_refusals_corpora reads its refusals, test_import_vcr_corpora the streams it wrote:
-    each imported the 482 files itself (5.7 CPU-s more a run, issue 48 item 4)."""
+def import_vcr_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, folder: Path, *options: str
+) -> tuple[Path, int, str, str]:
+    """``ssemock import-vcr . --out OUT OPTIONS`` run in ``folder`` (the command line's ``main``, in
+    this process) once a run, however many xdist workers ask for it: the first to ask imports under
+    a file lock in the run's temporary folder (the workers share it), the others read what it
+    wrote. (OUT, exit code, stdout, stderr). xdist hands a module's tests to both workers, so each
+    imported every corpus itself: realtraffic3 (5.7 CPU-s), realtraffic2 and the migration corpus
+    (issue 48 item 4). Nothing writes into OUT after the import."""
     import contextlib
     import io
     import json
 
+    from filelock import FileLock
+
     from ssemock.commands.cli import main
 
-    out = tmp_path_factory.mktemp("realtraffic3")
-    stdout = io.StringIO()
-    here = Path.cwd()
-    os.chdir(corpora / "realtraffic3" / "corpus")
-    try:
-        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
-            code = main(["import-vcr", ".", "--out", str(out), "--json"])
-    finally:
-        os.chdir(here)
-    report: dict[str, Any] = json.loads(stdout.getvalue())
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the run's folder, above each worker's own
+    out, said = shared / f"import-vcr-{name}", shared / f"import-vcr-{name}.json"
+    with FileLock(str(shared / f"import-vcr-{name}.lock")):
+        if not said.exists():
+            stdout, stderr = io.StringIO(), io.StringIO()
+            here = Path.cwd()
+            os.chdir(folder)
+            try:
+                with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+                    code = main(["import-vcr", ".", "--out", str(out), *options])
+            finally:
+                os.chdir(here)
+            said.write_text(json.dumps([code, stdout.getvalue(), stderr.getvalue()]))
+        code, printed, errors = json.loads(said.read_text())
+    return out, code, printed, errors
+
+
+@pytest.fixture(scope="session")
+def realtraffic3_vcr(corpora: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """realtraffic3's vcrpy files imported once a run (`import_vcr_once`), by ``ssemock import-vcr
+    . --out OUT --json`` run in its ``corpus/``: (OUT, the report). test_import_refusals_corpora
+    reads its refusals, test_import_vcr_corpora the streams it wrote: each imported the 482 files
+    itself (5.7 CPU-s more a run, issue 48 item 4)."""
+    import json
+
+    out, code, stdout, _ = import_vcr_once(
+        tmp_path_factory, "realtraffic3", corpora / "realtraffic3" / "corpus", "--json"
+    )
+    report: dict[str, Any] = json.loads(stdout)
     assert code == (1 if report["refused"] else 0)
     return out, report
 

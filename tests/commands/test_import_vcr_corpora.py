@@ -3,7 +3,7 @@ streams, issue 42).
 
 ``../shared/corpora/realtraffic2`` (348 public vcrpy cassettes from six open-source LLM projects)
 and ``../shared/corpora/migration`` (pydantic-ai, llm-anthropic, llm-gemini) are converted by
-``ssemock import-vcr FOLDER --out OUT``, once per session (the command line's ``main`` as ``python -m
+``ssemock import-vcr FOLDER --out OUT``, once per run (the command line's ``main`` as ``python -m
 ssemock`` runs it, in this process: a subprocess per command only added an interpreter's start). Then:
 nothing is refused but the one test JWT no scanner can tell from a real one, no body is lost,
 every stream is labelled with the protocol and accumulates to the text an independent decoder
@@ -25,13 +25,13 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from conftest import import_vcr_once
 from real_traffic_reference import body_of, decode_tree
 
 import ssemock
@@ -58,20 +58,15 @@ JWT_REFUSED = {
 def imported(
     corpora: Path, tmp_path_factory: pytest.TempPathFactory, realtraffic3_vcr: tuple[Path, dict[str, Any]]
 ) -> Iterator[dict[str, tuple[Path, str]]]:
-    """Each corpus imported by the CLI: {corpus: (output folder, what import-vcr printed)};
+    """Each corpus imported by the CLI once a run (tests/conftest.py's `import_vcr_once`, shared by
+    the xdist workers): {corpus: (output folder, what import-vcr printed)};
     realtraffic3 as the run imported it once (tests/conftest.py), its refusals as the text
     import-vcr prints them (`_refused` reads)."""
     folder, report = realtraffic3_vcr
     refusals = "".join(f"ssemock: error: refused {r['source']}: {r['reason']}\n" for r in report["refused"])
     out: dict[str, tuple[Path, str]] = {"realtraffic3": (folder, refusals)}
     for name, root in ROOTS.items():
-        target = tmp_path_factory.mktemp(name)
-        here = Path.cwd()
-        os.chdir(corpora / root)
-        try:
-            _, stdout, stderr = _ssemock("import-vcr", ".", "--out", str(target))
-        finally:
-            os.chdir(here)
+        target, _, stdout, stderr = import_vcr_once(tmp_path_factory, name, corpora / root)
         out[name] = (target, stdout + stderr)
     yield out
 
