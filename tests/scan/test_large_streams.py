@@ -16,6 +16,7 @@ from ssemock import Cassette
 from ssemock.framing import _speedups
 from ssemock.scan import large_streams
 from ssemock.scan.large_streams import _SEGMENT
+from ssemock.scan.segment_plans import STRING_MEMBER, members
 from ssemock.scan.walk import _DEEP_MAX, scan_cassette
 
 KEY = "sk-ant-api03-" + "Q1w2E3r4T5y6U7i8O9p0" * 3
@@ -78,6 +79,33 @@ def test_the_accelerator_finds_the_data_lines_and_base64_runs_the_pure_code_find
         _speedups.b64_runs(segment, "16")  # type: ignore[arg-type]
 
 
+_MEMBER_BITS = st.sampled_from(
+    [b'"', b'"id"', b'"content"', b'"a-b"', b'"' + b"n" * 40 + b'"', b'"' + b"n" * 41 + b'"', b":", b" : "]
+    + [b'"v"', b"\\", b'\\"', b"\\\n", b"\\u00e9", b"\t", b"\x0b", b"\x0c", b"\r", b"\n", b" "]
+    + [b"{", b"}", b",", b"[", b"]", b"1.5e3", b"null", b"x", b"Q1w2E3r4T5y6U7i8", b"abcdefghijklmnopq"]
+    + [b"+/", b"_-", b"\xc3\xa9", b"\xff", b"\x00", b"data: ", KEY.encode()]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_MEMBER_BITS, max_size=40).map(b"".join))
+def test_the_accelerator_finds_the_members_and_base64_runs_the_regex_finds(text: bytes) -> None:
+    """The C members pass gives each name's values as the member regex finds them (names of 1-40
+    name bytes, whitespace around the colon, escapes, an escaped newline ending no string, a
+    failed match resumed at the next quote), and the base64 runs' skipping search what the
+    split finds, on text full of quotes and short runs."""
+    assert large_streams._members is _speedups.members
+    groups: dict[bytes, list[bytes]] = {}
+    for name, value in STRING_MEMBER.findall(text):
+        groups.setdefault(name, []).append(value)
+    assert _speedups.members(text) == groups == members(text)
+    assert list(_speedups.members(text)) == list(groups)  # the names in the order first met
+    for least in (0, 1, 2, 16):
+        assert _speedups.b64_runs(text, least) == large_streams._py_b64_runs(text, least)
+    with pytest.raises(TypeError, match="members"):
+        _speedups.members(bytearray(text))  # type: ignore[arg-type]
+
+
 def _plain_split(key: str, filler: bytes) -> bytes:
     """A key streamed one character per non-JSON event, after a large stream's worth of filler."""
     head = filler * ((_DEEP_MAX + _SEGMENT) // len(filler))
@@ -87,8 +115,13 @@ def _plain_split(key: str, filler: bytes) -> bytes:
 @pytest.mark.parametrize("form", ["split", "base64"])
 @pytest.mark.parametrize(
     "filler",
-    [b"data: plain text, no JSON\n\n", _delta("word and more"), b": ping\n\n"],
-    ids=["text", "json", "comment"],
+    [
+        b"data: plain text, no JSON\n\n",
+        _delta("word and more"),
+        b": ping\n\n",
+        b'data: {"id":"chatcmpl-9ZbTest0000","model":"m","choices":[{"delta":{"content":"word"}}]}\n\n',
+    ],
+    ids=["text", "json", "comment", "members"],
 )
 def test_a_large_stream_gives_the_same_findings_with_and_without_the_accelerator(
     monkeypatch: pytest.MonkeyPatch, filler: bytes, form: str
@@ -104,6 +137,7 @@ def test_a_large_stream_gives_the_same_findings_with_and_without_the_accelerator
     with monkeypatch.context() as m:
         m.setattr(large_streams, "_data_lines", large_streams._py_data_lines)
         m.setattr(large_streams, "_b64_runs", large_streams._py_b64_runs)
+        m.setattr(large_streams, "_members", members)
         pure = _found(body)
     assert fast == pure
     assert fast, "the key was not found"

@@ -4,8 +4,9 @@ Every JSON string member's values are joined per member name, the data of non-JS
 joined, and each join scanned a window at a time (about 1 MiB of whole pieces, each window
 starting with the one before's last pieces: a secret split across two windows is still whole in
 one), so memory stays bounded however large the stream; every base64 run is decoded once. Per
-segment of the body: one regex pass for the members (events of a repeated shape split by their
-plan, `ssemock.scan.segment_plans`; else every member found and grouped per name in one loop),
+segment of the body: one pass for the members (the accelerator's, from quote to quote; without it
+a regex: events of a repeated shape split by their plan, `ssemock.scan.segment_plans`, else every
+member found and grouped per name in one loop),
 the data lines that are not JSON (one C pass with the accelerator, else a count that skips the
 regex when every event's data is JSON), and a split of the base64
 runs (of the strings and the text between them, each once, where a plan read the segment).
@@ -20,6 +21,7 @@ from collections.abc import Callable
 
 from ..framing.accelerator import b64_runs as _c_b64_runs
 from ..framing.accelerator import data_lines as _c_data_lines
+from ..framing.accelerator import members as _c_members
 from .credential_shapes import base64_text
 from .segment_plans import SegmentPlans, members
 
@@ -114,9 +116,10 @@ class LargeStream:
 
     def __init__(self, path: str, text: TextScan, *, plans: bool = True) -> None:
         """``plans``: read segments of repeated events by `SegmentPlans` (off: every member by the
-        member regex, the reference the plans are tested against)."""
+        member regex, the reference the plans are tested against); none with the accelerator,
+        whose one pass over a segment's members costs less than a plan's split."""
         self._path, self._text = path, text
-        self._plans = SegmentPlans() if plans else None
+        self._plans = SegmentPlans() if plans and _members is members else None
         self._joins: dict[bytes, _Join] = {}
         self._data = _Join(functools.partial(_joined, text, path, b"data"))
         self._runs: set[bytes] = set()
@@ -125,7 +128,7 @@ class LargeStream:
         """``body[pos:end]``, the next segment."""
         segment = body[pos:end]
         read = self._plans.read(segment) if self._plans is not None else None
-        groups, runs = read if read is not None else (members(segment), segment)
+        groups, runs = read if read is not None else (_members(segment), segment)
         joins = self._joins
         for name, group in groups.items():
             join = joins.get(name)
@@ -144,6 +147,9 @@ class LargeStream:
             decoded = base64_text(run)
             if decoded is not None:
                 self._text(decoded, f"{self._path} base64".strip(), 2)
+
+
+_members = _c_members or members  # the optional C accelerator: what the member regex finds, in one pass
 
 
 def _py_data_lines(segment: bytes) -> list[bytes]:
