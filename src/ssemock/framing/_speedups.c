@@ -547,6 +547,17 @@ b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             start--;
         }
         unsigned int kinds = 0;
+        while (end + 8 <= n) { /* eight bytes a step while they all are base64 (a long run) */
+            const unsigned char *e = base + end;
+            unsigned int all = b64_byte[e[0]] & b64_byte[e[1]] & b64_byte[e[2]] & b64_byte[e[3]] &
+                               b64_byte[e[4]] & b64_byte[e[5]] & b64_byte[e[6]] & b64_byte[e[7]];
+            if (!all) {
+                break;
+            }
+            kinds |= b64_byte[e[0]] | b64_byte[e[1]] | b64_byte[e[2]] | b64_byte[e[3]] | b64_byte[e[4]] |
+                     b64_byte[e[5]] | b64_byte[e[6]] | b64_byte[e[7]];
+            end += 8;
+        }
         while (end < n && b64_byte[base[end]]) {
             kinds |= b64_byte[base[end]];
             end++;
@@ -927,41 +938,38 @@ add_hit(PyObject *out, Py_ssize_t start, Py_ssize_t end)
     return r;
 }
 
-/* Every word is at least 3 bytes, so a word starting at s holds the byte pair at s (its first
- * two bytes) when s is even and the pair at s + 1 (its second and third) when s is odd: only the
- * pairs at even offsets are looked up, in a bitmap of both kinds of pair; a pair found is checked
- * as the start of a word one byte back (odd) and then here (even): the hits come sorted. */
-static PyObject *
-words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 2 || !PyBytes_CheckExact(args[0]) || !PyTuple_CheckExact(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "words(data: bytes, words: tuple[bytes, ...])");
-        return NULL;
-    }
-    Py_ssize_t count = PyTuple_GET_SIZE(args[1]);
-    if (count > MAX_WORDS) {
-        PyErr_SetString(PyExc_ValueError, "words(): at most 64 words");
-        return NULL;
-    }
+/* The words asked for, sorted by length, and the bitmap of their pairs. */
+typedef struct {
+    Py_ssize_t count;
     const unsigned char *word[MAX_WORDS];
     Py_ssize_t size[MAX_WORDS];
-    unsigned char pair[65536 / 8], low[256];
-    memset(pair, 0, sizeof(pair));
-    for (int c = 0; c < 256; c++) {
-        low[c] = (unsigned char)((c >= 'A' && c <= 'Z') ? c + 32 : c);
+    unsigned char pair[65536 / 8];
+} Words;
+
+static int
+set_words(Words *words_of, PyObject *tuple)
+{
+    Py_ssize_t count = PyTuple_GET_SIZE(tuple);
+    if (count > MAX_WORDS) {
+        PyErr_SetString(PyExc_ValueError, "words(): at most 64 words");
+        return -1;
     }
+    const unsigned char **word = words_of->word;
+    Py_ssize_t *size = words_of->size;
+    unsigned char *pair = words_of->pair;
+    memset(pair, 0, sizeof(words_of->pair));
     for (Py_ssize_t i = 0; i < count; i++) { /* by length: the hits at one start come sorted */
-        PyObject *w = PyTuple_GET_ITEM(args[1], i);
+        PyObject *w = PyTuple_GET_ITEM(tuple, i);
         if (!PyBytes_CheckExact(w) || PyBytes_GET_SIZE(w) < 3) {
             PyErr_SetString(PyExc_TypeError, "words(): each word bytes of three or more");
-            return NULL;
+            return -1;
         }
         const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(w);
         Py_ssize_t n = PyBytes_GET_SIZE(w), j = i;
         for (Py_ssize_t k = 0; k < n; k++) {
             if (p[k] >= 'A' && p[k] <= 'Z') {
                 PyErr_SetString(PyExc_ValueError, "words(): each word lower-case");
-                return NULL;
+                return -1;
             }
         }
         while (j > 0 && size[j - 1] > n) {
@@ -971,11 +979,39 @@ words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         word[j] = p;
         size[j] = n;
-        for (int k = 0; k < 2; k++) {
-            unsigned int key = ((unsigned int)p[k] << 8) | p[k + 1];
-            pair[key >> 3] |= (unsigned char)(1u << (key & 7));
+        for (int k = 0; k < 2; k++) { /* the pair in every ASCII case: looked up as it stands */
+            for (int c = 0; c < 4; c++) {
+                unsigned int a = p[k], b = p[k + 1];
+                a = (c & 1) && a >= 'a' && a <= 'z' ? a - 32 : a;
+                b = (c & 2) && b >= 'a' && b <= 'z' ? b - 32 : b;
+                unsigned int key = (a << 8) | b;
+                pair[key >> 3] |= (unsigned char)(1u << (key & 7));
+            }
         }
     }
+    words_of->count = count;
+    return 0;
+}
+
+/* Every word is at least 3 bytes, so a word starting at s holds the byte pair at s (its first
+ * two bytes) when s is even and the pair at s + 1 (its second and third) when s is odd: only the
+ * pairs at even offsets are looked up, in a bitmap of both kinds of pair in every ASCII case (so
+ * the bytes are looked up as they stand, not lower-cased first); a pair found is checked
+ * as the start of a word one byte back (odd) and then here (even): the hits come sorted. */
+static PyObject *
+words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyBytes_CheckExact(args[0]) || !PyTuple_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "words(data: bytes, words: tuple[bytes, ...])");
+        return NULL;
+    }
+    Words words_of;
+    if (set_words(&words_of, args[1]) < 0) {
+        return NULL;
+    }
+    const unsigned char *const *word = words_of.word;
+    const Py_ssize_t *size = words_of.size, count = words_of.count;
+    const unsigned char *pair = words_of.pair;
     const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(args[0]);
     Py_ssize_t len = PyBytes_GET_SIZE(args[0]);
     PyObject *out = PyList_New(0);
@@ -983,7 +1019,7 @@ words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     for (Py_ssize_t j = 0; j + 1 < len; j += 2) {
-        unsigned int key = ((unsigned int)low[data[j]] << 8) | low[data[j + 1]];
+        unsigned int key = ((unsigned int)data[j] << 8) | data[j + 1];
         if (!(pair[key >> 3] & (1u << (key & 7)))) {
             continue;
         }
