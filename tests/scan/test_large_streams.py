@@ -6,6 +6,7 @@ code gives (issue 48)."""
 from __future__ import annotations
 
 import base64
+import functools
 import json
 
 import pytest
@@ -17,7 +18,7 @@ from ssemock.framing import _speedups
 from ssemock.scan import large_streams
 from ssemock.scan.large_streams import _SEGMENT
 from ssemock.scan.segment_plans import STRING_MEMBER, members
-from ssemock.scan.walk import _DEEP_MAX, scan_cassette
+from ssemock.scan.walk import _DEEP_MAX, _Scan, scan_cassette
 
 KEY = "sk-ant-api03-" + "Q1w2E3r4T5y6U7i8O9p0" * 3
 
@@ -104,6 +105,34 @@ def test_the_accelerator_finds_the_members_and_base64_runs_the_regex_finds(text:
         assert _speedups.b64_runs(text, least) == large_streams._py_b64_runs(text, least)
     with pytest.raises(TypeError, match="members"):
         _speedups.members(bytearray(text))  # type: ignore[arg-type]
+
+
+_WINDOW_BITS = st.sampled_from(
+    [KEY[:9], KEY[9:30], KEY[30:], "Bearer ", "sk-test-", "ghp_", "AKIA", "x" * 20, " ", "\n", "é", "\ufffd"]
+    + [
+        "%2F",
+        "&amp;",
+        "\\u0041",
+        "password=",
+        "https://u:p@h/?token=",
+        base64.b64encode(KEY.encode()).decode(),
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_WINDOW_BITS.map(str.encode), max_size=30), st.sampled_from([b"data", b"content"]))
+def test_a_window_scanned_from_its_own_bytes_finds_what_its_text_finds(
+    parts: list[bytes], name: bytes
+) -> None:
+    """A reassembled window of ASCII text is searched in its joined bytes, not in its text encoded
+    again: the findings are the same as from the text (and a window of other text is encoded)."""
+    fast, slow = _Scan(0), _Scan(0)
+    large_streams._joined(functools.partial(fast.text, "response.body"), "", name, parts)
+    large_streams._joined(
+        lambda text, where, depth, raw=None: slow.text("response.body", text, where, depth), "", name, parts
+    )
+    assert fast.found == slow.found
 
 
 def _plain_split(key: str, filler: bytes) -> bytes:

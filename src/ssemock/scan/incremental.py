@@ -18,6 +18,7 @@ recording's own bytes (one segment joined at a time).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -107,9 +108,7 @@ class BodyScan:
         if self._walk is not None and self._size > _DEEP_MAX:  # too large to walk: the large-stream pass
             self._walk = self._decoder = None
             self._plain = []
-            self._stream = LargeStream(
-                "", lambda text, where, depth: self._large.text(_FIELD, text, where, depth)
-            )
+            self._stream = LargeStream("", functools.partial(self._large.text, _FIELD))
             kept, self._kept = self._kept, []
             if self._so_far is not None:  # the pieces before this one
                 body = self._so_far()

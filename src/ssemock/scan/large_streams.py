@@ -18,6 +18,7 @@ import functools
 import json
 import re
 from collections.abc import Callable
+from typing import Protocol
 
 from ..framing.accelerator import b64_runs as _c_b64_runs
 from ..framing.accelerator import data_lines as _c_data_lines
@@ -27,8 +28,13 @@ from .segment_plans import SegmentPlans, members
 
 __all__ = ["LargeStream", "TextScan", "large_stream", "segment_end"]
 
-TextScan = Callable[[str, str, int], None]
-"""The scan of a decoded form: (its text, where it is in the field, its depth of decoding)."""
+
+class TextScan(Protocol):
+    """The scan of a decoded form: (its text, where it is in the field, its depth of decoding), and
+    the UTF-8 bytes the text is, when they are at hand (``raw``: the scan need not encode it)."""
+
+    def __call__(self, text: str, where: str, depth: int, *, raw: bytes | None = None) -> None: ...
+
 
 _TEXT_DATA_LINE = re.compile(rb"^data: ?+(?![{\[])([^\r\n]*)", re.M)  # the data of a non-JSON event
 _JSON_DATA = (b"data: {", b"data: [", b"data:{", b"data:[")
@@ -184,8 +190,10 @@ def _text_data(segment: bytes) -> bool:
 
 def _joined(text: TextScan, path: str, name: bytes, parts: list[bytes]) -> None:
     joined = b"".join(parts)
+    raw = None
     if name == b"data" or b"\\" not in joined:
         whole = joined.decode("utf-8", "replace")
+        raw = joined if whole.isascii() else None  # the text is these very bytes: not encoded again
     else:  # the JSON escapes undone: json's scanner (orjson takes about 13x a long string's size)
         try:
             whole = json.loads(b'"' + joined + b'"')
@@ -193,4 +201,4 @@ def _joined(text: TextScan, path: str, name: bytes, parts: list[bytes]) -> None:
             return
         if b"\\ud" in joined or b"\\uD" in joined:  # a surrogate escaped: none left alone
             whole = whole.encode("utf-8", "replace").decode("utf-8")
-    text(whole, f"{path} reassembled {name.decode('ascii')}".strip(), 2)
+    text(whole, f"{path} reassembled {name.decode('ascii')}".strip(), 2, raw=raw)

@@ -134,14 +134,24 @@ class _Scan:
     # -- text in any form -----------------------------------------------------------------------
 
     def text(
-        self, field: str, text: str, path: str, depth: int, shapes: bool = True, key: str | None = None
+        self,
+        field: str,
+        text: str,
+        path: str,
+        depth: int,
+        shapes: bool = True,
+        key: str | None = None,
+        *,
+        raw: bytes | None = None,
     ) -> None:
         """Scan ``text``, a decoded form of (part of) a field: shapes, then what it decodes to --
         JSON (credential-named keys, nested JSON), form and URL parameters, base64 text. ``key``:
         the piece key of a collected string (a streamed delta): the strings of JSON it decodes to
-        (a base64 payload's event) are collected too, under keys that extend it."""
+        (a base64 payload's event) are collected too, under keys that extend it. ``raw``: the
+        UTF-8 bytes ``text`` was decoded from, when the caller has them (a reassembled window of
+        a large stream: the searches then read them, no encoded copy made)."""
         if shapes:
-            for s in scan(text):
+            for s in scan(text, raw=raw):
                 self.add(field, s.what, text[s.start : s.end], s.preview, path)
         parsed = _json_or_none(text) if depth < _DEPTH else _NOT_JSON
         if parsed is not _NOT_JSON:
@@ -150,7 +160,7 @@ class _Scan:
             self.prefix, self.collect = state
             return
         self.named(field, text, path)
-        if depth < _DEPTH and len(text) <= _WHOLE * 16 and has_b64_run(text):
+        if depth < _DEPTH and len(text) <= _WHOLE * 16 and has_b64_run(text, raw):
             whole = text.strip()
             for run in set(B64_RUN.findall(text)) - (self.runs if key is None else set()):
                 self.runs.add(run)
