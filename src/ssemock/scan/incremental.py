@@ -89,12 +89,15 @@ class BodyScan:
             self._size += len(data)
             self._line.append(data)
             self._line_size += len(data)
-            if self._line_size >= _STEP and b"\n" in data:
-                line = b"".join(self._line)
-                end = line.rfind(b"\n") + 1
-                rest = line[end:]
-                self._line, self._line_size = ([rest] if rest else []), len(rest)
-                self._piece(line[:end] if rest else line)
+            if self._line_size >= _STEP and b"\n" in data:  # cut after the last newline: in data
+                end = data.rfind(b"\n") + 1
+                line = self._line
+                if end < len(data):
+                    line[-1] = data[:end]
+                    self._line, self._line_size = [data[end:]], len(data) - end
+                else:
+                    self._line, self._line_size = [], 0
+                self._piece(b"".join(line))  # (one piece joined is that piece, no copy)
         except Exception:  # never fail a recording: the save scans the body as a whole instead
             self.broken = True
 
@@ -142,18 +145,33 @@ class BodyScan:
             self._cut(final=False)
 
     def _cut(self, final: bool) -> None:
+        """Hand the stream each whole segment of the pieces held (the last one too when ``final``),
+        each joined once from the pieces it spans (a piece it ends in split there)."""
         assert self._stream is not None
-        segment = b"".join(self._segment)
-        pos = 0
-        while pos < len(segment):
-            end = segment.find(b"\n", pos + _SEGMENT)
-            if end < 0 and not final:
+        pieces = self._segment
+        while pieces:
+            at = 0  # where pieces[k] starts in the segment
+            for k, piece in enumerate(pieces):
+                if at + len(piece) > _SEGMENT:  # a newline _SEGMENT bytes on or later ends it
+                    nl = piece.find(b"\n", max(0, _SEGMENT - at))
+                    if nl >= 0:
+                        break
+                at += len(piece)
+            else:  # none: the segment runs on into pieces still to come, or to the body's end
+                if final:
+                    segment = b"".join(pieces)
+                    self._stream.segment(segment, 0, len(segment))
+                    pieces = []
                 break
-            end = len(segment) if end < 0 else end + 1
-            self._stream.segment(segment, pos, end)
-            pos = end
-        rest = segment[pos:]
-        self._segment, self._segment_size = ([rest] if rest else []), len(rest)
+            end = nl + 1
+            head, rest = pieces[: k + 1], pieces[k + 1 :]
+            if end < len(piece):
+                head[-1] = piece[:end]
+                rest.insert(0, piece[end:])
+            segment = b"".join(head)
+            self._stream.segment(segment, 0, len(segment))
+            pieces = rest
+        self._segment, self._segment_size = pieces, sum(map(len, pieces))
 
     def findings(self, response: Any) -> list[Finding] | None:
         """What the scan at save finds in ``response``'s body (as interaction 0), or None: not the
