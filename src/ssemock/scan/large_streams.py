@@ -52,7 +52,8 @@ class _Join:
     `_WINDOW` bytes, each window starting with the last pieces of the one before (at least
     `_OVERLAP` bytes), so that a secret split across pieces is whole in some window. Only a
     join of two pieces or more is scanned (one piece was scanned where it is stored). A segment's
-    pieces are kept joined (a piece of a few bytes costs about 50 more as a bytes object in a list)."""
+    small pieces are kept joined (a piece of a few bytes costs about 50 more as a bytes object in a
+    list); large ones as they are (a join would copy them once more)."""
 
     def __init__(self, scan: Callable[[list[bytes]], None]) -> None:
         self._scan = scan
@@ -66,9 +67,12 @@ class _Join:
         """The pieces of one segment, in order."""
         if not pieces:
             return
-        block = b"".join(pieces)
-        self._blocks.append(block)
-        self._size += len(block)
+        size = sum(map(len, pieces))
+        if len(pieces) << 10 <= size:  # pieces of a KiB or more on average: held as they are (no copy)
+            self._blocks += pieces
+        else:
+            self._blocks.append(b"".join(pieces))
+        self._size += size
         self._held += len(pieces)
         self._count += len(pieces)
         tail, size = [], 0
