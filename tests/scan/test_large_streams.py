@@ -6,7 +6,6 @@ code gives (issue 48)."""
 from __future__ import annotations
 
 import base64
-import functools
 import json
 
 import pytest
@@ -128,7 +127,7 @@ def test_a_window_scanned_from_its_own_bytes_finds_what_its_text_finds(
     """A reassembled window of ASCII text is searched in its joined bytes, not in its text encoded
     again: the findings are the same as from the text (and a window of other text is encoded)."""
     fast, slow = _Scan(0), _Scan(0)
-    large_streams._joined(functools.partial(fast.text, "response.body"), "", name, parts)
+    large_streams._joined(large_streams.text_scan(fast, "response.body"), "", name, parts)
     large_streams._joined(
         lambda text, where, depth, raw=None: slow.text("response.body", text, where, depth), "", name, parts
     )

@@ -18,7 +18,6 @@ recording's own bytes (one segment joined at a time).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +25,7 @@ from .. import framing
 from . import incremental_framings
 from .credential_shapes import find_hits
 from .fields import word_hits
-from .large_streams import _SEGMENT, LargeStream
+from .large_streams import _SEGMENT, LargeStream, text_scan
 from .prescanned import scanned_as_recorded
 from .walk import _DEEP_MAX, Finding, _Scan, wide_charset
 
@@ -111,7 +110,7 @@ class BodyScan:
         if self._walk is not None and self._size > _DEEP_MAX:  # too large to walk: the large-stream pass
             self._walk = self._decoder = None
             self._plain = []
-            self._stream = LargeStream("", functools.partial(self._large.text, _FIELD))
+            self._stream = LargeStream("", text_scan(self._large, _FIELD))
             kept, self._kept = self._kept, []
             if self._so_far is not None:  # the pieces before this one
                 body = self._so_far()
@@ -151,7 +150,8 @@ class BodyScan:
         pieces = self._segment
         while pieces:
             at = 0  # where pieces[k] starts in the segment
-            for k, piece in enumerate(pieces):
+            for k in range(len(pieces)):  # k: the piece the segment ends in, after the loop
+                piece = pieces[k]
                 if at + len(piece) > _SEGMENT:  # a newline _SEGMENT bytes on or later ends it
                     nl = piece.find(b"\n", max(0, _SEGMENT - at))
                     if nl >= 0:

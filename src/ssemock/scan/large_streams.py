@@ -23,10 +23,10 @@ from typing import Protocol
 from ..framing.accelerator import b64_runs as _c_b64_runs
 from ..framing.accelerator import data_lines as _c_data_lines
 from ..framing.accelerator import members as _c_members
-from .credential_shapes import base64_text
+from .credential_shapes import base64_text, scan
 from .segment_plans import SegmentPlans, members
 
-__all__ = ["LargeStream", "TextScan", "large_stream", "segment_end"]
+__all__ = ["LargeStream", "TextScan", "TextWalker", "large_stream", "segment_end", "text_scan"]
 
 
 class TextScan(Protocol):
@@ -34,6 +34,26 @@ class TextScan(Protocol):
     the UTF-8 bytes the text is, when they are at hand (``raw``: the scan need not encode it)."""
 
     def __call__(self, text: str, where: str, depth: int, *, raw: bytes | None = None) -> None: ...
+
+
+class TextWalker(Protocol):
+    """What scans a large stream's windows (`ssemock.scan.walk._Scan`)."""
+
+    def text(self, field: str, text: str, path: str, depth: int, shapes: bool = True) -> None: ...
+
+    def add(self, field: str, rule: str, value: str | bytes, preview: str, path: str = "") -> None: ...
+
+
+def text_scan(walker: TextWalker, field: str) -> TextScan:
+    """``walker``'s scan of the decoded forms of ``field``: the shapes searched in ``raw`` when
+    given (a window of ASCII text: the bytes it was joined into), then the rest of the scan."""
+
+    def scan_text(text: str, where: str, depth: int, *, raw: bytes | None = None) -> None:
+        for s in scan(text, raw=raw):
+            walker.add(field, s.what, text[s.start : s.end], s.preview, where)
+        walker.text(field, text, where, depth, shapes=False)
+
+    return scan_text
 
 
 _TEXT_DATA_LINE = re.compile(rb"^data: ?+(?![{\[])([^\r\n]*)", re.M)  # the data of a non-JSON event

@@ -50,7 +50,7 @@ from .fields import (
 )
 from .findings import Finding, first_per_place
 from .grpc_calls import scan_call
-from .large_streams import large_stream
+from .large_streams import large_stream, text_scan
 from .messages import value_shape
 from .model_content import exempt, generated, path_keys, prose_words, raw_exempt
 from .prescanned import prescanned, prescanned_messages
@@ -134,24 +134,14 @@ class _Scan:
     # -- text in any form -----------------------------------------------------------------------
 
     def text(
-        self,
-        field: str,
-        text: str,
-        path: str,
-        depth: int,
-        shapes: bool = True,
-        key: str | None = None,
-        *,
-        raw: bytes | None = None,
+        self, field: str, text: str, path: str, depth: int, shapes: bool = True, key: str | None = None
     ) -> None:
         """Scan ``text``, a decoded form of (part of) a field: shapes, then what it decodes to --
         JSON (credential-named keys, nested JSON), form and URL parameters, base64 text. ``key``:
         the piece key of a collected string (a streamed delta): the strings of JSON it decodes to
-        (a base64 payload's event) are collected too, under keys that extend it. ``raw``: the
-        UTF-8 bytes ``text`` was decoded from, when the caller has them (a reassembled window of
-        a large stream: the searches then read them, no encoded copy made)."""
+        (a base64 payload's event) are collected too, under keys that extend it."""
         if shapes:
-            for s in scan(text, raw=raw):
+            for s in scan(text):
                 self.add(field, s.what, text[s.start : s.end], s.preview, path)
         parsed = _json_or_none(text) if depth < _DEPTH else _NOT_JSON
         if parsed is not _NOT_JSON:
@@ -160,7 +150,7 @@ class _Scan:
             self.prefix, self.collect = state
             return
         self.named(field, text, path)
-        if depth < _DEPTH and len(text) <= _WHOLE * 16 and has_b64_run(text, raw):
+        if depth < _DEPTH and len(text) <= _WHOLE * 16 and has_b64_run(text):
             whole = text.strip()
             for run in set(B64_RUN.findall(text)) - (self.runs if key is None else set()):
                 self.runs.add(run)
@@ -385,7 +375,7 @@ class _Scan:
 
     def members(self, field: str, body: bytes, path: str) -> None:
         """A stream too large to walk event by event: `ssemock.scan.large_streams.large_stream`."""
-        large_stream(body, path, functools.partial(self.text, field))
+        large_stream(body, path, text_scan(self, field))
 
     def multipart(self, field: str, body: bytes, content_type: str, path: str) -> None:
         m = re.search(r'boundary="?([^";]+)"?', content_type, re.I)
