@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -100,7 +101,7 @@ def test_the_accelerator_finds_the_members_and_base64_runs_the_regex_finds(text:
         groups.setdefault(name, []).append(value)
     assert _speedups.members(text) == groups == members(text)
     assert list(_speedups.members(text)) == list(groups)  # the names in the order first met
-    for least in (0, 1, 2, 16):
+    for least in (0, 1, 2, 16, sys.maxsize):
         assert _speedups.b64_runs(text, least) == large_streams._py_b64_runs(text, least)
     with pytest.raises(TypeError, match="members"):
         _speedups.members(bytearray(text))  # type: ignore[arg-type]

@@ -536,7 +536,7 @@ b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     /* A run of `least` bytes or more starting at i or later holds the byte at i + least - 1: that
      * byte is looked at first, and where it is no base64 byte the search jumps past it (the
      * byte before i is never a base64 byte, so a run found starts at i or later). */
-    while (i + least <= n) {
+    while (n - i >= least) { /* (not i + least: a huge least would overflow) */
         Py_ssize_t probe = i + least - 1;
         if (!b64_byte[base[probe]]) {
             i = probe + 1;
