@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import itertools
 import json
 import random
 from collections.abc import AsyncIterator
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from starlette.applications import Starlette
 from starlette.requests import Request as StarletteRequest
@@ -23,7 +24,7 @@ from starlette.routing import Route
 import ssemock
 from ssemock.commands.loopback import running
 from ssemock.framing import _speedups
-from ssemock.scan import fields, findings, walk
+from ssemock.scan import fields, findings, incremental, large_streams, walk
 from ssemock.scan.incremental import BodyScan
 from ssemock.scan.walk import scan_interaction
 from ssemock.store.cassette import Interaction, Request, Response
@@ -227,3 +228,59 @@ def test_the_scan_as_it_arrives_finds_the_same_with_and_without_the_accelerator(
     assert fast is not None and pure is not None
     assert [str(f) for f in fast] == [str(f) for f in pure]
     assert fast, f"{form}: not found"
+
+
+class _Segments:
+    """A stand-in for the large-stream pass: the segments it is handed, as bytes."""
+
+    def __init__(self, path: str, text: object) -> None:
+        self.got: list[bytes] = []
+
+    def segment(self, body: bytes, pos: int, end: int) -> None:
+        self.got.append(body[pos:end])
+
+    def close(self) -> None:
+        pass
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [b"data: x\n\n", b"data: " + b"y" * 300 + b"\n\n", b"z" * 700, b"\n", b"\n" * 7, b"ab\n"]
+        ),
+        max_size=120,
+    ),
+    st.lists(st.integers(1, 2_000), min_size=1, max_size=50),
+    st.booleans(),
+)
+@example([b"a" * 499 + b"\n", b"b" * 600 + b"\n"], [100], False)  # a newline right at the segment size
+def test_a_large_stream_fed_in_any_pieces_is_cut_where_the_whole_body_is_cut(
+    events: list[bytes], sizes: list[int], so_far: bool
+) -> None:
+    """The segments the recording hands the large-stream pass, each joined once from the pieces it
+    spans, are those `segment_end` cuts the whole body into (windows and plans depend on them)."""
+    body = b"data: " + b"w" * 2_100 + b"\n\n" + b"".join(events)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(incremental, "_DEEP_MAX", 2_000)  # small sizes: a large stream of a few KB
+        m.setattr(incremental, "_STEP", 64)
+        m.setattr(incremental, "_SEGMENT", 500)
+        m.setattr(large_streams, "_SEGMENT", 500)
+        m.setattr(incremental, "LargeStream", _Segments)
+        pos = 0
+        scan = BodyScan("text/event-stream", (lambda: body[:pos]) if so_far else None)
+        for n in itertools.cycle(sizes):
+            if pos >= len(body):
+                break
+            scan.feed(body[pos : pos + n])
+            pos += n
+        stream = scan._stream
+        response = Response(200, [("content-type", "text/event-stream")], body, [len(body)], [0.0])
+        assert scan.findings(response) is not None
+        cuts, at = [], 0
+        while at < len(body):
+            end = large_streams.segment_end(body, at)
+            cuts.append(body[at:end])
+            at = end
+    assert isinstance(stream, _Segments)
+    assert stream.got == cuts

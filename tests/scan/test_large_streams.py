@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -16,7 +17,8 @@ from ssemock import Cassette
 from ssemock.framing import _speedups
 from ssemock.scan import large_streams
 from ssemock.scan.large_streams import _SEGMENT
-from ssemock.scan.walk import _DEEP_MAX, scan_cassette
+from ssemock.scan.segment_plans import STRING_MEMBER, members
+from ssemock.scan.walk import _DEEP_MAX, _Scan, scan_cassette
 
 KEY = "sk-ant-api03-" + "Q1w2E3r4T5y6U7i8O9p0" * 3
 
@@ -78,6 +80,61 @@ def test_the_accelerator_finds_the_data_lines_and_base64_runs_the_pure_code_find
         _speedups.b64_runs(segment, "16")  # type: ignore[arg-type]
 
 
+_MEMBER_BITS = st.sampled_from(
+    [b'"', b'"id"', b'"content"', b'"a-b"', b'"' + b"n" * 40 + b'"', b'"' + b"n" * 41 + b'"', b":", b" : "]
+    + [b'"v"', b"\\", b'\\"', b"\\\n", b"\\u00e9", b"\t", b"\x0b", b"\x0c", b"\r", b"\n", b" "]
+    + [b"{", b"}", b",", b"[", b"]", b"1.5e3", b"null", b"x", b"Q1w2E3r4T5y6U7i8", b"abcdefghijklmnopq"]
+    + [b"+/", b"_-", b"\xc3\xa9", b"\xff", b"\x00", b"data: ", KEY.encode()]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_MEMBER_BITS, max_size=40).map(b"".join))
+def test_the_accelerator_finds_the_members_and_base64_runs_the_regex_finds(text: bytes) -> None:
+    """The C members pass gives each name's values as the member regex finds them (names of 1-40
+    name bytes, whitespace around the colon, escapes, an escaped newline ending no string, a
+    failed match resumed at the next quote), and the base64 runs' skipping search what the
+    split finds, on text full of quotes and short runs."""
+    assert large_streams._members is _speedups.members
+    groups: dict[bytes, list[bytes]] = {}
+    for name, value in STRING_MEMBER.findall(text):
+        groups.setdefault(name, []).append(value)
+    assert _speedups.members(text) == groups == members(text)
+    assert list(_speedups.members(text)) == list(groups)  # the names in the order first met
+    for least in (0, 1, 2, 16, sys.maxsize):
+        assert _speedups.b64_runs(text, least) == large_streams._py_b64_runs(text, least)
+    with pytest.raises(TypeError, match="members"):
+        _speedups.members(bytearray(text))  # type: ignore[arg-type]
+
+
+_WINDOW_BITS = st.sampled_from(
+    [KEY[:9], KEY[9:30], KEY[30:], "Bearer ", "sk-test-", "ghp_", "AKIA", "x" * 20, " ", "\n", "é", "\ufffd"]
+    + [
+        "%2F",
+        "&amp;",
+        "\\u0041",
+        "password=",
+        "https://u:p@h/?token=",
+        base64.b64encode(KEY.encode()).decode(),
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_WINDOW_BITS.map(str.encode), max_size=30), st.sampled_from([b"data", b"content"]))
+def test_a_window_scanned_from_its_own_bytes_finds_what_its_text_finds(
+    parts: list[bytes], name: bytes
+) -> None:
+    """A reassembled window of ASCII text is searched in its joined bytes, not in its text encoded
+    again: the findings are the same as from the text (and a window of other text is encoded)."""
+    fast, slow = _Scan(0), _Scan(0)
+    large_streams._joined(large_streams.text_scan(fast, "response.body"), "", name, parts)
+    large_streams._joined(
+        lambda text, where, depth, raw=None: slow.text("response.body", text, where, depth), "", name, parts
+    )
+    assert fast.found == slow.found
+
+
 def _plain_split(key: str, filler: bytes) -> bytes:
     """A key streamed one character per non-JSON event, after a large stream's worth of filler."""
     head = filler * ((_DEEP_MAX + _SEGMENT) // len(filler))
@@ -87,8 +144,13 @@ def _plain_split(key: str, filler: bytes) -> bytes:
 @pytest.mark.parametrize("form", ["split", "base64"])
 @pytest.mark.parametrize(
     "filler",
-    [b"data: plain text, no JSON\n\n", _delta("word and more"), b": ping\n\n"],
-    ids=["text", "json", "comment"],
+    [
+        b"data: plain text, no JSON\n\n",
+        _delta("word and more"),
+        b": ping\n\n",
+        b'data: {"id":"chatcmpl-9ZbTest0000","model":"m","choices":[{"delta":{"content":"word"}}]}\n\n',
+    ],
+    ids=["text", "json", "comment", "members"],
 )
 def test_a_large_stream_gives_the_same_findings_with_and_without_the_accelerator(
     monkeypatch: pytest.MonkeyPatch, filler: bytes, form: str
@@ -104,6 +166,7 @@ def test_a_large_stream_gives_the_same_findings_with_and_without_the_accelerator
     with monkeypatch.context() as m:
         m.setattr(large_streams, "_data_lines", large_streams._py_data_lines)
         m.setattr(large_streams, "_b64_runs", large_streams._py_b64_runs)
+        m.setattr(large_streams, "_members", members)
         pure = _found(body)
     assert fast == pure
     assert fast, "the key was not found"

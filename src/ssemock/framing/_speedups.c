@@ -1,5 +1,5 @@
-/* Optional accelerator for ssemock.sse and ssemock.cassette: four hot loops in C, each beside
- * a pure-Python reference that gives the same results (the tests check each against it).
+/* Optional accelerator for ssemock.sse, ssemock.cassette and the secret scan: hot loops in C,
+ * each beside a pure-Python reference that gives the same results (the tests check each against it).
  *
  * ssemock.sse._py_blocks is the reference of blocks(): on a chunk without CR this computes
  * exactly what it does, and also takes CRLF-ended blocks (the pure code leaves a chunk with a
@@ -47,7 +47,17 @@
  *   `least` bytes long and holding both an upper- and a lower-case letter (base64 of text mixes
  *   cases: the only runs the scan decodes), for the same scan: what {r for r in
  *   data.translate(table).split() if len(r) >= least and mixed(r)} gives with every other byte
- *   made a space, without the translated copy (nor a bytes object for a run of one case).
+ *   made a space, without the translated copy (nor a bytes object for a run of one case); a run
+ *   of `least` bytes holds the byte `least` - 1 on from where it could start, so most bytes of
+ *   text of short runs (JSON) are never looked at.
+ *
+ * members(text) -> dict[bytes, list[bytes]]
+ *   The values of text's string members per member name, in text order: what grouping
+ *   ssemock.scan.segment_plans.STRING_MEMBER.findall(text) by name gives (a name of 1-40 bytes
+ *   of [A-Za-z0-9_] in quotes, whitespace, a colon, whitespace, a quoted string whose backslash
+ *   escapes each take the next byte but a newline; after a failed match the search goes on at
+ *   the next quote), for the large-stream scan: in one pass from quote to quote (memchr), a name
+ *   met lately costing no new object, where the regex and a Python step per member cost ~8x.
  *
  * words(data, words) -> list[tuple[int, int]]
  *   (start, end) of every occurrence of each of `words` (lower-case ASCII bytes, each at least three
@@ -520,18 +530,43 @@ b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (out == NULL) {
         return NULL;
     }
-    while (i < n) {
-        while (i < n && !b64_byte[base[i]]) {
-            i++;
+    if (least < 1) {
+        least = 1; /* a run has a byte at least */
+    }
+    /* A run of `least` bytes or more starting at i or later holds the byte at i + least - 1: that
+     * byte is looked at first, and where it is no base64 byte the search jumps past it (the
+     * byte before i is never a base64 byte, so a run found starts at i or later). */
+    while (n - i >= least) { /* (not i + least: a huge least would overflow) */
+        Py_ssize_t probe = i + least - 1;
+        if (!b64_byte[base[probe]]) {
+            i = probe + 1;
+            continue;
         }
-        Py_ssize_t start = i;
+        Py_ssize_t start = probe, end = probe;
+        while (start > i && b64_byte[base[start - 1]]) {
+            start--;
+        }
         unsigned int kinds = 0;
-        while (i < n && b64_byte[base[i]]) {
-            kinds |= b64_byte[base[i]];
-            i++;
+        while (end + 8 <= n) { /* eight bytes a step while they all are base64 (a long run) */
+            const unsigned char *e = base + end;
+            unsigned int all = b64_byte[e[0]] & b64_byte[e[1]] & b64_byte[e[2]] & b64_byte[e[3]] &
+                               b64_byte[e[4]] & b64_byte[e[5]] & b64_byte[e[6]] & b64_byte[e[7]];
+            if (!all) {
+                break;
+            }
+            kinds |= b64_byte[e[0]] | b64_byte[e[1]] | b64_byte[e[2]] | b64_byte[e[3]] | b64_byte[e[4]] |
+                     b64_byte[e[5]] | b64_byte[e[6]] | b64_byte[e[7]];
+            end += 8;
         }
-        if (i > start && i - start >= least && kinds == 7) {
-            PyObject *run = PyBytes_FromStringAndSize((const char *)base + start, i - start);
+        while (end < n && b64_byte[base[end]]) {
+            kinds |= b64_byte[base[end]];
+            end++;
+        }
+        for (Py_ssize_t k = start; k < probe && kinds != 7; k++) {
+            kinds |= b64_byte[base[k]];
+        }
+        if (end - start >= least && kinds == 7) {
+            PyObject *run = PyBytes_FromStringAndSize((const char *)base + start, end - start);
             if (run == NULL || PySet_Add(out, run) < 0) {
                 Py_XDECREF(run);
                 Py_DECREF(out);
@@ -539,8 +574,154 @@ b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             }
             Py_DECREF(run);
         }
+        i = end + 1;
     }
     return out;
+}
+
+/* -- members(): the string members of a JSON text, per name ---------------------------------- */
+
+static unsigned char name_byte[256]; /* [A-Za-z0-9_] */
+static unsigned char plain_byte[256]; /* neither '"' nor '\\' */
+
+static void
+init_member_bytes(void)
+{
+    for (int c = 0; c < 256; c++) {
+        name_byte[c] = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+        plain_byte[c] = c != '"' && c != '\\';
+    }
+}
+
+static int
+space_byte(unsigned char c) /* the regex module's \s in a bytes pattern */
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+#define NAMES_SEEN 16
+
+/* The member at the quote at q (a name of 1 to 40 name bytes in quotes, a colon, a string with
+ * its backslash escapes, no escaped newline: STRING_MEMBER's match), or 0; its name and value
+ * spans then set, and where the match ends. */
+static int
+member_at(const unsigned char *d, Py_ssize_t n, Py_ssize_t q, Py_ssize_t span[4], Py_ssize_t *after)
+{
+    Py_ssize_t i = q + 1, j = i;
+    while (j < n && j - i <= 40 && name_byte[d[j]]) {
+        j++;
+    }
+    if (j == i || j - i > 40 || j >= n || d[j] != '"') {
+        return 0;
+    }
+    Py_ssize_t k = j + 1;
+    while (k < n && space_byte(d[k])) {
+        k++;
+    }
+    if (k >= n || d[k] != ':') {
+        return 0;
+    }
+    k++;
+    while (k < n && space_byte(d[k])) {
+        k++;
+    }
+    if (k >= n || d[k] != '"') {
+        return 0;
+    }
+    Py_ssize_t v = k + 1, m = v;
+    for (;;) {
+        while (m < n && plain_byte[d[m]]) {
+            m++;
+        }
+        if (m + 1 < n && d[m] == '\\' && d[m + 1] != '\n') {
+            m += 2;
+            continue;
+        }
+        break;
+    }
+    if (m >= n || d[m] != '"') {
+        return 0;
+    }
+    span[0] = i, span[1] = j, span[2] = v, span[3] = m;
+    *after = m + 1;
+    return 1;
+}
+
+/* The lists of the names met last, so that most members cost no name object and no dict lookup. */
+typedef struct {
+    const unsigned char *name;
+    Py_ssize_t size;
+    PyObject *list; /* borrowed from the dict */
+} Seen;
+
+static PyObject *
+members(PyObject *module, PyObject *text)
+{
+    if (!PyBytes_CheckExact(text)) {
+        PyErr_SetString(PyExc_TypeError, "members(text: bytes)");
+        return NULL;
+    }
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(text);
+    Py_ssize_t n = PyBytes_GET_SIZE(text), p = 0, span[4], after;
+    Seen seen[NAMES_SEEN];
+    int count = 0, next = 0;
+    PyObject *out = PyDict_New();
+    if (out == NULL) {
+        return NULL;
+    }
+    while (p < n) {
+        const unsigned char *quote = memchr(d + p, '"', n - p);
+        if (quote == NULL) {
+            break;
+        }
+        Py_ssize_t q = quote - d;
+        if (!member_at(d, n, q, span, &after)) {
+            p = q + 1;
+            continue;
+        }
+        p = after;
+        Py_ssize_t size = span[1] - span[0];
+        PyObject *list = NULL;
+        for (int s = 0; s < count; s++) {
+            if (seen[s].size == size && memcmp(seen[s].name, d + span[0], size) == 0) {
+                list = seen[s].list;
+                break;
+            }
+        }
+        if (list == NULL) {
+            PyObject *name = PyBytes_FromStringAndSize((const char *)d + span[0], size);
+            if (name == NULL) {
+                goto fail;
+            }
+            list = PyDict_GetItemWithError(out, name);
+            if (list == NULL) {
+                if (PyErr_Occurred() || (list = PyList_New(0)) == NULL) {
+                    Py_DECREF(name);
+                    goto fail;
+                }
+                int r = PyDict_SetItem(out, name, list);
+                Py_DECREF(list); /* the dict holds it */
+                if (r < 0) {
+                    Py_DECREF(name);
+                    goto fail;
+                }
+            }
+            Py_DECREF(name);
+            seen[next] = (Seen){d + span[0], size, list};
+            next = (next + 1) % NAMES_SEEN;
+            count += count < NAMES_SEEN;
+        }
+        PyObject *value = PyBytes_FromStringAndSize((const char *)d + span[2], span[3] - span[2]);
+        if (value == NULL || PyList_Append(list, value) < 0) {
+            Py_XDECREF(value);
+            goto fail;
+        }
+        Py_DECREF(value);
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
 }
 
 /* -- blocks(): whole simple blocks ------------------------------------------------------------ */
@@ -757,41 +938,38 @@ add_hit(PyObject *out, Py_ssize_t start, Py_ssize_t end)
     return r;
 }
 
-/* Every word is at least 3 bytes, so a word starting at s holds the byte pair at s (its first
- * two bytes) when s is even and the pair at s + 1 (its second and third) when s is odd: only the
- * pairs at even offsets are looked up, in a bitmap of both kinds of pair; a pair found is checked
- * as the start of a word one byte back (odd) and then here (even): the hits come sorted. */
-static PyObject *
-words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 2 || !PyBytes_CheckExact(args[0]) || !PyTuple_CheckExact(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "words(data: bytes, words: tuple[bytes, ...])");
-        return NULL;
-    }
-    Py_ssize_t count = PyTuple_GET_SIZE(args[1]);
-    if (count > MAX_WORDS) {
-        PyErr_SetString(PyExc_ValueError, "words(): at most 64 words");
-        return NULL;
-    }
+/* The words asked for, sorted by length, and the bitmap of their pairs. */
+typedef struct {
+    Py_ssize_t count;
     const unsigned char *word[MAX_WORDS];
     Py_ssize_t size[MAX_WORDS];
-    unsigned char pair[65536 / 8], low[256];
-    memset(pair, 0, sizeof(pair));
-    for (int c = 0; c < 256; c++) {
-        low[c] = (unsigned char)((c >= 'A' && c <= 'Z') ? c + 32 : c);
+    unsigned char pair[65536 / 8];
+} Words;
+
+static int
+set_words(Words *words_of, PyObject *tuple)
+{
+    Py_ssize_t count = PyTuple_GET_SIZE(tuple);
+    if (count > MAX_WORDS) {
+        PyErr_SetString(PyExc_ValueError, "words(): at most 64 words");
+        return -1;
     }
+    const unsigned char **word = words_of->word;
+    Py_ssize_t *size = words_of->size;
+    unsigned char *pair = words_of->pair;
+    memset(pair, 0, sizeof(words_of->pair));
     for (Py_ssize_t i = 0; i < count; i++) { /* by length: the hits at one start come sorted */
-        PyObject *w = PyTuple_GET_ITEM(args[1], i);
+        PyObject *w = PyTuple_GET_ITEM(tuple, i);
         if (!PyBytes_CheckExact(w) || PyBytes_GET_SIZE(w) < 3) {
             PyErr_SetString(PyExc_TypeError, "words(): each word bytes of three or more");
-            return NULL;
+            return -1;
         }
         const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(w);
         Py_ssize_t n = PyBytes_GET_SIZE(w), j = i;
         for (Py_ssize_t k = 0; k < n; k++) {
             if (p[k] >= 'A' && p[k] <= 'Z') {
                 PyErr_SetString(PyExc_ValueError, "words(): each word lower-case");
-                return NULL;
+                return -1;
             }
         }
         while (j > 0 && size[j - 1] > n) {
@@ -801,11 +979,39 @@ words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         word[j] = p;
         size[j] = n;
-        for (int k = 0; k < 2; k++) {
-            unsigned int key = ((unsigned int)p[k] << 8) | p[k + 1];
-            pair[key >> 3] |= (unsigned char)(1u << (key & 7));
+        for (int k = 0; k < 2; k++) { /* the pair in every ASCII case: looked up as it stands */
+            for (int c = 0; c < 4; c++) {
+                unsigned int a = p[k], b = p[k + 1];
+                a = (c & 1) && a >= 'a' && a <= 'z' ? a - 32 : a;
+                b = (c & 2) && b >= 'a' && b <= 'z' ? b - 32 : b;
+                unsigned int key = (a << 8) | b;
+                pair[key >> 3] |= (unsigned char)(1u << (key & 7));
+            }
         }
     }
+    words_of->count = count;
+    return 0;
+}
+
+/* Every word is at least 3 bytes, so a word starting at s holds the byte pair at s (its first
+ * two bytes) when s is even and the pair at s + 1 (its second and third) when s is odd: only the
+ * pairs at even offsets are looked up, in a bitmap of both kinds of pair in every ASCII case (so
+ * the bytes are looked up as they stand, not lower-cased first); a pair found is checked
+ * as the start of a word one byte back (odd) and then here (even): the hits come sorted. */
+static PyObject *
+words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyBytes_CheckExact(args[0]) || !PyTuple_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "words(data: bytes, words: tuple[bytes, ...])");
+        return NULL;
+    }
+    Words words_of;
+    if (set_words(&words_of, args[1]) < 0) {
+        return NULL;
+    }
+    const unsigned char *const *word = words_of.word;
+    const Py_ssize_t *size = words_of.size, count = words_of.count;
+    const unsigned char *pair = words_of.pair;
     const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(args[0]);
     Py_ssize_t len = PyBytes_GET_SIZE(args[0]);
     PyObject *out = PyList_New(0);
@@ -813,7 +1019,7 @@ words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     for (Py_ssize_t j = 0; j + 1 < len; j += 2) {
-        unsigned int key = ((unsigned int)low[data[j]] << 8) | low[data[j + 1]];
+        unsigned int key = ((unsigned int)data[j] << 8) | data[j + 1];
         if (!(pair[key >> 3] & (1u << (key & 7)))) {
             continue;
         }
@@ -841,6 +1047,8 @@ static PyMethodDef methods[] = {
      "b64_runs(data, least) -> set[bytes]: the distinct mixed-case base64 runs of `least` bytes or more."},
     {"data_lines", data_lines, METH_O,
      "data_lines(segment) -> list[bytes]: the data of the SSE data lines whose value is not JSON."},
+    {"members", members, METH_O,
+     "members(text) -> dict[bytes, list[bytes]]: the string members' values per name, in text order."},
     {"words", (PyCFunction)(void (*)(void))words, METH_FASTCALL,
      "words(data, words) -> list[tuple[int, int]]: where each lower-case word stands, any case."},
     {"init", init, METH_O, "init(ServerSentEvent): the class whose slots blocks() fills."},
@@ -857,5 +1065,6 @@ PyInit__speedups(void)
 {
     init_json_escape();
     init_b64_byte();
+    init_member_bytes();
     return PyModule_Create(&module);
 }

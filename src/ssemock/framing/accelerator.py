@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import ModuleType
 
-__all__ = ["MODULE", "b64_runs", "data_lines", "escaped", "values", "words"]
+__all__ = ["MODULE", "b64_runs", "data_lines", "escaped", "members", "values", "words"]
 
 MODULE: ModuleType | None
 try:
@@ -23,5 +23,7 @@ data_lines: Callable[[bytes], list[bytes]] | None = getattr(MODULE, "data_lines"
 """The data of a segment's non-JSON SSE data lines, in one pass (`ssemock.scan.large_streams`)."""
 b64_runs: Callable[[bytes, int], set[bytes]] | None = getattr(MODULE, "b64_runs", None)
 """The distinct base64 runs of a segment that mix cases, in one pass (`ssemock.scan.large_streams`)."""
+members: Callable[[bytes], dict[bytes, list[bytes]]] | None = getattr(MODULE, "members", None)
+"""A segment's string members per name, in one pass (`ssemock.scan.large_streams`)."""
 words: Callable[[bytes, tuple[bytes, ...]], list[tuple[int, int]]] | None = getattr(MODULE, "words", None)
 """Where lower-case words stand in data, any case, in one pass (`ssemock.scan.fields.word_hits`)."""

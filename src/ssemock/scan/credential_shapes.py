@@ -383,12 +383,14 @@ def find_hits(data: bytes, at: int = 0) -> Hits:
     return anchors, escapes
 
 
-def scan(data: str | bytes, hits: Hits | None = None) -> list[Secret]:
+def scan(data: str | bytes, hits: Hits | None = None, raw: bytes | None = None) -> list[Secret]:
     """Every credential shape in ``data``, found as it is and with escapes undone (``hits``: what
-    `find_hits` gives for ``data``, when known: the searches are not run again).
+    `find_hits` gives for ``data``, when known: the searches are not run again; ``raw``: a str's
+    UTF-8 bytes, when the caller has them: it is not encoded again).
 
     Offsets are into ``data`` (characters for a str). Sorted by start; none overlap."""
-    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if raw is None:
+        raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     found = _scan_raw(raw, None if hits is None else hits[0])
     escapes = _find_escapes(raw) if hits is None else hits[1]
     if escapes:

@@ -25,7 +25,7 @@ from .. import framing
 from . import incremental_framings
 from .credential_shapes import find_hits
 from .fields import word_hits
-from .large_streams import _SEGMENT, LargeStream
+from .large_streams import _SEGMENT, LargeStream, text_scan
 from .prescanned import scanned_as_recorded
 from .walk import _DEEP_MAX, Finding, _Scan, wide_charset
 
@@ -88,12 +88,15 @@ class BodyScan:
             self._size += len(data)
             self._line.append(data)
             self._line_size += len(data)
-            if self._line_size >= _STEP and b"\n" in data:
-                line = b"".join(self._line)
-                end = line.rfind(b"\n") + 1
-                rest = line[end:]
-                self._line, self._line_size = ([rest] if rest else []), len(rest)
-                self._piece(line[:end] if rest else line)
+            if self._line_size >= _STEP and b"\n" in data:  # cut after the last newline: in data
+                end = data.rfind(b"\n") + 1
+                line = self._line
+                if end < len(data):
+                    line[-1] = data[:end]
+                    self._line, self._line_size = [data[end:]], len(data) - end
+                else:
+                    self._line, self._line_size = [], 0
+                self._piece(b"".join(line))  # (one piece joined is that piece, no copy)
         except Exception:  # never fail a recording: the save scans the body as a whole instead
             self.broken = True
 
@@ -107,9 +110,7 @@ class BodyScan:
         if self._walk is not None and self._size > _DEEP_MAX:  # too large to walk: the large-stream pass
             self._walk = self._decoder = None
             self._plain = []
-            self._stream = LargeStream(
-                "", lambda text, where, depth: self._large.text(_FIELD, text, where, depth)
-            )
+            self._stream = LargeStream("", text_scan(self._large, _FIELD))
             kept, self._kept = self._kept, []
             if self._so_far is not None:  # the pieces before this one
                 body = self._so_far()
@@ -143,18 +144,34 @@ class BodyScan:
             self._cut(final=False)
 
     def _cut(self, final: bool) -> None:
+        """Hand the stream each whole segment of the pieces held (the last one too when ``final``),
+        each joined once from the pieces it spans (a piece it ends in split there)."""
         assert self._stream is not None
-        segment = b"".join(self._segment)
-        pos = 0
-        while pos < len(segment):
-            end = segment.find(b"\n", pos + _SEGMENT)
-            if end < 0 and not final:
+        pieces = self._segment
+        while pieces:
+            at = 0  # where pieces[k] starts in the segment
+            for k in range(len(pieces)):  # k: the piece the segment ends in, after the loop
+                piece = pieces[k]
+                if at + len(piece) > _SEGMENT:  # a newline _SEGMENT bytes on or later ends it
+                    nl = piece.find(b"\n", max(0, _SEGMENT - at))
+                    if nl >= 0:
+                        break
+                at += len(piece)
+            else:  # none: the segment runs on into pieces still to come, or to the body's end
+                if final:
+                    segment = b"".join(pieces)
+                    self._stream.segment(segment, 0, len(segment))
+                    pieces = []
                 break
-            end = len(segment) if end < 0 else end + 1
-            self._stream.segment(segment, pos, end)
-            pos = end
-        rest = segment[pos:]
-        self._segment, self._segment_size = ([rest] if rest else []), len(rest)
+            end = nl + 1
+            head, rest = pieces[: k + 1], pieces[k + 1 :]
+            if end < len(piece):
+                head[-1] = piece[:end]
+                rest.insert(0, piece[end:])
+            segment = b"".join(head)
+            self._stream.segment(segment, 0, len(segment))
+            pieces = rest
+        self._segment, self._segment_size = pieces, sum(map(len, pieces))
 
     def findings(self, response: Any) -> list[Finding] | None:
         """What the scan at save finds in ``response``'s body (as interaction 0), or None: not the

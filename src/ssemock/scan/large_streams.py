@@ -4,8 +4,9 @@ Every JSON string member's values are joined per member name, the data of non-JS
 joined, and each join scanned a window at a time (about 1 MiB of whole pieces, each window
 starting with the one before's last pieces: a secret split across two windows is still whole in
 one), so memory stays bounded however large the stream; every base64 run is decoded once. Per
-segment of the body: one regex pass for the members (events of a repeated shape split by their
-plan, `ssemock.scan.segment_plans`; else every member found and grouped per name in one loop),
+segment of the body: one pass for the members (the accelerator's, from quote to quote; without it
+a regex: events of a repeated shape split by their plan, `ssemock.scan.segment_plans`, else every
+member found and grouped per name in one loop),
 the data lines that are not JSON (one C pass with the accelerator, else a count that skips the
 regex when every event's data is JSON), and a split of the base64
 runs (of the strings and the text between them, each once, where a plan read the segment).
@@ -17,16 +18,43 @@ import functools
 import json
 import re
 from collections.abc import Callable
+from typing import Protocol
 
 from ..framing.accelerator import b64_runs as _c_b64_runs
 from ..framing.accelerator import data_lines as _c_data_lines
-from .credential_shapes import base64_text
+from ..framing.accelerator import members as _c_members
+from .credential_shapes import base64_text, scan
 from .segment_plans import SegmentPlans, members
 
-__all__ = ["LargeStream", "TextScan", "large_stream", "segment_end"]
+__all__ = ["LargeStream", "TextScan", "TextWalker", "large_stream", "segment_end", "text_scan"]
 
-TextScan = Callable[[str, str, int], None]
-"""The scan of a decoded form: (its text, where it is in the field, its depth of decoding)."""
+
+class TextScan(Protocol):
+    """The scan of a decoded form: (its text, where it is in the field, its depth of decoding), and
+    the UTF-8 bytes the text is, when they are at hand (``raw``: the scan need not encode it)."""
+
+    def __call__(self, text: str, where: str, depth: int, *, raw: bytes | None = None) -> None: ...
+
+
+class TextWalker(Protocol):
+    """What scans a large stream's windows (`ssemock.scan.walk._Scan`)."""
+
+    def text(self, field: str, text: str, path: str, depth: int, shapes: bool = True) -> None: ...
+
+    def add(self, field: str, rule: str, value: str | bytes, preview: str, path: str = "") -> None: ...
+
+
+def text_scan(walker: TextWalker, field: str) -> TextScan:
+    """``walker``'s scan of the decoded forms of ``field``: the shapes searched in ``raw`` when
+    given (a window of ASCII text: the bytes it was joined into), then the rest of the scan."""
+
+    def scan_text(text: str, where: str, depth: int, *, raw: bytes | None = None) -> None:
+        for s in scan(text, raw=raw):
+            walker.add(field, s.what, text[s.start : s.end], s.preview, where)
+        walker.text(field, text, where, depth, shapes=False)
+
+    return scan_text
+
 
 _TEXT_DATA_LINE = re.compile(rb"^data: ?+(?![{\[])([^\r\n]*)", re.M)  # the data of a non-JSON event
 _JSON_DATA = (b"data: {", b"data: [", b"data:{", b"data:[")
@@ -44,7 +72,8 @@ class _Join:
     `_WINDOW` bytes, each window starting with the last pieces of the one before (at least
     `_OVERLAP` bytes), so that a secret split across pieces is whole in some window. Only a
     join of two pieces or more is scanned (one piece was scanned where it is stored). A segment's
-    pieces are kept joined (a piece of a few bytes costs about 50 more as a bytes object in a list)."""
+    small pieces are kept joined (a piece of a few bytes costs about 50 more as a bytes object in a
+    list); large ones as they are (a join would copy them once more)."""
 
     def __init__(self, scan: Callable[[list[bytes]], None]) -> None:
         self._scan = scan
@@ -58,9 +87,12 @@ class _Join:
         """The pieces of one segment, in order."""
         if not pieces:
             return
-        block = b"".join(pieces)
-        self._blocks.append(block)
-        self._size += len(block)
+        size = sum(map(len, pieces))
+        if len(pieces) << 10 <= size:  # pieces of a KiB or more on average: held as they are (no copy)
+            self._blocks += pieces
+        else:
+            self._blocks.append(b"".join(pieces))
+        self._size += size
         self._held += len(pieces)
         self._count += len(pieces)
         tail, size = [], 0
@@ -114,9 +146,10 @@ class LargeStream:
 
     def __init__(self, path: str, text: TextScan, *, plans: bool = True) -> None:
         """``plans``: read segments of repeated events by `SegmentPlans` (off: every member by the
-        member regex, the reference the plans are tested against)."""
+        member regex, the reference the plans are tested against); none with the accelerator,
+        whose one pass over a segment's members costs less than a plan's split."""
         self._path, self._text = path, text
-        self._plans = SegmentPlans() if plans else None
+        self._plans = SegmentPlans() if plans and _members is members else None
         self._joins: dict[bytes, _Join] = {}
         self._data = _Join(functools.partial(_joined, text, path, b"data"))
         self._runs: set[bytes] = set()
@@ -125,7 +158,7 @@ class LargeStream:
         """``body[pos:end]``, the next segment."""
         segment = body[pos:end]
         read = self._plans.read(segment) if self._plans is not None else None
-        groups, runs = read if read is not None else (members(segment), segment)
+        groups, runs = read if read is not None else (_members(segment), segment)
         joins = self._joins
         for name, group in groups.items():
             join = joins.get(name)
@@ -144,6 +177,9 @@ class LargeStream:
             decoded = base64_text(run)
             if decoded is not None:
                 self._text(decoded, f"{self._path} base64".strip(), 2)
+
+
+_members = _c_members or members  # the optional C accelerator: what the member regex finds, in one pass
 
 
 def _py_data_lines(segment: bytes) -> list[bytes]:
@@ -178,8 +214,10 @@ def _text_data(segment: bytes) -> bool:
 
 def _joined(text: TextScan, path: str, name: bytes, parts: list[bytes]) -> None:
     joined = b"".join(parts)
+    raw = None
     if name == b"data" or b"\\" not in joined:
         whole = joined.decode("utf-8", "replace")
+        raw = joined if whole.isascii() else None  # the text is these very bytes: not encoded again
     else:  # the JSON escapes undone: json's scanner (orjson takes about 13x a long string's size)
         try:
             whole = json.loads(b'"' + joined + b'"')
@@ -187,4 +225,4 @@ def _joined(text: TextScan, path: str, name: bytes, parts: list[bytes]) -> None:
             return
         if b"\\ud" in joined or b"\\uD" in joined:  # a surrogate escaped: none left alone
             whole = whole.encode("utf-8", "replace").decode("utf-8")
-    text(whole, f"{path} reassembled {name.decode('ascii')}".strip(), 2)
+    text(whole, f"{path} reassembled {name.decode('ascii')}".strip(), 2, raw=raw)

@@ -50,7 +50,7 @@ from .fields import (
 )
 from .findings import Finding, first_per_place
 from .grpc_calls import scan_call
-from .large_streams import large_stream
+from .large_streams import large_stream, text_scan
 from .messages import value_shape
 from .model_content import exempt, generated, path_keys, prose_words, raw_exempt
 from .prescanned import prescanned, prescanned_messages
@@ -375,7 +375,7 @@ class _Scan:
 
     def members(self, field: str, body: bytes, path: str) -> None:
         """A stream too large to walk event by event: `ssemock.scan.large_streams.large_stream`."""
-        large_stream(body, path, functools.partial(self.text, field))
+        large_stream(body, path, text_scan(self, field))
 
     def multipart(self, field: str, body: bytes, content_type: str, path: str) -> None:
         m = re.search(r'boundary="?([^";]+)"?', content_type, re.I)
