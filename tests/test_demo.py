@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -127,9 +128,9 @@ def test_as_dict_is_plain_json(result: DemoResult) -> None:
     assert [r["chunking"] for r in data["rows"]] == [c.name for c in ssemock.chunking.ALL]
 
 
-def _run_command(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _run_command(*args: str) -> subprocess.CompletedProcess[str]:
     """``ssemock demo ARGS`` as a user runs it with its output piped (no terminal, no COLUMNS)."""
-    env = {k: v for k, v in (env or os.environ).items() if k not in ("COLUMNS", "LINES")}
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env["PYTHONIOENCODING"] = "utf-8"
     proc = subprocess.run(
         [*ssemock_command(), "demo", *args],
@@ -175,18 +176,25 @@ def test_ssemock_demo_command_with_dir_keeps_the_cassette_and_says_how_to_show_i
     assert shown.returncode == 0 and "protocol openai.chat" in shown.stdout, shown.stdout + shown.stderr
 
 
-def test_ssemock_demo_command_without_dir_removes_its_temp_folder(tmp_path: Path) -> None:
+def test_ssemock_demo_command_without_dir_removes_its_temp_folder(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In this process (``_main``: the console script is test_ssemock_demo_command_with_dir's), the
+    temporary folder read from TMPDIR as a new process reads it (``tempfile`` forgets the one it
+    found before)."""
     temp = tmp_path / "temp"
     temp.mkdir()
-    proc = _run_command(env={**os.environ, "TMPDIR": str(temp)})
-    recorded_into = next(line for line in proc.stdout.splitlines() if line.startswith("   recorded into "))
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    printed = _main(capfd, monkeypatch)
+    recorded_into = next(line for line in printed.splitlines() if line.startswith("   recorded into "))
     path = Path(recorded_into.removeprefix("   recorded into ").split(": ", 1)[0])
     assert path.parent.parent == temp and path.name == "chat_completions.json"  # it was written there ...
     # ... and nothing of the demo is left (the user's private folder of cassette locks is not the demo's)
     assert not path.parent.exists() and [p.name for p in temp.iterdir()] in ([], [f"ssemock-{os.getuid()}"])
-    assert "removed now" in proc.stdout
+    assert "removed now" in printed
     assert (
-        proc.stdout.splitlines()[-1]
+        printed.splitlines()[-1]
         == "  ssemock demo --dir .   then   ssemock show ./ssemock-demo-*/chat_completions.json"
     )
 
@@ -236,7 +244,7 @@ def _main(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *a
     output read from file descriptors 1 and 2 as a pipe gets it (no terminal, no COLUMNS): what it
     printed to stdout. A subprocess per run only added an interpreter's start and the demo's
     imports, ~1.3 CPU-s (issue 33); the console script and the piped output are
-    test_ssemock_demo_command_*'s and test_piped_output_keeps_each_sentence_on_one_line's."""
+    test_ssemock_demo_command_with_dir's and test_piped_output_keeps_each_sentence_on_one_line's."""
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.delenv("LINES", raising=False)
     capfd.readouterr()
