@@ -26,6 +26,7 @@ spec's examples.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import dataclasses
 import pickle
@@ -864,13 +865,85 @@ def test_the_accelerator_takes_the_same_blocks_as_the_pure_code(stream: bytes, d
 @given(stream=st.one_of(block_streams, sse_like), cuts=cut_points)
 def test_the_decoder_without_the_accelerator_gives_the_same_events(stream: bytes, cuts: list[int]) -> None:
     with_it = decode(split_at(stream, cuts)), list(iter_decode(split_at(stream, cuts)))
-    saved = sse._blocks, sse._text
-    sse._blocks, sse._text = sse._py_blocks, sse._py_text
-    try:
+    with pure_code():
         without = decode(split_at(stream, cuts)), list(iter_decode(split_at(stream, cuts)))
-    finally:
-        sse._blocks, sse._text = saved
     assert with_it == without == (spec_decode(stream),) * 2
+
+
+@contextlib.contextmanager
+def pure_code() -> Iterator[None]:
+    """The decoder as it runs where the accelerator is not built (the pure feed, blocks and text)."""
+    saved = sse._blocks, sse._text, Decoder.__dict__["feed"]
+    sse._blocks, sse._text, Decoder.feed = sse._py_blocks, sse._py_text, sse._py_feed  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        sse._blocks, sse._text = saved[:2]
+        Decoder.feed = saved[2]  # type: ignore[method-assign]
+
+
+def feed_states(chunks: list[bytes], last_event_id: str) -> list[tuple[object, ...]]:
+    """What each feed returns, with the state a caller can read after it (then after close)."""
+    decoder = Decoder(last_event_id=last_event_id)
+    states: list[tuple[object, ...]] = []
+    for chunk in chunks:
+        events = decoder.feed(chunk)
+        states.append(
+            (type(events), events, decoder.last_event_id, decoder.last_event_id_buffer, decoder.retry)
+        )
+    states.append((decoder.close(), decoder.last_event_id, decoder.last_event_id_buffer, decoder.retry))
+    return states
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    stream=st.one_of(block_streams, sse_like, any_bytes),
+    cuts=cut_points,
+    start=st.sampled_from(["", "7"]),
+    again=st.booleans(),
+)
+def test_the_accelerated_feed_returns_and_keeps_what_the_pure_feed_does(
+    stream: bytes, cuts: list[int], start: str, again: bool
+) -> None:
+    """Call by call: the events (a new list each time), the last event ID string and buffer and
+    the retry, cut anywhere and byte by byte (its C calls: a piece without a line ending, the
+    line it ends, whole blocks at a block start), on one stream or the same one twice."""
+    lf_only = stream.replace(b"\r", b"")
+    for chunks in (
+        split_at(stream, cuts),
+        bytewise(stream),
+        per_event(lf_only),
+        [b"\n", *per_event(lf_only)],
+    ):
+        chunks = chunks * 2 if again else chunks
+        with_it = feed_states(chunks, start)
+        with pure_code():
+            without = feed_states(chunks, start)
+        assert with_it == without
+
+
+def test_the_accelerated_feed_of_whole_blocks_sets_the_last_event_id() -> None:
+    chunks = [
+        b"data: a\n\n",
+        b"id: 1\ndata: b\n\n",
+        b"id: 2\nevent: e\ndata: c\r\n\r\nid: 3\ndata: d\n",
+        b"\n",
+    ]
+    states = feed_states(chunks, "")
+    assert [state[1:4] for state in states[1:3]] == [
+        ([E(data="b", id="1")], "1", "1"),
+        ([E("e", "c", "2")], "2", "3"),
+    ]
+    with pure_code():
+        assert feed_states(chunks, "") == states
+
+
+def test_the_accelerated_feed_returns_a_new_list_each_call() -> None:
+    decoder = Decoder()
+    first, second = decoder.feed(b": "), decoder.feed(b"x")
+    assert first == second == [] and first is not second
+    first.append(E(data="mine"))
+    assert decoder.feed(b"y") == [] and decoder.feed(b"\ndata: a\n\n") == [E(data="a")]
 
 
 # UTF-8 pieces that probe every rule of a strict decoder: each length, the bounds of each lead
@@ -955,6 +1028,7 @@ def test_the_accelerator_is_in_use() -> None:
     """The install builds it (setup.py); a build without it would silently measure the pure code."""
     assert sse._blocks is _speedups.blocks
     assert sse._text is _speedups.text
+    assert Decoder.feed is not sse._py_feed and type(Decoder.feed).__name__ == "builtin_function_or_method"
 
 
 def test_the_accelerator_refuses_bad_arguments() -> None:
@@ -966,6 +1040,39 @@ def test_the_accelerator_refuses_bad_arguments() -> None:
         _speedups.text("text")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="text"):
         _speedups.text(b"x", 1, 2)  # type: ignore[call-arg]
+
+
+def test_feeder_refuses_a_class_whose_slots_it_could_read_past() -> None:
+    """``_speedups.feeder`` reads and writes the decoder's slots: a class without them is a
+    TypeError, and the decoder keeps the feed it had."""
+
+    class Plain:
+        _mode = _parts = _clean = _id_buffer = _id_string = None
+
+    class Fewer:
+        __slots__ = ("_mode", "_parts")
+
+    for bad in (Plain, Fewer, int, 3):
+        with pytest.raises(TypeError, match="feeder"):
+            _speedups.feeder(bad, 0, sse._py_feed)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="feeder"):
+        _speedups.feeder(Decoder, 0)  # type: ignore[call-arg]
+    assert decode([b"data: a", b"\n", b"\n"]) == [E(data="a")]
+
+
+def test_the_accelerated_feed_of_a_subclass_and_of_another_object() -> None:
+    """A subclass's decoder takes the C calls; the feed called on another object is the pure
+    feed's (its error)."""
+
+    class Mine(Decoder):
+        __slots__ = ("note",)
+
+    decoder = Mine()
+    assert [e for chunk in bytewise(b"id: 1\ndata: a\n\n") for e in decoder.feed(chunk)] == [
+        E(data="a", id="1")
+    ]
+    with pytest.raises(AttributeError):
+        Decoder.feed(object(), b"data")  # type: ignore[arg-type]
 
 
 def test_init_refuses_a_class_whose_slots_it_could_write_past() -> None:
@@ -1006,7 +1113,7 @@ def test_without_the_accelerator_the_pure_code_runs() -> None:
     script = (
         "import sys; sys.modules['ssemock.framing._speedups'] = None\n"
         "from ssemock import sse\n"
-        "assert sse._blocks is sse._py_blocks and sse._text is sse._py_text\n"
+        "assert sse._blocks is sse._py_blocks and sse._text is sse._py_text and sse.Decoder.feed is sse._py_feed\n"
         "from ssemock.store import cassette, layout, size_guard\n"
         "assert size_guard._values is size_guard._py_values and layout._c_escaped is None\n"
         "c = cassette.Cassette(); c.add('GET', 'http://h/s', [b'data: \\xc3\\xa9\\n\\n'])\n"

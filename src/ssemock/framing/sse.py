@@ -419,6 +419,16 @@ class Decoder:
         return []
 
 
+_py_feed = Decoder.feed
+"""The pure [`Decoder.feed`][ssemock.sse.Decoder.feed]. Where the accelerator is built, ``Decoder.feed``
+is ``ssemock.framing._speedups.feeder``'s: the same step with its two commonest calls in C (a chunk
+without a line ending, kept as a piece of the line: nearly every call of a stream cut byte by
+byte; the whole simple blocks of a chunk at a block start), which hands every other call, and the
+rest of a chunk, to this one."""
+if _blocks is not _py_blocks:  # the accelerator is built
+    Decoder.feed = _speedups.feeder(Decoder, _NORMAL, _py_feed)  # type: ignore[method-assign,assignment]
+
+
 def iter_decode(chunks: Iterable[bytes]) -> Iterator[ServerSentEvent]:
     """Yield the events of a whole stream given as byte chunks, as soon as each completes.
 
