@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import ssemock
 from ssemock import timing
+from ssemock.framing import accelerator
 
 
 def test_instant_delivers_everything_at_once() -> None:
@@ -96,3 +97,40 @@ def test_nan_factor_is_rejected(spec: object) -> None:
 
 def test_timing_is_reachable_from_the_package() -> None:
     assert ssemock.timing is timing
+
+
+def loop_longest_silence(times: list[float]) -> tuple[float, int] | None:
+    """The reference: the first longest gap between successive times, the first from 0.0."""
+    best: tuple[float, int] | None = None
+    last = 0.0
+    for index, at in enumerate(times):
+        if best is None or at - last > best[0]:
+            best = (at - last, index)
+        last = at
+    return best
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.floats(), st.sampled_from([0.0, 0.5, 2.0, -0.0]), st.integers(-3, 3)),
+        max_size=40,
+    )
+)
+def test_the_longest_silence_is_the_loop_s_with_or_without_the_accelerator(times: list[float]) -> None:
+    """The accelerator's pass (a list of floats), the pure loop (any other sequence, or a list
+    holding an int) and the reference give the same silence, ties to the first, NaN and
+    infinities included."""
+    expected = repr(loop_longest_silence(times))
+    assert repr(timing.longest_silence(times)) == repr(timing.longest_silence(tuple(times))) == expected
+    if accelerator.longest_gap is not None and times:
+        found = accelerator.longest_gap(times)
+        floats = all(type(t) is float for t in times)
+        assert repr(found) == (expected if floats else "None")
+
+
+def test_the_accelerator_finds_the_longest_silence() -> None:
+    assert accelerator.longest_gap is not None  # the install builds it
+    assert accelerator.longest_gap([0.0, 0.5, 3.5, 3.5, 6.5]) == (3.0, 2)
+    with pytest.raises(TypeError, match="longest_gap"):
+        accelerator.longest_gap([])

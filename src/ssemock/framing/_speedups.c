@@ -25,6 +25,12 @@
  *   its blocks, and a line ending after pieces (joined with them first, a memcpy each) go to
  *   pure_feed, which keeps the state machine. tests/test_sse.py compares the two call by call.
  *
+ * longest_gap(times) -> tuple[float, int] | None
+ *   The first longest gap between successive times of a non-empty list of floats (the first gap
+ *   from 0.0) and its index: what ssemock.variants.timing.longest_silence's loop gives, which
+ *   every replay under instant timing asks (a Python step per chunk cost a replay of 100,000
+ *   chunks ~5 ms); None when an item is not a float, which the loop then takes.
+ *
  * text(data, big=1 << 20, /) -> str
  *   data.decode("utf-8", "replace"), the same str, for a large value (one 10 MB event): when
  *   len(data) >= big. Most of CPython's time there goes to the page faults of the new str's
@@ -1109,6 +1115,35 @@ feeder(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return method;
 }
 
+/* -- longest_gap(): a replay's longest recorded silence ----------------------------------------- */
+
+/* (gap, index) of the first longest gap between successive times (the first from 0.0), the
+ * loop of ssemock.variants.timing.longest_silence on a list of floats; None when an item is not
+ * a float (the pure loop takes those). */
+static PyObject *
+longest_gap(PyObject *module, PyObject *times)
+{
+    if (!PyList_CheckExact(times) || PyList_GET_SIZE(times) == 0) {
+        PyErr_SetString(PyExc_TypeError, "longest_gap(times: a non-empty list of floats)");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(times), index = 0;
+    double last = 0.0, best = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(times, i);
+        if (!PyFloat_CheckExact(item)) {
+            Py_RETURN_NONE;
+        }
+        double at = PyFloat_AS_DOUBLE(item);
+        if (i == 0 || at - last > best) {
+            best = at - last;
+            index = i;
+        }
+        last = at;
+    }
+    return Py_BuildValue("(dn)", best, index);
+}
+
 /* -- words(): credential words, any case -------------------------------------------------- */
 
 #define MAX_WORDS 64
@@ -1255,6 +1290,8 @@ static PyMethodDef methods[] = {
     {"words", (PyCFunction)(void (*)(void))words, METH_FASTCALL,
      "words(data, words) -> list[tuple[int, int]]: where each lower-case word stands, any case."},
     {"init", init, METH_O, "init(ServerSentEvent): the class whose slots blocks() fills."},
+    {"longest_gap", longest_gap, METH_O,
+     "longest_gap(times) -> (gap, index) | None: the first longest gap between successive floats."},
     {"feeder", (PyCFunction)(void (*)(void))feeder, METH_FASTCALL,
      "feeder(Decoder, normal, pure_feed) -> Decoder.feed with its commonest calls in C."},
     {NULL, NULL, 0, NULL},

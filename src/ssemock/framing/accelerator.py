@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import ModuleType
 
-__all__ = ["MODULE", "b64_runs", "data_lines", "escaped", "members", "values", "words"]
+__all__ = ["MODULE", "b64_runs", "data_lines", "escaped", "longest_gap", "members", "values", "words"]
 
 MODULE: ModuleType | None
 try:
@@ -27,3 +27,5 @@ members: Callable[[bytes], dict[bytes, list[bytes]]] | None = getattr(MODULE, "m
 """A segment's string members per name, in one pass (`ssemock.scan.large_streams`)."""
 words: Callable[[bytes, tuple[bytes, ...]], list[tuple[int, int]]] | None = getattr(MODULE, "words", None)
 """Where lower-case words stand in data, any case, in one pass (`ssemock.scan.fields.word_hits`)."""
+longest_gap: Callable[[list[float]], tuple[float, int] | None] | None = getattr(MODULE, "longest_gap", None)
+"""A replay's longest recorded silence, in one pass (`ssemock.variants.timing.longest_silence`)."""
