@@ -181,7 +181,7 @@ def plan_response(
     chunks: Sequence[bytes]
     if type(ends) is not list:
         chunks = _chunking.Slices(body, ends)
-    elif body is response.body and ends == response.ends:
+    elif body is response.body and (ends is response.ends or ends == response.ends):
         chunks = response.chunks
     else:
         chunks = [body[a:b] for a, b in zip([0, *ends], ends)]
