@@ -186,9 +186,10 @@ class _SyncTee(_Tee):
         rec = self._rec
         assert rec is not None, "httpx iterates a response stream once"
         self._it = it = iter(self._stream)
+        keep = rec.chunk
         try:
             for chunk in it:
-                rec.chunk(chunk)
+                keep(chunk)
                 yield chunk
         except GeneratorExit:  # the client dropped its iterator: its close says what ends the recording
             raise
@@ -222,9 +223,10 @@ class _AsyncTee(_Tee):
         rec = self._rec
         assert rec is not None, "httpx iterates a response stream once"
         self._it = it = self._stream.__aiter__()
+        keep = rec.chunk
         try:
             async for chunk in it:
-                rec.chunk(chunk)
+                keep(chunk)
                 yield chunk
         except GeneratorExit:  # the client dropped its iterator: its close says what ends the recording
             raise
