@@ -44,12 +44,16 @@ def test_records_server_boundaries_and_gaps(
     tmp_path: Path, server: str, scripts: Any, lib: Any, is_async: bool
 ) -> None:
     path = tmp_path / "c.json"
-    with ssemock.use_cassette(path, record_mode="once"):
+    with ssemock.use_cassette(path, record_mode="once") as recording:
         live = _stream_raw(lib, f"{server}/events", is_async)
+        (kept,) = recording.recorded
     script = scripts["/events"]
     assert live == script.writes  # the client got the server's writes unchanged while recording
     cassette = ssemock.Cassette.load(path)
     (x,) = cassette.interactions
+    # the recording's times are seconds to the nearest 0.1 ms, and the saved milliseconds are theirs
+    assert [round(t, 4) for t in kept.response.times] == kept.response.times
+    assert [round(t * 1000, 1) for t in kept.response.times] == [round(t * 1000, 1) for t in x.response.times]
     assert x.response.chunks == script.writes
     assert_paced(x.response.times, script.gap)
     assert x.response.complete and x.response.error is None
