@@ -285,22 +285,21 @@ class MemoryTransport(asyncio.Transport):
         self._timer = self._loop.call_soon(self._settle)  # after what that deadline wakes
 
     def _pump(self) -> None:
+        """Hand the client every release due now, in order, one ``data_received`` call each (the
+        queue is looked at again after each: the client's answer may end what is pending)."""
         self._timer = None
         now = self.now()
-        while self._queue and self._queue[0][0] <= now:
-            self._hand(self._queue.popleft()[1])
-        self._arm()
-
-    def _hand(self, data: bytes | None) -> None:
-        if self._lost:
-            return
-        self._quiet_since = self.now()
-        if data is None:
-            keep = self._protocol.eof_received()
-            if not keep:
+        queue, protocol = self._queue, self._protocol
+        while queue and queue[0][0] <= now:
+            data = queue.popleft()[1]
+            if self._lost:
+                continue
+            self._quiet_since = now
+            if data is not None:
+                protocol.data_received(data)
+            elif not protocol.eof_received():
                 self.close()
-            return
-        self._protocol.data_received(data)
+        self._arm()
 
     # -- asyncio.Transport ------------------------------------------------------------------------
 
