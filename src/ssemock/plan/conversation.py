@@ -28,12 +28,12 @@ every byte the client writes. ``data=None`` in a release is the end of the strea
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import warnings
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from itertools import takewhile
 from typing import TYPE_CHECKING
 
 from .. import protocols
@@ -200,6 +200,7 @@ class Conversation:
         """The permessage-deflate the replay's handshake agreed to (None: none, frames go plain)."""
         self._mem_level = 8
         self._fit: tuple[list[Unit], bool] | None = None  # wire_fits, for the units it was computed for
+        self._gated: tuple[list[Unit], list[int] | None] | None = None  # _gates, likewise
         self._reader = MessageReader(max_size=self.max_size)
         self.units = self._units()
         self._parts = [1 + p for p, m in enumerate(ws.messages) if m.direction == "send"]
@@ -318,6 +319,14 @@ class Conversation:
                 out.append(Release(out[-1].delay if out else 0.0, None))
         return out
 
+    def _gates(self) -> list[int] | None:
+        """Each unit's gate, when they never decrease (the units a gate lets go are then found by
+        bisection; else None): made once per encoding, as `wire_fits`."""
+        if self._gated is None or self._gated[0] is not self.units:
+            gates = [u.gate for u in self.units]
+            self._gated = (self.units, gates if gates == sorted(gates) else None)
+        return self._gated[1]
+
     # -- a session spanning connections ---------------------------------------------------------
 
     def _next_units(self, gate: int) -> list[int]:
@@ -326,13 +335,22 @@ class Conversation:
         self._gate = max(self._gate, gate)
         out: list[int] = []
         group = self.group
-        if group is None:  # in order, or as the session's lanes let them go
-            at, units = self._released, self.units
-            taken = list(takewhile(lambda k: units[k].gate <= gate, range(at, len(units))))
-            taken = self.routes.due(units, self._done) if self.routes is not None else taken
+        if group is None and self.routes is not None:  # as the session's lanes let them go
+            taken = self.routes.due(self.units, self._done)
             self._done.update(taken)
             self._released += len(taken)
             return taken
+        if group is None:  # in order
+            at = end = self._released
+            gates = self._gates()
+            if gates is not None:
+                end = bisect.bisect_right(gates, gate, at)
+            else:
+                units = self.units
+                while end < len(units) and units[end].gate <= gate:
+                    end += 1
+            self._released = end
+            return list(range(at, end))
         with group.lock:
             self._busy = True
             try:

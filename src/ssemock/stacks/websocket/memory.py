@@ -10,6 +10,8 @@ import collections
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 from ...plan.conversation import Conversation, Release, UnmatchedMessageError, skipped_stall
@@ -27,6 +29,7 @@ __all__ = [
 ]
 
 _HEAD_END = b"\r\n\r\n"
+_ENDS_PENDING = attrgetter("ends_pending")
 _TURNS = 5  # the loop turns a client has, after its write, to begin its next read (and its timeout)
 
 
@@ -205,15 +208,16 @@ class MemoryTransport(asyncio.Transport):
 
     def _deliver(self, releases: Sequence[Release]) -> None:
         now = self.now()
-        if any(r.ends_pending for r in releases):
+        if any(map(_ENDS_PENDING, releases)):
             self._queue.clear()
             self._due = 0.0
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
-        due, timing, queue = self._due, self._timing, self._queue
-        for r in releases:  # in order: the loop's timers do not keep the order of equal times
-            at = now + r.due_in(timing)
+        due, queue = self._due, self._queue
+        # in order: the loop's timers do not keep the order of equal times
+        for r, wait in zip(releases, map(Release.due_in, releases, repeat(self._timing))):
+            at = now + wait
             if at > due:
                 due = at
             queue.append((due, r.data))
@@ -289,10 +293,10 @@ class MemoryTransport(asyncio.Transport):
         queue is looked at again after each: the client's answer may end what is pending)."""
         self._timer = None
         now = self.now()
-        queue, protocol = self._queue, self._protocol
+        queue, protocol, lost = self._queue, self._protocol, self._lost  # (lost only later: `_lose`)
         while queue and queue[0][0] <= now:
             data = queue.popleft()[1]
-            if self._lost:
+            if lost:
                 continue
             self._quiet_since = now
             if data is not None:
