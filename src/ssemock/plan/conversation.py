@@ -28,7 +28,6 @@ every byte the client writes. ``data=None`` in a release is the end of the strea
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import warnings
 from collections.abc import Callable, Sequence
@@ -200,7 +199,6 @@ class Conversation:
         """The permessage-deflate the replay's handshake agreed to (None: none, frames go plain)."""
         self._mem_level = 8
         self._fit: tuple[list[Unit], bool] | None = None  # wire_fits, for the units it was computed for
-        self._gated: tuple[list[Unit], list[int] | None] | None = None  # _gates, likewise
         self._reader = MessageReader(max_size=self.max_size)
         self.units = self._units()
         self._parts = [1 + p for p, m in enumerate(ws.messages) if m.direction == "send"]
@@ -309,48 +307,31 @@ class Conversation:
     def _take(self, gate: int, since: float) -> list[Release]:
         """Every unit not yet released whose gate is at most ``gate`` (and that its group lets
         go), timed after ``since``."""
-        out = [
-            Release(max(0.0, u.t - since), u.data)
-            for u in map(self.units.__getitem__, self._next_units(gate))
-        ]
+        taken = map(self.units.__getitem__, self._next_units(gate))
+        out = [Release(max(0.0, u.t - since), u.data) for u in taken]
         if self._released == len(self.units) and self.ws.close.by is None and gate >= len(self.recorded):
             if not self._closed:  # no close frame recorded: the stream just ends
                 self._close()
                 out.append(Release(out[-1].delay if out else 0.0, None))
         return out
 
-    def _gates(self) -> list[int] | None:
-        """Each unit's gate, when they never decrease (the units a gate lets go are then found by
-        bisection; else None): made once per encoding, as `wire_fits`."""
-        if self._gated is None or self._gated[0] is not self.units:
-            gates = [u.gate for u in self.units]
-            self._gated = (self.units, gates if gates == sorted(gates) else None)
-        return self._gated[1]
-
     # -- a session spanning connections ---------------------------------------------------------
 
     def _next_units(self, gate: int) -> list[int]:
         """Where the units not yet released whose gate is at most ``gate`` are, in order, as far as
         the group (or the session's lanes) lets them go (each told to the group as released)."""
-        self._gate = max(self._gate, gate)
-        out: list[int] = []
-        group = self.group
-        if group is None and self.routes is not None:  # as the session's lanes let them go
-            taken = self.routes.due(self.units, self._done)
-            self._done.update(taken)
-            self._released += len(taken)
-            return taken
-        if group is None:  # in order
-            at = end = self._released
-            gates = self._gates()
-            if gates is not None:
-                end = bisect.bisect_right(gates, gate, at)
-            else:
-                units = self.units
+        self._gate, group, out = max(self._gate, gate), self.group, list[int]()
+        if group is None:  # in order, or as the session's lanes let them go
+            units, end = self.units, self._released
+            if self.routes is not None:
+                taken = self.routes.due(units, self._done)
+                self._done.update(taken)
+            else:  # a plain walk (no lambda called a unit)
                 while end < len(units) and units[end].gate <= gate:
                     end += 1
-            self._released = end
-            return list(range(at, end))
+                taken = list(range(self._released, end))
+            self._released += len(taken)
+            return taken
         with group.lock:
             self._busy = True
             try:
