@@ -300,11 +300,12 @@ class MemoryTransport(asyncio.Transport):
         self._timer = None
         now = self.now()
         queue, protocol, lost = self._queue, self._protocol, self._lost  # (lost only later: `_lose`)
+        if queue and queue[0][0] <= now and not lost:
+            self._quiet_since = now  # (when the last one was handed: all are, now)
         while queue and queue[0][0] <= now:
             data = queue.popleft()[1]
             if lost:
                 continue
-            self._quiet_since = now
             if data is not None:
                 protocol.data_received(data)
             elif not protocol.eof_received():
