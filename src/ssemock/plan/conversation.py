@@ -33,7 +33,6 @@ import warnings
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from itertools import takewhile
 from typing import TYPE_CHECKING
 
 from .. import protocols
@@ -308,10 +307,8 @@ class Conversation:
     def _take(self, gate: int, since: float) -> list[Release]:
         """Every unit not yet released whose gate is at most ``gate`` (and that its group lets
         go), timed after ``since``."""
-        out = [
-            Release(max(0.0, u.t - since), u.data)
-            for u in map(self.units.__getitem__, self._next_units(gate))
-        ]
+        taken = map(self.units.__getitem__, self._next_units(gate))
+        out = [Release(max(0.0, u.t - since), u.data) for u in taken]
         if self._released == len(self.units) and self.ws.close.by is None and gate >= len(self.recorded):
             if not self._closed:  # no close frame recorded: the stream just ends
                 self._close()
@@ -323,14 +320,16 @@ class Conversation:
     def _next_units(self, gate: int) -> list[int]:
         """Where the units not yet released whose gate is at most ``gate`` are, in order, as far as
         the group (or the session's lanes) lets them go (each told to the group as released)."""
-        self._gate = max(self._gate, gate)
-        out: list[int] = []
-        group = self.group
+        self._gate, group, out = max(self._gate, gate), self.group, list[int]()
         if group is None:  # in order, or as the session's lanes let them go
-            at, units = self._released, self.units
-            taken = list(takewhile(lambda k: units[k].gate <= gate, range(at, len(units))))
-            taken = self.routes.due(units, self._done) if self.routes is not None else taken
-            self._done.update(taken)
+            units, end = self.units, self._released
+            if self.routes is not None:
+                taken = self.routes.due(units, self._done)
+                self._done.update(taken)
+            else:  # a plain walk (no lambda called a unit)
+                while end < len(units) and units[end].gate <= gate:
+                    end += 1
+                taken = list(range(self._released, end))
             self._released += len(taken)
             return taken
         with group.lock:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field, replace
+from itertools import accumulate, repeat
 
 from ...framing.websocket import FrameParser, Opcode
 from ...store.websocket import Message
@@ -66,6 +67,10 @@ class VariedConversation(Conversation):
     ended so)."""
     _served_bytes: int = field(default=0, repr=False)
     """The wire bytes released so far (a session with lanes may release its units out of order)."""
+    _stops: list[int] = field(default_factory=list, repr=False)
+    """Where each frame of ``_wire`` ends (increasing: a group's frames are found by bisection)."""
+    _arrivals: dict[int, float] | None = field(default=None, repr=False)
+    """`_read_times`, once made."""
 
     def __post_init__(self) -> None:
         self._chunking = get_chunking(self.chunking)
@@ -86,6 +91,7 @@ class VariedConversation(Conversation):
         recorded = super()._units()
         if self._plain():
             self._wire = _spans(b"".join(u.data for u in recorded))
+            self._stops = [f.end for f in self._wire.frames]
             self._served = [m.payload for m in self.ws.received()]
             return recorded
         gates: list[int] = []
@@ -158,6 +164,7 @@ class VariedConversation(Conversation):
             units = _truncate(units, session.drop_after_byte)
         self._stalls = {k: s for k, s in session.stalls if k < len(units)}
         self._wire = wire
+        self._stops = [f.end for f in wire.frames]
         return units
 
     def _cuts(self, k: int) -> list[int]:
@@ -167,34 +174,34 @@ class VariedConversation(Conversation):
         return notes[0].offsets if notes else []
 
     def _take(self, gate: int, since: float) -> list[Release]:
-        out: list[Release] = []
+        units, stalls = self.units, self._stalls
         offset, taken = self._served_bytes, self._next_units(gate)
-        for k in taken:
-            u = self.units[k]
-            out.append(Release(max(0.0, u.t - since), u.data, stall=self._stalls.get(k, 0.0)))
-            self._served_bytes += len(u.data)
-        done = self._released == len(self.units)
+        pieces = [units[k].data for k in taken]
+        delays = [t - since if t > since else 0.0 for t in [units[k].t for k in taken]]
+        pauses = [stalls.get(k, 0.0) for k in taken] if stalls else [0.0] * len(taken)
+        self._served_bytes += sum(map(len, pieces))
+        out = self._cut(pieces, delays, pauses, offset, taken)
+        done = self._released == len(units)
         if done and not self._closed:
             if self._ending == "eof" or (
                 self._ending == "recorded" and self.ws.close.by is None and gate >= len(self.recorded)
             ):
                 self._close()
                 self._eof_from = offset
-                out.append(Release(out[-1].delay if out else 0.0, None))
-        return self._cut(out, offset, taken)
+                out.append(Release(delays[-1] if delays else 0.0, None))
+        return out
 
-    def _cut(self, out: list[Release], offset: int, taken: list[int]) -> list[Release]:
-        """The releases of one group cut into reads by the chunking (never across the group); an
-        ``at:`` chunking's offsets count from the first byte of the session's wire (the group's
-        own end is a read end too: ``at:`` with no offset serves each group in one read)."""
-        data = [r for r in out if r.data is not None]
-        if not data:
-            return out
-        joined = b"".join(r.data for r in data if r.data is not None)
-        bounds, at = [], 0
-        for r in data:
-            at += len(r.data or b"")
-            bounds.append(at)
+    def _cut(
+        self, pieces: list[bytes], delays: list[float], pauses: list[float], offset: int, taken: list[int]
+    ) -> list[Release]:
+        """The units ``taken`` of one group (their bytes ``pieces``, released ``delays`` after the
+        group, each after a stall of ``pauses``) cut into reads by the chunking, never across the
+        group; an ``at:`` chunking's offsets count from the first byte of the session's wire (the
+        group's own end is a read end too: ``at:`` with no offset serves each group in one read)."""
+        if not pieces:
+            return []
+        joined = b"".join(pieces)
+        bounds = list(accumulate(map(len, pieces)))
         kept = None
         if isinstance(self._chunking, At):  # offsets in the session's whole wire (explore's reproducers)
             cuts = self._chunking.boundaries
@@ -202,42 +209,50 @@ class VariedConversation(Conversation):
         else:
             kept = self._recorded_ends(offset, len(joined))
             ends = self._chunking.ends(joined, kept or self._frame_ends(offset, len(joined)) or bounds)
-        times = (
-            dict(zip(self.ws.wire.ends, self.ws.wire.times))
-            if kept is not None and self._chunking.name == "as_recorded"
-            else {}
-        )
-        if not times and ends == bounds:  # each release one read, as it is (a plain replay's usual case)
-            self.reads += [offset + end for end in ends]
-            return data + [r for r in out if r.data is None]
-        reads, start = [], 0
+        times = self._read_times() if kept is not None and self._chunking.name == "as_recorded" else {}
+        if not times and ends == bounds:  # each unit one read, as it is (a plain replay's usual case)
+            self.reads.extend(map(offset.__add__, ends))
+            return list(map(Release, delays, pieces, repeat(False), pauses))
+        reads, start, last_unit = [], 0, len(pieces) - 1
         for end in ends:
-            unit = bisect.bisect_right(bounds, start)
-            delay, stall = data[min(unit, len(data) - 1)].delay, data[min(unit, len(data) - 1)].stall
-            if offset + end in times:  # a recorded read: when it arrived, against the message it ends in
-                last = min(bisect.bisect_left(bounds, end), len(data) - 1)
-                early = max(0.0, self.units[taken[last]].t - times[offset + end])
-                delay = max(0.0, data[last].delay - early)
-            reads.append(Release(delay, joined[start:end], stall=stall))
+            unit = min(bisect.bisect_right(bounds, start), last_unit)
+            delay = delays[unit]
+            arrived = times.get(offset + end)
+            if arrived is not None:  # a recorded read: when it arrived, against the message it ends in
+                last = min(bisect.bisect_left(bounds, end), last_unit)
+                early = max(0.0, self.units[taken[last]].t - arrived)
+                delay = max(0.0, delays[last] - early)
+            reads.append(Release(delay, joined[start:end], stall=pauses[unit]))
             self.reads.append(offset + end)
             start = end
-        return reads + [r for r in out if r.data is None]
+        return reads
+
+    def _read_times(self) -> dict[int, float]:
+        """When each recorded read arrived, by the wire offset where it ended (made once)."""
+        if self._arrivals is None:
+            self._arrivals = dict(zip(self.ws.wire.ends, self.ws.wire.times))
+        return self._arrivals
 
     def _frame_ends(self, offset: int, size: int) -> list[int] | None:
         """Where each frame inside ``[offset, offset + size)`` of the wire ends: the reads of a
         plain replay that cannot keep the recorded ones (one frame each)."""
         if not self._plain():
             return None
-        ends = [f.end - offset for f in self._wire.frames if offset < f.end <= offset + size]
+        stops = self._stops
+        inside = stops[bisect.bisect_right(stops, offset) : bisect.bisect_right(stops, offset + size)]
+        ends = [e - offset for e in inside]
         return ends if ends and ends[-1] == size else None
 
     def _recorded_ends(self, offset: int, size: int) -> list[int] | None:
         """The recorded read ends inside ``[offset, offset + size)`` of the wire, when the cassette's
         wire map fits the re-encoded frames (the variant changed no byte)."""
-        ends = self.ws.wire.ends
         if not self._plain() or not self.wire_fits():
             return None
-        inside = [e - offset for e in ends if offset < e <= offset + size]
+        ends = self.ws.wire.ends
+        inside = [
+            e - offset
+            for e in ends[bisect.bisect_right(ends, offset) : bisect.bisect_right(ends, offset + size)]
+        ]
         return inside if inside and inside[-1] == size else [*inside, size]
 
     # -- the handshake and the client's side ----------------------------------------------------

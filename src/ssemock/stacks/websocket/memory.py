@@ -10,6 +10,8 @@ import collections
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 from ...plan.conversation import Conversation, Release, UnmatchedMessageError, skipped_stall
@@ -27,6 +29,7 @@ __all__ = [
 ]
 
 _HEAD_END = b"\r\n\r\n"
+_ENDS_PENDING, _STALL, _DATA = attrgetter("ends_pending"), attrgetter("stall"), attrgetter("data")
 _TURNS = 5  # the loop turns a client has, after its write, to begin its next read (and its timeout)
 
 
@@ -205,15 +208,22 @@ class MemoryTransport(asyncio.Transport):
 
     def _deliver(self, releases: Sequence[Release]) -> None:
         now = self.now()
-        if any(r.ends_pending for r in releases):
+        if any(map(_ENDS_PENDING, releases)):
             self._queue.clear()
             self._due = 0.0
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
-        due, timing, queue = self._due, self._timing, self._queue
-        for r in releases:  # in order: the loop's timers do not keep the order of equal times
-            at = now + r.due_in(timing)
+        due, queue = self._due, self._queue
+        if self._timing.factor is None and not any(map(_STALL, releases)):
+            # instant timing and no stall: each one due now (`Release.due_in`), queued at C speed
+            self._due = due = due if due > now else now
+            queue.extend(zip(repeat(due), map(_DATA, releases)))
+            self._arm()
+            return
+        # in order: the loop's timers do not keep the order of equal times
+        for r, wait in zip(releases, map(Release.due_in, releases, repeat(self._timing))):
+            at = now + wait
             if at > due:
                 due = at
             queue.append((due, r.data))
@@ -285,22 +295,22 @@ class MemoryTransport(asyncio.Transport):
         self._timer = self._loop.call_soon(self._settle)  # after what that deadline wakes
 
     def _pump(self) -> None:
+        """Hand the client every release due now, in order, one ``data_received`` call each (the
+        queue is looked at again after each: the client's answer may end what is pending)."""
         self._timer = None
         now = self.now()
-        while self._queue and self._queue[0][0] <= now:
-            self._hand(self._queue.popleft()[1])
-        self._arm()
-
-    def _hand(self, data: bytes | None) -> None:
-        if self._lost:
-            return
-        self._quiet_since = self.now()
-        if data is None:
-            keep = self._protocol.eof_received()
-            if not keep:
+        queue, protocol, lost = self._queue, self._protocol, self._lost  # (lost only later: `_lose`)
+        if queue and queue[0][0] <= now and not lost:
+            self._quiet_since = now  # (when the last one was handed: all are, now)
+        while queue and queue[0][0] <= now:
+            data = queue.popleft()[1]
+            if lost:
+                continue
+            if data is not None:
+                protocol.data_received(data)
+            elif not protocol.eof_received():
                 self.close()
-            return
-        self._protocol.data_received(data)
+        self._arm()
 
     # -- asyncio.Transport ------------------------------------------------------------------------
 
