@@ -20,10 +20,10 @@ from starlette.routing import Route
 
 import ssemock
 from ssemock.commands.loopback import running
-from ssemock.framing import eventstream, json_array
+from ssemock.framing import eventstream, json_array, ndjson
 from ssemock.scan import findings, walk
 from ssemock.scan.incremental import BodyScan
-from ssemock.scan.incremental_framings import JSONArrayDecoder
+from ssemock.scan.incremental_framings import JSONArrayDecoder, Text, decoder
 from ssemock.scan.walk import scan_interaction
 from ssemock.store.cassette import Interaction, Request, Response
 
@@ -212,11 +212,75 @@ def test_the_json_array_decoder_fed_in_any_pieces_gives_the_elements(
 ) -> None:
     body = ("[" + separator.join(json.dumps(e) for e in elements) + "]").encode()
     cuts = sorted(set(data.draw(st.lists(st.integers(0, len(body)), max_size=20))))
-    decoder, got, pos = JSONArrayDecoder(), [], 0
-    for end in [*cuts, len(body)]:
-        got += decoder.feed(body[pos:end])
-        pos = max(pos, end)
-    assert got + decoder.close() == json_array.decode(body) == elements
+    for texts in (False, True):
+        array, got, pos = JSONArrayDecoder(texts), [], 0
+        for end in [*cuts, len(body)]:
+            got += array.feed(body[pos:end])
+            pos = max(pos, end)
+        got += array.close()
+        if texts:  # each element as the text it was received as
+            assert all(type(e) is Text for e in got)
+            got = [json.loads(e.data) for e in got]
+        assert got == json_array.decode(body) == elements
+
+
+def _parsed(events: list[object]) -> list[object]:
+    return [json.loads(e.data) if isinstance(e, Text) else e for e in events]
+
+
+_LINE = st.one_of(
+    st.builds(json.dumps, _ELEMENT),
+    st.builds(json.dumps, st.one_of(st.integers(), st.text(max_size=4), st.none())),
+    st.sampled_from(["", "  ", "\t", "{", '{"a": 1} x', "[1,", " [1] ", "x", "\x0c{}"]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    lines=st.lists(_LINE, max_size=8),
+    ending=st.sampled_from(["\n", "\r\n", "\r"]),
+    last=st.booleans(),
+    data=st.data(),
+)
+def test_the_json_lines_decoder_gives_the_lines_that_decode_gives_values_or_raises(
+    lines: list[str], ending: str, last: bool, data: st.DataObject
+) -> None:
+    """The scan's JSON-lines decoder gives an object or an array as its text (`Text`), any other
+    value parsed; a line that is no JSON raises there or, a `Text`, in the walk (strict)."""
+    body = (ending.join(lines) + (ending if last else "")).encode()
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(body)), max_size=12))))
+    try:
+        expected: list[object] | None = ndjson.decode([body])
+    except ndjson.NDJSONError:
+        expected = None
+    lines_decoder, got, pos = decoder("application/x-ndjson"), [], 0
+    try:
+        for end in [*cuts, len(body)]:
+            got += lines_decoder.feed(body[pos:end])
+            pos = max(pos, end)
+        got += lines_decoder.close()
+        parsed = _parsed(got)
+    except ValueError:  # (orjson's error, or the walk's)
+        assert expected is None
+        return
+    if expected is None:  # decoded whole it raises: a line given as text is no JSON
+        with pytest.raises(ValueError):
+            walk._Scan(0).stream("response.body", 0, got, "", [])
+    else:
+        assert parsed == expected
+
+
+@pytest.mark.parametrize("name", ["ndjson", "json_array"])
+def test_an_event_that_is_no_json_after_its_shape_was_planned_breaks_the_scan(name: str) -> None:
+    """A line (an element) of the shape of the events before it, but no JSON: the decoder
+    decoding the whole body raises, so the scan as it arrives leaves the body to the save."""
+    content_type, encode = FRAMINGS[name]
+    good = encode([_delta(f"w{k}") for k in range(40)])
+    broken = good.replace(b'"w20"', b'"w20\x01"', 1)  # a raw control character in a string
+    assert broken != good
+    response = Response(200, [("content-type", content_type)], broken, [len(broken)], [0.0])
+    assert _fed(content_type, broken, [len(broken) // 2], keep=True).findings(response) is None
+    assert _incremental(content_type, good, [len(good) // 2], keep=True) == _saved(content_type, good)[1]
 
 
 def test_a_json_body_that_is_no_array_is_scanned_at_the_save() -> None:

@@ -85,6 +85,12 @@ class Decoder:
 
         Raises [`NDJSONError`][ssemock.ndjson.NDJSONError] for a completed line that is not blank and not valid JSON.
         """
+        lines = self.feed_lines(chunk)
+        return _parse(lines, self._lineno - len(lines) + 1) if lines else []
+
+    def feed_lines(self, chunk: bytes | bytearray | memoryview) -> list[bytes]:
+        """`feed`, giving the lines completed as they are (blank ones too), not parsed (the
+        secret scan reads a line's text: `ssemock.scan.incremental_framings`)."""
         if type(chunk) is not bytes:
             chunk = bytes(chunk)
         if self._cr:
@@ -107,18 +113,22 @@ class Decoder:
             self._parts = parts = []
         if tail:
             parts.append(tail)
-        first = self._lineno + 1
         self._lineno += len(lines)
-        return _parse(lines, first)
+        return lines
 
     def close(self) -> list[object]:
         """End the stream: parse a final line that has no LF, unless it is blank."""
+        lines = self.close_lines()
+        return _parse(lines, self._lineno) if lines else []
+
+    def close_lines(self) -> list[bytes]:
+        """`close`, giving the final line (if any) as it is, not parsed."""
         parts = self._parts
         self._parts = []
         if not parts:
             return []
         self._lineno += 1
-        return _parse([b"".join(parts)], self._lineno)
+        return [b"".join(parts)]
 
 
 def iter_decode(chunks: Iterable[bytes]) -> Iterator[object]:

@@ -13,7 +13,9 @@ would detect in the whole body.
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import orjson
@@ -24,11 +26,12 @@ from ..framing.json_array import JSONArrayError
 from ..framing.ndjson import Decoder as _LineDecoder
 from ..framing.sse import Decoder as _EventDecoder
 
-__all__ = ["Framed", "JSONArrayDecoder", "decoder", "wanted"]
+__all__ = ["Framed", "JSONArrayDecoder", "Text", "decoder", "wanted"]
 
 _SPECIAL = re.compile(rb'["{}\[\]]')  # as `ssemock.framing.json_array.element_spans` searches
 _SPACE = b" \t\n\r\x0b\x0c"  # what bytes.strip() strips
 _SNIFFED = ("application/json",)  # a media type that may be a JSON array stream, told by its first byte
+_BLANK = b" \t\r"  # a JSON line of these alone is skipped (`ssemock.framing.ndjson`)
 
 
 class _Decoder(Protocol):
@@ -73,14 +76,66 @@ class Framed:
         return list(self._inner.close() or ()) if self._inner is not None else []
 
 
+class Text:
+    """An event whose data is the text of a JSON object or array (a JSON line, a JSON array's
+    element), as received and not parsed yet: the walk reads it as it reads an SSE event's data,
+    the events of a shape seen before by a plan of that shape (`ssemock.scan.event_plans`: C-level
+    calls, no parse; what a plan reads is valid JSON), and finds what it finds in the value
+    parsed, which the scan at save walks. ``strict``: the walk raises where the text is no JSON
+    (where the framing's decoder raises)."""
+
+    __slots__ = ("data",)
+    strict = True
+
+    def __init__(self, data: str) -> None:
+        self.data = data
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Text) and other.data == self.data
+
+    def __hash__(self) -> int:
+        return hash(self.data)
+
+    def __repr__(self) -> str:
+        return f"Text({self.data!r})"
+
+
+def _event(text: bytes | bytearray) -> Any:
+    """What the scan reads of a JSON value's text: one that starts as an object or an array as its
+    `Text` (UnicodeDecodeError where it is no UTF-8), any other value parsed
+    (orjson.JSONDecodeError where it is no JSON)."""
+    if text.lstrip(_BLANK)[:1] in (b"{", b"["):
+        return Text(text.decode())
+    return orjson.loads(text)
+
+
+class _Lines:
+    """The JSON-lines decoder (`ssemock.framing.ndjson.Decoder`), its objects and arrays given as
+    their `Text`: what it gives, or raises, fed the same bytes."""
+
+    def __init__(self) -> None:
+        self._decoder = _LineDecoder()
+
+    def feed(self, data: bytes) -> list[Any]:
+        return self._events(self._decoder.feed_lines(data))
+
+    def close(self) -> list[Any]:
+        return self._events(self._decoder.close_lines())
+
+    @staticmethod
+    def _events(lines: list[bytes]) -> list[Any]:
+        return [_event(line) for line in lines if line.strip(_BLANK)]
+
+
 class JSONArrayDecoder:
     """`ssemock.framing.json_array.decode` a piece at a time: each element parsed once its
-    closing bracket arrives; an error where the whole body would raise one (a byte that is neither
+    closing bracket arrives (given as its `Text` with ``texts``); an error where the whole body would raise one (a byte that is neither
     an element nor a separator, a stray bracket, an element that is not JSON: its offset is into
     the bytes held); after the array's ``]``, nothing more is read. The bytes held are those of
     the element being read."""
 
-    def __init__(self) -> None:
+    def __init__(self, texts: bool = False) -> None:
+        self._parse: Callable[[bytes | bytearray], Any] = _event if texts else orjson.loads
         self._buf = bytearray()
         self._started = False  # the '[' was read
         self._done = False  # the ']' was read
@@ -156,7 +211,7 @@ class JSONArrayDecoder:
                 self._depth -= 1
                 if self._depth == 0:
                     try:
-                        values.append(orjson.loads(buf[self._element : pos]))
+                        values.append(self._parse(buf[self._element : pos]))
                     except orjson.JSONDecodeError as exc:
                         raise JSONArrayError(
                             self._element, f"element is not valid JSON ({exc})", bytes(buf)
@@ -186,9 +241,9 @@ class _Frames:
         return []
 
 
-_DECODERS: dict[str, type[_Decoder]] = {
+_DECODERS: dict[str, Callable[[], _Decoder]] = {
     "sse": _EventDecoder,
-    "ndjson": _LineDecoder,
-    "json_array": JSONArrayDecoder,
+    "ndjson": _Lines,
+    "json_array": functools.partial(JSONArrayDecoder, texts=True),
     "eventstream": _Frames,
 }
