@@ -307,6 +307,34 @@ def test_a_stream_of_events_that_are_no_json_after_all_is_walked(monkeypatch: py
     assert read >= 60 - 5
 
 
+def test_runs_of_events_are_read_in_one_pass_as_they_are_walked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of events of the last shape is read by one regex pass over their texts joined by
+    NULs (`Shapes._run`), each piece list extended once; a run with a NUL in a text, a value
+    worth decoding, a value no JSON string holds, another id, or a list of strings (two values
+    to one piece list) is read the ways before, with the same results."""
+    run, runs = Shapes._run, [0]
+
+    def counted(*a: Any) -> bool:
+        done = run(*a)
+        runs[0] += done
+        return done
+
+    monkeypatch.setattr(Shapes, "_run", staticmethod(counted))
+    words = [" lorem", " ipsum", " dol\\u00f6r", " a\\\\b"]  # (as written: JSON escapes)
+    texts = [_raw(w) for w in words * 50]
+    texts[100] = _raw("a\x00b")  # a NUL in a text (escaped in JSON: no plan reads it raw)
+    texts[101] = _raw("a\u0000b")
+    texts[150] = _raw(KEY)  # worth decoding
+    texts[170] = _raw("a\tb")  # a tab as written: no JSON string
+    texts += [_raw(w, OTHER) for w in words * 30]  # another stable id
+    texts += [_dumps(["a", w, {"output_index": 0, "t": [w]}], 1) for w in words * 30]  # shared lists
+    texts += [_dumps({"token": w, "logprob": -0.5}, 1) for w in words * 30]  # nothing stable
+    reference, planned, read = _both(texts, monkeypatch)
+    assert planned == reference
+    assert any(f.rule.startswith("an OpenAI key") for f in planned[0])
+    assert runs[0] >= 3 and read >= len(texts) - 40
+
+
 def test_plans_are_sound_for_the_event_shapes_a_cut_cannot_read() -> None:
     assert event_plans.cut('{"a":"x\\"y"}') is None  # a quote escaped: cut elsewhere than JSON cuts
     assert event_plans.cut('{"a":"x}') is None  # an odd number of quotes

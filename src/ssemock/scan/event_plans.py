@@ -256,6 +256,8 @@ class _Planned:
 
     def __init__(self, plan: Plan, pieces: dict[str, list[str]]) -> None:
         self.plan = plan
+        self.pieces = pieces
+        self.batch_of: re.Pattern[str] | None = None  # the regex `batch` was made from
         self.appends = tuple(tuple(pieces.setdefault(k, []).append for k in s.pieces) for s in plan.slots)
         self.last: tuple[str, ...] | None = None  # the values of the last event read one by one
         self.settles = 0
@@ -276,6 +278,34 @@ class _Planned:
         self.flat_at = _getter([order.index(i) for i in slots for _ in self.appends[i]])
         self.settles += 1
         self.fast: re.Pattern[str] | None = None  # made when a run is read
+        self.batch: re.Pattern[str] | None = None
+        self.columns = self._columns()
+
+    def _columns(self) -> tuple[tuple[Callable[[Any], None], int], ...] | None:
+        """Per piece list the values of a run join, in order: its ``extend`` and the slot whose
+        values it takes (a stable slot: ``-1 - i``, its ``i``-th stable value; else its place
+        among the values that vary); None where a list takes the values of two slots (a list of
+        strings: its values interleave)."""
+        lists = [[self.pieces[k] for k in slot.pieces] for slot in self.plan.slots]
+        if len({id(x) for each in lists for x in each}) < sum(map(len, lists)):
+            return None
+        vary = [i for i in range(len(lists)) if i not in self.stable_slots]
+        where = {i: -1 - n for n, i in enumerate(self.stable_slots)} | {i: n for n, i in enumerate(vary)}
+        return tuple((x.extend, where[i]) for i, each in enumerate(lists) for x in each)
+
+    def batched(self) -> re.Pattern[str] | None:
+        """The regex that reads a run of events in one pass, their texts joined by NULs (which no
+        text of theirs holds) and led by one: `faster`'s (``plan.regex`` with no stable value),
+        each match a NUL, a whole text and the NUL after it, a value captured short of any NUL.
+        None when there is no `faster`, or a list takes the values of two slots."""
+        regex = self.faster() if self.stable else self.plan.regex
+        if regex is None or self.columns is None:
+            return None
+        if self.batch is None or self.batch_of is not regex:
+            vary = '([^"]*)'
+            pattern = regex.pattern.replace(vary, '([^"\x00]*)')
+            self.batch, self.batch_of = re.compile("\x00" + pattern + "(?=\x00)"), regex
+        return self.batch
 
     def faster(self) -> re.Pattern[str] | None:
         """``plan.regex`` with the stable values written in: it captures only the others (made
@@ -387,6 +417,9 @@ class Shapes:
         known = self._last
         if known is None or known.plan.named or walker.recording or not texts:
             return 0
+        batch = known.batched()
+        if batch is not None and self._run(walker, known, batch, texts):
+            return len(texts)
         fast = known.faster()
         matches = list(map((fast or known.plan.regex).fullmatch, texts))
         if None in matches:
@@ -413,6 +446,30 @@ class Shapes:
         values = chain.from_iterable(map(known.flat_at, map(add, repeat(known.stable_values), varys)))
         deque(map(call, cycle(known.flat_appends), values), 0)
         return len(varys)
+
+    @staticmethod
+    def _run(walker: Walker, known: _Planned, batch: re.Pattern[str], texts: list[str]) -> bool:
+        """`bulk`, all of ``texts`` or none: read in one pass of ``batch`` (`_Planned.batched`),
+        each piece list extended once by the run's values (`_Planned.columns`)."""
+        n = len(texts)
+        joined = "\x00".join(["", *texts, ""])
+        if joined.count("\x00") != n + 1:  # a text holds a NUL (no JSON text does): one by one
+            return False
+        found = batch.findall(joined)
+        if len(found) != n:  # some text is not of the shape
+            return False
+        width = batch.groups
+        flat = found if width == 1 else list(chain.from_iterable(found)) if width else []
+        undone = _undone(flat)
+        if undone is None or worth(undone[1]):  # (a space joins no match)
+            return False
+        values, words = undone
+        if not _reserve(walker, known.plan.spread * (len(words) + n * known.stable_size)):
+            return False
+        stable = known.stable_values
+        for extend, at in known.columns or ():
+            extend(repeat(stable[-1 - at], n) if at < 0 else values[at::width])
+        return True
 
     def _one_by_one(
         self, walker: Walker, field: str, path: str, k: int, known: _Planned, raw: tuple[str, ...]
