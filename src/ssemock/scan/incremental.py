@@ -32,7 +32,8 @@ from .walk import _DEEP_MAX, Finding, _Scan, wide_charset
 __all__ = ["BodyScan", "scanned_as_recorded"]
 
 _FIELD = "response.body"
-_STEP = 4 << 10  # events are decoded and walked at least this many bytes at a time (cut after a newline)
+_STEP = 16 << 10  # events are decoded and walked at least this many bytes at a time (cut after a newline):
+# a piece's events are read in runs of up to 64 (`ssemock.scan.event_plans.Shapes.bulk`), ~60 OpenAI chunks in 16 KB
 
 
 def _content_type(response: Any) -> str:
