@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any, Protocol
 
 import orjson
@@ -32,6 +33,8 @@ _SPECIAL = re.compile(rb'["{}\[\]]')  # as `ssemock.framing.json_array.element_s
 _SPACE = b" \t\n\r\x0b\x0c"  # what bytes.strip() strips
 _SNIFFED = ("application/json",)  # a media type that may be a JSON array stream, told by its first byte
 _BLANK = b" \t\r"  # a JSON line of these alone is skipped (`ssemock.framing.ndjson`)
+_FIRST = itemgetter(0)
+_OPENING = {ord("{"), ord("[")}
 
 
 class _Decoder(Protocol):
@@ -124,15 +127,20 @@ class _Lines:
 
     @staticmethod
     def _events(lines: list[bytes]) -> list[Any]:
+        if not lines:
+            return []
+        if all(lines) and set(map(_FIRST, lines)) <= _OPENING:  # each line an object or an array
+            # (as `_event` gives them, by C-level passes; no line holds a newline; no UTF-8 raises)
+            return list(map(Text, b"\n".join(lines).decode().split("\n")))
         return [_event(line) for line in lines if line.strip(_BLANK)]
 
 
 class JSONArrayDecoder:
     """`ssemock.framing.json_array.decode` a piece at a time: each element parsed once its
-    closing bracket arrives (given as its `Text` with ``texts``); an error where the whole body would raise one (a byte that is neither
-    an element nor a separator, a stray bracket, an element that is not JSON: its offset is into
-    the bytes held); after the array's ``]``, nothing more is read. The bytes held are those of
-    the element being read."""
+    closing bracket arrives (given as its `Text` with ``texts``); an error where the whole body
+    would raise one (a byte that is neither an element nor a separator, a stray bracket, an
+    element that is not JSON: its offset is into the bytes held); after the array's ``]``,
+    nothing more is read. The bytes held are those of the element being read."""
 
     def __init__(self, texts: bool = False) -> None:
         self._parse: Callable[[bytes | bytearray], Any] = _event if texts else orjson.loads
