@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ssemock import Cassette
 from ssemock.framing import _speedups
-from ssemock.scan import large_streams
+from ssemock.scan import credential_shapes, large_streams
 from ssemock.scan.large_streams import _SEGMENT
 from ssemock.scan.segment_plans import STRING_MEMBER, members
 from ssemock.scan.walk import _DEEP_MAX, _Scan, scan_cassette
@@ -78,6 +78,31 @@ def test_the_accelerator_finds_the_data_lines_and_base64_runs_the_pure_code_find
         _speedups.data_lines(bytearray(segment))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="b64_runs"):
         _speedups.b64_runs(segment, "16")  # type: ignore[arg-type]
+
+
+_RUN_BITS = st.sampled_from(
+    ["a", "Z", "0", "+", "/", "_", "-", "=", " ", ".", "\x00", "\x7f", "é", "\ud800", "\U0001f642"]
+    + ["abcdefgh", "ABCDEFG", "0123456", "a" * 15, "b" * 16, KEY]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_RUN_BITS, max_size=40).map("".join))
+def test_the_accelerator_says_whether_a_base64_run_is_there_as_the_pure_code_does(text: str) -> None:
+    """``b64_run`` (has_b64_run's C pass, on ASCII text as it is, or bytes) answers what the
+    translated copy answers, for any least; other text is the pure code's (the walk's strings)."""
+    assert credential_shapes._c_b64_run is _speedups.b64_run
+    expected = credential_shapes._py_b64_run(text)
+    assert credential_shapes.has_b64_run(text) is expected
+    if text.isascii():
+        assert _speedups.b64_run(text, 16) is expected
+    raw = text.encode("utf-8", "surrogatepass")
+    classes = raw.translate(credential_shapes._B64_CLASS)  # each base64 byte an "a", others a space
+    for least in (0, 1, 2, 16, 17, sys.maxsize):
+        wanted = max(least, 1) <= len(raw) and b"a" * max(least, 1) in classes
+        assert _speedups.b64_run(raw, least) is wanted
+    with pytest.raises(TypeError, match="b64_run"):
+        _speedups.b64_run("é" * 20, 16)  # not ASCII: the pure code's
 
 
 _MEMBER_BITS = st.sampled_from(

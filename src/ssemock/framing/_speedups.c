@@ -57,6 +57,13 @@
  *   "data:" is taken; a value starting with '{' or '[' is left out; it ends at CR, LF or the
  *   end), in one pass of memchr instead of a regex tried at every line (tests/scan compare both).
  *
+ * b64_run(data, least) -> bool
+ *   Whether data (bytes, or a str of ASCII: its characters are its bytes) holds `least` base64 /
+ *   base64url bytes (A-Z a-z 0-9 + / _ -) in a row, any case: what b"a" * least in
+ *   data.translate(table) gives with those bytes made "a" (ssemock.scan.credential_shapes.
+ *   has_b64_run, asked of most strings the walk meets), by b64_runs' skipping search, with no
+ *   copy nor translation of the data, stopping at the first run.
+ *
  * b64_runs(data, least) -> set[bytes]
  *   Every distinct maximal run of base64 / base64url bytes (A-Z a-z 0-9 + / _ -) in data at least
  *   `least` bytes long and holding both an upper- and a lower-case letter (base64 of text mixes
@@ -592,6 +599,55 @@ b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         i = end + 1;
     }
     return out;
+}
+
+/* -- b64_run(): whether a run of base64 bytes is there -------------------------------------- */
+
+static PyObject *
+b64_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyLong_CheckExact(args[1]) ||
+        !(PyBytes_CheckExact(args[0]) || (PyUnicode_CheckExact(args[0]) && PyUnicode_IS_ASCII(args[0])))) {
+        PyErr_SetString(PyExc_TypeError, "b64_run(data: bytes | ASCII str, least: int)");
+        return NULL;
+    }
+    Py_ssize_t least = PyLong_AsSsize_t(args[1]);
+    if (least == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    const unsigned char *base;
+    Py_ssize_t n, i = 0;
+    if (PyBytes_CheckExact(args[0])) {
+        base = (const unsigned char *)PyBytes_AS_STRING(args[0]);
+        n = PyBytes_GET_SIZE(args[0]);
+    } else { /* an ASCII str: its characters are its bytes */
+        base = (const unsigned char *)PyUnicode_DATA(args[0]);
+        n = PyUnicode_GET_LENGTH(args[0]);
+    }
+    if (least < 1) {
+        least = 1;
+    }
+    /* As b64_runs searches: the byte a run of `least` bytes from i on must hold is looked at
+     * first, and the search jumps past it where it is no base64 byte. */
+    while (n - i >= least) {
+        Py_ssize_t probe = i + least - 1;
+        if (!b64_byte[base[probe]]) {
+            i = probe + 1;
+            continue;
+        }
+        Py_ssize_t start = probe, end = probe + 1;
+        while (start > i && b64_byte[base[start - 1]]) {
+            start--;
+        }
+        while (end - start < least && end < n && b64_byte[base[end]]) {
+            end++;
+        }
+        if (end - start >= least) {
+            Py_RETURN_TRUE;
+        }
+        i = end + 1;
+    }
+    Py_RETURN_FALSE;
 }
 
 /* -- members(): the string members of a JSON text, per name ---------------------------------- */
@@ -1283,6 +1339,8 @@ static PyMethodDef methods[] = {
     {"values", values, METH_O, "values(data) -> int: how many of data's bytes are ',', '[' or '{'."},
     {"b64_runs", (PyCFunction)(void (*)(void))b64_runs, METH_FASTCALL,
      "b64_runs(data, least) -> set[bytes]: the distinct mixed-case base64 runs of `least` bytes or more."},
+    {"b64_run", (PyCFunction)(void (*)(void))b64_run, METH_FASTCALL,
+     "b64_run(data, least) -> bool: whether data (bytes, an ASCII str) holds `least` base64 bytes in a row."},
     {"data_lines", data_lines, METH_O,
      "data_lines(segment) -> list[bytes]: the data of the SSE data lines whose value is not JSON."},
     {"members", members, METH_O,

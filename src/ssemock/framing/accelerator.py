@@ -7,7 +7,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import ModuleType
 
-__all__ = ["MODULE", "b64_runs", "data_lines", "escaped", "longest_gap", "members", "values", "words"]
+__all__ = [
+    "MODULE",
+    "b64_run",
+    "b64_runs",
+    "data_lines",
+    "escaped",
+    "longest_gap",
+    "members",
+    "values",
+    "words",
+]
 
 MODULE: ModuleType | None
 try:
@@ -21,6 +31,8 @@ values: Callable[[bytes], int] | None = getattr(MODULE, "values", None)
 """The count of JSON values in a document, in one pass (`ssemock.store.size_guard`)."""
 data_lines: Callable[[bytes], list[bytes]] | None = getattr(MODULE, "data_lines", None)
 """The data of a segment's non-JSON SSE data lines, in one pass (`ssemock.scan.large_streams`)."""
+b64_run: Callable[[bytes | str, int], bool] | None = getattr(MODULE, "b64_run", None)
+"""Whether bytes, or a str of ASCII, hold a base64 run (`ssemock.scan.credential_shapes.has_b64_run`)."""
 b64_runs: Callable[[bytes, int], set[bytes]] | None = getattr(MODULE, "b64_runs", None)
 """The distinct base64 runs of a segment that mix cases, in one pass (`ssemock.scan.large_streams`)."""
 members: Callable[[bytes], dict[bytes, list[bytes]]] | None = getattr(MODULE, "members", None)

@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..framing.accelerator import b64_run as _c_b64_run
 from .body_forms import inflated
 
 __all__ = [
@@ -438,9 +439,14 @@ def has_b64_run(text: str) -> bool:
     last = _LAST_RUN
     if last[0] is text:
         return last[1]
-    found = b"a" * 16 in text.encode("utf-8", "surrogatepass").translate(_B64_CLASS)
+    found = _c_b64_run(text, 16) if _c_b64_run is not None and text.isascii() else _py_b64_run(text)
     _LAST_RUN = (text, found)
     return found
+
+
+def _py_b64_run(text: str) -> bool:
+    """`has_b64_run` in Python (the accelerator's ``b64_run`` where it is built, for ASCII text)."""
+    return b"a" * 16 in text.encode("utf-8", "surrogatepass").translate(_B64_CLASS)
 
 
 _B64_RUN_BYTES = re.compile(rb"[A-Za-z0-9+/_\-]{16,}={0,2}")
