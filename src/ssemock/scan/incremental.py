@@ -32,6 +32,7 @@ from .walk import _DEEP_MAX, Finding, _Scan, wide_charset
 __all__ = ["BodyScan", "scanned_as_recorded"]
 
 _FIELD = "response.body"
+_JSON_FRAMINGS = ("ndjson", "json_array")  # each event JSON: no plain data
 _STEP = 16 << 10  # events are decoded and walked at least this many bytes at a time (cut after a newline):
 # a piece's events are read in runs of up to 64 (`ssemock.scan.event_plans.Shapes.bulk`), ~60 OpenAI chunks in 16 KB
 
@@ -126,14 +127,22 @@ class BodyScan:
         assert self._walk is not None and self._decoder is not None
         if self._so_far is None:
             self._kept.append(piece)
-        events = self._decoder.feed(piece)
-        self._walk.stream(_FIELD, self._events, events, "", self._plain)
-        self._events += len(events)
+        self._walked(self._decoder.feed(piece))
         for pieces in self._walk.pieces.values():  # joined as they come (two parts kept: still a join)
             if len(pieces) > 256:
                 pieces[:-1] = ["".join(pieces[:-1])]
         if len(self._plain) > 256:
             self._plain[:-1] = ["".join(self._plain[:-1])]
+
+    def _walked(self, events: list[Any]) -> None:
+        """Walk the next events. An event of a JSON framing (JSON lines, a JSON array) that is no
+        JSON after all (a `ssemock.scan.incremental_framings.Text` the walk took for plain data)
+        raises, where the framing's decoder raises: the save then scans the body itself."""
+        assert self._walk is not None and self._decoder is not None
+        self._walk.stream(_FIELD, self._events, events, "", self._plain)
+        self._events += len(events)
+        if self._plain and self._decoder.name in _JSON_FRAMINGS:
+            raise ValueError(f"{self._decoder.name}: an event that is no JSON")
 
     def _large_piece(self, piece: bytes) -> None:
         """Cut the segments `ssemock.scan.large_streams.segment_end` cuts a whole body into: each
@@ -209,7 +218,7 @@ class BodyScan:
             found = head.found + self._large.found
         else:
             assert self._walk is not None and self._decoder is not None
-            self._walk.stream(_FIELD, self._events, list(self._decoder.close()), "", self._plain)
+            self._walked(list(self._decoder.close()))
             if self._decoder.name != framing.detect(self.content_type, body).name:
                 raise LookupError("the save decodes another framing")  # (a JSON body that is no array)
             self._walk.joined(_FIELD, "", self._plain)

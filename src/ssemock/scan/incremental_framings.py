@@ -84,11 +84,11 @@ class Text:
     element), as received and not parsed yet: the walk reads it as it reads an SSE event's data,
     the events of a shape seen before by a plan of that shape (`ssemock.scan.event_plans`: C-level
     calls, no parse; what a plan reads is valid JSON), and finds what it finds in the value
-    parsed, which the scan at save walks. ``strict``: the walk raises where the text is no JSON
-    (where the framing's decoder raises)."""
+    parsed, which the scan at save walks. One that is no JSON after all the walk takes for plain
+    data, and the scan breaks off there (`ssemock.scan.incremental.BodyScan`), where the
+    framing's decoder raises."""
 
     __slots__ = ("data",)
-    strict = True
 
     def __init__(self, data: str) -> None:
         self.data = data

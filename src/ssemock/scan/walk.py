@@ -455,8 +455,6 @@ class _Scan:
             where = f"{path} event {k}".strip()
             parsed = _json_or_none(text_form)
             if parsed is _NOT_JSON:
-                if getattr(event, "strict", False):  # a JSON framing's event: its decoder raises
-                    raise ValueError(f"event {k} is no JSON")
                 plain.append(text_form)
                 self.text(field, text_form, where, 1, shapes="\n" in text_form or bool(path))
                 self.collect = False
