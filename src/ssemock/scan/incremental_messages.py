@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .body_forms import message_encoding
+from .body_forms import DECODED_MAX, message_encoding
 from .prescanned import messages_scanned
 from .walk import _NAMED_FIELD, _no_prose, _Scan
 
@@ -42,21 +42,29 @@ class MessageScan:
         if self.broken:
             return
         try:
+            data = message.data
             k, payload = len(self._data), message.payload
             self._size += len(payload)
             if self._size > _MAX:
                 self._scan, self._data, self.broken = _Scan(0), [], True  # what it kept let go
                 return
-            self._scan.body(
-                f"websocket.messages[{k}]",
-                payload,
-                message_encoding(message.data),
-                self._url,
-                stream=False,
-            )
-            self._data.append(message.data)
+            field = f"websocket.messages[{k}]"
+            if type(data) is str and len(payload) <= DECODED_MAX and "\0" not in data:
+                self._text(field, payload, data)
+            else:
+                self._scan.body(field, payload, message_encoding(data), self._url, stream=False)
+            self._data.append(data)
         except Exception:  # never fail a recording: the save scans the messages instead
             self.broken = True
+
+    def _text(self, field: str, payload: bytes, text: str) -> None:
+        """A text message as `_Scan.body` reads it, minus the steps it cannot need: text is
+        never compressed (no ``Content-Encoding``), its UTF-8 has no byte order mark of UTF-16
+        and, without a NUL, is not taken for UTF-16 or UTF-32, and its decoded form is ``text``
+        itself (no decode of ``payload``, the copy of it the message already is)."""
+        self._scan.raw(field, payload)
+        if text:
+            self._scan.text(field, text, "", 0, shapes=False)
 
     def holds(self, messages: list[Any]) -> bool:
         """Whether ``messages`` are the very messages scanned, in order."""
