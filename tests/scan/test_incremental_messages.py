@@ -45,6 +45,8 @@ FORMS: dict[str, Callable[[], list[str | bytes]]] = {
     "credential-named member": lambda: [json.dumps({"session": {"api_key": "hunter2-hunter2"}})],
     "base64": lambda: [_audio(f"the key {KEY}".encode())],
     "zlib binary": lambda: [zlib.compress(_delta(f"key {KEY}").encode())],
+    # text with NULs is read as UTF-16 by the scan as a body: not by the text messages' short way
+    "utf-16 text": lambda: ["".join(c + "\0" for c in f"my key is {KEY}")],
     "none": list,
 }
 
