@@ -4,6 +4,7 @@ AWS eventstream): the findings of the scan at save, however the body is cut (iss
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import random
 from collections.abc import AsyncIterator, Callable
@@ -20,8 +21,8 @@ from starlette.routing import Route
 
 import ssemock
 from ssemock.commands.loopback import running
-from ssemock.framing import eventstream, json_array, ndjson
-from ssemock.scan import findings, walk
+from ssemock.framing import accelerator, eventstream, json_array, ndjson
+from ssemock.scan import findings, incremental_framings, walk
 from ssemock.scan.incremental import BodyScan
 from ssemock.scan.incremental_framings import JSONArrayDecoder, Text, decoder
 from ssemock.scan.walk import scan_interaction
@@ -222,6 +223,80 @@ def test_the_json_array_decoder_fed_in_any_pieces_gives_the_elements(
             assert all(type(e) is Text for e in got)
             got = [json.loads(e.data) for e in got]
         assert got == json_array.decode(body) == elements
+
+
+# A JSON array stream, well formed or not: elements with quotes, escapes and brackets in their
+# strings, nested brackets, separators, and stray bytes anywhere.
+_ARRAY_PIECE = st.one_of(
+    st.builds(json.dumps, _ELEMENT),
+    st.sampled_from(["[", "]", "{", "}", '"', "\\", ",", " ", "\n", "\x0b", "a", "1", '"\\"', "é"]),
+)
+
+
+def _outcome(run: Callable[[], object]) -> object:
+    try:
+        return run()
+    except json_array.JSONArrayError as exc:
+        return ("error", exc.offset, str(exc))
+    except UnicodeDecodeError as exc:
+        return ("undecodable", exc.start)
+
+
+def _array_fed(body: bytes, cuts: list[int], texts: bool) -> list[object]:
+    """What a JSONArrayDecoder gives, feed by feed, fed body cut at cuts (an error ends it)."""
+    array, out, pos = JSONArrayDecoder(texts), [], 0
+    for end in [*cuts, len(body)]:
+        out.append(_outcome(functools.partial(array.feed, body[pos:end])))
+        if isinstance(out[-1], tuple):
+            return out
+        pos = max(pos, end)
+    return [*out, array.close()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(_ARRAY_PIECE, max_size=12),
+    head=st.sampled_from(["[", " [", "", "[\n", "x"]),
+    separator=st.sampled_from([",", "\n,\r\n", " , ", "", ",,"]),
+    data=st.data(),
+)
+def test_the_accelerator_finds_a_json_arrays_elements_as_the_pure_loop_does(
+    pieces: list[str], head: str, separator: str, data: st.DataObject
+) -> None:
+    # the elements and errors of json_array.decode and of the decoder fed the body in any pieces,
+    # with the accelerator's array_spans and with the pure loop alone (issue 48 item 1)
+    assert accelerator.array_spans is not None  # the install builds it
+    body = (head + separator.join(pieces) + data.draw(st.sampled_from(["]", "", " ]", "]x"]))).encode()
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(body)), max_size=12))))
+
+    def outcomes() -> list[object]:
+        whole = _outcome(lambda: json_array.decode(body))
+        return [
+            whole,
+            _outcome(lambda: json_array.event_ends(body)),
+            _array_fed(body, cuts, False),
+            _array_fed(body, cuts, True),
+        ]
+
+    with_c = outcomes()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(json_array, "_c_array_spans", None)
+        m.setattr(incremental_framings, "_c_array_spans", None)
+        assert outcomes() == with_c
+
+
+def test_the_accelerators_array_spans_resumes_across_any_cut() -> None:
+    assert accelerator.array_spans is not None
+    body = b'[{"a": "x\\"]"}, [1, [2]] ]'
+    state, found = (1, 0, 0, -1, 1, 0), []
+    for end in range(1, len(body) + 1):  # a byte more at a time, an escape's byte cut off too
+        flat, *rest = accelerator.array_spans(body[:end], *state)
+        state = (rest[0], rest[1], rest[2], rest[3], rest[4], rest[5])
+        found += [body[a:b] for a, b in zip(flat[::2], flat[1::2], strict=True)]
+    assert found == [b'{"a": "x\\"]"}', b"[1, [2]]"]
+    assert state == (len(body) - 1, 0, 0, 16, len(body) - 2, 2)  # stopped before the ']'
+    with pytest.raises(TypeError, match="array_spans"):
+        accelerator.array_spans("[]", 1, 0, 0, -1, 1, 0)  # type: ignore[arg-type]
 
 
 def _parsed(events: list[object]) -> list[object]:

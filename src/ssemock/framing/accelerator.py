@@ -9,6 +9,7 @@ from types import ModuleType
 
 __all__ = [
     "MODULE",
+    "array_spans",
     "b64_run",
     "b64_runs",
     "data_lines",
@@ -25,6 +26,14 @@ try:
 except ImportError:  # not built
     MODULE = None
 
+array_spans: (
+    Callable[
+        [bytes | bytearray, int, int, int, int, int, int], tuple[list[int], int, int, int, int, int, int]
+    ]
+    | None
+) = getattr(MODULE, "array_spans", None)
+"""A JSON array stream's elements from a state, in one pass (`ssemock.framing.json_array`,
+`ssemock.scan.incremental_framings.JSONArrayDecoder`)."""
 escaped: Callable[[bytes, bytes, bytes], bytes | None] | None = getattr(MODULE, "escaped", None)
 """A cassette body window laid out as JSON strings in one pass (`ssemock.store.layout`)."""
 values: Callable[[bytes], int] | None = getattr(MODULE, "values", None)

@@ -3,7 +3,8 @@
 Gemini's ``streamGenerateContent`` without ``alt=sse`` answers ``[{...}\\n,\\r\\n{...}\\n]``:
 each element is one event, complete when its closing brace arrives. Elements are found by one
 linear scan of the bytes (strings and escapes skipped, brackets counted), then parsed with
-`orjson.loads`.
+`orjson.loads`. The scan is the accelerator's ``array_spans`` where it is built, up to the
+array's end or an error, which the pure loop (the reference, and the fallback) then reads.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 import orjson
 
 from . import Framing
+from .accelerator import array_spans as _c_array_spans
 
 __all__ = ["FRAMING", "JSONArrayError", "decode", "event_ends"]
 
@@ -39,6 +41,11 @@ def element_spans(body: bytes) -> list[tuple[int, int]]:
         return []
     spans: list[tuple[int, int]] = []
     depth, element, pos = 0, -1, start + 1
+    if _c_array_spans is not None:  # the elements in C, to the ']' or an error (the loop's then)
+        flat, pos, in_string, depth, element, _, _ = _c_array_spans(body, pos, 0, 0, -1, pos, 0)
+        spans = list(zip(flat[::2], flat[1::2]))
+        if in_string:
+            return spans
     while True:
         m = _SPECIAL.search(body, pos)
         if m is None:

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import orjson
 
 from .. import framing
+from ..framing.accelerator import array_spans as _c_array_spans
 from ..framing.eventstream import Decoder as _FrameDecoder
 from ..framing.json_array import JSONArrayError
 from ..framing.ndjson import Decoder as _LineDecoder
@@ -35,6 +36,9 @@ _SNIFFED = ("application/json",)  # a media type that may be a JSON array stream
 _BLANK = b" \t\r"  # a JSON line of these alone is skipped (`ssemock.framing.ndjson`)
 _FIRST = itemgetter(0)
 _OPENING = {ord("{"), ord("[")}
+_Spans = Callable[
+    [bytes | bytearray, int, int, int, int, int, int], tuple[list[int], int, int, int, int, int, int]
+]
 
 
 class _Decoder(Protocol):
@@ -140,7 +144,9 @@ class JSONArrayDecoder:
     closing bracket arrives (given as its `Text` with ``texts``); an error where the whole body
     would raise one (a byte that is neither an element nor a separator, a stray bracket, an
     element that is not JSON: its offset is into the bytes held); after the array's ``]``,
-    nothing more is read. The bytes held are those of the element being read."""
+    nothing more is read. The bytes held are those of the element being read. The elements are
+    found by the accelerator's ``array_spans`` where it is built, its state resumed chunk to
+    chunk; the pure loop reads what it stops at (the array's end, an error) and is the fallback."""
 
     def __init__(self, texts: bool = False) -> None:
         self._parse: Callable[[bytes | bytearray], Any] = _event if texts else orjson.loads
@@ -177,7 +183,7 @@ class JSONArrayDecoder:
         return values
 
     def _read(self, buf: bytearray) -> list[Any]:
-        values: list[Any] = []
+        values = [] if _c_array_spans is None else self._read_c(buf, _c_array_spans)
         pos = self._pos
         while True:
             if self._in_string:  # to the closing quote: two memchr, not a regex over every byte
@@ -226,6 +232,23 @@ class JSONArrayDecoder:
                         ) from None
                     self._after, self._count = pos, self._count + 1
         self._pos = pos
+        return values
+
+    def _read_c(self, buf: bytearray, spans: _Spans) -> list[Any]:
+        """What the pure loop reads of ``buf`` up to the array's end or an error, by the
+        accelerator's ``spans`` (the state in and out); the elements parsed as the loop parses them."""
+        flat, self._pos, in_string, self._depth, self._element, after, count = spans(
+            buf, self._pos, self._in_string, self._depth, self._element, self._after, self._count
+        )
+        self._in_string = bool(in_string)
+        parse, values = self._parse, []
+        for i in range(0, len(flat), 2):
+            start = flat[i]
+            try:
+                values.append(parse(buf[start : flat[i + 1]]))
+            except orjson.JSONDecodeError as exc:
+                raise JSONArrayError(start, f"element is not valid JSON ({exc})", bytes(buf)) from None
+        self._after, self._count = after, count
         return values
 
     def close(self) -> list[Any]:
