@@ -1395,17 +1395,23 @@ array_spans(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (spans == NULL) {
         return NULL;
     }
+    Py_ssize_t quote = -1; /* the next '"' at or after pos in a string (len: none), found once */
     while (pos < len) {
-        unsigned char c = data[pos];
-        if (in_string) {
-            if (c == '\\') {
-                pos += 2; /* the escaped byte skipped (perhaps still to come) */
+        if (in_string) { /* to the closing quote by memchr: a long string is not stepped through */
+            if (quote < pos) {
+                const unsigned char *q = memchr(data + pos, '"', (size_t)(len - pos));
+                quote = q == NULL ? len : q - data;
+            }
+            const unsigned char *e = memchr(data + pos, '\\', (size_t)(quote - pos));
+            if (e != NULL) {
+                pos = e - data + 2; /* the escaped byte skipped (perhaps still to come) */
             } else {
-                in_string = c != '"';
-                pos++;
+                in_string = quote == len;
+                pos = quote + (quote < len);
             }
             continue;
         }
+        unsigned char c = data[pos];
         if (c == '"') {
             in_string = 1;
         } else if (c == '{' || c == '[') {
