@@ -383,6 +383,8 @@ class Shapes:
         if last is not None and m is not None:
             known = last
         else:
+            if text.lstrip()[:1] not in ("{", "["):  # no JSON (plain data): no shape of it is planned,
+                return False  # and its cut would translate every character (~90 us a 16 KB event)
             shape = cut(text)
             self._cut = (text, shape)
             found = None if shape is None else self._plans.get(shape[1])

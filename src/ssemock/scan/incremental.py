@@ -118,7 +118,7 @@ class BodyScan:
                 body = self._so_far()
                 if body is None:
                     raise LookupError("the recording is gone")  # broken: the save scans the body itself
-                kept = [body[: self._at - len(piece)]]
+                self._large_body(body, self._at - len(piece))
             for earlier in kept:
                 self._large_piece(earlier)
         if self._stream is not None:
@@ -143,6 +143,18 @@ class BodyScan:
         self._events += len(events)
         if self._plain and self._decoder.name in _JSON_FRAMINGS:
             raise ValueError(f"{self._decoder.name}: an event that is no JSON")
+
+    def _large_body(self, body: bytes, end: int) -> None:
+        """The body's first ``end`` bytes, read before the large-stream pass began: each whole
+        segment handed over where it lies in ``body``, the rest held as a piece (held whole, it was
+        sliced again at every segment cut from it: ~7 MiB copied for 2 MiB)."""
+        assert self._stream is not None
+        at = 0
+        while (nl := body.find(b"\n", at + _SEGMENT, end)) >= 0:
+            self._stream.segment(body, at, nl + 1)
+            at = nl + 1
+        if at < end:
+            self._large_piece(body[at:end])
 
     def _large_piece(self, piece: bytes) -> None:
         """Cut the segments `ssemock.scan.large_streams.segment_end` cuts a whole body into: each

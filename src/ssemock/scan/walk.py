@@ -151,7 +151,7 @@ class _Scan:
             return
         self.named(field, text, path)
         if depth < _DEPTH and len(text) <= _WHOLE * 16 and has_b64_run(text):
-            whole = text.strip()
+            whole = text.strip() if key is not None else None  # (a copy of the text: only for a piece key)
             for run in set(B64_RUN.findall(text)) - (self.runs if key is None else set()):
                 self.runs.add(run)
                 found = base64_bytes(run)
