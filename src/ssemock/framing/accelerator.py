@@ -32,8 +32,7 @@ array_spans: (
     ]
     | None
 ) = getattr(MODULE, "array_spans", None)
-"""A JSON array stream's elements from a state, in one pass (`ssemock.framing.json_array`,
-`ssemock.scan.incremental_framings.JSONArrayDecoder`)."""
+"""A JSON array stream's elements from a state, in one pass (`ssemock.framing.json_array.Elements`)."""
 escaped: Callable[[bytes, bytes, bytes], bytes | None] | None = getattr(MODULE, "escaped", None)
 """A cassette body window laid out as JSON strings in one pass (`ssemock.store.layout`)."""
 values: Callable[[bytes], int] | None = getattr(MODULE, "values", None)

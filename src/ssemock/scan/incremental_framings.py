@@ -14,7 +14,6 @@ would detect in the whole body.
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 from operator import itemgetter
 from typing import Any, Protocol
@@ -22,23 +21,18 @@ from typing import Any, Protocol
 import orjson
 
 from .. import framing
-from ..framing.accelerator import array_spans as _c_array_spans
 from ..framing.eventstream import Decoder as _FrameDecoder
-from ..framing.json_array import JSONArrayError
+from ..framing.json_array import Elements, parsed
 from ..framing.ndjson import Decoder as _LineDecoder
 from ..framing.sse import Decoder as _EventDecoder
 
 __all__ = ["Framed", "JSONArrayDecoder", "Text", "decoder", "wanted"]
 
-_SPECIAL = re.compile(rb'["{}\[\]]')  # as `ssemock.framing.json_array.element_spans` searches
 _SPACE = b" \t\n\r\x0b\x0c"  # what bytes.strip() strips
 _SNIFFED = ("application/json",)  # a media type that may be a JSON array stream, told by its first byte
 _BLANK = b" \t\r"  # a JSON line of these alone is skipped (`ssemock.framing.ndjson`)
 _FIRST = itemgetter(0)
 _OPENING = {ord("{"), ord("[")}
-_Spans = Callable[
-    [bytes | bytearray, int, int, int, int, int, int], tuple[list[int], int, int, int, int, int, int]
-]
 
 
 class _Decoder(Protocol):
@@ -144,119 +138,36 @@ class JSONArrayDecoder:
     closing bracket arrives (given as its `Text` with ``texts``); an error where the whole body
     would raise one (a byte that is neither an element nor a separator, a stray bracket, an
     element that is not JSON: its offset is into the bytes held); after the array's ``]``,
-    nothing more is read. The bytes held are those of the element being read. The elements are
-    found by the accelerator's ``array_spans`` where it is built, its state resumed chunk to
-    chunk; the pure loop reads what it stops at (the array's end, an error) and is the fallback."""
+    nothing more is read. The bytes held are those of the element being read; the elements are
+    found by `ssemock.framing.json_array.Elements`, its state resumed chunk to chunk."""
 
     def __init__(self, texts: bool = False) -> None:
         self._parse: Callable[[bytes | bytearray], Any] = _event if texts else orjson.loads
         self._buf = bytearray()
-        self._started = False  # the '[' was read
-        self._done = False  # the ']' was read
-        self._pos = 0  # where the search goes on in the buffer
-        self._in_string = False
-        self._depth = 0
-        self._element = -1  # where the element being read starts in the buffer
-        self._after = 0  # where the bytes after the last element (or the '[') start
-        self._count = 0  # elements read
+        self._elements = Elements()
 
     def feed(self, data: bytes) -> list[Any]:
         """The elements ``data`` completes, parsed."""
-        if self._done or not data:
+        if self._elements.done or not data:
             return []
         buf = self._buf
         buf += data
-        if not self._started:
-            start = buf.find(b"[")
-            if start < 0 or buf[:start].strip(_SPACE):
-                if buf.strip(_SPACE):
-                    raise JSONArrayError(0, "does not start with '['", bytes(buf))
-                return []
-            self._started, self._pos, self._after = True, start + 1, start + 1
-        values = self._read(buf)
-        keep = self._element if self._depth else self._after
+        flat = self._elements.spans(buf)
+        if self._parse is _event and flat and buf.isascii():  # each element starts with a bracket:
+            # its Text, sliced out of one decode of the buffer (ASCII: a byte is a character), C-level
+            values = list(map(Text, map(buf.decode().__getitem__, map(slice, flat[::2], flat[1::2]))))
+        else:
+            values = parsed(buf, flat, self._parse)
+        keep = self._elements.held()
         if keep > 0:
             del buf[:keep]
-            self._pos -= keep
-            self._after -= keep
-            self._element -= keep
-        return values
-
-    def _read(self, buf: bytearray) -> list[Any]:
-        values = [] if _c_array_spans is None else self._read_c(buf, _c_array_spans)
-        pos = self._pos
-        while True:
-            if self._in_string:  # to the closing quote: two memchr, not a regex over every byte
-                quote = buf.find(b'"', pos)
-                escape = buf.find(b"\\", pos, len(buf) if quote < 0 else quote)
-                if escape >= 0:
-                    pos = escape + 2  # the escaped byte skipped
-                elif quote >= 0:
-                    pos, self._in_string = quote + 1, False
-                else:
-                    pos = max(pos, len(buf))  # (past it: an escape's byte still to come)
-                    break
-                continue
-            m = _SPECIAL.search(buf, pos)
-            if m is None:
-                break
-            char, pos = buf[m.start()], m.end()
-            if char == 0x22:
-                self._in_string = True
-            elif char in b"{[":
-                if self._depth == 0:
-                    between = bytes(buf[self._after : m.start()].strip(_SPACE))
-                    if between != (b"," if self._count else b""):
-                        raise JSONArrayError(m.start(), "elements must be separated by one ','", bytes(buf))
-                    self._element = m.start()
-                self._depth += 1
-            else:
-                if self._depth == 0:
-                    if char == 0x5D:
-                        if buf[self._after : m.start()].strip(_SPACE):
-                            raise JSONArrayError(
-                                self._after,
-                                "bytes that are no element before the array's ']'",
-                                bytes(buf),
-                            )
-                        self._done = True
-                        break
-                    raise JSONArrayError(m.start(), "unbalanced '}'", bytes(buf))
-                self._depth -= 1
-                if self._depth == 0:
-                    try:
-                        values.append(self._parse(buf[self._element : pos]))
-                    except orjson.JSONDecodeError as exc:
-                        raise JSONArrayError(
-                            self._element, f"element is not valid JSON ({exc})", bytes(buf)
-                        ) from None
-                    self._after, self._count = pos, self._count + 1
-        self._pos = pos
-        return values
-
-    def _read_c(self, buf: bytearray, spans: _Spans) -> list[Any]:
-        """What the pure loop reads of ``buf`` up to the array's end or an error, by the
-        accelerator's ``spans`` (the state in and out); the elements parsed as the loop parses them."""
-        flat, self._pos, in_string, self._depth, self._element, after, count = spans(
-            buf, self._pos, self._in_string, self._depth, self._element, self._after, self._count
-        )
-        self._in_string = bool(in_string)
-        self._after, self._count, parse, values = after, count, self._parse, []
-        if parse is _event and flat and buf.isascii():  # each element starts with a bracket: its
-            # Text, sliced out of one decode of the buffer (ASCII: a byte is a character), C-level
-            return list(map(Text, map(buf.decode().__getitem__, map(slice, flat[::2], flat[1::2]))))
-        for i in range(0, len(flat), 2):
-            start = flat[i]
-            try:
-                values.append(parse(buf[start : flat[i + 1]]))
-            except orjson.JSONDecodeError as exc:
-                raise JSONArrayError(start, f"element is not valid JSON ({exc})", bytes(buf)) from None
+            self._elements.forget(keep)
         return values
 
     def close(self) -> list[Any]:
         """End of the body: a partial element is left out, as `decode` leaves it."""
         self._buf.clear()
-        self._done = True
+        self._elements.done = True
         return []
 
 
