@@ -6,7 +6,7 @@ long as the response (the session) lives and still holds what was scanned."""
 from __future__ import annotations
 
 import weakref
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 __all__ = [
     "BodyScanned",
@@ -17,6 +17,8 @@ __all__ = [
     "scanned_as_recorded",
 ]
 
+T = TypeVar("T")
+
 
 class BodyScanned(Protocol):
     """A response body scanned as it arrived (`ssemock.scan.incremental.BodyScan`)."""
@@ -26,26 +28,38 @@ class BodyScanned(Protocol):
         scan cannot tell (a header the scan reads is not what it was scanned with)."""
 
 
-_SCANNED: dict[int, tuple[weakref.ref[Any], BodyScanned, bytes]] = {}
+class _ByObject(Generic[T]):
+    """A value kept for an object while it lives, found by the object's identity (a response or
+    a session is a dataclass: it does not hash)."""
+
+    def __init__(self) -> None:
+        self._held: dict[int, tuple[weakref.ref[Any], T]] = {}
+
+    def put(self, owner: Any, value: T) -> None:
+        key = id(owner)
+        self._held[key] = (weakref.ref(owner, lambda _: self._held.pop(key, None)), value)
+
+    def get(self, owner: Any) -> T | None:
+        held = self._held.get(id(owner))
+        return held[1] if held is not None and held[0]() is owner else None
+
+
+_BODIES: _ByObject[tuple[BodyScanned, bytes]] = _ByObject()
 
 
 def scanned_as_recorded(response: Any, scanned: BodyScanned, body: bytes) -> None:
     """Let the scan at save take ``response``'s body findings from ``scanned`` while the response
     lives and its body is ``body`` (the very object scanned)."""
-    key = id(response)
-    _SCANNED[key] = (weakref.ref(response, lambda _: _SCANNED.pop(key, None)), scanned, body)
+    _BODIES.put(response, (scanned, body))
 
 
 def prescanned(response: Any) -> list[Any] | None:
     """The findings in ``response``'s body scanned as it was recorded, or None (not scanned so,
     or its body or headers changed since)."""
-    done = _SCANNED.get(id(response))
-    if done is None:
+    done = _BODIES.get(response)
+    if done is None or done[1] is not getattr(response, "body", None):
         return None
-    ref, scanned, body = done
-    if ref() is not response or body is not getattr(response, "body", None):
-        return None
-    return scanned.findings(response)
+    return done[0].findings(response)
 
 
 class MessagesScanned(Protocol):
@@ -60,22 +74,17 @@ class MessagesScanned(Protocol):
         """Whether ``messages`` are the very messages scanned, in order."""
 
 
-_SESSIONS: dict[int, tuple[weakref.ref[Any], MessagesScanned]] = {}
+_SESSIONS: _ByObject[MessagesScanned] = _ByObject()
 
 
 def messages_scanned(session: Any, scanned: MessagesScanned) -> None:
     """Let the scan at save take ``session``'s message findings from ``scanned`` while the session
     lives and holds the messages scanned."""
-    key = id(session)
-    _SESSIONS[key] = (weakref.ref(session, lambda _: _SESSIONS.pop(key, None)), scanned)
+    _SESSIONS.put(session, scanned)
 
 
 def prescanned_messages(session: Any) -> MessagesScanned | None:
     """The scan of ``session``'s messages done as they arrived, or None (not scanned so, or its
     messages changed since)."""
-    done = _SESSIONS.get(id(session))
-    if done is None:
-        return None
-    ref, scanned = done
-    messages = session.messages
-    return scanned if ref() is session and scanned.holds(messages) else None
+    scanned = _SESSIONS.get(session)
+    return scanned if scanned is not None and scanned.holds(session.messages) else None
