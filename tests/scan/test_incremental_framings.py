@@ -359,6 +359,30 @@ def test_an_event_that_is_no_json_after_its_shape_was_planned_breaks_the_scan(na
     assert _incremental(content_type, good, [len(good) // 2], keep=True) == _saved(content_type, good)[1]
 
 
+def _agents_frames(texts: list[str]) -> bytes:
+    """Bedrock Agents' frames: raw text chunks, each its own base64 in a ``bytes`` member."""
+    headers = {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
+    return b"".join(
+        eventstream.encode(headers, json.dumps({"bytes": base64.b64encode(t.encode()).decode()}).encode())
+        for t in texts
+    )
+
+
+def test_a_key_split_across_many_raw_text_chunks_is_found_as_it_arrives() -> None:
+    """Past 256 raw text chunks the scan as it arrives joined their base64 parts, each padded, into
+    one that no longer decoded: a key split across two later chunks was not found (and the save
+    took those findings). Each part is decoded apart, as the save does."""
+    texts = [f" word{k % 97} and more ab" for k in range(600)]  # base64 with padding
+    texts[400:400] = [KEY[:20], KEY[20:]]
+    body = _agents_frames(texts)
+    _, whole = _saved(eventstream.CONTENT_TYPE, body)
+    rng = random.Random(7)
+    cuts = [rng.randrange(len(body)) for _ in range(200)]
+    assert any("reassembled $.bytes base64" in f for f in whole)
+    assert _incremental(eventstream.CONTENT_TYPE, body, cuts, keep=True) == whole
+    assert _incremental(eventstream.CONTENT_TYPE, body, cuts[::3], keep=False) == whole
+
+
 def test_a_json_body_that_is_no_array_is_scanned_at_the_save() -> None:
     """``application/json`` is decoded as a JSON array only when the body says so; a document
     cut in pieces (no stream) is scanned whole at the save, as its framing differs."""

@@ -128,8 +128,8 @@ class BodyScan:
         if self._so_far is None:
             self._kept.append(piece)
         self._walked(self._decoder.feed(piece))
-        for pieces in self._walk.pieces.values():  # joined as they come (two parts kept: still a join)
-            if len(pieces) > 256:
+        for key, pieces in self._walk.pieces.items():  # joined as they come (two parts kept: still a join)
+            if len(pieces) > 256 and not key.endswith(".bytes"):  # (AWS payload parts: decoded one by one)
                 pieces[:-1] = ["".join(pieces[:-1])]
         if len(self._plain) > 256:
             self._plain[:-1] = ["".join(self._plain[:-1])]
