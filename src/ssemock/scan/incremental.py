@@ -41,6 +41,16 @@ def _content_type(response: Any) -> str:
     return next((v for k, v in response.headers if k.lower() == "content-type"), "") or ""
 
 
+def _fold(pieces: list[str], joined: dict[str, int], key: str) -> None:
+    """Join the parts of ``pieces`` after its earlier joins into one more, once they are over 256:
+    many short strings held in a few long ones, each character copied once (the join of every part
+    but the last, each time, copied the text held so far again: quadratic in it)."""
+    done = joined.get(key, 0)
+    if len(pieces) - done > 256:
+        pieces[done:-1] = ["".join(pieces[done:-1])]
+        joined[key] = done + 1
+
+
 class BodyScan:
     """The scan of one response body, fed as it arrives (`feed`), read at the save (`findings`).
 
@@ -65,6 +75,7 @@ class BodyScan:
         self._decoder: incremental_framings.Framed | None = incremental_framings.decoder(content_type)
         self._events = 0
         self._plain: list[str] = []
+        self._joined: dict[str, int] = {}  # per piece list (the plain data's: ""), its parts that are joins
         self._large = _Scan(0)
         self._stream: LargeStream | None = None
         self._segment: list[bytes] = []  # the large-stream pass's segment so far
@@ -128,11 +139,11 @@ class BodyScan:
         if self._so_far is None:
             self._kept.append(piece)
         self._walked(self._decoder.feed(piece))
+        joined = self._joined
         for key, pieces in self._walk.pieces.items():  # joined as they come (two parts kept: still a join)
-            if len(pieces) > 256 and not key.endswith(".bytes"):  # (AWS payload parts: decoded one by one)
-                pieces[:-1] = ["".join(pieces[:-1])]
-        if len(self._plain) > 256:
-            self._plain[:-1] = ["".join(self._plain[:-1])]
+            if not key.endswith(".bytes"):  # (AWS payload parts: decoded one by one)
+                _fold(pieces, joined, key)
+        _fold(self._plain, joined, "")
 
     def _walked(self, events: list[Any]) -> None:
         """Walk the next events. An event of a JSON framing (JSON lines, a JSON array) that is no
