@@ -1252,12 +1252,14 @@ add_hit(PyObject *out, Py_ssize_t start, Py_ssize_t end)
     return r;
 }
 
-/* The words asked for, sorted by length, and the bitmap of their pairs. */
+/* The words asked for, sorted by length, the bitmap of their first pairs and, per byte, which
+ * of the first three of a word it is (bit k: byte k), each in every ASCII case. */
 typedef struct {
     Py_ssize_t count;
     const unsigned char *word[MAX_WORDS];
     Py_ssize_t size[MAX_WORDS];
     unsigned char pair[65536 / 8];
+    unsigned char near[256];
 } Words;
 
 static int
@@ -1270,8 +1272,9 @@ set_words(Words *words_of, PyObject *tuple)
     }
     const unsigned char **word = words_of->word;
     Py_ssize_t *size = words_of->size;
-    unsigned char *pair = words_of->pair;
+    unsigned char *pair = words_of->pair, *near = words_of->near;
     memset(pair, 0, sizeof(words_of->pair));
+    memset(near, 0, sizeof(words_of->near));
     for (Py_ssize_t i = 0; i < count; i++) { /* by length: the hits at one start come sorted */
         PyObject *w = PyTuple_GET_ITEM(tuple, i);
         if (!PyBytes_CheckExact(w) || PyBytes_GET_SIZE(w) < 3) {
@@ -1293,25 +1296,29 @@ set_words(Words *words_of, PyObject *tuple)
         }
         word[j] = p;
         size[j] = n;
-        for (int k = 0; k < 2; k++) { /* the pair in every ASCII case: looked up as it stands */
-            for (int c = 0; c < 4; c++) {
-                unsigned int a = p[k], b = p[k + 1];
-                a = (c & 1) && a >= 'a' && a <= 'z' ? a - 32 : a;
-                b = (c & 2) && b >= 'a' && b <= 'z' ? b - 32 : b;
-                unsigned int key = (a << 8) | b;
-                pair[key >> 3] |= (unsigned char)(1u << (key & 7));
-            }
+        for (int c = 0; c < 4; c++) { /* the first pair in every ASCII case: looked up as it stands */
+            unsigned int a = p[0], b = p[1];
+            a = (c & 1) && a >= 'a' && a <= 'z' ? a - 32 : a;
+            b = (c & 2) && b >= 'a' && b <= 'z' ? b - 32 : b;
+            unsigned int key = (a << 8) | b;
+            pair[key >> 3] |= (unsigned char)(1u << (key & 7));
+        }
+        for (int k = 0; k < 3; k++) { /* the first three bytes, in every ASCII case: bit k, byte k */
+            near[p[k]] |= (unsigned char)(1u << k);
+            near[p[k] >= 'a' && p[k] <= 'z' ? p[k] - 32 : p[k]] |= (unsigned char)(1u << k);
         }
     }
     words_of->count = count;
     return 0;
 }
 
-/* Every word is at least 3 bytes, so a word starting at s holds the byte pair at s (its first
- * two bytes) when s is even and the pair at s + 1 (its second and third) when s is odd: only the
- * pairs at even offsets are looked up, in a bitmap of both kinds of pair in every ASCII case (so
- * the bytes are looked up as they stand, not lower-cased first); a pair found is checked
- * as the start of a word one byte back (odd) and then here (even): the hits come sorted. */
+/* Every word is at least 3 bytes, so a word starting at s covers the one offset j in s..s + 2
+ * that is a multiple of 3, and the byte there is one of a word's first three (in some case): only
+ * every third byte is looked up, in a table of those bytes (text without them, such as a run of
+ * filler, costs a lookup per three bytes); where it is byte k of some word, the start j - k is
+ * looked up by its first pair, in a bitmap of the words' first pairs in every ASCII case
+ * (the bytes as they stand, not lower-cased first), and a pair found is checked as the start of
+ * each word there. Each start is looked at once, in order: the hits come sorted. */
 static PyObject *
 words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1325,19 +1332,27 @@ words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     const unsigned char *const *word = words_of.word;
     const Py_ssize_t *size = words_of.size, count = words_of.count;
-    const unsigned char *pair = words_of.pair;
+    const unsigned char *pair = words_of.pair, *near = words_of.near;
     const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(args[0]);
     Py_ssize_t len = PyBytes_GET_SIZE(args[0]);
     PyObject *out = PyList_New(0);
     if (out == NULL) {
         return NULL;
     }
-    for (Py_ssize_t j = 0; j + 1 < len; j += 2) {
-        unsigned int key = ((unsigned int)data[j] << 8) | data[j + 1];
-        if (!(pair[key >> 3] & (1u << (key & 7)))) {
+    for (Py_ssize_t j = 0; j < len; j += 3) {
+        unsigned int bits = near[data[j]];
+        if (!bits) {
             continue;
         }
-        for (Py_ssize_t at = j - 1; at <= j; at++) {
+        for (int k = 2; k >= 0; k--) { /* the start j - k, where data[j] is byte k of some word */
+            Py_ssize_t at = j - k;
+            if (!(bits & (1u << k)) || at < 0 || at + 1 >= len) {
+                continue;
+            }
+            unsigned int key = ((unsigned int)data[at] << 8) | data[at + 1];
+            if (!(pair[key >> 3] & (1u << (key & 7)))) {
+                continue;
+            }
             for (Py_ssize_t w = 0; w < count; w++) {
                 if (word_at(data, len, at, word[w], size[w]) && add_hit(out, at, at + size[w]) < 0) {
                     Py_DECREF(out);
