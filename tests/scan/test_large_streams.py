@@ -58,7 +58,8 @@ def test_a_key_split_in_deltas_of_many_short_segments_is_found() -> None:
 _SSE_BITS = st.sampled_from(
     [b"data:", b"data: ", b"data:  ", b"event: x\n", b"{", b"[", b'"k":"v"}', b" ", b"\r", b"\n", b"\r\n"]
     + [b"Q1w2E3r4", b"abcdefgh", b"ABCDEFGH", b"01234567", b"+/", b"_-", b"=", b"\x00", b"\xff", b"\xc3\xa9"]
-    + [KEY.encode()]
+    + [KEY.encode(), b"`", b"@", b"\xe1"]
+    + [b"abcdefghijklmnopqrstuvwxyz" * 2, b"ABCDEFGHIJKLMNOPQRSTUVWXYZ" * 2]  # long runs of one case
 )
 
 
@@ -78,6 +79,18 @@ def test_the_accelerator_finds_the_data_lines_and_base64_runs_the_pure_code_find
         _speedups.data_lines(bytearray(segment))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="b64_runs"):
         _speedups.b64_runs(segment, "16")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("case", [b"x", b"X"])
+def test_a_long_run_of_one_case_ends_where_the_pure_code_ends_it(case: bytes) -> None:
+    """The C pass reads a run of letters of one case eight at once: a byte just outside the
+    letters (``@ [ ` {``), a letter of the other case, a digit or a non-ASCII byte at any offset
+    of the run ends it, or mixes it, where the pure split does."""
+    for at in range(48):
+        for byte in (b"@", b"[", b"`", b"{", b"A", b"Z", b"a", b"z", b"0", b"\xe1", b"\xc1", b"\x00"):
+            data = case * at + byte + case * (47 - at)
+            for least in (1, 16):
+                assert _speedups.b64_runs(data, least) == large_streams._py_b64_runs(data, least), (at, byte)
 
 
 _RUN_BITS = st.sampled_from(

@@ -548,6 +548,16 @@ init_b64_byte(void)
     }
 }
 
+/* Whether every byte of x is from lo to hi (1 <= lo <= hi <= 127): no byte below lo, none above
+ * hi, each tested on the eight at once (the high bit of a byte's sum or difference). */
+static int
+all_between(uint64_t x, unsigned int lo, unsigned int hi)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t below = (x - ones * lo) & ~x & high, above = ((x + ones * (127 - hi)) | x) & high;
+    return !(below | above);
+}
+
 static PyObject *
 b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -592,6 +602,13 @@ b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             kinds |= b64_byte[e[0]] | b64_byte[e[1]] | b64_byte[e[2]] | b64_byte[e[3]] | b64_byte[e[4]] |
                      b64_byte[e[5]] | b64_byte[e[6]] | b64_byte[e[7]];
             end += 8;
+            if (kinds == 5 || kinds == 3) { /* no letter of the other case yet: eight letters of */
+                unsigned int lo = kinds == 5 ? 'a' : 'A'; /* this one at once while they come */
+                uint64_t x;
+                while (end + 8 <= n && (memcpy(&x, base + end, 8), all_between(x, lo, lo + 25))) {
+                    end += 8;
+                }
+            }
         }
         while (end < n && b64_byte[base[end]]) {
             kinds |= b64_byte[base[end]];
