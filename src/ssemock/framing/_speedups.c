@@ -71,7 +71,14 @@
  *   data.translate(table).split() if len(r) >= least and mixed(r)} gives with every other byte
  *   made a space, without the translated copy (nor a bytes object for a run of one case); a run
  *   of `least` bytes holds the byte `least` - 1 on from where it could start, so most bytes of
- *   text of short runs (JSON) are never looked at.
+ *   text of short runs (JSON) are never looked at; a long run of letters of one case is read
+ *   eight bytes at a time.
+ *
+ * b64_findall(text, least) -> list[str]
+ *   What re.findall(r"[A-Za-z0-9+/_\-]{least,}={0,2}", text) gives for ASCII text (the walk's
+ *   base64 runs to decode, ssemock.scan.credential_shapes.b64_findall): every maximal run of
+ *   `least` base64 / base64url bytes or more with up to two "=" after it, in order, found by
+ *   b64_runs' skipping search where the regex tries a match at every offset.
  *
  * members(text) -> dict[bytes, list[bytes]]
  *   The values of text's string members per member name, in text order: what grouping
@@ -85,7 +92,8 @@
  *   (start, end) of every occurrence of each of `words` (lower-case ASCII bytes, each at least three
  *   long) in data, any ASCII case, overlapping ones too, sorted: what finding each word in
  *   data.lower() gives (ssemock.scan.fields.word_hits), in one pass without the lower-cased copy
- *   (a bitmap of the words' byte pairs, looked up at every other offset).
+ *   (a table of the bytes words start with, looked up at every third offset, then a bitmap of
+ *   the words' first pairs).
  *
  * array_spans(data, pos, in_string, depth, element, after, count) -> (spans, pos, in_string,
  *     depth, element, after, count)
@@ -678,6 +686,79 @@ b64_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         i = end + 1;
     }
     Py_RETURN_FALSE;
+}
+
+/* -- b64_findall(): the base64 runs of ASCII text, as a regex finds them ---------------------- */
+
+static PyObject *
+b64_findall(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyUnicode_CheckExact(args[0]) || !PyUnicode_IS_ASCII(args[0]) ||
+        !PyLong_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "b64_findall(text: ASCII str, least: int)");
+        return NULL;
+    }
+    Py_ssize_t least = PyLong_AsSsize_t(args[1]);
+    if (least == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    const unsigned char *base = (const unsigned char *)PyUnicode_DATA(args[0]);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(args[0]), i = 0;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        return NULL;
+    }
+    if (least < 1) {
+        least = 1;
+    }
+    /* What re.findall gives for "[A-Za-z0-9+/_\-]{least,}={0,2}": every whole run of `least`
+     * base64 bytes or more, in order, with up to two "=" after it. The search skips as b64_runs'
+     * does (the byte before i is never a base64 byte). */
+    while (n - i >= least) {
+        Py_ssize_t probe = i + least - 1;
+        if (!b64_byte[base[probe]]) {
+            i = probe + 1;
+            continue;
+        }
+        Py_ssize_t start = probe, end = probe + 1;
+        while (start > i && b64_byte[base[start - 1]]) {
+            start--;
+        }
+        uint64_t x;
+        while (end + 8 <= n) { /* eight bytes a step: letters of one case tested at once, else looked up */
+            const unsigned char *e = base + end;
+            memcpy(&x, e, 8);
+            if (!all_between(x, 'a', 'z') && !all_between(x, 'A', 'Z') &&
+                !(b64_byte[e[0]] & b64_byte[e[1]] & b64_byte[e[2]] & b64_byte[e[3]] & b64_byte[e[4]] &
+                  b64_byte[e[5]] & b64_byte[e[6]] & b64_byte[e[7]])) {
+                break;
+            }
+            end += 8;
+        }
+        while (end < n && b64_byte[base[end]]) {
+            end++;
+        }
+        Py_ssize_t after = end;
+        if (end - start >= least) {
+            while (after < n && after - end < 2 && base[after] == '=') {
+                after++;
+            }
+            PyObject *run = PyUnicode_New(after - start, 127);
+            if (run == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            memcpy(PyUnicode_DATA(run), base + start, after - start);
+            int r = PyList_Append(out, run);
+            Py_DECREF(run);
+            if (r < 0) {
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+        i = after > end ? after : end + 1;
+    }
+    return out;
 }
 
 /* -- members(): the string members of a JSON text, per name ---------------------------------- */
@@ -1496,6 +1577,8 @@ static PyMethodDef methods[] = {
      "b64_runs(data, least) -> set[bytes]: the distinct mixed-case base64 runs of `least` bytes or more."},
     {"b64_run", (PyCFunction)(void (*)(void))b64_run, METH_FASTCALL,
      "b64_run(data, least) -> bool: whether data (bytes, an ASCII str) holds `least` base64 bytes in a row."},
+    {"b64_findall", (PyCFunction)(void (*)(void))b64_findall, METH_FASTCALL,
+     "b64_findall(text, least) -> list[str]: the base64 runs of ASCII text with up to two '=' after each."},
     {"data_lines", data_lines, METH_O,
      "data_lines(segment) -> list[bytes]: the data of the SSE data lines whose value is not JSON."},
     {"members", members, METH_O,
