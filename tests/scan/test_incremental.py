@@ -200,6 +200,7 @@ def test_a_recorded_prompt_word_under_a_credential_name_is_saved_and_another_wor
 _WORD_BITS = st.sampled_from(
     [w[:n] for w in fields._CREDENTIAL_WORDS for n in (1, 2, 3, len(w))]
     + [b"PASSW", b"Api_Key", b"tOkEn", b"x", b" ", b"\n", b'"', b"\xc4\xb0", b"\xff", b"AUTHORIZATION"]
+    + [b"xxxxxxxx", b"sE", b"P", b"\xd0", b"\xf0"]  # filler between words, at every offset mod 3
 )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sys
 
 import pytest
@@ -58,7 +59,8 @@ def test_a_key_split_in_deltas_of_many_short_segments_is_found() -> None:
 _SSE_BITS = st.sampled_from(
     [b"data:", b"data: ", b"data:  ", b"event: x\n", b"{", b"[", b'"k":"v"}', b" ", b"\r", b"\n", b"\r\n"]
     + [b"Q1w2E3r4", b"abcdefgh", b"ABCDEFGH", b"01234567", b"+/", b"_-", b"=", b"\x00", b"\xff", b"\xc3\xa9"]
-    + [KEY.encode()]
+    + [KEY.encode(), b"`", b"@", b"\xe1"]
+    + [b"abcdefghijklmnopqrstuvwxyz" * 2, b"ABCDEFGHIJKLMNOPQRSTUVWXYZ" * 2]  # long runs of one case
 )
 
 
@@ -78,6 +80,20 @@ def test_the_accelerator_finds_the_data_lines_and_base64_runs_the_pure_code_find
         _speedups.data_lines(bytearray(segment))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="b64_runs"):
         _speedups.b64_runs(segment, "16")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("case", [b"x", b"X"])
+def test_a_long_run_of_one_case_ends_where_the_pure_code_ends_it(case: bytes) -> None:
+    """The C passes read a run of letters of one case eight at once: a byte just outside the
+    letters (``@ [ ` {``), a letter of the other case, a digit or a non-ASCII byte at any offset
+    of the run ends it, or mixes it, where the pure split (and the regex) does."""
+    for at in range(48):
+        for byte in (b"@", b"[", b"`", b"{", b"A", b"Z", b"a", b"z", b"0", b"\xe1", b"\xc1", b"\x00"):
+            data = case * at + byte + case * (47 - at)
+            for least in (1, 16):
+                assert _speedups.b64_runs(data, least) == large_streams._py_b64_runs(data, least), (at, byte)
+            text = data.decode("latin-1")
+            assert credential_shapes.b64_findall(text) == credential_shapes.B64_RUN.findall(text), (at, byte)
 
 
 _RUN_BITS = st.sampled_from(
@@ -103,6 +119,27 @@ def test_the_accelerator_says_whether_a_base64_run_is_there_as_the_pure_code_doe
         assert _speedups.b64_run(raw, least) is wanted
     with pytest.raises(TypeError, match="b64_run"):
         _speedups.b64_run("é" * 20, 16)  # not ASCII: the pure code's
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(_RUN_BITS | st.sampled_from(["==", "===", "a" * 17 + "=", "=" + "Q" * 16]), max_size=40).map(
+        "".join
+    )
+)
+def test_the_accelerator_finds_the_base64_runs_the_regex_finds(text: str) -> None:
+    """``b64_findall`` (the walk's runs to decode, C on ASCII text) gives ``B64_RUN.findall``'s
+    runs in order, each with up to two "=" after it; the regex's for any least too; other text
+    is the regex's own."""
+    assert credential_shapes._c_b64_findall is _speedups.b64_findall
+    assert credential_shapes.b64_findall(text) == credential_shapes.B64_RUN.findall(text)
+    if text.isascii():
+        for least in (0, 1, 2, 16, 17, sys.maxsize):
+            n = min(max(least, 1), len(text) + 1)  # (no run is longer than the text)
+            regex = re.compile(rf"[A-Za-z0-9+/_\-]{{{n},}}={{0,2}}")
+            assert _speedups.b64_findall(text, least) == regex.findall(text), least
+    with pytest.raises(TypeError, match="b64_findall"):
+        _speedups.b64_findall("é" * 20, 16)  # not ASCII: the regex's
 
 
 _MEMBER_BITS = st.sampled_from(

@@ -71,7 +71,14 @@
  *   data.translate(table).split() if len(r) >= least and mixed(r)} gives with every other byte
  *   made a space, without the translated copy (nor a bytes object for a run of one case); a run
  *   of `least` bytes holds the byte `least` - 1 on from where it could start, so most bytes of
- *   text of short runs (JSON) are never looked at.
+ *   text of short runs (JSON) are never looked at; a long run of letters of one case is read
+ *   eight bytes at a time.
+ *
+ * b64_findall(text, least) -> list[str]
+ *   What re.findall(r"[A-Za-z0-9+/_\-]{least,}={0,2}", text) gives for ASCII text (the walk's
+ *   base64 runs to decode, ssemock.scan.credential_shapes.b64_findall): every maximal run of
+ *   `least` base64 / base64url bytes or more with up to two "=" after it, in order, found by
+ *   b64_runs' skipping search where the regex tries a match at every offset.
  *
  * members(text) -> dict[bytes, list[bytes]]
  *   The values of text's string members per member name, in text order: what grouping
@@ -85,7 +92,8 @@
  *   (start, end) of every occurrence of each of `words` (lower-case ASCII bytes, each at least three
  *   long) in data, any ASCII case, overlapping ones too, sorted: what finding each word in
  *   data.lower() gives (ssemock.scan.fields.word_hits), in one pass without the lower-cased copy
- *   (a bitmap of the words' byte pairs, looked up at every other offset).
+ *   (a table of the bytes words start with, looked up at every third offset, then a bitmap of
+ *   the words' first pairs).
  *
  * array_spans(data, pos, in_string, depth, element, after, count) -> (spans, pos, in_string,
  *     depth, element, after, count)
@@ -548,6 +556,16 @@ init_b64_byte(void)
     }
 }
 
+/* Whether every byte of x is from lo to hi (1 <= lo <= hi <= 127): no byte below lo, none above
+ * hi, each tested on the eight at once (the high bit of a byte's sum or difference). */
+static int
+all_between(uint64_t x, unsigned int lo, unsigned int hi)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t below = (x - ones * lo) & ~x & high, above = ((x + ones * (127 - hi)) | x) & high;
+    return !(below | above);
+}
+
 static PyObject *
 b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -592,6 +610,13 @@ b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             kinds |= b64_byte[e[0]] | b64_byte[e[1]] | b64_byte[e[2]] | b64_byte[e[3]] | b64_byte[e[4]] |
                      b64_byte[e[5]] | b64_byte[e[6]] | b64_byte[e[7]];
             end += 8;
+            if (kinds == 5 || kinds == 3) { /* no letter of the other case yet: eight letters of */
+                unsigned int lo = kinds == 5 ? 'a' : 'A'; /* this one at once while they come */
+                uint64_t x;
+                while (end + 8 <= n && (memcpy(&x, base + end, 8), all_between(x, lo, lo + 25))) {
+                    end += 8;
+                }
+            }
         }
         while (end < n && b64_byte[base[end]]) {
             kinds |= b64_byte[base[end]];
@@ -661,6 +686,79 @@ b64_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         i = end + 1;
     }
     Py_RETURN_FALSE;
+}
+
+/* -- b64_findall(): the base64 runs of ASCII text, as a regex finds them ---------------------- */
+
+static PyObject *
+b64_findall(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyUnicode_CheckExact(args[0]) || !PyUnicode_IS_ASCII(args[0]) ||
+        !PyLong_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "b64_findall(text: ASCII str, least: int)");
+        return NULL;
+    }
+    Py_ssize_t least = PyLong_AsSsize_t(args[1]);
+    if (least == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    const unsigned char *base = (const unsigned char *)PyUnicode_DATA(args[0]);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(args[0]), i = 0;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        return NULL;
+    }
+    if (least < 1) {
+        least = 1;
+    }
+    /* What re.findall gives for "[A-Za-z0-9+/_\-]{least,}={0,2}": every whole run of `least`
+     * base64 bytes or more, in order, with up to two "=" after it. The search skips as b64_runs'
+     * does (the byte before i is never a base64 byte). */
+    while (n - i >= least) {
+        Py_ssize_t probe = i + least - 1;
+        if (!b64_byte[base[probe]]) {
+            i = probe + 1;
+            continue;
+        }
+        Py_ssize_t start = probe, end = probe + 1;
+        while (start > i && b64_byte[base[start - 1]]) {
+            start--;
+        }
+        uint64_t x;
+        while (end + 8 <= n) { /* eight bytes a step: letters of one case tested at once, else looked up */
+            const unsigned char *e = base + end;
+            memcpy(&x, e, 8);
+            if (!all_between(x, 'a', 'z') && !all_between(x, 'A', 'Z') &&
+                !(b64_byte[e[0]] & b64_byte[e[1]] & b64_byte[e[2]] & b64_byte[e[3]] & b64_byte[e[4]] &
+                  b64_byte[e[5]] & b64_byte[e[6]] & b64_byte[e[7]])) {
+                break;
+            }
+            end += 8;
+        }
+        while (end < n && b64_byte[base[end]]) {
+            end++;
+        }
+        Py_ssize_t after = end;
+        if (end - start >= least) {
+            while (after < n && after - end < 2 && base[after] == '=') {
+                after++;
+            }
+            PyObject *run = PyUnicode_New(after - start, 127);
+            if (run == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            memcpy(PyUnicode_DATA(run), base + start, after - start);
+            int r = PyList_Append(out, run);
+            Py_DECREF(run);
+            if (r < 0) {
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+        i = after > end ? after : end + 1;
+    }
+    return out;
 }
 
 /* -- members(): the string members of a JSON text, per name ---------------------------------- */
@@ -1252,12 +1350,14 @@ add_hit(PyObject *out, Py_ssize_t start, Py_ssize_t end)
     return r;
 }
 
-/* The words asked for, sorted by length, and the bitmap of their pairs. */
+/* The words asked for, sorted by length, the bitmap of their first pairs and, per byte, which
+ * of the first three of a word it is (bit k: byte k), each in every ASCII case. */
 typedef struct {
     Py_ssize_t count;
     const unsigned char *word[MAX_WORDS];
     Py_ssize_t size[MAX_WORDS];
     unsigned char pair[65536 / 8];
+    unsigned char near[256];
 } Words;
 
 static int
@@ -1270,8 +1370,9 @@ set_words(Words *words_of, PyObject *tuple)
     }
     const unsigned char **word = words_of->word;
     Py_ssize_t *size = words_of->size;
-    unsigned char *pair = words_of->pair;
+    unsigned char *pair = words_of->pair, *near = words_of->near;
     memset(pair, 0, sizeof(words_of->pair));
+    memset(near, 0, sizeof(words_of->near));
     for (Py_ssize_t i = 0; i < count; i++) { /* by length: the hits at one start come sorted */
         PyObject *w = PyTuple_GET_ITEM(tuple, i);
         if (!PyBytes_CheckExact(w) || PyBytes_GET_SIZE(w) < 3) {
@@ -1293,25 +1394,29 @@ set_words(Words *words_of, PyObject *tuple)
         }
         word[j] = p;
         size[j] = n;
-        for (int k = 0; k < 2; k++) { /* the pair in every ASCII case: looked up as it stands */
-            for (int c = 0; c < 4; c++) {
-                unsigned int a = p[k], b = p[k + 1];
-                a = (c & 1) && a >= 'a' && a <= 'z' ? a - 32 : a;
-                b = (c & 2) && b >= 'a' && b <= 'z' ? b - 32 : b;
-                unsigned int key = (a << 8) | b;
-                pair[key >> 3] |= (unsigned char)(1u << (key & 7));
-            }
+        for (int c = 0; c < 4; c++) { /* the first pair in every ASCII case: looked up as it stands */
+            unsigned int a = p[0], b = p[1];
+            a = (c & 1) && a >= 'a' && a <= 'z' ? a - 32 : a;
+            b = (c & 2) && b >= 'a' && b <= 'z' ? b - 32 : b;
+            unsigned int key = (a << 8) | b;
+            pair[key >> 3] |= (unsigned char)(1u << (key & 7));
+        }
+        for (int k = 0; k < 3; k++) { /* the first three bytes, in every ASCII case: bit k, byte k */
+            near[p[k]] |= (unsigned char)(1u << k);
+            near[p[k] >= 'a' && p[k] <= 'z' ? p[k] - 32 : p[k]] |= (unsigned char)(1u << k);
         }
     }
     words_of->count = count;
     return 0;
 }
 
-/* Every word is at least 3 bytes, so a word starting at s holds the byte pair at s (its first
- * two bytes) when s is even and the pair at s + 1 (its second and third) when s is odd: only the
- * pairs at even offsets are looked up, in a bitmap of both kinds of pair in every ASCII case (so
- * the bytes are looked up as they stand, not lower-cased first); a pair found is checked
- * as the start of a word one byte back (odd) and then here (even): the hits come sorted. */
+/* Every word is at least 3 bytes, so a word starting at s covers the one offset j in s..s + 2
+ * that is a multiple of 3, and the byte there is one of a word's first three (in some case): only
+ * every third byte is looked up, in a table of those bytes (text without them, such as a run of
+ * filler, costs a lookup per three bytes); where it is byte k of some word, the start j - k is
+ * looked up by its first pair, in a bitmap of the words' first pairs in every ASCII case
+ * (the bytes as they stand, not lower-cased first), and a pair found is checked as the start of
+ * each word there. Each start is looked at once, in order: the hits come sorted. */
 static PyObject *
 words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1325,19 +1430,27 @@ words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     const unsigned char *const *word = words_of.word;
     const Py_ssize_t *size = words_of.size, count = words_of.count;
-    const unsigned char *pair = words_of.pair;
+    const unsigned char *pair = words_of.pair, *near = words_of.near;
     const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(args[0]);
     Py_ssize_t len = PyBytes_GET_SIZE(args[0]);
     PyObject *out = PyList_New(0);
     if (out == NULL) {
         return NULL;
     }
-    for (Py_ssize_t j = 0; j + 1 < len; j += 2) {
-        unsigned int key = ((unsigned int)data[j] << 8) | data[j + 1];
-        if (!(pair[key >> 3] & (1u << (key & 7)))) {
+    for (Py_ssize_t j = 0; j < len; j += 3) {
+        unsigned int bits = near[data[j]];
+        if (!bits) {
             continue;
         }
-        for (Py_ssize_t at = j - 1; at <= j; at++) {
+        for (int k = 2; k >= 0; k--) { /* the start j - k, where data[j] is byte k of some word */
+            Py_ssize_t at = j - k;
+            if (!(bits & (1u << k)) || at < 0 || at + 1 >= len) {
+                continue;
+            }
+            unsigned int key = ((unsigned int)data[at] << 8) | data[at + 1];
+            if (!(pair[key >> 3] & (1u << (key & 7)))) {
+                continue;
+            }
             for (Py_ssize_t w = 0; w < count; w++) {
                 if (word_at(data, len, at, word[w], size[w]) && add_hit(out, at, at + size[w]) < 0) {
                     Py_DECREF(out);
@@ -1464,6 +1577,8 @@ static PyMethodDef methods[] = {
      "b64_runs(data, least) -> set[bytes]: the distinct mixed-case base64 runs of `least` bytes or more."},
     {"b64_run", (PyCFunction)(void (*)(void))b64_run, METH_FASTCALL,
      "b64_run(data, least) -> bool: whether data (bytes, an ASCII str) holds `least` base64 bytes in a row."},
+    {"b64_findall", (PyCFunction)(void (*)(void))b64_findall, METH_FASTCALL,
+     "b64_findall(text, least) -> list[str]: the base64 runs of ASCII text with up to two '=' after each."},
     {"data_lines", data_lines, METH_O,
      "data_lines(segment) -> list[bytes]: the data of the SSE data lines whose value is not JSON."},
     {"members", members, METH_O,

@@ -10,6 +10,7 @@ from types import ModuleType
 __all__ = [
     "MODULE",
     "array_spans",
+    "b64_findall",
     "b64_run",
     "b64_runs",
     "data_lines",
@@ -41,6 +42,8 @@ data_lines: Callable[[bytes], list[bytes]] | None = getattr(MODULE, "data_lines"
 """The data of a segment's non-JSON SSE data lines, in one pass (`ssemock.scan.large_streams`)."""
 b64_run: Callable[[bytes | str, int], bool] | None = getattr(MODULE, "b64_run", None)
 """Whether bytes, or a str of ASCII, hold a base64 run (`ssemock.scan.credential_shapes.has_b64_run`)."""
+b64_findall: Callable[[str, int], list[str]] | None = getattr(MODULE, "b64_findall", None)
+"""The base64 runs of ASCII text as `B64_RUN.findall` gives them (`ssemock.scan.credential_shapes.b64_findall`)."""
 b64_runs: Callable[[bytes, int], set[bytes]] | None = getattr(MODULE, "b64_runs", None)
 """The distinct base64 runs of a segment that mix cases, in one pass (`ssemock.scan.large_streams`)."""
 members: Callable[[bytes], dict[bytes, list[bytes]]] | None = getattr(MODULE, "members", None)

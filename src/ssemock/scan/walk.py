@@ -24,8 +24,8 @@ from .. import framing
 from .body_forms import DECODED_MAX, decode_content, message_encoding, wide_charset
 from .credential_shapes import (
     _WHOLE,
-    B64_RUN,
     REDACTED,
+    b64_findall,
     base64_bytes,
     base64_joined,
     base64_text,
@@ -152,7 +152,7 @@ class _Scan:
         self.named(field, text, path)
         if depth < _DEPTH and len(text) <= _WHOLE * 16 and has_b64_run(text):
             whole = text.strip() if key is not None else None  # (a copy of the text: only for a piece key)
-            for run in set(B64_RUN.findall(text)) - (self.runs if key is None else set()):
+            for run in set(b64_findall(text)) - (self.runs if key is None else set()):
                 self.runs.add(run)
                 found = base64_bytes(run)
                 decoded = None if found is None else bytes_text(*found)
@@ -291,8 +291,8 @@ class _Scan:
         for s in scan_url(url):
             self.add("request.url", s.what, url[s.start : s.end], s.preview, "", s.start, s.end)
         self.named("request.url", url, "")
-        for m in B64_RUN.finditer(url):
-            decoded = base64_text(m.group())
+        for run in b64_findall(url):
+            decoded = base64_text(run)
             if decoded is not None:
                 self.text("request.url", decoded, "base64", 1)
 
