@@ -22,8 +22,9 @@ A session spanning connections (``group``, `ssemock.plan.session_group`) also ho
 message until what was recorded before it on the group's other connections was released.
 
 A stack serves it: it writes `Conversation.handshake`'s answer and the `Release` items (each
-``delay`` seconds of recorded time after the release, timing applied by the stack), and feeds
-every byte the client writes. ``data=None`` in a release is the end of the stream (EOF).
+``delay`` seconds of recorded time after the release, timing applied by the stack; a run of
+reads in one `ssemock.plan.release.Reads` for a stack that takes runs), and feeds every byte the
+client writes. ``data=None`` in a release is the end of the stream (EOF).
 """
 
 from __future__ import annotations
@@ -52,11 +53,11 @@ from ..store.model import Interaction
 from ..store.websocket import Message
 from .errors import SsemockWarning, UnmatchedRequestError
 from .message_matching import MessageMatcher, recorded_excerpt, skip_hint
+from .release import Release, each_read
 from .websocket.handshake import handshake_head, parse_request_head
 from .websocket.lanes import LaneRoutes
 
 if TYPE_CHECKING:
-    from ..variants.timing import Timing
     from .session_group import SessionGroup
 
 __all__ = [
@@ -86,28 +87,6 @@ class UnmatchedMessageError(UnmatchedRequestError):
 class HandshakeMismatch(UnmatchedRequestError):
     """The replaying client's handshake cannot be answered as recorded (a subprotocol the
     recording never agreed to)."""
-
-
-@dataclass(slots=True)
-class Release:
-    """Server bytes a replay hands the client: ``delay`` seconds (recorded time, before timing)
-    after the moment they were released; ``data=None`` ends the stream (EOF)."""
-
-    delay: float
-    data: bytes | None
-    ends_pending: bool = False
-    """Whether what is still pending (not yet handed to the client) is dropped first: the
-    answer to the client's close frame, which a server sends at once, and after which it sends
-    nothing more."""
-    stall: float = 0.0
-    """Seconds of silence a ``stall`` fault adds before it (recorded time, as ``delay``)."""
-
-    def due_in(self, timing: Timing) -> float:
-        """Seconds after its release it is due: its delay and stall under a scaling timing; under
-        ``instant`` its stall alone, in real seconds (a stack waits it, ends it with a timeout of
-        the client's it can see, or skips it with a warning: `skipped_stall`)."""
-        factor = timing.factor
-        return self.stall if factor is None else (self.delay + self.stall) * factor
 
 
 def skipped_stall(conversation: Conversation, seconds: float) -> None:
@@ -164,6 +143,9 @@ class Conversation:
     on_release: Callable[[list[Release]], None] | None = None
     """Set by the stack serving a grouped conversation: takes what another connection's progress
     released (the stack queues it as it queues `feed`'s answer)."""
+    runs: bool = False
+    """Set by a stack that takes a run of reads as one `ssemock.plan.release.Reads` (the asyncio
+    transport): `feed` may then answer with runs; else one `Release` a read."""
     mismatches: list[str] = field(default_factory=list)
     """Every message that matched nothing (the player fails the test with them at teardown,
     unless the test was already told: `told`)."""
@@ -456,7 +438,7 @@ class Conversation:
         own, unless the recording received server frames in the same read as the 101
         (``wire.head``) and this replay keeps the recorded reads: then that read, as recorded."""
         head = self.handshake(request_head)
-        releases = [Release(0.0, head), *self.opening()]
+        releases = [Release(0.0, head), *each_read(self.opening())]
         first = releases[1] if len(releases) > 1 else None
         if (
             self.ws.wire.head
