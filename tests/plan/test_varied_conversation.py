@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from websockets.client import ClientProtocol
@@ -16,10 +17,12 @@ from websockets.http11 import Response
 from websockets.uri import parse_uri
 
 from ssemock.accumulate import accumulate_session
+from ssemock.plan.release import Reads, Release, each_read
 from ssemock.plan.websocket.variants import VariantRefused, VariedConversation
 from ssemock.store.model import Interaction, Request
 from ssemock.store.model import Response as StoredResponse
 from ssemock.store.websocket import Close, Message, WebSocket
+from ssemock.variants.chunking import at
 from ssemock.variants.websocket import chunking as ws_chunking
 
 URL = "ws://127.0.0.1:9/v1/realtime?model=gpt-realtime"
@@ -54,6 +57,8 @@ def interaction(close: Close | None = None) -> Interaction:
 class Seen:
     messages: list[str] = field(default_factory=list)
     reads: int = 0
+    served: list[tuple[float, bytes | None, float, bool]] = field(default_factory=list)
+    """Each read served (a run's one by one): its delay, bytes, stall and whether it ended what was pending."""
     close_code: int | None = None
     status: int = 101
 
@@ -67,7 +72,8 @@ def drive(conv: VariedConversation, *, deflate: bool = False, answer_pings: bool
     seen = Seen()
 
     def deliver(releases: list) -> None:  # type: ignore[type-arg]
-        for r in releases:
+        for r in each_read(releases):
+            seen.served.append((r.delay, r.data, r.stall, r.ends_pending))
             if r.data is None:
                 client.receive_eof()
                 continue
@@ -169,3 +175,35 @@ def test_a_recorded_read_map_is_kept_as_recorded() -> None:
     conv = VariedConversation(x)
     seen = drive(conv)
     assert seen.messages == RECEIVED and conv.reads == x.websocket.wire.ends
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        *({"chunking": c} for c in ws_chunking.names()),
+        *({"reframing": r} for r in ("fragments:3", "pings")),
+        {"chunking": at(5, 90, 91, 400)},
+        {"fault": "close:code=1011,after_message=3"},
+        {"fault": "drop:after_byte=120", "chunking": "bytewise"},
+        {"fault": "error_event:after_message=3"},
+        {"fault": "stall:before_message=4,seconds=30"},
+    ],
+)
+def test_a_stack_that_takes_runs_is_served_the_same_reads(variant: dict[str, Any]) -> None:
+    """A conversation whose stack takes runs of reads (`Conversation.runs`, the asyncio
+    transport) serves, read for read, what one released a read at a time serves: the same bytes,
+    delays and stalls, in the same order."""
+    one_by_one = drive(VariedConversation(interaction(), **variant))
+    runs = VariedConversation(interaction(), runs=True, **variant)
+    taken: list[Release] = []
+    feed = runs.feed
+
+    def kept(data: bytes) -> list[Release]:
+        out = feed(data)
+        taken.extend(out)
+        return out
+
+    runs.feed = kept  # type: ignore[method-assign]
+    assert drive(runs).served == one_by_one.served and one_by_one.served
+    several = [r for r in taken if isinstance(r, Reads) and len(r.pieces) > 1]
+    assert several or variant.get("chunking") not in ("as_recorded", "bytewise")  # a group's reads: one run

@@ -22,12 +22,14 @@ A session spanning connections (``group``, `ssemock.plan.session_group`) also ho
 message until what was recorded before it on the group's other connections was released.
 
 A stack serves it: it writes `Conversation.handshake`'s answer and the `Release` items (each
-``delay`` seconds of recorded time after the release, timing applied by the stack), and feeds
-every byte the client writes. ``data=None`` in a release is the end of the stream (EOF).
+``delay`` seconds of recorded time after the release, timing applied by the stack; a run of
+reads in one `ssemock.plan.release.Reads` for a stack that takes runs), and feeds every byte the
+client writes. ``data=None`` in a release is the end of the stream (EOF).
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import warnings
 from collections.abc import Callable, Sequence
@@ -52,11 +54,11 @@ from ..store.model import Interaction
 from ..store.websocket import Message
 from .errors import SsemockWarning, UnmatchedRequestError
 from .message_matching import MessageMatcher, recorded_excerpt, skip_hint
+from .release import Release, each_read
 from .websocket.handshake import handshake_head, parse_request_head
 from .websocket.lanes import LaneRoutes
 
 if TYPE_CHECKING:
-    from ..variants.timing import Timing
     from .session_group import SessionGroup
 
 __all__ = [
@@ -86,28 +88,6 @@ class UnmatchedMessageError(UnmatchedRequestError):
 class HandshakeMismatch(UnmatchedRequestError):
     """The replaying client's handshake cannot be answered as recorded (a subprotocol the
     recording never agreed to)."""
-
-
-@dataclass(slots=True)
-class Release:
-    """Server bytes a replay hands the client: ``delay`` seconds (recorded time, before timing)
-    after the moment they were released; ``data=None`` ends the stream (EOF)."""
-
-    delay: float
-    data: bytes | None
-    ends_pending: bool = False
-    """Whether what is still pending (not yet handed to the client) is dropped first: the
-    answer to the client's close frame, which a server sends at once, and after which it sends
-    nothing more."""
-    stall: float = 0.0
-    """Seconds of silence a ``stall`` fault adds before it (recorded time, as ``delay``)."""
-
-    def due_in(self, timing: Timing) -> float:
-        """Seconds after its release it is due: its delay and stall under a scaling timing; under
-        ``instant`` its stall alone, in real seconds (a stack waits it, ends it with a timeout of
-        the client's it can see, or skips it with a warning: `skipped_stall`)."""
-        factor = timing.factor
-        return self.stall if factor is None else (self.delay + self.stall) * factor
 
 
 def skipped_stall(conversation: Conversation, seconds: float) -> None:
@@ -164,6 +144,9 @@ class Conversation:
     on_release: Callable[[list[Release]], None] | None = None
     """Set by the stack serving a grouped conversation: takes what another connection's progress
     released (the stack queues it as it queues `feed`'s answer)."""
+    runs: bool = False
+    """Set by a stack that takes a run of reads as one `ssemock.plan.release.Reads` (the asyncio
+    transport): `feed` may then answer with runs; else one `Release` a read."""
     mismatches: list[str] = field(default_factory=list)
     """Every message that matched nothing (the player fails the test with them at teardown,
     unless the test was already told: `told`)."""
@@ -199,6 +182,7 @@ class Conversation:
         """The permessage-deflate the replay's handshake agreed to (None: none, frames go plain)."""
         self._mem_level = 8
         self._fit: tuple[list[Unit], bool] | None = None  # wire_fits, for the units it was computed for
+        self._gated: tuple[list[Unit], list[int] | None] | None = None  # _gates, likewise
         self._reader = MessageReader(max_size=self.max_size)
         self.units = self._units()
         self._parts = [1 + p for p, m in enumerate(ws.messages) if m.direction == "send"]
@@ -315,6 +299,14 @@ class Conversation:
                 out.append(Release(out[-1].delay if out else 0.0, None))
         return out
 
+    def _gates(self) -> list[int] | None:
+        """Each unit's gate when they never decrease (None else), made once per encoding (as
+        `wire_fits`): the walk cost ~1,400 instructions a unit (a group of 1,000 messages)."""
+        if self._gated is None or self._gated[0] is not self.units:
+            gates = [u.gate for u in self.units]
+            self._gated = (self.units, gates if gates == sorted(gates) else None)
+        return self._gated[1]
+
     # -- a session spanning connections ---------------------------------------------------------
 
     def _next_units(self, gate: int) -> list[int]:
@@ -326,7 +318,10 @@ class Conversation:
             if self.routes is not None:
                 taken = self.routes.due(units, self._done)
                 self._done.update(taken)
-            else:  # a plain walk (no lambda called a unit)
+            else:  # in order: by bisection in the gates when they never decrease, else a walk
+                gates = self._gates()
+                if gates is not None:
+                    end = bisect.bisect_right(gates, gate, end)
                 while end < len(units) and units[end].gate <= gate:
                     end += 1
                 taken = list(range(self._released, end))
@@ -456,7 +451,7 @@ class Conversation:
         own, unless the recording received server frames in the same read as the 101
         (``wire.head``) and this replay keeps the recorded reads: then that read, as recorded."""
         head = self.handshake(request_head)
-        releases = [Release(0.0, head), *self.opening()]
+        releases = [Release(0.0, head), *each_read(self.opening())]
         first = releases[1] if len(releases) > 1 else None
         if (
             self.ws.wire.head

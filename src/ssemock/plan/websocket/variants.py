@@ -23,7 +23,8 @@ from ...variants.websocket.faults import Refusal, Session, WsFault
 from ...variants.websocket.faults import get as get_fault
 from ...variants.websocket.frames import FrameSpan, Reframing, ServerMessage, Wire, encode
 from ...variants.websocket.frames import get as get_reframing
-from ..conversation import Conversation, Release, Unit
+from ..conversation import Conversation, Unit
+from ..release import Reads, Release
 from .handshake import handshake_head, parse_request_head
 
 __all__ = ["VariantRefused", "VariedConversation"]
@@ -212,8 +213,11 @@ class VariedConversation(Conversation):
         times = self._read_times() if kept is not None and self._chunking.name == "as_recorded" else {}
         if not times and ends == bounds:  # each unit one read, as it is (a plain replay's usual case)
             self.reads.extend(map(offset.__add__, ends))
-            return list(map(Release, delays, pieces, repeat(False), pauses))
-        reads, start, last_unit = [], 0, len(pieces) - 1
+            return self._as_reads(joined, pieces, delays, pauses)
+        parts: list[bytes] = []
+        waits: list[float] = []
+        stalls: list[float] = []
+        start, last_unit = 0, len(pieces) - 1
         for end in ends:
             unit = min(bisect.bisect_right(bounds, start), last_unit)
             delay = delays[unit]
@@ -222,10 +226,22 @@ class VariedConversation(Conversation):
                 last = min(bisect.bisect_left(bounds, end), last_unit)
                 early = max(0.0, self.units[taken[last]].t - arrived)
                 delay = max(0.0, delays[last] - early)
-            reads.append(Release(delay, joined[start:end], stall=pauses[unit]))
+            parts.append(joined[start:end])
+            waits.append(delay)
+            stalls.append(pauses[unit])
             self.reads.append(offset + end)
             start = end
-        return reads
+        return self._as_reads(joined, parts, waits, stalls)
+
+    def _as_reads(
+        self, joined: bytes, parts: list[bytes], delays: list[float], stalls: list[float]
+    ) -> list[Release]:
+        """The reads ``parts`` of a group (its bytes ``joined``) as the stack takes them: one
+        `Reads` run when it takes runs (`Conversation.runs`) and no stall comes before any, else
+        a `Release` a read."""
+        if self.runs and not any(stalls):
+            return [Reads(delays[0], joined, pieces=parts, delays=delays)]
+        return list(map(Release, delays, parts, repeat(False), stalls))
 
     def _read_times(self) -> dict[int, float]:
         """When each recorded read arrived, by the wire offset where it ended (made once)."""

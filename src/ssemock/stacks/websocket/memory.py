@@ -12,9 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
-from ...plan.conversation import Conversation, Release, UnmatchedMessageError, skipped_stall
+from ...plan.conversation import Conversation, UnmatchedMessageError, skipped_stall
+from ...plan.release import Reads, Release, each_read
 from ...plan.websocket.record import WsRecorder
 from ...variants.timing import Timing
 
@@ -29,7 +30,8 @@ __all__ = [
 ]
 
 _HEAD_END = b"\r\n\r\n"
-_ENDS_PENDING, _STALL, _DATA = attrgetter("ends_pending"), attrgetter("stall"), attrgetter("data")
+_ENDS_PENDING, _STALL = attrgetter("ends_pending"), attrgetter("stall")
+_Data = TypeVar("_Data")
 _TURNS = 5  # the loop turns a client has, after its write, to begin its next read (and its timeout)
 
 
@@ -64,7 +66,7 @@ def schedule(
         inbox.append((due, r.data))
 
 
-def skip_stall(inbox: collections.deque[tuple[float, bytes | None]], now: float) -> float:
+def skip_stall(inbox: collections.deque[tuple[float, _Data]], now: float) -> float:
     """The stall ahead of a replay's queue ``inbox`` served now (under ``instant`` timing, when no
     timeout of the client's ends it): every queued release moved as much earlier; the seconds
     skipped (0: no stall ahead). A threaded stack holds the lock its reads wait on, and wakes them."""
@@ -115,7 +117,8 @@ def _first_deadline(loop: asyncio.AbstractEventLoop, before: float, owners: set[
 class MemoryTransport(asyncio.Transport):
     """The asyncio transport of a replayed WebSocket: what the client writes goes to the
     conversation; what it releases reaches ``protocol.data_received`` at its due time (under
-    ``timing``), one release per call, never joined."""
+    ``timing``), one read per call, never joined. It takes runs of reads (`Reads`): under
+    ``instant`` timing a run is one queue entry, handed a read at a time in one pump."""
 
     def __init__(
         self,
@@ -132,7 +135,7 @@ class MemoryTransport(asyncio.Transport):
         self._closing = False
         self._lost = False
         self._due = 0.0
-        self._queue: collections.deque[tuple[float, bytes | None]] = collections.deque()
+        self._queue: collections.deque[tuple[float, bytes | list[bytes] | None]] = collections.deque()
         self._timer: asyncio.Handle | None = None
         self._turns = 0
         self._seen = False  # a timeout of the client's was waited for during the stall ahead
@@ -142,7 +145,9 @@ class MemoryTransport(asyncio.Transport):
         self.opened = self.now()
         """When the handshake was answered (on `now`'s clock)."""
         self._quiet_since = self.opened
+        self._ended = 0  # how many times what was pending was dropped (a run stops there)
         conversation.on_release = self._elsewhere
+        conversation.runs = True
 
     def _elsewhere(self, releases: list[Release]) -> None:
         """What another connection of the conversation's group let go: queued now on this loop's
@@ -210,18 +215,21 @@ class MemoryTransport(asyncio.Transport):
         now = self.now()
         if any(map(_ENDS_PENDING, releases)):
             self._queue.clear()
+            self._ended += 1
             self._due = 0.0
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
         due, queue = self._due, self._queue
         if self._timing.factor is None and not any(map(_STALL, releases)):
-            # instant timing and no stall: each one due now (`Release.due_in`), queued at C speed
+            # instant timing and no stall: each one due now (`Release.due_in`), a run of reads
+            # queued as one entry (its pieces)
             self._due = due = due if due > now else now
-            queue.extend(zip(repeat(due), map(_DATA, releases)))
+            queue.extend([(due, r.pieces if type(r) is Reads else r.data) for r in releases])
             self._arm()
             return
-        # in order: the loop's timers do not keep the order of equal times
+        # in order, a read each: the loop's timers do not keep the order of equal times
+        releases = each_read(releases)
         for r, wait in zip(releases, map(Release.due_in, releases, repeat(self._timing))):
             at = now + wait
             if at > due:
@@ -295,8 +303,9 @@ class MemoryTransport(asyncio.Transport):
         self._timer = self._loop.call_soon(self._settle)  # after what that deadline wakes
 
     def _pump(self) -> None:
-        """Hand the client every release due now, in order, one ``data_received`` call each (the
-        queue is looked at again after each: the client's answer may end what is pending)."""
+        """Hand the client every read due now, in order, one ``data_received`` call each (the
+        queue is looked at again after each, and a run stops: the client's answer may end what
+        is pending)."""
         self._timer = None
         now = self.now()
         queue, protocol, lost = self._queue, self._protocol, self._lost  # (lost only later: `_lose`)
@@ -306,7 +315,13 @@ class MemoryTransport(asyncio.Transport):
             data = queue.popleft()[1]
             if lost:
                 continue
-            if data is not None:
+            if isinstance(data, list):  # a run of reads (`Reads`)
+                ended = self._ended
+                for piece in data:
+                    protocol.data_received(piece)
+                    if self._ended != ended:
+                        break
+            elif data is not None:
                 protocol.data_received(data)
             elif not protocol.eof_received():
                 self.close()
