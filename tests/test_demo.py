@@ -153,7 +153,7 @@ def with_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Compl
 
 
 def test_ssemock_demo_command_with_dir_keeps_the_cassette_and_says_how_to_show_it(
-    with_dir: tuple[subprocess.CompletedProcess[str], Path],
+    with_dir: tuple[subprocess.CompletedProcess[str], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     proc, tmp_path = with_dir
     for name in ("as_recorded", "bytewise", "mid_line", "mid_utf8", "coalesced", "per_event", "random:7"):
@@ -165,15 +165,12 @@ def test_ssemock_demo_command_with_dir_keeps_the_cassette_and_says_how_to_show_i
     lines = proc.stdout.splitlines()
     assert f"The cassette is kept in {saved[0]}. Look inside it (chunks, timing, events):" in lines
     assert lines[-1] == f"  ssemock show {saved[0]}"
-    # the command it suggests works on what it kept
-    shown = subprocess.run(
-        [*ssemock_command(), "show", str(saved[0])],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-    )
-    assert shown.returncode == 0 and "protocol openai.chat" in shown.stdout, shown.stdout + shown.stderr
+    # the command it suggests works on what it kept (``main(ARGS)``, as the console script calls
+    # it: the script itself is the demo's run above)
+    capsys.readouterr()
+    code = main(["show", str(saved[0])])
+    shown = capsys.readouterr()
+    assert code == 0 and "protocol openai.chat" in shown.out, shown.out + shown.err
 
 
 def test_ssemock_demo_command_without_dir_removes_its_temp_folder(
