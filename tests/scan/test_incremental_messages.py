@@ -67,7 +67,7 @@ def _scanned(ws: WebSocket) -> WebSocket:
     """``ws`` with its messages scanned as a recording scans them as they arrive."""
     scan = MessageScan(URL)
     for m in ws.messages:
-        scan.message(m)
+        scan.message(m, m.payload)
     messages_scanned(ws, scan)
     return ws
 
@@ -142,6 +142,19 @@ def test_messages_read_again_give_the_save_its_findings(
         ws = _scanned(_session(messages, sides))
     found, read = _watched(lambda: scan_interaction(_interaction(ws, [])))
     assert found == whole and read == 0
+
+
+def test_a_text_message_not_utf8_is_read_as_the_save_reads_it() -> None:
+    """A recording hands the scan the bytes received; a text that was not UTF-8 (kept with
+    U+FFFD in its place) is read as the save reads it: encoded again, the key at its offset there."""
+    received = b'{"type": "response.output_text.delta", "delta": "\xff key ' + KEY.encode() + b'"}'
+    messages: list[str | bytes] = [received.decode("utf-8", "replace")]
+    whole = [str(f) for f in scan_interaction(_interaction(_session(messages, [False]), []))]
+    ws, scan = _session(messages, [False]), MessageScan(URL)
+    scan.message(ws.messages[0], received)
+    messages_scanned(ws, scan)
+    found, read = _watched(lambda: scan_interaction(_interaction(ws, [])))
+    assert found == whole and read == 0 and any("offset" in f for f in whole)
 
 
 def test_a_string_the_handshake_holds_too_has_the_save_scan_the_messages() -> None:

@@ -67,13 +67,16 @@ class MessageScan:
         self._repeats = _Repeats()
         self.broken = False  # something went wrong, or too much to keep: the save scans the messages
 
-    def message(self, message: Any) -> None:
-        """The next message of the session (a `ssemock.store.websocket.Message`)."""
+    def message(self, message: Any, received: bytes) -> None:
+        """The next message of the session (a `ssemock.store.websocket.Message`) and the bytes
+        its data was decoded from: its ``payload`` unless a text was not UTF-8 (then encoded
+        again, as the save reads it), and no text encoded again otherwise."""
         if self.broken:
             return
         try:
             data = message.data
-            k, payload = len(self._data), message.payload
+            k = len(self._data)
+            payload = data.encode() if type(data) is str and "\ufffd" in data else received
             self._size += len(payload)
             if self._size > _MAX:
                 self._scan, self._data, self.broken = _Scan(0), [], True  # what it kept let go
