@@ -306,10 +306,28 @@ async def _recording(port: int, n: int, path: Path | None) -> float:
         player.stop(save=False)
 
 
-def record_throughput(n: int = 1000, size: int = 16_000, rounds: int = 5) -> tuple[float, float]:
-    """MB/s reading ``n`` JSON text messages of ``size`` bytes from a loopback ``websockets`` server
-    (another process), with no recorder and recorded by ssemock: best of ``rounds`` interleaved."""
-    texts = [json.dumps({"type": "response.output_text.delta", "delta": "x" * (size - 50)})] * (n + 1)
+_PROSE = "the model streams its answer back to the client one delta at a time, each one new".split()
+
+
+def _deltas(n: int, size: int, distinct: bool) -> list[str]:
+    """``n`` text deltas of ``size`` bytes: all alike, or each a different stretch of prose (the
+    recorder reads a message alike an earlier clean one only once)."""
+    if not distinct:
+        return [json.dumps({"type": "response.output_text.delta", "delta": "x" * (size - 50)})] * n
+    prose = " ".join(_PROSE[k % len(_PROSE)] for k in range(size // 4))
+    return [
+        json.dumps({"type": "response.output_text.delta", "delta": f"{k}: {prose[k % 64 :]}"[: size - 50]})
+        for k in range(n)
+    ]
+
+
+def record_throughput(
+    n: int = 1000, size: int = 16_000, rounds: int = 5, distinct: bool = False
+) -> tuple[float, float]:
+    """MB/s reading ``n`` JSON text messages of ``size`` bytes (all alike, or ``distinct``) from a
+    loopback ``websockets`` server (another process), with no recorder and recorded by ssemock:
+    best of ``rounds`` interleaved."""
+    texts = _deltas(n + 1, size, distinct)
     proc = subprocess.Popen(
         [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
@@ -345,6 +363,11 @@ def main() -> None:
     print(
         f"recording 1,000 messages of 16 KB from a loopback server: no recorder {live:.0f} MB/s, "
         f"recording {rec:.0f} MB/s ({rec / live:.2f}x; target >= 0.5x)"
+    )
+    live, rec = record_throughput(distinct=True)
+    print(
+        f"  the same, each message a different text: no recorder {live:.0f} MB/s, "
+        f"recording {rec:.0f} MB/s ({rec / live:.2f}x)"
     )
     print("bytewise (one byte per read), CPU time per wire byte:")
     for size, ns in bytewise():

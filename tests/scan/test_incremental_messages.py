@@ -67,7 +67,7 @@ def _scanned(ws: WebSocket) -> WebSocket:
     """``ws`` with its messages scanned as a recording scans them as they arrive."""
     scan = MessageScan(URL)
     for m in ws.messages:
-        scan.message(m)
+        scan.message(m, m.payload)
     messages_scanned(ws, scan)
     return ws
 
@@ -107,6 +107,54 @@ def test_the_messages_scanned_as_they_arrive_give_the_save_its_findings(
     assert found == whole and read == 0
     if form != "none":
         assert whole, f"{form}: not found"
+
+
+# messages of 1 KB and more, some alike but for their middle (the ends pick what a repeat is compared with)
+_PAD = "x" * 1000
+REPEATED: list[str | bytes] = [
+    _delta(_PAD + "x" * len(KEY) + _PAD),  # clean, as long as the next, the same ends
+    _delta(_PAD + KEY + _PAD),
+    _delta("The quick brown fox. " * 60),  # clean, nothing worth decoding
+    _audio(bytes(2048)),  # silence: a base64 run decoded to binary
+    _audio(f"the key {KEY} ".encode() * 40),
+    zlib.compress(_delta(f"key {KEY} " + _PAD).encode()) + bytes(1024),  # binary, not inflated
+    json.dumps({"session": {"api_key": "hunter2-hunter2", "pad": _PAD}}),
+    *[_delta(c) for c in KEY[:8]],  # short pieces of a key, some alike
+]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    picks=st.lists(st.integers(0, len(REPEATED) - 1), max_size=14),
+    data=st.data(),
+    short_too=st.booleans(),
+)
+def test_messages_read_again_give_the_save_its_findings(
+    picks: list[int], data: st.DataObject, short_too: bool
+) -> None:
+    """A message equal to an earlier clean one is not read again: the save's findings are the same."""
+    messages = [REPEATED[k] for k in picks]
+    sides = data.draw(st.lists(st.booleans(), min_size=len(picks), max_size=len(picks)))
+    whole = [str(f) for f in scan_interaction(_interaction(_session(messages, sides), []))]
+    with pytest.MonkeyPatch.context() as m:
+        if short_too:  # every message compared with the clean ones before it, whatever its size
+            m.setattr(incremental_messages, "_REPEAT_MIN", 0)
+        ws = _scanned(_session(messages, sides))
+    found, read = _watched(lambda: scan_interaction(_interaction(ws, [])))
+    assert found == whole and read == 0
+
+
+def test_a_text_message_not_utf8_is_read_as_the_save_reads_it() -> None:
+    """A recording hands the scan the bytes received; a text that was not UTF-8 (kept with
+    U+FFFD in its place) is read as the save reads it: encoded again, the key at its offset there."""
+    received = b'{"type": "response.output_text.delta", "delta": "\xff key ' + KEY.encode() + b'"}'
+    messages: list[str | bytes] = [received.decode("utf-8", "replace")]
+    whole = [str(f) for f in scan_interaction(_interaction(_session(messages, [False]), []))]
+    ws, scan = _session(messages, [False]), MessageScan(URL)
+    scan.message(ws.messages[0], received)
+    messages_scanned(ws, scan)
+    found, read = _watched(lambda: scan_interaction(_interaction(ws, [])))
+    assert found == whole and read == 0 and any("offset" in f for f in whole)
 
 
 def test_a_string_the_handshake_holds_too_has_the_save_scan_the_messages() -> None:

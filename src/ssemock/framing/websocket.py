@@ -197,7 +197,8 @@ class FrameParser:
             key, at = bytes(buf[at : at + 4]), at + 4
         if len(buf) < at + length:
             return None
-        payload = bytes(buf[at : at + length])
+        with memoryview(buf) as view:  # one copy (a bytearray slice, then bytes of it, made two)
+            payload = bytes(view[at : at + length])
         if masked:
             payload = _mask(payload, key)
         del buf[: at + length]

@@ -53,7 +53,14 @@ def worth(text: str) -> bool:
     """Whether a string is worth decoding further: JSON in it, a URL or a form, a base64 run (16
     characters of base64 or base64url in a row). What ``re.search(r"[{\\[]|://|=|[A-Za-z0-9+/_\\-]{16}",
     text)`` finds, at C speed (that search tries every alternative at every position)."""
-    return "{" in text or "[" in text or "=" in text or (":" in text and "://" in text) or has_b64_run(text)
+    # "/" before "://": one memchr each (the 3-character search costs ~1 ns a character of prose)
+    return (
+        "{" in text
+        or "[" in text
+        or "=" in text
+        or (":" in text and "/" in text and "://" in text)
+        or has_b64_run(text)
+    )
 
 
 _UNFIT = re.compile("[\x00-\x1f\ud800-\udfff]")  # in a JSON string, only escaped

@@ -25,6 +25,35 @@ from .walk import _NAMED_FIELD, _no_prose, _Scan
 __all__ = ["MessageScan", "messages_scanned"]
 
 _MAX = 64 << 20  # bytes of messages scanned as they arrive, at most: past it the save scans them all
+_REPEAT_MIN = 1024  # a message shorter than this is read again (its read costs about what a look-up does)
+_REPEATS_KEPT = 1024  # clean messages kept to compare with, at most (the oldest go first)
+_SAMPLE = 64  # characters (or bytes) of each end of a message that pick the earlier one to compare
+
+
+class _Repeats:
+    """Earlier messages that gave no finding, picked by their length and ends (no hash of a whole
+    message): a message equal to one of them need not be read."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[int, str | bytes, str | bytes], str | bytes] = {}
+
+    @staticmethod
+    def _key(data: str | bytes) -> tuple[int, str | bytes, str | bytes]:
+        return len(data), data[:_SAMPLE], data[-_SAMPLE:]
+
+    def seen(self, data: str | bytes) -> bool:
+        """Whether ``data`` equals a clean message kept (same type, same characters)."""
+        if len(data) < _REPEAT_MIN:
+            return False
+        earlier = self._kept.get(self._key(data))
+        return earlier is not None and type(earlier) is type(data) and earlier == data
+
+    def clean(self, data: str | bytes) -> None:
+        """``data`` was read and gave no finding."""
+        if len(data) >= _REPEAT_MIN:
+            if len(self._kept) >= _REPEATS_KEPT:
+                del self._kept[next(iter(self._kept))]
+            self._kept[self._key(data)] = data
 
 
 class MessageScan:
@@ -35,27 +64,38 @@ class MessageScan:
         self._scan = _Scan(0)
         self._data: list[str | bytes] = []  # the messages scanned (the recording's own objects)
         self._size = 0  # their bytes
+        self._repeats = _Repeats()
         self.broken = False  # something went wrong, or too much to keep: the save scans the messages
 
-    def message(self, message: Any) -> None:
-        """The next message of the session (a `ssemock.store.websocket.Message`)."""
+    def message(self, message: Any, received: bytes) -> None:
+        """The next message of the session (a `ssemock.store.websocket.Message`) and the bytes
+        its data was decoded from: its ``payload`` unless a text was not UTF-8 (then encoded
+        again, as the save reads it), and no text encoded again otherwise."""
         if self.broken:
             return
         try:
             data = message.data
-            k, payload = len(self._data), message.payload
+            k = len(self._data)
+            payload = data.encode() if type(data) is str and "\ufffd" in data else received
             self._size += len(payload)
             if self._size > _MAX:
                 self._scan, self._data, self.broken = _Scan(0), [], True  # what it kept let go
                 return
-            field = f"websocket.messages[{k}]"
-            if type(data) is str and len(payload) <= DECODED_MAX and "\0" not in data:
-                self._text(field, payload, data)
-            else:
-                self._scan.body(field, payload, message_encoding(data), self._url, stream=False)
+            if not self._repeats.seen(data):
+                found = len(self._scan.found)
+                self._read(f"websocket.messages[{k}]", payload, data)
+                if len(self._scan.found) == found:
+                    self._repeats.clean(data)
             self._data.append(data)
         except Exception:  # never fail a recording: the save scans the messages instead
             self.broken = True
+
+    def _read(self, field: str, payload: bytes, data: str | bytes) -> None:
+        """A message read as the scan at save reads it."""
+        if type(data) is str and len(payload) <= DECODED_MAX and "\0" not in data:
+            self._text(field, payload, data)
+        else:
+            self._scan.body(field, payload, message_encoding(data), self._url, stream=False)
 
     def _text(self, field: str, payload: bytes, text: str) -> None:
         """A text message as `_Scan.body` reads it, minus the steps it cannot need: text is

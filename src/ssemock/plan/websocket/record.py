@@ -228,7 +228,7 @@ class WsRecorder:
             self.messages.append(Message(side.direction, t, "text", payload.decode("utf-8", "replace")))
         else:
             self.messages.append(Message(side.direction, t, "binary", payload))
-        self._scan.message(self.messages[-1])
+        self._scan.message(self.messages[-1], payload)
         side.count += 1
         side.partial = []
 
