@@ -190,9 +190,13 @@ def test_a_window_scanned_from_its_own_bytes_finds_what_its_text_finds(
     """A reassembled window of ASCII text is searched in its joined bytes, not in its text encoded
     again: the findings are the same as from the text (and a window of other text is encoded)."""
     fast, slow = _Scan(0), _Scan(0)
-    large_streams._joined(large_streams.text_scan(fast, "response.body"), "", name, parts)
+    large_streams._joined(large_streams.text_scan(fast, "response.body"), "", name, parts, [])
     large_streams._joined(
-        lambda text, where, depth, raw=None: slow.text("response.body", text, where, depth), "", name, parts
+        lambda text, where, depth, raw=None: slow.text("response.body", text, where, depth),
+        "",
+        name,
+        parts,
+        [],
     )
     assert fast.found == slow.found
 

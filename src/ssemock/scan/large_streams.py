@@ -73,10 +73,16 @@ class _Join:
     `_OVERLAP` bytes), so that a secret split across pieces is whole in some window. Only a
     join of two pieces or more is scanned (one piece was scanned where it is stored). A segment's
     small pieces are kept joined (a piece of a few bytes costs about 50 more as a bytes object in a
-    list); large ones as they are (a join would copy them once more)."""
+    list); large ones as they are (a join would copy them once more).
 
-    def __init__(self, scan: Callable[[list[bytes]], None]) -> None:
+    ``scan`` is also handed `_last`, the last window's join and text, to let go of once its own
+    join exists (`_joined`): their blocks then lie below that join, kept for the next window's text
+    and join. Let go of as soon as scanned, they lay at the top of the heap, which glibc handed back
+    to the kernel, and each window's ~2 MiB came back as fresh pages (a page fault every 4 KiB)."""
+
+    def __init__(self, scan: Callable[[list[bytes], list[bytes | str]], None]) -> None:
         self._scan = scan
+        self._last: list[bytes | str] = []  # the last window's join and text (see above)
         self._blocks: list[bytes] = []  # the pieces held, joined a segment at a time
         self._tail: list[bytes] = []  # the last pieces held, at least _OVERLAP bytes when there are
         self._size = 0
@@ -109,14 +115,14 @@ class _Join:
                 size += len(part)
         self._tail = tail[::-1]
         if self._size >= _WINDOW:
-            self._scan(self._blocks)
+            self._scan(self._blocks, self._last)
             self._blocks = [b"".join(self._tail)]
             self._size, self._held = len(self._blocks[0]), len(self._tail)
 
     def close(self) -> None:
         if self._count >= 2 and (self._count > self._held or self._held >= 2):
-            self._scan(self._blocks)
-        self._blocks, self._tail, self._size, self._held = [], [], 0, 0
+            self._scan(self._blocks, self._last)
+        self._blocks, self._tail, self._size, self._held, self._last = [], [], 0, 0, []
 
 
 _UPPER, _LOWER = re.compile(rb"[A-Z]"), re.compile(rb"[a-z]")  # base64 of text mixes cases
@@ -212,8 +218,11 @@ def _text_data(segment: bytes) -> bool:
     return json_data < data
 
 
-def _joined(text: TextScan, path: str, name: bytes, parts: list[bytes]) -> None:
+def _joined(text: TextScan, path: str, name: bytes, parts: list[bytes], last: list[bytes | str]) -> None:
+    """Scan the text of the join of ``parts``; ``last`` (the window before's join and text) let
+    go of once this join exists, and this window's put in it (see `_Join`)."""
     joined = b"".join(parts)
+    last.clear()
     raw = None
     if name == b"data" or b"\\" not in joined:
         whole = joined.decode("utf-8", "replace")
@@ -225,4 +234,5 @@ def _joined(text: TextScan, path: str, name: bytes, parts: list[bytes]) -> None:
             return
         if b"\\ud" in joined or b"\\uD" in joined:  # a surrogate escaped: none left alone
             whole = whole.encode("utf-8", "replace").decode("utf-8")
+    last += (joined, whole)
     text(whole, f"{path} reassembled {name.decode('ascii')}".strip(), 2, raw=raw)
