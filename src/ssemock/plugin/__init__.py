@@ -15,16 +15,15 @@ from ..core.packages import fresh
 from .explore import pytest_pyfunc_call
 from .fixture import ssemock, ssemock_cassette_dir, ssemock_config
 from .interrupts import pytest_keyboard_interrupt, pytest_timeout_set_timer
-from .matrix import pytest_collection_modifyitems, pytest_generate_tests
+from .matrix import pytest_generate_tests
 from .naming import cassette_name, pytest_make_parametrize_id
 from .proxy import ssemock_proxy
 from .reports import pytest_runtest_makereport, pytest_terminal_summary
-from .session import pytest_configure, pytest_runtest_setup, pytest_unconfigure
+from .session import pytest_collection_modifyitems, pytest_configure, pytest_unconfigure
 from .settings import KEYWORDS, pytest_addoption
 
 __all__ = [
     "pytest_configure",
-    "pytest_runtest_setup",
     "pytest_unconfigure",
     "KEYWORDS",
     "cassette_name",

@@ -133,13 +133,6 @@ def _check_recordable(marker: dict[str, Any], config: pytest.Config) -> None:
         )
 
 
-def pytest_collection_modifyitems(config: pytest.Config) -> None:
-    """Every bad option of every marked test, as one usage error (before any test runs)."""
-    problems = config.stash.get(_PROBLEMS, [])
-    if problems:
-        raise pytest.UsageError("ssemock: bad options\n  " + "\n  ".join(problems))
-
-
 def _idle_because(player: Player, variant: Variant) -> str:
     """Why the variant's transforms change no response: each one's reason for each framing."""
     from ..variants import transforms as _transforms

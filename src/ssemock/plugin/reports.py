@@ -73,19 +73,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.excinfo is not None and not item.config.option.fulltrace:
         _hide_own_frames(call.excinfo.value)
     report = yield
-    if (
-        report.when == "call"
-        and call.excinfo is not None
-        and _refused_variant(item, call.excinfo.value, report)
-    ):
+    if report.when != "call":  # setup and teardown: nothing to do (two of every test's three calls)
         return report
-    if report.when == "call" and call.excinfo is not None and _cut_short(call.excinfo.value):
+    if call.excinfo is not None and _refused_variant(item, call.excinfo.value, report):
+        return report
+    if call.excinfo is not None and _cut_short(call.excinfo.value):
         item.stash[_CUT_SHORT] = True
-    if report.when == "call" and report.passed:
+    if report.passed:
         used: Any = getattr(item, "funcargs", {}).get("ssemock")
         if hasattr(used, "recorded"):  # the test used the fixture (a Player)
             _skip_duplicate(item, report, used)
-    if report.when == "call" and report.failed:
+    if report.failed:
         item.stash[_CALL_FAILED] = True
         player: Any = getattr(item, "funcargs", {}).get("ssemock")
         if hasattr(player, "served_summary"):  # the test used the fixture (a Player)

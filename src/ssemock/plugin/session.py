@@ -1,6 +1,7 @@
 """The session's start and end: the marker registered, every option given on the command line
-or in the ini file checked (one usage error before any test runs), the run's scratch folder; and
-a marked test given the fixture without naming it."""
+or in the ini file checked (one usage error before any test runs), the run's scratch folder; and,
+once collected, every bad marker option as one usage error and a marked test given the fixture
+without naming it."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from ..core.names import unknown
 from .fixture import _RUN
 from .interrupts import _configs
+from .matrix import _PROBLEMS
 from .settings import _CLI, _INI, KEYWORDS, _disabled, _from_text, _problem
 
 
@@ -61,17 +63,24 @@ def _ini_keys(config: pytest.Config) -> list[str]:
     return [key for section in ("pytest", "tool:pytest") if section in ini for key in ini[section]]
 
 
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A marked test gets the player without naming the fixture (no autouse fixture: a test
-    without the marker pays nothing)."""
-    fixturenames = getattr(item, "fixturenames", None)
-    if (
-        fixturenames is not None
-        and "ssemock" not in fixturenames
-        and item.get_closest_marker("ssemock") is not None
-        and not _disabled(item.config)
-    ):
-        fixturenames.append("ssemock")
+@pytest.hookimpl(trylast=True)  # after the other plugins' and conftests' (a marker they add counts)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every bad option of every marked test, as one usage error (before any test runs); and a
+    marked test given the fixture without naming it, here once for the session rather than in a
+    hook run for every test (a test without the marker pays nothing while it runs)."""
+    problems = config.stash.get(_PROBLEMS, [])
+    if problems:
+        raise pytest.UsageError("ssemock: bad options\n  " + "\n  ".join(problems))
+    if _disabled(config):
+        return
+    for item in items:
+        fixturenames = getattr(item, "fixturenames", None)
+        if (
+            fixturenames is not None
+            and "ssemock" not in fixturenames
+            and item.get_closest_marker("ssemock") is not None
+        ):
+            fixturenames.append("ssemock")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
