@@ -641,6 +641,29 @@ b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 /* -- b64_run(): whether a run of base64 bytes is there -------------------------------------- */
 
+/* The next run of base64 bytes that may be `least` long, as b64_runs searches: the byte such a run
+ * from *i on must hold is looked at first, and the search jumps past it where it is no base64
+ * byte. Sets *start (the run's first byte, never before *i) and returns the end known so far
+ * (the probed byte's next), or -1 when no run of `least` bytes fits in what is left. */
+static Py_ssize_t
+run_from(const unsigned char *base, Py_ssize_t n, Py_ssize_t *i, Py_ssize_t least, Py_ssize_t *start)
+{
+    while (n - *i >= least) {
+        Py_ssize_t probe = *i + least - 1;
+        if (!b64_byte[base[probe]]) {
+            *i = probe + 1;
+            continue;
+        }
+        Py_ssize_t s = probe;
+        while (s > *i && b64_byte[base[s - 1]]) {
+            s--;
+        }
+        *start = s;
+        return probe + 1;
+    }
+    return -1;
+}
+
 static PyObject *
 b64_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -665,18 +688,8 @@ b64_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (least < 1) {
         least = 1;
     }
-    /* As b64_runs searches: the byte a run of `least` bytes from i on must hold is looked at
-     * first, and the search jumps past it where it is no base64 byte. */
-    while (n - i >= least) {
-        Py_ssize_t probe = i + least - 1;
-        if (!b64_byte[base[probe]]) {
-            i = probe + 1;
-            continue;
-        }
-        Py_ssize_t start = probe, end = probe + 1;
-        while (start > i && b64_byte[base[start - 1]]) {
-            start--;
-        }
+    Py_ssize_t start, end;
+    while ((end = run_from(base, n, &i, least, &start)) >= 0) {
         while (end - start < least && end < n && b64_byte[base[end]]) {
             end++;
         }
@@ -714,16 +727,8 @@ b64_findall(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     /* What re.findall gives for "[A-Za-z0-9+/_\-]{least,}={0,2}": every whole run of `least`
      * base64 bytes or more, in order, with up to two "=" after it. The search skips as b64_runs'
      * does (the byte before i is never a base64 byte). */
-    while (n - i >= least) {
-        Py_ssize_t probe = i + least - 1;
-        if (!b64_byte[base[probe]]) {
-            i = probe + 1;
-            continue;
-        }
-        Py_ssize_t start = probe, end = probe + 1;
-        while (start > i && b64_byte[base[start - 1]]) {
-            start--;
-        }
+    Py_ssize_t start, end;
+    while ((end = run_from(base, n, &i, least, &start)) >= 0) {
         uint64_t x;
         while (end + 8 <= n) { /* eight bytes a step: letters of one case tested at once, else looked up */
             const unsigned char *e = base + end;
