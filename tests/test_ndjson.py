@@ -10,6 +10,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from seeded import lists, nested, scalars, seeded, text
 
 from ssemock.ndjson import Decoder, NDJSONError, adecode, decode, iter_decode
 
@@ -155,20 +156,14 @@ def test_a_huge_line_decodes_whole_however_it_is_cut() -> None:
 
 # --- properties -------------------------------------------------------------------------------
 
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**63), 2**63 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
-    max_leaves=10,
-)
+# JSON values orjson writes (64-bit integers), built from a drawn seed (tests/seeded.py: drawn leaf
+# by leaf they were most of this file's CPU, issue 48 item 4)
+json_values = nested(scalars(-(2**63), 2**63 - 1, text(max_size=30)), text(max_size=5), leaves=10, width=4)
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    values=st.lists(json_values, max_size=8),
+    values=seeded(lists(json_values, max_size=8)),
     seps=st.lists(st.sampled_from([b"\n", b"\r\n", b"\n\n", b"\n \n", b"\r\n\r\n"]), min_size=8, max_size=8),
     final=st.sampled_from([b"", b"\n", b"\r\n", b" "]),
     cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=30),
