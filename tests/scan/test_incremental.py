@@ -24,7 +24,7 @@ from starlette.routing import Route
 import ssemock
 from ssemock.commands.loopback import running
 from ssemock.framing import _speedups
-from ssemock.scan import fields, findings, incremental, large_streams, walk
+from ssemock.scan import credential_shapes, fields, findings, incremental, large_streams, walk
 from ssemock.scan.incremental import BodyScan
 from ssemock.scan.walk import scan_interaction
 from ssemock.store.cassette import Interaction, Request, Response
@@ -285,3 +285,52 @@ def test_a_large_stream_fed_in_any_pieces_is_cut_where_the_whole_body_is_cut(
             at = end
     assert isinstance(stream, _Segments)
     assert stream.got == cuts
+
+
+class _Hits(walk._Scan):
+    """The scan of the body as stored, keeping the searches' hits it is handed."""
+
+    handed: list[object] = []
+
+    def raw(self, field: str, body: bytes, hits: fields.BodyHits | None = None) -> None:
+        _Hits.handed.append(hits)
+        super().raw(field, body, hits)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [b"data: " + KEY.encode() + b"\n\n", KEY[:9].encode(), KEY[9:].encode(), b"\\u0061", b"\\n"]
+            + [b"Password", b'"token": "', b"x" * 300, b"\n", b"data: y\n\n", b"ab\n", b"\n" * 5]
+        ),
+        max_size=120,
+    ),
+    st.lists(st.integers(1, 2_000), min_size=1, max_size=50),
+    st.booleans(),
+)
+def test_a_large_stream_fed_in_any_pieces_gives_the_hits_of_the_whole_body(
+    bits: list[bytes], sizes: list[int], so_far: bool
+) -> None:
+    """The searches the scan of the body as stored is handed (made on the pieces while the body
+    is walked, on the segments once it is a large stream) are those of the whole body."""
+    body = b"data: " + b"w" * 2_100 + b"\n\n" + b"".join(bits)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(incremental, "_DEEP_MAX", 2_000)  # small sizes: a large stream of a few KB
+        m.setattr(incremental, "_STEP", 64)
+        m.setattr(incremental, "_SEGMENT", 500)
+        m.setattr(large_streams, "_SEGMENT", 500)
+        m.setattr(incremental, "LargeStream", _Segments)
+        m.setattr(incremental, "_Scan", _Hits)
+        m.setattr(_Hits, "handed", [])
+        pos = 0
+        scan = BodyScan("text/event-stream", (lambda: body[:pos]) if so_far else None)
+        for n in itertools.cycle(sizes):
+            if pos >= len(body):
+                break
+            scan.feed(body[pos : pos + n])
+            pos += n
+        response = Response(200, [("content-type", "text/event-stream")], body, [len(body)], [0.0])
+        assert scan.findings(response) is not None
+        handed = _Hits.handed
+    assert handed == [(credential_shapes.find_hits(body), fields.word_hits(body))]

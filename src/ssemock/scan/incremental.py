@@ -80,6 +80,7 @@ class BodyScan:
         self._stream: LargeStream | None = None
         self._segment: list[bytes] = []  # the large-stream pass's segment so far
         self._segment_size = 0
+        self._segment_at = 0  # where the segment so far starts in the body
         self._done: list[Finding] | None = None
         self.broken = False  # something went wrong: the save scans the body itself
 
@@ -99,6 +100,9 @@ class BodyScan:
             return
         try:
             self._size += len(data)
+            if self._stream is not None:  # the large-stream pass: no piece, searched a segment at a time
+                self._large_piece(data)
+                return
             self._line.append(data)
             self._line_size += len(data)
             if self._line_size >= _STEP and b"\n" in data:  # cut after the last newline: in data
@@ -110,16 +114,16 @@ class BodyScan:
                 else:
                     self._line, self._line_size = [], 0
                 self._piece(b"".join(line))  # (one piece joined is that piece, no copy)
+                if self._stream is not None:  # the large-stream pass began: the rest fed to it
+                    for rest in self._line:
+                        self._large_piece(rest)
+                    self._line, self._line_size = [], 0
         except Exception:  # never fail a recording: the save scans the body as a whole instead
             self.broken = True
 
     def _piece(self, piece: bytes) -> None:
         """The next piece of the body (it ends after a newline, but for the last)."""
-        (anchors, escapes), words = find_hits(piece, self._at), word_hits(piece, self._at)
-        self._anchors += anchors
-        self._escapes += escapes
-        self._words += words
-        self._at += len(piece)
+        self._search(piece)
         if self._walk is not None and self._size > _DEEP_MAX:  # too large to walk: the large-stream pass
             self._walk = self._decoder = None
             self._plain = []
@@ -145,6 +149,15 @@ class BodyScan:
                 _fold(pieces, joined, key)
         _fold(self._plain, joined, "")
 
+    def _search(self, text: bytes) -> None:
+        """The searches `_finish` hands the scan of the body as stored, over ``text``, the body's
+        next bytes (cut after a newline, but for the last: the hits are those of the whole body)."""
+        (anchors, escapes), words = find_hits(text, self._at), word_hits(text, self._at)
+        self._anchors += anchors
+        self._escapes += escapes
+        self._words += words
+        self._at += len(text)
+
     def _walked(self, events: list[Any]) -> None:
         """Walk the next events. An event of a JSON framing (JSON lines, a JSON array) that is no
         JSON after all (a `ssemock.scan.incremental_framings.Text` the walk took for plain data)
@@ -164,6 +177,7 @@ class BodyScan:
         while (nl := body.find(b"\n", at + _SEGMENT, end)) >= 0:
             self._stream.segment(body, at, nl + 1)
             at = nl + 1
+        self._segment_at = at
         if at < end:
             self._large_piece(body[at:end])
 
@@ -178,9 +192,11 @@ class BodyScan:
 
     def _cut(self, final: bool) -> None:
         """Hand the stream each whole segment of the pieces held (the last one too when ``final``),
-        each joined once from the pieces it spans (a piece it ends in split there)."""
+        each joined once from the pieces it spans (a piece it ends in split there), and search
+        its bytes not searched yet (`_search`: the pieces fed since the pass began are not)."""
         assert self._stream is not None
         pieces = self._segment
+        start = self._segment_at
         while pieces:
             at = 0  # where pieces[k] starts in the segment
             for k in range(len(pieces)):  # k: the piece the segment ends in, after the loop
@@ -192,8 +208,7 @@ class BodyScan:
                 at += len(piece)
             else:  # none: the segment runs on into pieces still to come, or to the body's end
                 if final:
-                    segment = b"".join(pieces)
-                    self._stream.segment(segment, 0, len(segment))
+                    self._segment_cut(b"".join(pieces), start)
                     pieces = []
                 break
             end = nl + 1
@@ -202,9 +217,19 @@ class BodyScan:
                 head[-1] = piece[:end]
                 rest.insert(0, piece[end:])
             segment = b"".join(head)
-            self._stream.segment(segment, 0, len(segment))
+            self._segment_cut(segment, start)
+            start += len(segment)
             pieces = rest
-        self._segment, self._segment_size = pieces, sum(map(len, pieces))
+        self._segment, self._segment_size, self._segment_at = pieces, sum(map(len, pieces)), start
+
+    def _segment_cut(self, segment: bytes, start: int) -> None:
+        """Hand the stream ``segment``, which starts at ``start`` in the body, searched past `_at`
+        (which lies after a newline in it, or at its start: the first segment after the pass
+        began holds pieces searched before)."""
+        assert self._stream is not None
+        if start + len(segment) > self._at:
+            self._search(segment if start == self._at else segment[self._at - start :])
+        self._stream.segment(segment, 0, len(segment))
 
     def findings(self, response: Any) -> list[Finding] | None:
         """What the scan at save finds in ``response``'s body (as interaction 0), or None: not the
@@ -232,11 +257,12 @@ class BodyScan:
             last = b"".join(self._line)
             self._line, self._line_size = [], 0
             self._piece(last)
+        if self._stream is not None:  # (its last segment searched, for the scan of the body as stored)
+            self._cut(final=True)
         head = _Scan(0)  # the body as stored: shapes, escapes, credential-named members
         head.raw(_FIELD, body, ((self._anchors, self._escapes), self._words))
         self._anchors, self._escapes, self._words, self._kept = [], [], [], []  # let go before the write
         if self._stream is not None:
-            self._cut(final=True)
             self._stream.close()
             found = head.found + self._large.found
         else:
