@@ -244,6 +244,28 @@ class _Segments:
         pass
 
 
+def _large_stream_scanned(m: pytest.MonkeyPatch, body: bytes, sizes: list[int], so_far: bool) -> object:
+    """``body`` fed to a `BodyScan` in pieces of ``sizes`` (cycled) and its findings read, with sizes
+    small enough that a few KB make a large stream: the large-stream pass it made (a `_Segments`),
+    taken before the findings let it go."""
+    m.setattr(incremental, "_DEEP_MAX", 2_000)
+    m.setattr(incremental, "_STEP", 64)
+    m.setattr(incremental, "_SEGMENT", 500)
+    m.setattr(large_streams, "_SEGMENT", 500)
+    m.setattr(incremental, "LargeStream", _Segments)
+    pos = 0
+    scan = BodyScan("text/event-stream", (lambda: body[:pos]) if so_far else None)
+    for n in itertools.cycle(sizes):
+        if pos >= len(body):
+            break
+        scan.feed(body[pos : pos + n])
+        pos += n
+    stream = scan._stream
+    response = Response(200, [("content-type", "text/event-stream")], body, [len(body)], [0.0])
+    assert scan.findings(response) is not None
+    return stream
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(
@@ -263,21 +285,7 @@ def test_a_large_stream_fed_in_any_pieces_is_cut_where_the_whole_body_is_cut(
     spans, are those `segment_end` cuts the whole body into (windows and plans depend on them)."""
     body = b"data: " + b"w" * 2_100 + b"\n\n" + b"".join(events)
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(incremental, "_DEEP_MAX", 2_000)  # small sizes: a large stream of a few KB
-        m.setattr(incremental, "_STEP", 64)
-        m.setattr(incremental, "_SEGMENT", 500)
-        m.setattr(large_streams, "_SEGMENT", 500)
-        m.setattr(incremental, "LargeStream", _Segments)
-        pos = 0
-        scan = BodyScan("text/event-stream", (lambda: body[:pos]) if so_far else None)
-        for n in itertools.cycle(sizes):
-            if pos >= len(body):
-                break
-            scan.feed(body[pos : pos + n])
-            pos += n
-        stream = scan._stream
-        response = Response(200, [("content-type", "text/event-stream")], body, [len(body)], [0.0])
-        assert scan.findings(response) is not None
+        stream = _large_stream_scanned(m, body, sizes, so_far)
         cuts, at = [], 0
         while at < len(body):
             end = large_streams.segment_end(body, at)
@@ -316,21 +324,8 @@ def test_a_large_stream_fed_in_any_pieces_gives_the_hits_of_the_whole_body(
     is walked, on the segments once it is a large stream) are those of the whole body."""
     body = b"data: " + b"w" * 2_100 + b"\n\n" + b"".join(bits)
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(incremental, "_DEEP_MAX", 2_000)  # small sizes: a large stream of a few KB
-        m.setattr(incremental, "_STEP", 64)
-        m.setattr(incremental, "_SEGMENT", 500)
-        m.setattr(large_streams, "_SEGMENT", 500)
-        m.setattr(incremental, "LargeStream", _Segments)
         m.setattr(incremental, "_Scan", _Hits)
         m.setattr(_Hits, "handed", [])
-        pos = 0
-        scan = BodyScan("text/event-stream", (lambda: body[:pos]) if so_far else None)
-        for n in itertools.cycle(sizes):
-            if pos >= len(body):
-                break
-            scan.feed(body[pos : pos + n])
-            pos += n
-        response = Response(200, [("content-type", "text/event-stream")], body, [len(body)], [0.0])
-        assert scan.findings(response) is not None
+        _large_stream_scanned(m, body, sizes, so_far)
         handed = _Hits.handed
     assert handed == [(credential_shapes.find_hits(body), fields.word_hits(body))]
