@@ -36,6 +36,7 @@ from ssemock.commands.cli import main
 from ssemock.commands.loopback import running
 from ssemock.framing.eventstream import encode as frame
 from ssemock.plugin import cassette_name
+from ssemock.plugin.naming import _assigned
 from ssemock.redaction.keep import keep_masked
 from ssemock.scan.body_forms import inflated_message
 from ssemock.scan.shapes import credential_name, looks_random, mask_text, safe_message
@@ -628,6 +629,16 @@ def test_a_credential_named_parameter_of_a_test_id_is_hidden_whatever_its_value(
 
     name = cassette_name(Node())
     assert name.startswith("test_chat[secret-") and "0070" not in name
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aZ_9.é=: \t-[]", max_size=40))
+def test_the_names_given_a_value_in_a_test_id_are_what_a_search_from_every_position_finds(
+    name: str,
+) -> None:
+    """The plugin finds a test id's assigned names from each run's start only (linear in a long
+    id); they are those a search of ``name=`` from every position finds."""
+    assert _assigned(name) == [m[1] for m in re.finditer(r"([A-Za-z_][\w.]*)\s*[=:]", name)]
 
 
 # -- through a real recording --------------------------------------------------------------------------

@@ -22,7 +22,16 @@ def _test_name(node: Any) -> tuple[str, list[str]]:
     return name, [c.name for c in getattr(node, "listchain", list)() if isinstance(c, pytest.Class)]
 
 
-_ASSIGNED = re.compile(r"([A-Za-z_][\w.]*)\s*[=:]")  # a name given a value in a test id
+# a name given a value in a test id: a run of word characters and dots before "=" or ":", from its
+# first letter or "_" on; matched from the run's start only, so a long run costs its length once
+# (a search from every position in it made a 10,000-character id cost 2 CPU-s)
+_ASSIGNED = re.compile(r"(?<![\w.])[\w.]+(?=\s*[=:])")
+_NAME = re.compile(r"[A-Za-z_][\w.]*\Z")
+
+
+def _assigned(name: str) -> list[str]:
+    """The names given a value in a test id (``password=X``, ``api_key: X``), in order."""
+    return [n[0] for m in _ASSIGNED.finditer(name) if (n := _NAME.search(m[0]))]
 
 
 def _without_secrets(name: str) -> str:
@@ -35,7 +44,7 @@ def _without_secrets(name: str) -> str:
     cuts = [m.start() for m in re.finditer(r"[\]-]", name)]
     # a credential-named assignment, whatever its value: in an id, the value runs to the next "-"
     # or "]" ("password=X&0070": not a one-letter form value followed by another parameter)
-    named = any(credential_name(m[1]) for m in _ASSIGNED.finditer(name))
+    named = any(map(credential_name, _assigned(name)))
     if not named and mask_text(name) == name and not any(scan(name[:k]) or scan(name[k + 1 :]) for k in cuts):
         return name
     digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:16]
