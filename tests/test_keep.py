@@ -189,7 +189,7 @@ import asyncio, os, sys, httpx, pytest
 
 @pytest.mark.ssemock
 def test_long():
-    how = os.environ["HOW"]
+    how = HOW
     if how == "cancel":
         async def read():
             async with httpx.AsyncClient() as client, client.stream("GET", os.environ["URL"]) as r:
@@ -224,6 +224,8 @@ PYTEST_ROUTES = {
     "timeout-signal": (None, True),
     "timeout-thread": (None, True),
 }
+# the routes that end their test, not the session: one pytest run holds the three (a module each)
+ONE_RUN = ("cancel", "exit", "timeout-signal")
 
 
 def _run(argv: list[str], env: dict[str, str], cwd: Path, send: signal.Signals | None) -> str:
@@ -267,21 +269,24 @@ def test_an_interrupted_use_cassette_keeps_the_good_cassette_and_a_masked_partia
     _check(path, good, kept, out)
 
 
-@pytest.mark.parametrize("how", sorted(PYTEST_ROUTES))
-def test_an_interrupted_pytest_recording_keeps_the_good_cassette_and_a_masked_partial(
-    tmp_path: Path, server: str, how: str
-) -> None:
-    (tmp_path / "test_int.py").write_text(PYTEST_RUN)
-    path = tmp_path / "cassettes" / "test_int" / "test_long.json"
-    path.parent.mkdir(parents=True)
-    url = f"{server}/leak"
-    good = _good(path, url)
-    send, kept = PYTEST_ROUTES[how]
-    timeout = (
-        ["-p", "timeout", "--timeout=2", f"--timeout-method={how.split('-')[1]}"]
-        if how.startswith("timeout")
-        else []
-    )
+def _pytest_run(
+    folder: Path, url: str, hows: list[str], send: signal.Signals | None
+) -> tuple[dict[str, tuple[Path, bytes]], str]:
+    """One pytest process running a module per route in ``hows`` (test_long, endless, under the
+    route's interruption), each over its good cassette: their paths and bytes by route, and the
+    run's output."""
+    goods = {}
+    for how in hows:
+        module = "test_" + how.replace("-", "_")
+        # pytest-timeout in the route's mode (the mark does what --timeout and --timeout-method do)
+        mark = f'@pytest.mark.timeout(2, method="{how.split("-")[1]}")\n' if how.startswith("timeout") else ""
+        code = f"HOW = {how!r}\n" + PYTEST_RUN.replace(
+            "@pytest.mark.ssemock\n", f"@pytest.mark.ssemock\n{mark}"
+        )
+        (folder / f"{module}.py").write_text(code)
+        path = folder / "cassettes" / module / "test_long.json"
+        path.parent.mkdir(parents=True)
+        goods[how] = (path, _good(path, url))
     # only the plugins the run needs (ssemock, pytest-timeout for its routes): the environment's
     # others (hypothesis, anyio, respx, xdist, ...) cost ~0.5 CPU-s a start and play no part here
     argv = [
@@ -290,20 +295,48 @@ def test_an_interrupted_pytest_recording_keeps_the_good_cassette_and_a_masked_pa
         "pytest",
         "-p",
         "ssemock",
+        *(["-p", "timeout"] if any(how.startswith("timeout") for how in hows) else []),
         "-p",
         "no:cacheprovider",
         "-p",
         "no:randomly",
         "-s",
         "--ssemock-record-mode=all",
-        *timeout,
-        "test_int.py",
+        *(f"test_{how.replace('-', '_')}.py" for how in hows),
     ]
-    out = _run(argv, {"URL": url, "HOW": how, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, tmp_path, send)
+    return goods, _run(argv, {"URL": url, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, folder, send)
+
+
+@pytest.fixture(scope="module")
+def one_run(
+    tmp_path_factory: pytest.TempPathFactory, server: str
+) -> tuple[dict[str, tuple[Path, bytes]], str]:
+    """The routes of ONE_RUN interrupted in one pytest process (a start costs ~1 CPU-s)."""
+    return _pytest_run(tmp_path_factory.mktemp("interrupted"), f"{server}/leak", list(ONE_RUN), None)
+
+
+def _said(out: str, path: Path) -> str:
+    """What the run said about ``path``: the line naming it and the indented lines under it."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if f"{path} is unchanged" in line)
+    end = next((j for j in range(start + 1, len(lines)) if not lines[j].startswith("  ")), len(lines))
+    return "\n".join(lines[start:end])
+
+
+@pytest.mark.parametrize("how", sorted(PYTEST_ROUTES))
+def test_an_interrupted_pytest_recording_keeps_the_good_cassette_and_a_masked_partial(
+    tmp_path: Path, server: str, how: str, request: pytest.FixtureRequest
+) -> None:
+    send, kept = PYTEST_ROUTES[how]
+    if how in ONE_RUN:
+        goods, out = request.getfixturevalue("one_run")
+    else:
+        goods, out = _pytest_run(tmp_path, f"{server}/leak", [how], send)
+    path, good = goods[how]
     _check(path, good, kept, out)
     if kept:
-        assert f"{path} is unchanged" in out and "partial recording is kept in" in out, out
-        assert "masked: interaction 0 response.body" in out or how == "timeout-thread", out
+        assert f"{path} is unchanged" in out and "partial recording is kept in" in _said(out, path), out
+        assert "masked: interaction 0 response.body" in _said(out, path) or how == "timeout-thread", out
 
 
 def test_sigterm_is_trapped_only_while_recording_and_only_over_the_default(
