@@ -10,15 +10,22 @@ checkout or the environment. Set here, not in tests/conftest.py, so the plugins 
 before the conftest (pytest-recording, respx, xdist, anyio, ... rewritten for their asserts) read
 their rewritten bytecode from there too instead of rewriting it in every process (~0.5 CPU-s each).
 It also makes the garbage collector's full collections rarer from the start
-(``fewer_full_collections``), and lets an xdist worker end without the interpreter's teardown
-(``workers_skip_the_interpreter_teardown``)."""
+(``fewer_full_collections``), lets an xdist worker end without the interpreter's teardown
+(``workers_skip_the_interpreter_teardown``), and has xdist's controller compile the test modules
+and ssemock once before its workers start (``pytest_sessionstart``)."""
 
 from __future__ import annotations
 
+import fnmatch
 import gc
+import importlib.util
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 
 
 def compile_once() -> None:
@@ -63,6 +70,57 @@ def workers_skip_the_interpreter_teardown() -> None:
         os._exit(0)
 
     atexit.register(end_now)
+
+
+def _test_modules(config: pytest.Config) -> Iterator[Path]:
+    """The files under the run's arguments that pytest would collect as test modules (its
+    ``python_files`` patterns), not walking into the folders its ``norecursedirs`` skips."""
+    patterns, skip = config.getini("python_files"), config.getini("norecursedirs")
+    for arg in config.args:
+        path = config.invocation_params.dir / arg.split("::")[0]
+        if path.is_file():
+            yield path
+            continue
+        for folder, dirs, files in os.walk(path):
+            dirs[:] = [d for d in dirs if not any(fnmatch.fnmatch(d, p) for p in skip)]
+            yield from (Path(folder, f) for f in files if any(fnmatch.fnmatch(f, p) for p in patterns))
+
+
+def _rewrite_once(config: pytest.Config, module: Path) -> None:
+    """``module`` assert-rewritten and written where pytest's import hook reads it (its own
+    cache format: a checked-hash pyc), unless that file holds this source's rewrite already."""
+    from _pytest.assertion import rewrite
+
+    pyc = rewrite.get_cache_dir(module) / (module.name[:-3] + rewrite.PYC_TAIL)
+    source_hash = importlib.util.source_hash(module.read_bytes())
+    try:
+        with open(pyc, "rb") as cached:
+            if cached.read(16) == importlib.util.MAGIC_NUMBER + b"\x03\0\0\0" + source_hash[:8]:
+                return
+    except OSError:
+        pass
+    if rewrite.try_makedirs(pyc.parent):
+        source_hash, code = rewrite._rewrite_test(module, config)
+        rewrite._write_pyc(config.stash[rewrite.assertstate_key], code, source_hash, pyc)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """xdist's controller compiles what its workers will import, once, before it starts them: the
+    test modules (assert-rewritten) and ssemock's modules. Started together, each worker compiled
+    all of them itself on a fresh clone (about 8 CPU-s a worker, 200 test modules' rewrite most
+    of it); now each reads what the controller wrote (issue 48 item 4)."""
+    config = session.config
+    if hasattr(config, "workerinput") or config.getoption("dist", "no") == "no" or sys.dont_write_bytecode:
+        return
+    import compileall
+
+    if config.getoption("assertmode") == "rewrite":
+        for module in _test_modules(config):
+            _rewrite_once(config, module)
+    spec = importlib.util.find_spec("ssemock")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        compileall.compile_dir(folder, quiet=2)
 
 
 compile_once()
