@@ -115,8 +115,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     import compileall
 
-    if config.getoption("assertmode") == "rewrite":
-        for module in _test_modules(config):
+    from _pytest.assertion import rewrite
+
+    private = ("get_cache_dir", "PYC_TAIL", "try_makedirs", "_rewrite_test", "_write_pyc", "assertstate_key")
+    if config.getoption("assertmode") == "rewrite" and all(hasattr(rewrite, name) for name in private):
+        for module in _test_modules(config):  # (another pytest without them: each worker rewrites)
             _rewrite_once(config, module)
     spec = importlib.util.find_spec("ssemock")
     for folder in (spec.submodule_search_locations or []) if spec else []:
