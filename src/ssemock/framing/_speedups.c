@@ -1421,7 +1421,9 @@ set_words(Words *words_of, PyObject *tuple)
  * filler, costs a lookup per three bytes); where it is byte k of some word, the start j - k is
  * looked up by its first pair, in a bitmap of the words' first pairs in every ASCII case
  * (the bytes as they stand, not lower-cased first), and a pair found is checked as the start of
- * each word there. Each start is looked at once, in order: the hits come sorted. */
+ * each word there. Each start is looked at once, in order: the hits come sorted. Four looked-up
+ * bytes are tested at once, skipped together where none is of a word (a lookup per three bytes
+ * was ~2.7 instructions a byte of filler, a test per twelve is about 1). */
 static PyObject *
 words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1443,6 +1445,12 @@ words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     for (Py_ssize_t j = 0; j < len; j += 3) {
+        while (j + 9 < len && !(near[data[j]] | near[data[j + 3]] | near[data[j + 6]] | near[data[j + 9]])) {
+            j += 12;
+        }
+        if (j >= len) {
+            break;
+        }
         unsigned int bits = near[data[j]];
         if (!bits) {
             continue;
