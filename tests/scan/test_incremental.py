@@ -217,6 +217,15 @@ def test_the_accelerator_finds_the_credential_words_the_pure_code_finds(data: by
         _speedups.words(data, (b"Token",))
 
 
+@pytest.mark.parametrize("word", [b"pwd", b"TOKEN", b"Secret", b"authorization"])
+def test_a_word_after_any_length_of_filler_is_found(word: bytes) -> None:
+    """The C pass skips text without a word's first bytes twelve bytes at a time: a word after
+    any length of it, at any offset, is found where the pure code finds it."""
+    for at in range(64):
+        data = b"x" * at + word + b"x" * 30
+        assert fields._c_word_hits(data) == fields._py_word_hits(data) == [(at, at + len(word))]
+
+
 @pytest.mark.parametrize("form", ["credential-named member", "whole", "split plain data"])
 def test_the_scan_as_it_arrives_finds_the_same_with_and_without_the_accelerator(
     monkeypatch: pytest.MonkeyPatch, form: str

@@ -558,12 +558,17 @@ init_b64_byte(void)
 
 /* Whether every byte of x is from lo to hi (1 <= lo <= hi <= 127): no byte below lo, none above
  * hi, each tested on the eight at once (the high bit of a byte's sum or difference). */
+static uint64_t
+outside(uint64_t x, unsigned int lo, unsigned int hi)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    return (((x - ones * lo) & ~x) | (x + ones * (127 - hi)) | x) & high;
+}
+
 static int
 all_between(uint64_t x, unsigned int lo, unsigned int hi)
 {
-    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
-    uint64_t below = (x - ones * lo) & ~x & high, above = ((x + ones * (127 - hi)) | x) & high;
-    return !(below | above);
+    return !outside(x, lo, hi);
 }
 
 static PyObject *
@@ -612,7 +617,11 @@ b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             end += 8;
             if (kinds == 5 || kinds == 3) { /* no letter of the other case yet: eight letters of */
                 unsigned int lo = kinds == 5 ? 'a' : 'A'; /* this one at once while they come */
-                uint64_t x;
+                uint64_t x, y; /* sixteen at once first (about 1.4 instructions a byte, not 1.9) */
+                while (end + 16 <= n && (memcpy(&x, base + end, 8), memcpy(&y, base + end + 8, 8),
+                                         !(outside(x, lo, lo + 25) | outside(y, lo, lo + 25)))) {
+                    end += 16;
+                }
                 while (end + 8 <= n && (memcpy(&x, base + end, 8), all_between(x, lo, lo + 25))) {
                     end += 8;
                 }
@@ -1421,7 +1430,9 @@ set_words(Words *words_of, PyObject *tuple)
  * filler, costs a lookup per three bytes); where it is byte k of some word, the start j - k is
  * looked up by its first pair, in a bitmap of the words' first pairs in every ASCII case
  * (the bytes as they stand, not lower-cased first), and a pair found is checked as the start of
- * each word there. Each start is looked at once, in order: the hits come sorted. */
+ * each word there. Each start is looked at once, in order: the hits come sorted. Four looked-up
+ * bytes are tested at once, skipped together where none is of a word (a lookup per three bytes
+ * was ~2.7 instructions a byte of filler, a test per twelve is about 1). */
 static PyObject *
 words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1443,6 +1454,12 @@ words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     for (Py_ssize_t j = 0; j < len; j += 3) {
+        while (j + 9 < len && !(near[data[j]] | near[data[j + 3]] | near[data[j + 6]] | near[data[j + 9]])) {
+            j += 12;
+        }
+        if (j >= len) {
+            break;
+        }
         unsigned int bits = near[data[j]];
         if (!bits) {
             continue;

@@ -51,6 +51,17 @@ def _fold(pieces: list[str], joined: dict[str, int], key: str) -> None:
         joined[key] = done + 1
 
 
+def _parts(pieces: list[bytes], skip: int, end: int) -> list[bytes | memoryview]:
+    """``pieces`` but for the first ``skip`` bytes of the first and what follows ``end`` in the
+    last, those two cut as views (joined, a view is copied once; a slice was copied twice)."""
+    parts: list[bytes | memoryview] = list(pieces)
+    if skip or end < len(pieces[-1]):
+        parts[-1] = memoryview(pieces[-1])[:end]
+        if skip:
+            parts[0] = memoryview(pieces[0])[skip : end if len(pieces) == 1 else None]
+    return parts
+
+
 class BodyScan:
     """The scan of one response body, fed as it arrives (`feed`), read at the save (`findings`).
 
@@ -78,7 +89,8 @@ class BodyScan:
         self._joined: dict[str, int] = {}  # per piece list (the plain data's: ""), its parts that are joins
         self._large = _Scan(0)
         self._stream: LargeStream | None = None
-        self._segment: list[bytes] = []  # the large-stream pass's segment so far
+        self._segment: list[bytes] = []  # the large-stream pass's segment so far ...
+        self._skip = 0  # ... but for this many bytes of its first piece (in the segment before)
         self._segment_size = 0
         self._segment_at = 0  # where the segment so far starts in the body
         self._done: list[Finding] | None = None
@@ -192,13 +204,14 @@ class BodyScan:
 
     def _cut(self, final: bool) -> None:
         """Hand the stream each whole segment of the pieces held (the last one too when ``final``),
-        each joined once from the pieces it spans (a piece it ends in split there), and search
-        its bytes not searched yet (`_search`: the pieces fed since the pass began are not)."""
+        each joined once from the pieces it spans (the parts of a piece it starts or ends in as
+        views of it: no slice copied), and search its bytes not searched yet (`_search`: the pieces
+        fed since the pass began are not)."""
         assert self._stream is not None
-        pieces = self._segment
+        pieces, skip = self._segment, self._skip
         start = self._segment_at
         while pieces:
-            at = 0  # where pieces[k] starts in the segment
+            at = -skip  # where pieces[k] starts in the segment (the first one's skipped bytes before it)
             for k in range(len(pieces)):  # k: the piece the segment ends in, after the loop
                 piece = pieces[k]
                 if at + len(piece) > _SEGMENT:  # a newline _SEGMENT bytes on or later ends it
@@ -208,19 +221,16 @@ class BodyScan:
                 at += len(piece)
             else:  # none: the segment runs on into pieces still to come, or to the body's end
                 if final:
-                    self._segment_cut(b"".join(pieces), start)
-                    pieces = []
+                    self._segment_cut(b"".join(_parts(pieces, skip, len(pieces[-1]))), start)
+                    pieces, skip = [], 0
                 break
             end = nl + 1
-            head, rest = pieces[: k + 1], pieces[k + 1 :]
-            if end < len(piece):
-                head[-1] = piece[:end]
-                rest.insert(0, piece[end:])
-            segment = b"".join(head)
+            segment = b"".join(_parts(pieces[: k + 1], skip, end))
             self._segment_cut(segment, start)
             start += len(segment)
-            pieces = rest
-        self._segment, self._segment_size, self._segment_at = pieces, sum(map(len, pieces)), start
+            pieces, skip = (pieces[k:], end) if end < len(piece) else (pieces[k + 1 :], 0)
+        self._segment, self._skip, self._segment_at = pieces, skip, start
+        self._segment_size = sum(map(len, pieces)) - skip
 
     def _segment_cut(self, segment: bytes, start: int) -> None:
         """Hand the stream ``segment``, which starts at ``start`` in the body, searched past `_at`
