@@ -217,6 +217,31 @@ def test_the_accelerator_finds_the_credential_words_the_pure_code_finds(data: by
         _speedups.words(data, (b"Token",))
 
 
+_SOME_WORDS = st.lists(
+    st.sampled_from([b"abc", b"abcd", b"bcd", b"a_b", b"\xff\xfe\xfd", b"zzzzz"]), max_size=4
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from([b"a", b"B", b"c", b"D", b"_", b"\xff\xfe\xfd", b"zZ", b"abcd"]), max_size=30),
+    _SOME_WORDS,
+)
+def test_the_accelerator_finds_any_words_asked_for_in_turn(pieces: list[bytes], words: list[bytes]) -> None:
+    """Any lower-case words of three bytes or more (not only the credential words, whose table
+    the accelerator keeps between calls): every start of each, in any case, sorted by start and
+    then length, as the lower-cased copy shows them; asked for in turn with the credential words."""
+    data = b"".join(pieces)
+    low = data.lower()
+    asked = tuple(dict.fromkeys(words))
+    expected = [
+        (s, s + len(w)) for s in range(len(data)) for w in sorted(asked, key=len) if low.startswith(w, s)
+    ]
+    assert _speedups.words(data, asked) == expected
+    assert fields._c_word_hits(data) == fields._py_word_hits(data)
+    assert _speedups.words(data, asked) == expected
+
+
 @pytest.mark.parametrize("form", ["credential-named member", "whole", "split plain data"])
 def test_the_scan_as_it_arrives_finds_the_same_with_and_without_the_accelerator(
     monkeypatch: pytest.MonkeyPatch, form: str
