@@ -645,7 +645,7 @@ b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
  * from *i on must hold is looked at first, and the search jumps past it where it is no base64
  * byte. Sets *start (the run's first byte, never before *i) and returns the end known so far
  * (the probed byte's next), or -1 when no run of `least` bytes fits in what is left. */
-static Py_ssize_t
+static inline Py_ssize_t
 run_from(const unsigned char *base, Py_ssize_t n, Py_ssize_t *i, Py_ssize_t least, Py_ssize_t *start)
 {
     while (n - *i >= least) {
