@@ -68,6 +68,37 @@ def test_offsets_headers_and_incremental_feeding() -> None:
     assert one_by_one == frames[:3] and parser.pending == 400 - frames[2].end
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.sampled_from([0, 1, 125, 126, 300, 65536]), min_size=1, max_size=6),
+    st.booleans(),
+    st.lists(st.integers(1, 70_000), max_size=8),
+    st.booleans(),
+)
+def test_frames_fed_in_any_pieces_are_the_whole_wire_s(
+    sizes: list[int], masked: bool, cuts: list[int], bad_end: bool
+) -> None:
+    """The frames, their offsets and what is pending after each piece are those of the wire parsed
+    whole, wherever it is cut; a bad frame after them is named at its byte, and again at the next
+    feed (the parser is spent)."""
+    mask = b"\x01\x02\x03\x04" if masked else None
+    wire = b"".join(encode_frame(Opcode.BINARY, bytes([n % 251]) * n, mask=mask) for n in sizes)
+    whole = parse_frames(wire, masked=masked)
+    bad = bytes.fromhex("8300") if bad_end else b""
+    data, parser, got = wire + bad, FrameParser(masked), []
+    bounds = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
+    for a, b in zip(bounds, bounds[1:]):
+        if bad_end and b == len(data):
+            with pytest.raises(FrameError, match=f"at byte {len(wire)}: unknown opcode"):
+                got.extend(parser.frames(data[a:b]))  # (the frames before the bad one, given)
+            with pytest.raises(FrameError, match=f"at byte {len(wire)}: unknown opcode"):
+                parser.feed(b"")
+            break
+        got += parser.feed(data[a:b])
+        assert parser.pending == b - (got[-1].end if got else 0)
+    assert got == whole
+
+
 @pytest.mark.parametrize(
     "wire, masked, problem",
     [

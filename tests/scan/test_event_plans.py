@@ -223,6 +223,25 @@ def test_the_plans_read_most_events_of_a_steady_stream(monkeypatch: pytest.Monke
     assert read >= len(texts) - 5
 
 
+@pytest.mark.parametrize("size", [1000, 3000])  # stable values written into a regex, or not (`_LITERAL_MAX`)
+def test_a_long_value_repeated_across_events_is_read_as_the_walk_reads_it(
+    monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """A long value the same in event after event (a system prompt echoed back), beside deltas that
+    stream a key: plans read the events in bulk and find the key joined, as the walk does (two
+    deltas worth decoding in a row, read one by one, make the long value a stable one)."""
+    long = ("the same long note " * 200)[:size]
+    deltas = ["a=1", "b=2", "Hi", *(KEY[k : k + 5] for k in range(0, len(KEY), 5)), " bye"]
+    texts = [
+        json.dumps({"type": "delta", "note": long.upper() if 40 <= i < 45 else long, "delta": {"text": d}})
+        for i, d in enumerate(deltas * 8)  # (the note changes mid-run: a plan that kept it would be wrong)
+    ]
+    reference, planned, read = _both(texts, monkeypatch)
+    assert planned == reference
+    assert any("reassembled" in str(f) for f in planned)
+    assert read >= len(texts) - 5
+
+
 # -- the forms a plan must hand to the walk, or read as the walk does ------------------------------
 
 _FILLER = [_TEMPLATES[0](w, 0, "0", 1) for w in ["lorem", " ipsum", " dolor"] * 40]

@@ -219,11 +219,36 @@ def test_the_accelerator_finds_the_credential_words_the_pure_code_finds(data: by
 
 @pytest.mark.parametrize("word", [b"pwd", b"TOKEN", b"Secret", b"authorization"])
 def test_a_word_after_any_length_of_filler_is_found(word: bytes) -> None:
-    """The C pass skips text without a word's first bytes twelve bytes at a time: a word after
-    any length of it, at any offset, is found where the pure code finds it."""
+    """The C pass skips text without a word's first or second pair of bytes eight bytes at a
+    time: a word after any length of it, at any offset, is found where the pure code finds it."""
     for at in range(64):
         data = b"x" * at + word + b"x" * 30
         assert fields._c_word_hits(data) == fields._py_word_hits(data) == [(at, at + len(word))]
+
+
+_SOME_WORDS = st.lists(
+    st.sampled_from([b"abc", b"abcd", b"bcd", b"a_b", b"\xff\xfe\xfd", b"zzzzz"]), max_size=4
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from([b"a", b"B", b"c", b"D", b"_", b"\xff\xfe\xfd", b"zZ", b"abcd"]), max_size=30),
+    _SOME_WORDS,
+)
+def test_the_accelerator_finds_any_words_asked_for_in_turn(pieces: list[bytes], words: list[bytes]) -> None:
+    """Any lower-case words of three bytes or more (not only the credential words, whose table
+    the accelerator keeps between calls): every start of each, in any case, sorted by start and
+    then length, as the lower-cased copy shows them; asked for in turn with the credential words."""
+    data = b"".join(pieces)
+    low = data.lower()
+    asked = tuple(dict.fromkeys(words))
+    expected = [
+        (s, s + len(w)) for s in range(len(data)) for w in sorted(asked, key=len) if low.startswith(w, s)
+    ]
+    assert _speedups.words(data, asked) == expected
+    assert fields._c_word_hits(data) == fields._py_word_hits(data)
+    assert _speedups.words(data, asked) == expected
 
 
 @pytest.mark.parametrize("form", ["credential-named member", "whole", "split plain data"])

@@ -654,7 +654,7 @@ b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
  * from *i on must hold is looked at first, and the search jumps past it where it is no base64
  * byte. Sets *start (the run's first byte, never before *i) and returns the end known so far
  * (the probed byte's next), or -1 when no run of `least` bytes fits in what is left. */
-static Py_ssize_t
+static inline Py_ssize_t
 run_from(const unsigned char *base, Py_ssize_t n, Py_ssize_t *i, Py_ssize_t least, Py_ssize_t *start)
 {
     while (n - *i >= least) {
@@ -1364,37 +1364,61 @@ add_hit(PyObject *out, Py_ssize_t start, Py_ssize_t end)
     return r;
 }
 
-/* The words asked for, sorted by length, the bitmap of their first pairs and, per byte, which
- * of the first three of a word it is (bit k: byte k), each in every ASCII case. */
+/* The words asked for, sorted by length, and a table of the pairs of bytes (each as a 16-bit
+ * number, `PAIR_KEY`) that are the first or second pair of one of them in some ASCII case. Kept
+ * between calls for the tuple they were made of (the scan passes the same one every time). */
 typedef struct {
+    PyObject *tuple; /* a strong reference, or NULL */
     Py_ssize_t count;
     const unsigned char *word[MAX_WORDS];
     Py_ssize_t size[MAX_WORDS];
-    unsigned char pair[65536 / 8];
-    unsigned char near[256];
+    uint64_t first[256]; /* per byte, the words (bit w: word[w]) that start with it in some case */
+    unsigned char pair[65536];
 } Words;
 
-static int
-set_words(Words *words_of, PyObject *tuple)
+static Words words_of;
+
+/* A pair of bytes as a 16-bit number read from memory: the eight bytes read at once are four. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define PAIR_KEY(a, b) (((unsigned int)(a) << 8) | (unsigned int)(b))
+#else
+#define PAIR_KEY(a, b) ((unsigned int)(a) | ((unsigned int)(b) << 8))
+#endif
+
+/* Mark the pair a, b (two bytes of a lower-case word) in every ASCII case. */
+static void
+set_pair(unsigned char *pair, unsigned int a, unsigned int b)
 {
+    for (int c = 0; c < 4; c++) {
+        unsigned int x = (c & 1) && a >= 'a' && a <= 'z' ? a - 32 : a;
+        unsigned int y = (c & 2) && b >= 'a' && b <= 'z' ? b - 32 : b;
+        pair[PAIR_KEY(x, y)] = 1;
+    }
+}
+
+static int
+set_words(Words *w, PyObject *tuple)
+{
+    if (w->tuple == tuple) {
+        return 0;
+    }
+    Py_CLEAR(w->tuple);
     Py_ssize_t count = PyTuple_GET_SIZE(tuple);
     if (count > MAX_WORDS) {
         PyErr_SetString(PyExc_ValueError, "words(): at most 64 words");
         return -1;
     }
-    const unsigned char **word = words_of->word;
-    Py_ssize_t *size = words_of->size;
-    unsigned char *pair = words_of->pair, *near = words_of->near;
-    memset(pair, 0, sizeof(words_of->pair));
-    memset(near, 0, sizeof(words_of->near));
+    const unsigned char **word = w->word;
+    Py_ssize_t *size = w->size;
+    memset(w->pair, 0, sizeof(w->pair));
     for (Py_ssize_t i = 0; i < count; i++) { /* by length: the hits at one start come sorted */
-        PyObject *w = PyTuple_GET_ITEM(tuple, i);
-        if (!PyBytes_CheckExact(w) || PyBytes_GET_SIZE(w) < 3) {
+        PyObject *item = PyTuple_GET_ITEM(tuple, i);
+        if (!PyBytes_CheckExact(item) || PyBytes_GET_SIZE(item) < 3) {
             PyErr_SetString(PyExc_TypeError, "words(): each word bytes of three or more");
             return -1;
         }
-        const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(w);
-        Py_ssize_t n = PyBytes_GET_SIZE(w), j = i;
+        const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(item);
+        Py_ssize_t n = PyBytes_GET_SIZE(item), j = i;
         for (Py_ssize_t k = 0; k < n; k++) {
             if (p[k] >= 'A' && p[k] <= 'Z') {
                 PyErr_SetString(PyExc_ValueError, "words(): each word lower-case");
@@ -1408,31 +1432,41 @@ set_words(Words *words_of, PyObject *tuple)
         }
         word[j] = p;
         size[j] = n;
-        for (int c = 0; c < 4; c++) { /* the first pair in every ASCII case: looked up as it stands */
-            unsigned int a = p[0], b = p[1];
-            a = (c & 1) && a >= 'a' && a <= 'z' ? a - 32 : a;
-            b = (c & 2) && b >= 'a' && b <= 'z' ? b - 32 : b;
-            unsigned int key = (a << 8) | b;
-            pair[key >> 3] |= (unsigned char)(1u << (key & 7));
-        }
-        for (int k = 0; k < 3; k++) { /* the first three bytes, in every ASCII case: bit k, byte k */
-            near[p[k]] |= (unsigned char)(1u << k);
-            near[p[k] >= 'a' && p[k] <= 'z' ? p[k] - 32 : p[k]] |= (unsigned char)(1u << k);
-        }
+        set_pair(w->pair, p[0], p[1]); /* a word starting at an even offset holds it there */
+        set_pair(w->pair, p[1], p[2]); /* and one starting at an odd offset, one byte on */
     }
-    words_of->count = count;
+    memset(w->first, 0, sizeof(w->first));
+    for (Py_ssize_t i = 0; i < count; i++) {
+        unsigned int c = word[i][0];
+        w->first[c] |= (uint64_t)1 << i;
+        w->first[c >= 'a' && c <= 'z' ? c - 32 : c] |= (uint64_t)1 << i;
+    }
+    w->count = count;
+    Py_INCREF(tuple);
+    w->tuple = tuple;
     return 0;
 }
 
-/* Every word is at least 3 bytes, so a word starting at s covers the one offset j in s..s + 2
- * that is a multiple of 3, and the byte there is one of a word's first three (in some case): only
- * every third byte is looked up, in a table of those bytes (text without them, such as a run of
- * filler, costs a lookup per three bytes); where it is byte k of some word, the start j - k is
- * looked up by its first pair, in a bitmap of the words' first pairs in every ASCII case
- * (the bytes as they stand, not lower-cased first), and a pair found is checked as the start of
- * each word there. Each start is looked at once, in order: the hits come sorted. Four looked-up
- * bytes are tested at once, skipped together where none is of a word (a lookup per three bytes
- * was ~2.7 instructions a byte of filler, a test per twelve is about 1). */
+/* The hits of the words at `at` (those starting with the byte there), in order of length. */
+static int
+hits_at(PyObject *out, const unsigned char *data, Py_ssize_t len, Py_ssize_t at)
+{
+    uint64_t maybe = at < 0 ? 0 : words_of.first[data[at]];
+    for (Py_ssize_t w = 0; maybe; w++, maybe >>= 1) {
+        Py_ssize_t n = words_of.size[w];
+        if ((maybe & 1) && word_at(data, len, at, words_of.word[w], n) && add_hit(out, at, at + n) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Every word is at least 3 bytes, so a word starting at s holds the pair of bytes at the even
+ * offset s (its first pair) or s + 1 (its second): only the pairs at even offsets are looked up,
+ * as they stand (not lower-cased first), in the table of the words' first and second pairs in
+ * every ASCII case; four of them (eight bytes) at a time, as most pairs of prose are neither.
+ * Where a pair is one, the starts j - 1 and j are checked against each word. Each start is looked
+ * at once, in order: the hits come sorted. */
 static PyObject *
 words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1440,46 +1474,31 @@ words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "words(data: bytes, words: tuple[bytes, ...])");
         return NULL;
     }
-    Words words_of;
     if (set_words(&words_of, args[1]) < 0) {
         return NULL;
     }
-    const unsigned char *const *word = words_of.word;
-    const Py_ssize_t *size = words_of.size, count = words_of.count;
-    const unsigned char *pair = words_of.pair, *near = words_of.near;
+    const unsigned char *pair = words_of.pair;
     const unsigned char *data = (const unsigned char *)PyBytes_AS_STRING(args[0]);
-    Py_ssize_t len = PyBytes_GET_SIZE(args[0]);
+    Py_ssize_t len = PyBytes_GET_SIZE(args[0]), j = 0;
     PyObject *out = PyList_New(0);
     if (out == NULL) {
         return NULL;
     }
-    for (Py_ssize_t j = 0; j < len; j += 3) {
-        while (j + 9 < len && !(near[data[j]] | near[data[j + 3]] | near[data[j + 6]] | near[data[j + 9]])) {
-            j += 12;
-        }
-        if (j >= len) {
-            break;
-        }
-        unsigned int bits = near[data[j]];
-        if (!bits) {
-            continue;
-        }
-        for (int k = 2; k >= 0; k--) { /* the start j - k, where data[j] is byte k of some word */
-            Py_ssize_t at = j - k;
-            if (!(bits & (1u << k)) || at < 0 || at + 1 >= len) {
+    while (j + 1 < len) {
+        if (j + 8 <= len) {
+            uint64_t x;
+            memcpy(&x, data + j, 8); /* the four pairs at j, j + 2, j + 4, j + 6, in some order */
+            if (!(pair[x & 0xffff] | pair[(x >> 16) & 0xffff] | pair[(x >> 32) & 0xffff] | pair[x >> 48])) {
+                j += 8;
                 continue;
             }
-            unsigned int key = ((unsigned int)data[at] << 8) | data[at + 1];
-            if (!(pair[key >> 3] & (1u << (key & 7)))) {
-                continue;
-            }
-            for (Py_ssize_t w = 0; w < count; w++) {
-                if (word_at(data, len, at, word[w], size[w]) && add_hit(out, at, at + size[w]) < 0) {
-                    Py_DECREF(out);
-                    return NULL;
-                }
-            }
         }
+        if (pair[PAIR_KEY(data[j], data[j + 1])] &&
+            (hits_at(out, data, len, j - 1) < 0 || hits_at(out, data, len, j) < 0)) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        j += 2;
     }
     return out;
 }

@@ -66,6 +66,7 @@ class Opcode(IntEnum):
 
 CONTROL = frozenset({Opcode.CLOSE, Opcode.PING, Opcode.PONG})
 """The control opcodes: never fragmented, at most 125 bytes of payload."""
+_OPCODES = {int(op): op for op in Opcode}  # (a look-up, not ``Opcode(n)``'s call: one a frame)
 
 
 class FrameError(ValueError):
@@ -144,12 +145,14 @@ class FrameParser:
         self.masked = masked
         self.max_size = max_size
         self._buffer = bytearray()
-        self._offset = 0  # stream offset of the buffer's first byte
+        # where the frames not yet given start in the buffer (the bytes before it go at the next feed)
+        self._at = 0
+        self._offset = 0  # stream offset of the buffer's byte at ``_at``
 
     @property
     def pending(self) -> int:
         """Bytes received that do not yet make a whole frame."""
-        return len(self._buffer)
+        return len(self._buffer) - self._at
 
     def feed(self, data: bytes) -> list[RawFrame]:
         """Take more bytes; the frames they complete, in order."""
@@ -158,35 +161,38 @@ class FrameParser:
     def frames(self, data: bytes) -> Iterator[RawFrame]:
         """`feed`, one frame at a time: each frame's header is checked against ``max_size`` as
         it is then (a reader lowers it while a fragmented message grows)."""
-        self._buffer += data
+        buf = self._buffer
+        if self._at:  # the frames given before let go at once, not one by one (each a move of the rest)
+            del buf[: self._at]
+            self._at = 0
+        buf += data
         while (frame := self._next()) is not None:
             yield frame
 
     def _next(self) -> RawFrame | None:
-        buf, start = self._buffer, self._offset
-        if len(buf) < 2:
+        buf, start, base = self._buffer, self._offset, self._at
+        if len(buf) - base < 2:
             return None
-        first, second = buf[0], buf[1]
+        first, second = buf[base], buf[base + 1]
         if first & 0x30:
             raise FrameError("RSV2 or RSV3 set (no extension negotiated them)", offset=start)
-        try:
-            op = Opcode(first & 0x0F)
-        except ValueError:
-            raise FrameError(f"unknown opcode {first & 0x0F:#x}", offset=start) from None
+        op = _OPCODES.get(first & 0x0F)
+        if op is None:
+            raise FrameError(f"unknown opcode {first & 0x0F:#x}", offset=start)
         fin, rsv1, masked = bool(first & 0x80), bool(first & 0x40), bool(second & 0x80)
         if masked != self.masked:
             side = "client frame is not masked" if self.masked else "server frame is masked"
             raise FrameError(f"a {side}", offset=start)
-        length, at = second & 0x7F, 2
+        length, at = second & 0x7F, base + 2
         if length >= 126:
             size = 2 if length == 126 else 8
-            if len(buf) < 2 + size:
+            if len(buf) < at + size:
                 return None
-            length = int.from_bytes(buf[2 : 2 + size], "big")
+            length = int.from_bytes(buf[at : at + size], "big")
             at += size
         if length >> 63:
             raise FrameError("a 64-bit length with its most significant bit set", offset=start)
-        if op in CONTROL and (not fin or length > 125):
+        if first & 0x08 and (not fin or length > 125):  # a control frame (`CONTROL`: the opcodes from 0x8)
             raise FrameError(f"a {op.name} frame fragmented or over 125 bytes", offset=start)
         if length > self.max_size:
             raise FrameError(f"a payload of {length} bytes (over {self.max_size})", offset=start, code=1009)
@@ -201,9 +207,9 @@ class FrameParser:
             payload = bytes(view[at : at + length])
         if masked:
             payload = _mask(payload, key)
-        del buf[: at + length]
-        self._offset += at + length
-        return RawFrame(op, fin, rsv1, payload, start, start + at + length)
+        self._at = at + length
+        self._offset += at + length - base
+        return RawFrame(op, fin, rsv1, payload, start, self._offset)
 
 
 _CLOSE_CODES = frozenset({1000, 1001, 1002, 1003, *range(1007, 1015), *range(3000, 5000)})

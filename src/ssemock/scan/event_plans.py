@@ -252,6 +252,7 @@ REASSEMBLE_MAX = 8 << 20
 """Characters of reassembled text kept per piece key, at most (a key is short; a body may not be)."""
 _PLANS = 1024  # event shapes remembered per stream, at most
 _GROUPS = methodcaller("groups")
+_LITERAL_MAX = 1024  # characters of stable values written into a regex (`_Planned.faster`), at most
 
 
 class _Planned:
@@ -316,8 +317,10 @@ class _Planned:
 
     def faster(self) -> re.Pattern[str] | None:
         """``plan.regex`` with the stable values written in: it captures only the others (made
-        for the first few stable sets: an id that changes every few events is not worth it)."""
-        if self.fast is None and self.stable and self.settles <= 8:
+        for the first few stable sets: an id that changes every few events is not worth it; and
+        for stable values of `_LITERAL_MAX` characters at most: a 16 KB value took ~20-100 ms to
+        compile, and its match costs what capturing it and comparing it does)."""
+        if self.fast is None and self.stable and self.settles <= 8 and self.stable_size <= _LITERAL_MAX:
             pattern = list(self.plan.pattern)
             for i, value in zip(self.stable_slots, self.stable):
                 pattern[self.plan.value_parts[i]] = re.escape(value)
