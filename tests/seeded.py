@@ -100,10 +100,10 @@ def nested(leaf: Build, key: Build, *, leaves: int, width: int) -> Build:
 
 def sized(rng: random.Random, max_size: int) -> int:
     """A collection's size up to ``max_size``: mostly small, as hypothesis draws them (mean about
-    5, empty about one time in six), now and then any size up to ``max_size``."""
+    5, or half ``max_size`` if that is less), now and then any size up to ``max_size``."""
     if rng.random() < 0.05:
         return rng.randint(0, max_size)
-    return min(max_size, int(rng.expovariate(0.2)))
+    return min(max_size, int(rng.expovariate(1 / min(5.5, 0.5 * max_size + 0.5))))
 
 
 def binary(max_size: int) -> Build:
