@@ -98,6 +98,44 @@ def nested(leaf: Build, key: Build, *, leaves: int, width: int) -> Build:
     return build
 
 
+def sized(rng: random.Random, max_size: int) -> int:
+    """A collection's size up to ``max_size``: mostly small, as hypothesis draws them (mean about
+    5, or half ``max_size`` if that is less), now and then any size up to ``max_size``."""
+    if rng.random() < 0.05:
+        return rng.randint(0, max_size)
+    return min(max_size, int(rng.expovariate(1 / min(5.5, 0.5 * max_size + 0.5))))
+
+
+def binary(max_size: int) -> Build:
+    """Any bytes, ``sized`` of them."""
+    return lambda rng: rng.randbytes(sized(rng, max_size))
+
+
+def code_points(rng: random.Random, excluded: str = "") -> str:
+    """A character: ASCII half the time, else from the rest of the BMP or past it (no surrogate,
+    none of ``excluded``)."""
+    while True:
+        band = rng.random()
+        if band < 0.5:
+            char = chr(rng.randrange(0x80))
+        elif band < 0.8:
+            char = chr(rng.randrange(0x80, 0x10000))
+        else:
+            char = chr(rng.randrange(0x10000, 0x110000))
+        if not ("\ud800" <= char <= "\udfff" or char in excluded):
+            return char
+
+
+def unicode_text(max_size: int, excluded: str = "") -> Build:
+    """Any text (no surrogate, none of ``excluded``), ``sized`` characters of it."""
+    return lambda rng: "".join(code_points(rng, excluded) for _ in range(sized(rng, max_size)))
+
+
+def some(values: Sequence[Any], max_size: int) -> Build:
+    """A list of ``sized`` of ``values``, each any of them."""
+    return lambda rng: rng.choices(values, k=sized(rng, max_size))
+
+
 def lists(item: Build, max_size: int) -> Build:
     """Lists of up to ``max_size`` items."""
     return lambda rng: [item(rng) for _ in range(rng.randint(0, max_size))]

@@ -4,6 +4,7 @@ the list of pieces, whatever the window size, the separators and the bytes in th
 from __future__ import annotations
 
 import math
+import random
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from seeded import Build, binary, seeded, sized, some, unicode_text
 
 from ssemock import Cassette
 from ssemock.framing import _speedups
@@ -96,14 +98,16 @@ def accelerator(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     return str(request.param)
 
 
+# bodies, windows and times built from a drawn seed (tests/seeded.py, sizes as hypothesis draws
+# them: drawn atom by atom and float by float, drawing was most of these tests' CPU, issue 48 item 4)
+def _atoms(max_size: int) -> Build:
+    return lambda rng: b"".join(some(ATOMS, max_size)(rng))
+
+
 @settings(max_examples=300, deadline=None)
 @given(
-    bodies=st.lists(
-        st.tuples(
-            st.lists(st.sampled_from(ATOMS), max_size=60).map(b"".join), st.sampled_from(CONTENT_TYPES)
-        ),
-        min_size=1,
-        max_size=3,
+    bodies=seeded(
+        lambda rng: [(_atoms(60)(rng), rng.choice(CONTENT_TYPES)) for _ in range(rng.randint(1, 3))]
     ),
     window=st.sampled_from([1, 2, 3, 5, 8, 13, 64, 1 << 18]),
 )
@@ -127,9 +131,7 @@ def test_any_body_at_any_window_is_laid_out_as_orjson_lays_out_its_pieces(
 
 @settings(max_examples=500)
 @given(
-    window=st.one_of(
-        st.lists(st.sampled_from(ATOMS), max_size=80).map(b"".join), st.binary(), st.text().map(str.encode)
-    ),
+    window=st.one_of(seeded(_atoms(80)), seeded(binary(40)), seeded(unicode_text(40)).map(str.encode)),
     kind=st.sampled_from(["lf", "lines"]),
     layout=st.sampled_from([b'",\n      "', b'",\n  "', b""]),
 )
@@ -211,16 +213,34 @@ def test_a_body_that_stops_being_utf8_late_is_saved_in_base64(
     ]
 
 
-_FLOATS = st.one_of(
-    st.floats(min_value=0, max_value=86_400, allow_nan=False),
-    st.integers(min_value=0, max_value=10**9).map(lambda k: k / 20_000),  # on or next to a 0.05 ms half
-    st.integers(min_value=0, max_value=8 * 10**8).map(lambda k: (k + 0.5) / 10_000),
-    st.sampled_from([0.0, 5e-324, 1e-9, 0.00005, 0.00015, 0.2 + 0.0125 * 3]),
-)
+_EDGE_TIMES = [
+    0.0,
+    5e-324,
+    1e-9,
+    0.00005,
+    0.00015,
+    0.2 + 0.0125 * 3,
+    86_400.0,
+    1.0,
+    0.5,
+    2.2250738585072014e-308,
+]
+
+
+def _time(rng: random.Random) -> float:
+    """A chunk time: any in a day (at any scale), on or next to a 0.05 ms half, or an edge one."""
+    kind = rng.randrange(4)
+    if kind == 0:
+        return rng.uniform(0, 86_400) / 10 ** rng.choice([0, 0, 3, 6])
+    if kind == 1:
+        return rng.randint(0, 10**9) / 20_000  # on or next to a 0.05 ms half
+    if kind == 2:
+        return (rng.randint(0, 8 * 10**8) + 0.5) / 10_000
+    return rng.choice(_EDGE_TIMES)
 
 
 @settings(max_examples=300, deadline=None)
-@given(times=st.lists(_FLOATS, min_size=1, max_size=40).map(sorted))
+@given(times=seeded(lambda rng: sorted(_time(rng) for _ in range(1 + sized(rng, 39)))))
 def test_chunk_times_are_rounded_as_round_ms_1(times: list[float]) -> None:
     c = Cassette()
     c.add("GET", "http://h/s", [b"x"] * len(times), times=times)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import operator
+import random
 import re
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from seeded import Build, binary, seeded, sized, some, unicode_text
 
 import ssemock
 import ssemock.sse
@@ -35,15 +37,27 @@ STRATEGIES = [
 ]
 IDS = [c.name for c in STRATEGIES]
 
-_value_chars = st.characters(exclude_characters="\r\n", exclude_categories=("Cs",))
-_line = st.one_of(
-    st.text(_value_chars, max_size=12).map(lambda v: f"data: {v}"),
-    st.text(_value_chars, max_size=12).map(lambda v: f"data:  {v}"),
-    st.sampled_from(["event: delta", "event: エラー", "id: 42", "retry: 1000", ": ping", "data:", "data"]),
-)
-_event = st.lists(_line, min_size=1, max_size=4).map(lambda ls: "".join(f"{x}\n" for x in ls) + "\n")
-sse_bodies = st.lists(_event, max_size=6).map(lambda evs: "".join(evs).encode())
-any_bodies = st.one_of(st.binary(max_size=120), sse_bodies, st.text(max_size=40).map(str.encode))
+# bodies built from a drawn seed (tests/seeded.py, sizes as hypothesis draws them: drawn event by
+# event and character by character, drawing was most of these tests' CPU, issue 48 item 4)
+_value = unicode_text(12, excluded="\r\n")
+_FIELDS = ["event: delta", "event: エラー", "id: 42", "retry: 1000", ": ping", "data:", "data"]
+
+
+def _line(rng: random.Random) -> str:
+    kind = rng.randrange(3)
+    return rng.choice(_FIELDS) if kind == 2 else ("data: " if kind == 0 else "data:  ") + _value(rng)
+
+
+def _event(rng: random.Random) -> str:
+    return "".join(f"{_line(rng)}\n" for _ in range(rng.randint(1, 4))) + "\n"
+
+
+def _events(min_size: int, max_size: int) -> Build:
+    return lambda rng: [_event(rng) for _ in range(min_size + sized(rng, max_size - min_size))]
+
+
+sse_bodies = seeded(lambda rng: "".join(_events(0, 6)(rng)).encode())
+any_bodies = st.one_of(seeded(binary(120)), sse_bodies, seeded(unicode_text(40)).map(str.encode))
 
 
 def _ends_of(chunks: list[bytes]) -> list[int]:
@@ -84,12 +98,12 @@ def _keeps_the_bytes(strategy: chunking.Chunking, body: bytes, recorded: list[in
 
 
 @settings(max_examples=60, deadline=None)
-@given(body=any_bodies, data=st.data())
-def test_chunks_join_to_the_body_and_none_is_empty(body: bytes, data: st.DataObject) -> None:
+@given(body=any_bodies, rng=st.randoms(use_true_random=True))
+def test_chunks_join_to_the_body_and_none_is_empty(body: bytes, rng: random.Random) -> None:
     """Every strategy on each drawn body (the failing one named): drawing was most of the CPU
     when each strategy drew its own 60 bodies (a parametrized test each); each is still checked
     on 60 bodies from the same strategy (issue 33)."""
-    cuts = data.draw(st.sets(st.integers(1, max(1, len(body))), max_size=8))
+    cuts = {rng.randint(1, max(1, len(body))) for _ in range(sized(rng, 8))}
     recorded = sorted({*cuts, len(body)}) if body else []
     for strategy in STRATEGIES:
         try:
@@ -117,7 +131,7 @@ def test_empty_body_has_no_chunks(strategy: chunking.Chunking) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.binary(min_size=1, max_size=20), max_size=10))
+@given(seeded(lambda rng: [rng.randbytes(1 + sized(rng, 19)) for _ in range(sized(rng, 10))]))
 def test_as_recorded_reproduces_the_recorded_boundaries(chunks: list[bytes]) -> None:
     body = b"".join(chunks)
     assert chunking.as_recorded(body, _ends_of(chunks)) == chunks
@@ -193,7 +207,7 @@ def test_per_event_cuts_at_the_events_of_the_framing_the_content_type_names() ->
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(_event, min_size=1, max_size=6))
+@given(seeded(_events(1, 6)))
 def test_per_event_property(events: list[str]) -> None:
     raw = [e.encode() for e in events]
     chunks = chunking.per_event(b"".join(raw))
@@ -209,7 +223,7 @@ def test_per_event_with_other_line_endings(sep: bytes) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from([b"a", b"\n", b"\r", b"\r\n", b"data: x"]), max_size=40))
+@given(seeded(some([b"a", b"\n", b"\r", b"\r\n", b"data: x"], 40)))
 def test_event_ends_are_the_blank_line_matches_of_the_sse_grammar(parts: list[bytes]) -> None:
     """The fast path for ``\n``-only bodies finds the same ends as the line-ending regex."""
     body = b"".join(parts)
@@ -262,7 +276,7 @@ def test_mid_line_on_a_known_body() -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.one_of(sse_bodies, st.text(max_size=60).map(str.encode)))
+@given(st.one_of(sse_bodies, seeded(unicode_text(60)).map(str.encode)))
 def test_mid_utf8_cuts_inside_every_multibyte_character(body: bytes) -> None:
     ends = chunking.mid_utf8.ends(body)
     cut = set(ends)
@@ -281,7 +295,7 @@ def test_mid_utf8_splits_each_character_of_a_realistic_stream() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.one_of(sse_bodies, st.binary(max_size=60)).map(lambda b: bytes(x & 0x7F for x in b)))
+@given(st.one_of(sse_bodies, seeded(binary(60))).map(lambda b: bytes(x & 0x7F for x in b)))
 def test_mid_utf8_equals_mid_line_on_ascii(body: bytes) -> None:
     assert chunking.mid_utf8(body) == chunking.mid_line(body)
 

@@ -30,7 +30,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from seeded import lists, nested, pick, scalars, seeded, text
+from seeded import binary, lists, nested, pick, scalars, seeded, sized, some, text
 from streams import anthropic_events, openai_chat_events
 
 from ssemock import Cassette, CassetteError, ndjson, sse
@@ -63,9 +63,8 @@ _scalars = st.one_of(
 )
 # any JSON value (ints past 64 bits too), built from a drawn seed (tests/seeded.py: drawn leaf by
 # leaf, these and the accumulators' events were most of this file's CPU, issue 48 item 4)
-json_values = seeded(
-    nested(scalars(-(2**70), 2**70, text(max_size=12)), text(max_size=8), leaves=20, width=4)
-)
+_json_value = nested(scalars(-(2**70), 2**70, text(max_size=12)), text(max_size=8), leaves=20, width=4)
+json_values = seeded(_json_value)
 
 
 def _serialize(doc: Any) -> bytes:
@@ -155,54 +154,50 @@ def test_loader_from_a_file_says_which_file(tmp_path: Path) -> None:
         Cassette.load(tmp_path)  # a directory
 
 
-@st.composite
-def valid_cassettes(draw: st.DrawFn) -> Cassette:
+_EVENTS = [
+    b"data: x\n\n",
+    b"event: e\ndata: \xe4\xb8\x96\n\n",
+    b": ping\n\n",
+    b'data: {"a": 1}\n\n',
+    b"data: [DONE]\n\n",
+]
+_TIMES = [0.0, 100.0, 5e-324, 1e-7, 0.1, 99.99999999999999]
+_REQUEST_VALUE = scalars(-(2**63), 2**64 - 1, text(max_size=12))
+
+
+def _valid_cassette(rng: random.Random) -> Cassette:
+    """1-3 interactions: SSE events or any bytes cut at up to 5 points, times in 0-100 s in order,
+    a request JSON object or none, complete or not, an error or none."""
     cassette = Cassette()
-    for _ in range(draw(st.integers(1, 3))):
-        body = draw(
-            st.one_of(
-                st.lists(
-                    st.sampled_from(
-                        [
-                            b"data: x\n\n",
-                            b"event: e\ndata: \xe4\xb8\x96\n\n",
-                            b": ping\n\n",
-                            b'data: {"a": 1}\n\n',
-                            b"data: [DONE]\n\n",
-                        ]
-                    ),
-                    min_size=1,
-                    max_size=5,
-                ).map(b"".join),
-                st.binary(min_size=1, max_size=40),
-            )
-        )
-        cuts = sorted(draw(st.sets(st.integers(1, len(body) - 1), max_size=5))) if len(body) > 1 else []
+    for _ in range(rng.randint(1, 3)):
+        if rng.random() < 0.5:
+            body = b"".join(rng.choices(_EVENTS, k=1 + sized(rng, 4)))
+        else:
+            body = rng.randbytes(1 + sized(rng, 39))
+        cuts = sorted(rng.sample(range(1, len(body)), min(len(body) - 1, sized(rng, 5))))
         ends = [*cuts, len(body)]
         chunks = [body[a:b] for a, b in zip([0, *ends], ends)]
-        times = sorted(
-            draw(st.lists(st.floats(0, 100, allow_nan=False), min_size=len(chunks), max_size=len(chunks)))
-        )
+        times = sorted(rng.choice(_TIMES) if rng.random() < 0.3 else rng.uniform(0, 100) for _ in chunks)
+        request_json = None
+        if rng.random() < 0.5:
+            request_json = {text(max_size=5)(rng): _REQUEST_VALUE(rng) for _ in range(sized(rng, 3))}
         cassette.add(
-            draw(st.sampled_from(["GET", "POST"])),
+            rng.choice(["GET", "POST"]),
             "http://h.test/v1/chat/completions",
             chunks,
             times=times,
-            status=draw(st.sampled_from([200, 429, 500])),
-            request_json=draw(
-                st.one_of(
-                    st.none(),
-                    st.dictionaries(
-                        st.text(max_size=5),
-                        _scalars.filter(lambda v: not isinstance(v, int) or -(2**63) <= v < 2**64),
-                        max_size=3,
-                    ),
-                )
-            ),
-            complete=draw(st.booleans()),
-            error=draw(st.one_of(st.none(), st.just({"type": "RemoteProtocolError", "message": "x"}))),
+            status=rng.choice([200, 429, 500]),
+            request_json=request_json,
+            complete=rng.random() < 0.5,
+            error=rng.choice([None, {"type": "RemoteProtocolError", "message": "x"}]),
         )
     return cassette
+
+
+def valid_cassettes() -> st.SearchStrategy[Cassette]:
+    """Valid cassettes built from a drawn seed (drawn value by value through a composite they were
+    most of the CPU of the four tests that take them, issue 48 item 4)."""
+    return seeded(_valid_cassette)
 
 
 def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -235,14 +230,18 @@ def _mutate(doc: Any, path: tuple[Any, ...], how: str, new: Any) -> Any:
 
 
 @SOME
-@given(valid_cassettes(), st.data())
-def test_loader_on_valid_cassettes_with_random_mutations(cassette: Cassette, data: st.DataObject) -> None:
+@given(valid_cassettes(), st.randoms(use_true_random=True))
+def test_loader_on_valid_cassettes_with_random_mutations(cassette: Cassette, rng: random.Random) -> None:
     doc = orjson.loads(cassette.dumps())
-    for _ in range(data.draw(st.integers(1, 3))):
+    for _ in range(rng.randint(1, 3)):
         paths = _paths(doc)
-        path = data.draw(st.sampled_from(paths))
-        how = data.draw(st.sampled_from(["replace", "delete", "duplicate", "negate"]))
-        new = data.draw(st.one_of(json_values, st.sampled_from([0, -1, 2**63, 1.5, "", [], {}, None, True])))
+        path = rng.choice(paths)
+        how = rng.choice(["replace", "delete", "duplicate", "negate"])
+        new = (
+            _json_value(rng)
+            if rng.random() < 0.5
+            else rng.choice([0, -1, 2**63, 1.5, "", [], {}, None, True])
+        )
         doc = _mutate(doc, path, how, new)
     _load_or_cassette_error(_serialize(doc))
 
@@ -250,10 +249,11 @@ def test_loader_on_valid_cassettes_with_random_mutations(cassette: Cassette, dat
 @SOME
 @given(
     valid_cassettes(),
-    st.lists(
-        st.tuples(st.integers(0, 10_000), st.sampled_from(["flip", "drop", "insert"]), st.integers(0, 255)),
-        min_size=1,
-        max_size=4,
+    seeded(
+        lambda rng: [
+            (rng.randint(0, 10_000), rng.choice(["flip", "drop", "insert"]), rng.randint(0, 255))
+            for _ in range(rng.randint(1, 4))
+        ]
     ),
 )
 def test_loader_on_valid_cassettes_with_byte_edits(
@@ -274,14 +274,11 @@ def test_loader_on_valid_cassettes_with_byte_edits(
 @SOME
 @given(
     valid_cassettes(),
-    st.lists(
-        st.tuples(
-            st.integers(0, 10_000),
-            st.sampled_from(["flip", "drop", "insert"]),
-            st.sampled_from(b',\n"[]\\ x0'),
-        ),
-        min_size=1,
-        max_size=4,
+    seeded(
+        lambda rng: [
+            (rng.randint(0, 10_000), rng.choice(["flip", "drop", "insert"]), rng.choice(b',\n"[]\\ x0'))
+            for _ in range(rng.randint(1, 4))
+        ]
     ),
 )
 def test_large_file_loader_agrees_with_the_whole_document_on_edited_files(
@@ -549,10 +546,9 @@ _SSE_TOKENS = [
     b"data: ",
     b"\n\r\n",
 ]
-sse_bodies = st.one_of(
-    st.binary(max_size=120),
-    st.lists(st.sampled_from(_SSE_TOKENS), max_size=40).map(b"".join),
-)
+# built from a drawn seed, sizes as hypothesis draws them (drawn byte by byte, token by token)
+sse_bodies = st.one_of(seeded(binary(120)), seeded(lambda rng: b"".join(some(_SSE_TOKENS, 40)(rng))))
+_CUTS = seeded(lambda rng: [rng.randint(0, 200) for _ in range(sized(rng, 12))])
 
 
 def _split(body: bytes, cuts: list[int]) -> list[bytes]:
@@ -565,7 +561,7 @@ def _events(events: list[ServerSentEvent]) -> list[tuple[str, str, str, int | No
 
 
 @MANY
-@given(sse_bodies, st.lists(st.integers(0, 200), max_size=12))
+@given(sse_bodies, _CUTS)
 def test_sse_any_bytes_any_chunking_match_the_reference(body: bytes, cuts: list[int]) -> None:
     whole = _events(sse.decode([body]))
     assert whole == reference_sse(body)

@@ -154,9 +154,11 @@ def test_async_context_manager() -> None:
 
 # -- per-byte chunkings replay lazily ---------------------------------------------------------
 
-# ~110 KB in 7 recorded chunks: a per-byte plan of the old kind held ~50x it (~5.5 MB); a lazy one
-# holds 2-4 KB whatever the body's size (as at 300 KB before), so 0.25x (27 KB) tells them apart
-BIG = b'data: {"choices": [{"delta": {"content": "h\xc3\xa9llo"}}]}\n\n' * 2_000
+# ~44 KB in 3 recorded chunks: a per-byte plan of the old kind held ~50x it (~2.2 MB), a copy of
+# the body or of a recorded chunk 1x or 0.37x; a lazy one holds 2-4 KB whatever the body's size (as
+# at 110 and 300 KB before), so 0.25x (11 KB) tells them apart. (Larger, the bytewise tests spent
+# their CPU in tracemalloc and per-byte reads proving the same bound, issue 48 item 4.)
+BIG = b'data: {"choices": [{"delta": {"content": "h\xc3\xa9llo"}}]}\n\n' * 800
 
 
 def _big() -> ssemock.Cassette:

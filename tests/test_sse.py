@@ -30,6 +30,7 @@ import contextlib
 import copy
 import dataclasses
 import pickle
+import random
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -40,6 +41,7 @@ from httpx_sse._decoders import SSEDecoder as HttpxSSEDecoder
 from httpx_sse._decoders import SSELineDecoder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from seeded import binary, seeded, sized, some, unicode_text
 
 from ssemock import sse
 from ssemock.framing import _speedups
@@ -564,9 +566,11 @@ TOKENS = [
     b"\x80",
 ]
 
-sse_like = st.lists(st.sampled_from(TOKENS), max_size=60).map(b"".join)
-any_bytes = st.binary(max_size=300)
-cut_points = st.lists(st.integers(min_value=0, max_value=400), max_size=30)
+# built from a drawn seed (tests/seeded.py: drawn token by token and byte by byte, drawing was
+# most of these tests' CPU, issue 48 item 4), sizes as hypothesis draws them
+sse_like = seeded(lambda rng: b"".join(some(TOKENS, 60)(rng)))
+any_bytes = seeded(binary(300))
+cut_points = seeded(lambda rng: [rng.randint(0, 400) for _ in range(sized(rng, 30))])
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
@@ -592,13 +596,13 @@ def test_per_event_chunks_give_the_events_of_the_whole(stream: bytes) -> None:
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
-@given(stream=sse_like, data=st.data())
+@given(stream=sse_like, rng=st.randoms(use_true_random=True))
 def test_chunks_cut_at_line_boundaries_give_the_events_of_the_whole(
-    stream: bytes, data: st.DataObject
+    stream: bytes, rng: random.Random
 ) -> None:
     boundaries = [i for i in range(len(stream) + 1) if stream.startswith((b"\n", b"\r", b"d"), i)]
     boundaries += [i + 1 for i in boundaries]
-    cuts = data.draw(st.lists(st.sampled_from(boundaries), max_size=20)) if boundaries else []
+    cuts = some(boundaries, 20)(rng) if boundaries else []
     assert decode(split_at(stream, cuts)) == spec_decode(stream)
 
 
@@ -729,12 +733,14 @@ def test_events_and_last_event_id_string_are_the_same_under_any_chunking(
 
 # --- httpx-sse --------------------------------------------------------------------------------
 
-field_text = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n\x00"), max_size=12)
-ordinary_block = st.tuples(
-    st.one_of(st.none(), field_text.filter(lambda s: ":" not in s and s.strip() == s)),
-    st.one_of(st.none(), field_text.map(lambda s: s.lstrip(" "))),
-    st.lists(field_text, min_size=1, max_size=3),
-)
+field_text = unicode_text(12, excluded="\r\n\x00")
+
+
+def ordinary_block(rng: random.Random) -> tuple[str | None, str | None, list[str]]:
+    """An event type (no colon, not padded) or none, an id (no leading space) or none, 1-3 data."""
+    event_type = field_text(rng).replace(":", "").strip() if rng.random() < 0.5 else None
+    event_id = field_text(rng).lstrip(" ") if rng.random() < 0.5 else None
+    return event_type, event_id, [field_text(rng) for _ in range(rng.randint(1, 3))]
 
 
 def ordinary_stream(blocks: list[tuple[str | None, str | None, list[str]]], eol: str) -> bytes:
@@ -752,7 +758,9 @@ def ordinary_stream(blocks: list[tuple[str | None, str | None, list[str]]], eol:
 
 @settings(max_examples=200)
 @given(
-    blocks=st.lists(ordinary_block, max_size=6), eol=st.sampled_from(["\n", "\r\n", "\r"]), cuts=cut_points
+    blocks=seeded(lambda rng: [ordinary_block(rng) for _ in range(sized(rng, 6))]),
+    eol=st.sampled_from(["\n", "\r\n", "\r"]),
+    cuts=cut_points,
 )
 def test_agrees_with_httpx_sse_on_ordinary_streams(
     blocks: list[tuple[str | None, str | None, list[str]]], eol: str, cuts: list[int]
@@ -833,17 +841,15 @@ BLOCK_LINES = [
     b"",
 ]
 EOLS = [b"\n", b"\r\n", b"\r", b"\n\n", b"\r\n\r\n"]
-block_streams = st.lists(st.tuples(st.sampled_from(BLOCK_LINES), st.sampled_from(EOLS)), max_size=40).map(
-    lambda lines: b"".join(line + eol for line, eol in lines)
-)
+block_streams = seeded(lambda rng: b"".join(line + rng.choice(EOLS) for line in some(BLOCK_LINES, 40)(rng)))
 
 
 @settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
-@given(stream=st.one_of(block_streams, sse_like, any_bytes), data=st.data())
-def test_the_accelerator_takes_the_same_blocks_as_the_pure_code(stream: bytes, data: st.DataObject) -> None:
+@given(stream=st.one_of(block_streams, sse_like, any_bytes), rng=st.randoms(use_true_random=True))
+def test_the_accelerator_takes_the_same_blocks_as_the_pure_code(stream: bytes, rng: random.Random) -> None:
     """Without CR the two take the same blocks; with CRLF the C code takes them itself (its
     blocks then equal the pure code's on the stream with CRLF made LF)."""
-    start = data.draw(st.integers(min_value=0, max_value=len(stream)))
+    start = rng.randint(0, len(stream))
     compiled: list[sse.ServerSentEvent] = []
     pure: list[sse.ServerSentEvent] = []
     taken, last = _speedups.blocks(stream, start, "last", compiled)
@@ -971,9 +977,9 @@ UTF8_PIECES = [
     b"\xff",
 ]
 utf8_like = st.one_of(
-    st.lists(st.sampled_from(UTF8_PIECES), max_size=60).map(b"".join),
-    st.text().map(str.encode),
-    st.binary(),
+    seeded(lambda rng: b"".join(some(UTF8_PIECES, 60)(rng))),
+    seeded(unicode_text(40)).map(str.encode),
+    seeded(binary(40)),
 )
 
 

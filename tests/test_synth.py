@@ -4,6 +4,8 @@ providers' documented event formats, with realistic writes and deterministic byt
 from __future__ import annotations
 
 import json
+import random
+import string
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from seeded import nested, scalars, seeded, text
+from seeded import nested, scalars, seeded, sized, text, unicode_text
 
 import ssemock
 from ssemock import cassettes, chunking, ndjson, sse, synth
@@ -20,18 +22,30 @@ from ssemock.accumulate import Accumulated, accumulate
 
 # -- strategies ------------------------------------------------------------------------------
 
-TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
-SHORT = st.text(st.characters(exclude_categories=("Cs",)), max_size=8)
-NAME = st.from_regex(r"[a-z_][a-z0-9_]{0,15}", fullmatch=True)
-# a tool call's arguments: an object of JSON values, built from a drawn seed (tests/seeded.py:
-# drawn leaf by leaf they were most of these tests' CPU, issue 48 item 4)
+# texts and tool calls built from a drawn seed (tests/seeded.py: drawn character by character and
+# leaf by leaf, and names from regexes, they were most of these tests' CPU, issue 48 item 4)
+TEXT = seeded(unicode_text(40))
+SHORT = seeded(unicode_text(8))
 _VALUE = nested(scalars(-(2**53), 2**53, text(max_size=8)), text(max_size=8), leaves=8, width=3)
-ARGUMENTS = seeded(lambda rng: {text(max_size=8)(rng): _VALUE(rng) for _ in range(rng.randint(0, 4))})
-CALL = st.fixed_dictionaries(
-    {"name": NAME, "arguments": ARGUMENTS},
-    optional={"id": st.from_regex(r"call_[A-Za-z0-9]{1,12}", fullmatch=True)},
-)
-CALLS = st.lists(CALL, max_size=3)
+_NAME_START = string.ascii_lowercase + "_"
+_NAME_CHARS = _NAME_START + string.digits
+_ID_CHARS = string.ascii_letters + string.digits
+
+
+def _call(rng: random.Random) -> dict[str, Any]:
+    """A tool call: a name (``[a-z_][a-z0-9_]{0,15}``), an object of JSON values as its arguments
+    and, half the time, an id (``call_[A-Za-z0-9]{1,12}``)."""
+    name = rng.choice(_NAME_START) + "".join(rng.choices(_NAME_CHARS, k=sized(rng, 15)))
+    call: dict[str, Any] = {
+        "name": name,
+        "arguments": {text(max_size=8)(rng): _VALUE(rng) for _ in range(rng.randint(0, 4))},
+    }
+    if rng.random() < 0.5:
+        call["id"] = "call_" + "".join(rng.choices(_ID_CHARS, k=1 + sized(rng, 11)))
+    return call
+
+
+CALLS = seeded(lambda rng: [_call(rng) for _ in range(sized(rng, 3))])
 SEED = st.integers(0, 2**16)
 CHUNK_SIZE = st.integers(1, 9)
 COUNT = st.integers(0, 10**6)

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from seeded import lists, nested, seeded, text
+from seeded import EDGE_INTS, lists, nested, seeded, sized, text, unicode_text
 from starlette.applications import Starlette
 from starlette.requests import Request as StarletteRequest
 from starlette.responses import StreamingResponse
@@ -121,17 +121,17 @@ def _incremental(content_type: str, body: bytes, cuts: list[int], keep: bool) ->
     form=st.sampled_from(sorted(FORMS)),
     before=st.integers(0, 12),
     after=st.integers(0, 12),
-    data=st.data(),
+    rng=st.randoms(use_true_random=True),
 )
 def test_the_scan_as_it_arrives_finds_what_the_save_finds_however_the_body_is_cut(
-    name: str, form: str, before: int, after: int, data: st.DataObject
+    name: str, form: str, before: int, after: int, rng: random.Random
 ) -> None:
     content_type, encode = FRAMINGS[name]
     events = (
         [_delta(f"w{k}") for k in range(before)] + FORMS[form]() + [_delta(f"v{k}") for k in range(after)]
     )
     body = encode(events)
-    cuts = data.draw(st.lists(st.integers(0, len(body)), max_size=40))
+    cuts = [rng.randint(0, len(body)) for _ in range(sized(rng, 40))]
     response, whole = _saved(content_type, body)
     assert _incremental(content_type, body, cuts, keep=bool(len(cuts) % 2)) == whole
     if form != "none":
@@ -208,13 +208,13 @@ _ELEMENT = nested(
 @given(
     elements=seeded(lists(_ELEMENT, max_size=6)),
     separator=st.sampled_from([",", "\n,\r\n", " , "]),
-    data=st.data(),
+    rng=st.randoms(use_true_random=True),
 )
 def test_the_json_array_decoder_fed_in_any_pieces_gives_the_elements(
-    elements: list[object], separator: str, data: st.DataObject
+    elements: list[object], separator: str, rng: random.Random
 ) -> None:
     body = ("[" + separator.join(json.dumps(e) for e in elements) + "]").encode()
-    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(body)), max_size=20))))
+    cuts = _cuts(rng, len(body), 20)
     for texts in (False, True):
         array, got, pos = JSONArrayDecoder(texts), [], 0
         for end in [*cuts, len(body)]:
@@ -227,11 +227,19 @@ def test_the_json_array_decoder_fed_in_any_pieces_gives_the_elements(
         assert got == json_array.decode(body) == elements
 
 
+def _cuts(rng: random.Random, size: int, max_size: int) -> list[int]:
+    """Up to ``max_size`` cuts (hypothesis' sizes) in a body of ``size`` bytes, in order."""
+    return sorted({rng.randint(0, size) for _ in range(sized(rng, max_size))})
+
+
 # A JSON array stream, well formed or not: elements with quotes, escapes and brackets in their
-# strings, nested brackets, separators, and stray bytes anywhere.
-_ARRAY_PIECE = st.one_of(
-    seeded(_ELEMENT).map(json.dumps),
-    st.sampled_from(["[", "]", "{", "}", '"', "\\", ",", " ", "\n", "\x0b", "a", "1", '"\\"', "é"]),
+# strings, nested brackets, separators, and stray bytes anywhere; built from a drawn seed.
+_STRAYS = ["[", "]", "{", "}", '"', "\\", ",", " ", "\n", "\x0b", "a", "1", '"\\"', "é"]
+_ARRAY_PIECES = seeded(
+    lambda rng: [
+        json.dumps(_ELEMENT(rng)) if rng.random() < 0.5 else rng.choice(_STRAYS)
+        for _ in range(sized(rng, 12))
+    ]
 )
 
 
@@ -257,19 +265,20 @@ def _array_fed(body: bytes, cuts: list[int], texts: bool) -> list[object]:
 
 @settings(max_examples=300, deadline=None)
 @given(
-    pieces=st.lists(_ARRAY_PIECE, max_size=12),
+    pieces=_ARRAY_PIECES,
     head=st.sampled_from(["[", " [", "", "[\n", "x"]),
     separator=st.sampled_from([",", "\n,\r\n", " , ", "", ",,"]),
-    data=st.data(),
+    tail=st.sampled_from(["]", "", " ]", "]x"]),
+    rng=st.randoms(use_true_random=True),
 )
 def test_the_accelerator_finds_a_json_arrays_elements_as_the_pure_loop_does(
-    pieces: list[str], head: str, separator: str, data: st.DataObject
+    pieces: list[str], head: str, separator: str, tail: str, rng: random.Random
 ) -> None:
     # the elements and errors of json_array.decode and of the decoder fed the body in any pieces,
     # with the accelerator's array_spans and with the pure loop alone (issue 48 item 1)
     assert accelerator.array_spans is not None  # the install builds it
-    body = (head + separator.join(pieces) + data.draw(st.sampled_from(["]", "", " ]", "]x"]))).encode()
-    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(body)), max_size=12))))
+    body = (head + separator.join(pieces) + tail).encode()
+    cuts = _cuts(rng, len(body), 12)
 
     def outcomes() -> list[object]:
         whole = _outcome(lambda: json_array.decode(body))
@@ -306,27 +315,39 @@ def _parsed(events: list[object]) -> list[object]:
     return [json.loads(e.data) if isinstance(e, Text) else e for e in events]
 
 
-_LINE = st.one_of(
-    seeded(_ELEMENT).map(json.dumps),
-    st.builds(json.dumps, st.one_of(st.integers(), st.text(max_size=4), st.none())),
-    st.sampled_from(["", "  ", "\t", "{", '{"a": 1} x', "[1,", " [1] ", "x", "\x0c{}"]),
-)
+_ODD_LINES = ["", "  ", "\t", "{", '{"a": 1} x', "[1,", " [1] ", "x", "\x0c{}"]
+_SHORT = unicode_text(4)
+
+
+def _line(rng: random.Random) -> str:
+    """An element, a number, a short string or null, or a line no JSON value or not one alone."""
+    kind = rng.randrange(3)
+    if kind == 0:
+        return json.dumps(_ELEMENT(rng))
+    if kind == 2:
+        return rng.choice(_ODD_LINES)
+    scalar = rng.randrange(3)
+    if scalar == 0:
+        return json.dumps(
+            rng.choice(EDGE_INTS) if rng.random() < 0.3 else rng.randint(-(10 ** rng.randint(1, 24)), 10**24)
+        )
+    return json.dumps(_SHORT(rng) if scalar == 1 else None)
 
 
 @settings(max_examples=150, deadline=None)
 @given(
-    lines=st.lists(_LINE, max_size=8),
+    lines=seeded(lambda rng: [_line(rng) for _ in range(sized(rng, 8))]),
     ending=st.sampled_from(["\n", "\r\n", "\r"]),
     last=st.booleans(),
-    data=st.data(),
+    rng=st.randoms(use_true_random=True),
 )
 def test_the_json_lines_decoder_gives_the_lines_that_decode_gives_values_or_raises(
-    lines: list[str], ending: str, last: bool, data: st.DataObject
+    lines: list[str], ending: str, last: bool, rng: random.Random
 ) -> None:
     """The scan's JSON-lines decoder gives an object or an array as its text (`Text`), any other
     value parsed; a line that is no JSON raises there or, a `Text`, is plain data to the walk."""
     body = (ending.join(lines) + (ending if last else "")).encode()
-    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(body)), max_size=12))))
+    cuts = _cuts(rng, len(body), 12)
     try:
         expected: list[object] | None = ndjson.decode([body])
     except ndjson.NDJSONError:
