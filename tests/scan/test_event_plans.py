@@ -209,10 +209,28 @@ def test_a_stream_read_by_plans_gives_what_its_walk_gives(
 def test_a_recorded_stream_is_scanned_with_plans_as_without(
     texts: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A whole body of fewer than `PLANNED_MIN` events is walked (most drawn here), a longer one
+    read by plans: the same findings either way (and with plans for any length)."""
     cassette = _sse(texts)
     with _walked_only(monkeypatch):
         reference = walk.scan_cassette(cassette)
     assert walk.scan_cassette(cassette) == reference
+    monkeypatch.setattr(walk, "PLANNED_MIN", 0)
+    assert walk.scan_cassette(cassette) == reference
+
+
+@pytest.mark.parametrize("events", [event_plans.PLANNED_MIN - 1, event_plans.PLANNED_MIN])
+def test_a_whole_body_is_read_by_plans_from_planned_min_events_on(
+    events: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The test above means something: a body of `PLANNED_MIN` events is read by plans, a shorter
+    one walked (the plans' regexes cost more than they save on a few events)."""
+    texts = [_TEMPLATES[0](w, 0, "0", 1) for w in ["Hello", " there", ",", " how"] * 20][:events]
+    with _walked_only(monkeypatch):
+        reference = walk.scan_cassette(_sse(texts))
+    with _counted(monkeypatch) as read:
+        assert walk.scan_cassette(_sse(texts)) == reference
+    assert (read[0] > 0) is (events >= event_plans.PLANNED_MIN)
 
 
 def test_the_plans_read_most_events_of_a_steady_stream(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -357,6 +357,10 @@ def _reserve(walker: Walker, size: int) -> bool:
     return True
 
 
+PLANNED_MIN = 64
+"""Events a whole body's stream has, at least, for its events to be read by plans (`Shapes.off`)."""
+
+
 class Shapes:
     """The event shapes of one stream: each seen once (False), with no plan (True), or planned."""
 
@@ -364,14 +368,22 @@ class Shapes:
         self._plans: dict[str, _Planned | bool] = {}
         self._last: _Planned | None = None  # the plan that read the last event read
         self._cut: tuple[str, tuple[list[str], str] | None] | None = None  # the last event cut
+        self.off = False
+        """No plan made or read until `clear`: every event walked. Set for a whole body's stream of
+        fewer than `PLANNED_MIN` events (most of a corpus of real cassettes: 16 events a stream at
+        the median), which a plan's regexes (one to read a shape, two more for each run of it,
+        0.3 ms each to compile) cost more than they save."""
 
     def clear(self) -> None:
         self._plans.clear()
         self._last = self._cut = None
+        self.off = False
 
     def learn(self, pieces: dict[str, list[str]], text: str, parsed: Any) -> None:
         """Event text ``text`` parsed to ``parsed`` and was walked: the second event of a shape
         makes its plan (its values will join ``pieces``, the walk's piece lists)."""
+        if self.off:
+            return
         shape = self._cut[1] if self._cut is not None and self._cut[0] is text else cut(text)
         self._cut = None
         if shape is None:
@@ -388,6 +400,8 @@ class Shapes:
         """Event ``k`` of the stream at ``path``, whose data is ``text``, read by the plan of its
         shape into ``walker``: its strings collected, each one worth decoding walked
         (``walker.json``), as its walk would do; False: nothing done, it must be walked."""
+        if self.off:
+            return False
         last = self._last
         m = None if last is None else last.plan.regex.fullmatch(text)
         if last is not None and m is not None:
@@ -426,7 +440,7 @@ class Shapes:
         """Read the first events whose data are ``texts`` (one after the other) together, as `read`
         reads each one in bulk, by the plan that read the last event: how many it read (0: none,
         the first must be read by `read` or walked). Every step is one C-level call for them all."""
-        known = self._last
+        known = self._last  # (None while `off`: no plan read)
         if known is None or known.plan.named or walker.recording or not texts:
             return 0
         batch = known.batched()

@@ -5,8 +5,7 @@ field of each interaction is read as stored and decoded (JSON and percent escape
 ``Content-Encoding`` layers, JSON, forms, multipart, URLs in headers, base64 values), a stream
 is walked event by event, and the text a stream splits into pieces (a key streamed back in
 deltas) is read reassembled, per JSON path and through the reference accumulator. The shapes
-and credential names it looks for are `ssemock.scan.shapes`'; a finding never holds the value.
-"""
+and credential names it looks for are `ssemock.scan.shapes`'; a finding never holds the value."""
 
 from __future__ import annotations
 
@@ -34,7 +33,7 @@ from .credential_shapes import (
     scan,
     scan_binary,
 )
-from .event_plans import REASSEMBLE_MAX, Shapes, labels, members, piece_keys, plain_key, worth
+from .event_plans import PLANNED_MIN, REASSEMBLE_MAX, Shapes, labels, members, piece_keys, plain_key, worth
 from .fields import (
     _FORM_MAX,
     FORM,
@@ -409,6 +408,7 @@ class _Scan:
                 self.text(field, body.decode("utf-8", "replace"), path, 0, shapes=False)
             return
         plain: list[str] = []
+        self.shapes.off = len(events) < PLANNED_MIN  # (till `forget`: a short stream is walked)
         self.stream(field, 0, list(events), path, plain)
         self.joined(field, path, plain)
 

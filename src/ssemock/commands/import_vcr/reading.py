@@ -61,38 +61,66 @@ def load_vcr(path: str | os.PathLike[str]) -> Any:
 def _load_yaml(raw: bytes, loader_class: Any, path: str | os.PathLike[str]) -> Any:
     """The first YAML document of ``raw``, built from the parser's events with an explicit stack:
     no recursion (a 30,000-deep file crashed PyYAML's composer), no node graph (which costs
-    ~400 bytes a value), and a cap on depth and on the number of values."""
+    ~400 bytes a value), and a cap on depth and on the number of values.
+
+    A scalar with no tag that the loader resolves to a string (quoted, a block, or plain with a
+    first character none of its patterns starts with) is its text, as the loader builds it; another
+    plain one is resolved and built once per text in a file (a cassette repeats its keys and
+    values; the values built are immutable: None, a bool, a number, a date, a string)."""
     import yaml
 
     limit = FREE_VALUES + len(raw) // YAML_BYTES_PER_VALUE
     loader = loader_class(raw)
     containers: list[tuple[Any, str | None, str | None, list[Any]]] = []  # (container, anchor, tag, key)
     anchors: dict[str, Any] = {}
+    plain: dict[str, Any] = {}  # a plain scalar's value, by its text
+    # the first characters of the plain scalars the loader may resolve to another type than str
+    # (None: a pattern for any text, tried on every plain scalar)
+    resolvers = loader.yaml_implicit_resolvers
+    resolved = None if None in resolvers else frozenset(resolvers) | {""}
     count = 0
     done, document = False, None
+    scalar, alias, sequence = yaml.ScalarEvent, yaml.AliasEvent, yaml.SequenceStartEvent
+    starts = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+    ends = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 
-    def add(value: Any, line: int) -> None:
+    def add(value: Any, event: Any) -> None:
         nonlocal done, document
         if not containers:
             done, document = True, value
             return
         container, _, _, key = containers[-1]
-        if isinstance(container, list):
+        if type(container) is list:
             container.append(value)
         elif not key:
             try:
                 hash(value)
             except TypeError:
                 raise CassetteError(
-                    f"a YAML mapping key is a {type(value).__name__} (line {line})", path=path
+                    f"a YAML mapping key is a {type(value).__name__} (line {event.start_mark.line + 1})",
+                    path=path,
                 ) from None
             key.append(value)
         else:
             container[key.pop()] = value
 
+    def built(event: Any, tag: str) -> Any:
+        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+        try:
+            value = loader.construct_object(node)
+        except ValueError as exc:  # an integer over Python's 4,300 digits, a bad date
+            raise CassetteError(
+                f"a YAML value on line {event.start_mark.line + 1} does not convert "
+                f"({str(exc).split(';')[0]:.100}): not a vcrpy cassette value; fix or remove it",
+                path=path,
+            ) from None
+        loader.constructed_objects.clear()
+        return value
+
+    check_event, get_event = loader.check_event, loader.get_event
     try:
-        while not done and loader.check_event():
-            event = loader.get_event()
+        while not done and check_event():
+            event = get_event()
             count += 1
             if count > limit:
                 raise CassetteError(
@@ -101,7 +129,22 @@ def _load_yaml(raw: bytes, loader_class: Any, path: str | os.PathLike[str]) -> A
                     f"{YAML_BYTES_PER_VALUE} bytes)",
                     path=path,
                 )
-            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            kind = type(event)
+            if kind is scalar:
+                tag = event.tag
+                if tag is not None and tag != "!":
+                    value = built(event, tag)
+                elif not event.implicit[0] or (resolved is not None and event.value[:1] not in resolved):
+                    value = event.value
+                elif event.value in plain:
+                    value = plain[event.value]
+                else:
+                    tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+                    value = plain[event.value] = built(event, tag)
+                if event.anchor is not None:
+                    anchors[event.anchor] = value
+                add(value, event)
+            elif kind in starts:
                 if len(containers) >= MAX_DEPTH:
                     raise CassetteError(
                         f"YAML nested deeper than {MAX_DEPTH} levels (line "
@@ -109,47 +152,27 @@ def _load_yaml(raw: bytes, loader_class: Any, path: str | os.PathLike[str]) -> A
                         path=path,
                     )
                 tag = event.tag if event.tag not in (None, "!") else None
-                if tag not in _COLLECTION_TAGS and not (
-                    tag in _STRING_WRAPPERS and isinstance(event, yaml.SequenceStartEvent)
-                ):
+                if tag not in _COLLECTION_TAGS and not (tag in _STRING_WRAPPERS and kind is sequence):
                     raise CassetteError(
                         f"unsupported YAML tag {tag} (line {event.start_mark.line + 1})", path=path
                     )
-                new: list[Any] | dict[Any, Any] = [] if isinstance(event, yaml.SequenceStartEvent) else {}
-                containers.append((new, event.anchor, tag, []))
-            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                containers.append(([] if kind is sequence else {}, event.anchor, tag, []))
+            elif kind in ends:
                 container, anchor, tag, _ = containers.pop()
                 value = tuple(container) if tag == _TUPLE else container
                 if tag in _STRING_WRAPPERS:
                     value = _wrapped_string(container, tag, event.start_mark.line + 1, path)
                 if anchor is not None:
                     anchors[anchor] = value  # only once complete: an alias inside it is an error
-                add(value, event.start_mark.line + 1)
-            elif isinstance(event, yaml.ScalarEvent):
-                tag = event.tag
-                if tag is None or tag == "!":
-                    tag = loader.resolve(yaml.ScalarNode, event.value, event.implicit)
-                node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
-                try:
-                    value = loader.construct_object(node)
-                except ValueError as exc:  # an integer over Python's 4,300 digits, a bad date
-                    raise CassetteError(
-                        f"a YAML value on line {event.start_mark.line + 1} does not convert "
-                        f"({str(exc).split(';')[0]:.100}): not a vcrpy cassette value; fix or remove it",
-                        path=path,
-                    ) from None
-                loader.constructed_objects.clear()
-                if event.anchor is not None:
-                    anchors[event.anchor] = value
-                add(value, event.start_mark.line + 1)
-            elif isinstance(event, yaml.AliasEvent):
+                add(value, event)
+            elif kind is alias:
                 if event.anchor not in anchors:
                     raise CassetteError(
                         f"YAML alias *{event.anchor} refers to no complete anchor (line "
                         f"{event.start_mark.line + 1})",
                         path=path,
                     )
-                add(anchors[event.anchor], event.start_mark.line + 1)
+                add(anchors[event.anchor], event)
     except yaml.YAMLError as exc:
         raise CassetteError(
             f"not a vcrpy cassette: YAML does not parse ({exc})".replace("\n", " "), path=path
