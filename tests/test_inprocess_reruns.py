@@ -10,6 +10,7 @@ import pytest
 AUTHOR = '''
 import shutil
 import ssemock.cassettes
+from conftest import NOT_OURS
 
 INNER = """
 import httpx, openai, pytest, ssemock
@@ -44,7 +45,7 @@ def test_runs_the_inner_suite_three_times(pytester):
     shutil.copy(ssemock.cassettes.path("openai/chat_text"), folder / "chat_text.json")
     pytester.makepyfile(test_inner=INNER)
     for _ in range(3):
-        pytester.runpytest_inprocess("-p", "no:randomly",
+        pytester.runpytest_inprocess("-p", "no:randomly", *NOT_OURS,
                                      "-W", "error::ssemock.SsemockWarning").assert_outcomes(passed=2)
 '''
 
@@ -79,6 +80,7 @@ OUTER = '''
 import asyncio
 
 import ssemock
+from conftest import NOT_OURS
 from ssemock import cassettes
 
 INNER = """
@@ -146,7 +148,7 @@ def test_an_inner_run_then_replays_in_the_same_test(pytester):
     folder.mkdir(parents=True)
     (folder / "chat.json").write_bytes(cassettes.path("ollama/chat").read_bytes())
     pytester.makepyfile(test_inner=INNER)
-    pytester.runpytest_inprocess("-p", "no:randomly").assert_outcomes(passed=1)
+    pytester.runpytest_inprocess("-p", "no:randomly", *NOT_OURS).assert_outcomes(passed=1)
     replay_through_every_stack()
 
 
@@ -157,7 +159,9 @@ def test_replays_in_a_later_test():
 
 # The plugins of this suite's environment that the author's suite does not use, off: the subprocess
 # loaded them all, ~0.3 CPU-s of its start and end (hypothesis's imports hypothesis whole at the
-# session's end) (issue 48 item 4).
+# session's end) (issue 48 item 4). Off in the author's inner runs too (its conftest's NOT_OURS):
+# each of them imported hypothesis again at its end (pytester drops it after the run), ~1.5 CPU-s of
+# the four inner runs.
 NOT_THE_AUTHORS_PLUGINS = ("-p", "no:hypothesispytest", "-p", "no:xdist", "-p", "no:timeout")
 
 
@@ -172,7 +176,7 @@ def test_inner_suites_run_in_process_pass_and_leave_the_outer_process_intercepti
     * ``test_outer`` (issue 42 item 5): its stacks module first imported by an inner run, which
       pytester drops after it, the outer suite's own replays, in the same test and in the next
       one, are served through every HTTP stack, none reaching the network lock."""
-    pytester.makeconftest('pytest_plugins = ["pytester"]')
+    pytester.makeconftest(f'pytest_plugins = ["pytester"]\nNOT_OURS = {NOT_THE_AUTHORS_PLUGINS!r}\n')
     pytester.makepyfile(test_author=AUTHOR, test_outer=OUTER)
     result = pytester.runpytest_subprocess("-p", "no:randomly", *NOT_THE_AUTHORS_PLUGINS)
     result.assert_outcomes(passed=3)

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import APP, run_xdist_inprocess, side_env_python
+from test_explore_plugin import HEADER as EXPLORE_HEADER
 
 import ssemock
 from ssemock.commands.loopback import running
@@ -188,12 +189,22 @@ def test_coexists_with_pytest_recording(pytester: pytest.Pytester) -> None:
     assert "--ssemock-record-mode" in help_text and "--record-mode" in help_text
 
 
+# pytest --help, in the process of the run (another interpreter in the side environment cost ~0.7 CPU-s)
+HELP = """
+
+def test_help(capsys):
+    assert pytest.main(["-p", "no:cacheprovider", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--ssemock-record-mode" in out and "--record-mode" in out
+"""
+
+
 def test_coexists_with_cassetter(pytester: pytest.Pytester) -> None:
     """cassetter owns --record-mode too (so it cannot share an environment with pytest-recording:
     it lives in the cassetter side environment, `conftest.side_env_python`); ssemock's options
-    are namespaced."""
+    are namespaced. One pytest run there: its second test runs ``pytest --help`` in-process."""
     python = str(side_env_python("cassetter"))
-    pytester.makepyfile(test_co=COEXISTS.format(other="cassetter"))
+    pytester.makepyfile(test_co=COEXISTS.format(other="cassetter") + HELP)
     run = [python, "-m", "pytest", "-p", "no:cacheprovider"]
     done = subprocess.run(
         [*run, "--ssemock-record-mode=none", "--record-mode=none"],
@@ -203,11 +214,7 @@ def test_coexists_with_cassetter(pytester: pytest.Pytester) -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 passed" in done.stdout
-    help_text = subprocess.run(
-        [*run, "--help"], cwd=pytester.path, capture_output=True, text=True, timeout=120
-    )
-    assert "--ssemock-record-mode" in help_text.stdout and "--record-mode" in help_text.stdout
+    assert "2 passed" in done.stdout
 
 
 def test_config_fixtures_and_teardown_checks(pytester: pytest.Pytester) -> None:
@@ -414,31 +421,63 @@ def test_a_matrix_records_once_and_asserts_on_the_recording_run(
     pytester.runpytest_inprocess().assert_outcomes(passed=runs)
 
 
-def test_xdist_two_workers_record_each_matrix_once_then_replay_offline(
+# What test_explore_plugin.py's explore tests run under xdist, in the xdist session below: their
+# marker's record_mode wins over the session's ini ssemock_record_mode = all (they replay the
+# cassette their module's fixture writes, as that file's other tests do)
+EXPLORED_UNDER_XDIST = (
+    EXPLORE_HEADER
+    + """
+@pytest.mark.ssemock(explore=30, record_mode="none", **MARK)
+def test_naive(ssemock):
+    with httpx.stream("POST", URL, json={}) as response:
+        ssemock.assert_text(naive(response))
+
+@pytest.mark.ssemock(explore=30, record_mode="none", **MARK)
+def test_whatwg(ssemock):
+    with httpx.stream("POST", URL, json={}) as response:
+        ssemock.assert_text(text_of(whatwg(response)))
+"""
+)
+
+
+def test_xdist_two_workers_record_each_matrix_once_explore_then_replay_offline(
     pytester: pytest.Pytester, live: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two workers record (no cassette exists yet: ``all`` records as ``once`` would), a chunking
-    matrix from one request however its variants are spread over the workers; then what they
-    wrote replays offline and no temporary file is left. One inner session for the two files: each
-    xdist run starts two Python workers, each importing pytest, its plugins and the SDKs (issue 33).
+    """Two workers record (``all`` from the ini; no cassette exists yet: ``all`` records as ``once``
+    would), a chunking matrix from one request however its variants are spread over the workers;
+    then what they wrote replays offline and no temporary file is left. In the same session, two
+    workers explore their own tests, each in one item: the failure and its reproducer come back
+    through xdist's report, and the failing variants are stored for the next run. One inner session
+    for the three files: each xdist run starts two Python workers, each importing pytest, its
+    plugins and the SDKs (issue 33; the explore file joined it in issue 48 item 4).
     The replay runs in-process (as test_scale's does): replaying reads the cassettes, with nothing
     shared between workers, and replay under two workers, a chunking matrix spread over them, is
-    what docs/recipes/xdist.md's page runs (twice) and test_explore_under_xdist does."""
+    what docs/recipes/xdist.md's page runs (twice) and the explore file here does."""
     streams = os.environ["SSEMOCK_TEST_SERVER"]  # the live server's
     counting = Counting(monkeypatch)  # points SSEMOCK_TEST_SERVER at the counting server
     monkeypatch.setenv("SSEMOCK_COUNTING_SERVER", os.environ["SSEMOCK_TEST_SERVER"])
     monkeypatch.setenv("SSEMOCK_TEST_SERVER", streams)
     pytester.makepyfile(
-        test_stream=TEST_FILE, test_m=MATRIX_TEST.replace("SSEMOCK_TEST_SERVER", "SSEMOCK_COUNTING_SERVER")
+        test_stream=TEST_FILE,
+        test_m=MATRIX_TEST.replace("SSEMOCK_TEST_SERVER", "SSEMOCK_COUNTING_SERVER"),
+        test_workers=EXPLORED_UNDER_XDIST,
     )
+    # the record mode from the ini, where the explore file's marker wins over it (the command line's
+    # would win over the marker)
+    pytester.makeini("[pytest]\nssemock_record_mode = all\n")
     runs = 9 + len(ssemock.chunking.ALL)
     try:
-        run_xdist_inprocess(pytester, "-n", "2", "--ssemock-record-mode=all").assert_outcomes(passed=runs)
+        result = run_xdist_inprocess(pytester, "-n", "2")
+        result.assert_outcomes(passed=runs + 1, failed=1)  # the explore file: test_naive fails
         assert counting.counts == {"/v1/chat/completions": 1}
     finally:
         counting.stop()
+    out = result.stdout.str()
+    assert re.search(r"reproduce with: @pytest\.mark\.ssemock\(chunking=\"at:\d+", out)
+    assert any((pytester.path / ".hypothesis" / "ssemock").iterdir())
     live.stop()
-    pytester.runpytest_inprocess("-p", "no:xdist").assert_outcomes(passed=runs)
+    replay = ("-p", "no:xdist", "--ssemock-record-mode=none", "test_stream.py", "test_m.py")
+    pytester.runpytest_inprocess(*replay).assert_outcomes(passed=runs)
     leftovers = [p for p in (pytester.path / "cassettes").rglob("*") if p.name.endswith(".tmp")]
     assert leftovers == []
 
