@@ -589,8 +589,10 @@ def fill_the_disk(monkeypatch: pytest.MonkeyPatch, error: OSError, *, after: int
 # The plugins an in-process inner run under pytest-xdist loads, in its workers too: each worker is a
 # Python process of its own, and loading every plugin of this suite's environment (hypothesis,
 # respx, anyio, pytest-recording, ...) cost each ~0.3 CPU-s at its start for nothing
-# (issue 33).
-XDIST_PLUGINS = ("-p", "xdist", "-p", "ssemock", "-p", "asyncio")
+# (issue 33). ssemock_suite_boot (tests/boot, on the sys.path xdist hands its workers) ends each
+# worker without the interpreter's teardown once its results went to the controller, as it does
+# the suite's own: a worker that imported an SDK spent ~0.3-0.9 CPU-s freeing it (issue 48).
+XDIST_PLUGINS = ("-p", "xdist", "-p", "ssemock", "-p", "asyncio", "-p", "ssemock_suite_boot")
 
 
 def run_xdist_inprocess(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

@@ -9,8 +9,9 @@ Per page, in a fresh temporary folder (the current directory while the page runs
   ``pytester.runpytest_inprocess(NAME.py, *ARGS)``: it must pass (in-process:
   pytester restores sys.modules after it). Each inner run says what order it needs: shuffled by
   pytest-randomly as in a user's run, with a seed the docs test names (``-p randomly
-  --randomly-seed=N``), and run again under each other seed of ``SEEDS``, in a copy of the folder
-  as it was before the block (so an inner run that passed only in one order fails), unless ARGS hold
+  --randomly-seed=N``), and, when it ran more than one test (one cannot be reordered), run again
+  under each other seed of ``SEEDS``, in a copy of the folder as it was before the block (so an
+  inner run that passed only in one order fails), unless ARGS hold
   ``-p no:randomly``: the block's inner run then needs its written order. An inner run under
   pytest-xdist (``-n`` in ARGS) loads only ssemock, xdist, pytest-asyncio and the order's
   pytest-randomly (``conftest.run_xdist_inprocess``), in its workers too;
@@ -212,8 +213,10 @@ class Shell:
 
 # The order seeds of a shuffled inner run: its page runs it under the first, then under each other
 # one in a copy of the folder as it was before the run (an inner run that passed only in its
-# written order would fail one of them). Each more seed costs an inner run of every shuffled page
-# (~10 CPU-s a suite run, the xdist page's two workers half of it).
+# written order would fail one of them), unless the run held one test: there is no other order to
+# run it in (3 of the pages' 15 shuffled runs, ~0.6 CPU-s a suite run, issue 48). Each more seed
+# costs an inner run of every other shuffled page (~10 CPU-s a suite run, the xdist page's two
+# workers half of it).
 SEEDS = (1, 2)
 
 
@@ -257,8 +260,9 @@ def _order(args: list[str], seed: int) -> list[str]:
     return ["-p", "randomly", f"--randomly-seed={seed}"]
 
 
-def _inner_run(block: Block, pytester: pytest.Pytester, seed: int) -> None:
-    """The block's test file, run by an in-process pytest in the current folder: it must pass."""
+def _inner_run(block: Block, pytester: pytest.Pytester, seed: int) -> int:
+    """The block's test file, run by an in-process pytest in the current folder: it must pass.
+    Returns how many tests it ran."""
     name, args = block.target()
     run_args = (
         name,
@@ -280,23 +284,25 @@ def _inner_run(block: Block, pytester: pytest.Pytester, seed: int) -> None:
         f"{block.where()}: the test file {name} did not pass ({' '.join(_order(args, seed))}):\n"
         + "\n".join(result.outlines[-60:])
     )
+    return sum(outcomes.get(k, 0) for k in ("passed", "skipped", "xfailed", "xpassed"))
 
 
 def _run_shuffled(block: Block, pytester: pytest.Pytester, seeds: tuple[int, ...]) -> None:
-    """The block's inner run under the first seed, here; under each other seed in a copy of this
-    folder made before that run (the same files, cassettes and conftest the run found), as its own
-    session: one copy per seed, then removed."""
+    """The block's inner run under the first seed, here; if it ran more than one test, under each
+    other seed in a copy of this folder made before that run (the same files, cassettes and
+    conftest the run found), as its own session: one copy per seed, then removed."""
     copies = []
     for seed in seeds[1:]:
         copy = Path(tempfile.mkdtemp(prefix=f"seed{seed}-", dir=pytester.path.parent))
         shutil.copytree(pytester.path, copy, symlinks=True, dirs_exist_ok=True)
         copies.append((seed, copy))
-    _inner_run(block, pytester, seeds[0])
+    ran = _inner_run(block, pytester, seeds[0])
     here = Path.cwd()
     for seed, copy in copies:
-        os.chdir(copy)
         try:
-            _inner_run(block, pytester, seed)
+            if ran > 1:
+                os.chdir(copy)
+                _inner_run(block, pytester, seed)
         finally:
             os.chdir(here)
             shutil.rmtree(copy, ignore_errors=True)
@@ -346,7 +352,7 @@ def _run_blocks(
 def test_page_runs(page: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """The page's blocks run in order, and each inner run it shuffles passes under every seed of
     ``SEEDS`` (the others in a copy of the folder as the run found it: one page run, not one more
-    per seed, issue 33)."""
+    per seed, issue 33), unless it ran one test."""
     page_blocks = blocks(page, "run")
     assert run_page(page_blocks, pytester, monkeypatch) > 0, f"{page}: no python block runs"
 
@@ -360,7 +366,7 @@ def test_inner_runs_pass_in_any_order(pytester: pytest.Pytester, monkeypatch: py
     """test_page_runs runs every shuffled inner run under each seed of ``SEEDS`` (the pages hold
     such runs: the guarantee is not vacuous). Here, what that catches: a test file that passes only
     in its written order fails under each seed; a second seed's run finds the folder as the first
-    run found it (a test that needs a fresh folder passes under both)."""
+    run found it (tests that need a fresh folder pass under both); a run of one test runs once."""
     assert len(SEEDS) >= 2 and len(SHUFFLED) >= 10, SHUFFLED
     page = DOCS / "order.md"
 
@@ -377,12 +383,20 @@ def test_inner_runs_pass_in_any_order(pytester: pytest.Pytester, monkeypatch: py
         with pytest.raises(AssertionError, match=f"did not pass \\(-p randomly --randomly-seed={seed}\\)"):
             run_page([test_file(written)], pytester, monkeypatch, seeds=(seed,))
     assert run_page([test_file(written, "-p no:randomly")], pytester, monkeypatch) == 1  # the order failed
-    fresh = (
-        "from pathlib import Path\n\n\ndef test_fresh():\n"
-        "    assert not Path('ran').exists()\n    Path('ran').write_text('')\n"
+    fresh = "from pathlib import Path\n" + "".join(
+        f"\n\ndef test_fresh_{k}():\n    assert not Path('ran{k}').exists()\n"
+        f"    Path('ran{k}').write_text('')\n    with open('../runs', 'a') as runs:\n        runs.write('{k}')\n"
+        for k in range(2)
     )
     assert run_page([test_file(fresh)], pytester, monkeypatch) == 1
-    assert (pytester.path / "ran").exists() and not list(pytester.path.parent.glob("seed*-*"))
+    assert (pytester.path / "ran0").exists() and (pytester.path / "ran1").exists()
+    assert sorted((pytester.path.parent / "runs").read_text()) == ["0", "0", "1", "1"]  # both seeds
+    assert not list(pytester.path.parent.glob("seed*-*"))
+    once = "def test_once():\n    with open('../once', 'a') as runs:\n        runs.write('x')\n"
+    assert run_page([test_file(once)], pytester, monkeypatch) == 1
+    assert (pytester.path.parent / "once").read_text() == "x" and not list(
+        pytester.path.parent.glob("seed*-*")
+    )
 
 
 def test_readme_runnable_blocks(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
