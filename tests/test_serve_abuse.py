@@ -64,13 +64,14 @@ def _flood_ids(url: str, batches: list[bytes]) -> None:
 
 def test_a_flood_of_request_ids_is_not_kept() -> None:
     """Each request's JSON-RPC ids were kept for ever (43 -> 332 MB after 30 requests); now only
-    ids an open held stream waits for are, so 5 batches of 20,000 ids leave memory flat (the
-    old ledger kept about 11 MB for these 100,000 ids, a ledger kept per request or a request
-    body kept per request 5 MB or more: each is over the bound; what stays is a few KB)."""
+    ids an open held stream waits for are, so 5 batches of 5,000 ids leave memory flat: what
+    stays is under 10 KB, the bound is 256 KB, and each way of keeping them is over it for these
+    25,000 ids (a ledger of every id about 2 MB, a request body kept per request 1.1 MB, its ids
+    kept per request 0.9 MB)."""
     asgi = app(_cassette())
     replayer: serve.Replayer = asgi.state.ssemock
-    warm_up = [_batch(r * 20_000, 20_000) for r in range(3)]
-    flood = [_batch(r * 20_000, 20_000) for r in range(3, 8)]  # built before tracing: only serving is traced
+    warm_up = [_batch(0, 5_000)]
+    flood = [_batch(r * 5_000, 5_000) for r in range(1, 6)]  # built before tracing: only serving is traced
     with running(asgi) as url:
         _flood_ids(url, warm_up)  # warm up (imports, caches)
         gc.collect()
@@ -83,8 +84,8 @@ def test_a_flood_of_request_ids_is_not_kept() -> None:
         finally:
             tracemalloc.stop()
     assert replayer.held_ids == 0
-    assert grown < 2 << 20, f"{grown} bytes kept after 100,000 ids"  # the old ledger: > 10 MB here
-    assert len(replayer.exchanges) == 8
+    assert grown < 256 << 10, f"{grown} bytes kept after 25,000 ids"  # a ledger of every id: ~2 MB here
+    assert len(replayer.exchanges) == 6
 
 
 def test_a_held_stream_keeps_only_the_ids_it_waits_for_and_drops_them_when_it_ends() -> None:
