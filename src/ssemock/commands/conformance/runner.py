@@ -238,8 +238,10 @@ def _settled(track: Track) -> bool:
     begun = changed = time.monotonic()
     seen = (0, 0)
     while time.monotonic() - begun < _WAIT:
-        if track.done.wait(0.02) and not track.reconnects:
-            return True
+        if track.done.wait(0.02):
+            if not track.reconnects:
+                return True
+            time.sleep(0.02)  # set, the wait returns at once: the quiet moment is polled, not spun on
         now = (len(track.messages), len(track.last_event_ids))
         if now != seen:
             seen, changed = now, time.monotonic()
