@@ -275,9 +275,8 @@ def _pytest_run(
     """One pytest process running a module per route in ``hows`` (test_long, endless, under the
     route's interruption), each over its good cassette: their paths and bytes by route, and the
     run's output."""
-    goods = {}
-    for how in hows:
-        module = "test_" + how.replace("-", "_")
+    goods, modules = {}, ["test_" + how.replace("-", "_") for how in hows]
+    for how, module in zip(hows, modules):
         # pytest-timeout in the route's mode (the mark does what --timeout and --timeout-method do)
         mark = f'@pytest.mark.timeout(2, method="{how.split("-")[1]}")\n' if how.startswith("timeout") else ""
         code = f"HOW = {how!r}\n" + PYTEST_RUN.replace(
@@ -302,7 +301,7 @@ def _pytest_run(
         "no:randomly",
         "-s",
         "--ssemock-record-mode=all",
-        *(f"test_{how.replace('-', '_')}.py" for how in hows),
+        *(f"{module}.py" for module in modules),
     ]
     return goods, _run(argv, {"URL": url, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, folder, send)
 

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _pytest.assertion import rewrite
 
 
 def compile_once() -> None:
@@ -89,8 +90,6 @@ def _test_modules(config: pytest.Config) -> Iterator[Path]:
 def _rewrite_once(config: pytest.Config, module: Path) -> None:
     """``module`` assert-rewritten and written where pytest's import hook reads it (its own
     cache format: a checked-hash pyc), unless that file holds this source's rewrite already."""
-    from _pytest.assertion import rewrite
-
     pyc = rewrite.get_cache_dir(module) / (module.name[:-3] + rewrite.PYC_TAIL)
     source_hash = importlib.util.source_hash(module.read_bytes())
     try:
@@ -114,8 +113,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if hasattr(config, "workerinput") or config.getoption("dist", "no") == "no" or sys.dont_write_bytecode:
         return
     import compileall
-
-    from _pytest.assertion import rewrite
 
     private = ("get_cache_dir", "PYC_TAIL", "try_makedirs", "_rewrite_test", "_write_pyc", "assertstate_key")
     if config.getoption("assertmode") == "rewrite" and all(hasattr(rewrite, name) for name in private):

@@ -556,8 +556,8 @@ init_b64_byte(void)
     }
 }
 
-/* Whether every byte of x is from lo to hi (1 <= lo <= hi <= 127): no byte below lo, none above
- * hi, each tested on the eight at once (the high bit of a byte's sum or difference). */
+/* The bytes of x not from lo to hi (1 <= lo <= hi <= 127), as the high bit of each (none: 0):
+ * below lo or above hi, tested on the eight at once (the high bit of a byte's sum or difference). */
 static uint64_t
 outside(uint64_t x, unsigned int lo, unsigned int hi)
 {
@@ -565,6 +565,7 @@ outside(uint64_t x, unsigned int lo, unsigned int hi)
     return (((x - ones * lo) & ~x) | (x + ones * (127 - hi)) | x) & high;
 }
 
+/* Whether every byte of x is from lo to hi (1 <= lo <= hi <= 127). */
 static int
 all_between(uint64_t x, unsigned int lo, unsigned int hi)
 {
