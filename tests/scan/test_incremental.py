@@ -72,6 +72,10 @@ FORMS = {
     "credential-named member": lambda: [b'data: {"password":"hunter2-hunter2"}\n\n'],
     "base64": lambda: [_event(base64.b64encode(f"the key {KEY}".encode()).decode())],
     "split plain data": lambda: [b"data: " + c.encode() + b"\n\n" for c in KEY],
+    "split across long plain events": lambda: [  # neither half holds an anchor: found only joined
+        b"data: " + b"y" * 3_000 + KEY[:2].encode() + b"\n\n",
+        b"data: " + KEY[2:].encode() + b"y" * 3_000 + b"\n\n",
+    ],
 }
 
 
@@ -272,7 +276,7 @@ class _Segments:
     def __init__(self, path: str, text: object) -> None:
         self.got: list[bytes] = []
 
-    def segment(self, body: bytes, pos: int, end: int) -> None:
+    def segment(self, body: bytes, pos: int, end: int, plain: bool = False) -> None:
         self.got.append(body[pos:end])
 
     def close(self) -> None:

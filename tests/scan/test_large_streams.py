@@ -222,15 +222,36 @@ def test_a_window_scanned_from_its_own_bytes_finds_what_its_text_finds(
     """A reassembled window of ASCII text is searched in its joined bytes, not in its text encoded
     again: the findings are the same as from the text (and a window of other text is encoded)."""
     fast, slow = _Scan(0), _Scan(0)
-    large_streams._joined(large_streams.text_scan(fast, "response.body"), "", name, parts, [])
+    large_streams._joined(large_streams.text_scan(fast, "response.body"), "", name, parts, [], None)
     large_streams._joined(
-        lambda text, where, depth, raw=None: slow.text("response.body", text, where, depth),
+        lambda text, where, depth, raw=None, hits=None: slow.text("response.body", text, where, depth),
         "",
         name,
         parts,
         [],
+        None,
     )
     assert fast.found == slow.found
+
+
+_SEAM_BITS = [KEY[:2], KEY[2:5], KEY[5:9], KEY[9:], "s", "k", "-", "sk-", "AI", "za", "ya29", ".", "\\", "%2"]
+_SEAM_BITS += ["-----BEGIN ", "Bearer", " ", "gh", "p_", "AKIA", "x" * 20, "\n", "é"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(seeded(lambda rng: ["".join(some(_SEAM_BITS, 6)(rng)).encode() for _ in range(rng.randint(1, 40))]))
+def test_a_join_of_pieces_without_an_anchor_is_searched_at_its_seams_as_a_whole(pieces: list[bytes]) -> None:
+    """Pieces that hold no shape anchor, joined: the searches of the bytes around each seam find
+    what the searches of the whole join find (an anchor split across pieces; none lost, none more);
+    and a window of such pieces scanned with its seams finds what it finds without them."""
+    pieces = [p for p in pieces if not credential_shapes.find_hits(p)[0]]
+    joined = b"".join(pieces)
+    seams = [sum(map(len, pieces[: k + 1])) for k in range(len(pieces) - 1)]
+    assert credential_shapes.seam_hits(joined, seams) == credential_shapes.find_hits(joined)
+    seamed, whole = _Scan(0), _Scan(0)
+    large_streams._joined(large_streams.text_scan(seamed, "response.body"), "", b"data", pieces, [], seams)
+    large_streams._joined(large_streams.text_scan(whole, "response.body"), "", b"data", pieces, [], None)
+    assert seamed.found == whole.found
 
 
 def _plain_split(key: str, filler: bytes) -> bytes:

@@ -89,7 +89,9 @@ def _outputs(body: bytes, cuts: list[int], *, plans: bool, pure: bool = True) ->
         if pure:
             m.setattr(large_streams, "_members", members)
         stream = LargeStream(
-            "response.body", lambda text, path, depth, raw=None: out.append((path, text, depth)), plans=plans
+            "response.body",
+            lambda text, path, depth, raw=None, hits=None: out.append((path, text, depth)),
+            plans=plans,
         )
         for pos, end in zip([0, *cuts], [*cuts, len(body)]):
             stream.segment(body, pos, end)

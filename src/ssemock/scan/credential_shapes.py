@@ -47,6 +47,7 @@ __all__ = [
     "has_b64_run",
     "scan",
     "scan_binary",
+    "seam_hits",
 ]
 
 REDACTED = "REDACTED"
@@ -384,6 +385,24 @@ def find_hits(data: bytes, at: int = 0) -> Hits:
     if at:
         anchors, escapes = [(i, s + at) for i, s in anchors], [e + at for e in escapes]
     return anchors, escapes
+
+
+def seam_hits(data: bytes, ends: list[int]) -> Hits:
+    """`find_hits` of ``data``, a join of pieces none of which holds a shape anchor (``ends``: where
+    each piece ends in it, in order): an anchor there spans a seam between two pieces, so only the
+    bytes around each seam are searched for one (seams close together as one stretch: a search of
+    it finds what the search of the whole finds there). Escapes are searched in the whole join."""
+    reach, spans = _MAX_ANCHOR - 1, list[list[int]]()
+    for end in ends:
+        lo, hi = max(0, end - reach), min(len(data), end + reach)
+        if spans and lo <= spans[-1][1]:
+            spans[-1][1] = hi
+        elif lo < hi:
+            spans.append([lo, hi])
+    if sum(hi - lo for lo, hi in spans) << 2 > len(data):  # seams close together: one pass over it all
+        return find_hits(data)
+    anchors = [(i, s + lo) for lo, hi in spans for i, s in _find_anchors(data[lo:hi])]
+    return anchors, _find_escapes(data)
 
 
 def scan(data: str | bytes, hits: Hits | None = None, raw: bytes | None = None) -> list[Secret]:

@@ -18,6 +18,8 @@ recording's own bytes (one segment joined at a time).
 
 from __future__ import annotations
 
+import bisect
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +35,7 @@ __all__ = ["BodyScan", "scanned_as_recorded"]
 
 _FIELD = "response.body"
 _JSON_FRAMINGS = ("ndjson", "json_array")  # each event JSON: no plain data
+_START = operator.itemgetter(1)  # where an anchor hit starts
 _STEP = 16 << 10  # events are decoded and walked at least this many bytes at a time (cut after a newline):
 # a piece's events are read in runs of up to 64 (`ssemock.scan.event_plans.Shapes.bulk`), ~60 OpenAI chunks in 16 KB
 
@@ -187,7 +190,7 @@ class BodyScan:
         assert self._stream is not None
         at = 0
         while (nl := body.find(b"\n", at + _SEGMENT, end)) >= 0:
-            self._stream.segment(body, at, nl + 1)
+            self._stream.segment(body, at, nl + 1, self._anchorless(at, nl + 1))
             at = nl + 1
         self._segment_at = at
         if at < end:
@@ -239,7 +242,12 @@ class BodyScan:
         assert self._stream is not None
         if start + len(segment) > self._at:
             self._search(segment if start == self._at else segment[self._at - start :])
-        self._stream.segment(segment, 0, len(segment))
+        self._stream.segment(segment, 0, len(segment), self._anchorless(start, start + len(segment)))
+
+    def _anchorless(self, start: int, end: int) -> bool:
+        """Whether the body's bytes from ``start`` to ``end`` (searched) hold no shape anchor."""
+        k = bisect.bisect_left(self._anchors, start, key=_START)
+        return k == len(self._anchors) or self._anchors[k][1] >= end
 
     def findings(self, response: Any) -> list[Finding] | None:
         """What the scan at save finds in ``response``'s body (as interaction 0), or None: not the

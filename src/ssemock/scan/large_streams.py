@@ -15,6 +15,7 @@ runs (of the strings and the text between them, each once, where a plan read the
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from typing import Protocol
 from ..framing.accelerator import b64_runs as _c_b64_runs
 from ..framing.accelerator import data_lines as _c_data_lines
 from ..framing.accelerator import members as _c_members
-from .credential_shapes import base64_text, scan
+from .credential_shapes import Hits, base64_text, scan, seam_hits
 from .segment_plans import SegmentPlans, members
 
 __all__ = ["LargeStream", "TextScan", "TextWalker", "large_stream", "segment_end", "text_scan"]
@@ -33,7 +34,9 @@ class TextScan(Protocol):
     """The scan of a decoded form: (its text, where it is in the field, its depth of decoding), and
     the UTF-8 bytes the text is, when they are at hand (``raw``: the scan need not encode it)."""
 
-    def __call__(self, text: str, where: str, depth: int, *, raw: bytes | None = None) -> None: ...
+    def __call__(
+        self, text: str, where: str, depth: int, *, raw: bytes | None = None, hits: Hits | None = None
+    ) -> None: ...
 
 
 class TextWalker(Protocol):
@@ -46,10 +49,13 @@ class TextWalker(Protocol):
 
 def text_scan(walker: TextWalker, field: str) -> TextScan:
     """``walker``'s scan of the decoded forms of ``field``: the shapes searched in ``raw`` when
-    given (a window of ASCII text: the bytes it was joined into), then the rest of the scan."""
+    given (a window of ASCII text: the bytes it was joined into; ``hits``: what `find_hits` finds
+    in them, when known), then the rest of the scan."""
 
-    def scan_text(text: str, where: str, depth: int, *, raw: bytes | None = None) -> None:
-        for s in scan(text, raw=raw):
+    def scan_text(
+        text: str, where: str, depth: int, *, raw: bytes | None = None, hits: Hits | None = None
+    ) -> None:
+        for s in scan(text, hits, raw):
             walker.add(field, s.what, text[s.start : s.end], s.preview, where)
         walker.text(field, text, where, depth, shapes=False)
 
@@ -78,9 +84,14 @@ class _Join:
     ``scan`` is also handed `_last`, the last window's join and text, to let go of once its own
     join exists (`_joined`): their blocks then lie below that join, kept for the next window's text
     and join. Let go of as soon as scanned, they lay at the top of the heap, which glibc handed back
-    to the kernel, and each window's ~2 MiB came back as fresh pages (a page fault every 4 KiB)."""
+    to the kernel, and each window's ~2 MiB came back as fresh pages (a page fault every 4 KiB).
 
-    def __init__(self, scan: Callable[[list[bytes], list[bytes | str]], None]) -> None:
+    Where every piece of a window is known to hold no shape anchor (each from a segment whose search
+    found none: ``plain``) and the pieces are held as they are, ``scan`` is also handed the seams
+    between them (`ssemock.scan.credential_shapes.seam_hits`: an anchor in the join spans one),
+    else None."""
+
+    def __init__(self, scan: Callable[[list[bytes], list[bytes | str], list[int] | None], None]) -> None:
         self._scan = scan
         self._last: list[bytes | str] = []  # the last window's join and text (see above)
         self._blocks: list[bytes] = []  # the pieces held, joined a segment at a time
@@ -88,16 +99,22 @@ class _Join:
         self._size = 0
         self._held = 0  # pieces held
         self._count = 0  # pieces seen
+        self._sizes: list[int] = []  # the sizes of the last pieces held, as far back as they are plain
 
-    def extend(self, pieces: list[bytes]) -> None:
-        """The pieces of one segment, in order."""
+    def extend(self, pieces: list[bytes], plain: bool = False) -> None:
+        """The pieces of one segment, in order (``plain``: none holds a shape anchor)."""
         if not pieces:
             return
         size = sum(map(len, pieces))
         if len(pieces) << 10 <= size:  # pieces of a KiB or more on average: held as they are (no copy)
             self._blocks += pieces
+            if plain:
+                self._sizes += map(len, pieces)
+            else:
+                self._sizes = []
         else:
             self._blocks.append(b"".join(pieces))
+            self._sizes = []
         self._size += size
         self._held += len(pieces)
         self._count += len(pieces)
@@ -115,14 +132,22 @@ class _Join:
                 size += len(part)
         self._tail = tail[::-1]
         if self._size >= _WINDOW:
-            self._scan(self._blocks, self._last)
+            self._scan(self._blocks, self._last, self._seams())
             self._blocks = [b"".join(self._tail)]
             self._size, self._held = len(self._blocks[0]), len(self._tail)
+            self._sizes = self._sizes[-self._held :] if len(self._sizes) >= self._held else []
+
+    def _seams(self) -> list[int] | None:
+        """Where each piece held but the last ends in their join, when every one is plain."""
+        if len(self._sizes) != self._held:
+            return None
+        return list(itertools.accumulate(self._sizes[:-1]))
 
     def close(self) -> None:
         if self._count >= 2 and (self._count > self._held or self._held >= 2):
-            self._scan(self._blocks, self._last)
+            self._scan(self._blocks, self._last, self._seams())
         self._blocks, self._tail, self._size, self._held, self._last = [], [], 0, 0, []
+        self._sizes = []
 
 
 _UPPER, _LOWER = re.compile(rb"[A-Z]"), re.compile(rb"[a-z]")  # base64 of text mixes cases
@@ -160,8 +185,9 @@ class LargeStream:
         self._data = _Join(functools.partial(_joined, text, path, b"data"))
         self._runs: set[bytes] = set()
 
-    def segment(self, body: bytes, pos: int, end: int) -> None:
-        """``body[pos:end]``, the next segment."""
+    def segment(self, body: bytes, pos: int, end: int, plain: bool = False) -> None:
+        """``body[pos:end]``, the next segment (``plain``: it holds no shape anchor, as its search
+        found: the joins then search only the seams of its pieces for one)."""
         segment = body[pos:end]
         read = self._plans.read(segment) if self._plans is not None else None
         groups, runs = read if read is not None else (_members(segment), segment)
@@ -170,8 +196,8 @@ class LargeStream:
             join = joins.get(name)
             if join is None:
                 join = joins[name] = _Join(functools.partial(_joined, self._text, self._path, name))
-            join.extend(group)
-        self._data.extend(_data_lines(segment))
+            join.extend(group, plain)
+        self._data.extend(_data_lines(segment), plain)
         # the base64 runs that mix cases (an id repeated in every event: decoded once), as _B64_RUN_BYTES finds them
         self._runs.update(_b64_runs(runs, 16))
 
@@ -218,15 +244,24 @@ def _text_data(segment: bytes) -> bool:
     return json_data < data
 
 
-def _joined(text: TextScan, path: str, name: bytes, parts: list[bytes], last: list[bytes | str]) -> None:
+def _joined(
+    text: TextScan,
+    path: str,
+    name: bytes,
+    parts: list[bytes],
+    last: list[bytes | str],
+    seams: list[int] | None,
+) -> None:
     """Scan the text of the join of ``parts``; ``last`` (the window before's join and text) let
-    go of once this join exists, and this window's put in it (see `_Join`)."""
+    go of once this join exists, and this window's put in it (see `_Join`); ``seams``: where its
+    parts end, when none holds a shape anchor."""
     joined = b"".join(parts)
     last.clear()
-    raw = None
+    raw, hits = None, None
     if name == b"data" or b"\\" not in joined:
         whole = joined.decode("utf-8", "replace")
         raw = joined if whole.isascii() else None  # the text is these very bytes: not encoded again
+        hits = seam_hits(joined, seams) if seams is not None and raw is not None else None
     else:  # the JSON escapes undone: json's scanner (orjson takes about 13x a long string's size)
         try:
             whole = json.loads(b'"' + joined + b'"')
@@ -235,4 +270,4 @@ def _joined(text: TextScan, path: str, name: bytes, parts: list[bytes], last: li
         if b"\\ud" in joined or b"\\uD" in joined:  # a surrogate escaped: none left alone
             whole = whole.encode("utf-8", "replace").decode("utf-8")
     last += (joined, whole)
-    text(whole, f"{path} reassembled {name.decode('ascii')}".strip(), 2, raw=raw)
+    text(whole, f"{path} reassembled {name.decode('ascii')}".strip(), 2, raw=raw, hits=hits)
