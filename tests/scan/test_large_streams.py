@@ -87,12 +87,12 @@ def test_the_accelerator_finds_the_data_lines_and_base64_runs_the_pure_code_find
 
 @pytest.mark.parametrize("case", [b"x", b"X"])
 def test_a_long_run_of_one_case_ends_where_the_pure_code_ends_it(case: bytes) -> None:
-    """The C passes read a run of letters of one case sixteen or eight at once: a byte just
+    """The C passes read a run of letters of one case 64, sixteen or eight at once: a byte just
     outside the letters (``@ [ ` {``), a letter of the other case, a digit or a non-ASCII byte at
     any offset of the run ends it, or mixes it, where the pure split (and the regex) does."""
-    for at in range(80):
+    for at in range(200):
         for byte in (b"@", b"[", b"`", b"{", b"A", b"Z", b"a", b"z", b"0", b"\xe1", b"\xc1", b"\x00"):
-            data = case * at + byte + case * (79 - at)
+            data = case * at + byte + case * (199 - at) + case.swapcase()  # (the run after it mixes)
             for least in (1, 16):
                 assert _speedups.b64_runs(data, least) == large_streams._py_b64_runs(data, least), (at, byte)
             text = data.decode("latin-1")

@@ -114,6 +114,9 @@
 #include <stdint.h>
 #include <string.h>
 #include "structmember.h"
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -572,6 +575,38 @@ all_between(uint64_t x, unsigned int lo, unsigned int hi)
     return !outside(x, lo, hi);
 }
 
+/* Where a run of letters of one case (from lo to lo + 25) that goes on at `end` ends: with SSE2
+ * (every x86-64) 64 bytes a step, about 0.4 instructions a byte; then sixteen, then eight at once
+ * (about 1.4 instructions a byte), bytes the step before left over looked at by the caller. */
+static Py_ssize_t
+one_case_end(const unsigned char *base, Py_ssize_t end, Py_ssize_t n, unsigned int lo)
+{
+#ifdef __SSE2__
+    const __m128i low = _mm_set1_epi8((char)lo), top = _mm_set1_epi8(25);
+    while (end + 64 <= n) { /* a byte of the case is 0 to 25 less lo: its max with 25 is 25 */
+        __m128i a = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(base + end)), low);
+        __m128i b = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(base + end + 16)), low);
+        __m128i c = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(base + end + 32)), low);
+        __m128i d = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(base + end + 48)), low);
+        __m128i ab = _mm_max_epu8(_mm_max_epu8(a, b), _mm_max_epu8(c, d));
+        if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(ab, top), top)) != 0xFFFF) {
+            break;
+        }
+        end += 64;
+    }
+#endif
+    uint64_t x, y;
+    while (end + 16 <= n &&
+           (memcpy(&x, base + end, 8), memcpy(&y, base + end + 8, 8),
+            !(outside(x, lo, lo + 25) | outside(y, lo, lo + 25)))) {
+        end += 16;
+    }
+    while (end + 8 <= n && (memcpy(&x, base + end, 8), all_between(x, lo, lo + 25))) {
+        end += 8;
+    }
+    return end;
+}
+
 static PyObject *
 b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -616,16 +651,8 @@ b64_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             kinds |= b64_byte[e[0]] | b64_byte[e[1]] | b64_byte[e[2]] | b64_byte[e[3]] | b64_byte[e[4]] |
                      b64_byte[e[5]] | b64_byte[e[6]] | b64_byte[e[7]];
             end += 8;
-            if (kinds == 5 || kinds == 3) { /* no letter of the other case yet: eight letters of */
-                unsigned int lo = kinds == 5 ? 'a' : 'A'; /* this one at once while they come */
-                uint64_t x, y; /* sixteen at once first (about 1.4 instructions a byte, not 1.9) */
-                while (end + 16 <= n && (memcpy(&x, base + end, 8), memcpy(&y, base + end + 8, 8),
-                                         !(outside(x, lo, lo + 25) | outside(y, lo, lo + 25)))) {
-                    end += 16;
-                }
-                while (end + 8 <= n && (memcpy(&x, base + end, 8), all_between(x, lo, lo + 25))) {
-                    end += 8;
-                }
+            if (kinds == 5 || kinds == 3) { /* no letter of the other case yet: its letters */
+                end = one_case_end(base, end, n, kinds == 5 ? 'a' : 'A'); /* many at once */
             }
         }
         while (end < n && b64_byte[base[end]]) {
