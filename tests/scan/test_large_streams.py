@@ -64,6 +64,7 @@ _SSE_BITS = (
     + [b"Q1w2E3r4", b"abcdefgh", b"ABCDEFGH", b"01234567", b"+/", b"_-", b"=", b"\x00", b"\xff", b"\xc3\xa9"]
     + [KEY.encode(), b"`", b"@", b"\xe1"]
     + [b"abcdefghijklmnopqrstuvwxyz" * 2, b"ABCDEFGHIJKLMNOPQRSTUVWXYZ" * 2]  # long runs of one case
+    + [b"v" * 1023, b"w" * 1024]  # values of a KiB or more: views of the segment
 )
 
 
@@ -268,8 +269,9 @@ def _plain_split(key: str, filler: bytes) -> bytes:
         _delta("word and more"),
         b": ping\n\n",
         b'data: {"id":"chatcmpl-9ZbTest0000","model":"m","choices":[{"delta":{"content":"word"}}]}\n\n',
+        b"data: " + b"long plain text " * 80 + b"\n\n",
     ],
-    ids=["text", "json", "comment", "members"],
+    ids=["text", "json", "comment", "members", "long text"],
 )
 def test_a_large_stream_gives_the_same_findings_with_and_without_the_accelerator(
     monkeypatch: pytest.MonkeyPatch, filler: bytes, form: str

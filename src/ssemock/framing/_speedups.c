@@ -50,12 +50,14 @@
  *   data.count(b",") + data.count(b"[") + data.count(b"{") in one pass, for the check that a
  *   cassette file holds no more JSON values than its size allows (ssemock.cassette._values).
  *
- * data_lines(segment) -> list[bytes]
+ * data_lines(segment) -> list[bytes | memoryview]
  *   The data of every SSE data line of segment whose value is not JSON, for the secret scan of a
  *   large stream (ssemock.scan.large_streams): what re.findall(rb"^data: ?+(?![{\[])([^\r\n]*)",
  *   segment, re.M) gives (a line starts at the segment's start or after an LF; one space after
  *   "data:" is taken; a value starting with '{' or '[' is left out; it ends at CR, LF or the
  *   end), in one pass of memchr instead of a regex tried at every line (tests/scan compare both).
+ *   A value of a KiB or more is a view of the segment, equal to those bytes: the scan joins its
+ *   window from it, so it is copied once, not twice.
  *
  * b64_run(data, least) -> bool
  *   Whether data (bytes, or a str of ASCII: its characters are its bytes) holds `least` base64 /
@@ -504,6 +506,8 @@ values(PyObject *module, PyObject *data)
 
 /* -- data_lines(): the data of non-JSON data lines ------------------------------------------ */
 
+#define LONG_VALUE 1024 /* a value this long or longer is handed as a view of the segment */
+
 static PyObject *
 data_lines(PyObject *module, PyObject *segment)
 {
@@ -511,9 +515,9 @@ data_lines(PyObject *module, PyObject *segment)
         PyErr_SetString(PyExc_TypeError, "data_lines(segment: bytes)");
         return NULL;
     }
-    const char *p = PyBytes_AS_STRING(segment);
+    const char *base = PyBytes_AS_STRING(segment), *p = base;
     const char *end = p + PyBytes_GET_SIZE(segment);
-    PyObject *out = PyList_New(0);
+    PyObject *out = PyList_New(0), *view = NULL; /* the segment's view, made for the first long value */
     if (out == NULL) {
         return NULL;
     }
@@ -528,9 +532,19 @@ data_lines(PyObject *module, PyObject *segment)
             if (v == line_end || (*v != '{' && *v != '[')) {
                 const char *cr = memchr(v, '\r', line_end - v);
                 const char *stop = cr != NULL ? cr : line_end;
-                PyObject *value = PyBytes_FromStringAndSize(v, stop - v);
+                PyObject *value;
+                if (stop - v < LONG_VALUE) {
+                    value = PyBytes_FromStringAndSize(v, stop - v);
+                } else {
+                    if (view == NULL && (view = PyMemoryView_FromObject(segment)) == NULL) {
+                        Py_DECREF(out);
+                        return NULL;
+                    }
+                    value = PySequence_GetSlice(view, v - base, stop - base);
+                }
                 if (value == NULL || PyList_Append(out, value) < 0) {
                     Py_XDECREF(value);
+                    Py_XDECREF(view);
                     Py_DECREF(out);
                     return NULL;
                 }
@@ -542,6 +556,7 @@ data_lines(PyObject *module, PyObject *segment)
         }
         p = lf + 1;
     }
+    Py_XDECREF(view);
     return out;
 }
 
@@ -1649,7 +1664,7 @@ static PyMethodDef methods[] = {
     {"b64_findall", (PyCFunction)(void (*)(void))b64_findall, METH_FASTCALL,
      "b64_findall(text, least) -> list[str]: the base64 runs of ASCII text with up to two '=' after each."},
     {"data_lines", data_lines, METH_O,
-     "data_lines(segment) -> list[bytes]: the data of the SSE data lines whose value is not JSON."},
+     "data_lines(segment) -> list[bytes | memoryview]: the data of the SSE data lines whose value is not JSON."},
     {"members", members, METH_O,
      "members(text) -> dict[bytes, list[bytes]]: the string members' values per name, in text order."},
     {"words", (PyCFunction)(void (*)(void))words, METH_FASTCALL,

@@ -38,8 +38,9 @@ escaped: Callable[[bytes, bytes, bytes], bytes | None] | None = getattr(MODULE, 
 """A cassette body window laid out as JSON strings in one pass (`ssemock.store.layout`)."""
 values: Callable[[bytes], int] | None = getattr(MODULE, "values", None)
 """The count of JSON values in a document, in one pass (`ssemock.store.size_guard`)."""
-data_lines: Callable[[bytes], list[bytes]] | None = getattr(MODULE, "data_lines", None)
-"""The data of a segment's non-JSON SSE data lines, in one pass (`ssemock.scan.large_streams`)."""
+data_lines: Callable[[bytes], list[bytes | memoryview]] | None = getattr(MODULE, "data_lines", None)
+"""The data of a segment's non-JSON SSE data lines, in one pass, a long one as a view of the segment
+(`ssemock.scan.large_streams`)."""
 b64_run: Callable[[bytes | str, int], bool] | None = getattr(MODULE, "b64_run", None)
 """Whether bytes, or a str of ASCII, hold a base64 run (`ssemock.scan.credential_shapes.has_b64_run`)."""
 b64_findall: Callable[[str, int], list[str]] | None = getattr(MODULE, "b64_findall", None)

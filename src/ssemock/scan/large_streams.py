@@ -18,7 +18,7 @@ import functools
 import itertools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ..framing.accelerator import b64_runs as _c_b64_runs
@@ -73,6 +73,9 @@ _WINDOW = 1 << 20  # a reassembled join is scanned this many bytes at a time ...
 _OVERLAP = 1024  # ... with at least this much of the window before at its start (longer than any secret)
 
 
+Piece = bytes | memoryview  # a long piece of a segment is a view of it (`_data_lines`'s)
+
+
 class _Join:
     """Pieces (one per event) joined and handed to ``scan`` a window at a time: whole pieces, about
     `_WINDOW` bytes, each window starting with the last pieces of the one before (at least
@@ -91,17 +94,17 @@ class _Join:
     between them (`ssemock.scan.credential_shapes.seam_hits`: an anchor in the join spans one),
     else None."""
 
-    def __init__(self, scan: Callable[[list[bytes], list[bytes | str], list[int] | None], None]) -> None:
+    def __init__(self, scan: Callable[[list[Piece], list[bytes | str], list[int] | None], None]) -> None:
         self._scan = scan
         self._last: list[bytes | str] = []  # the last window's join and text (see above)
-        self._blocks: list[bytes] = []  # the pieces held, joined a segment at a time
-        self._tail: list[bytes] = []  # the last pieces held, at least _OVERLAP bytes when there are
+        self._blocks: list[Piece] = []  # the pieces held, joined a segment at a time
+        self._tail: list[Piece] = []  # the last pieces held, at least _OVERLAP bytes when there are
         self._size = 0
         self._held = 0  # pieces held
         self._count = 0  # pieces seen
         self._sizes: list[int] = []  # the sizes of the last pieces held, as far back as they are plain
 
-    def extend(self, pieces: list[bytes], plain: bool = False) -> None:
+    def extend(self, pieces: Sequence[Piece], plain: bool = False) -> None:
         """The pieces of one segment, in order (``plain``: none holds a shape anchor)."""
         if not pieces:
             return
@@ -214,7 +217,7 @@ class LargeStream:
 _members = _c_members or members  # the optional C accelerator: what the member regex finds, in one pass
 
 
-def _py_data_lines(segment: bytes) -> list[bytes]:
+def _py_data_lines(segment: bytes) -> list[Piece]:
     """The data of every data line of ``segment`` whose value is not JSON (the reference of the
     accelerator's one pass): none looked for where every ``data:`` in it starts JSON."""
     return _TEXT_DATA_LINE.findall(segment) if _text_data(segment) else []
@@ -248,7 +251,7 @@ def _joined(
     text: TextScan,
     path: str,
     name: bytes,
-    parts: list[bytes],
+    parts: list[Piece],
     last: list[bytes | str],
     seams: list[int] | None,
 ) -> None:
