@@ -167,6 +167,7 @@ _MEMBER_BITS = (
     + [b'"v"', b"\\", b'\\"', b"\\\n", b"\\u00e9", b"\t", b"\x0b", b"\x0c", b"\r", b"\n", b" "]
     + [b"{", b"}", b",", b"[", b"]", b"1.5e3", b"null", b"x", b"Q1w2E3r4T5y6U7i8", b"abcdefghijklmnopq"]
     + [b"+/", b"_-", b"\xc3\xa9", b"\xff", b"\x00", b"data: ", KEY.encode()]
+    + [b'"text":"' + b"v" * 1023 + b'"', b'"text":"' + b"w" * 1024 + b'"']  # a long one: a view
 )
 
 

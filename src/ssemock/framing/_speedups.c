@@ -82,8 +82,9 @@
  *   `least` base64 / base64url bytes or more with up to two "=" after it, in order, found by
  *   b64_runs' skipping search where the regex tries a match at every offset.
  *
- * members(text) -> dict[bytes, list[bytes]]
- *   The values of text's string members per member name, in text order: what grouping
+ * members(text) -> dict[bytes, list[bytes | memoryview]]
+ *   The values of text's string members per member name, in text order (a value of a KiB or more
+ *   as a view of text, as data_lines hands one): what grouping
  *   ssemock.scan.segment_plans.STRING_MEMBER.findall(text) by name gives (a name of 1-40 bytes
  *   of [A-Za-z0-9_] in quotes, whitespace, a colon, whitespace, a quoted string whose backslash
  *   escapes each take the next byte but a newline; after a failed match the search goes on at
@@ -911,7 +912,7 @@ members(PyObject *module, PyObject *text)
     Py_ssize_t n = PyBytes_GET_SIZE(text), p = 0, span[4], after;
     Seen seen[NAMES_SEEN];
     int count = 0, next = 0;
-    PyObject *out = PyDict_New();
+    PyObject *out = PyDict_New(), *view = NULL; /* text's view, made for the first long value */
     if (out == NULL) {
         return NULL;
     }
@@ -957,15 +958,24 @@ members(PyObject *module, PyObject *text)
             next = (next + 1) % NAMES_SEEN;
             count += count < NAMES_SEEN;
         }
-        PyObject *value = PyBytes_FromStringAndSize((const char *)d + span[2], span[3] - span[2]);
+        PyObject *value;
+        if (span[3] - span[2] < LONG_VALUE) {
+            value = PyBytes_FromStringAndSize((const char *)d + span[2], span[3] - span[2]);
+        } else if (view != NULL || (view = PyMemoryView_FromObject(text)) != NULL) {
+            value = PySequence_GetSlice(view, span[2], span[3]);
+        } else {
+            goto fail;
+        }
         if (value == NULL || PyList_Append(list, value) < 0) {
             Py_XDECREF(value);
             goto fail;
         }
         Py_DECREF(value);
     }
+    Py_XDECREF(view);
     return out;
 fail:
+    Py_XDECREF(view);
     Py_DECREF(out);
     return NULL;
 }
@@ -1666,7 +1676,7 @@ static PyMethodDef methods[] = {
     {"data_lines", data_lines, METH_O,
      "data_lines(segment) -> list[bytes | memoryview]: the data of the SSE data lines whose value is not JSON."},
     {"members", members, METH_O,
-     "members(text) -> dict[bytes, list[bytes]]: the string members' values per name, in text order."},
+     "members(text) -> dict[bytes, list[bytes | memoryview]]: the string members' values per name, in text order."},
     {"words", (PyCFunction)(void (*)(void))words, METH_FASTCALL,
      "words(data, words) -> list[tuple[int, int]]: where each lower-case word stands, any case."},
     {"init", init, METH_O, "init(ServerSentEvent): the class whose slots blocks() fills."},

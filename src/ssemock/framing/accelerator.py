@@ -47,8 +47,9 @@ b64_findall: Callable[[str, int], list[str]] | None = getattr(MODULE, "b64_finda
 """The base64 runs of ASCII text as `B64_RUN.findall` gives them (`ssemock.scan.credential_shapes.b64_findall`)."""
 b64_runs: Callable[[bytes, int], set[bytes]] | None = getattr(MODULE, "b64_runs", None)
 """The distinct base64 runs of a segment that mix cases, in one pass (`ssemock.scan.large_streams`)."""
-members: Callable[[bytes], dict[bytes, list[bytes]]] | None = getattr(MODULE, "members", None)
-"""A segment's string members per name, in one pass (`ssemock.scan.large_streams`)."""
+members: Callable[[bytes], dict[bytes, list[bytes | memoryview]]] | None = getattr(MODULE, "members", None)
+"""A segment's string members per name, in one pass, a long value as a view of the segment
+(`ssemock.scan.large_streams`)."""
 words: Callable[[bytes, tuple[bytes, ...]], list[tuple[int, int]]] | None = getattr(MODULE, "words", None)
 """Where lower-case words stand in data, any case, in one pass (`ssemock.scan.fields.word_hits`)."""
 longest_gap: Callable[[list[float]], tuple[float, int] | None] | None = getattr(MODULE, "longest_gap", None)
