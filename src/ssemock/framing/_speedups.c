@@ -1538,15 +1538,27 @@ words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     while (j + 1 < len) {
-        if (j + 8 <= len) {
-            uint64_t x;
+        uint64_t x;
+        while (j + 16 <= len) { /* sixteen bytes a step while none of their eight pairs is one */
             memcpy(&x, data + j, 8); /* the four pairs at j, j + 2, j + 4, j + 6, in some order */
+            if (pair[x & 0xffff] | pair[(x >> 16) & 0xffff] | pair[(x >> 32) & 0xffff] | pair[x >> 48]) {
+                break;
+            }
+            memcpy(&x, data + j + 8, 8);
+            if (pair[x & 0xffff] | pair[(x >> 16) & 0xffff] | pair[(x >> 32) & 0xffff] | pair[x >> 48]) {
+                j += 8;
+                break;
+            }
+            j += 16;
+        }
+        if (j + 16 > len && j + 8 <= len) { /* (near the end: eight bytes a step) */
+            memcpy(&x, data + j, 8);
             if (!(pair[x & 0xffff] | pair[(x >> 16) & 0xffff] | pair[(x >> 32) & 0xffff] | pair[x >> 48])) {
                 j += 8;
                 continue;
             }
         }
-        if (pair[PAIR_KEY(data[j], data[j + 1])] &&
+        if (j + 1 < len && pair[PAIR_KEY(data[j], data[j + 1])] &&
             (hits_at(out, data, len, j - 1) < 0 || hits_at(out, data, len, j) < 0)) {
             Py_DECREF(out);
             return NULL;
