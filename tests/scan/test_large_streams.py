@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 import re
 import sys
 
@@ -238,10 +239,17 @@ def test_a_window_scanned_from_its_own_bytes_finds_what_its_text_finds(
 
 _SEAM_BITS = [KEY[:2], KEY[2:5], KEY[5:9], KEY[9:], "s", "k", "-", "sk-", "AI", "za", "ya29", ".", "\\", "%2"]
 _SEAM_BITS += ["-----BEGIN ", "Bearer", " ", "gh", "p_", "AKIA", "x" * 20, "\n", "é"]
+_SEAM_BITS += ["github_pa", "t_", "g", "ithub_pat_", "-----BEGI", "N"]  # the longest anchor split anywhere
+
+
+def _seam_piece(rng: random.Random) -> bytes:
+    """Bits at both ends, most often a long middle between them (seams far apart: searched alone)."""
+    middle = "y" * rng.choice([0, 5, 60, 60, 200])
+    return ("".join(some(_SEAM_BITS, 4)(rng)) + middle + "".join(some(_SEAM_BITS, 4)(rng))).encode()
 
 
 @settings(max_examples=300, deadline=None)
-@given(seeded(lambda rng: ["".join(some(_SEAM_BITS, 6)(rng)).encode() for _ in range(rng.randint(1, 40))]))
+@given(seeded(lambda rng: [_seam_piece(rng) for _ in range(rng.randint(1, 40))]))
 def test_a_join_of_pieces_without_an_anchor_is_searched_at_its_seams_as_a_whole(pieces: list[bytes]) -> None:
     """Pieces that hold no shape anchor, joined: the searches of the bytes around each seam find
     what the searches of the whole join find (an anchor split across pieces; none lost, none more);

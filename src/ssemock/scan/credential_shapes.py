@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -391,7 +392,8 @@ def seam_hits(data: bytes, ends: list[int]) -> Hits:
     """`find_hits` of ``data``, a join of pieces none of which holds a shape anchor (``ends``: where
     each piece ends in it, in order): an anchor there spans a seam between two pieces, so only the
     bytes around each seam are searched for one (seams close together as one stretch: a search of
-    it finds what the search of the whole finds there). Escapes are searched in the whole join."""
+    it finds what the search of the whole finds there), all the stretches in one pass. Escapes are
+    searched in the whole join."""
     reach, spans = _MAX_ANCHOR - 1, list[list[int]]()
     for end in ends:
         lo, hi = max(0, end - reach), min(len(data), end + reach)
@@ -401,7 +403,13 @@ def seam_hits(data: bytes, ends: list[int]) -> Hits:
             spans.append([lo, hi])
     if sum(hi - lo for lo, hi in spans) << 2 > len(data):  # seams close together: one pass over it all
         return find_hits(data)
-    anchors = [(i, s + lo) for lo, hi in spans for i, s in _find_anchors(data[lo:hi])]
+    starts = list(itertools.accumulate((hi - lo + 1 for lo, hi in spans[:-1]), initial=0))
+    # the stretches searched in one pass, a newline between two (no anchor holds one: none spans it)
+    found = _find_anchors(b"\n".join(data[lo:hi] for lo, hi in spans))
+    anchors = []
+    for i, s in found:
+        k = bisect.bisect_right(starts, s) - 1
+        anchors.append((i, s - starts[k] + spans[k][0]))
     return anchors, _find_escapes(data)
 
 
