@@ -153,6 +153,24 @@ def test_the_accelerated_window_is_the_pure_code_s_byte_for_byte(
         cassette_body._c_escaped = saved
 
 
+@pytest.mark.parametrize("kind", ["lf", "lines"])
+def test_an_escape_at_any_offset_of_a_long_window_is_the_pure_code_s(kind: str) -> None:
+    """``_speedups.escaped`` makes room for 256 bytes of window at a time: a separator (an event's
+    two newlines among them), an escape or a multi-byte character at every offset across the
+    first block's end is made as the pure code makes it."""
+    sep, layout = (b"\n" if kind == "lines" else b"\n\n"), b'",\n      "'
+    saved = cassette_body._c_escaped
+    for tail in (b"\n\n", b'"x', b"\x01", "\u00e9\u20ac".encode(), b"\\n"):
+        for k in range(240, 272):
+            window = b"a" * k + tail + b'data: {"b": "' + b"c" * 300 + b'"}\n\n'
+            compiled = _speedups.escaped(window, sep, layout)
+            cassette_body._c_escaped = None
+            try:
+                assert compiled == cassette_body._escaped(window, kind, layout), (tail, k)
+            finally:
+                cassette_body._c_escaped = saved
+
+
 def test_the_accelerator_is_in_use_and_refuses_bad_arguments() -> None:
     assert cassette_body._c_escaped is _speedups.escaped
     for sep in (b"\r", b"", b"\n\x00", b"\n\n\n"):

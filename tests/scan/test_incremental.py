@@ -98,6 +98,7 @@ def _fed(body: bytes, seed: int) -> BodyScan:
     [
         (3_000, 0),
         (600_000, (256 << 10) - 900),  # across the first cut of a large stream's segments
+        (1_900_000, 1_700_000),  # past the first MiB: its events are walked at the save
         (2_400_000, (2 << 20) - 1_500),  # across the size where the walk gives way to the large pass
     ],
 )

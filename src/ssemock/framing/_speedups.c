@@ -384,6 +384,9 @@ init_json_escape(void)
     json_escape['\\'] = '\\';
 }
 
+/* Input bytes escaped between two checks of the room left: each writes at most `most`. */
+#define ESCAPE_BLOCK 256
+
 /* Whether any of the 8 bytes needs an escape (a control byte, a quote or a backslash). */
 static int
 special8(const unsigned char *p)
@@ -437,39 +440,43 @@ escaped(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyBytes_AS_STRING(out)[0] = '"';
-    while (p < end) {
-        const unsigned char *run = p;
-        while (end - p >= 8 && !special8(p)) {
-            p += 8;
-        }
-        while (p < end && json_escape[*p] == 0) {
-            p += 1;
-        }
-        if (room(&out, &cap, size + (p - run) + most + 1) != 0) {
+    while (p < end) {  /* a block of input at a time, with room made for the most it writes */
+        const unsigned char *block_end = end - p > ESCAPE_BLOCK ? p + ESCAPE_BLOCK : end;
+        if (room(&out, &cap, size + (block_end - p) * most + 1) != 0) {
             return NULL;
         }
         unsigned char *w = (unsigned char *)PyBytes_AS_STRING(out) + size;
-        memcpy(w, run, p - run);
-        w += p - run;
-        if (p < end) {
-            unsigned c = *p++;
-            unsigned char e = json_escape[c];
-            *w++ = '\\';
-            *w++ = e;
-            if (e == 'u') {
-                *w++ = '0';
-                *w++ = '0';
-                *w++ = hex[c >> 4];
-                *w++ = hex[c & 15];
+        while (p < block_end) {
+            while (block_end - p >= 8 && !special8(p)) {  /* 8 bytes to copy as they are */
+                memcpy(w, p, 8);
+                w += 8;
+                p += 8;
             }
-            else if (c == '\n' && (!pair || (p < end && *p == '\n'))) {  /* a separator */
-                if (pair) {
-                    *w++ = '\\';
-                    *w++ = 'n';
-                    p += 1;
+            while (p < block_end) {  /* a byte at a time, to the next escape (it included) */
+                unsigned c = *p++;
+                unsigned char e = json_escape[c];
+                if (e == 0) {
+                    *w++ = (unsigned char)c;
+                    continue;
                 }
-                memcpy(w, layout, layout_len);
-                w += layout_len;
+                *w++ = '\\';
+                *w++ = e;
+                if (e == 'u') {
+                    *w++ = '0';
+                    *w++ = '0';
+                    *w++ = hex[c >> 4];
+                    *w++ = hex[c & 15];
+                }
+                else if (c == '\n' && (!pair || (p < end && *p == '\n'))) {  /* a separator */
+                    if (pair) {  /* (its second newline may lie past the block: one byte more) */
+                        *w++ = '\\';
+                        *w++ = 'n';
+                        p += 1;
+                    }
+                    memcpy(w, layout, layout_len);
+                    w += layout_len;
+                }
+                break;
             }
         }
         size = (char *)w - PyBytes_AS_STRING(out);

@@ -2,10 +2,12 @@
 
 A recording (`ssemock.plan.record.Recorder`) feeds a `BodyScan` every piece of an event stream's
 body as it arrives. The scan is the one `ssemock.scan.walk.scan_interaction` runs on a whole
-body, done a segment at a time: up to 2 MiB each event is decoded (the SSE decoder does not
+body, done a segment at a time: in its first MiB each event is decoded (the SSE decoder does not
 depend on where the body is cut) and walked as it completes, its string pieces collected per JSON
-path; past 2 MiB the large-stream pass (`ssemock.scan.large_streams.LargeStream`) reads it in the
-very segments it cuts a whole body into, from the first byte on. What is left for the end is what
+path; the events of the second MiB are walked at the save, should the body end before 2 MiB; past
+2 MiB the large-stream pass (`ssemock.scan.large_streams.LargeStream`) reads it in the very
+segments it cuts a whole body into, from the first byte on (the walk so far is dropped: the events
+of the second MiB are never walked). What is left for the end is what
 only the whole body can give: the shapes, escapes and credential-named members of the body as
 stored (C-speed passes), and the text reassembled across events. The findings are those of the
 scan at save, in the same order; `findings` hands them over only for the body that was fed, under
@@ -36,8 +38,10 @@ __all__ = ["BodyScan", "scanned_as_recorded"]
 _FIELD = "response.body"
 _JSON_FRAMINGS = ("ndjson", "json_array")  # each event JSON: no plain data
 _START = operator.itemgetter(1)  # where an anchor hit starts
-_STEP = 16 << 10  # events are decoded and walked at least this many bytes at a time (cut after a newline):
-# a piece's events are read in runs of up to 64 (`ssemock.scan.event_plans.Shapes.bulk`), ~60 OpenAI chunks in 16 KB
+_STEP = 64 << 10  # events are decoded and walked at least this many bytes at a time (cut after a newline):
+# a piece's events are read in runs of up to 64 (`ssemock.scan.event_plans.Shapes.bulk`), fewer fixed steps a MB
+_WALK_AHEAD = 1 << 20  # events past this byte are walked at the save (`_finish`), if the body stays under
+# _DEEP_MAX: a body that passes it is scanned by the large-stream pass alone, so their walk would be thrown away
 
 
 def _content_type(response: Any) -> str:
@@ -86,6 +90,7 @@ class BodyScan:
         self._words: list[tuple[int, int]] = []
         self._kept: list[bytes] = []  # the pieces, while the body is small enough to walk (no so_far)
         self._walk: _Scan | None = _Scan(0)
+        self._unwalked: int | None = None  # where the events left to the save begin (`_WALK_AHEAD`)
         self._decoder: incremental_framings.Framed | None = incremental_framings.decoder(content_type)
         self._events = 0
         self._plain: list[str] = []
@@ -154,9 +159,17 @@ class BodyScan:
         if self._stream is not None:
             self._large_piece(piece)
             return
-        assert self._walk is not None and self._decoder is not None
         if self._so_far is None:
             self._kept.append(piece)
+        start = self._at - len(piece)
+        if self._unwalked is None and start >= _WALK_AHEAD:
+            self._unwalked = start
+        if self._unwalked is None:
+            self._walk_piece(piece)
+
+    def _walk_piece(self, piece: bytes) -> None:
+        """Decode and walk the events ``piece`` completes; the piece lists joined as they grow."""
+        assert self._walk is not None and self._decoder is not None
         self._walked(self._decoder.feed(piece))
         joined = self._joined
         for key, pieces in self._walk.pieces.items():  # joined as they come (two parts kept: still a join)
@@ -285,6 +298,9 @@ class BodyScan:
             found = head.found + self._large.found
         else:
             assert self._walk is not None and self._decoder is not None
+            if self._unwalked is not None:  # the events left for the save: the body stayed under _DEEP_MAX
+                for at in range(self._unwalked, len(body), _STEP):
+                    self._walk_piece(body[at : at + _STEP])
             self._walked(list(self._decoder.close()))
             if self._decoder.name != framing.detect(self.content_type, body).name:
                 raise LookupError("the save decodes another framing")  # (a JSON body that is no array)
