@@ -396,15 +396,17 @@ def test_inner_runs_pass_in_any_order(pytester: pytest.Pytester, monkeypatch: py
     assert run_page([test_file(in_order(6), "-p no:randomly")], pytester, monkeypatch) == 1
     pair = test_file(in_order(2))
     (pytester.path / "test_order.py").write_text(pair.code, encoding="utf-8")
-    kept = [
-        seed for seed in range(1, 20) if len({tuple(ids) for ids in _collected(pair, pytester, seed)}) == 1
-    ]
-    assert kept and len(kept) < 19, kept  # pytest-randomly keeps two tests' order under some seeds
-    other = next(seed for seed in range(1, 20) if seed not in kept)
+    keeps: dict[int, bool] = {}  # pytest-randomly keeps two tests' order under some seeds
+    for seed in range(1, 20):
+        written, shuffled = _collected(pair, pytester, seed)
+        keeps[seed] = written == shuffled
+        if len(set(keeps.values())) == 2:
+            break
+    kept, other = (next(seed for seed, keep in keeps.items() if keep is wanted) for wanted in (True, False))
     with pytest.raises(AssertionError, match=f"did not pass \\(-p randomly --randomly-seed={other}\\)"):
-        run_page([pair], pytester, monkeypatch, seeds=(kept[0], other))
-    with pytest.raises(AssertionError, match=f"no seed of \\({kept[0]},\\) reorders its 2 tests"):
-        run_page([pair], pytester, monkeypatch, seeds=(kept[0],))
+        run_page([pair], pytester, monkeypatch, seeds=(kept, other))
+    with pytest.raises(AssertionError, match=f"no seed of \\({kept},\\) reorders its 2 tests"):
+        run_page([pair], pytester, monkeypatch, seeds=(kept,))
     fresh = "from pathlib import Path\n" + "".join(
         f"\n\ndef test_fresh_{k}():\n    assert not Path('ran{k}').exists()\n"
         f"    Path('ran{k}').write_text('')\n    with open('../runs', 'a') as runs:\n        runs.write('{k}')\n"
@@ -413,7 +415,7 @@ def test_inner_runs_pass_in_any_order(pytester: pytest.Pytester, monkeypatch: py
     assert run_page([test_file(fresh)], pytester, monkeypatch) == 1
     assert sorted((pytester.path.parent / "runs").read_text()) == ["0", "1"]  # once each
     once = "def test_once():\n    with open('../once', 'a') as runs:\n        runs.write('x')\n"
-    assert run_page([test_file(once)], pytester, monkeypatch, seeds=(kept[0],)) == 1
+    assert run_page([test_file(once)], pytester, monkeypatch, seeds=(kept,)) == 1
     assert (pytester.path.parent / "once").read_text() == "x"
 
 
