@@ -9,9 +9,9 @@ Per page, in a fresh temporary folder (the current directory while the page runs
   ``pytester.runpytest_inprocess(NAME.py, *ARGS)``: it must pass (in-process:
   pytester restores sys.modules after it). Each inner run says what order it needs: shuffled by
   pytest-randomly as in a user's run, with a seed the docs test names (``-p randomly
-  --randomly-seed=N``), and, when it ran more than one test (one cannot be reordered), run again
-  under each other seed of ``SEEDS``, in a copy of the folder as it was before the block (so an
-  inner run that passed only in one order fails), unless ARGS hold
+  --randomly-seed=N``): the first seed of ``SEEDS`` under which its tests' order is not the
+  written one (an in-process ``--collect-only`` tells), so an inner run that passes only in its
+  written order fails (a file of one test has no other order), unless ARGS hold
   ``-p no:randomly``: the block's inner run then needs its written order. An inner run under
   pytest-xdist (``-n`` in ARGS) loads only ssemock, xdist, pytest-asyncio and the order's
   pytest-randomly (``conftest.run_xdist_inprocess``), in its workers too;
@@ -41,12 +41,10 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -211,13 +209,12 @@ class Shell:
                     proc.stdout.close()
 
 
-# The order seeds of a shuffled inner run: its page runs it under the first, then under each other
-# one in a copy of the folder as it was before the run (an inner run that passed only in its
-# written order would fail one of them), unless the run held one test: there is no other order to
-# run it in (3 of the pages' 15 shuffled runs, ~0.6 CPU-s a suite run, issue 48). Each more seed
-# costs an inner run of every other shuffled page (~10 CPU-s a suite run, the xdist page's two
-# workers half of it).
-SEEDS = (1, 2)
+# The order seeds of a shuffled inner run: it runs once, under the first of them with which
+# pytest-randomly puts its tests in an order other than the written one (found by collecting them),
+# so an inner run that passes only in its written order fails. A run of one test has no other
+# order: it runs under the first. A run under each seed had cost an inner run of every shuffled
+# page a seed (~10 CPU-s a suite run for the second, the xdist page's two workers half of it, issue 48).
+SEEDS = (1, 2, 3)
 
 
 def run_page(
@@ -260,11 +257,21 @@ def _order(args: list[str], seed: int) -> list[str]:
     return ["-p", "randomly", f"--randomly-seed={seed}"]
 
 
-def _inner_run(block: Block, pytester: pytest.Pytester, seed: int) -> int:
-    """The block's test file, run by an in-process pytest in the current folder: it must pass.
-    Returns how many tests it ran."""
+def _inprocess(pytester: pytest.Pytester, block: Block, *args: str) -> pytest.RunResult:
+    """An in-process pytest in the current folder (``args``: the block's test file and options),
+    loading the plugins a user's run loads, or under pytest-xdist (``-n`` in the block's
+    arguments) only those its workers load (pytest-randomly comes with the order, ``_order``)."""
+    if "-n" in block.target()[1]:
+        return run_xdist_inprocess(pytester, *args)
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+        return pytester.runpytest_inprocess(*args)
+
+
+def _run_args(block: Block, seed: int) -> list[str]:
+    """The block's inner run's command line, shuffled by ``seed`` unless it says otherwise."""
     name, args = block.target()
-    run_args = (
+    return [
         name,
         "-p",
         "no:cacheprovider",
@@ -272,40 +279,43 @@ def _inner_run(block: Block, pytester: pytest.Pytester, seed: int) -> int:
         "asyncio_default_fixture_loop_scope=function",
         *_order(args, seed),
         *args,
-    )
-    if "-n" in args:  # pytest-randomly comes with the run's order (``_order``)
-        result = run_xdist_inprocess(pytester, *run_args)
-    else:
-        with pytest.MonkeyPatch.context() as env:
-            env.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
-            result = pytester.runpytest_inprocess(*run_args)
-    outcomes = result.parseoutcomes()
-    assert result.ret == 0 and outcomes.get("passed", 0) > 0, (
+    ]
+
+
+def _inner_run(block: Block, pytester: pytest.Pytester, seed: int) -> None:
+    """The block's test file, run by an in-process pytest in the current folder: it must pass."""
+    result = _inprocess(pytester, block, *_run_args(block, seed))
+    name, args = block.target()
+    assert result.ret == 0 and result.parseoutcomes().get("passed", 0) > 0, (
         f"{block.where()}: the test file {name} did not pass ({' '.join(_order(args, seed))}):\n"
         + "\n".join(result.outlines[-60:])
     )
-    return sum(outcomes.get(k, 0) for k in ("passed", "skipped", "xfailed", "xpassed"))
 
 
-def _run_shuffled(block: Block, pytester: pytest.Pytester, seeds: tuple[int, ...]) -> None:
-    """The block's inner run under the first seed, here; if it ran more than one test, under each
-    other seed in a copy of this folder made before that run (the same files, cassettes and
-    conftest the run found), as its own session: one copy per seed, then removed."""
-    copies = []
-    for seed in seeds[1:]:
-        copy = Path(tempfile.mkdtemp(prefix=f"seed{seed}-", dir=pytester.path.parent))
-        shutil.copytree(pytester.path, copy, symlinks=True, dirs_exist_ok=True)
-        copies.append((seed, copy))
-    ran = _inner_run(block, pytester, seeds[0])
-    here = Path.cwd()
-    for seed, copy in copies:
-        try:
-            if ran > 1:
-                os.chdir(copy)
-                _inner_run(block, pytester, seed)
-        finally:
-            os.chdir(here)
-            shutil.rmtree(copy, ignore_errors=True)
+def _collected(block: Block, pytester: pytest.Pytester, seed: int) -> tuple[list[str], list[str]]:
+    """The block's tests as written and in the order its run under ``seed`` runs them, by an
+    in-process ``--collect-only`` (without ``-n``: each xdist worker collects in that order)."""
+    args = _run_args(block, seed)
+    if "-n" in args:
+        del args[args.index("-n") : args.index("-n") + 2]
+    recorder = _inprocess(pytester, block, *args, "--collect-only").reprec  # type: ignore[attr-defined]
+    assert recorder.ret == 0, f"{block.where()}: the test file {args[0]} did not collect"
+    written = [call.item.nodeid for call in recorder.getcalls("pytest_itemcollected")]
+    (finished,) = recorder.getcalls("pytest_collection_finish")
+    return written, [item.nodeid for item in finished.session.items]
+
+
+def _shuffling_seed(block: Block, pytester: pytest.Pytester, seeds: tuple[int, ...]) -> int:
+    """The first of ``seeds`` under which pytest-randomly orders the block's tests otherwise than
+    written (with few tests, a seed may keep their order); the first one if the file holds one
+    test (it has no other order)."""
+    for seed in seeds:
+        written, shuffled = _collected(block, pytester, seed)
+        if len(shuffled) <= 1:
+            return seeds[0]
+        if shuffled != [test for test in written if test in shuffled]:
+            return seed
+    raise AssertionError(f"{block.where()}: no seed of {seeds} reorders its {len(shuffled)} tests: add one")
 
 
 def _run_blocks(
@@ -340,19 +350,17 @@ def _run_blocks(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(block.code, encoding="utf-8")
         if block.kind == "test file":
-            if _order(args, 0):
-                _run_shuffled(block, pytester, seeds)
-            else:
-                _inner_run(block, pytester, seeds[0])
+            seed = _shuffling_seed(block, pytester, seeds) if _order(args, 0) else seeds[0]
+            _inner_run(block, pytester, seed)
             ran += 1
     return ran
 
 
 @pytest.mark.parametrize("page", WRITTEN, ids=[str(p.relative_to(DOCS)) for p in WRITTEN])
 def test_page_runs(page: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The page's blocks run in order, and each inner run it shuffles passes under every seed of
-    ``SEEDS`` (the others in a copy of the folder as the run found it: one page run, not one more
-    per seed, issue 33), unless it ran one test."""
+    """The page's blocks run in order, and each inner run it shuffles passes in an order other
+    than the written one (under the first seed of ``SEEDS`` that reorders it), unless it holds one
+    test."""
     page_blocks = blocks(page, "run")
     assert run_page(page_blocks, pytester, monkeypatch) > 0, f"{page}: no python block runs"
 
@@ -363,10 +371,11 @@ SHUFFLED = [
 
 
 def test_inner_runs_pass_in_any_order(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    """test_page_runs runs every shuffled inner run under each seed of ``SEEDS`` (the pages hold
-    such runs: the guarantee is not vacuous). Here, what that catches: a test file that passes only
-    in its written order fails under each seed; a second seed's run finds the folder as the first
-    run found it (tests that need a fresh folder pass under both); a run of one test runs once."""
+    """test_page_runs runs every shuffled inner run once, in an order other than the written one
+    (the pages hold such runs: the guarantee is not vacuous). Here, what that catches: a test file
+    that passes only in its written order fails under each seed; a seed that keeps the written
+    order is passed over for the next one (and none left is an error); finding the order runs no
+    test (each runs once); a run of one test runs under the first seed."""
     assert len(SEEDS) >= 2 and len(SHUFFLED) >= 10, SHUFFLED
     page = DOCS / "order.md"
 
@@ -375,28 +384,39 @@ def test_inner_runs_pass_in_any_order(pytester: pytest.Pytester, monkeypatch: py
         assert block.kind == "test file"
         return block
 
-    written = "ORDER = []\n" + "".join(
-        f"\n\ndef test_{k}():\n    ORDER.append({k})\n    assert ORDER == list(range({k} + 1))\n"
-        for k in range(6)
-    )
+    def in_order(count: int) -> str:
+        return "ORDER = []\n" + "".join(
+            f"\n\ndef test_{k}():\n    ORDER.append({k})\n    assert ORDER == list(range({k} + 1))\n"
+            for k in range(count)
+        )
+
     for seed in SEEDS:
         with pytest.raises(AssertionError, match=f"did not pass \\(-p randomly --randomly-seed={seed}\\)"):
-            run_page([test_file(written)], pytester, monkeypatch, seeds=(seed,))
-    assert run_page([test_file(written, "-p no:randomly")], pytester, monkeypatch) == 1  # the order failed
+            run_page([test_file(in_order(6))], pytester, monkeypatch, seeds=(seed,))
+    assert run_page([test_file(in_order(6), "-p no:randomly")], pytester, monkeypatch) == 1
+    pair = test_file(in_order(2))
+    (pytester.path / "test_order.py").write_text(pair.code, encoding="utf-8")
+    keeps: dict[int, bool] = {}  # pytest-randomly keeps two tests' order under some seeds
+    for seed in range(1, 20):
+        written, shuffled = _collected(pair, pytester, seed)
+        keeps[seed] = written == shuffled
+        if len(set(keeps.values())) == 2:
+            break
+    kept, other = (next(seed for seed, keep in keeps.items() if keep is wanted) for wanted in (True, False))
+    with pytest.raises(AssertionError, match=f"did not pass \\(-p randomly --randomly-seed={other}\\)"):
+        run_page([pair], pytester, monkeypatch, seeds=(kept, other))
+    with pytest.raises(AssertionError, match=f"no seed of \\({kept},\\) reorders its 2 tests"):
+        run_page([pair], pytester, monkeypatch, seeds=(kept,))
     fresh = "from pathlib import Path\n" + "".join(
         f"\n\ndef test_fresh_{k}():\n    assert not Path('ran{k}').exists()\n"
         f"    Path('ran{k}').write_text('')\n    with open('../runs', 'a') as runs:\n        runs.write('{k}')\n"
         for k in range(2)
     )
     assert run_page([test_file(fresh)], pytester, monkeypatch) == 1
-    assert (pytester.path / "ran0").exists() and (pytester.path / "ran1").exists()
-    assert sorted((pytester.path.parent / "runs").read_text()) == ["0", "0", "1", "1"]  # both seeds
-    assert not list(pytester.path.parent.glob("seed*-*"))
+    assert sorted((pytester.path.parent / "runs").read_text()) == ["0", "1"]  # once each
     once = "def test_once():\n    with open('../once', 'a') as runs:\n        runs.write('x')\n"
-    assert run_page([test_file(once)], pytester, monkeypatch) == 1
-    assert (pytester.path.parent / "once").read_text() == "x" and not list(
-        pytester.path.parent.glob("seed*-*")
-    )
+    assert run_page([test_file(once)], pytester, monkeypatch, seeds=(kept,)) == 1
+    assert (pytester.path.parent / "once").read_text() == "x"
 
 
 def test_readme_runnable_blocks(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -44,7 +44,7 @@ import httpx
 from ..framing.content_coding import InflateLimit, decoder
 from ..redaction.rules import mask_url, redact_request, redact_response
 from ..scan.incremental import BodyScan, scanned_as_recorded
-from ..store.cassette import Headers, Interaction, Request, Response
+from ..store.cassette import HOP_HEADERS, Headers, Interaction, Request, Response
 from .errors import SsemockWarning
 from .push_recording import LiveSource
 
@@ -72,9 +72,7 @@ it to the real server untouched, neither matched nor recorded."""
 ResponseHook = Callable[[Response], "Response | None"]
 """A ``before_record_response`` hook: gets each response before it is saved and returns it
 (changed, e.g. redacted) or ``None`` to leave the interaction out of the cassette."""
-# headers of one HTTP connection, not of the stored response (vcr drops them on import too)
 _clock = time.perf_counter_ns
-HOP_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive"})
 
 
 def request_from_httpx(request: httpx.Request) -> Request:

@@ -23,6 +23,7 @@ import orjson
 from ..scan.walk import scan_cassette
 from .dumping import write_document
 from .layout import body_ends as body_ends  # body_ends: inspect and vcr use it from here
+from .model import HOP_HEADERS as HOP_HEADERS
 from .model import MAX_DEPTH as MAX_DEPTH
 from .model import MAX_T_MS as MAX_T_MS
 from .model import VERSION, CassetteError, Interaction, Request, Response, SecretError, _headers

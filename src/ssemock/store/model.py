@@ -87,6 +87,8 @@ class SecretError(CassetteError):
 
 
 Headers = list[tuple[str, str]]
+# headers of one HTTP connection, not of the stored response: a recording and an import drop them
+HOP_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive"})
 
 
 def _headers(value: Mapping[str, str] | Iterable[tuple[str, str]] | None) -> Headers:

@@ -8,9 +8,17 @@ import os
 import urllib.parse
 from typing import Any
 
-from ...plan.record import HOP_HEADERS
 from ...redaction.rules import mask_url, redact_request, redact_response
-from ...store.cassette import VERSION, Cassette, CassetteError, Headers, Interaction, Request, Response
+from ...store.cassette import (
+    HOP_HEADERS,
+    VERSION,
+    Cassette,
+    CassetteError,
+    Headers,
+    Interaction,
+    Request,
+    Response,
+)
 from ...store.header_text import header_text_problem
 from ...variants.chunking import framed_event_ends
 from .bodies import _body, _decode_body
