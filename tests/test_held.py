@@ -293,6 +293,34 @@ def test_a_stream_that_answers_no_request_is_not_held() -> None:
         assert play.stream is not None and play.stream.instant and len(play.ends) == 1
 
 
+@pytest.mark.parametrize("correlated", [True, False])
+def test_only_a_correlated_requests_stream_is_searched_for_announcements(
+    monkeypatch: pytest.MonkeyPatch, correlated: bool
+) -> None:
+    """A listen stream's change notifications (`protocols.follows`, which reads the whole body)
+    are looked for only in the answer to a request with JSON-RPC ids: a plain POST's stream,
+    even one whose text names a subscription id, is served at once without that search (a 6.7 MB
+    replay searched its body each time)."""
+    searched: list[bytes] = []
+    follows = ssemock.protocols.follows
+    monkeypatch.setattr(ssemock.protocols, "follows", lambda body: searched.append(body) or follows(body))
+    meta = {"_meta": {"io.modelcontextprotocol/subscriptionId": "s1"}}
+    events = [
+        mcp.message({"id": 1, "result": {**meta}}),
+        mcp.message({"method": "notifications/tools/list_changed", "params": {**meta}}),
+    ]
+    cassette = ssemock.Cassette()
+    request = (
+        {"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen"} if correlated else {"stream": True}
+    )
+    cassette.add("POST", POST, events, headers={"content-type": "text/event-stream"}, request_json=request)
+    with ssemock.replay(cassette) as player:
+        assert httpx.post(POST, json=request).content == b"".join(events)
+    assert searched == ([b"".join(events)] if correlated else [])
+    (play,) = player.plays
+    assert play.stream is not None and play.stream.instant
+
+
 @pytest.mark.parametrize("chunking", ["coalesced", "fixed:50", "random:7"])
 def test_a_chunk_never_spans_a_wait_and_the_bytes_are_the_recorded_ones(chunking: str) -> None:
     """A boundary is added where each held message starts, the chunking's own kept elsewhere."""

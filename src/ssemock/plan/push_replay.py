@@ -31,12 +31,22 @@ from typing import Any
 from .. import protocols as _protocols
 from ..store.cassette import Interaction
 
-__all__ = ["HOLD_LIMIT", "Gate", "Hold", "Idle", "Requests", "holds_for"]
+__all__ = ["HOLD_LIMIT", "Gate", "Hold", "Idle", "Requests", "announces", "holds_for"]
 
 HOLD_LIMIT = 30.0
 """The longest a replayed stream waits for a request it answers (seconds) when the client's read timeout is longer or unset: a test whose client never makes the request fails, never hangs."""
 _POLL = 0.002  # seconds between looks where no asyncio loop can be woken (trio), doubling ...
 _POLL_MAX = 0.05  # ... up to this: a stream kept open for minutes looks 20 times a second
+
+
+def announces(interaction: Interaction) -> bool:
+    """Whether the events of a recorded stream announce what later requests did
+    (`ssemock.protocols.follows`: an MCP listen stream's changes), so replay holds them. Only the
+    answer to a correlated request (one with JSON-RPC ids, as a listen request) can: that cheap
+    look at the request comes first, since ``follows`` searches the whole body (3 ms a replay of
+    a 6.7 MB stream, a tenth of its cost per chunk)."""
+    request, response = interaction.request, interaction.response
+    return bool(_protocols.request_ids(request.body)) and bool(_protocols.follows(response.body))
 
 
 def holds_for(

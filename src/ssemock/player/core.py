@@ -367,7 +367,7 @@ class Player:
             attempt, self.attempts = self.attempts, self.attempts + 1
         core = _stacks.errors_of(request)
         read_timeout = (request.extensions.get("timeout") or {}).get("read")
-        pushes = server_push(interaction) or bool(_protocols.follows(interaction.response.body))
+        pushes = server_push(interaction) or _held.announces(interaction)
         plan = plan_response(
             interaction.response,
             url=str(request.url),

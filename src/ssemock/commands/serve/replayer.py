@@ -329,8 +329,8 @@ class Replayer:
             return JSONResponse(answer, status_code=404, headers=self._cors_headers())
         attempt, self.attempts = self.attempts, self.attempts + 1
         interaction = self.interactions[index]
-        pushes = (sent.method == "GET" and _is_sse(interaction.response)) or bool(
-            _protocols.follows(interaction.response.body)  # an MCP listen stream's changes
+        pushes = (sent.method == "GET" and _is_sse(interaction.response)) or _held.announces(
+            interaction  # an MCP listen stream's changes
         )
         prepared = prepare(
             interaction,
