@@ -87,6 +87,28 @@ def test_the_accelerator_finds_the_data_lines_and_base64_runs_the_pure_code_find
         _speedups.b64_runs(segment, "16")  # type: ignore[arg-type]
 
 
+@settings(max_examples=300, deadline=None)
+@given(seeded(lambda rng: b"".join(some(_SSE_BITS, 60)(rng))))
+def test_the_accelerator_gives_a_window_s_ascii_text_as_the_pure_code_does(window: bytes) -> None:
+    """A window's text when it is ASCII (None else) is the pure code's, whatever its bytes."""
+    assert large_streams._ascii_text is _speedups.ascii_text
+    assert _speedups.ascii_text(window) == large_streams._py_ascii_text(window)
+    with pytest.raises(TypeError, match="ascii_text"):
+        _speedups.ascii_text(bytearray(window))  # type: ignore[arg-type]
+
+
+def test_a_byte_past_ascii_at_any_offset_of_a_long_window_gives_no_ascii_text() -> None:
+    """The accelerator reads 64 bytes a step, then 8, then one: a byte of 0x80 or more at any offset
+    of each (or none) is seen, and the text of ASCII bytes is those bytes."""
+    for size in (0, 1, 7, 8, 63, 64, 65, 200):
+        ascii = bytes(range(128)) * 2
+        assert _speedups.ascii_text(ascii[:size]) == ascii[:size].decode("ascii"), size
+        for at in range(size):
+            for byte in (0x80, 0xC3, 0xFF):
+                window = ascii[:at] + bytes([byte]) + ascii[at + 1 : size]
+                assert _speedups.ascii_text(window) is None, (size, at, byte)
+
+
 @pytest.mark.parametrize("case", [b"x", b"X"])
 def test_a_long_run_of_one_case_ends_where_the_pure_code_ends_it(case: bytes) -> None:
     """The C passes read a run of letters of one case 64, sixteen or eight at once: a byte just

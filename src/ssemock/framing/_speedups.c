@@ -40,6 +40,12 @@
  *   decoder, for its exact replacements. Smaller values, and text of 1 byte per character,
  *   go to CPython's decoder too.
  *
+ * ascii_text(data) -> str | None
+ *   data.decode("ascii") when data.isascii(), else None: the text of a large stream's window
+ *   (ssemock.scan.large_streams), nearly always ASCII, copied 64 bytes a step with SSE2 while
+ *   checking them (CPython's ASCII decoder reads and writes 8 bytes a step: ~1.2 instructions a
+ *   byte of a 20 MB recording, where this takes ~0.25).
+ *
  * escaped(window, sep, layout) -> bytes | None
  *   For ssemock.cassette_body: window (UTF-8) as one JSON string, each byte escaped as orjson
  *   escapes it, with `layout` written as it is after each `sep` (b"\n" or b"\n\n", found left
@@ -361,6 +367,57 @@ text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *result = utf8(view.buf, view.len, big);
     PyBuffer_Release(&view);
     return result;
+}
+
+/* -- ascii_text(): a window's text when it is ASCII ---------------------------------------- */
+
+static PyObject *
+ascii_text(PyObject *module, PyObject *data)
+{
+    if (!PyBytes_CheckExact(data)) {
+        PyErr_SetString(PyExc_TypeError, "ascii_text(data: bytes)");
+        return NULL;
+    }
+    Py_ssize_t n = PyBytes_GET_SIZE(data), i = 0;
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(data);
+    PyObject *str = PyUnicode_New(n, 127);
+    if (str == NULL) {
+        return NULL;
+    }
+    unsigned char *out = PyUnicode_1BYTE_DATA(str);
+#ifdef __SSE2__
+    for (; n - i >= 64; i += 64) {  /* copied as read: a byte of 0x80 or more throws the str away */
+        __m128i a = _mm_loadu_si128((const __m128i *)(p + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(p + i + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(p + i + 32));
+        __m128i d = _mm_loadu_si128((const __m128i *)(p + i + 48));
+        _mm_storeu_si128((__m128i *)(out + i), a);
+        _mm_storeu_si128((__m128i *)(out + i + 16), b);
+        _mm_storeu_si128((__m128i *)(out + i + 32), c);
+        _mm_storeu_si128((__m128i *)(out + i + 48), d);
+        if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d))) != 0) {
+            goto wide;
+        }
+    }
+#endif
+    for (; n - i >= 8; i += 8) {
+        uint64_t x;
+        memcpy(&x, p + i, 8);
+        if (x & ASCII_MASK) {
+            goto wide;
+        }
+        memcpy(out + i, &x, 8);
+    }
+    for (; i < n; i++) {
+        if (p[i] & 0x80) {
+            goto wide;
+        }
+        out[i] = p[i];
+    }
+    return str;
+wide:
+    Py_DECREF(str);
+    Py_RETURN_NONE;
 }
 
 /* -- escaped(): a cassette body window as a JSON string ------------------------------------- */
@@ -1685,6 +1742,7 @@ static PyMethodDef methods[] = {
      "text(data, big=1048576, /) -> str: data.decode('utf-8', 'replace'), faster from `big` bytes on."},
     {"escaped", (PyCFunction)(void (*)(void))escaped, METH_FASTCALL,
      "escaped(window, sep, layout) -> bytes | None: a cassette body window as one JSON string."},
+    {"ascii_text", ascii_text, METH_O, "ascii_text(data) -> str | None: data.decode('ascii') if data.isascii()."},
     {"values", values, METH_O, "values(data) -> int: how many of data's bytes are ',', '[' or '{'."},
     {"b64_runs", (PyCFunction)(void (*)(void))b64_runs, METH_FASTCALL,
      "b64_runs(data, least) -> set[bytes]: the distinct mixed-case base64 runs of `least` bytes or more."},

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from ..framing.accelerator import ascii_text as _c_ascii_text
 from ..framing.accelerator import b64_runs as _c_b64_runs
 from ..framing.accelerator import data_lines as _c_data_lines
 from ..framing.accelerator import members as _c_members
@@ -236,6 +237,14 @@ def _py_b64_runs(data: bytes, least: int) -> set[bytes]:
 _b64_runs = _c_b64_runs or _py_b64_runs
 
 
+def _py_ascii_text(data: bytes) -> str | None:
+    """``data``'s text when it is ASCII, else None (the reference of the accelerator's one pass)."""
+    return data.decode("ascii") if data.isascii() else None
+
+
+_ascii_text = _c_ascii_text or _py_ascii_text
+
+
 def _text_data(segment: bytes) -> bool:
     """Whether some event's data in ``segment`` is not JSON (counted: the data lines against
     the JSON ones, form by form until they are all accounted for)."""
@@ -262,8 +271,8 @@ def _joined(
     last.clear()
     raw, hits = None, None
     if name == b"data" or b"\\" not in joined:
-        whole = joined.decode("utf-8", "replace")
-        raw = joined if whole.isascii() else None  # the text is these very bytes: not encoded again
+        ascii = _ascii_text(joined)  # the text is then these very bytes: not encoded again
+        whole, raw = (ascii, joined) if ascii is not None else (joined.decode("utf-8", "replace"), None)
         hits = seam_hits(joined, seams) if seams is not None and raw is not None else None
     else:  # the JSON escapes undone: json's scanner (orjson takes about 13x a long string's size)
         try:
