@@ -6,6 +6,7 @@ code gives (issue 48)."""
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import random
 import re
@@ -87,26 +88,48 @@ def test_the_accelerator_finds_the_data_lines_and_base64_runs_the_pure_code_find
         _speedups.b64_runs(segment, "16")  # type: ignore[arg-type]
 
 
+def _parts(data: bytes, cuts: list[int]) -> list[bytes | memoryview]:
+    """``data`` cut at ``cuts``: as bytes, or views of it (as `_data_lines` hands long values)."""
+    bounds = [0, *sorted(c % (len(data) + 1) for c in cuts), len(data)]
+    view = memoryview(data)
+    return [view[a:b] if k % 2 else data[a:b] for k, (a, b) in enumerate(itertools.pairwise(bounds))]
+
+
 @settings(max_examples=300, deadline=None)
-@given(seeded(lambda rng: b"".join(some(_SSE_BITS, 60)(rng))))
-def test_the_accelerator_gives_a_window_s_ascii_text_as_the_pure_code_does(window: bytes) -> None:
-    """A window's text when it is ASCII (None else) is the pure code's, whatever its bytes."""
-    assert large_streams._ascii_text is _speedups.ascii_text
-    assert _speedups.ascii_text(window) == large_streams._py_ascii_text(window)
-    with pytest.raises(TypeError, match="ascii_text"):
-        _speedups.ascii_text(bytearray(window))  # type: ignore[arg-type]
+@given(seeded(lambda rng: b"".join(some(_SSE_BITS, 60)(rng))), st.lists(st.integers(0, 1 << 16), max_size=6))
+def test_the_accelerator_joins_a_window_and_gives_its_ascii_text_as_the_pure_code_does(
+    window: bytes, cuts: list[int]
+) -> None:
+    """A window's join of bytes and views, and its text when it is ASCII (None else), are the
+    pure code's, whatever its bytes and wherever its parts are cut."""
+    assert large_streams._ascii_join is _speedups.ascii_join
+    parts = _parts(window, cuts)
+    assert _speedups.ascii_join(parts) == large_streams._py_ascii_join(parts)
+    with pytest.raises(TypeError, match="ascii_join"):
+        _speedups.ascii_join([*parts, bytearray(window)])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="ascii_join"):
+        _speedups.ascii_join(tuple(parts))  # type: ignore[arg-type]
 
 
 def test_a_byte_past_ascii_at_any_offset_of_a_long_window_gives_no_ascii_text() -> None:
-    """The accelerator reads 64 bytes a step, then 8, then one: a byte of 0x80 or more at any offset
-    of each (or none) is seen, and the text of ASCII bytes is those bytes."""
-    for size in (0, 1, 7, 8, 63, 64, 65, 200):
-        ascii = bytes(range(128)) * 2
-        assert _speedups.ascii_text(ascii[:size]) == ascii[:size].decode("ascii"), size
+    """The accelerator reads 64 bytes a step, then one: a byte of 0x80 or more at any offset of
+    each (or none), in any part, is seen, the text of ASCII bytes is those bytes, and the join is
+    whole after a part with such a byte as before it."""
+    ascii = bytes(range(128)) * 2
+    for size in (0, 1, 7, 63, 64, 65, 200):
+        for cut in (0, size // 2, size):
+            parts = _parts(ascii[:size], [cut])
+            assert _speedups.ascii_join(parts) == (ascii[:size], ascii[:size].decode("ascii")), size
         for at in range(size):
             for byte in (0x80, 0xC3, 0xFF):
                 window = ascii[:at] + bytes([byte]) + ascii[at + 1 : size]
-                assert _speedups.ascii_text(window) is None, (size, at, byte)
+                for cut in (0, at, at + 1, size):
+                    assert _speedups.ascii_join(_parts(window, [cut])) == (window, None), (
+                        size,
+                        at,
+                        byte,
+                        cut,
+                    )
 
 
 @pytest.mark.parametrize("case", [b"x", b"X"])

@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from ..framing.accelerator import ascii_text as _c_ascii_text
+from ..framing.accelerator import ascii_join as _c_ascii_join
 from ..framing.accelerator import b64_runs as _c_b64_runs
 from ..framing.accelerator import data_lines as _c_data_lines
 from ..framing.accelerator import members as _c_members
@@ -237,12 +237,14 @@ def _py_b64_runs(data: bytes, least: int) -> set[bytes]:
 _b64_runs = _c_b64_runs or _py_b64_runs
 
 
-def _py_ascii_text(data: bytes) -> str | None:
-    """``data``'s text when it is ASCII, else None (the reference of the accelerator's one pass)."""
-    return data.decode("ascii") if data.isascii() else None
+def _py_ascii_join(parts: list[Piece]) -> tuple[bytes, str | None]:
+    """The join of ``parts``, and its text when it is ASCII, else None (the reference of the
+    accelerator's one pass)."""
+    joined = b"".join(parts)
+    return joined, joined.decode("ascii") if joined.isascii() else None
 
 
-_ascii_text = _c_ascii_text or _py_ascii_text
+_ascii_join = _c_ascii_join or _py_ascii_join
 
 
 def _text_data(segment: bytes) -> bool:
@@ -267,14 +269,14 @@ def _joined(
     """Scan the text of the join of ``parts``; ``last`` (the window before's join and text) let
     go of once this join exists, and this window's put in it (see `_Join`); ``seams``: where its
     parts end, when none holds a shape anchor."""
-    joined = b"".join(parts)
+    joined, ascii = _ascii_join(parts)  # (the text of ASCII is these very bytes: not encoded again)
     last.clear()
     raw, hits = None, None
     if name == b"data" or b"\\" not in joined:
-        ascii = _ascii_text(joined)  # the text is then these very bytes: not encoded again
         whole, raw = (ascii, joined) if ascii is not None else (joined.decode("utf-8", "replace"), None)
         hits = seam_hits(joined, seams) if seams is not None and raw is not None else None
     else:  # the JSON escapes undone: json's scanner (orjson takes about 13x a long string's size)
+        ascii = None  # (let go of before the decoded text is made)
         try:
             whole = json.loads(b'"' + joined + b'"')
         except ValueError:
