@@ -76,6 +76,10 @@ FORMS = {
         b"data: " + b"y" * 3_000 + KEY[:2].encode() + b"\n\n",
         b"data: " + KEY[2:].encode() + b"y" * 3_000 + b"\n\n",
     ],
+    "split across long plain events, escaped": lambda: [  # an escape 15 bytes from the seam hides the anchor
+        b"data: " + b"y" * 3_000 + b"sk\\u002dant-Q1w2E\n\n",
+        b"data: " + b"3r4T5y6U7i8O9p0" * 2 + b"y" * 3_000 + b"\n\n",
+    ],
 }
 
 
@@ -277,7 +281,7 @@ class _Segments:
     def __init__(self, path: str, text: object) -> None:
         self.got: list[bytes] = []
 
-    def segment(self, body: bytes, pos: int, end: int, plain: bool = False) -> None:
+    def segment(self, body: bytes, pos: int, end: int, plain: bool = False, clean: bool = False) -> None:
         self.got.append(body[pos:end])
 
     def close(self) -> None:

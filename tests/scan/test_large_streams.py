@@ -285,6 +285,7 @@ def test_a_window_scanned_from_its_own_bytes_finds_what_its_text_finds(
 _SEAM_BITS = [KEY[:2], KEY[2:5], KEY[5:9], KEY[9:], "s", "k", "-", "sk-", "AI", "za", "ya29", ".", "\\", "%2"]
 _SEAM_BITS += ["-----BEGIN ", "Bearer", " ", "gh", "p_", "AKIA", "x" * 20, "\n", "é"]
 _SEAM_BITS += ["github_pa", "t_", "g", "ithub_pat_", "-----BEGI", "N"]  # the longest anchor split anywhere
+_SEAM_BITS += ["%", "2F", "41", "\\u00", "\\u", "0041", "/", "&", "amp;", "&amp;#", "#115;"]  # escapes split
 
 
 def _seam_piece(rng: random.Random) -> bytes:
@@ -294,17 +295,27 @@ def _seam_piece(rng: random.Random) -> bytes:
 
 
 @settings(max_examples=300, deadline=None)
-@given(seeded(lambda rng: [_seam_piece(rng) for _ in range(rng.randint(1, 40))]))
-def test_a_join_of_pieces_without_an_anchor_is_searched_at_its_seams_as_a_whole(pieces: list[bytes]) -> None:
-    """Pieces that hold no shape anchor, joined: the searches of the bytes around each seam find
-    what the searches of the whole join find (an anchor split across pieces; none lost, none more);
-    and a window of such pieces scanned with its seams finds what it finds without them."""
-    pieces = [p for p in pieces if not credential_shapes.find_hits(p)[0]]
+@given(seeded(lambda rng: [_seam_piece(rng) for _ in range(rng.randint(1, 40))]), st.booleans())
+def test_a_join_of_pieces_without_an_anchor_is_searched_at_its_seams_as_a_whole(
+    pieces: list[bytes], clean: bool
+) -> None:
+    """Pieces that hold no shape anchor (``clean``: nor an escape), joined: the searches of the
+    bytes around each seam find what the searches of the whole join find (an anchor, or an escape,
+    split across pieces; none lost, none more); and a window of such pieces scanned with its seams
+    finds what it finds without them."""
+    hits = [credential_shapes.find_hits(p) for p in pieces]
+    pieces = [
+        p
+        for p, (anchors, escapes) in zip(pieces, hits, strict=True)
+        if not anchors and not (clean and escapes)
+    ]
     joined = b"".join(pieces)
     seams = [sum(map(len, pieces[: k + 1])) for k in range(len(pieces) - 1)]
-    assert credential_shapes.seam_hits(joined, seams) == credential_shapes.find_hits(joined)
+    assert credential_shapes.seam_hits(joined, seams, clean) == credential_shapes.find_hits(joined)
     seamed, whole = _Scan(0), _Scan(0)
-    large_streams._joined(large_streams.text_scan(seamed, "response.body"), "", b"data", pieces, [], seams)
+    large_streams._joined(
+        large_streams.text_scan(seamed, "response.body"), "", b"data", pieces, [], (seams, clean)
+    )
     large_streams._joined(large_streams.text_scan(whole, "response.body"), "", b"data", pieces, [], None)
     assert seamed.found == whole.found
 

@@ -216,6 +216,7 @@ _ESCAPES = sorted(
         for form in (b"\\u00%s", b"%%%s")
     }
 )
+_MAX_ESCAPE = max(map(len, _ESCAPES))
 _HEX_CREDENTIAL = rb"(?:2[0BDEFbdef]|3[0-9Dd]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff])"  # space+-./0-9=A-Z_a-z
 # HTML character references of printable ASCII (``&#115;``, ``&#x73;``, ``&amp;#115;``)
 _CHAR_REF = (
@@ -226,6 +227,9 @@ _ANY_ESCAPE = re.compile(
 )
 Finder = Callable[[bytes], list[tuple[int, int]]]
 """A search over a field's bytes: (anchor index, start) of every shape anchor found."""
+_BOUNDED: set[Callable[[bytes], list[int]]] = set()
+"""The escape searches that find `_ESCAPES` as literals (the automaton's): an escape they find
+spans a few bytes (the regex's ``(?:25)*`` and ``\\*`` run on)."""
 
 
 def _finders(accelerated: bool = True) -> tuple[Finder, Callable[[bytes], list[int]]]:
@@ -274,6 +278,7 @@ def _finders(accelerated: bool = True) -> tuple[Finder, Callable[[bytes], list[i
             return []
         return [s for _, s, _ in escaped.find_matches_as_indexes(data)]
 
+    _BOUNDED.add(escape_hits)
     return (lambda data: [(i, s) for i, s, _ in shapes.find_matches_as_indexes(data)]), escape_hits
 
 
@@ -388,13 +393,14 @@ def find_hits(data: bytes, at: int = 0) -> Hits:
     return anchors, escapes
 
 
-def seam_hits(data: bytes, ends: list[int]) -> Hits:
+def seam_hits(data: bytes, ends: list[int], escapes: bool = False) -> Hits:
     """`find_hits` of ``data``, a join of pieces none of which holds a shape anchor (``ends``: where
     each piece ends in it, in order): an anchor there spans a seam between two pieces, so only the
     bytes around each seam are searched for one (seams close together as one stretch: a search of
     it finds what the search of the whole finds there), all the stretches in one pass. Escapes are
-    searched in the whole join."""
-    reach, spans = _MAX_ANCHOR - 1, list[list[int]]()
+    searched in the whole join, but in those stretches too when no piece holds one either
+    (``escapes``) and the search finds them as literals of a few bytes (`_BOUNDED`)."""
+    reach, spans = max(_MAX_ANCHOR, _MAX_ESCAPE) - 1, list[list[int]]()
     for end in ends:
         lo, hi = max(0, end - reach), min(len(data), end + reach)
         if spans and lo <= spans[-1][1]:
@@ -404,12 +410,16 @@ def seam_hits(data: bytes, ends: list[int]) -> Hits:
     if sum(hi - lo for lo, hi in spans) << 2 > len(data):  # seams close together: one pass over it all
         return find_hits(data)
     starts = list(itertools.accumulate((hi - lo + 1 for lo, hi in spans[:-1]), initial=0))
-    # the stretches searched in one pass, a newline between two (no anchor holds one: none spans it)
-    found = _find_anchors(b"\n".join(data[lo:hi] for lo, hi in spans))
-    anchors = []
-    for i, s in found:
+    # the stretches searched in one pass, a newline between two (no anchor nor escape holds one: none spans it)
+    stretches = b"\n".join(data[lo:hi] for lo, hi in spans)
+
+    def back(s: int) -> int:  # where an offset in the stretches lies in data
         k = bisect.bisect_right(starts, s) - 1
-        anchors.append((i, s - starts[k] + spans[k][0]))
+        return s - starts[k] + spans[k][0]
+
+    anchors = [(i, back(s)) for i, s in _find_anchors(stretches)]
+    if escapes and _find_escapes in _BOUNDED:
+        return anchors, [back(s) for s in _find_escapes(stretches)]
     return anchors, _find_escapes(data)
 
 

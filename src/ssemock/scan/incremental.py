@@ -203,7 +203,7 @@ class BodyScan:
         assert self._stream is not None
         at = 0
         while (nl := body.find(b"\n", at + _SEGMENT, end)) >= 0:
-            self._stream.segment(body, at, nl + 1, self._anchorless(at, nl + 1))
+            self._stream.segment(body, at, nl + 1, *self._plainness(at, nl + 1))
             at = nl + 1
         self._segment_at = at
         if at < end:
@@ -255,12 +255,16 @@ class BodyScan:
         assert self._stream is not None
         if start + len(segment) > self._at:
             self._search(segment if start == self._at else segment[self._at - start :])
-        self._stream.segment(segment, 0, len(segment), self._anchorless(start, start + len(segment)))
+        self._stream.segment(segment, 0, len(segment), *self._plainness(start, start + len(segment)))
 
-    def _anchorless(self, start: int, end: int) -> bool:
-        """Whether the body's bytes from ``start`` to ``end`` (searched) hold no shape anchor."""
+    def _plainness(self, start: int, end: int) -> tuple[bool, bool]:
+        """Whether the body's bytes from ``start`` to ``end`` (searched) hold no shape anchor, and
+        whether they hold no escape either."""
         k = bisect.bisect_left(self._anchors, start, key=_START)
-        return k == len(self._anchors) or self._anchors[k][1] >= end
+        if k < len(self._anchors) and self._anchors[k][1] < end:
+            return False, False
+        k = bisect.bisect_left(self._escapes, start)
+        return True, k == len(self._escapes) or self._escapes[k] >= end
 
     def findings(self, response: Any) -> list[Finding] | None:
         """What the scan at save finds in ``response``'s body (as interaction 0), or None: not the

@@ -75,6 +75,7 @@ _OVERLAP = 1024  # ... with at least this much of the window before at its start
 
 
 Piece = bytes | memoryview  # a long piece of a segment is a view of it (`_data_lines`'s)
+Seams = tuple[list[int], bool]  # where a window's pieces end in it, and whether none holds an escape either
 
 
 class _Join:
@@ -93,9 +94,9 @@ class _Join:
     Where every piece of a window is known to hold no shape anchor (each from a segment whose search
     found none: ``plain``) and the pieces are held as they are, ``scan`` is also handed the seams
     between them (`ssemock.scan.credential_shapes.seam_hits`: an anchor in the join spans one),
-    else None."""
+    and whether every piece is known to hold no escape either (``clean``), else None."""
 
-    def __init__(self, scan: Callable[[list[Piece], list[bytes | str], list[int] | None], None]) -> None:
+    def __init__(self, scan: Callable[[list[Piece], list[bytes | str], Seams | None], None]) -> None:
         self._scan = scan
         self._last: list[bytes | str] = []  # the last window's join and text (see above)
         self._blocks: list[Piece] = []  # the pieces held, joined a segment at a time
@@ -104,9 +105,11 @@ class _Join:
         self._held = 0  # pieces held
         self._count = 0  # pieces seen
         self._sizes: list[int] = []  # the sizes of the last pieces held, as far back as they are plain
+        self._clean = 0  # how many of the last pieces held are clean, as far back as they are plain
 
-    def extend(self, pieces: Sequence[Piece], plain: bool = False) -> None:
-        """The pieces of one segment, in order (``plain``: none holds a shape anchor)."""
+    def extend(self, pieces: Sequence[Piece], plain: bool = False, clean: bool = False) -> None:
+        """The pieces of one segment, in order (``plain``: none holds a shape anchor; ``clean``:
+        nor an escape)."""
         if not pieces:
             return
         size = sum(map(len, pieces))
@@ -114,11 +117,12 @@ class _Join:
             self._blocks += pieces
             if plain:
                 self._sizes += map(len, pieces)
+                self._clean = self._clean + len(pieces) if clean else 0
             else:
-                self._sizes = []
+                self._sizes, self._clean = [], 0
         else:
             self._blocks.append(b"".join(pieces))
-            self._sizes = []
+            self._sizes, self._clean = [], 0
         self._size += size
         self._held += len(pieces)
         self._count += len(pieces)
@@ -141,17 +145,18 @@ class _Join:
             self._size, self._held = len(self._blocks[0]), len(self._tail)
             self._sizes = self._sizes[-self._held :] if len(self._sizes) >= self._held else []
 
-    def _seams(self) -> list[int] | None:
-        """Where each piece held but the last ends in their join, when every one is plain."""
+    def _seams(self) -> Seams | None:
+        """Where each piece held but the last ends in their join, when every one is plain, and
+        whether every one is clean."""
         if len(self._sizes) != self._held:
             return None
-        return list(itertools.accumulate(self._sizes[:-1]))
+        return list(itertools.accumulate(self._sizes[:-1])), self._clean >= self._held
 
     def close(self) -> None:
         if self._count >= 2 and (self._count > self._held or self._held >= 2):
             self._scan(self._blocks, self._last, self._seams())
         self._blocks, self._tail, self._size, self._held, self._last = [], [], 0, 0, []
-        self._sizes = []
+        self._sizes, self._clean = [], 0
 
 
 _UPPER, _LOWER = re.compile(rb"[A-Z]"), re.compile(rb"[a-z]")  # base64 of text mixes cases
@@ -189,9 +194,10 @@ class LargeStream:
         self._data = _Join(functools.partial(_joined, text, path, b"data"))
         self._runs: set[bytes] = set()
 
-    def segment(self, body: bytes, pos: int, end: int, plain: bool = False) -> None:
+    def segment(self, body: bytes, pos: int, end: int, plain: bool = False, clean: bool = False) -> None:
         """``body[pos:end]``, the next segment (``plain``: it holds no shape anchor, as its search
-        found: the joins then search only the seams of its pieces for one)."""
+        found: the joins then search only the seams of its pieces for one; ``clean``: nor an
+        escape, likewise)."""
         segment = body[pos:end]
         read = self._plans.read(segment) if self._plans is not None else None
         groups, runs = read if read is not None else (_members(segment), segment)
@@ -200,8 +206,8 @@ class LargeStream:
             join = joins.get(name)
             if join is None:
                 join = joins[name] = _Join(functools.partial(_joined, self._text, self._path, name))
-            join.extend(group, plain)
-        self._data.extend(_data_lines(segment), plain)
+            join.extend(group, plain, clean)
+        self._data.extend(_data_lines(segment), plain, clean)
         # the base64 runs that mix cases (an id repeated in every event: decoded once), as _B64_RUN_BYTES finds them
         self._runs.update(_b64_runs(runs, 16))
 
@@ -264,17 +270,17 @@ def _joined(
     name: bytes,
     parts: list[Piece],
     last: list[bytes | str],
-    seams: list[int] | None,
+    seams: Seams | None,
 ) -> None:
     """Scan the text of the join of ``parts``; ``last`` (the window before's join and text) let
     go of once this join exists, and this window's put in it (see `_Join`); ``seams``: where its
-    parts end, when none holds a shape anchor."""
+    parts end, when none holds a shape anchor (and whether none holds an escape either)."""
     joined, ascii = _ascii_join(parts)  # (the text of ASCII is these very bytes: not encoded again)
     last.clear()
     raw, hits = None, None
     if name == b"data" or b"\\" not in joined:
         whole, raw = (ascii, joined) if ascii is not None else (joined.decode("utf-8", "replace"), None)
-        hits = seam_hits(joined, seams) if seams is not None and raw is not None else None
+        hits = seam_hits(joined, *seams) if seams is not None and raw is not None else None
     else:  # the JSON escapes undone: json's scanner (orjson takes about 13x a long string's size)
         ascii = None  # (let go of before the decoded text is made)
         try:
