@@ -315,17 +315,19 @@ class Recorder:
                 stacklevel=3,
             )
 
-    def _seconds(self, clocks: list[int]) -> list[float]:
-        """Chunk arrival clocks (nanoseconds) as stored: seconds since the request to the nearest
-        0.1 ms (a half up), in integers: three C-level passes, where ``round(t, 4)`` a chunk
-        converted each to decimal."""
-        return list(
-            map(
-                truediv,
-                map(floordiv, map(add, clocks, repeat(50_000 - self._t0_ns)), repeat(100_000)),
-                repeat(10_000),
-            )
-        )
+    def _tenths(self, clocks: list[int]) -> list[int]:
+        """Chunk arrival clocks (nanoseconds) as tenths of a millisecond since the request, to the
+        nearest (a half up), in integers: two C-level passes (seconds as stored are these / 10_000,
+        `_response`; the save writes them / 10 as milliseconds, with no rounding again)."""
+        return list(map(floordiv, map(add, clocks, repeat(50_000 - self._t0_ns)), repeat(100_000)))
+
+    def _response(self, body: bytes, ends: list[int], clocks: list[int]) -> Response:
+        """The response recorded so far, from ``body``, its chunk ``ends`` and their arrival ``clocks``."""
+        tenths = self._tenths(clocks)
+        times = list(map(truediv, tenths, repeat(10_000)))
+        response = Response(self.status, list(self.headers), body, ends, times, self.complete, self.error)
+        response._tenths = tenths
+        return response
 
     def _body(self) -> bytes:
         """The body so far, joined once and kept joined (the chunks need not live twice);
@@ -370,9 +372,7 @@ class Recorder:
             body = tail[got - need :] if got > need else tail
             first = bisect.bisect_right(self._ends, offset)
             ends = [end - offset for end in self._ends[first:]]
-            times = self._seconds(self._times[first:])
-            status, headers, complete, error = self.status, list(self.headers), self.complete, self.error
-        return Response(status, headers, body, ends, times, complete, error)
+            return self._response(body, ends, self._times[first:])
 
     @overload
     def interaction(self, *, hooked: Literal[True] = ...) -> Interaction | None: ...
@@ -383,18 +383,9 @@ class Recorder:
         """The interaction as recorded so far, redacted; after ``before_record_response`` unless
         ``hooked`` is False (None when that hook drops it)."""
         with self._lock:
-            body, ends, times = self._body(), list(self._ends), self._seconds(self._times)
-        response = redact_response(
-            Response(
-                self.status,
-                list(self.headers),
-                body,
-                ends,
-                times,
-                self.complete,
-                self.error,
-            )
-        )
+            body = self._body()
+            response = self._response(body, list(self._ends), self._times)
+        response = redact_response(response)
         if hooked and self._before_response is not None:
             changed = self._before_response(response)
             if changed is None:
