@@ -18,7 +18,7 @@ from ssemock import Cassette
 from ssemock.framing import _speedups
 from ssemock.store import layout as cassette_body
 from ssemock.store.cassette import VERSION
-from ssemock.store.dumping import _interaction_to_json
+from ssemock.store.dumping import _interaction_to_json, _times_ms
 
 OPTION = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
 CONTENT_TYPES = [
@@ -275,6 +275,43 @@ def test_times_that_are_not_plain_floats_are_written_as_round_writes_them() -> N
     c.interactions[0].response.times = [0, -0.0, 2.5]  # set by hand: an int and a negative zero
     written: list[Any] = [t for t, _ in orjson.loads(c.dumps())["interactions"][0]["response"]["chunks"]]
     assert written == [0, -0.0, 2500.0] and type(written[0]) is int and math.copysign(1, written[1]) == -1
+
+
+def _tenths_and_times(rng: random.Random) -> tuple[list[int], list[Any]]:
+    """A recorder's tenths of a millisecond (any to 2**50 and past it, zeros, near a 0.05 ms half)
+    and the times that a hook may have left in their place: as made from them, or one edited
+    (a neighbour, an int, -0.0, NaN, a rounded or extended copy)."""
+    top = rng.choice([10, 10**4, 10**9, 2**50 - 1, 2**50, 2**52])
+    tenths = sorted(rng.choice([0, top, rng.randint(0, top)]) for _ in range(1 + sized(rng, 39)))
+    times: list[Any] = [k / 10_000 for k in tenths]
+    i = rng.randrange(len(times))
+    edit = rng.randrange(8)
+    if edit == 1:
+        times[i] = math.nextafter(times[i], math.inf)
+    elif edit == 2:
+        times[i] = tenths[i] // 10_000
+    elif edit == 3:
+        times[i] = -0.0 if tenths[i] == 0 else -times[i]
+    elif edit == 4:
+        times[i] = math.nan
+    elif edit == 5:
+        times[i] = round(times[i], 3)
+    elif edit == 6:
+        times.append(times[-1])
+    return tenths, times
+
+
+@settings(max_examples=300, deadline=None)
+@given(drawn=seeded(_tenths_and_times))
+def test_times_written_from_a_recorders_tenths_are_rounded_as_round_ms_1(
+    drawn: tuple[list[int], list[Any]],
+) -> None:
+    """The save writes a recording's times from the recorder's integer tenths when they still give
+    the times; whatever a hook left there, it writes ``round(t * 1000, 1)`` (the same repr: sign,
+    type, NaN)."""
+    tenths, times = drawn
+    expected = [round(t * 1000, 1) for t in times]
+    assert list(map(repr, _times_ms(times, tenths))) == list(map(repr, expected))  # NaN, -0.0, int kept
 
 
 @pytest.mark.parametrize("content_type", ["text/event-stream", "text/plain"])

@@ -348,7 +348,8 @@ def test_a_stream_of_events_that_are_no_json_after_all_is_walked(monkeypatch: py
 
 def test_runs_of_events_are_read_in_one_pass_as_they_are_walked(monkeypatch: pytest.MonkeyPatch) -> None:
     """A run of events of the last shape is read by one regex pass over their texts joined by
-    NULs (`Shapes._run`), each piece list extended once; a run with a NUL in a text, a value
+    NULs (`Shapes._run`), each piece list extended once; a run with a NUL in a text (two texts of
+    the shape in one, beside a text of no shape: as many matches as texts), a value
     worth decoding, a value no JSON string holds, another id, or a list of strings (two values
     to one piece list) is read the ways before, with the same results."""
     run, runs = Shapes._run, [0]
@@ -363,6 +364,8 @@ def test_runs_of_events_are_read_in_one_pass_as_they_are_walked(monkeypatch: pyt
     texts = [_raw(w) for w in words * 50]
     texts[100] = _raw("a\x00b")  # a NUL in a text (escaped in JSON: no plan reads it raw)
     texts[101] = _raw("a\u0000b")
+    texts[120] = _raw(" lorem") + "\x00" + _raw(" ipsum")  # two texts of the shape, NUL-joined in one,
+    texts[121] = '{"note":"' + KEY + '"}'  # beside one of no shape: as many matches as texts
     texts[150] = _raw(KEY)  # worth decoding
     texts[170] = _raw("a\tb")  # a tab as written: no JSON string
     texts += [_raw(w, OTHER) for w in words * 30]  # another stable id

@@ -185,6 +185,37 @@ def test_the_accelerator_says_whether_a_base64_run_is_there_as_the_pure_code_doe
         _speedups.b64_run("é" * 20, 16)  # not ASCII: the pure code's
 
 
+_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_"
+
+
+def _run(rng: random.Random) -> bytes:
+    """A run of base64 / base64url bytes (any length, mixed alphabets, any last bits), with a
+    stray byte in it one time in three."""
+    run = bytearray(rng.choices(_ALPHABET, k=sized(rng, 40)) + list(rng.choice([b"", KEY.encode()])))
+    if rng.random() < 1 / 3:
+        run.insert(rng.randint(0, len(run)), rng.choice(b"= .\x00\x7f\n\xc3\xff"))
+    return bytes(run)
+
+
+@settings(max_examples=400, deadline=None)
+@given(seeded(_run))
+def test_the_accelerator_decodes_a_base64_run_as_the_pure_code_does(raw: bytes) -> None:
+    """``b64_decode`` gives the pure decoders' bytes for a run of base64 / base64url bytes with no
+    "=" (every length but 4k + 1: the bits of a last partial group dropped), None for another
+    byte or length, which the pure code then takes: the walk's decode gives the same either way."""
+    assert credential_shapes._c_b64_decode is _speedups.b64_decode
+    expected = credential_shapes._pure_decoded(raw.rstrip(b"="))
+    assert credential_shapes.base64_bytes(raw) == (
+        None if expected is None else credential_shapes._inflated(expected)
+    )
+    if raw.translate(None, _ALPHABET) or len(raw) % 4 == 1:
+        assert _speedups.b64_decode(raw) is None
+    else:
+        assert expected is not None and _speedups.b64_decode(raw) == expected
+    with pytest.raises(TypeError, match="b64_decode"):
+        _speedups.b64_decode(raw.decode("latin-1"))  # type: ignore[arg-type]
+
+
 @settings(max_examples=400, deadline=None)
 @given(
     seeded(

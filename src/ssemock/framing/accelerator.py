@@ -11,6 +11,7 @@ __all__ = [
     "MODULE",
     "array_spans",
     "ascii_join",
+    "b64_decode",
     "b64_findall",
     "b64_run",
     "b64_runs",
@@ -48,6 +49,8 @@ data_lines: Callable[[bytes], list[bytes | memoryview]] | None = getattr(MODULE,
 (`ssemock.scan.large_streams`)."""
 b64_run: Callable[[bytes | str, int], bool] | None = getattr(MODULE, "b64_run", None)
 """Whether bytes, or a str of ASCII, hold a base64 run (`ssemock.scan.credential_shapes.has_b64_run`)."""
+b64_decode: Callable[[bytes], bytes | None] | None = getattr(MODULE, "b64_decode", None)
+"""A base64 / base64url run with no '=' decoded, in one pass (`ssemock.scan.credential_shapes.base64_bytes`)."""
 b64_findall: Callable[[str, int], list[str]] | None = getattr(MODULE, "b64_findall", None)
 """The base64 runs of ASCII text as `B64_RUN.findall` gives them (`ssemock.scan.credential_shapes.b64_findall`)."""
 b64_runs: Callable[[bytes, int], set[bytes]] | None = getattr(MODULE, "b64_runs", None)

@@ -478,9 +478,9 @@ class Shapes:
         """`bulk`, all of ``texts`` or none: read in one pass of ``batch`` (`_Planned.batched`),
         each piece list extended once by the run's values (`_Planned.columns`)."""
         n = len(texts)
+        if "\x00" in "".join(texts):  # a text holds a NUL (no JSON text does): one by one (a memchr:
+            return False  # counting the NULs of the NUL-joined texts cost ~5x the join and the search)
         joined = "\x00".join(["", *texts, ""])
-        if joined.count("\x00") != n + 1:  # a text holds a NUL (no JSON text does): one by one
-            return False
         found = batch.findall(joined)
         if len(found) != n:  # some text is not of the shape
             return False

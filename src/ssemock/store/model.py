@@ -139,6 +139,9 @@ class Response:
     error: dict[str, Any] | None = None
     """The failure seen mid-stream while recording."""
     _cut: tuple[tuple[int, int, int], list[bytes]] | None = field(default=None, repr=False, compare=False)
+    _tenths: list[int] | None = field(default=None, repr=False, compare=False)
+    """The recorder's integer tenths of a millisecond behind `times` (``times[i] == _tenths[i] / 10_000``):
+    the save writes them without rounding each time again, when they still give `times`."""
 
     @property
     def chunks(self) -> list[bytes]:
