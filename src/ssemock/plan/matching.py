@@ -50,6 +50,8 @@ def records_origin(recorded: Iterable[Request], url: str) -> bool:
 
 
 def _query(url: str) -> list[tuple[str, str]]:
+    if "?" not in url:  # no query (most requests): nothing to redact or parse
+        return []
     return sorted(parse_qsl(urlsplit(redact_url(url)).query, keep_blank_values=True))
 
 

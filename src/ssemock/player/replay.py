@@ -22,6 +22,7 @@ from ..plan.serving import (
     TransformSpec,
     plan_response,
 )
+from ..store import kept
 from ..store.cassette import Cassette
 from . import session
 from .core import Player, recording_refusals
@@ -185,5 +186,10 @@ def open_cassette(path: str | os.PathLike[str], options: Options) -> Player:
     when it exists and the record mode keeps it)."""
     p = Path(path)
     existed = p.exists() and options.record_mode != "rewrite"
-    cassette = Cassette.load(p) if existed else Cassette(path=p)
+    if not existed:
+        cassette = Cassette(path=p)
+    elif options.record_mode == "none":  # replay only: parsed once a session (store.kept)
+        cassette = kept.load(p)
+    else:
+        cassette = Cassette.load(p)
     return Player(cassette, options, path=p, existed=existed)

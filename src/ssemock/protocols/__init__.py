@@ -209,16 +209,15 @@ _MODULES = (
     "gemini_interactions",
 )
 
+_NAMES = tuple(f"{__name__}.{module}" for module in _MODULES)
+
 
 def all_protocols() -> list[Protocol]:
     """Every registered protocol, in detection order (modules are imported on first use)."""
     # read from sys.modules each time, never kept here: pytester's in-process runs drop the modules a
     # run imported, and a member kept from an earlier run would decode into that run's classes
     modules = sys.modules
-    return [
-        (modules.get(name) or importlib.import_module(name)).PROTOCOL
-        for name in (f"{__name__}.{module}" for module in _MODULES)
-    ]
+    return [(modules.get(name) or importlib.import_module(name)).PROTOCOL for name in _NAMES]
 
 
 def names() -> tuple[str, ...]:

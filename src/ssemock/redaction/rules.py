@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from urllib.parse import urlsplit
@@ -78,6 +79,7 @@ QUERY_PARAMS = re.compile(
 _URL_LINE = re.compile(rb"^data: ?((?:/|https?://)[^\r\n\s]*\?[^\r\n\s]*)\r?$", re.M)
 
 
+@functools.lru_cache(maxsize=1024)  # a client sends the same dozen or so names every request
 def _request_header_secret(name: str) -> bool:
     return name in REQUEST_HEADERS or SECRET_NAME.search(name) is not None
 
