@@ -116,10 +116,7 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
             spans.append((a, b, "***"))
 
     for a, b, value, named in _named_values(text):
-        # a bare value runs to the line's end (a password may hold ``&``): its first piece decides
-        # whether it is a placeholder (``REDACTED&n=1`` is what redaction left, then more parameters)
-        first = re.split(r"[&\s]", value.strip("'\""), maxsplit=1)[0]
-        if (named and credential_value(value.strip("'\"")) and (not first or credential_value(first))) or (
+        if (named and credential_value(value.strip("'\"")) and not _placeholder_then_more(value)) or (
             not named and looks_random(value)
         ):
             add(a, b)
@@ -135,6 +132,24 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
         if not out or span[0] >= out[-1][1]:
             out.append(span)
     return out
+
+
+# what may follow a placeholder in a bare value: a query's next parameter (``REDACTED&n=1``), or
+# words without a digit (``*** at the end``); anything else is the rest of a password that holds
+# ``&`` or a space (``.&00700007``: ``.`` alone is not what redaction left)
+_PARAMETER = re.compile(r"[A-Za-z_][\w.\-\[\]]*=")
+
+
+def _placeholder_then_more(value: str) -> bool:
+    """Whether a bare value named as a credential is a placeholder followed by more of the line
+    (not a secret): its first piece is a placeholder and what follows it is `_PARAMETER` or words."""
+    pieces = re.split(r"([&\s])", value.strip("'\""), maxsplit=1)
+    if len(pieces) == 1:
+        return False
+    first, sep, rest = pieces
+    if not first or credential_value(first):
+        return False
+    return bool(_PARAMETER.match(rest)) if sep == "&" else not any(c.isdigit() for c in rest)
 
 
 def mask_text(text: str) -> str:
