@@ -76,10 +76,11 @@ def test_a_rewritten_file_is_parsed_again_even_with_its_size_and_times(tmp_path:
 
 
 def test_the_copy_knows_every_field() -> None:
-    # a field added to the model must be copied by kept._fresh (and this test told)
+    # a field added to the model must be copied by kept._fresh (and this test told); _cut and
+    # _tenths are a replay's cache and a recorder's times, which a parsed cassette never holds
     assert [f.name for f in dataclasses.fields(Request)] == ["method", "url", "headers", "body"]
     assert [f.name for f in dataclasses.fields(Response)] == [
-        *("status", "headers", "body", "ends", "times", "complete", "error", "_cut")
+        *("status", "headers", "body", "ends", "times", "complete", "error", "_cut", "_tenths")
     ]
     assert [f.name for f in dataclasses.fields(Interaction)] == [
         "request",
