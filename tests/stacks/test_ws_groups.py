@@ -9,7 +9,9 @@ stack fails here until it has a client."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -144,3 +146,20 @@ def test_a_message_another_connection_frees_reaches_the_client_after_it(tmp_path
         ("sideband", "session.updated"),  # recorded after the primary's close: released after it
         ("primary", "session.closed"),
     ]
+
+
+@pytest.mark.parametrize(
+    "stack", [s for s, (_, libs) in WS_STACKS.items() if libs[0].startswith("websockets.")]
+)
+def test_a_client_module_imported_again_is_the_one_patched(
+    tmp_path: Path, stack: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An in-process pytest run (pytester) drops the modules it imported from sys.modules, not from
+    their package's attributes: the client module imported again is the one patched (it was the
+    dropped one, and the replay's connection went to the network)."""
+    for library in WS_STACKS[stack][1]:
+        dropped = importlib.import_module(library)
+        package, _, name = library.rpartition(".")
+        monkeypatch.setattr(sys.modules[package], name, dropped)  # as pytester leaves it
+        monkeypatch.delitem(sys.modules, library)
+    test_a_message_another_connection_frees_reaches_the_client_after_it(tmp_path, stack)

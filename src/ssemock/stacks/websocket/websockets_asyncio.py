@@ -16,6 +16,7 @@ handshake (URL and the user's headers) to the players first:
 from __future__ import annotations
 
 import asyncio
+import importlib
 from typing import Any
 
 import httpx
@@ -204,7 +205,9 @@ def _tcp_step(client: Any) -> str | None:
 def patches() -> list[Patch]:
     """The hook on ``websockets.asyncio.client.connect``'s TCP step, by version (13.0.x: on
     ``connect.__init__``)."""
-    import websockets.asyncio.client as client
+    # sys.modules' module: `import a.b.c as c` takes the package's attribute, which may be a
+    # module an in-process pytest run dropped from sys.modules (patching it patches nothing)
+    client = importlib.import_module("websockets.asyncio.client")
 
     name = _tcp_step(client)
     if name is None:
@@ -214,6 +217,8 @@ def patches() -> list[Patch]:
 
 def hook() -> str:
     """Where the patch goes in the installed ``websockets`` (for ``ssemock doctor``)."""
-    import websockets.asyncio.client as client
+    # sys.modules' module: `import a.b.c as c` takes the package's attribute, which may be a
+    # module an in-process pytest run dropped from sys.modules (patching it patches nothing)
+    client = importlib.import_module("websockets.asyncio.client")
 
     return f"websockets.asyncio.client.connect.{_tcp_step(client) or '__init__'}"

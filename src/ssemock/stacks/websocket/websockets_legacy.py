@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 from typing import Any
 
 from respx.models import PassThrough
@@ -69,7 +70,9 @@ def _init(original: Any) -> Any:
 
 def patches() -> list[Patch]:
     """The hook on ``websockets.legacy.client.Connect.__init__``."""
-    import websockets.legacy.client as client
+    # sys.modules' module: `import a.b.c as c` takes the package's attribute, which may be a
+    # module an in-process pytest run dropped from sys.modules (patching it patches nothing)
+    client = importlib.import_module("websockets.legacy.client")
 
     return [Patch(client.Connect, "__init__", _init)]
 

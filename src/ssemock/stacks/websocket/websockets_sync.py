@@ -16,6 +16,7 @@ client would (TLS over it as the client asked, ``SSLSSLSocket`` through an HTTPS
 
 from __future__ import annotations
 
+import importlib
 import ssl
 import types
 from typing import Any
@@ -219,8 +220,10 @@ def patches() -> list[Patch]:
     from 15.0, its proxy openers and ``SSLSSLSocket`` (`_through_proxy`), and
     ``Connection.start_keepalive`` (so does a stall longer than the keepalive) and,
     from 17.3, the ``selectors`` global of ``websockets.sync.connection`` (`_Selector`)."""
-    import websockets.sync.client as client
-    import websockets.sync.connection as connection
+    # sys.modules' module: `import a.b.c as c` takes the package's attribute, which may be a
+    # module an in-process pytest run dropped from sys.modules (patching it patches nothing)
+    client = importlib.import_module("websockets.sync.client")
+    connection = importlib.import_module("websockets.sync.connection")
 
     found = [
         Patch(client, "socket", _shim),
