@@ -134,22 +134,25 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
-# what may follow a placeholder in a bare value: a query's next parameter (``REDACTED&n=1``), or
-# words without a digit (``*** at the end``); anything else is the rest of a password that holds
-# ``&`` or a space (``.&00700007``: ``.`` alone is not what redaction left)
+# what may follow a placeholder in a bare value: after ``&``, a query's next parameter
+# (``REDACTED&n=1``); after a space, anything, when the placeholder is one redaction leaves
+# (``REDACTED -> 404 ...``, ``*** at the end``), not a dot or a dash (``. 0070a07b``);
+# anything else is the rest of a password that holds ``&`` or a space (``.&00700007``)
 _PARAMETER = re.compile(r"[A-Za-z_][\w.\-\[\]]*=")
 
 
 def _placeholder_then_more(value: str) -> bool:
     """Whether a bare value named as a credential is a placeholder followed by more of the line
-    (not a secret): its first piece is a placeholder and what follows it is `_PARAMETER` or words."""
+    (not a secret): its first piece is a placeholder and what follows it cannot be the value's."""
     pieces = re.split(r"([&\s])", value.strip("'\""), maxsplit=1)
     if len(pieces) == 1:
         return False
     first, sep, rest = pieces
     if not first or credential_value(first):
         return False
-    return bool(_PARAMETER.match(rest)) if sep == "&" else not any(c.isdigit() for c in rest)
+    if sep == "&":
+        return bool(_PARAMETER.match(rest))
+    return len(first) >= 3 and bool(first.strip(".-_"))
 
 
 def mask_text(text: str) -> str:
