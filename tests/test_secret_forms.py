@@ -572,12 +572,15 @@ def test_messages_mask_every_secret_and_credential_named_value(data: st.DataObje
         ("https://h/v1?key=REDACTED&alt=sse", "https://h/v1?key=REDACTED&alt=sse"),
         ("password=*** at the end", "password=*** at the end"),
         ("GET /v1?client_secret=REDACTED -> 404 no match", "GET /v1?client_secret=REDACTED -> 404 no match"),
+        ("for each password:\n- mellon: Welcome", "for each password:\n- mellon: Welcome"),
+        ("password: - 0070a07b", "password: ***"),
     ],
 )
 def test_a_password_after_a_placeholder_like_first_piece_is_masked(text: str, kept: str) -> None:
     """A bare value's first piece looking like a placeholder (``.``, ``x``) hides the rest only
     when the rest is a query's next parameter, or follows a space and a placeholder redaction
-    leaves: else it is a password holding ``&`` or a space, and all of it is masked."""
+    leaves, or is a list's bullet on the line under the name: else it is a password holding ``&``
+    or a space, and all of it is masked."""
     assert mask_text(text) == kept and safe_message(text) == kept
 
 

@@ -116,9 +116,9 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
             spans.append((a, b, "***"))
 
     for a, b, value, named in _named_values(text):
-        if (named and credential_value(value.strip("'\"")) and not _placeholder_then_more(value)) or (
-            not named and looks_random(value)
-        ):
+        if (
+            named and credential_value(value.strip("'\"")) and not _placeholder_then_more(value, text, a)
+        ) or (not named and looks_random(value)):
             add(a, b)
     for m in _SUBPROTOCOL.finditer(text):  # a credential subprotocol, whatever its value looks like
         if m.group(1) != REDACTED:
@@ -136,14 +136,17 @@ def secret_spans(text: str) -> list[tuple[int, int, str]]:
 
 # what may follow a placeholder in a bare value: after ``&``, a query's next parameter
 # (``REDACTED&n=1``); after a space, anything, when the placeholder is one redaction leaves
-# (``REDACTED -> 404 ...``, ``*** at the end``), not a dot or a dash (``. 0070a07b``);
+# (``REDACTED -> 404 ...``, ``*** at the end``), not a dot or a dash (``. 0070a07b``), unless
+# it is a list's bullet starting a line under the name (``each password:\n- "mellon": ...``);
 # anything else is the rest of a password that holds ``&`` or a space (``.&00700007``)
 _PARAMETER = re.compile(r"[A-Za-z_][\w.\-\[\]]*=")
+_BULLETS = ("-", "*", "+", "\u2022")
 
 
-def _placeholder_then_more(value: str) -> bool:
-    """Whether a bare value named as a credential is a placeholder followed by more of the line
-    (not a secret): its first piece is a placeholder and what follows it cannot be the value's."""
+def _placeholder_then_more(value: str, text: str, start: int) -> bool:
+    """Whether a bare value named as a credential at ``text[start:]`` is a placeholder followed by
+    more of the line (not a secret): its first piece is a placeholder and what follows it cannot
+    be the value's."""
     pieces = re.split(r"([&\s])", value.strip("'\""), maxsplit=1)
     if len(pieces) == 1:
         return False
@@ -152,6 +155,8 @@ def _placeholder_then_more(value: str) -> bool:
         return False
     if sep == "&":
         return bool(_PARAMETER.match(rest))
+    if first in _BULLETS and text[:start].rstrip(" \t").endswith(("\n", "\r")):
+        return True  # a list under a heading that ends with the name
     return len(first) >= 3 and bool(first.strip(".-_"))
 
 
