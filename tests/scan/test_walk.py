@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 
 import pytest
 
-from ssemock import Cassette
+from ssemock import Cassette, CassetteError
 from ssemock.scan.large_streams import _WINDOW
 from ssemock.scan.walk import _DEEP_MAX, scan_cassette
 
@@ -53,3 +54,43 @@ def test_a_key_in_a_base64_value_of_a_large_stream_is_found() -> None:
 
 def test_a_large_stream_without_a_secret_is_clean() -> None:
     assert _one(_delta("lorem ipsum, dolor sit amet ") * (_DEEP_MAX // 60 + 10)) == []
+
+
+def test_a_password_in_a_url_split_across_deltas_of_a_large_stream_is_found() -> None:
+    """Filler windows of a large stream are searched for shapes only (their text is not made);
+    the window holding a URL is read as text, and the password split across its deltas found."""
+    filler = _delta("lorem ipsum ") * ((_DEEP_MAX + 2 * _WINDOW) // len(_delta("lorem ipsum ")))
+    said = ["see https://ada:", "hunter2-", "Q1w2E3r4", "@h.example/ there"]
+    found = _one(filler + b"".join(map(_delta, said)) + filler)
+    assert found == ["a password in the URL @ response.body reassembled content"]
+
+
+@pytest.mark.parametrize(
+    "text", ["see http://[oops for more", "[docs](https://[::1/x)", "https://h]/v1?q=1", "a://[b@c"]
+)
+def test_a_text_holding_a_url_urlsplit_refuses_is_saved(text: str, tmp_path: Path) -> None:
+    """A model's text may hold what only looks like a URL (a bracket in its host): the scan reads
+    it by hand instead of failing, and the recording is saved as it was streamed."""
+    cassette = Cassette()
+    body = _delta(text) + b"data: [DONE]\n\n"
+    cassette.add("POST", "https://api.example.com/v1/chat/completions", [body])
+    cassette.save(tmp_path / "c.json")
+    assert Cassette.load(tmp_path / "c.json").interactions[0].response.body == body
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("see https://ada:hunter2-Q1w2E3@[h/x", "a password in the URL"),
+        ("see https://[h/v1?api_key=hunter2-Q1w2E3 now", "a credential-named parameter 'api_key'"),
+        ("see https://[h/v1#access_token=hunter2-Q1w2E3", "a credential-named parameter 'access_token'"),
+    ],
+)
+def test_a_secret_in_a_url_urlsplit_refuses_is_still_found(text: str, rule: str, tmp_path: Path) -> None:
+    """The password, query and fragment of such a URL are read by hand: a secret there is refused."""
+    cassette = Cassette()
+    cassette.add("POST", "https://api.example.com/v1/chat", [_delta(text), b"data: [DONE]\n\n"])
+    assert [f.rule for f in scan_cassette(cassette)] == [rule]
+    with pytest.raises(CassetteError):
+        cassette.save(tmp_path / "c.json")
+    assert not (tmp_path / "c.json").exists()

@@ -14,11 +14,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
-from urllib.parse import urlsplit
 
 import orjson
 
 from ..core.edits import rewrite
+from ..scan.fields import url_parts
 from ..scan.shapes import SECRET_NAME, Secret, query_spans, scan, scan_body, scan_header, scan_url
 from ..scan.shapes import escape_control as escape_control  # their home is ssemock.scan.shapes
 from ..scan.shapes import mask_text as mask_text
@@ -101,8 +101,8 @@ def replace_spans(text: str, spans: list[tuple[int, int]], by: str | list[str]) 
 def redact_url(url: str) -> str:
     """Replace a userinfo password and the values of query parameters named like credentials;
     everything else stays byte for byte."""
-    parts = urlsplit(url)
-    if parts.password and parts.password != REDACTED:
+    password = url_parts(url)[2]
+    if password and password != REDACTED:
         at = url.find("@")
         colon = url.rfind(":", 0, at)
         url = url[: colon + 1] + REDACTED + url[at:]

@@ -222,11 +222,29 @@ def scan_body(body: bytes, hits: BodyHits | None = None) -> list[Secret]:
     return _merged(found + named) if named else found
 
 
+def url_parts(url: str) -> tuple[str, str, str | None]:
+    """``url``'s query, fragment and userinfo password (None without one), as urlsplit gives them;
+    read by hand where it refuses the URL (a bracket in its host: ``http://[oops`` in a model's text
+    is no URL to send, and the scan of that text must not fail on it)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        head, _, fragment = url.partition("#")
+        netloc = re.split(r"[/?#]", url.partition("://")[2], maxsplit=1)[0]
+        userinfo, at, _ = netloc.rpartition("@")
+        return (
+            head.partition("?")[2],
+            fragment,
+            userinfo.partition(":")[2] if at and ":" in userinfo else None,
+        )
+    return parts.query, parts.fragment, parts.password
+
+
 def scan_url(url: str) -> list[Secret]:
     """`scan` plus a password in the userinfo and credentials named in the query."""
     found = scan(url)
-    parts = urlsplit(url)
-    if parts.password and parts.password != REDACTED:
+    password = url_parts(url)[2]
+    if password and password != REDACTED:
         start = url.find("@")
         colon = url.rfind(":", 0, start)
         found.append(Secret("a password in the URL", colon + 1, start, "***"))
