@@ -6,7 +6,6 @@ code gives (issue 48)."""
 from __future__ import annotations
 
 import base64
-import itertools
 import json
 import random
 import re
@@ -86,50 +85,6 @@ def test_the_accelerator_finds_the_data_lines_and_base64_runs_the_pure_code_find
         _speedups.data_lines(bytearray(segment))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="b64_runs"):
         _speedups.b64_runs(segment, "16")  # type: ignore[arg-type]
-
-
-def _parts(data: bytes, cuts: list[int]) -> list[bytes | memoryview]:
-    """``data`` cut at ``cuts``: as bytes, or views of it (as `_data_lines` hands long values)."""
-    bounds = [0, *sorted(c % (len(data) + 1) for c in cuts), len(data)]
-    view = memoryview(data)
-    return [view[a:b] if k % 2 else data[a:b] for k, (a, b) in enumerate(itertools.pairwise(bounds))]
-
-
-@settings(max_examples=300, deadline=None)
-@given(seeded(lambda rng: b"".join(some(_SSE_BITS, 60)(rng))), st.lists(st.integers(0, 1 << 16), max_size=6))
-def test_the_accelerator_joins_a_window_and_gives_its_ascii_text_as_the_pure_code_does(
-    window: bytes, cuts: list[int]
-) -> None:
-    """A window's join of bytes and views, and its text when it is ASCII (None else), are the
-    pure code's, whatever its bytes and wherever its parts are cut."""
-    assert large_streams._ascii_join is _speedups.ascii_join
-    parts = _parts(window, cuts)
-    assert _speedups.ascii_join(parts) == large_streams._py_ascii_join(parts)
-    with pytest.raises(TypeError, match="ascii_join"):
-        _speedups.ascii_join([*parts, bytearray(window)])  # type: ignore[list-item]
-    with pytest.raises(TypeError, match="ascii_join"):
-        _speedups.ascii_join(tuple(parts))  # type: ignore[arg-type]
-
-
-def test_a_byte_past_ascii_at_any_offset_of_a_long_window_gives_no_ascii_text() -> None:
-    """The accelerator reads 64 bytes a step, then one: a byte of 0x80 or more at any offset of
-    each (or none), in any part, is seen, the text of ASCII bytes is those bytes, and the join is
-    whole after a part with such a byte as before it."""
-    ascii = bytes(range(128)) * 2
-    for size in (0, 1, 7, 63, 64, 65, 200):
-        for cut in (0, size // 2, size):
-            parts = _parts(ascii[:size], [cut])
-            assert _speedups.ascii_join(parts) == (ascii[:size], ascii[:size].decode("ascii")), size
-        for at in range(size):
-            for byte in (0x80, 0xC3, 0xFF):
-                window = ascii[:at] + bytes([byte]) + ascii[at + 1 : size]
-                for cut in (0, at, at + 1, size):
-                    assert _speedups.ascii_join(_parts(window, [cut])) == (window, None), (
-                        size,
-                        at,
-                        byte,
-                        cut,
-                    )
 
 
 @pytest.mark.parametrize("case", [b"x", b"X"])
@@ -287,6 +242,7 @@ _WINDOW_BITS = [
     "password=",
     "https://u:p@h/?token=",
     base64.b64encode(KEY.encode()).decode(),
+    *("{", "[", "/", "?", "#", "\x1c", ":", "=", "//"),  # what the walk reads past shapes, and their parts
 ]
 
 
@@ -299,11 +255,14 @@ def test_a_window_scanned_from_its_own_bytes_finds_what_its_text_finds(
     parts: list[bytes], name: bytes
 ) -> None:
     """A reassembled window of ASCII text is searched in its joined bytes, not in its text encoded
-    again: the findings are the same as from the text (and a window of other text is encoded)."""
+    again, and its text is not made where the walk reads nothing in it past its shapes: the
+    findings are the same as the whole walk's of the text (and a window of other text is encoded)."""
     fast, slow = _Scan(0), _Scan(0)
     large_streams._joined(large_streams.text_scan(fast, "response.body"), "", name, parts, [], None)
     large_streams._joined(
-        lambda text, where, depth, raw=None, hits=None: slow.text("response.body", text, where, depth),
+        lambda text, where, depth, raw=None, hits=None: slow.text(
+            "response.body", text if isinstance(text, str) else text.decode("ascii"), where, depth
+        ),
         "",
         name,
         parts,
@@ -387,3 +346,38 @@ def test_a_large_stream_gives_the_same_findings_with_and_without_the_accelerator
         pure = _found(body)
     assert fast == pure
     assert fast, "the key was not found"
+
+
+# what the walk reads in a text past its shapes (JSON, a form, a URL, base64), each with a secret
+_READ = [
+    '{"password": "hunter2-Q1w2E3"}',
+    "password=hunter2-Q1w2E3",
+    "see https://h/v1?api_key=hunter2-Q1w2E3 there",
+    "/v1?api_key=hunter2-Q1w2E3",
+    "?api_key=hunter2-Q1w2E3",
+    "#access_token=hunter2-Q1w2E3",
+    "https://user:hunter2-Q1w2E3@h/v1",
+    base64.b64encode(b"password=hunter2-Q1w2E3").decode(),
+]
+_UNREAD = ["x" * 20, " ", "\n", "\x1c", ":", "/", "?", "#", "{", "[", "word", "Q1w2E3r4", "sk-test-", "%2F"]
+
+
+@pytest.mark.parametrize("text", [*_READ, " \n\t" + _READ[0]])
+def test_a_window_the_walk_reads_past_its_shapes_is_made_text(text: str) -> None:
+    """Each form the walk reads in a window's text (JSON, a form, a URL's query, base64) keeps
+    its text made (`nothing_to_read` is False), and the walk finds the secret in it."""
+    assert not large_streams.nothing_to_read(text.encode())
+    walker = _Scan(0)
+    walker.text("response.body", text, "", 2, shapes=False)
+    assert walker.found
+
+
+@settings(max_examples=300, deadline=None)
+@given(seeded(lambda rng: "".join(some(_UNREAD + _READ, 12)(rng))))
+def test_a_window_left_as_bytes_holds_nothing_the_walk_reads(text: str) -> None:
+    """Where `nothing_to_read` spares a window's text, the walk past its shapes finds nothing in
+    that text: the shapes searched in its bytes are all there is to find."""
+    if large_streams.nothing_to_read(text.encode()):
+        walker = _Scan(0)
+        walker.text("response.body", text, "", 2, shapes=False)
+        assert walker.found == []

@@ -40,12 +40,6 @@
  *   decoder, for its exact replacements. Smaller values, and text of 1 byte per character,
  *   go to CPython's decoder too.
  *
- * ascii_join(parts) -> (bytes, str | None)
- *   (b"".join(parts), its text when it is ASCII, else None) for parts of bytes or views of them:
- *   a large stream's window and its text (ssemock.scan.large_streams), nearly always ASCII, in
- *   one SSE2 pass copying 64 bytes a step to both while checking them, where the join's copy and
- *   CPython's ASCII decoder (8 bytes a step) read the window twice.
- *
  * escaped(window, sep, layout) -> bytes | None
  *   For ssemock.cassette_body: window (UTF-8) as one JSON string, each byte escaped as orjson
  *   escapes it, with `layout` written as it is after each `sep` (b"\n" or b"\n\n", found left
@@ -375,101 +369,6 @@ text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *result = utf8(view.buf, view.len, big);
     PyBuffer_Release(&view);
     return result;
-}
-
-/* -- ascii_join(): a window's join, and its text when it is ASCII ---------------------------- */
-
-/* Copy [p, p + n) to out and, while *ascii, to text too, checking it: *ascii is cleared at the
- * first byte of 0x80 or more (text is then left part written), and the rest copied to out only. */
-static void
-copy_checked(const unsigned char *p, Py_ssize_t n, unsigned char *out, unsigned char *text, int *ascii)
-{
-    Py_ssize_t i = 0;
-#ifdef __SSE2__
-    for (; *ascii && n - i >= 64; i += 64) {
-        __m128i a = _mm_loadu_si128((const __m128i *)(p + i));
-        __m128i b = _mm_loadu_si128((const __m128i *)(p + i + 16));
-        __m128i c = _mm_loadu_si128((const __m128i *)(p + i + 32));
-        __m128i d = _mm_loadu_si128((const __m128i *)(p + i + 48));
-        _mm_storeu_si128((__m128i *)(out + i), a);
-        _mm_storeu_si128((__m128i *)(out + i + 16), b);
-        _mm_storeu_si128((__m128i *)(out + i + 32), c);
-        _mm_storeu_si128((__m128i *)(out + i + 48), d);
-        if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d))) != 0) {
-            *ascii = 0;
-            break;
-        }
-        _mm_storeu_si128((__m128i *)(text + i), a);
-        _mm_storeu_si128((__m128i *)(text + i + 16), b);
-        _mm_storeu_si128((__m128i *)(text + i + 32), c);
-        _mm_storeu_si128((__m128i *)(text + i + 48), d);
-    }
-#endif
-    for (; *ascii && i < n; i++) {
-        if (p[i] & 0x80) {
-            *ascii = 0;
-            break;
-        }
-        out[i] = text[i] = p[i];
-    }
-    memcpy(out + i, p + i, (size_t)(n - i));
-}
-
-/* The bytes of a part of ascii_join's list (bytes, or a view of one), or -1 with TypeError. */
-static Py_ssize_t
-part_bytes(PyObject *part, const unsigned char **p)
-{
-    if (PyBytes_CheckExact(part)) {
-        *p = (const unsigned char *)PyBytes_AS_STRING(part);
-        return PyBytes_GET_SIZE(part);
-    }
-    if (PyMemoryView_Check(part)) {
-        Py_buffer *view = PyMemoryView_GET_BUFFER(part);
-        if (view->itemsize == 1 && PyBuffer_IsContiguous(view, 'C')) {
-            *p = (const unsigned char *)view->buf;
-            return view->len;
-        }
-    }
-    PyErr_SetString(PyExc_TypeError, "ascii_join(parts: list[bytes | memoryview])");
-    return -1;
-}
-
-static PyObject *
-ascii_join(PyObject *module, PyObject *parts)
-{
-    if (!PyList_CheckExact(parts)) {
-        PyErr_SetString(PyExc_TypeError, "ascii_join(parts: list[bytes | memoryview])");
-        return NULL;
-    }
-    Py_ssize_t count = PyList_GET_SIZE(parts), size = 0, n;
-    const unsigned char *p;
-    for (Py_ssize_t k = 0; k < count; k++) {
-        if ((n = part_bytes(PyList_GET_ITEM(parts, k), &p)) < 0) {
-            return NULL;
-        }
-        if (n > PY_SSIZE_T_MAX - size) {
-            return PyErr_NoMemory();
-        }
-        size += n;
-    }
-    PyObject *joined = PyBytes_FromStringAndSize(NULL, size);
-    PyObject *text = joined == NULL ? NULL : PyUnicode_New(size, 127);
-    if (text == NULL) {
-        Py_XDECREF(joined);
-        return NULL;
-    }
-    unsigned char *out = (unsigned char *)PyBytes_AS_STRING(joined), *chars = PyUnicode_1BYTE_DATA(text);
-    int ascii = 1;
-    for (Py_ssize_t k = 0, at = 0; k < count; k++, at += n) {
-        n = part_bytes(PyList_GET_ITEM(parts, k), &p);
-        copy_checked(p, n, out + at, chars + at, &ascii);
-    }
-    if (!ascii) {
-        Py_DECREF(text);
-        Py_INCREF(Py_None);
-        text = Py_None;
-    }
-    return Py_BuildValue("(NN)", joined, text);
 }
 
 /* -- escaped(): a cassette body window as a JSON string ------------------------------------- */
@@ -1854,7 +1753,6 @@ static PyMethodDef methods[] = {
      "text(data, big=1048576, /) -> str: data.decode('utf-8', 'replace'), faster from `big` bytes on."},
     {"escaped", (PyCFunction)(void (*)(void))escaped, METH_FASTCALL,
      "escaped(window, sep, layout) -> bytes | None: a cassette body window as one JSON string."},
-    {"ascii_join", ascii_join, METH_O, "ascii_join(parts) -> (b''.join(parts), its text when it is ASCII, else None)."},
     {"values", values, METH_O, "values(data) -> int: how many of data's bytes are ',', '[' or '{'."},
     {"b64_runs", (PyCFunction)(void (*)(void))b64_runs, METH_FASTCALL,
      "b64_runs(data, least) -> set[bytes]: the distinct mixed-case base64 runs of `least` bytes or more."},

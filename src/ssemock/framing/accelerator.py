@@ -10,7 +10,6 @@ from types import ModuleType
 __all__ = [
     "MODULE",
     "array_spans",
-    "ascii_join",
     "b64_decode",
     "b64_findall",
     "b64_run",
@@ -38,10 +37,6 @@ array_spans: (
 """A JSON array stream's elements from a state, in one pass (`ssemock.framing.json_array.Elements`)."""
 escaped: Callable[[bytes, bytes, bytes], bytes | None] | None = getattr(MODULE, "escaped", None)
 """A cassette body window laid out as JSON strings in one pass (`ssemock.store.layout`)."""
-ascii_join: Callable[[list[bytes | memoryview]], tuple[bytes, str | None]] | None = getattr(
-    MODULE, "ascii_join", None
-)
-"""A large stream's window joined, and its text when it is ASCII, in one pass (`ssemock.scan.large_streams`)."""
 values: Callable[[bytes], int] | None = getattr(MODULE, "values", None)
 """The count of JSON values in a document, in one pass (`ssemock.store.size_guard`)."""
 data_lines: Callable[[bytes], list[bytes | memoryview]] | None = getattr(MODULE, "data_lines", None)

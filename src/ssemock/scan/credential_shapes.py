@@ -468,13 +468,14 @@ _B64_CLASS = bytes(
 )
 
 
-_LAST_RUN: tuple[str, bool] = ("", False)  # has_b64_run's last text and answer
+_LAST_RUN: tuple[str | bytes, bool] = ("", False)  # has_b64_run's last text and answer
 
 
-def has_b64_run(text: str) -> bool:
-    """Whether `B64_RUN` finds anything in ``text`` (most text holds no run: its search is skipped).
-    The walk asks it up to three times of one string in a row (is a member worth decoding, is
-    the string, does its text hold a run): the last answer is kept for that very object."""
+def has_b64_run(text: str | bytes) -> bool:
+    """Whether `B64_RUN` finds anything in ``text`` (most text holds no run: its search is skipped;
+    bytes: ASCII text's bytes). The walk asks it up to three times of one string in a row (is a
+    member worth decoding, is the string, does its text hold a run): the last answer is kept for
+    that very object."""
     global _LAST_RUN
     last = _LAST_RUN
     if last[0] is text:
@@ -484,9 +485,10 @@ def has_b64_run(text: str) -> bool:
     return found
 
 
-def _py_b64_run(text: str) -> bool:
+def _py_b64_run(text: str | bytes) -> bool:
     """`has_b64_run` in Python (the accelerator's ``b64_run`` where it is built, for ASCII text)."""
-    return b"a" * 16 in text.encode("utf-8", "surrogatepass").translate(_B64_CLASS)
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    return b"a" * 16 in raw.translate(_B64_CLASS)
 
 
 def b64_findall(text: str) -> list[str]:

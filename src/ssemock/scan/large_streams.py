@@ -21,11 +21,11 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from ..framing.accelerator import ascii_join as _c_ascii_join
 from ..framing.accelerator import b64_runs as _c_b64_runs
 from ..framing.accelerator import data_lines as _c_data_lines
 from ..framing.accelerator import members as _c_members
-from .credential_shapes import Hits, base64_text, scan, seam_hits
+from .credential_shapes import _WHOLE, Hits, base64_text, has_b64_run, scan, seam_hits
+from .fields import _FORM_MAX
 from .segment_plans import SegmentPlans, members
 
 __all__ = ["LargeStream", "TextScan", "TextWalker", "large_stream", "segment_end", "text_scan"]
@@ -33,10 +33,12 @@ __all__ = ["LargeStream", "TextScan", "TextWalker", "large_stream", "segment_end
 
 class TextScan(Protocol):
     """The scan of a decoded form: (its text, where it is in the field, its depth of decoding), and
-    the UTF-8 bytes the text is, when they are at hand (``raw``: the scan need not encode it)."""
+    the UTF-8 bytes the text is, when they are at hand (``raw``: the scan need not encode it).
+    ``text`` as bytes: ASCII in which the walk finds nothing to read past its shapes
+    (`nothing_to_read`): only the shapes are searched, and no text is made of it."""
 
     def __call__(
-        self, text: str, where: str, depth: int, *, raw: bytes | None = None, hits: Hits | None = None
+        self, text: str | bytes, where: str, depth: int, *, raw: bytes | None = None, hits: Hits | None = None
     ) -> None: ...
 
 
@@ -54,8 +56,12 @@ def text_scan(walker: TextWalker, field: str) -> TextScan:
     in them, when known), then the rest of the scan."""
 
     def scan_text(
-        text: str, where: str, depth: int, *, raw: bytes | None = None, hits: Hits | None = None
+        text: str | bytes, where: str, depth: int, *, raw: bytes | None = None, hits: Hits | None = None
     ) -> None:
+        if isinstance(text, bytes):  # ASCII with nothing to read past its shapes
+            for s in scan(text, hits, text):
+                walker.add(field, s.what, text[s.start : s.end].decode("ascii"), s.preview, where)
+            return
         for s in scan(text, hits, raw):
             walker.add(field, s.what, text[s.start : s.end], s.preview, where)
         walker.text(field, text, where, depth, shapes=False)
@@ -86,9 +92,9 @@ class _Join:
     small pieces are kept joined (a piece of a few bytes costs about 50 more as a bytes object in a
     list); large ones as they are (a join would copy them once more).
 
-    ``scan`` is also handed `_last`, the last window's join and text, to let go of once its own
-    join exists (`_joined`): their blocks then lie below that join, kept for the next window's text
-    and join. Let go of as soon as scanned, they lay at the top of the heap, which glibc handed back
+    ``scan`` is also handed `_last`, the last window's join (and text, where one was made), to let
+    go of once its own join exists (`_joined`): their blocks then lie below that join, kept for the
+    next window's. Let go of as soon as scanned, they lay at the top of the heap, which glibc handed back
     to the kernel, and each window's ~2 MiB came back as fresh pages (a page fault every 4 KiB).
 
     Where every piece of a window is known to hold no shape anchor (each from a segment whose search
@@ -243,14 +249,22 @@ def _py_b64_runs(data: bytes, least: int) -> set[bytes]:
 _b64_runs = _c_b64_runs or _py_b64_runs
 
 
-def _py_ascii_join(parts: list[Piece]) -> tuple[bytes, str | None]:
-    """The join of ``parts``, and its text when it is ASCII, else None (the reference of the
-    accelerator's one pass)."""
-    joined = b"".join(parts)
-    return joined, joined.decode("ascii") if joined.isascii() else None
+# the start of JSON after what str.lstrip strips of ASCII
+_JSON_START = re.compile(rb"[\t\n\x0b\x0c\r\x1c-\x1f ]*[{\[]")
 
 
-_ascii_join = _c_ascii_join or _py_ascii_join
+def nothing_to_read(raw: bytes) -> bool:
+    """Whether the walk reads nothing past its shapes in the text of ``raw``, a window's ASCII
+    join: no JSON, no form, no URL, no base64 run, as `ssemock.scan.walk._Scan.text` looks for them
+    (at the depth of a join). Its text is then not made: a fresh MiB each window, whose new pages
+    cost the scan of a stream of filler more than all its searches."""
+    return not (
+        _JSON_START.match(raw)
+        or (len(raw) <= _FORM_MAX and b"=" in raw)
+        or (b":" in raw and b"://" in raw)  # (":" first: one memchr, ~10x faster than the search)
+        or raw.startswith((b"/", b"?", b"#"))
+        or (len(raw) <= _WHOLE * 16 and has_b64_run(raw))
+    )
 
 
 def _text_data(segment: bytes) -> bool:
@@ -275,19 +289,24 @@ def _joined(
     """Scan the text of the join of ``parts``; ``last`` (the window before's join and text) let
     go of once this join exists, and this window's put in it (see `_Join`); ``seams``: where its
     parts end, when none holds a shape anchor (and whether none holds an escape either)."""
-    joined, ascii = _ascii_join(parts)  # (the text of ASCII is these very bytes: not encoded again)
+    joined = b"".join(parts)
     last.clear()
-    raw, hits = None, None
+    last.append(joined)
+    where, raw, hits = f"{path} reassembled {name.decode('ascii')}".strip(), None, None
     if name == b"data" or b"\\" not in joined:
-        whole, raw = (ascii, joined) if ascii is not None else (joined.decode("utf-8", "replace"), None)
-        hits = seam_hits(joined, *seams) if seams is not None and raw is not None else None
+        ascii = joined.isascii()
+        hits = seam_hits(joined, *seams) if seams is not None and ascii else None
+        if ascii and nothing_to_read(joined):
+            text(joined, where, 2, hits=hits)
+            return
+        # (the text of ASCII is these very bytes: not encoded again)
+        whole, raw = (joined.decode("ascii"), joined) if ascii else (joined.decode("utf-8", "replace"), None)
     else:  # the JSON escapes undone: json's scanner (orjson takes about 13x a long string's size)
-        ascii = None  # (let go of before the decoded text is made)
         try:
             whole = json.loads(b'"' + joined + b'"')
         except ValueError:
             return
         if b"\\ud" in joined or b"\\uD" in joined:  # a surrogate escaped: none left alone
             whole = whole.encode("utf-8", "replace").decode("utf-8")
-    last += (joined, whole)
-    text(whole, f"{path} reassembled {name.decode('ascii')}".strip(), 2, raw=raw, hits=hits)
+    last.append(whole)
+    text(whole, where, 2, raw=raw, hits=hits)
