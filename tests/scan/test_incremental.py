@@ -289,7 +289,8 @@ class _Segments:
 
 
 def _large_stream_scanned(m: pytest.MonkeyPatch, body: bytes, sizes: list[int], so_far: bool) -> object:
-    """``body`` fed to a `BodyScan` in pieces of ``sizes`` (cycled) and its findings read, with sizes
+    """``body`` fed to a `BodyScan` in pieces of ``sizes`` (cycled), handed one to three at a time
+    as a recording hands its chunks (`BodyScan.feed_parts`), and its findings read, with sizes
     small enough that a few KB make a large stream: the large-stream pass it made (a `_Segments`),
     taken before the findings let it go."""
     m.setattr(incremental, "_DEEP_MAX", 2_000)
@@ -299,11 +300,16 @@ def _large_stream_scanned(m: pytest.MonkeyPatch, body: bytes, sizes: list[int], 
     m.setattr(incremental, "LargeStream", _Segments)
     pos = 0
     scan = BodyScan("text/event-stream", (lambda: body[:pos]) if so_far else None)
+    parts: list[bytes] = []
     for n in itertools.cycle(sizes):
         if pos >= len(body):
             break
-        scan.feed(body[pos : pos + n])
+        parts.append(body[pos : pos + n])
         pos += n
+        if len(parts) > n % 3:
+            scan.feed_parts(parts)
+            parts = []
+    scan.feed_parts(parts)
     stream = scan._stream
     response = Response(200, [("content-type", "text/event-stream")], body, [len(body)], [0.0])
     assert scan.findings(response) is not None

@@ -204,10 +204,10 @@ class Recorder:
                             self._feed()
 
     def _feed(self) -> None:
-        """Hand the scan the chunks since the last call, joined (a stack may hand a bytearray),
-        called with ``_lock`` held: the body so far (the scan may ask for it) is then what it was fed."""
+        """Hand the scan the chunks since the last call, called with ``_lock`` held: the body so
+        far (the scan may ask for it) is then what it was fed."""
         assert self._scan is not None
-        self._scan.feed(b"".join(self._unfed))
+        self._scan.feed_parts(self._unfed)
         self._unfed = []
         self._feed_at = self._size + _FEED
 

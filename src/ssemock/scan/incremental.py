@@ -113,16 +113,27 @@ class BodyScan:
 
     def feed(self, data: bytes) -> None:
         """The next bytes of the body, in order."""
-        if self.broken or not data:
+        self.feed_parts([data])
+
+    def feed_parts(self, parts: list[bytes]) -> None:
+        """The next bytes of the body, in order, in the parts they arrived in (a recording's chunks
+        since the last call): the large-stream pass holds them as they are (its segments join
+        them once); before it, they are joined."""
+        size = sum(map(len, parts))
+        if self.broken or not size:
             return
         if self._done is not None:  # more after the findings were read: the save scans it whole
             self.broken = True
             return
         try:
-            self._size += len(data)
+            self._size += size
             if self._stream is not None:  # the large-stream pass: no piece, searched a segment at a time
-                self._large_piece(data)
+                self._segment += parts
+                self._segment_size += size
+                if self._segment_size > _SEGMENT:
+                    self._cut(final=False)
                 return
+            data = parts[0] if len(parts) == 1 else b"".join(parts)
             self._line.append(data)
             self._line_size += len(data)
             if self._line_size >= _STEP and b"\n" in data:  # cut after the last newline: in data
