@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from seeded import seeded, some
 
 from ssemock import Cassette, CassetteError
+from ssemock.scan import fields, walk
 from ssemock.scan.large_streams import _WINDOW
 from ssemock.scan.walk import _DEEP_MAX, scan_cassette
 
@@ -94,3 +98,31 @@ def test_a_secret_in_a_url_urlsplit_refuses_is_still_found(text: str, rule: str,
     with pytest.raises(CassetteError):
         cassette.save(tmp_path / "c.json")
     assert not (tmp_path / "c.json").exists()
+
+
+# the URL patterns as they were, a scheme tried at every position (quadratic in a long run of letters)
+_URL_BEFORE = re.compile(r"""(?:[a-z][a-z0-9+.-]*://|^[/?#])[^\s"'<>]*""", re.I)
+_URL_IN_TEXT_BEFORE = re.compile(
+    r"""[a-z][a-z0-9+.\-]*://[^\s"'<>]*|(?<![^\s<"'=;,])/[^\s"'<>]*[?#][^\s"'<>]*""", re.I
+)
+_URL_BITS = ["a", "Zz", "h9", "+", ".", "-", "_", ":", "//", "/", "?", "#", " ", "=", "x" * 30, "é", "'"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(seeded(lambda rng: "".join(some(_URL_BITS, 30)(rng))))
+def test_the_url_patterns_find_what_they_found_when_tried_at_every_position(text: str) -> None:
+    """The URL patterns try a scheme only where a run of its characters starts: the same URLs."""
+    assert [m.span() for m in walk._URL.finditer(text)] == [m.span() for m in _URL_BEFORE.finditer(text)]
+    assert [m.span() for m in fields._URL_IN_TEXT.finditer(text)] == [
+        m.span() for m in _URL_IN_TEXT_BEFORE.finditer(text)
+    ]
+
+
+def test_a_url_beside_a_mib_of_letters_in_a_large_stream_is_read_at_once() -> None:
+    """A reassembled window holding a URL and a long run of letters and digits (a base64url blob,
+    a hex dump): the URL's parameters are read in one pass over the run (tried at every position
+    of it, a MiB took hours)."""
+    filler = _delta("lorem ipsum ") * (_DEEP_MAX // len(_delta("lorem ipsum ")))
+    blob = _delta("a9" * (_WINDOW // 2))
+    found = _one(filler + _delta("see https://h.example/v1?api_key=hunter2-Q1w2E3 ") + blob + filler)
+    assert found == ["a credential-named parameter 'api_key' @ response.body reassembled content"]
