@@ -285,23 +285,34 @@ def _seam_piece(rng: random.Random) -> bytes:
 
 
 @settings(max_examples=300, deadline=None)
-@given(seeded(lambda rng: [_seam_piece(rng) for _ in range(rng.randint(1, 40))]), st.booleans())
+@given(
+    seeded(lambda rng: [_seam_piece(rng) for _ in range(rng.randint(1, 40))]), st.booleans(), st.booleans()
+)
 def test_a_join_of_pieces_without_an_anchor_is_searched_at_its_seams_as_a_whole(
-    pieces: list[bytes], clean: bool
+    pieces: list[bytes], clean: bool, large: bool
 ) -> None:
     """Pieces that hold no shape anchor (``clean``: nor an escape), joined: the searches of the
     bytes around each seam find what the searches of the whole join find (an anchor, or an escape,
-    split across pieces; none lost, none more); and a window of such pieces scanned with its seams
-    finds what it finds without them."""
+    split across pieces; none lost, none more), and say there is none, cut from the pieces (bytes
+    or views) unjoined, exactly when there is none; and a window of such pieces (``large``: past
+    a MiB, as a window of a large stream, which may then not be joined at all) scanned with its
+    seams finds what it finds without them."""
     hits = [credential_shapes.find_hits(p) for p in pieces]
     pieces = [
         p
         for p, (anchors, escapes) in zip(pieces, hits, strict=True)
         if not anchors and not (clean and escapes)
     ]
+    if large:
+        pieces.insert(len(pieces) // 2, b"y" * (1 << 20))
     joined = b"".join(pieces)
     seams = [sum(map(len, pieces[: k + 1])) for k in range(len(pieces) - 1)]
     assert credential_shapes.seam_hits(joined, seams, clean) == credential_shapes.find_hits(joined)
+    if clean:
+        views = [memoryview(p) if k % 2 else p for k, p in enumerate(pieces)]
+        spans = credential_shapes._seam_spans(seams, len(joined))
+        none = spans is not None and credential_shapes.find_hits(joined) == ([], [])
+        assert credential_shapes.seams_clear(views, seams) == none
     seamed, whole = _Scan(0), _Scan(0)
     large_streams._joined(
         large_streams.text_scan(seamed, "response.body"), "", b"data", pieces, [], (seams, clean)
@@ -381,3 +392,25 @@ def test_a_window_left_as_bytes_holds_nothing_the_walk_reads(text: str) -> None:
         walker = _Scan(0)
         walker.text("response.body", text, "", 2, shapes=False)
         assert walker.found == []
+
+
+_PLAIN_BITS = [b"x" * 15, b"y" * 16, b"z" * 33, b"=", b":", b"\\", b"\x80", b"\xff", b"\x7f", b"\x00", b"a"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    seeded(lambda rng: [b"".join(some(_PLAIN_BITS, 12)(rng)) for _ in range(rng.randint(0, 5))]),
+    st.sampled_from([b"", b"=", b"=:\\", b"=:\\\x00"]),
+)
+def test_the_accelerator_says_whether_parts_are_plain_as_the_pure_code_does(
+    parts: list[bytes], stop: bytes
+) -> None:
+    """Whether a window's parts (bytes, or views of them) are ASCII without the stop bytes, at
+    any offset of the 16 bytes it reads a step, as the pure code says; a wrong call is refused."""
+    assert large_streams._plain is _speedups.plain
+    views: list[bytes | memoryview] = [memoryview(b"." + p)[1:] if k % 2 else p for k, p in enumerate(parts)]
+    assert _speedups.plain(views, stop) == large_streams._py_plain(views, stop)
+    with pytest.raises(TypeError, match="plain"):
+        _speedups.plain(tuple(views), stop)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="plain"):
+        _speedups.plain(views, b"=:\\ab")

@@ -46,6 +46,11 @@
  *   to right without overlap): what the pure code makes with orjson.dumps and markers. None when
  *   window is not UTF-8 (the pure code then raises the decoding error).
  *
+ * plain(parts, stop) -> bool
+ *   Whether every byte of parts (bytes, or views of them) is ASCII and none is one of stop's
+ *   (at most 4 bytes): a large stream's window holds nothing the walk reads past its shapes
+ *   (ssemock.scan.large_streams), asked without joining it, 16 bytes a step.
+ *
  * values(data) -> int
  *   data.count(b",") + data.count(b"[") + data.count(b"{") in one pass, for the check that a
  *   cassette file holds no more JSON values than its size allows (ssemock.cassette._values).
@@ -497,6 +502,60 @@ escaped(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /* -- values(): commas and opening brackets ----------------------------------------------- */
+
+/* -- plain(): a window's parts ASCII, none of a few bytes ------------------------------------ */
+
+/* Whether [p, p + n) holds no byte of 0x80 or more and none of stop's nstop (at most 4). */
+static int
+plain_run(const unsigned char *p, Py_ssize_t n, const unsigned char *stop, Py_ssize_t nstop)
+{
+    Py_ssize_t i = 0;
+#ifdef __SSE2__
+    __m128i s[4];
+    for (Py_ssize_t k = 0; k < nstop; k++) {
+        s[k] = _mm_set1_epi8((char)stop[k]);
+    }
+    for (; n - i >= 16; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        __m128i hit = v; /* a byte's high bit: past ASCII; an equal one: all bits */
+        for (Py_ssize_t k = 0; k < nstop; k++) {
+            hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, s[k]));
+        }
+        if (_mm_movemask_epi8(hit) != 0) {
+            return 0;
+        }
+    }
+#endif
+    for (; i < n; i++) {
+        if ((p[i] & 0x80) || (nstop > 0 && memchr(stop, p[i], (size_t)nstop) != NULL)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static PyObject *
+plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyList_CheckExact(args[0]) || !PyBytes_CheckExact(args[1]) || PyBytes_GET_SIZE(args[1]) > 4) {
+        PyErr_SetString(PyExc_TypeError, "plain(parts: list[bytes | memoryview], stop: bytes of 4 at most)");
+        return NULL;
+    }
+    const unsigned char *stop = (const unsigned char *)PyBytes_AS_STRING(args[1]);
+    Py_ssize_t nstop = PyBytes_GET_SIZE(args[1]);
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(args[0]); k++) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(PyList_GET_ITEM(args[0], k), &view, PyBUF_SIMPLE) != 0) {
+            return NULL;
+        }
+        int ok = plain_run((const unsigned char *)view.buf, view.len, stop, nstop);
+        PyBuffer_Release(&view);
+        if (!ok) {
+            Py_RETURN_FALSE;
+        }
+    }
+    Py_RETURN_TRUE;
+}
 
 static PyObject *
 values(PyObject *module, PyObject *data)
@@ -1753,6 +1812,8 @@ static PyMethodDef methods[] = {
      "text(data, big=1048576, /) -> str: data.decode('utf-8', 'replace'), faster from `big` bytes on."},
     {"escaped", (PyCFunction)(void (*)(void))escaped, METH_FASTCALL,
      "escaped(window, sep, layout) -> bytes | None: a cassette body window as one JSON string."},
+    {"plain", (PyCFunction)(void (*)(void))plain, METH_FASTCALL,
+     "plain(parts, stop) -> bool: every byte of parts ASCII and none of stop's (4 at most)."},
     {"values", values, METH_O, "values(data) -> int: how many of data's bytes are ',', '[' or '{'."},
     {"b64_runs", (PyCFunction)(void (*)(void))b64_runs, METH_FASTCALL,
      "b64_runs(data, least) -> set[bytes]: the distinct mixed-case base64 runs of `least` bytes or more."},

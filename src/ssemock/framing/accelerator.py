@@ -18,6 +18,7 @@ __all__ = [
     "escaped",
     "longest_gap",
     "members",
+    "plain",
     "values",
     "words",
 ]
@@ -37,6 +38,8 @@ array_spans: (
 """A JSON array stream's elements from a state, in one pass (`ssemock.framing.json_array.Elements`)."""
 escaped: Callable[[bytes, bytes, bytes], bytes | None] | None = getattr(MODULE, "escaped", None)
 """A cassette body window laid out as JSON strings in one pass (`ssemock.store.layout`)."""
+plain: Callable[[list[bytes | memoryview], bytes], bool] | None = getattr(MODULE, "plain", None)
+"""Whether a window's parts are ASCII without some bytes, unjoined (`ssemock.scan.large_streams`)."""
 values: Callable[[bytes], int] | None = getattr(MODULE, "values", None)
 """The count of JSON values in a document, in one pass (`ssemock.store.size_guard`)."""
 data_lines: Callable[[bytes], list[bytes | memoryview]] | None = getattr(MODULE, "data_lines", None)

@@ -24,7 +24,8 @@ from typing import Protocol
 from ..framing.accelerator import b64_runs as _c_b64_runs
 from ..framing.accelerator import data_lines as _c_data_lines
 from ..framing.accelerator import members as _c_members
-from .credential_shapes import _WHOLE, Hits, base64_text, has_b64_run, scan, seam_hits
+from ..framing.accelerator import plain as _c_plain
+from .credential_shapes import _WHOLE, Hits, base64_text, has_b64_run, scan, seam_hits, seams_clear
 from .fields import _FORM_MAX
 from .segment_plans import SegmentPlans, members
 
@@ -267,6 +268,28 @@ def nothing_to_read(raw: bytes) -> bool:
     )
 
 
+def _py_plain(parts: list[Piece], stop: bytes) -> bool:
+    """Whether every byte of ``parts`` is ASCII and none is one of ``stop``'s (the reference of
+    the accelerator's pass, which reads the parts as they are, without a copy)."""
+    return all((part := bytes(p)).isascii() and not any(c in part for c in stop) for p in parts)
+
+
+_plain = _c_plain or _py_plain
+# what a window may not start with to need no text: whitespace (str.lstrip's), JSON, a path
+_TEXT_STARTS = frozenset(b" \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f{[/?#")
+
+
+def _unjoined(parts: list[Piece], seams: Seams) -> bool:
+    """Whether a window of pieces holding no shape anchor nor escape (``seams``: where they end,
+    and that none holds an escape) gives no finding, told without joining them (a copy of each
+    byte): more than `_WHOLE` * 16 bytes of ASCII without ``=``, ``:`` or ``\\`` and not starting
+    as JSON or a path (`nothing_to_read` holds of it), and nothing found around its seams."""
+    ends, clean = seams
+    if not clean or not parts or not len(parts[0]) or parts[0][0] in _TEXT_STARTS:
+        return False
+    return sum(map(len, parts)) > _WHOLE * 16 and _plain(parts, b"=:\\") and seams_clear(parts, ends)
+
+
 def _text_data(segment: bytes) -> bool:
     """Whether some event's data in ``segment`` is not JSON (counted: the data lines against
     the JSON ones, form by form until they are all accounted for)."""
@@ -289,6 +312,8 @@ def _joined(
     """Scan the text of the join of ``parts``; ``last`` (the window before's join and text) let
     go of once this join exists, and this window's put in it (see `_Join`); ``seams``: where its
     parts end, when none holds a shape anchor (and whether none holds an escape either)."""
+    if seams is not None and _unjoined(parts, seams):
+        return
     joined = b"".join(parts)
     last.clear()
     last.append(joined)
