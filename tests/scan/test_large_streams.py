@@ -272,55 +272,6 @@ def test_a_window_scanned_from_its_own_bytes_finds_what_its_text_finds(
     assert fast.found == slow.found
 
 
-_SEAM_BITS = [KEY[:2], KEY[2:5], KEY[5:9], KEY[9:], "s", "k", "-", "sk-", "AI", "za", "ya29", ".", "\\", "%2"]
-_SEAM_BITS += ["-----BEGIN ", "Bearer", " ", "gh", "p_", "AKIA", "x" * 20, "\n", "é"]
-_SEAM_BITS += ["github_pa", "t_", "g", "ithub_pat_", "-----BEGI", "N"]  # the longest anchor split anywhere
-_SEAM_BITS += ["%", "2F", "41", "\\u00", "\\u", "0041", "/", "&", "amp;", "&amp;#", "#115;"]  # escapes split
-
-
-def _seam_piece(rng: random.Random) -> bytes:
-    """Bits at both ends, most often a long middle between them (seams far apart: searched alone)."""
-    middle = "y" * rng.choice([0, 5, 60, 60, 200])
-    return ("".join(some(_SEAM_BITS, 4)(rng)) + middle + "".join(some(_SEAM_BITS, 4)(rng))).encode()
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    seeded(lambda rng: [_seam_piece(rng) for _ in range(rng.randint(1, 40))]), st.booleans(), st.booleans()
-)
-def test_a_join_of_pieces_without_an_anchor_is_searched_at_its_seams_as_a_whole(
-    pieces: list[bytes], clean: bool, large: bool
-) -> None:
-    """Pieces that hold no shape anchor (``clean``: nor an escape), joined: the searches of the
-    bytes around each seam find what the searches of the whole join find (an anchor, or an escape,
-    split across pieces; none lost, none more), and say there is none, cut from the pieces (bytes
-    or views) unjoined, exactly when there is none; and a window of such pieces (``large``: past
-    a MiB, as a window of a large stream, which may then not be joined at all) scanned with its
-    seams finds what it finds without them."""
-    hits = [credential_shapes.find_hits(p) for p in pieces]
-    pieces = [
-        p
-        for p, (anchors, escapes) in zip(pieces, hits, strict=True)
-        if not anchors and not (clean and escapes)
-    ]
-    if large:
-        pieces.insert(len(pieces) // 2, b"y" * (1 << 20))
-    joined = b"".join(pieces)
-    seams = [sum(map(len, pieces[: k + 1])) for k in range(len(pieces) - 1)]
-    assert credential_shapes.seam_hits(joined, seams, clean) == credential_shapes.find_hits(joined)
-    if clean:
-        views = [memoryview(p) if k % 2 else p for k, p in enumerate(pieces)]
-        spans = credential_shapes._seam_spans(seams, len(joined))
-        none = spans is not None and credential_shapes.find_hits(joined) == ([], [])
-        assert credential_shapes.seams_clear(views, seams) == none
-    seamed, whole = _Scan(0), _Scan(0)
-    large_streams._joined(
-        large_streams.text_scan(seamed, "response.body"), "", b"data", pieces, [], (seams, clean)
-    )
-    large_streams._joined(large_streams.text_scan(whole, "response.body"), "", b"data", pieces, [], None)
-    assert seamed.found == whole.found
-
-
 def _plain_split(key: str, filler: bytes) -> bytes:
     """A key streamed one character per non-JSON event, after a large stream's worth of filler."""
     head = filler * ((_DEEP_MAX + _SEGMENT) // len(filler))

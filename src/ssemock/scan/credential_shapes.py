@@ -23,9 +23,8 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
-import itertools
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..framing.accelerator import b64_decode as _c_b64_decode
@@ -49,8 +48,6 @@ __all__ = [
     "has_b64_run",
     "scan",
     "scan_binary",
-    "seam_hits",
-    "seams_clear",
 ]
 
 REDACTED = "REDACTED"
@@ -393,70 +390,6 @@ def find_hits(data: bytes, at: int = 0) -> Hits:
     if at:
         anchors, escapes = [(i, s + at) for i, s in anchors], [e + at for e in escapes]
     return anchors, escapes
-
-
-def _seam_spans(ends: list[int], size: int) -> list[list[int]] | None:
-    """The stretches `seam_hits` searches around the seams at ``ends`` of a join of ``size`` bytes
-    (seams close together as one stretch), or None where they would come to a quarter of it or
-    more: the whole is searched then."""
-    reach, spans = max(_MAX_ANCHOR, _MAX_ESCAPE) - 1, list[list[int]]()
-    for end in ends:
-        lo, hi = max(0, end - reach), min(size, end + reach)
-        if spans and lo <= spans[-1][1]:
-            spans[-1][1] = hi
-        elif lo < hi:
-            spans.append([lo, hi])
-    return None if sum(hi - lo for lo, hi in spans) << 2 > size else spans
-
-
-def _cut(parts: Sequence[bytes | memoryview], spans: list[list[int]]) -> Iterator[bytes]:
-    """The bytes of each span of the join of ``parts`` (in order, none overlapping), cut from them."""
-    k, at = 0, 0  # the part the next span starts in, and where that part starts in the join
-    for lo, hi in spans:
-        while at + len(parts[k]) <= lo:
-            at += len(parts[k])
-            k += 1
-        cut, j, pos = [], k, at
-        while pos < hi:
-            cut.append(parts[j][max(0, lo - pos) : hi - pos])
-            pos += len(parts[j])
-            j += 1
-        yield b"".join(cut)
-
-
-def seam_hits(data: bytes, ends: list[int], escapes: bool = False) -> Hits:
-    """`find_hits` of ``data``, a join of pieces none of which holds a shape anchor (``ends``: where
-    each piece ends in it, in order): an anchor there spans a seam between two pieces, so only the
-    bytes around each seam are searched for one (seams close together as one stretch: a search of
-    it finds what the search of the whole finds there), all the stretches in one pass. Escapes are
-    searched in the whole join, but in those stretches too when no piece holds one either
-    (``escapes``) and the search finds them as literals of a few bytes (`_BOUNDED`)."""
-    spans = _seam_spans(ends, len(data))
-    if spans is None:  # seams close together: one pass over it all
-        return find_hits(data)
-    starts = list(itertools.accumulate((hi - lo + 1 for lo, hi in spans[:-1]), initial=0))
-    # the stretches searched in one pass, a newline between two (no anchor nor escape holds one: none spans it)
-    stretches = b"\n".join(_cut([data], spans))
-
-    def back(s: int) -> int:  # where an offset in the stretches lies in data
-        k = bisect.bisect_right(starts, s) - 1
-        return s - starts[k] + spans[k][0]
-
-    anchors = [(i, back(s)) for i, s in _find_anchors(stretches)]
-    if escapes and _find_escapes in _BOUNDED:
-        return anchors, [back(s) for s in _find_escapes(stretches)]
-    return anchors, _find_escapes(data)
-
-
-def seams_clear(parts: Sequence[bytes | memoryview], ends: list[int]) -> bool:
-    """Whether `seam_hits` (``escapes`` set) of the join of ``parts``, none of which holds a shape
-    anchor or an escape, finds nothing: told without joining them, the stretches cut from the
-    parts. False too where it would search the whole join."""
-    spans = _seam_spans(ends, sum(map(len, parts)))
-    if spans is None or _find_escapes not in _BOUNDED:
-        return False
-    stretches = b"\n".join(_cut(parts, spans))
-    return not _find_anchors(stretches) and not _find_escapes(stretches)
 
 
 def scan(data: str | bytes, hits: Hits | None = None, raw: bytes | None = None) -> list[Secret]:

@@ -25,8 +25,9 @@ from ..framing.accelerator import b64_runs as _c_b64_runs
 from ..framing.accelerator import data_lines as _c_data_lines
 from ..framing.accelerator import members as _c_members
 from ..framing.accelerator import plain as _c_plain
-from .credential_shapes import _WHOLE, Hits, base64_text, has_b64_run, scan, seam_hits, seams_clear
+from .credential_shapes import _WHOLE, Hits, base64_text, has_b64_run, scan
 from .fields import _FORM_MAX
+from .seams import seam_hits, seams_clear
 from .segment_plans import SegmentPlans, members
 
 __all__ = ["LargeStream", "TextScan", "TextWalker", "large_stream", "segment_end", "text_scan"]
@@ -100,7 +101,7 @@ class _Join:
 
     Where every piece of a window is known to hold no shape anchor (each from a segment whose search
     found none: ``plain``) and the pieces are held as they are, ``scan`` is also handed the seams
-    between them (`ssemock.scan.credential_shapes.seam_hits`: an anchor in the join spans one),
+    between them (`ssemock.scan.seams.seam_hits`: an anchor in the join spans one),
     and whether every piece is known to hold no escape either (``clean``), else None."""
 
     def __init__(self, scan: Callable[[list[Piece], list[bytes | str], Seams | None], None]) -> None:
