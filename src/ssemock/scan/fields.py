@@ -252,9 +252,10 @@ def scan_url(url: str) -> list[Secret]:
     return _merged(found)
 
 
-_URL_IN_TEXT = re.compile(
-    r"""(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*://[^\s"'<>]*|(?<![^\s<"'=;,])/[^\s"'<>]*[?#][^\s"'<>]*""", re.I
-)
+# a URL's scheme, tried only where a run of its characters starts (tried at each position of a
+# run, each start read the run to its end: quadratic in a long run of letters); case-blind
+SCHEME = r"(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*://"
+_URL_IN_TEXT = re.compile(SCHEME + r"""[^\s"'<>]*|(?<![^\s<"'=;,])/[^\s"'<>]*[?#][^\s"'<>]*""", re.I)
 
 
 def _url_parameters(url: str, at: int = 0) -> list[Secret]:

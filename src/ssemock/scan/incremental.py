@@ -128,10 +128,7 @@ class BodyScan:
         try:
             self._size += size
             if self._stream is not None:  # the large-stream pass: no piece, searched a segment at a time
-                self._segment += parts
-                self._segment_size += size
-                if self._segment_size > _SEGMENT:
-                    self._cut(final=False)
+                self._large_pieces(parts)
                 return
             data = parts[0] if len(parts) == 1 else b"".join(parts)
             self._line.append(data)
@@ -146,8 +143,7 @@ class BodyScan:
                     self._line, self._line_size = [], 0
                 self._piece(b"".join(line))  # (one piece joined is that piece, no copy)
                 if self._stream is not None:  # the large-stream pass began: the rest fed to it
-                    for rest in self._line:
-                        self._large_piece(rest)
+                    self._large_pieces(self._line)
                     self._line, self._line_size = [], 0
         except Exception:  # never fail a recording: the save scans the body as a whole instead
             self.broken = True
@@ -165,10 +161,9 @@ class BodyScan:
                 if body is None:
                     raise LookupError("the recording is gone")  # broken: the save scans the body itself
                 self._large_body(body, self._at - len(piece))
-            for earlier in kept:
-                self._large_piece(earlier)
+            self._large_pieces(kept)
         if self._stream is not None:
-            self._large_piece(piece)
+            self._large_pieces([piece])
             return
         if self._so_far is None:
             self._kept.append(piece)
@@ -218,14 +213,15 @@ class BodyScan:
             at = nl + 1
         self._segment_at = at
         if at < end:
-            self._large_piece(body[at:end])
+            self._large_pieces([body[at:end]])
 
-    def _large_piece(self, piece: bytes) -> None:
-        """Cut the segments `ssemock.scan.large_streams.segment_end` cuts a whole body into: each
-        ends after the first newline at least `_SEGMENT` bytes after its start."""
+    def _large_pieces(self, pieces: list[bytes]) -> None:
+        """The body's next pieces, held as they are until they make whole segments, cut where
+        `ssemock.scan.large_streams.segment_end` cuts a whole body: each ends after the first
+        newline at least `_SEGMENT` bytes after its start."""
         assert self._stream is not None
-        self._segment.append(piece)
-        self._segment_size += len(piece)
+        self._segment += pieces
+        self._segment_size += sum(map(len, pieces))
         if self._segment_size > _SEGMENT:
             self._cut(final=False)
 

@@ -251,8 +251,8 @@ def _py_b64_runs(data: bytes, least: int) -> set[bytes]:
 _b64_runs = _c_b64_runs or _py_b64_runs
 
 
-# the start of JSON after what str.lstrip strips of ASCII
-_JSON_START = re.compile(rb"[\t\n\x0b\x0c\r\x1c-\x1f ]*[{\[]")
+_LSTRIPPED = b" \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"  # the ASCII str.lstrip strips
+_JSON_START = re.compile(b"[" + re.escape(_LSTRIPPED) + rb"]*[{\[]")  # the start of JSON after it
 
 
 def nothing_to_read(raw: bytes) -> bool:
@@ -276,8 +276,7 @@ def _py_plain(parts: list[Piece], stop: bytes) -> bool:
 
 
 _plain = _c_plain or _py_plain
-# what a window may not start with to need no text: whitespace (str.lstrip's), JSON, a path
-_TEXT_STARTS = frozenset(b" \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f{[/?#")
+_TEXT_STARTS = frozenset(_LSTRIPPED + b"{[/?#")  # what a window needing no text may not start with
 
 
 def _unjoined(parts: list[Piece], seams: Seams) -> bool:

@@ -37,6 +37,7 @@ from .event_plans import PLANNED_MIN, REASSEMBLE_MAX, Shapes, labels, members, p
 from .fields import (
     _FORM_MAX,
     FORM,
+    SCHEME,
     BodyHits,
     credential_member,
     credential_name,
@@ -84,8 +85,7 @@ _DATA = operator.attrgetter("data")
 _DEEP_MAX = 2 << 20  # a stream up to this size is walked event by event and folded by its accumulator
 _DEPTH = 4  # decoded forms nested in each other (base64 in JSON in base64 ...), at most
 _NAMED_FIELD = "a credential-named field "  # the rule `model_content.exempt` may clear
-# a URL in text, its scheme tried where a run of its characters starts (at each: quadratic in a run)
-_URL = re.compile(r"""(?:(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*://|^[/?#])[^\s"'<>]*""", re.I)
+_URL = re.compile(rf"""(?:{SCHEME}|^[/?#])[^\s"'<>]*""", re.I)  # a URL in text, or text that is one
 
 
 def _no_prose() -> frozenset[str]:
