@@ -23,7 +23,7 @@ from starlette.routing import Route
 import ssemock
 from ssemock.commands.loopback import running
 from ssemock.framing import accelerator, eventstream, json_array, ndjson
-from ssemock.scan import findings, walk
+from ssemock.scan import findings, large_streams, walk
 from ssemock.scan.incremental import BodyScan
 from ssemock.scan.incremental_framings import JSONArrayDecoder, Text, decoder
 from ssemock.scan.walk import scan_interaction
@@ -161,6 +161,36 @@ def test_a_large_body_is_scanned_as_it_arrives_as_the_save_scans_it(
     assert _incremental(content_type, body, cuts, keep=True) == whole
     assert _incremental(content_type, body, cuts[::2], keep=False) == whole
     assert whole, f"{form} in {name} at {at} of {size} bytes: not found"
+
+
+@pytest.mark.parametrize("form", ["whole", "split", "base64"])
+def test_eventstream_frames_holding_no_newline_are_scanned_as_they_arrive(
+    monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    """Frames whose bytes hold no newline (large text payloads: the recording bench's) were held
+    back whole until the save, which then scanned the body at once: a piece now ends after a
+    NUL (`ssemock.scan.large_streams.cut_after`), so the large-stream pass is handed the body's
+    segments while it arrives, and the findings stay those of the save."""
+    headers = {":event-type": "chunk", ":content-type": "application/json", ":message-type": "event"}
+    frames = [eventstream.encode(headers, json.dumps(e).encode()) for e in FORMS[form]()]
+    filler = eventstream.encode(headers, b'{"text":"' + b"x" * 16_000 + b'"}')
+    body = filler * 100 + b"".join(frames) + filler * 100  # past 2 MiB: the large-stream pass
+    assert b"\n" not in filler
+    _, whole = _saved(eventstream.CONTENT_TYPE, body)
+    handed: list[int] = []
+    segment = large_streams.LargeStream.segment
+
+    def spied(stream: large_streams.LargeStream, data: bytes, pos: int, end: int, *flags: bool) -> None:
+        handed.append(end - pos)
+        segment(stream, data, pos, end, *flags)
+
+    monkeypatch.setattr(large_streams.LargeStream, "segment", spied)
+    scan = _fed(eventstream.CONTENT_TYPE, body, list(range(0, len(body), 4096)), keep=True)
+    assert sum(handed) > len(body) - 2 * large_streams._SEGMENT  # before the save: all but the tail
+    response = Response(200, [("content-type", eventstream.CONTENT_TYPE)], body, [len(body)], [0.0])
+    found = scan.findings(response)
+    assert found is not None and [str(f) for f in findings.first_per_place(found)] == whole
+    assert whole, f"{form}: not found"
 
 
 @pytest.mark.parametrize(

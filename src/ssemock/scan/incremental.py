@@ -29,7 +29,7 @@ from .. import framing
 from . import incremental_framings
 from .credential_shapes import find_hits
 from .fields import word_hits
-from .large_streams import _SEGMENT, LargeStream, text_scan
+from .large_streams import _SEGMENT, LargeStream, cut_after, text_scan
 from .prescanned import scanned_as_recorded
 from .walk import _DEEP_MAX, Finding, _Scan, wide_charset
 
@@ -38,8 +38,9 @@ __all__ = ["BodyScan", "scanned_as_recorded"]
 _FIELD = "response.body"
 _JSON_FRAMINGS = ("ndjson", "json_array")  # each event JSON: no plain data
 _START = operator.itemgetter(1)  # where an anchor hit starts
-_STEP = 64 << 10  # events are decoded and walked at least this many bytes at a time (cut after a newline):
-# a piece's events are read in runs of up to 64 (`ssemock.scan.event_plans.Shapes.bulk`), fewer fixed steps a MB
+_STEP = 64 << 10  # events are decoded and walked at least this many bytes at a time (cut after a
+# `_cut_after` byte): a piece's events are read in runs of up to 64 (`ssemock.scan.event_plans.Shapes.bulk`),
+# fewer fixed steps a MB
 _WALK_AHEAD = 1 << 20  # events past this byte are walked at the save (`_finish`), if the body stays under
 # _DEEP_MAX: a body that passes it is scanned by the large-stream pass alone, so their walk would be thrown away
 
@@ -82,7 +83,8 @@ class BodyScan:
         self.content_type = content_type
         self._so_far = so_far
         self._size = 0  # bytes fed
-        self._line: list[bytes] = []  # bytes fed since the last piece (cut after a newline)
+        self._cut_after = cut_after(content_type)  # what a piece ends after: a newline (eventstream: a NUL)
+        self._line: list[bytes] = []  # bytes fed since the last piece (cut after that byte)
         self._line_size = 0
         self._at = 0  # where the next piece starts in the body
         self._anchors: list[tuple[int, int]] = []  # what the searches find in the pieces so far
@@ -133,8 +135,8 @@ class BodyScan:
             data = parts[0] if len(parts) == 1 else b"".join(parts)
             self._line.append(data)
             self._line_size += len(data)
-            if self._line_size >= _STEP and b"\n" in data:  # cut after the last newline: in data
-                end = data.rfind(b"\n") + 1
+            if self._line_size >= _STEP and self._cut_after in data:  # cut after the last one: in data
+                end = data.rfind(self._cut_after) + 1
                 line = self._line
                 if end < len(data):
                     line[-1] = data[:end]
@@ -149,7 +151,7 @@ class BodyScan:
             self.broken = True
 
     def _piece(self, piece: bytes) -> None:
-        """The next piece of the body (it ends after a newline, but for the last)."""
+        """The next piece of the body (it ends after a `_cut_after` byte, but for the last)."""
         self._search(piece)
         if self._walk is not None and self._size > _DEEP_MAX:  # too large to walk: the large-stream pass
             self._walk = self._decoder = None
@@ -185,7 +187,8 @@ class BodyScan:
 
     def _search(self, text: bytes) -> None:
         """The searches `_finish` hands the scan of the body as stored, over ``text``, the body's
-        next bytes (cut after a newline, but for the last: the hits are those of the whole body)."""
+        next bytes (cut after a `_cut_after` byte, but for the last: the hits are those of the whole
+        body, `ssemock.scan.large_streams.cut_after`)."""
         (anchors, escapes), words = find_hits(text, self._at), word_hits(text, self._at)
         self._anchors += anchors
         self._escapes += escapes
@@ -208,7 +211,7 @@ class BodyScan:
         sliced again at every segment cut from it: ~7 MiB copied for 2 MiB)."""
         assert self._stream is not None
         at = 0
-        while (nl := body.find(b"\n", at + _SEGMENT, end)) >= 0:
+        while (nl := body.find(self._cut_after, at + _SEGMENT, end)) >= 0:
             self._stream.segment(body, at, nl + 1, *self._plainness(at, nl + 1))
             at = nl + 1
         self._segment_at = at
@@ -218,7 +221,7 @@ class BodyScan:
     def _large_pieces(self, pieces: list[bytes]) -> None:
         """The body's next pieces, held as they are until they make whole segments, cut where
         `ssemock.scan.large_streams.segment_end` cuts a whole body: each ends after the first
-        newline at least `_SEGMENT` bytes after its start."""
+        `_cut_after` byte at least `_SEGMENT` bytes after its start."""
         assert self._stream is not None
         self._segment += pieces
         self._segment_size += sum(map(len, pieces))
@@ -237,8 +240,8 @@ class BodyScan:
             at = -skip  # where pieces[k] starts in the segment (the first one's skipped bytes before it)
             for k in range(len(pieces)):  # k: the piece the segment ends in, after the loop
                 piece = pieces[k]
-                if at + len(piece) > _SEGMENT:  # a newline _SEGMENT bytes on or later ends it
-                    nl = piece.find(b"\n", max(0, _SEGMENT - at))
+                if at + len(piece) > _SEGMENT:  # a cut byte _SEGMENT bytes on or later ends it
+                    nl = piece.find(self._cut_after, max(0, _SEGMENT - at))
                     if nl >= 0:
                         break
                 at += len(piece)
@@ -257,7 +260,7 @@ class BodyScan:
 
     def _segment_cut(self, segment: bytes, start: int) -> None:
         """Hand the stream ``segment``, which starts at ``start`` in the body, searched past `_at`
-        (which lies after a newline in it, or at its start: the first segment after the pass
+        (which lies after a cut byte in it, or at its start: the first segment after the pass
         began holds pieces searched before)."""
         assert self._stream is not None
         if start + len(segment) > self._at:

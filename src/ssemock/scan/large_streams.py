@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from .. import framing
 from ..framing.accelerator import b64_runs as _c_b64_runs
 from ..framing.accelerator import data_lines as _c_data_lines
 from ..framing.accelerator import members as _c_members
@@ -30,7 +31,7 @@ from .fields import _FORM_MAX
 from .seams import seam_hits, seams_clear
 from .segment_plans import SegmentPlans, members
 
-__all__ = ["LargeStream", "TextScan", "TextWalker", "large_stream", "segment_end", "text_scan"]
+__all__ = ["LargeStream", "TextScan", "TextWalker", "cut_after", "large_stream", "segment_end", "text_scan"]
 
 
 class TextScan(Protocol):
@@ -77,7 +78,7 @@ _JSON_DATA = (b"data: {", b"data: [", b"data:{", b"data:[")
 _B64_SPLIT = bytes(
     c if chr(c).isascii() and (chr(c).isalnum() or chr(c) in "+/_-") else 32 for c in range(256)
 )
-_SEGMENT = 256 << 10  # a large stream is read this many bytes at a time (cut after a line)
+_SEGMENT = 256 << 10  # a large stream is read this many bytes at a time (cut after a line: `cut_after`)
 _WINDOW = 1 << 20  # a reassembled join is scanned this many bytes at a time ...
 _OVERLAP = 1024  # ... with at least this much of the window before at its start (longer than any secret)
 
@@ -170,21 +171,31 @@ class _Join:
 _UPPER, _LOWER = re.compile(rb"[A-Z]"), re.compile(rb"[a-z]")  # base64 of text mixes cases
 
 
-def large_stream(body: bytes, path: str, text: TextScan) -> None:
-    """Hand ``text`` each join of a large stream's pieces (see the module), and its base64 runs decoded."""
+def large_stream(body: bytes, path: str, text: TextScan, cut: bytes = b"\n") -> None:
+    """Hand ``text`` each join of a large stream's pieces (see the module), and its base64 runs
+    decoded; ``cut``: the byte its segments end after (`cut_after`)."""
     stream = LargeStream(path, text)
     pos, size = 0, len(body)
     while pos < size:  # a segment at a time
-        end = segment_end(body, pos)
+        end = segment_end(body, pos, cut)
         stream.segment(body, pos, end)
         pos = end
     stream.close()
 
 
-def segment_end(body: bytes, pos: int) -> int:
-    """Where the segment of ``body`` that starts at ``pos`` ends: after the first newline at least
-    `_SEGMENT` bytes on, else at the end (`LargeStream.segment` is fed these cuts)."""
-    end = body.find(b"\n", pos + _SEGMENT)
+def cut_after(content_type: str) -> bytes:
+    """The byte a stream of ``content_type`` is cut after, into pieces searched one by one and
+    into segments: a newline; in AWS eventstream, whose binary frames may hold none, a NUL (each
+    frame's length and each header value's starts with one). No shape anchor, escape or
+    credential word holds either, nor does a JSON string or a base64 run: the searches of the
+    pieces, put together, find what the search of the whole body finds."""
+    return b"\0" if framing.detect(content_type).name == "eventstream" else b"\n"
+
+
+def segment_end(body: bytes, pos: int, cut: bytes = b"\n") -> int:
+    """Where the segment of ``body`` that starts at ``pos`` ends: after the first ``cut`` byte at
+    least `_SEGMENT` bytes on, else at the end (`LargeStream.segment` is fed these cuts)."""
+    end = body.find(cut, pos + _SEGMENT)
     return len(body) if end < 0 else end + 1
 
 

@@ -51,7 +51,7 @@ from .fields import (
 )
 from .findings import Finding, first_per_place
 from .grpc_calls import scan_call
-from .large_streams import large_stream, text_scan
+from .large_streams import cut_after, large_stream, text_scan
 from .messages import value_shape
 from .model_content import exempt, generated, path_keys, prose_words, raw_exempt
 from .prescanned import prescanned, prescanned_messages
@@ -317,7 +317,7 @@ class _Scan:
             self.multipart(field, body, content_type, path)
             return
         if stream and len(body) > _DEEP_MAX:  # before any copy of the whole body: memory stays bounded
-            self.members(field, body, path)
+            self.members(field, body, path, content_type)
             return
         if not stream or not body:
             text = body.decode("utf-8", "replace") if len(body) <= DECODED_MAX else ""
@@ -372,9 +372,9 @@ class _Scan:
         if len(plain) > 1:
             self.text(field, "".join(plain), "reassembled text", 1)
 
-    def members(self, field: str, body: bytes, path: str) -> None:
+    def members(self, field: str, body: bytes, path: str, content_type: str) -> None:
         """A stream too large to walk event by event: `ssemock.scan.large_streams.large_stream`."""
-        large_stream(body, path, text_scan(self, field))
+        large_stream(body, path, text_scan(self, field), cut_after(content_type))
 
     def multipart(self, field: str, body: bytes, content_type: str, path: str) -> None:
         m = re.search(r'boundary="?([^";]+)"?', content_type, re.I)
