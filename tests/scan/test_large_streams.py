@@ -365,3 +365,17 @@ def test_the_accelerator_says_whether_parts_are_plain_as_the_pure_code_does(
         _speedups.plain(tuple(views), stop)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="plain"):
         _speedups.plain(views, b"=:\\ab")
+
+
+@pytest.mark.parametrize("size", [63, 64, 65, 128, 191, 200])
+def test_the_accelerator_finds_a_byte_that_is_not_plain_at_every_offset_of_its_widest_step(size: int) -> None:
+    """The accelerator reads 64 bytes a step where the CPU has AVX2 (16 with SSE2, then one at a
+    time): a stop byte or one past ASCII is found wherever it stands in a part, views too."""
+    assert large_streams._plain is _speedups.plain
+    for bad in (b"=", b":", b"\\", b"\x80", b"\xff"):
+        for at in range(size):
+            part = b"x" * at + bad + b"y" * (size - at - 1)
+            for parts in ([part], [b"z" * 5, memoryview(b"." + part)[1:]]):
+                assert _speedups.plain(parts, b"=:\\") is False, (bad, at)
+                assert large_streams._py_plain(parts, b"=:\\") is False
+        assert _speedups.plain([b"x" * size, memoryview(b"y" * size)], b"=:\\") is True

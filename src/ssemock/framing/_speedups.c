@@ -133,6 +133,11 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define AVX2_PASSES 1 /* passes built for AVX2 beside the SSE2 ones, taken where the CPU has it */
+static int has_avx2;
+#endif
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -505,11 +510,43 @@ escaped(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 /* -- plain(): a window's parts ASCII, none of a few bytes ------------------------------------ */
 
+#ifdef AVX2_PASSES
+/* plain_run's 64 bytes a step with AVX2 (twice SSE2's width, one test a step): where the first
+ * *done bytes hold none of the bytes looked for, 1 (the caller reads the rest), else 0. */
+__attribute__((target("avx2"))) static int
+plain_run_avx2(const unsigned char *p, Py_ssize_t n, const unsigned char *stop, Py_ssize_t nstop, Py_ssize_t *done)
+{
+    __m256i s[4];
+    for (Py_ssize_t k = 0; k < nstop; k++) {
+        s[k] = _mm256_set1_epi8((char)stop[k]);
+    }
+    Py_ssize_t i = 0;
+    for (; n - i >= 64; i += 64) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(p + i));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(p + i + 32));
+        __m256i hit = _mm256_or_si256(a, b); /* a byte's high bit: past ASCII */
+        for (Py_ssize_t k = 0; k < nstop; k++) {
+            hit = _mm256_or_si256(hit, _mm256_or_si256(_mm256_cmpeq_epi8(a, s[k]), _mm256_cmpeq_epi8(b, s[k])));
+        }
+        if (_mm256_movemask_epi8(hit) != 0) {
+            return 0;
+        }
+    }
+    *done = i;
+    return 1;
+}
+#endif
+
 /* Whether [p, p + n) holds no byte of 0x80 or more and none of stop's nstop (at most 4). */
 static int
 plain_run(const unsigned char *p, Py_ssize_t n, const unsigned char *stop, Py_ssize_t nstop)
 {
     Py_ssize_t i = 0;
+#ifdef AVX2_PASSES
+    if (has_avx2 && !plain_run_avx2(p, n, stop, nstop, &i)) {
+        return 0;
+    }
+#endif
 #ifdef __SSE2__
     __m128i s[4];
     for (Py_ssize_t k = 0; k < nstop; k++) {
@@ -1848,6 +1885,10 @@ PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     init_json_escape();
+#ifdef AVX2_PASSES
+    __builtin_cpu_init();
+    has_avx2 = __builtin_cpu_supports("avx2");
+#endif
     init_b64_byte();
     init_b64_value();
     init_member_bytes();
