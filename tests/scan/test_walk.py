@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from seeded import seeded, some
 
 from ssemock import Cassette, CassetteError
-from ssemock.scan import fields, walk
+from ssemock.scan import fields
 from ssemock.scan.large_streams import _WINDOW
 from ssemock.scan.walk import _DEEP_MAX, scan_cassette
 
@@ -112,10 +112,22 @@ _URL_BITS = ["a", "Zz", "h9", "+", ".", "-", "_", ":", "//", "/", "?", "#", " ",
 @given(seeded(lambda rng: "".join(some(_URL_BITS, 30)(rng))))
 def test_the_url_patterns_find_what_they_found_when_tried_at_every_position(text: str) -> None:
     """The URL patterns try a scheme only where a run of its characters starts: the same URLs."""
-    assert [m.span() for m in walk._URL.finditer(text)] == [m.span() for m in _URL_BEFORE.finditer(text)]
-    assert [m.span() for m in fields._URL_IN_TEXT.finditer(text)] == [
+    assert [m.span("url") for m in fields.URL.finditer(text)] == [
+        m.span() for m in _URL_BEFORE.finditer(text)
+    ]
+    assert [m.span("url") for m in fields._URL_IN_TEXT.finditer(text)] == [
         m.span() for m in _URL_IN_TEXT_BEFORE.finditer(text)
     ]
+
+
+@pytest.mark.parametrize("before", ["1.", "2)-", "+", "0.9.", "a1b2-"])
+def test_a_url_whose_run_starts_with_digits_or_signs_is_read(before: str) -> None:
+    """A URL right after a numbered list's ``1.`` or a sign: its scheme starts at the run's first
+    letter (only the run's start tried, ``.https://`` was no URL: its parameters went unread)."""
+    cassette = Cassette()
+    text = f"see {before}https://h.example/v1?api_key=hunter2-Q1w2E3 now"
+    cassette.add("POST", "https://api.example.com/v1/chat/completions", [_delta(text), b"data: [DONE]\n\n"])
+    assert [f.rule for f in scan_cassette(cassette)] == ["a credential-named parameter 'api_key'"]
 
 
 def test_a_url_beside_a_mib_of_letters_in_a_large_stream_is_read_at_once() -> None:

@@ -19,6 +19,7 @@ __all__ = [
     "CREDENTIAL_NAME",
     "FORM",
     "SECRET_NAME",
+    "URL",
     "credential_member",
     "credential_member_name",
     "credential_name",
@@ -252,10 +253,18 @@ def scan_url(url: str) -> list[Secret]:
     return _merged(found)
 
 
-# a URL's scheme, tried only where a run of its characters starts (tried at each position of a
-# run, each start read the run to its end: quadratic in a long run of letters); case-blind
-SCHEME = r"(?<![a-z0-9+.\-])[a-z][a-z0-9+.\-]*://"
-_URL_IN_TEXT = re.compile(SCHEME + r"""[^\s"'<>]*|(?<![^\s<"'=;,])/[^\s"'<>]*[?#][^\s"'<>]*""", re.I)
+# a URL's scheme is tried only where a run of the characters it is made of starts, from the run's
+# first letter (`RUN_START` passes over the digits and signs before it; the URL is the group
+# ``url``): tried at each position of a run, each start read the run to its end, quadratic in a
+# long run of letters, or of letters and digits; case-blind
+_RUN_START = r"(?<![a-z0-9+.\-])[0-9+.\-]*+"
+_SCHEME = r"[a-z][a-z0-9+.\-]*+://"
+_URL_IN_TEXT = re.compile(  # in a header's value: location, link, content-location, refresh
+    rf"""{_RUN_START}(?P<url>{_SCHEME}[^\s"'<>]*|(?<![^\s<"'=;,])/[^\s"'<>]*[?#][^\s"'<>]*)""", re.I
+)
+URL = re.compile(rf"""{_RUN_START}(?P<url>(?:{_SCHEME}|^[/?#])[^\s"'<>]*)""", re.I)
+"""A URL in text, or text that is one (its path, query or fragment first), as the group ``url``
+(`ssemock.scan.walk`)."""
 
 
 def _url_parameters(url: str, at: int = 0) -> list[Secret]:
@@ -281,7 +290,7 @@ def scan_header(name: str, value: str) -> list[Secret]:
     if named is not None:
         found.append(named)
     for url in _URL_IN_TEXT.finditer(value):  # location, link, content-location, refresh: a URL's parameters
-        found += _url_parameters(url.group(), url.start())
+        found += _url_parameters(url.group("url"), url.start("url"))
     m = re.match(r"(?i)(bearer|basic|token)\s+(\S+)", value)
     if m and m.group(2) != REDACTED:
         found.append(

@@ -37,7 +37,7 @@ from .event_plans import PLANNED_MIN, REASSEMBLE_MAX, Shapes, labels, members, p
 from .fields import (
     _FORM_MAX,
     FORM,
-    SCHEME,
+    URL,
     BodyHits,
     credential_member,
     credential_name,
@@ -85,7 +85,6 @@ _DATA = operator.attrgetter("data")
 _DEEP_MAX = 2 << 20  # a stream up to this size is walked event by event and folded by its accumulator
 _DEPTH = 4  # decoded forms nested in each other (base64 in JSON in base64 ...), at most
 _NAMED_FIELD = "a credential-named field "  # the rule `model_content.exempt` may clear
-_URL = re.compile(rf"""(?:{SCHEME}|^[/?#])[^\s"'<>]*""", re.I)  # a URL in text, or text that is one
 
 
 def _no_prose() -> frozenset[str]:
@@ -193,8 +192,8 @@ class _Scan:
         candidates = [text] if whole else []
         # ":" first: one memchr (a 3-character search costs ~10x more on text without a colon)
         if (":" in text and "://" in text) or text.startswith(("/", "?", "#")):
-            for m in _URL.finditer(text):
-                query, fragment, password = url_parts(m.group())
+            for m in URL.finditer(text):
+                query, fragment, password = url_parts(m.group("url"))
                 candidates += [query, fragment]
                 if password and password != REDACTED:
                     self.add(field, "a password in the URL", password, "***", path)
