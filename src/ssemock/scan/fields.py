@@ -254,7 +254,7 @@ def scan_url(url: str) -> list[Secret]:
 
 
 # a URL's scheme is tried only where a run of the characters it is made of starts, from the run's
-# first letter (`RUN_START` passes over the digits and signs before it; the URL is the group
+# first letter (`_RUN_START` passes over the digits and signs before it; the URL is the group
 # ``url``): tried at each position of a run, each start read the run to its end, quadratic in a
 # long run of letters, or of letters and digits; case-blind
 _RUN_START = r"(?<![a-z0-9+.\-])[0-9+.\-]*+"
