@@ -837,12 +837,18 @@ for pipes in sys.argv[1:]:  # a lane: a process of its own, forked, reading and 
     if os.fork() == 0:
         os.dup2(answers, 1)
         for line in open(commands):
-            pid = os.fork()
+            said, say = os.pipe()  # the command writes once its pid is said (on a busy machine it
+            pid = os.fork()  # ran first, and its "proxying on" line came before the "pid" line)
             if pid == 0:
+                os.close(say)
+                os.read(said, 1)
+                os.close(said)
                 code = main(json.loads(line))
                 sys.stdout.flush()
                 os._exit(code)
+            os.close(said)
             print("pid", pid, flush=True)
+            os.close(say)
             print("exited", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
         os._exit(0)
 for _ in sys.argv[1:]:
