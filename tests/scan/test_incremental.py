@@ -338,7 +338,7 @@ def test_a_large_stream_fed_in_any_pieces_is_cut_where_the_whole_body_is_cut(
         stream = _large_stream_scanned(m, body, sizes, so_far)
         cuts, at = [], 0
         while at < len(body):
-            end = large_streams.segment_end(body, at)
+            end = large_streams.segment_end(body, at, b"\n")
             cuts.append(body[at:end])
             at = end
     assert isinstance(stream, _Segments)

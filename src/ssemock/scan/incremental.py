@@ -211,9 +211,9 @@ class BodyScan:
         sliced again at every segment cut from it: ~7 MiB copied for 2 MiB)."""
         assert self._stream is not None
         at = 0
-        while (nl := body.find(self._cut_after, at + _SEGMENT, end)) >= 0:
-            self._stream.segment(body, at, nl + 1, *self._plainness(at, nl + 1))
-            at = nl + 1
+        while (cut := body.find(self._cut_after, at + _SEGMENT, end)) >= 0:
+            self._stream.segment(body, at, cut + 1, *self._plainness(at, cut + 1))
+            at = cut + 1
         self._segment_at = at
         if at < end:
             self._large_pieces([body[at:end]])
@@ -241,8 +241,8 @@ class BodyScan:
             for k in range(len(pieces)):  # k: the piece the segment ends in, after the loop
                 piece = pieces[k]
                 if at + len(piece) > _SEGMENT:  # a cut byte _SEGMENT bytes on or later ends it
-                    nl = piece.find(self._cut_after, max(0, _SEGMENT - at))
-                    if nl >= 0:
+                    cut = piece.find(self._cut_after, max(0, _SEGMENT - at))
+                    if cut >= 0:
                         break
                 at += len(piece)
             else:  # none: the segment runs on into pieces still to come, or to the body's end
@@ -250,7 +250,7 @@ class BodyScan:
                     self._segment_cut(b"".join(_parts(pieces, skip, len(pieces[-1]))), start)
                     pieces, skip = [], 0
                 break
-            end = nl + 1
+            end = cut + 1
             segment = b"".join(_parts(pieces[: k + 1], skip, end))
             self._segment_cut(segment, start)
             start += len(segment)

@@ -171,7 +171,7 @@ class _Join:
 _UPPER, _LOWER = re.compile(rb"[A-Z]"), re.compile(rb"[a-z]")  # base64 of text mixes cases
 
 
-def large_stream(body: bytes, path: str, text: TextScan, cut: bytes = b"\n") -> None:
+def large_stream(body: bytes, path: str, text: TextScan, cut: bytes) -> None:
     """Hand ``text`` each join of a large stream's pieces (see the module), and its base64 runs
     decoded; ``cut``: the byte its segments end after (`cut_after`)."""
     stream = LargeStream(path, text)
@@ -192,7 +192,7 @@ def cut_after(content_type: str) -> bytes:
     return b"\0" if framing.detect(content_type).name == "eventstream" else b"\n"
 
 
-def segment_end(body: bytes, pos: int, cut: bytes = b"\n") -> int:
+def segment_end(body: bytes, pos: int, cut: bytes) -> int:
     """Where the segment of ``body`` that starts at ``pos`` ends: after the first ``cut`` byte at
     least `_SEGMENT` bytes on, else at the end (`LargeStream.segment` is fed these cuts)."""
     end = body.find(cut, pos + _SEGMENT)
