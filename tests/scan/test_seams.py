@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from seeded import seeded, some
 
+from ssemock.framing import _speedups
 from ssemock.scan import credential_shapes, large_streams, seams
 from ssemock.scan.walk import _Scan
 
@@ -52,12 +54,43 @@ def test_a_join_of_pieces_without_an_anchor_is_searched_at_its_seams_as_a_whole(
     assert seams.seam_hits(joined, ends, clean) == credential_shapes.find_hits(joined)
     if clean:
         views = [memoryview(p) if k % 2 else p for k, p in enumerate(pieces)]
-        spans = seams._seam_spans(ends, len(joined))
+        spans = seams._seam_spans(ends, len(joined), seams._REACH)
         none = spans is not None and credential_shapes.find_hits(joined) == ([], [])
         assert seams.seams_clear(views, ends) == none
     seamed, whole = _Scan(0), _Scan(0)
     large_streams._joined(
-        large_streams.text_scan(seamed, "response.body"), "", b"data", pieces, [], (ends, clean)
+        large_streams.text_scan(seamed, "response.body"),
+        "",
+        b"data",
+        pieces,
+        [],
+        (ends, clean, clean and large_streams._py_plain(pieces, b"=:\\")),
     )
     large_streams._joined(large_streams.text_scan(whole, "response.body"), "", b"data", pieces, [], None)
     assert seamed.found == whole.found
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.binary(max_size=300), max_size=30),
+    st.lists(st.integers(min_value=0, max_value=9000), max_size=40),
+    st.integers(min_value=0, max_value=300),
+    st.booleans(),
+)
+def test_the_accelerator_cuts_the_stretches_around_the_seams_the_pure_code_cuts(
+    parts: list[bytes], ends: list[int], reach: int, views: bool
+) -> None:
+    """The accelerator's one pass gives the stretches (or None: the whole searched) the pure code
+    gives, for parts as bytes or views, seams anywhere (inside a part too: a window's first part is
+    its pieces before joined), some at the same place or past the end."""
+    assert seams._stretches is _speedups.seam_stretches  # built: CI's install compiles it
+    held: list[bytes | memoryview] = [memoryview(p) if views and k % 2 else p for k, p in enumerate(parts)]
+    ends = sorted(ends)
+    assert _speedups.seam_stretches(held, ends, reach) == seams._py_stretches(held, ends, reach)
+
+
+def test_the_accelerator_refuses_seams_out_of_order() -> None:
+    with pytest.raises(ValueError, match="in order"):
+        _speedups.seam_stretches([b"x" * 100], [50, 10], 4)
+    with pytest.raises(TypeError):
+        _speedups.seam_stretches((b"x",), [1], 4)  # type: ignore[arg-type]

@@ -64,6 +64,17 @@
  *   A value of a KiB or more is a view of the segment, equal to those bytes: the scan joins its
  *   window from it, so it is copied once, not twice.
  *
+ * holds(data, stop) -> bool
+ *   Whether data holds any of stop's bytes (4 at most): any(c in data for c in stop) in one pass
+ *   (the escape search asks it of every piece a recording's scan searches: one pass, not three).
+ *
+ * seam_stretches(parts, ends, reach) -> bytes | None
+ *   The bytes of the join of parts (bytes or views) within reach of each of ends (in order), the
+ *   stretches of seams close together as one, a newline between two, cut from the parts unjoined;
+ *   None where the stretches come to more than a quarter of the join: what the pure
+ *   ssemock.scan.seams._stretches gives (the window of a large stream whose pieces hold no anchor
+ *   is searched there alone), without a Python step per seam.
+ *
  * b64_run(data, least) -> bool
  *   Whether data (bytes, or a str of ASCII: its characters are its bytes) holds `least` base64 /
  *   base64url bytes (A-Z a-z 0-9 + / _ -) in a row, any case: what b"a" * least in
@@ -506,27 +517,43 @@ escaped(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
-/* -- values(): commas and opening brackets ----------------------------------------------- */
-
 /* -- plain(): a window's parts ASCII, none of a few bytes ------------------------------------ */
 
 #ifdef AVX2_PASSES
 /* plain_run's 64 bytes a step with AVX2 (twice SSE2's width, one test a step): where the first
- * *done bytes hold none of the bytes looked for, 1 (the caller reads the rest), else 0. */
+ * *done bytes hold none of the bytes looked for, 1 (the caller reads the rest), else 0. Stop bytes
+ * below 0x80 whose low halves differ (the scan's are) are looked up in one shuffle, each byte's
+ * low half picking the one stop byte it could be (0x80 and up: none): a compare each, not one a
+ * stop byte (as fast as memchr for one). */
 __attribute__((target("avx2"))) static int
-plain_run_avx2(const unsigned char *p, Py_ssize_t n, const unsigned char *stop, Py_ssize_t nstop, Py_ssize_t *done)
+plain_run_avx2(const unsigned char *p, Py_ssize_t n, const unsigned char *stop, Py_ssize_t nstop, int high, Py_ssize_t *done)
 {
     __m256i s[4];
+    char table[16];
+    int halves = 0; /* the low halves of the stop bytes seen, a bit each; -1: the shuffle won't do */
+    for (int h = 0; h < 16; h++) {
+        table[h] = (char)(0x80 | h); /* no byte below 0x80 equals it */
+    }
     for (Py_ssize_t k = 0; k < nstop; k++) {
         s[k] = _mm256_set1_epi8((char)stop[k]);
+        int h = stop[k] & 15;
+        halves = (halves < 0 || stop[k] >= 0x80 || (halves & (1 << h))) ? -1 : halves | (1 << h);
+        table[h] = (char)stop[k];
     }
+    __m256i mask = _mm256_set1_epi8(high ? (char)0xff : 0); /* high: a byte's high bit, past ASCII, is a hit */
+    __m256i lookup = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)table));
     Py_ssize_t i = 0;
     for (; n - i >= 64; i += 64) {
         __m256i a = _mm256_loadu_si256((const __m256i *)(p + i));
         __m256i b = _mm256_loadu_si256((const __m256i *)(p + i + 32));
-        __m256i hit = _mm256_or_si256(a, b); /* a byte's high bit: past ASCII */
-        for (Py_ssize_t k = 0; k < nstop; k++) {
-            hit = _mm256_or_si256(hit, _mm256_or_si256(_mm256_cmpeq_epi8(a, s[k]), _mm256_cmpeq_epi8(b, s[k])));
+        __m256i hit = _mm256_and_si256(_mm256_or_si256(a, b), mask);
+        if (halves >= 0) {
+            hit = _mm256_or_si256(hit, _mm256_cmpeq_epi8(_mm256_shuffle_epi8(lookup, a), a));
+            hit = _mm256_or_si256(hit, _mm256_cmpeq_epi8(_mm256_shuffle_epi8(lookup, b), b));
+        } else {
+            for (Py_ssize_t k = 0; k < nstop; k++) {
+                hit = _mm256_or_si256(hit, _mm256_or_si256(_mm256_cmpeq_epi8(a, s[k]), _mm256_cmpeq_epi8(b, s[k])));
+            }
         }
         if (_mm256_movemask_epi8(hit) != 0) {
             return 0;
@@ -537,13 +564,13 @@ plain_run_avx2(const unsigned char *p, Py_ssize_t n, const unsigned char *stop, 
 }
 #endif
 
-/* Whether [p, p + n) holds no byte of 0x80 or more and none of stop's nstop (at most 4). */
+/* Whether [p, p + n) holds none of stop's nstop bytes (at most 4), and (high) no byte of 0x80 or more. */
 static int
-plain_run(const unsigned char *p, Py_ssize_t n, const unsigned char *stop, Py_ssize_t nstop)
+plain_run(const unsigned char *p, Py_ssize_t n, const unsigned char *stop, Py_ssize_t nstop, int high)
 {
     Py_ssize_t i = 0;
 #ifdef AVX2_PASSES
-    if (has_avx2 && !plain_run_avx2(p, n, stop, nstop, &i)) {
+    if (has_avx2 && !plain_run_avx2(p, n, stop, nstop, high, &i)) {
         return 0;
     }
 #endif
@@ -552,9 +579,10 @@ plain_run(const unsigned char *p, Py_ssize_t n, const unsigned char *stop, Py_ss
     for (Py_ssize_t k = 0; k < nstop; k++) {
         s[k] = _mm_set1_epi8((char)stop[k]);
     }
+    __m128i mask = _mm_set1_epi8(high ? (char)0xff : 0);
     for (; n - i >= 16; i += 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
-        __m128i hit = v; /* a byte's high bit: past ASCII; an equal one: all bits */
+        __m128i hit = _mm_and_si128(v, mask); /* a byte's high bit: past ASCII; an equal one: all bits */
         for (Py_ssize_t k = 0; k < nstop; k++) {
             hit = _mm_or_si128(hit, _mm_cmpeq_epi8(v, s[k]));
         }
@@ -564,7 +592,7 @@ plain_run(const unsigned char *p, Py_ssize_t n, const unsigned char *stop, Py_ss
     }
 #endif
     for (; i < n; i++) {
-        if ((p[i] & 0x80) || (nstop > 0 && memchr(stop, p[i], (size_t)nstop) != NULL)) {
+        if ((high && (p[i] & 0x80)) || (nstop > 0 && memchr(stop, p[i], (size_t)nstop) != NULL)) {
             return 0;
         }
     }
@@ -585,7 +613,7 @@ plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (PyObject_GetBuffer(PyList_GET_ITEM(args[0], k), &view, PyBUF_SIMPLE) != 0) {
             return NULL;
         }
-        int ok = plain_run((const unsigned char *)view.buf, view.len, stop, nstop);
+        int ok = plain_run((const unsigned char *)view.buf, view.len, stop, nstop, 1);
         PyBuffer_Release(&view);
         if (!ok) {
             Py_RETURN_FALSE;
@@ -593,6 +621,122 @@ plain(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     Py_RETURN_TRUE;
 }
+
+static PyObject *
+holds(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyBytes_CheckExact(args[1]) || PyBytes_GET_SIZE(args[1]) > 4) {
+        PyErr_SetString(PyExc_TypeError, "holds(data: bytes-like, stop: bytes of 4 at most)");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) != 0) {
+        return NULL;
+    }
+    const unsigned char *stop = (const unsigned char *)PyBytes_AS_STRING(args[1]);
+    int none = plain_run((const unsigned char *)view.buf, view.len, stop, PyBytes_GET_SIZE(args[1]), 0);
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(!none);
+}
+
+/* -- seam_stretches(): the bytes around a window's seams ------------------------------------ */
+
+/* The bytes of [lo, hi) of the join of parts (n of them, their buffers in views), cut from the
+ * part at *k (which starts at *at in the join) on: *k and *at left at the part holding lo. */
+static void
+copy_span(Py_buffer *views, Py_ssize_t n, Py_ssize_t *k, Py_ssize_t *at, Py_ssize_t lo, Py_ssize_t hi, char *out)
+{
+    while (*k < n && *at + views[*k].len <= lo) {
+        *at += views[*k].len;
+        (*k)++;
+    }
+    Py_ssize_t j = *k, pos = *at;
+    while (pos < hi && j < n) {
+        Py_ssize_t from = lo > pos ? lo - pos : 0, to = hi - pos < views[j].len ? hi - pos : views[j].len;
+        memcpy(out, (const char *)views[j].buf + from, (size_t)(to - from));
+        out += to - from;
+        pos += views[j].len;
+        j++;
+    }
+}
+
+static PyObject *
+seam_stretches(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1]) || !PyLong_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "seam_stretches(parts: list[bytes | memoryview], ends: list[int], reach: int)");
+        return NULL;
+    }
+    Py_ssize_t reach = PyLong_AsSsize_t(args[2]);
+    if (reach < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "seam_stretches(): reach below 0");
+        }
+        return NULL;
+    }
+    PyObject *parts = args[0], *ends = args[1], *out = NULL;
+    Py_ssize_t n = PyList_GET_SIZE(parts), ne = PyList_GET_SIZE(ends), size = 0, got = 0;
+    Py_buffer *views = PyMem_Calloc(n ? (size_t)n : 1, sizeof(Py_buffer));
+    Py_ssize_t *spans = PyMem_Malloc(2 * (ne ? (size_t)ne : 1) * sizeof(Py_ssize_t));
+    if (views == NULL || spans == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; got < n; got++) {
+        if (PyObject_GetBuffer(PyList_GET_ITEM(parts, got), &views[got], PyBUF_SIMPLE) != 0) {
+            goto done;
+        }
+        size += views[got].len;
+    }
+    Py_ssize_t count = 0, covered = 0, last = 0; /* spans made, the bytes they cover, the end before */
+    for (Py_ssize_t e = 0; e < ne; e++) {
+        Py_ssize_t end = PyLong_AsSsize_t(PyList_GET_ITEM(ends, e));
+        if (end < last) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_ValueError, "seam_stretches(): ends not in order from 0");
+            }
+            goto done;
+        }
+        Py_ssize_t lo = end > reach ? end - reach : 0, hi = end < size - reach ? end + reach : size;
+        if (count && lo <= spans[2 * count - 1]) { /* close to the one before: one stretch */
+            spans[2 * count - 1] = hi;
+        } else if (lo < hi) {
+            spans[2 * count] = lo;
+            spans[2 * count + 1] = hi;
+            count++;
+        }
+        last = end;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        covered += spans[2 * i + 1] - spans[2 * i];
+    }
+    if (covered * 4 > size) { /* seams close together: the whole is searched */
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    out = PyBytes_FromStringAndSize(NULL, count ? covered + count - 1 : 0);
+    if (out == NULL) {
+        goto done;
+    }
+    char *w = PyBytes_AS_STRING(out);
+    Py_ssize_t k = 0, at = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (i) {
+            *w++ = '\n';
+        }
+        copy_span(views, n, &k, &at, spans[2 * i], spans[2 * i + 1], w);
+        w += spans[2 * i + 1] - spans[2 * i];
+    }
+done:
+    for (Py_ssize_t i = 0; i < got; i++) {
+        PyBuffer_Release(&views[i]);
+    }
+    PyMem_Free(views);
+    PyMem_Free(spans);
+    return out;
+}
+
+/* -- values(): commas and opening brackets ----------------------------------------------- */
 
 static PyObject *
 values(PyObject *module, PyObject *data)
@@ -1851,6 +1995,10 @@ static PyMethodDef methods[] = {
      "escaped(window, sep, layout) -> bytes | None: a cassette body window as one JSON string."},
     {"plain", (PyCFunction)(void (*)(void))plain, METH_FASTCALL,
      "plain(parts, stop) -> bool: every byte of parts ASCII and none of stop's (4 at most)."},
+    {"holds", (PyCFunction)(void (*)(void))holds, METH_FASTCALL,
+     "holds(data, stop) -> bool: whether data holds a byte of stop's (4 at most)."},
+    {"seam_stretches", (PyCFunction)(void (*)(void))seam_stretches, METH_FASTCALL,
+     "seam_stretches(parts, ends, reach) -> bytes | None: the bytes within reach of the seams, a newline between two."},
     {"values", values, METH_O, "values(data) -> int: how many of data's bytes are ',', '[' or '{'."},
     {"b64_runs", (PyCFunction)(void (*)(void))b64_runs, METH_FASTCALL,
      "b64_runs(data, least) -> set[bytes]: the distinct mixed-case base64 runs of `least` bytes or more."},

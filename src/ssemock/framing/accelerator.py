@@ -16,9 +16,11 @@ __all__ = [
     "b64_runs",
     "data_lines",
     "escaped",
+    "holds",
     "longest_gap",
     "members",
     "plain",
+    "seam_stretches",
     "values",
     "words",
 ]
@@ -38,8 +40,14 @@ array_spans: (
 """A JSON array stream's elements from a state, in one pass (`ssemock.framing.json_array.Elements`)."""
 escaped: Callable[[bytes, bytes, bytes], bytes | None] | None = getattr(MODULE, "escaped", None)
 """A cassette body window laid out as JSON strings in one pass (`ssemock.store.layout`)."""
+holds: Callable[[bytes, bytes], bool] | None = getattr(MODULE, "holds", None)
+"""Whether bytes hold any of a few bytes, in one pass (`ssemock.scan.credential_shapes`)."""
 plain: Callable[[list[bytes | memoryview], bytes], bool] | None = getattr(MODULE, "plain", None)
 """Whether a window's parts are ASCII without some bytes, unjoined (`ssemock.scan.large_streams`)."""
+seam_stretches: Callable[[list[bytes | memoryview], list[int], int], bytes | None] | None = getattr(
+    MODULE, "seam_stretches", None
+)
+"""The bytes around a window's seams, cut from its parts unjoined, in one pass (`ssemock.scan.seams`)."""
 values: Callable[[bytes], int] | None = getattr(MODULE, "values", None)
 """The count of JSON values in a document, in one pass (`ssemock.store.size_guard`)."""
 data_lines: Callable[[bytes], list[bytes | memoryview]] | None = getattr(MODULE, "data_lines", None)

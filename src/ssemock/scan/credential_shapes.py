@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from ..framing.accelerator import b64_decode as _c_b64_decode
 from ..framing.accelerator import b64_findall as _c_b64_findall
 from ..framing.accelerator import b64_run as _c_b64_run
+from ..framing.accelerator import holds as _c_holds
 from .body_forms import inflated
 
 __all__ = [
@@ -231,6 +232,17 @@ _BOUNDED: set[Callable[[bytes], list[int]]] = set()
 spans a few bytes (the regex's ``(?:25)*`` and ``\\*`` run on)."""
 
 
+_ESCAPE_STARTS = b"\\%&"  # what every escape starts with
+
+
+def _py_holds(data: bytes, stop: bytes) -> bool:
+    """Whether ``data`` holds a byte of ``stop`` (the reference of the accelerator's one pass)."""
+    return any(c in data for c in stop)
+
+
+_holds = _c_holds or _py_holds
+
+
 def _finders(accelerated: bool = True) -> tuple[Finder, Callable[[bytes], list[int]]]:
     """Two searches over a whole field: (anchor index, start) of every shape anchor, leftmost
     first and not overlapping; and the offsets of escapes worth decoding.
@@ -273,7 +285,7 @@ def _finders(accelerated: bool = True) -> tuple[Finder, Callable[[bytes], list[i
 
     def escape_hits(data: bytes) -> list[int]:
         # every escape starts with one of three bytes: text without them (most decoded text) needs no pass
-        if b"\\" not in data and b"%" not in data and b"&" not in data:
+        if not _holds(data, _ESCAPE_STARTS):
             return []
         return [s for _, s, _ in escaped.find_matches_as_indexes(data)]
 

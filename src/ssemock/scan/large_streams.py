@@ -84,7 +84,9 @@ _OVERLAP = 1024  # ... with at least this much of the window before at its start
 
 
 Piece = bytes | memoryview  # a long piece of a segment is a view of it (`_data_lines`'s)
-Seams = tuple[list[int], bool]  # where a window's pieces end in it, and whether none holds an escape either
+Seams = tuple[list[int], bool, bool]
+"""Where a window's pieces end in it, whether none holds an escape either, and whether every one is
+also ASCII without ``=``, ``:`` or ``\\`` (`_unjoined`)."""
 
 
 class _Join:
@@ -103,7 +105,9 @@ class _Join:
     Where every piece of a window is known to hold no shape anchor (each from a segment whose search
     found none: ``plain``) and the pieces are held as they are, ``scan`` is also handed the seams
     between them (`ssemock.scan.seams.seam_hits`: an anchor in the join spans one),
-    and whether every piece is known to hold no escape either (``clean``), else None."""
+    and whether every piece is known to hold no escape either (``clean``), and whether every one is
+    also bare (ASCII without ``=``, ``:`` or ``\\``: told at `extend`, while the segment's bytes are
+    still in the cache, not when the window is read), else None."""
 
     def __init__(self, scan: Callable[[list[Piece], list[bytes | str], Seams | None], None]) -> None:
         self._scan = scan
@@ -115,6 +119,7 @@ class _Join:
         self._count = 0  # pieces seen
         self._sizes: list[int] = []  # the sizes of the last pieces held, as far back as they are plain
         self._clean = 0  # how many of the last pieces held are clean, as far back as they are plain
+        self._bare = 0  # how many of them are bare too, as far back as they are clean
 
     def extend(self, pieces: Sequence[Piece], plain: bool = False, clean: bool = False) -> None:
         """The pieces of one segment, in order (``plain``: none holds a shape anchor; ``clean``:
@@ -127,11 +132,13 @@ class _Join:
             if plain:
                 self._sizes += map(len, pieces)
                 self._clean = self._clean + len(pieces) if clean else 0
+                bare = clean and _plain(pieces if type(pieces) is list else list(pieces), _NOT_BARE)
+                self._bare = self._bare + len(pieces) if bare else 0
             else:
-                self._sizes, self._clean = [], 0
+                self._sizes, self._clean, self._bare = [], 0, 0
         else:
             self._blocks.append(b"".join(pieces))
-            self._sizes, self._clean = [], 0
+            self._sizes, self._clean, self._bare = [], 0, 0
         self._size += size
         self._held += len(pieces)
         self._count += len(pieces)
@@ -156,16 +163,20 @@ class _Join:
 
     def _seams(self) -> Seams | None:
         """Where each piece held but the last ends in their join, when every one is plain, and
-        whether every one is clean."""
+        whether every one is clean, and bare."""
         if len(self._sizes) != self._held:
             return None
-        return list(itertools.accumulate(self._sizes[:-1])), self._clean >= self._held
+        return (
+            list(itertools.accumulate(self._sizes[:-1])),
+            self._clean >= self._held,
+            self._bare >= self._held,
+        )
 
     def close(self) -> None:
         if self._count >= 2 and (self._count > self._held or self._held >= 2):
             self._scan(self._blocks, self._last, self._seams())
         self._blocks, self._tail, self._size, self._held, self._last = [], [], 0, 0, []
-        self._sizes, self._clean = [], 0
+        self._sizes, self._clean, self._bare = [], 0, 0
 
 
 _UPPER, _LOWER = re.compile(rb"[A-Z]"), re.compile(rb"[a-z]")  # base64 of text mixes cases
@@ -287,18 +298,20 @@ def _py_plain(parts: list[Piece], stop: bytes) -> bool:
 
 
 _plain = _c_plain or _py_plain
+_NOT_BARE = b"=:\\"  # what a bare piece holds none of (nor a byte past ASCII)
 _TEXT_STARTS = frozenset(_LSTRIPPED + b"{[/?#")  # what a window needing no text may not start with
 
 
 def _unjoined(parts: list[Piece], seams: Seams) -> bool:
-    """Whether a window of pieces holding no shape anchor nor escape (``seams``: where they end,
-    and that none holds an escape) gives no finding, told without joining them (a copy of each
-    byte): more than `_WHOLE` * 16 bytes of ASCII without ``=``, ``:`` or ``\\`` and not starting
-    as JSON or a path (`nothing_to_read` holds of it), and nothing found around its seams."""
-    ends, clean = seams
-    if not clean or not parts or not len(parts[0]) or parts[0][0] in _TEXT_STARTS:
+    """Whether a window of pieces holding no shape anchor nor escape, each bare (``seams``: where
+    they end, and that none holds an escape and each is bare) gives no finding, told without
+    joining them (a copy of each byte): more than `_WHOLE` * 16 bytes of ASCII without ``=``, ``:``
+    or ``\\`` and not starting as JSON or a path (`nothing_to_read` holds of it), and nothing found
+    around its seams."""
+    ends, _, bare = seams
+    if not bare or not parts or not len(parts[0]) or parts[0][0] in _TEXT_STARTS:
         return False
-    return sum(map(len, parts)) > _WHOLE * 16 and _plain(parts, b"=:\\") and seams_clear(parts, ends)
+    return sum(map(len, parts)) > _WHOLE * 16 and seams_clear(parts, ends)
 
 
 def _text_data(segment: bytes) -> bool:
@@ -331,7 +344,7 @@ def _joined(
     where, raw, hits = f"{path} reassembled {name.decode('ascii')}".strip(), None, None
     if name == b"data" or b"\\" not in joined:
         ascii = joined.isascii()
-        hits = seam_hits(joined, *seams) if seams is not None and ascii else None
+        hits = seam_hits(joined, *seams[:2]) if seams is not None and ascii else None
         if ascii and nothing_to_read(joined):
             text(joined, where, 2, hits=hits)
             return

@@ -3,7 +3,8 @@
 A large stream's window is a join of pieces each searched where it is stored
 (`ssemock.scan.large_streams`): an anchor or escape in the join that no piece holds spans a
 seam between two, so only the bytes around the seams need a search (`seam_hits`), and whether
-that search finds nothing can be told from the pieces as they are, unjoined (`seams_clear`)."""
+that search finds nothing can be told from the pieces as they are, unjoined (`seams_clear`: the
+stretches cut from them in one pass of the optional accelerator)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import bisect
 import itertools
 from collections.abc import Iterator, Sequence
 
+from ..framing.accelerator import seam_stretches as _c_stretches
 from .credential_shapes import (
     _BOUNDED,
     _MAX_ANCHOR,
@@ -23,12 +25,14 @@ from .credential_shapes import (
 
 __all__ = ["seam_hits", "seams_clear"]
 
+_REACH = max(_MAX_ANCHOR, _MAX_ESCAPE) - 1  # how far from a seam an anchor or escape across it reaches
 
-def _seam_spans(ends: list[int], size: int) -> list[list[int]] | None:
+
+def _seam_spans(ends: list[int], size: int, reach: int) -> list[list[int]] | None:
     """The stretches `seam_hits` searches around the seams at ``ends`` of a join of ``size`` bytes
-    (seams close together as one stretch), or None where they would come to a quarter of it or
-    more: the whole is searched then."""
-    reach, spans = max(_MAX_ANCHOR, _MAX_ESCAPE) - 1, list[list[int]]()
+    (seams close together as one stretch), or None where they would come to more than a quarter
+    of it: the whole is searched then."""
+    spans = list[list[int]]()
     for end in ends:
         lo, hi = max(0, end - reach), min(size, end + reach)
         if spans and lo <= spans[-1][1]:
@@ -60,7 +64,7 @@ def seam_hits(data: bytes, ends: list[int], escapes: bool = False) -> Hits:
     it finds what the search of the whole finds there), all the stretches in one pass. Escapes are
     searched in the whole join, but in those stretches too when no piece holds one either
     (``escapes``) and the search finds them as literals of a few bytes (`_BOUNDED`)."""
-    spans = _seam_spans(ends, len(data))
+    spans = _seam_spans(ends, len(data), _REACH)
     if spans is None:  # seams close together: one pass over it all
         return find_hits(data)
     starts = list(itertools.accumulate((hi - lo + 1 for lo, hi in spans[:-1]), initial=0))
@@ -77,12 +81,22 @@ def seam_hits(data: bytes, ends: list[int], escapes: bool = False) -> Hits:
     return anchors, _find_escapes(data)
 
 
-def seams_clear(parts: Sequence[bytes | memoryview], ends: list[int]) -> bool:
+def _py_stretches(parts: list[bytes | memoryview], ends: list[int], reach: int) -> bytes | None:
+    """The bytes around the seams at ``ends`` of the join of ``parts``, cut from them (a newline
+    between two stretches), or None where `_seam_spans` says the whole is searched (the reference
+    of the accelerator's pass)."""
+    spans = _seam_spans(ends, sum(map(len, parts)), reach)
+    return None if spans is None else b"\n".join(_cut(parts, spans))
+
+
+_stretches = _c_stretches or _py_stretches
+
+
+def seams_clear(parts: list[bytes | memoryview], ends: list[int]) -> bool:
     """Whether `seam_hits` (``escapes`` set) of the join of ``parts``, none of which holds a shape
     anchor or an escape, finds nothing: told without joining them, the stretches cut from the
     parts. False too where it would search the whole join."""
-    spans = _seam_spans(ends, sum(map(len, parts)))
-    if spans is None or _find_escapes not in _BOUNDED:
+    if _find_escapes not in _BOUNDED:
         return False
-    stretches = b"\n".join(_cut(parts, spans))
-    return not _find_anchors(stretches) and not _find_escapes(stretches)
+    stretches = _stretches(parts, ends, _REACH)
+    return stretches is not None and not _find_anchors(stretches) and not _find_escapes(stretches)
