@@ -229,8 +229,9 @@ def test_the_accelerator_finds_the_credential_words_the_pure_code_finds(data: by
 
 @pytest.mark.parametrize("word", [b"pwd", b"TOKEN", b"Secret", b"authorization"])
 def test_a_word_after_any_length_of_filler_is_found(word: bytes) -> None:
-    """The C pass skips text without a word's first or second pair of bytes eight bytes at a
-    time: a word after any length of it, at any offset, is found where the pure code finds it."""
+    """The C pass skips text without a word's first pair of bytes 32 bytes at a time (AVX2; eight
+    without it), the last 32 a byte at a time: a word after any length of it, at any offset, is
+    found where the pure code finds it."""
     for at in range(64):
         data = b"x" * at + word + b"x" * 30
         assert fields._c_word_hits(data) == fields._py_word_hits(data) == [(at, at + len(word))]

@@ -119,8 +119,9 @@
  *   (start, end) of every occurrence of each of `words` (lower-case ASCII bytes, each at least three
  *   long) in data, any ASCII case, overlapping ones too, sorted: what finding each word in
  *   data.lower() gives (ssemock.scan.fields.word_hits), in one pass without the lower-cased copy
- *   (a table of the bytes words start with, looked up at every third offset, then a bitmap of
- *   the words' first pairs).
+ *   (with AVX2, 32 starts a step whose first two bytes are looked up in the words' first pairs,
+ *   by the halves of each byte; else the pairs at even offsets looked up in a table of the words'
+ *   first and second pairs).
  *
  * array_spans(data, pos, in_string, depth, element, after, count) -> (spans, pos, in_string,
  *     depth, element, after, count)
@@ -1742,6 +1743,8 @@ typedef struct {
     Py_ssize_t size[MAX_WORDS];
     uint64_t first[256]; /* per byte, the words (bit w: word[w]) that start with it in some case */
     unsigned char pair[65536];
+    int buckets; /* the distinct first pairs, 8 at most, each a bit of the tables below; 0: none kept */
+    unsigned char lo0[16], hi0[16], lo1[16], hi1[16]; /* per low / high half of a first / second byte, its pairs */
 } Words;
 
 static Words words_of;
@@ -1762,6 +1765,47 @@ set_pair(unsigned char *pair, unsigned int a, unsigned int b)
         unsigned int y = (c & 2) && b >= 'a' && b <= 'z' ? b - 32 : b;
         pair[PAIR_KEY(x, y)] = 1;
     }
+}
+
+/* The words' first pairs as buckets of the AVX2 pass (`words_avx2`), when they fit: 8 distinct pairs
+ * at most, each byte of them with its 0x20 bit set (a lower-case letter, a digit, most signs), so
+ * that a byte of the data with that bit set (an upper-case letter lowered) equals it only if the
+ * byte is it in some ASCII case or a control byte (which the word check then turns down). */
+static void
+set_buckets(Words *w)
+{
+    unsigned char pairs[8][2];
+    int n = 0;
+    memset(w->lo0, 0, 16);
+    memset(w->hi0, 0, 16);
+    memset(w->lo1, 0, 16);
+    memset(w->hi1, 0, 16);
+    w->buckets = 0;
+    for (Py_ssize_t i = 0; i < w->count; i++) {
+        unsigned char a = w->word[i][0], b = w->word[i][1];
+        if (!(a & 0x20) || !(b & 0x20) || a >= 0x80 || b >= 0x80) {
+            return;
+        }
+        int k = 0;
+        while (k < n && !(pairs[k][0] == a && pairs[k][1] == b)) {
+            k++;
+        }
+        if (k == n) {
+            if (n == 8) {
+                return;
+            }
+            pairs[n][0] = a;
+            pairs[n][1] = b;
+            n++;
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        w->lo0[pairs[k][0] & 15] |= (unsigned char)(1 << k);
+        w->hi0[pairs[k][0] >> 4] |= (unsigned char)(1 << k);
+        w->lo1[pairs[k][1] & 15] |= (unsigned char)(1 << k);
+        w->hi1[pairs[k][1] >> 4] |= (unsigned char)(1 << k);
+    }
+    w->buckets = n;
 }
 
 static int
@@ -1810,6 +1854,7 @@ set_words(Words *w, PyObject *tuple)
         w->first[c >= 'a' && c <= 'z' ? c - 32 : c] |= (uint64_t)1 << i;
     }
     w->count = count;
+    set_buckets(w);
     Py_INCREF(tuple);
     w->tuple = tuple;
     return 0;
@@ -1828,6 +1873,47 @@ hits_at(PyObject *out, const unsigned char *data, Py_ssize_t len, Py_ssize_t at)
     }
     return 0;
 }
+
+#ifdef AVX2_PASSES
+/* The hits of the words from 0 to where 32 bytes are left, into out (`words`' order): 32 starts a
+ * step, the bytes at each start and the one after it lowered (| 0x20) and their low and high
+ * halves looked up in the bucket tables, a start whose two bytes are some first pair in all four
+ * then checked against each word (a pair of a word's is in about one start in a hundred of prose,
+ * in none of most other text). Where the pass stopped goes in *done; -1 on an error. */
+__attribute__((target("avx2"))) static int
+words_avx2(PyObject *out, const unsigned char *data, Py_ssize_t len, Py_ssize_t *done)
+{
+    const __m256i fold = _mm256_set1_epi8(0x20), low = _mm256_set1_epi8(0x0f);
+    const __m256i lo0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)words_of.lo0));
+    const __m256i hi0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)words_of.hi0));
+    const __m256i lo1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)words_of.lo1));
+    const __m256i hi1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)words_of.hi1));
+    Py_ssize_t i = 0;
+    for (; i + 33 <= len; i += 32) {
+        __m256i a = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(data + i)), fold);
+        __m256i m = _mm256_and_si256(_mm256_shuffle_epi8(lo0, _mm256_and_si256(a, low)),
+                                     _mm256_shuffle_epi8(hi0, _mm256_and_si256(_mm256_srli_epi16(a, 4), low)));
+        if (_mm256_testz_si256(m, m)) { /* no first byte of a pair: most steps of text other than prose */
+            continue;
+        }
+        __m256i b = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(data + i + 1)), fold);
+        m = _mm256_and_si256(m, _mm256_shuffle_epi8(lo1, _mm256_and_si256(b, low)));
+        m = _mm256_and_si256(m, _mm256_shuffle_epi8(hi1, _mm256_and_si256(_mm256_srli_epi16(b, 4), low)));
+        if (_mm256_testz_si256(m, m)) {
+            continue;
+        }
+        uint32_t starts = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, _mm256_setzero_si256()));
+        while (starts) {
+            if (hits_at(out, data, len, i + __builtin_ctz(starts)) < 0) {
+                return -1;
+            }
+            starts &= starts - 1;
+        }
+    }
+    *done = i;
+    return 0;
+}
+#endif
 
 /* Every word is at least 3 bytes, so a word starting at s holds the pair of bytes at the even
  * offset s (its first pair) or s + 1 (its second): only the pairs at even offsets are looked up,
@@ -1852,6 +1938,22 @@ words(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (out == NULL) {
         return NULL;
     }
+#ifdef AVX2_PASSES
+    if (has_avx2 && words_of.buckets) {
+        Py_ssize_t done = 0;
+        if (words_avx2(out, data, len, &done) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        for (; done < len; done++) { /* the last 32 bytes: every start checked */
+            if (hits_at(out, data, len, done) < 0) {
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+        return out;
+    }
+#endif
     while (j + 1 < len) {
         uint64_t x;
         while (j + 16 <= len) { /* sixteen bytes a step while none of their eight pairs is one */
