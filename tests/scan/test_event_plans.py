@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ssemock import Cassette
+from ssemock.framing import _speedups
 from ssemock.scan import event_plans, walk
 from ssemock.scan.event_plans import Shapes, worth
 
@@ -398,3 +399,57 @@ def test_the_pieces_kept_per_key_stop_at_the_same_size(ids: int, monkeypatch: py
         sum(map(len, planned[1]["$.choices[]{index=0}.delta.content"])) < event_plans.REASSEMBLE_MAX + 100_010
     )
     assert read > 0
+
+
+def _mutated(text: str, rng: random.Random) -> str:
+    """``text``, or with a character changed, dropped or added (a digit, a quote, a NUL, one past
+    Latin-1 or past ASCII), or cut short."""
+    at = rng.randrange(len(text) + 1)
+    change = rng.choice(["same"] * 12 + ["put", "drop", "add", "cut"])
+    put = rng.choice(["5", "0", '"', "\x00", "\u0101", "\u00e9", "x", "\\"])
+    if change == "put":
+        return text[:at] + put + text[at + 1 :]
+    if change == "drop":
+        return text[:at] + text[at + 1 :]
+    if change == "add":
+        return text[:at] + put + text[at:]
+    return text[:at] if change == "cut" else text
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=_streams(), seed=st.integers(0, 2**32))
+def test_the_accelerator_reads_a_run_of_events_as_the_batch_regex_does(texts: list[str], seed: int) -> None:
+    """A plan of each event shape (its stable values written in, or not) reads a run of events of
+    that shape and others, changed a character at a time: the accelerator's ops give the values
+    its batch regex captures, None where one text is not of the shape, and leave to the regex a
+    text of characters past Latin-1."""
+    assert event_plans._c_plan_match is _speedups.plan_match  # built: CI's install compiles it
+    rng = random.Random(seed)
+    for text in texts:
+        shape = event_plans.cut(text)
+        try:
+            plan = None if shape is None else event_plans.plan_of(shape[0], json.loads(text))
+        except ValueError:
+            continue
+        if plan is None:
+            continue
+        pattern = list(plan.pattern)
+        if plan.value_parts and rng.random() < 0.5:  # a stable value written in, as `_Planned.faster`
+            pattern[plan.value_parts[0]] = re.escape(shape[0][plan.value_parts[0]])
+        regex = '"'.join(pattern)
+        batch = re.compile("\x00" + regex.replace('([^"]*)', '([^"\x00]*)') + "(?=\x00)")
+        ops = event_plans._ops(regex)
+        alike = [t for t in texts if (event_plans.cut(t) or ("", ""))[1] == shape[1]]  # (most of a run)
+        run = [
+            _mutated(rng.choice(alike if rng.random() < 0.9 else texts), rng)
+            for _ in range(rng.randint(1, 6))
+        ]
+        got = _speedups.plan_match(ops, run)
+        reference = event_plans._py_captured(batch, run)
+        if all(max(map(ord, t), default=0) < 256 for t in run) and all(
+            isinstance(o, bool) or max(map(ord, o), default=0) < 256 for o in ops
+        ):
+            assert got == reference, (ops, run)
+        else:
+            assert got is NotImplemented
+        assert event_plans._captured(batch, ops, run) == reference

@@ -20,6 +20,7 @@ __all__ = [
     "longest_gap",
     "members",
     "plain",
+    "plan_match",
     "seam_stretches",
     "values",
     "words",
@@ -44,6 +45,9 @@ holds: Callable[[bytes, bytes], bool] | None = getattr(MODULE, "holds", None)
 """Whether bytes hold any of a few bytes, in one pass (`ssemock.scan.credential_shapes`)."""
 plain: Callable[[list[bytes | memoryview], bytes], bool] | None = getattr(MODULE, "plain", None)
 """Whether a window's parts are ASCII without some bytes, unjoined (`ssemock.scan.large_streams`)."""
+plan_match: Callable[[tuple[str | bool, ...], list[str]], object] | None = getattr(MODULE, "plan_match", None)
+"""The string values of a run of events read by a plan, or None (one does not match), or
+NotImplemented (a text the regex reads), in one pass (`ssemock.scan.event_plans`)."""
 seam_stretches: Callable[[list[bytes | memoryview], list[int], int], bytes | None] | None = getattr(
     MODULE, "seam_stretches", None
 )

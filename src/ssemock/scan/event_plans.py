@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from ..framing.accelerator import plan_match as _c_plan_match
 from .credential_shapes import has_b64_run
 from .fields import credential_member, credential_member_name
 from .word_lists import words_of
@@ -287,6 +288,7 @@ class _Planned:
         self.settles += 1
         self.fast: re.Pattern[str] | None = None  # made when a run is read
         self.batch: re.Pattern[str] | None = None
+        self.ops: tuple[str | bool, ...] = ()  # `batch` as the accelerator's ops (`_ops`)
         self.columns = self._columns()
 
     def _columns(self) -> tuple[tuple[Callable[[Any], None], int], ...] | None:
@@ -313,6 +315,7 @@ class _Planned:
             vary = '([^"]*)'
             pattern = regex.pattern.replace(vary, '([^"\x00]*)')
             self.batch, self.batch_of = re.compile("\x00" + pattern + "(?=\x00)"), regex
+            self.ops = _ops(regex.pattern)
         return self.batch
 
     def faster(self) -> re.Pattern[str] | None:
@@ -326,6 +329,52 @@ class _Planned:
                 pattern[self.plan.value_parts[i]] = re.escape(value)
             self.fast = re.compile('"'.join(pattern))
         return self.fast
+
+
+_TOKEN = re.compile(
+    r'(\(\[\^"\]\*\))|(\[1-9\])|\\(.)|(.)', re.S
+)  # a capture, a digit, an escaped character, one
+
+
+def _ops(pattern: str) -> tuple[str | bool, ...]:
+    """A plan's pattern (`Plan.regex`'s: its parts written by ``re.escape``, but for the captures
+    and the digits from 1 to 9) as the accelerator's ops (`_speedups.plan_match`): its literals
+    joined, True for a digit, False for a capture."""
+    ops: list[str | bool] = []
+    literal: list[str] = []
+    for capture, digit, escaped, char in _TOKEN.findall(pattern):
+        if capture or digit:
+            if literal:
+                ops.append("".join(literal))
+                literal = []
+            ops.append(bool(digit))
+        else:
+            literal.append(escaped or char)
+    if literal:
+        ops.append("".join(literal))
+    return tuple(ops)
+
+
+def _py_captured(batch: re.Pattern[str], texts: list[str]) -> list[str] | None:
+    """The values ``batch`` (`_Planned.batched`) captures in each of ``texts`` in turn, in text
+    order; None when one is not of its shape (or holds a NUL, which no JSON text does)."""
+    if "\x00" in "".join(texts):  # (a memchr: counting the NULs of the NUL-joined texts cost ~5x the
+        return None  # join and the search)
+    found = batch.findall("\x00".join(["", *texts, ""]))
+    if len(found) != len(texts):
+        return None
+    width = batch.groups
+    return found if width == 1 else list(chain.from_iterable(found)) if width else []
+
+
+def _captured(batch: re.Pattern[str], ops: tuple[str | bool, ...], texts: list[str]) -> list[str] | None:
+    """`_py_captured`, read by the accelerator's ops where it reads every text (a str of one byte a
+    character; ~8x faster than the regex, which takes a step a character)."""
+    if _c_plan_match is not None:
+        flat = _c_plan_match(ops, texts)
+        if flat is not NotImplemented:
+            return flat  # type: ignore[return-value]
+    return _py_captured(batch, texts)
 
 
 def _undone(raw: Sequence[str]) -> tuple[tuple[str, ...], str] | None:
@@ -478,14 +527,10 @@ class Shapes:
         """`bulk`, all of ``texts`` or none: read in one pass of ``batch`` (`_Planned.batched`),
         each piece list extended once by the run's values (`_Planned.columns`)."""
         n = len(texts)
-        if "\x00" in "".join(texts):  # a text holds a NUL (no JSON text does): one by one (a memchr:
-            return False  # counting the NULs of the NUL-joined texts cost ~5x the join and the search)
-        joined = "\x00".join(["", *texts, ""])
-        found = batch.findall(joined)
-        if len(found) != n:  # some text is not of the shape
+        flat = _captured(batch, known.ops, texts)
+        if flat is None:  # some text is not of the shape
             return False
         width = batch.groups
-        flat = found if width == 1 else list(chain.from_iterable(found)) if width else []
         undone = _undone(flat)
         if undone is None or worth(undone[1]):  # (a space joins no match)
             return False
