@@ -155,13 +155,14 @@ def test_the_accelerated_window_is_the_pure_code_s_byte_for_byte(
 
 @pytest.mark.parametrize("kind", ["lf", "lines"])
 def test_an_escape_at_any_offset_of_a_long_window_is_the_pure_code_s(kind: str) -> None:
-    """``_speedups.escaped`` makes room for 256 bytes of window at a time: a separator (an event's
-    two newlines among them), an escape or a multi-byte character at every offset across the
-    first block's end is made as the pure code makes it."""
+    """``_speedups.escaped`` makes room for 256 bytes of window at a time (with AVX2, where each
+    escape stands in them found first, 64 bytes a word): a separator (an event's two newlines
+    among them, or three), an escape or a multi-byte character at every offset across a word's
+    end and the first block's end is made as the pure code makes it."""
     sep, layout = (b"\n" if kind == "lines" else b"\n\n"), b'",\n      "'
     saved = cassette_body._c_escaped
-    for tail in (b"\n\n", b'"x', b"\x01", "\u00e9\u20ac".encode(), b"\\n"):
-        for k in range(240, 272):
+    for tail in (b"\n\n", b"\n\n\n", b'"x', b"\x01", "\u00e9\u20ac".encode(), b"\\n"):
+        for k in [*range(56, 72), *range(240, 272)]:
             window = b"a" * k + tail + b'data: {"b": "' + b"c" * 300 + b'"}\n\n'
             compiled = _speedups.escaped(window, sep, layout)
             cassette_body._c_escaped = None

@@ -438,6 +438,84 @@ special8(const unsigned char *p)
     return ((((x - ones * 0x20) & ~x) | ((quote - ones) & ~quote) | ((slash - ones) & ~slash)) & high) != 0;
 }
 
+/* Write the escape of c (a byte json_escape escapes; *pp just past it), and after a separator
+ * (a newline, or the second of two) the layout; a pair's second newline is taken from *pp. */
+static inline unsigned char *
+put_escape(unsigned c, const unsigned char **pp, const unsigned char *end, unsigned char *w, int pair,
+           const char *layout, Py_ssize_t layout_len)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char e = json_escape[c];
+    *w++ = '\\';
+    *w++ = e;
+    if (e == 'u') {
+        *w++ = '0';
+        *w++ = '0';
+        *w++ = hex[c >> 4];
+        *w++ = hex[c & 15];
+    }
+    else if (c == '\n' && (!pair || (*pp < end && **pp == '\n'))) {  /* a separator */
+        if (pair) {  /* (its second newline may lie past the block: one byte more) */
+            *w++ = '\\';
+            *w++ = 'n';
+            *pp += 1;
+        }
+        memcpy(w, layout, layout_len);
+        w += layout_len;
+    }
+    return w;
+}
+
+#ifdef AVX2_PASSES
+/* escaped()'s block (ESCAPE_BLOCK bytes at most) with AVX2: where each byte needing an escape
+ * stands is found first, 32 bytes a step, into a bitmap; then the runs between them are copied
+ * and each one escaped (the search runs ahead of the writing: a step's result waits on no
+ * write). Where the block ends goes in *pp (past a pair's second newline beyond it); returns
+ * where the writing ends. */
+__attribute__((target("avx2"))) static unsigned char *
+escape_block_avx2(const unsigned char **pp, const unsigned char *block_end, const unsigned char *end,
+                  unsigned char *w, int pair, const char *layout, Py_ssize_t layout_len)
+{
+    const __m256i control = _mm256_set1_epi8(0x1f), quote = _mm256_set1_epi8('"');
+    const __m256i slash = _mm256_set1_epi8('\\');
+    const unsigned char *p = *pp;
+    Py_ssize_t n = block_end - p, i = 0, at = 0;
+    uint64_t bits[ESCAPE_BLOCK / 64] = {0};
+    for (; n - i >= 32; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(p + i));
+        __m256i special = _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_min_epu8(v, control), v),
+                                          _mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, slash)));
+        bits[i >> 6] |= (uint64_t)(uint32_t)_mm256_movemask_epi8(special) << (i & 63);
+    }
+    for (; i < n; i++) {
+        if (json_escape[p[i]]) {
+            bits[i >> 6] |= (uint64_t)1 << (i & 63);
+        }
+    }
+    for (Py_ssize_t word = 0; word < ESCAPE_BLOCK / 64; word++) {
+        while (bits[word]) {
+            Py_ssize_t k = word * 64 + __builtin_ctzll(bits[word]);
+            bits[word] &= bits[word] - 1;
+            if (k < at) { /* a pair's second newline, written with the first */
+                continue;
+            }
+            memcpy(w, p + at, (size_t)(k - at));
+            w += k - at;
+            const unsigned char *q = p + k + 1;
+            w = put_escape(p[k], &q, end, w, pair, layout, layout_len);
+            at = q - p;
+        }
+    }
+    if (at < n) {
+        memcpy(w, p + at, (size_t)(n - at));
+        w += n - at;
+        at = n;
+    }
+    *pp = p + at;
+    return w;
+}
+#endif
+
 /* Make room in *out (a new bytes object of *cap bytes) for `need` bytes in all. */
 static int
 room(PyObject **out, Py_ssize_t *cap, Py_ssize_t need)
@@ -457,7 +535,6 @@ room(PyObject **out, Py_ssize_t *cap, Py_ssize_t need)
 static PyObject *
 escaped(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    static const char hex[] = "0123456789abcdef";
     if (nargs != 3 || !PyBytes_CheckExact(args[0]) || !PyBytes_CheckExact(args[1]) || !PyBytes_CheckExact(args[2])
             || PyBytes_GET_SIZE(args[1]) < 1 || PyBytes_GET_SIZE(args[1]) > 2
             || memcmp(PyBytes_AS_STRING(args[1]), "\n\n", PyBytes_GET_SIZE(args[1])) != 0) {
@@ -485,6 +562,13 @@ escaped(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             return NULL;
         }
         unsigned char *w = (unsigned char *)PyBytes_AS_STRING(out) + size;
+#ifdef AVX2_PASSES
+        if (has_avx2) {
+            w = escape_block_avx2(&p, block_end, end, w, pair, layout, layout_len);
+            size = (char *)w - PyBytes_AS_STRING(out);
+            continue;
+        }
+#endif
         while (p < block_end) {
             while (block_end - p >= 8 && !special8(p)) {  /* 8 bytes to copy as they are */
                 memcpy(w, p, 8);
@@ -493,28 +577,11 @@ escaped(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             }
             while (p < block_end) {  /* a byte at a time, to the next escape (it included) */
                 unsigned c = *p++;
-                unsigned char e = json_escape[c];
-                if (e == 0) {
+                if (json_escape[c] == 0) {
                     *w++ = (unsigned char)c;
                     continue;
                 }
-                *w++ = '\\';
-                *w++ = e;
-                if (e == 'u') {
-                    *w++ = '0';
-                    *w++ = '0';
-                    *w++ = hex[c >> 4];
-                    *w++ = hex[c & 15];
-                }
-                else if (c == '\n' && (!pair || (p < end && *p == '\n'))) {  /* a separator */
-                    if (pair) {  /* (its second newline may lie past the block: one byte more) */
-                        *w++ = '\\';
-                        *w++ = 'n';
-                        p += 1;
-                    }
-                    memcpy(w, layout, layout_len);
-                    w += layout_len;
-                }
+                w = put_escape(c, &p, end, w, pair, layout, layout_len);
                 break;
             }
         }
