@@ -453,3 +453,31 @@ def test_the_accelerator_reads_a_run_of_events_as_the_batch_regex_does(texts: li
         else:
             assert got is NotImplemented
         assert event_plans._captured(batch, ops, run) == reference
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        alphabet=st.characters(codec=None, max_codepoint=0x1FFFF) | st.sampled_from("\x00\x1f\ud800\udfff a")
+    )
+)
+def test_the_accelerator_finds_a_character_no_json_string_holds_unescaped_as_the_regex_does(
+    text: str,
+) -> None:
+    assert event_plans._unfit is _speedups.unfit  # built: CI's install compiles it
+    assert (
+        _speedups.unfit(text) is event_plans._py_unfit(text) is (event_plans._UNFIT.search(text) is not None)
+    )
+
+
+@pytest.mark.parametrize("wide", ["", "\u00e9", "\u20ac", "\U0001f600"])
+def test_a_control_character_is_found_at_every_offset_of_a_long_value(wide: str) -> None:
+    """32 characters a step (a str of one byte a character, with AVX2), then one at a time."""
+    for size in (31, 32, 33, 64, 100):
+        for at in range(size):
+            for bad in ("\x00", "\x1f", "\n"):
+                text = wide + "x" * at + bad + "y" * (size - at - 1)
+                assert _speedups.unfit(text) is True, (size, at, bad)
+        assert _speedups.unfit(wide + "x" * size + " ~\x7f") is False
+    with pytest.raises(TypeError, match="unfit"):
+        _speedups.unfit(b"x")  # type: ignore[arg-type]

@@ -73,6 +73,12 @@
  *   (~30% of the scan of a MB of small events). NotImplemented for a str of 2 or 4 bytes a
  *   character: the regex reads those.
  *
+ * unfit(text) -> bool
+ *   Whether a str holds a character below U+0020 or a surrogate (what a JSON string holds only
+ *   escaped): re.search("[\x00-\x1f\ud800-\udfff]", text) is not None, 32 characters a step
+ *   in a str of one byte a character (a plan's values, base64 audio among them: str.isprintable,
+ *   its first check, cost ~1.5 ns a character).
+ *
  * holds(data, stop) -> bool
  *   Whether data holds any of stop's bytes (4 at most): any(c in data for c in stop) in one pass
  *   (the escape search asks it of every piece a recording's scan searches: one pass, not three).
@@ -892,6 +898,59 @@ plan_match(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     return out;
+}
+
+/* -- unfit(): a control character or a surrogate in a str ------------------------------------ */
+
+#ifdef AVX2_PASSES
+/* Whether [p, p + n) holds a byte below 0x20, 32 bytes a step: where the first *done bytes hold
+ * none, 0 (the caller reads the rest). */
+__attribute__((target("avx2"))) static int
+control_avx2(const Py_UCS1 *p, Py_ssize_t n, Py_ssize_t *done)
+{
+    const __m256i control = _mm256_set1_epi8(0x1f);
+    Py_ssize_t i = 0;
+    for (; n - i >= 32; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(p + i));
+        if (_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(v, control), v))) {
+            return 1;
+        }
+    }
+    *done = i;
+    return 0;
+}
+#endif
+
+static PyObject *
+unfit(PyObject *module, PyObject *text)
+{
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "unfit(text: str)");
+        return NULL;
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), i = 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if (kind == PyUnicode_1BYTE_KIND) {
+#ifdef AVX2_PASSES
+        if (has_avx2 && control_avx2((const Py_UCS1 *)data, n, &i)) {
+            Py_RETURN_TRUE;
+        }
+#endif
+        for (; i < n; i++) {
+            if (((const Py_UCS1 *)data)[i] < 0x20) {
+                Py_RETURN_TRUE;
+            }
+        }
+        Py_RETURN_FALSE;
+    }
+    for (; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c < 0x20 || (c >= 0xd800 && c <= 0xdfff)) {
+            Py_RETURN_TRUE;
+        }
+    }
+    Py_RETURN_FALSE;
 }
 
 /* -- values(): commas and opening brackets ----------------------------------------------- */
@@ -2260,6 +2319,7 @@ static PyMethodDef methods[] = {
      "seam_stretches(parts, ends, reach) -> bytes | None: the bytes within reach of the seams, a newline between two."},
     {"plan_match", (PyCFunction)(void (*)(void))plan_match, METH_FASTCALL,
      "plan_match(ops, texts) -> list[str] | None | NotImplemented: each text's captures, all matched."},
+    {"unfit", unfit, METH_O, "unfit(text) -> bool: whether text holds a control character (below U+0020) or a surrogate."},
     {"values", values, METH_O, "values(data) -> int: how many of data's bytes are ',', '[' or '{'."},
     {"b64_runs", (PyCFunction)(void (*)(void))b64_runs, METH_FASTCALL,
      "b64_runs(data, least) -> set[bytes]: the distinct mixed-case base64 runs of `least` bytes or more."},

@@ -22,6 +22,7 @@ __all__ = [
     "plain",
     "plan_match",
     "seam_stretches",
+    "unfit",
     "values",
     "words",
 ]
@@ -52,6 +53,8 @@ seam_stretches: Callable[[list[bytes | memoryview], list[int], int], bytes | Non
     MODULE, "seam_stretches", None
 )
 """The bytes around a window's seams, cut from its parts unjoined, in one pass (`ssemock.scan.seams`)."""
+unfit: Callable[[str], bool] | None = getattr(MODULE, "unfit", None)
+"""Whether a str holds a control character or a surrogate, in one pass (`ssemock.scan.event_plans`)."""
 values: Callable[[bytes], int] | None = getattr(MODULE, "values", None)
 """The count of JSON values in a document, in one pass (`ssemock.store.size_guard`)."""
 data_lines: Callable[[bytes], list[bytes | memoryview]] | None = getattr(MODULE, "data_lines", None)
