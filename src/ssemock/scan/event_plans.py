@@ -284,6 +284,8 @@ class _Planned:
 
     def settle(self, raw: tuple[str, ...], values: tuple[str, ...], stable: tuple[int, ...]) -> None:
         """The slots at ``stable`` hold stable values: ``raw`` as written, ``values`` decoded."""
+        if self.settles and stable == self.stable_slots and self.stable_at(raw) == self.stable:
+            return  # the same stable values again (an event read one by one, its others worth decoding)
         slots = range(len(self.plan.slots))
         vary = [i for i in slots if i not in stable]
         self.stable_slots = stable
