@@ -505,8 +505,9 @@ class Shapes:
         if known is None or known.plan.named or walker.recording or not texts:
             return 0
         batch = known.batched()
-        if batch is not None and self._run(walker, known, batch, texts):
-            return len(texts)
+        read = None if batch is None else self._run(walker, known, batch, texts)
+        if read is not None:
+            return read
         fast = known.faster()
         matches = list(map((fast or known.plan.regex).fullmatch, texts))
         if None in matches:
@@ -534,25 +535,29 @@ class Shapes:
         deque(map(call, cycle(known.flat_appends), values), 0)
         return len(varys)
 
-    @staticmethod
-    def _run(walker: Walker, known: _Planned, batch: re.Pattern[str], texts: list[str]) -> bool:
-        """`bulk`, all of ``texts`` or none: read in one pass of ``batch`` (`_Planned.batched`),
-        each piece list extended once by the run's values (`_Planned.columns`)."""
+    def _run(self, walker: Walker, known: _Planned, batch: re.Pattern[str], texts: list[str]) -> int | None:
+        """`bulk` by one pass of ``batch`` (`_Planned.batched`), each piece list extended once by
+        the run's values (`_Planned.columns`): how many events it read (all, or those before the
+        first worth decoding: its values are at hand, the texts need no regex again), or None when
+        some text is not of the shape (`bulk` reads the ones before it by the plan's regex)."""
         n = len(texts)
         flat = _captured(batch, known.ops, texts)
-        if flat is None:  # some text is not of the shape
-            return False
+        if flat is None:
+            return None
         width = batch.groups
         undone = _undone(flat)
-        if undone is None or worth(undone[1]):  # (a space joins no match)
-            return False
+        if undone is None:
+            return 0
         values, words = undone
+        if worth(words):  # (a space joins no match): the events before the first worth decoding
+            first = next(i for i in range(n) if worth(" ".join(values[i * width : i * width + width])))
+            return self.bulk(walker, texts[:first]) if first else 0
         if not _reserve(walker, known.plan.spread * (len(words) + n * known.stable_size)):
-            return False
+            return 0
         stable = known.stable_values
         for extend, at in known.columns or ():
             extend(repeat(stable[-1 - at], n) if at < 0 else values[at::width])
-        return True
+        return n
 
     def _one_by_one(
         self, walker: Walker, field: str, path: str, k: int, known: _Planned, raw: tuple[str, ...]
