@@ -280,6 +280,9 @@ class _Planned:
         self.appends = tuple(tuple(pieces.setdefault(k, []).append for k in s.pieces) for s in plan.slots)
         self.last: tuple[str, ...] | None = None  # the values of the last event read one by one
         self.settles = 0
+        self.stable_slots: tuple[int, ...] = ()
+        self.stable_at: Getter = _getter([])
+        self.stable: tuple[str, ...] = ()
         self.settle((), (), ())
 
     def settle(self, raw: tuple[str, ...], values: tuple[str, ...], stable: tuple[int, ...]) -> None:
