@@ -437,7 +437,7 @@ def test_the_accelerator_reads_a_run_of_events_as_the_batch_regex_does(texts: li
         if plan.value_parts and rng.random() < 0.5:  # a stable value written in, as `_Planned.faster`
             pattern[plan.value_parts[0]] = re.escape(shape[0][plan.value_parts[0]])
         regex = '"'.join(pattern)
-        batch = re.compile("\x00" + regex.replace('([^"]*)', '([^"\x00]*)') + "(?=\x00)")
+        batch = event_plans._batch_of(regex)
         ops = event_plans._ops(regex)
         alike = [t for t in texts if (event_plans.cut(t) or ("", ""))[1] == shape[1]]  # (most of a run)
         run = [

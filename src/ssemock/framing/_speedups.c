@@ -87,7 +87,7 @@
  *   The bytes of the join of parts (bytes or views) within reach of each of ends (in order), the
  *   stretches of seams close together as one, a newline between two, cut from the parts unjoined;
  *   None where the stretches come to more than a quarter of the join: what the pure
- *   ssemock.scan.seams._stretches gives (the window of a large stream whose pieces hold no anchor
+ *   ssemock.scan.seams._py_stretches gives (the window of a large stream whose pieces hold no anchor
  *   is searched there alone), without a Python step per seam.
  *
  * b64_run(data, least) -> bool

@@ -327,9 +327,7 @@ class _Planned:
         if regex is None or self.columns is None:
             return None
         if self.batch is None or self.batch_of is not regex:
-            vary = '([^"]*)'
-            pattern = regex.pattern.replace(vary, '([^"\x00]*)')
-            self.batch, self.batch_of = re.compile("\x00" + pattern + "(?=\x00)"), regex
+            self.batch, self.batch_of = _batch_of(regex.pattern), regex
             self.ops = _ops(regex.pattern)
         return self.batch
 
@@ -344,6 +342,12 @@ class _Planned:
                 pattern[self.plan.value_parts[i]] = re.escape(value)
             self.fast = re.compile('"'.join(pattern))
         return self.fast
+
+
+def _batch_of(pattern: str) -> re.Pattern[str]:
+    """The regex that reads a run of events of a plan's ``pattern`` (`Plan.regex`'s) in one pass,
+    their texts joined by NULs and led by one (`_Planned.batched`)."""
+    return re.compile("\x00" + pattern.replace('([^"]*)', '([^"\x00]*)') + "(?=\x00)")
 
 
 _TOKEN = re.compile(
@@ -529,9 +533,8 @@ class Shapes:
         flat, joined = undone
         width = len(varys[0])
         varys = list(zip(*[iter(flat)] * width)) if width else varys  # (escapes undone)
-        if worth(joined):  # (a space joins no match): the events before the first worth decoding
-            first = next(i for i, v in enumerate(varys) if worth(" ".join(v)))
-            return self.bulk(walker, texts[:first]) if first else 0
+        if worth(joined):  # (a space joins no match)
+            return self._before_worth(walker, texts, varys)
         if not _reserve(walker, known.plan.spread * (len(joined) + len(varys) * known.stable_size)):
             return 0
         values = chain.from_iterable(map(known.flat_at, map(add, repeat(known.stable_values), varys)))
@@ -552,15 +555,20 @@ class Shapes:
         if undone is None:
             return 0
         values, words = undone
-        if worth(words):  # (a space joins no match): the events before the first worth decoding
-            first = next(i for i in range(n) if worth(" ".join(values[i * width : i * width + width])))
-            return self.bulk(walker, texts[:first]) if first else 0
+        if worth(words):  # (a space joins no match)
+            return self._before_worth(walker, texts, list(zip(*[iter(values)] * width)))
         if not _reserve(walker, known.plan.spread * (len(words) + n * known.stable_size)):
             return 0
         stable = known.stable_values
         for extend, at in known.columns or ():
             extend(repeat(stable[-1 - at], n) if at < 0 else values[at::width])
         return n
+
+    def _before_worth(self, walker: Walker, texts: list[str], varys: list[tuple[str, ...]]) -> int:
+        """Read the events before the first whose values (``varys``, escapes undone, event by
+        event) are worth decoding, as `bulk` reads them: how many it read."""
+        first = next(i for i, v in enumerate(varys) if worth(" ".join(v)))
+        return self.bulk(walker, texts[:first]) if first else 0
 
     def _one_by_one(
         self, walker: Walker, field: str, path: str, k: int, known: _Planned, raw: tuple[str, ...]
