@@ -345,14 +345,12 @@ class _Planned:
 
 
 def _batch_of(pattern: str) -> re.Pattern[str]:
-    """The regex that reads a run of events of a plan's ``pattern`` (`Plan.regex`'s) in one pass,
-    their texts joined by NULs and led by one (`_Planned.batched`)."""
+    """The regex that reads a run of a plan's events (`_Planned.batched`), joined by NULs, led by one."""
     return re.compile("\x00" + pattern.replace('([^"]*)', '([^"\x00]*)') + "(?=\x00)")
 
 
-_TOKEN = re.compile(
-    r'(\(\[\^"\]\*\))|(\[1-9\])|\\(.)|(.)', re.S
-)  # a capture, a digit, an escaped character, one
+# a capture, a digit, an escaped character, one
+_TOKEN = re.compile(r'(\(\[\^"\]\*\))|(\[1-9\])|\\(.)|(.)', re.S)
 
 
 def _ops(pattern: str) -> tuple[str | bool, ...]:
@@ -565,8 +563,7 @@ class Shapes:
         return n
 
     def _before_worth(self, walker: Walker, texts: list[str], varys: list[tuple[str, ...]]) -> int:
-        """Read the events before the first whose values (``varys``, escapes undone, event by
-        event) are worth decoding, as `bulk` reads them: how many it read."""
+        """`bulk` of the events before the first whose values (``varys``) are worth decoding."""
         first = next(i for i, v in enumerate(varys) if worth(" ".join(v)))
         return self.bulk(walker, texts[:first]) if first else 0
 
