@@ -494,6 +494,29 @@ def test_a_credential_split_across_session_deltas_is_kept_masked_in_every_messag
     _assert_kept_masked(cassette, secret, tmp_path / "c.refused.json")
 
 
+#: a key whose first delta alone already reads as a key (``sk-`` and 13 characters): masking
+#: that delta alone first left the rest of the key, in the deltas after it, unmasked (the masked
+#: copy of a falsifying example ('session deltas', openai.live, 14) held 37 of its characters)
+HEAD_FIRST_KEY = "sk-000000000000A0000000000000000000000000000000010a"
+
+
+@pytest.mark.parametrize("size", [14, 20, 28, 31])
+@pytest.mark.parametrize(
+    ("form", "protocol"),
+    [("deltas", p) for p in sorted(SYNTH) if "chunk_size" in inspect.signature(SYNTH[p]).parameters]
+    + [("session deltas", p) for p in sorted(SESSIONS)],
+)
+def test_a_key_whose_first_delta_reads_as_a_key_is_kept_masked_whole(
+    form: str, protocol: str, size: int, tmp_path: Path
+) -> None:
+    """The deltas of a key are masked together before each is masked alone: the masked copy holds
+    no part of a key whose first piece the scan already finds on its own."""
+    make = _deltas if form == "deltas" else _session_deltas
+    cassette = make(HEAD_FIRST_KEY, protocol, size)
+    assert scan_cassette(cassette)
+    _assert_kept_masked(cassette, HEAD_FIRST_KEY, tmp_path / "c.refused.json")
+
+
 def _assert_kept_masked(cassette: Cassette, secret: str, target: Path) -> None:
     """The masked copy of ``cassette`` is written to ``target``, holds no part of ``secret`` and
     keeps every event of each stream and every message of each session."""

@@ -279,9 +279,21 @@ def _spans(text: str) -> list[tuple[int, int, str]]:
     return sorted(spans)
 
 
-def _masked(text: str) -> str:
+PieceEdit = tuple[int, int, str]  # start, end, what replaces it (in one piece)
+
+
+def _applied(text: str, edits: list[PieceEdit]) -> str:
+    """``text`` with ``edits`` applied; edits that overlap become one, replaced by the first
+    non-empty replacement among them (a mask wins over the removal of a join's continuation)."""
+    merged: list[PieceEdit] = []
+    for a, b, new in sorted(edits, key=lambda e: e[0]):
+        if merged and a < merged[-1][1]:
+            lo, hi, was = merged[-1]
+            merged[-1] = (lo, max(hi, b), was or new)
+        else:
+            merged.append((a, b, new))
     out, pos = [], 0
-    for a, b, new in _spans(text):
+    for a, b, new in merged:
         out += [text[pos:a], new]
         pos = b
     out.append(text[pos:])
@@ -299,54 +311,56 @@ def _with_scheme(joined: str, start: int) -> int:
     return m.start() if m is not None and (m.start() == 0 or not joined[m.start() - 1].isalnum()) else start
 
 
-def _mask_joined(pieces: list[str]) -> list[str]:
-    """The pieces of one field with every secret of their join masked: a span over several
-    pieces becomes the mask in the first and is removed from the others."""
+def _joined_edits(pieces: list[str], across: bool = False) -> list[list[PieceEdit]]:
+    """Per piece of one field, the edits that mask every secret of the pieces' join: a span over
+    several pieces becomes the mask in the first and is removed from the others (``across``:
+    only those spans)."""
     joined = "".join(pieces)
+    edits: list[list[PieceEdit]] = [[] for _ in pieces]
     spans = _spans(joined)
     if not spans:
-        return pieces
+        return edits
     starts, pos = [], 0
     for piece in pieces:
         starts.append(pos)
         pos += len(piece)
-    edits: list[list[tuple[int, int, str]]] = [[] for _ in pieces]
     for a, b, new in spans:
         a = _with_scheme(joined, a) if new == REDACTED else a
-        first = True
-        for k, (s, piece) in enumerate(zip(starts, pieces)):
-            lo, hi = max(a, s), min(b, s + len(piece))
-            if lo < hi:
-                edits[k].append((lo - s, hi - s, new if first else ""))
-                first = False
-    out = []
-    for piece, changes in zip(pieces, edits):
-        for lo, hi, new in reversed(changes):
-            piece = piece[:lo] + new + piece[hi:]
-        out.append(piece)
-    return out
+        hit = [(k, max(a, s), min(b, s + len(p))) for k, (s, p) in enumerate(zip(starts, pieces))]
+        hit = [(k, lo - starts[k], hi - starts[k]) for k, lo, hi in hit if lo < hi]
+        if across and len(hit) < 2:
+            continue  # (within one piece)
+        for n, (k, lo, hi) in enumerate(hit):
+            edits[k].append((lo, hi, "" if n else new))
+    return edits
 
 
-def _mask_base64_joined(pieces: list[str]) -> list[str] | None:
+def _mask_joined(pieces: list[str]) -> list[str]:
+    """The pieces of one field with every secret of their join masked (`_joined_edits`)."""
+    return [_applied(p, e) if e else p for p, e in zip(pieces, _joined_edits(pieces))]
+
+
+def _base64_joined_edits(pieces: list[str], across: bool) -> list[list[PieceEdit]] | None:
     """AWS payload parts (``{"bytes": base64}``) of raw text, a few bytes each (Bedrock Agents'
-    chunks): every secret their bytes spell together masked across them, each part written back
-    in base64; None when one is no base64 or nothing changes. Bytes read one character each
+    chunks): every secret their bytes spell together masked across them, each changed part
+    rewritten whole in base64; None when one is no base64. Bytes read one character each
     (latin-1), so the parts' joins are offsets into the bytes (a key's shapes are ASCII)."""
     try:
         raws = [base64.b64decode(piece, validate=True).decode("latin-1") for piece in pieces]
     except (binascii.Error, ValueError):
         return None
-    masked = _mask_joined(raws)
-    if masked == raws:
-        return None
-    return [_rebase64(m.encode("latin-1"), like=p) if m != r else p for m, r, p in zip(masked, raws, pieces)]
+    masked = [_applied(r, e) if e else r for r, e in zip(raws, _joined_edits(raws, across))]
+    return [
+        [(0, len(p), _rebase64(m.encode("latin-1"), like=p))] if m != r else []
+        for m, r, p in zip(masked, raws, pieces)
+    ]
 
 
-def _mask_spelled(words: list[str]) -> list[str]:
-    """The words of word lists with every secret they spell joined by spaces masked (``Bearer``
-    and the token after it: the scheme word goes with it)."""
-    spelled = _mask_joined([w + " " for w in words])
-    return [w[:-1] if w.endswith(" ") else w for w in spelled]
+def _spelled_edits(words: list[str], across: bool) -> list[list[PieceEdit]]:
+    """The edits that mask every secret the words of word lists spell joined by spaces
+    (``Bearer`` and the token after it: the scheme word goes with it)."""
+    edits = _joined_edits([w + " " for w in words], across)
+    return [[(a, min(b, len(w)), new) for a, b, new in e if a < len(w)] for w, e in zip(words, edits)]
 
 
 def mask_pieces(pieces: list[str]) -> list[str]:
@@ -356,9 +370,10 @@ def mask_pieces(pieces: list[str]) -> list[str]:
     return _mask_joined(pieces)
 
 
-def _mask_wide(body: bytes, charset: str, stream: bool) -> Masked:
+def _mask_wide(body: bytes, charset: str, stream: bool, across: bool) -> Masked:
     """A UTF-16 or UTF-32 body masked in UTF-8, written back in its charset (one edit: all of it)."""
-    inner = mask_body(body.decode(charset, "replace").encode("utf-8"), content_type="", stream=stream)
+    text = body.decode(charset, "replace").encode("utf-8")
+    inner = mask_body(text, content_type="", stream=stream, across=across)
     if not inner.edits:
         return Masked(body)
     out = inner.body.decode("utf-8", "replace").encode(charset)
@@ -367,12 +382,15 @@ def _mask_wide(body: bytes, charset: str, stream: bool) -> Masked:
     return Masked(out, [(0, len(body), len(out))], inner.masked)
 
 
-def mask_body(body: bytes, *, content_type: str, stream: bool) -> Masked:
+def mask_body(body: bytes, *, content_type: str, stream: bool, across: bool = False) -> Masked:
     """``body`` with every secret of its decoded forms masked (see the module's docstring); a
-    UTF-16 or UTF-32 body is masked in UTF-8 and written back in its own charset."""
+    UTF-16 or UTF-32 body is masked in UTF-8 and written back in its own charset. ``across``:
+    only the secrets that span strings of several units (a key streamed in deltas), masked
+    before anything else is: once its first piece is masked alone, the rest no longer reads as
+    a key. Only the units holding them are rewritten."""
     charset = wide_charset(content_type, body)
     if charset is not None:
-        return _mask_wide(body, charset, stream)
+        return _mask_wide(body, charset, stream, across)
     units = list(_units(body, content_type, stream))
     leaves: list[tuple[str, str]] = []
     named: list[str] = []
@@ -387,24 +405,30 @@ def mask_body(body: bytes, *, content_type: str, stream: bool) -> Masked:
         if not (unit.name and credential_name(unit.name)):
             _walk_text(unit.text, "", 0, collect, named)
         walked.append((first, len(leaves), len(named) > names))
-    # each string masked alone (a stream repeats its ids: each text once), then the strings of
-    # one path joined across the units
-    alone: dict[str, str] = {}
-    new = [alone[text] if text in alone else alone.setdefault(text, _masked(text)) for _, text in leaves]
-    # joined by path with index labels (two tool calls apart), then without (an event counter)
+    # every edit found on the strings as they are, then applied together: each string masked
+    # alone (a stream repeats its ids: each text once), and the strings of one path joined across
+    # the units, by path with index labels (two tool calls apart), then without (an event
+    # counter). Masking a key's first piece alone before the join would hide the rest of it.
+    alone: dict[str, list[PieceEdit]] = {}
+    per_leaf: list[list[PieceEdit]] = [
+        [] if across else list(alone[text] if text in alone else alone.setdefault(text, _spans(text)))
+        for _, text in leaves
+    ]
     for key in (str, plain_key):
         by_path: dict[str, list[int]] = {}
         for k, (path, _) in enumerate(leaves):
             by_path.setdefault(key(path), []).append(k)
         for where, indices in by_path.items():
             if len(indices) > 1:
-                joined = _mask_joined([new[k] for k in indices])
-                if where.endswith("bytes") and joined == [new[k] for k in indices]:
-                    joined = _mask_base64_joined(joined) or joined
+                texts = [leaves[k][1] for k in indices]
+                joined = _joined_edits(texts, across)
+                if where.endswith("bytes") and not any(joined):
+                    joined = _base64_joined_edits(texts, across) or joined
                 if where.endswith(f"[].{WORD}"):  # a word list's words, as a transcript spells them
-                    joined = _mask_spelled(joined)
-                for k, piece in zip(indices, joined):
-                    new[k] = piece
+                    joined = [a + b for a, b in zip(joined, _spelled_edits(texts, across))]
+                for k, more in zip(indices, joined):
+                    per_leaf[k] += more
+    new = [_applied(text, e) if e else text for (_, text), e in zip(leaves, per_leaf)]
     changed = {k for k, (_, text) in enumerate(leaves) if new[k] != text}
     counter: Iterator[int] = iter(())
 
@@ -415,11 +439,11 @@ def mask_body(body: bytes, *, content_type: str, stream: bool) -> Masked:
     pieces, edits, pos = [], [], 0
     named.clear()
     for unit, (first, end, masks_name) in zip(units, walked):
-        if unit.name and credential_name(unit.name):
+        if unit.name and credential_name(unit.name) and not across:
             text: str | None = REDACTED if credential_value(unit.text) else None
             if text is not None:
                 named.append(f"a credential-named value part {unit.name!r}")
-        elif masks_name or not changed.isdisjoint(range(first, end)):
+        elif (masks_name and not across) or not changed.isdisjoint(range(first, end)):
             counter = iter(range(first, end))
             text = _walk_text(unit.text, "", 0, replace, named)
         else:  # nothing of it changes: its walk would give None

@@ -142,11 +142,7 @@ def redact(cassette: Cassette) -> list[str]:
             v, found = _scrub_text(v, scan_header(k, v))
             changes += [f"interaction {i} request.headers[{k!r}]: {f}" for f in found]
             headers.append((k, v))
-        body = red.body
-        if body:
-            body, _, found = _scrub(body, scan_body(body))
-            changes += [f"interaction {i} request.body: {f}" for f in found]
-        red.url, red.headers, red.body = url, headers, body
+        red.url, red.headers = url, headers
         x.request = red
 
         resp = x.response
@@ -160,24 +156,40 @@ def redact(cassette: Cassette) -> list[str]:
             v, found = _scrub_text(v, scan_header(k, v))
             changes += [f"interaction {i} response.headers[{k!r}]: {f}" for f in found]
             rheaders.append((k, v))
-        new_body, edits, found = _scrub(resp.body, scan_body(resp.body))
-        if found:
-            changes += [f"interaction {i} response.body: {f}" for f in found]
-            ends, times = remap_ends(resp.ends, resp.times, edits, len(new_body))
-            error = resp.error
-            if error is not None and isinstance(error.get("at_byte"), int):
-                error = {**error, "at_byte": _remap_offset(error["at_byte"], edits)}
-            resp = Response(resp.status, rheaders, new_body, ends, times, resp.complete, error)
-        else:
-            resp.headers = rheaders
+        resp.headers = rheaders
         if resp.error is not None:
             error, found = _scrub_json(resp.error)
             changes += [f"interaction {i} response.error: {f}" for f in found]
             resp.error = error
         x.response = resp
+        # a key split across a stream's deltas first, while it is whole in their join (its first
+        # piece scrubbed alone, the rest would no longer read as a key), then the bytes as stored
+        # (in place), then what only their decoded forms still show
+        changes += _mask_decoded(i, x, across=True)
+        changes += _scrub_bodies(i, x)
         changes += _mask_decoded(i, x)
         changes += _mask_session(i, x)
         changes += _mask_call(i, x)
+    return changes
+
+
+def _scrub_bodies(i: int, x: Interaction) -> list[str]:
+    """Scrub, in place, the secrets the scanner finds in the bodies' bytes as stored: the
+    response's boundary map (and an error's byte offset) shifted to match."""
+    changes = []
+    if x.request.body:
+        body, _, found = _scrub(x.request.body, scan_body(x.request.body))
+        changes += [f"interaction {i} request.body: {f}" for f in found]
+        x.request.body = body
+    resp = x.response
+    body, edits, found = _scrub(resp.body, scan_body(resp.body))
+    if found:
+        changes += [f"interaction {i} response.body: {f}" for f in found]
+        ends, times = remap_ends(resp.ends, resp.times, edits, len(body))
+        error = resp.error
+        if error is not None and isinstance(error.get("at_byte"), int):
+            error = {**error, "at_byte": _remap_offset(error["at_byte"], edits)}
+        x.response = Response(resp.status, resp.headers, body, ends, times, resp.complete, error)
     return changes
 
 
@@ -210,8 +222,10 @@ def _mask_call(i: int, x: Interaction) -> list[str]:
 
 
 def _mask_session(i: int, x: Interaction) -> list[str]:
-    """Mask, in place, the secrets in a WebSocket session: its subprotocols, each message (raw,
-    inflated when it is compressed binary data, then decoded forms), then the messages together."""
+    """Mask, in place, the secrets in a WebSocket session: its subprotocols, the messages of one
+    direction together (a key streamed back across them, whole only in their join: its first
+    piece masked alone, the rest would no longer read as a key), then each message (raw,
+    inflated when it is compressed binary data, then decoded forms)."""
     session = getattr(x, "websocket", None)
     if session is None:
         return []
@@ -221,6 +235,22 @@ def _mask_session(i: int, x: Interaction) -> list[str]:
     if offered != session.subprotocols or agreed != session.subprotocol:
         changes.append(f"interaction {i} websocket.subprotocols: a credential")
         session.subprotocols, session.subprotocol = offered, agreed
+    for direction in ("send", "recv"):  # plain-text messages of one direction: one stream
+        changes += _mask_plain(
+            i, [(k, m) for k, m in enumerate(session.messages) if m.direction == direction]
+        )
+    groups: dict[tuple[str, Any], list[tuple[int, Any]]] = {}
+    for k, m in enumerate(session.messages):  # JSON ones together (issue 35)
+        payload = m.payload
+        if b"\n" in payload or payload.lstrip()[:1] != b"{":
+            continue
+        try:
+            kind = orjson.loads(payload).get("type")
+        except orjson.JSONDecodeError:
+            continue
+        groups.setdefault((m.direction, kind if isinstance(kind, str) else None), []).append((k, m))
+    for picked in groups.values():
+        changes += _mask_across(i, picked)
     for k, m in enumerate(session.messages):
         payload, layer = inflated_message(m.data) if isinstance(m.data, bytes) else (m.payload, "")
         payload, _, found = _scrub(payload, scan_body(payload))
@@ -232,22 +262,6 @@ def _mask_session(i: int, x: Interaction) -> list[str]:
             m.data = (
                 masked.body.decode("utf-8", "replace") if m.type == "text" else compressed(masked.body, layer)
             )
-    for direction in ("send", "recv"):  # plain-text messages of one direction: one stream
-        changes += _mask_plain(
-            i, [(k, m) for k, m in enumerate(session.messages) if m.direction == direction]
-        )
-    groups: dict[tuple[str, Any], list[tuple[int, Any]]] = {}
-    for k, m in enumerate(session.messages):  # then together (issue 35)
-        payload = m.payload
-        if b"\n" in payload or payload.lstrip()[:1] != b"{":
-            continue
-        try:
-            kind = orjson.loads(payload).get("type")
-        except orjson.JSONDecodeError:
-            continue
-        groups.setdefault((m.direction, kind if isinstance(kind, str) else None), []).append((k, m))
-    for picked in groups.values():
-        changes += _mask_across(i, picked)
     if changes:
         session.wire.sha256 = None  # a digest of the unmasked bytes is not kept beside the masked ones
     return changes
@@ -281,7 +295,7 @@ def _mask_across(i: int, picked: list[tuple[int, Any]]) -> list[str]:
     if len(picked) < 2:
         return []
     joined = b"".join(m.payload + b"\n" for _, m in picked)
-    masked = mask_body(joined, content_type="application/x-ndjson", stream=True)
+    masked = mask_body(joined, content_type="application/x-ndjson", stream=True, across=True)
     lines = masked.body.split(b"\n")[:-1]
     if not masked.masked or len(lines) != len(picked):
         return []  # nothing, or no longer one a message: what is left, the scan after says
@@ -293,10 +307,11 @@ def _mask_across(i: int, picked: list[tuple[int, Any]]) -> list[str]:
     return [f"interaction {i} websocket.messages[{first}] and after: {what}" for what in masked.masked]
 
 
-def _mask_decoded(i: int, x: Interaction) -> list[str]:
+def _mask_decoded(i: int, x: Interaction, *, across: bool = False) -> list[str]:
     """Mask, in place, what the scan still finds in a body's decoded forms only (a key split
-    across a stream's deltas, a credential-named value, base64, a compressed layer): see
-    `ssemock.redaction.masking`. A compressed body is stored decoded (its header dropped)."""
+    across a stream's deltas, a credential-named value, base64, a compressed layer; ``across``:
+    only what spans several events): see `ssemock.redaction.masking`. A compressed body is
+    stored decoded (its header dropped)."""
     fields = {f.field for f in scan_interaction(x, i)}
     changes = []
     for side in ("request", "response"):
@@ -316,7 +331,8 @@ def _mask_decoded(i: int, x: Interaction) -> list[str]:
                 ]
                 changes.append(f"interaction {i} {side}.body: stored decoded ({', '.join(layers)})")
         content_type = next((v for k, v in headers if k.lower() == "content-type"), "") or ""
-        masked = mask_body(body, content_type=content_type, stream=side == "response" and is_stream(x))
+        stream = side == "response" and is_stream(x)
+        masked = mask_body(body, content_type=content_type, stream=stream, across=across)
         changes += [f"interaction {i} {side}.body: {what}" for what in masked.masked]
         if side == "request":
             x.request.headers, x.request.body = headers, masked.body
