@@ -3,9 +3,10 @@
 
 Each place below is one a public corpus was falsely refused for: a recorder's placeholder
 (``"api_key": "FILTERED"``, ``apikey=test_api_key``), Azure's ``azureml-model-session`` routing id,
-OpenAI's ``Permissions-Policy`` header, a logprobs ``token``, and an ``sk-`` run inside a reasoning
-item's base64url ``encrypted_content``. Every key shape the scanner knows, put in that same place, is
-refused when the cassette is written.
+OpenAI's ``Permissions-Policy`` header, a logprobs ``token``, an ``sk-`` run inside a reasoning
+item's base64url ``encrypted_content``, and a key's short prefix (``sk-``, ``hf_``) inside MCP 2026's
+sealed ``requestState`` (the suite's own MCP server made about one token in 800 refused). Every key
+shape the scanner knows, put in that same place, is refused when the cassette is written.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 from test_secrets import credentials
 
 from ssemock import Cassette
+from ssemock.scan.shapes import scan_body
 from ssemock.store.cassette import SecretError
 
 PERMISSIONS_POLICY = ", ".join(
@@ -44,6 +46,13 @@ def _fernet_like(seed: int) -> str:
     alphabet = string.ascii_letters + string.digits + "-_"
     body = "".join(rng.choice(alphabet) for _ in range(2800))
     return "gAAAAABo" + body[:650] + "sk-" + body[650:]
+
+
+def _sealed(seed: int, inside: str = "") -> str:
+    """A token as MCP 2026's SDK seals a ``requestState`` (``v1.`` and base64url of a key id, a
+    nonce and AES-GCM output), ``inside`` written into it past its start."""
+    raw = base64.urlsafe_b64encode(random.Random(seed).randbytes(140)).decode().rstrip("=")
+    return "v1." + raw[:40] + inside + raw[40:]
 
 
 def _place(place: str, value: str) -> Cassette:
@@ -111,9 +120,29 @@ def _place(place: str, value: str) -> Cassette:
             [f"data: {json.dumps(event)}\n\n".encode()],
             headers={"content-type": sse},
         )
+    elif place == "requestState":  # an input-required tools/call result, then the retry echoing it
+        result = {"resultType": "input_required", "inputRequests": {}, "requestState": value}
+        c.add(
+            "POST",
+            "http://127.0.0.1:8000/mcp",
+            [
+                f"event: message\ndata: {json.dumps({'jsonrpc': '2.0', 'id': 2, 'result': result})}\n\n".encode()
+            ],
+            headers={"content-type": sse},
+            request_json={
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "ask", "arguments": {}, "inputResponses": {}, "requestState": value},
+            },
+        )
     else:  # pragma: no cover
         raise AssertionError(place)
     return c
+
+
+#: a key's prefix and a run after it as long as the shape asks, as random base64url holds them
+SHORT_PREFIXES = ["sk-", "ek_", "hf_", "ghp_", "gsk_", "xai-"]
 
 
 REAL = [
@@ -146,6 +175,10 @@ REAL = [
     ("logprobs token", " Paris"),
     ("encrypted_content", _fernet_like(1)),
     ("encrypted_content", _fernet_like(2)),
+    *(
+        ("requestState", _sealed(k, p + "Q1w2E3r4T5y6U7i8O9p0a1s2d3f4g5"))
+        for k, p in enumerate(SHORT_PREFIXES)
+    ),
 ]
 
 
@@ -198,3 +231,15 @@ def test_a_base64_blob_still_hides_no_key_in_its_decoded_form(tmp_path: Path) ->
     blob = base64.urlsafe_b64encode(json.dumps({"note": f"my .env: {key}"}).encode()).decode()
     with pytest.raises(SecretError):
         _place("encrypted_content", blob).save(tmp_path / "c.json")
+
+
+def test_sealed_tokens_are_written_whatever_they_happen_to_hold() -> None:
+    """Seeded random sealed ``requestState`` tokens: none is read as a key (before, about one in
+    800 held ``sk-``, ``ek_`` or ``hf_`` and a run long enough after it), while the same token
+    with a key written over its start still is."""
+    found = [
+        k for k in range(4000) if scan_body(_place("requestState", _sealed(k)).interactions[0].response.body)
+    ]
+    assert found == []
+    key = "sk-" + "Q1w2E3r4T5y6U7i8O9p0" * 2
+    assert scan_body(_place("requestState", key + _sealed(1)[3:]).interactions[0].response.body)

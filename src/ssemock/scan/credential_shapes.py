@@ -89,14 +89,41 @@ def _has_digit_and_letter(value: bytes) -> bool:
 _MAX_SK = 256  # the longest OpenAI key (sk-proj-, sk-svcacct-) is about 170 characters
 
 
+_OPAQUE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.")  # (JWT, ``v1.``)
+
+
+def _inside_token(data: bytes, m: re.Match[bytes]) -> bool:
+    """Whether a match starts inside a JSON string that is one opaque token (base64url runs and
+    dots), past a run's start (``"v1.A...sk-..."``: MCP's sealed ``requestState``): a stretch of
+    random bytes, not a key, which starts the string or follows a separator. Unsure (the token
+    reaches the edge of what is read): no."""
+    start = m.start()
+    left = start
+    while left > 0 and data[left - 1] in _OPAQUE and start - left <= _MAX_SK:
+        left -= 1
+    right = m.end()
+    while right < len(data) and data[right] in _OPAQUE and right - start <= _MAX_SK:
+        right += 1
+    return left < start and data[left - 1 : left] == b'"' and data[right : right + 1] == b'"'
+
+
+def _in_token_ok(data: bytes, m: re.Match[bytes]) -> bool:
+    """A short prefix (``hf_``, ``ghp_``) turns up in random base64url (``hf_`` and 30 letters
+    or digits: once in about 700 KB): not a key where it only stretches an opaque token
+    (`_inside_token`)."""
+    return not _inside_token(data, m)
+
+
 def _generic_sk(data: bytes, m: re.Match[bytes]) -> bool:
     """``sk-`` alone is a weak prefix ("risk-free"): a long random run after it, or a word
     boundary before it in the decoded text (a letter that ends an escape is a boundary). A run
     far longer than any key that starts inside a longer one is a stretch of a base64url blob
-    (a reasoning item's ``encrypted_content``), not a key."""
+    (a reasoning item's ``encrypted_content``), not a key; so is one inside an opaque token."""
     value = m.group()[3:]
     before = data[m.start() - 1 : m.start()]
-    if len(m.group()) > _MAX_SK and before and (before.isalnum() or before in b"-_"):
+    if _inside_token(data, m) or (
+        len(m.group()) > _MAX_SK and before and (before.isalnum() or before in b"-_")
+    ):
         return False
     if any(len(run) >= 20 and _has_digit_and_letter(run) for run in re.split(rb"[-_]", value)):
         return True
@@ -153,6 +180,7 @@ _SHAPES: tuple[_Shape, ...] = (
         (b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_"),
         rb"gh[pousr]_[A-Za-z0-9]{30,}",
         4,
+        _in_token_ok,
     ),
     _shape("a GitHub token (github_pat_...)", (b"github_pat_",), rb"github_pat_[A-Za-z0-9_]{30,}", 11),
     _shape("an AWS access key id (AKIA/ASIA...)", (b"AKIA", b"ASIA"), rb"A[KS]IA[0-9A-Z]{16}(?![0-9A-Z])", 4),
@@ -165,9 +193,9 @@ _SHAPES: tuple[_Shape, ...] = (
     _shape(
         "a Stripe key (sk_live_/rk_live_...)", (b"sk_live_", b"rk_live_"), rb"[sr]k_live_[0-9A-Za-z]{16,}", 8
     ),
-    _shape("a Hugging Face token (hf_...)", (b"hf_",), rb"hf_[A-Za-z0-9]{30,}", 3),
-    _shape("a Groq key (gsk_...)", (b"gsk_",), rb"gsk_[A-Za-z0-9]{30,}", 4),
-    _shape("an xAI key (xai-...)", (b"xai-",), rb"xai-[A-Za-z0-9]{30,}", 4),
+    _shape("a Hugging Face token (hf_...)", (b"hf_",), rb"hf_[A-Za-z0-9]{30,}", 3, _in_token_ok),
+    _shape("a Groq key (gsk_...)", (b"gsk_",), rb"gsk_[A-Za-z0-9]{30,}", 4, _in_token_ok),
+    _shape("an xAI key (xai-...)", (b"xai-",), rb"xai-[A-Za-z0-9]{30,}", 4, _in_token_ok),
     _shape("a JWT (eyJ...)", (b"eyJ",), rb"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*", 3),
     _shape(
         "a PEM private key",
