@@ -211,10 +211,50 @@ def test_an_interruption_after_the_streams_end_event_saves_it_complete(
         response = ssemock.Cassette.load(tmp_path / "proxy.json").interactions[0].response
         assert response.complete and response.body == b"".join(events)
         assert not (tmp_path / "proxy.partial.json").exists()
+        assert any("1 recording(s) whose end had arrived saved into" in line for line in lines), lines
     else:
         assert kept == [tmp_path / "proxy.partial.json"]
         assert not ssemock.Cassette.load(kept[0]).interactions[0].response.complete
         assert not (tmp_path / "proxy.json").exists()
+
+
+def test_an_interruption_waits_for_the_save_under_way_and_its_log_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Interrupted while a recording that has ended is being saved (a slow disk): the interruption
+    returns only once that save is on disk and logged, so a proxy stopped by SIGTERM right after
+    a stream never exits between the two (the cassette written, no line saying so)."""
+    from ssemock.commands.proxy.book import Book
+
+    entered, release = threading.Event(), threading.Event()
+    save = Book.save
+
+    def slow_save(book: Book, new: Any) -> str | None:
+        entered.set()
+        assert release.wait(TIMEOUT)
+        return save(book, new)
+
+    monkeypatch.setattr(Book, "save", slow_save)
+    with running(_one_event_upstream()) as up, proxy(up, tmp_path) as (url, state, lines):
+        with ThreadPoolExecutor(2) as pool:
+            got = pool.submit(
+                lambda: httpx.post(url + "/v1/chat/completions", json={}, timeout=TIMEOUT).content
+            )
+            assert entered.wait(TIMEOUT), "the save never began"
+            interrupted = pool.submit(lambda: (state.keep_in_flight(), list(lines)))  # the log as it returns
+            assert not any("saved into" in line for line in lines)
+            release.set()
+            kept, logged = interrupted.result(TIMEOUT)
+            assert got.result(TIMEOUT) == b"data: ok\n\n"
+    assert kept == [] and any("saved into" in line and "complete" in line for line in logged), logged
+    assert ssemock.Cassette.load(tmp_path / "proxy.json").interactions[0].response.complete
+
+
+def _one_event_upstream() -> Starlette:
+    async def chat(request: Request) -> Response:
+        return Response(b"data: ok\n\n", media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
 
 
 def test_a_client_that_leaves_after_the_end_event_is_recorded_complete(tmp_path: Path) -> None:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from ..serve import Replayer
 __all__ = ["Book", "cassette_name"]
 
 _NAME = re.compile(r"[^/\\\x00-\x1f\x7f]{1,200}")
+_SETTLE = 60.0  # seconds an interruption waits, at most, for the saves under way to end
 
 
 def cassette_name(name: str, *, where: str) -> str:
@@ -53,6 +56,8 @@ class Book:
         self._match_on = match_on
         self._make = replayer
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)
+        self._saving = 0  # recordings that ended and whose save (and log line) is under way
         self.kept: list[_keep.Kept] = []
         """Refused or partial recordings kept beside the cassette, masked."""
         self.interactions: list[Interaction] = (
@@ -121,18 +126,39 @@ class Book:
         with self._lock:
             return self.in_flight.pop(key, None) is not None
 
-    def keep_in_flight(self) -> Path | None:
+    @contextmanager
+    def ending(self, key: int) -> Iterator[bool]:
+        """`end`, for a recording its handler saves within the block: an interruption waits for
+        the block (the save and its log line) before the proxy stops."""
+        with self._lock:
+            ours = self.in_flight.pop(key, None) is not None
+            self._saving += ours
+        try:
+            yield ours
+        finally:
+            if ours:
+                with self._lock:
+                    self._saving -= 1
+                    self._settled.notify_all()
+
+    def keep_in_flight(self) -> tuple[int, Path | None]:
         """The recordings still under way, as recorded so far: one whose end had arrived (EOF,
         or the protocol's terminator such as ``[DONE]``) is saved into the cassette as any
         other; the rest are kept beside it as ``<name>.partial.json`` (masked), the cassette
-        not touched by them."""
+        not touched by them. Then the saves their handlers had begun are waited for (up to a
+        minute). How many were saved here, and the partials' file (None: none)."""
         with self._lock:
             taken = [snapshot() for snapshot in self.in_flight.values()]
             self.in_flight.clear()
-        for whole in [x for x in taken if x.response.complete]:
-            self.save(whole)  # (refused: kept masked beside the cassette, as any save)
+        whole = [x for x in taken if x.response.complete]
+        saved = sum(self.save(x) is None for x in whole)  # (refused: kept masked beside it, as any save)
         cut = [x for x in taken if not x.response.complete]
-        return keep_partial(self.path, cut, kept=self.kept) if cut else None
+        partial = keep_partial(self.path, cut, kept=self.kept) if cut else None
+        deadline = time.monotonic() + _SETTLE
+        with self._lock:  # (timed waits: the main thread's signal handlers still run)
+            while self._saving and (left := deadline - time.monotonic()) > 0:
+                self._settled.wait(min(left, 0.1))
+        return saved, partial
 
     def describe(self) -> dict[str, Any]:
         return {"path": str(self.path), "interactions": len(self.interactions), "mode": self.record_mode}

@@ -243,6 +243,7 @@ class _Relayed:
         size = 0
         key = -next(_KEYS)  # (the HTTP relay's keys count up from 1)
         self.book.begin(key, self.interaction)  # an interrupted proxy keeps it as recorded so far
+        whole = True  # (False: not to be saved)
         try:
             while True:
                 event = await events.get()
@@ -273,25 +274,27 @@ class _Relayed:
                     self.conn.h2.reset_stream(self.stream_id, event.error_code or h2.errors.ErrorCodes.CANCEL)
                     self.conn.flush()
                     self.conn.proxy.log(f"{target}: the upstream reset the call: not saved")
-                    return
+                    whole = False
+                    break
         except Closed:
             self.conn.proxy.log(f"{target}: the client left: not saved")
-            return
+            whole = False
         except asyncio.CancelledError:
             upstream.h2.reset_stream(up_id, h2.errors.ErrorCodes.CANCEL)
             upstream.flush()
             self.conn.proxy.log(f"{target}: the client cancelled the call: not saved")
+            self.book.end(key)
             raise
         finally:
             pump.cancel()
             self.conn.calls.pop(self.stream_id, None)
-            ended = self.book.end(key)  # False: an interruption kept it as a partial already
-        if not ended:
-            return
-        if recorded["status"] is None or self.unreadable:
-            self.conn.proxy.log(f"{target}: no status or unreadable messages: not saved")
-            return
-        await self._save()
+        with self.book.ending(key) as ours:  # (not ours: an interruption kept it as a partial already)
+            if not (ours and whole):
+                return
+            if recorded["status"] is None or self.unreadable:
+                self.conn.proxy.log(f"{target}: no status or unreadable messages: not saved")
+                return
+            await self._save()
 
     async def _forward(self, upstream: _Upstream, up_id: int) -> None:
         """The client's DATA to the upstream, as it comes."""

@@ -169,8 +169,16 @@ class Proxy:
         await relay_websocket(self, ws)
 
     def keep_in_flight(self) -> list[Path]:
-        """The recordings under way (an interruption), kept as partials beside their cassettes."""
-        return [p for p in (b.keep_in_flight() for b in list(self.books.values())) if p is not None]
+        """The recordings under way (an interruption), kept as partials beside their cassettes;
+        those whose end had arrived saved into them (and logged). Returns once the saves under
+        way have ended and logged."""
+        partials = []
+        for book in list(self.books.values()):
+            saved, partial = book.keep_in_flight()
+            if saved:
+                self.log(f"interrupted: {saved} recording(s) whose end had arrived saved into {book.path}")
+            partials += [partial] if partial is not None else []
+        return partials
 
     def page(self) -> Response:
         """The cassettes in the folder and their timelines (``GET /`` from a browser, or ``/_ssemock/``)."""
@@ -373,8 +381,11 @@ class _Relay(Response):
                 await self._save(chunks, left, failed)
 
     async def _save(self, chunks: int, left: bool, failed: BaseException | None) -> None:
-        if not self.book.end(self.key):  # an interruption kept it as a partial already
-            return
+        with self.book.ending(self.key) as ours:
+            if ours:  # (not: an interruption kept it as a partial already)
+                await self._saved(chunks, left, failed)
+
+    async def _saved(self, chunks: int, left: bool, failed: BaseException | None) -> None:
         interaction = self.recorder.interaction(hooked=False)
         refused = await anyio.to_thread.run_sync(self.book.save, interaction)
         how = (

@@ -183,8 +183,8 @@ async def relay_websocket(proxy: Relaying, ws: WebSocket) -> None:
         with anyio.CancelScope(shield=True):
             await live.close()
             recorder.finish(failed)
-            if book.end(key):
-                interaction = recorder.interaction()
+            with book.ending(key) as ours:
+                interaction = recorder.interaction() if ours else None
                 if interaction is not None:
                     refused = await anyio.to_thread.run_sync(book.save, interaction)
                     closed = interaction.websocket.close if interaction.websocket else None
