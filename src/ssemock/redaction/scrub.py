@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from ..framing.eventstream import is_eventstream
 from ..scan.body_forms import inflated_message
 from ..scan.shapes import Secret, scan, scan_body, scan_header, scan_url
 from ..scan.walk import decode_content, is_stream, scan_interaction
@@ -164,8 +165,9 @@ def redact(cassette: Cassette) -> list[str]:
         x.response = resp
         # a key split across a stream's deltas first, while it is whole in their join (its first
         # piece scrubbed alone, the rest would no longer read as a key), then the bytes as stored
-        # (in place), then what only their decoded forms still show
-        changes += _mask_decoded(i, x, across=True)
+        # (in place), then what only their decoded forms still show; binary frames (AWS
+        # eventstream) all in their decoded forms first: a byte scrubbed in place breaks a CRC
+        changes += _mask_decoded(i, x, across=not is_eventstream(x.response.body))
         changes += _scrub_bodies(i, x)
         changes += _mask_decoded(i, x)
         changes += _mask_session(i, x)
