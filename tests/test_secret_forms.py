@@ -373,11 +373,14 @@ def _response_header(what: str, form: str) -> Cassette:
     return c
 
 
+#: the longest delta drawn: past a key's length, so a key is whole in one delta as often as split
+DELTA_MAX = 70
+
 #: the forms that put a named value in a model's tool-call arguments (Bedrock's: in partial_json)
 MODEL_FORMS = {"deltas", "session deltas", "bedrock base64"}
 FORMS: dict[str, Callable[[st.DrawFn, str], Cassette]] = {
     "deltas": lambda draw, what: _deltas(
-        what, draw(st.sampled_from(_carriers(what))), draw(st.integers(1, 16))
+        what, draw(st.sampled_from(_carriers(what))), draw(st.integers(1, DELTA_MAX))
     ),
     "bedrock base64": lambda draw, what: _bedrock_bytes(what),
     "stacked encodings": lambda draw, what: _encoded(
@@ -390,7 +393,7 @@ FORMS: dict[str, Callable[[st.DrawFn, str], Cassette]] = {
         what, draw(st.sampled_from(["location", "link", "fragment location", "named header"]))
     ),
     "session deltas": lambda draw, what: _session_deltas(
-        what, draw(st.sampled_from(_carriers(what, SESSIONS))), draw(st.integers(1, 16))
+        what, draw(st.sampled_from(_carriers(what, SESSIONS))), draw(st.integers(1, DELTA_MAX))
     ),
     "session handshake": lambda draw, what: _session_handshake(
         what,
