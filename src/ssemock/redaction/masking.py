@@ -335,9 +335,9 @@ def _joined_edits(pieces: list[str], across: bool = False) -> list[list[PieceEdi
     return edits
 
 
-def _mask_joined(pieces: list[str]) -> list[str]:
+def _mask_joined(pieces: list[str], across: bool = False) -> list[str]:
     """The pieces of one field with every secret of their join masked (`_joined_edits`)."""
-    return [_applied(p, e) if e else p for p, e in zip(pieces, _joined_edits(pieces))]
+    return [_applied(p, e) if e else p for p, e in zip(pieces, _joined_edits(pieces, across))]
 
 
 def _base64_joined_edits(pieces: list[str], across: bool) -> list[list[PieceEdit]] | None:
@@ -349,7 +349,7 @@ def _base64_joined_edits(pieces: list[str], across: bool) -> list[list[PieceEdit
         raws = [base64.b64decode(piece, validate=True).decode("latin-1") for piece in pieces]
     except (binascii.Error, ValueError):
         return None
-    masked = [_applied(r, e) if e else r for r, e in zip(raws, _joined_edits(raws, across))]
+    masked = _mask_joined(raws, across)
     return [
         [(0, len(p), _rebase64(m.encode("latin-1"), like=p))] if m != r else []
         for m, r, p in zip(masked, raws, pieces)

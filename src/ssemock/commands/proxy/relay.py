@@ -378,14 +378,11 @@ class _Relay(Response):
                 self.recorder.finish(failed or GeneratorExit())  # (nothing once it ended whole)
                 if failed is not None:
                     self.recorder.complete = False
-                await self._save(chunks, left, failed)
+                with self.book.ending(self.key) as ours:
+                    if ours:  # (not: an interruption kept it as a partial already)
+                        await self._save(chunks, left, failed)
 
     async def _save(self, chunks: int, left: bool, failed: BaseException | None) -> None:
-        with self.book.ending(self.key) as ours:
-            if ours:  # (not: an interruption kept it as a partial already)
-                await self._saved(chunks, left, failed)
-
-    async def _saved(self, chunks: int, left: bool, failed: BaseException | None) -> None:
         interaction = self.recorder.interaction(hooked=False)
         refused = await anyio.to_thread.run_sync(self.book.save, interaction)
         how = (
