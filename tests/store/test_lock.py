@@ -1,0 +1,81 @@
+"""The lock of a cassette (`ssemock.store.lock`): one holder at a time across processes, reentrant
+within one, and its file gone once no one holds it, so the private folder does not fill up with
+a file per cassette ever saved."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+import ssemock
+from ssemock.commands.loopback import running
+from ssemock.store.lock import lock_for
+
+
+@pytest.fixture
+def locks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A temp folder of this test's own (children too, through TMPDIR); yields where the lock
+    files go."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setenv("TMPDIR", str(temp))
+    yield temp / f"ssemock-{os.getuid()}" / "locks"
+
+
+def test_the_lock_file_is_there_while_held_and_gone_after_the_last_release(
+    locks: Path, tmp_path: Path
+) -> None:
+    lock = lock_for(tmp_path / "a.json")
+    with lock:
+        held = Path(lock.lock_file)
+        with lock_for(tmp_path / "a.json") as again:  # the same lock: it nests
+            assert again is lock
+        assert held.exists()  # the inner release was not the last
+    assert not held.exists() and list(locks.iterdir()) == []
+
+
+COUNTER = """
+import sys
+from pathlib import Path
+from ssemock.store.lock import lock_for
+cassette, counter, times = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+for _ in range(times):
+    with lock_for(cassette):
+        n = int(counter.read_text())
+        counter.write_text(str(n + 1))  # read, then written: an overlap of two holders loses one
+"""
+
+
+def test_processes_taking_turns_never_hold_it_at_once_though_its_file_comes_and_goes(
+    locks: Path, tmp_path: Path
+) -> None:
+    counter = tmp_path / "counter"
+    counter.write_text("0")
+    procs = [
+        subprocess.Popen([sys.executable, "-c", COUNTER, str(tmp_path / "c.json"), str(counter), "60"])
+        for _ in range(4)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0] * 4
+    assert counter.read_text() == "240"
+    assert list(locks.iterdir()) == []
+
+
+def test_recording_many_cassettes_leaves_no_lock_file_behind(locks: Path, tmp_path: Path) -> None:
+    app = Starlette(routes=[Route("/", lambda request: PlainTextResponse("hi"))])
+    with running(app) as url:
+        for i in range(5):
+            with ssemock.use_cassette(tmp_path / f"c{i}.json", record_mode="all"):
+                httpx.get(url)
+    assert len(list(tmp_path.glob("c*.json"))) == 5
+    assert not locks.exists() or list(locks.iterdir()) == []
