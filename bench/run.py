@@ -492,14 +492,14 @@ def bench_pytest_unused() -> None:
         True,
         item="4",
     )
-    ratio_row(
-        "4",
+    ratio_row(  # (issue 48 item 2 tightens the bound of 1.05x to 1.03x)
+        "48.2",
         f"unmarked test under pytest, per test ({tests} trivial tests)",
         a["per_test"] * 1e6,
         b["per_test"] * 1e6,
         "-p no:ssemock",
         "us",
-        1.05,
+        1.03,
     )
 
 
