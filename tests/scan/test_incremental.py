@@ -25,7 +25,7 @@ from starlette.routing import Route
 import ssemock
 from ssemock.commands.loopback import running
 from ssemock.framing import _speedups
-from ssemock.scan import credential_shapes, fields, findings, incremental, large_streams, walk
+from ssemock.scan import credential_shapes, event_plans, fields, findings, incremental, large_streams, walk
 from ssemock.scan.incremental import BodyScan
 from ssemock.scan.walk import scan_interaction
 from ssemock.store.cassette import Interaction, Request, Response
@@ -166,6 +166,34 @@ def test_the_save_takes_the_findings_of_the_scan_done_as_it_arrived(
             m.setattr(walk._Scan, "events", walked_again)
             _record(url, tmp_path / "c.json")
     assert ssemock.Cassette.load(tmp_path / "c.json").interactions[0].response.body == body
+
+
+@pytest.mark.parametrize(
+    ("events", "planned"), [(6, False), (event_plans.PLANNED_MIN - 1, False), (300, True)]
+)
+def test_a_short_stream_is_walked_without_event_plans_as_the_scan_of_a_whole_body_walks_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, events: int, planned: bool
+) -> None:
+    """A stream that ends before the first piece is cut (under 64 KiB) is walked at the save in
+    one piece: under `PLANNED_MIN` events without plans (their regexes cost more than they save),
+    as the scan of the whole body; longer, with them. A key split across its events is found
+    either way."""
+
+    def body(text: str) -> bytes:
+        filler = [_event(f" word{k % 3}") for k in range(events - 6)]  # (and [DONE]: events in all)
+        parts = [_event(text[i : i + 11]) for i in range(0, len(text), 11)]  # 5 events
+        return b"".join(filler + parts) + b"data: [DONE]\n\n"
+
+    made: list[object] = []
+    real = event_plans.plan_of
+    with running(_app(body("x" * len(KEY)))) as url:
+        _record(url, tmp_path / "warm.json")  # imports and caches first
+        monkeypatch.setattr(event_plans, "plan_of", lambda *a: made.append(a) or real(*a))
+        _record(url, tmp_path / "c.json")
+    assert bool(made) is planned
+    with running(_app(body(KEY))) as url, pytest.raises(ssemock.SecretError) as refused:
+        _record(url, tmp_path / "k.json")
+    assert "reassembled" in str(refused.value) and KEY not in str(refused.value)
 
 
 def test_a_hook_that_puts_a_key_in_the_body_is_refused_all_the_same(tmp_path: Path) -> None:

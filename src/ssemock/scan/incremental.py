@@ -28,6 +28,7 @@ from typing import Any
 from .. import framing
 from . import incremental_framings
 from .credential_shapes import find_hits
+from .event_plans import PLANNED_MIN
 from .fields import word_hits
 from .large_streams import _SEGMENT, LargeStream, cut_after, text_scan
 from .prescanned import scanned_as_recorded
@@ -150,8 +151,9 @@ class BodyScan:
         except Exception:  # never fail a recording: the save scans the body as a whole instead
             self.broken = True
 
-    def _piece(self, piece: bytes) -> None:
-        """The next piece of the body (it ends after a `_cut_after` byte, but for the last)."""
+    def _piece(self, piece: bytes, whole: bool = False) -> None:
+        """The next piece of the body (it ends after a `_cut_after` byte, but for the last;
+        ``whole``: it is the whole body)."""
         self._search(piece)
         if self._walk is not None and self._size > _DEEP_MAX:  # too large to walk: the large-stream pass
             self._walk = self._decoder = None
@@ -173,12 +175,18 @@ class BodyScan:
         if self._unwalked is None and start >= _WALK_AHEAD:
             self._unwalked = start
         if self._unwalked is None:
-            self._walk_piece(piece)
+            self._walk_piece(piece, whole)
 
-    def _walk_piece(self, piece: bytes) -> None:
-        """Decode and walk the events ``piece`` completes; the piece lists joined as they grow."""
+    def _walk_piece(self, piece: bytes, whole: bool = False) -> None:
+        """Decode and walk the events ``piece`` completes; the piece lists joined as they grow.
+        The whole body in one piece (a short stream, walked at the save) is walked as the scan
+        of a whole body walks it: no event plans under `PLANNED_MIN` events (their regexes cost
+        more than they save: ~0.5 ms a recording of a few events)."""
         assert self._walk is not None and self._decoder is not None
-        self._walked(self._decoder.feed(piece))
+        events = self._decoder.feed(piece)
+        if whole:
+            self._walk.shapes.off = len(events) < PLANNED_MIN
+        self._walked(events)
         joined = self._joined
         for key, pieces in self._walk.pieces.items():  # joined as they come (two parts kept: still a join)
             if not key.endswith(".bytes"):  # (AWS payload parts: decoded one by one)
@@ -301,7 +309,7 @@ class BodyScan:
         if self._line:
             last = b"".join(self._line)
             self._line, self._line_size = [], 0
-            self._piece(last)
+            self._piece(last, whole=self._at == 0)
         if self._stream is not None:  # (its last segment searched, for the scan of the body as stored)
             self._cut(final=True)
         head = _Scan(0)  # the body as stored: shapes, escapes, credential-named members
