@@ -468,6 +468,51 @@ def _certificates(tmp_path: Path) -> tuple[Path, Path, Path]:
     return paths
 
 
+def test_the_proxy_closes_its_upstream_connections_when_it_stops(tmp_path: Path) -> None:
+    """The upstream connection the proxy keeps for its next request is closed with the proxy, not
+    left open until its process ends (an upstream stopping then waited on it: a TLS one 30 s)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    open_now: set[object] = set()
+    guard = threading.Lock()
+
+    class Upstream(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: the connection stays open between requests
+
+        def setup(self) -> None:
+            super().setup()
+            with guard:
+                open_now.add(self)
+
+        def finish(self) -> None:
+            with guard:
+                open_now.discard(self)
+            super().finish()
+
+        def do_GET(self) -> None:
+            body = b"data: hi\n\n"
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    try:
+        with proxy(f"http://127.0.0.1:{upstream.server_address[1]}", tmp_path) as (url, state, _):
+            assert httpx.get(url + "/v1/events", timeout=TIMEOUT).text == "data: hi\n\n"
+            saved(state)
+            assert open_now  # kept for the next request while the proxy runs
+        until(lambda: not open_now, "the upstream connection closed by the proxy's stop")
+    finally:
+        upstream.shutdown()
+        upstream.server_close()
+
+
 def test_a_tls_upstream_verified_against_the_ca_bundle(server: str, tmp_path: Path) -> None:
     import uvicorn
 

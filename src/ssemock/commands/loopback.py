@@ -63,7 +63,7 @@ def running(
     config = uvicorn.Config(
         app,
         log_level="warning",
-        lifespan="off",
+        lifespan="auto",  # (an app's shutdown closes what it opened: the proxy's upstream connections)
         access_log=False,
         http=http,
         # an app of ssemock serve or proxy answers WebSocket upgrades on the raw connection itself

@@ -42,8 +42,9 @@ injects is one log line, as under ``ssemock serve`` (no ASGI traceback).
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from importlib.util import find_spec
 
 from starlette.applications import Starlette
@@ -119,11 +120,18 @@ def app(
         log=log,
     )
     quiet_drops()  # a replayed fault's drop: one log line, as serve's
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        yield
+        await proxy.aclose()  # the server stopped: its upstream connections are closed with it
+
     starlette = Starlette(
         routes=[
             Route("/{path:path}", proxy.handle, methods=_METHODS),
             WebSocketRoute("/{path:path}", proxy.handle_websocket),
-        ]
+        ],
+        lifespan=lifespan,
     )
     starlette.router.default = _not_a_path(proxy)
     starlette.state.ssemock = proxy

@@ -154,6 +154,14 @@ class Proxy:
             )
         return self._client
 
+    async def aclose(self) -> None:
+        """Close the upstream connections: the server stopped, after its last relay (an idle
+        pooled connection left open held the upstream's own stop: a TLS one waited 30 s there
+        for the closing handshake the proxy's gone event loop never sent)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
     def prefixes(self) -> str:
         """The path prefixes routed, for a message."""
         return ", ".join(u.prefix or "/" for u in self.upstreams)
