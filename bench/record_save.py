@@ -10,8 +10,8 @@ a loopback server in another process that sends as fast as it can (so nothing hi
 network), through httpx: an OpenAI chat stream and an Anthropic messages stream of 1, 5 and 20 MB
 in ~400-byte chunks. ssemock runs its whole secret scan (every form) before it writes; vcrpy writes
 YAML (libyaml's CDumper when PyYAML has it). Printed per shape and size: the save's wall time and
-the measuring process's CPU time beside it, for each, and ssemock / vcrpy; the best of the rounds,
-the two interleaved. Benchmarks print, they never assert.
+the measuring process's CPU time beside it, for each, and ssemock / vcrpy; the median of the
+rounds, the two interleaved, GC off while timing. Benchmarks print, they never assert.
 
 ``--memory`` (issue 33 item 2: at most 2.5x the body at 5 and 20 MB): each shape and size is
 recorded by ssemock in a fresh subprocess, and the save at exit is measured twice over: the peak of
@@ -22,8 +22,10 @@ body size.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -205,28 +207,37 @@ def memory(sizes: list[float]) -> None:
 
 
 def measure(sizes: list[float]) -> list[dict[str, object]]:
-    """One row per shape and size: the best (wall, CPU) seconds of the save at exit for ssemock and
-    vcrpy, and of the whole recording (``ssemock total``, ``vcrpy total``: record + save), rounds
-    interleaved (both see the same machine load)."""
+    """One row per shape and size: the median (wall, CPU) seconds of the save at exit for ssemock
+    and vcrpy, and of the whole recording (``ssemock total``, ``vcrpy total``: record + save), over
+    rounds interleaved (both see the same machine load), GC off while timing. Medians, not the
+    best: on a shared machine the best of three swung 0.86-1.20x from one run to the next."""
     rows: list[dict[str, object]] = []
     with loopback() as base, tempfile.TemporaryDirectory() as tmp:
         for shape in ("openai", "anthropic"):
             for mb in sizes:
                 size = int(mb * 1e6)
                 url = f"{base}/{shape}"
-                rounds = 3 if mb <= 5 else 2
-                best: dict[str, tuple[float, float]] = {}
+                rounds = 9 if mb <= 1 else 7 if mb <= 5 else 3
+                got: dict[str, list[tuple[float, float]]] = {}
                 for i in range(rounds):  # interleaved: both see the same machine load
                     for name, make in (("ssemock", ssemock_recorder), ("vcrpy", vcrpy_recorder)):
                         ext = "json" if name == "ssemock" else "yaml"
                         # a file of its own: a cassette left by another shape or size would be merged into
                         # (and scanned, written) again by the save, by ssemock and vcrpy alike
                         cassette = Path(tmp) / f"{name}-{shape}-{mb:g}-{i}.{ext}"
-                        wall, cpu, total, total_cpu = timed_save(make(cassette), url, size)
-                        for key, got in ((name, (wall, cpu)), (f"{name} total", (total, total_cpu))):
-                            old = best.get(key)
-                            best[key] = (min(got[0], old[0]), min(got[1], old[1])) if old else got
-                rows.append({"shape": shape, "mb": mb, **best})
+                        gc.collect()
+                        gc.disable()
+                        try:
+                            wall, cpu, total, total_cpu = timed_save(make(cassette), url, size)
+                        finally:
+                            gc.enable()
+                        got.setdefault(name, []).append((wall, cpu))
+                        got.setdefault(f"{name} total", []).append((total, total_cpu))
+                medians = {
+                    key: (statistics.median(w for w, _ in pairs), statistics.median(c for _, c in pairs))
+                    for key, pairs in got.items()
+                }
+                rows.append({"shape": shape, "mb": mb, **medians})
     return rows
 
 
