@@ -216,7 +216,7 @@ def test_a_recorded_stream_is_scanned_with_plans_as_without(
     with _walked_only(monkeypatch):
         reference = walk.scan_cassette(cassette)
     assert walk.scan_cassette(cassette) == reference
-    monkeypatch.setattr(walk, "PLANNED_MIN", 0)
+    monkeypatch.setattr(event_plans, "PLANNED_MIN", 0)
     assert walk.scan_cassette(cassette) == reference
 
 

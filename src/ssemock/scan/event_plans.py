@@ -445,6 +445,11 @@ class Shapes:
         self._last = self._cut = None
         self.off = False
 
+    def whole(self, events: int) -> None:
+        """The events of a whole stream, ``events`` of them, are walked next: no plan under
+        `PLANNED_MIN` (`off`, till `clear`)."""
+        self.off = events < PLANNED_MIN
+
     def learn(self, pieces: dict[str, list[str]], text: str, parsed: Any) -> None:
         """Event text ``text`` parsed to ``parsed`` and was walked: the second event of a shape
         makes its plan (its values will join ``pieces``, the walk's piece lists)."""

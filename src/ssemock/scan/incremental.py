@@ -28,7 +28,6 @@ from typing import Any
 from .. import framing
 from . import incremental_framings
 from .credential_shapes import find_hits
-from .event_plans import PLANNED_MIN
 from .fields import word_hits
 from .large_streams import _SEGMENT, LargeStream, cut_after, text_scan
 from .prescanned import scanned_as_recorded
@@ -185,7 +184,7 @@ class BodyScan:
         assert self._walk is not None and self._decoder is not None
         events = self._decoder.feed(piece)
         if whole:
-            self._walk.shapes.off = len(events) < PLANNED_MIN
+            self._walk.shapes.whole(len(events))
         self._walked(events)
         joined = self._joined
         for key, pieces in self._walk.pieces.items():  # joined as they come (two parts kept: still a join)

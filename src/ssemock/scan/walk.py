@@ -33,7 +33,7 @@ from .credential_shapes import (
     scan,
     scan_binary,
 )
-from .event_plans import PLANNED_MIN, REASSEMBLE_MAX, Shapes, labels, members, piece_keys, plain_key, worth
+from .event_plans import REASSEMBLE_MAX, Shapes, labels, members, piece_keys, plain_key, worth
 from .fields import (
     _FORM_MAX,
     FORM,
@@ -407,7 +407,7 @@ class _Scan:
                 self.text(field, body.decode("utf-8", "replace"), path, 0, shapes=False)
             return
         plain: list[str] = []
-        self.shapes.off = len(events) < PLANNED_MIN  # (till `forget`: a short stream is walked)
+        self.shapes.whole(len(events))  # (till `forget`: a short stream is walked)
         self.stream(field, 0, list(events), path, plain)
         self.joined(field, path, plain)
 
