@@ -79,3 +79,52 @@ def test_recording_many_cassettes_leaves_no_lock_file_behind(locks: Path, tmp_pa
                 httpx.get(url)
     assert len(list(tmp_path.glob("c*.json"))) == 5
     assert not locks.exists() or list(locks.iterdir()) == []
+
+
+HOLDER = """
+import sys
+from pathlib import Path
+from ssemock.store.lock import lock_for
+with lock_for(Path(sys.argv[1])):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_a_wait_for_a_lock_another_process_holds_ends_at_its_timeout(locks: Path, tmp_path: Path) -> None:
+    cassette = tmp_path / "d.json"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(cassette)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdin is not None
+    try:
+        assert holder.stdout.readline() == "held\n"
+        lock = lock_for(cassette)
+        with pytest.raises(TimeoutError, match=r"another process holds the cassette lock .*\.lock"):
+            lock.acquire(timeout=0.2)
+    finally:
+        holder.stdin.close()
+        assert holder.wait(timeout=60) == 0
+    lock.acquire(timeout=60)  # its holder gone: taken, and given back as ever
+    lock.release()
+    assert list(locks.iterdir()) == []
+    with pytest.raises(RuntimeError, match="is not held"):
+        lock.release()
+
+
+def test_without_fcntl_the_lock_is_filelocks_and_behaves_the_same(
+    locks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where there is no ``fcntl`` (Windows), filelock's lock holds the file: nested holds, the
+    file there while held and gone after."""
+    from ssemock.store import lock as module
+
+    monkeypatch.setattr(module, "fcntl", None)
+    lock = lock_for(tmp_path / "w.json")
+    assert lock._other is not None
+    with lock, lock_for(tmp_path / "w.json"):
+        assert Path(lock.lock_file).exists()
+    assert list(locks.iterdir()) == []
