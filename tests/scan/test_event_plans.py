@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from ssemock import Cassette
 from ssemock.framing import _speedups
-from ssemock.scan import event_plans, walk
+from ssemock.scan import batch_match, event_plans, walk
 from ssemock.scan.event_plans import Shapes, worth
 
 KEY = "sk-proj-test" + "Q1w2E3r4T5y6U7i8O9p0" * 3
@@ -62,20 +62,26 @@ def _counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
         yield count
 
 
-def _scan(texts: list[str]) -> tuple[list[walk.Finding], dict[str, list[str]], list[str]]:
-    """What a stream of events with these data gives: findings, pieces per key, non-JSON data."""
+def _scan(texts: list[str]) -> tuple[list[walk.Finding], dict[str, tuple[bool, str]], list[str]]:
+    """What a stream of events with these data gives: findings, per key the text its pieces join
+    (and whether they are more than one: only those are joined), non-JSON data."""
     s = walk._Scan(0)
     plain: list[str] = []
     s.stream("response.body", 0, [_Event(t) for t in texts], "", plain)
-    pieces = {k: list(v) for k, v in s.pieces.items() if v}
+    pieces = {k: (len(v) > 1, "".join(v)) for k, v in s.pieces.items() if v}
     s.joined("response.body", "", plain)
     return s.found, pieces, plain
 
 
-def _both(texts: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, int]:
+def _both(texts: list[str], monkeypatch: pytest.MonkeyPatch, squeezed: bool = False) -> tuple[Any, Any, int]:
+    """The walk's results and the plans' (with a stable value's copies in a row kept whole, but
+    where ``squeezed``: `test_a_value_in_every_event_is_joined_from_a_few_copies`), and how
+    many events the plans read."""
     with _walked_only(monkeypatch):
         reference = _scan(texts)
-    with _counted(monkeypatch) as count:
+    with _counted(monkeypatch) as count, monkeypatch.context() as m:
+        if not squeezed:
+            m.setattr(event_plans, "REPEAT_KEPT", 1 << 60)
         planned = _scan(texts)
     return reference, planned, count[0]
 
@@ -261,6 +267,28 @@ def test_a_long_value_repeated_across_events_is_read_as_the_walk_reads_it(
     assert read >= len(texts) - 5
 
 
+@pytest.mark.parametrize("value", ["chatcmpl-9Q8x7f3kLmN2pQrStUvWxYz", "QUF", "a"])
+def test_a_value_in_every_event_is_joined_from_a_few_copies(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """A value the same in event after event (an id, a type) joins its piece list as a few KB of
+    copies (`event_plans.REPEAT_KEPT`), not a copy an event; what follows it there is read where
+    it was: a key streamed in base64 after 3,000 events of "QUF" (the copies left out keep
+    base64's groups) is found decoded, as the walk finds it; every finding is the walk's."""
+    monkeypatch.setattr(event_plans, "REPEAT_KEPT", 600)  # (under a run of 3,000 copies of "a")
+    streamed = base64.b64encode(KEY.encode()).decode()
+    deltas = [value] * 3000 + [streamed[k : k + 4] for k in range(0, len(streamed), 4)]
+    texts = [_raw(d, value) for d in deltas]
+    reference, planned, read = _both(texts, monkeypatch, squeezed=True)
+    assert planned[0] == reference[0] and planned[2] == reference[2]
+    assert any("reassembled" in f.path and "base64" in f.path for f in planned[0])
+    (many, joined), (_, whole) = planned[1]["$.id"], reference[1]["$.id"]
+    assert many and whole == value * len(texts) and joined == value * (len(joined) // len(value))
+    assert len(joined) * 3 < len(whole)
+    assert (len(whole) - len(joined)) % 12 == 0
+    assert read >= len(texts) - 40
+
+
 # -- the forms a plan must hand to the walk, or read as the walk does ------------------------------
 
 _FILLER = [_TEMPLATES[0](w, 0, "0", 1) for w in ["lorem", " ipsum", " dolor"] * 40]
@@ -395,9 +423,7 @@ def test_the_pieces_kept_per_key_stop_at_the_same_size(ids: int, monkeypatch: py
     texts = [_raw(f"{i} " + "x y " * 25_000, idents[i % ids]) for i in range(14)]  # 1.4 MB under one key
     reference, planned, read = _both(texts, monkeypatch)
     assert planned[1] == reference[1]
-    assert (
-        sum(map(len, planned[1]["$.choices[]{index=0}.delta.content"])) < event_plans.REASSEMBLE_MAX + 100_010
-    )
+    assert len(planned[1]["$.choices[]{index=0}.delta.content"][1]) < event_plans.REASSEMBLE_MAX + 100_010
     assert read > 0
 
 
@@ -419,11 +445,11 @@ def _mutated(text: str, rng: random.Random) -> str:
 @settings(max_examples=300, deadline=None)
 @given(texts=_streams(), seed=st.integers(0, 2**32))
 def test_the_accelerator_reads_a_run_of_events_as_the_batch_regex_does(texts: list[str], seed: int) -> None:
-    """A plan of each event shape (its stable values written in, or not) reads a run of events of
-    that shape and others, changed a character at a time: the accelerator's ops give the values
+    """`ssemock.scan.batch_match`: a plan of each event shape (its stable values written in, or
+    not) reads a run of events of that shape and others, changed a character at a time: the accelerator's ops give the values
     its batch regex captures, None where one text is not of the shape, and leave to the regex a
     text of characters past Latin-1."""
-    assert event_plans._c_plan_match is _speedups.plan_match  # built: CI's install compiles it
+    assert batch_match._c_plan_match is _speedups.plan_match  # built: CI's install compiles it
     rng = random.Random(seed)
     for text in texts:
         shape = event_plans.cut(text)
@@ -437,22 +463,22 @@ def test_the_accelerator_reads_a_run_of_events_as_the_batch_regex_does(texts: li
         if plan.value_parts and rng.random() < 0.5:  # a stable value written in, as `_Planned.faster`
             pattern[plan.value_parts[0]] = re.escape(shape[0][plan.value_parts[0]])
         regex = '"'.join(pattern)
-        batch = event_plans._batch_of(regex)
-        ops = event_plans._ops(regex)
+        batch = batch_match.batch_of(regex)
+        ops = batch_match.ops_of(regex)
         alike = [t for t in texts if (event_plans.cut(t) or ("", ""))[1] == shape[1]]  # (most of a run)
         run = [
             _mutated(rng.choice(alike if rng.random() < 0.9 else texts), rng)
             for _ in range(rng.randint(1, 6))
         ]
         got = _speedups.plan_match(ops, run)
-        reference = event_plans._py_captured(batch, run)
+        reference = batch_match._py_captured(batch, run)
         if all(max(map(ord, t), default=0) < 256 for t in run) and all(
             isinstance(o, bool) or max(map(ord, o), default=0) < 256 for o in ops
         ):
             assert got == reference, (ops, run)
         else:
             assert got is NotImplemented
-        assert event_plans._captured(batch, ops, run) == reference
+        assert batch_match.captured(batch, ops, run) == reference
 
 
 @settings(max_examples=300, deadline=None)

@@ -20,6 +20,7 @@ parsed them; or they hold no backslash, no control character and no surrogate).
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -30,8 +31,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from ..framing.accelerator import plan_match as _c_plan_match
 from ..framing.accelerator import unfit as _c_unfit
+from .batch_match import batch_of, captured, ops_of
 from .credential_shapes import has_b64_run
 from .fields import credential_member, credential_member_name
 from .word_lists import words_of
@@ -263,6 +264,9 @@ REASSEMBLE_MAX = 8 << 20
 """Characters of reassembled text kept per piece key, at most (a key is short; a body may not be)."""
 _PLANS = 1024  # event shapes remembered per stream, at most
 _GROUPS = methodcaller("groups")
+REPEAT_KEPT = 8 << 10
+"""Characters of one stable value repeated in a row kept in its piece list (`_Planned.copies`):
+a key streamed in pieces is far shorter, and a key in the value itself is found in one copy."""
 _LITERAL_MAX = 1024  # characters of stable values written into a regex (`_Planned.faster`), at most
 
 
@@ -306,17 +310,37 @@ class _Planned:
         self.ops: tuple[str | bool, ...] = ()  # `batch` as the accelerator's ops (`_ops`)
         self.columns = self._columns()
 
-    def _columns(self) -> tuple[tuple[Callable[[Any], None], int], ...] | None:
-        """Per piece list the values of a run join, in order: its ``extend`` and the slot whose
-        values it takes (a stable slot: ``-1 - i``, its ``i``-th stable value; else its place
-        among the values that vary); None where a list takes the values of two slots (a list of
-        strings: its values interleave)."""
-        lists = [[self.pieces[k] for k in slot.pieces] for slot in self.plan.slots]
+    def _columns(self) -> tuple[tuple[list[str], int, bool], ...] | None:
+        """Per piece list the values of a run join, in order: the list, the slot whose values it
+        takes (a stable slot: ``-1 - i``, its ``i``-th stable value; else its place among the
+        values that vary) and whether a stable value's copies may be squeezed there (`repeated`;
+        not in AWS payload parts, each decoded alone); None where a list takes the values of two
+        slots (a list of strings: its values interleave)."""
+        keys = [slot.pieces for slot in self.plan.slots]
+        lists = [[self.pieces[k] for k in each] for each in keys]
         if len({id(x) for each in lists for x in each}) < sum(map(len, lists)):
             return None
         vary = [i for i in range(len(lists)) if i not in self.stable_slots]
         where = {i: -1 - n for n, i in enumerate(self.stable_slots)} | {i: n for n, i in enumerate(vary)}
-        return tuple((x.extend, where[i]) for i, each in enumerate(lists) for x in each)
+        self.repeats: list[tuple[str | None, int, str]] = [(None, 0, "")] * sum(map(len, lists))
+        return tuple(
+            (self.pieces[k], where[i], not k.endswith(".bytes")) for i, each in enumerate(keys) for k in each
+        )
+
+    def repeated(self, column: int, pieces: list[str], value: str, n: int) -> None:
+        """Add ``n`` copies of ``value`` to ``pieces``, the list of column ``column``, as one
+        string: all of them while the copies in a row there (added so, nothing since) are under
+        `REPEAT_KEPT` characters; then only what keeps the text after them where it was, as a
+        decoder reads it (those left out: a multiple of 12 characters, so of every base64, hex and
+        UTF-16 group). An id or a type in every event is then joined from a few KB, not from a
+        copy an event (a third of the scan of a 1 MB stream was those copies)."""
+        last, kept, was = self.repeats[column]
+        if not pieces or pieces[-1] is not last or was != value:
+            kept = 0
+        more = n if kept < REPEAT_KEPT else n % (12 // math.gcd(len(value), 12))
+        if more:
+            pieces.append(last := value * more)
+            self.repeats[column] = (last, kept + len(last), value)
 
     def batched(self) -> re.Pattern[str] | None:
         """The regex that reads a run of events in one pass, their texts joined by NULs (which no
@@ -327,8 +351,8 @@ class _Planned:
         if regex is None or self.columns is None:
             return None
         if self.batch is None or self.batch_of is not regex:
-            self.batch, self.batch_of = _batch_of(regex.pattern), regex
-            self.ops = _ops(regex.pattern)
+            self.batch, self.batch_of = batch_of(regex.pattern), regex
+            self.ops = ops_of(regex.pattern)
         return self.batch
 
     def faster(self) -> re.Pattern[str] | None:
@@ -342,56 +366,6 @@ class _Planned:
                 pattern[self.plan.value_parts[i]] = re.escape(value)
             self.fast = re.compile('"'.join(pattern))
         return self.fast
-
-
-def _batch_of(pattern: str) -> re.Pattern[str]:
-    """The regex that reads a run of a plan's events (`_Planned.batched`), joined by NULs, led by one."""
-    return re.compile("\x00" + pattern.replace('([^"]*)', '([^"\x00]*)') + "(?=\x00)")
-
-
-# a capture, a digit, an escaped character, one
-_TOKEN = re.compile(r'(\(\[\^"\]\*\))|(\[1-9\])|\\(.)|(.)', re.S)
-
-
-def _ops(pattern: str) -> tuple[str | bool, ...]:
-    """A plan's pattern (`Plan.regex`'s: its parts written by ``re.escape``, but for the captures
-    and the digits from 1 to 9) as the accelerator's ops (`_speedups.plan_match`): its literals
-    joined, True for a digit, False for a capture."""
-    ops: list[str | bool] = []
-    literal: list[str] = []
-    for capture, digit, escaped, char in _TOKEN.findall(pattern):
-        if capture or digit:
-            if literal:
-                ops.append("".join(literal))
-                literal = []
-            ops.append(bool(digit))
-        else:
-            literal.append(escaped or char)
-    if literal:
-        ops.append("".join(literal))
-    return tuple(ops)
-
-
-def _py_captured(batch: re.Pattern[str], texts: list[str]) -> list[str] | None:
-    """The values ``batch`` (`_Planned.batched`) captures in each of ``texts`` in turn, in text
-    order; None when one is not of its shape (or holds a NUL, which no JSON text does)."""
-    if "\x00" in "".join(texts):  # (a memchr: counting the NULs of the NUL-joined texts cost ~5x the
-        return None  # join and the search)
-    found = batch.findall("\x00".join(["", *texts, ""]))
-    if len(found) != len(texts):
-        return None
-    width = batch.groups
-    return found if width == 1 else list(chain.from_iterable(found)) if width else []
-
-
-def _captured(batch: re.Pattern[str], ops: tuple[str | bool, ...], texts: list[str]) -> list[str] | None:
-    """`_py_captured`, read by the accelerator's ops where it reads every text (a str of one byte a
-    character; ~8x faster than the regex, which takes a step a character)."""
-    if _c_plan_match is not None:
-        flat = _c_plan_match(ops, texts)
-        if flat is not NotImplemented:
-            return flat  # type: ignore[return-value]
-    return _py_captured(batch, texts)
 
 
 def _undone(raw: Sequence[str]) -> tuple[tuple[str, ...], str] | None:
@@ -545,7 +519,7 @@ class Shapes:
         first worth decoding: its values are at hand, the texts need no regex again), or None when
         some text is not of the shape (`bulk` reads the ones before it by the plan's regex)."""
         n = len(texts)
-        flat = _captured(batch, known.ops, texts)
+        flat = captured(batch, known.ops, texts)
         if flat is None:
             return None
         width = batch.groups
@@ -558,8 +532,16 @@ class Shapes:
         if not _reserve(walker, known.plan.spread * (len(words) + n * known.stable_size)):
             return 0
         stable = known.stable_values
-        for extend, at in known.columns or ():
-            extend(repeat(stable[-1 - at], n) if at < 0 else values[at::width])
+        for column, (pieces, at, squeeze) in enumerate(known.columns or ()):
+            taken = values[at::width] if at >= 0 else None  # (a value the same in all: one count)
+            if taken is None or (squeeze and taken[0] == taken[-1] and taken.count(taken[0]) == n):
+                value = stable[-1 - at] if taken is None else taken[0]
+                if squeeze:
+                    known.repeated(column, pieces, value, n)
+                else:
+                    pieces.extend(repeat(value, n))
+            else:
+                pieces.extend(taken)
         return n
 
     def _before_worth(self, walker: Walker, texts: list[str], varys: list[tuple[str, ...]]) -> int:

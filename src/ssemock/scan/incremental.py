@@ -39,7 +39,7 @@ _FIELD = "response.body"
 _JSON_FRAMINGS = ("ndjson", "json_array")  # each event JSON: no plain data
 _START = operator.itemgetter(1)  # where an anchor hit starts
 _STEP = 64 << 10  # events are decoded and walked at least this many bytes at a time (cut after a
-# `_cut_after` byte): a piece's events are read in runs of up to 64 (`ssemock.scan.event_plans.Shapes.bulk`),
+# `_cut_after` byte): a piece's events are read in runs of up to 256 (`ssemock.scan.event_plans.Shapes.bulk`),
 # fewer fixed steps a MB
 _WALK_AHEAD = 1 << 20  # events past this byte are walked at the save (`_finish`), if the body stays under
 # _DEEP_MAX: a body that passes it is scanned by the large-stream pass alone, so their walk would be thrown away

@@ -80,7 +80,8 @@ class _CassetteLike(Protocol):
     stdio: list[Any]
 
 
-_BATCH = 64  # events read together at most (`_Scan.stream`)
+_BATCH = 64  # events tried together first, and walked one by one at most after a run failed (`_Scan.stream`)
+_BATCH_MAX = 256  # events read together at most, after runs of all those tried
 _DATA = operator.attrgetter("data")
 _DEEP_MAX = 2 << 20  # a stream up to this size is walked event by event and folded by its accumulator
 _DEPTH = 4  # decoded forms nested in each other (base64 in JSON in base64 ...), at most
@@ -429,7 +430,7 @@ class _Scan:
                 if read:
                     i += read
                     skip = 0
-                    size = min(_BATCH, 2 * size if read == len(texts) else max(8, 2 * read))
+                    size = min(_BATCH_MAX, 2 * size if read == len(texts) else max(8, 2 * read))
                     continue
                 skip = wait = min(2 * skip or 1, _BATCH)
             self.event(field, k + i, events[i], path, plain)
