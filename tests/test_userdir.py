@@ -5,6 +5,7 @@ the run ends (also after a crash of an earlier run)."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -71,6 +72,19 @@ def test_an_unsafe_folder_is_passed_over(hostile: str, runtime: Path, tmp_path: 
     found = private_dir("locks")
     assert found == tmp_path / "runtime" / "ssemock" / "locks"  # the next place: $XDG_RUNTIME_DIR
     assert _mode(found.parent) == 0o700 and list(elsewhere.iterdir()) == []
+
+
+def test_a_folder_found_safe_is_checked_again_once_it_is_another(runtime: Path, tmp_path: Path) -> None:
+    """`private_dir` finds a folder it checked again by one lstat, while it is the same directory:
+    once another user's symlink stands where it was (to a folder with a ``locks`` of its own),
+    every step is checked again and the symlink passed over."""
+    assert private_dir("locks") == private_dir("locks") == runtime / "locks"
+    shutil.rmtree(runtime)
+    elsewhere = tmp_path / "planted"
+    (elsewhere / "locks").mkdir(parents=True)
+    runtime.symlink_to(elsewhere)
+    assert private_dir("locks") == tmp_path / "runtime" / "ssemock" / "locks"
+    assert list((elsewhere / "locks").iterdir()) == []
 
 
 def test_a_run_folder_is_removed_when_the_run_ends(runtime: Path) -> None:
