@@ -396,6 +396,9 @@ def _reserve(walker: Walker, size: int) -> bool:
     return True
 
 
+BATCH_FIRST = 64
+"""Events of a stream the walk tries to read together first, and walks one by one at most after
+a run failed (`ssemock.scan.walk._Scan.stream`)."""
 PLANNED_MIN = 64
 """Events a whole body's stream has, at least, for its events to be read by plans (`Shapes.whole`)."""
 
@@ -408,11 +411,15 @@ class Shapes:
         self._last: _Planned | None = None  # the plan that read the last event read
         self._cut: tuple[str, tuple[list[str], str] | None] | None = None  # the last event cut
         self.off = False  # no plan made or read until `clear`: every event walked (`whole`)
+        self.batch = (
+            BATCH_FIRST  # events the walk tries to read together next (`ssemock.scan.walk._Scan.stream`)
+        )
 
     def clear(self) -> None:
         self._plans.clear()
         self._last = self._cut = None
         self.off = False
+        self.batch = BATCH_FIRST
 
     def whole(self, events: int) -> None:
         """A whole stream of ``events`` events is walked next: no plan under `PLANNED_MIN` (real

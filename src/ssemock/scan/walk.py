@@ -33,7 +33,7 @@ from .credential_shapes import (
     scan,
     scan_binary,
 )
-from .event_plans import REASSEMBLE_MAX, Shapes, labels, members, piece_keys, plain_key, worth
+from .event_plans import BATCH_FIRST, REASSEMBLE_MAX, Shapes, labels, members, piece_keys, plain_key, worth
 from .fields import (
     _FORM_MAX,
     FORM,
@@ -80,7 +80,6 @@ class _CassetteLike(Protocol):
     stdio: list[Any]
 
 
-_BATCH = 64  # events tried together first, and walked one by one at most after a run failed (`_Scan.stream`)
 _BATCH_MAX = 256  # events read together at most, after runs of all those tried
 _DATA = operator.attrgetter("data")
 _DEEP_MAX = 2 << 20  # a stream up to this size is walked event by event and folded by its accumulator
@@ -417,7 +416,7 @@ class _Scan:
         data are text of the shape the last one had are read together (`Shapes.bulk`)."""
         i, n = 0, len(events)
         skip = wait = 0  # after a run could not be read together: events read one by one first
-        size = _BATCH  # events tried together: about twice the last run read (runs may be short)
+        size = self.shapes.batch  # events tried together: about twice the last run read (runs may be short)
         while i < n:
             if wait:
                 wait -= 1
@@ -432,9 +431,10 @@ class _Scan:
                     skip = 0
                     size = min(_BATCH_MAX, 2 * size if read == len(texts) else max(8, 2 * read))
                     continue
-                skip = wait = min(2 * skip or 1, _BATCH)
+                skip = wait = min(2 * skip or 1, BATCH_FIRST)
             self.event(field, k + i, events[i], path, plain)
             i += 1
+        self.shapes.batch = size  # (the next events of this stream: `ssemock.scan.incremental`)
 
     def event(self, field: str, k: int, event: Any, path: str, plain: list[str]) -> None:
         """Event ``k`` of a stream: its data scanned, its string pieces collected (the data of a
