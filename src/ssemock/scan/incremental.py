@@ -84,7 +84,7 @@ class BodyScan:
         self._so_far = so_far
         self._size = 0  # bytes fed
         self._cut_after = cut_after(content_type)  # what a piece ends after: a newline (eventstream: a NUL)
-        self._line: list[bytes] = []  # bytes fed since the last piece (cut after that byte)
+        self._line: list[bytes] = []  # the parts fed since the last piece (cut after that byte)
         self._line_size = 0
         self._at = 0  # where the next piece starts in the body
         self._anchors: list[tuple[int, int]] = []  # what the searches find in the pieces so far
@@ -132,21 +132,23 @@ class BodyScan:
             if self._stream is not None:  # the large-stream pass: no piece, searched a segment at a time
                 self._large_pieces(parts)
                 return
-            data = parts[0] if len(parts) == 1 else b"".join(parts)
-            self._line.append(data)
-            self._line_size += len(data)
-            if self._line_size >= _STEP and self._cut_after in data:  # cut after the last one: in data
-                end = data.rfind(self._cut_after) + 1
-                line = self._line
-                if end < len(data):
-                    line[-1] = data[:end]
-                    self._line, self._line_size = [data[end:]], len(data) - end
-                else:
-                    self._line, self._line_size = [], 0
-                self._piece(b"".join(line))  # (one piece joined is that piece, no copy)
-                if self._stream is not None:  # the large-stream pass began: the rest fed to it
-                    self._large_pieces(self._line)
-                    self._line, self._line_size = [], 0
+            line = self._line
+            line += parts
+            self._line_size += size
+            if self._line_size >= _STEP:  # cut after the last `_cut_after` byte of these parts, if any
+                k = len(parts)
+                while k and (end := parts[k - 1].rfind(self._cut_after) + 1) == 0:
+                    k -= 1
+                if k:
+                    k += len(line) - len(parts) - 1  # the part cut, in line
+                    part, rest = line[k], line[k + 1 :]
+                    if end < len(part):
+                        line[k], rest = part[:end], [part[end:], *rest]
+                    self._line, self._line_size = rest, sum(map(len, rest))
+                    self._piece(b"".join(line[: k + 1]))  # (the parts joined once; one joined is itself)
+                    if self._stream is not None:  # the large-stream pass began: the rest fed to it
+                        self._large_pieces(self._line)
+                        self._line, self._line_size = [], 0
         except Exception:  # never fail a recording: the save scans the body as a whole instead
             self.broken = True
 
