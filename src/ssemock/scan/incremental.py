@@ -84,7 +84,7 @@ class BodyScan:
         self._so_far = so_far
         self._size = 0  # bytes fed
         self._cut_after = cut_after(content_type)  # what a piece ends after: a newline (eventstream: a NUL)
-        self._line: list[bytes] = []  # the parts fed since the last piece (cut after that byte)
+        self._line: list[bytes | memoryview] = []  # the parts fed since the last piece (cut after that byte)
         self._line_size = 0
         self._at = 0  # where the next piece starts in the body
         self._anchors: list[tuple[int, int]] = []  # what the searches find in the pieces so far
@@ -142,8 +142,8 @@ class BodyScan:
                 if k:
                     k += len(line) - len(parts) - 1  # the part cut, in line
                     part, rest = line[k], line[k + 1 :]
-                    if end < len(part):
-                        line[k], rest = part[:end], [part[end:], *rest]
+                    if end < len(part):  # (a view: the join below copies it, once)
+                        line[k], rest = memoryview(part)[:end], [part[end:], *rest]
                     self._line, self._line_size = rest, sum(map(len, rest))
                     self._piece(b"".join(line[: k + 1]))  # (the parts joined once; one joined is itself)
                     if self._stream is not None:  # the large-stream pass began: the rest fed to it
