@@ -206,6 +206,8 @@ SCRIPTS: dict[str, Script] = {
     "/fail": Script([b"data: one\n\n", b"data: tw"], 0.02, fail_after=2),
     "/cookie": Script([b"data: hi\n\n"], 0.0, headers={"set-cookie": "session=s3cr3t"}),
     "/ten": Script([b"data: %d\n\n" % i for i in range(10)], 0.02),
+    # ~300 KB as a model streams it fast: written as it comes, many writes to a 64 KiB of the scan's steps
+    "/long": Script(writes(openai_chat_events(text=" ".join(f"word{i}" for i in range(30_000)))), 0.0),
 }
 
 

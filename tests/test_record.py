@@ -67,6 +67,18 @@ def test_records_server_boundaries_and_gaps(
         assert player.plays[0].stream.consumed
 
 
+@pytest.mark.parametrize("lib", [httpx, httpx2], ids=CLIENTS)
+def test_a_long_fast_stream_is_recorded_chunk_for_chunk(tmp_path: Path, server: str, lib: Any) -> None:
+    """A stream of many KB in many small chunks (the recording holds them joined a step of its
+    scan at a time): the cassette keeps every chunk the client got, in order, and saves."""
+    path = tmp_path / "c.json"
+    with ssemock.use_cassette(path, record_mode="once"):
+        live = _stream_raw(lib, f"{server}/long", False)
+    (x,) = ssemock.Cassette.load(path).interactions
+    assert len(live) > 100 and sum(map(len, live)) > 200_000
+    assert x.response.chunks == live and x.response.complete
+
+
 def test_client_gets_each_chunk_as_it_arrives_while_recording(tmp_path: Path, server: str) -> None:
     """vcrpy makes the client wait for the whole stream; the tee hands each chunk on at once: the
     gated route sends its next write only after the client acknowledged the last one."""
