@@ -64,10 +64,11 @@ class CassetteLock:
             self._holds += 1
 
     def release(self) -> None:
-        """Give one hold back; the last one removes the file first, while it is still held."""
+        """Give one hold back; the last one removes the file first, while it is still held. A
+        lock this process does not hold is left as it is (a forked child's, `_after_fork`)."""
         with self._turn:
             if self._holds == 0:
-                raise RuntimeError(f"ssemock: the cassette lock {self.lock_file} is not held")
+                return
             self._holds -= 1
             if self._holds == 0:
                 with contextlib.suppress(FileNotFoundError, PermissionError):  # (Windows: open)
@@ -142,6 +143,25 @@ class _FileLockHold(Protocol):
 
 _locks: WeakValueDictionary[str, CassetteLock] = WeakValueDictionary()  # (gone when no one holds it)
 _guard = threading.Lock()
+
+
+def _after_fork() -> None:
+    """In a forked child, which holds none of its parent's locks: an unlock of the open file it
+    shares would unlock the parent's, and a nested take would share the parent's hold. Its copies
+    of the descriptors are closed (the parent's lock stays: it has its own), and a take waits for
+    the parent like any other process's."""
+    global _guard
+    _guard = threading.Lock()
+    for lock in list(_locks.values()):
+        if lock._fd >= 0:
+            os.close(lock._fd)
+        lock._fd, lock._holds, lock._turn = -1, 0, threading.Lock()
+        lock._other = None if fcntl is not None else _file_lock(lock.lock_file)
+    _locks.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def lock_for(path: str | os.PathLike[str]) -> CassetteLock:
