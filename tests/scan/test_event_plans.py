@@ -6,6 +6,7 @@ form the walk finds must still be found through it."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import random
 import re
@@ -209,6 +210,28 @@ def test_a_stream_read_by_plans_gives_what_its_walk_gives(
 ) -> None:
     reference, planned, _ = _both(texts, monkeypatch)
     assert planned == reference
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=_streams(), seed=st.integers(0, 2**32))
+def test_a_value_repeated_in_a_row_finds_what_every_copy_finds(
+    texts: list[str], seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A drawn stream, each event repeated 1 to 60 times in a row (runs of the same values), with
+    the copies of a value in a row kept up to 8 characters only (`REPEAT_KEPT`: a few KB): it
+    finds what the walk finds (keys whole, split across events, in base64, in a URL, ...)."""
+    rng = random.Random(seed)
+    texts = [t for t in texts for _ in range(rng.choice([1, 1, 2, 5, 60]))]
+    monkeypatch.setattr(event_plans, "REPEAT_KEPT", 8)
+    reference, planned, _ = _both(texts, monkeypatch, squeezed=True)
+    # each one found (a match across the copies is found as often as there are copies, and as
+    # long: a key in every event joins a "key" of all the copies kept, 10,080 characters or 6,624)
+    assert set(map(_but_length, planned[0])) == set(map(_but_length, reference[0]))
+    assert planned[2] == reference[2]
+
+
+def _but_length(finding: walk.Finding) -> walk.Finding:
+    return dataclasses.replace(finding, shape=re.sub(r"^\d+ chars", "N chars", finding.shape))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
