@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 
 from ssemock.core import runs
 from ssemock.core.userdir import private_dir
-from ssemock.store.lock import lock_for
+from ssemock.store.lock import STALE_AFTER, lock_for
 
 
 @pytest.fixture
@@ -124,7 +125,12 @@ def test_a_crashed_run_leaves_nothing_behind_the_next(runtime: Path) -> None:
     assert not (runtime / "runs" / "alive").exists()
 
 
-def test_the_plugin_removes_its_run_folder(pytester: pytest.Pytester, runtime: Path, server: str) -> None:
+def test_the_plugin_removes_its_run_folder_and_the_lock_files_killed_recorders_left(
+    pytester: pytest.Pytester, runtime: Path, server: str
+) -> None:
+    stale = private_dir("locks") / "0123.lock"  # a recorder killed while it held it, long ago
+    stale.touch()
+    os.utime(stale, (time.time() - STALE_AFTER - 60,) * 2)
     pytester.makepyfile(f"""
         import httpx, pytest
 
@@ -142,6 +148,7 @@ def test_the_plugin_removes_its_run_folder(pytester: pytest.Pytester, runtime: P
     result.assert_outcomes(passed=1)
     assert list(pytester.path.rglob("*.json"))  # it recorded, so it made a run folder
     assert list((runtime / "runs").iterdir()) == []
+    assert list((runtime / "locks").iterdir()) == []
 
 
 def test_a_sweep_keeps_its_lock_until_the_folder_is_gone(tmp_path: Path) -> None:

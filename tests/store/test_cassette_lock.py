@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -165,3 +166,35 @@ try:
 except TimeoutError:
     print("timed out")
 """
+
+
+def test_a_sweep_removes_what_a_killed_holder_left_and_never_a_held_lock(locks: Path, tmp_path: Path) -> None:
+    """A holder killed outright leaves its lock file; the sweep (at the end of a run that
+    recorded) removes it once it is `STALE_AFTER` old, and leaves a file a live process holds
+    and a fresh one."""
+    from ssemock.store.lock import STALE_AFTER, sweep
+
+    def holder(name: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(tmp_path / name)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+        return proc
+
+    killed = holder("killed.json")
+    killed.kill()
+    killed.wait(timeout=60)
+    live = holder("live.json")
+    try:
+        assert len(list(locks.iterdir())) == 2
+        assert sweep() == 0  # fresh: left
+        assert sweep(now=time.time() + STALE_AFTER + 1) == 1
+        assert [p.name for p in locks.iterdir()] == [Path(lock_for(tmp_path / "live.json").lock_file).name]
+    finally:
+        assert live.stdin is not None
+        live.stdin.close()
+        assert live.wait(timeout=60) == 0
+    assert list(locks.iterdir()) == []

@@ -88,5 +88,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         _configs.remove(config)
     if _RUN in config.stash:  # the run's scratch folder goes (the last xdist worker out removes it)
         from ..core import runs
+        from ..store import lock
 
         runs.finish(config.stash[_RUN])
+        lock.sweep()  # and the lock files killed recorders left

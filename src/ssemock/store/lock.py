@@ -30,16 +30,17 @@ from types import TracebackType
 from typing import Protocol
 from weakref import WeakValueDictionary
 
-from ..core.userdir import private_dir
+from ..core.userdir import candidates, private_dir
 
 try:
     import fcntl
 except ImportError:  # Windows: filelock's lock (`_FileLockHold`)
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["CassetteLock", "lock_for"]
+__all__ = ["STALE_AFTER", "CassetteLock", "lock_for", "sweep"]
 
 _POLL = 0.05  # seconds between tries while another process holds the lock (a wait stays interruptible)
+STALE_AFTER = 600.0  # seconds: a lock file this old that no process holds is a killed holder's (`sweep`)
 
 
 class CassetteLock:
@@ -174,3 +175,38 @@ def lock_for(path: str | os.PathLike[str]) -> CassetteLock:
             name = hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()
             found = _locks[key] = CassetteLock(str(private_dir("locks") / f"{name}.lock"))
         return found
+
+
+def sweep(now: float | None = None) -> int:
+    """Remove the lock files older than `STALE_AFTER` that no process holds: a holder killed
+    outright (SIGKILL, the out-of-memory killer) leaves its file, which no later lock of another
+    cassette would remove. Each is taken before it goes, as a last release removes its own (a
+    process that opened it meanwhile opens the path again); a held one is left. How many went.
+    The plugin sweeps at the end of a run that recorded."""
+    if fcntl is None or not any((base / "locks").is_dir() for base in candidates()):
+        return 0  # nothing was ever locked here: create nothing
+    try:
+        entries = list(os.scandir(private_dir("locks")))
+    except OSError:
+        return 0
+    now = time.time() if now is None else now
+    gone = 0
+    for entry in entries:
+        try:
+            if (
+                not entry.name.endswith(".lock")
+                or now - entry.stat(follow_symlinks=False).st_mtime < STALE_AFTER
+            ):
+                continue
+            fd = os.open(entry.path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.unlink(entry.path)
+            gone += 1
+        except OSError:
+            pass  # held, or gone already
+        finally:
+            os.close(fd)
+    return gone
