@@ -12,7 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .userdir import candidates, private_dir
+from .userdir import entries, private_dir
 
 __all__ = ["finish", "folder", "sweep"]
 
@@ -91,13 +91,6 @@ def finish(run: str) -> None:
 
 def sweep() -> None:
     """Remove the run folders no running process holds (left by a crashed run)."""
-    if not any((base / "runs").is_dir() for base in candidates()):
-        return  # nothing was ever recorded here: create nothing
-    try:
-        runs = private_dir("runs")
-        entries = list(os.scandir(runs))
-    except OSError:
-        return
-    for entry in entries:
+    for entry in entries("runs"):  # (none, and nothing created, where nothing was ever recorded)
         if entry.name not in _held and entry.is_dir(follow_symlinks=False):
             _remove_if_unused(Path(entry.path))

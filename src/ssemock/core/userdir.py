@@ -16,7 +16,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["candidates", "private_dir"]
+__all__ = ["candidates", "entries", "private_dir"]
 
 
 def candidates() -> list[Path]:
@@ -64,11 +64,22 @@ def private_dir(*parts: str) -> Path:
     if known is not None and not any(map(_unsafe, known[1])):
         return known[0]
     folder = _checked(parts)
-    _found[key] = (folder, [str(folder.parents[i]) for i in reversed(range(len(parts)))] + [str(folder)])
+    _found[key] = (folder, [str(step) for step in (folder, *folder.parents[: len(parts)])])
     return folder
 
 
 _found: dict[tuple[object, ...], tuple[Path, list[str]]] = {}  # places, parts -> folder, its steps
+
+
+def entries(*parts: str) -> list[os.DirEntry[str]]:
+    """What the private folder's ``parts`` holds, for a sweep: nothing, and nothing created, where
+    no run ever made it (or it is unsafe or unreadable)."""
+    if not any(base.joinpath(*parts).is_dir() for base in candidates()):
+        return []
+    try:
+        return list(os.scandir(private_dir(*parts)))
+    except OSError:
+        return []
 
 
 def _checked(parts: tuple[str, ...]) -> Path:

@@ -265,8 +265,8 @@ REASSEMBLE_MAX = 8 << 20
 _PLANS = 1024  # event shapes remembered per stream, at most
 _GROUPS = methodcaller("groups")
 REPEAT_KEPT = 8 << 10
-"""Characters of one stable value repeated in a row kept in its piece list (`_Planned.copies`):
-a key streamed in pieces is far shorter, and a key in the value itself is found in one copy."""
+"""Characters of one value repeated in a row kept in its piece list (`_Planned.repeated`): a key
+streamed in pieces is far shorter, and a key in the value itself is found in one copy."""
 _LITERAL_MAX = 1024  # characters of stable values written into a regex (`_Planned.faster`), at most
 
 
@@ -411,9 +411,7 @@ class Shapes:
         self._last: _Planned | None = None  # the plan that read the last event read
         self._cut: tuple[str, tuple[list[str], str] | None] | None = None  # the last event cut
         self.off = False  # no plan made or read until `clear`: every event walked (`whole`)
-        self.batch = (
-            BATCH_FIRST  # events the walk tries to read together next (`ssemock.scan.walk._Scan.stream`)
-        )
+        self.batch = BATCH_FIRST  # events the walk tries to read together next (`_Scan.stream`)
 
     def clear(self) -> None:
         self._plans.clear()

@@ -30,7 +30,7 @@ from types import TracebackType
 from typing import Protocol
 from weakref import WeakValueDictionary
 
-from ..core.userdir import candidates, private_dir
+from ..core.userdir import entries, private_dir
 
 try:
     import fcntl
@@ -50,10 +50,15 @@ class CassetteLock:
 
     def __init__(self, lock_file: str) -> None:
         self.lock_file = lock_file
+        self._unheld()
+
+    def _unheld(self) -> None:
+        """The state of a lock this process does not hold: when made, and in a forked child
+        (`_after_fork`)."""
         self._fd = -1  # the lock file's descriptor, while held (POSIX)
         self._holds = 0
         self._turn = threading.Lock()  # a hold's first take and last release, one at a time
-        self._other = None if fcntl is not None else _file_lock(lock_file)
+        self._other = None if fcntl is not None else _file_lock(self.lock_file)
 
     def acquire(self, timeout: float = -1) -> None:
         """Take the lock (again, when this process holds it): waits at most ``timeout``
@@ -156,8 +161,7 @@ def _after_fork() -> None:
     for lock in list(_locks.values()):
         if lock._fd >= 0:
             os.close(lock._fd)
-        lock._fd, lock._holds, lock._turn = -1, 0, threading.Lock()
-        lock._other = None if fcntl is not None else _file_lock(lock.lock_file)
+        lock._unheld()
     _locks.clear()
 
 
@@ -183,15 +187,11 @@ def sweep(now: float | None = None) -> int:
     cassette would remove. Each is taken before it goes, as a last release removes its own (a
     process that opened it meanwhile opens the path again); a held one is left. How many went.
     The plugin sweeps at the end of a run that recorded."""
-    if fcntl is None or not any((base / "locks").is_dir() for base in candidates()):
-        return 0  # nothing was ever locked here: create nothing
-    try:
-        entries = list(os.scandir(private_dir("locks")))
-    except OSError:
+    if fcntl is None:
         return 0
     now = time.time() if now is None else now
     gone = 0
-    for entry in entries:
+    for entry in entries("locks"):  # (none, and nothing created, where nothing was ever locked)
         try:
             if (
                 not entry.name.endswith(".lock")
