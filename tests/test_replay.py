@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import anthropic
 import anyio
@@ -279,6 +280,12 @@ def test_a_misspelt_option_is_a_type_error() -> None:
         ssemock.replay(ssemock.Cassette(), chunkng="mid_line")  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="recod_mode"):
         ssemock.use_cassette("x.json", recod_mode="once")  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("given", ["cassettes/chat.json", Path("cassettes/chat.json")])
+def test_a_file_path_given_to_replay_says_what_to_use_instead(given: object) -> None:
+    with pytest.raises(TypeError, match=r"Cassette object.*chat\.json.*use_cassette\(path\).*Cassette\.load"):
+        ssemock.replay(given)  # type: ignore[arg-type]
 
 
 def test_a_play_prints_as_one_short_line() -> None:

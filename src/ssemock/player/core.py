@@ -86,6 +86,13 @@ class Player:
         existed: bool = True,
         **keywords: Any,
     ) -> None:
+        # a file's path, as vcrpy takes: said here, not an AttributeError from inside
+        if isinstance(cassette, (str, bytes, os.PathLike)):
+            raise TypeError(
+                f"ssemock: a player serves a Cassette object, got {cassette!r} "
+                f"({type(cassette).__name__}): for a cassette file use ssemock.use_cassette(path) "
+                f"(record_mode='none' replays only), or ssemock.replay(ssemock.Cassette.load(path))"
+            )
         options = Options(**keywords) if options is None else Options(**{**vars(options), **keywords})
         self.options = options
         """The options this player was made with (as given: names, not yet resolved)."""
