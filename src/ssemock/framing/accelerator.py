@@ -14,6 +14,7 @@ __all__ = [
     "b64_findall",
     "b64_run",
     "b64_runs",
+    "chunk_map",
     "data_lines",
     "escaped",
     "holds",
@@ -73,5 +74,9 @@ members: Callable[[bytes], dict[bytes, list[bytes | memoryview]]] | None = getat
 (`ssemock.scan.large_streams`)."""
 words: Callable[[bytes, tuple[bytes, ...]], list[tuple[int, int]]] | None = getattr(MODULE, "words", None)
 """Where lower-case words stand in data, any case, in one pass (`ssemock.scan.fields.word_hits`)."""
+chunk_map: Callable[[list[int], list[float], list[int], int, bytes | None], bytes | None] | None = getattr(
+    MODULE, "chunk_map", None
+)
+"""A recording's chunk map checked and laid out in one pass, or None (`ssemock.store.dumping`)."""
 longest_gap: Callable[[list[float]], tuple[float, int] | None] | None = getattr(MODULE, "longest_gap", None)
 """A replay's longest recorded silence, in one pass (`ssemock.variants.timing.longest_silence`)."""

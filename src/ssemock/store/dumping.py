@@ -13,14 +13,15 @@ import operator
 import os
 import secrets
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
+from ..framing.accelerator import chunk_map as _c_chunk_map
 from .group import dump_group, parse_group
 from .grpc import dump_grpc
 from .layout import laid_out, pieces
-from .model import GRPC_VERSION, VERSION, WEBSOCKET_VERSION, CassetteError, Headers, Interaction
+from .model import GRPC_VERSION, VERSION, WEBSOCKET_VERSION, CassetteError, Headers, Interaction, Response
 from .parsing import _chunk_map_from_json, _chunk_map_loads, _Invalid, _json_in_layout
 from .stdio import StdioSession, dump_stdio
 from .websocket import dump_websocket, lines_laid_out
@@ -174,8 +175,21 @@ _MAP_JSON = orjson.dumps(_MAP)
 _LINES = f"\x00ssemock:lines:{secrets.token_hex(16)}:"  # stands for a WebSocket session's messages
 
 
+class _Recorded(NamedTuple):
+    """A recorder's chunk map the accelerator found valid (`_chunks`): laid out by it in one
+    pass where it is written (`_chunk_map_laid_out`)."""
+
+    tenths: list[int]
+    times: list[float]
+    ends: list[int]
+    size: int
+
+
+_ChunkMap = list[tuple[Any, int]] | _Recorded
+
+
 def _write_maps(
-    text: bytes, maps: Iterator[list[tuple[Any, int]]], write: Callable[[bytes | memoryview], object]
+    text: bytes, maps: Iterator[_ChunkMap], write: Callable[[bytes | memoryview], object]
 ) -> None:
     """Write ``text`` (orjson's layout) with each chunk map placeholder in it replaced by the next
     map of ``maps``, laid out by `_chunk_map_laid_out` at the placeholder's indent."""
@@ -187,11 +201,17 @@ def _write_maps(
         write(after)
 
 
-def _chunk_map_laid_out(pairs: list[tuple[Any, int]], nested: bytes) -> bytes:
+def _chunk_map_laid_out(pairs: _ChunkMap, nested: bytes) -> bytes:
     """``pairs`` as orjson's OPT_INDENT_2 would lay out the list at the depth where a line starts
     with ``nested``, but each pair on one line: ``[262.2, 304],``. Made in bulk: orjson writes the
     numbers (compact, so exactly as its indented layout writes them) and two ``bytes.replace`` calls
-    lay them out; a number's JSON holds no comma."""
+    lay them out; a number's JSON holds no comma. A recorder's map (`_Recorded`) is made by the
+    accelerator, the same bytes."""
+    if type(pairs) is _Recorded:
+        assert _c_chunk_map is not None
+        laid = _c_chunk_map(*pairs, nested)
+        assert laid is not None, "a chunk map changed between its check and its write"
+        return laid
     if not pairs:
         return b"[]"
     inner = orjson.dumps(pairs)[1:-1].replace(b",", b", ").replace(b"], [", b"]," + nested + b"  [")
@@ -246,14 +266,7 @@ def _interaction_to_json(x: Interaction, lazy: bool = False, text: bool = True) 
             request["body_base64"] = base64.b64encode(req.body).decode("ascii")
     response: dict[str, Any] = {"status": resp.status, "headers": _headers_to_json(resp.headers)}
     response.update(_body_to_json(resp.body, resp.header("content-type"), lazy, text))
-    t_ms = _times_ms(resp.times, resp._tenths)
-    response["chunks"] = list(zip(t_ms, resp.ends))  # orjson writes a tuple as a list
-    if len(resp.times) != len(resp.ends):
-        raise _Invalid(f"response has {len(resp.ends)} chunk ends but {len(resp.times)} times")
-    if not (
-        t_ms and _chunk_map_loads(t_ms, resp.ends, len(resp.body))
-    ):  # what loads: checked as loading does
-        _chunk_map_from_json(list(map(list, response["chunks"])), len(resp.body))
+    response["chunks"] = _chunks(resp)
     response["complete"] = resp.complete
     if resp.error is not None:
         response["error"] = resp.error
@@ -265,6 +278,28 @@ def _interaction_to_json(x: Interaction, lazy: bool = False, text: bool = True) 
         except ValueError as exc:
             raise _Invalid(str(exc)) from None
     return out
+
+
+def _chunks(resp: Response) -> _ChunkMap:
+    """A response's chunk map, checked as loading checks it (what would not load raises
+    `_Invalid`): a recorder's, made of its tenths (`Response._tenths`), is checked by the
+    accelerator, where it was built, and laid out by it when written."""
+    tenths = resp._tenths
+    if (
+        _c_chunk_map is not None
+        and tenths is not None
+        and _c_chunk_map(tenths, resp.times, resp.ends, len(resp.body), None) is not None
+    ):
+        return _Recorded(tenths, resp.times, resp.ends, len(resp.body))
+    t_ms = _times_ms(resp.times, tenths)
+    pairs = list(zip(t_ms, resp.ends))  # orjson writes a tuple as a list
+    if len(resp.times) != len(resp.ends):
+        raise _Invalid(f"response has {len(resp.ends)} chunk ends but {len(resp.times)} times")
+    if not (
+        t_ms and _chunk_map_loads(t_ms, resp.ends, len(resp.body))
+    ):  # what loads: checked as loading does
+        _chunk_map_from_json(list(map(list, pairs)), len(resp.body))
+    return pairs
 
 
 _EXACT = 2.0**50  # below this, a float's ulp is far under 0.5, so y.5 is exact and rounding y cannot skip it
