@@ -235,6 +235,11 @@ def ratio_row(
     )
 
 
+def info_row(name: str, mine: str, peer: str, ratio: float, item: str = "") -> None:
+    """A figure beside its peer's, with no target ("info")."""
+    REPORT.target(name, mine, peer, ratio, "none", True, item=item)
+
+
 # -- issue 16 item 1: the decoder --------------------------------------------------------------
 
 
@@ -411,13 +416,11 @@ def bench_pytest_marked() -> None:
     )
     for name, peer in (("ssemock", "respx"), ("ssemock", "MockTransport"), ("ssemock_httpx2", "respx")):
         key = "per_test_mean"
-        REPORT.target(
+        info_row(
             f"marked test, {name} vs {peer}, mean per test incl. first-use imports (info)",
             f"{r[name][key] * 1e3:.3f} ms",
             f"{r[peer][key] * 1e3:.3f} ms ({peer})",
             r[name][key] / r[peer][key],
-            "none",
-            True,
             item="2",
         )
 
@@ -483,13 +486,11 @@ def bench_pytest_unused() -> None:
         item="4",
     )
     diff = (a["wall"] - b["wall"]) * 1e3
-    REPORT.target(
+    info_row(
         f"session of {tests} unused tests, wall (info)",
         f"{a['wall'] * 1e3:.0f} ms",
         f"{b['wall'] * 1e3:.0f} ms (-p no:ssemock; difference {diff:+.0f} ms, sd {noise:.0f} ms)",
         a["wall"] / b["wall"],
-        "none",
-        True,
         item="4",
     )
     ratio_row(  # (issue 48 item 2 tightens the bound of 1.05x to 1.03x)
@@ -831,21 +832,17 @@ def bench_record() -> None:
             profile=lambda: _recorded(Path(tmp) / "p.json", stream(big), save=False),
             item="48.1",
         )
-        REPORT.target(
+        info_row(
             "recording throughput vs a client that keeps the chunks (info)",
             f"{rec_mb:.0f} MB/s",
             f"{keep_mb:.0f} MB/s (no recorder, chunks kept in a list)",
             rec_mb / keep_mb,
-            "none",
-            True,
         )
-        REPORT.target(
+        info_row(
             "recording throughput: the best any recorder can do here (info)",
             f"{keep_mb:.0f} MB/s",
             f"{live_mb:.0f} MB/s (no recorder)",
             keep_mb / live_mb,
-            "none",
-            True,
         )
         REPORT.figure(
             "record",
@@ -873,13 +870,11 @@ def bench_record() -> None:
             f"({big / 1e6 / save:.0f} MB/s)",
         )
         with_save = big / 1e6 / (big / 1e6 / rec_mb + save)
-        REPORT.target(
+        info_row(
             "recording + the save at exit (info)",
             f"{with_save:.0f} MB/s",
             f"{live_mb:.0f} MB/s (no recorder)",
             with_save / live_mb,
-            "none",
-            True,
         )
         _record_framings(client, url, Path(tmp), big)
         labels = [f"{s / 1e6:g} MB" for s in sizes]
@@ -1074,22 +1069,18 @@ def bench_websocket() -> None:
         websocket_bench.TARGET,
         fmt=".2f",
     )
-    REPORT.target(
+    info_row(
         "WebSocket replay per message, a read per message (info: no wire recorded)",
         f"{per['ssemock, a read per message']:.2f} us",
         f"{per['hand-mocked socket']:.2f} us (hand-mocked socket, every frame in one write)",
         per["ssemock, a read per message"] / per["hand-mocked socket"],
-        "none",
-        True,
         item="48.3",
     )
-    REPORT.target(
+    info_row(
         "WebSocket replay per message vs a loopback server (info)",
         f"{per['ssemock, recorded session']:.2f} us",
         f"{per['loopback server']:.2f} us (websockets server in another process, wall time)",
         per["ssemock, recorded session"] / per["loopback server"],
-        "none",
-        True,
         item="48.3",
     )
     live, rec = websocket_bench.record_throughput(200 if QUICK else 1000)
