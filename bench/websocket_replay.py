@@ -149,9 +149,12 @@ async def hand_mocked(texts: list[str]) -> tuple[float, float]:
         b.close()
 
 
-async def replayed(texts: list[str], chunking: str) -> tuple[float, float]:
-    with ssemock.replay(cassette(texts), chunking=chunking, allowed_hosts=[]):
-        return await client(lambda: websockets.connect(URL, compression=None), len(texts) - 1)
+async def replayed(session: Cassette, n: int, chunking: str = "as_recorded") -> tuple[float, float]:
+    """The timed region of a replay of ``session`` (built in code: `cassette`; or recorded:
+    `recorded_session`) under ``chunking``, reading ``n`` messages."""
+    url = session.interactions[0].request.url
+    with ssemock.replay(session, chunking=chunking, allowed_hosts=[]):
+        return await client(lambda: websockets.connect(url, compression=None), n)
 
 
 def recorded_session(port: int, n: int) -> Cassette:
@@ -167,12 +170,6 @@ def recorded_session(port: int, n: int) -> Cassette:
 
         asyncio.run(record())
         return Cassette.load(path)
-
-
-async def replayed_recording(session: Cassette, n: int) -> tuple[float, float]:
-    url = session.interactions[0].request.url
-    with ssemock.replay(session, allowed_hosts=[]):
-        return await client(lambda: websockets.connect(url, compression=None), n)
 
 
 def reads(session: Cassette) -> int:
@@ -282,8 +279,8 @@ def measure(n: int = 2000, rounds: int = 5) -> tuple[dict[str, float], int]:
     session = recorded_session(port, len(texts) - 1)
     contestants: dict[str, Callable[[], Awaitable[tuple[float, float]]]] = {
         "hand-mocked socket": lambda: hand_mocked(texts),
-        "ssemock, recorded session": lambda: replayed_recording(session, len(texts) - 1),
-        "ssemock, a read per message": lambda: replayed(texts, "as_recorded"),
+        "ssemock, recorded session": lambda: replayed(session, len(texts) - 1),
+        "ssemock, a read per message": lambda: replayed(cassette(texts), len(texts) - 1),
         "loopback server": lambda: loopback(port, texts),
         "AsyncMock-style recv()": lambda: mocked(texts),
     }
@@ -319,7 +316,7 @@ def bytewise(sizes: tuple[int, ...] = (50, 200, 800), rounds: int = 3) -> list[t
             gc.collect()
             gc.disable()
             try:
-                times[m].append(asyncio.run(replayed(texts, "bytewise"))[1])
+                times[m].append(asyncio.run(replayed(cassette(texts), len(texts) - 1, "bytewise"))[1])
             finally:
                 gc.enable()
     return [(wire[m], statistics.median(times[m]) / wire[m] * 1e9) for m in sizes]
