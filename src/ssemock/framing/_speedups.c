@@ -2000,7 +2000,8 @@ chunk_map(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_NONE;
     }
     /* checked as the pure path checks (a time that is its tenths / 10_000, tenths rising from 0 to
-     * a day, ends rising from above 0 to size), the digits counted for the second pass */
+     * a day, ends rising from above 0 to size), the digits counted for the second pass, if any */
+    int laying = args[4] != Py_None;
     long long last_t = 0, last_end = 0;
     Py_ssize_t digits = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -2011,14 +2012,16 @@ chunk_map(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             PyFloat_AS_DOUBLE(t) != (double)k / 10000.0 || signbit(PyFloat_AS_DOUBLE(t))) {
             Py_RETURN_NONE; /* (k and end are -1 when not exact ints in range: below the last) */
         }
-        digits += decimal_size((unsigned long long)(k / 10)) + decimal_size((unsigned long long)end);
+        if (laying) {
+            digits += decimal_size((unsigned long long)(k / 10)) + decimal_size((unsigned long long)end);
+        }
         last_t = k;
         last_end = end;
     }
     if (last_end != size) {
         Py_RETURN_NONE;
     }
-    if (args[4] == Py_None) {
+    if (!laying) {
         return PyBytes_FromStringAndSize(NULL, 0);
     }
     /* "[" nested "  " "[q.r, end]" ("," nested "  " "[q.r, end]")* nested "]" */
