@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from seeded import seeded, sized
@@ -67,7 +68,7 @@ def _pure(tenths: list[int], times: list[Any], ends: list[Any], size: int) -> by
     response = Response(200, [], b"x" * size, ends, times, _tenths=tenths)
     saved, dumping._c_chunk_map = dumping._c_chunk_map, None
     try:
-        return dumping._chunk_map_laid_out(dumping._chunks(response), NESTED)
+        return dumping._chunk_map_laid_out(dumping._chunks(response, lazy=True), NESTED)
     finally:
         dumping._c_chunk_map = saved
 
@@ -118,6 +119,14 @@ def test_a_recording_is_saved_the_same_with_the_accelerator_and_without(
     assert accelerated == pure
     loaded = Cassette.load(tmp_path / "c.json").interactions[0].response
     assert loaded.ends == ends and loaded.times == [k / 10 / 1000 for k in tenths]
+
+
+def test_an_interaction_as_json_keeps_a_recorders_map_as_pairs() -> None:
+    """The whole-document form (``lazy=False``, what orjson lays out: the reference of the
+    layout tests) holds the ``[t_ms, end]`` pairs of a recorder's map too, not the accelerator's."""
+    response = Response(200, [], b"abc", [1, 3], [0.0005, 0.0012], _tenths=[5, 12])
+    item = dumping._interaction_to_json(Interaction(Request("GET", "https://api.example.test/s"), response))
+    assert orjson.loads(orjson.dumps(item))["response"]["chunks"] == [[0.5, 1], [1.2, 3]]
 
 
 def test_the_accelerator_is_in_use_and_refuses_bad_arguments() -> None:

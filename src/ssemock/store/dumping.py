@@ -266,7 +266,7 @@ def _interaction_to_json(x: Interaction, lazy: bool = False, text: bool = True) 
             request["body_base64"] = base64.b64encode(req.body).decode("ascii")
     response: dict[str, Any] = {"status": resp.status, "headers": _headers_to_json(resp.headers)}
     response.update(_body_to_json(resp.body, resp.header("content-type"), lazy, text))
-    response["chunks"] = _chunks(resp)
+    response["chunks"] = _chunks(resp, lazy)
     response["complete"] = resp.complete
     if resp.error is not None:
         response["error"] = resp.error
@@ -280,13 +280,15 @@ def _interaction_to_json(x: Interaction, lazy: bool = False, text: bool = True) 
     return out
 
 
-def _chunks(resp: Response) -> _ChunkMap:
+def _chunks(resp: Response, lazy: bool) -> _ChunkMap:
     """A response's chunk map, checked as loading checks it (what would not load raises
-    `_Invalid`): a recorder's, made of its tenths (`Response._tenths`), is checked by the
-    accelerator, where it was built, and laid out by it when written."""
+    `_Invalid`): with ``lazy`` (laid out as it is written, `_write_maps`), a recorder's, made of
+    its tenths (`Response._tenths`), is checked by the accelerator, where it was built, and laid
+    out by it when written; else the ``[t_ms, end]`` pairs, for orjson."""
     tenths = resp._tenths
     if (
-        _c_chunk_map is not None
+        lazy
+        and _c_chunk_map is not None
         and tenths is not None
         and _c_chunk_map(tenths, resp.times, resp.ends, len(resp.body), None) is not None
     ):
