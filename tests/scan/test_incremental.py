@@ -120,11 +120,15 @@ def test_the_scan_as_it_arrives_finds_what_the_scan_of_the_whole_body_finds(
         assert whole, f"{form} at {at} of {size} bytes: not found"
 
 
-def _app(body: bytes) -> Starlette:
+def _app(body: bytes, step: int = 997) -> Starlette:
+    """Serves ``body`` in chunks of ``step`` bytes: 997 cut events anywhere, and a recording joins
+    many of them for the scan (`ssemock.plan.record.Recorder._feed`); 16 KB ones it hands over as
+    they are."""
+
     async def stream(request: StarletteRequest) -> StreamingResponse:
         async def chunks() -> AsyncIterator[bytes]:
-            for a in range(0, len(body), 997):  # pieces that cut events anywhere
-                yield body[a : a + 997]
+            for a in range(0, len(body), step):
+                yield body[a : a + step]
 
         return StreamingResponse(chunks(), media_type="text/event-stream")
 
@@ -138,33 +142,45 @@ def _record(url: str, path: Path, **options: object) -> None:
                 pass
 
 
+@pytest.mark.parametrize("step", [997, 16_384])
 @pytest.mark.parametrize(
     ("size", "at"), [(600_000, (256 << 10) - 600), (2_400_000, (2 << 20) - 1_500)], ids=["walked", "large"]
 )
 def test_a_recording_whose_key_is_split_across_the_pieces_scanned_is_refused(
-    tmp_path: Path, size: int, at: int
+    tmp_path: Path, size: int, at: int, step: int
 ) -> None:
     body = _stream(size, at, _split(KEY))
-    with running(_app(body)) as url:
+    with running(_app(body, step)) as url:
         with pytest.raises(ssemock.SecretError) as refused:
             _record(url, tmp_path / "c.json")
     assert "reassembled" in str(refused.value) and KEY not in str(refused.value)
     assert not (tmp_path / "c.json").exists()
 
 
+@pytest.mark.parametrize("step", [997, 16_384])
+@pytest.mark.parametrize("size", [300_000, 2_400_000], ids=["walked", "large"])
 def test_the_save_takes_the_findings_of_the_scan_done_as_it_arrived(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int, step: int
 ) -> None:
-    body = _stream(300_000, 0, [])
-    with running(_app(body)) as url:
+    body = _stream(size, 0, [])
+    with running(_app(body, step)) as url:
 
         def walked_again(*args: object) -> None:
             raise AssertionError("the body was walked again at the save")
 
+        taken: list[object] = []
+
+        def prescanned(response: Response) -> object:
+            taken.append(real(response))
+            return taken[-1]
+
+        real = walk.prescanned
         with monkeypatch.context() as m:  # only the save is watched: the recording walks as it arrives
             _record(url, tmp_path / "warm.json")  # imports and caches first
             m.setattr(walk._Scan, "events", walked_again)
+            m.setattr(walk, "prescanned", prescanned)
             _record(url, tmp_path / "c.json")
+    assert len(taken) == 1 and taken[0] is not None  # the findings of the scan as it arrived
     assert ssemock.Cassette.load(tmp_path / "c.json").interactions[0].response.body == body
 
 
