@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 import random
 import re
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -14,6 +15,8 @@ from seeded import Build, binary, seeded, sized, some, unicode_text
 import ssemock
 import ssemock.sse
 from ssemock import chunking
+from ssemock.framing import accelerator
+from ssemock.variants import chunking as chunking_impl
 
 SSE_EVENTS = [
     b'event: message_start\ndata: {"type": "message_start"}\n\n',
@@ -488,6 +491,55 @@ def test_lazy_ends_of_other_chunkings_are_their_lists() -> None:
     )
     assert chunking.bytewise.lazy_ends(SSE_BODY) != [1, 2]
     assert chunking.bytewise.lazy_ends(b"") == []
+
+
+def _pure_iterate(slices: chunking.Slices) -> tuple[list[bytes], list[int]]:
+    """The chunks ``Slices.iterate`` gives without the accelerator, and what is left after each."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(chunking_impl, "_c_slices", None)
+        chunks, left = slices.iterate()
+    return _each(chunks, left)
+
+
+def _each(chunks: Iterator[bytes], left: Iterator[object]) -> tuple[list[bytes], list[int]]:
+    got, hints = [], [operator.length_hint(left)]
+    for chunk in chunks:
+        got.append(chunk)
+        hints.append(operator.length_hint(left))
+    return got, hints
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.binary(max_size=40),
+    st.one_of(
+        st.lists(st.integers(-50, 50), max_size=12),  # any list: unsorted, negative, past the end
+        st.lists(st.integers(0, 40), max_size=12).map(sorted),
+        st.tuples(st.integers(1, 9), st.integers(0, 60)),  # Regular(step, size), size apart from the body's
+    ),
+)
+def test_the_accelerator_cuts_the_chunks_the_pure_slicing_cuts(body: bytes, ends: object) -> None:
+    """``Slices.iterate`` through the accelerator (one C step a chunk) gives the chunks, and the
+    count left after each, that the pure maps over slice objects give, for any list of ends (as
+    Python slices them: negative, unsorted, past the end) and any `Regular` ends."""
+    cut = chunking.Regular(*ends) if isinstance(ends, tuple) else ends
+    slices = chunking.Slices(body, cut)  # type: ignore[arg-type]
+    assert accelerator.slices is not None  # the install builds it
+    assert _each(*slices.iterate()) == _pure_iterate(slices)
+
+
+def test_the_accelerator_slices_as_python_does_where_an_end_is_no_small_int() -> None:
+    assert accelerator.slices is not None
+    huge = 1 << 70
+    assert list(accelerator.slices(b"abcdef", [2, huge, -huge, 4])) == [b"ab", b"cdef", b"", b"abcd"]
+    whole = b"x" * 100
+    assert next(accelerator.slices(whole, [100])) is whole  # as body[0:len(body)] is
+    with pytest.raises(TypeError):  # as b"abc"[0:"2"] raises
+        next(accelerator.slices(b"abc", ["2"]))  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="slices"):
+        accelerator.slices(bytearray(b"abc"), [1])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="step"):
+        accelerator.slices(b"abc", 0, 3)
 
 
 def test_slices_hand_out_each_chunk_once_and_count_what_is_left() -> None:

@@ -4,7 +4,7 @@ results, only slower). The SSE decoder in this package uses it directly."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "plain",
     "plan_match",
     "seam_stretches",
+    "slices",
     "unfit",
     "values",
     "words",
@@ -80,3 +81,6 @@ chunk_map: Callable[[list[int], list[float], list[int], int, bytes | None], byte
 """A recording's chunk map checked and laid out in one pass, or None (`ssemock.store.dumping`)."""
 longest_gap: Callable[[list[float]], tuple[float, int] | None] | None = getattr(MODULE, "longest_gap", None)
 """A replay's longest recorded silence, in one pass (`ssemock.variants.timing.longest_silence`)."""
+slices: Callable[..., Iterator[bytes]] | None = getattr(MODULE, "slices", None)
+"""A replay's chunks cut from its body between a list's ends, or ``step`` bytes at a time up to
+``size``, one C step a chunk (`ssemock.variants.chunking.Slices.iterate`)."""

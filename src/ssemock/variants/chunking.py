@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import overload
 
 from ..core.names import unknown
+from ..framing.accelerator import slices as _c_slices
 from ..framing.ends import Ends, event_ends, framed_event_ends  # re-exported: where chunks are cut
 
 __all__ = [
@@ -196,11 +197,18 @@ class Slices(_LazySequence, Sequence[bytes]):
     def __iter__(self) -> Iterator[bytes]:
         return self.iterate()[0]
 
-    def iterate(self) -> tuple[Iterator[bytes], Iterator[int]]:
-        """The chunks, one at a time, and the iterator that drives them: its ``length_hint`` is
-        the number of chunks not yet handed out."""
-        # map over slices: every step runs in C, no Python frame per chunk
+    def iterate(self) -> tuple[Iterator[bytes], Iterator[object]]:
+        """The chunks, one at a time, and the iterator that drives them (the chunks' own, with the
+        accelerator): its ``length_hint`` is the number of chunks not yet handed out."""
         ends = self.ends
+        if _c_slices is not None and self.body.__class__ is bytes:  # one C step a chunk, ~4x faster
+            if ends.__class__ is list:
+                chunks = _c_slices(self.body, ends)
+                return chunks, chunks
+            if ends.__class__ is Regular:
+                chunks = _c_slices(self.body, ends.step, ends.size)
+                return chunks, chunks
+        # map over slices: every step runs in C, no Python frame per chunk (the accelerator's reference)
         if isinstance(ends, Regular):
             starts = iter(range(0, ends.size, ends.step))
             return map(
