@@ -169,12 +169,12 @@ def test_the_save_takes_the_findings_of_the_scan_done_as_it_arrived(
             raise AssertionError("the body was walked again at the save")
 
         taken: list[object] = []
+        real = walk.prescanned
 
         def prescanned(response: Response) -> object:
             taken.append(real(response))
             return taken[-1]
 
-        real = walk.prescanned
         with monkeypatch.context() as m:  # only the save is watched: the recording walks as it arrives
             _record(url, tmp_path / "warm.json")  # imports and caches first
             m.setattr(walk._Scan, "events", walked_again)

@@ -1978,10 +1978,9 @@ slices_next(SlicesIter *it)
             return slice_of(it->body, a, b);
         }
     }
-    /* anything else: a slice object, as the pure code makes (negative, past the end, not an int) */
-    PyObject *zero = prev == NULL ? PyLong_FromLong(0) : NULL;
-    PyObject *cut = (prev != NULL || zero != NULL) ? PySlice_New(prev != NULL ? prev : zero, end, NULL) : NULL;
-    Py_XDECREF(zero);
+    /* anything else: a slice object, as the pure code makes (negative, past the end, not an int);
+     * at the start, slice(None, end), which slices as slice(0, end) does */
+    PyObject *cut = PySlice_New(prev, end, NULL);
     Py_XDECREF(prev);
     if (cut == NULL) {
         return NULL;
