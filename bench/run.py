@@ -1087,7 +1087,7 @@ def bench_websocket() -> None:
     REPORT.figure(
         "websocket",
         f"recording 16 KB messages from a loopback server: no recorder {live:.0f} MB/s, "
-        f"recording {rec:.0f} MB/s (best of 5 interleaved; the save at exit apart)",
+        f"recording {rec:.0f} MB/s (median of 9 interleaved; the save at exit apart)",
     )
     REPORT.target(
         "recording throughput, WebSocket messages",

@@ -10,6 +10,7 @@ answer in the wire, even when the stack read the answer after it called the sess
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import warnings
 from pathlib import Path
@@ -176,4 +177,32 @@ def test_a_close_answer_read_after_the_session_was_called_over_makes_it_clean() 
     ws = interaction.websocket
     assert (ws.close.by, ws.close.code, ws.close.clean) == ("client", 1000, True)
     assert ws.wire.ends == [len(_frame(GREETING)), len(_frame(GREETING) + CLOSE_ANSWER)]
+    assert Conversation(interaction).wire_fits()
+
+
+@pytest.mark.parametrize("held", [1 << 30, 100])
+def test_the_wire_digest_is_of_every_byte_after_the_head(monkeypatch: pytest.MonkeyPatch, held: int) -> None:
+    """The server's bytes are hashed when the recording is asked for, not as they are read
+    (past ``held`` bytes kept, at once): either way the digest is of every byte after the 101's
+    head, in order, asked for mid-session or at the end."""
+    from ssemock.plan.websocket import record
+
+    monkeypatch.setattr(record, "_UNHASHED_MAX", held)
+    recorder = WsRecorder(Request("GET", "ws://127.0.0.1:9/v1/realtime", [], None))
+    recorder.sent(b"GET /v1/realtime HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n")
+    wire = b"".join(_frame(f"{k}:" + "x" * (k * 7)) for k in range(40)) + CLOSE_ANSWER
+    recorder.received(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n" + wire[:5])
+    seen = 5
+    for k, cut in enumerate(range(5, len(wire), 37)):
+        recorder.received(wire[cut : cut + 37])
+        seen = min(len(wire), cut + 37)
+        assert recorder._server._unhashed_size <= max(held, 37)
+        if k == 20:
+            ws = recorder.interaction().websocket  # type: ignore[union-attr]
+            assert ws is not None and ws.wire.sha256 == hashlib.sha256(wire[:seen]).hexdigest()
+    recorder.finish(None)
+    interaction = recorder.interaction()
+    assert interaction is not None and interaction.websocket is not None
+    assert interaction.websocket.wire.sha256 == hashlib.sha256(wire).hexdigest()
+    assert len(interaction.websocket.messages) == 40
     assert Conversation(interaction).wire_fits()

@@ -21,6 +21,7 @@ from ...store.websocket import Close, FrameNote, Message, WebSocket, Wire
 __all__ = ["WsRecorder"]
 
 _HEAD_END = b"\r\n\r\n"
+_UNHASHED_MAX = 32 << 20  # bytes of the server's wire kept to hash at the save, at most
 
 
 def _head(raw: bytes) -> tuple[int, str, Headers]:
@@ -77,7 +78,25 @@ class _Side:
         self.count = 0
         self.inflater: Inflater | None = None
         self.bytes = 0  # frame bytes seen after the head
-        self.digest = hashlib.sha256()  # of those bytes
+        self._digest = hashlib.sha256()  # of those bytes, up to the ones in ``_unhashed``
+        self._unhashed: list[bytes] = []  # hashed when the recording is asked for, not while read
+        self._unhashed_size = 0
+
+    def wire(self, data: bytes) -> None:
+        """``data`` came over the wire after the head: counted, and kept for its digest (past
+        `_UNHASHED_MAX` bytes kept, those are hashed at once)."""
+        self.bytes += len(data)
+        self._unhashed.append(data)
+        self._unhashed_size += len(data)
+        if self._unhashed_size > _UNHASHED_MAX:
+            self.hexdigest()
+
+    def hexdigest(self) -> str:
+        """The SHA-256 of the bytes after the head so far."""
+        for data in self._unhashed:
+            self._digest.update(data)
+        self._unhashed, self._unhashed_size = [], 0
+        return self._digest.hexdigest()
 
 
 class WsRecorder:
@@ -169,8 +188,7 @@ class WsRecorder:
             self.refusal += data
             return
         if side is self._server:
-            side.bytes += len(data)
-            side.digest.update(data)
+            side.wire(data)
             self.wire.ends.append(side.bytes)
             self.wire.times.append(t)
         try:
@@ -283,7 +301,7 @@ class WsRecorder:
                     self.wire.head,
                     list(self.wire.ends),
                     list(self.wire.times),
-                    self._server.digest.hexdigest() if self.wire.ends else None,
+                    self._server.hexdigest() if self.wire.ends else None,
                 ),
                 self.close,
                 offered,
