@@ -10,15 +10,21 @@ developer's machine. A conftest times each test from the start to the end of its
 in CPU time of the pytest process (the tests wait on nothing; CPU time is what other processes on
 a shared machine disturb least); the session's wall time is wall time.
 
+The targets compare the least disturbed cost per test: the 10th percentile of a session's tests,
+the lowest over the sessions. On a shared machine whole sessions run 20-30% slower or faster
+than the one before (a variant's median per test moved 0.7-1.5x from round to round on the AMD
+EPYC of bench/RESULTS.md), so a median of session medians cannot resolve a bound of 3%; the low
+figure moved within +-1.5% between repeated runs there. The medians are printed beside it.
+
 1. Unused (issue 16 item 4): UNUSED trivial tests that never use ssemock, with the plugin loaded
-   vs ``-p no:ssemock``: the session's wall time, the median time per test (target <= 1.05x),
+   vs ``-p no:ssemock``: the session's wall time, the least disturbed time per test (target <= 1.03x),
    and what importing ``ssemock.plugin`` costs (``python -X importtime``, after pytest; target:
    within the noise of the session's wall time), beside pytest-recording's plugin.
 2. Marked (item 2): MARKED tests, each streaming a 20-event chat completion through the openai SDK
    (one ``openai.OpenAI`` over one ``httpx.Client`` built at import, outside the tests) and
    checking the text: ``@pytest.mark.ssemock("chat")`` replaying a cassette vs ``@respx.mock``
    with a route streaming the same 20 chunks, written by hand (run with ``-p no:ssemock``: a user
-   without ssemock). Target: ssemock's median time per test <= respx's. Also shown:
+   without ssemock). Target: ssemock's least disturbed time per test <= respx's. Also shown:
    httpx.MockTransport by hand, and ssemock through the SDK's default client (httpx2).
 """
 
@@ -142,6 +148,11 @@ class Session:
     def mean(self) -> float:
         return statistics.fmean(self.tests)
 
+    @property
+    def low(self) -> float:
+        """The 10th percentile: a test's cost when nothing else on the machine took from it."""
+        return statistics.quantiles(self.tests, n=10)[0]
+
 
 def _env(folder: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -217,6 +228,7 @@ def summary(sessions: list[Session]) -> dict[str, float]:
         "wall_sd": statistics.stdev(walls) if len(walls) > 1 else 0.0,
         "per_test": statistics.median(s.median for s in sessions),
         "per_test_mean": statistics.median(s.mean for s in sessions),
+        "per_test_low": min(s.low for s in sessions),
     }
 
 
@@ -287,16 +299,21 @@ def main() -> None:
         f"(difference {(a['wall'] - b['wall']) * 1e3:+.0f} ms; run-to-run sd {b['wall_sd'] * 1e3:.0f} ms)"
     )
     print(
-        f"  per test: plugin {a['per_test'] * 1e6:.1f} us, -p no:ssemock {b['per_test'] * 1e6:.1f} us "
-        f"({a['per_test'] / b['per_test']:.3f}x, target <= 1.05x)"
+        f"  per test, least disturbed: plugin {a['per_test_low'] * 1e6:.1f} us, -p no:ssemock "
+        f"{b['per_test_low'] * 1e6:.1f} us ({a['per_test_low'] / b['per_test_low']:.3f}x, target <= 1.03x)"
+    )
+    print(
+        f"  per test, median: plugin {a['per_test'] * 1e6:.1f} us, -p no:ssemock {b['per_test'] * 1e6:.1f} us "
+        f"({a['per_test'] / b['per_test']:.3f}x)"
     )
     print("  import after pytest: " + ", ".join(f"{m} {ms:.2f} ms" for m, ms in u["import_ms"].items()))
     m = marked(MARKED // 4 if quick else MARKED, 3 if quick else 5)
     print("marked tests through the openai SDK, 20 events each:")
     for name, r in m.items():
         print(
-            f"  {name:<15} median {r['per_test'] * 1e3:6.3f} ms/test, mean {r['per_test_mean'] * 1e3:6.3f} ms/test, "
-            f"session {r['wall']:.2f} s  ({r['per_test'] / m['respx']['per_test']:.2f}x respx)"
+            f"  {name:<15} least disturbed {r['per_test_low'] * 1e3:6.3f} ms/test "
+            f"({r['per_test_low'] / m['respx']['per_test_low']:.2f}x respx), median {r['per_test'] * 1e3:6.3f}, "
+            f"mean {r['per_test_mean'] * 1e3:6.3f} ms/test, session {r['wall']:.2f} s"
         )
 
 
