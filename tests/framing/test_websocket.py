@@ -99,6 +99,27 @@ def test_frames_fed_in_any_pieces_are_the_whole_wire_s(
     assert got == whole
 
 
+@pytest.mark.parametrize("begun", [0, 1, 3, 9, 300])
+@pytest.mark.parametrize("taken", [1, 2])
+def test_an_iteration_stopped_keeps_the_rest_and_not_the_callers_buffer(begun: int, taken: int) -> None:
+    """A reader that stops after a frame (`MessageReader` after a close) leaves the parser the
+    rest of the feed: its own copy, not a view of the caller's buffer, which the caller may
+    reuse; the next feeds go on from there, whether the bytes kept before were given or not."""
+    wire = b"".join(encode_frame(Opcode.TEXT, bytes([65 + n % 26]) * n) for n in (3, 200, 70_000, 5, 4, 1))
+    whole = parse_frames(wire)
+    parser = FrameParser(masked=False)
+    got = parser.feed(wire[:begun])
+    for cut in (begun, len(wire) - 3):  # stopped twice: the second time with frames kept from the first
+        buffer = bytearray(wire[cut : len(wire) - 3] if cut == begun else wire[cut:])
+        frames = parser.frames(buffer)
+        got += [next(frames) for _ in range(taken if cut == begun else 1)]
+        frames.close()
+        buffer[:] = b"\xff" * len(buffer)  # the caller reuses its buffer
+        assert parser.pending == (len(wire) - 3 if cut == begun else len(wire)) - got[-1].end
+    got += parser.feed(b"")
+    assert got == whole
+
+
 @pytest.mark.parametrize(
     "wire, masked, problem",
     [
