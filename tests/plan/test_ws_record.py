@@ -192,7 +192,6 @@ def test_the_wire_digest_is_of_every_byte_after_the_head(monkeypatch: pytest.Mon
     recorder.sent(b"GET /v1/realtime HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n")
     wire = b"".join(_frame(f"{k}:" + "x" * (k * 7)) for k in range(40)) + CLOSE_ANSWER
     recorder.received(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n" + wire[:5])
-    seen = 5
     for k, cut in enumerate(range(5, len(wire), 37)):
         recorder.received(wire[cut : cut + 37])
         seen = min(len(wire), cut + 37)
