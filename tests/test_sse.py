@@ -33,7 +33,8 @@ import pickle
 import random
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import Any
 
 import pytest
 from httpx._decoders import TextDecoder
@@ -867,13 +868,14 @@ def test_the_accelerator_takes_the_same_blocks_as_the_pure_code(stream: bytes, r
 @contextlib.contextmanager
 def pure_code() -> Iterator[None]:
     """The decoder as it runs where the accelerator is not built (the pure feed, blocks and text)."""
-    saved = sse._blocks, sse._text, Decoder.__dict__["feed"]
-    sse._blocks, sse._text, Decoder.feed = sse._py_blocks, sse._py_text, sse._py_feed  # type: ignore[method-assign]
+    saved = sse._blocks, sse._text, sse._until_line, Decoder.__dict__["feed"]
+    sse._blocks, sse._text, sse._until_line = sse._py_blocks, sse._py_text, sse._py_until_line
+    Decoder.feed = sse._py_feed  # type: ignore[method-assign]
     try:
         yield
     finally:
-        sse._blocks, sse._text = saved[:2]
-        Decoder.feed = saved[2]  # type: ignore[method-assign]
+        sse._blocks, sse._text, sse._until_line = saved[:3]
+        Decoder.feed = saved[3]  # type: ignore[method-assign]
 
 
 def feed_states(chunks: list[bytes], last_event_id: str) -> list[tuple[object, ...]]:
@@ -944,6 +946,53 @@ def test_the_accelerated_feed_returns_a_new_list_each_call() -> None:
     assert first == second == [] and first is not second
     first.append(E(data="mine"))
     assert decoder.feed(b"y") == [] and decoder.feed(b"\ndata: a\n\n") == [E(data="a")]
+
+
+def lines_taken(until_line: Callable[[Iterator[bytes]], bytes | None], chunks: Iterable[Any]) -> list[object]:
+    """What each call of ``until_line`` over ``chunks`` returns (type and value) until None, or
+    the type of the error it raises."""
+    source, out = iter(chunks), []
+    try:
+        while (got := until_line(source)) is not None:
+            out.append((type(got), bytes(got)))
+    except Exception as exc:
+        out.append(type(exc))
+    return out + list(source)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(stream=st.one_of(block_streams, sse_like, any_bytes), cuts=cut_points, kinds=st.randoms())
+def test_the_accelerated_until_line_takes_what_the_pure_one_takes(
+    stream: bytes, cuts: list[int], kinds: random.Random
+) -> None:
+    """Call by call: the next chunk with a line ending, those before it without one joined in
+    front (empty ones too), None at the end; a bytearray or a view as it is when alone; and
+    iter_decode's events from them are the spec's."""
+    make = (bytes, bytearray, memoryview)
+    for chunks in (split_at(stream, cuts), bytewise(stream), [b"", *split_at(stream, cuts), b""]):
+        mixed = [kinds.choice(make)(chunk) for chunk in chunks]
+        assert lines_taken(_speedups.until_line, mixed) == lines_taken(sse._py_until_line, mixed)
+        with pure_code():
+            without = list(iter_decode(chunks))
+        assert list(iter_decode(chunks)) == without == spec_decode(stream)
+
+
+def test_the_accelerated_until_line_stops_where_the_pure_one_does() -> None:
+    """An error of the source, or a chunk that is no bytes, ends it as it ends the pure one; the
+    chunks after it stay in the source."""
+
+    def failing() -> Iterator[bytes]:
+        yield b"data: a\n"
+        yield b"data"
+        raise OSError("the connection dropped")
+
+    for until_line in (_speedups.until_line, sse._py_until_line):
+        assert lines_taken(until_line, failing()) == [(bytes, b"data: a\n"), OSError]
+        source = failing()
+        assert until_line(source) == b"data: a\n"
+        with pytest.raises(OSError):
+            until_line(source)
+        assert lines_taken(until_line, [b"x", "data: a\n", b"\n", b"y\n"]) == [TypeError, b"\n", b"y\n"]
 
 
 # UTF-8 pieces that probe every rule of a strict decoder: each length, the bounds of each lead

@@ -429,6 +429,26 @@ if _blocks is not _py_blocks:  # the accelerator is built
     Decoder.feed = _speedups.feeder(Decoder, _NORMAL, _py_feed)  # type: ignore[method-assign,assignment]
 
 
+def _py_until_line(chunks: Iterator[bytes]) -> bytes | None:
+    """The next chunk of ``chunks`` that holds a line ending (LF or CR), the chunks before it that
+    hold none joined in front of it, or None at the end: the chunks after the last line ending
+    complete no event. ``ssemock.framing._speedups.until_line`` is the same in C."""
+    pending: list[bytes] = []
+    for chunk in chunks:
+        if 10 in chunk or 13 in chunk:
+            if pending:
+                pending.append(chunk)
+                return b"".join(pending)
+            return chunk
+        pending.append(chunk)
+    return None
+
+
+_until_line: Callable[[Iterator[bytes]], bytes | None] = (
+    _py_until_line if _blocks is _py_blocks else _speedups.until_line
+)
+
+
 def iter_decode(chunks: Iterable[bytes]) -> Iterator[ServerSentEvent]:
     """Yield the events of a whole stream given as byte chunks, as soon as each completes.
 
@@ -438,16 +458,10 @@ def iter_decode(chunks: Iterable[bytes]) -> Iterator[ServerSentEvent]:
     """
     decoder = Decoder()
     feed = decoder.feed
-    pending: list[bytes] = []
-    for chunk in chunks:
-        if 10 in chunk or 13 in chunk:
-            if pending:
-                pending.append(chunk)
-                chunk = b"".join(pending)
-                pending = []
-            yield from feed(chunk)
-        else:
-            pending.append(chunk)
+    until_line = _until_line
+    chunks = iter(chunks)
+    while (chunk := until_line(chunks)) is not None:
+        yield from feed(chunk)
     yield from decoder.close()
 
 
