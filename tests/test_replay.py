@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from pathlib import Path
 
@@ -52,6 +53,47 @@ def test_async_iteration_both_stacks() -> None:
         with ssemock.replay(three(), chunking="bytewise"):
             got = asyncio.run(run(lib))
         assert b"".join(got) == b"data: 1\n\ndata: 2\n\ndata: 3\n\n" and len(got) == 27
+
+
+@pytest.mark.parametrize("accelerated", [True, False], ids=["accelerator", "pure"])
+@pytest.mark.parametrize("traced", [False, True], ids=["untraced", "traced"])
+@pytest.mark.parametrize("lib", [httpx, httpx2], ids=["httpx", "httpx2"])
+def test_the_async_fast_path_hands_out_and_counts_each_chunk(
+    lib: object, accelerated: bool, traced: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``async for`` over a stream with nothing to wait for: the accelerator's async iterator
+    (or, without it, an async generator) hands out the chunks lazily, one at a time, and the
+    stream counts what it handed out, as the sync path does; also under a trace function (a
+    debugger, coverage), where the interpreter steps it through ``__next__``."""
+    from ssemock.plan import serving
+
+    if not accelerated:
+        monkeypatch.setattr(serving, "_c_ready", None)
+
+    async def run() -> tuple[list[bytes], list[int]]:
+        got, handed = [], []
+        async with lib.AsyncClient() as client:  # type: ignore[attr-defined]
+            async with client.stream("POST", URL, json={"n": 1}) as r:
+                stream = player.plays[-1].stream
+                assert not stream.opened
+                async for chunk in r.aiter_raw():
+                    got.append(chunk)
+                    handed.append(stream.handed)
+                    if len(got) == 11:
+                        break
+        assert stream.opened and not stream.consumed
+        return got, handed
+
+    before = sys.gettrace()  # (coverage's, if it runs)
+    with ssemock.replay(three(), chunking="fixed:2") as player:
+        if traced:
+            sys.settrace(lambda *args: None)
+        try:
+            got, handed = asyncio.run(run())
+        finally:
+            sys.settrace(before)
+    assert got == [b"da", b"ta", b": ", b"1\n", b"\nd", b"at", b"a:", b" 2", b"\n\n", b"da", b"ta"]
+    assert handed == list(range(1, 12))
 
 
 def test_identical_requests_get_interactions_in_order_then_fail() -> None:

@@ -4,7 +4,7 @@ results, only slower). The SSE decoder in this package uses it directly."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "members",
     "plain",
     "plan_match",
+    "ready",
     "seam_stretches",
     "slices",
     "unfit",
@@ -84,3 +85,6 @@ longest_gap: Callable[[list[float]], tuple[float, int] | None] | None = getattr(
 slices: Callable[..., Iterator[bytes]] | None = getattr(MODULE, "slices", None)
 """A replay's chunks cut from its body between a list's ends, or ``step`` bytes at a time up to
 ``size``, one C step a chunk (`ssemock.variants.chunking.Slices.iterate`)."""
+ready: Callable[[Iterator[bytes]], AsyncIterator[bytes]] | None = getattr(MODULE, "ready", None)
+"""An async iterator over an iterator, every step ready at once, no generator step a chunk
+(`ssemock.plan.serving.ReplayStream`'s fast path)."""

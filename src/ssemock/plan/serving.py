@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from ..core.edits import Edit, rewrite
+from ..framing.accelerator import ready as _c_ready
 from ..store.cassette import Interaction, Response
 from ..variants import chunking as _chunking
 from ..variants import faults as _faults
@@ -338,12 +339,16 @@ class ReplayStream(httpx.SyncByteStream, httpx.AsyncByteStream):
             raise
 
     def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._instant() if self._fast else self._timed()
+        if not self._fast:
+            return self._timed()
+        # nothing to wait for or raise: the accelerator's async iterator over the chunks' own one
+        # (no generator step per chunk), else an async generator over it; ``opened`` counts what
+        # either handed out, as on the sync fast path
+        return _c_ready(self._steps) if _c_ready is not None else self._instant()  # type: ignore[arg-type]
 
     async def _instant(self) -> AsyncIterator[bytes]:
-        """The fast path of ``async for``: nothing to wait for or raise (an async generator
-        steps faster than an ``__anext__`` coroutine per chunk); ``opened`` counts what it handed
-        out, as on the sync fast path."""
+        """The fast path of ``async for`` without the accelerator (an async generator steps
+        faster than an ``__anext__`` coroutine per chunk)."""
         for chunk in self._steps:
             yield chunk  # type: ignore[misc]
 
