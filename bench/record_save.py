@@ -217,8 +217,10 @@ def measure(sizes: list[float]) -> list[dict[str, object]]:
             for mb in sizes:
                 size = int(mb * 1e6)
                 url = f"{base}/{shape}"
-                # a 1 MB round pair costs ~80 ms: 25 of them settle the median (9 swung 0.89-1.03x)
-                rounds = 25 if mb <= 1 else 7 if mb <= 5 else 3
+                # a 1 MB round pair costs ~80 ms: 25 of them settle the median (9 swung 0.89-1.03x); a
+                # 5 MB pair ~350 ms: 15 (one pair's ratio spans 0.8-1.25x here, and the median of 7
+                # swung 0.78-1.01x)
+                rounds = 25 if mb <= 1 else 15 if mb <= 5 else 3
                 got: dict[str, list[tuple[float, float]]] = {}
                 for i in range(rounds):  # interleaved: both see the same machine load
                     for name, make in (("ssemock", ssemock_recorder), ("vcrpy", vcrpy_recorder)):
