@@ -404,7 +404,7 @@ def bench_replay() -> None:
 def bench_pytest_marked() -> None:
     """bench/pytest_cost.py marked(): tests through the openai SDK, ssemock's marker vs respx by hand."""
     tests = pytest_cost.MARKED // (4 if QUICK else 1)
-    r = pytest_cost.marked(tests, runs=3 if QUICK else 7)
+    r = pytest_cost.marked(tests, runs=3 if QUICK else pytest_cost.MARKED_RUNS)
     for name, x in r.items():
         REPORT.figure(
             "pytest, marked",
