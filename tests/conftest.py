@@ -485,6 +485,13 @@ def realtraffic3_vcr(corpora: Path, tmp_path_factory: pytest.TempPathFactory) ->
     return out, report
 
 
+def sdk_transport_error(exc: BaseException | None, wrapper: type[BaseException]) -> BaseException | None:
+    """The stack's own transport error behind an SDK's: ``exc`` itself, or its cause where the SDK
+    wrapped it in ``wrapper``. The anthropic SDK lets a mid-stream one through unwrapped up to 2.16
+    (the lock's 2.14) and wraps it from 2.17, as openai does: a fresh install gets the newest."""
+    return exc.__cause__ if isinstance(exc, wrapper) else exc
+
+
 class FakeClock(ssemock.timing.Clock):
     """Time that moves only when replay sleeps: a timing test asserts what replay slept (and in
     what order chunks came), never how long the test took, so a loaded machine cannot fail it."""

@@ -16,7 +16,7 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
-from conftest import FakeClock
+from conftest import FakeClock, sdk_transport_error
 
 import ssemock
 from ssemock.commands.cli import main
@@ -120,10 +120,12 @@ def test_a_gap_past_the_read_timeout_raises_the_sdks_timeout_at_once(
     fake_clock: FakeClock, timing: str, read: float
 ) -> None:
     """A keep-alive every 15 s (30 s scaled by 2) is too seldom for this read timeout: the SDK's
-    own stack's timeout (httpx2's, mid-stream) comes at the first such gap, without waiting it out."""
+    own stack's timeout (httpx2's, mid-stream; the SDK's APITimeoutError's cause from anthropic
+    2.17) comes at the first such gap, without waiting it out."""
     with ssemock.replay(_stream(), timing=timing) as player:
-        with pytest.raises(httpx2.ReadTimeout):
+        with pytest.raises((httpx2.ReadTimeout, anthropic.APITimeoutError)) as raised:
             _read(_client(read=read))
+    assert isinstance(sdk_transport_error(raised.value, anthropic.APITimeoutError), httpx2.ReadTimeout)
     assert sum(fake_clock.slept) < 1.0  # only the first chunk's 50 ms (scaled) was waited
     assert player.plays[0].stream is not None and player.plays[0].stream.failed
 
