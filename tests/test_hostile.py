@@ -506,6 +506,22 @@ def test_vcr_cassettes_with_wrong_types_import_or_raise_cassette_error(
         Cassette.loads(cassette.dumps())  # what imports saves and loads
 
 
+def test_a_vcr_request_line_with_a_newline_is_named_on_one_line(tmp_path: Path) -> None:
+    """An error of an interaction names its request: a method or URI holding a newline is shown
+    escaped, so the error stays one line (a drawn method of "\\n" made it two)."""
+    path = tmp_path / "newline.json"
+    interaction = {
+        "request": {"method": "\n", "uri": "http://h.test/a\tb", "body": "", "headers": {}},
+        "response": {"status": None, "headers": {}, "body": {"string": ""}},
+    }
+    path.write_text(json.dumps({"interactions": [interaction], "version": 1}))
+    with pytest.raises(CassetteError) as raised:
+        import_vcr(path)
+    message = str(raised.value)
+    assert "\n" not in message and "\t" not in message and str(path) in message
+    assert "\\n http://h.test/a\\tb: response.status" in message
+
+
 def test_a_30000_deep_yaml_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
     """It segfaulted the interpreter (PyYAML's composer recursed in C)."""
     path = tmp_path / "deep.yaml"

@@ -42,6 +42,12 @@ NO_BOUNDARIES = "vcrpy kept no chunk boundaries or timing: using one chunk per e
 _SCALARS = (str, bytes, int, float)
 
 
+def _one_line(text: str) -> str:
+    """``text`` for a one-line message: a control character in it (a newline of a hostile
+    method or URI) as its escape."""
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+
+
 def _headers(value: Any, where: str) -> Headers:
     """vcrpy headers: a dict of name -> list of values (or a plain value)."""
     if value is None:
@@ -124,7 +130,7 @@ def _interaction(item: Any, budget: _Budget, fields: _Fields) -> Interaction:
         parts.port  # noqa: B018  (a port out of range or not a number raises here)
     except ValueError as exc:
         raise _Invalid(f"request.uri is not a URL ({exc}): {uri!r:.80}; fix or remove it") from None
-    fields.label = f" ({method} {mask_url(uri)})"
+    fields.label = f" ({_one_line(method)} {_one_line(mask_url(uri))})"
     fields.unknown(item, _INTERACTION, "")
     fields.unknown(req, _REQUEST, "request")
     fields.unknown(resp, _RESPONSE, "response")
